@@ -1,0 +1,5 @@
+import sys
+
+from fsm.cli import main
+
+sys.exit(main())

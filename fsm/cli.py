@@ -1,0 +1,94 @@
+"""The ``toolcall-fsm`` command line.
+
+``toolcall-fsm replay [--provider NAME] [--flush incremental|on-finish] [--strict]
+[--output calls|deltas] FILE|-``
+
+Exit status: 0 on success; 1 when the input is unreadable or, with ``--strict``, breaks the protocol
+(one line on stderr naming the event and the rule, never a traceback); 2 on bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, BinaryIO, TextIO
+
+from fsm.decoders import PROVIDERS
+from fsm.errors import LocalProtocolError, RemoteProtocolError, ToolcallFSMError
+from fsm.reassembler import Reassembler
+from fsm.reemit import DeltaEmitter, FlushPolicy
+from fsm.serialize import result_to_json
+
+READ_SIZE = 64 * 1024
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toolcall-fsm",
+        description="Reassemble streamed LLM tool calls with an explicit state machine.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    replay = commands.add_parser("replay", help="reassemble a recorded stream and print its tool calls")
+    replay.add_argument("--provider", default="auto", choices=("auto", *PROVIDERS), help="wire shape (default: auto)")
+    replay.add_argument(
+        "--flush", default="incremental", choices=[p.value for p in FlushPolicy], help="re-emitted delta policy"
+    )
+    replay.add_argument("--strict", action="store_true", help="exit 1 on the first protocol violation")
+    replay.add_argument("--output", default="calls", choices=("calls", "deltas"), help="what to print")
+    replay.add_argument("file", help="the stream (SSE, NDJSON or a JSON array), or - for standard input")
+    return parser
+
+
+def replay(args: argparse.Namespace, stdout: TextIO) -> None:
+    reassembler = Reassembler(args.provider, strict=args.strict)
+    emitter = DeltaEmitter(FlushPolicy(args.flush))
+    deltas = args.output == "deltas"
+
+    def show(chunks: list[dict[str, Any]]) -> None:
+        for chunk in chunks:
+            stdout.write(json.dumps(chunk, ensure_ascii=False) + "\n")
+
+    with _open(args.file) as stream:
+        while block := stream.read(READ_SIZE):
+            outputs = reassembler.feed_bytes(block)
+            if deltas:
+                show(emitter.chunks(outputs))
+    outputs = reassembler.ledger.drain()
+    result = reassembler.close()
+    outputs += reassembler.ledger.drain()
+    if deltas:
+        show(emitter.chunks(outputs) + [emitter.finish(result)])
+    else:
+        stdout.write(json.dumps(result_to_json(result), ensure_ascii=False, indent=2) + "\n")
+
+
+def _open(path: str) -> BinaryIO:
+    if path == "-":
+        return sys.stdin.buffer
+    return open(path, "rb")
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse already printed the usage error
+        return int(exc.code or 0)
+    try:
+        replay(args, stdout)
+    except RemoteProtocolError as exc:
+        stderr.write(f"toolcall-fsm: {exc}\n")
+        return 1
+    except LocalProtocolError as exc:
+        stderr.write(f"toolcall-fsm: {exc}\n")
+        return 1
+    except ToolcallFSMError as exc:
+        stderr.write(f"toolcall-fsm: {exc}\n")
+        return 1
+    except OSError as exc:
+        stderr.write(f"toolcall-fsm: cannot read {args.file}: {exc.strerror or exc}\n")
+        return 1
+    return 0

@@ -1,0 +1,49 @@
+"""The errors toolcall-fsm raises, split by whose fault they are (as h11 does).
+
+* :class:`RemoteProtocolError`: the stream is at fault (malformed framing, a violation in strict
+  mode, a limit exceeded). It names the wire event number (1-based) and the rule involved.
+* :class:`LocalProtocolError`: the caller misused the API (fed after close, unknown provider).
+* :class:`SpecError`: a spec file in ``specs/`` is malformed.
+"""
+
+from __future__ import annotations
+
+
+class ToolcallFSMError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class SpecError(ToolcallFSMError):
+    """A machine spec is malformed: unreadable, unknown keys, or an undeclared name."""
+
+
+class LocalProtocolError(ToolcallFSMError):
+    """The caller used the API wrongly."""
+
+
+class UnsupportedProvider(LocalProtocolError):
+    """The provider is known but has no decoder yet, or could not be recognised."""
+
+
+class RemoteProtocolError(ToolcallFSMError):
+    """The stream broke the protocol. ``event`` is the 1-based wire event number, if known."""
+
+    def __init__(self, message: str, *, event: int | None = None, rule: str | None = None) -> None:
+        self.event = event
+        self.rule = rule
+        self.detail = message
+        where = f"event {event}: " if event is not None else ""
+        why = f" (rule {rule})" if rule else ""
+        super().__init__(f"{where}{message}{why}")
+
+
+class FramingError(RemoteProtocolError):
+    """The bytes are not valid SSE, NDJSON or a JSON array, or an event is not valid JSON."""
+
+
+class LimitExceeded(RemoteProtocolError):
+    """A configured bound (slots, argument size, nesting depth, event size) was exceeded."""
+
+
+class StateError(LocalProtocolError):
+    """An event the slot machine does not accept in its current state reached it."""

@@ -1,0 +1,72 @@
+"""Provider-neutral input events: what a decoder makes of the wire, and all the engine ever sees.
+
+Every event about a call carries a :class:`CallRef`, the identity evidence that came with it. The
+registry (fsm/registry.py) alone decides which call that evidence points to.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+def _blank_to_none(value: str | None) -> str | None:
+    # An empty id or name ("" from Qwen, Mistral, Gemini's OpenAI endpoint) is no evidence at all.
+    return value or None
+
+
+@attrs.frozen(slots=True)
+class CallRef:
+    """Identity evidence for one call, as the wire gave it."""
+
+    index: int | None = None
+    id: str | None = attrs.field(default=None, converter=_blank_to_none)
+    name: str | None = attrs.field(default=None, converter=_blank_to_none)
+    position: int = 0
+    """The call's position within its wire event; used only when index and id are both absent."""
+
+
+@attrs.frozen(slots=True)
+class CallSeen:
+    """A call's metadata (id, name, index) with no argument text."""
+
+    ref: CallRef
+
+
+@attrs.frozen(slots=True)
+class ArgumentsFragment:
+    """A piece of argument text to be appended after what the call holds."""
+
+    ref: CallRef
+    text: str
+
+
+@attrs.frozen(slots=True)
+class ArgumentsSnapshot:
+    """The whole argument text as the provider has it now (providers that resend whole objects)."""
+
+    ref: CallRef
+    text: str
+
+
+@attrs.frozen(slots=True)
+class CallEnd:
+    """The provider says this call's arguments are finished."""
+
+    ref: CallRef
+
+
+@attrs.frozen(slots=True)
+class StreamEnd:
+    """The provider's finish reason, normalised by the decoder: ``tool_calls``, ``stop``,
+    ``length``, ``content_filter``, ``error``, or None when the stream gave none."""
+
+    finish_reason: str | None
+    raw_finish_reason: str | None = None
+    error: str | None = None
+
+
+Event = CallSeen | ArgumentsFragment | ArgumentsSnapshot | CallEnd | StreamEnd
+EVENT_TYPES: tuple[type, ...] = (CallSeen, ArgumentsFragment, ArgumentsSnapshot, CallEnd, StreamEnd)
+
+NORMAL_FINISHES = frozenset({"tool_calls", "stop"})
+"""Finish reasons that end calls normally; any other (or none) cuts the unfinished ones."""

@@ -1,0 +1,53 @@
+"""What one stream's engine reports: output events, diagnostics, and which spec parts it used.
+
+The ledger knows the current wire event number, so every diagnostic and limit error names the
+event that caused it. In strict mode a diagnostic the spec marks as a violation raises at once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from fsm.errors import LimitExceeded, RemoteProtocolError
+from fsm.options import Policies
+from fsm.results import Diagnostic, Output
+from fsm.spec import identity_spec
+
+
+class Ledger:
+    def __init__(self, policies: Policies, *, strict: bool) -> None:
+        self.policies = policies
+        self.strict = strict
+        self.event: int | None = None
+        self.outputs: list[Output] = []
+        self.diagnostics: list[Diagnostic] = []
+        self.transitions: Counter[str] = Counter()
+        self.rules: Counter[str] = Counter()
+        self._spec = identity_spec()
+
+    def emit(self, output: Output) -> None:
+        self.outputs.append(output)
+
+    def drain(self) -> list[Output]:
+        out, self.outputs = self.outputs, []
+        return out
+
+    def diagnose(self, code: str, message: str) -> None:
+        spec = self._spec.diagnostic_by_code.get(code)
+        if spec is None:
+            raise KeyError(f"diagnostic {code!r} is not declared in specs/identity.toml")
+        self.diagnostics.append(Diagnostic(self.event, code, message))
+        if self.strict and spec.violation:
+            raise RemoteProtocolError(f"{code}: {message}", event=self.event, rule=spec.rule)
+
+    def apply(self, rule: str) -> None:
+        """Record that the registry decided by ``rule`` (for rule coverage)."""
+        if rule not in self._spec.rule_names:
+            raise KeyError(f"rule {rule!r} is not declared in specs/identity.toml")
+        self.rules[rule] += 1
+
+    def cover(self, transition: str) -> None:
+        self.transitions[transition] += 1
+
+    def limit(self, message: str) -> None:
+        raise LimitExceeded(message, event=self.event, rule="limits")

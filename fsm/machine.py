@@ -1,0 +1,95 @@
+"""Builds the slot machine from specs/slot.toml and fires its triggers.
+
+One ``transitions.Machine`` serves every slot: slots are not registered with it (registration costs
+tens of microseconds per slot and keeps a reference to each), the machine's events are triggered on
+the slot directly. A transition whose destination is its own source (a self-loop, such as another
+fragment while ``accumulating``) is executed from the compiled table without a full machine trigger:
+same guards, same action, no state change, a fraction of the cost. Any transition that changes state
+goes through the ``transitions`` machine, so a slot changes state only through it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from transitions import Machine
+from transitions.core import MachineError
+
+from fsm.errors import SpecError, StateError
+from fsm.slot import Slot, spec_members
+from fsm.spec import SELF, MachineSpec, slot_spec
+
+_Candidate = tuple[tuple[Callable[..., bool], ...], str, Callable[..., Any] | None, str]
+
+
+class SlotMachine:
+    def __init__(self, spec: MachineSpec) -> None:
+        self.spec = spec
+        missing = ({g.name for g in spec.guards} - spec_members("guard")) | (
+            {a.name for a in spec.actions} - spec_members("action")
+        )
+        if missing:
+            raise SpecError(f"slot.toml names guards or actions that fsm/slot.py lacks: {sorted(missing)}")
+        self.machine = Machine(
+            model=None,
+            states=list(spec.state_names()),
+            transitions=[
+                {
+                    "trigger": t.trigger,
+                    "source": list(t.source),
+                    "dest": SELF if t.dest == SELF else t.dest,
+                    "conditions": list(t.guards),
+                    "after": [t.action] if t.action else [],
+                }
+                for t in spec.transitions
+            ],
+            initial=spec.machine.initial,
+            auto_transitions=False,
+        )
+        self.initial = spec.machine.initial
+        self.prepare: dict[str, Callable[[Slot, str], tuple[str, str]]] = {
+            t.name: getattr(Slot, t.prepare) for t in spec.triggers if t.prepare
+        }
+        self.candidates: dict[tuple[str, str], tuple[_Candidate, ...]] = {}
+        for src, t in spec.edges():
+            entry = (
+                tuple(getattr(Slot, g) for g in t.guards),
+                t.destination(src),
+                getattr(Slot, t.action) if t.action else None,
+                t.label(src),
+            )
+            key = (src, t.trigger)
+            self.candidates[key] = (*self.candidates.get(key, ()), entry)
+
+    def fire(self, slot: Slot, trigger: str, text: str = "") -> str:
+        """Run ``trigger`` on ``slot`` with ``text``; return any text the prepare step split off
+        (the start of another value, for the registry to route)."""
+        rest = ""
+        prepare = self.prepare.get(trigger)
+        if prepare is not None:
+            text, rest = prepare(slot, text)
+        state = slot.state
+        for guards, dest, act, label in self.candidates.get((state, trigger), ()):
+            if all(g(slot, text) for g in guards):
+                break
+        else:
+            raise StateError(f"call {slot.id}: the slot machine has no {trigger!r} from {state!r}")
+        if dest == state:
+            if act is not None:
+                act(slot, text)
+        else:
+            try:
+                self.machine.events[trigger].trigger(slot, text)
+            except MachineError as exc:  # the compiled table and the machine disagree
+                raise StateError(f"call {slot.id}: {exc}") from None
+            if slot.state != dest:
+                raise StateError(f"call {slot.id}: machine went to {slot.state!r}, spec says {dest!r}")
+        slot.ledger.cover(label)
+        return rest
+
+
+@functools.cache
+def slot_machine() -> SlotMachine:
+    return SlotMachine(slot_spec())

@@ -1,0 +1,184 @@
+"""``Reassembler``: one stream in, its tool calls out. The public face of the engine.
+
+Feed it raw bytes (``feed_bytes``), wire payloads (dicts), SDK objects (anything with
+``model_dump()`` or ``to_dict()``) or already-decoded events, in order. Each call returns the output
+events it caused (call opened, argument delta, call finished); ``close()`` returns the result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from fsm.decoders import Decoder, detect_provider, make_decoder
+from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, UnsupportedProvider
+from fsm.events import (
+    EVENT_TYPES,
+    ArgumentsFragment,
+    ArgumentsSnapshot,
+    CallEnd,
+    CallSeen,
+    Event,
+    StreamEnd,
+)
+from fsm.framing import DONE, Framer, detect_framing, make_framer
+from fsm.ledger import Ledger
+from fsm.options import Limits, Policies
+from fsm.registry import Registry
+from fsm.results import Output, Result
+
+
+class Reassembler:
+    def __init__(
+        self,
+        provider: str = "auto",
+        *,
+        strict: bool = False,
+        policies: Policies | None = None,
+        limits: Limits | None = None,
+        taken: Iterable[str] = (),
+    ) -> None:
+        self.provider = provider
+        self.limits = limits or Limits()
+        self.ledger = Ledger(policies or Policies(), strict=strict)
+        self.registry = Registry(self.ledger, self.limits, taken)
+        self._decoder: Decoder | None = None if provider == "auto" else make_decoder(provider)
+        self._framer: Framer | None = None
+        self._head = b""
+        self._events = 0
+        self._finish: StreamEnd | None = None
+        self._closed: Result | None = None
+
+    # -- input ------------------------------------------------------------------------------------
+
+    def feed(self, item: Any) -> list[Output]:
+        """Feed one wire payload, SDK object or decoded event; return the outputs it caused."""
+        self._check_open()
+        self._events += 1
+        self.ledger.event = self._events
+        if isinstance(item, EVENT_TYPES):
+            self._apply(item)  # type: ignore[arg-type]
+        else:
+            self._decode(_as_mapping(item))
+        return self.ledger.drain()
+
+    def feed_bytes(self, data: bytes) -> list[Output]:
+        """Feed raw response bytes (SSE, NDJSON or a JSON array, detected from the first bytes)."""
+        self._check_open()
+        if self._framer is None:
+            self._head += data
+            framing = detect_framing(self._head)
+            if framing is None:
+                return []
+            self._framer = make_framer(framing, self.limits.max_event_bytes)
+            data, self._head = self._head, b""
+        outputs: list[Output] = []
+        for payload in self._framer.feed(data):
+            outputs += self._feed_text(payload, last=False)
+        return outputs
+
+    def close(self) -> Result:
+        """End the stream: flush framing, finish every open call, return the result."""
+        if self._closed is not None:
+            return self._closed
+        if self._framer is not None:
+            for payload in self._framer.close():
+                self._feed_text(payload, last=True)
+        self.ledger.event = None
+        registry = self.registry
+        if self._finish is None:
+            self.ledger.diagnose("no-finish-reason", "the stream ended without a finish reason")
+            registry.finish(None)
+        else:
+            registry.finish(self._finish.finish_reason)  # calls opened after the finish
+        finish = self._finish.finish_reason if self._finish else None
+        if finish == "stop" and registry.slots:
+            self.ledger.diagnose("finish-reason-mapped", "finish reason stop, but tools were called")
+            finish = "tool_calls"
+        self._closed = Result(
+            provider=self._decoder.name if self._decoder else self.provider,
+            finish_reason=finish,
+            calls=tuple(slot.to_call() for slot in registry.slots),
+            diagnostics=tuple(self.ledger.diagnostics),
+        )
+        return self._closed
+
+    @property
+    def diagnostics(self) -> list[Any]:
+        return list(self.ledger.diagnostics)
+
+    # -- internals ----------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed is not None:
+            raise LocalProtocolError("the stream is closed; use a new Reassembler")
+
+    def _feed_text(self, payload: str, *, last: bool) -> list[Output]:
+        if payload.strip() == DONE:
+            self._events += 1
+            return []
+        try:
+            value = json.loads(payload)
+        except ValueError as exc:
+            if last:
+                self._events += 1
+                self.ledger.event = self._events
+                self.ledger.diagnose("cut-event", f"the last event is cut short: {exc}")
+                return self.ledger.drain()
+            raise FramingError(f"not valid JSON: {exc}", event=self._events + 1) from None
+        if not isinstance(value, Mapping):
+            raise FramingError(f"an event must be a JSON object, not {type(value).__name__}", event=self._events + 1)
+        return self.feed(value)
+
+    def _decode(self, payload: Mapping[str, Any]) -> None:
+        if self._decoder is None:
+            provider = detect_provider(payload)
+            if provider is None:
+                raise UnsupportedProvider(
+                    f"event {self._events}: cannot tell the provider from this event; name it (--provider)"
+                )
+            self._decoder = make_decoder(provider)
+        try:
+            events = self._decoder.decode(payload, self.ledger.diagnose)
+        except RemoteProtocolError as exc:
+            if exc.event is not None:
+                raise
+            raise type(exc)(exc.detail, event=self._events, rule=exc.rule or self._decoder.name) from None
+        for event in events:
+            self._apply(event)
+
+    def _apply(self, event: Event) -> None:
+        registry = self.registry
+        if self._finish is not None and not isinstance(event, StreamEnd):
+            self.ledger.diagnose("event-after-finish", f"{type(event).__name__} after the finish reason")
+        if isinstance(event, ArgumentsFragment):
+            registry.arguments(event.ref, event.text, "fragment")
+        elif isinstance(event, CallSeen):
+            registry.call_seen(event.ref)
+        elif isinstance(event, ArgumentsSnapshot):
+            registry.arguments(event.ref, event.text, "snapshot")
+        elif isinstance(event, CallEnd):
+            registry.call_end(event.ref)
+        elif isinstance(event, StreamEnd):
+            if self._finish is not None:
+                return  # the first finish reason stands
+            self._finish = event
+            if event.finish_reason == "error":
+                self.ledger.diagnose("provider-error", f"the provider reported an error: {event.error}")
+            registry.finish(event.finish_reason)
+
+
+def _as_mapping(item: Any) -> Mapping[str, Any]:
+    if isinstance(item, Mapping):
+        return item
+    for method in ("model_dump", "to_dict"):
+        convert = getattr(item, method, None)
+        if callable(convert):
+            value = convert()
+            if isinstance(value, Mapping):
+                return value
+    raise LocalProtocolError(
+        f"cannot feed a {type(item).__name__}: pass a dict, an SDK object with model_dump() or to_dict(), "
+        "or an fsm event"
+    )

@@ -1,0 +1,69 @@
+"""Re-emit reassembled calls as a clean OpenAI-style chat-completions delta stream.
+
+Downstream consumers that concatenate ``arguments`` per ``index`` get valid JSON from it: every call
+has its own index (its position in the turn), its id and name are sent once, and nothing sent is
+ever retracted. Two flush policies:
+
+* ``incremental``: the header when a call opens, then argument text as soon as it is append-safe
+  (fragments at once; snapshot text, which a later snapshot could replace, when the call finishes);
+* ``on-finish``: the header with empty arguments when a call opens, the final arguments when it
+  finishes.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from fsm.results import ArgumentsDelta, CallFinished, CallOpened, Output, Result
+
+
+class FlushPolicy(enum.Enum):
+    INCREMENTAL = "incremental"
+    ON_FINISH = "on-finish"
+
+
+class DeltaEmitter:
+    def __init__(self, flush: FlushPolicy = FlushPolicy.INCREMENTAL) -> None:
+        self.flush = flush
+        self._named: set[int] = set()
+
+    def chunks(self, outputs: list[Output]) -> list[dict[str, Any]]:
+        out = []
+        for item in outputs:
+            entry = self._entry(item)
+            if entry is not None:
+                out.append(_chunk([entry], None))
+        return out
+
+    def finish(self, result: Result) -> dict[str, Any]:
+        return _chunk(None, result.finish_reason)
+
+    def _entry(self, item: Output) -> dict[str, Any] | None:
+        if isinstance(item, CallOpened):
+            function: dict[str, Any] = {"arguments": ""}
+            if item.name is not None:
+                function["name"] = item.name
+                self._named.add(item.index)
+            return {"index": item.index, "id": item.id, "type": "function", "function": function}
+        if isinstance(item, ArgumentsDelta):
+            if self.flush is FlushPolicy.ON_FINISH:
+                return None
+            return {"index": item.index, "function": {"arguments": item.text}}
+        if isinstance(item, CallFinished):
+            call = item.call
+            function = {}
+            if call.name is not None and call.index not in self._named:
+                function["name"] = call.name  # the name arrived after the header went out
+            if self.flush is FlushPolicy.ON_FINISH:
+                function["arguments"] = call.arguments_json
+            return {"index": call.index, "function": function} if function else None
+        return None
+
+
+def _chunk(tool_calls: list[dict[str, Any]] | None, finish_reason: str | None) -> dict[str, Any]:
+    delta: dict[str, Any] = {"tool_calls": tool_calls} if tool_calls else {}
+    return {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }

@@ -1,0 +1,275 @@
+"""The slot registry: decides which call every event belongs to. Identity is decided here and
+nowhere else, by the rules of specs/identity.toml, each cited by name where it applies.
+
+Calls live in *lanes*: the calls that share one identity. A lane is keyed by the wire index
+(``index-is-label``), else by the id (``id-without-index``), else by the position within the event
+(``positional-fallback``). Calls opened in a lane after its first are its derived calls (``base#1``,
+``base#2``, ...). Before opening another call, the registry walks the lane's calls so a resend or a
+continuation lands in the call that opened it (events A, B, B give two calls, not three).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from fsm.events import NORMAL_FINISHES, CallRef
+from fsm.ids import IdAllocator
+from fsm.ledger import Ledger
+from fsm.machine import slot_machine
+from fsm.options import Limits
+from fsm.results import ArgumentsDelta, CallFinished, CallOpened
+from fsm.slot import Slot
+
+Lane = tuple[str, int | str]
+Kind = Literal["fragment", "snapshot"]
+
+
+class Registry:
+    def __init__(self, ledger: Ledger, limits: Limits, taken: Iterable[str] = ()) -> None:
+        self.ledger = ledger
+        self.limits = limits
+        self.machine = slot_machine()
+        self.slots: list[Slot] = []
+        self._lanes: dict[Lane, list[Slot]] = {}
+        self._by_wire_id: dict[str, list[Slot]] = {}
+        self._pending_name: dict[Lane, str] = {}
+        self._ids = IdAllocator(taken)
+
+    # -- events -----------------------------------------------------------------------------------
+
+    def call_seen(self, ref: CallRef) -> None:
+        lane, chain = self._chain(ref, None)
+        if not chain:
+            self._open(lane, ref)
+            return
+        newest = chain[-1]
+        if newest.unfinished or (ref.id is not None and ref.id in self._by_wire_id):
+            self._metadata(newest, ref)
+            self._pending_name.pop(lane, None)
+            return
+        if ref.name is None or ref.name == newest.name:
+            # After a finished value the same name again is either repeated metadata (Kimi repeats
+            # it on every chunk) or the header of a next call at this index. Hold it: it names the
+            # next call only if text that starts a new value follows.
+            if ref.name is not None:
+                self._pending_name[lane] = ref.name
+            self.ledger.apply("metadata-once")
+            return
+        self.ledger.apply("complete-value-starts-new-call")
+        self._open(lane, ref)
+
+    def arguments(self, ref: CallRef, text: str, kind: Kind) -> None:
+        if not text.strip() and kind == "fragment":
+            self._blank(ref, text)
+            return
+        while text:
+            text = self._route_text(ref, text, kind)
+
+    def call_end(self, ref: CallRef) -> None:
+        _, chain = self._chain(ref, None)
+        for slot in reversed(chain):
+            if not slot.finished:
+                self._metadata(slot, ref)
+                self._finish(slot, "end")
+                return
+
+    def finish(self, finish_reason: str | None) -> None:
+        """End every call still open: normally for a normal finish reason, else as a cut."""
+        self.ledger.apply("finish-ends-calls")
+        trigger = "end" if finish_reason in NORMAL_FINISHES else "cut"
+        for slot in self.slots:
+            if not slot.finished:
+                self._finish(slot, trigger)
+
+    # -- routing ----------------------------------------------------------------------------------
+
+    def _chain(self, ref: CallRef, kind: Kind | None) -> tuple[Lane, list[Slot]]:
+        """The lane the evidence points to, and the calls in it that may own this event."""
+        if ref.id is not None:
+            owners = self._by_wire_id.get(ref.id)
+            if owners:
+                chain = owners if ref.index is None else [s for s in owners if s.index == ref.index]
+                if chain:
+                    self.ledger.apply("id-binds" if ref.index is not None else "id-without-index")
+                    return chain[-1].lane, chain
+                # A known id at another index: a different call reusing the id. It is renamed
+                # when it opens (duplicate-id-renamed).
+        if ref.index is not None:
+            self.ledger.apply("index-is-label")
+            lane: Lane = ("index", ref.index)
+        elif ref.id is not None:
+            self.ledger.apply("id-without-index")
+            lane = ("id", ref.id)
+        else:
+            self.ledger.apply("positional-fallback")
+            lane = ("position", ref.position)
+        chain = self._lanes.get(lane, [])
+        if ref.id is None or ref.id in self._by_wire_id:
+            return lane, chain
+        # An id never seen before.
+        newest = chain[-1] if chain else None
+        if newest is None and ref.index is None and self.slots and self.slots[-1].index is None:
+            newest = self.slots[-1]  # with no index, the call this id may rotate from is the newest
+        if newest is None:
+            return lane, []
+        if newest.wire_id is None and newest.unfinished:
+            self._metadata(newest, ref)  # late-id: the call was opened without one
+            return newest.lane, [newest]
+        if (
+            kind == "fragment"
+            and newest.unfinished
+            and ref.name is None
+            and self.ledger.policies.id_rotation == "continue"
+        ):
+            self.ledger.apply("index-reuse")
+            self.ledger.diagnose(
+                "id-changed", f"call {newest.id}: text arrived under the new id {ref.id!r}; same call"
+            )
+            self._by_wire_id.setdefault(ref.id, []).append(newest)
+            return newest.lane, [newest]
+        if chain:
+            self.ledger.apply("index-reuse")
+        return lane, []
+
+    def _route_text(self, ref: CallRef, text: str, kind: Kind) -> str:
+        """Put ``text`` where it belongs; return any part of it that starts another value."""
+        lane, chain = self._chain(ref, kind)
+        if kind == "fragment" and chain and chain[-1].unfinished:
+            # Text for a call still open continues it, even if it happens to equal an earlier call.
+            chain = chain[-1:]
+        for slot in chain:
+            if slot.unfinished:
+                self._metadata(slot, ref)
+                self._pending_name.pop(lane, None)
+                return self._extend(slot, text, kind)
+            if slot.state == "truncated" or not self._names_agree(slot, ref):
+                continue
+            if self._same_text(slot, text):
+                if ref.id is not None or self.ledger.policies.identical_text == "resend":
+                    self._resend(slot, ref, lane)
+                    return ""
+            elif kind == "snapshot" and ref.id is not None and ref.id == slot.wire_id and not slot.finished:
+                self.ledger.apply("snapshot-resend")
+                self.ledger.diagnose("arguments-replaced", f"call {slot.id}: a changed snapshot replaced the arguments")
+                self.machine.fire(slot, "replace", text)
+                return ""
+        if chain:
+            self.ledger.apply("complete-value-starts-new-call")
+        slot = self._open(lane, ref)
+        return self._extend(slot, text, kind)
+
+    def _extend(self, slot: Slot, text: str, kind: Kind) -> str:
+        if kind == "snapshot":
+            if self._same_text(slot, text):
+                self._resend(slot, None, None)
+            else:
+                self.machine.fire(slot, "replace", text)
+            return ""
+        held = slot.length
+        if (
+            held
+            and len(text) >= held
+            and self.ledger.policies.cumulative_arguments == "detect"
+            and text.startswith(slot.text())
+        ):
+            if len(text) == held:
+                self._resend(slot, None, None)
+                return ""
+            self.ledger.diagnose(
+                "cumulative-arguments", f"call {slot.id}: a fragment repeated all {held} characters held"
+            )
+            text = text[held:]
+        rest = self.machine.fire(slot, "append", text)
+        if rest:
+            self.ledger.diagnose(
+                "split-fragment", f"call {slot.id}: its value closed mid-fragment; the rest opens another call"
+            )
+        return rest
+
+    def _blank(self, ref: CallRef, text: str) -> None:
+        """Whitespace-only text: evidence of a call, and raw text kept where a call can hold it."""
+        self.call_seen(ref)
+        _, chain = self._chain(ref, "fragment")
+        if chain and chain[-1].state in ("opened", "accumulating", "complete"):
+            self.machine.fire(chain[-1], "append", text)
+
+    def _resend(self, slot: Slot, ref: CallRef | None, lane: Lane | None) -> None:
+        self.ledger.apply("snapshot-resend")
+        if ref is not None:
+            self._metadata(slot, ref)
+        if lane is not None:
+            self._pending_name.pop(lane, None)
+        self.ledger.diagnose("resend", f"call {slot.id}: the same arguments again; not added")
+        self.machine.fire(slot, "resend")
+
+    @staticmethod
+    def _names_agree(slot: Slot, ref: CallRef) -> bool:
+        return ref.name is None or slot.name is None or ref.name == slot.name
+
+    @staticmethod
+    def _same_text(slot: Slot, text: str) -> bool:
+        # Length first, so text offered to a long finished call costs O(1) unless it is as long.
+        held = slot.stripped_text()
+        stripped = text.strip()
+        return bool(held) and len(held) == len(stripped) and held == stripped
+
+    def _metadata(self, slot: Slot, ref: CallRef) -> None:
+        self.ledger.apply("metadata-once")
+        if ref.name is not None:
+            if slot.name is None:
+                slot.name = ref.name
+            elif ref.name != slot.name:
+                self.ledger.diagnose(
+                    "name-conflict", f"call {slot.id}: name {ref.name!r} arrived for {slot.name!r}; kept {slot.name!r}"
+                )
+        if ref.id is not None and slot.wire_id is None:
+            slot.wire_id = ref.id
+            self._by_wire_id.setdefault(ref.id, []).append(slot)
+            self.ledger.diagnose("late-id", f"call {slot.id}: wire id {ref.id!r} arrived after it opened")
+
+    # -- opening and finishing ----------------------------------------------------------------------
+
+    def _open(self, lane: Lane, ref: CallRef) -> Slot:
+        if len(self.slots) >= self.limits.max_calls:
+            self.ledger.limit(f"more than {self.limits.max_calls} calls in one stream")
+        ordinal = len(self.slots)
+        if ref.id is None:
+            self.ledger.apply("synthesized-id")
+            call_id = self._ids.synthesize(ordinal)
+            self.ledger.diagnose("synthesized-id", f"call {ordinal}: no id on the wire; given {call_id!r}")
+        else:
+            call_id = self._ids.claim(ref.id)
+            if call_id != ref.id:
+                self.ledger.apply("duplicate-id-renamed")
+                self.ledger.diagnose("duplicate-id", f"call {ordinal}: id {ref.id!r} already in use; renamed {call_id!r}")
+        slot = Slot(
+            ordinal=ordinal,
+            lane=lane,
+            index=ref.index,
+            wire_id=ref.id,
+            call_id=call_id,
+            name=ref.name or self._pending_name.pop(lane, None),
+            ledger=self.ledger,
+            max_chars=self.limits.max_argument_chars,
+            max_depth=self.limits.max_depth,
+            initial=self.machine.initial,
+        )
+        self.slots.append(slot)
+        self._lanes.setdefault(lane, []).append(slot)
+        if ref.index is None and lane[0] != "position":
+            # Without an index, a later bare continuation at the same position means this call.
+            self._lanes.setdefault(("position", ref.position), []).append(slot)
+        if ref.id is not None:
+            self._by_wire_id.setdefault(ref.id, []).append(slot)
+        self.ledger.emit(CallOpened(ordinal, call_id, ref.id, slot.name))
+        return slot
+
+    def _finish(self, slot: Slot, trigger: str) -> None:
+        self.machine.fire(slot, trigger)
+        if slot.name is None:
+            self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name")
+        tail = slot.unsent_tail()
+        if tail:
+            self.ledger.emit(ArgumentsDelta(slot.ordinal, tail))
+        self.ledger.emit(CallFinished(slot.to_call()))

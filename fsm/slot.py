@@ -1,0 +1,235 @@
+"""One tool call's slot: the model the slot machine (specs/slot.toml) drives.
+
+Every method marked ``@guard`` or ``@action`` is named in the spec, and nothing else is: the spec
+agreement test holds the two lists equal. Guards are pure; actions are the only code that changes a
+slot's argument text or status, and they run only as part of a transition (fsm/machine.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from fsm.results import ArgumentsDelta, CallStatus, ToolCall
+from fsm.scanner import Scanner
+
+if TYPE_CHECKING:
+    from fsm.ledger import Ledger
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def guard(fn: F) -> F:
+    fn._fsm_role = "guard"  # type: ignore[attr-defined]
+    return fn
+
+
+def action(fn: F) -> F:
+    fn._fsm_role = "action"  # type: ignore[attr-defined]
+    return fn
+
+
+def spec_members(role: str) -> set[str]:
+    """Names of the Slot methods marked with ``role`` ("guard" or "action")."""
+    return {name for name, fn in vars(Slot).items() if getattr(fn, "_fsm_role", None) == role}
+
+
+class Slot:
+    """The state of one tool call. ``state`` is written only by the slot machine."""
+
+    __slots__ = (
+        "state",
+        "ordinal",
+        "lane",
+        "index",
+        "wire_id",
+        "id",
+        "name",
+        "ledger",
+        "scanner",
+        "max_chars",
+        "_parts",
+        "_length",
+        "_emitted",
+        "_diverged",
+        "arguments",
+        "status",
+        "resends",
+        "_stripped",
+    )
+
+    def __init__(
+        self,
+        *,
+        ordinal: int,
+        lane: tuple[str, int | str],
+        index: int | None,
+        wire_id: str | None,
+        call_id: str,
+        name: str | None,
+        ledger: Ledger,
+        max_chars: int,
+        max_depth: int,
+        initial: str,
+    ) -> None:
+        self.state = initial
+        self.ordinal = ordinal
+        self.lane = lane
+        self.index = index
+        self.wire_id = wire_id
+        self.id = call_id
+        self.name = name
+        self.ledger = ledger
+        self.scanner = Scanner(max_depth)
+        self.max_chars = max_chars
+        self._parts: list[str] = []
+        self._length = 0
+        self._emitted = 0  # how much of the held text went out as append-safe deltas
+        self._diverged = False  # a snapshot replaced text that had already gone out
+        self.arguments: Any = None
+        self.status: CallStatus | None = None
+        self.resends = 0
+        self._stripped: str | None = None
+
+    # -- reading ------------------------------------------------------------------------------
+
+    @property
+    def length(self) -> int:
+        return self._length
+
+    def text(self) -> str:
+        if len(self._parts) > 1:
+            self._parts[:] = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+    def stripped_text(self) -> str:
+        """The held text without surrounding whitespace, cached until the text changes."""
+        if self._stripped is None:
+            self._stripped = self.text().strip()
+        return self._stripped
+
+    @property
+    def unfinished(self) -> bool:
+        return self.state in ("opened", "accumulating")
+
+    @property
+    def finished(self) -> bool:
+        return self.status is not None
+
+    def to_call(self) -> ToolCall:
+        assert self.status is not None, "only a finished slot is a call"
+        return ToolCall(
+            index=self.ordinal,
+            id=self.id,
+            wire_id=self.wire_id,
+            name=self.name,
+            arguments=self.arguments,
+            arguments_json=self.text(),
+            status=self.status,
+        )
+
+    # -- prepare (run once per trigger, before guards) ------------------------------------------
+
+    @action
+    def scan_fragment(self, text: str) -> tuple[str, str]:
+        """Returns (the part of ``text`` that belongs here, the rest that starts another value)."""
+        end = self.scanner.feed(text)
+        if end is None or end == len(text) or not text[end:].strip():
+            return text, ""
+        return text[:end], text[end:]
+
+    @action
+    def scan_snapshot(self, text: str) -> tuple[str, str]:
+        self.scanner = Scanner(self.scanner.max_depth)
+        self.scanner.feed(text)
+        return text, ""
+
+    # -- guards ---------------------------------------------------------------------------------
+
+    @guard
+    def value_complete(self, text: str) -> bool:
+        return self.scanner.complete
+
+    @guard
+    def blank_fragment(self, text: str) -> bool:
+        return not text.strip()
+
+    @guard
+    def no_text(self, text: str) -> bool:
+        return self._length == 0 or not self.text().strip()
+
+    # -- actions --------------------------------------------------------------------------------
+
+    def _check_size(self, length: int) -> None:
+        if length > self.max_chars:
+            self.ledger.limit(f"call {self.id}: arguments longer than {self.max_chars} characters")
+
+    @action
+    def store_fragment(self, text: str) -> None:
+        held = self._length
+        self._length += len(text)
+        self._check_size(self._length)
+        self._parts.append(text)
+        self._stripped = None
+        if self._emitted == held and text:
+            self._emitted = self._length
+            self.ledger.emit(ArgumentsDelta(self.ordinal, text))
+
+    @action
+    def store_snapshot(self, text: str) -> None:
+        self._check_size(len(text))
+        if self._emitted and not text.startswith(self.text()[: self._emitted]):
+            self._diverged = True
+        self._parts[:] = [text]
+        self._stripped = None
+        self._length = len(text)
+        # A snapshot can itself be replaced later, so it goes out only when the call finishes.
+        self._emitted = min(self._emitted, self._length)
+
+    @action
+    def note_resend(self, text: str) -> None:
+        self.resends += 1
+
+    @action
+    def parse_arguments(self, text: str) -> None:
+        raw = self.text()
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            self._fail(CallStatus.INVALID, "invalid-arguments", f"arguments do not parse: {exc}")
+            return
+        if not isinstance(value, dict):
+            self._fail(CallStatus.INVALID, "arguments-not-object", f"arguments are a {type(value).__name__}")
+            return
+        self.arguments = value
+        self.status = CallStatus.COMPLETE
+
+    @action
+    def default_empty_arguments(self, text: str) -> None:
+        if self.ledger.policies.empty_arguments == "invalid":
+            self._fail(CallStatus.INVALID, "empty-arguments", "no argument text (policy empty_arguments=invalid)")
+            return
+        self.ledger.diagnose("empty-arguments", f"call {self.id}: no argument text, so {{}}")
+        self._parts[:] = ["{}"]
+        self._stripped = None
+        self._length = 2
+        self.arguments = {}
+        self.status = CallStatus.COMPLETE
+
+    @action
+    def mark_unterminated(self, text: str) -> None:
+        self._fail(CallStatus.INVALID, "unterminated-arguments", "the JSON never closed")
+
+    @action
+    def mark_truncated(self, text: str) -> None:
+        self._fail(CallStatus.TRUNCATED, "truncated", f"cut after {self._length} characters")
+
+    def _fail(self, status: CallStatus, code: str, why: str) -> None:
+        self.status = status
+        self.ledger.diagnose(code, f"call {self.id} ({self.name}): {why}")
+
+    def unsent_tail(self) -> str | None:
+        """The final text not yet sent as deltas, or None when deltas already sent disagree with
+        the final text (a snapshot replaced them): re-emitted deltas cannot retract text."""
+        return None if self._diverged else self.text()[self._emitted :]

@@ -1,0 +1,248 @@
+"""Load the machine specs in ``specs/`` into typed, validated ``attrs`` objects.
+
+The TOML files are read with the standard library and structured with ``cattrs``; unknown keys are
+rejected, and every name a spec refers to (a state, trigger, guard or action) must be declared in
+that spec. A malformed spec raises :class:`~fsm.errors.SpecError` naming the file and the problem.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import attrs
+from cattrs import Converter
+from cattrs.errors import ClassValidationError
+
+from fsm.errors import SpecError
+
+def _spec_dir() -> Path:
+    # An installed wheel carries the specs inside the package (pyproject force-includes them);
+    # a source checkout or editable install reads the project's top-level specs/ folder.
+    packaged = Path(__file__).resolve().parent / "specs"
+    return packaged if packaged.is_dir() else packaged.parent.parent / "specs"
+
+
+SPEC_DIR = _spec_dir()
+
+SELF = "="
+"""A transition destination meaning "the state it came from" (a self-loop)."""
+
+
+@attrs.frozen
+class MachineInfo:
+    name: str
+    initial: str
+    reason: str
+
+
+@attrs.frozen
+class Named:
+    """A state, trigger, guard or action: a name and the one-line reason it exists."""
+
+    name: str
+    reason: str
+    terminal: bool = False
+    prepare: str | None = None
+
+
+@attrs.frozen
+class TransitionSpec:
+    source: tuple[str, ...]
+    trigger: str
+    dest: str
+    reason: str
+    guards: tuple[str, ...] = ()
+    action: str | None = None
+
+    def destination(self, source: str) -> str:
+        return source if self.dest == SELF else self.dest
+
+    def label(self, source: str) -> str:
+        """A stable id for one (source, trigger, guard) edge, used by coverage and diagrams."""
+        guard = f"[{' & '.join(self.guards)}]" if self.guards else ""
+        return f"{source}--{self.trigger}{guard}->{self.destination(source)}"
+
+
+@attrs.frozen
+class MachineSpec:
+    machine: MachineInfo
+    states: tuple[Named, ...]
+    transitions: tuple[TransitionSpec, ...]
+    triggers: tuple[Named, ...] = ()
+    guards: tuple[Named, ...] = ()
+    actions: tuple[Named, ...] = ()
+    classes: dict[str, str] = attrs.field(factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.machine.name
+
+    def state_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.states)
+
+    def trigger_names(self) -> tuple[str, ...]:
+        if self.classes:  # the scanner's triggers are its character classes
+            return (*self.classes, "other", "any")
+        return tuple(t.name for t in self.triggers)
+
+    def edges(self) -> list[tuple[str, TransitionSpec]]:
+        """Every (source state, transition) pair, in declaration order."""
+        return [(src, t) for t in self.transitions for src in t.source]
+
+
+@attrs.frozen
+class Rule:
+    name: str
+    order: int
+    reason: str
+
+
+@attrs.frozen
+class Policy:
+    name: str
+    default: str
+    choices: tuple[str, ...]
+    reason: str
+
+
+@attrs.frozen
+class DiagnosticSpec:
+    code: str
+    rule: str
+    violation: bool
+    reason: str
+
+
+@attrs.frozen
+class IdentitySpec:
+    rules: tuple[Rule, ...]
+    policies: tuple[Policy, ...]
+    diagnostics: tuple[DiagnosticSpec, ...]
+
+    @functools.cached_property
+    def diagnostic_by_code(self) -> dict[str, DiagnosticSpec]:
+        return {d.code: d for d in self.diagnostics}
+
+    @functools.cached_property
+    def rule_names(self) -> frozenset[str]:
+        return frozenset(r.name for r in self.rules)
+
+
+_converter = Converter(forbid_extra_keys=True)
+
+
+def _structure(data: dict[str, Any], cls: type[Any], path: Path) -> Any:
+    try:
+        return _converter.structure(data, cls)
+    except ClassValidationError as exc:
+        problems = "; ".join(_describe(e) for e in exc.exceptions)
+        raise SpecError(f"{path.name}: {problems}") from None
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, ClassValidationError):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    note = "".join(getattr(exc, "__notes__", [])[:1])
+    return f"{note}: {exc}" if note else str(exc)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise SpecError(f"spec file not found: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path.name}: not valid TOML: {exc}") from None
+
+
+def _require_unique(kind: str, names: list[str], path: Path) -> set[str]:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise SpecError(f"{path.name}: {kind} {name!r} is declared twice")
+        seen.add(name)
+    return seen
+
+
+def validate_machine(spec: MachineSpec, path: Path) -> None:
+    """Check that every name a transition uses is declared, and that the machine is well formed."""
+    states = _require_unique("state", [s.name for s in spec.states], path)
+    triggers = _require_unique("trigger", list(spec.trigger_names()), path)
+    guards = _require_unique("guard", [g.name for g in spec.guards], path)
+    actions = _require_unique("action", [a.name for a in spec.actions], path)
+    if spec.machine.initial not in states:
+        raise SpecError(f"{path.name}: initial state {spec.machine.initial!r} is not declared")
+    for trig in spec.triggers:
+        if trig.prepare is not None and trig.prepare not in actions:
+            raise SpecError(f"{path.name}: trigger {trig.name!r} prepares with undeclared action {trig.prepare!r}")
+    terminal = {s.name for s in spec.states if s.terminal}
+    for t in spec.transitions:
+        where = f"{path.name}: transition {t.trigger!r} from {list(t.source)}"
+        if not t.source:
+            raise SpecError(f"{where}: has no source state")
+        for src in t.source:
+            if src not in states:
+                raise SpecError(f"{where}: source {src!r} is not a declared state")
+            if src in terminal and t.destination(src) != src:
+                raise SpecError(f"{where}: leaves terminal state {src!r}")
+        if t.dest != SELF and t.dest not in states:
+            raise SpecError(f"{where}: destination {t.dest!r} is not a declared state")
+        if t.trigger not in triggers:
+            raise SpecError(f"{where}: trigger is not declared")
+        for g in t.guards:
+            if g not in guards:
+                raise SpecError(f"{where}: guard {g!r} is not declared")
+        if t.action is not None and t.action not in actions:
+            raise SpecError(f"{where}: action {t.action!r} is not declared")
+        if not t.reason.strip():
+            raise SpecError(f"{where}: needs a one-line reason")
+    used = {g for t in spec.transitions for g in t.guards}
+    used |= {t.action for t in spec.transitions if t.action}
+    used |= {t.prepare for t in spec.triggers if t.prepare}
+    unused = (guards | actions) - used
+    if unused:
+        raise SpecError(f"{path.name}: declared but never used: {sorted(unused)}")
+
+
+def validate_identity(spec: IdentitySpec, path: Path) -> None:
+    rules = _require_unique("rule", [r.name for r in spec.rules], path)
+    _require_unique("rule order", [str(r.order) for r in spec.rules], path)
+    _require_unique("policy", [p.name for p in spec.policies], path)
+    _require_unique("diagnostic", [d.code for d in spec.diagnostics], path)
+    for p in spec.policies:
+        if p.default not in p.choices:
+            raise SpecError(f"{path.name}: policy {p.name!r} default {p.default!r} is not one of its choices")
+    for d in spec.diagnostics:
+        if d.rule not in rules:
+            raise SpecError(f"{path.name}: diagnostic {d.code!r} cites undeclared rule {d.rule!r}")
+
+
+def load_machine(path: Path) -> MachineSpec:
+    spec: MachineSpec = _structure(_read(path), MachineSpec, path)
+    validate_machine(spec, path)
+    return spec
+
+
+def load_identity(path: Path) -> IdentitySpec:
+    spec: IdentitySpec = _structure(_read(path), IdentitySpec, path)
+    validate_identity(spec, path)
+    return spec
+
+
+@functools.cache
+def slot_spec() -> MachineSpec:
+    return load_machine(SPEC_DIR / "slot.toml")
+
+
+@functools.cache
+def scanner_spec() -> MachineSpec:
+    return load_machine(SPEC_DIR / "scanner.toml")
+
+
+@functools.cache
+def identity_spec() -> IdentitySpec:
+    return load_identity(SPEC_DIR / "identity.toml")
