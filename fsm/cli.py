@@ -59,7 +59,7 @@ def replay(args: argparse.Namespace, stdout: TextIO) -> None:
     result = reassembler.close()
     outputs += reassembler.ledger.drain()
     if deltas:
-        show(emitter.chunks(outputs) + [emitter.finish(result)])
+        show([*emitter.chunks(outputs), emitter.finish(result)])
     else:
         stdout.write(json.dumps(result_to_json(result), ensure_ascii=False, indent=2) + "\n")
 

@@ -108,7 +108,9 @@ class SSEFramer(_LineFramer):
                 value = value[1:] if value.startswith(" ") else value
                 self._size += len(value)
                 if self._size > self._max:
-                    raise LimitExceeded(f"one event is longer than {self._max} bytes", event=self.events + 1, rule="limits")
+                    raise LimitExceeded(
+                        f"one event is longer than {self._max} bytes", event=self.events + 1, rule="limits"
+                    )
                 self._data.append(value)
         if final:
             self._dispatch(out)
@@ -163,7 +165,9 @@ class JSONArrayFramer:
                 stop = len(text) if end is None else end
                 self._size += stop - pos
                 if self._size > self._max:
-                    raise LimitExceeded(f"one element is longer than {self._max} bytes", event=self.events + 1, rule="limits")
+                    raise LimitExceeded(
+                        f"one element is longer than {self._max} bytes", event=self.events + 1, rule="limits"
+                    )
                 self._element.append(text[pos:stop])
                 pos = stop
                 if end is None:

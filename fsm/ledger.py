@@ -37,6 +37,7 @@ class Ledger:
         if spec is None:
             raise KeyError(f"diagnostic {code!r} is not declared in specs/identity.toml")
         self.diagnostics.append(Diagnostic(self.event, code, message))
+        self.rules[spec.rule] += 1
         if self.strict and spec.violation:
             raise RemoteProtocolError(f"{code}: {message}", event=self.event, rule=spec.rule)
 

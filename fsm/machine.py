@@ -71,11 +71,13 @@ class SlotMachine:
         if prepare is not None:
             text, rest = prepare(slot, text)
         state = slot.state
-        for guards, dest, act, label in self.candidates.get((state, trigger), ()):
-            if all(g(slot, text) for g in guards):
-                break
-        else:
+        chosen = next(
+            (c for c in self.candidates.get((state, trigger), ()) if all(g(slot, text) for g in c[0])),
+            None,
+        )
+        if chosen is None:
             raise StateError(f"call {slot.id}: the slot machine has no {trigger!r} from {state!r}")
+        _, dest, act, label = chosen
         if dest == state:
             if act is not None:
                 act(slot, text)

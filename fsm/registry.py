@@ -91,7 +91,10 @@ class Registry:
             if owners:
                 chain = owners if ref.index is None else [s for s in owners if s.index == ref.index]
                 if chain:
-                    self.ledger.apply("id-binds" if ref.index is not None else "id-without-index")
+                    if ref.index is not None:
+                        self.ledger.apply("id-binds")
+                    else:
+                        self.ledger.apply("id-without-index")
                     return chain[-1].lane, chain
                 # A known id at another index: a different call reusing the id. It is renamed
                 # when it opens (duplicate-id-renamed).
@@ -123,9 +126,7 @@ class Registry:
             and self.ledger.policies.id_rotation == "continue"
         ):
             self.ledger.apply("index-reuse")
-            self.ledger.diagnose(
-                "id-changed", f"call {newest.id}: text arrived under the new id {ref.id!r}; same call"
-            )
+            self.ledger.diagnose("id-changed", f"call {newest.id}: text arrived under the new id {ref.id!r}; same call")
             self._by_wire_id.setdefault(ref.id, []).append(newest)
             return newest.lane, [newest]
         if chain:
@@ -242,7 +243,9 @@ class Registry:
             call_id = self._ids.claim(ref.id)
             if call_id != ref.id:
                 self.ledger.apply("duplicate-id-renamed")
-                self.ledger.diagnose("duplicate-id", f"call {ordinal}: id {ref.id!r} already in use; renamed {call_id!r}")
+                self.ledger.diagnose(
+                    "duplicate-id", f"call {ordinal}: id {ref.id!r} already in use; renamed {call_id!r}"
+                )
         slot = Slot(
             ordinal=ordinal,
             lane=lane,

@@ -122,7 +122,7 @@ def compiled() -> CompiledScanner:
 class Scanner:
     """Completeness state of one argument text. Feed it fragments in order."""
 
-    __slots__ = ("_c", "state", "depth", "max_depth")
+    __slots__ = ("_c", "depth", "max_depth", "state")
 
     def __init__(self, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
         self._c = compiled()

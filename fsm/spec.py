@@ -18,6 +18,7 @@ from cattrs.errors import ClassValidationError
 
 from fsm.errors import SpecError
 
+
 def _spec_dir() -> Path:
     # An installed wheel carries the specs inside the package (pyproject force-includes them);
     # a source checkout or editable install reads the project's top-level specs/ folder.

@@ -36,9 +36,19 @@ PROVIDERS: tuple[str, ...] = (
 _DECODERS: dict[str, Callable[[], Decoder]] = {"openai-chat": OpenAIChatDecoder}
 
 _ANTHROPIC_TYPES = frozenset(
-    {"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop", "ping"}
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "ping",
+    }
 )
-_BEDROCK_KEYS = frozenset({"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop", "metadata"})
+_BEDROCK_KEYS = frozenset(
+    {"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop", "metadata"}
+)
 
 
 def detect_provider(payload: Mapping[str, Any]) -> str | None:

@@ -1,0 +1,73 @@
+"""Builders for OpenAI-style chat chunks, so scenarios read like the wire they describe."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from fsm import Reassembler, Result
+from fsm.reemit import DeltaEmitter, FlushPolicy
+
+_MISSING: Any = object()
+
+
+def tc(index: Any = _MISSING, id: Any = _MISSING, name: Any = _MISSING, args: Any = _MISSING) -> dict[str, Any]:
+    """One ``delta.tool_calls[]`` entry; fields left out are absent on the wire."""
+    entry: dict[str, Any] = {}
+    if index is not _MISSING:
+        entry["index"] = index
+    if id is not _MISSING:
+        entry["id"] = id
+        entry["type"] = "function"
+    function: dict[str, Any] = {}
+    if name is not _MISSING:
+        function["name"] = name
+    if args is not _MISSING:
+        function["arguments"] = args
+    if function:
+        entry["function"] = function
+    return entry
+
+
+def chunk(*calls: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    delta: dict[str, Any] = {"tool_calls": list(calls)} if calls else {}
+    return {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def run(chunks: list[dict[str, Any]], **options: Any) -> Result:
+    r = Reassembler("openai-chat", **options)
+    for c in chunks:
+        r.feed(c)
+    return r.close()
+
+
+def calls(result: Result) -> list[tuple[str | None, Any]]:
+    return [(c.name, c.arguments) for c in result.calls]
+
+
+def sse(chunks: list[dict[str, Any]], done: bool = True) -> bytes:
+    body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
+    return (body + ("data: [DONE]\n\n" if done else "")).encode()
+
+
+def reemitted(chunks: list[dict[str, Any]], flush: FlushPolicy, **options: Any) -> dict[int, dict[str, str]]:
+    """Feed ``chunks``, re-emit the delta stream, and concatenate it per index the naive way."""
+    r = Reassembler("openai-chat", **options)
+    emitter = DeltaEmitter(flush)
+    out = []
+    for c in chunks:
+        out += emitter.chunks(r.feed(c))
+    result = r.close()
+    out += [*emitter.chunks(r.ledger.drain()), emitter.finish(result)]
+    merged: dict[int, dict[str, str]] = defaultdict(lambda: {"id": "", "name": "", "arguments": ""})
+    for c in out:
+        for entry in c["choices"][0]["delta"].get("tool_calls", []):
+            slot = merged[entry["index"]]
+            slot["id"] += entry.get("id", "")
+            slot["name"] += entry["function"].get("name", "")
+            slot["arguments"] += entry["function"].get("arguments", "")
+    return dict(merged)

@@ -1,0 +1,137 @@
+"""The command-line contract: output shape, exit codes, and errors without tracebacks."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsm.cli import main
+from tests.helpers import chunk, sse, tc
+
+STREAMS = Path(__file__).resolve().parent / "streams"
+
+
+def run_cli(*args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(args), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
+    path = tmp_path / "s.sse"
+    path.write_bytes(sse([chunk(tc(index=0, id="a", name="f", args='{"x": 1}')), chunk(finish="tool_calls")]))
+    code, out, _ = run_cli("replay", str(path))
+    assert code == 0
+    data = json.loads(out)
+    assert list(data) == ["provider", "finish_reason", "calls", "diagnostics"]
+    assert list(data["calls"][0]) == ["index", "id", "wire_id", "name", "arguments", "arguments_json", "status"]
+    assert data["calls"][0] == {
+        "index": 0,
+        "id": "a",
+        "wire_id": "a",
+        "name": "f",
+        "arguments": {"x": 1},
+        "arguments_json": '{"x": 1}',
+        "status": "complete",
+    }
+
+
+def test_diagnostics_have_event_code_message(tmp_path: Path) -> None:
+    path = tmp_path / "s.sse"
+    path.write_bytes(sse([chunk(tc(name="f", args="{}"))]))
+    data = json.loads(run_cli("replay", str(path))[1])
+    assert data["diagnostics"][0] == {
+        "event": 1,
+        "code": "synthesized-id",
+        "message": data["diagnostics"][0]["message"],
+    }
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in STREAMS.iterdir()))
+def test_bundled_examples_replay_cleanly(example: str) -> None:
+    code, out, err = run_cli("replay", str(STREAMS / example))
+    assert code == 0, err
+    assert json.loads(out)["calls"]
+
+
+def test_bundled_collision_example_gives_two_calls() -> None:
+    data = json.loads(run_cli("replay", str(STREAMS / "gemini-compat-collision.sse"))[1])
+    assert [c["arguments"] for c in data["calls"]] == [{"city": "Paris"}, {"city": "Oslo"}]
+
+
+def test_strict_violation_exits_1_naming_event_and_rule(tmp_path: Path) -> None:
+    path = tmp_path / "dup.sse"
+    path.write_bytes(
+        sse([chunk(tc(index=0, id="X", name="f", args="{}")), chunk(tc(index=1, id="X", name="f", args="{}"))])
+    )
+    assert run_cli("replay", str(path))[0] == 0
+    code, out, err = run_cli("replay", "--strict", str(path))
+    assert code == 1 and out == ""
+    assert err.startswith("toolcall-fsm: event 2: duplicate-id") and "rule duplicate-id-renamed" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"hello world", "not SSE, NDJSON or a JSON array"), (b"data: {broken\n\n", "event 1: not valid JSON")],
+)
+def test_unreadable_input_exits_1_with_one_line(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "bad"
+    path.write_bytes(content)
+    code, _, err = run_cli("replay", str(path))
+    assert code == 1 and message in err and err.count("\n") == 1
+
+
+def test_missing_file_exits_1() -> None:
+    code, _, err = run_cli("replay", "/nonexistent/stream.sse")
+    assert code == 1 and "cannot read" in err
+
+
+def test_unsupported_provider_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "s.sse"
+    path.write_bytes(sse([chunk()]))
+    code, _, err = run_cli("replay", "--provider", "anthropic", str(path))
+    assert code == 1 and "not supported yet" in err
+
+
+def test_auto_detection_names_a_recognised_but_unsupported_shape(tmp_path: Path) -> None:
+    path = tmp_path / "a.sse"
+    path.write_bytes(b'event: message_start\ndata: {"type": "message_start", "message": {}}\n\n')
+    code, _, err = run_cli("replay", str(path))
+    assert code == 1 and "'anthropic' is not supported yet" in err
+
+
+@pytest.mark.parametrize("args", [[], ["replay"], ["replay", "--flush", "sometimes", "x"], ["frobnicate"]])
+def test_bad_usage_exits_2(args: list[str]) -> None:
+    assert run_cli(*args)[0] == 2
+
+
+def test_deltas_output_with_on_finish_policy(tmp_path: Path) -> None:
+    path = tmp_path / "s.sse"
+    path.write_bytes(
+        sse(
+            [
+                chunk(tc(index=0, id="a", name="f", args='{"x"')),
+                chunk(tc(index=0, args=": 1}")),
+                chunk(finish="tool_calls"),
+            ]
+        )
+    )
+    code, out, _ = run_cli("replay", "--output", "deltas", "--flush", "on-finish", str(path))
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 0
+    assert lines[0]["choices"][0]["delta"]["tool_calls"][0]["function"] == {"arguments": "", "name": "f"}
+    assert lines[1]["choices"][0]["delta"]["tool_calls"][0]["function"] == {"arguments": '{"x": 1}'}
+    assert lines[-1]["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_stdin_and_module_entry_point() -> None:
+    data = sse([chunk(tc(index=0, id="a", name="f", args="{}"), finish="tool_calls")])
+    proc = subprocess.run([sys.executable, "-m", "fsm", "replay", "-"], input=data, capture_output=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["calls"][0]["name"] == "f"

@@ -1,0 +1,385 @@
+"""Truncation, dialect quirks, policies, strict mode and limits."""
+
+from __future__ import annotations
+
+import pytest
+
+from fsm import CallStatus, LimitExceeded, Limits, LocalProtocolError, Policies, Reassembler, RemoteProtocolError
+from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, CallSeen, StreamEnd
+from fsm.results import ArgumentsDelta, CallFinished, CallOpened
+from tests.helpers import calls, chunk, run, tc
+
+# -- truncation and invalid text ----------------------------------------------------------------
+
+
+def test_finish_length_mid_call_reports_truncated_with_raw_text() -> None:
+    result = run(
+        [
+            chunk(tc(index=0, id="a", name="f", args='{"n": 1}')),
+            chunk(tc(index=1, id="b", name="write", args='{"body": "Once upon a ti')),
+            chunk(finish="length"),
+        ]
+    )
+    first, cut = result.calls
+    assert first.status is CallStatus.COMPLETE and first.arguments == {"n": 1}
+    assert cut.status is CallStatus.TRUNCATED
+    assert cut.arguments is None
+    assert cut.arguments_json == '{"body": "Once upon a ti'
+    assert result.finish_reason == "length"
+    assert "truncated" in result.codes()
+
+
+def test_stream_cut_without_finish_truncates_unfinished_calls_only() -> None:
+    result = run([chunk(tc(index=0, id="a", name="f", args="{}")), chunk(tc(index=1, id="b", name="g", args='{"x'))])
+    assert [c.status for c in result.calls] == [CallStatus.COMPLETE, CallStatus.TRUNCATED]
+    assert result.finish_reason is None
+    assert "no-finish-reason" in result.codes()
+
+
+def test_a_call_cut_before_any_text_is_truncated_not_empty_object() -> None:
+    result = run([chunk(tc(index=0, id="a", name="f", args=""))])
+    assert result.calls[0].status is CallStatus.TRUNCATED
+    assert result.calls[0].arguments_json == ""
+
+
+def test_normal_finish_with_unclosed_json_is_invalid_with_raw_text() -> None:
+    result = run([chunk(tc(index=0, id="a", name="f", args='{"x": [1, 2')), chunk(finish="tool_calls")])
+    assert result.calls[0].status is CallStatus.INVALID
+    assert result.calls[0].arguments_json == '{"x": [1, 2'
+    assert "unterminated-arguments" in result.codes()
+
+
+def test_closed_but_unparseable_json_is_invalid() -> None:
+    result = run([chunk(tc(index=0, id="a", name="f", args="{'x': 1}")), chunk(finish="tool_calls")])
+    assert result.calls[0].status is CallStatus.INVALID
+    assert "invalid-arguments" in result.codes()
+
+
+def test_arguments_that_are_not_an_object_are_invalid() -> None:
+    result = run([chunk(tc(index=0, id="a", name="f", args="[1, 2]")), chunk(finish="tool_calls")])
+    assert result.calls[0].status is CallStatus.INVALID
+    assert "arguments-not-object" in result.codes()
+
+
+def test_call_with_no_argument_text_gets_empty_object_on_normal_finish() -> None:
+    result = run([chunk(tc(index=0, id="a", name="now", args="")), chunk(finish="tool_calls")])
+    assert result.calls[0].arguments == {} and result.calls[0].arguments_json == "{}"
+    assert "empty-arguments" in result.codes()
+
+
+def test_empty_arguments_policy_invalid() -> None:
+    events = [chunk(tc(index=0, id="a", name="now", args="")), chunk(finish="tool_calls")]
+    result = run(events, policies=Policies(empty_arguments="invalid"))
+    assert result.calls[0].status is CallStatus.INVALID
+
+
+# -- metadata ---------------------------------------------------------------------------------------
+
+
+def test_repeated_name_and_id_on_continuations_are_not_concatenated() -> None:
+    # Kimi via OpenRouter, MiniMax: the full id and name on every chunk.
+    result = run(
+        [
+            chunk(tc(index=0, id="0", name="llm_version", args="")),
+            chunk(tc(index=0, id="0", name="llm_version", args='{"a"')),
+            chunk(tc(index=0, id="0", name="llm_version", args=": 1}")),
+        ]
+    )
+    assert [(c.id, c.name, c.arguments) for c in result.calls] == [("0", "llm_version", {"a": 1})]
+
+
+def test_empty_name_and_id_on_continuations_change_nothing() -> None:
+    result = run(
+        [
+            chunk(tc(index=0, id="t1", name="search", args="")),
+            chunk(tc(index=0, id="", name="", args='{"q": "x"}')),
+            chunk(finish="tool_calls"),
+        ]
+    )
+    assert [(c.id, c.name, c.arguments) for c in result.calls] == [("t1", "search", {"q": "x"})]
+    assert result.diagnostics == ()
+
+
+def test_conflicting_name_keeps_the_first_and_says_so() -> None:
+    result = run([chunk(tc(index=0, id="t1", name="a", args='{"x"')), chunk(tc(index=0, name="b", args=": 1}"))])
+    assert result.calls[0].name == "a"
+    assert "name-conflict" in result.codes()
+
+
+def test_fresh_id_on_every_fragment_is_one_call() -> None:
+    result = run(
+        [
+            chunk(tc(index=0, id="r1", name="f", args='{"text": ')),
+            chunk(tc(index=0, id="r2", args='"abc"')),
+            chunk(tc(index=0, id="r3", args="}")),
+            chunk(finish="tool_calls"),
+        ]
+    )
+    assert [(c.id, c.arguments) for c in result.calls] == [("r1", {"text": "abc"})]
+    assert result.codes().count("id-changed") == 2
+
+
+def test_id_rotation_policy_new_call() -> None:
+    events = [chunk(tc(index=0, id="r1", name="f", args='{"a": ')), chunk(tc(index=0, id="r2", args='{"b": 1}'))]
+    result = run(events, policies=Policies(id_rotation="new-call"))
+    assert [c.id for c in result.calls] == ["r1", "r2"]
+    assert result.calls[0].status is CallStatus.TRUNCATED
+
+
+def test_late_id_is_kept_as_wire_id() -> None:
+    result = run([chunk(tc(index=0, name="f", args='{"a"')), chunk(tc(index=0, id="late", args=": 1}"))])
+    call = result.calls[0]
+    assert (call.id, call.wire_id, call.arguments) == ("call_0", "late", {"a": 1})
+    assert "late-id" in result.codes()
+
+
+def test_repeated_header_after_complete_value_names_the_next_call() -> None:
+    # Index reused without ids: a header (name, no text) then the next call's text.
+    result = run(
+        [
+            chunk(tc(index=0, name="ls", args="")),
+            chunk(tc(index=0, args='{"p": 1}')),
+            chunk(tc(index=0, name="ls", args="")),
+            chunk(tc(index=0, args='{"p": 2}')),
+        ]
+    )
+    assert calls(result) == [("ls", {"p": 1}), ("ls", {"p": 2})]
+
+
+def test_a_different_name_after_a_complete_value_is_a_new_call() -> None:
+    result = run([chunk(tc(index=0, name="a", args="{}")), chunk(tc(index=0, name="b", args=""))])
+    assert [c.name for c in result.calls] == ["a", "b"]
+
+
+def test_same_arguments_under_different_names_are_two_calls() -> None:
+    result = run([chunk(tc(index=0, name="get_country", args="{}")), chunk(tc(index=0, name="get_city", args="{}"))])
+    assert calls(result) == [("get_country", {}), ("get_city", {})]
+
+
+# -- resent and cumulative text ---------------------------------------------------------------------
+
+
+def test_cumulative_argument_text_appends_only_the_new_tail() -> None:
+    result = run(
+        [
+            chunk(tc(index=0, id="c", name="f", args='{"a"')),
+            chunk(tc(index=0, args='{"a": 1, "b"')),
+            chunk(tc(index=0, args='{"a": 1, "b": 2}')),
+            chunk(finish="tool_calls"),
+        ]
+    )
+    assert calls(result) == [("f", {"a": 1, "b": 2})]
+    assert "cumulative-arguments" in result.codes()
+
+
+def test_cumulative_detection_off_appends_verbatim() -> None:
+    events = [chunk(tc(index=0, id="c", name="f", args='{"a"')), chunk(tc(index=0, args='{"a": 1}'))]
+    result = run(events, policies=Policies(cumulative_arguments="off"))
+    assert result.calls[0].arguments_json == '{"a"{"a": 1}'
+
+
+def test_full_replay_of_arguments_after_fragments_is_a_resend() -> None:
+    result = run(
+        [
+            chunk(tc(index=0, id="c", name="f", args='{"a": ')),
+            chunk(tc(index=0, args="1}")),
+            chunk(tc(index=0, args='{"a": 1}')),
+            chunk(finish="tool_calls"),
+        ]
+    )
+    assert calls(result) == [("f", {"a": 1})]
+    assert "resend" in result.codes()
+
+
+def test_one_fragment_holding_two_values_is_split() -> None:
+    result = run([chunk(tc(index=0, name="f", args='{"q": "A"}{"q": "B"}')), chunk(finish="tool_calls")])
+    assert calls(result) == [("f", {"q": "A"}), ("f", {"q": "B"})]
+    assert "split-fragment" in result.codes()
+
+
+def test_trailing_whitespace_after_complete_value_stays_with_it() -> None:
+    result = run([chunk(tc(index=0, id="a", name="f", args="{}")), chunk(tc(index=0, args="\n"))])
+    assert len(result.calls) == 1 and result.calls[0].arguments_json == "{}\n"
+
+
+def test_no_index_no_id_two_complete_objects_are_two_calls() -> None:
+    result = run([chunk(tc(name="f", args='{"a": 1}')), chunk(tc(name="f", args='{"a": 2}'))])
+    assert calls(result) == [("f", {"a": 1}), ("f", {"a": 2})]
+
+
+def test_arguments_sent_as_an_object_are_a_snapshot() -> None:
+    result = run([chunk(tc(index=0, id="o", name="f", args={"a": 1})), chunk(tc(index=0, id="o", args={"a": 1}))])
+    assert calls(result) == [("f", {"a": 1})]
+
+
+# -- stream-level -----------------------------------------------------------------------------------
+
+
+def test_stop_with_tool_calls_is_reported_as_tool_calls() -> None:
+    result = run([chunk(tc(name="f", args="{}"), finish="stop")])
+    assert result.finish_reason == "tool_calls"
+    assert "finish-reason-mapped" in result.codes()
+
+
+def test_stop_without_tool_calls_stays_stop() -> None:
+    assert run([chunk(finish="stop")]).finish_reason == "stop"
+
+
+def test_provider_error_event_cuts_open_calls() -> None:
+    r = Reassembler("openai-chat")
+    r.feed(chunk(tc(index=0, id="a", name="f", args='{"x')))
+    r.feed({"error": {"message": "overloaded"}})
+    result = r.close()
+    assert result.finish_reason == "error"
+    assert result.calls[0].status is CallStatus.TRUNCATED
+    assert "provider-error" in result.codes()
+
+
+def test_other_choices_are_reported_not_merged() -> None:
+    r = Reassembler("openai-chat")
+    r.feed({"choices": [{"index": 1, "delta": {"tool_calls": [tc(index=0, id="z", name="f", args="{}")]}}]})
+    result = r.close()
+    assert result.calls == ()
+    assert "choice-ignored" in result.codes()
+
+
+def test_message_duplicating_delta_is_read_once() -> None:
+    entry = tc(index=0, id="w", name="f", args='{"a": 1}')
+    payload = {
+        "choices": [
+            {"index": 0, "delta": {"tool_calls": [entry]}, "message": {"tool_calls": [entry]}, "finish_reason": None}
+        ]
+    }
+    r = Reassembler("openai-chat")
+    r.feed(payload)
+    result = r.close()
+    assert calls(result) == [("f", {"a": 1})]
+    assert "resend" not in result.codes()
+
+
+def test_legacy_function_call_delta() -> None:
+    r = Reassembler("openai-chat")
+    r.feed({"choices": [{"index": 0, "delta": {"function_call": {"name": "f", "arguments": '{"a"'}}}]})
+    r.feed(
+        {"choices": [{"index": 0, "delta": {"function_call": {"arguments": ": 1}"}}, "finish_reason": "function_call"}]}
+    )
+    result = r.close()
+    assert calls(result) == [("f", {"a": 1})] and result.finish_reason == "tool_calls"
+
+
+def test_data_after_the_finish_reason_is_reported_and_still_routed() -> None:
+    result = run(
+        [
+            chunk(tc(index=0, id="a", name="f", args="{}"), finish="tool_calls"),
+            chunk(tc(index=1, id="b", name="g", args="{}")),
+        ]
+    )
+    assert [c.id for c in result.calls] == ["a", "b"]
+    assert "event-after-finish" in result.codes()
+
+
+# -- output events ------------------------------------------------------------------------------
+
+
+def test_outputs_are_yielded_as_they_happen() -> None:
+    r = Reassembler("openai-chat")
+    assert r.feed(chunk(tc(index=0, id="a", name="f", args=""))) == [CallOpened(0, "a", "a", "f")]
+    assert r.feed(chunk(tc(index=0, args='{"x": 1}'))) == [ArgumentsDelta(0, '{"x": 1}')]
+    finished = r.feed(chunk(finish="tool_calls"))
+    assert len(finished) == 1 and isinstance(finished[0], CallFinished)
+    assert finished[0].call.arguments == {"x": 1}
+
+
+def test_decoded_events_can_be_fed_directly() -> None:
+    r = Reassembler()
+    ref = CallRef(index=0, id="e1", name="f")
+    for event in [
+        CallSeen(ref),
+        ArgumentsFragment(ref, '{"a": '),
+        ArgumentsFragment(CallRef(index=0), "1}"),
+        CallEnd(ref),
+    ]:
+        r.feed(event)
+    r.feed(StreamEnd("tool_calls"))
+    assert calls(r.close()) == [("f", {"a": 1})]
+
+
+def test_snapshot_with_changed_arguments_under_one_id_replaces() -> None:
+    r = Reassembler()
+    ref = CallRef(index=0, id="g1", name="f")
+    r.feed(ArgumentsSnapshot(ref, '{"a": 1}'))
+    r.feed(ArgumentsSnapshot(ref, '{"a": 2}'))
+    result = r.close()
+    assert calls(result) == [("f", {"a": 2})]
+    assert "arguments-replaced" in result.codes()
+
+
+def test_sdk_objects_with_model_dump_are_accepted() -> None:
+    class FakeChunk:
+        def model_dump(self) -> dict[str, object]:
+            return chunk(tc(index=0, id="s", name="f", args="{}"), finish="tool_calls")
+
+    r = Reassembler()
+    r.feed(FakeChunk())
+    assert calls(r.close()) == [("f", {})]
+
+
+def test_feeding_something_unknown_is_a_local_error() -> None:
+    with pytest.raises(LocalProtocolError):
+        Reassembler().feed(42)
+
+
+def test_feeding_after_close_is_a_local_error() -> None:
+    r = Reassembler()
+    r.close()
+    with pytest.raises(LocalProtocolError):
+        r.feed(chunk())
+
+
+# -- strict mode and limits ---------------------------------------------------------------------------
+
+
+def test_strict_mode_raises_on_a_violation_naming_event_and_rule() -> None:
+    r = Reassembler("openai-chat", strict=True)
+    r.feed(chunk(tc(index=0, id="X", name="f", args="{}")))
+    with pytest.raises(RemoteProtocolError) as err:
+        r.feed(chunk(tc(index=1, id="X", name="f", args="{}")))
+    assert err.value.event == 2
+    assert err.value.rule == "duplicate-id-renamed"
+    assert "event 2" in str(err.value)
+
+
+def test_strict_mode_accepts_a_clean_stream() -> None:
+    result = run([chunk(tc(index=0, id="a", name="f", args="{}")), chunk(finish="tool_calls")], strict=True)
+    assert calls(result) == [("f", {})]
+
+
+def test_strict_mode_rejects_a_malformed_tool_call() -> None:
+    with pytest.raises(RemoteProtocolError, match=r"event 1: tool_calls\[0\]\.index"):
+        Reassembler("openai-chat").feed(chunk(tc(index="0", name="f", args="{}")))
+
+
+def test_limit_on_calls() -> None:
+    r = Reassembler("openai-chat", limits=Limits(max_calls=2))
+    r.feed(chunk(tc(index=0, name="f", args="{}")))
+    r.feed(chunk(tc(index=1, name="f", args="{}")))
+    with pytest.raises(LimitExceeded) as err:
+        r.feed(chunk(tc(index=2, name="f", args="{}")))
+    assert err.value.event == 3
+
+
+def test_limit_on_argument_size() -> None:
+    r = Reassembler("openai-chat", limits=Limits(max_argument_chars=10))
+    r.feed(chunk(tc(index=0, name="f", args='{"a": "')))
+    with pytest.raises(LimitExceeded, match="event 2"):
+        r.feed(chunk(tc(index=0, args="0123456789")))
+
+
+def test_limit_on_nesting_depth() -> None:
+    with pytest.raises(LimitExceeded, match=r"nest deeper than 3"):
+        run([chunk(tc(index=0, name="f", args='{"a": [[[1]]]}'))], limits=Limits(max_depth=3))
+
+
+def test_bad_policy_choice_is_refused() -> None:
+    with pytest.raises(ValueError, match="identical_text"):
+        Policies(identical_text="maybe")

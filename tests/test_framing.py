@@ -1,0 +1,122 @@
+"""Framing: SSE, NDJSON and JSON arrays, with chunk boundaries anywhere."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fsm import FramingError, Reassembler
+from fsm.framing import DONE, Framing, JSONArrayFramer, NDJSONFramer, SSEFramer, detect_framing
+from tests.helpers import chunk, sse, tc
+
+STREAM = [
+    chunk(tc(index=0, id="a", name="say", args='{"text": "h\\u00e9llo \\"w\\""')),
+    chunk(tc(index=0, args=', "emoji": "🙂 ñ"}')),
+    chunk(finish="tool_calls"),
+]
+
+
+def replay(data: bytes, sizes: list[int] | None = None) -> list[tuple[str | None, object]]:
+    r = Reassembler()
+    if sizes is None:
+        r.feed_bytes(data)
+    else:
+        pos = 0
+        for size in sizes:
+            r.feed_bytes(data[pos : pos + size])
+            pos += size
+        r.feed_bytes(data[pos:])
+    return [(c.name, c.arguments) for c in r.close().calls]
+
+
+EXPECTED = [("say", {"text": 'héllo "w"', "emoji": "🙂 ñ"})]
+
+
+def test_sse_whole() -> None:
+    assert replay(sse(STREAM)) == EXPECTED
+
+
+def test_sse_byte_by_byte() -> None:
+    data = sse(STREAM)
+    assert replay(data, [1] * len(data)) == EXPECTED
+
+
+@given(st.lists(st.integers(min_value=1, max_value=40), max_size=60))
+def test_sse_any_chunking(sizes: list[int]) -> None:
+    assert replay(sse(STREAM).replace(b"\n", b"\r\n"), sizes) == EXPECTED
+
+
+def test_sse_crlf_cr_comments_stray_space_and_no_final_newline() -> None:
+    lines = [
+        ": keep-alive",
+        " data: " + json.dumps(STREAM[0]),
+        "",
+        "event: chunk",
+        "data: " + json.dumps(STREAM[1]),
+        "",
+    ]
+    body = "\r\n".join(lines) + "\r\n" + "data:" + json.dumps(STREAM[2])  # no space, no newline at the end
+    assert replay(body.encode()) == EXPECTED
+    assert replay(body.replace("\r\n", "\r").encode()) == EXPECTED
+
+
+def test_sse_multiline_data_is_joined() -> None:
+    framer = SSEFramer(1 << 20)
+    assert framer.feed(b'data: {"a":\ndata: 1}\n\n') == ['{"a":\n1}']
+
+
+def test_sse_done_is_passed_on() -> None:
+    framer = SSEFramer(1 << 20)
+    assert framer.feed(b"data: [DONE]\n\n") == [DONE]
+
+
+def test_ndjson_and_json_array() -> None:
+    ndjson = "\n".join(json.dumps(c) for c in STREAM).encode()
+    array = ("[\n" + ",\n".join(json.dumps(c) for c in STREAM) + "\n]").encode()
+    assert replay(ndjson) == EXPECTED
+    assert replay(array) == EXPECTED
+    assert replay(array, [1] * len(array)) == EXPECTED
+
+
+def test_json_array_framer_yields_elements_as_they_close() -> None:
+    framer = JSONArrayFramer(1 << 20)
+    assert framer.feed(b'[{"a": "]"}, {"b"') == ['{"a": "]"}']
+    assert framer.feed(b": [1]}]") == ['{"b": [1]}']
+    assert framer.close() == []
+
+
+def test_ndjson_skips_blank_lines() -> None:
+    assert NDJSONFramer(1 << 20).feed(b'{"a":1}\n\n{"b":2}\n') == ['{"a":1}', '{"b":2}']
+
+
+def test_detect_framing() -> None:
+    assert detect_framing(b"  ") is None
+    assert detect_framing(b"\xef\xbb\xbfdata: {}") is Framing.SSE
+    assert detect_framing(b"da") is Framing.SSE
+    assert detect_framing(b"[{") is Framing.JSON_ARRAY
+    assert detect_framing(b"{") is Framing.NDJSON
+    with pytest.raises(FramingError):
+        detect_framing(b"hello")
+
+
+def test_an_event_that_is_not_json_names_its_number() -> None:
+    r = Reassembler()
+    with pytest.raises(FramingError, match="event 2: not valid JSON"):
+        r.feed_bytes(sse([chunk()], done=False) + b"data: {nope\n\n")
+
+
+def test_a_stream_cut_inside_its_last_event_truncates_the_open_call() -> None:
+    data = sse(STREAM[:1], done=False) + b'data: {"choices": [{"index": 0, "delta": {"tool_ca'
+    r = Reassembler()
+    r.feed_bytes(data)
+    result = r.close()
+    assert result.calls[0].status.value == "truncated"
+    assert "cut-event" in result.codes()
+
+
+def test_invalid_utf8_is_a_framing_error() -> None:
+    with pytest.raises(FramingError, match="UTF-8"):
+        Reassembler().feed_bytes(b"data: {\xff}\n\n")

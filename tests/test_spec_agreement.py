@@ -1,0 +1,102 @@
+"""Spec and code agree: the spec names every guard, action, rule and diagnostic the code has, and
+the code has every one the spec names. A malformed spec is refused with a clear error."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from fsm.errors import SpecError
+from fsm.machine import slot_machine
+from fsm.scanner import ACTIONS, GUARDS
+from fsm.slot import spec_members
+from fsm.spec import SPEC_DIR, identity_spec, load_identity, load_machine, scanner_spec, slot_spec
+
+PACKAGE = Path(__file__).resolve().parent.parent / "fsm"
+
+
+def code_citations(pattern: str) -> set[str]:
+    found: set[str] = set()
+    for path in PACKAGE.rglob("*.py"):
+        found |= set(re.findall(pattern, path.read_text()))
+    return found
+
+
+def test_slot_guards_and_actions_match_the_spec_exactly() -> None:
+    spec = slot_spec()
+    assert spec_members("guard") == {g.name for g in spec.guards}
+    assert spec_members("action") == {a.name for a in spec.actions}
+
+
+def test_scanner_guards_and_actions_match_the_spec_exactly() -> None:
+    spec = scanner_spec()
+    assert set(GUARDS) == {g.name for g in spec.guards}
+    assert set(ACTIONS) == {a.name for a in spec.actions}
+
+
+def test_every_rule_is_applied_by_code_and_no_other() -> None:
+    spec = identity_spec()
+    applied = code_citations(r'apply\(\s*"([a-z-]+)"')
+    diagnosed = code_citations(r'diagnose\(\s*"([a-z-]+)"') | code_citations(r'_fail\([^,]+,\s*"([a-z-]+)"')
+    # A diagnostic applies the rule it cites (the ledger counts it so).
+    cited = applied | {spec.diagnostic_by_code[code].rule for code in diagnosed}
+    assert applied <= spec.rule_names, applied - spec.rule_names
+    assert cited == spec.rule_names
+
+
+def test_every_diagnostic_code_is_declared_and_used() -> None:
+    cited = code_citations(r'diagnose\(\s*"([a-z-]+)"') | code_citations(r'_fail\([^,]+,\s*"([a-z-]+)"')
+    declared = set(identity_spec().diagnostic_by_code)
+    assert cited <= declared, cited - declared
+    assert declared <= cited, declared - cited
+
+
+def test_every_self_loop_is_declared_and_the_machine_builds() -> None:
+    machine = slot_machine()
+    loops = [
+        label for (state, _), cands in machine.candidates.items() for (_, dest, _, label) in cands if dest == state
+    ]
+    assert "accumulating--append->accumulating" in loops
+    assert set(machine.machine.states) == set(slot_spec().state_names())
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda s: s.replace('name = "slot"', 'name = "slot"\ncolour = "red"'), "colour"),
+        (lambda s: s.replace('dest = "truncated"', 'dest = "nowhere"'), "'nowhere' is not a declared state"),
+        (lambda s: s.replace('guards = ["no_text"]', 'guards = ["maybe"]'), "guard 'maybe' is not declared"),
+        (lambda s: s.replace('action = "mark_truncated"', 'action = "shrug"'), "action 'shrug' is not declared"),
+        (lambda s: s.replace('initial = "opened"', 'initial = "limbo"'), "initial state 'limbo'"),
+        (
+            lambda s: s + '\n[[transitions]]\nsource = ["flushed"]\ntrigger = "cut"\ndest = "opened"\nreason = "x"\n',
+            "leaves terminal state",
+        ),
+        (lambda s: s + '\n[[guards]]\nname = "unused"\nreason = "x"\n', "never used"),
+        (lambda s: s.replace("[machine]", "[machine"), "not valid TOML"),
+    ],
+)
+def test_malformed_slot_spec_is_refused(tmp_path: Path, edit: object, message: str) -> None:
+    text = (SPEC_DIR / "slot.toml").read_text()
+    bad = tmp_path / "slot.toml"
+    bad.write_text(edit(text))  # type: ignore[operator]
+    with pytest.raises(SpecError, match=re.escape(message)):
+        load_machine(bad)
+
+
+def test_malformed_identity_spec_is_refused(tmp_path: Path) -> None:
+    text = (SPEC_DIR / "identity.toml").read_text()
+    bad = tmp_path / "identity.toml"
+    bad.write_text(text.replace('rule = "one-choice"', 'rule = "no-such-rule"'))
+    with pytest.raises(SpecError, match="undeclared rule 'no-such-rule'"):
+        load_identity(bad)
+    bad.write_text(text.replace('default = "resend"', 'default = "sometimes"'))
+    with pytest.raises(SpecError, match="is not one of its choices"):
+        load_identity(bad)
+
+
+def test_missing_spec_file_is_a_spec_error(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="not found"):
+        load_machine(tmp_path / "absent.toml")
