@@ -193,6 +193,7 @@ class Slot:
 
     @action
     def parse_arguments(self, text: str) -> None:
+        self.ledger.apply("parse-once-at-finish")
         raw = self.text()
         try:
             value = json.loads(raw)

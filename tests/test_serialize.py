@@ -1,0 +1,28 @@
+"""cattrs (un)structures events and results: the form used by the CLI, traces and vectors."""
+
+from __future__ import annotations
+
+from fsm.events import ArgumentsFragment, CallRef, CallSeen, StreamEnd
+from fsm.serialize import event_from_json, event_to_json, result_to_json
+from tests.helpers import chunk, run, tc
+
+
+def test_events_round_trip_as_a_tagged_union() -> None:
+    for event in [
+        CallSeen(CallRef(0, "a", "f")),
+        ArgumentsFragment(CallRef(None, None, None, 2), '{"x"'),
+        StreamEnd("length", "max_tokens"),
+    ]:
+        data = event_to_json(event)
+        assert data["type"] == type(event).__name__
+        assert event_from_json(data) == event
+
+
+def test_blank_id_and_name_are_no_evidence() -> None:
+    assert CallRef(0, "", "") == CallRef(0, None, None)
+
+
+def test_result_unstructures_to_plain_json_types() -> None:
+    data = result_to_json(run([chunk(tc(index=0, id="a", name="f", args="{}"), finish="tool_calls")]))
+    assert data["calls"][0]["status"] == "complete"
+    assert data["diagnostics"] == []
