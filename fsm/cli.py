@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 from fsm.decoders import PROVIDERS
@@ -38,7 +39,26 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--strict", action="store_true", help="exit 1 on the first protocol violation")
     replay.add_argument("--output", default="calls", choices=("calls", "deltas"), help="what to print")
     replay.add_argument("file", help="the stream (SSE, NDJSON or a JSON array), or - for standard input")
+    diagram = commands.add_parser("diagram", help="regenerate docs/ diagrams from specs/ (or --check them)")
+    diagram.add_argument("--root", default=".", help="the project's root, holding docs/ and README.md")
+    diagram.add_argument("--check", action="store_true", help="only check; exit 1 if anything is stale")
     return parser
+
+
+def diagram(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from fsm.diagrams import REGENERATE, generate
+
+    try:
+        stale = generate(Path(args.root), check=args.check)
+    except RuntimeError as exc:
+        stderr.write(f"toolcall-fsm: {exc}\n")
+        return 1
+    if args.check and stale:
+        stderr.write(f"toolcall-fsm: generated files are stale: {', '.join(stale)}; run `{REGENERATE}` and commit\n")
+        return 1
+    verb = "stale" if args.check else "wrote"
+    stdout.write(f"{verb}: {', '.join(stale)}\n" if stale else "diagrams are current\n")
+    return 0
 
 
 def replay(args: argparse.Namespace, stdout: TextIO) -> None:
@@ -77,6 +97,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse already printed the usage error
         return int(exc.code or 0)
+    if args.command == "diagram":
+        return diagram(args, stdout, stderr)
     try:
         replay(args, stdout)
     except RemoteProtocolError as exc:

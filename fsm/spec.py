@@ -104,6 +104,7 @@ class Rule:
 @attrs.frozen
 class Policy:
     name: str
+    rule: str
     default: str
     choices: tuple[str, ...]
     reason: str
@@ -215,6 +216,8 @@ def validate_identity(spec: IdentitySpec, path: Path) -> None:
     _require_unique("policy", [p.name for p in spec.policies], path)
     _require_unique("diagnostic", [d.code for d in spec.diagnostics], path)
     for p in spec.policies:
+        if p.rule not in rules:
+            raise SpecError(f"{path.name}: policy {p.name!r} tunes undeclared rule {p.rule!r}")
         if p.default not in p.choices:
             raise SpecError(f"{path.name}: policy {p.name!r} default {p.default!r} is not one of its choices")
     for d in spec.diagnostics:
