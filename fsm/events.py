@@ -23,6 +23,9 @@ class CallRef:
     name: str | None = attrs.field(default=None, converter=_blank_to_none)
     position: int = 0
     """The call's position within its wire event; used only when index and id are both absent."""
+    server: bool = False
+    """A tool the provider runs itself (Anthropic ``server_tool_use``): reassembled like any call,
+    reported apart from the client's calls and never re-emitted as a client delta."""
 
 
 @attrs.frozen(slots=True)
@@ -30,6 +33,9 @@ class CallSeen:
     """A call's metadata (id, name, index) with no argument text."""
 
     ref: CallRef
+    signature: str | None = None
+    """An opaque signature the provider wants replayed with the call (Gemini ``thoughtSignature``).
+    Not identity: it is kept on whichever call the event lands on."""
 
 
 @attrs.frozen(slots=True)
@@ -38,6 +44,7 @@ class ArgumentsFragment:
 
     ref: CallRef
     text: str
+    signature: str | None = None
 
 
 @attrs.frozen(slots=True)
@@ -46,6 +53,10 @@ class ArgumentsSnapshot:
 
     ref: CallRef
     text: str
+    signature: str | None = None
+    confirms: bool = False
+    """The provider's final word on arguments it streamed (OpenAI Responses ``.done``): equal text is
+    expected and silent; different text replaces what was streamed, with a diagnostic."""
 
 
 @attrs.frozen(slots=True)

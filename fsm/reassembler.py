@@ -93,14 +93,15 @@ class Reassembler:
         else:
             registry.finish(self._finish.finish_reason)  # calls opened after the finish
         finish = self._finish.finish_reason if self._finish else None
-        if finish == "stop" and registry.slots:
+        if finish == "stop" and any(not slot.server for slot in registry.slots):
             self.ledger.diagnose("finish-reason-mapped", "finish reason stop, but tools were called")
             finish = "tool_calls"
         self._closed = Result(
             provider=self._decoder.name if self._decoder else self.provider,
             finish_reason=finish,
-            calls=tuple(slot.to_call() for slot in registry.slots),
+            calls=tuple(slot.to_call() for slot in registry.slots if not slot.server),
             diagnostics=tuple(self.ledger.diagnostics),
+            server_tool_calls=tuple(slot.to_call() for slot in registry.slots if slot.server),
         )
         return self._closed
 
@@ -152,12 +153,15 @@ class Reassembler:
         registry = self.registry
         if self._finish is not None and not isinstance(event, StreamEnd):
             self.ledger.diagnose("event-after-finish", f"{type(event).__name__} after the finish reason")
-        if isinstance(event, ArgumentsFragment):
-            registry.arguments(event.ref, event.text, "fragment")
-        elif isinstance(event, CallSeen):
-            registry.call_seen(event.ref)
-        elif isinstance(event, ArgumentsSnapshot):
-            registry.arguments(event.ref, event.text, "snapshot")
+        if isinstance(event, CallSeen | ArgumentsFragment | ArgumentsSnapshot):
+            if isinstance(event, ArgumentsFragment):
+                landed = registry.arguments(event.ref, event.text, "fragment")
+            elif isinstance(event, CallSeen):
+                landed = registry.call_seen(event.ref)
+            else:
+                landed = registry.arguments(event.ref, event.text, "confirmation" if event.confirms else "snapshot")
+            if event.signature and landed is not None and landed.signature is None:
+                landed.signature = event.signature  # not identity: it rides on the call it came with
         elif isinstance(event, CallEnd):
             registry.call_end(event.ref)
         elif isinstance(event, StreamEnd):
@@ -172,12 +176,19 @@ class Reassembler:
 def _as_mapping(item: Any) -> Mapping[str, Any]:
     if isinstance(item, Mapping):
         return item
-    for method in ("model_dump", "to_dict"):
-        convert = getattr(item, method, None)
-        if callable(convert):
-            value = convert()
-            if isinstance(value, Mapping):
-                return value
+    dump = getattr(item, "model_dump", None)
+    if callable(dump):
+        try:  # pydantic SDK models: wire names (google-genai's camelCase aliases), JSON-safe values
+            value = dump(mode="json", by_alias=True, exclude_none=True)
+        except TypeError:
+            value = dump()
+        if isinstance(value, Mapping):
+            return value
+    to_dict = getattr(item, "to_dict", None)
+    if callable(to_dict):
+        value = to_dict()
+        if isinstance(value, Mapping):
+            return value
     raise LocalProtocolError(
         f"cannot feed a {type(item).__name__}: pass a dict, an SDK object with model_dump() or to_dict(), "
         "or an fsm event"

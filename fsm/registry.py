@@ -22,7 +22,7 @@ from fsm.results import ArgumentsDelta, CallFinished, CallOpened
 from fsm.slot import Slot
 
 Lane = tuple[str, int | str]
-Kind = Literal["fragment", "snapshot"]
+Kind = Literal["fragment", "snapshot", "confirmation"]
 
 
 class Registry:
@@ -35,19 +35,25 @@ class Registry:
         self._by_wire_id: dict[str, list[Slot]] = {}
         self._pending_name: dict[Lane, str] = {}
         self._ids = IdAllocator(taken)
+        self._counts = {False: 0, True: 0}  # calls opened so far: client, server
 
     # -- events -----------------------------------------------------------------------------------
 
-    def call_seen(self, ref: CallRef) -> None:
+    def call_seen(self, ref: CallRef) -> Slot | None:
+        """Route a sighting; return the call it belongs to (None when it is only held as the name
+        of a call that may follow)."""
         lane, chain = self._chain(ref, None)
         if not chain:
-            self._open(lane, ref)
-            return
+            return self._open(lane, ref)
         newest = chain[-1]
         if newest.unfinished or (ref.id is not None and ref.id in self._by_wire_id):
             self._metadata(newest, ref)
             self._pending_name.pop(lane, None)
-            return
+            return newest
+        if newest.finished:
+            # The provider ended that call (a call-end event): whatever is seen next is another call.
+            self.ledger.apply("complete-value-starts-new-call")
+            return self._open(lane, ref)
         if ref.name is None or ref.name == newest.name:
             # After a finished value the same name again is either repeated metadata (Kimi repeats
             # it on every chunk) or the header of a next call at this index. Hold it: it names the
@@ -55,24 +61,28 @@ class Registry:
             if ref.name is not None:
                 self._pending_name[lane] = ref.name
             self.ledger.apply("metadata-once")
-            return
+            return None
         self.ledger.apply("complete-value-starts-new-call")
-        self._open(lane, ref)
+        return self._open(lane, ref)
 
-    def arguments(self, ref: CallRef, text: str, kind: Kind) -> None:
+    def arguments(self, ref: CallRef, text: str, kind: Kind) -> Slot | None:
+        """Route argument text; return the call it landed in (the first, if it was split)."""
         if not text.strip() and kind == "fragment":
-            self._blank(ref, text)
-            return
+            return self._blank(ref, text)
+        landed: Slot | None = None
         while text:
-            text = self._route_text(ref, text, kind)
+            slot, text = self._route_text(ref, text, kind)
+            landed = landed or slot
+        return landed
 
-    def call_end(self, ref: CallRef) -> None:
+    def call_end(self, ref: CallRef) -> Slot | None:
         _, chain = self._chain(ref, None)
         for slot in reversed(chain):
             if not slot.finished:
                 self._metadata(slot, ref)
                 self._finish(slot, "end")
-                return
+                return slot
+        return None
 
     def finish(self, finish_reason: str | None) -> None:
         """End every call still open: normally for a normal finish reason, else as a cut."""
@@ -98,15 +108,16 @@ class Registry:
                     return chain[-1].lane, chain
                 # A known id at another index: a different call reusing the id. It is renamed
                 # when it opens (duplicate-id-renamed).
+        side = "server-" if ref.server else ""
         if ref.index is not None:
             self.ledger.apply("index-is-label")
-            lane: Lane = ("index", ref.index)
+            lane: Lane = (side + "index", ref.index)
         elif ref.id is not None:
             self.ledger.apply("id-without-index")
-            lane = ("id", ref.id)
+            lane = (side + "id", ref.id)
         else:
             self.ledger.apply("positional-fallback")
-            lane = ("position", ref.position)
+            lane = (side + "position", ref.position)
         chain = self._lanes.get(lane, [])
         if ref.id is None or ref.id in self._by_wire_id:
             return lane, chain
@@ -114,6 +125,8 @@ class Registry:
         newest = chain[-1] if chain else None
         if newest is None and ref.index is None and self.slots and self.slots[-1].index is None:
             newest = self.slots[-1]  # with no index, the call this id may rotate from is the newest
+            if newest.server != ref.server:
+                newest = None
         if newest is None:
             return lane, []
         if newest.wire_id is None and newest.unfinished:
@@ -133,8 +146,9 @@ class Registry:
             self.ledger.apply("index-reuse")
         return lane, []
 
-    def _route_text(self, ref: CallRef, text: str, kind: Kind) -> str:
-        """Put ``text`` where it belongs; return any part of it that starts another value."""
+    def _route_text(self, ref: CallRef, text: str, kind: Kind) -> tuple[Slot, str]:
+        """Put ``text`` where it belongs; return that call and any part of the text that starts
+        another value."""
         lane, chain = self._chain(ref, kind)
         if kind == "fragment" and chain and chain[-1].unfinished:
             # Text for a call still open continues it, even if it happens to equal an earlier call.
@@ -143,28 +157,33 @@ class Registry:
             if slot.unfinished:
                 self._metadata(slot, ref)
                 self._pending_name.pop(lane, None)
-                return self._extend(slot, text, kind)
+                return slot, self._extend(slot, text, kind)
             if slot.state == "truncated" or not self._names_agree(slot, ref):
                 continue
             if self._same_text(slot, text):
                 if ref.id is not None or self.ledger.policies.identical_text == "resend":
-                    self._resend(slot, ref, lane)
-                    return ""
-            elif kind == "snapshot" and ref.id is not None and ref.id == slot.wire_id and not slot.finished:
+                    self._resend(slot, ref, lane, quiet=kind == "confirmation")
+                    return slot, ""
+            elif kind != "fragment" and ref.id is not None and ref.id == slot.wire_id and not slot.finished:
                 self.ledger.apply("snapshot-resend")
                 self.ledger.diagnose("arguments-replaced", f"call {slot.id}: a changed snapshot replaced the arguments")
                 self.machine.fire(slot, "replace", text)
-                return ""
+                return slot, ""
         if chain:
             self.ledger.apply("complete-value-starts-new-call")
         slot = self._open(lane, ref)
-        return self._extend(slot, text, kind)
+        return slot, self._extend(slot, text, kind)
 
     def _extend(self, slot: Slot, text: str, kind: Kind) -> str:
-        if kind == "snapshot":
+        if kind != "fragment":
             if self._same_text(slot, text):
-                self._resend(slot, None, None)
+                self._resend(slot, None, None, quiet=kind == "confirmation")
             else:
+                if kind == "confirmation" and slot.length:
+                    self.ledger.apply("snapshot-resend")
+                    self.ledger.diagnose(
+                        "arguments-replaced", f"call {slot.id}: the final arguments differ from those streamed"
+                    )
                 self.machine.fire(slot, "replace", text)
             return ""
         held = slot.length
@@ -188,20 +207,24 @@ class Registry:
             )
         return rest
 
-    def _blank(self, ref: CallRef, text: str) -> None:
+    def _blank(self, ref: CallRef, text: str) -> Slot | None:
         """Whitespace-only text: evidence of a call, and raw text kept where a call can hold it."""
-        self.call_seen(ref)
-        _, chain = self._chain(ref, "fragment")
-        if chain and chain[-1].state in ("opened", "accumulating", "complete"):
-            self.machine.fire(chain[-1], "append", text)
+        slot = self.call_seen(ref)
+        if slot is None:  # held as a possible next call's name: the text stays with the newest call
+            _, chain = self._chain(ref, "fragment")
+            slot = chain[-1] if chain else None
+        if slot is not None and slot.state in ("opened", "accumulating", "complete"):
+            self.machine.fire(slot, "append", text)
+        return slot
 
-    def _resend(self, slot: Slot, ref: CallRef | None, lane: Lane | None) -> None:
+    def _resend(self, slot: Slot, ref: CallRef | None, lane: Lane | None, *, quiet: bool = False) -> None:
         self.ledger.apply("snapshot-resend")
         if ref is not None:
             self._metadata(slot, ref)
         if lane is not None:
             self._pending_name.pop(lane, None)
-        self.ledger.diagnose("resend", f"call {slot.id}: the same arguments again; not added")
+        if not quiet:
+            self.ledger.diagnose("resend", f"call {slot.id}: the same arguments again; not added")
         self.machine.fire(slot, "resend")
 
     @staticmethod
@@ -234,7 +257,8 @@ class Registry:
     def _open(self, lane: Lane, ref: CallRef) -> Slot:
         if len(self.slots) >= self.limits.max_calls:
             self.ledger.limit(f"more than {self.limits.max_calls} calls in one stream")
-        ordinal = len(self.slots)
+        ordinal = self._counts[ref.server]
+        self._counts[ref.server] += 1
         if ref.id is None:
             self.ledger.apply("synthesized-id")
             call_id = self._ids.synthesize(ordinal)
@@ -257,21 +281,25 @@ class Registry:
             max_chars=self.limits.max_argument_chars,
             max_depth=self.limits.max_depth,
             initial=self.machine.initial,
+            server=ref.server,
         )
         self.slots.append(slot)
         self._lanes.setdefault(lane, []).append(slot)
-        if ref.index is None and lane[0] != "position":
+        if ref.index is None and not lane[0].endswith("position"):
             # Without an index, a later bare continuation at the same position means this call.
-            self._lanes.setdefault(("position", ref.position), []).append(slot)
+            self._lanes.setdefault((lane[0].replace("id", "position"), ref.position), []).append(slot)
         if ref.id is not None:
             self._by_wire_id.setdefault(ref.id, []).append(slot)
-        self.ledger.emit(CallOpened(ordinal, call_id, ref.id, slot.name))
+        if not slot.server:
+            self.ledger.emit(CallOpened(ordinal, call_id, ref.id, slot.name))
         return slot
 
     def _finish(self, slot: Slot, trigger: str) -> None:
         self.machine.fire(slot, trigger)
         if slot.name is None:
             self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name")
+        if slot.server:
+            return
         tail = slot.unsent_tail()
         if tail:
             self.ledger.emit(ArgumentsDelta(slot.ordinal, tail))

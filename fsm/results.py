@@ -31,6 +31,8 @@ class ToolCall:
     arguments_json: str
     """The raw argument text as assembled (``{}`` when policy empty_arguments supplied it)."""
     status: CallStatus
+    thought_signature: str | None = None
+    """The provider's signature for this call (Gemini), to send back with it when replaying."""
 
 
 @attrs.frozen(slots=True)
@@ -47,6 +49,8 @@ class Result:
     finish_reason: str | None
     calls: tuple[ToolCall, ...]
     diagnostics: tuple[Diagnostic, ...]
+    server_tool_calls: tuple[ToolCall, ...] = ()
+    """Tools the provider ran itself (Anthropic ``server_tool_use``): not for the client to run."""
 
     def codes(self) -> list[str]:
         return [d.code for d in self.diagnostics]

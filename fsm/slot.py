@@ -54,6 +54,8 @@ class Slot:
         "ordinal",
         "resends",
         "scanner",
+        "server",
+        "signature",
         "state",
         "status",
         "wire_id",
@@ -72,6 +74,7 @@ class Slot:
         max_chars: int,
         max_depth: int,
         initial: str,
+        server: bool = False,
     ) -> None:
         self.state = initial
         self.ordinal = ordinal
@@ -91,6 +94,8 @@ class Slot:
         self.status: CallStatus | None = None
         self.resends = 0
         self._stripped: str | None = None
+        self.server = server
+        self.signature: str | None = None
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -127,6 +132,7 @@ class Slot:
             arguments=self.arguments,
             arguments_json=self.text(),
             status=self.status,
+            thought_signature=self.signature,
         )
 
     # -- prepare (run once per trigger, before guards) ------------------------------------------
@@ -172,7 +178,7 @@ class Slot:
         self._check_size(self._length)
         self._parts.append(text)
         self._stripped = None
-        if self._emitted == held and text:
+        if self._emitted == held and text and not self.server:
             self._emitted = self._length
             self.ledger.emit(ArgumentsDelta(self.ordinal, text))
 

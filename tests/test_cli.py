@@ -28,8 +28,18 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
     code, out, _ = run_cli("replay", str(path))
     assert code == 0
     data = json.loads(out)
-    assert list(data) == ["provider", "finish_reason", "calls", "diagnostics"]
-    assert list(data["calls"][0]) == ["index", "id", "wire_id", "name", "arguments", "arguments_json", "status"]
+    # The documented keys, in order; later additions only ever come after them.
+    assert list(data) == ["provider", "finish_reason", "calls", "diagnostics", "server_tool_calls"]
+    assert list(data["calls"][0]) == [
+        "index",
+        "id",
+        "wire_id",
+        "name",
+        "arguments",
+        "arguments_json",
+        "status",
+        "thought_signature",
+    ]
     assert data["calls"][0] == {
         "index": 0,
         "id": "a",
@@ -38,6 +48,7 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
         "arguments": {"x": 1},
         "arguments_json": '{"x": 1}',
         "status": "complete",
+        "thought_signature": None,
     }
 
 
