@@ -9,13 +9,16 @@ a multi-byte character):
 * NDJSON: one payload per line; blank lines skipped.
 * JSON array: ``[ {...}, {...} ]`` streamed element by element (Gemini without ``alt=sse``); element
   ends are found with the completeness scanner, so no element is parsed twice.
+* AWS event stream (Bedrock ``ConverseStream`` over HTTP): binary messages, unframed by botocore's
+  decoder (the optional ``bedrock`` extra) into ``{eventType: body}`` objects.
 """
 
 from __future__ import annotations
 
 import codecs
 import enum
-from typing import Final
+import json
+from typing import Any, Final
 
 from fsm.errors import FramingError, LimitExceeded
 from fsm.scanner import Scanner
@@ -27,6 +30,7 @@ class Framing(enum.Enum):
     SSE = "sse"
     NDJSON = "ndjson"
     JSON_ARRAY = "json-array"
+    AWS_EVENTSTREAM = "aws-eventstream"
 
 
 _SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":")
@@ -34,6 +38,8 @@ _SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":")
 
 def detect_framing(head: bytes) -> Framing | None:
     """The framing of a stream from its first bytes; None if they are only whitespace so far."""
+    if head[:1] == b"\x00":
+        return Framing.AWS_EVENTSTREAM  # a binary message starts with its big-endian length
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not text:
         return None
@@ -201,7 +207,54 @@ class JSONArrayFramer:
         return self.feed(b"", final=True)
 
 
-Framer = SSEFramer | NDJSONFramer | JSONArrayFramer
+class AWSEventStreamFramer:
+    def __init__(self, max_bytes: int) -> None:
+        try:
+            from botocore.eventstream import EventStreamBuffer
+        except ImportError:
+            raise FramingError(
+                "a binary AWS event stream needs botocore: pip install 'toolcall-fsm[bedrock]'", event=1
+            ) from None
+        self._buffer: Any = EventStreamBuffer()
+        self._max = max_bytes
+        self._pending = 0
+        self.events = 0
+
+    def feed(self, data: bytes, final: bool = False) -> list[str]:
+        from botocore.eventstream import ParserError
+
+        self._buffer.add_data(data)
+        self._pending += len(data)
+        out: list[str] = []
+        try:
+            for message in self._buffer:
+                self.events += 1
+                self._pending -= message.prelude.total_length
+                out.append(self._payload(message.headers, message.payload))
+        except ParserError as exc:
+            raise FramingError(f"not a valid AWS event stream message: {exc}", event=self.events + 1) from None
+        if self._pending > self._max:
+            raise LimitExceeded(f"one message is longer than {self._max} bytes", event=self.events + 1, rule="limits")
+        return out
+
+    def _payload(self, headers: dict[str, Any], payload: bytes) -> str:
+        kind = headers.get(":event-type") or headers.get(":exception-type") or "unknown"
+        try:
+            body = json.loads(payload or b"{}")
+        except ValueError as exc:
+            raise FramingError(f"{kind} payload is not JSON: {exc}", event=self.events) from None
+        return json.dumps({kind: body})
+
+    def close(self) -> list[str]:
+        if self._pending:
+            # A message cut short: passed on as text that is not JSON, so the reassembler reports
+            # the cut (cut-event) and truncates the calls it left open.
+            self.events += 1
+            return [f"<{self._pending} bytes of an unfinished event-stream message>"]
+        return []
+
+
+Framer = SSEFramer | NDJSONFramer | JSONArrayFramer | AWSEventStreamFramer
 
 
 def make_framer(framing: Framing, max_bytes: int) -> Framer:
@@ -209,4 +262,6 @@ def make_framer(framing: Framing, max_bytes: int) -> Framer:
         return SSEFramer(max_bytes)
     if framing is Framing.NDJSON:
         return NDJSONFramer(max_bytes)
+    if framing is Framing.AWS_EVENTSTREAM:
+        return AWSEventStreamFramer(max_bytes)
     return JSONArrayFramer(max_bytes)

@@ -103,18 +103,23 @@ def test_missing_file_exits_1() -> None:
     assert code == 1 and "cannot read" in err
 
 
-def test_unsupported_provider_says_so(tmp_path: Path) -> None:
-    path = tmp_path / "s.sse"
-    path.write_bytes(sse([chunk()]))
-    code, _, err = run_cli("replay", "--provider", "anthropic", str(path))
-    assert code == 1 and "not supported yet" in err
-
-
-def test_auto_detection_names_a_recognised_but_unsupported_shape(tmp_path: Path) -> None:
-    path = tmp_path / "a.sse"
-    path.write_bytes(b'event: message_start\ndata: {"type": "message_start", "message": {}}\n\n')
+def test_auto_detection_says_clearly_when_it_cannot_tell(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"hello": "world"}\n')
     code, _, err = run_cli("replay", str(path))
-    assert code == 1 and "'anthropic' is not supported yet" in err
+    assert code == 1 and "cannot tell the provider" in err and "--provider" in err
+
+
+def test_unknown_provider_name_is_bad_usage(tmp_path: Path) -> None:
+    assert run_cli("replay", "--provider", "nonesuch", str(tmp_path / "x"))[0] == 2
+
+
+def test_wrong_provider_named_gives_no_calls_and_diagnostics(tmp_path: Path) -> None:
+    path = tmp_path / "s.sse"
+    path.write_bytes(sse([chunk(tc(index=0, id="a", name="f", args="{}"))]))
+    code, out, _ = run_cli("replay", "--provider", "anthropic", str(path))
+    data = json.loads(out)
+    assert code == 0 and data["calls"] == [] and "unknown-event" in [d["code"] for d in data["diagnostics"]]
 
 
 @pytest.mark.parametrize("args", [[], ["replay"], ["replay", "--flush", "sometimes", "x"], ["frobnicate"]])

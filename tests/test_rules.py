@@ -59,6 +59,10 @@ SCENARIOS: dict[str, tuple[list[Any], list[tuple[str, Any]]]] = {
     "synthesized-id": ([chunk(tc(index=0, name="f", args=A))], [("call_0", {"q": "A"})]),
     "parse-once-at-finish": ([chunk(tc(index=0, id="a", name="f", args=A), finish="tool_calls")], [("a", {"q": "A"})]),
     "finish-ends-calls": ([chunk(tc(index=0, id="a", name="f", args='{"q": '), finish="length")], [("a", None)]),
+    "unknown-events-reported": (
+        [{"type": "message_start", "message": {"content": []}}, {"type": "content_block_wobble", "index": 0}],
+        [],
+    ),
     "one-choice": ([{"choices": [{"index": 1, "delta": {"tool_calls": [tc(index=0, name="f", args=A)]}}]}], []),
 }
 

@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from fsm.decoders.anthropic import AnthropicDecoder
+from fsm.decoders.bedrock import BedrockDecoder
+from fsm.decoders.cohere import CohereDecoder
+from fsm.decoders.gemini import GeminiDecoder
+from fsm.decoders.ollama import OllamaDecoder
 from fsm.decoders.openai_chat import OpenAIChatDecoder
+from fsm.decoders.openai_responses import OpenAIResponsesDecoder
 from fsm.errors import UnsupportedProvider
 from fsm.events import Event
 
@@ -33,7 +39,15 @@ PROVIDERS: tuple[str, ...] = (
 )
 """Every provider name the command line and ``Reassembler`` accept (plus ``auto``)."""
 
-_DECODERS: dict[str, Callable[[], Decoder]] = {"openai-chat": OpenAIChatDecoder}
+_DECODERS: dict[str, Callable[[], Decoder]] = {
+    "openai-chat": OpenAIChatDecoder,
+    "openai-responses": OpenAIResponsesDecoder,
+    "anthropic": AnthropicDecoder,
+    "gemini": GeminiDecoder,
+    "ollama": OllamaDecoder,
+    "bedrock": BedrockDecoder,
+    "cohere": CohereDecoder,
+}
 
 _ANTHROPIC_TYPES = frozenset(
     {

@@ -1,0 +1,54 @@
+"""Small helpers the decoders share for reading provider JSON strictly."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from fsm.errors import RemoteProtocolError
+
+
+def field(obj: Mapping[str, Any], camel: str, snake: str | None = None) -> Any:
+    """``obj[camel]``, or ``obj[snake]`` for SDK dumps that use Python names."""
+    value = obj.get(camel)
+    if value is None and snake is not None:
+        value = obj.get(snake)
+    return value
+
+
+def mapping(value: Any, what: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise RemoteProtocolError(f"{what} is {type(value).__name__}, not an object")
+    return value
+
+
+def items(value: Any, what: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise RemoteProtocolError(f"{what} is {type(value).__name__}, not a list")
+    return value
+
+
+def text(value: Any, what: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)  # some servers send numeric ids
+    raise RemoteProtocolError(f"{what} is {type(value).__name__}, not a string")
+
+
+def index(value: Any, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RemoteProtocolError(f"{what} is {value!r}, not an integer")
+    return value
+
+
+def dumps(value: Any) -> str:
+    """Argument objects as JSON text, keys in wire order (a replayed call keeps its bytes)."""
+    return json.dumps(value, ensure_ascii=False)

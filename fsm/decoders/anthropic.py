@@ -1,0 +1,99 @@
+"""Anthropic Messages streaming.
+
+``content_block_start`` (a ``tool_use`` block with id and name) opens a call at its block index,
+``input_json_delta`` fragments append to it, ``content_block_stop`` ends it. By the protocol, a block
+with no input text has the input it started with (``{}`` unless pre-filled); a whole ``tool_use``
+may also come inside ``message_start``. ``server_tool_use`` blocks are run by Anthropic: they are
+reassembled the same way but marked as server calls. A stream cut by ``max_tokens`` before
+``content_block_stop`` leaves the call open, so it comes back truncated with its raw text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from fsm.decoders._wire import dumps, index, items, mapping, text
+from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, StreamEnd
+
+_CALL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
+_QUIET = {"ping", "message_stop"}
+_FINISH = {
+    "tool_use": "tool_calls",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+
+
+class _Block:
+    __slots__ = ("prefill", "ref", "streamed")
+
+    def __init__(self, ref: CallRef, prefill: Any) -> None:
+        self.ref = ref
+        self.prefill = prefill
+        self.streamed = False
+
+
+class AnthropicDecoder:
+    name = "anthropic"
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, _Block] = {}
+
+    def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
+        kind = payload.get("type")
+        if kind == "content_block_start":
+            return self._start(
+                index(payload.get("index"), "index"), mapping(payload.get("content_block"), "content_block")
+            )
+        if kind == "content_block_delta":
+            return self._delta(index(payload.get("index"), "index"), mapping(payload.get("delta"), "delta"))
+        if kind == "content_block_stop":
+            return self._stop(index(payload.get("index"), "index"))
+        if kind == "message_delta":
+            reason = mapping(payload.get("delta"), "delta").get("stop_reason")
+            return [StreamEnd(_FINISH.get(reason, reason), reason)] if reason else []
+        if kind == "message_start":
+            events: list[Event] = []
+            content = items(mapping(payload.get("message"), "message").get("content"), "message.content")
+            for i, block in enumerate(content):
+                events += self._start(i, mapping(block, f"content[{i}]"))
+                events += self._stop(i)
+            return events
+        if kind == "error":
+            error = mapping(payload.get("error"), "error")
+            return [StreamEnd("error", None, str(error.get("message", error)))]
+        if kind not in _QUIET:
+            diagnose("unknown-event", f"Anthropic event type {kind!r}")
+        return []
+
+    def _start(self, at: int | None, block: Mapping[str, Any]) -> list[Event]:
+        server = _CALL_BLOCKS.get(block.get("type", ""))
+        if server is None or at is None:
+            return []  # text, thinking and tool-result blocks carry no call
+        ref = CallRef(at, text(block.get("id"), "id"), text(block.get("name"), "name"), server=server)
+        self._blocks[at] = _Block(ref, block.get("input"))
+        return [CallSeen(ref)]
+
+    def _delta(self, at: int | None, delta: Mapping[str, Any]) -> list[Event]:
+        block = self._blocks.get(at) if at is not None else None
+        if block is None or delta.get("type") != "input_json_delta":
+            return []
+        piece = text(delta.get("partial_json"), "partial_json")
+        if not piece:
+            return []  # an empty fragment adds nothing; a block with only these has input {}
+        block.streamed = True
+        return [ArgumentsFragment(block.ref, piece)]
+
+    def _stop(self, at: int | None) -> list[Event]:
+        block = self._blocks.pop(at, None) if at is not None else None
+        if block is None:
+            return []
+        events: list[Event] = []
+        if not block.streamed:
+            events.append(ArgumentsSnapshot(block.ref, dumps(block.prefill or {})))
+        events.append(CallEnd(block.ref))
+        return events

@@ -1,0 +1,47 @@
+"""Cohere v2 chat streaming.
+
+``tool-call-start`` opens a call at ``index`` (``delta.message.tool_calls`` is one object here, not a
+list), ``tool-call-delta`` appends argument text (often pretty-printed), ``tool-call-end`` ends it,
+and ``message-end`` carries the finish reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from fsm.decoders._wire import index, mapping, text
+from fsm.events import ArgumentsFragment, CallEnd, CallRef, CallSeen, Event, StreamEnd
+
+_FINISH = {
+    "TOOL_CALL": "tool_calls",
+    "COMPLETE": "stop",
+    "STOP_SEQUENCE": "stop",
+    "MAX_TOKENS": "length",
+    "ERROR": "error",
+    "TIMEOUT": "error",
+}
+_QUIET = ("message-start", "content-", "tool-plan-delta", "citation-", "debug")
+
+
+class CohereDecoder:
+    name = "cohere"
+
+    def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
+        kind = str(payload.get("type", ""))
+        at = index(payload.get("index"), "index")
+        delta = mapping(payload.get("delta"), "delta")
+        if kind in ("tool-call-start", "tool-call-delta"):
+            call = mapping(mapping(delta.get("message"), "delta.message").get("tool_calls"), "tool_calls")
+            function = mapping(call.get("function"), "tool_calls.function")
+            ref = CallRef(at, text(call.get("id"), "id"), text(function.get("name"), "name"))
+            piece = text(function.get("arguments"), "arguments")
+            return [ArgumentsFragment(ref, piece)] if piece else [CallSeen(ref)]
+        if kind == "tool-call-end":
+            return [CallEnd(CallRef(at))]
+        if kind == "message-end":
+            reason = delta.get("finish_reason")
+            return [StreamEnd(_FINISH.get(reason, str(reason).lower()), reason)] if reason else []
+        if not kind.startswith(_QUIET):
+            diagnose("unknown-event", f"Cohere event type {kind!r}")
+        return []

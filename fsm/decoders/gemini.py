@@ -1,0 +1,124 @@
+"""Gemini native ``streamGenerateContent`` (SSE or the streamed JSON array), and Vertex AI's
+streamed function-call arguments.
+
+Each event is a whole ``GenerateContentResponse``; a ``functionCall`` part is a complete call, sent
+here as an :class:`ArgumentsSnapshot`. Identity evidence: ``functionCall.id`` when present (Gemini
+3); otherwise the call's position among the event's function-call parts, with its name. So two calls
+to one tool in separate events (each at position 0) are two calls, an identical resend is one (policy
+``identical_text``), and a resend of the second lands in the second's slot. ``thoughtSignature`` is
+not identity: it rides on the event and stays with the call the event lands on.
+
+Vertex ``partialArgs`` calls open with a ``functionCall`` that has a name and ``willContinue``, stream
+their arguments (written out as JSON text by :mod:`fsm.decoders.partial_args`), and close with an
+empty ``functionCall {}``. When the stream finishes without that closing part, a call whose values all
+finished is closed; one cut inside a string value is left open, so it comes back truncated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from fsm.decoders._wire import dumps, field, items, mapping, text
+from fsm.decoders.partial_args import PartialArgsWriter
+from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, StreamEnd
+
+_FINISH = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "MALFORMED_FUNCTION_CALL": "error",
+    "UNEXPECTED_TOOL_CALL": "error",
+}
+
+
+class _Streaming:
+    """A Vertex call whose arguments are still arriving."""
+
+    def __init__(self, ref: CallRef) -> None:
+        self.ref = ref
+        self.writer = PartialArgsWriter()
+
+
+class GeminiDecoder:
+    name = "gemini"
+
+    def __init__(self) -> None:
+        self._open: _Streaming | None = None
+
+    def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
+        error = payload.get("error")
+        if error:
+            message = error.get("message", error) if isinstance(error, Mapping) else error
+            return [*self._close_open(), StreamEnd("error", None, str(message))]
+        events: list[Event] = []
+        for n, candidate in enumerate(items(payload.get("candidates"), "candidates")):
+            candidate = mapping(candidate, f"candidates[{n}]")
+            if (candidate.get("index") or 0) != 0:
+                diagnose("choice-ignored", f"candidate {candidate.get('index')} is not reassembled")
+                continue
+            content = mapping(candidate.get("content"), "content")
+            position = 0
+            for p, part in enumerate(items(content.get("parts"), "parts")):
+                part = mapping(part, f"parts[{p}]")
+                call = field(part, "functionCall", "function_call")
+                if call is None:
+                    continue
+                call = mapping(call, f"parts[{p}].functionCall")
+                signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
+                events += self._call(call, position, signature)
+                position += 1
+            finish = field(candidate, "finishReason", "finish_reason")
+            if finish:
+                raw = str(finish)
+                normal = _FINISH.get(raw, raw.lower())
+                if normal in ("stop", "tool_calls"):
+                    events += self._close_open()
+                events.append(StreamEnd(normal, raw))
+        return events
+
+    def _call(self, call: Mapping[str, Any], position: int, signature: str | None) -> list[Event]:
+        name = text(call.get("name"), "functionCall.name")
+        call_id = text(call.get("id"), "functionCall.id")
+        partial = field(call, "partialArgs", "partial_args")
+        more = bool(field(call, "willContinue", "will_continue"))
+        args = call.get("args")
+        events: list[Event] = []
+        if not name and call_id is None and partial is None and args is None and not more:
+            return self._close_open()  # the empty functionCall {} that ends a streamed call
+        if name and (more or partial is not None):
+            events += self._close_open()
+            ref = CallRef(None, call_id, name, position)
+            self._open = _Streaming(ref)
+            events.append(CallSeen(ref, signature))
+            signature = None
+        if partial is not None:
+            if self._open is None:
+                self._open = _Streaming(CallRef(None, call_id, name, position))
+            piece = self._open.writer.write(items(partial, "partialArgs"))
+            if piece:
+                events.append(ArgumentsFragment(self._open.ref, piece, signature))
+            return events
+        if name and not more:
+            if not isinstance(args, Mapping | None):
+                args = mapping(args, "functionCall.args")
+            ref = CallRef(None, call_id, name, position)
+            events.append(ArgumentsSnapshot(ref, dumps(args or {}), signature))
+        return events  # a part with only willContinue is a keep-alive
+
+    def _close_open(self) -> list[Event]:
+        streaming, self._open = self._open, None
+        if streaming is None or streaming.writer.mid_string:
+            self._open = streaming  # cut inside a value: leave it open, to be truncated
+            return []
+        events: list[Event] = []
+        tail = streaming.writer.close()
+        if tail:
+            events.append(ArgumentsFragment(streaming.ref, tail))
+        events.append(CallEnd(streaming.ref))
+        return events

@@ -1,0 +1,40 @@
+"""Ollama's native ``/api/chat`` NDJSON stream.
+
+Each line may carry ``message.tool_calls[]``, every call whole, with ``arguments`` as a JSON object
+and the index at ``function.index``. ``done: true`` ends the stream with ``done_reason`` (``stop``
+also for tool turns, which the engine reports as ``tool_calls``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from fsm.decoders._wire import dumps, index, items, mapping, text
+from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallRef, Event, StreamEnd
+
+_FINISH = {"stop": "stop", "length": "length", "load": "stop", "unload": "stop"}
+
+
+class OllamaDecoder:
+    name = "ollama"
+
+    def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
+        if payload.get("error"):
+            return [StreamEnd("error", None, str(payload["error"]))]
+        message = mapping(payload.get("message"), "message")
+        events: list[Event] = []
+        for position, call in enumerate(items(message.get("tool_calls"), "tool_calls")):
+            call = mapping(call, f"tool_calls[{position}]")
+            function = mapping(call.get("function"), f"tool_calls[{position}].function")
+            at = index(function.get("index", call.get("index")), f"tool_calls[{position}].function.index")
+            ref = CallRef(at, text(call.get("id"), "id"), text(function.get("name"), "name"), position)
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                events.append(ArgumentsFragment(ref, arguments))
+            else:
+                events.append(ArgumentsSnapshot(ref, dumps(mapping(arguments, "arguments"))))
+        if payload.get("done"):
+            reason = str(payload.get("done_reason") or "stop")
+            events.append(StreamEnd(_FINISH.get(reason, reason), reason))
+        return events

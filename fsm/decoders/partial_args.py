@@ -1,0 +1,145 @@
+"""Turn Vertex AI's streamed function-call arguments (``functionCall.partialArgs``) into JSON text.
+
+Vertex sends arguments as ``{jsonPath, stringValue | numberValue | boolValue | nullValue,
+willContinue}`` entries, in document order; a string value continues over later entries for the same
+path while ``willContinue`` is true. Writing them out as JSON text, as they come, lets the engine treat
+them like any other argument fragments: completeness, truncation (a stream cut mid-value leaves the
+text open, and the call comes back truncated with it) and append-safe deltas all work unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from fsm.errors import RemoteProtocolError
+
+_SEGMENT = re.compile(r"""\.([^.\[\]]+)|\[(\d+)\]|\[\s*'((?:[^'\\]|\\.)*)'\s*\]|\[\s*"((?:[^"\\]|\\.)*)"\s*\]""")
+
+Segment = str | int
+
+
+def parse_path(path: str) -> tuple[Segment, ...]:
+    """``$.a.b[0]['c d']`` → ``("a", "b", 0, "c d")``."""
+    if not path.startswith("$"):
+        raise RemoteProtocolError(f"partialArgs jsonPath {path!r} does not start with $")
+    segments: list[Segment] = []
+    pos = 1
+    while pos < len(path):
+        m = _SEGMENT.match(path, pos)
+        if m is None:
+            raise RemoteProtocolError(f"partialArgs jsonPath {path!r} cannot be read at {path[pos:]!r}")
+        dotted, number, single, double = m.groups()
+        if number is not None:
+            segments.append(int(number))
+        else:
+            segments.append(dotted if dotted is not None else (single if single is not None else double) or "")
+        pos = m.end()
+    if not segments:
+        raise RemoteProtocolError("partialArgs jsonPath addresses the root; values must be inside the object")
+    return tuple(segments)
+
+
+class _Frame:
+    __slots__ = ("count", "is_array", "segment")
+
+    def __init__(self, segment: Segment | None, is_array: bool) -> None:
+        self.segment = segment
+        self.is_array = is_array
+        self.count = 0
+
+
+class PartialArgsWriter:
+    """Writes one call's arguments, entry by entry. ``mid_string`` tells whether a string is open."""
+
+    def __init__(self) -> None:
+        self._frames: list[_Frame] = []
+        self._string_path: tuple[Segment, ...] | None = None
+
+    @property
+    def mid_string(self) -> bool:
+        return self._string_path is not None
+
+    @property
+    def started(self) -> bool:
+        return bool(self._frames)
+
+    def write(self, entries: list[Any]) -> str:
+        out: list[str] = []
+        for entry in entries:
+            if not isinstance(entry, Mapping):
+                raise RemoteProtocolError("a partialArgs entry is not an object")
+            self._entry(entry, out)
+        return "".join(out)
+
+    def close(self) -> str:
+        """Close every open container (not an open string: that value never finished)."""
+        if self.mid_string:
+            return ""
+        out = "".join("]" if f.is_array else "}" for f in reversed(self._frames))
+        self._frames.clear()
+        return out
+
+    def _entry(self, entry: Mapping[str, Any], out: list[str]) -> None:
+        path = parse_path(str(entry.get("jsonPath", "")))
+        more = bool(entry.get("willContinue"))
+        if self._string_path is not None:
+            if path == self._string_path and "stringValue" in entry:
+                out.append(_escape(str(entry["stringValue"])))
+                if not more:
+                    out.append('"')
+                    self._string_path = None
+                return
+            out.append('"')  # a new path ends the open string
+            self._string_path = None
+        if not self._frames:
+            out.append("{")
+            self._frames.append(_Frame(None, is_array=False))
+        parents, leaf = path[:-1], path[-1]
+        open_path = tuple(f.segment for f in self._frames[1:])
+        shared = 0
+        while shared < min(len(open_path), len(parents)) and open_path[shared] == parents[shared]:
+            shared += 1
+        while len(self._frames) - 1 > shared:
+            frame = self._frames.pop()
+            out.append("]" if frame.is_array else "}")
+        for depth, segment in enumerate(parents[shared:], start=shared):
+            self._member(segment, out)
+            child_is_array = isinstance(path[depth + 1], int)
+            out.append("[" if child_is_array else "{")
+            self._frames.append(_Frame(segment, child_is_array))
+        self._member(leaf, out)
+        if "stringValue" in entry:
+            out.append('"' + _escape(str(entry["stringValue"])))
+            if more:
+                self._string_path = path
+            else:
+                out.append('"')
+        elif "numberValue" in entry:
+            out.append(json.dumps(entry["numberValue"]))
+        elif "boolValue" in entry:
+            out.append("true" if entry["boolValue"] else "false")
+        elif "nullValue" in entry:
+            out.append("null")
+        else:
+            raise RemoteProtocolError(f"partialArgs entry for {entry.get('jsonPath')!r} has no value")
+
+    def _member(self, segment: Segment, out: list[str]) -> None:
+        """Write the separator and key (or check the array position) for the next member."""
+        frame = self._frames[-1]
+        if frame.is_array:
+            if segment != frame.count:
+                raise RemoteProtocolError(f"partialArgs array index {segment} arrived out of order")
+        elif not isinstance(segment, str):
+            raise RemoteProtocolError(f"partialArgs index [{segment}] addresses an object")
+        if frame.count:
+            out.append(", ")
+        if not frame.is_array:
+            out.append(json.dumps(segment, ensure_ascii=False) + ": ")
+        frame.count += 1
+
+
+def _escape(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)[1:-1]
