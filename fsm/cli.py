@@ -75,9 +75,8 @@ def replay(args: argparse.Namespace, stdout: TextIO) -> None:
             outputs = reassembler.feed_bytes(block)
             if deltas:
                 show(emitter.chunks(outputs))
-    outputs = reassembler.ledger.drain()
     result = reassembler.close()
-    outputs += reassembler.ledger.drain()
+    outputs = reassembler.drain()
     if deltas:
         show([*emitter.chunks(outputs), emitter.finish(result)])
     else:

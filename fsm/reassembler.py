@@ -55,12 +55,7 @@ class Reassembler:
     def feed(self, item: Any) -> list[Output]:
         """Feed one wire payload, SDK object or decoded event; return the outputs it caused."""
         self._check_open()
-        self._events += 1
-        self.ledger.event = self._events
-        if isinstance(item, EVENT_TYPES):
-            self._apply(item)  # type: ignore[arg-type]
-        else:
-            self._decode(_as_mapping(item))
+        self._ingest(item)
         return self.ledger.drain()
 
     def feed_bytes(self, data: bytes) -> list[Output]:
@@ -73,18 +68,22 @@ class Reassembler:
                 return []
             self._framer = make_framer(framing, self.limits.max_event_bytes)
             data, self._head = self._head, b""
-        outputs: list[Output] = []
         for payload in self._framer.feed(data):
-            outputs += self._feed_text(payload, last=False)
-        return outputs
+            self._ingest_text(payload, last=False)
+        return self.ledger.drain()
+
+    def drain(self) -> list[Output]:
+        """Outputs not yet handed out: those ``close()`` caused (the last calls finishing)."""
+        return self.ledger.drain()
 
     def close(self) -> Result:
-        """End the stream: flush framing, finish every open call, return the result."""
+        """End the stream: flush framing, finish every open call, return the result. The output
+        events this causes are kept for ``drain()``."""
         if self._closed is not None:
             return self._closed
         if self._framer is not None:
             for payload in self._framer.close():
-                self._feed_text(payload, last=True)
+                self._ingest_text(payload, last=True)
         self.ledger.event = None
         registry = self.registry
         if self._finish is None:
@@ -115,10 +114,18 @@ class Reassembler:
         if self._closed is not None:
             raise LocalProtocolError("the stream is closed; use a new Reassembler")
 
-    def _feed_text(self, payload: str, *, last: bool) -> list[Output]:
+    def _ingest(self, item: Any) -> None:
+        self._events += 1
+        self.ledger.event = self._events
+        if isinstance(item, EVENT_TYPES):
+            self._apply(item)  # type: ignore[arg-type]
+        else:
+            self._decode(_as_mapping(item))
+
+    def _ingest_text(self, payload: str, *, last: bool) -> None:
         if payload.strip() == DONE:
             self._events += 1
-            return []
+            return
         try:
             value = json.loads(payload)
         except ValueError as exc:
@@ -126,11 +133,11 @@ class Reassembler:
                 self._events += 1
                 self.ledger.event = self._events
                 self.ledger.diagnose("cut-event", f"the last event is cut short: {exc}")
-                return self.ledger.drain()
+                return
             raise FramingError(f"not valid JSON: {exc}", event=self._events + 1) from None
         if not isinstance(value, Mapping):
             raise FramingError(f"an event must be a JSON object, not {type(value).__name__}", event=self._events + 1)
-        return self.feed(value)
+        self._ingest(value)
 
     def _decode(self, payload: Mapping[str, Any]) -> None:
         if self._decoder is None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,15 +10,16 @@ CAPTURES = SHARED / "captures"
 
 
 def captures(*shapes: str) -> list[Path]:
-    """Capture streams of the given wire shapes; empty when ../shared is absent."""
+    """Capture streams (every file a meta lists) of the given wire shapes, or of all shapes when none
+    is named; empty when ../shared is absent."""
     if not CAPTURES.is_dir():
         return []
     found = []
-    for shape in shapes:
-        for meta in sorted((CAPTURES / shape).glob("*.meta.json")):
-            stem = meta.name.removesuffix(".meta.json")
-            stream = next(p for p in meta.parent.iterdir() if p.name.startswith(stem + ".") and p != meta)
-            found.append(stream)
+    folders = [CAPTURES / s for s in shapes] if shapes else sorted(p for p in CAPTURES.iterdir() if p.is_dir())
+    for folder in folders:
+        for meta in sorted(folder.glob("*.meta.json")):
+            names = json.loads(meta.read_text())["capture_files"]
+            found += [folder / name for name in names if not name.endswith(".decoded.jsonl") or len(names) > 1]
     return found
 
 

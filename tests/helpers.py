@@ -62,7 +62,7 @@ def reemitted(chunks: list[dict[str, Any]], flush: FlushPolicy, **options: Any) 
     for c in chunks:
         out += emitter.chunks(r.feed(c))
     result = r.close()
-    out += [*emitter.chunks(r.ledger.drain()), emitter.finish(result)]
+    out += [*emitter.chunks(r.drain()), emitter.finish(result)]
     merged: dict[int, dict[str, str]] = defaultdict(lambda: {"id": "", "name": "", "arguments": ""})
     for c in out:
         for entry in c["choices"][0]["delta"].get("tool_calls", []):

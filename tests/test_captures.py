@@ -1,5 +1,6 @@
-"""Every OpenAI-style capture in ../shared/captures reassembles, through the CLI, to its meta's
-expected calls. The captures are other projects' recordings: read in place, never copied."""
+"""Every capture in ../shared/captures reassembles, through the CLI with provider auto-detection, to
+its meta's expected calls, with its expected extras (finish reason, truncated calls, thought
+signatures). The captures are other projects' recordings: read in place, never copied."""
 
 from __future__ import annotations
 
@@ -13,16 +14,27 @@ import pytest
 from fsm.cli import main
 from tests.conftest import captures, meta_for, require_captures
 
-OPENAI_SHAPES = (
-    "openai_chat",
-    "deepseek",
-    "groq",
-    "mistral",
-    "openrouter",
-    "gemini_openai_compat",
-    "ollama_openai_compat",
-)
-STREAMS = captures(*OPENAI_SHAPES)
+PROVIDER_OF_SHAPE = {
+    "openai_chat": "openai-chat",
+    "deepseek": "openai-chat",
+    "groq": "openai-chat",
+    "mistral": "openai-chat",
+    "openrouter": "openai-chat",
+    "gemini_openai_compat": "openai-chat",
+    "ollama_openai_compat": "openai-chat",
+    "openai_responses": "openai-responses",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "gemini_vertex_partial_args": "gemini",
+    "ollama_native": "ollama",
+    "bedrock": "bedrock",
+    "cohere": "cohere",
+}
+# The provider's own finish reason, as recorded in the metas, and what the engine reports for it.
+FINISH = {"STOP": "tool_calls", "tool_use": "tool_calls", "max_tokens": "length"}
+
+STREAMS = captures()
+IDS = [f"{p.parent.name}/{p.name}" for p in STREAMS]
 
 
 def replay(path: Path, *args: str) -> tuple[int, str, str]:
@@ -38,27 +50,45 @@ def meta_of(stream: Path) -> dict[str, Any]:
 
 def test_captures_are_present_or_skipped() -> None:
     require_captures()
-    assert len(STREAMS) >= 9
+    assert {p.parent.name for p in STREAMS} == set(PROVIDER_OF_SHAPE)
 
 
-@pytest.mark.parametrize("stream", STREAMS, ids=[f"{p.parent.name}/{p.name}" for p in STREAMS])
+@pytest.mark.parametrize("stream", STREAMS, ids=IDS)
 def test_capture_reassembles_to_expected_calls(stream: Path) -> None:
     code, out, err = replay(stream)
     assert code == 0, err
     result = json.loads(out)
-    expected = meta_of(stream)["expected_tool_calls"]
-    got = [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in result["calls"]]
-    assert [c["status"] for c in result["calls"]] == ["complete"] * len(expected)
-    assert len(got) == len(expected)
-    for have, want in zip(got, expected, strict=True):
+    meta = meta_of(stream)
+    assert result["provider"] == PROVIDER_OF_SHAPE[stream.parent.name]  # auto-detection chose right
+    complete = [c for c in result["calls"] if c["status"] == "complete"]
+    expected = meta["expected_tool_calls"]
+    assert len(complete) == len(expected)
+    for have, want in zip(complete, expected, strict=True):
         assert have["name"] == want["name"]
-        assert have["arguments"] == want["arguments"]  # dict equality: key order and 7 vs 7.0 do not matter
+        assert have["arguments"] == want["arguments"]  # as JSON values: key order, 7 vs 7.0 do not matter
         if want["id"] is not None:
             assert have["id"] == want["id"]
-    assert result["provider"] == "openai-chat"
+        if "thought_signature_present" in want:
+            assert bool(have["thought_signature"]) == want["thought_signature_present"]
+    assert len({c["id"] for c in result["calls"]}) == len(result["calls"])
 
 
-@pytest.mark.parametrize("stream", STREAMS, ids=[f"{p.parent.name}/{p.name}" for p in STREAMS])
+@pytest.mark.parametrize("stream", STREAMS, ids=IDS)
+def test_capture_expected_extras(stream: Path) -> None:
+    result = json.loads(replay(stream)[1])
+    extra = meta_of(stream).get("expected_extra") or {}
+    raw_finish = extra.get("finish_reason") or extra.get("stop_reason")
+    if raw_finish:
+        assert result["finish_reason"] == FINISH[raw_finish]
+    incomplete = extra.get("incomplete_tool_calls", [])
+    truncated = [c for c in result["calls"] if c["status"] == "truncated"]
+    assert [(c["id"], c["name"], c["arguments_json"]) for c in truncated] == [
+        (c["id"], c["name"], c["arguments_raw_so_far"]) for c in incomplete
+    ]
+    assert all(c["arguments"] is None for c in truncated)  # never {} in place of a cut call
+
+
+@pytest.mark.parametrize("stream", STREAMS, ids=IDS)
 def test_capture_redelivered_as_deltas_concatenates_to_the_same_calls(stream: Path) -> None:
     code, out, _ = replay(stream, "--output", "deltas")
     assert code == 0
@@ -66,5 +96,15 @@ def test_capture_redelivered_as_deltas_concatenates_to_the_same_calls(stream: Pa
     for line in out.splitlines():
         for entry in json.loads(line)["choices"][0]["delta"].get("tool_calls", []):
             merged[entry["index"]] = merged.get(entry["index"], "") + entry["function"].get("arguments", "")
-    expected = meta_of(stream)["expected_tool_calls"]
-    assert [json.loads(merged[i]) for i in sorted(merged)] == [c["arguments"] for c in expected]
+    result = json.loads(replay(stream)[1])
+    for call in result["calls"]:
+        if call["status"] == "complete":
+            assert json.loads(merged[call["index"]]) == call["arguments"]
+        else:
+            assert merged[call["index"]] == call["arguments_json"]
+
+
+@pytest.mark.parametrize("stream", STREAMS, ids=IDS)
+def test_capture_in_strict_mode_is_clean_or_names_the_event(stream: Path) -> None:
+    code, _, err = replay(stream, "--strict")
+    assert code == 0 or (code == 1 and err.startswith("toolcall-fsm: event ") and "rule " in err)

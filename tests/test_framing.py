@@ -120,3 +120,14 @@ def test_a_stream_cut_inside_its_last_event_truncates_the_open_call() -> None:
 def test_invalid_utf8_is_a_framing_error() -> None:
     with pytest.raises(FramingError, match="UTF-8"):
         Reassembler().feed_bytes(b"data: {\xff}\n\n")
+
+
+def test_outputs_caused_by_close_are_kept_for_drain() -> None:
+    # The last NDJSON line has no newline: it is only read at close(), and its outputs must not be lost.
+    data = "\n".join(json.dumps(c) for c in STREAM[:2]).encode()
+    r = Reassembler()
+    before = r.feed_bytes(data)
+    result = r.close()
+    after = r.drain()
+    texts = [o.text for o in before + after if hasattr(o, "text")]
+    assert json.loads("".join(texts)) == result.calls[0].arguments

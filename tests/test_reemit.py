@@ -43,7 +43,7 @@ def test_replaced_snapshot_goes_out_only_once_final() -> None:
     out = emitter.chunks(r.feed(ArgumentsSnapshot(ref, '{"a": 1}')))
     out += emitter.chunks(r.feed(ArgumentsSnapshot(ref, '{"a": 2}')))
     result = r.close()
-    out += emitter.chunks(r.ledger.drain())
+    out += emitter.chunks(r.drain())
     texts = [e["function"].get("arguments") for c in out for e in c["choices"][0]["delta"]["tool_calls"]]
     assert "".join(t for t in texts if t) == '{"a": 2}'
     assert result.calls[0].arguments == {"a": 2}

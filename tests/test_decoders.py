@@ -1,0 +1,464 @@
+"""Hand-written streams for each wire shape, one test per behaviour the decoders promise."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from fsm import CallStatus, Policies, Reassembler, RemoteProtocolError, Result
+from fsm.decoders.partial_args import PartialArgsWriter, parse_path
+
+
+def run(provider: str, events: list[dict[str, Any]], **options: Any) -> Result:
+    r = Reassembler(provider, **options)
+    for event in events:
+        r.feed(event)
+    return r.close()
+
+
+def summary(result: Result) -> list[tuple[str, str | None, Any]]:
+    return [(c.id, c.name, c.arguments) for c in result.calls]
+
+
+# -- Gemini ------------------------------------------------------------------------------------------
+
+
+def gem(*parts: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}, "index": 0}
+    if finish:
+        candidate["finishReason"] = finish
+    return {"candidates": [candidate]}
+
+
+def fc(name: str, args: dict[str, Any] | None = None, id: str | None = None, sig: str | None = None) -> dict[str, Any]:
+    call: dict[str, Any] = {"name": name, "args": args if args is not None else {}}
+    if id:
+        call["id"] = id
+    part: dict[str, Any] = {"functionCall": call}
+    if sig:
+        part["thoughtSignature"] = sig
+    return part
+
+
+def test_gemini_two_calls_to_one_tool_in_separate_events() -> None:
+    result = run("gemini", [gem(fc("search", {"q": "A"})), gem(fc("search", {"q": "B"})), gem(finish="STOP")])
+    assert [c.arguments for c in result.calls] == [{"q": "A"}, {"q": "B"}]
+    assert result.finish_reason == "tool_calls"
+
+
+def test_gemini_a_b_b_gives_two_calls() -> None:
+    result = run("gemini", [gem(fc("s", {"q": "A"})), gem(fc("s", {"q": "B"})), gem(fc("s", {"q": "B"}))])
+    assert [c.arguments for c in result.calls] == [{"q": "A"}, {"q": "B"}]
+
+
+def test_gemini_identical_resend_is_one_call_and_the_policy_can_say_two() -> None:
+    events = [gem(fc("now")), gem(fc("now"))]
+    assert len(run("gemini", events).calls) == 1
+    assert len(run("gemini", events, policies=Policies(identical_text="new-call")).calls) == 2
+
+
+def test_gemini_ids_c1_c2_c1_give_two_calls() -> None:
+    result = run("gemini", [gem(fc("f", {"n": 1}, "c1")), gem(fc("f", {"n": 2}, "c2")), gem(fc("f", {"n": 1}, "c1"))])
+    assert summary(result) == [("c1", "f", {"n": 1}), ("c2", "f", {"n": 2})]
+
+
+def test_gemini_late_signature_does_not_split_a_call() -> None:
+    result = run("gemini", [gem(fc("f", {"n": 1}, "c1")), gem(fc("f", {"n": 1}, "c1", sig="SIG"))])
+    assert len(result.calls) == 1 and result.calls[0].thought_signature == "SIG"
+
+
+def test_gemini_late_signature_without_id_does_not_split_either() -> None:
+    result = run("gemini", [gem(fc("f", {"n": 1})), gem(fc("f", {"n": 1}, sig="SIG"))])
+    assert len(result.calls) == 1 and result.calls[0].thought_signature == "SIG"
+
+
+def test_gemini_signature_only_on_the_first_call_stays_there() -> None:
+    result = run("gemini", [gem(fc("f", {"n": 1}, sig="SIG"), fc("f", {"n": 2}))])
+    assert [c.thought_signature for c in result.calls] == ["SIG", None]
+
+
+def test_gemini_changed_args_under_one_id_replace_and_say_so() -> None:
+    result = run("gemini", [gem(fc("f", {"n": 1}, "c1")), gem(fc("f", {"n": 2}, "c1"))])
+    assert summary(result) == [("c1", "f", {"n": 2})]
+    assert "arguments-replaced" in result.codes()
+
+
+def test_gemini_parallel_calls_in_one_event() -> None:
+    result = run("gemini", [gem({"text": "thinking"}, fc("a", {"x": 1}), fc("b", {"x": 2}))])
+    assert [c.name for c in result.calls] == ["a", "b"]
+
+
+def test_gemini_finish_in_its_own_event_and_max_tokens() -> None:
+    result = run("gemini", [gem(fc("f", {"n": 1})), gem({"text": ""}, finish="MAX_TOKENS")])
+    assert result.finish_reason == "length" and result.calls[0].status is CallStatus.COMPLETE
+
+
+def test_gemini_json_array_framing_streamed() -> None:
+    body = json.dumps([gem(fc("f", {"q": "A"})), gem(fc("f", {"q": "B"}), finish="STOP")]).encode()
+    r = Reassembler()
+    for i in range(0, len(body), 5):
+        r.feed_bytes(body[i : i + 5])
+    result = r.close()
+    assert result.provider == "gemini" and [c.arguments for c in result.calls] == [{"q": "A"}, {"q": "B"}]
+
+
+def test_gemini_sdk_style_snake_case_keys() -> None:
+    event = {
+        "candidates": [
+            {"content": {"parts": [{"function_call": {"name": "f", "args": {"a": 1}}}]}, "finish_reason": "STOP"}
+        ]
+    }
+    assert summary(run("gemini", [event])) == [("call_0", "f", {"a": 1})]
+
+
+# -- Vertex partialArgs ------------------------------------------------------------------------------
+
+
+def opening(name: str, sig: str | None = None) -> dict[str, Any]:
+    part: dict[str, Any] = {"functionCall": {"name": name, "willContinue": True}}
+    if sig:
+        part["thoughtSignature"] = sig
+    return gem(part)
+
+
+def partial(*entries: dict[str, Any]) -> dict[str, Any]:
+    return gem({"functionCall": {"partialArgs": list(entries), "willContinue": True}})
+
+
+CLOSE = gem({"functionCall": {}})
+
+
+def test_vertex_builds_nested_arguments_from_paths() -> None:
+    events = [
+        opening("plan", sig="S"),
+        partial({"jsonPath": "$.title", "stringValue": "Tr", "willContinue": True}),
+        partial({"jsonPath": "$.title", "stringValue": 'ip "1"', "willContinue": True}),
+        gem({"functionCall": {"willContinue": True}}),  # keep-alive
+        partial({"jsonPath": "$.title", "stringValue": ""}),
+        partial({"jsonPath": "$.days[0].n", "numberValue": 1}, {"jsonPath": "$.days[0].ok", "boolValue": True}),
+        partial({"jsonPath": "$.days[1].n", "numberValue": 2.5}, {"jsonPath": "$.note", "nullValue": None}),
+        partial({"jsonPath": "$['odd key']", "stringValue": "x"}),
+        CLOSE,
+        gem(finish="STOP"),
+    ]
+    result = run("gemini", events)
+    assert result.calls[0].arguments == {
+        "title": 'Trip "1"',
+        "days": [{"n": 1, "ok": True}, {"n": 2.5}],
+        "note": None,
+        "odd key": "x",
+    }
+    assert result.calls[0].thought_signature == "S"
+
+
+def test_vertex_empty_function_call_closes_and_the_next_opens_a_new_call() -> None:
+    events = [
+        opening("w"),
+        partial({"jsonPath": "$.city", "stringValue": "Oslo"}),
+        CLOSE,
+        opening("w"),
+        CLOSE,
+        gem(finish="STOP"),
+    ]
+    result = run("gemini", events)
+    assert [c.arguments for c in result.calls] == [{"city": "Oslo"}, {}]
+
+
+def test_vertex_stream_ending_without_the_closing_part() -> None:
+    done = [opening("w"), partial({"jsonPath": "$.city", "stringValue": "Oslo"})]
+    assert run("gemini", [*done, gem(finish="STOP")]).calls[0].arguments == {"city": "Oslo"}
+    cut = run("gemini", [*done, partial({"jsonPath": "$.more", "stringValue": "tex", "willContinue": True})])
+    assert cut.calls[0].status is CallStatus.TRUNCATED
+    assert cut.calls[0].arguments_json == '{"city": "Oslo", "more": "tex'
+    assert run("gemini", done).calls[0].status is CallStatus.TRUNCATED  # no finish at all
+
+
+def test_vertex_max_tokens_mid_string_truncates() -> None:
+    events = [
+        opening("w"),
+        partial({"jsonPath": "$.a", "stringValue": "x", "willContinue": True}),
+        gem(finish="MAX_TOKENS"),
+    ]
+    result = run("gemini", events)
+    assert result.calls[0].status is CallStatus.TRUNCATED and result.finish_reason == "length"
+
+
+@pytest.mark.parametrize(
+    ("path", "segments"),
+    [("$.a", ("a",)), ("$.a.b[2]", ("a", "b", 2)), ("$['x.y'][0]", ("x.y", 0)), ('$["q"]', ("q",))],
+)
+def test_json_path_parsing(path: str, segments: tuple[object, ...]) -> None:
+    assert parse_path(path) == segments
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [[{"jsonPath": "$.a[1]", "numberValue": 1}], [{"jsonPath": "a", "numberValue": 1}], [{"jsonPath": "$.a"}]],
+)
+def test_partial_args_out_of_order_or_malformed_is_a_protocol_error(entries: list[dict[str, Any]]) -> None:
+    with pytest.raises(RemoteProtocolError):
+        PartialArgsWriter().write(entries)
+
+
+# -- Anthropic ----------------------------------------------------------------------------------------
+
+
+def block_start(i: int, id: str, name: str, kind: str = "tool_use", input: Any = None) -> dict[str, Any]:
+    return {
+        "type": "content_block_start",
+        "index": i,
+        "content_block": {"type": kind, "id": id, "name": name, "input": input or {}},
+    }
+
+
+def block_delta(i: int, text: str) -> dict[str, Any]:
+    return {"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": text}}
+
+
+def block_stop(i: int) -> dict[str, Any]:
+    return {"type": "content_block_stop", "index": i}
+
+
+def stop(reason: str) -> dict[str, Any]:
+    return {"type": "message_delta", "delta": {"stop_reason": reason}}
+
+
+START = {"type": "message_start", "message": {"content": []}}
+
+
+def test_anthropic_fragments_and_skipped_block_indices() -> None:
+    events = [
+        START,
+        {"type": "ping"},
+        block_start(0, "t0", "a"),
+        block_delta(0, '{"x": '),
+        block_delta(0, "1}"),
+        block_stop(0),
+        block_start(3, "t3", "b"),  # a proxy skipped indices 1 and 2
+        block_delta(3, '{"y": 2}'),
+        block_stop(3),
+        stop("tool_use"),
+        {"type": "message_stop"},
+    ]
+    result = run("anthropic", events)
+    assert summary(result) == [("t0", "a", {"x": 1}), ("t3", "b", {"y": 2})] and result.finish_reason == "tool_calls"
+
+
+def test_anthropic_prefilled_input_without_deltas_and_empty_partial_json() -> None:
+    events = [START, block_start(0, "t0", "a", input={"p": 1}), block_stop(0)]
+    events += [block_start(1, "t1", "b"), block_delta(1, ""), block_stop(1), stop("tool_use")]
+    assert summary(run("anthropic", events)) == [("t0", "a", {"p": 1}), ("t1", "b", {})]
+
+
+def test_anthropic_whole_tool_use_inside_message_start() -> None:
+    start = {
+        "type": "message_start",
+        "message": {"content": [{"type": "tool_use", "id": "t0", "name": "a", "input": {"z": 1}}]},
+    }
+    assert summary(run("anthropic", [start, stop("tool_use")])) == [("t0", "a", {"z": 1})]
+
+
+def test_anthropic_server_tool_use_is_kept_apart() -> None:
+    events = [
+        START,
+        block_start(0, "srvtoolu_1", "web_search", kind="server_tool_use"),
+        block_delta(0, '{"query": "x"}'),
+        block_stop(0),
+        block_start(1, "toolu_1", "client_tool"),
+        block_delta(1, "{}"),
+        block_stop(1),
+        stop("tool_use"),
+    ]
+    r = Reassembler("anthropic")
+    outputs = [o for e in events for o in r.feed(e)]
+    result = r.close()
+    assert summary(result) == [("toolu_1", "client_tool", {})]
+    assert [(c.id, c.arguments) for c in result.server_tool_calls] == [("srvtoolu_1", {"query": "x"})]
+    assert all(getattr(o, "index", 0) == 0 for o in outputs)  # the client call is index 0 downstream
+
+
+def test_anthropic_max_tokens_before_block_stop_truncates_with_raw_text() -> None:
+    result = run("anthropic", [START, block_start(0, "t0", "a"), block_delta(0, '{"body": "Once'), stop("max_tokens")])
+    call = result.calls[0]
+    assert (call.status, call.arguments, call.arguments_json) == (CallStatus.TRUNCATED, None, '{"body": "Once')
+
+
+def test_anthropic_error_event_and_unknown_event() -> None:
+    result = run("anthropic", [START, {"type": "mystery"}, {"type": "error", "error": {"message": "overloaded"}}])
+    assert result.finish_reason == "error" and {"unknown-event", "provider-error"} <= set(result.codes())
+
+
+# -- OpenAI Responses -----------------------------------------------------------------------------------
+
+
+def added(i: int, call_id: str, name: str, item_id: str = "fc_1") -> dict[str, Any]:
+    item = {"type": "function_call", "id": item_id, "call_id": call_id, "name": name, "arguments": ""}
+    return {"type": "response.output_item.added", "output_index": i, "item": item}
+
+
+def args_delta(i: int, text: str, item_id: str = "fc_1") -> dict[str, Any]:
+    return {"type": "response.function_call_arguments.delta", "output_index": i, "item_id": item_id, "delta": text}
+
+
+def args_done(i: int, text: str) -> dict[str, Any]:
+    return {"type": "response.function_call_arguments.done", "output_index": i, "arguments": text}
+
+
+def item_done(i: int, call_id: str, name: str, args: str, item_id: str = "fc_1") -> dict[str, Any]:
+    item = {"type": "function_call", "id": item_id, "call_id": call_id, "name": name, "arguments": args}
+    return {"type": "response.output_item.done", "output_index": i, "item": item}
+
+
+COMPLETED = {"type": "response.completed", "response": {}}
+
+
+def test_responses_streamed_then_done_equal_is_silent() -> None:
+    events = [added(0, "call_a", "f"), args_delta(0, '{"a": '), args_delta(0, "1}"), args_done(0, '{"a": 1}')]
+    events += [item_done(0, "call_a", "f", '{"a": 1}'), COMPLETED]
+    result = run("openai-responses", events)
+    assert summary(result) == [("call_a", "f", {"a": 1})] and result.finish_reason == "tool_calls"
+    assert "resend" not in result.codes() and "arguments-replaced" not in result.codes()
+
+
+def test_responses_done_that_differs_wins_and_says_so() -> None:
+    events = [added(0, "call_a", "f"), args_delta(0, '{"a": 1}'), args_done(0, '{"a": 2}'), COMPLETED]
+    result = run("openai-responses", events)
+    assert summary(result) == [("call_a", "f", {"a": 2})] and "arguments-replaced" in result.codes()
+
+
+def test_responses_no_deltas_only_done() -> None:
+    events = [added(0, "call_a", "f"), item_done(0, "call_a", "f", '{"city": "Oslo"}'), COMPLETED]
+    assert summary(run("openai-responses", events)) == [("call_a", "f", {"city": "Oslo"})]
+
+
+def test_responses_item_id_rotating_between_added_and_done() -> None:
+    events = [added(0, "call_a", "f", item_id="fc_1"), args_delta(0, '{"a": 1}', item_id="fc_2")]
+    events += [item_done(0, "call_a", "f", '{"a": 1}', item_id="fc_3"), COMPLETED]
+    assert summary(run("openai-responses", events)) == [("call_a", "f", {"a": 1})]
+
+
+def test_responses_parallel_calls_by_output_index() -> None:
+    events = [
+        added(1, "c1", "f", "i1"),
+        added(2, "c2", "g", "i2"),
+        args_delta(2, "{}", "i2"),
+        args_delta(1, '{"x": 1}', "i1"),
+        COMPLETED,
+    ]
+    assert summary(run("openai-responses", events)) == [("c1", "f", {"x": 1}), ("c2", "g", {})]
+
+
+def test_responses_incomplete_truncates_open_calls() -> None:
+    incomplete = {"type": "response.incomplete", "response": {"incomplete_details": {"reason": "max_output_tokens"}}}
+    result = run("openai-responses", [added(0, "c", "f"), args_delta(0, '{"a": "lon'), incomplete])
+    assert result.calls[0].status is CallStatus.TRUNCATED and result.finish_reason == "length"
+
+
+def test_responses_event_line_after_data_line_in_sse() -> None:
+    body = "".join(
+        f"data: {json.dumps(e)}\nevent: {e['type']}\n\n" for e in [added(0, "c", "f"), args_delta(0, "{}"), COMPLETED]
+    )
+    r = Reassembler()
+    r.feed_bytes(body.encode())
+    assert summary(r.close()) == [("c", "f", {})]
+
+
+# -- Ollama native ---------------------------------------------------------------------------------------
+
+
+def ollama_line(*calls: dict[str, Any]) -> dict[str, Any]:
+    return {"message": {"role": "assistant", "content": "", "tool_calls": list(calls)}, "done": False}
+
+
+def ollama_call(i: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"function": {"index": i, "name": name, "arguments": args}}
+
+
+def test_ollama_whole_calls_with_function_index_and_done_reason() -> None:
+    events = [
+        ollama_line(ollama_call(0, "ls", {"p": "/"})),
+        ollama_line(ollama_call(0, "ls", {"p": "/tmp"})),
+        {"message": {}, "done": True, "done_reason": "stop"},
+    ]
+    result = run("ollama", events)
+    assert [c.arguments for c in result.calls] == [{"p": "/"}, {"p": "/tmp"}] and result.finish_reason == "tool_calls"
+
+
+# -- Bedrock ---------------------------------------------------------------------------------------------
+
+
+def test_bedrock_decoded_events_with_padding_and_empty_input() -> None:
+    events = [
+        {"messageStart": {"role": "assistant", "p": "abc"}},
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": "hi"}, "p": "x"}},
+        {
+            "contentBlockStart": {
+                "contentBlockIndex": 1,
+                "start": {"toolUse": {"toolUseId": "tu1", "name": "f"}},
+                "p": "y",
+            }
+        },
+        {"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"toolUse": {"input": '{"a"'}}}},
+        {"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"toolUse": {"input": ": 1}"}}}},
+        {"contentBlockStop": {"contentBlockIndex": 1}},
+        {"contentBlockStart": {"contentBlockIndex": 2, "start": {"toolUse": {"toolUseId": "tu2", "name": "g"}}}},
+        {"contentBlockStop": {"contentBlockIndex": 2}},
+        {"messageStop": {"stopReason": "tool_use"}},
+        {"metadata": {"usage": {}}},
+    ]
+    result = run("bedrock", events)
+    assert summary(result) == [("tu1", "f", {"a": 1}), ("tu2", "g", {})] and result.finish_reason == "tool_calls"
+
+
+def test_bedrock_exception_event_truncates() -> None:
+    events = [
+        {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tu1", "name": "f"}}}},
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a'}}}},
+        {"modelStreamErrorException": {"message": "boom"}},
+    ]
+    result = run("bedrock", events)
+    assert result.finish_reason == "error" and result.calls[0].status is CallStatus.TRUNCATED
+
+
+# -- Cohere ------------------------------------------------------------------------------------------------
+
+
+def test_cohere_tool_calls_object_and_pretty_printed_fragments() -> None:
+    def msg(kind: str, i: int, **call: Any) -> dict[str, Any]:
+        return {"type": kind, "index": i, "delta": {"message": {"tool_calls": call}}}
+
+    events = [
+        {"type": "message-start", "delta": {"message": {"role": "assistant"}}},
+        {"type": "tool-plan-delta", "delta": {"message": {"tool_plan": "I will"}}},
+        msg("tool-call-start", 0, id="w_1", type="function", function={"name": "weather", "arguments": ""}),
+        msg("tool-call-delta", 0, function={"arguments": "{\n  "}),
+        msg("tool-call-delta", 0, function={"arguments": '"city": "Oslo"\n'}),
+        msg("tool-call-delta", 0, function={"arguments": "}"}),
+        {"type": "tool-call-end", "index": 0},
+        {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}},
+    ]
+    result = run("cohere", events)
+    assert summary(result) == [("w_1", "weather", {"city": "Oslo"})] and result.finish_reason == "tool_calls"
+
+
+# -- auto-detection ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("first", "provider"),
+    [
+        ({"choices": []}, "openai-chat"),
+        ({"type": "response.created", "response": {}}, "openai-responses"),
+        ({"type": "message_start", "message": {"content": []}}, "anthropic"),
+        ({"candidates": []}, "gemini"),
+        ({"message": {}, "done": False}, "ollama"),
+        ({"messageStart": {}}, "bedrock"),
+        ({"type": "message-start"}, "cohere"),
+    ],
+)
+def test_auto_detection_from_the_first_event(first: dict[str, Any], provider: str) -> None:
+    r = Reassembler()
+    r.feed(first)
+    assert r.close().provider == provider

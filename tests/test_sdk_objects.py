@@ -1,0 +1,113 @@
+"""``Reassembler.feed`` takes the objects of the official SDKs without importing them at runtime.
+Tested with the real SDK classes (test-only dependencies)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fsm import Reassembler
+from tests.helpers import chunk, tc
+
+
+def feed_all(objects: list[Any]) -> list[tuple[str, str | None, Any]]:
+    r = Reassembler()
+    for obj in objects:
+        r.feed(obj)
+    return [(c.id, c.name, c.arguments) for c in r.close().calls]
+
+
+def test_openai_chat_completion_chunks() -> None:
+    types = pytest.importorskip("openai.types.chat")
+    wire = [
+        {"id": "x", "created": 1, "model": "m", **chunk(tc(index=0, id="a", name="f", args='{"q": '))},
+        {"id": "x", "created": 1, "model": "m", **chunk(tc(index=0, args='"A"}'))},
+        {"id": "x", "created": 1, "model": "m", **chunk(tc(index=0, name="f", args='{"q": "B"}'), finish="tool_calls")},
+    ]
+    objects = [types.ChatCompletionChunk.model_validate(w) for w in wire]
+    assert feed_all(objects) == [("a", "f", {"q": "A"}), ("call_1", "f", {"q": "B"})]
+
+
+def test_anthropic_stream_events() -> None:
+    anthropic = pytest.importorskip("anthropic")
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(anthropic.types.RawMessageStreamEvent)
+    wire = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": "m",
+                "type": "message",
+                "role": "assistant",
+                "model": "c",
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+        },
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}},
+        },
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"a": 1}'}},
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+            "usage": {"output_tokens": 5},
+        },
+        {"type": "message_stop"},
+    ]
+    objects = [adapter.validate_python(w) for w in wire]
+    assert feed_all(objects) == [("toolu_1", "f", {"a": 1})]
+
+
+def test_google_genai_responses_keep_thought_signatures() -> None:
+    genai_types = pytest.importorskip("google.genai.types")
+    wire = [
+        {
+            "candidates": [
+                {
+                    "content": {
+                        "role": "model",
+                        "parts": [
+                            {"functionCall": {"name": "s", "args": {"q": "A"}, "id": "c1"}, "thoughtSignature": "U0lH"}
+                        ],
+                    }
+                }
+            ]
+        },
+        {
+            "candidates": [
+                {
+                    "content": {
+                        "role": "model",
+                        "parts": [{"functionCall": {"name": "s", "args": {"q": "B"}, "id": "c2"}}],
+                    }
+                }
+            ]
+        },
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}]},
+    ]
+    objects = [genai_types.GenerateContentResponse.model_validate(w) for w in wire]
+    r = Reassembler()
+    for obj in objects:
+        r.feed(obj)
+    result = r.close()
+    assert [(c.id, c.arguments, c.thought_signature) for c in result.calls] == [
+        ("c1", {"q": "A"}, "U0lH"),
+        ("c2", {"q": "B"}, None),
+    ]
+    assert result.provider == "gemini" and result.finish_reason == "tool_calls"
+
+
+def test_objects_with_to_dict_are_accepted() -> None:
+    class Legacy:
+        def to_dict(self) -> dict[str, Any]:
+            return chunk(tc(index=0, id="a", name="f", args="{}"), finish="tool_calls")
+
+    assert feed_all([Legacy()]) == [("a", "f", {})]
