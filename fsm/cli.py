@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
+import attrs
+
 from fsm.decoders import PROVIDERS
 from fsm.errors import LocalProtocolError, RemoteProtocolError, ToolcallFSMError
 from fsm.reassembler import Reassembler
@@ -39,10 +41,38 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--strict", action="store_true", help="exit 1 on the first protocol violation")
     replay.add_argument("--output", default="calls", choices=("calls", "deltas"), help="what to print")
     replay.add_argument("file", help="the stream (SSE, NDJSON or a JSON array), or - for standard input")
+    conform = commands.add_parser("conform", help="run the conformance vectors and report coverage")
+    conform.add_argument("--vectors", default=None, help="folder of vector files (default: the bundled specs/vectors)")
+    conform.add_argument("--against", metavar="CMD", help="grade an external reassembler (see fsm/conformance.py)")
+    conform.add_argument("--json", action="store_true", help="print the outcomes and coverage as JSON")
     diagram = commands.add_parser("diagram", help="regenerate docs/ diagrams from specs/ (or --check them)")
     diagram.add_argument("--root", default=".", help="the project's root, holding docs/ and README.md")
     diagram.add_argument("--check", action="store_true", help="only check; exit 1 if anything is stale")
     return parser
+
+
+def conform(args: argparse.Namespace, stdout: TextIO) -> int:
+    from fsm import conformance
+    from fsm.vectors import VECTOR_DIR, load_vectors
+
+    vectors = load_vectors(Path(args.vectors) if args.vectors else VECTOR_DIR)
+    if args.against:
+        outcomes = [conformance.run_external(args.against, v) for v in vectors]
+        missing: dict[str, list[str]] = {}
+    else:
+        outcomes, coverage = conformance.run_vectors(vectors)
+        missing = coverage.missing()
+    if args.json:
+        report = {"outcomes": [attrs.asdict(o) for o in outcomes], "not_exercised": missing}
+        stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        stdout.write(conformance.table(outcomes) + "\n")
+        for kind, names in missing.items():
+            stdout.write(
+                f"coverage: {kind}: {'all exercised' if not names else 'NOT exercised: ' + ', '.join(names)}\n"
+            )
+    failed = any(not o.passed for o in outcomes) or any(missing.values())
+    return 1 if failed else 0
 
 
 def diagram(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -98,6 +128,12 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return int(exc.code or 0)
     if args.command == "diagram":
         return diagram(args, stdout, stderr)
+    if args.command == "conform":
+        try:
+            return conform(args, stdout)
+        except ToolcallFSMError as exc:
+            stderr.write(f"toolcall-fsm: {exc}\n")
+            return 1
     try:
         replay(args, stdout)
     except RemoteProtocolError as exc:

@@ -140,13 +140,13 @@ def _structure(data: dict[str, Any], cls: type[Any], path: Path) -> Any:
     try:
         return _converter.structure(data, cls)
     except ClassValidationError as exc:
-        problems = "; ".join(_describe(e) for e in exc.exceptions)
-        raise SpecError(f"{path.name}: {problems}") from None
+        raise SpecError(f"{path.name}: {describe_validation(exc)}") from None
 
 
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, ClassValidationError):
-        return "; ".join(_describe(e) for e in exc.exceptions)
+def describe_validation(exc: BaseException) -> str:
+    """The leaf problems of a cattrs validation error, each with the note saying where it was."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe_validation(e) for e in exc.exceptions)
     note = "".join(getattr(exc, "__notes__", [])[:1])
     return f"{note}: {exc}" if note else str(exc)
 

@@ -1,0 +1,228 @@
+"""Run conformance vectors against this engine or an external reassembler, and report coverage.
+
+Coverage is measured, not declared: the slot-machine transitions and identity rules the engine
+actually took (counted by its ledger), the diagnostics it raised, the policy choices and wire shapes
+the vectors use, and the scanner transitions taken over the final argument texts (by stepping the
+scanner's spec table itself).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from fsm.decoders import PROVIDERS
+from fsm.errors import ToolcallFSMError
+from fsm.options import Policies
+from fsm.reassembler import Reassembler
+from fsm.results import Result, ToolCall
+from fsm.scanner import ANY, OTHER
+from fsm.spec import identity_spec, scanner_spec, slot_spec
+from fsm.vectors import ExpectedCall, Vector
+
+
+@attrs.frozen
+class Outcome:
+    vector: str
+    shape: str
+    passed: bool
+    problems: tuple[str, ...] = ()
+
+
+@attrs.define
+class Coverage:
+    transitions: Counter[str] = attrs.field(factory=Counter)
+    rules: Counter[str] = attrs.field(factory=Counter)
+    diagnostics: Counter[str] = attrs.field(factory=Counter)
+    policies: set[tuple[str, str]] = attrs.field(factory=set)
+    shapes: set[str] = attrs.field(factory=set)
+    scanner: Counter[str] = attrs.field(factory=Counter)
+
+    def missing(self) -> dict[str, list[str]]:
+        """What the spec declares that no vector exercised, by kind."""
+        ident = identity_spec()
+        declared = {
+            "slot transitions": {t.label(s) for s, t in slot_spec().edges()},
+            "scanner transitions": set(scanner_edge_labels()),
+            "identity rules": set(ident.rule_names),
+            "diagnostics": set(ident.diagnostic_by_code),
+            "policy choices": {f"{p.name}={c}" for p in ident.policies for c in p.choices},
+            "wire shapes": set(PROVIDERS),
+        }
+        seen = {
+            "slot transitions": set(self.transitions),
+            "scanner transitions": set(self.scanner),
+            "identity rules": set(self.rules),
+            "diagnostics": set(self.diagnostics),
+            "policy choices": {f"{n}={c}" for n, c in self.policies},
+            "wire shapes": self.shapes,
+        }
+        return {kind: sorted(declared[kind] - seen[kind]) for kind in declared}
+
+
+# -- running vectors on this engine ---------------------------------------------------------------
+
+
+def replay(vector: Vector) -> tuple[Result, Reassembler]:
+    r = Reassembler(vector.shape, policies=Policies(**vector.policies))
+    if vector.body is not None:
+        r.feed_bytes(vector.body.encode("utf-8"))
+    for event in vector.events:
+        r.feed(event)
+    return r.close(), r
+
+
+def check(vector: Vector, result: Result) -> list[str]:
+    expect = vector.expect
+    problems = []
+    if result.finish_reason != expect.finish_reason:
+        problems.append(f"finish_reason {result.finish_reason!r}, expected {expect.finish_reason!r}")
+    problems += compare_calls("calls", result.calls, expect.calls)
+    problems += compare_calls("server_tool_calls", result.server_tool_calls, expect.server_tool_calls)
+    codes = set(result.codes())
+    if codes != set(expect.diagnostics):
+        problems.append(f"diagnostics {sorted(codes)}, expected {sorted(expect.diagnostics)}")
+    return problems
+
+
+def compare_calls(what: str, got: Iterable[ToolCall | dict[str, Any]], want: list[ExpectedCall]) -> list[str]:
+    rows = [c if isinstance(c, dict) else _call_json(c) for c in got]
+    if len(rows) != len(want):
+        return [f"{len(rows)} {what}, expected {len(want)}: {[c.get('name') for c in rows]}"]
+    problems = []
+    for n, (have, exp) in enumerate(zip(rows, want, strict=True)):
+        checks: list[tuple[str, Any, Any]] = [
+            ("name", have.get("name"), exp.name),
+            ("status", have.get("status", "complete"), exp.status),
+        ]
+        if exp.status == "complete":
+            checks.append(("arguments", have.get("arguments"), exp.arguments))
+        for field in ("id", "arguments_json", "thought_signature"):
+            if getattr(exp, field) is not None:
+                checks.append((field, have.get(field), getattr(exp, field)))
+        problems += [f"{what}[{n}].{f}: {h!r}, expected {w!r}" for f, h, w in checks if not _same(h, w)]
+    return problems
+
+
+def _same(have: Any, want: Any) -> bool:
+    # JSON values: key order and 7 vs 7.0 do not matter, but true is not 1.
+    if isinstance(want, bool) or isinstance(have, bool):
+        return type(have) is type(want) and have == want
+    if isinstance(want, dict) and isinstance(have, dict):
+        return have.keys() == want.keys() and all(_same(have[k], want[k]) for k in want)
+    if isinstance(want, list) and isinstance(have, list):
+        return len(have) == len(want) and all(_same(h, w) for h, w in zip(have, want, strict=True))
+    return bool(have == want)
+
+
+def _call_json(call: ToolCall) -> dict[str, Any]:
+    return {
+        "id": call.id,
+        "name": call.name,
+        "arguments": call.arguments,
+        "arguments_json": call.arguments_json,
+        "status": call.status.value,
+        "thought_signature": call.thought_signature,
+    }
+
+
+def run_vectors(vectors: list[Vector]) -> tuple[list[Outcome], Coverage]:
+    coverage = Coverage()
+    outcomes = []
+    for vector in vectors:
+        try:
+            result, r = replay(vector)
+        except ToolcallFSMError as exc:
+            outcomes.append(Outcome(vector.name, vector.shape, False, (f"raised {type(exc).__name__}: {exc}",)))
+            continue
+        problems = check(vector, result)
+        outcomes.append(Outcome(vector.name, vector.shape, not problems, tuple(problems)))
+        coverage.transitions.update(r.ledger.transitions)
+        coverage.rules.update(r.ledger.rules)
+        coverage.diagnostics.update(result.codes())
+        coverage.shapes.add(vector.shape)
+        coverage.policies |= set(attrs.asdict(Policies(**vector.policies)).items())
+        for call in (*result.calls, *result.server_tool_calls):
+            coverage.scanner.update(scanner_edges(call.arguments_json))
+    return outcomes, coverage
+
+
+# -- the scanner's spec table, stepped directly --------------------------------------------------------
+
+
+def scanner_edge_labels() -> list[str]:
+    return [t.label(s) for s, t in scanner_spec().edges()]
+
+
+def scanner_edges(text: str) -> Counter[str]:
+    """The scanner transitions ``text`` takes, read off the spec table one character at a time."""
+    spec = scanner_spec()
+    classes = {ch: k for k, chars in reversed(list(spec.classes.items())) for ch in chars}
+    terminal = {s.name for s in spec.states if s.terminal}
+    state, depth, taken = spec.machine.initial, 0, Counter[str]()
+    for ch in text:
+        klass = classes.get(ch, OTHER)
+        for src, t in spec.edges():
+            if src != state or t.trigger not in (klass, ANY):
+                continue
+            if "outermost" in t.guards and depth != 1:
+                continue
+            depth += {"push": 1, "pop": -1}.get(t.action or "", 0)
+            taken[t.label(src)] += 1
+            state = t.destination(src)
+            break
+        else:
+            if state in terminal:
+                break
+    return taken
+
+
+# -- grading an external reassembler --------------------------------------------------------------------
+
+
+def run_external(command: str, vector: Vector, timeout: float = 30.0) -> Outcome:
+    """Drive ``command`` by the documented protocol: a header line ``{"shape", "policies"}``, then the
+    vector's events, one JSON object a line, on stdin; it prints the calls it assembled as one JSON
+    list of ``{"id", "name", "arguments"}`` (or ``{"calls": [...]}``) on stdout."""
+    lines = [json.dumps({"shape": vector.shape, "policies": vector.policies})]
+    lines += [json.dumps(e, ensure_ascii=False) for e in vector.events]
+    try:
+        proc = subprocess.run(
+            shlex.split(command),
+            input="\n".join(lines) + "\n",
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return Outcome(vector.name, vector.shape, False, ("timed out",))
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+        return Outcome(vector.name, vector.shape, False, (f"exit {proc.returncode}: {last[:200]}",))
+    try:
+        data = json.loads(proc.stdout)
+    except ValueError:
+        return Outcome(vector.name, vector.shape, False, ("output is not JSON",))
+    calls = data.get("calls", []) if isinstance(data, dict) else data
+    # An external reassembler reports only finished calls; compare it on those.
+    wanted = [c for c in vector.expect.calls if c.status == "complete"]
+    problems = compare_calls("calls", [dict(c, status="complete") for c in calls], wanted)
+    return Outcome(vector.name, vector.shape, not problems, tuple(problems))
+
+
+def table(outcomes: list[Outcome]) -> str:
+    width = max((len(o.vector) for o in outcomes), default=10)
+    lines = [f"{'vector':<{width}}  {'shape':<16}  result", f"{'-' * width}  {'-' * 16}  ------"]
+    for o in outcomes:
+        detail = "" if o.passed else "  " + "; ".join(o.problems)[:160]
+        lines.append(f"{o.vector:<{width}}  {o.shape:<16}  {'pass' if o.passed else 'FAIL'}{detail}")
+    passed = sum(o.passed for o in outcomes)
+    lines.append(f"{passed} passed, {len(outcomes) - passed} failed")
+    return "\n".join(lines)

@@ -1,0 +1,120 @@
+"""The conformance vector format: one JSON file per case in ``specs/vectors/``.
+
+A vector holds a wire shape (a provider name), the provider's events in order (``events``, each a JSON
+object as the provider sent it) or the raw response body (``body``, for framing cases), the policy
+choices, and the expected result. It is language-neutral: any implementation can read it.
+
+    {"name": "...", "description": "...", "shape": "gemini", "policies": {"identical_text": "resend"},
+     "events": [...],
+     "expect": {"finish_reason": "tool_calls",
+                "calls": [{"name": "search", "arguments": {"q": "A"}, "status": "complete", "id": "c1"}],
+                "diagnostics": ["resend"]}}
+
+In an expected call, ``id``, ``arguments_json`` and ``thought_signature`` are compared only when
+given; ``arguments`` is compared as a JSON value. ``diagnostics`` is the exact set of codes expected.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+from cattrs import Converter
+from cattrs.errors import ClassValidationError
+
+from fsm.decoders import PROVIDERS
+from fsm.errors import SpecError
+from fsm.spec import SPEC_DIR, describe_validation, identity_spec
+
+VECTOR_DIR = SPEC_DIR / "vectors"
+STATUSES = ("complete", "invalid", "truncated")
+
+
+def _status(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if value not in STATUSES:
+        raise ValueError(f"status must be one of {STATUSES}, not {value!r}")
+
+
+@attrs.frozen
+class ExpectedCall:
+    name: str | None
+    arguments: Any = None
+    status: str = attrs.field(default="complete", validator=_status)
+    id: str | None = None
+    arguments_json: str | None = None
+    thought_signature: str | None = None
+
+
+@attrs.frozen
+class Expectation:
+    finish_reason: str | None
+    calls: list[ExpectedCall]
+    diagnostics: list[str] = attrs.field(factory=list)
+    server_tool_calls: list[ExpectedCall] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class Vector:
+    name: str
+    description: str
+    shape: str
+    expect: Expectation
+    events: list[dict[str, Any]] = attrs.field(factory=list)
+    body: str | None = None
+    policies: dict[str, str] = attrs.field(factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = _converter.unstructure(self)
+        return data
+
+
+_converter = Converter(forbid_extra_keys=True)
+
+
+def validate(vector: Vector, where: str) -> None:
+    if vector.shape not in PROVIDERS:
+        raise SpecError(f"{where}: unknown shape {vector.shape!r} (known: {', '.join(PROVIDERS)})")
+    if bool(vector.events) == (vector.body is not None):
+        raise SpecError(f"{where}: give either events or body")
+    policies = {p.name: p for p in identity_spec().policies}
+    for name, choice in vector.policies.items():
+        if name not in policies or choice not in policies[name].choices:
+            raise SpecError(f"{where}: policy {name}={choice!r} is not declared in specs/identity.toml")
+    codes = set(identity_spec().diagnostic_by_code)
+    unknown = set(vector.expect.diagnostics) - codes
+    if unknown:
+        raise SpecError(f"{where}: expects undeclared diagnostics {sorted(unknown)}")
+
+
+def load_vector(path: Path) -> Vector:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"{path.name}: cannot read: {exc}") from None
+    try:
+        vector: Vector = _converter.structure(data, Vector)
+    except ClassValidationError as exc:
+        raise SpecError(f"{path.name}: {describe_validation(exc)}") from None
+    validate(vector, path.name)
+    return vector
+
+
+def load_vectors(folder: Path = VECTOR_DIR) -> list[Vector]:
+    paths = sorted(folder.glob("*.json"))
+    if not paths:
+        raise SpecError(f"no vectors in {folder}")
+    vectors = [load_vector(p) for p in paths]
+    names = [v.name for v in vectors]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise SpecError(f"vector names used twice: {sorted(duplicates)}")
+    return vectors
+
+
+def write_vector(vector: Vector, folder: Path = VECTOR_DIR) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{vector.name}.json"
+    path.write_text(json.dumps(vector.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path

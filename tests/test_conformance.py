@@ -1,0 +1,81 @@
+"""The conformance vectors: every one passes, together they exercise every part of the spec, and
+the format refuses malformed files."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsm import conformance
+from fsm.cli import main
+from fsm.errors import SpecError
+from fsm.vectors import VECTOR_DIR, load_vector, load_vectors
+
+VECTORS = load_vectors()
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=[v.name for v in VECTORS])
+def test_vector_passes(vector: conformance.Vector) -> None:
+    result, _ = conformance.replay(vector)
+    assert conformance.check(vector, result) == []
+
+
+def test_vectors_exercise_every_transition_rule_diagnostic_policy_and_shape() -> None:
+    _, coverage = conformance.run_vectors(VECTORS)
+    assert coverage.missing() == {kind: [] for kind in coverage.missing()}
+
+
+def test_a_failing_vector_is_reported_with_its_problem(tmp_path: Path) -> None:
+    data = json.loads((VECTOR_DIR / "openai-a-b-b.json").read_text())
+    data["expect"]["calls"] = data["expect"]["calls"][:1]
+    (tmp_path / "wrong.json").write_text(json.dumps(data))
+    outcomes, _ = conformance.run_vectors(load_vectors(tmp_path))
+    assert not outcomes[0].passed and "2 calls, expected 1" in outcomes[0].problems[0]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.update(colour="red"), "colour"),
+        (lambda d: d.update(shape="carrier-pigeon"), "unknown shape"),
+        (lambda d: d.update(policies={"identical_text": "maybe"}), "policy identical_text"),
+        (lambda d: d["expect"].update(diagnostics=["nope"]), "undeclared diagnostics"),
+        (lambda d: d.update(body="data: {}\n\n"), "either events or body"),
+        (lambda d: d["expect"]["calls"][0].update(status="finished"), "status must be one of"),
+    ],
+)
+def test_malformed_vectors_are_refused(tmp_path: Path, change: object, message: str) -> None:
+    data = json.loads((VECTOR_DIR / "openai-a-b-b.json").read_text())
+    change(data)  # type: ignore[operator]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(SpecError, match=message):
+        load_vector(path)
+
+
+def test_conform_command_prints_the_table_and_coverage() -> None:
+    out = io.StringIO()
+    assert main(["conform"], stdout=out, stderr=sys.stderr) == 0
+    text = out.getvalue()
+    assert f"{len(VECTORS)} passed, 0 failed" in text
+    assert "coverage: slot transitions: all exercised" in text
+
+
+def test_conform_against_an_external_reassembler_by_the_protocol() -> None:
+    command = f"{sys.executable} {ROOT / 'tools' / 'adapters' / 'toolcall_fsm.py'}"
+    vectors = [v for v in VECTORS if v.events][:12]
+    outcomes = [conformance.run_external(command, v) for v in vectors]
+    assert all(o.passed for o in outcomes), [o for o in outcomes if not o.passed]
+
+
+def test_external_failures_are_graded_not_raised() -> None:
+    vector = VECTORS[0]
+    crashing = conformance.run_external(f"{sys.executable} -c 'raise SystemExit(3)'", vector)
+    silent = conformance.run_external(f"{sys.executable} -c 'print(\"[]\")'", vector)
+    assert not crashing.passed and "exit 3" in crashing.problems[0]
+    assert not silent.passed and "0 calls" in silent.problems[0]

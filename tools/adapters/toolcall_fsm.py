@@ -1,0 +1,30 @@
+"""Reference adapter for ``toolcall-fsm conform --against``: this engine, behind the documented
+protocol. Read a header line ``{"shape", "policies"}`` then one provider event per line on stdin;
+print the assembled calls as a JSON list of ``{"id", "name", "arguments"}`` on stdout.
+
+    toolcall-fsm conform --against "python tools/adapters/toolcall_fsm.py"
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from fsm import CallStatus, Policies, Reassembler
+
+
+def main() -> None:
+    header = json.loads(sys.stdin.readline())
+    r = Reassembler(header["shape"], policies=Policies(**header.get("policies", {})))
+    for line in sys.stdin:
+        if line.strip():
+            r.feed(json.loads(line))
+    result = r.close()
+    calls = [
+        {"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.calls if c.status is CallStatus.COMPLETE
+    ]
+    json.dump(calls, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
