@@ -23,6 +23,9 @@ class Ledger:
         self.diagnostics: list[Diagnostic] = []
         self.transitions: Counter[str] = Counter()
         self.rules: Counter[str] = Counter()
+        self.work = 0
+        """Characters scanned and compared, and routing candidates visited: the fuzzer checks that
+        this stays linear in the input."""
         self._spec = identity_spec()
 
     def emit(self, output: Output) -> None:

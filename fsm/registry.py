@@ -18,7 +18,7 @@ from fsm.ids import IdAllocator
 from fsm.ledger import Ledger
 from fsm.machine import slot_machine
 from fsm.options import Limits
-from fsm.results import ArgumentsDelta, CallFinished, CallOpened
+from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus
 from fsm.slot import Slot
 
 Lane = tuple[str, int | str]
@@ -36,6 +36,10 @@ class Registry:
         self._pending_name: dict[Lane, str] = {}
         self._ids = IdAllocator(taken)
         self._counts = {False: 0, True: 0}  # calls opened so far: client, server
+        # Which calls of a lane hold a given (stripped) complete text: a resend can only land in one
+        # of those, so routing never walks a lane's earlier calls one by one.
+        self._holding: dict[tuple[Lane, str], list[Slot]] = {}
+        self._slot_lanes: dict[Slot, list[Lane]] = {}
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -72,6 +76,7 @@ class Registry:
         landed: Slot | None = None
         while text:
             slot, text = self._route_text(ref, text, kind)
+            self._remember(slot)
             landed = landed or slot
         return landed
 
@@ -153,6 +158,12 @@ class Registry:
         if kind == "fragment" and chain and chain[-1].unfinished:
             # Text for a call still open continues it, even if it happens to equal an earlier call.
             chain = chain[-1:]
+        elif len(chain) > 1 and chain is self._lanes.get(lane):
+            # A whole lane: only its newest call can be unfinished, and only calls holding this very
+            # text can be resent. Same order as walking the lane, without the walk.
+            holding = self._holding.get((lane, text.strip()), [])
+            chain = [*holding, chain[-1]] if chain[-1].unfinished else holding
+        self.ledger.work += len(chain)
         for slot in chain:
             if slot.unfinished:
                 self._metadata(slot, ref)
@@ -173,6 +184,17 @@ class Registry:
             self.ledger.apply("complete-value-starts-new-call")
         slot = self._open(lane, ref)
         return slot, self._extend(slot, text, kind)
+
+    def _remember(self, slot: Slot) -> None:
+        """Index a call under the complete text it now holds, in each lane it belongs to."""
+        if slot.state not in ("complete", "flushed") or slot.status is CallStatus.TRUNCATED:
+            return
+        key = slot.stripped_text()
+        for lane in self._slot_lanes[slot]:
+            holders = self._holding.setdefault((lane, key), [])
+            if slot not in holders:
+                holders.append(slot)
+                holders.sort(key=lambda s: s.ordinal)
 
     def _extend(self, slot: Slot, text: str, kind: Kind) -> str:
         if kind != "fragment":
@@ -200,6 +222,7 @@ class Registry:
                 "cumulative-arguments", f"call {slot.id}: a fragment repeated all {held} characters held"
             )
             text = text[held:]
+        self.ledger.work += len(text)
         rest = self.machine.fire(slot, "append", text)
         if rest:
             self.ledger.diagnose(
@@ -284,10 +307,13 @@ class Registry:
             server=ref.server,
         )
         self.slots.append(slot)
-        self._lanes.setdefault(lane, []).append(slot)
+        lanes = [lane]
         if ref.index is None and not lane[0].endswith("position"):
             # Without an index, a later bare continuation at the same position means this call.
-            self._lanes.setdefault((lane[0].replace("id", "position"), ref.position), []).append(slot)
+            lanes.append((lane[0].replace("id", "position"), ref.position))
+        for each in lanes:
+            self._lanes.setdefault(each, []).append(slot)
+        self._slot_lanes[slot] = lanes
         if ref.id is not None:
             self._by_wire_id.setdefault(ref.id, []).append(slot)
         if not slot.server:
@@ -296,6 +322,7 @@ class Registry:
 
     def _finish(self, slot: Slot, trigger: str) -> None:
         self.machine.fire(slot, trigger)
+        self._remember(slot)
         if slot.name is None:
             self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name")
         if slot.server:

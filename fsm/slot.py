@@ -105,6 +105,7 @@ class Slot:
 
     def text(self) -> str:
         if len(self._parts) > 1:
+            self.ledger.work += self._length
             self._parts[:] = ["".join(self._parts)]
         return self._parts[0] if self._parts else ""
 
