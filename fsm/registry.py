@@ -209,12 +209,7 @@ class Registry:
                 self.machine.fire(slot, "replace", text)
             return ""
         held = slot.length
-        if (
-            held
-            and len(text) >= held
-            and self.ledger.policies.cumulative_arguments == "detect"
-            and text.startswith(slot.text())
-        ):
+        if self._reads_as_cumulative(slot, text):
             if len(text) == held:
                 self._resend(slot, None, None)
                 return ""
@@ -229,6 +224,22 @@ class Registry:
                 "split-fragment", f"call {slot.id}: its value closed mid-fragment; the rest opens another call"
             )
         return rest
+
+    def _reads_as_cumulative(self, slot: Slot, text: str) -> bool:
+        """Policy cumulative_arguments=detect: the fragment repeats everything the call holds, and
+        could not be a continuation of it. Repeated text starts with the value's opening bracket, and
+        an opening bracket can legally follow the held text only inside a string or after ``:``, ``[``
+        or ``,``; anywhere else, appending it verbatim could never be JSON."""
+        held = slot.length
+        if not held or len(text) < held or self.ledger.policies.cumulative_arguments != "detect":
+            return False
+        if not slot.scanner.between_tokens:
+            return False
+        last = slot.stripped_text()[-1:]
+        if last in (":", "[", ","):
+            return False
+        self.ledger.work += held
+        return text.startswith(slot.text())
 
     def _blank(self, ref: CallRef, text: str) -> Slot | None:
         """Whitespace-only text: evidence of a call, and raw text kept where a call can hold it."""

@@ -134,6 +134,11 @@ class Scanner:
     def complete(self) -> bool:
         return self.state in self._c.done
 
+    @property
+    def between_tokens(self) -> bool:
+        """Inside the top-level container and outside any string (state ``value`` of the spec)."""
+        return self.state == "value"
+
     def feed(self, text: str, start: int = 0) -> int | None:
         """Scan ``text`` from ``start``; return the offset just past the character that closed the
         top-level value, or None if it is still open. Stops there: the caller decides about the rest."""

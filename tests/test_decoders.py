@@ -462,3 +462,22 @@ def test_auto_detection_from_the_first_event(first: dict[str, Any], provider: st
     r = Reassembler()
     r.feed(first)
     assert r.close().provider == provider
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": ["message_start"]},
+        {"type": "message_delta", "delta": {"stop_reason": ["tool_use"]}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": {"x": 1}}},
+    ],
+)
+def test_anthropic_hostile_field_types_are_protocol_errors(event: dict[str, Any]) -> None:
+    r = Reassembler("anthropic")
+    with pytest.raises(RemoteProtocolError, match="event 1"):
+        r.feed(event)
+
+
+def test_cohere_hostile_finish_reason_is_a_protocol_error() -> None:
+    with pytest.raises(RemoteProtocolError):
+        Reassembler("cohere").feed({"type": "message-end", "delta": {"finish_reason": ["TOOL_CALL"]}})

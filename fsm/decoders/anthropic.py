@@ -44,7 +44,7 @@ class AnthropicDecoder:
         self._blocks: dict[int, _Block] = {}
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
-        kind = payload.get("type")
+        kind = text(payload.get("type"), "type")
         if kind == "content_block_start":
             return self._start(
                 index(payload.get("index"), "index"), mapping(payload.get("content_block"), "content_block")
@@ -54,7 +54,7 @@ class AnthropicDecoder:
         if kind == "content_block_stop":
             return self._stop(index(payload.get("index"), "index"))
         if kind == "message_delta":
-            reason = mapping(payload.get("delta"), "delta").get("stop_reason")
+            reason = text(mapping(payload.get("delta"), "delta").get("stop_reason"), "stop_reason")
             return [StreamEnd(_FINISH.get(reason, reason), reason)] if reason else []
         if kind == "message_start":
             events: list[Event] = []
@@ -71,7 +71,7 @@ class AnthropicDecoder:
         return []
 
     def _start(self, at: int | None, block: Mapping[str, Any]) -> list[Event]:
-        server = _CALL_BLOCKS.get(block.get("type", ""))
+        server = _CALL_BLOCKS.get(text(block.get("type"), "content_block.type") or "")
         if server is None or at is None:
             return []  # text, thinking and tool-result blocks carry no call
         ref = CallRef(at, text(block.get("id"), "id"), text(block.get("name"), "name"), server=server)

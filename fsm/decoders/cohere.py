@@ -40,8 +40,8 @@ class CohereDecoder:
         if kind == "tool-call-end":
             return [CallEnd(CallRef(at))]
         if kind == "message-end":
-            reason = delta.get("finish_reason")
-            return [StreamEnd(_FINISH.get(reason, str(reason).lower()), reason)] if reason else []
+            reason = text(delta.get("finish_reason"), "finish_reason")
+            return [StreamEnd(_FINISH.get(reason, reason.lower()), reason)] if reason else []
         if not kind.startswith(_QUIET):
             diagnose("unknown-event", f"Cohere event type {kind!r}")
         return []
