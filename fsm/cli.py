@@ -10,6 +10,7 @@ Exit status: 0 on success; 1 when the input is unreadable or, with ``--strict``,
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections.abc import Sequence
@@ -25,6 +26,8 @@ from fsm.reemit import DeltaEmitter, FlushPolicy
 from fsm.serialize import result_to_json
 
 READ_SIZE = 64 * 1024
+FUZZ_SHAPES = ("openai-chat", "openai-responses", "anthropic", "gemini", "vertex", "ollama", "bedrock", "cohere")
+"""Shapes the fuzzer renders (Vertex's partialArgs apart from Gemini's whole calls)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     conform.add_argument("--vectors", default=None, help="folder of vector files (default: the bundled specs/vectors)")
     conform.add_argument("--against", metavar="CMD", help="grade an external reassembler (see fsm/conformance.py)")
     conform.add_argument("--json", action="store_true", help="print the outcomes and coverage as JSON")
+    fuzz = commands.add_parser("fuzz", help="fuzz the engine; a failing case is written out as a vector")
+    fuzz.add_argument("--shape", default="all", help="one of: all, " + ", ".join(FUZZ_SHAPES))
+    fuzz.add_argument("--examples", type=int, default=200, help="streams per shape and mode (default 200)")
+    fuzz.add_argument("--seed", type=int, default=None, help="random seed (default: a fixed, derandomized run)")
+    fuzz.add_argument("--mode", default="all", choices=("all", "property", "robust"))
+    fuzz.add_argument("--out", default="specs/vectors", help="where failing cases are written")
     diagram = commands.add_parser("diagram", help="regenerate docs/ diagrams from specs/ (or --check them)")
     diagram.add_argument("--root", default=".", help="the project's root, holding docs/ and README.md")
     diagram.add_argument("--check", action="store_true", help="only check; exit 1 if anything is stale")
@@ -72,6 +81,46 @@ def conform(args: argparse.Namespace, stdout: TextIO) -> int:
                 f"coverage: {kind}: {'all exercised' if not names else 'NOT exercised: ' + ', '.join(names)}\n"
             )
     failed = any(not o.passed for o in outcomes) or any(missing.values())
+    return 1 if failed else 0
+
+
+def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    try:
+        from fsm import fuzz
+    except ImportError:
+        stderr.write("toolcall-fsm: fuzzing needs hypothesis: pip install 'toolcall-fsm[fuzz]'\n")
+        return 1
+    from fsm.vectors import write_vector
+
+    shapes = fuzz.SHAPES if args.shape == "all" else (args.shape,)
+    if any(s not in fuzz.SHAPES for s in shapes):
+        stderr.write(f"toolcall-fsm: unknown shape {args.shape!r} (one of: all, {', '.join(fuzz.SHAPES)})\n")
+        return 2
+    modes = ("property", "robust") if args.mode == "all" else (args.mode,)
+    total, failed = 0, 0
+    for shape in shapes:
+        for mode in modes:
+            report = fuzz.fuzz(shape, mode, args.examples, args.seed)
+            total += report.streams
+            line = f"{shape:<18} {mode:<9} {report.streams:>7} streams  "
+            if not report.problems:
+                stdout.write(line + "ok\n")
+                continue
+            failed += 1
+            stdout.write(line + "FAIL: " + "; ".join(report.problems) + "\n")
+            digest = hashlib.sha256(repr(report.failure).encode()).hexdigest()[:10]
+            out = Path(args.out)
+            if mode == "property":
+                path = write_vector(fuzz.to_vector(report.failure, f"fuzz-{shape}-{digest}"), out)
+            else:
+                path = out / f"robust-{shape}-{digest}.json"
+                out.mkdir(parents=True, exist_ok=True)
+                provider, data = report.failure
+                sample = {"provider": provider, "problems": report.problems}
+                sample |= {"body_hex": data.hex()} if isinstance(data, bytes) else {"events": data}
+                path.write_text(json.dumps(sample, indent=2, default=repr) + "\n")
+            stdout.write(f"  shrunk case written to {path}\n")
+    stdout.write(f"{total} streams, {failed} failing shape/mode pairs\n")
     return 1 if failed else 0
 
 
@@ -128,6 +177,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return int(exc.code or 0)
     if args.command == "diagram":
         return diagram(args, stdout, stderr)
+    if args.command == "fuzz":
+        return run_fuzz(args, stdout, stderr)
     if args.command == "conform":
         try:
             return conform(args, stdout)

@@ -1,0 +1,63 @@
+"""The fuzzers in CI, on a fixed, derandomized budget (a longer run: see the README), and proof that
+they can fail: with an identity rule broken on purpose, the property fuzzer finds it."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsm import fuzz
+from fsm.cli import main
+from fsm.registry import Registry
+from fsm.vectors import load_vector
+
+BUDGET = 120
+
+
+@pytest.mark.parametrize("shape", fuzz.SHAPES)
+def test_property_fuzzer_finds_nothing(shape: str) -> None:
+    report = fuzz.fuzz(shape, "property", BUDGET, None)
+    assert report.problems == [], report.failure
+    assert report.streams >= BUDGET
+
+
+@pytest.mark.parametrize("shape", fuzz.SHAPES)
+def test_robustness_fuzzer_finds_nothing(shape: str) -> None:
+    report = fuzz.fuzz(shape, "robust", BUDGET, None)
+    assert report.problems == [], report.failure
+
+
+def test_a_broken_rule_is_caught_and_written_as_a_vector(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Break complete-value-starts-new-call: text for a finished value is appended to it instead.
+    monkeypatch.setattr(Registry, "_reads_as_cumulative", lambda self, slot, text: False)
+    original = Registry._route_text
+
+    def always_append(self: Registry, ref: object, text: str, kind: str) -> object:
+        _, chain = self._chain(ref, kind)  # type: ignore[arg-type]
+        if chain and kind == "fragment" and chain[-1].state == "complete":
+            self.machine.fire(chain[-1], "append", " ")
+            chain[-1]._parts.append(text)
+            return chain[-1], ""
+        return original(self, ref, text, kind)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Registry, "_route_text", always_append)
+    out = io.StringIO()
+    code = main(
+        ["fuzz", "--shape", "openai-chat", "--mode", "property", "--examples", "200", "--out", str(tmp_path)],
+        stdout=out,
+        stderr=sys.stderr,
+    )
+    assert code == 1 and "FAIL" in out.getvalue()
+    written = list(tmp_path.glob("fuzz-openai-chat-*.json"))
+    assert len(written) == 1
+    vector = load_vector(written[0])  # a valid vector, ready to commit
+    assert vector.expect.calls
+
+
+def test_fuzz_command_reports_streams() -> None:
+    out = io.StringIO()
+    assert main(["fuzz", "--shape", "ollama", "--examples", "10"], stdout=out, stderr=sys.stderr) == 0
+    assert "ollama" in out.getvalue() and "0 failing" in out.getvalue()
