@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
+import attrs
+
 from fsm.events import NORMAL_FINISHES, CallRef
 from fsm.ids import IdAllocator
 from fsm.ledger import Ledger
@@ -155,6 +157,10 @@ class Registry:
         """Put ``text`` where it belongs; return that call and any part of the text that starts
         another value."""
         lane, chain = self._chain(ref, kind)
+        pending = self._pending_name.get(lane)
+        if pending is not None and ref.name is None:
+            # A header held for the next call at this lane names the text that follows it.
+            ref = attrs.evolve(ref, name=pending)
         if kind == "fragment" and chain and chain[-1].unfinished:
             # Text for a call still open continues it, even if it happens to equal an earlier call.
             chain = chain[-1:]
@@ -310,13 +316,14 @@ class Registry:
             index=ref.index,
             wire_id=ref.id,
             call_id=call_id,
-            name=ref.name or self._pending_name.pop(lane, None),
+            name=ref.name or self._pending_name.get(lane),
             ledger=self.ledger,
             max_chars=self.limits.max_argument_chars,
             max_depth=self.limits.max_depth,
             initial=self.machine.initial,
             server=ref.server,
         )
+        self._pending_name.pop(lane, None)
         self.slots.append(slot)
         lanes = [lane]
         if ref.index is None and not lane[0].endswith("position"):
