@@ -19,6 +19,7 @@ import attrs
 
 from fsm.decoders import PROVIDERS
 from fsm.errors import ToolcallFSMError
+from fsm.framing import detect_framing, make_framer
 from fsm.options import Policies
 from fsm.reassembler import Reassembler
 from fsm.results import Result, ToolCall
@@ -33,6 +34,8 @@ class Outcome:
     shape: str
     passed: bool
     problems: tuple[str, ...] = ()
+    applicable: bool = True
+    """False when an external reassembler answered that it does not speak this wire shape."""
 
 
 @attrs.define
@@ -91,7 +94,12 @@ def check(vector: Vector, result: Result) -> list[str]:
     return problems
 
 
-def compare_calls(what: str, got: Iterable[ToolCall | dict[str, Any]], want: list[ExpectedCall]) -> list[str]:
+def compare_calls(
+    what: str,
+    got: Iterable[ToolCall | dict[str, Any]],
+    want: list[ExpectedCall],
+    optional: tuple[str, ...] = ("id", "arguments_json", "thought_signature"),
+) -> list[str]:
     rows = [c if isinstance(c, dict) else _call_json(c) for c in got]
     if len(rows) != len(want):
         return [f"{len(rows)} {what}, expected {len(want)}: {[c.get('name') for c in rows]}"]
@@ -103,7 +111,7 @@ def compare_calls(what: str, got: Iterable[ToolCall | dict[str, Any]], want: lis
         ]
         if exp.status == "complete":
             checks.append(("arguments", have.get("arguments"), exp.arguments))
-        for field in ("id", "arguments_json", "thought_signature"):
+        for field in optional:
             if getattr(exp, field) is not None:
                 checks.append((field, have.get(field), getattr(exp, field)))
         problems += [f"{what}[{n}].{f}: {h!r}, expected {w!r}" for f, h, w in checks if not _same(h, w)]
@@ -189,9 +197,10 @@ def scanner_edges(text: str) -> Counter[str]:
 def run_external(command: str, vector: Vector, timeout: float = 30.0) -> Outcome:
     """Drive ``command`` by the documented protocol: a header line ``{"shape", "policies"}``, then the
     vector's events, one JSON object a line, on stdin; it prints the calls it assembled as one JSON
-    list of ``{"id", "name", "arguments"}`` (or ``{"calls": [...]}``) on stdout."""
+    list of ``{"id", "name", "arguments"}`` (or ``{"calls": [...]}``) on stdout, or
+    ``{"unsupported": true}`` for a wire shape it does not speak."""
     lines = [json.dumps({"shape": vector.shape, "policies": vector.policies})]
-    lines += [json.dumps(e, ensure_ascii=False) for e in vector.events]
+    lines += [json.dumps(e, ensure_ascii=False) for e in wire_events(vector)]
     try:
         proc = subprocess.run(
             shlex.split(command),
@@ -210,19 +219,49 @@ def run_external(command: str, vector: Vector, timeout: float = 30.0) -> Outcome
         data = json.loads(proc.stdout)
     except ValueError:
         return Outcome(vector.name, vector.shape, False, ("output is not JSON",))
+    if isinstance(data, dict) and data.get("unsupported"):
+        return Outcome(vector.name, vector.shape, False, ("does not speak this shape",), applicable=False)
     calls = data.get("calls", []) if isinstance(data, dict) else data
     # An external reassembler reports only finished calls; compare it on those.
     wanted = [c for c in vector.expect.calls if c.status == "complete"]
-    problems = compare_calls("calls", [dict(c, status="complete") for c in calls], wanted)
+    problems = compare_calls("calls", [dict(c, status="complete") for c in calls], wanted, optional=("id",))
     return Outcome(vector.name, vector.shape, not problems, tuple(problems))
+
+
+def wire_events(vector: Vector) -> list[dict[str, Any]]:
+    """The vector's events; for a raw ``body``, the events its framing carries (a last event cut
+    short is left out, as a reader of the stream would never see it whole)."""
+    if vector.body is None:
+        return vector.events
+    data = vector.body.encode("utf-8")
+    framing = detect_framing(data)
+    if framing is None:
+        return []
+    framer = make_framer(framing, len(data) + 1)
+    events = []
+    for payload in [*framer.feed(data), *framer.close()]:
+        try:
+            value = json.loads(payload)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            events.append(value)
+    return events
 
 
 def table(outcomes: list[Outcome]) -> str:
     width = max((len(o.vector) for o in outcomes), default=10)
     lines = [f"{'vector':<{width}}  {'shape':<16}  result", f"{'-' * width}  {'-' * 16}  ------"]
     for o in outcomes:
-        detail = "" if o.passed else "  " + "; ".join(o.problems)[:160]
-        lines.append(f"{o.vector:<{width}}  {o.shape:<16}  {'pass' if o.passed else 'FAIL'}{detail}")
-    passed = sum(o.passed for o in outcomes)
-    lines.append(f"{passed} passed, {len(outcomes) - passed} failed")
+        verdict = "pass" if o.passed else ("n/a" if not o.applicable else "FAIL")
+        detail = "" if o.passed or not o.applicable else "  " + "; ".join(o.problems)[:160]
+        lines.append(f"{o.vector:<{width}}  {o.shape:<16}  {verdict}{detail}")
+    lines.append(summary(outcomes))
     return "\n".join(lines)
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    passed = sum(o.passed for o in outcomes)
+    applicable = sum(o.applicable for o in outcomes)
+    line = f"{passed} passed, {applicable - passed} failed"
+    return line + (f", {len(outcomes) - applicable} not applicable" if applicable < len(outcomes) else "")

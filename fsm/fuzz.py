@@ -642,6 +642,20 @@ def fuzz(shape: str, mode: str, examples: int, seed: int | None) -> Report:
     return report
 
 
+def sample_vectors(shape: str, count: int) -> list[Vector]:
+    """``count`` generated streams of ``shape`` as vectors expecting their ground truth (a fixed,
+    derandomized sample), for grading other implementations on fuzzed input."""
+    cases: list[Case] = []
+
+    @settings(max_examples=count, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(CASES[shape]())
+    def collect(case: Case) -> None:
+        cases.append(case)
+
+    collect()
+    return [to_vector(case, f"fuzzed-{shape}-{n}") for n, case in enumerate(cases[:count])]
+
+
 def to_vector(case: Case, name: str) -> Vector:
     """A failing property case as a conformance vector, expecting its ground truth."""
     calls = [

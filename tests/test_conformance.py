@@ -79,3 +79,15 @@ def test_external_failures_are_graded_not_raised() -> None:
     silent = conformance.run_external(f"{sys.executable} -c 'print(\"[]\")'", vector)
     assert not crashing.passed and "exit 3" in crashing.problems[0]
     assert not silent.passed and "0 calls" in silent.problems[0]
+
+
+@pytest.mark.parametrize(("script", "module"), [("openai_python.py", "openai"), ("langchain.py", "langchain_openai")])
+def test_peer_adapters_speak_the_protocol(script: str, module: str) -> None:
+    pytest.importorskip(module)
+    command = f"{sys.executable} {ROOT / 'tools' / 'adapters' / script}"
+    plain = next(v for v in VECTORS if v.name == "openai-parallel-one-event")
+    assert conformance.run_external(command, plain).passed  # the case every implementation handles
+    other = next(v for v in VECTORS if v.shape == "anthropic")
+    assert not conformance.run_external(command, other).applicable
+    collision = next(v for v in VECTORS if v.name == "openai-two-calls-one-tool-index-reuse")
+    assert not conformance.run_external(command, collision).passed  # the bug this project exists for

@@ -1,0 +1,46 @@
+"""Grade other reassemblers on the conformance vectors and on fuzzed streams, and print the
+Markdown table the README publishes.
+
+    python tools/grade_peers.py [--fuzzed N]
+
+Needs the graded libraries: pip install openai langchain-core langchain-openai
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import sys
+from pathlib import Path
+
+from fsm import conformance, fuzz
+from fsm.vectors import load_vectors
+
+ADAPTERS = Path(__file__).resolve().parent / "adapters"
+PEERS = [
+    ("toolcall-fsm", "toolcall_fsm.py", "toolcall-fsm"),
+    ("openai-python `ChatCompletionStreamState`", "openai_python.py", "openai"),
+    ("LangChain `AIMessageChunk` merging (langchain-openai conversion)", "langchain.py", "langchain-openai"),
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fuzzed", type=int, default=200, help="fuzzed OpenAI-chat streams (default 200)")
+    args = parser.parse_args()
+    vectors = [v for v in load_vectors() if v.shape == "openai-chat"]
+    fuzzed = fuzz.sample_vectors("openai-chat", args.fuzzed)
+    print("| Implementation | Version | OpenAI-chat vectors passed | Fuzzed OpenAI-chat streams passed |")
+    print("|---|---|---|---|")
+    for label, script, package in PEERS:
+        command = f"{sys.executable} {ADAPTERS / script}"
+        on_vectors = [conformance.run_external(command, v) for v in vectors]
+        on_fuzzed = [conformance.run_external(command, v) for v in fuzzed]
+        version = importlib.metadata.version(package)
+        passed_v, passed_f = sum(o.passed for o in on_vectors), sum(o.passed for o in on_fuzzed)
+        print(f"| {label} | {version} | {passed_v} / {len(on_vectors)} | {passed_f} / {len(on_fuzzed)} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
