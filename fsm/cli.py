@@ -48,7 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     conform.add_argument("--vectors", default=None, help="folder of vector files (default: the bundled specs/vectors)")
     conform.add_argument("--against", metavar="CMD", help="grade an external reassembler (see fsm/conformance.py)")
     conform.add_argument("--json", action="store_true", help="print the outcomes and coverage as JSON")
-    conform.add_argument("--fuzzed", type=int, default=0, metavar="N", help="with --against: also N fuzzed streams per shape")
+    conform.add_argument(
+        "--fuzzed", type=int, default=0, metavar="N", help="with --against: also N fuzzed streams per shape"
+    )
     fuzz = commands.add_parser("fuzz", help="fuzz the engine; a failing case is written out as a vector")
     fuzz.add_argument("--shape", default="all", help="one of: all, " + ", ".join(FUZZ_SHAPES))
     fuzz.add_argument("--examples", type=int, default=200, help="streams per shape and mode (default 200)")

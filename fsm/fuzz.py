@@ -647,7 +647,9 @@ def sample_vectors(shape: str, count: int) -> list[Vector]:
     derandomized sample), for grading other implementations on fuzzed input."""
     cases: list[Case] = []
 
-    @settings(max_examples=count, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=count, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
     @given(CASES[shape]())
     def collect(case: Case) -> None:
         cases.append(case)
