@@ -57,6 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--seed", type=int, default=None, help="random seed (default: a fixed, derandomized run)")
     fuzz.add_argument("--mode", default="all", choices=("all", "property", "robust"))
     fuzz.add_argument("--out", default="specs/vectors", help="where failing cases are written")
+    hist = commands.add_parser("history", help="check a conversation's tool calls and results pair up")
+    hist_commands = hist.add_subparsers(dest="history_command", required=True)
+    hist_check = hist_commands.add_parser(
+        "check", help="report dangling calls, orphan and duplicate results, reused ids"
+    )
+    hist_check.add_argument("--json", action="store_true", help="print the report as JSON")
+    hist_check.add_argument("--format", default="auto", choices=("auto", "openai", "anthropic", "gemini"))
+    hist_check.add_argument("file", help="a JSON list of messages, or a request body with 'messages' or 'contents'")
     diagram = commands.add_parser("diagram", help="regenerate docs/ diagrams from specs/ (or --check them)")
     diagram.add_argument("--root", default=".", help="the project's root, holding docs/ and README.md")
     diagram.add_argument("--check", action="store_true", help="only check; exit 1 if anything is stale")
@@ -89,6 +97,35 @@ def conform(args: argparse.Namespace, stdout: TextIO) -> int:
             )
     failed = any(o.applicable and not o.passed for o in outcomes) or any(missing.values())
     return 1 if failed else 0
+
+
+def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """Exit 1 when a strict provider would reject the history."""
+    from fsm import history
+
+    try:
+        with _open(args.file) as stream:
+            data = json.loads(stream.read())
+    except (OSError, ValueError) as exc:
+        stderr.write(f"toolcall-fsm: cannot read {args.file}: {exc}\n")
+        return 1
+    messages = data.get("messages", data.get("contents")) if isinstance(data, dict) else data
+    try:
+        report = history.check(messages or [], args.format)
+    except ToolcallFSMError as exc:
+        stderr.write(f"toolcall-fsm: {exc}\n")
+        return 1
+    if args.json:
+        findings = [dict(attrs.asdict(f), kind=f.kind.value) for f in report.findings]
+        stdout.write(
+            json.dumps({"format": report.format, "rejected": report.rejected, "findings": findings}, indent=2) + "\n"
+        )
+    else:
+        for f in report.findings:
+            stdout.write(f"message {f.message}: {f.kind.value} {f.id}: {f.detail}\n")
+        verdict = "would be rejected" if report.rejected else "pairs up"
+        stdout.write(f"{report.format} history of {len(messages or [])} messages {verdict}\n")
+    return 1 if report.rejected else 0
 
 
 def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -184,6 +221,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return int(exc.code or 0)
     if args.command == "diagram":
         return diagram(args, stdout, stderr)
+    if args.command == "history":
+        return history_check(args, stdout, stderr)
     if args.command == "fuzz":
         return run_fuzz(args, stdout, stderr)
     if args.command == "conform":

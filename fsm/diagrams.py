@@ -17,7 +17,7 @@ from pathlib import Path
 
 import attrs
 
-from fsm.spec import DiagnosticSpec, IdentitySpec, MachineSpec, identity_spec, scanner_spec, slot_spec
+from fsm.spec import DiagnosticSpec, IdentitySpec, MachineSpec, history_spec, identity_spec, scanner_spec, slot_spec
 
 REGENERATE = "python tools/diagram.py"
 README_START = "<!-- generated: slot diagram (tools/diagram.py) -->"
@@ -121,7 +121,12 @@ def _named_table(title: str, items: Iterable[tuple[str, str]]) -> list[str]:
 
 
 def machine_page(spec: MachineSpec, source: str) -> str:
-    title = {"slot": "The slot machine", "scanner": "The argument-completeness scanner"}.get(spec.name, spec.name)
+    titles = {
+        "slot": "The slot machine",
+        "scanner": "The argument-completeness scanner",
+        "history": "The history machine (a call id across a conversation)",
+    }
+    title = titles.get(spec.name, spec.name)
     out = [
         f"# {title}",
         "",
@@ -305,6 +310,7 @@ def index_page() -> str:
         "- [The argument-completeness scanner](scanner.md): from `specs/scanner.toml`.\n"
         "- [The identity rules](identity.md): the registry's rules, policies and diagnostics, from "
         "`specs/identity.toml`.\n"
+        "- [The history machine](history.md): a tool-call id across a conversation, from `specs/history.toml`.\n"
     )
 
 
@@ -324,14 +330,20 @@ def render_svg(dot_source: str) -> str:
 
 def outputs(svg: bool = True) -> dict[str, str]:
     """Every generated file, relative to the project's root, and its content."""
-    slot, scanner, identity = slot_spec(), scanner_spec(), identity_spec()
+    slot, scanner, identity, hist = slot_spec(), scanner_spec(), identity_spec(), history_spec()
     files = {
         "docs/README.md": index_page(),
         "docs/slot.md": machine_page(slot, "specs/slot.toml"),
         "docs/scanner.md": machine_page(scanner, "specs/scanner.toml"),
         "docs/identity.md": identity_page(identity),
+        "docs/history.md": machine_page(hist, "specs/history.toml"),
     }
-    dots = {"slot": machine_dot(slot), "scanner": machine_dot(scanner), "identity": identity_dot(identity)}
+    dots = {
+        "slot": machine_dot(slot),
+        "scanner": machine_dot(scanner),
+        "identity": identity_dot(identity),
+        "history": machine_dot(hist),
+    }
     for name, source in dots.items():
         files[f"docs/diagrams/{name}.dot"] = source
         if svg:

@@ -1,6 +1,6 @@
-"""Builds the slot machine from specs/slot.toml and fires its triggers.
+"""Builds a machine from its spec (specs/slot.toml, specs/history.toml) and fires its triggers.
 
-One ``transitions.Machine`` serves every slot: slots are not registered with it (registration costs
+One ``transitions.Machine`` per spec serves every model instance: models are not registered with it (registration costs
 tens of microseconds per slot and keeps a reference to each), the machine's events are triggered on
 the slot directly. A transition whose destination is its own source (a self-loop, such as another
 fragment while ``accumulating``) is executed from the compiled table without a full machine trigger:
@@ -18,20 +18,24 @@ from transitions import Machine
 from transitions.core import MachineError
 
 from fsm.errors import SpecError, StateError
-from fsm.slot import Slot, spec_members
-from fsm.spec import SELF, MachineSpec, slot_spec
+from fsm.roles import spec_members
+from fsm.slot import Slot
+from fsm.spec import SELF, MachineSpec, history_spec, slot_spec
 
 _Candidate = tuple[tuple[Callable[..., bool], ...], str, Callable[..., Any] | None, str]
 
 
-class SlotMachine:
-    def __init__(self, spec: MachineSpec) -> None:
+class SpecMachine:
+    """The machine of ``spec`` over instances of ``model``, whose ``@guard``/``@action`` methods are
+    exactly the ones the spec names. A model reports each transition taken to ``model.covered``."""
+
+    def __init__(self, spec: MachineSpec, model: type) -> None:
         self.spec = spec
-        missing = ({g.name for g in spec.guards} - spec_members("guard")) | (
-            {a.name for a in spec.actions} - spec_members("action")
+        missing = ({g.name for g in spec.guards} - spec_members(model, "guard")) | (
+            {a.name for a in spec.actions} - spec_members(model, "action")
         )
         if missing:
-            raise SpecError(f"slot.toml names guards or actions that fsm/slot.py lacks: {sorted(missing)}")
+            raise SpecError(f"{spec.name} spec names guards or actions that {model.__name__} lacks: {sorted(missing)}")
         self.machine = Machine(
             model=None,
             states=list(spec.state_names()),
@@ -49,21 +53,21 @@ class SlotMachine:
             auto_transitions=False,
         )
         self.initial = spec.machine.initial
-        self.prepare: dict[str, Callable[[Slot, str], tuple[str, str]]] = {
-            t.name: getattr(Slot, t.prepare) for t in spec.triggers if t.prepare
+        self.prepare: dict[str, Callable[[Any, str], tuple[str, str]]] = {
+            t.name: getattr(model, t.prepare) for t in spec.triggers if t.prepare
         }
         self.candidates: dict[tuple[str, str], tuple[_Candidate, ...]] = {}
         for src, t in spec.edges():
             entry = (
-                tuple(getattr(Slot, g) for g in t.guards),
+                tuple(getattr(model, g) for g in t.guards),
                 t.destination(src),
-                getattr(Slot, t.action) if t.action else None,
+                getattr(model, t.action) if t.action else None,
                 t.label(src),
             )
             key = (src, t.trigger)
             self.candidates[key] = (*self.candidates.get(key, ()), entry)
 
-    def fire(self, slot: Slot, trigger: str, text: str = "") -> str:
+    def fire(self, slot: Any, trigger: str, text: str = "") -> str:
         """Run ``trigger`` on ``slot`` with ``text``; return any text the prepare step split off
         (the start of another value, for the registry to route)."""
         rest = ""
@@ -88,10 +92,17 @@ class SlotMachine:
                 raise StateError(f"call {slot.id}: {exc}") from None
             if slot.state != dest:
                 raise StateError(f"call {slot.id}: machine went to {slot.state!r}, spec says {dest!r}")
-        slot.ledger.cover(label)
+        slot.covered(label)
         return rest
 
 
 @functools.cache
-def slot_machine() -> SlotMachine:
-    return SlotMachine(slot_spec())
+def slot_machine() -> SpecMachine:
+    return SpecMachine(slot_spec(), Slot)
+
+
+@functools.cache
+def history_machine() -> SpecMachine:
+    from fsm.history import CallId
+
+    return SpecMachine(history_spec(), CallId)

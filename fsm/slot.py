@@ -8,31 +8,14 @@ slot's argument text or status, and they run only as part of a transition (fsm/m
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from fsm.results import ArgumentsDelta, CallStatus, ToolCall
+from fsm.roles import action, guard
 from fsm.scanner import Scanner
 
 if TYPE_CHECKING:
     from fsm.ledger import Ledger
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def guard(fn: F) -> F:
-    fn._fsm_role = "guard"  # type: ignore[attr-defined]
-    return fn
-
-
-def action(fn: F) -> F:
-    fn._fsm_role = "action"  # type: ignore[attr-defined]
-    return fn
-
-
-def spec_members(role: str) -> set[str]:
-    """Names of the Slot methods marked with ``role`` ("guard" or "action")."""
-    return {name for name, fn in vars(Slot).items() if getattr(fn, "_fsm_role", None) == role}
 
 
 class Slot:
@@ -98,6 +81,9 @@ class Slot:
         self.signature: str | None = None
 
     # -- reading ------------------------------------------------------------------------------
+
+    def covered(self, transition: str) -> None:
+        self.ledger.cover(transition)
 
     @property
     def length(self) -> int:

@@ -248,5 +248,10 @@ def scanner_spec() -> MachineSpec:
 
 
 @functools.cache
+def history_spec() -> MachineSpec:
+    return load_machine(SPEC_DIR / "history.toml")
+
+
+@functools.cache
 def identity_spec() -> IdentitySpec:
     return load_identity(SPEC_DIR / "identity.toml")

@@ -12,7 +12,7 @@ import attrs
 import pytest
 
 from fsm import diagrams
-from fsm.spec import identity_spec, scanner_spec, slot_spec
+from fsm.spec import history_spec, identity_spec, scanner_spec, slot_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 HAVE_DOT = shutil.which("dot") is not None
@@ -70,7 +70,7 @@ def test_a_spec_change_shows_as_a_small_readable_diff() -> None:
 
 
 @needs_dot
-@pytest.mark.parametrize("name", ["slot", "scanner", "identity"])
+@pytest.mark.parametrize("name", ["slot", "scanner", "identity", "history"])
 def test_svg_parses_as_xml_and_shows_every_node(name: str) -> None:
     svg = (ROOT / "docs" / "diagrams" / f"{name}.svg").read_text(encoding="utf-8")
     tree = ET.fromstring(svg)
@@ -78,7 +78,8 @@ def test_svg_parses_as_xml_and_shows_every_node(name: str) -> None:
     if name == "identity":
         wanted = {f"{r.order}. {r.name}" for r in identity_spec().rules} | {d.code for d in identity_spec().diagnostics}
     else:
-        wanted = set((slot_spec() if name == "slot" else scanner_spec()).state_names())
+        spec = {"slot": slot_spec, "scanner": scanner_spec, "history": history_spec}[name]()
+        wanted = set(spec.state_names())
     assert wanted <= texts
 
 

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from fsm.errors import SpecError
+from fsm.history import CallId
 from fsm.machine import slot_machine
+from fsm.roles import spec_members
 from fsm.scanner import ACTIONS, GUARDS
-from fsm.slot import spec_members
-from fsm.spec import SPEC_DIR, identity_spec, load_identity, load_machine, scanner_spec, slot_spec
+from fsm.slot import Slot
+from fsm.spec import SPEC_DIR, history_spec, identity_spec, load_identity, load_machine, scanner_spec, slot_spec
 
 PACKAGE = Path(__file__).resolve().parent.parent / "fsm"
 
@@ -26,8 +28,14 @@ def code_citations(pattern: str) -> set[str]:
 
 def test_slot_guards_and_actions_match_the_spec_exactly() -> None:
     spec = slot_spec()
-    assert spec_members("guard") == {g.name for g in spec.guards}
-    assert spec_members("action") == {a.name for a in spec.actions}
+    assert spec_members(Slot, "guard") == {g.name for g in spec.guards}
+    assert spec_members(Slot, "action") == {a.name for a in spec.actions}
+
+
+def test_history_actions_match_the_spec_exactly() -> None:
+    spec = history_spec()
+    assert spec_members(CallId, "guard") == {g.name for g in spec.guards}
+    assert spec_members(CallId, "action") == {a.name for a in spec.actions}
 
 
 def test_scanner_guards_and_actions_match_the_spec_exactly() -> None:

@@ -1,0 +1,242 @@
+"""History hygiene in the three message formats: every case of the report and the repair."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from fsm import history
+from fsm.history import Kind, RepairPolicy
+
+# -- builders per format: a turn of calls, and results ------------------------------------------------
+
+
+def openai_calls(*calls: tuple[str, str]) -> list[dict[str, Any]]:
+    tool_calls = [{"id": i, "type": "function", "function": {"name": n, "arguments": "{}"}} for i, n in calls]
+    return [{"role": "assistant", "content": None, "tool_calls": tool_calls}]
+
+
+def openai_results(*ids: str) -> list[dict[str, Any]]:
+    return [{"role": "tool", "tool_call_id": i, "content": f"result of {i}"} for i in ids]
+
+
+def anthropic_calls(*calls: tuple[str, str]) -> list[dict[str, Any]]:
+    return [{"role": "assistant", "content": [{"type": "tool_use", "id": i, "name": n, "input": {}} for i, n in calls]}]
+
+
+def anthropic_results(*ids: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": i, "content": f"result of {i}"} for i in ids],
+        }
+    ]
+
+
+def gemini_calls(*calls: tuple[str, str]) -> list[dict[str, Any]]:
+    return [{"role": "model", "parts": [{"functionCall": {"id": i, "name": n, "args": {}}} for i, n in calls]}]
+
+
+def gemini_results(*ids: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "parts": [{"functionResponse": {"id": i, "name": "f", "response": {"r": i}}} for i in ids]}
+    ]
+
+
+FORMATS = {
+    "openai": (openai_calls, openai_results),
+    "anthropic": (anthropic_calls, anthropic_results),
+    "gemini": (gemini_calls, gemini_results),
+}
+USER = {"role": "user", "content": "go on"}
+GEMINI_USER = {"role": "user", "parts": [{"text": "go on"}]}
+
+
+def user(fmt: str) -> dict[str, Any]:
+    return GEMINI_USER if fmt == "gemini" else USER
+
+
+def ids(messages: list[dict[str, Any]], fmt: str) -> tuple[list[str], list[str]]:
+    """The call ids and the result ids in a history, in order."""
+    calls: list[str] = []
+    results: list[str] = []
+    for m in messages:
+        if fmt == "openai":
+            calls += [c["id"] for c in m.get("tool_calls") or []]
+            results += [m["tool_call_id"]] if m.get("role") == "tool" else []
+        elif fmt == "anthropic":
+            blocks = m["content"] if isinstance(m["content"], list) else []
+            calls += [b["id"] for b in blocks if b["type"] == "tool_use"]
+            results += [b["tool_use_id"] for b in blocks if b["type"] == "tool_result"]
+        else:
+            calls += [p["functionCall"]["id"] for p in m["parts"] if "functionCall" in p]
+            results += [p["functionResponse"]["id"] for p in m["parts"] if "functionResponse" in p]
+    return calls, results
+
+
+def kinds(report: history.Report) -> list[Kind]:
+    return [f.kind for f in report.findings]
+
+
+@pytest.fixture(params=sorted(FORMATS))
+def fmt(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def test_a_whole_history_is_clean(fmt: str) -> None:
+    calls, results = FORMATS[fmt]
+    messages = [user(fmt), *calls(("a", "f"), ("b", "f")), *results("a", "b"), user(fmt)]
+    report = history.check(messages)
+    assert report.format == fmt and report.findings == () and not report.rejected
+    assert history.repair(messages) == (messages, [])
+
+
+def test_two_parallel_calls_with_one_id_keep_both_results(fmt: str) -> None:
+    calls, results = FORMATS[fmt]
+    messages = [user(fmt), *calls(("x", "f"), ("x", "g")), *results("x", "x"), user(fmt)]
+    report = history.check(messages)
+    assert report.rejected and Kind.DUPLICATE_CALL in kinds(report)
+    fixed, changes = history.repair(messages)
+    assert [c.kind for c in changes] == ["renamed-call", "renamed-result"]
+    assert history.check(fixed).findings == ()
+    assert ids(fixed, fmt) == (["x", "x_d2"], ["x", "x_d2"])  # both calls, both results kept
+
+
+def test_a_constant_id_reused_every_turn_but_always_answered_is_valid(fmt: str) -> None:
+    calls, results = FORMATS[fmt]
+    messages = [user(fmt)]
+    for _ in range(3):
+        messages += [*calls(("0", "f")), *results("0"), user(fmt)]
+    report = history.check(messages)
+    assert not report.rejected
+    assert kinds(report) == [Kind.REUSED, Kind.REUSED]
+
+
+def test_a_result_for_an_unknown_id_is_orphaned_and_dropped(fmt: str) -> None:
+    calls, results = FORMATS[fmt]
+    messages = [user(fmt), *calls(("a", "f")), *results("a"), *results("ghost"), user(fmt)]
+    report = history.check(messages)
+    assert kinds(report) == [Kind.ORPHAN] and report.findings[0].id == "ghost"
+    fixed, changes = history.repair(messages)
+    assert [c.kind for c in changes] == ["dropped-orphan"]
+    assert history.check(fixed).findings == ()
+
+
+def test_a_dangling_call_gets_a_placeholder_or_is_dropped(fmt: str) -> None:
+    calls, results = FORMATS[fmt]
+    messages = [user(fmt), *calls(("a", "f"), ("b", "g")), *results("a"), user(fmt)]
+    report = history.check(messages)
+    assert kinds(report) == [Kind.DANGLING] and report.findings[0].id == "b"
+    assert history.anything_dangling(messages)
+    fixed, changes = history.repair(messages)
+    assert [c.kind for c in changes] == ["placeholder-result"]
+    assert history.check(fixed).findings == ()
+    dropped, changes = history.repair(messages, RepairPolicy(dangling="drop-call"))
+    assert [c.kind for c in changes] == ["dropped-call"]
+    assert history.check(dropped).findings == () and '"b"' not in json.dumps(dropped)
+
+
+def test_a_duplicate_result_is_reported_and_dropped(fmt: str) -> None:
+    calls, results = FORMATS[fmt]
+    messages = [user(fmt), *calls(("a", "f")), *results("a"), user(fmt), *results("a")]
+    report = history.check(messages)
+    assert Kind.DUPLICATE_RESULT in kinds(report) or Kind.ORPHAN in kinds(report)
+    fixed, _ = history.repair(messages)
+    assert history.check(fixed).findings == ()
+
+
+def test_reuse_of_an_id_whose_call_was_never_answered(fmt: str) -> None:
+    calls, results = FORMATS[fmt]
+    messages = [user(fmt), *calls(("a", "f")), user(fmt), *calls(("a", "f")), *results("a"), user(fmt)]
+    assert kinds(history.check(messages)) == [Kind.DANGLING, Kind.REUSED_UNANSWERED]
+
+
+def test_repair_never_touches_a_whole_turn(fmt: str) -> None:
+    calls, results = FORMATS[fmt]
+    whole = [user(fmt), *calls(("a", "f")), *results("a"), user(fmt)]
+    broken = [*calls(("b", "g")), user(fmt)]
+    fixed, _ = history.repair([*whole, *broken])
+    assert fixed[: len(whole)] == whole
+
+
+def test_an_unrelated_400_is_no_reason_to_touch_history(fmt: str) -> None:
+    calls, results = FORMATS[fmt]
+    messages = [user(fmt), *calls(("a", "f")), *results("a"), user(fmt)]
+    error = "HTTP 400: this model's maximum context length is 8192 tokens"
+    assert "400" in error and not history.anything_dangling(messages)
+
+
+def test_gemini_calls_without_ids_pair_by_name_and_order() -> None:
+    model = {
+        "role": "model",
+        "parts": [
+            {"functionCall": {"name": "sum", "args": {"a": 1}}},
+            {"functionCall": {"name": "sum", "args": {"a": 2}}},
+        ],
+    }
+    one = {"role": "user", "parts": [{"functionResponse": {"name": "sum", "response": {"r": 1}}}]}
+    two = {
+        "role": "user",
+        "parts": [
+            {"functionResponse": {"name": "sum", "response": {"r": 1}}},
+            {"functionResponse": {"name": "sum", "response": {"r": 2}}},
+        ],
+    }
+    assert history.check([GEMINI_USER, model, two]).findings == ()
+    report = history.check([GEMINI_USER, model, one])
+    assert kinds(report) == [Kind.DANGLING] and report.findings[0].id == "sum#1"
+    fixed, _ = history.repair([GEMINI_USER, model, one])
+    assert history.check(fixed).findings == ()
+
+
+# -- uniquify -------------------------------------------------------------------------------------------------
+
+
+def test_uniquify_uses_the_engine_rule_and_returns_the_renames() -> None:
+    calls = [{"id": "x", "name": "f"}, {"id": "x", "name": "g"}, {"id": "", "name": "h"}, {"id": "y", "name": "k"}]
+    out, renames = history.uniquify(calls, taken=["y"])
+    assert [c["id"] for c in out] == ["x", "x_d2", "call_2", "y_d2"]
+    assert [(r.position, r.old, r.new) for r in renames] == [(1, "x", "x_d2"), (2, None, "call_2"), (3, "y", "y_d2")]
+    assert json.dumps(history.uniquify(calls, taken=["y"])[0]) == json.dumps(out)  # byte for byte
+
+
+def test_uniquify_takes_the_engines_calls() -> None:
+    from fsm import Reassembler
+
+    r = Reassembler("openai-chat")
+    r.feed(
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f", "arguments": "{}"}}]},
+                }
+            ]
+        }
+    )
+    calls = r.close().calls
+    out, renames = history.uniquify(calls, taken=["c"])
+    assert out[0].id == "c_d2" and out[0].wire_id == "c" and renames[0].new == "c_d2"
+
+
+# -- command line ---------------------------------------------------------------------------------------------
+
+
+def test_history_check_command(tmp_path: Any) -> None:
+    import io
+    import sys
+
+    from fsm.cli import main
+
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps([USER, *openai_calls(("a", "f")), *openai_results("a")]))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"messages": [USER, *openai_calls(("a", "f")), USER]}))
+    out = io.StringIO()
+    assert main(["history", "check", str(good)], stdout=out, stderr=sys.stderr) == 0
+    out = io.StringIO()
+    assert main(["history", "check", "--json", str(bad)], stdout=out, stderr=sys.stderr) == 1
+    data = json.loads(out.getvalue())
+    assert data["rejected"] is True and data["findings"][0]["kind"] == "dangling"
