@@ -152,7 +152,7 @@ def run_vectors(vectors: list[Vector]) -> tuple[list[Outcome], Coverage]:
         problems = check(vector, result)
         outcomes.append(Outcome(vector.name, vector.shape, not problems, tuple(problems)))
         coverage.transitions.update(r.ledger.transitions)
-        coverage.rules.update(r.ledger.rules)
+        coverage.rules.update({rule: n for rule, n in r.ledger.rules.items() if n})
         coverage.diagnostics.update(result.codes())
         coverage.shapes.add(vector.shape)
         coverage.policies |= set(attrs.asdict(Policies(**vector.policies)).items())

@@ -22,11 +22,12 @@ class Ledger:
         self.outputs: list[Output] = []
         self.diagnostics: list[Diagnostic] = []
         self.transitions: Counter[str] = Counter()
-        self.rules: Counter[str] = Counter()
+        self._spec = identity_spec()
+        # Pre-filled, so counting a rule is one dict update and an undeclared rule is a KeyError.
+        self.rules: dict[str, int] = dict.fromkeys(sorted(self._spec.rule_names), 0)
         self.work = 0
         """Characters scanned and compared, and routing candidates visited: the fuzzer checks that
         this stays linear in the input."""
-        self._spec = identity_spec()
 
     def emit(self, output: Output) -> None:
         self.outputs.append(output)
@@ -46,9 +47,7 @@ class Ledger:
 
     def apply(self, rule: str) -> None:
         """Record that the registry decided by ``rule`` (for rule coverage)."""
-        if rule not in self._spec.rule_names:
-            raise KeyError(f"rule {rule!r} is not declared in specs/identity.toml")
-        self.rules[rule] += 1
+        self.rules[rule] += 1  # KeyError: the rule is not declared in specs/identity.toml
 
     def cover(self, transition: str) -> None:
         self.transitions[transition] += 1

@@ -22,7 +22,17 @@ from fsm.roles import spec_members
 from fsm.slot import Slot
 from fsm.spec import SELF, MachineSpec, history_spec, slot_spec
 
-_Candidate = tuple[tuple[Callable[..., bool], ...], str, Callable[..., Any] | None, str]
+_Candidate = tuple[Callable[..., bool] | None, str, Callable[..., Any] | None, str]
+
+
+def _all_of(guards: tuple[Callable[..., bool], ...]) -> Callable[..., bool] | None:
+    """One callable for a transition's guards (None when it has none), so firing a trigger calls
+    at most one function per candidate."""
+    if not guards:
+        return None
+    if len(guards) == 1:
+        return guards[0]
+    return lambda model, text: all(g(model, text) for g in guards)
 
 
 class SpecMachine:
@@ -59,7 +69,7 @@ class SpecMachine:
         self.candidates: dict[tuple[str, str], tuple[_Candidate, ...]] = {}
         for src, t in spec.edges():
             entry = (
-                tuple(getattr(model, g) for g in t.guards),
+                _all_of(tuple(getattr(model, g) for g in t.guards)),
                 t.destination(src),
                 getattr(model, t.action) if t.action else None,
                 t.label(src),
@@ -75,13 +85,13 @@ class SpecMachine:
         if prepare is not None:
             text, rest = prepare(slot, text)
         state = slot.state
-        chosen = next(
-            (c for c in self.candidates.get((state, trigger), ()) if all(g(slot, text) for g in c[0])),
-            None,
-        )
-        if chosen is None:
-            raise StateError(f"call {slot.id}: the slot machine has no {trigger!r} from {state!r}")
-        _, dest, act, label = chosen
+        for candidate in self.candidates.get((state, trigger), ()):
+            check = candidate[0]
+            if check is None or check(slot, text):
+                break
+        else:
+            raise StateError(f"{slot!r}: the {self.spec.name} machine has no {trigger!r} from {state!r}")
+        _, dest, act, label = candidate
         if dest == state:
             if act is not None:
                 act(slot, text)

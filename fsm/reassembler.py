@@ -117,7 +117,9 @@ class Reassembler:
     def _ingest(self, item: Any) -> None:
         self._events += 1
         self.ledger.event = self._events
-        if isinstance(item, EVENT_TYPES):
+        if type(item) is dict:
+            self._decode(item)
+        elif isinstance(item, EVENT_TYPES):
             self._apply(item)  # type: ignore[arg-type]
         else:
             self._decode(_as_mapping(item))
@@ -160,7 +162,7 @@ class Reassembler:
         registry = self.registry
         if self._finish is not None and not isinstance(event, StreamEnd):
             self.ledger.diagnose("event-after-finish", f"{type(event).__name__} after the finish reason")
-        if isinstance(event, CallSeen | ArgumentsFragment | ArgumentsSnapshot):
+        if isinstance(event, ArgumentsFragment | CallSeen | ArgumentsSnapshot):
             if isinstance(event, ArgumentsFragment):
                 landed = registry.arguments(event.ref, event.text, "fragment")
             elif isinstance(event, CallSeen):

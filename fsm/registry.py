@@ -73,6 +73,28 @@ class Registry:
 
     def arguments(self, ref: CallRef, text: str, kind: Kind) -> Slot | None:
         """Route argument text; return the call it landed in (the first, if it was split)."""
+        if kind == "fragment" and ref.index is not None and not ref.server and not self._pending_name:
+            # The common case, decided without the general walk: a fragment continuing the
+            # unfinished newest call at its index, with no metadata that differs. Exactly what
+            # _route_text decides for it, by the same rules.
+            chain = self._lanes.get(("index", ref.index))
+            if chain and text and not text.isspace():
+                slot = chain[-1]
+                if (
+                    slot.unfinished
+                    and (ref.id is None or ref.id == slot.wire_id)
+                    and (ref.name is None or ref.name == slot.name)
+                ):
+                    rules = self.ledger.rules
+                    rules["index-is-label" if ref.id is None else "id-binds"] += 1
+                    rules["metadata-once"] += 1
+                    rest = self._extend(slot, text, kind)
+                    if slot.state == "complete":
+                        self._remember(slot)
+                    while rest:
+                        other, rest = self._route_text(ref, rest, kind)
+                        self._remember(other)
+                    return slot
         if not text.strip() and kind == "fragment":
             return self._blank(ref, text)
         landed: Slot | None = None

@@ -103,7 +103,8 @@ class Slot:
 
     @property
     def unfinished(self) -> bool:
-        return self.state in ("opened", "accumulating")
+        state = self.state
+        return state == "accumulating" or state == "opened"
 
     @property
     def finished(self) -> bool:
@@ -162,7 +163,8 @@ class Slot:
     def store_fragment(self, text: str) -> None:
         held = self._length
         self._length += len(text)
-        self._check_size(self._length)
+        if self._length > self.max_chars:
+            self._check_size(self._length)
         self._parts.append(text)
         self._stripped = None
         if self._emitted == held and text and not self.server:

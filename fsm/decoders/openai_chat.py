@@ -51,7 +51,7 @@ class OpenAIChatDecoder:
             raise RemoteProtocolError("choices is not a list")
         events: list[Event] = []
         for choice in choices:
-            if not isinstance(choice, Mapping):
+            if type(choice) is not dict and not isinstance(choice, Mapping):
                 raise RemoteProtocolError("a choice is not an object")
             if (choice.get("index") or 0) != 0:
                 diagnose("choice-ignored", f"choice {choice.get('index')} is not reassembled")
@@ -59,7 +59,7 @@ class OpenAIChatDecoder:
             delta = choice.get("delta")
             if delta is None:
                 delta = choice.get("message")
-            if isinstance(delta, Mapping):
+            if type(delta) is dict or isinstance(delta, Mapping):
                 events.extend(self._calls(delta))
             elif delta is not None:
                 raise RemoteProtocolError("delta is not an object")
@@ -73,16 +73,16 @@ class OpenAIChatDecoder:
         if entries is None:
             legacy = delta.get("function_call")
             entries = [{"function": legacy}] if isinstance(legacy, Mapping) else []
-        elif isinstance(entries, Mapping):
+        elif type(entries) is not list and isinstance(entries, Mapping):
             entries = [entries]
         elif not isinstance(entries, list):
             raise RemoteProtocolError("tool_calls is not a list")
         events: list[Event] = []
         for position, entry in enumerate(entries):
-            if not isinstance(entry, Mapping):
+            if type(entry) is not dict and not isinstance(entry, Mapping):
                 raise RemoteProtocolError(f"tool_calls[{position}] is not an object")
             function = entry.get("function") or {}
-            if not isinstance(function, Mapping):
+            if type(function) is not dict and not isinstance(function, Mapping):
                 raise RemoteProtocolError(f"tool_calls[{position}].function is not an object")
             ref = CallRef(
                 index=_index(entry.get("index"), position),
@@ -91,7 +91,9 @@ class OpenAIChatDecoder:
                 position=position,
             )
             arguments = function.get("arguments")
-            if isinstance(arguments, Mapping):
+            if type(arguments) is str:
+                events.append(ArgumentsFragment(ref, arguments) if arguments else CallSeen(ref))
+            elif isinstance(arguments, Mapping):
                 events.append(ArgumentsSnapshot(ref, json.dumps(arguments, ensure_ascii=False)))
             elif arguments:
                 events.append(ArgumentsFragment(ref, _text(arguments, "arguments", position) or ""))
@@ -101,15 +103,15 @@ class OpenAIChatDecoder:
 
 
 def _index(value: Any, position: int) -> int | None:
-    if value is None:
-        return None
+    if value is None or type(value) is int:
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise RemoteProtocolError(f"tool_calls[{position}].index is {value!r}, not an integer")
     return value
 
 
 def _text(value: Any, field: str, position: int) -> str | None:
-    if value is None or isinstance(value, str):
+    if value is None or type(value) is str:
         return value
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)  # some servers send numeric ids
