@@ -21,7 +21,7 @@ from fsm.ledger import Ledger
 from fsm.machine import slot_machine
 from fsm.options import Limits
 from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus
-from fsm.slot import Slot
+from fsm.slot import Slot, text_digest
 
 Lane = tuple[str, int | str]
 Kind = Literal["fragment", "snapshot", "confirmation"]
@@ -40,7 +40,7 @@ class Registry:
         self._counts = {False: 0, True: 0}  # calls opened so far: client, server
         # Which calls of a lane hold a given (stripped) complete text: a resend can only land in one
         # of those, so routing never walks a lane's earlier calls one by one.
-        self._holding: dict[tuple[Lane, str], list[Slot]] = {}
+        self._holding: dict[tuple[Lane, bytes], list[Slot]] = {}
         self._slot_lanes: dict[Slot, list[Lane]] = {}
 
     # -- events -----------------------------------------------------------------------------------
@@ -189,7 +189,7 @@ class Registry:
         elif len(chain) > 1 and chain is self._lanes.get(lane):
             # A whole lane: only its newest call can be unfinished, and only calls holding this very
             # text can be resent. Same order as walking the lane, without the walk.
-            holding = self._holding.get((lane, text.strip()), [])
+            holding = self._holding.get((lane, text_digest(text.strip().encode("utf-8", "surrogatepass"))), [])
             chain = [*holding, chain[-1]] if chain[-1].unfinished else holding
         self.ledger.work += len(chain)
         for slot in chain:
@@ -217,7 +217,7 @@ class Registry:
         """Index a call under the complete text it now holds, in each lane it belongs to."""
         if slot.state not in ("complete", "flushed") or slot.status is CallStatus.TRUNCATED:
             return
-        key = slot.stripped_text()
+        key = slot.digest()
         for lane in self._slot_lanes[slot]:
             holders = self._holding.setdefault((lane, key), [])
             if slot not in holders:
@@ -263,8 +263,7 @@ class Registry:
             return False
         if not slot.scanner.between_tokens:
             return False
-        last = slot.stripped_text()[-1:]
-        if last in (":", "[", ","):
+        if slot.last_significant() in (":", "[", ","):
             return False
         self.ledger.work += held
         return text.startswith(slot.text())
@@ -295,10 +294,10 @@ class Registry:
 
     @staticmethod
     def _same_text(slot: Slot, text: str) -> bool:
-        # Length first, so text offered to a long finished call costs O(1) unless it is as long.
-        held = slot.stripped_text()
+        # Length first (inside holds), so text offered to a long finished call costs O(1) unless
+        # it is as long.
         stripped = text.strip()
-        return bool(held) and len(held) == len(stripped) and held == stripped
+        return bool(stripped) and slot.length > 0 and slot.holds(stripped.encode("utf-8", "surrogatepass"))
 
     def _metadata(self, slot: Slot, ref: CallRef) -> None:
         self.ledger.apply("metadata-once")

@@ -7,11 +7,20 @@ slot's argument text or status, and they run only as part of a transition (fsm/m
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
 from fsm.results import ArgumentsDelta, CallStatus, ToolCall
 from fsm.roles import action, guard
+
+_WHITESPACE = frozenset(b" \t\r\n")
+
+
+def text_digest(data: bytes | memoryview) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
 from fsm.scanner import Scanner
 
 if TYPE_CHECKING:
@@ -22,11 +31,12 @@ class Slot:
     """The state of one tool call. ``state`` is written only by the slot machine."""
 
     __slots__ = (
+        "_buf",
+        "_digest",
         "_diverged",
         "_emitted",
         "_length",
-        "_parts",
-        "_stripped",
+        "_text",
         "arguments",
         "id",
         "index",
@@ -69,14 +79,17 @@ class Slot:
         self.ledger = ledger
         self.scanner = Scanner(max_depth)
         self.max_chars = max_chars
-        self._parts: list[str] = []
+        # The held text as UTF-8: one growing buffer, about a byte a character, where a list of
+        # fragments would cost a str object (~50 bytes) per fragment. Decoded only when needed.
+        self._buf = bytearray()
+        self._text: str | None = ""
         self._length = 0
         self._emitted = 0  # how much of the held text went out as append-safe deltas
         self._diverged = False  # a snapshot replaced text that had already gone out
         self.arguments: Any = None
         self.status: CallStatus | None = None
         self.resends = 0
-        self._stripped: str | None = None
+        self._digest: bytes | None = None
         self.server = server
         self.signature: str | None = None
 
@@ -90,16 +103,38 @@ class Slot:
         return self._length
 
     def text(self) -> str:
-        if len(self._parts) > 1:
+        if self._text is None:
             self.ledger.work += self._length
-            self._parts[:] = ["".join(self._parts)]
-        return self._parts[0] if self._parts else ""
+            self._text = self._buf.decode("utf-8", "surrogatepass")
+        return self._text
 
-    def stripped_text(self) -> str:
-        """The held text without surrounding whitespace, cached until the text changes."""
-        if self._stripped is None:
-            self._stripped = self.text().strip()
-        return self._stripped
+    def _bounds(self) -> tuple[int, int]:
+        """Where the held text starts and ends once surrounding whitespace is left out."""
+        buf, start, end = self._buf, 0, len(self._buf)
+        while start < end and buf[start] in _WHITESPACE:
+            start += 1
+        while end > start and buf[end - 1] in _WHITESPACE:
+            end -= 1
+        return start, end
+
+    def digest(self) -> bytes:
+        """A digest of the held text without surrounding whitespace, cached until the text
+        changes: it keys the registry's resend index without keeping a second copy of the text."""
+        if self._digest is None:
+            start, end = self._bounds()
+            self.ledger.work += end - start
+            self._digest = text_digest(memoryview(self._buf)[start:end])
+        return self._digest
+
+    def holds(self, stripped: bytes) -> bool:
+        """Does the call hold exactly ``stripped`` (UTF-8, no surrounding whitespace)?"""
+        start, end = self._bounds()
+        return end - start == len(stripped) and memoryview(self._buf)[start:end] == stripped
+
+    def last_significant(self) -> str:
+        """The last character of the held text that is not whitespace ("" when there is none)."""
+        _, end = self._bounds()
+        return chr(self._buf[end - 1]) if end else ""
 
     @property
     def unfinished(self) -> bool:
@@ -165,8 +200,9 @@ class Slot:
         self._length += len(text)
         if self._length > self.max_chars:
             self._check_size(self._length)
-        self._parts.append(text)
-        self._stripped = None
+        self._buf += text.encode("utf-8", "surrogatepass")
+        self._text = None
+        self._digest = None
         if self._emitted == held and text and not self.server:
             self._emitted = self._length
             self.ledger.emit(ArgumentsDelta(self.ordinal, text))
@@ -176,8 +212,9 @@ class Slot:
         self._check_size(len(text))
         if self._emitted and not text.startswith(self.text()[: self._emitted]):
             self._diverged = True
-        self._parts[:] = [text]
-        self._stripped = None
+        self._buf = bytearray(text.encode("utf-8", "surrogatepass"))
+        self._text = text
+        self._digest = None
         self._length = len(text)
         # A snapshot can itself be replaced later, so it goes out only when the call finishes.
         self._emitted = min(self._emitted, self._length)
@@ -207,8 +244,9 @@ class Slot:
             self._fail(CallStatus.INVALID, "empty-arguments", "no argument text (policy empty_arguments=invalid)")
             return
         self.ledger.diagnose("empty-arguments", f"call {self.id}: no argument text, so {{}}")
-        self._parts[:] = ["{}"]
-        self._stripped = None
+        self._buf = bytearray(b"{}")
+        self._text = "{}"
+        self._digest = None
         self._length = 2
         self.arguments = {}
         self.status = CallStatus.COMPLETE

@@ -39,7 +39,8 @@ def test_a_broken_rule_is_caught_and_written_as_a_vector(monkeypatch: pytest.Mon
         _, chain = self._chain(ref, kind)  # type: ignore[arg-type]
         if chain and kind == "fragment" and chain[-1].state == "complete":
             self.machine.fire(chain[-1], "append", " ")
-            chain[-1]._parts.append(text)
+            chain[-1]._buf += text.encode()  # appended behind the machine's back: the bug
+            chain[-1]._text = None
             return chain[-1], ""
         return original(self, ref, text, kind)  # type: ignore[arg-type]
 
