@@ -13,18 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 from fsm.results import ArgumentsDelta, CallStatus, ToolCall
 from fsm.roles import action, guard
+from fsm.scanner import Scanner
+
+if TYPE_CHECKING:
+    from fsm.ledger import Ledger
 
 _WHITESPACE = frozenset(b" \t\r\n")
 
 
 def text_digest(data: bytes | memoryview) -> bytes:
+    """The key under which the registry indexes a call's complete text."""
     return hashlib.blake2b(data, digest_size=16).digest()
-
-
-from fsm.scanner import Scanner
-
-if TYPE_CHECKING:
-    from fsm.ledger import Ledger
 
 
 class Slot:
