@@ -21,7 +21,7 @@ from fsm.spec import MachineSpec, scanner_spec
 OTHER: Final = "other"
 ANY: Final = "any"
 
-_Step = tuple[tuple[Callable[["Scanner"], bool], ...], str, Callable[["Scanner"], None] | None]
+_Step = tuple[Callable[["Scanner"], bool] | None, str, Callable[["Scanner"], None] | None]
 
 DEFAULT_MAX_DEPTH: Final = 256
 
@@ -64,7 +64,7 @@ class CompiledScanner:
             for klass in classes:
                 steps = tuple(
                     (
-                        tuple(self._guard(g) for g in t.guards),
+                        self._guards(t.guards),
                         t.destination(state),
                         self._action(t.action) if t.action else None,
                     )
@@ -77,11 +77,17 @@ class CompiledScanner:
             self.table[state] = per_class
             self._compile_stop(state, per_class)
 
-    def _guard(self, name: str) -> Callable[[Scanner], bool]:
+    def _guards(self, names: tuple[str, ...]) -> Callable[[Scanner], bool] | None:
+        """One callable for a transition's guards, None when it has none (most of them)."""
         try:
-            return GUARDS[name]
-        except KeyError:
-            raise SpecError(f"scanner.toml: guard {name!r} has no implementation") from None
+            guards = [GUARDS[name] for name in names]
+        except KeyError as exc:
+            raise SpecError(f"scanner.toml: guard {exc.args[0]!r} has no implementation") from None
+        if not guards:
+            return None
+        if len(guards) == 1:
+            return guards[0]
+        return lambda scanner: all(g(scanner) for g in guards)
 
     def _action(self, name: str) -> Callable[[Scanner], None]:
         try:
@@ -92,7 +98,7 @@ class CompiledScanner:
     def _compile_stop(self, state: str, per_class: dict[str, tuple[_Step, ...]]) -> None:
         def skippable(klass: str) -> bool:
             steps = per_class[klass]
-            return len(steps) == 1 and steps[0] == ((), state, None)
+            return len(steps) == 1 and steps[0] == (None, state, None)
 
         quiet = [k for k in per_class if skippable(k)]
         loud = [k for k in per_class if not skippable(k)]
@@ -146,22 +152,22 @@ class Scanner:
         state = self.state
         pos = start
         end = len(text)
-        done = c.done
+        done, step_every, stops, table, char_class = c.done, c.step_every, c.stop, c.table, c.char_class
         while state not in done:
-            if state in c.step_every:
+            if state in step_every:
                 if pos >= end:
                     break
                 i = pos
             else:
-                stop = c.stop[state]
+                stop = stops[state]
                 if stop is None:
                     break
                 m = stop.search(text, pos)
                 if m is None:
                     break
                 i = m.start()
-            for guards, dest, action in c.table[state][c.char_class.get(text[i], OTHER)]:
-                if all(g(self) for g in guards):
+            for check, dest, action in table[state][char_class.get(text[i], OTHER)]:
+                if check is None or check(self):
                     if action is not None:
                         action(self)
                     state = dest
