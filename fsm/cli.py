@@ -20,7 +20,7 @@ from typing import Any, BinaryIO, TextIO
 import attrs
 
 from fsm.decoders import PROVIDERS
-from fsm.errors import LocalProtocolError, RemoteProtocolError, ToolcallFSMError
+from fsm.errors import ToolcallFSMError
 from fsm.reassembler import Reassembler
 from fsm.reemit import DeltaEmitter, FlushPolicy
 from fsm.serialize import result_to_json
@@ -233,13 +233,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             return 1
     try:
         replay(args, stdout)
-    except RemoteProtocolError as exc:
-        stderr.write(f"toolcall-fsm: {exc}\n")
-        return 1
-    except LocalProtocolError as exc:
-        stderr.write(f"toolcall-fsm: {exc}\n")
-        return 1
-    except ToolcallFSMError as exc:
+    except ToolcallFSMError as exc:  # the stream's fault (with the event and rule) or the caller's
         stderr.write(f"toolcall-fsm: {exc}\n")
         return 1
     except OSError as exc:

@@ -23,7 +23,7 @@ from fsm.framing import detect_framing, make_framer
 from fsm.options import Policies
 from fsm.reassembler import Reassembler
 from fsm.results import Result, ToolCall
-from fsm.scanner import ANY, OTHER
+from fsm.scanner import spec_steps
 from fsm.spec import identity_spec, scanner_spec, slot_spec
 from fsm.vectors import ExpectedCall, Vector
 
@@ -114,18 +114,18 @@ def compare_calls(
         for field in optional:
             if getattr(exp, field) is not None:
                 checks.append((field, have.get(field), getattr(exp, field)))
-        problems += [f"{what}[{n}].{f}: {h!r}, expected {w!r}" for f, h, w in checks if not _same(h, w)]
+        problems += [f"{what}[{n}].{f}: {h!r}, expected {w!r}" for f, h, w in checks if not json_equal(h, w)]
     return problems
 
 
-def _same(have: Any, want: Any) -> bool:
-    # JSON values: key order and 7 vs 7.0 do not matter, but true is not 1.
+def json_equal(have: Any, want: Any) -> bool:
+    """Equal as JSON values: key order and 7 vs 7.0 do not matter, but true is not 1."""
     if isinstance(want, bool) or isinstance(have, bool):
         return type(have) is type(want) and have == want
     if isinstance(want, dict) and isinstance(have, dict):
-        return have.keys() == want.keys() and all(_same(have[k], want[k]) for k in want)
+        return have.keys() == want.keys() and all(json_equal(have[k], want[k]) for k in want)
     if isinstance(want, list) and isinstance(have, list):
-        return len(have) == len(want) and all(_same(h, w) for h, w in zip(have, want, strict=True))
+        return len(have) == len(want) and all(json_equal(h, w) for h, w in zip(have, want, strict=True))
     return bool(have == want)
 
 
@@ -170,25 +170,7 @@ def scanner_edge_labels() -> list[str]:
 
 def scanner_edges(text: str) -> Counter[str]:
     """The scanner transitions ``text`` takes, read off the spec table one character at a time."""
-    spec = scanner_spec()
-    classes = {ch: k for k, chars in reversed(list(spec.classes.items())) for ch in chars}
-    terminal = {s.name for s in spec.states if s.terminal}
-    state, depth, taken = spec.machine.initial, 0, Counter[str]()
-    for ch in text:
-        klass = classes.get(ch, OTHER)
-        for src, t in spec.edges():
-            if src != state or t.trigger not in (klass, ANY):
-                continue
-            if "outermost" in t.guards and depth != 1:
-                continue
-            depth += {"push": 1, "pop": -1}.get(t.action or "", 0)
-            taken[t.label(src)] += 1
-            state = t.destination(src)
-            break
-        else:
-            if state in terminal:
-                break
-    return taken
+    return Counter(label for _, label, _ in spec_steps(text))
 
 
 # -- grading an external reassembler --------------------------------------------------------------------

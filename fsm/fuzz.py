@@ -25,6 +25,7 @@ from hypothesis import seed as with_seed
 from hypothesis import strategies as st
 
 from fsm.cli import FUZZ_SHAPES
+from fsm.conformance import json_equal
 from fsm.errors import ToolcallFSMError
 from fsm.options import Limits
 from fsm.reassembler import Reassembler
@@ -488,7 +489,7 @@ def check(case: Case) -> list[str]:
     got = [(c.name, c.arguments) for c in result.calls]
     want = [(t.name, t.arguments) for t in case.truth]
     if got != want or any(
-        not _equal_json(c.arguments, t.arguments) for c, t in zip(result.calls, case.truth, strict=False)
+        not json_equal(c.arguments, t.arguments) for c, t in zip(result.calls, case.truth, strict=False)
     ):
         problems.append(f"calls {got} != ground truth {want}")
     bad = [c.status.value for c in result.calls if c.status.value != "complete"]
@@ -511,7 +512,7 @@ def check(case: Case) -> list[str]:
             merged[entry["index"]] = merged.get(entry["index"], "") + entry["function"].get("arguments", "")
     for call in result.calls:
         try:
-            if not _equal_json(json.loads(merged.get(call.index, "")), call.arguments):
+            if not json_equal(json.loads(merged.get(call.index, "")), call.arguments):
                 problems.append(f"re-emitted deltas of call {call.index} do not concatenate to its arguments")
         except ValueError:
             problems.append(f"re-emitted deltas of call {call.index} are not JSON: {merged.get(call.index)!r}")
@@ -520,16 +521,6 @@ def check(case: Case) -> list[str]:
     if r.ledger.work > 4 * size + 16 * events + 64:
         problems.append(f"work {r.ledger.work} is not linear in {size} bytes of input")
     return problems
-
-
-def _equal_json(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_equal_json(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_equal_json(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 # -- robustness --------------------------------------------------------------------------------------------------

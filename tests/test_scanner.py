@@ -7,29 +7,18 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fsm.scanner import ANY, OTHER, Scanner
+from fsm.scanner import Scanner, spec_steps
 from fsm.spec import scanner_spec
 
 
 def reference(text: str) -> tuple[str, int | None]:
-    """Step the spec's table one character at a time: no compilation, no skipping."""
-    spec = scanner_spec()
-    classes = {ch: k for k, chars in reversed(list(spec.classes.items())) for ch in chars}
-    terminal = {s.name for s in spec.states if s.terminal}
-    state, depth = spec.machine.initial, 0
-    for i, ch in enumerate(text):
+    """The spec's own table, stepped one character at a time: no compilation, no skipping."""
+    terminal = {s.name for s in scanner_spec().states if s.terminal}
+    state = scanner_spec().machine.initial
+    for offset, _, state in spec_steps(text):
         if state in terminal:
-            return state, i
-        klass = classes.get(ch, OTHER)
-        for src, t in spec.edges():
-            if src != state or t.trigger not in (klass, ANY):
-                continue
-            if "outermost" in t.guards and depth != 1:
-                continue
-            depth += {"push": 1, "pop": -1}.get(t.action or "", 0)
-            state = t.destination(src)
-            break
-    return state, (len(text) if state in terminal else None)
+            return state, offset + 1  # where the value closed
+    return state, None
 
 
 def compiled(parts: list[str]) -> tuple[str, int | None]:
