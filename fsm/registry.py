@@ -4,8 +4,10 @@ nowhere else, by the rules of specs/identity.toml, each cited by name where it a
 Calls live in *lanes*: the calls that share one identity. A lane is keyed by the wire index
 (``index-is-label``), else by the id (``id-without-index``), else by the position within the event
 (``positional-fallback``). Calls opened in a lane after its first are its derived calls (``base#1``,
-``base#2``, ...). Before opening another call, the registry walks the lane's calls so a resend or a
-continuation lands in the call that opened it (events A, B, B give two calls, not three).
+``base#2``, ...). Before opening another call, the registry looks among the lane's calls for the one
+a resend or a continuation belongs to (events A, B, B give two calls, not three): only the newest
+can still be open, and an index from complete text to the calls holding it finds a resend without
+walking the lane.
 """
 
 from __future__ import annotations
@@ -73,36 +75,38 @@ class Registry:
 
     def arguments(self, ref: CallRef, text: str, kind: Kind) -> Slot | None:
         """Route argument text; return the call it landed in (the first, if it was split)."""
-        if kind == "fragment" and ref.index is not None and not ref.server and not self._pending_name:
-            # The common case, decided without the general walk: a fragment continuing the
-            # unfinished newest call at its index, with no metadata that differs. Exactly what
-            # _route_text decides for it, by the same rules.
-            chain = self._lanes.get(("index", ref.index))
-            if chain and text and not text.isspace():
-                slot = chain[-1]
-                if (
-                    slot.unfinished
-                    and (ref.id is None or ref.id == slot.wire_id)
-                    and (ref.name is None or ref.name == slot.name)
-                ):
-                    rules = self.ledger.rules
-                    rules["index-is-label" if ref.id is None else "id-binds"] += 1
-                    rules["metadata-once"] += 1
-                    rest = self._extend(slot, text, kind)
-                    if slot.state == "complete":
-                        self._remember(slot)
-                    while rest:
-                        other, rest = self._route_text(ref, rest, kind)
-                        self._remember(other)
-                    return slot
-        if not text.strip() and kind == "fragment":
+        landed = self._continuation(ref, text) if kind == "fragment" else None
+        if landed is not None:
+            text = self._extend(landed, text, kind)
+            self._remember(landed)
+        elif kind == "fragment" and not text.strip():
             return self._blank(ref, text)
-        landed: Slot | None = None
-        while text:
+        while text:  # the whole text, or what a split left after a closed value
             slot, text = self._route_text(ref, text, kind)
             self._remember(slot)
             landed = landed or slot
         return landed
+
+    def _continuation(self, ref: CallRef, text: str) -> Slot | None:
+        """The common case, decided without the general routing: a fragment for the unfinished
+        newest call at its index, with no metadata that differs. _route_text would decide the same
+        by the same rules; this counts them the same way."""
+        if ref.index is None or ref.server or self._pending_name or not text or text.isspace():
+            return None
+        chain = self._lanes.get(("index", ref.index))
+        if not chain:
+            return None
+        slot = chain[-1]
+        if (
+            slot.unfinished
+            and (ref.id is None or ref.id == slot.wire_id)
+            and (ref.name is None or ref.name == slot.name)
+        ):
+            rules = self.ledger.rules
+            rules["index-is-label" if ref.id is None else "id-binds"] += 1
+            rules["metadata-once"] += 1
+            return slot
+        return None
 
     def call_end(self, ref: CallRef) -> Slot | None:
         _, chain = self._chain(ref, None)
@@ -183,6 +187,7 @@ class Registry:
         if pending is not None and ref.name is None:
             # A header held for the next call at this lane names the text that follows it.
             ref = attrs.evolve(ref, name=pending)
+        lane_has_calls = bool(chain)
         if kind == "fragment" and chain and chain[-1].unfinished:
             # Text for a call still open continues it, even if it happens to equal an earlier call.
             chain = chain[-1:]
@@ -208,7 +213,7 @@ class Registry:
                 self.ledger.diagnose("arguments-replaced", f"call {slot.id}: a changed snapshot replaced the arguments")
                 self.machine.fire(slot, "replace", text)
                 return slot, ""
-        if chain:
+        if lane_has_calls:
             self.ledger.apply("complete-value-starts-new-call")
         slot = self._open(lane, ref)
         return slot, self._extend(slot, text, kind)
