@@ -431,12 +431,13 @@ def _drop_call(fixed: list[dict[str, Any]], fmt: Format, finding: Finding) -> Ch
 
 
 def _answer_position(fixed: list[dict[str, Any]], fmt: Format, call_message: int) -> int:
-    """Where a placeholder result belongs: after the results that follow the call's message."""
+    """Where a placeholder result goes: for OpenAI, after the tool messages that follow the call;
+    for Anthropic and Gemini, the one message after the call (joined if it holds results)."""
     at = call_message + 1
+    if fmt != "openai":
+        return at
     while at < len(fixed) and _entries(fixed[at], fmt, "result"):
         at += 1
-        if fmt != "openai":
-            return at - 1  # the one result message of the turn: the placeholder joins it
     return at
 
 
