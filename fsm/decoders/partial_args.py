@@ -62,10 +62,6 @@ class PartialArgsWriter:
     def mid_string(self) -> bool:
         return self._string_path is not None
 
-    @property
-    def started(self) -> bool:
-        return bool(self._frames)
-
     def write(self, entries: list[Any]) -> str:
         out: list[str] = []
         for entry in entries:
