@@ -21,6 +21,7 @@ def test_benchmark_runs_on_a_tiny_size(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
-    assert {row["scenario"].split()[0] for row in report["rows"]} == {"openai", "anthropic", "gemini"}
+    shapes = {row["scenario"].split()[0] for row in report["rows"]}
+    assert shapes == {"openai", "anthropic", "gemini", "vertex", "responses", "bedrock", "cohere", "ollama"}
     assert all(row["toolcall-fsm"] > 0 and row["floor"] > 0 for row in report["rows"])
     assert "within 3x of the floor" in report["targets"]

@@ -145,6 +145,106 @@ def gemini_whole_calls(calls: int, seed: int) -> Stream:
     return [json.dumps(e, ensure_ascii=False) for e in events]
 
 
+def responses_stream(calls: int, size: int, seed: int) -> Stream:
+    rng = random.Random(seed)
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": {}}]
+    for k in range(calls):
+        text, item = argument_text(size, rng), f"fc_{k}"
+        added = {"type": "function_call", "id": item, "call_id": f"call_{k}", "name": "t", "arguments": ""}
+        events.append({"type": "response.output_item.added", "output_index": k, "item": added})
+        events += [
+            {"type": "response.function_call_arguments.delta", "output_index": k, "item_id": item, "delta": p}
+            for p in fragments(text, rng)
+        ]
+        events.append(
+            {"type": "response.function_call_arguments.done", "output_index": k, "item_id": item, "arguments": text}
+        )
+        events.append({"type": "response.output_item.done", "output_index": k, "item": dict(added, arguments=text)})
+    events.append({"type": "response.completed", "response": {}})
+    return [json.dumps(e, ensure_ascii=False) for e in events]
+
+
+def bedrock_stream(calls: int, size: int, seed: int) -> Stream:
+    rng = random.Random(seed)
+    events: list[dict[str, Any]] = [{"messageStart": {"role": "assistant", "p": "abc"}}]
+    for k in range(calls):
+        events.append(
+            {"contentBlockStart": {"contentBlockIndex": k, "start": {"toolUse": {"toolUseId": f"tu_{k}", "name": "t"}}}}
+        )
+        events += [
+            {"contentBlockDelta": {"contentBlockIndex": k, "delta": {"toolUse": {"input": p}}, "p": "x"}}
+            for p in fragments(argument_text(size, rng), rng)
+        ]
+        events.append({"contentBlockStop": {"contentBlockIndex": k}})
+    events.append({"messageStop": {"stopReason": "tool_use"}})
+    return [json.dumps(e, ensure_ascii=False) for e in events]
+
+
+def cohere_stream(calls: int, size: int, seed: int) -> Stream:
+    rng = random.Random(seed)
+    events: list[dict[str, Any]] = [{"type": "message-start", "delta": {"message": {"role": "assistant"}}}]
+    for k in range(calls):
+        start = {"id": f"c_{k}", "type": "function", "function": {"name": "t", "arguments": ""}}
+        events.append({"type": "tool-call-start", "index": k, "delta": {"message": {"tool_calls": start}}})
+        events += [
+            {
+                "type": "tool-call-delta",
+                "index": k,
+                "delta": {"message": {"tool_calls": {"function": {"arguments": p}}}},
+            }
+            for p in fragments(argument_text(size, rng), rng)
+        ]
+        events.append({"type": "tool-call-end", "index": k})
+    events.append({"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}})
+    return [json.dumps(e, ensure_ascii=False) for e in events]
+
+
+def ollama_stream(calls: int, seed: int) -> Stream:
+    """Ollama's native API: whole calls, one per line, all at function.index 0."""
+    rng = random.Random(seed)
+    lines = [
+        {
+            "message": {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"function": {"index": 0, "name": "t", "arguments": json.loads(argument_text(100, rng)) | {"n": k}}}
+                ],
+            },
+            "done": False,
+        }
+        for k in range(calls)
+    ]
+    lines.append({"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"})
+    return [json.dumps(e, ensure_ascii=False) for e in lines]
+
+
+def vertex_stream(calls: int, size: int, seed: int) -> Stream:
+    """Vertex partialArgs: one long string argument streamed in pieces of 1 to 32 characters."""
+    rng = random.Random(seed)
+
+    def event(call: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"functionCall": call}]}, "index": 0}
+        if finish:
+            candidate["finishReason"] = finish
+        return {"candidates": [candidate]}
+
+    events = []
+    for _ in range(calls):
+        events.append(event({"name": "write", "willContinue": True}))
+        pieces = fragments(argument_text(size, rng), rng)
+        events += [
+            event(
+                {"partialArgs": [{"jsonPath": "$.body", "stringValue": p, "willContinue": True}], "willContinue": True}
+            )
+            for p in pieces
+        ]
+        events.append(event({"partialArgs": [{"jsonPath": "$.body", "stringValue": ""}], "willContinue": True}))
+        events.append(event({}))
+    events.append(event({}, "STOP"))
+    return [json.dumps(e, ensure_ascii=False) for e in events]
+
+
 # -- implementations --------------------------------------------------------------------------------------
 
 
@@ -273,6 +373,13 @@ def scenarios(quick: bool) -> list[tuple[str, str, Stream]]:
         )
     )
     out.append(("gemini whole calls, part 0", "gemini", gemini_whole_calls(20 if quick else 200, 3)))
+    size = 1024 if quick else 16 * 1024
+    label = "1 KB" if quick else "16 KB"
+    out.append((f"vertex partialArgs 2 calls x {label}", "gemini", vertex_stream(2, size, 11)))
+    out.append((f"responses 2 calls x {label}", "openai-responses", responses_stream(2, size, 5)))
+    out.append((f"bedrock 2 calls x {label}", "bedrock", bedrock_stream(2, size, 6)))
+    out.append((f"cohere 2 calls x {label}", "cohere", cohere_stream(2, size, 8)))
+    out.append(("ollama whole calls, index 0", "ollama", ollama_stream(20 if quick else 200, 9)))
     return out
 
 
