@@ -209,14 +209,19 @@ class Registry:
                     self._resend(slot, ref, lane, quiet=kind == "confirmation")
                     return slot, ""
             elif kind != "fragment" and ref.id is not None and ref.id == slot.wire_id and not slot.finished:
-                self.ledger.apply("snapshot-resend")
-                self.ledger.diagnose("arguments-replaced", f"call {slot.id}: a changed snapshot replaced the arguments")
-                self.machine.fire(slot, "replace", text)
+                self._replace(slot, text, "a changed snapshot replaced the arguments")
                 return slot, ""
         if lane_has_calls:
             self.ledger.apply("complete-value-starts-new-call")
         slot = self._open(lane, ref)
         return slot, self._extend(slot, text, kind)
+
+    def _replace(self, slot: Slot, text: str, why: str | None) -> None:
+        """Latest wins (snapshot-resend); when it overrides arguments the call held, say so."""
+        if why is not None:
+            self.ledger.apply("snapshot-resend")
+            self.ledger.diagnose("arguments-replaced", f"call {slot.id}: {why}")
+        self.machine.fire(slot, "replace", text)
 
     def _remember(self, slot: Slot) -> None:
         """Index a call under the complete text it now holds, in each lane it belongs to."""
@@ -233,13 +238,10 @@ class Registry:
         if kind != "fragment":
             if self._same_text(slot, text):
                 self._resend(slot, None, None, quiet=kind == "confirmation")
+            elif kind == "confirmation" and slot.length:
+                self._replace(slot, text, "the final arguments differ from those streamed")
             else:
-                if kind == "confirmation" and slot.length:
-                    self.ledger.apply("snapshot-resend")
-                    self.ledger.diagnose(
-                        "arguments-replaced", f"call {slot.id}: the final arguments differ from those streamed"
-                    )
-                self.machine.fire(slot, "replace", text)
+                self._replace(slot, text, None)  # a first snapshot: nothing held to differ from
             return ""
         held = slot.length
         if self._reads_as_cumulative(slot, text):
