@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from transitions import Machine
-from transitions.core import MachineError
+from transitions import Machine, State, Transition
+from transitions.core import EventData, MachineError
 
 from fsm.errors import SpecError, StateError
 from fsm.roles import spec_members
@@ -35,6 +35,57 @@ def _all_of(guards: tuple[Callable[..., bool], ...]) -> Callable[..., bool] | No
     return lambda model, text: all(g(model, text) for g in guards)
 
 
+class _SpecState(State):
+    """A state of a spec machine. Specs declare no enter or exit callbacks, so entering and leaving
+    a state skips the callback walk (and its logging) instead of iterating empty lists."""
+
+    def enter(self, event_data: EventData) -> None:
+        if self.on_enter:
+            super().enter(event_data)
+
+    def exit(self, event_data: EventData) -> None:
+        if self.on_exit:
+            super().exit(event_data)
+
+
+class _SpecTransition(Transition):
+    """A transition of a spec machine: guards (``conditions``), then the state change, then the
+    one action (``after``). Specs declare no prepare or before callbacks and _SpecEngine refuses
+    machine-wide ones, so those empty walks are left out; guards and actions are resolved on the
+    model by name, as ``transitions`` does."""
+
+    def execute(self, event_data: EventData) -> bool:
+        model, args = event_data.model, event_data.args
+        for condition in self.conditions:
+            if (getattr(model, cast(str, condition.func))(*args) == condition.target) is False:
+                return False
+        if self.dest:
+            self._change_state(event_data)
+        for action in self.after:
+            getattr(model, cast(str, action))(*args)
+        return True
+
+    def _change_state(self, event_data: EventData) -> None:
+        machine, dest = event_data.machine, cast(str, self.dest)
+        machine.states[self.source].exit(event_data)
+        machine.set_state(dest, event_data.model)
+        event_data.update(dest)
+        machine.states[dest].enter(event_data)
+
+
+class _SpecEngine(Machine):
+    state_cls = _SpecState
+    transition_cls = _SpecTransition
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        hooks = ("prepare_event", "before_state_change", "after_state_change", "finalize_event", "on_final")
+        if any(getattr(self, hook) for hook in hooks) or any(
+            t.prepare or t.before for e in self.events.values() for ts in e.transitions.values() for t in ts
+        ):
+            raise SpecError("a spec machine runs guards and one action per transition, no other callbacks")
+
+
 class SpecMachine:
     """The machine of ``spec`` over instances of ``model``, whose ``@guard``/``@action`` methods are
     exactly the ones the spec names. A model reports each transition taken to ``model.covered``."""
@@ -46,7 +97,7 @@ class SpecMachine:
         )
         if missing:
             raise SpecError(f"{spec.name} spec names guards or actions that {model.__name__} lacks: {sorted(missing)}")
-        self.machine = Machine(
+        self.machine = _SpecEngine(
             model=None,
             states=list(spec.state_names()),
             transitions=[

@@ -70,6 +70,56 @@ def test_every_self_loop_is_declared_and_the_machine_builds() -> None:
     assert set(machine.machine.states) == set(slot_spec().state_names())
 
 
+def test_every_state_change_goes_through_the_transitions_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fsm import Reassembler
+    from fsm.events import ArgumentsFragment, CallRef, CallSeen, StreamEnd
+
+    engine = slot_machine().machine
+    seen: list[tuple[str, str]] = []
+    for name, event in engine.events.items():
+        real = event.trigger
+
+        def traced(model: Slot, *args: object, _name: str = name, _real: object = real) -> bool:
+            before = model.state
+            done = _real(model, *args)  # type: ignore[operator]
+            seen.append((before, f"{_name}->{model.state}"))
+            return bool(done)
+
+        monkeypatch.setattr(event, "trigger", traced)
+    r = Reassembler()
+    ref = CallRef(index=0, id="a", name="f")
+    for event in (
+        CallSeen(ref),
+        ArgumentsFragment(ref, '{"q": '),
+        ArgumentsFragment(ref, '"x"'),
+        ArgumentsFragment(ref, "}"),
+    ):
+        r.feed(event)
+    r.feed(StreamEnd("tool_calls"))
+    # Two fragments stayed in accumulating (a declared self-loop, run from the compiled table);
+    # every change of state was a machine trigger.
+    assert seen == [
+        ("opened", "append->accumulating"),
+        ("accumulating", "append->complete"),
+        ("complete", "end->flushed"),
+    ]
+    assert r.close().calls[0].arguments == {"q": "x"}
+
+
+def test_the_spec_engine_refuses_callbacks_it_would_not_run() -> None:
+    from fsm.machine import _SpecEngine
+
+    with pytest.raises(SpecError, match="no other callbacks"):
+        _SpecEngine(model=None, states=["a", "b"], transitions=[["go", "a", "b"]], initial="a", after_state_change="x")
+    with pytest.raises(SpecError, match="no other callbacks"):
+        _SpecEngine(
+            model=None,
+            states=["a", "b"],
+            transitions=[{"trigger": "go", "source": "a", "dest": "b", "before": "x"}],
+            initial="a",
+        )
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
