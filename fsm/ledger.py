@@ -49,8 +49,5 @@ class Ledger:
         """Record that the registry decided by ``rule`` (for rule coverage)."""
         self.rules[rule] += 1  # KeyError: the rule is not declared in specs/identity.toml
 
-    def cover(self, transition: str) -> None:
-        self.transitions[transition] += 1
-
     def limit(self, message: str) -> None:
         raise LimitExceeded(message, event=self.event, rule="limits")

@@ -161,6 +161,10 @@ class SpecMachine:
             )
             key = (src, t.trigger)
             self.candidates[key] = (*self.candidates.get(key, ()), entry)
+        # The same table by trigger, then state: what fire() looks up.
+        self._by_trigger: dict[str, dict[str, tuple[_Candidate, ...]]] = {t.name: {} for t in spec.triggers}
+        for (src, trigger), entries in self.candidates.items():
+            self._by_trigger[trigger][src] = entries
 
     def fire(self, slot: Any, trigger: str, text: str = "") -> str:
         """Run ``trigger`` on ``slot`` with ``text``; return any text the prepare step split off
@@ -170,7 +174,7 @@ class SpecMachine:
         if prepare is not None:
             text, rest = prepare(slot, text)
         state = slot.state
-        for candidate in self.candidates.get((state, trigger), ()):
+        for candidate in self._by_trigger[trigger].get(state, ()):
             check = candidate[0]
             if check is None or check(slot, text):
                 break

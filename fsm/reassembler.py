@@ -54,7 +54,8 @@ class Reassembler:
 
     def feed(self, item: Any) -> list[Output]:
         """Feed one wire payload, SDK object or decoded event; return the outputs it caused."""
-        self._check_open()
+        if self._closed is not None:
+            self._check_open()
         self._ingest(item)
         return self.ledger.drain()
 
@@ -162,7 +163,9 @@ class Reassembler:
         registry = self.registry
         if self._finish is not None and not isinstance(event, StreamEnd):
             self.ledger.diagnose("event-after-finish", f"{type(event).__name__} after the finish reason")
-        if isinstance(event, ArgumentsFragment | CallSeen | ArgumentsSnapshot):
+        if type(event) is ArgumentsFragment and event.signature is None:  # most events of most streams
+            registry.arguments(event.ref, event.text, "fragment")
+        elif isinstance(event, ArgumentsFragment | CallSeen | ArgumentsSnapshot):
             if isinstance(event, ArgumentsFragment):
                 landed = registry.arguments(event.ref, event.text, "fragment")
             elif isinstance(event, CallSeen):

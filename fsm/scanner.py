@@ -1,12 +1,16 @@
 """Incremental JSON completeness scanner, compiled from ``specs/scanner.toml``.
 
-Answers one question per fragment: has the top-level value closed yet, and where? Each character is
-read once over the life of a slot, so tracking completeness is linear in the argument bytes.
+Answers one question per fragment: has the top-level value closed yet, and where? Tracking
+completeness is linear in the argument bytes: each character is read at most twice over the life of
+a slot (see below), never once per fragment.
 
-The spec's transition table is compiled into, for each state, a regular expression matching only the
-characters whose transition does something (changes state, or runs an action). Runs of other
-characters (string content, digits, whitespace) are skipped by one ``re.search`` call instead of a
-Python-level loop, which is what keeps the per-fragment cost near the cost of appending the text.
+The spec's transition table is compiled into, for each state, a regular expression matching the
+longest run of characters that leaves the state where it is without doing anything: its quiet
+characters (string content, digits, whitespace), escape pairs inside a string, and whole strings
+inside an object (a trip to another state and straight back). One ``re.match`` skips a run; only
+the characters that change something (brackets, and a quote that opens a string the fragment does
+not close) go through the table in Python. A string left open at the end of a fragment is read by
+the failed trip, then again from the ``string`` state: the "at most twice".
 """
 
 from __future__ import annotations
@@ -57,8 +61,8 @@ class CompiledScanner:
                 self.char_class.setdefault(ch, klass)
         classes = (*spec.classes, OTHER)
         self.table: dict[str, dict[str, tuple[_Step, ...]]] = {}
-        self.stop: dict[str, re.Pattern[str] | None] = {}
-        self.step_every: set[str] = set()
+        self.step_every: set[str] = set()  # states where every character does something
+        self.inert: set[str] = set()  # states where no character does anything
         for state in spec.state_names():
             per_class: dict[str, tuple[_Step, ...]] = {}
             for klass in classes:
@@ -75,7 +79,12 @@ class CompiledScanner:
                     raise SpecError(f"scanner.toml: state {state!r} has no transition for class {klass!r}")
                 per_class[klass] = steps
             self.table[state] = per_class
-            self._compile_stop(state, per_class)
+            self._classify(state, per_class)
+        self.skip: dict[str, re.Pattern[str]] = {}
+        for state in spec.state_names():
+            run = self._run(state, excursions=True)
+            if run is not None:
+                self.skip[state] = re.compile(run)
 
     def _guards(self, names: tuple[str, ...]) -> Callable[[Scanner], bool] | None:
         """One callable for a transition's guards, None when it has none (most of them)."""
@@ -95,24 +104,72 @@ class CompiledScanner:
         except KeyError:
             raise SpecError(f"scanner.toml: action {name!r} has no implementation") from None
 
-    def _compile_stop(self, state: str, per_class: dict[str, tuple[_Step, ...]]) -> None:
-        def skippable(klass: str) -> bool:
-            steps = per_class[klass]
-            return len(steps) == 1 and steps[0] == (None, state, None)
-
-        quiet = [k for k in per_class if skippable(k)]
-        loud = [k for k in per_class if not skippable(k)]
-        if not loud:
-            self.stop[state] = None  # nothing here can change anything: skip to the end
+    def _classify(self, state: str, per_class: dict[str, tuple[_Step, ...]]) -> None:
+        quiet = [k for k in per_class if self._is_quiet(state, k, per_class)]
+        if len(quiet) == len(per_class):
+            self.inert.add(state)
         elif not quiet:
-            self.stop[state] = None
             self.step_every.add(state)
-        elif OTHER in loud:
-            chars = "".join(self.spec.classes[k] for k in quiet)
-            self.stop[state] = re.compile(f"[^{re.escape(chars)}]")
-        else:
-            chars = "".join(self.spec.classes[k] for k in loud)
-            self.stop[state] = re.compile(f"[{re.escape(chars)}]")
+
+    def _is_quiet(self, state: str, klass: str, per_class: dict[str, tuple[_Step, ...]]) -> bool:
+        steps = per_class[klass]
+        return len(steps) == 1 and steps[0] == (None, state, None)
+
+    def _chars(self, classes: list[str]) -> str:
+        return re.escape("".join(self.spec.classes[k] for k in classes))
+
+    def _only_step(self, state: str, klass: str) -> str | None:
+        """Where ``klass`` takes ``state`` when that is its one transition, with no guard or action."""
+        steps = self.table[state][klass]
+        if len(steps) == 1 and steps[0][0] is None and steps[0][2] is None:
+            return steps[0][1]
+        return None
+
+    def _run(self, state: str, *, excursions: bool) -> str | None:
+        """A pattern for the longest run of characters that starts and ends in ``state`` with no
+        guard or action on the way: its quiet characters; pairs whose first character goes to a
+        state that any next character sends straight back (an escape in a string); and, with
+        ``excursions``, whole trips to another state and back (a string inside an object). Runs
+        are what the compiled scanner skips with one ``re.match``; the transitions they contain
+        do nothing, so skipping them changes nothing but the cost."""
+        if state in self.done or state in self.step_every or state in self.inert:
+            return None
+        per_class = self.table[state]
+        quiet = [k for k in per_class if self._is_quiet(state, k, per_class)]
+        loud = [k for k in per_class if k not in quiet]
+        # Every spec class is listed, so OTHER quiet means: anything but the loud characters.
+        body = f"[{self._chars(quiet)}]" if OTHER in loud else f"[^{self._chars(loud)}]"
+        detours: list[str] = []
+        for klass in loud:
+            if klass == OTHER:
+                continue
+            there = self._only_step(state, klass)
+            if there is None or there == state:
+                continue
+            if there in self.step_every and all(self._only_step(there, k) == state for k in self.table[there]):
+                detours.append(f"[{self._chars([klass])}][\\s\\S]")
+            elif excursions:
+                back = [k for k in self.table[there] if k != OTHER and self._only_step(there, k) == state]
+                inner = self._run(there, excursions=False)
+                if len(back) == 1 and inner is not None and self._leaves_only_by(there, back[0]):
+                    detours.append(f"[{self._chars([klass])}]{inner}[{self._chars(back)}]")
+        if not detours:
+            return f"{body}*"
+        return f"{body}*(?:(?:{'|'.join(detours)}){body}*)*"
+
+    def _leaves_only_by(self, state: str, klass: str) -> bool:
+        """Does every transition out of ``state`` other than ``klass`` come straight back (through
+        a quiet character or an escape-like pair)? Then a trip into it can only end by ``klass``."""
+        per_class = self.table[state]
+        for k in per_class:
+            if k == klass or self._is_quiet(state, k, per_class):
+                continue
+            there = self._only_step(state, k)
+            if there is None or there not in self.step_every:
+                return False
+            if not all(self._only_step(there, c) == state for c in self.table[there]):
+                return False
+        return True
 
 
 _compiled: CompiledScanner | None = None
@@ -176,20 +233,21 @@ class Scanner:
         state = self.state
         pos = start
         end = len(text)
-        done, step_every, stops, table, char_class = c.done, c.step_every, c.stop, c.table, c.char_class
+        done, step_every, skips, table, char_class = c.done, c.step_every, c.skip, c.table, c.char_class
         while state not in done:
             if state in step_every:
                 if pos >= end:
                     break
                 i = pos
             else:
-                stop = stops[state]
-                if stop is None:
+                skip = skips.get(state)
+                if skip is None:  # nothing in this state can change anything
+                    pos = end
                     break
-                m = stop.search(text, pos)
-                if m is None:
+                i = skip.match(text, pos).end()  # type: ignore[union-attr]  # a run may be empty
+                if i >= end:
+                    pos = end
                     break
-                i = m.start()
             for check, dest, action in table[state][char_class.get(text[i], OTHER)]:
                 if check is None or check(self):
                     if action is not None:

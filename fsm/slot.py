@@ -95,7 +95,7 @@ class Slot:
     # -- reading ------------------------------------------------------------------------------
 
     def covered(self, transition: str) -> None:
-        self.ledger.cover(transition)
+        self.ledger.transitions[transition] += 1
 
     @property
     def length(self) -> int:

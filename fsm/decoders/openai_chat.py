@@ -38,8 +38,16 @@ def normalize_finish(raw: str) -> str:
     return _FINISH.get(raw.lower(), raw.lower())
 
 
+_BARE_REFS = 256
+"""Bare continuation refs (an index, nothing else) are kept for this many indexes: most events of a
+stream are such fragments, and an immutable ref can be shared instead of built again."""
+
+
 class OpenAIChatDecoder:
     name = "openai-chat"
+
+    def __init__(self) -> None:
+        self._bare: dict[tuple[int | None, int], CallRef] = {}
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         error = payload.get("error")
@@ -47,20 +55,20 @@ class OpenAIChatDecoder:
             message = error.get("message", error) if isinstance(error, Mapping) else error
             return [StreamEnd("error", None, str(message))]
         choices = payload.get("choices") or []
-        if not isinstance(choices, list):
+        if type(choices) is not list:
             raise RemoteProtocolError("choices is not a list")
         events: list[Event] = []
         for choice in choices:
             if type(choice) is not dict and not isinstance(choice, Mapping):
                 raise RemoteProtocolError("a choice is not an object")
-            if (choice.get("index") or 0) != 0:
+            if choice.get("index"):
                 diagnose("choice-ignored", f"choice {choice.get('index')} is not reassembled")
                 continue
             delta = choice.get("delta")
             if delta is None:
                 delta = choice.get("message")
             if type(delta) is dict or isinstance(delta, Mapping):
-                events.extend(self._calls(delta))
+                self._calls(delta, events)
             elif delta is not None:
                 raise RemoteProtocolError("delta is not an object")
             finish = choice.get("finish_reason")
@@ -68,28 +76,28 @@ class OpenAIChatDecoder:
                 events.append(StreamEnd(normalize_finish(str(finish)), str(finish)))
         return events
 
-    def _calls(self, delta: Mapping[str, Any]) -> list[Event]:
+    def _calls(self, delta: Mapping[str, Any], events: list[Event]) -> None:
         entries = delta.get("tool_calls")
         if entries is None:
             legacy = delta.get("function_call")
             entries = [{"function": legacy}] if isinstance(legacy, Mapping) else []
         elif type(entries) is not list and isinstance(entries, Mapping):
             entries = [entries]
-        elif not isinstance(entries, list):
+        elif type(entries) is not list:
             raise RemoteProtocolError("tool_calls is not a list")
-        events: list[Event] = []
         for position, entry in enumerate(entries):
             if type(entry) is not dict and not isinstance(entry, Mapping):
                 raise RemoteProtocolError(f"tool_calls[{position}] is not an object")
             function = entry.get("function") or {}
             if type(function) is not dict and not isinstance(function, Mapping):
                 raise RemoteProtocolError(f"tool_calls[{position}].function is not an object")
-            ref = CallRef(
-                index=_index(entry.get("index"), position),
-                id=_text(entry.get("id"), "id", position),
-                name=_text(function.get("name"), "name", position),
-                position=position,
-            )
+            index, call_id, name = entry.get("index"), entry.get("id"), function.get("name")
+            if type(index) is not int:
+                index = _index(index, position)
+            if call_id is not None or name is not None:
+                ref = CallRef(index, _text(call_id, "id", position), _text(name, "name", position), position)
+            else:
+                ref = self._bare_ref(index, position)
             arguments = function.get("arguments")
             if type(arguments) is str:
                 events.append(ArgumentsFragment(ref, arguments) if arguments else CallSeen(ref))
@@ -99,7 +107,14 @@ class OpenAIChatDecoder:
                 events.append(ArgumentsFragment(ref, _text(arguments, "arguments", position) or ""))
             else:
                 events.append(CallSeen(ref))
-        return events
+
+    def _bare_ref(self, index: int | None, position: int) -> CallRef:
+        ref = self._bare.get((index, position))
+        if ref is None:
+            ref = CallRef(index=index, position=position)
+            if len(self._bare) < _BARE_REFS:
+                self._bare[index, position] = ref
+        return ref
 
 
 def _index(value: Any, position: int) -> int | None:
