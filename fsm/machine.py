@@ -63,12 +63,12 @@ class _SpecTransition(Transition):
     def execute(self, event_data: EventData) -> bool:
         model, args = event_data.model, event_data.args
         for condition in self.conditions:
-            if (getattr(model, cast(str, condition.func))(*args) == condition.target) is False:
+            if (getattr(model, condition.func)(*args) == condition.target) is False:  # type: ignore[arg-type]
                 return False
         if self.dest:
             self._change_state(event_data)
         for action in self.after:
-            getattr(model, cast(str, action))(*args)
+            getattr(model, action)(*args)  # type: ignore[arg-type]  # spec actions are names
         return True
 
     def _change_state(self, event_data: EventData) -> None:
@@ -86,6 +86,10 @@ class _SpecEvent(Event):
     declared order, take the first whose guards hold. _SpecEngine refuses the machine-wide
     prepare, finalize and exception callbacks, so those walks are left out; a trigger from a state
     that has none of its transitions raises MachineError, as in ``transitions``."""
+
+    def trigger(self, model: Any, *args: Any, **kwargs: Any) -> bool:
+        # _SpecEngine refuses a queued machine, so there is nothing for Machine._process to order.
+        return self._trigger(EventData(None, self, self.machine, model, args=args, kwargs=kwargs))
 
     def _trigger(self, event_data: EventData) -> bool:
         state = event_data.machine.states[getattr(event_data.model, event_data.machine.model_attribute)]
@@ -114,10 +118,12 @@ class _SpecEngine(Machine):
             "on_exception",
             "on_final",
         )
-        if any(getattr(self, hook) for hook in hooks) or any(
-            t.prepare or t.before for e in self.events.values() for ts in e.transitions.values() for t in ts
+        if (
+            self.has_queue
+            or any(getattr(self, hook) for hook in hooks)
+            or any(t.prepare or t.before for e in self.events.values() for ts in e.transitions.values() for t in ts)
         ):
-            raise SpecError("a spec machine runs guards and one action per transition, no other callbacks")
+            raise SpecError("a spec machine runs guards and one action per transition, no other callbacks, unqueued")
 
 
 class SpecMachine:

@@ -44,6 +44,7 @@ class Registry:
         # of those, so routing never walks a lane's earlier calls one by one.
         self._holding: dict[tuple[Lane, bytes], list[Slot]] = {}
         self._slot_lanes: dict[Slot, list[Lane]] = {}
+        self._indexed: dict[Slot, bytes] = {}  # the digest each call was last indexed under
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -78,7 +79,8 @@ class Registry:
         landed = self._continuation(ref, text) if kind == "fragment" else None
         if landed is not None:
             text = self._extend(landed, text, kind)
-            self._remember(landed)
+            if not landed.unfinished:
+                self._remember(landed)
         elif kind == "fragment" and not text.strip():
             return self._blank(ref, text)
         while text:  # the whole text, or what a split left after a closed value
@@ -228,6 +230,9 @@ class Registry:
         if slot.state not in ("complete", "flushed") or slot.status is CallStatus.TRUNCATED:
             return
         key = slot.digest()
+        if self._indexed.get(slot) is key:
+            return  # already indexed under this very text
+        self._indexed[slot] = key
         for lane in self._slot_lanes[slot]:
             holders = self._holding.setdefault((lane, key), [])
             if slot not in holders:
@@ -244,7 +249,7 @@ class Registry:
                 self._replace(slot, text, None)  # a first snapshot: nothing held to differ from
             return ""
         held = slot.length
-        if self._reads_as_cumulative(slot, text):
+        if held and len(text) >= held and self._reads_as_cumulative(slot, text):
             if len(text) == held:
                 self._resend(slot, None, None)
                 return ""

@@ -31,6 +31,7 @@ class Slot:
 
     __slots__ = (
         "_buf",
+        "_call",
         "_digest",
         "_diverged",
         "_emitted",
@@ -89,6 +90,7 @@ class Slot:
         self.status: CallStatus | None = None
         self.resends = 0
         self._digest: bytes | None = None
+        self._call: ToolCall | None = None
         self.server = server
         self.signature: str | None = None
 
@@ -145,8 +147,19 @@ class Slot:
         return self.status is not None
 
     def to_call(self) -> ToolCall:
+        """The finished call. The status is set once, by the transition into a terminal state, and
+        text and arguments never change after it; only metadata can still arrive (a late name, id
+        or signature), so a call made earlier is reused while that metadata is unchanged."""
         assert self.status is not None, "only a finished slot is a call"
-        return ToolCall(
+        call = self._call
+        if (
+            call is not None
+            and call.name == self.name
+            and call.wire_id == self.wire_id
+            and call.thought_signature == self.signature
+        ):
+            return call
+        self._call = call = ToolCall(
             index=self.ordinal,
             id=self.id,
             wire_id=self.wire_id,
@@ -156,6 +169,7 @@ class Slot:
             status=self.status,
             thought_signature=self.signature,
         )
+        return call
 
     # -- prepare (run once per trigger, before guards) ------------------------------------------
 
@@ -204,7 +218,7 @@ class Slot:
         self._digest = None
         if self._emitted == held and text and not self.server:
             self._emitted = self._length
-            self.ledger.emit(ArgumentsDelta(self.ordinal, text))
+            self.ledger.outputs.append(ArgumentsDelta(self.ordinal, text))
 
     @action
     def store_snapshot(self, text: str) -> None:

@@ -118,6 +118,8 @@ def test_the_spec_engine_refuses_callbacks_it_would_not_run() -> None:
             transitions=[{"trigger": "go", "source": "a", "dest": "b", "before": "x"}],
             initial="a",
         )
+    with pytest.raises(SpecError, match="unqueued"):
+        _SpecEngine(model=None, states=["a", "b"], transitions=[["go", "a", "b"]], initial="a", queued=True)
 
 
 @pytest.mark.parametrize(
