@@ -273,7 +273,7 @@ class Registry:
         held = slot.length
         if not held or len(text) < held or self.ledger.policies.cumulative_arguments != "detect":
             return False
-        if not slot.scanner.between_tokens:
+        if not slot.between_tokens():
             return False
         if slot.last_significant() in (":", "[", ","):
             return False

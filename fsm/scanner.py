@@ -80,6 +80,7 @@ class CompiledScanner:
                 per_class[klass] = steps
             self.table[state] = per_class
             self._classify(state, per_class)
+        self.pivotal = self._pivotal()
         self.skip: dict[str, re.Pattern[str]] = {}
         for state in spec.state_names():
             run = self._run(state, excursions=True)
@@ -110,6 +111,22 @@ class CompiledScanner:
             self.inert.add(state)
         elif not quiet:
             self.step_every.add(state)
+
+    def _pivotal(self) -> re.Pattern[str]:
+        """The characters that can change the nesting depth or close the value: those of a class
+        with a transition, from any state, that has a guard or an action or ends in a done state.
+        Text without any can move the scanner only between the states that say nothing about
+        completeness (into and out of strings and escapes), so its scan can wait."""
+        classes = {
+            klass
+            for state, per_class in self.table.items()
+            for klass, steps in per_class.items()
+            for check, dest, act in steps
+            if check is not None or act is not None or (dest in self.done and state not in self.done)
+        }
+        if OTHER in classes:
+            raise SpecError("scanner.toml: an 'other' character may close the value; nothing could wait")
+        return re.compile(f"[{self._chars(sorted(classes))}]")
 
     def _is_quiet(self, state: str, klass: str, per_class: dict[str, tuple[_Step, ...]]) -> bool:
         steps = per_class[klass]
@@ -225,6 +242,12 @@ class Scanner:
     def between_tokens(self) -> bool:
         """Inside the top-level container and outside any string (state ``value`` of the spec)."""
         return self.state == "value"
+
+    def may_wait(self, text: str) -> bool:
+        """Can scanning ``text`` wait? Yes when the value is still open and ``text`` has no
+        pivotal character (see CompiledScanner._pivotal): it cannot close the value or change the
+        depth, so what it does to the state can be worked out later, together with what follows."""
+        return self.state not in self._c.done and self._c.pivotal.search(text) is None
 
     def feed(self, text: str, start: int = 0) -> int | None:
         """Scan ``text`` from ``start``; return the offset just past the character that closed the

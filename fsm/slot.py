@@ -37,6 +37,7 @@ class Slot:
         "_emitted",
         "_length",
         "_text",
+        "_unscanned",
         "arguments",
         "id",
         "index",
@@ -90,6 +91,7 @@ class Slot:
         self.status: CallStatus | None = None
         self.resends = 0
         self._digest: bytes | None = None
+        self._unscanned: int | None = None  # where held text the scanner has not seen yet starts (bytes)
         self._call: ToolCall | None = None
         self.server = server
         self.signature: str | None = None
@@ -175,14 +177,36 @@ class Slot:
 
     @action
     def scan_fragment(self, text: str) -> tuple[str, str]:
-        """Returns (the part of ``text`` that belongs here, the rest that starts another value)."""
-        end = self.scanner.feed(text)
+        """Returns (the part of ``text`` that belongs here, the rest that starts another value).
+
+        A fragment that cannot close the value or change its depth is not scanned yet: it is
+        scanned with the next fragment that can, straight from the held bytes (each character is
+        still scanned once). Most fragments are string content, so most skip the scanner."""
+        scanner = self.scanner
+        if scanner.may_wait(text):
+            if self._unscanned is None:
+                self._unscanned = len(self._buf)  # store_fragment puts the text there next
+            return text, ""
+        self._catch_up()
+        end = scanner.feed(text)
         if end is None or end == len(text) or not text[end:].strip():
             return text, ""
         return text[:end], text[end:]
 
+    def _catch_up(self) -> None:
+        if self._unscanned is not None:
+            waiting = self._buf[self._unscanned :].decode("utf-8", "surrogatepass")
+            self._unscanned = None
+            self.scanner.feed(waiting)  # it cannot close the value: see Scanner.may_wait
+
+    def between_tokens(self) -> bool:
+        """Is the held text inside its top-level container and outside any string?"""
+        self._catch_up()
+        return self.scanner.between_tokens
+
     @action
     def scan_snapshot(self, text: str) -> tuple[str, str]:
+        self._unscanned = None
         self.scanner = Scanner(self.scanner.max_depth)
         self.scanner.feed(text)
         return text, ""
@@ -191,6 +215,7 @@ class Slot:
 
     @guard
     def value_complete(self, text: str) -> bool:
+        # Exact even while a scan waits: text whose scan waits cannot have closed the value.
         return self.scanner.complete
 
     @guard
@@ -258,6 +283,7 @@ class Slot:
             return
         self.ledger.diagnose("empty-arguments", f"call {self.id}: no argument text, so {{}}")
         self._buf = bytearray(b"{}")
+        self._unscanned = None
         self._text = "{}"
         self._digest = None
         self._length = 2

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fsm.errors import LimitExceeded
+from fsm.ledger import Ledger
+from fsm.machine import slot_machine
+from fsm.options import Policies
 from fsm.scanner import Scanner, spec_steps
+from fsm.slot import Slot
 from fsm.spec import scanner_spec
 
 
@@ -59,3 +65,73 @@ def test_brackets_and_quotes_inside_strings_do_not_count() -> None:
 
 def test_top_level_scalars_never_complete() -> None:
     assert compiled(["123", " true"]) == ("scalar", None)
+
+
+def test_only_brackets_are_pivotal() -> None:
+    """Derived from the spec table: only characters that push, pop or close can't wait."""
+    scanner = Scanner()
+    assert scanner.may_wait('"caf\u00e9 \\" : , 12 true')
+    for ch in "{}[]":
+        assert not scanner.may_wait(f'"x{ch}')
+    scanner.feed("{}")
+    assert not scanner.may_wait(" ")  # a complete value is never left waiting
+
+
+def slot_for_scan_tests(max_depth: int = 256) -> Slot:
+    ledger = Ledger(Policies(), strict=False)
+    return Slot(
+        ordinal=0,
+        lane=("index", 0),
+        index=0,
+        wire_id=None,
+        call_id="c",
+        name="f",
+        ledger=ledger,
+        max_chars=10**6,
+        max_depth=max_depth,
+        initial="opened",
+    )
+
+
+# Mostly string content, so that many fragments have no bracket and their scan waits.
+stringy = st.lists(st.sampled_from([*'ab :,1"\\', *"ab :,1", '"', '"', "{", "}", "[", "]"]), max_size=40).map("".join)
+
+
+@given(stringy, st.lists(st.integers(min_value=0, max_value=41), max_size=8))
+def test_a_slot_whose_scans_wait_completes_and_splits_where_the_spec_says(text: str, cuts: list[int]) -> None:
+    text = "{" + text  # an object, so that quotes, brackets and escapes all matter
+    points = sorted({min(c, len(text)) for c in cuts})
+    parts = [p for p in (text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)) if p]
+    slot, machine, consumed = slot_for_scan_tests(), slot_machine(), 0
+    state, closed_at = reference(text)
+    for part in parts:
+        rest = machine.fire(slot, "append", part)
+        consumed += len(part) - len(rest)
+        if slot.state == "complete":
+            break
+    if closed_at is None:
+        assert slot.state != "complete"
+        assert slot.between_tokens() == (state == "value")
+    else:
+        assert slot.state == "complete"
+        # Stored up to the close and any whitespace after it; the rest went back to the registry.
+        assert consumed >= closed_at
+        assert not text[closed_at:consumed].strip()
+
+
+def test_a_waiting_scan_is_caught_up_before_a_bracket_is_read() -> None:
+    slot, machine = slot_for_scan_tests(), slot_machine()
+    assert machine.fire(slot, "append", '{"a": ') == ""
+    assert machine.fire(slot, "append", '"x') == ""  # no bracket: its scan waits
+    assert machine.fire(slot, "append", '}"}') == ""  # so this } is inside the string
+    assert slot.state == "complete"
+    assert slot.text() == '{"a": "x}"}'
+
+
+def test_a_too_deep_value_is_refused_at_the_fragment_that_opens_the_level() -> None:
+    slot, machine = slot_for_scan_tests(max_depth=2), slot_machine()
+    machine.fire(slot, "append", '{"a": ')
+    machine.fire(slot, "append", '"long string, its scan waits"')
+    machine.fire(slot, "append", ', "b": [')
+    with pytest.raises(LimitExceeded, match="deeper than 2"):
+        machine.fire(slot, "append", "[")

@@ -1,0 +1,82 @@
+"""Profile toolcall-fsm on one of the benchmark's streams (a script, not a test).
+
+    python tools/profile.py                      # list the scenarios
+    python tools/profile.py "openai 200 small calls"
+    python tools/profile.py "openai 3 parallel calls x 16384 B" --lines
+
+Without ``--lines`` it samples with pyinstrument and prints the call tree; with ``--lines`` it
+times every line of the engine's hot functions with line_profiler. Both tools slow the code they
+watch, so read the shares, not the absolute times; tools/bench.py measures the times. Needs: pip
+install pyinstrument line_profiler (and the bench's peers are not needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench
+
+from fsm import Reassembler, machine, reassembler, registry, scanner, slot
+
+HOT = [
+    reassembler.Reassembler._apply,
+    registry.Registry.arguments,
+    registry.Registry._continuation,
+    registry.Registry._route_text,
+    registry.Registry._extend,
+    registry.Registry._open,
+    registry.Registry._finish,
+    machine.SpecMachine.fire,
+    machine._SpecEvent._trigger,
+    machine._SpecTransition.execute,
+    slot.Slot.store_fragment,
+    scanner.Scanner.feed,
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("scenario", nargs="?", help="a scenario label from tools/bench.py")
+    parser.add_argument("--lines", action="store_true", help="line_profiler over the hot functions")
+    parser.add_argument("--repeat", type=int, default=20, help="times to replay the stream")
+    args = parser.parse_args()
+    found = {label: (provider, events) for label, provider, events in bench.scenarios(quick=False)}
+    if args.scenario not in found:
+        print("scenarios:", *(f"  {label}" for label in found), sep="\n")
+        return 0 if args.scenario is None else 2
+    provider, raw = found[args.scenario]
+    payloads = [json.loads(e) for e in raw]
+
+    def replay() -> Any:
+        for _ in range(args.repeat):
+            r = Reassembler(provider)
+            for payload in payloads:
+                r.feed(payload)
+            r.close()
+
+    replay()  # warm the caches (compiled specs, machines) before measuring
+    if args.lines:
+        from line_profiler import LineProfiler
+
+        profiler = LineProfiler(*HOT)
+        profiler.runcall(replay)
+        profiler.print_stats(output_unit=1e-6, stripzeros=True)
+    else:
+        from pyinstrument import Profiler
+
+        sampler = Profiler(interval=0.0002)
+        sampler.start()
+        replay()
+        sampler.stop()
+        print(sampler.output_text(unicode=True, color=False, show_all=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
