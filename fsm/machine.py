@@ -74,11 +74,14 @@ class _SpecTransition(Transition):
     def _change_state(self, event_data: EventData) -> None:
         # Spec states are plain strings, never enums, so the state objects are looked up directly.
         machine = event_data.machine
-        machine.states[self.source].exit(event_data)
+        source = machine.states[self.source]
+        if source.on_exit:
+            source.exit(event_data)
         dest = machine.states[cast(str, self.dest)]
         setattr(event_data.model, machine.model_attribute, dest.value)
         event_data.state = dest
-        dest.enter(event_data)
+        if dest.on_enter:
+            dest.enter(event_data)
 
 
 class _SpecEvent(Event):
@@ -92,14 +95,18 @@ class _SpecEvent(Event):
         return self._trigger(EventData(None, self, self.machine, model, args=args, kwargs=kwargs))
 
     def _trigger(self, event_data: EventData) -> bool:
-        state = event_data.machine.states[getattr(event_data.model, event_data.machine.model_attribute)]
-        event_data.state = state
-        if self._is_valid_source(state):
-            for transition in self.transitions[state.name]:
-                event_data.transition = transition
-                if transition.execute(event_data):
-                    event_data.result = True
-                    break
+        machine = event_data.machine
+        name = getattr(event_data.model, machine.model_attribute)
+        event_data.state = state = machine.states[name]
+        candidates = self.transitions.get(name)
+        if candidates is None:
+            self._is_valid_source(state)  # raises MachineError, or warns if invalid triggers are ignored
+            return False
+        for transition in candidates:
+            event_data.transition = transition
+            if transition.execute(event_data):
+                event_data.result = True
+                break
         return bool(event_data.result)
 
 
