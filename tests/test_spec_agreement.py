@@ -88,13 +88,13 @@ def test_every_state_change_goes_through_the_transitions_machine(monkeypatch: py
         monkeypatch.setattr(event, "trigger", traced)
     r = Reassembler()
     ref = CallRef(index=0, id="a", name="f")
-    for event in (
+    for wire_event in (
         CallSeen(ref),
         ArgumentsFragment(ref, '{"q": '),
         ArgumentsFragment(ref, '"x"'),
         ArgumentsFragment(ref, "}"),
     ):
-        r.feed(event)
+        r.feed(wire_event)
     r.feed(StreamEnd("tool_calls"))
     # Two fragments stayed in accumulating (a declared self-loop, run from the compiled table);
     # every change of state was a machine trigger.
@@ -118,6 +118,19 @@ def test_the_spec_engine_refuses_callbacks_it_would_not_run() -> None:
             transitions=[{"trigger": "go", "source": "a", "dest": "b", "before": "x"}],
             initial="a",
         )
+    from transitions.core import MachineError
+
+    engine = _SpecEngine(model=None, states=["a", "b"], transitions=[["go", "a", "b"]], initial="a")
+
+    class Model:
+        state = "b"
+
+    with pytest.raises(MachineError, match="Can't trigger event go from state b"):
+        engine.events["go"].trigger(Model())
+    model = Model()
+    model.state = "a"
+    assert engine.events["go"].trigger(model) is True
+    assert model.state == "b"
     with pytest.raises(SpecError, match="unqueued"):
         _SpecEngine(model=None, states=["a", "b"], transitions=[["go", "a", "b"]], initial="a", queued=True)
 
