@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from fsm.ledger import Ledger
 
 _WHITESPACE = frozenset(b" \t\r\n")
+_CATCH_UP_BYTES = 16384
 
 
 def text_digest(data: bytes | memoryview) -> bytes:
@@ -194,10 +195,25 @@ class Slot:
         return text[:end], text[end:]
 
     def _catch_up(self) -> None:
-        if self._unscanned is not None:
-            waiting = self._buf[self._unscanned :].decode("utf-8", "surrogatepass")
-            self._unscanned = None
-            self.scanner.feed(waiting)  # it cannot close the value: see Scanner.may_wait
+        """Scan the held text whose scan waited. It cannot close the value (see
+        Scanner.may_wait). Decoded a piece at a time straight from the buffer, so catching up
+        with one long string costs no copy of it."""
+        start = self._unscanned
+        if start is None:
+            return
+        self._unscanned = None
+        buf, end = self._buf, len(self._buf)
+        with memoryview(buf) as view:
+            while start < end:
+                stop = min(start + _CATCH_UP_BYTES, end)
+                while start < stop < end and buf[stop] & 0xC0 == 0x80:
+                    stop -= 1  # not inside a character's UTF-8 bytes
+                if stop == start:  # a piece smaller than the character: take the whole character
+                    stop += 1
+                    while stop < end and buf[stop] & 0xC0 == 0x80:
+                        stop += 1
+                self.scanner.feed(str(view[start:stop], "utf-8", "surrogatepass"))
+                start = stop
 
     def between_tokens(self) -> bool:
         """Is the held text inside its top-level container and outside any string?"""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from unittest import mock
 
 import pytest
 from hypothesis import given
@@ -94,21 +95,27 @@ def slot_for_scan_tests(max_depth: int = 256) -> Slot:
 
 
 # Mostly string content, so that many fragments have no bracket and their scan waits.
-stringy = st.lists(st.sampled_from([*'ab :,1"\\', *"ab :,1", '"', '"', "{", "}", "[", "]"]), max_size=40).map("".join)
+# Multibyte characters too, caught up in pieces as small as a byte.
+stringy = st.lists(
+    st.sampled_from([*'ab :,1"\\', *"ab :,1\u00e9\U0001f642", '"', '"', "{", "}", "[", "]"]), max_size=40
+).map("".join)
 
 
-@given(stringy, st.lists(st.integers(min_value=0, max_value=41), max_size=8))
-def test_a_slot_whose_scans_wait_completes_and_splits_where_the_spec_says(text: str, cuts: list[int]) -> None:
+@given(stringy, st.lists(st.integers(min_value=0, max_value=41), max_size=8), st.sampled_from([1, 2, 3, 16384]))
+def test_a_slot_whose_scans_wait_completes_and_splits_where_the_spec_says(
+    text: str, cuts: list[int], piece: int
+) -> None:
     text = "{" + text  # an object, so that quotes, brackets and escapes all matter
     points = sorted({min(c, len(text)) for c in cuts})
     parts = [p for p in (text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)) if p]
     slot, machine, consumed = slot_for_scan_tests(), slot_machine(), 0
     state, closed_at = reference(text)
-    for part in parts:
-        rest = machine.fire(slot, "append", part)
-        consumed += len(part) - len(rest)
-        if slot.state == "complete":
-            break
+    with mock.patch("fsm.slot._CATCH_UP_BYTES", piece):
+        for part in parts:
+            rest = machine.fire(slot, "append", part)
+            consumed += len(part) - len(rest)
+            if slot.state == "complete":
+                break
     if closed_at is None:
         assert slot.state != "complete"
         assert slot.between_tokens() == (state == "value")
@@ -126,6 +133,17 @@ def test_a_waiting_scan_is_caught_up_before_a_bracket_is_read() -> None:
     assert machine.fire(slot, "append", '}"}') == ""  # so this } is inside the string
     assert slot.state == "complete"
     assert slot.text() == '{"a": "x}"}'
+
+
+def test_catching_up_in_small_pieces_keeps_characters_whole() -> None:
+    """The waiting text is decoded from the held bytes a piece at a time; a piece never ends
+    inside a character, and an escape split across pieces still escapes."""
+    with mock.patch("fsm.slot._CATCH_UP_BYTES", 3):
+        slot, machine = slot_for_scan_tests(), slot_machine()
+        for part in ['{"a": ', '"\u00e9\u6771\U0001f642 \\', '" still a string', " x", '"', "}"]:
+            assert machine.fire(slot, "append", part) == ""
+        assert slot.state == "complete"
+        assert slot.text() == '{"a": "\u00e9\u6771\U0001f642 \\" still a string x"}'
 
 
 def test_a_too_deep_value_is_refused_at_the_fragment_that_opens_the_level() -> None:

@@ -90,6 +90,21 @@ def openai_stream(calls: int, size: int, seed: int) -> Stream:
     return [*events, openai_chunk(None, "tool_calls")]
 
 
+def file_write_stream(size: int, seed: int) -> Stream:
+    """One call whose arguments are mostly one long string (a file to write: lines, quotes,
+    unicode), streamed in fragments of 1 to 32 characters: no bracket for most of the call."""
+    rng = random.Random(seed)
+    lines = ['print("caf\u00e9")', "    return x  # \u6771\u4eac", "", "def f(a, b):", "\ttab\tand \\ slash"]
+    content: list[str] = []
+    while sum(map(len, content)) < size:
+        content.append(rng.choice(lines))
+    text = json.dumps({"path": "src/app.py", "content": "\n".join(content)}, ensure_ascii=False)
+    head = {"index": 0, "id": "call_w", "type": "function", "function": {"name": "write_file", "arguments": ""}}
+    events = [openai_chunk(head)]
+    events += [openai_chunk({"index": 0, "function": {"arguments": p}}) for p in fragments(text, rng)]
+    return [*events, openai_chunk(None, "tool_calls")]
+
+
 def many_small_calls(calls: int) -> Stream:
     return [
         openai_chunk(
@@ -364,6 +379,8 @@ def argument_bytes(events: Stream) -> int:
 def scenarios(quick: bool) -> list[tuple[str, str, Stream]]:
     sizes = [100, 1024] if quick else [100, 1024, 16 * 1024, 256 * 1024]
     out = [(f"openai 3 parallel calls x {s} B", "openai-chat", openai_stream(3, s, s)) for s in sizes]
+    if not quick:
+        out.append(("openai 1 call, 256 KB string", "openai-chat", file_write_stream(256 * 1024, 4)))
     out.append(("openai 200 small calls", "openai-chat", many_small_calls(20 if quick else 200)))
     out.append(
         (
