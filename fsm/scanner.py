@@ -170,9 +170,11 @@ class CompiledScanner:
                 inner = self._run(there, excursions=False)
                 if len(back) == 1 and inner is not None and self._leaves_only_by(there, back[0]):
                     detours.append(f"[{self._chars([klass])}]{inner}[{self._chars(back)}]")
+        # Possessive (*+): a run never gives characters back, so matching keeps no backtracking
+        # state (with plain * the regex engine held memory in proportion to the run's escapes).
         if not detours:
-            return f"{body}*"
-        return f"{body}*(?:(?:{'|'.join(detours)}){body}*)*"
+            return f"{body}*+"
+        return f"{body}*+(?:(?:{'|'.join(detours)}){body}*+)*+"
 
     def _leaves_only_by(self, state: str, klass: str) -> bool:
         """Does every transition out of ``state`` other than ``klass`` come straight back (through
