@@ -25,3 +25,19 @@ def test_benchmark_runs_on_a_tiny_size(tmp_path: Path) -> None:
     assert shapes == {"openai", "anthropic", "gemini", "vertex", "responses", "bedrock", "cohere", "ollama"}
     assert all(row["toolcall-fsm"] > 0 and row["floor"] > 0 for row in report["rows"])
     assert "within 3x of the floor" in report["targets"]
+    table = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "bench.py"), "--markdown", str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    assert table.count("\n| ") == len(report["rows"])  # a line per stream, after the header and rule
+    assert "within 3x of the floor" in table
+
+
+def test_profiler_lists_the_benchmark_streams() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "profile.py")], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert "openai 200 small calls" in proc.stdout

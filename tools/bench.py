@@ -405,7 +405,12 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke test")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--budget", type=float, default=1.0, help="seconds of repeats per measurement")
+    parser.add_argument("--markdown", metavar="FILE", help="print a --json run as the README's table, and exit")
     args = parser.parse_args()
+    if args.markdown:
+        with open(args.markdown) as fh:
+            print(markdown(json.load(fh)))
+        return 0
     budget = 0.05 if args.quick else args.budget
     rows = []
     for label, provider, events in scenarios(args.quick):
@@ -463,6 +468,33 @@ def _line(row: dict[str, Any]) -> str:
     cells.append(f"mem {_fmt(row['fsm peak memory / argument bytes'])}x")
     cells.append(f"with result {_fmt(row['fsm peak memory with parsed result / argument bytes'])}x")
     return " | ".join(cells)
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The README's performance table and target lines, from a ``--json`` report."""
+    head = ["Stream", "Events", "toolcall-fsm µs/event", "from SSE bytes", "floor", *PEER_TITLES.values()]
+    head += ["MB/s", "memory while streaming"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in report["rows"]:
+        fsm = row["toolcall-fsm"]
+        cells = [row["scenario"], str(row["events"]), f"{fsm:.1f}", _one(row["toolcall-fsm from SSE bytes"])]
+        for name in ("floor", *PEERS):
+            value = row[name]
+            cells.append("-" if value is None else f"{value:.1f} ({value / fsm:.2f}x)")
+        mbs, mem = row["fsm MB/s"], row["fsm peak memory / argument bytes"]
+        cells += ["-" if mbs is None else f"{mbs:.2f}", "-" if mem is None else f"{mem:.2f}x"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    for name, (ok, detail) in report["targets"].items():
+        lines.append(f"- **{'met' if ok else 'missed'}**: {name} ({detail})")
+    return "\n".join(lines)
+
+
+def _one(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+PEER_TITLES = {"openai-python": "openai-python", "pydantic-ai": "pydantic-ai", "langchain": "LangChain"}
 
 
 def targets(rows: list[dict[str, Any]]) -> dict[str, tuple[bool, str]]:
