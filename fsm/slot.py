@@ -181,8 +181,9 @@ class Slot:
         """Returns (the part of ``text`` that belongs here, the rest that starts another value).
 
         A fragment that cannot close the value or change its depth is not scanned yet: it is
-        scanned with the next fragment that can, straight from the held bytes (each character is
-        still scanned once). Most fragments are string content, so most skip the scanner."""
+        scanned later, with the next fragment that can (or when a decision needs the scanner),
+        straight from the held bytes, so waiting scans nothing twice. Most fragments are string
+        content, so most go by without a scan of their own."""
         scanner = self.scanner
         if scanner.may_wait(text):
             if self._unscanned is None:
@@ -259,7 +260,7 @@ class Slot:
         self._digest = None
         if self._emitted == held and text and not self.server:
             self._emitted = self._length
-            self.ledger.outputs.append(ArgumentsDelta(self.ordinal, text))
+            self.ledger.emit(ArgumentsDelta(self.ordinal, text))
 
     @action
     def store_snapshot(self, text: str) -> None:
