@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fsm.errors import RemoteProtocolError
+from fsm.events import CallRef
 
 
 def field(obj: Mapping[str, Any], camel: str, snake: str | None = None) -> Any:
@@ -18,6 +19,8 @@ def field(obj: Mapping[str, Any], camel: str, snake: str | None = None) -> Any:
 
 
 def mapping(value: Any, what: str) -> Mapping[str, Any]:
+    if type(value) is dict:  # what json.loads gives; the ABC check below costs several times more
+        return value
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -26,6 +29,8 @@ def mapping(value: Any, what: str) -> Mapping[str, Any]:
 
 
 def items(value: Any, what: str) -> list[Any]:
+    if type(value) is list:
+        return value
     if value is None:
         return []
     if not isinstance(value, list):
@@ -34,7 +39,7 @@ def items(value: Any, what: str) -> list[Any]:
 
 
 def text(value: Any, what: str) -> str | None:
-    if value is None or isinstance(value, str):
+    if value is None or type(value) is str or isinstance(value, str):
         return value
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)  # some servers send numeric ids
@@ -52,3 +57,22 @@ def index(value: Any, what: str) -> int | None:
 def dumps(value: Any) -> str:
     """Argument objects as JSON text, keys in wire order (a replayed call keeps its bytes)."""
     return json.dumps(value, ensure_ascii=False)
+
+
+class BareRefs:
+    """Shared refs for bare continuations (an index and a position, no id or name): most events of
+    a stream are such fragments, and an immutable ref can be reused instead of built again. Kept
+    for the first 256 (index, position) pairs, so a stream cannot grow it without bound."""
+
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        self._refs: dict[tuple[int | None, int], CallRef] = {}
+
+    def ref(self, index: int | None, position: int = 0) -> CallRef:
+        ref = self._refs.get((index, position))
+        if ref is None:
+            ref = CallRef(index=index, position=position)
+            if len(self._refs) < self.LIMIT:
+                self._refs[index, position] = ref
+        return ref

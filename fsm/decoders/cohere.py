@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.decoders._wire import index, mapping, text
+from fsm.decoders._wire import BareRefs, index, mapping, text
 from fsm.events import ArgumentsFragment, CallEnd, CallRef, CallSeen, Event, StreamEnd
 
 _FINISH = {
@@ -27,6 +27,9 @@ _QUIET = ("message-start", "content-", "tool-plan-delta", "citation-", "debug")
 class CohereDecoder:
     name = "cohere"
 
+    def __init__(self) -> None:
+        self._bare = BareRefs()
+
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         kind = str(payload.get("type", ""))
         at = index(payload.get("index"), "index")
@@ -34,7 +37,11 @@ class CohereDecoder:
         if kind in ("tool-call-start", "tool-call-delta"):
             call = mapping(mapping(delta.get("message"), "delta.message").get("tool_calls"), "tool_calls")
             function = mapping(call.get("function"), "tool_calls.function")
-            ref = CallRef(at, text(call.get("id"), "id"), text(function.get("name"), "name"))
+            call_id, name = call.get("id"), function.get("name")
+            if call_id is None and name is None:
+                ref = self._bare.ref(at)
+            else:
+                ref = CallRef(at, text(call_id, "id"), text(name, "name"))
             piece = text(function.get("arguments"), "arguments")
             return [ArgumentsFragment(ref, piece)] if piece else [CallSeen(ref)]
         if kind == "tool-call-end":

@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from fsm.decoders._wire import BareRefs
 from fsm.errors import RemoteProtocolError
 from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallRef, CallSeen, Event, StreamEnd
 
@@ -38,16 +39,11 @@ def normalize_finish(raw: str) -> str:
     return _FINISH.get(raw.lower(), raw.lower())
 
 
-_BARE_REFS = 256
-"""Bare continuation refs (an index, nothing else) are kept for this many indexes: most events of a
-stream are such fragments, and an immutable ref can be shared instead of built again."""
-
-
 class OpenAIChatDecoder:
     name = "openai-chat"
 
     def __init__(self) -> None:
-        self._bare: dict[tuple[int | None, int], CallRef] = {}
+        self._bare = BareRefs()
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         error = payload.get("error")
@@ -97,7 +93,7 @@ class OpenAIChatDecoder:
             if call_id is not None or name is not None:
                 ref = CallRef(index, _text(call_id, "id", position), _text(name, "name", position), position)
             else:
-                ref = self._bare_ref(index, position)
+                ref = self._bare.ref(index, position)
             arguments = function.get("arguments")
             if type(arguments) is str:
                 events.append(ArgumentsFragment(ref, arguments) if arguments else CallSeen(ref))
@@ -107,14 +103,6 @@ class OpenAIChatDecoder:
                 events.append(ArgumentsFragment(ref, _text(arguments, "arguments", position) or ""))
             else:
                 events.append(CallSeen(ref))
-
-    def _bare_ref(self, index: int | None, position: int) -> CallRef:
-        ref = self._bare.get((index, position))
-        if ref is None:
-            ref = CallRef(index=index, position=position)
-            if len(self._bare) < _BARE_REFS:
-                self._bare[index, position] = ref
-        return ref
 
 
 def _index(value: Any, position: int) -> int | None:
