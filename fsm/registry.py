@@ -91,11 +91,19 @@ class Registry:
 
     def _continuation(self, ref: CallRef, text: str) -> Slot | None:
         """The common case, decided without the general routing: a fragment for the unfinished
-        newest call at its index, with no metadata that differs. _route_text would decide the same
-        by the same rules; this counts them the same way."""
-        if ref.index is None or ref.server or self._pending_name or not text or text.isspace():
+        newest call of its lane (by index, else by id, else by position), with no metadata that
+        differs. _route_text would decide the same by the same rules; this counts them the same way."""
+        if ref.server or self._pending_name or not text or text.isspace():
             return None
-        chain = self._lanes.get(("index", ref.index))
+        if ref.index is not None:
+            chain = self._lanes.get(("index", ref.index))
+            rule = "index-is-label" if ref.id is None else "id-binds"
+        elif ref.id is not None:
+            chain = self._by_wire_id.get(ref.id)
+            rule = "id-without-index"
+        else:
+            chain = self._lanes.get(("position", ref.position))
+            rule = "positional-fallback"
         if not chain:
             return None
         slot = chain[-1]
@@ -105,7 +113,7 @@ class Registry:
             and (ref.name is None or ref.name == slot.name)
         ):
             rules = self.ledger.rules
-            rules["index-is-label" if ref.id is None else "id-binds"] += 1
+            rules[rule] += 1
             rules["metadata-once"] += 1
             return slot
         return None
