@@ -91,3 +91,27 @@ def test_peer_adapters_speak_the_protocol(script: str, module: str) -> None:
     assert not conformance.run_external(command, other).applicable
     collision = next(v for v in VECTORS if v.name == "openai-two-calls-one-tool-index-reuse")
     assert not conformance.run_external(command, collision).passed  # the bug this project exists for
+
+
+def _replay_fingerprint(vector: conformance.Vector) -> object:
+    try:
+        result, r = conformance.replay(vector)
+    except Exception as exc:  # the same error either way is the same behaviour
+        return (type(exc).__name__, str(exc))
+    return (result, dict(r.ledger.rules), dict(r.ledger.transitions))
+
+
+def test_the_continuation_fast_path_decides_and_counts_as_the_general_routing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Registry._continuation is a shortcut for the commonest event; without it every event takes
+    the general routing. Same calls, diagnostics, rule counts and transitions either way."""
+    from fsm.fuzz import CASES, sample_vectors
+    from fsm.registry import Registry
+
+    vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 25))]
+    fast = [_replay_fingerprint(v) for v in vectors]
+    monkeypatch.setattr(Registry, "_continuation", lambda self, ref, text: None)
+    general = [_replay_fingerprint(v) for v in vectors]
+    for vector, a, b in zip(vectors, fast, general, strict=True):
+        assert a == b, vector.name
