@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from json.encoder import encode_basestring
 from typing import Any
 
 from fsm.errors import RemoteProtocolError
@@ -19,6 +20,7 @@ from fsm.errors import RemoteProtocolError
 _SEGMENT = re.compile(r"""\.([^.\[\]]+)|\[(\d+)\]|\[\s*'((?:[^'\\]|\\.)*)'\s*\]|\[\s*"((?:[^"\\]|\\.)*)"\s*\]""")
 
 Segment = str | int
+_KEPT_PATHS = 1024
 
 
 def parse_path(path: str) -> tuple[Segment, ...]:
@@ -57,6 +59,15 @@ class PartialArgsWriter:
     def __init__(self) -> None:
         self._frames: list[_Frame] = []
         self._string_path: tuple[Segment, ...] | None = None
+        self._paths: dict[str, tuple[Segment, ...]] = {}  # a string's pieces repeat its path
+
+    def _path(self, path: str) -> tuple[Segment, ...]:
+        parsed = self._paths.get(path)
+        if parsed is None:
+            parsed = parse_path(path)
+            if len(self._paths) < _KEPT_PATHS:
+                self._paths[path] = parsed
+        return parsed
 
     @property
     def mid_string(self) -> bool:
@@ -79,7 +90,7 @@ class PartialArgsWriter:
         return out
 
     def _entry(self, entry: Mapping[str, Any], out: list[str]) -> None:
-        path = parse_path(str(entry.get("jsonPath", "")))
+        path = self._path(str(entry.get("jsonPath", "")))
         more = bool(entry.get("willContinue"))
         if self._string_path is not None:
             if path == self._string_path and "stringValue" in entry:
@@ -138,4 +149,5 @@ class PartialArgsWriter:
 
 
 def _escape(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)[1:-1]
+    # The C string encoder json.dumps(value, ensure_ascii=False) ends in, without its setup.
+    return encode_basestring(value)[1:-1]
