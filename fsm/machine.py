@@ -7,8 +7,8 @@ fragment while ``accumulating``) is executed from the compiled table without a f
 same guards, same action, no state change, a fraction of the cost. Any transition that changes state
 goes through the ``transitions`` machine, so a slot changes state only through it.
 
-The machine is built from lean subclasses of the library's State, Transition and Event (its
-documented ``state_cls``/``transition_cls``/``event_cls`` hooks). A spec transition is guards, a
+The machine is built from lean subclasses of the library's Transition and Event (its documented
+``transition_cls``/``event_cls`` hooks). A spec transition is guards, a
 state change and one action; the generic classes also walk seven empty callback lists and make
 about ten logging calls per trigger, which made a state change cost ~15 us. The lean engine refuses
 any callback it would not run, so leaving those walks out changes no behaviour.
@@ -20,7 +20,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, cast
 
-from transitions import Event, Machine, State, Transition
+from transitions import Event, Machine, Transition
 from transitions.core import EventData, MachineError
 
 from fsm.errors import SpecError, StateError
@@ -39,19 +39,6 @@ def _all_of(guards: tuple[Callable[..., bool], ...]) -> Callable[..., bool] | No
     if len(guards) == 1:
         return guards[0]
     return lambda model, text: all(g(model, text) for g in guards)
-
-
-class _SpecState(State):
-    """A state of a spec machine. Specs declare no enter or exit callbacks, so entering and leaving
-    a state skips the callback walk (and its logging) instead of iterating empty lists."""
-
-    def enter(self, event_data: EventData) -> None:
-        if self.on_enter:
-            super().enter(event_data)
-
-    def exit(self, event_data: EventData) -> None:
-        if self.on_exit:
-            super().exit(event_data)
 
 
 class _SpecTransition(Transition):
@@ -111,7 +98,6 @@ class _SpecEvent(Event):
 
 
 class _SpecEngine(Machine):
-    state_cls = _SpecState
     transition_cls = _SpecTransition
     event_cls = _SpecEvent
 
@@ -164,7 +150,8 @@ class SpecMachine:
         self.prepare: dict[str, Callable[[Any, str], tuple[str, str]]] = {
             t.name: getattr(model, t.prepare) for t in spec.triggers if t.prepare
         }
-        self.candidates: dict[tuple[str, str], tuple[_Candidate, ...]] = {}
+        # By trigger, then state: the transitions fire() tries, in declared order.
+        self.candidates: dict[str, dict[str, tuple[_Candidate, ...]]] = {t.name: {} for t in spec.triggers}
         for src, t in spec.edges():
             entry = (
                 _all_of(tuple(getattr(model, g) for g in t.guards)),
@@ -172,12 +159,8 @@ class SpecMachine:
                 getattr(model, t.action) if t.action else None,
                 t.label(src),
             )
-            key = (src, t.trigger)
-            self.candidates[key] = (*self.candidates.get(key, ()), entry)
-        # The same table by trigger, then state: what fire() looks up.
-        self._by_trigger: dict[str, dict[str, tuple[_Candidate, ...]]] = {t.name: {} for t in spec.triggers}
-        for (src, trigger), entries in self.candidates.items():
-            self._by_trigger[trigger][src] = entries
+            by_state = self.candidates[t.trigger]
+            by_state[src] = (*by_state.get(src, ()), entry)
 
     def fire(self, slot: Any, trigger: str, text: str = "") -> str:
         """Run ``trigger`` on ``slot`` with ``text``; return any text the prepare step split off
@@ -187,7 +170,7 @@ class SpecMachine:
         if prepare is not None:
             text, rest = prepare(slot, text)
         state = slot.state
-        for candidate in self._by_trigger[trigger].get(state, ()):
+        for candidate in self.candidates[trigger].get(state, ()):
             check = candidate[0]
             if check is None or check(slot, text):
                 break

@@ -64,7 +64,11 @@ def test_every_diagnostic_code_is_declared_and_used() -> None:
 def test_every_self_loop_is_declared_and_the_machine_builds() -> None:
     machine = slot_machine()
     loops = [
-        label for (state, _), cands in machine.candidates.items() for (_, dest, _, label) in cands if dest == state
+        label
+        for by_state in machine.candidates.values()
+        for state, cands in by_state.items()
+        for (_, dest, _, label) in cands
+        if dest == state
     ]
     assert "accumulating--append->accumulating" in loops
     assert set(machine.machine.states) == set(slot_spec().state_names())
