@@ -19,15 +19,14 @@ from typing import Any, BinaryIO, TextIO
 
 import attrs
 
-from fsm.decoders import PROVIDERS
 from fsm.errors import ToolcallFSMError
+from fsm.harness.fuzz import SHAPES
 from fsm.reassembler import Reassembler
 from fsm.reemit import DeltaEmitter, FlushPolicy
 from fsm.serialize import result_to_json
+from fsm.wire.decoders import PROVIDERS
 
 READ_SIZE = 64 * 1024
-FUZZ_SHAPES = ("openai-chat", "openai-responses", "anthropic", "gemini", "vertex", "ollama", "bedrock", "cohere")
-"""Shapes the fuzzer renders (Vertex's partialArgs apart from Gemini's whole calls)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,17 +45,17 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("file", help="the stream (SSE, NDJSON or a JSON array), or - for standard input")
     conform = commands.add_parser("conform", help="run the conformance vectors and report coverage")
     conform.add_argument("--vectors", default=None, help="folder of vector files (default: the bundled specs/vectors)")
-    conform.add_argument("--against", metavar="CMD", help="grade an external reassembler (see fsm/conformance.py)")
+    conform.add_argument("--against", metavar="CMD", help="grade an external reassembler (see the README)")
     conform.add_argument("--json", action="store_true", help="print the outcomes and coverage as JSON")
     conform.add_argument(
         "--fuzzed", type=int, default=0, metavar="N", help="with --against: also N fuzzed streams per shape"
     )
-    fuzz = commands.add_parser("fuzz", help="fuzz the engine; a failing case is written out as a vector")
-    fuzz.add_argument("--shape", default="all", help="one of: all, " + ", ".join(FUZZ_SHAPES))
-    fuzz.add_argument("--examples", type=int, default=200, help="streams per shape and mode (default 200)")
-    fuzz.add_argument("--seed", type=int, default=None, help="random seed (default: a fixed, derandomized run)")
-    fuzz.add_argument("--mode", default="all", choices=("all", "property", "robust"))
-    fuzz.add_argument("--out", default="specs/vectors", help="where failing cases are written")
+    fuzzing = commands.add_parser("fuzz", help="fuzz the engine; a failing case is written out as a vector")
+    fuzzing.add_argument("--shape", default="all", help="one of: all, " + ", ".join(SHAPES))
+    fuzzing.add_argument("--examples", type=int, default=200, help="streams per shape and mode (default 200)")
+    fuzzing.add_argument("--seed", type=int, default=None, help="random seed (default: a fixed, derandomized run)")
+    fuzzing.add_argument("--mode", default="all", choices=("all", "property", "robust"))
+    fuzzing.add_argument("--out", default="specs/vectors", help="where failing cases are written")
     hist = commands.add_parser("history", help="check a conversation's tool calls and results pair up")
     hist_commands = hist.add_subparsers(dest="history_command", required=True)
     hist_check = hist_commands.add_parser(
@@ -72,15 +71,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def conform(args: argparse.Namespace, stdout: TextIO) -> int:
-    from fsm import conformance
-    from fsm.vectors import VECTOR_DIR, load_vectors
+    from fsm.harness import conformance
+    from fsm.harness.vectors import VECTOR_DIR, load_vectors
 
     vectors = load_vectors(Path(args.vectors) if args.vectors else VECTOR_DIR)
     if args.against:
         if args.fuzzed:
-            from fsm import fuzz
+            from fsm.harness.fuzz import run as fuzz
 
-            vectors += [v for shape in FUZZ_SHAPES for v in fuzz.sample_vectors(shape, args.fuzzed)]
+            vectors += [v for shape in SHAPES for v in fuzz.sample_vectors(shape, args.fuzzed)]
         outcomes = [conformance.run_external(args.against, v) for v in vectors]
         missing: dict[str, list[str]] = {}
     else:
@@ -130,15 +129,15 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
 
 def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     try:
-        from fsm import fuzz
+        from fsm.harness.fuzz import run as fuzz
     except ImportError:
         stderr.write("toolcall-fsm: fuzzing needs hypothesis: pip install 'toolcall-fsm[fuzz]'\n")
         return 1
-    from fsm.vectors import write_vector
+    from fsm.harness.vectors import write_vector
 
-    shapes = fuzz.SHAPES if args.shape == "all" else (args.shape,)
-    if any(s not in fuzz.SHAPES for s in shapes):
-        stderr.write(f"toolcall-fsm: unknown shape {args.shape!r} (one of: all, {', '.join(fuzz.SHAPES)})\n")
+    shapes = SHAPES if args.shape == "all" else (args.shape,)
+    if any(s not in SHAPES for s in shapes):
+        stderr.write(f"toolcall-fsm: unknown shape {args.shape!r} (one of: all, {', '.join(SHAPES)})\n")
         return 2
     modes = ("property", "robust") if args.mode == "all" else (args.mode,)
     total, failed = 0, 0
@@ -169,7 +168,7 @@ def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def diagram(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from fsm.diagrams import REGENERATE, generate
+    from fsm.harness.diagrams import REGENERATE, generate
 
     try:
         stale = generate(Path(args.root), check=args.check)

@@ -1,7 +1,7 @@
 """Provider-neutral input events: what a decoder makes of the wire, and all the engine ever sees.
 
 Every event about a call carries a :class:`CallRef`, the identity evidence that came with it. The
-registry (fsm/registry.py) alone decides which call that evidence points to.
+registry (fsm/engine/registry.py) alone decides which call that evidence points to.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fsm.decoders import Decoder, detect_provider, make_decoder
+from fsm.engine.ledger import Ledger
+from fsm.engine.registry import Registry
 from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, UnsupportedProvider
 from fsm.events import (
     EVENT_TYPES,
@@ -22,11 +23,10 @@ from fsm.events import (
     Event,
     StreamEnd,
 )
-from fsm.framing import DONE, Framer, detect_framing, make_framer
-from fsm.ledger import Ledger
 from fsm.options import Limits, Policies
-from fsm.registry import Registry
 from fsm.results import Output, Result
+from fsm.wire.decoders import Decoder, detect_provider, make_decoder
+from fsm.wire.framing import DONE, Framer, detect_framing, make_framer
 
 
 class Reassembler:

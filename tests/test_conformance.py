@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from fsm import conformance
 from fsm.cli import main
 from fsm.errors import SpecError
-from fsm.vectors import VECTOR_DIR, load_vector, load_vectors
+from fsm.harness import conformance
+from fsm.harness.vectors import VECTOR_DIR, load_vector, load_vectors
 
 VECTORS = load_vectors()
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,8 +106,9 @@ def test_the_continuation_fast_path_decides_and_counts_as_the_general_routing(
 ) -> None:
     """Registry._continuation is a shortcut for the commonest event; without it every event takes
     the general routing. Same calls, diagnostics, rule counts and transitions either way."""
-    from fsm.fuzz import CASES, sample_vectors
-    from fsm.registry import Registry
+    from fsm.engine.registry import Registry
+    from fsm.harness.fuzz.run import sample_vectors
+    from fsm.harness.fuzz.shapes import CASES
 
     vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 25))]
     fast = [_replay_fingerprint(v) for v in vectors]

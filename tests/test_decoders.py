@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from fsm import CallStatus, Policies, Reassembler, RemoteProtocolError, Result
-from fsm.decoders.partial_args import PartialArgsWriter, parse_path
+from fsm.wire.decoders.partial_args import PartialArgsWriter, parse_path
 
 
 def run(provider: str, events: list[dict[str, Any]], **options: Any) -> Result:

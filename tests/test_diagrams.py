@@ -11,7 +11,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from fsm import diagrams
+from fsm.harness import diagrams
 from fsm.spec import history_spec, identity_spec, scanner_spec, slot_spec
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fsm import FramingError, Reassembler
-from fsm.framing import DONE, Framing, JSONArrayFramer, NDJSONFramer, SSEFramer, detect_framing
+from fsm.wire.framing import DONE, Framing, JSONArrayFramer, NDJSONFramer, SSEFramer, detect_framing
 from tests.helpers import chunk, sse, tc
 
 STREAM = [

@@ -9,22 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from fsm import fuzz
 from fsm.cli import main
-from fsm.registry import Registry
-from fsm.vectors import load_vector
+from fsm.engine.registry import Registry
+from fsm.harness.fuzz import SHAPES
+from fsm.harness.fuzz import run as fuzz
+from fsm.harness.vectors import load_vector
 
 BUDGET = 120
 
 
-@pytest.mark.parametrize("shape", fuzz.SHAPES)
+@pytest.mark.parametrize("shape", SHAPES)
 def test_property_fuzzer_finds_nothing(shape: str) -> None:
     report = fuzz.fuzz(shape, "property", BUDGET, None)
     assert report.problems == [], report.failure
     assert report.streams >= BUDGET
 
 
-@pytest.mark.parametrize("shape", fuzz.SHAPES)
+@pytest.mark.parametrize("shape", SHAPES)
 def test_robustness_fuzzer_finds_nothing(shape: str) -> None:
     report = fuzz.fuzz(shape, "robust", BUDGET, None)
     assert report.problems == [], report.failure

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fsm.engine.ledger import Ledger
+from fsm.engine.machine import slot_machine
+from fsm.engine.scanner import Scanner, spec_steps
+from fsm.engine.slot import Slot
 from fsm.errors import LimitExceeded
-from fsm.ledger import Ledger
-from fsm.machine import slot_machine
 from fsm.options import Policies
-from fsm.scanner import Scanner, spec_steps
-from fsm.slot import Slot
 from fsm.spec import scanner_spec
 
 
@@ -110,7 +110,7 @@ def test_a_slot_whose_scans_wait_completes_and_splits_where_the_spec_says(
     parts = [p for p in (text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)) if p]
     slot, machine, consumed = slot_for_scan_tests(), slot_machine(), 0
     state, closed_at = reference(text)
-    with mock.patch("fsm.slot._CATCH_UP_BYTES", piece):
+    with mock.patch("fsm.engine.slot._CATCH_UP_BYTES", piece):
         for part in parts:
             rest = machine.fire(slot, "append", part)
             consumed += len(part) - len(rest)
@@ -138,7 +138,7 @@ def test_a_waiting_scan_is_caught_up_before_a_bracket_is_read() -> None:
 def test_catching_up_in_small_pieces_keeps_characters_whole() -> None:
     """The waiting text is decoded from the held bytes a piece at a time; a piece never ends
     inside a character, and an escape split across pieces still escapes."""
-    with mock.patch("fsm.slot._CATCH_UP_BYTES", 3):
+    with mock.patch("fsm.engine.slot._CATCH_UP_BYTES", 3):
         slot, machine = slot_for_scan_tests(), slot_machine()
         for part in ['{"a": ', '"\u00e9\u6771\U0001f642 \\', '" still a string', " x", '"', "}"]:
             assert machine.fire(slot, "append", part) == ""

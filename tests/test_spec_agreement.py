@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from fsm.engine.machine import slot_machine
+from fsm.engine.roles import spec_members
+from fsm.engine.scanner import ACTIONS, GUARDS
+from fsm.engine.slot import Slot
 from fsm.errors import SpecError
 from fsm.history import CallId
-from fsm.machine import slot_machine
-from fsm.roles import spec_members
-from fsm.scanner import ACTIONS, GUARDS
-from fsm.slot import Slot
 from fsm.spec import SPEC_DIR, history_spec, identity_spec, load_identity, load_machine, scanner_spec, slot_spec
 
 PACKAGE = Path(__file__).resolve().parent.parent / "fsm"
@@ -111,7 +111,7 @@ def test_every_state_change_goes_through_the_transitions_machine(monkeypatch: py
 
 
 def test_the_spec_engine_refuses_callbacks_it_would_not_run() -> None:
-    from fsm.machine import _SpecEngine
+    from fsm.engine.machine import _SpecEngine
 
     with pytest.raises(SpecError, match="no other callbacks"):
         _SpecEngine(model=None, states=["a", "b"], transitions=[["go", "a", "b"]], initial="a", after_state_change="x")

@@ -16,8 +16,8 @@ import atheris
 
 with atheris.instrument_imports():
     from fsm import Limits, Reassembler
-    from fsm.decoders import PROVIDERS
     from fsm.errors import ToolcallFSMError
+    from fsm.wire.decoders import PROVIDERS
 
 LIMITS = Limits(max_calls=8, max_argument_chars=4096, max_depth=16, max_event_bytes=8192)
 CHOICES = ("auto", *PROVIDERS)

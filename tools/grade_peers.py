@@ -13,8 +13,9 @@ import importlib.metadata
 import sys
 from pathlib import Path
 
-from fsm import conformance, fuzz
-from fsm.vectors import load_vectors
+from fsm.harness import conformance
+from fsm.harness.fuzz import run as fuzz
+from fsm.harness.vectors import load_vectors
 
 ADAPTERS = Path(__file__).resolve().parent / "adapters"
 PEERS = [

@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench
 
-from fsm import Reassembler, machine, reassembler, registry, scanner, slot
+from fsm import Reassembler, reassembler
+from fsm.engine import machine, registry, scanner, slot
 
 HOT = [
     reassembler.Reassembler._apply,

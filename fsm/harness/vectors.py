@@ -24,9 +24,9 @@ import attrs
 from cattrs import Converter
 from cattrs.errors import ClassValidationError
 
-from fsm.decoders import PROVIDERS
 from fsm.errors import SpecError
 from fsm.spec import SPEC_DIR, describe_validation, identity_spec
+from fsm.wire.decoders import PROVIDERS
 
 VECTOR_DIR = SPEC_DIR / "vectors"
 STATUSES = ("complete", "invalid", "truncated")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.decoders._wire import BareRefs, index, mapping, text
 from fsm.events import ArgumentsFragment, CallEnd, CallRef, CallSeen, Event, StreamEnd
+from fsm.wire.decoders._wire import BareRefs, index, mapping, text
 
 _FINISH = {
     "TOOL_CALL": "tool_calls",

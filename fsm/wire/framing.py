@@ -20,8 +20,8 @@ import enum
 import json
 from typing import Any, Final
 
+from fsm.engine.scanner import Scanner
 from fsm.errors import FramingError, LimitExceeded
-from fsm.scanner import Scanner
 
 DONE: Final = "[DONE]"
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from fsm.decoders.anthropic import AnthropicDecoder
-from fsm.decoders.bedrock import BedrockDecoder
-from fsm.decoders.cohere import CohereDecoder
-from fsm.decoders.gemini import GeminiDecoder
-from fsm.decoders.ollama import OllamaDecoder
-from fsm.decoders.openai_chat import OpenAIChatDecoder
-from fsm.decoders.openai_responses import OpenAIResponsesDecoder
 from fsm.errors import UnsupportedProvider
 from fsm.events import Event
+from fsm.wire.decoders.anthropic import AnthropicDecoder
+from fsm.wire.decoders.bedrock import BedrockDecoder
+from fsm.wire.decoders.cohere import CohereDecoder
+from fsm.wire.decoders.gemini import GeminiDecoder
+from fsm.wire.decoders.ollama import OllamaDecoder
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
+from fsm.wire.decoders.openai_responses import OpenAIResponsesDecoder
 
 Diagnose = Callable[[str, str], None]
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.decoders._wire import index, mapping, text
 from fsm.errors import RemoteProtocolError
 from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, StreamEnd
+from fsm.wire.decoders._wire import index, mapping, text
 
 _QUIET_PREFIXES = (
     "response.created",

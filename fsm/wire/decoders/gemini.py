@@ -9,7 +9,7 @@ to one tool in separate events (each at position 0) are two calls, an identical 
 not identity: it rides on the event and stays with the call the event lands on.
 
 Vertex ``partialArgs`` calls open with a ``functionCall`` that has a name and ``willContinue``, stream
-their arguments (written out as JSON text by :mod:`fsm.decoders.partial_args`), and close with an
+their arguments (written out as JSON text by :mod:`fsm.wire.decoders.partial_args`), and close with an
 empty ``functionCall {}``. When the stream finishes without that closing part, a call whose values all
 finished is closed; one cut inside a string value is left open, so it comes back truncated.
 """
@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.decoders._wire import dumps, field, items, mapping, text
-from fsm.decoders.partial_args import PartialArgsWriter
 from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, StreamEnd
+from fsm.wire.decoders._wire import dumps, field, items, mapping, text
+from fsm.wire.decoders.partial_args import PartialArgsWriter
 
 _FINISH = {
     "STOP": "stop",

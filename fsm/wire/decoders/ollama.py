@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.decoders._wire import dumps, index, items, mapping, text
 from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallRef, Event, StreamEnd
+from fsm.wire.decoders._wire import dumps, index, items, mapping, text
 
 _FINISH = {"stop": "stop", "length": "length", "load": "stop", "unload": "stop"}
 

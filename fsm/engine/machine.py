@@ -23,10 +23,10 @@ from typing import Any, cast
 from transitions import Event, Machine, Transition
 from transitions.core import EventData, MachineError
 
+from fsm.engine.roles import spec_members
+from fsm.engine.slot import Slot
 from fsm.errors import SpecError, StateError
-from fsm.roles import spec_members
-from fsm.slot import Slot
-from fsm.spec import SELF, MachineSpec, history_spec, slot_spec
+from fsm.spec import SELF, MachineSpec, slot_spec
 
 _Candidate = tuple[Callable[..., bool] | None, str, Callable[..., Any] | None, str]
 
@@ -194,10 +194,3 @@ class SpecMachine:
 @functools.cache
 def slot_machine() -> SpecMachine:
     return SpecMachine(slot_spec(), Slot)
-
-
-@functools.cache
-def history_machine() -> SpecMachine:
-    from fsm.history import CallId
-
-    return SpecMachine(history_spec(), CallId)

@@ -17,13 +17,13 @@ from typing import Literal
 
 import attrs
 
+from fsm.engine.ids import IdAllocator
+from fsm.engine.ledger import Ledger
+from fsm.engine.machine import slot_machine
+from fsm.engine.slot import Slot, text_digest
 from fsm.events import NORMAL_FINISHES, CallRef
-from fsm.ids import IdAllocator
-from fsm.ledger import Ledger
-from fsm.machine import slot_machine
 from fsm.options import Limits
 from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus
-from fsm.slot import Slot, text_digest
 
 Lane = tuple[str, int | str]
 Kind = Literal["fragment", "snapshot", "confirmation"]

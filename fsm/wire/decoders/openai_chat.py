@@ -17,9 +17,9 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.decoders._wire import BareRefs
 from fsm.errors import RemoteProtocolError
 from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallRef, CallSeen, Event, StreamEnd
+from fsm.wire.decoders._wire import BareRefs
 
 _FINISH = {
     "tool_calls": "tool_calls",

@@ -17,15 +17,15 @@ from typing import Any
 
 import attrs
 
-from fsm.decoders import PROVIDERS
+from fsm.engine.scanner import spec_steps
 from fsm.errors import ToolcallFSMError
-from fsm.framing import detect_framing, make_framer
+from fsm.harness.vectors import ExpectedCall, Vector
 from fsm.options import Policies
 from fsm.reassembler import Reassembler
 from fsm.results import Result, ToolCall
-from fsm.scanner import spec_steps
 from fsm.spec import identity_spec, scanner_spec, slot_spec
-from fsm.vectors import ExpectedCall, Vector
+from fsm.wire.decoders import PROVIDERS
+from fsm.wire.framing import detect_framing, make_framer
 
 
 @attrs.frozen

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.decoders._wire import dumps, index, items, mapping, text
 from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, StreamEnd
+from fsm.wire.decoders._wire import dumps, index, items, mapping, text
 
 _CALL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
 _QUIET = {"ping", "message_stop"}

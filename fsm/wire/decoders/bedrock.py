@@ -4,7 +4,7 @@
 ``contentBlockDelta.delta.toolUse.input`` fragments append, ``contentBlockStop`` ends it;
 ``messageStop.stopReason`` ends the stream. Text, reasoning and tool-result deltas carry no call,
 and the random ``p`` padding field is ignored. The raw binary event stream is unframed by
-:mod:`fsm.framing` (with botocore's decoder) into these same objects.
+:mod:`fsm.wire.framing` (with botocore's decoder) into these same objects.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.decoders._wire import index, mapping, text
 from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, StreamEnd
+from fsm.wire.decoders._wire import index, mapping, text
 
 _FINISH = {
     "tool_use": "tool_calls",

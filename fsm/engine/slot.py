@@ -2,7 +2,7 @@
 
 Every method marked ``@guard`` or ``@action`` is named in the spec, and nothing else is: the spec
 agreement test holds the two lists equal. Guards are pure; actions are the only code that changes a
-slot's argument text or status, and they run only as part of a transition (fsm/machine.py).
+slot's argument text or status, and they run only as part of a transition (fsm/engine/machine.py).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
+from fsm.engine.roles import action, guard
+from fsm.engine.scanner import Scanner
 from fsm.results import ArgumentsDelta, CallStatus, ToolCall
-from fsm.roles import action, guard
-from fsm.scanner import Scanner
 
 if TYPE_CHECKING:
-    from fsm.ledger import Ledger
+    from fsm.engine.ledger import Ledger
 
 _WHITESPACE = frozenset(b" \t\r\n")
 _CATCH_UP_BYTES = 16384

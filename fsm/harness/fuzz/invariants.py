@@ -1,0 +1,74 @@
+"""The property fuzzer's invariants: what must hold of the engine's result for a rendered case."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+from fsm.harness.conformance import json_equal
+from fsm.harness.fuzz.truth import Case
+from fsm.reassembler import Reassembler
+from fsm.reemit import DeltaEmitter, FlushPolicy
+from fsm.spec import identity_spec
+
+# -- invariants ----------------------------------------------------------------------------------------------------
+
+
+def run_case(case: Case) -> tuple[Any, Reassembler, list[dict[str, Any]]]:
+    r = Reassembler(case.provider)
+    emitter = DeltaEmitter(FlushPolicy.INCREMENTAL)
+    chunks: list[dict[str, Any]] = []
+    if case.body is not None:
+        edges = [0, *case.cuts, len(case.body)]
+        for a, b in itertools.pairwise(edges):
+            chunks += emitter.chunks(r.feed_bytes(case.body[a:b]))
+    for event in case.events:
+        chunks += emitter.chunks(r.feed(event))
+    result = r.close()
+    chunks += emitter.chunks(r.drain())
+    return result, r, chunks
+
+
+def check(case: Case) -> list[str]:
+    """The invariants; an empty list when they all hold."""
+    try:
+        result, r, chunks = run_case(case)
+    except Exception as exc:  # any exception on a legal stream is a finding
+        return [f"raised {type(exc).__name__}: {exc}"]
+    problems = []
+    got = [(c.name, c.arguments) for c in result.calls]
+    want = [(t.name, t.arguments) for t in case.truth]
+    if got != want or any(
+        not json_equal(c.arguments, t.arguments) for c, t in zip(result.calls, case.truth, strict=False)
+    ):
+        problems.append(f"calls {got} != ground truth {want}")
+    bad = [c.status.value for c in result.calls if c.status.value != "complete"]
+    if bad:
+        problems.append(f"statuses {bad}")
+    for call, truth in zip(result.calls, case.truth, strict=False):
+        if truth.id is not None and call.id != truth.id:
+            problems.append(f"id {call.id!r} != {truth.id!r}")
+        if truth.signature is not None and call.thought_signature != truth.signature:
+            problems.append(f"signature {call.thought_signature!r} != {truth.signature!r}")
+    if len({c.id for c in result.calls}) != len(result.calls):
+        problems.append("ids are not unique")
+    violations = {d.code for d in identity_spec().diagnostics if d.violation}
+    raised = sorted(set(result.codes()) & violations)
+    if raised:
+        problems.append(f"violations reported on a legal stream: {raised}")
+    merged: dict[int, str] = {}
+    for chunk in chunks:
+        for entry in chunk["choices"][0]["delta"].get("tool_calls", []):
+            merged[entry["index"]] = merged.get(entry["index"], "") + entry["function"].get("arguments", "")
+    for call in result.calls:
+        try:
+            if not json_equal(json.loads(merged.get(call.index, "")), call.arguments):
+                problems.append(f"re-emitted deltas of call {call.index} do not concatenate to its arguments")
+        except ValueError:
+            problems.append(f"re-emitted deltas of call {call.index} are not JSON: {merged.get(call.index)!r}")
+    size = len(case.body or b"") + sum(len(json.dumps(e)) for e in case.events)
+    events = len(case.events) + (case.body or b"").count(b"data:")
+    if r.ledger.work > 4 * size + 16 * events + 64:
+        problems.append(f"work {r.ledger.work} is not linear in {size} bytes of input")
+    return problems

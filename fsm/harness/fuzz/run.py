@@ -1,0 +1,86 @@
+"""Running the fuzzers under hypothesis, and turning a failing case into a conformance vector."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import attrs
+from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as with_seed
+
+from fsm.harness.fuzz.invariants import check
+from fsm.harness.fuzz.robust import hostile_input, survive
+from fsm.harness.fuzz.shapes import CASES
+from fsm.harness.fuzz.truth import Case
+from fsm.harness.vectors import Expectation, ExpectedCall, Vector
+
+# -- running -----------------------------------------------------------------------------------------------------------
+
+
+@attrs.define
+class Report:
+    shape: str
+    mode: str
+    streams: int = 0
+    failure: Any = None
+    problems: list[str] = attrs.field(factory=list)
+
+
+def fuzz(shape: str, mode: str, examples: int, seed: int | None) -> Report:
+    """Run ``examples`` generated streams; on failure, the shrunk case and its problems."""
+    report = Report(shape, mode)
+    strategy = CASES[shape]() if mode == "property" else hostile_input(shape)
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=seed is None,
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
+    @given(strategy)
+    def property_holds(sample: Any) -> None:
+        report.streams += 1
+        problems = check(sample) if mode == "property" else survive(*sample)
+        if problems:
+            report.failure, report.problems = sample, problems
+            raise AssertionError("; ".join(problems))
+
+    runner = with_seed(seed)(property_holds) if seed is not None else property_holds
+    with contextlib.suppress(AssertionError):  # hypothesis re-ran the shrunk case last: report holds it
+        runner()
+    return report
+
+
+def sample_vectors(shape: str, count: int) -> list[Vector]:
+    """``count`` generated streams of ``shape`` as vectors expecting their ground truth (a fixed,
+    derandomized sample), for grading other implementations on fuzzed input."""
+    cases: list[Case] = []
+
+    @settings(
+        max_examples=count, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
+    @given(CASES[shape]())
+    def collect(case: Case) -> None:
+        cases.append(case)
+
+    collect()
+    return [to_vector(case, f"fuzzed-{shape}-{n}") for n, case in enumerate(cases[:count])]
+
+
+def to_vector(case: Case, name: str) -> Vector:
+    """A failing property case as a conformance vector, expecting its ground truth."""
+    calls = [
+        ExpectedCall(name=t.name, arguments=t.arguments, id=t.id, thought_signature=t.signature) for t in case.truth
+    ]
+    body = case.body.decode("utf-8") if case.body is not None else None
+    return Vector(
+        name=name,
+        description=f"Found by toolcall-fsm fuzz ({case.shape}); expects the ground truth it was rendered from.",
+        shape=case.provider,
+        expect=Expectation(finish_reason="tool_calls", calls=calls, diagnostics=[]),
+        events=[dict(e) for e in case.events],
+        body=body,
+    )

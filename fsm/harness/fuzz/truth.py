@@ -1,0 +1,98 @@
+"""Ground truth for the fuzzers: random calls (names, nested arguments with unicode, escapes, empty
+objects, large values) and the cases that carry them, with helpers the shape renderers share."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+from hypothesis import strategies as st
+
+
+@attrs.frozen
+class TrueCall:
+    name: str
+    arguments: dict[str, Any]
+    id: str | None = None
+    signature: str | None = None
+
+
+@attrs.frozen
+class Case:
+    shape: str
+    truth: tuple[TrueCall, ...]
+    events: tuple[dict[str, Any], ...] = ()
+    body: bytes | None = None
+    cuts: tuple[int, ...] = ()
+
+    @property
+    def provider(self) -> str:
+        return "gemini" if self.shape == "vertex" else self.shape
+
+
+# -- ground truth --------------------------------------------------------------------------------------
+
+_TRICKY = st.sampled_from(['"', "\\", '\\"', "}{", "][", "\n\t", "ñ🙂", "", "\u2028", '{"a": 1}'])
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=10) | _TRICKY
+_LARGE = st.integers(200, 4000).map(lambda n: "long " * (n // 5))
+_LEAF = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**15), 10**15)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _TEXT
+    | _LARGE
+)
+_KEY = st.text(max_size=6) | _TRICKY
+_IDENT = st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True)
+
+
+def _values(key: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
+    return st.recursive(
+        _LEAF, lambda kids: st.lists(kids, max_size=3) | st.dictionaries(key, kids, max_size=3), max_leaves=8
+    )
+
+
+def arguments(key: st.SearchStrategy[str] = _KEY) -> st.SearchStrategy[dict[str, Any]]:
+    return st.dictionaries(key, _values(key), max_size=4)
+
+
+NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True)
+
+
+def _distinct(calls: list[tuple[str, dict[str, Any]]]) -> bool:
+    # Without ids, two calls with the same name and text are one call resent (policy identical_text).
+    texts = [(n, json.dumps(a, sort_keys=True)) for n, a in calls]
+    return len(set(texts)) == len(texts)
+
+
+def _truth(draw: st.DrawFn, *, key: st.SearchStrategy[str] = _KEY) -> list[tuple[str, dict[str, Any]]]:
+    calls = draw(st.lists(st.tuples(NAMES, arguments(key)), min_size=1, max_size=5).filter(_distinct))
+    return calls
+
+
+def _split(draw: st.DrawFn, text: str) -> list[str]:
+    """Cut ``text`` anywhere (inside escapes, between surrogate-free code points)."""
+    if len(text) < 2 or draw(st.integers(0, 3)) == 0:
+        return [text]
+    cuts = sorted(draw(st.sets(st.integers(1, len(text) - 1), max_size=12)))
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+
+
+def _dumps(draw: st.DrawFn, value: Any) -> str:
+    compact = draw(st.booleans())
+    return json.dumps(value, ensure_ascii=draw(st.booleans()), separators=(",", ":") if compact else None)
+
+
+def _interleave(draw: st.DrawFn, queues: list[list[Any]], allowed: bool) -> list[Any]:
+    if not allowed:
+        return [op for q in queues for op in q]
+    owners = [k for k, q in enumerate(queues) for _ in q]
+    order = draw(st.permutations(owners))
+    positions = [0] * len(queues)
+    out = []
+    for k in order:
+        out.append(queues[k][positions[k]])
+        positions[k] += 1
+    return out

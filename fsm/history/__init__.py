@@ -1,0 +1,41 @@
+"""Keep every tool result paired across a conversation: id hygiene for what goes back to the model.
+
+A reassembled turn is half the story: its calls run, their results come back, and the next request
+replays the history. Two calls under one id make one result overwrite the other; strict providers
+answer a history with a dangling or duplicate ``tool_call_id`` with HTTP 400. Each call id walks the
+machine of specs/history.toml while the messages are read in order (OpenAI chat ``tool_calls`` /
+``tool`` messages, Anthropic ``tool_use`` / ``tool_result`` blocks, Gemini ``functionCall`` /
+``functionResponse`` parts); the findings its actions record are the report.
+
+* :func:`uniquify`: the engine's deterministic ``<id>_d<n>`` renaming for a list of calls.
+* :func:`check`: dangling calls, orphan results, duplicate results, ids reused within or across turns.
+* :func:`repair`: the minimal change that makes a history acceptable; returns what it changed.
+* :func:`anything_dangling`: the one question an agent loop should ask before touching history.
+
+The modules: ``findings`` (what a check reports), ``formats`` (reading each message format),
+``check`` (the history machine's model and the walk), ``uniquify``, ``repair``.
+"""
+
+from fsm.history.check import CallId, anything_dangling, check, history_machine
+from fsm.history.findings import REJECTED, Finding, Format, Kind, Report
+from fsm.history.formats import detect_format
+from fsm.history.repair import Change, RepairPolicy, repair
+from fsm.history.uniquify import Rename, uniquify
+
+__all__ = [
+    "REJECTED",
+    "CallId",
+    "Change",
+    "Finding",
+    "Format",
+    "Kind",
+    "Rename",
+    "RepairPolicy",
+    "Report",
+    "anything_dangling",
+    "check",
+    "detect_format",
+    "history_machine",
+    "repair",
+    "uniquify",
+]

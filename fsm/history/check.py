@@ -1,0 +1,109 @@
+"""Walk every call id through the history machine (specs/history.toml); its actions record the findings."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from fsm.engine.machine import SpecMachine
+from fsm.engine.roles import action
+from fsm.errors import LocalProtocolError
+from fsm.history.findings import Finding, Format, Kind, Report
+from fsm.history.formats import _Call, _read, _TurnEnd, detect_format
+from fsm.spec import history_spec
+
+
+class CallId:
+    """One id's state in the conversation; ``state`` is written only by the history machine."""
+
+    def __init__(self, key: str, findings: list[Finding]) -> None:
+        self.key = key
+        self.state = "unseen"
+        self.findings = findings
+        self.call_message = -1
+        self.uses = 0
+        self.at = -1  # the message being read
+        self.name: str | None = None
+
+    def covered(self, transition: str) -> None:
+        """Transitions are not counted for history checks."""
+
+    def _report(self, kind: Kind, detail: str, message: int | None = None) -> None:
+        self.findings.append(Finding(kind, self.key, self.at if message is None else message, detail, self.name))
+
+    @action
+    def open_call(self, text: str) -> None:
+        self.uses += 1
+        if self.uses > 1:
+            self._report(Kind.REUSED, f"id reused after its call (message {self.call_message}) was answered")
+        self.call_message = self.at
+
+    @action
+    def report_duplicate_call(self, text: str) -> None:
+        self._report(Kind.DUPLICATE_CALL, f"a second call while the one in message {self.call_message} is unanswered")
+        self.uses += 1
+        self.call_message = self.at
+
+    @action
+    def report_reuse_after_dangling(self, text: str) -> None:
+        self._report(Kind.REUSED_UNANSWERED, f"reused, but the call in message {self.call_message} was never answered")
+        self.uses += 1
+        self.call_message = self.at
+
+    @action
+    def answer(self, text: str) -> None:
+        """The call has its result."""
+
+    @action
+    def report_duplicate_result(self, text: str) -> None:
+        self._report(Kind.DUPLICATE_RESULT, f"the call in message {self.call_message} was already answered")
+
+    @action
+    def report_orphan(self, text: str) -> None:
+        self._report(Kind.ORPHAN, "no call with this id is waiting for a result")
+
+    @action
+    def report_dangling(self, text: str) -> None:
+        self._report(Kind.DANGLING, "no result answered this call before its turn closed", self.call_message)
+
+
+@functools.cache
+def history_machine() -> SpecMachine:
+    """The history machine, built from specs/history.toml with CallId as its model."""
+    return SpecMachine(history_spec(), CallId)
+
+
+def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"] = "auto") -> Report:
+    """Walk every call id through the history machine; report what a strict provider would refuse."""
+    if not isinstance(messages, Sequence) or not all(isinstance(m, Mapping) for m in messages):
+        raise LocalProtocolError("messages must be a list of message objects")
+    fmt: Format = detect_format(messages) if format == "auto" else format
+    machine = history_machine()
+    findings: list[Finding] = []
+    ids: dict[str, CallId] = {}
+    outstanding: dict[str, CallId] = {}
+    for event in _read(messages, fmt):
+        if isinstance(event, _TurnEnd):
+            for call in list(outstanding.values()):
+                call.at = event.message
+                machine.fire(call, "close_turn")
+            outstanding.clear()
+            continue
+        call = ids.setdefault(event.key, CallId(event.key, findings))
+        call.at = event.message
+        if isinstance(event, _Call):
+            call.name = event.name
+        machine.fire(call, "call" if isinstance(event, _Call) else "result")
+        if call.state == "outstanding":
+            outstanding[event.key] = call
+        else:
+            outstanding.pop(event.key, None)
+    return Report(fmt, tuple(findings))
+
+
+def anything_dangling(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Is any call in this history unanswered, or any result unmatched? Ask this, not whether an
+    error message mentions 400, before deciding to repair history: good turns stay untouched."""
+    report = check(messages)
+    return bool(report.of(Kind.DANGLING) or report.of(Kind.ORPHAN))

@@ -1,0 +1,40 @@
+"""The engine's deterministic ``<id>_d<n>`` renaming, for a list of calls a caller holds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+
+from fsm.engine.ids import IdAllocator
+from fsm.results import ToolCall
+
+C = TypeVar("C", ToolCall, Mapping[str, Any])
+
+
+@attrs.frozen
+class Rename:
+    position: int
+    old: str | None
+    new: str
+
+
+def uniquify(calls: Iterable[C], taken: Iterable[str] = ()) -> tuple[list[C], list[Rename]]:
+    """Give every call a distinct id with the engine's rule: the first occurrence keeps its id,
+    later ones become ``<id>_d2``, ``<id>_d3``, ...; ids in ``taken`` (earlier turns) are avoided;
+    a blank id becomes ``call_<position>``. Same input, same output. Returns the renames so results
+    can be mapped back."""
+    allocator = IdAllocator(taken)
+    out: list[Any] = []
+    renames: list[Rename] = []
+    for position, call in enumerate(calls):
+        old = call.id if isinstance(call, ToolCall) else (call.get("id") or None)
+        new = allocator.claim(old) if old else allocator.synthesize(position)
+        if new != old:
+            renames.append(Rename(position, old, new))
+        if isinstance(call, ToolCall):
+            out.append(attrs.evolve(call, id=new))
+        else:
+            out.append({**call, "id": new})
+    return out, renames
