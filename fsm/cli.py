@@ -21,6 +21,7 @@ import attrs
 
 from fsm.errors import ToolcallFSMError
 from fsm.harness.fuzz import SHAPES
+from fsm.jsontext import dumps
 from fsm.reassembler import Reassembler
 from fsm.reemit import DeltaEmitter, FlushPolicy
 from fsm.serialize import result_to_json
@@ -190,7 +191,7 @@ def replay(args: argparse.Namespace, stdout: TextIO) -> None:
 
     def show(chunks: list[dict[str, Any]]) -> None:
         for chunk in chunks:
-            stdout.write(json.dumps(chunk, ensure_ascii=False) + "\n")
+            stdout.write(dumps(chunk) + "\n")
 
     with _open(args.file) as stream:
         while block := stream.read(READ_SIZE):
@@ -202,7 +203,7 @@ def replay(args: argparse.Namespace, stdout: TextIO) -> None:
     if deltas:
         show([*emitter.chunks(outputs), emitter.finish(result)])
     else:
-        stdout.write(json.dumps(result_to_json(result), ensure_ascii=False, indent=2) + "\n")
+        stdout.write(dumps(result_to_json(result), indent=2) + "\n")
 
 
 def _open(path: str) -> BinaryIO:

@@ -96,6 +96,8 @@ class Reassembler:
         if finish == "stop" and any(not slot.server for slot in registry.slots):
             self.ledger.diagnose("finish-reason-mapped", "finish reason stop, but tools were called")
             finish = "tool_calls"
+        elif finish == "tool_calls" and not registry.slots:
+            self.ledger.diagnose("finish-without-calls", "the finish reason says tool calls, but none arrived")
         self._closed = Result(
             provider=self._decoder.name if self._decoder else self.provider,
             finish_reason=finish,

@@ -8,11 +8,11 @@ slot's argument text or status, and they run only as part of a transition (fsm/e
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
 from fsm.engine.scanner import Scanner
+from fsm.jsontext import NotJSON, mend_surrogates, parse_strict
 from fsm.results import ArgumentsDelta, CallStatus, ToolCall
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ class Slot:
         "_digest",
         "_diverged",
         "_emitted",
+        "_high",
         "_length",
         "_text",
         "_unscanned",
@@ -88,6 +89,9 @@ class Slot:
         self._length = 0
         self._emitted = 0  # how much of the held text went out as append-safe deltas
         self._diverged = False  # a snapshot replaced text that had already gone out
+        # A high surrogate that ended the last fragment, waiting for the low half that may start
+        # the next (rule text-is-unicode). Not in the buffer, not counted, not emitted yet.
+        self._high = ""
         self.arguments: Any = None
         self.status: CallStatus | None = None
         self.resends = 0
@@ -134,6 +138,13 @@ class Slot:
         """Does the call hold exactly ``stripped`` (UTF-8, no surrounding whitespace)?"""
         start, end = self._bounds()
         return end - start == len(stripped) and memoryview(self._buf)[start:end] == stripped
+
+    def first_character(self) -> str:
+        """The first character of the held text ("" when there is none); whitespace counts."""
+        buf = self._buf
+        if not buf:
+            return ""
+        return chr(buf[0]) if buf[0] < 0x80 else self.text()[:1]
 
     def last_significant(self) -> str:
         """The last character of the held text that is not whitespace ("" when there is none)."""
@@ -241,7 +252,7 @@ class Slot:
 
     @guard
     def no_text(self, text: str) -> bool:
-        return self._length == 0 or not self.text().strip()
+        return not self._high and (self._length == 0 or not self.text().strip())
 
     # -- actions --------------------------------------------------------------------------------
 
@@ -251,11 +262,18 @@ class Slot:
 
     @action
     def store_fragment(self, text: str) -> None:
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            data = None
+        if data is None or self._high:
+            text = self._mend(text)
+            data = text.encode("utf-8")
         held = self._length
         self._length += len(text)
         if self._length > self.max_chars:
             self._check_size(self._length)
-        self._buf += text.encode("utf-8", "surrogatepass")
+        self._buf += data
         self._text = None
         self._digest = None
         if self._emitted == held and text and not self.server:
@@ -264,10 +282,12 @@ class Slot:
 
     @action
     def store_snapshot(self, text: str) -> None:
+        self._high = ""  # the snapshot is the whole text: a half held from a fragment is superseded
+        text = self._mend(text, whole=True)
         self._check_size(len(text))
         if self._emitted and not text.startswith(self.text()[: self._emitted]):
             self._diverged = True
-        self._buf = bytearray(text.encode("utf-8", "surrogatepass"))
+        self._buf = bytearray(text.encode("utf-8"))
         self._text = text
         self._digest = None
         self._length = len(text)
@@ -281,15 +301,24 @@ class Slot:
     @action
     def parse_arguments(self, text: str) -> None:
         self.ledger.apply("parse-once-at-finish")
+        self._settle()
         raw = self.text()
         try:
-            value = json.loads(raw)
+            value, duplicates = parse_strict(raw)
+        except NotJSON as exc:
+            self._fail(CallStatus.INVALID, "invalid-arguments", f"arguments are not strict JSON: {exc}")
+            return
         except ValueError as exc:
             self._fail(CallStatus.INVALID, "invalid-arguments", f"arguments do not parse: {exc}")
             return
         if not isinstance(value, dict):
             self._fail(CallStatus.INVALID, "arguments-not-object", f"arguments are a {type(value).__name__}")
             return
+        if duplicates:
+            shown = ", ".join(repr(k) for k in dict.fromkeys(duplicates))
+            self.ledger.diagnose(
+                "duplicate-key", f"call {self.id}: key {shown} given twice in one object; the last kept"
+            )
         self.arguments = value
         self.status = CallStatus.COMPLETE
 
@@ -309,11 +338,55 @@ class Slot:
 
     @action
     def mark_unterminated(self, text: str) -> None:
+        self._settle()
         self._fail(CallStatus.INVALID, "unterminated-arguments", "the JSON never closed")
 
     @action
     def mark_truncated(self, text: str) -> None:
-        self._fail(CallStatus.TRUNCATED, "truncated", f"cut after {self._length} characters")
+        cut_between_halves = bool(self._high)
+        self._settle(report=False)  # a cut between a pair's halves is the cut's doing, said below
+        why = f"cut after {self._length} characters"
+        if cut_between_halves:
+            why += ", between the halves of a surrogate pair (the first kept as its escape)"
+        self._fail(CallStatus.TRUNCATED, "truncated", why)
+
+    # -- Unicode (rule text-is-unicode) -----------------------------------------------------------
+
+    def _mend(self, text: str, *, whole: bool = False) -> str:
+        """``text`` as Unicode the held text can take: the high surrogate held from the last
+        fragment joined with a low one that starts this one, pairs that arrived as two code points
+        joined, and every surrogate with no partner kept as its JSON escape ``\\udXXX`` (the same
+        value inside a JSON string, and encodable). A high surrogate that ends a fragment waits
+        for the next (unless ``whole``: a snapshot has no next)."""
+        text, self._high = self._high + text, ""
+        if not whole and text and "\ud800" <= text[-1] <= "\udbff":
+            text, self._high = text[:-1], text[-1]
+        mended, pairs, lone = mend_surrogates(text)
+        self.ledger.apply("text-is-unicode")
+        if pairs:
+            self.ledger.diagnose(
+                "surrogate-pair-joined", f"call {self.id}: {pairs} UTF-16 surrogate pair(s) sent as halves, joined"
+            )
+        if lone:
+            self.ledger.diagnose(
+                "lone-surrogate", f"call {self.id}: {lone} surrogate(s) with no partner, kept escaped as \\udXXX"
+            )
+        return mended
+
+    def _settle(self, *, report: bool = True) -> None:
+        """The text is final: a high surrogate still waiting for its partner has none."""
+        high, self._high = self._high, ""
+        if not high:
+            return
+        escaped = f"\\u{ord(high):04x}"
+        if report:
+            self.ledger.diagnose(
+                "lone-surrogate", f"call {self.id}: the text ended in half a surrogate pair, kept as {escaped}"
+            )
+        self._buf += escaped.encode("ascii")
+        self._length += len(escaped)
+        self._text = None
+        self._digest = None
 
     def _fail(self, status: CallStatus, code: str, why: str) -> None:
         self.status = status

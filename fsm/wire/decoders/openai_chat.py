@@ -9,6 +9,9 @@ arguments as a JSON object instead of text). Dialect quirks handled here, not in
   only when there is no ``delta``;
 * the legacy ``delta.function_call`` (one call, no id);
 * ``finish_reason`` normalised; an ``error`` object in the stream ends it with ``error``.
+
+A payload with none of ``choices``, ``usage``, ``error`` or a ``chat.completion`` object type is not
+this wire shape at all (another provider's stream, a proxy's own message): ``unknown-event``.
 """
 
 from __future__ import annotations
@@ -50,7 +53,11 @@ class OpenAIChatDecoder:
         if error and not payload.get("choices"):
             message = error.get("message", error) if isinstance(error, Mapping) else error
             return [StreamEnd("error", None, str(message))]
-        choices = payload.get("choices") or []
+        choices = payload.get("choices")
+        if choices is None:
+            if not _recognised(payload):
+                diagnose("unknown-event", f"an OpenAI chat payload with no choices (keys: {_keys(payload)})")
+            return []
         if type(choices) is not list:
             raise RemoteProtocolError("choices is not a list")
         events: list[Event] = []
@@ -103,6 +110,16 @@ class OpenAIChatDecoder:
                 events.append(ArgumentsFragment(ref, _text(arguments, "arguments", position) or ""))
             else:
                 events.append(CallSeen(ref))
+
+
+def _recognised(payload: Mapping[str, Any]) -> bool:
+    """A chunk with no choices that is still this shape: usage-only, or typed as a chunk."""
+    return "usage" in payload or "error" in payload or str(payload.get("object", "")).startswith("chat.completion")
+
+
+def _keys(payload: Mapping[str, Any]) -> str:
+    shown = ", ".join(repr(k) for k in list(payload)[:6])
+    return shown + (", ..." if len(payload) > 6 else "") if shown else "none"
 
 
 def _index(value: Any, position: int) -> int | None:

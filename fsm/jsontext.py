@@ -1,0 +1,192 @@
+"""JSON text, strictly: how argument text is parsed and judged, and how JSON is written out.
+
+Three promises the rest of the package leans on:
+
+* **Parsing is strict, all of it.** ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON and are
+  refused. Duplicate keys are found (the last one wins, as in every mainstream parser) so the caller
+  can report them. Numbers are kept exactly: an integer longer than Python's int-string conversion
+  limit, or a number too large for a float, comes back as a :class:`decimal.Decimal` holding its
+  digits, instead of an error (the limit is read, never changed: it is process-wide).
+* **Writing never yields invalid or unencodable JSON.** :func:`dumps` refuses nothing it is handed:
+  exact numbers are written digit for digit, non-finite floats (which no strict parse produces) as
+  strings, and a lone UTF-16 surrogate as its ``\\udXXX`` escape, so the text always encodes as UTF-8.
+* **Text is Unicode.** :func:`mend_surrogates` joins surrogate pairs that arrived as two code points
+  and escapes the ones without a partner; the slot uses it where a UTF-16 server's code-unit slices
+  meet (specs/identity.toml, rule ``text-is-unicode``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import secrets
+from decimal import Decimal
+from typing import Any, Final
+
+_LONE: Final = re.compile("[\ud800-\udfff]")
+_HUGE_NUMBER: Final = re.compile(r"[eE][+-]?0*[1-9]\d{2}|(?<!\d)\d{300}")
+"""A number a float may not hold: a three-digit exponent, or 300 digits in a row (also inside
+strings, where it costs only a slower exact parse)."""
+
+
+class NotJSON(ValueError):
+    """Text that Python's json module accepts but JSON does not (``NaN``, ``Infinity``)."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise NotJSON(f"{name} is not JSON")
+
+
+def exact_int(digits: str) -> int | Decimal:
+    try:
+        return int(digits)
+    except ValueError:  # longer than the int-string conversion limit: keep the digits
+        return Decimal(digits)
+
+
+def exact_float(text: str) -> float | Decimal:
+    value = float(text)
+    return value if math.isfinite(value) else Decimal(text)
+
+
+class _Keys:
+    """An ``object_pairs_hook`` that builds dicts like json does and notes the keys given twice."""
+
+    __slots__ = ("duplicates",)
+
+    def __init__(self) -> None:
+        self.duplicates: list[str] = []
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        built = dict(pairs)
+        if len(built) != len(pairs):
+            seen: set[str] = set()
+            self.duplicates += [k for k, _ in pairs if k in seen or seen.add(k)]  # type: ignore[func-returns-value]
+        return built
+
+
+def parse_strict(text: str) -> tuple[Any, list[str]]:
+    """Parse ``text`` as strict JSON; return the value and the keys some object gave twice.
+
+    Raises ValueError (``json.JSONDecodeError``, or :class:`NotJSON` for ``NaN``/``Infinity``).
+    Numbers a Python int or float cannot hold exactly come back as ``Decimal``."""
+    keys = _Keys()
+    if _HUGE_NUMBER.search(text) is None:
+        try:
+            return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=keys), keys.duplicates
+        except (json.JSONDecodeError, NotJSON):
+            raise
+        except ValueError:  # an integer beyond the conversion limit: parse again, keeping digits
+            keys = _Keys()
+    value = json.loads(
+        text, parse_constant=_refuse_constant, object_pairs_hook=keys, parse_int=exact_int, parse_float=exact_float
+    )
+    return value, keys.duplicates
+
+
+_SAFE_INT_BITS: Final = 4096
+"""Integers this short have fewer digits than any int-string conversion limit Python allows."""
+_HEX4: Final = re.compile(r"\\u[0-9a-fA-F]{0,4}(?:\\(?:u[0-9a-fA-F]{0,3})?)?")
+_NUMBER_TAIL: Final = re.compile(r"\.|[eE][+-]?")
+_LITERALS: Final = ("true", "false", "null")
+
+
+def is_json_prefix(text: str) -> bool:
+    """Could ``text`` be the beginning of a JSON document (or all of one)?
+
+    Decided by the C parser: a prefix of valid JSON fails only where the text runs out, so the
+    error's position is checked against what is left there (part of a literal, a number or an
+    escape). Deep nesting that the parser cannot follow is answered False."""
+    try:
+        json.loads(text, parse_constant=_refuse_constant)
+    except NotJSON:
+        return False
+    except json.JSONDecodeError as exc:
+        return _fails_at_end(text, exc)
+    except (ValueError, RecursionError):  # an integer beyond the conversion limit; too deep
+        return False
+    return True
+
+
+def _fails_at_end(text: str, exc: json.JSONDecodeError) -> bool:
+    tail = text[exc.pos :]
+    message = exc.msg
+    if message == "Unterminated string starting at":
+        return True  # the string's content was read to the end: it had nothing invalid
+    if message.startswith("Invalid \\uXXXX escape"):
+        return _HEX4.fullmatch(tail) is not None
+    if message == "Expecting value":
+        return not tail or any(word.startswith(tail) for word in _LITERALS) or tail == "-"
+    if message.startswith("Expecting") and message.endswith("delimiter"):
+        # After a number the parser stops at a '.' or an exponent with no digit after it yet.
+        return not tail or (exc.pos > 0 and text[exc.pos - 1].isdigit() and _NUMBER_TAIL.fullmatch(tail) is not None)
+    if message == "Expecting property name enclosed in double quotes":
+        return not tail
+    return False
+
+
+# -- writing ----------------------------------------------------------------------------------------
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """Every surrogate code point in ``text`` as its JSON escape ``\\udXXX`` (valid only inside a
+    JSON string, where json.dumps puts every non-ASCII character)."""
+    return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def has_surrogate(text: str) -> bool:
+    return not text.isascii() and _LONE.search(text) is not None
+
+
+def mend_surrogates(text: str) -> tuple[str, int, int]:
+    """``text`` with surrogate pairs (two code points) joined into their character and every other
+    surrogate escaped; also how many pairs were joined and how many lone surrogates escaped."""
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    pairs = len(text) - len(joined)
+    escaped, lone = _LONE.subn(lambda m: f"\\u{ord(m.group()):04x}", joined)
+    return escaped, pairs, lone
+
+
+def unicode_utf8(text: str) -> bytes:
+    """``text`` as UTF-8 after :func:`mend_surrogates`: the bytes a slot holds for it."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return mend_surrogates(text)[0].encode("utf-8")
+
+
+def _exact(value: Any, numbers: list[str], marker: str) -> Any:
+    """``value`` with every number json.dumps cannot write (strictly) swapped for a placeholder."""
+    if isinstance(value, dict):
+        return {k: _exact(v, numbers, marker) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_exact(v, numbers, marker) for v in value]
+    if isinstance(value, Decimal) or (type(value) is int and value.bit_length() > _SAFE_INT_BITS):
+        numbers.append(_number_text(value))
+        return f"{marker}{len(numbers) - 1}{marker}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # no strict parse produces one; a string keeps the output JSON
+    return value
+
+
+def _number_text(value: Decimal | int) -> str:
+    if isinstance(value, int):
+        value = Decimal(value)  # Decimal(int) is not bound by the int-string conversion limit
+    if not value.is_finite():
+        return json.dumps(str(value))
+    return str(value)
+
+
+def dumps(value: Any, *, indent: int | None = None) -> str:
+    """``json.dumps(value, ensure_ascii=False)`` that always gives valid JSON encodable as UTF-8."""
+    try:
+        out = json.dumps(value, ensure_ascii=False, allow_nan=False, indent=indent)
+    except (ValueError, TypeError):
+        numbers: list[str] = []
+        marker = secrets.token_hex(8)  # a placeholder no string in ``value`` can be mistaken for
+        out = json.dumps(_exact(value, numbers, marker), ensure_ascii=False, allow_nan=False, indent=indent)
+        out = re.sub(f'"{marker}(\\d+){marker}"', lambda m: numbers[int(m.group(1))], out)
+    if not out.isascii() and _LONE.search(out) is not None:
+        out = escape_lone_surrogates(out)
+    return out
