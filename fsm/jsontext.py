@@ -25,9 +25,6 @@ from decimal import Decimal
 from typing import Any, Final
 
 _LONE: Final = re.compile("[\ud800-\udfff]")
-_HUGE_NUMBER: Final = re.compile(r"[eE][+-]?0*[1-9]\d{2}|(?<!\d)\d{300}")
-"""A number a float may not hold: a three-digit exponent, or 300 digits in a row (also inside
-strings, where it costs only a slower exact parse)."""
 
 
 class NotJSON(ValueError):
@@ -50,6 +47,17 @@ def exact_float(text: str) -> float | Decimal:
     return value if math.isfinite(value) else Decimal(text)
 
 
+class _Duplicate(Exception):
+    """An object gave a key twice: parse again, noting which."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    built = dict(pairs)
+    if len(built) != len(pairs):
+        raise _Duplicate
+    return built
+
+
 class _Keys:
     """An ``object_pairs_hook`` that builds dicts like json does and notes the keys given twice."""
 
@@ -66,23 +74,29 @@ class _Keys:
         return built
 
 
+# Built once: json.loads with arguments builds a decoder per call, which costs more than a small parse.
+_STRICT = json.JSONDecoder(parse_constant=_refuse_constant, object_pairs_hook=_unique_keys, parse_float=exact_float)
+
+
 def parse_strict(text: str) -> tuple[Any, list[str]]:
     """Parse ``text`` as strict JSON; return the value and the keys some object gave twice.
 
     Raises ValueError (``json.JSONDecodeError``, or :class:`NotJSON` for ``NaN``/``Infinity``).
-    Numbers a Python int or float cannot hold exactly come back as ``Decimal``."""
-    keys = _Keys()
-    if _HUGE_NUMBER.search(text) is None:
-        try:
-            return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=keys), keys.duplicates
-        except (json.JSONDecodeError, NotJSON):
-            raise
-        except ValueError:  # an integer beyond the conversion limit: parse again, keeping digits
-            keys = _Keys()
-    value = json.loads(
-        text, parse_constant=_refuse_constant, object_pairs_hook=keys, parse_int=exact_int, parse_float=exact_float
-    )
-    return value, keys.duplicates
+    Numbers a Python int or float cannot hold exactly come back as ``Decimal``. Integers take the
+    C parser's own path (the common case, and no call per number), and floats are checked one by
+    one (an overflow to infinity cannot be seen afterwards without a walk over the value). A
+    repeated key, or an integer beyond the conversion limit, makes the parse start over on the
+    slower path that notes keys and keeps digits."""
+    try:
+        return _STRICT.decode(text), []
+    except (json.JSONDecodeError, NotJSON):
+        raise
+    except (_Duplicate, ValueError):  # ValueError: an integer beyond the int-string conversion limit
+        keys = _Keys()
+        value = json.loads(
+            text, parse_constant=_refuse_constant, object_pairs_hook=keys, parse_int=exact_int, parse_float=exact_float
+        )
+        return value, keys.duplicates
 
 
 _SAFE_INT_BITS: Final = 4096
@@ -92,6 +106,9 @@ _NUMBER_TAIL: Final = re.compile(r"\.|[eE][+-]?")
 _LITERALS: Final = ("true", "false", "null")
 
 
+_PREFIX = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
 def is_json_prefix(text: str) -> bool:
     """Could ``text`` be the beginning of a JSON document (or all of one)?
 
@@ -99,7 +116,7 @@ def is_json_prefix(text: str) -> bool:
     error's position is checked against what is left there (part of a literal, a number or an
     escape). Deep nesting that the parser cannot follow is answered False."""
     try:
-        json.loads(text, parse_constant=_refuse_constant)
+        _PREFIX.decode(text)
     except NotJSON:
         return False
     except json.JSONDecodeError as exc:

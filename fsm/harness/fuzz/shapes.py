@@ -18,9 +18,11 @@ from fsm.harness.fuzz.truth import (
     _dumps,
     _interleave,
     _split,
+    _split_utf16,
     _truth,
     arguments,
 )
+from fsm.jsontext import dumps
 
 # -- renderers, one per wire shape -------------------------------------------------------------------------
 
@@ -35,11 +37,12 @@ def openai_case(draw: st.DrawFn) -> Case:
     repeat = draw(st.booleans())
     header = draw(st.booleans())
     resend = draw(st.booleans())
+    utf16 = draw(st.integers(0, 3)) == 0  # a server slicing strings by UTF-16 code unit
     queues: list[list[dict[str, Any]]] = []
     for k, (name, args) in enumerate(calls):
         call_id = f"call_{k}x" if ids == "present" else ("" if ids == "empty" else None)
         text = _dumps(draw, args)
-        pieces = _split(draw, text)
+        pieces = _split_utf16(draw, text) if utf16 else _split(draw, text)
 
         def entry(
             first: bool, piece: str | None, *, k: int = k, name: str = name, call_id: str | None = call_id
@@ -96,7 +99,8 @@ def _maybe_bytes(draw: st.DrawFn, case: Case) -> Case:
     if not draw(st.booleans()):
         return case
     newline = draw(st.sampled_from(["\n", "\r\n"]))
-    body = "".join(f"data: {json.dumps(e, ensure_ascii=False)}{newline}{newline}" for e in case.events).encode()
+    # The writer escapes a lone surrogate half, as the UTF-16 server that cut it does.
+    body = "".join(f"data: {dumps(e)}{newline}{newline}" for e in case.events).encode()
     cuts = tuple(sorted(draw(st.sets(st.integers(1, max(1, len(body) - 1)), max_size=20))))
     return attrs.evolve(case, events=(), body=body, cuts=cuts)
 

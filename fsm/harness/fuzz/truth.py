@@ -3,6 +3,7 @@ objects, large values) and the cases that carry them, with helpers the shape ren
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -78,6 +79,22 @@ def _split(draw: st.DrawFn, text: str) -> list[str]:
         return [text]
     cuts = sorted(draw(st.sets(st.integers(1, len(text) - 1), max_size=12)))
     return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+
+
+def _split_utf16(draw: st.DrawFn, text: str) -> list[str]:
+    """Cut ``text`` as a UTF-16 server does: by code unit, so a cut may fall between the halves of a
+    surrogate pair and the pieces hold lone halves (sent JSON-escaped, joined by the engine). Cuts
+    inside pairs are drawn on purpose, so the case is common rather than lucky."""
+    units = text.encode("utf-16-le", "surrogatepass")
+    count = len(units) // 2
+    if count < 2:
+        return [text]
+    inside_pairs = [i for i in range(1, count) if 0xD8 <= units[2 * i - 1] <= 0xDB]
+    cuts = set(draw(st.sets(st.integers(1, count - 1), max_size=6)))
+    if inside_pairs:
+        cuts |= draw(st.sets(st.sampled_from(inside_pairs), min_size=1, max_size=4))
+    edges = [0, *sorted(cuts), count]
+    return [units[2 * a : 2 * b].decode("utf-16-le", "surrogatepass") for a, b in itertools.pairwise(edges)]
 
 
 def _dumps(draw: st.DrawFn, value: Any) -> str:
