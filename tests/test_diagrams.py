@@ -45,7 +45,9 @@ def test_every_state_transition_and_reason_comes_from_the_spec() -> None:
     for named in (*spec.guards, *spec.actions, *spec.triggers):
         assert named.reason in page
     mermaid = diagrams.machine_mermaid(spec)
-    assert mermaid.count("-->") == len(diagrams.merged(spec)) + 1 + sum(s.terminal for s in spec.states)
+    assert mermaid.count("-->") == len(diagrams.merged(spec)) + len(spec.initials()) + sum(
+        s.terminal for s in spec.states
+    )
 
 
 def test_identity_page_lists_every_rule_policy_and_diagnostic() -> None:
@@ -65,7 +67,7 @@ def test_a_spec_change_shows_as_a_small_readable_diff() -> None:
     before = diagrams.machine_page(spec, "specs/slot.toml").splitlines()
     after = diagrams.machine_page(changed, "specs/slot.toml").splitlines()
     assert [a for a, b in zip(before, after, strict=True) if a != b] == [
-        f"| `opened` |  | {slot_spec().states[0].reason} |"
+        f"| `opened` | json |  | {slot_spec().states[0].reason} |"
     ]
 
 

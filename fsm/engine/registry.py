@@ -384,7 +384,7 @@ class Registry:
         if ref.id is not None:
             self._by_wire_id.setdefault(ref.id, []).append(slot)
         if not slot.server:
-            self.ledger.emit(CallOpened(ordinal, call_id, ref.id, slot.name))
+            self.ledger.emit(CallOpened(ordinal, call_id, ref.id, slot.name, type=ref.type))
         return slot
 
     def _finish(self, slot: Slot, trigger: str) -> None:

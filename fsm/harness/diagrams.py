@@ -79,8 +79,14 @@ def _mermaid_text(text: str) -> str:
 # -- state machines ----------------------------------------------------------------------------------
 
 
+def _starts(spec: MachineSpec) -> list[tuple[str, str]]:
+    """(input kind, its initial state): one start arrow each ("" when the spec has no kinds)."""
+    return list(spec.initials().items())
+
+
 def machine_mermaid(spec: MachineSpec) -> str:
-    lines = ["stateDiagram-v2", "    direction LR", f"    [*] --> {spec.machine.initial}"]
+    lines = ["stateDiagram-v2", "    direction LR"]
+    lines += [f"    [*] --> {state}" + (f" : {kind} input" if kind else "") for kind, state in _starts(spec)]
     lines += [
         f"    {src} --> {dst} : {'<br/>'.join(_mermaid_text(e.label) for e in group)}"
         for src, dst, group in merged(spec)
@@ -99,18 +105,43 @@ def machine_dot(spec: MachineSpec) -> str:
         f'    tooltip="{_dot(spec.machine.reason)}";',
         '    node [shape=box, style="rounded,filled", fillcolor="#ffffff", fontname="Helvetica", fontsize=12];',
         '    edge [fontname="Helvetica", fontsize=10];',
-        '    "__start" [shape=point, width=0.15, label=""];',
     ]
+    starts = [(f"__start_{kind}" if kind else "__start", state, kind) for kind, state in _starts(spec)]
+    lines += [f'    "{start}" [shape=point, width=0.15, label=""];' for start, _, _ in starts]
     for state in spec.states:
         extra = ', peripheries=2, fillcolor="#eeeeff"' if state.terminal else ""
         lines.append(f'    "{state.name}" [tooltip="{_dot(state.reason)}"{extra}];')
-    lines.append(f'    "__start" -> "{spec.machine.initial}";')
+    lines += [
+        f'    "{start}" -> "{state}"' + (f' [label="{kind} input"]' if kind else "") + ";"
+        for start, state, kind in starts
+    ]
     for src, dst, group in merged(spec):
         label = "\\n".join(_dot(e.label) for e in group)
         tooltip = " | ".join(_dot(e.reason) for e in group)
         lines.append(f'    "{src}" -> "{dst}" [label="{label}", tooltip="{tooltip}"];')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _kinds_table(spec: MachineSpec) -> list[str]:
+    if not spec.kinds:
+        return []
+    rows = [f"| `{k.name}` | `{k.initial}` | {'yes' if k.scanned else 'no'} | {_md(k.reason)} |" for k in spec.kinds]
+    return ["## Input kinds", "", "| kind | starts in | scanned | reason |", "|---|---|---|---|", *rows, ""]
+
+
+def _states_table(spec: MachineSpec) -> list[str]:
+    if not spec.kinds:
+        return [
+            "| state | terminal | reason |",
+            "|---|---|---|",
+            *[f"| `{s.name}` | {'yes' if s.terminal else ''} | {_md(s.reason)} |" for s in spec.states],
+        ]
+    return [
+        "| state | kind | terminal | reason |",
+        "|---|---|---|---|",
+        *[f"| `{s.name}` | {s.kind or 'any'} | {'yes' if s.terminal else ''} | {_md(s.reason)} |" for s in spec.states],
+    ]
 
 
 def _named_table(title: str, items: Iterable[tuple[str, str]]) -> list[str]:
@@ -140,11 +171,10 @@ def machine_page(spec: MachineSpec, source: str) -> str:
         "",
         f"Graphviz rendering: [{spec.name}.svg](diagrams/{spec.name}.svg) (hover a state or edge for its reason).",
         "",
+        *_kinds_table(spec),
         "## States",
         "",
-        "| state | terminal | reason |",
-        "|---|---|---|",
-        *[f"| `{s.name}` | {'yes' if s.terminal else ''} | {_md(s.reason)} |" for s in spec.states],
+        *_states_table(spec),
         "",
         "## Transitions",
         "",
