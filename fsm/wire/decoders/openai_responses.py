@@ -210,14 +210,14 @@ class OpenAIResponsesDecoder:
         if kind is None:
             return []
         known = self._item(payload)
-        if known is None:  # never announced: the whole call arrives here
-            added = self._added(payload, diagnose)
+        events: list[Event] = []
+        if known is None:  # never announced: the whole call arrives here, opened first (its input may be empty)
+            events = self._added(payload, diagnose)
             known = self._item(payload)
             if known is None:
-                return added
+                return events
         if known.ended:
-            return []
-        events: list[Event] = []
+            return events
         if not known.finalized:
             if kind.call_type in _STREAMED_TEXT:
                 final = text(item.get(kind.field or ""), kind.field or "input") or ""
