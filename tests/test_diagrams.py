@@ -67,7 +67,7 @@ def test_a_spec_change_shows_as_a_small_readable_diff() -> None:
     before = diagrams.machine_page(spec, "specs/slot.toml").splitlines()
     after = diagrams.machine_page(changed, "specs/slot.toml").splitlines()
     assert [a for a, b in zip(before, after, strict=True) if a != b] == [
-        f"| `opened` | json |  | {slot_spec().states[0].reason} |"
+        f"| `opened` |  | {slot_spec().states[0].reason} |"
     ]
 
 

@@ -79,14 +79,9 @@ def _mermaid_text(text: str) -> str:
 # -- state machines ----------------------------------------------------------------------------------
 
 
-def _starts(spec: MachineSpec) -> list[tuple[str, str]]:
-    """(input kind, its initial state): one start arrow each ("" when the spec has no kinds)."""
-    return list(spec.initials().items())
-
-
 def machine_mermaid(spec: MachineSpec) -> str:
     lines = ["stateDiagram-v2", "    direction LR"]
-    lines += [f"    [*] --> {state}" + (f" : {kind} input" if kind else "") for kind, state in _starts(spec)]
+    lines += [f"    [*] --> {state}" + (f" : {kind} input" if kind else "") for kind, state in spec.initials().items()]
     lines += [
         f"    {src} --> {dst} : {'<br/>'.join(_mermaid_text(e.label) for e in group)}"
         for src, dst, group in merged(spec)
@@ -106,7 +101,7 @@ def machine_dot(spec: MachineSpec) -> str:
         '    node [shape=box, style="rounded,filled", fillcolor="#ffffff", fontname="Helvetica", fontsize=12];',
         '    edge [fontname="Helvetica", fontsize=10];',
     ]
-    starts = [(f"__start_{kind}" if kind else "__start", state, kind) for kind, state in _starts(spec)]
+    starts = [(f"__start_{kind}" if kind else "__start", state, kind) for kind, state in spec.initials().items()]
     lines += [f'    "{start}" [shape=point, width=0.15, label=""];' for start, _, _ in starts]
     for state in spec.states:
         extra = ', peripheries=2, fillcolor="#eeeeff"' if state.terminal else ""
@@ -126,22 +121,10 @@ def machine_dot(spec: MachineSpec) -> str:
 def _kinds_table(spec: MachineSpec) -> list[str]:
     if not spec.kinds:
         return []
-    rows = [f"| `{k.name}` | `{k.initial}` | {'yes' if k.scanned else 'no'} | {_md(k.reason)} |" for k in spec.kinds]
-    return ["## Input kinds", "", "| kind | starts in | scanned | reason |", "|---|---|---|---|", *rows, ""]
-
-
-def _states_table(spec: MachineSpec) -> list[str]:
-    if not spec.kinds:
-        return [
-            "| state | terminal | reason |",
-            "|---|---|---|",
-            *[f"| `{s.name}` | {'yes' if s.terminal else ''} | {_md(s.reason)} |" for s in spec.states],
-        ]
-    return [
-        "| state | kind | terminal | reason |",
-        "|---|---|---|---|",
-        *[f"| `{s.name}` | {s.kind or 'any'} | {'yes' if s.terminal else ''} | {_md(s.reason)} |" for s in spec.states],
-    ]
+    states = {k.name: ", ".join(f"`{s.name}`" for s in spec.states if s.kind == k.name) for k in spec.kinds}
+    rows = [f"| `{k.name}` | {states[k.name]} | {'yes' if k.scanned else 'no'} | {_md(k.reason)} |" for k in spec.kinds]
+    head = ["## Input kinds", "", "A call starts in its kind's first state; the others are shared.", ""]
+    return [*head, "| kind | states | scanned | reason |", "|---|---|---|---|", *rows, ""]
 
 
 def _named_table(title: str, items: Iterable[tuple[str, str]]) -> list[str]:
@@ -174,7 +157,9 @@ def machine_page(spec: MachineSpec, source: str) -> str:
         *_kinds_table(spec),
         "## States",
         "",
-        *_states_table(spec),
+        "| state | terminal | reason |",
+        "|---|---|---|",
+        *[f"| `{s.name}` | {'yes' if s.terminal else ''} | {_md(s.reason)} |" for s in spec.states],
         "",
         "## Transitions",
         "",
