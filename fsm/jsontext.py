@@ -156,13 +156,18 @@ def has_surrogate(text: str) -> bool:
     return not text.isascii() and _LONE.search(text) is not None
 
 
-def mend_surrogates(text: str) -> tuple[str, int, int]:
+def mend_surrogates(text: str, *, json_text: bool = True) -> tuple[str, int, int]:
     """``text`` with surrogate pairs (two code points) joined into their character and every other
-    surrogate escaped; also how many pairs were joined and how many lone surrogates escaped."""
+    surrogate replaced: by its JSON escape in JSON text (the same value inside a string), by
+    U+FFFD in freeform text (where an escape would be literal characters); also how many pairs
+    were joined and how many lone surrogates replaced."""
     joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
     pairs = len(text) - len(joined)
-    escaped, lone = _LONE.subn(lambda m: f"\\u{ord(m.group()):04x}", joined)
-    return escaped, pairs, lone
+    if json_text:
+        mended, lone = _LONE.subn(lambda m: f"\\u{ord(m.group()):04x}", joined)
+    else:
+        mended, lone = _LONE.subn("\ufffd", joined)
+    return mended, pairs, lone
 
 
 def unicode_utf8(text: str) -> bytes:

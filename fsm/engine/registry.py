@@ -8,6 +8,9 @@ Calls live in *lanes*: the calls that share one identity. A lane is keyed by the
 a resend or a continuation belongs to (events A, B, B give two calls, not three): only the newest
 can still be open, and an index from complete text to the calls holding it finds a resend without
 walking the lane.
+
+One room: identity is decided here and nowhere else, and every routing path reads and updates the
+same lane indexes; split, the rules would be cited from several files.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from fsm.engine.ids import IdAllocator
 from fsm.engine.ledger import Ledger
 from fsm.engine.machine import slot_machine
 from fsm.engine.slot import Slot, text_digest
-from fsm.events import NORMAL_FINISHES, CallRef
+from fsm.events import FREEFORM_TYPES, NORMAL_FINISHES, CallRef
 from fsm.jsontext import is_json_prefix, unicode_utf8
 from fsm.options import Limits
 from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus
@@ -258,8 +261,7 @@ class Registry:
                 self._replace(slot, text, None)  # a first snapshot: nothing held to differ from
             return ""
         held = slot.length
-        # _reads_as_cumulative's first test, repeated: most fragments (shorter than the held text)
-        # skip the call; with the exact type test in Reassembler._apply, ~0.3 us per fragment.
+        # _reads_as_cumulative's first test, repeated: most fragments skip the call (~0.3 us each).
         if held and len(text) >= held and self._reads_as_cumulative(slot, text):
             if len(text) == held:
                 self._resend(slot, None, None)
@@ -278,12 +280,11 @@ class Registry:
 
     def _reads_as_cumulative(self, slot: Slot, text: str) -> bool:
         """Rule cumulative-when-append-impossible: the fragment begins with all the held text, and
-        appended it could never be JSON, alone it can. Known by position (a bracket cannot follow
-        held text that ends between tokens, except after ``:[,``), else by the parser: the fragment's
-        length, paid only by fragments that begin with all the held text."""
+        appended it could never be JSON, alone it can. Known by position (only ``:[,`` or a string
+        lets a bracket follow), else by the parser, paid only by fragments that begin so."""
         held = slot.length
-        if not held or len(text) < held or self.ledger.policies.cumulative_arguments != "detect":
-            return False
+        if not held or len(text) < held or self.ledger.policies.cumulative_arguments != "detect" or slot.freeform:
+            return False  # freeform input may repeat itself: no way to tell a cumulative resend
         if text[0] != slot.first_character():
             return False  # the common case, decided without decoding the held text
         self.ledger.work += held
@@ -302,7 +303,7 @@ class Registry:
         if slot is None:  # held as a possible next call's name: the text stays with the newest call
             _, chain = self._chain(ref, "fragment")
             slot = chain[-1] if chain else None
-        if slot is not None and slot.state in ("opened", "accumulating", "complete"):
+        if slot is not None and slot.state in ("opened", "accumulating", "complete", "receiving"):
             self.machine.fire(slot, "append", text)
         return slot
 
@@ -322,8 +323,9 @@ class Registry:
 
     @staticmethod
     def _same_text(slot: Slot, text: str) -> bool:
-        # Length first (inside holds), so text offered to a long finished call costs O(1) unless
-        # it is as long.
+        if slot.freeform:  # whitespace is input: only the very same text is a resend
+            return bool(text) and slot.length == len(text) and slot.text() == text
+        # Length first (inside holds): text offered to a long finished call costs O(1) unless as long.
         stripped = text.strip()
         return bool(stripped) and slot.length > 0 and slot.holds(unicode_utf8(stripped))
 
@@ -359,6 +361,7 @@ class Registry:
                 self.ledger.diagnose(
                     "duplicate-id", f"call {ordinal}: id {ref.id!r} already in use; renamed {call_id!r}"
                 )
+        freeform = ref.type in FREEFORM_TYPES  # the input kind, decided once per call
         slot = Slot(
             ordinal=ordinal,
             lane=lane,
@@ -369,8 +372,10 @@ class Registry:
             ledger=self.ledger,
             max_chars=self.limits.max_argument_chars,
             max_depth=self.limits.max_depth,
-            initial=self.machine.initial,
+            initial=self.machine.initials["text" if freeform else "json"],
             server=ref.server,
+            call_type=ref.type,
+            freeform=freeform,
         )
         self._pending_name.pop(lane, None)
         self.slots.append(slot)
@@ -384,7 +389,7 @@ class Registry:
         if ref.id is not None:
             self._by_wire_id.setdefault(ref.id, []).append(slot)
         if not slot.server:
-            self.ledger.emit(CallOpened(ordinal, call_id, ref.id, slot.name))
+            self.ledger.emit(CallOpened(ordinal, call_id, ref.id, slot.name, type=ref.type))
         return slot
 
     def _finish(self, slot: Slot, trigger: str) -> None:

@@ -3,6 +3,10 @@
 Every method marked ``@guard`` or ``@action`` is named in the spec, and nothing else is: the spec
 agreement test holds the two lists equal. Guards are pure; actions are the only code that changes a
 slot's argument text or status, and they run only as part of a transition (fsm/engine/machine.py).
+
+One room: every guard and action of the spec is a method of this one class (the agreement test
+reads them from it), and the text they keep (buffer, scan, emitted part, a pending surrogate half)
+is one state that only they change; split, it would be one class in several files.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class Slot:
         "_text",
         "_unscanned",
         "arguments",
+        "freeform",
         "id",
         "index",
         "lane",
@@ -54,6 +59,7 @@ class Slot:
         "signature",
         "state",
         "status",
+        "type",
         "wire_id",
     )
 
@@ -71,6 +77,8 @@ class Slot:
         max_depth: int,
         initial: str,
         server: bool = False,
+        call_type: str = "function",
+        freeform: bool = False,
     ) -> None:
         self.state = initial
         self.ordinal = ordinal
@@ -100,6 +108,9 @@ class Slot:
         self._call: ToolCall | None = None
         self.server = server
         self.signature: str | None = None
+        self.type = call_type
+        self.freeform = freeform
+        """Its input is freeform text (the spec's ``text`` kind): no scanner, no JSON."""
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -154,7 +165,7 @@ class Slot:
     @property
     def unfinished(self) -> bool:
         state = self.state
-        return state == "accumulating" or state == "opened"
+        return state == "accumulating" or state == "opened" or state == "receiving"
 
     @property
     def finished(self) -> bool:
@@ -173,14 +184,17 @@ class Slot:
             and call.thought_signature == self.signature
         ):
             return call
+        held = self.text()
         self._call = call = ToolCall(
             index=self.ordinal,
             id=self.id,
             wire_id=self.wire_id,
+            type=self.type,
             name=self.name,
             arguments=self.arguments,
-            arguments_json=self.text(),
+            arguments_json=None if self.freeform else held,
             status=self.status,
+            input=held if self.freeform else None,
             thought_signature=self.signature,
         )
         return call
@@ -283,11 +297,15 @@ class Slot:
     @action
     def store_snapshot(self, text: str) -> None:
         self._high = ""  # the snapshot is the whole text: a half held from a fragment is superseded
-        text = self._mend(text, whole=True)
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = self._mend(text, whole=True)
+            data = text.encode("utf-8")
         self._check_size(len(text))
         if self._emitted and not text.startswith(self.text()[: self._emitted]):
             self._diverged = True
-        self._buf = bytearray(text.encode("utf-8"))
+        self._buf = bytearray(data)
         self._text = text
         self._digest = None
         self._length = len(text)
@@ -337,6 +355,11 @@ class Slot:
         self.status = CallStatus.COMPLETE
 
     @action
+    def accept_text(self, text: str) -> None:
+        self._settle()
+        self.status = CallStatus.COMPLETE
+
+    @action
     def mark_unterminated(self, text: str) -> None:
         self._settle()
         self._fail(CallStatus.INVALID, "unterminated-arguments", "the JSON never closed")
@@ -356,21 +379,20 @@ class Slot:
         """``text`` as Unicode the held text can take: the high surrogate held from the last
         fragment joined with a low one that starts this one, pairs that arrived as two code points
         joined, and every surrogate with no partner kept as its JSON escape ``\\udXXX`` (the same
-        value inside a JSON string, and encodable). A high surrogate that ends a fragment waits
-        for the next (unless ``whole``: a snapshot has no next)."""
+        value inside a JSON string, and encodable), or as U+FFFD in freeform text. A high
+        surrogate that ends a fragment waits for the next (unless ``whole``: a snapshot has none)."""
         text, self._high = self._high + text, ""
         if not whole and text and "\ud800" <= text[-1] <= "\udbff":
             text, self._high = text[:-1], text[-1]
-        mended, pairs, lone = mend_surrogates(text)
+        mended, pairs, lone = mend_surrogates(text, json_text=not self.freeform)
         self.ledger.apply("text-is-unicode")
         if pairs:
             self.ledger.diagnose(
                 "surrogate-pair-joined", f"call {self.id}: {pairs} UTF-16 surrogate pair(s) sent as halves, joined"
             )
         if lone:
-            self.ledger.diagnose(
-                "lone-surrogate", f"call {self.id}: {lone} surrogate(s) with no partner, kept escaped as \\udXXX"
-            )
+            kept = "U+FFFD" if self.freeform else "escaped as \\udXXX"
+            self.ledger.diagnose("lone-surrogate", f"call {self.id}: {lone} surrogate(s) with no partner, {kept}")
         return mended
 
     def _settle(self, *, report: bool = True) -> None:
@@ -378,13 +400,11 @@ class Slot:
         high, self._high = self._high, ""
         if not high:
             return
-        escaped = f"\\u{ord(high):04x}"
+        kept = "\ufffd" if self.freeform else f"\\u{ord(high):04x}"
         if report:
-            self.ledger.diagnose(
-                "lone-surrogate", f"call {self.id}: the text ended in half a surrogate pair, kept as {escaped}"
-            )
-        self._buf += escaped.encode("ascii")
-        self._length += len(escaped)
+            self.ledger.diagnose("lone-surrogate", f"call {self.id}: the text ended in half a surrogate pair")
+        self._buf += kept.encode("utf-8")
+        self._length += len(kept)
         self._text = None
         self._digest = None
 
