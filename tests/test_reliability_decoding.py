@@ -296,6 +296,15 @@ ROUTING_FAULTS: dict[str, tuple[str, list[Any], str, tuple[str | None, Any]]] = 
         "missing-name",
         (None, {"a": 1}),
     ),
+    "responses deltas for an item never announced": (
+        "openai-responses",
+        [
+            {"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "f", "delta": "{}"},
+            {"type": "response.completed", "response": {}},
+        ],
+        "unopened-call",
+        (None, {}),
+    ),
     "openai fragments for an index never opened": (
         "openai-chat",
         [chunk(tc(index=4, args='{"a": 1}')), chunk(finish="tool_calls")],

@@ -110,6 +110,14 @@ _DONES = {
 }
 
 
+_UNOPENED_TYPES = {
+    "custom_tool_call_input": "custom",
+    "mcp_call_arguments": "mcp_call",
+    "code_interpreter_call_code": "code_interpreter_call",
+}
+"""The call type an input event implies, for an item that was never announced."""
+
+
 class _Item:
     __slots__ = ("ended", "finalized", "freeform", "ref")
 
@@ -132,14 +140,12 @@ class OpenAIResponsesDecoder:
         kind = str(payload.get("type", ""))
         field = _DELTAS.get(kind)
         if field is not None:
-            item = self._item(payload)
             piece = text(payload.get(field), field)
+            item = self._item(payload) or (self._unopened(payload, kind, diagnose) if piece else None)
             return [ArgumentsFragment(item.ref, piece)] if item and piece else []
         field = _DONES.get(kind)
         if field is not None:
-            item = self._item(payload)
-            if item is None:
-                return []
+            item = self._item(payload) or self._unopened(payload, kind, diagnose)
             item.finalized = True
             events: list[Event] = [ArgumentsSnapshot(item.ref, text(payload.get(field), field) or "", confirms=True)]
             if item.freeform:  # no scanner can tell freeform input is whole: this event says so
@@ -163,6 +169,18 @@ class OpenAIResponsesDecoder:
         if not kind.startswith(_QUIET_PREFIXES) and not kind.endswith((".done", ".added", ".delta")):
             diagnose("unknown-event", f"Responses event type {kind!r}")
         return []
+
+    def _unopened(self, payload: Mapping[str, Any], kind: str, diagnose: Callable[[str, str], None]) -> _Item:
+        """Input for an output item no ``output_item.added`` announced: a call of its own, not dropped."""
+        at = index(payload.get("output_index"), "output_index")
+        diagnose("unopened-call", f"{kind} for output_index {at}, which no output_item.added opened")
+        call_type = _UNOPENED_TYPES.get(kind.split(".")[1], "function")
+        item = _Item(CallRef(at, server=call_type in ("mcp_call", "code_interpreter_call"), type=call_type))
+        if at is not None:
+            self._items[at] = item
+        if payload.get("item_id") is not None and at is not None:
+            self._index_of_item[str(payload["item_id"])] = at
+        return item
 
     def _known(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> tuple[Any, _ItemKind | None]:
         """The item of an output_item event and what kind of call it is (None: it calls nothing)."""
