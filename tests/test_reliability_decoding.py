@@ -550,3 +550,19 @@ def test_the_property_fuzzer_cuts_surrogate_pairs_in_openai_streams() -> None:
         result, _ = conformance.replay(vector)
         assert conformance.compare_calls("calls", result.calls, vector.expect.calls) == [], vector.name
         assert "lone-surrogate" not in result.codes()
+
+
+@pytest.mark.parametrize(("value", "status"), [(float("nan"), "invalid"), (10**5000, "complete")], ids=["nan", "big"])
+def test_vertex_number_values_are_strict_and_exact(value: Any, status: str) -> None:
+    def part(call: dict[str, Any]) -> dict[str, Any]:
+        return {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": call}]}, "index": 0}]}
+
+    events = [
+        part({"name": "w", "willContinue": True}),
+        part({"partialArgs": [{"jsonPath": "$.n", "numberValue": value}], "willContinue": True}),
+        part({}),
+    ]
+    (call,) = feed_all("gemini", events)[0].calls
+    assert call.status.value == status
+    if status == "complete":
+        assert call.arguments == {"n": Decimal(10**5000)}

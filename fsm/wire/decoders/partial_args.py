@@ -163,7 +163,7 @@ class PartialArgsWriter:
             else:
                 out.append('"')
         elif "numberValue" in entry:
-            out.append(dumps(entry["numberValue"]))
+            out.append(_number(entry["numberValue"]))
         elif "boolValue" in entry:
             out.append("true" if entry["boolValue"] else "false")
         elif "nullValue" in entry:
@@ -184,6 +184,15 @@ class PartialArgsWriter:
         if not frame.is_array:
             out.append(json.dumps(segment, ensure_ascii=False) + ": ")
         frame.count += 1
+
+
+def _number(value: Any) -> str:
+    """A number as JSON text; NaN stays ``NaN`` for the strict parse to refuse, and an integer too
+    long for Python's int-string conversion is written digit for digit."""
+    try:
+        return json.dumps(value)
+    except ValueError:
+        return dumps(value)
 
 
 def _merge_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
