@@ -101,8 +101,9 @@ def parse_strict(text: str) -> tuple[Any, list[str]]:
 
 _SAFE_INT_BITS: Final = 4096
 """Integers this short have fewer digits than any int-string conversion limit Python allows."""
-_HEX4: Final = re.compile(r"\\u[0-9a-fA-F]{0,4}(?:\\(?:u[0-9a-fA-F]{0,3})?)?")
+_HEX4: Final = re.compile(r"\\?u[0-9a-fA-F]{0,4}(?:\\(?:u[0-9a-fA-F]{0,3})?)?")
 _NUMBER_TAIL: Final = re.compile(r"\.|[eE][+-]?")
+_NUMBER: Final = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS: Final = ("true", "false", "null")
 
 
@@ -137,10 +138,19 @@ def _fails_at_end(text: str, exc: json.JSONDecodeError) -> bool:
         return not tail or any(word.startswith(tail) for word in _LITERALS) or tail == "-"
     if message.startswith("Expecting") and message.endswith("delimiter"):
         # After a number the parser stops at a '.' or an exponent with no digit after it yet.
-        return not tail or (exc.pos > 0 and text[exc.pos - 1].isdigit() and _NUMBER_TAIL.fullmatch(tail) is not None)
+        return not tail or _number_goes_on(text[: exc.pos], tail)
     if message == "Expecting property name enclosed in double quotes":
         return not tail
     return False
+
+
+def _number_goes_on(before: str, tail: str) -> bool:
+    """Can ``tail`` (a '.', or an exponent mark and its sign) continue the number ``before`` ends with?"""
+    number = before[len(before.rstrip("0123456789.eE+-")) :]
+    if _NUMBER.fullmatch(number) is None or _NUMBER_TAIL.fullmatch(tail) is None:
+        return False
+    taken = ".eE" if tail == "." else "eE"
+    return not any(ch in number for ch in taken)
 
 
 # -- writing ----------------------------------------------------------------------------------------

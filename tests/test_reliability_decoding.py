@@ -322,6 +322,12 @@ def test_a_call_without_its_routing_field_is_kept_with_a_diagnostic(case: str) -
     assert code in result.codes()
 
 
+def test_a_call_shaped_block_of_an_unknown_kind_is_reported() -> None:
+    block = {"type": "content_block_start", "index": 0, "content_block": {"type": "future_tool_use", "id": "x"}}
+    result, _ = feed_all("anthropic", [block, {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}])
+    assert "unknown-event" in result.codes()
+
+
 def test_finish_reason_tool_calls_without_any_call_is_reported() -> None:
     result = run([chunk(), chunk(finish="tool_calls")])
     assert result.finish_reason == "tool_calls" and result.calls == ()
@@ -512,6 +518,11 @@ def test_cumulative_detection_off_appends_verbatim() -> None:
         ('{"q":-', True),
         ('{"q":1.', True),
         ('{"q":1e+', True),
+        ('{"q":1.5e', True),
+        ('{"q":"\\u00', True),
+        ('{"q":1.5.', False),
+        ('{"q":1e5.', False),
+        ('{"q":true.', False),
         ('{"q":"\\ud83d\\', True),
         ('{"q":1}', True),
         ('{"q":"a{"q":"ab', False),

@@ -79,8 +79,11 @@ class AnthropicDecoder:
         return []
 
     def _start(self, at: int | None, block: Mapping[str, Any]) -> list[Event]:
-        server = _CALL_BLOCKS.get(text(block.get("type"), "content_block.type") or "")
+        kind = text(block.get("type"), "content_block.type") or ""
+        server = _CALL_BLOCKS.get(kind)
         if server is None:
+            if kind.endswith("_use"):  # call-shaped, of a kind this decoder does not know
+                self._diagnose("unknown-event", f"a {kind!r} content block at index {at}")
             return []  # text, thinking and tool-result blocks carry no call
         ref = CallRef(at, text(block.get("id"), "id"), text(block.get("name"), "name"), server=server)
         if at is None:
