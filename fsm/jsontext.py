@@ -110,20 +110,21 @@ _LITERALS: Final = ("true", "false", "null")
 _PREFIX = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
-def is_json_prefix(text: str) -> bool:
+def is_json_prefix(text: str, *, undecided: bool = False) -> bool:
     """Could ``text`` be the beginning of a JSON document (or all of one)?
 
     Decided by the C parser: a prefix of valid JSON fails only where the text runs out, so the
     error's position is checked against what is left there (part of a literal, a number or an
-    escape). Deep nesting that the parser cannot follow is answered False."""
+    escape). Text the parser cannot judge (nesting deeper than it recurses, an integer longer than
+    the int-string conversion limit) gets ``undecided``: the caller picks the safe answer."""
     try:
         _PREFIX.decode(text)
     except NotJSON:
         return False
     except json.JSONDecodeError as exc:
         return _fails_at_end(text, exc)
-    except (ValueError, RecursionError):  # an integer beyond the conversion limit; too deep
-        return False
+    except (ValueError, RecursionError):
+        return undecided
     return True
 
 

@@ -530,11 +530,15 @@ def test_cumulative_detection_off_appends_verbatim() -> None:
         ('{"q":1}}', False),
         ('{"q":01', False),
         ('{"q":"\\x', False),
-        ("[" * 100000, False),
     ],
 )
 def test_json_prefix_judgement(text: str, prefix: bool) -> None:
     assert is_json_prefix(text) is prefix
+
+
+@pytest.mark.parametrize("text", ["[" * 100000, '{"n": ' + "1" * 5000], ids=["too-deep", "huge-integer"])
+def test_json_prefix_the_parser_cannot_judge_is_left_to_the_caller(text: str) -> None:
+    assert is_json_prefix(text) is False and is_json_prefix(text, undecided=True) is True
 
 
 def _lone_halves(value: Any) -> int:

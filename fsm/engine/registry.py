@@ -292,7 +292,7 @@ class Registry:
             return False
         if not slot.between_tokens() or slot.last_significant() in (":", "[", ","):
             self.ledger.work += held + len(text)
-            if is_json_prefix(slot.text() + text) or not is_json_prefix(text):
+            if is_json_prefix(slot.text() + text, undecided=True) or not is_json_prefix(text):
                 return False
         self.ledger.apply("cumulative-when-append-impossible")
         return True
