@@ -322,6 +322,16 @@ def test_a_call_without_its_routing_field_is_kept_with_a_diagnostic(case: str) -
     assert code in result.codes()
 
 
+def test_a_chat_custom_tool_call_is_kept_and_an_unreadable_entry_reported() -> None:
+    custom = {"index": 0, "id": "c1", "type": "custom", "custom": {"name": "grep", "input": "foo "}}
+    events = [chunk(custom), chunk({"index": 0, "custom": {"input": "bar"}}), chunk(finish="tool_calls")]
+    (call,) = run(events).calls
+    assert (call.type, call.name, call.input) == ("custom", "grep", "foo bar")
+    odd = {"index": 1, "id": "c2", "type": "web_search", "web_search": {"query": "x"}}
+    result = run([chunk(odd), chunk(finish="tool_calls")])
+    assert "unknown-event" in result.codes()
+
+
 def test_a_call_shaped_block_of_an_unknown_kind_is_reported() -> None:
     block = {"type": "content_block_start", "index": 0, "content_block": {"type": "future_tool_use", "id": "x"}}
     result, _ = feed_all("anthropic", [block, {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}])
