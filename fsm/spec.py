@@ -110,12 +110,22 @@ class Policy:
     reason: str
 
 
+SEVERITIES = ("info", "warning", "violation")
+"""A diagnostic's severity, mildest first (fsm.results.Severity holds the same values)."""
+
+
 @attrs.frozen
 class DiagnosticSpec:
     code: str
     rule: str
-    violation: bool
+    severity: str
+    """One of :data:`SEVERITIES`."""
     reason: str
+
+    @property
+    def violation(self) -> bool:
+        """The stream broke its protocol: strict mode raises on it."""
+        return self.severity == "violation"
 
 
 @attrs.frozen
@@ -223,6 +233,8 @@ def validate_identity(spec: IdentitySpec, path: Path) -> None:
     for d in spec.diagnostics:
         if d.rule not in rules:
             raise SpecError(f"{path.name}: diagnostic {d.code!r} cites undeclared rule {d.rule!r}")
+        if d.severity not in SEVERITIES:
+            raise SpecError(f"{path.name}: diagnostic {d.code!r} severity {d.severity!r} is not one of {SEVERITIES}")
 
 
 def load_machine(path: Path) -> MachineSpec:
