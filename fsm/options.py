@@ -41,16 +41,16 @@ class Policies:
     raises ``ValueError``. Pass an instance as ``Reassembler(policies=...)``.
     """
 
-    identical_text: IdenticalText = _choice("identical_text")
+    identical_text: IdenticalText = _choice("identical_text")  # noqa: RUF009  (an attrs field, read once)
     """The same name and argument text again with no id to tell them apart: ``"resend"`` (default,
     one call) or ``"new-call"`` (a second call)."""
-    cumulative_arguments: CumulativeArguments = _choice("cumulative_arguments")
+    cumulative_arguments: CumulativeArguments = _choice("cumulative_arguments")  # noqa: RUF009  (an attrs field, read once)
     """A fragment that begins with all the text the call holds: ``"detect"`` (default: append only the
     new tail, diagnostic ``cumulative-arguments``) or ``"off"`` (append it all)."""
-    id_rotation: IdRotation = _choice("id_rotation")
+    id_rotation: IdRotation = _choice("id_rotation")  # noqa: RUF009  (an attrs field, read once)
     """A fresh id with no name on text for an unfinished call at the same index: ``"continue"``
     (default: the same call, diagnostic ``id-changed``) or ``"new-call"``."""
-    empty_arguments: EmptyArguments = _choice("empty_arguments")
+    empty_arguments: EmptyArguments = _choice("empty_arguments")  # noqa: RUF009  (an attrs field, read once)
     """A call that finished normally without argument text: ``"empty-object"`` (default: arguments
     ``{}``) or ``"invalid"`` (status invalid)."""
 

@@ -104,8 +104,8 @@ def test_every_state_change_goes_through_the_transitions_machine(monkeypatch: py
     # every change of state was a machine trigger.
     assert seen == [
         ("opened", "append->accumulating"),
-        ("accumulating", "append->complete"),
-        ("complete", "end->flushed"),
+        ("accumulating", "append->value_closed"),
+        ("value_closed", "end->flushed"),
     ]
     assert r.close().calls[0].arguments == {"q": "x"}
 

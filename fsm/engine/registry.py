@@ -235,7 +235,7 @@ class Registry:
 
     def _remember(self, slot: Slot) -> None:
         """Index a call under the complete text it now holds, in each lane it belongs to."""
-        if slot.state not in ("complete", "flushed") or slot.status is CallStatus.TRUNCATED:
+        if slot.state not in ("value_closed", "flushed") or slot.status is CallStatus.TRUNCATED:
             return
         key = slot.digest()
         if self._indexed.get(slot) is key:
@@ -297,7 +297,7 @@ class Registry:
         if slot is None:  # held as a possible next call's name: the text stays with the newest call
             _, chain = self._chain(ref, "fragment")
             slot = chain[-1] if chain else None
-        if slot is not None and slot.state in ("opened", "accumulating", "complete"):
+        if slot is not None and slot.state in ("opened", "accumulating", "value_closed"):
             self.machine.fire(slot, "append", text)
         return slot
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import Any
 
 import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as with_seed
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from fsm.harness.fuzz.invariants import check
 from fsm.harness.fuzz.robust import hostile_input, survive
@@ -27,15 +29,21 @@ class Report:
     problems: list[str] = attrs.field(factory=list)
 
 
-def fuzz(shape: str, mode: str, examples: int, seed: int | None) -> Report:
-    """Run ``examples`` generated streams; on failure, the shrunk case and its problems."""
+def fuzz(shape: str, mode: str, examples: int, seed: int | None, data_dir: Path | None = None) -> Report:
+    """Run ``examples`` generated streams; on failure, the shrunk case and its problems.
+
+    With ``data_dir``, everything hypothesis keeps (a seeded run's example database) goes under it;
+    without, it keeps nothing. Either way nothing is written into the current folder."""
     report = Report(shape, mode)
     strategy = CASES[shape]() if mode == "property" else hostile_input(shape)
+    database: ExampleDatabase | None = None
+    if data_dir is not None and seed is not None:  # a derandomized run replays nothing: no database
+        database = DirectoryBasedExampleDatabase(str(data_dir / "examples"))
 
     @settings(
         max_examples=examples,
         deadline=None,
-        database=None,
+        database=database,
         derandomize=seed is None,
         suppress_health_check=list(HealthCheck),
         print_blob=False,
