@@ -25,8 +25,8 @@ class Severity(enum.Enum):
     INFO = "info"
     """Normal for some providers (Gemini has no call ids, so each gets a synthesized one): nothing to act on."""
     WARNING = "warning"
-    """The result is usable but not what the provider meant to send whole (a call cut short, a
-    resend, no finish reason): worth logging."""
+    """The result is usable but not what the provider meant to send whole (a call cut short, no
+    finish reason): worth logging."""
     VIOLATION = "violation"
     """The stream broke the provider's own protocol; ``strict=True`` raises on it."""
 

@@ -18,11 +18,22 @@ from pathlib import Path
 
 import attrs
 
-from fsm.spec import DiagnosticSpec, IdentitySpec, MachineSpec, history_spec, identity_spec, scanner_spec, slot_spec
+from fsm.spec import (
+    SEVERITIES,
+    FlowStep,
+    IdentitySpec,
+    MachineSpec,
+    history_spec,
+    identity_spec,
+    scanner_spec,
+    slot_spec,
+)
 
 REGENERATE = "python tools/diagram.py"
 README_START = "<!-- generated: slot diagram (tools/diagram.py) -->"
 README_END = "<!-- end of generated slot diagram -->"
+README_CODES_START = "<!-- generated: diagnostic codes (tools/diagram.py) -->"
+README_CODES_END = "<!-- end of generated diagnostic codes -->"
 
 
 @attrs.frozen
@@ -80,11 +91,12 @@ def _mermaid_text(text: str) -> str:
 # -- state machines ----------------------------------------------------------------------------------
 
 
+NBSP = "\u00a0"
 SELF_LOOP = "↻"
 """Marks, inside a state's box, a transition that stays in that state."""
 
 
-def mermaid_lines(group: list[Edge]) -> list[str]:
+def mermaid_lines(group: list[Edge], *, action_below: bool = True) -> list[str]:
     """One label line per (guard, action), naming every trigger that shares it: short enough that
     GitHub's Mermaid lays the labels out without overlaps."""
     shared: dict[tuple[str, str], list[str]] = {}
@@ -93,8 +105,10 @@ def mermaid_lines(group: list[Edge]) -> list[str]:
     lines = []
     for (guard, action), triggers in shared.items():
         text = ", ".join(dict.fromkeys(triggers))
-        text += (f" [{guard}]" if guard else "") + (f" / {action}" if action else "")
-        lines.append(_mermaid_text(text))
+        text += f" [{guard}]" if guard else ""
+        # The action on a line of its own keeps labels narrow, so neighbouring edges' labels do not meet.
+        below = "<br/>" if action_below else " "
+        lines.append(_mermaid_text(text) + (f"{below}/ {_mermaid_text(action)}" if action else ""))
     return lines
 
 
@@ -104,11 +118,22 @@ def machine_mermaid(spec: MachineSpec) -> str:
     lines = ["stateDiagram-v2", "    direction TB", f"    [*] --> {spec.machine.initial}"]
     groups = merged(spec)
     for state in spec.states:
-        loops = [line for src, dst, group in groups if src == dst == state.name for line in mermaid_lines(group)]
+        loops = [
+            line
+            for src, dst, group in groups
+            if src == dst == state.name
+            for line in mermaid_lines(group, action_below=False)
+        ]
         if loops:
             lines.append(f"    {state.name} : {state.name}")
             lines += [f"    {state.name} : {SELF_LOOP} {line}" for line in loops]
-    lines += [f"    {src} --> {dst} : {'<br/>'.join(mermaid_lines(group))}" for src, dst, group in groups if src != dst]
+    # Non-breaking spaces: Mermaid sizes an edge label before the browser wraps it, and a label
+    # wrapped after sizing spills onto its neighbour's.
+    lines += [
+        f"    {src} --> {dst} : {'<br/>'.join(line.replace(' ', NBSP) for line in mermaid_lines(group))}"
+        for src, dst, group in groups
+        if src != dst
+    ]
     terminal = [s.name for s in spec.states if s.terminal]
     lines += [f"    {name} --> [*]" for name in terminal]
     if terminal:
@@ -204,84 +229,147 @@ def _node(prefix: str, name: str) -> str:
     return prefix + re.sub(r"[^A-Za-z0-9]", "_", name)
 
 
-def _diagnostics_by_rule(spec: IdentitySpec) -> dict[str, list[DiagnosticSpec]]:
-    by_rule: dict[str, list[DiagnosticSpec]] = {}
-    for diag in spec.diagnostics:
-        by_rule.setdefault(diag.rule, []).append(diag)
-    return by_rule
+SEVERITY_MARK = {"violation": "✖", "warning": "⚠", "info": "\u2139"}  # the last: INFORMATION SOURCE
+"""How a diagnostic's severity shows in the identity diagrams (and their legend)."""
+SEVERITY_COLOUR = {"violation": "#b00000", "warning": "#a05a00", "info": "#555555"}
+
+
+def _flow_label(step: FlowStep) -> str:
+    rules = ", ".join(step.rules)
+    return step.text + (f" ⟨{rules}⟩" if rules else "")
+
+
+def _diagnostic_lines(spec: IdentitySpec, step: FlowStep) -> list[tuple[str, str]]:
+    """(severity, code) for each diagnostic the step may report."""
+    return [(spec.diagnostic_by_code[code].severity, code) for code in step.diagnostics]
+
+
+def _policy_label(spec: IdentitySpec, name: str) -> str:
+    policy = next(p for p in spec.policies if p.name == name)
+    others = " | ".join(c for c in policy.choices if c != policy.default)
+    return f"policy {name}: {policy.default} (or {others})"
 
 
 def identity_mermaid(spec: IdentitySpec) -> str:
-    rules = sorted(spec.rules, key=lambda r: r.order)
-    by_rule = _diagnostics_by_rule(spec)
-    lines = ["flowchart TD", '    event(["wire event"])']
-    previous = "event"
-    for rule in rules:
-        node = _node("R_", rule.name)
-        lines.append(f'    {node}["{rule.order}. {rule.name}"]')
-        lines.append(f"    {previous} --> {node}")
-        previous = node
-    for policy in spec.policies:
-        node = _node("P_", policy.name)
-        lines.append(f'    {node}[/"policy {policy.name} = {policy.default}"/]')
-        lines.append(f"    {node} -. tunes .-> {_node('R_', policy.rule)}")
-    for rule in rules:
-        diags = by_rule.get(rule.name)
-        if diags:
-            node = _node("D_", rule.name)
-            codes = "<br/>".join(f"{d.code}{' !' if d.violation else ''}" for d in diags)
-            lines.append(f'    {node}{{{{"{codes}"}}}}')
-            lines.append(f"    {_node('R_', rule.name)} -. reports .-> {node}")
-    lines += ["    classDef policy fill:#ffd", "    classDef diagnostics fill:#fee,stroke:#b00"]
-    lines.append(f"    class {','.join(_node('P_', p.name) for p in spec.policies)} policy")
-    lines.append(f"    class {','.join(_node('D_', r) for r in by_rule)} diagnostics")
+    """The registry's decision for one event as a flowchart: questions are hexagons, what it does
+    are boxes naming the rule that decides (⟨rule⟩), policies hang off the step they tune and
+    diagnostics off the step that reports them, marked by severity; the legend is in the picture."""
+    lines = ["flowchart TD", '    event(["a wire event"]) --> ' + _node("S_", spec.flow[0].step)]
+    for step in spec.flow:
+        # Mermaid reads <id> as markup: angle quotation marks keep the text.
+        text = _mermaid_text(_flow_label(step)).replace("<", "\u2039").replace(">", "\u203a")
+        node = _node("S_", step.step)
+        # A question is a hexagon: a diamond grows with its text until the flow no longer fits a page.
+        lines.append(f'    {node}{{{{"{text}"}}}}' if step.ask else f'    {node}["{text}"]')
+    for step in spec.flow:
+        for label, target in step.targets():
+            arrow = f"-- {label} -->" if label else "-->"
+            lines.append(f"    {_node('S_', step.step)} {arrow} {_node('S_', target)}")
+    for step in spec.flow:
+        if step.policy:
+            node = _node("P_", step.step)
+            lines.append(f'    {node}[/"{_mermaid_text(_policy_label(spec, step.policy))}"/]')
+            lines.append(f"    {node} -.- {_node('S_', step.step)}")
+        if step.diagnostics:
+            node = _node("D_", step.step)
+            codes = "<br/>".join(f"{SEVERITY_MARK[sev]} {code}" for sev, code in _diagnostic_lines(spec, step))
+            lines.append(f'    {node}(["{codes}"])')
+            lines.append(f"    {_node('S_', step.step)} -.- {node}")
+    marks = " ".join(f"{mark} {sev}" for sev, mark in SEVERITY_MARK.items())
+    lines += [
+        "    subgraph legend [Legend]",
+        "        direction LR",
+        '        L_ask{{"a question"}}',
+        '        L_does["what the registry does ⟨the rule that decides⟩"]',
+        '        L_policy[/"policy: default (or other choice)"/]',
+        f'        L_diag(["diagnostics it may report: {marks}"])',
+        "    end",
+        "    classDef policy fill:#ffffdd,stroke:#998",
+        "    classDef diagnostics fill:#fff0f0,stroke:#b00",
+        "    classDef legend fill:#f4f4f4,stroke:#999",
+    ]
+    policies = [_node("P_", s.step) for s in spec.flow if s.policy]
+    diagnostics = [_node("D_", s.step) for s in spec.flow if s.diagnostics]
+    lines.append(f"    class {','.join([*policies, 'L_policy'])} policy")
+    lines.append(f"    class {','.join([*diagnostics, 'L_diag'])} diagnostics")
     return "\n".join(lines) + "\n"
 
 
+def _wrap(text: str, width: int = 34) -> str:
+    """Break a DOT label into lines of about ``width`` characters (DOT does not wrap)."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "\\n".join(_dot(line) for line in lines)
+
+
+def _severity_row(severity: str, text: str) -> str:
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return (
+        f'<TR><TD ALIGN="LEFT"><FONT COLOR="{SEVERITY_COLOUR[severity]}">'
+        f"{SEVERITY_MARK[severity]} {escaped}</FONT></TD></TR>"
+    )
+
+
 def identity_dot(spec: IdentitySpec) -> str:
-    rules = sorted(spec.rules, key=lambda r: r.order)
-    by_rule = _diagnostics_by_rule(spec)
+    """The same flow as :func:`identity_mermaid`, for Graphviz, with its legend as a cluster."""
     lines = [
         "digraph identity {",
         "    rankdir=TB;",
-        "    nodesep=0.3; ranksep=0.25;",
+        "    nodesep=0.35; ranksep=0.3;",
         '    node [fontname="Helvetica", fontsize=11];',
-        '    edge [fontname="Helvetica", fontsize=9];',
-        '    "event" [shape=oval, label="wire event"];',
+        '    edge [fontname="Helvetica", fontsize=10];',
     ]
-    previous = "event"
-    for rule in rules:
-        node = _node("R_", rule.name)
-        label = f"{rule.order}. {rule.name}"
+    reasons = {r.name: r.reason for r in spec.rules}
+    for step in spec.flow:
+        shape = "hexagon" if step.ask else "box"
+        style = "filled" if step.ask else "rounded,filled"
+        fill = "#eef4ff" if step.ask else "#ffffff"
+        tooltip = " | ".join(f"{r}: {reasons[r]}" for r in step.rules)
         lines.append(
-            f'    "{node}" [shape=box, style=rounded, width=3, label="{label}", tooltip="{_dot(rule.reason)}"];'
+            f'    "{_node("S_", step.step)}" [shape={shape}, style="{style}", fillcolor="{fill}", '
+            f'label="{_wrap(_flow_label(step), 30 if step.ask else 40)}", tooltip="{_dot(tooltip)}"];'
         )
-        lines.append(f'    "{previous}" -> "{node}" [weight=20];')
-        previous = node
-        row = [node]
-        for policy in (p for p in spec.policies if p.rule == rule.name):
-            pnode = _node("P_", policy.name)
-            plabel = f"policy {policy.name} = {policy.default}"
+    for step in spec.flow:
+        for label, target in step.targets():
+            extra = f', label="{label}"' if label else ""
+            back = ", constraint=false" if target == spec.flow[0].step or (target == "known-id" and label) else ""
+            lines.append(f'    "{_node("S_", step.step)}" -> "{_node("S_", target)}" [weight=4{extra}{back}];')
+    for step in spec.flow:
+        if step.policy:
+            policy = next(p for p in spec.policies if p.name == step.policy)
+            node = _node("P_", step.step)
             lines.append(
-                f'    "{pnode}" [shape=parallelogram, style=filled, fillcolor="#ffffdd", '
-                f'label="{plabel}", tooltip="{_dot(policy.reason)}"];'
+                f'    "{node}" [shape=parallelogram, style=filled, fillcolor="#ffffdd", '
+                f'label="{_wrap(_policy_label(spec, step.policy), 30)}", tooltip="{_dot(policy.reason)}"];'
             )
-            lines.append(f'    "{pnode}" -> "{node}" [style=dashed, label="tunes"];')
-            row.insert(0, pnode)
-        diags = by_rule.get(rule.name)
-        if diags:
-            dnode = _node("D_", rule.name)
-            colour = {True: "#bb0000", False: "#444444"}
-            cells = "".join(
-                f'<TR><TD ALIGN="LEFT"><FONT COLOR="{colour[d.violation]}">{d.code}</FONT></TD></TR>' for d in diags
-            )
+            lines.append(f'    "{node}" -> "{_node("S_", step.step)}" [style=dashed, arrowhead=none, weight=0];')
+            lines.append(f'    {{ rank=same; "{node}"; "{_node("S_", step.step)}"; }}')
+        if step.diagnostics:
+            node = _node("D_", step.step)
+            cells = "".join(_severity_row(sev, code) for sev, code in _diagnostic_lines(spec, step))
             lines.append(
-                f'    "{dnode}" [shape=note, fontsize=10, label=<<TABLE BORDER="0" CELLSPACING="0">{cells}</TABLE>>];'
+                f'    "{node}" [shape=note, fontsize=10, label=<<TABLE BORDER="0" CELLSPACING="0">{cells}</TABLE>>];'
             )
-            lines.append(f'    "{node}" -> "{dnode}" [style=dotted, arrowhead=none];')
-            row.append(dnode)
-        lines.append(f"    {{ rank=same; {'; '.join(chr(34) + n + chr(34) for n in row)}; }}")
-    lines.append("}")
+            lines.append(f'    "{_node("S_", step.step)}" -> "{node}" [style=dotted, arrowhead=none, weight=0];')
+            lines.append(f'    {{ rank=same; "{_node("S_", step.step)}"; "{node}"; }}')
+    marks = "".join(_severity_row(sev, sev) for sev in SEVERITY_MARK)
+    lines += [
+        "    subgraph cluster_legend {",
+        '        label="Legend"; fontname="Helvetica"; fontsize=11; style=rounded; color="#999999";',
+        '        "L_ask" [shape=hexagon, style=filled, fillcolor="#eef4ff", label="a question"];',
+        '        "L_does" [shape=box, style="rounded", label="what the registry does\\n⟨the rule that decides⟩"];',
+        '        "L_policy" [shape=parallelogram, style=filled, fillcolor="#ffffdd",'
+        ' label="policy: default\\n(or other choice)"];',
+        f'        "L_diag" [shape=note, fontsize=10, label=<<TABLE BORDER="0" CELLSPACING="0">'
+        f'<TR><TD ALIGN="LEFT">diagnostics it may report</TD></TR>{marks}</TABLE>>];',
+        '        "L_ask" -> "L_does" -> "L_policy" -> "L_diag" [style=invis];',
+        "    }",
+        "}",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -292,15 +380,17 @@ def identity_page(spec: IdentitySpec) -> str:
         "",
         f"<!-- Generated from specs/identity.toml by `{REGENERATE}`. Do not edit: change the spec and regenerate. -->",
         "",
-        "The registry consults the rules in order for every event; policies tune the cases the wire leaves",
-        "ambiguous; each diagnostic is raised under one rule (red in the SVG, `!` in the Mermaid diagram:",
-        "a protocol violation, which `--strict` refuses).",
+        "What the registry decides for every wire event, as the flow a reviewer follows: each step names",
+        "the rule that decides there, the policy that tunes it (a choice for a case the wire leaves",
+        "ambiguous) and the diagnostics it may report, marked by severity: "
+        + ", ".join(f"{SEVERITY_MARK[sev]} {sev}" for sev in SEVERITY_MARK)
+        + " (see the table below; `--strict` refuses violations).",
         "",
         "```mermaid",
         identity_mermaid(spec).rstrip(),
         "```",
         "",
-        "Graphviz rendering: [identity.svg](diagrams/identity.svg) (hover a node for its reason).",
+        "Graphviz rendering: [identity.svg](diagrams/identity.svg) (hover a step for its rules' reasons).",
         "",
         "## Rules",
         "",
@@ -319,12 +409,30 @@ def identity_page(spec: IdentitySpec) -> str:
         "",
         "## Diagnostics",
         "",
-        "| code | rule | violation | reason |",
-        "|---|---|---|---|",
-        *[f"| `{d.code}` | `{d.rule}` | {'yes' if d.violation else ''} | {_md(d.reason)} |" for d in spec.diagnostics],
+        *diagnostics_table(spec, with_rule=True),
         "",
     ]
     return "\n".join(out).rstrip() + "\n"
+
+
+SEVERITY_MEANING = {
+    "info": "how some providers always stream; nothing to act on",
+    "warning": "the result is usable, but not what the provider meant to send whole",
+    "violation": "the stream broke its protocol; `strict=True` / `--strict` refuses it",
+}
+
+
+def diagnostics_table(spec: IdentitySpec, *, with_rule: bool) -> list[str]:
+    """Every diagnostic code with its severity, mildest first, as Markdown table lines."""
+    order = {sev: n for n, sev in enumerate(SEVERITIES)}
+    ranked = sorted(spec.diagnostics, key=lambda d: order[d.severity])
+    rule_head, rule_rule = (" rule |", "---|") if with_rule else ("", "")
+    lines = [f"| code | severity |{rule_head} what happened |", f"|---|---|{rule_rule}---|"]
+    for d in ranked:
+        rule = f" `{d.rule}` |" if with_rule else ""
+        lines.append(f"| `{d.code}` | {d.severity} |{rule} {_md(d.reason)} |")
+    lines += ["", *[f"- **{sev}**: {SEVERITY_MEANING[sev]}." for sev in SEVERITIES]]
+    return lines
 
 
 def index_page() -> str:
@@ -390,21 +498,27 @@ def dot_sources() -> dict[str, str]:
 
 
 def readme_with_diagram(readme: str) -> str:
-    """The README with its generated slot-diagram block refreshed (left alone if it has no block).
+    """The README with its generated blocks refreshed (each left alone if the README lacks it): the
+    slot diagram and the table of diagnostic codes.
 
-    The README is also the package index's project page, which shows Mermaid as raw code: it shows
-    the Graphviz SVG by absolute URL and links to the Mermaid page in docs/."""
-    start, end = readme.find(README_START), readme.find(README_END)
-    if start < 0 or end < start:
-        return readme
-    block = (
-        f"{README_START}\n"
+    The README is also the package index's project page, which shows Mermaid as raw code and cannot
+    follow relative links: it shows the Graphviz SVG by absolute URL and links to docs/ the same way."""
+    slot = (
         "![The slot machine: opened, accumulating, value_closed, then flushed or truncated]"
         f"({RAW}/docs/diagrams/slot.svg)\n\n"
         "The same machine in Mermaid, with its transition table: "
         f"[docs/slot.md]({REPOSITORY}/blob/main/docs/slot.md).\n"
     )
-    return readme[:start] + block + readme[end:]
+    codes = "\n".join(diagnostics_table(identity_spec(), with_rule=False)) + "\n"
+    readme = _replace_block(readme, README_START, README_END, slot)
+    return _replace_block(readme, README_CODES_START, README_CODES_END, codes)
+
+
+def _replace_block(text: str, start_marker: str, end_marker: str, body: str) -> str:
+    start, end = text.find(start_marker), text.find(end_marker)
+    if start < 0 or end < start:
+        return text
+    return text[:start] + start_marker + "\n" + body + text[end:]
 
 
 def generate(root: Path, *, check: bool, readme: bool = True) -> list[str]:
