@@ -346,13 +346,13 @@ class Registry:
         if ref.id is None:
             self.ledger.apply("synthesized-id")
             call_id = self._ids.synthesize(ordinal)
-            self.ledger.diagnose("synthesized-id", f"call {ordinal}: no id on the wire; given {call_id!r}")
+            self.ledger.diagnose("synthesized-id", f"call at index {ordinal}: no id on the wire; given {call_id!r}")
         else:
             call_id = self._ids.claim(ref.id)
             if call_id != ref.id:
                 self.ledger.apply("duplicate-id-renamed")
                 self.ledger.diagnose(
-                    "duplicate-id", f"call {ordinal}: id {ref.id!r} already in use; renamed {call_id!r}"
+                    "duplicate-id", f"call at index {ordinal}: id {ref.id!r} already in use; renamed {call_id!r}"
                 )
         slot = Slot(
             ordinal=ordinal,

@@ -119,7 +119,8 @@ def compare_calls(
         for field in optional:
             if getattr(exp, field) is not None:
                 checks.append((field, have.get(field), getattr(exp, field)))
-        problems += [f"{what}[{n}].{f}: {h!r}, expected {w!r}" for f, h, w in checks if not json_equal(h, w)]
+        # Numbered from 1, like events: "calls 1.name" is the first call's name.
+        problems += [f"{what} {n + 1}.{f}: {h!r}, expected {w!r}" for f, h, w in checks if not json_equal(h, w)]
     return problems
 
 

@@ -91,7 +91,7 @@ def sample_vectors(shape: str, count: int) -> list[Vector]:
         cases.append(case)
 
     collect()
-    return [to_vector(case, f"fuzzed-{shape}-{n}") for n, case in enumerate(cases[:count])]
+    return [to_vector(case, f"fuzzed-{shape}-{n}") for n, case in enumerate(cases[:count], 1)]
 
 
 def to_vector(case: Case, name: str) -> Vector:
