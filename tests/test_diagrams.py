@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from fsm.harness import diagrams
+from fsm.harness import diagrams, identity_flow
 from fsm.spec import history_spec, identity_spec, scanner_spec, slot_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,22 +93,22 @@ def test_identity_page_lists_every_rule_policy_and_diagnostic() -> None:
         assert f"`{item.name}`" in page and item.reason in page
     for diag in spec.diagnostics:
         assert f"| `{diag.code}` | {diag.severity} |" in page
-        assert f"{diagrams.SEVERITY_MARK[diag.severity]} {diag.code}" in diagrams.identity_mermaid(spec)
+        assert f"{identity_flow.SEVERITY_MARK[diag.severity]} {diag.code}" in diagrams.identity_mermaid(spec)
 
 
 def test_identity_diagram_is_the_flow_with_a_legend() -> None:
     spec = identity_spec()
     mermaid, dot = diagrams.identity_mermaid(spec), diagrams.identity_dot(spec)
     for step in spec.flow:
-        node = diagrams._node("S_", step.step)
+        node = identity_flow.node_id("S_", step.step)
         for label, target in step.targets():
             arrow = f"-- {label} -->" if label else "-->"
-            assert f"    {node} {arrow} {diagrams._node('S_', target)}" in mermaid
-            assert f'"{node}" -> "{diagrams._node("S_", target)}"' in dot
+            assert f"    {node} {arrow} {identity_flow.node_id('S_', target)}" in mermaid
+            assert f'"{node}" -> "{identity_flow.node_id("S_", target)}"' in dot
     for rule in spec.rules:  # each rule is named at a step of the flow
         assert rule.name in mermaid and rule.name in dot
     assert "subgraph legend [Legend]" in mermaid and "subgraph cluster_legend" in dot
-    for severity, mark in diagrams.SEVERITY_MARK.items():
+    for severity, mark in identity_flow.SEVERITY_MARK.items():
         assert f"{mark} {severity}" in mermaid and f"{mark} {severity}" in dot
 
 
@@ -131,9 +131,8 @@ def test_svg_parses_as_xml_and_shows_every_node(name: str) -> None:
     tree = ET.fromstring(svg)
     texts = {el.text for el in tree.iter() if el.text}
     if name == "identity":
-        wanted = {
-            f"{mark} {d.code}" for d in identity_spec().diagnostics for mark in [diagrams.SEVERITY_MARK[d.severity]]
-        }
+        marks = identity_flow.SEVERITY_MARK
+        wanted = {f"{marks[d.severity]} {d.code}" for d in identity_spec().diagnostics}
         wanted.add("Legend")
     else:
         spec = {"slot": slot_spec, "scanner": scanner_spec, "history": history_spec}[name]()

@@ -161,3 +161,19 @@ def test_the_transitions_internals_the_machine_uses_are_still_there() -> None:
     machine = Machine(model=None, states=["a"], initial="a", auto_transitions=False)
     for attribute in ("model_attribute", "has_queue", "states", "events", "prepare_event", "on_exception"):
         assert hasattr(machine, attribute), f"Machine instances lost {attribute}"
+
+
+def test_the_readme_reads_the_same_on_the_package_index() -> None:
+    """PyPI shows Mermaid as raw code and cannot follow links relative to the repository."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "```mermaid" not in readme
+    targets = re.findall(r"\]\(([^)]+)\)", readme)
+    assert targets and [t for t in targets if not t.startswith(("https://", "#"))] == []
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
+    home = urls["Source"]
+    assert all(
+        t.startswith((home, home.replace("github.com", "raw.githubusercontent.com")))
+        for t in targets
+        if "toolcall-fsm" in t
+    )
+    assert "docs/diagrams/slot.svg" in readme
