@@ -12,11 +12,12 @@ class CallStatus(enum.Enum):
     """How a call ended, as reported in :attr:`ToolCall.status`."""
 
     COMPLETE = "complete"
-    """The arguments closed and parsed strictly to a JSON object."""
+    """The arguments closed and parsed strictly to a JSON object (a freeform call: the provider
+    said its input is whole)."""
     INVALID = "invalid"
     """The provider finished the call but its text is not a JSON object; the raw text is kept."""
     TRUNCATED = "truncated"
-    """The stream stopped before the arguments completed; the raw text is kept."""
+    """The stream stopped before the arguments or input completed; the raw text is kept."""
 
 
 class Severity(enum.Enum):
@@ -40,17 +41,26 @@ class ToolCall:
     id: str
     """Unique within the turn (and against ``taken`` ids): the wire id, renamed or synthesized."""
     wire_id: str | None
-    """The id the wire gave for this call, if any."""
+    """The id the wire gave for this call, if any (a Responses call's ``call_id``)."""
     name: str | None
-    """The tool's name; None only if the wire never named the call (diagnostic ``missing-name``)."""
+    """The tool's name; for a built-in tool item, the tool (``apply_patch``, ``shell``, ...). None
+    only if the wire never named the call (diagnostic ``missing-name``)."""
     arguments: Any
-    """The parsed arguments when status is complete, else None."""
-    arguments_json: str
-    """The raw argument text as assembled (``{}`` when policy empty_arguments supplied it)."""
+    """The parsed arguments when status is complete, else None; for a built-in tool item, its
+    ``operation`` or ``action`` object. None for a freeform call."""
+    arguments_json: str | None
+    """The raw argument text as assembled (``{}`` when policy empty_arguments supplied it); None
+    for a freeform call."""
     status: CallStatus
     """complete (``arguments`` holds the parsed object), invalid or truncated (raw text only)."""
     thought_signature: str | None = None
     """The provider's signature for this call (Gemini), to send back with it when replaying."""
+    type: str = "function"
+    """What kind of call: ``function`` (JSON arguments), ``custom`` (freeform input), or the item
+    type of a built-in tool (``apply_patch_call``, ``shell_call``, ``local_shell_call``,
+    ``computer_call``; for server calls ``mcp_call``, ``web_search_call``, ...)."""
+    input: str | None = None
+    """A freeform call's input text, as assembled (raw when truncated); None for other calls."""
 
 
 @attrs.frozen(slots=True)
@@ -112,11 +122,14 @@ class CallOpened:
     """The id the wire gave, if any."""
     name: str | None
     """The tool's name, if the wire gave it yet."""
+    type: str = attrs.field(default="function", kw_only=True)
+    """The call's type (see ToolCall.type): a freeform call's deltas are input text, not JSON."""
 
 
 @attrs.frozen(slots=True)
 class ArgumentsDelta:
-    """Append-safe argument text for call ``index``: it will never be retracted."""
+    """Append-safe argument text (a freeform call's input text) for call ``index``: it will never
+    be retracted."""
 
     index: int
     """The call's position in the turn."""

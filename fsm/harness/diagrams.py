@@ -116,7 +116,10 @@ def mermaid_lines(group: list[Edge], *, action_below: bool = True) -> list[str]:
 def machine_mermaid(spec: MachineSpec) -> str:
     """A top-to-bottom state diagram. Self-loops are listed inside their state's box (marked
     ``↻``) rather than drawn: Mermaid stacks loop labels on the neighbouring edges' labels."""
-    lines = ["stateDiagram-v2", "    direction TB", f"    [*] --> {spec.machine.initial}"]
+    lines = ["stateDiagram-v2", "    direction TB"]
+    lines += [
+        f"    [*] --> {state}" + (f" : {kind}{NBSP}input" if kind else "") for kind, state in spec.initials().items()
+    ]
     groups = merged(spec)
     for state in spec.states:
         loops = [
@@ -149,18 +152,31 @@ def machine_dot(spec: MachineSpec) -> str:
         f'    tooltip="{dot(spec.machine.reason)}";',
         '    node [shape=box, style="rounded,filled", fillcolor="#ffffff", fontname="Helvetica", fontsize=12];',
         '    edge [fontname="Helvetica", fontsize=10];',
-        '    "__start" [shape=point, width=0.15, label=""];',
     ]
+    starts = [(f"__start_{kind}" if kind else "__start", state, kind) for kind, state in spec.initials().items()]
+    lines += [f'    "{start}" [shape=point, width=0.15, label=""];' for start, _, _ in starts]
     for state in spec.states:
         extra = ', peripheries=2, fillcolor="#eeeeff"' if state.terminal else ""
         lines.append(f'    "{state.name}" [tooltip="{dot(state.reason)}"{extra}];')
-    lines.append(f'    "__start" -> "{spec.machine.initial}";')
+    lines += [
+        f'    "{start}" -> "{state}"' + (f' [label="{kind} input"]' if kind else "") + ";"
+        for start, state, kind in starts
+    ]
     for src, dst, group in merged(spec):
         label = "\\n".join(dot(e.label) for e in group)
         tooltip = " | ".join(dot(e.reason) for e in group)
         lines.append(f'    "{src}" -> "{dst}" [label="{label}", tooltip="{tooltip}"];')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _kinds_table(spec: MachineSpec) -> list[str]:
+    if not spec.kinds:
+        return []
+    states = {k.name: ", ".join(f"`{s.name}`" for s in spec.states if s.kind == k.name) for k in spec.kinds}
+    rows = [f"| `{k.name}` | {states[k.name]} | {'yes' if k.scanned else 'no'} | {md(k.reason)} |" for k in spec.kinds]
+    head = ["## Input kinds", "", "A call starts in its kind's first state; the others are shared.", ""]
+    return [*head, "| kind | states | scanned | reason |", "|---|---|---|---|", *rows, ""]
 
 
 def _named_table(title: str, items: Iterable[tuple[str, str]]) -> list[str]:
@@ -193,6 +209,7 @@ def machine_page(spec: MachineSpec, source: str) -> str:
         "",
         f"Graphviz rendering: [{spec.name}.svg](diagrams/{spec.name}.svg) (hover a state or edge for its reason).",
         "",
+        *_kinds_table(spec),
         "## States",
         "",
         "| state | terminal | reason |",
