@@ -1,5 +1,6 @@
 """toolcall-fsm: reassemble streamed LLM tool calls with an explicit finite-state machine."""
 
+from fsm import messages
 from fsm.errors import (
     FramingError,
     LimitExceeded,
@@ -13,7 +14,7 @@ from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, C
 from fsm.options import Limits, Policies
 from fsm.reassembler import Reassembler
 from fsm.reemit import DeltaEmitter, FlushPolicy
-from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus, Diagnostic, Result, ToolCall
+from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus, Diagnostic, Reasoning, Result, ToolCall
 
 __all__ = [
     "ArgumentsDelta",
@@ -33,6 +34,7 @@ __all__ = [
     "Limits",
     "LocalProtocolError",
     "Policies",
+    "Reasoning",
     "Reassembler",
     "RemoteProtocolError",
     "Result",
@@ -41,4 +43,5 @@ __all__ = [
     "ToolCall",
     "ToolcallFSMError",
     "UnsupportedProvider",
+    "messages",
 ]

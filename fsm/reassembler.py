@@ -11,17 +11,20 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from fsm.content import TurnContent
 from fsm.engine.ledger import Ledger
 from fsm.engine.registry import Registry
 from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, UnsupportedProvider
 from fsm.events import (
     EVENT_TYPES,
+    TURN_CONTENT_TYPES,
     ArgumentsFragment,
     ArgumentsSnapshot,
     CallEnd,
     CallSeen,
     Event,
     StreamEnd,
+    UsageReport,
 )
 from fsm.options import Limits, Policies
 from fsm.results import Output, Result
@@ -49,6 +52,7 @@ class Reassembler:
         self._events = 0
         self._finish: StreamEnd | None = None
         self._closed: Result | None = None
+        self.content = TurnContent()
 
     # -- input ------------------------------------------------------------------------------------
 
@@ -102,6 +106,10 @@ class Reassembler:
             calls=tuple(slot.to_call() for slot in registry.slots if not slot.server),
             diagnostics=tuple(self.ledger.diagnostics),
             server_tool_calls=tuple(slot.to_call() for slot in registry.slots if slot.server),
+            text=self.content.text,
+            text_signature=self.content.text_signature,
+            reasoning=self.content.reasoning,
+            usage=self.content.usage,
         )
         return self._closed
 
@@ -161,7 +169,7 @@ class Reassembler:
 
     def _apply(self, event: Event) -> None:
         registry = self.registry
-        if self._finish is not None and not isinstance(event, StreamEnd):
+        if self._finish is not None and not isinstance(event, StreamEnd | UsageReport):
             self.ledger.diagnose("event-after-finish", f"{type(event).__name__} after the finish reason")
         # Most events of most streams: one exact type test instead of the union isinstance below.
         if type(event) is ArgumentsFragment and event.signature is None:
@@ -184,6 +192,8 @@ class Reassembler:
             if event.finish_reason == "error":
                 self.ledger.diagnose("provider-error", f"the provider reported an error: {event.error}")
             registry.finish(event.finish_reason)
+        elif isinstance(event, TURN_CONTENT_TYPES):
+            self.content.apply(event)
 
 
 def _as_mapping(item: Any) -> Mapping[str, Any]:

@@ -44,6 +44,25 @@ class Diagnostic:
 
 
 @attrs.frozen(slots=True)
+class Reasoning:
+    """One block of the model's reasoning, with what the provider requires back verbatim."""
+
+    text: str = ""
+    """The thinking text (Anthropic ``thinking``, Gemini thought parts, a chat dialect's
+    ``reasoning_content``, Responses reasoning text)."""
+    signature: str | None = None
+    """Anthropic thinking ``signature``; Gemini ``thoughtSignature`` of a thought part."""
+    redacted: str | None = None
+    """Anthropic ``redacted_thinking`` data: opaque, sent back as it came."""
+    item_id: str | None = None
+    """The Responses reasoning item id."""
+    summary: tuple[str, ...] = ()
+    """The Responses reasoning summary texts."""
+    encrypted_content: str | None = None
+    """The Responses reasoning ``encrypted_content`` (requested with ``include``; needed when not stored)."""
+
+
+@attrs.frozen(slots=True)
 class Result:
     provider: str
     finish_reason: str | None
@@ -51,6 +70,19 @@ class Result:
     diagnostics: tuple[Diagnostic, ...]
     server_tool_calls: tuple[ToolCall, ...] = ()
     """Tools the provider ran itself (Anthropic ``server_tool_use``): not for the client to run."""
+    text: str = ""
+    """The assistant's visible text, all of it, in order."""
+    text_signature: str | None = None
+    """A signature the provider put on the text (Gemini ``thoughtSignature`` on a text part)."""
+    reasoning: tuple[Reasoning, ...] = ()
+    """The reasoning blocks, in order, with their signatures and encrypted content."""
+    usage: dict[str, Any] | None = None
+    """Token usage as the provider sent it (its own keys), or None when it sent none."""
+
+    @property
+    def complete_calls(self) -> tuple[ToolCall, ...]:
+        """The calls whose arguments completed and parsed: the only ones safe to execute."""
+        return tuple(call for call in self.calls if call.status is CallStatus.COMPLETE)
 
     def codes(self) -> list[str]:
         return [d.code for d in self.diagnostics]

@@ -18,7 +18,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fsm.errors import RemoteProtocolError
-from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallRef, CallSeen, Event, StreamEnd
+from fsm.events import (
+    ArgumentsFragment,
+    ArgumentsSnapshot,
+    CallRef,
+    CallSeen,
+    Event,
+    ReasoningDelta,
+    StreamEnd,
+    TextDelta,
+    UsageReport,
+)
 from fsm.wire.decoders._wire import BareRefs
 
 _FINISH = {
@@ -64,12 +74,16 @@ class OpenAIChatDecoder:
             if delta is None:
                 delta = choice.get("message")
             if type(delta) is dict or isinstance(delta, Mapping):
+                _said(delta, events)
                 self._calls(delta, events)
             elif delta is not None:
                 raise RemoteProtocolError("delta is not an object")
             finish = choice.get("finish_reason")
             if finish:
                 events.append(StreamEnd(normalize_finish(str(finish)), str(finish)))
+        usage = payload.get("usage")
+        if usage and isinstance(usage, Mapping):
+            events.append(UsageReport(dict(usage)))
         return events
 
     def _calls(self, delta: Mapping[str, Any], events: list[Event]) -> None:
@@ -103,6 +117,17 @@ class OpenAIChatDecoder:
                 events.append(ArgumentsFragment(ref, _text(arguments, "arguments", position) or ""))
             else:
                 events.append(CallSeen(ref))
+
+
+def _said(delta: Mapping[str, Any], events: list[Event]) -> None:
+    """The text and reasoning in a delta. Reasoning comes as ``reasoning_content`` (DeepSeek, vLLM,
+    LiteLLM) or ``reasoning`` (OpenRouter, Ollama and Groq's OpenAI endpoints), one block per turn."""
+    content = delta.get("content")
+    if content and type(content) is str:
+        events.append(TextDelta(content))
+    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+    if reasoning and type(reasoning) is str:
+        events.append(ReasoningDelta(None, reasoning))
 
 
 def _index(value: Any, position: int) -> int | None:
