@@ -12,7 +12,7 @@ from fsm.errors import (
 )
 from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, CallSeen, StreamEnd
 from fsm.options import Limits, Policies
-from fsm.reassembler import Reassembler
+from fsm.reassembler import Reassembler, areassemble, reassemble
 from fsm.reemit import DeltaEmitter, FlushPolicy
 from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus, Diagnostic, Reasoning, Result, ToolCall
 
@@ -43,5 +43,7 @@ __all__ = [
     "ToolCall",
     "ToolcallFSMError",
     "UnsupportedProvider",
+    "areassemble",
     "messages",
+    "reassemble",
 ]

@@ -30,6 +30,7 @@ from fsm.options import Limits, Policies
 from fsm.results import Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.framing import DONE, Framer, detect_framing, make_framer
+from fsm.wire.sdk import sdk_payload
 
 
 class Reassembler:
@@ -131,7 +132,9 @@ class Reassembler:
         elif isinstance(item, EVENT_TYPES):
             self._apply(item)  # type: ignore[arg-type]
         else:
-            self._decode(_as_mapping(item))
+            payload = sdk_payload(item)
+            if payload is not None:  # None: a stream helper's event that repeats the raw ones
+                self._decode(payload)
 
     def _ingest_text(self, payload: str, *, last: bool) -> None:
         if payload.strip() == DONE:
@@ -196,23 +199,49 @@ class Reassembler:
             self.content.apply(event)
 
 
-def _as_mapping(item: Any) -> Mapping[str, Any]:
-    if isinstance(item, Mapping):
-        return item
-    dump = getattr(item, "model_dump", None)
-    if callable(dump):
-        try:  # pydantic SDK models: wire names (google-genai's camelCase aliases), JSON-safe values
-            value = dump(mode="json", by_alias=True, exclude_none=True)
-        except TypeError:
-            value = dump()
-        if isinstance(value, Mapping):
-            return value
-    to_dict = getattr(item, "to_dict", None)
-    if callable(to_dict):
-        value = to_dict()
-        if isinstance(value, Mapping):
-            return value
-    raise LocalProtocolError(
-        f"cannot feed a {type(item).__name__}: pass a dict, an SDK object with model_dump() or to_dict(), "
-        "or an fsm event"
-    )
+def _chunks(stream: Any) -> Any:
+    if isinstance(stream, bytes | bytearray | memoryview | str):
+        return (stream,)  # a whole body
+    return stream
+
+
+def _feed_any(reassembler: Reassembler, item: Any) -> None:
+    if isinstance(item, bytes | bytearray | memoryview):
+        reassembler.feed_bytes(bytes(item))
+    elif isinstance(item, str):
+        reassembler.feed_bytes(item.encode("utf-8"))
+    else:
+        reassembler.feed(item)
+
+
+def reassemble(stream: Any, provider: str = "auto", **options: Any) -> Result:
+    """Reassemble a whole stream in one call: an iterable of raw bytes or text (body chunks), wire
+    payloads, SDK objects or stream-helper events, or a stream manager (``client.chat.completions.
+    stream(...)``, ``client.messages.stream(...)``), which is entered and closed here. ``options``
+    are :class:`Reassembler`'s (``strict``, ``policies``, ``limits``, ``taken``)."""
+    reassembler = Reassembler(provider, **options)
+    if not hasattr(stream, "__iter__") and hasattr(stream, "__enter__"):
+        with stream as entered:
+            for item in _chunks(entered):
+                _feed_any(reassembler, item)
+    else:
+        for item in _chunks(stream):
+            _feed_any(reassembler, item)
+    return reassembler.close()
+
+
+async def areassemble(stream: Any, provider: str = "auto", **options: Any) -> Result:
+    """:func:`reassemble` for an async stream (``AsyncStream``, an async stream manager, an async
+    generator); a plain iterable is taken too."""
+    reassembler = Reassembler(provider, **options)
+    if not hasattr(stream, "__aiter__") and hasattr(stream, "__aenter__"):
+        async with stream as entered:
+            async for item in entered:
+                _feed_any(reassembler, item)
+    elif hasattr(stream, "__aiter__"):
+        async for item in stream:
+            _feed_any(reassembler, item)
+    else:
+        for item in _chunks(stream):
+            _feed_any(reassembler, item)
+    return reassembler.close()
