@@ -29,7 +29,17 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
     assert code == 0
     data = json.loads(out)
     # The documented keys, in order; later additions only ever come after them.
-    assert list(data) == ["provider", "finish_reason", "calls", "diagnostics", "server_tool_calls"]
+    assert list(data) == [
+        "provider",
+        "finish_reason",
+        "calls",
+        "diagnostics",
+        "server_tool_calls",
+        "text",
+        "text_signature",
+        "reasoning",
+        "usage",
+    ]
     assert list(data["calls"][0]) == [
         "index",
         "id",
