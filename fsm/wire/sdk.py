@@ -11,7 +11,8 @@ frameworks above them yield, read by duck typing.
 * anthropic's ``messages.stream()`` adds ``text``, ``input_json``, ``citation``, ``thinking`` and
   ``signature`` events derived from the raw events it also yields: skipped;
 * LangChain's ``AIMessageChunk``: its ``tool_call_chunks`` (index, id, name, argument fragment) are
-  the OpenAI chat shape under other names, so the chunk is written as an OpenAI chat chunk.
+  the OpenAI chat shape under other names, so the chunk is written as an OpenAI chat chunk, whatever
+  model is behind it (read it with provider ``auto`` or ``openai-chat``).
 """
 
 from __future__ import annotations
