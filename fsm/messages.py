@@ -13,7 +13,12 @@ the google-genai SDK accepts as it is). What goes back is what the provider sent
   on the part it came on (a call, the text, or a thought); Responses ``reasoning`` items with their
   id, summary and ``encrypted_content``. A thinking block that never got its signature (a cut stream)
   is left out: Anthropic refuses it. Chat Completions has no field for reasoning, so it is not sent;
-* server tool calls (Anthropic ``server_tool_use``) are the provider's own and are not replayed.
+* server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools) are the provider's own
+  and are not replayed;
+* OpenAI custom (freeform) calls go back as custom calls with their ``input`` text. A Responses
+  built-in call (``apply_patch_call``, ``shell_call``, ...) has an item shape of its own that a result
+  does not keep whole, so building it is refused with :class:`~fsm.errors.LocalProtocolError`, never
+  sent in a wrong shape.
 
 **Calls that did not complete** (status truncated or invalid) must not be executed, and a call sent
 back must be answered. ``incomplete="omit"`` (the default) leaves them out of the assistant message:
@@ -88,14 +93,25 @@ def assistant_message(result: Result, format: Format, *, incomplete: Incomplete 
     return _gemini(result, calls)
 
 
+def _kind(call: ToolCall, format: str, kinds: tuple[str, ...] = ("function",)) -> str:
+    if call.type not in kinds:
+        raise LocalProtocolError(
+            f"call {call.id} is a {call.type} call, which {format} messages cannot carry back "
+            f"(supported: {', '.join(kinds)})"
+        )
+    return call.type
+
+
 def _openai_chat(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     message: Message = {"role": "assistant", "content": result.text or None}
     if calls:
         message["tool_calls"] = [
-            {
+            {"id": call.id, "type": "custom", "custom": {"name": call.name or "", "input": call.input or ""}}
+            if _kind(call, "openai-chat", ("function", "custom")) == "custom"
+            else {
                 "id": call.id,
                 "type": "function",
-                "function": {"name": call.name or "", "arguments": call.arguments_json},
+                "function": {"name": call.name or "", "arguments": call.arguments_json or ""},
             }
             for call in calls
         ]
@@ -120,7 +136,14 @@ def _openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messa
     if result.text:
         items.append({"type": "message", "role": "assistant", "content": result.text})
     items += [
-        {"type": "function_call", "call_id": call.id, "name": call.name or "", "arguments": call.arguments_json}
+        {"type": "custom_tool_call", "call_id": call.id, "name": call.name or "", "input": call.input or ""}
+        if _kind(call, "openai-responses", ("function", "custom")) == "custom"
+        else {
+            "type": "function_call",
+            "call_id": call.id,
+            "name": call.name or "",
+            "arguments": call.arguments_json or "",
+        }
         for call in calls
     ]
     return items
@@ -136,7 +159,9 @@ def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     if result.text:
         content.append({"type": "text", "text": result.text})
     content += [
-        {"type": "tool_use", "id": call.id, "name": call.name or "", "input": _arguments(call)} for call in calls
+        {"type": "tool_use", "id": call.id, "name": call.name or "", "input": _arguments(call)}
+        for call in calls
+        if _kind(call, "anthropic")
     ]
     return {"role": "assistant", "content": content}
 
@@ -154,6 +179,7 @@ def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
             said["thoughtSignature"] = result.text_signature
         parts.append(said)
     for call in calls:
+        _kind(call, "gemini")
         function_call: Message = {"name": call.name or "", "args": _arguments(call)}
         if call.wire_id is not None:
             function_call["id"] = call.id
@@ -175,9 +201,13 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
     output itself must say it."""
     _check_format(format)
     if format == "openai-chat":
+        _kind(call, format, ("function", "custom"))
         return {"role": "tool", "tool_call_id": call.id, "content": _as_text(output)}
     if format == "openai-responses":
-        return {"type": "function_call_output", "call_id": call.id, "output": _as_text(output)}
+        custom = _kind(call, format, ("function", "custom")) == "custom"
+        answer_type = "custom_tool_call_output" if custom else "function_call_output"
+        return {"type": answer_type, "call_id": call.id, "output": _as_text(output)}
+    _kind(call, format)
     if format == "anthropic":
         block: Message = {"type": "tool_result", "tool_use_id": call.id, "content": _as_text(output)}
         if is_error:

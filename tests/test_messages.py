@@ -342,3 +342,50 @@ def test_unknown_format_and_choice_are_refused() -> None:
         messages.assistant_message(result, "cohere")  # type: ignore[call-overload]
     with pytest.raises(LocalProtocolError, match="incomplete must be"):
         messages.assistant_message(result, "anthropic", incomplete="run")  # type: ignore[arg-type]
+
+
+def responses_item_stream(item: dict[str, Any], deltas: list[str], delta_type: str) -> list[dict[str, Any]]:
+    done = {**item, "status": "completed"}
+    return [
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        *[{"type": delta_type, "output_index": 0, "delta": d} for d in deltas],
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+        {"type": "response.completed", "response": {"id": "r"}},
+    ]
+
+
+def test_custom_calls_go_back_as_custom_calls() -> None:
+    item = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_c", "name": "apply_diff", "input": ""}
+    wire = responses_item_stream(item, ["*** Begin", " Patch"], "response.custom_tool_call_input.delta")
+    wire[-2]["item"]["input"] = "*** Begin Patch"
+    result = synthetic("openai-responses", wire)
+    assert [(c.type, c.input) for c in result.calls] == [("custom", "*** Begin Patch")]
+    items = messages.assistant_message(result, "openai-responses")
+    answer = messages.tool_result(result.calls[0], "applied", "openai-responses")
+    assert items == [
+        {"type": "custom_tool_call", "call_id": "call_c", "name": "apply_diff", "input": "*** Begin Patch"}
+    ]
+    assert answer == {"type": "custom_tool_call_output", "call_id": "call_c", "output": "applied"}
+    validate("openai-responses", items, [answer])
+    chat = messages.assistant_message(result, "openai-chat")
+    assert chat["tool_calls"] == [
+        {"id": "call_c", "type": "custom", "custom": {"name": "apply_diff", "input": "*** Begin Patch"}}
+    ]
+    validate("openai-chat", chat, [messages.tool_result(result.calls[0], "applied", "openai-chat")])
+    with pytest.raises(LocalProtocolError, match="custom call"):
+        messages.assistant_message(result, "anthropic")
+
+
+def test_built_in_calls_are_refused_not_misshapen() -> None:
+    item = {
+        "type": "apply_patch_call",
+        "id": "apc_1",
+        "call_id": "call_p",
+        "operation": {"type": "update_file", "path": "a.py", "diff": "@@"},
+    }
+    result = synthetic("openai-responses", responses_item_stream(item, [], "response.noop.delta"))
+    assert result.calls[0].type == "apply_patch_call"
+    with pytest.raises(LocalProtocolError, match="apply_patch_call"):
+        messages.assistant_message(result, "openai-responses")
+    with pytest.raises(LocalProtocolError, match="apply_patch_call"):
+        messages.tool_result(result.calls[0], "ok", "openai-responses")
