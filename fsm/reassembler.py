@@ -67,7 +67,7 @@ class Reassembler:
         self._events = 0
         self._finish: StreamEnd | None = None
         self._closed: Result | None = None
-        self.content = TurnContent()
+        self._content = TurnContent()
 
     # -- input ------------------------------------------------------------------------------------
 
@@ -121,10 +121,10 @@ class Reassembler:
             calls=tuple(slot.to_call() for slot in registry.slots if not slot.server),
             diagnostics=tuple(self.ledger.diagnostics),
             server_tool_calls=tuple(slot.to_call() for slot in registry.slots if slot.server),
-            text=self.content.text,
-            text_signature=self.content.text_signature,
-            reasoning=self.content.reasoning,
-            usage=self.content.usage,
+            text=self._content.text,
+            text_signature=self._content.text_signature,
+            reasoning=self._content.reasoning,
+            usage=self._content.usage,
         )
         return self._closed
 
@@ -211,7 +211,7 @@ class Reassembler:
                 self.ledger.diagnose("provider-error", f"the provider reported an error: {event.error}")
             registry.finish(event.finish_reason)
         elif isinstance(event, TURN_CONTENT_TYPES):
-            self.content.apply(event)
+            self._content.apply(event)
 
 
 def _chunks(stream: Any) -> Any:
