@@ -13,7 +13,7 @@ from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, C
 from fsm.options import Limits, Policies
 from fsm.reassembler import Reassembler
 from fsm.reemit import DeltaEmitter, FlushPolicy
-from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus, Diagnostic, Result, ToolCall
+from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, CallStatus, Diagnostic, Result, ToolCall
 
 __all__ = [
     "ArgumentsDelta",
@@ -21,6 +21,7 @@ __all__ = [
     "ArgumentsSnapshot",
     "CallEnd",
     "CallFinished",
+    "CallNamed",
     "CallOpened",
     "CallRef",
     "CallSeen",

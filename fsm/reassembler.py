@@ -43,7 +43,9 @@ class Reassembler:
         self.limits = limits or Limits()
         self.ledger = Ledger(policies or Policies(), strict=strict)
         self.registry = Registry(self.ledger, self.limits, taken)
-        self._decoder: Decoder | None = None if provider == "auto" else make_decoder(provider)
+        self._decoder: Decoder | None = None
+        if provider != "auto":
+            self._use(make_decoder(provider))
         self._framer: Framer | None = None
         self._head = b""
         self._events = 0
@@ -142,20 +144,28 @@ class Reassembler:
             raise FramingError(f"an event must be a JSON object, not {type(value).__name__}", event=self._events + 1)
         self._ingest(value)
 
+    def _use(self, decoder: Decoder) -> Decoder:
+        self._decoder = decoder
+        # A wire that ends each call with final arguments winning over its deltas (Responses
+        # ``.done``) makes no streamed text append-safe before the call finishes.
+        self.registry.withhold = getattr(decoder, "final_arguments_win", False)
+        return decoder
+
     def _decode(self, payload: Mapping[str, Any]) -> None:
-        if self._decoder is None:
+        decoder = self._decoder
+        if decoder is None:
             provider = detect_provider(payload)
             if provider is None:
                 raise UnsupportedProvider(
                     f"event {self._events}: cannot tell the provider from this event; name it (--provider)"
                 )
-            self._decoder = make_decoder(provider)
+            decoder = self._use(make_decoder(provider))
         try:
-            events = self._decoder.decode(payload, self.ledger.diagnose)
+            events = decoder.decode(payload, self.ledger.diagnose)
         except RemoteProtocolError as exc:
             if exc.event is not None:
                 raise
-            raise type(exc)(exc.detail, event=self._events, rule=exc.rule or self._decoder.name) from None
+            raise type(exc)(exc.detail, event=self._events, rule=exc.rule or decoder.name) from None
         for event in events:
             self._apply(event)
 

@@ -1,11 +1,19 @@
-"""Re-emit reassembled calls as a clean OpenAI-style chat-completions delta stream.
+"""Re-emit reassembled calls as a clean OpenAI chat-completions chunk stream.
 
-Downstream consumers that concatenate ``arguments`` per ``index`` get valid JSON from it: every call
-has its own index (its position in the turn), its id and name are sent once, and nothing sent is
-ever retracted. Two flush policies:
+The promise: fed to any consumer that accumulates chat chunks the usual way (openai-python's
+``ChatCompletionStreamState``, or concatenating ``arguments`` per ``index``), the stream gives exactly
+the result's calls: the same ids, names and argument text. So every chunk is a valid
+``ChatCompletionChunk`` (it has ``id``, ``created`` and ``model``); every call has its own index (its
+position in the turn) and those indexes first appear in order 0, 1, 2, ... (the SDK keeps tool calls
+in a list and looks them up by index); the id goes out once, in the call's first chunk; the name goes
+out once, before any argument text; and nothing sent is ever retracted. Two flush policies:
 
-* ``incremental``: the header when a call opens, then argument text as soon as it is append-safe
-  (fragments at once; snapshot text, which a later snapshot could replace, when the call finishes);
+* ``incremental``: the header when a call opens, then argument text as soon as the engine reports it
+  append-safe (``ArgumentsDelta``). The engine holds back text the provider may still replace (see
+  ``Reassembler``): whitespace-only text, which becomes ``{}``; snapshot text; and, on a wire whose
+  final arguments win over the streamed ones (OpenAI Responses ``.done``), all of a call's text
+  until the call is finished. Text of a call whose header had no name is held here until its name
+  arrives (``CallNamed``) or the call finishes, so the name always goes out first.
 * ``on-finish``: the header with empty arguments when a call opens, the final arguments when it
   finishes.
 """
@@ -13,9 +21,12 @@ ever retracted. Two flush policies:
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, Final
 
-from fsm.results import ArgumentsDelta, CallFinished, CallOpened, Output, Result
+from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, Output, Result
+
+CHAT_FINISH_REASONS: Final = frozenset({"stop", "length", "tool_calls", "content_filter"})
+"""The finish reasons a chat-completions chunk can carry; any other (``error``) goes out as null."""
 
 
 class FlushPolicy(enum.Enum):
@@ -24,20 +35,30 @@ class FlushPolicy(enum.Enum):
 
 
 class DeltaEmitter:
-    def __init__(self, flush: FlushPolicy = FlushPolicy.INCREMENTAL) -> None:
+    """Turn a stream's outputs into chat-completion chunks. ``completion_id``, ``model`` and
+    ``created`` fill the envelope every chunk must have; the defaults are fixed so that the same
+    stream always re-emits the same bytes (the engine reads no clock)."""
+
+    def __init__(
+        self,
+        flush: FlushPolicy = FlushPolicy.INCREMENTAL,
+        *,
+        completion_id: str = "chatcmpl-toolcall-fsm",
+        model: str = "toolcall-fsm",
+        created: int = 0,
+    ) -> None:
         self.flush = flush
+        self._envelope = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
         self._named: set[int] = set()
+        self._held: dict[int, list[str]] = {}  # text of calls whose name has not gone out yet
 
     def chunks(self, outputs: list[Output]) -> list[dict[str, Any]]:
-        out = []
-        for item in outputs:
-            entry = self._entry(item)
-            if entry is not None:
-                out.append(_chunk([entry], None))
-        return out
+        return [self._chunk([entry], None) for item in outputs if (entry := self._entry(item)) is not None]
 
     def finish(self, result: Result) -> dict[str, Any]:
-        return _chunk(None, result.finish_reason)
+        """The last chunk: the finish reason."""
+        reason = result.finish_reason if result.finish_reason in CHAT_FINISH_REASONS else None
+        return self._chunk([], reason)
 
     def _entry(self, item: Output) -> dict[str, Any] | None:
         if isinstance(item, CallOpened):
@@ -45,9 +66,24 @@ class DeltaEmitter:
             if item.name is not None:
                 function["name"] = item.name
                 self._named.add(item.index)
+            else:
+                self._held[item.index] = []
             return {"index": item.index, "id": item.id, "type": "function", "function": function}
+        if isinstance(item, CallNamed):
+            if item.index in self._named:
+                return None
+            self._named.add(item.index)
+            function = {"name": item.name}
+            held = self._held.pop(item.index, None)
+            if held:
+                function["arguments"] = "".join(held)
+            return {"index": item.index, "function": function}
         if isinstance(item, ArgumentsDelta):
             if self.flush is FlushPolicy.ON_FINISH:
+                return None
+            held = self._held.get(item.index)
+            if held is not None:
+                held.append(item.text)
                 return None
             return {"index": item.index, "function": {"arguments": item.text}}
         if isinstance(item, CallFinished):
@@ -55,15 +91,15 @@ class DeltaEmitter:
             function = {}
             if call.name is not None and call.index not in self._named:
                 function["name"] = call.name  # the name arrived after the header went out
+                self._named.add(call.index)
+            held = self._held.pop(call.index, None)
             if self.flush is FlushPolicy.ON_FINISH:
                 function["arguments"] = call.arguments_json
+            elif held:
+                function["arguments"] = "".join(held)
             return {"index": call.index, "function": function} if function else None
         return None
 
-
-def _chunk(tool_calls: list[dict[str, Any]] | None, finish_reason: str | None) -> dict[str, Any]:
-    delta: dict[str, Any] = {"tool_calls": tool_calls} if tool_calls else {}
-    return {
-        "object": "chat.completion.chunk",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-    }
+    def _chunk(self, tool_calls: list[dict[str, Any]], finish_reason: str | None) -> dict[str, Any]:
+        delta: dict[str, Any] = {"tool_calls": tool_calls} if tool_calls else {}
+        return {**self._envelope, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}

@@ -67,6 +67,14 @@ class CallOpened:
 
 
 @attrs.frozen(slots=True)
+class CallNamed:
+    """The name of call ``index`` arrived after the call opened without one."""
+
+    index: int
+    name: str
+
+
+@attrs.frozen(slots=True)
 class ArgumentsDelta:
     """Append-safe argument text for call ``index``: it will never be retracted."""
 
@@ -81,4 +89,4 @@ class CallFinished:
     call: ToolCall
 
 
-Output = CallOpened | ArgumentsDelta | CallFinished
+Output = CallOpened | CallNamed | ArgumentsDelta | CallFinished

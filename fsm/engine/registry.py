@@ -23,7 +23,7 @@ from fsm.engine.machine import slot_machine
 from fsm.engine.slot import Slot, text_digest
 from fsm.events import NORMAL_FINISHES, CallRef
 from fsm.options import Limits
-from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus
+from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, CallStatus
 
 Lane = tuple[str, int | str]
 Kind = Literal["fragment", "snapshot", "confirmation"]
@@ -45,6 +45,9 @@ class Registry:
         self._holding: dict[tuple[Lane, bytes], list[Slot]] = {}
         self._slot_lanes: dict[Slot, list[Lane]] = {}
         self._indexed: dict[Slot, bytes] = {}  # the digest each call was last indexed under
+        self.withhold = False
+        """Set for a wire whose final arguments may replace the streamed text (OpenAI Responses
+        ``.done``): no call's text is reported append-safe before the call finishes."""
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -327,6 +330,8 @@ class Registry:
         if ref.name is not None:
             if slot.name is None:
                 slot.name = ref.name
+                if not slot.server:
+                    self.ledger.emit(CallNamed(slot.ordinal, ref.name))
             elif ref.name != slot.name:
                 self.ledger.diagnose(
                     "name-conflict", f"call {slot.id}: name {ref.name!r} arrived for {slot.name!r}; kept {slot.name!r}"
@@ -366,6 +371,7 @@ class Registry:
             max_depth=self.limits.max_depth,
             initial=self.machine.initial,
             server=ref.server,
+            withhold=self.withhold,
         )
         self._pending_name.pop(lane, None)
         self.slots.append(slot)

@@ -31,12 +31,14 @@ class Slot:
     """The state of one tool call. ``state`` is written only by the slot machine."""
 
     __slots__ = (
+        "_blank",
         "_buf",
         "_call",
         "_digest",
         "_diverged",
         "_emitted",
         "_length",
+        "_quiet",
         "_text",
         "_unscanned",
         "arguments",
@@ -70,6 +72,7 @@ class Slot:
         max_depth: int,
         initial: str,
         server: bool = False,
+        withhold: bool = False,
     ) -> None:
         self.state = initial
         self.ordinal = ordinal
@@ -87,6 +90,10 @@ class Slot:
         self._text: str | None = ""
         self._length = 0
         self._emitted = 0  # how much of the held text went out as append-safe deltas
+        # Nothing goes out as it arrives for a server's call, nor where the wire's final arguments
+        # may still replace the streamed text (withhold): all of it goes out when the call finishes.
+        self._quiet = server or withhold
+        self._blank = False  # the held text is whitespace only, held back: alone it becomes {}
         self._diverged = False  # a snapshot replaced text that had already gone out
         self.arguments: Any = None
         self.status: CallStatus | None = None
@@ -258,9 +265,18 @@ class Slot:
         self._buf += text.encode("utf-8", "surrogatepass")
         self._text = None
         self._digest = None
-        if self._emitted == held and text and not self.server:
+        if self._quiet or not text:
+            return
+        if self._emitted == held:
+            if not held and text.isspace():
+                self._blank = True
+                return
             self._emitted = self._length
             self.ledger.emit(ArgumentsDelta(self.ordinal, text))
+        elif self._blank and not text.isspace():
+            self._blank = False
+            self._emitted = self._length
+            self.ledger.emit(ArgumentsDelta(self.ordinal, self.text()))
 
     @action
     def store_snapshot(self, text: str) -> None:
@@ -268,6 +284,7 @@ class Slot:
         if self._emitted and not text.startswith(self.text()[: self._emitted]):
             self._diverged = True
         self._buf = bytearray(text.encode("utf-8", "surrogatepass"))
+        self._blank = False
         self._text = text
         self._digest = None
         self._length = len(text)
