@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fsm.engine.ledger import Ledger
+from fsm.engine.partial import PartialReader
 from fsm.engine.registry import Registry
 from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, UnsupportedProvider
 from fsm.events import (
@@ -51,6 +52,7 @@ class Reassembler:
         self._events = 0
         self._finish: StreamEnd | None = None
         self._closed: Result | None = None
+        self._previews: dict[int, tuple[int, PartialReader]] = {}  # per call asked: its text's revision, reader
 
     # -- input ------------------------------------------------------------------------------------
 
@@ -106,6 +108,21 @@ class Reassembler:
             server_tool_calls=tuple(slot.to_call() for slot in registry.slots if slot.server),
         )
         return self._closed
+
+    def partial(self, index: int) -> Any:
+        """The best value call ``index``'s argument text promises so far, for a live preview: what
+        jiter's partial mode ``trailing-strings`` makes of it (open containers closed, a string value
+        cut short kept, a key, number or literal cut short left out). None while the text promises
+        nothing yet, or when no call has that index. Never raises; the work (one pass over the text)
+        is done only when asked, never as fragments arrive. A fresh value each time."""
+        for slot in self.registry.slots:
+            if slot.ordinal == index and not slot.server:
+                revision, reader = self._previews.get(index, (-1, None))
+                if reader is None or revision != slot.revision:  # first asked, or the text was replaced
+                    reader = PartialReader()
+                    self._previews[index] = (slot.revision, reader)
+                return reader.read(slot.text())
+        return None
 
     @property
     def diagnostics(self) -> list[Any]:

@@ -45,9 +45,7 @@ class Registry:
         self._holding: dict[tuple[Lane, bytes], list[Slot]] = {}
         self._slot_lanes: dict[Slot, list[Lane]] = {}
         self._indexed: dict[Slot, bytes] = {}  # the digest each call was last indexed under
-        self.withhold = False
-        """Set for a wire whose final arguments may replace the streamed text (OpenAI Responses
-        ``.done``): no call's text is reported append-safe before the call finishes."""
+        self.withhold = False  # the wire's final arguments may replace streamed text (Responses .done)
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -330,7 +328,7 @@ class Registry:
         if ref.name is not None:
             if slot.name is None:
                 slot.name = ref.name
-                if not slot.server:
+                if not slot.server:  # a late name: re-emitted deltas put it before the arguments
                     self.ledger.emit(CallNamed(slot.ordinal, ref.name))
             elif ref.name != slot.name:
                 self.ledger.diagnose(

@@ -50,6 +50,7 @@ class Slot:
         "name",
         "ordinal",
         "resends",
+        "revision",
         "scanner",
         "server",
         "signature",
@@ -98,6 +99,7 @@ class Slot:
         self.arguments: Any = None
         self.status: CallStatus | None = None
         self.resends = 0
+        self.revision = 0  # how often the held text was replaced rather than appended to
         self._digest: bytes | None = None
         self._unscanned: int | None = None  # where held text the scanner has not seen yet starts (bytes)
         self._call: ToolCall | None = None
@@ -284,6 +286,7 @@ class Slot:
         if self._emitted and not text.startswith(self.text()[: self._emitted]):
             self._diverged = True
         self._buf = bytearray(text.encode("utf-8", "surrogatepass"))
+        self.revision += 1
         self._blank = False
         self._text = text
         self._digest = None
@@ -317,6 +320,7 @@ class Slot:
             return
         self.ledger.diagnose("empty-arguments", f"call {self.id}: no argument text, so {{}}")
         self._buf = bytearray(b"{}")
+        self.revision += 1
         self._unscanned = None
         self._text = "{}"
         self._digest = None
