@@ -165,7 +165,7 @@ class Reassembler:
         self._decoder = decoder
         # A wire that ends each call with final arguments winning over its deltas (Responses
         # ``.done``) makes no streamed text append-safe before the call finishes.
-        self.registry.withhold = getattr(decoder, "final_arguments_win", False)
+        self.ledger.withhold = getattr(decoder, "final_arguments_win", False)
         return decoder
 
     def _decode(self, payload: Mapping[str, Any]) -> None:

@@ -6,12 +6,17 @@ the result's calls: the same ids, names and argument text. So every chunk is a v
 ``ChatCompletionChunk`` (it has ``id``, ``created`` and ``model``); every call has its own index (its
 position in the turn) and those indexes first appear in order 0, 1, 2, ... (the SDK keeps tool calls
 in a list and looks them up by index); the id goes out once, in the call's first chunk; the name goes
-out once, before any argument text; and nothing sent is ever retracted. Two flush policies:
+out once, before any argument text; and nothing sent is ever retracted. A freeform call (a custom
+tool) goes out with its text under ``custom.input``, as chat completions report custom calls; any
+other call keeps the ``function`` body. Only a function call names its ``type``: a chunk's tool call
+may name no other (``ChoiceDeltaToolCall.type`` is ``"function"`` or absent), so a custom call is told
+by its ``custom`` body, and a built-in tool item (``shell_call``, ...) by nothing in the chunk (the
+result's ``ToolCall.type`` has it). Two flush policies:
 
 * ``incremental``: the header when a call opens, then argument text as soon as the engine reports it
   append-safe (``ArgumentsDelta``). The engine holds back text the provider may still replace (see
-  ``Reassembler``): whitespace-only text, which becomes ``{}``; snapshot text; and, on a wire whose
-  final arguments win over the streamed ones (OpenAI Responses ``.done``), all of a call's text
+  ``Reassembler``): whitespace-only JSON text, which becomes ``{}``; snapshot text; and, on a wire
+  whose final arguments win over the streamed ones (OpenAI Responses ``.done``), all of a call's text
   until the call is finished. Text of a call whose header had no name is held here until its name
   arrives (``CallNamed``) or the call finishes, so the name always goes out first.
 * ``on-finish``: the header with empty arguments when a call opens, the final arguments when it
@@ -23,6 +28,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Final
 
+from fsm.events import FREEFORM_TYPES
 from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, Output, Result
 
 CHAT_FINISH_REASONS: Final = frozenset({"stop", "length", "tool_calls", "content_filter"})
@@ -50,6 +56,7 @@ class DeltaEmitter:
         self.flush = flush
         self._envelope = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
         self._named: set[int] = set()
+        self._freeform: set[int] = set()
         self._held: dict[int, list[str]] = {}  # text of calls whose name has not gone out yet
 
     def chunks(self, outputs: list[Output]) -> list[dict[str, Any]]:
@@ -62,22 +69,27 @@ class DeltaEmitter:
 
     def _entry(self, item: Output) -> dict[str, Any] | None:
         if isinstance(item, CallOpened):
-            function: dict[str, Any] = {"arguments": ""}
+            if item.type in FREEFORM_TYPES:
+                self._freeform.add(item.index)
+            body: dict[str, Any] = {self._text_key(item.index): ""}
             if item.name is not None:
-                function["name"] = item.name
+                body["name"] = item.name
                 self._named.add(item.index)
             else:
                 self._held[item.index] = []
-            return {"index": item.index, "id": item.id, "type": "function", "function": function}
+            header = {"index": item.index, "id": item.id, self._body_key(item.index): body}
+            if item.type == "function":  # the only type a chat chunk may name; the body tells the others
+                header["type"] = "function"
+            return header
         if isinstance(item, CallNamed):
             if item.index in self._named:
                 return None
             self._named.add(item.index)
-            function = {"name": item.name}
+            body = {"name": item.name}
             held = self._held.pop(item.index, None)
             if held:
-                function["arguments"] = "".join(held)
-            return {"index": item.index, "function": function}
+                body[self._text_key(item.index)] = "".join(held)
+            return {"index": item.index, self._body_key(item.index): body}
         if isinstance(item, ArgumentsDelta):
             if self.flush is FlushPolicy.ON_FINISH:
                 return None
@@ -85,20 +97,26 @@ class DeltaEmitter:
             if held is not None:
                 held.append(item.text)
                 return None
-            return {"index": item.index, "function": {"arguments": item.text}}
+            return {"index": item.index, self._body_key(item.index): {self._text_key(item.index): item.text}}
         if isinstance(item, CallFinished):
             call = item.call
-            function = {}
+            body = {}
             if call.name is not None and call.index not in self._named:
-                function["name"] = call.name  # the name arrived after the header went out
+                body["name"] = call.name  # the name arrived after the header went out
                 self._named.add(call.index)
             held = self._held.pop(call.index, None)
             if self.flush is FlushPolicy.ON_FINISH:
-                function["arguments"] = call.arguments_json
+                body[self._text_key(call.index)] = call.input if call.index in self._freeform else call.arguments_json
             elif held:
-                function["arguments"] = "".join(held)
-            return {"index": call.index, "function": function} if function else None
+                body[self._text_key(call.index)] = "".join(held)
+            return {"index": call.index, self._body_key(call.index): body} if body else None
         return None
+
+    def _body_key(self, index: int) -> str:
+        return "custom" if index in self._freeform else "function"
+
+    def _text_key(self, index: int) -> str:
+        return "input" if index in self._freeform else "arguments"
 
     def _chunk(self, tool_calls: list[dict[str, Any]], finish_reason: str | None) -> dict[str, Any]:
         delta: dict[str, Any] = {"tool_calls": tool_calls} if tool_calls else {}

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
 from fsm.engine.scanner import Scanner
-from fsm.results import ArgumentsDelta, CallStatus, ToolCall
+from fsm.results import ArgumentsDelta, CallNamed, CallStatus, ToolCall
 
 if TYPE_CHECKING:
     from fsm.engine.ledger import Ledger
@@ -42,6 +42,7 @@ class Slot:
         "_text",
         "_unscanned",
         "arguments",
+        "freeform",
         "id",
         "index",
         "lane",
@@ -56,6 +57,7 @@ class Slot:
         "signature",
         "state",
         "status",
+        "type",
         "wire_id",
     )
 
@@ -73,7 +75,8 @@ class Slot:
         max_depth: int,
         initial: str,
         server: bool = False,
-        withhold: bool = False,
+        call_type: str = "function",
+        freeform: bool = False,
     ) -> None:
         self.state = initial
         self.ordinal = ordinal
@@ -93,7 +96,7 @@ class Slot:
         self._emitted = 0  # how much of the held text went out as append-safe deltas
         # Nothing goes out as it arrives for a server's call, nor where the wire's final arguments
         # may still replace the streamed text (withhold): all of it goes out when the call finishes.
-        self._quiet = server or withhold
+        self._quiet = server or ledger.withhold
         self._blank = False  # the held text is whitespace only, held back: alone it becomes {}
         self._diverged = False  # a snapshot replaced text that had already gone out
         self.arguments: Any = None
@@ -105,6 +108,9 @@ class Slot:
         self._call: ToolCall | None = None
         self.server = server
         self.signature: str | None = None
+        self.type = call_type
+        self.freeform = freeform
+        """Its input is freeform text (the spec's ``text`` kind): no scanner, no JSON."""
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -152,7 +158,7 @@ class Slot:
     @property
     def unfinished(self) -> bool:
         state = self.state
-        return state == "accumulating" or state == "opened"
+        return state == "accumulating" or state == "opened" or state == "receiving"
 
     @property
     def finished(self) -> bool:
@@ -171,17 +177,27 @@ class Slot:
             and call.thought_signature == self.signature
         ):
             return call
+        held = self.text()
         self._call = call = ToolCall(
             index=self.ordinal,
             id=self.id,
             wire_id=self.wire_id,
+            type=self.type,
             name=self.name,
             arguments=self.arguments,
-            arguments_json=self.text(),
+            arguments_json=None if self.freeform else held,
             status=self.status,
+            input=held if self.freeform else None,
             thought_signature=self.signature,
         )
         return call
+
+    def name_late(self, name: str) -> None:
+        """The name arrived after the call opened without one; re-emitted deltas need it before
+        any argument text, so it is an output of its own."""
+        self.name = name
+        if not self.server:
+            self.ledger.emit(CallNamed(self.ordinal, name))
 
     # -- prepare (run once per trigger, before guards) ------------------------------------------
 
@@ -270,7 +286,7 @@ class Slot:
         if self._quiet or not text:
             return
         if self._emitted == held:
-            if not held and text.isspace():
+            if not held and text.isspace() and not self.freeform:  # freeform whitespace is input
                 self._blank = True
                 return
             self._emitted = self._length
@@ -326,6 +342,10 @@ class Slot:
         self._digest = None
         self._length = 2
         self.arguments = {}
+        self.status = CallStatus.COMPLETE
+
+    @action
+    def accept_text(self, text: str) -> None:
         self.status = CallStatus.COMPLETE
 
     @action
