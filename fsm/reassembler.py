@@ -114,9 +114,12 @@ class Reassembler:
         jiter's partial mode ``trailing-strings`` makes of it (open containers closed, a string value
         cut short kept, a key, number or literal cut short left out). None while the text promises
         nothing yet, or when no call has that index. Never raises; the work (one pass over the text)
-        is done only when asked, never as fragments arrive. A fresh value each time."""
+        is done only when asked, never as fragments arrive. A fresh value each time. A freeform
+        call (a custom tool) previews as the input text it holds."""
         for slot in self.registry.slots:
             if slot.ordinal == index and not slot.server:
+                if slot.freeform:
+                    return slot.text()  # freeform input is not JSON: what it holds is all it promises
                 revision, reader = self._previews.get(index, (-1, None))
                 if reader is None or revision != slot.revision:  # first asked, or the text was replaced
                     reader = PartialReader()

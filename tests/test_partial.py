@@ -21,6 +21,7 @@ from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallRef, CallSeen
 from fsm.harness.fuzz.truth import arguments
 from tests.conftest import CAPTURES, captures, meta_for
 from tests.helpers import chunk, tc
+from tests.test_call_kinds import CREATED, added, custom_item, delta
 
 FOUND = captures()
 MISSING = f"recorded captures not found at {CAPTURES} (../shared is beside the project in CI)"
@@ -226,3 +227,10 @@ def test_previews_move_on_responses_calls_whose_deltas_wait() -> None:
         for index in opened:
             shown.append(r.partial(index))
     assert shown == [None, {"city": "Par"}, {"city": "Paris"}]  # None: no text yet
+
+
+def test_a_freeform_call_previews_as_the_input_it_holds() -> None:
+    r = Reassembler("openai-responses")
+    for event in (CREATED, added(0, custom_item()), delta(0, "*** Begin Patch\n{")):
+        r.feed(event)
+    assert r.partial(0) == "*** Begin Patch\n{"  # not JSON, and not read as JSON
