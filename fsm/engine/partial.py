@@ -7,9 +7,11 @@ literal that is not yet one (``-``, ``1.``, ``1e``, ``tru``) are left out, while
 (``12``, ``true``) is kept. Once the top-level value closes, anything after it is ignored.
 
 Work happens only when a preview is asked for, never per fragment: one pass over the text finds the
-stack of open containers and the last point where each innermost member was whole, the text is cut
-there (or kept, for a string value cut short), the open containers are closed, and json's C parser
-does the rest. Text that stops being JSON is read up to the last whole member before the fault.
+stack of open containers and the last point where the innermost one's members were whole, the text is
+cut there (or kept, for a value cut short that is kept), the open containers are closed, and json's C
+parser does the rest. The pass takes what it can in C: whole containers through json's scanner, runs
+of members holding no container with one regular-expression match. Text that stops being JSON is
+read up to the last whole member before the fault.
 """
 
 from __future__ import annotations
@@ -210,8 +212,9 @@ class PartialReader:
 
 
 def _whole_container(text: str, at: int) -> int | None:
-    """Where the container opening at ``at`` closes, when it does (read by json's C scanner,
-    which fails fast on one the text ends inside only when it is the last thing in the text)."""
+    """Where the container opening at ``at`` closes, if it does, as json's C scanner reads it. On
+    a container the text ends inside, the scanner reads to the end before it fails: cheap while
+    streaming, where such a container has just opened, and at most once per container."""
     try:
         return int(_SCAN_ONCE(text, at)[1])
     except (StopIteration, ValueError, RecursionError):
