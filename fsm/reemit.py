@@ -36,14 +36,21 @@ CHAT_FINISH_REASONS: Final = frozenset({"stop", "length", "tool_calls", "content
 
 
 class FlushPolicy(enum.Enum):
+    """When :class:`DeltaEmitter` sends argument text (see the module docstring)."""
+
     INCREMENTAL = "incremental"
+    """Text as soon as it is append-safe."""
     ON_FINISH = "on-finish"
+    """A header with empty arguments when a call opens, the final arguments when it finishes."""
 
 
 class DeltaEmitter:
-    """Turn a stream's outputs into chat-completion chunks. ``completion_id``, ``model`` and
-    ``created`` fill the envelope every chunk must have; the defaults are fixed so that the same
-    stream always re-emits the same bytes (the engine reads no clock)."""
+    """Turns a :class:`~fsm.Reassembler`'s outputs into OpenAI ``chat.completion.chunk`` dicts.
+
+    Feed it each list ``feed()``/``feed_bytes()`` returned, then ``drain()``'s after ``close()``, and
+    end with :meth:`finish`. One emitter per stream. ``completion_id``, ``model`` and ``created`` fill
+    the envelope every chunk must have; the defaults are fixed so that the same stream always
+    re-emits the same bytes (the engine reads no clock)."""
 
     def __init__(
         self,
@@ -54,16 +61,20 @@ class DeltaEmitter:
         created: int = 0,
     ) -> None:
         self.flush = flush
+        """The flush policy chosen at construction."""
         self._envelope = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
         self._named: set[int] = set()
         self._freeform: set[int] = set()
         self._held: dict[int, list[str]] = {}  # text of calls whose name has not gone out yet
 
     def chunks(self, outputs: list[Output]) -> list[dict[str, Any]]:
+        """One chunk per output that has something to send (an output may send nothing, e.g. a
+        delta under ``on-finish``)."""
         return [self._chunk([entry], None) for item in outputs if (entry := self._entry(item)) is not None]
 
     def finish(self, result: Result) -> dict[str, Any]:
-        """The last chunk: the finish reason."""
+        """The last chunk: no tool calls, the result's finish reason (null for one a chat chunk
+        cannot carry: ``error``)."""
         reason = result.finish_reason if result.finish_reason in CHAT_FINISH_REASONS else None
         return self._chunk([], reason)
 
