@@ -13,6 +13,7 @@ from typing import Any
 
 from fsm.content import TurnContent
 from fsm.engine.ledger import Ledger
+from fsm.engine.partial import PartialReader
 from fsm.engine.registry import Registry
 from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, UnsupportedProvider
 from fsm.events import (
@@ -61,13 +62,16 @@ class Reassembler:
         """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
         self.registry = Registry(self.ledger, self.limits, taken)
         """Internal: the slot registry that decides which call each event belongs to."""
-        self._decoder: Decoder | None = None if provider == "auto" else make_decoder(provider)
+        self._decoder: Decoder | None = None
+        if provider != "auto":
+            self._use(make_decoder(provider))
         self._framer: Framer | None = None
         self._head = b""
         self._events = 0
         self._finish: StreamEnd | None = None
         self._closed: Result | None = None
         self._content = TurnContent()
+        self._previews: dict[int, tuple[int, PartialReader]] = {}  # per call asked: its text's revision, reader
 
     # -- input ------------------------------------------------------------------------------------
 
@@ -128,6 +132,24 @@ class Reassembler:
         )
         return self._closed
 
+    def partial(self, index: int) -> Any:
+        """The best value call ``index``'s argument text promises so far, for a live preview: what
+        jiter's partial mode ``trailing-strings`` makes of it (open containers closed, a string value
+        cut short kept, a key, number or literal cut short left out). None while the text promises
+        nothing yet, or when no call has that index. Never raises; the work (one pass over the text)
+        is done only when asked, never as fragments arrive. A fresh value each time. A freeform
+        call (a custom tool) previews as the input text it holds."""
+        for slot in self.registry.slots:
+            if slot.ordinal == index and not slot.server:
+                if slot.freeform:
+                    return slot.text()  # freeform input is not JSON: what it holds is all it promises
+                revision, reader = self._previews.get(index, (-1, None))
+                if reader is None or revision != slot.revision:  # first asked, or the text was replaced
+                    reader = PartialReader()
+                    self._previews[index] = (slot.revision, reader)
+                return reader.read(slot.text())
+        return None
+
     @property
     def diagnostics(self) -> list[Diagnostic]:
         """The diagnostics so far, while the stream is still running."""
@@ -168,20 +190,28 @@ class Reassembler:
             raise FramingError(f"an event must be a JSON object, not {type(value).__name__}", event=self._events + 1)
         self._ingest(value)
 
+    def _use(self, decoder: Decoder) -> Decoder:
+        self._decoder = decoder
+        # A wire that ends each call with final arguments winning over its deltas (Responses
+        # ``.done``) makes no streamed text append-safe before the call finishes.
+        self.ledger.withhold = getattr(decoder, "final_arguments_win", False)
+        return decoder
+
     def _decode(self, payload: Mapping[str, Any]) -> None:
-        if self._decoder is None:
+        decoder = self._decoder
+        if decoder is None:
             provider = detect_provider(payload)
             if provider is None:
                 raise UnsupportedProvider(
                     f"event {self._events}: cannot tell the provider from this event; name it (--provider)"
                 )
-            self._decoder = make_decoder(provider)
+            decoder = self._use(make_decoder(provider))
         try:
-            events = self._decoder.decode(payload, self.ledger.diagnose)
+            events = decoder.decode(payload, self.ledger.diagnose)
         except RemoteProtocolError as exc:
             if exc.event is not None:
                 raise
-            raise type(exc)(exc.detail, event=self._events, rule=exc.rule or self._decoder.name) from None
+            raise type(exc)(exc.detail, event=self._events, rule=exc.rule or decoder.name) from None
         for event in events:
             self._apply(event)
 
