@@ -56,7 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     fuzzing.add_argument("--seed", type=int, default=None, help="random seed (default: a fixed, derandomized run)")
     fuzzing.add_argument("--mode", default="all", choices=("all", "property", "robust"))
     fuzzing.add_argument("--out", default="specs/vectors", help="where failing cases are written")
-    hist = commands.add_parser("history", help="check a conversation's tool calls and results pair up")
+    hist = commands.add_parser(
+        "history",
+        help="check a conversation's tool calls and results pair up",
+        description="Exit status: 0 pairs up; 1 a strict provider would reject it; 2 no readable conversation.",
+    )
     hist_commands = hist.add_subparsers(dest="history_command", required=True)
     hist_check = hist_commands.add_parser(
         "check", help="report dangling calls, orphan and duplicate results, reused ids"
@@ -99,21 +103,28 @@ def conform(args: argparse.Namespace, stdout: TextIO) -> int:
 
 
 def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    """Exit 1 when a strict provider would reject the history."""
+    """Exit 0 when the history pairs up, 1 when a strict provider would reject it, 2 when the file
+    holds no conversation this can read (one line on stderr, never a traceback)."""
     from fsm import history
 
     try:
         with _open(args.file) as stream:
             data = json.loads(stream.read())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         stderr.write(f"toolcall-fsm: cannot read {args.file}: {exc}\n")
-        return 1
+        return 2
     messages = data.get("messages", data.get("contents")) if isinstance(data, dict) else data
+    if not isinstance(messages, list):
+        stderr.write(
+            f"toolcall-fsm: {args.file}: no conversation found"
+            " (a JSON list of messages, or an object with 'messages' or 'contents')\n"
+        )
+        return 2
     try:
-        report = history.check(messages or [], args.format)
+        report = history.check(messages, args.format)
     except ToolcallFSMError as exc:
-        stderr.write(f"toolcall-fsm: {exc}\n")
-        return 1
+        stderr.write(f"toolcall-fsm: {args.file}: {exc}\n")
+        return 2
     if args.json:
         findings = [dict(attrs.asdict(f), kind=f.kind.value) for f in report.findings]
         stdout.write(
@@ -123,7 +134,7 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         for f in report.findings:
             stdout.write(f"message {f.message}: {f.kind.value} {f.id}: {f.detail}\n")
         verdict = "would be rejected" if report.rejected else "pairs up"
-        stdout.write(f"{report.format} history of {len(messages or [])} messages {verdict}\n")
+        stdout.write(f"{report.format} history of {len(messages)} messages {verdict}\n")
     return 1 if report.rejected else 0
 
 

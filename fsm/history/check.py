@@ -8,9 +8,8 @@ from typing import Any, Literal
 
 from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
-from fsm.errors import LocalProtocolError
 from fsm.history.findings import Finding, Format, Kind, Report
-from fsm.history.formats import _Call, _read, _TurnEnd, detect_format
+from fsm.history.formats import Entry, Key, read_segments, resolve_format, shown
 from fsm.spec import history_spec
 
 
@@ -75,30 +74,30 @@ def history_machine() -> SpecMachine:
 
 
 def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"] = "auto") -> Report:
-    """Walk every call id through the history machine; report what a strict provider would refuse."""
-    if not isinstance(messages, Sequence) or not all(isinstance(m, Mapping) for m in messages):
-        raise LocalProtocolError("messages must be a list of message objects")
-    fmt: Format = detect_format(messages) if format == "auto" else format
+    """Walk every call id through the history machine; report what a strict provider would refuse.
+    Findings name messages by 1-based position. Malformed input raises LocalProtocolError."""
+    messages, fmt = resolve_format(messages, format)
     machine = history_machine()
     findings: list[Finding] = []
-    ids: dict[str, CallId] = {}
-    outstanding: dict[str, CallId] = {}
-    for event in _read(messages, fmt):
-        if isinstance(event, _TurnEnd):
-            for call in list(outstanding.values()):
-                call.at = event.message
+    ids: dict[Key, CallId] = {}
+
+    def walk(entry: Entry, trigger: str) -> CallId:
+        call = ids.get(entry.key)
+        if call is None:
+            call = ids[entry.key] = CallId(shown(entry.key), findings)
+        call.at = entry.message + 1
+        if trigger == "call":
+            call.name = entry.name
+        machine.fire(call, trigger)
+        return call
+
+    for segment in read_segments(messages, fmt):
+        made = [walk(entry, "call") for entry in segment.calls]
+        for entry in segment.results:
+            walk(entry, "result")
+        for call in dict.fromkeys(made):  # the turn is over: each of its ids once, in call order
+            if call.state == "outstanding":
                 machine.fire(call, "close_turn")
-            outstanding.clear()
-            continue
-        call = ids.setdefault(event.key, CallId(event.key, findings))
-        call.at = event.message
-        if isinstance(event, _Call):
-            call.name = event.name
-        machine.fire(call, "call" if isinstance(event, _Call) else "result")
-        if call.state == "outstanding":
-            outstanding[event.key] = call
-        else:
-            outstanding.pop(event.key, None)
     return Report(fmt, tuple(findings))
 
 

@@ -33,8 +33,9 @@ REJECTED = frozenset(Kind) - {Kind.REUSED}
 class Finding:
     kind: Kind
     id: str
+    """The id, or ``name#k`` for a Gemini call without one (the k-th of that name in its turn, 1-based)."""
     message: int
-    """Index of the message where it was found (the call's message, for a dangling call)."""
+    """1-based position of the message where it was found (the call's message, for a dangling call)."""
     detail: str
     name: str | None = None
 

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import attrs
 
 from fsm.engine.ids import IdAllocator
+from fsm.errors import LocalProtocolError
 from fsm.results import ToolCall
 
 C = TypeVar("C", ToolCall, Mapping[str, Any])
@@ -25,11 +26,20 @@ def uniquify(calls: Iterable[C], taken: Iterable[str] = ()) -> tuple[list[C], li
     later ones become ``<id>_d2``, ``<id>_d3``, ...; ids in ``taken`` (earlier turns) are avoided;
     a blank id becomes ``call_<position>``. Same input, same output. Returns the renames so results
     can be mapped back."""
+    if isinstance(calls, (str, bytes)) or not isinstance(calls, Iterable):
+        raise LocalProtocolError("calls must be a list of calls")
+    taken = list(taken) if isinstance(taken, Iterable) and not isinstance(taken, (str, bytes)) else [taken]
+    if not all(isinstance(t, str) for t in taken):
+        raise LocalProtocolError("taken must be a list of id strings")
     allocator = IdAllocator(taken)
     out: list[Any] = []
     renames: list[Rename] = []
     for position, call in enumerate(calls):
+        if not isinstance(call, (ToolCall, Mapping)):
+            raise LocalProtocolError(f"call {position + 1}: a call must be a ToolCall or an object")
         old = call.id if isinstance(call, ToolCall) else (call.get("id") or None)
+        if old is not None and not isinstance(old, str):
+            raise LocalProtocolError(f"call {position + 1}: its id must be a string, not {type(old).__name__}")
         new = allocator.claim(old) if old else allocator.synthesize(position)
         if new != old:
             renames.append(Rename(position, old, new))
