@@ -14,10 +14,12 @@ import copy
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fsm import history
+from fsm.errors import LocalProtocolError
 from fsm.history import RepairPolicy
 
 IDS = ["a", "b", "c", "a_d2"]  # a_d2: a rename must not collide with an id already in use
@@ -194,3 +196,45 @@ def test_repair_keeps_every_answer_with_its_call(data: st.DataObject, fmt: str, 
     placeholders = [c for c in changes if c.kind == "placeholder-result"]
     assert len(placeholders) == (0 if drop_calls else sum(a is None for a in truth.values()))
     assert all(1 <= c.message <= len(messages) for c in changes)  # 1-based input positions
+
+
+JUNK = ["abc", "", 5, 1.5, None, True, [], {}, ["a"], {"id": "a"}, [{"x": 1}]]
+
+
+def paths(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON value a mutation can hit."""
+    found = [at]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found += paths(v, (*at, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found += paths(v, (*at, i))
+    return found
+
+
+def mutated(value: Any, at: tuple[Any, ...], junk: Any) -> Any:
+    if not at:
+        return junk
+    copied = copy.copy(value)
+    copied[at[0]] = mutated(value[at[0]], at[1:], junk)
+    return copied
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), fmt=st.sampled_from(FORMATS))
+def test_malformed_input_gets_a_local_protocol_error_and_anything_else_a_repair_check_accepts(
+    data: st.DataObject, fmt: str
+) -> None:
+    messages: Any = data.draw(conversations(fmt))[0]
+    for _ in range(data.draw(st.integers(1, 3))):
+        messages = mutated(messages, data.draw(st.sampled_from(paths(messages))), data.draw(st.sampled_from(JUNK)))
+    try:
+        report = history.check(messages)
+    except LocalProtocolError:
+        with pytest.raises(LocalProtocolError):
+            history.repair(messages)
+        return
+    fixed, _ = history.repair(messages, format=report.format)  # type: ignore[arg-type]
+    assert not history.check(fixed, report.format).rejected  # type: ignore[arg-type]
+    assert history.repair(fixed, format=report.format)[1] == []  # type: ignore[arg-type]
