@@ -9,8 +9,13 @@ machine of specs/history.toml while the messages are read in order (OpenAI chat 
 
 * :func:`uniquify`: the engine's deterministic ``<id>_d<n>`` renaming for a list of calls.
 * :func:`check`: dangling calls, orphan results, duplicate results, ids reused within or across turns.
-* :func:`repair`: the minimal change that makes a history acceptable; returns what it changed.
+* :func:`repair`: the change that makes a history acceptable without losing, swapping or inventing
+  a result (within a turn, the k-th result with id x answers the k-th call with id x); returns
+  what it changed.
 * :func:`anything_dangling`: the one question an agent loop should ask before touching history.
+
+Findings and changes number messages from 1. Malformed input raises
+:class:`~fsm.errors.LocalProtocolError`, never a bare Python error.
 
 The modules: ``findings`` (what a check reports), ``formats`` (reading each message format),
 ``check`` (the history machine's model and the walk), ``uniquify``, ``repair``.
