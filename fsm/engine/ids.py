@@ -15,6 +15,10 @@ class IdAllocator:
         # the search resumes there: claiming one name n times costs n steps, not n squared.
         self._resume: dict[str, int] = {}
 
+    def take(self, used: str) -> None:
+        """Mark ``used`` as taken (an id met after the allocator was made)."""
+        self._used.add(used)
+
     def synthesize(self, position: int) -> str:
         """An id for a call the wire gave none: ``call_<position>``, made unique."""
         return self.claim(f"call_{position}")

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
 from fsm.history.findings import Finding, Format, Kind, Report
-from fsm.history.formats import Entry, Key, read_segments, resolve_format, shown
+from fsm.history.formats import Entry, Key, resolve_format, segments, shown
 from fsm.spec import history_spec
 
 
@@ -91,7 +91,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
         machine.fire(call, trigger)
         return call
 
-    for segment in read_segments(messages, fmt):
+    for segment in segments(messages, fmt):
         made = [walk(entry, "call") for entry in segment.calls]
         for entry in segment.results:
             walk(entry, "result")

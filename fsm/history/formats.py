@@ -9,7 +9,7 @@ results answer nothing). Anything the reader cannot read as a conversation raise
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 from fsm.errors import LocalProtocolError
@@ -104,6 +104,10 @@ def _required_id(value: Any, message: int, what: str) -> str:
     return wire_id
 
 
+def _is_object(value: Any) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)  # the exact test first: Mapping's is slow
+
+
 def _name(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -117,7 +121,7 @@ def items(message: Mapping[str, Any], fmt: Format, at: int) -> list[Any]:
     if not isinstance(value, list):
         raise _fail(at, f"{field} must be a list, not {type(value).__name__}")
     for j, item in enumerate(value):
-        if not isinstance(item, Mapping):
+        if not _is_object(item):
             raise _fail(at, f"{field}[{j}] must be an object, not {type(item).__name__}")
     return value
 
@@ -147,76 +151,74 @@ class _Reader:
         counts[name] = k + 1
         return (name, k)
 
-    def calls(self, message: Mapping[str, Any], at: int) -> list[Entry]:
-        found: list[Entry] = []
+    def read(self, message: Mapping[str, Any], at: int) -> tuple[list[Entry] | None, list[Entry]]:
+        """The results a message holds (None when it is no results message) and the calls it makes."""
+        fmt = self.fmt
+        results: list[Entry] = []
+        calls: list[Entry] = []
+        if fmt == "openai" and message.get("role") == "tool":
+            rid = _required_id(message.get("tool_call_id"), at, "a tool message")
+            results.append(Entry(at, -1, rid, _name(message.get("name"))))
         calls_named: dict[str, int] = {}  # one message makes a turn's calls
-        for slot, item in enumerate(items(message, self.fmt, at)):
-            if self.fmt == "openai":
+        for slot, item in enumerate(items(message, fmt, at)):
+            if fmt == "openai":
                 function = item.get("function")
-                if function is not None and not isinstance(function, Mapping):
+                if function is not None and not _is_object(function):
                     raise _fail(at, "a tool call's function must be an object")
                 cid = _required_id(item.get("id"), at, "a tool call")
-                found.append(Entry(at, slot, cid, _name((function or {}).get("name"))))
-            elif self.fmt == "anthropic":
-                if item.get("type") == "tool_use":
+                calls.append(Entry(at, slot, cid, _name((function or {}).get("name"))))
+            elif fmt == "anthropic":
+                kind = item.get("type")
+                if kind == "tool_use":
                     cid = _required_id(item.get("id"), at, "a tool_use block")
-                    found.append(Entry(at, slot, cid, _name(item.get("name"))))
-            else:
-                payload = gemini_payload(item, "call")
-                if payload is not None:
-                    call = payload[1]
-                    if not isinstance(call, Mapping):
-                        raise _fail(at, f"{payload[0]} must be an object")
-                    name = _name(call.get("name"))
-                    key = self._key(_wire_id(call.get("id"), at, "a function call"), name, calls_named, at)
-                    found.append(Entry(at, slot, key, name))
-        return found
-
-    def results(self, message: Mapping[str, Any], at: int) -> list[Entry] | None:
-        """The results a message holds; None when it is no results message."""
-        if self.fmt == "openai":
-            if message.get("role") != "tool":
-                return None
-            rid = _required_id(message.get("tool_call_id"), at, "a tool message")
-            return [Entry(at, -1, rid, _name(message.get("name")))]
-        found: list[Entry] = []
-        for slot, item in enumerate(items(message, self.fmt, at)):
-            if self.fmt == "anthropic":
-                if item.get("type") == "tool_result":
+                    calls.append(Entry(at, slot, cid, _name(item.get("name"))))
+                elif kind == "tool_result":
                     rid = _required_id(item.get("tool_use_id"), at, "a tool_result block")
-                    found.append(Entry(at, slot, rid, None))
+                    results.append(Entry(at, slot, rid, None))
             else:
-                payload = gemini_payload(item, "result")
-                if payload is not None:
-                    response = payload[1]
-                    if not isinstance(response, Mapping):
-                        raise _fail(at, f"{payload[0]} must be an object")
-                    name = _name(response.get("name"))
-                    wire_id = _wire_id(response.get("id"), at, "a function response")
-                    found.append(Entry(at, slot, self._key(wire_id, name, self.results_named, at), name))
-        return found or None
-
-
-def read_segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> list[Segment]:
-    """The conversation as turns and stray results, in order."""
-    reader = _Reader(fmt)
-    segments: list[Segment] = []
-    taking: Segment | None = None  # the turn whose results may still come
-    for at, message in enumerate(messages):
-        results = reader.results(message, at)
-        if results is None:
-            taking = None
-        elif taking is not None:
-            taking.results.extend(results)
-            if fmt != "openai":  # Anthropic and Gemini answer a turn in one message
-                taking = None
-        else:
-            segments.append(Segment([], results))
-        calls = reader.calls(message, at)
-        if calls and results is not None:
+                for kind, (field, payload) in _gemini_payloads(item):
+                    if not _is_object(payload):
+                        raise _fail(at, f"{field} must be an object")
+                    name = _name(payload.get("name"))
+                    wire_id = _wire_id(payload.get("id"), at, f"a {field}")
+                    if kind == "call":
+                        calls.append(Entry(at, slot, self._key(wire_id, name, calls_named, at), name))
+                    else:
+                        results.append(Entry(at, slot, self._key(wire_id, name, self.results_named, at), name))
+        if calls and results:
             raise _fail(at, "a message cannot both make tool calls and answer them")
         if calls:
-            reader.results_named = {}
+            self.results_named = {}
+        return (results or None), calls
+
+
+def _gemini_payloads(part: Mapping[str, Any]) -> Iterator[tuple[Literal["call", "result"], tuple[str, Any]]]:
+    call = gemini_payload(part, "call")
+    if call is not None:
+        yield "call", call
+    result = gemini_payload(part, "result")
+    if result is not None:
+        yield "result", result
+
+
+def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Segment]:
+    """The conversation as turns and stray results, in order, each yielded once it is whole. A
+    generator, so a long history's entries die young instead of piling up for the garbage collector."""
+    reader = _Reader(fmt)
+    taking: Segment | None = None  # the turn whose results may still come
+    for at, message in enumerate(messages):
+        results, calls = reader.read(message, at)
+        if taking is not None and results is not None:
+            taking.results.extend(results)
+            if fmt != "openai":  # Anthropic and Gemini answer a turn in one message
+                yield taking
+                taking = None
+        elif taking is not None:
+            yield taking
+            taking = None
+        elif results is not None:
+            yield Segment([], results)
+        if calls:
             taking = Segment(calls, [])
-            segments.append(taking)
-    return segments
+    if taking is not None:
+        yield taking

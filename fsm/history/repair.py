@@ -4,7 +4,7 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
 ``x`` answers the k-th call with id ``x``. Repair keeps every such pair and touches nothing else:
 
 * the 2nd, 3rd, ... call under one id in a turn becomes ``<id>_d2``, ``<id>_d3`` (in order, skipping any
-  id the conversation already uses), and the result that answered it gets the same new id;
+  id used up to and in its turn), and the result that answered it gets the same new id;
 * a result that answers no call of its turn (an orphan, or a second result for a call already
   answered) is dropped; a call that got no result at all gets a placeholder result, or with
   ``RepairPolicy(dangling="drop-call")`` is dropped;
@@ -25,7 +25,7 @@ import attrs
 from fsm.engine.ids import IdAllocator
 from fsm.errors import LocalProtocolError
 from fsm.history.findings import Format
-from fsm.history.formats import Entry, Key, Segment, gemini_payload, items, read_segments, resolve_format, shown
+from fsm.history.formats import Entry, Key, Segment, gemini_payload, items, resolve_format, segments, shown
 
 _FIELD = {"openai": "tool_calls", "anthropic": "content", "gemini": "parts"}
 
@@ -59,10 +59,8 @@ def repair(
     if policy.dangling not in ("placeholder", "drop-call"):
         raise LocalProtocolError(f"unknown dangling policy {policy.dangling!r} (placeholder or drop-call)")
     messages, fmt = resolve_format(messages, format)
-    segments = read_segments(messages, fmt)
-    taken = {e.key for s in segments for e in (*s.calls, *s.results) if isinstance(e.key, str)}
-    plan = _Plan(fmt, policy, messages, taken)
-    for segment in segments:
+    plan = _Plan(fmt, policy, messages)
+    for segment in segments(messages, fmt):
         plan.pair(segment)
     fixed = plan.rewrite()
     plan.changes.sort(key=lambda c: c.message)
@@ -72,9 +70,11 @@ def repair(
 class _Plan:
     """What to change where, decided turn by turn, then written out in one pass."""
 
-    def __init__(self, fmt: Format, policy: RepairPolicy, messages: Sequence[Mapping[str, Any]], taken: set[str]):
+    def __init__(self, fmt: Format, policy: RepairPolicy, messages: Sequence[Mapping[str, Any]]):
         self.fmt, self.policy, self.messages = fmt, policy, messages
-        self.ids = IdAllocator(taken)
+        # A new id avoids every id used up to and in its turn, and no later one: repairing a longer
+        # history renames its earlier turns the same way (prompt caches keep their prefix).
+        self.ids = IdAllocator()
         self.drop: set[tuple[int, int]] = set()
         self.rename: dict[tuple[int, int], str] = {}
         self.add_into: dict[int, list[dict[str, Any]]] = {}
@@ -87,6 +87,9 @@ class _Plan:
         self.changes.append(Change(kind, entry.message + 1, shown(entry.key), detail))
 
     def pair(self, segment: Segment) -> None:
+        for entry in (*segment.calls, *segment.results):
+            if isinstance(entry.key, str):
+                self.ids.take(entry.key)
         calls_of: dict[Key, int] = {}
         for call in segment.calls:
             calls_of[call.key] = calls_of.get(call.key, 0) + 1
