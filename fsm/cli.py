@@ -66,8 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
         "check", help="report dangling calls, orphan and duplicate results, reused ids"
     )
     hist_check.add_argument("--json", action="store_true", help="print the report as JSON")
-    hist_check.add_argument("--format", default="auto", choices=("auto", "openai", "anthropic", "gemini"))
-    hist_check.add_argument("file", help="a JSON list of messages, or a request body with 'messages' or 'contents'")
+    hist_check.add_argument("--format", default="auto", choices=("auto", "openai", "anthropic", "gemini", "responses"))
+    hist_check.add_argument(
+        "file", help="a JSON list of messages, or a request body with 'messages', 'contents' or 'input'"
+    )
     diagram = commands.add_parser("diagram", help="regenerate docs/ diagrams from specs/ (or --check them)")
     diagram.add_argument("--root", default=".", help="the project's root, holding docs/ and README.md")
     diagram.add_argument("--check", action="store_true", help="only check; exit 1 if anything is stale")
@@ -113,11 +115,11 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     except (OSError, ValueError, RecursionError) as exc:
         stderr.write(f"toolcall-fsm: cannot read {args.file}: {exc}\n")
         return 2
-    messages = data.get("messages", data.get("contents")) if isinstance(data, dict) else data
+    messages = data.get("messages", data.get("contents", data.get("input"))) if isinstance(data, dict) else data
     if not isinstance(messages, list):
         stderr.write(
             f"toolcall-fsm: {args.file}: no conversation found"
-            " (a JSON list of messages, or an object with 'messages' or 'contents')\n"
+            " (a JSON list of messages, or an object with 'messages', 'contents' or 'input')\n"
         )
         return 2
     try:

@@ -7,7 +7,7 @@ from typing import Literal
 
 import attrs
 
-Format = Literal["openai", "anthropic", "gemini"]
+Format = Literal["openai", "anthropic", "gemini", "responses"]
 
 
 class Kind(enum.Enum):

@@ -15,7 +15,27 @@ from typing import Any, Literal, NamedTuple
 from fsm.errors import LocalProtocolError
 from fsm.history.findings import Format
 
-FORMATS: tuple[Format, ...] = ("openai", "anthropic", "gemini")
+FORMATS: tuple[Format, ...] = ("openai", "anthropic", "gemini", "responses")
+
+RESPONSES_OUTPUT_OF = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+    "apply_patch_call": "apply_patch_call_output",
+    "shell_call": "shell_call_output",
+    "local_shell_call": "local_shell_call_output",
+    "computer_call": "computer_call_output",
+}
+"""OpenAI Responses input items: each call item type and the output item type that answers it."""
+RESPONSES_OUTPUTS = frozenset(RESPONSES_OUTPUT_OF.values())
+
+
+def responses_key_field(item: Mapping[str, Any]) -> str:
+    """Where a Responses item holds the id it pairs by: ``call_id``, except a
+    ``local_shell_call_output``, whose ``id`` is the call's (the SDK's input shape has no call_id)."""
+    if item.get("type") == "local_shell_call_output" and "call_id" not in item:
+        return "id"
+    return "call_id"
+
 
 Key = str | tuple[str, int]
 """What pairs a call with its results: its wire id, or for a Gemini call without one, ``(name, k)``:
@@ -57,9 +77,13 @@ def conversation(messages: Any) -> Sequence[Mapping[str, Any]]:
 
 
 def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
-    """The format of the first message that tells (Gemini ``parts``, an OpenAI ``tool`` message or
-    ``tool_calls``, Anthropic ``tool_use``/``tool_result`` blocks); OpenAI when none does."""
+    """The format of the first message that tells (a Responses call or output item, Gemini
+    ``parts``, an OpenAI ``tool`` message or ``tool_calls``, Anthropic ``tool_use``/``tool_result``
+    blocks); OpenAI when none does."""
     for m in conversation(messages):
+        kind = m.get("type")
+        if kind in RESPONSES_OUTPUT_OF or kind in RESPONSES_OUTPUTS:
+            return "responses"
         if "parts" in m:
             return "gemini"
         if m.get("role") == "tool" or m.get("tool_calls"):
@@ -114,6 +138,8 @@ def _name(value: Any) -> str | None:
 
 def items(message: Mapping[str, Any], fmt: Format, at: int) -> list[Any]:
     """The list holding a message's calls and results: ``tool_calls``, ``content`` blocks or ``parts``."""
+    if fmt == "responses":
+        return []  # each item is a call, an output or neither
     field = {"openai": "tool_calls", "anthropic": "content", "gemini": "parts"}[fmt]
     value = message.get(field)
     if value is None or (fmt == "anthropic" and isinstance(value, str)):
@@ -159,6 +185,14 @@ class _Reader:
         if fmt == "openai" and message.get("role") == "tool":
             rid = _required_id(message.get("tool_call_id"), at, "a tool message")
             results.append(Entry(at, -1, rid, _name(message.get("name"))))
+        elif fmt == "responses":
+            kind = message.get("type")
+            if kind in RESPONSES_OUTPUT_OF:
+                cid = _required_id(message.get("call_id"), at, f"a {kind} item")
+                calls.append(Entry(at, -1, cid, _name(message.get("name")) or kind.removesuffix("_call")))
+            elif kind in RESPONSES_OUTPUTS:
+                rid = _required_id(message.get(responses_key_field(message)), at, f"a {kind} item")
+                results.append(Entry(at, -1, rid, _name(message.get("name"))))
         calls_named: dict[str, int] = {}  # one message makes a turn's calls
         for slot, item in enumerate(items(message, fmt, at)):
             if fmt == "openai":
@@ -204,6 +238,9 @@ def _gemini_payloads(part: Mapping[str, Any]) -> Iterator[tuple[Literal["call", 
 def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Segment]:
     """The conversation as turns and stray results, in order, each yielded once it is whole. A
     generator, so a long history's entries die young instead of piling up for the garbage collector."""
+    if fmt == "responses":
+        yield from _responses_segments(messages)
+        return
     reader = _Reader(fmt)
     taking: Segment | None = None  # the turn whose results may still come
     for at, message in enumerate(messages):
@@ -220,5 +257,32 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Seg
             yield Segment([], results)
         if calls:
             taking = Segment(calls, [])
+    if taking is not None:
+        yield taking
+
+
+def _responses_segments(items: Sequence[Mapping[str, Any]]) -> Iterator[Segment]:
+    """Responses items, one call or output each: a turn is a run of call items (reasoning items
+    may sit among them) and the run of output items right after it."""
+    reader = _Reader("responses")
+    taking: Segment | None = None
+    answering = False  # the turn's outputs have begun: a call now starts the next turn
+    for at, item in enumerate(items):
+        results, calls = reader.read(item, at)
+        if calls:
+            if taking is None or answering:
+                if taking is not None:
+                    yield taking
+                taking, answering = Segment([], []), False
+            taking.calls.extend(calls)
+        elif results is not None:
+            if taking is None:
+                yield Segment([], results)
+            else:
+                taking.results.extend(results)
+                answering = True
+        elif taking is not None and not (item.get("type") == "reasoning" and not answering):
+            yield taking
+            taking = None
     if taking is not None:
         yield taking

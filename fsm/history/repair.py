@@ -17,6 +17,7 @@ as they are (the same objects). One pass over the messages: linear in their numb
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -25,9 +26,20 @@ import attrs
 from fsm.engine.ids import IdAllocator
 from fsm.errors import LocalProtocolError
 from fsm.history.findings import Format
-from fsm.history.formats import Entry, Key, Segment, gemini_payload, items, resolve_format, segments, shown
+from fsm.history.formats import (
+    RESPONSES_OUTPUT_OF,
+    Entry,
+    Key,
+    Segment,
+    gemini_payload,
+    items,
+    resolve_format,
+    responses_key_field,
+    segments,
+    shown,
+)
 
-_FIELD = {"openai": "tool_calls", "anthropic": "content", "gemini": "parts"}
+_FIELD = {"openai": "tool_calls", "anthropic": "content", "gemini": "parts", "responses": ""}
 
 
 @attrs.frozen
@@ -108,9 +120,14 @@ class _Plan:
             k = seen.get(call.key, 0)
             seen[call.key] = k + 1
             answer = answer_of.get((call.key, k))
-            if answer is None and self.policy.dangling == "drop-call":
+            if answer is None and (self.policy.dangling == "drop-call" or self._type(call) == "computer_call"):
                 self._edit(call, self.drop)
-                self._change("dropped-call", call, "the call had no result")
+                why = (
+                    ""
+                    if self.policy.dangling == "drop-call"
+                    else ": its only output is a screenshot; none can stand in"
+                )
+                self._change("dropped-call", call, f"the call had no result{why}")
                 continue
             wire_id = call.key
             if k > 0 and isinstance(call.key, str):  # id-less keys are unique within a turn
@@ -121,7 +138,7 @@ class _Plan:
                     self._edit(answer, self.rename, wire_id)
                     self._change("renamed-result", answer, f"the result that answered it now answers {wire_id!r}")
             if answer is None:
-                placeholders.append(self._placeholder(wire_id, call.name))
+                placeholders.append(self._placeholder(wire_id, call))
                 self._change("placeholder-result", call, "no result answered the call: a placeholder does")
         for key in calls_of:
             self.answered_last[key] = key in answered
@@ -142,8 +159,13 @@ class _Plan:
         else:
             self._change("dropped-orphan", result, "no call of its turn is waiting for this result")
 
-    def _placeholder(self, wire_id: Key, name: str | None) -> dict[str, Any]:
-        text = self.policy.placeholder
+    def _type(self, entry: Entry) -> Any:
+        return self.messages[entry.message].get("type") if self.fmt == "responses" else None
+
+    def _placeholder(self, wire_id: Key, call: Entry) -> dict[str, Any]:
+        text, name = self.policy.placeholder, call.name
+        if self.fmt == "responses":
+            return _responses_placeholder(RESPONSES_OUTPUT_OF[self._type(call)], wire_id, text)
         if self.fmt == "openai":
             return {"role": "tool", "tool_call_id": wire_id, "content": text}
         if self.fmt == "anthropic":
@@ -159,8 +181,8 @@ class _Plan:
         results message; without one, into the user message that follows (Anthropic, if it makes no
         calls), else a new user message right after the calls."""
         call_message = segment.calls[0].message
-        if self.fmt == "openai":
-            last = max((r.message for r in segment.results), default=call_message)
+        if self.fmt in ("openai", "responses"):
+            last = max((r.message for r in segment.results), default=segment.calls[-1].message)
             self.add_after.setdefault(last, []).extend(placeholders)
             return
         host = segment.results[0].message if segment.results else call_message + 1
@@ -204,10 +226,11 @@ class _Plan:
 
     def _edited(self, message: Mapping[str, Any], at: int) -> dict[str, Any] | None:
         """The message with its drops, renames and placeholders applied; None when it is removed."""
-        if self.fmt == "openai" and message.get("role") == "tool":
+        if self.fmt == "responses" or (self.fmt == "openai" and message.get("role") == "tool"):
             if (at, -1) in self.drop:
-                return None  # the result is the message: its drop is already a change
-            return {**message, "tool_call_id": self.rename.get((at, -1), message.get("tool_call_id"))}
+                return None  # the call or result is the message: its drop is already a change
+            field = "tool_call_id" if self.fmt == "openai" else responses_key_field(message)
+            return {**message, field: self.rename[(at, -1)]}
         field = _FIELD[self.fmt]
         old = items(message, self.fmt, at)
         new: list[Any] = []
@@ -262,3 +285,15 @@ def _blocks(message: Mapping[str, Any]) -> list[Any]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
     return list(content) if isinstance(content, list) else []
+
+
+def _responses_placeholder(kind: str, call_id: Key, text: str) -> dict[str, Any]:
+    """The output item of type ``kind`` that says the call did not complete, in the SDK's input shape."""
+    if kind == "local_shell_call_output":
+        return {"type": kind, "id": call_id, "output": json.dumps({"error": text})}
+    if kind == "shell_call_output":
+        failed = {"stdout": "", "stderr": text, "outcome": {"type": "exit", "exit_code": 1}}
+        return {"type": kind, "call_id": call_id, "output": [failed]}
+    if kind == "apply_patch_call_output":
+        return {"type": kind, "call_id": call_id, "status": "failed", "output": text}
+    return {"type": kind, "call_id": call_id, "output": text}
