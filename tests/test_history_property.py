@@ -24,9 +24,59 @@ from fsm.history import RepairPolicy
 
 IDS = ["a", "b", "c", "a_d2"]  # a_d2: a rename must not collide with an id already in use
 NAMES = ["f", "g"]
-FORMATS = ["openai", "anthropic", "gemini"]
+FORMATS = ["openai", "anthropic", "gemini", "responses"]
+# Responses: each id in the pool stands for one kind of call item, so an output always fits its call.
+RESPONSES_CALL = {
+    "a": "function_call",
+    "b": "custom_tool_call",
+    "c": "local_shell_call",
+    "a_d2": "apply_patch_call",
+    "d": "shell_call",
+    "e": "computer_call",
+    "ghost": "function_call",
+}
 
 Tagged = tuple[str | None, str, str]  # (id, name, tag)
+
+
+def responses_call(cid: str, name: str, tag: str) -> dict[str, Any]:
+    kind = RESPONSES_CALL[cid]
+    item: dict[str, Any] = {"type": kind, "id": f"item_{tag}", "call_id": cid}
+    if kind == "function_call":
+        return {**item, "name": name, "arguments": "{}"}
+    if kind == "custom_tool_call":
+        return {**item, "name": name, "input": "*** Begin Patch"}
+    if kind == "apply_patch_call":
+        return {**item, "status": "completed", "operation": {"type": "delete_file", "path": "x.py"}}
+    if kind == "shell_call":
+        return {**item, "action": {"commands": ["ls"]}}
+    if kind == "local_shell_call":
+        return {**item, "status": "completed", "action": {"type": "exec", "command": ["ls"], "env": {}}}
+    return {**item, "status": "completed", "pending_safety_checks": [], "action": {"type": "wait"}}
+
+
+def responses_output(rid: str, tag: str) -> dict[str, Any]:
+    kind = RESPONSES_CALL[rid] + "_output"
+    if kind == "local_shell_call_output":  # the SDK's input shape keys it by id
+        return {"type": kind, "id": rid, "output": tag}
+    item: dict[str, Any] = {"type": kind, "call_id": rid}
+    if kind == "shell_call_output":
+        return {**item, "output": [{"stdout": tag, "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}]}
+    if kind == "computer_call_output":
+        return {**item, "output": {"type": "computer_screenshot", "image_url": tag}}
+    if kind == "apply_patch_call_output":
+        return {**item, "status": "completed", "output": tag}
+    return {**item, "output": tag}
+
+
+def output_tag(item: dict[str, Any]) -> str | None:
+    """The tag of a Responses output item (None for a placeholder)."""
+    output = item.get("output")
+    if item["type"] == "shell_call_output":
+        output = output[0]["stdout"]
+    elif item["type"] == "computer_call_output":
+        output = output["image_url"]
+    return output if isinstance(output, str) and output.startswith("r") else None
 
 
 def call_item(fmt: str, cid: str | None, name: str, tag: str) -> dict[str, Any]:
@@ -53,18 +103,23 @@ def text(fmt: str, role: str, words: str) -> dict[str, Any]:
     return {"role": role, "content": words}
 
 
-def calls_message(fmt: str, calls: list[Tagged], preamble: bool) -> dict[str, Any]:
+def calls_messages(fmt: str, calls: list[Tagged], preamble: bool) -> list[dict[str, Any]]:
+    if fmt == "responses":
+        reasoning = [{"type": "reasoning", "id": "rs_1", "summary": []}] if preamble else []
+        return reasoning + [responses_call(cid, name, tag) for cid, name, tag in calls if cid is not None]
     items = [call_item(fmt, *c) for c in calls]
     if fmt == "openai":
-        return {"role": "assistant", "content": "thinking" if preamble else None, "tool_calls": items}
+        return [{"role": "assistant", "content": "thinking" if preamble else None, "tool_calls": items}]
     if fmt == "anthropic":
-        return {"role": "assistant", "content": ([{"type": "text", "text": "thinking"}] if preamble else []) + items}
-    return {"role": "model", "parts": ([{"text": "thinking"}] if preamble else []) + items}
+        return [{"role": "assistant", "content": ([{"type": "text", "text": "thinking"}] if preamble else []) + items}]
+    return [{"role": "model", "parts": ([{"text": "thinking"}] if preamble else []) + items}]
 
 
 def results_messages(fmt: str, results: list[Tagged]) -> list[dict[str, Any]]:
     if not results:
         return []
+    if fmt == "responses":
+        return [responses_output(rid, tag) for rid, _, tag in results if rid is not None]
     if fmt == "openai":
         return [result_item(fmt, *r) for r in results]
     field = "content" if fmt == "anthropic" else "parts"
@@ -72,10 +127,13 @@ def results_messages(fmt: str, results: list[Tagged]) -> list[dict[str, Any]]:
 
 
 @st.composite
-def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict[str, str | None], set[str]]:
-    """Messages, the truth (call tag -> the tag of the result that answers it, or None) and the
-    tags of every result in the input."""
-    ids = st.sampled_from([*IDS, None]) if fmt == "gemini" else st.sampled_from(IDS)
+def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict[str, str | None], set[str], set[str]]:
+    """Messages, the truth (call tag -> the tag of the result that answers it, or None), the
+    tags of every result in the input and the tags of the calls no placeholder can answer
+    (Responses computer calls: their output is a screenshot)."""
+    pool = {"gemini": [*IDS, None], "responses": [*IDS, "d", "e"]}.get(fmt, IDS)
+    ids = st.sampled_from(pool)
+    screens: set[str] = set()
     messages: list[dict[str, Any]] = [text(fmt, "user", "go")]
     truth: dict[str, str | None] = {}
     all_results: set[str] = set()
@@ -89,11 +147,13 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
         for _ in range(draw(st.integers(0, 2))):  # orphans, which may carry an id the turn calls
             results.append((draw(st.sampled_from([*IDS, "ghost"])), draw(st.sampled_from(NAMES)), f"r{next(serial)}"))
         results = draw(st.permutations(results))
-        messages.append(calls_message(fmt, calls, draw(st.booleans())))
+        messages += calls_messages(fmt, calls, draw(st.booleans()))
+        if fmt == "responses":
+            screens |= {tag for cid, _, tag in calls if cid == "e"}
         messages += results_messages(fmt, results)
         all_results |= {tag for *_, tag in results}
         truth.update(pair(calls, results))
-        if draw(st.booleans()):
+        if draw(st.booleans()) or (fmt == "responses" and not results):  # else the next turn's calls join this one
             messages.append(text(fmt, "user", "next"))
             if draw(st.booleans()):  # results out of any turn: never answers
                 stray = [(draw(st.sampled_from(IDS)), "f", f"r{next(serial)}") for _ in range(draw(st.integers(1, 2)))]
@@ -101,7 +161,7 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
                 all_results |= {tag for *_, tag in stray}
             if draw(st.booleans()):
                 messages.append(text(fmt, "assistant", "ok"))
-    return messages, truth, all_results
+    return messages, truth, all_results, screens
 
 
 def pair(calls: list[Tagged], results: list[Tagged]) -> dict[str, str | None]:
@@ -128,6 +188,8 @@ def read(
     a key being the id (or ``name:<name>`` for an id-less Gemini one), turns numbered by the call
     message that opened them: OpenAI's tool messages and Anthropic's and Gemini's one results
     message right after it belong to it. A result anywhere else fails the test."""
+    if fmt == "responses":
+        return read_responses(messages)
     calls: list[tuple[str, str, int]] = []
     results: list[tuple[str, str | None, int]] = []
     turn, open_turn = -1, False
@@ -157,7 +219,32 @@ def read(
     return calls, results
 
 
+def read_responses(items: list[dict[str, Any]]) -> tuple[list[tuple[str, str, int]], list[tuple[str, str | None, int]]]:
+    """The same for Responses items: a turn is a run of call items (reasoning among them) and the
+    run of output items right after it."""
+    calls: list[tuple[str, str, int]] = []
+    results: list[tuple[str, str | None, int]] = []
+    turn, phase = -1, ""
+    outputs = {f"{kind}_output" for kind in RESPONSES_CALL.values()}
+    for item in items:
+        kind = item.get("type")
+        if kind in RESPONSES_CALL.values():
+            if phase != "calls":
+                turn, phase = turn + 1, "calls"
+            calls.append((item["id"].removeprefix("item_"), item["call_id"], turn))
+        elif kind in outputs:
+            assert phase, f"a result outside its turn: {item}"
+            key = item["id"] if kind == "local_shell_call_output" else item["call_id"]
+            results.append((key, output_tag(item), turn))
+            phase = "results"
+        elif not (kind == "reasoning" and phase == "calls"):
+            phase = ""
+    return calls, results
+
+
 def empty(fmt: str, m: dict[str, Any]) -> bool:
+    if fmt == "responses":
+        return False  # each item is one call, output or message: repair drops whole items
     if fmt == "openai":
         return ("tool_calls" in m and not m["tool_calls"]) or (
             m["role"] == "assistant" and not m.get("tool_calls") and not m.get("content")
@@ -168,7 +255,7 @@ def empty(fmt: str, m: dict[str, Any]) -> bool:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), fmt=st.sampled_from(FORMATS), drop_calls=st.booleans())
 def test_repair_keeps_every_answer_with_its_call(data: st.DataObject, fmt: str, drop_calls: bool) -> None:
-    messages, truth, all_results = data.draw(conversations(fmt))
+    messages, truth, all_results, screens = data.draw(conversations(fmt))
     before = copy.deepcopy(messages)
     policy = RepairPolicy(dangling="drop-call" if drop_calls else "placeholder")
     fixed, changes = history.repair(messages, policy)
@@ -179,7 +266,7 @@ def test_repair_keeps_every_answer_with_its_call(data: st.DataObject, fmt: str, 
     assert not any(empty(fmt, m) for m in fixed)
 
     calls, results = read(fmt, fixed)
-    kept = {c for c, answer in truth.items() if answer is not None or not drop_calls}
+    kept = {c for c, answer in truth.items() if answer is not None or not (drop_calls or c in screens)}
     assert sorted(tag for tag, _, _ in calls) == sorted(kept)  # none lost or invented; only drop-call drops
     real = [tag for _, tag, _ in results if tag is not None]
     assert len(set(real)) == len(real)  # every real result at most once ...
@@ -194,7 +281,7 @@ def test_repair_keeps_every_answer_with_its_call(data: st.DataObject, fmt: str, 
     dropped = [c for c in changes if c.kind in ("dropped-orphan", "dropped-duplicate-result")]
     assert len(dropped) == len(all_results) - len(real)
     placeholders = [c for c in changes if c.kind == "placeholder-result"]
-    assert len(placeholders) == (0 if drop_calls else sum(a is None for a in truth.values()))
+    assert len(placeholders) == (0 if drop_calls else sum(a is None and c not in screens for c, a in truth.items()))
     assert all(1 <= c.message <= len(messages) for c in changes)  # 1-based input positions
 
 

@@ -241,3 +241,88 @@ def test_history_check_of_a_malformed_file_is_one_line_and_exit_2(tmp_path: Path
 def test_history_check_numbers_messages_from_one(tmp_path: Path) -> None:
     code, out, _ = run_cli(tmp_path, json.dumps([USER, *openai_turn(["a"], [])]))
     assert code == 1 and out.startswith("message 2: dangling a:")
+
+
+# -- OpenAI Responses input items ------------------------------------------------------------------------
+
+
+def test_responses_items_are_detected_and_duplicate_call_ids_keep_their_outputs() -> None:
+    items = [
+        {"role": "user", "content": "go"},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "id": "fc_1", "call_id": "a", "name": "f", "arguments": "{}"},
+        {"type": "custom_tool_call", "id": "ctc_2", "call_id": "a", "name": "patch", "input": "*** Begin"},
+        {"type": "function_call_output", "call_id": "a", "output": "r1"},
+        {"type": "custom_tool_call_output", "call_id": "a", "output": "r2"},
+    ]
+    report = history.check(items)
+    assert report.format == "responses" and Kind.DUPLICATE_CALL in [f.kind for f in report.findings]
+    fixed, changes = history.repair(items)
+    assert [(i.get("call_id"), i.get("output")) for i in fixed[2:]] == [
+        ("a", None),
+        ("a_d2", None),
+        ("a", "r1"),
+        ("a_d2", "r2"),
+    ]
+    assert [c.kind for c in changes] == ["renamed-call", "renamed-result"]
+    assert history.check(fixed).findings == ()
+
+
+def test_responses_placeholders_fit_their_call_and_a_computer_call_without_output_goes() -> None:
+    items = [
+        {
+            "type": "apply_patch_call",
+            "call_id": "p",
+            "status": "completed",
+            "operation": {"type": "delete_file", "path": "x"},
+        },
+        {"type": "shell_call", "call_id": "s", "action": {"commands": ["ls"]}},
+        {
+            "type": "local_shell_call",
+            "id": "lsh_1",
+            "call_id": "l",
+            "status": "completed",
+            "action": {"type": "exec", "command": ["ls"], "env": {}},
+        },
+        {
+            "type": "computer_call",
+            "id": "cu_1",
+            "call_id": "c",
+            "status": "completed",
+            "pending_safety_checks": [],
+            "action": {"type": "wait"},
+        },
+        {"type": "local_shell_call_output", "id": "ghost", "output": "{}"},
+        {"role": "user", "content": "and?"},
+    ]
+    fixed, changes = history.repair(items)
+    assert [(c.kind, c.id) for c in changes] == [
+        ("placeholder-result", "p"),
+        ("placeholder-result", "s"),
+        ("placeholder-result", "l"),
+        ("dropped-call", "c"),
+        ("dropped-orphan", "ghost"),
+    ]
+    outputs = [i for i in fixed if i.get("type", "").endswith("_output")]
+    assert [(o["type"], o.get("call_id", o.get("id"))) for o in outputs] == [
+        ("apply_patch_call_output", "p"),
+        ("shell_call_output", "s"),
+        ("local_shell_call_output", "l"),  # the SDK's input shape keys this one by id
+    ]
+    assert outputs[0]["status"] == "failed" and outputs[1]["output"][0]["outcome"] == {"type": "exit", "exit_code": 1}
+    assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
+
+
+def test_uniquify_renames_a_responses_item_by_its_call_id() -> None:
+    items = [
+        {"type": "function_call", "id": "fc_1", "call_id": "a"},
+        {"type": "function_call", "id": "fc_2", "call_id": "a"},
+    ]
+    out, renames = history.uniquify(items)
+    assert [(i["id"], i["call_id"]) for i in out] == [("fc_1", "a"), ("fc_2", "a_d2")] and renames[0].new == "a_d2"
+
+
+def test_history_check_reads_a_responses_request_body(tmp_path: Path) -> None:
+    body = {"input": [{"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"}]}
+    code, out, _ = run_cli(tmp_path, json.dumps(body))
+    assert code == 1 and out.startswith("message 1: dangling a:") and "responses history" in out

@@ -5,7 +5,8 @@ replays the history. Two calls under one id make one result overwrite the other;
 answer a history with a dangling or duplicate ``tool_call_id`` with HTTP 400. Each call id walks the
 machine of specs/history.toml while the messages are read in order (OpenAI chat ``tool_calls`` /
 ``tool`` messages, Anthropic ``tool_use`` / ``tool_result`` blocks, Gemini ``functionCall`` /
-``functionResponse`` parts); the findings its actions record are the report.
+``functionResponse`` parts, OpenAI Responses call and output items); the findings its actions
+record are the report.
 
 * :func:`uniquify`: the engine's deterministic ``<id>_d<n>`` renaming for a list of calls.
 * :func:`check`: dangling calls, orphan results, duplicate results, ids reused within or across turns.

@@ -1,9 +1,11 @@
-"""Reading the message formats (OpenAI chat, Anthropic, Gemini) as turns, refusing malformed input.
+"""Reading the message formats (OpenAI chat, Anthropic, Gemini, OpenAI Responses input items) as
+turns, refusing malformed input.
 
 A turn is the message that makes calls and the results that come back for it: for OpenAI, every
 ``tool`` message right after it; for Anthropic and Gemini, the one message right after it, if that
-message holds results. A message holding results read outside any turn gives a stray segment (its
-results answer nothing). Anything the reader cannot read as a conversation raises
+message holds results; for Responses, a run of call items and the run of output items after it.
+A message holding results read outside any turn gives a stray segment (its results answer
+nothing). Anything the reader cannot read as a conversation raises
 :class:`~fsm.errors.LocalProtocolError` naming the message (1-based), never a bare Python error.
 """
 

@@ -17,6 +17,7 @@ C = TypeVar("C", ToolCall, Mapping[str, Any])
 @attrs.frozen
 class Rename:
     position: int
+    """The call's index in the list given (the ``<position>`` of ``call_<position>``)."""
     old: str | None
     new: str
 
@@ -25,7 +26,8 @@ def uniquify(calls: Iterable[C], taken: Iterable[str] = ()) -> tuple[list[C], li
     """Give every call a distinct id with the engine's rule: the first occurrence keeps its id,
     later ones become ``<id>_d2``, ``<id>_d3``, ...; ids in ``taken`` (earlier turns) are avoided;
     a blank id becomes ``call_<position>``. Same input, same output. Returns the renames so results
-    can be mapped back."""
+    can be mapped back. A call is a ToolCall or a mapping with an ``id``; an OpenAI Responses call
+    item (one with a ``call_id``, beside its own item ``id``) is renamed by its ``call_id``."""
     if isinstance(calls, (str, bytes)) or not isinstance(calls, Iterable):
         raise LocalProtocolError("calls must be a list of calls")
     taken = list(taken) if isinstance(taken, Iterable) and not isinstance(taken, (str, bytes)) else [taken]
@@ -37,7 +39,8 @@ def uniquify(calls: Iterable[C], taken: Iterable[str] = ()) -> tuple[list[C], li
     for position, call in enumerate(calls):
         if not isinstance(call, (ToolCall, Mapping)):
             raise LocalProtocolError(f"call {position + 1}: a call must be a ToolCall or an object")
-        old = call.id if isinstance(call, ToolCall) else (call.get("id") or None)
+        field = "call_id" if isinstance(call, Mapping) and "call_id" in call else "id"
+        old = call.id if isinstance(call, ToolCall) else (call.get(field) or None)
         if old is not None and not isinstance(old, str):
             raise LocalProtocolError(f"call {position + 1}: its id must be a string, not {type(old).__name__}")
         new = allocator.claim(old) if old else allocator.synthesize(position)
@@ -46,5 +49,5 @@ def uniquify(calls: Iterable[C], taken: Iterable[str] = ()) -> tuple[list[C], li
         if isinstance(call, ToolCall):
             out.append(attrs.evolve(call, id=new))
         else:
-            out.append({**call, "id": new})
+            out.append({**call, field: new})
     return out, renames
