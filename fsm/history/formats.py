@@ -84,7 +84,7 @@ def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
     blocks); OpenAI when none does."""
     for m in conversation(messages):
         kind = m.get("type")
-        if kind in RESPONSES_OUTPUT_OF or kind in RESPONSES_OUTPUTS:
+        if isinstance(kind, str) and (kind in RESPONSES_OUTPUT_OF or kind in RESPONSES_OUTPUTS):
             return "responses"
         if "parts" in m:
             return "gemini"
@@ -189,7 +189,9 @@ class _Reader:
             results.append(Entry(at, -1, rid, _name(message.get("name"))))
         elif fmt == "responses":
             kind = message.get("type")
-            if kind in RESPONSES_OUTPUT_OF:
+            if not isinstance(kind, str):
+                pass  # no call or output: those say which they are
+            elif kind in RESPONSES_OUTPUT_OF:
                 cid = _required_id(message.get("call_id"), at, f"a {kind} item")
                 calls.append(Entry(at, -1, cid, _name(message.get("name")) or kind.removesuffix("_call")))
             elif kind in RESPONSES_OUTPUTS:
