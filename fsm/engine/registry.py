@@ -235,7 +235,7 @@ class Registry:
 
     def _remember(self, slot: Slot) -> None:
         """Index a call under the complete text it now holds, in each lane it belongs to."""
-        if slot.state not in ("complete", "flushed") or slot.status is CallStatus.TRUNCATED:
+        if slot.state not in ("value_closed", "flushed") or slot.status is CallStatus.TRUNCATED:
             return
         key = slot.digest()
         if self._indexed.get(slot) is key:
@@ -297,7 +297,7 @@ class Registry:
         if slot is None:  # held as a possible next call's name: the text stays with the newest call
             _, chain = self._chain(ref, "fragment")
             slot = chain[-1] if chain else None
-        if slot is not None and slot.state in ("opened", "accumulating", "complete", "receiving"):
+        if slot is not None and slot.state in ("opened", "accumulating", "value_closed", "receiving"):
             self.machine.fire(slot, "append", text)
         return slot
 
@@ -348,13 +348,13 @@ class Registry:
         if ref.id is None:
             self.ledger.apply("synthesized-id")
             call_id = self._ids.synthesize(ordinal)
-            self.ledger.diagnose("synthesized-id", f"call {ordinal}: no id on the wire; given {call_id!r}")
+            self.ledger.diagnose("synthesized-id", f"call at index {ordinal}: no id on the wire; given {call_id!r}")
         else:
             call_id = self._ids.claim(ref.id)
             if call_id != ref.id:
                 self.ledger.apply("duplicate-id-renamed")
                 self.ledger.diagnose(
-                    "duplicate-id", f"call {ordinal}: id {ref.id!r} already in use; renamed {call_id!r}"
+                    "duplicate-id", f"call at index {ordinal}: id {ref.id!r} already in use; renamed {call_id!r}"
                 )
         freeform = ref.type in FREEFORM_TYPES  # the input kind, decided once per call
         slot = Slot(

@@ -22,11 +22,15 @@ The modules: ``findings`` (what a check reports), ``formats`` (reading each mess
 ``check`` (the history machine's model and the walk), ``uniquify``, ``repair``.
 """
 
+from fsm.history import findings as _findings
 from fsm.history.check import CallId, anything_dangling, check, history_machine
-from fsm.history.findings import REJECTED, Finding, Format, Kind, Report
+from fsm.history.findings import Finding, Format, Kind, Report
 from fsm.history.formats import detect_format
 from fsm.history.repair import Change, RepairPolicy, repair
 from fsm.history.uniquify import Rename, uniquify
+
+REJECTED = _findings.REJECTED
+"""The kinds of finding a strict provider refuses a request for: every kind but ``reused``."""
 
 __all__ = [
     "REJECTED",

@@ -18,12 +18,19 @@ class CallId:
 
     def __init__(self, key: str, findings: list[Finding]) -> None:
         self.key = key
+        """The id as findings show it (``name#k`` for an id-less Gemini call)."""
         self.state = "unseen"
+        """The history machine's state for this id."""
         self.findings = findings
+        """The report's findings, shared by every id of the conversation."""
         self.call_message = -1
+        """1-based position of the message that made the latest call under this id."""
         self.uses = 0
-        self.at = -1  # the message being read
+        """How many calls have used this id."""
+        self.at = -1
+        """1-based position of the message being read."""
         self.name: str | None = None
+        """The tool name of the latest call under this id."""
 
     def covered(self, transition: str) -> None:
         """Transitions are not counted for history checks."""
@@ -33,6 +40,7 @@ class CallId:
 
     @action
     def open_call(self, text: str) -> None:
+        """A call under this id: remember where; a reuse after an answer is reported for information."""
         self.uses += 1
         if self.uses > 1:
             self._report(Kind.REUSED, f"id reused after its call (message {self.call_message}) was answered")
@@ -40,12 +48,14 @@ class CallId:
 
     @action
     def report_duplicate_call(self, text: str) -> None:
+        """A second call while the first is unanswered."""
         self._report(Kind.DUPLICATE_CALL, f"a second call while the one in message {self.call_message} is unanswered")
         self.uses += 1
         self.call_message = self.at
 
     @action
     def report_reuse_after_dangling(self, text: str) -> None:
+        """A new call under an id whose earlier call never got its result."""
         self._report(Kind.REUSED_UNANSWERED, f"reused, but the call in message {self.call_message} was never answered")
         self.uses += 1
         self.call_message = self.at
@@ -56,14 +66,17 @@ class CallId:
 
     @action
     def report_duplicate_result(self, text: str) -> None:
+        """A second result for a call already answered."""
         self._report(Kind.DUPLICATE_RESULT, f"the call in message {self.call_message} was already answered")
 
     @action
     def report_orphan(self, text: str) -> None:
+        """A result no call is waiting for."""
         self._report(Kind.ORPHAN, "no call with this id is waiting for a result")
 
     @action
     def report_dangling(self, text: str) -> None:
+        """The call's turn closed with no result: reported at the call's message."""
         self._report(Kind.DANGLING, "no result answered this call before its turn closed", self.call_message)
 
 

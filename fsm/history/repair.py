@@ -44,13 +44,18 @@ _FIELD = {"openai": "tool_calls", "anthropic": "content", "gemini": "parts", "re
 
 @attrs.frozen
 class RepairPolicy:
+    """How :func:`repair` answers a call that got no result."""
+
     dangling: Literal["placeholder", "drop-call"] = "placeholder"
     """Answer a dangling call with a placeholder result, or drop the call from its turn."""
     placeholder: str = "The tool call was not completed; no result is available."
+    """The text of a placeholder result."""
 
 
 @attrs.frozen
 class Change:
+    """One edit :func:`repair` made."""
+
     kind: str
     """``renamed-call``, ``renamed-result``, ``dropped-orphan``, ``dropped-duplicate-result``,
     ``placeholder-result``, ``dropped-call``, ``dropped-empty-message`` or ``merged-messages``."""
@@ -59,6 +64,7 @@ class Change:
     id: str | None
     """The call id concerned (``name#k`` for an id-less Gemini call); None for a whole-message change."""
     detail: str
+    """What was done and why, in words."""
 
 
 def repair(

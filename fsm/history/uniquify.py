@@ -16,10 +16,14 @@ C = TypeVar("C", ToolCall, Mapping[str, Any])
 
 @attrs.frozen
 class Rename:
+    """One call :func:`uniquify` gave a new id."""
+
     position: int
     """The call's index in the list given (the ``<position>`` of ``call_<position>``)."""
     old: str | None
+    """The id the call had (None when it had none)."""
     new: str
+    """The id it has now."""
 
 
 def uniquify(calls: Iterable[C], taken: Iterable[str] = ()) -> tuple[list[C], list[Rename]]:
