@@ -74,8 +74,8 @@ missing; 2 bad usage (an unknown shape).""",
   toolcall-fsm history check --json request.json
 
 exit status: 0 the calls and results pair up; 1 a strict provider would reject the history (HTTP
-400); 2 bad usage, or the file holds no conversation it can read (unreadable, not JSON, no list of
-messages, or a malformed message: one line on stderr).""",
+400), or the file is unreadable or not JSON; 2 bad usage, or the JSON holds no conversation (no
+list of messages, or a malformed message: one line on stderr naming it).""",
     "diagram": """examples:
   toolcall-fsm diagram                          in the project's root (it holds specs/): refresh docs/
   toolcall-fsm diagram --check                  exit 1 if docs/ or the README's diagram is stale
@@ -201,8 +201,8 @@ def conform(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None = No
 
 
 def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    """Exit 0 when the history pairs up, 1 when a strict provider would reject it, 2 when the file
-    holds no conversation this can read (one line on stderr, never a traceback)."""
+    """Exit 0 when the history pairs up; 1 when a strict provider would reject it, or the file is
+    unreadable; 2 when its JSON holds no conversation (one line on stderr, never a traceback)."""
     from fsm import history
 
     try:
@@ -210,7 +210,7 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
             data = json.loads(stream.read())
     except (OSError, ValueError, RecursionError) as exc:
         stderr.write(f"toolcall-fsm: cannot read {args.file}: {exc}\n")
-        return 2
+        return 1
     messages = data.get("messages", data.get("contents", data.get("input"))) if isinstance(data, dict) else data
     if not isinstance(messages, list):
         stderr.write(

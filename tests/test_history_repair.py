@@ -326,3 +326,8 @@ def test_history_check_reads_a_responses_request_body(tmp_path: Path) -> None:
     body = {"input": [{"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"}]}
     code, out, _ = run_cli(tmp_path, json.dumps(body))
     assert code == 1 and out.startswith("message 1: dangling a:") and "responses history" in out
+
+
+def test_history_check_of_a_file_that_is_not_json_exits_1_like_every_command(tmp_path: Path) -> None:
+    code, out, err = run_cli(tmp_path, "[[[")
+    assert code == 1 and out == "" and err.startswith("toolcall-fsm: cannot read")
