@@ -70,7 +70,12 @@ def signatures_decoded(content: dict[str, Any]) -> dict[str, Any]:
     return {**content, "parts": parts}
 
 
-HISTORY_FORMAT = {"openai-chat": "openai", "anthropic": "anthropic", "gemini": "gemini"}
+HISTORY_FORMAT = {
+    "openai-chat": "openai",
+    "openai-responses": "responses",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+}
 
 
 def history(format: str, result: Result, incomplete: Any = "omit") -> list[dict[str, Any]]:
@@ -112,13 +117,10 @@ CASES = [
 def test_capture_turns_validate_and_pair(path: str, format: str, incomplete: str) -> None:
     result = replay(path)
     built = history(format, result, incomplete)
-    if format in HISTORY_FORMAT:
-        report = check(built, HISTORY_FORMAT[format])
-        assert not report.rejected, report.findings
-    else:  # fsm.history does not read Responses items: pair call ids with outputs here
-        called = [i["call_id"] for i in built if isinstance(i, dict) and i.get("type") == "function_call"]
-        answered = [i["call_id"] for i in built if isinstance(i, dict) and i.get("type") == "function_call_output"]
-        assert called == answered and len(set(called)) == len(called)
+    report = check(built, HISTORY_FORMAT[format])
+    assert not report.rejected, report.findings
+    if result.complete_calls or incomplete == "include":  # the format shows only where calls are
+        assert check(built).format == HISTORY_FORMAT[format]
 
 
 def test_wire_ids_and_gemini_signatures_go_back_on_their_calls() -> None:
