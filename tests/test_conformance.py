@@ -116,3 +116,52 @@ def test_the_continuation_fast_path_decides_and_counts_as_the_general_routing(
     general = [_replay_fingerprint(v) for v in vectors]
     for vector, a, b in zip(vectors, fast, general, strict=True):
         assert a == b, vector.name
+
+
+def _replay_with_trace(vector: conformance.Vector) -> object:
+    """A replay's result, every output it emitted, every transition each call took (in order) and
+    the rule counts."""
+    from fsm import Policies, Reassembler
+    from fsm.engine.slot import Slot
+
+    taken: list[tuple[int, str]] = []
+    real = Slot.covered
+
+    def traced(slot: Slot, transition: str) -> None:
+        taken.append((slot.ordinal, transition))
+        real(slot, transition)
+
+    Slot.covered = traced  # type: ignore[method-assign]
+    try:
+        r = Reassembler(vector.shape, policies=Policies(**vector.policies))
+        outputs: list[object] = []
+        try:
+            if vector.body is not None:
+                outputs += r.feed_bytes(vector.body.encode("utf-8"))
+            for event in vector.events:
+                outputs += r.feed(event)
+            result = r.close()
+        except Exception as exc:  # the same error either way is the same behaviour
+            return (type(exc).__name__, str(exc), outputs, taken)
+        outputs += r.drain()
+        return (result, outputs, taken, dict(r.ledger.rules), dict(r.ledger.transitions))
+    finally:
+        Slot.covered = real  # type: ignore[method-assign]
+
+
+def test_the_compiled_table_and_the_transitions_machine_execute_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine runs the slot spec from its compiled table; the transitions machine built from
+    the same spec is the reference. Over every vector and a thousand fuzzed streams both take the
+    same transitions in the same order, emit the same outputs and calls, and count the same rules."""
+    from fsm.engine import registry
+    from fsm.engine.machine import slot_machine
+    from fsm.harness.fuzz.run import sample_vectors
+    from fsm.harness.fuzz.shapes import CASES
+
+    vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 1000 // len(CASES) + 1))]
+    assert len(vectors) > 1000
+    table = [_replay_with_trace(v) for v in vectors]
+    monkeypatch.setattr(registry, "slot_machine", lambda reference=False: slot_machine(reference=True))
+    reference = [_replay_with_trace(v) for v in vectors]
+    for vector, a, b in zip(vectors, table, reference, strict=True):
+        assert a == b, vector.name

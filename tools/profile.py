@@ -33,8 +33,6 @@ HOT = [
     registry.Registry._open,
     registry.Registry._finish,
     machine.SpecMachine.fire,
-    machine._SpecEvent._trigger,
-    machine._SpecTransition.execute,
     slot.Slot.store_fragment,
     scanner.Scanner.feed,
 ]

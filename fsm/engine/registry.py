@@ -33,7 +33,7 @@ class Registry:
     def __init__(self, ledger: Ledger, limits: Limits, taken: Iterable[str] = ()) -> None:
         self.ledger = ledger
         self.limits = limits
-        self.machine = slot_machine()
+        self.machine = slot_machine(reference=ledger.strict)  # strict mode runs on the reference executor
         self.slots: list[Slot] = []
         self._lanes: dict[Lane, list[Slot]] = {}
         self._by_wire_id: dict[str, list[Slot]] = {}
