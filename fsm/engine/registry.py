@@ -234,18 +234,30 @@ class Registry:
         self.machine.fire(slot, "replace", text)
 
     def _remember(self, slot: Slot) -> None:
-        """Index a call under the complete text it now holds, in each lane it belongs to."""
-        if slot.state not in ("complete", "flushed") or slot.status is CallStatus.TRUNCATED:
+        """Index a call under the complete text it now holds, in each of its lanes that holds
+        another call. A lane's lone call is indexed when a second call opens there (_open): only
+        then can a resend be routed through the index, and most lanes never get one."""
+        if not self._indexable(slot):
+            return
+        lanes = [lane for lane in self._slot_lanes[slot] if len(self._lanes[lane]) > 1]
+        if not lanes:
             return
         key = slot.digest()
         if self._indexed.get(slot) is key:
             return  # already indexed under this very text
         self._indexed[slot] = key
-        for lane in self._slot_lanes[slot]:
-            holders = self._holding.setdefault((lane, key), [])
-            if slot not in holders:
-                holders.append(slot)
-                holders.sort(key=lambda s: s.ordinal)
+        for lane in lanes:
+            self._hold(lane, key, slot)
+
+    @staticmethod
+    def _indexable(slot: Slot) -> bool:
+        return slot.state in ("complete", "flushed") and slot.status is not CallStatus.TRUNCATED
+
+    def _hold(self, lane: Lane, key: bytes, slot: Slot) -> None:
+        holders = self._holding.setdefault((lane, key), [])
+        if slot not in holders:
+            holders.append(slot)
+            holders.sort(key=lambda s: s.ordinal)
 
     def _extend(self, slot: Slot, text: str, kind: Kind) -> str:
         if kind != "fragment":
@@ -374,7 +386,10 @@ class Registry:
             # Without an index, a later bare continuation at the same position means this call.
             lanes.append((lane[0].replace("id", "position"), ref.position))
         for each in lanes:
-            self._lanes.setdefault(each, []).append(slot)
+            chain = self._lanes.setdefault(each, [])
+            chain.append(slot)
+            if len(chain) == 2 and self._indexable(chain[0]):
+                self._hold(each, chain[0].digest(), chain[0])  # the lane's first call, not indexed alone
         self._slot_lanes[slot] = lanes
         if ref.id is not None:
             self._by_wire_id.setdefault(ref.id, []).append(slot)
