@@ -165,3 +165,20 @@ def test_the_compiled_table_and_the_transitions_machine_execute_alike(monkeypatc
     reference = [_replay_with_trace(v) for v in vectors]
     for vector, a, b in zip(vectors, table, reference, strict=True):
         assert a == b, vector.name
+
+
+def test_the_commonest_chunk_shortcut_decides_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reassembler takes the commonest OpenAI chat chunk (one bare fragment) straight to the
+    registry; without the shortcut every chunk goes through the decoder. Same transitions in
+    order, outputs, calls, diagnostics and rule counts either way."""
+    from fsm import reassembler
+    from fsm.harness.fuzz.run import sample_vectors
+
+    vectors = [*VECTORS, *sample_vectors("openai-chat", 300)]
+    taken = [reassembler.commonest_chunk(e) for v in vectors for e in v.events if type(e) is dict]
+    assert sum(t is not None for t in taken) > 200  # the shortcut is taken, often
+    fast = [_replay_with_trace(v) for v in vectors]
+    monkeypatch.setattr(reassembler, "commonest_chunk", lambda payload: None)
+    general = [_replay_with_trace(v) for v in vectors]
+    for vector, a, b in zip(vectors, fast, general, strict=True):
+        assert a == b, vector.name
