@@ -26,6 +26,10 @@ class CallRef:
     server: bool = False
     """A tool the provider runs itself (Anthropic ``server_tool_use``): reassembled like any call,
     reported apart from the client's calls and never re-emitted as a client delta."""
+    type: str = "function"
+    """The call's type, as the result reports it (``function``, ``custom``, ``shell_call``, ...).
+    Read once, when the call opens: a type in FREEFORM_TYPES makes a call of the slot machine's
+    ``text`` input kind."""
 
 
 @attrs.frozen(slots=True)
@@ -78,6 +82,10 @@ class StreamEnd:
 
 Event = CallSeen | ArgumentsFragment | ArgumentsSnapshot | CallEnd | StreamEnd
 EVENT_TYPES: tuple[type, ...] = (CallSeen, ArgumentsFragment, ArgumentsSnapshot, CallEnd, StreamEnd)
+
+FREEFORM_TYPES = frozenset({"custom", "code_interpreter_call"})
+"""Call types whose input is freeform text, not JSON arguments: a custom tool's input, the code a
+hosted code interpreter runs."""
 
 NORMAL_FINISHES = frozenset({"tool_calls", "stop"})
 """Finish reasons that end calls normally; any other (or none) cuts the unfinished ones."""

@@ -47,6 +47,19 @@ class Named:
     reason: str
     terminal: bool = False
     prepare: str | None = None
+    kind: str | None = None
+    """For a state: the input kind whose calls pass through it (None: shared by every kind)."""
+
+
+@attrs.frozen
+class InputKind:
+    """How a call's input arrives and when it is whole: each kind starts in its own state."""
+
+    name: str
+    initial: str
+    reason: str
+    scanned: bool = True
+    """False: its states run no trigger ``prepare`` step (those feed the completeness scanner)."""
 
 
 @attrs.frozen
@@ -76,10 +89,20 @@ class MachineSpec:
     guards: tuple[Named, ...] = ()
     actions: tuple[Named, ...] = ()
     classes: dict[str, str] = attrs.field(factory=dict)
+    kinds: tuple[InputKind, ...] = ()
 
     @property
     def name(self) -> str:
         return self.machine.name
+
+    def initials(self) -> dict[str, str]:
+        """The initial state of each input kind (a spec without kinds has one, the machine's)."""
+        return {k.name: k.initial for k in self.kinds} or {"": self.machine.initial}
+
+    def prepared(self, state: str) -> bool:
+        """Do triggers fired from ``state`` run their prepare step?"""
+        kind = next((s.kind for s in self.states if s.name == state), None)
+        return all(k.scanned for k in self.kinds if k.name == kind)
 
     def state_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.states)
@@ -189,6 +212,16 @@ def validate_machine(spec: MachineSpec, path: Path) -> None:
     actions = _require_unique("action", [a.name for a in spec.actions], path)
     if spec.machine.initial not in states:
         raise SpecError(f"{path.name}: initial state {spec.machine.initial!r} is not declared")
+    kinds = _require_unique("input kind", [k.name for k in spec.kinds], path)
+    for kind in spec.kinds:
+        if kind.initial not in states:
+            raise SpecError(f"{path.name}: input kind {kind.name!r} starts in undeclared state {kind.initial!r}")
+    if spec.kinds and spec.machine.initial not in {k.initial for k in spec.kinds}:
+        raise SpecError(f"{path.name}: initial state {spec.machine.initial!r} is no input kind's initial state")
+    kind_of = {s.name: s.kind for s in spec.states}
+    for state in spec.states:
+        if state.kind is not None and state.kind not in kinds:
+            raise SpecError(f"{path.name}: state {state.name!r} has undeclared input kind {state.kind!r}")
     for trig in spec.triggers:
         if trig.prepare is not None and trig.prepare not in actions:
             raise SpecError(f"{path.name}: trigger {trig.name!r} prepares with undeclared action {trig.prepare!r}")
@@ -204,6 +237,10 @@ def validate_machine(spec: MachineSpec, path: Path) -> None:
                 raise SpecError(f"{where}: leaves terminal state {src!r}")
         if t.dest != SELF and t.dest not in states:
             raise SpecError(f"{where}: destination {t.dest!r} is not a declared state")
+        for src in t.source:
+            crossing = {kind_of[src], kind_of[t.destination(src)]} - {None}
+            if len(crossing) > 1:
+                raise SpecError(f"{where}: goes from input kind {kind_of[src]!r} to another kind")
         if t.trigger not in triggers:
             raise SpecError(f"{where}: trigger is not declared")
         for g in t.guards:

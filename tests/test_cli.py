@@ -39,6 +39,8 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
         "arguments_json",
         "status",
         "thought_signature",
+        "type",
+        "input",
     ]
     assert data["calls"][0] == {
         "index": 0,
@@ -49,6 +51,8 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
         "arguments_json": '{"x": 1}',
         "status": "complete",
         "thought_signature": None,
+        "type": "function",
+        "input": None,
     }
 
 

@@ -45,7 +45,9 @@ def test_every_state_transition_and_reason_comes_from_the_spec() -> None:
     for named in (*spec.guards, *spec.actions, *spec.triggers):
         assert named.reason in page
     mermaid = diagrams.machine_mermaid(spec)
-    assert mermaid.count("-->") == len(diagrams.merged(spec)) + 1 + sum(s.terminal for s in spec.states)
+    assert mermaid.count("-->") == len(diagrams.merged(spec)) + len(spec.initials()) + sum(
+        s.terminal for s in spec.states
+    )
 
 
 def test_identity_page_lists_every_rule_policy_and_diagnostic() -> None:

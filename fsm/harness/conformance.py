@@ -98,7 +98,7 @@ def compare_calls(
     what: str,
     got: Iterable[ToolCall | dict[str, Any]],
     want: list[ExpectedCall],
-    optional: tuple[str, ...] = ("id", "arguments_json", "thought_signature"),
+    optional: tuple[str, ...] = ("id", "type", "input", "arguments_json", "thought_signature"),
 ) -> list[str]:
     rows = [c if isinstance(c, dict) else _call_json(c) for c in got]
     if len(rows) != len(want):
@@ -132,10 +132,12 @@ def json_equal(have: Any, want: Any) -> bool:
 def _call_json(call: ToolCall) -> dict[str, Any]:
     return {
         "id": call.id,
+        "type": call.type,
         "name": call.name,
         "arguments": call.arguments,
         "arguments_json": call.arguments_json,
         "status": call.status.value,
+        "input": call.input,
         "thought_signature": call.thought_signature,
     }
 
@@ -157,7 +159,8 @@ def run_vectors(vectors: list[Vector]) -> tuple[list[Outcome], Coverage]:
         coverage.shapes.add(vector.shape)
         coverage.policies |= set(attrs.asdict(Policies(**vector.policies)).items())
         for call in (*result.calls, *result.server_tool_calls):
-            coverage.scanner.update(scanner_edges(call.arguments_json))
+            if call.arguments_json is not None:  # freeform input is never scanned
+                coverage.scanner.update(scanner_edges(call.arguments_json))
     return outcomes, coverage
 
 

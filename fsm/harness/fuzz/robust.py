@@ -78,6 +78,6 @@ def survive(provider: str, data: list[Any] | bytes) -> list[str]:
     problems = []
     if len(result.calls) + len(result.server_tool_calls) > TIGHT.max_calls:
         problems.append(f"{len(result.calls)} calls held past the limit of {TIGHT.max_calls}")
-    if any(len(c.arguments_json) > TIGHT.max_argument_chars for c in result.calls):
+    if any(len(c.arguments_json or c.input or "") > TIGHT.max_argument_chars for c in result.calls):
         problems.append("arguments held past the size limit")
     return problems

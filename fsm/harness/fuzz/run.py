@@ -73,7 +73,15 @@ def sample_vectors(shape: str, count: int) -> list[Vector]:
 def to_vector(case: Case, name: str) -> Vector:
     """A failing property case as a conformance vector, expecting its ground truth."""
     calls = [
-        ExpectedCall(name=t.name, arguments=t.arguments, id=t.id, thought_signature=t.signature) for t in case.truth
+        ExpectedCall(
+            name=t.name,
+            arguments=t.arguments,
+            id=t.id,
+            thought_signature=t.signature,
+            type=None if t.type == "function" else t.type,
+            input=t.input,
+        )
+        for t in case.truth
     ]
     body = case.body.decode("utf-8") if case.body is not None else None
     return Vector(
