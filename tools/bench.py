@@ -22,8 +22,8 @@ How it measures (see issue 17):
   median, and its spread is (max - min) / median over processes.
 * Memory: the ``tracemalloc`` peak of one run with its result still held, for every implementation,
   over the argument bytes; toolcall-fsm's state per call is its peak before the last event.
-* Import time: best-of-N wall clock of ``python -c 'import fsm'`` and of ``toolcall-fsm replay`` on a
-  capture, against ``python -c 'import json'``.
+* Import time: best-of-N wall clock and CPU time of ``python -c 'import fsm'`` and of
+  ``toolcall-fsm replay`` on a capture, against ``python -c 'import json'`` (targets judged on CPU).
 
 Peers (OpenAI chat shape only, each where installed): openai-python's ``ChatCompletionStreamState``,
 pydantic-ai's parts manager, LangChain's bulk merge (``add_ai_message_chunks``), LiteLLM's combiner
@@ -467,7 +467,8 @@ def worker(plan_path: str, rounds: int, sample_seconds: float, seed: int) -> dic
 def import_times(tries: int) -> dict[str, Any]:
     """Best-of-``tries`` wall clock (and CPU time, steadier on a busy machine) of starting Python to
     import fsm, to replay a capture, and to import json (the baseline every Python program pays).
-    The targets are judged on the wall clock."""
+    The targets are judged on CPU time: on a shared machine the wall clock mostly measures the
+    other processes."""
     capture = CAPTURES / "openai_chat" / "openai-python-parallel-two-tools.sse"
     scratch = tempfile.TemporaryDirectory()
     if not capture.is_file():
@@ -493,11 +494,12 @@ def import_times(tries: int) -> dict[str, Any]:
             cpu[name] = min(cpu[name], used)
     scratch.cleanup()
     ms = {name: value * 1e3 for name, value in best.items()}
+    cpu_ms = {name: value * 1e3 for name, value in cpu.items()}
     return {
         "ms": ms,
-        "cpu_ms": {name: value * 1e3 for name, value in cpu.items()},
-        "import fsm / import json": ms["import fsm"] / ms["import json"],
-        "replay / import json": ms["replay"] / ms["import json"],
+        "cpu_ms": cpu_ms,
+        "import fsm / import json": cpu_ms["import fsm"] / cpu_ms["import json"],
+        "replay / import json": cpu_ms["replay"] / cpu_ms["import json"],
         "replayed": capture.name,
     }
 
@@ -626,9 +628,12 @@ def targets(report: dict[str, Any]) -> dict[str, tuple[bool, str]]:
         per_call = tiny["fsm_state_bytes"] / tiny["calls"]
         out["under 400 bytes of state per call"] = (per_call < 400, f"{tiny['scenario']}: {per_call:.0f} B per call")
     imports = report["import"]
+    cpu = imports["cpu_ms"]
+    imports["import fsm / import json"] = cpu["import fsm"] / cpu["import json"]
+    imports["replay / import json"] = cpu["replay"] / cpu["import json"]
     out["import fsm under 50 ms"] = (
-        imports["ms"]["import fsm"] < 50,
-        f"{imports['ms']['import fsm']:.0f} ms, {imports['import fsm / import json']:.2f}x import json",
+        imports["cpu_ms"]["import fsm"] < 50,
+        f"{imports['cpu_ms']['import fsm']:.0f} ms CPU, {imports['import fsm / import json']:.2f}x import json",
     )
     out["replay of a capture under 2x python -c 'import json'"] = (
         imports["replay / import json"] < 2,
@@ -672,8 +677,8 @@ def _line(row: dict[str, Any]) -> str:
 
 def markdown(report: dict[str, Any]) -> str:
     """The README's table (ratios only) and target lines, from a ``--json`` report."""
-    head = ["Stream", "Events", "vs floor (dicts)", "vs floor (wire)", "pydantic-ai", "openai-python"]
-    head += ["LangChain", "LiteLLM", "memory / args", "peer memory / args"]
+    head = ["Stream", "Events", "fsm ÷ floor, dicts", "fsm ÷ floor, wire", "pydantic-ai ÷ fsm", "openai-python ÷ fsm"]
+    head += ["LangChain ÷ fsm", "LiteLLM ÷ fsm", "fsm memory ÷ args", "peers' memory ÷ args"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in report["rows"]:
         args = row["argument_bytes"] or 1
@@ -691,8 +696,8 @@ def markdown(report: dict[str, Any]) -> str:
     imports = report["import"]
     lines.append("")
     lines.append(
-        f"Start-up: `import fsm` {imports['import fsm / import json']:.2f}x and `toolcall-fsm replay` "
-        f"{imports['replay / import json']:.2f}x `python -c 'import json'`."
+        f"Start-up (CPU time, best of N): `import fsm` {imports['import fsm / import json']:.2f}x and "
+        f"`toolcall-fsm replay` {imports['replay / import json']:.2f}x `python -c 'import json'`."
     )
     lines.append("")
     for name, (ok, detail) in report["targets"].items():
@@ -713,7 +718,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.markdown:
         with open(args.markdown) as fh:
-            print(markdown(json.load(fh)))
+            report = json.load(fh)
+        report["targets"] = targets(report)  # judged by the current rules
+        print(markdown(report))
         return 0
     rounds = args.rounds or (2 if args.quick else 5)
     sample = args.sample or (0.0005 if args.quick else 0.004)
@@ -723,10 +730,9 @@ def main() -> int:
     report = measure(args.quick, args.processes or (2 if args.quick else 3), rounds, sample)
     for row in report["rows"]:
         print(_line(row))
-    ms = report["import"]["ms"]
-    print(
-        f"\nimport json {ms['import json']:.0f} ms, import fsm {ms['import fsm']:.0f} ms, replay {ms['replay']:.0f} ms"
-    )
+    ms, cpu = report["import"]["ms"], report["import"]["cpu_ms"]
+    for name in ms:
+        print(f"{name}: best {ms[name]:.0f} ms wall clock, {cpu[name]:.0f} ms CPU")
     print(f"captures: {report['captures']}\n")
     for name, (ok, detail) in report["targets"].items():
         print(f"{'MET   ' if ok else 'MISSED'}  {name}: {detail}")

@@ -8,6 +8,9 @@ Calls live in *lanes*: the calls that share one identity. A lane is keyed by the
 a resend or a continuation belongs to (events A, B, B give two calls, not three): only the newest
 can still be open, and an index from complete text to the calls holding it finds a resend without
 walking the lane.
+
+One room: identity is decided in this one place, and the shortcuts (the continuation route, the
+lazily built resend index) sit beside the general routing they must agree with.
 """
 
 from __future__ import annotations
@@ -233,31 +236,25 @@ class Registry:
             self.ledger.diagnose("arguments-replaced", f"call {slot.id}: {why}")
         self.machine.fire(slot, "replace", text)
 
-    def _remember(self, slot: Slot) -> None:
-        """Index a call under the complete text it now holds, in each of its lanes that holds
-        another call. A lane's lone call is indexed when a second call opens there (_open): only
-        then can a resend be routed through the index, and most lanes never get one."""
-        if not self._indexable(slot):
+    def _remember(self, slot: Slot, lane: Lane | None = None) -> None:
+        """Index a complete call under its text in each of its lanes that holds another call (or in
+        ``lane``, which just got its second). A resend is routed through the index only in a lane
+        of two calls or more, and most lanes never get a second: their lone call is never indexed."""
+        if slot.state not in ("complete", "flushed") or slot.status is CallStatus.TRUNCATED:
             return
-        lanes = [lane for lane in self._slot_lanes[slot] if len(self._lanes[lane]) > 1]
+        lanes = [lane] if lane else [each for each in self._slot_lanes[slot] if len(self._lanes[each]) > 1]
         if not lanes:
             return
         key = slot.digest()
-        if self._indexed.get(slot) is key:
-            return  # already indexed under this very text
-        self._indexed[slot] = key
-        for lane in lanes:
-            self._hold(lane, key, slot)
-
-    @staticmethod
-    def _indexable(slot: Slot) -> bool:
-        return slot.state in ("complete", "flushed") and slot.status is not CallStatus.TRUNCATED
-
-    def _hold(self, lane: Lane, key: bytes, slot: Slot) -> None:
-        holders = self._holding.setdefault((lane, key), [])
-        if slot not in holders:
-            holders.append(slot)
-            holders.sort(key=lambda s: s.ordinal)
+        if lane is None:
+            if self._indexed.get(slot) is key:
+                return  # already indexed under this very text
+            self._indexed[slot] = key
+        for each in lanes:
+            holders = self._holding.setdefault((each, key), [])
+            if slot not in holders:
+                holders.append(slot)
+                holders.sort(key=lambda s: s.ordinal)
 
     def _extend(self, slot: Slot, text: str, kind: Kind) -> str:
         if kind != "fragment":
@@ -391,10 +388,9 @@ class Registry:
             # Without an index, a later bare continuation at the same position means this call.
             lanes.append((lane[0].replace("id", "position"), ref.position))
         for each in lanes:
-            chain = self._lanes.setdefault(each, [])
-            chain.append(slot)
-            if len(chain) == 2 and self._indexable(chain[0]):
-                self._hold(each, chain[0].digest(), chain[0])  # the lane's first call, not indexed alone
+            self._lanes.setdefault(each, []).append(slot)
+            if len(self._lanes[each]) == 2:
+                self._remember(self._lanes[each][0], each)  # the lane's first call, not indexed alone
         self._slot_lanes[slot] = lanes
         if ref.id is not None:
             self._by_wire_id.setdefault(ref.id, []).append(slot)
