@@ -24,7 +24,7 @@ from fsm.events import (
     StreamEnd,
 )
 from fsm.options import Limits, Policies
-from fsm.results import Output, Result
+from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.decoders._wire import BareRefs
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
@@ -32,6 +32,16 @@ from fsm.wire.framing import DONE, Framer, detect_framing, make_framer
 
 
 class Reassembler:
+    """One stream's tool calls, reassembled: feed it the stream in order, then ``close()`` it.
+
+    ``provider`` names the wire (``openai-chat``, ``openai-responses``, ``anthropic``, ``gemini``,
+    ``ollama``, ``bedrock``, ``cohere``) or is ``"auto"``: detected from the first event (and, for
+    bytes, the framing from the first bytes). ``strict=True`` raises :class:`fsm.RemoteProtocolError`
+    at the first diagnostic of severity ``violation``. ``policies`` chooses the readings of ambiguous
+    wire cases, ``limits`` bounds memory and work, ``taken`` lists ids used by earlier turns of the
+    conversation, which new calls must not reuse. One instance per stream; not thread-safe.
+    """
+
     def __init__(
         self,
         provider: str = "auto",
@@ -42,9 +52,13 @@ class Reassembler:
         taken: Iterable[str] = (),
     ) -> None:
         self.provider = provider
+        """The provider as named at construction (``"auto"`` until the result names the detected one)."""
         self.limits = limits or Limits()
+        """The limits in force."""
         self.ledger = Ledger(policies or Policies(), strict=strict)
+        """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
         self.registry = Registry(self.ledger, self.limits, taken)
+        """Internal: the slot registry that decides which call each event belongs to."""
         self._decoder: Decoder | None = None
         self._bare_refs: BareRefs | None = None  # set for OpenAI chat streams: their fast path
         if provider != "auto":
@@ -111,7 +125,8 @@ class Reassembler:
         return self._closed
 
     @property
-    def diagnostics(self) -> list[Any]:
+    def diagnostics(self) -> list[Diagnostic]:
+        """The diagnostics so far, while the stream is still running."""
         return list(self.ledger.diagnostics)
 
     # -- internals ----------------------------------------------------------------------------------

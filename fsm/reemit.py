@@ -22,17 +22,29 @@ from fsm.results import ArgumentsDelta, CallFinished, CallOpened, Output, Result
 
 
 class FlushPolicy(enum.Enum):
+    """When :class:`DeltaEmitter` sends argument text (see the module docstring)."""
+
     INCREMENTAL = "incremental"
+    """Text as soon as it is append-safe."""
     ON_FINISH = "on-finish"
+    """A header with empty arguments when a call opens, the final arguments when it finishes."""
 
 
 class DeltaEmitter:
+    """Turns a :class:`~fsm.Reassembler`'s outputs into OpenAI-style ``chat.completion.chunk`` dicts.
+
+    Feed it each list ``feed()``/``feed_bytes()`` returned, then ``drain()``'s after ``close()``, and
+    end with :meth:`finish`. One emitter per stream."""
+
     def __init__(self, flush: FlushPolicy = FlushPolicy.INCREMENTAL) -> None:
         self.flush = flush
+        """The flush policy chosen at construction."""
         self._named: set[int] = set()
         self._freeform: set[int] = set()
 
     def chunks(self, outputs: list[Output]) -> list[dict[str, Any]]:
+        """One chunk per output that has something to send (an output may send nothing, e.g. a
+        delta under ``on-finish``)."""
         out = []
         for item in outputs:
             entry = self._entry(item)
@@ -41,6 +53,7 @@ class DeltaEmitter:
         return out
 
     def finish(self, result: Result) -> dict[str, Any]:
+        """The last chunk: no tool calls, the result's finish reason."""
         return _chunk(None, result.finish_reason)
 
     def _entry(self, item: Output) -> dict[str, Any] | None:

@@ -153,7 +153,7 @@ def test_the_text_kind_has_no_prepare_step_and_the_json_kind_scans() -> None:
         (lambda s: s.replace('kind = "text"', 'kind = "yaml"'), "undeclared input kind 'yaml'"),
         (
             lambda s: (
-                s + '\n[[transitions]]\nsource = ["receiving"]\ntrigger = "end"\ndest = "complete"\nreason = "x"\n'
+                s + '\n[[transitions]]\nsource = ["receiving"]\ntrigger = "end"\ndest = "value_closed"\nreason = "x"\n'
             ),
             "from input kind 'text' to another kind",
         ),

@@ -56,7 +56,7 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
     }
 
 
-def test_diagnostics_have_event_code_message(tmp_path: Path) -> None:
+def test_diagnostics_have_event_code_message_severity(tmp_path: Path) -> None:
     path = tmp_path / "s.sse"
     path.write_bytes(sse([chunk(tc(name="f", args="{}"))]))
     data = json.loads(run_cli("replay", str(path))[1])
@@ -64,6 +64,7 @@ def test_diagnostics_have_event_code_message(tmp_path: Path) -> None:
         "event": 1,
         "code": "synthesized-id",
         "message": data["diagnostics"][0]["message"],
+        "severity": "info",
     }
 
 

@@ -10,7 +10,7 @@ from collections import Counter
 
 from fsm.errors import LimitExceeded, RemoteProtocolError
 from fsm.options import Policies
-from fsm.results import Diagnostic, Output
+from fsm.results import Diagnostic, Output, Severity
 from fsm.spec import identity_spec
 
 
@@ -40,7 +40,7 @@ class Ledger:
         spec = self._spec.diagnostic_by_code.get(code)
         if spec is None:
             raise KeyError(f"diagnostic {code!r} is not declared in specs/identity.toml")
-        self.diagnostics.append(Diagnostic(self.event, code, message))
+        self.diagnostics.append(Diagnostic(self.event, code, message, Severity(spec.severity)))
         self.rules[spec.rule] += 1
         if self.strict and spec.violation:
             raise RemoteProtocolError(f"{code}: {message}", event=self.event, rule=spec.rule)

@@ -240,7 +240,7 @@ class Registry:
         """Index a complete call under its text in each of its lanes that holds another call (or in
         ``lane``, which just got its second). A resend is routed through the index only in a lane
         of two calls or more, and most lanes never get a second: their lone call is never indexed."""
-        if slot.state not in ("complete", "flushed") or slot.status is CallStatus.TRUNCATED:
+        if slot.state not in ("value_closed", "flushed") or slot.status is CallStatus.TRUNCATED:
             return
         lanes = [lane] if lane else [each for each in self._slot_lanes[slot] if len(self._lanes[each]) > 1]
         if not lanes:
@@ -306,7 +306,7 @@ class Registry:
         if slot is None:  # held as a possible next call's name: the text stays with the newest call
             _, chain = self._chain(ref, "fragment")
             slot = chain[-1] if chain else None
-        if slot is not None and slot.state in ("opened", "accumulating", "complete", "receiving"):
+        if slot is not None and slot.state in ("opened", "accumulating", "value_closed", "receiving"):
             self.machine.fire(slot, "append", text)
         return slot
 
@@ -357,13 +357,13 @@ class Registry:
         if ref.id is None:
             self.ledger.apply("synthesized-id")
             call_id = self._ids.synthesize(ordinal)
-            self.ledger.diagnose("synthesized-id", f"call {ordinal}: no id on the wire; given {call_id!r}")
+            self.ledger.diagnose("synthesized-id", f"call at index {ordinal}: no id on the wire; given {call_id!r}")
         else:
             call_id = self._ids.claim(ref.id)
             if call_id != ref.id:
                 self.ledger.apply("duplicate-id-renamed")
                 self.ledger.diagnose(
-                    "duplicate-id", f"call {ordinal}: id {ref.id!r} already in use; renamed {call_id!r}"
+                    "duplicate-id", f"call at index {ordinal}: id {ref.id!r} already in use; renamed {call_id!r}"
                 )
         freeform = ref.type in FREEFORM_TYPES  # the input kind, decided once per call
         slot = Slot(

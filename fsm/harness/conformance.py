@@ -72,8 +72,13 @@ class Coverage:
 # -- running vectors on this engine ---------------------------------------------------------------
 
 
+def _policies(vector: Vector) -> Policies:
+    # The vector's choices were checked against the spec's when it was loaded.
+    return Policies(**vector.policies)  # type: ignore[arg-type]
+
+
 def replay(vector: Vector) -> tuple[Result, Reassembler]:
-    r = Reassembler(vector.shape, policies=Policies(**vector.policies))
+    r = Reassembler(vector.shape, policies=_policies(vector))
     if vector.body is not None:
         r.feed_bytes(vector.body.encode("utf-8"))
     for event in vector.events:
@@ -114,7 +119,8 @@ def compare_calls(
         for field in optional:
             if getattr(exp, field) is not None:
                 checks.append((field, have.get(field), getattr(exp, field)))
-        problems += [f"{what}[{n}].{f}: {h!r}, expected {w!r}" for f, h, w in checks if not json_equal(h, w)]
+        # Numbered from 1, like events: "calls 1.name" is the first call's name.
+        problems += [f"{what} {n + 1}.{f}: {h!r}, expected {w!r}" for f, h, w in checks if not json_equal(h, w)]
     return problems
 
 
@@ -157,7 +163,7 @@ def run_vectors(vectors: list[Vector]) -> tuple[list[Outcome], Coverage]:
         coverage.rules.update({rule: n for rule, n in r.ledger.rules.items() if n})
         coverage.diagnostics.update(result.codes())
         coverage.shapes.add(vector.shape)
-        coverage.policies |= set(attrs.asdict(Policies(**vector.policies)).items())
+        coverage.policies |= set(attrs.asdict(_policies(vector)).items())
         for call in (*result.calls, *result.server_tool_calls):
             if call.arguments_json is not None:  # freeform input is never scanned
                 coverage.scanner.update(scanner_edges(call.arguments_json))
