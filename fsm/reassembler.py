@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fsm.engine.ledger import Ledger
+from fsm.engine.partial import PartialReader
 from fsm.engine.registry import Registry
 from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, UnsupportedProvider
 from fsm.events import (
@@ -62,12 +63,13 @@ class Reassembler:
         self._decoder: Decoder | None = None
         self._bare_refs: BareRefs | None = None  # set for OpenAI chat streams: their fast path
         if provider != "auto":
-            self._use_decoder(make_decoder(provider))
+            self._use(make_decoder(provider))
         self._framer: Framer | None = None
         self._head = b""
         self._events = 0
         self._finish: StreamEnd | None = None
         self._closed: Result | None = None
+        self._previews: dict[int, tuple[int, PartialReader]] = {}  # per call asked: its text's revision, reader
 
     # -- input ------------------------------------------------------------------------------------
 
@@ -124,6 +126,24 @@ class Reassembler:
         )
         return self._closed
 
+    def partial(self, index: int) -> Any:
+        """The best value call ``index``'s argument text promises so far, for a live preview: what
+        jiter's partial mode ``trailing-strings`` makes of it (open containers closed, a string value
+        cut short kept, a key, number or literal cut short left out). None while the text promises
+        nothing yet, or when no call has that index. Never raises; the work (one pass over the text)
+        is done only when asked, never as fragments arrive. A fresh value each time. A freeform
+        call (a custom tool) previews as the input text it holds."""
+        for slot in self.registry.slots:
+            if slot.ordinal == index and not slot.server:
+                if slot.freeform:
+                    return slot.text()  # freeform input is not JSON: what it holds is all it promises
+                revision, reader = self._previews.get(index, (-1, None))
+                if reader is None or revision != slot.revision:  # first asked, or the text was replaced
+                    reader = PartialReader()
+                    self._previews[index] = (slot.revision, reader)
+                return reader.read(slot.text())
+        return None
+
     @property
     def diagnostics(self) -> list[Diagnostic]:
         """The diagnostics so far, while the stream is still running."""
@@ -168,26 +188,30 @@ class Reassembler:
             raise FramingError(f"an event must be a JSON object, not {type(value).__name__}", event=self._events + 1)
         self._ingest(value)
 
-    def _use_decoder(self, decoder: Decoder) -> None:
+    def _use(self, decoder: Decoder) -> Decoder:
         self._decoder = decoder
+        # A wire that ends each call with final arguments winning over its deltas (Responses
+        # ``.done``) makes no streamed text append-safe before the call finishes.
+        self.ledger.withhold = getattr(decoder, "final_arguments_win", False)
         if isinstance(decoder, OpenAIChatDecoder):
             self._bare_refs = decoder._bare
+        return decoder
 
     def _decode(self, payload: Mapping[str, Any]) -> None:
-        if self._decoder is None:
+        decoder = self._decoder
+        if decoder is None:
             provider = detect_provider(payload)
             if provider is None:
                 raise UnsupportedProvider(
                     f"event {self._events}: cannot tell the provider from this event; name it (--provider)"
                 )
-            self._use_decoder(make_decoder(provider))
-        assert self._decoder is not None
+            decoder = self._use(make_decoder(provider))
         try:
-            events = self._decoder.decode(payload, self.ledger.diagnose)
+            events = decoder.decode(payload, self.ledger.diagnose)
         except RemoteProtocolError as exc:
             if exc.event is not None:
                 raise
-            raise type(exc)(exc.detail, event=self._events, rule=exc.rule or self._decoder.name) from None
+            raise type(exc)(exc.detail, event=self._events, rule=exc.rule or decoder.name) from None
         for event in events:
             self._apply(event)
 
