@@ -23,14 +23,19 @@ EmptyArguments = Literal["empty-object", "invalid"]
 """Choices of policy ``empty_arguments``."""
 
 
+def _policy(name: str) -> Any:
+    return next(p for p in identity_spec().policies if p.name == name)
+
+
 def _choice(name: str) -> Any:
-    policy = next(p for p in identity_spec().policies if p.name == name)
-
+    # The default and the choices are read from the spec when a Policies is first made, not at
+    # import: importing the package loads no spec.
     def check(_: object, attribute: attrs.Attribute[str], value: str) -> None:
-        if value not in policy.choices:
-            raise ValueError(f"policy {name} must be one of {list(policy.choices)}, not {value!r}")
+        choices = _policy(name).choices
+        if value not in choices:
+            raise ValueError(f"policy {name} must be one of {list(choices)}, not {value!r}")
 
-    return attrs.field(default=policy.default, validator=check, kw_only=True)
+    return attrs.field(factory=lambda: _policy(name).default, validator=check, kw_only=True)
 
 
 @attrs.frozen(slots=True)

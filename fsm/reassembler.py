@@ -30,6 +30,8 @@ from fsm.events import (
 from fsm.options import Limits, Policies
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
+from fsm.wire.decoders._wire import BareRefs
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 from fsm.wire.framing import DONE, Framer, detect_framing, make_framer
 from fsm.wire.sdk import sdk_payload
 
@@ -63,6 +65,7 @@ class Reassembler:
         self.registry = Registry(self.ledger, self.limits, taken)
         """Internal: the slot registry that decides which call each event belongs to."""
         self._decoder: Decoder | None = None
+        self._bare_refs: BareRefs | None = None  # set for OpenAI chat streams: their fast path
         if provider != "auto":
             self._use(make_decoder(provider))
         self._framer: Framer | None = None
@@ -165,6 +168,12 @@ class Reassembler:
         self._events += 1
         self.ledger.event = self._events
         if type(item) is dict:
+            if self._bare_refs is not None and self._finish is None:
+                fragment = commonest_chunk(item)
+                if fragment is not None:
+                    # What the decoder and _apply would do with it, without the event in between.
+                    self.registry.arguments(self._bare_refs.ref(fragment[0]), fragment[1], "fragment")
+                    return
             self._decode(item)
         elif isinstance(item, EVENT_TYPES):
             self._apply(item)  # type: ignore[arg-type]
@@ -195,6 +204,8 @@ class Reassembler:
         # A wire that ends each call with final arguments winning over its deltas (Responses
         # ``.done``) makes no streamed text append-safe before the call finishes.
         self.ledger.withhold = getattr(decoder, "final_arguments_win", False)
+        if isinstance(decoder, OpenAIChatDecoder):
+            self._bare_refs = decoder._bare
         return decoder
 
     def _decode(self, payload: Mapping[str, Any]) -> None:
@@ -290,3 +301,34 @@ async def areassemble(stream: Any, provider: str = "auto", **options: Any) -> Re
         for item in _chunks(stream):
             _feed_any(reassembler, item)
     return reassembler.close()
+
+
+def commonest_chunk(payload: dict[str, Any]) -> tuple[int, str] | None:
+    """(index, text) when an OpenAI chat chunk is the commonest kind: one choice (index 0, no
+    finish reason) whose delta holds one tool-call entry with an integer index, no id, no name and
+    non-empty argument text, and no usage, text or reasoning beside it. OpenAIChatDecoder makes
+    exactly one bare ArgumentsFragment of such a chunk; a test replays every vector and fuzzed
+    stream with and without this shortcut."""
+    choices = payload.get("choices")
+    if type(choices) is not list or len(choices) != 1 or payload.get("error") or payload.get("usage"):
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("index") or choice.get("finish_reason"):
+        return None
+    delta = choice.get("delta")
+    # turn content rides beside a fragment on some servers: the decoder reads it, so no shortcut
+    if type(delta) is not dict or delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning"):
+        return None
+    entries = delta.get("tool_calls")
+    if type(entries) is not list or len(entries) != 1:
+        return None
+    entry = entries[0]
+    if type(entry) is not dict or entry.get("id") is not None:
+        return None
+    function = entry.get("function")
+    if type(function) is not dict or function.get("name") is not None:
+        return None
+    index, text = entry.get("index"), function.get("arguments")
+    if type(index) is not int or type(text) is not str or not text:
+        return None
+    return index, text
