@@ -3,15 +3,20 @@
 ``toolcall-fsm replay [--provider NAME] [--flush incremental|on-finish] [--strict]
 [--output calls|deltas] FILE|-``
 
-Exit status: 0 on success; 1 when the input is unreadable or, with ``--strict``, breaks the protocol
-(one line on stderr naming the event and the rule, never a traceback); 2 on bad usage.
+Exit status: 0 on success; 1 when the input cannot be read, the output cannot be written, a limit is
+exceeded or, with ``--strict``, the stream breaks the protocol; 2 on bad usage; 3 on an internal
+error (a bug: please report it). Errors are one line on stderr naming the event and the rule, never
+a traceback. When the stream fails part-way, ``replay`` still prints the result so far on stdout
+(calls completed before the fault, open ones truncated) before exiting 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,10 +28,24 @@ from fsm.errors import ToolcallFSMError
 from fsm.harness.fuzz import SHAPES
 from fsm.reassembler import Reassembler
 from fsm.reemit import DeltaEmitter, FlushPolicy
+from fsm.results import Result
 from fsm.serialize import result_to_json
 from fsm.wire.decoders import PROVIDERS
 
 READ_SIZE = 64 * 1024
+
+
+def _positive(text: str) -> int:
+    value = int(text) if text.isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return value
+
+
+def _not_negative(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}")
+    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,11 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     conform.add_argument("--against", metavar="CMD", help="grade an external reassembler (see the README)")
     conform.add_argument("--json", action="store_true", help="print the outcomes and coverage as JSON")
     conform.add_argument(
-        "--fuzzed", type=int, default=0, metavar="N", help="with --against: also N fuzzed streams per shape"
+        "--fuzzed", type=_not_negative, default=0, metavar="N", help="with --against: also N fuzzed streams per shape"
     )
     fuzzing = commands.add_parser("fuzz", help="fuzz the engine; a failing case is written out as a vector")
     fuzzing.add_argument("--shape", default="all", help="one of: all, " + ", ".join(SHAPES))
-    fuzzing.add_argument("--examples", type=int, default=200, help="streams per shape and mode (default 200)")
+    fuzzing.add_argument("--examples", type=_positive, default=200, help="streams per shape and mode (default 200)")
     fuzzing.add_argument("--seed", type=int, default=None, help="random seed (default: a fixed, derandomized run)")
     fuzzing.add_argument("--mode", default="all", choices=("all", "property", "robust"))
     fuzzing.add_argument("--out", default="specs/vectors", help="where failing cases are written")
@@ -183,7 +202,16 @@ def diagram(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return 0
 
 
-def replay(args: argparse.Namespace, stdout: TextIO) -> None:
+class _ReadFailed(Exception):
+    pass
+
+
+class _WriteFailed(Exception):
+    pass
+
+
+def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """Print the calls (or deltas); on a stream error, the result so far, then the error."""
     reassembler = Reassembler(args.provider, strict=args.strict)
     emitter = DeltaEmitter(FlushPolicy(args.flush))
     deltas = args.output == "deltas"
@@ -192,28 +220,115 @@ def replay(args: argparse.Namespace, stdout: TextIO) -> None:
         for chunk in chunks:
             stdout.write(json.dumps(chunk, ensure_ascii=False) + "\n")
 
-    with _open(args.file) as stream:
-        while block := stream.read(READ_SIZE):
-            outputs = reassembler.feed_bytes(block)
-            if deltas:
-                show(emitter.chunks(outputs))
-    result = reassembler.close()
+    error: ToolcallFSMError | None = None
+    try:
+        with _open(args.file) as stream:
+            while block := _read(stream):
+                outputs = reassembler.feed_bytes(block)
+                if deltas:
+                    show(emitter.chunks(outputs))
+        result = reassembler.close()
+    except ToolcallFSMError as exc:  # the stream's fault (with the event and rule) or the caller's
+        error = exc
+        result = _result_so_far(reassembler)
     outputs = reassembler.drain()
     if deltas:
         show([*emitter.chunks(outputs), emitter.finish(result)])
     else:
         stdout.write(json.dumps(result_to_json(result), ensure_ascii=False, indent=2) + "\n")
+    if error is not None:
+        stderr.write(f"toolcall-fsm: {error}\n")
+        return 1
+    return 0
+
+
+def _result_so_far(reassembler: Reassembler) -> Result:
+    try:
+        return reassembler.close()
+    except ToolcallFSMError:  # strict: a violation found while closing; the result is complete now
+        return reassembler.close()
 
 
 def _open(path: str) -> BinaryIO:
     if path == "-":
         return sys.stdin.buffer
-    return open(path, "rb")
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise _ReadFailed(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _read(stream: BinaryIO) -> bytes:
+    try:
+        return stream.read(READ_SIZE)
+    except OSError as exc:
+        raise _ReadFailed(f"cannot read {stream.name}: {exc.strerror or exc}") from None
+
+
+class _Output(io.TextIOBase):
+    """Standard output whose failures (closed pipe, full disk) say "cannot write", whichever
+    command was writing, so they are never mistaken for a read error."""
+
+    def __init__(self, target: TextIO) -> None:
+        self._target = target
+
+    def write(self, text: str) -> int:
+        try:
+            return self._target.write(text)
+        except OSError as exc:
+            raise _WriteFailed(f"cannot write the output: {exc.strerror or exc}") from None
+
+    def flush(self) -> None:
+        try:
+            self._target.flush()
+        except OSError as exc:
+            raise _WriteFailed(f"cannot write the output: {exc.strerror or exc}") from None
+
+
+def _silence_stdout() -> None:
+    """After a failed write to the real stdout, point it at /dev/null, so the interpreter's own
+    flush at exit neither fails again nor prints a traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    stderr = stderr or sys.stderr or open(os.devnull, "w")  # noqa: SIM115  # stderr closed: say nothing
     stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
+    if stdout is None:  # started with standard output closed (`>&-`)
+        stderr.write("toolcall-fsm: cannot write the output: standard output is closed\n")
+        return 1
+    output = _Output(stdout)
+    try:
+        code = _dispatch(argv, output, stderr)  # type: ignore[arg-type]  # a TextIOBase is a text stream
+        output.flush()  # a full disk shows only when the buffer is written
+        return code
+    except _WriteFailed as exc:
+        if stdout is sys.stdout:
+            _silence_stdout()
+        stderr.write(f"toolcall-fsm: {exc}\n")
+        return 1
+    except _ReadFailed as exc:
+        stderr.write(f"toolcall-fsm: {exc}\n")
+        return 1
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        stderr.write(f"toolcall-fsm: cannot use{where}: {exc.strerror or exc}\n")
+        return 1
+    except ToolcallFSMError as exc:
+        stderr.write(f"toolcall-fsm: {exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the promise is no traceback, ever; say it is a bug
+        stderr.write(f"toolcall-fsm: internal error (please report it): {type(exc).__name__}: {exc}\n")
+        return 3
+
+
+def _dispatch(argv: Sequence[str] | None, stdout: TextIO, stderr: TextIO) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse already printed the usage error
@@ -225,17 +340,5 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     if args.command == "fuzz":
         return run_fuzz(args, stdout, stderr)
     if args.command == "conform":
-        try:
-            return conform(args, stdout)
-        except ToolcallFSMError as exc:
-            stderr.write(f"toolcall-fsm: {exc}\n")
-            return 1
-    try:
-        replay(args, stdout)
-    except ToolcallFSMError as exc:  # the stream's fault (with the event and rule) or the caller's
-        stderr.write(f"toolcall-fsm: {exc}\n")
-        return 1
-    except OSError as exc:
-        stderr.write(f"toolcall-fsm: cannot read {args.file}: {exc.strerror or exc}\n")
-        return 1
-    return 0
+        return conform(args, stdout)
+    return replay(args, stdout, stderr)

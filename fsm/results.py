@@ -51,6 +51,8 @@ class Result:
     diagnostics: tuple[Diagnostic, ...]
     server_tool_calls: tuple[ToolCall, ...] = ()
     """Tools the provider ran itself (Anthropic ``server_tool_use``): not for the client to run."""
+    suppressed_diagnostics: dict[str, int] = attrs.field(factory=dict, hash=False)
+    """Per code, how many diagnostics were counted but not kept (past ``Limits.max_diagnostics_per_code``)."""
 
     def codes(self) -> list[str]:
         return [d.code for d in self.diagnostics]

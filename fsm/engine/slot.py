@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
-from fsm.engine.scanner import Scanner
+from fsm.engine.scanner import Scanner, nesting_exceeds
 from fsm.results import ArgumentsDelta, CallStatus, ToolCall
 
 if TYPE_CHECKING:
@@ -252,10 +252,12 @@ class Slot:
     @action
     def store_fragment(self, text: str) -> None:
         held = self._length
+        if held + len(text) > self.max_chars:
+            self._check_size(held + len(text))
+        encoded = text.encode("utf-8", "surrogatepass")
+        self.ledger.hold(len(encoded))
         self._length += len(text)
-        if self._length > self.max_chars:
-            self._check_size(self._length)
-        self._buf += text.encode("utf-8", "surrogatepass")
+        self._buf += encoded
         self._text = None
         self._digest = None
         if self._emitted == held and text and not self.server:
@@ -267,7 +269,9 @@ class Slot:
         self._check_size(len(text))
         if self._emitted and not text.startswith(self.text()[: self._emitted]):
             self._diverged = True
-        self._buf = bytearray(text.encode("utf-8", "surrogatepass"))
+        encoded = text.encode("utf-8", "surrogatepass")
+        self.ledger.hold(len(encoded) - len(self._buf))
+        self._buf = bytearray(encoded)
         self._text = text
         self._digest = None
         self._length = len(text)
@@ -282,6 +286,9 @@ class Slot:
     def parse_arguments(self, text: str) -> None:
         self.ledger.apply("parse-once-at-finish")
         raw = self.text()
+        if nesting_exceeds(raw, self.scanner.max_depth):  # json.loads recurses; the scanner saw this text
+            self._fail(CallStatus.INVALID, "invalid-arguments", f"nest deeper than {self.scanner.max_depth} levels")
+            return
         try:
             value = json.loads(raw)
         except ValueError as exc:
@@ -299,6 +306,7 @@ class Slot:
             self._fail(CallStatus.INVALID, "empty-arguments", "no argument text (policy empty_arguments=invalid)")
             return
         self.ledger.diagnose("empty-arguments", f"call {self.id}: no argument text, so {{}}")
+        self.ledger.hold(2 - len(self._buf))
         self._buf = bytearray(b"{}")
         self._unscanned = None
         self._text = "{}"

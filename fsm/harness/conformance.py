@@ -25,7 +25,7 @@ from fsm.reassembler import Reassembler
 from fsm.results import Result, ToolCall
 from fsm.spec import identity_spec, scanner_spec, slot_spec
 from fsm.wire.decoders import PROVIDERS
-from fsm.wire.framing import detect_framing, make_framer
+from fsm.wire.framing import BOM, Fault, detect_framing, make_framer
 
 
 @attrs.frozen
@@ -215,13 +215,15 @@ def wire_events(vector: Vector) -> list[dict[str, Any]]:
     short is left out, as a reader of the stream would never see it whole)."""
     if vector.body is None:
         return vector.events
-    data = vector.body.encode("utf-8")
-    framing = detect_framing(data)
+    data = vector.body.encode("utf-8").removeprefix(BOM)
+    framing = detect_framing(data, final=True)
     if framing is None:
         return []
     framer = make_framer(framing, len(data) + 1)
     events = []
     for payload in [*framer.feed(data), *framer.close()]:
+        if isinstance(payload, Fault):
+            continue
         try:
             value = json.loads(payload)
         except ValueError:
