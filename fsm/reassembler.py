@@ -127,7 +127,9 @@ class Reassembler:
                     ledger.deferred = ledger.deferred or exc
         ledger.event = None
         if self._fault is not None:
+            ledger.event = getattr(self._fault, "event", None)
             ledger.diagnose("stream-failed", f"stopped at an error, so unfinished calls are cut: {self._fault}")
+            ledger.event = None
             registry.finish(None)
         elif self._finish is None:
             ledger.diagnose("no-finish-reason", "the stream ended without a finish reason")
