@@ -286,6 +286,9 @@ class JSONArrayFramer:
         return self.feed(b"", final=True)
 
 
+_AWS_SMALLEST = 16  # a prelude (12 bytes) and the message CRC (4)
+
+
 class AWSEventStreamFramer:
     def __init__(self, max_bytes: int, max_depth: int = 256 + 32) -> None:
         try:
@@ -297,23 +300,37 @@ class AWSEventStreamFramer:
         self._buffer: Any = EventStreamBuffer()
         self._max = max_bytes
         self._max_depth = max_depth
-        self._pending = 0
+        # Bytes of messages not yet whole. botocore's buffer re-joins and re-parses everything it
+        # holds on every add (quadratic over a long message in small reads), so it is only ever
+        # given whole messages, whose length the first four bytes tell.
+        self._held = bytearray()
 
     def feed(self, data: bytes, final: bool = False) -> list[Payload]:
         from botocore.eventstream import ParserError
 
-        self._buffer.add_data(data)
-        self._pending += len(data)
+        held = self._held
+        held += data
         out: list[Payload] = []
-        try:
-            for message in self._buffer:
-                self._pending -= message.prelude.total_length
-                out.append(self._payload(message.headers, message.payload))
-        except ParserError as exc:
-            out.append(Fault(f"not a valid AWS event stream message: {exc}", skippable=False))
-            return out
-        if self._pending > self._max:
-            out.append(_too_long("one message", self._max))
+        start = 0
+        while len(held) - start >= 4:
+            total = int.from_bytes(held[start : start + 4], "big")
+            if total > self._max:
+                out.append(_too_long("one message", self._max))
+                return out
+            if total < _AWS_SMALLEST:
+                out.append(Fault(f"not a valid AWS event stream message: {total} bytes long", skippable=False))
+                return out
+            if len(held) - start < total:
+                break
+            self._buffer.add_data(bytes(held[start : start + total]))
+            start += total
+            try:
+                for message in self._buffer:
+                    out.append(self._payload(message.headers, message.payload))
+            except ParserError as exc:
+                out.append(Fault(f"not a valid AWS event stream message: {exc}", skippable=False))
+                return out
+        del held[:start]
         return out
 
     def _payload(self, headers: dict[str, Any], payload: bytes) -> Payload:
@@ -330,10 +347,10 @@ class AWSEventStreamFramer:
         return json.dumps({kind: body})
 
     def close(self) -> list[Payload]:
-        if self._pending:
+        if self._held:
             # A message cut short: passed on as text that is not JSON, so the reassembler reports
             # the cut (cut-event) and truncates the calls it left open.
-            return [f"<{self._pending} bytes of an unfinished event-stream message>"]
+            return [f"<{len(self._held)} bytes of an unfinished event-stream message>"]
         return []
 
 
