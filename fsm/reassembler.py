@@ -73,6 +73,7 @@ class Reassembler:
         self._finish: StreamEnd | None = None
         self._closed: Result | None = None
         self._fault: ToolcallFSMError | None = None
+        self._head_work = 0
 
     # -- input ------------------------------------------------------------------------------------
 
@@ -154,6 +155,12 @@ class Reassembler:
         return self._closed
 
     @property
+    def framing_work(self) -> int:
+        """Bytes (or characters) the framing layer has read, counting every re-read: tests check
+        that this stays linear in the input however it was chunked."""
+        return self._head_work + (self._framer.work if self._framer is not None else 0)
+
+    @property
     def diagnostics(self) -> list[Any]:
         return list(self.ledger.diagnostics)
 
@@ -185,6 +192,7 @@ class Reassembler:
         most a few bytes of an SSE field name are held until they tell the framing. Returns what
         the new framer is to read, or None while it is not known yet."""
         head = self._head + data
+        self._head_work += len(head)
         if self._at_start:
             if len(head) < len(BOM) and BOM.startswith(head) and not final:
                 self._head = head

@@ -184,6 +184,7 @@ class Slot:
         scanned later, with the next fragment that can (or when a decision needs the scanner),
         straight from the held bytes, so waiting scans nothing twice. Most fragments are string
         content, so most go by without a scan of their own."""
+        self._check_room(self._length + len(text), _utf8_length(text))
         scanner = self.scanner
         if scanner.may_wait(text):
             if self._unscanned is None:
@@ -221,8 +222,17 @@ class Slot:
         self._catch_up()
         return self.scanner.between_tokens
 
+    def _check_room(self, length: int, more_bytes: int) -> None:
+        """Limits are checked before the scanner or the machine moves: a refused text leaves the
+        call as it was, so the result so far (close() after the error) is still consistent."""
+        if length > self.max_chars:
+            self._check_size(length)
+        if self.ledger.held_bytes + more_bytes > self.ledger.max_held_bytes:
+            self.ledger.hold(more_bytes)  # raises, naming the limit
+
     @action
     def scan_snapshot(self, text: str) -> tuple[str, str]:
+        self._check_room(len(text), _utf8_length(text) - len(self._buf))
         self._unscanned = None
         self.scanner = Scanner(self.scanner.max_depth)
         self.scanner.feed(text)
@@ -331,3 +341,7 @@ class Slot:
         """The final text not yet sent as deltas, or None when deltas already sent disagree with
         the final text (a snapshot replaced them): re-emitted deltas cannot retract text."""
         return None if self._diverged else self.text()[self._emitted :]
+
+
+def _utf8_length(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))

@@ -82,7 +82,17 @@ def detect_framing(head: bytes, *, final: bool = False) -> Framing | None:
         return Framing.SSE  # a field line with no colon: "data" alone is an empty data line
     if not final and any(p.startswith(text) for p in _SSE_STARTS):
         return None
-    raise FramingError(f"input is not SSE, NDJSON or a JSON array (starts with {text[:20]!r})", event=1)
+    # Quote only up to the first byte no framing could start with, so the message does not depend
+    # on how many bytes happened to arrive in the first read.
+    known = max(_shared_prefix(text, p) for p in (*_SSE_STARTS, *_SSE_FIELDS))
+    raise FramingError(f"input is not SSE, NDJSON or a JSON array (starts with {text[: known + 1]!r})", event=1)
+
+
+def _shared_prefix(a: bytes, b: bytes) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
 
 
 def _too_long(what: str, max_bytes: int) -> Fault:
@@ -95,10 +105,13 @@ class _LineFramer:
     ``_scanned`` remembers how much of the held partial line is known to hold no line end, so a
     long line fed in small pieces is searched once, not once per piece."""
 
+    _slack = 0  # bytes a line may have beyond its event's limit (an SSE field name)
+
     def __init__(self, max_bytes: int) -> None:
         self._buf = bytearray()
         self._scanned = 0
         self._max = max_bytes
+        self._max_line = max_bytes + self._slack
         self.work = 0
         """Bytes searched for line ends (tests check that this stays linear in the input)."""
 
@@ -126,13 +139,13 @@ class _LineFramer:
             else:
                 search = n
                 break
-            if end - start > self._max:
-                lines.append(_too_long("one line", self._max))
+            if end - start > self._max_line:
+                lines.append(_too_long("one line", self._max_line))
                 return lines
             lines.append(bytes(buf[start:end]))
             start = search = nxt
-        if search - start > self._max:
-            lines.append(_too_long("one line", self._max))
+        if search - start > self._max_line:
+            lines.append(_too_long("one line", self._max_line))
             return lines
         del buf[:start]
         self._scanned = search - start
@@ -151,6 +164,10 @@ def _decode(raw: bytes) -> Payload:
 
 
 class SSEFramer(_LineFramer):
+    """The limit bounds each event's data exactly; a line may be a field name longer than that."""
+
+    _slack = len(b"retry: ")
+
     def __init__(self, max_bytes: int) -> None:
         super().__init__(max_bytes)
         self._data: list[bytes] = []
@@ -227,9 +244,12 @@ class JSONArrayFramer:
         self._scanner: Scanner | None = None
         self._size = 0
         self._expect = "["  # "[", then "value" or "]", then "," or "]", then "end"
+        self.work = 0
+        """Characters read: each once, since held element text is never read again."""
 
     def feed(self, data: bytes, final: bool = False) -> list[Payload]:
         text = self._decoder.decode(data, final)
+        self.work += len(text)
         out: list[Payload] = []
         pos = 0
         while pos < len(text):
@@ -304,12 +324,15 @@ class AWSEventStreamFramer:
         # holds on every add (quadratic over a long message in small reads), so it is only ever
         # given whole messages, whose length the first four bytes tell.
         self._held = bytearray()
+        self.work = 0
+        """Bytes taken in and bytes handed to botocore: each once."""
 
     def feed(self, data: bytes, final: bool = False) -> list[Payload]:
         from botocore.eventstream import ParserError
 
         held = self._held
         held += data
+        self.work += len(data)
         out: list[Payload] = []
         start = 0
         while len(held) - start >= 4:
@@ -323,6 +346,7 @@ class AWSEventStreamFramer:
             if len(held) - start < total:
                 break
             self._buffer.add_data(bytes(held[start : start + total]))
+            self.work += total
             start += total
             try:
                 for message in self._buffer:
