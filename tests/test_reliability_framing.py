@@ -99,7 +99,7 @@ def test_partial_args_path_with_a_huge_index_is_a_protocol_error() -> None:
     entry = {"jsonPath": "$.a[" + "9" * 5000 + "]", "numberValue": 1}
     event = {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "partialArgs": [entry]}}]}}]}
     r = Reassembler("gemini")
-    with pytest.raises(RemoteProtocolError, match="event 1: .*5000 digits"):
+    with pytest.raises(RemoteProtocolError, match=r"event 1: .*5000 digits"):
         r.feed(event)
     assert "stream-failed" in r.close().codes()
 
