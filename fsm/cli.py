@@ -177,8 +177,11 @@ def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             else:
                 path = out / f"robust-{shape}-{digest}.json"
                 out.mkdir(parents=True, exist_ok=True)
-                provider, data = report.failure
-                sample = {"provider": provider, "problems": report.problems}
+                failure = report.failure
+                sample = {"problems": report.problems, **attrs.asdict(failure, filter=lambda a, _: a.name != "data")}
+                if isinstance(failure.clean, bytes):
+                    sample["clean"] = failure.clean.hex()
+                data = failure.data
                 sample |= {"body_hex": data.hex()} if isinstance(data, bytes) else {"events": data}
                 path.write_text(json.dumps(sample, indent=2, default=repr) + "\n")
             stdout.write(f"  shrunk case written to {path}\n")
