@@ -223,8 +223,9 @@ class Reassembler:
                 for payload in self._framer.feed(head):
                     self._ingest_payload(payload, last=False)
         if self._framer is not None:
-            for payload in self._framer.close():
-                self._ingest_payload(payload, last=True)
+            payloads = self._framer.close()
+            for n, payload in enumerate(payloads, start=1):
+                self._ingest_payload(payload, last=n == len(payloads) and self._framer.cut)
 
     def _ingest(self, item: Any) -> None:
         self._events += 1

@@ -426,3 +426,12 @@ def test_unusable_events_keep_their_numbers_for_later_diagnostics() -> None:
     assert [(d.event, d.code) for d in result.diagnostics][:2] == [(1, "bad-event"), (3, "name-conflict")]
     with pytest.raises(FramingError, match="event 1"):
         Reassembler(strict=True).feed_bytes(body)
+
+
+def test_an_event_ended_by_a_cr_at_the_very_end_is_whole_not_cut() -> None:
+    # The last CR could have been half of a CRLF until close(): the event still ended properly, so
+    # bad text in it is a bad event, while an event with no blank line after it is a cut.
+    _, result = outcome([sse([CALL_A, FINISH], done=False) + b"data: keep-alive\r\r"])
+    assert summary(result)[1] == [(3, "bad-event")]
+    _, result = outcome([sse([CALL_A, FINISH], done=False) + b"data: keep-alive\r"])
+    assert summary(result)[1] == [(3, "cut-event")]

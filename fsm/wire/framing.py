@@ -100,6 +100,8 @@ def _too_long(what: str, max_bytes: int) -> Fault:
 
 
 class _LineFramer:
+    _unterminated = False  # the last line read had no line end (only at close)
+
     """Splits bytes into lines on LF, CR or CRLF, holding back a trailing partial line.
 
     ``_scanned`` remembers how much of the held partial line is known to hold no line end, so a
@@ -112,6 +114,9 @@ class _LineFramer:
         self._scanned = 0
         self._max = max_bytes
         self._max_line = max_bytes + self._slack
+        self.cut = False
+        """Set by ``close()``: its last payload had no end (no line end, no blank line after it),
+        so if it does not parse, the stream was cut there rather than sending a bad event."""
         self.work = 0
         """Bytes searched for line ends (tests check that this stays linear in the input)."""
 
@@ -153,6 +158,7 @@ class _LineFramer:
             lines.append(bytes(buf))
             buf.clear()
             self._scanned = 0
+            self._unterminated = True
         return lines
 
 
@@ -196,7 +202,9 @@ class SSEFramer(_LineFramer):
                     return out
                 self._data.append(value)
         if final:
-            self._dispatch(out)
+            before = len(out)
+            self._dispatch(out)  # an event with no blank line after it
+            self.cut = len(out) > before
         return out
 
     def _dispatch(self, out: list[Payload]) -> None:
@@ -219,6 +227,7 @@ class NDJSONFramer(_LineFramer):
                 out.append(line)
             elif line.strip():
                 out.append(_decode(line))
+                self.cut = self._unterminated
         return out
 
     def close(self) -> list[Payload]:
@@ -244,6 +253,7 @@ class JSONArrayFramer:
         self._scanner: Scanner | None = None
         self._size = 0
         self._expect = "["  # "[", then "value" or "]", then "," or "]", then "end"
+        self.cut = False
         self.work = 0
         """Characters read: each once, since held element text is never read again."""
 
@@ -291,6 +301,7 @@ class JSONArrayFramer:
         if final and self._element:
             # A stream cut inside an element: pass the partial text on; the reassembler reports it.
             self._emit(out)
+            self.cut = True
         return out
 
     def _emit(self, out: list[Payload]) -> None:
@@ -324,6 +335,7 @@ class AWSEventStreamFramer:
         # holds on every add (quadratic over a long message in small reads), so it is only ever
         # given whole messages, whose length the first four bytes tell.
         self._held = bytearray()
+        self.cut = False
         self.work = 0
         """Bytes taken in and bytes handed to botocore: each once."""
 
@@ -374,6 +386,7 @@ class AWSEventStreamFramer:
         if self._held:
             # A message cut short: passed on as text that is not JSON, so the reassembler reports
             # the cut (cut-event) and truncates the calls it left open.
+            self.cut = True
             return [f"<{len(self._held)} bytes of an unfinished event-stream message>"]
         return []
 
