@@ -1,19 +1,53 @@
-"""toolcall-fsm: reassemble streamed LLM tool calls with an explicit finite-state machine."""
+"""toolcall-fsm: reassemble streamed LLM tool calls with an explicit finite-state machine.
 
-from fsm.errors import (
+Start with :class:`Reassembler`: feed it a provider's stream (bytes, wire dicts or SDK objects) and
+``close()`` it for a :class:`Result`. :mod:`fsm.history` checks and repairs the conversation the calls
+go back into. Everything a user needs is importable from here; the subpackages are internals.
+"""
+
+__version__ = "0.1.0"
+"""The package's version: the single source, read by the build (pyproject's dynamic version) and the CLI."""
+
+from fsm.errors import (  # noqa: E402  (the version is declared first so the build can read it alone)
     FramingError,
     LimitExceeded,
     LocalProtocolError,
     RemoteProtocolError,
     SpecError,
+    StateError,
     ToolcallFSMError,
     UnsupportedProvider,
 )
-from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, CallSeen, StreamEnd
-from fsm.options import Limits, Policies
-from fsm.reassembler import Reassembler
-from fsm.reemit import DeltaEmitter, FlushPolicy
-from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus, Diagnostic, Result, ToolCall
+from fsm.events import (  # noqa: E402
+    ArgumentsFragment,
+    ArgumentsSnapshot,
+    CallEnd,
+    CallRef,
+    CallSeen,
+    Event,
+    StreamEnd,
+)
+from fsm.options import (  # noqa: E402
+    CumulativeArguments,
+    EmptyArguments,
+    IdenticalText,
+    IdRotation,
+    Limits,
+    Policies,
+)
+from fsm.reassembler import Reassembler  # noqa: E402
+from fsm.reemit import DeltaEmitter, FlushPolicy  # noqa: E402
+from fsm.results import (  # noqa: E402
+    ArgumentsDelta,
+    CallFinished,
+    CallOpened,
+    CallStatus,
+    Diagnostic,
+    Output,
+    Result,
+    Severity,
+    ToolCall,
+)
 
 __all__ = [
     "ArgumentsDelta",
@@ -25,20 +59,29 @@ __all__ = [
     "CallRef",
     "CallSeen",
     "CallStatus",
+    "CumulativeArguments",
     "DeltaEmitter",
     "Diagnostic",
+    "EmptyArguments",
+    "Event",
     "FlushPolicy",
     "FramingError",
+    "IdRotation",
+    "IdenticalText",
     "LimitExceeded",
     "Limits",
     "LocalProtocolError",
+    "Output",
     "Policies",
     "Reassembler",
     "RemoteProtocolError",
     "Result",
+    "Severity",
     "SpecError",
+    "StateError",
     "StreamEnd",
     "ToolCall",
     "ToolcallFSMError",
     "UnsupportedProvider",
+    "__version__",
 ]

@@ -1,29 +1,30 @@
-"""The ``toolcall-fsm`` command line.
+"""The ``toolcall-fsm`` command line: ``replay``, ``conform``, ``fuzz``, ``history check``, ``diagram``.
 
-``toolcall-fsm replay [--provider NAME] [--flush incremental|on-finish] [--strict]
-[--output calls|deltas] FILE|-``
-
-Exit status: 0 on success; 1 when the input cannot be read, the output cannot be written, a limit is
-exceeded or, with ``--strict``, the stream breaks the protocol; 2 on bad usage; 3 on an internal
-error (a bug: please report it). Errors are one line on stderr naming the event and the rule, never
-a traceback. When the stream fails part-way, ``replay`` still prints the result so far on stdout
-(calls completed before the fault, open ones truncated) before exiting 1.
+``toolcall-fsm --help`` and ``toolcall-fsm COMMAND --help`` give each command's examples and exit
+status. In short: 0 on success; 1 when the input cannot be read, the output cannot be written, a
+check fails, a limit is exceeded or, with ``--strict``, the stream breaks the protocol (one line on
+stderr naming the event and the rule, never a traceback); 2 on bad usage; 3 on an internal error (a
+bug: please report it). When a stream fails part-way, ``replay`` still prints the result so far on
+stdout (calls completed before the fault, open ones truncated) before exiting 1. Progress (long runs
+only) goes to stderr, and only when it is a terminal.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import json
-import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import Any, TextIO
 
 import attrs
 
+from fsm import __version__
+from fsm.cli_io import open_input, read_block, run_guarded
 from fsm.errors import ToolcallFSMError
 from fsm.harness.fuzz import SHAPES
 from fsm.reassembler import Reassembler
@@ -32,7 +33,76 @@ from fsm.results import Result
 from fsm.serialize import result_to_json
 from fsm.wire.decoders import PROVIDERS
 
-READ_SIZE = 64 * 1024
+_HELP = {
+    "toolcall-fsm": """examples:
+  toolcall-fsm replay chat.sse                  the tool calls of a recorded stream, as JSON
+  curl -sN ... | toolcall-fsm replay -          the same, from standard input
+  toolcall-fsm conform                          run the bundled conformance vectors
+  toolcall-fsm history check messages.json      would a strict provider accept this history?
+
+exit status: 0 success; 1 unreadable input, unwritable output, a failed check, an exceeded limit, or
+a protocol violation under --strict; 2 bad usage; 3 an internal error (a bug: please report it). Each
+command's --help has its own examples.""",
+    "replay": """examples:
+  toolcall-fsm replay chat.sse                  the calls, the finish reason and diagnostics as JSON
+  toolcall-fsm replay --provider gemini out.json
+  toolcall-fsm replay --output deltas --flush on-finish chat.sse   a clean OpenAI-style delta stream
+  toolcall-fsm replay --strict chat.sse         refuse the first protocol violation
+
+exit status: 0 the stream was reassembled (read the diagnostics: their severity says which matter;
+in lax mode an unusable event is a bad-event diagnostic, not a failure); 1 unreadable input,
+unwritable output ("cannot write"), an unrecognisable stream, an exceeded limit, or a violation under
+--strict (one line on stderr naming the event number and the rule; the result so far is still
+printed on stdout); 2 bad usage.""",
+    "conform": """examples:
+  toolcall-fsm conform                          every bundled vector, a pass/fail table and coverage
+  toolcall-fsm conform --json > report.json
+  toolcall-fsm conform --against "python my_adapter.py" --fuzzed 50   grade another reassembler
+
+exit status: 0 every applicable vector passed (and, without --against, every part of the specs was
+exercised); 1 a vector failed or something declared in specs/ went unexercised; 2 bad usage.
+With --against, progress goes to stderr when it is a terminal.""",
+    "fuzz": """examples:
+  toolcall-fsm fuzz --shape openai-chat --examples 500
+  toolcall-fsm fuzz --seed 7 --out fuzz-findings  failing cases (and hypothesis's data) go there
+
+Failing cases are written under --out, or else under a new temporary folder that is named when
+something is written; nothing is written into the current folder. Progress goes to stderr when it
+is a terminal.
+
+exit status: 0 no failure; 1 a failure (the shrunk case is written as a vector), or hypothesis is
+missing; 2 bad usage (an unknown shape).""",
+    "history": """examples:
+  toolcall-fsm history check messages.json
+  toolcall-fsm history check --json --format anthropic request.json""",
+    "check": """examples:
+  toolcall-fsm history check messages.json      one line per finding, then the verdict
+  toolcall-fsm history check --json request.json
+
+exit status: 0 the calls and results pair up; 1 a strict provider would reject the history (HTTP
+400), or the file is unreadable; 2 bad usage.""",
+    "diagram": """examples:
+  toolcall-fsm diagram                          in the project's root (it holds specs/): refresh docs/
+  toolcall-fsm diagram --check                  exit 1 if docs/ or the README's diagram is stale
+  toolcall-fsm diagram --out /tmp/diagrams      write the pages and diagrams there instead
+
+Without --out, the root (--root, default the current folder) must hold specs/: nothing is written
+elsewhere.
+
+exit status: 0 written, or current under --check; 1 stale under --check, or Graphviz's dot is
+missing; 2 bad usage (a root without specs/ and no --out).""",
+}
+
+
+def _command(commands: Any, name: str, summary: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name,
+        help=summary,
+        description=summary[0].upper() + summary[1:] + ".",
+        epilog=_HELP[name],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
 
 
 def _positive(text: str) -> int:
@@ -52,9 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolcall-fsm",
         description="Reassemble streamed LLM tool calls with an explicit state machine.",
+        epilog=_HELP["toolcall-fsm"],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"toolcall-fsm {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    replay = commands.add_parser("replay", help="reassemble a recorded stream and print its tool calls")
+    replay = _command(commands, "replay", "reassemble a recorded stream and print its tool calls")
     replay.add_argument("--provider", default="auto", choices=("auto", *PROVIDERS), help="wire shape (default: auto)")
     replay.add_argument(
         "--flush", default="incremental", choices=[p.value for p in FlushPolicy], help="re-emitted delta policy"
@@ -62,34 +135,55 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--strict", action="store_true", help="exit 1 on the first protocol violation")
     replay.add_argument("--output", default="calls", choices=("calls", "deltas"), help="what to print")
     replay.add_argument("file", help="the stream (SSE, NDJSON or a JSON array), or - for standard input")
-    conform = commands.add_parser("conform", help="run the conformance vectors and report coverage")
+    conform = _command(commands, "conform", "run the conformance vectors and report coverage")
     conform.add_argument("--vectors", default=None, help="folder of vector files (default: the bundled specs/vectors)")
     conform.add_argument("--against", metavar="CMD", help="grade an external reassembler (see the README)")
     conform.add_argument("--json", action="store_true", help="print the outcomes and coverage as JSON")
     conform.add_argument(
         "--fuzzed", type=_not_negative, default=0, metavar="N", help="with --against: also N fuzzed streams per shape"
     )
-    fuzzing = commands.add_parser("fuzz", help="fuzz the engine; a failing case is written out as a vector")
+    fuzzing = _command(commands, "fuzz", "fuzz the engine; a failing case is written out as a vector")
     fuzzing.add_argument("--shape", default="all", help="one of: all, " + ", ".join(SHAPES))
     fuzzing.add_argument("--examples", type=_positive, default=200, help="streams per shape and mode (default 200)")
     fuzzing.add_argument("--seed", type=int, default=None, help="random seed (default: a fixed, derandomized run)")
     fuzzing.add_argument("--mode", default="all", choices=("all", "property", "robust"))
-    fuzzing.add_argument("--out", default="specs/vectors", help="where failing cases are written")
-    hist = commands.add_parser("history", help="check a conversation's tool calls and results pair up")
-    hist_commands = hist.add_subparsers(dest="history_command", required=True)
-    hist_check = hist_commands.add_parser(
-        "check", help="report dangling calls, orphan and duplicate results, reused ids"
+    fuzzing.add_argument(
+        "--out", default=None, metavar="DIR", help="where failing cases go (default: a new temporary folder)"
     )
+    hist = _command(commands, "history", "check a conversation's tool calls and results pair up")
+    hist_commands = hist.add_subparsers(dest="history_command", required=True)
+    hist_check = _command(hist_commands, "check", "report dangling calls, orphan and duplicate results, reused ids")
     hist_check.add_argument("--json", action="store_true", help="print the report as JSON")
     hist_check.add_argument("--format", default="auto", choices=("auto", "openai", "anthropic", "gemini"))
     hist_check.add_argument("file", help="a JSON list of messages, or a request body with 'messages' or 'contents'")
-    diagram = commands.add_parser("diagram", help="regenerate docs/ diagrams from specs/ (or --check them)")
-    diagram.add_argument("--root", default=".", help="the project's root, holding docs/ and README.md")
+    diagram = _command(commands, "diagram", "regenerate docs/ diagrams from specs/ (or --check them)")
+    diagram.add_argument("--root", default=".", help="the project's root: it holds specs/, docs/ and README.md")
+    diagram.add_argument("--out", metavar="DIR", help="write the pages and diagrams into DIR instead of a root")
     diagram.add_argument("--check", action="store_true", help="only check; exit 1 if anything is stale")
     return parser
 
 
-def conform(args: argparse.Namespace, stdout: TextIO) -> int:
+class Progress:
+    """One self-overwriting status line on ``stream``, shown only when it is a terminal (a pipe or
+    log file gets nothing, so output stays clean for scripts)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        isatty = getattr(stream, "isatty", None)
+        self.shown = bool(isatty and isatty())
+
+    def update(self, text: str) -> None:
+        if self.shown:
+            self.stream.write(f"\r\x1b[K{text}")
+            self.stream.flush()
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def conform(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None = None) -> int:
     from fsm.harness import conformance
     from fsm.harness.vectors import VECTOR_DIR, load_vectors
 
@@ -99,7 +193,12 @@ def conform(args: argparse.Namespace, stdout: TextIO) -> int:
             from fsm.harness.fuzz import run as fuzz
 
             vectors += [v for shape in SHAPES for v in fuzz.sample_vectors(shape, args.fuzzed)]
-        outcomes = [conformance.run_external(args.against, v) for v in vectors]
+        progress = Progress(stderr or sys.stderr)
+        outcomes = []
+        for number, vector in enumerate(vectors, 1):
+            progress.update(f"conform: vector {number} of {len(vectors)}: {vector.name}")
+            outcomes.append(conformance.run_external(args.against, vector))
+        progress.done()
         missing: dict[str, list[str]] = {}
     else:
         outcomes, coverage = conformance.run_vectors(vectors)
@@ -122,7 +221,7 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     from fsm import history
 
     try:
-        with _open(args.file) as stream:
+        with open_input(args.file) as stream:
             data = json.loads(stream.read())
     except (OSError, ValueError) as exc:
         stderr.write(f"toolcall-fsm: cannot read {args.file}: {exc}\n")
@@ -159,41 +258,53 @@ def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         stderr.write(f"toolcall-fsm: unknown shape {args.shape!r} (one of: all, {', '.join(SHAPES)})\n")
         return 2
     modes = ("property", "robust") if args.mode == "all" else (args.mode,)
-    total, failed = 0, 0
-    for shape in shapes:
-        for mode in modes:
-            report = fuzz.fuzz(shape, mode, args.examples, args.seed)
-            total += report.streams
-            line = f"{shape:<18} {mode:<9} {report.streams:>7} streams  "
-            if not report.problems:
-                stdout.write(line + "ok\n")
-                continue
-            failed += 1
-            stdout.write(line + "FAIL: " + "; ".join(report.problems) + "\n")
-            digest = hashlib.sha256(repr(report.failure).encode()).hexdigest()[:10]
-            out = Path(args.out)
-            if mode == "property":
-                path = write_vector(fuzz.to_vector(report.failure, f"fuzz-{shape}-{digest}"), out)
-            else:
-                path = out / f"robust-{shape}-{digest}.json"
-                out.mkdir(parents=True, exist_ok=True)
-                failure = report.failure
-                sample = {"problems": report.problems, **attrs.asdict(failure, filter=lambda a, _: a.name != "data")}
-                if isinstance(failure.clean, bytes):
-                    sample["clean"] = failure.clean.hex()
-                data = failure.data
-                sample |= {"body_hex": data.hex()} if isinstance(data, bytes) else {"events": data}
-                path.write_text(json.dumps(sample, indent=2, default=repr) + "\n")
-            stdout.write(f"  shrunk case written to {path}\n")
+    out = Path(args.out) if args.out else None
+    workdir = out or Path(tempfile.mkdtemp(prefix="toolcall-fsm-fuzz-"))
+    progress = Progress(stderr)
+    total, failed, runs = 0, 0, len(shapes) * len(modes)
+    for number, (shape, mode) in enumerate(((s, m) for s in shapes for m in modes), 1):
+        progress.update(f"fuzz: {number} of {runs}: {shape} {mode}, {args.examples} streams")
+        report = fuzz.fuzz(shape, mode, args.examples, args.seed, workdir / ".hypothesis")
+        progress.done()
+        total += report.streams
+        line = f"{shape:<18} {mode:<9} {report.streams:>7} streams  "
+        if not report.problems:
+            stdout.write(line + "ok\n")
+            continue
+        failed += 1
+        stdout.write(line + "FAIL: " + "; ".join(report.problems) + "\n")
+        digest = hashlib.sha256(repr(report.failure).encode()).hexdigest()[:10]
+        if mode == "property":
+            path = write_vector(fuzz.to_vector(report.failure, f"fuzz-{shape}-{digest}"), workdir)
+        else:
+            path = workdir / f"robust-{shape}-{digest}.json"
+            workdir.mkdir(parents=True, exist_ok=True)
+            failure = report.failure
+            sample = {"problems": report.problems, **attrs.asdict(failure, filter=lambda a, _: a.name != "data")}
+            if isinstance(failure.clean, bytes):
+                sample["clean"] = failure.clean.hex()
+            data = failure.data
+            sample |= {"body_hex": data.hex()} if isinstance(data, bytes) else {"events": data}
+            path.write_text(json.dumps(sample, indent=2, default=repr) + "\n")
+        stdout.write(f"  shrunk case written to {path}\n")
     stdout.write(f"{total} streams, {failed} failing shape/mode pairs\n")
+    if out is None and not failed:
+        shutil.rmtree(workdir, ignore_errors=True)  # nothing worth keeping in the temporary folder
     return 1 if failed else 0
 
 
 def diagram(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from fsm.harness.diagrams import REGENERATE, generate
 
+    root = Path(args.out or args.root)
+    if args.out is None and not (root / "specs").is_dir():
+        stderr.write(
+            f"toolcall-fsm: {root} holds no specs/, so it is not the project's root: run this there,"
+            " name it with --root, or write elsewhere with --out DIR\n"
+        )
+        return 2
     try:
-        stale = generate(Path(args.root), check=args.check)
+        stale = generate(root, check=args.check, readme=args.out is None)
     except RuntimeError as exc:
         stderr.write(f"toolcall-fsm: {exc}\n")
         return 1
@@ -203,14 +314,6 @@ def diagram(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     verb = "stale" if args.check else "wrote"
     stdout.write(f"{verb}: {', '.join(stale)}\n" if stale else "diagrams are current\n")
     return 0
-
-
-class _ReadFailed(Exception):
-    pass
-
-
-class _WriteFailed(Exception):
-    pass
 
 
 def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -225,8 +328,8 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
     error: ToolcallFSMError | None = None
     try:
-        with _open(args.file) as stream:
-            while block := _read(stream):
+        with open_input(args.file) as stream:
+            while block := read_block(stream):
                 outputs = reassembler.feed_bytes(block)
                 if deltas:
                     show(emitter.chunks(outputs))
@@ -252,83 +355,8 @@ def _result_so_far(reassembler: Reassembler) -> Result:
         return reassembler.close()
 
 
-def _open(path: str) -> BinaryIO:
-    if path == "-":
-        return sys.stdin.buffer
-    try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise _ReadFailed(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
-def _read(stream: BinaryIO) -> bytes:
-    try:
-        return stream.read(READ_SIZE)
-    except OSError as exc:
-        raise _ReadFailed(f"cannot read {stream.name}: {exc.strerror or exc}") from None
-
-
-class _Output(io.TextIOBase):
-    """Standard output whose failures (closed pipe, full disk) say "cannot write", whichever
-    command was writing, so they are never mistaken for a read error."""
-
-    def __init__(self, target: TextIO) -> None:
-        self._target = target
-
-    def write(self, text: str) -> int:
-        try:
-            return self._target.write(text)
-        except OSError as exc:
-            raise _WriteFailed(f"cannot write the output: {exc.strerror or exc}") from None
-
-    def flush(self) -> None:
-        try:
-            self._target.flush()
-        except OSError as exc:
-            raise _WriteFailed(f"cannot write the output: {exc.strerror or exc}") from None
-
-
-def _silence_stdout() -> None:
-    """After a failed write to the real stdout, point it at /dev/null, so the interpreter's own
-    flush at exit neither fails again nor prints a traceback."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
-    stderr = stderr or sys.stderr or open(os.devnull, "w")  # noqa: SIM115  # stderr closed: say nothing
-    stdout = stdout or sys.stdout
-    if stdout is None:  # started with standard output closed (`>&-`)
-        stderr.write("toolcall-fsm: cannot write the output: standard output is closed\n")
-        return 1
-    output = _Output(stdout)
-    try:
-        code = _dispatch(argv, output, stderr)  # type: ignore[arg-type]  # a TextIOBase is a text stream
-        output.flush()  # a full disk shows only when the buffer is written
-        return code
-    except _WriteFailed as exc:
-        if stdout is sys.stdout:
-            _silence_stdout()
-        stderr.write(f"toolcall-fsm: {exc}\n")
-        return 1
-    except _ReadFailed as exc:
-        stderr.write(f"toolcall-fsm: {exc}\n")
-        return 1
-    except OSError as exc:
-        where = f" {exc.filename}" if exc.filename else ""
-        stderr.write(f"toolcall-fsm: cannot use{where}: {exc.strerror or exc}\n")
-        return 1
-    except ToolcallFSMError as exc:
-        stderr.write(f"toolcall-fsm: {exc}\n")
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # the promise is no traceback, ever; say it is a bug
-        stderr.write(f"toolcall-fsm: internal error (please report it): {type(exc).__name__}: {exc}\n")
-        return 3
+    return run_guarded(lambda out, err: _dispatch(argv, out, err), stdout, stderr)
 
 
 def _dispatch(argv: Sequence[str] | None, stdout: TextIO, stderr: TextIO) -> int:
@@ -343,5 +371,5 @@ def _dispatch(argv: Sequence[str] | None, stdout: TextIO, stderr: TextIO) -> int
     if args.command == "fuzz":
         return run_fuzz(args, stdout, stderr)
     if args.command == "conform":
-        return conform(args, stdout)
+        return conform(args, stdout, stderr)
     return replay(args, stdout, stderr)

@@ -41,8 +41,11 @@ class RemoteProtocolError(ToolcallFSMError):
 
     def __init__(self, message: str, *, event: int | None = None, rule: str | None = None) -> None:
         self.event = event
+        """The 1-based number of the wire event at fault, or None when it is not known."""
         self.rule = rule
+        """The spec rule (or decoder, or ``limits``) that the event broke."""
         self.detail = message
+        """The message without the event and rule around it."""
         where = f"event {event}: " if event is not None else ""
         why = f" (rule {rule})" if rule else ""
         super().__init__(f"{where}{message}{why}")

@@ -1,16 +1,27 @@
 """Policies (choices for cases the wire leaves ambiguous) and limits (bounds on memory and work).
 
-Policy names, choices and defaults come from specs/identity.toml; an unknown choice is refused.
+Policy names, choices and defaults come from specs/identity.toml; an unknown choice is refused. The
+``Literal`` types below spell the same choices for type checkers: tests/test_packaging.py fails if
+they and the spec ever disagree.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
 from fsm.errors import InvalidOption
 from fsm.spec import identity_spec
+
+IdenticalText = Literal["resend", "new-call"]
+"""Choices of policy ``identical_text``."""
+CumulativeArguments = Literal["detect", "off"]
+"""Choices of policy ``cumulative_arguments``."""
+IdRotation = Literal["continue", "new-call"]
+"""Choices of policy ``id_rotation``."""
+EmptyArguments = Literal["empty-object", "invalid"]
+"""Choices of policy ``empty_arguments``."""
 
 
 def _choice(name: str) -> Any:
@@ -25,10 +36,24 @@ def _choice(name: str) -> Any:
 
 @attrs.frozen(slots=True)
 class Policies:
-    identical_text: str = _choice("identical_text")
-    cumulative_arguments: str = _choice("cumulative_arguments")
-    id_rotation: str = _choice("id_rotation")
-    empty_arguments: str = _choice("empty_arguments")
+    """The named choices for wire cases that have two honest readings (specs/identity.toml, "policies").
+
+    Every field is keyword-only and defaults to the spec's default; a choice the spec does not list
+    raises :class:`fsm.errors.InvalidOption` (also a ``ValueError``). Pass an instance as ``Reassembler(policies=...)``.
+    """
+
+    identical_text: IdenticalText = _choice("identical_text")  # noqa: RUF009  (an attrs field, read once)
+    """The same name and argument text again with no id to tell them apart: ``"resend"`` (default,
+    one call) or ``"new-call"`` (a second call)."""
+    cumulative_arguments: CumulativeArguments = _choice("cumulative_arguments")  # noqa: RUF009  (an attrs field, read once)
+    """A fragment that begins with all the text the call holds: ``"detect"`` (default: append only the
+    new tail, diagnostic ``cumulative-arguments``) or ``"off"`` (append it all)."""
+    id_rotation: IdRotation = _choice("id_rotation")  # noqa: RUF009  (an attrs field, read once)
+    """A fresh id with no name on text for an unfinished call at the same index: ``"continue"``
+    (default: the same call, diagnostic ``id-changed``) or ``"new-call"``."""
+    empty_arguments: EmptyArguments = _choice("empty_arguments")  # noqa: RUF009  (an attrs field, read once)
+    """A call that finished normally without argument text: ``"empty-object"`` (default: arguments
+    ``{}``) or ``"invalid"`` (status invalid)."""
 
 
 MAX_DEPTH_CAP = 512
@@ -54,8 +79,10 @@ def _depth(_: object, attribute: attrs.Attribute[int], value: int) -> None:
 
 @attrs.frozen(slots=True, kw_only=True)
 class Limits:
-    """Bounds on memory and work for one stream. Exceeding one raises :class:`~fsm.errors.LimitExceeded`
-    naming the event (in lax mode too), except ``max_diagnostics_per_code``, which only stops storing."""
+    """Bounds on what one stream may make the engine hold. Exceeding one raises
+    :class:`fsm.LimitExceeded` naming the wire event (in lax mode too), except
+    ``max_diagnostics_per_code``, which only stops storing; every limit must be an int of at least 1
+    (else :class:`fsm.errors.InvalidOption`, also a ``ValueError``)."""
 
     max_calls: int = attrs.field(default=512, validator=_positive)
     """Calls (slots) in one stream."""

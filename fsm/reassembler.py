@@ -39,12 +39,22 @@ from fsm.events import (
     StreamEnd,
 )
 from fsm.options import Limits, Policies
-from fsm.results import Output, Result
+from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.framing import BOM, DONE, Fault, Framer, Payload, detect_framing, make_framer
 
 
 class Reassembler:
+    """One stream's tool calls, reassembled: feed it the stream in order, then ``close()`` it.
+
+    ``provider`` names the wire (``openai-chat``, ``openai-responses``, ``anthropic``, ``gemini``,
+    ``ollama``, ``bedrock``, ``cohere``) or is ``"auto"``: detected from the first event (and, for
+    bytes, the framing from the first bytes). ``strict=True`` raises :class:`fsm.RemoteProtocolError`
+    at the first diagnostic of severity ``violation``. ``policies`` chooses the readings of ambiguous
+    wire cases, ``limits`` bounds memory and work, ``taken`` lists ids used by earlier turns of the
+    conversation, which new calls must not reuse. One instance per stream; not thread-safe.
+    """
+
     def __init__(
         self,
         provider: str = "auto",
@@ -61,10 +71,15 @@ class Reassembler:
         if not isinstance(provider, str):
             raise InvalidInput(f"provider must be a str, not {type(provider).__name__}")
         self.provider = provider
+        """The provider as named at construction (``"auto"`` until the result names the detected one)."""
         self.strict = strict
+        """Whether violations raise (see the module's docstring for what lax mode does instead)."""
         self.limits = limits or Limits()
+        """The limits in force."""
         self.ledger = Ledger(policies or Policies(), strict=strict, limits=self.limits)
+        """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
         self.registry = Registry(self.ledger, self.limits, taken)
+        """Internal: the slot registry that decides which call each event belongs to."""
         self._decoder: Decoder | None = None if provider == "auto" else make_decoder(provider)
         self._framer: Framer | None = None
         self._head = b""  # the first bytes, while they do not tell the framing yet (never whitespace)
@@ -161,7 +176,8 @@ class Reassembler:
         return self._head_work + (self._framer.work if self._framer is not None else 0)
 
     @property
-    def diagnostics(self) -> list[Any]:
+    def diagnostics(self) -> list[Diagnostic]:
+        """The diagnostics so far, while the stream is still running."""
         return list(self.ledger.diagnostics)
 
     # -- internals ----------------------------------------------------------------------------------

@@ -9,53 +9,107 @@ import attrs
 
 
 class CallStatus(enum.Enum):
+    """How a call ended, as reported in :attr:`ToolCall.status`."""
+
     COMPLETE = "complete"
-    """The arguments closed and parsed strictly to a JSON object."""
+    """The arguments closed and parsed strictly to a JSON object (a freeform call: the provider
+    said its input is whole)."""
     INVALID = "invalid"
     """The provider finished the call but its text is not a JSON object; the raw text is kept."""
     TRUNCATED = "truncated"
-    """The stream stopped before the arguments completed; the raw text is kept."""
+    """The stream stopped before the arguments or input completed; the raw text is kept."""
+
+
+class Severity(enum.Enum):
+    """How much a diagnostic matters, as ``specs/identity.toml`` declares it for each code."""
+
+    INFO = "info"
+    """Normal for some providers (Gemini has no call ids, so each gets a synthesized one): nothing to act on."""
+    WARNING = "warning"
+    """The result is usable but not what the provider meant to send whole (a call cut short, no
+    finish reason): worth logging."""
+    VIOLATION = "violation"
+    """The stream broke the provider's own protocol; ``strict=True`` raises on it."""
 
 
 @attrs.frozen(slots=True)
 class ToolCall:
+    """One reassembled tool call, final: what the caller runs (or reports as broken)."""
+
     index: int
     """Position in the turn (0, 1, ...): unique, and the index used in re-emitted deltas."""
     id: str
     """Unique within the turn (and against ``taken`` ids): the wire id, renamed or synthesized."""
     wire_id: str | None
-    """The id the wire gave for this call, if any."""
+    """The id the wire gave for this call, if any (a Responses call's ``call_id``)."""
     name: str | None
+    """The tool's name; for a built-in tool item, the tool (``apply_patch``, ``shell``, ...). None
+    only if the wire never named the call (diagnostic ``missing-name``)."""
     arguments: Any
-    """The parsed arguments when status is complete, else None."""
-    arguments_json: str
-    """The raw argument text as assembled (``{}`` when policy empty_arguments supplied it)."""
+    """The parsed arguments when status is complete, else None; for a built-in tool item, its
+    ``operation`` or ``action`` object. None for a freeform call."""
+    arguments_json: str | None
+    """The raw argument text as assembled (``{}`` when policy empty_arguments supplied it); None
+    for a freeform call."""
     status: CallStatus
+    """complete (``arguments`` holds the parsed object), invalid or truncated (raw text only)."""
     thought_signature: str | None = None
     """The provider's signature for this call (Gemini), to send back with it when replaying."""
+    type: str = "function"
+    """What kind of call: ``function`` (JSON arguments), ``custom`` (freeform input), or the item
+    type of a built-in tool (``apply_patch_call``, ``shell_call``, ``local_shell_call``,
+    ``computer_call``; for server calls ``mcp_call``, ``web_search_call``, ...)."""
+    input: str | None = None
+    """A freeform call's input text, as assembled (raw when truncated); None for other calls."""
 
 
 @attrs.frozen(slots=True)
 class Diagnostic:
+    """Something the engine noticed about the stream, under a code declared in specs/identity.toml.
+
+    Check :attr:`severity` before alarming anyone: ``info`` codes are how some providers always
+    stream (Gemini's synthesized ids, a ``stop`` finish mapped to ``tool_calls``)."""
+
     event: int | None
     """1-based number of the wire event that caused it; None when it arose at the end."""
     code: str
+    """The diagnostic's code (the README and docs/identity.md list every code with its severity)."""
     message: str
+    """What happened, in words, for logs."""
+    severity: Severity = Severity.WARNING
+    """The spec's severity of ``code``; the engine always sets it."""
+
+    @property
+    def violation(self) -> bool:
+        """True when the stream broke its provider's protocol (what ``strict=True`` refuses)."""
+        return self.severity is Severity.VIOLATION
 
 
 @attrs.frozen(slots=True)
 class Result:
+    """What :meth:`fsm.Reassembler.close` returns: the turn's calls, its finish reason and diagnostics."""
+
     provider: str
+    """The provider whose wire was decoded (detected, or as named)."""
     finish_reason: str | None
+    """``tool_calls``, ``stop``, ``length``, ``content_filter``, ``error``, or None when the stream gave
+    none; ``stop`` with calls is reported as ``tool_calls`` (diagnostic ``finish-reason-mapped``)."""
     calls: tuple[ToolCall, ...]
+    """The calls for the client to run, in order of first appearance."""
     diagnostics: tuple[Diagnostic, ...]
+    """Everything noticed on the way, in the order it arose."""
     server_tool_calls: tuple[ToolCall, ...] = ()
     """Tools the provider ran itself (Anthropic ``server_tool_use``): not for the client to run."""
     suppressed_diagnostics: dict[str, int] = attrs.field(factory=dict, hash=False)
     """Per code, how many diagnostics were counted but not kept (past ``Limits.max_diagnostics_per_code``)."""
 
     def codes(self) -> list[str]:
+        """The diagnostics' codes, in order."""
         return [d.code for d in self.diagnostics]
+
+    def problems(self) -> tuple[Diagnostic, ...]:
+        """The diagnostics worth a look: every one above ``info`` severity."""
+        return tuple(d for d in self.diagnostics if d.severity is not Severity.INFO)
 
 
 @attrs.frozen(slots=True)
@@ -63,17 +117,26 @@ class CallOpened:
     """A new call was identified. Its id is final from here on."""
 
     index: int
+    """The call's position in the turn (as in :attr:`ToolCall.index`)."""
     id: str
+    """The call's final id (as in :attr:`ToolCall.id`)."""
     wire_id: str | None
+    """The id the wire gave, if any."""
     name: str | None
+    """The tool's name, if the wire gave it yet."""
+    type: str = attrs.field(default="function", kw_only=True)
+    """The call's type (see ToolCall.type): a freeform call's deltas are input text, not JSON."""
 
 
 @attrs.frozen(slots=True)
 class ArgumentsDelta:
-    """Append-safe argument text for call ``index``: it will never be retracted."""
+    """Append-safe argument text (a freeform call's input text) for call ``index``: it will never
+    be retracted."""
 
     index: int
+    """The call's position in the turn."""
     text: str
+    """Text to append to what earlier deltas for this index gave."""
 
 
 @attrs.frozen(slots=True)
@@ -81,6 +144,8 @@ class CallFinished:
     """The call is final (complete, invalid or truncated)."""
 
     call: ToolCall
+    """The call as it will appear in the result."""
 
 
 Output = CallOpened | ArgumentsDelta | CallFinished
+"""What :meth:`fsm.Reassembler.feed` returns a list of while the stream runs."""

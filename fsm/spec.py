@@ -47,6 +47,19 @@ class Named:
     reason: str
     terminal: bool = False
     prepare: str | None = None
+    kind: str | None = None
+    """For a state: the input kind whose calls pass through it (None: shared by every kind)."""
+
+
+@attrs.frozen
+class InputKind:
+    """How a call's input arrives and when it is whole: each kind starts in its own state."""
+
+    name: str
+    initial: str
+    reason: str
+    scanned: bool = True
+    """False: its states run no trigger ``prepare`` step (those feed the completeness scanner)."""
 
 
 @attrs.frozen
@@ -76,10 +89,20 @@ class MachineSpec:
     guards: tuple[Named, ...] = ()
     actions: tuple[Named, ...] = ()
     classes: dict[str, str] = attrs.field(factory=dict)
+    kinds: tuple[InputKind, ...] = ()
 
     @property
     def name(self) -> str:
         return self.machine.name
+
+    def initials(self) -> dict[str, str]:
+        """The initial state of each input kind (a spec without kinds has one, the machine's)."""
+        return {k.name: k.initial for k in self.kinds} or {"": self.machine.initial}
+
+    def prepared(self, state: str) -> bool:
+        """Do triggers fired from ``state`` run their prepare step?"""
+        kind = next((s.kind for s in self.states if s.name == state), None)
+        return all(k.scanned for k in self.kinds if k.name == kind)
 
     def state_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.states)
@@ -110,12 +133,47 @@ class Policy:
     reason: str
 
 
+SEVERITIES = ("info", "warning", "violation")
+"""A diagnostic's severity, mildest first (fsm.results.Severity holds the same values)."""
+
+
 @attrs.frozen
 class DiagnosticSpec:
     code: str
     rule: str
-    violation: bool
+    severity: str
+    """One of :data:`SEVERITIES`."""
     reason: str
+
+    @property
+    def violation(self) -> bool:
+        """The stream broke its protocol: strict mode raises on it."""
+        return self.severity == "violation"
+
+
+@attrs.frozen
+class FlowStep:
+    """One step of the registry's decision for an event: a question (``ask``, ``yes``, ``no``) or an
+    action (``does``, then ``next``, or nothing at the end of the flow)."""
+
+    step: str
+    rules: tuple[str, ...] = ()
+    ask: str | None = None
+    does: str | None = None
+    yes: str | None = None
+    no: str | None = None
+    next: str | None = None
+    policy: str | None = None
+    diagnostics: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return self.ask or self.does or ""
+
+    def targets(self) -> list[tuple[str, str]]:
+        """(label, step) for each way on from here: ("yes", ...), ("no", ...) or ("", next)."""
+        found = [("yes", self.yes), ("no", self.no), ("", self.next)]
+        return [(label, target) for label, target in found if target is not None]
 
 
 @attrs.frozen
@@ -123,6 +181,7 @@ class IdentitySpec:
     rules: tuple[Rule, ...]
     policies: tuple[Policy, ...]
     diagnostics: tuple[DiagnosticSpec, ...]
+    flow: tuple[FlowStep, ...] = ()
 
     @functools.cached_property
     def diagnostic_by_code(self) -> dict[str, DiagnosticSpec]:
@@ -178,6 +237,16 @@ def validate_machine(spec: MachineSpec, path: Path) -> None:
     actions = _require_unique("action", [a.name for a in spec.actions], path)
     if spec.machine.initial not in states:
         raise SpecError(f"{path.name}: initial state {spec.machine.initial!r} is not declared")
+    kinds = _require_unique("input kind", [k.name for k in spec.kinds], path)
+    for kind in spec.kinds:
+        if kind.initial not in states:
+            raise SpecError(f"{path.name}: input kind {kind.name!r} starts in undeclared state {kind.initial!r}")
+    if spec.kinds and spec.machine.initial not in {k.initial for k in spec.kinds}:
+        raise SpecError(f"{path.name}: initial state {spec.machine.initial!r} is no input kind's initial state")
+    kind_of = {s.name: s.kind for s in spec.states}
+    for state in spec.states:
+        if state.kind is not None and state.kind not in kinds:
+            raise SpecError(f"{path.name}: state {state.name!r} has undeclared input kind {state.kind!r}")
     for trig in spec.triggers:
         if trig.prepare is not None and trig.prepare not in actions:
             raise SpecError(f"{path.name}: trigger {trig.name!r} prepares with undeclared action {trig.prepare!r}")
@@ -193,6 +262,10 @@ def validate_machine(spec: MachineSpec, path: Path) -> None:
                 raise SpecError(f"{where}: leaves terminal state {src!r}")
         if t.dest != SELF and t.dest not in states:
             raise SpecError(f"{where}: destination {t.dest!r} is not a declared state")
+        for src in t.source:
+            crossing = {kind_of[src], kind_of[t.destination(src)]} - {None}
+            if len(crossing) > 1:
+                raise SpecError(f"{where}: goes from input kind {kind_of[src]!r} to another kind")
         if t.trigger not in triggers:
             raise SpecError(f"{where}: trigger is not declared")
         for g in t.guards:
@@ -223,6 +296,54 @@ def validate_identity(spec: IdentitySpec, path: Path) -> None:
     for d in spec.diagnostics:
         if d.rule not in rules:
             raise SpecError(f"{path.name}: diagnostic {d.code!r} cites undeclared rule {d.rule!r}")
+        if d.severity not in SEVERITIES:
+            raise SpecError(f"{path.name}: diagnostic {d.code!r} severity {d.severity!r} is not one of {SEVERITIES}")
+    validate_flow(spec, path)
+
+
+def validate_flow(spec: IdentitySpec, path: Path) -> None:
+    """Every step is a question or an action, names only declared things, and is reachable from the
+    first; every rule, policy and diagnostic appears somewhere in the flow."""
+    if not spec.flow:
+        return
+    steps = _require_unique("flow step", [s.step for s in spec.flow], path)
+    codes = {d.code for d in spec.diagnostics}
+    rules = {r.name for r in spec.rules}
+    policies = {p.name for p in spec.policies}
+    for s in spec.flow:
+        where = f"{path.name}: flow step {s.step!r}"
+        if (s.ask is None) == (s.does is None):
+            raise SpecError(f"{where}: needs exactly one of ask or does")
+        if s.ask is not None and (s.yes is None or s.no is None or s.next is not None):
+            raise SpecError(f"{where}: a question needs yes and no, and no next")
+        if s.does is not None and (s.yes is not None or s.no is not None):
+            raise SpecError(f"{where}: an action goes on with next, not yes or no")
+        for _, target in s.targets():
+            if target not in steps:
+                raise SpecError(f"{where}: goes on to undeclared step {target!r}")
+        for name, declared, kind in (
+            *((r, rules, "rule") for r in s.rules),
+            *((d, codes, "diagnostic") for d in s.diagnostics),
+            *(((s.policy, policies, "policy"),) if s.policy else ()),
+        ):
+            if name not in declared:
+                raise SpecError(f"{where}: names undeclared {kind} {name!r}")
+    by_name = {s.step: s for s in spec.flow}
+    reached, todo = set(), [spec.flow[0].step]
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo += [target for _, target in by_name[name].targets()]
+    if steps - reached:
+        raise SpecError(f"{path.name}: flow steps never reached from {spec.flow[0].step!r}: {sorted(steps - reached)}")
+    for kind, declared, used in (
+        ("rules", rules, {r for s in spec.flow for r in s.rules}),
+        ("policies", policies, {s.policy for s in spec.flow if s.policy}),
+        ("diagnostics", codes, {d for s in spec.flow for d in s.diagnostics}),
+    ):
+        if declared - used:
+            raise SpecError(f"{path.name}: {kind} missing from the flow: {sorted(declared - used)}")
 
 
 def load_machine(path: Path) -> MachineSpec:

@@ -39,6 +39,8 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
         "arguments_json",
         "status",
         "thought_signature",
+        "type",
+        "input",
     ]
     assert data["calls"][0] == {
         "index": 0,
@@ -49,10 +51,12 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
         "arguments_json": '{"x": 1}',
         "status": "complete",
         "thought_signature": None,
+        "type": "function",
+        "input": None,
     }
 
 
-def test_diagnostics_have_event_code_message(tmp_path: Path) -> None:
+def test_diagnostics_have_event_code_message_severity(tmp_path: Path) -> None:
     path = tmp_path / "s.sse"
     path.write_bytes(sse([chunk(tc(name="f", args="{}"))]))
     data = json.loads(run_cli("replay", str(path))[1])
@@ -60,6 +64,7 @@ def test_diagnostics_have_event_code_message(tmp_path: Path) -> None:
         "event": 1,
         "code": "synthesized-id",
         "message": data["diagnostics"][0]["message"],
+        "severity": "info",
     }
 
 

@@ -38,7 +38,7 @@ def test_a_broken_rule_is_caught_and_written_as_a_vector(monkeypatch: pytest.Mon
 
     def always_append(self: Registry, ref: object, text: str, kind: str) -> object:
         _, chain = self._chain(ref, kind)  # type: ignore[arg-type]
-        if chain and kind == "fragment" and chain[-1].state == "complete":
+        if chain and kind == "fragment" and chain[-1].state == "value_closed":
             self.machine.fire(chain[-1], "append", " ")
             chain[-1]._buf += text.encode()  # appended behind the machine's back: the bug
             chain[-1]._text = None

@@ -114,13 +114,13 @@ def test_a_slot_whose_scans_wait_completes_and_splits_where_the_spec_says(
         for part in parts:
             rest = machine.fire(slot, "append", part)
             consumed += len(part) - len(rest)
-            if slot.state == "complete":
+            if slot.state == "value_closed":
                 break
     if closed_at is None:
-        assert slot.state != "complete"
+        assert slot.state != "value_closed"
         assert slot.between_tokens() == (state == "value")
     else:
-        assert slot.state == "complete"
+        assert slot.state == "value_closed"
         # Stored up to the close and any whitespace after it; the rest went back to the registry.
         assert consumed >= closed_at
         assert not text[closed_at:consumed].strip()
@@ -131,7 +131,7 @@ def test_a_waiting_scan_is_caught_up_before_a_bracket_is_read() -> None:
     assert machine.fire(slot, "append", '{"a": ') == ""
     assert machine.fire(slot, "append", '"x') == ""  # no bracket: its scan waits
     assert machine.fire(slot, "append", '}"}') == ""  # so this } is inside the string
-    assert slot.state == "complete"
+    assert slot.state == "value_closed"
     assert slot.text() == '{"a": "x}"}'
 
 
@@ -142,7 +142,7 @@ def test_catching_up_in_small_pieces_keeps_characters_whole() -> None:
         slot, machine = slot_for_scan_tests(), slot_machine()
         for part in ['{"a": ', '"\u00e9\u6771\U0001f642 \\', '" still a string', " x", '"', "}"]:
             assert machine.fire(slot, "append", part) == ""
-        assert slot.state == "complete"
+        assert slot.state == "value_closed"
         assert slot.text() == '{"a": "\u00e9\u6771\U0001f642 \\" still a string x"}'
 
 

@@ -104,8 +104,8 @@ def test_every_state_change_goes_through_the_transitions_machine(monkeypatch: py
     # every change of state was a machine trigger.
     assert seen == [
         ("opened", "append->accumulating"),
-        ("accumulating", "append->complete"),
-        ("complete", "end->flushed"),
+        ("accumulating", "append->value_closed"),
+        ("value_closed", "end->flushed"),
     ]
     assert r.close().calls[0].arguments == {"q": "x"}
 
@@ -177,3 +177,34 @@ def test_malformed_identity_spec_is_refused(tmp_path: Path) -> None:
 def test_missing_spec_file_is_a_spec_error(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="not found"):
         load_machine(tmp_path / "absent.toml")
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda s: s.replace('severity = "info"', 'severity = "meh"', 1), "severity 'meh' is not one of"),
+        (lambda s: s.replace('yes = "by-index"', 'yes = "nowhere"'), "goes on to undeclared step 'nowhere'"),
+        (lambda s: s.replace('no = "has-id"', 'no = "by-position"'), "never reached"),
+        (lambda s: s.replace('diagnostics = ["split-fragment"]\n', ""), "diagnostics missing from the flow"),
+        (lambda s: s.replace('policy = "id_rotation"\n', ""), "policies missing from the flow"),
+        (lambda s: s.replace('rules = ["positional-fallback"]', "rules = []"), "rules missing from the flow"),
+        (lambda s: s.replace('ask = "Does it carry an index?"', 'does = "Look"'), "goes on with next"),
+        (lambda s: s.replace('policy = "id_rotation"', 'policy = "whim"'), "undeclared policy 'whim'"),
+    ],
+)
+def test_malformed_identity_flow_or_severity_is_refused(tmp_path: Path, edit: object, message: str) -> None:
+    text = (SPEC_DIR / "identity.toml").read_text()
+    bad = tmp_path / "identity.toml"
+    changed = edit(text)  # type: ignore[operator]
+    assert changed != text
+    bad.write_text(changed)
+    with pytest.raises(SpecError, match=re.escape(message)):
+        load_identity(bad)
+
+
+def test_every_diagnostic_has_a_severity_and_normal_streams_read_as_info() -> None:
+    spec = identity_spec()
+    severity = {d.code: d.severity for d in spec.diagnostics}
+    # What every Gemini and Responses stream reports (no ids; stop with calls) is not a fault.
+    assert severity["synthesized-id"] == "info" and severity["finish-reason-mapped"] == "info"
+    assert {d.severity for d in spec.diagnostics} == {"info", "warning", "violation"}

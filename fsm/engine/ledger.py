@@ -13,7 +13,7 @@ from collections import Counter
 
 from fsm.errors import LimitExceeded, RemoteProtocolError, ToolcallFSMError
 from fsm.options import Limits, Policies
-from fsm.results import Diagnostic, Output
+from fsm.results import Diagnostic, Output, Severity
 from fsm.spec import identity_spec
 
 
@@ -55,7 +55,7 @@ class Ledger:
         if self.per_code[code] > self.max_per_code:
             self.suppressed[code] += 1
         else:
-            self.diagnostics.append(Diagnostic(self.event, code, message))
+            self.diagnostics.append(Diagnostic(self.event, code, message, Severity(spec.severity)))
         self.rules[spec.rule] += 1
         if self.strict and spec.violation:
             error = RemoteProtocolError(f"{code}: {message}", event=self.event, rule=spec.rule)

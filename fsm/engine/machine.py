@@ -29,6 +29,8 @@ from fsm.errors import SpecError, StateError
 from fsm.spec import SELF, MachineSpec, slot_spec
 
 _Candidate = tuple[Callable[..., bool] | None, str, Callable[..., Any] | None, str]
+_Prepare = Callable[[Any, str], tuple[str, str]]
+_NOTHING: tuple[None, tuple[_Candidate, ...]] = (None, ())
 
 
 def _all_of(guards: tuple[Callable[..., bool], ...]) -> Callable[..., bool] | None:
@@ -147,9 +149,9 @@ class SpecMachine:
             auto_transitions=False,
         )
         self.initial = spec.machine.initial
-        self.prepare: dict[str, Callable[[Any, str], tuple[str, str]]] = {
-            t.name: getattr(model, t.prepare) for t in spec.triggers if t.prepare
-        }
+        self.initials = spec.initials()
+        """The state a call of each input kind starts in."""
+        prepare: dict[str, _Prepare] = {t.name: getattr(model, t.prepare) for t in spec.triggers if t.prepare}
         # By trigger, then state: the transitions fire() tries, in declared order.
         self.candidates: dict[str, dict[str, tuple[_Candidate, ...]]] = {t.name: {} for t in spec.triggers}
         for src, t in spec.edges():
@@ -161,16 +163,27 @@ class SpecMachine:
             )
             by_state = self.candidates[t.trigger]
             by_state[src] = (*by_state.get(src, ()), entry)
+        # The prepare step rides with the state's candidates, so a state of an unscanned input kind
+        # skips it with no test of its own when a trigger fires.
+        self.table: dict[
+            str, dict[str, tuple[Callable[[Any, str], tuple[str, str]] | None, tuple[_Candidate, ...]]]
+        ] = {
+            trigger: {
+                state: (prepare.get(trigger) if spec.prepared(state) else None, cands)
+                for state, cands in by_state.items()
+            }
+            for trigger, by_state in self.candidates.items()
+        }
 
     def fire(self, slot: Any, trigger: str, text: str = "") -> str:
         """Run ``trigger`` on ``slot`` with ``text``; return any text the prepare step split off
         (the start of another value, for the registry to route)."""
         rest = ""
-        prepare = self.prepare.get(trigger)
+        state = slot.state
+        prepare, candidates = self.table[trigger].get(state, _NOTHING)
         if prepare is not None:
             text, rest = prepare(slot, text)
-        state = slot.state
-        for candidate in self.candidates[trigger].get(state, ()):
+        for candidate in candidates:
             check = candidate[0]
             if check is None or check(slot, text):
                 break

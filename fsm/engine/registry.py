@@ -21,7 +21,7 @@ from fsm.engine.ids import IdAllocator
 from fsm.engine.ledger import Ledger
 from fsm.engine.machine import slot_machine
 from fsm.engine.slot import Slot, text_digest
-from fsm.events import NORMAL_FINISHES, CallRef
+from fsm.events import FREEFORM_TYPES, NORMAL_FINISHES, CallRef
 from fsm.options import Limits
 from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus
 
@@ -235,7 +235,7 @@ class Registry:
 
     def _remember(self, slot: Slot) -> None:
         """Index a call under the complete text it now holds, in each lane it belongs to."""
-        if slot.state not in ("complete", "flushed") or slot.status is CallStatus.TRUNCATED:
+        if slot.state not in ("value_closed", "flushed") or slot.status is CallStatus.TRUNCATED:
             return
         key = slot.digest()
         if self._indexed.get(slot) is key:
@@ -282,8 +282,8 @@ class Registry:
         an opening bracket can legally follow the held text only inside a string or after ``:``, ``[``
         or ``,``; anywhere else, appending it verbatim could never be JSON."""
         held = slot.length
-        if not held or len(text) < held or self.ledger.policies.cumulative_arguments != "detect":
-            return False
+        if not held or len(text) < held or self.ledger.policies.cumulative_arguments != "detect" or slot.freeform:
+            return False  # freeform input may repeat itself: no way to tell a cumulative resend
         if not slot.between_tokens():
             return False
         if slot.last_significant() in (":", "[", ","):
@@ -297,7 +297,7 @@ class Registry:
         if slot is None:  # held as a possible next call's name: the text stays with the newest call
             _, chain = self._chain(ref, "fragment")
             slot = chain[-1] if chain else None
-        if slot is not None and slot.state in ("opened", "accumulating", "complete"):
+        if slot is not None and slot.state in ("opened", "accumulating", "value_closed", "receiving"):
             self.machine.fire(slot, "append", text)
         return slot
 
@@ -317,6 +317,8 @@ class Registry:
 
     @staticmethod
     def _same_text(slot: Slot, text: str) -> bool:
+        if slot.freeform:  # whitespace is input: only the very same text is a resend
+            return bool(text) and slot.length == len(text) and slot.text() == text
         # Length first (inside holds), so text offered to a long finished call costs O(1) unless
         # it is as long.
         stripped = text.strip()
@@ -346,14 +348,15 @@ class Registry:
         if ref.id is None:
             self.ledger.apply("synthesized-id")
             call_id = self._ids.synthesize(ordinal)
-            self.ledger.diagnose("synthesized-id", f"call {ordinal}: no id on the wire; given {call_id!r}")
+            self.ledger.diagnose("synthesized-id", f"call at index {ordinal}: no id on the wire; given {call_id!r}")
         else:
             call_id = self._ids.claim(ref.id)
             if call_id != ref.id:
                 self.ledger.apply("duplicate-id-renamed")
                 self.ledger.diagnose(
-                    "duplicate-id", f"call {ordinal}: id {ref.id!r} already in use; renamed {call_id!r}"
+                    "duplicate-id", f"call at index {ordinal}: id {ref.id!r} already in use; renamed {call_id!r}"
                 )
+        freeform = ref.type in FREEFORM_TYPES  # the input kind, decided once per call
         slot = Slot(
             ordinal=ordinal,
             lane=lane,
@@ -364,8 +367,10 @@ class Registry:
             ledger=self.ledger,
             max_chars=self.limits.max_argument_chars,
             max_depth=self.limits.max_depth,
-            initial=self.machine.initial,
+            initial=self.machine.initials["text" if freeform else "json"],
             server=ref.server,
+            call_type=ref.type,
+            freeform=freeform,
         )
         self._pending_name.pop(lane, None)
         self.slots.append(slot)
@@ -379,7 +384,7 @@ class Registry:
         if ref.id is not None:
             self._by_wire_id.setdefault(ref.id, []).append(slot)
         if not slot.server:
-            self.ledger.emit(CallOpened(ordinal, call_id, ref.id, slot.name))
+            self.ledger.emit(CallOpened(ordinal, call_id, ref.id, slot.name, type=ref.type))
         return slot
 
     def _finish(self, slot: Slot, trigger: str) -> None:

@@ -40,6 +40,7 @@ class Slot:
         "_text",
         "_unscanned",
         "arguments",
+        "freeform",
         "id",
         "index",
         "lane",
@@ -53,6 +54,7 @@ class Slot:
         "signature",
         "state",
         "status",
+        "type",
         "wire_id",
     )
 
@@ -70,6 +72,8 @@ class Slot:
         max_depth: int,
         initial: str,
         server: bool = False,
+        call_type: str = "function",
+        freeform: bool = False,
     ) -> None:
         self.state = initial
         self.ordinal = ordinal
@@ -96,6 +100,9 @@ class Slot:
         self._call: ToolCall | None = None
         self.server = server
         self.signature: str | None = None
+        self.type = call_type
+        self.freeform = freeform
+        """Its input is freeform text (the spec's ``text`` kind): no scanner, no JSON."""
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -143,7 +150,7 @@ class Slot:
     @property
     def unfinished(self) -> bool:
         state = self.state
-        return state == "accumulating" or state == "opened"
+        return state == "accumulating" or state == "opened" or state == "receiving"
 
     @property
     def finished(self) -> bool:
@@ -162,14 +169,17 @@ class Slot:
             and call.thought_signature == self.signature
         ):
             return call
+        held = self.text()
         self._call = call = ToolCall(
             index=self.ordinal,
             id=self.id,
             wire_id=self.wire_id,
+            type=self.type,
             name=self.name,
             arguments=self.arguments,
-            arguments_json=self.text(),
+            arguments_json=None if self.freeform else held,
             status=self.status,
+            input=held if self.freeform else None,
             thought_signature=self.signature,
         )
         return call
@@ -323,6 +333,10 @@ class Slot:
         self._digest = None
         self._length = 2
         self.arguments = {}
+        self.status = CallStatus.COMPLETE
+
+    @action
+    def accept_text(self, text: str) -> None:
         self.status = CallStatus.COMPLETE
 
     @action

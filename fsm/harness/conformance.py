@@ -72,8 +72,13 @@ class Coverage:
 # -- running vectors on this engine ---------------------------------------------------------------
 
 
+def _policies(vector: Vector) -> Policies:
+    # The vector's choices were checked against the spec's when it was loaded.
+    return Policies(**vector.policies)  # type: ignore[arg-type]
+
+
 def replay(vector: Vector) -> tuple[Result, Reassembler]:
-    r = Reassembler(vector.shape, policies=Policies(**vector.policies))
+    r = Reassembler(vector.shape, policies=_policies(vector))
     try:
         if vector.body is not None:
             r.feed_bytes(vector.body.encode("utf-8"))
@@ -101,7 +106,7 @@ def compare_calls(
     what: str,
     got: Iterable[ToolCall | dict[str, Any]],
     want: list[ExpectedCall],
-    optional: tuple[str, ...] = ("id", "arguments_json", "thought_signature"),
+    optional: tuple[str, ...] = ("id", "type", "input", "arguments_json", "thought_signature"),
 ) -> list[str]:
     rows = [c if isinstance(c, dict) else _call_json(c) for c in got]
     if len(rows) != len(want):
@@ -117,7 +122,8 @@ def compare_calls(
         for field in optional:
             if getattr(exp, field) is not None:
                 checks.append((field, have.get(field), getattr(exp, field)))
-        problems += [f"{what}[{n}].{f}: {h!r}, expected {w!r}" for f, h, w in checks if not json_equal(h, w)]
+        # Numbered from 1, like events: "calls 1.name" is the first call's name.
+        problems += [f"{what} {n + 1}.{f}: {h!r}, expected {w!r}" for f, h, w in checks if not json_equal(h, w)]
     return problems
 
 
@@ -135,10 +141,12 @@ def json_equal(have: Any, want: Any) -> bool:
 def _call_json(call: ToolCall) -> dict[str, Any]:
     return {
         "id": call.id,
+        "type": call.type,
         "name": call.name,
         "arguments": call.arguments,
         "arguments_json": call.arguments_json,
         "status": call.status.value,
+        "input": call.input,
         "thought_signature": call.thought_signature,
     }
 
@@ -158,9 +166,10 @@ def run_vectors(vectors: list[Vector]) -> tuple[list[Outcome], Coverage]:
         coverage.rules.update({rule: n for rule, n in r.ledger.rules.items() if n})
         coverage.diagnostics.update(result.codes())
         coverage.shapes.add(vector.shape)
-        coverage.policies |= set(attrs.asdict(Policies(**vector.policies)).items())
+        coverage.policies |= set(attrs.asdict(_policies(vector)).items())
         for call in (*result.calls, *result.server_tool_calls):
-            coverage.scanner.update(scanner_edges(call.arguments_json))
+            if call.arguments_json is not None:  # freeform input is never scanned
+                coverage.scanner.update(scanner_edges(call.arguments_json))
     return outcomes, coverage
 
 

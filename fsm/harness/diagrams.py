@@ -9,6 +9,7 @@ diagnostics they raise. Output is deterministic: spec order, no timestamps.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import subprocess
@@ -17,11 +18,36 @@ from pathlib import Path
 
 import attrs
 
-from fsm.spec import DiagnosticSpec, IdentitySpec, MachineSpec, history_spec, identity_spec, scanner_spec, slot_spec
+from fsm.harness.identity_flow import (
+    SEVERITY_MARK,
+    diagnostics_table,
+    identity_dot,
+    identity_mermaid,
+    identity_page,
+)
+from fsm.harness.markup import REGENERATE, dot, md, mermaid_text, node_id
+from fsm.spec import MachineSpec, history_spec, identity_spec, scanner_spec, slot_spec
 
-REGENERATE = "python tools/diagram.py"
+__all__ = [  # the identity pictures are rendered in identity_flow; generate() writes them with the rest
+    "REGENERATE",
+    "SEVERITY_MARK",
+    "diagnostics_table",
+    "generate",
+    "identity_dot",
+    "identity_mermaid",
+    "identity_page",
+    "machine_dot",
+    "machine_mermaid",
+    "machine_page",
+    "node_id",
+    "outputs",
+    "readme_with_diagram",
+]
+
 README_START = "<!-- generated: slot diagram (tools/diagram.py) -->"
 README_END = "<!-- end of generated slot diagram -->"
+README_CODES_START = "<!-- generated: diagnostic codes (tools/diagram.py) -->"
+README_CODES_END = "<!-- end of generated diagnostic codes -->"
 
 
 @attrs.frozen
@@ -63,27 +89,54 @@ def merged(spec: MachineSpec) -> list[tuple[str, str, list[Edge]]]:
     return [(src, dst, group) for (src, dst), group in groups.items()]
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def _dot(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def _mermaid_text(text: str) -> str:
-    # Mermaid labels: keep to characters its grammar treats as plain text.
-    return text.replace('"', "'").replace(";", ",").replace("#", "")
-
-
 # -- state machines ----------------------------------------------------------------------------------
 
 
+NBSP = "\u00a0"
+SELF_LOOP = "↻"
+"""Marks, inside a state's box, a transition that stays in that state."""
+
+
+def mermaid_lines(group: list[Edge], *, action_below: bool = True) -> list[str]:
+    """One label line per (guard, action), naming every trigger that shares it: short enough that
+    GitHub's Mermaid lays the labels out without overlaps."""
+    shared: dict[tuple[str, str], list[str]] = {}
+    for e in group:
+        shared.setdefault((e.guard, e.action), []).append(e.trigger)
+    lines = []
+    for (guard, action), triggers in shared.items():
+        text = ", ".join(dict.fromkeys(triggers))
+        text += f" [{guard}]" if guard else ""
+        # The action on a line of its own keeps labels narrow, so neighbouring edges' labels do not meet.
+        below = "<br/>" if action_below else " "
+        lines.append(mermaid_text(text) + (f"{below}/ {mermaid_text(action)}" if action else ""))
+    return lines
+
+
 def machine_mermaid(spec: MachineSpec) -> str:
-    lines = ["stateDiagram-v2", "    direction LR", f"    [*] --> {spec.machine.initial}"]
+    """A top-to-bottom state diagram. Self-loops are listed inside their state's box (marked
+    ``↻``) rather than drawn: Mermaid stacks loop labels on the neighbouring edges' labels."""
+    lines = ["stateDiagram-v2", "    direction TB"]
     lines += [
-        f"    {src} --> {dst} : {'<br/>'.join(_mermaid_text(e.label) for e in group)}"
-        for src, dst, group in merged(spec)
+        f"    [*] --> {state}" + (f" : {kind}{NBSP}input" if kind else "") for kind, state in spec.initials().items()
+    ]
+    groups = merged(spec)
+    for state in spec.states:
+        loops = [
+            line
+            for src, dst, group in groups
+            if src == dst == state.name
+            for line in mermaid_lines(group, action_below=False)
+        ]
+        if loops:
+            lines.append(f"    {state.name} : {state.name}")
+            lines += [f"    {state.name} : {SELF_LOOP} {line}" for line in loops]
+    # Non-breaking spaces: Mermaid sizes an edge label before the browser wraps it, and a label
+    # wrapped after sizing spills onto its neighbour's.
+    lines += [
+        f"    {src} --> {dst} : {'<br/>'.join(line.replace(' ', NBSP) for line in mermaid_lines(group))}"
+        for src, dst, group in groups
+        if src != dst
     ]
     terminal = [s.name for s in spec.states if s.terminal]
     lines += [f"    {name} --> [*]" for name in terminal]
@@ -96,25 +149,38 @@ def machine_dot(spec: MachineSpec) -> str:
     lines = [
         f"digraph {spec.name} {{",
         "    rankdir=LR;",
-        f'    tooltip="{_dot(spec.machine.reason)}";',
+        f'    tooltip="{dot(spec.machine.reason)}";',
         '    node [shape=box, style="rounded,filled", fillcolor="#ffffff", fontname="Helvetica", fontsize=12];',
         '    edge [fontname="Helvetica", fontsize=10];',
-        '    "__start" [shape=point, width=0.15, label=""];',
     ]
+    starts = [(f"__start_{kind}" if kind else "__start", state, kind) for kind, state in spec.initials().items()]
+    lines += [f'    "{start}" [shape=point, width=0.15, label=""];' for start, _, _ in starts]
     for state in spec.states:
         extra = ', peripheries=2, fillcolor="#eeeeff"' if state.terminal else ""
-        lines.append(f'    "{state.name}" [tooltip="{_dot(state.reason)}"{extra}];')
-    lines.append(f'    "__start" -> "{spec.machine.initial}";')
+        lines.append(f'    "{state.name}" [tooltip="{dot(state.reason)}"{extra}];')
+    lines += [
+        f'    "{start}" -> "{state}"' + (f' [label="{kind} input"]' if kind else "") + ";"
+        for start, state, kind in starts
+    ]
     for src, dst, group in merged(spec):
-        label = "\\n".join(_dot(e.label) for e in group)
-        tooltip = " | ".join(_dot(e.reason) for e in group)
+        label = "\\n".join(dot(e.label) for e in group)
+        tooltip = " | ".join(dot(e.reason) for e in group)
         lines.append(f'    "{src}" -> "{dst}" [label="{label}", tooltip="{tooltip}"];')
     lines.append("}")
     return "\n".join(lines) + "\n"
 
 
+def _kinds_table(spec: MachineSpec) -> list[str]:
+    if not spec.kinds:
+        return []
+    states = {k.name: ", ".join(f"`{s.name}`" for s in spec.states if s.kind == k.name) for k in spec.kinds}
+    rows = [f"| `{k.name}` | {states[k.name]} | {'yes' if k.scanned else 'no'} | {md(k.reason)} |" for k in spec.kinds]
+    head = ["## Input kinds", "", "A call starts in its kind's first state; the others are shared.", ""]
+    return [*head, "| kind | states | scanned | reason |", "|---|---|---|---|", *rows, ""]
+
+
 def _named_table(title: str, items: Iterable[tuple[str, str]]) -> list[str]:
-    rows = [f"| `{name}` | {_md(reason)} |" for name, reason in items]
+    rows = [f"| `{name}` | {md(reason)} |" for name, reason in items]
     if not rows:
         return []
     return [f"## {title}", "", f"| {title[:-1].lower()} | reason |", "|---|---|", *rows, ""]
@@ -138,13 +204,17 @@ def machine_page(spec: MachineSpec, source: str) -> str:
         machine_mermaid(spec).rstrip(),
         "```",
         "",
+        f"An edge is labelled `trigger [guard] / action`; `{SELF_LOOP}` inside a state lists the transitions that stay",
+        "in it. Terminal states are shaded.",
+        "",
         f"Graphviz rendering: [{spec.name}.svg](diagrams/{spec.name}.svg) (hover a state or edge for its reason).",
         "",
+        *_kinds_table(spec),
         "## States",
         "",
         "| state | terminal | reason |",
         "|---|---|---|",
-        *[f"| `{s.name}` | {'yes' if s.terminal else ''} | {_md(s.reason)} |" for s in spec.states],
+        *[f"| `{s.name}` | {'yes' if s.terminal else ''} | {md(s.reason)} |" for s in spec.states],
         "",
         "## Transitions",
         "",
@@ -154,7 +224,7 @@ def machine_page(spec: MachineSpec, source: str) -> str:
         "|---|---|---|---|---|---|",
         *[
             f"| `{e.source}` | `{e.trigger}` | {f'`{e.guard}`' if e.guard else ''} | `{e.dest}` | "
-            f"{f'`{e.action}`' if e.action else ''} | {_md(e.reason)} |"
+            f"{f'`{e.action}`' if e.action else ''} | {md(e.reason)} |"
             for e in edges(spec)
         ],
         "",
@@ -170,142 +240,14 @@ def machine_page(spec: MachineSpec, source: str) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-# -- identity rules --------------------------------------------------------------------------------------
-
-
-def _node(prefix: str, name: str) -> str:
-    return prefix + re.sub(r"[^A-Za-z0-9]", "_", name)
-
-
-def _diagnostics_by_rule(spec: IdentitySpec) -> dict[str, list[DiagnosticSpec]]:
-    by_rule: dict[str, list[DiagnosticSpec]] = {}
-    for diag in spec.diagnostics:
-        by_rule.setdefault(diag.rule, []).append(diag)
-    return by_rule
-
-
-def identity_mermaid(spec: IdentitySpec) -> str:
-    rules = sorted(spec.rules, key=lambda r: r.order)
-    by_rule = _diagnostics_by_rule(spec)
-    lines = ["flowchart TD", '    event(["wire event"])']
-    previous = "event"
-    for rule in rules:
-        node = _node("R_", rule.name)
-        lines.append(f'    {node}["{rule.order}. {rule.name}"]')
-        lines.append(f"    {previous} --> {node}")
-        previous = node
-    for policy in spec.policies:
-        node = _node("P_", policy.name)
-        lines.append(f'    {node}[/"policy {policy.name} = {policy.default}"/]')
-        lines.append(f"    {node} -. tunes .-> {_node('R_', policy.rule)}")
-    for rule in rules:
-        diags = by_rule.get(rule.name)
-        if diags:
-            node = _node("D_", rule.name)
-            codes = "<br/>".join(f"{d.code}{' !' if d.violation else ''}" for d in diags)
-            lines.append(f'    {node}{{{{"{codes}"}}}}')
-            lines.append(f"    {_node('R_', rule.name)} -. reports .-> {node}")
-    lines += ["    classDef policy fill:#ffd", "    classDef diagnostics fill:#fee,stroke:#b00"]
-    lines.append(f"    class {','.join(_node('P_', p.name) for p in spec.policies)} policy")
-    lines.append(f"    class {','.join(_node('D_', r) for r in by_rule)} diagnostics")
-    return "\n".join(lines) + "\n"
-
-
-def identity_dot(spec: IdentitySpec) -> str:
-    rules = sorted(spec.rules, key=lambda r: r.order)
-    by_rule = _diagnostics_by_rule(spec)
-    lines = [
-        "digraph identity {",
-        "    rankdir=TB;",
-        "    nodesep=0.3; ranksep=0.25;",
-        '    node [fontname="Helvetica", fontsize=11];',
-        '    edge [fontname="Helvetica", fontsize=9];',
-        '    "event" [shape=oval, label="wire event"];',
-    ]
-    previous = "event"
-    for rule in rules:
-        node = _node("R_", rule.name)
-        label = f"{rule.order}. {rule.name}"
-        lines.append(
-            f'    "{node}" [shape=box, style=rounded, width=3, label="{label}", tooltip="{_dot(rule.reason)}"];'
-        )
-        lines.append(f'    "{previous}" -> "{node}" [weight=20];')
-        previous = node
-        row = [node]
-        for policy in (p for p in spec.policies if p.rule == rule.name):
-            pnode = _node("P_", policy.name)
-            plabel = f"policy {policy.name} = {policy.default}"
-            lines.append(
-                f'    "{pnode}" [shape=parallelogram, style=filled, fillcolor="#ffffdd", '
-                f'label="{plabel}", tooltip="{_dot(policy.reason)}"];'
-            )
-            lines.append(f'    "{pnode}" -> "{node}" [style=dashed, label="tunes"];')
-            row.insert(0, pnode)
-        diags = by_rule.get(rule.name)
-        if diags:
-            dnode = _node("D_", rule.name)
-            colour = {True: "#bb0000", False: "#444444"}
-            cells = "".join(
-                f'<TR><TD ALIGN="LEFT"><FONT COLOR="{colour[d.violation]}">{d.code}</FONT></TD></TR>' for d in diags
-            )
-            lines.append(
-                f'    "{dnode}" [shape=note, fontsize=10, label=<<TABLE BORDER="0" CELLSPACING="0">{cells}</TABLE>>];'
-            )
-            lines.append(f'    "{node}" -> "{dnode}" [style=dotted, arrowhead=none];')
-            row.append(dnode)
-        lines.append(f"    {{ rank=same; {'; '.join(chr(34) + n + chr(34) for n in row)}; }}")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-def identity_page(spec: IdentitySpec) -> str:
-    rules = sorted(spec.rules, key=lambda r: r.order)
-    out = [
-        "# The slot registry's identity rules",
-        "",
-        f"<!-- Generated from specs/identity.toml by `{REGENERATE}`. Do not edit: change the spec and regenerate. -->",
-        "",
-        "The registry consults the rules in order for every event; policies tune the cases the wire leaves",
-        "ambiguous; each diagnostic is raised under one rule (red in the SVG, `!` in the Mermaid diagram:",
-        "a protocol violation, which `--strict` refuses).",
-        "",
-        "```mermaid",
-        identity_mermaid(spec).rstrip(),
-        "```",
-        "",
-        "Graphviz rendering: [identity.svg](diagrams/identity.svg) (hover a node for its reason).",
-        "",
-        "## Rules",
-        "",
-        "| order | rule | reason |",
-        "|---|---|---|",
-        *[f"| {r.order} | `{r.name}` | {_md(r.reason)} |" for r in rules],
-        "",
-        "## Policies",
-        "",
-        "| policy | tunes rule | default | choices | reason |",
-        "|---|---|---|---|---|",
-        *[
-            f"| `{p.name}` | `{p.rule}` | `{p.default}` | {', '.join(f'`{c}`' for c in p.choices)} | {_md(p.reason)} |"
-            for p in spec.policies
-        ],
-        "",
-        "## Diagnostics",
-        "",
-        "| code | rule | violation | reason |",
-        "|---|---|---|---|",
-        *[f"| `{d.code}` | `{d.rule}` | {'yes' if d.violation else ''} | {_md(d.reason)} |" for d in spec.diagnostics],
-        "",
-    ]
-    return "\n".join(out).rstrip() + "\n"
-
-
 def index_page() -> str:
     return (
         "# Diagrams\n\n"
         f"<!-- Generated by `{REGENERATE}`. -->\n\n"
-        "Every page here is generated from `specs/`: change a spec, run "
+        "Every page here but one is generated from `specs/`: change a spec, run "
         f"`{REGENERATE}`, and commit the result with it (CI fails otherwise).\n\n"
+        "- [Architecture](architecture.md), written by hand: the layers of `fsm/`, one chunk's path "
+        "through them, and where a change goes.\n"
         "- [The slot machine](slot.md): one tool call's life, from `specs/slot.toml`.\n"
         "- [The argument-completeness scanner](scanner.md): from `specs/scanner.toml`.\n"
         "- [The identity rules](identity.md): the registry's rules, policies and diagnostics, from "
@@ -316,6 +258,11 @@ def index_page() -> str:
 
 # -- files ---------------------------------------------------------------------------------------------------
 
+REPOSITORY = "https://github.com/toolcall-fsm/toolcall-fsm"
+"""The project's home (pyproject's project URLs); the README links through it so it reads the same
+on the package index as on the forge."""
+RAW = "https://raw.githubusercontent.com/toolcall-fsm/toolcall-fsm/main"
+
 
 def render_svg(dot_source: str) -> str:
     dot = shutil.which("dot")
@@ -325,49 +272,70 @@ def render_svg(dot_source: str) -> str:
     if proc.returncode != 0:
         raise RuntimeError(f"dot failed: {proc.stderr.strip()}")
     # Drop the version banner so a Graphviz patch release does not show up as a diff.
-    return re.sub(r"<!-- Generated by graphviz[^>]*-->\n", "", proc.stdout)
+    svg = re.sub(r"<!-- Generated by graphviz[^>]*-->\n", "", proc.stdout)
+    return svg.replace("<svg", svg_stamp(dot_source) + "\n<svg", 1)
 
 
-def outputs(svg: bool = True) -> dict[str, str]:
-    """Every generated file, relative to the project's root, and its content."""
-    slot, scanner, identity, hist = slot_spec(), scanner_spec(), identity_spec(), history_spec()
+def svg_stamp(dot_source: str) -> str:
+    """The comment an SVG carries naming the DOT text it was rendered from. The freshness check reads
+    it instead of comparing SVG bytes, which differ between Graphviz versions for the same DOT."""
+    return f"<!-- rendered from DOT sha256:{hashlib.sha256(dot_source.encode()).hexdigest()[:16]} -->"
+
+
+def outputs() -> dict[str, str]:
+    """Every generated text file (pages and DOT), relative to the project's root, and its content."""
     files = {
         "docs/README.md": index_page(),
-        "docs/slot.md": machine_page(slot, "specs/slot.toml"),
-        "docs/scanner.md": machine_page(scanner, "specs/scanner.toml"),
-        "docs/identity.md": identity_page(identity),
-        "docs/history.md": machine_page(hist, "specs/history.toml"),
+        "docs/slot.md": machine_page(slot_spec(), "specs/slot.toml"),
+        "docs/scanner.md": machine_page(scanner_spec(), "specs/scanner.toml"),
+        "docs/identity.md": identity_page(identity_spec()),
+        "docs/history.md": machine_page(history_spec(), "specs/history.toml"),
     }
-    dots = {
-        "slot": machine_dot(slot),
-        "scanner": machine_dot(scanner),
-        "identity": identity_dot(identity),
-        "history": machine_dot(hist),
-    }
-    for name, source in dots.items():
-        files[f"docs/diagrams/{name}.dot"] = source
-        if svg:
-            files[f"docs/diagrams/{name}.svg"] = render_svg(source)
+    files |= {f"docs/diagrams/{name}.dot": source for name, source in dot_sources().items()}
     return files
 
 
+def dot_sources() -> dict[str, str]:
+    return {
+        "slot": machine_dot(slot_spec()),
+        "scanner": machine_dot(scanner_spec()),
+        "identity": identity_dot(identity_spec()),
+        "history": machine_dot(history_spec()),
+    }
+
+
 def readme_with_diagram(readme: str) -> str:
-    """The README with its generated slot-diagram block refreshed (left alone if it has no block)."""
-    start, end = readme.find(README_START), readme.find(README_END)
+    """The README with its generated blocks refreshed (each left alone if the README lacks it): the
+    slot diagram and the table of diagnostic codes.
+
+    The README is also the package index's project page, which shows Mermaid as raw code and cannot
+    follow relative links: it shows the Graphviz SVG by absolute URL and links to docs/ the same way."""
+    slot = (
+        "![The slot machine: opened, accumulating, value_closed, then flushed or truncated]"
+        f"({RAW}/docs/diagrams/slot.svg)\n\n"
+        "The same machine in Mermaid, with its transition table: "
+        f"[docs/slot.md]({REPOSITORY}/blob/main/docs/slot.md).\n"
+    )
+    codes = "\n".join(diagnostics_table(identity_spec(), with_rule=False)) + "\n"
+    readme = _replace_block(readme, README_START, README_END, slot)
+    return _replace_block(readme, README_CODES_START, README_CODES_END, codes)
+
+
+def _replace_block(text: str, start_marker: str, end_marker: str, body: str) -> str:
+    start, end = text.find(start_marker), text.find(end_marker)
     if start < 0 or end < start:
-        return readme
-    block = f"{README_START}\n```mermaid\n{machine_mermaid(slot_spec()).rstrip()}\n```\n"
-    return readme[:start] + block + readme[end:]
+        return text
+    return text[:start] + start_marker + "\n" + body + text[end:]
 
 
-def generate(root: Path, *, check: bool) -> list[str]:
-    """Write (or, with ``check``, only compare) every generated file under ``root``.
-    Returns the files that were stale."""
+def generate(root: Path, *, check: bool, readme: bool = True) -> list[str]:
+    """Write (or, with ``check``, only compare) every generated file under ``root``; return the
+    files that were stale. Pages, DOT and the README block are compared as text; an SVG is stale
+    when it was not rendered from the current DOT (its stamp), so checking needs no Graphviz."""
     files = outputs()
-    readme = root / "README.md"
-    if readme.exists():
-        current = readme.read_text(encoding="utf-8")
-        files["README.md"] = readme_with_diagram(current)
+    readme_path = root / "README.md"
+    if readme and readme_path.exists():
+        files["README.md"] = readme_with_diagram(readme_path.read_text(encoding="utf-8"))
     stale = []
     for rel, content in files.items():
         path = root / rel
@@ -377,4 +345,12 @@ def generate(root: Path, *, check: bool) -> list[str]:
             if not check:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(content, encoding="utf-8")
+    for name, source in dot_sources().items():
+        path = root / "docs" / "diagrams" / f"{name}.svg"
+        if path.exists() and svg_stamp(source) in path.read_text(encoding="utf-8"):
+            continue
+        stale.append(f"docs/diagrams/{name}.svg")
+        if not check:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render_svg(source), encoding="utf-8")
     return stale

@@ -10,8 +10,8 @@ choices, and the expected result. It is language-neutral: any implementation can
                 "calls": [{"name": "search", "arguments": {"q": "A"}, "status": "complete", "id": "c1"}],
                 "diagnostics": ["resend"]}}
 
-In an expected call, ``id``, ``arguments_json`` and ``thought_signature`` are compared only when
-given; ``arguments`` is compared as a JSON value. ``diagnostics`` is the exact set of codes expected.
+In an expected call, ``id``, ``type``, ``input``, ``arguments_json`` and ``thought_signature`` are
+compared only when given; ``arguments`` is compared as a JSON value. ``diagnostics`` is the exact set of codes expected.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ class ExpectedCall:
     id: str | None = None
     arguments_json: str | None = None
     thought_signature: str | None = None
+    type: str | None = None
+    input: str | None = None
 
 
 @attrs.frozen

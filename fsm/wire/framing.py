@@ -11,7 +11,7 @@ a multi-byte character):
 * JSON array: ``[ {...}, {...} ]`` streamed element by element (Gemini without ``alt=sse``); element
   ends are found with the completeness scanner, so no element is parsed twice.
 * AWS event stream (Bedrock ``ConverseStream`` over HTTP): binary messages, unframed by botocore's
-  decoder (the optional ``bedrock`` extra) into ``{eventType: body}`` objects.
+  decoder (the optional ``bedrock`` extra) into ``{eventType: body}`` objects (fsm/wire/eventstream.py).
 
 A framer never raises: what it cannot use comes out as a :class:`Fault` in its place among the
 payloads, so the events before it (even in the same chunk) are still processed, and the reassembler
@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import codecs
 import enum
-import json
 import re
-from typing import Any, Final
+from typing import Final, Protocol
 
 import attrs
 
-from fsm.engine.scanner import Scanner, nesting_exceeds
+from fsm.engine.scanner import Scanner
 from fsm.errors import FramingError, LimitExceeded
 
 DONE: Final = "[DONE]"
@@ -317,81 +316,15 @@ class JSONArrayFramer:
         return self.feed(b"", final=True)
 
 
-_AWS_SMALLEST = 16  # a prelude (12 bytes) and the message CRC (4)
+class Framer(Protocol):
+    """What every framing offers the reassembler."""
 
+    work: int
+    cut: bool
 
-class AWSEventStreamFramer:
-    def __init__(self, max_bytes: int, max_depth: int = 256 + 32) -> None:
-        try:
-            from botocore.eventstream import EventStreamBuffer
-        except ImportError:
-            raise FramingError(
-                "a binary AWS event stream needs botocore: pip install 'toolcall-fsm[bedrock]'", event=1
-            ) from None
-        self._buffer: Any = EventStreamBuffer()
-        self._max = max_bytes
-        self._max_depth = max_depth
-        # Bytes of messages not yet whole. botocore's buffer re-joins and re-parses everything it
-        # holds on every add (quadratic over a long message in small reads), so it is only ever
-        # given whole messages, whose length the first four bytes tell.
-        self._held = bytearray()
-        self.cut = False
-        self.work = 0
-        """Bytes taken in and bytes handed to botocore: each once."""
+    def feed(self, data: bytes, final: bool = False) -> list[Payload]: ...
 
-    def feed(self, data: bytes, final: bool = False) -> list[Payload]:
-        from botocore.eventstream import ParserError
-
-        held = self._held
-        held += data
-        self.work += len(data)
-        out: list[Payload] = []
-        start = 0
-        while len(held) - start >= 4:
-            total = int.from_bytes(held[start : start + 4], "big")
-            if total > self._max:
-                out.append(_too_long("one message", self._max))
-                return out
-            if total < _AWS_SMALLEST:
-                out.append(Fault(f"not a valid AWS event stream message: {total} bytes long", skippable=False))
-                return out
-            if len(held) - start < total:
-                break
-            self._buffer.add_data(bytes(held[start : start + total]))
-            self.work += total
-            start += total
-            try:
-                for message in self._buffer:
-                    out.append(self._payload(message.headers, message.payload))
-            except ParserError as exc:
-                out.append(Fault(f"not a valid AWS event stream message: {exc}", skippable=False))
-                return out
-        del held[:start]
-        return out
-
-    def _payload(self, headers: dict[str, Any], payload: bytes) -> Payload:
-        kind = headers.get(":event-type") or headers.get(":exception-type") or "unknown"
-        text = _decode(payload or b"{}")
-        if isinstance(text, Fault):
-            return text
-        if nesting_exceeds(text, self._max_depth):
-            return Fault(f"{kind} payload nests deeper than {self._max_depth} levels", skippable=False, limit=True)
-        try:
-            body = json.loads(text)
-        except ValueError as exc:
-            return Fault(f"{kind} payload is not JSON: {exc}", skippable=True)
-        return json.dumps({kind: body})
-
-    def close(self) -> list[Payload]:
-        if self._held:
-            # A message cut short: passed on as text that is not JSON, so the reassembler reports
-            # the cut (cut-event) and truncates the calls it left open.
-            self.cut = True
-            return [f"<{len(self._held)} bytes of an unfinished event-stream message>"]
-        return []
-
-
-Framer = SSEFramer | NDJSONFramer | JSONArrayFramer | AWSEventStreamFramer
+    def close(self) -> list[Payload]: ...
 
 
 def make_framer(framing: Framing, max_bytes: int, max_depth: int = 256 + 32) -> Framer:
@@ -402,5 +335,7 @@ def make_framer(framing: Framing, max_bytes: int, max_depth: int = 256 + 32) -> 
     if framing is Framing.NDJSON:
         return NDJSONFramer(max_bytes)
     if framing is Framing.AWS_EVENTSTREAM:
+        from fsm.wire.eventstream import AWSEventStreamFramer  # it imports this module's Fault
+
         return AWSEventStreamFramer(max_bytes, max_depth)
     return JSONArrayFramer(max_bytes, max_depth)

@@ -37,8 +37,8 @@ def check(case: Case) -> list[str]:
     except Exception as exc:  # any exception on a legal stream is a finding
         return [f"raised {type(exc).__name__}: {exc}"]
     problems = []
-    got = [(c.name, c.arguments) for c in result.calls]
-    want = [(t.name, t.arguments) for t in case.truth]
+    got = [(c.name, c.type, c.arguments, c.input) for c in result.calls]
+    want = [(t.name, t.type, t.arguments, t.input) for t in case.truth]
     if got != want or any(
         not json_equal(c.arguments, t.arguments) for c, t in zip(result.calls, case.truth, strict=False)
     ):
@@ -60,8 +60,13 @@ def check(case: Case) -> list[str]:
     merged: dict[int, str] = {}
     for chunk in chunks:
         for entry in chunk["choices"][0]["delta"].get("tool_calls", []):
-            merged[entry["index"]] = merged.get(entry["index"], "") + entry["function"].get("arguments", "")
+            body = entry["custom"].get("input", "") if "custom" in entry else entry["function"].get("arguments", "")
+            merged[entry["index"]] = merged.get(entry["index"], "") + body
     for call in result.calls:
+        if call.input is not None:
+            if merged.get(call.index, "") != call.input:
+                problems.append(f"re-emitted deltas of call {call.index} do not concatenate to its input")
+            continue
         try:
             if not json_equal(json.loads(merged.get(call.index, "")), call.arguments):
                 problems.append(f"re-emitted deltas of call {call.index} do not concatenate to its arguments")

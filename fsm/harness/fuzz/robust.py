@@ -31,7 +31,7 @@ from fsm.errors import InvalidInput, RemoteProtocolError, ToolcallFSMError
 from fsm.harness.fuzz.shapes import CASES
 from fsm.options import Limits
 from fsm.reassembler import Reassembler
-from fsm.results import Result
+from fsm.results import Result, ToolCall
 
 TIGHT = Limits(max_calls=4, max_argument_chars=200, max_depth=6, max_event_bytes=2000)
 LIMITS = {
@@ -244,18 +244,23 @@ def _run(provider: str, pieces: list[Any], strict: bool, limits: Limits, as_byte
     except Exception as exc:
         return (), [f"close() after {error} raised {type(exc).__name__}: {exc}"]
     problems += _limits_hold(result, limits)
-    calls = tuple((c.index, c.id, c.name, c.status.value, c.arguments_json) for c in result.calls)
+    calls = tuple((c.index, c.id, c.name, c.status.value, _text(c)) for c in result.calls)
     diagnostics = tuple((d.event, d.code) for d in result.diagnostics)
     return (error, calls, diagnostics, tuple(sorted(result.suppressed_diagnostics.items()))), problems
+
+
+def _text(call: ToolCall) -> str:
+    """What a call holds: its argument text, or a custom tool's raw input."""
+    return call.arguments_json or call.input or ""
 
 
 def _limits_hold(result: Result, limits: Limits) -> list[str]:
     problems = []
     if len(result.calls) + len(result.server_tool_calls) > limits.max_calls:
         problems.append(f"{len(result.calls)} calls held past the limit of {limits.max_calls}")
-    if any(len(c.arguments_json) > limits.max_argument_chars for c in result.calls):
+    if any(len(_text(c)) > limits.max_argument_chars for c in result.calls):
         problems.append("arguments held past the size limit")
-    held = sum(len(c.arguments_json.encode("utf-8", "surrogatepass")) for c in result.calls)
+    held = sum(len(_text(c).encode("utf-8", "surrogatepass")) for c in result.calls)
     if held > limits.max_stream_argument_bytes:
         problems.append(f"{held} bytes of arguments held past the stream limit")
     kept = Counter(result.codes())

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as with_seed
+from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from fsm.harness.fuzz.invariants import check
 from fsm.harness.fuzz.robust import hostile_input, survive
@@ -27,15 +31,21 @@ class Report:
     problems: list[str] = attrs.field(factory=list)
 
 
-def fuzz(shape: str, mode: str, examples: int, seed: int | None) -> Report:
-    """Run ``examples`` generated streams; on failure, the shrunk case and its problems."""
+def fuzz(shape: str, mode: str, examples: int, seed: int | None, data_dir: Path | None = None) -> Report:
+    """Run ``examples`` generated streams; on failure, the shrunk case and its problems.
+
+    With ``data_dir``, everything hypothesis keeps (its caches, a seeded run's example database)
+    goes under it, not into the current folder."""
     report = Report(shape, mode)
     strategy = CASES[shape]() if mode == "property" else hostile_input(shape)
+    database: ExampleDatabase | None = None
+    if data_dir is not None and seed is not None:  # a derandomized run replays nothing: no database
+        database = DirectoryBasedExampleDatabase(str(data_dir / "examples"))
 
     @settings(
         max_examples=examples,
         deadline=None,
-        database=None,
+        database=database,
         derandomize=seed is None,
         suppress_health_check=list(HealthCheck),
         print_blob=False,
@@ -49,9 +59,23 @@ def fuzz(shape: str, mode: str, examples: int, seed: int | None) -> Report:
             raise AssertionError("; ".join(problems))
 
     runner = with_seed(seed)(property_holds) if seed is not None else property_holds
-    with contextlib.suppress(AssertionError):  # hypothesis re-ran the shrunk case last: report holds it
-        runner()
+    with _hypothesis_home(data_dir), contextlib.suppress(AssertionError):
+        runner()  # on failure hypothesis re-ran the shrunk case last: report holds it
     return report
+
+
+@contextlib.contextmanager
+def _hypothesis_home(data_dir: Path | None) -> Iterator[None]:
+    """Point hypothesis's storage (a process-wide setting) at ``data_dir`` for one run, then back."""
+    if data_dir is None:
+        yield
+        return
+    previous = storage_directory(intent_to_write=False).home_directory
+    set_hypothesis_home_dir(data_dir)
+    try:
+        yield
+    finally:
+        set_hypothesis_home_dir(previous)
 
 
 def sample_vectors(shape: str, count: int) -> list[Vector]:
@@ -67,13 +91,21 @@ def sample_vectors(shape: str, count: int) -> list[Vector]:
         cases.append(case)
 
     collect()
-    return [to_vector(case, f"fuzzed-{shape}-{n}") for n, case in enumerate(cases[:count])]
+    return [to_vector(case, f"fuzzed-{shape}-{n}") for n, case in enumerate(cases[:count], 1)]
 
 
 def to_vector(case: Case, name: str) -> Vector:
     """A failing property case as a conformance vector, expecting its ground truth."""
     calls = [
-        ExpectedCall(name=t.name, arguments=t.arguments, id=t.id, thought_signature=t.signature) for t in case.truth
+        ExpectedCall(
+            name=t.name,
+            arguments=t.arguments,
+            id=t.id,
+            thought_signature=t.signature,
+            type=None if t.type == "function" else t.type,
+            input=t.input,
+        )
+        for t in case.truth
     ]
     body = case.body.decode("utf-8") if case.body is not None else None
     return Vector(

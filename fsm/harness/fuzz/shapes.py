@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 from hypothesis import strategies as st
 
+from fsm.harness.fuzz.responses import responses_case
 from fsm.harness.fuzz.truth import (
     _IDENT,
     NAMES,
@@ -20,6 +20,8 @@ from fsm.harness.fuzz.truth import (
     _split,
     _truth,
     arguments,
+    first_appearance,
+    maybe_bytes,
 )
 
 # -- renderers, one per wire shape -------------------------------------------------------------------------
@@ -77,28 +79,9 @@ def openai_case(draw: st.DrawFn) -> Case:
         events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
     else:
         events[-1]["choices"][0]["finish_reason"] = "tool_calls"
-    order = _first_appearance(entries, queues)
+    order = first_appearance(entries, queues)
     truth = tuple(TrueCall(calls[k][0], calls[k][1], f"call_{k}x" if ids == "present" else None) for k in order)
-    return _maybe_bytes(draw, Case("openai-chat", truth, tuple(events)))
-
-
-def _first_appearance(entries: list[Any], queues: list[list[Any]]) -> list[int]:
-    owner = {id(op): k for k, q in enumerate(queues) for op in q}
-    seen: list[int] = []
-    for e in entries:
-        if owner[id(e)] not in seen:
-            seen.append(owner[id(e)])
-    return seen
-
-
-def _maybe_bytes(draw: st.DrawFn, case: Case) -> Case:
-    """Sometimes deliver the events as raw SSE bytes, cut into chunks anywhere."""
-    if not draw(st.booleans()):
-        return case
-    newline = draw(st.sampled_from(["\n", "\r\n"]))
-    body = "".join(f"data: {json.dumps(e, ensure_ascii=False)}{newline}{newline}" for e in case.events).encode()
-    cuts = tuple(sorted(draw(st.sets(st.integers(1, max(1, len(body) - 1)), max_size=20))))
-    return attrs.evolve(case, events=(), body=body, cuts=cuts)
+    return maybe_bytes(draw, Case("openai-chat", truth, tuple(events)))
 
 
 @st.composite
@@ -140,7 +123,7 @@ def gemini_case(draw: st.DrawFn) -> Case:
     else:
         events[-1]["candidates"][0]["finishReason"] = "STOP"
     truth = tuple(TrueCall(n, a, f"g{k}" if with_ids else None, signatures.get(k)) for k, (n, a) in enumerate(calls))
-    return _maybe_bytes(draw, Case("gemini", truth, tuple(events)))
+    return maybe_bytes(draw, Case("gemini", truth, tuple(events)))
 
 
 def _leaves(value: Any, path: str) -> list[tuple[str, Any]]:
@@ -239,53 +222,9 @@ def anthropic_case(draw: st.DrawFn) -> Case:
         events.append({"type": "content_block_stop", "index": index})
         index += 1
     events += [{"type": "message_delta", "delta": {"stop_reason": "tool_use"}}, {"type": "message_stop"}]
-    return _maybe_bytes(
+    return maybe_bytes(
         draw, Case("anthropic", tuple(TrueCall(n, a, f"toolu_{k}") for k, (n, a) in enumerate(calls)), tuple(events))
     )
-
-
-@st.composite
-def responses_case(draw: st.DrawFn) -> Case:
-    calls = _truth(draw)
-    offset = draw(st.integers(0, 1))
-    queues: list[list[dict[str, Any]]] = []
-    for k, (name, args) in enumerate(calls):
-        at, item = k + offset, f"fc_{k}"
-        text = _dumps(draw, args)
-        ops: list[dict[str, Any]] = [
-            {
-                "type": "response.output_item.added",
-                "output_index": at,
-                "item": {"type": "function_call", "id": item, "call_id": f"call_{k}", "name": name, "arguments": ""},
-            }
-        ]
-        if draw(st.booleans()):
-            ops += [
-                {"type": "response.function_call_arguments.delta", "output_index": at, "item_id": item, "delta": p}
-                for p in _split(draw, text)
-            ]
-            if draw(st.booleans()):
-                ops.append(
-                    {
-                        "type": "response.function_call_arguments.done",
-                        "output_index": at,
-                        "item_id": item,
-                        "arguments": text,
-                    }
-                )
-        ops.append(
-            {
-                "type": "response.output_item.done",
-                "output_index": at,
-                "item": {"type": "function_call", "id": item, "call_id": f"call_{k}", "name": name, "arguments": text},
-            }
-        )
-        queues.append(ops)
-    entries = _interleave(draw, queues, draw(st.booleans()))
-    events = [{"type": "response.created", "response": {}}, *entries, {"type": "response.completed", "response": {}}]
-    order = _first_appearance(entries, queues)
-    truth = tuple(TrueCall(calls[k][0], calls[k][1], f"call_{k}") for k in order)
-    return _maybe_bytes(draw, Case("openai-responses", truth, tuple(events)))
 
 
 @st.composite

@@ -13,9 +13,12 @@ from hypothesis import strategies as st
 @attrs.frozen
 class TrueCall:
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] | None
+    """None for a freeform call, whose truth is its ``input``."""
     id: str | None = None
     signature: str | None = None
+    type: str = "function"
+    input: str | None = None
 
 
 @attrs.frozen
@@ -45,6 +48,10 @@ _LEAF = (
     | _LARGE
 )
 _KEY = st.text(max_size=6) | _TRICKY
+FREEFORM = st.lists(_TEXT | st.sampled_from(["  ", "\n", "{}", "*** Begin Patch\n", "SELECT *"]), max_size=6).map(
+    "".join
+)
+"""Freeform input (a custom tool's): any text, often JSON-like or blank where JSON would close."""
 _IDENT = st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True)
 
 
@@ -96,3 +103,22 @@ def _interleave(draw: st.DrawFn, queues: list[list[Any]], allowed: bool) -> list
         out.append(queues[k][positions[k]])
         positions[k] += 1
     return out
+
+
+def first_appearance(entries: list[Any], queues: list[list[Any]]) -> list[int]:
+    owner = {id(op): k for k, q in enumerate(queues) for op in q}
+    seen: list[int] = []
+    for e in entries:
+        if owner[id(e)] not in seen:
+            seen.append(owner[id(e)])
+    return seen
+
+
+def maybe_bytes(draw: st.DrawFn, case: Case) -> Case:
+    """Sometimes deliver the events as raw SSE bytes, cut into chunks anywhere."""
+    if not draw(st.booleans()):
+        return case
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    body = "".join(f"data: {json.dumps(e, ensure_ascii=False)}{newline}{newline}" for e in case.events).encode()
+    cuts = tuple(sorted(draw(st.sets(st.integers(1, max(1, len(body) - 1)), max_size=20))))
+    return attrs.evolve(case, events=(), body=body, cuts=cuts)

@@ -1,22 +1,34 @@
 """OpenAI Responses API streaming.
 
-``response.output_item.added`` opens a ``function_call`` at its ``output_index`` with its ``call_id``
-(the id a result must answer) and name; ``response.function_call_arguments.delta`` appends text;
-``.done`` carries the final arguments and ``response.output_item.done`` the final item. Identity is
-the output index and ``call_id``: item ids may change between events, so they are only used to find
-the output index of a delta that lacks one. The final arguments are the provider's word: equal to
-the streamed text they change nothing; different, they replace it (``arguments-replaced``); with no
-deltas at all (LM Studio), they are the arguments.
+``response.output_item.added`` opens a call at its ``output_index``; ``.done`` of its input and
+``response.output_item.done`` close it. Identity is the output index and ``call_id`` (the id a
+result must answer; hosted tools have none, so their item id): item ids may change between events,
+so they are only used to find the output index of an input event that lacks one. Every kind of item
+that calls a tool is reassembled:
+
+* ``function_call``: JSON arguments streamed by ``response.function_call_arguments.delta``;
+* ``custom_tool_call``: freeform input streamed by ``response.custom_tool_call_input.delta``; its
+  ``.done`` is the provider's word that the input is whole, so it also ends the call;
+* ``apply_patch_call``, ``shell_call``, ``local_shell_call``, ``computer_call``: built-in tools the
+  client runs, whole items whose ``operation``/``action`` object is the arguments, final at
+  ``output_item.done`` (an item cut before it is truncated);
+* hosted tools (``mcp_call``, ``code_interpreter_call``, ``web_search_call``, ...) are run by
+  OpenAI: reassembled the same way but reported as server calls.
+
+The final input is the provider's word: equal to the streamed text it changes nothing; different,
+it replaces it (``arguments-replaced``); with no deltas at all (LM Studio), it is the input. Items
+that call nothing (messages, reasoning, tool outputs) are skipped; an item type this decoder does
+not know is reported (``unknown-item``), never dropped in silence.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from fsm.errors import RemoteProtocolError
 from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, StreamEnd
-from fsm.wire.decoders._wire import index, mapping, text
+from fsm.wire.decoders._wire import dumps, index, mapping, text
 
 _QUIET_PREFIXES = (
     "response.created",
@@ -31,16 +43,81 @@ _QUIET_PREFIXES = (
     "response.code_interpreter_call",
     "response.image_generation_call.",
     "response.mcp_",
+    "response.shell_call_",
 )
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 
+class _ItemKind(NamedTuple):
+    call_type: str
+    """The call's type in the result."""
+    tool: str | None
+    """The tool's name for a built-in item; None: the item's own ``name``."""
+    field: str | None
+    """Where the item carries the call's input (None: it shows none)."""
+    server: bool = False
+
+
+_CALL_ITEMS = {
+    "function_call": _ItemKind("function", None, "arguments"),
+    "custom_tool_call": _ItemKind("custom", None, "input"),
+    "apply_patch_call": _ItemKind("apply_patch_call", "apply_patch", "operation"),
+    "shell_call": _ItemKind("shell_call", "shell", "action"),
+    "local_shell_call": _ItemKind("local_shell_call", "local_shell", "action"),
+    "computer_call": _ItemKind("computer_call", "computer", "action"),
+    "mcp_call": _ItemKind("mcp_call", None, "arguments", server=True),
+    "mcp_approval_request": _ItemKind("mcp_approval_request", None, "arguments", server=True),
+    "code_interpreter_call": _ItemKind("code_interpreter_call", "code_interpreter", "code", server=True),
+    "web_search_call": _ItemKind("web_search_call", "web_search", "action", server=True),
+    "file_search_call": _ItemKind("file_search_call", "file_search", "queries", server=True),
+    "image_generation_call": _ItemKind("image_generation_call", "image_generation", None, server=True),
+    "tool_search_call": _ItemKind("tool_search_call", "tool_search", "arguments", server=True),
+    "program": _ItemKind("program", "program", "code", server=True),
+}
+_STREAMED_TEXT = frozenset({"function", "custom", "mcp_call", "code_interpreter_call", "program"})
+"""Call types whose input is text on the wire (JSON text or freeform), streamed or whole."""
+_FREEFORM = frozenset({"custom", "code_interpreter_call", "program"})
+_QUIET_ITEMS = frozenset(
+    {
+        "message",
+        "reasoning",
+        "compaction",
+        "additional_tools",
+        "mcp_list_tools",
+        "mcp_approval_response",
+        "program_output",
+        "function_call_output",
+        "custom_tool_call_output",
+        "computer_call_output",
+        "local_shell_call_output",
+        "shell_call_output",
+        "apply_patch_call_output",
+        "tool_search_output",
+    }
+)
+# Input events: the field holding a delta's text, and a done event's whole input.
+_DELTAS = {
+    "response.function_call_arguments.delta": "delta",
+    "response.custom_tool_call_input.delta": "delta",
+    "response.mcp_call_arguments.delta": "delta",
+    "response.code_interpreter_call_code.delta": "delta",
+}
+_DONES = {
+    "response.function_call_arguments.done": "arguments",
+    "response.custom_tool_call_input.done": "input",
+    "response.mcp_call_arguments.done": "arguments",
+    "response.code_interpreter_call_code.done": "code",
+}
+
+
 class _Item:
-    __slots__ = ("finalized", "ref")
+    __slots__ = ("ended", "finalized", "freeform", "ref")
 
     def __init__(self, ref: CallRef) -> None:
         self.ref = ref
+        self.freeform = ref.type in _FREEFORM
         self.finalized = False
+        self.ended = False
 
 
 class OpenAIResponsesDecoder:
@@ -49,23 +126,30 @@ class OpenAIResponsesDecoder:
     def __init__(self) -> None:
         self._items: dict[int, _Item] = {}
         self._index_of_item: dict[str, int] = {}
+        self._unknown: set[int | None] = set()
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         kind = str(payload.get("type", ""))
-        if kind == "response.output_item.added":
-            return self._added(payload)
-        if kind == "response.function_call_arguments.delta":
+        field = _DELTAS.get(kind)
+        if field is not None:
             item = self._item(payload)
-            piece = text(payload.get("delta"), "delta")
+            piece = text(payload.get(field), field)
             return [ArgumentsFragment(item.ref, piece)] if item and piece else []
-        if kind == "response.function_call_arguments.done":
+        field = _DONES.get(kind)
+        if field is not None:
             item = self._item(payload)
             if item is None:
                 return []
             item.finalized = True
-            return [ArgumentsSnapshot(item.ref, text(payload.get("arguments"), "arguments") or "", confirms=True)]
+            events: list[Event] = [ArgumentsSnapshot(item.ref, text(payload.get(field), field) or "", confirms=True)]
+            if item.freeform:  # no scanner can tell freeform input is whole: this event says so
+                item.ended = True
+                events.append(CallEnd(item.ref))
+            return events
+        if kind == "response.output_item.added":
+            return self._added(payload, diagnose)
         if kind == "response.output_item.done":
-            return self._item_done(payload)
+            return self._item_done(payload, diagnose)
         if kind == "response.completed":
             return [StreamEnd("stop", "completed")]
         if kind == "response.incomplete":
@@ -80,19 +164,40 @@ class OpenAIResponsesDecoder:
             diagnose("unknown-event", f"Responses event type {kind!r}")
         return []
 
-    def _added(self, payload: Mapping[str, Any]) -> list[Event]:
+    def _known(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> tuple[Any, _ItemKind | None]:
+        """The item of an output_item event and what kind of call it is (None: it calls nothing)."""
         item = mapping(payload.get("item"), "item")
-        if item.get("type") != "function_call":
+        item_type = str(item.get("type"))
+        kind = _CALL_ITEMS.get(item_type)
+        if kind is not None and item_type == "tool_search_call" and item.get("execution") == "client":
+            kind = kind._replace(server=False)
+        if kind is None and item_type not in _QUIET_ITEMS:
+            at = payload.get("output_index")
+            if at not in self._unknown:  # once per item, though it is announced and finished
+                self._unknown.add(at)
+                diagnose("unknown-item", f"Responses output item type {item_type!r} at output_index {at}")
+        return item, kind
+
+    def _added(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
+        item, kind = self._known(payload, diagnose)
+        if kind is None:
             return []
         at = index(payload.get("output_index"), "output_index")
-        ref = CallRef(at, text(item.get("call_id"), "call_id"), text(item.get("name"), "name"))
         if at is None:
-            raise RemoteProtocolError("a function_call item without output_index")
+            raise RemoteProtocolError(f"a {item.get('type')} item without output_index")
+        call_id = text(item.get("call_id"), "call_id") or text(item.get("id"), "id")
+        name = kind.tool or text(item.get("name"), "name")
+        ref = CallRef(at, call_id, name, server=kind.server, type=kind.call_type)
         self._items[at] = _Item(ref)
         if item.get("id"):
             self._index_of_item[str(item["id"])] = at
-        prefilled = text(item.get("arguments"), "arguments")
-        return [ArgumentsFragment(ref, prefilled)] if prefilled else [CallSeen(ref)]
+        if kind.call_type in _STREAMED_TEXT:
+            prefilled = text(item.get(kind.field or ""), kind.field or "input")
+            return [ArgumentsFragment(ref, prefilled)] if prefilled else [CallSeen(ref)]
+        # A built-in item's input is whole only when the item is: a cut before then truncates it.
+        if item.get("status") == "completed":
+            return [ArgumentsSnapshot(ref, _whole_input(item, kind))]
+        return [CallSeen(ref)]
 
     def _item(self, payload: Mapping[str, Any]) -> _Item | None:
         at = index(payload.get("output_index"), "output_index")
@@ -100,19 +205,41 @@ class OpenAIResponsesDecoder:
             at = self._index_of_item.get(str(payload["item_id"]))
         return self._items.get(at) if at is not None else None
 
-    def _item_done(self, payload: Mapping[str, Any]) -> list[Event]:
-        item = mapping(payload.get("item"), "item")
-        if item.get("type") != "function_call":
+    def _item_done(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
+        item, kind = self._known(payload, diagnose)
+        if kind is None:
             return []
         known = self._item(payload)
-        if known is None:  # never announced: the whole call arrives here
-            added = self._added(payload)
+        events: list[Event] = []
+        if known is None:  # never announced: the whole call arrives here, opened first (its input may be empty)
+            events = self._added(payload, diagnose)
             known = self._item(payload)
             if known is None:
-                return added
-        events: list[Event] = []
+                return events
+        if known.ended:
+            return events
         if not known.finalized:
-            final = text(item.get("arguments"), "arguments") or ""
+            if kind.call_type in _STREAMED_TEXT:
+                final = text(item.get(kind.field or ""), kind.field or "input") or ""
+            else:
+                final = _whole_input(item, kind)
             events.append(ArgumentsSnapshot(known.ref, final, confirms=True))
+        known.ended = True
         events.append(CallEnd(known.ref))
         return events
+
+
+def _whole_input(item: Mapping[str, Any], kind: _ItemKind) -> str:
+    """A built-in or hosted item's input as JSON object text: its ``operation`` or ``action`` object;
+    a list (file search ``queries``, a batch of computer ``actions``) under its own key; ``{}`` when
+    the item shows no input."""
+    value = item.get(kind.field) if kind.field else None
+    if value is None and kind.call_type == "computer_call" and item.get("actions") is not None:
+        return dumps({"actions": item["actions"]})
+    if value is None:
+        return "{}"
+    if isinstance(value, Mapping):
+        return dumps(value)
+    if isinstance(value, str):  # already JSON text (a client tool_search_call sends an object)
+        return value
+    return dumps({kind.field: value})

@@ -1,0 +1,280 @@
+"""Every kind of tool call is reassembled and reported, never dropped: freeform custom tools (the
+slot spec's ``text`` input kind), built-in client tools, hosted tools, and unknown items."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsm import Reassembler
+from fsm.cli import main
+from fsm.engine.machine import slot_machine
+from fsm.errors import RemoteProtocolError, SpecError
+from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, CallSeen, StreamEnd
+from fsm.harness.vectors import VECTOR_DIR
+from fsm.reemit import DeltaEmitter
+from fsm.results import CallStatus
+from fsm.serialize import result_to_json
+from fsm.spec import SPEC_DIR, load_machine, slot_spec
+
+CREATED = {"type": "response.created", "response": {}}
+COMPLETED = {"type": "response.completed", "response": {}}
+
+
+def custom_item(status: str = "in_progress", text: str = "", at_id: str = "ctc_1") -> dict[str, Any]:
+    return {"type": "custom_tool_call", "id": at_id, "call_id": "call_c", "name": "apply_diff", "input": text}
+
+
+def added(at: int, item: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "response.output_item.added", "output_index": at, "item": item}
+
+
+def item_done(at: int, item: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "response.output_item.done", "output_index": at, "item": item}
+
+
+def delta(at: int, text: str) -> dict[str, Any]:
+    return {"type": "response.custom_tool_call_input.delta", "output_index": at, "item_id": "ctc_1", "delta": text}
+
+
+def done(at: int, text: str) -> dict[str, Any]:
+    return {"type": "response.custom_tool_call_input.done", "output_index": at, "item_id": "ctc_1", "input": text}
+
+
+def run(events: list[dict[str, Any]], **options: Any) -> Any:
+    r = Reassembler("openai-responses", **options)
+    for event in events:
+        r.feed(event)
+    return r.close()
+
+
+# -- the issue's report: replay used to print calls: [] with no diagnostic -------------------------
+
+
+def test_replay_prints_a_custom_tool_call(tmp_path: Path) -> None:
+    events = json.loads((VECTOR_DIR / "responses-custom-tool-call.json").read_text())["events"]
+    path = tmp_path / "custom.sse"
+    path.write_text("".join(f"data: {json.dumps(e)}\n\n" for e in events))
+    out = io.StringIO()
+    assert main(["replay", str(path)], stdout=out, stderr=io.StringIO()) == 0
+    (call,) = json.loads(out.getvalue())["calls"]
+    assert (call["type"], call["id"], call["name"], call["status"]) == (
+        "custom",
+        "call_patch",
+        "apply_diff",
+        "complete",
+    )
+    assert call["input"].startswith("*** Begin Patch\n") and call["input"].endswith("*** End Patch\n")
+    assert call["arguments"] is None and call["arguments_json"] is None
+
+
+# -- freeform input: the text kind ---------------------------------------------------------------
+
+
+def test_freeform_input_is_never_scanned_nor_split() -> None:
+    # As JSON, "{}" closes a value and "{}" after it would open another call (split-fragment).
+    text = '{}{} not json\n  "'
+    result = run(
+        [
+            CREATED,
+            added(0, custom_item()),
+            delta(0, "{}"),
+            delta(0, "{} not"),
+            delta(0, " json\n  "),
+            delta(0, '"'),
+            COMPLETED,
+        ]
+    )
+    (call,) = result.calls
+    assert (call.type, call.input, call.status) == ("custom", text, CallStatus.COMPLETE)
+    assert "split-fragment" not in result.codes()
+
+
+def test_whitespace_only_fragments_are_input() -> None:
+    result = run([CREATED, added(0, custom_item()), delta(0, "a"), delta(0, "  \n"), delta(0, "b"), COMPLETED])
+    assert result.calls[0].input == "a  \nb"
+
+
+def test_a_repeat_of_the_input_is_not_a_cumulative_resend() -> None:
+    result = run([CREATED, added(0, custom_item()), delta(0, "ab"), delta(0, "ab"), done(0, "abab"), COMPLETED])
+    assert result.calls[0].input == "abab"
+    assert "cumulative-arguments" not in result.codes() and "arguments-replaced" not in result.codes()
+
+
+def test_a_final_word_differing_only_in_whitespace_replaces_the_input() -> None:
+    result = run([CREATED, added(0, custom_item()), delta(0, "x = 1"), done(0, "x = 1\n"), COMPLETED])
+    assert result.calls[0].input == "x = 1\n"
+    assert "arguments-replaced" in result.codes()
+
+
+def test_the_done_event_ends_a_freeform_call_so_a_later_cut_does_not_truncate_it() -> None:
+    incomplete = {"type": "response.incomplete", "response": {"incomplete_details": {"reason": "max_output_tokens"}}}
+    result = run([CREATED, added(0, custom_item()), delta(0, "SELECT 1"), done(0, "SELECT 1"), incomplete])
+    assert (result.finish_reason, result.calls[0].status, result.calls[0].input) == (
+        "length",
+        CallStatus.COMPLETE,
+        "SELECT 1",
+    )
+
+
+def test_a_cut_freeform_call_keeps_its_raw_input() -> None:
+    result = run([CREATED, added(0, custom_item()), delta(0, "SELECT")])
+    assert (result.calls[0].status, result.calls[0].input) == (CallStatus.TRUNCATED, "SELECT")
+    assert "truncated" in result.codes()
+
+
+def test_text_kind_comes_from_the_call_type_on_any_wire() -> None:
+    # The engine does not care which decoder said so: a custom-typed ref makes a text slot.
+    r = Reassembler()
+    ref = CallRef(index=0, id="c", name="grammar", type="custom")
+    for event in (CallSeen(ref), ArgumentsFragment(ref, "}"), ArgumentsSnapshot(ref, "}", confirms=True), CallEnd(ref)):
+        r.feed(event)
+    r.feed(StreamEnd("stop"))
+    assert r.close().calls[0].input == "}"
+
+
+def test_the_text_kind_has_no_prepare_step_and_the_json_kind_scans() -> None:
+    table = slot_machine().table
+    assert table["append"]["receiving"][0] is None
+    assert table["append"]["opened"][0] is not None and table["append"]["accumulating"][0] is not None
+    assert slot_machine().initials == {"json": "opened", "text": "receiving"}
+    assert {k.name: k.scanned for k in slot_spec().kinds} == {"json": True, "text": False}
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda s: s.replace('initial = "receiving"', 'initial = "nowhere"'), "starts in undeclared state 'nowhere'"),
+        (lambda s: s.replace('kind = "text"', 'kind = "yaml"'), "undeclared input kind 'yaml'"),
+        (
+            lambda s: (
+                s + '\n[[transitions]]\nsource = ["receiving"]\ntrigger = "end"\ndest = "value_closed"\nreason = "x"\n'
+            ),
+            "from input kind 'text' to another kind",
+        ),
+        (lambda s: s.replace('name = "text"', 'name = "json"'), "input kind 'json' is declared twice"),
+    ],
+)
+def test_malformed_input_kinds_are_refused(tmp_path: Path, edit: Any, message: str) -> None:
+    bad = tmp_path / "slot.toml"
+    bad.write_text(edit((SPEC_DIR / "slot.toml").read_text()))
+    with pytest.raises(SpecError, match=re.escape(message)):
+        load_machine(bad)
+
+
+# -- built-in client tools, hosted tools, unknown items ----------------------------------------------
+
+
+def test_built_in_items_are_calls_named_for_their_tool_with_their_call_id() -> None:
+    action = {"commands": ["ls"], "timeout_ms": 1000}
+    item = {"type": "shell_call", "id": "sh_1", "call_id": "call_s", "action": action, "status": "completed"}
+    operation = {"type": "delete_file", "path": "old.txt"}
+    patch = {"type": "apply_patch_call", "id": "ap_1", "call_id": "call_p", "operation": operation}
+    result = run([CREATED, item_done(0, item), item_done(1, dict(patch, status="completed")), COMPLETED])
+    rows = [(c.type, c.name, c.id, c.arguments, c.input) for c in result.calls]
+    assert rows == [
+        ("shell_call", "shell", "call_s", action, None),
+        ("apply_patch_call", "apply_patch", "call_p", operation, None),
+    ]
+    assert json.loads(result.calls[1].arguments_json or "") == operation
+
+
+def test_a_batch_of_computer_actions_is_kept_under_its_key() -> None:
+    actions = [{"type": "click", "button": "left", "x": 1, "y": 2}, {"type": "wait"}]
+    item = {"type": "computer_call", "id": "cu", "call_id": "call_k", "actions": actions, "pending_safety_checks": []}
+    result = run([CREATED, item_done(0, dict(item, status="completed")), COMPLETED])
+    assert (result.calls[0].name, result.calls[0].arguments) == ("computer", {"actions": actions})
+
+
+def test_hosted_tools_are_server_calls_not_client_calls() -> None:
+    mcp = {"type": "mcp_call", "id": "mcp_1", "name": "lookup", "server_label": "s", "arguments": '{"k": 1}'}
+    result = run([CREATED, item_done(0, mcp), COMPLETED])
+    assert result.calls == ()
+    assert [(c.type, c.name, c.id, c.arguments) for c in result.server_tool_calls] == [
+        ("mcp_call", "lookup", "mcp_1", {"k": 1})
+    ]
+    assert result.finish_reason == "stop"  # no client call, so nothing for the client to run
+
+
+def test_unknown_items_are_reported_once_naming_the_type() -> None:
+    item = {"type": "teleport_call", "id": "t", "call_id": "call_t"}
+    result = run([CREATED, added(3, item), item_done(3, item), COMPLETED])
+    assert result.codes() == ["unknown-item"]
+    assert "'teleport_call'" in result.diagnostics[0].message and "3" in result.diagnostics[0].message
+    with pytest.raises(RemoteProtocolError, match="teleport_call"):
+        run([CREATED, added(3, item)], strict=True)
+
+
+def test_items_that_call_nothing_are_quiet() -> None:
+    items = [{"type": "message", "id": "m", "content": []}, {"type": "function_call_output", "call_id": "c"}]
+    result = run([CREATED, *[item_done(i, item) for i, item in enumerate(items)], COMPLETED])
+    assert (result.calls, result.codes()) == ((), [])
+
+
+# -- the output contract -----------------------------------------------------------------------------
+
+
+def test_every_call_in_the_json_result_has_a_type_and_an_input() -> None:
+    vector = json.loads((VECTOR_DIR / "responses-builtin-client-calls.json").read_text())
+    data = result_to_json(run(vector["events"]))
+    assert [(c["type"], c["name"], c["input"]) for c in data["calls"]] == [
+        ("apply_patch_call", "apply_patch", None),
+        ("shell_call", "shell", None),
+        ("local_shell_call", "local_shell", None),
+        ("computer_call", "computer", None),
+    ]
+    function = result_to_json(
+        run([CREATED, item_done(0, {"type": "function_call", "call_id": "f", "name": "g", "arguments": "{}"})])
+    )
+    assert (function["calls"][0]["type"], function["calls"][0]["input"]) == ("function", None)
+
+
+def test_re_emitted_deltas_carry_freeform_input_as_custom() -> None:
+    r = Reassembler("openai-responses")
+    emitter = DeltaEmitter()
+    chunks = []
+    for event in (CREATED, added(0, custom_item()), delta(0, "a{"), done(0, "a{b"), COMPLETED):
+        chunks += emitter.chunks(r.feed(event))
+    entries = [c["choices"][0]["delta"]["tool_calls"][0] for c in chunks]
+    assert entries[0] == {"index": 0, "id": "call_c", "type": "custom", "custom": {"input": "", "name": "apply_diff"}}
+    assert "".join(e["custom"]["input"] for e in entries[1:]) == "a{b"
+    assert r.close().calls[0].input == "a{b"
+
+
+def test_the_sdk_event_and_item_shapes_are_the_ones_decoded() -> None:
+    """The openai SDK's own models, fed as objects: its field names are the ones the decoder reads."""
+    responses = pytest.importorskip("openai.types.responses")
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(responses.ResponseStreamEvent)
+    patch = {"type": "create_file", "path": "a.txt", "diff": "+hi\n"}
+    wire = [
+        added(0, dict(custom_item(), status="in_progress")),
+        dict(delta(0, "line 1\n"), sequence_number=1),
+        dict(done(0, "line 1\n"), sequence_number=2),
+        item_done(0, dict(custom_item(text="line 1\n"), status="completed")),
+        item_done(
+            1, {"type": "apply_patch_call", "id": "ap", "call_id": "call_p", "operation": patch, "status": "completed"}
+        ),
+        {"type": "response.mcp_call_arguments.delta", "item_id": "m", "output_index": 2, "delta": "{}"},
+    ]
+    objects = []
+    for n, event in enumerate(wire):
+        event = dict(event, sequence_number=n)
+        if event["type"].startswith("response.output_item"):
+            event["item"].setdefault("status", "completed")
+        objects.append(adapter.validate_python(event))
+    r = Reassembler()
+    for obj in objects:
+        r.feed(obj)
+    r.feed(COMPLETED)
+    calls = r.close().calls
+    assert [(c.type, c.name, c.input, c.arguments) for c in calls] == [
+        ("custom", "apply_diff", "line 1\n", None),
+        ("apply_patch_call", "apply_patch", None, patch),
+    ]

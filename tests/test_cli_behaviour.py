@@ -1,0 +1,91 @@
+"""The command line behaves: it says its version, each command's help has examples and exit
+status, long runs show progress on a terminal (and only there), and nothing is written where the
+user did not say."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+import fsm
+from fsm.cli import build_parser, main
+from fsm.harness.vectors import VECTOR_DIR
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Terminal(io.StringIO):
+    """A stderr that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def run(*args: str, stderr: io.StringIO | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), stderr if stderr is not None else io.StringIO()
+    code = main(list(args), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run("--version")[0] == 0
+    assert capsys.readouterr().out == f"toolcall-fsm {fsm.__version__}\n"
+
+
+@pytest.mark.parametrize(
+    "command", [[], ["replay"], ["conform"], ["fuzz"], ["history"], ["history", "check"], ["diagram"]]
+)
+def test_every_help_has_examples_and_exit_status(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(*command, "--help")[0] == 0
+    text = capsys.readouterr().out
+    assert "examples:" in text and "toolcall-fsm " in text.split("examples:")[1]
+    if command != ["history"]:  # a group: its one command, check, has the exit status
+        assert "exit status: 0" in text
+
+
+def test_every_subcommand_is_covered_by_the_help_test() -> None:
+    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert set(commands) == {"replay", "conform", "fuzz", "history", "diagram"}
+
+
+def _two_vectors(folder: Path) -> Path:
+    folder.mkdir()
+    for name in ("openai-parallel-one-event", "openai-two-calls-one-tool-index-reuse"):
+        shutil.copy(VECTOR_DIR / f"{name}.json", folder / f"{name}.json")
+    return folder
+
+
+def test_conform_against_shows_progress_only_on_a_terminal(tmp_path: Path) -> None:
+    vectors = _two_vectors(tmp_path / "vectors")
+    adapter = f"{sys.executable} {ROOT / 'tools' / 'adapters' / 'toolcall_fsm.py'}"
+    args = ("conform", "--vectors", str(vectors), "--against", adapter)
+    code, out, err = run(*args, stderr=Terminal())
+    assert code == 0 and "2 passed, 0 failed" in out
+    assert "vector 1 of 2" in err and "vector 2 of 2" in err  # numbered from 1
+    assert err.endswith("\r\x1b[K")  # the status line is cleared before the table
+    code, out, err = run(*args)
+    assert code == 0 and err == ""  # a pipe or a log gets no progress
+
+
+def test_fuzz_shows_progress_on_a_terminal_and_writes_nothing_in_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run("fuzz", "--shape", "ollama", "--examples", "5", "--seed", "3", stderr=Terminal())
+    assert code == 0 and "0 failing" in out
+    assert "fuzz: 1 of 2: ollama property" in err and "fuzz: 2 of 2: ollama robust" in err
+    assert list(tmp_path.iterdir()) == []  # no .hypothesis, no vectors
+    told = tmp_path / "findings"
+    assert run("fuzz", "--shape", "ollama", "--examples", "5", "--seed", "3", "--out", str(told))[0] == 0
+    assert {p.name for p in tmp_path.iterdir()} <= {"findings"}  # hypothesis keeps its data only there
+
+
+def test_diagram_in_a_folder_without_specs_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run("diagram")
+    assert code == 2 and "--out" in err
+    assert list(tmp_path.iterdir()) == []
