@@ -41,7 +41,8 @@ from fsm.events import (
 from fsm.options import Limits, Policies
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
-from fsm.wire.framing import BOM, DONE, Fault, Framer, Payload, detect_framing, make_framer
+from fsm.wire.faults import Fault, Payload
+from fsm.wire.framing import BOM, DONE, Framer, detect_framing, make_framer
 
 
 class Reassembler:

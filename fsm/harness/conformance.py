@@ -25,7 +25,8 @@ from fsm.reassembler import Reassembler
 from fsm.results import Result, ToolCall
 from fsm.spec import identity_spec, scanner_spec, slot_spec
 from fsm.wire.decoders import PROVIDERS
-from fsm.wire.framing import BOM, Fault, detect_framing, make_framer
+from fsm.wire.faults import Fault
+from fsm.wire.framing import BOM, detect_framing, make_framer
 
 
 @attrs.frozen

@@ -11,7 +11,7 @@ from typing import Any
 
 from fsm.engine.scanner import nesting_exceeds
 from fsm.errors import FramingError
-from fsm.wire.framing import Fault, Payload, _decode, _too_long
+from fsm.wire.faults import Fault, Payload, decode_utf8, too_long
 
 _AWS_SMALLEST = 16  # a prelude (12 bytes) and the message CRC (4)
 
@@ -46,7 +46,7 @@ class AWSEventStreamFramer:
         while len(held) - start >= 4:
             total = int.from_bytes(held[start : start + 4], "big")
             if total > self._max:
-                out.append(_too_long("one message", self._max))
+                out.append(too_long("one message", self._max))
                 return out
             if total < _AWS_SMALLEST:
                 out.append(Fault(f"not a valid AWS event stream message: {total} bytes long", skippable=False))
@@ -67,7 +67,7 @@ class AWSEventStreamFramer:
 
     def _payload(self, headers: dict[str, Any], payload: bytes) -> Payload:
         kind = headers.get(":event-type") or headers.get(":exception-type") or "unknown"
-        text = _decode(payload or b"{}")
+        text = decode_utf8(payload or b"{}")
         if isinstance(text, Fault):
             return text
         if nesting_exceeds(text, self._max_depth):

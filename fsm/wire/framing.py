@@ -27,10 +27,9 @@ import enum
 import re
 from typing import Final, Protocol
 
-import attrs
-
 from fsm.engine.scanner import Scanner
 from fsm.errors import FramingError, LimitExceeded
+from fsm.wire.faults import Fault, Payload, decode_utf8, too_long
 
 DONE: Final = "[DONE]"
 BOM: Final = b"\xef\xbb\xbf"
@@ -42,20 +41,6 @@ class Framing(enum.Enum):
     JSON_ARRAY = "json-array"
     AWS_EVENTSTREAM = "aws-eventstream"
 
-
-@attrs.frozen(slots=True)
-class Fault:
-    """A wire event the framer could not turn into text, in its place among the payloads.
-
-    ``skippable``: only this event is unusable (not UTF-8, not JSON) and the stream goes on after it;
-    otherwise the framing itself is lost or a limit was exceeded, and nothing after it can be read."""
-
-    message: str
-    skippable: bool
-    limit: bool = False
-
-
-Payload = str | Fault
 
 _SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":")
 _SSE_FIELDS = (b"data", b"event", b"id", b"retry")
@@ -92,10 +77,6 @@ def _shared_prefix(a: bytes, b: bytes) -> int:
     while n < min(len(a), len(b)) and a[n] == b[n]:
         n += 1
     return n
-
-
-def _too_long(what: str, max_bytes: int) -> Fault:
-    return Fault(f"{what} is longer than {max_bytes} bytes", skippable=False, limit=True)
 
 
 class _LineFramer:
@@ -144,12 +125,12 @@ class _LineFramer:
                 search = n
                 break
             if end - start > self._max_line:
-                lines.append(_too_long("one line", self._max_line))
+                lines.append(too_long("one line", self._max_line))
                 return lines
             lines.append(bytes(buf[start:end]))
             start = search = nxt
         if search - start > self._max_line:
-            lines.append(_too_long("one line", self._max_line))
+            lines.append(too_long("one line", self._max_line))
             return lines
         del buf[:start]
         self._scanned = search - start
@@ -159,13 +140,6 @@ class _LineFramer:
             self._scanned = 0
             self._unterminated = True
         return lines
-
-
-def _decode(raw: bytes) -> Payload:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return Fault(f"not UTF-8: {exc}", skippable=True)
 
 
 class SSEFramer(_LineFramer):
@@ -197,7 +171,7 @@ class SSEFramer(_LineFramer):
                 value = value[1:] if value[:1] == b" " else value
                 self._size += len(value) + (1 if self._data else 0)  # the joining LF counts too
                 if self._size > self._max:
-                    out.append(_too_long("one event", self._max))
+                    out.append(too_long("one event", self._max))
                     return out
                 self._data.append(value)
         if final:
@@ -212,7 +186,7 @@ class SSEFramer(_LineFramer):
             self._data = []
             self._size = 0
             if data.strip():  # empty data is not an event (SSE spec: the buffer is empty)
-                out.append(_decode(data))
+                out.append(decode_utf8(data))
 
     def close(self) -> list[Payload]:
         return self.feed(b"", final=True)
@@ -225,7 +199,7 @@ class NDJSONFramer(_LineFramer):
             if isinstance(line, Fault):
                 out.append(line)
             elif line.strip():
-                out.append(_decode(line))
+                out.append(decode_utf8(line))
                 self.cut = self._unterminated
         return out
 
@@ -272,7 +246,7 @@ class JSONArrayFramer:
                 piece = text[pos:stop]
                 self._size += _utf8_size(piece)
                 if self._size > self._max:
-                    out.append(_too_long("one element", self._max))
+                    out.append(too_long("one element", self._max))
                     return out
                 self._element.append(piece)
                 pos = stop
@@ -308,7 +282,7 @@ class JSONArrayFramer:
         self._element, self._scanner, self._size = [], None, 0
         if _ESCAPED_BYTE.search(element):
             raw = element.encode("utf-8", "surrogateescape")
-            out.append(_decode(raw))
+            out.append(decode_utf8(raw))
         else:
             out.append(element)
 
@@ -335,7 +309,7 @@ def make_framer(framing: Framing, max_bytes: int, max_depth: int = 256 + 32) -> 
     if framing is Framing.NDJSON:
         return NDJSONFramer(max_bytes)
     if framing is Framing.AWS_EVENTSTREAM:
-        from fsm.wire.eventstream import AWSEventStreamFramer  # it imports this module's Fault
+        from fsm.wire.eventstream import AWSEventStreamFramer  # botocore loads only for this framing
 
         return AWSEventStreamFramer(max_bytes, max_depth)
     return JSONArrayFramer(max_bytes, max_depth)
