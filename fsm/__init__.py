@@ -40,6 +40,7 @@ from fsm.reemit import DeltaEmitter, FlushPolicy  # noqa: E402
 from fsm.results import (  # noqa: E402
     ArgumentsDelta,
     CallFinished,
+    CallNamed,
     CallOpened,
     CallStatus,
     Diagnostic,
@@ -55,6 +56,7 @@ __all__ = [
     "ArgumentsSnapshot",
     "CallEnd",
     "CallFinished",
+    "CallNamed",
     "CallOpened",
     "CallRef",
     "CallSeen",

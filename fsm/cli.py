@@ -80,7 +80,8 @@ missing; 2 bad usage (an unknown shape).""",
   toolcall-fsm history check --json request.json
 
 exit status: 0 the calls and results pair up; 1 a strict provider would reject the history (HTTP
-400), or the file is unreadable; 2 bad usage.""",
+400), or the file is unreadable or not JSON; 2 bad usage, or the JSON holds no conversation (no
+list of messages, or a malformed message: one line on stderr naming it).""",
     "diagram": """examples:
   toolcall-fsm diagram                          in the project's root (it holds specs/): refresh docs/
   toolcall-fsm diagram --check                  exit 1 if docs/ or the README's diagram is stale
@@ -154,8 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     hist_commands = hist.add_subparsers(dest="history_command", required=True)
     hist_check = _command(hist_commands, "check", "report dangling calls, orphan and duplicate results, reused ids")
     hist_check.add_argument("--json", action="store_true", help="print the report as JSON")
-    hist_check.add_argument("--format", default="auto", choices=("auto", "openai", "anthropic", "gemini"))
-    hist_check.add_argument("file", help="a JSON list of messages, or a request body with 'messages' or 'contents'")
+    hist_check.add_argument("--format", default="auto", choices=("auto", "openai", "anthropic", "gemini", "responses"))
+    hist_check.add_argument(
+        "file", help="a JSON list of messages, or a request body with 'messages', 'contents' or 'input'"
+    )
     diagram = _command(commands, "diagram", "regenerate docs/ diagrams from specs/ (or --check them)")
     diagram.add_argument("--root", default=".", help="the project's root: it holds specs/, docs/ and README.md")
     diagram.add_argument("--out", metavar="DIR", help="write the pages and diagrams into DIR instead of a root")
@@ -217,21 +220,28 @@ def conform(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None = No
 
 
 def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    """Exit 1 when a strict provider would reject the history."""
+    """Exit 0 when the history pairs up; 1 when a strict provider would reject it, or the file is
+    unreadable; 2 when its JSON holds no conversation (one line on stderr, never a traceback)."""
     from fsm import history
 
     try:
         with open_input(args.file) as stream:
             data = json.loads(stream.read())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         stderr.write(f"toolcall-fsm: cannot read {args.file}: {exc}\n")
         return 1
-    messages = data.get("messages", data.get("contents")) if isinstance(data, dict) else data
+    messages = data.get("messages", data.get("contents", data.get("input"))) if isinstance(data, dict) else data
+    if not isinstance(messages, list):
+        stderr.write(
+            f"toolcall-fsm: {args.file}: no conversation found"
+            " (a JSON list of messages, or an object with 'messages', 'contents' or 'input')\n"
+        )
+        return 2
     try:
-        report = history.check(messages or [], args.format)
+        report = history.check(messages, args.format)
     except ToolcallFSMError as exc:
-        stderr.write(f"toolcall-fsm: {exc}\n")
-        return 1
+        stderr.write(f"toolcall-fsm: {args.file}: {exc}\n")
+        return 2
     if args.json:
         findings = [dict(attrs.asdict(f), kind=f.kind.value) for f in report.findings]
         stdout.write(
@@ -241,7 +251,7 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         for f in report.findings:
             stdout.write(f"message {f.message}: {f.kind.value} {f.id}: {f.detail}\n")
         verdict = "would be rejected" if report.rejected else "pairs up"
-        stdout.write(f"{report.format} history of {len(messages or [])} messages {verdict}\n")
+        stdout.write(f"{report.format} history of {len(messages)} messages {verdict}\n")
     return 1 if report.rejected else 0
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fsm.engine.ledger import Ledger
+from fsm.engine.partial import PartialReader
 from fsm.engine.registry import Registry
 from fsm.engine.scanner import nesting_exceeds
 from fsm.errors import (
@@ -81,7 +82,9 @@ class Reassembler:
         """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
         self.registry = Registry(self.ledger, self.limits, taken)
         """Internal: the slot registry that decides which call each event belongs to."""
-        self._decoder: Decoder | None = None if provider == "auto" else make_decoder(provider)
+        self._decoder: Decoder | None = None
+        if provider != "auto":
+            self._use(make_decoder(provider))
         self._framer: Framer | None = None
         self._head = b""  # the first bytes, while they do not tell the framing yet (never whitespace)
         self._at_start = True  # no byte seen yet, so a BOM may still come
@@ -90,6 +93,7 @@ class Reassembler:
         self._closed: Result | None = None
         self._fault: ToolcallFSMError | None = None
         self._head_work = 0
+        self._previews: dict[int, tuple[int, PartialReader]] = {}  # per call asked: its text's revision, reader
 
     # -- input ------------------------------------------------------------------------------------
 
@@ -169,6 +173,24 @@ class Reassembler:
             self._fault = ledger.deferred
             raise ledger.deferred
         return self._closed
+
+    def partial(self, index: int) -> Any:
+        """The best value call ``index``'s argument text promises so far, for a live preview: what
+        jiter's partial mode ``trailing-strings`` makes of it (open containers closed, a string value
+        cut short kept, a key, number or literal cut short left out). None while the text promises
+        nothing yet, or when no call has that index. Never raises; the work (one pass over the text)
+        is done only when asked, never as fragments arrive. A fresh value each time. A freeform
+        call (a custom tool) previews as the input text it holds."""
+        for slot in self.registry.slots:
+            if slot.ordinal == index and not slot.server:
+                if slot.freeform:
+                    return slot.text()  # freeform input is not JSON: what it holds is all it promises
+                revision, reader = self._previews.get(index, (-1, None))
+                if reader is None or revision != slot.revision:  # first asked, or the text was replaced
+                    reader = PartialReader()
+                    self._previews[index] = (slot.revision, reader)
+                return reader.read(slot.text())
+        return None
 
     @property
     def framing_work(self) -> int:
@@ -298,20 +320,28 @@ class Reassembler:
             raise FramingError(why, event=self._events, rule="unknown-events-reported")
         self.ledger.diagnose("bad-event", f"skipped: {why}")
 
+    def _use(self, decoder: Decoder) -> Decoder:
+        self._decoder = decoder
+        # A wire that ends each call with final arguments winning over its deltas (Responses
+        # ``.done``) makes no streamed text append-safe before the call finishes.
+        self.ledger.withhold = getattr(decoder, "final_arguments_win", False)
+        return decoder
+
     def _decode(self, payload: Mapping[str, Any]) -> None:
-        if self._decoder is None:
+        decoder = self._decoder
+        if decoder is None:
             provider = detect_provider(payload)
             if provider is None:
                 raise UnsupportedProvider(
                     f"event {self._events}: cannot tell the provider from this event; name it (--provider)"
                 )
-            self._decoder = make_decoder(provider)
+            decoder = self._use(make_decoder(provider))
         try:
-            events = self._decoder.decode(payload, self.ledger.diagnose)
+            events = decoder.decode(payload, self.ledger.diagnose)
         except RemoteProtocolError as exc:
             if exc.event is not None:
                 raise
-            raise type(exc)(exc.detail, event=self._events, rule=exc.rule or self._decoder.name) from None
+            raise type(exc)(exc.detail, event=self._events, rule=exc.rule or decoder.name) from None
         for event in events:
             self._apply(event)
 

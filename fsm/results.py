@@ -129,6 +129,16 @@ class CallOpened:
 
 
 @attrs.frozen(slots=True)
+class CallNamed:
+    """The name of call ``index`` arrived after the call opened without one."""
+
+    index: int
+    """The call's position in the turn (as in :attr:`ToolCall.index`)."""
+    name: str
+    """The tool's name, as it arrived."""
+
+
+@attrs.frozen(slots=True)
 class ArgumentsDelta:
     """Append-safe argument text (a freeform call's input text) for call ``index``: it will never
     be retracted."""
@@ -147,5 +157,5 @@ class CallFinished:
     """The call as it will appear in the result."""
 
 
-Output = CallOpened | ArgumentsDelta | CallFinished
+Output = CallOpened | CallNamed | ArgumentsDelta | CallFinished
 """What :meth:`fsm.Reassembler.feed` returns a list of while the stream runs."""

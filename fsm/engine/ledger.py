@@ -36,6 +36,9 @@ class Ledger:
         self._spec = identity_spec()
         # Pre-filled, so counting a rule is one dict update and an undeclared rule is a KeyError.
         self.rules: dict[str, int] = dict.fromkeys(sorted(self._spec.rule_names), 0)
+        self.withhold = False
+        """Set for a wire whose final arguments may replace the streamed text (OpenAI Responses
+        ``.done``): no call's text is output as append-safe before the call finishes."""
         self.work = 0
         """Characters scanned and compared, and routing candidates visited: the fuzzer checks that
         this stays linear in the input."""

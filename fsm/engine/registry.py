@@ -328,7 +328,7 @@ class Registry:
         self.ledger.apply("metadata-once")
         if ref.name is not None:
             if slot.name is None:
-                slot.name = ref.name
+                slot.name_late(ref.name)
             elif ref.name != slot.name:
                 self.ledger.diagnose(
                     "name-conflict", f"call {slot.id}: name {ref.name!r} arrived for {slot.name!r}; kept {slot.name!r}"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
 from fsm.engine.scanner import Scanner, nesting_exceeds
-from fsm.results import ArgumentsDelta, CallStatus, ToolCall
+from fsm.results import ArgumentsDelta, CallNamed, CallStatus, ToolCall
 
 if TYPE_CHECKING:
     from fsm.engine.ledger import Ledger
@@ -31,12 +31,14 @@ class Slot:
     """The state of one tool call. ``state`` is written only by the slot machine."""
 
     __slots__ = (
+        "_blank",
         "_buf",
         "_call",
         "_digest",
         "_diverged",
         "_emitted",
         "_length",
+        "_quiet",
         "_text",
         "_unscanned",
         "arguments",
@@ -49,6 +51,7 @@ class Slot:
         "name",
         "ordinal",
         "resends",
+        "revision",
         "scanner",
         "server",
         "signature",
@@ -91,10 +94,15 @@ class Slot:
         self._text: str | None = ""
         self._length = 0
         self._emitted = 0  # how much of the held text went out as append-safe deltas
+        # Nothing goes out as it arrives for a server's call, nor where the wire's final arguments
+        # may still replace the streamed text (withhold): all of it goes out when the call finishes.
+        self._quiet = server or ledger.withhold
+        self._blank = False  # the held text is whitespace only, held back: alone it becomes {}
         self._diverged = False  # a snapshot replaced text that had already gone out
         self.arguments: Any = None
         self.status: CallStatus | None = None
         self.resends = 0
+        self.revision = 0  # how often the held text was replaced rather than appended to
         self._digest: bytes | None = None
         self._unscanned: int | None = None  # where held text the scanner has not seen yet starts (bytes)
         self._call: ToolCall | None = None
@@ -183,6 +191,13 @@ class Slot:
             thought_signature=self.signature,
         )
         return call
+
+    def name_late(self, name: str) -> None:
+        """The name arrived after the call opened without one; re-emitted deltas need it before
+        any argument text, so it is an output of its own."""
+        self.name = name
+        if not self.server:
+            self.ledger.emit(CallNamed(self.ordinal, name))
 
     # -- prepare (run once per trigger, before guards) ------------------------------------------
 
@@ -280,9 +295,18 @@ class Slot:
         self._buf += encoded
         self._text = None
         self._digest = None
-        if self._emitted == held and text and not self.server:
+        if self._quiet or not text:
+            return
+        if self._emitted == held:
+            if not held and text.isspace() and not self.freeform:  # freeform whitespace is input
+                self._blank = True
+                return
             self._emitted = self._length
             self.ledger.emit(ArgumentsDelta(self.ordinal, text))
+        elif self._blank and not text.isspace():
+            self._blank = False
+            self._emitted = self._length
+            self.ledger.emit(ArgumentsDelta(self.ordinal, self.text()))
 
     @action
     def store_snapshot(self, text: str) -> None:
@@ -292,6 +316,8 @@ class Slot:
         encoded = text.encode("utf-8", "surrogatepass")
         self.ledger.hold(len(encoded) - len(self._buf))
         self._buf = bytearray(encoded)
+        self.revision += 1
+        self._blank = False
         self._text = text
         self._digest = None
         self._length = len(text)
@@ -328,6 +354,7 @@ class Slot:
         self.ledger.diagnose("empty-arguments", f"call {self.id}: no argument text, so {{}}")
         self.ledger.hold(2 - len(self._buf))
         self._buf = bytearray(b"{}")
+        self.revision += 1
         self._unscanned = None
         self._text = "{}"
         self._digest = None

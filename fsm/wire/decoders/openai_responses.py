@@ -122,6 +122,8 @@ class _Item:
 
 class OpenAIResponsesDecoder:
     name = "openai-responses"
+    final_arguments_win = True
+    """``.done`` may differ from the deltas and then replaces them: streamed text is not final."""
 
     def __init__(self) -> None:
         self._items: dict[int, _Item] = {}
