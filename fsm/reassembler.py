@@ -3,6 +3,12 @@
 Feed it raw bytes (``feed_bytes``), wire payloads (dicts), SDK objects (anything with
 ``model_dump()`` or ``to_dict()``) or already-decoded events, in order. Each call returns the output
 events it caused (call opened, argument delta, call finished); ``close()`` returns the result.
+
+Guarantees: only :mod:`fsm.errors` exceptions escape. A wire event that cannot be used (not UTF-8,
+not JSON, not an object, such as a proxy's ``data: keep-alive``) is reported as ``bad-event`` and
+skipped in lax mode, raised as :class:`FramingError` in strict mode. After any raised error the
+stream takes no more input, and ``close()`` returns the result so far: the calls completed before
+the fault, the open ones truncated with their text (diagnostic ``stream-failed``).
 """
 
 from __future__ import annotations
@@ -15,7 +21,16 @@ from fsm.content import TurnContent
 from fsm.engine.ledger import Ledger
 from fsm.engine.partial import PartialReader
 from fsm.engine.registry import Registry
-from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, UnsupportedProvider
+from fsm.engine.scanner import nesting_exceeds
+from fsm.errors import (
+    FramingError,
+    InvalidInput,
+    LimitExceeded,
+    LocalProtocolError,
+    RemoteProtocolError,
+    ToolcallFSMError,
+    UnsupportedProvider,
+)
 from fsm.events import (
     EVENT_TYPES,
     TURN_CONTENT_TYPES,
@@ -32,7 +47,8 @@ from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.decoders._wire import BareRefs
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
-from fsm.wire.framing import DONE, Framer, detect_framing, make_framer
+from fsm.wire.faults import Fault, Payload
+from fsm.wire.framing import BOM, DONE, Framer, detect_framing, make_framer
 from fsm.wire.sdk import sdk_payload
 
 
@@ -56,11 +72,19 @@ class Reassembler:
         limits: Limits | None = None,
         taken: Iterable[str] = (),
     ) -> None:
+        if limits is not None and not isinstance(limits, Limits):
+            raise InvalidInput(f"limits must be a Limits, not {type(limits).__name__}")
+        if policies is not None and not isinstance(policies, Policies):
+            raise InvalidInput(f"policies must be a Policies, not {type(policies).__name__}")
+        if not isinstance(provider, str):
+            raise InvalidInput(f"provider must be a str, not {type(provider).__name__}")
         self.provider = provider
         """The provider as named at construction (``"auto"`` until the result names the detected one)."""
+        self.strict = strict
+        """Whether violations raise (see the module's docstring for what lax mode does instead)."""
         self.limits = limits or Limits()
         """The limits in force."""
-        self.ledger = Ledger(policies or Policies(), strict=strict)
+        self.ledger = Ledger(policies or Policies(), strict=strict, limits=self.limits)
         """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
         self.registry = Registry(self.ledger, self.limits, taken)
         """Internal: the slot registry that decides which call each event belongs to."""
@@ -69,34 +93,41 @@ class Reassembler:
         if provider != "auto":
             self._use(make_decoder(provider))
         self._framer: Framer | None = None
-        self._head = b""
+        self._head = b""  # the first bytes, while they do not tell the framing yet (never whitespace)
+        self._at_start = True  # no byte seen yet, so a BOM may still come
         self._events = 0
         self._finish: StreamEnd | None = None
         self._closed: Result | None = None
         self._content = TurnContent()
+        self._fault: ToolcallFSMError | None = None
+        self._head_work = 0
         self._previews: dict[int, tuple[int, PartialReader]] = {}  # per call asked: its text's revision, reader
 
     # -- input ------------------------------------------------------------------------------------
 
     def feed(self, item: Any) -> list[Output]:
         """Feed one wire payload, SDK object or decoded event; return the outputs it caused."""
-        if self._closed is not None:
-            self._check_open()
-        self._ingest(item)
+        self._check_open()
+        try:
+            self._ingest(item)
+        except RecursionError:  # a caller's own deeply nested dict, seen by a recursive walk
+            self._failed(LimitExceeded("the event nests too deeply to read", event=self._events, rule="limits"))
+        except InvalidInput:
+            raise  # nothing was taken in: the stream can go on
+        except ToolcallFSMError as exc:
+            self._failed(exc)
         return self.ledger.drain()
 
     def feed_bytes(self, data: bytes) -> list[Output]:
-        """Feed raw response bytes (SSE, NDJSON or a JSON array, detected from the first bytes)."""
+        """Feed raw response bytes (SSE, NDJSON, a JSON array or an AWS event stream, detected from
+        the first bytes that tell them apart)."""
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise InvalidInput(f"feed_bytes takes bytes, not {type(data).__name__} (use feed() for parsed events)")
         self._check_open()
-        if self._framer is None:
-            self._head += data
-            framing = detect_framing(self._head)
-            if framing is None:
-                return []
-            self._framer = make_framer(framing, self.limits.max_event_bytes)
-            data, self._head = self._head, b""
-        for payload in self._framer.feed(data):
-            self._ingest_text(payload, last=False)
+        try:
+            self._feed_bytes(bytes(data))
+        except ToolcallFSMError as exc:
+            self._failed(exc)
         return self.ledger.drain()
 
     def drain(self) -> list[Output]:
@@ -105,16 +136,32 @@ class Reassembler:
 
     def close(self) -> Result:
         """End the stream: flush framing, finish every open call, return the result. The output
-        events this causes are kept for ``drain()``."""
+        events this causes are kept for ``drain()``.
+
+        In strict mode a violation found while closing (an unterminated call, a cut last event) is
+        raised after the result is complete; from then on ``close()`` returns that result. After an
+        error raised earlier, ``close()`` returns the result so far and raises nothing."""
         if self._closed is not None:
             return self._closed
-        if self._framer is not None:
-            for payload in self._framer.close():
-                self._ingest_text(payload, last=True)
-        self.ledger.event = None
+        ledger = self.ledger
+        ledger.defer = True  # finish everything first; a strict violation is raised at the end
         registry = self.registry
-        if self._finish is None:
-            self.ledger.diagnose("no-finish-reason", "the stream ended without a finish reason")
+        failed_before = self._fault is not None
+        if not failed_before:
+            try:
+                self._flush()
+            except ToolcallFSMError as exc:
+                self._fault = exc
+                if self.strict:
+                    ledger.deferred = ledger.deferred or exc
+        ledger.event = None
+        if self._fault is not None:
+            ledger.event = getattr(self._fault, "event", None)
+            ledger.diagnose("stream-failed", f"stopped at an error, so unfinished calls are cut: {self._fault}")
+            ledger.event = None
+            registry.finish(None)
+        elif self._finish is None:
+            ledger.diagnose("no-finish-reason", "the stream ended without a finish reason")
             registry.finish(None)
         else:
             registry.finish(self._finish.finish_reason)  # calls opened after the finish
@@ -132,7 +179,11 @@ class Reassembler:
             text_signature=self._content.text_signature,
             reasoning=self._content.reasoning,
             usage=self._content.usage,
+            suppressed_diagnostics=dict(ledger.suppressed),
         )
+        if ledger.deferred is not None and not failed_before:
+            self._fault = ledger.deferred
+            raise ledger.deferred
         return self._closed
 
     def partial(self, index: int) -> Any:
@@ -154,6 +205,12 @@ class Reassembler:
         return None
 
     @property
+    def framing_work(self) -> int:
+        """Bytes (or characters) the framing layer has read, counting every re-read: tests check
+        that this stays linear in the input however it was chunked."""
+        return self._head_work + (self._framer.work if self._framer is not None else 0)
+
+    @property
     def diagnostics(self) -> list[Diagnostic]:
         """The diagnostics so far, while the stream is still running."""
         return list(self.ledger.diagnostics)
@@ -163,6 +220,63 @@ class Reassembler:
     def _check_open(self) -> None:
         if self._closed is not None:
             raise LocalProtocolError("the stream is closed; use a new Reassembler")
+        if self._fault is not None:
+            raise LocalProtocolError(f"the stream already failed ({self._fault}); close() gives the result so far")
+
+    def _failed(self, exc: ToolcallFSMError) -> None:
+        """Remember the first error that ended the stream, and raise it."""
+        self._fault = exc
+        raise exc
+
+    def _feed_bytes(self, data: bytes) -> None:
+        if self._framer is None:
+            head = self._framing_head(data, final=False)
+            if head is None:
+                return
+            data = head
+        assert self._framer is not None
+        for payload in self._framer.feed(data):
+            self._ingest_payload(payload, last=False)
+
+    def _framing_head(self, data: bytes, *, final: bool) -> bytes | None:
+        """Bytes before the framing is known: a BOM and whitespace are dropped (not held), and at
+        most a few bytes of an SSE field name are held until they tell the framing. Returns what
+        the new framer is to read, or None while it is not known yet."""
+        head = self._head + data
+        self._head_work += len(head)
+        if self._at_start:
+            if len(head) < len(BOM) and BOM.startswith(head) and not final:
+                self._head = head
+                return None
+            head = head.removeprefix(BOM)
+            self._at_start = False
+        head = head if head[:1] == b"\x00" else head.lstrip(b" \t\r\n")
+        self._head = b""
+        if not head:
+            return None
+        framing = detect_framing(head, final=final)
+        if framing is None:
+            self._head = head
+            return None
+        self._framer = make_framer(framing, self.limits.max_event_bytes, self.limits.max_event_depth)
+        return head
+
+    def _flush(self) -> None:
+        if self._framer is None and self._head:
+            try:
+                head = self._framing_head(b"", final=True)
+            except FramingError as exc:
+                self._events += 1
+                self.ledger.event = self._events
+                self.ledger.diagnose("cut-event", f"the stream is only {self._head!r}: {exc.detail}")
+                return
+            if head is not None and self._framer is not None:
+                for payload in self._framer.feed(head):
+                    self._ingest_payload(payload, last=False)
+        if self._framer is not None:
+            payloads = self._framer.close()
+            for n, payload in enumerate(payloads, start=1):
+                self._ingest_payload(payload, last=n == len(payloads) and self._framer.cut)
 
     def _ingest(self, item: Any) -> None:
         self._events += 1
@@ -176,28 +290,55 @@ class Reassembler:
                     return
             self._decode(item)
         elif isinstance(item, EVENT_TYPES):
+            if isinstance(item, ArgumentsFragment | ArgumentsSnapshot) and type(item.text) is not str:
+                raise InvalidInput(f"{type(item).__name__}.text must be a str, not {type(item.text).__name__}")
             self._apply(item)  # type: ignore[arg-type]
         else:
             payload = sdk_payload(item)
             if payload is not None:  # None: a stream helper's event that repeats the raw ones
                 self._decode(payload)
 
-    def _ingest_text(self, payload: str, *, last: bool) -> None:
+    def _ingest_payload(self, payload: Payload, *, last: bool) -> None:
+        if type(payload) is not str:
+            assert isinstance(payload, Fault)
+            self._events += 1
+            self.ledger.event = self._events
+            if payload.skippable:
+                self._bad_event(payload.message)
+                return
+            kind = LimitExceeded if payload.limit else FramingError
+            raise kind(payload.message, event=self._events, rule="limits" if payload.limit else None)
         if payload.strip() == DONE:
             self._events += 1
             return
+        if nesting_exceeds(payload, self.limits.max_event_depth):
+            self._events += 1
+            self.ledger.event = self._events
+            raise LimitExceeded(
+                f"the event nests deeper than {self.limits.max_event_depth} levels", event=self._events, rule="limits"
+            )
         try:
             value = json.loads(payload)
         except ValueError as exc:
+            self._events += 1
+            self.ledger.event = self._events
             if last:
-                self._events += 1
-                self.ledger.event = self._events
                 self.ledger.diagnose("cut-event", f"the last event is cut short: {exc}")
-                return
-            raise FramingError(f"not valid JSON: {exc}", event=self._events + 1) from None
+            else:
+                self._bad_event(f"not valid JSON: {exc}")
+            return
         if not isinstance(value, Mapping):
-            raise FramingError(f"an event must be a JSON object, not {type(value).__name__}", event=self._events + 1)
+            self._events += 1
+            self.ledger.event = self._events
+            self._bad_event(f"an event must be a JSON object, not {type(value).__name__}")
+            return
         self._ingest(value)
+
+    def _bad_event(self, why: str) -> None:
+        """One wire event cannot be used: strict mode raises; lax mode reports it and reads on."""
+        if self.strict:
+            raise FramingError(why, event=self._events, rule="unknown-events-reported")
+        self.ledger.diagnose("bad-event", f"skipped: {why}")
 
     def _use(self, decoder: Decoder) -> Decoder:
         self._decoder = decoder

@@ -127,6 +127,8 @@ class Result:
     """The reasoning blocks, in order, with their signatures and encrypted content."""
     usage: dict[str, Any] | None = None
     """Token usage as the provider sent it (its own keys), or None when it sent none."""
+    suppressed_diagnostics: dict[str, int] = attrs.field(factory=dict, hash=False)
+    """Per code, how many diagnostics were counted but not kept (past ``Limits.max_diagnostics_per_code``)."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:

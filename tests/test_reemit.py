@@ -15,7 +15,7 @@ from openai import ContentFilterFinishReasonError, LengthFinishReasonError
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
 
-from fsm import Reassembler, Result
+from fsm import Reassembler, RemoteProtocolError, Result
 from fsm.cli import main
 from fsm.events import ArgumentsSnapshot, CallRef
 from fsm.harness.fuzz.run import sample_vectors
@@ -69,10 +69,13 @@ def reemit(
     r = Reassembler(shape, policies=Policies(**policies))
     emitter = DeltaEmitter(flush)
     out = []
-    if body is not None:
-        out += emitter.chunks(r.feed_bytes(body.encode("utf-8")))
-    for event in events:
-        out += emitter.chunks(r.feed(event))
+    try:
+        if body is not None:
+            out += emitter.chunks(r.feed_bytes(body.encode("utf-8")))
+        for event in events:
+            out += emitter.chunks(r.feed(event))
+    except RemoteProtocolError:
+        pass  # a stream that fails part-way: the deltas must still mean the result so far
     result = r.close()
     return result, [*out, *emitter.chunks(r.drain()), emitter.finish(result)]
 

@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
-from fsm.engine.scanner import Scanner
+from fsm.engine.scanner import Scanner, nesting_exceeds
 from fsm.results import ArgumentsDelta, CallNamed, CallStatus, ToolCall
 
 if TYPE_CHECKING:
@@ -209,6 +209,7 @@ class Slot:
         scanned later, with the next fragment that can (or when a decision needs the scanner),
         straight from the held bytes, so waiting scans nothing twice. Most fragments are string
         content, so most go by without a scan of their own."""
+        self._check_room(self._length + len(text), _utf8_length(text))
         scanner = self.scanner
         if scanner.may_wait(text):
             if self._unscanned is None:
@@ -246,8 +247,17 @@ class Slot:
         self._catch_up()
         return self.scanner.between_tokens
 
+    def _check_room(self, length: int, more_bytes: int) -> None:
+        """Limits are checked before the scanner or the machine moves: a refused text leaves the
+        call as it was, so the result so far (close() after the error) is still consistent."""
+        if length > self.max_chars:
+            self._check_size(length)
+        if self.ledger.held_bytes + more_bytes > self.ledger.max_held_bytes:
+            self.ledger.hold(more_bytes)  # raises, naming the limit
+
     @action
     def scan_snapshot(self, text: str) -> tuple[str, str]:
+        self._check_room(len(text), _utf8_length(text) - len(self._buf))
         self._unscanned = None
         self.scanner = Scanner(self.scanner.max_depth)
         self.scanner.feed(text)
@@ -277,10 +287,12 @@ class Slot:
     @action
     def store_fragment(self, text: str) -> None:
         held = self._length
+        if held + len(text) > self.max_chars:
+            self._check_size(held + len(text))
+        encoded = text.encode("utf-8", "surrogatepass")
+        self.ledger.hold(len(encoded))
         self._length += len(text)
-        if self._length > self.max_chars:
-            self._check_size(self._length)
-        self._buf += text.encode("utf-8", "surrogatepass")
+        self._buf += encoded
         self._text = None
         self._digest = None
         if self._quiet or not text:
@@ -301,7 +313,9 @@ class Slot:
         self._check_size(len(text))
         if self._emitted and not text.startswith(self.text()[: self._emitted]):
             self._diverged = True
-        self._buf = bytearray(text.encode("utf-8", "surrogatepass"))
+        encoded = text.encode("utf-8", "surrogatepass")
+        self.ledger.hold(len(encoded) - len(self._buf))
+        self._buf = bytearray(encoded)
         self.revision += 1
         self._blank = False
         self._text = text
@@ -318,6 +332,9 @@ class Slot:
     def parse_arguments(self, text: str) -> None:
         self.ledger.apply("parse-once-at-finish")
         raw = self.text()
+        if nesting_exceeds(raw, self.scanner.max_depth):  # json.loads recurses; the scanner saw this text
+            self._fail(CallStatus.INVALID, "invalid-arguments", f"nest deeper than {self.scanner.max_depth} levels")
+            return
         try:
             value = json.loads(raw)
         except ValueError as exc:
@@ -335,6 +352,7 @@ class Slot:
             self._fail(CallStatus.INVALID, "empty-arguments", "no argument text (policy empty_arguments=invalid)")
             return
         self.ledger.diagnose("empty-arguments", f"call {self.id}: no argument text, so {{}}")
+        self.ledger.hold(2 - len(self._buf))
         self._buf = bytearray(b"{}")
         self.revision += 1
         self._unscanned = None
@@ -364,3 +382,7 @@ class Slot:
         """The final text not yet sent as deltas, or None when deltas already sent disagree with
         the final text (a snapshot replaced them): re-emitted deltas cannot retract text."""
         return None if self._diverged else self.text()[self._emitted :]
+
+
+def _utf8_length(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fsm.errors import LocalProtocolError
+from fsm.errors import InvalidInput
 
 DERIVED_EVENT_TYPES = frozenset(
     {
@@ -77,7 +77,7 @@ def as_mapping(item: Any) -> Mapping[str, Any]:
         value = to_dict()
         if isinstance(value, Mapping):
             return value
-    raise LocalProtocolError(
+    raise InvalidInput(
         f"cannot feed a {type(item).__name__}: pass a dict, an SDK object with model_dump() or to_dict(), "
         "or an fsm event"
     )
