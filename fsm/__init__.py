@@ -1,13 +1,15 @@
 """toolcall-fsm: reassemble streamed LLM tool calls with an explicit finite-state machine.
 
 Start with :class:`Reassembler`: feed it a provider's stream (bytes, wire dicts or SDK objects) and
-``close()`` it for a :class:`Result`. :mod:`fsm.history` checks and repairs the conversation the calls
-go back into. Everything a user needs is importable from here; the subpackages are internals.
+``close()`` it for a :class:`Result`, or hand a whole stream to :func:`reassemble` (:func:`areassemble`).
+:mod:`fsm.messages` builds the next request from the result; :mod:`fsm.history` checks and repairs the
+conversation the calls go back into. Everything a user needs is importable from here; the subpackages are internals.
 """
 
 __version__ = "0.1.0"
 """The package's version: the single source, read by the build (pyproject's dynamic version) and the CLI."""
 
+from fsm import messages  # noqa: E402
 from fsm.errors import (  # noqa: E402  (the version is declared first so the build can read it alone)
     FramingError,
     LimitExceeded,
@@ -35,15 +37,17 @@ from fsm.options import (  # noqa: E402
     Limits,
     Policies,
 )
-from fsm.reassembler import Reassembler  # noqa: E402
+from fsm.reassembler import Reassembler, areassemble, reassemble  # noqa: E402
 from fsm.reemit import DeltaEmitter, FlushPolicy  # noqa: E402
 from fsm.results import (  # noqa: E402
     ArgumentsDelta,
     CallFinished,
+    CallNamed,
     CallOpened,
     CallStatus,
     Diagnostic,
     Output,
+    Reasoning,
     Result,
     Severity,
     ToolCall,
@@ -55,6 +59,7 @@ __all__ = [
     "ArgumentsSnapshot",
     "CallEnd",
     "CallFinished",
+    "CallNamed",
     "CallOpened",
     "CallRef",
     "CallSeen",
@@ -73,6 +78,7 @@ __all__ = [
     "LocalProtocolError",
     "Output",
     "Policies",
+    "Reasoning",
     "Reassembler",
     "RemoteProtocolError",
     "Result",
@@ -84,4 +90,7 @@ __all__ = [
     "ToolcallFSMError",
     "UnsupportedProvider",
     "__version__",
+    "areassemble",
+    "messages",
+    "reassemble",
 ]

@@ -1,9 +1,12 @@
 """The ``toolcall-fsm`` command line: ``replay``, ``conform``, ``fuzz``, ``history check``, ``diagram``.
 
 ``toolcall-fsm --help`` and ``toolcall-fsm COMMAND --help`` give each command's examples and exit
-status. In short: 0 on success; 1 when the input is unreadable, a check fails or, with ``--strict``,
-the stream breaks the protocol (one line on stderr naming the event and the rule, never a
-traceback); 2 on bad usage. Progress (long runs only) goes to stderr, and only when it is a terminal.
+status. In short: 0 on success; 1 when the input cannot be read, the output cannot be written, a
+check fails, a limit is exceeded or, with ``--strict``, the stream breaks the protocol (one line on
+stderr naming the event and the rule, never a traceback); 2 on bad usage; 3 on an internal error (a
+bug: please report it). When a stream fails part-way, ``replay`` still prints the result so far on
+stdout (calls completed before the fault, open ones truncated) before exiting 1. Progress (long runs
+only) goes to stderr, and only when it is a terminal.
 """
 
 from __future__ import annotations
@@ -16,20 +19,20 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import Any, TextIO
 
 import attrs
 
 from fsm import __version__
+from fsm.cli_io import open_input, read_block, run_guarded
 from fsm.errors import ToolcallFSMError
 from fsm.harness.fuzz import SHAPES
 from fsm.jsontext import dumps
 from fsm.reassembler import Reassembler
 from fsm.reemit import DeltaEmitter, FlushPolicy
+from fsm.results import Result
 from fsm.serialize import result_to_json
 from fsm.wire.decoders import PROVIDERS
-
-READ_SIZE = 64 * 1024
 
 _HELP = {
     "toolcall-fsm": """examples:
@@ -38,17 +41,20 @@ _HELP = {
   toolcall-fsm conform                          run the bundled conformance vectors
   toolcall-fsm history check messages.json      would a strict provider accept this history?
 
-exit status: 0 success; 1 unreadable input, a failed check, or a protocol violation under --strict;
-2 bad usage. Each command's --help has its own examples.""",
+exit status: 0 success; 1 unreadable input, unwritable output, a failed check, an exceeded limit, or
+a protocol violation under --strict; 2 bad usage; 3 an internal error (a bug: please report it). Each
+command's --help has its own examples.""",
     "replay": """examples:
   toolcall-fsm replay chat.sse                  the calls, the finish reason and diagnostics as JSON
   toolcall-fsm replay --provider gemini out.json
   toolcall-fsm replay --output deltas --flush on-finish chat.sse   a clean OpenAI-style delta stream
   toolcall-fsm replay --strict chat.sse         refuse the first protocol violation
 
-exit status: 0 the stream was reassembled (read the diagnostics: their severity says which matter);
-1 unreadable input, an unrecognisable stream, or a violation under --strict (one line on stderr
-naming the event number and the rule); 2 bad usage.""",
+exit status: 0 the stream was reassembled (read the diagnostics: their severity says which matter;
+in lax mode an unusable event is a bad-event diagnostic, not a failure); 1 unreadable input,
+unwritable output ("cannot write"), an unrecognisable stream, an exceeded limit, or a violation under
+--strict (one line on stderr naming the event number and the rule; the result so far is still
+printed on stdout); 2 bad usage.""",
     "conform": """examples:
   toolcall-fsm conform                          every bundled vector, a pass/fail table and coverage
   toolcall-fsm conform --json > report.json
@@ -75,7 +81,8 @@ missing; 2 bad usage (an unknown shape).""",
   toolcall-fsm history check --json request.json
 
 exit status: 0 the calls and results pair up; 1 a strict provider would reject the history (HTTP
-400), or the file is unreadable; 2 bad usage.""",
+400), or the file is unreadable or not JSON; 2 bad usage, or the JSON holds no conversation (no
+list of messages, or a malformed message: one line on stderr naming it).""",
     "diagram": """examples:
   toolcall-fsm diagram                          in the project's root (it holds specs/): refresh docs/
   toolcall-fsm diagram --check                  exit 1 if docs/ or the README's diagram is stale
@@ -100,6 +107,19 @@ def _command(commands: Any, name: str, summary: str) -> argparse.ArgumentParser:
     return parser
 
 
+def _positive(text: str) -> int:
+    value = int(text) if text.isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return value
+
+
+def _not_negative(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolcall-fsm",
@@ -122,11 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
     conform.add_argument("--against", metavar="CMD", help="grade an external reassembler (see the README)")
     conform.add_argument("--json", action="store_true", help="print the outcomes and coverage as JSON")
     conform.add_argument(
-        "--fuzzed", type=int, default=0, metavar="N", help="with --against: also N fuzzed streams per shape"
+        "--fuzzed", type=_not_negative, default=0, metavar="N", help="with --against: also N fuzzed streams per shape"
     )
     fuzzing = _command(commands, "fuzz", "fuzz the engine; a failing case is written out as a vector")
     fuzzing.add_argument("--shape", default="all", help="one of: all, " + ", ".join(SHAPES))
-    fuzzing.add_argument("--examples", type=int, default=200, help="streams per shape and mode (default 200)")
+    fuzzing.add_argument("--examples", type=_positive, default=200, help="streams per shape and mode (default 200)")
     fuzzing.add_argument("--seed", type=int, default=None, help="random seed (default: a fixed, derandomized run)")
     fuzzing.add_argument("--mode", default="all", choices=("all", "property", "robust"))
     fuzzing.add_argument(
@@ -136,8 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
     hist_commands = hist.add_subparsers(dest="history_command", required=True)
     hist_check = _command(hist_commands, "check", "report dangling calls, orphan and duplicate results, reused ids")
     hist_check.add_argument("--json", action="store_true", help="print the report as JSON")
-    hist_check.add_argument("--format", default="auto", choices=("auto", "openai", "anthropic", "gemini"))
-    hist_check.add_argument("file", help="a JSON list of messages, or a request body with 'messages' or 'contents'")
+    hist_check.add_argument("--format", default="auto", choices=("auto", "openai", "anthropic", "gemini", "responses"))
+    hist_check.add_argument(
+        "file", help="a JSON list of messages, or a request body with 'messages', 'contents' or 'input'"
+    )
     diagram = _command(commands, "diagram", "regenerate docs/ diagrams from specs/ (or --check them)")
     diagram.add_argument("--root", default=".", help="the project's root: it holds specs/, docs/ and README.md")
     diagram.add_argument("--out", metavar="DIR", help="write the pages and diagrams into DIR instead of a root")
@@ -199,21 +221,28 @@ def conform(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None = No
 
 
 def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    """Exit 1 when a strict provider would reject the history."""
+    """Exit 0 when the history pairs up; 1 when a strict provider would reject it, or the file is
+    unreadable; 2 when its JSON holds no conversation (one line on stderr, never a traceback)."""
     from fsm import history
 
     try:
-        with _open(args.file) as stream:
+        with open_input(args.file) as stream:
             data = json.loads(stream.read())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         stderr.write(f"toolcall-fsm: cannot read {args.file}: {exc}\n")
         return 1
-    messages = data.get("messages", data.get("contents")) if isinstance(data, dict) else data
+    messages = data.get("messages", data.get("contents", data.get("input"))) if isinstance(data, dict) else data
+    if not isinstance(messages, list):
+        stderr.write(
+            f"toolcall-fsm: {args.file}: no conversation found"
+            " (a JSON list of messages, or an object with 'messages', 'contents' or 'input')\n"
+        )
+        return 2
     try:
-        report = history.check(messages or [], args.format)
+        report = history.check(messages, args.format)
     except ToolcallFSMError as exc:
-        stderr.write(f"toolcall-fsm: {exc}\n")
-        return 1
+        stderr.write(f"toolcall-fsm: {args.file}: {exc}\n")
+        return 2
     if args.json:
         findings = [dict(attrs.asdict(f), kind=f.kind.value) for f in report.findings]
         stdout.write(
@@ -223,7 +252,7 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         for f in report.findings:
             stdout.write(f"message {f.message}: {f.kind.value} {f.id}: {f.detail}\n")
         verdict = "would be rejected" if report.rejected else "pairs up"
-        stdout.write(f"{report.format} history of {len(messages or [])} messages {verdict}\n")
+        stdout.write(f"{report.format} history of {len(messages)} messages {verdict}\n")
     return 1 if report.rejected else 0
 
 
@@ -261,8 +290,11 @@ def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         else:
             path = workdir / f"robust-{shape}-{digest}.json"
             workdir.mkdir(parents=True, exist_ok=True)
-            provider, data = report.failure
-            sample = {"provider": provider, "problems": report.problems}
+            failure = report.failure
+            sample = {"problems": report.problems, **attrs.asdict(failure, filter=lambda a, _: a.name != "data")}
+            if isinstance(failure.clean, bytes):
+                sample["clean"] = failure.clean.hex()
+            data = failure.data
             sample |= {"body_hex": data.hex()} if isinstance(data, bytes) else {"events": data}
             path.write_text(json.dumps(sample, indent=2, default=repr) + "\n")
         stdout.write(f"  shrunk case written to {path}\n")
@@ -295,7 +327,8 @@ def diagram(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return 0
 
 
-def replay(args: argparse.Namespace, stdout: TextIO) -> None:
+def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """Print the calls (or deltas); on a stream error, the result so far, then the error."""
     reassembler = Reassembler(args.provider, strict=args.strict)
     emitter = DeltaEmitter(FlushPolicy(args.flush))
     deltas = args.output == "deltas"
@@ -304,28 +337,40 @@ def replay(args: argparse.Namespace, stdout: TextIO) -> None:
         for chunk in chunks:
             stdout.write(dumps(chunk) + "\n")
 
-    with _open(args.file) as stream:
-        while block := stream.read(READ_SIZE):
-            outputs = reassembler.feed_bytes(block)
-            if deltas:
-                show(emitter.chunks(outputs))
-    result = reassembler.close()
+    error: ToolcallFSMError | None = None
+    try:
+        with open_input(args.file) as stream:
+            while block := read_block(stream):
+                outputs = reassembler.feed_bytes(block)
+                if deltas:
+                    show(emitter.chunks(outputs))
+        result = reassembler.close()
+    except ToolcallFSMError as exc:  # the stream's fault (with the event and rule) or the caller's
+        error = exc
+        result = _result_so_far(reassembler)
     outputs = reassembler.drain()
     if deltas:
         show([*emitter.chunks(outputs), emitter.finish(result)])
     else:
         stdout.write(dumps(result_to_json(result), indent=2) + "\n")
+    if error is not None:
+        stderr.write(f"toolcall-fsm: {error}\n")
+        return 1
+    return 0
 
 
-def _open(path: str) -> BinaryIO:
-    if path == "-":
-        return sys.stdin.buffer
-    return open(path, "rb")
+def _result_so_far(reassembler: Reassembler) -> Result:
+    try:
+        return reassembler.close()
+    except ToolcallFSMError:  # strict: a violation found while closing; the result is complete now
+        return reassembler.close()
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
+    return run_guarded(lambda out, err: _dispatch(argv, out, err), stdout, stderr)
+
+
+def _dispatch(argv: Sequence[str] | None, stdout: TextIO, stderr: TextIO) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse already printed the usage error
@@ -337,17 +382,5 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     if args.command == "fuzz":
         return run_fuzz(args, stdout, stderr)
     if args.command == "conform":
-        try:
-            return conform(args, stdout, stderr)
-        except ToolcallFSMError as exc:
-            stderr.write(f"toolcall-fsm: {exc}\n")
-            return 1
-    try:
-        replay(args, stdout)
-    except ToolcallFSMError as exc:  # the stream's fault (with the event and rule) or the caller's
-        stderr.write(f"toolcall-fsm: {exc}\n")
-        return 1
-    except OSError as exc:
-        stderr.write(f"toolcall-fsm: cannot read {args.file}: {exc.strerror or exc}\n")
-        return 1
-    return 0
+        return conform(args, stdout, stderr)
+    return replay(args, stdout, stderr)

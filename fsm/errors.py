@@ -2,7 +2,10 @@
 
 * :class:`RemoteProtocolError`: the stream is at fault (malformed framing, a violation in strict
   mode, a limit exceeded). It names the wire event number (1-based) and the rule involved.
-* :class:`LocalProtocolError`: the caller misused the API (fed after close, unknown provider).
+* :class:`LocalProtocolError`: the caller misused the API (fed after close, unknown provider). A
+  wrong type (``feed_bytes("text")``, a fragment whose text is not a str) is :class:`InvalidInput`,
+  also a ``TypeError``; a bad option value (``Limits(max_calls=0)``, an unknown policy choice) is
+  :class:`InvalidOption`, also a ``ValueError``; so either reads naturally in an ``except``.
 * :class:`SpecError`: a spec file in ``specs/`` is malformed.
 """
 
@@ -19,6 +22,14 @@ class SpecError(ToolcallFSMError):
 
 class LocalProtocolError(ToolcallFSMError):
     """The caller used the API wrongly."""
+
+
+class InvalidInput(LocalProtocolError, TypeError):
+    """The caller fed something of the wrong type (str where bytes belong, non-str argument text)."""
+
+
+class InvalidOption(LocalProtocolError, ValueError):
+    """A ``Limits`` or ``Policies`` value is out of range or of the wrong type."""
 
 
 class UnsupportedProvider(LocalProtocolError):

@@ -6,6 +6,8 @@ registry (fsm/engine/registry.py) alone decides which call that evidence points 
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 
@@ -94,8 +96,64 @@ class StreamEnd:
     """The provider's error message, when it ended the stream with an error event."""
 
 
-Event = CallSeen | ArgumentsFragment | ArgumentsSnapshot | CallEnd | StreamEnd
-EVENT_TYPES: tuple[type, ...] = (CallSeen, ArgumentsFragment, ArgumentsSnapshot, CallEnd, StreamEnd)
+@attrs.frozen(slots=True)
+class TextDelta:
+    """A piece of the assistant's visible text, to be appended to what the turn said so far."""
+
+    text: str
+    signature: str | None = None
+    """A signature the provider attached to a text part (Gemini ``thoughtSignature`` on a turn with
+    no call): it must go back on that text."""
+
+
+@attrs.frozen(slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning, or what must be sent back with it.
+
+    Pieces with the same ``block`` build one reasoning block: text is appended, the other fields are
+    set by whichever piece carries them. The fields are what the providers require back verbatim."""
+
+    block: int | None
+    """Which block the piece belongs to (an Anthropic content index, a Responses output index);
+    None: the latest block, or a new one when there is none."""
+    text: str = ""
+    signature: str | None = None
+    """Anthropic ``signature`` of a thinking block; Gemini ``thoughtSignature`` of a thought part."""
+    redacted: str | None = None
+    """Anthropic ``redacted_thinking`` data (opaque, encrypted)."""
+    item_id: str | None = None
+    """The Responses reasoning item id."""
+    summary: tuple[str, ...] = ()
+    """The Responses reasoning summary texts, as the item carried them."""
+    encrypted_content: str | None = None
+    """The Responses ``encrypted_content`` of a reasoning item."""
+
+
+@attrs.frozen(slots=True)
+class UsageReport:
+    """Token usage, as the provider sent it."""
+
+    usage: dict[str, Any]
+    cumulative: bool = False
+    """True when the report adds to earlier ones (Anthropic's ``message_delta`` after
+    ``message_start``): its keys update what was reported; otherwise it replaces it."""
+
+
+Event = (
+    CallSeen | ArgumentsFragment | ArgumentsSnapshot | CallEnd | StreamEnd | TextDelta | ReasoningDelta | UsageReport
+)
+EVENT_TYPES: tuple[type, ...] = (
+    CallSeen,
+    ArgumentsFragment,
+    ArgumentsSnapshot,
+    CallEnd,
+    StreamEnd,
+    TextDelta,
+    ReasoningDelta,
+    UsageReport,
+)
+TURN_CONTENT_TYPES: tuple[type, ...] = (TextDelta, ReasoningDelta, UsageReport)
+"""Events about what the turn said besides its calls: accumulated by the facade, never by the engine."""
 
 FREEFORM_TYPES = frozenset({"custom", "code_interpreter_call"})
 """Call types whose input is freeform text, not JSON arguments: a custom tool's input, the code a

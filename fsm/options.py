@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import attrs
 
+from fsm.errors import InvalidOption
 from fsm.spec import identity_spec
 
 IdenticalText = Literal["resend", "new-call"]
@@ -23,14 +24,19 @@ EmptyArguments = Literal["empty-object", "invalid"]
 """Choices of policy ``empty_arguments``."""
 
 
+def _policy(name: str) -> Any:
+    return next(p for p in identity_spec().policies if p.name == name)
+
+
 def _choice(name: str) -> Any:
-    policy = next(p for p in identity_spec().policies if p.name == name)
-
+    # The default and the choices are read from the spec when a Policies is first made, not at
+    # import: importing the package loads no spec.
     def check(_: object, attribute: attrs.Attribute[str], value: str) -> None:
-        if value not in policy.choices:
-            raise ValueError(f"policy {name} must be one of {list(policy.choices)}, not {value!r}")
+        choices = _policy(name).choices
+        if not isinstance(value, str) or value not in choices:
+            raise InvalidOption(f"policy {name} must be one of {list(choices)}, not {value!r}")
 
-    return attrs.field(default=policy.default, validator=check, kw_only=True)
+    return attrs.field(factory=lambda: _policy(name).default, validator=check, kw_only=True)
 
 
 @attrs.frozen(slots=True)
@@ -38,7 +44,7 @@ class Policies:
     """The named choices for wire cases that have two honest readings (specs/identity.toml, "policies").
 
     Every field is keyword-only and defaults to the spec's default; a choice the spec does not list
-    raises ``ValueError``. Pass an instance as ``Reassembler(policies=...)``.
+    raises :class:`fsm.errors.InvalidOption` (also a ``ValueError``). Pass an instance as ``Reassembler(policies=...)``.
     """
 
     identical_text: IdenticalText = _choice("identical_text")  # noqa: RUF009  (an attrs field, read once)
@@ -55,21 +61,51 @@ class Policies:
     ``{}``) or ``"invalid"`` (status invalid)."""
 
 
+MAX_DEPTH_CAP = 512
+"""The deepest nesting ``Limits.max_depth`` may allow: JSON is parsed by recursive descent, and
+deeper text would exhaust Python's recursion limit (1000 frames, shared with the caller's)."""
+
+ENVELOPE_DEPTH = 32
+"""Nesting a wire event may add around a call's arguments (Gemini puts them 7 levels deep)."""
+
+
 def _positive(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if type(value) is not int:
+        raise InvalidOption(f"limit {attribute.name} must be an int, not {type(value).__name__}")
     if value < 1:
-        raise ValueError(f"limit {attribute.name} must be at least 1, not {value}")
+        raise InvalidOption(f"limit {attribute.name} must be at least 1, not {value}")
+
+
+def _depth(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    _positive(_, attribute, value)
+    if value > MAX_DEPTH_CAP:
+        raise InvalidOption(f"limit max_depth must be at most {MAX_DEPTH_CAP} (Python's recursion limit), not {value}")
 
 
 @attrs.frozen(slots=True, kw_only=True)
 class Limits:
     """Bounds on what one stream may make the engine hold. Exceeding one raises
-    :class:`fsm.LimitExceeded` naming the wire event; every limit must be at least 1."""
+    :class:`fsm.LimitExceeded` naming the wire event (in lax mode too), except
+    ``max_diagnostics_per_code``, which only stops storing; every limit must be an int of at least 1
+    (else :class:`fsm.errors.InvalidOption`, also a ``ValueError``)."""
 
     max_calls: int = attrs.field(default=512, validator=_positive)
     """Calls (slots) in one stream."""
     max_argument_chars: int = attrs.field(default=8 * 1024 * 1024, validator=_positive)
     """Characters of argument text held for one call."""
-    max_depth: int = attrs.field(default=256, validator=_positive)
-    """Nesting depth of one call's arguments."""
+    max_stream_argument_bytes: int = attrs.field(default=64 * 1024 * 1024, validator=_positive)
+    """Bytes (UTF-8) of argument text held for all the calls of one stream together."""
+    max_depth: int = attrs.field(default=256, validator=_depth)
+    """Nesting depth of one call's arguments (at most :data:`MAX_DEPTH_CAP`). A wire event may nest
+    :data:`ENVELOPE_DEPTH` levels more; deeper events are refused before any parse."""
     max_event_bytes: int = attrs.field(default=16 * 1024 * 1024, validator=_positive)
-    """Bytes of one framed wire event (an SSE event, an NDJSON line, a JSON-array element)."""
+    """Bytes of one framed wire event (an SSE event's data, any one line, an NDJSON line, a JSON-array
+    element, an AWS event-stream message), counted exactly however the bytes were chunked."""
+    max_diagnostics_per_code: int = attrs.field(default=100, validator=_positive)
+    """Diagnostics of one code kept in the result; later ones are only counted
+    (``Result.suppressed_diagnostics``)."""
+
+    @property
+    def max_event_depth(self) -> int:
+        """The deepest nesting accepted in one wire event."""
+        return self.max_depth + ENVELOPE_DEPTH

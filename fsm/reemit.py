@@ -1,13 +1,24 @@
-"""Re-emit reassembled calls as a clean OpenAI-style chat-completions delta stream.
+"""Re-emit reassembled calls as a clean OpenAI chat-completions chunk stream.
 
-Downstream consumers that concatenate ``arguments`` per ``index`` get valid JSON from it: every call
-has its own index (its position in the turn), its id and name are sent once, and nothing sent is
-ever retracted. A freeform call (a custom tool) goes out as ``"type": "custom"`` with its text under
-``custom.input``, as chat completions report custom calls; any other call keeps the ``function``
-body, with its own type (``shell_call``, ...) when it is not a function. Two flush policies:
+The promise: fed to any consumer that accumulates chat chunks the usual way (openai-python's
+``ChatCompletionStreamState``, or concatenating ``arguments`` per ``index``), the stream gives exactly
+the result's calls: the same ids, names and argument text. So every chunk is a valid
+``ChatCompletionChunk`` (it has ``id``, ``created`` and ``model``); every call has its own index (its
+position in the turn) and those indexes first appear in order 0, 1, 2, ... (the SDK keeps tool calls
+in a list and looks them up by index); the id goes out once, in the call's first chunk; the name goes
+out once, before any argument text; and nothing sent is ever retracted. A freeform call (a custom
+tool) goes out with its text under ``custom.input``, as chat completions report custom calls; any
+other call keeps the ``function`` body. Only a function call names its ``type``: a chunk's tool call
+may name no other (``ChoiceDeltaToolCall.type`` is ``"function"`` or absent), so a custom call is told
+by its ``custom`` body, and a built-in tool item (``shell_call``, ...) by nothing in the chunk (the
+result's ``ToolCall.type`` has it). Two flush policies:
 
-* ``incremental``: the header when a call opens, then argument text as soon as it is append-safe
-  (fragments at once; snapshot text, which a later snapshot could replace, when the call finishes);
+* ``incremental``: the header when a call opens, then argument text as soon as the engine reports it
+  append-safe (``ArgumentsDelta``). The engine holds back text the provider may still replace (see
+  ``Reassembler``): whitespace-only JSON text, which becomes ``{}``; snapshot text; and, on a wire
+  whose final arguments win over the streamed ones (OpenAI Responses ``.done``), all of a call's text
+  until the call is finished. Text of a call whose header had no name is held here until its name
+  arrives (``CallNamed``) or the call finishes, so the name always goes out first.
 * ``on-finish``: the header with empty arguments when a call opens, the final arguments when it
   finishes.
 """
@@ -15,10 +26,13 @@ body, with its own type (``shell_call``, ...) when it is not a function. Two flu
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, Final
 
 from fsm.events import FREEFORM_TYPES
-from fsm.results import ArgumentsDelta, CallFinished, CallOpened, Output, Result
+from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, Output, Result
+
+CHAT_FINISH_REASONS: Final = frozenset({"stop", "length", "tool_calls", "content_filter"})
+"""The finish reasons a chat-completions chunk can carry; any other (``error``) goes out as null."""
 
 
 class FlushPolicy(enum.Enum):
@@ -31,63 +45,90 @@ class FlushPolicy(enum.Enum):
 
 
 class DeltaEmitter:
-    """Turns a :class:`~fsm.Reassembler`'s outputs into OpenAI-style ``chat.completion.chunk`` dicts.
+    """Turns a :class:`~fsm.Reassembler`'s outputs into OpenAI ``chat.completion.chunk`` dicts.
 
     Feed it each list ``feed()``/``feed_bytes()`` returned, then ``drain()``'s after ``close()``, and
-    end with :meth:`finish`. One emitter per stream."""
+    end with :meth:`finish`. One emitter per stream. ``completion_id``, ``model`` and ``created`` fill
+    the envelope every chunk must have; the defaults are fixed so that the same stream always
+    re-emits the same bytes (the engine reads no clock)."""
 
-    def __init__(self, flush: FlushPolicy = FlushPolicy.INCREMENTAL) -> None:
+    def __init__(
+        self,
+        flush: FlushPolicy = FlushPolicy.INCREMENTAL,
+        *,
+        completion_id: str = "chatcmpl-toolcall-fsm",
+        model: str = "toolcall-fsm",
+        created: int = 0,
+    ) -> None:
         self.flush = flush
         """The flush policy chosen at construction."""
+        self._envelope = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
         self._named: set[int] = set()
         self._freeform: set[int] = set()
+        self._held: dict[int, list[str]] = {}  # text of calls whose name has not gone out yet
 
     def chunks(self, outputs: list[Output]) -> list[dict[str, Any]]:
         """One chunk per output that has something to send (an output may send nothing, e.g. a
         delta under ``on-finish``)."""
-        out = []
-        for item in outputs:
-            entry = self._entry(item)
-            if entry is not None:
-                out.append(_chunk([entry], None))
-        return out
+        return [self._chunk([entry], None) for item in outputs if (entry := self._entry(item)) is not None]
 
     def finish(self, result: Result) -> dict[str, Any]:
-        """The last chunk: no tool calls, the result's finish reason."""
-        return _chunk(None, result.finish_reason)
+        """The last chunk: no tool calls, the result's finish reason (null for one a chat chunk
+        cannot carry: ``error``)."""
+        reason = result.finish_reason if result.finish_reason in CHAT_FINISH_REASONS else None
+        return self._chunk([], reason)
 
     def _entry(self, item: Output) -> dict[str, Any] | None:
         if isinstance(item, CallOpened):
-            body_key, text_key = "function", "arguments"
             if item.type in FREEFORM_TYPES:
                 self._freeform.add(item.index)
-                body_key, text_key = "custom", "input"
-            body: dict[str, Any] = {text_key: ""}
+            body: dict[str, Any] = {self._text_key(item.index): ""}
             if item.name is not None:
                 body["name"] = item.name
                 self._named.add(item.index)
-            return {"index": item.index, "id": item.id, "type": item.type, body_key: body}
+            else:
+                self._held[item.index] = []
+            header = {"index": item.index, "id": item.id, self._body_key(item.index): body}
+            if item.type == "function":  # the only type a chat chunk may name; the body tells the others
+                header["type"] = "function"
+            return header
+        if isinstance(item, CallNamed):
+            if item.index in self._named:
+                return None
+            self._named.add(item.index)
+            body = {"name": item.name}
+            held = self._held.pop(item.index, None)
+            if held:
+                body[self._text_key(item.index)] = "".join(held)
+            return {"index": item.index, self._body_key(item.index): body}
         if isinstance(item, ArgumentsDelta):
             if self.flush is FlushPolicy.ON_FINISH:
                 return None
-            if item.index in self._freeform:
-                return {"index": item.index, "custom": {"input": item.text}}
-            return {"index": item.index, "function": {"arguments": item.text}}
+            held = self._held.get(item.index)
+            if held is not None:
+                held.append(item.text)
+                return None
+            return {"index": item.index, self._body_key(item.index): {self._text_key(item.index): item.text}}
         if isinstance(item, CallFinished):
             call = item.call
-            freeform = call.index in self._freeform
             body = {}
             if call.name is not None and call.index not in self._named:
                 body["name"] = call.name  # the name arrived after the header went out
+                self._named.add(call.index)
+            held = self._held.pop(call.index, None)
             if self.flush is FlushPolicy.ON_FINISH:
-                body["input" if freeform else "arguments"] = call.input if freeform else call.arguments_json
-            return {"index": call.index, "custom" if freeform else "function": body} if body else None
+                body[self._text_key(call.index)] = call.input if call.index in self._freeform else call.arguments_json
+            elif held:
+                body[self._text_key(call.index)] = "".join(held)
+            return {"index": call.index, self._body_key(call.index): body} if body else None
         return None
 
+    def _body_key(self, index: int) -> str:
+        return "custom" if index in self._freeform else "function"
 
-def _chunk(tool_calls: list[dict[str, Any]] | None, finish_reason: str | None) -> dict[str, Any]:
-    delta: dict[str, Any] = {"tool_calls": tool_calls} if tool_calls else {}
-    return {
-        "object": "chat.completion.chunk",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-    }
+    def _text_key(self, index: int) -> str:
+        return "input" if index in self._freeform else "arguments"
+
+    def _chunk(self, tool_calls: list[dict[str, Any]], finish_reason: str | None) -> dict[str, Any]:
+        delta: dict[str, Any] = {"tool_calls": tool_calls} if tool_calls else {}
+        return {**self._envelope, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}

@@ -86,6 +86,25 @@ class Diagnostic:
 
 
 @attrs.frozen(slots=True)
+class Reasoning:
+    """One block of the model's reasoning, with what the provider requires back verbatim."""
+
+    text: str = ""
+    """The thinking text (Anthropic ``thinking``, Gemini thought parts, a chat dialect's
+    ``reasoning_content``, Responses reasoning text)."""
+    signature: str | None = None
+    """Anthropic thinking ``signature``; Gemini ``thoughtSignature`` of a thought part."""
+    redacted: str | None = None
+    """Anthropic ``redacted_thinking`` data: opaque, sent back as it came."""
+    item_id: str | None = None
+    """The Responses reasoning item id."""
+    summary: tuple[str, ...] = ()
+    """The Responses reasoning summary texts."""
+    encrypted_content: str | None = None
+    """The Responses reasoning ``encrypted_content`` (requested with ``include``; needed when not stored)."""
+
+
+@attrs.frozen(slots=True)
 class Result:
     """What :meth:`fsm.Reassembler.close` returns: the turn's calls, its finish reason and diagnostics."""
 
@@ -100,6 +119,21 @@ class Result:
     """Everything noticed on the way, in the order it arose."""
     server_tool_calls: tuple[ToolCall, ...] = ()
     """Tools the provider ran itself (Anthropic ``server_tool_use``): not for the client to run."""
+    text: str = ""
+    """The assistant's visible text, all of it, in order."""
+    text_signature: str | None = None
+    """A signature the provider put on the text (Gemini ``thoughtSignature`` on a text part)."""
+    reasoning: tuple[Reasoning, ...] = ()
+    """The reasoning blocks, in order, with their signatures and encrypted content."""
+    usage: dict[str, Any] | None = None
+    """Token usage as the provider sent it (its own keys), or None when it sent none."""
+    suppressed_diagnostics: dict[str, int] = attrs.field(factory=dict, hash=False)
+    """Per code, how many diagnostics were counted but not kept (past ``Limits.max_diagnostics_per_code``)."""
+
+    @property
+    def complete_calls(self) -> tuple[ToolCall, ...]:
+        """The calls whose arguments completed and parsed: the only ones safe to execute."""
+        return tuple(call for call in self.calls if call.status is CallStatus.COMPLETE)
 
     def codes(self) -> list[str]:
         """The diagnostics' codes, in order."""
@@ -127,6 +161,16 @@ class CallOpened:
 
 
 @attrs.frozen(slots=True)
+class CallNamed:
+    """The name of call ``index`` arrived after the call opened without one."""
+
+    index: int
+    """The call's position in the turn (as in :attr:`ToolCall.index`)."""
+    name: str
+    """The tool's name, as it arrived."""
+
+
+@attrs.frozen(slots=True)
 class ArgumentsDelta:
     """Append-safe argument text (a freeform call's input text) for call ``index``: it will never
     be retracted."""
@@ -145,5 +189,5 @@ class CallFinished:
     """The call as it will appear in the result."""
 
 
-Output = CallOpened | ArgumentsDelta | CallFinished
+Output = CallOpened | CallNamed | ArgumentsDelta | CallFinished
 """What :meth:`fsm.Reassembler.feed` returns a list of while the stream runs."""

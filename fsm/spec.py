@@ -8,15 +8,15 @@ that spec. A malformed spec raises :class:`~fsm.errors.SpecError` naming the fil
 from __future__ import annotations
 
 import functools
-import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-from cattrs import Converter
-from cattrs.errors import ClassValidationError
 
 from fsm.errors import SpecError
+
+if TYPE_CHECKING:
+    from cattrs import Converter
 
 
 def _spec_dir() -> Path:
@@ -192,12 +192,21 @@ class IdentitySpec:
         return frozenset(r.name for r in self.rules)
 
 
-_converter = Converter(forbid_extra_keys=True)
+# cattrs and tomllib are imported when a spec is first loaded, not with the package: together they
+# are about half of what `import fsm` would otherwise cost, and a program that never builds a
+# Reassembler never needs them.
+@functools.cache
+def _converter() -> Converter:
+    from cattrs import Converter
+
+    return Converter(forbid_extra_keys=True)
 
 
 def _structure(data: dict[str, Any], cls: type[Any], path: Path) -> Any:
+    from cattrs.errors import ClassValidationError
+
     try:
-        return _converter.structure(data, cls)
+        return _converter().structure(data, cls)
     except ClassValidationError as exc:
         raise SpecError(f"{path.name}: {describe_validation(exc)}") from None
 
@@ -211,6 +220,8 @@ def describe_validation(exc: BaseException) -> str:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    import tomllib
+
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)

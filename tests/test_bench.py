@@ -21,10 +21,18 @@ def test_benchmark_runs_on_a_tiny_size(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
-    shapes = {row["scenario"].split()[0] for row in report["rows"]}
+    shapes = {row["scenario"].split()[0] for row in report["rows"] if not row["capture"]}
     assert shapes == {"openai", "anthropic", "gemini", "vertex", "responses", "bedrock", "cohere", "ollama"}
-    assert all(row["toolcall-fsm"] > 0 and row["floor"] > 0 for row in report["rows"])
-    assert "within 3x of the floor" in report["targets"]
+    for row in report["rows"]:
+        # toolcall-fsm's calls were checked against the expected ones before it was timed
+        assert row["verdict"]["toolcall-fsm"] == "ok", row["scenario"]
+        assert row["us_per_event"]["toolcall-fsm"] > 0 and row["peak_bytes"]["toolcall-fsm"] > 0
+        if not row["capture"]:
+            assert row["verdict"]["floor"] == "ok" and row["us_per_event"]["floor"] > 0
+        for name, verdict in row["verdict"].items():
+            # a wrong or skipped implementation is reported and never timed
+            assert (name in row["us_per_event"]) == (verdict == "ok"), (row["scenario"], name, verdict)
+    assert "import fsm under 50 ms" in report["targets"]
     table = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "bench.py"), "--markdown", str(out)],
         capture_output=True,
@@ -33,11 +41,11 @@ def test_benchmark_runs_on_a_tiny_size(tmp_path: Path) -> None:
         timeout=60,
     ).stdout
     assert table.count("\n| ") == len(report["rows"])  # a line per stream, after the header and rule
-    assert "within 3x of the floor" in table
+    assert "import fsm under 50 ms" in table
 
 
 def test_profiler_lists_the_benchmark_streams() -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "profile.py")], capture_output=True, text=True, check=True, timeout=120
     )
-    assert "openai 200 small calls" in proc.stdout
+    assert "openai 10 tiny calls" in proc.stdout

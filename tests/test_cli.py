@@ -29,7 +29,18 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
     assert code == 0
     data = json.loads(out)
     # The documented keys, in order; later additions only ever come after them.
-    assert list(data) == ["provider", "finish_reason", "calls", "diagnostics", "server_tool_calls"]
+    assert list(data) == [
+        "provider",
+        "finish_reason",
+        "calls",
+        "diagnostics",
+        "server_tool_calls",
+        "text",
+        "text_signature",
+        "reasoning",
+        "usage",
+        "suppressed_diagnostics",
+    ]
     assert list(data["calls"][0]) == [
         "index",
         "id",
@@ -87,7 +98,8 @@ def test_strict_violation_exits_1_naming_event_and_rule(tmp_path: Path) -> None:
     )
     assert run_cli("replay", str(path))[0] == 0
     code, out, err = run_cli("replay", "--strict", str(path))
-    assert code == 1 and out == ""
+    # The result so far still goes to stdout: the call completed before the fault, the rest cut.
+    assert code == 1 and [c["status"] for c in json.loads(out)["calls"]] == ["complete"]
     assert err.startswith("toolcall-fsm: event 2: duplicate-id") and "rule duplicate-id-renamed" in err
     assert "Traceback" not in err
 
@@ -99,7 +111,7 @@ def test_strict_violation_exits_1_naming_event_and_rule(tmp_path: Path) -> None:
 def test_unreadable_input_exits_1_with_one_line(tmp_path: Path, content: bytes, message: str) -> None:
     path = tmp_path / "bad"
     path.write_bytes(content)
-    code, _, err = run_cli("replay", str(path))
+    code, _, err = run_cli("replay", "--strict", str(path))
     assert code == 1 and message in err and err.count("\n") == 1
 
 

@@ -7,6 +7,7 @@ import io
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,3 +117,90 @@ def test_the_continuation_fast_path_decides_and_counts_as_the_general_routing(
     general = [_replay_fingerprint(v) for v in vectors]
     for vector, a, b in zip(vectors, fast, general, strict=True):
         assert a == b, vector.name
+
+
+def _replay_with_trace(vector: conformance.Vector) -> object:
+    """A replay's result, every output it emitted, every transition each call took (in order) and
+    the rule counts."""
+    from fsm import Policies, Reassembler
+    from fsm.engine.slot import Slot
+
+    taken: list[tuple[int, str]] = []
+    real = Slot.covered
+
+    def traced(slot: Slot, transition: str) -> None:
+        taken.append((slot.ordinal, transition))
+        real(slot, transition)
+
+    Slot.covered = traced  # type: ignore[method-assign]
+    try:
+        r = Reassembler(vector.shape, policies=Policies(**vector.policies))
+        outputs: list[object] = []
+        try:
+            if vector.body is not None:
+                outputs += r.feed_bytes(vector.body.encode("utf-8"))
+            for event in vector.events:
+                outputs += r.feed(event)
+            result = r.close()
+        except Exception as exc:  # the same error either way is the same behaviour
+            return (type(exc).__name__, str(exc), outputs, taken)
+        outputs += r.drain()
+        return (result, outputs, taken, dict(r.ledger.rules), dict(r.ledger.transitions))
+    finally:
+        Slot.covered = real  # type: ignore[method-assign]
+
+
+def test_the_compiled_table_and_the_transitions_machine_execute_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine runs the slot spec from its compiled table; the transitions machine built from
+    the same spec is the reference. Over every vector and a thousand fuzzed streams both take the
+    same transitions in the same order, emit the same outputs and calls, and count the same rules."""
+    from fsm.engine import registry
+    from fsm.engine.machine import slot_machine
+    from fsm.harness.fuzz.run import sample_vectors
+    from fsm.harness.fuzz.shapes import CASES
+
+    vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 1000 // len(CASES) + 1))]
+    assert len(vectors) > 1000
+    table = [_replay_with_trace(v) for v in vectors]
+    monkeypatch.setattr(registry, "slot_machine", lambda reference=False: slot_machine(reference=True))
+    reference = [_replay_with_trace(v) for v in vectors]
+    for vector, a, b in zip(vectors, table, reference, strict=True):
+        assert a == b, vector.name
+
+
+def test_the_commonest_chunk_shortcut_decides_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reassembler takes the commonest OpenAI chat chunk (one bare fragment) straight to the
+    registry; without the shortcut every chunk goes through the decoder. Same transitions in
+    order, outputs, calls, diagnostics and rule counts either way."""
+    from fsm import reassembler
+    from fsm.harness.fuzz.run import sample_vectors
+
+    vectors = [*VECTORS, *sample_vectors("openai-chat", 300)]
+    taken = [reassembler.commonest_chunk(e) for v in vectors for e in v.events if type(e) is dict]
+    assert sum(t is not None for t in taken) > 150  # the shortcut is taken, often (~200 of these)
+    fast = [_replay_with_trace(v) for v in vectors]
+    monkeypatch.setattr(reassembler, "commonest_chunk", lambda payload: None)
+    general = [_replay_with_trace(v) for v in vectors]
+    for vector, a, b in zip(vectors, fast, general, strict=True):
+        assert a == b, vector.name
+
+
+def test_text_reasoning_or_usage_beside_a_fragment_is_not_skipped_by_the_shortcut() -> None:
+    from fsm import Reassembler
+
+    def chunk(delta: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        return {"choices": [{"index": 0, "delta": delta}], **extra}
+
+    def fragment(text: str) -> dict[str, Any]:
+        return {"tool_calls": [{"index": 0, "function": {"arguments": text}}]}
+
+    r = Reassembler("openai-chat")
+    r.feed(chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f", "arguments": ""}}]}))
+    r.feed(chunk({**fragment('{"a"'), "content": "hello"}))
+    r.feed(chunk({**fragment(": 1"), "reasoning_content": "thinking"}))
+    r.feed(chunk(fragment("}"), usage={"total_tokens": 7}))
+    result = r.close()
+    assert result.calls[0].arguments == {"a": 1}
+    assert result.text == "hello"
+    assert [x.text for x in result.reasoning] == ["thinking"]
+    assert result.usage == {"total_tokens": 7}

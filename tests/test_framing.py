@@ -95,7 +95,9 @@ def test_ndjson_skips_blank_lines() -> None:
 def test_detect_framing() -> None:
     assert detect_framing(b"  ") is None
     assert detect_framing(b"\xef\xbb\xbfdata: {}") is Framing.SSE
-    assert detect_framing(b"da") is Framing.SSE
+    assert detect_framing(b"da") is None  # more bytes may still make it something else
+    assert detect_framing(b"data: {}") is Framing.SSE
+    assert detect_framing(b"data\n") is Framing.SSE
     assert detect_framing(b"[{") is Framing.JSON_ARRAY
     assert detect_framing(b"{") is Framing.NDJSON
     with pytest.raises(FramingError):
@@ -103,9 +105,12 @@ def test_detect_framing() -> None:
 
 
 def test_an_event_that_is_not_json_names_its_number() -> None:
-    r = Reassembler()
+    r = Reassembler(strict=True)
     with pytest.raises(FramingError, match="event 2: not valid JSON"):
         r.feed_bytes(sse([chunk()], done=False) + b"data: {nope\n\n")
+    lax = Reassembler()
+    lax.feed_bytes(sse([chunk()], done=False) + b"data: {nope\n\n")
+    assert [(d.event, d.code) for d in lax.close().diagnostics][:1] == [(2, "bad-event")]
 
 
 def test_a_stream_cut_inside_its_last_event_truncates_the_open_call() -> None:
@@ -119,7 +124,7 @@ def test_a_stream_cut_inside_its_last_event_truncates_the_open_call() -> None:
 
 def test_invalid_utf8_is_a_framing_error() -> None:
     with pytest.raises(FramingError, match="UTF-8"):
-        Reassembler().feed_bytes(b"data: {\xff}\n\n")
+        Reassembler(strict=True).feed_bytes(b"data: {\xff}\n\n")
 
 
 def test_outputs_caused_by_close_are_kept_for_drain() -> None:

@@ -120,8 +120,15 @@ def test_a_result_for_an_unknown_id_is_orphaned_and_dropped(fmt: str) -> None:
     report = history.check(messages)
     assert kinds(report) == [Kind.ORPHAN] and report.findings[0].id == "ghost"
     fixed, changes = history.repair(messages)
-    assert [c.kind for c in changes] == ["dropped-orphan"]
+    emptied = {
+        "openai": [],
+        "anthropic": ["dropped-empty-message", "merged-messages"],
+        "gemini": ["dropped-empty-message"],
+    }
+    assert [c.kind for c in changes] == ["dropped-orphan", *emptied[fmt]]
+    assert changes[0].message == 4  # 1-based: the ghost's message
     assert history.check(fixed).findings == ()
+    assert ids(fixed, fmt) == (["a"], ["a"])
 
 
 def test_a_dangling_call_gets_a_placeholder_or_is_dropped(fmt: str) -> None:
@@ -186,7 +193,7 @@ def test_gemini_calls_without_ids_pair_by_name_and_order() -> None:
     }
     assert history.check([GEMINI_USER, model, two]).findings == ()
     report = history.check([GEMINI_USER, model, one])
-    assert kinds(report) == [Kind.DANGLING] and report.findings[0].id == "sum#1"
+    assert kinds(report) == [Kind.DANGLING] and report.findings[0].id == "sum#2"  # the 2nd, 1-based
     fixed, _ = history.repair([GEMINI_USER, model, one])
     assert history.check(fixed).findings == ()
 

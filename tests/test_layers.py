@@ -19,11 +19,11 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("vocabulary", {"fsm.errors", "fsm.spec", "fsm.events", "fsm.results", "fsm.options", "fsm.jsontext"}),
     ("engine", {"fsm.engine"}),
     ("wire", {"fsm.wire"}),
-    ("facade", {"fsm.reassembler", "fsm.reemit", "fsm.serialize"}),
+    ("facade", {"fsm.reassembler", "fsm.reemit", "fsm.serialize", "fsm.content", "fsm.messages"}),
     ("public", {"fsm"}),
     ("history", {"fsm.history"}),
     ("harness", {"fsm.harness"}),
-    ("cli", {"fsm.cli", "fsm.__main__"}),
+    ("cli", {"fsm.cli", "fsm.cli_io", "fsm.__main__"}),
 ]
 LONG_MODULE_LINES = 400
 

@@ -109,9 +109,8 @@ def test_every_public_type_is_exported() -> None:
         assert name in fsm.__all__
 
 
-def test_every_public_class_function_and_field_has_a_docstring() -> None:
-    # fsm.history is being reworked on another branch; its docstrings are checked once that lands.
-    module = fsm
+@pytest.mark.parametrize("module", [fsm, history], ids=["fsm", "fsm.history"])
+def test_every_public_class_function_and_field_has_a_docstring(module: object) -> None:
     pdoc_doc = pytest.importorskip("pdoc.doc")
     missing = []
 

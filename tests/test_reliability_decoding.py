@@ -344,13 +344,16 @@ def test_finish_reason_tool_calls_without_any_call_is_reported() -> None:
     assert result.codes() == ["finish-without-calls"]
 
 
-def test_a_call_refused_past_max_calls_is_a_typed_error_naming_its_event() -> None:
+def test_a_call_refused_past_max_calls_is_a_typed_error_and_a_diagnostic() -> None:
     r = Reassembler("openai-chat", limits=Limits(max_calls=1))
     r.feed(chunk(tc(index=0, id="a", name="f", args="{}")))
     with pytest.raises(LimitExceeded) as caught:
         r.feed(chunk(tc(index=1, id="b", name="f", args="{}")))
     assert caught.value.event == 2
-    assert [c.id for c in r.close().calls] == ["a"]
+    result = r.close()
+    assert [c.id for c in result.calls] == ["a"]
+    (failed,) = [d for d in result.diagnostics if d.code == "stream-failed"]
+    assert "more than 1 calls" in failed.message  # the refused call left its word in the result
 
 
 # -- 8. Arguments are strict JSON, all of it ------------------------------------------------------------

@@ -71,14 +71,14 @@ def test_every_self_loop_is_declared_and_the_machine_builds() -> None:
         if dest == state
     ]
     assert "accumulating--append->accumulating" in loops
-    assert set(machine.machine.states) == set(slot_spec().state_names())
+    assert set(machine.machine.engine.states) == set(slot_spec().state_names())
 
 
-def test_every_state_change_goes_through_the_transitions_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_strict_mode_runs_every_trigger_through_the_transitions_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     from fsm import Reassembler
     from fsm.events import ArgumentsFragment, CallRef, CallSeen, StreamEnd
 
-    engine = slot_machine().machine
+    engine = slot_machine(reference=True).machine.engine
     seen: list[tuple[str, str]] = []
     for name, event in engine.events.items():
         real = event.trigger
@@ -90,7 +90,7 @@ def test_every_state_change_goes_through_the_transitions_machine(monkeypatch: py
             return bool(done)
 
         monkeypatch.setattr(event, "trigger", traced)
-    r = Reassembler()
+    r = Reassembler(strict=True)
     ref = CallRef(index=0, id="a", name="f")
     for wire_event in (
         CallSeen(ref),
@@ -100,18 +100,23 @@ def test_every_state_change_goes_through_the_transitions_machine(monkeypatch: py
     ):
         r.feed(wire_event)
     r.feed(StreamEnd("tool_calls"))
-    # Two fragments stayed in accumulating (a declared self-loop, run from the compiled table);
-    # every change of state was a machine trigger.
     assert seen == [
         ("opened", "append->accumulating"),
+        ("accumulating", "append->accumulating"),
         ("accumulating", "append->value_closed"),
         ("value_closed", "end->flushed"),
     ]
     assert r.close().calls[0].arguments == {"q": "x"}
+    seen.clear()
+    plain = Reassembler()  # the default runs on the compiled table alone
+    plain.feed(CallSeen(ref))
+    plain.feed(ArgumentsFragment(ref, "{}"))
+    plain.feed(StreamEnd("tool_calls"))
+    assert seen == [] and plain.close().calls[0].arguments == {}
 
 
 def test_the_spec_engine_refuses_callbacks_it_would_not_run() -> None:
-    from fsm.engine.machine import _SpecEngine
+    from fsm.engine.reference import _SpecEngine
 
     with pytest.raises(SpecError, match="no other callbacks"):
         _SpecEngine(model=None, states=["a", "b"], transitions=[["go", "a", "b"]], initial="a", after_state_change="x")
@@ -208,3 +213,17 @@ def test_every_diagnostic_has_a_severity_and_normal_streams_read_as_info() -> No
     # What every Gemini and Responses stream reports (no ids; stop with calls) is not a fault.
     assert severity["synthesized-id"] == "info" and severity["finish-reason-mapped"] == "info"
     assert {d.severity for d in spec.diagnostics} == {"info", "warning", "violation"}
+
+
+def test_importing_the_package_loads_no_spec_and_neither_cattrs_nor_transitions() -> None:
+    """Specs load (tomllib, cattrs) when a Reassembler is first made; the transitions machine is
+    built only for strict mode, the reference executor: ``import fsm`` pays for neither."""
+    import subprocess
+    import sys
+
+    probe = "import sys, fsm; print(sorted({'cattrs', 'tomllib', 'transitions'} & set(sys.modules)))"
+    eager = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert eager.strip() == "[]"
+    probe = "import sys, fsm; fsm.Reassembler().close(); print('transitions' in sys.modules)"
+    used = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert used.strip() == "False"  # the default runs on the compiled table alone

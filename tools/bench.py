@@ -1,19 +1,33 @@
-"""Benchmark toolcall-fsm against the peers on realistic streams (a script, not a test).
+"""Benchmark toolcall-fsm against the floors and its peers (a script, not a test).
 
-    python tools/bench.py [--quick] [--json FILE]
+    python tools/bench.py [--quick] [--json FILE] [--processes N] [--rounds N]
+    python tools/bench.py --markdown FILE      # the README's table from a --json run
 
-Every implementation starts from each event's raw JSON text, in one process and one run:
+One room: the implementations, the measuring and the report are read together, and splitting them
+would scatter what makes the figures honest; the streams live in tools/bench_streams.py.
 
-* toolcall-fsm: ``Reassembler.feed(json.loads(event))``, and end to end from raw SSE bytes;
-* openai-python: each chunk built the way the SDK's ``Stream`` builds it (``construct_type``) and
-  fed to ``ChatCompletionStreamState.handle_chunk``;
-* pydantic-ai: ``ModelResponsePartsManager.handle_tool_call_delta`` per tool-call delta, as its
-  OpenAI model does;
-* LangChain: langchain-openai's delta conversion, chunks merged with ``+``;
-* floor: ``json.loads`` and appending the fragment to a list.
+How it measures (see issue 17):
 
-The peers speak the OpenAI chat shape only. Needs: pip install openai pydantic-ai-slim langchain-core
-langchain-openai
+* Every implementation's calls are checked against the expected ones (from how a synthetic stream was
+  made, or from a capture's meta) before anything is timed; a wrong one is reported with the reason
+  and never timed.
+* Two starting points, each with its floor: *from parsed dicts* (the payloads are parsed before the
+  clock starts; the floor is the simplest correct loop for the shape: fragments by index, joined,
+  ``json.loads``) and *from wire bytes* (framing and ``json.loads`` of every event inside the
+  clock; the floor splits the lines, decodes each event and runs the same loop).
+* CPU time (``time.process_time``). Rounds are interleaved: each round runs one sample of every
+  implementation, in a shuffled order, so a busy moment hits all of them; every implementation gets
+  the same number of samples (a sample repeats a fast run enough times to be measurable).
+* Several processes, one after another; a figure is the median over processes of each process's
+  median, and its spread is (max - min) / median over processes.
+* Memory: the ``tracemalloc`` peak of one run with its result still held, for every implementation,
+  over the argument bytes; toolcall-fsm's state per call is its peak before the last event.
+* Import time: best-of-N wall clock and CPU time of ``python -c 'import fsm'`` and of
+  ``toolcall-fsm replay`` on a capture, against ``python -c 'import json'`` (targets judged on CPU).
+
+Peers (OpenAI chat shape only, each where installed): openai-python's ``ChatCompletionStreamState``,
+pydantic-ai's parts manager, LangChain's bulk merge (``add_ai_message_chunks``), LiteLLM's combiner
+(``ChunkProcessor.get_combined_tool_content``). Install them with ``pip install -e '.[bench]'``.
 """
 
 from __future__ import annotations
@@ -21,520 +35,711 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import math
+import os
 import random
+import resource
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from fsm import Reassembler
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-Stream = list[str]
+from bench_streams import CAPTURES, Call, Scenario, captures, synthetic
 
-# -- realistic streams ----------------------------------------------------------------------------------
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM fetches a price list at import
 
+FSM, FSM_WIRE, FLOOR, FLOOR_WIRE = "toolcall-fsm", "toolcall-fsm from wire bytes", "floor", "floor from wire bytes"
+PEER_MODULES = {
+    "pydantic-ai": "pydantic_ai",
+    "openai-python": "openai",
+    "langchain": "langchain_openai",
+    "litellm": "litellm",
+}
+SLOW_PEER_EVENTS = {"openai-python": 600, "langchain": 6000, "litellm": 6000}
+"""Peers far slower than toolcall-fsm are not sampled on longer streams (a run would take seconds,
+and the whole benchmark must stay within minutes). pydantic-ai, the targets' peer, runs on every stream."""
 
-def argument_text(size: int, rng: random.Random) -> str:
-    """A JSON object of about ``size`` bytes with strings, escapes, unicode, numbers and nesting."""
-    words = ["state", "machine", "caf\u00e9", "\u6771\u4eac", 'say "hi"', "path\\to", "emoji \U0001f642", "x"]
-    items: list[Any] = []
-    value: dict[str, Any] = {
-        "query": "tool calls",
-        "limit": 20,
-        "filters": {"lang": ["en", "fr"], "exact": True},
-        "items": items,
-    }
-    while len(json.dumps(value, ensure_ascii=False)) < size:
-        items.append({"id": len(items), "text": " ".join(rng.choice(words) for _ in range(6)), "score": rng.random()})
-    return json.dumps(value, ensure_ascii=False)
+Run = Callable[[], Any]
 
-
-def fragments(text: str, rng: random.Random) -> list[str]:
-    out, i = [], 0
-    while i < len(text):
-        n = rng.randint(1, 32)
-        out.append(text[i : i + n])
-        i += n
-    return out
+# -- toolcall-fsm --------------------------------------------------------------------------------
 
 
-def openai_chunk(entry: dict[str, Any] | None, finish: str | None = None) -> str:
-    delta = {"tool_calls": [entry]} if entry else {}
-    return json.dumps(
-        {
-            "id": "chatcmpl-b",
-            "object": "chat.completion.chunk",
-            "created": 1,
-            "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        },
-        ensure_ascii=False,
-    )
+def _limits() -> Any:
+    from fsm import Limits
+
+    return Limits(max_calls=1 << 20)
 
 
-def openai_stream(calls: int, size: int, seed: int) -> Stream:
-    """``calls`` parallel calls of ~``size`` bytes of arguments each, streamed one after another
-    in fragments of 1 to 32 characters, as OpenAI sends them."""
-    rng = random.Random(seed)
-    events: Stream = []
-    for k in range(calls):
-        events.append(
-            openai_chunk(
-                {"index": k, "id": f"call_{k}", "type": "function", "function": {"name": f"tool_{k}", "arguments": ""}}
-            )
-        )
-        events += [
-            openai_chunk({"index": k, "function": {"arguments": p}}) for p in fragments(argument_text(size, rng), rng)
-        ]
-    return [*events, openai_chunk(None, "tool_calls")]
+def fsm_from_dicts(scn: Scenario) -> Run:
+    from fsm import Reassembler
 
+    payloads, provider, limits = scn.payloads, scn.provider, _limits()
 
-def file_write_stream(size: int, seed: int) -> Stream:
-    """One call whose arguments are mostly one long string (a file to write: lines, quotes,
-    unicode), streamed in fragments of 1 to 32 characters: no bracket for most of the call."""
-    rng = random.Random(seed)
-    lines = ['print("caf\u00e9")', "    return x  # \u6771\u4eac", "", "def f(a, b):", "\ttab\tand \\ slash"]
-    content: list[str] = []
-    while sum(map(len, content)) < size:
-        content.append(rng.choice(lines))
-    text = json.dumps({"path": "src/app.py", "content": "\n".join(content)}, ensure_ascii=False)
-    head = {"index": 0, "id": "call_w", "type": "function", "function": {"name": "write_file", "arguments": ""}}
-    events = [openai_chunk(head)]
-    events += [openai_chunk({"index": 0, "function": {"arguments": p}}) for p in fragments(text, rng)]
-    return [*events, openai_chunk(None, "tool_calls")]
-
-
-def many_small_calls(calls: int) -> Stream:
-    return [
-        openai_chunk(
-            {"index": k, "id": f"c{k}", "type": "function", "function": {"name": "get", "arguments": f'{{"i": {k}}}'}}
-        )
-        for k in range(calls)
-    ] + [openai_chunk(None, "tool_calls")]
-
-
-def anthropic_stream(calls: int, size: int, seed: int) -> Stream:
-    rng = random.Random(seed)
-    events = [{"type": "message_start", "message": {"content": []}}]
-    for k in range(calls):
-        events.append(
-            {
-                "type": "content_block_start",
-                "index": k,
-                "content_block": {"type": "tool_use", "id": f"toolu_{k}", "name": "t", "input": {}},
-            }
-        )
-        events += [
-            {"type": "content_block_delta", "index": k, "delta": {"type": "input_json_delta", "partial_json": p}}
-            for p in fragments(argument_text(size, rng), rng)
-        ]
-        events.append({"type": "content_block_stop", "index": k})
-    events.append({"type": "message_delta", "delta": {"stop_reason": "tool_use"}})
-    return [json.dumps(e, ensure_ascii=False) for e in events]
-
-
-def gemini_whole_calls(calls: int, seed: int) -> Stream:
-    """Gemini 3 style: one whole call per event, every one at part 0, no ids, one resent."""
-    rng = random.Random(seed)
-    events = [
-        {
-            "candidates": [
-                {
-                    "content": {
-                        "role": "model",
-                        "parts": [
-                            {"functionCall": {"name": "sum", "args": json.loads(argument_text(100, rng)) | {"n": k}}}
-                        ],
-                    },
-                    "index": 0,
-                }
-            ]
-        }
-        for k in range(calls)
-    ]
-    events.append(events[-1])
-    events.append(
-        {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}]}
-    )
-    return [json.dumps(e, ensure_ascii=False) for e in events]
-
-
-def responses_stream(calls: int, size: int, seed: int) -> Stream:
-    rng = random.Random(seed)
-    events: list[dict[str, Any]] = [{"type": "response.created", "response": {}}]
-    for k in range(calls):
-        text, item = argument_text(size, rng), f"fc_{k}"
-        added = {"type": "function_call", "id": item, "call_id": f"call_{k}", "name": "t", "arguments": ""}
-        events.append({"type": "response.output_item.added", "output_index": k, "item": added})
-        events += [
-            {"type": "response.function_call_arguments.delta", "output_index": k, "item_id": item, "delta": p}
-            for p in fragments(text, rng)
-        ]
-        events.append(
-            {"type": "response.function_call_arguments.done", "output_index": k, "item_id": item, "arguments": text}
-        )
-        events.append({"type": "response.output_item.done", "output_index": k, "item": dict(added, arguments=text)})
-    events.append({"type": "response.completed", "response": {}})
-    return [json.dumps(e, ensure_ascii=False) for e in events]
-
-
-def bedrock_stream(calls: int, size: int, seed: int) -> Stream:
-    rng = random.Random(seed)
-    events: list[dict[str, Any]] = [{"messageStart": {"role": "assistant", "p": "abc"}}]
-    for k in range(calls):
-        events.append(
-            {"contentBlockStart": {"contentBlockIndex": k, "start": {"toolUse": {"toolUseId": f"tu_{k}", "name": "t"}}}}
-        )
-        events += [
-            {"contentBlockDelta": {"contentBlockIndex": k, "delta": {"toolUse": {"input": p}}, "p": "x"}}
-            for p in fragments(argument_text(size, rng), rng)
-        ]
-        events.append({"contentBlockStop": {"contentBlockIndex": k}})
-    events.append({"messageStop": {"stopReason": "tool_use"}})
-    return [json.dumps(e, ensure_ascii=False) for e in events]
-
-
-def cohere_stream(calls: int, size: int, seed: int) -> Stream:
-    rng = random.Random(seed)
-    events: list[dict[str, Any]] = [{"type": "message-start", "delta": {"message": {"role": "assistant"}}}]
-    for k in range(calls):
-        start = {"id": f"c_{k}", "type": "function", "function": {"name": "t", "arguments": ""}}
-        events.append({"type": "tool-call-start", "index": k, "delta": {"message": {"tool_calls": start}}})
-        events += [
-            {
-                "type": "tool-call-delta",
-                "index": k,
-                "delta": {"message": {"tool_calls": {"function": {"arguments": p}}}},
-            }
-            for p in fragments(argument_text(size, rng), rng)
-        ]
-        events.append({"type": "tool-call-end", "index": k})
-    events.append({"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}})
-    return [json.dumps(e, ensure_ascii=False) for e in events]
-
-
-def ollama_stream(calls: int, seed: int) -> Stream:
-    """Ollama's native API: whole calls, one per line, all at function.index 0."""
-    rng = random.Random(seed)
-    lines = [
-        {
-            "message": {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {"function": {"index": 0, "name": "t", "arguments": json.loads(argument_text(100, rng)) | {"n": k}}}
-                ],
-            },
-            "done": False,
-        }
-        for k in range(calls)
-    ]
-    lines.append({"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"})
-    return [json.dumps(e, ensure_ascii=False) for e in lines]
-
-
-def vertex_stream(calls: int, size: int, seed: int) -> Stream:
-    """Vertex partialArgs: one long string argument streamed in pieces of 1 to 32 characters."""
-    rng = random.Random(seed)
-
-    def event(call: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"functionCall": call}]}, "index": 0}
-        if finish:
-            candidate["finishReason"] = finish
-        return {"candidates": [candidate]}
-
-    events = []
-    for _ in range(calls):
-        events.append(event({"name": "write", "willContinue": True}))
-        pieces = fragments(argument_text(size, rng), rng)
-        events += [
-            event(
-                {"partialArgs": [{"jsonPath": "$.body", "stringValue": p, "willContinue": True}], "willContinue": True}
-            )
-            for p in pieces
-        ]
-        events.append(event({"partialArgs": [{"jsonPath": "$.body", "stringValue": ""}], "willContinue": True}))
-        events.append(event({}))
-    events.append(event({}, "STOP"))
-    return [json.dumps(e, ensure_ascii=False) for e in events]
-
-
-# -- implementations --------------------------------------------------------------------------------------
-
-
-def run_fsm(provider: str) -> Callable[[Stream], Any]:
-    def run(events: Stream) -> Any:
-        r = Reassembler(provider)
-        loads, feed = json.loads, r.feed
-        for e in events:
-            feed(loads(e))
+    def run() -> Any:
+        r = Reassembler(provider, limits=limits)
+        feed = r.feed
+        for p in payloads:
+            feed(p)
         return r.close()
 
     return run
 
 
-def run_fsm_bytes(events: Stream) -> Any:
-    body = "".join(f"data: {e}\n\n" for e in events).encode()
-    r = Reassembler()
-    for i in range(0, len(body), 16384):
-        r.feed_bytes(body[i : i + 16384])
-    return r.close()
+def fsm_from_wire(scn: Scenario) -> Run:
+    from fsm import Reassembler
+
+    wire, provider, limits = scn.wire, scn.provider, _limits()
+    pieces = [wire[i : i + 16384] for i in range(0, len(wire), 16384)]
+
+    def run() -> Any:
+        r = Reassembler(provider, limits=limits)
+        for piece in pieces:
+            r.feed_bytes(piece)
+        return r.close()
+
+    return run
 
 
-def floor_openai(events: Stream) -> Any:
-    parts = []
-    for e in events:
-        for tc in json.loads(e)["choices"][0]["delta"].get("tool_calls", ()):
-            parts.append(tc["function"].get("arguments"))
-    return parts
+def fsm_calls(result: Any) -> list[Call]:
+    return [(c.id, c.name, c.arguments) for c in result.calls if c.status.value == "complete"]
 
 
-def floor_generic(events: Stream) -> Any:
-    return [json.loads(e) for e in events]
+# -- floors: the simplest correct loop per shape ------------------------------------------------------
 
 
-def run_openai_sdk(events: Stream) -> Any:
+def _floor_openai(payloads: list[dict[str, Any]]) -> list[Call]:
+    calls: dict[int, list[Any]] = {}
+    for p in payloads:
+        for choice in p.get("choices") or ():
+            for tc in (choice.get("delta") or {}).get("tool_calls") or ():
+                call = calls.get(tc["index"])
+                if call is None:
+                    call = calls[tc["index"]] = [tc.get("id"), None, []]
+                fn = tc.get("function") or {}
+                if fn.get("name"):
+                    call[1] = fn["name"]
+                if fn.get("arguments"):
+                    call[2].append(fn["arguments"])
+    return [(i, n, json.loads("".join(a) or "{}")) for i, n, a in calls.values()]
+
+
+def _floor_anthropic(payloads: list[dict[str, Any]]) -> list[Call]:
+    calls: dict[int, list[Any]] = {}
+    for p in payloads:
+        kind = p.get("type")
+        if kind == "content_block_start" and p["content_block"].get("type") == "tool_use":
+            block = p["content_block"]
+            calls[p["index"]] = [block["id"], block["name"], []]
+        elif kind == "content_block_delta" and p["delta"].get("type") == "input_json_delta":
+            calls[p["index"]][2].append(p["delta"]["partial_json"])
+    return [(i, n, json.loads("".join(a) or "{}")) for i, n, a in calls.values()]
+
+
+def _floor_gemini(payloads: list[dict[str, Any]]) -> list[Call]:
+    calls: list[list[Any]] = []
+    for p in payloads:
+        for cand in p.get("candidates") or ():
+            for part in (cand.get("content") or {}).get("parts") or ():
+                fn = part.get("functionCall")
+                if fn is None:
+                    continue
+                if "partialArgs" in fn:
+                    for arg in fn["partialArgs"]:
+                        key = arg["jsonPath"].removeprefix("$.")
+                        calls[-1][2][key] = calls[-1][2].get(key, "") + arg.get("stringValue", "")
+                elif "name" in fn:
+                    call = [fn.get("id"), fn["name"], fn.get("args", {})]
+                    if not calls or calls[-1] != call:  # a whole call resent
+                        calls.append(call)
+    return [(i, n, a) for i, n, a in calls]
+
+
+def _floor_responses(payloads: list[dict[str, Any]]) -> list[Call]:
+    calls: dict[int, list[Any]] = {}
+    for p in payloads:
+        kind = p.get("type")
+        if kind == "response.output_item.added" and p["item"].get("type") == "function_call":
+            calls[p["output_index"]] = [p["item"]["call_id"], p["item"]["name"], []]
+        elif kind == "response.function_call_arguments.delta":
+            calls[p["output_index"]][2].append(p["delta"])
+    return [(i, n, json.loads("".join(a) or "{}")) for i, n, a in calls.values()]
+
+
+def _floor_bedrock(payloads: list[dict[str, Any]]) -> list[Call]:
+    calls: dict[int, list[Any]] = {}
+    for p in payloads:
+        if "contentBlockStart" in p and "toolUse" in p["contentBlockStart"].get("start", {}):
+            use = p["contentBlockStart"]["start"]["toolUse"]
+            calls[p["contentBlockStart"]["contentBlockIndex"]] = [use["toolUseId"], use["name"], []]
+        elif "contentBlockDelta" in p and "toolUse" in p["contentBlockDelta"]["delta"]:
+            delta = p["contentBlockDelta"]
+            calls[delta["contentBlockIndex"]][2].append(delta["delta"]["toolUse"]["input"])
+    return [(i, n, json.loads("".join(a) or "{}")) for i, n, a in calls.values()]
+
+
+def _floor_cohere(payloads: list[dict[str, Any]]) -> list[Call]:
+    calls: dict[int, list[Any]] = {}
+    for p in payloads:
+        kind = p.get("type")
+        if kind == "tool-call-start":
+            tc = p["delta"]["message"]["tool_calls"]
+            calls[p["index"]] = [tc["id"], tc["function"]["name"], [tc["function"].get("arguments") or ""]]
+        elif kind == "tool-call-delta":
+            calls[p["index"]][2].append(p["delta"]["message"]["tool_calls"]["function"]["arguments"])
+    return [(i, n, json.loads("".join(a) or "{}")) for i, n, a in calls.values()]
+
+
+def _floor_ollama(payloads: list[dict[str, Any]]) -> list[Call]:
+    calls: list[Call] = []
+    for p in payloads:
+        for tc in (p.get("message") or {}).get("tool_calls") or ():
+            calls.append((tc.get("id"), tc["function"]["name"], tc["function"]["arguments"]))
+    return calls
+
+
+FLOORS: dict[str, Callable[[list[dict[str, Any]]], list[Call]]] = {
+    "openai-chat": _floor_openai,
+    "anthropic": _floor_anthropic,
+    "gemini": _floor_gemini,
+    "openai-responses": _floor_responses,
+    "bedrock": _floor_bedrock,
+    "cohere": _floor_cohere,
+    "ollama": _floor_ollama,
+}
+
+
+def floor_from_dicts(scn: Scenario) -> Run:
+    loop, payloads = FLOORS[scn.provider], scn.payloads
+    return lambda: loop(payloads)
+
+
+def floor_from_wire(scn: Scenario) -> Run | str:
+    loop, wire, loads = FLOORS[scn.provider], scn.wire, json.loads
+    if wire.startswith((b"data:", b"event:", b":")):
+
+        def run() -> Any:
+            payloads = []
+            for line in wire.split(b"\n"):
+                if line.startswith(b"data:"):
+                    data = line[5:].strip()
+                    if data != b"[DONE]":
+                        payloads.append(loads(data))
+            return loop(payloads)
+
+        return run
+    if wire.lstrip().startswith(b"{"):
+        return lambda: loop([loads(line) for line in wire.splitlines() if line.strip()])
+    return "the simplest loop reads SSE and NDJSON only"
+
+
+# -- peers (OpenAI chat shape) -----------------------------------------------------------------------
+
+
+def openai_python(scn: Scenario) -> Run:
     from openai._models import construct_type
     from openai.lib.streaming.chat._completions import ChatCompletionStreamState
     from openai.types.chat import ChatCompletionChunk
 
-    state = ChatCompletionStreamState()
-    for e in events:
-        state.handle_chunk(construct_type(type_=ChatCompletionChunk, value=json.loads(e)))
-    return state.get_final_completion()
+    payloads = scn.payloads
+
+    def run() -> Any:
+        state = ChatCompletionStreamState()
+        for p in payloads:
+            state.handle_chunk(construct_type(type_=ChatCompletionChunk, value=p))
+        return state.get_final_completion()
+
+    return run
 
 
-def run_pydantic_ai(events: Stream) -> Any:
+def openai_python_calls(result: Any) -> list[Call]:
+    calls = result.choices[0].message.tool_calls or []
+    return [(c.id, c.function.name, json.loads(c.function.arguments or "{}")) for c in calls]
+
+
+def pydantic_ai(scn: Scenario) -> Run:
     from pydantic_ai._parts_manager import ModelResponsePartsManager
     from pydantic_ai.models import ModelRequestParameters
 
-    manager = ModelResponsePartsManager(ModelRequestParameters())
-    for e in events:
-        for tc in json.loads(e)["choices"][0]["delta"].get("tool_calls") or ():
-            fn = tc.get("function") or {}
-            manager.handle_tool_call_delta(
-                vendor_part_id=tc.get("index"),
-                tool_name=fn.get("name"),
-                args=fn.get("arguments"),
-                tool_call_id=tc.get("id"),
-            )
-    return manager.get_parts()
+    payloads = scn.payloads
+
+    def run() -> Any:
+        manager = ModelResponsePartsManager(ModelRequestParameters())
+        for p in payloads:
+            for choice in p.get("choices") or ():
+                for tc in (choice.get("delta") or {}).get("tool_calls") or ():
+                    fn = tc.get("function") or {}
+                    manager.handle_tool_call_delta(
+                        vendor_part_id=tc.get("index"),
+                        tool_name=fn.get("name"),
+                        args=fn.get("arguments"),
+                        tool_call_id=tc.get("id"),
+                    )
+        return manager.get_parts()
+
+    return run
 
 
-def run_langchain(events: Stream) -> Any:
+def pydantic_ai_calls(parts: Any) -> list[Call]:
+    calls = [p for p in parts if type(p).__name__ == "ToolCallPart"]
+    return [(c.tool_call_id, c.tool_name, c.args_as_dict()) for c in calls]
+
+
+def langchain(scn: Scenario) -> Run:
     from langchain_core.messages import AIMessageChunk
+    from langchain_core.messages.ai import add_ai_message_chunks
     from langchain_openai.chat_models.base import _convert_delta_to_message_chunk
 
-    merged = None
-    for e in events:
-        chunk = _convert_delta_to_message_chunk(json.loads(e)["choices"][0]["delta"], AIMessageChunk)
-        merged = chunk if merged is None else merged + chunk
-    return merged
+    payloads = scn.payloads
+
+    def run() -> Any:
+        chunks = [
+            _convert_delta_to_message_chunk(choice["delta"], AIMessageChunk)
+            for p in payloads
+            for choice in p.get("choices") or ()
+        ]
+        return add_ai_message_chunks(chunks[0], *chunks[1:])
+
+    return run
 
 
-PEERS: dict[str, Callable[[Stream], Any]] = {
-    "openai-python": run_openai_sdk,
-    "pydantic-ai": run_pydantic_ai,
-    "langchain": run_langchain,
+def langchain_calls(message: Any) -> list[Call]:
+    return [(c["id"], c["name"], c["args"]) for c in message.tool_calls]
+
+
+def litellm(scn: Scenario) -> Run:
+    from litellm.litellm_core_utils.streaming_chunk_builder_utils import ChunkProcessor
+
+    payloads = scn.payloads
+
+    def run() -> Any:
+        # The chunks its stream_chunk_builder hands the combiner: those with tool calls.
+        chunks = [p for p in payloads if any((c.get("delta") or {}).get("tool_calls") for c in p.get("choices") or ())]
+        return ChunkProcessor(payloads).get_combined_tool_content(chunks)
+
+    return run
+
+
+def litellm_calls(calls: Any) -> list[Call]:
+    return [(c.id, c.function.name, json.loads(c.function.arguments)) for c in calls]
+
+
+PEERS: dict[str, tuple[Callable[[Scenario], Run], Callable[[Any], list[Call]]]] = {
+    "pydantic-ai": (pydantic_ai, pydantic_ai_calls),
+    "openai-python": (openai_python, openai_python_calls),
+    "langchain": (langchain, langchain_calls),
+    "litellm": (litellm, litellm_calls),
 }
-
-# -- measuring ----------------------------------------------------------------------------------------------
-
-
-def per_event_us(run: Callable[[Stream], Any], events: Stream, budget: float) -> float:
-    """Best of repeated runs (at least 3, until ``budget`` seconds), in microseconds per event."""
-    times = []
-    start = time.perf_counter()
-    while len(times) < 3 or (time.perf_counter() - start < budget and len(times) < 50):
-        gc.collect()
-        t = time.perf_counter()
-        run(events)
-        times.append(time.perf_counter() - t)
-    return min(times) / len(events) * 1e6
+IMPLEMENTATIONS = [FSM, FSM_WIRE, FLOOR, FLOOR_WIRE, *PEERS]
 
 
-def peak_bytes(provider: str, events: Stream) -> tuple[int, int]:
-    """Peak memory of toolcall-fsm while the arguments stream in (every event before the finish),
-    and after the finish, when the calls hold their parsed arguments (the caller's result)."""
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def runner(name: str, scn: Scenario) -> tuple[Run | None, Callable[[Any], list[Call]] | None, str | None]:
+    """What runs ``name`` on ``scn``, how to read its calls, or why it does not run there."""
+    if name == FSM:
+        return fsm_from_dicts(scn), fsm_calls, None
+    if name == FSM_WIRE:
+        return fsm_from_wire(scn), fsm_calls, None
+    if name == FLOOR:
+        return floor_from_dicts(scn), list, None
+    if name == FLOOR_WIRE:
+        run = floor_from_wire(scn)
+        return (None, None, run) if isinstance(run, str) else (run, list, None)
+    if scn.provider != "openai-chat":
+        return None, None, "speaks the OpenAI chat shape only"
+    if not _installed(PEER_MODULES[name]):
+        return None, None, "not installed (pip install -e '.[bench]')"
+    if scn.events > SLOW_PEER_EVENTS.get(name, scn.events):
+        return None, None, f"not sampled over {SLOW_PEER_EVENTS[name]} events (too slow for the time budget)"
+    make, read = PEERS[name]
+    return make(scn), read, None
+
+
+def mismatch(have: list[Call], want: list[Call]) -> str | None:
+    """Why ``have`` is not the expected calls (None when it is)."""
+    if len(have) != len(want):
+        return f"{len(have)} calls, expected {len(want)}"
+    for k, ((hid, hname, hargs), (wid, wname, wargs)) in enumerate(zip(have, want, strict=True)):
+        if hname != wname:
+            return f"call {k}: name {hname!r}, expected {wname!r}"
+        if hargs != wargs:
+            return f"call {k}: arguments differ"
+        if wid is not None and hid != wid:
+            return f"call {k}: id {hid!r}, expected {wid!r}"
+    return None
+
+
+def verify(name: str, scn: Scenario) -> tuple[Run | None, str]:
+    """Run once and check the calls: (the run, "ok") or (None, why it is wrong or skipped)."""
+    run, read, skipped = runner(name, scn)
+    if run is None or read is None:
+        return None, f"skipped: {skipped}"
+    try:
+        why = mismatch(read(run()), scn.expected)
+    except Exception as exc:  # a peer failing on a stream is a finding, reported as such
+        why = f"raised {type(exc).__name__}: {str(exc)[:80]}"
+    return (run, "ok") if why is None else (None, f"wrong: {why}")
+
+
+# -- measuring ----------------------------------------------------------------------------------------
+
+
+def peak_memory(run: Run) -> int:
+    """Peak traced bytes of one run, its result still held."""
     gc.collect()
     tracemalloc.start()
-    r = Reassembler(provider)
-    for e in events[:-1]:
-        r.feed(json.loads(e))
-    streaming = tracemalloc.get_traced_memory()[1]
-    r.feed(json.loads(events[-1]))
-    result = r.close()
-    finished = tracemalloc.get_traced_memory()[1]
+    result = run()
+    peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    del result, r
-    return streaming, finished
+    del result
+    return peak
 
 
-def argument_bytes(events: Stream) -> int:
-    result = run_fsm("auto")(events)
-    return sum(len(c.arguments_json.encode()) for c in result.calls)
+def fsm_state_bytes(scn: Scenario) -> int:
+    """toolcall-fsm's peak before the last event: the state it keeps while calls stream in."""
+    from fsm import Reassembler
+
+    gc.collect()
+    tracemalloc.start()
+    r = Reassembler(scn.provider, limits=_limits())
+    for p in scn.payloads[:-1]:
+        r.feed(p)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    del r
+    return peak
 
 
-def scenarios(quick: bool) -> list[tuple[str, str, Stream]]:
-    sizes = [100, 1024] if quick else [100, 1024, 16 * 1024, 256 * 1024]
-    out = [(f"openai 3 parallel calls x {s} B", "openai-chat", openai_stream(3, s, s)) for s in sizes]
-    if not quick:
-        out.append(("openai 1 call, 256 KB string", "openai-chat", file_write_stream(256 * 1024, 4)))
-    out.append(("openai 200 small calls", "openai-chat", many_small_calls(20 if quick else 200)))
-    out.append(
-        (
-            "anthropic 2 calls x 16 KB" if not quick else "anthropic 2 calls x 1 KB",
-            "anthropic",
-            anthropic_stream(2, 1024 if quick else 16 * 1024, 7),
-        )
-    )
-    out.append(("gemini whole calls, part 0", "gemini", gemini_whole_calls(20 if quick else 200, 3)))
-    size = 1024 if quick else 16 * 1024
-    label = "1 KB" if quick else "16 KB"
-    out.append((f"vertex partialArgs 2 calls x {label}", "gemini", vertex_stream(2, size, 11)))
-    out.append((f"responses 2 calls x {label}", "openai-responses", responses_stream(2, size, 5)))
-    out.append((f"bedrock 2 calls x {label}", "bedrock", bedrock_stream(2, size, 6)))
-    out.append((f"cohere 2 calls x {label}", "cohere", cohere_stream(2, size, 8)))
-    out.append(("ollama whole calls, index 0", "ollama", ollama_stream(20 if quick else 200, 9)))
+def scenarios(quick: bool) -> tuple[list[Scenario], str | None]:
+    captured, absent = captures()
+    return synthetic(quick) + captured, absent
+
+
+def worker(plan_path: str, rounds: int, sample_seconds: float, seed: int) -> dict[str, dict[str, float]]:
+    """Time the implementations the plan lists; returns scenario -> implementation -> median us/event."""
+    with open(plan_path) as fh:
+        plan: dict[str, list[str]] = json.load(fh)["timed"]
+    quick = json.loads(Path(plan_path).read_text())["quick"]
+    found, _ = scenarios(quick)
+    rng = random.Random(seed)
+    out: dict[str, dict[str, float]] = {}
+    for scn in found:
+        names = plan.get(scn.label, [])
+        runs: dict[str, Run] = {}
+        repeats: dict[str, int] = {}
+        for name in names:
+            run = runner(name, scn)[0]
+            assert run is not None
+            run()  # warm: imports, compiled specs, caches
+            start = time.process_time()
+            run()
+            once = max(time.process_time() - start, 1e-6)
+            runs[name], repeats[name] = run, max(1, math.ceil(sample_seconds / once))
+        # The peers' modules are large object graphs: frozen, they cost each collection nothing.
+        gc.collect()
+        gc.freeze()
+        samples: dict[str, list[float]] = {name: [] for name in names}
+        for _ in range(rounds):
+            order = list(names)
+            rng.shuffle(order)
+            for name in order:
+                run, n = runs[name], repeats[name]
+                gc.collect()
+                start = time.process_time()
+                for _ in range(n):
+                    run()
+                samples[name].append((time.process_time() - start) / n / scn.events * 1e6)
+        out[scn.label] = {name: statistics.median(s) for name, s in samples.items()}
     return out
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke test")
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    parser.add_argument("--budget", type=float, default=1.0, help="seconds of repeats per measurement")
-    parser.add_argument("--markdown", metavar="FILE", help="print a --json run as the README's table, and exit")
-    args = parser.parse_args()
-    if args.markdown:
-        with open(args.markdown) as fh:
-            print(markdown(json.load(fh)))
-        return 0
-    budget = 0.05 if args.quick else args.budget
-    rows = []
-    for label, provider, events in scenarios(args.quick):
-        held = argument_bytes(events)
-        openai = provider == "openai-chat"
-        row: dict[str, Any] = {"scenario": label, "events": len(events), "argument_bytes": held}
-        row["toolcall-fsm"] = per_event_us(run_fsm(provider), events, budget)
-        row["toolcall-fsm from SSE bytes"] = per_event_us(run_fsm_bytes, events, budget) if openai else None
-        row["floor"] = per_event_us(floor_openai if openai else floor_generic, events, budget)
-        for name, run in PEERS.items():
-            quadratic = name == "langchain" and held > 20_000
-            row[name] = per_event_us(run, events, budget) if openai and not quadratic and _have(name) else None
-        row["fsm MB/s"] = held / (row["toolcall-fsm"] * len(events)) if held else None
-        streaming, finished = peak_bytes(provider, events)
-        row["fsm peak memory / argument bytes"] = streaming / held if held else None
-        row["fsm peak memory with parsed result / argument bytes"] = finished / held if held else None
+def import_times(tries: int) -> dict[str, Any]:
+    """Best-of-``tries`` wall clock (and CPU time, steadier on a busy machine) of starting Python to
+    import fsm, to replay a capture, and to import json (the baseline every Python program pays).
+    The targets are judged on CPU time: on a shared machine the wall clock mostly measures the
+    other processes."""
+    capture = CAPTURES / "openai_chat" / "openai-python-parallel-two-tools.sse"
+    scratch = tempfile.TemporaryDirectory()
+    if not capture.is_file():
+        from bench_streams import small_calls
+
+        capture = Path(scratch.name) / "two-calls.sse"
+        capture.write_bytes(small_calls("tiny", 2).wire)
+    commands = {
+        "import json": [sys.executable, "-c", "import json"],
+        "import fsm": [sys.executable, "-c", "import fsm"],
+        "replay": [sys.executable, "-m", "fsm", "replay", str(capture)],
+    }
+    best = {name: math.inf for name in commands}
+    cpu = {name: math.inf for name in commands}
+    for _ in range(tries):
+        for name, cmd in commands.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            best[name] = min(best[name], time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+            cpu[name] = min(cpu[name], used)
+    scratch.cleanup()
+    ms = {name: value * 1e3 for name, value in best.items()}
+    cpu_ms = {name: value * 1e3 for name, value in cpu.items()}
+    return {
+        "ms": ms,
+        "cpu_ms": cpu_ms,
+        "import fsm / import json": cpu_ms["import fsm"] / cpu_ms["import json"],
+        "replay / import json": cpu_ms["replay"] / cpu_ms["import json"],
+        "replayed": capture.name,
+    }
+
+
+def measure(quick: bool, processes: int, rounds: int, sample_seconds: float) -> dict[str, Any]:
+    found, absent = scenarios(quick)
+    rows: list[dict[str, Any]] = []
+    plan: dict[str, list[str]] = {}
+    for scn in found:
+        gc.collect()
+        gc.freeze()
+        row: dict[str, Any] = {
+            "scenario": scn.label,
+            "provider": scn.provider,
+            "capture": scn.capture,
+            "fragments": scn.fragments,
+            "events": scn.events,
+            "calls": len(scn.expected),
+            "argument_bytes": scn.argument_bytes,
+            "verdict": {},
+            "peak_bytes": {},
+        }
+        for name in IMPLEMENTATIONS:
+            run, verdict = verify(name, scn)
+            row["verdict"][name] = verdict
+            if run is not None:
+                plan.setdefault(scn.label, []).append(name)
+                if name != FSM_WIRE and name != FLOOR_WIRE:  # memory is compared from parsed dicts
+                    row["peak_bytes"][name] = peak_memory(run)
+        row["fsm_state_bytes"] = fsm_state_bytes(scn)
         rows.append(row)
-        print(_line(row), flush=True)
-    report = {"rows": rows, "targets": targets(rows)}
-    print()
-    for name, (ok, detail) in report["targets"].items():
-        print(f"{'PASS' if ok else 'MISS'}  {name}: {detail}")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(report, fh, indent=2)
-    return 0
-
-
-def _have(name: str) -> bool:
-    module = {"openai-python": "openai", "pydantic-ai": "pydantic_ai", "langchain": "langchain_openai"}[name]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump({"timed": plan, "quick": quick}, fh)
+    per_process = []
     try:
-        __import__(module)
-    except ImportError:
-        return False
-    return True
+        for k in range(processes):
+            cmd = [sys.executable, __file__, "--worker", fh.name, "--rounds", str(rounds)]
+            cmd += ["--sample", str(sample_seconds), "--seed", str(k)]
+            done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+            per_process.append(json.loads(done.stdout))
+    finally:
+        os.unlink(fh.name)
+    for row in rows:
+        row["us_per_event"], row["spread"] = {}, {}
+        for name in plan.get(row["scenario"], []):
+            values = [p[row["scenario"]][name] for p in per_process]
+            middle = statistics.median(values)
+            row["us_per_event"][name] = middle
+            row["spread"][name] = (max(values) - min(values)) / middle if middle else 0.0
+    report = {
+        "settings": {"processes": processes, "rounds": rounds, "sample_seconds": sample_seconds, "quick": quick},
+        "captures": absent or f"{sum(r['capture'] for r in rows)} capture streams",
+        "rows": rows,
+        "import": import_times(3 if quick else 9),
+    }
+    report["targets"] = targets(report)
+    return report
 
 
-def _fmt(value: float | None, unit: str = "") -> str:
-    return "-" if value is None else f"{value:.2f}{unit}"
+# -- reporting ------------------------------------------------------------------------------------------
+
+
+def _ratio(row: dict[str, Any], top: str, bottom: str) -> float | None:
+    times = row["us_per_event"]
+    if top in times and bottom in times and times[bottom] > 0:
+        return float(times[top] / times[bottom])
+    return None
+
+
+def _per_call_us(row: dict[str, Any], name: str) -> float:
+    return float(row["us_per_event"][name] * row["events"] / row["calls"])
+
+
+def targets(report: dict[str, Any]) -> dict[str, tuple[bool, str]]:
+    rows = report["rows"]
+    by = {r["scenario"]: r for r in rows}
+    out: dict[str, tuple[bool, str]] = {}
+
+    def listing(pairs: list[tuple[str, float]]) -> str:
+        return ", ".join(f"{label}: {value:.2f}" for label, value in pairs)
+
+    against_pyd = [
+        (r["scenario"], v)
+        for r in rows
+        if (r["fragments"] or r["capture"]) and (v := _ratio(r, "pydantic-ai", FSM)) is not None
+    ]
+    if against_pyd:
+        out["from parsed dicts: no slower than pydantic-ai on every fragment stream and capture"] = (
+            min(v for _, v in against_pyd) >= 1,
+            "pydantic-ai time / toolcall-fsm time; " + listing(against_pyd),
+        )
+    tiny = next(
+        (
+            r
+            for r in rows
+            if r["scenario"].endswith("tiny calls")
+            and r["calls"] >= 100
+            and "pydantic-ai" in r["us_per_event"]
+            and r["calls"] < 5000
+        ),
+        None,
+    )
+    if tiny is not None:
+        ratio = _per_call_us(tiny, FSM) / _per_call_us(tiny, "pydantic-ai")
+        out["per call within 2x of pydantic-ai"] = (
+            ratio <= 2,
+            f"{tiny['scenario']}: toolcall-fsm / pydantic-ai = {ratio:.2f}",
+        )
+    wire = [(r["scenario"], v) for r in rows if r["fragments"] and (v := _ratio(r, FSM_WIRE, FLOOR_WIRE)) is not None]
+    if wire:
+        out["from wire bytes: within 2x of the decode floor on fragment streams"] = (
+            max(v for _, v in wire) <= 2,
+            "toolcall-fsm / floor; " + listing(wire),
+        )
+    memory = [
+        (r["scenario"], r["peak_bytes"][FSM] / r["argument_bytes"])
+        for r in rows
+        if r["fragments"] and FSM in r["peak_bytes"]
+    ]
+    if memory:
+        out["memory with the result under 3x the argument bytes on fragment streams"] = (
+            max(v for _, v in memory) < 3,
+            listing(memory),
+        )
+    if tiny is not None:
+        per_call = tiny["fsm_state_bytes"] / tiny["calls"]
+        out["under 400 bytes of state per call"] = (per_call < 400, f"{tiny['scenario']}: {per_call:.0f} B per call")
+    imports = report["import"]
+    cpu = imports["cpu_ms"]
+    imports["import fsm / import json"] = cpu["import fsm"] / cpu["import json"]
+    imports["replay / import json"] = cpu["replay"] / cpu["import json"]
+    out["import fsm under 50 ms"] = (
+        imports["cpu_ms"]["import fsm"] < 50,
+        f"{imports['cpu_ms']['import fsm']:.0f} ms CPU, {imports['import fsm / import json']:.2f}x import json",
+    )
+    out["replay of a capture under 2x python -c 'import json'"] = (
+        imports["replay / import json"] < 2,
+        f"{imports['replay / import json']:.2f}x ({imports['replayed']})",
+    )
+    small, large = by.get("openai 1 call x 1 KB"), by.get("openai 1 call x 256 KB")
+    if small and large and FSM in large["us_per_event"]:
+        per_byte = [r["us_per_event"][FSM] * r["events"] / r["argument_bytes"] for r in (large, small)]
+        out["linear: per byte 256 KB vs 1 KB within 1.25x"] = (
+            per_byte[0] / per_byte[1] <= 1.25,
+            f"{per_byte[0] / per_byte[1]:.2f}",
+        )
+    few, many = by.get("openai 10 tiny calls"), by.get("openai 10000 tiny calls")
+    if few and many and FSM in many["us_per_event"]:
+        per_call = _per_call_us(many, FSM) / _per_call_us(few, FSM)
+        out["linear: per call 10,000 vs 10 within 1.25x"] = (per_call <= 1.25, f"{per_call:.2f}")
+    return out
+
+
+def _cell(row: dict[str, Any], name: str, against: str | None = None) -> str:
+    """A ratio (``name``'s time over ``against``'s, or toolcall-fsm's over ``name``'s), or why none."""
+    verdict = row["verdict"][name]
+    if verdict != "ok":
+        return "wrong" if verdict.startswith("wrong") else "-"
+    value = _ratio(row, FSM, name) if against is None else _ratio(row, name, against)
+    return "-" if value is None else f"{value:.2f}x"
 
 
 def _line(row: dict[str, Any]) -> str:
-    fsm = row["toolcall-fsm"]
-    cells = [
-        f"{row['scenario']:<34}",
-        f"{row['events']:>6} ev",
-        f"fsm {_fmt(fsm)} us",
-        f"sse {_fmt(row['toolcall-fsm from SSE bytes'])} us",
-    ]
-    for name in ("floor", *PEERS):
-        value = row[name]
-        ratio = f" ({value / fsm:.1f}x)" if value else ""
-        cells.append(f"{name} {_fmt(value)} us{ratio}")
-    cells.append(f"{_fmt(row['fsm MB/s'])} MB/s")
-    cells.append(f"mem {_fmt(row['fsm peak memory / argument bytes'])}x")
-    cells.append(f"with result {_fmt(row['fsm peak memory with parsed result / argument bytes'])}x")
+    cells = [f"{row['scenario'][:58]:<58}", f"{row['events']:>6} ev"]
+    for name in IMPLEMENTATIONS:
+        verdict = row["verdict"][name]
+        if name in row["us_per_event"]:
+            cells.append(f"{name} {row['us_per_event'][name]:.2f} us ±{row['spread'][name] * 50:.0f}%")
+        elif verdict.startswith("wrong"):
+            cells.append(f"{name} {verdict}")
+    if FSM in row["peak_bytes"] and row["argument_bytes"]:
+        cells.append(f"mem {row['peak_bytes'][FSM] / row['argument_bytes']:.2f}x args")
     return " | ".join(cells)
 
 
 def markdown(report: dict[str, Any]) -> str:
-    """The README's performance table and target lines, from a ``--json`` report."""
-    head = ["Stream", "Events", "toolcall-fsm µs/event", "from SSE bytes", "floor", *PEER_TITLES.values()]
-    head += ["MB/s", "memory while streaming"]
+    """The README's table (ratios only) and target lines, from a ``--json`` report."""
+    head = ["Stream", "Events", "fsm ÷ floor, dicts", "fsm ÷ floor, wire", "pydantic-ai ÷ fsm", "openai-python ÷ fsm"]
+    head += ["LangChain ÷ fsm", "LiteLLM ÷ fsm", "fsm memory ÷ args", "peers' memory ÷ args"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in report["rows"]:
-        fsm = row["toolcall-fsm"]
-        cells = [row["scenario"], str(row["events"]), f"{fsm:.1f}", _one(row["toolcall-fsm from SSE bytes"])]
-        for name in ("floor", *PEERS):
-            value = row[name]
-            cells.append("-" if value is None else f"{value:.1f} ({value / fsm:.2f}x)")
-        mbs, mem = row["fsm MB/s"], row["fsm peak memory / argument bytes"]
-        cells += ["-" if mbs is None else f"{mbs:.2f}", "-" if mem is None else f"{mem:.2f}x"]
+        args = row["argument_bytes"] or 1
+        peers = [f"{p} {row['peak_bytes'][p] / args:.1f}x" for p in PEERS if p in row["peak_bytes"]]
+        cells = [
+            row["scenario"].removeprefix("capture "),
+            str(row["events"]),
+            _cell(row, FLOOR),
+            "-" if _ratio(row, FSM_WIRE, FLOOR_WIRE) is None else f"{_ratio(row, FSM_WIRE, FLOOR_WIRE):.2f}x",
+            *(_cell(row, p, FSM) for p in PEERS),
+            f"{row['peak_bytes'][FSM] / args:.1f}x" if FSM in row["peak_bytes"] else "-",
+            ", ".join(peers) or "-",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
+    imports = report["import"]
+    lines.append("")
+    lines.append(
+        f"Start-up (CPU time, best of N): `import fsm` {imports['import fsm / import json']:.2f}x and "
+        f"`toolcall-fsm replay` {imports['replay / import json']:.2f}x `python -c 'import json'`."
+    )
     lines.append("")
     for name, (ok, detail) in report["targets"].items():
         lines.append(f"- **{'met' if ok else 'missed'}**: {name} ({detail})")
     return "\n".join(lines)
 
 
-def _one(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
-PEER_TITLES = {"openai-python": "openai-python", "pydantic-ai": "pydantic-ai", "langchain": "LangChain"}
-
-
-def targets(rows: list[dict[str, Any]]) -> dict[str, tuple[bool, str]]:
-    openai_rows = [r for r in rows if r["scenario"].startswith("openai")]
-    sdk = [r["openai-python"] / r["toolcall-fsm"] for r in openai_rows if r["openai-python"]]
-    pyd = [r["pydantic-ai"] / r["toolcall-fsm"] for r in openai_rows if r["pydantic-ai"]]
-    floor = [r["toolcall-fsm"] / r["floor"] for r in rows]
-    sized = {r["scenario"]: r for r in openai_rows}
-    small, large = sized.get("openai 3 parallel calls x 1024 B"), sized.get("openai 3 parallel calls x 262144 B")
-    # Argument text held while it streams in: OpenAI streams of 16 KB or more per call. Smaller
-    # streams are dominated by the fixed cost of a stream's objects; calls that end mid-stream
-    # (Anthropic blocks, Gemini whole calls) hold their parsed arguments, the caller's result.
-    memory = [
-        r["fsm peak memory / argument bytes"]
-        for r in openai_rows
-        if r["argument_bytes"] >= 3 * 16 * 1024 and "small" not in r["scenario"]
-    ]
-    out: dict[str, tuple[bool, str]] = {}
-    if sdk:
-        out["10x faster per event than openai-python"] = (
-            min(sdk) >= 10,
-            f"ratios {', '.join(f'{x:.1f}' for x in sdk)}",
-        )
-    if pyd:
-        out["no slower than pydantic-ai's parts manager"] = (
-            min(pyd) >= 1,
-            f"ratios {', '.join(f'{x:.2f}' for x in pyd)}",
-        )
-    out["within 3x of the floor"] = (max(floor) <= 3, f"ratios {', '.join(f'{x:.2f}' for x in floor)}")
-    if small and large:
-        per_byte = (large["toolcall-fsm"] * large["events"] / large["argument_bytes"]) / (
-            small["toolcall-fsm"] * small["events"] / small["argument_bytes"]
-        )
-        out["per-byte cost at 256 KB within 1.25x of 1 KB"] = (per_byte <= 1.25, f"ratio {per_byte:.2f}")
-    if memory:
-        out["peak memory while arguments stream in under 3x their bytes (16 KB+ per call)"] = (
-            max(memory) < 3,
-            f"ratios {', '.join(f'{x:.2f}' for x in memory)}",
-        )
-    return out
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, few samples: a smoke test")
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--markdown", metavar="FILE", help="print a --json run as the README's table, and exit")
+    parser.add_argument("--processes", type=int, help="timing processes, run one after another (default 3)")
+    parser.add_argument("--rounds", type=int, help="interleaved samples per implementation per process (default 5)")
+    parser.add_argument("--sample", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", metavar="PLAN", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.markdown:
+        with open(args.markdown) as fh:
+            report = json.load(fh)
+        report["targets"] = targets(report)  # judged by the current rules
+        print(markdown(report))
+        return 0
+    rounds = args.rounds or (2 if args.quick else 5)
+    sample = args.sample or (0.0005 if args.quick else 0.004)
+    if args.worker:
+        json.dump(worker(args.worker, rounds, sample, args.seed), sys.stdout)
+        return 0
+    report = measure(args.quick, args.processes or (2 if args.quick else 3), rounds, sample)
+    for row in report["rows"]:
+        print(_line(row))
+    ms, cpu = report["import"]["ms"], report["import"]["cpu_ms"]
+    for name in ms:
+        print(f"{name}: best {ms[name]:.0f} ms wall clock, {cpu[name]:.0f} ms CPU")
+    print(f"captures: {report['captures']}\n")
+    for name, (ok, detail) in report["targets"].items():
+        print(f"{'MET   ' if ok else 'MISSED'}  {name}: {detail}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=1)
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Profile toolcall-fsm on one of the benchmark's streams (a script, not a test).
 
     python tools/profile.py                      # list the scenarios
-    python tools/profile.py "openai 200 small calls"
-    python tools/profile.py "openai 3 parallel calls x 16384 B" --lines
+    python tools/profile.py "openai 1000 tiny calls"
+    python tools/profile.py "openai 3 calls x 16384 B" --lines
 
 Without ``--lines`` it samples with pyinstrument and prints the call tree; with ``--lines`` it
 times every line of the engine's hot functions with line_profiler. Both tools slow the code they
@@ -13,7 +13,6 @@ install pyinstrument line_profiler (and the bench's peers are not needed).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench
 
-from fsm import Reassembler, reassembler
+from fsm import Limits, Reassembler, reassembler
 from fsm.engine import machine, registry, scanner, slot
 
 HOT = [
@@ -34,8 +33,6 @@ HOT = [
     registry.Registry._open,
     registry.Registry._finish,
     machine.SpecMachine.fire,
-    machine._SpecEvent._trigger,
-    machine._SpecTransition.execute,
     slot.Slot.store_fragment,
     scanner.Scanner.feed,
 ]
@@ -47,16 +44,15 @@ def main() -> int:
     parser.add_argument("--lines", action="store_true", help="line_profiler over the hot functions")
     parser.add_argument("--repeat", type=int, default=20, help="times to replay the stream")
     args = parser.parse_args()
-    found = {label: (provider, events) for label, provider, events in bench.scenarios(quick=False)}
+    found = {s.label: s for s in bench.scenarios(quick=False)[0]}
     if args.scenario not in found:
         print("scenarios:", *(f"  {label}" for label in found), sep="\n")
         return 0 if args.scenario is None else 2
-    provider, raw = found[args.scenario]
-    payloads = [json.loads(e) for e in raw]
+    provider, payloads = found[args.scenario].provider, found[args.scenario].payloads
 
     def replay() -> Any:
         for _ in range(args.repeat):
-            r = Reassembler(provider)
+            r = Reassembler(provider, limits=Limits(max_calls=1 << 20))
             for payload in payloads:
                 r.feed(payload)
             r.close()

@@ -11,6 +11,13 @@ from collections.abc import Iterable
 class IdAllocator:
     def __init__(self, taken: Iterable[str] = ()) -> None:
         self._used: set[str] = set(taken)
+        # Every candidate below the last one claimed for a name stays taken (the set only grows), so
+        # the search resumes there: claiming one name n times costs n steps, not n squared.
+        self._resume: dict[str, int] = {}
+
+    def take(self, used: str) -> None:
+        """Mark ``used`` as taken (an id met after the allocator was made)."""
+        self._used.add(used)
 
     def synthesize(self, position: int) -> str:
         """An id for a call the wire gave none: ``call_<position>``, made unique."""
@@ -18,9 +25,11 @@ class IdAllocator:
 
     def claim(self, wanted: str) -> str:
         """``wanted`` if free, else ``<wanted>_d2``, ``<wanted>_d3``, ...: the first that is free."""
-        candidate, n = wanted, 1
+        n = self._resume.get(wanted, 1)
+        candidate = wanted if n == 1 else f"{wanted}_d{n}"
         while candidate in self._used:
             n += 1
             candidate = f"{wanted}_d{n}"
         self._used.add(candidate)
+        self._resume[wanted] = n
         return candidate

@@ -1,23 +1,34 @@
 """What one stream's engine reports: output events, diagnostics, and which spec parts it used.
 
 The ledger knows the current wire event number, so every diagnostic and limit error names the
-event that caused it. In strict mode a diagnostic the spec marks as a violation raises at once.
+event that caused it. In strict mode a diagnostic the spec marks as a violation raises at once
+(while the stream is being closed, the first one is kept in ``deferred`` instead, so the result can
+still be completed). Diagnostics are bounded: past ``max_diagnostics_per_code`` of one code, the
+rest are only counted. It also keeps the per-stream total of argument bytes held by every call.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from fsm.errors import LimitExceeded, RemoteProtocolError
-from fsm.options import Policies
+from fsm.errors import LimitExceeded, RemoteProtocolError, ToolcallFSMError
+from fsm.options import Limits, Policies
 from fsm.results import Diagnostic, Output, Severity
 from fsm.spec import identity_spec
 
 
 class Ledger:
-    def __init__(self, policies: Policies, *, strict: bool) -> None:
+    def __init__(self, policies: Policies, *, strict: bool, limits: Limits | None = None) -> None:
         self.policies = policies
         self.strict = strict
+        limits = limits or Limits()
+        self.max_per_code = limits.max_diagnostics_per_code
+        self.max_held_bytes = limits.max_stream_argument_bytes
+        self.held_bytes = 0
+        self.per_code: Counter[str] = Counter()
+        self.suppressed: Counter[str] = Counter()
+        self.defer = False
+        self.deferred: ToolcallFSMError | None = None
         self.event: int | None = None
         self.outputs: list[Output] = []
         self.diagnostics: list[Diagnostic] = []
@@ -25,6 +36,9 @@ class Ledger:
         self._spec = identity_spec()
         # Pre-filled, so counting a rule is one dict update and an undeclared rule is a KeyError.
         self.rules: dict[str, int] = dict.fromkeys(sorted(self._spec.rule_names), 0)
+        self.withhold = False
+        """Set for a wire whose final arguments may replace the streamed text (OpenAI Responses
+        ``.done``): no call's text is output as append-safe before the call finishes."""
         self.work = 0
         """Characters scanned and compared, and routing candidates visited: the fuzzer checks that
         this stays linear in the input."""
@@ -40,10 +54,24 @@ class Ledger:
         spec = self._spec.diagnostic_by_code.get(code)
         if spec is None:
             raise KeyError(f"diagnostic {code!r} is not declared in specs/identity.toml")
-        self.diagnostics.append(Diagnostic(self.event, code, message, Severity(spec.severity)))
+        self.per_code[code] += 1
+        if self.per_code[code] > self.max_per_code:
+            self.suppressed[code] += 1
+        else:
+            self.diagnostics.append(Diagnostic(self.event, code, message, Severity(spec.severity)))
         self.rules[spec.rule] += 1
         if self.strict and spec.violation:
-            raise RemoteProtocolError(f"{code}: {message}", event=self.event, rule=spec.rule)
+            error = RemoteProtocolError(f"{code}: {message}", event=self.event, rule=spec.rule)
+            if not self.defer:
+                raise error
+            self.deferred = self.deferred or error
+
+    def hold(self, change: int) -> None:
+        """Account for ``change`` more (or, negative, fewer) bytes of argument text held."""
+        self.held_bytes += change
+        if change > 0 and self.held_bytes > self.max_held_bytes:
+            self.held_bytes -= change
+            self.limit(f"the calls of this stream hold more than {self.max_held_bytes} bytes of arguments")
 
     def apply(self, rule: str) -> None:
         """Record that the registry decided by ``rule`` (for rule coverage)."""

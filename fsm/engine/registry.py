@@ -9,8 +9,8 @@ a resend or a continuation belongs to (events A, B, B give two calls, not three)
 can still be open, and an index from complete text to the calls holding it finds a resend without
 walking the lane.
 
-One room: identity is decided here and nowhere else, and every routing path reads and updates the
-same lane indexes; split, the rules would be cited from several files.
+One room: identity is decided in this one place, and the shortcuts (the continuation route, the
+lazily built resend index) sit beside the general routing they must agree with.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class Registry:
     def __init__(self, ledger: Ledger, limits: Limits, taken: Iterable[str] = ()) -> None:
         self.ledger = ledger
         self.limits = limits
-        self.machine = slot_machine()
+        self.machine = slot_machine(reference=ledger.strict)  # strict mode runs on the reference executor
         self.slots: list[Slot] = []
         self._lanes: dict[Lane, list[Slot]] = {}
         self._by_wire_id: dict[str, list[Slot]] = {}
@@ -237,16 +237,22 @@ class Registry:
             self.ledger.diagnose("arguments-replaced", f"call {slot.id}: {why}")
         self.machine.fire(slot, "replace", text)
 
-    def _remember(self, slot: Slot) -> None:
-        """Index a call under the complete text it now holds, in each lane it belongs to."""
+    def _remember(self, slot: Slot, lane: Lane | None = None) -> None:
+        """Index a complete call under its text in each of its lanes that holds another call (or in
+        ``lane``, which just got its second). A resend is routed through the index only in a lane
+        of two calls or more, and most lanes never get a second: their lone call is never indexed."""
         if slot.state not in ("value_closed", "flushed") or slot.status is CallStatus.TRUNCATED:
             return
+        lanes = [lane] if lane else [each for each in self._slot_lanes[slot] if len(self._lanes[each]) > 1]
+        if not lanes:
+            return
         key = slot.digest()
-        if self._indexed.get(slot) is key:
-            return  # already indexed under this very text
-        self._indexed[slot] = key
-        for lane in self._slot_lanes[slot]:
-            holders = self._holding.setdefault((lane, key), [])
+        if lane is None:
+            if self._indexed.get(slot) is key:
+                return  # already indexed under this very text
+            self._indexed[slot] = key
+        for each in lanes:
+            holders = self._holding.setdefault((each, key), [])
             if slot not in holders:
                 holders.append(slot)
                 holders.sort(key=lambda s: s.ordinal)
@@ -333,7 +339,7 @@ class Registry:
         self.ledger.apply("metadata-once")
         if ref.name is not None:
             if slot.name is None:
-                slot.name = ref.name
+                slot.name_late(ref.name)
             elif ref.name != slot.name:
                 self.ledger.diagnose(
                     "name-conflict", f"call {slot.id}: name {ref.name!r} arrived for {slot.name!r}; kept {slot.name!r}"
@@ -385,6 +391,8 @@ class Registry:
             lanes.append((lane[0].replace("id", "position"), ref.position))
         for each in lanes:
             self._lanes.setdefault(each, []).append(slot)
+            if len(self._lanes[each]) == 2:
+                self._remember(self._lanes[each][0], each)  # the lane's first call, not indexed alone
         self._slot_lanes[slot] = lanes
         if ref.id is not None:
             self._by_wire_id.setdefault(ref.id, []).append(slot)

@@ -15,9 +15,9 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
-from fsm.engine.scanner import Scanner
+from fsm.engine.scanner import Scanner, nesting_exceeds
 from fsm.jsontext import NotJSON, mend_surrogates, parse_strict
-from fsm.results import ArgumentsDelta, CallStatus, ToolCall
+from fsm.results import ArgumentsDelta, CallNamed, CallStatus, ToolCall
 
 if TYPE_CHECKING:
     from fsm.engine.ledger import Ledger
@@ -35,6 +35,7 @@ class Slot:
     """The state of one tool call. ``state`` is written only by the slot machine."""
 
     __slots__ = (
+        "_blank",
         "_buf",
         "_call",
         "_digest",
@@ -42,6 +43,7 @@ class Slot:
         "_emitted",
         "_high",
         "_length",
+        "_quiet",
         "_text",
         "_unscanned",
         "arguments",
@@ -54,6 +56,7 @@ class Slot:
         "name",
         "ordinal",
         "resends",
+        "revision",
         "scanner",
         "server",
         "signature",
@@ -96,6 +99,10 @@ class Slot:
         self._text: str | None = ""
         self._length = 0
         self._emitted = 0  # how much of the held text went out as append-safe deltas
+        # Nothing goes out as it arrives for a server's call, nor where the wire's final arguments
+        # may still replace the streamed text (withhold): all of it goes out when the call finishes.
+        self._quiet = server or ledger.withhold
+        self._blank = False  # the held text is whitespace only, held back: alone it becomes {}
         self._diverged = False  # a snapshot replaced text that had already gone out
         # A high surrogate that ended the last fragment, waiting for the low half that may start
         # the next (rule text-is-unicode). Not in the buffer, not counted, not emitted yet.
@@ -103,6 +110,7 @@ class Slot:
         self.arguments: Any = None
         self.status: CallStatus | None = None
         self.resends = 0
+        self.revision = 0  # how often the held text was replaced rather than appended to
         self._digest: bytes | None = None
         self._unscanned: int | None = None  # where held text the scanner has not seen yet starts (bytes)
         self._call: ToolCall | None = None
@@ -199,6 +207,13 @@ class Slot:
         )
         return call
 
+    def name_late(self, name: str) -> None:
+        """The name arrived after the call opened without one; re-emitted deltas need it before
+        any argument text, so it is an output of its own."""
+        self.name = name
+        if not self.server:
+            self.ledger.emit(CallNamed(self.ordinal, name))
+
     # -- prepare (run once per trigger, before guards) ------------------------------------------
 
     @action
@@ -209,6 +224,7 @@ class Slot:
         scanned later, with the next fragment that can (or when a decision needs the scanner),
         straight from the held bytes, so waiting scans nothing twice. Most fragments are string
         content, so most go by without a scan of their own."""
+        self._check_room(self._length + len(text), _utf8_length(text))
         scanner = self.scanner
         if scanner.may_wait(text):
             if self._unscanned is None:
@@ -246,8 +262,17 @@ class Slot:
         self._catch_up()
         return self.scanner.between_tokens
 
+    def _check_room(self, length: int, more_bytes: int) -> None:
+        """Limits are checked before the scanner or the machine moves: a refused text leaves the
+        call as it was, so the result so far (close() after the error) is still consistent."""
+        if length > self.max_chars:
+            self._check_size(length)
+        if self.ledger.held_bytes + more_bytes > self.ledger.max_held_bytes:
+            self.ledger.hold(more_bytes)  # raises, naming the limit
+
     @action
     def scan_snapshot(self, text: str) -> tuple[str, str]:
+        self._check_room(len(text), _utf8_length(text) - len(self._buf))
         self._unscanned = None
         self.scanner = Scanner(self.scanner.max_depth)
         self.scanner.feed(text)
@@ -284,15 +309,25 @@ class Slot:
             text = self._mend(text)
             data = text.encode("utf-8")
         held = self._length
+        if held + len(text) > self.max_chars:
+            self._check_size(held + len(text))
+        self.ledger.hold(len(data))
         self._length += len(text)
-        if self._length > self.max_chars:
-            self._check_size(self._length)
         self._buf += data
         self._text = None
         self._digest = None
-        if self._emitted == held and text and not self.server:
+        if self._quiet or not text:
+            return
+        if self._emitted == held:
+            if not held and text.isspace() and not self.freeform:  # freeform whitespace is input
+                self._blank = True
+                return
             self._emitted = self._length
             self.ledger.emit(ArgumentsDelta(self.ordinal, text))
+        elif self._blank and not text.isspace():
+            self._blank = False
+            self._emitted = self._length
+            self.ledger.emit(ArgumentsDelta(self.ordinal, self.text()))
 
     @action
     def store_snapshot(self, text: str) -> None:
@@ -305,7 +340,10 @@ class Slot:
         self._check_size(len(text))
         if self._emitted and not text.startswith(self.text()[: self._emitted]):
             self._diverged = True
+        self.ledger.hold(len(data) - len(self._buf))
         self._buf = bytearray(data)
+        self.revision += 1
+        self._blank = False
         self._text = text
         self._digest = None
         self._length = len(text)
@@ -321,6 +359,9 @@ class Slot:
         self.ledger.apply("parse-once-at-finish")
         self._settle()
         raw = self.text()
+        if nesting_exceeds(raw, self.scanner.max_depth):  # json.loads recurses; the scanner saw this text
+            self._fail(CallStatus.INVALID, "invalid-arguments", f"nest deeper than {self.scanner.max_depth} levels")
+            return
         try:
             value, duplicates = parse_strict(raw)
         except NotJSON as exc:
@@ -346,7 +387,9 @@ class Slot:
             self._fail(CallStatus.INVALID, "empty-arguments", "no argument text (policy empty_arguments=invalid)")
             return
         self.ledger.diagnose("empty-arguments", f"call {self.id}: no argument text, so {{}}")
+        self.ledger.hold(2 - len(self._buf))
         self._buf = bytearray(b"{}")
+        self.revision += 1
         self._unscanned = None
         self._text = "{}"
         self._digest = None
@@ -403,7 +446,9 @@ class Slot:
         kept = "\ufffd" if self.freeform else f"\\u{ord(high):04x}"
         if report:
             self.ledger.diagnose("lone-surrogate", f"call {self.id}: the text ended in half a surrogate pair")
-        self._buf += kept.encode("utf-8")
+        data = kept.encode("utf-8")
+        self.ledger.hold(len(data))
+        self._buf += data
         self._length += len(kept)
         self._text = None
         self._digest = None
@@ -416,3 +461,7 @@ class Slot:
         """The final text not yet sent as deltas, or None when deltas already sent disagree with
         the final text (a snapshot replaced them): re-emitted deltas cannot retract text."""
         return None if self._diverged else self.text()[self._emitted :]
+
+
+def _utf8_length(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))

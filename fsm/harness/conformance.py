@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from fsm.engine.scanner import spec_steps
-from fsm.errors import ToolcallFSMError
+from fsm.errors import RemoteProtocolError, ToolcallFSMError
 from fsm.harness.vectors import ExpectedCall, Vector
 from fsm.jsontext import dumps, parse_strict
 from fsm.options import Policies
@@ -26,7 +26,8 @@ from fsm.reassembler import Reassembler
 from fsm.results import Result, ToolCall
 from fsm.spec import identity_spec, scanner_spec, slot_spec
 from fsm.wire.decoders import PROVIDERS
-from fsm.wire.framing import detect_framing, make_framer
+from fsm.wire.faults import Fault
+from fsm.wire.framing import BOM, detect_framing, make_framer
 
 
 @attrs.frozen
@@ -80,10 +81,13 @@ def _policies(vector: Vector) -> Policies:
 
 def replay(vector: Vector) -> tuple[Result, Reassembler]:
     r = Reassembler(vector.shape, policies=_policies(vector))
-    if vector.body is not None:
-        r.feed_bytes(vector.body.encode("utf-8"))
-    for event in vector.events:
-        r.feed(event)
+    try:
+        if vector.body is not None:
+            r.feed_bytes(vector.body.encode("utf-8"))
+        for event in vector.events:
+            r.feed(event)
+    except RemoteProtocolError:
+        pass  # the stream failed part-way: the vector expects the result so far (stream-failed)
     return r.close(), r
 
 
@@ -225,13 +229,15 @@ def wire_events(vector: Vector) -> list[dict[str, Any]]:
     short is left out, as a reader of the stream would never see it whole)."""
     if vector.body is None:
         return vector.events
-    data = vector.body.encode("utf-8")
-    framing = detect_framing(data)
+    data = vector.body.encode("utf-8").removeprefix(BOM)
+    framing = detect_framing(data, final=True)
     if framing is None:
         return []
     framer = make_framer(framing, len(data) + 1)
     events = []
     for payload in [*framer.feed(data), *framer.close()]:
+        if isinstance(payload, Fault):
+            continue
         try:
             value = json.loads(payload)
         except ValueError:

@@ -5,22 +5,32 @@ replays the history. Two calls under one id make one result overwrite the other;
 answer a history with a dangling or duplicate ``tool_call_id`` with HTTP 400. Each call id walks the
 machine of specs/history.toml while the messages are read in order (OpenAI chat ``tool_calls`` /
 ``tool`` messages, Anthropic ``tool_use`` / ``tool_result`` blocks, Gemini ``functionCall`` /
-``functionResponse`` parts); the findings its actions record are the report.
+``functionResponse`` parts, OpenAI Responses call and output items); the findings its actions
+record are the report.
 
 * :func:`uniquify`: the engine's deterministic ``<id>_d<n>`` renaming for a list of calls.
 * :func:`check`: dangling calls, orphan results, duplicate results, ids reused within or across turns.
-* :func:`repair`: the minimal change that makes a history acceptable; returns what it changed.
+* :func:`repair`: the change that makes a history acceptable without losing, swapping or inventing
+  a result (within a turn, the k-th result with id x answers the k-th call with id x); returns
+  what it changed.
 * :func:`anything_dangling`: the one question an agent loop should ask before touching history.
+
+Findings and changes number messages from 1. Malformed input raises
+:class:`~fsm.errors.LocalProtocolError`, never a bare Python error.
 
 The modules: ``findings`` (what a check reports), ``formats`` (reading each message format),
 ``check`` (the history machine's model and the walk), ``uniquify``, ``repair``.
 """
 
+from fsm.history import findings as _findings
 from fsm.history.check import CallId, anything_dangling, check, history_machine
-from fsm.history.findings import REJECTED, Finding, Format, Kind, Report
+from fsm.history.findings import Finding, Format, Kind, Report
 from fsm.history.formats import detect_format
 from fsm.history.repair import Change, RepairPolicy, repair
 from fsm.history.uniquify import Rename, uniquify
+
+REJECTED = _findings.REJECTED
+"""The kinds of finding a strict provider refuses a request for: every kind but ``reused``."""
 
 __all__ = [
     "REJECTED",

@@ -8,9 +8,8 @@ from typing import Any, Literal
 
 from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
-from fsm.errors import LocalProtocolError
 from fsm.history.findings import Finding, Format, Kind, Report
-from fsm.history.formats import _Call, _read, _TurnEnd, detect_format
+from fsm.history.formats import Entry, Key, resolve_format, segments, shown
 from fsm.spec import history_spec
 
 
@@ -19,12 +18,19 @@ class CallId:
 
     def __init__(self, key: str, findings: list[Finding]) -> None:
         self.key = key
+        """The id as findings show it (``name#k`` for an id-less Gemini call)."""
         self.state = "unseen"
+        """The history machine's state for this id."""
         self.findings = findings
+        """The report's findings, shared by every id of the conversation."""
         self.call_message = -1
+        """1-based position of the message that made the latest call under this id."""
         self.uses = 0
-        self.at = -1  # the message being read
+        """How many calls have used this id."""
+        self.at = -1
+        """1-based position of the message being read."""
         self.name: str | None = None
+        """The tool name of the latest call under this id."""
 
     def covered(self, transition: str) -> None:
         """Transitions are not counted for history checks."""
@@ -34,6 +40,7 @@ class CallId:
 
     @action
     def open_call(self, text: str) -> None:
+        """A call under this id: remember where; a reuse after an answer is reported for information."""
         self.uses += 1
         if self.uses > 1:
             self._report(Kind.REUSED, f"id reused after its call (message {self.call_message}) was answered")
@@ -41,12 +48,14 @@ class CallId:
 
     @action
     def report_duplicate_call(self, text: str) -> None:
+        """A second call while the first is unanswered."""
         self._report(Kind.DUPLICATE_CALL, f"a second call while the one in message {self.call_message} is unanswered")
         self.uses += 1
         self.call_message = self.at
 
     @action
     def report_reuse_after_dangling(self, text: str) -> None:
+        """A new call under an id whose earlier call never got its result."""
         self._report(Kind.REUSED_UNANSWERED, f"reused, but the call in message {self.call_message} was never answered")
         self.uses += 1
         self.call_message = self.at
@@ -57,14 +66,17 @@ class CallId:
 
     @action
     def report_duplicate_result(self, text: str) -> None:
+        """A second result for a call already answered."""
         self._report(Kind.DUPLICATE_RESULT, f"the call in message {self.call_message} was already answered")
 
     @action
     def report_orphan(self, text: str) -> None:
+        """A result no call is waiting for."""
         self._report(Kind.ORPHAN, "no call with this id is waiting for a result")
 
     @action
     def report_dangling(self, text: str) -> None:
+        """The call's turn closed with no result: reported at the call's message."""
         self._report(Kind.DANGLING, "no result answered this call before its turn closed", self.call_message)
 
 
@@ -75,30 +87,30 @@ def history_machine() -> SpecMachine:
 
 
 def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"] = "auto") -> Report:
-    """Walk every call id through the history machine; report what a strict provider would refuse."""
-    if not isinstance(messages, Sequence) or not all(isinstance(m, Mapping) for m in messages):
-        raise LocalProtocolError("messages must be a list of message objects")
-    fmt: Format = detect_format(messages) if format == "auto" else format
+    """Walk every call id through the history machine; report what a strict provider would refuse.
+    Findings name messages by 1-based position. Malformed input raises LocalProtocolError."""
+    messages, fmt = resolve_format(messages, format)
     machine = history_machine()
     findings: list[Finding] = []
-    ids: dict[str, CallId] = {}
-    outstanding: dict[str, CallId] = {}
-    for event in _read(messages, fmt):
-        if isinstance(event, _TurnEnd):
-            for call in list(outstanding.values()):
-                call.at = event.message
+    ids: dict[Key, CallId] = {}
+
+    def walk(entry: Entry, trigger: str) -> CallId:
+        call = ids.get(entry.key)
+        if call is None:
+            call = ids[entry.key] = CallId(shown(entry.key), findings)
+        call.at = entry.message + 1
+        if trigger == "call":
+            call.name = entry.name
+        machine.fire(call, trigger)
+        return call
+
+    for segment in segments(messages, fmt):
+        made = [walk(entry, "call") for entry in segment.calls]
+        for entry in segment.results:
+            walk(entry, "result")
+        for call in dict.fromkeys(made):  # the turn is over: each of its ids once, in call order
+            if call.state == "outstanding":
                 machine.fire(call, "close_turn")
-            outstanding.clear()
-            continue
-        call = ids.setdefault(event.key, CallId(event.key, findings))
-        call.at = event.message
-        if isinstance(event, _Call):
-            call.name = event.name
-        machine.fire(call, "call" if isinstance(event, _Call) else "result")
-        if call.state == "outstanding":
-            outstanding[event.key] = call
-        else:
-            outstanding.pop(event.key, None)
     return Report(fmt, tuple(findings))
 
 

@@ -7,10 +7,12 @@ from typing import Literal
 
 import attrs
 
-Format = Literal["openai", "anthropic", "gemini"]
+Format = Literal["openai", "anthropic", "gemini", "responses"]
 
 
 class Kind(enum.Enum):
+    """What is wrong with an id at some point of the conversation."""
+
     DANGLING = "dangling"
     """A call no result answered before its turn closed."""
     ORPHAN = "orphan"
@@ -31,18 +33,28 @@ REJECTED = frozenset(Kind) - {Kind.REUSED}
 
 @attrs.frozen
 class Finding:
+    """One thing the history check found."""
+
     kind: Kind
+    """What was found."""
     id: str
+    """The id, or ``name#k`` for a Gemini call without one (the k-th of that name in its turn, 1-based)."""
     message: int
-    """Index of the message where it was found (the call's message, for a dangling call)."""
+    """1-based position of the message where it was found (the call's message, for a dangling call)."""
     detail: str
+    """What happened, in words (message positions 1-based)."""
     name: str | None = None
+    """The tool name of the call under this id, when known."""
 
 
 @attrs.frozen
 class Report:
+    """What :func:`~fsm.history.check` found in a conversation."""
+
     format: str
+    """The message format read: ``openai``, ``anthropic``, ``gemini`` or ``responses``."""
     findings: tuple[Finding, ...]
+    """Every finding, in the order the messages were read."""
 
     @property
     def rejected(self) -> bool:
@@ -50,4 +62,5 @@ class Report:
         return any(f.kind in REJECTED for f in self.findings)
 
     def of(self, kind: Kind) -> list[Finding]:
+        """The findings of one kind."""
         return [f for f in self.findings if f.kind is kind]

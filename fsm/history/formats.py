@@ -1,36 +1,91 @@
-"""Reading the message formats (OpenAI chat, Anthropic, Gemini) as calls, results and turn ends."""
+"""Reading the message formats (OpenAI chat, Anthropic, Gemini, OpenAI Responses input items) as
+turns, refusing malformed input.
+
+A turn is the message that makes calls and the results that come back for it: for OpenAI, every
+``tool`` message right after it; for Anthropic and Gemini, the one message right after it, if that
+message holds results; for Responses, a run of call items and the run of output items after it.
+A message holding results read outside any turn gives a stray segment (its results answer
+nothing). Anything the reader cannot read as a conversation raises
+:class:`~fsm.errors.LocalProtocolError` naming the message (1-based), never a bare Python error.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
-import attrs
-
+from fsm.errors import LocalProtocolError
 from fsm.history.findings import Format
 
+FORMATS: tuple[Format, ...] = ("openai", "anthropic", "gemini", "responses")
 
-@attrs.frozen
-class _Call:
+RESPONSES_OUTPUT_OF = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+    "apply_patch_call": "apply_patch_call_output",
+    "shell_call": "shell_call_output",
+    "local_shell_call": "local_shell_call_output",
+    "computer_call": "computer_call_output",
+}
+"""OpenAI Responses input items: each call item type and the output item type that answers it."""
+RESPONSES_OUTPUTS = frozenset(RESPONSES_OUTPUT_OF.values())
+
+
+def responses_key_field(item: Mapping[str, Any]) -> str:
+    """Where a Responses item holds the id it pairs by: ``call_id``, except a
+    ``local_shell_call_output``, whose ``id`` is the call's (the SDK's input shape has no call_id)."""
+    if item.get("type") == "local_shell_call_output" and "call_id" not in item:
+        return "id"
+    return "call_id"
+
+
+Key = str | tuple[str, int]
+"""What pairs a call with its results: its wire id, or for a Gemini call without one, ``(name, k)``:
+the k-th id-less call of that name in its turn (the order Gemini pairs such responses in). A tuple
+can never equal a wire id, so an id that happens to read ``f#1`` is never mistaken for one."""
+
+
+class Entry(NamedTuple):
+    """One call or one result, where it sits in the input."""
+
     message: int
-    key: str
-    id: str | None
+    """0-based index of its message in the input."""
+    slot: int
+    """Index in the message's ``tool_calls``/``content``/``parts``; -1 when the message is the result."""
+    key: Key
     name: str | None
 
 
-@attrs.frozen
-class _Result:
-    message: int
-    key: str
+class Segment(NamedTuple):
+    """A turn (``calls`` and the ``results`` read for it), or stray results (``calls`` empty)."""
+
+    calls: list[Entry]
+    results: list[Entry]
 
 
-@attrs.frozen
-class _TurnEnd:
-    message: int
+def shown(key: Key) -> str:
+    """A key as findings and changes show it: the id, or ``name#k`` (k 1-based) for an id-less call."""
+    return key if isinstance(key, str) else f"{key[0]}#{key[1] + 1}"
+
+
+def conversation(messages: Any) -> Sequence[Mapping[str, Any]]:
+    """``messages`` if it is a list of message objects; LocalProtocolError otherwise."""
+    if isinstance(messages, (str, bytes, bytearray)) or not isinstance(messages, Sequence):
+        raise LocalProtocolError(f"messages must be a list of message objects, not {type(messages).__name__}")
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            raise LocalProtocolError(f"message {i + 1}: a message must be an object, not {type(m).__name__}")
+    return messages
 
 
 def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
-    for m in messages:
+    """The format of the first message that tells (a Responses call or output item, Gemini
+    ``parts``, an OpenAI ``tool`` message or ``tool_calls``, Anthropic ``tool_use``/``tool_result``
+    blocks); OpenAI when none does."""
+    for m in conversation(messages):
+        kind = m.get("type")
+        if isinstance(kind, str) and (kind in RESPONSES_OUTPUT_OF or kind in RESPONSES_OUTPUTS):
+            return "responses"
         if "parts" in m:
             return "gemini"
         if m.get("role") == "tool" or m.get("tool_calls"):
@@ -43,68 +98,195 @@ def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
     return "openai"
 
 
-def _blocks(message: Mapping[str, Any]) -> list[Any]:
-    """An Anthropic message's content blocks (none when the content is a plain string)."""
-    content = message.get("content")
-    return content if isinstance(content, list) else []
+def resolve_format(messages: Any, format: str) -> tuple[Sequence[Mapping[str, Any]], Format]:
+    """The validated conversation and its format (detected when ``format`` is ``"auto"``)."""
+    messages = conversation(messages)
+    if format == "auto":
+        return messages, detect_format(messages)
+    for known in FORMATS:
+        if format == known:
+            return messages, known
+    raise LocalProtocolError(f"unknown history format {format!r} (one of: auto, {', '.join(FORMATS)})")
 
 
-def _calls_in(message: Mapping[str, Any], fmt: Format) -> list[tuple[str | None, str | None]]:
-    if fmt == "openai":
-        return [(c.get("id") or None, (c.get("function") or {}).get("name")) for c in message.get("tool_calls") or []]
-    if fmt == "anthropic":
-        return [(b.get("id") or None, b.get("name")) for b in _blocks(message) if b.get("type") == "tool_use"]
-    calls = [p.get("functionCall") or p.get("function_call") for p in message.get("parts") or []]
-    return [(c.get("id") or None, c.get("name")) for c in calls if c]
+def _fail(message: int, what: str) -> LocalProtocolError:
+    return LocalProtocolError(f"message {message + 1}: {what}")
 
 
-def _results_in(message: Mapping[str, Any], fmt: Format) -> list[tuple[str | None, str | None]] | None:
-    """The (id, name) each result in ``message`` answers; None when it is no result message."""
-    if fmt == "openai":
-        return [(message.get("tool_call_id") or None, message.get("name"))] if message.get("role") == "tool" else None
-    if fmt == "anthropic":
-        answered: list[tuple[str | None, str | None]] = [
-            (b.get("tool_use_id") or None, None) for b in _blocks(message) if b.get("type") == "tool_result"
-        ]
-        return answered or None
-    responses = [p.get("functionResponse") or p.get("function_response") for p in message.get("parts") or []]
-    found: list[tuple[str | None, str | None]] = [(r.get("id") or None, r.get("name")) for r in responses if r]
-    return found or None
+def _wire_id(value: Any, message: int, what: str) -> str | None:
+    """A call's or result's id: a non-empty string, or none at all (Gemini may omit it)."""
+    if isinstance(value, str) and value:
+        return value
+    if value is None or value == "":
+        return None
+    raise _fail(message, f"{what}'s id must be a string, not {type(value).__name__}")
 
 
-def _read(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[_Call | _Result | _TurnEnd]:
-    """Calls, results and turn ends in order. A call without an id is keyed by its name and its
-    position among same-name calls of its turn, which is how Gemini pairs responses without ids."""
-    turn_open = False
-    nameless: dict[str, int] = {}
-    answered_names: dict[str, int] = {}
-    for i, message in enumerate(messages):
-        results = _results_in(message, fmt)
-        if results is not None:
-            for rid, name in results:
-                if rid is None:
-                    k = answered_names.get(name or "", 0)
-                    answered_names[name or ""] = k + 1
-                    yield _Result(i, f"{name}#{k}")
-                else:
-                    yield _Result(i, rid)
-            if fmt != "openai":  # Anthropic and Gemini answer a turn in one message
-                yield _TurnEnd(i)
-                turn_open = False
-            continue
-        if turn_open:
-            yield _TurnEnd(i)
-            turn_open = False
-        calls = _calls_in(message, fmt)
+def _required_id(value: Any, message: int, what: str) -> str:
+    """OpenAI and Anthropic pair by id only, so a call or result without one is malformed."""
+    wire_id = _wire_id(value, message, what)
+    if wire_id is None:
+        raise _fail(message, f"{what} has no id")
+    return wire_id
+
+
+def _is_object(value: Any) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)  # the exact test first: Mapping's is slow
+
+
+def _name(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def items(message: Mapping[str, Any], fmt: Format, at: int) -> list[Any]:
+    """The list holding a message's calls and results: ``tool_calls``, ``content`` blocks or ``parts``."""
+    if fmt == "responses":
+        return []  # each item is a call, an output or neither
+    field = {"openai": "tool_calls", "anthropic": "content", "gemini": "parts"}[fmt]
+    value = message.get(field)
+    if value is None or (fmt == "anthropic" and isinstance(value, str)):
+        return []
+    if not isinstance(value, list):
+        raise _fail(at, f"{field} must be a list, not {type(value).__name__}")
+    for j, item in enumerate(value):
+        if not _is_object(item):
+            raise _fail(at, f"{field}[{j}] must be an object, not {type(item).__name__}")
+    return value
+
+
+def gemini_payload(part: Mapping[str, Any], kind: Literal["call", "result"]) -> tuple[str, Any] | None:
+    """The field (camelCase or snake_case) and value of a part's function call or response."""
+    for field in ("functionCall", "function_call") if kind == "call" else ("functionResponse", "function_response"):
+        value = part.get(field)
+        if value is not None:
+            return field, value
+    return None
+
+
+class _Reader:
+    """Keys id-less Gemini calls and responses by name and order within their turn."""
+
+    def __init__(self, fmt: Format) -> None:
+        self.fmt = fmt
+        self.results_named: dict[str, int] = {}
+
+    def _key(self, wire_id: str | None, name: str | None, counts: dict[str, int], at: int) -> Key:
+        if wire_id is not None:
+            return wire_id
+        if name is None:
+            raise _fail(at, "a function call or response has neither an id nor a name")
+        k = counts.get(name, 0)
+        counts[name] = k + 1
+        return (name, k)
+
+    def read(self, message: Mapping[str, Any], at: int) -> tuple[list[Entry] | None, list[Entry]]:
+        """The results a message holds (None when it is no results message) and the calls it makes."""
+        fmt = self.fmt
+        results: list[Entry] = []
+        calls: list[Entry] = []
+        if fmt == "openai" and message.get("role") == "tool":
+            rid = _required_id(message.get("tool_call_id"), at, "a tool message")
+            results.append(Entry(at, -1, rid, _name(message.get("name"))))
+        elif fmt == "responses":
+            kind = message.get("type")
+            if not isinstance(kind, str):
+                pass  # no call or output: those say which they are
+            elif kind in RESPONSES_OUTPUT_OF:
+                cid = _required_id(message.get("call_id"), at, f"a {kind} item")
+                calls.append(Entry(at, -1, cid, _name(message.get("name")) or kind.removesuffix("_call")))
+            elif kind in RESPONSES_OUTPUTS:
+                rid = _required_id(message.get(responses_key_field(message)), at, f"a {kind} item")
+                results.append(Entry(at, -1, rid, _name(message.get("name"))))
+        calls_named: dict[str, int] = {}  # one message makes a turn's calls
+        for slot, item in enumerate(items(message, fmt, at)):
+            if fmt == "openai":
+                function = item.get("function")
+                if function is not None and not _is_object(function):
+                    raise _fail(at, "a tool call's function must be an object")
+                cid = _required_id(item.get("id"), at, "a tool call")
+                calls.append(Entry(at, slot, cid, _name((function or {}).get("name"))))
+            elif fmt == "anthropic":
+                kind = item.get("type")
+                if kind == "tool_use":
+                    cid = _required_id(item.get("id"), at, "a tool_use block")
+                    calls.append(Entry(at, slot, cid, _name(item.get("name"))))
+                elif kind == "tool_result":
+                    rid = _required_id(item.get("tool_use_id"), at, "a tool_result block")
+                    results.append(Entry(at, slot, rid, None))
+            else:
+                for kind, (field, payload) in _gemini_payloads(item):
+                    if not _is_object(payload):
+                        raise _fail(at, f"{field} must be an object")
+                    name = _name(payload.get("name"))
+                    wire_id = _wire_id(payload.get("id"), at, f"a {field}")
+                    if kind == "call":
+                        calls.append(Entry(at, slot, self._key(wire_id, name, calls_named, at), name))
+                    else:
+                        results.append(Entry(at, slot, self._key(wire_id, name, self.results_named, at), name))
+        if calls and results:
+            raise _fail(at, "a message cannot both make tool calls and answer them")
         if calls:
-            nameless, answered_names = {}, {}
-            for cid, name in calls:
-                if cid is None:
-                    k = nameless.get(name or "", 0)
-                    nameless[name or ""] = k + 1
-                    yield _Call(i, f"{name}#{k}", None, name)
-                else:
-                    yield _Call(i, cid, cid, name)
-            turn_open = True
-    if turn_open:
-        yield _TurnEnd(len(messages))
+            self.results_named = {}
+        return (results or None), calls
+
+
+def _gemini_payloads(part: Mapping[str, Any]) -> Iterator[tuple[Literal["call", "result"], tuple[str, Any]]]:
+    call = gemini_payload(part, "call")
+    if call is not None:
+        yield "call", call
+    result = gemini_payload(part, "result")
+    if result is not None:
+        yield "result", result
+
+
+def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Segment]:
+    """The conversation as turns and stray results, in order, each yielded once it is whole. A
+    generator, so a long history's entries die young instead of piling up for the garbage collector."""
+    if fmt == "responses":
+        yield from _responses_segments(messages)
+        return
+    reader = _Reader(fmt)
+    taking: Segment | None = None  # the turn whose results may still come
+    for at, message in enumerate(messages):
+        results, calls = reader.read(message, at)
+        if taking is not None and results is not None:
+            taking.results.extend(results)
+            if fmt != "openai":  # Anthropic and Gemini answer a turn in one message
+                yield taking
+                taking = None
+        elif taking is not None:
+            yield taking
+            taking = None
+        elif results is not None:
+            yield Segment([], results)
+        if calls:
+            taking = Segment(calls, [])
+    if taking is not None:
+        yield taking
+
+
+def _responses_segments(items: Sequence[Mapping[str, Any]]) -> Iterator[Segment]:
+    """Responses items, one call or output each: a turn is a run of call items (reasoning items
+    may sit among them) and the run of output items right after it."""
+    reader = _Reader("responses")
+    taking: Segment | None = None
+    answering = False  # the turn's outputs have begun: a call now starts the next turn
+    for at, item in enumerate(items):
+        results, calls = reader.read(item, at)
+        if calls:
+            if taking is None or answering:
+                if taking is not None:
+                    yield taking
+                taking, answering = Segment([], []), False
+            taking.calls.extend(calls)
+        elif results is not None:
+            if taking is None:
+                yield Segment([], results)
+            else:
+                taking.results.extend(results)
+                answering = True
+        elif taking is not None and not (item.get("type") == "reasoning" and not answering):
+            yield taking
+            taking = None
+    if taking is not None:
+        yield taking

@@ -1,177 +1,305 @@
-"""The minimal change that makes a history acceptable, and what it changed."""
+"""Repair a history so a strict provider accepts it, never losing, swapping or inventing a result.
+
+The pairing truth is the order an agent runs calls in: within a turn, the k-th result carrying id
+``x`` answers the k-th call with id ``x``. Repair keeps every such pair and touches nothing else:
+
+* the 2nd, 3rd, ... call under one id in a turn becomes ``<id>_d2``, ``<id>_d3`` (in order, skipping any
+  id used up to and in its turn), and the result that answered it gets the same new id;
+* a result that answers no call of its turn (an orphan, or a second result for a call already
+  answered) is dropped; a call that got no result at all gets a placeholder result, or with
+  ``RepairPolicy(dangling="drop-call")`` is dropped;
+* a message left empty goes, and Anthropic neighbours of one role that this brings together are
+  merged (Anthropic alternates user and assistant).
+
+Every edit is a :class:`Change`. The input is never mutated; messages repair leaves alone are returned
+as they are (the same objects). One pass over the messages: linear in their number.
+"""
 
 from __future__ import annotations
 
-import copy
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
 
 from fsm.engine.ids import IdAllocator
-from fsm.history.check import check
-from fsm.history.findings import Finding, Format, Kind
-from fsm.history.formats import _blocks, detect_format
+from fsm.errors import LocalProtocolError
+from fsm.history.findings import Format
+from fsm.history.formats import (
+    RESPONSES_OUTPUT_OF,
+    Entry,
+    Key,
+    Segment,
+    gemini_payload,
+    items,
+    resolve_format,
+    responses_key_field,
+    segments,
+    shown,
+)
+
+_FIELD = {"openai": "tool_calls", "anthropic": "content", "gemini": "parts", "responses": ""}
 
 
 @attrs.frozen
 class RepairPolicy:
+    """How :func:`repair` answers a call that got no result."""
+
     dangling: Literal["placeholder", "drop-call"] = "placeholder"
     """Answer a dangling call with a placeholder result, or drop the call from its turn."""
     placeholder: str = "The tool call was not completed; no result is available."
+    """The text of a placeholder result."""
 
 
 @attrs.frozen
 class Change:
+    """One edit :func:`repair` made."""
+
     kind: str
+    """``renamed-call``, ``renamed-result``, ``dropped-orphan``, ``dropped-duplicate-result``,
+    ``placeholder-result``, ``dropped-call``, ``dropped-empty-message`` or ``merged-messages``."""
     message: int
-    id: str
+    """1-based position in the input of the message changed (for a placeholder, the call's message)."""
+    id: str | None
+    """The call id concerned (``name#k`` for an id-less Gemini call); None for a whole-message change."""
     detail: str
+    """What was done and why, in words."""
 
 
 def repair(
     messages: Sequence[Mapping[str, Any]], policy: RepairPolicy | None = None, format: Format | Literal["auto"] = "auto"
 ) -> tuple[list[dict[str, Any]], list[Change]]:
-    """The minimal repair: touch only what the report names, never a turn that is whole. Duplicate
-    calls in a turn are renamed ``<id>_d2`` (and the second result with that id goes with the second
-    call, so both results are kept); orphan and duplicate results are dropped; a dangling call gets a
-    placeholder result or is dropped, by ``policy``. Returns the new messages and what changed."""
+    """The repaired messages and what changed (see the module's docstring for the rules). A history
+    ``check`` accepts comes back unchanged; ``repair`` of a repaired history changes nothing.
+    Malformed input raises LocalProtocolError."""
     policy = policy or RepairPolicy()
-    fmt: Format = detect_format(messages) if format == "auto" else format
-    fixed = [copy.deepcopy(dict(m)) for m in messages]
-    changes: list[Change] = []
-    report = check(fixed, fmt)
-    for finding in report.of(Kind.DUPLICATE_CALL):
-        changes += _split_duplicate(fixed, fmt, finding)
-    report = check(fixed, fmt)
-    drops = [f for f in report.findings if f.kind in (Kind.ORPHAN, Kind.DUPLICATE_RESULT)]
-    for finding in sorted(drops, key=lambda f: -f.message):
-        changes.append(_drop_result(fixed, fmt, finding))
-    inserts: list[tuple[int, dict[str, Any] | None, Finding]] = []
-    for finding in check(fixed, fmt).of(Kind.DANGLING):
-        if policy.dangling == "drop-call":
-            changes.append(_drop_call(fixed, fmt, finding))
+    if policy.dangling not in ("placeholder", "drop-call"):
+        raise LocalProtocolError(f"unknown dangling policy {policy.dangling!r} (placeholder or drop-call)")
+    messages, fmt = resolve_format(messages, format)
+    plan = _Plan(fmt, policy, messages)
+    for segment in segments(messages, fmt):
+        plan.pair(segment)
+    fixed = plan.rewrite()
+    plan.changes.sort(key=lambda c: c.message)
+    return fixed, plan.changes
+
+
+class _Plan:
+    """What to change where, decided turn by turn, then written out in one pass."""
+
+    def __init__(self, fmt: Format, policy: RepairPolicy, messages: Sequence[Mapping[str, Any]]):
+        self.fmt, self.policy, self.messages = fmt, policy, messages
+        # A new id avoids every id used up to and in its turn, and no later one: repairing a longer
+        # history renames its earlier turns the same way (prompt caches keep their prefix).
+        self.ids = IdAllocator()
+        self.drop: set[tuple[int, int]] = set()
+        self.rename: dict[tuple[int, int], str] = {}
+        self.add_into: dict[int, list[dict[str, Any]]] = {}
+        self.add_after: dict[int, list[dict[str, Any]]] = {}
+        self.touched: set[int] = set()
+        self.changes: list[Change] = []
+        self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
+
+    def _change(self, kind: str, entry: Entry, detail: str) -> None:
+        self.changes.append(Change(kind, entry.message + 1, shown(entry.key), detail))
+
+    def pair(self, segment: Segment) -> None:
+        for entry in (*segment.calls, *segment.results):
+            if isinstance(entry.key, str):
+                self.ids.take(entry.key)
+        calls_of: dict[Key, int] = {}
+        for call in segment.calls:
+            calls_of[call.key] = calls_of.get(call.key, 0) + 1
+        answer_of: dict[tuple[Key, int], Entry] = {}
+        answered: dict[Key, int] = {}
+        for result in segment.results:
+            k = answered.get(result.key, 0)
+            if k < calls_of.get(result.key, 0):
+                answered[result.key] = k + 1
+                answer_of[(result.key, k)] = result
+            else:
+                self._drop_result(result, second=result.key in calls_of)
+        seen: dict[Key, int] = {}
+        placeholders: list[dict[str, Any]] = []
+        for call in segment.calls:
+            k = seen.get(call.key, 0)
+            seen[call.key] = k + 1
+            answer = answer_of.get((call.key, k))
+            if answer is None and (self.policy.dangling == "drop-call" or self._type(call) == "computer_call"):
+                self._edit(call, self.drop)
+                why = (
+                    ""
+                    if self.policy.dangling == "drop-call"
+                    else ": its only output is a screenshot; none can stand in"
+                )
+                self._change("dropped-call", call, f"the call had no result{why}")
+                continue
+            wire_id = call.key
+            if k > 0 and isinstance(call.key, str):  # id-less keys are unique within a turn
+                wire_id = self.ids.claim(call.key)
+                self._edit(call, self.rename, wire_id)
+                self._change("renamed-call", call, f"call {k + 1} under {call.key!r} in its turn is now {wire_id!r}")
+                if answer is not None:
+                    self._edit(answer, self.rename, wire_id)
+                    self._change("renamed-result", answer, f"the result that answered it now answers {wire_id!r}")
+            if answer is None:
+                placeholders.append(self._placeholder(wire_id, call))
+                self._change("placeholder-result", call, "no result answered the call: a placeholder does")
+        for key in calls_of:
+            self.answered_last[key] = key in answered
+        if placeholders:
+            self._place(segment, placeholders)
+
+    def _edit(self, entry: Entry, into: Any, value: str | None = None) -> None:
+        self.touched.add(entry.message)
+        if value is None:
+            into.add((entry.message, entry.slot))
         else:
-            inserts.append((_answer_position(fixed, fmt, finding.message), _placeholder(fmt, finding, policy), finding))
-    for at, message, finding in sorted(inserts, key=lambda x: -x[0]):
-        changes.append(_insert_placeholder(fixed, fmt, at, message, finding))
-    return fixed, changes
+            into[(entry.message, entry.slot)] = value
 
-
-def _entries(message: dict[str, Any], fmt: Format, kind: str) -> list[dict[str, Any]]:
-    """The call (or result) entries of a message, as mutable dicts."""
-    if fmt == "openai":
-        return (
-            message.get("tool_calls") or [] if kind == "call" else ([message] if message.get("role") == "tool" else [])
-        )
-    if fmt == "anthropic":
-        return [b for b in _blocks(message) if b.get("type") == ("tool_use" if kind == "call" else "tool_result")]
-    key = ("functionCall", "function_call") if kind == "call" else ("functionResponse", "function_response")
-    return [p.get(key[0]) or p.get(key[1]) for p in message.get("parts") or [] if p.get(key[0]) or p.get(key[1])]
-
-
-def _id_field(fmt: Format, kind: str) -> str:
-    if fmt == "openai":
-        return "id" if kind == "call" else "tool_call_id"
-    if fmt == "anthropic":
-        return "id" if kind == "call" else "tool_use_id"
-    return "id"
-
-
-def _split_duplicate(fixed: list[dict[str, Any]], fmt: Format, finding: Finding) -> list[Change]:
-    taken = {str(e.get(_id_field(fmt, "call"))) for m in fixed for e in _entries(m, fmt, "call")}
-    new = IdAllocator(taken).claim(finding.id)
-    calls = [e for e in _entries(fixed[finding.message], fmt, "call") if e.get(_id_field(fmt, "call")) == finding.id]
-    if not calls:
-        return []
-    calls[-1][_id_field(fmt, "call")] = new
-    changes = [
-        Change("renamed-call", finding.message, finding.id, f"the second call under {finding.id!r} is now {new!r}")
-    ]
-    results = [
-        (i, e)
-        for i, m in enumerate(fixed)
-        if i > finding.message
-        for e in _entries(m, fmt, "result")
-        if e.get(_id_field(fmt, "result")) == finding.id
-    ]
-    if len(results) >= 2:
-        i, entry = results[1]
-        entry[_id_field(fmt, "result")] = new
-        changes.append(Change("renamed-result", i, finding.id, f"its second result now answers {new!r}"))
-    return changes
-
-
-def _drop_result(fixed: list[dict[str, Any]], fmt: Format, finding: Finding) -> Change:
-    message = fixed[finding.message]
-    if fmt == "openai":
-        del fixed[finding.message]  # drops run from the last message back, so indices hold
-    elif fmt == "anthropic":
-        message["content"] = [
-            b for b in message["content"] if not (b.get("type") == "tool_result" and b.get("tool_use_id") == finding.id)
-        ]
-    else:
-        message["parts"] = [p for p in message["parts"] if not _answers(p, finding.id)]
-    return Change(f"dropped-{finding.kind.value}", finding.message, finding.id, finding.detail)
-
-
-def _answers(part: Mapping[str, Any], key: str) -> bool:
-    response = part.get("functionResponse") or part.get("function_response")
-    if not response:
-        return False
-    rid = response.get("id")
-    return bool(rid == key or (rid is None and key.startswith(f"{response.get('name')}#")))
-
-
-def _drop_call(fixed: list[dict[str, Any]], fmt: Format, finding: Finding) -> Change:
-    message = fixed[finding.message]
-    field = _id_field(fmt, "call")
-    if fmt == "openai":
-        message["tool_calls"] = [c for c in message["tool_calls"] if c.get(field) != finding.id]
-        if not message["tool_calls"]:
-            del message["tool_calls"]
-    elif fmt == "anthropic":
-        message["content"] = [
-            b for b in message["content"] if not (b.get("type") == "tool_use" and b.get(field) == finding.id)
-        ]
-    else:
-        message["parts"] = [p for p in message["parts"] if (p.get("functionCall") or {}).get("id") != finding.id]
-    return Change("dropped-call", finding.message, finding.id, "the call had no result")
-
-
-def _answer_position(fixed: list[dict[str, Any]], fmt: Format, call_message: int) -> int:
-    """Where a placeholder result goes: for OpenAI, after the tool messages that follow the call;
-    for Anthropic and Gemini, the one message after the call (joined if it holds results)."""
-    at = call_message + 1
-    if fmt != "openai":
-        return at
-    while at < len(fixed) and _entries(fixed[at], fmt, "result"):
-        at += 1
-    return at
-
-
-def _placeholder(fmt: Format, finding: Finding, policy: RepairPolicy) -> dict[str, Any] | None:
-    if fmt == "openai":
-        return {"role": "tool", "tool_call_id": finding.id, "content": policy.placeholder}
-    if fmt == "anthropic":
-        return {"type": "tool_result", "tool_use_id": finding.id, "content": policy.placeholder, "is_error": True}
-    response: dict[str, Any] = {"name": finding.name, "response": {"error": policy.placeholder}}
-    if "#" not in finding.id:  # the call had an id (Gemini 3); nameless keys are name#k
-        response = {"id": finding.id, **response}
-    return {"functionResponse": response}
-
-
-def _insert_placeholder(
-    fixed: list[dict[str, Any]], fmt: Format, at: int, entry: dict[str, Any] | None, finding: Finding
-) -> Change:
-    assert entry is not None
-    if fmt == "openai":
-        fixed.insert(at, entry)
-    else:
-        role, field = ("user", "content") if fmt == "anthropic" else ("user", "parts")
-        host = fixed[at] if at < len(fixed) and _entries(fixed[at], fmt, "result") else None
-        if host is None:
-            fixed.insert(at, {"role": role, field: [entry]})
+    def _drop_result(self, result: Entry, second: bool) -> None:
+        self._edit(result, self.drop)
+        if second or self.answered_last.get(result.key, False):
+            self._change("dropped-duplicate-result", result, "a second result for a call already answered")
         else:
-            host[field] = [*host[field], entry]
-    return Change("placeholder-result", at, finding.id, "answered with a placeholder result")
+            self._change("dropped-orphan", result, "no call of its turn is waiting for this result")
+
+    def _type(self, entry: Entry) -> Any:
+        return self.messages[entry.message].get("type") if self.fmt == "responses" else None
+
+    def _placeholder(self, wire_id: Key, call: Entry) -> dict[str, Any]:
+        text, name = self.policy.placeholder, call.name
+        if self.fmt == "responses":
+            return _responses_placeholder(RESPONSES_OUTPUT_OF[self._type(call)], wire_id, text)
+        if self.fmt == "openai":
+            return {"role": "tool", "tool_call_id": wire_id, "content": text}
+        if self.fmt == "anthropic":
+            return {"type": "tool_result", "tool_use_id": wire_id, "content": text, "is_error": True}
+        response: dict[str, Any] = {"id": wire_id} if isinstance(wire_id, str) else {}
+        if name is not None:
+            response["name"] = name
+        response["response"] = {"error": text}
+        return {"functionResponse": response}
+
+    def _place(self, segment: Segment, placeholders: list[dict[str, Any]]) -> None:
+        """OpenAI: new tool messages after the turn's last one. Anthropic and Gemini: into the turn's
+        results message; without one, into the user message that follows (Anthropic, if it makes no
+        calls), else a new user message right after the calls."""
+        call_message = segment.calls[0].message
+        if self.fmt in ("openai", "responses"):
+            last = max((r.message for r in segment.results), default=segment.calls[-1].message)
+            self.add_after.setdefault(last, []).extend(placeholders)
+            return
+        host = segment.results[0].message if segment.results else call_message + 1
+        if not segment.results and not (self.fmt == "anthropic" and self._can_host(host)):
+            self.add_after[call_message] = [{"role": "user", _FIELD[self.fmt]: placeholders}]
+            return
+        self.touched.add(host)
+        self.add_into.setdefault(host, []).extend(placeholders)
+
+    def _can_host(self, at: int) -> bool:
+        if at >= len(self.messages) or self.messages[at].get("role") != "user":
+            return False
+        return not any(b.get("type") == "tool_use" for b in items(self.messages[at], self.fmt, at))
+
+    # -- writing out ----------------------------------------------------------------------------------
+
+    def rewrite(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        gap = False  # a message was removed since the last one written
+        for at, message in enumerate(self.messages):
+            kept: dict[str, Any] | None = message if isinstance(message, dict) else dict(message)
+            if at in self.touched:
+                kept = self._edited(message, at)
+            if kept is None:
+                gap = True
+            else:
+                self._append(out, kept, at, gap)
+                gap = False
+            for extra in self.add_after.get(at, ()):
+                self._append(out, extra, at, False)
+        return out
+
+    def _append(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
+        role = message.get("role")
+        if self.fmt == "anthropic" and gap and out and out[-1].get("role") == role:
+            out[-1] = {**out[-1], "content": _blocks(out[-1]) + _blocks(message)}
+            detail = f"joined to the {role} message before it, which a removed message had separated"
+            self.changes.append(Change("merged-messages", at + 1, None, detail))
+        else:
+            out.append(message)
+
+    def _edited(self, message: Mapping[str, Any], at: int) -> dict[str, Any] | None:
+        """The message with its drops, renames and placeholders applied; None when it is removed."""
+        if self.fmt == "responses" or (self.fmt == "openai" and message.get("role") == "tool"):
+            if (at, -1) in self.drop:
+                return None  # the call or result is the message: its drop is already a change
+            field = "tool_call_id" if self.fmt == "openai" else responses_key_field(message)
+            return {**message, field: self.rename[(at, -1)]}
+        field = _FIELD[self.fmt]
+        old = items(message, self.fmt, at)
+        new: list[Any] = []
+        added = self.add_into.get(at, [])
+        anchor = max((j for j, item in enumerate(old) if self._is_result(item)), default=-1)
+        if anchor < 0:
+            new += added
+        for slot, item in enumerate(old):
+            if (at, slot) not in self.drop:
+                renamed = self.rename.get((at, slot))
+                new.append(item if renamed is None else self._renamed(item, renamed))
+            if slot == anchor:
+                new += added
+        edited = {**message, field: new}
+        if self.fmt == "openai":
+            del edited[field]
+            if new:
+                edited[field] = new
+            elif message.get("content") in (None, "", []):
+                self._emptied(at)
+                return None
+            return edited
+        if self.fmt == "anthropic" and isinstance(message.get("content"), str):
+            new += _blocks(message)
+        if not new:
+            self._emptied(at)
+            return None
+        edited[field] = new
+        return edited
+
+    def _emptied(self, at: int) -> None:
+        self.changes.append(Change("dropped-empty-message", at + 1, None, "repair left nothing in it"))
+
+    def _is_result(self, item: Mapping[str, Any]) -> bool:
+        if self.fmt == "anthropic":
+            return item.get("type") == "tool_result"
+        return self.fmt == "gemini" and gemini_payload(item, "result") is not None
+
+    def _renamed(self, item: Mapping[str, Any], new_id: str) -> dict[str, Any]:
+        if self.fmt == "openai":
+            return {**item, "id": new_id}
+        if self.fmt == "anthropic":
+            return {**item, ("tool_use_id" if item.get("type") == "tool_result" else "id"): new_id}
+        payload = gemini_payload(item, "call") or gemini_payload(item, "result")
+        assert payload is not None  # only calls and results are renamed
+        return {**item, payload[0]: {**payload[1], "id": new_id}}
+
+
+def _blocks(message: Mapping[str, Any]) -> list[Any]:
+    """An Anthropic message's content as a list of blocks (a string is one text block)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content) if isinstance(content, list) else []
+
+
+def _responses_placeholder(kind: str, call_id: Key, text: str) -> dict[str, Any]:
+    """The output item of type ``kind`` that says the call did not complete, in the SDK's input shape."""
+    if kind == "local_shell_call_output":
+        return {"type": kind, "id": call_id, "output": json.dumps({"error": text})}
+    if kind == "shell_call_output":
+        failed = {"stdout": "", "stderr": text, "outcome": {"type": "exit", "exit_code": 1}}
+        return {"type": kind, "call_id": call_id, "output": [failed]}
+    if kind == "apply_patch_call_output":
+        return {"type": kind, "call_id": call_id, "status": "failed", "output": text}
+    return {"type": kind, "call_id": call_id, "output": text}

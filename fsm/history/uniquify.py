@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import attrs
 
 from fsm.engine.ids import IdAllocator
+from fsm.errors import LocalProtocolError
 from fsm.results import ToolCall
 
 C = TypeVar("C", ToolCall, Mapping[str, Any])
@@ -15,26 +16,42 @@ C = TypeVar("C", ToolCall, Mapping[str, Any])
 
 @attrs.frozen
 class Rename:
+    """One call :func:`uniquify` gave a new id."""
+
     position: int
+    """The call's index in the list given (the ``<position>`` of ``call_<position>``)."""
     old: str | None
+    """The id the call had (None when it had none)."""
     new: str
+    """The id it has now."""
 
 
 def uniquify(calls: Iterable[C], taken: Iterable[str] = ()) -> tuple[list[C], list[Rename]]:
     """Give every call a distinct id with the engine's rule: the first occurrence keeps its id,
     later ones become ``<id>_d2``, ``<id>_d3``, ...; ids in ``taken`` (earlier turns) are avoided;
     a blank id becomes ``call_<position>``. Same input, same output. Returns the renames so results
-    can be mapped back."""
+    can be mapped back. A call is a ToolCall or a mapping with an ``id``; an OpenAI Responses call
+    item (one with a ``call_id``, beside its own item ``id``) is renamed by its ``call_id``."""
+    if isinstance(calls, (str, bytes)) or not isinstance(calls, Iterable):
+        raise LocalProtocolError("calls must be a list of calls")
+    taken = list(taken) if isinstance(taken, Iterable) and not isinstance(taken, (str, bytes)) else [taken]
+    if not all(isinstance(t, str) for t in taken):
+        raise LocalProtocolError("taken must be a list of id strings")
     allocator = IdAllocator(taken)
     out: list[Any] = []
     renames: list[Rename] = []
     for position, call in enumerate(calls):
-        old = call.id if isinstance(call, ToolCall) else (call.get("id") or None)
+        if not isinstance(call, (ToolCall, Mapping)):
+            raise LocalProtocolError(f"call {position + 1}: a call must be a ToolCall or an object")
+        field = "call_id" if isinstance(call, Mapping) and "call_id" in call else "id"
+        old = call.id if isinstance(call, ToolCall) else (call.get(field) or None)
+        if old is not None and not isinstance(old, str):
+            raise LocalProtocolError(f"call {position + 1}: its id must be a string, not {type(old).__name__}")
         new = allocator.claim(old) if old else allocator.synthesize(position)
         if new != old:
             renames.append(Rename(position, old, new))
         if isinstance(call, ToolCall):
             out.append(attrs.evolve(call, id=new))
         else:
-            out.append({**call, "id": new})
+            out.append({**call, field: new})
     return out, renames

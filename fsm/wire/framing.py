@@ -1,29 +1,38 @@
 """Sans-I/O framing: bytes in, one JSON payload text per wire event out.
 
-Three framings are read incrementally, with chunk boundaries anywhere (inside a line, a CRLF pair or
+Four framings are read incrementally, with chunk boundaries anywhere (inside a line, a CRLF pair or
 a multi-byte character):
 
 * SSE (``text/event-stream``): LF, CR or CRLF line ends; ``data:`` lines joined per event; comment
   lines, ``event:``/``id:``/``retry:`` fields; a stray space before a field name; a last event with
-  no blank line after it (flushed by ``close()``). ``[DONE]`` is passed on as :data:`DONE`.
+  no blank line after it (flushed by ``close()``). An event whose data is empty is not dispatched
+  (as the SSE spec says). ``[DONE]`` is passed on as :data:`DONE`.
 * NDJSON: one payload per line; blank lines skipped.
 * JSON array: ``[ {...}, {...} ]`` streamed element by element (Gemini without ``alt=sse``); element
   ends are found with the completeness scanner, so no element is parsed twice.
 * AWS event stream (Bedrock ``ConverseStream`` over HTTP): binary messages, unframed by botocore's
-  decoder (the optional ``bedrock`` extra) into ``{eventType: body}`` objects.
+  decoder (the optional ``bedrock`` extra) into ``{eventType: body}`` objects (fsm/wire/eventstream.py).
+
+A framer never raises: what it cannot use comes out as a :class:`Fault` in its place among the
+payloads, so the events before it (even in the same chunk) are still processed, and the reassembler
+decides (lax: report and skip the event; strict: raise). Sizes are counted in bytes, exactly, however
+the input was chunked, and every scan resumes where the last one stopped, so the work is linear in
+the input whatever the chunk sizes.
 """
 
 from __future__ import annotations
 
 import codecs
 import enum
-import json
-from typing import Any, Final
+import re
+from typing import Final, Protocol
 
 from fsm.engine.scanner import Scanner
 from fsm.errors import FramingError, LimitExceeded
+from fsm.wire.faults import Fault, Payload, decode_utf8, too_long
 
 DONE: Final = "[DONE]"
+BOM: Final = b"\xef\xbb\xbf"
 
 
 class Framing(enum.Enum):
@@ -34,234 +43,273 @@ class Framing(enum.Enum):
 
 
 _SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":")
+_SSE_FIELDS = (b"data", b"event", b"id", b"retry")
 
 
-def detect_framing(head: bytes) -> Framing | None:
-    """The framing of a stream from its first bytes; None if they are only whitespace so far."""
+def detect_framing(head: bytes, *, final: bool = False) -> Framing | None:
+    """The framing of a stream from its first bytes; None while they do not tell yet (only
+    whitespace, or a prefix such as ``b"da"`` of an SSE field name). Never commits on a prefix that
+    more bytes could turn into something else, so the answer does not depend on the chunking."""
     if head[:1] == b"\x00":
         return Framing.AWS_EVENTSTREAM  # a binary message starts with its big-endian length
-    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    text = head.removeprefix(BOM).lstrip(b" \t\r\n")
     if not text:
         return None
     if text[:1] == b"[":
         return Framing.JSON_ARRAY
     if text[:1] == b"{":
         return Framing.NDJSON
-    if text.startswith(_SSE_STARTS) or any(p.startswith(text) for p in _SSE_STARTS):
+    if text.startswith(_SSE_STARTS):
         return Framing.SSE
-    raise FramingError(f"input is not SSE, NDJSON or a JSON array (starts with {text[:20]!r})", event=1)
+    field = text.split(b"\n", 1)[0].split(b"\r", 1)[0]
+    if field in _SSE_FIELDS and len(field) < len(text):
+        return Framing.SSE  # a field line with no colon: "data" alone is an empty data line
+    if not final and any(p.startswith(text) for p in _SSE_STARTS):
+        return None
+    # Quote only up to the first byte no framing could start with, so the message does not depend
+    # on how many bytes happened to arrive in the first read.
+    known = max(_shared_prefix(text, p) for p in (*_SSE_STARTS, *_SSE_FIELDS))
+    raise FramingError(f"input is not SSE, NDJSON or a JSON array (starts with {text[: known + 1]!r})", event=1)
+
+
+def _shared_prefix(a: bytes, b: bytes) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
 
 
 class _LineFramer:
-    """Splits bytes into lines on LF, CR or CRLF, holding back a trailing partial line."""
+    _unterminated = False  # the last line read had no line end (only at close)
+
+    """Splits bytes into lines on LF, CR or CRLF, holding back a trailing partial line.
+
+    ``_scanned`` remembers how much of the held partial line is known to hold no line end, so a
+    long line fed in small pieces is searched once, not once per piece."""
+
+    _slack = 0  # bytes a line may have beyond its event's limit (an SSE field name)
 
     def __init__(self, max_bytes: int) -> None:
         self._buf = bytearray()
+        self._scanned = 0
         self._max = max_bytes
-        self.events = 0
+        self._max_line = max_bytes + self._slack
+        self.cut = False
+        """Set by ``close()``: its last payload had no end (no line end, no blank line after it),
+        so if it does not parse, the stream was cut there rather than sending a bad event."""
+        self.work = 0
+        """Bytes searched for line ends (tests check that this stays linear in the input)."""
 
-    def _lines(self, data: bytes, final: bool) -> list[str]:
-        self._buf += data
+    def _lines(self, data: bytes, final: bool) -> list[bytes | Fault]:
         buf = self._buf
-        lines: list[str] = []
-        start = 0
+        buf += data
+        lines: list[bytes | Fault] = []
+        start, search = 0, self._scanned
         n = len(buf)
+        lf = -2  # where the next LF is; -1: none before n; -2: not looked for yet
         while True:
-            lf = buf.find(b"\n", start)
-            cr = buf.find(b"\r", start, lf if lf >= 0 else n)
+            if lf != -1 and lf < search:
+                lf = buf.find(b"\n", search)
+                self.work += (lf + 1 if lf >= 0 else n) - search
+            stop = lf if lf >= 0 else n
+            cr = buf.find(b"\r", search, stop)
+            self.work += (cr + 1 if cr >= 0 else stop) - search
             if cr >= 0:
                 if cr + 1 == n and not final:
-                    break  # a CR at the end may be the first half of CRLF
+                    search = cr  # a CR at the end may be the first half of CRLF
+                    break
                 end, nxt = cr, cr + 2 if cr + 1 < n and buf[cr + 1] == 0x0A else cr + 1
             elif lf >= 0:
                 end, nxt = lf, lf + 1
             else:
+                search = n
                 break
-            lines.append(self._decode(bytes(buf[start:end])))
-            start = nxt
+            if end - start > self._max_line:
+                lines.append(too_long("one line", self._max_line))
+                return lines
+            lines.append(bytes(buf[start:end]))
+            start = search = nxt
+        if search - start > self._max_line:
+            lines.append(too_long("one line", self._max_line))
+            return lines
         del buf[:start]
+        self._scanned = search - start
         if final and buf:
-            lines.append(self._decode(bytes(buf)))
+            lines.append(bytes(buf))
             buf.clear()
-        if len(buf) > self._max:
-            raise LimitExceeded(f"one line is longer than {self._max} bytes", event=self.events + 1, rule="limits")
+            self._scanned = 0
+            self._unterminated = True
         return lines
-
-    def _decode(self, raw: bytes) -> str:
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise FramingError(f"not UTF-8: {exc}", event=self.events + 1) from None
 
 
 class SSEFramer(_LineFramer):
+    """The limit bounds each event's data exactly; a line may be a field name longer than that."""
+
+    _slack = len(b"retry: ")
+
     def __init__(self, max_bytes: int) -> None:
         super().__init__(max_bytes)
-        self._data: list[str] = []
+        self._data: list[bytes] = []
         self._size = 0
 
-    def feed(self, data: bytes, final: bool = False) -> list[str]:
-        out: list[str] = []
+    def feed(self, data: bytes, final: bool = False) -> list[Payload]:
+        out: list[Payload] = []
         for line in self._lines(data, final):
-            line = line.lstrip(" \t\ufeff")  # a stray space before "data:" is seen in the wild
+            if isinstance(line, Fault):
+                out.append(line)
+                return out
+            line = line.lstrip(b" \t")  # a stray space before "data:" is seen in the wild
+            if line.startswith(BOM):  # streams glued together each keep their BOM
+                line = line[3:].lstrip(b" \t")
             if not line:
                 self._dispatch(out)
                 continue
-            if line.startswith(":"):
+            if line[:1] == b":":
                 continue
-            field, _, value = line.partition(":")
-            if field == "data":
-                value = value[1:] if value.startswith(" ") else value
-                self._size += len(value)
+            field, _, value = line.partition(b":")
+            if field == b"data":
+                value = value[1:] if value[:1] == b" " else value
+                self._size += len(value) + (1 if self._data else 0)  # the joining LF counts too
                 if self._size > self._max:
-                    raise LimitExceeded(
-                        f"one event is longer than {self._max} bytes", event=self.events + 1, rule="limits"
-                    )
+                    out.append(too_long("one event", self._max))
+                    return out
                 self._data.append(value)
         if final:
-            self._dispatch(out)
+            before = len(out)
+            self._dispatch(out)  # an event with no blank line after it
+            self.cut = len(out) > before
         return out
 
-    def _dispatch(self, out: list[str]) -> None:
+    def _dispatch(self, out: list[Payload]) -> None:
         if self._data:
-            self.events += 1
-            out.append("\n".join(self._data))
+            data = b"\n".join(self._data)
             self._data = []
             self._size = 0
+            if data.strip():  # empty data is not an event (SSE spec: the buffer is empty)
+                out.append(decode_utf8(data))
 
-    def close(self) -> list[str]:
+    def close(self) -> list[Payload]:
         return self.feed(b"", final=True)
 
 
 class NDJSONFramer(_LineFramer):
-    def feed(self, data: bytes, final: bool = False) -> list[str]:
-        out = []
+    def feed(self, data: bytes, final: bool = False) -> list[Payload]:
+        out: list[Payload] = []
         for line in self._lines(data, final):
-            if line.strip():
-                self.events += 1
+            if isinstance(line, Fault):
                 out.append(line)
+            elif line.strip():
+                out.append(decode_utf8(line))
+                self.cut = self._unterminated
         return out
 
-    def close(self) -> list[str]:
+    def close(self) -> list[Payload]:
         return self.feed(b"", final=True)
 
 
+# Bytes that are not UTF-8 are decoded to lone surrogates U+DC80..U+DCFF (surrogateescape), so the
+# element they are in can be reported and skipped while the framing around it stays readable.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+_BLANKS = re.compile(r"[ \t\r\n]*")
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogateescape"))
+
+
 class JSONArrayFramer:
-    def __init__(self, max_bytes: int) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")()
+    def __init__(self, max_bytes: int, max_depth: int = 256) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
         self._max = max_bytes
-        self._pending = ""  # text not yet assigned to an element
+        self._max_depth = max_depth
         self._element: list[str] = []
         self._scanner: Scanner | None = None
         self._size = 0
         self._expect = "["  # "[", then "value" or "]", then "," or "]", then "end"
-        self.events = 0
+        self.cut = False
+        self.work = 0
+        """Characters read: each once, since held element text is never read again."""
 
-    def feed(self, data: bytes, final: bool = False) -> list[str]:
-        try:
-            text = self._pending + self._decoder.decode(data, final)
-        except UnicodeDecodeError as exc:
-            raise FramingError(f"not UTF-8: {exc}", event=self.events + 1) from None
-        self._pending = ""
-        out: list[str] = []
+    def feed(self, data: bytes, final: bool = False) -> list[Payload]:
+        text = self._decoder.decode(data, final)
+        self.work += len(text)
+        out: list[Payload] = []
         pos = 0
         while pos < len(text):
             if self._scanner is not None:
-                end = self._scanner.feed(text, pos)
+                try:
+                    end = self._scanner.feed(text, pos)
+                except LimitExceeded as exc:
+                    out.append(Fault(exc.detail, skippable=False, limit=True))
+                    return out
                 stop = len(text) if end is None else end
-                self._size += stop - pos
+                piece = text[pos:stop]
+                self._size += _utf8_size(piece)
                 if self._size > self._max:
-                    raise LimitExceeded(
-                        f"one element is longer than {self._max} bytes", event=self.events + 1, rule="limits"
-                    )
-                self._element.append(text[pos:stop])
+                    out.append(too_long("one element", self._max))
+                    return out
+                self._element.append(piece)
                 pos = stop
                 if end is None:
                     break
-                self.events += 1
-                out.append("".join(self._element))
-                self._element, self._scanner, self._size = [], None, 0
+                self._emit(out)
                 self._expect = ","
                 continue
+            pos = _BLANKS.match(text, pos).end()  # type: ignore[union-attr]  # may match nothing
+            if pos >= len(text):
+                break
             ch = text[pos]
-            if ch in " \t\r\n":
-                pos += 1
-            elif self._expect == "[" and ch == "[":
+            if self._expect == "[" and ch == "[":
                 self._expect, pos = "value", pos + 1
             elif self._expect in ("value", ",") and ch == "]":
                 self._expect, pos = "end", pos + 1
             elif self._expect == "," and ch == ",":
                 self._expect, pos = "value", pos + 1
             elif self._expect == "value" and ch in "{[":
-                self._scanner = Scanner()
+                self._scanner = Scanner(self._max_depth)
             else:
-                raise FramingError(f"unexpected {ch!r} in a JSON-array stream", event=self.events + 1)
+                shown = ch.encode("utf-8", "surrogateescape")
+                out.append(Fault(f"unexpected {shown!r} in a JSON-array stream", skippable=False))
+                return out
         if final and self._element:
             # A stream cut inside an element: pass the partial text on; the reassembler reports it.
-            self.events += 1
-            out.append("".join(self._element))
-            self._element, self._scanner = [], None
+            self._emit(out)
+            self.cut = True
         return out
 
-    def close(self) -> list[str]:
+    def _emit(self, out: list[Payload]) -> None:
+        element = "".join(self._element)
+        self._element, self._scanner, self._size = [], None, 0
+        if _ESCAPED_BYTE.search(element):
+            raw = element.encode("utf-8", "surrogateescape")
+            out.append(decode_utf8(raw))
+        else:
+            out.append(element)
+
+    def close(self) -> list[Payload]:
         return self.feed(b"", final=True)
 
 
-class AWSEventStreamFramer:
-    def __init__(self, max_bytes: int) -> None:
-        try:
-            from botocore.eventstream import EventStreamBuffer
-        except ImportError:
-            raise FramingError(
-                "a binary AWS event stream needs botocore: pip install 'toolcall-fsm[bedrock]'", event=1
-            ) from None
-        self._buffer: Any = EventStreamBuffer()
-        self._max = max_bytes
-        self._pending = 0
-        self.events = 0
+class Framer(Protocol):
+    """What every framing offers the reassembler."""
 
-    def feed(self, data: bytes, final: bool = False) -> list[str]:
-        from botocore.eventstream import ParserError
+    work: int
+    cut: bool
 
-        self._buffer.add_data(data)
-        self._pending += len(data)
-        out: list[str] = []
-        try:
-            for message in self._buffer:
-                self.events += 1
-                self._pending -= message.prelude.total_length
-                out.append(self._payload(message.headers, message.payload))
-        except ParserError as exc:
-            raise FramingError(f"not a valid AWS event stream message: {exc}", event=self.events + 1) from None
-        if self._pending > self._max:
-            raise LimitExceeded(f"one message is longer than {self._max} bytes", event=self.events + 1, rule="limits")
-        return out
+    def feed(self, data: bytes, final: bool = False) -> list[Payload]: ...
 
-    def _payload(self, headers: dict[str, Any], payload: bytes) -> str:
-        kind = headers.get(":event-type") or headers.get(":exception-type") or "unknown"
-        try:
-            body = json.loads(payload or b"{}")
-        except ValueError as exc:
-            raise FramingError(f"{kind} payload is not JSON: {exc}", event=self.events) from None
-        return json.dumps({kind: body})
-
-    def close(self) -> list[str]:
-        if self._pending:
-            # A message cut short: passed on as text that is not JSON, so the reassembler reports
-            # the cut (cut-event) and truncates the calls it left open.
-            self.events += 1
-            return [f"<{self._pending} bytes of an unfinished event-stream message>"]
-        return []
+    def close(self) -> list[Payload]: ...
 
 
-Framer = SSEFramer | NDJSONFramer | JSONArrayFramer | AWSEventStreamFramer
-
-
-def make_framer(framing: Framing, max_bytes: int) -> Framer:
+def make_framer(framing: Framing, max_bytes: int, max_depth: int = 256 + 32) -> Framer:
+    """``max_depth`` bounds the nesting of one whole wire event (only the framings that parse JSON
+    themselves need it; the reassembler checks the others before parsing)."""
     if framing is Framing.SSE:
         return SSEFramer(max_bytes)
     if framing is Framing.NDJSON:
         return NDJSONFramer(max_bytes)
     if framing is Framing.AWS_EVENTSTREAM:
-        return AWSEventStreamFramer(max_bytes)
-    return JSONArrayFramer(max_bytes)
+        from fsm.wire.eventstream import AWSEventStreamFramer  # botocore loads only for this framing
+
+        return AWSEventStreamFramer(max_bytes, max_depth)
+    return JSONArrayFramer(max_bytes, max_depth)

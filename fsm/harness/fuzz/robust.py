@@ -1,20 +1,59 @@
-"""The robustness fuzzer: arbitrary bytes and mutated events must get only the project's typed errors."""
+"""The robustness fuzzer: hostile input must get only the project's typed errors, ``close()`` must
+always reach the result, the limits must hold, and the same bytes fed whole and in random pieces
+must give the same answer.
+
+Four kinds of input:
+
+* ``bytes``: arbitrary short bytes behind a framing-like prefix, under tight limits;
+* ``mutated``: a fuzzed shape's events with values replaced, dropped or retyped, under tight limits;
+* ``mutated-bytes``: those events as SSE, cut anywhere, with junk after;
+* ``large``: a fuzzed shape's events framed as SSE, NDJSON or a JSON array, with hazards put among
+  them, up to megabytes, under the default limits: nesting hundreds to thousands deep, lines of up
+  to a few MB, invalid UTF-8, BOMs, a proxy's keep-alives, empty ``data:`` events, comments, runs of
+  whitespace, CR-only line ends, events that are JSON but not objects.
+
+Every byte input is also fed in random pieces (a whole-vs-chunked differential run): both runs must
+give the same calls, the same diagnostics (event number and code) and the same error (type and
+event number), in lax or strict mode.
+"""
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections import Counter
 from typing import Any
 
+import attrs
 from hypothesis import strategies as st
 
-from fsm.errors import ToolcallFSMError
+from fsm.errors import InvalidInput, RemoteProtocolError, ToolcallFSMError
 from fsm.harness.fuzz.shapes import CASES
 from fsm.options import Limits
 from fsm.reassembler import Reassembler
-
-# -- robustness --------------------------------------------------------------------------------------------------
+from fsm.results import Result, ToolCall
 
 TIGHT = Limits(max_calls=4, max_argument_chars=200, max_depth=6, max_event_bytes=2000)
+LIMITS = {
+    "tight": TIGHT,
+    "default": Limits(),
+    "1k-events": Limits(max_event_bytes=1_000),
+    "100k-events": Limits(max_event_bytes=100_000),
+}
+
+
+@attrs.frozen
+class Sample:
+    provider: str
+    data: list[Any] | bytes
+    """Events to feed, or bytes to feed whole and then in the pieces ``cuts`` makes."""
+    cuts: tuple[int, ...] = ()
+    strict: bool = False
+    limits: str = "tight"
+    clean: bytes | None = None
+    """The same stream without its hazards, when they were all ones lax mode must skip with a
+    word (``unusable`` of them) or in silence: the calls must then be the clean stream's calls."""
+    unusable: int = 0
 
 
 def _mutate(draw: st.DrawFn, value: Any) -> Any:
@@ -42,42 +81,224 @@ def _mutate(draw: st.DrawFn, value: Any) -> Any:
     return draw(junk)
 
 
+def _cuts(draw: st.DrawFn, size: int, most: int = 24) -> tuple[int, ...]:
+    if size < 2:
+        return ()
+    return tuple(sorted(draw(st.sets(st.integers(1, size - 1), max_size=most))))
+
+
+# -- large inputs with hazards ------------------------------------------------------------------------------------
+
+_HAZARDS = (
+    "deep",
+    "long-line",
+    "bad-utf8",
+    "keep-alive",
+    "not-object",
+    "empty-data",
+    "comment",
+    "whitespace",
+    "bom",
+    "cr-only",
+)
+
+
+_SKIPPED = {"bad-utf8", "keep-alive", "not-object"}  # reported (bad-event) and skipped in lax mode
+_SILENT = {"empty-data", "comment", "whitespace", "bom", "cr-only"}  # not events at all
+
+
+def _hazard_event(draw: st.DrawFn, hazard: str) -> bytes | None:
+    """An event's text carrying ``hazard``, or None for hazards that are not events."""
+    if hazard == "deep":
+        depth = draw(st.sampled_from([300, 600, 1000, 1000, 5000]))
+        inner = draw(st.sampled_from([b"[" * depth + b"]" * depth, b'{"a":' * depth + b"1" + b"}" * depth]))
+        return draw(st.sampled_from([inner, b'{"choices": ' + inner + b"}", b'{"s": "' + inner + b'"}']))
+    if hazard == "long-line":
+        size = draw(st.sampled_from([980, 1_000, 70_000, 99_990, 120_000, 1_000_000, 2_500_000]))
+        return b'{"pad": "' + b"x" * size + b'"}'
+    if hazard == "bad-utf8":
+        return b'{"a": "' + draw(st.sampled_from([b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xf4\x90"])) + b'"}'
+    if hazard == "keep-alive":
+        return draw(st.sampled_from([b"keep-alive", b"ping", b"{", b"{}}"]))
+    if hazard == "not-object":
+        return draw(st.sampled_from([b"[1, 2]", b"42", b'"text"', b"null"]))
+    return None
+
+
+def _frame(events: list[bytes | str], framing: str, newline: bytes) -> bytes:
+    if framing == "sse":
+        parts = []
+        for e in events:
+            if e == "empty-data":
+                parts.append(b"data:" + newline * 2)
+            elif e == "comment":
+                parts.append(b": ping" + newline)
+            else:
+                assert isinstance(e, bytes)
+                parts.append(b"data: " + e + newline * 2)
+        return b"".join(parts)
+    if framing == "ndjson":
+        return b"".join((e if isinstance(e, bytes) else b"") + newline for e in events)
+    return b"[" + b",".join(e for e in events if isinstance(e, bytes)) + b"]"
+
+
 @st.composite
-def hostile_input(draw: st.DrawFn, shape: str) -> tuple[str, list[Any] | bytes]:
-    mode = draw(st.sampled_from(["bytes", "mutated", "mutated-bytes"]))
+def large_input(draw: st.DrawFn, shape: str) -> Sample:
+    case = draw(CASES[shape]())
+    clean: list[bytes | str] = [json.dumps(e, ensure_ascii=False).encode() for e in case.events]
+    events = list(clean)
+    hazards = draw(st.lists(st.sampled_from(_HAZARDS), min_size=1, max_size=3))
+    framing = draw(st.sampled_from(["sse", "sse", "ndjson", "json-array"]))
+    unusable, framing_lost = 0, False
+    for hazard in hazards:
+        text = _hazard_event(draw, hazard)
+        if hazard in ("empty-data", "comment"):
+            events.insert(draw(st.integers(0, len(events))), hazard)  # rendered by the framing
+        elif text is not None:
+            events.insert(draw(st.integers(0, len(events))), text)
+            unusable += hazard in _SKIPPED
+            # In a JSON array, an element that is not whole JSON (a keep-alive) loses the framing,
+            # and one that is not an object or array cannot be found (and then skipped).
+            framing_lost |= framing == "json-array" and (hazard == "keep-alive" or text[:1] not in b"[{")
+    newline = b"\r" if "cr-only" in hazards else draw(st.sampled_from([b"\n", b"\r\n"]))
+    body = _frame(events, framing, newline)
+    prefix = b""
+    if "whitespace" in hazards:
+        prefix = draw(st.sampled_from([b" ", b"\n", b"\r\n", b" \t"])) * draw(st.sampled_from([10, 100_000]))
+    if "bom" in hazards:
+        prefix = b"\xef\xbb\xbf" + prefix
+    body = prefix + body
+    first = next((e for e in events if isinstance(e, bytes)), b"{")
+    oracle = (
+        set(hazards) <= _SKIPPED | _SILENT
+        and not framing_lost
+        and not (framing == "ndjson" and first[:1] != b"{")  # NDJSON is known by its first "{"
+    )
+    return Sample(
+        provider=draw(st.sampled_from([case.provider, case.provider, "auto"])),
+        data=body,
+        cuts=_cuts(draw, len(body)),
+        strict=draw(st.booleans()),
+        # Long lines meet an event limit they cross, or nearly cross, as often as the default one.
+        limits=draw(
+            st.sampled_from(["default", "1k-events", "100k-events"] if "long-line" in hazards else ["default"])
+        ),
+        clean=_frame(clean, framing, b"\n") if oracle else None,
+        unusable=unusable,
+    )
+
+
+@st.composite
+def hostile_input(draw: st.DrawFn, shape: str) -> Sample:
+    mode = draw(st.sampled_from(["bytes", "mutated", "mutated-bytes", "large", "large"]))
+    if mode == "large":
+        return draw(large_input(shape))
+    strict = draw(st.booleans())
     if mode == "bytes":
-        prefix = draw(st.sampled_from([b"", b"data: ", b"[", b"{", b"\x00\x00\x00"]))
-        return "auto", prefix + draw(st.binary(max_size=300))
+        prefix = draw(st.sampled_from([b"", b"data: ", b"[", b"{", b"\x00\x00\x00", b"\xef\xbb\xbf"]))
+        data = prefix + draw(st.binary(max_size=300))
+        return Sample("auto", data, _cuts(draw, len(data)), strict)
     case = draw(CASES[shape]())
     events = list(case.events) or [{"choices": []}]
     for _ in range(draw(st.integers(1, 3))):
         i = draw(st.integers(0, len(events) - 1))
         events[i] = _mutate(draw, events[i])
     if mode == "mutated":
-        return case.provider, events
+        return Sample(case.provider, events, (), strict)
     body = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
     cut = draw(st.integers(0, len(body)))
-    return case.provider, body[:cut] + draw(st.binary(max_size=20))
+    data = body[:cut] + draw(st.binary(max_size=20))
+    return Sample(case.provider, data, _cuts(draw, len(data)), strict)
 
 
-def survive(provider: str, data: list[Any] | bytes) -> list[str]:
-    """Feed hostile input; the only acceptable exceptions are the project's typed errors, and the
-    limits must hold."""
+# -- running and checking ---------------------------------------------------------------------------------------------
+
+Answer = tuple[Any, ...]
+
+
+def _run(provider: str, pieces: list[Any], strict: bool, limits: Limits, as_bytes: bool) -> tuple[Answer, list[str]]:
+    """Feed ``pieces``; return the answer (error type and event, calls, diagnostics) and any problems."""
+    problems: list[str] = []
+    r = Reassembler(provider, strict=strict, limits=limits)
+    error: Any = None
     try:
-        r = Reassembler(provider, limits=TIGHT)
-        if isinstance(data, bytes):
-            r.feed_bytes(data)
-        else:
-            for event in data:
-                r.feed(event)
-        result = r.close()
-    except ToolcallFSMError:
-        return []
+        for piece in pieces:
+            if as_bytes:
+                r.feed_bytes(piece)
+            elif isinstance(piece, dict):
+                r.feed(piece)
+            else:  # a mutation made the event itself junk: a caller's mistake, refused as one
+                try:
+                    r.feed(piece)
+                except InvalidInput:
+                    continue
+        r.close()
+    except InvalidInput as exc:  # the fuzzer feeds nothing of the wrong type: this is a bug
+        return (), [f"raised InvalidInput on well-typed input: {exc}"]
+    except ToolcallFSMError as exc:
+        error = (type(exc).__name__, exc.event if isinstance(exc, RemoteProtocolError) else None)
     except Exception as exc:  # exactly what this fuzzer looks for
-        return [f"raised {type(exc).__name__}: {exc}"]
+        return (), [f"raised {type(exc).__name__}: {exc}"]
+    try:
+        result = r.close()  # after any error, raised or not, the result so far
+    except Exception as exc:
+        return (), [f"close() after {error} raised {type(exc).__name__}: {exc}"]
+    problems += _limits_hold(result, limits)
+    calls = tuple((c.index, c.id, c.name, c.status.value, _text(c)) for c in result.calls)
+    diagnostics = tuple((d.event, d.code) for d in result.diagnostics)
+    return (error, calls, diagnostics, tuple(sorted(result.suppressed_diagnostics.items()))), problems
+
+
+def _text(call: ToolCall) -> str:
+    """What a call holds: its argument text, or a custom tool's raw input."""
+    return call.arguments_json or call.input or ""
+
+
+def _limits_hold(result: Result, limits: Limits) -> list[str]:
     problems = []
-    if len(result.calls) + len(result.server_tool_calls) > TIGHT.max_calls:
-        problems.append(f"{len(result.calls)} calls held past the limit of {TIGHT.max_calls}")
-    if any(len(c.arguments_json or c.input or "") > TIGHT.max_argument_chars for c in result.calls):
+    if len(result.calls) + len(result.server_tool_calls) > limits.max_calls:
+        problems.append(f"{len(result.calls)} calls held past the limit of {limits.max_calls}")
+    if any(len(_text(c)) > limits.max_argument_chars for c in result.calls):
         problems.append("arguments held past the size limit")
+    held = sum(len(_text(c).encode("utf-8", "surrogatepass")) for c in result.calls)
+    if held > limits.max_stream_argument_bytes:
+        problems.append(f"{held} bytes of arguments held past the stream limit")
+    kept = Counter(result.codes())
+    if kept and max(kept.values()) > limits.max_diagnostics_per_code:
+        problems.append(f"diagnostics kept past the per-code limit: {kept.most_common(1)}")
     return problems
+
+
+def survive(sample: Sample) -> list[str]:
+    """Feed hostile input (bytes: whole, then in pieces); the only acceptable exceptions are the
+    project's typed errors, close() must then return, the limits must hold, both runs must agree,
+    and skipped hazards must cost no call and be reported one by one."""
+    bounds = LIMITS[sample.limits]
+    data = sample.data
+    if not isinstance(data, bytes):
+        return _run(sample.provider, data, sample.strict, bounds, as_bytes=False)[1]
+    whole, problems = _run(sample.provider, [data], sample.strict, bounds, as_bytes=True)
+    if problems:
+        return problems
+    if sample.cuts:
+        ends = [0, *sample.cuts, len(data)]
+        pieces = [data[a:b] for a, b in itertools.pairwise(ends)]
+        chunked, problems = _run(sample.provider, pieces, sample.strict, bounds, as_bytes=True)
+        if not problems and chunked != whole:
+            differ = [
+                f"{p}: whole {w!r} vs chunked {c!r}" for p, w, c in zip(_PARTS, whole, chunked, strict=True) if w != c
+            ]
+            problems.append("whole and chunked differ: " + "; ".join(differ)[:600])
+    if not problems and sample.clean is not None and not sample.strict:
+        clean, problems = _run(sample.provider, [sample.clean], False, bounds, as_bytes=True)
+        reported = sum(code == "bad-event" for _, code in whole[2]) + dict(whole[3]).get("bad-event", 0)
+        if clean[0] is None and whole[0] is not None:
+            problems.append(f"lax mode raised {whole[0]} on hazards it must skip")
+        elif clean[0] is None and whole[1] != clean[1]:
+            problems.append(f"skipped hazards changed the calls: {whole[1]!r} vs clean {clean[1]!r}"[:600])
+        if clean[0] is None and reported != sample.unusable:
+            problems.append(f"{sample.unusable} unusable events, but {reported} reported as bad-event")
+    return problems
+
+
+_PARTS = ("error", "calls", "diagnostics", "suppressed")

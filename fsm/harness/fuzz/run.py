@@ -53,7 +53,7 @@ def fuzz(shape: str, mode: str, examples: int, seed: int | None, data_dir: Path 
     @given(strategy)
     def property_holds(sample: Any) -> None:
         report.streams += 1
-        problems = check(sample) if mode == "property" else survive(*sample)
+        problems = check(sample) if mode == "property" else survive(sample)
         if problems:
             report.failure, report.problems = sample, problems
             raise AssertionError("; ".join(problems))

@@ -18,11 +18,25 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, StreamEnd
+from fsm.events import (
+    ArgumentsFragment,
+    ArgumentsSnapshot,
+    CallEnd,
+    CallRef,
+    CallSeen,
+    Event,
+    ReasoningDelta,
+    StreamEnd,
+    TextDelta,
+    UsageReport,
+)
 from fsm.wire.decoders._wire import dumps, index, items, mapping, text
 
 _CALL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
-_QUIET = {"ping", "message_stop"}
+_SDK_HELPER_EVENTS = {"text", "input_json", "citation", "thinking", "signature"}
+"""Events the anthropic SDK's ``messages.stream()`` derives from the raw ones it also yields: they
+repeat what the raw events said, so they are recognised and skipped."""
+_QUIET = {"ping", "message_stop", *_SDK_HELPER_EVENTS}
 _FINISH = {
     "tool_use": "tool_calls",
     "end_turn": "stop",
@@ -63,10 +77,12 @@ class AnthropicDecoder:
             return self._stop(index(payload.get("index"), "index"))
         if kind == "message_delta":
             reason = text(mapping(payload.get("delta"), "delta").get("stop_reason"), "stop_reason")
-            return [StreamEnd(_FINISH.get(reason, reason), reason)] if reason else []
+            ended: list[Event] = [StreamEnd(_FINISH.get(reason, reason), reason)] if reason else []
+            return ended + _usage(payload.get("usage"), cumulative=True)
         if kind == "message_start":
-            events: list[Event] = []
-            content = items(mapping(payload.get("message"), "message").get("content"), "message.content")
+            message = mapping(payload.get("message"), "message")
+            events: list[Event] = _usage(message.get("usage"), cumulative=False)
+            content = items(message.get("content"), "message.content")
             for i, block in enumerate(content):
                 events += self._start(i, mapping(block, f"content[{i}]"))
                 events += self._stop(i)
@@ -84,7 +100,7 @@ class AnthropicDecoder:
         if server is None:
             if kind.endswith("_use"):  # call-shaped, of a kind this decoder does not know
                 self._diagnose("unknown-event", f"a {kind!r} content block at index {at}")
-            return []  # text, thinking and tool-result blocks carry no call
+            return _said_at_start(at, block)  # text, thinking and tool-result blocks carry no call
         ref = CallRef(at, text(block.get("id"), "id"), text(block.get("name"), "name"), server=server)
         if at is None:
             self._diagnose("missing-routing-field", f"a {block.get('type')} block without index; routed by its id")
@@ -108,7 +124,7 @@ class AnthropicDecoder:
         block = self._placed(at) if kind == "input_json_delta" or at in self._blocks else None
         if block is None:
             if kind != "input_json_delta":
-                return []  # text, thinking, signature and citation deltas belong to other blocks
+                return _said_in_delta(at, delta)  # text, thinking, signature, citation deltas
             self._diagnose("unopened-call", f"input_json_delta for block {at}, which no tool_use block opened")
             block = _Block(CallRef(at), None)
             if at is not None:
@@ -139,3 +155,34 @@ class AnthropicDecoder:
 
 def _ignore(code: str, message: str) -> None:
     """The diagnose callback until decode() brings the caller's."""
+
+
+def _said_at_start(at: int | None, block: Mapping[str, Any]) -> list[Event]:
+    """What a text or thinking block says as it opens (usually nothing yet)."""
+    kind = block.get("type")
+    if kind == "text":
+        opening = text(block.get("text"), "content_block.text")
+        return [TextDelta(opening)] if opening else []
+    if kind == "thinking":
+        thought = text(block.get("thinking"), "content_block.thinking") or ""
+        return [ReasoningDelta(at, thought, signature=text(block.get("signature"), "content_block.signature"))]
+    if kind == "redacted_thinking":
+        return [ReasoningDelta(at, redacted=text(block.get("data"), "content_block.data"))]
+    return []
+
+
+def _said_in_delta(at: int | None, delta: Mapping[str, Any]) -> list[Event]:
+    kind = delta.get("type")
+    if kind == "text_delta":
+        piece = text(delta.get("text"), "text")
+        return [TextDelta(piece)] if piece else []
+    if kind == "thinking_delta":
+        return [ReasoningDelta(at, text(delta.get("thinking"), "thinking") or "")]
+    if kind == "signature_delta":
+        return [ReasoningDelta(at, signature=text(delta.get("signature"), "signature"))]
+    return []
+
+
+def _usage(value: Any, *, cumulative: bool) -> list[Event]:
+    usage = mapping(value, "usage")
+    return [UsageReport(dict(usage), cumulative=cumulative)] if usage else []

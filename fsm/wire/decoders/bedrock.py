@@ -16,7 +16,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, StreamEnd
+from fsm.events import (
+    ArgumentsFragment,
+    ArgumentsSnapshot,
+    CallEnd,
+    CallRef,
+    CallSeen,
+    Event,
+    ReasoningDelta,
+    StreamEnd,
+    TextDelta,
+    UsageReport,
+)
 from fsm.wire.decoders._wire import index, mapping, text
 
 _FINISH = {
@@ -66,7 +77,9 @@ class BedrockDecoder:
             elif kind == "contentBlockDelta":
                 at = index(body.get("contentBlockIndex"), "contentBlockIndex")
                 delta = mapping(body.get("delta"), "delta").get("toolUse")
-                if delta is not None:
+                if delta is None:
+                    events += _said(at, mapping(body.get("delta"), "delta"))
+                else:
                     piece = text(mapping(delta, "toolUse").get("input"), "input")
                     ref = self._placed(at, diagnose)
                     if piece:
@@ -82,6 +95,8 @@ class BedrockDecoder:
             elif kind == "messageStop":
                 reason = str(body.get("stopReason"))
                 events.append(StreamEnd(_FINISH.get(reason, reason), reason))
+            elif kind == "metadata" and body.get("usage"):
+                events.append(UsageReport(dict(mapping(body.get("usage"), "usage"))))
             elif kind in _ERRORS:
                 events.append(StreamEnd("error", kind, str(body.get("message", kind))))
             elif kind not in _QUIET:
@@ -116,3 +131,22 @@ class BedrockDecoder:
             return self._blocks.pop(at)
         block, self._unplaced = self._unplaced, None
         return block
+
+
+def _said(at: int | None, delta: Mapping[str, Any]) -> list[Event]:
+    """Text, and reasoning with its signature or redacted content (Claude through Converse)."""
+    piece = text(delta.get("text"), "delta.text")
+    if piece:
+        return [TextDelta(piece)]
+    reasoning = mapping(delta.get("reasoningContent"), "reasoningContent")
+    if not reasoning:
+        return []
+    redacted = reasoning.get("redactedContent")
+    return [
+        ReasoningDelta(
+            at,
+            text(reasoning.get("text"), "reasoningContent.text") or "",
+            signature=text(reasoning.get("signature"), "reasoningContent.signature"),
+            redacted=redacted if isinstance(redacted, str) else None,
+        )
+    ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.events import ArgumentsFragment, CallEnd, CallRef, CallSeen, Event, StreamEnd
+from fsm.events import ArgumentsFragment, CallEnd, CallRef, CallSeen, Event, StreamEnd, TextDelta, UsageReport
 from fsm.wire.decoders._wire import BareRefs, index, mapping, text
 
 _FINISH = {
@@ -48,7 +48,13 @@ class CohereDecoder:
             return [CallEnd(CallRef(at))]
         if kind == "message-end":
             reason = text(delta.get("finish_reason"), "finish_reason")
-            return [StreamEnd(_FINISH.get(reason, reason.lower()), reason)] if reason else []
+            usage = mapping(delta.get("usage"), "usage")
+            ended: list[Event] = [StreamEnd(_FINISH.get(reason, reason.lower()), reason)] if reason else []
+            return ended + ([UsageReport(dict(usage))] if usage else [])
+        if kind == "content-delta":
+            content = mapping(mapping(delta.get("message"), "delta.message").get("content"), "content")
+            piece = text(content.get("text"), "content.text")
+            return [TextDelta(piece)] if piece else []
         if not kind.startswith(_QUIET):
             diagnose("unknown-event", f"Cohere event type {kind!r}")
         return []

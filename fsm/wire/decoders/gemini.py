@@ -23,7 +23,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, StreamEnd
+from fsm.events import (
+    ArgumentsFragment,
+    ArgumentsSnapshot,
+    CallEnd,
+    CallRef,
+    CallSeen,
+    Event,
+    ReasoningDelta,
+    StreamEnd,
+    TextDelta,
+    UsageReport,
+)
 from fsm.wire.decoders._wire import dumps, field, items, mapping, text
 from fsm.wire.decoders.partial_args import PartialArgsWriter
 
@@ -97,6 +108,7 @@ class GeminiDecoder:
                 part = mapping(part, f"parts[{p}]")
                 call = field(part, "functionCall", "function_call")
                 if call is None:
+                    events += _said(part)
                     continue
                 call = mapping(call, f"parts[{p}].functionCall")
                 signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
@@ -109,6 +121,9 @@ class GeminiDecoder:
                 if normal in ("stop", "tool_calls"):
                     events += self._close_open()
                 events.append(StreamEnd(normal, raw))
+        usage = field(payload, "usageMetadata", "usage_metadata")
+        if usage:
+            events.append(UsageReport(dict(mapping(usage, "usageMetadata"))))
         return events
 
     def _call(self, call: Mapping[str, Any], position: int, signature: str | None) -> list[Event]:
@@ -154,3 +169,15 @@ class GeminiDecoder:
             events.append(ArgumentsFragment(streaming.ref, tail))
         events.append(CallEnd(streaming.ref))
         return events
+
+
+def _said(part: Mapping[str, Any]) -> list[Event]:
+    """A text part: a thought (``thought: true``) is reasoning, anything else the visible text. Either
+    may carry the ``thoughtSignature`` that has to go back on it."""
+    said = text(part.get("text"), "text")
+    signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
+    if said is None and signature is None:
+        return []  # inline data, executable code and the like: not reassembled
+    if part.get("thought"):
+        return [ReasoningDelta(None, said or "", signature=signature)]
+    return [TextDelta(said or "", signature)]

@@ -11,9 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallRef, Event, StreamEnd
+from fsm.events import (
+    ArgumentsFragment,
+    ArgumentsSnapshot,
+    CallRef,
+    Event,
+    ReasoningDelta,
+    StreamEnd,
+    TextDelta,
+    UsageReport,
+)
 from fsm.wire.decoders._wire import dumps, index, items, mapping, text
 
+_USAGE = ("prompt_eval_count", "prompt_eval_duration", "eval_count", "eval_duration", "load_duration", "total_duration")
+"""The counts and timings the final line carries at its top level: Ollama's usage."""
 _FINISH = {"stop": "stop", "length": "length", "load": "stop", "unload": "stop"}
 
 
@@ -28,7 +39,7 @@ class OllamaDecoder:
             diagnose("unknown-event", f"an Ollama line with neither message nor done (keys: {shown})")
             return []
         message = mapping(payload.get("message"), "message")
-        events: list[Event] = []
+        events: list[Event] = _said(message)
         for position, call in enumerate(items(message.get("tool_calls"), "tool_calls")):
             call = mapping(call, f"tool_calls[{position}]")
             function = mapping(call.get("function"), f"tool_calls[{position}].function")
@@ -42,4 +53,18 @@ class OllamaDecoder:
         if payload.get("done"):
             reason = str(payload.get("done_reason") or "stop")
             events.append(StreamEnd(_FINISH.get(reason, reason), reason))
+            usage = {key: payload[key] for key in _USAGE if key in payload}
+            if usage:
+                events.append(UsageReport(usage))
         return events
+
+
+def _said(message: Mapping[str, Any]) -> list[Event]:
+    said: list[Event] = []
+    thinking = text(message.get("thinking"), "message.thinking")
+    if thinking:
+        said.append(ReasoningDelta(None, thinking))
+    content = text(message.get("content"), "message.content")
+    if content:
+        said.append(TextDelta(content))
+    return said

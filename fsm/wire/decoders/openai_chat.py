@@ -22,7 +22,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fsm.errors import RemoteProtocolError
-from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallRef, CallSeen, Event, StreamEnd
+from fsm.events import (
+    ArgumentsFragment,
+    ArgumentsSnapshot,
+    CallRef,
+    CallSeen,
+    Event,
+    ReasoningDelta,
+    StreamEnd,
+    TextDelta,
+    UsageReport,
+)
 from fsm.wire.decoders._wire import BareRefs, dumps
 
 _FINISH = {
@@ -58,7 +68,8 @@ class OpenAIChatDecoder:
         if choices is None:
             if not _recognised(payload):
                 diagnose("unknown-event", f"an OpenAI chat payload with no choices (keys: {_keys(payload)})")
-            return []
+                return []
+            choices = []  # a usage-only chunk
         if type(choices) is not list:
             raise RemoteProtocolError("choices is not a list")
         events: list[Event] = []
@@ -72,12 +83,16 @@ class OpenAIChatDecoder:
             if delta is None:
                 delta = choice.get("message")
             if type(delta) is dict or isinstance(delta, Mapping):
+                _said(delta, events)
                 self._calls(delta, events, diagnose)
             elif delta is not None:
                 raise RemoteProtocolError("delta is not an object")
             finish = choice.get("finish_reason")
             if finish:
                 events.append(StreamEnd(normalize_finish(str(finish)), str(finish)))
+        usage = payload.get("usage")
+        if usage and isinstance(usage, Mapping):
+            events.append(UsageReport(dict(usage)))
         return events
 
     def _calls(self, delta: Mapping[str, Any], events: list[Event], diagnose: Callable[[str, str], None]) -> None:
@@ -144,6 +159,17 @@ def _recognised(payload: Mapping[str, Any]) -> bool:
 def _keys(payload: Mapping[str, Any]) -> str:
     shown = ", ".join(repr(k) for k in list(payload)[:6])
     return shown + (", ..." if len(payload) > 6 else "") if shown else "none"
+
+
+def _said(delta: Mapping[str, Any], events: list[Event]) -> None:
+    """The text and reasoning in a delta. Reasoning comes as ``reasoning_content`` (DeepSeek, vLLM,
+    LiteLLM) or ``reasoning`` (OpenRouter, Ollama and Groq's OpenAI endpoints), one block per turn."""
+    content = delta.get("content")
+    if content and type(content) is str:
+        events.append(TextDelta(content))
+    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+    if reasoning and type(reasoning) is str:
+        events.append(ReasoningDelta(None, reasoning))
 
 
 def _index(value: Any, position: int) -> int | None:

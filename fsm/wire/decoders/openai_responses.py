@@ -27,8 +27,19 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from fsm.errors import RemoteProtocolError
-from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, StreamEnd
-from fsm.wire.decoders._wire import dumps, index, mapping, text
+from fsm.events import (
+    ArgumentsFragment,
+    ArgumentsSnapshot,
+    CallEnd,
+    CallRef,
+    CallSeen,
+    Event,
+    ReasoningDelta,
+    StreamEnd,
+    TextDelta,
+    UsageReport,
+)
+from fsm.wire.decoders._wire import dumps, index, items, mapping, text
 
 _QUIET_PREFIXES = (
     "response.created",
@@ -130,6 +141,8 @@ class _Item:
 
 class OpenAIResponsesDecoder:
     name = "openai-responses"
+    final_arguments_win = True
+    """``.done`` may differ from the deltas and then replaces them: streamed text is not final."""
 
     def __init__(self) -> None:
         self._items: dict[int, _Item] = {}
@@ -155,13 +168,20 @@ class OpenAIResponsesDecoder:
         if kind == "response.output_item.added":
             return self._added(payload, diagnose)
         if kind == "response.output_item.done":
-            return self._item_done(payload, diagnose)
+            return self._item_done(payload, diagnose) or _reasoning_item(payload)
+        if kind == "response.output_text.delta":
+            piece = text(payload.get("delta"), "delta")
+            return [TextDelta(piece)] if piece else []
+        if kind == "response.reasoning_text.delta":
+            piece = text(payload.get("delta"), "delta")
+            at = index(payload.get("output_index"), "output_index")
+            return [ReasoningDelta(at, piece)] if piece else []
         if kind == "response.completed":
-            return [StreamEnd("stop", "completed")]
+            return [StreamEnd("stop", "completed"), *_usage(payload)]
         if kind == "response.incomplete":
             response = mapping(payload.get("response"), "response")
             reason = str(mapping(response.get("incomplete_details"), "incomplete_details").get("reason"))
-            return [StreamEnd(_INCOMPLETE.get(reason, "length"), f"incomplete: {reason}")]
+            return [StreamEnd(_INCOMPLETE.get(reason, "length"), f"incomplete: {reason}"), *_usage(payload)]
         if kind in ("response.failed", "error"):
             error = payload.get("error") or mapping(payload.get("response"), "response").get("error") or {}
             message = error.get("message", error) if isinstance(error, Mapping) else error
@@ -261,3 +281,28 @@ def _whole_input(item: Mapping[str, Any], kind: _ItemKind) -> str:
     if isinstance(value, str):  # already JSON text (a client tool_search_call sends an object)
         return value
     return dumps({kind.field: value})
+
+
+def _reasoning_item(payload: Mapping[str, Any]) -> list[Event]:
+    """A finished reasoning item: what must go back with it (its id, summary, encrypted content).
+    Its text came in ``response.reasoning_text.delta`` events, so it is not taken again here."""
+    item = mapping(payload.get("item"), "item")
+    if item.get("type") != "reasoning":
+        return []
+    summary = tuple(
+        text(mapping(part, "summary[]").get("text"), "summary[].text") or ""
+        for part in items(item.get("summary"), "summary")
+    )
+    return [
+        ReasoningDelta(
+            index(payload.get("output_index"), "output_index"),
+            item_id=text(item.get("id"), "item.id"),
+            summary=summary,
+            encrypted_content=text(item.get("encrypted_content"), "item.encrypted_content"),
+        )
+    ]
+
+
+def _usage(payload: Mapping[str, Any]) -> list[Event]:
+    usage = mapping(mapping(payload.get("response"), "response").get("usage"), "usage")
+    return [UsageReport(dict(usage))] if usage else []

@@ -28,6 +28,7 @@ _SEGMENT = re.compile(r"""\.([^.\[\]]+)|\[(\d+)\]|\[\s*'((?:[^'\\]|\\.)*)'\s*\]|
 
 Segment = str | int
 _KEPT_PATHS = 1024
+_MAX_INDEX_DIGITS = 18  # an array index past 10**18 could not be in order anyway
 
 
 def parse_path(path: str) -> tuple[Segment, ...]:
@@ -42,6 +43,8 @@ def parse_path(path: str) -> tuple[Segment, ...]:
             raise RemoteProtocolError(f"partialArgs jsonPath {path!r} cannot be read at {path[pos:]!r}")
         dotted, number, single, double = m.groups()
         if number is not None:
+            if len(number) > _MAX_INDEX_DIGITS:  # int() of thousands of digits raises ValueError
+                raise RemoteProtocolError(f"partialArgs jsonPath array index has {len(number)} digits")
             segments.append(int(number))
         else:
             segments.append(dotted if dotted is not None else (single if single is not None else double) or "")

@@ -1,0 +1,107 @@
+"""The command line's standard streams: a failed read says "cannot read", a failed write (a closed
+pipe, a full disk) says "cannot write", whichever command was reading or writing, so the one-line
+error never blames the wrong side and never comes with a traceback."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from collections.abc import Callable
+from typing import BinaryIO, TextIO
+
+from fsm.errors import ToolcallFSMError
+
+READ_SIZE = 64 * 1024
+
+
+class ReadFailed(Exception):
+    """The input could not be read; the message names it."""
+
+
+class WriteFailed(Exception):
+    """The output could not be written; the message says why."""
+
+
+def open_input(path: str) -> BinaryIO:
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise ReadFailed(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def read_block(stream: BinaryIO) -> bytes:
+    try:
+        return stream.read(READ_SIZE)
+    except OSError as exc:
+        raise ReadFailed(f"cannot read {stream.name}: {exc.strerror or exc}") from None
+
+
+class Output(io.TextIOBase):
+    """Standard output whose failures (closed pipe, full disk) say "cannot write", whichever
+    command was writing, so they are never mistaken for a read error."""
+
+    def __init__(self, target: TextIO) -> None:
+        self._target = target
+
+    def write(self, text: str) -> int:
+        try:
+            return self._target.write(text)
+        except OSError as exc:
+            raise WriteFailed(f"cannot write the output: {exc.strerror or exc}") from None
+
+    def flush(self) -> None:
+        try:
+            self._target.flush()
+        except OSError as exc:
+            raise WriteFailed(f"cannot write the output: {exc.strerror or exc}") from None
+
+
+def silence_stdout() -> None:
+    """After a failed write to the real stdout, point it at /dev/null, so the interpreter's own
+    flush at exit neither fails again nor prints a traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def run_guarded(
+    command: Callable[[TextIO, TextIO], int], stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
+    """Run ``command(stdout, stderr)`` and turn every failure into one line on stderr and an exit
+    status: 1 for the input, the output or the stream, 130 for Ctrl-C, 3 for a bug (no traceback,
+    ever)."""
+    stderr = stderr or sys.stderr or open(os.devnull, "w")  # noqa: SIM115  # stderr closed: say nothing
+    stdout = stdout or sys.stdout
+    if stdout is None:  # started with standard output closed (`>&-`)
+        stderr.write("toolcall-fsm: cannot write the output: standard output is closed\n")
+        return 1
+    output = Output(stdout)
+    try:
+        code = command(output, stderr)  # type: ignore[arg-type]  # a TextIOBase is a text stream
+        output.flush()  # a full disk shows only when the buffer is written
+        return code
+    except WriteFailed as exc:
+        if stdout is sys.stdout:
+            silence_stdout()
+        stderr.write(f"toolcall-fsm: {exc}\n")
+        return 1
+    except ReadFailed as exc:
+        stderr.write(f"toolcall-fsm: {exc}\n")
+        return 1
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        stderr.write(f"toolcall-fsm: cannot use{where}: {exc.strerror or exc}\n")
+        return 1
+    except ToolcallFSMError as exc:
+        stderr.write(f"toolcall-fsm: {exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the promise is no traceback, ever; say it is a bug
+        stderr.write(f"toolcall-fsm: internal error (please report it): {type(exc).__name__}: {exc}\n")
+        return 3

@@ -1,0 +1,244 @@
+"""The next request, built: a reassembled turn as the assistant message each provider expects back,
+and the tool results that answer its calls.
+
+Formats: ``"openai-chat"`` (Chat Completions messages), ``"openai-responses"`` (Responses input
+items), ``"anthropic"`` (Messages) and ``"gemini"`` (``Content`` in the REST wire's camelCase, which
+the google-genai SDK accepts as it is). What goes back is what the provider sent, exactly:
+
+* ids: the call's ``id`` (the wire id; renamed only where the wire repeated one, so that every result
+  pairs with one call). Gemini gets an ``id`` only where its wire gave one (Gemini 3), since older
+  models pair results by name and order;
+* reasoning first, with what must come back verbatim: Anthropic ``thinking`` blocks with their
+  ``signature`` and ``redacted_thinking`` blocks; Gemini thought parts and every ``thoughtSignature``
+  on the part it came on (a call, the text, or a thought); Responses ``reasoning`` items with their
+  id, summary and ``encrypted_content``. A thinking block that never got its signature (a cut stream)
+  is left out: Anthropic refuses it. Chat Completions has no field for reasoning, so it is not sent;
+* server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools) are the provider's own
+  and are not replayed;
+* OpenAI custom (freeform) calls go back as custom calls with their ``input`` text. A Responses
+  built-in call (``apply_patch_call``, ``shell_call``, ...) has an item shape of its own that a result
+  does not keep whole, so building it is refused with :class:`~fsm.errors.LocalProtocolError`, never
+  sent in a wrong shape.
+
+**Calls that did not complete** (status truncated or invalid) must not be executed, and a call sent
+back must be answered. ``incomplete="omit"`` (the default) leaves them out of the assistant message:
+the model never sees them, and :func:`omitted` lists them (the result's diagnostics say why each one
+failed). ``incomplete="include"`` keeps them, with their raw text where the format takes text and an
+empty object where it takes an object; answer each with :func:`incomplete_answers`, which builds an
+error result per call, so the model learns the call failed and can try again.
+
+:func:`tool_result` builds the answer to one call: an OpenAI ``tool`` message, a Responses
+``function_call_output`` item, an Anthropic ``tool_result`` block or a Gemini ``functionResponse``
+part. :func:`tool_results` wraps answers into what the history takes: Anthropic and Gemini want every
+answer of a turn in one user message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any, Literal, overload
+
+from fsm.errors import LocalProtocolError
+from fsm.results import CallStatus, Result, ToolCall
+
+Format = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
+FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini")
+Incomplete = Literal["omit", "include"]
+Message = dict[str, Any]
+
+
+def _check_format(format: str) -> None:
+    if format not in FORMATS:
+        raise LocalProtocolError(f"unknown message format {format!r} (known: {', '.join(FORMATS)})")
+
+
+def _calls(result: Result, incomplete: str) -> tuple[ToolCall, ...]:
+    if incomplete == "omit":
+        return result.complete_calls
+    if incomplete == "include":
+        return result.calls
+    raise LocalProtocolError(f"incomplete must be 'omit' or 'include', not {incomplete!r}")
+
+
+def omitted(result: Result) -> tuple[ToolCall, ...]:
+    """The calls ``incomplete="omit"`` leaves out: every call whose status is not complete."""
+    return tuple(call for call in result.calls if call.status is not CallStatus.COMPLETE)
+
+
+def _arguments(call: ToolCall) -> dict[str, Any]:
+    """Arguments as an object, for formats that take one: an incomplete call's text is no object."""
+    return call.arguments if call.status is CallStatus.COMPLETE and isinstance(call.arguments, dict) else {}
+
+
+@overload
+def assistant_message(
+    result: Result, format: Literal["openai-chat", "anthropic", "gemini"], *, incomplete: Incomplete = "omit"
+) -> Message: ...
+@overload
+def assistant_message(
+    result: Result, format: Literal["openai-responses"], *, incomplete: Incomplete = "omit"
+) -> list[Message]: ...
+def assistant_message(result: Result, format: Format, *, incomplete: Incomplete = "omit") -> Message | list[Message]:
+    """The turn as the provider wants it back: one message, or for ``openai-responses`` the list of
+    input items (reasoning, message, function calls) to append to the next request's input."""
+    _check_format(format)
+    calls = _calls(result, incomplete)
+    if format == "openai-chat":
+        return _openai_chat(result, calls)
+    if format == "openai-responses":
+        return _openai_responses(result, calls)
+    if format == "anthropic":
+        return _anthropic(result, calls)
+    return _gemini(result, calls)
+
+
+def _kind(call: ToolCall, format: str, kinds: tuple[str, ...] = ("function",)) -> str:
+    if call.type not in kinds:
+        raise LocalProtocolError(
+            f"call {call.id} is a {call.type} call, which {format} messages cannot carry back "
+            f"(supported: {', '.join(kinds)})"
+        )
+    return call.type
+
+
+def _openai_chat(result: Result, calls: tuple[ToolCall, ...]) -> Message:
+    message: Message = {"role": "assistant", "content": result.text or None}
+    if calls:
+        message["tool_calls"] = [
+            {"id": call.id, "type": "custom", "custom": {"name": call.name or "", "input": call.input or ""}}
+            if _kind(call, "openai-chat", ("function", "custom")) == "custom"
+            else {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name or "", "arguments": call.arguments_json or ""},
+            }
+            for call in calls
+        ]
+    return message
+
+
+def _openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Message]:
+    items: list[Message] = []
+    for reasoning in result.reasoning:
+        if reasoning.item_id is None:
+            continue  # a reasoning item is referred to by its id: without one it cannot go back
+        item: Message = {
+            "type": "reasoning",
+            "id": reasoning.item_id,
+            "summary": [{"type": "summary_text", "text": text} for text in reasoning.summary],
+        }
+        if reasoning.text:
+            item["content"] = [{"type": "reasoning_text", "text": reasoning.text}]
+        if reasoning.encrypted_content is not None:
+            item["encrypted_content"] = reasoning.encrypted_content
+        items.append(item)
+    if result.text:
+        items.append({"type": "message", "role": "assistant", "content": result.text})
+    items += [
+        {"type": "custom_tool_call", "call_id": call.id, "name": call.name or "", "input": call.input or ""}
+        if _kind(call, "openai-responses", ("function", "custom")) == "custom"
+        else {
+            "type": "function_call",
+            "call_id": call.id,
+            "name": call.name or "",
+            "arguments": call.arguments_json or "",
+        }
+        for call in calls
+    ]
+    return items
+
+
+def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
+    content: list[Message] = []
+    for reasoning in result.reasoning:
+        if reasoning.redacted is not None:
+            content.append({"type": "redacted_thinking", "data": reasoning.redacted})
+        elif reasoning.signature is not None:
+            content.append({"type": "thinking", "thinking": reasoning.text, "signature": reasoning.signature})
+    if result.text:
+        content.append({"type": "text", "text": result.text})
+    content += [
+        {"type": "tool_use", "id": call.id, "name": call.name or "", "input": _arguments(call)}
+        for call in calls
+        if _kind(call, "anthropic")
+    ]
+    return {"role": "assistant", "content": content}
+
+
+def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
+    parts: list[Message] = []
+    for reasoning in result.reasoning:
+        thought: Message = {"text": reasoning.text, "thought": True}
+        if reasoning.signature is not None:
+            thought["thoughtSignature"] = reasoning.signature
+        parts.append(thought)
+    if result.text or result.text_signature:
+        said: Message = {"text": result.text}
+        if result.text_signature is not None:
+            said["thoughtSignature"] = result.text_signature
+        parts.append(said)
+    for call in calls:
+        _kind(call, "gemini")
+        function_call: Message = {"name": call.name or "", "args": _arguments(call)}
+        if call.wire_id is not None:
+            function_call["id"] = call.id
+        part: Message = {"functionCall": function_call}
+        if call.thought_signature is not None:
+            part["thoughtSignature"] = call.thought_signature
+        parts.append(part)
+    return {"role": "model", "parts": parts}
+
+
+def _as_text(output: Any) -> str:
+    return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+
+
+def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool = False) -> Message:
+    """The answer to ``call``: ``output`` is the tool's return value (text, or anything JSON can
+    write, which text formats receive as JSON text). ``is_error`` marks a failure where the format
+    can say so (Anthropic ``is_error``, Gemini's ``error`` key); OpenAI has no such flag, so there the
+    output itself must say it."""
+    _check_format(format)
+    if format == "openai-chat":
+        _kind(call, format, ("function", "custom"))
+        return {"role": "tool", "tool_call_id": call.id, "content": _as_text(output)}
+    if format == "openai-responses":
+        custom = _kind(call, format, ("function", "custom")) == "custom"
+        answer_type = "custom_tool_call_output" if custom else "function_call_output"
+        return {"type": answer_type, "call_id": call.id, "output": _as_text(output)}
+    _kind(call, format)
+    if format == "anthropic":
+        block: Message = {"type": "tool_result", "tool_use_id": call.id, "content": _as_text(output)}
+        if is_error:
+            block["is_error"] = True
+        return block
+    response: Message = {"name": call.name or "", "response": {"error" if is_error else "output": output}}
+    if call.wire_id is not None:
+        response["id"] = call.id
+    return {"functionResponse": response}
+
+
+def tool_results(answers: Iterable[Message], format: Format) -> list[Message]:
+    """What to append to the history after the assistant message: OpenAI's answers as they are,
+    Anthropic's ``tool_result`` blocks in one user message, Gemini's parts in one user content."""
+    _check_format(format)
+    answers = list(answers)
+    if format == "anthropic":
+        return [{"role": "user", "content": answers}] if answers else []
+    if format == "gemini":
+        return [{"role": "user", "parts": answers}] if answers else []
+    return answers
+
+
+def incomplete_answers(result: Result, format: Format) -> list[Message]:
+    """An error result for each call that did not complete, for ``incomplete="include"``: the model
+    is told the call was not run, and why."""
+    why = {
+        CallStatus.TRUNCATED: "the response was cut off before its arguments were complete",
+        CallStatus.INVALID: "its arguments are not a valid JSON object",
+    }
+    return [
+        tool_result(call, f"Not run: {why[call.status]}. Call the tool again.", format, is_error=True)
+        for call in omitted(result)
+    ]

@@ -1,0 +1,87 @@
+"""The AWS event stream framing (Bedrock ``ConverseStream`` over HTTP): binary messages, unframed by
+botocore's decoder (the optional ``bedrock`` extra) into ``{eventType: body}`` objects, with the
+same promises as the text framings in fsm/wire/framing.py: faults in place, exact byte limits,
+linear work in small reads.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fsm.engine.scanner import nesting_exceeds
+from fsm.errors import FramingError
+from fsm.wire.faults import Fault, Payload, decode_utf8, too_long
+
+_AWS_SMALLEST = 16  # a prelude (12 bytes) and the message CRC (4)
+
+
+class AWSEventStreamFramer:
+    def __init__(self, max_bytes: int, max_depth: int = 256 + 32) -> None:
+        try:
+            from botocore.eventstream import EventStreamBuffer
+        except ImportError:
+            raise FramingError(
+                "a binary AWS event stream needs botocore: pip install 'toolcall-fsm[bedrock]'", event=1
+            ) from None
+        self._buffer: Any = EventStreamBuffer()
+        self._max = max_bytes
+        self._max_depth = max_depth
+        # Bytes of messages not yet whole. botocore's buffer re-joins and re-parses everything it
+        # holds on every add (quadratic over a long message in small reads), so it is only ever
+        # given whole messages, whose length the first four bytes tell.
+        self._held = bytearray()
+        self.cut = False
+        self.work = 0
+        """Bytes taken in and bytes handed to botocore: each once."""
+
+    def feed(self, data: bytes, final: bool = False) -> list[Payload]:
+        from botocore.eventstream import ParserError
+
+        held = self._held
+        held += data
+        self.work += len(data)
+        out: list[Payload] = []
+        start = 0
+        while len(held) - start >= 4:
+            total = int.from_bytes(held[start : start + 4], "big")
+            if total > self._max:
+                out.append(too_long("one message", self._max))
+                return out
+            if total < _AWS_SMALLEST:
+                out.append(Fault(f"not a valid AWS event stream message: {total} bytes long", skippable=False))
+                return out
+            if len(held) - start < total:
+                break
+            self._buffer.add_data(bytes(held[start : start + total]))
+            self.work += total
+            start += total
+            try:
+                for message in self._buffer:
+                    out.append(self._payload(message.headers, message.payload))
+            except ParserError as exc:
+                out.append(Fault(f"not a valid AWS event stream message: {exc}", skippable=False))
+                return out
+        del held[:start]
+        return out
+
+    def _payload(self, headers: dict[str, Any], payload: bytes) -> Payload:
+        kind = headers.get(":event-type") or headers.get(":exception-type") or "unknown"
+        text = decode_utf8(payload or b"{}")
+        if isinstance(text, Fault):
+            return text
+        if nesting_exceeds(text, self._max_depth):
+            return Fault(f"{kind} payload nests deeper than {self._max_depth} levels", skippable=False, limit=True)
+        try:
+            body = json.loads(text)
+        except ValueError as exc:
+            return Fault(f"{kind} payload is not JSON: {exc}", skippable=True)
+        return json.dumps({kind: body})
+
+    def close(self) -> list[Payload]:
+        if self._held:
+            # A message cut short: passed on as text that is not JSON, so the reassembler reports
+            # the cut (cut-event) and truncates the calls it left open.
+            self.cut = True
+            return [f"<{len(self._held)} bytes of an unfinished event-stream message>"]
+        return []

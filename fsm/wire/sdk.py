@@ -1,0 +1,122 @@
+"""SDK objects as wire payloads, without importing any SDK: what the official clients and the
+frameworks above them yield, read by duck typing.
+
+* raw SDK events (``ChatCompletionChunk``, Responses and Anthropic events, google-genai
+  ``GenerateContentResponse``, LiteLLM's ``ModelResponseStream``): their ``model_dump()`` or
+  ``to_dict()``, in wire names, without the stream helpers' ``snapshot`` (the whole text so far,
+  whose dumping on every event would make a stream cost quadratic time);
+* openai's ``chat.completions.stream()`` events: a ``chunk`` event stands for the chunk it carries;
+  the ``content.*``, ``refusal.*``, ``tool_calls.*`` and ``logprobs.*`` events are derived from those
+  chunks, so they are skipped;
+* anthropic's ``messages.stream()`` adds ``text``, ``input_json``, ``citation``, ``thinking`` and
+  ``signature`` events derived from the raw events it also yields: skipped;
+* LangChain's ``AIMessageChunk``: its ``tool_call_chunks`` (index, id, name, argument fragment) are
+  the OpenAI chat shape under other names, so the chunk is written as an OpenAI chat chunk, whatever
+  model is behind it (read it with provider ``auto`` or ``openai-chat``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fsm.errors import InvalidInput
+
+DERIVED_EVENT_TYPES = frozenset(
+    {
+        # openai chat.completions.stream()
+        "content.delta",
+        "content.done",
+        "refusal.delta",
+        "refusal.done",
+        "tool_calls.function.arguments.delta",
+        "tool_calls.function.arguments.done",
+        "logprobs.content.delta",
+        "logprobs.content.done",
+        "logprobs.refusal.delta",
+        "logprobs.refusal.done",
+        # anthropic messages.stream()
+        "text",
+        "input_json",
+        "citation",
+        "thinking",
+        "signature",
+    }
+)
+"""Stream-helper events that repeat what the raw events they come with already said."""
+
+
+def sdk_payload(item: Any) -> Mapping[str, Any] | None:
+    """The wire payload an SDK object stands for, or None when it only repeats others."""
+    if isinstance(item, Mapping):
+        return item
+    kind = getattr(item, "type", None)
+    if isinstance(kind, str):
+        if kind == "chunk" and hasattr(item, "chunk"):
+            return as_mapping(item.chunk)
+        if kind in DERIVED_EVENT_TYPES:
+            return None
+        if kind == "AIMessageChunk" and hasattr(item, "tool_call_chunks"):
+            return langchain_chunk(item)
+    return as_mapping(item)
+
+
+def as_mapping(item: Any) -> Mapping[str, Any]:
+    if isinstance(item, Mapping):
+        return item
+    dump = getattr(item, "model_dump", None)
+    if callable(dump):
+        try:  # pydantic SDK models: wire names (google-genai's camelCase aliases), JSON-safe values
+            value = dump(mode="json", by_alias=True, exclude_none=True, exclude={"snapshot"})
+        except TypeError:
+            value = dump()
+        if isinstance(value, Mapping):
+            return value
+    to_dict = getattr(item, "to_dict", None)
+    if callable(to_dict):
+        value = to_dict()
+        if isinstance(value, Mapping):
+            return value
+    raise InvalidInput(
+        f"cannot feed a {type(item).__name__}: pass a dict, an SDK object with model_dump() or to_dict(), "
+        "or an fsm event"
+    )
+
+
+def langchain_chunk(chunk: Any) -> dict[str, Any]:
+    """A LangChain ``AIMessageChunk`` as the OpenAI chat chunk it mirrors."""
+    delta: dict[str, Any] = {}
+    content = getattr(chunk, "content", None)
+    if isinstance(content, str):
+        said = content
+    else:  # a list of blocks (Anthropic, Gemini through LangChain): the text ones are the text
+        said = "".join(
+            block if isinstance(block, str) else str(block.get("text") or "")
+            for block in content or ()
+            if isinstance(block, str) or (isinstance(block, Mapping) and block.get("type") == "text")
+        )
+    if said:
+        delta["content"] = said
+    extra = getattr(chunk, "additional_kwargs", None) or {}
+    if isinstance(extra, Mapping) and isinstance(extra.get("reasoning_content"), str):
+        delta["reasoning_content"] = extra["reasoning_content"]
+    calls = [
+        {
+            "index": part.get("index"),
+            "id": part.get("id"),
+            "function": {"name": part.get("name"), "arguments": part.get("args")},
+        }
+        for part in chunk.tool_call_chunks or ()
+    ]
+    if calls:
+        delta["tool_calls"] = calls
+    metadata = getattr(chunk, "response_metadata", None) or {}
+    finish = metadata.get("finish_reason") or metadata.get("stop_reason") if isinstance(metadata, Mapping) else None
+    payload: dict[str, Any] = {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    usage = getattr(chunk, "usage_metadata", None)
+    if usage:
+        payload["usage"] = dict(usage)
+    return payload

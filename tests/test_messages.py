@@ -1,0 +1,393 @@
+"""``fsm.messages``: the assistant message and tool results each provider expects back, checked
+against the SDKs' own request types (pydantic validates the ``*Param`` TypedDicts and google-genai's
+models; a validated value equal to the input means no key was unknown or coerced) and against
+``fsm.history.check``."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from fsm import Reassembler, Result, messages
+from fsm.errors import LocalProtocolError
+from fsm.history import check
+from fsm.results import CallStatus
+from tests.conftest import CAPTURES, require_captures
+
+pydantic = pytest.importorskip("pydantic")
+
+
+def materialized(value: Any) -> Any:
+    """A validated value as plain data: pydantic validates ``Iterable`` fields lazily."""
+    if isinstance(value, dict):
+        return {k: materialized(v) for k, v in value.items()}
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return [materialized(v) for v in value]
+
+
+def same_after_validation(type_: Any, value: Any) -> None:
+    adapter = pydantic.TypeAdapter(type_)  # kept alive while its lazy iterators are read
+    validated = materialized(adapter.validate_python(value))
+    assert json.loads(json.dumps(validated)) == value
+
+
+def validate(format: str, assistant: Any, answers: list[dict[str, Any]]) -> None:
+    """The assistant message and the answers, each against the SDK's request type for ``format``."""
+    if format == "openai-chat":
+        chat = pytest.importorskip("openai.types.chat")
+        same_after_validation(chat.ChatCompletionAssistantMessageParam, assistant)
+        for answer in answers:
+            same_after_validation(chat.ChatCompletionToolMessageParam, answer)
+    elif format == "openai-responses":
+        responses = pytest.importorskip("openai.types.responses")
+        for item in [*assistant, *answers]:
+            same_after_validation(responses.ResponseInputItemParam, item)
+    elif format == "anthropic":
+        types = pytest.importorskip("anthropic.types")
+        for message in [assistant, *messages.tool_results(answers, "anthropic")]:
+            same_after_validation(types.MessageParam, message)
+    else:
+        genai = pytest.importorskip("google.genai.types")
+        for content in [assistant, *messages.tool_results(answers, "gemini")]:
+            # google-genai models forbid unknown keys; signatures are bytes there, written back as
+            # url-safe base64, so they are compared decoded.
+            model = genai.Content.model_validate(content)
+            dumped = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+            assert signatures_decoded(dumped) == signatures_decoded(content)
+
+
+def signatures_decoded(content: dict[str, Any]) -> dict[str, Any]:
+    parts = [
+        {**p, "thoughtSignature": base64.urlsafe_b64decode(p["thoughtSignature"].replace("+", "-").replace("/", "_"))}
+        if "thoughtSignature" in p
+        else p
+        for p in content["parts"]
+    ]
+    return {**content, "parts": parts}
+
+
+HISTORY_FORMAT = {
+    "openai-chat": "openai",
+    "openai-responses": "responses",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+}
+
+
+def history(format: str, result: Result, incomplete: Any = "omit") -> list[dict[str, Any]]:
+    """A user turn, the assistant turn, and an answer to every call the assistant message holds."""
+    assistant = messages.assistant_message(result, format, incomplete=incomplete)  # type: ignore[call-overload]
+    answers = [messages.tool_result(call, {"ok": True}, format) for call in result.complete_calls]
+    if incomplete == "include":
+        answers += messages.incomplete_answers(result, format)  # type: ignore[arg-type]
+    validate(format, assistant, answers)
+    first = {"role": "user", "parts": [{"text": "go"}]} if format == "gemini" else {"role": "user", "content": "go"}
+    turn = assistant if isinstance(assistant, list) else [assistant]
+    return [first, *turn, *messages.tool_results(answers, format)]  # type: ignore[arg-type]
+
+
+def replay(path: str, provider: str = "auto") -> Result:
+    require_captures()
+    r = Reassembler(provider)
+    r.feed_bytes((CAPTURES / path).read_bytes())
+    return r.close()
+
+
+CASES = [
+    ("openai_chat/openai-python-parallel-two-tools.sse", "openai-chat"),
+    ("openai_chat/pydantic-ai-parallel-empty-args.sse", "openai-chat"),
+    ("deepseek/vercel-deepseek-reasoner-tool-call.jsonl", "openai-chat"),
+    ("openai_responses/pydantic-ai-responses-get-capital.sse", "openai-responses"),
+    ("openai_responses/vercel-lmstudio-glm-done-without-deltas.jsonl", "openai-responses"),
+    ("anthropic/magentic-claude-3-opus-parallel-plus-minus.sse", "anthropic"),
+    ("anthropic/simonw-llm-haiku-4.5-two-empty-arg-calls.sse", "anthropic"),
+    ("anthropic/anthropic-sdk-max-tokens-truncated-tool-json.sse", "anthropic"),
+    ("gemini/adk-go-gemini-2.5-flash-parallel-sum.sse", "gemini"),
+    ("gemini/adk-go-gemini-3-flash-preview-parallel-sum.sse", "gemini"),
+    ("gemini_vertex_partial_args/vercel-vertex-3.1-pro-partial-args-parallel.jsonl", "gemini"),
+]
+
+
+@pytest.mark.parametrize(("path", "format"), CASES)
+@pytest.mark.parametrize("incomplete", ["omit", "include"])
+def test_capture_turns_validate_and_pair(path: str, format: str, incomplete: str) -> None:
+    result = replay(path)
+    built = history(format, result, incomplete)
+    report = check(built, HISTORY_FORMAT[format])
+    assert not report.rejected, report.findings
+    if result.complete_calls or incomplete == "include":  # the format shows only where calls are
+        assert check(built).format == HISTORY_FORMAT[format]
+
+
+def test_wire_ids_and_gemini_signatures_go_back_on_their_calls() -> None:
+    result = replay("gemini/adk-go-gemini-3-flash-preview-parallel-sum.sse")
+    content = messages.assistant_message(result, "gemini")
+    calls = [p for p in content["parts"] if "functionCall" in p]
+    assert [p["functionCall"]["id"] for p in calls] == [c.wire_id for c in result.calls]
+    assert [p.get("thoughtSignature") for p in calls] == [c.thought_signature for c in result.calls]
+    assert any(p.get("thoughtSignature") for p in calls)
+
+
+def test_gemini_2_calls_without_wire_ids_get_no_id() -> None:
+    result = replay("gemini/adk-go-gemini-2.5-flash-parallel-sum.sse")
+    content = messages.assistant_message(result, "gemini")
+    answer = messages.tool_result(result.calls[0], 3, "gemini")
+    assert all("id" not in p["functionCall"] for p in content["parts"] if "functionCall" in p)
+    assert answer == {"functionResponse": {"name": result.calls[0].name, "response": {"output": 3}}}
+
+
+def test_truncated_call_is_left_out_by_default_and_listed() -> None:
+    result = replay("anthropic/anthropic-sdk-max-tokens-truncated-tool-json.sse")
+    assert [c.status for c in result.calls] == [CallStatus.TRUNCATED]
+    assert result.complete_calls == ()
+    message = messages.assistant_message(result, "anthropic")
+    assert [b["type"] for b in message["content"]] == ["text"]
+    assert message["content"][0]["text"] == result.text and result.text.startswith("I'll create")
+    assert messages.omitted(result) == result.calls
+    assert "truncated" in result.codes()
+
+
+def test_truncated_call_included_is_answered_with_an_error() -> None:
+    result = replay("anthropic/anthropic-sdk-max-tokens-truncated-tool-json.sse")
+    message = messages.assistant_message(result, "anthropic", incomplete="include")
+    (use,) = [b for b in message["content"] if b["type"] == "tool_use"]
+    (answer,) = messages.incomplete_answers(result, "anthropic")
+    assert use["input"] == {} and use["id"] == result.calls[0].id
+    assert answer["tool_use_id"] == use["id"] and answer["is_error"] is True
+    assert "cut off" in answer["content"]
+
+
+def synthetic(provider: str, wire: list[dict[str, Any]]) -> Result:
+    r = Reassembler(provider)
+    for event in wire:
+        r.feed(event)
+    return r.close()
+
+
+def anthropic_thinking_turn() -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "message_start",
+            "message": {
+                "id": "m",
+                "role": "assistant",
+                "content": [],
+                "usage": {"input_tokens": 9, "output_tokens": 1},
+            },
+        },
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+        },
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Need "}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "weather."}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQBCkYI"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "redacted_thinking", "data": "RED"}},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "Checking."}},
+        {"type": "content_block_stop", "index": 2},
+        {
+            "type": "content_block_start",
+            "index": 3,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "w", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 3,
+            "delta": {"type": "input_json_delta", "partial_json": '{"city": "Oslo"}'},
+        },
+        {"type": "content_block_stop", "index": 3},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 42}},
+        {"type": "message_stop"},
+    ]
+
+
+def test_anthropic_thinking_blocks_come_first_with_their_signatures() -> None:
+    result = synthetic("anthropic", anthropic_thinking_turn())
+    assert result.text == "Checking."
+    assert [(r.text, r.signature, r.redacted) for r in result.reasoning] == [
+        ("Need weather.", "EqQBCkYI", None),
+        ("", None, "RED"),
+    ]
+    assert result.usage == {"input_tokens": 9, "output_tokens": 42}
+    assert result.diagnostics == ()
+    message = messages.assistant_message(result, "anthropic")
+    assert message["content"] == [
+        {"type": "thinking", "thinking": "Need weather.", "signature": "EqQBCkYI"},
+        {"type": "redacted_thinking", "data": "RED"},
+        {"type": "text", "text": "Checking."},
+        {"type": "tool_use", "id": "toolu_1", "name": "w", "input": {"city": "Oslo"}},
+    ]
+    built = history("anthropic", result)
+    assert not check(built, "anthropic").rejected
+
+
+def test_anthropic_thinking_cut_before_its_signature_is_not_sent() -> None:
+    wire = anthropic_thinking_turn()[:4]
+    result = synthetic("anthropic", wire)
+    assert result.reasoning[0].text == "Need weather." and result.reasoning[0].signature is None
+    assert messages.assistant_message(result, "anthropic")["content"] == []
+
+
+def gemini_thinking_turn() -> list[dict[str, Any]]:
+    def event(*parts: dict[str, Any], finish: str | None = None, usage: int = 0) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}, "index": 0}
+        if finish:
+            candidate["finishReason"] = finish
+        return {"candidates": [candidate], "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5 + usage}}
+
+    return [
+        event({"text": "Plan: ", "thought": True}),
+        event({"text": "look it up.", "thought": True}),
+        event({"text": "Looking "}, usage=3),
+        event({"text": "it up.", "thoughtSignature": "VEVYVA=="}, usage=4),
+        event({"functionCall": {"name": "w", "args": {"city": "Oslo"}, "id": "g1"}, "thoughtSignature": "Q0FMTA=="}),
+        event({"text": ""}, finish="STOP", usage=9),
+    ]
+
+
+def test_gemini_thoughts_text_signature_and_usage() -> None:
+    result = synthetic("gemini", gemini_thinking_turn())
+    assert [(r.text, r.signature) for r in result.reasoning] == [("Plan: look it up.", None)]
+    assert (result.text, result.text_signature) == ("Looking it up.", "VEVYVA==")
+    assert result.usage == {"promptTokenCount": 5, "totalTokenCount": 14}
+    content = messages.assistant_message(result, "gemini")
+    assert content["parts"] == [
+        {"text": "Plan: look it up.", "thought": True},
+        {"text": "Looking it up.", "thoughtSignature": "VEVYVA=="},
+        {"functionCall": {"name": "w", "args": {"city": "Oslo"}, "id": "g1"}, "thoughtSignature": "Q0FMTA=="},
+    ]
+    built = history("gemini", result)
+    assert not check(built, "gemini").rejected
+
+
+def test_responses_reasoning_items_go_back_with_encrypted_content() -> None:
+    wire = [
+        {"type": "response.created", "response": {"id": "r"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": {"type": "reasoning", "id": "rs_1"}},
+        {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": {
+                "type": "reasoning",
+                "id": "rs_1",
+                "summary": [{"type": "summary_text", "text": "Weather needed."}],
+                "encrypted_content": "gAAAA",
+            },
+        },
+        {"type": "response.output_text.delta", "output_index": 1, "delta": "On it."},
+        {
+            "type": "response.output_item.added",
+            "output_index": 2,
+            "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "w", "arguments": ""},
+        },
+        {"type": "response.function_call_arguments.delta", "output_index": 2, "delta": '{"city":"Oslo"}'},
+        {
+            "type": "response.output_item.done",
+            "output_index": 2,
+            "item": {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "call_1",
+                "name": "w",
+                "arguments": '{"city":"Oslo"}',
+            },
+        },
+        {"type": "response.completed", "response": {"id": "r", "usage": {"input_tokens": 3, "output_tokens": 7}}},
+    ]
+    result = synthetic("openai-responses", wire)
+    assert result.usage == {"input_tokens": 3, "output_tokens": 7}
+    items = messages.assistant_message(result, "openai-responses")
+    assert items == [
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [{"type": "summary_text", "text": "Weather needed."}],
+            "encrypted_content": "gAAAA",
+        },
+        {"type": "message", "role": "assistant", "content": "On it."},
+        {"type": "function_call", "call_id": "call_1", "name": "w", "arguments": '{"city":"Oslo"}'},
+    ]
+    validate("openai-responses", items, [messages.tool_result(result.calls[0], "sunny", "openai-responses")])
+
+
+def test_chat_text_reasoning_and_usage() -> None:
+    result = replay("deepseek/vercel-deepseek-reasoner-tool-call.jsonl")
+    assert result.reasoning and result.reasoning[0].text.startswith("The user is asking")
+    assert result.usage is not None and "completion_tokens" in result.usage
+    message = messages.assistant_message(result, "openai-chat")
+    assert set(message) == {"role", "content", "tool_calls"}  # Chat Completions takes no reasoning back
+    assert [c["id"] for c in message["tool_calls"]] == [c.id for c in result.calls]
+
+
+def test_non_text_outputs_are_sent_as_json_text() -> None:
+    result = replay("openai_chat/openai-python-single-pydantic-tool.sse")
+    call = result.calls[0]
+    assert messages.tool_result(call, {"t": 21.5}, "openai-chat")["content"] == '{"t": 21.5}'
+    block = messages.tool_result(call, "boom", "anthropic", is_error=True)
+    assert block == {"type": "tool_result", "tool_use_id": call.id, "content": "boom", "is_error": True}
+    assert messages.tool_result(call, "boom", "gemini", is_error=True)["functionResponse"]["response"] == {
+        "error": "boom"
+    }
+
+
+def test_unknown_format_and_choice_are_refused() -> None:
+    result = synthetic("anthropic", anthropic_thinking_turn())
+    with pytest.raises(LocalProtocolError, match="unknown message format"):
+        messages.assistant_message(result, "cohere")  # type: ignore[call-overload]
+    with pytest.raises(LocalProtocolError, match="incomplete must be"):
+        messages.assistant_message(result, "anthropic", incomplete="run")  # type: ignore[arg-type]
+
+
+def responses_item_stream(item: dict[str, Any], deltas: list[str], delta_type: str) -> list[dict[str, Any]]:
+    done = {**item, "status": "completed"}
+    return [
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        *[{"type": delta_type, "output_index": 0, "delta": d} for d in deltas],
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+        {"type": "response.completed", "response": {"id": "r"}},
+    ]
+
+
+def test_custom_calls_go_back_as_custom_calls() -> None:
+    item = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_c", "name": "apply_diff", "input": ""}
+    wire = responses_item_stream(item, ["*** Begin", " Patch"], "response.custom_tool_call_input.delta")
+    wire[-2]["item"]["input"] = "*** Begin Patch"
+    result = synthetic("openai-responses", wire)
+    assert [(c.type, c.input) for c in result.calls] == [("custom", "*** Begin Patch")]
+    items = messages.assistant_message(result, "openai-responses")
+    answer = messages.tool_result(result.calls[0], "applied", "openai-responses")
+    assert items == [
+        {"type": "custom_tool_call", "call_id": "call_c", "name": "apply_diff", "input": "*** Begin Patch"}
+    ]
+    assert answer == {"type": "custom_tool_call_output", "call_id": "call_c", "output": "applied"}
+    validate("openai-responses", items, [answer])
+    chat = messages.assistant_message(result, "openai-chat")
+    assert chat["tool_calls"] == [
+        {"id": "call_c", "type": "custom", "custom": {"name": "apply_diff", "input": "*** Begin Patch"}}
+    ]
+    validate("openai-chat", chat, [messages.tool_result(result.calls[0], "applied", "openai-chat")])
+    with pytest.raises(LocalProtocolError, match="custom call"):
+        messages.assistant_message(result, "anthropic")
+
+
+def test_built_in_calls_are_refused_not_misshapen() -> None:
+    item = {
+        "type": "apply_patch_call",
+        "id": "apc_1",
+        "call_id": "call_p",
+        "operation": {"type": "update_file", "path": "a.py", "diff": "@@"},
+    }
+    result = synthetic("openai-responses", responses_item_stream(item, [], "response.noop.delta"))
+    assert result.calls[0].type == "apply_patch_call"
+    with pytest.raises(LocalProtocolError, match="apply_patch_call"):
+        messages.assistant_message(result, "openai-responses")
+    with pytest.raises(LocalProtocolError, match="apply_patch_call"):
+        messages.tool_result(result.calls[0], "ok", "openai-responses")
