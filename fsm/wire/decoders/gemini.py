@@ -83,6 +83,10 @@ class _Streaming:
 
 class GeminiDecoder:
     name = "gemini"
+    final_arguments_win = True
+    """A Vertex path may come back to an object a sibling closed: the merged arguments then replace
+    the streamed text, so streamed text is not final until the call ends (whole calls are
+    snapshots, which wait for the end anyway)."""
 
     def __init__(self) -> None:
         self._open: _Streaming | None = None
