@@ -121,8 +121,7 @@ class Reassembler:
         return self.ledger.drain()
 
     def feed_bytes(self, data: bytes) -> list[Output]:
-        """Feed raw response bytes (SSE, NDJSON, a JSON array or an AWS event stream, detected from
-        the first bytes that tell them apart)."""
+        """Feed raw response bytes (SSE, NDJSON, a JSON array or an AWS event stream: the first bytes tell)."""
         if not isinstance(data, bytes | bytearray | memoryview):
             raise InvalidInput(f"feed_bytes takes bytes, not {type(data).__name__} (use feed() for parsed events)")
         self._check_open()
@@ -228,8 +227,7 @@ class Reassembler:
             raise LocalProtocolError(f"the stream already failed ({self._fault}); close() gives the result so far")
 
     def _failed(self, exc: ToolcallFSMError) -> None:
-        """Remember the first error that ended the stream, and raise it."""
-        self._fault = exc
+        self._fault = exc  # the first error that ended the stream
         raise exc
 
     def _feed_bytes(self, data: bytes) -> None:
@@ -390,8 +388,10 @@ class Reassembler:
         elif isinstance(event, CallEnd):
             registry.call_end(event.ref)
         elif isinstance(event, StreamEnd):
-            if self._finish is not None:
-                return  # the first finish reason stands
+            if self._finish is not None:  # the first finish reason stands; a different one is reported
+                if event.finish_reason != (first := self._finish.finish_reason):
+                    self.ledger.diagnose("second-finish-reason", f"{event.finish_reason!r} after {first!r}, kept")
+                return
             self._finish = event
             if event.finish_reason == "error":
                 self.ledger.diagnose("provider-error", f"the provider reported an error: {event.error}")

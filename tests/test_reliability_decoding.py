@@ -344,6 +344,21 @@ def test_finish_reason_tool_calls_without_any_call_is_reported() -> None:
     assert result.codes() == ["finish-without-calls"]
 
 
+def test_a_second_different_finish_reason_is_reported_and_the_first_stands() -> None:
+    call = chunk(tc(index=0, id="a", name="f", args="{}"))
+    result = run([call, chunk(finish="tool_calls"), chunk(finish="length")])
+    assert result.finish_reason == "tool_calls" and result.calls[0].status.value == "complete"
+    assert result.codes() == ["second-finish-reason"]
+    assert "'length' after 'tool_calls'" in result.diagnostics[0].message
+
+
+def test_the_same_finish_reason_repeated_stays_quiet() -> None:
+    result = run(
+        [chunk(tc(index=0, id="a", name="f", args="{}")), chunk(finish="tool_calls"), chunk(finish="tool_calls")]
+    )
+    assert result.finish_reason == "tool_calls" and result.codes() == []
+
+
 def test_a_call_refused_past_max_calls_is_a_typed_error_and_a_diagnostic() -> None:
     r = Reassembler("openai-chat", limits=Limits(max_calls=1))
     r.feed(chunk(tc(index=0, id="a", name="f", args="{}")))
