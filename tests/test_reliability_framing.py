@@ -196,6 +196,33 @@ def test_ndjson_and_json_array_recover_from_an_unusable_element_too() -> None:
             assert summary(result) == ([("f", "complete", '{"x": 1}')], [(n, "bad-event") for n in bad_events])
 
 
+def test_json_array_skips_scalars_keep_alives_and_junk_between_commas_by_element_number() -> None:
+    good, finish = json.dumps(CALL_A).encode(), json.dumps(FINISH).encode()
+    # a number, a string holding a comma, a bracket and an escaped quote, a bare keep-alive, junk after a
+    # whole element, and an empty element: each is one element, reported under its number and skipped
+    body = b"[" + good + b', 5, "a,]\\"x", keep-alive, {"b": [1, 2]}} junk, , ' + finish + b"]"
+    expected = [(n, "bad-event") for n in (2, 3, 4)] + [(5, "unknown-event"), (6, "bad-event"), (7, "bad-event")]
+    for size in [len(body), 5, 1]:
+        error, result = outcome(pieces(body, size))
+        assert error is None
+        assert summary(result) == ([("f", "complete", '{"x": 1}')], expected)
+    assert "not int" in result.diagnostics[0].message and "not str" in result.diagnostics[1].message
+    error, result = outcome([body], strict=True)
+    assert error is not None and error.startswith("FramingError: event 2:")
+    assert summary(result)[0] == [("f", "complete", '{"x": 1}')]
+
+
+def test_json_array_junk_that_opens_a_bracket_it_never_closes_runs_to_the_end() -> None:
+    # Documented limit of recovery: no comma after "{" can be known to end it, so the rest is one cut element: the
+    # finish in it is lost, though the call before it is whole.
+    good, finish = json.dumps(CALL_A).encode(), json.dumps(FINISH).encode()
+    error, result = outcome([b"[" + good + b", x{, " + finish + b"]"])
+    assert error is None and summary(result) == (
+        [("f", "complete", '{"x": 1}')],
+        [(2, "cut-event"), (None, "no-finish-reason")],
+    )
+
+
 def bedrock_stream() -> bytes:
     events = [
         {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "t", "name": "f"}}}},

@@ -217,13 +217,67 @@ def _utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogateescape"))
 
 
+_JUNK_QUIET = re.compile(r'[^",\[\]{}]*')
+_STRING_QUIET = re.compile(r'[^"\\]*')
+
+
+class _Junk:
+    """Reads an array element that is not an object or array (a scalar, a proxy's keep-alive, text
+    that is not JSON) up to the comma or closing bracket that ends it: one outside any string and any
+    bracket the element itself opened. Strings are read with their escapes, so ``"a,]"`` is one
+    element. What cannot be recovered from: junk that opens a bracket it never closes runs on to the
+    element limit or the end of the stream, as an unclosed object does."""
+
+    __slots__ = ("depth", "escape", "in_string")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_string = False
+        self.escape = False
+
+    def end(self, text: str, pos: int) -> int | None:
+        """Where the element ends (its ``,`` or ``]``), or None if ``text`` ends first."""
+        n = len(text)
+        while pos < n:
+            if self.escape:
+                self.escape, pos = False, pos + 1
+                continue
+            if self.in_string:
+                pos = _STRING_QUIET.match(text, pos).end()  # type: ignore[union-attr]  # may match nothing
+                if pos < n:
+                    self.escape = text[pos] == "\\"  # else it is the closing quote
+                    self.in_string = self.escape
+                    pos += 1
+                continue
+            pos = _JUNK_QUIET.match(text, pos).end()  # type: ignore[union-attr]
+            if pos >= n:
+                break
+            ch = text[pos]
+            if self.depth == 0 and ch in ",]":
+                return pos
+            if ch == '"':
+                self.in_string = True
+            elif ch in "[{":
+                self.depth += 1
+            elif ch in "]}" and self.depth:
+                self.depth -= 1
+            pos += 1
+        return None
+
+
 class JSONArrayFramer:
+    """Elements that are objects or arrays are found by the completeness scanner; anything else
+    between two commas (or after a complete element, before the next comma) is read by :class:`_Junk`
+    and passed on as it is, so the reassembler reports it (lax) or raises (strict) under its own
+    element number, and the elements after it are read."""
+
     def __init__(self, max_bytes: int, max_depth: int = 256) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
         self._max = max_bytes
         self._max_depth = max_depth
         self._element: list[str] = []
         self._scanner: Scanner | None = None
+        self._junk: _Junk | None = None
         self._size = 0
         self._expect = "["  # "[", then "value" or "]", then "," or "]", then "end"
         self.cut = False
@@ -236,6 +290,17 @@ class JSONArrayFramer:
         out: list[Payload] = []
         pos = 0
         while pos < len(text):
+            if self._junk is not None:
+                end = self._junk.end(text, pos)
+                stop = len(text) if end is None else end
+                if not self._hold(text[pos:stop], out):
+                    return out
+                pos = stop
+                if end is None:
+                    break
+                self._emit(out)
+                self._expect, pos = ("value" if text[pos] == "," else "end"), pos + 1
+                continue
             if self._scanner is not None:
                 try:
                     end = self._scanner.feed(text, pos)
@@ -243,12 +308,8 @@ class JSONArrayFramer:
                     out.append(Fault(exc.detail, skippable=False, limit=True))
                     return out
                 stop = len(text) if end is None else end
-                piece = text[pos:stop]
-                self._size += _utf8_size(piece)
-                if self._size > self._max:
-                    out.append(too_long("one element", self._max))
+                if not self._hold(text[pos:stop], out):
                     return out
-                self._element.append(piece)
                 pos = stop
                 if end is None:
                     break
@@ -267,19 +328,30 @@ class JSONArrayFramer:
                 self._expect, pos = "value", pos + 1
             elif self._expect == "value" and ch in "{[":
                 self._scanner = Scanner(self._max_depth)
+            elif self._expect in ("value", ","):
+                self._junk = _Junk()
             else:
                 shown = ch.encode("utf-8", "surrogateescape")
                 out.append(Fault(f"unexpected {shown!r} in a JSON-array stream", skippable=False))
                 return out
-        if final and self._element:
+        if final and (self._element or self._junk is not None):
             # A stream cut inside an element: pass the partial text on; the reassembler reports it.
             self._emit(out)
             self.cut = True
         return out
 
+    def _hold(self, piece: str, out: list[Payload]) -> bool:
+        """Take ``piece`` of the element being read; False (with the fault) past the size limit."""
+        self._size += _utf8_size(piece)
+        if self._size > self._max:
+            out.append(too_long("one element", self._max))
+            return False
+        self._element.append(piece)
+        return True
+
     def _emit(self, out: list[Payload]) -> None:
         element = "".join(self._element)
-        self._element, self._scanner, self._size = [], None, 0
+        self._element, self._scanner, self._junk, self._size = [], None, None, 0
         if _ESCAPED_BYTE.search(element):
             raw = element.encode("utf-8", "surrogateescape")
             out.append(decode_utf8(raw))
