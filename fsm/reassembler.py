@@ -50,7 +50,7 @@ from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.decoders._wire import BareRefs
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, commonest_chunk
 from fsm.wire.faults import Fault, Payload
-from fsm.wire.framing import BOM, DONE, Framer, detect_framing, make_framer
+from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.sdk import sdk_payload
 
 
@@ -95,14 +95,12 @@ class Reassembler:
         if provider != "auto":
             self._use(make_decoder(provider))
         self._framer: Framer | None = None
-        self._head = b""  # the first bytes, while they do not tell the framing yet (never whitespace)
-        self._at_start = True  # no byte seen yet, so a BOM may still come
+        self._detector = Detector(self.limits.max_event_bytes)  # holds the first bytes until they tell the framing
         self._events = 0
         self._finish: StreamEnd | None = None
         self._closed: Result | None = None
         self._content = TurnContent()
         self._fault: ToolcallFSMError | None = None
-        self._head_work = 0
         self._previews: dict[int, tuple[int, PartialReader]] = {}  # per call asked: its text's revision, reader
 
     # -- input ------------------------------------------------------------------------------------
@@ -211,7 +209,7 @@ class Reassembler:
     def framing_work(self) -> int:
         """Bytes (or characters) the framing layer has read, counting every re-read: tests check
         that this stays linear in the input however it was chunked."""
-        return self._head_work + (self._framer.work if self._framer is not None else 0)
+        return self._detector.work + (self._framer.work if self._framer is not None else 0)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -232,47 +230,29 @@ class Reassembler:
 
     def _feed_bytes(self, data: bytes) -> None:
         if self._framer is None:
-            head = self._framing_head(data, final=False)
-            if head is None:
-                return
-            data = head
-        assert self._framer is not None
-        for payload in self._framer.feed(data):
+            data = self._framing_told(data, final=False)
+        for payload in self._framer.feed(data) if self._framer is not None else ():
             self._ingest_payload(payload, last=False)
 
-    def _framing_head(self, data: bytes, *, final: bool) -> bytes | None:
-        """Bytes before the framing is known: a BOM and whitespace are dropped (not held), and at
-        most a few bytes of an SSE field name are held until they tell the framing. Returns what
-        the new framer is to read, or None while it is not known yet."""
-        head = self._head + data
-        self._head_work += len(head)
-        if self._at_start:
-            if len(head) < len(BOM) and BOM.startswith(head) and not final:
-                self._head = head
-                return None
-            head = head.removeprefix(BOM)
-            self._at_start = False
-        head = head if head[:1] == b"\x00" else head.lstrip(b" \t\r\n")
-        self._head = b""
-        if not head:
-            return None
-        framing = detect_framing(head, final=final)
-        if framing is None:
-            self._head = head
-            return None
-        self._framer = make_framer(framing, self.limits.max_event_bytes, self.limits.max_event_depth)
-        return head
+    def _framing_told(self, data: bytes, *, final: bool) -> bytes:
+        """Feed the framing detector; once it tells, make the framer and return what it is to read."""
+        told = self._detector.feed(data, final)
+        if told is None:
+            return b""
+        self._framer = make_framer(told[0], self.limits.max_event_bytes, self.limits.max_event_depth)
+        return told[1]
 
     def _flush(self) -> None:
-        if self._framer is None and self._head:
+        if self._framer is None:
+            held = self._detector.held
             try:
-                head = self._framing_head(b"", final=True)
+                head = self._framing_told(b"", final=True)
             except FramingError as exc:
                 self._events += 1
                 self.ledger.event = self._events
-                self.ledger.diagnose("cut-event", f"the stream is only {self._head!r}: {exc.detail}")
+                self.ledger.diagnose("cut-event", f"the stream is only {held!r}: {exc.detail}")
                 return
-            if head is not None and self._framer is not None:
+            if self._framer is not None:
                 for payload in self._framer.feed(head):
                     self._ingest_payload(payload, last=False)
         if self._framer is not None:

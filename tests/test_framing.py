@@ -100,8 +100,10 @@ def test_detect_framing() -> None:
     assert detect_framing(b"data\n") is Framing.SSE
     assert detect_framing(b"[{") is Framing.JSON_ARRAY
     assert detect_framing(b"{") is Framing.NDJSON
+    assert detect_framing(b"hello") is None  # a junk first line: the lines after it may still tell
+    assert detect_framing(b"hello\n{") is Framing.NDJSON
     with pytest.raises(FramingError):
-        detect_framing(b"hello")
+        detect_framing(b"hello", final=True)
 
 
 def test_an_event_that_is_not_json_names_its_number() -> None:

@@ -30,6 +30,7 @@ from fsm import (
     ToolcallFSMError,
 )
 from fsm.cli import main
+from fsm.wire.framing import Framing, detect_framing
 from tests.helpers import aws_message, chunk, sse, tc
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -259,6 +260,60 @@ def test_detection_never_commits_on_a_prefix(head: bytes) -> None:
             assert (split[0], summary(split[1])) == (whole[0], summary(whole[1])), (data, cut)
 
 
+@pytest.mark.parametrize(
+    ("junk", "bad"),
+    [
+        (b"keep-alive\n", 1),
+        (b": ping\n", 1),
+        (b"null\r\n\r\n", 1),
+        (b"\xc2\xa0\n", 1),  # a no-break space is no JSON whitespace
+        (b"\x0b\x0c \n", 0),  # a line of other ASCII whitespace is a blank NDJSON line
+        (b"ping\n: ping\n\n", 2),
+    ],
+)
+def test_ndjson_is_detected_past_a_first_line_that_tells_nothing(junk: bytes, bad: int) -> None:
+    body = junk + json.dumps(CALL_A).encode() + b"\n" + json.dumps(FINISH).encode() + b"\n"
+    expected = [(n, "bad-event") for n in range(1, bad + 1)]
+    for size in [len(body), 3, 1]:
+        error, result = outcome(pieces(body, size))
+        assert error is None and summary(result) == ([("f", "complete", '{"x": 1}')], expected), size
+    error, result = outcome([body], strict=True)
+    assert (error is None) == (bad == 0)
+    if bad:
+        assert error is not None and error.startswith("FramingError: event 1:")
+
+
+def test_a_comment_first_is_still_sse_when_sse_lines_follow_and_when_nothing_does() -> None:
+    body = b": OPENROUTER PROCESSING\n\n: again\n\n" + sse([CALL_A, FINISH])
+    for size in [len(body), 2, 1]:
+        error, result = outcome(pieces(body, size))
+        assert error is None and summary(result) == ([("f", "complete", '{"x": 1}')], [])
+    assert detect_framing(b": ping\n\n", final=True) is Framing.SSE
+
+
+def test_detection_holds_at_most_max_event_bytes() -> None:
+    limits = Limits(max_event_bytes=1000)
+    line = json.dumps(CALL_A).encode() + b"\n"
+    for junk, error in [(b"k" * 998 + b"\n", None), (b"k" * 999 + b"\n", "FramingError: event 1")]:
+        body = junk + line
+        for size in [len(body), 64, 1]:
+            got, _ = outcome(pieces(body, size), limits=limits)
+            assert (got or "")[: len(error or "")] == (error or ""), (len(junk), size, got)
+    r = Reassembler(limits=limits)
+    with pytest.raises(FramingError):
+        for _ in range(2000):  # a junk line with no end is refused once it passes the limit
+            r.feed_bytes(b"k")
+    assert len(r._detector.held) == 1001
+
+
+def test_detection_work_is_linear_in_a_junk_line_fed_byte_by_byte() -> None:
+    r = Reassembler(limits=Limits(max_event_bytes=1 << 20))
+    junk = b"k" * 200_000 + b"\n"
+    for i in range(len(junk)):
+        r.feed_bytes(junk[i : i + 1])
+    assert r.framing_work < 3 * len(junk)
+
+
 # -- 4. close() always returns ---------------------------------------------------------------------------------
 
 
@@ -360,7 +415,7 @@ def test_leading_whitespace_is_not_held() -> None:
     r = Reassembler()
     for _ in range(64):
         r.feed_bytes(b" \r\n\t" * 4096)
-    assert r._head == b"" and r._framer is None  # nothing of 1 MiB is kept
+    assert r._detector.held == b"" and r._framer is None  # nothing of 1 MiB is kept
     r.feed_bytes(sse([CALL_A, FINISH]))
     assert r.close().calls[0].arguments == {"x": 1}
 

@@ -23,60 +23,18 @@ the input whatever the chunk sizes.
 from __future__ import annotations
 
 import codecs
-import enum
 import re
 from typing import Final, Protocol
 
 from fsm.engine.scanner import Scanner
-from fsm.errors import FramingError, LimitExceeded
+from fsm.errors import LimitExceeded
+from fsm.wire.detect import BOM as BOM
+from fsm.wire.detect import Detector as Detector
+from fsm.wire.detect import Framing as Framing
+from fsm.wire.detect import detect_framing as detect_framing
 from fsm.wire.faults import Fault, Payload, decode_utf8, too_long
 
 DONE: Final = "[DONE]"
-BOM: Final = b"\xef\xbb\xbf"
-
-
-class Framing(enum.Enum):
-    SSE = "sse"
-    NDJSON = "ndjson"
-    JSON_ARRAY = "json-array"
-    AWS_EVENTSTREAM = "aws-eventstream"
-
-
-_SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":")
-_SSE_FIELDS = (b"data", b"event", b"id", b"retry")
-
-
-def detect_framing(head: bytes, *, final: bool = False) -> Framing | None:
-    """The framing of a stream from its first bytes; None while they do not tell yet (only
-    whitespace, or a prefix such as ``b"da"`` of an SSE field name). Never commits on a prefix that
-    more bytes could turn into something else, so the answer does not depend on the chunking."""
-    if head[:1] == b"\x00":
-        return Framing.AWS_EVENTSTREAM  # a binary message starts with its big-endian length
-    text = head.removeprefix(BOM).lstrip(b" \t\r\n")
-    if not text:
-        return None
-    if text[:1] == b"[":
-        return Framing.JSON_ARRAY
-    if text[:1] == b"{":
-        return Framing.NDJSON
-    if text.startswith(_SSE_STARTS):
-        return Framing.SSE
-    field = text.split(b"\n", 1)[0].split(b"\r", 1)[0]
-    if field in _SSE_FIELDS and len(field) < len(text):
-        return Framing.SSE  # a field line with no colon: "data" alone is an empty data line
-    if not final and any(p.startswith(text) for p in _SSE_STARTS):
-        return None
-    # Quote only up to the first byte no framing could start with, so the message does not depend
-    # on how many bytes happened to arrive in the first read.
-    known = max(_shared_prefix(text, p) for p in (*_SSE_STARTS, *_SSE_FIELDS))
-    raise FramingError(f"input is not SSE, NDJSON or a JSON array (starts with {text[: known + 1]!r})", event=1)
-
-
-def _shared_prefix(a: bytes, b: bytes) -> int:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
 
 
 class _LineFramer:

@@ -1,0 +1,140 @@
+"""Which framing a byte stream uses, told from its first bytes.
+
+A BOM and the whitespace before the first event are dropped as they arrive, never held. The first
+line nearly always tells at once: ``{`` is NDJSON, ``[`` a JSON array, an SSE field (``data:``) SSE,
+a zero byte an AWS event stream. A first line that tells nothing, a proxy's ``keep-alive``, an SSE
+comment such as ``: ping``, or a line of other whitespace, is looked past: the first later line that
+tells decides (``{`` NDJSON, where the skipped line is then a bad event of its own; an SSE field
+SSE). Undecided at the end of the stream, or after ``max_bytes``, a stream that began with a comment
+is SSE (comments are SSE's own) and any other is no framing (:class:`FramingError`).
+
+Only the first ``max_bytes`` bytes are ever looked at (the line that tells must begin within them),
+each line once, and no answer is given on a prefix that more bytes could change, so what is held is
+bounded, the work is linear, and the answer does not depend on how the bytes were chunked.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Final
+
+from fsm.errors import FramingError
+
+BOM: Final = b"\xef\xbb\xbf"
+
+
+class Framing(enum.Enum):
+    SSE = "sse"
+    NDJSON = "ndjson"
+    JSON_ARRAY = "json-array"
+    AWS_EVENTSTREAM = "aws-eventstream"
+
+
+_SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":")
+_SSE_FIELDS = (b"data", b"event", b"id", b"retry")
+_LINE_END = re.compile(rb"[\r\n]")
+
+
+class _Says(enum.Enum):
+    WAIT = "wait"  # the line has not ended and may still tell
+    COMMENT = "comment"
+    NOTHING = "nothing"  # a whole line that tells nothing (junk, or blank)
+
+
+def _line_says(text: bytes, *, ended: bool, first: bool) -> Framing | _Says:
+    """What one line (leading blanks stripped; empty if it is blank) says about the framing."""
+    if text[:1] == b"{":
+        return Framing.NDJSON
+    if text[:1] == b"[":
+        return Framing.JSON_ARRAY if first else _Says.NOTHING  # no array follows a junk line
+    if text[:1] == b":":
+        return _Says.COMMENT
+    if text.startswith(_SSE_STARTS) or (ended and text in _SSE_FIELDS):
+        return Framing.SSE  # a field line with no colon: "data" alone is an empty data line
+    return _Says.NOTHING if ended else _Says.WAIT
+
+
+class Detector:
+    """Feed it the stream's first bytes until it names the framing (see the module docstring)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._held = bytearray()
+        self._at_start = True  # no byte seen yet, so a BOM may still come
+        self._max = max_bytes
+        self._line = 0  # where the first line not yet looked past starts
+        self._searched = 0  # how far that line is known to hold no line end
+        self._first: bytes | None = None  # the first line, once it told nothing
+        self._comment_first = False
+        self.work = 0
+        """Bytes looked at (tests check that this stays linear in the input)."""
+
+    @property
+    def held(self) -> bytes:
+        return bytes(self._held)
+
+    def feed(self, data: bytes, final: bool = False) -> tuple[Framing, bytes] | None:
+        """The framing and the bytes its framer is to read first; None while the bytes do not tell
+        yet. Raises :class:`FramingError` for a stream that is no framing."""
+        self.work += len(data)
+        if self._at_start:
+            data = bytes(self._held) + data  # at most two bytes of a BOM were held
+            if len(data) < len(BOM) and BOM.startswith(data) and not final:
+                self._held = bytearray(data)
+                return None
+            data, self._held, self._at_start = data.removeprefix(BOM), bytearray(), False
+        if not self._held:
+            data = data.lstrip(b" \t\r\n")  # whitespace before the first event is dropped, not held
+            if not data:
+                return None
+        self._held += data
+        framing = self._decide(final)
+        if framing is None:
+            return None
+        head, self._held = bytes(self._held), bytearray()
+        return framing, head
+
+    def _decide(self, final: bool) -> Framing | None:
+        held = self._held
+        if held[:1] == b"\x00":
+            return Framing.AWS_EVENTSTREAM  # a binary message starts with its big-endian length
+        window = min(len(held), self._max)
+        while self._line < window:
+            start = self._line
+            found = _LINE_END.search(held, self._searched, window)
+            end = found.start() if found else window
+            self.work += end - self._searched
+            text = bytes(held[start:end]).lstrip(b" \t")
+            says = _line_says(text, ended=found is not None, first=start == 0) if text.strip() else _Says.NOTHING
+            if isinstance(says, Framing):
+                return says
+            if start == 0:
+                self._comment_first = text[:1] == b":"
+            if found is None:
+                self._searched = window
+                break
+            if start == 0:
+                self._first = text
+            self._line = self._searched = end + 1
+        if not (final or len(held) > self._max):
+            return None
+        if self._comment_first:
+            return Framing.SSE
+        first = self._first if self._first is not None else bytes(held[:window]).lstrip(b" \t")
+        # Quote only up to the first byte no framing could start with, so the message does not depend
+        # on how many bytes happened to arrive in the first read.
+        known = max(_shared_prefix(first, p) for p in (*_SSE_STARTS, *_SSE_FIELDS))
+        raise FramingError(f"input is not SSE, NDJSON or a JSON array (starts with {first[: known + 1]!r})", event=1)
+
+
+def _shared_prefix(a: bytes, b: bytes) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def detect_framing(head: bytes, *, final: bool = False) -> Framing | None:
+    """The framing of a stream from its first bytes, all at hand; None while they do not tell yet."""
+    told = Detector(max(len(head), 1)).feed(head, final)
+    return told[0] if told is not None else None
