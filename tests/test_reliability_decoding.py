@@ -344,6 +344,26 @@ def test_finish_reason_tool_calls_without_any_call_is_reported() -> None:
     assert result.codes() == ["finish-without-calls"]
 
 
+def test_a_strict_duplicate_key_raised_at_the_finish_leaves_close_the_result() -> None:
+    # Found by the robustness fuzzer's decoding hazards: the report came before the call was marked
+    # complete, so close() after the raise tried to cut a call already past its end (StateError).
+    r = Reassembler("openai-chat", strict=True)
+    r.feed(chunk(tc(index=0, id="a", name="f", args='{"h": 1, "h": 2}')))
+    with pytest.raises(RemoteProtocolError, match="duplicate-key"):
+        r.feed(chunk(finish="tool_calls"))
+    result = r.close()
+    assert [(c.status.value, c.arguments) for c in result.calls] == [("complete", {"h": 2})]
+    assert result.codes() == ["duplicate-key", "stream-failed"]
+
+
+def test_the_robustness_fuzzer_checks_outputs_as_strict_utf8_json() -> None:
+    from fsm.harness.fuzz.robust import _strict_json
+
+    assert _strict_json(['{"a": 1}', '{"n": ' + "7" * 5000 + "}"]) == []
+    for bad in ['{"a": NaN}', '{"a": "\ud83d"}', '{"a": Infinity}']:
+        assert _strict_json([bad]), bad
+
+
 def test_a_second_different_finish_reason_is_reported_and_the_first_stands() -> None:
     call = chunk(tc(index=0, id="a", name="f", args="{}"))
     result = run([call, chunk(finish="tool_calls"), chunk(finish="length")])

@@ -373,13 +373,13 @@ class Slot:
         if not isinstance(value, dict):
             self._fail(CallStatus.INVALID, "arguments-not-object", f"arguments are a {type(value).__name__}")
             return
+        self.arguments = value
+        self.status = CallStatus.COMPLETE  # before the report: strict mode raises it on a finished call
         if duplicates:
             shown = ", ".join(repr(k) for k in dict.fromkeys(duplicates))
             self.ledger.diagnose(
                 "duplicate-key", f"call {self.id}: key {shown} given twice in one object; the last kept"
             )
-        self.arguments = value
-        self.status = CallStatus.COMPLETE
 
     @action
     def default_empty_arguments(self, text: str) -> None:

@@ -10,7 +10,12 @@ Four kinds of input:
 * ``large``: a fuzzed shape's events framed as SSE, NDJSON or a JSON array, with hazards put among
   them, up to megabytes, under the default limits: nesting hundreds to thousands deep, lines of up
   to a few MB, invalid UTF-8, BOMs, a proxy's keep-alives, empty ``data:`` events, comments, runs of
-  whitespace, CR-only line ends, events that are JSON but not objects.
+  whitespace, CR-only line ends, events that are JSON but not objects;
+* ``decoding``: a fuzzed shape's events with argument hazards put in the call's own text (or its
+  argument object): a UTF-16 surrogate pair split across two fragments (the wire escapes
+  ``\ud83d`` ending one event, ``\ude00`` starting the next), ``NaN``/``Infinity``, a key given
+  twice, an integer of 5000 digits. Every output must then write as strict UTF-8 JSON: the result as
+  ``replay`` prints it and the re-emitted delta chunks.
 
 Every byte input is also fed in random pieces (a whole-vs-chunked differential run): both runs must
 give the same calls, the same diagnostics (event number and code) and the same error (type and
@@ -28,10 +33,14 @@ import attrs
 from hypothesis import strategies as st
 
 from fsm.errors import InvalidInput, RemoteProtocolError, ToolcallFSMError
+from fsm.harness.fuzz.decoding import utf8_json, with_argument_hazard
 from fsm.harness.fuzz.shapes import CASES
+from fsm.jsontext import dumps
 from fsm.options import Limits
 from fsm.reassembler import Reassembler
+from fsm.reemit import DeltaEmitter
 from fsm.results import Result, ToolCall
+from fsm.serialize import result_to_json
 
 TIGHT = Limits(max_calls=4, max_argument_chars=200, max_depth=6, max_event_bytes=2000)
 LIMITS = {
@@ -54,6 +63,8 @@ class Sample:
     """The same stream without its hazards, when they were all ones lax mode must skip with a
     word (``unusable`` of them) or in silence: the calls must then be the clean stream's calls."""
     unusable: int = 0
+    outputs: bool = False
+    """Check that every output (the result, the re-emitted chunks) writes as strict UTF-8 JSON."""
 
 
 def _mutate(draw: st.DrawFn, value: Any) -> Any:
@@ -142,19 +153,10 @@ def _frame(events: list[bytes | str], framing: str, newline: bytes) -> bytes:
     return b"[" + b",".join(e for e in events if isinstance(e, bytes)) + b"]"
 
 
-def _utf8_json(event: Any) -> bytes:
-    """An event as UTF-8 JSON; a lone surrogate in it (a shape may draw one) is written escaped."""
-    text = json.dumps(event, ensure_ascii=False)
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        return json.dumps(event).encode()
-
-
 @st.composite
 def large_input(draw: st.DrawFn, shape: str) -> Sample:
     case = draw(CASES[shape]())
-    clean: list[bytes | str] = [_utf8_json(e) for e in case.events]
+    clean: list[bytes | str] = [utf8_json(e) for e in case.events]
     events = list(clean)
     hazards = draw(st.lists(st.sampled_from(_HAZARDS), min_size=1, max_size=3))
     framing = draw(st.sampled_from(["sse", "sse", "ndjson", "json-array"]))
@@ -198,11 +200,31 @@ def large_input(draw: st.DrawFn, shape: str) -> Sample:
     )
 
 
+# -- decoding hazards in the arguments ---------------------------------------------------------------------------
+
+
+@st.composite
+def decoding_input(draw: st.DrawFn, shape: str) -> Sample:
+    case = draw(CASES[shape]())
+    texts = with_argument_hazard(draw, list(case.events))
+    body = _frame(list(texts), draw(st.sampled_from(["sse", "ndjson", "json-array"])), b"\n")
+    return Sample(
+        provider=draw(st.sampled_from([case.provider, "auto"])),
+        data=body,
+        cuts=_cuts(draw, len(body)),
+        strict=draw(st.booleans()),
+        limits="default",
+        outputs=True,
+    )
+
+
 @st.composite
 def hostile_input(draw: st.DrawFn, shape: str) -> Sample:
-    mode = draw(st.sampled_from(["bytes", "mutated", "mutated-bytes", "large", "large"]))
+    mode = draw(st.sampled_from(["bytes", "mutated", "mutated-bytes", "large", "large", "decoding"]))
     if mode == "large":
         return draw(large_input(shape))
+    if mode == "decoding":
+        return draw(decoding_input(shape))
     strict = draw(st.booleans())
     if mode == "bytes":
         prefix = draw(st.sampled_from([b"", b"data: ", b"[", b"{", b"\x00\x00\x00", b"\xef\xbb\xbf"]))
@@ -226,15 +248,18 @@ def hostile_input(draw: st.DrawFn, shape: str) -> Sample:
 Answer = tuple[Any, ...]
 
 
-def _run(provider: str, pieces: list[Any], strict: bool, limits: Limits, as_bytes: bool) -> tuple[Answer, list[str]]:
+def _run(
+    provider: str, pieces: list[Any], strict: bool, limits: Limits, as_bytes: bool, outputs: bool = False
+) -> tuple[Answer, list[str]]:
     """Feed ``pieces``; return the answer (error type and event, calls, diagnostics) and any problems."""
     problems: list[str] = []
     r = Reassembler(provider, strict=strict, limits=limits)
+    emitter, chunks = DeltaEmitter(), []
     error: Any = None
     try:
         for piece in pieces:
             if as_bytes:
-                r.feed_bytes(piece)
+                chunks += emitter.chunks(r.feed_bytes(piece))
             elif isinstance(piece, dict):
                 r.feed(piece)
             else:  # a mutation made the event itself junk: a caller's mistake, refused as one
@@ -254,9 +279,26 @@ def _run(provider: str, pieces: list[Any], strict: bool, limits: Limits, as_byte
     except Exception as exc:
         return (), [f"close() after {error} raised {type(exc).__name__}: {exc}"]
     problems += _limits_hold(result, limits)
+    if outputs:
+        chunks += [*emitter.chunks(r.drain()), emitter.finish(result)]
+        problems += _strict_json([dumps(result_to_json(result), indent=2), *map(dumps, chunks)])
     calls = tuple((c.index, c.id, c.name, c.status.value, _text(c)) for c in result.calls)
     diagnostics = tuple((d.event, d.code) for d in result.diagnostics)
     return (error, calls, diagnostics, tuple(sorted(result.suppressed_diagnostics.items()))), problems
+
+
+def _refuse(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _strict_json(texts: list[str]) -> list[str]:
+    """What ``replay`` would print: each text must encode as UTF-8 and parse as strict JSON."""
+    for text in texts:
+        try:
+            json.loads(text.encode("utf-8"), parse_constant=_refuse, parse_int=str)  # exact digits: any length
+        except ValueError as exc:  # UnicodeEncodeError is one too
+            return [f"an output is not strict UTF-8 JSON ({type(exc).__name__}: {exc}): {text[:200]!r}"]
+    return []
 
 
 def _text(call: ToolCall) -> str:
@@ -287,13 +329,13 @@ def survive(sample: Sample) -> list[str]:
     data = sample.data
     if not isinstance(data, bytes):
         return _run(sample.provider, data, sample.strict, bounds, as_bytes=False)[1]
-    whole, problems = _run(sample.provider, [data], sample.strict, bounds, as_bytes=True)
+    whole, problems = _run(sample.provider, [data], sample.strict, bounds, as_bytes=True, outputs=sample.outputs)
     if problems:
         return problems
     if sample.cuts:
         ends = [0, *sample.cuts, len(data)]
         pieces = [data[a:b] for a, b in itertools.pairwise(ends)]
-        chunked, problems = _run(sample.provider, pieces, sample.strict, bounds, as_bytes=True)
+        chunked, problems = _run(sample.provider, pieces, sample.strict, bounds, as_bytes=True, outputs=sample.outputs)
         if not problems and chunked != whole:
             differ = [
                 f"{p}: whole {w!r} vs chunked {c!r}" for p, w, c in zip(_PARTS, whole, chunked, strict=True) if w != c
