@@ -33,6 +33,13 @@ def test_benchmark_runs_on_a_tiny_size(tmp_path: Path) -> None:
             # a wrong or skipped implementation is reported and never timed
             assert (name in row["us_per_event"]) == (verdict == "ok"), (row["scenario"], name, verdict)
     assert "import fsm under 50 ms" in report["targets"]
+    growth = {(row["framing"], row["input"]) for row in report["framing"]}
+    for framing in ["sse", "ndjson", "json-array"]:
+        for label in ["whitespace first, 1-byte reads", "long event, 64-byte reads"]:
+            assert (framing, label) in growth
+    assert all(
+        row["ratio"] > 0 and row["large_bytes"] == row["scale"] * row["small_bytes"] for row in report["framing"]
+    )
     table = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "bench.py"), "--markdown", str(out)],
         capture_output=True,
@@ -40,7 +47,8 @@ def test_benchmark_runs_on_a_tiny_size(tmp_path: Path) -> None:
         check=True,
         timeout=60,
     ).stdout
-    assert table.count("\n| ") == len(report["rows"])  # a line per stream, after the header and rule
+    # a line per stream after the header and rule, then the growth table: its header, and a line per row
+    assert table.count("\n| ") == len(report["rows"]) + 1 + len(report["framing"])
     assert "import fsm under 50 ms" in table
 
 

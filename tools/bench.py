@@ -3,6 +3,9 @@
     python tools/bench.py [--quick] [--json FILE] [--processes N] [--rounds N]
     python tools/bench.py --markdown FILE      # the README's table from a --json run
 
+The report ends with the framers' growth ratios (whitespace trickled in before the first event, one
+long event in small reads; tools/bench_framing.py's inputs and clock): linear work grows by the scale.
+
 One room: the implementations, the measuring and the report are read together, and splitting them
 would scatter what makes the figures honest; the streams live in tools/bench_streams.py.
 
@@ -51,6 +54,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_framing import growth_rows
 from bench_streams import CAPTURES, Call, Scenario, captures, synthetic
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM fetches a price list at import
@@ -554,6 +558,8 @@ def measure(quick: bool, processes: int, rounds: int, sample_seconds: float) -> 
         "captures": absent or f"{sum(r['capture'] for r in rows)} capture streams",
         "rows": rows,
         "import": import_times(3 if quick else 9),
+        # The framers' growth ratios (tools/bench_framing.py): linear work grows by about the scale.
+        "framing": growth_rows(4, 2_000, 20_000) if quick else growth_rows(),
     }
     report["targets"] = targets(report)
     return report
@@ -693,6 +699,13 @@ def markdown(report: dict[str, Any]) -> str:
             ", ".join(peers) or "-",
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    if report.get("framing"):
+        lines += ["", "| Framing | Input | Sizes (bytes) | Growth (linear ~ scale) |", "|---|---|---|---|"]
+        for row in report["framing"]:
+            sizes = f"{row['small_bytes']:,} → {row['large_bytes']:,}"
+            lines.append(
+                f"| {row['framing']} | {row['input']} | {sizes} | {row['ratio']:.1f}x (scale {row['scale']}) |"
+            )
     imports = report["import"]
     lines.append("")
     lines.append(
@@ -733,6 +746,9 @@ def main() -> int:
     ms, cpu = report["import"]["ms"], report["import"]["cpu_ms"]
     for name in ms:
         print(f"{name}: best {ms[name]:.0f} ms wall clock, {cpu[name]:.0f} ms CPU")
+    for row in report["framing"]:
+        growth = f"{row['small_s']:.3f} s -> {row['large_s']:.3f} s at {row['scale']}x the bytes: {row['ratio']:.1f}x"
+        print(f"framing {row['framing']:<16} {row['input']:<34} {growth}")
     print(f"captures: {report['captures']}\n")
     for name, (ok, detail) in report["targets"].items():
         print(f"{'MET   ' if ok else 'MISSED'}  {name}: {detail}")

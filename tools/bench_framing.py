@@ -19,6 +19,7 @@ import argparse
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 from fsm import Limits, Reassembler
 
@@ -82,46 +83,70 @@ def whole(data: bytes) -> Callable[[Reassembler], None]:
     return feed
 
 
+def framings() -> list[str]:
+    """The framings to time: AWS event streams only where botocore is installed."""
+    try:
+        import botocore  # noqa: F401
+    except ImportError:
+        return ["sse", "ndjson", "json-array"]
+    return ["sse", "ndjson", "json-array", "aws-eventstream"]
+
+
+def growth_rows(scale: int = 4, whitespace: int = 25_000, line: int = 1_000_000) -> list[dict[str, Any]]:
+    """One row per framing and input: the sizes, the seconds at each, and the growth ratio (large /
+    small; linear work gives about ``scale``). The main benchmark (tools/bench.py) reports these too."""
+    rows: list[dict[str, Any]] = []
+    for framing in framings():
+        inputs: list[tuple[str, Callable[[int], Callable[[Reassembler], None]], int]] = [
+            ("long event, 64-byte reads", lambda n, f=framing: in_pieces(long_event(f, n), CHUNK), line),
+        ]
+        if framing != "aws-eventstream":
+            inputs = [
+                (
+                    "whitespace first, 1-byte reads",
+                    lambda n, f=framing: in_pieces(b"".join(whitespace_then_event(f, n)), 1),
+                    whitespace,
+                ),
+                (
+                    "whitespace first, whole",
+                    lambda n, f=framing: whole(b"".join(whitespace_then_event(f, n))),
+                    whitespace,
+                ),
+                *inputs,
+            ]
+        for label, make, small in inputs:
+            feeds = [make(small), make(small * scale)]
+            if framing == "aws-eventstream":
+                for feed in feeds:
+                    feed.__name__ = "aws"
+            timings = [seconds(feed) for feed in feeds]
+            rows.append(
+                {
+                    "framing": framing,
+                    "input": label,
+                    "small_bytes": small,
+                    "large_bytes": small * scale,
+                    "small_s": timings[0],
+                    "large_s": timings[1],
+                    "ratio": timings[1] / max(timings[0], 1e-9),  # never 0 s in practice; no inf in the JSON
+                    "scale": scale,
+                }
+            )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=int, default=4, help="large size / small size (default 4)")
     parser.add_argument("--whitespace", type=int, default=25_000, help="small whitespace size, bytes")
     parser.add_argument("--line", type=int, default=1_000_000, help="small long-event size, bytes")
     args = parser.parse_args()
-    framings = ["sse", "ndjson", "json-array"]
-    try:
-        import botocore  # noqa: F401
-    except ImportError:
+    if "aws-eventstream" not in framings():
         print("(botocore not installed: AWS event stream skipped)")
-    else:
-        framings.append("aws-eventstream")
     print(f"{'framing':<16} {'input':<34} {'small s':>9} {'large s':>9} {'ratio':>7}  (linear ~ {args.scale})")
-    for framing in framings:
-        rows: list[tuple[str, Callable[[int], Callable[[Reassembler], None]], int]] = [
-            ("long event, 64-byte reads", lambda n, f=framing: in_pieces(long_event(f, n), CHUNK), args.line),
-        ]
-        if framing != "aws-eventstream":
-            rows = [
-                (
-                    "whitespace first, 1-byte reads",
-                    lambda n, f=framing: in_pieces(b"".join(whitespace_then_event(f, n)), 1),
-                    args.whitespace,
-                ),
-                (
-                    "whitespace first, whole",
-                    lambda n, f=framing: whole(b"".join(whitespace_then_event(f, n))),
-                    args.whitespace,
-                ),
-                *rows,
-            ]
-        for label, make, small in rows:
-            feeds = [make(small), make(small * args.scale)]
-            if framing == "aws-eventstream":
-                for feed in feeds:
-                    feed.__name__ = "aws"
-            timings = [seconds(feed) for feed in feeds]
-            ratio = timings[1] / timings[0] if timings[0] else float("inf")
-            print(f"{framing:<16} {label:<34} {timings[0]:>9.3f} {timings[1]:>9.3f} {ratio:>7.1f}")
+    for row in growth_rows(args.scale, args.whitespace, args.line):
+        times = f"{row['small_s']:>9.3f} {row['large_s']:>9.3f}"
+        print(f"{row['framing']:<16} {row['input']:<34} {times} {row['ratio']:>7.1f}")
 
 
 if __name__ == "__main__":
