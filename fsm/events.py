@@ -81,6 +81,9 @@ class CallEnd:
 
     ref: CallRef
     """Which call, as far as the wire says."""
+    incomplete: bool = False
+    """The provider ended the call but called it unfinished (a Responses item's ``status:
+    "incomplete"``): the call is truncated, whatever text it holds."""
 
 
 @attrs.frozen(slots=True)

@@ -384,7 +384,7 @@ class Reassembler:
             if event.signature and landed is not None and landed.signature is None:
                 landed.signature = event.signature  # not identity: it rides on the call it came with
         elif isinstance(event, CallEnd):
-            registry.call_end(event.ref)
+            registry.call_end(event.ref, "abandon" if event.incomplete else "end")
         elif isinstance(event, StreamEnd):
             if self._finish is not None:
                 return  # the first finish reason stands

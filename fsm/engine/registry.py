@@ -121,12 +121,14 @@ class Registry:
             return slot
         return None
 
-    def call_end(self, ref: CallRef) -> Slot | None:
+    def call_end(self, ref: CallRef, trigger: str = "end") -> Slot | None:
+        """End the newest unfinished call the evidence points to: ``end`` by the provider's word,
+        or ``abandon`` when the provider said the call is unfinished."""
         _, chain = self._chain(ref, None)
         for slot in reversed(chain):
             if not slot.finished:
                 self._metadata(slot, ref)
-                self._finish(slot, "end")
+                self._finish(slot, trigger)
                 return slot
         return None
 

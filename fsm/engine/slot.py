@@ -374,6 +374,12 @@ class Slot:
     def mark_truncated(self, text: str) -> None:
         self._fail(CallStatus.TRUNCATED, "truncated", f"cut after {self._length} characters")
 
+    @action
+    def mark_abandoned(self, text: str) -> None:
+        self._fail(
+            CallStatus.TRUNCATED, "truncated", f"the provider ended it incomplete after {self._length} characters"
+        )
+
     def _fail(self, status: CallStatus, code: str, why: str) -> None:
         self.status = status
         self.ledger.diagnose(code, f"call {self.id} ({self.name}): {why}")

@@ -19,6 +19,12 @@ The final input is the provider's word: equal to the streamed text it changes no
 it replaces it (``arguments-replaced``); with no deltas at all (LM Studio), it is the input. Items
 that call nothing (messages, reasoning, tool outputs) are skipped; an item type this decoder does
 not know is reported (``unknown-item``), never dropped in silence.
+
+Nothing vanishes either way: input for an item never announced (a delta or ``.done`` before any
+``output_item.added``) opens the call from its ``output_index`` (``unannounced-item``), so a cut
+still reports it, truncated with its text; the item's end brings its ``call_id`` and name. An item
+the provider ends with ``status: "incomplete"`` is given up (``CallEnd(incomplete=True)``):
+truncated, never complete, however whole its input looks.
 """
 
 from __future__ import annotations
@@ -106,27 +112,30 @@ _QUIET_ITEMS = frozenset(
         "tool_search_output",
     }
 )
-# Input events: the field holding a delta's text, and a done event's whole input.
+# Input events: the item type they stream into and the field holding the text (a delta's piece,
+# a done event's whole input).
 _DELTAS = {
-    "response.function_call_arguments.delta": "delta",
-    "response.custom_tool_call_input.delta": "delta",
-    "response.mcp_call_arguments.delta": "delta",
-    "response.code_interpreter_call_code.delta": "delta",
+    "response.function_call_arguments.delta": ("function_call", "delta"),
+    "response.custom_tool_call_input.delta": ("custom_tool_call", "delta"),
+    "response.mcp_call_arguments.delta": ("mcp_call", "delta"),
+    "response.code_interpreter_call_code.delta": ("code_interpreter_call", "delta"),
 }
 _DONES = {
-    "response.function_call_arguments.done": "arguments",
-    "response.custom_tool_call_input.done": "input",
-    "response.mcp_call_arguments.done": "arguments",
-    "response.code_interpreter_call_code.done": "code",
+    "response.function_call_arguments.done": ("function_call", "arguments"),
+    "response.custom_tool_call_input.done": ("custom_tool_call", "input"),
+    "response.mcp_call_arguments.done": ("mcp_call", "arguments"),
+    "response.code_interpreter_call_code.done": ("code_interpreter_call", "code"),
 }
 
 
 class _Item:
-    __slots__ = ("ended", "finalized", "freeform", "ref")
+    __slots__ = ("announced", "ended", "finalized", "freeform", "ref")
 
-    def __init__(self, ref: CallRef) -> None:
+    def __init__(self, ref: CallRef, *, announced: bool = True) -> None:
         self.ref = ref
         self.freeform = ref.type in _FREEFORM
+        self.announced = announced
+        """False: opened from an input event, so its call_id and name are still to come."""
         self.finalized = False
         self.ended = False
 
@@ -143,19 +152,21 @@ class OpenAIResponsesDecoder:
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         kind = str(payload.get("type", ""))
-        field = _DELTAS.get(kind)
-        if field is not None:
-            item = self._item(payload)
+        streamed = _DELTAS.get(kind)
+        if streamed is not None:
+            item_type, field = streamed
             piece = text(payload.get(field), field)
+            item = self._item(payload) or self._unannounced(payload, item_type, kind, diagnose)
             return [ArgumentsFragment(item.ref, piece)] if item and piece else []
-        field = _DONES.get(kind)
-        if field is not None:
-            item = self._item(payload)
+        streamed = _DONES.get(kind)
+        if streamed is not None:
+            item_type, field = streamed
+            item = self._item(payload) or self._unannounced(payload, item_type, kind, diagnose)
             if item is None:
                 return []
             item.finalized = True
             events: list[Event] = [ArgumentsSnapshot(item.ref, text(payload.get(field), field) or "", confirms=True)]
-            if item.freeform:  # no scanner can tell freeform input is whole: this event says so
+            if item.freeform and item.announced:  # no scanner can tell freeform input is whole: this says so
                 item.ended = True
                 events.append(CallEnd(item.ref))
             return events
@@ -225,6 +236,26 @@ class OpenAIResponsesDecoder:
             at = self._index_of_item.get(str(payload["item_id"]))
         return self._items.get(at) if at is not None else None
 
+    def _unannounced(
+        self, payload: Mapping[str, Any], item_type: str, kind: str, diagnose: Callable[[str, str], None]
+    ) -> _Item | None:
+        """An input event for an item never announced by ``output_item.added``: the call is opened
+        from it, so a cut before the item's end still reports it (truncated, with its text). Its
+        ``call_id`` and name come with the item's end; until then it has a synthesized id."""
+        at = index(payload.get("output_index"), "output_index")
+        item_id = text(payload.get("item_id"), "item_id")
+        where = f"item {item_id!r} at output_index {at}"
+        if at is None:
+            diagnose("unannounced-item", f"{kind} for {where}, never announced: it cannot be placed")
+            return None
+        diagnose("unannounced-item", f"{kind} for {where}, never announced: the call is opened from it")
+        call = _CALL_ITEMS[item_type]
+        ref = CallRef(at, None, call.tool, server=call.server, type=call.call_type)
+        item = self._items[at] = _Item(ref, announced=False)
+        if item_id is not None:
+            self._index_of_item[item_id] = at
+        return item
+
     def _item_done(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         item, kind = self._known(payload, diagnose)
         if kind is None:
@@ -236,6 +267,17 @@ class OpenAIResponsesDecoder:
             known = self._item(payload)
             if known is None:
                 return events
+        if not known.announced:  # the item brings what its input events could not: call_id and name
+            call_id = text(item.get("call_id"), "call_id") or text(item.get("id"), "id")
+            known.ref = CallRef(
+                known.ref.index,
+                call_id,
+                kind.tool or text(item.get("name"), "name"),
+                server=kind.server,
+                type=kind.call_type,
+            )
+            known.announced = True
+            events.append(CallSeen(known.ref))
         if known.ended:
             return events
         if not known.finalized:
@@ -245,7 +287,8 @@ class OpenAIResponsesDecoder:
                 final = _whole_input(item, kind)
             events.append(ArgumentsSnapshot(known.ref, final, confirms=True))
         known.ended = True
-        events.append(CallEnd(known.ref))
+        # An item the provider finished as incomplete is not a call to run, whole as its input may look.
+        events.append(CallEnd(known.ref, incomplete=item.get("status") == "incomplete"))
         return events
 
 
