@@ -46,6 +46,9 @@ class CallSeen:
     signature: str | None = None
     """An opaque signature the provider wants replayed with the call (Gemini ``thoughtSignature``).
     Not identity: it is kept on whichever call the event lands on."""
+    item: dict[str, Any] | None = None
+    """A built-in client item as the wire has it now (Responses ``shell_call``, ...): kept whole on
+    the call it lands on, the latest one winning, so the call can be sent back as the item it was."""
 
 
 @attrs.frozen(slots=True)

@@ -379,6 +379,8 @@ class Reassembler:
                 landed = registry.arguments(event.ref, event.text, "fragment")
             elif isinstance(event, CallSeen):
                 landed = registry.call_seen(event.ref)
+                if event.item is not None and landed is not None:
+                    landed.item = event.item
             else:
                 landed = registry.arguments(event.ref, event.text, "confirmation" if event.confirms else "snapshot")
             if event.signature and landed is not None and landed.signature is None:

@@ -45,6 +45,7 @@ class Slot:
         "freeform",
         "id",
         "index",
+        "item",
         "lane",
         "ledger",
         "max_chars",
@@ -108,6 +109,7 @@ class Slot:
         self._call: ToolCall | None = None
         self.server = server
         self.signature: str | None = None
+        self.item: dict[str, Any] | None = None  # a built-in client item as last sent, for replay
         self.type = call_type
         self.freeform = freeform
         """Its input is freeform text (the spec's ``text`` kind): no scanner, no JSON."""
@@ -175,6 +177,7 @@ class Slot:
             and call.name == self.name
             and call.wire_id == self.wire_id
             and call.thought_signature == self.signature
+            and call.item is self.item
         ):
             return call
         held = self.text()
@@ -189,6 +192,7 @@ class Slot:
             status=self.status,
             input=held if self.freeform else None,
             thought_signature=self.signature,
+            item=self.item,
         )
         return call
 

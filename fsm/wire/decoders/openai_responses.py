@@ -226,9 +226,10 @@ class OpenAIResponsesDecoder:
             prefilled = text(item.get(kind.field or ""), kind.field or "input")
             return [ArgumentsFragment(ref, prefilled)] if prefilled else [CallSeen(ref)]
         # A built-in item's input is whole only when the item is: a cut before then truncates it.
+        seen = CallSeen(ref, item=_kept(item, kind))
         if item.get("status") == "completed":
-            return [ArgumentsSnapshot(ref, _whole_input(item, kind))]
-        return [CallSeen(ref)]
+            return [seen, ArgumentsSnapshot(ref, _whole_input(item, kind))]
+        return [seen]
 
     def _item(self, payload: Mapping[str, Any]) -> _Item | None:
         at = index(payload.get("output_index"), "output_index")
@@ -285,11 +286,19 @@ class OpenAIResponsesDecoder:
                 final = text(item.get(kind.field or ""), kind.field or "input") or ""
             else:
                 final = _whole_input(item, kind)
+                kept = _kept(item, kind)
+                if kept is not None:
+                    events.append(CallSeen(known.ref, item=kept))
             events.append(ArgumentsSnapshot(known.ref, final, confirms=True))
         known.ended = True
         # An item the provider finished as incomplete is not a call to run, whole as its input may look.
         events.append(CallEnd(known.ref, incomplete=item.get("status") == "incomplete"))
         return events
+
+
+def _kept(item: Mapping[str, Any], kind: _ItemKind) -> dict[str, Any] | None:
+    """The whole item of a built-in client call, to send back as it came; None for other calls."""
+    return None if kind.server else dict(item)
 
 
 def _whole_input(item: Mapping[str, Any], kind: _ItemKind) -> str:
