@@ -356,3 +356,10 @@ def test_an_item_finished_incomplete_is_truncated_never_complete(item_type: str,
     )
     (why,) = [d for d in result.diagnostics if d.code == "truncated"]
     assert "incomplete" in why.message
+
+
+def test_an_announcement_after_the_input_names_the_call_it_opened() -> None:
+    result = run([CREATED, unannounced_delta(0, "a"), added(0, custom_item()), delta(0, "b"), done(0, "ab"), COMPLETED])
+    (call,) = result.calls
+    assert (call.wire_id, call.name, call.input, call.status) == ("call_c", "apply_diff", "ab", CallStatus.COMPLETE)
+    assert result.codes().count("unannounced-item") == 1

@@ -219,6 +219,10 @@ class OpenAIResponsesDecoder:
         call_id = text(item.get("call_id"), "call_id") or text(item.get("id"), "id")
         name = kind.tool or text(item.get("name"), "name")
         ref = CallRef(at, call_id, name, server=kind.server, type=kind.call_type)
+        opened = self._items.get(at)
+        if opened is not None and not opened.announced:  # its input came first: this names it
+            opened.ref, opened.announced = ref, True
+            return [CallSeen(ref, item=_kept(item, kind))]
         self._items[at] = _Item(ref)
         if item.get("id"):
             self._index_of_item[str(item["id"])] = at
