@@ -27,6 +27,7 @@ from fsm import __version__
 from fsm.cli_io import open_input, read_block, run_guarded
 from fsm.errors import ToolcallFSMError
 from fsm.harness.fuzz import SHAPES
+from fsm.jsontext import dumps
 from fsm.reassembler import Reassembler
 from fsm.reemit import DeltaEmitter, FlushPolicy
 from fsm.results import Result
@@ -334,7 +335,7 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
     def show(chunks: list[dict[str, Any]]) -> None:
         for chunk in chunks:
-            stdout.write(json.dumps(chunk, ensure_ascii=False) + "\n")
+            stdout.write(dumps(chunk) + "\n")
 
     error: ToolcallFSMError | None = None
     try:
@@ -351,7 +352,7 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if deltas:
         show([*emitter.chunks(outputs), emitter.finish(result)])
     else:
-        stdout.write(json.dumps(result_to_json(result), ensure_ascii=False, indent=2) + "\n")
+        stdout.write(dumps(result_to_json(result), indent=2) + "\n")
     if error is not None:
         stderr.write(f"toolcall-fsm: {error}\n")
         return 1

@@ -9,6 +9,9 @@ not JSON, not an object, such as a proxy's ``data: keep-alive``) is reported as 
 skipped in lax mode, raised as :class:`FramingError` in strict mode. After any raised error the
 stream takes no more input, and ``close()`` returns the result so far: the calls completed before
 the fault, the open ones truncated with their text (diagnostic ``stream-failed``).
+
+One room: this is the one object a caller holds, and feeding, framing, the result so far after a
+fault and closing all read and change the same per-stream state.
 """
 
 from __future__ import annotations
@@ -169,6 +172,8 @@ class Reassembler:
         if finish == "stop" and any(not slot.server for slot in registry.slots):
             self.ledger.diagnose("finish-reason-mapped", "finish reason stop, but tools were called")
             finish = "tool_calls"
+        elif finish == "tool_calls" and not registry.slots:
+            self.ledger.diagnose("finish-without-calls", "the finish reason says tool calls, but none arrived")
         self._closed = Result(
             provider=self._decoder.name if self._decoder else self.provider,
             finish_reason=finish,

@@ -112,6 +112,13 @@ def test_capture_in_strict_mode_is_clean_or_names_the_event(stream: Path) -> Non
     assert code == 0 or (code == 1 and err.startswith("toolcall-fsm: event ") and "rule " in err)
 
 
+@pytest.mark.parametrize("stream", STREAMS, ids=IDS)
+def test_capture_gains_no_unknown_event_diagnostics(stream: Path) -> None:
+    """Text deltas, role and usage chunks, pings, thinking blocks are ordinary, not unknown."""
+    result = json.loads(replay(stream)[1])
+    assert [d for d in result["diagnostics"] if d["code"] in ("unknown-event", "unopened-call")] == []
+
+
 NORMAL_STREAMS = [p for p in FOUND if p.parent.name.startswith("gemini") or p.parent.name == "openai_responses"]
 
 

@@ -63,6 +63,18 @@ SCENARIOS: dict[str, tuple[list[Any], list[tuple[str, Any]]]] = {
         [{"type": "message_start", "message": {"content": []}}, {"type": "content_block_wobble", "index": 0}],
         [],
     ),
+    "cumulative-when-append-impossible": (
+        [
+            chunk(tc(index=0, id="a", name="f", args='{"q": "A')),
+            chunk(tc(index=0, args='{"q": "AB')),
+            chunk(tc(index=0, args='{"q": "AB"}')),
+        ],
+        [("a", {"q": "AB"})],
+    ),
+    "text-is-unicode": (
+        [chunk(tc(index=0, id="a", name="f", args='{"q": "\ud83d')), chunk(tc(index=0, args='\ude00"}'))],
+        [("a", {"q": "\U0001f600"})],
+    ),
     "one-choice": ([{"choices": [{"index": 1, "delta": {"tool_calls": [tc(index=0, name="f", args=A)]}}]}], []),
 }
 

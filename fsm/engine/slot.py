@@ -3,16 +3,20 @@
 Every method marked ``@guard`` or ``@action`` is named in the spec, and nothing else is: the spec
 agreement test holds the two lists equal. Guards are pure; actions are the only code that changes a
 slot's argument text or status, and they run only as part of a transition (fsm/engine/machine.py).
+
+One room: every guard and action of the spec is a method of this one class (the agreement test
+reads them from it), and the text they keep (buffer, scan, emitted part, a pending surrogate half)
+is one state that only they change; split, it would be one class in several files.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
 from fsm.engine.scanner import Scanner, nesting_exceeds
+from fsm.jsontext import NotJSON, mend_surrogates, parse_strict
 from fsm.results import ArgumentsDelta, CallNamed, CallStatus, ToolCall
 
 if TYPE_CHECKING:
@@ -37,6 +41,7 @@ class Slot:
         "_digest",
         "_diverged",
         "_emitted",
+        "_high",
         "_length",
         "_quiet",
         "_text",
@@ -100,6 +105,9 @@ class Slot:
         self._quiet = server or ledger.withhold
         self._blank = False  # the held text is whitespace only, held back: alone it becomes {}
         self._diverged = False  # a snapshot replaced text that had already gone out
+        # A high surrogate that ended the last fragment, waiting for the low half that may start
+        # the next (rule text-is-unicode). Not in the buffer, not counted, not emitted yet.
+        self._high = ""
         self.arguments: Any = None
         self.status: CallStatus | None = None
         self.resends = 0
@@ -151,6 +159,13 @@ class Slot:
         """Does the call hold exactly ``stripped`` (UTF-8, no surrounding whitespace)?"""
         start, end = self._bounds()
         return end - start == len(stripped) and memoryview(self._buf)[start:end] == stripped
+
+    def first_character(self) -> str:
+        """The first character of the held text ("" when there is none); whitespace counts."""
+        buf = self._buf
+        if not buf:
+            return ""
+        return chr(buf[0]) if buf[0] < 0x80 else self.text()[:1]
 
     def last_significant(self) -> str:
         """The last character of the held text that is not whitespace ("" when there is none)."""
@@ -280,7 +295,7 @@ class Slot:
 
     @guard
     def no_text(self, text: str) -> bool:
-        return self._length == 0 or not self.text().strip()
+        return not self._high and (self._length == 0 or not self.text().strip())
 
     # -- actions --------------------------------------------------------------------------------
 
@@ -290,13 +305,19 @@ class Slot:
 
     @action
     def store_fragment(self, text: str) -> None:
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            data = None
+        if data is None or self._high:
+            text = self._mend(text)
+            data = text.encode("utf-8")
         held = self._length
         if held + len(text) > self.max_chars:
             self._check_size(held + len(text))
-        encoded = text.encode("utf-8", "surrogatepass")
-        self.ledger.hold(len(encoded))
+        self.ledger.hold(len(data))
         self._length += len(text)
-        self._buf += encoded
+        self._buf += data
         self._text = None
         self._digest = None
         if self._quiet or not text:
@@ -314,12 +335,17 @@ class Slot:
 
     @action
     def store_snapshot(self, text: str) -> None:
+        self._high = ""  # the snapshot is the whole text: a half held from a fragment is superseded
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = self._mend(text, whole=True)
+            data = text.encode("utf-8")
         self._check_size(len(text))
         if self._emitted and not text.startswith(self.text()[: self._emitted]):
             self._diverged = True
-        encoded = text.encode("utf-8", "surrogatepass")
-        self.ledger.hold(len(encoded) - len(self._buf))
-        self._buf = bytearray(encoded)
+        self.ledger.hold(len(data) - len(self._buf))
+        self._buf = bytearray(data)
         self.revision += 1
         self._blank = False
         self._text = text
@@ -335,18 +361,27 @@ class Slot:
     @action
     def parse_arguments(self, text: str) -> None:
         self.ledger.apply("parse-once-at-finish")
+        self._settle()
         raw = self.text()
         if nesting_exceeds(raw, self.scanner.max_depth):  # json.loads recurses; the scanner saw this text
             self._fail(CallStatus.INVALID, "invalid-arguments", f"nest deeper than {self.scanner.max_depth} levels")
             return
         try:
-            value = json.loads(raw)
+            value, duplicates = parse_strict(raw)
+        except NotJSON as exc:
+            self._fail(CallStatus.INVALID, "invalid-arguments", f"arguments are not strict JSON: {exc}")
+            return
         except ValueError as exc:
             self._fail(CallStatus.INVALID, "invalid-arguments", f"arguments do not parse: {exc}")
             return
         if not isinstance(value, dict):
             self._fail(CallStatus.INVALID, "arguments-not-object", f"arguments are a {type(value).__name__}")
             return
+        if duplicates:
+            shown = ", ".join(repr(k) for k in dict.fromkeys(duplicates))
+            self.ledger.diagnose(
+                "duplicate-key", f"call {self.id}: key {shown} given twice in one object; the last kept"
+            )
         self.arguments = value
         self.status = CallStatus.COMPLETE
 
@@ -368,15 +403,59 @@ class Slot:
 
     @action
     def accept_text(self, text: str) -> None:
+        self._settle()
         self.status = CallStatus.COMPLETE
 
     @action
     def mark_unterminated(self, text: str) -> None:
+        self._settle()
         self._fail(CallStatus.INVALID, "unterminated-arguments", "the JSON never closed")
 
     @action
     def mark_truncated(self, text: str) -> None:
-        self._fail(CallStatus.TRUNCATED, "truncated", f"cut after {self._length} characters")
+        cut_between_halves = bool(self._high)
+        self._settle(report=False)  # a cut between a pair's halves is the cut's doing, said below
+        why = f"cut after {self._length} characters"
+        if cut_between_halves:
+            why += ", between the halves of a surrogate pair (the first kept as its escape)"
+        self._fail(CallStatus.TRUNCATED, "truncated", why)
+
+    # -- Unicode (rule text-is-unicode) -----------------------------------------------------------
+
+    def _mend(self, text: str, *, whole: bool = False) -> str:
+        """``text`` as Unicode the held text can take: the high surrogate held from the last
+        fragment joined with a low one that starts this one, pairs that arrived as two code points
+        joined, and every surrogate with no partner kept as its JSON escape ``\\udXXX`` (the same
+        value inside a JSON string, and encodable), or as U+FFFD in freeform text. A high
+        surrogate that ends a fragment waits for the next (unless ``whole``: a snapshot has none)."""
+        text, self._high = self._high + text, ""
+        if not whole and text and "\ud800" <= text[-1] <= "\udbff":
+            text, self._high = text[:-1], text[-1]
+        mended, pairs, lone = mend_surrogates(text, json_text=not self.freeform)
+        self.ledger.apply("text-is-unicode")
+        if pairs:
+            self.ledger.diagnose(
+                "surrogate-pair-joined", f"call {self.id}: {pairs} UTF-16 surrogate pair(s) sent as halves, joined"
+            )
+        if lone:
+            kept = "U+FFFD" if self.freeform else "escaped as \\udXXX"
+            self.ledger.diagnose("lone-surrogate", f"call {self.id}: {lone} surrogate(s) with no partner, {kept}")
+        return mended
+
+    def _settle(self, *, report: bool = True) -> None:
+        """The text is final: a high surrogate still waiting for its partner has none."""
+        high, self._high = self._high, ""
+        if not high:
+            return
+        kept = "\ufffd" if self.freeform else f"\\u{ord(high):04x}"
+        if report:
+            self.ledger.diagnose("lone-surrogate", f"call {self.id}: the text ended in half a surrogate pair")
+        data = kept.encode("utf-8")
+        self.ledger.hold(len(data))
+        self._buf += data
+        self._length += len(kept)
+        self._text = None
+        self._digest = None
 
     @action
     def mark_abandoned(self, text: str) -> None:

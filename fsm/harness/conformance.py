@@ -20,6 +20,7 @@ import attrs
 from fsm.engine.scanner import spec_steps
 from fsm.errors import RemoteProtocolError, ToolcallFSMError
 from fsm.harness.vectors import ExpectedCall, Vector
+from fsm.jsontext import dumps, parse_strict
 from fsm.options import Policies
 from fsm.reassembler import Reassembler
 from fsm.results import Result, ToolCall
@@ -195,7 +196,7 @@ def run_external(command: str, vector: Vector, timeout: float = 30.0) -> Outcome
     list of ``{"id", "name", "arguments"}`` (or ``{"calls": [...]}``) on stdout, or
     ``{"unsupported": true}`` for a wire shape it does not speak."""
     lines = [json.dumps({"shape": vector.shape, "policies": vector.policies})]
-    lines += [json.dumps(e, ensure_ascii=False) for e in wire_events(vector)]
+    lines += [dumps(e) for e in wire_events(vector)]
     try:
         proc = subprocess.run(
             shlex.split(command),
@@ -211,7 +212,7 @@ def run_external(command: str, vector: Vector, timeout: float = 30.0) -> Outcome
         last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
         return Outcome(vector.name, vector.shape, False, (f"exit {proc.returncode}: {last[:200]}",))
     try:
-        data = json.loads(proc.stdout)
+        data, _ = parse_strict(proc.stdout)
     except ValueError:
         return Outcome(vector.name, vector.shape, False, ("output is not JSON",))
     if isinstance(data, dict) and data.get("unsupported"):

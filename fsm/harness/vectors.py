@@ -16,7 +16,6 @@ compared only when given; ``arguments`` is compared as a JSON value. ``diagnosti
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from cattrs import Converter
 from cattrs.errors import ClassValidationError
 
 from fsm.errors import SpecError
+from fsm.jsontext import dumps, parse_strict
 from fsm.spec import SPEC_DIR, describe_validation, identity_spec
 from fsm.wire.decoders import PROVIDERS
 
@@ -92,7 +92,7 @@ def validate(vector: Vector, where: str) -> None:
 
 def load_vector(path: Path) -> Vector:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data, _ = parse_strict(path.read_text(encoding="utf-8"))  # numbers exact, as the engine keeps them
     except (OSError, ValueError) as exc:
         raise SpecError(f"{path.name}: cannot read: {exc}") from None
     try:
@@ -118,5 +118,5 @@ def load_vectors(folder: Path = VECTOR_DIR) -> list[Vector]:
 def write_vector(vector: Vector, folder: Path = VECTOR_DIR) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{vector.name}.json"
-    path.write_text(json.dumps(vector.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(dumps(vector.to_json(), indent=2) + "\n", encoding="utf-8")
     return path

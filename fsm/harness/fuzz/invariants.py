@@ -8,8 +8,10 @@ from typing import Any
 
 from fsm.harness.conformance import json_equal
 from fsm.harness.fuzz.truth import Case
+from fsm.jsontext import dumps, parse_strict
 from fsm.reassembler import Reassembler
 from fsm.reemit import DeltaEmitter, FlushPolicy
+from fsm.serialize import result_to_json
 from fsm.spec import identity_spec
 
 # -- invariants ----------------------------------------------------------------------------------------------------
@@ -76,4 +78,9 @@ def check(case: Case) -> list[str]:
     events = len(case.events) + (case.body or b"").count(b"data:")
     if r.ledger.work > 4 * size + 16 * events + 64:
         problems.append(f"work {r.ledger.work} is not linear in {size} bytes of input")
+    try:  # every output path writes strict JSON that encodes as UTF-8 (lone surrogates, big numbers)
+        for data in [result_to_json(result), *chunks]:
+            parse_strict(dumps(data).encode("utf-8").decode("utf-8"))
+    except ValueError as exc:
+        problems.append(f"an output does not write as strict UTF-8 JSON: {exc}")
     return problems

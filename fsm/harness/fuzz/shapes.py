@@ -18,6 +18,7 @@ from fsm.harness.fuzz.truth import (
     _dumps,
     _interleave,
     _split,
+    _split_utf16,
     _truth,
     arguments,
     first_appearance,
@@ -37,11 +38,12 @@ def openai_case(draw: st.DrawFn) -> Case:
     repeat = draw(st.booleans())
     header = draw(st.booleans())
     resend = draw(st.booleans())
+    utf16 = draw(st.integers(0, 3)) == 0  # a server slicing strings by UTF-16 code unit
     queues: list[list[dict[str, Any]]] = []
     for k, (name, args) in enumerate(calls):
         call_id = f"call_{k}x" if ids == "present" else ("" if ids == "empty" else None)
         text = _dumps(draw, args)
-        pieces = _split(draw, text)
+        pieces = _split_utf16(draw, text) if utf16 else _split(draw, text)
 
         def entry(
             first: bool, piece: str | None, *, k: int = k, name: str = name, call_id: str | None = call_id

@@ -3,11 +3,14 @@ objects, large values) and the cases that carry them, with helpers the shape ren
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 import attrs
 from hypothesis import strategies as st
+
+from fsm.jsontext import dumps
 
 
 @attrs.frozen
@@ -87,6 +90,22 @@ def _split(draw: st.DrawFn, text: str) -> list[str]:
     return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
 
 
+def _split_utf16(draw: st.DrawFn, text: str) -> list[str]:
+    """Cut ``text`` as a UTF-16 server does: by code unit, so a cut may fall between the halves of a
+    surrogate pair and the pieces hold lone halves (sent JSON-escaped, joined by the engine). Cuts
+    inside pairs are drawn on purpose, so the case is common rather than lucky."""
+    units = text.encode("utf-16-le", "surrogatepass")
+    count = len(units) // 2
+    if count < 2:
+        return [text]
+    inside_pairs = [i for i in range(1, count) if 0xD8 <= units[2 * i - 1] <= 0xDB]
+    cuts = set(draw(st.sets(st.integers(1, count - 1), max_size=6)))
+    if inside_pairs:
+        cuts |= draw(st.sets(st.sampled_from(inside_pairs), min_size=1, max_size=4))
+    edges = [0, *sorted(cuts), count]
+    return [units[2 * a : 2 * b].decode("utf-16-le", "surrogatepass") for a, b in itertools.pairwise(edges)]
+
+
 def _dumps(draw: st.DrawFn, value: Any) -> str:
     compact = draw(st.booleans())
     return json.dumps(value, ensure_ascii=draw(st.booleans()), separators=(",", ":") if compact else None)
@@ -119,6 +138,7 @@ def maybe_bytes(draw: st.DrawFn, case: Case) -> Case:
     if not draw(st.booleans()):
         return case
     newline = draw(st.sampled_from(["\n", "\r\n"]))
-    body = "".join(f"data: {json.dumps(e, ensure_ascii=False)}{newline}{newline}" for e in case.events).encode()
+    # The writer escapes a lone surrogate half, as the UTF-16 server that cut it does.
+    body = "".join(f"data: {dumps(e)}{newline}{newline}" for e in case.events).encode()
     cuts = tuple(sorted(draw(st.sets(st.integers(1, max(1, len(body) - 1)), max_size=20))))
     return attrs.evolve(case, events=(), body=body, cuts=cuts)

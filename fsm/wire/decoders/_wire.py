@@ -8,6 +8,7 @@ from typing import Any
 
 from fsm.errors import RemoteProtocolError
 from fsm.events import CallRef
+from fsm.jsontext import dumps as exact_dumps
 
 
 def field(obj: Mapping[str, Any], camel: str, snake: str | None = None) -> Any:
@@ -55,8 +56,15 @@ def index(value: Any, what: str) -> int | None:
 
 
 def dumps(value: Any) -> str:
-    """Argument objects as JSON text, keys in wire order (a replayed call keeps its bytes)."""
-    return json.dumps(value, ensure_ascii=False)
+    """Argument objects as JSON text, keys in wire order (a replayed call keeps its bytes).
+
+    A NaN or infinite float (accepted by Python's own parser) is written as Python writes it, so
+    the strict parse at the call's end refuses it; a number too long for Python's int-string
+    conversion is written digit for digit."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except ValueError:  # an integer beyond the int-string conversion limit
+        return exact_dumps(value)
 
 
 class BareRefs:

@@ -6,6 +6,11 @@ with no input text has the input it started with (``{}`` unless pre-filled); a w
 may also come inside ``message_start``. ``server_tool_use`` blocks are run by Anthropic: they are
 reassembled the same way but marked as server calls. A stream cut by ``max_tokens`` before
 ``content_block_stop`` leaves the call open, so it comes back truncated with its raw text.
+
+Nothing is dropped in silence: a ``tool_use`` block without ``index`` is kept as a call routed by
+its id (``missing-routing-field``), and the next block events at an index no block opened are
+matched to it; ``input_json_delta`` text at an index that no block opened opens a call of its own
+(``unopened-call``); an unknown delta type inside a tool block is an ``unknown-event``.
 """
 
 from __future__ import annotations
@@ -56,8 +61,11 @@ class AnthropicDecoder:
 
     def __init__(self) -> None:
         self._blocks: dict[int, _Block] = {}
+        self._unplaced: _Block | None = None  # a tool block that came without its index
+        self._diagnose: Callable[[str, str], None] = _ignore
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
+        self._diagnose = diagnose
         kind = text(payload.get("type"), "type")
         if kind == "content_block_start":
             return self._start(
@@ -87,18 +95,44 @@ class AnthropicDecoder:
         return []
 
     def _start(self, at: int | None, block: Mapping[str, Any]) -> list[Event]:
-        server = _CALL_BLOCKS.get(text(block.get("type"), "content_block.type") or "")
-        if server is None or at is None:
+        kind = text(block.get("type"), "content_block.type") or ""
+        server = _CALL_BLOCKS.get(kind)
+        if server is None:
+            if kind.endswith("_use"):  # call-shaped, of a kind this decoder does not know
+                self._diagnose("unknown-event", f"a {kind!r} content block at index {at}")
             return _said_at_start(at, block)  # text, thinking and tool-result blocks carry no call
         ref = CallRef(at, text(block.get("id"), "id"), text(block.get("name"), "name"), server=server)
-        self._blocks[at] = _Block(ref, block.get("input"))
+        if at is None:
+            self._diagnose("missing-routing-field", f"a {block.get('type')} block without index; routed by its id")
+            self._unplaced = _Block(ref, block.get("input"))
+        else:
+            self._blocks[at] = _Block(ref, block.get("input"))
         return [CallSeen(ref)]
 
-    def _delta(self, at: int | None, delta: Mapping[str, Any]) -> list[Event]:
+    def _placed(self, at: int | None) -> _Block | None:
+        """The block at ``at``; a block that came without an index takes the first index that no
+        block opened (blocks of a message are sent one after another)."""
         block = self._blocks.get(at) if at is not None else None
+        if block is None and self._unplaced is not None:
+            block, self._unplaced = self._unplaced, None
+            if at is not None:
+                self._blocks[at] = block
+        return block
+
+    def _delta(self, at: int | None, delta: Mapping[str, Any]) -> list[Event]:
+        kind = delta.get("type")
+        block = self._placed(at) if kind == "input_json_delta" or at in self._blocks else None
         if block is None:
-            return _said_in_delta(at, delta)
-        if delta.get("type") != "input_json_delta":
+            if kind != "input_json_delta":
+                return _said_in_delta(at, delta)  # text, thinking, signature, citation deltas
+            self._diagnose("unopened-call", f"input_json_delta for block {at}, which no tool_use block opened")
+            block = _Block(CallRef(at), None)
+            if at is not None:
+                self._blocks[at] = block
+            else:
+                self._unplaced = block
+        if kind != "input_json_delta":
+            self._diagnose("unknown-event", f"a {kind!r} delta in tool block {at}")
             return []
         piece = text(delta.get("partial_json"), "partial_json")
         if not piece:
@@ -108,6 +142,8 @@ class AnthropicDecoder:
 
     def _stop(self, at: int | None) -> list[Event]:
         block = self._blocks.pop(at, None) if at is not None else None
+        if block is None and self._unplaced is not None:
+            block, self._unplaced = self._unplaced, None
         if block is None:
             return []
         events: list[Event] = []
@@ -115,6 +151,10 @@ class AnthropicDecoder:
             events.append(ArgumentsSnapshot(block.ref, dumps(block.prefill or {})))
         events.append(CallEnd(block.ref))
         return events
+
+
+def _ignore(code: str, message: str) -> None:
+    """The diagnose callback until decode() brings the caller's."""
 
 
 def _said_at_start(at: int | None, block: Mapping[str, Any]) -> list[Event]:

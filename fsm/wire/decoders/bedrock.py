@@ -5,6 +5,10 @@
 ``messageStop.stopReason`` ends the stream. Text, reasoning and tool-result deltas carry no call,
 and the random ``p`` padding field is ignored. The raw binary event stream is unframed by
 :mod:`fsm.wire.framing` (with botocore's decoder) into these same objects.
+
+Nothing is dropped in silence: a ``toolUse`` start without ``contentBlockIndex`` is kept as a call
+routed by its id (``missing-routing-field``) and takes the next index no block opened; tool input at
+an index no block opened opens a call of its own (``unopened-call``).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ class BedrockDecoder:
 
     def __init__(self) -> None:
         self._blocks: dict[int, tuple[CallRef, bool]] = {}  # index → (call, any input seen)
+        self._unplaced: tuple[CallRef, bool] | None = None  # a tool block that came without its index
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         events: list[Event] = []
@@ -58,27 +63,32 @@ class BedrockDecoder:
             if kind == "contentBlockStart":
                 tool = mapping(mapping(body.get("start"), "start").get("toolUse"), "toolUse")
                 at = index(body.get("contentBlockIndex"), "contentBlockIndex")
-                if tool and at is not None:
+                if tool:
                     server = tool.get("type") == "server_tool_use"
                     ref = CallRef(
                         at, text(tool.get("toolUseId"), "toolUseId"), text(tool.get("name"), "name"), server=server
                     )
-                    self._blocks[at] = (ref, False)
+                    if at is None:
+                        diagnose("missing-routing-field", "a toolUse start without contentBlockIndex; routed by its id")
+                        self._unplaced = (ref, False)
+                    else:
+                        self._blocks[at] = (ref, False)
                     events.append(CallSeen(ref))
             elif kind == "contentBlockDelta":
                 at = index(body.get("contentBlockIndex"), "contentBlockIndex")
                 delta = mapping(body.get("delta"), "delta").get("toolUse")
                 if delta is None:
                     events += _said(at, mapping(body.get("delta"), "delta"))
-                elif at in self._blocks:
+                else:
                     piece = text(mapping(delta, "toolUse").get("input"), "input")
+                    ref = self._placed(at, diagnose)
                     if piece:
-                        self._blocks[at] = (self._blocks[at][0], True)
-                        events.append(ArgumentsFragment(self._blocks[at][0], piece))
+                        self._keep(at, ref, seen=True)
+                        events.append(ArgumentsFragment(ref, piece))
             elif kind == "contentBlockStop":
-                at = index(body.get("contentBlockIndex"), "contentBlockIndex")
-                if at in self._blocks:
-                    ref, seen = self._blocks.pop(at)
+                block = self._take(index(body.get("contentBlockIndex"), "contentBlockIndex"))
+                if block is not None:
+                    ref, seen = block
                     if not seen:
                         events.append(ArgumentsSnapshot(ref, "{}"))  # a tool without input takes {}
                     events.append(CallEnd(ref))
@@ -92,6 +102,35 @@ class BedrockDecoder:
             elif kind not in _QUIET:
                 diagnose("unknown-event", f"Bedrock event {kind!r}")
         return events
+
+    def _placed(self, at: int | None, diagnose: Callable[[str, str], None]) -> CallRef:
+        """The call open at ``at``. A block that came without an index takes the first index no
+        block opened (blocks are sent one after another); tool input for an index nothing opened
+        opens a call of its own."""
+        if at is not None and at in self._blocks:
+            return self._blocks[at][0]
+        if self._unplaced is not None:
+            ref, seen = self._unplaced
+        else:
+            diagnose("unopened-call", f"toolUse input for block {at}, which no toolUse start opened")
+            ref, seen = CallRef(at), False
+        self._keep(at, ref, seen=seen)
+        return ref
+
+    def _keep(self, at: int | None, ref: CallRef, *, seen: bool) -> None:
+        if at is None:
+            self._unplaced = (ref, seen)
+        else:
+            self._blocks[at] = (ref, seen)
+            if self._unplaced is not None and self._unplaced[0] is ref:
+                self._unplaced = None
+
+    def _take(self, at: int | None) -> tuple[CallRef, bool] | None:
+        """The block a stop ends, no longer open."""
+        if at is not None and at in self._blocks:
+            return self._blocks.pop(at)
+        block, self._unplaced = self._unplaced, None
+        return block
 
 
 def _said(at: int | None, delta: Mapping[str, Any]) -> list[Event]:

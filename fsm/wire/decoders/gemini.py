@@ -12,6 +12,10 @@ Vertex ``partialArgs`` calls open with a ``functionCall`` that has a name and ``
 their arguments (written out as JSON text by :mod:`fsm.wire.decoders.partial_args`), and close with an
 empty ``functionCall {}``. When the stream finishes without that closing part, a call whose values all
 finished is closed; one cut inside a string value is left open, so it comes back truncated.
+
+A payload with none of the response's fields is not this wire shape: ``unknown-event``. A
+``functionCall`` with arguments but no name is still a call (reported ``missing-name`` when it
+finishes), never dropped.
 """
 
 from __future__ import annotations
@@ -48,6 +52,27 @@ _FINISH = {
 }
 
 
+_RESPONSE_FIELDS = frozenset(
+    {
+        "candidates",
+        "usageMetadata",
+        "usage_metadata",
+        "promptFeedback",
+        "prompt_feedback",
+        "modelVersion",
+        "model_version",
+        "responseId",
+        "response_id",
+        "createTime",
+        "create_time",
+        "sdkHttpResponse",
+        "sdk_http_response",
+        "automaticFunctionCallingHistory",
+        "automatic_function_calling_history",
+    }
+)
+
+
 class _Streaming:
     """A Vertex call whose arguments are still arriving."""
 
@@ -58,6 +83,10 @@ class _Streaming:
 
 class GeminiDecoder:
     name = "gemini"
+    final_arguments_win = True
+    """A Vertex path may come back to an object a sibling closed: the merged arguments then replace
+    the streamed text, so streamed text is not final until the call ends (whole calls are
+    snapshots, which wait for the end anyway)."""
 
     def __init__(self) -> None:
         self._open: _Streaming | None = None
@@ -67,6 +96,10 @@ class GeminiDecoder:
         if error:
             message = error.get("message", error) if isinstance(error, Mapping) else error
             return [*self._close_open(), StreamEnd("error", None, str(message))]
+        if _RESPONSE_FIELDS.isdisjoint(payload):
+            shown = ", ".join(repr(k) for k in list(payload)[:6]) or "none"
+            diagnose("unknown-event", f"a Gemini payload with no response fields (keys: {shown})")
+            return []
         events: list[Event] = []
         for n, candidate in enumerate(items(payload.get("candidates"), "candidates")):
             candidate = mapping(candidate, f"candidates[{n}]")
@@ -119,7 +152,7 @@ class GeminiDecoder:
             if piece:
                 events.append(ArgumentsFragment(self._open.ref, piece, signature))
             return events
-        if name and not more:
+        if not more:  # a whole call (one without a name is still a call: missing-name reports it)
             if not isinstance(args, Mapping | None):
                 args = mapping(args, "functionCall.args")
             ref = CallRef(None, call_id, name, position)
@@ -133,7 +166,10 @@ class GeminiDecoder:
             return []
         events: list[Event] = []
         tail = streaming.writer.close()
-        if tail:
+        merged = streaming.writer.merged() if streaming.writer.revisited else None
+        if merged is not None:  # the text names a container twice: the merged value replaces it
+            events.append(ArgumentsSnapshot(streaming.ref, merged))
+        elif tail:
             events.append(ArgumentsFragment(streaming.ref, tail))
         events.append(CallEnd(streaming.ref))
         return events

@@ -2,7 +2,8 @@
 
 Each line may carry ``message.tool_calls[]``, every call whole, with ``arguments`` as a JSON object
 and the index at ``function.index``. ``done: true`` ends the stream with ``done_reason`` (``stop``
-also for tool turns, which the engine reports as ``tool_calls``).
+also for tool turns, which the engine reports as ``tool_calls``). A line with neither ``message``
+nor ``done`` is not this wire shape: ``unknown-event``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ class OllamaDecoder:
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         if payload.get("error"):
             return [StreamEnd("error", None, str(payload["error"]))]
+        if "message" not in payload and "done" not in payload:
+            shown = ", ".join(repr(k) for k in list(payload)[:6]) or "none"
+            diagnose("unknown-event", f"an Ollama line with neither message nor done (keys: {shown})")
+            return []
         message = mapping(payload.get("message"), "message")
         events: list[Event] = _said(message)
         for position, call in enumerate(items(message.get("tool_calls"), "tool_calls")):

@@ -8,12 +8,16 @@ arguments as a JSON object instead of text). Dialect quirks handled here, not in
 * ``choices[].message`` duplicating ``choices[].delta`` (Writer): ``delta`` is read, ``message``
   only when there is no ``delta``;
 * the legacy ``delta.function_call`` (one call, no id);
+* a custom tool's call (``type: custom``, ``custom: {name, input}``): freeform input text; an entry
+  of a type with neither ``function`` nor ``custom`` is reported (``unknown-event``);
 * ``finish_reason`` normalised; an ``error`` object in the stream ends it with ``error``.
+
+A payload with none of ``choices``, ``usage``, ``error`` or a ``chat.completion`` object type is not
+this wire shape at all (another provider's stream, a proxy's own message): ``unknown-event``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,7 +33,7 @@ from fsm.events import (
     TextDelta,
     UsageReport,
 )
-from fsm.wire.decoders._wire import BareRefs
+from fsm.wire.decoders._wire import BareRefs, dumps
 
 _FINISH = {
     "tool_calls": "tool_calls",
@@ -60,7 +64,12 @@ class OpenAIChatDecoder:
         if error and not payload.get("choices"):
             message = error.get("message", error) if isinstance(error, Mapping) else error
             return [StreamEnd("error", None, str(message))]
-        choices = payload.get("choices") or []
+        choices = payload.get("choices")
+        if choices is None:
+            if not _recognised(payload):
+                diagnose("unknown-event", f"an OpenAI chat payload with no choices (keys: {_keys(payload)})")
+                return []
+            choices = []  # a usage-only chunk
         if type(choices) is not list:
             raise RemoteProtocolError("choices is not a list")
         events: list[Event] = []
@@ -75,7 +84,7 @@ class OpenAIChatDecoder:
                 delta = choice.get("message")
             if type(delta) is dict or isinstance(delta, Mapping):
                 _said(delta, events)
-                self._calls(delta, events)
+                self._calls(delta, events, diagnose)
             elif delta is not None:
                 raise RemoteProtocolError("delta is not an object")
             finish = choice.get("finish_reason")
@@ -86,7 +95,7 @@ class OpenAIChatDecoder:
             events.append(UsageReport(dict(usage)))
         return events
 
-    def _calls(self, delta: Mapping[str, Any], events: list[Event]) -> None:
+    def _calls(self, delta: Mapping[str, Any], events: list[Event], diagnose: Callable[[str, str], None]) -> None:
         entries = delta.get("tool_calls")
         if entries is None:
             legacy = delta.get("function_call")
@@ -98,7 +107,11 @@ class OpenAIChatDecoder:
         for position, entry in enumerate(entries):
             if type(entry) is not dict and not isinstance(entry, Mapping):
                 raise RemoteProtocolError(f"tool_calls[{position}] is not an object")
-            function = entry.get("function") or {}
+            function = entry.get("function")
+            if function is None:
+                if self._custom(entry, position, events, diagnose):
+                    continue
+                function = {}
             if type(function) is not dict and not isinstance(function, Mapping):
                 raise RemoteProtocolError(f"tool_calls[{position}].function is not an object")
             index, call_id, name = entry.get("index"), entry.get("id"), function.get("name")
@@ -112,11 +125,40 @@ class OpenAIChatDecoder:
             if type(arguments) is str:
                 events.append(ArgumentsFragment(ref, arguments) if arguments else CallSeen(ref))
             elif isinstance(arguments, Mapping):
-                events.append(ArgumentsSnapshot(ref, json.dumps(arguments, ensure_ascii=False)))
+                events.append(ArgumentsSnapshot(ref, dumps(arguments)))
             elif arguments:
                 events.append(ArgumentsFragment(ref, _text(arguments, "arguments", position) or ""))
             else:
                 events.append(CallSeen(ref))
+
+    def _custom(
+        self, entry: Mapping[str, Any], position: int, events: list[Event], diagnose: Callable[[str, str], None]
+    ) -> bool:
+        """A tool call without ``function``: a custom tool's (``custom: {name, input}``, freeform
+        text), or one of a type this decoder cannot read, which is reported. True when handled."""
+        custom = entry.get("custom")
+        index = _index(entry.get("index"), position)
+        if not isinstance(custom, Mapping):
+            kind = entry.get("type")
+            if kind not in (None, "function") or len(entry.keys() - {"index", "id", "type"}):
+                diagnose("unknown-event", f"tool_calls[{position}] of type {kind!r} has no function")
+                return True
+            return False
+        call_id, name = _text(entry.get("id"), "id", position), _text(custom.get("name"), "name", position)
+        ref = CallRef(index, call_id, name, position, type="custom")
+        piece = _text(custom.get("input"), "input", position)
+        events.append(ArgumentsFragment(ref, piece) if piece else CallSeen(ref))
+        return True
+
+
+def _recognised(payload: Mapping[str, Any]) -> bool:
+    """A chunk with no choices that is still this shape: usage-only, or typed as a chunk."""
+    return "usage" in payload or "error" in payload or str(payload.get("object", "")).startswith("chat.completion")
+
+
+def _keys(payload: Mapping[str, Any]) -> str:
+    shown = ", ".join(repr(k) for k in list(payload)[:6])
+    return shown + (", ..." if len(payload) > 6 else "") if shown else "none"
 
 
 def _said(delta: Mapping[str, Any], events: list[Event]) -> None:

@@ -21,7 +21,7 @@ that call nothing (messages, reasoning, tool outputs) are skipped; an item type 
 not know is reported (``unknown-item``), never dropped in silence.
 
 Nothing vanishes either way: input for an item never announced (a delta or ``.done`` before any
-``output_item.added``) opens the call from its ``output_index`` (``unannounced-item``), so a cut
+``output_item.added``) opens the call from its ``output_index`` (``unopened-call``), so a cut
 still reports it, truncated with its text; the item's end brings its ``call_id`` and name. An item
 the provider ends with ``status: "incomplete"`` is given up (``CallEnd(incomplete=True)``):
 truncated, never complete, however whole its input looks.
@@ -156,14 +156,14 @@ class OpenAIResponsesDecoder:
         if streamed is not None:
             item_type, field = streamed
             piece = text(payload.get(field), field)
+            if not piece:
+                return []
             item = self._item(payload) or self._unannounced(payload, item_type, kind, diagnose)
-            return [ArgumentsFragment(item.ref, piece)] if item and piece else []
+            return [ArgumentsFragment(item.ref, piece)]
         streamed = _DONES.get(kind)
         if streamed is not None:
             item_type, field = streamed
             item = self._item(payload) or self._unannounced(payload, item_type, kind, diagnose)
-            if item is None:
-                return []
             item.finalized = True
             events: list[Event] = [ArgumentsSnapshot(item.ref, text(payload.get(field), field) or "", confirms=True)]
             if item.freeform and item.announced:  # no scanner can tell freeform input is whole: this says so
@@ -243,22 +243,21 @@ class OpenAIResponsesDecoder:
 
     def _unannounced(
         self, payload: Mapping[str, Any], item_type: str, kind: str, diagnose: Callable[[str, str], None]
-    ) -> _Item | None:
-        """An input event for an item never announced by ``output_item.added``: the call is opened
-        from it, so a cut before the item's end still reports it (truncated, with its text). Its
+    ) -> _Item:
+        """An input event for an item no ``output_item.added`` announced: the call is opened from
+        it, so a cut before the item's end still reports it (truncated, with its text). Its
         ``call_id`` and name come with the item's end; until then it has a synthesized id."""
         at = index(payload.get("output_index"), "output_index")
         item_id = text(payload.get("item_id"), "item_id")
-        where = f"item {item_id!r} at output_index {at}"
-        if at is None:
-            diagnose("unannounced-item", f"{kind} for {where}, never announced: it cannot be placed")
-            return None
-        diagnose("unannounced-item", f"{kind} for {where}, never announced: the call is opened from it")
+        diagnose(
+            "unopened-call", f"{kind} for item {item_id!r} at output_index {at}, which no output_item.added opened"
+        )
         call = _CALL_ITEMS[item_type]
-        ref = CallRef(at, None, call.tool, server=call.server, type=call.call_type)
-        item = self._items[at] = _Item(ref, announced=False)
-        if item_id is not None:
-            self._index_of_item[item_id] = at
+        item = _Item(CallRef(at, None, call.tool, server=call.server, type=call.call_type), announced=False)
+        if at is not None:
+            self._items[at] = item
+            if item_id is not None:
+                self._index_of_item[item_id] = at
         return item
 
     def _item_done(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:

@@ -5,6 +5,12 @@ willContinue}`` entries, in document order; a string value continues over later 
 path while ``willContinue`` is true. Writing them out as JSON text, as they come, lets the engine treat
 them like any other argument fragments: completeness, truncation (a stream cut mid-value leaves the
 text open, and the call comes back truncated with it) and append-safe deltas all work unchanged.
+
+A path may come back to an object or array that a later sibling already closed (``$.a.b``, ``$.c``,
+``$.a.d``). Text written in order cannot reopen it, so the text then names the key twice; the writer
+notices, and when the call closes it gives the merged arguments (``a`` holding both ``b`` and
+``d``; an array's items in order), which the decoder sends as the call's final snapshot. A call cut
+before that keeps the text as written.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from fsm.errors import RemoteProtocolError
+from fsm.jsontext import dumps, exact_float, exact_int
 
 _SEGMENT = re.compile(r"""\.([^.\[\]]+)|\[(\d+)\]|\[\s*'((?:[^'\\]|\\.)*)'\s*\]|\[\s*"((?:[^"\\]|\\.)*)"\s*\]""")
 
@@ -48,12 +55,13 @@ def parse_path(path: str) -> tuple[Segment, ...]:
 
 
 class _Frame:
-    __slots__ = ("count", "is_array", "segment")
+    __slots__ = ("count", "is_array", "offset", "segment")
 
     def __init__(self, segment: Segment | None, is_array: bool) -> None:
         self.segment = segment
         self.is_array = is_array
         self.count = 0
+        self.offset = 0  # items an array held before it was closed and came back to
 
 
 class PartialArgsWriter:
@@ -63,6 +71,9 @@ class PartialArgsWriter:
         self._frames: list[_Frame] = []
         self._string_path: tuple[Segment, ...] | None = None
         self._paths: dict[str, tuple[Segment, ...]] = {}  # a string's pieces repeat its path
+        self._closed: dict[tuple[Segment, ...], int] = {}  # containers a sibling closed: members written
+        self._pieces: list[str] = []  # the text written so far, to merge revisited containers at close
+        self.revisited = False
 
     def _path(self, path: str) -> tuple[Segment, ...]:
         parsed = self._paths.get(path)
@@ -82,7 +93,9 @@ class PartialArgsWriter:
             if not isinstance(entry, Mapping):
                 raise RemoteProtocolError("a partialArgs entry is not an object")
             self._entry(entry, out)
-        return "".join(out)
+        text = "".join(out)
+        self._pieces.append(text)
+        return text
 
     def close(self) -> str:
         """Close every open container (not an open string: that value never finished)."""
@@ -90,7 +103,23 @@ class PartialArgsWriter:
             return ""
         out = "".join("]" if f.is_array else "}" for f in reversed(self._frames))
         self._frames.clear()
+        self._pieces.append(out)
         return out
+
+    def merged(self) -> str | None:
+        """After close(), when a path revisited a closed container: the arguments with every
+        revisited container merged into its first appearance, as JSON text. None when the text
+        cannot be read back (a value that is not JSON, nesting too deep to parse): the text as
+        written stands, and its repeated key is reported when the call is parsed."""
+        text = "".join(self._pieces)
+        try:
+            value = json.loads(text, object_pairs_hook=_merge_pairs, parse_int=exact_int, parse_float=exact_float)
+        except (ValueError, RecursionError):
+            return None
+        return dumps(value)
+
+    def _path_of(self, depth: int) -> tuple[Segment, ...]:
+        return tuple(f.segment for f in self._frames[1 : depth + 1])  # type: ignore[misc]
 
     def _entry(self, entry: Mapping[str, Any], out: list[str]) -> None:
         path = self._path(str(entry.get("jsonPath", "")))
@@ -113,13 +142,22 @@ class PartialArgsWriter:
         while shared < min(len(open_path), len(parents)) and open_path[shared] == parents[shared]:
             shared += 1
         while len(self._frames) - 1 > shared:
+            closing = self._path_of(len(self._frames) - 1)
             frame = self._frames.pop()
+            self._closed[closing] = frame.count
             out.append("]" if frame.is_array else "}")
         for depth, segment in enumerate(parents[shared:], start=shared):
             self._member(segment, out)
             child_is_array = isinstance(path[depth + 1], int)
             out.append("[" if child_is_array else "{")
-            self._frames.append(_Frame(segment, child_is_array))
+            frame = _Frame(segment, child_is_array)
+            self._frames.append(frame)
+            written = self._closed.get(path[: depth + 1])
+            if written is not None:  # back in a container a sibling closed: merged at close()
+                self.revisited = True
+                if child_is_array:
+                    frame.count = written  # its items go on where they stopped
+                    frame.offset = written
         self._member(leaf, out)
         if "stringValue" in entry:
             out.append('"' + _escape(str(entry["stringValue"])))
@@ -128,7 +166,7 @@ class PartialArgsWriter:
             else:
                 out.append('"')
         elif "numberValue" in entry:
-            out.append(json.dumps(entry["numberValue"]))
+            out.append(_number(entry["numberValue"]))
         elif "boolValue" in entry:
             out.append("true" if entry["boolValue"] else "false")
         elif "nullValue" in entry:
@@ -144,11 +182,40 @@ class PartialArgsWriter:
                 raise RemoteProtocolError(f"partialArgs array index {segment} arrived out of order")
         elif not isinstance(segment, str):
             raise RemoteProtocolError(f"partialArgs index [{segment}] addresses an object")
-        if frame.count:
+        if frame.count > frame.offset:
             out.append(", ")
         if not frame.is_array:
             out.append(json.dumps(segment, ensure_ascii=False) + ": ")
         frame.count += 1
+
+
+def _number(value: Any) -> str:
+    """A number as JSON text; NaN stays ``NaN`` for the strict parse to refuse, and an integer too
+    long for Python's int-string conversion is written digit for digit."""
+    try:
+        return json.dumps(value)
+    except ValueError:
+        return dumps(value)
+
+
+def _merge_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for key, value in pairs:
+        held = merged.get(key)
+        merged[key] = _merge(held, value) if key in merged else value
+    return merged
+
+
+def _merge(held: Any, value: Any) -> Any:
+    """A revisited container and what the revisit added; anything else: the later value wins."""
+    if isinstance(held, dict) and isinstance(value, dict):
+        out = dict(held)
+        for key, item in value.items():
+            out[key] = _merge(out[key], item) if key in out else item
+        return out
+    if isinstance(held, list) and isinstance(value, list):
+        return held + value
+    return value
 
 
 def _escape(value: str) -> str:

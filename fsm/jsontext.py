@@ -1,0 +1,225 @@
+"""JSON text, strictly: how argument text is parsed and judged, and how JSON is written out.
+
+Three promises the rest of the package leans on:
+
+* **Parsing is strict, all of it.** ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON and are
+  refused. Duplicate keys are found (the last one wins, as in every mainstream parser) so the caller
+  can report them. Numbers are kept exactly: an integer longer than Python's int-string conversion
+  limit, or a number too large for a float, comes back as a :class:`decimal.Decimal` holding its
+  digits, instead of an error (the limit is read, never changed: it is process-wide).
+* **Writing never yields invalid or unencodable JSON.** :func:`dumps` refuses nothing it is handed:
+  exact numbers are written digit for digit, non-finite floats (which no strict parse produces) as
+  strings, and a lone UTF-16 surrogate as its ``\\udXXX`` escape, so the text always encodes as UTF-8.
+* **Text is Unicode.** :func:`mend_surrogates` joins surrogate pairs that arrived as two code points
+  and escapes the ones without a partner; the slot uses it where a UTF-16 server's code-unit slices
+  meet (specs/identity.toml, rule ``text-is-unicode``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import secrets
+from decimal import Decimal
+from typing import Any, Final
+
+_LONE: Final = re.compile("[\ud800-\udfff]")
+
+
+class NotJSON(ValueError):
+    """Text that Python's json module accepts but JSON does not (``NaN``, ``Infinity``)."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise NotJSON(f"{name} is not JSON")
+
+
+def exact_int(digits: str) -> int | Decimal:
+    try:
+        return int(digits)
+    except ValueError:  # longer than the int-string conversion limit: keep the digits
+        return Decimal(digits)
+
+
+def exact_float(text: str) -> float | Decimal:
+    value = float(text)
+    return value if math.isfinite(value) else Decimal(text)
+
+
+class _Duplicate(Exception):
+    """An object gave a key twice: parse again, noting which."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    built = dict(pairs)
+    if len(built) != len(pairs):
+        raise _Duplicate
+    return built
+
+
+class _Keys:
+    """An ``object_pairs_hook`` that builds dicts like json does and notes the keys given twice."""
+
+    __slots__ = ("duplicates",)
+
+    def __init__(self) -> None:
+        self.duplicates: list[str] = []
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        built = dict(pairs)
+        if len(built) != len(pairs):
+            seen: set[str] = set()
+            self.duplicates += [k for k, _ in pairs if k in seen or seen.add(k)]  # type: ignore[func-returns-value]
+        return built
+
+
+# Built once: json.loads with arguments builds a decoder per call, which costs more than a small parse.
+_STRICT = json.JSONDecoder(parse_constant=_refuse_constant, object_pairs_hook=_unique_keys, parse_float=exact_float)
+
+
+def parse_strict(text: str) -> tuple[Any, list[str]]:
+    """Parse ``text`` as strict JSON; return the value and the keys some object gave twice.
+
+    Raises ValueError (``json.JSONDecodeError``, or :class:`NotJSON` for ``NaN``/``Infinity``).
+    Numbers a Python int or float cannot hold exactly come back as ``Decimal``. Integers take the
+    C parser's own path (the common case, and no call per number), and floats are checked one by
+    one (an overflow to infinity cannot be seen afterwards without a walk over the value). A
+    repeated key, or an integer beyond the conversion limit, makes the parse start over on the
+    slower path that notes keys and keeps digits."""
+    try:
+        return _STRICT.decode(text), []
+    except (json.JSONDecodeError, NotJSON):
+        raise
+    except (_Duplicate, ValueError):  # ValueError: an integer beyond the int-string conversion limit
+        keys = _Keys()
+        value = json.loads(
+            text, parse_constant=_refuse_constant, object_pairs_hook=keys, parse_int=exact_int, parse_float=exact_float
+        )
+        return value, keys.duplicates
+
+
+_SAFE_INT_BITS: Final = 4096
+"""Integers this short have fewer digits than any int-string conversion limit Python allows."""
+_HEX4: Final = re.compile(r"\\?u[0-9a-fA-F]{0,4}(?:\\(?:u[0-9a-fA-F]{0,3})?)?")
+_NUMBER_TAIL: Final = re.compile(r"\.|[eE][+-]?")
+_NUMBER: Final = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_LITERALS: Final = ("true", "false", "null")
+
+
+_PREFIX = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
+def is_json_prefix(text: str, *, undecided: bool = False) -> bool:
+    """Could ``text`` be the beginning of a JSON document (or all of one)?
+
+    Decided by the C parser: a prefix of valid JSON fails only where the text runs out, so the
+    error's position is checked against what is left there (part of a literal, a number or an
+    escape). Text the parser cannot judge (nesting deeper than it recurses, an integer longer than
+    the int-string conversion limit) gets ``undecided``: the caller picks the safe answer."""
+    try:
+        _PREFIX.decode(text)
+    except NotJSON:
+        return False
+    except json.JSONDecodeError as exc:
+        return _fails_at_end(text, exc)
+    except (ValueError, RecursionError):
+        return undecided
+    return True
+
+
+def _fails_at_end(text: str, exc: json.JSONDecodeError) -> bool:
+    tail = text[exc.pos :]
+    message = exc.msg
+    if message == "Unterminated string starting at":
+        return True  # the string's content was read to the end: it had nothing invalid
+    if message.startswith("Invalid \\uXXXX escape"):
+        return _HEX4.fullmatch(tail) is not None
+    if message == "Expecting value":
+        return not tail or any(word.startswith(tail) for word in _LITERALS) or tail == "-"
+    if message.startswith("Expecting") and message.endswith("delimiter"):
+        # After a number the parser stops at a '.' or an exponent with no digit after it yet.
+        return not tail or _number_goes_on(text[: exc.pos], tail)
+    if message == "Expecting property name enclosed in double quotes":
+        return not tail
+    return False
+
+
+def _number_goes_on(before: str, tail: str) -> bool:
+    """Can ``tail`` (a '.', or an exponent mark and its sign) continue the number ``before`` ends with?"""
+    number = before[len(before.rstrip("0123456789.eE+-")) :]
+    if _NUMBER.fullmatch(number) is None or _NUMBER_TAIL.fullmatch(tail) is None:
+        return False
+    taken = ".eE" if tail == "." else "eE"
+    return not any(ch in number for ch in taken)
+
+
+# -- writing ----------------------------------------------------------------------------------------
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """Every surrogate code point in ``text`` as its JSON escape ``\\udXXX`` (valid only inside a
+    JSON string, where json.dumps puts every non-ASCII character)."""
+    return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def has_surrogate(text: str) -> bool:
+    return not text.isascii() and _LONE.search(text) is not None
+
+
+def mend_surrogates(text: str, *, json_text: bool = True) -> tuple[str, int, int]:
+    """``text`` with surrogate pairs (two code points) joined into their character and every other
+    surrogate replaced: by its JSON escape in JSON text (the same value inside a string), by
+    U+FFFD in freeform text (where an escape would be literal characters); also how many pairs
+    were joined and how many lone surrogates replaced."""
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    pairs = len(text) - len(joined)
+    if json_text:
+        mended, lone = _LONE.subn(lambda m: f"\\u{ord(m.group()):04x}", joined)
+    else:
+        mended, lone = _LONE.subn("\ufffd", joined)
+    return mended, pairs, lone
+
+
+def unicode_utf8(text: str) -> bytes:
+    """``text`` as UTF-8 after :func:`mend_surrogates`: the bytes a slot holds for it."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return mend_surrogates(text)[0].encode("utf-8")
+
+
+def _exact(value: Any, numbers: list[str], marker: str) -> Any:
+    """``value`` with every number json.dumps cannot write (strictly) swapped for a placeholder."""
+    if isinstance(value, dict):
+        return {k: _exact(v, numbers, marker) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_exact(v, numbers, marker) for v in value]
+    if isinstance(value, Decimal) or (type(value) is int and value.bit_length() > _SAFE_INT_BITS):
+        numbers.append(_number_text(value))
+        return f"{marker}{len(numbers) - 1}{marker}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # no strict parse produces one; a string keeps the output JSON
+    return value
+
+
+def _number_text(value: Decimal | int) -> str:
+    if isinstance(value, int):
+        value = Decimal(value)  # Decimal(int) is not bound by the int-string conversion limit
+    if not value.is_finite():
+        return json.dumps(str(value))
+    return str(value)
+
+
+def dumps(value: Any, *, indent: int | None = None) -> str:
+    """``json.dumps(value, ensure_ascii=False)`` that always gives valid JSON encodable as UTF-8."""
+    try:
+        out = json.dumps(value, ensure_ascii=False, allow_nan=False, indent=indent)
+    except (ValueError, TypeError):
+        numbers: list[str] = []
+        marker = secrets.token_hex(8)  # a placeholder no string in ``value`` can be mistaken for
+        out = json.dumps(_exact(value, numbers, marker), ensure_ascii=False, allow_nan=False, indent=indent)
+        out = re.sub(f'"{marker}(\\d+){marker}"', lambda m: numbers[int(m.group(1))], out)
+    if not out.isascii() and _LONE.search(out) is not None:
+        out = escape_lone_surrogates(out)
+    return out
