@@ -363,3 +363,18 @@ def test_an_announcement_after_the_input_names_the_call_it_opened() -> None:
     (call,) = result.calls
     assert (call.wire_id, call.name, call.input, call.status) == ("call_c", "apply_diff", "ab", CallStatus.COMPLETE)
     assert result.codes().count("unopened-call") == 1
+
+
+def test_the_built_in_item_is_kept_on_the_call_and_in_traces() -> None:
+    from fsm.serialize import event_from_json, event_to_json
+
+    vector = json.loads((VECTOR_DIR / "responses-builtin-client-calls.json").read_text())
+    result = run(vector["events"])
+    shell = result.calls[1]
+    assert shell.item is not None and shell.item["environment"] == {"type": "local"}
+    assert shell.item["id"] == "sh_1" and shell.item["status"] == "completed"
+    assert result_to_json(result)["calls"][1]["item"] == shell.item
+    seen = CallSeen(CallRef(0, "call_s", "shell", type="shell_call"), item=shell.item)
+    assert event_from_json(event_to_json(seen)) == seen
+    hosted = run([CREATED, item_done(0, {"type": "web_search_call", "id": "ws", "action": {"query": "q"}}), COMPLETED])
+    assert hosted.server_tool_calls[0].item is None  # the provider's own: never sent back
