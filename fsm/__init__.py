@@ -29,6 +29,7 @@ from fsm.events import (  # noqa: E402
     Event,
     StreamEnd,
 )
+from fsm.oneshot import areassemble, reassemble  # noqa: E402
 from fsm.options import (  # noqa: E402
     CumulativeArguments,
     EmptyArguments,
@@ -37,7 +38,7 @@ from fsm.options import (  # noqa: E402
     Limits,
     Policies,
 )
-from fsm.reassembler import Reassembler, areassemble, reassemble  # noqa: E402
+from fsm.reassembler import Reassembler  # noqa: E402
 from fsm.reemit import DeltaEmitter, FlushPolicy  # noqa: E402
 from fsm.results import (  # noqa: E402
     ArgumentsDelta,

@@ -10,8 +10,7 @@ skipped in lax mode, raised as :class:`FramingError` in strict mode. After any r
 stream takes no more input, and ``close()`` returns the result so far: the calls completed before
 the fault, the open ones truncated with their text (diagnostic ``stream-failed``).
 
-One room: this is the one object a caller holds, and feeding, framing, the result so far after a
-fault and closing all read and change the same per-stream state.
+A whole stream in one call: :func:`fsm.reassemble` / :func:`fsm.areassemble` (``fsm/oneshot.py``).
 """
 
 from __future__ import annotations
@@ -49,7 +48,7 @@ from fsm.options import Limits, Policies
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.decoders._wire import BareRefs
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, commonest_chunk
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import BOM, DONE, Framer, detect_framing, make_framer
 from fsm.wire.sdk import sdk_payload
@@ -399,82 +398,3 @@ class Reassembler:
             registry.finish(event.finish_reason)
         elif isinstance(event, TURN_CONTENT_TYPES):
             self._content.apply(event)
-
-
-def _chunks(stream: Any) -> Any:
-    if isinstance(stream, bytes | bytearray | memoryview | str):
-        return (stream,)  # a whole body
-    return stream
-
-
-def _feed_any(reassembler: Reassembler, item: Any) -> None:
-    if isinstance(item, bytes | bytearray | memoryview):
-        reassembler.feed_bytes(bytes(item))
-    elif isinstance(item, str):
-        reassembler.feed_bytes(item.encode("utf-8"))
-    else:
-        reassembler.feed(item)
-
-
-def reassemble(stream: Any, provider: str = "auto", **options: Any) -> Result:
-    """Reassemble a whole stream in one call: an iterable of raw bytes or text (body chunks), wire
-    payloads, SDK objects or stream-helper events, or a stream manager (``client.chat.completions.
-    stream(...)``, ``client.messages.stream(...)``), which is entered and closed here. ``options``
-    are :class:`Reassembler`'s (``strict``, ``policies``, ``limits``, ``taken``)."""
-    reassembler = Reassembler(provider, **options)
-    if not hasattr(stream, "__iter__") and hasattr(stream, "__enter__"):
-        with stream as entered:
-            for item in _chunks(entered):
-                _feed_any(reassembler, item)
-    else:
-        for item in _chunks(stream):
-            _feed_any(reassembler, item)
-    return reassembler.close()
-
-
-async def areassemble(stream: Any, provider: str = "auto", **options: Any) -> Result:
-    """:func:`reassemble` for an async stream (``AsyncStream``, an async stream manager, an async
-    generator); a plain iterable is taken too."""
-    reassembler = Reassembler(provider, **options)
-    if not hasattr(stream, "__aiter__") and hasattr(stream, "__aenter__"):
-        async with stream as entered:
-            async for item in entered:
-                _feed_any(reassembler, item)
-    elif hasattr(stream, "__aiter__"):
-        async for item in stream:
-            _feed_any(reassembler, item)
-    else:
-        for item in _chunks(stream):
-            _feed_any(reassembler, item)
-    return reassembler.close()
-
-
-def commonest_chunk(payload: dict[str, Any]) -> tuple[int, str] | None:
-    """(index, text) when an OpenAI chat chunk is the commonest kind: one choice (index 0, no
-    finish reason) whose delta holds one tool-call entry with an integer index, no id, no name and
-    non-empty argument text, and no usage, text or reasoning beside it. OpenAIChatDecoder makes
-    exactly one bare ArgumentsFragment of such a chunk; a test replays every vector and fuzzed
-    stream with and without this shortcut."""
-    choices = payload.get("choices")
-    if type(choices) is not list or len(choices) != 1 or payload.get("error") or payload.get("usage"):
-        return None
-    choice = choices[0]
-    if type(choice) is not dict or choice.get("index") or choice.get("finish_reason"):
-        return None
-    delta = choice.get("delta")
-    # turn content rides beside a fragment on some servers: the decoder reads it, so no shortcut
-    if type(delta) is not dict or delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning"):
-        return None
-    entries = delta.get("tool_calls")
-    if type(entries) is not list or len(entries) != 1:
-        return None
-    entry = entries[0]
-    if type(entry) is not dict or entry.get("id") is not None:
-        return None
-    function = entry.get("function")
-    if type(function) is not dict or function.get("name") is not None:
-        return None
-    index, text = entry.get("index"), function.get("arguments")
-    if type(index) is not int or type(text) is not str or not text:
-        return None
-    return index, text

@@ -12,24 +12,9 @@ from typing import Any
 import pytest
 
 from fsm.cli import main
+from fsm.harness.captures import PROVIDER_OF_SHAPE
 from tests.conftest import CAPTURES, captures, meta_for, require_captures
 
-PROVIDER_OF_SHAPE = {
-    "openai_chat": "openai-chat",
-    "deepseek": "openai-chat",
-    "groq": "openai-chat",
-    "mistral": "openai-chat",
-    "openrouter": "openai-chat",
-    "gemini_openai_compat": "openai-chat",
-    "ollama_openai_compat": "openai-chat",
-    "openai_responses": "openai-responses",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "gemini_vertex_partial_args": "gemini",
-    "ollama_native": "ollama",
-    "bedrock": "bedrock",
-    "cohere": "cohere",
-}
 # The provider's own finish reason, as recorded in the metas, and what the engine reports for it.
 FINISH = {"STOP": "tool_calls", "tool_use": "tool_calls", "max_tokens": "length"}
 

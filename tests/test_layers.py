@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("vocabulary", {"fsm.errors", "fsm.spec", "fsm.events", "fsm.results", "fsm.options", "fsm.jsontext"}),
     ("engine", {"fsm.engine"}),
     ("wire", {"fsm.wire"}),
-    ("facade", {"fsm.reassembler", "fsm.reemit", "fsm.serialize", "fsm.content", "fsm.messages"}),
+    ("facade", {"fsm.reassembler", "fsm.oneshot", "fsm.reemit", "fsm.serialize", "fsm.content", "fsm.messages"}),
     ("public", {"fsm"}),
     ("history", {"fsm.history"}),
     ("harness", {"fsm.harness"}),

@@ -14,29 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fsm.harness.captures import PROVIDER_OF_SHAPE
+
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT.parent / "shared" / "captures"
 
 Call = tuple[str | None, str | None, Any]
 """(id or None when any id will do, name, arguments as a JSON value)."""
-
-# The fsm decoder of each capture folder (wire shape).
-PROVIDER_OF_SHAPE = {
-    "openai_chat": "openai-chat",
-    "deepseek": "openai-chat",
-    "groq": "openai-chat",
-    "mistral": "openai-chat",
-    "openrouter": "openai-chat",
-    "gemini_openai_compat": "openai-chat",
-    "ollama_openai_compat": "openai-chat",
-    "openai_responses": "openai-responses",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "gemini_vertex_partial_args": "gemini",
-    "ollama_native": "ollama",
-    "bedrock": "bedrock",
-    "cohere": "cohere",
-}
 
 
 @dataclass

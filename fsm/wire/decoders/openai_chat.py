@@ -186,3 +186,34 @@ def _text(value: Any, field: str, position: int) -> str | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)  # some servers send numeric ids
     raise RemoteProtocolError(f"tool_calls[{position}].{field} is {type(value).__name__}, not a string")
+
+
+def commonest_chunk(payload: dict[str, Any]) -> tuple[int, str] | None:
+    """(index, text) when an OpenAI chat chunk is the commonest kind: one choice (index 0, no
+    finish reason) whose delta holds one tool-call entry with an integer index, no id, no name and
+    non-empty argument text, and no usage, text or reasoning beside it. OpenAIChatDecoder makes
+    exactly one bare ArgumentsFragment of such a chunk; a test replays every vector and fuzzed
+    stream with and without this shortcut."""
+    choices = payload.get("choices")
+    if type(choices) is not list or len(choices) != 1 or payload.get("error") or payload.get("usage"):
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("index") or choice.get("finish_reason"):
+        return None
+    delta = choice.get("delta")
+    # turn content rides beside a fragment on some servers: the decoder reads it, so no shortcut
+    if type(delta) is not dict or delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning"):
+        return None
+    entries = delta.get("tool_calls")
+    if type(entries) is not list or len(entries) != 1:
+        return None
+    entry = entries[0]
+    if type(entry) is not dict or entry.get("id") is not None:
+        return None
+    function = entry.get("function")
+    if type(function) is not dict or function.get("name") is not None:
+        return None
+    index, text = entry.get("index"), function.get("arguments")
+    if type(index) is not int or type(text) is not str or not text:
+        return None
+    return index, text
