@@ -46,6 +46,9 @@ class CallSeen:
     signature: str | None = None
     """An opaque signature the provider wants replayed with the call (Gemini ``thoughtSignature``).
     Not identity: it is kept on whichever call the event lands on."""
+    item: dict[str, Any] | None = None
+    """A built-in client item as the wire has it now (Responses ``shell_call``, ...): kept whole on
+    the call it lands on, the latest one winning, so the call can be sent back as the item it was."""
 
 
 @attrs.frozen(slots=True)
@@ -81,6 +84,9 @@ class CallEnd:
 
     ref: CallRef
     """Which call, as far as the wire says."""
+    incomplete: bool = False
+    """The provider ended the call but called it unfinished (a Responses item's ``status:
+    "incomplete"``): the call is truncated, whatever text it holds."""
 
 
 @attrs.frozen(slots=True)

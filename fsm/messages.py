@@ -15,17 +15,22 @@ the google-genai SDK accepts as it is). What goes back is what the provider sent
   is left out: Anthropic refuses it. Chat Completions has no field for reasoning, so it is not sent;
 * server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools) are the provider's own
   and are not replayed;
-* OpenAI custom (freeform) calls go back as custom calls with their ``input`` text. A Responses
-  built-in call (``apply_patch_call``, ``shell_call``, ...) has an item shape of its own that a result
-  does not keep whole, so building it is refused with :class:`~fsm.errors.LocalProtocolError`, never
-  sent in a wrong shape.
+* OpenAI custom (freeform) calls go back as custom calls with their ``input`` text;
+* Responses built-in client calls (``apply_patch_call``, ``shell_call``, ``local_shell_call``,
+  ``computer_call``) go back as the item the provider sent (:attr:`~fsm.results.ToolCall.item`):
+  its item ``id``, ``call_id``, ``operation``/``action``, ``status`` and, where the type has them,
+  ``environment``, ``caller`` and ``pending_safety_checks``; fields the input item does not take
+  (``created_by``) are dropped. Other formats cannot carry them: LocalProtocolError, never a
+  wrong shape.
 
 **Calls that did not complete** (status truncated or invalid) must not be executed, and a call sent
 back must be answered. ``incomplete="omit"`` (the default) leaves them out of the assistant message:
 the model never sees them, and :func:`omitted` lists them (the result's diagnostics say why each one
 failed). ``incomplete="include"`` keeps them, with their raw text where the format takes text and an
 empty object where it takes an object; answer each with :func:`incomplete_answers`, which builds an
-error result per call, so the model learns the call failed and can try again.
+error result per call, so the model learns the call failed and can try again. A built-in client call
+that did not complete is left out even then: its action may be missing, and not every built-in
+output can say "not run" (a computer call is answered with a screenshot).
 
 :func:`tool_result` builds the answer to one call: an OpenAI ``tool`` message, a Responses
 ``function_call_output`` item, an Anthropic ``tool_result`` block or a Gemini ``functionResponse``
@@ -48,6 +53,23 @@ Incomplete = Literal["omit", "include"]
 Message = dict[str, Any]
 
 
+BUILT_IN_OUTPUTS = {
+    "apply_patch_call": "apply_patch_call_output",
+    "shell_call": "shell_call_output",
+    "local_shell_call": "local_shell_call_output",
+    "computer_call": "computer_call_output",
+}
+"""Responses built-in client call types and the output item type that answers each."""
+_BUILT_IN_FIELDS = {
+    "apply_patch_call": ("id", "call_id", "operation", "status", "caller"),
+    "shell_call": ("id", "call_id", "action", "status", "environment", "caller"),
+    "local_shell_call": ("id", "call_id", "action", "status"),
+    "computer_call": ("id", "call_id", "action", "actions", "pending_safety_checks", "status"),
+}
+"""The fields each built-in call's input item takes (openai-python's ``ResponseInputItemParam``)."""
+_ID_REQUIRED = frozenset({"local_shell_call", "computer_call"})
+
+
 def _check_format(format: str) -> None:
     if format not in FORMATS:
         raise LocalProtocolError(f"unknown message format {format!r} (known: {', '.join(FORMATS)})")
@@ -57,13 +79,17 @@ def _calls(result: Result, incomplete: str) -> tuple[ToolCall, ...]:
     if incomplete == "omit":
         return result.complete_calls
     if incomplete == "include":
-        return result.calls
+        return tuple(call for call in result.calls if call.status is CallStatus.COMPLETE or not _built_in(call))
     raise LocalProtocolError(f"incomplete must be 'omit' or 'include', not {incomplete!r}")
 
 
 def omitted(result: Result) -> tuple[ToolCall, ...]:
     """The calls ``incomplete="omit"`` leaves out: every call whose status is not complete."""
     return tuple(call for call in result.calls if call.status is not CallStatus.COMPLETE)
+
+
+def _built_in(call: ToolCall) -> bool:
+    return call.type in BUILT_IN_OUTPUTS
 
 
 def _arguments(call: ToolCall) -> dict[str, Any]:
@@ -135,18 +161,51 @@ def _openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messa
         items.append(item)
     if result.text:
         items.append({"type": "message", "role": "assistant", "content": result.text})
-    items += [
-        {"type": "custom_tool_call", "call_id": call.id, "name": call.name or "", "input": call.input or ""}
-        if _kind(call, "openai-responses", ("function", "custom")) == "custom"
-        else {
-            "type": "function_call",
-            "call_id": call.id,
-            "name": call.name or "",
-            "arguments": call.arguments_json or "",
-        }
-        for call in calls
-    ]
+    for call in calls:
+        kind = _kind(call, "openai-responses", ("function", "custom", *BUILT_IN_OUTPUTS))
+        if kind == "custom":
+            items.append(
+                {"type": "custom_tool_call", "call_id": call.id, "name": call.name or "", "input": call.input or ""}
+            )
+        elif kind == "function":
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": call.id,
+                    "name": call.name or "",
+                    "arguments": call.arguments_json or "",
+                }
+            )
+        else:
+            items.append(_built_in_item(call))
     return items
+
+
+def _built_in_item(call: ToolCall) -> Message:
+    """A complete built-in client call as its Responses input item: the provider's item with the
+    fields the input item takes; without one (a call built by hand), from the call's own fields."""
+    source: dict[str, Any] = dict(call.item) if call.item is not None else {}
+    if call.item is None:
+        arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        if call.type == "apply_patch_call":
+            source["operation"] = arguments
+        elif call.type == "computer_call" and set(arguments) == {"actions"}:
+            source["actions"] = arguments["actions"]
+        else:
+            source["action"] = arguments
+        if call.type == "computer_call":
+            source["pending_safety_checks"] = []
+    item: Message = {"type": call.type}
+    for field in _BUILT_IN_FIELDS[call.type]:
+        if source.get(field) is not None:
+            item[field] = source[field]
+    item["call_id"] = call.id  # the id the answer pairs by (renamed where the wire repeated one)
+    item["status"] = "completed"
+    if call.type in _ID_REQUIRED and "id" not in item:
+        raise LocalProtocolError(
+            f"call {call.id}: a {call.type} input item needs the item id, which the wire never gave"
+        )
+    return item
 
 
 def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
@@ -198,14 +257,32 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
     """The answer to ``call``: ``output`` is the tool's return value (text, or anything JSON can
     write, which text formats receive as JSON text). ``is_error`` marks a failure where the format
     can say so (Anthropic ``is_error``, Gemini's ``error`` key); OpenAI has no such flag, so there the
-    output itself must say it."""
+    output itself must say it.
+
+    A Responses built-in client call is answered with its own output item, ``output`` mapped so:
+
+    * ``apply_patch_call`` → ``apply_patch_call_output``: ``output`` as text (its log), ``status``
+      ``failed`` when ``is_error`` else ``completed``;
+    * ``shell_call`` → ``shell_call_output``: text becomes one chunk, as ``stdout`` with exit code 0,
+      or with ``is_error`` as ``stderr`` with exit code 1; an object ``{stdout, stderr, outcome}``
+      or a list of them (one per command) goes as it is; the action's ``max_output_length`` is
+      echoed;
+    * ``local_shell_call`` → ``local_shell_call_output``: ``output`` as text, paired by ``id`` (the
+      SDK's input item has no ``call_id`` field: the id there is the call's);
+    * ``computer_call`` → ``computer_call_output``: ``output`` is the screenshot taken after the
+      action, an image URL (``https:`` or ``data:image/png;base64,...``) or an object with
+      ``image_url`` or ``file_id``. Pending safety checks are never acknowledged for the caller:
+      after a person has approved them, add ``acknowledged_safety_checks`` to the returned item.
+    """
     _check_format(format)
     if format == "openai-chat":
         _kind(call, format, ("function", "custom"))
         return {"role": "tool", "tool_call_id": call.id, "content": _as_text(output)}
     if format == "openai-responses":
-        custom = _kind(call, format, ("function", "custom")) == "custom"
-        answer_type = "custom_tool_call_output" if custom else "function_call_output"
+        kind = _kind(call, format, ("function", "custom", *BUILT_IN_OUTPUTS))
+        if kind in BUILT_IN_OUTPUTS:
+            return _built_in_output(call, output, is_error)
+        answer_type = "custom_tool_call_output" if kind == "custom" else "function_call_output"
         return {"type": answer_type, "call_id": call.id, "output": _as_text(output)}
     _kind(call, format)
     if format == "anthropic":
@@ -217,6 +294,60 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
     if call.wire_id is not None:
         response["id"] = call.id
     return {"functionResponse": response}
+
+
+def _built_in_output(call: ToolCall, output: Any, is_error: bool) -> Message:
+    """The output item answering a built-in client call; ``output`` maps to each type's shape as
+    :func:`tool_result` documents."""
+    answer_type = BUILT_IN_OUTPUTS[call.type]
+    if call.type == "apply_patch_call":
+        return {
+            "type": answer_type,
+            "call_id": call.id,
+            "status": "failed" if is_error else "completed",
+            "output": _as_text(output),
+        }
+    if call.type == "local_shell_call":
+        # The SDK's input item pairs by ``id``, which holds the call's call_id.
+        return {"type": answer_type, "id": call.id, "output": _as_text(output)}
+    if call.type == "shell_call":
+        answer: Message = {"type": answer_type, "call_id": call.id, "output": _shell_output(output, is_error)}
+        limit = call.arguments.get("max_output_length") if isinstance(call.arguments, dict) else None
+        if limit is not None:
+            answer["max_output_length"] = limit
+        return answer
+    return {"type": answer_type, "call_id": call.id, "output": _screenshot(call, output)}
+
+
+def _shell_output(output: Any, is_error: bool) -> list[Any]:
+    if isinstance(output, str):
+        exit_code = 1 if is_error else 0
+        return [
+            {
+                "stdout": "" if is_error else output,
+                "stderr": output if is_error else "",
+                "outcome": {"type": "exit", "exit_code": exit_code},
+            }
+        ]
+    if isinstance(output, dict):
+        return [output]
+    if isinstance(output, list):
+        return output
+    raise LocalProtocolError(
+        "a shell_call output is text, or one {stdout, stderr, outcome} object or a list of them, "
+        f"not {type(output).__name__}"
+    )
+
+
+def _screenshot(call: ToolCall, output: Any) -> dict[str, Any]:
+    if isinstance(output, str):
+        return {"type": "computer_screenshot", "image_url": output}
+    if isinstance(output, dict) and ("image_url" in output or "file_id" in output):
+        return {"type": "computer_screenshot", **output}
+    raise LocalProtocolError(
+        f"call {call.id}: a computer_call is answered with a screenshot: an image URL "
+        "(https or a data: URL) or an object with image_url or file_id"
+    )
 
 
 def tool_results(answers: Iterable[Message], format: Format) -> list[Message]:
@@ -241,4 +372,5 @@ def incomplete_answers(result: Result, format: Format) -> list[Message]:
     return [
         tool_result(call, f"Not run: {why[call.status]}. Call the tool again.", format, is_error=True)
         for call in omitted(result)
+        if not _built_in(call)  # left out of the assistant message even with incomplete="include"
     ]

@@ -360,13 +360,13 @@ class Reassembler:
             if isinstance(event, ArgumentsFragment):
                 landed = registry.arguments(event.ref, event.text, "fragment")
             elif isinstance(event, CallSeen):
-                landed = registry.call_seen(event.ref)
+                landed = registry.call_seen(event.ref, event.item)
             else:
                 landed = registry.arguments(event.ref, event.text, "confirmation" if event.confirms else "snapshot")
             if event.signature and landed is not None and landed.signature is None:
                 landed.signature = event.signature  # not identity: it rides on the call it came with
         elif isinstance(event, CallEnd):
-            registry.call_end(event.ref)
+            registry.call_end(event.ref, "abandon" if event.incomplete else "end")
         elif isinstance(event, StreamEnd):
             if self._finish is not None:  # the first finish reason stands; a different one is reported
                 if event.finish_reason != (first := self._finish.finish_reason):

@@ -61,6 +61,11 @@ class ToolCall:
     ``computer_call``; for server calls ``mcp_call``, ``web_search_call``, ...)."""
     input: str | None = None
     """A freeform call's input text, as assembled (raw when truncated); None for other calls."""
+    item: dict[str, Any] | None = None
+    """A built-in client item (``apply_patch_call``, ``shell_call``, ``local_shell_call``,
+    ``computer_call``) as the provider last sent it, every field kept (its item ``id``, ``status``,
+    ``pending_safety_checks``, ``environment``): what :mod:`fsm.messages` sends back. None for
+    other calls."""
 
 
 @attrs.frozen(slots=True)

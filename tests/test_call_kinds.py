@@ -279,3 +279,102 @@ def test_the_sdk_event_and_item_shapes_are_the_ones_decoded() -> None:
         ("custom", "apply_diff", "line 1\n", None),
         ("apply_patch_call", "apply_patch", None, patch),
     ]
+
+
+# -- nothing vanishes: input for an item never announced, items the provider gave up on ---------------
+
+
+def unannounced_delta(at: int, text: str) -> dict[str, Any]:
+    return {"type": "response.custom_tool_call_input.delta", "output_index": at, "item_id": "ctc_9", "delta": text}
+
+
+def test_input_for_an_unannounced_item_opens_the_call_and_a_cut_keeps_its_text() -> None:
+    result = run([CREATED, unannounced_delta(0, "*** Begin"), unannounced_delta(0, " Patch")])
+    (call,) = result.calls
+    assert (call.type, call.status, call.input, call.name) == ("custom", CallStatus.TRUNCATED, "*** Begin Patch", None)
+    assert result.codes()[0] == "unopened-call" and "truncated" in result.codes()
+    assert "'ctc_9'" in result.diagnostics[0].message and "output_index 0" in result.diagnostics[0].message
+    with pytest.raises(RemoteProtocolError, match=r"no output_item\.added opened"):
+        run([CREATED, unannounced_delta(0, "x")], strict=True)
+
+
+def test_an_unannounced_item_gets_its_call_id_and_name_at_its_end() -> None:
+    whole = dict(custom_item(text="a+b"), id="ctc_9", status="completed")
+    done_event = {"type": "response.custom_tool_call_input.done", "output_index": 0, "item_id": "ctc_9", "input": "a+b"}
+    result = run(
+        [CREATED, unannounced_delta(0, "a"), unannounced_delta(0, "+b"), done_event, item_done(0, whole), COMPLETED]
+    )
+    (call,) = result.calls
+    assert (call.type, call.wire_id, call.name, call.input, call.status) == (
+        "custom",
+        "call_c",
+        "apply_diff",
+        "a+b",
+        CallStatus.COMPLETE,
+    )
+    assert result.codes().count("unopened-call") == 1  # reported once, for the item, not per event
+
+
+def test_function_arguments_for_an_unannounced_item_are_kept_when_cut() -> None:
+    piece = {
+        "type": "response.function_call_arguments.delta",
+        "output_index": 2,
+        "item_id": "fc_9",
+        "delta": '{"q": "o',
+    }
+    result = run([CREATED, piece])
+    (call,) = result.calls
+    assert (call.type, call.status, call.arguments_json) == ("function", CallStatus.TRUNCATED, '{"q": "o')
+
+
+def test_input_without_an_output_index_is_still_a_call() -> None:
+    piece = {"type": "response.function_call_arguments.delta", "item_id": "fc_9", "delta": '{"a": 1}'}
+    result = run([CREATED, piece, COMPLETED])
+    assert [(c.type, c.arguments, c.status) for c in result.calls] == [("function", {"a": 1}, CallStatus.COMPLETE)]
+    assert "unopened-call" in result.codes() and "'fc_9'" in result.diagnostics[0].message
+
+
+@pytest.mark.parametrize(
+    ("item_type", "field", "value"),
+    [
+        ("apply_patch_call", "operation", {"type": "delete_file", "path": "a.txt"}),
+        ("shell_call", "action", {"commands": ["rm -rf build"]}),
+        ("local_shell_call", "action", {"type": "exec", "command": ["ls"], "env": {}}),
+        ("computer_call", "action", {"type": "click", "button": "left", "x": 1, "y": 2}),
+        ("function_call", "arguments", '{"a": 1}'),
+    ],
+)
+def test_an_item_finished_incomplete_is_truncated_never_complete(item_type: str, field: str, value: Any) -> None:
+    item = {"type": item_type, "id": "it_1", "call_id": "call_i", "name": "f", field: value}
+    result = run(
+        [CREATED, added(0, dict(item, status="in_progress")), item_done(0, dict(item, status="incomplete")), COMPLETED]
+    )
+    (call,) = result.calls
+    assert call.status is CallStatus.TRUNCATED and result.complete_calls == ()
+    assert call.arguments is None and json.loads(call.arguments_json or "") == (
+        json.loads(value) if isinstance(value, str) else value
+    )
+    (why,) = [d for d in result.diagnostics if d.code == "truncated"]
+    assert "incomplete" in why.message
+
+
+def test_an_announcement_after_the_input_names_the_call_it_opened() -> None:
+    result = run([CREATED, unannounced_delta(0, "a"), added(0, custom_item()), delta(0, "b"), done(0, "ab"), COMPLETED])
+    (call,) = result.calls
+    assert (call.wire_id, call.name, call.input, call.status) == ("call_c", "apply_diff", "ab", CallStatus.COMPLETE)
+    assert result.codes().count("unopened-call") == 1
+
+
+def test_the_built_in_item_is_kept_on_the_call_and_in_traces() -> None:
+    from fsm.serialize import event_from_json, event_to_json
+
+    vector = json.loads((VECTOR_DIR / "responses-builtin-client-calls.json").read_text())
+    result = run(vector["events"])
+    shell = result.calls[1]
+    assert shell.item is not None and shell.item["environment"] == {"type": "local"}
+    assert shell.item["id"] == "sh_1" and shell.item["status"] == "completed"
+    assert result_to_json(result)["calls"][1]["item"] == shell.item
+    seen = CallSeen(CallRef(0, "call_s", "shell", type="shell_call"), item=shell.item)
+    assert event_from_json(event_to_json(seen)) == seen
+    hosted = run([CREATED, item_done(0, {"type": "web_search_call", "id": "ws", "action": {"query": "q"}}), COMPLETED])
+    assert hosted.server_tool_calls[0].item is None  # the provider's own: never sent back

@@ -52,6 +52,7 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
         "thought_signature",
         "type",
         "input",
+        "item",
     ]
     assert data["calls"][0] == {
         "index": 0,
@@ -64,6 +65,7 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
         "thought_signature": None,
         "type": "function",
         "input": None,
+        "item": None,
     }
 
 

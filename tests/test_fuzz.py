@@ -63,3 +63,10 @@ def test_fuzz_command_reports_streams() -> None:
     out = io.StringIO()
     assert main(["fuzz", "--shape", "ollama", "--examples", "10"], stdout=out, stderr=sys.stderr) == 0
     assert "ollama" in out.getvalue() and "0 failing" in out.getvalue()
+
+
+def test_the_robustness_fuzzer_renders_streams_cut_inside_surrogate_pairs() -> None:
+    # Seed 1130 draws an openai-chat case whose fragments hold lone UTF-16 halves; rendering it to
+    # bytes once raised UnicodeEncodeError inside the fuzzer itself (exit 3 from `toolcall-fsm fuzz`).
+    report = fuzz.fuzz("openai-chat", "robust", BUDGET, 1130)
+    assert report.problems == [], report.failure

@@ -9,6 +9,7 @@ import base64
 import json
 from typing import Any
 
+import attrs
 import pytest
 
 from fsm import Reassembler, Result, messages
@@ -378,16 +379,115 @@ def test_custom_calls_go_back_as_custom_calls() -> None:
         messages.assistant_message(result, "anthropic")
 
 
-def test_built_in_calls_are_refused_not_misshapen() -> None:
-    item = {
+def builtin_vector_result() -> Result:
+    from fsm.harness.vectors import VECTOR_DIR
+
+    vector = json.loads((VECTOR_DIR / "responses-builtin-client-calls.json").read_text())
+    return synthetic("openai-responses", vector["events"])
+
+
+BUILT_IN_ANSWERS: dict[str, Any] = {
+    "apply_patch_call": "Updated src/app.py",
+    "shell_call": [{"stdout": "a\nb\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}],
+    "local_shell_call": "total 0",
+    "computer_call": "data:image/png;base64,iVBORw0KGgo=",
+}
+
+
+def test_built_in_calls_go_back_as_their_items_with_their_outputs() -> None:
+    result = builtin_vector_result()
+    items = messages.assistant_message(result, "openai-responses")
+    answers = [messages.tool_result(call, BUILT_IN_ANSWERS[call.type], "openai-responses") for call in result.calls]
+    validate("openai-responses", items, answers)
+    by_type = {item["type"]: item for item in items}
+    for call in result.calls:
+        item = by_type[call.type]
+        assert item["call_id"] == call.id and item["status"] == "completed"
+        assert item.get("operation", item.get("action")) == call.arguments
+        assert call.item is not None and item.get("id") == call.item.get("id")
+    assert "environment" in by_type["shell_call"]
+    assert "pending_safety_checks" in by_type["computer_call"]
+    assert [a["type"] for a in answers] == [
+        "apply_patch_call_output",
+        "shell_call_output",
+        "local_shell_call_output",
+        "computer_call_output",
+    ]
+    assert answers[3]["output"] == {"type": "computer_screenshot", "image_url": BUILT_IN_ANSWERS["computer_call"]}
+    built = [{"role": "user", "content": "go"}, *items, *answers]
+    report = check(built, "responses")
+    assert not report.rejected and not report.findings, report.findings
+    assert check(built).format == "responses"
+
+
+def test_built_in_outputs_map_text_errors_and_limits() -> None:
+    result = builtin_vector_result()
+    patch, shell, local, computer = result.calls
+    failed = messages.tool_result(patch, "hunk 1 did not apply", "openai-responses", is_error=True)
+    assert failed == {
+        "type": "apply_patch_call_output",
+        "call_id": patch.id,
+        "status": "failed",
+        "output": "hunk 1 did not apply",
+    }
+    said = messages.tool_result(shell, "no such file", "openai-responses", is_error=True)
+    assert said["output"] == [{"stdout": "", "stderr": "no such file", "outcome": {"type": "exit", "exit_code": 1}}]
+    assert said["max_output_length"] == shell.arguments["max_output_length"]
+    assert messages.tool_result(local, "ok", "openai-responses") == {
+        "type": "local_shell_call_output",
+        "id": local.id,
+        "output": "ok",
+    }
+    assert messages.tool_result(computer, {"file_id": "file_1"}, "openai-responses")["output"] == {
+        "type": "computer_screenshot",
+        "file_id": "file_1",
+    }
+    validate("openai-responses", [], [failed, said])
+    with pytest.raises(LocalProtocolError, match="screenshot"):
+        messages.tool_result(computer, {"clicked": True}, "openai-responses")
+    with pytest.raises(LocalProtocolError, match="shell_call output"):
+        messages.tool_result(shell, 3, "openai-responses")
+    with pytest.raises(LocalProtocolError, match="apply_patch_call"):
+        messages.assistant_message(result, "anthropic")
+    with pytest.raises(LocalProtocolError, match="shell_call"):
+        messages.tool_result(shell, "ok", "openai-chat")
+
+
+def test_output_fields_the_input_item_does_not_take_are_dropped() -> None:
+    operation = {"type": "update_file", "path": "a.py", "diff": "@@"}
+    item = {"type": "apply_patch_call", "id": "apc_1", "call_id": "call_p", "operation": operation, "created_by": "x"}
+    result = synthetic("openai-responses", responses_item_stream(item, [], "response.noop.delta"))
+    (sent,) = messages.assistant_message(result, "openai-responses")
+    assert sent == {
         "type": "apply_patch_call",
         "id": "apc_1",
         "call_id": "call_p",
-        "operation": {"type": "update_file", "path": "a.py", "diff": "@@"},
+        "operation": operation,
+        "status": "completed",
     }
-    result = synthetic("openai-responses", responses_item_stream(item, [], "response.noop.delta"))
-    assert result.calls[0].type == "apply_patch_call"
-    with pytest.raises(LocalProtocolError, match="apply_patch_call"):
-        messages.assistant_message(result, "openai-responses")
-    with pytest.raises(LocalProtocolError, match="apply_patch_call"):
-        messages.tool_result(result.calls[0], "ok", "openai-responses")
+    validate("openai-responses", [sent], [])
+
+
+def test_an_incomplete_built_in_call_is_never_sent_back() -> None:
+    action = {"type": "click", "button": "left", "x": 1, "y": 2}
+    item = {"type": "computer_call", "id": "cu_1", "call_id": "call_k", "action": action, "pending_safety_checks": []}
+    wire = responses_item_stream(item, [], "response.noop.delta")
+    wire[-2]["item"]["status"] = "incomplete"
+    result = synthetic("openai-responses", wire)
+    assert result.calls[0].status is CallStatus.TRUNCATED and result.complete_calls == ()
+    for incomplete in ("omit", "include"):
+        assert messages.assistant_message(result, "openai-responses", incomplete=incomplete) == []  # type: ignore[arg-type]
+    assert messages.incomplete_answers(result, "openai-responses") == []
+    assert messages.omitted(result) == result.calls
+
+
+def test_a_hand_built_call_without_its_item() -> None:
+    from fsm.results import ToolCall
+
+    action = {"commands": ["ls"]}
+    shell = ToolCall(0, "call_s", "call_s", "shell", action, json.dumps(action), CallStatus.COMPLETE, type="shell_call")
+    (item,) = messages.assistant_message(Result("openai-responses", "tool_calls", (shell,), ()), "openai-responses")
+    assert item == {"type": "shell_call", "action": action, "call_id": "call_s", "status": "completed"}
+    computer = attrs.evolve(shell, type="computer_call", name="computer", arguments={"type": "wait"})
+    with pytest.raises(LocalProtocolError, match="item id"):
+        messages.assistant_message(Result("openai-responses", "tool_calls", (computer,), ()), "openai-responses")

@@ -16,7 +16,7 @@ lazily built resend index) sit beside the general routing they must agree with.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 
@@ -52,9 +52,15 @@ class Registry:
 
     # -- events -----------------------------------------------------------------------------------
 
-    def call_seen(self, ref: CallRef) -> Slot | None:
+    def call_seen(self, ref: CallRef, item: dict[str, Any] | None = None) -> Slot | None:
         """Route a sighting; return the call it belongs to (None when it is only held as the name
-        of a call that may follow)."""
+        of a call that may follow). ``item``, a built-in client item, is kept on that call."""
+        landed = self._seen(ref)
+        if item is not None and landed is not None:
+            landed.item = item  # the latest word on the item wins
+        return landed
+
+    def _seen(self, ref: CallRef) -> Slot | None:
         lane, chain = self._chain(ref, None)
         if not chain:
             return self._open(lane, ref)
@@ -122,12 +128,14 @@ class Registry:
             return slot
         return None
 
-    def call_end(self, ref: CallRef) -> Slot | None:
+    def call_end(self, ref: CallRef, trigger: str = "end") -> Slot | None:
+        """End the newest unfinished call the evidence points to: ``end`` by the provider's word,
+        or ``abandon`` when the provider said the call is unfinished."""
         _, chain = self._chain(ref, None)
         for slot in reversed(chain):
             if not slot.finished:
                 self._metadata(slot, ref)
-                self._finish(slot, "end")
+                self._finish(slot, trigger)
                 return slot
         return None
 

@@ -50,6 +50,7 @@ class Slot:
         "freeform",
         "id",
         "index",
+        "item",
         "lane",
         "ledger",
         "max_chars",
@@ -116,6 +117,7 @@ class Slot:
         self._call: ToolCall | None = None
         self.server = server
         self.signature: str | None = None
+        self.item: dict[str, Any] | None = None  # a built-in client item as last sent, for replay
         self.type = call_type
         self.freeform = freeform
         """Its input is freeform text (the spec's ``text`` kind): no scanner, no JSON."""
@@ -190,6 +192,7 @@ class Slot:
             and call.name == self.name
             and call.wire_id == self.wire_id
             and call.thought_signature == self.signature
+            and call.item is self.item
         ):
             return call
         held = self.text()
@@ -204,6 +207,7 @@ class Slot:
             status=self.status,
             input=held if self.freeform else None,
             thought_signature=self.signature,
+            item=self.item,
         )
         return call
 
@@ -452,6 +456,12 @@ class Slot:
         self._length += len(kept)
         self._text = None
         self._digest = None
+
+    @action
+    def mark_abandoned(self, text: str) -> None:
+        self._fail(
+            CallStatus.TRUNCATED, "truncated", f"the provider ended it incomplete after {self._length} characters"
+        )
 
     def _fail(self, status: CallStatus, code: str, why: str) -> None:
         self.status = status

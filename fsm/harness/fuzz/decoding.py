@@ -9,6 +9,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from fsm.jsontext import dumps
+
 _TEXT_KEYS = frozenset({"arguments", "partial_json", "input", "stringValue", "delta"})  # argument text, per shape
 _OBJECT_KEYS = frozenset({"arguments", "args", "input"})  # arguments as an object (Gemini, Ollama, a prefill)
 _MEMBERS = {
@@ -48,15 +50,6 @@ def _with_member(text: str, member: str) -> str:
     return f'{text[:at]}"h": {member}, {text[at:]}' if at else f'"h": {member}{text}'
 
 
-def utf8_json(event: Any) -> bytes:
-    """An event as UTF-8 JSON; a lone surrogate in it (a shape may draw one) is written escaped."""
-    text = json.dumps(event, ensure_ascii=False)
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        return json.dumps(event).encode()
-
-
 def with_argument_hazard(draw: st.DrawFn, events: list[Any]) -> list[bytes]:
     """The events as UTF-8 JSON texts, one hazard put in the arguments of one of them."""
     slots = [(i, path, text) for i, e in enumerate(events) for path, text in _argument_slots(e)]
@@ -78,7 +71,7 @@ def with_argument_hazard(draw: st.DrawFn, events: list[Any]) -> list[bytes]:
             else:
                 events[i] = _edit(events[i], path, lambda v: {_PLACEHOLDER: 0, **v})
                 raw[i] = member
-    texts = [utf8_json(e) for e in events]
+    texts = [dumps(e).encode() for e in events]  # a lone surrogate goes out escaped
     for i, member in raw.items():
         key = json.dumps(_PLACEHOLDER).encode()
         texts[i] = texts[i].replace(key + b": 0", b'"h": ' + member.encode())

@@ -33,7 +33,7 @@ import attrs
 from hypothesis import strategies as st
 
 from fsm.errors import InvalidInput, RemoteProtocolError, ToolcallFSMError
-from fsm.harness.fuzz.decoding import utf8_json, with_argument_hazard
+from fsm.harness.fuzz.decoding import with_argument_hazard
 from fsm.harness.fuzz.shapes import CASES
 from fsm.jsontext import dumps
 from fsm.options import Limits
@@ -156,7 +156,8 @@ def _frame(events: list[bytes | str], framing: str, newline: bytes) -> bytes:
 @st.composite
 def large_input(draw: st.DrawFn, shape: str) -> Sample:
     case = draw(CASES[shape]())
-    clean: list[bytes | str] = [utf8_json(e) for e in case.events]
+    # lone surrogate halves (a UTF-16 cut) go out escaped, as the server that cut them sends them
+    clean: list[bytes | str] = [dumps(e).encode() for e in case.events]
     events = list(clean)
     hazards = draw(st.lists(st.sampled_from(_HAZARDS), min_size=1, max_size=3))
     framing = draw(st.sampled_from(["sse", "sse", "ndjson", "json-array"]))

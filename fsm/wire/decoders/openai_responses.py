@@ -19,6 +19,12 @@ The final input is the provider's word: equal to the streamed text it changes no
 it replaces it (``arguments-replaced``); with no deltas at all (LM Studio), it is the input. Items
 that call nothing (messages, reasoning, tool outputs) are skipped; an item type this decoder does
 not know is reported (``unknown-item``), never dropped in silence.
+
+Nothing vanishes either way: input for an item never announced (a delta or ``.done`` before any
+``output_item.added``) opens the call from its ``output_index`` (``unopened-call``), so a cut
+still reports it, truncated with its text; the item's end brings its ``call_id`` and name. An item
+the provider ends with ``status: "incomplete"`` is given up (``CallEnd(incomplete=True)``):
+truncated, never complete, however whole its input looks.
 """
 
 from __future__ import annotations
@@ -106,35 +112,30 @@ _QUIET_ITEMS = frozenset(
         "tool_search_output",
     }
 )
-# Input events: the field holding a delta's text, and a done event's whole input.
+# Input events: the item type they stream into and the field holding the text (a delta's piece,
+# a done event's whole input).
 _DELTAS = {
-    "response.function_call_arguments.delta": "delta",
-    "response.custom_tool_call_input.delta": "delta",
-    "response.mcp_call_arguments.delta": "delta",
-    "response.code_interpreter_call_code.delta": "delta",
+    "response.function_call_arguments.delta": ("function_call", "delta"),
+    "response.custom_tool_call_input.delta": ("custom_tool_call", "delta"),
+    "response.mcp_call_arguments.delta": ("mcp_call", "delta"),
+    "response.code_interpreter_call_code.delta": ("code_interpreter_call", "delta"),
 }
 _DONES = {
-    "response.function_call_arguments.done": "arguments",
-    "response.custom_tool_call_input.done": "input",
-    "response.mcp_call_arguments.done": "arguments",
-    "response.code_interpreter_call_code.done": "code",
+    "response.function_call_arguments.done": ("function_call", "arguments"),
+    "response.custom_tool_call_input.done": ("custom_tool_call", "input"),
+    "response.mcp_call_arguments.done": ("mcp_call", "arguments"),
+    "response.code_interpreter_call_code.done": ("code_interpreter_call", "code"),
 }
-
-
-_UNOPENED_TYPES = {
-    "custom_tool_call_input": "custom",
-    "mcp_call_arguments": "mcp_call",
-    "code_interpreter_call_code": "code_interpreter_call",
-}
-"""The call type an input event implies, for an item that was never announced."""
 
 
 class _Item:
-    __slots__ = ("ended", "finalized", "freeform", "ref")
+    __slots__ = ("announced", "ended", "finalized", "freeform", "ref")
 
-    def __init__(self, ref: CallRef) -> None:
+    def __init__(self, ref: CallRef, *, announced: bool = True) -> None:
         self.ref = ref
         self.freeform = ref.type in _FREEFORM
+        self.announced = announced
+        """False: opened from an input event, so its call_id and name are still to come."""
         self.finalized = False
         self.ended = False
 
@@ -151,17 +152,21 @@ class OpenAIResponsesDecoder:
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         kind = str(payload.get("type", ""))
-        field = _DELTAS.get(kind)
-        if field is not None:
+        streamed = _DELTAS.get(kind)
+        if streamed is not None:
+            item_type, field = streamed
             piece = text(payload.get(field), field)
-            item = self._item(payload) or (self._unopened(payload, kind, diagnose) if piece else None)
-            return [ArgumentsFragment(item.ref, piece)] if item and piece else []
-        field = _DONES.get(kind)
-        if field is not None:
-            item = self._item(payload) or self._unopened(payload, kind, diagnose)
+            if not piece:
+                return []
+            item = self._item(payload) or self._unannounced(payload, item_type, kind, diagnose)
+            return [ArgumentsFragment(item.ref, piece)]
+        streamed = _DONES.get(kind)
+        if streamed is not None:
+            item_type, field = streamed
+            item = self._item(payload) or self._unannounced(payload, item_type, kind, diagnose)
             item.finalized = True
             events: list[Event] = [ArgumentsSnapshot(item.ref, text(payload.get(field), field) or "", confirms=True)]
-            if item.freeform:  # no scanner can tell freeform input is whole: this event says so
+            if item.freeform and item.announced:  # no scanner can tell freeform input is whole: this says so
                 item.ended = True
                 events.append(CallEnd(item.ref))
             return events
@@ -190,18 +195,6 @@ class OpenAIResponsesDecoder:
             diagnose("unknown-event", f"Responses event type {kind!r}")
         return []
 
-    def _unopened(self, payload: Mapping[str, Any], kind: str, diagnose: Callable[[str, str], None]) -> _Item:
-        """Input for an output item no ``output_item.added`` announced: a call of its own, not dropped."""
-        at = index(payload.get("output_index"), "output_index")
-        diagnose("unopened-call", f"{kind} for output_index {at}, which no output_item.added opened")
-        call_type = _UNOPENED_TYPES.get(kind.split(".")[1], "function")
-        item = _Item(CallRef(at, server=call_type in ("mcp_call", "code_interpreter_call"), type=call_type))
-        if at is not None:
-            self._items[at] = item
-        if payload.get("item_id") is not None and at is not None:
-            self._index_of_item[str(payload["item_id"])] = at
-        return item
-
     def _known(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> tuple[Any, _ItemKind | None]:
         """The item of an output_item event and what kind of call it is (None: it calls nothing)."""
         item = mapping(payload.get("item"), "item")
@@ -226,6 +219,10 @@ class OpenAIResponsesDecoder:
         call_id = text(item.get("call_id"), "call_id") or text(item.get("id"), "id")
         name = kind.tool or text(item.get("name"), "name")
         ref = CallRef(at, call_id, name, server=kind.server, type=kind.call_type)
+        opened = self._items.get(at)
+        if opened is not None and not opened.announced:  # its input came first: this names it
+            opened.ref, opened.announced = ref, True
+            return [CallSeen(ref, item=_kept(item, kind))]
         self._items[at] = _Item(ref)
         if item.get("id"):
             self._index_of_item[str(item["id"])] = at
@@ -233,15 +230,35 @@ class OpenAIResponsesDecoder:
             prefilled = text(item.get(kind.field or ""), kind.field or "input")
             return [ArgumentsFragment(ref, prefilled)] if prefilled else [CallSeen(ref)]
         # A built-in item's input is whole only when the item is: a cut before then truncates it.
+        seen = CallSeen(ref, item=_kept(item, kind))
         if item.get("status") == "completed":
-            return [ArgumentsSnapshot(ref, _whole_input(item, kind))]
-        return [CallSeen(ref)]
+            return [seen, ArgumentsSnapshot(ref, _whole_input(item, kind))]
+        return [seen]
 
     def _item(self, payload: Mapping[str, Any]) -> _Item | None:
         at = index(payload.get("output_index"), "output_index")
         if at is None and payload.get("item_id") is not None:
             at = self._index_of_item.get(str(payload["item_id"]))
         return self._items.get(at) if at is not None else None
+
+    def _unannounced(
+        self, payload: Mapping[str, Any], item_type: str, kind: str, diagnose: Callable[[str, str], None]
+    ) -> _Item:
+        """An input event for an item no ``output_item.added`` announced: the call is opened from
+        it, so a cut before the item's end still reports it (truncated, with its text). Its
+        ``call_id`` and name come with the item's end; until then it has a synthesized id."""
+        at = index(payload.get("output_index"), "output_index")
+        item_id = text(payload.get("item_id"), "item_id")
+        diagnose(
+            "unopened-call", f"{kind} for item {item_id!r} at output_index {at}, which no output_item.added opened"
+        )
+        call = _CALL_ITEMS[item_type]
+        item = _Item(CallRef(at, None, call.tool, server=call.server, type=call.call_type), announced=False)
+        if at is not None:
+            self._items[at] = item
+            if item_id is not None:
+                self._index_of_item[item_id] = at
+        return item
 
     def _item_done(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         item, kind = self._known(payload, diagnose)
@@ -254,6 +271,17 @@ class OpenAIResponsesDecoder:
             known = self._item(payload)
             if known is None:
                 return events
+        if not known.announced:  # the item brings what its input events could not: call_id and name
+            call_id = text(item.get("call_id"), "call_id") or text(item.get("id"), "id")
+            known.ref = CallRef(
+                known.ref.index,
+                call_id,
+                kind.tool or text(item.get("name"), "name"),
+                server=kind.server,
+                type=kind.call_type,
+            )
+            known.announced = True
+            events.append(CallSeen(known.ref))
         if known.ended:
             return events
         if not known.finalized:
@@ -261,10 +289,19 @@ class OpenAIResponsesDecoder:
                 final = text(item.get(kind.field or ""), kind.field or "input") or ""
             else:
                 final = _whole_input(item, kind)
+                kept = _kept(item, kind)
+                if kept is not None:
+                    events.append(CallSeen(known.ref, item=kept))
             events.append(ArgumentsSnapshot(known.ref, final, confirms=True))
         known.ended = True
-        events.append(CallEnd(known.ref))
+        # An item the provider finished as incomplete is not a call to run, whole as its input may look.
+        events.append(CallEnd(known.ref, incomplete=item.get("status") == "incomplete"))
         return events
+
+
+def _kept(item: Mapping[str, Any], kind: _ItemKind) -> dict[str, Any] | None:
+    """The whole item of a built-in client call, to send back as it came; None for other calls."""
+    return None if kind.server else dict(item)
 
 
 def _whole_input(item: Mapping[str, Any], kind: _ItemKind) -> str:
