@@ -606,10 +606,12 @@ def test_the_property_fuzzer_cuts_surrogate_pairs_in_openai_streams() -> None:
     from fsm.harness import conformance
     from fsm.harness.fuzz import run as fuzz
 
-    samples = fuzz.sample_vectors("openai-chat", 80)
-    events = [conformance.wire_events(v) for v in samples]
-    assert sum(_lone_halves(e) > 0 for e in events) >= 2  # 4 to 9 of 80, by the order tests run in
-    for vector in samples:  # the calls are the ground truth (a sample vector's diagnostics are not judged)
+    # How many carry halves depends on the order tests run in (hypothesis mixes constants from the
+    # modules loaded so far into what it draws): from 1 to 20 of the first 80 were seen, so draw more.
+    samples = fuzz.sample_vectors("openai-chat", 240)
+    cut = [v for v in samples if _lone_halves(conformance.wire_events(v)) > 0]
+    assert len(cut) >= 2
+    for vector in [*samples[:80], *cut]:  # the calls are the ground truth (diagnostics are not judged)
         result, _ = conformance.replay(vector)
         assert conformance.compare_calls("calls", result.calls, vector.expect.calls) == [], vector.name
         assert "lone-surrogate" not in result.codes()
