@@ -663,7 +663,9 @@ def _cell(row: dict[str, Any], name: str, against: str | None = None) -> str:
     """A ratio (``name``'s time over ``against``'s, or toolcall-fsm's over ``name``'s), or why none."""
     verdict = row["verdict"][name]
     if verdict != "ok":
-        return "wrong" if verdict.startswith("wrong") else "-"
+        if not verdict.startswith("wrong"):
+            return "-"
+        return "floor wrong" if name in (FLOOR, FLOOR_WIRE) else "wrong"  # never read as fsm being wrong
     value = _ratio(row, FSM, name) if against is None else _ratio(row, name, against)
     return "-" if value is None else f"{value:.2f}x"
 
