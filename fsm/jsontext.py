@@ -164,6 +164,7 @@ def escape_lone_surrogates(text: str) -> str:
 
 
 def has_surrogate(text: str) -> bool:
+    """Does ``text`` hold a surrogate code point (which cannot be encoded as UTF-8)?"""
     return not text.isascii() and _LONE.search(text) is not None
 
 
@@ -220,6 +221,6 @@ def dumps(value: Any, *, indent: int | None = None) -> str:
         marker = secrets.token_hex(8)  # a placeholder no string in ``value`` can be mistaken for
         out = json.dumps(_exact(value, numbers, marker), ensure_ascii=False, allow_nan=False, indent=indent)
         out = re.sub(f'"{marker}(\\d+){marker}"', lambda m: numbers[int(m.group(1))], out)
-    if not out.isascii() and _LONE.search(out) is not None:
+    if has_surrogate(out):
         out = escape_lone_surrogates(out)
     return out
