@@ -15,8 +15,7 @@ A whole stream in one call: :func:`fsm.reassemble` / :func:`fsm.areassemble` (``
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from fsm.content import TurnContent
@@ -39,11 +38,13 @@ from fsm.events import (
     ArgumentsFragment,
     ArgumentsSnapshot,
     CallEnd,
+    CallRef,
     CallSeen,
     Event,
     StreamEnd,
     UsageReport,
 )
+from fsm.jsontext import loads_event
 from fsm.options import Limits, Policies
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
@@ -92,6 +93,7 @@ class Reassembler:
         """Internal: the slot registry that decides which call each event belongs to."""
         self._decoder: Decoder | None = None
         self._bare_refs: BareRefs | None = None  # set for OpenAI chat streams: their fast path
+        self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others' (wire path)
         if provider != "auto":
             self._use(make_decoder(provider))
         self._framer: Framer | None = None
@@ -293,14 +295,14 @@ class Reassembler:
         if payload.strip() == DONE:
             self._events += 1
             return
-        if nesting_exceeds(payload, self.limits.max_event_depth):
+        if len(payload) > self.limits.max_event_depth and nesting_exceeds(payload, self.limits.max_event_depth):
             self._events += 1
             self.ledger.event = self._events
             raise LimitExceeded(
                 f"the event nests deeper than {self.limits.max_event_depth} levels", event=self._events, rule="limits"
             )
         try:
-            value = json.loads(payload)
+            value = loads_event(payload)
         except ValueError as exc:
             self._events += 1
             self.ledger.event = self._events
@@ -309,6 +311,14 @@ class Reassembler:
             else:
                 self._bad_event(f"not valid JSON: {exc}")
             return
+        if type(value) is dict and self._commonest is not None and self._finish is None:
+            fragment = self._commonest(value)
+            if fragment is not None:
+                # What _ingest, the decoder and _apply would do with it, without the event in between.
+                self._events += 1
+                self.ledger.event = self._events
+                self.registry.arguments(fragment[0], fragment[1], "fragment")
+                return
         if not isinstance(value, Mapping):
             self._events += 1
             self.ledger.event = self._events
@@ -329,6 +339,7 @@ class Reassembler:
         self.ledger.withhold = getattr(decoder, "final_arguments_win", False)
         if isinstance(decoder, OpenAIChatDecoder):
             self._bare_refs = decoder._bare
+        self._commonest = getattr(decoder, "commonest_fragment", None)
         return decoder
 
     def _decode(self, payload: Mapping[str, Any]) -> None:

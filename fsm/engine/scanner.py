@@ -36,10 +36,11 @@ _STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 
 def nesting_exceeds(text: str, limit: int) -> bool:
     """Does JSON ``text`` nest deeper than ``limit``? Checked before ``json.loads``, whose recursive
-    descent would raise RecursionError on deep input. Text with at most ``limit`` opening brackets
-    (nearly every event) costs two C-level counts; otherwise strings are skipped by one regex and
-    only the brackets outside them are walked."""
-    if text.count("[") + text.count("{") <= limit:
+    descent would raise RecursionError on deep input. Text no longer than ``limit`` costs nothing
+    (it cannot hold more brackets than characters); text with at most ``limit`` opening brackets
+    (nearly every other event) costs two C-level counts; otherwise strings are skipped by one regex
+    and only the brackets outside them are walked."""
+    if len(text) <= limit or text.count("[") + text.count("{") <= limit:
         return False
     depth = 0
     for match in _STRING_OR_BRACKET.finditer(text):

@@ -103,6 +103,27 @@ class BedrockDecoder:
                 diagnose("unknown-event", f"Bedrock event {kind!r}")
         return events
 
+    def commonest_fragment(self, payload: dict[str, Any]) -> tuple[CallRef, str] | None:
+        """(ref, text) when the event is the commonest kind: a lone ``contentBlockDelta`` with
+        non-empty ``toolUse`` input for a block open at an integer index. decode() makes exactly one
+        ``ArgumentsFragment(ref, text)`` of it, with no diagnostic; this does what decode() does to
+        the block and no more. None, changing nothing, for any other event (a test replays every
+        vector and fuzzed stream with and without this shortcut)."""
+        body = payload.get("contentBlockDelta")
+        if type(body) is not dict or len(payload) != 1:
+            return None
+        at, delta = body.get("contentBlockIndex"), body.get("delta")
+        if type(at) is not int or type(delta) is not dict:
+            return None
+        use, block = delta.get("toolUse"), self._blocks.get(at)
+        if type(use) is not dict or block is None:
+            return None
+        piece = use.get("input")
+        if type(piece) is not str or not piece:
+            return None
+        self._keep(at, block[0], seen=True)
+        return block[0], piece
+
     def _placed(self, at: int | None, diagnose: Callable[[str, str], None]) -> CallRef:
         """The call open at ``at``. A block that came without an index takes the first index no
         block opened (blocks are sent one after another); tool input for an index nothing opened

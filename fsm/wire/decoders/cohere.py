@@ -58,3 +58,21 @@ class CohereDecoder:
         if not kind.startswith(_QUIET):
             diagnose("unknown-event", f"Cohere event type {kind!r}")
         return []
+
+    def commonest_fragment(self, payload: dict[str, Any]) -> tuple[CallRef, str] | None:
+        """(ref, text) when the event is the commonest kind: a ``tool-call-delta`` at an integer
+        index whose call has no id and no name and non-empty argument text. decode() makes exactly
+        one ``ArgumentsFragment(ref, text)`` of it, with no diagnostic. None for any other event (a
+        test replays every vector and fuzzed stream with and without this shortcut)."""
+        at, delta = payload.get("index"), payload.get("delta")
+        if payload.get("type") != "tool-call-delta" or type(at) is not int or type(delta) is not dict:
+            return None
+        message = delta.get("message")
+        call = message.get("tool_calls") if type(message) is dict else None
+        function = call.get("function") if type(call) is dict else None
+        if type(function) is not dict or call.get("id") is not None or function.get("name") is not None:  # type: ignore[union-attr]
+            return None
+        piece = function.get("arguments")
+        if type(piece) is not str or not piece:
+            return None
+        return self._bare.ref(at), piece

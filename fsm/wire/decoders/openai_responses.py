@@ -195,6 +195,21 @@ class OpenAIResponsesDecoder:
             diagnose("unknown-event", f"Responses event type {kind!r}")
         return []
 
+    def commonest_fragment(self, payload: dict[str, Any]) -> tuple[CallRef, str] | None:
+        """(ref, text) when the event is the commonest kind: non-empty input delta text for an item
+        announced at an integer ``output_index``. decode() makes exactly one ``ArgumentsFragment(ref,
+        text)`` of it, with no diagnostic and no change to its items. None for any other event (a
+        test replays every vector and fuzzed stream with and without this shortcut)."""
+        kind = payload.get("type")
+        streamed = _DELTAS.get(kind) if type(kind) is str else None
+        if streamed is None:
+            return None
+        piece, at = payload.get(streamed[1]), payload.get("output_index")
+        if type(piece) is not str or not piece or type(at) is not int:
+            return None
+        item = self._items.get(at)
+        return None if item is None else (item.ref, piece)
+
     def _known(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> tuple[Any, _ItemKind | None]:
         """The item of an output_item event and what kind of call it is (None: it calls nothing)."""
         item = mapping(payload.get("item"), "item")
