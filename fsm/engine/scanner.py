@@ -42,6 +42,11 @@ def nesting_exceeds(text: str, limit: int) -> bool:
     and only the brackets outside them are walked."""
     if len(text) <= limit or text.count("[") + text.count("{") <= limit:
         return False
+    return bracket_walk_exceeds(text, limit)
+
+
+def bracket_walk_exceeds(text: str, limit: int) -> bool:
+    """:func:`nesting_exceeds` without its shortcuts (what they must agree with)."""
     depth = 0
     for match in _STRING_OR_BRACKET.finditer(text):
         ch = text[match.start()]

@@ -46,7 +46,8 @@ class _LineFramer:
     _unterminated = False  # the last line read had no line end (only at close)
     _slack = 0  # bytes a line may have beyond its event's limit (an SSE field name)
     fast = True
-    """Split a chunk with no CR in it at C speed (False: only the general loop, which tests compare with)."""
+    """Split a chunk with no CR in it at C speed, and read a line that starts with ``data:`` before
+    anything else (False: only the general code, which tests compare with)."""
 
     def __init__(self, max_bytes: int) -> None:
         self._buf = bytearray()
@@ -130,10 +131,11 @@ class SSEFramer(_LineFramer):
     def feed(self, data: bytes, final: bool = False) -> list[Payload]:
         out: list[Payload] = []
         lines, fault = self._lines(data, final)
+        fast = self.fast
         for line in lines:
             # "data:" first and unstripped: the line nearly every event is (a field name can
             # only be "data" if the line starts with it, as nothing stripped starts with "d")
-            if line.startswith(b"data:"):
+            if fast and line.startswith(b"data:"):
                 value = line[6:] if line[5:6] == b" " else line[5:]
             else:
                 line = line.lstrip(b" \t")  # a stray space before "data:" is seen in the wild
