@@ -64,22 +64,28 @@ class _LineFramer:
         """The complete lines ``data`` brings (the held partial line first), and the fault that
         stopped them, if one did."""
         buf = self._buf
-        # Most chunks have no CR, and the held partial line no CR at its end waiting for an LF:
-        # then lines end only at LF and one C-level split finds them all.
-        if self.fast and not final and self._scanned == len(buf) and b"\r" not in data:
-            split = data.split(b"\n")
-            tail = split.pop()
-            if buf and split:
-                split[0] = bytes(buf) + split[0]
-            held = len(tail) if split else len(buf) + len(tail)
-            if held <= self._max_line and (not split or max(map(len, split)) <= self._max_line):
-                self.work += 2 * len(data)  # the CR test and the split
-                if split:
-                    buf.clear()
-                buf += tail
-                self._scanned = len(buf)
-                return split, None
-            # a line past the limit: the general loop says where, exactly as it always does
+        # Most chunks have no CR, or CRs only in CRLF pairs, and the held partial line no CR at its
+        # end waiting for an LF: then lines end at LF (CRLF made LF first) and one C-level split
+        # finds them all.
+        if self.fast and not final and self._scanned == len(buf):
+            text, passes = data, 2  # the CR count and the split
+            crs = data.count(b"\r")
+            if crs and data.count(b"\r\n") == crs:  # (a CR at the end pairs with nothing)
+                text, passes = data.replace(b"\r\n", b"\n"), 4
+            if text is not data or not crs:
+                split = text.split(b"\n")
+                tail = split.pop()
+                if buf and split:
+                    split[0] = bytes(buf) + split[0]
+                held = len(tail) if split else len(buf) + len(tail)
+                if held <= self._max_line and (not split or max(map(len, split)) <= self._max_line):
+                    self.work += passes * len(data)
+                    if split:
+                        buf.clear()
+                    buf += tail
+                    self._scanned = len(buf)
+                    return split, None
+            # a lone CR, or a line past the limit: the general loop, which says where
         buf += data
         lines: list[bytes] = []
         start, search = 0, self._scanned
@@ -133,24 +139,28 @@ class SSEFramer(_LineFramer):
         lines, fault = self._lines(data, final)
         fast = self.fast
         for line in lines:
-            # "data:" first and unstripped: the line nearly every event is (a field name can
-            # only be "data" if the line starts with it, as nothing stripped starts with "d")
-            if fast and line.startswith(b"data:"):
+            if not fast:
+                value = self._field(line, out)
+            # The two lines nearly every event is, first and unstripped: an empty line (nothing to
+            # strip), and one starting "data:" (the field is "data" only if the line starts so, and
+            # nothing stripped starts with "d").
+            elif not line:
+                if self._data:  # _dispatch, inlined
+                    raw = b"\n".join(self._data)
+                    self._data = []
+                    self._size = 0
+                    if raw.strip():
+                        try:
+                            out.append(raw.decode("utf-8"))
+                        except UnicodeDecodeError:
+                            out.append(decode_utf8(raw))
+                continue
+            elif line.startswith(b"data:"):
                 value = line[6:] if line[5:6] == b" " else line[5:]
             else:
-                line = line.lstrip(b" \t")  # a stray space before "data:" is seen in the wild
-                if line.startswith(BOM):  # streams glued together each keep their BOM
-                    line = line[3:].lstrip(b" \t")
-                if not line:
-                    if self._data:
-                        self._dispatch(out)
-                    continue
-                if line[:1] == b":":
-                    continue
-                field, _, value = line.partition(b":")
-                if field != b"data":
-                    continue
-                value = value[1:] if value[:1] == b" " else value
+                value = self._field(line, out)
+            if value is None:
+                continue
             self._size += len(value) + (1 if self._data else 0)  # the joining LF counts too
             if self._size > self._max:
                 out.append(too_long("one event", self._max))
@@ -164,6 +174,21 @@ class SSEFramer(_LineFramer):
             self._dispatch(out)  # an event with no blank line after it
             self.cut = len(out) > before
         return out
+
+    def _field(self, line: bytes, out: list[Payload]) -> bytes | None:
+        """The value of a ``data`` line; None for any other line (a blank one dispatches)."""
+        line = line.lstrip(b" \t")  # a stray space before "data:" is seen in the wild
+        if line.startswith(BOM):  # streams glued together each keep their BOM
+            line = line[3:].lstrip(b" \t")
+        if not line:
+            self._dispatch(out)
+            return None
+        if line[:1] == b":":
+            return None
+        field, _, value = line.partition(b":")
+        if field != b"data":
+            return None
+        return value[1:] if value[:1] == b" " else value
 
     def _dispatch(self, out: list[Payload]) -> None:
         if self._data:
