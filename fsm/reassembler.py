@@ -268,7 +268,7 @@ class Reassembler:
                 fragment = commonest_chunk(item)
                 if fragment is not None:
                     # What the decoder and _apply would do with it, without the event in between.
-                    self.registry.arguments(self._bare_refs.ref(fragment[0]), fragment[1], "fragment")
+                    self.registry.bare_fragment(fragment[0], fragment[1], self._bare_refs.ref)
                     return
             self._decode(item)
         elif isinstance(item, EVENT_TYPES):
