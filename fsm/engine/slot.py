@@ -240,8 +240,18 @@ class Slot:
             if self._unscanned is None:
                 self._unscanned = len(self._buf)  # store_fragment puts the text there next
             return text, ""
-        self._catch_up()
-        end = scanner.feed(text)
+        start = self._unscanned
+        if start is not None and len(self._buf) - start <= _CATCH_UP_BYTES:
+            # The waiting text and this fragment in one scan: the waiting part cannot close the
+            # value (it has no pivotal character), so where the value closes is in ``text``.
+            self._unscanned = None
+            waiting = self._buf[start:].decode("utf-8", "surrogatepass")
+            end = scanner.feed(waiting + text)
+            if end is not None:
+                end -= len(waiting)
+        else:
+            self._catch_up()
+            end = scanner.feed(text)
         if end is None or end == len(text) or not text[end:].strip():
             return text, ""
         return text[:end], text[end:]
