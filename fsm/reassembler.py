@@ -54,6 +54,8 @@ from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.sdk import sdk_payload
 
+_DEFAULT_POLICIES = Policies()  # frozen, so one serves every stream (checking them costs ~15 us a stream)
+
 
 class Reassembler:
     """One stream's tool calls, reassembled: feed it the stream in order, then ``close()`` it.
@@ -87,7 +89,7 @@ class Reassembler:
         """Whether violations raise (see the module's docstring for what lax mode does instead)."""
         self.limits = limits or Limits()
         """The limits in force."""
-        self.ledger = Ledger(policies or Policies(), strict=strict, limits=self.limits)
+        self.ledger = Ledger(policies or _DEFAULT_POLICIES, strict=strict, limits=self.limits)
         """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
         self.registry = Registry(self.ledger, self.limits, taken)
         """Internal: the slot registry that decides which call each event belongs to."""
