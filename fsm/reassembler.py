@@ -44,7 +44,7 @@ from fsm.events import (
     StreamEnd,
     UsageReport,
 )
-from fsm.options import Limits, Policies
+from fsm.options import Limits, Policies, default_policies
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.decoders._wire import BareRefs
@@ -86,7 +86,7 @@ class Reassembler:
         """Whether violations raise (see the module's docstring for what lax mode does instead)."""
         self.limits = limits or Limits()
         """The limits in force."""
-        self.ledger = Ledger(policies or Policies(), strict=strict, limits=self.limits)
+        self.ledger = Ledger(policies or default_policies(), strict=strict, limits=self.limits)
         """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
         self.registry = Registry(self.ledger, self.limits, taken)
         """Internal: the slot registry that decides which call each event belongs to."""
@@ -244,7 +244,7 @@ class Reassembler:
         return told[1]
 
     def _flush(self) -> None:
-        if self._framer is None:
+        if self._framer is None and self._detector.work:  # no byte fed (parsed events only): nothing to tell
             held = self._detector.held
             try:
                 head = self._framing_told(b"", final=True)
