@@ -48,7 +48,7 @@ from fsm.options import Limits, Policies, default_policies
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.decoders._wire import BareRefs
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, commonest_chunk
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, commonest_chunk, said_chunk
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.sdk import sdk_payload
@@ -270,6 +270,11 @@ class Reassembler:
                 if fragment is not None:
                     # What the decoder and _apply would do with it, without the event in between.
                     self.registry.bare_fragment(fragment[0], fragment[1], self._bare_refs.ref)
+                    return
+                said = said_chunk(item)
+                if said is not None:  # text or reasoning only: what _apply does with its events
+                    for event in said:
+                        self._content.apply(event)  # type: ignore[arg-type]
                     return
             self._decode(item)
         elif isinstance(item, EVENT_TYPES):

@@ -277,7 +277,18 @@ def pydantic_ai(scn: Scenario) -> Run:
         manager = ModelResponsePartsManager(ModelRequestParameters())
         for p in payloads:
             for choice in p.get("choices") or ():
-                for tc in (choice.get("delta") or {}).get("tool_calls") or ():
+                delta = choice.get("delta") or {}
+                # Text and reasoning too, as pydantic-ai's own OpenAI chat stream does (toolcall-fsm
+                # keeps them as well): a stream of reasoning chunks is not free for either side.
+                for field in ("reasoning", "reasoning_content"):
+                    if delta.get(field):
+                        thought = delta[field]
+                        for _ in manager.handle_thinking_delta(vendor_part_id=("reasoning", field), content=thought):
+                            pass
+                if delta.get("content"):
+                    for _ in manager.handle_text_delta(vendor_part_id="content", content=delta["content"]):
+                        pass
+                for tc in delta.get("tool_calls") or ():
                     fn = tc.get("function") or {}
                     manager.handle_tool_call_delta(
                         vendor_part_id=tc.get("index"),
