@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 # program pays only for what it touches: `from fsm import Reassembler` still imports the engine, and
 # `from fsm import messages` the message builders. Type checkers, IDEs and pdoc read the imports
 # below; at run time `__getattr__` resolves each name from the module _EXPORTS gives for it.
-from typing import TYPE_CHECKING  # noqa: E402  (the version is declared first so the build can read it alone)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers and pdoc read it as true
 
 if TYPE_CHECKING:
     from fsm import messages
