@@ -95,6 +95,8 @@ def test_a_reassembler_loads_no_spec_reader_converter_or_upper_layer() -> None:
     upper = ("fsm.messages", "fsm.history", "fsm.harness", "fsm.serialize", "fsm.reemit", "fsm.cli", "fsm.oneshot")
     assert sorted(m for m in modules if m.startswith(upper)) == []
     assert "fsm.spec_compiled" in modules  # the specs came from the module built ahead of time
+    # rare paths import their own: previews (fsm.engine.partial), numbers past float, unwritable values
+    assert {"fsm.engine.partial", "decimal", "secrets"} & modules == set()
 
 
 def test_replay_loads_only_what_replay_needs(tmp_path: Path) -> None:
@@ -102,7 +104,7 @@ def test_replay_loads_only_what_replay_needs(tmp_path: Path) -> None:
     stream.write_bytes(sse([chunk(tc(index=0, id="a", name="f", args="{}"), finish="tool_calls")]))
     code = f"import io\nfrom fsm.cli import main\nassert main(['replay', {str(stream)!r}], stdout=io.StringIO()) == 0"
     modules = loaded_after(code)
-    assert {"cattrs", "tomllib", "transitions"} & modules == set()
+    assert {"cattrs", "tomllib", "transitions", "decimal", "secrets"} & modules == set()
     assert sorted(m for m in modules if m.startswith(("fsm.messages", "fsm.history", "fsm.oneshot"))) == []
     # the fuzz package's own module names the shapes for --help; none of the harness itself loads
     assert sorted(m for m in modules if m.startswith("fsm.harness")) == ["fsm.harness", "fsm.harness.fuzz"]
