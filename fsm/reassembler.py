@@ -109,7 +109,8 @@ class Reassembler:
 
     def feed(self, item: Any) -> list[Output]:
         """Feed one wire payload, SDK object or decoded event; return the outputs it caused."""
-        self._check_open()
+        if self._closed is not None or self._fault is not None:
+            self._check_open()  # raises
         try:
             self._ingest(item)
         except RecursionError:  # a caller's own deeply nested dict, seen by a recursive walk
@@ -272,7 +273,7 @@ class Reassembler:
                 fragment = commonest_chunk(item)
                 if fragment is not None:
                     # What the decoder and _apply would do with it, without the event in between.
-                    self.registry.arguments(self._bare_refs.ref(fragment[0]), fragment[1], "fragment")
+                    self.registry.bare_fragment(fragment[0], fragment[1], self._bare_refs.ref)
                     return
             self._decode(item)
         elif isinstance(item, EVENT_TYPES):
