@@ -224,10 +224,12 @@ class Slot:
     def scan_fragment(self, text: str) -> tuple[str, str]:
         """Returns (the part of ``text`` that belongs here, the rest that starts another value).
 
-        A fragment that cannot close the value or change its depth is not scanned yet: it is
-        scanned later, with the next fragment that can (or when a decision needs the scanner),
-        straight from the held bytes, so waiting scans nothing twice. Most fragments are string
-        content, so most go by without a scan of their own."""
+        A fragment that cannot close the value or pass the depth limit is not scanned yet: it
+        is scanned later, with the next fragment that can (or when a decision needs the
+        scanner), straight from the held bytes, so waiting scans nothing twice. A fragment
+        without brackets can never (Scanner.may_wait); one with brackets cannot while, counted
+        with those waiting, they stay within the depth last scanned (Scanner.defer). So most
+        fragments go by without a scan of their own."""
         # _check_room inlined: this runs for nearly every fragment of a stream.
         if self._length + len(text) > self.max_chars:
             self._check_size(self._length + len(text))
@@ -236,7 +238,7 @@ class Slot:
             self._check_room(self._length + len(text), _utf8_length(text))
         scanner = self.scanner
         c = scanner._c
-        if scanner.state not in c.done and c.pivotal.search(text) is None:  # Scanner.may_wait, inlined
+        if scanner.state not in c.done and (c.pivotal.search(text) is None or scanner.defer(text)):  # may_wait inlined
             if self._unscanned is None:
                 self._unscanned = len(self._buf)  # store_fragment puts the text there next
             return text, ""
