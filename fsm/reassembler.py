@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsm.content import TurnContent
 from fsm.engine.ledger import Ledger
-from fsm.engine.partial import PartialReader
 from fsm.engine.registry import Registry
 from fsm.engine.scanner import nesting_exceeds
 from fsm.errors import (
@@ -52,6 +51,9 @@ from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, commonest_chunk, sa
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.sdk import sdk_payload
+
+if TYPE_CHECKING:
+    from fsm.engine.partial import PartialReader  # imported when a preview is first asked for
 
 
 class Reassembler:
@@ -201,6 +203,8 @@ class Reassembler:
                     return slot.text()  # freeform input is not JSON: what it holds is all it promises
                 revision, reader = self._previews.get(index, (-1, None))
                 if reader is None or revision != slot.revision:  # first asked, or the text was replaced
+                    from fsm.engine.partial import PartialReader
+
                     reader = PartialReader()
                     self._previews[index] = (slot.revision, reader)
                 return reader.read(slot.text())
