@@ -16,11 +16,10 @@ A whole stream in one call: :func:`fsm.reassemble` / :func:`fsm.areassemble` (``
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsm.content import TurnContent
 from fsm.engine.ledger import Ledger
-from fsm.engine.partial import PartialReader
 from fsm.engine.registry import Registry
 from fsm.engine.scanner import nesting_exceeds
 from fsm.errors import (
@@ -45,16 +44,17 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.jsontext import loads_event
-from fsm.options import Limits, Policies
+from fsm.options import Limits, Policies, default_policies
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.decoders._wire import BareRefs
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, commonest_chunk
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, commonest_chunk, said_chunk
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.sdk import sdk_payload
 
-_DEFAULT_POLICIES = Policies()  # frozen, so one serves every stream (checking them costs ~15 us a stream)
+if TYPE_CHECKING:
+    from fsm.engine.partial import PartialReader  # imported when a preview is first asked for
 
 
 class Reassembler:
@@ -89,7 +89,7 @@ class Reassembler:
         """Whether violations raise (see the module's docstring for what lax mode does instead)."""
         self.limits = limits or Limits()
         """The limits in force."""
-        self.ledger = Ledger(policies or _DEFAULT_POLICIES, strict=strict, limits=self.limits)
+        self.ledger = Ledger(policies or default_policies(), strict=strict, limits=self.limits)
         """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
         self.registry = Registry(self.ledger, self.limits, taken)
         """Internal: the slot registry that decides which call each event belongs to."""
@@ -205,6 +205,8 @@ class Reassembler:
                     return slot.text()  # freeform input is not JSON: what it holds is all it promises
                 revision, reader = self._previews.get(index, (-1, None))
                 if reader is None or revision != slot.revision:  # first asked, or the text was replaced
+                    from fsm.engine.partial import PartialReader
+
                     reader = PartialReader()
                     self._previews[index] = (slot.revision, reader)
                 return reader.read(slot.text())
@@ -248,7 +250,7 @@ class Reassembler:
         return told[1]
 
     def _flush(self) -> None:
-        if self._framer is None:
+        if self._framer is None and self._detector.work:  # no byte fed (parsed events only): nothing to tell
             held = self._detector.held
             try:
                 head = self._framing_told(b"", final=True)
@@ -274,6 +276,11 @@ class Reassembler:
                 if fragment is not None:
                     # What the decoder and _apply would do with it, without the event in between.
                     self.registry.bare_fragment(fragment[0], fragment[1], self._bare_refs.ref)
+                    return
+                said = said_chunk(item)
+                if said is not None:  # text or reasoning only: what _apply does with its events
+                    for event in said:
+                        self._content.apply(event)  # type: ignore[arg-type]
                     return
             self._decode(item)
         elif isinstance(item, EVENT_TYPES):
@@ -315,14 +322,12 @@ class Reassembler:
                 self._bad_event(f"not valid JSON: {exc}")
             return
         if type(value) is dict:  # what json gives for an object (the Mapping check costs more)
-            if self._commonest is not None and self._finish is None:
-                fragment = self._commonest(value)
-                if fragment is not None:
-                    # What _ingest, the decoder and _apply would do with it, without the event in between.
-                    self._events += 1
-                    self.ledger.event = self._events
-                    self.registry.arguments(fragment[0], fragment[1], "fragment")
-                    return
+            fragment = self._commonest(value) if self._commonest is not None and self._finish is None else None
+            if fragment is not None:  # what _ingest, the decoder and _apply would do, without the event
+                self._events += 1
+                self.ledger.event = self._events
+                self.registry.arguments(fragment[0], fragment[1], "fragment")
+                return
         elif not isinstance(value, Mapping):
             self._events += 1
             self.ledger.event = self._events
