@@ -30,7 +30,8 @@ from fsm.wire.decoders.anthropic import AnthropicDecoder
 from fsm.wire.decoders.bedrock import BedrockDecoder
 from fsm.wire.decoders.cohere import CohereDecoder
 from fsm.wire.decoders.openai_responses import OpenAIResponsesDecoder
-from fsm.wire.framing import BOM, NDJSONFramer, SSEFramer, _LineFramer
+from fsm.wire.framing import BOM, NDJSONFramer, SSEFramer
+from fsm.wire.lines import _LineFramer
 
 # -- the line framers ------------------------------------------------------------------------------------------------
 
@@ -72,6 +73,40 @@ def chunked_bytes(draw: st.DrawFn) -> tuple[list[bytes], int]:
     return chunks, draw(st.sampled_from([4, 12, 30, 1 << 20]))
 
 
+EVENTS = [  # mostly the plainest events, which the SSE framer reads in bulk, and what breaks the pattern
+    b'data: {"a": 1}\n\n',
+    b'data: {"a": 1}\n\n',
+    b'data:{"b": 2}\n\n',
+    b'event: e\ndata: {"c": 3}\n\n',
+    b'event: e\ndata: {"c": 3}\n\n',
+    b"data: [DONE]\n\n",
+    b"data:\n\n",
+    b"data:  \n\n",
+    b"data: " + b"x" * 40 + b"\n\n",
+    b"data: \xff\n\n",
+    b": ping\n\n",
+    b"event: e\n\n",
+    b"data: a\ndata: b\n\n",
+    b"id: 1\ndata: {}\n\n",
+    b" data: {}\n\n",
+    b"data: {}\n \n",
+    b"data: {}\r\n\r\n",
+    b"data: {}\n",
+    b"\n",
+    b" \n",
+    b": c\n",
+    BOM + b"data: {}\n\n",
+]
+
+
+@st.composite
+def chunked_events(draw: st.DrawFn) -> tuple[list[bytes], int]:
+    data = b"".join(draw(st.lists(st.sampled_from(EVENTS), max_size=40)))
+    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=6)))
+    chunks = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+    return chunks, draw(st.sampled_from([12, 30, 1 << 20]))
+
+
 def framed(cls: type[_LineFramer], chunks: list[bytes], max_bytes: int, *, fast: bool) -> list[object]:
     framer = cls(max_bytes)
     framer.fast = fast
@@ -90,6 +125,18 @@ def framed(cls: type[_LineFramer], chunks: list[bytes], max_bytes: int, *, fast:
 def test_the_line_framers_split_as_the_general_loop(cls: type[_LineFramer], case: tuple[list[bytes], int]) -> None:
     chunks, max_bytes = case
     assert framed(cls, chunks, max_bytes, fast=True) == framed(cls, chunks, max_bytes, fast=False)
+
+
+@settings(max_examples=600, deadline=None)
+@given(case=chunked_events())
+def test_the_sse_framer_reads_plain_events_in_bulk_as_one_at_a_time(case: tuple[list[bytes], int]) -> None:
+    chunks, max_bytes = case
+    assert framed(SSEFramer, chunks, max_bytes, fast=True) == framed(SSEFramer, chunks, max_bytes, fast=False)
+
+
+def test_an_event_begun_in_one_chunk_and_ended_by_a_blank_line_of_spaces_in_the_next() -> None:
+    chunks = [b"data: a\n", b" \n: c\n: d\n: e\n", b"data: b\n\ndata: c\n\n"]
+    assert framed(SSEFramer, chunks, 1 << 20, fast=True) == framed(SSEFramer, chunks, 1 << 20, fast=False)
 
 
 def test_the_fast_split_is_taken_and_held_lines_carry_over() -> None:
