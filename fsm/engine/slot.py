@@ -11,7 +11,6 @@ is one state that only they change; split, it would be one class in several file
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
@@ -28,6 +27,8 @@ _CATCH_UP_BYTES = 16384
 
 def text_digest(data: bytes | memoryview) -> bytes:
     """The key under which the registry indexes a call's complete text."""
+    import hashlib  # loaded by the first lane that holds a second call (~2.5 ms of OpenSSL at start-up otherwise)
+
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
