@@ -44,10 +44,15 @@ class Registry:
         self._pending_name: dict[Lane, str] = {}
         self._ids = IdAllocator(taken)
         self._counts = {False: 0, True: 0}  # calls opened so far: client, server
+        self._max_calls = limits.max_calls
+        self._max_chars = limits.max_argument_chars
+        self._max_depth = limits.max_depth
+        initials = self.machine.initials
+        self._initial_json, self._initial_text = initials["json"], initials["text"]
         # Which calls of a lane hold a given (stripped) complete text: a resend can only land in one
         # of those, so routing never walks a lane's earlier calls one by one.
         self._holding: dict[tuple[Lane, bytes], list[Slot]] = {}
-        self._slot_lanes: dict[Slot, list[Lane]] = {}
+        self._slot_lanes: dict[Slot, tuple[Lane, Lane]] = {}  # the calls in two lanes (no index), and their lanes
         self._indexed: dict[Slot, bytes] = {}  # the digest each call was last indexed under
 
     # -- events -----------------------------------------------------------------------------------
@@ -251,9 +256,17 @@ class Registry:
         of two calls or more, and most lanes never get a second: their lone call is never indexed."""
         if slot.state not in ("value_closed", "flushed") or slot.status is CallStatus.TRUNCATED:
             return
-        lanes = [lane] if lane else [each for each in self._slot_lanes[slot] if len(self._lanes[each]) > 1]
-        if not lanes:
-            return
+        if lane:
+            lanes: tuple[Lane, ...] = (lane,)
+        else:
+            lanes = self._slot_lanes.get(slot) or (slot.lane,)
+            if len(lanes) == 1:
+                if len(self._lanes[lanes[0]]) == 1:
+                    return  # the lone call of its lane (nearly every call): never indexed
+            else:
+                lanes = tuple(each for each in lanes if len(self._lanes[each]) > 1)
+                if not lanes:
+                    return
         key = slot.digest()
         if lane is None:
             if self._indexed.get(slot) is key:
@@ -360,53 +373,75 @@ class Registry:
     # -- opening and finishing ----------------------------------------------------------------------
 
     def _open(self, lane: Lane, ref: CallRef) -> Slot:
-        if len(self.slots) >= self.limits.max_calls:
+        return self._open_call(lane, ref.index, ref.id, ref.name, ref.position, ref.server, ref.type)
+
+    def _open_call(
+        self, lane: Lane, index: int | None, wire_id: str | None, name: str | None, position: int, server: bool, kind: str
+    ) -> Slot:
+        """Open a call in ``lane`` (a CallRef's fields, taken apart: the whole-call route has none)."""
+        slots = self.slots
+        if len(slots) >= self._max_calls:
             self.ledger.limit(f"more than {self.limits.max_calls} calls in one stream")
-        ordinal = self._counts[ref.server]
-        self._counts[ref.server] += 1
-        if ref.id is None:
+        counts = self._counts
+        ordinal = counts[server]
+        counts[server] = ordinal + 1
+        if wire_id is None:
             self.ledger.apply("synthesized-id")
             call_id = self._ids.synthesize(ordinal)
             self.ledger.diagnose("synthesized-id", f"call at index {ordinal}: no id on the wire; given {call_id!r}")
         else:
-            call_id = self._ids.claim(ref.id)
-            if call_id != ref.id:
+            call_id = self._ids.claim(wire_id)
+            if call_id != wire_id:
                 self.ledger.apply("duplicate-id-renamed")
                 self.ledger.diagnose(
-                    "duplicate-id", f"call at index {ordinal}: id {ref.id!r} already in use; renamed {call_id!r}"
+                    "duplicate-id", f"call at index {ordinal}: id {wire_id!r} already in use; renamed {call_id!r}"
                 )
-        freeform = ref.type in FREEFORM_TYPES  # the input kind, decided once per call
+        pending = self._pending_name
+        if pending:
+            held = pending.pop(lane, None)
+            name = name or held
+        freeform = kind in FREEFORM_TYPES  # the input kind, decided once per call
         slot = Slot(
-            ordinal=ordinal,
-            lane=lane,
-            index=ref.index,
-            wire_id=ref.id,
-            call_id=call_id,
-            name=ref.name or self._pending_name.get(lane),
-            ledger=self.ledger,
-            max_chars=self.limits.max_argument_chars,
-            max_depth=self.limits.max_depth,
-            initial=self.machine.initials["text" if freeform else "json"],
-            server=ref.server,
-            call_type=ref.type,
-            freeform=freeform,
+            ordinal,
+            lane,
+            index,
+            wire_id,
+            call_id,
+            name,
+            self.ledger,
+            self._max_chars,
+            self._max_depth,
+            self._initial_text if freeform else self._initial_json,
+            server,
+            kind,
+            freeform,
         )
-        self._pending_name.pop(lane, None)
-        self.slots.append(slot)
-        lanes = [lane]
-        if ref.index is None and not lane[0].endswith("position"):
+        slots.append(slot)
+        self._join(lane, slot)
+        if index is None and not lane[0].endswith("position"):
             # Without an index, a later bare continuation at the same position means this call.
-            lanes.append((lane[0].replace("id", "position"), ref.position))
-        for each in lanes:
-            self._lanes.setdefault(each, []).append(slot)
-            if len(self._lanes[each]) == 2:
-                self._remember(self._lanes[each][0], each)  # the lane's first call, not indexed alone
-        self._slot_lanes[slot] = lanes
-        if ref.id is not None:
-            self._by_wire_id.setdefault(ref.id, []).append(slot)
-        if not slot.server:
-            self.ledger.emit(CallOpened(ordinal, call_id, ref.id, slot.name, type=ref.type))
+            second: Lane = (lane[0].replace("id", "position"), position)
+            self._join(second, slot)
+            self._slot_lanes[slot] = (lane, second)  # a call in one lane has no entry: its lane is slot.lane
+        if wire_id is not None:
+            owners = self._by_wire_id.get(wire_id)
+            if owners is None:
+                self._by_wire_id[wire_id] = [slot]  # sized for one: most ids name one call
+            else:
+                owners.append(slot)
+        if not server:
+            self.ledger.emit(CallOpened(ordinal, call_id, wire_id, name, type=kind))
         return slot
+
+    def _join(self, lane: Lane, slot: Slot) -> None:
+        """Put ``slot`` last in ``lane``."""
+        chain = self._lanes.get(lane)
+        if chain is None:
+            self._lanes[lane] = [slot]  # sized for one: most lanes never get a second call
+            return
+        chain.append(slot)
+        if len(chain) == 2:
+            self._remember(chain[0], lane)  # the lane's first call, not indexed alone
 
     def _finish(self, slot: Slot, trigger: str) -> None:
         self.machine.fire(slot, trigger)

@@ -69,7 +69,6 @@ class Slot:
 
     def __init__(
         self,
-        *,
         ordinal: int,
         lane: tuple[str, int | str],
         index: int | None,
