@@ -376,7 +376,14 @@ class Registry:
         return self._open_call(lane, ref.index, ref.id, ref.name, ref.position, ref.server, ref.type)
 
     def _open_call(
-        self, lane: Lane, index: int | None, wire_id: str | None, name: str | None, position: int, server: bool, kind: str
+        self,
+        lane: Lane,
+        index: int | None,
+        wire_id: str | None,
+        name: str | None,
+        position: int,
+        server: bool,
+        kind: str,
     ) -> Slot:
         """Open a call in ``lane`` (a CallRef's fields, taken apart: the whole-call route has none)."""
         slots = self.slots
