@@ -21,6 +21,7 @@ import json
 import math
 import re
 import secrets
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, Final
 
@@ -82,11 +83,58 @@ def parse_strict(text: str) -> tuple[Any, list[str]]:
     """Parse ``text`` as strict JSON; return the value and the keys some object gave twice.
 
     Raises ValueError (``json.JSONDecodeError``, or :class:`NotJSON` for ``NaN``/``Infinity``).
-    Numbers a Python int or float cannot hold exactly come back as ``Decimal``. Integers take the
-    C parser's own path (the common case, and no call per number), and floats are checked one by
-    one (an overflow to infinity cannot be seen afterwards without a walk over the value). A
-    repeated key, or an integer beyond the conversion limit, makes the parse start over on the
-    slower path that notes keys and keeps digits."""
+    Numbers a Python int or float cannot hold exactly come back as ``Decimal``.
+
+    A small object first gets the C parser with no hook of ours at all (most arguments: a hook
+    costs a Python call per object and per float), and is kept only when that parse is provably
+    what the strict one gives: it read the whole text, no float in it overflowed, and its objects
+    hold as many keys as the text has colons. Every key brings one colon and a repeated one is
+    lost in the dict, so equal counts mean no key was given twice (a colon inside a string only
+    makes the counts differ). Anything else, errors included, takes the general path below."""
+    if text[:1] == "{" and text[-1:] == "}" and text.count("{") + text.count("[") <= _QUICK_CONTAINERS:
+        try:
+            value, end = _SCAN(text, 0)
+        except Exception:  # whatever it is, the general path says it properly
+            value, end = None, -1
+        if end == len(text) and _keys_unless_overflow(value) == text.count(":"):
+            return value, []
+    return _parse_general(text)
+
+
+# The decoder's own scanner (C), called at offset 0: decode() around it adds two regex matches.
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder(parse_constant=_refuse_constant).scan_once  # type: ignore[attr-defined]
+_QUICK_CONTAINERS: Final = 32
+"""Objects and arrays a text may open and still get the quick parse: the check walks them all."""
+_INFINITY: Final = float("inf")
+
+
+def _keys_unless_overflow(value: dict[str, Any] | list[Any]) -> int:
+    """How many keys the objects in ``value`` hold, or -1 if a float in it overflowed to infinity
+    (the strict parse keeps that number's digits instead)."""
+    keys = 0
+    if type(value) is dict:
+        keys = len(value)
+        items: Any = value.values()
+    else:
+        items = value
+    for item in items:
+        kind = type(item)
+        if kind is float:
+            if item == _INFINITY or item == -_INFINITY:
+                return -1
+        elif kind is dict or kind is list:
+            inner = _keys_unless_overflow(item)
+            if inner < 0:
+                return -1
+            keys += inner
+    return keys
+
+
+def _parse_general(text: str) -> tuple[Any, list[str]]:
+    """parse_strict's general path. Integers take the C parser's own path (no call per number),
+    and floats are checked one by one (an overflow to infinity cannot be seen afterwards without a
+    walk over the value). A repeated key, or an integer beyond the conversion limit, makes the
+    parse start over on the slower path that notes keys and keeps digits."""
     try:
         return _STRICT.decode(text), []
     except (json.JSONDecodeError, NotJSON):

@@ -48,7 +48,7 @@ from fsm.options import Limits, Policies
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.decoders._wire import BareRefs
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, commonest_chunk
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, commonest_chunk, whole_call_chunk
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.sdk import sdk_payload
@@ -269,6 +269,10 @@ class Reassembler:
                 if fragment is not None:
                     # What the decoder and _apply would do with it, without the event in between.
                     self.registry.arguments(self._bare_refs.ref(fragment[0]), fragment[1], "fragment")
+                    return
+                whole = whole_call_chunk(item)
+                if whole is not None:  # likewise: what the decoder and _apply would do with it
+                    self.registry.whole_call(*whole)
                     return
             self._decode(item)
         elif isinstance(item, EVENT_TYPES):

@@ -104,6 +104,25 @@ class Registry:
             landed = landed or slot
         return landed
 
+    def whole_call(self, index: int, wire_id: str, name: str, text: str) -> None:
+        """``arguments(CallRef(index, wire_id, name), text, "fragment")`` for a call that names all
+        of itself in one event. At an index and an id never seen, with no name held for a next call,
+        the general routing opens a call there by rule index-is-label and gives it the text: done
+        here without a CallRef or the routing's walk. Anything else takes the general routing."""
+        lane: Lane = ("index", index)
+        if self._pending_name or lane in self._lanes or wire_id in self._by_wire_id or not text or text.isspace():
+            self.arguments(CallRef(index, wire_id, name), text, "fragment")
+            return
+        self.ledger.rules["index-is-label"] += 1
+        slot = self._open_call(lane, index, wire_id, name, 0, False, "function")
+        rest = self._extend(slot, text, "fragment")
+        self._remember(slot)
+        if rest:  # the value closed mid-text: the rest is routed as arguments() routes it
+            ref = CallRef(index, wire_id, name)
+            while rest:
+                slot, rest = self._route_text(ref, rest, "fragment")
+                self._remember(slot)
+
     def _continuation(self, ref: CallRef, text: str) -> Slot | None:
         """The common case, decided without the general routing: a fragment for the unfinished
         newest call of its lane (by index, else by id, else by position), with no metadata that
