@@ -31,6 +31,7 @@ from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus
 
 Lane = tuple[str, int | str]
 Kind = Literal["fragment", "snapshot", "confirmation"]
+_TRUNCATED = CallStatus.TRUNCATED
 
 
 class Registry:
@@ -273,7 +274,7 @@ class Registry:
         """Index a complete call under its text in each of its lanes that holds another call (or in
         ``lane``, which just got its second). A resend is routed through the index only in a lane
         of two calls or more, and most lanes never get a second: their lone call is never indexed."""
-        if slot.state not in ("value_closed", "flushed") or slot.status is CallStatus.TRUNCATED:
+        if slot.state not in ("value_closed", "flushed") or slot.status is _TRUNCATED:
             return
         if lane:
             lanes: tuple[Lane, ...] = (lane,)
