@@ -23,6 +23,7 @@ import attrs
 from fsm.engine.ids import IdAllocator
 from fsm.engine.ledger import Ledger
 from fsm.engine.machine import slot_machine
+from fsm.engine.scanner import Scanner
 from fsm.engine.slot import Slot, text_digest
 from fsm.events import FREEFORM_TYPES, NORMAL_FINISHES, CallRef
 from fsm.jsontext import is_json_prefix, unicode_utf8
@@ -50,6 +51,9 @@ class Registry:
         self._max_depth = limits.max_depth
         initials = self.machine.initials
         self._initial_json, self._initial_text = initials["json"], initials["text"]
+        # The one state every closed value's scan ends in: the calls whose value closed share it.
+        self._scanned = Scanner(limits.max_depth)
+        self._scanned.feed("{}")
         # Which calls of a lane hold a given (stripped) complete text: a resend can only land in one
         # of those, so routing never walks a lane's earlier calls one by one.
         self._holding: dict[tuple[Lane, bytes], list[Slot]] = {}
@@ -273,9 +277,11 @@ class Registry:
     def _remember(self, slot: Slot, lane: Lane | None = None) -> None:
         """Index a complete call under its text in each of its lanes that holds another call (or in
         ``lane``, which just got its second). A resend is routed through the index only in a lane
-        of two calls or more, and most lanes never get a second: their lone call is never indexed."""
+        of two calls or more, and most lanes never get a second: their lone call is never indexed.
+        A call whose value closed also gives up its own scanner (Slot.scan_over)."""
         if slot.state not in ("value_closed", "flushed") or slot.status is _TRUNCATED:
             return
+        slot.scan_over(self._scanned)
         if lane:
             lanes: tuple[Lane, ...] = (lane,)
         else:

@@ -262,6 +262,13 @@ class Slot:
                 self.scanner.feed(str(view[start:stop], "utf-8", "surrogatepass"))
                 start = stop
 
+    def scan_over(self, scanned: Scanner) -> None:
+        """Keep ``scanned`` (a scanner whose value closed, with the same depth limit) in place of
+        this call's own once its value closed too: a closed value's scan is over, in the one final
+        state, where feeding it changes nothing. A call of many saves its scanner's memory."""
+        if self.scanner.complete:
+            self.scanner = scanned
+
     def between_tokens(self) -> bool:
         """Is the held text inside its top-level container and outside any string?"""
         self._catch_up()
