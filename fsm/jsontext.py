@@ -85,49 +85,31 @@ def parse_strict(text: str) -> tuple[Any, list[str]]:
     Raises ValueError (``json.JSONDecodeError``, or :class:`NotJSON` for ``NaN``/``Infinity``).
     Numbers a Python int or float cannot hold exactly come back as ``Decimal``.
 
-    A small object first gets the C parser with no hook of ours at all (most arguments: a hook
-    costs a Python call per object and per float), and is kept only when that parse is provably
-    what the strict one gives: it read the whole text, no float in it overflowed, and its objects
-    hold as many keys as the text has colons. Every key brings one colon and a repeated one is
-    lost in the dict, so equal counts mean no key was given twice (a colon inside a string only
-    makes the counts differ). Anything else, errors included, takes the general path below."""
-    if text[:1] == "{" and text[-1:] == "}" and text.count("{") + text.count("[") <= _QUICK_CONTAINERS:
+    A short flat object (one ``{``, no ``[``: most arguments) first gets the C parser with no hook
+    of ours (a hook costs a Python call per object and per float), and that parse is kept only
+    when it is provably what the strict one gives: it read the whole text, no float in it
+    overflowed, and it holds as many keys as the text has colons. Every key brings one colon and
+    a repeated one is lost in the dict, so equal counts mean no key was given twice (a colon
+    inside a string only makes the counts differ). Anything else takes the general path."""
+    if len(text) <= _QUICK_CHARS and text[:1] == "{" and text[-1:] == "}" and text.count("{") == 1 and "[" not in text:
         try:
             value, end = _SCAN(text, 0)
         except Exception:  # whatever it is, the general path says it properly
-            value, end = None, -1
-        if end == len(text) and _keys_unless_overflow(value) == text.count(":"):
-            return value, []
+            end = -1
+        if end == len(text) and len(value) == text.count(":"):
+            for item in value.values():
+                if type(item) is float and (item == _INFINITY or item == -_INFINITY):
+                    break  # overflowed: the strict parse keeps the number's digits
+            else:
+                return value, []
     return _parse_general(text)
 
 
 # The decoder's own scanner (C), called at offset 0: decode() around it adds two regex matches.
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder(parse_constant=_refuse_constant).scan_once  # type: ignore[attr-defined]
-_QUICK_CONTAINERS: Final = 32
-"""Objects and arrays a text may open and still get the quick parse: the check walks them all."""
+_QUICK_CHARS: Final = 4096
+"""Longer text goes straight to the general path (the counts cost a pass each)."""
 _INFINITY: Final = float("inf")
-
-
-def _keys_unless_overflow(value: dict[str, Any] | list[Any]) -> int:
-    """How many keys the objects in ``value`` hold, or -1 if a float in it overflowed to infinity
-    (the strict parse keeps that number's digits instead)."""
-    keys = 0
-    if type(value) is dict:
-        keys = len(value)
-        items: Any = value.values()
-    else:
-        items = value
-    for item in items:
-        kind = type(item)
-        if kind is float:
-            if item == _INFINITY or item == -_INFINITY:
-                return -1
-        elif kind is dict or kind is list:
-            inner = _keys_unless_overflow(item)
-            if inner < 0:
-                return -1
-            keys += inner
-    return keys
 
 
 def _parse_general(text: str) -> tuple[Any, list[str]]:

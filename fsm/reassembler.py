@@ -107,7 +107,8 @@ class Reassembler:
 
     def feed(self, item: Any) -> list[Output]:
         """Feed one wire payload, SDK object or decoded event; return the outputs it caused."""
-        self._check_open()
+        if self._closed is not None or self._fault is not None:
+            self._check_open()  # raises, saying which
         try:
             self._ingest(item)
         except RecursionError:  # a caller's own deeply nested dict, seen by a recursive walk
