@@ -15,7 +15,7 @@ lazily built resend index) sit beside the general routing they must agree with.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -31,6 +31,7 @@ from fsm.options import Limits
 from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus
 
 Lane = tuple[str, int | str]
+Chain = tuple[Slot] | list[Slot]
 Kind = Literal["fragment", "snapshot", "confirmation"]
 _TRUNCATED = CallStatus.TRUNCATED
 
@@ -41,8 +42,10 @@ class Registry:
         self.limits = limits
         self.machine = slot_machine(reference=ledger.strict)  # strict mode runs on the reference executor
         self.slots: list[Slot] = []
-        self._lanes: dict[Lane, list[Slot]] = {}
-        self._by_wire_id: dict[str, list[Slot]] = {}
+        # The calls of each lane, and the calls each wire id names, oldest first: a tuple while
+        # there is one (nearly always), a list from the second on.
+        self._lanes: dict[Lane, Chain] = {}
+        self._by_wire_id: dict[str, Chain] = {}
         self._pending_name: dict[Lane, str] = {}
         self._ids = IdAllocator(taken)
         self._counts = {False: 0, True: 0}  # calls opened so far: client, server
@@ -178,7 +181,7 @@ class Registry:
 
     # -- routing ----------------------------------------------------------------------------------
 
-    def _chain(self, ref: CallRef, kind: Kind | None) -> tuple[Lane, list[Slot]]:
+    def _chain(self, ref: CallRef, kind: Kind | None) -> tuple[Lane, Sequence[Slot]]:
         """The lane the evidence points to, and the calls in it that may own this event."""
         if ref.id is not None:
             owners = self._by_wire_id.get(ref.id)
@@ -224,7 +227,7 @@ class Registry:
         ):
             self.ledger.apply("index-reuse")
             self.ledger.diagnose("id-changed", f"call {newest.id}: text arrived under the new id {ref.id!r}; same call")
-            self._by_wire_id.setdefault(ref.id, []).append(newest)
+            self._add(self._by_wire_id, ref.id, newest)
             return newest.lane, [newest]
         if chain:
             self.ledger.apply("index-reuse")
@@ -393,7 +396,7 @@ class Registry:
                 )
         if ref.id is not None and slot.wire_id is None:
             slot.wire_id = ref.id
-            self._by_wire_id.setdefault(ref.id, []).append(slot)
+            self._add(self._by_wire_id, ref.id, slot)
             self.ledger.diagnose("late-id", f"call {slot.id}: wire id {ref.id!r} arrived after it opened")
 
     # -- opening and finishing ----------------------------------------------------------------------
@@ -457,24 +460,28 @@ class Registry:
             self._join(second, slot)
             self._slot_lanes[slot] = (lane, second)  # a call in one lane has no entry: its lane is slot.lane
         if wire_id is not None:
-            owners = self._by_wire_id.get(wire_id)
-            if owners is None:
-                self._by_wire_id[wire_id] = [slot]  # sized for one: most ids name one call
-            else:
-                owners.append(slot)
+            self._add(self._by_wire_id, wire_id, slot)
         if not server:
             self.ledger.emit(CallOpened(ordinal, call_id, wire_id, name, type=kind))
         return slot
 
     def _join(self, lane: Lane, slot: Slot) -> None:
         """Put ``slot`` last in ``lane``."""
-        chain = self._lanes.get(lane)
-        if chain is None:
-            self._lanes[lane] = [slot]  # sized for one: most lanes never get a second call
-            return
-        chain.append(slot)
+        chain = self._add(self._lanes, lane, slot)
         if len(chain) == 2:
             self._remember(chain[0], lane)  # the lane's first call, not indexed alone
+
+    @staticmethod
+    def _add(table: dict[Any, Chain], key: Any, slot: Slot) -> Chain:
+        """Put ``slot`` last in ``table[key]``; return that chain."""
+        chain = table.get(key)
+        if chain is None:
+            chain = table[key] = (slot,)
+        elif isinstance(chain, tuple):
+            chain = table[key] = [*chain, slot]
+        else:
+            chain.append(slot)
+        return chain
 
     def _finish(self, slot: Slot, trigger: str) -> None:
         self.machine.fire(slot, trigger)
