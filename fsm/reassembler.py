@@ -108,7 +108,7 @@ class Reassembler:
     def feed(self, item: Any) -> list[Output]:
         """Feed one wire payload, SDK object or decoded event; return the outputs it caused."""
         if self._closed is not None or self._fault is not None:
-            self._check_open()  # raises, saying which
+            self._check_open()  # raises
         try:
             self._ingest(item)
         except RecursionError:  # a caller's own deeply nested dict, seen by a recursive walk
@@ -269,7 +269,7 @@ class Reassembler:
                 fragment = commonest_chunk(item)
                 if fragment is not None:
                     # What the decoder and _apply would do with it, without the event in between.
-                    self.registry.arguments(self._bare_refs.ref(fragment[0]), fragment[1], "fragment")
+                    self.registry.bare_fragment(fragment[0], fragment[1], self._bare_refs.ref)
                     return
                 whole = whole_call_chunk(item)
                 if whole is not None:  # likewise: what the decoder and _apply would do with it

@@ -204,3 +204,45 @@ def test_text_reasoning_or_usage_beside_a_fragment_is_not_skipped_by_the_shortcu
     assert result.text == "hello"
     assert [x.text for x in result.reasoning] == ["thinking"]
     assert result.usage == {"total_tokens": 7}
+
+
+def test_bare_fragments_at_the_edges_decide_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registry.bare_fragment (the commonest chunk's route) on the fragments it must hand over to
+    the general routing: one that closes the value and starts another, whitespace alone, a
+    cumulative repeat, a fragment for a call not yet open or already closed, text past a depth or
+    size limit. Same transitions, outputs, calls and rule counts as through the decoder."""
+    from fsm import Limits, Reassembler, reassembler
+
+    def chunk(index: int, text: str, **head: Any) -> dict[str, Any]:
+        entry: dict[str, Any] = {"index": index, "function": {"arguments": text}}
+        if head:
+            entry["id"] = head["id"]
+            entry["function"]["name"] = head["name"]
+        return {"choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]}
+
+    streams = [
+        [chunk(0, "", id="a", name="f"), chunk(0, '{"q": [1'), chunk(0, ", 2]}"), chunk(0, '{"q": 3}'), chunk(0, " ")],
+        [chunk(0, "", id="a", name="f"), chunk(0, '{"q": "x"'), chunk(0, '}{"r": 1'), chunk(0, "}")],
+        [chunk(0, "", id="a", name="f"), chunk(0, '{"q"'), chunk(0, '{"q": 1}'), chunk(0, '{"q": 1}')],
+        [chunk(0, "", id="a", name="f"), chunk(0, "  "), chunk(0, '{"q"'), chunk(0, ": 1}")],
+        [chunk(1, '{"q": 1}'), chunk(0, "", id="a", name="f"), chunk(0, "[[[[[["), chunk(0, "]]]]]]")],
+        [chunk(0, "", id="a", name="f"), chunk(0, '{"q": "' + "x" * 40), chunk(0, "y" * 40 + '"}')],
+        [chunk(0, "", id="a", name="f"), chunk(0, '{"q": "\ud83d'), chunk(0, '\ude42"}'), chunk(0, "\t")],
+    ]
+    limits = Limits(max_depth=4, max_argument_chars=64)
+
+    def replay(events: list[dict[str, Any]]) -> object:
+        r = Reassembler("openai-chat", limits=limits)
+        outputs: list[object] = []
+        try:
+            for event in events:
+                outputs += r.feed(event)
+        except Exception as exc:  # the same error either way is the same behaviour
+            outputs.append((type(exc).__name__, str(exc)))
+        return (r.close(), outputs, dict(r.ledger.rules), dict(r.ledger.transitions))
+
+    bare = [e for s in streams for e in s if "id" not in e["choices"][0]["delta"]["tool_calls"][0]]
+    assert all(reassembler.commonest_chunk(e) is not None for e in bare)
+    fast = [replay(s) for s in streams]
+    monkeypatch.setattr(reassembler, "commonest_chunk", lambda payload: None)
+    assert fast == [replay(s) for s in streams]

@@ -153,3 +153,73 @@ def test_a_too_deep_value_is_refused_at_the_fragment_that_opens_the_level() -> N
     machine.fire(slot, "append", ', "b": [')
     with pytest.raises(LimitExceeded, match="deeper than 2"):
         machine.fire(slot, "append", "[")
+
+
+def test_the_bracket_bounds_are_read_from_the_spec() -> None:
+    """Brackets can wait only because the spec says pushes, pops and the outermost close are
+    all the scanner does; a spec where another character acts, or the value closes some other
+    way, leaves every bracket to be scanned at once."""
+    import attrs
+
+    from fsm.engine.scanner import CompiledScanner
+
+    spec = scanner_spec()
+    assert CompiledScanner(spec).brackets == ("[{", "]}")
+
+    def changed(trigger: str, **change: object) -> object:
+        transitions = tuple(
+            attrs.evolve(t, **change) if t.source == ("value",) and t.trigger == trigger and not t.guards else t
+            for t in spec.transitions
+        )
+        return CompiledScanner(attrs.evolve(spec, transitions=transitions)).brackets
+
+    assert changed("quote", action="push") == ('"[{', "]}")  # a quote that nests is counted with them
+    assert changed("quote", guards=("outermost",)) is None  # a guard that is not the outermost pop
+    assert changed("close", dest="done") is None  # a close at any depth ends the value
+
+
+def _fire_all(parts: list[str], max_depth: int) -> list[object]:
+    slot, machine, seen = slot_for_scan_tests(max_depth), slot_machine(), []
+    for part in parts:
+        try:
+            seen.append((machine.fire(slot, "append", part), slot.state))
+        except LimitExceeded as exc:
+            seen.append(str(exc))
+            break
+        if slot.state == "value_closed":
+            break
+    seen.append((slot.between_tokens(), slot.scanner.depth, slot.scanner.state))
+    return seen
+
+
+@given(stringy, st.lists(st.integers(min_value=0, max_value=41), max_size=8), st.integers(min_value=1, max_value=4))
+def test_brackets_whose_scan_waits_give_what_scanning_each_fragment_gives(
+    text: str, cuts: list[int], max_depth: int
+) -> None:
+    """Scanner.defer lets fragments with brackets wait while the brackets cannot close the value
+    or pass the depth limit. Fragment by fragment, the same split, state and limit error (at the
+    same fragment) as when every fragment with a bracket is scanned as it arrives."""
+    text = "{" + text
+    points = sorted({min(c, len(text)) for c in cuts})
+    parts = [p for p in (text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)) if p]
+    deferred = _fire_all(parts, max_depth)
+    with mock.patch.object(Scanner, "defer", lambda self, text: False):
+        assert _fire_all(parts, max_depth) == deferred
+
+
+def test_fragments_with_brackets_wait_and_are_scanned_once() -> None:
+    slot, machine = slot_for_scan_tests(), slot_machine()
+    feeds: list[str] = []
+    real = Scanner.feed
+
+    def counted(scanner: Scanner, text: str, start: int = 0) -> int | None:
+        feeds.append(text)
+        return real(scanner, text, start)
+
+    with mock.patch.object(Scanner, "feed", counted):
+        for part in ['{"a": [', '{"b": 1}, ', '{"b": 2}', "], ", '"c": {"d": [1, [2]]', "}", "}"]:
+            assert machine.fire(slot, "append", part) == ""
+    assert slot.state == "value_closed"
+    # Scanned: the opening fragment (at depth 0 any bracket may matter), then the text waiting
+    # with each fragment whose pops, counted with those waiting, reach the depth last scanned.
+    assert feeds == ['{"a": [', '{"b": 1}, {"b": 2}', '], "c": {"d": [1, [2]]', "}}"]

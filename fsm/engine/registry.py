@@ -15,7 +15,7 @@ lazily built resend index) sit beside the general routing they must agree with.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -130,6 +130,42 @@ class Registry:
             while rest:
                 slot, rest = self._route_text(ref, rest, "fragment")
                 self._remember(slot)
+
+    def bare_fragment(self, index: int, text: str, ref: Callable[[int], CallRef]) -> None:
+        """``arguments(ref(index), text, "fragment")`` for a bare fragment (an index; no id, name
+        or server flag), the commonest event of an OpenAI chat stream: the continuation route and
+        _extend inlined for a call still open, with the same rules counted and the same trigger
+        fired; anything else (and the rest of a split fragment) goes the general way."""
+        chain = self._lanes.get(("index", index))
+        if chain and not self._pending_name:
+            slot = chain[-1]
+            state = slot.state
+            held = slot._length
+            if (
+                (state == "accumulating" or state == "opened" or state == "receiving")
+                and (not held or len(text) < held)  # else it may read as cumulative: _extend decides
+                and not text.isspace()
+            ):
+                ledger = self.ledger
+                rules = ledger.rules
+                rules["index-is-label"] += 1
+                rules["metadata-once"] += 1
+                ledger.work += len(text)
+                rest = self.machine.fire(slot, "append", text)
+                if slot.unfinished and not rest:
+                    return
+                if rest:
+                    ledger.diagnose(
+                        "split-fragment", f"call {slot.id}: its value closed mid-fragment; the rest opens another call"
+                    )
+                if not slot.unfinished:
+                    self._remember(slot)
+                bare = ref(index)
+                while rest:  # as in arguments()
+                    landed, rest = self._route_text(bare, rest, "fragment")
+                    self._remember(landed)
+                return
+        self.arguments(ref(index), text, "fragment")
 
     def _continuation(self, ref: CallRef, text: str) -> Slot | None:
         """The common case, decided without the general routing: a fragment for the unfinished

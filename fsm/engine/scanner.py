@@ -11,6 +11,10 @@ inside an object (a trip to another state and straight back). One ``re.match`` s
 the characters that change something (brackets, and a quote that opens a string the fragment does
 not close) go through the table in Python. A string left open at the end of a fragment is read by
 the failed trip, then again from the ``string`` state: the "at most twice".
+
+Most fragments are not scanned as they arrive: the slot holds them until one could close the value
+or pass the depth limit (``may_wait``, ``defer``) and scans the held text in one go, which costs a
+fraction of a scan per fragment; what the held text can do is bounded by counting its brackets.
 """
 
 from __future__ import annotations
@@ -104,6 +108,7 @@ class CompiledScanner:
             self.table[state] = per_class
             self._classify(state, per_class)
         self.pivotal = self._pivotal()
+        self.brackets = self._brackets()
         self.skip: dict[str, re.Pattern[str]] = {}
         for state in spec.state_names():
             run = self._run(state, excursions=True)
@@ -150,6 +155,32 @@ class CompiledScanner:
         if OTHER in classes:
             raise SpecError("scanner.toml: an 'other' character may close the value; nothing could wait")
         return re.compile(f"[{self._chars(sorted(classes))}]")
+
+    def _brackets(self) -> tuple[str, str] | None:
+        """(the characters that push, those that pop) when nothing but pushes and pops acts, no
+        guard but ``outermost`` on a pop, and the value closes only by such a pop: then the depth
+        after any text lies between the depth before it minus its popping characters and plus its
+        pushing ones, whatever states the text goes through, so a scan can wait while those bounds
+        keep the value open and the depth within its limit (Scanner.defer). None when the spec
+        does not say so: then no text with a pivotal character waits."""
+        pushing: set[str] = set()
+        popping: set[str] = set()
+        for state, per_class in self.table.items():
+            for klass, steps in per_class.items():
+                for check, dest, act in steps:
+                    if act is _push or act is _pop:
+                        if klass in (OTHER, ANY):
+                            return None
+                        (pushing if act is _push else popping).update(self.spec.classes[klass])
+                    elif act is not None:
+                        return None
+                    if check is not None and (check is not _outermost or act is not _pop):
+                        return None
+                    if dest in self.done and state not in self.done and check is not _outermost:
+                        return None
+        if pushing & popping:
+            return None
+        return "".join(sorted(pushing)), "".join(sorted(popping))
 
     def _is_quiet(self, state: str, klass: str, per_class: dict[str, tuple[_Step, ...]]) -> bool:
         steps = per_class[klass]
@@ -251,13 +282,16 @@ def spec_steps(text: str, spec: MachineSpec | None = None) -> Iterator[tuple[int
 class Scanner:
     """Completeness state of one argument text. Feed it fragments in order."""
 
-    __slots__ = ("_c", "depth", "max_depth", "state")
+    __slots__ = ("_c", "_pops_waiting", "_pushes_waiting", "depth", "max_depth", "state")
 
     def __init__(self, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
         self._c = compiled()
         self.state = self._c.initial
         self.depth = 0
         self.max_depth = max_depth
+        # Bracket characters in the text whose scan waits (see defer); the depth is as scanned.
+        self._pushes_waiting = 0
+        self._pops_waiting = 0
 
     @property
     def complete(self) -> bool:
@@ -274,11 +308,29 @@ class Scanner:
         depth, so what it does to the state can be worked out later, together with what follows."""
         return self.state not in self._c.done and self._c.pivotal.search(text) is None
 
+    def defer(self, text: str) -> bool:
+        """Can scanning ``text``, which has brackets, wait too? Yes when, counted with the text
+        already waiting, its brackets can neither close the value (fewer popping characters than
+        the depth) nor pass the depth limit (see CompiledScanner._brackets); they are counted as
+        waiting then, and the caller stores ``text`` after the held text whose scan waits.
+        Scanning many fragments at once costs a fraction of scanning each."""
+        brackets = self._c.brackets
+        if brackets is None or self.state in self._c.done:
+            return False
+        pushing, popping = brackets
+        pushes = self._pushes_waiting + sum(map(text.count, pushing))
+        pops = self._pops_waiting + sum(map(text.count, popping))
+        if pops >= self.depth or self.depth + pushes > self.max_depth:
+            return False
+        self._pushes_waiting, self._pops_waiting = pushes, pops
+        return True
+
     def feed(self, text: str, start: int = 0) -> int | None:
         """Scan ``text`` from ``start``; return the offset just past the character that closed the
         top-level value, or None if it is still open. Stops there: the caller decides about the rest."""
         c = self._c
         state = self.state
+        self._pushes_waiting = self._pops_waiting = 0  # the text that waited is scanned now
         pos = start
         end = len(text)
         done, step_every, skips, table, char_class = c.done, c.step_every, c.skip, c.table, c.char_class

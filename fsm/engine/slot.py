@@ -225,18 +225,36 @@ class Slot:
     def scan_fragment(self, text: str) -> tuple[str, str]:
         """Returns (the part of ``text`` that belongs here, the rest that starts another value).
 
-        A fragment that cannot close the value or change its depth is not scanned yet: it is
-        scanned later, with the next fragment that can (or when a decision needs the scanner),
-        straight from the held bytes, so waiting scans nothing twice. Most fragments are string
-        content, so most go by without a scan of their own."""
-        self._check_room(self._length + len(text), _utf8_length(text))
+        A fragment that cannot close the value or pass the depth limit is not scanned yet: it
+        is scanned later, with the next fragment that can (or when a decision needs the
+        scanner), straight from the held bytes, so waiting scans nothing twice. A fragment
+        without brackets can never (Scanner.may_wait); one with brackets cannot while, counted
+        with those waiting, they stay within the depth last scanned (Scanner.defer). So most
+        fragments go by without a scan of their own."""
+        # _check_room inlined: this runs for nearly every fragment of a stream.
+        if self._length + len(text) > self.max_chars:
+            self._check_size(self._length + len(text))
+        ledger = self.ledger
+        if ledger.held_bytes + len(text) * 4 > ledger.max_held_bytes:  # at most 4 bytes a character
+            self._check_room(self._length + len(text), _utf8_length(text))
         scanner = self.scanner
-        if scanner.may_wait(text):
+        c = scanner._c
+        if scanner.state not in c.done and (c.pivotal.search(text) is None or scanner.defer(text)):  # may_wait inlined
             if self._unscanned is None:
                 self._unscanned = len(self._buf)  # store_fragment puts the text there next
             return text, ""
-        self._catch_up()
-        end = scanner.feed(text)
+        start = self._unscanned
+        if start is not None and len(self._buf) - start <= _CATCH_UP_BYTES:
+            # The waiting text and this fragment in one scan: the waiting part cannot close the
+            # value (it has no pivotal character), so where the value closes is in ``text``.
+            self._unscanned = None
+            waiting = self._buf[start:].decode("utf-8", "surrogatepass")
+            end = scanner.feed(waiting + text)
+            if end is not None:
+                end -= len(waiting)
+        else:
+            self._catch_up()
+            end = scanner.feed(text)
         if end is None or end == len(text) or not text[end:].strip():
             return text, ""
         return text[:end], text[end:]
@@ -295,7 +313,8 @@ class Slot:
     @guard
     def value_complete(self, text: str) -> bool:
         # Exact even while a scan waits: text whose scan waits cannot have closed the value.
-        return self.scanner.complete
+        scanner = self.scanner
+        return scanner.state in scanner._c.done
 
     @guard
     def blank_fragment(self, text: str) -> bool:
@@ -323,7 +342,10 @@ class Slot:
         held = self._length
         if held + len(text) > self.max_chars:
             self._check_size(held + len(text))
-        self.ledger.hold(len(data))
+        ledger = self.ledger
+        if ledger.held_bytes + len(data) > ledger.max_held_bytes:
+            ledger.hold(len(data))  # raises, naming the limit
+        ledger.held_bytes += len(data)
         self._length += len(text)
         self._buf += data
         self._text = None
@@ -331,11 +353,11 @@ class Slot:
         if self._quiet or not text:
             return
         if self._emitted == held:
-            if not held and text.isspace() and not self.freeform:  # freeform whitespace is input
+            if not held and not self.freeform and text.isspace():  # freeform whitespace is input
                 self._blank = True
                 return
             self._emitted = self._length
-            self.ledger.emit(ArgumentsDelta(self.ordinal, text))
+            ledger.outputs.append(ArgumentsDelta(self.ordinal, text))
         elif self._blank and not text.isspace():
             self._blank = False
             self._emitted = self._length
