@@ -212,7 +212,7 @@ class Registry:
         self.ledger.apply("finish-ends-calls")
         trigger = "end" if finish_reason in NORMAL_FINISHES else "cut"
         for slot in self.slots:
-            if not slot.finished:
+            if slot.status is None:  # not finished (Slot.finished, without the property's call)
                 self._finish(slot, trigger)
 
     # -- routing ----------------------------------------------------------------------------------
@@ -324,12 +324,13 @@ class Registry:
         if lane:
             lanes: tuple[Lane, ...] = (lane,)
         else:
-            lanes = self._slot_lanes.get(slot) or (slot.lane,)
-            if len(lanes) == 1:
-                if len(self._lanes[lanes[0]]) == 1:
+            both = self._slot_lanes.get(slot) if self._slot_lanes else None
+            if both is None:
+                if len(self._lanes[slot.lane]) == 1:
                     return  # the lone call of its lane (nearly every call): never indexed
+                lanes = (slot.lane,)
             else:
-                lanes = tuple(each for each in lanes if len(self._lanes[each]) > 1)
+                lanes = tuple(each for each in both if len(self._lanes[each]) > 1)
                 if not lanes:
                     return
         key = slot.digest()
@@ -498,7 +499,7 @@ class Registry:
         if wire_id is not None:
             self._add(self._by_wire_id, wire_id, slot)
         if not server:
-            self.ledger.emit(CallOpened(ordinal, call_id, wire_id, name, type=kind))
+            self.ledger.outputs.append(CallOpened(ordinal, call_id, wire_id, name, type=kind))
         return slot
 
     def _join(self, lane: Lane, slot: Slot) -> None:
@@ -526,7 +527,8 @@ class Registry:
             self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name")
         if slot.server:
             return
+        outputs = self.ledger.outputs
         tail = slot.unsent_tail()
         if tail:
-            self.ledger.emit(ArgumentsDelta(slot.ordinal, tail))
-        self.ledger.emit(CallFinished(slot.to_call()))
+            outputs.append(ArgumentsDelta(slot.ordinal, tail))
+        outputs.append(CallFinished(slot.to_call()))
