@@ -197,3 +197,34 @@ def test_the_quick_strict_parse_keeps_exact_numbers_and_reports_duplicates() -> 
     assert parse_strict('{"a": 1, "a": 2, "b": {"a": 3, "a": 4}}') == ({"a": 2, "b": {"a": 4}}, ["a", "a"])
     with pytest.raises(ValueError, match="NaN is not JSON"):
         parse_strict('{"x": NaN}')
+
+
+# -- closed calls share one finished scanner -----------------------------------------------------------
+
+
+def test_calls_whose_value_closed_share_one_finished_scanner_and_it_never_moves() -> None:
+    from fsm.events import ArgumentsSnapshot, CallRef
+
+    r = Reassembler("openai-chat")
+    r.feed(whole(0, "a", "f", '{"x": 1}'))
+    r.feed(whole(1, "b", "g", '{"y": [1, {"z": 2}]}'))
+    r.feed(chunk(tc(2, "c", "h", '{"open": ')))
+    registry = r.registry
+    shared = registry._scanned
+    first, second, third = registry.slots
+    assert first.scanner is shared and second.scanner is shared
+    assert third.scanner is not shared  # still open: its own scan goes on
+    r.feed(chunk(tc(0, args="  \n")))  # whitespace after a closed value is scanned by the shared one
+    r.feed(ArgumentsSnapshot(CallRef(1, "b", "g"), '{"y": 3'))  # a replaced value scans afresh
+    assert second.scanner is not shared and not second.scanner.complete
+    r.feed(chunk(tc(2, args="true}")))
+    assert third.scanner is shared
+    assert (shared.state, shared.depth) == ("done", 0)
+    r.feed(chunk(finish="tool_calls"))
+    result = r.close()
+    assert [(c.id, c.status.value, c.arguments) for c in result.calls] == [
+        ("a", "complete", {"x": 1}),
+        ("b", "invalid", None),
+        ("c", "complete", {"open": True}),
+    ]
+    assert first.text() == '{"x": 1}  \n'
