@@ -9,50 +9,121 @@ conversation the calls go back into. Everything a user needs is importable from 
 __version__ = "0.1.0"
 """The package's version: the single source, read by the build (pyproject's dynamic version) and the CLI."""
 
-from fsm import messages  # noqa: E402
-from fsm.errors import (  # noqa: E402  (the version is declared first so the build can read it alone)
-    FramingError,
-    LimitExceeded,
-    LocalProtocolError,
-    RemoteProtocolError,
-    SpecError,
-    StateError,
-    ToolcallFSMError,
-    UnsupportedProvider,
-)
-from fsm.events import (  # noqa: E402
-    ArgumentsFragment,
-    ArgumentsSnapshot,
-    CallEnd,
-    CallRef,
-    CallSeen,
-    Event,
-    StreamEnd,
-)
-from fsm.oneshot import areassemble, reassemble  # noqa: E402
-from fsm.options import (  # noqa: E402
-    CumulativeArguments,
-    EmptyArguments,
-    IdenticalText,
-    IdRotation,
-    Limits,
-    Policies,
-)
-from fsm.reassembler import Reassembler  # noqa: E402
-from fsm.reemit import DeltaEmitter, FlushPolicy  # noqa: E402
-from fsm.results import (  # noqa: E402
-    ArgumentsDelta,
-    CallFinished,
-    CallNamed,
-    CallOpened,
-    CallStatus,
-    Diagnostic,
-    Output,
-    Reasoning,
-    Result,
-    Severity,
-    ToolCall,
-)
+# The public names are loaded on first use (PEP 562), so `import fsm` costs next to nothing and a
+# program pays only for what it touches: `from fsm import Reassembler` still imports the engine, and
+# `from fsm import messages` the message builders. Type checkers, IDEs and pdoc read the imports
+# below; at run time `__getattr__` resolves each name from the module _EXPORTS gives for it.
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers and pdoc read it as true
+
+if TYPE_CHECKING:
+    from fsm import messages
+    from fsm.errors import (
+        FramingError,
+        LimitExceeded,
+        LocalProtocolError,
+        RemoteProtocolError,
+        SpecError,
+        StateError,
+        ToolcallFSMError,
+        UnsupportedProvider,
+    )
+    from fsm.events import (
+        ArgumentsFragment,
+        ArgumentsSnapshot,
+        CallEnd,
+        CallRef,
+        CallSeen,
+        Event,
+        StreamEnd,
+    )
+    from fsm.oneshot import areassemble, reassemble
+    from fsm.options import (
+        CumulativeArguments,
+        EmptyArguments,
+        IdenticalText,
+        IdRotation,
+        Limits,
+        Policies,
+    )
+    from fsm.reassembler import Reassembler
+    from fsm.reemit import DeltaEmitter, FlushPolicy
+    from fsm.results import (
+        ArgumentsDelta,
+        CallFinished,
+        CallNamed,
+        CallOpened,
+        CallStatus,
+        Diagnostic,
+        Output,
+        Reasoning,
+        Result,
+        Severity,
+        ToolCall,
+    )
+
+_EXPORTS = {
+    "messages": "fsm.messages",
+    **dict.fromkeys(
+        [
+            "FramingError",
+            "LimitExceeded",
+            "LocalProtocolError",
+            "RemoteProtocolError",
+            "SpecError",
+            "StateError",
+            "ToolcallFSMError",
+            "UnsupportedProvider",
+        ],
+        "fsm.errors",
+    ),
+    **dict.fromkeys(
+        ["ArgumentsFragment", "ArgumentsSnapshot", "CallEnd", "CallRef", "CallSeen", "Event", "StreamEnd"],
+        "fsm.events",
+    ),
+    **dict.fromkeys(["areassemble", "reassemble"], "fsm.oneshot"),
+    **dict.fromkeys(
+        ["CumulativeArguments", "EmptyArguments", "IdenticalText", "IdRotation", "Limits", "Policies"], "fsm.options"
+    ),
+    "Reassembler": "fsm.reassembler",
+    **dict.fromkeys(["DeltaEmitter", "FlushPolicy"], "fsm.reemit"),
+    **dict.fromkeys(
+        [
+            "ArgumentsDelta",
+            "CallFinished",
+            "CallNamed",
+            "CallOpened",
+            "CallStatus",
+            "Diagnostic",
+            "Output",
+            "Reasoning",
+            "Result",
+            "Severity",
+            "ToolCall",
+        ],
+        "fsm.results",
+    ),
+}
+"""Where each public name lives: the module to import the first time the name is used."""
+
+
+if not TYPE_CHECKING:  # hidden from type checkers, which would otherwise accept any name as fsm.<name>
+
+    def __getattr__(name: str) -> object:
+        """Import a public name's module on first use and keep the name here, so later uses are plain
+        attribute lookups."""
+        where = _EXPORTS.get(name)
+        if where is None:
+            raise AttributeError(f"module 'fsm' has no attribute {name!r}")
+        from importlib import import_module
+
+        module = import_module(where)
+        value = module if where == f"fsm.{name}" else getattr(module, name)
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "ArgumentsDelta",

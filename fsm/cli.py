@@ -12,27 +12,26 @@ only) goes to stderr, and only when it is a terminal.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import shutil
 import sys
-import tempfile
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
-
-import attrs
+from typing import TYPE_CHECKING, Any, TextIO
 
 from fsm import __version__
 from fsm.cli_io import open_input, read_block, run_guarded
 from fsm.errors import ToolcallFSMError
-from fsm.harness.fuzz import SHAPES
-from fsm.jsontext import dumps
-from fsm.reassembler import Reassembler
-from fsm.reemit import DeltaEmitter, FlushPolicy
-from fsm.results import Result
-from fsm.serialize import result_to_json
+from fsm.harness.fuzz import SHAPES  # the fuzz package's own module holds the names and imports nothing
+from fsm.reemit import FlushPolicy
 from fsm.wire.decoders import PROVIDERS
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from fsm.reassembler import Reassembler
+    from fsm.results import Result
+
+# Each command imports what it needs when it runs, so `toolcall-fsm replay` loads no history,
+# harness, message builders or cattrs, and no command pays for another's imports.
 
 _HELP = {
     "toolcall-fsm": """examples:
@@ -188,6 +187,8 @@ class Progress:
 
 
 def conform(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None = None) -> int:
+    import attrs
+
     from fsm.harness import conformance
     from fsm.harness.vectors import VECTOR_DIR, load_vectors
 
@@ -223,6 +224,8 @@ def conform(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None = No
 def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """Exit 0 when the history pairs up; 1 when a strict provider would reject it, or the file is
     unreadable; 2 when its JSON holds no conversation (one line on stderr, never a traceback)."""
+    import attrs
+
     from fsm import history
 
     try:
@@ -262,6 +265,12 @@ def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     except ImportError:
         stderr.write("toolcall-fsm: fuzzing needs hypothesis: pip install 'toolcall-fsm[fuzz]'\n")
         return 1
+    import hashlib
+    import shutil
+    import tempfile
+
+    import attrs
+
     from fsm.harness.vectors import write_vector
 
     shapes = SHAPES if args.shape == "all" else (args.shape,)
@@ -329,6 +338,11 @@ def diagram(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
 def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """Print the calls (or deltas); on a stream error, the result so far, then the error."""
+    from fsm.jsontext import dumps
+    from fsm.reassembler import Reassembler
+    from fsm.reemit import DeltaEmitter
+    from fsm.serialize import result_to_json
+
     reassembler = Reassembler(args.provider, strict=args.strict)
     emitter = DeltaEmitter(FlushPolicy(args.flush))
     deltas = args.output == "deltas"

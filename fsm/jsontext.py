@@ -20,10 +20,14 @@ from __future__ import annotations
 import json
 import math
 import re
-import secrets
 from collections.abc import Callable
-from decimal import Decimal
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from decimal import Decimal
+
+# decimal and secrets serve only rare paths (numbers past int or float, a value json cannot write),
+# so they are imported there: a program that never meets one does not load them at start-up.
 
 _LONE: Final = re.compile("[\ud800-\udfff]")
 
@@ -40,12 +44,18 @@ def exact_int(digits: str) -> int | Decimal:
     try:
         return int(digits)
     except ValueError:  # longer than the int-string conversion limit: keep the digits
+        from decimal import Decimal
+
         return Decimal(digits)
 
 
 def exact_float(text: str) -> float | Decimal:
     value = float(text)
-    return value if math.isfinite(value) else Decimal(text)
+    if math.isfinite(value):
+        return value
+    from decimal import Decimal
+
+    return Decimal(text)
 
 
 class _Duplicate(Exception):
@@ -222,6 +232,8 @@ def unicode_utf8(text: str) -> bytes:
 
 def _exact(value: Any, numbers: list[str], marker: str) -> Any:
     """``value`` with every number json.dumps cannot write (strictly) swapped for a placeholder."""
+    from decimal import Decimal
+
     if isinstance(value, dict):
         return {k: _exact(v, numbers, marker) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -235,6 +247,8 @@ def _exact(value: Any, numbers: list[str], marker: str) -> Any:
 
 
 def _number_text(value: Decimal | int) -> str:
+    from decimal import Decimal
+
     if isinstance(value, int):
         value = Decimal(value)  # Decimal(int) is not bound by the int-string conversion limit
     if not value.is_finite():
@@ -247,6 +261,8 @@ def dumps(value: Any, *, indent: int | None = None) -> str:
     try:
         out = json.dumps(value, ensure_ascii=False, allow_nan=False, indent=indent)
     except (ValueError, TypeError):
+        import secrets
+
         numbers: list[str] = []
         marker = secrets.token_hex(8)  # a placeholder no string in ``value`` can be mistaken for
         out = json.dumps(_exact(value, numbers, marker), ensure_ascii=False, allow_nan=False, indent=indent)

@@ -7,6 +7,7 @@ they and the spec ever disagree.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 import attrs
@@ -25,7 +26,12 @@ EmptyArguments = Literal["empty-object", "invalid"]
 
 
 def _policy(name: str) -> Any:
-    return next(p for p in identity_spec().policies if p.name == name)
+    return _policies_by_name()[name]
+
+
+@functools.cache
+def _policies_by_name() -> dict[str, Any]:
+    return {p.name: p for p in identity_spec().policies}
 
 
 def _choice(name: str) -> Any:
@@ -59,6 +65,12 @@ class Policies:
     empty_arguments: EmptyArguments = _choice("empty_arguments")  # noqa: RUF009  (an attrs field, read once)
     """A call that finished normally without argument text: ``"empty-object"`` (default: arguments
     ``{}``) or ``"invalid"`` (status invalid)."""
+
+
+@functools.cache
+def default_policies() -> Policies:
+    """``Policies()``, made once: every stream that names no policies shares it (it is frozen)."""
+    return Policies()
 
 
 MAX_DEPTH_CAP = 512

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsm.content import TurnContent
 from fsm.engine.ledger import Ledger
-from fsm.engine.partial import PartialReader
 from fsm.engine.registry import Registry
 from fsm.engine.scanner import nesting_exceeds
 from fsm.errors import (
@@ -44,14 +43,17 @@ from fsm.events import (
     StreamEnd,
     UsageReport,
 )
-from fsm.options import Limits, Policies
+from fsm.options import Limits, Policies, default_policies
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.decoders._wire import BareRefs
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, commonest_chunk, whole_call_chunk
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, commonest_chunk, said_chunk, whole_call_chunk
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.sdk import sdk_payload
+
+if TYPE_CHECKING:
+    from fsm.engine.partial import PartialReader  # imported when a preview is first asked for
 
 
 class Reassembler:
@@ -86,7 +88,7 @@ class Reassembler:
         """Whether violations raise (see the module's docstring for what lax mode does instead)."""
         self.limits = limits or Limits()
         """The limits in force."""
-        self.ledger = Ledger(policies or Policies(), strict=strict, limits=self.limits)
+        self.ledger = Ledger(policies or default_policies(), strict=strict, limits=self.limits)
         """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
         self.registry = Registry(self.ledger, self.limits, taken)
         """Internal: the slot registry that decides which call each event belongs to."""
@@ -201,6 +203,8 @@ class Reassembler:
                     return slot.text()  # freeform input is not JSON: what it holds is all it promises
                 revision, reader = self._previews.get(index, (-1, None))
                 if reader is None or revision != slot.revision:  # first asked, or the text was replaced
+                    from fsm.engine.partial import PartialReader
+
                     reader = PartialReader()
                     self._previews[index] = (slot.revision, reader)
                 return reader.read(slot.text())
@@ -244,7 +248,7 @@ class Reassembler:
         return told[1]
 
     def _flush(self) -> None:
-        if self._framer is None:
+        if self._framer is None and self._detector.work:  # no byte fed (parsed events only): nothing to tell
             held = self._detector.held
             try:
                 head = self._framing_told(b"", final=True)
@@ -271,8 +275,13 @@ class Reassembler:
                     # What the decoder and _apply would do with it, without the event in between.
                     self.registry.bare_fragment(fragment[0], fragment[1], self._bare_refs.ref)
                     return
+                said = said_chunk(item)
+                if said is not None:  # text or reasoning only: what _apply does with its events
+                    for event in said:
+                        self._content.apply(event)  # type: ignore[arg-type]
+                    return
                 whole = whole_call_chunk(item)
-                if whole is not None:  # likewise: what the decoder and _apply would do with it
+                if whole is not None:  # a whole call: what the decoder and _apply would do with it
                     self.registry.whole_call(*whole)
                     return
             self._decode(item)

@@ -8,8 +8,9 @@ that spec. A malformed spec raises :class:`~fsm.errors.SpecError` naming the fil
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -192,9 +193,8 @@ class IdentitySpec:
         return frozenset(r.name for r in self.rules)
 
 
-# cattrs and tomllib are imported when a spec is first loaded, not with the package: together they
-# are about half of what `import fsm` would otherwise cost, and a program that never builds a
-# Reassembler never needs them.
+# cattrs and tomllib are imported only to read a spec from its TOML: the specs built ahead of time
+# (fsm/spec_compiled.py, see _built) spare a program's start-up both.
 @functools.cache
 def _converter() -> Converter:
     from cattrs import Converter
@@ -369,21 +369,32 @@ def load_identity(path: Path) -> IdentitySpec:
     return spec
 
 
+_Spec = TypeVar("_Spec")
+
+
+def _built(name: str, kind: type[_Spec]) -> _Spec | None:
+    """Spec ``name`` built ahead of time (no TOML, no cattrs), or None if its file changed since."""
+    from fsm.spec_compiled import load  # written by tools/compile_specs.py from specs/*.toml
+
+    built = load(name, SPEC_DIR / f"{name}.toml", sys.modules[__name__])
+    return built if isinstance(built, kind) else None
+
+
 @functools.cache
 def slot_spec() -> MachineSpec:
-    return load_machine(SPEC_DIR / "slot.toml")
+    return _built("slot", MachineSpec) or load_machine(SPEC_DIR / "slot.toml")
 
 
 @functools.cache
 def scanner_spec() -> MachineSpec:
-    return load_machine(SPEC_DIR / "scanner.toml")
+    return _built("scanner", MachineSpec) or load_machine(SPEC_DIR / "scanner.toml")
 
 
 @functools.cache
 def history_spec() -> MachineSpec:
-    return load_machine(SPEC_DIR / "history.toml")
+    return _built("history", MachineSpec) or load_machine(SPEC_DIR / "history.toml")
 
 
 @functools.cache
 def identity_spec() -> IdentitySpec:
-    return load_identity(SPEC_DIR / "identity.toml")
+    return _built("identity", IdentitySpec) or load_identity(SPEC_DIR / "identity.toml")

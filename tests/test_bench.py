@@ -33,6 +33,12 @@ def test_benchmark_runs_on_a_tiny_size(tmp_path: Path) -> None:
             # a wrong or skipped implementation is reported and never timed
             assert (name in row["us_per_event"]) == (verdict == "ok"), (row["scenario"], name, verdict)
     assert "import fsm under 50 ms" in report["targets"]
+    # the names load lazily, so the first use is measured beside `import fsm`, never instead of it
+    cpu = report["import"]["cpu_ms"]
+    assert set(cpu) == {"import json", "import fsm", "from fsm import Reassembler", "replay"}
+    assert all(value > 0 for value in cpu.values())
+    assert "first use (from fsm import Reassembler)" in report["targets"]["import fsm under 50 ms"][1]
+    assert "from fsm import Reassembler: best" in proc.stdout  # the printed summary has the row too
     growth = {(row["framing"], row["input"]) for row in report["framing"]}
     for framing in ["sse", "ndjson", "json-array"]:
         for label in ["whitespace first, 1-byte reads", "long event, 64-byte reads"]:
@@ -50,6 +56,7 @@ def test_benchmark_runs_on_a_tiny_size(tmp_path: Path) -> None:
     # a line per stream after the header and rule, then the growth table: its header, and a line per row
     assert table.count("\n| ") == len(report["rows"]) + 1 + len(report["framing"])
     assert "import fsm under 50 ms" in table
+    assert "first use (`from fsm import Reassembler`)" in table
 
 
 def test_profiler_lists_the_benchmark_streams() -> None:

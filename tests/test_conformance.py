@@ -170,7 +170,8 @@ def test_the_compiled_table_and_the_transitions_machine_execute_alike(monkeypatc
 
 def test_the_commonest_chunk_shortcut_decides_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
     """Reassembler takes the commonest OpenAI chat chunk (one bare fragment) straight to the
-    registry; without the shortcut every chunk goes through the decoder. Same transitions in
+    registry, and a chunk of text or reasoning alone straight to the turn's content; without the
+    shortcuts every chunk goes through the decoder. Same transitions in
     order, outputs, calls, diagnostics and rule counts either way."""
     from fsm import reassembler
     from fsm.harness.fuzz.run import sample_vectors
@@ -180,6 +181,7 @@ def test_the_commonest_chunk_shortcut_decides_as_the_decoder(monkeypatch: pytest
     assert sum(t is not None for t in taken) > 150  # the shortcut is taken, often (~200 of these)
     fast = [_replay_with_trace(v) for v in vectors]
     monkeypatch.setattr(reassembler, "commonest_chunk", lambda payload: None)
+    monkeypatch.setattr(reassembler, "said_chunk", lambda payload: None)
     general = [_replay_with_trace(v) for v in vectors]
     for vector, a, b in zip(vectors, fast, general, strict=True):
         assert a == b, vector.name
@@ -246,3 +248,41 @@ def test_bare_fragments_at_the_edges_decide_as_the_decoder(monkeypatch: pytest.M
     fast = [replay(s) for s in streams]
     monkeypatch.setattr(reassembler, "commonest_chunk", lambda payload: None)
     assert fast == [replay(s) for s in streams]
+
+
+def test_text_and_reasoning_chunks_decide_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """said_chunk (the route of a chunk that only says text or reasoning) on the chunks it takes
+    and those it must leave to the decoder: both fields at once, either reasoning key, a field that
+    is not text, empty text, beside tool calls, usage, a finish reason, another choice, after the
+    finish. Same content, outputs, diagnostics and rule counts as through the decoder."""
+    from fsm import Reassembler, reassembler
+
+    def chunk(delta: dict[str, Any] | None, choice_index: int = 0, **extra: Any) -> dict[str, Any]:
+        return {"choices": [{"index": choice_index, "delta": delta, **extra.pop("choice", {})}], **extra}
+
+    call = {"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f", "arguments": '{"a": 1}'}}]}
+    stream = [
+        chunk({"role": "assistant", "content": "", "reasoning_content": "think"}),
+        chunk({"reasoning": " more"}),
+        chunk({"content": "Hi", "reasoning_content": " and"}),
+        chunk({"content": ["not", "text"], "reasoning": 7}),
+        chunk({"content": " there", "tool_calls": []}),
+        chunk({"content": "!", "function_call": None}),
+        chunk({"content": " x"}, choice_index=1),
+        chunk({"content": " y"}, usage={"total_tokens": 3}),
+        chunk({"content": " z", **call}),
+        chunk({"content": " end"}, choice={"finish_reason": "tool_calls"}),
+        chunk({"content": " late"}),
+        chunk(None),
+    ]
+
+    def replay() -> object:
+        r = Reassembler("openai-chat")
+        outputs = [r.feed(event) for event in stream]
+        result = r.close()
+        return (result, result.text, result.reasoning, outputs, dict(r.ledger.rules))
+
+    assert sum(bool(reassembler.said_chunk(e)) for e in stream) >= 5
+    fast = replay()
+    monkeypatch.setattr(reassembler, "said_chunk", lambda payload: None)
+    assert fast == replay()

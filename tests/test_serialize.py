@@ -26,3 +26,19 @@ def test_result_unstructures_to_plain_json_types() -> None:
     data = result_to_json(run([chunk(tc(index=0, id="a", name="f", args="{}"), finish="tool_calls")]))
     assert data["calls"][0]["status"] == "complete"
     assert data["diagnostics"] == []
+
+
+def test_result_to_json_gives_what_the_cattrs_converter_gives() -> None:
+    """The CLI's result form skips cattrs (start-up); on every bundled vector and a fuzzed sample of
+    every shape it must equal the converter's, down to list-not-tuple and enum-as-value."""
+    from fsm.harness.conformance import replay
+    from fsm.harness.fuzz import SHAPES
+    from fsm.harness.fuzz.run import sample_vectors
+    from fsm.harness.vectors import load_vectors
+    from fsm.serialize import converter
+
+    vectors = load_vectors() + [v for shape in SHAPES for v in sample_vectors(shape, 15)]
+    for vector in vectors:
+        result, _ = replay(vector)
+        assert repr(result_to_json(result)) == repr(converter().unstructure(result)), vector.name
+    assert len(vectors) > 200

@@ -9,12 +9,22 @@ rest are only counted. It also keeps the per-stream total of argument bytes held
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 from fsm.errors import LimitExceeded, RemoteProtocolError, ToolcallFSMError
 from fsm.options import Limits, Policies
 from fsm.results import Diagnostic, Output, Severity
 from fsm.spec import identity_spec
+
+
+@functools.cache
+def _no_rules() -> dict[str, int]:
+    """Every rule of specs/identity.toml, counted zero times, in name order (copied per stream)."""
+    return dict.fromkeys(sorted(identity_spec().rule_names), 0)
+
+
+_severity = functools.cache(Severity)
 
 
 class Ledger:
@@ -25,8 +35,8 @@ class Ledger:
         self.max_per_code = limits.max_diagnostics_per_code
         self.max_held_bytes = limits.max_stream_argument_bytes
         self.held_bytes = 0
-        self.per_code: Counter[str] = Counter()
-        self.suppressed: Counter[str] = Counter()
+        self.per_code: dict[str, int] = {}
+        self.suppressed: dict[str, int] = {}
         self.defer = False
         self.deferred: ToolcallFSMError | None = None
         self.event: int | None = None
@@ -35,7 +45,7 @@ class Ledger:
         self.transitions: Counter[str] = Counter()
         self._spec = identity_spec()
         # Pre-filled, so counting a rule is one dict update and an undeclared rule is a KeyError.
-        self.rules: dict[str, int] = dict.fromkeys(sorted(self._spec.rule_names), 0)
+        self.rules: dict[str, int] = dict(_no_rules())
         self.withhold = False
         """Set for a wire whose final arguments may replace the streamed text (OpenAI Responses
         ``.done``): no call's text is output as append-safe before the call finishes."""
@@ -54,11 +64,11 @@ class Ledger:
         spec = self._spec.diagnostic_by_code.get(code)
         if spec is None:
             raise KeyError(f"diagnostic {code!r} is not declared in specs/identity.toml")
-        self.per_code[code] += 1
-        if self.per_code[code] > self.max_per_code:
-            self.suppressed[code] += 1
+        count = self.per_code[code] = self.per_code.get(code, 0) + 1
+        if count > self.max_per_code:
+            self.suppressed[code] = self.suppressed.get(code, 0) + 1
         else:
-            self.diagnostics.append(Diagnostic(self.event, code, message, Severity(spec.severity)))
+            self.diagnostics.append(Diagnostic(self.event, code, message, _severity(spec.severity)))
         self.rules[spec.rule] += 1
         if self.strict and spec.violation:
             error = RemoteProtocolError(f"{code}: {message}", event=self.event, rule=spec.rule)

@@ -16,7 +16,6 @@ read up to the last whole member before the fault.
 
 from __future__ import annotations
 
-import decimal
 import json
 import re
 from json.scanner import make_scanner
@@ -54,7 +53,11 @@ _INT_DIGITS_PYTHON_READS: Final = 4000  # below the interpreter's int-from-text 
 
 def _int(text: str) -> int:
     # Past the interpreter's limit on reading ints from text, read through Decimal, which has none.
-    return int(text) if len(text) < _INT_DIGITS_PYTHON_READS else int(decimal.Decimal(text))
+    if len(text) < _INT_DIGITS_PYTHON_READS:
+        return int(text)
+    import decimal  # only here, so a program that never meets such a number does not load it
+
+    return int(decimal.Decimal(text))
 
 
 _DECODER: Final = json.JSONDecoder()

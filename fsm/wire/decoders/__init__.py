@@ -7,17 +7,13 @@ the wire carries (index, id, name, position) and leaves every decision to the re
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fsm.errors import UnsupportedProvider
-from fsm.events import Event
-from fsm.wire.decoders.anthropic import AnthropicDecoder
-from fsm.wire.decoders.bedrock import BedrockDecoder
-from fsm.wire.decoders.cohere import CohereDecoder
-from fsm.wire.decoders.gemini import GeminiDecoder
-from fsm.wire.decoders.ollama import OllamaDecoder
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
-from fsm.wire.decoders.openai_responses import OpenAIResponsesDecoder
+
+if TYPE_CHECKING:
+    from fsm.events import Event
 
 Diagnose = Callable[[str, str], None]
 
@@ -39,15 +35,17 @@ PROVIDERS: tuple[str, ...] = (
 )
 """Every provider name the command line and ``Reassembler`` accept (plus ``auto``)."""
 
-_DECODERS: dict[str, Callable[[], Decoder]] = {
-    "openai-chat": OpenAIChatDecoder,
-    "openai-responses": OpenAIResponsesDecoder,
-    "anthropic": AnthropicDecoder,
-    "gemini": GeminiDecoder,
-    "ollama": OllamaDecoder,
-    "bedrock": BedrockDecoder,
-    "cohere": CohereDecoder,
+_DECODERS: dict[str, tuple[str, str]] = {
+    "openai-chat": ("openai_chat", "OpenAIChatDecoder"),
+    "openai-responses": ("openai_responses", "OpenAIResponsesDecoder"),
+    "anthropic": ("anthropic", "AnthropicDecoder"),
+    "gemini": ("gemini", "GeminiDecoder"),
+    "ollama": ("ollama", "OllamaDecoder"),
+    "bedrock": ("bedrock", "BedrockDecoder"),
+    "cohere": ("cohere", "CohereDecoder"),
 }
+"""Each provider's decoder, as (module in this package, class): a module is imported only when its
+provider is first met, so a program (or ``toolcall-fsm replay``) loads the decoders it uses."""
 
 _ANTHROPIC_TYPES = frozenset(
     {
@@ -87,8 +85,10 @@ def detect_provider(payload: Mapping[str, Any]) -> str | None:
 
 
 def make_decoder(provider: str) -> Decoder:
-    factory = _DECODERS.get(provider)
-    if factory is not None:
+    where = _DECODERS.get(provider)
+    if where is not None:
+        module, name = where
+        factory: Callable[[], Decoder] = getattr(import_module(f"{__name__}.{module}"), name)
         return factory()
     if provider in PROVIDERS:
         raise UnsupportedProvider(f"provider {provider!r} is not supported yet (supported: {', '.join(_DECODERS)})")
