@@ -284,7 +284,8 @@ class Slot:
         """Keep ``scanned`` (a scanner whose value closed, with the same depth limit) in place of
         this call's own once its value closed too: a closed value's scan is over, in the one final
         state, where feeding it changes nothing. A call of many saves its scanner's memory."""
-        if self.scanner.complete:
+        scanner = self.scanner
+        if scanner is not scanned and scanner.complete:
             self.scanner = scanned
 
     def between_tokens(self) -> bool:
