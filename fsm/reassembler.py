@@ -47,7 +47,7 @@ from fsm.options import Limits, Policies, default_policies
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.decoders._wire import BareRefs
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, commonest_chunk, said_chunk
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, commonest_chunk, said_chunk, whole_call_chunk
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.sdk import sdk_payload
@@ -279,6 +279,10 @@ class Reassembler:
                 if said is not None:  # text or reasoning only: what _apply does with its events
                     for event in said:
                         self._content.apply(event)  # type: ignore[arg-type]
+                    return
+                whole = whole_call_chunk(item)
+                if whole is not None:  # a whole call: what the decoder and _apply would do with it
+                    self.registry.whole_call(*whole)
                     return
             self._decode(item)
         elif isinstance(item, EVENT_TYPES):

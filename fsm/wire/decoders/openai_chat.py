@@ -243,3 +243,37 @@ def said_chunk(payload: dict[str, Any]) -> list[Event] | None:
     events: list[Event] = []
     _said(delta, events)
     return events
+
+
+def whole_call_chunk(payload: dict[str, Any]) -> tuple[int, str, str, str] | None:
+    """(index, id, name, text) when an OpenAI chat chunk holds one tool-call entry with all four
+    (an integer index, a non-empty id, name and argument text) and nothing else to decode: one
+    choice (index 0, no finish reason), no usage, text or reasoning beside it. A whole call in one
+    chunk (vLLM, Ollama's and many proxies' OpenAI endpoints), or a call's first chunk carrying its
+    first text. OpenAIChatDecoder makes exactly one ArgumentsFragment of such a chunk, with a
+    CallRef of these four at position 0; a test replays every vector and fuzzed stream with and
+    without this shortcut."""
+    choices = payload.get("choices")
+    if type(choices) is not list or len(choices) != 1 or payload.get("error") or payload.get("usage"):
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("index") or choice.get("finish_reason"):
+        return None
+    delta = choice.get("delta")
+    if type(delta) is not dict or delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning"):
+        return None
+    entries = delta.get("tool_calls")
+    if type(entries) is not list or len(entries) != 1:
+        return None
+    entry = entries[0]
+    if type(entry) is not dict:
+        return None
+    function = entry.get("function")
+    if type(function) is not dict:
+        return None
+    index, call_id, name, text = entry.get("index"), entry.get("id"), function.get("name"), function.get("arguments")
+    if type(index) is not int or type(call_id) is not str or type(name) is not str or type(text) is not str:
+        return None
+    if not call_id or not name or not text:
+        return None  # an empty id or name is none at all (CallRef), and empty text is no fragment
+    return index, call_id, name, text
