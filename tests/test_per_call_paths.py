@@ -110,11 +110,12 @@ def test_the_whole_call_shortcut_decides_as_the_decoder(monkeypatch: pytest.Monk
     from fsm import reassembler
 
     vectors = [*VECTORS, *sample_vectors("openai-chat", 300)]
-    taken = [reassembler.whole_call_chunk(e) for v in vectors for e in v.events if type(e) is dict]
+    deltas = [reassembler.plain_delta(e) or {} for v in vectors for e in v.events if type(e) is dict]
+    taken = [reassembler.whole_call_in(delta) for delta in deltas]
     assert sum(t is not None for t in taken) > 150  # the shortcut is taken, often (~380 of these)
     streams = [(events, options) for events in EDGES.values() for options in OPTIONS]
     fast = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
-    monkeypatch.setattr(reassembler, "whole_call_chunk", lambda payload: None)
+    monkeypatch.setattr(reassembler, "whole_call_in", lambda delta: None)
     general = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
     names = [v.name for v in vectors] + [f"{name} {options}" for name in EDGES for options in OPTIONS]
     for name, a, b in zip(names, fast, general, strict=True):
