@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -92,11 +93,40 @@ def parse_strict(text: str) -> tuple[Any, list[str]]:
     """Parse ``text`` as strict JSON; return the value and the keys some object gave twice.
 
     Raises ValueError (``json.JSONDecodeError``, or :class:`NotJSON` for ``NaN``/``Infinity``).
-    Numbers a Python int or float cannot hold exactly come back as ``Decimal``. Integers take the
-    C parser's own path (the common case, and no call per number), and floats are checked one by
-    one (an overflow to infinity cannot be seen afterwards without a walk over the value). A
-    repeated key, or an integer beyond the conversion limit, makes the parse start over on the
-    slower path that notes keys and keeps digits."""
+    Numbers a Python int or float cannot hold exactly come back as ``Decimal``.
+
+    A short flat object (one ``{``, no ``[``: most arguments) first gets the C parser with no hook
+    of ours (a hook costs a Python call per object and per float), and that parse is kept only
+    when it is provably what the strict one gives: it read the whole text, no float in it
+    overflowed, and it holds as many keys as the text has colons. Every key brings one colon and
+    a repeated one is lost in the dict, so equal counts mean no key was given twice (a colon
+    inside a string only makes the counts differ). Anything else takes the general path."""
+    if len(text) <= _QUICK_CHARS and text[:1] == "{" and text[-1:] == "}" and text.count("{") == 1 and "[" not in text:
+        try:
+            value, end = _SCAN(text, 0)
+        except Exception:  # whatever it is, the general path says it properly
+            end = -1
+        if end == len(text) and len(value) == text.count(":"):
+            for item in value.values():
+                if type(item) is float and (item == _INFINITY or item == -_INFINITY):
+                    break  # overflowed: the strict parse keeps the number's digits
+            else:
+                return value, []
+    return _parse_general(text)
+
+
+# The decoder's own scanner (C), called at offset 0: decode() around it adds two regex matches.
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder(parse_constant=_refuse_constant).scan_once  # type: ignore[attr-defined]
+_QUICK_CHARS: Final = 4096
+"""Longer text goes straight to the general path (the counts cost a pass each)."""
+_INFINITY: Final = float("inf")
+
+
+def _parse_general(text: str) -> tuple[Any, list[str]]:
+    """parse_strict's general path. Integers take the C parser's own path (no call per number),
+    and floats are checked one by one (an overflow to infinity cannot be seen afterwards without a
+    walk over the value). A repeated key, or an integer beyond the conversion limit, makes the
+    parse start over on the slower path that notes keys and keeps digits."""
     try:
         return _STRICT.decode(text), []
     except (json.JSONDecodeError, NotJSON):

@@ -48,7 +48,7 @@ from fsm.options import Limits, Policies, default_policies
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.decoders._wire import BareRefs
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, commonest_chunk, said_chunk
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, bare_fragment_in, plain_delta, said_in, whole_call_in
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.sdk import sdk_payload
@@ -271,16 +271,20 @@ class Reassembler:
         self._events += 1
         self.ledger.event = self._events
         if type(item) is dict:
-            if self._bare_refs is not None and self._finish is None:
-                fragment = commonest_chunk(item)
+            if self._bare_refs is not None and self._finish is None and (delta := plain_delta(item)) is not None:
+                # What the decoder and _apply would do with the commonest chunks, without the events.
+                fragment = bare_fragment_in(delta)
                 if fragment is not None:
-                    # What the decoder and _apply would do with it, without the event in between.
                     self.registry.bare_fragment(fragment[0], fragment[1], self._bare_refs.ref)
                     return
-                said = said_chunk(item)
-                if said is not None:  # text or reasoning only: what _apply does with its events
+                said = said_in(delta)
+                if said is not None:  # text or reasoning only: to the turn's content
                     for event in said:
                         self._content.apply(event)  # type: ignore[arg-type]
+                    return
+                whole = whole_call_in(delta)
+                if whole is not None:
+                    self.registry.whole_call(*whole)
                     return
             self._decode(item)
         elif isinstance(item, EVENT_TYPES):

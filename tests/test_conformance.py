@@ -177,11 +177,12 @@ def test_the_commonest_chunk_shortcut_decides_as_the_decoder(monkeypatch: pytest
     from fsm.harness.fuzz.run import sample_vectors
 
     vectors = [*VECTORS, *sample_vectors("openai-chat", 300)]
-    taken = [reassembler.commonest_chunk(e) for v in vectors for e in v.events if type(e) is dict]
+    deltas = [reassembler.plain_delta(e) or {} for v in vectors for e in v.events if type(e) is dict]
+    taken = [reassembler.bare_fragment_in(delta) for delta in deltas]
     assert sum(t is not None for t in taken) > 150  # the shortcut is taken, often (~200 of these)
     fast = [_replay_with_trace(v) for v in vectors]
-    monkeypatch.setattr(reassembler, "commonest_chunk", lambda payload: None)
-    monkeypatch.setattr(reassembler, "said_chunk", lambda payload: None)
+    monkeypatch.setattr(reassembler, "bare_fragment_in", lambda delta: None)
+    monkeypatch.setattr(reassembler, "said_in", lambda delta: None)
     general = [_replay_with_trace(v) for v in vectors]
     for vector, a, b in zip(vectors, fast, general, strict=True):
         assert a == b, vector.name
@@ -244,14 +245,14 @@ def test_bare_fragments_at_the_edges_decide_as_the_decoder(monkeypatch: pytest.M
         return (r.close(), outputs, dict(r.ledger.rules), dict(r.ledger.transitions))
 
     bare = [e for s in streams for e in s if "id" not in e["choices"][0]["delta"]["tool_calls"][0]]
-    assert all(reassembler.commonest_chunk(e) is not None for e in bare)
+    assert all(reassembler.bare_fragment_in(reassembler.plain_delta(e) or {}) is not None for e in bare)
     fast = [replay(s) for s in streams]
-    monkeypatch.setattr(reassembler, "commonest_chunk", lambda payload: None)
+    monkeypatch.setattr(reassembler, "bare_fragment_in", lambda delta: None)
     assert fast == [replay(s) for s in streams]
 
 
 def test_text_and_reasoning_chunks_decide_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
-    """said_chunk (the route of a chunk that only says text or reasoning) on the chunks it takes
+    """said_in (the route of a chunk that only says text or reasoning) on the chunks it takes
     and those it must leave to the decoder: both fields at once, either reasoning key, a field that
     is not text, empty text, beside tool calls, usage, a finish reason, another choice, after the
     finish. Same content, outputs, diagnostics and rule counts as through the decoder."""
@@ -282,7 +283,7 @@ def test_text_and_reasoning_chunks_decide_as_the_decoder(monkeypatch: pytest.Mon
         result = r.close()
         return (result, result.text, result.reasoning, outputs, dict(r.ledger.rules))
 
-    assert sum(bool(reassembler.said_chunk(e)) for e in stream) >= 5
+    assert sum(bool(reassembler.said_in(reassembler.plain_delta(e) or {"tool_calls": []})) for e in stream) >= 5
     fast = replay()
-    monkeypatch.setattr(reassembler, "said_chunk", lambda payload: None)
+    monkeypatch.setattr(reassembler, "said_in", lambda delta: None)
     assert fast == replay()

@@ -25,6 +25,12 @@ class IdAllocator:
 
     def claim(self, wanted: str) -> str:
         """``wanted`` if free, else ``<wanted>_d2``, ``<wanted>_d3``, ...: the first that is free."""
+        used = self._used
+        if wanted not in used:
+            # Nearly every claim. A name with a resume point is taken already, and a resume point of
+            # 1 is what an absent one means: only names claimed twice keep one (no entry per call).
+            used.add(wanted)
+            return wanted
         n = self._resume.get(wanted, 1)
         candidate = wanted if n == 1 else f"{wanted}_d{n}"
         while candidate in self._used:

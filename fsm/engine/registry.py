@@ -15,7 +15,7 @@ lazily built resend index) sit beside the general routing they must agree with.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -23,6 +23,7 @@ import attrs
 from fsm.engine.ids import IdAllocator
 from fsm.engine.ledger import Ledger
 from fsm.engine.machine import slot_machine
+from fsm.engine.scanner import Scanner
 from fsm.engine.slot import Slot, text_digest
 from fsm.events import FREEFORM_TYPES, NORMAL_FINISHES, CallRef
 from fsm.jsontext import is_json_prefix, unicode_utf8
@@ -30,7 +31,9 @@ from fsm.options import Limits
 from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus
 
 Lane = tuple[str, int | str]
+Chain = tuple[Slot] | list[Slot]
 Kind = Literal["fragment", "snapshot", "confirmation"]
+_TRUNCATED = CallStatus.TRUNCATED
 
 
 class Registry:
@@ -39,15 +42,25 @@ class Registry:
         self.limits = limits
         self.machine = slot_machine(reference=ledger.strict)  # strict mode runs on the reference executor
         self.slots: list[Slot] = []
-        self._lanes: dict[Lane, list[Slot]] = {}
-        self._by_wire_id: dict[str, list[Slot]] = {}
+        # The calls of each lane, and the calls each wire id names, oldest first: a tuple while
+        # there is one (nearly always), a list from the second on.
+        self._lanes: dict[Lane, Chain] = {}
+        self._by_wire_id: dict[str, Chain] = {}
         self._pending_name: dict[Lane, str] = {}
         self._ids = IdAllocator(taken)
         self._counts = {False: 0, True: 0}  # calls opened so far: client, server
+        self._max_calls = limits.max_calls
+        self._max_chars = limits.max_argument_chars
+        self._max_depth = limits.max_depth
+        initials = self.machine.initials
+        self._initial_json, self._initial_text = initials["json"], initials["text"]
+        # The one state every closed value's scan ends in: the calls whose value closed share it.
+        self._scanned = Scanner(limits.max_depth)
+        self._scanned.feed("{}")
         # Which calls of a lane hold a given (stripped) complete text: a resend can only land in one
         # of those, so routing never walks a lane's earlier calls one by one.
         self._holding: dict[tuple[Lane, bytes], list[Slot]] = {}
-        self._slot_lanes: dict[Slot, list[Lane]] = {}
+        self._slot_lanes: dict[Slot, tuple[Lane, Lane]] = {}  # the calls in two lanes (no index), and their lanes
         self._indexed: dict[Slot, bytes] = {}  # the digest each call was last indexed under
 
     # -- events -----------------------------------------------------------------------------------
@@ -98,6 +111,25 @@ class Registry:
             self._remember(slot)
             landed = landed or slot
         return landed
+
+    def whole_call(self, index: int, wire_id: str, name: str, text: str) -> None:
+        """``arguments(CallRef(index, wire_id, name), text, "fragment")`` for a call that names all
+        of itself in one event. At an index and an id never seen, with no name held for a next call,
+        the general routing opens a call there by rule index-is-label and gives it the text: done
+        here without a CallRef or the routing's walk. Anything else takes the general routing."""
+        lane: Lane = ("index", index)
+        if self._pending_name or lane in self._lanes or wire_id in self._by_wire_id or not text or text.isspace():
+            self.arguments(CallRef(index, wire_id, name), text, "fragment")
+            return
+        self.ledger.rules["index-is-label"] += 1
+        slot = self._open_call(lane, index, wire_id, name, 0, False, "function")
+        rest = self._extend(slot, text, "fragment")
+        self._remember(slot)
+        if rest:  # the value closed mid-text: the rest is routed as arguments() routes it
+            ref = CallRef(index, wire_id, name)
+            while rest:
+                slot, rest = self._route_text(ref, rest, "fragment")
+                self._remember(slot)
 
     def bare_fragment(self, index: int, text: str, ref: Callable[[int], CallRef]) -> None:
         """``arguments(ref(index), text, "fragment")`` for a bare fragment (an index; no id, name
@@ -180,12 +212,12 @@ class Registry:
         self.ledger.apply("finish-ends-calls")
         trigger = "end" if finish_reason in NORMAL_FINISHES else "cut"
         for slot in self.slots:
-            if not slot.finished:
+            if slot.status is None:  # not finished (Slot.finished, without the property's call)
                 self._finish(slot, trigger)
 
     # -- routing ----------------------------------------------------------------------------------
 
-    def _chain(self, ref: CallRef, kind: Kind | None) -> tuple[Lane, list[Slot]]:
+    def _chain(self, ref: CallRef, kind: Kind | None) -> tuple[Lane, Sequence[Slot]]:
         """The lane the evidence points to, and the calls in it that may own this event."""
         if ref.id is not None:
             owners = self._by_wire_id.get(ref.id)
@@ -231,7 +263,7 @@ class Registry:
         ):
             self.ledger.apply("index-reuse")
             self.ledger.diagnose("id-changed", f"call {newest.id}: text arrived under the new id {ref.id!r}; same call")
-            self._by_wire_id.setdefault(ref.id, []).append(newest)
+            self._add(self._by_wire_id, ref.id, newest)
             return newest.lane, [newest]
         if chain:
             self.ledger.apply("index-reuse")
@@ -284,12 +316,23 @@ class Registry:
     def _remember(self, slot: Slot, lane: Lane | None = None) -> None:
         """Index a complete call under its text in each of its lanes that holds another call (or in
         ``lane``, which just got its second). A resend is routed through the index only in a lane
-        of two calls or more, and most lanes never get a second: their lone call is never indexed."""
-        if slot.state not in ("value_closed", "flushed") or slot.status is CallStatus.TRUNCATED:
+        of two calls or more, and most lanes never get a second: their lone call is never indexed.
+        A call whose value closed also gives up its own scanner (Slot.scan_over)."""
+        if slot.state not in ("value_closed", "flushed") or slot.status is _TRUNCATED:
             return
-        lanes = [lane] if lane else [each for each in self._slot_lanes[slot] if len(self._lanes[each]) > 1]
-        if not lanes:
-            return
+        slot.scan_over(self._scanned)
+        if lane:
+            lanes: tuple[Lane, ...] = (lane,)
+        else:
+            both = self._slot_lanes.get(slot) if self._slot_lanes else None
+            if both is None:
+                if len(self._lanes[slot.lane]) == 1:
+                    return  # the lone call of its lane (nearly every call): never indexed
+                lanes = (slot.lane,)
+            else:
+                lanes = tuple(each for each in both if len(self._lanes[each]) > 1)
+                if not lanes:
+                    return
         key = slot.digest()
         if lane is None:
             if self._indexed.get(slot) is key:
@@ -390,59 +433,92 @@ class Registry:
                 )
         if ref.id is not None and slot.wire_id is None:
             slot.wire_id = ref.id
-            self._by_wire_id.setdefault(ref.id, []).append(slot)
+            self._add(self._by_wire_id, ref.id, slot)
             self.ledger.diagnose("late-id", f"call {slot.id}: wire id {ref.id!r} arrived after it opened")
 
     # -- opening and finishing ----------------------------------------------------------------------
 
     def _open(self, lane: Lane, ref: CallRef) -> Slot:
-        if len(self.slots) >= self.limits.max_calls:
+        return self._open_call(lane, ref.index, ref.id, ref.name, ref.position, ref.server, ref.type)
+
+    def _open_call(
+        self,
+        lane: Lane,
+        index: int | None,
+        wire_id: str | None,
+        name: str | None,
+        position: int,
+        server: bool,
+        kind: str,
+    ) -> Slot:
+        """Open a call in ``lane`` (a CallRef's fields, taken apart: the whole-call route has none)."""
+        slots = self.slots
+        if len(slots) >= self._max_calls:
             self.ledger.limit(f"more than {self.limits.max_calls} calls in one stream")
-        ordinal = self._counts[ref.server]
-        self._counts[ref.server] += 1
-        if ref.id is None:
+        counts = self._counts
+        ordinal = counts[server]
+        counts[server] = ordinal + 1
+        if wire_id is None:
             self.ledger.apply("synthesized-id")
             call_id = self._ids.synthesize(ordinal)
             self.ledger.diagnose("synthesized-id", f"call at index {ordinal}: no id on the wire; given {call_id!r}")
         else:
-            call_id = self._ids.claim(ref.id)
-            if call_id != ref.id:
+            call_id = self._ids.claim(wire_id)
+            if call_id != wire_id:
                 self.ledger.apply("duplicate-id-renamed")
                 self.ledger.diagnose(
-                    "duplicate-id", f"call at index {ordinal}: id {ref.id!r} already in use; renamed {call_id!r}"
+                    "duplicate-id", f"call at index {ordinal}: id {wire_id!r} already in use; renamed {call_id!r}"
                 )
-        freeform = ref.type in FREEFORM_TYPES  # the input kind, decided once per call
+        pending = self._pending_name
+        if pending:
+            held = pending.pop(lane, None)
+            name = name or held
+        freeform = kind in FREEFORM_TYPES  # the input kind, decided once per call
         slot = Slot(
-            ordinal=ordinal,
-            lane=lane,
-            index=ref.index,
-            wire_id=ref.id,
-            call_id=call_id,
-            name=ref.name or self._pending_name.get(lane),
-            ledger=self.ledger,
-            max_chars=self.limits.max_argument_chars,
-            max_depth=self.limits.max_depth,
-            initial=self.machine.initials["text" if freeform else "json"],
-            server=ref.server,
-            call_type=ref.type,
-            freeform=freeform,
+            ordinal,
+            lane,
+            index,
+            wire_id,
+            call_id,
+            name,
+            self.ledger,
+            self._max_chars,
+            self._max_depth,
+            self._initial_text if freeform else self._initial_json,
+            server,
+            kind,
+            freeform,
         )
-        self._pending_name.pop(lane, None)
-        self.slots.append(slot)
-        lanes = [lane]
-        if ref.index is None and not lane[0].endswith("position"):
+        slots.append(slot)
+        self._join(lane, slot)
+        if index is None and not lane[0].endswith("position"):
             # Without an index, a later bare continuation at the same position means this call.
-            lanes.append((lane[0].replace("id", "position"), ref.position))
-        for each in lanes:
-            self._lanes.setdefault(each, []).append(slot)
-            if len(self._lanes[each]) == 2:
-                self._remember(self._lanes[each][0], each)  # the lane's first call, not indexed alone
-        self._slot_lanes[slot] = lanes
-        if ref.id is not None:
-            self._by_wire_id.setdefault(ref.id, []).append(slot)
-        if not slot.server:
-            self.ledger.emit(CallOpened(ordinal, call_id, ref.id, slot.name, type=ref.type))
+            second: Lane = (lane[0].replace("id", "position"), position)
+            self._join(second, slot)
+            self._slot_lanes[slot] = (lane, second)  # a call in one lane has no entry: its lane is slot.lane
+        if wire_id is not None:
+            self._add(self._by_wire_id, wire_id, slot)
+        if not server:
+            self.ledger.outputs.append(CallOpened(ordinal, call_id, wire_id, name, type=kind))
         return slot
+
+    def _join(self, lane: Lane, slot: Slot) -> None:
+        """Put ``slot`` last in ``lane``."""
+        chain = self._add(self._lanes, lane, slot)
+        if len(chain) == 2:
+            self._remember(chain[0], lane)  # the lane's first call, not indexed alone
+
+    @staticmethod
+    def _add(table: dict[Any, Chain], key: Any, slot: Slot) -> Chain:
+        """Put ``slot`` last in ``table[key]``; return that chain."""
+        chain = table.get(key)
+        if chain is None:
+            chain = table[key] = (slot,)
+        elif isinstance(chain, tuple):
+            chain = table[key] = [*chain, slot]
+        else:
+            chain.append(slot)
+        return chain
 
     def _finish(self, slot: Slot, trigger: str) -> None:
         self.machine.fire(slot, trigger)
@@ -451,7 +527,8 @@ class Registry:
             self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name")
         if slot.server:
             return
+        outputs = self.ledger.outputs
         tail = slot.unsent_tail()
         if tail:
-            self.ledger.emit(ArgumentsDelta(slot.ordinal, tail))
-        self.ledger.emit(CallFinished(slot.to_call()))
+            outputs.append(ArgumentsDelta(slot.ordinal, tail))
+        outputs.append(CallFinished(slot.to_call()))

@@ -11,7 +11,6 @@ is one state that only they change; split, it would be one class in several file
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
@@ -23,11 +22,14 @@ if TYPE_CHECKING:
     from fsm.engine.ledger import Ledger
 
 _WHITESPACE = frozenset(b" \t\r\n")
+_COMPLETE = CallStatus.COMPLETE
 _CATCH_UP_BYTES = 16384
 
 
 def text_digest(data: bytes | memoryview) -> bytes:
     """The key under which the registry indexes a call's complete text."""
+    import hashlib  # loaded by the first lane that holds a second call (~2.5 ms of OpenSSL at start-up otherwise)
+
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
@@ -69,7 +71,6 @@ class Slot:
 
     def __init__(
         self,
-        *,
         ordinal: int,
         lane: tuple[str, int | str],
         index: int | None,
@@ -196,18 +197,19 @@ class Slot:
         ):
             return call
         held = self.text()
-        self._call = call = ToolCall(
-            index=self.ordinal,
-            id=self.id,
-            wire_id=self.wire_id,
-            type=self.type,
-            name=self.name,
-            arguments=self.arguments,
-            arguments_json=None if self.freeform else held,
-            status=self.status,
-            input=held if self.freeform else None,
-            thought_signature=self.signature,
-            item=self.item,
+        freeform = self.freeform
+        self._call = call = ToolCall(  # by position (index, id, wire_id, name, arguments, arguments_json, ...)
+            self.ordinal,
+            self.id,
+            self.wire_id,
+            self.name,
+            self.arguments,
+            None if freeform else held,
+            self.status,
+            self.signature,
+            self.type,
+            held if freeform else None,
+            self.item,
         )
         return call
 
@@ -278,6 +280,14 @@ class Slot:
                         stop += 1
                 self.scanner.feed(str(view[start:stop], "utf-8", "surrogatepass"))
                 start = stop
+
+    def scan_over(self, scanned: Scanner) -> None:
+        """Keep ``scanned`` (a scanner whose value closed, with the same depth limit) in place of
+        this call's own once its value closed too: a closed value's scan is over, in the one final
+        state, where feeding it changes nothing. A call of many saves its scanner's memory."""
+        scanner = self.scanner
+        if scanner is not scanned and scanner.complete:
+            self.scanner = scanned
 
     def between_tokens(self) -> bool:
         """Is the held text inside its top-level container and outside any string?"""
@@ -382,10 +392,12 @@ class Slot:
 
     @action
     def parse_arguments(self, text: str) -> None:
-        self.ledger.apply("parse-once-at-finish")
-        self._settle()
+        self.ledger.rules["parse-once-at-finish"] += 1
+        if self._high:
+            self._settle()
         raw = self.text()
-        if nesting_exceeds(raw, self.scanner.max_depth):  # json.loads recurses; the scanner saw this text
+        # json.loads recurses; the scanner saw this text. Text no longer than the limit cannot nest deeper.
+        if len(raw) > self.scanner.max_depth and nesting_exceeds(raw, self.scanner.max_depth):
             self._fail(CallStatus.INVALID, "invalid-arguments", f"nest deeper than {self.scanner.max_depth} levels")
             return
         try:
@@ -400,7 +412,7 @@ class Slot:
             self._fail(CallStatus.INVALID, "arguments-not-object", f"arguments are a {type(value).__name__}")
             return
         self.arguments = value
-        self.status = CallStatus.COMPLETE  # before the report: strict mode raises it on a finished call
+        self.status = _COMPLETE  # before the report: strict mode raises it on a finished call
         if duplicates:
             shown = ", ".join(repr(k) for k in dict.fromkeys(duplicates))
             self.ledger.diagnose(

@@ -188,12 +188,11 @@ def _text(value: Any, field: str, position: int) -> str | None:
     raise RemoteProtocolError(f"tool_calls[{position}].{field} is {type(value).__name__}, not a string")
 
 
-def commonest_chunk(payload: dict[str, Any]) -> tuple[int, str] | None:
-    """(index, text) when an OpenAI chat chunk is the commonest kind: one choice (index 0, no
-    finish reason) whose delta holds one tool-call entry with an integer index, no id, no name and
-    non-empty argument text, and no usage, text or reasoning beside it. OpenAIChatDecoder makes
-    exactly one bare ArgumentsFragment of such a chunk; a test replays every vector and fuzzed
-    stream with and without this shortcut."""
+def plain_delta(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The delta of a chunk whose envelope says nothing else: one choice (index 0, no finish
+    reason), no usage, no error. The shortcuts below read only such a delta; for each, the test
+    named in its docstring replays every vector and fuzzed stream with and without it and requires
+    the same transitions, outputs, calls, diagnostics and rule counts."""
     choices = payload.get("choices")
     if type(choices) is not list or len(choices) != 1 or payload.get("error") or payload.get("usage"):
         return None
@@ -201,8 +200,14 @@ def commonest_chunk(payload: dict[str, Any]) -> tuple[int, str] | None:
     if type(choice) is not dict or choice.get("index") or choice.get("finish_reason"):
         return None
     delta = choice.get("delta")
-    if type(delta) is not dict:
-        return None
+    return delta if type(delta) is dict else None
+
+
+def bare_fragment_in(delta: dict[str, Any]) -> tuple[int, str] | None:
+    """(index, text) when a plain delta is the commonest kind: one tool-call entry with an integer
+    index, no id, no name and non-empty argument text, and no text or reasoning beside it.
+    OpenAIChatDecoder makes exactly one bare ArgumentsFragment of it
+    (test_the_commonest_chunk_shortcut_decides_as_the_decoder)."""
     entries = delta.get("tool_calls")
     if type(entries) is not list or len(entries) != 1:
         return None
@@ -226,20 +231,37 @@ def commonest_chunk(payload: dict[str, Any]) -> tuple[int, str] | None:
     return index, text
 
 
-def said_chunk(payload: dict[str, Any]) -> list[Event] | None:
-    """The events of a chunk that only says text or reasoning (most chunks of a reasoning model's
-    stream): one choice (index 0, no finish reason) whose delta has no tool calls, and no usage or
-    error beside it. OpenAIChatDecoder makes exactly these events of such a chunk; a test replays
-    every vector and fuzzed stream with and without this shortcut."""
-    choices = payload.get("choices")
-    if type(choices) is not list or len(choices) != 1 or payload.get("error") or payload.get("usage"):
-        return None
-    choice = choices[0]
-    if type(choice) is not dict or choice.get("index") or choice.get("finish_reason"):
-        return None
-    delta = choice.get("delta")
-    if type(delta) is not dict or delta.get("tool_calls") is not None or delta.get("function_call") is not None:
+def said_in(delta: dict[str, Any]) -> list[Event] | None:
+    """The events of a plain delta that only says text or reasoning (most chunks of a reasoning
+    model's stream): no tool calls. OpenAIChatDecoder makes exactly these events of it
+    (test_text_and_reasoning_chunks_decide_as_the_decoder)."""
+    if delta.get("tool_calls") is not None or delta.get("function_call") is not None:
         return None
     events: list[Event] = []
     _said(delta, events)
     return events
+
+
+def whole_call_in(delta: dict[str, Any]) -> tuple[int, str, str, str] | None:
+    """(index, id, name, text) when a plain delta holds one tool-call entry with all four (an
+    integer index, a non-empty id, name and argument text) and no text or reasoning beside it. A
+    whole call in one chunk (vLLM, Ollama's and many proxies' OpenAI endpoints), or a call's first
+    chunk carrying its first text. OpenAIChatDecoder makes exactly one ArgumentsFragment of it, with
+    a CallRef of these four at position 0 (test_the_whole_call_shortcut_decides_as_the_decoder)."""
+    if delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning"):
+        return None
+    entries = delta.get("tool_calls")
+    if type(entries) is not list or len(entries) != 1:
+        return None
+    entry = entries[0]
+    if type(entry) is not dict:
+        return None
+    function = entry.get("function")
+    if type(function) is not dict:
+        return None
+    index, call_id, name, text = entry.get("index"), entry.get("id"), function.get("name"), function.get("arguments")
+    if type(index) is not int or type(call_id) is not str or type(name) is not str or type(text) is not str:
+        return None
+    if not call_id or not name or not text:
+        return None  # an empty id or name is none at all (CallRef), and empty text is no fragment
+    return index, call_id, name, text

@@ -1,0 +1,231 @@
+"""The per-call shortcuts (issue 17) decide exactly as the general paths they stand beside: the
+whole-call chunk taken straight to the registry, and the strict parse's quick first try."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from fsm import Limits, Reassembler
+from fsm.engine.slot import Slot
+from fsm.harness.fuzz.run import sample_vectors
+from fsm.jsontext import parse_strict
+from tests.helpers import chunk, tc
+from tests.test_conformance import VECTORS, _replay_with_trace
+
+
+def _trace(events: list[dict[str, Any]], **options: Any) -> object:
+    """Outputs, result, every transition taken in order and the rule counts of one replay (or the
+    error it raised, with what came before)."""
+    taken: list[tuple[int, str]] = []
+    real = Slot.covered
+
+    def traced(slot: Slot, transition: str) -> None:
+        taken.append((slot.ordinal, transition))
+        real(slot, transition)
+
+    Slot.covered = traced  # type: ignore[method-assign]
+    try:
+        r = Reassembler("openai-chat", **options)
+        outputs: list[object] = []
+        try:
+            for event in events:
+                outputs += r.feed(event)
+            result = r.close()
+        except Exception as exc:  # the same error either way is the same behaviour
+            return (type(exc).__name__, str(exc), outputs, taken, dict(r.ledger.rules))
+        outputs += r.drain()
+        return (result, outputs, taken, dict(r.ledger.rules), dict(r.ledger.transitions))
+    finally:
+        Slot.covered = real  # type: ignore[method-assign]
+
+
+def whole(index: Any, id: Any, name: Any, args: Any) -> dict[str, Any]:
+    return chunk(tc(index, id, name, args))
+
+
+# Whole-call chunks where the general routing has something to decide, and chunks that look like one.
+EDGES: dict[str, list[dict[str, Any]]] = {
+    "plain": [whole(0, "a", "f", '{"x": 1}'), whole(1, "b", "g", "{}"), chunk(finish="tool_calls")],
+    "same index twice": [whole(0, "a", "f", '{"x": 1}'), whole(0, "b", "f", '{"x": 2}'), chunk(finish="tool_calls")],
+    "same index, same text": [whole(0, "a", "f", "{}"), whole(0, "a", "f", "{}"), chunk(finish="tool_calls")],
+    "id seen at another index": [whole(0, "a", "f", "{}"), whole(1, "a", "f", '{"y": 2}'), chunk(finish="stop")],
+    "streamed first, whole after": [
+        chunk(tc(0, "a", "f", "")),
+        chunk(tc(0, args='{"x"')),
+        chunk(tc(0, args=": 1}")),
+        whole(1, "b", "f", '{"x": 2}'),
+        chunk(finish="tool_calls"),
+    ],
+    "whole, then its continuation": [whole(0, "a", "f", '{"x"'), chunk(tc(0, args=": 1}")), chunk(finish="tool_calls")],
+    "a name held for the next call": [
+        whole(0, "a", "f", "{}"),
+        chunk(tc(0, name="f")),
+        whole(1, "b", "g", "{}"),
+        chunk(tc(0, args='{"z": 3}')),
+        chunk(finish="tool_calls"),
+    ],
+    "whitespace only": [whole(0, "a", "f", "  \n"), chunk(finish="tool_calls")],
+    "two values in one text": [whole(0, "a", "f", '{"a": 1} {"b": 2}'), chunk(finish="tool_calls")],
+    "value closed, whitespace after": [whole(0, "a", "f", '{"a": 1}  '), chunk(finish="tool_calls")],
+    "not JSON": [whole(0, "a", "f", '{"a": '), chunk(finish="tool_calls")],
+    "a cut": [whole(0, "a", "f", '{"a": "b'), chunk(finish="length")],
+    "no finish": [whole(0, "a", "f", '{"a": 1}')],
+    "empty id": [whole(0, "", "f", "{}"), chunk(finish="tool_calls")],
+    "empty name": [whole(0, "a", "", "{}"), chunk(finish="tool_calls")],
+    "numeric id": [whole(0, 7, "f", "{}"), chunk(finish="tool_calls")],
+    "no index": [chunk(tc(id="a", name="f", args="{}")), chunk(finish="tool_calls")],
+    "bool index": [whole(True, "a", "f", "{}"), chunk(finish="tool_calls")],
+    "string index": [whole("0", "a", "f", "{}"), chunk(finish="tool_calls")],
+    "after the finish": [chunk(finish="tool_calls"), whole(0, "a", "f", "{}")],
+    "content beside": [
+        {"choices": [{"index": 0, "delta": {"content": "hi", "tool_calls": [tc(0, "a", "f", "{}")]}}]},
+        chunk(finish="tool_calls"),
+    ],
+    "usage beside": [{**whole(0, "a", "f", "{}"), "usage": {"total_tokens": 3}}, chunk(finish="tool_calls")],
+    "second choice": [
+        {"choices": [{"index": 1, "delta": {"tool_calls": [tc(0, "a", "f", "{}")]}}]},
+        chunk(finish="tool_calls"),
+    ],
+    "finish beside": [chunk(tc(0, "a", "f", "{}"), finish="stop")],
+    "custom tool": [chunk({"index": 0, "id": "a", "custom": {"name": "f", "input": "x"}}), chunk(finish="tool_calls")],
+    "two entries": [chunk(tc(0, "a", "f", "{}"), tc(1, "b", "g", "{}")), chunk(finish="tool_calls")],
+    "lone surrogate": [whole(0, "a", "f", '{"s": "\ud83d"}'), chunk(finish="tool_calls")],
+    "duplicate key": [whole(0, "a", "f", '{"k": 1, "k": 2}'), chunk(finish="tool_calls")],
+    "NaN": [whole(0, "a", "f", '{"k": NaN}'), chunk(finish="tool_calls")],
+    "many calls": [whole(k, f"c{k}", "get", json.dumps({"i": k})) for k in range(40)] + [chunk(finish="tool_calls")],
+}
+OPTIONS: list[dict[str, Any]] = [{}, {"strict": True}, {"limits": Limits(max_calls=1)}, {"taken": ["a"]}]
+
+
+def test_the_whole_call_shortcut_decides_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk holding one whole call (index, id, name and text) goes straight to the registry,
+    which opens the call without the general routing when nothing else can own it. Without the
+    shortcut every such chunk goes through the decoder and the routing: same transitions in order,
+    outputs, calls, diagnostics and rule counts either way, over every vector, fuzzed streams and
+    the edge cases above (lax, strict, at the call limit, with ids taken)."""
+    from fsm import reassembler
+
+    vectors = [*VECTORS, *sample_vectors("openai-chat", 300)]
+    deltas = [reassembler.plain_delta(e) or {} for v in vectors for e in v.events if type(e) is dict]
+    taken = [reassembler.whole_call_in(delta) for delta in deltas]
+    assert sum(t is not None for t in taken) > 150  # the shortcut is taken, often (~380 of these)
+    streams = [(events, options) for events in EDGES.values() for options in OPTIONS]
+    fast = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
+    monkeypatch.setattr(reassembler, "whole_call_in", lambda delta: None)
+    general = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
+    names = [v.name for v in vectors] + [f"{name} {options}" for name in EDGES for options in OPTIONS]
+    for name, a, b in zip(names, fast, general, strict=True):
+        assert a == b, name
+
+
+def test_whole_calls_open_one_call_each_at_their_index() -> None:
+    r = Reassembler("openai-chat")
+    for k in range(3):
+        r.feed(whole(k, f"c{k}", "get", json.dumps({"i": k})))
+    r.feed(chunk(finish="tool_calls"))
+    result = r.close()
+    assert [(c.id, c.name, c.arguments) for c in result.calls] == [(f"c{k}", "get", {"i": k}) for k in range(3)]
+    assert result.diagnostics == ()
+
+
+# -- the strict parse's quick first try --------------------------------------------------------------
+
+PARSE_CASES = [
+    '{"i": 0}',
+    "{}",
+    '{"a": [1, 2.5, {"b": null}], "c": {"d": true}}',
+    '{"a": 1, "a": 2}',
+    '{"a": {"b": 1, "b": 2}}',
+    '{"t": "x:y", "u": "{"}',
+    '{"t": "a\\":1"}',
+    '{"x": 1e999}',
+    '{"x": -1e999, "y": [1E400]}',
+    '{"x": 1.5e308}',
+    '{"x": NaN}',
+    '{"x": -Infinity}',
+    '{"x": ' + "9" * 5000 + "}",
+    '{"x": 1} ',
+    ' {"x": 1}',
+    '{"x": 1} x',
+    '{"x": }',
+    "[1, 2]",
+    '"s"',
+    "12",
+    '{"k": 1,}',
+    '{"\\u0061": 1, "a": 2}',
+    '{"a": 1, "b": {"c": [{"d": 1, "d": 1}]}}',
+    '{"é": "ü", "é": 0}',
+    '{"a": 1, "b": "x", "c": null, "d": false, "e": 2.5, "f": -0.0}',
+    '{"a": 1.5, "b": -1e999}',
+    '{"k": 1, "k": 1}',
+    '{"a": {}}',
+    '{"a": "["}',
+    '{"a": 1}}',
+    "{}}",
+]
+
+
+def _old_parse(text: str) -> tuple[Any, list[str]] | tuple[str, str]:
+    """parse_strict's general path alone: the reference its quick try must agree with."""
+    from fsm import jsontext
+
+    try:
+        return jsontext._parse_general(text)
+    except ValueError as exc:
+        return type(exc).__name__, str(exc)
+
+
+def _new_parse(text: str) -> tuple[Any, list[str]] | tuple[str, str]:
+    try:
+        return parse_strict(text)
+    except ValueError as exc:
+        return type(exc).__name__, str(exc)
+
+
+@pytest.mark.parametrize("text", PARSE_CASES)
+def test_the_quick_strict_parse_agrees_with_the_general_one(text: str) -> None:
+    quick, general = _new_parse(text), _old_parse(text)
+    assert quick == general
+    assert repr(quick) == repr(general)  # Decimal stays Decimal, int stays int, 1.0 stays a float
+
+
+def test_the_quick_strict_parse_keeps_exact_numbers_and_reports_duplicates() -> None:
+    assert parse_strict('{"x": 1e999}') == ({"x": Decimal("1e999")}, [])
+    assert parse_strict('{"a": 1, "a": 2, "b": {"a": 3, "a": 4}}') == ({"a": 2, "b": {"a": 4}}, ["a", "a"])
+    with pytest.raises(ValueError, match="NaN is not JSON"):
+        parse_strict('{"x": NaN}')
+
+
+# -- closed calls share one finished scanner -----------------------------------------------------------
+
+
+def test_calls_whose_value_closed_share_one_finished_scanner_and_it_never_moves() -> None:
+    from fsm.events import ArgumentsSnapshot, CallRef
+
+    r = Reassembler("openai-chat")
+    r.feed(whole(0, "a", "f", '{"x": 1}'))
+    r.feed(whole(1, "b", "g", '{"y": [1, {"z": 2}]}'))
+    r.feed(chunk(tc(2, "c", "h", '{"open": ')))
+    registry = r.registry
+    shared = registry._scanned
+    first, second, third = registry.slots
+    assert first.scanner is shared and second.scanner is shared
+    assert third.scanner is not shared  # still open: its own scan goes on
+    r.feed(chunk(tc(0, args="  \n")))  # whitespace after a closed value is scanned by the shared one
+    r.feed(ArgumentsSnapshot(CallRef(1, "b", "g"), '{"y": 3'))  # a replaced value scans afresh
+    assert second.scanner is not shared and not second.scanner.complete
+    r.feed(chunk(tc(2, args="true}")))
+    assert third.scanner is shared
+    assert (shared.state, shared.depth) == ("done", 0)
+    r.feed(chunk(finish="tool_calls"))
+    result = r.close()
+    assert [(c.id, c.status.value, c.arguments) for c in result.calls] == [
+        ("a", "complete", {"x": 1}),
+        ("b", "invalid", None),
+        ("c", "complete", {"open": True}),
+    ]
+    assert first.text() == '{"x": 1}  \n'
