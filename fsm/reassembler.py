@@ -299,8 +299,7 @@ class Reassembler:
     def _ingest_payload(self, payload: Payload, *, last: bool) -> None:
         if type(payload) is not str:
             assert isinstance(payload, Fault)
-            self._events += 1
-            self.ledger.event = self._events
+            self.ledger.event = self._events = self._events + 1
             if payload.skippable:
                 self._bad_event(payload.message)
                 return
@@ -310,16 +309,14 @@ class Reassembler:
             self._events += 1
             return
         if len(payload) > self.limits.max_event_depth and nesting_exceeds(payload, self.limits.max_event_depth):
-            self._events += 1
-            self.ledger.event = self._events
+            self.ledger.event = self._events = self._events + 1
             raise LimitExceeded(
                 f"the event nests deeper than {self.limits.max_event_depth} levels", event=self._events, rule="limits"
             )
         try:
             value = loads_event(payload)
         except ValueError as exc:
-            self._events += 1
-            self.ledger.event = self._events
+            self.ledger.event = self._events = self._events + 1
             if last:
                 self.ledger.diagnose("cut-event", f"the last event is cut short: {exc}")
             else:
@@ -328,13 +325,11 @@ class Reassembler:
         if type(value) is dict:  # what json gives for an object (the Mapping check costs more)
             fragment = self._commonest(value) if self._commonest is not None and self._finish is None else None
             if fragment is not None:  # what _ingest, the decoder and _apply would do, without the event
-                self._events += 1
-                self.ledger.event = self._events
+                self.ledger.event = self._events = self._events + 1
                 self.registry.arguments(fragment[0], fragment[1], "fragment")
                 return
         elif not isinstance(value, Mapping):
-            self._events += 1
-            self.ledger.event = self._events
+            self.ledger.event = self._events = self._events + 1
             self._bad_event(f"an event must be a JSON object, not {type(value).__name__}")
             return
         self._ingest(value)
