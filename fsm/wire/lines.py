@@ -120,6 +120,12 @@ class SSEFramer(_LineFramer):
                 read = lines.index(b"") + 1 if b"" in lines else len(lines)
                 if not self._read(lines[:read], out):
                     return out
+            if not self._data and read + 2 < len(lines) and not lines[read + 1] and lines[read + 2][:6] == b"event:":
+                # the chunk began after an event's event: line: the rest of that event one line at a
+                # time, then the events with their event: lines in bulk
+                if not self._read(lines[read : read + 2], out):
+                    return out
+                read += 2
             if not self._data and read < len(lines):
                 read += self._plain_events(lines, read, out)
             lines = lines[read:]
