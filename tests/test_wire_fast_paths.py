@@ -139,6 +139,27 @@ def test_an_event_begun_in_one_chunk_and_ended_by_a_blank_line_of_spaces_in_the_
     assert framed(SSEFramer, chunks, 1 << 20, fast=True) == framed(SSEFramer, chunks, 1 << 20, fast=False)
 
 
+@pytest.mark.parametrize("event_line", [b"", b"event: content_block_delta\n"])
+def test_the_bulk_reading_is_taken_wherever_the_chunks_are_cut(
+    event_line: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    event = event_line + b'data: {"type": "content_block_delta", "delta": {"partial_json": "abc"}}\n\n'
+    wire = event * 400
+    taken: list[int] = []
+    real = SSEFramer._plain_events
+
+    def counted(self: SSEFramer, lines: list[bytes], start: int, out: list[object]) -> int:
+        taken.append(real(self, lines, start, out))  # type: ignore[arg-type]
+        return taken[-1]
+
+    monkeypatch.setattr(SSEFramer, "_plain_events", counted)
+    for size in [1000, 1001, 1013, 4096]:
+        taken.clear()
+        framer = SSEFramer(1 << 20)
+        out = [p for i in range(0, len(wire), size) for p in framer.feed(wire[i : i + size])]
+        assert len(out) == 400 and len(taken) >= len(wire) // size - 1 and all(taken), (size, taken)
+
+
 def test_the_fast_split_is_taken_and_held_lines_carry_over() -> None:
     framer = SSEFramer(1 << 20)
     framer.fast = True
