@@ -1,13 +1,14 @@
 """Line framings: SSE and NDJSON, read from bytes cut anywhere (see fsm/wire/framing.py).
 
-A chunk with no lone CR (nearly all of them) is split into lines at C speed, and the SSE framer
-reads a run of the plainest events (``data:`` then an empty line, each ``event:`` line before its
+A chunk with no lone CR (nearly all of them) is split into lines at C speed, the NDJSON framer
+decodes a chunk's lines in one pass, and the SSE framer reads a run of the plainest events (``data:`` then an empty line, each ``event:`` line before its
 data or none) in bulk; ``_LineFramer.fast = False`` keeps only the general loops, which the tests
 compare the shortcuts with, output for output and fault for fault.
 """
 
 from __future__ import annotations
 
+from contextlib import suppress
 from itertools import repeat
 
 from fsm.wire.detect import BOM
@@ -226,10 +227,15 @@ class NDJSONFramer(_LineFramer):
     def feed(self, data: bytes, final: bool = False) -> list[Payload]:
         out: list[Payload] = []
         lines, fault = self._lines(data, final)
-        for line in lines:
-            if line.strip():
-                out.append(decode_utf8(line))
-                self.cut = self._unterminated
+        with suppress(UnicodeDecodeError):  # all the lines at once; one not UTF-8 sends them one at a time
+            out = [line.decode("utf-8") for line in lines if line.strip()] if self.fast else []
+        if out:
+            self.cut = self._unterminated
+        else:
+            for line in lines:
+                if line.strip():
+                    out.append(decode_utf8(line))
+                    self.cut = self._unterminated
         if fault is not None:
             out.append(fault)
         return out
