@@ -1,9 +1,10 @@
 """Line framings: SSE and NDJSON, read from bytes cut anywhere (see fsm/wire/framing.py).
 
 A chunk with no lone CR (nearly all of them) is split into lines at C speed, the NDJSON framer
-decodes a chunk's lines in one pass, and the SSE framer reads a run of the plainest events (``data:`` then an empty line, each ``event:`` line before its
-data or none) in bulk; ``_LineFramer.fast = False`` keeps only the general loops, which the tests
-compare the shortcuts with, output for output and fault for fault.
+decodes a chunk's lines in one pass, and the SSE framer reads a run of the plainest events
+(``data:`` then an empty line, each ``event:`` line before its data or none) in bulk;
+``_LineFramer.fast = False`` keeps only the general loops, which the tests compare the shortcuts
+with, output for output and fault for fault.
 """
 
 from __future__ import annotations
