@@ -95,7 +95,7 @@ class Reassembler:
         """Internal: the slot registry that decides which call each event belongs to."""
         self._decoder: Decoder | None = None
         self._bare_refs: BareRefs | None = None  # set for OpenAI chat streams: their fast path
-        self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others' (wire path)
+        self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others' (bytes)
         if provider != "auto":
             self._use(make_decoder(provider))
         self._framer: Framer | None = None
