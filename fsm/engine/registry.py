@@ -15,6 +15,7 @@ lazily built resend index) sit beside the general routing they must agree with.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
@@ -36,6 +37,15 @@ Kind = Literal["fragment", "snapshot", "confirmation"]
 _TRUNCATED = CallStatus.TRUNCATED
 
 
+@functools.cache
+def closed_scanner(max_depth: int) -> Scanner:
+    """A scanner whose value closed: its one final state, which feeding never changes, so every
+    stream with this depth limit shares it."""
+    scanner = Scanner(max_depth)
+    scanner.feed("{}")
+    return scanner
+
+
 class Registry:
     def __init__(self, ledger: Ledger, limits: Limits, taken: Iterable[str] = ()) -> None:
         self.ledger = ledger
@@ -55,8 +65,7 @@ class Registry:
         initials = self.machine.initials
         self._initial_json, self._initial_text = initials["json"], initials["text"]
         # The one state every closed value's scan ends in: the calls whose value closed share it.
-        self._scanned = Scanner(limits.max_depth)
-        self._scanned.feed("{}")
+        self._scanned = closed_scanner(limits.max_depth)
         # Which calls of a lane hold a given (stripped) complete text: a resend can only land in one
         # of those, so routing never walks a lane's earlier calls one by one.
         self._holding: dict[tuple[Lane, bytes], list[Slot]] = {}
