@@ -47,8 +47,7 @@ from fsm.jsontext import loads_event
 from fsm.options import Limits, Policies, default_policies
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
-from fsm.wire.decoders._wire import BareRefs
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, bare_fragment_in, plain_delta, said_in, whole_call_in
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.sdk import sdk_payload
@@ -94,7 +93,7 @@ class Reassembler:
         self.registry = Registry(self.ledger, self.limits, taken)
         """Internal: the slot registry that decides which call each event belongs to."""
         self._decoder: Decoder | None = None
-        self._bare_refs: BareRefs | None = None  # set for OpenAI chat streams: their fast path
+        self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
         self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others' (bytes)
         if provider != "auto":
             self._use(make_decoder(provider))
@@ -271,21 +270,9 @@ class Reassembler:
         self._events += 1
         self.ledger.event = self._events
         if type(item) is dict:
-            if self._bare_refs is not None and self._finish is None and (delta := plain_delta(item)) is not None:
-                # What the decoder and _apply would do with the commonest chunks, without the events.
-                fragment = bare_fragment_in(delta)
-                if fragment is not None:
-                    self.registry.bare_fragment(fragment[0], fragment[1], self._bare_refs.ref)
-                    return
-                said = said_in(delta)
-                if said is not None:  # text or reasoning only: to the turn's content
-                    for event in said:
-                        self._content.apply(event)  # type: ignore[arg-type]
-                    return
-                whole = whole_call_in(delta)
-                if whole is not None:
-                    self.registry.whole_call(*whole)
-                    return
+            chat = self._chat
+            if chat is not None and self._finish is None and chat.shortcut(item, self.registry, self._content.apply):
+                return  # what the decoder and _apply would do with it, without its events
             self._decode(item)
         elif isinstance(item, EVENT_TYPES):
             if isinstance(item, ArgumentsFragment | ArgumentsSnapshot) and type(item.text) is not str:
@@ -346,7 +333,7 @@ class Reassembler:
         # ``.done``) makes no streamed text append-safe before the call finishes.
         self.ledger.withhold = getattr(decoder, "final_arguments_win", False)
         if isinstance(decoder, OpenAIChatDecoder):
-            self._bare_refs = decoder._bare
+            self._chat = decoder
         self._commonest = getattr(decoder, "commonest_fragment", None)
         return decoder
 

@@ -173,16 +173,16 @@ def test_the_commonest_chunk_shortcut_decides_as_the_decoder(monkeypatch: pytest
     registry, and a chunk of text or reasoning alone straight to the turn's content; without the
     shortcuts every chunk goes through the decoder. Same transitions in
     order, outputs, calls, diagnostics and rule counts either way."""
-    from fsm import reassembler
     from fsm.harness.fuzz.run import sample_vectors
+    from fsm.wire.decoders import openai_chat
 
     vectors = [*VECTORS, *sample_vectors("openai-chat", 300)]
-    deltas = [reassembler.plain_delta(e) or {} for v in vectors for e in v.events if type(e) is dict]
-    taken = [reassembler.bare_fragment_in(delta) for delta in deltas]
+    deltas = [openai_chat.plain_delta(e) or {} for v in vectors for e in v.events if type(e) is dict]
+    taken = [openai_chat.bare_fragment_in(delta) for delta in deltas]
     assert sum(t is not None for t in taken) > 150  # the shortcut is taken, often (~200 of these)
     fast = [_replay_with_trace(v) for v in vectors]
-    monkeypatch.setattr(reassembler, "bare_fragment_in", lambda delta: None)
-    monkeypatch.setattr(reassembler, "said_in", lambda delta: None)
+    monkeypatch.setattr(openai_chat, "bare_fragment_in", lambda delta: None)
+    monkeypatch.setattr(openai_chat, "said_in", lambda delta: None)
     general = [_replay_with_trace(v) for v in vectors]
     for vector, a, b in zip(vectors, fast, general, strict=True):
         assert a == b, vector.name
@@ -214,7 +214,8 @@ def test_bare_fragments_at_the_edges_decide_as_the_decoder(monkeypatch: pytest.M
     the general routing: one that closes the value and starts another, whitespace alone, a
     cumulative repeat, a fragment for a call not yet open or already closed, text past a depth or
     size limit. Same transitions, outputs, calls and rule counts as through the decoder."""
-    from fsm import Limits, Reassembler, reassembler
+    from fsm import Limits, Reassembler
+    from fsm.wire.decoders import openai_chat
 
     def chunk(index: int, text: str, **head: Any) -> dict[str, Any]:
         entry: dict[str, Any] = {"index": index, "function": {"arguments": text}}
@@ -245,9 +246,9 @@ def test_bare_fragments_at_the_edges_decide_as_the_decoder(monkeypatch: pytest.M
         return (r.close(), outputs, dict(r.ledger.rules), dict(r.ledger.transitions))
 
     bare = [e for s in streams for e in s if "id" not in e["choices"][0]["delta"]["tool_calls"][0]]
-    assert all(reassembler.bare_fragment_in(reassembler.plain_delta(e) or {}) is not None for e in bare)
+    assert all(openai_chat.bare_fragment_in(openai_chat.plain_delta(e) or {}) is not None for e in bare)
     fast = [replay(s) for s in streams]
-    monkeypatch.setattr(reassembler, "bare_fragment_in", lambda delta: None)
+    monkeypatch.setattr(openai_chat, "bare_fragment_in", lambda delta: None)
     assert fast == [replay(s) for s in streams]
 
 
@@ -256,7 +257,8 @@ def test_text_and_reasoning_chunks_decide_as_the_decoder(monkeypatch: pytest.Mon
     and those it must leave to the decoder: both fields at once, either reasoning key, a field that
     is not text, empty text, beside tool calls, usage, a finish reason, another choice, after the
     finish. Same content, outputs, diagnostics and rule counts as through the decoder."""
-    from fsm import Reassembler, reassembler
+    from fsm import Reassembler
+    from fsm.wire.decoders import openai_chat
 
     def chunk(delta: dict[str, Any] | None, choice_index: int = 0, **extra: Any) -> dict[str, Any]:
         return {"choices": [{"index": choice_index, "delta": delta, **extra.pop("choice", {})}], **extra}
@@ -283,7 +285,7 @@ def test_text_and_reasoning_chunks_decide_as_the_decoder(monkeypatch: pytest.Mon
         result = r.close()
         return (result, result.text, result.reasoning, outputs, dict(r.ledger.rules))
 
-    assert sum(bool(reassembler.said_in(reassembler.plain_delta(e) or {"tool_calls": []})) for e in stream) >= 5
+    assert sum(bool(openai_chat.said_in(openai_chat.plain_delta(e) or {"tool_calls": []})) for e in stream) >= 5
     fast = replay()
-    monkeypatch.setattr(reassembler, "said_in", lambda delta: None)
+    monkeypatch.setattr(openai_chat, "said_in", lambda delta: None)
     assert fast == replay()

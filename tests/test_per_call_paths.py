@@ -1,5 +1,6 @@
 """The per-call shortcuts (issue 17) decide exactly as the general paths they stand beside: the
-whole-call chunk taken straight to the registry, and the strict parse's quick first try."""
+whole-call chunk and the call header taken straight to the registry, and the strict parse's quick
+first try."""
 
 from __future__ import annotations
 
@@ -101,25 +102,66 @@ EDGES: dict[str, list[dict[str, Any]]] = {
 OPTIONS: list[dict[str, Any]] = [{}, {"strict": True}, {"limits": Limits(max_calls=1)}, {"taken": ["a"]}]
 
 
+def _decides_alike(
+    monkeypatch: pytest.MonkeyPatch, shortcut: str, edges: dict[str, list[dict[str, Any]]], *, at_least: int
+) -> None:
+    """Every vector, 300 fuzzed OpenAI streams and ``edges`` in every option set replay alike
+    (transitions in order, outputs, calls, rule counts) with and without the OpenAI shortcut
+    ``shortcut`` (a function of fsm.wire.decoders.openai_chat), which the streams take at least
+    ``at_least`` times."""
+    from fsm.wire.decoders import openai_chat
+
+    vectors = [*VECTORS, *sample_vectors("openai-chat", 300)]
+    deltas = [openai_chat.plain_delta(e) or {} for v in vectors for e in v.events if type(e) is dict]
+    assert sum(getattr(openai_chat, shortcut)(delta) is not None for delta in deltas) > at_least
+    streams = [(events, options) for events in edges.values() for options in OPTIONS]
+    fast = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
+    monkeypatch.setattr(openai_chat, shortcut, lambda delta: None)
+    general = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
+    names = [v.name for v in vectors] + [f"{name} {options}" for name in edges for options in OPTIONS]
+    for name, a, b in zip(names, fast, general, strict=True):
+        assert a == b, name
+
+
 def test_the_whole_call_shortcut_decides_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
     """A chunk holding one whole call (index, id, name and text) goes straight to the registry,
     which opens the call without the general routing when nothing else can own it. Without the
     shortcut every such chunk goes through the decoder and the routing: same transitions in order,
     outputs, calls, diagnostics and rule counts either way, over every vector, fuzzed streams and
     the edge cases above (lax, strict, at the call limit, with ids taken)."""
-    from fsm import reassembler
+    _decides_alike(monkeypatch, "whole_call_in", EDGES, at_least=150)  # taken ~380 times
 
-    vectors = [*VECTORS, *sample_vectors("openai-chat", 300)]
-    deltas = [reassembler.plain_delta(e) or {} for v in vectors for e in v.events if type(e) is dict]
-    taken = [reassembler.whole_call_in(delta) for delta in deltas]
-    assert sum(t is not None for t in taken) > 150  # the shortcut is taken, often (~380 of these)
-    streams = [(events, options) for events in EDGES.values() for options in OPTIONS]
-    fast = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
-    monkeypatch.setattr(reassembler, "whole_call_in", lambda delta: None)
-    general = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
-    names = [v.name for v in vectors] + [f"{name} {options}" for name in EDGES for options in OPTIONS]
-    for name, a, b in zip(names, fast, general, strict=True):
-        assert a == b, name
+
+# Call headers (index, id and name, no text) where the general routing has something to decide.
+HEADERS: dict[str, list[dict[str, Any]]] = {
+    "streamed": [chunk(tc(0, "a", "f", "")), chunk(tc(0, args='{"x": 1}')), chunk(finish="tool_calls")],
+    "no arguments key": [chunk({"index": 0, "id": "a", "function": {"name": "f"}}), chunk(finish="tool_calls")],
+    "two headers, one index": [chunk(tc(0, "a", "f", "")), chunk(tc(0, "b", "g", "")), chunk(finish="tool_calls")],
+    "the same header again": [chunk(tc(0, "a", "f", "")), chunk(tc(0, "a", "f", "")), chunk(finish="tool_calls")],
+    "id seen at another index": [chunk(tc(0, "a", "f", "{}")), chunk(tc(1, "a", "f", "")), chunk(finish="stop")],
+    "a name held for the next call": [
+        whole(0, "a", "f", "{}"),
+        chunk(tc(0, name="f")),
+        chunk(tc(1, "b", "g", "")),
+        chunk(finish="tool_calls"),
+    ],
+    "after a whole call at its index": [whole(0, "a", "f", "{}"), chunk(tc(0, "b", "g", "")), chunk(finish="stop")],
+    "empty id": [chunk(tc(0, "", "f", "")), chunk(finish="tool_calls")],
+    "empty name": [chunk(tc(0, "a", "", "")), chunk(finish="tool_calls")],
+    "arguments not text": [chunk({"index": 0, "id": "a", "function": {"name": "f", "arguments": None}})],
+    "arguments an object": [chunk({"index": 0, "id": "a", "function": {"name": "f", "arguments": {}}})],
+    "after the finish": [chunk(finish="tool_calls"), chunk(tc(0, "a", "f", ""))],
+    "content beside": [{"choices": [{"index": 0, "delta": {"content": "hi", "tool_calls": [tc(0, "a", "f", "")]}}]}],
+    "many headers": [chunk(tc(k, f"c{k}", "get", "")) for k in range(40)] + [chunk(finish="tool_calls")],
+}
+
+
+def test_the_call_header_shortcut_decides_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk that opens a call (index, id and name, no text) goes straight to the registry,
+    which opens the call without the general routing when nothing else can own it. Same
+    transitions in order, outputs, calls, diagnostics and rule counts with and without the
+    shortcut, over every vector, fuzzed streams and the edge cases above in every option set."""
+    _decides_alike(monkeypatch, "header_in", HEADERS, at_least=40)  # taken 80 times or more
 
 
 def test_whole_calls_open_one_call_each_at_their_index() -> None:

@@ -140,6 +140,18 @@ class Registry:
                 slot, rest = self._route_text(ref, rest, "fragment")
                 self._remember(slot)
 
+    def call_header(self, index: int, wire_id: str, name: str) -> None:
+        """``call_seen(CallRef(index, wire_id, name))`` for the header that opens a call (an
+        index, an id and a name, no text yet). At an index and an id never seen, with no name held
+        for a next call, the general routing opens a call there by rule index-is-label: done here
+        without a CallRef or the routing's walk. Anything else takes the general routing."""
+        lane: Lane = ("index", index)
+        if self._pending_name or lane in self._lanes or wire_id in self._by_wire_id:
+            self.call_seen(CallRef(index, wire_id, name))
+            return
+        self.ledger.rules["index-is-label"] += 1
+        self._open_call(lane, index, wire_id, name, 0, False, "function")
+
     def bare_fragment(self, index: int, text: str, ref: Callable[[int], CallRef]) -> None:
         """``arguments(ref(index), text, "fragment")`` for a bare fragment (an index; no id, name
         or server flag), the commonest event of an OpenAI chat stream: the continuation route and

@@ -19,7 +19,7 @@ this wire shape at all (another provider's stream, a proxy's own message): ``unk
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsm.errors import RemoteProtocolError
 from fsm.events import (
@@ -34,6 +34,9 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders._wire import BareRefs, dumps
+
+if TYPE_CHECKING:
+    from fsm.engine.registry import Registry
 
 _FINISH = {
     "tool_calls": "tool_calls",
@@ -94,6 +97,35 @@ class OpenAIChatDecoder:
         if usage and isinstance(usage, Mapping):
             events.append(UsageReport(dict(usage)))
         return events
+
+    def shortcut(
+        self, payload: dict[str, Any], registry: Registry, said: Callable[[TextDelta | ReasoningDelta], None]
+    ) -> bool:
+        """Take a chunk of the commonest kinds (see plain_delta) straight to ``registry`` (text and
+        reasoning to ``said``), as decode() and Reassembler._apply would take its events, without
+        building them; False, having done nothing, for any other chunk. Only while the stream has
+        no finish reason: after it, events are reported as late, which _apply does."""
+        delta = plain_delta(payload)
+        if delta is None:
+            return False
+        fragment = bare_fragment_in(delta)
+        if fragment is not None:
+            registry.bare_fragment(fragment[0], fragment[1], self._bare.ref)
+            return True
+        events = said_in(delta)
+        if events is not None:
+            for event in events:
+                said(event)
+            return True
+        whole = whole_call_in(delta)
+        if whole is not None:
+            registry.whole_call(*whole)
+            return True
+        header = header_in(delta)
+        if header is not None:
+            registry.call_header(*header)
+            return True
+        return False
 
     def _calls(self, delta: Mapping[str, Any], events: list[Event], diagnose: Callable[[str, str], None]) -> None:
         entries = delta.get("tool_calls")
@@ -161,7 +193,7 @@ def _keys(payload: Mapping[str, Any]) -> str:
     return shown + (", ..." if len(payload) > 6 else "") if shown else "none"
 
 
-def _said(delta: Mapping[str, Any], events: list[Event]) -> None:
+def _said(delta: Mapping[str, Any], events: list[Any]) -> None:
     """The text and reasoning in a delta. Reasoning comes as ``reasoning_content`` (DeepSeek, vLLM,
     LiteLLM) or ``reasoning`` (OpenRouter, Ollama and Groq's OpenAI endpoints), one block per turn."""
     content = delta.get("content")
@@ -231,23 +263,20 @@ def bare_fragment_in(delta: dict[str, Any]) -> tuple[int, str] | None:
     return index, text
 
 
-def said_in(delta: dict[str, Any]) -> list[Event] | None:
+def said_in(delta: dict[str, Any]) -> list[TextDelta | ReasoningDelta] | None:
     """The events of a plain delta that only says text or reasoning (most chunks of a reasoning
     model's stream): no tool calls. OpenAIChatDecoder makes exactly these events of it
     (test_text_and_reasoning_chunks_decide_as_the_decoder)."""
     if delta.get("tool_calls") is not None or delta.get("function_call") is not None:
         return None
-    events: list[Event] = []
+    events: list[TextDelta | ReasoningDelta] = []
     _said(delta, events)
     return events
 
 
-def whole_call_in(delta: dict[str, Any]) -> tuple[int, str, str, str] | None:
-    """(index, id, name, text) when a plain delta holds one tool-call entry with all four (an
-    integer index, a non-empty id, name and argument text) and no text or reasoning beside it. A
-    whole call in one chunk (vLLM, Ollama's and many proxies' OpenAI endpoints), or a call's first
-    chunk carrying its first text. OpenAIChatDecoder makes exactly one ArgumentsFragment of it, with
-    a CallRef of these four at position 0 (test_the_whole_call_shortcut_decides_as_the_decoder)."""
+def _one_entry(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(entry, function) of a plain delta holding one tool-call entry with a function object,
+    and no text or reasoning beside it."""
     if delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning"):
         return None
     entries = delta.get("tool_calls")
@@ -257,8 +286,35 @@ def whole_call_in(delta: dict[str, Any]) -> tuple[int, str, str, str] | None:
     if type(entry) is not dict:
         return None
     function = entry.get("function")
-    if type(function) is not dict:
+    return (entry, function) if type(function) is dict else None
+
+
+def header_in(delta: dict[str, Any]) -> tuple[int, str, str] | None:
+    """(index, id, name) when a plain delta holds one tool-call entry that opens a call: an
+    integer index, a non-empty id and name, no argument text (empty or absent), and no text or
+    reasoning beside it. The first chunk of most OpenAI streams' calls. OpenAIChatDecoder makes
+    exactly one CallSeen of it, with a CallRef of these three at position 0
+    (test_the_call_header_shortcut_decides_as_the_decoder)."""
+    found = _one_entry(delta)
+    if found is None or found[1].get("arguments", "") != "":
         return None
+    entry, function = found
+    index, call_id, name = entry.get("index"), entry.get("id"), function.get("name")
+    if type(index) is not int or type(call_id) is not str or type(name) is not str or not call_id or not name:
+        return None
+    return index, call_id, name
+
+
+def whole_call_in(delta: dict[str, Any]) -> tuple[int, str, str, str] | None:
+    """(index, id, name, text) when a plain delta holds one tool-call entry with all four (an
+    integer index, a non-empty id, name and argument text) and no text or reasoning beside it. A
+    whole call in one chunk (vLLM, Ollama's and many proxies' OpenAI endpoints), or a call's first
+    chunk carrying its first text. OpenAIChatDecoder makes exactly one ArgumentsFragment of it, with
+    a CallRef of these four at position 0 (test_the_whole_call_shortcut_decides_as_the_decoder)."""
+    found = _one_entry(delta)
+    if found is None:
+        return None
+    entry, function = found
     index, call_id, name, text = entry.get("index"), entry.get("id"), function.get("name"), function.get("arguments")
     if type(index) is not int or type(call_id) is not str or type(name) is not str or type(text) is not str:
         return None
