@@ -295,7 +295,7 @@ class Reassembler:
         if payload.strip() == DONE:
             self._events += 1
             return
-        if len(payload) > self.limits.max_event_depth and nesting_exceeds(payload, self.limits.max_event_depth):
+        if nesting_exceeds(payload, self.limits.max_event_depth):
             self.ledger.event = self._events = self._events + 1
             raise LimitExceeded(
                 f"the event nests deeper than {self.limits.max_event_depth} levels", event=self._events, rule="limits"

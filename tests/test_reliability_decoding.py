@@ -356,6 +356,48 @@ def test_a_strict_duplicate_key_raised_at_the_finish_leaves_close_the_result() -
     assert result.codes() == ["duplicate-key", "stream-failed"]
 
 
+def test_a_strict_violation_reported_while_a_call_finishes_leaves_close_the_result() -> None:
+    # Found in review: a lone surrogate half reported (strict: raised) in the action that ends the
+    # call, before the call had its status; close() then tried to cut it (StateError). Violations
+    # reported while a call finishes are now raised once its transition is whole.
+    r = Reassembler("openai-chat", strict=True)
+    r.feed(chunk(tc(index=0, id="a", name="g", args="")))
+    with pytest.raises(RemoteProtocolError, match="lone-surrogate"):
+        r.feed(chunk(tc(index=1, args='{"s": "\ud83d'), finish="stop"))
+    result = r.close()
+    assert [(c.id, c.status.value) for c in result.calls] == [("a", "complete"), ("call_1", "invalid")]
+    assert result.calls[1].arguments_json == '{"s": "\\ud83d'
+    assert "stream-failed" in result.codes()
+
+
+def test_in_strict_mode_close_returns_the_result_after_any_raised_error() -> None:
+    """Every vector and fuzzed stream of every shape, in strict mode: whatever feed raised, close()
+    returns a result (raising nothing but the first violation it was deferring), and every call in it
+    has a status."""
+    from fsm import Reassembler as Stream
+    from fsm.errors import ToolcallFSMError
+    from fsm.harness.fuzz.run import sample_vectors
+    from fsm.harness.fuzz.shapes import CASES
+    from tests.test_conformance import VECTORS
+
+    raised = 0
+    for vector in [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 40))]:
+        r = Stream(vector.shape, strict=True, policies=Policies(**vector.policies))
+        try:
+            if vector.body is not None:
+                r.feed_bytes(vector.body.encode("utf-8"))
+            for event in vector.events:
+                r.feed(event)
+        except ToolcallFSMError:
+            raised += 1
+        try:
+            result = r.close()
+        except RemoteProtocolError:  # a violation found while closing is raised after the result is made
+            result = r.close()
+        assert all(call.status is not None for call in result.calls), vector.name
+    assert raised > 20  # strict mode does raise on these streams
+
+
 def test_the_robustness_fuzzer_checks_outputs_as_strict_utf8_json() -> None:
     from fsm.harness.fuzz.robust import _strict_json
 

@@ -205,6 +205,10 @@ def test_brackets_whose_scan_waits_give_what_scanning_each_fragment_gives(
     deferred = _fire_all(parts, max_depth)
     with mock.patch.object(Scanner, "defer", lambda self, text: False):
         assert _fire_all(parts, max_depth) == deferred
+    # The waiting text is scanned together with the fragment that needs it; scanned apart (a
+    # catch-up of its own, then the fragment), the same too.
+    with mock.patch("fsm.engine.slot._CATCH_UP_BYTES", 0):
+        assert _fire_all(parts, max_depth) == deferred
 
 
 def test_fragments_with_brackets_wait_and_are_scanned_once() -> None:

@@ -542,7 +542,21 @@ class Registry:
         return chain
 
     def _finish(self, slot: Slot, trigger: str) -> None:
-        self.machine.fire(slot, trigger)
+        ledger = self.ledger
+        if ledger.strict and not ledger.defer:
+            # A violation an action reports (a lone surrogate half, say) is raised once the call
+            # has its status: raised mid-action, it would leave a call in a terminal state with
+            # none, which close() would then try to cut.
+            ledger.defer = True
+            try:
+                self.machine.fire(slot, trigger)
+            finally:
+                ledger.defer = False
+            error, ledger.deferred = ledger.deferred, None
+            if error is not None:
+                raise error
+        else:
+            self.machine.fire(slot, trigger)
         self._remember(slot)
         if slot.name is None:
             self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name")

@@ -309,10 +309,13 @@ class Scanner:
         return self.state == "value"
 
     def may_wait(self, text: str) -> bool:
-        """Can scanning ``text`` wait? Yes when the value is still open and ``text`` has no
+        """Can scanning ``text`` wait? Not once the value is complete. Yes when ``text`` has no
         pivotal character (see CompiledScanner._pivotal): it cannot close the value or change the
-        depth, so what it does to the state can be worked out later, together with what follows."""
-        return self.state not in self._c.done and self._c.pivotal.search(text) is None
+        depth, so what it does to the state can be worked out later, together with what follows.
+        Yes too when its brackets stay within the bounds ``defer`` keeps (and then they are
+        counted as waiting). The caller stores ``text`` after the held text whose scan waits."""
+        c = self._c
+        return self.state not in c.done and (c.pivotal.search(text) is None or self.defer(text))
 
     def defer(self, text: str) -> bool:
         """Can scanning ``text``, which has brackets, wait too? Yes when, counted with the text

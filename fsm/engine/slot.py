@@ -239,15 +239,14 @@ class Slot:
         if ledger.held_bytes + len(text) * 4 > ledger.max_held_bytes:  # at most 4 bytes a character
             self._check_room(self._length + len(text), _utf8_length(text))
         scanner = self.scanner
-        c = scanner._c
-        if scanner.state not in c.done and (c.pivotal.search(text) is None or scanner.defer(text)):  # may_wait inlined
+        if scanner.may_wait(text):
             if self._unscanned is None:
                 self._unscanned = len(self._buf)  # store_fragment puts the text there next
             return text, ""
         start = self._unscanned
         if start is not None and len(self._buf) - start <= _CATCH_UP_BYTES:
             # The waiting text and this fragment in one scan: the waiting part cannot close the
-            # value (it has no pivotal character), so where the value closes is in ``text``.
+            # value (Scanner.may_wait said so of each piece), so where the value closes is in ``text``.
             self._unscanned = None
             waiting = self._buf[start:].decode("utf-8", "surrogatepass")
             end = scanner.feed(waiting + text)
@@ -261,9 +260,9 @@ class Slot:
         return text[:end], text[end:]
 
     def _catch_up(self) -> None:
-        """Scan the held text whose scan waited. It cannot close the value (see
-        Scanner.may_wait). Decoded a piece at a time straight from the buffer, so catching up
-        with one long string costs no copy of it."""
+        """Scan the held text whose scan waited. It cannot close the value nor pass the depth
+        limit (see Scanner.may_wait). Decoded a piece at a time straight from the buffer, so
+        catching up with one long string costs no copy of it."""
         start = self._unscanned
         if start is None:
             return
@@ -396,8 +395,8 @@ class Slot:
         if self._high:
             self._settle()
         raw = self.text()
-        # json.loads recurses; the scanner saw this text. Text no longer than the limit cannot nest deeper.
-        if len(raw) > self.scanner.max_depth and nesting_exceeds(raw, self.scanner.max_depth):
+        # json.loads recurses: text nested past the limit is refused before it is parsed.
+        if nesting_exceeds(raw, self.scanner.max_depth):
             self._fail(CallStatus.INVALID, "invalid-arguments", f"nest deeper than {self.scanner.max_depth} levels")
             return
         try:

@@ -221,8 +221,8 @@ def _text(value: Any, field: str, position: int) -> str | None:
 
 
 def plain_delta(payload: dict[str, Any]) -> dict[str, Any] | None:
-    """The delta of a chunk whose envelope says nothing else: one choice (index 0, no finish
-    reason), no usage, no error. The shortcuts below read only such a delta; for each, the test
+    """The delta of a chunk whose envelope says nothing else: one choice (index 0 or none, no
+    finish reason), no usage, no error. The shortcuts below read only such a delta; for each, the test
     named in its docstring replays every vector and fuzzed stream with and without it and requires
     the same transitions, outputs, calls, diagnostics and rule counts."""
     choices = payload.get("choices")
