@@ -4,12 +4,41 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from fsm import Reassembler, Result
 from fsm.reemit import DeltaEmitter, FlushPolicy
 
 _MISSING: Any = object()
+
+
+def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[Any]]]) -> object:
+    """Everything a replay shows, to compare two ways of running it: the result, every output
+    (``feed`` yields the outputs of each piece it feeds ``r``), every transition each call took in
+    order, and the rule and transition counts; or the error raised, with what came before it."""
+    from fsm.engine.slot import Slot
+
+    taken: list[tuple[int, str]] = []
+    real = Slot.covered
+
+    def traced(slot: Slot, transition: str) -> None:
+        taken.append((slot.ordinal, transition))
+        real(slot, transition)
+
+    Slot.covered = traced  # type: ignore[method-assign]
+    try:
+        outputs: list[Any] = []
+        try:
+            for piece in feed(r):
+                outputs += piece
+            result = r.close()
+        except Exception as exc:  # the same error either way is the same behaviour
+            return (type(exc).__name__, str(exc), outputs, taken, dict(r.ledger.rules))
+        outputs += r.drain()
+        return (result, outputs, taken, dict(r.ledger.rules), dict(r.ledger.transitions))
+    finally:
+        Slot.covered = real  # type: ignore[method-assign]
 
 
 def tc(index: Any = _MISSING, id: Any = _MISSING, name: Any = _MISSING, args: Any = _MISSING) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -123,31 +124,15 @@ def _replay_with_trace(vector: conformance.Vector) -> object:
     """A replay's result, every output it emitted, every transition each call took (in order) and
     the rule counts."""
     from fsm import Policies, Reassembler
-    from fsm.engine.slot import Slot
+    from tests.helpers import replay_traced
 
-    taken: list[tuple[int, str]] = []
-    real = Slot.covered
+    def feed(r: Reassembler) -> Iterator[list[Any]]:
+        if vector.body is not None:
+            yield r.feed_bytes(vector.body.encode("utf-8"))
+        for event in vector.events:
+            yield r.feed(event)
 
-    def traced(slot: Slot, transition: str) -> None:
-        taken.append((slot.ordinal, transition))
-        real(slot, transition)
-
-    Slot.covered = traced  # type: ignore[method-assign]
-    try:
-        r = Reassembler(vector.shape, policies=Policies(**vector.policies))
-        outputs: list[object] = []
-        try:
-            if vector.body is not None:
-                outputs += r.feed_bytes(vector.body.encode("utf-8"))
-            for event in vector.events:
-                outputs += r.feed(event)
-            result = r.close()
-        except Exception as exc:  # the same error either way is the same behaviour
-            return (type(exc).__name__, str(exc), outputs, taken)
-        outputs += r.drain()
-        return (result, outputs, taken, dict(r.ledger.rules), dict(r.ledger.transitions))
-    finally:
-        Slot.covered = real  # type: ignore[method-assign]
+    return replay_traced(Reassembler(vector.shape, policies=Policies(**vector.policies)), feed)
 
 
 def test_the_compiled_table_and_the_transitions_machine_execute_alike(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,37 +11,16 @@ from typing import Any
 import pytest
 
 from fsm import Limits, Reassembler
-from fsm.engine.slot import Slot
 from fsm.harness.fuzz.run import sample_vectors
 from fsm.jsontext import parse_strict
-from tests.helpers import chunk, tc
+from tests.helpers import chunk, replay_traced, tc
 from tests.test_conformance import VECTORS, _replay_with_trace
 
 
 def _trace(events: list[dict[str, Any]], **options: Any) -> object:
     """Outputs, result, every transition taken in order and the rule counts of one replay (or the
     error it raised, with what came before)."""
-    taken: list[tuple[int, str]] = []
-    real = Slot.covered
-
-    def traced(slot: Slot, transition: str) -> None:
-        taken.append((slot.ordinal, transition))
-        real(slot, transition)
-
-    Slot.covered = traced  # type: ignore[method-assign]
-    try:
-        r = Reassembler("openai-chat", **options)
-        outputs: list[object] = []
-        try:
-            for event in events:
-                outputs += r.feed(event)
-            result = r.close()
-        except Exception as exc:  # the same error either way is the same behaviour
-            return (type(exc).__name__, str(exc), outputs, taken, dict(r.ledger.rules))
-        outputs += r.drain()
-        return (result, outputs, taken, dict(r.ledger.rules), dict(r.ledger.transitions))
-    finally:
-        Slot.covered = real  # type: ignore[method-assign]
+    return replay_traced(Reassembler("openai-chat", **options), lambda r: (r.feed(event) for event in events))
 
 
 def whole(index: Any, id: Any, name: Any, args: Any) -> dict[str, Any]:

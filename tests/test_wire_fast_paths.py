@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -237,33 +238,18 @@ def replay_wire(vector: conformance.Vector, wire: bytes) -> object:
     """Result, outputs, each call's transitions in order and the rule counts, of the wire fed in
     pieces of sizes drawn from the vector's name."""
     from fsm import Policies, Reassembler
-    from fsm.engine.slot import Slot
-
-    taken: list[tuple[int, str]] = []
-    real = Slot.covered
-
-    def traced(slot: Slot, transition: str) -> None:
-        taken.append((slot.ordinal, transition))
-        real(slot, transition)
+    from tests.helpers import replay_traced
 
     rng = random.Random(vector.name)
-    Slot.covered = traced  # type: ignore[method-assign]
-    try:
-        r = Reassembler(vector.shape, policies=Policies(**vector.policies))
-        outputs: list[object] = []
-        try:
-            pos = 0
-            while pos < len(wire):
-                size = rng.choice([1, 7, 64, 4096, len(wire)])
-                outputs += r.feed_bytes(wire[pos : pos + size])
-                pos += size
-            result = r.close()
-        except Exception as exc:  # the same error either way is the same behaviour
-            return (type(exc).__name__, str(exc), outputs, taken)
-        outputs += r.drain()
-        return (result, outputs, taken, dict(r.ledger.rules), dict(r.ledger.transitions))
-    finally:
-        Slot.covered = real  # type: ignore[method-assign]
+
+    def feed(r: Reassembler) -> Iterator[list[Any]]:
+        pos = 0
+        while pos < len(wire):
+            size = rng.choice([1, 7, 64, 4096, len(wire)])
+            yield r.feed_bytes(wire[pos : pos + size])
+            pos += size
+
+    return replay_traced(Reassembler(vector.shape, policies=Policies(**vector.policies)), feed)
 
 
 def test_the_commonest_fragment_shortcuts_decide_as_the_decoders(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -240,22 +240,14 @@ def bare_fragment_in(delta: dict[str, Any]) -> tuple[int, str] | None:
     index, no id, no name and non-empty argument text, and no text or reasoning beside it.
     OpenAIChatDecoder makes exactly one bare ArgumentsFragment of it
     (test_the_commonest_chunk_shortcut_decides_as_the_decoder)."""
-    entries = delta.get("tool_calls")
-    if type(entries) is not list or len(entries) != 1:
+    found = _one_entry(delta)
+    if found is None:
         return None
-    entry = entries[0]
-    if type(entry) is not dict:
-        return None
-    function = entry.get("function")
-    if type(function) is not dict:
-        return None
+    entry, function = found
     index, text = entry.get("index"), function.get("arguments")
     if type(index) is not int or type(text) is not str or not text:
         return None
-    # The keys read so far are all a usual chunk has; only a longer dict needs the other keys read.
-    # Turn content rides beside a fragment on some servers: the decoder reads it, so no shortcut.
-    if len(delta) > 1 and (delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")):
-        return None
+    # The keys read so far are all a usual entry has; only a longer dict needs the others read.
     if len(entry) > 2 and entry.get("id") is not None:
         return None
     if len(function) > 1 and function.get("name") is not None:
@@ -276,11 +268,13 @@ def said_in(delta: dict[str, Any]) -> list[TextDelta | ReasoningDelta] | None:
 
 def _one_entry(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """(entry, function) of a plain delta holding one tool-call entry with a function object,
-    and no text or reasoning beside it."""
-    if delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning"):
-        return None
+    and no text or reasoning beside it (turn content rides beside a call on some servers: the
+    decoder reads it, so no shortcut)."""
     entries = delta.get("tool_calls")
     if type(entries) is not list or len(entries) != 1:
+        return None
+    # A usual delta holds the entries alone; only a longer one needs its other keys read.
+    if len(delta) > 1 and (delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")):
         return None
     entry = entries[0]
     if type(entry) is not dict:
