@@ -88,7 +88,6 @@ def slot_for_scan_tests(max_depth: int = 256) -> Slot:
         call_id="c",
         name="f",
         ledger=ledger,
-        max_chars=10**6,
         max_depth=max_depth,
         initial="opened",
     )

@@ -34,6 +34,7 @@ class Ledger:
         limits = limits or Limits()
         self.max_per_code = limits.max_diagnostics_per_code
         self.max_held_bytes = limits.max_stream_argument_bytes
+        self.max_argument_chars = limits.max_argument_chars  # read by every call (not copied into each)
         self.held_bytes = 0
         self.per_code: dict[str, int] = {}
         self.suppressed: dict[str, int] = {}

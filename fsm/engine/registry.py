@@ -31,7 +31,9 @@ from fsm.jsontext import is_json_prefix, unicode_utf8
 from fsm.options import Limits
 from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus
 
-Lane = tuple[str, int | str]
+# Where a call sits on the wire: a client call's index itself (nearly every call: a lane that costs
+# no object of its own), or (kind, key) for a server call's index, an id or a position.
+Lane = int | tuple[str, int | str]
 Chain = tuple[Slot] | list[Slot]
 Kind = Literal["fragment", "snapshot", "confirmation"]
 _TRUNCATED = CallStatus.TRUNCATED
@@ -60,7 +62,6 @@ class Registry:
         self._ids = IdAllocator(taken)
         self._counts = {False: 0, True: 0}  # calls opened so far: client, server
         self._max_calls = limits.max_calls
-        self._max_chars = limits.max_argument_chars
         self._max_depth = limits.max_depth
         initials = self.machine.initials
         self._initial_json, self._initial_text = initials["json"], initials["text"]
@@ -126,7 +127,7 @@ class Registry:
         of itself in one event. At an index and an id never seen, with no name held for a next call,
         the general routing opens a call there by rule index-is-label and gives it the text: done
         here without a CallRef or the routing's walk. Anything else takes the general routing."""
-        lane: Lane = ("index", index)
+        lane: Lane = index
         if self._pending_name or lane in self._lanes or wire_id in self._by_wire_id or not text or text.isspace():
             self.arguments(CallRef(index, wire_id, name), text, "fragment")
             return
@@ -145,7 +146,7 @@ class Registry:
         index, an id and a name, no text yet). At an index and an id never seen, with no name held
         for a next call, the general routing opens a call there by rule index-is-label: done here
         without a CallRef or the routing's walk. Anything else takes the general routing."""
-        lane: Lane = ("index", index)
+        lane: Lane = index
         if self._pending_name or lane in self._lanes or wire_id in self._by_wire_id:
             self.call_seen(CallRef(index, wire_id, name))
             return
@@ -157,7 +158,7 @@ class Registry:
         or server flag), the commonest event of an OpenAI chat stream: the continuation route and
         _extend inlined for a call still open, with the same rules counted and the same trigger
         fired; anything else (and the rest of a split fragment) goes the general way."""
-        chain = self._lanes.get(("index", index))
+        chain = self._lanes.get(index)
         if chain and not self._pending_name:
             slot = chain[-1]
             state = slot.state
@@ -195,7 +196,7 @@ class Registry:
         if ref.server or self._pending_name or not text or text.isspace():
             return None
         if ref.index is not None:
-            chain = self._lanes.get(("index", ref.index))
+            chain = self._lanes.get(ref.index)
             rule = "index-is-label" if ref.id is None else "id-binds"
         elif ref.id is not None:
             chain = self._by_wire_id.get(ref.id)
@@ -255,7 +256,7 @@ class Registry:
         side = "server-" if ref.server else ""
         if ref.index is not None:
             self.ledger.apply("index-is-label")
-            lane: Lane = (side + "index", ref.index)
+            lane: Lane = ("server-index", ref.index) if ref.server else ref.index
         elif ref.id is not None:
             self.ledger.apply("id-without-index")
             lane = (side + "id", ref.id)
@@ -503,7 +504,6 @@ class Registry:
             call_id,
             name,
             self.ledger,
-            self._max_chars,
             self._max_depth,
             self._initial_text if freeform else self._initial_json,
             server,
@@ -511,30 +511,32 @@ class Registry:
             freeform,
         )
         slots.append(slot)
-        self._join(lane, slot)
-        if index is None and not lane[0].endswith("position"):
+        alone = (slot,)  # its chain in every table that had none for its key: one tuple for all of them
+        self._join(lane, slot, alone)
+        if index is None and isinstance(lane, tuple) and not lane[0].endswith("position"):
             # Without an index, a later bare continuation at the same position means this call.
             second: Lane = (lane[0].replace("id", "position"), position)
-            self._join(second, slot)
+            self._join(second, slot, alone)
             self._slot_lanes[slot] = (lane, second)  # a call in one lane has no entry: its lane is slot.lane
         if wire_id is not None:
-            self._add(self._by_wire_id, wire_id, slot)
+            self._add(self._by_wire_id, wire_id, slot, alone)
         if not server:
             self.ledger.outputs.append(CallOpened(ordinal, call_id, wire_id, name, type=kind))
         return slot
 
-    def _join(self, lane: Lane, slot: Slot) -> None:
+    def _join(self, lane: Lane, slot: Slot, alone: tuple[Slot]) -> None:
         """Put ``slot`` last in ``lane``."""
-        chain = self._add(self._lanes, lane, slot)
+        chain = self._add(self._lanes, lane, slot, alone)
         if len(chain) == 2:
             self._remember(chain[0], lane)  # the lane's first call, not indexed alone
 
     @staticmethod
-    def _add(table: dict[Any, Chain], key: Any, slot: Slot) -> Chain:
-        """Put ``slot`` last in ``table[key]``; return that chain."""
+    def _add(table: dict[Any, Chain], key: Any, slot: Slot, alone: tuple[Slot] | None = None) -> Chain:
+        """Put ``slot`` last in ``table[key]``; return that chain. ``alone``, ``(slot,)``, is the
+        chain of a key it is the first for (chains are never changed in place while tuples)."""
         chain = table.get(key)
         if chain is None:
-            chain = table[key] = (slot,)
+            chain = table[key] = alone or (slot,)
         elif isinstance(chain, tuple):
             chain = table[key] = [*chain, slot]
         else:

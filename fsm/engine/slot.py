@@ -36,49 +36,61 @@ def text_digest(data: bytes | memoryview) -> bytes:
 class Slot:
     """The state of one tool call. ``state`` is written only by the slot machine."""
 
+    # Fields every call writes are slots. The rest keep their default on nearly every call, so
+    # they are class attributes that a call overrides in its own __dict__, made only by the first
+    # such write: a slot object is ~90 bytes smaller, and a gateway holds one per call in flight.
     __slots__ = (
-        "_blank",
+        "__dict__",
         "_buf",
         "_call",
-        "_digest",
-        "_diverged",
         "_emitted",
-        "_high",
         "_length",
-        "_quiet",
         "_text",
         "_unscanned",
         "arguments",
-        "freeform",
         "id",
         "index",
-        "item",
         "lane",
         "ledger",
-        "max_chars",
         "name",
         "ordinal",
-        "resends",
-        "revision",
         "scanner",
-        "server",
-        "signature",
         "state",
         "status",
-        "type",
         "wire_id",
     )
+
+    _quiet = False
+    """Nothing goes out as it arrives: for a server's call, and where the wire's final arguments
+    may still replace the streamed text (withhold); all of it goes out when the call finishes."""
+    _blank = False
+    """The held text is whitespace only, held back: alone it becomes {}."""
+    _diverged = False
+    """A snapshot replaced text that had already gone out."""
+    _high = ""
+    """A high surrogate that ended the last fragment, waiting for the low half that may start the
+    next (rule text-is-unicode). Not in the buffer, not counted, not emitted yet."""
+    _digest: bytes | None = None
+    resends = 0
+    revision = 0
+    """How often the held text was replaced rather than appended to."""
+    server = False
+    signature: str | None = None
+    item: dict[str, Any] | None = None
+    """A built-in client item as last sent, for replay."""
+    type = "function"
+    freeform = False
+    """Its input is freeform text (the spec's ``text`` kind): no scanner, no JSON."""
 
     def __init__(
         self,
         ordinal: int,
-        lane: tuple[str, int | str],
+        lane: int | tuple[str, int | str],  # the registry's Lane
         index: int | None,
         wire_id: str | None,
         call_id: str,
         name: str | None,
         ledger: Ledger,
-        max_chars: int,
         max_depth: int,
         initial: str,
         server: bool = False,
@@ -94,34 +106,25 @@ class Slot:
         self.name = name
         self.ledger = ledger
         self.scanner = Scanner(max_depth)
-        self.max_chars = max_chars
-        # The held text as UTF-8: one growing buffer, about a byte a character, where a list of
+        # The held text as UTF-8: the first fragment's bytes as they are (a whole call's text is
+        # often one fragment), then one growing buffer, about a byte a character, where a list of
         # fragments would cost a str object (~50 bytes) per fragment. Decoded only when needed.
-        self._buf = bytearray()
+        self._buf: bytes | bytearray = b""
         self._text: str | None = ""
         self._length = 0
         self._emitted = 0  # how much of the held text went out as append-safe deltas
-        # Nothing goes out as it arrives for a server's call, nor where the wire's final arguments
-        # may still replace the streamed text (withhold): all of it goes out when the call finishes.
-        self._quiet = server or ledger.withhold
-        self._blank = False  # the held text is whitespace only, held back: alone it becomes {}
-        self._diverged = False  # a snapshot replaced text that had already gone out
-        # A high surrogate that ended the last fragment, waiting for the low half that may start
-        # the next (rule text-is-unicode). Not in the buffer, not counted, not emitted yet.
-        self._high = ""
         self.arguments: Any = None
         self.status: CallStatus | None = None
-        self.resends = 0
-        self.revision = 0  # how often the held text was replaced rather than appended to
-        self._digest: bytes | None = None
         self._unscanned: int | None = None  # where held text the scanner has not seen yet starts (bytes)
         self._call: ToolCall | None = None
-        self.server = server
-        self.signature: str | None = None
-        self.item: dict[str, Any] | None = None  # a built-in client item as last sent, for replay
-        self.type = call_type
-        self.freeform = freeform
-        """Its input is freeform text (the spec's ``text`` kind): no scanner, no JSON."""
+        if server or ledger.withhold:
+            self._quiet = True
+        if server:
+            self.server = True
+        if call_type != "function":
+            self.type = call_type
+        if freeform:
+            self.freeform = True
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -233,9 +236,9 @@ class Slot:
         with those waiting, they stay within the depth last scanned (Scanner.defer). So most
         fragments go by without a scan of their own."""
         # _check_room inlined: this runs for nearly every fragment of a stream.
-        if self._length + len(text) > self.max_chars:
-            self._check_size(self._length + len(text))
         ledger = self.ledger
+        if self._length + len(text) > ledger.max_argument_chars:
+            self._check_size(self._length + len(text))
         if ledger.held_bytes + len(text) * 4 > ledger.max_held_bytes:  # at most 4 bytes a character
             self._check_room(self._length + len(text), _utf8_length(text))
         scanner = self.scanner
@@ -296,7 +299,7 @@ class Slot:
     def _check_room(self, length: int, more_bytes: int) -> None:
         """Limits are checked before the scanner or the machine moves: a refused text leaves the
         call as it was, so the result so far (close() after the error) is still consistent."""
-        if length > self.max_chars:
+        if length > self.ledger.max_argument_chars:
             self._check_size(length)
         if self.ledger.held_bytes + more_bytes > self.ledger.max_held_bytes:
             self.ledger.hold(more_bytes)  # raises, naming the limit
@@ -327,9 +330,19 @@ class Slot:
 
     # -- actions --------------------------------------------------------------------------------
 
+    def _append(self, data: bytes) -> None:
+        buf = self._buf
+        if not buf:
+            self._buf = data
+            return
+        if type(buf) is bytes:  # the first text, kept as it came: from now on it grows
+            buf = self._buf = bytearray(buf)
+        buf += data
+
     def _check_size(self, length: int) -> None:
-        if length > self.max_chars:
-            self.ledger.limit(f"call {self.id}: arguments longer than {self.max_chars} characters")
+        limit = self.ledger.max_argument_chars
+        if length > limit:
+            self.ledger.limit(f"call {self.id}: arguments longer than {limit} characters")
 
     @action
     def store_fragment(self, text: str) -> None:
@@ -341,16 +354,17 @@ class Slot:
             text = self._mend(text)
             data = text.encode("utf-8")
         held = self._length
-        if held + len(text) > self.max_chars:
-            self._check_size(held + len(text))
         ledger = self.ledger
+        if held + len(text) > ledger.max_argument_chars:
+            self._check_size(held + len(text))
         if ledger.held_bytes + len(data) > ledger.max_held_bytes:
             ledger.hold(len(data))  # raises, naming the limit
         ledger.held_bytes += len(data)
         self._length += len(text)
-        self._buf += data
+        self._append(data)
         self._text = None
-        self._digest = None
+        if self._digest is not None:
+            self._digest = None
         if self._quiet or not text:
             return
         if self._emitted == held:
@@ -366,7 +380,8 @@ class Slot:
 
     @action
     def store_snapshot(self, text: str) -> None:
-        self._high = ""  # the snapshot is the whole text: a half held from a fragment is superseded
+        if self._high:
+            self._high = ""  # the snapshot is the whole text: a half held from a fragment is superseded
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
@@ -376,11 +391,13 @@ class Slot:
         if self._emitted and not text.startswith(self.text()[: self._emitted]):
             self._diverged = True
         self.ledger.hold(len(data) - len(self._buf))
-        self._buf = bytearray(data)
+        self._buf = data
         self.revision += 1
-        self._blank = False
+        if self._blank:
+            self._blank = False
         self._text = text
-        self._digest = None
+        if self._digest is not None:
+            self._digest = None
         self._length = len(text)
         # A snapshot can itself be replaced later, so it goes out only when the call finishes.
         self._emitted = min(self._emitted, self._length)
@@ -425,7 +442,7 @@ class Slot:
             return
         self.ledger.diagnose("empty-arguments", f"call {self.id}: no argument text, so {{}}")
         self.ledger.hold(2 - len(self._buf))
-        self._buf = bytearray(b"{}")
+        self._buf = b"{}"
         self.revision += 1
         self._unscanned = None
         self._text = "{}"
@@ -477,15 +494,16 @@ class Slot:
 
     def _settle(self, *, report: bool = True) -> None:
         """The text is final: a high surrogate still waiting for its partner has none."""
-        high, self._high = self._high, ""
+        high = self._high
         if not high:
             return
+        self._high = ""
         kept = "\ufffd" if self.freeform else f"\\u{ord(high):04x}"
         if report:
             self.ledger.diagnose("lone-surrogate", f"call {self.id}: the text ended in half a surrogate pair")
         data = kept.encode("utf-8")
         self.ledger.hold(len(data))
-        self._buf += data
+        self._append(data)
         self._length += len(kept)
         self._text = None
         self._digest = None
