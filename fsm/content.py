@@ -46,19 +46,23 @@ class _Block:
 
 
 class TurnContent:
-    """The accumulator the facade keeps beside the engine."""
+    """The accumulator the facade keeps beside the engine. Made for every stream, and most streams
+    carry little or no text or reasoning: the fields start as class defaults and each container is
+    made by the first piece that needs it."""
 
-    def __init__(self) -> None:
-        self._text: list[str] = []
-        self.text_signature: str | None = None
-        self._blocks: dict[int | str, _Block] = {}
-        self._latest: int | str | None = None
-        self._anonymous = 0
-        self.usage: dict[str, Any] | None = None
+    text_signature: str | None = None
+    usage: dict[str, Any] | None = None
+    _text: list[str] | None = None
+    _blocks: dict[int | str, _Block] | None = None
+    _latest: int | str | None = None
+    _anonymous = 0
 
     def apply(self, event: TextDelta | ReasoningDelta | UsageReport) -> None:
         if type(event) is TextDelta:
-            self._text.append(event.text)
+            if self._text is None:
+                self._text = [event.text]
+            else:
+                self._text.append(event.text)
             if event.signature:
                 self.text_signature = event.signature
         elif type(event) is ReasoningDelta:
@@ -70,23 +74,26 @@ class TurnContent:
                 self.usage = dict(event.usage)
 
     def _block(self, wire_key: int | None) -> _Block:
+        blocks = self._blocks
+        if blocks is None:
+            blocks = self._blocks = {}
         key: int | str | None = wire_key
         if key is None:
             if self._latest is not None:
-                return self._blocks[self._latest]
+                return blocks[self._latest]
             # Keys of their own, which no provider's block index or item id can equal.
             self._anonymous += 1
             key = f"#{self._anonymous}"
-        block = self._blocks.get(key)
+        block = blocks.get(key)
         if block is None:
-            block = self._blocks[key] = _Block()
+            block = blocks[key] = _Block()
         self._latest = key
         return block
 
     @property
     def text(self) -> str:
-        return "".join(self._text)
+        return "".join(self._text) if self._text is not None else ""
 
     @property
     def reasoning(self) -> tuple[Reasoning, ...]:
-        return tuple(block.freeze() for block in self._blocks.values())
+        return tuple([block.freeze() for block in self._blocks.values()]) if self._blocks else ()

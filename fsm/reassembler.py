@@ -45,7 +45,7 @@ from fsm.events import (
 )
 from fsm.jsontext import loads_event
 from fsm.options import Limits, Policies, default_policies
-from fsm.results import Diagnostic, Output, Result
+from fsm.results import Diagnostic, Output, Result, ToolCall
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 from fsm.wire.faults import Fault, Payload
@@ -54,6 +54,8 @@ from fsm.wire.sdk import sdk_payload
 
 if TYPE_CHECKING:
     from fsm.engine.partial import PartialReader  # imported when a preview is first asked for
+
+_DEFAULT_LIMITS = Limits()  # frozen: every stream that names no limits shares it
 
 
 class Reassembler:
@@ -76,9 +78,13 @@ class Reassembler:
         limits: Limits | None = None,
         taken: Iterable[str] = (),
     ) -> None:
-        if limits is not None and not isinstance(limits, Limits):
+        if limits is None:
+            limits = _DEFAULT_LIMITS
+        elif not isinstance(limits, Limits):
             raise InvalidInput(f"limits must be a Limits, not {type(limits).__name__}")
-        if policies is not None and not isinstance(policies, Policies):
+        if policies is None:
+            policies = default_policies()
+        elif not isinstance(policies, Policies):
             raise InvalidInput(f"policies must be a Policies, not {type(policies).__name__}")
         if not isinstance(provider, str):
             raise InvalidInput(f"provider must be a str, not {type(provider).__name__}")
@@ -86,11 +92,11 @@ class Reassembler:
         """The provider as named at construction (``"auto"`` until the result names the detected one)."""
         self.strict = strict
         """Whether violations raise (see the module's docstring for what lax mode does instead)."""
-        self.limits = limits or Limits()
+        self.limits = limits
         """The limits in force."""
-        self.ledger = Ledger(policies or default_policies(), strict=strict, limits=self.limits)
+        self.ledger = ledger = Ledger(policies, strict=strict, limits=limits)
         """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
-        self.registry = Registry(self.ledger, self.limits, taken)
+        self.registry = Registry(ledger, limits, taken)
         """Internal: the slot registry that decides which call each event belongs to."""
         self._decoder: Decoder | None = None
         self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
@@ -98,13 +104,15 @@ class Reassembler:
         if provider != "auto":
             self._use(make_decoder(provider))
         self._framer: Framer | None = None
-        self._detector = Detector(self.limits.max_event_bytes)  # holds the first bytes until they tell the framing
+        # Made by the first bytes fed (most streams are fed parsed events): it holds the first bytes
+        # until they tell the framing.
+        self._detector: Detector | None = None
         self._events = 0
         self._finish: StreamEnd | None = None
         self._closed: Result | None = None
         self._content = TurnContent()
         self._fault: ToolcallFSMError | None = None
-        self._previews: dict[int, tuple[int, PartialReader]] = {}  # per call asked: its text's revision, reader
+        self._previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: text revision, reader
 
     # -- input ------------------------------------------------------------------------------------
 
@@ -150,7 +158,7 @@ class Reassembler:
         ledger.defer = True  # finish everything first; a strict violation is raised at the end
         registry = self.registry
         failed_before = self._fault is not None
-        if not failed_before:
+        if not failed_before and (self._framer is not None or self._detector is not None):  # bytes were fed
             try:
                 self._flush()
             except ToolcallFSMError as exc:
@@ -169,22 +177,30 @@ class Reassembler:
         else:
             registry.finish(self._finish.finish_reason)  # calls opened after the finish
         finish = self._finish.finish_reason if self._finish else None
-        if finish == "stop" and any(not slot.server for slot in registry.slots):
-            self.ledger.diagnose("finish-reason-mapped", "finish reason stop, but tools were called")
+        slots = registry.slots
+        if finish == "stop" and any(not slot.server for slot in slots):
+            ledger.diagnose("finish-reason-mapped", "finish reason stop, but tools were called")
             finish = "tool_calls"
-        elif finish == "tool_calls" and not registry.slots:
-            self.ledger.diagnose("finish-without-calls", "the finish reason says tool calls, but none arrived")
-        self._closed = Result(
-            provider=self._decoder.name if self._decoder else self.provider,
-            finish_reason=finish,
-            calls=tuple(slot.to_call() for slot in registry.slots if not slot.server),
-            diagnostics=tuple(self.ledger.diagnostics),
-            server_tool_calls=tuple(slot.to_call() for slot in registry.slots if slot.server),
-            text=self._content.text,
-            text_signature=self._content.text_signature,
-            reasoning=self._content.reasoning,
-            usage=self._content.usage,
-            suppressed_diagnostics=dict(ledger.suppressed),
+        elif finish == "tool_calls" and not slots:
+            ledger.diagnose("finish-without-calls", "the finish reason says tool calls, but none arrived")
+        calls: tuple[ToolCall, ...] = ()
+        server_calls: tuple[ToolCall, ...] = ()
+        if slots:
+            calls = tuple([slot.to_call() for slot in slots if not slot.server])
+            if len(calls) < len(slots):
+                server_calls = tuple([slot.to_call() for slot in slots if slot.server])
+        content = self._content
+        self._closed = Result(  # by position (provider, finish_reason, calls, diagnostics, server_tool_calls, ...)
+            self._decoder.name if self._decoder else self.provider,
+            finish,
+            calls,
+            tuple(ledger.diagnostics),
+            server_calls,
+            content.text,
+            content.text_signature,
+            content.reasoning,
+            content.usage,
+            dict(ledger.suppressed),
         )
         if ledger.deferred is not None and not failed_before:
             self._fault = ledger.deferred
@@ -202,12 +218,15 @@ class Reassembler:
             if slot.ordinal == index and not slot.server:
                 if slot.freeform:
                     return slot.text()  # freeform input is not JSON: what it holds is all it promises
-                revision, reader = self._previews.get(index, (-1, None))
+                previews = self._previews
+                if previews is None:
+                    previews = self._previews = {}
+                revision, reader = previews.get(index, (-1, None))
                 if reader is None or revision != slot.revision:  # first asked, or the text was replaced
                     from fsm.engine.partial import PartialReader
 
                     reader = PartialReader()
-                    self._previews[index] = (slot.revision, reader)
+                    previews[index] = (slot.revision, reader)
                 return reader.read(slot.text())
         return None
 
@@ -215,7 +234,8 @@ class Reassembler:
     def framing_work(self) -> int:
         """Bytes (or characters) the framing layer has read, counting every re-read: tests check
         that this stays linear in the input however it was chunked."""
-        return self._detector.work + (self._framer.work if self._framer is not None else 0)
+        detector, framer = self._detector, self._framer
+        return (detector.work if detector is not None else 0) + (framer.work if framer is not None else 0)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -242,15 +262,19 @@ class Reassembler:
 
     def _framing_told(self, data: bytes, *, final: bool) -> bytes:
         """Feed the framing detector; once it tells, make the framer and return what it is to read."""
-        told = self._detector.feed(data, final)
+        detector = self._detector
+        if detector is None:
+            detector = self._detector = Detector(self.limits.max_event_bytes)
+        told = detector.feed(data, final)
         if told is None:
             return b""
         self._framer = make_framer(told[0], self.limits.max_event_bytes, self.limits.max_event_depth)
         return told[1]
 
     def _flush(self) -> None:
-        if self._framer is None and self._detector.work:  # no byte fed (parsed events only): nothing to tell
-            held = self._detector.held
+        detector = self._detector
+        if self._framer is None and detector is not None and detector.work:  # no byte fed: nothing to tell
+            held = detector.held
             try:
                 head = self._framing_told(b"", final=True)
             except FramingError as exc:

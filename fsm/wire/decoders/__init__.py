@@ -84,12 +84,20 @@ def detect_provider(payload: Mapping[str, Any]) -> str | None:
     return None
 
 
+_factories: dict[str, Callable[[], Decoder]] = {}
+"""Each provider's decoder class once its module is imported (every stream makes one)."""
+
+
 def make_decoder(provider: str) -> Decoder:
+    factory = _factories.get(provider)
+    if factory is not None:
+        return factory()
     where = _DECODERS.get(provider)
     if where is not None:
         module, name = where
-        factory: Callable[[], Decoder] = getattr(import_module(f"{__name__}.{module}"), name)
-        return factory()
+        made: Callable[[], Decoder] = getattr(import_module(f"{__name__}.{module}"), name)
+        _factories[provider] = made
+        return made()
     if provider in PROVIDERS:
         raise UnsupportedProvider(f"provider {provider!r} is not supported yet (supported: {', '.join(_DECODERS)})")
     raise UnsupportedProvider(f"unknown provider {provider!r} (known: auto, {', '.join(PROVIDERS)})")

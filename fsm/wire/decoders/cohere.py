@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fsm.events import ArgumentsFragment, CallEnd, CallRef, CallSeen, Event, StreamEnd, TextDelta, UsageReport
-from fsm.wire.decoders._wire import BareRefs, index, mapping, text
+from fsm.wire.decoders._wire import BARE_REFS, index, mapping, text
 
 _FINISH = {
     "TOOL_CALL": "tool_calls",
@@ -26,9 +26,7 @@ _QUIET = ("message-start", "content-", "tool-plan-delta", "citation-", "debug")
 
 class CohereDecoder:
     name = "cohere"
-
-    def __init__(self) -> None:
-        self._bare = BareRefs()
+    _bare = BARE_REFS
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         kind = str(payload.get("type", ""))

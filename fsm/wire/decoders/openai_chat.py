@@ -33,7 +33,7 @@ from fsm.events import (
     TextDelta,
     UsageReport,
 )
-from fsm.wire.decoders._wire import BareRefs, dumps
+from fsm.wire.decoders._wire import BARE_REFS, dumps
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
@@ -58,9 +58,7 @@ def normalize_finish(raw: str) -> str:
 
 class OpenAIChatDecoder:
     name = "openai-chat"
-
-    def __init__(self) -> None:
-        self._bare = BareRefs()
+    _bare = BARE_REFS
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         error = payload.get("error")
