@@ -73,6 +73,10 @@ class TurnContent:
             else:
                 self.usage = dict(event.usage)
 
+    def usage_replaced(self, usage: dict[str, Any]) -> None:
+        """What ``apply(UsageReport(usage))`` does (a report that replaces), without the event."""
+        self.usage = dict(usage)
+
     def _block(self, wire_key: int | None) -> _Block:
         blocks = self._blocks
         if blocks is None:

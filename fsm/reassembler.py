@@ -47,7 +47,7 @@ from fsm.jsontext import loads_event
 from fsm.options import Limits, Policies, default_policies
 from fsm.results import Diagnostic, Output, Result, ToolCall
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, normalize_finish
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.sdk import sdk_payload
@@ -295,8 +295,19 @@ class Reassembler:
         self.ledger.event = self._events
         if type(item) is dict:
             chat = self._chat
-            if chat is not None and self._finish is None and chat.shortcut(item, self.registry, self._content.apply):
-                return  # what the decoder and _apply would do with it, without its events
+            if chat is not None and self._finish is None:
+                if chat.shortcut(item, self.registry, self._content.apply):
+                    return  # what the decoder and _apply would do with it, without its events
+                ending = chat.ending(item)
+                if ending is not None:  # the last chunk: what _apply would do with its events, in order
+                    said, reason, usage = ending
+                    content = self._content
+                    for event in said:
+                        content.apply(event)
+                    self._finished(StreamEnd(normalize_finish(reason), reason))
+                    if usage:
+                        content.usage_replaced(usage)
+                    return
             self._decode(item)
         elif isinstance(item, EVENT_TYPES):
             if isinstance(item, ArgumentsFragment | ArgumentsSnapshot) and type(item.text) is not str:
@@ -398,13 +409,16 @@ class Reassembler:
         elif isinstance(event, CallEnd):
             registry.call_end(event.ref, "abandon" if event.incomplete else "end")
         elif isinstance(event, StreamEnd):
-            if self._finish is not None:  # the first finish reason stands; a different one is reported
-                if event.finish_reason != (first := self._finish.finish_reason):
-                    self.ledger.diagnose("second-finish-reason", f"{event.finish_reason!r} after {first!r}, kept")
-                return
-            self._finish = event
-            if event.finish_reason == "error":
-                self.ledger.diagnose("provider-error", f"the provider reported an error: {event.error}")
-            registry.finish(event.finish_reason)
+            self._finished(event)
         elif isinstance(event, TURN_CONTENT_TYPES):
             self._content.apply(event)
+
+    def _finished(self, event: StreamEnd) -> None:
+        if self._finish is not None:  # the first finish reason stands; a different one is reported
+            if event.finish_reason != (first := self._finish.finish_reason):
+                self.ledger.diagnose("second-finish-reason", f"{event.finish_reason!r} after {first!r}, kept")
+            return
+        self._finish = event
+        if event.finish_reason == "error":
+            self.ledger.diagnose("provider-error", f"the provider reported an error: {event.error}")
+        self.registry.finish(event.finish_reason)

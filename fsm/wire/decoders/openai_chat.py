@@ -125,6 +125,12 @@ class OpenAIChatDecoder:
             return True
         return False
 
+    def ending(
+        self, payload: dict[str, Any]
+    ) -> tuple[list[TextDelta | ReasoningDelta], str, dict[str, Any] | None] | None:
+        """What the commonest last chunk says (see finish_in), or None for any other chunk."""
+        return finish_in(payload)
+
     def _calls(self, delta: Mapping[str, Any], events: list[Event], diagnose: Callable[[str, str], None]) -> None:
         entries = delta.get("tool_calls")
         if entries is None:
@@ -262,6 +268,26 @@ def said_in(delta: dict[str, Any]) -> list[TextDelta | ReasoningDelta] | None:
     events: list[TextDelta | ReasoningDelta] = []
     _said(delta, events)
     return events
+
+
+def finish_in(payload: dict[str, Any]) -> tuple[list[TextDelta | ReasoningDelta], str, dict[str, Any] | None] | None:
+    """(said, finish reason, usage) when a chunk is the commonest last chunk of a stream: one choice
+    (index 0 or none) with a finish reason (a non-empty string) and a delta object that holds no
+    tool call, maybe usage (an object) beside it, no error. OpenAIChatDecoder makes exactly the
+    events ``said`` of the delta (as said_in), then StreamEnd(normalize_finish(reason), reason),
+    then UsageReport(usage) when there is usage (None when there is none)
+    (test_the_last_chunk_shortcut_decides_as_the_decoder)."""
+    choices = payload.get("choices")
+    if type(choices) is not list or len(choices) != 1 or payload.get("error"):
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("index"):
+        return None
+    finish, delta, usage = choice.get("finish_reason"), choice.get("delta"), payload.get("usage")
+    if type(finish) is not str or not finish or type(delta) is not dict or (usage and type(usage) is not dict):
+        return None
+    said = said_in(delta)
+    return None if said is None else (said, finish, usage or None)
 
 
 def _one_entry(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
