@@ -364,6 +364,9 @@ class Reassembler:
 
     def _use(self, decoder: Decoder) -> Decoder:
         self._decoder = decoder
+        if type(decoder) is OpenAIChatDecoder:  # most streams: no final arguments, no commonest fragment
+            self._chat = decoder
+            return decoder
         # A wire that ends each call with final arguments winning over its deltas (Responses
         # ``.done``) makes no streamed text append-safe before the call finishes.
         self.ledger.withhold = getattr(decoder, "final_arguments_win", False)

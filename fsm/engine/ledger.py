@@ -24,7 +24,10 @@ def _no_rules() -> dict[str, int]:
     return dict.fromkeys(sorted(identity_spec().rule_names), 0)
 
 
-_severity = functools.cache(Severity)
+@functools.cache
+def _codes() -> dict[str, tuple[str, Severity, bool]]:
+    """Every diagnostic code of specs/identity.toml: its rule, severity and whether it is a violation."""
+    return {d.code: (d.rule, Severity(d.severity), d.violation) for d in identity_spec().diagnostics}
 
 
 class Ledger:
@@ -47,7 +50,6 @@ class Ledger:
         # An empty Counter without Counter.__init__, which is Python code that only reads its
         # arguments (a third of what making a ledger cost); dict.__new__ leaves it complete.
         self.transitions: Counter[str] = Counter.__new__(Counter)
-        self._spec = identity_spec()
         # Pre-filled, so counting a rule is one dict update and an undeclared rule is a KeyError.
         self.rules: dict[str, int] = _no_rules().copy()
         self.withhold = False
@@ -65,17 +67,18 @@ class Ledger:
         return out
 
     def diagnose(self, code: str, message: str) -> None:
-        spec = self._spec.diagnostic_by_code.get(code)
-        if spec is None:
+        declared = _codes().get(code)
+        if declared is None:
             raise KeyError(f"diagnostic {code!r} is not declared in specs/identity.toml")
+        rule, severity, violation = declared
         count = self.per_code[code] = self.per_code.get(code, 0) + 1
         if count > self.max_per_code:
             self.suppressed[code] = self.suppressed.get(code, 0) + 1
         else:
-            self.diagnostics.append(Diagnostic(self.event, code, message, _severity(spec.severity)))
-        self.rules[spec.rule] += 1
-        if self.strict and spec.violation:
-            error = RemoteProtocolError(f"{code}: {message}", event=self.event, rule=spec.rule)
+            self.diagnostics.append(Diagnostic(self.event, code, message, severity))
+        self.rules[rule] += 1
+        if self.strict and violation:
+            error = RemoteProtocolError(f"{code}: {message}", event=self.event, rule=rule)
             if not self.defer:
                 raise error
             self.deferred = self.deferred or error
