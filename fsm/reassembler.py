@@ -295,18 +295,24 @@ class Reassembler:
         self.ledger.event = self._events
         if type(item) is dict:
             chat = self._chat
-            if chat is not None and self._finish is None:
-                if chat.shortcut(item, self.registry, self._content.apply):
-                    return  # what the decoder and _apply would do with it, without its events
-                ending = chat.ending(item)
-                if ending is not None:  # the last chunk: what _apply would do with its events, in order
-                    said, reason, usage = ending
-                    content = self._content
-                    for event in said:
-                        content.apply(event)
-                    self._finished(StreamEnd(normalize_finish(reason), reason))
+            if chat is not None:
+                if self._finish is None:
+                    if chat.shortcut(item, self.registry, self._content.apply):
+                        return  # what the decoder and _apply would do with it, without its events
+                    ending = chat.ending(item)
+                    if ending is not None:  # the last chunk: what _apply would do with its events, in order
+                        said, reason, usage = ending
+                        content = self._content
+                        for event in said:
+                            content.apply(event)
+                        self._finished(StreamEnd(normalize_finish(reason), reason))
+                        if usage:
+                            content.usage_replaced(usage)
+                        return
+                usage = chat.usage_alone(item)
+                if usage is not None:  # usage alone, before or after the finish: what _apply would do
                     if usage:
-                        content.usage_replaced(usage)
+                        self._content.usage_replaced(usage)
                     return
             self._decode(item)
         elif isinstance(item, EVENT_TYPES):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +22,10 @@ from fsm import LimitExceeded, Limits, Policies, Reassembler
 from fsm.content import TurnContent
 from fsm.engine.ledger import _no_rules
 from fsm.errors import InvalidInput, ToolcallFSMError
+from fsm.harness.captures import PROVIDER_OF_SHAPE
 from fsm.harness.fuzz.run import sample_vectors
 from fsm.wire.decoders._wire import BARE_REFS
+from tests.conftest import captures, require_captures
 from tests.helpers import chunk, replay_traced, tc
 from tests.test_conformance import VECTORS, _replay_with_trace
 from tests.test_per_call_paths import OPTIONS
@@ -245,25 +248,90 @@ LAST: dict[str, list[dict[str, Any]]] = {
 }
 
 
+# Chunks with no choices (usage alone, as OpenAI sends after the last chunk) and ones like them.
+USAGE: dict[str, list[dict[str, Any]]] = {
+    "after the finish": [chunk(tc(0, "a", "f", "{}")), chunk(finish="tool_calls"), {"choices": [], "usage": {"t": 1}}],
+    "before the finish": [{"choices": [], "usage": {"t": 1}}, chunk(tc(0, "a", "f", "{}")), chunk(finish="stop")],
+    "replaced by the last chunk": [{"choices": [], "usage": {"t": 1}}, {**chunk(finish="stop"), "usage": {"u": 2}}],
+    "twice": [chunk(finish="stop"), {"choices": [], "usage": {"t": 1}}, {"choices": [], "usage": {"u": 2}}],
+    "no finish": [chunk(tc(0, "a", "f", '{"a"')), {"choices": [], "usage": {"t": 1}}],
+    "null usage": [chunk(finish="stop"), {"choices": [], "usage": None}],
+    "empty usage": [{"choices": [], "usage": {"t": 1}}, {"choices": [], "usage": {}}, chunk(finish="stop")],
+    "usage not an object": [chunk(finish="stop"), {"choices": [], "usage": [1]}, {"choices": [], "usage": "x"}],
+    "no choices key": [chunk(finish="stop"), {"object": "chat.completion.chunk", "usage": {"t": 1}}],
+    "no choices, no usage": [{"choices": []}, chunk(finish="stop")],
+    "error beside": [{"choices": [], "error": {"message": "boom"}, "usage": {"t": 1}}],
+    "choices not a list": [chunk(finish="stop"), {"choices": {}, "usage": {"t": 1}}],
+}
+
+
 def _trace(events: list[dict[str, Any]], **options: Any) -> object:
     return replay_traced(Reassembler("openai-chat", **options), lambda r: (r.feed(event) for event in events))
+
+
+def _capture_trace(path: Path) -> object:
+    return replay_traced(Reassembler(), lambda r: [r.feed_bytes(path.read_bytes())])
+
+
+def _chat_captures() -> list[Path]:
+    return [p for p in captures() if PROVIDER_OF_SHAPE[p.parent.name] == "openai-chat"]
+
+
+def _decides_alike(monkeypatch: pytest.MonkeyPatch, shortcut: str, edges: dict[str, list[dict[str, Any]]]) -> None:
+    """Every vector, 300 fuzzed OpenAI streams, the OpenAI-shaped captures (as bytes) and ``edges``
+    in every option set replay alike with and without ``shortcut`` (a function of
+    fsm.wire.decoders.openai_chat): transitions in order, outputs, result, rule counts."""
+    from fsm.wire.decoders import openai_chat
+
+    vectors = [*VECTORS, *sample_vectors("openai-chat", 300)]
+    paths = _chat_captures()
+    streams = [(events, options) for events in edges.values() for options in OPTIONS]
+
+    def replay_all() -> list[object]:
+        return (
+            [_replay_with_trace(v) for v in vectors]
+            + [_capture_trace(p) for p in paths]
+            + [_trace(e, **o) for e, o in streams]
+        )
+
+    fast = replay_all()
+    monkeypatch.setattr(openai_chat, shortcut, lambda payload: None)
+    general = replay_all()
+    names = [v.name for v in vectors] + [p.name for p in paths] + [f"{n} {o}" for n in edges for o in OPTIONS]
+    for name, a, b in zip(names, fast, general, strict=True):
+        assert a == b, name
 
 
 def test_the_last_chunk_shortcut_decides_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
     """The last chunk of a stream (a finish reason, maybe text and usage beside it, no call) goes
     straight to the finish; without the shortcut it goes through the decoder and its events. Same
     transitions in order, outputs, calls, content, diagnostics and rule counts either way, over
-    every vector, fuzzed streams and the chunks above (lax, strict, at the call limit, ids taken)."""
+    every vector, fuzzed streams, the captures and the chunks above (lax, strict, at the call
+    limit, ids taken)."""
     from fsm.wire.decoders import openai_chat
 
     vectors = [*VECTORS, *sample_vectors("openai-chat", 300)]
     taken = sum(openai_chat.finish_in(e) is not None for v in vectors for e in v.events if type(e) is dict)
     assert taken > 100  # ~130
     assert sum(openai_chat.finish_in(e) is not None for events in LAST.values() for e in events) > 15
-    streams = [(events, options) for events in LAST.values() for options in OPTIONS]
-    fast = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
-    monkeypatch.setattr(openai_chat, "finish_in", lambda payload: None)
-    general = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
-    names = [v.name for v in vectors] + [f"{name} {options}" for name in LAST for options in OPTIONS]
-    for name, a, b in zip(names, fast, general, strict=True):
-        assert a == b, name
+    _decides_alike(monkeypatch, "finish_in", LAST)
+
+
+def test_the_usage_chunk_shortcut_decides_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk of usage alone goes straight to the turn's content, before the finish or after it;
+    without the shortcut it goes through the decoder. Same everything either way, over the same
+    streams and the chunks above."""
+    from fsm.wire.decoders import openai_chat
+
+    assert sum(openai_chat.usage_in(e) is not None for events in USAGE.values() for e in events) >= 10
+    require_captures()
+    assert (
+        sum(
+            openai_chat.usage_in(json.loads(line[6:])) is not None
+            for p in _chat_captures()
+            for line in p.read_text().splitlines()
+            if line.startswith("data: {")
+        )
+        >= 3
+    )
+    _decides_alike(monkeypatch, "usage_in", USAGE)

@@ -131,6 +131,10 @@ class OpenAIChatDecoder:
         """What the commonest last chunk says (see finish_in), or None for any other chunk."""
         return finish_in(payload)
 
+    def usage_alone(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """The usage of a chunk that holds nothing else (see usage_in), or None for any other chunk."""
+        return usage_in(payload)
+
     def _calls(self, delta: Mapping[str, Any], events: list[Event], diagnose: Callable[[str, str], None]) -> None:
         entries = delta.get("tool_calls")
         if entries is None:
@@ -288,6 +292,17 @@ def finish_in(payload: dict[str, Any]) -> tuple[list[TextDelta | ReasoningDelta]
         return None
     said = said_in(delta)
     return None if said is None else (said, finish, usage or None)
+
+
+def usage_in(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The usage (empty when there is none) of a chunk with no choices (an empty list), usage (an
+    object) or none, and no error: what OpenAI sends after the last chunk when usage is asked for.
+    OpenAIChatDecoder makes of it exactly UsageReport(usage) when usage is not empty, else nothing
+    (test_the_usage_chunk_shortcut_decides_as_the_decoder)."""
+    choices, usage = payload.get("choices"), payload.get("usage")
+    if type(choices) is not list or choices or payload.get("error") or (usage and type(usage) is not dict):
+        return None
+    return usage or {}
 
 
 def _one_entry(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
