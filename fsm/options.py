@@ -121,3 +121,9 @@ class Limits:
     def max_event_depth(self) -> int:
         """The deepest nesting accepted in one wire event."""
         return self.max_depth + ENVELOPE_DEPTH
+
+
+@functools.cache
+def default_limits() -> Limits:
+    """``Limits()``, made once: every stream that names no limits shares it (it is frozen)."""
+    return Limits()

@@ -44,18 +44,16 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.jsontext import loads_event
-from fsm.options import Limits, Policies, default_policies
-from fsm.results import Diagnostic, Output, Result, ToolCall
+from fsm.options import Limits, Policies, default_limits, default_policies
+from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, normalize_finish
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.sdk import sdk_payload
 
 if TYPE_CHECKING:
     from fsm.engine.partial import PartialReader  # imported when a preview is first asked for
-
-_DEFAULT_LIMITS = Limits()  # frozen: every stream that names no limits shares it
 
 
 class Reassembler:
@@ -78,14 +76,11 @@ class Reassembler:
         limits: Limits | None = None,
         taken: Iterable[str] = (),
     ) -> None:
-        if limits is None:
-            limits = _DEFAULT_LIMITS
-        elif not isinstance(limits, Limits):
+        if limits is not None and not isinstance(limits, Limits):
             raise InvalidInput(f"limits must be a Limits, not {type(limits).__name__}")
-        if policies is None:
-            policies = default_policies()
-        elif not isinstance(policies, Policies):
+        if policies is not None and not isinstance(policies, Policies):
             raise InvalidInput(f"policies must be a Policies, not {type(policies).__name__}")
+        limits = limits or default_limits()
         if not isinstance(provider, str):
             raise InvalidInput(f"provider must be a str, not {type(provider).__name__}")
         self.provider = provider
@@ -94,7 +89,7 @@ class Reassembler:
         """Whether violations raise (see the module's docstring for what lax mode does instead)."""
         self.limits = limits
         """The limits in force."""
-        self.ledger = ledger = Ledger(policies, strict=strict, limits=limits)
+        self.ledger = ledger = Ledger(policies or default_policies(), strict=strict, limits=limits)
         """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
         self.registry = Registry(ledger, limits, taken)
         """Internal: the slot registry that decides which call each event belongs to."""
@@ -104,15 +99,13 @@ class Reassembler:
         if provider != "auto":
             self._use(make_decoder(provider))
         self._framer: Framer | None = None
-        # Made by the first bytes fed (most streams are fed parsed events): it holds the first bytes
-        # until they tell the framing.
-        self._detector: Detector | None = None
+        self._detector: Detector | None = None  # made by the first bytes: holds them until they tell the framing
         self._events = 0
         self._finish: StreamEnd | None = None
         self._closed: Result | None = None
         self._content = TurnContent()
         self._fault: ToolcallFSMError | None = None
-        self._previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: text revision, reader
+        self._previews: dict[int, tuple[int, PartialReader]] = {}  # per call asked: its text's revision, reader
 
     # -- input ------------------------------------------------------------------------------------
 
@@ -183,12 +176,8 @@ class Reassembler:
             finish = "tool_calls"
         elif finish == "tool_calls" and not slots:
             ledger.diagnose("finish-without-calls", "the finish reason says tool calls, but none arrived")
-        calls: tuple[ToolCall, ...] = ()
-        server_calls: tuple[ToolCall, ...] = ()
-        if slots:
-            calls = tuple([slot.to_call() for slot in slots if not slot.server])
-            if len(calls) < len(slots):
-                server_calls = tuple([slot.to_call() for slot in slots if slot.server])
+        calls = tuple([slot.to_call() for slot in slots if not slot.server]) if slots else ()
+        server_calls = tuple([slot.to_call() for slot in slots if slot.server]) if len(calls) < len(slots) else ()
         content = self._content
         self._closed = Result(  # by position (provider, finish_reason, calls, diagnostics, server_tool_calls, ...)
             self._decoder.name if self._decoder else self.provider,
@@ -218,15 +207,12 @@ class Reassembler:
             if slot.ordinal == index and not slot.server:
                 if slot.freeform:
                     return slot.text()  # freeform input is not JSON: what it holds is all it promises
-                previews = self._previews
-                if previews is None:
-                    previews = self._previews = {}
-                revision, reader = previews.get(index, (-1, None))
+                revision, reader = self._previews.get(index, (-1, None))
                 if reader is None or revision != slot.revision:  # first asked, or the text was replaced
                     from fsm.engine.partial import PartialReader
 
                     reader = PartialReader()
-                    previews[index] = (slot.revision, reader)
+                    self._previews[index] = (slot.revision, reader)
                 return reader.read(slot.text())
         return None
 
@@ -234,8 +220,7 @@ class Reassembler:
     def framing_work(self) -> int:
         """Bytes (or characters) the framing layer has read, counting every re-read: tests check
         that this stays linear in the input however it was chunked."""
-        detector, framer = self._detector, self._framer
-        return (detector.work if detector is not None else 0) + (framer.work if framer is not None else 0)
+        return (self._detector.work if self._detector else 0) + (self._framer.work if self._framer is not None else 0)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -262,19 +247,17 @@ class Reassembler:
 
     def _framing_told(self, data: bytes, *, final: bool) -> bytes:
         """Feed the framing detector; once it tells, make the framer and return what it is to read."""
-        detector = self._detector
-        if detector is None:
-            detector = self._detector = Detector(self.limits.max_event_bytes)
-        told = detector.feed(data, final)
+        if self._detector is None:
+            self._detector = Detector(self.limits.max_event_bytes)
+        told = self._detector.feed(data, final)
         if told is None:
             return b""
         self._framer = make_framer(told[0], self.limits.max_event_bytes, self.limits.max_event_depth)
         return told[1]
 
     def _flush(self) -> None:
-        detector = self._detector
-        if self._framer is None and detector is not None and detector.work:  # no byte fed: nothing to tell
-            held = detector.held
+        if self._framer is None and self._detector and self._detector.work:  # no byte fed: nothing to tell
+            held = self._detector.held
             try:
                 head = self._framing_told(b"", final=True)
             except FramingError as exc:
@@ -294,26 +277,12 @@ class Reassembler:
         self._events += 1
         self.ledger.event = self._events
         if type(item) is dict:
-            chat = self._chat
-            if chat is not None:
-                if self._finish is None:
-                    if chat.shortcut(item, self.registry, self._content.apply):
-                        return  # what the decoder and _apply would do with it, without its events
-                    ending = chat.ending(item)
-                    if ending is not None:  # the last chunk: what _apply would do with its events, in order
-                        said, reason, usage = ending
-                        content = self._content
-                        for event in said:
-                            content.apply(event)
-                        self._finished(StreamEnd(normalize_finish(reason), reason))
-                        if usage:
-                            content.usage_replaced(usage)
-                        return
-                usage = chat.usage_alone(item)
-                if usage is not None:  # usage alone, before or after the finish: what _apply would do
-                    if usage:
-                        self._content.usage_replaced(usage)
-                    return
+            chat, content, unfinished = self._chat, self._content, self._finish is None
+            if chat is not None and (
+                (unfinished and chat.shortcut(item, self.registry, content.apply))
+                or chat.ending(item, content.apply, content.usage_replaced, self._finished if unfinished else None)
+            ):
+                return  # what the decoder and _apply would do with the commonest chunks, without their events
             self._decode(item)
         elif isinstance(item, EVENT_TYPES):
             if isinstance(item, ArgumentsFragment | ArgumentsSnapshot) and type(item.text) is not str:
@@ -370,14 +339,12 @@ class Reassembler:
 
     def _use(self, decoder: Decoder) -> Decoder:
         self._decoder = decoder
-        if type(decoder) is OpenAIChatDecoder:  # most streams: no final arguments, no commonest fragment
+        if isinstance(decoder, OpenAIChatDecoder):  # its shortcuts; no final arguments, no commonest fragment
             self._chat = decoder
             return decoder
         # A wire that ends each call with final arguments winning over its deltas (Responses
         # ``.done``) makes no streamed text append-safe before the call finishes.
         self.ledger.withhold = getattr(decoder, "final_arguments_win", False)
-        if isinstance(decoder, OpenAIChatDecoder):
-            self._chat = decoder
         self._commonest = getattr(decoder, "commonest_fragment", None)
         return decoder
 

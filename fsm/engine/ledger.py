@@ -13,7 +13,7 @@ import functools
 from collections import Counter
 
 from fsm.errors import LimitExceeded, RemoteProtocolError, ToolcallFSMError
-from fsm.options import Limits, Policies
+from fsm.options import Limits, Policies, default_limits
 from fsm.results import Diagnostic, Output, Severity
 from fsm.spec import identity_spec
 
@@ -35,7 +35,7 @@ class Ledger:
         self.policies = policies
         self.strict = strict
         if limits is None:
-            limits = Limits()
+            limits = default_limits()
         self.max_per_code = limits.max_diagnostics_per_code
         self.max_held_bytes = limits.max_stream_argument_bytes
         self.max_argument_chars = limits.max_argument_chars  # read by every call (not copied into each)

@@ -126,14 +126,31 @@ class OpenAIChatDecoder:
         return False
 
     def ending(
-        self, payload: dict[str, Any]
-    ) -> tuple[list[TextDelta | ReasoningDelta], str, dict[str, Any] | None] | None:
-        """What the commonest last chunk says (see finish_in), or None for any other chunk."""
-        return finish_in(payload)
-
-    def usage_alone(self, payload: dict[str, Any]) -> dict[str, Any] | None:
-        """The usage of a chunk that holds nothing else (see usage_in), or None for any other chunk."""
-        return usage_in(payload)
+        self,
+        payload: dict[str, Any],
+        said: Callable[[TextDelta | ReasoningDelta], None],
+        usage: Callable[[dict[str, Any]], None],
+        finished: Callable[[StreamEnd], None] | None,
+    ) -> bool:
+        """Take the last chunk (see finish_in) to ``said``, ``finished`` and ``usage``, or a chunk of
+        usage alone (see usage_in) to ``usage``, in the order Reassembler._apply would take their
+        events, without building the others; False, having done nothing, for any other chunk.
+        ``finished`` is None once the stream has its finish reason: then only usage alone is taken."""
+        if finished is not None:
+            last = finish_in(payload)
+            if last is not None:
+                for event in last[0]:
+                    said(event)
+                finished(StreamEnd(normalize_finish(last[1]), last[1]))
+                if last[2]:
+                    usage(last[2])
+                return True
+        alone = usage_in(payload)
+        if alone is None:
+            return False
+        if alone:
+            usage(alone)
+        return True
 
     def _calls(self, delta: Mapping[str, Any], events: list[Event], diagnose: Callable[[str, str], None]) -> None:
         entries = delta.get("tool_calls")
