@@ -250,3 +250,35 @@ def test_calls_whose_value_closed_share_one_finished_scanner_and_it_never_moves(
         ("c", "complete", {"open": True}),
     ]
     assert first.text() == '{"x": 1}  \n'
+
+
+PLAIN_STREAMS = [
+    "openai-a-b-b",
+    "openai-parallel-one-event",
+    "openai-fragments-one-slot",
+    "openai-identical-resend",
+    "gemini-a-b-b",
+    "gemini-identical-resend",
+    "ollama-whole-calls",
+    "bedrock-converse-stream",
+    "cohere-tool-calls",
+    "responses-deltas-then-done",
+    "responses-no-deltas",
+    "responses-parallel-by-output-index",
+]
+
+
+@pytest.mark.parametrize("name", PLAIN_STREAMS)
+def test_plain_calls_keep_the_rarely_written_fields_as_class_defaults(name: str) -> None:
+    """A slot's rarely written fields live in a __dict__ made by the first write (issue 17: state
+    per call). The streams every provider sends in the common case, resends and several calls to
+    one lane included, write none of them: a hot path that starts writing one costs every call a
+    dict, and fails here."""
+    from fsm.harness import conformance
+
+    vector = next(v for v in VECTORS if v.name == name)
+    _, reassembler = conformance.replay(vector)
+    slots = reassembler.registry.slots
+    assert slots
+    for slot in slots:
+        assert not vars(slot), (name, slot.id, vars(slot))  # the fields this call wrote apart
