@@ -15,7 +15,6 @@ lazily built resend index) sit beside the general routing they must agree with.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
@@ -24,7 +23,7 @@ import attrs
 from fsm.engine.ids import IdAllocator
 from fsm.engine.ledger import Ledger
 from fsm.engine.machine import slot_machine
-from fsm.engine.scanner import Scanner
+from fsm.engine.scanner import closed_scanner
 from fsm.engine.slot import Slot, text_digest
 from fsm.events import FREEFORM_TYPES, NORMAL_FINISHES, CallRef
 from fsm.jsontext import is_json_prefix, unicode_utf8
@@ -39,15 +38,6 @@ Lane = int | tuple[str, int | str]
 Calls = Slot | list[Slot]
 Kind = Literal["fragment", "snapshot", "confirmation"]
 _TRUNCATED = CallStatus.TRUNCATED
-
-
-@functools.cache
-def closed_scanner(max_depth: int) -> Scanner:
-    """A scanner whose value closed: its one final state, which feeding never changes, so every
-    stream with this depth limit shares it."""
-    scanner = Scanner(max_depth)
-    scanner.feed("{}")
-    return scanner
 
 
 class Registry:

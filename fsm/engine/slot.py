@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
-from fsm.engine.scanner import Scanner, nesting_exceeds
-from fsm.jsontext import NotJSON, mend_surrogates, parse_strict
+from fsm.engine.scanner import Scanner, closed_scanner, nesting_exceeds
+from fsm.jsontext import NotJSON, is_flat_object, mend_surrogates, parse_strict
 from fsm.results import ArgumentsDelta, CallNamed, CallStatus, ToolCall
 
 if TYPE_CHECKING:
@@ -234,6 +234,16 @@ class Slot:
         if ledger.held_bytes + len(text) * 4 > ledger.max_held_bytes:  # at most 4 bytes a character
             self._check_room(self._length + len(text), _utf8_length(text))
         scanner = self.scanner
+        if (
+            not self._length
+            and self._unscanned is None
+            and scanner.state == scanner._c.initial
+            and is_flat_object(text)
+        ):
+            # A whole flat object as the call's first text (a whole call in one chunk): the scan
+            # would end closed at its last character, where the scanners of closed values are.
+            self.scanner = closed_scanner(scanner.max_depth)
+            return text, ""
         if scanner.may_wait(text):
             if self._unscanned is None:
                 self._unscanned = len(self._buf)  # store_fragment puts the text there next
@@ -300,8 +310,11 @@ class Slot:
     def scan_snapshot(self, text: str) -> tuple[str, str]:
         self._check_room(len(text), _utf8_length(text) - len(self._buf))
         self._unscanned = None
-        self.scanner = Scanner(self.scanner.max_depth)
-        self.scanner.feed(text)
+        if is_flat_object(text):  # as in scan_fragment: a fresh scan would end closed at its end
+            self.scanner = closed_scanner(self.scanner.max_depth)
+        else:
+            self.scanner = Scanner(self.scanner.max_depth)
+            self.scanner.feed(text)
         return text, ""
 
     # -- guards ---------------------------------------------------------------------------------
