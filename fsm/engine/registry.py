@@ -158,7 +158,9 @@ class Registry:
             held = slot._length
             if (
                 (state == "accumulating" or state == "opened" or state == "receiving")
-                and (not held or len(text) < held)  # else it may read as cumulative: _extend decides
+                # Else it may read as cumulative (_reads_as_cumulative), which only a fragment
+                # that begins with the held text's first character can: _extend decides.
+                and (not held or len(text) < held or text[0] != slot.first_character())
                 and not text.isspace()
             ):
                 ledger = self.ledger
