@@ -122,6 +122,18 @@ _QUICK_CHARS: Final = 4096
 _INFINITY: Final = float("inf")
 
 
+def is_flat_object(text: str) -> bool:
+    """Is ``text`` exactly one JSON object holding no object or array (a whole call's usual
+    arguments)? Read by the C parser, for short text only; False when unsure (NaN, too long)."""
+    if len(text) > _QUICK_CHARS or text[:1] != "{" or text[-1:] != "}" or text.count("{") != 1 or "[" in text:
+        return False
+    try:
+        _, end = _SCAN(text, 0)
+    except Exception:  # not JSON, or a constant the strict reading refuses
+        return False
+    return bool(end == len(text))
+
+
 def _parse_general(text: str) -> tuple[Any, list[str]]:
     """parse_strict's general path. Integers take the C parser's own path (no call per number),
     and floats are checked one by one (an overflow to infinity cannot be seen afterwards without a

@@ -149,8 +149,7 @@ def _slot(s: ModuleType) -> Any:
                 ),
                 trigger="resend",
                 dest="=",
-                reason="A repeat of what the slot holds leaves it where it is, even after it was reported (an opened slot holds nothing to repeat).",
-                action="note_resend",
+                reason="A repeat of what the slot holds leaves it where it is, even after it was reported (an opened slot holds nothing to repeat); nothing changes, and the transition's coverage counts it.",
             ),
             s.TransitionSpec(
                 source=("value_closed",),
@@ -273,10 +272,6 @@ def _slot(s: ModuleType) -> Any:
             s.Named(
                 name="store_snapshot",
                 reason="Hold the snapshot as the new argument text; not append-safe, so nothing is emitted yet.",
-            ),
-            s.Named(
-                name="note_resend",
-                reason="Count the repeat; the held text is unchanged.",
             ),
             s.Named(
                 name="parse_arguments",
@@ -1173,7 +1168,7 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (8784, 3772385640),
+    "slot": (8728, 1053787910),
     "scanner": (4661, 4199472060),
     "identity": (17586, 3070628072),
     "history": (4023, 2432997595),

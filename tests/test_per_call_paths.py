@@ -250,3 +250,64 @@ def test_calls_whose_value_closed_share_one_finished_scanner_and_it_never_moves(
         ("c", "complete", {"open": True}),
     ]
     assert first.text() == '{"x": 1}  \n'
+
+
+PLAIN_STREAMS = [
+    "openai-a-b-b",
+    "openai-parallel-one-event",
+    "openai-fragments-one-slot",
+    "openai-identical-resend",
+    "gemini-a-b-b",
+    "gemini-identical-resend",
+    "ollama-whole-calls",
+    "bedrock-converse-stream",
+    "cohere-tool-calls",
+    "responses-deltas-then-done",
+    "responses-no-deltas",
+    "responses-parallel-by-output-index",
+]
+
+
+@pytest.mark.parametrize("name", PLAIN_STREAMS)
+def test_plain_calls_keep_the_rarely_written_fields_as_class_defaults(name: str) -> None:
+    """A slot's rarely written fields live in a __dict__ made by the first write (issue 17: state
+    per call). The streams every provider sends in the common case, resends and several calls to
+    one lane included, write none of them: a hot path that starts writing one costs every call a
+    dict, and fails here."""
+    from fsm.harness import conformance
+
+    vector = next(v for v in VECTORS if v.name == name)
+    _, reassembler = conformance.replay(vector)
+    slots = reassembler.registry.slots
+    assert slots
+    for slot in slots:
+        assert not vars(slot), (name, slot.id, vars(slot))  # the fields this call wrote apart
+
+
+def test_a_first_text_that_is_a_flat_object_skips_its_scan_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call whose first text (a fragment or a snapshot) is a whole flat object takes the closed
+    scanner without scanning it (jsontext.is_flat_object). Without that, over every vector, fuzzed
+    streams of every shape and the whole-call edge cases in every option set: the same transitions
+    in order, outputs, calls, diagnostics and rule counts."""
+    from fsm.engine import slot
+    from fsm.harness.fuzz.shapes import CASES
+
+    vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 60))]
+    streams = [(events, options) for events in EDGES.values() for options in OPTIONS]
+    taken = 0
+    real = slot.is_flat_object
+
+    def counted(text: str) -> bool:
+        nonlocal taken
+        found = real(text)
+        taken += found
+        return found
+
+    monkeypatch.setattr(slot, "is_flat_object", counted)
+    quick = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
+    assert taken > 200
+    monkeypatch.setattr(slot, "is_flat_object", lambda text: False)
+    scanned = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
+    names = [v.name for v in vectors] + [f"{name} {options}" for name in EDGES for options in OPTIONS]
+    for name, a, b in zip(names, quick, scanned, strict=True):
+        assert a == b, name

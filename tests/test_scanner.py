@@ -14,6 +14,7 @@ from fsm.engine.machine import slot_machine
 from fsm.engine.scanner import Scanner, spec_steps
 from fsm.engine.slot import Slot
 from fsm.errors import LimitExceeded
+from fsm.jsontext import is_flat_object
 from fsm.options import Policies
 from fsm.spec import scanner_spec
 
@@ -226,3 +227,28 @@ def test_fragments_with_brackets_wait_and_are_scanned_once() -> None:
     # Scanned: the opening fragment (at depth 0 any bracket may matter), then the text waiting
     # with each fragment whose pops, counted with those waiting, reach the depth last scanned.
     assert feeds == ['{"a": [', '{"b": 1}, {"b": 2}', '], "c": {"d": [1, [2]]', "}}"]
+
+
+# Text near a flat object: keys, scalars, escapes, brackets and quotes inside strings, junk and
+# constants the strict reading refuses, whitespace the C parser and the scanner must agree on.
+_NEAR_FLAT = ['{"a": 1', '"k"', ":", ",", " ", "\t", "\x0c", "}", "{", "[", "]", '"}"', '"{"', '"\\u00e9"']
+_NEAR_FLAT += ['"\\ud800"', "NaN", "-0.5e3", "01", "true", "null", '"x\\"y"', '"\x01"', "\U0001f642", "1.e5"]
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=6))
+flat_ish = st.one_of(
+    st.lists(st.sampled_from(_NEAR_FLAT), max_size=12).map("".join),
+    st.dictionaries(st.text(max_size=4), _SCALARS, max_size=5).map(lambda d: json.dumps(d, ensure_ascii=False)),
+)
+
+
+@given(flat_ish)
+def test_a_flat_object_is_what_a_fresh_scan_finds_closed_at_its_end(text: str) -> None:
+    """jsontext.is_flat_object lets a call's first text skip its scan (issue 17): it may say yes
+    only where a fresh scanner, fed the text, closes the value at its very last character."""
+    if is_flat_object(text):
+        assert Scanner().feed(text) == len(text), text
+
+
+def test_a_flat_object_is_recognised() -> None:
+    assert is_flat_object('{"i": 0}') and is_flat_object("{}") and is_flat_object('{"s": "}]"}')
+    assert not is_flat_object('{"a": {}}') and not is_flat_object('{"a": 1} ') and not is_flat_object('{"a": NaN}')
+    assert not is_flat_object('{"a": 1}{"b": 2}') and not is_flat_object('{"a": [1]}') and not is_flat_object("[]")

@@ -15,7 +15,6 @@ lazily built resend index) sit beside the general routing they must agree with.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
@@ -24,7 +23,7 @@ import attrs
 from fsm.engine.ids import IdAllocator
 from fsm.engine.ledger import Ledger
 from fsm.engine.machine import slot_machine
-from fsm.engine.scanner import Scanner
+from fsm.engine.scanner import closed_scanner
 from fsm.engine.slot import Slot, text_digest
 from fsm.events import FREEFORM_TYPES, NORMAL_FINISHES, CallRef
 from fsm.jsontext import is_json_prefix, unicode_utf8
@@ -34,18 +33,11 @@ from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus
 # Where a call sits on the wire: a client call's index itself (nearly every call: a lane that costs
 # no object of its own), or (kind, key) for a server call's index, an id or a position.
 Lane = int | tuple[str, int | str]
-Chain = tuple[Slot] | list[Slot]
+# The calls of one lane or wire id, oldest first: the call itself while there is one (nearly
+# always, and no object of its own), a list from the second on (never shorter again).
+Calls = Slot | list[Slot]
 Kind = Literal["fragment", "snapshot", "confirmation"]
 _TRUNCATED = CallStatus.TRUNCATED
-
-
-@functools.cache
-def closed_scanner(max_depth: int) -> Scanner:
-    """A scanner whose value closed: its one final state, which feeding never changes, so every
-    stream with this depth limit shares it."""
-    scanner = Scanner(max_depth)
-    scanner.feed("{}")
-    return scanner
 
 
 class Registry:
@@ -54,10 +46,9 @@ class Registry:
         self.limits = limits
         self.machine = slot_machine(reference=ledger.strict)  # strict mode runs on the reference executor
         self.slots: list[Slot] = []
-        # The calls of each lane, and the calls each wire id names, oldest first: a tuple while
-        # there is one (nearly always), a list from the second on.
-        self._lanes: dict[Lane, Chain] = {}
-        self._by_wire_id: dict[str, Chain] = {}
+        # The calls of each lane, and the calls each wire id names (see Calls).
+        self._lanes: dict[Lane, Calls] = {}
+        self._by_wire_id: dict[str, Calls] = {}
         self._pending_name: dict[Lane, str] = {}
         self._ids = IdAllocator(taken)
         self._counts = {False: 0, True: 0}  # calls opened so far: client, server
@@ -71,7 +62,9 @@ class Registry:
         # of those, so routing never walks a lane's earlier calls one by one.
         self._holding: dict[tuple[Lane, bytes], list[Slot]] = {}
         self._slot_lanes: dict[Slot, tuple[Lane, Lane]] = {}  # the calls in two lanes (no index), and their lanes
-        self._indexed: dict[Slot, bytes] = {}  # the digest each call was last indexed under
+        # Each indexed call's text as last indexed: its length and revision (which together tell
+        # whether the text changed since: it only grows, or is replaced) and its digest.
+        self._indexed: dict[Slot, tuple[int, int, bytes]] = {}
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -158,14 +151,16 @@ class Registry:
         or server flag), the commonest event of an OpenAI chat stream: the continuation route and
         _extend inlined for a call still open, with the same rules counted and the same trigger
         fired; anything else (and the rest of a split fragment) goes the general way."""
-        chain = self._lanes.get(index)
-        if chain and not self._pending_name:
-            slot = chain[-1]
+        calls = self._lanes.get(index)
+        if calls is not None and not self._pending_name:
+            slot = calls if isinstance(calls, Slot) else calls[-1]
             state = slot.state
             held = slot._length
             if (
                 (state == "accumulating" or state == "opened" or state == "receiving")
-                and (not held or len(text) < held)  # else it may read as cumulative: _extend decides
+                # Else it may read as cumulative (_reads_as_cumulative), which only a fragment
+                # that begins with the held text's first character can: _extend decides.
+                and (not held or len(text) < held or text[0] != slot.first_character())
                 and not text.isspace()
             ):
                 ledger = self.ledger
@@ -196,17 +191,17 @@ class Registry:
         if ref.server or self._pending_name or not text or text.isspace():
             return None
         if ref.index is not None:
-            chain = self._lanes.get(ref.index)
+            calls = self._lanes.get(ref.index)
             rule = "index-is-label" if ref.id is None else "id-binds"
         elif ref.id is not None:
-            chain = self._by_wire_id.get(ref.id)
+            calls = self._by_wire_id.get(ref.id)
             rule = "id-without-index"
         else:
-            chain = self._lanes.get(("position", ref.position))
+            calls = self._lanes.get(("position", ref.position))
             rule = "positional-fallback"
-        if not chain:
+        if calls is None:
             return None
-        slot = chain[-1]
+        slot = calls if isinstance(calls, Slot) else calls[-1]
         if (
             slot.unfinished
             and (ref.id is None or ref.id == slot.wire_id)
@@ -242,7 +237,7 @@ class Registry:
     def _chain(self, ref: CallRef, kind: Kind | None) -> tuple[Lane, Sequence[Slot]]:
         """The lane the evidence points to, and the calls in it that may own this event."""
         if ref.id is not None:
-            owners = self._by_wire_id.get(ref.id)
+            owners = _listed(self._by_wire_id.get(ref.id))
             if owners:
                 chain = owners if ref.index is None else [s for s in owners if s.index == ref.index]
                 if chain:
@@ -263,7 +258,7 @@ class Registry:
         else:
             self.ledger.apply("positional-fallback")
             lane = (side + "position", ref.position)
-        chain = self._lanes.get(lane, [])
+        chain = _listed(self._lanes.get(lane))
         if ref.id is None or ref.id in self._by_wire_id:
             return lane, chain
         # An id never seen before.
@@ -343,23 +338,27 @@ class Registry:
         if slot.state not in ("value_closed", "flushed") or slot.status is _TRUNCATED:
             return
         slot.scan_over(self._scanned)
-        if lane:
+        if lane is not None:
             lanes: tuple[Lane, ...] = (lane,)
         else:
             both = self._slot_lanes.get(slot) if self._slot_lanes else None
             if both is None:
-                if len(self._lanes[slot.lane]) == 1:
+                if type(self._lanes[slot.lane]) is Slot:
                     return  # the lone call of its lane (nearly every call): never indexed
                 lanes = (slot.lane,)
             else:
-                lanes = tuple(each for each in both if len(self._lanes[each]) > 1)
+                lanes = tuple(each for each in both if type(self._lanes[each]) is list)
                 if not lanes:
                     return
-        key = slot.digest()
-        if lane is None:
-            if self._indexed.get(slot) is key:
+        indexed = self._indexed.get(slot)
+        if indexed is not None and indexed[0] == slot.length and indexed[1] == slot.revision:
+            if lane is None:
                 return  # already indexed under this very text
-            self._indexed[slot] = key
+            key = indexed[2]
+        else:
+            key = slot.digest()
+            if lane is None:
+                self._indexed[slot] = (slot.length, slot.revision, key)
         for each in lanes:
             holders = self._holding.setdefault((each, key), [])
             if slot not in holders:
@@ -511,37 +510,35 @@ class Registry:
             freeform,
         )
         slots.append(slot)
-        alone = (slot,)  # its chain in every table that had none for its key: one tuple for all of them
-        self._join(lane, slot, alone)
+        self._join(lane, slot)
         if index is None and isinstance(lane, tuple) and not lane[0].endswith("position"):
             # Without an index, a later bare continuation at the same position means this call.
             second: Lane = (lane[0].replace("id", "position"), position)
-            self._join(second, slot, alone)
+            self._join(second, slot)
             self._slot_lanes[slot] = (lane, second)  # a call in one lane has no entry: its lane is slot.lane
         if wire_id is not None:
-            self._add(self._by_wire_id, wire_id, slot, alone)
+            self._add(self._by_wire_id, wire_id, slot)
         if not server:
             self.ledger.outputs.append(CallOpened(ordinal, call_id, wire_id, name, type=kind))
         return slot
 
-    def _join(self, lane: Lane, slot: Slot, alone: tuple[Slot]) -> None:
+    def _join(self, lane: Lane, slot: Slot) -> None:
         """Put ``slot`` last in ``lane``."""
-        chain = self._add(self._lanes, lane, slot, alone)
-        if len(chain) == 2:
-            self._remember(chain[0], lane)  # the lane's first call, not indexed alone
+        calls = self._add(self._lanes, lane, slot)
+        if type(calls) is list and len(calls) == 2:
+            self._remember(calls[0], lane)  # the lane's first call, not indexed alone
 
     @staticmethod
-    def _add(table: dict[Any, Chain], key: Any, slot: Slot, alone: tuple[Slot] | None = None) -> Chain:
-        """Put ``slot`` last in ``table[key]``; return that chain. ``alone``, ``(slot,)``, is the
-        chain of a key it is the first for (chains are never changed in place while tuples)."""
-        chain = table.get(key)
-        if chain is None:
-            chain = table[key] = alone or (slot,)
-        elif isinstance(chain, tuple):
-            chain = table[key] = [*chain, slot]
+    def _add(table: dict[Any, Calls], key: Any, slot: Slot) -> Calls:
+        """Put ``slot`` last in ``table[key]``; return the calls there now."""
+        calls = table.get(key)
+        if calls is None:
+            calls = table[key] = slot
+        elif isinstance(calls, Slot):
+            calls = table[key] = [calls, slot]
         else:
-            chain.append(slot)
-        return chain
+            calls.append(slot)
+        return calls
 
     def _finish(self, slot: Slot, trigger: str) -> None:
         ledger = self.ledger
@@ -569,3 +566,11 @@ class Registry:
         if tail:
             outputs.append(ArgumentsDelta(slot.ordinal, tail))
         outputs.append(CallFinished(slot.to_call()))
+
+
+def _listed(calls: Calls | None) -> Sequence[Slot]:
+    """The calls of a table entry as a sequence (a new tuple for a lone call: the routing's
+    general path only; the shortcuts read an entry as it is)."""
+    if calls is None:
+        return ()
+    return (calls,) if isinstance(calls, Slot) else calls

@@ -19,6 +19,7 @@ fraction of a scan per fragment; what the held text can do is bounded by countin
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from typing import Final
@@ -261,6 +262,15 @@ def compiled() -> CompiledScanner:
     return _compiled
 
 
+@functools.cache
+def closed_scanner(max_depth: int) -> Scanner:
+    """A scanner whose value closed: its one final state, which feeding never changes, so every
+    stream with this depth limit shares it."""
+    scanner = Scanner(max_depth)
+    scanner.feed("{}")
+    return scanner
+
+
 def spec_steps(text: str, spec: MachineSpec | None = None) -> Iterator[tuple[int, str, str]]:
     """Step the scanner spec's table directly, one character at a time, without the compiled
     stop patterns: the reference the compiled scanner is tested against, and how coverage counts
@@ -324,8 +334,8 @@ class Scanner:
         waiting then, and the caller stores ``text`` after the held text whose scan waits.
         Scanning many fragments at once costs a fraction of scanning each."""
         brackets = self._c.brackets
-        if brackets is None or self.state in self._c.done:
-            return False
+        if brackets is None or self.state in self._c.done or not self.depth:
+            return False  # not self.depth: no value open, so any popping character would close it
         pushing, popping = brackets
         pushes = self._pushes_waiting + sum(map(text.count, pushing))
         pops = self._pops_waiting + sum(map(text.count, popping))

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
-from fsm.engine.scanner import Scanner, nesting_exceeds
-from fsm.jsontext import NotJSON, mend_surrogates, parse_strict
+from fsm.engine.scanner import Scanner, closed_scanner, nesting_exceeds
+from fsm.jsontext import NotJSON, is_flat_object, mend_surrogates, parse_strict
 from fsm.results import ArgumentsDelta, CallNamed, CallStatus, ToolCall
 
 if TYPE_CHECKING:
@@ -37,8 +37,9 @@ class Slot:
     """The state of one tool call. ``state`` is written only by the slot machine."""
 
     # Fields every call writes are slots. The rest keep their default on nearly every call, so
-    # they are class attributes that a call overrides in its own __dict__, made only by the first
-    # such write: a slot object is ~90 bytes smaller, and a gateway holds one per call in flight.
+    # they are class attributes that a call overrides in its own __dict__, which costs memory only
+    # once it is written: the slot object is 184 bytes instead of 272, and a gateway holds one per
+    # call in flight (tests/test_per_call_paths.py keeps the common streams from writing them).
     __slots__ = (
         "__dict__",
         "_buf",
@@ -60,9 +61,6 @@ class Slot:
         "wire_id",
     )
 
-    _quiet = False
-    """Nothing goes out as it arrives: for a server's call, and where the wire's final arguments
-    may still replace the streamed text (withhold); all of it goes out when the call finishes."""
     _blank = False
     """The held text is whitespace only, held back: alone it becomes {}."""
     _diverged = False
@@ -70,8 +68,6 @@ class Slot:
     _high = ""
     """A high surrogate that ended the last fragment, waiting for the low half that may start the
     next (rule text-is-unicode). Not in the buffer, not counted, not emitted yet."""
-    _digest: bytes | None = None
-    resends = 0
     revision = 0
     """How often the held text was replaced rather than appended to."""
     server = False
@@ -117,8 +113,6 @@ class Slot:
         self.status: CallStatus | None = None
         self._unscanned: int | None = None  # where held text the scanner has not seen yet starts (bytes)
         self._call: ToolCall | None = None
-        if server or ledger.withhold:
-            self._quiet = True
         if server:
             self.server = True
         if call_type != "function":
@@ -151,13 +145,11 @@ class Slot:
         return start, end
 
     def digest(self) -> bytes:
-        """A digest of the held text without surrounding whitespace, cached until the text
-        changes: it keys the registry's resend index without keeping a second copy of the text."""
-        if self._digest is None:
-            start, end = self._bounds()
-            self.ledger.work += end - start
-            self._digest = text_digest(memoryview(self._buf)[start:end])
-        return self._digest
+        """A digest of the held text without surrounding whitespace: it keys the registry's resend
+        index without keeping a second copy of the text (the registry keeps it while it holds)."""
+        start, end = self._bounds()
+        self.ledger.work += end - start
+        return text_digest(memoryview(self._buf)[start:end])
 
     def holds(self, stripped: bytes) -> bool:
         """Does the call hold exactly ``stripped`` (UTF-8, no surrounding whitespace)?"""
@@ -242,6 +234,16 @@ class Slot:
         if ledger.held_bytes + len(text) * 4 > ledger.max_held_bytes:  # at most 4 bytes a character
             self._check_room(self._length + len(text), _utf8_length(text))
         scanner = self.scanner
+        if (
+            not self._length
+            and self._unscanned is None
+            and scanner.state == scanner._c.initial
+            and is_flat_object(text)
+        ):
+            # A whole flat object as the call's first text (a whole call in one chunk): the scan
+            # would end closed at its last character, where the scanners of closed values are.
+            self.scanner = closed_scanner(scanner.max_depth)
+            return text, ""
         if scanner.may_wait(text):
             if self._unscanned is None:
                 self._unscanned = len(self._buf)  # store_fragment puts the text there next
@@ -308,8 +310,11 @@ class Slot:
     def scan_snapshot(self, text: str) -> tuple[str, str]:
         self._check_room(len(text), _utf8_length(text) - len(self._buf))
         self._unscanned = None
-        self.scanner = Scanner(self.scanner.max_depth)
-        self.scanner.feed(text)
+        if is_flat_object(text):  # as in scan_fragment: a fresh scan would end closed at its end
+            self.scanner = closed_scanner(self.scanner.max_depth)
+        else:
+            self.scanner = Scanner(self.scanner.max_depth)
+            self.scanner.feed(text)
         return text, ""
 
     # -- guards ---------------------------------------------------------------------------------
@@ -363,9 +368,9 @@ class Slot:
         self._length += len(text)
         self._append(data)
         self._text = None
-        if self._digest is not None:
-            self._digest = None
-        if self._quiet or not text:
+        # Nothing goes out as it arrives for a server's call, nor where the wire's final arguments
+        # may still replace the streamed text (withhold): all of it goes out when the call finishes.
+        if ledger.withhold or self.server or not text:
             return
         if self._emitted == held:
             if not held and not self.freeform and text.isspace():  # freeform whitespace is input
@@ -391,20 +396,15 @@ class Slot:
         if self._emitted and not text.startswith(self.text()[: self._emitted]):
             self._diverged = True
         self.ledger.hold(len(data) - len(self._buf))
+        if self._buf:  # a snapshot where there was no text extends it, as a fragment would
+            self.revision += 1
         self._buf = data
-        self.revision += 1
         if self._blank:
             self._blank = False
         self._text = text
-        if self._digest is not None:
-            self._digest = None
         self._length = len(text)
         # A snapshot can itself be replaced later, so it goes out only when the call finishes.
         self._emitted = min(self._emitted, self._length)
-
-    @action
-    def note_resend(self, text: str) -> None:
-        self.resends += 1
 
     @action
     def parse_arguments(self, text: str) -> None:
@@ -446,7 +446,6 @@ class Slot:
         self.revision += 1
         self._unscanned = None
         self._text = "{}"
-        self._digest = None
         self._length = 2
         self.arguments = {}
         self.status = CallStatus.COMPLETE
@@ -506,7 +505,6 @@ class Slot:
         self._append(data)
         self._length += len(kept)
         self._text = None
-        self._digest = None
 
     @action
     def mark_abandoned(self, text: str) -> None:
