@@ -1,11 +1,12 @@
 """What a stream costs before and after its events (issue 17) changes nothing it does.
 
 Streams share what cannot change (the default Limits and Policies, each decoder's class, the cache
-of bare refs, the rule table a ledger copies) and make the rest only when it is first needed (the
-framing detector, turn content, previews). Two streams never see each other's state: a stream
-replays alike run alone and run beside others that are limited, strict, given taken ids, fed bytes,
-previewed or left failed. The last chunk of an OpenAI stream goes straight to the finish, and
-decides as the decoder does.
+of bare refs, the rule table a ledger copies, the table of diagnostic codes) and make the rest only
+when it is first needed (the framing detector, turn content, previews). Two streams never see each
+other's state: a stream replays alike run alone and run beside others that are limited, strict,
+given taken ids, fed bytes, previewed or left failed. The last chunk of an OpenAI stream goes
+straight to the finish, and a chunk of usage alone to the turn's content: both decide as the
+decoder does.
 """
 
 from __future__ import annotations
@@ -46,14 +47,6 @@ def _plain_stream() -> list[dict[str, Any]]:
 def _fingerprint(r: Reassembler, outputs: list[Any]) -> object:
     result = r.close()
     return (result, outputs + r.drain(), dict(r.ledger.rules), dict(r.ledger.transitions), r.framing_work)
-
-
-def _alone(events: list[dict[str, Any]], **options: Any) -> object:
-    r = Reassembler("openai-chat", **options)
-    outputs: list[Any] = []
-    for event in events:
-        outputs += r.feed(event)
-    return _fingerprint(r, outputs)
 
 
 def _sse(events: list[dict[str, Any]]) -> bytes:
@@ -178,18 +171,26 @@ def test_a_stream_fed_bytes_after_parsed_events_reads_as_one_fed_either_alone() 
     assert 0 < mixed.framing_work < as_bytes.framing_work
 
 
-def test_bytes_that_never_tell_their_framing_are_reported_whether_or_not_parsed_events_came_first() -> None:
+@pytest.mark.parametrize(
+    ("data", "codes", "work"),
+    [
+        (b"", ["no-finish-reason"], 0),  # nothing read: nothing to tell
+        (b"  ", ["no-finish-reason"], 2),  # blanks before the first event are dropped
+        (b"xy", ["cut-event", "no-finish-reason"], 4),
+        (b"\xef\xbb", ["cut-event", "no-finish-reason"], 4),  # a BOM cut short
+    ],
+)
+def test_bytes_that_tell_no_framing_read_the_same_after_parsed_events(data: bytes, codes: list[str], work: int) -> None:
+    """The framing detector, made by the first bytes, tells the same of them whether or not parsed
+    events came first (what it told when every stream made one at once)."""
     for first in ([], [chunk(tc(0, "a", "f", "{}"))]):
         r = Reassembler("openai-chat")
         for event in first:
             r.feed(event)
-        r.feed_bytes(b"")  # nothing read: nothing to report
-        assert "cut-event" not in r.close().codes()
-        r = Reassembler("openai-chat")
-        for event in first:
-            r.feed(event)
-        r.feed_bytes(b"xy")
-        assert "cut-event" in r.close().codes()
+        r.feed_bytes(data)
+        result = r.close()
+        assert (result.codes(), r.framing_work) == (codes, work)
+        assert [c.arguments for c in result.calls] == [{}] * len(first)
 
 
 def test_streams_share_the_bare_refs_they_cannot_change() -> None:
