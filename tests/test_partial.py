@@ -210,6 +210,27 @@ def test_a_replaced_text_is_previewed_afresh() -> None:
     assert r.partial(0) == {"b": "x"}
 
 
+def test_a_first_snapshot_on_an_empty_call_then_fragments_and_a_replacement_preview_right() -> None:
+    """A snapshot where the call held no text does not count as a replacement (Slot.revision stays):
+    the reader asked while the call was empty reads on from there, and a later replacement is still
+    previewed afresh. Each preview is what a fresh reader makes of the text held then."""
+    r = Reassembler("openai-chat")
+    ref = CallRef(index=0, id="x")
+    steps = [
+        CallSeen(CallRef(index=0, id="x", name="f")),
+        ArgumentsSnapshot(ref, '{"a": [1, 2'),
+        ArgumentsFragment(CallRef(index=0), ', 3], "s": "hel'),
+        ArgumentsSnapshot(ref, '{"b": "z'),
+        ArgumentsFragment(CallRef(index=0), 'z"}'),
+    ]
+    shown = []
+    for event in steps:
+        r.feed(event)
+        shown.append(r.partial(0))
+        assert shown[-1] == PartialReader().read(r.registry.slots[0].text())
+    assert shown == [None, {"a": [1, 2]}, {"a": [1, 2, 3], "s": "hel"}, {"b": "z"}, {"b": "zz"}]
+
+
 def test_previews_move_on_responses_calls_whose_deltas_wait() -> None:
     """The README's preview loop: on a Responses stream, where no ArgumentsDelta goes out before a
     call finishes, the previews still follow the text."""

@@ -511,8 +511,10 @@ class Registry:
         )
         slots.append(slot)
         self._join(lane, slot)
-        if index is None and isinstance(lane, tuple) and not lane[0].endswith("position"):
+        if index is None and isinstance(lane, tuple) and lane[0].endswith("id"):
             # Without an index, a later bare continuation at the same position means this call.
+            # Only for a call in an id lane: one opened without an index under a known id sits in
+            # its namesake's index lane, and joining it to another index lane would misroute text.
             second: Lane = (lane[0].replace("id", "position"), position)
             self._join(second, slot)
             self._slot_lanes[slot] = (lane, second)  # a call in one lane has no entry: its lane is slot.lane

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
 from fsm.engine.scanner import Scanner, closed_scanner, nesting_exceeds
+from fsm.errors import LimitExceeded
 from fsm.jsontext import NotJSON, is_flat_object, mend_surrogates, parse_strict
 from fsm.results import ArgumentsDelta, CallNamed, CallStatus, ToolCall
 
@@ -410,7 +411,7 @@ class Slot:
     def parse_arguments(self, text: str) -> None:
         self.ledger.rules["parse-once-at-finish"] += 1
         if self._high:
-            self._settle()
+            self._settle(CallStatus.INVALID)
         raw = self.text()
         # json.loads recurses: text nested past the limit is refused before it is parsed.
         if nesting_exceeds(raw, self.scanner.max_depth):
@@ -441,7 +442,7 @@ class Slot:
             self._fail(CallStatus.INVALID, "empty-arguments", "no argument text (policy empty_arguments=invalid)")
             return
         self.ledger.diagnose("empty-arguments", f"call {self.id}: no argument text, so {{}}")
-        self.ledger.hold(2 - len(self._buf))
+        self._hold_at_finish(2 - len(self._buf), CallStatus.INVALID)
         self._buf = b"{}"
         self.revision += 1
         self._unscanned = None
@@ -452,18 +453,18 @@ class Slot:
 
     @action
     def accept_text(self, text: str) -> None:
-        self._settle()
+        self._settle(CallStatus.INVALID)
         self.status = CallStatus.COMPLETE
 
     @action
     def mark_unterminated(self, text: str) -> None:
-        self._settle()
+        self._settle(CallStatus.INVALID)
         self._fail(CallStatus.INVALID, "unterminated-arguments", "the JSON never closed")
 
     @action
     def mark_truncated(self, text: str) -> None:
         cut_between_halves = bool(self._high)
-        self._settle(report=False)  # a cut between a pair's halves is the cut's doing, said below
+        self._settle(CallStatus.TRUNCATED, report=False)  # a cut between a pair's halves is the cut's doing, said below
         why = f"cut after {self._length} characters"
         if cut_between_halves:
             why += ", between the halves of a surrogate pair (the first kept as its escape)"
@@ -491,8 +492,9 @@ class Slot:
             self.ledger.diagnose("lone-surrogate", f"call {self.id}: {lone} surrogate(s) with no partner, {kept}")
         return mended
 
-    def _settle(self, *, report: bool = True) -> None:
-        """The text is final: a high surrogate still waiting for its partner has none."""
+    def _settle(self, failed: CallStatus, *, report: bool = True) -> None:
+        """The text is final: a high surrogate still waiting for its partner has none (``failed``:
+        the status the call ends with if its escape passes the stream's byte limit)."""
         high = self._high
         if not high:
             return
@@ -501,7 +503,7 @@ class Slot:
         if report:
             self.ledger.diagnose("lone-surrogate", f"call {self.id}: the text ended in half a surrogate pair")
         data = kept.encode("utf-8")
-        self.ledger.hold(len(data))
+        self._hold_at_finish(len(data), failed)
         self._append(data)
         self._length += len(kept)
         self._text = None
@@ -511,6 +513,17 @@ class Slot:
         self._fail(
             CallStatus.TRUNCATED, "truncated", f"the provider ended it incomplete after {self._length} characters"
         )
+
+    def _hold_at_finish(self, more_bytes: int, failed: CallStatus) -> None:
+        """Hold the bytes a finishing action adds (an escaped surrogate half, the ``{}`` of no text).
+        The machine has already moved to a terminal state then: if they pass the stream's byte
+        limit, the call ends with status ``failed`` before the error is raised, so close() after it
+        reports the call as it stands (a terminal call without a status has no way out)."""
+        try:
+            self.ledger.hold(more_bytes)
+        except LimitExceeded:
+            self.status = failed
+            raise
 
     def _fail(self, status: CallStatus, code: str, why: str) -> None:
         self.status = status
