@@ -155,21 +155,18 @@ class Reassembler:
             try:
                 self._flush()
             except ToolcallFSMError as exc:
-                self._fault = exc
-                if self.strict:
-                    ledger.deferred = ledger.deferred or exc
+                self._closing_fault(exc)
         ledger.event = None
+        finish = self._finish.finish_reason if self._finish else None
         if self._fault is not None:
-            ledger.event = getattr(self._fault, "event", None)
-            ledger.diagnose("stream-failed", f"stopped at an error, so unfinished calls are cut: {self._fault}")
-            ledger.event = None
-            registry.finish(None)
+            self._report_fault()
         elif self._finish is None:
             ledger.diagnose("no-finish-reason", "the stream ended without a finish reason")
-            registry.finish(None)
-        else:
-            registry.finish(self._finish.finish_reason)  # calls opened after the finish
-        finish = self._finish.finish_reason if self._finish else None
+        try:
+            registry.finish(None if self._fault is not None else finish)  # open calls, or opened after the finish
+        except ToolcallFSMError as exc:  # a limit passed while calls ended: each has its status even so
+            self._closing_fault(exc)
+            self._report_fault()
         slots = registry.slots
         if finish == "stop" and any(not slot.server for slot in slots):
             ledger.diagnose("finish-reason-mapped", "finish reason stop, but tools were called")
@@ -203,18 +200,9 @@ class Reassembler:
         nothing yet, or when no call has that index. Never raises; the work (one pass over the text)
         is done only when asked, never as fragments arrive. A fresh value each time. A freeform
         call (a custom tool) previews as the input text it holds."""
-        for slot in self.registry.slots:
-            if slot.ordinal == index and not slot.server:
-                if slot.freeform:
-                    return slot.text()  # freeform input is not JSON: what it holds is all it promises
-                revision, reader = self._previews.get(index, (-1, None))
-                if reader is None or revision != slot.revision:  # first asked, or the text was replaced
-                    from fsm.engine.partial import PartialReader
+        from fsm.engine.partial import preview  # loaded when a preview is first asked for
 
-                    reader = PartialReader()
-                    self._previews[index] = (slot.revision, reader)
-                return reader.read(slot.text())
-        return None
+        return preview(self.registry.slots, index, self._previews)
 
     @property
     def framing_work(self) -> int:
@@ -234,6 +222,16 @@ class Reassembler:
             raise LocalProtocolError("the stream is closed; use a new Reassembler")
         if self._fault is not None:
             raise LocalProtocolError(f"the stream already failed ({self._fault}); close() gives the result so far")
+
+    def _closing_fault(self, exc: ToolcallFSMError) -> None:
+        self._fault = exc
+        if self.strict:  # raised once the result is complete
+            self.ledger.deferred = self.ledger.deferred or exc
+
+    def _report_fault(self) -> None:
+        self.ledger.event = getattr(self._fault, "event", None)
+        self.ledger.diagnose("stream-failed", f"stopped at an error, so unfinished calls are cut: {self._fault}")
+        self.ledger.event = None
 
     def _failed(self, exc: ToolcallFSMError) -> None:
         self._fault = exc  # the first error that ended the stream

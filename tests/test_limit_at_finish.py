@@ -53,3 +53,29 @@ def test_a_limit_passed_while_a_call_finishes_leaves_close_a_result(case: str, s
     assert call.arguments is None
     assert (call.input if call.type == "custom" else call.arguments_json) == held
     assert "stream-failed" in r.close().codes()
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("case", [case for case in CASES if case != "no-text"])  # a cut adds no {}
+def test_a_limit_passed_while_close_ends_the_calls_still_gives_the_result(case: str, strict: bool) -> None:
+    """The same calls cut after a surrogate half, the stream ending without a finish reason:
+    close() ends them, and the half's escape passes the limit there. Every call ends with a status,
+    the one that passed the limit is reported as finished like the others, and close() returns the
+    result (``stream-failed`` naming the limit); in strict mode the error is raised once the result
+    is complete, and close() then returns it."""
+    events, limit, _, held = CASES[case]
+    events = [event for event in events if not event["choices"][0].get("finish_reason")]
+    events.append(chunk(tc(index=1, id="y", name="h", args='{"b": 1')))  # a second call, open too
+    r = Reassembler("openai-chat", strict=strict, limits=Limits(max_stream_argument_bytes=limit + 7))
+    for event in events:
+        r.feed(event)
+    if strict:
+        with pytest.raises(LimitExceeded):
+            r.close()
+    result = r.close()
+    assert [call.status for call in result.calls] == [CallStatus.TRUNCATED, CallStatus.TRUNCATED]
+    assert (result.calls[0].input if result.calls[0].type == "custom" else result.calls[0].arguments_json) == held
+    assert result.calls[1].arguments_json == '{"b": 1'
+    assert "stream-failed" in result.codes() and "no-finish-reason" in result.codes()
+    finished = [output.call.id for output in r.drain() if type(output).__name__ == "CallFinished"]
+    assert finished == ["x" if result.calls[0].type != "custom" else "c", "y"]

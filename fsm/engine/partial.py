@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from json.scanner import make_scanner
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from fsm.engine.slot import Slot
 
 _TOKEN: Final = re.compile(
     r"""[ \t\n\r]*+(?:
@@ -237,3 +241,19 @@ def _string_cut_short(text: str, stop: int) -> str | None:
         if backslashes % 2 == 0:  # its own backslash is not itself escaped
             stop = start  # half a surrogate pair: the other half is still to come
     return text[:stop] + '"'
+
+
+def preview(slots: Sequence[Slot], index: int, readers: dict[int, tuple[int, PartialReader]]) -> Any:
+    """Reassembler.partial: the preview of client call ``index`` among ``slots``. ``readers`` keeps
+    each previewed call's reader with the revision of the text it read (a replaced text needs a new
+    one; appended text is read on from where the reader stopped)."""
+    for slot in slots:
+        if slot.ordinal == index and not slot.server:
+            if slot.freeform:
+                return slot.text()  # freeform input is not JSON: what it holds is all it promises
+            revision, reader = readers.get(index, (-1, None))
+            if reader is None or revision != slot.revision:  # first asked, or the text was replaced
+                reader = PartialReader()
+                readers[index] = (slot.revision, reader)
+            return reader.read(slot.text())
+    return None

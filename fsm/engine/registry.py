@@ -25,6 +25,7 @@ from fsm.engine.ledger import Ledger
 from fsm.engine.machine import slot_machine
 from fsm.engine.scanner import closed_scanner
 from fsm.engine.slot import Slot, text_digest
+from fsm.errors import LimitExceeded
 from fsm.events import FREEFORM_TYPES, NORMAL_FINISHES, CallRef
 from fsm.jsontext import is_json_prefix, unicode_utf8
 from fsm.options import Limits
@@ -225,12 +226,20 @@ class Registry:
         return None
 
     def finish(self, finish_reason: str | None) -> None:
-        """End every call still open: normally for a normal finish reason, else as a cut."""
+        """End every call still open: normally for a normal finish reason, else as a cut. A call
+        whose finishing bytes pass a limit ends with its status all the same (Slot._hold_at_finish);
+        the calls after it are cut, and the first such error is raised once every call has ended."""
         self.ledger.apply("finish-ends-calls")
         trigger = "end" if finish_reason in NORMAL_FINISHES else "cut"
+        error: LimitExceeded | None = None
         for slot in self.slots:
             if slot.status is None:  # not finished (Slot.finished, without the property's call)
-                self._finish(slot, trigger)
+                try:
+                    self._finish(slot, trigger)
+                except LimitExceeded as exc:
+                    error, trigger = error or exc, "cut"
+        if error is not None:
+            raise error
 
     # -- routing ----------------------------------------------------------------------------------
 
@@ -544,20 +553,29 @@ class Registry:
 
     def _finish(self, slot: Slot, trigger: str) -> None:
         ledger = self.ledger
-        if ledger.strict and not ledger.defer:
-            # A violation an action reports (a lone surrogate half, say) is raised once the call
-            # has its status: raised mid-action, it would leave a call in a terminal state with
-            # none, which close() would then try to cut.
-            ledger.defer = True
-            try:
+        try:
+            if ledger.strict and not ledger.defer:
+                # A violation an action reports (a lone surrogate half, say) is raised once the call
+                # has its status: raised mid-action, it would leave a call in a terminal state with
+                # none, which close() would then try to cut.
+                ledger.defer = True
+                try:
+                    self.machine.fire(slot, trigger)
+                finally:
+                    ledger.defer = False
+                error, ledger.deferred = ledger.deferred, None
+                if error is not None:
+                    raise error
+            else:
                 self.machine.fire(slot, trigger)
-            finally:
-                ledger.defer = False
-            error, ledger.deferred = ledger.deferred, None
-            if error is not None:
-                raise error
-        else:
-            self.machine.fire(slot, trigger)
+        except LimitExceeded:
+            if slot.status is not None:  # its finishing bytes passed a limit: it ended even so
+                self._ended(slot)
+            raise
+        self._ended(slot)
+
+    def _ended(self, slot: Slot) -> None:
+        """Report a call that has just ended (its status is set)."""
         self._remember(slot)
         if slot.name is None:
             self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name")
