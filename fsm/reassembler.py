@@ -42,6 +42,7 @@ from fsm.events import (
     Event,
     StreamEnd,
     UsageReport,
+    event_fault,
 )
 from fsm.jsontext import loads_event
 from fsm.options import Limits, Policies, default_limits, default_policies
@@ -283,8 +284,9 @@ class Reassembler:
                 return  # what the decoder and _apply would do with the commonest chunks, without their events
             self._decode(item)
         elif isinstance(item, EVENT_TYPES):
-            if isinstance(item, ArgumentsFragment | ArgumentsSnapshot) and type(item.text) is not str:
-                raise InvalidInput(f"{type(item).__name__}.text must be a str, not {type(item.text).__name__}")
+            fault = event_fault(item)
+            if fault is not None:
+                raise InvalidInput(f"event {self._events}: {fault}")
             self._apply(item)  # type: ignore[arg-type]
         else:
             payload = sdk_payload(item)
