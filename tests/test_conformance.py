@@ -163,10 +163,10 @@ def test_the_commonest_chunk_shortcut_decides_as_the_decoder(monkeypatch: pytest
 
     vectors = [*VECTORS, *sample_vectors("openai-chat", 300)]
     deltas = [openai_chat.plain_delta(e) or {} for v in vectors for e in v.events if type(e) is dict]
-    taken = [openai_chat.bare_fragment_in(delta) for delta in deltas]
+    taken = [openai_chat.bare_fragment_in(*found) for d in deltas if (found := openai_chat.one_entry(d))]
     assert sum(t is not None for t in taken) > 150  # the shortcut is taken, often (~200 of these)
     fast = [_replay_with_trace(v) for v in vectors]
-    monkeypatch.setattr(openai_chat, "bare_fragment_in", lambda delta: None)
+    monkeypatch.setattr(openai_chat, "bare_fragment_in", lambda entry, function: None)
     monkeypatch.setattr(openai_chat, "said_in", lambda delta: None)
     general = [_replay_with_trace(v) for v in vectors]
     for vector, a, b in zip(vectors, fast, general, strict=True):
@@ -231,9 +231,10 @@ def test_bare_fragments_at_the_edges_decide_as_the_decoder(monkeypatch: pytest.M
         return (r.close(), outputs, dict(r.ledger.rules), dict(r.ledger.transitions))
 
     bare = [e for s in streams for e in s if "id" not in e["choices"][0]["delta"]["tool_calls"][0]]
-    assert all(openai_chat.bare_fragment_in(openai_chat.plain_delta(e) or {}) is not None for e in bare)
+    found = [openai_chat.one_entry(openai_chat.plain_delta(e) or {}) for e in bare]
+    assert all(f is not None and openai_chat.bare_fragment_in(*f) is not None for f in found)
     fast = [replay(s) for s in streams]
-    monkeypatch.setattr(openai_chat, "bare_fragment_in", lambda delta: None)
+    monkeypatch.setattr(openai_chat, "bare_fragment_in", lambda entry, function: None)
     assert fast == [replay(s) for s in streams]
 
 

@@ -106,20 +106,23 @@ class OpenAIChatDecoder:
         delta = plain_delta(payload)
         if delta is None:
             return False
-        fragment = bare_fragment_in(delta)
-        if fragment is not None:
-            registry.bare_fragment(fragment[0], fragment[1], self._bare.ref)
-            return True
-        events = said_in(delta)
-        if events is not None:
+        found = one_entry(delta)
+        if found is None:  # no call, or more than one, or text beside one: said_in tells
+            events = said_in(delta)
+            if events is None:
+                return False
             for event in events:
                 said(event)
             return True
-        whole = whole_call_in(delta)
+        fragment = bare_fragment_in(*found)
+        if fragment is not None:
+            registry.bare_fragment(fragment[0], fragment[1], self._bare.ref)
+            return True
+        whole = whole_call_in(*found)
         if whole is not None:
             registry.whole_call(*whole)
             return True
-        header = header_in(delta)
+        header = header_in(*found)
         if header is not None:
             registry.call_header(*header)
             return True
@@ -260,15 +263,10 @@ def plain_delta(payload: dict[str, Any]) -> dict[str, Any] | None:
     return delta if type(delta) is dict else None
 
 
-def bare_fragment_in(delta: dict[str, Any]) -> tuple[int, str] | None:
-    """(index, text) when a plain delta is the commonest kind: one tool-call entry with an integer
-    index, no id, no name and non-empty argument text, and no text or reasoning beside it.
-    OpenAIChatDecoder makes exactly one bare ArgumentsFragment of it
-    (test_the_commonest_chunk_shortcut_decides_as_the_decoder)."""
-    found = _one_entry(delta)
-    if found is None:
-        return None
-    entry, function = found
+def bare_fragment_in(entry: dict[str, Any], function: dict[str, Any]) -> tuple[int, str] | None:
+    """(index, text) when the one entry of a plain delta (see one_entry) is the commonest kind: an
+    integer index, no id, no name and non-empty argument text. OpenAIChatDecoder makes exactly one
+    bare ArgumentsFragment of it (test_the_commonest_chunk_shortcut_decides_as_the_decoder)."""
     index, text = entry.get("index"), function.get("arguments")
     if type(index) is not int or type(text) is not str or not text:
         return None
@@ -322,10 +320,10 @@ def usage_in(payload: dict[str, Any]) -> dict[str, Any] | None:
     return usage or {}
 
 
-def _one_entry(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """(entry, function) of a plain delta holding one tool-call entry with a function object,
-    and no text or reasoning beside it (turn content rides beside a call on some servers: the
-    decoder reads it, so no shortcut)."""
+def one_entry(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(entry, function) of a plain delta holding one tool-call entry with a function object, and
+    no text or reasoning beside it (turn content rides beside a call on some servers: the decoder
+    reads it, so no shortcut): the two the call shortcuts read, found once per chunk."""
     entries = delta.get("tool_calls")
     if type(entries) is not list or len(entries) != 1:
         return None
@@ -339,32 +337,25 @@ def _one_entry(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] |
     return (entry, function) if type(function) is dict else None
 
 
-def header_in(delta: dict[str, Any]) -> tuple[int, str, str] | None:
-    """(index, id, name) when a plain delta holds one tool-call entry that opens a call: an
-    integer index, a non-empty id and name, no argument text (empty or absent), and no text or
-    reasoning beside it. The first chunk of most OpenAI streams' calls. OpenAIChatDecoder makes
-    exactly one CallSeen of it, with a CallRef of these three at position 0
-    (test_the_call_header_shortcut_decides_as_the_decoder)."""
-    found = _one_entry(delta)
-    if found is None or found[1].get("arguments", "") != "":
+def header_in(entry: dict[str, Any], function: dict[str, Any]) -> tuple[int, str, str] | None:
+    """(index, id, name) when the one entry of a plain delta (see one_entry) opens a call: an
+    integer index, a non-empty id and name, no argument text (empty or absent). The first chunk of
+    most OpenAI streams' calls. OpenAIChatDecoder makes exactly one CallSeen of it, with a CallRef
+    of these three at position 0 (test_the_call_header_shortcut_decides_as_the_decoder)."""
+    if function.get("arguments", "") != "":
         return None
-    entry, function = found
     index, call_id, name = entry.get("index"), entry.get("id"), function.get("name")
     if type(index) is not int or type(call_id) is not str or type(name) is not str or not call_id or not name:
         return None
     return index, call_id, name
 
 
-def whole_call_in(delta: dict[str, Any]) -> tuple[int, str, str, str] | None:
-    """(index, id, name, text) when a plain delta holds one tool-call entry with all four (an
-    integer index, a non-empty id, name and argument text) and no text or reasoning beside it. A
-    whole call in one chunk (vLLM, Ollama's and many proxies' OpenAI endpoints), or a call's first
-    chunk carrying its first text. OpenAIChatDecoder makes exactly one ArgumentsFragment of it, with
-    a CallRef of these four at position 0 (test_the_whole_call_shortcut_decides_as_the_decoder)."""
-    found = _one_entry(delta)
-    if found is None:
-        return None
-    entry, function = found
+def whole_call_in(entry: dict[str, Any], function: dict[str, Any]) -> tuple[int, str, str, str] | None:
+    """(index, id, name, text) when the one entry of a plain delta (see one_entry) has all four (an
+    integer index, a non-empty id, name and argument text). A whole call in one chunk (vLLM,
+    Ollama's and many proxies' OpenAI endpoints), or a call's first chunk carrying its first text.
+    OpenAIChatDecoder makes exactly one ArgumentsFragment of it, with a CallRef of these four at
+    position 0 (test_the_whole_call_shortcut_decides_as_the_decoder)."""
     index, call_id, name, text = entry.get("index"), entry.get("id"), function.get("name"), function.get("arguments")
     if type(index) is not int or type(call_id) is not str or type(name) is not str or type(text) is not str:
         return None
