@@ -45,7 +45,7 @@ from fsm.events import (
     event_fault,
 )
 from fsm.jsontext import loads_event
-from fsm.options import Limits, Policies, default_limits, default_policies
+from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
@@ -92,7 +92,7 @@ class Reassembler:
         """The limits in force."""
         self.ledger = ledger = Ledger(policies or default_policies(), strict=strict, limits=limits)
         """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
-        self.registry = Registry(ledger, limits, taken)
+        self.registry = Registry(ledger, limits, taken_ids(taken))
         """Internal: the slot registry that decides which call each event belongs to."""
         self._decoder: Decoder | None = None
         self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts

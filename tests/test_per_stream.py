@@ -213,6 +213,15 @@ def test_bad_arguments_are_refused_as_before() -> None:
     assert Reassembler(limits=None).limits == Limits()
 
 
+@pytest.mark.parametrize("taken", [None, 5, "call_1", b"call_1", [1], [["call_1"]], ["a", None]])
+def test_taken_ids_that_are_not_an_iterable_of_str_are_invalid_input(taken: Any) -> None:
+    with pytest.raises(InvalidInput, match="taken must"):
+        Reassembler("openai-chat", taken=taken)
+    r = Reassembler("openai-chat", taken=(t for t in ["call_1"]))  # any iterable of str, read once
+    r.feed(chunk(tc(0, "call_1", "f", "{}")))
+    assert [c.id for c in r.close().calls] == ["call_1_d2"]
+
+
 # Last chunks, and chunks that look like one, where the finish has something to decide.
 LAST: dict[str, list[dict[str, Any]]] = {
     "plain": [chunk(tc(0, "a", "f", "{}")), chunk(finish="tool_calls")],
