@@ -13,7 +13,7 @@ import pytest
 from fsm import history
 from fsm.cli import main
 from fsm.engine.ids import IdAllocator
-from fsm.errors import LocalProtocolError
+from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.history import Kind, RepairPolicy
 
 
@@ -198,6 +198,10 @@ def test_malformed_arguments_raise_local_protocol_error_only() -> None:
         history.check([], format="xml")  # type: ignore[arg-type]
     with pytest.raises(LocalProtocolError):
         history.repair([], RepairPolicy(dangling="ignore"))  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="policy must be a RepairPolicy, not str"):
+        history.repair([], "drop-call")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="placeholder must be a str, not int"):
+        history.repair([], RepairPolicy(placeholder=0))  # type: ignore[arg-type]
     with pytest.raises(LocalProtocolError):
         history.uniquify([{"id": ["a"]}])
     with pytest.raises(LocalProtocolError):
