@@ -262,7 +262,7 @@ class Reassembler:
             except FramingError as exc:
                 self._events += 1
                 self.ledger.event = self._events
-                self.ledger.diagnose("cut-event", f"the stream is only {held!r}: {exc.detail}")
+                self.ledger.diagnose("cut-event", f"the stream is only {len(held)} bytes, {held[:60]!r}: {exc.detail}")
                 return
             if self._framer is not None:
                 for payload in self._framer.feed(head):

@@ -569,3 +569,19 @@ def test_an_aws_event_type_header_that_is_not_a_string_is_a_bad_event(typed: tup
     assert [(c.name, c.arguments) for c in result.calls] == [("f", {"x": 1})]
     error, _ = outcome([odd + bedrock_stream()], provider="bedrock", strict=True)
     assert error is not None and error.startswith("FramingError: event 1: the event type header is")
+
+
+def test_a_diagnostic_quotes_at_most_a_bounded_part_of_the_wire() -> None:
+    from fsm.engine.ledger import MESSAGE_CHARS
+
+    junk = b"x" * 300_000  # no framing: held whole, then reported as the stream cut
+    error, result = outcome([junk])
+    assert error is None and result.diagnostics[0].code == "cut-event"
+    assert "300000 bytes" in result.diagnostics[0].message and len(result.diagnostics[0].message) < 200
+    unknown = {"type": "response." + "z" * 200_000, "sequence_number": 1}
+    r = Reassembler("openai-responses")
+    r.feed(unknown)
+    said = r.close().diagnostics[0]
+    assert said.code == "unknown-event" and said.message.startswith("Responses event type 'response.zzz")
+    assert said.message.endswith(" characters)")
+    assert len(said.message) < MESSAGE_CHARS + 40
