@@ -20,7 +20,7 @@ import attrs
 
 from fsm.errors import InvalidInput
 from fsm.events import EVENT_TYPES, Event, event_fault
-from fsm.results import Output, Result
+from fsm.results import Output, Result, ToolCall
 from fsm.spec import describe_validation
 
 if TYPE_CHECKING:
@@ -57,10 +57,24 @@ def _plain(_: object, __: attrs.Attribute[Any], value: Any) -> Any:
 
 
 def result_to_json(result: Result) -> dict[str, Any]:
-    """The result as plain JSON types: tuples as lists, enums as their values."""
+    """The result as plain JSON types: tuples as lists, enums as their values. A call's arguments and
+    item and the usage are the values the result holds (JSON already), not copies: they may nest as
+    deep as ``max_depth`` allows (512), where asdict's frames per level would pass Python's
+    recursion limit, so asdict walks the result without them and they are put back in place."""
     if not isinstance(result, Result):
         raise InvalidInput(f"result_to_json takes a Result, not {type(result).__name__}")
-    return attr.asdict(result, value_serializer=_plain)  # attrs.asdict would keep tuples
+    calls, server_calls = result.calls, result.server_tool_calls
+    bare = attrs.evolve(result, calls=_bare(calls), server_tool_calls=_bare(server_calls), usage=None)
+    data = attr.asdict(bare, value_serializer=_plain)  # attrs.asdict would keep tuples
+    data["usage"] = result.usage
+    for name, held in (("calls", calls), ("server_tool_calls", server_calls)):
+        for row, call in zip(data[name], held, strict=True):
+            row["arguments"], row["item"] = call.arguments, call.item
+    return data
+
+
+def _bare(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+    return tuple(attrs.evolve(call, arguments=None, item=None) for call in calls)
 
 
 def event_to_json(event: Event) -> dict[str, Any]:

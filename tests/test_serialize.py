@@ -75,3 +75,23 @@ def test_serializing_what_is_no_event_or_result_is_invalid_input() -> None:
         event_to_json({"type": "StreamEnd"})  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="takes a Result"):
         result_to_json(None)  # type: ignore[arg-type]
+
+
+def test_a_result_nesting_as_deep_as_the_limits_allow_is_written() -> None:
+    import json
+
+    from fsm import Limits, Reassembler
+    from fsm.jsontext import dumps
+
+    depth = 500  # max_depth may be 512; asdict's frames per level passed Python's recursion limit at ~330
+    usage: dict[str, Any] = {"n": 1}
+    for _ in range(depth):
+        usage = {"n": usage}
+    text = '{"a":' * depth + "1" + "}" * depth
+    event = {**chunk(tc(index=0, id="a", name="f", args=text), finish="tool_calls"), "usage": usage}
+    r = Reassembler(limits=Limits(max_depth=512))
+    r.feed_bytes(b"data: " + json.dumps(event).encode() + b"\n\n")
+    result = r.close()
+    data = result_to_json(result)
+    assert data["calls"][0]["arguments"] == json.loads(text) and data["usage"] == usage
+    assert json.loads(dumps(data))["calls"][0]["status"] == "complete"
