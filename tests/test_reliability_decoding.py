@@ -468,6 +468,20 @@ def test_a_float_beyond_float_range_is_kept_exactly_not_as_infinity() -> None:
     assert dumps(call.arguments) == '{"x": 1E+999}'
 
 
+@pytest.mark.parametrize("number", ["1e99999999999999999999", "-9.5E+1000000000000000000"])
+def test_a_number_whose_exponent_no_decimal_holds_makes_the_call_invalid(number: str) -> None:
+    text = '{"x": ' + number + "}"  # valid JSON: decimal.InvalidOperation escaped from feed before
+    r = Reassembler("openai-chat")
+    r.feed(chunk(tc(index=0, id="c1", name="f", args=text)))
+    assert r.partial(0) is not None  # the preview reads it as json does (an infinite float); it never raises
+    r.feed(chunk(finish="tool_calls"))
+    result = r.close()
+    (call,) = result.calls
+    assert call.status.value == "invalid" and call.arguments_json == text
+    assert [d.code for d in result.problems()] == ["invalid-arguments"]
+    assert "exponent beyond what a decimal holds" in result.problems()[0].message
+
+
 def test_duplicate_keys_get_a_diagnostic_and_the_last_value() -> None:
     text = '{"a": 1, "b": {"c": 1, "c": 2}, "a": 3}'
     result = run([chunk(tc(index=0, id="c1", name="f", args=text)), chunk(finish="tool_calls")])
