@@ -81,14 +81,14 @@ class Reassembler:
             raise InvalidInput(f"limits must be a Limits, not {type(limits).__name__}")
         if policies is not None and not isinstance(policies, Policies):
             raise InvalidInput(f"policies must be a Policies, not {type(policies).__name__}")
-        limits = limits or default_limits()
-        if not isinstance(provider, str):
-            raise InvalidInput(f"provider must be a str, not {type(provider).__name__}")
+        if not isinstance(provider, str) or type(strict) is not bool:  # strict="no" would be true, silently
+            wrong = ("provider", provider, "str") if not isinstance(provider, str) else ("strict", strict, "bool")
+            raise InvalidInput(f"{wrong[0]} must be a {wrong[2]}, not {type(wrong[1]).__name__}")
         self.provider = provider
         """The provider as named at construction (``"auto"`` until the result names the detected one)."""
         self.strict = strict
         """Whether violations raise (see the module's docstring for what lax mode does instead)."""
-        self.limits = limits
+        self.limits = limits = limits or default_limits()
         """The limits in force."""
         self.ledger = ledger = Ledger(policies or default_policies(), strict=strict, limits=limits)
         """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
