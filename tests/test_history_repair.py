@@ -247,6 +247,20 @@ def test_history_check_numbers_messages_from_one(tmp_path: Path) -> None:
     assert code == 1 and out.startswith("message 2: dangling a:")
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+def test_history_check_writes_ids_its_output_cannot_encode_as_escapes(tmp_path: Path, encoding: str) -> None:
+    path = tmp_path / "history.json"  # ids with a lone surrogate (JSON escapes allow it) and a non-ASCII one
+    path.write_text(json.dumps([USER, *openai_turn(["\ud800", "é"], [("\udfff", "r")])]))
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding=encoding)  # strict, as a real stdout (StringIO takes any text)
+    err = io.StringIO()
+    code = main(["history", "check", str(path)], stdout=out, stderr=err)  # UnicodeEncodeError, exit 3 before
+    out.flush()
+    written = raw.getvalue().decode(encoding)
+    assert code == 1 and err.getvalue() == ""
+    assert "dangling \\ud800:" in written and "orphan \\udfff:" in written and "would be rejected" in written
+
+
 # -- OpenAI Responses input items ------------------------------------------------------------------------
 
 
