@@ -25,6 +25,8 @@ class WriteFailed(Exception):
 
 def open_input(path: str) -> BinaryIO:
     if path == "-":
+        if sys.stdin is None:  # started with standard input closed (`<&-`)
+            raise ReadFailed("cannot read standard input: it is closed")
         return sys.stdin.buffer
     try:
         return open(path, "rb")

@@ -151,6 +151,8 @@ def test_cli_never_prints_a_traceback(tmp_path: Path) -> None:
         "foreign vectors": (cli("conform", "--vectors", str(foreign)), 1, "x.json"),
         "zero examples": (cli("fuzz", "--examples", "0"), 2, "at least 1"),
         "malformed history": (cli("history", "check", str(history)), 1, "cannot read"),
+        "closed stdin": (cli(shell=f"{py} replay - <&-"), 1, "cannot read standard input: it is closed"),
+        "closed stdin, history": (cli(shell=f"{py} history check - <&-"), 1, "cannot read standard input"),
     }
     if not os.path.exists("/dev/full"):
         del cases["full disk"]
