@@ -6,7 +6,7 @@ import json
 from unittest import mock
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fsm.engine.ledger import Ledger
@@ -252,3 +252,59 @@ def test_a_flat_object_is_recognised() -> None:
     assert is_flat_object('{"i": 0}') and is_flat_object("{}") and is_flat_object('{"s": "}]"}')
     assert not is_flat_object('{"a": {}}') and not is_flat_object('{"a": 1} ') and not is_flat_object('{"a": NaN}')
     assert not is_flat_object('{"a": 1}{"b": 2}') and not is_flat_object('{"a": [1]}') and not is_flat_object("[]")
+
+
+# -- the nesting check a closed scan makes needless ---------------------------------------------
+
+_JSONISH = st.text(alphabet='{}[]"\\\n :,a1', max_size=40)
+
+
+def _outcome(pieces: list[str], snapshot: bool, max_depth: int) -> object:
+    from fsm import Limits, Reassembler
+    from fsm.events import ArgumentsFragment, ArgumentsSnapshot, CallRef, CallSeen, StreamEnd
+
+    r = Reassembler("gemini" if snapshot else "openai-chat", limits=Limits(max_depth=max_depth))
+    outputs: list[object] = [r.feed(CallSeen(CallRef(0, "a", "f")))]
+    try:
+        for piece in pieces:
+            event = ArgumentsSnapshot(CallRef(0), piece) if snapshot else ArgumentsFragment(CallRef(0), piece)
+            outputs.append(r.feed(event))
+        outputs.append(r.feed(StreamEnd("tool_calls")))
+    except Exception as exc:  # the same error either way is the same behaviour
+        outputs.append((type(exc).__name__, str(exc)))
+    return r.close(), outputs, r.drain()
+
+
+@given(st.lists(_JSONISH, min_size=1, max_size=6), st.booleans(), st.integers(1, 4))
+@settings(max_examples=300)
+@example(["{}[[[[[["], True, 2)  # a snapshot that goes on past its close, nested past the limit
+@example(['{"a": "\\\n[[[[["}'], False, 2)  # brackets nesting_exceeds counts: after a backslash-newline
+def test_the_scanned_nesting_shortcut_decides_as_the_walk(pieces: list[str], snapshot: bool, max_depth: int) -> None:
+    """A call whose scan closed its value skips nesting_exceeds before the strict parse
+    (Slot._nesting_scanned). Over text of brackets, strings, escapes and line breaks, sent as
+    fragments or as snapshots (whose text may go on past the close), at depth limits the text
+    reaches: the same result, outputs and errors with the shortcut and without it."""
+    fast = _outcome(pieces, snapshot, max_depth)
+    with mock.patch.object(Slot, "_nesting_scanned", lambda self, raw: False):
+        assert _outcome(pieces, snapshot, max_depth) == fast
+
+
+def test_the_scanned_nesting_shortcut_is_taken_on_long_nested_arguments() -> None:
+    """Long arguments with more opening brackets than the depth limit (where nesting_exceeds walks
+    every string and bracket) parse without the walk once their scan closed; a snapshot that goes
+    on past its close, or a backslash before a line break, still takes the walk."""
+    text = json.dumps({"items": [{"id": k, "tags": ["x", "y"]} for k in range(300)]})
+    walked: list[str] = []
+    real = Slot._nesting_scanned
+
+    def spy(self: Slot, raw: str) -> bool:
+        taken = real(self, raw)
+        walked.append("skip" if taken else "walk")
+        return taken
+
+    with mock.patch.object(Slot, "_nesting_scanned", spy):
+        result, _, _ = _outcome([text[:1000], text[1000:]], False, 256)  # type: ignore[misc]
+        assert result.calls[0].arguments == json.loads(text)
+        _outcome([text + ' {"b": 1}'], True, 256)
+        _outcome(['{"a": "\\\n' + "[" * 300 + '"}'], False, 256)
+    assert walked == ["skip", "walk", "walk"]

@@ -71,6 +71,8 @@ class Slot:
     next (rule text-is-unicode). Not in the buffer, not counted, not emitted yet."""
     revision = 0
     """How often the held text was replaced rather than appended to."""
+    _past_close = False
+    """The held text, a snapshot, goes on past where its value closed: the scanner did not read it all."""
     server = False
     signature: str | None = None
     item: dict[str, Any] | None = None
@@ -315,7 +317,10 @@ class Slot:
             self.scanner = closed_scanner(self.scanner.max_depth)
         else:
             self.scanner = Scanner(self.scanner.max_depth)
-            self.scanner.feed(text)
+            end = self.scanner.feed(text)
+            past_close = end is not None and bool(text[end:].strip())
+            if past_close is not self._past_close:
+                self._past_close = past_close
         return text, ""
 
     # -- guards ---------------------------------------------------------------------------------
@@ -414,7 +419,7 @@ class Slot:
             self._settle(CallStatus.INVALID)
         raw = self.text()
         # json.loads recurses: text nested past the limit is refused before it is parsed.
-        if nesting_exceeds(raw, self.scanner.max_depth):
+        if not self._nesting_scanned(raw) and nesting_exceeds(raw, self.scanner.max_depth):
             self._fail(CallStatus.INVALID, "invalid-arguments", f"nest deeper than {self.scanner.max_depth} levels")
             return
         try:
@@ -435,6 +440,16 @@ class Slot:
             self.ledger.diagnose(
                 "duplicate-key", f"call {self.id}: key {shown} given twice in one object; the last kept"
             )
+
+    def _nesting_scanned(self, raw: str) -> bool:
+        """Has the scanner already seen that ``raw`` nests within the limit? Yes when it read all
+        of it to a closed value: its push refuses text past the limit, and it reads strings and
+        brackets as nesting_exceeds does, save a backslash before a line break (which nesting_exceeds
+        takes as ending the escape; no valid JSON has one). Then nesting_exceeds would say no, and
+        its walk (a Python step per string and bracket of long nested text) is spared.
+        test_the_scanned_nesting_shortcut_decides_as_the_walk replays streams with and without it."""
+        scanner = self.scanner
+        return scanner.state in scanner._c.done and not self._past_close and "\\\n" not in raw
 
     @action
     def default_empty_arguments(self, text: str) -> None:
