@@ -676,3 +676,51 @@ def test_vertex_number_values_are_strict_and_exact(value: Any, status: str) -> N
     assert call.status.value == status
     if status == "complete":
         assert call.arguments == {"n": Decimal(10**5000)}
+
+
+def whole_call_streams(arguments: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """One call whose arguments arrive as an object (or, on Vertex, its one number), per wire."""
+
+    def vertex(call: dict[str, Any]) -> dict[str, Any]:
+        return {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": call}]}, "index": 0}]}
+
+    tool_use = {"type": "tool_use", "id": "t", "name": "f", "input": arguments}
+    return {
+        "anthropic": [
+            {"type": "message_start", "message": {"id": "m", "content": []}},
+            {"type": "content_block_start", "index": 0, "content_block": tool_use},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+        ],
+        "gemini": [vertex({"name": "f", "args": arguments}), {"candidates": [{"finishReason": "STOP", "index": 0}]}],
+        "vertex": [
+            vertex({"name": "f", "willContinue": True}),
+            vertex({"partialArgs": [{"jsonPath": "$.x", "numberValue": arguments["x"]}], "willContinue": True}),
+            vertex({}),
+            {"candidates": [{"finishReason": "STOP", "index": 0}]},
+        ],
+        "ollama": [
+            {"message": {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": arguments}}]}},
+            {"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"},
+        ],
+        "openai-chat": [chunk(tc(index=0, id="t", name="f", args=arguments), finish="tool_calls")],  # type: ignore[arg-type]
+    }
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "gemini", "vertex", "ollama", "openai-chat"])
+def test_decimals_from_a_callers_own_parse_are_written_digit_for_digit(wire: str) -> None:
+    parsed = json.loads('{"x": 2.50}', parse_float=Decimal)  # TypeError from json.dumps before
+    result, _ = feed_all("gemini" if wire == "vertex" else wire, whole_call_streams(parsed)[wire])
+    (call,) = result.calls
+    assert call.status.value == "complete" and call.arguments_json == '{"x": 2.50}', call
+    assert call.arguments == {"x": Decimal("2.50")}
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "gemini", "vertex", "ollama", "openai-chat"])
+def test_a_fed_value_no_json_holds_fails_the_stream_with_a_typed_error(wire: str) -> None:
+    r = Reassembler("gemini" if wire == "vertex" else wire)
+    with pytest.raises(RemoteProtocolError, match="the arguments hold a value JSON cannot"):
+        for event in whole_call_streams({"x": b"bytes"})[wire]:
+            r.feed(event)
+    result = r.close()
+    assert "stream-failed" in result.codes()
