@@ -25,6 +25,8 @@ class WriteFailed(Exception):
 
 def open_input(path: str) -> BinaryIO:
     if path == "-":
+        if sys.stdin is None:  # started with standard input closed (`<&-`)
+            raise ReadFailed("cannot read standard input: it is closed")
         return sys.stdin.buffer
     try:
         return open(path, "rb")
@@ -49,6 +51,11 @@ class Output(io.TextIOBase):
     def write(self, text: str) -> int:
         try:
             return self._target.write(text)
+        except UnicodeEncodeError:  # raised before a byte is written: say it with escapes instead
+            # Text the output's encoding cannot hold (a history's id with a lone surrogate, any
+            # non-ASCII on an ASCII terminal) goes out as backslash escapes, as Python writes stderr.
+            encoding = getattr(self._target, "encoding", None) or "utf-8"
+            return self.write(text.encode(encoding, "backslashreplace").decode(encoding))
         except OSError as exc:
             raise WriteFailed(f"cannot write the output: {exc.strerror or exc}") from None
 

@@ -6,7 +6,9 @@ Three promises the rest of the package leans on:
   refused. Duplicate keys are found (the last one wins, as in every mainstream parser) so the caller
   can report them. Numbers are kept exactly: an integer longer than Python's int-string conversion
   limit, or a number too large for a float, comes back as a :class:`decimal.Decimal` holding its
-  digits, instead of an error (the limit is read, never changed: it is process-wide).
+  digits, instead of an error (the limit is read, never changed: it is process-wide). The one
+  number refused is one whose exponent no decimal holds (past about 10**18): a ValueError, as
+  RFC 8259 lets an implementation bound the range of numbers.
 * **Writing never yields invalid or unencodable JSON.** :func:`dumps` refuses nothing it is handed:
   exact numbers are written digit for digit, non-finite floats (which no strict parse produces) as
   strings, and a lone UTF-16 surrogate as its ``\\udXXX`` escape, so the text always encodes as UTF-8.
@@ -53,9 +55,12 @@ def exact_float(text: str) -> float | Decimal:
     value = float(text)
     if math.isfinite(value):
         return value
-    from decimal import Decimal
+    from decimal import Decimal, InvalidOperation
 
-    return Decimal(text)
+    try:
+        return Decimal(text)
+    except InvalidOperation:  # an ArithmeticError: JSON puts no bound on an exponent, but decimal does
+        raise ValueError(f"the number {text[:40]} has an exponent beyond what a decimal holds") from None
 
 
 class _Duplicate(Exception):

@@ -41,10 +41,10 @@ answer of a turn in one user message.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, overload
 
-from fsm.errors import LocalProtocolError
+from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.results import CallStatus, Result, ToolCall
 
 Format = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
@@ -75,7 +75,14 @@ def _check_format(format: str) -> None:
         raise LocalProtocolError(f"unknown message format {format!r} (known: {', '.join(FORMATS)})")
 
 
+def _need(value: Any, kind: Any, what: str) -> None:
+    """A caller's argument of the wrong type: InvalidInput, not an AttributeError deep inside."""
+    if not isinstance(value, kind):
+        raise InvalidInput(f"{what}, not {type(value).__name__}")
+
+
 def _calls(result: Result, incomplete: str) -> tuple[ToolCall, ...]:
+    _need(result, Result, "result must be a Result")
     if incomplete == "omit":
         return result.complete_calls
     if incomplete == "include":
@@ -85,6 +92,7 @@ def _calls(result: Result, incomplete: str) -> tuple[ToolCall, ...]:
 
 def omitted(result: Result) -> tuple[ToolCall, ...]:
     """The calls ``incomplete="omit"`` leaves out: every call whose status is not complete."""
+    _need(result, Result, "result must be a Result")
     return tuple(call for call in result.calls if call.status is not CallStatus.COMPLETE)
 
 
@@ -250,7 +258,12 @@ def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
 
 
 def _as_text(output: Any) -> str:
-    return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    if isinstance(output, str):
+        return output
+    try:
+        return json.dumps(output, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError) as exc:  # bytes, an object, a cycle, nesting past the stack
+        raise InvalidInput(f"a tool's output must be text or what JSON can write: {exc}") from None
 
 
 def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool = False) -> Message:
@@ -275,6 +288,7 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
       after a person has approved them, add ``acknowledged_safety_checks`` to the returned item.
     """
     _check_format(format)
+    _need(call, ToolCall, "call must be a ToolCall")
     if format == "openai-chat":
         _kind(call, format, ("function", "custom"))
         return {"role": "tool", "tool_call_id": call.id, "content": _as_text(output)}
@@ -290,6 +304,7 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
         if is_error:
             block["is_error"] = True
         return block
+    _as_text(output)  # Gemini takes the value itself, but it goes out as JSON: refused now if it cannot
     response: Message = {"name": call.name or "", "response": {"error" if is_error else "output": output}}
     if call.wire_id is not None:
         response["id"] = call.id
@@ -354,7 +369,10 @@ def tool_results(answers: Iterable[Message], format: Format) -> list[Message]:
     """What to append to the history after the assistant message: OpenAI's answers as they are,
     Anthropic's ``tool_result`` blocks in one user message, Gemini's parts in one user content."""
     _check_format(format)
+    _need(answers, Iterable, "answers must be an iterable of what tool_result gives")
     answers = list(answers)
+    for answer in answers:
+        _need(answer, Mapping, "each answer must be a dict (what tool_result gives)")
     if format == "anthropic":
         return [{"role": "user", "content": answers}] if answers else []
     if format == "gemini":

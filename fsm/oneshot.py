@@ -1,25 +1,48 @@
 """A whole stream in one call: what an agent loop holds (an SDK stream, a stream manager, body
-chunks) in, the :class:`~fsm.results.Result` out. A thin loop over :class:`~fsm.reassembler.Reassembler`."""
+chunks) in, the :class:`~fsm.results.Result` out. A thin loop over :class:`~fsm.reassembler.Reassembler`.
+
+What the caller's own code raises (the stream's iterator, a stream manager, an SDK object's
+``model_dump()``) is not the stream's fault nor a misuse of this API: it goes up unchanged, so a
+network error is caught where it always was.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from fsm.errors import InvalidInput
 from fsm.reassembler import Reassembler
 from fsm.results import Result
 
+_OPTIONS = frozenset({"strict", "policies", "limits", "taken"})
 
-def _chunks(stream: Any) -> Any:
+
+def _chunks(stream: Any, caller: str = "reassemble") -> Any:
     if isinstance(stream, bytes | bytearray | memoryview | str):
         return (stream,)  # a whole body
+    if isinstance(stream, Mapping):  # iterating it would feed its keys as text
+        raise InvalidInput(f"{caller} takes a stream of events, not one event (a dict): feed it to a Reassembler")
+    if not isinstance(stream, Iterable):
+        told = "an async stream: use areassemble" if hasattr(stream, "__aiter__") else type(stream).__name__
+        raise InvalidInput(f"{caller} takes an iterable stream or a stream manager, not {told}")
     return stream
+
+
+def _reassembler(provider: str, options: dict[str, Any]) -> Reassembler:
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:  # a misspelt option would otherwise be a TypeError naming Reassembler.__init__
+        raise InvalidInput(f"unknown option {unknown[0]!r} (options: {', '.join(sorted(_OPTIONS))})")
+    return Reassembler(provider, **options)
 
 
 def _feed_any(reassembler: Reassembler, item: Any) -> None:
     if isinstance(item, bytes | bytearray | memoryview):
         reassembler.feed_bytes(bytes(item))
     elif isinstance(item, str):
-        reassembler.feed_bytes(item.encode("utf-8"))
+        # A lone surrogate (text decoded with surrogateescape) cannot be UTF-8: passed through, its
+        # bytes are not UTF-8 either, so the framing reports the event holding it (bad-event).
+        reassembler.feed_bytes(item.encode("utf-8", "surrogatepass"))
     else:
         reassembler.feed(item)
 
@@ -29,7 +52,7 @@ def reassemble(stream: Any, provider: str = "auto", **options: Any) -> Result:
     payloads, SDK objects or stream-helper events, or a stream manager (``client.chat.completions.
     stream(...)``, ``client.messages.stream(...)``), which is entered and closed here. ``options``
     are :class:`Reassembler`'s (``strict``, ``policies``, ``limits``, ``taken``)."""
-    reassembler = Reassembler(provider, **options)
+    reassembler = _reassembler(provider, options)
     if not hasattr(stream, "__iter__") and hasattr(stream, "__enter__"):
         with stream as entered:
             for item in _chunks(entered):
@@ -43,15 +66,17 @@ def reassemble(stream: Any, provider: str = "auto", **options: Any) -> Result:
 async def areassemble(stream: Any, provider: str = "auto", **options: Any) -> Result:
     """:func:`reassemble` for an async stream (``AsyncStream``, an async stream manager, an async
     generator); a plain iterable is taken too."""
-    reassembler = Reassembler(provider, **options)
+    reassembler = _reassembler(provider, options)
     if not hasattr(stream, "__aiter__") and hasattr(stream, "__aenter__"):
         async with stream as entered:
+            if not hasattr(entered, "__aiter__"):
+                raise InvalidInput(f"the stream manager gave {type(entered).__name__}, not an async stream")
             async for item in entered:
                 _feed_any(reassembler, item)
     elif hasattr(stream, "__aiter__"):
         async for item in stream:
             _feed_any(reassembler, item)
     else:
-        for item in _chunks(stream):
+        for item in _chunks(stream, "areassemble"):
             _feed_any(reassembler, item)
     return reassembler.close()

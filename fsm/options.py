@@ -8,11 +8,12 @@ they and the spec ever disagree.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import attrs
 
-from fsm.errors import InvalidOption
+from fsm.errors import InvalidInput, InvalidOption
 from fsm.spec import identity_spec
 
 IdenticalText = Literal["resend", "new-call"]
@@ -127,3 +128,15 @@ class Limits:
 def default_limits() -> Limits:
     """``Limits()``, made once: every stream that names no limits shares it (it is frozen)."""
     return Limits()
+
+
+def taken_ids(taken: Any) -> tuple[str, ...]:
+    """The ids a ``Reassembler`` is told are ``taken``, or InvalidInput (nothing is built): a str
+    would be taken letter by letter, and an id of another type could never match one the stream gives."""
+    if isinstance(taken, str | bytes) or not isinstance(taken, Iterable):
+        raise InvalidInput(f"taken must be an iterable of str ids, not {type(taken).__name__}")
+    ids = tuple(taken)
+    for used in ids:
+        if not isinstance(used, str):
+            raise InvalidInput(f"taken must hold str ids, not {type(used).__name__} ({used!r})")
+    return ids

@@ -45,7 +45,7 @@ from fsm.events import (
     event_fault,
 )
 from fsm.jsontext import loads_event
-from fsm.options import Limits, Policies, default_limits, default_policies
+from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
@@ -81,18 +81,18 @@ class Reassembler:
             raise InvalidInput(f"limits must be a Limits, not {type(limits).__name__}")
         if policies is not None and not isinstance(policies, Policies):
             raise InvalidInput(f"policies must be a Policies, not {type(policies).__name__}")
-        limits = limits or default_limits()
-        if not isinstance(provider, str):
-            raise InvalidInput(f"provider must be a str, not {type(provider).__name__}")
+        if not isinstance(provider, str) or type(strict) is not bool:  # strict="no" would be true, silently
+            wrong = ("provider", provider, "str") if not isinstance(provider, str) else ("strict", strict, "bool")
+            raise InvalidInput(f"{wrong[0]} must be a {wrong[2]}, not {type(wrong[1]).__name__}")
         self.provider = provider
         """The provider as named at construction (``"auto"`` until the result names the detected one)."""
         self.strict = strict
         """Whether violations raise (see the module's docstring for what lax mode does instead)."""
-        self.limits = limits
+        self.limits = limits = limits or default_limits()
         """The limits in force."""
         self.ledger = ledger = Ledger(policies or default_policies(), strict=strict, limits=limits)
         """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
-        self.registry = Registry(ledger, limits, taken)
+        self.registry = Registry(ledger, limits, () if taken == () else taken_ids(taken))  # the default: no check
         """Internal: the slot registry that decides which call each event belongs to."""
         self._decoder: Decoder | None = None
         self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
@@ -262,7 +262,7 @@ class Reassembler:
             except FramingError as exc:
                 self._events += 1
                 self.ledger.event = self._events
-                self.ledger.diagnose("cut-event", f"the stream is only {held!r}: {exc.detail}")
+                self.ledger.diagnose("cut-event", f"the stream is only {len(held)} bytes, {held[:60]!r}: {exc.detail}")
                 return
             if self._framer is not None:
                 for payload in self._framer.feed(head):

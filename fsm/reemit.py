@@ -26,8 +26,9 @@ result's ``ToolCall.type`` has it). Two flush policies:
 from __future__ import annotations
 
 import enum
-from typing import Any, Final
+from typing import Any, Final, Literal
 
+from fsm.errors import InvalidInput, InvalidOption
 from fsm.events import FREEFORM_TYPES
 from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, Output, Result
 
@@ -54,12 +55,22 @@ class DeltaEmitter:
 
     def __init__(
         self,
-        flush: FlushPolicy = FlushPolicy.INCREMENTAL,
+        flush: FlushPolicy | Literal["incremental", "on-finish"] = FlushPolicy.INCREMENTAL,
         *,
         completion_id: str = "chatcmpl-toolcall-fsm",
         model: str = "toolcall-fsm",
         created: int = 0,
     ) -> None:
+        if not isinstance(flush, FlushPolicy):  # a choice's name ("on-finish") is taken; nothing else
+            choices = [policy.value for policy in FlushPolicy]
+            if flush not in choices:
+                raise InvalidOption(f"flush must be a FlushPolicy or one of {choices}, not {flush!r}")
+            flush = FlushPolicy(flush)
+        for field, value in (("completion_id", completion_id), ("model", model)):
+            if not isinstance(value, str):  # every chunk carries it, and a ChatCompletionChunk needs a str
+                raise InvalidInput(f"{field} must be a str, not {type(value).__name__}")
+        if type(created) is not int:
+            raise InvalidInput(f"created must be an int (Unix seconds), not {type(created).__name__}")
         self.flush = flush
         """The flush policy chosen at construction."""
         self._envelope = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
@@ -70,11 +81,15 @@ class DeltaEmitter:
     def chunks(self, outputs: list[Output]) -> list[dict[str, Any]]:
         """One chunk per output that has something to send (an output may send nothing, e.g. a
         delta under ``on-finish``)."""
+        if not isinstance(outputs, list | tuple):
+            raise InvalidInput(f"chunks takes the list feed() returned, not {type(outputs).__name__}")
         return [self._chunk([entry], None) for item in outputs if (entry := self._entry(item)) is not None]
 
     def finish(self, result: Result) -> dict[str, Any]:
         """The last chunk: no tool calls, the result's finish reason (null for one a chat chunk
         cannot carry: ``error``)."""
+        if not isinstance(result, Result):
+            raise InvalidInput(f"finish takes the Result close() returned, not {type(result).__name__}")
         reason = result.finish_reason if result.finish_reason in CHAT_FINISH_REASONS else None
         return self._chunk([], reason)
 
@@ -121,6 +136,8 @@ class DeltaEmitter:
             elif held:
                 body[self._text_key(call.index)] = "".join(held)
             return {"index": call.index, self._body_key(call.index): body} if body else None
+        if not isinstance(item, Output):  # every output type is handled above: this is not one
+            raise InvalidInput(f"chunks takes outputs (CallOpened, ArgumentsDelta, ...), not {type(item).__name__}")
         return None
 
     def _body_key(self, index: int) -> str:

@@ -18,11 +18,16 @@ from typing import TYPE_CHECKING, Any
 import attr
 import attrs
 
-from fsm.events import Event
-from fsm.results import Output, Result
+from fsm.errors import InvalidInput
+from fsm.events import EVENT_TYPES, Event, event_fault
+from fsm.results import Output, Result, ToolCall
+from fsm.spec import describe_validation
 
 if TYPE_CHECKING:
     from cattrs import Converter
+
+
+_EVENT_NAMES = frozenset(cls.__name__ for cls in EVENT_TYPES)
 
 
 @functools.cache
@@ -32,9 +37,19 @@ def converter() -> Converter:
     from cattrs.strategies import configure_tagged_union
 
     made = Converter()
+    # cattrs' own hooks convert (str([1]) is "[1]", int("7") is 7, bool("no") is True): a value of
+    # another type in JSON read back is a wrong event, not one to make up.
+    for kind in (str, int, bool):
+        made.register_structure_hook(kind, functools.partial(_exactly, kind))
     configure_tagged_union(Event, made, tag_name="type")
     configure_tagged_union(Output, made, tag_name="type")
     return made
+
+
+def _exactly(kind: type, value: Any, _: object) -> Any:
+    if type(value) is kind or (kind is str and isinstance(value, str)):
+        return value
+    raise TypeError(f"{value!r:.40} is {type(value).__name__}, not {kind.__name__}")
 
 
 def _plain(_: object, __: attrs.Attribute[Any], value: Any) -> Any:
@@ -42,15 +57,47 @@ def _plain(_: object, __: attrs.Attribute[Any], value: Any) -> Any:
 
 
 def result_to_json(result: Result) -> dict[str, Any]:
-    """The result as plain JSON types: tuples as lists, enums as their values."""
-    return attr.asdict(result, value_serializer=_plain)  # attrs.asdict would keep tuples
+    """The result as plain JSON types: tuples as lists, enums as their values. A call's arguments and
+    item and the usage are the values the result holds (JSON already), not copies: they may nest as
+    deep as ``max_depth`` allows (512), where asdict's frames per level would pass Python's
+    recursion limit, so asdict walks the result without them and they are put back in place."""
+    if not isinstance(result, Result):
+        raise InvalidInput(f"result_to_json takes a Result, not {type(result).__name__}")
+    calls, server_calls = result.calls, result.server_tool_calls
+    bare = attrs.evolve(result, calls=_bare(calls), server_tool_calls=_bare(server_calls), usage=None)
+    data = attr.asdict(bare, value_serializer=_plain)  # attrs.asdict would keep tuples
+    data["usage"] = result.usage
+    for name, held in (("calls", calls), ("server_tool_calls", server_calls)):
+        for row, call in zip(data[name], held, strict=True):
+            row["arguments"], row["item"] = call.arguments, call.item
+    return data
+
+
+def _bare(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+    return tuple(attrs.evolve(call, arguments=None, item=None) for call in calls)
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
+    if not isinstance(event, EVENT_TYPES):
+        raise InvalidInput(f"event_to_json takes an event (fsm.events), not {type(event).__name__}")
     data: dict[str, Any] = converter().unstructure(event, Event)
     return data
 
 
 def event_from_json(data: dict[str, Any]) -> Event:
-    event: Event = converter().structure(data, Event)  # type: ignore[arg-type]
+    """The event ``data`` (as :func:`event_to_json` wrote it) stands for. Data that is no event (no
+    or an unknown ``"type"``, a field missing or of the wrong type) is InvalidInput saying why."""
+    if not isinstance(data, dict):
+        raise InvalidInput(f"an event is a JSON object, not {type(data).__name__}")
+    kind = data.get("type")
+    if type(kind) is not str or kind not in _EVENT_NAMES:
+        raise InvalidInput(f'an event\'s "type" is one of {", ".join(sorted(_EVENT_NAMES))}, not {kind!r}')
+    try:
+        event: Event = converter().structure(data, Event)  # type: ignore[arg-type]
+    except (LookupError, TypeError, ValueError, ExceptionGroup) as exc:  # cattrs' errors for data of the wrong shape
+        why = describe_validation(exc) if isinstance(exc, ExceptionGroup) else repr(exc)
+        raise InvalidInput(f"not an event of type {kind!r}: {why}") from None
+    fault = event_fault(event)
+    if fault is not None:
+        raise InvalidInput(f"not an event of type {kind!r}: {fault}")
     return event

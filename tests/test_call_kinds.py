@@ -210,6 +210,14 @@ def test_unknown_items_are_reported_once_naming_the_type() -> None:
         run([CREATED, added(3, item)], strict=True)
 
 
+@pytest.mark.parametrize("at", [[3], {"i": 3}, "3"])
+def test_an_unknown_item_at_an_output_index_that_is_no_integer_is_still_reported_once(at: Any) -> None:
+    item = {"type": "teleport_call", "id": "t"}
+    result = run([CREATED, {**added(0, item), "output_index": at}, {**item_done(0, item), "output_index": at}])
+    assert [(d.event, d.code) for d in result.problems() if d.code == "unknown-item"] == [(2, "unknown-item")]
+    assert f"at output_index {at}" in result.diagnostics[0].message
+
+
 def test_items_that_call_nothing_are_quiet() -> None:
     items = [{"type": "message", "id": "m", "content": []}, {"type": "function_call_output", "call_id": "c"}]
     result = run([CREATED, *[item_done(i, item) for i, item in enumerate(items)], COMPLETED])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,6 +61,30 @@ def test_malformed_vectors_are_refused(tmp_path: Path, change: object, message: 
         load_vector(path)
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[1]", "a vector is a JSON object, not list"),  # AttributeError from cattrs before
+        ("null", "a vector is a JSON object, not NoneType"),
+        ("[" * 100_000 + "]" * 100_000, "cannot read"),  # RecursionError from the parser before
+        (
+            json.dumps({**json.loads((VECTOR_DIR / "openai-a-b-b.json").read_text()), "events": [], "body": "\ud800"}),
+            "the body is not UTF-8 text",  # UnicodeEncodeError when replayed before
+        ),
+    ],
+    ids=["list", "null", "deep", "lone-surrogate-body"],
+)
+def test_vector_files_that_are_no_vector_are_spec_errors_and_conform_exits_1(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    (tmp_path / "bad.json").write_text(text)
+    with pytest.raises(SpecError, match=message):
+        load_vector(tmp_path / "bad.json")
+    err = io.StringIO()
+    assert main(["conform", "--vectors", str(tmp_path)], stdout=io.StringIO(), stderr=err) == 1
+    assert message in err.getvalue() and len(err.getvalue().splitlines()) == 1
+
+
 def test_conform_command_prints_the_table_and_coverage() -> None:
     out = io.StringIO()
     assert main(["conform"], stdout=out, stderr=sys.stderr) == 0
@@ -81,6 +106,13 @@ def test_external_failures_are_graded_not_raised() -> None:
     silent = conformance.run_external(f"{sys.executable} -c 'print(\"[]\")'", vector)
     assert not crashing.passed and "exit 3" in crashing.problems[0]
     assert not silent.passed and "0 calls" in silent.problems[0]
+    for printed, problem in [
+        ("print(1)", "output is not a list of call objects"),  # TypeError before
+        ("print('{\"calls\": [1]}')", "output is not a list of call objects"),
+        ("import sys; sys.stdout.buffer.write(bytes([0xff, 0x5b]))", "output is not JSON"),  # UnicodeDecodeError
+    ]:
+        outcome = conformance.run_external(f"{sys.executable} -c {shlex.quote(printed)}", vector)
+        assert not outcome.passed and outcome.problems == (problem,), printed
 
 
 @pytest.mark.parametrize(("script", "module"), [("openai_python.py", "openai"), ("langchain.py", "langchain_openai")])

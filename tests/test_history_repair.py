@@ -13,7 +13,7 @@ import pytest
 from fsm import history
 from fsm.cli import main
 from fsm.engine.ids import IdAllocator
-from fsm.errors import LocalProtocolError
+from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.history import Kind, RepairPolicy
 
 
@@ -198,6 +198,10 @@ def test_malformed_arguments_raise_local_protocol_error_only() -> None:
         history.check([], format="xml")  # type: ignore[arg-type]
     with pytest.raises(LocalProtocolError):
         history.repair([], RepairPolicy(dangling="ignore"))  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="policy must be a RepairPolicy, not str"):
+        history.repair([], "drop-call")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="placeholder must be a str, not int"):
+        history.repair([], RepairPolicy(placeholder=0))  # type: ignore[arg-type]
     with pytest.raises(LocalProtocolError):
         history.uniquify([{"id": ["a"]}])
     with pytest.raises(LocalProtocolError):
@@ -241,6 +245,20 @@ def test_history_check_of_a_malformed_file_is_one_line_and_exit_2(tmp_path: Path
 def test_history_check_numbers_messages_from_one(tmp_path: Path) -> None:
     code, out, _ = run_cli(tmp_path, json.dumps([USER, *openai_turn(["a"], [])]))
     assert code == 1 and out.startswith("message 2: dangling a:")
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+def test_history_check_writes_ids_its_output_cannot_encode_as_escapes(tmp_path: Path, encoding: str) -> None:
+    path = tmp_path / "history.json"  # ids with a lone surrogate (JSON escapes allow it) and a non-ASCII one
+    path.write_text(json.dumps([USER, *openai_turn(["\ud800", "é"], [("\udfff", "r")])]))
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding=encoding)  # strict, as a real stdout (StringIO takes any text)
+    err = io.StringIO()
+    code = main(["history", "check", str(path)], stdout=out, stderr=err)  # UnicodeEncodeError, exit 3 before
+    out.flush()
+    written = raw.getvalue().decode(encoding)
+    assert code == 1 and err.getvalue() == ""
+    assert "dangling \\ud800:" in written and "orphan \\udfff:" in written and "would be rejected" in written
 
 
 # -- OpenAI Responses input items ------------------------------------------------------------------------

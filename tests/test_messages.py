@@ -13,7 +13,7 @@ import attrs
 import pytest
 
 from fsm import Reassembler, Result, messages
-from fsm.errors import LocalProtocolError
+from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.history import check
 from fsm.results import CallStatus
 from tests.conftest import CAPTURES, require_captures
@@ -345,6 +345,27 @@ def test_unknown_format_and_choice_are_refused() -> None:
         messages.assistant_message(result, "cohere")  # type: ignore[call-overload]
     with pytest.raises(LocalProtocolError, match="incomplete must be"):
         messages.assistant_message(result, "anthropic", incomplete="run")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("format", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+def test_arguments_of_the_wrong_type_are_invalid_input(format: Any) -> None:
+    result = synthetic("anthropic", anthropic_thinking_turn())
+    call = result.calls[0]
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    for output in [b"bytes", object(), {"when": {1, 2}}, cycle]:  # none of them JSON can write
+        with pytest.raises(InvalidInput, match="output must be text or what JSON can write"):
+            messages.tool_result(call, output, format)
+    with pytest.raises(InvalidInput, match="call must be a ToolCall, not dict"):
+        messages.tool_result({"id": call.id}, "x", format)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="result must be a Result, not NoneType"):
+        messages.assistant_message(None, format)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="result must be a Result, not dict"):
+        messages.incomplete_answers({}, format)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="answers must be an iterable"):
+        messages.tool_results(None, format)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="each answer must be a dict"):  # not passed on to fail at the provider
+        messages.tool_results([messages.tool_result(call, "ok", format), "ok"], format)  # type: ignore[list-item]
 
 
 def responses_item_stream(item: dict[str, Any], deltas: list[str], delta_type: str) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from fsm import LimitExceeded, Limits, Policies, Reassembler
+from fsm import LimitExceeded, Limits, Policies, Reassembler, reassemble
 from fsm.content import TurnContent
 from fsm.engine.ledger import _no_rules
 from fsm.errors import InvalidInput, ToolcallFSMError
@@ -211,6 +211,23 @@ def test_bad_arguments_are_refused_as_before() -> None:
     with pytest.raises(InvalidInput, match="provider must be a str, not int"):
         Reassembler(7)  # type: ignore[arg-type]
     assert Reassembler(limits=None).limits == Limits()
+
+
+@pytest.mark.parametrize("strict", ["no", "false", 1, None])
+def test_a_strict_that_is_no_bool_is_invalid_input_not_taken_as_true(strict: Any) -> None:
+    with pytest.raises(InvalidInput, match="strict must be a bool"):
+        Reassembler("openai-chat", strict=strict)
+    with pytest.raises(InvalidInput, match="strict must be a bool"):
+        reassemble([chunk(tc(0, "a", "f", "[1]"), finish="tool_calls")], strict=strict)
+
+
+@pytest.mark.parametrize("taken", [None, 5, "call_1", b"call_1", [1], [["call_1"]], ["a", None]])
+def test_taken_ids_that_are_not_an_iterable_of_str_are_invalid_input(taken: Any) -> None:
+    with pytest.raises(InvalidInput, match="taken must"):
+        Reassembler("openai-chat", taken=taken)
+    r = Reassembler("openai-chat", taken=(t for t in ["call_1"]))  # any iterable of str, read once
+    r.feed(chunk(tc(0, "call_1", "f", "{}")))
+    assert [c.id for c in r.close().calls] == ["call_1_d2"]
 
 
 # Last chunks, and chunks that look like one, where the finish has something to decide.

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import fsm
-from fsm.errors import LocalProtocolError
+from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.events import ReasoningDelta, TextDelta, UsageReport
 from fsm.wire.sdk import langchain_chunk, sdk_payload
 from tests.conftest import CAPTURES, require_captures
@@ -73,6 +73,65 @@ def test_a_stream_manager_is_entered_and_closed() -> None:
     manager = Manager(WIRE)
     assert calls(fsm.reassemble(manager)) == [("a", "f", {"q": "A"})]
     assert manager.closed
+
+
+class GivesNoStream:
+    """A stream manager (sync and async) whose entered value is not a stream."""
+
+    def __enter__(self) -> int:
+        return 5
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    async def __aenter__(self) -> int:
+        return 5
+
+    async def __aexit__(self, *exc: object) -> None:
+        pass
+
+
+async def one_event() -> AsyncIterator[dict[str, Any]]:
+    yield WIRE[0]
+
+
+@pytest.mark.parametrize(
+    ("stream", "said"),
+    [
+        (5, "takes an iterable stream or a stream manager, not int"),
+        (None, "not NoneType"),
+        (WIRE[0], "not one event"),  # iterated, its keys were fed as text: a cut-event and no call
+        (GivesNoStream(), "int"),
+    ],
+)
+def test_what_is_no_stream_is_invalid_input_for_reassemble_and_areassemble(stream: Any, said: str) -> None:
+    with pytest.raises(InvalidInput, match=said):
+        fsm.reassemble(stream)
+    with pytest.raises(InvalidInput, match=said):
+        asyncio.run(fsm.areassemble(stream))
+
+
+def test_an_async_stream_handed_to_reassemble_is_told_to_use_areassemble() -> None:
+    stream = one_event()
+    with pytest.raises(InvalidInput, match="use areassemble"):
+        fsm.reassemble(stream)
+    asyncio.run(stream.aclose())
+
+
+def test_an_unknown_option_is_invalid_input_naming_it() -> None:
+    with pytest.raises(InvalidInput, match="unknown option 'stric'"):
+        fsm.reassemble(WIRE, stric=True)
+    with pytest.raises(InvalidInput, match="unknown option 'stric'"):
+        asyncio.run(fsm.areassemble(WIRE, stric=True))
+
+
+def test_text_with_a_lone_surrogate_is_a_bad_event_not_an_encoding_error() -> None:
+    body = f"data: {json.dumps(WIRE[0])}\n\ndata: \ud800\n\n" + "".join(f"data: {json.dumps(w)}\n\n" for w in WIRE[1:])
+    result = fsm.reassemble([body])
+    assert calls(result) == [("a", "f", {"q": "A"})]
+    assert [(d.event, d.code) for d in result.problems()] == [(2, "bad-event")]
+    with pytest.raises(fsm.FramingError, match="event 2"):
+        fsm.reassemble(body, strict=True)
 
 
 def test_captures_reassemble_in_one_call_as_fed_byte_by_byte() -> None:

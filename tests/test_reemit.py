@@ -17,6 +17,7 @@ from openai.types.chat import ChatCompletionChunk
 
 from fsm import Reassembler, RemoteProtocolError, Result
 from fsm.cli import main
+from fsm.errors import InvalidInput, InvalidOption
 from fsm.events import ArgumentsSnapshot, CallRef
 from fsm.harness.fuzz.run import sample_vectors
 from fsm.harness.fuzz.shapes import CASES
@@ -268,3 +269,22 @@ def test_replaced_snapshot_goes_out_only_once_final() -> None:
     texts = [e["function"].get("arguments") for c in out for e in c["choices"][0]["delta"]["tool_calls"]]
     assert "".join(t for t in texts if t) == '{"a": 2}'
     assert result.calls[0].arguments == {"a": 2}
+
+
+def test_wrong_arguments_are_refused_and_a_flush_choice_by_name_is_taken() -> None:
+    outputs = [*Reassembler("openai-chat").feed(chunk(tc(index=0, id="a", name="f", args='{"x": 1}')))]
+    by_name = DeltaEmitter("on-finish").chunks(outputs)  # was taken as incremental, without a word
+    assert by_name == DeltaEmitter(FlushPolicy.ON_FINISH).chunks(outputs)
+    assert by_name != DeltaEmitter(FlushPolicy.INCREMENTAL).chunks(outputs)
+    with pytest.raises(InvalidOption, match="flush must be"):
+        DeltaEmitter("on_finish")  # type: ignore[arg-type]
+    for envelope in [{"completion_id": None}, {"model": 4}, {"created": "0"}, {"created": 1.5}]:
+        with pytest.raises(InvalidInput, match="must be"):
+            DeltaEmitter(**envelope)
+    emitter = DeltaEmitter()
+    with pytest.raises(InvalidInput, match="takes the list feed"):
+        emitter.chunks(None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="takes outputs"):  # it was dropped without a word
+        emitter.chunks([{"index": 0}])  # type: ignore[list-item]
+    with pytest.raises(InvalidInput, match="takes the Result"):
+        emitter.finish(None)  # type: ignore[arg-type]

@@ -468,6 +468,20 @@ def test_a_float_beyond_float_range_is_kept_exactly_not_as_infinity() -> None:
     assert dumps(call.arguments) == '{"x": 1E+999}'
 
 
+@pytest.mark.parametrize("number", ["1e99999999999999999999", "-9.5E+1000000000000000000"])
+def test_a_number_whose_exponent_no_decimal_holds_makes_the_call_invalid(number: str) -> None:
+    text = '{"x": ' + number + "}"  # valid JSON: decimal.InvalidOperation escaped from feed before
+    r = Reassembler("openai-chat")
+    r.feed(chunk(tc(index=0, id="c1", name="f", args=text)))
+    assert r.partial(0) is not None  # the preview reads it as json does (an infinite float); it never raises
+    r.feed(chunk(finish="tool_calls"))
+    result = r.close()
+    (call,) = result.calls
+    assert call.status.value == "invalid" and call.arguments_json == text
+    assert [d.code for d in result.problems()] == ["invalid-arguments"]
+    assert "exponent beyond what a decimal holds" in result.problems()[0].message
+
+
 def test_duplicate_keys_get_a_diagnostic_and_the_last_value() -> None:
     text = '{"a": 1, "b": {"c": 1, "c": 2}, "a": 3}'
     result = run([chunk(tc(index=0, id="c1", name="f", args=text)), chunk(finish="tool_calls")])
@@ -662,3 +676,51 @@ def test_vertex_number_values_are_strict_and_exact(value: Any, status: str) -> N
     assert call.status.value == status
     if status == "complete":
         assert call.arguments == {"n": Decimal(10**5000)}
+
+
+def whole_call_streams(arguments: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """One call whose arguments arrive as an object (or, on Vertex, its one number), per wire."""
+
+    def vertex(call: dict[str, Any]) -> dict[str, Any]:
+        return {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": call}]}, "index": 0}]}
+
+    tool_use = {"type": "tool_use", "id": "t", "name": "f", "input": arguments}
+    return {
+        "anthropic": [
+            {"type": "message_start", "message": {"id": "m", "content": []}},
+            {"type": "content_block_start", "index": 0, "content_block": tool_use},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+        ],
+        "gemini": [vertex({"name": "f", "args": arguments}), {"candidates": [{"finishReason": "STOP", "index": 0}]}],
+        "vertex": [
+            vertex({"name": "f", "willContinue": True}),
+            vertex({"partialArgs": [{"jsonPath": "$.x", "numberValue": arguments["x"]}], "willContinue": True}),
+            vertex({}),
+            {"candidates": [{"finishReason": "STOP", "index": 0}]},
+        ],
+        "ollama": [
+            {"message": {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": arguments}}]}},
+            {"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"},
+        ],
+        "openai-chat": [chunk(tc(index=0, id="t", name="f", args=arguments), finish="tool_calls")],  # type: ignore[arg-type]
+    }
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "gemini", "vertex", "ollama", "openai-chat"])
+def test_decimals_from_a_callers_own_parse_are_written_digit_for_digit(wire: str) -> None:
+    parsed = json.loads('{"x": 2.50}', parse_float=Decimal)  # TypeError from json.dumps before
+    result, _ = feed_all("gemini" if wire == "vertex" else wire, whole_call_streams(parsed)[wire])
+    (call,) = result.calls
+    assert call.status.value == "complete" and call.arguments_json == '{"x": 2.50}', call
+    assert call.arguments == {"x": Decimal("2.50")}
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "gemini", "vertex", "ollama", "openai-chat"])
+def test_a_fed_value_no_json_holds_fails_the_stream_with_a_typed_error(wire: str) -> None:
+    r = Reassembler("gemini" if wire == "vertex" else wire)
+    with pytest.raises(RemoteProtocolError, match="the arguments hold a value JSON cannot"):
+        for event in whole_call_streams({"x": b"bytes"})[wire]:
+            r.feed(event)
+    result = r.close()
+    assert "stream-failed" in result.codes()

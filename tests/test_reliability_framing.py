@@ -151,6 +151,8 @@ def test_cli_never_prints_a_traceback(tmp_path: Path) -> None:
         "foreign vectors": (cli("conform", "--vectors", str(foreign)), 1, "x.json"),
         "zero examples": (cli("fuzz", "--examples", "0"), 2, "at least 1"),
         "malformed history": (cli("history", "check", str(history)), 1, "cannot read"),
+        "closed stdin": (cli(shell=f"{py} replay - <&-"), 1, "cannot read standard input: it is closed"),
+        "closed stdin, history": (cli(shell=f"{py} history check - <&-"), 1, "cannot read standard input"),
     }
     if not os.path.exists("/dev/full"):
         del cases["full disk"]
@@ -517,3 +519,71 @@ def test_an_event_ended_by_a_cr_at_the_very_end_is_whole_not_cut() -> None:
     assert summary(result)[1] == [(3, "bad-event")]
     _, result = outcome([sse([CALL_A, FINISH], done=False) + b"data: keep-alive\r"])
     assert summary(result)[1] == [(3, "cut-event")]
+
+
+def aws_frame(headers: bytes, payload: bytes, headers_length: int | None = None) -> bytes:
+    """An AWS event-stream message with the given raw header bytes and correct CRCs (so botocore's
+    checksums pass and its header parser is reached)."""
+    import struct
+    import zlib
+
+    told = len(headers) if headers_length is None else headers_length
+    prelude = struct.pack(">II", 16 + len(headers) + len(payload), told)
+    prelude += struct.pack(">I", zlib.crc32(prelude))
+    body = prelude + headers + payload
+    return body + struct.pack(">I", zlib.crc32(body))
+
+
+def aws_header(name: bytes, kind: int, value: bytes) -> bytes:
+    return bytes([len(name)]) + name + bytes([kind]) + value
+
+
+@pytest.mark.parametrize(
+    ("headers", "headers_length"),
+    [
+        (aws_header(b":event-type", 12, b""), None),  # a header type botocore does not know: KeyError
+        (aws_header(b"\xff\xfe", 7, b"\x00\x01x"), None),  # a header name that is not UTF-8
+        (b"\x05ab", None),  # a header cut short: struct.error
+        (aws_header(b":event-type", 7, b"\x00\x0cmessageStart"), 40),  # a headers length past the headers
+    ],
+    ids=["unknown-header-type", "name-not-utf8", "header-cut", "headers-length-too-long"],
+)
+def test_aws_headers_that_do_not_parse_under_valid_checksums_are_a_framing_error(
+    headers: bytes, headers_length: int | None
+) -> None:
+    pytest.importorskip("botocore")
+    body = aws_frame(headers, b"{}", headers_length)
+    for size in [len(body), 3]:
+        error, result = outcome(pieces(body, size))
+        assert error is not None and error.startswith("FramingError: event 1: not a valid AWS event stream message")
+        assert "stream-failed" in [d.code for d in result.diagnostics]
+
+
+@pytest.mark.parametrize(
+    "typed", [(6, b"\x00\x0cmessageStart"), (9, b"0" * 16), (4, b"\x00\x00\x00\x05")], ids=["bytes", "uuid", "int"]
+)
+def test_an_aws_event_type_header_that_is_not_a_string_is_a_bad_event(typed: tuple[int, bytes]) -> None:
+    pytest.importorskip("botocore")
+    odd = aws_frame(aws_header(b":event-type", *typed), b'{"role": "assistant"}')
+    error, result = outcome([odd + bedrock_stream()], provider="bedrock")
+    assert error is None
+    assert [(d.event, d.code) for d in result.problems()] == [(1, "bad-event")]
+    assert [(c.name, c.arguments) for c in result.calls] == [("f", {"x": 1})]
+    error, _ = outcome([odd + bedrock_stream()], provider="bedrock", strict=True)
+    assert error is not None and error.startswith("FramingError: event 1: the event type header is")
+
+
+def test_a_diagnostic_quotes_at_most_a_bounded_part_of_the_wire() -> None:
+    from fsm.engine.ledger import MESSAGE_CHARS
+
+    junk = b"x" * 300_000  # no framing: held whole, then reported as the stream cut
+    error, result = outcome([junk])
+    assert error is None and result.diagnostics[0].code == "cut-event"
+    assert "300000 bytes" in result.diagnostics[0].message and len(result.diagnostics[0].message) < 200
+    unknown = {"type": "response." + "z" * 200_000, "sequence_number": 1}
+    r = Reassembler("openai-responses")
+    r.feed(unknown)
+    said = r.close().diagnostics[0]
+    assert said.code == "unknown-event" and said.message.startswith("Responses event type 'response.zzz")
+    assert said.message.endswith(" characters)")
+    assert len(said.message) < MESSAGE_CHARS + 40

@@ -111,3 +111,33 @@ def test_objects_with_to_dict_are_accepted() -> None:
             return chunk(tc(index=0, id="a", name="f", args="{}"), finish="tool_calls")
 
     assert feed_all([Legacy()]) == [("a", "f", {})]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("tool_call_chunks", 5),
+        ("tool_call_chunks", ["not a dict"]),
+        ("content", 5),
+        ("content", {"type": "text", "text": "hi"}),
+        ("usage_metadata", [("input_tokens", 1)]),
+        ("usage_metadata", 7),
+    ],
+)
+def test_a_langchain_chunk_with_a_field_of_the_wrong_kind_is_invalid_input(field: str, value: Any) -> None:
+    from types import SimpleNamespace
+
+    from fsm.errors import InvalidInput
+
+    def message_chunk(**fields: Any) -> SimpleNamespace:
+        base: dict[str, Any] = {"type": "AIMessageChunk", "content": "", "tool_call_chunks": []}
+        return SimpleNamespace(**{**base, **fields})
+
+    r = Reassembler()
+    with pytest.raises(InvalidInput, match=f"AIMessageChunk's {field}"):
+        r.feed(message_chunk(**{field: value}))
+    part = {"index": 0, "id": "t1", "name": "f", "args": "{}"}
+    r.feed(message_chunk(tool_call_chunks=[part], response_metadata={"finish_reason": "tool_calls"}))
+    result = r.close()  # nothing of the refused chunk was taken in; the stream went on
+    assert [(c.id, c.name, c.arguments) for c in result.calls] == [("t1", "f", {})]
+    assert not result.text and not result.problems()

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
+from fsm.errors import InvalidInput
 from fsm.events import ArgumentsFragment, CallRef, CallSeen, StreamEnd
 from fsm.serialize import event_from_json, event_to_json, result_to_json
 from tests.helpers import chunk, run, tc
@@ -42,3 +47,51 @@ def test_result_to_json_gives_what_the_cattrs_converter_gives() -> None:
         result, _ = replay(vector)
         assert repr(result_to_json(result)) == repr(converter().unstructure(result)), vector.name
     assert len(vectors) > 200
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (None, "an event is a JSON object, not NoneType"),
+        ([], "not list"),
+        ({}, 'an event\'s "type" is one of'),  # KeyError from cattrs before
+        ({"type": "Nope"}, "not 'Nope'"),
+        ({"type": ["ArgumentsFragment"]}, "not \\['ArgumentsFragment'\\]"),
+        ({"type": "ArgumentsFragment"}, "attribute ref"),  # a ClassValidationError before
+        ({"type": "ArgumentsFragment", "ref": None, "text": "x"}, "attribute ref"),
+        ({"type": "ArgumentsFragment", "ref": {"index": "0"}, "text": "x"}, "'0' is str, not int"),  # was index 0
+        ({"type": "StreamEnd", "finish_reason": ["stop"]}, "is list, not str"),  # was "['stop']"
+        ({"type": "CallEnd", "ref": {"index": 0}, "incomplete": "no"}, "is str, not bool"),  # was True
+        ({"type": "ArgumentsFragment", "ref": {"index": True}, "text": "x"}, "is bool, not int"),
+    ],
+)
+def test_json_that_is_no_event_is_invalid_input_and_nothing_is_made_up(data: Any, said: str) -> None:
+    with pytest.raises(InvalidInput, match=said):
+        event_from_json(data)
+
+
+def test_serializing_what_is_no_event_or_result_is_invalid_input() -> None:
+    with pytest.raises(InvalidInput, match="takes an event"):
+        event_to_json({"type": "StreamEnd"})  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="takes a Result"):
+        result_to_json(None)  # type: ignore[arg-type]
+
+
+def test_a_result_nesting_as_deep_as_the_limits_allow_is_written() -> None:
+    import json
+
+    from fsm import Limits, Reassembler
+    from fsm.jsontext import dumps
+
+    depth = 500  # max_depth may be 512; asdict's frames per level passed Python's recursion limit at ~330
+    usage: dict[str, Any] = {"n": 1}
+    for _ in range(depth):
+        usage = {"n": usage}
+    text = '{"a":' * depth + "1" + "}" * depth
+    event = {**chunk(tc(index=0, id="a", name="f", args=text), finish="tool_calls"), "usage": usage}
+    r = Reassembler(limits=Limits(max_depth=512))
+    r.feed_bytes(b"data: " + json.dumps(event).encode() + b"\n\n")
+    result = r.close()
+    data = result_to_json(result)
+    assert data["calls"][0]["arguments"] == json.loads(text) and data["usage"] == usage
+    assert json.loads(dumps(data))["calls"][0]["status"] == "complete"

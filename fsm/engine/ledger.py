@@ -17,6 +17,10 @@ from fsm.options import Limits, Policies, default_limits
 from fsm.results import Diagnostic, Output, Severity
 from fsm.spec import identity_spec
 
+MESSAGE_CHARS = 1000
+"""The most of a diagnostic's message kept: messages quote the wire (an event type, a name, an error
+text), which may be as long as an event, and a message is one line a person reads."""
+
 
 @functools.cache
 def _no_rules() -> dict[str, int]:
@@ -71,6 +75,8 @@ class Ledger:
         if declared is None:
             raise KeyError(f"diagnostic {code!r} is not declared in specs/identity.toml")
         rule, severity, violation = declared
+        if len(message) > MESSAGE_CHARS:
+            message = f"{message[:MESSAGE_CHARS]}... ({len(message)} characters)"
         count = self.per_code[code] = self.per_code.get(code, 0) + 1
         if count > self.max_per_code:
             self.suppressed[code] = self.suppressed.get(code, 0) + 1

@@ -208,7 +208,8 @@ def run_external(command: str, vector: Vector, timeout: float = 30.0) -> Outcome
             shlex.split(command),
             input="\n".join(lines) + "\n",
             capture_output=True,
-            text=True,
+            encoding="utf-8",
+            errors="replace",  # output that is not UTF-8 is graded (not JSON), not a crash here
             timeout=timeout,
             check=False,
         )
@@ -224,6 +225,8 @@ def run_external(command: str, vector: Vector, timeout: float = 30.0) -> Outcome
     if isinstance(data, dict) and data.get("unsupported"):
         return Outcome(vector.name, vector.shape, False, ("does not speak this shape",), applicable=False)
     calls = data.get("calls", []) if isinstance(data, dict) else data
+    if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+        return Outcome(vector.name, vector.shape, False, ("output is not a list of call objects",))
     # An external reassembler reports only finished calls; compare it on those.
     wanted = [c for c in vector.expect.calls if c.status == "complete"]
     problems = compare_calls("calls", [dict(c, status="complete") for c in calls], wanted, optional=("id",))

@@ -80,6 +80,11 @@ def validate(vector: Vector, where: str) -> None:
         raise SpecError(f"{where}: unknown shape {vector.shape!r} (known: {', '.join(PROVIDERS)})")
     if bool(vector.events) == (vector.body is not None):
         raise SpecError(f"{where}: give either events or body")
+    if vector.body is not None and not vector.body.isascii():
+        try:  # a body stands for bytes, which a lone surrogate (an escape such as \ud800) cannot be
+            vector.body.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise SpecError(f"{where}: the body is not UTF-8 text: {exc.reason} at character {exc.start}") from None
     policies = {p.name: p for p in identity_spec().policies}
     for name, choice in vector.policies.items():
         if name not in policies or choice not in policies[name].choices:
@@ -93,8 +98,10 @@ def validate(vector: Vector, where: str) -> None:
 def load_vector(path: Path) -> Vector:
     try:
         data, _ = parse_strict(path.read_text(encoding="utf-8"))  # numbers exact, as the engine keeps them
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nesting past the parser's stack
         raise SpecError(f"{path.name}: cannot read: {exc}") from None
+    if not isinstance(data, dict):  # cattrs would fail on it with an AttributeError or TypeError
+        raise SpecError(f"{path.name}: a vector is a JSON object, not {type(data).__name__}")
     try:
         vector: Vector = _converter.structure(data, Vector)
     except ClassValidationError as exc:

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import attrs
 
 from fsm.engine.ids import IdAllocator
-from fsm.errors import LocalProtocolError
+from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.history.findings import Format
 from fsm.history.formats import (
     RESPONSES_OUTPUT_OF,
@@ -73,9 +73,13 @@ def repair(
     """The repaired messages and what changed (see the module's docstring for the rules). A history
     ``check`` accepts comes back unchanged; ``repair`` of a repaired history changes nothing.
     Malformed input raises LocalProtocolError."""
-    policy = policy or RepairPolicy()
+    policy = RepairPolicy() if policy is None else policy
+    if not isinstance(policy, RepairPolicy):
+        raise InvalidInput(f"policy must be a RepairPolicy, not {type(policy).__name__}")
     if policy.dangling not in ("placeholder", "drop-call"):
         raise LocalProtocolError(f"unknown dangling policy {policy.dangling!r} (placeholder or drop-call)")
+    if not isinstance(policy.placeholder, str):  # it becomes a result's text, which every format takes as a str
+        raise InvalidInput(f"the placeholder must be a str, not {type(policy.placeholder).__name__}")
     messages, fmt = resolve_format(messages, format)
     plan = _Plan(fmt, policy, messages)
     for segment in segments(messages, fmt):

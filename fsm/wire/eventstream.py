@@ -7,6 +7,7 @@ linear work in small reads.
 from __future__ import annotations
 
 import json
+import struct
 from typing import Any
 
 from fsm.engine.scanner import nesting_exceeds
@@ -59,14 +60,20 @@ class AWSEventStreamFramer:
             try:
                 for message in self._buffer:
                     out.append(self._payload(message.headers, message.payload))
-            except ParserError as exc:
-                out.append(Fault(f"not a valid AWS event stream message: {exc}", skippable=False))
+            # botocore checks the CRCs, but parses the headers under them without guarding: a header of
+            # an unknown type, a name that is not UTF-8 or a headers length past the message raise
+            # KeyError, UnicodeDecodeError or struct.error from inside it.
+            except (ParserError, LookupError, ValueError, struct.error) as exc:
+                why = str(exc) if isinstance(exc, ParserError) else f"its headers do not parse ({exc!r})"
+                out.append(Fault(f"not a valid AWS event stream message: {why}", skippable=False))
                 return out
         del held[:start]
         return out
 
     def _payload(self, headers: dict[str, Any], payload: bytes) -> Payload:
         kind = headers.get(":event-type") or headers.get(":exception-type") or "unknown"
+        if not isinstance(kind, str):  # a header may be typed bytes, a number or a uuid: no event name
+            return Fault(f"the event type header is {type(kind).__name__}, not a string", skippable=True)
         text = decode_utf8(payload or b"{}")
         if isinstance(text, Fault):
             return text

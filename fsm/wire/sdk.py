@@ -90,6 +90,7 @@ def langchain_chunk(chunk: Any) -> dict[str, Any]:
     if isinstance(content, str):
         said = content
     else:  # a list of blocks (Anthropic, Gemini through LangChain): the text ones are the text
+        _check_langchain_field(content, list | tuple, "content", "a str or a list")
         said = "".join(
             block if isinstance(block, str) else str(block.get("text") or "")
             for block in content or ()
@@ -100,13 +101,17 @@ def langchain_chunk(chunk: Any) -> dict[str, Any]:
     extra = getattr(chunk, "additional_kwargs", None) or {}
     if isinstance(extra, Mapping) and isinstance(extra.get("reasoning_content"), str):
         delta["reasoning_content"] = extra["reasoning_content"]
+    parts = chunk.tool_call_chunks or ()
+    _check_langchain_field(parts, list | tuple, "tool_call_chunks", "a list")
+    for part in parts:
+        _check_langchain_field(part, Mapping, "tool_call_chunks entry", "a dict")
     calls = [
         {
             "index": part.get("index"),
             "id": part.get("id"),
             "function": {"name": part.get("name"), "arguments": part.get("args")},
         }
-        for part in chunk.tool_call_chunks or ()
+        for part in parts
     ]
     if calls:
         delta["tool_calls"] = calls
@@ -118,5 +123,13 @@ def langchain_chunk(chunk: Any) -> dict[str, Any]:
     }
     usage = getattr(chunk, "usage_metadata", None)
     if usage:
+        _check_langchain_field(usage, Mapping, "usage_metadata", "a dict")
         payload["usage"] = dict(usage)
     return payload
+
+
+def _check_langchain_field(value: Any, kind: Any, what: str, said: str) -> None:
+    """Refuse a field not of ``kind`` (None passes): such a chunk is not what LangChain makes (the
+    caller built or changed it), which is the caller's mistake: InvalidInput, nothing taken in."""
+    if value is not None and not isinstance(value, kind):
+        raise InvalidInput(f"an AIMessageChunk's {what} must be {said}, not {type(value).__name__}")

@@ -60,11 +60,16 @@ def dumps(value: Any) -> str:
 
     A NaN or infinite float (accepted by Python's own parser) is written as Python writes it, so
     the strict parse at the call's end refuses it; a number too long for Python's int-string
-    conversion is written digit for digit."""
+    conversion, or a ``Decimal`` (a caller's own ``parse_float=Decimal``), is written digit for
+    digit. A value no JSON holds (bytes, a set: only a fed dict can carry one) is refused as the
+    decoders refuse a field of the wrong type."""
     try:
         return json.dumps(value, ensure_ascii=False)
-    except ValueError:  # an integer beyond the int-string conversion limit
-        return exact_dumps(value)
+    except (ValueError, TypeError):  # an integer beyond the int-string conversion limit, a Decimal
+        try:
+            return exact_dumps(value)
+        except TypeError as exc:
+            raise RemoteProtocolError(f"the arguments hold a value JSON cannot: {exc}") from None
 
 
 class BareRefs:

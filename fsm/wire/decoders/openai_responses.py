@@ -148,7 +148,7 @@ class OpenAIResponsesDecoder:
     def __init__(self) -> None:
         self._items: dict[int, _Item] = {}
         self._index_of_item: dict[str, int] = {}
-        self._unknown: set[int | None] = set()
+        self._unknown: set[int | str | None] = set()
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         kind = str(payload.get("type", ""))
@@ -219,8 +219,9 @@ class OpenAIResponsesDecoder:
             kind = kind._replace(server=False)
         if kind is None and item_type not in _QUIET_ITEMS:
             at = payload.get("output_index")
-            if at not in self._unknown:  # once per item, though it is announced and finished
-                self._unknown.add(at)
+            seen = at if at is None or type(at) is int else repr(at)  # a list or object index must not raise here
+            if seen not in self._unknown:  # once per item, though it is announced and finished
+                self._unknown.add(seen)
                 diagnose("unknown-item", f"Responses output item type {item_type!r} at output_index {at}")
         return item, kind
 

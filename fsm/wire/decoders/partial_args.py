@@ -23,6 +23,7 @@ from typing import Any
 
 from fsm.errors import RemoteProtocolError
 from fsm.jsontext import dumps, exact_float, exact_int
+from fsm.wire.decoders._wire import dumps as wire_dumps
 
 _SEGMENT = re.compile(r"""\.([^.\[\]]+)|\[(\d+)\]|\[\s*'((?:[^'\\]|\\.)*)'\s*\]|\[\s*"((?:[^"\\]|\\.)*)"\s*\]""")
 
@@ -191,11 +192,8 @@ class PartialArgsWriter:
 
 def _number(value: Any) -> str:
     """A number as JSON text; NaN stays ``NaN`` for the strict parse to refuse, and an integer too
-    long for Python's int-string conversion is written digit for digit."""
-    try:
-        return json.dumps(value)
-    except ValueError:
-        return dumps(value)
+    long for Python's int-string conversion (or a Decimal) is written digit for digit."""
+    return wire_dumps(value)
 
 
 def _merge_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
