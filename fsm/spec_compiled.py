@@ -785,6 +785,12 @@ def _identity(s: ModuleType) -> Any:
                 reason="The stream carried an output item of a type the decoder does not know (named in the message): it may be a call, so it is reported, not dropped in silence.",
             ),
             s.DiagnosticSpec(
+                code="part-not-reassembled",
+                rule="unknown-events-reported",
+                severity="warning",
+                reason="A Gemini part holds something other than text, a thought or a function call (executableCode and codeExecutionResult, Gemini's own code execution; inline or file data): it is not reassembled, and its keys are named so it is not dropped in silence.",
+            ),
+            s.DiagnosticSpec(
                 code="missing-routing-field",
                 rule="unknown-events-reported",
                 severity="violation",
@@ -846,6 +852,7 @@ def _identity(s: ModuleType) -> Any:
                     "choice-ignored",
                     "unknown-event",
                     "unknown-item",
+                    "part-not-reassembled",
                     "missing-routing-field",
                     "unopened-call",
                     "bad-event",
@@ -1170,7 +1177,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (8728, 1053787910),
     "scanner": (4661, 4199472060),
-    "identity": (17586, 3070628072),
+    "identity": (17973, 2970786669),
     "history": (4023, 2432997595),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

@@ -48,6 +48,31 @@ def test_gemini_two_calls_to_one_tool_in_separate_events() -> None:
     assert result.finish_reason == "tool_calls"
 
 
+def test_gemini_parts_that_are_not_reassembled_are_named_not_dropped_in_silence() -> None:
+    """Gemini's own code execution (executableCode, codeExecutionResult) and inline data are parts
+    this decoder does not reassemble: each is reported with its keys (a warning, so strict mode
+    goes on), and the calls and text around them come out as without them."""
+    code = {"executableCode": {"language": "PYTHON", "code": "print(1 + 1)"}}
+    outcome = {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "2"}}
+    events = [
+        gem({"text": "Let me compute. "}, code),
+        gem(outcome, {"inlineData": {"mimeType": "image/png", "data": "iVBO"}, "videoMetadata": None}),
+        gem(fc("report", {"sum": 2}), {"text": "Done."}, finish="STOP"),
+    ]
+    for strict in (False, True):
+        result = run("gemini", events, strict=strict)
+        assert summary(result) == [("call_0", "report", {"sum": 2})] and result.text == "Let me compute. Done."
+        unread = [(d.event, d.message) for d in result.diagnostics if d.code == "part-not-reassembled"]
+        assert unread == [
+            (1, "parts[1] holds executableCode, which is not reassembled"),
+            (2, "parts[0] holds codeExecutionResult, which is not reassembled"),
+            (2, "parts[1] holds inlineData, which is not reassembled"),  # a None value is no content
+        ]
+        assert {d.severity.value for d in result.diagnostics if d.code == "part-not-reassembled"} == {"warning"}
+    plain = run("gemini", [gem({"text": "hi", "thought": True, "thoughtSignature": "s"}), gem(fc("f"), finish="STOP")])
+    assert "part-not-reassembled" not in plain.codes()
+
+
 def test_gemini_a_b_b_gives_two_calls() -> None:
     result = run("gemini", [gem(fc("s", {"q": "A"})), gem(fc("s", {"q": "B"})), gem(fc("s", {"q": "B"}))])
     assert [c.arguments for c in result.calls] == [{"q": "A"}, {"q": "B"}]

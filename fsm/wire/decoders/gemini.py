@@ -110,6 +110,8 @@ class GeminiDecoder:
             position = 0
             for p, part in enumerate(items(content.get("parts"), "parts")):
                 part = mapping(part, f"parts[{p}]")
+                if not part.keys() <= _READ_KEYS:
+                    _report_unread(part, p, diagnose)
                 call = field(part, "functionCall", "function_call")
                 if call is None:
                     events += _said(part)
@@ -175,13 +177,24 @@ class GeminiDecoder:
         return events
 
 
+_READ_KEYS = frozenset({"text", "thought", "thoughtSignature", "thought_signature", "functionCall", "function_call"})
+"""The keys of a part this decoder reads; a part with any other is reported (part-not-reassembled)."""
+
+
+def _report_unread(part: Mapping[str, Any], p: int, diagnose: Callable[[str, str], None]) -> None:
+    unread = [str(key) for key, value in part.items() if key not in _READ_KEYS and value is not None]
+    if unread:
+        shown = ", ".join(unread[:6])
+        diagnose("part-not-reassembled", f"parts[{p}] holds {shown}, which is not reassembled")
+
+
 def _said(part: Mapping[str, Any]) -> list[Event]:
     """A text part: a thought (``thought: true``) is reasoning, anything else the visible text. Either
     may carry the ``thoughtSignature`` that has to go back on it."""
     said = text(part.get("text"), "text")
     signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
     if said is None and signature is None:
-        return []  # inline data, executable code and the like: not reassembled
+        return []  # inline data, executable code and the like: reported by _report_unread
     if part.get("thought"):
         return [ReasoningDelta(None, said or "", signature=signature)]
     return [TextDelta(said or "", signature)]
