@@ -164,9 +164,9 @@ EVENT_TYPES: tuple[type, ...] = (
 TURN_CONTENT_TYPES: tuple[type, ...] = (TextDelta, ReasoningDelta, UsageReport)
 """Events about what the turn said besides its calls: accumulated by the facade, never by the engine."""
 
-FREEFORM_TYPES = frozenset({"custom", "code_interpreter_call"})
+FREEFORM_TYPES = frozenset({"custom", "code_interpreter_call", "executable_code"})
 """Call types whose input is freeform text, not JSON arguments: a custom tool's input, the code a
-hosted code interpreter runs."""
+hosted code interpreter runs (OpenAI's ``code_interpreter_call``, Gemini's ``executableCode``)."""
 
 NORMAL_FINISHES = frozenset({"tool_calls", "stop"})
 """Finish reasons that end calls normally; any other (or none) cuts the unfinished ones."""

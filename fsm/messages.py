@@ -13,8 +13,8 @@ the google-genai SDK accepts as it is). What goes back is what the provider sent
   on the part it came on (a call, the text, or a thought); Responses ``reasoning`` items with their
   id, summary and ``encrypted_content``. A thinking block that never got its signature (a cut stream)
   is left out: Anthropic refuses it. Chat Completions has no field for reasoning, so it is not sent;
-* server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools) are the provider's own
-  and are not replayed;
+* server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools, Gemini's code execution)
+  are the provider's own and are not replayed;
 * OpenAI custom (freeform) calls go back as custom calls with their ``input`` text;
 * Responses built-in client calls (``apply_patch_call``, ``shell_call``, ``local_shell_call``,
   ``computer_call``) go back as the item the provider sent (:attr:`~fsm.results.ToolCall.item`):

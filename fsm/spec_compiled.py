@@ -788,7 +788,7 @@ def _identity(s: ModuleType) -> Any:
                 code="part-not-reassembled",
                 rule="unknown-events-reported",
                 severity="warning",
-                reason="A Gemini part holds something other than text, a thought or a function call (executableCode and codeExecutionResult, Gemini's own code execution; inline or file data): it is not reassembled, and its keys are named so it is not dropped in silence.",
+                reason="A Gemini part holds something other than text, a thought, a function call or code Gemini runs itself (a codeExecutionResult, that code's outcome; inline or file data): it is not reassembled, and its keys are named so it is not dropped in silence.",
             ),
             s.DiagnosticSpec(
                 code="missing-routing-field",
@@ -1177,7 +1177,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (8728, 1053787910),
     "scanner": (4661, 4199472060),
-    "identity": (17973, 2970786669),
+    "identity": (17973, 1710389828),
     "history": (4023, 2432997595),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

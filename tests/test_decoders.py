@@ -48,10 +48,11 @@ def test_gemini_two_calls_to_one_tool_in_separate_events() -> None:
     assert result.finish_reason == "tool_calls"
 
 
-def test_gemini_parts_that_are_not_reassembled_are_named_not_dropped_in_silence() -> None:
-    """Gemini's own code execution (executableCode, codeExecutionResult) and inline data are parts
-    this decoder does not reassemble: each is reported with its keys (a warning, so strict mode
-    goes on), and the calls and text around them come out as without them."""
+def test_gemini_code_execution_is_a_server_call_and_other_parts_are_named_not_dropped() -> None:
+    """Gemini's own code execution: an executableCode part is a server call (its code the input, the
+    part its item, an id of its own kind so the client calls keep theirs); its codeExecutionResult
+    and inline data are parts this decoder does not reassemble, each reported with its keys (a
+    warning, so strict mode goes on). The calls and text around them come out as without them."""
     code = {"executableCode": {"language": "PYTHON", "code": "print(1 + 1)"}}
     outcome = {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "2"}}
     events = [
@@ -62,13 +63,26 @@ def test_gemini_parts_that_are_not_reassembled_are_named_not_dropped_in_silence(
     for strict in (False, True):
         result = run("gemini", events, strict=strict)
         assert summary(result) == [("call_0", "report", {"sum": 2})] and result.text == "Let me compute. Done."
+        (ran,) = result.server_tool_calls
+        assert (ran.id, ran.name, ran.type, ran.input, ran.arguments, ran.status) == (
+            "server_call_0",
+            "code_execution",
+            "executable_code",
+            "print(1 + 1)",
+            None,
+            CallStatus.COMPLETE,
+        )
+        assert ran.item == {"language": "PYTHON", "code": "print(1 + 1)"}
         unread = [(d.event, d.message) for d in result.diagnostics if d.code == "part-not-reassembled"]
         assert unread == [
-            (1, "parts[1] holds executableCode, which is not reassembled"),
             (2, "parts[0] holds codeExecutionResult, which is not reassembled"),
             (2, "parts[1] holds inlineData, which is not reassembled"),  # a None value is no content
         ]
         assert {d.severity.value for d in result.diagnostics if d.code == "part-not-reassembled"} == {"warning"}
+    cut = run("gemini", [gem(code)])
+    assert [c.status for c in cut.server_tool_calls] == [CallStatus.TRUNCATED] and cut.calls == ()
+    alone = run("gemini", [gem(code), gem({"text": "2"}, finish="STOP")])
+    assert alone.finish_reason == "stop" and alone.calls == ()  # nothing for the client to run
     plain = run("gemini", [gem({"text": "hi", "thought": True, "thoughtSignature": "s"}), gem(fc("f"), finish="STOP")])
     assert "part-not-reassembled" not in plain.codes()
 

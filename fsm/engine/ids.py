@@ -19,9 +19,11 @@ class IdAllocator:
         """Mark ``used`` as taken (an id met after the allocator was made)."""
         self._used.add(used)
 
-    def synthesize(self, position: int) -> str:
-        """An id for a call the wire gave none: ``call_<position>``, made unique."""
-        return self.claim(f"call_{position}")
+    def synthesize(self, position: int, server: bool = False) -> str:
+        """An id for a call the wire gave none: ``call_<position>``, made unique; a server call's is
+        ``server_call_<position>`` (its positions are counted apart, so it keeps out of the way of
+        the client calls' ids)."""
+        return self.claim(f"server_call_{position}" if server else f"call_{position}")
 
     def claim(self, wanted: str) -> str:
         """``wanted`` if free, else ``<wanted>_d2``, ``<wanted>_d3``, ...: the first that is free."""

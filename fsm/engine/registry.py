@@ -490,7 +490,7 @@ class Registry:
         counts[server] = ordinal + 1
         if wire_id is None:
             self.ledger.apply("synthesized-id")
-            call_id = self._ids.synthesize(ordinal)
+            call_id = self._ids.synthesize(ordinal, server)
             self.ledger.diagnose("synthesized-id", f"call at index {ordinal}: no id on the wire; given {call_id!r}")
         else:
             call_id = self._ids.claim(wire_id)

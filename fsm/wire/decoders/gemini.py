@@ -13,6 +13,12 @@ their arguments (written out as JSON text by :mod:`fsm.wire.decoders.partial_arg
 empty ``functionCall {}``. When the stream finishes without that closing part, a call whose values all
 finished is closed; one cut inside a string value is left open, so it comes back truncated.
 
+An ``executableCode`` part is code Gemini runs itself (its code-execution tool): a server call of
+type ``executable_code`` named ``code_execution``, whose input is the code (the part kept whole as
+its ``item``), at its position among the event's code parts. Its ``codeExecutionResult``, and any
+other part that is not text, a thought or a call (inline or file data), is not reassembled and is
+reported by its keys (``part-not-reassembled``).
+
 A payload with none of the response's fields is not this wire shape: ``unknown-event``. A
 ``functionCall`` with arguments but no name is still a call (reported ``missing-name`` when it
 finishes), never dropped.
@@ -107,11 +113,16 @@ class GeminiDecoder:
                 diagnose("choice-ignored", f"candidate {candidate.get('index')} is not reassembled")
                 continue
             content = mapping(candidate.get("content"), "content")
-            position = 0
+            position = code_position = 0
             for p, part in enumerate(items(content.get("parts"), "parts")):
                 part = mapping(part, f"parts[{p}]")
                 if not part.keys() <= _READ_KEYS:
                     _report_unread(part, p, diagnose)
+                code = field(part, "executableCode", "executable_code")
+                if code is not None:
+                    events += _code(mapping(code, f"parts[{p}].executableCode"), code_position)
+                    code_position += 1
+                    continue
                 call = field(part, "functionCall", "function_call")
                 if call is None:
                     events += _said(part)
@@ -177,7 +188,18 @@ class GeminiDecoder:
         return events
 
 
-_READ_KEYS = frozenset({"text", "thought", "thoughtSignature", "thought_signature", "functionCall", "function_call"})
+_READ_KEYS = frozenset(
+    {
+        "text",
+        "thought",
+        "thoughtSignature",
+        "thought_signature",
+        "functionCall",
+        "function_call",
+        "executableCode",
+        "executable_code",
+    }
+)
 """The keys of a part this decoder reads; a part with any other is reported (part-not-reassembled)."""
 
 
@@ -186,6 +208,12 @@ def _report_unread(part: Mapping[str, Any], p: int, diagnose: Callable[[str, str
     if unread:
         shown = ", ".join(unread[:6])
         diagnose("part-not-reassembled", f"parts[{p}] holds {shown}, which is not reassembled")
+
+
+def _code(code: Mapping[str, Any], position: int) -> list[Event]:
+    """The server call of an ``executableCode`` part: its code is the call's input, the part its item."""
+    ref = CallRef(None, text(code.get("id"), "executableCode.id"), "code_execution", position, True, "executable_code")
+    return [CallSeen(ref, item=dict(code)), ArgumentsSnapshot(ref, text(code.get("code"), "executableCode.code") or "")]
 
 
 def _said(part: Mapping[str, Any]) -> list[Event]:
