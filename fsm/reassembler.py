@@ -166,8 +166,9 @@ class Reassembler:
         try:
             registry.finish(None if self._fault is not None else finish)  # open calls, or opened after the finish
         except ToolcallFSMError as exc:  # a limit passed while calls ended: each has its status even so
-            self._closing_fault(exc)
-            self._report_fault()
+            if not failed_before:  # else the stream's fault is the first error, already reported
+                self._closing_fault(exc)
+                self._report_fault()
         slots = registry.slots
         if finish == "stop" and any(not slot.server for slot in slots):
             ledger.diagnose("finish-reason-mapped", "finish reason stop, but tools were called")
