@@ -46,6 +46,29 @@ def _choice(name: str) -> Any:
     return attrs.field(factory=lambda: _policy(name).default, validator=check, kw_only=True)
 
 
+_Options = Any  # a class of named options (Policies, Limits)
+
+
+def _named_options(cls: type[_Options]) -> type[_Options]:
+    """Refuse, as the caller's mistake (InvalidInput, also a TypeError, as Python's own would be), an
+    option the class does not have or an option passed by position, naming the class's options: a
+    misspelt limit would otherwise read as Python's bare signature error."""
+    made = cls.__init__
+    names = tuple(field.name for field in attrs.fields(cls))
+
+    @functools.wraps(made)
+    def __init__(self: Any, *args: Any, **options: Any) -> None:
+        unknown = [name for name in options if name not in names]
+        if args or unknown:
+            wrong = f"option {unknown[0]!r}" if unknown else "options by position"
+            raise InvalidInput(f"{cls.__name__} takes no {wrong}; its options, by name: {', '.join(names)}")
+        made(self, **options)
+
+    cls.__init__ = __init__
+    return cls
+
+
+@_named_options
 @attrs.frozen(slots=True)
 class Policies:
     """The named choices for wire cases that have two honest readings (specs/identity.toml, "policies").
@@ -95,6 +118,7 @@ def _depth(_: object, attribute: attrs.Attribute[int], value: int) -> None:
         raise InvalidOption(f"limit max_depth must be at most {MAX_DEPTH_CAP} (Python's recursion limit), not {value}")
 
 
+@_named_options
 @attrs.frozen(slots=True, kw_only=True)
 class Limits:
     """Bounds on what one stream may make the engine hold. Exceeding one raises

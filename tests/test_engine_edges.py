@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+import attrs
 import pytest
 
 from fsm import CallStatus, LimitExceeded, Limits, LocalProtocolError, Policies, Reassembler, RemoteProtocolError
@@ -383,3 +387,23 @@ def test_limit_on_nesting_depth() -> None:
 def test_bad_policy_choice_is_refused() -> None:
     with pytest.raises(ValueError, match="identical_text"):
         Policies(identical_text="maybe")
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda: Limits(max_call=5), "Limits takes no option 'max_call'; its options, by name: max_calls, "),
+        (lambda: Policies(identical="resend"), "Policies takes no option 'identical'; its options, by name: "),
+        (lambda: Policies("resend"), "Policies takes no options by position"),
+        (lambda: Limits(256), "Limits takes no options by position"),
+    ],
+)
+def test_an_option_the_class_has_not_is_invalid_input_naming_the_options(make: Any, said: str) -> None:
+    """A misspelt limit or policy is the caller's mistake (InvalidInput, also a TypeError), named with
+    the options there are, not Python's bare signature error; known options work as before."""
+    from fsm.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match=re.escape(said)):
+        make()
+    assert Limits(max_calls=5).max_calls == 5 and Policies(identical_text="new-call").identical_text == "new-call"
+    assert attrs.evolve(Limits(), max_depth=8).max_depth == 8  # evolve goes through the same check

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from fsm.engine.ledger import Ledger
 from fsm.engine.machine import slot_machine
-from fsm.engine.scanner import Scanner, spec_steps
+from fsm.engine.scanner import Scanner, spec_steps, start_scanner
 from fsm.engine.slot import Slot
 from fsm.errors import LimitExceeded
 from fsm.jsontext import is_flat_object
@@ -89,7 +89,7 @@ def slot_for_scan_tests(max_depth: int = 256) -> Slot:
         call_id="c",
         name="f",
         ledger=ledger,
-        max_depth=max_depth,
+        scanner=start_scanner(max_depth),
         initial="opened",
     )
 
@@ -308,3 +308,32 @@ def test_the_scanned_nesting_shortcut_is_taken_on_long_nested_arguments() -> Non
         _outcome([text + ' {"b": 1}'], True, 256)
         _outcome(['{"a": "\\\n' + "[" * 300 + '"}'], False, 256)
     assert walked == ["skip", "walk", "walk"]
+
+
+def test_calls_share_one_start_scanner_that_nothing_changes() -> None:
+    """A call opened without text holds the shared StartScanner (no scanner made per call); its
+    first text gives it one of its own. Over every vector and fuzzed streams of every shape, the
+    shared one is left as it was, and feeding it is refused rather than felt by every call."""
+    from fsm import Reassembler
+    from fsm.engine.scanner import StartScanner
+    from fsm.errors import StateError
+    from fsm.events import ArgumentsFragment, CallRef, CallSeen
+    from fsm.harness.fuzz.run import sample_vectors
+    from fsm.harness.fuzz.shapes import CASES
+    from tests.test_conformance import VECTORS, _replay_with_trace
+
+    r = Reassembler("openai-chat")
+    r.feed(CallSeen(CallRef(0, "a", "f")))
+    r.feed(CallSeen(CallRef(1, "b", "g")))
+    first, second = r.registry.slots
+    assert first.scanner is second.scanner and type(first.scanner) is StartScanner
+    r.feed(ArgumentsFragment(CallRef(0), '{"x": [1'))
+    assert type(first.scanner) is Scanner and type(second.scanner) is StartScanner
+    for vector in [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 30))]:
+        _replay_with_trace(vector)
+    shared = start_scanner(256)
+    assert (shared.state, shared.depth, shared._pushes_waiting, shared._pops_waiting) == ("start", 0, 0, 0)
+    with pytest.raises(StateError):
+        shared.feed("{")
+    with pytest.raises(StateError):
+        shared.defer("{")

@@ -23,7 +23,7 @@ import attrs
 from fsm.engine.ids import IdAllocator
 from fsm.engine.ledger import Ledger
 from fsm.engine.machine import slot_machine
-from fsm.engine.scanner import closed_scanner
+from fsm.engine.scanner import closed_scanner, start_scanner
 from fsm.engine.slot import Slot, text_digest
 from fsm.errors import LimitExceeded
 from fsm.events import FREEFORM_TYPES, NORMAL_FINISHES, CallRef
@@ -54,10 +54,11 @@ class Registry:
         self._ids = IdAllocator(taken)
         self._counts = {False: 0, True: 0}  # calls opened so far: client, server
         self._max_calls = limits.max_calls
-        self._max_depth = limits.max_depth
         initials = self.machine.initials
         self._initial_json, self._initial_text = initials["json"], initials["text"]
-        # The one state every closed value's scan ends in: the calls whose value closed share it.
+        # The scans' two shared ends: where every call's starts (until its first text), and the one
+        # state every closed value's scan ends in.
+        self._start = start_scanner(limits.max_depth)
         self._scanned = closed_scanner(limits.max_depth)
         # Which calls of a lane hold a given (stripped) complete text: a resend can only land in one
         # of those, so routing never walks a lane's earlier calls one by one.
@@ -512,7 +513,7 @@ class Registry:
             call_id,
             name,
             self.ledger,
-            self._max_depth,
+            self._start,
             self._initial_text if freeform else self._initial_json,
             server,
             kind,

@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Final
 
-from fsm.errors import LimitExceeded, SpecError
+from fsm.errors import LimitExceeded, SpecError, StateError
 from fsm.spec import MachineSpec, scanner_spec
 
 OTHER: Final = "other"
@@ -376,3 +376,23 @@ class Scanner:
             pos = i + 1
         self.state = state
         return pos if state in done else None
+
+
+class StartScanner(Scanner):
+    """The scanner of a call that has scanned nothing yet, one shared by all such calls (per depth
+    limit), so that opening a call makes none: the call takes one of its own with its first text
+    (Slot.scan_fragment), and a snapshot makes a new one. It refuses to change, since a change
+    would reach every call that shares it."""
+
+    __slots__ = ()
+
+    def defer(self, text: str) -> bool:
+        raise StateError("the shared start scanner is never changed: a call scans with a scanner of its own")
+
+    def feed(self, text: str, start: int = 0) -> int | None:
+        raise StateError("the shared start scanner is never changed: a call scans with a scanner of its own")
+
+
+@functools.cache
+def start_scanner(max_depth: int) -> StartScanner:
+    return StartScanner(max_depth)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
-from fsm.engine.scanner import Scanner, closed_scanner, nesting_exceeds
+from fsm.engine.scanner import Scanner, StartScanner, closed_scanner, nesting_exceeds
 from fsm.errors import LimitExceeded
 from fsm.jsontext import NotJSON, is_flat_object, mend_surrogates, parse_strict
 from fsm.results import ArgumentsDelta, CallNamed, CallStatus, ToolCall
@@ -90,7 +90,7 @@ class Slot:
         call_id: str,
         name: str | None,
         ledger: Ledger,
-        max_depth: int,
+        scanner: Scanner,
         initial: str,
         server: bool = False,
         call_type: str = "function",
@@ -104,7 +104,7 @@ class Slot:
         self.id = call_id
         self.name = name
         self.ledger = ledger
-        self.scanner = Scanner(max_depth)
+        self.scanner = scanner  # the shared StartScanner: a call scans with one of its own (scan_fragment)
         # The held text as UTF-8: the first fragment's bytes as they are (a whole call's text is
         # often one fragment), then one growing buffer, about a byte a character, where a list of
         # fragments would cost a str object (~50 bytes) per fragment. Decoded only when needed.
@@ -247,6 +247,8 @@ class Slot:
             # would end closed at its last character, where the scanners of closed values are.
             self.scanner = closed_scanner(scanner.max_depth)
             return text, ""
+        if not self._length and type(scanner) is StartScanner:  # only a call with no text yet has it
+            scanner = self.scanner = Scanner(scanner.max_depth)
         if scanner.may_wait(text):
             if self._unscanned is None:
                 self._unscanned = len(self._buf)  # store_fragment puts the text there next
