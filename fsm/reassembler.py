@@ -236,6 +236,10 @@ class Reassembler:
         self.ledger.event = None
 
     def _failed(self, exc: ToolcallFSMError) -> None:
+        event = self.ledger.event
+        if isinstance(exc, RemoteProtocolError) and exc.event is None and event is not None:
+            # Raised below the ledger, which alone knows the event (the scanner's depth limit).
+            exc = type(exc)(exc.detail, event=event, rule=exc.rule)
         self._fault = exc  # the first error that ended the stream
         raise exc
 
