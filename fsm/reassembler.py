@@ -4,11 +4,10 @@ Feed it raw bytes (``feed_bytes``), wire payloads (dicts), SDK objects (anything
 ``model_dump()`` or ``to_dict()``) or already-decoded events, in order. Each call returns the output
 events it caused (call opened, argument delta, call finished); ``close()`` returns the result.
 
-Guarantees: only :mod:`fsm.errors` exceptions escape. A wire event that cannot be used (not UTF-8,
-not JSON, not an object, such as a proxy's ``data: keep-alive``) is reported as ``bad-event`` and
-skipped in lax mode, raised as :class:`FramingError` in strict mode. After any raised error the
-stream takes no more input, and ``close()`` returns the result so far: the calls completed before
-the fault, the open ones truncated with their text (diagnostic ``stream-failed``).
+Guarantees: only :mod:`fsm.errors` exceptions escape. A wire event that cannot be used (not UTF-8, not JSON, not an
+object, such as a proxy's ``data: keep-alive``) is reported as ``bad-event`` and skipped in lax mode, raised as
+:class:`FramingError` in strict mode. After any raised error the stream takes no more input, and ``close()`` returns the
+result so far: the calls completed before the fault, the open ones truncated with their text (``stream-failed``).
 
 A whole stream in one call: :func:`fsm.reassemble` / :func:`fsm.areassemble` (``fsm/oneshot.py``).
 """
@@ -150,7 +149,6 @@ class Reassembler:
             return self._closed
         ledger = self.ledger
         ledger.defer = True  # finish everything first; a strict violation is raised at the end
-        registry = self.registry
         failed_before = self._fault is not None
         if not failed_before and (self._framer is not None or self._detector is not None):  # bytes were fed
             try:
@@ -164,11 +162,12 @@ class Reassembler:
         elif self._finish is None:
             ledger.diagnose("no-finish-reason", "the stream ended without a finish reason")
         try:
-            registry.finish(None if self._fault is not None else finish)  # open calls, or opened after the finish
+            self.registry.finish(None if self._fault is not None else finish)  # open calls, or opened after the finish
         except ToolcallFSMError as exc:  # a limit passed while calls ended: each has its status even so
-            self._closing_fault(exc)
-            self._report_fault()
-        slots = registry.slots
+            if not failed_before:  # else the stream's fault is the first error, already reported
+                self._closing_fault(exc)
+                self._report_fault()
+        slots = self.registry.slots
         if finish == "stop" and any(not slot.server for slot in slots):
             ledger.diagnose("finish-reason-mapped", "finish reason stop, but tools were called")
             finish = "tool_calls"
@@ -195,12 +194,11 @@ class Reassembler:
         return self._closed
 
     def partial(self, index: int) -> Any:
-        """The best value call ``index``'s argument text promises so far, for a live preview: what
-        jiter's partial mode ``trailing-strings`` makes of it (open containers closed, a string value
-        cut short kept, a key, number or literal cut short left out). None while the text promises
-        nothing yet, or when no call has that index. Never raises; the work (one pass over the text)
-        is done only when asked, never as fragments arrive. A fresh value each time. A freeform
-        call (a custom tool) previews as the input text it holds."""
+        """The best value call ``index``'s argument text promises so far, for a live preview: what jiter's partial mode
+        ``trailing-strings`` makes of it (open containers closed, a string value cut short kept, a key, number or
+        literal cut short left out). None while the text promises nothing yet, or when no call has that index. Never
+        raises; the work (one pass over the text) is done only when asked, never as fragments arrive. A fresh value
+        each time. A freeform call (a custom tool) previews as the input text it holds."""
         from fsm.engine.partial import preview  # loaded when a preview is first asked for
 
         return preview(self.registry.slots, index, self._previews)
@@ -235,6 +233,8 @@ class Reassembler:
         self.ledger.event = None
 
     def _failed(self, exc: ToolcallFSMError) -> None:
+        if isinstance(exc, RemoteProtocolError) and exc.event is None and (event := self.ledger.event) is not None:
+            exc = type(exc)(exc.detail, event=event, rule=exc.rule)  # raised below the ledger: the depth limit
         self._fault = exc  # the first error that ended the stream
         raise exc
 

@@ -79,12 +79,40 @@ def test_gemini_code_execution_is_a_server_call_and_other_parts_are_named_not_dr
             (2, "parts[1] holds inlineData, which is not reassembled"),  # a None value is no content
         ]
         assert {d.severity.value for d in result.diagnostics if d.code == "part-not-reassembled"} == {"warning"}
-    cut = run("gemini", [gem(code)])
-    assert [c.status for c in cut.server_tool_calls] == [CallStatus.TRUNCATED] and cut.calls == ()
+    cut = run("gemini", [gem(code)])  # the part is whole: the code was not cut with the stream
+    assert [c.status for c in cut.server_tool_calls] == [CallStatus.COMPLETE] and cut.calls == ()
     alone = run("gemini", [gem(code), gem({"text": "2"}, finish="STOP")])
     assert alone.finish_reason == "stop" and alone.calls == ()  # nothing for the client to run
     plain = run("gemini", [gem({"text": "hi", "thought": True, "thoughtSignature": "s"}), gem(fc("f"), finish="STOP")])
     assert "part-not-reassembled" not in plain.codes()
+
+
+def test_gemini_code_parts_in_separate_events_are_separate_whole_calls() -> None:
+    """Each executableCode part is whole, so its server call ends with the part. Left open, the
+    code of a later event at the same position replaced it without a word (the first code that ran
+    was lost), a MAX_TOKENS finish in the text after it called code that had run truncated, and the
+    part's thoughtSignature was dropped. An identical part resent is still one call (a resend)."""
+    first, second = ({"executableCode": {"language": "PYTHON", "code": code}} for code in ("print(1)", "print(2)"))
+    outcome = {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1"}}
+    two = run("gemini", [gem(first), gem(outcome), gem(second), gem({"text": "done"}, finish="STOP")])
+    ran = [(c.id, c.input, c.item, c.status) for c in two.server_tool_calls]
+    assert ran == [
+        ("server_call_0", "print(1)", first["executableCode"], CallStatus.COMPLETE),
+        ("server_call_1", "print(2)", second["executableCode"], CallStatus.COMPLETE),
+    ]
+    long = run("gemini", [gem(first), gem(outcome), gem({"text": "the answer is"}, finish="MAX_TOKENS")])
+    assert [c.status for c in long.server_tool_calls] == [CallStatus.COMPLETE] and "truncated" not in long.codes()
+    signed = run("gemini", [gem({**first, "thoughtSignature": "sig"}), gem(finish="STOP")])
+    assert [c.thought_signature for c in signed.server_tool_calls] == ["sig"]
+    resent = run("gemini", [gem(first), gem(first), gem(finish="STOP")])
+    assert [(c.input, c.item) for c in resent.server_tool_calls] == [("print(1)", first["executableCode"])]
+    assert "resend" in resent.codes()
+    same_id = [{"executableCode": {"id": "x", "code": code}} for code in ("a = 1", "a = 2")]
+    renamed = run("gemini", [gem(same_id[0]), gem(same_id[1]), gem(finish="STOP")])
+    assert [(c.id, c.input, c.item) for c in renamed.server_tool_calls] == [
+        ("x", "a = 1", same_id[0]["executableCode"]),
+        ("x_d2", "a = 2", same_id[1]["executableCode"]),  # each call keeps its own part
+    ]
 
 
 def test_gemini_a_b_b_gives_two_calls() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -382,6 +383,32 @@ def test_limit_on_argument_size() -> None:
 def test_limit_on_nesting_depth() -> None:
     with pytest.raises(LimitExceeded, match=r"nest deeper than 3"):
         run([chunk(tc(index=0, name="f", args='{"a": [[[1]]]}'))], limits=Limits(max_depth=3))
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("how", ["dicts", "bytes", "1-byte chunks", "events"])
+def test_the_nesting_limit_names_the_event_that_passed_it(how: str, strict: bool) -> None:
+    """The depth limit is found by the scanner, below the ledger that knows the event: its
+    LimitExceeded named no event, and neither did the stream-failed diagnostic close() gives."""
+    chunks = [chunk(tc(index=0, id="c", name="f", args='{"a": [')), chunk(tc(index=0, args="[[1]]]}"))]
+    r = Reassembler("openai-chat", strict=strict, limits=Limits(max_depth=3))
+    with pytest.raises(LimitExceeded) as raised:
+        if how == "dicts":
+            for each in chunks:
+                r.feed(each)
+        elif how == "events":
+            ref = CallRef(0, "c", "f")
+            r.feed(ArgumentsFragment(ref, '{"a": ['))
+            r.feed(ArgumentsFragment(ref, "[[1]]]}"))
+        else:
+            data = "".join(f"data: {json.dumps(each)}\n\n" for each in chunks).encode()
+            step = 1 if how == "1-byte chunks" else len(data)
+            for at in range(0, len(data), step):
+                r.feed_bytes(data[at : at + step])
+    assert (raised.value.event, str(raised.value)) == (2, "event 2: arguments nest deeper than 3 levels (rule limits)")
+    assert [(d.event, d.message) for d in r.close().diagnostics if d.code == "stream-failed"] == [
+        (2, f"stopped at an error, so unfinished calls are cut: {raised.value}")
+    ]
 
 
 def test_bad_policy_choice_is_refused() -> None:

@@ -79,3 +79,28 @@ def test_a_limit_passed_while_close_ends_the_calls_still_gives_the_result(case: 
     assert "stream-failed" in result.codes() and "no-finish-reason" in result.codes()
     finished = [output.call.id for output in r.drain() if type(output).__name__ == "CallFinished"]
     assert finished == ["x" if result.calls[0].type != "custom" else "c", "y"]
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_stream_that_failed_at_a_limit_reports_one_failure_when_close_passes_it_again(strict: bool) -> None:
+    """The stream fails at its byte limit (event 3); close() then cuts a call that ended in a surrogate
+    half, whose escape passes the limit again. The stream's fault stays the first error: close()
+    added a second stream-failed naming no event, for the consequence of the first."""
+    events = [
+        chunk(tc(index=0, id="a", name="f", args="")),
+        chunk(tc(index=1, id="b", name="f", args='{"a":"\ud83d')),
+        chunk(tc(index=2, id="c", name="f", args='{"b":1')),
+    ]
+    r = Reassembler("openai-chat", strict=strict, limits=Limits(max_stream_argument_bytes=10))
+    with pytest.raises(LimitExceeded) as raised:
+        for event in events:
+            r.feed(event)
+    assert raised.value.event == 3
+    result = r.close()
+    failed = [(d.event, d.message) for d in result.diagnostics if d.code == "stream-failed"]
+    assert failed == [(3, f"stopped at an error, so unfinished calls are cut: {raised.value}")]
+    assert [(c.status, c.arguments_json) for c in result.calls] == [
+        (CallStatus.TRUNCATED, ""),
+        (CallStatus.TRUNCATED, '{"a":"'),  # the half's escape was not taken in
+        (CallStatus.TRUNCATED, ""),
+    ]

@@ -15,7 +15,8 @@ finished is closed; one cut inside a string value is left open, so it comes back
 
 An ``executableCode`` part is code Gemini runs itself (its code-execution tool): a server call of
 type ``executable_code`` named ``code_execution``, whose input is the code (the part kept whole as
-its ``item``), at its position among the event's code parts. Its ``codeExecutionResult``, and any
+its ``item``), at its position among the event's code parts; the part is whole, so the call ends
+with it (an identical part resent is a resend). Its ``codeExecutionResult``, and any
 other part that is not text, a thought or a call (inline or file data), is not reassembled and is
 reported by its keys (``part-not-reassembled``).
 
@@ -96,6 +97,7 @@ class GeminiDecoder:
 
     def __init__(self) -> None:
         self._open: _Streaming | None = None
+        self._codes: dict[int, dict[str, Any]] = {}  # the last executableCode part at each position
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         error = payload.get("error")
@@ -120,7 +122,8 @@ class GeminiDecoder:
                     _report_unread(part, p, diagnose)
                 code = field(part, "executableCode", "executable_code")
                 if code is not None:
-                    events += _code(mapping(code, f"parts[{p}].executableCode"), code_position)
+                    signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
+                    events += self._code(mapping(code, f"parts[{p}].executableCode"), code_position, signature)
                     code_position += 1
                     continue
                 call = field(part, "functionCall", "function_call")
@@ -172,6 +175,21 @@ class GeminiDecoder:
             events.append(ArgumentsSnapshot(ref, dumps(args or {}), signature))
         return events  # a part with only willContinue is a keep-alive
 
+    def _code(self, code: Mapping[str, Any], position: int, signature: str | None) -> list[Event]:
+        """The server call of an ``executableCode`` part: its code is the call's input, the part its
+        item. The part is whole, so the call ends with it: left open, the code of the next event at
+        this position replaced it in silence, and a later cut called code that ran truncated."""
+        code_id = text(code.get("id"), "executableCode.id")
+        ref = CallRef(None, code_id, "code_execution", position, True, "executable_code")
+        snapshot = ArgumentsSnapshot(ref, text(code.get("code"), "executableCode.code") or "")
+        part = dict(code)
+        if self._codes.get(position) == part:
+            # The same part again (a resent event): its text alone lets identical_text decide; a
+            # sighting would open another call after the ended one.
+            return [snapshot, CallEnd(ref)]
+        self._codes[position] = part
+        return [snapshot, CallSeen(ref, signature, part), CallEnd(ref)]  # the text first: it decides the call
+
     def _close_open(self) -> list[Event]:
         streaming, self._open = self._open, None
         if streaming is None or streaming.writer.mid_string:
@@ -208,12 +226,6 @@ def _report_unread(part: Mapping[str, Any], p: int, diagnose: Callable[[str, str
     if unread:
         shown = ", ".join(unread[:6])
         diagnose("part-not-reassembled", f"parts[{p}] holds {shown}, which is not reassembled")
-
-
-def _code(code: Mapping[str, Any], position: int) -> list[Event]:
-    """The server call of an ``executableCode`` part: its code is the call's input, the part its item."""
-    ref = CallRef(None, text(code.get("id"), "executableCode.id"), "code_execution", position, True, "executable_code")
-    return [CallSeen(ref, item=dict(code)), ArgumentsSnapshot(ref, text(code.get("code"), "executableCode.code") or "")]
 
 
 def _said(part: Mapping[str, Any]) -> list[Event]:
