@@ -157,6 +157,8 @@ def default_limits() -> Limits:
 def taken_ids(taken: Any) -> tuple[str, ...]:
     """The ids a ``Reassembler`` is told are ``taken``, or InvalidInput (nothing is built): a str
     would be taken letter by letter, and an id of another type could never match one the stream gives."""
+    if type(taken) is tuple and not taken:  # the default: nothing to check
+        return taken
     if isinstance(taken, str | bytes) or not isinstance(taken, Iterable):
         raise InvalidInput(f"taken must be an iterable of str ids, not {type(taken).__name__}")
     ids = tuple(taken)

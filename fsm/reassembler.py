@@ -91,7 +91,7 @@ class Reassembler:
         """The limits in force."""
         self.ledger = ledger = Ledger(policies or default_policies(), strict=strict, limits=limits)
         """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
-        self.registry = Registry(ledger, limits, () if taken == () else taken_ids(taken))  # the default: no check
+        self.registry = Registry(ledger, limits, taken_ids(taken))
         """Internal: the slot registry that decides which call each event belongs to."""
         self._decoder: Decoder | None = None
         self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
