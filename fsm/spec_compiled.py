@@ -554,7 +554,7 @@ def _identity(s: ModuleType) -> Any:
             s.Rule(
                 name="positional-fallback",
                 order=8,
-                reason="Only when both index and id are absent does the position within the event identify the call.",
+                reason="Only when both index and id are absent does the position within the event identify the call. A whole call (a Gemini part) that repeats the name and arguments of one seen in an earlier event only at another position takes that position, so identical_text decides it there: a batch resent in another order, or one call of a batch resent alone, is not a new call; two identical calls in one event stay two.",
             ),
             s.Rule(
                 name="duplicate-id-renamed",
@@ -1177,7 +1177,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (8728, 1053787910),
     "scanner": (4661, 4199472060),
-    "identity": (17973, 1710389828),
+    "identity": (18284, 2019158426),
     "history": (4023, 2432997595),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

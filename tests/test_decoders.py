@@ -126,6 +126,29 @@ def test_gemini_identical_resend_is_one_call_and_the_policy_can_say_two() -> Non
     assert len(run("gemini", events, policies=Policies(identical_text="new-call")).calls) == 2
 
 
+def test_gemini_resend_at_another_position_is_the_same_call() -> None:
+    # Calls streamed one per event (each at part 0), then resent as one batch, or a batch then one of
+    # its calls alone: without ids the same name and arguments again is a resend (identical_text),
+    # wherever in the event it sits; the resend's signature goes to that call.
+    a, b = fc("s", {"q": "A"}), fc("s", {"q": "B"})
+    batch_after = run("gemini", [gem(a), gem(b), gem(a, fc("s", {"q": "B"}, sig="SIG"), finish="STOP")])
+    assert summary(batch_after) == [("call_0", "s", {"q": "A"}), ("call_1", "s", {"q": "B"})]
+    assert batch_after.calls[1].thought_signature == "SIG"
+    one_after = run("gemini", [gem(a, b), gem(b, finish="STOP")])
+    assert summary(one_after) == [("call_0", "s", {"q": "A"}), ("call_1", "s", {"q": "B"})]
+    swapped = run("gemini", [gem(a, b), gem(b, a, finish="STOP")])
+    assert [c.arguments for c in swapped.calls] == [{"q": "A"}, {"q": "B"}]
+    assert swapped.codes().count("resend") == 2
+    # Two identical calls in one event are two calls (two dice), and so is a batch resent whole.
+    dice = [gem(fc("roll"), fc("roll")), gem(fc("roll"), fc("roll"), finish="STOP")]
+    assert len(run("gemini", dice).calls) == 2
+    # One die, then two in one event: the first of them is the resend, the second a new call.
+    assert len(run("gemini", [gem(fc("roll")), gem(fc("roll"), fc("roll"), finish="STOP")]).calls) == 2
+    # The policy still decides what the same text again means.
+    again = run("gemini", [gem(a, b), gem(b, finish="STOP")], policies=Policies(identical_text="new-call"))
+    assert len(again.calls) == 3
+
+
 def test_gemini_ids_c1_c2_c1_give_two_calls() -> None:
     result = run("gemini", [gem(fc("f", {"n": 1}, "c1")), gem(fc("f", {"n": 2}, "c2")), gem(fc("f", {"n": 1}, "c1"))])
     assert summary(result) == [("c1", "f", {"n": 1}), ("c2", "f", {"n": 2})]
