@@ -375,6 +375,17 @@ def test_anthropic_max_tokens_before_block_stop_truncates_with_raw_text() -> Non
     assert (call.status, call.arguments, call.arguments_json) == (CallStatus.TRUNCATED, None, '{"body": "Once')
 
 
+def test_anthropic_start_repeated_for_an_open_block_keeps_its_streamed_input() -> None:
+    # A proxy replaying content_block_start for the block it is streaming: the same call, whose
+    # input is what streamed, not the {} placeholder of the repeated start.
+    after = [START, block_start(0, "a", "f"), block_delta(0, '{"q": 1}'), block_start(0, "a", "f"), block_stop(0)]
+    result = run("anthropic", [*after, stop("tool_use")])
+    assert summary(result) == [("a", "f", {"q": 1})] and "arguments-replaced" not in result.codes()
+    # Another id at that index is another call: the block it replaces was cut.
+    other = [START, block_start(0, "a", "f"), block_delta(0, '{"q": 1}'), block_start(0, "b", "g"), block_stop(0)]
+    assert summary(run("anthropic", [*other, stop("tool_use")])) == [("a", "f", {"q": 1}), ("b", "g", {})]
+
+
 def test_anthropic_error_event_and_unknown_event() -> None:
     result = run("anthropic", [START, {"type": "mystery"}, {"type": "error", "error": {"message": "overloaded"}}])
     assert result.finish_reason == "error" and {"unknown-event", "provider-error"} <= set(result.codes())
@@ -500,6 +511,19 @@ def test_bedrock_decoded_events_with_padding_and_empty_input() -> None:
     ]
     result = run("bedrock", events)
     assert summary(result) == [("tu1", "f", {"a": 1}), ("tu2", "g", {})] and result.finish_reason == "tool_calls"
+
+
+def test_bedrock_start_repeated_for_an_open_block_keeps_its_streamed_input() -> None:
+    start = {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tu1", "name": "f"}}}}
+    events = [
+        start,
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a": 1}'}}}},
+        start,
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"messageStop": {"stopReason": "tool_use"}},
+    ]
+    result = run("bedrock", events)
+    assert summary(result) == [("tu1", "f", {"a": 1})] and "arguments-replaced" not in result.codes()
 
 
 def test_bedrock_exception_event_truncates() -> None:
