@@ -151,6 +151,30 @@ def test_repeated_header_after_complete_value_names_the_next_call() -> None:
     assert calls(result) == [("ls", {"p": 1}), ("ls", {"p": 2})]
 
 
+def test_repeated_header_with_its_id_after_complete_value_names_the_next_call() -> None:
+    # DeepSeek and GLM give two calls one id; with index 0 reused, the second call's header (that
+    # id, a name, no text) after the first's complete value names the next call: its text opens a
+    # call with that name and the id renamed, not a nameless call without an id.
+    def header(name: str) -> dict[str, Any]:
+        return chunk(tc(index=0, id="dup", name=name, args=""))
+
+    same = run([header("ls"), chunk(tc(index=0, args='{"p": 1}')), header("ls"), chunk(tc(index=0, args='{"p": 2}'))])
+    assert [(c.id, c.wire_id, c.name, c.arguments) for c in same.calls] == [
+        ("dup", "dup", "ls", {"p": 1}),
+        ("dup_d2", "dup", "ls", {"p": 2}),
+    ]
+    assert "missing-name" not in same.codes() and "duplicate-id" in same.codes()
+    other = run([header("ls"), chunk(tc(index=0, args='{"p": 1}')), header("cat"), chunk(tc(index=0, args='{"f": 2}'))])
+    assert [(c.id, c.name, c.arguments) for c in other.calls] == [("dup", "ls", {"p": 1}), ("dup_d2", "cat", {"f": 2})]
+    assert "name-conflict" not in other.codes()
+    # The header repeated with the same text again (Kimi repeats id and name on every chunk) is a
+    # resend of the call it names, and a header with nothing after it changes nothing.
+    again = run([header("ls"), chunk(tc(index=0, args='{"p": 1}')), header("ls"), chunk(tc(index=0, args='{"p": 1}'))])
+    assert [(c.id, c.arguments) for c in again.calls] == [("dup", {"p": 1})] and "resend" in again.codes()
+    trailing = run([header("ls"), chunk(tc(index=0, args='{"p": 1}')), header("ls"), chunk(finish="tool_calls")])
+    assert [(c.id, c.arguments) for c in trailing.calls] == [("dup", {"p": 1})] and not trailing.problems()
+
+
 def test_a_different_name_after_a_complete_value_is_a_new_call() -> None:
     result = run([chunk(tc(index=0, name="a", args="{}")), chunk(tc(index=0, name="b", args=""))])
     assert [c.name for c in result.calls] == ["a", "b"]

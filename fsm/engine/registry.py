@@ -50,7 +50,9 @@ class Registry:
         # The calls of each lane, and the calls each wire id names (see Calls).
         self._lanes: dict[Lane, Calls] = {}
         self._by_wire_id: dict[str, Calls] = {}
-        self._pending_name: dict[Lane, str] = {}
+        # A header (a name, and the wire id it came with) seen after a complete value: it names the
+        # next call in its lane if text that starts a new value follows (rule metadata-once).
+        self._pending_header: dict[Lane, tuple[str, str | None]] = {}
         self._ids = IdAllocator(taken)
         self._counts = {False: 0, True: 0}  # calls opened so far: client, server
         self._max_calls = limits.max_calls
@@ -73,19 +75,21 @@ class Registry:
     def call_seen(self, ref: CallRef, item: dict[str, Any] | None = None) -> Slot | None:
         """Route a sighting; return the call it belongs to (None when it is only held as the name
         of a call that may follow). ``item``, a built-in client item, is kept on that call."""
-        landed = self._seen(ref)
+        landed = self._seen(ref, header=item is None)
         if item is not None and landed is not None:
             landed.item = item  # the latest word on the item wins
         return landed
 
-    def _seen(self, ref: CallRef) -> Slot | None:
+    def _seen(self, ref: CallRef, *, header: bool = True) -> Slot | None:
         lane, chain = self._chain(ref, None)
         if not chain:
             return self._open(lane, ref)
         newest = chain[-1]
-        if newest.unfinished or (ref.id is not None and ref.id in self._by_wire_id):
+        if newest.unfinished or (
+            ref.id is not None and ref.id in self._by_wire_id and not self._next_call_header(newest, ref, header)
+        ):
             self._metadata(newest, ref)
-            self._pending_name.pop(lane, None)
+            self._pending_header.pop(lane, None)
             return newest
         if newest.finished:
             # The provider ended that call (a call-end event): whatever is seen next is another call.
@@ -96,11 +100,21 @@ class Registry:
             # it on every chunk) or the header of a next call at this index. Hold it: it names the
             # next call only if text that starts a new value follows.
             if ref.name is not None:
-                self._pending_name[lane] = ref.name
+                self._pending_header[lane] = (ref.name, ref.id)
             self.ledger.apply("metadata-once")
             return None
         self.ledger.apply("complete-value-starts-new-call")
         return self._open(lane, ref)
+
+    def _next_call_header(self, newest: Slot, ref: CallRef, header: bool) -> bool:
+        """Whether a header under a known id may name the next call rather than repeat the newest
+        call's: the id's newest call, named, has a complete value and is the newest in its lane, and
+        the header brings a name (DeepSeek and GLM give two calls one id; with the index reused, the
+        second's header is the first's id and a name). Then it is held like a header without an id."""
+        if not header or ref.name is None or newest.name is None or newest.finished:
+            return False
+        calls = self._lanes.get(newest.lane)
+        return (calls if isinstance(calls, Slot) else calls[-1] if calls else None) is newest
 
     def arguments(self, ref: CallRef, text: str, kind: Kind) -> Slot | None:
         """Route argument text; return the call it landed in (the first, if it was split)."""
@@ -123,7 +137,7 @@ class Registry:
         the general routing opens a call there by rule index-is-label and gives it the text: done
         here without a CallRef or the routing's walk. Anything else takes the general routing."""
         lane: Lane = index
-        if self._pending_name or lane in self._lanes or wire_id in self._by_wire_id or not text or text.isspace():
+        if self._pending_header or lane in self._lanes or wire_id in self._by_wire_id or not text or text.isspace():
             self.arguments(CallRef(index, wire_id, name), text, "fragment")
             return
         self.ledger.rules["index-is-label"] += 1
@@ -142,7 +156,7 @@ class Registry:
         for a next call, the general routing opens a call there by rule index-is-label: done here
         without a CallRef or the routing's walk. Anything else takes the general routing."""
         lane: Lane = index
-        if self._pending_name or lane in self._lanes or wire_id in self._by_wire_id:
+        if self._pending_header or lane in self._lanes or wire_id in self._by_wire_id:
             self.call_seen(CallRef(index, wire_id, name))
             return
         self.ledger.rules["index-is-label"] += 1
@@ -154,7 +168,7 @@ class Registry:
         _extend inlined for a call still open, with the same rules counted and the same trigger
         fired; anything else (and the rest of a split fragment) goes the general way."""
         calls = self._lanes.get(index)
-        if calls is not None and not self._pending_name:
+        if calls is not None and not self._pending_header:
             slot = calls if isinstance(calls, Slot) else calls[-1]
             state = slot.state
             held = slot._length
@@ -190,7 +204,7 @@ class Registry:
         """The common case, decided without the general routing: a fragment for the unfinished
         newest call of its lane (by index, else by id, else by position), with no metadata that
         differs. _route_text would decide the same by the same rules; this counts them the same way."""
-        if ref.server or self._pending_name or not text or text.isspace():
+        if ref.server or self._pending_header or not text or text.isspace():
             return None
         if ref.index is not None:
             calls = self._lanes.get(ref.index)
@@ -218,11 +232,12 @@ class Registry:
     def call_end(self, ref: CallRef, trigger: str = "end") -> Slot | None:
         """End the newest unfinished call the evidence points to: ``end`` by the provider's word,
         or ``abandon`` when the provider said the call is unfinished."""
-        _, chain = self._chain(ref, None)
+        lane, chain = self._chain(ref, None)
         for slot in reversed(chain):
             if not slot.finished:
                 self._metadata(slot, ref)
                 self._finish(slot, trigger)
+                self._pending_header.pop(lane, None)  # a header held there repeated the call that ended
                 return slot
         return None
 
@@ -300,10 +315,10 @@ class Registry:
         """Put ``text`` where it belongs; return that call and any part of the text that starts
         another value."""
         lane, chain = self._chain(ref, kind)
-        pending = self._pending_name.get(lane)
+        pending = self._pending_header.get(lane)
         if pending is not None and ref.name is None:
             # A header held for the next call at this lane names the text that follows it.
-            ref = attrs.evolve(ref, name=pending)
+            ref = attrs.evolve(ref, name=pending[0], id=ref.id if ref.id is not None else pending[1])
         lane_has_calls = bool(chain)
         if kind == "fragment" and chain and chain[-1].unfinished:
             # Text for a call still open continues it, even if it happens to equal an earlier call.
@@ -317,7 +332,7 @@ class Registry:
         for slot in chain:
             if slot.unfinished:
                 self._metadata(slot, ref)
-                self._pending_name.pop(lane, None)
+                self._pending_header.pop(lane, None)
                 return slot, self._extend(slot, text, kind)
             if slot.state == "truncated" or not self._names_agree(slot, ref):
                 continue
@@ -436,7 +451,7 @@ class Registry:
         if ref is not None:
             self._metadata(slot, ref)
         if lane is not None:
-            self._pending_name.pop(lane, None)
+            self._pending_header.pop(lane, None)
         if not quiet:
             self.ledger.diagnose("resend", f"call {slot.id}: the same arguments again; not added")
         self.machine.fire(slot, "resend")
@@ -500,10 +515,11 @@ class Registry:
                 self.ledger.diagnose(
                     "duplicate-id", f"call at index {ordinal}: id {wire_id!r} already in use; renamed {call_id!r}"
                 )
-        pending = self._pending_name
+        pending = self._pending_header
         if pending:
             held = pending.pop(lane, None)
-            name = name or held
+            if held is not None:
+                name = name or held[0]
         freeform = kind in FREEFORM_TYPES  # the input kind, decided once per call
         slot = Slot(
             ordinal,
