@@ -175,6 +175,16 @@ def test_repeated_header_with_its_id_after_complete_value_names_the_next_call() 
     assert [(c.id, c.arguments) for c in trailing.calls] == [("dup", {"p": 1})] and not trailing.problems()
 
 
+def test_a_name_after_the_complete_value_of_a_nameless_call_names_it() -> None:
+    # The name comes last, in a chunk of its own without the id: it is the nameless call's late
+    # name, not a second call with no arguments.
+    result = run(
+        [chunk(tc(index=0, id="a", args='{"q": 1}')), chunk(tc(index=0, name="f")), chunk(finish="tool_calls")]
+    )
+    assert [(c.id, c.name, c.arguments) for c in result.calls] == [("a", "f", {"q": 1})]
+    assert not result.problems()
+
+
 def test_a_different_name_after_a_complete_value_is_a_new_call() -> None:
     result = run([chunk(tc(index=0, name="a", args="{}")), chunk(tc(index=0, name="b", args=""))])
     assert [c.name for c in result.calls] == ["a", "b"]

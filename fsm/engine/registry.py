@@ -95,6 +95,12 @@ class Registry:
             # The provider ended that call (a call-end event): whatever is seen next is another call.
             self.ledger.apply("complete-value-starts-new-call")
             return self._open(lane, ref)
+        if newest.name is None and ref.name is not None:
+            # A name for the call it follows, which has none: its late name (metadata-once), not
+            # the header of another call.
+            self._metadata(newest, ref)
+            self._pending_header.pop(lane, None)
+            return newest
         if ref.name is None or ref.name == newest.name:
             # After a finished value the same name again is either repeated metadata (Kimi repeats
             # it on every chunk) or the header of a next call at this index. Hold it: it names the
