@@ -256,6 +256,31 @@ def test_vertex_empty_function_call_closes_and_the_next_opens_a_new_call() -> No
     assert [c.arguments for c in result.calls] == [{"city": "Oslo"}, {}]
 
 
+def test_vertex_call_left_open_ends_when_another_call_begins() -> None:
+    # No closing functionCall {} before the next call's part: the streamed call ends there (its
+    # values all finished), and the next call is a call of its own, not text for the first.
+    streamed = [opening("w"), partial({"jsonPath": "$.city", "stringValue": "Oslo"})]
+    finish = gem({"text": ""}, finish="STOP")
+    then_whole = run("gemini", [*streamed, gem(fc("t", {"r": 2})), finish])
+    assert summary(then_whole) == [("call_0", "w", {"city": "Oslo"}), ("call_1", "t", {"r": 2})]
+    assert not then_whole.problems()
+    second = [opening("t"), partial({"jsonPath": "$.r", "numberValue": 2}), CLOSE]
+    then_streamed = run("gemini", [*streamed, *second, finish])
+    assert summary(then_streamed) == [("call_0", "w", {"city": "Oslo"}), ("call_1", "t", {"r": 2})]
+    # The same call sent whole after its streamed arguments (an aggregate) is a resend of it.
+    aggregate = run("gemini", [*streamed, gem(fc("w", {"city": "Oslo"})), finish])
+    assert summary(aggregate) == [("call_0", "w", {"city": "Oslo"})] and not aggregate.problems()
+    # Cut inside a string value: that call is truncated with its text, the next is its own.
+    cut = [opening("w"), partial({"jsonPath": "$.city", "stringValue": "Os", "willContinue": True})]
+    result = run("gemini", [*cut, *second, finish])
+    first, second = result.calls
+    assert (first.name, first.status, first.arguments_json) == ("w", CallStatus.TRUNCATED, '{"city": "Os')
+    assert (second.name, second.status, second.arguments) == ("t", CallStatus.COMPLETE, {"r": 2})
+    result = run("gemini", [*cut, gem(fc("t", {"r": 2})), finish])
+    assert [(c.name, c.status) for c in result.calls] == [("w", CallStatus.TRUNCATED), ("t", CallStatus.COMPLETE)]
+    assert result.calls[0].arguments_json == '{"city": "Os'
+
+
 def test_vertex_stream_ending_without_the_closing_part() -> None:
     done = [opening("w"), partial({"jsonPath": "$.city", "stringValue": "Oslo"})]
     assert run("gemini", [*done, gem(finish="STOP")]).calls[0].arguments == {"city": "Oslo"}

@@ -17,7 +17,8 @@ keep their own positions (two dice rolled are two calls), and so does a batch re
 Vertex ``partialArgs`` calls open with a ``functionCall`` that has a name and ``willContinue``, stream
 their arguments (written out as JSON text by :mod:`fsm.wire.decoders.partial_args`), and close with an
 empty ``functionCall {}``. When the stream finishes without that closing part, a call whose values all
-finished is closed; one cut inside a string value is left open, so it comes back truncated.
+finished is closed; one cut inside a string value is left open, so it comes back truncated. Another
+call's part (an opening or a whole call) ends it too: closed, or, cut inside a string, truncated.
 
 An ``executableCode`` part is code Gemini runs itself (its code-execution tool): a server call of
 type ``executable_code`` named ``code_execution``, whose input is the code (the part kept whole as
@@ -170,8 +171,10 @@ class GeminiDecoder:
         events: list[Event] = []
         if not name and call_id is None and partial is None and args is None and not more:
             return self._close_open()  # the empty functionCall {} that ends a streamed call
+        if name or (partial is None and not more):
+            # Another call's part (opening, or whole): the streamed call before it has ended.
+            events += self._end_open()
         if name and (more or partial is not None):
-            events += self._close_open()
             ref = CallRef(None, call_id, name, position)
             self._open = _Streaming(ref)
             events.append(CallSeen(ref, signature))
@@ -218,6 +221,16 @@ class GeminiDecoder:
             return [snapshot, CallEnd(ref)]
         self._codes[position] = part
         return [snapshot, CallSeen(ref, signature, part), CallEnd(ref)]  # the text first: it decides the call
+
+    def _end_open(self) -> list[Event]:
+        """End the streamed call, if any, as another call's part arrives: closed as the empty
+        ``functionCall {}`` closes it, or, cut inside a string value, given up (truncated with its
+        text). Left open, it took the next call's name and text as its own."""
+        events = self._close_open()
+        if self._open is not None:
+            events.append(CallEnd(self._open.ref, incomplete=True))
+            self._open = None
+        return events
 
     def _close_open(self) -> list[Event]:
         streaming, self._open = self._open, None
