@@ -107,7 +107,7 @@ class GeminiDecoder:
         self._codes: dict[int, dict[str, Any]] = {}  # the last executableCode part at each position
         # Where each whole call without an id (by the hash of its name and arguments: only a hint,
         # the registry compares the text) was seen in earlier events, and where in this event.
-        self._seen_at: dict[int, list[int]] = {}
+        self._seen_at: dict[int, dict[int, None]] = {}  # positions in order, each looked up at once
         self._placed_now: set[tuple[int, int]] = set()
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
@@ -157,9 +157,7 @@ class GeminiDecoder:
         if usage:
             events.append(UsageReport(dict(mapping(usage, "usageMetadata"))))
         for key, position in self._placed_now:
-            seen = self._seen_at.setdefault(key, [])
-            if position not in seen:
-                seen.append(position)
+            self._seen_at.setdefault(key, {})[position] = None
         return events
 
     def _call(self, call: Mapping[str, Any], position: int, signature: str | None) -> list[Event]:
@@ -200,7 +198,7 @@ class GeminiDecoder:
         """The position that identifies a whole call without an id: its own, unless the same call
         was seen in an earlier event only elsewhere; then the first such place not yet taken by
         its like in this event (where it can be a resend)."""
-        seen = self._seen_at.get(key, ())
+        seen = self._seen_at.get(key, {})
         placed = self._placed_now
         if position not in seen or (key, position) in placed:
             position = next((p for p in seen if (key, p) not in placed), position)
