@@ -544,7 +544,7 @@ def _identity(s: ModuleType) -> Any:
             s.Rule(
                 name="complete-value-starts-new-call",
                 order=6,
-                reason="Text for a call whose arguments are already a complete value cannot continue it: walk the calls derived from the same identity (base, base#1, ...) for a resend before opening a new one.",
+                reason="Text for a call whose arguments are already a complete value cannot continue it: walk the calls derived from the same identity (base, base#1, ...) for a resend before opening a new one. A whole object equal to the arguments of the call it follows, formatted anew (a gateway replaying what it parsed: other spaces, escapes, an object for text; keys in the same order, numbers and literals as they were), is a resend of that call too.",
             ),
             s.Rule(
                 name="snapshot-resend",
@@ -1177,7 +1177,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (8728, 1053787910),
     "scanner": (4661, 4199472060),
-    "identity": (18618, 2209239833),
+    "identity": (18865, 862362744),
     "history": (4023, 2432997595),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

@@ -230,6 +230,29 @@ def test_full_replay_of_arguments_after_fragments_is_a_resend() -> None:
     assert "resend" in result.codes()
 
 
+def test_replay_formatted_anew_after_fragments_is_a_resend() -> None:
+    # A gateway that parses the arguments and replays them re-serialized (spaces after colons,
+    # non-ASCII escaped, or as an object): the same value again, a resend, not a second call.
+    streamed = [chunk(tc(index=0, id="c", name="f", args='{"a":')), chunk(tc(index=0, args='1,"b":"é"}'))]
+    for replay in (
+        tc(index=0, args='{"a": 1, "b": "\\u00e9"}'),
+        tc(index=0, id="c", name="f", args='{"a": 1,\n "b": "é"}'),
+        tc(index=0, args={"a": 1, "b": "é"}),
+    ):
+        result = run([*streamed, chunk(replay), chunk(finish="tool_calls")])
+        assert [(c.id, c.name, c.arguments_json) for c in result.calls] == [("c", "f", '{"a":1,"b":"é"}')]
+        assert "resend" in result.codes()
+    # A value that differs (a float for an int, another key order, true for 1) is not the same.
+    for other in ('{"a": 1.0, "b": "é"}', '{"b": "é", "a": 1}', '{"a": true, "b": "é"}'):
+        result = run([*streamed, chunk(tc(index=0, args=other)), chunk(finish="tool_calls")])
+        assert len(result.calls) == 2
+    # identical_text=new-call: the same value again without an id is a second call, as the same text is.
+    again = run(
+        [*streamed, chunk(tc(index=0, args='{"a": 1, "b": "é"}'))], policies=Policies(identical_text="new-call")
+    )
+    assert len(again.calls) == 2
+
+
 def test_one_fragment_holding_two_values_is_split() -> None:
     result = run([chunk(tc(index=0, name="f", args='{"q": "A"}{"q": "B"}')), chunk(finish="tool_calls")])
     assert calls(result) == [("f", {"q": "A"}), ("f", {"q": "B"})]

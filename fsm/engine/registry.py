@@ -23,11 +23,12 @@ import attrs
 from fsm.engine.ids import IdAllocator
 from fsm.engine.ledger import Ledger
 from fsm.engine.machine import slot_machine
-from fsm.engine.scanner import closed_scanner, start_scanner
+from fsm.engine.scanner import closed_scanner, nesting_exceeds, start_scanner
 from fsm.engine.slot import Slot, text_digest
 from fsm.errors import LimitExceeded
 from fsm.events import FREEFORM_TYPES, NORMAL_FINISHES, CallRef
-from fsm.jsontext import is_json_prefix, unicode_utf8
+from fsm.jsontext import dumps as exact_dumps
+from fsm.jsontext import is_json_prefix, parse_strict, unicode_utf8
 from fsm.options import Limits
 from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus
 
@@ -69,6 +70,9 @@ class Registry:
         # Each indexed call's text as last indexed: its length and revision (which together tell
         # whether the text changed since: it only grows, or is replaced) and its digest.
         self._indexed: dict[Slot, tuple[int, int, bytes]] = {}
+        # The calls a replay was compared with: the length and revision of the text compared, and
+        # the digest of its value in canonical form, so each call's text is parsed once for it.
+        self._values: dict[Slot, tuple[int, int, bytes | None]] = {}
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -326,6 +330,7 @@ class Registry:
             # A header held for the next call at this lane names the text that follows it.
             ref = attrs.evolve(ref, name=pending[0], id=ref.id if ref.id is not None else pending[1])
         lane_has_calls = bool(chain)
+        newest = chain[-1] if chain else None
         if kind == "fragment" and chain and chain[-1].unfinished:
             # Text for a call still open continues it, even if it happens to equal an earlier call.
             chain = chain[-1:]
@@ -351,8 +356,37 @@ class Registry:
                 return slot, ""
         if lane_has_calls:
             self.ledger.apply("complete-value-starts-new-call")
+            if newest is not None and kind != "confirmation" and self._replays(newest, ref, text):
+                self._resend(newest, ref, lane)
+                return newest, ""
         slot = self._open(lane, ref)
         return slot, self._extend(slot, text, kind)
+
+    def _replays(self, slot: Slot, ref: CallRef, text: str) -> bool:
+        """Is ``text`` the arguments of ``slot``, the call it follows, formatted anew (a gateway
+        replaying what it parsed: spaces after colons, escapes, an object)? Only as a whole value
+        equal to the call's, keys in the same order, numbers and literals as they were, under the
+        same name and id; without an id, only where identical_text takes the same text as a resend.
+        Each side is parsed once: the call's value is kept for the replays that may follow."""
+        if (
+            slot.freeform
+            or slot.state not in ("value_closed", "flushed")
+            or slot.status is _TRUNCATED
+            or not self._names_agree(slot, ref)
+            or (ref.id is None and self.ledger.policies.identical_text != "resend")
+            or (ref.id is not None and ref.id != slot.wire_id)
+            or not text.lstrip().startswith("{")
+        ):
+            return False
+        self.ledger.work += len(text)
+        replayed = _canonical(text, self.limits.max_depth)
+        if replayed is None:
+            return False
+        known = self._values.get(slot)
+        if known is None or known[0] != slot.length or known[1] != slot.revision:
+            self.ledger.work += slot.length
+            known = self._values[slot] = (slot.length, slot.revision, _canonical(slot.text(), self.limits.max_depth))
+        return known[2] == replayed
 
     def _replace(self, slot: Slot, text: str, why: str | None) -> None:
         """Latest wins (snapshot-resend); when it overrides arguments the call held, say so."""
@@ -609,6 +643,20 @@ class Registry:
         if tail:
             outputs.append(ArgumentsDelta(slot.ordinal, tail))
         outputs.append(CallFinished(slot.to_call()))
+
+
+def _canonical(text: str, max_depth: int) -> bytes | None:
+    """The digest of an object's JSON text in one form (keys in their order, numbers as parsed), or
+    None when the text is not one strict JSON object within the nesting limit."""
+    if nesting_exceeds(text, max_depth):
+        return None  # json.loads recurses: text nested past the limit is not parsed
+    try:
+        value, _ = parse_strict(text)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    return text_digest(exact_dumps(value).encode("utf-8", "surrogatepass"))
 
 
 def _listed(calls: Calls | None) -> Sequence[Slot]:
