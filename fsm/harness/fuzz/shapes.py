@@ -66,8 +66,8 @@ def openai_case(draw: st.DrawFn) -> Case:
 
         ops = [entry(True, "")] if header else []
         ops += [entry(not header and i == 0, p) for i, p in enumerate(pieces)]
-        if resend:
-            ops.append(entry(True, text))
+        if resend:  # the same text again, or the same value formatted anew (a gateway's replay)
+            ops.append(entry(True, text if draw(st.booleans()) else _dumps(draw, args)))
         queues.append(ops)
     entries = _interleave(draw, queues, interleave)
     events: list[dict[str, Any]] = [
