@@ -454,6 +454,15 @@ def test_responses_done_that_differs_wins_and_says_so() -> None:
     assert summary(result) == [("call_a", "f", {"a": 2})] and "arguments-replaced" in result.codes()
 
 
+def test_responses_item_done_that_differs_from_arguments_done_wins_and_says_so() -> None:
+    # Two final words: the item's end is the later one. Equal, it changes nothing and says nothing.
+    start = [added(0, "call_a", "f"), args_delta(0, '{"a": 1}'), args_done(0, '{"a": 1}')]
+    result = run("openai-responses", [*start, item_done(0, "call_a", "f", '{"a": 2}'), COMPLETED])
+    assert summary(result) == [("call_a", "f", {"a": 2})] and "arguments-replaced" in result.codes()
+    same = run("openai-responses", [*start, item_done(0, "call_a", "f", '{"a": 1}'), COMPLETED])
+    assert summary(same) == [("call_a", "f", {"a": 1})] and not same.problems()
+
+
 def test_responses_no_deltas_only_done() -> None:
     events = [added(0, "call_a", "f"), item_done(0, "call_a", "f", '{"city": "Oslo"}'), COMPLETED]
     assert summary(run("openai-responses", events)) == [("call_a", "f", {"city": "Oslo"})]
