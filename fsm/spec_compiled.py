@@ -539,7 +539,7 @@ def _identity(s: ModuleType) -> Any:
             s.Rule(
                 name="metadata-once",
                 order=5,
-                reason="A name or id is set once and compared, never concatenated; a repeated or empty one changes nothing. A header (a name, with or without the id of the call it follows) repeated after a complete value is held: it names the next call only if text that starts a new value follows, and that call keeps the header's id (renamed, as duplicate-id-renamed says). A name after the complete value of a call that has none is that call's late name.",
+                reason="A name or id is set once and compared, never concatenated; a repeated or empty one changes nothing. A header (a name, with or without the id of the call it follows) repeated after a complete value is held: it names the next call only if text that starts a new value follows, and that call keeps the header's id (renamed, as duplicate-id-renamed says); with another name, it opens that next call at once. A name after the complete value of a call that has none is that call's late name.",
             ),
             s.Rule(
                 name="complete-value-starts-new-call",
@@ -1177,7 +1177,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (8728, 1053787910),
     "scanner": (4661, 4199472060),
-    "identity": (18865, 862362744),
+    "identity": (18917, 1176631451),
     "history": (4023, 2432997595),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""
