@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import importlib
 import io
 import json
 from pathlib import Path
@@ -112,6 +113,32 @@ def test_an_emptied_anthropic_message_goes_and_its_neighbours_merge() -> None:
     ]
     assert [m["role"] for m in fixed] == ["user", "assistant", "user", "assistant"]
     assert fixed[3]["content"] == [{"type": "text", "text": "thinking"}, {"type": "text", "text": "done"}]
+
+
+def test_a_long_chain_of_anthropic_merges_copies_each_block_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every other message an orphan that goes: each user message joins the one before, so one
+    # message grows by a block per merge. Copying it whole at each merge made repair quadratic.
+    n = 2_000
+    messages: list[dict[str, Any]] = []
+    for i in range(n):
+        messages.append({"role": "user", "content": [{"type": "text", "text": f"t{i}"}]})
+        orphan = {"type": "tool_result", "tool_use_id": f"ghost{i}", "content": "?"}
+        messages.append({"role": "user", "content": [orphan]})
+    repair_module = importlib.import_module("fsm.history.repair")  # the package's name is the function
+    copied = 0
+    blocks = repair_module._blocks
+
+    def counted(message: Any) -> list[Any]:
+        nonlocal copied
+        found = blocks(message)
+        copied += len(found)
+        return found
+
+    monkeypatch.setattr(repair_module, "_blocks", counted)
+    fixed, changes = history.repair(messages)
+    assert [m["content"] for m in fixed] == [[{"type": "text", "text": f"t{i}"} for i in range(n)]]
+    assert sum(c.kind == "merged-messages" for c in changes) == n - 1
+    assert copied <= 2 * n
 
 
 def test_an_anthropic_placeholder_joins_the_user_message_that_follows() -> None:
