@@ -141,3 +141,22 @@ def test_a_langchain_chunk_with_a_field_of_the_wrong_kind_is_invalid_input(field
     result = r.close()  # nothing of the refused chunk was taken in; the stream went on
     assert [(c.id, c.name, c.arguments) for c in result.calls] == [("t1", "f", {})]
     assert not result.text and not result.problems()
+
+
+def test_google_genai_partial_args_with_a_null_value_read_as_the_wire_does() -> None:
+    # Vertex streams a null argument as ``"nullValue": null``. google-genai keeps the field as set
+    # with the value None; a dump without the None fields lost it, and the entry read as having no
+    # value (the stream failed, the call cut).
+    genai_types = pytest.importorskip("google.genai.types")
+
+    def part(call: dict[str, Any], **candidate: Any) -> dict[str, Any]:
+        return {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": call}]}, **candidate}]}
+
+    values = [{"jsonPath": "$.a", "nullValue": None}, {"jsonPath": "$.b", "stringValue": "x"}]
+    wire = [
+        part({"name": "f", "willContinue": True}),
+        part({"partialArgs": values, "willContinue": True}),
+        part({}, finishReason="STOP"),
+    ]
+    objects = [genai_types.GenerateContentResponse.model_validate(w) for w in wire]
+    assert feed_all(objects) == feed_all(wire) == [("call_0", "f", {"a": None, "b": "x"})]

@@ -4,7 +4,9 @@ frameworks above them yield, read by duck typing.
 * raw SDK events (``ChatCompletionChunk``, Responses and Anthropic events, google-genai
   ``GenerateContentResponse``, LiteLLM's ``ModelResponseStream``): their ``model_dump()`` or
   ``to_dict()``, in wire names, without the stream helpers' ``snapshot`` (the whole text so far,
-  whose dumping on every event would make a stream cost quadratic time);
+  whose dumping on every event would make a stream cost quadratic time). A model's dump holds the
+  fields the SDK read from the wire (those set), an explicit null among them: the payload the wire
+  sent, where null can be the value (Vertex streams a null argument as ``"nullValue": null``);
 * openai's ``chat.completions.stream()`` events: a ``chunk`` event stands for the chunk it carries;
   the ``content.*``, ``refusal.*``, ``tool_calls.*`` and ``logprobs.*`` events are derived from those
   chunks, so they are skipped;
@@ -66,8 +68,10 @@ def as_mapping(item: Any) -> Mapping[str, Any]:
         return item
     dump = getattr(item, "model_dump", None)
     if callable(dump):
-        try:  # pydantic SDK models: wire names (google-genai's camelCase aliases), JSON-safe values
-            value = dump(mode="json", by_alias=True, exclude_none=True, exclude={"snapshot"})
+        # pydantic SDK models: wire names (google-genai's camelCase aliases), JSON-safe values. The
+        # fields set, not the non-None ones: dropping every None also dropped the nulls the wire sent.
+        try:
+            value = dump(mode="json", by_alias=True, exclude_unset=True, exclude={"snapshot"})
         except TypeError:
             value = dump()
         if isinstance(value, Mapping):
