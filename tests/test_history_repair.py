@@ -166,6 +166,35 @@ def test_gemini_drop_call_removes_the_call(field: str, with_id: bool) -> None:
     assert fixed[1] == {"role": "model", "parts": [{"text": "let me see"}]}
 
 
+def test_gemini_responses_without_ids_answer_calls_with_ids_by_name() -> None:
+    # Gemini 3 gives each call an id; google-genai's Part.from_function_response(name=, response=)
+    # writes the answer without one, and Gemini pairs it by name. Repair replaced both real
+    # results with error placeholders.
+    def call(cid: str, name: str) -> dict[str, Any]:
+        return {"functionCall": {"id": cid, "name": name, "args": {}}}
+
+    def response(name: str, value: int, cid: str | None = None) -> dict[str, Any]:
+        return {"functionResponse": {**({"id": cid} if cid else {}), "name": name, "response": {"r": value}}}
+
+    go = {"role": "user", "parts": [{"text": "go"}]}
+    messages = [
+        go,
+        {"role": "model", "parts": [call("c1", "f"), call("c2", "g"), call("c3", "f")]},
+        {"role": "user", "parts": [response("g", 2), response("f", 1), response("f", 3)]},
+    ]
+    assert history.check(messages).findings == ()
+    assert history.repair(messages) == (messages, [])
+    # One answered by its id: the response without one answers the other call of its name.
+    messages[2] = {"role": "user", "parts": [response("f", 3, "c3"), response("g", 2), response("f", 1)]}
+    assert history.check(messages).findings == ()
+    assert history.repair(messages) == (messages, [])
+    # One more response of the name than calls of it: that one answers nothing.
+    messages[2] = {"role": "user", "parts": [response("f", 1), response("g", 2), response("f", 3), response("f", 4)]}
+    fixed, changes = history.repair(messages)
+    assert [(c.kind, c.message) for c in changes] == [("dropped-orphan", 3)]
+    assert fixed[2]["parts"] == messages[2]["parts"][:3]
+
+
 def test_a_gemini_call_without_an_id_gets_a_placeholder_without_one() -> None:
     messages = [
         {"role": "user", "parts": [{"text": "go"}]},
