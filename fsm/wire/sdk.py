@@ -6,7 +6,10 @@ frameworks above them yield, read by duck typing.
   ``to_dict()``, in wire names, without the stream helpers' ``snapshot`` (the whole text so far,
   whose dumping on every event would make a stream cost quadratic time). A model's dump holds the
   fields the SDK read from the wire (those set), an explicit null among them: the payload the wire
-  sent, where null can be the value (Vertex streams a null argument as ``"nullValue": null``);
+  sent, where null can be the value (Vertex streams a null argument as ``"nullValue": null``).
+  google-genai holds a ``thoughtSignature`` as bytes and writes it in url-safe base64 (``-`` and
+  ``_``), so a signature read from its objects differs in text from the wire's standard base64
+  while its bytes are the same (Gemini reads either);
 * openai's ``chat.completions.stream()`` events: a ``chunk`` event stands for the chunk it carries;
   the ``content.*``, ``refusal.*``, ``tool_calls.*`` and ``logprobs.*`` events are derived from those
   chunks, so they are skipped;
