@@ -160,3 +160,24 @@ def test_google_genai_partial_args_with_a_null_value_read_as_the_wire_does() -> 
     ]
     objects = [genai_types.GenerateContentResponse.model_validate(w) for w in wire]
     assert feed_all(objects) == feed_all(wire) == [("call_0", "f", {"a": None, "b": "x"})]
+
+
+def test_an_sdk_object_too_deep_for_its_serializer_is_an_event_too_deep_to_read() -> None:
+    # pydantic refuses to write a model nested past its depth guard with a bare ValueError, which
+    # escaped feed; the same event as a dict is refused as nesting too deeply (LimitExceeded).
+    genai_types = pytest.importorskip("google.genai.types")
+    from fsm.errors import LimitExceeded
+
+    args: dict[str, Any] = {}
+    inner = args
+    for _ in range(300):
+        inner["a"] = {}
+        inner = inner["a"]
+    wire = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "f", "args": args}}]}}]}
+    for item in (wire, genai_types.GenerateContentResponse.model_validate(wire)):
+        r = Reassembler()
+        r.feed({"candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]}}]})
+        with pytest.raises(LimitExceeded) as raised:
+            r.feed(item)
+        assert raised.value.event == 2
+        assert r.close().text == "hi"  # the result so far

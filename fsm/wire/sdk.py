@@ -9,7 +9,8 @@ frameworks above them yield, read by duck typing.
   sent, where null can be the value (Vertex streams a null argument as ``"nullValue": null``).
   google-genai holds a ``thoughtSignature`` as bytes and writes it in url-safe base64 (``-`` and
   ``_``), so a signature read from its objects differs in text from the wire's standard base64
-  while its bytes are the same (Gemini reads either);
+  while its bytes are the same (Gemini reads either). A model nested past what pydantic writes as
+  JSON (some 250 levels) is an event too deep to read: ``LimitExceeded``, as for a dict that deep;
 * openai's ``chat.completions.stream()`` events: a ``chunk`` event stands for the chunk it carries;
   the ``content.*``, ``refusal.*``, ``tool_calls.*`` and ``logprobs.*`` events are derived from those
   chunks, so they are skipped;
@@ -77,6 +78,12 @@ def as_mapping(item: Any) -> Mapping[str, Any]:
             value = dump(mode="json", by_alias=True, exclude_unset=True, exclude={"snapshot"})
         except TypeError:
             value = dump()
+        except ValueError:
+            if _nests_past(dump, SERIALIZER_DEPTH):
+                # pydantic's JSON serializer stops at a depth guard of its own, as a recursive walk
+                # stops at the stack: the event nests too deeply to read, as a dict that deep does.
+                raise RecursionError("the SDK object nests too deeply to write") from None
+            raise  # any other refusal is the SDK's own, and goes up unchanged
         if isinstance(value, Mapping):
             return value
     to_dict = getattr(item, "to_dict", None)
@@ -88,6 +95,33 @@ def as_mapping(item: Any) -> Mapping[str, Any]:
         f"cannot feed a {type(item).__name__}: pass a dict, an SDK object with model_dump() or to_dict(), "
         "or an fsm event"
     )
+
+
+SERIALIZER_DEPTH = 200
+"""Nesting past which a model pydantic cannot write as JSON is taken to have met its serializer's
+depth guard (some 250 levels of models, lists and dicts), not some other refusal."""
+
+
+def _nests_past(dump: Any, limit: int) -> bool:
+    """Does the model's plain dump (which has no depth guard) nest deeper than ``limit``? Walked
+    without recursion; False when even that dump fails."""
+    try:
+        value = dump()
+    except Exception:  # the original error is what the caller sees
+        return False
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, list | tuple):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack += [(child, depth + 1) for child in children]
+    return False
 
 
 def langchain_chunk(chunk: Any) -> dict[str, Any]:
