@@ -181,3 +181,35 @@ def test_an_sdk_object_too_deep_for_its_serializer_is_an_event_too_deep_to_read(
             r.feed(item)
         assert raised.value.event == 2
         assert r.close().text == "hi"  # the result so far
+
+
+@pytest.mark.parametrize(
+    ("metadata", "args", "finish", "status"),
+    [
+        ({"status": "completed"}, '{"a": 1}', "tool_calls", "complete"),
+        (
+            {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}},
+            '{"a": ',
+            "length",
+            "truncated",
+        ),
+    ],
+)
+def test_a_langchain_responses_chunk_ends_the_turn_by_its_status(
+    metadata: dict[str, Any], args: str, finish: str, status: str
+) -> None:
+    # LangChain's ChatOpenAI(use_responses_api=True) ends a turn with a chunk whose metadata holds the
+    # response's status (and incomplete_details), no finish_reason: read as none at all, every turn
+    # got no-finish-reason and no finish reason, so a turn cut at max_output_tokens did not say so.
+    from types import SimpleNamespace
+
+    def message_chunk(parts: list[dict[str, Any]], **meta: Any) -> SimpleNamespace:
+        return SimpleNamespace(type="AIMessageChunk", content=[], tool_call_chunks=parts, response_metadata=meta)
+
+    r = Reassembler()
+    r.feed(message_chunk([{"index": 1, "id": "c1", "name": "f", "args": args}]))
+    r.feed(message_chunk([], model_provider="openai", **metadata))
+    result = r.close()
+    assert result.finish_reason == finish
+    assert [(c.id, c.status.value) for c in result.calls] == [("c1", status)]
+    assert "no-finish-reason" not in {d.code for d in result.diagnostics}

@@ -18,7 +18,9 @@ frameworks above them yield, read by duck typing.
   ``signature`` events derived from the raw events it also yields: skipped;
 * LangChain's ``AIMessageChunk``: its ``tool_call_chunks`` (index, id, name, argument fragment) are
   the OpenAI chat shape under other names, so the chunk is written as an OpenAI chat chunk, whatever
-  model is behind it (read it with provider ``auto`` or ``openai-chat``).
+  model is behind it (read it with provider ``auto`` or ``openai-chat``). The finish reason is the
+  metadata's ``finish_reason`` or ``stop_reason``, or for the Responses API, which gives neither, its
+  ``status``: ``completed`` is ``stop``, ``incomplete`` at ``max_output_tokens`` is ``length``.
 """
 
 from __future__ import annotations
@@ -157,7 +159,7 @@ def langchain_chunk(chunk: Any) -> dict[str, Any]:
     if calls:
         delta["tool_calls"] = calls
     metadata = getattr(chunk, "response_metadata", None) or {}
-    finish = metadata.get("finish_reason") or metadata.get("stop_reason") if isinstance(metadata, Mapping) else None
+    finish = _langchain_finish(metadata) if isinstance(metadata, Mapping) else None
     payload: dict[str, Any] = {
         "object": "chat.completion.chunk",
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
@@ -167,6 +169,24 @@ def langchain_chunk(chunk: Any) -> dict[str, Any]:
         _check_langchain_field(usage, Mapping, "usage_metadata", "a dict")
         payload["usage"] = dict(usage)
     return payload
+
+
+RESPONSES_INCOMPLETE_FINISH = {"max_output_tokens": "length", "content_filter": "content_filter"}
+"""A Responses turn's ``incomplete_details.reason`` as the chat finish reason that means the same."""
+
+
+def _langchain_finish(metadata: Mapping[str, Any]) -> Any:
+    """The finish reason in a chunk's ``response_metadata``: the chat ``finish_reason``, Anthropic's
+    ``stop_reason``, or for the Responses API (which has neither) the response's ``status``: a
+    ``completed`` turn stopped, an ``incomplete`` one for its ``incomplete_details.reason``."""
+    finish = metadata.get("finish_reason") or metadata.get("stop_reason")
+    if finish or metadata.get("status") not in ("completed", "incomplete"):
+        return finish
+    if metadata["status"] == "completed":
+        return "stop"
+    details = metadata.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, Mapping) else None
+    return RESPONSES_INCOMPLETE_FINISH.get(reason) if isinstance(reason, str) else None
 
 
 def _check_langchain_field(value: Any, kind: Any, what: str, said: str) -> None:
