@@ -15,6 +15,11 @@ the google-genai SDK accepts as it is). What goes back is what the provider sent
   is left out: Anthropic refuses it. Chat Completions has no field for reasoning, so it is not sent;
 * server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools, Gemini's code execution)
   are the provider's own and are not replayed;
+* arguments: the raw text where the format takes text (OpenAI), the parsed object where it takes an
+  object (Anthropic ``input``, Gemini ``args``). A number no float or int holds comes back from the
+  parse as a ``decimal.Decimal`` (an integer past the int-string conversion limit, ``1e999``): the
+  object holds it as that, and the SDKs cannot write it (anthropic's JSON encoder raises
+  ``TypeError``; google-genai sends it as a string);
 * OpenAI custom (freeform) calls go back as custom calls with their ``input`` text;
 * Responses built-in client calls (``apply_patch_call``, ``shell_call``, ``local_shell_call``,
   ``computer_call``) go back as the item the provider sent (:attr:`~fsm.results.ToolCall.item`):
