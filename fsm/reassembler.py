@@ -377,7 +377,7 @@ class Reassembler:
             if isinstance(event, ArgumentsFragment):
                 landed = registry.arguments(event.ref, event.text, "fragment")
             elif isinstance(event, CallSeen):
-                landed = registry.call_seen(event.ref, event.item)
+                landed = registry.call_seen(event.ref, event.item, announces=event.announces)
             else:
                 landed = registry.arguments(event.ref, event.text, "confirmation" if event.confirms else "snapshot")
             if event.signature and landed is not None and landed.signature is None:

@@ -70,16 +70,17 @@ class Registry:
 
     # -- events -----------------------------------------------------------------------------------
 
-    def call_seen(self, ref: CallRef, item: dict[str, Any] | None = None) -> Slot | None:
+    def call_seen(self, ref: CallRef, item: dict[str, Any] | None = None, *, announces: bool = False) -> Slot | None:
         """Route a sighting; return the call it belongs to (None when it is only held as the name
-        of a call that may follow). ``item``, a built-in client item, is kept on that call."""
-        landed = self._seen(ref)
+        of a call that may follow). ``item``, a built-in client item, is kept on that call. A
+        sighting that ``announces`` a call its input opened names the newest call at its index."""
+        landed = self._seen(ref, announces)
         if item is not None and landed is not None:
             landed.item = item  # the latest word on the item wins
         return landed
 
-    def _seen(self, ref: CallRef) -> Slot | None:
-        lane, chain = self._chain(ref, None)
+    def _seen(self, ref: CallRef, announces: bool) -> Slot | None:
+        lane, chain = self._chain(ref, None, announces=announces)
         if not chain:
             return self._open(lane, ref)
         newest = chain[-1]
@@ -244,7 +245,7 @@ class Registry:
 
     # -- routing ----------------------------------------------------------------------------------
 
-    def _chain(self, ref: CallRef, kind: Kind | None) -> tuple[Lane, Sequence[Slot]]:
+    def _chain(self, ref: CallRef, kind: Kind | None, *, announces: bool = False) -> tuple[Lane, Sequence[Slot]]:
         """The lane the evidence points to, and the calls in it that may own this event."""
         if ref.id is not None:
             owners = _listed(self._by_wire_id.get(ref.id))
@@ -279,8 +280,10 @@ class Registry:
                 newest = None
         if newest is None:
             return lane, []
-        if newest.wire_id is None and newest.unfinished:
-            self._metadata(newest, ref)  # late-id: the call was opened without one
+        if newest.wire_id is None and (newest.unfinished or announces):
+            # late-id: the call was opened without one (and the provider's announcement of a call
+            # its input opened is that call's, even with its value closed)
+            self._metadata(newest, ref)
             return newest.lane, [newest]
         if (
             kind == "fragment"
