@@ -41,6 +41,11 @@ def converter() -> Converter:
     # another type in JSON read back is a wrong event, not one to make up.
     for kind in (str, int, bool):
         made.register_structure_hook(kind, functools.partial(_exactly, kind))
+    # A dict or list is a JSON value already (arguments, a built-in item, usage), and it may nest as
+    # deep as a wire event may (544 levels), where cattrs' frames per level would pass Python's
+    # recursion limit: it goes out as the value the event or call holds, not a copy.
+    for value_kind in (dict, list):
+        made.register_unstructure_hook(value_kind, _as_is)
     configure_tagged_union(Event, made, tag_name="type")
     configure_tagged_union(Output, made, tag_name="type")
     return made
@@ -50,6 +55,10 @@ def _exactly(kind: type, value: Any, _: object) -> Any:
     if type(value) is kind or (kind is str and isinstance(value, str)):
         return value
     raise TypeError(f"{value!r:.40} is {type(value).__name__}, not {kind.__name__}")
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 def _plain(_: object, __: attrs.Attribute[Any], value: Any) -> Any:
@@ -78,6 +87,8 @@ def _bare(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
+    """The event as plain JSON types, tagged with ``"type"``; a built-in item or usage it holds is that
+    same value (JSON already, as deep as a wire event may nest), not a copy."""
     if not isinstance(event, EVENT_TYPES):
         raise InvalidInput(f"event_to_json takes an event (fsm.events), not {type(event).__name__}")
     data: dict[str, Any] = converter().unstructure(event, Event)

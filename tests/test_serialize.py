@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from fsm.errors import InvalidInput
-from fsm.events import ArgumentsFragment, CallRef, CallSeen, StreamEnd
+from fsm.events import ArgumentsFragment, CallRef, CallSeen, StreamEnd, UsageReport
+from fsm.results import Output
 from fsm.serialize import event_from_json, event_to_json, result_to_json
 from tests.helpers import chunk, run, tc
 
@@ -95,3 +96,22 @@ def test_a_result_nesting_as_deep_as_the_limits_allow_is_written() -> None:
     data = result_to_json(result)
     assert data["calls"][0]["arguments"] == json.loads(text) and data["usage"] == usage
     assert json.loads(dumps(data))["calls"][0]["status"] == "complete"
+
+
+def test_an_event_nesting_as_deep_as_a_wire_event_may_round_trips() -> None:
+    """A built-in item (CallSeen.item) and usage are a wire event's JSON, which may nest
+    max_event_depth levels (544 with max_depth 512): cattrs' frames per level passed Python's
+    recursion limit at ~330, so event_to_json raised RecursionError."""
+    from fsm import Limits
+    from fsm.results import CallFinished, CallStatus, ToolCall
+    from fsm.serialize import converter
+
+    value: dict[str, Any] = {"n": 1}
+    for _ in range(Limits(max_depth=512).max_event_depth - 2):
+        value = {"n": [value]} if len(repr(value)) % 2 else {"n": value}
+    for event in [CallSeen(CallRef(0, "a", "shell"), item=value), UsageReport(value, cumulative=True)]:
+        data = event_to_json(event)
+        assert data["type"] == type(event).__name__
+        assert event_from_json(data) == event
+    call = ToolCall(0, "a", "a", "f", value, "{}", CallStatus.COMPLETE, item=value)
+    assert converter().structure(converter().unstructure(CallFinished(call), Output), Output) == CallFinished(call)
