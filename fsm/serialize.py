@@ -32,7 +32,8 @@ _EVENT_NAMES = frozenset(cls.__name__ for cls in EVENT_TYPES)
 
 @functools.cache
 def converter() -> Converter:
-    """The cattrs converter for events and outputs (tagged by ``"type"``), built on first use."""
+    """The cattrs converter for events (tagged by ``"type"``) and outputs (tagged by ``"output"``),
+    built on first use."""
     from cattrs import Converter
     from cattrs.strategies import configure_tagged_union
 
@@ -47,7 +48,9 @@ def converter() -> Converter:
     for value_kind in (dict, list):
         made.register_unstructure_hook(value_kind, _as_is)
     configure_tagged_union(Event, made, tag_name="type")
-    configure_tagged_union(Output, made, tag_name="type")
+    # An output has a field named "type" of its own (CallOpened.type, the call's type): its class name
+    # goes under "output", where it cannot overwrite a field.
+    configure_tagged_union(Output, made, tag_name="output")
     return made
 
 

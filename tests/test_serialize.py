@@ -115,3 +115,22 @@ def test_an_event_nesting_as_deep_as_a_wire_event_may_round_trips() -> None:
         assert event_from_json(data) == event
     call = ToolCall(0, "a", "a", "f", value, "{}", CallStatus.COMPLETE, item=value)
     assert converter().structure(converter().unstructure(CallFinished(call), Output), Output) == CallFinished(call)
+
+
+def test_every_output_round_trips_keeping_its_own_type_field() -> None:
+    """CallOpened has a field named ``type`` (the call's type): a union tagged by ``"type"`` wrote the
+    class name over it, so a custom call read back as a call of type ``"CallOpened"``."""
+    from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, CallStatus, ToolCall
+    from fsm.serialize import converter
+
+    call = ToolCall(1, "c", None, "patch", None, None, CallStatus.COMPLETE, type="custom", input="*** Begin")
+    outputs = [
+        CallOpened(0, "a", "a", "f"),
+        CallOpened(1, "c", None, "patch", type="custom"),
+        CallNamed(1, "patch"),
+        ArgumentsDelta(1, "*** Begin"),
+        CallFinished(call),
+    ]
+    for output in outputs:
+        data = converter().unstructure(output, Output)
+        assert converter().structure(data, Output) == output, data
