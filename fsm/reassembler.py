@@ -135,7 +135,7 @@ class Reassembler:
         return self.ledger.drain()
 
     def drain(self) -> list[Output]:
-        """Outputs not yet handed out: those ``close()`` caused (the last calls finishing)."""
+        """Outputs not yet handed out: those ``close()`` caused, or the event whose error was raised."""
         return self.ledger.drain()
 
     def close(self) -> Result:
