@@ -37,7 +37,7 @@ def converter() -> Converter:
     from cattrs import Converter
     from cattrs.strategies import configure_tagged_union
 
-    made = Converter()
+    made = Converter(forbid_extra_keys=True)  # a misspelt field (incomplet) would be dropped in silence
     # cattrs' own hooks convert (str([1]) is "[1]", int("7") is 7, bool("no") is True): a value of
     # another type in JSON read back is a wrong event, not one to make up.
     for kind in (str, int, bool):
@@ -100,7 +100,8 @@ def event_to_json(event: Event) -> dict[str, Any]:
 
 def event_from_json(data: dict[str, Any]) -> Event:
     """The event ``data`` (as :func:`event_to_json` wrote it) stands for. Data that is no event (no
-    or an unknown ``"type"``, a field missing or of the wrong type) is InvalidInput saying why."""
+    or an unknown ``"type"``, a field missing, of the wrong type or one the event does not have) is
+    InvalidInput saying why."""
     if not isinstance(data, dict):
         raise InvalidInput(f"an event is a JSON object, not {type(data).__name__}")
     kind = data.get("type")

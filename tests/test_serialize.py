@@ -134,3 +134,16 @@ def test_every_output_round_trips_keeping_its_own_type_field() -> None:
     for output in outputs:
         data = converter().unstructure(output, Output)
         assert converter().structure(data, Output) == output, data
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"type": "CallEnd", "ref": {"index": 0}, "incomplet": True},  # read as a complete call before
+        {"type": "CallSeen", "ref": {"index": 0, "nmae": "f"}},  # read as a call with no name before
+        {"type": "StreamEnd", "finish_reason": "stop", "eror": "overloaded"},
+    ],
+)
+def test_a_key_an_event_does_not_have_is_invalid_input_not_dropped(data: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInput, match=r"Extra fields in constructor for \w+: (incomplet|nmae|eror)"):
+        event_from_json(data)
