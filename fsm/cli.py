@@ -193,8 +193,11 @@ def conform(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None = No
     from fsm.harness import conformance
     from fsm.harness.vectors import VECTOR_DIR, load_vectors
 
+    if args.against is not None and not args.against.strip():  # `--against "$UNSET"` would grade this engine
+        (stderr or sys.stderr).write("toolcall-fsm: conform: --against needs a command to run\n")
+        return 2
     vectors = load_vectors(Path(args.vectors) if args.vectors else VECTOR_DIR)
-    if args.against:
+    if args.against is not None:
         if args.fuzzed:
             from fsm.harness.fuzz import run as fuzz
 
