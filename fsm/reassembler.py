@@ -353,9 +353,8 @@ class Reassembler:
         if decoder is None:
             provider = detect_provider(payload)
             if provider is None:
-                raise UnsupportedProvider(
-                    f"event {self._events}: cannot tell the provider from this event; name it (--provider)"
-                )
+                why = "cannot tell the provider from this event; name it (--provider)"
+                raise UnsupportedProvider(why, event=self._events)
             decoder = self._use(make_decoder(provider))
         try:
             events = decoder.decode(payload, self.ledger.diagnose)

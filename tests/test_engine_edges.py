@@ -465,3 +465,15 @@ def test_a_call_ended_by_the_event_a_strict_violation_names_is_reported_finished
     for call in result.calls:
         sent = "".join(o.text for o in outputs if isinstance(o, ArgumentsDelta) and o.index == call.index)
         assert sent == call.arguments_json
+
+
+def test_a_stream_whose_provider_cannot_be_told_names_the_event_in_error_and_diagnostic() -> None:
+    from fsm import UnsupportedProvider
+
+    r = Reassembler()
+    r.feed_bytes(b": ping\n\n")
+    with pytest.raises(UnsupportedProvider) as error:
+        r.feed_bytes(b'data: {"neither": "provider"}\n\n')
+    assert error.value.event == 1 and str(error.value).startswith("event 1: cannot tell the provider")
+    failed = [d for d in r.close().diagnostics if d.code == "stream-failed"]
+    assert [d.event for d in failed] == [1]  # named no event before
