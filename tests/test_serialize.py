@@ -147,3 +147,49 @@ def test_every_output_round_trips_keeping_its_own_type_field() -> None:
 def test_a_key_an_event_does_not_have_is_invalid_input_not_dropped(data: dict[str, Any]) -> None:
     with pytest.raises(InvalidInput, match=r"Extra fields in constructor for \w+: (incomplet|nmae|eror)"):
         event_from_json(data)
+
+
+def _event_strategies() -> Any:
+    from hypothesis import strategies as st
+
+    from fsm.events import ArgumentsSnapshot, CallEnd, ReasoningDelta, TextDelta
+
+    text = st.text(max_size=12) | st.sampled_from(["\ud800", "a\udfff", "\U0001f600", "", "\x00"])
+    maybe = st.none() | text
+    number = st.integers() | st.just(10**100)
+    value = st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | text,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
+        max_leaves=10,
+    )
+    ref = st.builds(CallRef, st.none() | number, maybe, maybe, number, st.booleans(), text)
+    return st.one_of(
+        st.builds(CallSeen, ref, maybe, st.none() | st.dictionaries(text, value, max_size=3)),
+        st.builds(ArgumentsFragment, ref, text, maybe),
+        st.builds(ArgumentsSnapshot, ref, text, maybe, st.booleans()),
+        st.builds(CallEnd, ref, st.booleans()),
+        st.builds(StreamEnd, maybe, maybe, maybe),
+        st.builds(TextDelta, text, maybe),
+        st.builds(ReasoningDelta, st.none() | number, text, maybe, maybe, maybe, st.lists(text).map(tuple), maybe),
+        st.builds(UsageReport, st.dictionaries(text, value, max_size=3), st.booleans()),
+    )
+
+
+def test_every_event_round_trips_through_json_text() -> None:
+    """Any event (non-BMP text, lone surrogates, 100-digit ints, nested items) comes back equal from
+    its JSON form, and from that form written as text and read back."""
+    import json
+
+    from hypothesis import HealthCheck, given, settings
+
+    from fsm.jsontext import dumps
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(_event_strategies())
+    def round_trips(event: Any) -> None:
+        data = event_to_json(event)
+        assert event_from_json(data) == event
+        assert event_to_json(event_from_json(data)) == data
+        assert event_from_json(json.loads(dumps(data))) == event
+
+    round_trips()
