@@ -81,8 +81,14 @@ def _need(value: Any, kind: Any, what: str) -> None:
         raise InvalidInput(f"{what}, not {type(value).__name__}")
 
 
-def _calls(result: Result, incomplete: str) -> tuple[ToolCall, ...]:
+def _need_result(result: Any) -> None:  # a status read back as text ("complete") would drop its call in silence
     _need(result, Result, "result must be a Result")
+    if not all(isinstance(call.status, CallStatus) for call in result.calls):
+        raise InvalidInput('a call\'s status must be a CallStatus (CallStatus("complete"), not the text)')
+
+
+def _calls(result: Result, incomplete: str) -> tuple[ToolCall, ...]:
+    _need_result(result)
     if incomplete == "omit":
         return result.complete_calls
     if incomplete == "include":
@@ -92,7 +98,7 @@ def _calls(result: Result, incomplete: str) -> tuple[ToolCall, ...]:
 
 def omitted(result: Result) -> tuple[ToolCall, ...]:
     """The calls ``incomplete="omit"`` leaves out: every call whose status is not complete."""
-    _need(result, Result, "result must be a Result")
+    _need_result(result)
     return tuple(call for call in result.calls if call.status is not CallStatus.COMPLETE)
 
 

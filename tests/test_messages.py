@@ -512,3 +512,21 @@ def test_a_hand_built_call_without_its_item() -> None:
     computer = attrs.evolve(shell, type="computer_call", name="computer", arguments={"type": "wait"})
     with pytest.raises(LocalProtocolError, match="item id"):
         messages.assistant_message(Result("openai-responses", "tool_calls", (computer,), ()), "openai-responses")
+
+
+@pytest.mark.parametrize("format", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+def test_a_hand_built_call_whose_status_is_no_call_status_is_invalid_input(format: Any) -> None:
+    """A result rebuilt from its JSON form with the status as text ("complete"): assistant_message
+    dropped the call in silence (it is not CallStatus.COMPLETE) and incomplete_answers raised KeyError."""
+    import attrs
+
+    result = synthetic("anthropic", anthropic_thinking_turn())
+    rebuilt = attrs.evolve(result, calls=tuple(attrs.evolve(c, status=c.status.value) for c in result.calls))
+    for build in (
+        lambda: messages.assistant_message(rebuilt, format),
+        lambda: messages.assistant_message(rebuilt, format, incomplete="include"),
+        lambda: messages.incomplete_answers(rebuilt, format),
+        lambda: messages.omitted(rebuilt),
+    ):
+        with pytest.raises(InvalidInput, match="status must be a CallStatus"):
+            build()
