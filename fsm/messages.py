@@ -15,6 +15,11 @@ the google-genai SDK accepts as it is). What goes back is what the provider sent
   is left out: Anthropic refuses it. Chat Completions has no field for reasoning, so it is not sent;
 * server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools, Gemini's code execution)
   are the provider's own and are not replayed;
+* arguments: the raw text where the format takes text (OpenAI), the parsed object where it takes an
+  object (Anthropic ``input``, Gemini ``args``). A number no float or int holds comes back from the
+  parse as a ``decimal.Decimal`` (an integer past the int-string conversion limit, ``1e999``): the
+  object holds it as that, and the SDKs cannot write it (anthropic's JSON encoder raises
+  ``TypeError``; google-genai sends it as a string);
 * OpenAI custom (freeform) calls go back as custom calls with their ``input`` text;
 * Responses built-in client calls (``apply_patch_call``, ``shell_call``, ``local_shell_call``,
   ``computer_call``) go back as the item the provider sent (:attr:`~fsm.results.ToolCall.item`):
@@ -79,16 +84,12 @@ def _need(value: Any, kind: Any, what: str) -> None:
     """A caller's argument of the wrong type: InvalidInput, not an AttributeError deep inside."""
     if not isinstance(value, kind):
         raise InvalidInput(f"{what}, not {type(value).__name__}")
-
-
-def _need_result(result: Any) -> None:  # a status read back as text ("complete") would drop its call in silence
-    _need(result, Result, "result must be a Result")
-    if not all(isinstance(call.status, CallStatus) for call in result.calls):
-        raise InvalidInput('a call\'s status must be a CallStatus (CallStatus("complete"), not the text)')
+    for call in value.calls if kind is Result else ():  # a status read back as text would drop its call in silence
+        _need(call.status, CallStatus, f'call {call.index}\'s status must be a CallStatus (CallStatus("complete"))')
 
 
 def _calls(result: Result, incomplete: str) -> tuple[ToolCall, ...]:
-    _need_result(result)
+    _need(result, Result, "result must be a Result")
     if incomplete == "omit":
         return result.complete_calls
     if incomplete == "include":
@@ -98,7 +99,7 @@ def _calls(result: Result, incomplete: str) -> tuple[ToolCall, ...]:
 
 def omitted(result: Result) -> tuple[ToolCall, ...]:
     """The calls ``incomplete="omit"`` leaves out: every call whose status is not complete."""
-    _need_result(result)
+    _need(result, Result, "result must be a Result")
     return tuple(call for call in result.calls if call.status is not CallStatus.COMPLETE)
 
 
@@ -284,8 +285,7 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
       ``failed`` when ``is_error`` else ``completed``;
     * ``shell_call`` → ``shell_call_output``: text becomes one chunk, as ``stdout`` with exit code 0,
       or with ``is_error`` as ``stderr`` with exit code 1; an object ``{stdout, stderr, outcome}``
-      or a list of them (one per command) goes as it is; the action's ``max_output_length`` is
-      echoed;
+      or a list of them (one per command) goes as it is; the action's ``max_output_length`` is echoed;
     * ``local_shell_call`` → ``local_shell_call_output``: ``output`` as text, paired by ``id`` (the
       SDK's input item has no ``call_id`` field: the id there is the call's);
     * ``computer_call`` → ``computer_call_output``: ``output`` is the screenshot taken after the

@@ -1134,7 +1134,7 @@ def _history(s: ModuleType) -> Any:
             ),
             s.Named(
                 name="result",
-                reason="A tool result names this id (a Gemini response without one: the k-th of its name answers the k-th id-less call of that name).",
+                reason="A tool result names this id (a Gemini response without one takes the id of the first call of its name, alone under its id, that no result answers).",
             ),
             s.Named(
                 name="close_turn",
@@ -1178,7 +1178,7 @@ BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (8728, 1053787910),
     "scanner": (4661, 4199472060),
     "identity": (17973, 1710389828),
-    "history": (4023, 2432997595),
+    "history": (4045, 271900131),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""
 BUILDERS: dict[str, Callable[[ModuleType], Any]] = {

@@ -143,9 +143,12 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
         results: list[Tagged] = []
         for cid, name, _tag in calls:
             for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2]))):  # missing, answered, answered twice
-                results.append((cid, name, f"r{next(serial)}"))
+                # A Gemini answer may leave its call's id out (google-genai's from_function_response).
+                rid = draw(st.sampled_from([cid, None])) if fmt == "gemini" else cid
+                results.append((rid, name, f"r{next(serial)}"))
+        orphan_ids = [*IDS, "ghost", None] if fmt == "gemini" else [*IDS, "ghost"]
         for _ in range(draw(st.integers(0, 2))):  # orphans, which may carry an id the turn calls
-            results.append((draw(st.sampled_from([*IDS, "ghost"])), draw(st.sampled_from(NAMES)), f"r{next(serial)}"))
+            results.append((draw(st.sampled_from(orphan_ids)), draw(st.sampled_from(NAMES)), f"r{next(serial)}"))
         results = draw(st.permutations(results))
         messages += calls_messages(fmt, calls, draw(st.booleans()))
         if fmt == "responses":
@@ -166,19 +169,45 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
 
 def pair(calls: list[Tagged], results: list[Tagged]) -> dict[str, str | None]:
     """The rule: the k-th result with a key answers the k-th call with that key."""
-
-    def key(cid: str | None, name: str) -> tuple[str | None, str | None]:
-        return (cid, None) if cid is not None else (None, name)
-
+    call_keys = keyed([(cid, name) for cid, name, _ in calls])
+    result_keys = by_name(list(zip(call_keys, [name for _, name, _ in calls], strict=True)), results)
     waiting: dict[Any, list[str]] = {}
-    for cid, name, tag in calls:
-        waiting.setdefault(key(cid, name), []).append(tag)
+    for key, (*_, tag) in zip(call_keys, calls, strict=True):
+        waiting.setdefault(key, []).append(tag)
     answers: dict[str, str | None] = {tag: None for *_, tag in calls}
-    for cid, name, tag in results:
-        queue = waiting.get(key(cid, name))
+    for key, (*_, tag) in zip(result_keys, results, strict=True):
+        queue = waiting.get(key)
         if queue:
             answers[queue.pop(0)] = tag
     return answers
+
+
+def keyed(calls: list[tuple[str | None, str]]) -> list[str]:
+    """A turn's call keys: the id, or ``name:<name>/<k>`` for the k-th id-less call of a name."""
+    seen: dict[str, int] = {}
+    keys = []
+    for cid, name in calls:
+        if cid is None:
+            seen[name] = seen.get(name, 0) + 1
+        keys.append(cid if cid is not None else f"name:{name}/{seen[name]}")
+    return keys
+
+
+def by_name(calls: list[tuple[str, str]], results: list[Tagged]) -> list[str]:
+    """Each result's key. A Gemini response without an id takes the key of the first call of its
+    name that is alone under its key and that no result answers (those with ids answer first);
+    one left over answers nothing (``name:<name>``)."""
+    alone = {key for key, _ in calls if [k for k, _ in calls].count(key) == 1}
+    answered = {rid for rid, _, _ in results if rid is not None}
+    keys = []
+    for rid, name, _ in results:
+        if rid is None:
+            found = next((k for k, called in calls if called == name and k in alone and k not in answered), None)
+            answered.add(found)
+            keys.append(found or f"name:{name}")
+        else:
+            keys.append(rid)
+    return keys
 
 
 def read(
@@ -193,6 +222,7 @@ def read(
     calls: list[tuple[str, str, int]] = []
     results: list[tuple[str, str | None, int]] = []
     turn, open_turn = -1, False
+    turn_calls: list[tuple[str, str]] = []  # Gemini: the open turn's call keys and names
     for m in messages:
         if fmt == "openai":
             found = [(m["tool_call_id"], m["content"])] if m["role"] == "tool" else []
@@ -203,9 +233,14 @@ def read(
             made = [(b["id"], b["input"]["tag"]) for b in blocks if b["type"] == "tool_use"]
         else:
             responses = [p["functionResponse"] for p in m["parts"] if "functionResponse" in p]
-            found = [(r.get("id") or f"name:{r['name']}", r["response"].get("tag")) for r in responses]
+            tagged = [(r.get("id"), r["name"], r["response"].get("tag")) for r in responses]
+            keys = by_name(turn_calls, tagged) if open_turn else [rid or f"name:{name}" for rid, name, _ in tagged]
+            found = [(key, tag) for key, (*_, tag) in zip(keys, tagged, strict=True)]
             fcalls = [p["functionCall"] for p in m["parts"] if "functionCall" in p]
-            made = [(c.get("id") or f"name:{c['name']}", c["args"]["tag"]) for c in fcalls]
+            call_keys = keyed([(c.get("id"), c["name"]) for c in fcalls])
+            made = [(key, c["args"]["tag"]) for key, c in zip(call_keys, fcalls, strict=True)]
+            if made:
+                turn_calls = [(key, c["name"]) for key, c in zip(call_keys, fcalls, strict=True)]
         if found:
             assert open_turn, f"a result outside its turn: {m}"
             results += [(key, tag if tag and tag.startswith("r") else None, turn) for key, tag in found]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import importlib
 import io
 import json
 from pathlib import Path
@@ -114,6 +115,32 @@ def test_an_emptied_anthropic_message_goes_and_its_neighbours_merge() -> None:
     assert fixed[3]["content"] == [{"type": "text", "text": "thinking"}, {"type": "text", "text": "done"}]
 
 
+def test_a_long_chain_of_anthropic_merges_copies_each_block_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every other message an orphan that goes: each user message joins the one before, so one
+    # message grows by a block per merge. Copying it whole at each merge made repair quadratic.
+    n = 2_000
+    messages: list[dict[str, Any]] = []
+    for i in range(n):
+        messages.append({"role": "user", "content": [{"type": "text", "text": f"t{i}"}]})
+        orphan = {"type": "tool_result", "tool_use_id": f"ghost{i}", "content": "?"}
+        messages.append({"role": "user", "content": [orphan]})
+    repair_module = importlib.import_module("fsm.history.repair")  # the package's name is the function
+    copied = 0
+    blocks = repair_module._blocks
+
+    def counted(message: Any) -> list[Any]:
+        nonlocal copied
+        found = blocks(message)
+        copied += len(found)
+        return found
+
+    monkeypatch.setattr(repair_module, "_blocks", counted)
+    fixed, changes = history.repair(messages)
+    assert [m["content"] for m in fixed] == [[{"type": "text", "text": f"t{i}"} for i in range(n)]]
+    assert sum(c.kind == "merged-messages" for c in changes) == n - 1
+    assert copied <= 2 * n
+
+
 def test_an_anthropic_placeholder_joins_the_user_message_that_follows() -> None:
     messages = [
         {"role": "user", "content": "go"},
@@ -137,6 +164,35 @@ def test_gemini_drop_call_removes_the_call(field: str, with_id: bool) -> None:
     fixed, changes = history.repair(messages, RepairPolicy(dangling="drop-call"))
     assert [c.kind for c in changes] == ["dropped-call"]
     assert fixed[1] == {"role": "model", "parts": [{"text": "let me see"}]}
+
+
+def test_gemini_responses_without_ids_answer_calls_with_ids_by_name() -> None:
+    # Gemini 3 gives each call an id; google-genai's Part.from_function_response(name=, response=)
+    # writes the answer without one, and Gemini pairs it by name. Repair replaced both real
+    # results with error placeholders.
+    def call(cid: str, name: str) -> dict[str, Any]:
+        return {"functionCall": {"id": cid, "name": name, "args": {}}}
+
+    def response(name: str, value: int, cid: str | None = None) -> dict[str, Any]:
+        return {"functionResponse": {**({"id": cid} if cid else {}), "name": name, "response": {"r": value}}}
+
+    go = {"role": "user", "parts": [{"text": "go"}]}
+    messages = [
+        go,
+        {"role": "model", "parts": [call("c1", "f"), call("c2", "g"), call("c3", "f")]},
+        {"role": "user", "parts": [response("g", 2), response("f", 1), response("f", 3)]},
+    ]
+    assert history.check(messages).findings == ()
+    assert history.repair(messages) == (messages, [])
+    # One answered by its id: the response without one answers the other call of its name.
+    messages[2] = {"role": "user", "parts": [response("f", 3, "c3"), response("g", 2), response("f", 1)]}
+    assert history.check(messages).findings == ()
+    assert history.repair(messages) == (messages, [])
+    # One more response of the name than calls of it: that one answers nothing.
+    messages[2] = {"role": "user", "parts": [response("f", 1), response("g", 2), response("f", 3), response("f", 4)]}
+    fixed, changes = history.repair(messages)
+    assert [(c.kind, c.message) for c in changes] == [("dropped-orphan", 3)]
+    assert fixed[2]["parts"] == messages[2]["parts"][:3]
 
 
 def test_a_gemini_call_without_an_id_gets_a_placeholder_without_one() -> None:

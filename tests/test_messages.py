@@ -530,3 +530,17 @@ def test_a_hand_built_call_whose_status_is_no_call_status_is_invalid_input(forma
     ):
         with pytest.raises(InvalidInput, match="status must be a CallStatus"):
             build()
+
+
+def test_a_number_no_float_holds_goes_back_in_the_object_as_a_decimal() -> None:
+    # Documented: the object formats carry the parsed arguments, exact; the text formats the text.
+    from decimal import Decimal
+
+    from tests.helpers import chunk, tc
+
+    r = Reassembler("openai-chat")
+    r.feed(chunk(tc(index=0, id="a", name="f", args='{"x": 1e999}'), finish="tool_calls"))
+    result = r.close()
+    assert messages.assistant_message(result, "openai-chat")["tool_calls"][0]["function"]["arguments"] == '{"x": 1e999}'
+    assert messages.assistant_message(result, "anthropic")["content"][0]["input"] == {"x": Decimal("1e999")}
+    assert messages.assistant_message(result, "gemini")["parts"][0]["functionCall"]["args"] == {"x": Decimal("1e999")}

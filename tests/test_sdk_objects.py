@@ -141,3 +141,75 @@ def test_a_langchain_chunk_with_a_field_of_the_wrong_kind_is_invalid_input(field
     result = r.close()  # nothing of the refused chunk was taken in; the stream went on
     assert [(c.id, c.name, c.arguments) for c in result.calls] == [("t1", "f", {})]
     assert not result.text and not result.problems()
+
+
+def test_google_genai_partial_args_with_a_null_value_read_as_the_wire_does() -> None:
+    # Vertex streams a null argument as ``"nullValue": null``. google-genai keeps the field as set
+    # with the value None; a dump without the None fields lost it, and the entry read as having no
+    # value (the stream failed, the call cut).
+    genai_types = pytest.importorskip("google.genai.types")
+
+    def part(call: dict[str, Any], **candidate: Any) -> dict[str, Any]:
+        return {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": call}]}, **candidate}]}
+
+    values = [{"jsonPath": "$.a", "nullValue": None}, {"jsonPath": "$.b", "stringValue": "x"}]
+    wire = [
+        part({"name": "f", "willContinue": True}),
+        part({"partialArgs": values, "willContinue": True}),
+        part({}, finishReason="STOP"),
+    ]
+    objects = [genai_types.GenerateContentResponse.model_validate(w) for w in wire]
+    assert feed_all(objects) == feed_all(wire) == [("call_0", "f", {"a": None, "b": "x"})]
+
+
+def test_an_sdk_object_too_deep_for_its_serializer_is_an_event_too_deep_to_read() -> None:
+    # pydantic refuses to write a model nested past its depth guard with a bare ValueError, which
+    # escaped feed; the same event as a dict is refused as nesting too deeply (LimitExceeded).
+    genai_types = pytest.importorskip("google.genai.types")
+    from fsm.errors import LimitExceeded
+
+    args: dict[str, Any] = {}
+    inner = args
+    for _ in range(300):
+        inner["a"] = {}
+        inner = inner["a"]
+    wire = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "f", "args": args}}]}}]}
+    for item in (wire, genai_types.GenerateContentResponse.model_validate(wire)):
+        r = Reassembler()
+        r.feed({"candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]}}]})
+        with pytest.raises(LimitExceeded) as raised:
+            r.feed(item)
+        assert raised.value.event == 2
+        assert r.close().text == "hi"  # the result so far
+
+
+@pytest.mark.parametrize(
+    ("metadata", "args", "finish", "status"),
+    [
+        ({"status": "completed"}, '{"a": 1}', "tool_calls", "complete"),
+        (
+            {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}},
+            '{"a": ',
+            "length",
+            "truncated",
+        ),
+    ],
+)
+def test_a_langchain_responses_chunk_ends_the_turn_by_its_status(
+    metadata: dict[str, Any], args: str, finish: str, status: str
+) -> None:
+    # LangChain's ChatOpenAI(use_responses_api=True) ends a turn with a chunk whose metadata holds the
+    # response's status (and incomplete_details), no finish_reason: read as none at all, every turn
+    # got no-finish-reason and no finish reason, so a turn cut at max_output_tokens did not say so.
+    from types import SimpleNamespace
+
+    def message_chunk(parts: list[dict[str, Any]], **meta: Any) -> SimpleNamespace:
+        return SimpleNamespace(type="AIMessageChunk", content=[], tool_call_chunks=parts, response_metadata=meta)
+
+    r = Reassembler()
+    r.feed(message_chunk([{"index": 1, "id": "c1", "name": "f", "args": args}]))
+    r.feed(message_chunk([], model_provider="openai", **metadata))
+    result = r.close()
+    assert result.finish_reason == finish
+    assert [(c.id, c.status.value) for c in result.calls] == [("c1", status)]
+    assert "no-finish-reason" not in {d.code for d in result.diagnostics}

@@ -41,8 +41,9 @@ def responses_key_field(item: Mapping[str, Any]) -> str:
 
 Key = str | tuple[str, int]
 """What pairs a call with its results: its wire id, or for a Gemini call without one, ``(name, k)``:
-the k-th id-less call of that name in its turn (the order Gemini pairs such responses in). A tuple
-can never equal a wire id, so an id that happens to read ``f#1`` is never mistaken for one."""
+the k-th id-less call of that name in its turn. A Gemini response without an id takes the key of
+the call of its name it answers (see ``_answer_by_name``). A tuple can never equal a wire id, so an
+id that happens to read ``f#1`` is never mistaken for one."""
 
 
 class Entry(NamedTuple):
@@ -252,6 +253,8 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Seg
         if taking is not None and results is not None:
             taking.results.extend(results)
             if fmt != "openai":  # Anthropic and Gemini answer a turn in one message
+                if fmt == "gemini":
+                    _answer_by_name(taking)
                 yield taking
                 taking = None
         elif taking is not None:
@@ -263,6 +266,33 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Seg
             taking = Segment(calls, [])
     if taking is not None:
         yield taking
+
+
+def _answer_by_name(turn: Segment) -> None:
+    """Gemini pairs a response without an id by name, so one answers a call with an id as well: it
+    takes the key of the first call of its name (in call order) that no result answers, the
+    responses with ids having answered theirs first. Only a call alone under its key can be taken
+    so: under a key two calls share, the k-th rule decides which call a result answers, and it
+    could be one of another name. A response left over keeps its own key, which answers nothing."""
+    if all(isinstance(result.key, str) for result in turn.results):
+        return
+    calls_under: dict[Key, int] = {}
+    for call in turn.calls:
+        calls_under[call.key] = calls_under.get(call.key, 0) + 1
+    answered = {result.key for result in turn.results if isinstance(result.key, str)}
+    open_keys: dict[str | None, list[Key]] = {}  # per name, in call order: the keys that can be taken
+    for call in turn.calls:
+        if calls_under[call.key] == 1 and call.key not in answered:
+            open_keys.setdefault(call.name, []).append(call.key)
+    taken: dict[str | None, int] = {}  # per name, how many of its open keys are taken
+    for j, result in enumerate(turn.results):
+        if isinstance(result.key, str):
+            continue
+        keys = open_keys.get(result.name, [])
+        n = taken.get(result.name, 0)
+        if n < len(keys):
+            taken[result.name] = n + 1
+            turn.results[j] = result._replace(key=keys[n])
 
 
 def _responses_segments(items: Sequence[Mapping[str, Any]]) -> Iterator[Segment]:

@@ -102,6 +102,7 @@ class _Plan:
         self.add_into: dict[int, list[dict[str, Any]]] = {}
         self.add_after: dict[int, list[dict[str, Any]]] = {}
         self.touched: set[int] = set()
+        self.joined: dict[str, Any] | None = None  # the message repair made by joining, latest
         self.changes: list[Change] = []
         self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
 
@@ -228,7 +229,10 @@ class _Plan:
     def _append(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
         role = message.get("role")
         if self.fmt == "anthropic" and gap and out and out[-1].get("role") == role:
-            out[-1] = {**out[-1], "content": _blocks(out[-1]) + _blocks(message)}
+            if out[-1] is not self.joined:  # the first join into it: a copy, the input stays as it was
+                self.joined = out[-1] = {**out[-1], "content": _blocks(out[-1])}
+            # Later joins extend the copy: a long run of joins copies each block once, not once per join.
+            self.joined["content"] += _blocks(message)
             detail = f"joined to the {role} message before it, which a removed message had separated"
             self.changes.append(Change("merged-messages", at + 1, None, detail))
         else:

@@ -4,7 +4,13 @@ frameworks above them yield, read by duck typing.
 * raw SDK events (``ChatCompletionChunk``, Responses and Anthropic events, google-genai
   ``GenerateContentResponse``, LiteLLM's ``ModelResponseStream``): their ``model_dump()`` or
   ``to_dict()``, in wire names, without the stream helpers' ``snapshot`` (the whole text so far,
-  whose dumping on every event would make a stream cost quadratic time);
+  whose dumping on every event would make a stream cost quadratic time). A model's dump holds the
+  fields the SDK read from the wire (those set), an explicit null among them: the payload the wire
+  sent, where null can be the value (Vertex streams a null argument as ``"nullValue": null``).
+  google-genai holds a ``thoughtSignature`` as bytes and writes it in url-safe base64 (``-`` and
+  ``_``), so a signature read from its objects differs in text from the wire's standard base64
+  while its bytes are the same (Gemini reads either). A model nested past what pydantic writes as
+  JSON (some 250 levels) is an event too deep to read: ``LimitExceeded``, as for a dict that deep;
 * openai's ``chat.completions.stream()`` events: a ``chunk`` event stands for the chunk it carries;
   the ``content.*``, ``refusal.*``, ``tool_calls.*`` and ``logprobs.*`` events are derived from those
   chunks, so they are skipped;
@@ -12,7 +18,9 @@ frameworks above them yield, read by duck typing.
   ``signature`` events derived from the raw events it also yields: skipped;
 * LangChain's ``AIMessageChunk``: its ``tool_call_chunks`` (index, id, name, argument fragment) are
   the OpenAI chat shape under other names, so the chunk is written as an OpenAI chat chunk, whatever
-  model is behind it (read it with provider ``auto`` or ``openai-chat``).
+  model is behind it (read it with provider ``auto`` or ``openai-chat``). The finish reason is the
+  metadata's ``finish_reason`` or ``stop_reason``, or for the Responses API, which gives neither, its
+  ``status``: ``completed`` is ``stop``, ``incomplete`` at ``max_output_tokens`` is ``length``.
 """
 
 from __future__ import annotations
@@ -66,10 +74,18 @@ def as_mapping(item: Any) -> Mapping[str, Any]:
         return item
     dump = getattr(item, "model_dump", None)
     if callable(dump):
-        try:  # pydantic SDK models: wire names (google-genai's camelCase aliases), JSON-safe values
-            value = dump(mode="json", by_alias=True, exclude_none=True, exclude={"snapshot"})
+        # pydantic SDK models: wire names (google-genai's camelCase aliases), JSON-safe values. The
+        # fields set, not the non-None ones: dropping every None also dropped the nulls the wire sent.
+        try:
+            value = dump(mode="json", by_alias=True, exclude_unset=True, exclude={"snapshot"})
         except TypeError:
             value = dump()
+        except ValueError:
+            if _nests_past(dump, SERIALIZER_DEPTH):
+                # pydantic's JSON serializer stops at a depth guard of its own, as a recursive walk
+                # stops at the stack: the event nests too deeply to read, as a dict that deep does.
+                raise RecursionError("the SDK object nests too deeply to write") from None
+            raise  # any other refusal is the SDK's own, and goes up unchanged
         if isinstance(value, Mapping):
             return value
     to_dict = getattr(item, "to_dict", None)
@@ -81,6 +97,33 @@ def as_mapping(item: Any) -> Mapping[str, Any]:
         f"cannot feed a {type(item).__name__}: pass a dict, an SDK object with model_dump() or to_dict(), "
         "or an fsm event"
     )
+
+
+SERIALIZER_DEPTH = 200
+"""Nesting past which a model pydantic cannot write as JSON is taken to have met its serializer's
+depth guard (some 250 levels of models, lists and dicts), not some other refusal."""
+
+
+def _nests_past(dump: Any, limit: int) -> bool:
+    """Does the model's plain dump (which has no depth guard) nest deeper than ``limit``? Walked
+    without recursion; False when even that dump fails."""
+    try:
+        value = dump()
+    except Exception:  # the original error is what the caller sees
+        return False
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, list | tuple):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack += [(child, depth + 1) for child in children]
+    return False
 
 
 def langchain_chunk(chunk: Any) -> dict[str, Any]:
@@ -116,7 +159,7 @@ def langchain_chunk(chunk: Any) -> dict[str, Any]:
     if calls:
         delta["tool_calls"] = calls
     metadata = getattr(chunk, "response_metadata", None) or {}
-    finish = metadata.get("finish_reason") or metadata.get("stop_reason") if isinstance(metadata, Mapping) else None
+    finish = _langchain_finish(metadata) if isinstance(metadata, Mapping) else None
     payload: dict[str, Any] = {
         "object": "chat.completion.chunk",
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
@@ -126,6 +169,24 @@ def langchain_chunk(chunk: Any) -> dict[str, Any]:
         _check_langchain_field(usage, Mapping, "usage_metadata", "a dict")
         payload["usage"] = dict(usage)
     return payload
+
+
+RESPONSES_INCOMPLETE_FINISH = {"max_output_tokens": "length", "content_filter": "content_filter"}
+"""A Responses turn's ``incomplete_details.reason`` as the chat finish reason that means the same."""
+
+
+def _langchain_finish(metadata: Mapping[str, Any]) -> Any:
+    """The finish reason in a chunk's ``response_metadata``: the chat ``finish_reason``, Anthropic's
+    ``stop_reason``, or for the Responses API (which has neither) the response's ``status``: a
+    ``completed`` turn stopped, an ``incomplete`` one for its ``incomplete_details.reason``."""
+    finish = metadata.get("finish_reason") or metadata.get("stop_reason")
+    if finish or metadata.get("status") not in ("completed", "incomplete"):
+        return finish
+    if metadata["status"] == "completed":
+        return "stop"
+    details = metadata.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, Mapping) else None
+    return RESPONSES_INCOMPLETE_FINISH.get(reason) if isinstance(reason, str) else None
 
 
 def _check_langchain_field(value: Any, kind: Any, what: str, said: str) -> None:
