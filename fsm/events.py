@@ -51,7 +51,8 @@ class CallSeen:
     Not identity: it is kept on whichever call the event lands on."""
     item: dict[str, Any] | None = None
     """A built-in client item as the wire has it now (Responses ``shell_call``, ...): kept whole on
-    the call it lands on, the latest one winning, so the call can be sent back as the item it was."""
+    the call it lands on, the latest one winning, so the call can be sent back as the item it was
+    (of a Responses function or custom call, only its ``type`` and item ``id``)."""
 
 
 @attrs.frozen(slots=True)

@@ -11,7 +11,9 @@ the google-genai SDK accepts as it is). What goes back is what the provider sent
 * reasoning first, with what must come back verbatim: Anthropic ``thinking`` blocks with their
   ``signature`` and ``redacted_thinking`` blocks; Gemini thought parts and every ``thoughtSignature``
   on the part it came on (a call, the text, or a thought); Responses ``reasoning`` items with their
-  id, summary and ``encrypted_content``. A thinking block that never got its signature (a cut stream)
+  id, summary and ``encrypted_content``, and then the function and custom calls with their item ``id``
+  (``fc_...``), which the API pairs with the reasoning item (sent without reasoning, calls have no
+  item id: an id whose reasoning is missing is refused). A thinking block that never got its signature (a cut stream)
   is left out: Anthropic refuses it. Chat Completions has no field for reasoning, so it is not sent;
 * server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools, Gemini's code execution)
   are the provider's own and are not replayed;
@@ -174,23 +176,21 @@ def _openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messa
         if reasoning.encrypted_content is not None:
             item["encrypted_content"] = reasoning.encrypted_content
         items.append(item)
+    paired = bool(items)  # reasoning goes back: the API looks for the items that followed it by their ids
     if result.text:
         items.append({"type": "message", "role": "assistant", "content": result.text})
     for call in calls:
         kind = _kind(call, "openai-responses", ("function", "custom", *BUILT_IN_OUTPUTS))
-        if kind == "custom":
-            items.append(
-                {"type": "custom_tool_call", "call_id": call.id, "name": call.name or "", "input": call.input or ""}
-            )
-        elif kind == "function":
-            items.append(
-                {
-                    "type": "function_call",
-                    "call_id": call.id,
-                    "name": call.name or "",
-                    "arguments": call.arguments_json or "",
-                }
-            )
+        if kind in ("function", "custom"):
+            entry: Message = {"type": "custom_tool_call" if kind == "custom" else "function_call"}
+            if paired and call.item is not None and call.item.get("id"):
+                entry["id"] = call.item["id"]
+            entry |= {"call_id": call.id, "name": call.name or ""}
+            if kind == "custom":
+                entry["input"] = call.input or ""
+            else:
+                entry["arguments"] = call.arguments_json or ""
+            items.append(entry)
         else:
             items.append(_built_in_item(call))
     return items

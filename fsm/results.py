@@ -64,8 +64,9 @@ class ToolCall:
     item: dict[str, Any] | None = None
     """A built-in client item (``apply_patch_call``, ``shell_call``, ``local_shell_call``,
     ``computer_call``) as the provider last sent it, every field kept (its item ``id``, ``status``,
-    ``pending_safety_checks``, ``environment``): what :mod:`fsm.messages` sends back. None for
-    other calls."""
+    ``pending_safety_checks``, ``environment``): what :mod:`fsm.messages` sends back. For a
+    Responses function or custom call, only the item's ``type`` and ``id`` (``fc_...``), which
+    pair the call with the reasoning item before it when both are sent back. None for other calls."""
 
 
 @attrs.frozen(slots=True)

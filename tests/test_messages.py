@@ -314,9 +314,32 @@ def test_responses_reasoning_items_go_back_with_encrypted_content() -> None:
             "encrypted_content": "gAAAA",
         },
         {"type": "message", "role": "assistant", "content": "On it."},
-        {"type": "function_call", "call_id": "call_1", "name": "w", "arguments": '{"city":"Oslo"}'},
+        # The call's item id goes back beside the reasoning: the API pairs the two by it.
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "w", "arguments": '{"city":"Oslo"}'},
     ]
     validate("openai-responses", items, [messages.tool_result(result.calls[0], "sunny", "openai-responses")])
+
+    # Without its reasoning item, a call's item id would name reasoning the request lacks: it stays out.
+    bare = [e for e in wire if "reasoning" not in str(e.get("item", {}).get("type"))]
+    items = messages.assistant_message(synthetic("openai-responses", bare), "openai-responses")
+    assert items[-1] == {"type": "function_call", "call_id": "call_1", "name": "w", "arguments": '{"city":"Oslo"}'}
+
+
+def test_responses_custom_calls_keep_their_item_id_beside_reasoning() -> None:
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+    custom = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_c", "name": "sh", "input": "ls"}
+    wire = [
+        {"type": "response.output_item.done", "output_index": 0, "item": reasoning},
+        {"type": "response.output_item.added", "output_index": 1, "item": {**custom, "input": ""}},
+        {"type": "response.custom_tool_call_input.delta", "output_index": 1, "delta": "ls"},
+        {"type": "response.output_item.done", "output_index": 1, "item": custom},
+        {"type": "response.completed", "response": {"id": "r"}},
+    ]
+    items = messages.assistant_message(synthetic("openai-responses", wire), "openai-responses")
+    assert [(i["type"], i.get("id"), i.get("call_id")) for i in items] == [
+        ("reasoning", "rs_1", None),
+        ("custom_tool_call", "ctc_1", "call_c"),
+    ]
 
 
 def test_chat_text_reasoning_and_usage() -> None:

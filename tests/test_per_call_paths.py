@@ -282,7 +282,11 @@ def test_plain_calls_keep_the_rarely_written_fields_as_class_defaults(name: str)
     slots = reassembler.registry.slots
     assert slots
     for slot in slots:
-        assert not vars(slot), (name, slot.id, vars(slot))  # the fields this call wrote apart
+        written = dict(vars(slot))
+        if name.startswith("responses-"):
+            # A Responses call keeps its item id: fsm.messages pairs the call with its reasoning by it.
+            assert set(written.pop("item", {})) <= {"type", "id"}, (name, slot.id)
+        assert not written, (name, slot.id, written)  # the fields this call wrote apart
 
 
 def test_a_first_text_that_is_a_flat_object_skips_its_scan_alike(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -244,7 +244,7 @@ class OpenAIResponsesDecoder:
             self._index_of_item[str(item["id"])] = at
         if kind.call_type in _STREAMED_TEXT:
             prefilled = text(item.get(kind.field or ""), kind.field or "input")
-            return [ArgumentsFragment(ref, prefilled)] if prefilled else [CallSeen(ref)]
+            return [ArgumentsFragment(ref, prefilled)] if prefilled else [CallSeen(ref, item=_kept(item, kind))]
         # A built-in item's input is whole only when the item is: a cut before then truncates it.
         seen = CallSeen(ref, item=_kept(item, kind))
         if item.get("status") == "completed":
@@ -297,7 +297,7 @@ class OpenAIResponsesDecoder:
                 type=kind.call_type,
             )
             known.announced = True
-            events.append(CallSeen(known.ref))
+            events.append(CallSeen(known.ref, item=_kept(item, kind)))
         if known.ended:
             return events
         if not known.finalized:
@@ -316,8 +316,15 @@ class OpenAIResponsesDecoder:
 
 
 def _kept(item: Mapping[str, Any], kind: _ItemKind) -> dict[str, Any] | None:
-    """The whole item of a built-in client call, to send back as it came; None for other calls."""
-    return None if kind.server else dict(item)
+    """What a call keeps of its item to be sent back: a built-in client call's whole item, as it
+    came; a function or custom call's type and item id (``fc_...``), by which the request pairs the
+    call with the reasoning item before it; nothing for a hosted call, which is not sent back."""
+    if kind.server:
+        return None
+    if kind.call_type in _STREAMED_TEXT:
+        item_id = item.get("id")
+        return {"type": item.get("type"), "id": item_id} if type(item_id) is str and item_id else None
+    return dict(item)
 
 
 def _whole_input(item: Mapping[str, Any], kind: _ItemKind) -> str:
