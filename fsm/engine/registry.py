@@ -557,26 +557,26 @@ class Registry:
 
     def _finish(self, slot: Slot, trigger: str) -> None:
         ledger = self.ledger
+        # A violation found as the call ends (a lone surrogate half, JSON that never closed, no name)
+        # is raised once the call has its status and its end is reported: raised mid-action, it would
+        # leave a call in a terminal state with none, which close() would then try to cut; raised
+        # before _ended, the result would hold a finished call no CallFinished ever told.
+        deferring = ledger.strict and not ledger.defer
+        ledger.defer = ledger.defer or deferring
         try:
-            if ledger.strict and not ledger.defer:
-                # A violation an action reports (a lone surrogate half, say) is raised once the call
-                # has its status: raised mid-action, it would leave a call in a terminal state with
-                # none, which close() would then try to cut.
-                ledger.defer = True
-                try:
-                    self.machine.fire(slot, trigger)
-                finally:
-                    ledger.defer = False
-                error, ledger.deferred = ledger.deferred, None
-                if error is not None:
-                    raise error
-            else:
-                self.machine.fire(slot, trigger)
+            self.machine.fire(slot, trigger)
         except LimitExceeded:
             if slot.status is not None:  # its finishing bytes passed a limit: it ended even so
                 self._ended(slot)
             raise
-        self._ended(slot)
+        else:
+            self._ended(slot)
+        finally:
+            if deferring:
+                ledger.defer = False
+        if deferring and ledger.deferred is not None:
+            error, ledger.deferred = ledger.deferred, None
+            raise error
 
     def _ended(self, slot: Slot) -> None:
         """Report a call that has just ended (its status is set)."""
