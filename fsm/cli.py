@@ -12,6 +12,7 @@ only) goes to stderr, and only when it is a terminal.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -192,8 +193,11 @@ def conform(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None = No
     from fsm.harness import conformance
     from fsm.harness.vectors import VECTOR_DIR, load_vectors
 
+    if args.against is not None and not args.against.strip():  # `--against "$UNSET"` would grade this engine
+        (stderr or sys.stderr).write("toolcall-fsm: conform: --against needs a command to run\n")
+        return 2
     vectors = load_vectors(Path(args.vectors) if args.vectors else VECTOR_DIR)
-    if args.against:
+    if args.against is not None:
         if args.fuzzed:
             from fsm.harness.fuzz import run as fuzz
 
@@ -386,15 +390,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
 
 def _dispatch(argv: Sequence[str] | None, stdout: TextIO, stderr: TextIO) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        with contextlib.redirect_stdout(stdout):  # argparse swallows a failed write of --help: ours says it
+            args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse already printed the usage error
         return int(exc.code or 0)
-    if args.command == "diagram":
-        return diagram(args, stdout, stderr)
-    if args.command == "history":
-        return history_check(args, stdout, stderr)
-    if args.command == "fuzz":
-        return run_fuzz(args, stdout, stderr)
-    if args.command == "conform":
-        return conform(args, stdout, stderr)
-    return replay(args, stdout, stderr)
+    commands = {"diagram": diagram, "history": history_check, "fuzz": run_fuzz, "conform": conform, "replay": replay}
+    return commands[args.command](args, stdout, stderr)

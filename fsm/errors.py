@@ -35,6 +35,11 @@ class InvalidOption(LocalProtocolError, ValueError):
 class UnsupportedProvider(LocalProtocolError):
     """The provider is known but has no decoder yet, or could not be recognised."""
 
+    def __init__(self, message: str, *, event: int | None = None) -> None:
+        self.event = event
+        """The 1-based number of the wire event the provider could not be told from, when one was read."""
+        super().__init__(f"event {event}: {message}" if event is not None else message)
+
 
 class RemoteProtocolError(ToolcallFSMError):
     """The stream broke the protocol. ``event`` is the 1-based wire event number, if known."""

@@ -53,6 +53,10 @@ class CallSeen:
     """A built-in client item as the wire has it now (Responses ``shell_call``, ...): kept whole on
     the call it lands on, the latest one winning, so the call can be sent back as the item it was
     (of a Responses function or custom call, only its ``type`` and item ``id``)."""
+    announces: bool = False
+    """The provider's own announcement of a call its input already opened (a Responses item that
+    comes after its input events): it belongs to the newest call at its index, even one whose value
+    has closed, where a header would otherwise start the next call."""
 
 
 @attrs.frozen(slots=True)

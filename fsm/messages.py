@@ -86,6 +86,8 @@ def _need(value: Any, kind: Any, what: str) -> None:
     """A caller's argument of the wrong type: InvalidInput, not an AttributeError deep inside."""
     if not isinstance(value, kind):
         raise InvalidInput(f"{what}, not {type(value).__name__}")
+    for call in value.calls if kind is Result else ():  # a status read back as text would drop its call in silence
+        _need(call.status, CallStatus, f'call {call.index}\'s status must be a CallStatus (CallStatus("complete"))')
 
 
 def _calls(result: Result, incomplete: str) -> tuple[ToolCall, ...]:
@@ -283,8 +285,7 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
       ``failed`` when ``is_error`` else ``completed``;
     * ``shell_call`` → ``shell_call_output``: text becomes one chunk, as ``stdout`` with exit code 0,
       or with ``is_error`` as ``stderr`` with exit code 1; an object ``{stdout, stderr, outcome}``
-      or a list of them (one per command) goes as it is; the action's ``max_output_length`` is
-      echoed;
+      or a list of them (one per command) goes as it is; the action's ``max_output_length`` is echoed;
     * ``local_shell_call`` → ``local_shell_call_output``: ``output`` as text, paired by ``id`` (the
       SDK's input item has no ``call_id`` field: the id there is the call's);
     * ``computer_call`` → ``computer_call_output``: ``output`` is the screenshot taken after the

@@ -135,7 +135,7 @@ class Reassembler:
         return self.ledger.drain()
 
     def drain(self) -> list[Output]:
-        """Outputs not yet handed out: those ``close()`` caused (the last calls finishing)."""
+        """Outputs not yet handed out: those ``close()`` caused, or the event whose error was raised."""
         return self.ledger.drain()
 
     def close(self) -> Result:
@@ -353,9 +353,8 @@ class Reassembler:
         if decoder is None:
             provider = detect_provider(payload)
             if provider is None:
-                raise UnsupportedProvider(
-                    f"event {self._events}: cannot tell the provider from this event; name it (--provider)"
-                )
+                why = "cannot tell the provider from this event; name it (--provider)"
+                raise UnsupportedProvider(why, event=self._events)
             decoder = self._use(make_decoder(provider))
         try:
             events = decoder.decode(payload, self.ledger.diagnose)
@@ -377,7 +376,7 @@ class Reassembler:
             if isinstance(event, ArgumentsFragment):
                 landed = registry.arguments(event.ref, event.text, "fragment")
             elif isinstance(event, CallSeen):
-                landed = registry.call_seen(event.ref, event.item)
+                landed = registry.call_seen(event.ref, event.item, announces=event.announces)
             else:
                 landed = registry.arguments(event.ref, event.text, "confirmation" if event.confirms else "snapshot")
             if event.signature and landed is not None and landed.signature is None:

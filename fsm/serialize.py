@@ -32,17 +32,25 @@ _EVENT_NAMES = frozenset(cls.__name__ for cls in EVENT_TYPES)
 
 @functools.cache
 def converter() -> Converter:
-    """The cattrs converter for events and outputs (tagged by ``"type"``), built on first use."""
+    """The cattrs converter for events (tagged by ``"type"``) and outputs (tagged by ``"output"``),
+    built on first use."""
     from cattrs import Converter
     from cattrs.strategies import configure_tagged_union
 
-    made = Converter()
+    made = Converter(forbid_extra_keys=True)  # a misspelt field (incomplet) would be dropped in silence
     # cattrs' own hooks convert (str([1]) is "[1]", int("7") is 7, bool("no") is True): a value of
     # another type in JSON read back is a wrong event, not one to make up.
     for kind in (str, int, bool):
         made.register_structure_hook(kind, functools.partial(_exactly, kind))
+    # A dict or list is a JSON value already (arguments, a built-in item, usage), and it may nest as
+    # deep as a wire event may (544 levels), where cattrs' frames per level would pass Python's
+    # recursion limit: it goes out as the value the event or call holds, not a copy.
+    for value_kind in (dict, list):
+        made.register_unstructure_hook(value_kind, _as_is)
     configure_tagged_union(Event, made, tag_name="type")
-    configure_tagged_union(Output, made, tag_name="type")
+    # An output has a field named "type" of its own (CallOpened.type, the call's type): its class name
+    # goes under "output", where it cannot overwrite a field.
+    configure_tagged_union(Output, made, tag_name="output")
     return made
 
 
@@ -50,6 +58,10 @@ def _exactly(kind: type, value: Any, _: object) -> Any:
     if type(value) is kind or (kind is str and isinstance(value, str)):
         return value
     raise TypeError(f"{value!r:.40} is {type(value).__name__}, not {kind.__name__}")
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 def _plain(_: object, __: attrs.Attribute[Any], value: Any) -> Any:
@@ -78,6 +90,8 @@ def _bare(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
+    """The event as plain JSON types, tagged with ``"type"``; a built-in item or usage it holds is that
+    same value (JSON already, as deep as a wire event may nest), not a copy."""
     if not isinstance(event, EVENT_TYPES):
         raise InvalidInput(f"event_to_json takes an event (fsm.events), not {type(event).__name__}")
     data: dict[str, Any] = converter().unstructure(event, Event)
@@ -86,7 +100,8 @@ def event_to_json(event: Event) -> dict[str, Any]:
 
 def event_from_json(data: dict[str, Any]) -> Event:
     """The event ``data`` (as :func:`event_to_json` wrote it) stands for. Data that is no event (no
-    or an unknown ``"type"``, a field missing or of the wrong type) is InvalidInput saying why."""
+    or an unknown ``"type"``, a field missing, of the wrong type or one the event does not have) is
+    InvalidInput saying why."""
     if not isinstance(data, dict):
         raise InvalidInput(f"an event is a JSON object, not {type(data).__name__}")
     kind = data.get("type")

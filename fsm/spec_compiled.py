@@ -668,7 +668,7 @@ def _identity(s: ModuleType) -> Any:
                 code="late-id",
                 rule="metadata-once",
                 severity="info",
-                reason="An id arrived for a call that was opened without one; it is kept as the wire id beside the id already given out.",
+                reason="An id arrived for a call that was opened without one; it is kept as the wire id beside the id already given out. Also after the call's value closed when the decoder knows the sighting announces that call (a Responses item that comes after its input events), where a new id would otherwise start the next call.",
             ),
             s.DiagnosticSpec(
                 code="id-changed",
@@ -1177,7 +1177,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (8728, 1053787910),
     "scanner": (4661, 4199472060),
-    "identity": (18917, 1176631451),
+    "identity": (19114, 1024033462),
     "history": (4045, 271900131),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

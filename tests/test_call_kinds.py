@@ -335,6 +335,21 @@ def test_function_arguments_for_an_unannounced_item_are_kept_when_cut() -> None:
     assert (call.type, call.status, call.arguments_json) == ("function", CallStatus.TRUNCATED, '{"q": "o')
 
 
+@pytest.mark.parametrize("announced_after_input", [False, True])
+def test_a_function_item_announced_after_its_closed_input_is_one_call(announced_after_input: bool) -> None:
+    """Its input closed a JSON object before the item said whose it is: the announcement (added
+    after the input, or only the item's end) names that call, never a second one beside it."""
+    item = {"type": "function_call", "id": "fc_9", "call_id": "call_w", "name": "w", "arguments": '{"a": 1}'}
+    piece = {"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc_9"}
+    piece["delta"] = '{"a": 1}'
+    announcement = [added(0, dict(item, arguments=""))] if announced_after_input else []
+    result = run([CREATED, piece, *announcement, item_done(0, item), COMPLETED])
+    (call,) = result.calls
+    assert (call.wire_id, call.name, call.arguments, call.status) == ("call_w", "w", {"a": 1}, CallStatus.COMPLETE)
+    assert call.item == {"type": "function_call", "id": "fc_9"}
+    assert result.codes().count("late-id") == 1
+
+
 def test_input_without_an_output_index_is_still_a_call() -> None:
     piece = {"type": "response.function_call_arguments.delta", "item_id": "fc_9", "delta": '{"a": 1}'}
     result = run([CREATED, piece, COMPLETED])

@@ -141,7 +141,17 @@ def test_wrong_provider_named_gives_no_calls_and_diagnostics(tmp_path: Path) -> 
     assert code == 0 and data["calls"] == [] and "unknown-event" in [d["code"] for d in data["diagnostics"]]
 
 
-@pytest.mark.parametrize("args", [[], ["replay"], ["replay", "--flush", "sometimes", "x"], ["frobnicate"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["replay"],
+        ["replay", "--flush", "sometimes", "x"],
+        ["frobnicate"],
+        ["conform", "--against", ""],  # graded the bundled engine and said 0: `--against "$UNSET"` passed
+        ["conform", "--against", "  "],  # an IndexError (exit 3) from the empty command line
+    ],
+)
 def test_bad_usage_exits_2(args: list[str]) -> None:
     assert run_cli(*args)[0] == 2
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -31,17 +32,16 @@ def run(*args: str, stderr: io.StringIO | None = None) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_version(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run("--version")[0] == 0
-    assert capsys.readouterr().out == f"toolcall-fsm {fsm.__version__}\n"
+def test_version() -> None:
+    assert run("--version")[:2] == (0, f"toolcall-fsm {fsm.__version__}\n")
 
 
 @pytest.mark.parametrize(
     "command", [[], ["replay"], ["conform"], ["fuzz"], ["history"], ["history", "check"], ["diagram"]]
 )
-def test_every_help_has_examples_and_exit_status(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(*command, "--help")[0] == 0
-    text = capsys.readouterr().out
+def test_every_help_has_examples_and_exit_status(command: list[str]) -> None:
+    code, text, _ = run(*command, "--help")
+    assert code == 0
     assert "examples:" in text and "toolcall-fsm " in text.split("examples:")[1]
     if command != ["history"]:  # a group: its one command, check, has the exit status
         assert "exit status: 0" in text
@@ -89,3 +89,22 @@ def test_diagram_in_a_folder_without_specs_writes_nothing(tmp_path: Path, monkey
     code, _, err = run("diagram")
     assert code == 2 and "--out" in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["replay", "--help"], ["history", "check", "--help"]])
+def test_help_and_version_that_cannot_be_written_exit_1(args: list[str]) -> None:
+    # argparse swallows a failed write of its help or version: the command said 0 for text that
+    # never arrived (a full disk, a closed pipe), where every other output failure is exit 1.
+    command = [sys.executable, "-m", "fsm", *args]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(command, stdout=full, stderr=subprocess.PIPE, check=False, cwd=ROOT)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.decode().startswith("toolcall-fsm: cannot write the output")
+    assert "Traceback" not in proc.stderr.decode()
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["replay", "--help"]])
+def test_help_and_version_go_to_the_stdout_main_is_given(args: list[str]) -> None:
+    code, out, err = run(*args)
+    assert code == 0 and out.startswith(("usage: toolcall-fsm", "toolcall-fsm ")) and err == ""

@@ -110,6 +110,8 @@ def test_external_failures_are_graded_not_raised() -> None:
         ("print(1)", "output is not a list of call objects"),  # TypeError before
         ("print('{\"calls\": [1]}')", "output is not a list of call objects"),
         ("import sys; sys.stdout.buffer.write(bytes([0xff, 0x5b]))", "output is not JSON"),  # UnicodeDecodeError
+        ("print('[' * 100_000)", "output nests too deeply to read"),  # RecursionError: `conform` exited 3
+        ("print('{\"calls\": [{\"arguments\": ' + '[' * 990 + ']' * 990 + '}]}')", "output nests too deeply to read"),
     ]:
         outcome = conformance.run_external(f"{sys.executable} -c {shlex.quote(printed)}", vector)
         assert not outcome.passed and outcome.problems == (problem,), printed

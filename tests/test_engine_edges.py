@@ -491,3 +491,46 @@ def test_an_option_the_class_has_not_is_invalid_input_naming_the_options(make: A
         make()
     assert Limits(max_calls=5).max_calls == 5 and Policies(identical_text="new-call").identical_text == "new-call"
     assert attrs.evolve(Limits(), max_depth=8).max_depth == 8  # evolve goes through the same check
+
+
+@pytest.mark.parametrize(
+    "stream",
+    [
+        [chunk(tc(index=0, id="a", args='{"x": 1}')), chunk(finish="tool_calls")],  # missing-name as it ends
+        [chunk(tc(index=0, id="a", name="f", args='{"a": "x')), chunk(finish="tool_calls")],  # unterminated
+        [
+            chunk(tc(index=0, id="a", name="f", args="{}")),
+            chunk(tc(index=1, id="b", args='{"y": 2}')),
+            chunk(finish="tool_calls"),
+        ],
+    ],
+    ids=["nameless", "unterminated", "second-nameless"],
+)
+def test_a_call_ended_by_the_event_a_strict_violation_names_is_reported_finished(stream: list[Any]) -> None:
+    """A violation found as a call ends (its name never came, its JSON never closed) is raised in
+    strict mode after the call has its status, so the result holds it finished: its CallFinished
+    (and any held text) must reach drain(), else a consumer (DeltaEmitter) never sees it end."""
+    r = Reassembler("openai-chat", strict=True)
+    outputs: list[Any] = []
+    with pytest.raises(RemoteProtocolError):
+        for event in stream:
+            outputs += r.feed(event)
+    result = r.close()
+    outputs += r.drain()
+    finished = [o.call for o in outputs if isinstance(o, CallFinished)]
+    assert finished == list(result.calls)
+    for call in result.calls:
+        sent = "".join(o.text for o in outputs if isinstance(o, ArgumentsDelta) and o.index == call.index)
+        assert sent == call.arguments_json
+
+
+def test_a_stream_whose_provider_cannot_be_told_names_the_event_in_error_and_diagnostic() -> None:
+    from fsm import UnsupportedProvider
+
+    r = Reassembler()
+    r.feed_bytes(b": ping\n\n")
+    with pytest.raises(UnsupportedProvider) as error:
+        r.feed_bytes(b'data: {"neither": "provider"}\n\n')
+    assert error.value.event == 1 and str(error.value).startswith("event 1: cannot tell the provider")
+    failed = [d for d in r.close().diagnostics if d.code == "stream-failed"]
+    assert [d.event for d in failed] == [1]  # named no event before

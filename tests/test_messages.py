@@ -537,6 +537,24 @@ def test_a_hand_built_call_without_its_item() -> None:
         messages.assistant_message(Result("openai-responses", "tool_calls", (computer,), ()), "openai-responses")
 
 
+@pytest.mark.parametrize("format", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+def test_a_hand_built_call_whose_status_is_no_call_status_is_invalid_input(format: Any) -> None:
+    """A result rebuilt from its JSON form with the status as text ("complete"): assistant_message
+    dropped the call in silence (it is not CallStatus.COMPLETE) and incomplete_answers raised KeyError."""
+    import attrs
+
+    result = synthetic("anthropic", anthropic_thinking_turn())
+    rebuilt = attrs.evolve(result, calls=tuple(attrs.evolve(c, status=c.status.value) for c in result.calls))
+    for build in (
+        lambda: messages.assistant_message(rebuilt, format),
+        lambda: messages.assistant_message(rebuilt, format, incomplete="include"),
+        lambda: messages.incomplete_answers(rebuilt, format),
+        lambda: messages.omitted(rebuilt),
+    ):
+        with pytest.raises(InvalidInput, match="status must be a CallStatus"):
+            build()
+
+
 def test_a_number_no_float_holds_goes_back_in_the_object_as_a_decimal() -> None:
     # Documented: the object formats carry the parsed arguments, exact; the text formats the text.
     from decimal import Decimal

@@ -76,11 +76,12 @@ def test_the_wheel_ships_py_typed_the_specs_and_the_licence(tmp_path: Path) -> N
     assert "Keywords:" in metadata
 
 
-def test_one_version_everywhere(capsys: pytest.CaptureFixture[str]) -> None:
+def test_one_version_everywhere() -> None:
     assert re.fullmatch(r"\d+\.\d+\.\d+", fsm.__version__)
     assert importlib.metadata.version("toolcall-fsm") == fsm.__version__
-    assert main(["--version"], stdout=io.StringIO(), stderr=io.StringIO()) == 0
-    assert capsys.readouterr().out.strip() == f"toolcall-fsm {fsm.__version__}"
+    out = io.StringIO()
+    assert main(["--version"], stdout=out, stderr=io.StringIO()) == 0
+    assert out.getvalue().strip() == f"toolcall-fsm {fsm.__version__}"
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" in pyproject["project"]["dynamic"] and "version" not in pyproject["project"]
     assert f"## {fsm.__version__}" in (ROOT / "CHANGELOG.md").read_text()

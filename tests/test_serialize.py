@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from fsm.errors import InvalidInput
-from fsm.events import ArgumentsFragment, CallRef, CallSeen, StreamEnd
+from fsm.events import ArgumentsFragment, CallRef, CallSeen, StreamEnd, UsageReport
+from fsm.results import Output
 from fsm.serialize import event_from_json, event_to_json, result_to_json
 from tests.helpers import chunk, run, tc
 
@@ -95,3 +96,100 @@ def test_a_result_nesting_as_deep_as_the_limits_allow_is_written() -> None:
     data = result_to_json(result)
     assert data["calls"][0]["arguments"] == json.loads(text) and data["usage"] == usage
     assert json.loads(dumps(data))["calls"][0]["status"] == "complete"
+
+
+def test_an_event_nesting_as_deep_as_a_wire_event_may_round_trips() -> None:
+    """A built-in item (CallSeen.item) and usage are a wire event's JSON, which may nest
+    max_event_depth levels (544 with max_depth 512): cattrs' frames per level passed Python's
+    recursion limit at ~330, so event_to_json raised RecursionError."""
+    from fsm import Limits
+    from fsm.results import CallFinished, CallStatus, ToolCall
+    from fsm.serialize import converter
+
+    value: dict[str, Any] = {"n": 1}
+    for _ in range(Limits(max_depth=512).max_event_depth - 2):
+        value = {"n": [value]} if len(repr(value)) % 2 else {"n": value}
+    for event in [CallSeen(CallRef(0, "a", "shell"), item=value), UsageReport(value, cumulative=True)]:
+        data = event_to_json(event)
+        assert data["type"] == type(event).__name__
+        assert event_from_json(data) == event
+    call = ToolCall(0, "a", "a", "f", value, "{}", CallStatus.COMPLETE, item=value)
+    assert converter().structure(converter().unstructure(CallFinished(call), Output), Output) == CallFinished(call)
+
+
+def test_every_output_round_trips_keeping_its_own_type_field() -> None:
+    """CallOpened has a field named ``type`` (the call's type): a union tagged by ``"type"`` wrote the
+    class name over it, so a custom call read back as a call of type ``"CallOpened"``."""
+    from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, CallStatus, ToolCall
+    from fsm.serialize import converter
+
+    call = ToolCall(1, "c", None, "patch", None, None, CallStatus.COMPLETE, type="custom", input="*** Begin")
+    outputs = [
+        CallOpened(0, "a", "a", "f"),
+        CallOpened(1, "c", None, "patch", type="custom"),
+        CallNamed(1, "patch"),
+        ArgumentsDelta(1, "*** Begin"),
+        CallFinished(call),
+    ]
+    for output in outputs:
+        data = converter().unstructure(output, Output)
+        assert converter().structure(data, Output) == output, data
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"type": "CallEnd", "ref": {"index": 0}, "incomplet": True},  # read as a complete call before
+        {"type": "CallSeen", "ref": {"index": 0, "nmae": "f"}},  # read as a call with no name before
+        {"type": "StreamEnd", "finish_reason": "stop", "eror": "overloaded"},
+    ],
+)
+def test_a_key_an_event_does_not_have_is_invalid_input_not_dropped(data: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInput, match=r"Extra fields in constructor for \w+: (incomplet|nmae|eror)"):
+        event_from_json(data)
+
+
+def _event_strategies() -> Any:
+    from hypothesis import strategies as st
+
+    from fsm.events import ArgumentsSnapshot, CallEnd, ReasoningDelta, TextDelta
+
+    text = st.text(max_size=12) | st.sampled_from(["\ud800", "a\udfff", "\U0001f600", "", "\x00"])
+    maybe = st.none() | text
+    number = st.integers() | st.just(10**100)
+    value = st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | text,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
+        max_leaves=10,
+    )
+    ref = st.builds(CallRef, st.none() | number, maybe, maybe, number, st.booleans(), text)
+    return st.one_of(
+        st.builds(CallSeen, ref, maybe, st.none() | st.dictionaries(text, value, max_size=3)),
+        st.builds(ArgumentsFragment, ref, text, maybe),
+        st.builds(ArgumentsSnapshot, ref, text, maybe, st.booleans()),
+        st.builds(CallEnd, ref, st.booleans()),
+        st.builds(StreamEnd, maybe, maybe, maybe),
+        st.builds(TextDelta, text, maybe),
+        st.builds(ReasoningDelta, st.none() | number, text, maybe, maybe, maybe, st.lists(text).map(tuple), maybe),
+        st.builds(UsageReport, st.dictionaries(text, value, max_size=3), st.booleans()),
+    )
+
+
+def test_every_event_round_trips_through_json_text() -> None:
+    """Any event (non-BMP text, lone surrogates, 100-digit ints, nested items) comes back equal from
+    its JSON form, and from that form written as text and read back."""
+    import json
+
+    from hypothesis import HealthCheck, given, settings
+
+    from fsm.jsontext import dumps
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(_event_strategies())
+    def round_trips(event: Any) -> None:
+        data = event_to_json(event)
+        assert event_from_json(data) == event
+        assert event_to_json(event_from_json(data)) == data
+        assert event_from_json(json.loads(dumps(data))) == event
+
+    round_trips()

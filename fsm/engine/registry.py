@@ -76,16 +76,17 @@ class Registry:
 
     # -- events -----------------------------------------------------------------------------------
 
-    def call_seen(self, ref: CallRef, item: dict[str, Any] | None = None) -> Slot | None:
+    def call_seen(self, ref: CallRef, item: dict[str, Any] | None = None, *, announces: bool = False) -> Slot | None:
         """Route a sighting; return the call it belongs to (None when it is only held as the name
-        of a call that may follow). ``item``, a built-in client item, is kept on that call."""
-        landed = self._seen(ref, header=item is None)
+        of a call that may follow). ``item``, a built-in client item, is kept on that call. A
+        sighting that ``announces`` a call its input opened names the newest call at its index."""
+        landed = self._seen(ref, announces, header=item is None and not announces)
         if item is not None and landed is not None:
             landed.item = item  # the latest word on the item wins
         return landed
 
-    def _seen(self, ref: CallRef, *, header: bool = True) -> Slot | None:
-        lane, chain = self._chain(ref, None)
+    def _seen(self, ref: CallRef, announces: bool, *, header: bool = True) -> Slot | None:
+        lane, chain = self._chain(ref, None, announces=announces)
         if not chain:
             return self._open(lane, ref)
         newest = chain[-1]
@@ -269,7 +270,7 @@ class Registry:
 
     # -- routing ----------------------------------------------------------------------------------
 
-    def _chain(self, ref: CallRef, kind: Kind | None) -> tuple[Lane, Sequence[Slot]]:
+    def _chain(self, ref: CallRef, kind: Kind | None, *, announces: bool = False) -> tuple[Lane, Sequence[Slot]]:
         """The lane the evidence points to, and the calls in it that may own this event."""
         if ref.id is not None:
             owners = _listed(self._by_wire_id.get(ref.id))
@@ -304,8 +305,10 @@ class Registry:
                 newest = None
         if newest is None:
             return lane, []
-        if newest.wire_id is None and newest.unfinished:
-            self._metadata(newest, ref)  # late-id: the call was opened without one
+        if newest.wire_id is None and (newest.unfinished or announces):
+            # late-id: the call was opened without one (and the provider's announcement of a call
+            # its input opened is that call's, even with its value closed)
+            self._metadata(newest, ref)
             return newest.lane, [newest]
         if (
             kind == "fragment"
@@ -610,26 +613,26 @@ class Registry:
 
     def _finish(self, slot: Slot, trigger: str) -> None:
         ledger = self.ledger
+        # A violation found as the call ends (a lone surrogate half, JSON that never closed, no name)
+        # is raised once the call has its status and its end is reported: raised mid-action, it would
+        # leave a call in a terminal state with none, which close() would then try to cut; raised
+        # before _ended, the result would hold a finished call no CallFinished ever told.
+        deferring = ledger.strict and not ledger.defer
+        ledger.defer = ledger.defer or deferring
         try:
-            if ledger.strict and not ledger.defer:
-                # A violation an action reports (a lone surrogate half, say) is raised once the call
-                # has its status: raised mid-action, it would leave a call in a terminal state with
-                # none, which close() would then try to cut.
-                ledger.defer = True
-                try:
-                    self.machine.fire(slot, trigger)
-                finally:
-                    ledger.defer = False
-                error, ledger.deferred = ledger.deferred, None
-                if error is not None:
-                    raise error
-            else:
-                self.machine.fire(slot, trigger)
+            self.machine.fire(slot, trigger)
         except LimitExceeded:
             if slot.status is not None:  # its finishing bytes passed a limit: it ended even so
                 self._ended(slot)
             raise
-        self._ended(slot)
+        else:
+            self._ended(slot)
+        finally:
+            if deferring:
+                ledger.defer = False
+        if deferring and ledger.deferred is not None:
+            error, ledger.deferred = ledger.deferred, None
+            raise error
 
     def _ended(self, slot: Slot) -> None:
         """Report a call that has just ended (its status is set)."""

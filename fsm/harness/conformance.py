@@ -222,6 +222,8 @@ def run_external(command: str, vector: Vector, timeout: float = 30.0) -> Outcome
         data, _ = parse_strict(proc.stdout)
     except ValueError:
         return Outcome(vector.name, vector.shape, False, ("output is not JSON",))
+    except RecursionError:  # nesting past the parser's stack: graded, as any other output it cannot use
+        return Outcome(vector.name, vector.shape, False, ("output nests too deeply to read",))
     if isinstance(data, dict) and data.get("unsupported"):
         return Outcome(vector.name, vector.shape, False, ("does not speak this shape",), applicable=False)
     calls = data.get("calls", []) if isinstance(data, dict) else data

@@ -17,9 +17,11 @@ Four kinds of input:
   twice, an integer of 5000 digits. Every output must then write as strict UTF-8 JSON: the result as
   ``replay`` prints it and the re-emitted delta chunks.
 
-Every byte input is also fed in random pieces (a whole-vs-chunked differential run): both runs must
-give the same calls, the same diagnostics (event number and code) and the same error (type and
-event number), in lax or strict mode.
+Whatever the input, the re-emitted delta chunks (``DeltaEmitter``, either flush policy) must add up
+to the result's calls: the same ids and names, the argument text exactly. Every byte input is also
+fed in random pieces (a whole-vs-chunked differential run): both runs must give the same calls, the
+same diagnostics (event number and code) and the same error (type and event number), in lax or
+strict mode.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from fsm.harness.fuzz.shapes import CASES
 from fsm.jsontext import dumps
 from fsm.options import Limits
 from fsm.reassembler import Reassembler
-from fsm.reemit import DeltaEmitter
+from fsm.reemit import DeltaEmitter, FlushPolicy
 from fsm.results import Result, ToolCall
 from fsm.serialize import result_to_json
 
@@ -65,6 +67,8 @@ class Sample:
     unusable: int = 0
     outputs: bool = False
     """Check that every output (the result, the re-emitted chunks) writes as strict UTF-8 JSON."""
+    flush: str = "incremental"
+    """The re-emitted chunks' flush policy: whatever the input, they must add up to the result's calls."""
 
 
 def _mutate(draw: st.DrawFn, value: Any) -> Any:
@@ -221,6 +225,12 @@ def decoding_input(draw: st.DrawFn, shape: str) -> Sample:
 
 @st.composite
 def hostile_input(draw: st.DrawFn, shape: str) -> Sample:
+    sample = draw(_hostile_input(shape))
+    return attrs.evolve(sample, flush=draw(st.sampled_from([policy.value for policy in FlushPolicy])))
+
+
+@st.composite
+def _hostile_input(draw: st.DrawFn, shape: str) -> Sample:
     mode = draw(st.sampled_from(["bytes", "mutated", "mutated-bytes", "large", "large", "decoding"]))
     if mode == "large":
         return draw(large_input(shape))
@@ -249,23 +259,23 @@ def hostile_input(draw: st.DrawFn, shape: str) -> Sample:
 Answer = tuple[Any, ...]
 
 
-def _run(
-    provider: str, pieces: list[Any], strict: bool, limits: Limits, as_bytes: bool, outputs: bool = False
-) -> tuple[Answer, list[str]]:
-    """Feed ``pieces``; return the answer (error type and event, calls, diagnostics) and any problems."""
+def _run(sample: Sample, pieces: list[Any], as_bytes: bool) -> tuple[Answer, list[str]]:
+    """Feed ``pieces`` as ``sample`` says; return the answer (error type and event, calls, diagnostics)
+    and any problems."""
     problems: list[str] = []
-    r = Reassembler(provider, strict=strict, limits=limits)
-    emitter, chunks = DeltaEmitter(), []
+    limits, outputs = LIMITS[sample.limits], sample.outputs
+    r = Reassembler(sample.provider, strict=sample.strict, limits=limits)
+    emitter, chunks = DeltaEmitter(FlushPolicy(sample.flush)), []
     error: Any = None
     try:
         for piece in pieces:
             if as_bytes:
                 chunks += emitter.chunks(r.feed_bytes(piece))
             elif isinstance(piece, dict):
-                r.feed(piece)
+                chunks += emitter.chunks(r.feed(piece))
             else:  # a mutation made the event itself junk: a caller's mistake, refused as one
                 try:
-                    r.feed(piece)
+                    chunks += emitter.chunks(r.feed(piece))
                 except InvalidInput:
                     continue
         r.close()
@@ -280,8 +290,9 @@ def _run(
     except Exception as exc:
         return (), [f"close() after {error} raised {type(exc).__name__}: {exc}"]
     problems += _limits_hold(result, limits)
+    chunks += [*emitter.chunks(r.drain()), emitter.finish(result)]
+    problems += _deltas_add_up(result, chunks)
     if outputs:
-        chunks += [*emitter.chunks(r.drain()), emitter.finish(result)]
         problems += _strict_json([dumps(result_to_json(result), indent=2), *map(dumps, chunks)])
     calls = tuple((c.index, c.id, c.name, c.status.value, _text(c)) for c in result.calls)
     diagnostics = tuple((d.event, d.code) for d in result.diagnostics)
@@ -299,6 +310,30 @@ def _strict_json(texts: list[str]) -> list[str]:
             json.loads(text.encode("utf-8"), parse_constant=_refuse, parse_int=str)  # exact digits: any length
         except ValueError as exc:  # UnicodeEncodeError is one too
             return [f"an output is not strict UTF-8 JSON ({type(exc).__name__}: {exc}): {text[:200]!r}"]
+    return []
+
+
+def _deltas_add_up(result: Result, chunks: list[dict[str, Any]]) -> list[str]:
+    """The re-emitted chunks, accumulated per index, are the result's calls: the id once, the name at
+    most once and before any text (when the call has one), the text concatenated exactly."""
+    sent: dict[int, dict[str, Any]] = {}
+    for chunk in chunks:
+        for part in chunk["choices"][0]["delta"].get("tool_calls", ()):
+            row = sent.setdefault(part["index"], {"id": [], "name": [], "text": "", "early": False})
+            body = part.get("function") or part.get("custom") or {}
+            row["id"] += [part["id"]] if "id" in part else []
+            row["name"] += [body["name"]] if "name" in body else []
+            text = body.get("arguments", body.get("input", ""))
+            row["early"] |= bool(text) and not row["name"]
+            row["text"] += text
+    if sorted(sent) != [call.index for call in result.calls]:
+        return [f"deltas for calls {sorted(sent)}, but the result has {[c.index for c in result.calls]}"]
+    for call in result.calls:
+        got = sent[call.index]
+        if got["id"] != [call.id] or got["name"] != ([call.name] if call.name is not None else []):
+            return [f"call {call.index}: ids {got['id']} and names {got['name']} sent for {call.id}, {call.name}"]
+        if got["text"] != _text(call) or (got["early"] and call.name is not None):
+            return [f"call {call.index}: deltas add up to {got['text'][:80]!r}, not {_text(call)[:80]!r}"[:300]]
     return []
 
 
@@ -326,24 +361,23 @@ def survive(sample: Sample) -> list[str]:
     """Feed hostile input (bytes: whole, then in pieces); the only acceptable exceptions are the
     project's typed errors, close() must then return, the limits must hold, both runs must agree,
     and skipped hazards must cost no call and be reported one by one."""
-    bounds = LIMITS[sample.limits]
     data = sample.data
     if not isinstance(data, bytes):
-        return _run(sample.provider, data, sample.strict, bounds, as_bytes=False)[1]
-    whole, problems = _run(sample.provider, [data], sample.strict, bounds, as_bytes=True, outputs=sample.outputs)
+        return _run(sample, data, as_bytes=False)[1]
+    whole, problems = _run(sample, [data], as_bytes=True)
     if problems:
         return problems
     if sample.cuts:
         ends = [0, *sample.cuts, len(data)]
         pieces = [data[a:b] for a, b in itertools.pairwise(ends)]
-        chunked, problems = _run(sample.provider, pieces, sample.strict, bounds, as_bytes=True, outputs=sample.outputs)
+        chunked, problems = _run(sample, pieces, as_bytes=True)
         if not problems and chunked != whole:
             differ = [
                 f"{p}: whole {w!r} vs chunked {c!r}" for p, w, c in zip(_PARTS, whole, chunked, strict=True) if w != c
             ]
             problems.append("whole and chunked differ: " + "; ".join(differ)[:600])
     if not problems and sample.clean is not None and not sample.strict:
-        clean, problems = _run(sample.provider, [sample.clean], False, bounds, as_bytes=True)
+        clean, problems = _run(attrs.evolve(sample, strict=False, outputs=False), [sample.clean], as_bytes=True)
         reported = sum(code == "bad-event" for _, code in whole[2]) + dict(whole[3]).get("bad-event", 0)
         if clean[0] is None and whole[0] is not None:
             problems.append(f"lax mode raised {whole[0]} on hazards it must skip")

@@ -23,7 +23,8 @@ not know is reported (``unknown-item``), never dropped in silence.
 
 Nothing vanishes either way: input for an item never announced (a delta or ``.done`` before any
 ``output_item.added``) opens the call from its ``output_index`` (``unopened-call``), so a cut
-still reports it, truncated with its text; the item's end brings its ``call_id`` and name. An item
+still reports it, truncated with its text; the item's end brings its ``call_id`` and name to that
+call (``CallSeen.announces``: even with its value closed, it is not the header of a next call). An item
 the provider ends with ``status: "incomplete"`` is given up (``CallEnd(incomplete=True)``):
 truncated, never complete, however whole its input looks.
 """
@@ -239,7 +240,7 @@ class OpenAIResponsesDecoder:
         opened = self._items.get(at)
         if opened is not None and not opened.announced:  # its input came first: this names it
             opened.ref, opened.announced = ref, True
-            return [CallSeen(ref, item=_kept(item, kind))]
+            return [CallSeen(ref, item=_kept(item, kind), announces=True)]
         self._items[at] = _Item(ref)
         if item.get("id"):
             self._index_of_item[str(item["id"])] = at
@@ -298,7 +299,7 @@ class OpenAIResponsesDecoder:
                 type=kind.call_type,
             )
             known.announced = True
-            events.append(CallSeen(known.ref, item=_kept(item, kind)))
+            events.append(CallSeen(known.ref, item=_kept(item, kind), announces=True))
         if known.ended:
             return events
         if not known.finalized:
