@@ -539,12 +539,12 @@ def _identity(s: ModuleType) -> Any:
             s.Rule(
                 name="metadata-once",
                 order=5,
-                reason="A name or id is set once and compared, never concatenated; a repeated or empty one changes nothing.",
+                reason="A name or id is set once and compared, never concatenated; a repeated or empty one changes nothing. A header (a name, with or without the id of the call it follows) repeated after a complete value is held: it names the next call only if text that starts a new value follows, and that call keeps the header's id (renamed, as duplicate-id-renamed says); with another name, it opens that next call at once. A name after the complete value of a call that has none is that call's late name.",
             ),
             s.Rule(
                 name="complete-value-starts-new-call",
                 order=6,
-                reason="Text for a call whose arguments are already a complete value cannot continue it: walk the calls derived from the same identity (base, base#1, ...) for a resend before opening a new one.",
+                reason="Text for a call whose arguments are already a complete value cannot continue it: walk the calls derived from the same identity (base, base#1, ...) for a resend before opening a new one. A whole object equal to the arguments of the call it follows, formatted anew (a gateway replaying what it parsed: other spaces, escapes, an object for text; keys in the same order, numbers and literals as they were), is a resend of that call too.",
             ),
             s.Rule(
                 name="snapshot-resend",
@@ -554,7 +554,7 @@ def _identity(s: ModuleType) -> Any:
             s.Rule(
                 name="positional-fallback",
                 order=8,
-                reason="Only when both index and id are absent does the position within the event identify the call.",
+                reason="Only when both index and id are absent does the position within the event identify the call. A whole call (a Gemini part) that repeats the name and arguments of one seen in an earlier event only at another position takes that position, so identical_text decides it there: a batch resent in another order, or one call of a batch resent alone, is not a new call; two identical calls in one event stay two.",
             ),
             s.Rule(
                 name="duplicate-id-renamed",
@@ -1177,7 +1177,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (8728, 1053787910),
     "scanner": (4661, 4199472060),
-    "identity": (18170, 1035889902),
+    "identity": (19114, 1024033462),
     "history": (4045, 271900131),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

@@ -126,6 +126,29 @@ def test_gemini_identical_resend_is_one_call_and_the_policy_can_say_two() -> Non
     assert len(run("gemini", events, policies=Policies(identical_text="new-call")).calls) == 2
 
 
+def test_gemini_resend_at_another_position_is_the_same_call() -> None:
+    # Calls streamed one per event (each at part 0), then resent as one batch, or a batch then one of
+    # its calls alone: without ids the same name and arguments again is a resend (identical_text),
+    # wherever in the event it sits; the resend's signature goes to that call.
+    a, b = fc("s", {"q": "A"}), fc("s", {"q": "B"})
+    batch_after = run("gemini", [gem(a), gem(b), gem(a, fc("s", {"q": "B"}, sig="SIG"), finish="STOP")])
+    assert summary(batch_after) == [("call_0", "s", {"q": "A"}), ("call_1", "s", {"q": "B"})]
+    assert batch_after.calls[1].thought_signature == "SIG"
+    one_after = run("gemini", [gem(a, b), gem(b, finish="STOP")])
+    assert summary(one_after) == [("call_0", "s", {"q": "A"}), ("call_1", "s", {"q": "B"})]
+    swapped = run("gemini", [gem(a, b), gem(b, a, finish="STOP")])
+    assert [c.arguments for c in swapped.calls] == [{"q": "A"}, {"q": "B"}]
+    assert swapped.codes().count("resend") == 2
+    # Two identical calls in one event are two calls (two dice), and so is a batch resent whole.
+    dice = [gem(fc("roll"), fc("roll")), gem(fc("roll"), fc("roll"), finish="STOP")]
+    assert len(run("gemini", dice).calls) == 2
+    # One die, then two in one event: the first of them is the resend, the second a new call.
+    assert len(run("gemini", [gem(fc("roll")), gem(fc("roll"), fc("roll"), finish="STOP")]).calls) == 2
+    # The policy still decides what the same text again means.
+    again = run("gemini", [gem(a, b), gem(b, finish="STOP")], policies=Policies(identical_text="new-call"))
+    assert len(again.calls) == 3
+
+
 def test_gemini_ids_c1_c2_c1_give_two_calls() -> None:
     result = run("gemini", [gem(fc("f", {"n": 1}, "c1")), gem(fc("f", {"n": 2}, "c2")), gem(fc("f", {"n": 1}, "c1"))])
     assert summary(result) == [("c1", "f", {"n": 1}), ("c2", "f", {"n": 2})]
@@ -231,6 +254,31 @@ def test_vertex_empty_function_call_closes_and_the_next_opens_a_new_call() -> No
     ]
     result = run("gemini", events)
     assert [c.arguments for c in result.calls] == [{"city": "Oslo"}, {}]
+
+
+def test_vertex_call_left_open_ends_when_another_call_begins() -> None:
+    # No closing functionCall {} before the next call's part: the streamed call ends there (its
+    # values all finished), and the next call is a call of its own, not text for the first.
+    streamed = [opening("w"), partial({"jsonPath": "$.city", "stringValue": "Oslo"})]
+    finish = gem({"text": ""}, finish="STOP")
+    then_whole = run("gemini", [*streamed, gem(fc("t", {"r": 2})), finish])
+    assert summary(then_whole) == [("call_0", "w", {"city": "Oslo"}), ("call_1", "t", {"r": 2})]
+    assert not then_whole.problems()
+    second = [opening("t"), partial({"jsonPath": "$.r", "numberValue": 2}), CLOSE]
+    then_streamed = run("gemini", [*streamed, *second, finish])
+    assert summary(then_streamed) == [("call_0", "w", {"city": "Oslo"}), ("call_1", "t", {"r": 2})]
+    # The same call sent whole after its streamed arguments (an aggregate) is a resend of it.
+    aggregate = run("gemini", [*streamed, gem(fc("w", {"city": "Oslo"})), finish])
+    assert summary(aggregate) == [("call_0", "w", {"city": "Oslo"})] and not aggregate.problems()
+    # Cut inside a string value: that call is truncated with its text, the next is its own.
+    cut = [opening("w"), partial({"jsonPath": "$.city", "stringValue": "Os", "willContinue": True})]
+    result = run("gemini", [*cut, *second, finish])
+    first, second = result.calls
+    assert (first.name, first.status, first.arguments_json) == ("w", CallStatus.TRUNCATED, '{"city": "Os')
+    assert (second.name, second.status, second.arguments) == ("t", CallStatus.COMPLETE, {"r": 2})
+    result = run("gemini", [*cut, gem(fc("t", {"r": 2})), finish])
+    assert [(c.name, c.status) for c in result.calls] == [("w", CallStatus.TRUNCATED), ("t", CallStatus.COMPLETE)]
+    assert result.calls[0].arguments_json == '{"city": "Os'
 
 
 def test_vertex_stream_ending_without_the_closing_part() -> None:
@@ -352,6 +400,17 @@ def test_anthropic_max_tokens_before_block_stop_truncates_with_raw_text() -> Non
     assert (call.status, call.arguments, call.arguments_json) == (CallStatus.TRUNCATED, None, '{"body": "Once')
 
 
+def test_anthropic_start_repeated_for_an_open_block_keeps_its_streamed_input() -> None:
+    # A proxy replaying content_block_start for the block it is streaming: the same call, whose
+    # input is what streamed, not the {} placeholder of the repeated start.
+    after = [START, block_start(0, "a", "f"), block_delta(0, '{"q": 1}'), block_start(0, "a", "f"), block_stop(0)]
+    result = run("anthropic", [*after, stop("tool_use")])
+    assert summary(result) == [("a", "f", {"q": 1})] and "arguments-replaced" not in result.codes()
+    # Another id at that index is another call: the block it replaces was cut.
+    other = [START, block_start(0, "a", "f"), block_delta(0, '{"q": 1}'), block_start(0, "b", "g"), block_stop(0)]
+    assert summary(run("anthropic", [*other, stop("tool_use")])) == [("a", "f", {"q": 1}), ("b", "g", {})]
+
+
 def test_anthropic_error_event_and_unknown_event() -> None:
     result = run("anthropic", [START, {"type": "mystery"}, {"type": "error", "error": {"message": "overloaded"}}])
     assert result.finish_reason == "error" and {"unknown-event", "provider-error"} <= set(result.codes())
@@ -393,6 +452,15 @@ def test_responses_done_that_differs_wins_and_says_so() -> None:
     events = [added(0, "call_a", "f"), args_delta(0, '{"a": 1}'), args_done(0, '{"a": 2}'), COMPLETED]
     result = run("openai-responses", events)
     assert summary(result) == [("call_a", "f", {"a": 2})] and "arguments-replaced" in result.codes()
+
+
+def test_responses_item_done_that_differs_from_arguments_done_wins_and_says_so() -> None:
+    # Two final words: the item's end is the later one. Equal, it changes nothing and says nothing.
+    start = [added(0, "call_a", "f"), args_delta(0, '{"a": 1}'), args_done(0, '{"a": 1}')]
+    result = run("openai-responses", [*start, item_done(0, "call_a", "f", '{"a": 2}'), COMPLETED])
+    assert summary(result) == [("call_a", "f", {"a": 2})] and "arguments-replaced" in result.codes()
+    same = run("openai-responses", [*start, item_done(0, "call_a", "f", '{"a": 1}'), COMPLETED])
+    assert summary(same) == [("call_a", "f", {"a": 1})] and not same.problems()
 
 
 def test_responses_no_deltas_only_done() -> None:
@@ -477,6 +545,19 @@ def test_bedrock_decoded_events_with_padding_and_empty_input() -> None:
     ]
     result = run("bedrock", events)
     assert summary(result) == [("tu1", "f", {"a": 1}), ("tu2", "g", {})] and result.finish_reason == "tool_calls"
+
+
+def test_bedrock_start_repeated_for_an_open_block_keeps_its_streamed_input() -> None:
+    start = {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tu1", "name": "f"}}}}
+    events = [
+        start,
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a": 1}'}}}},
+        start,
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"messageStop": {"stopReason": "tool_use"}},
+    ]
+    result = run("bedrock", events)
+    assert summary(result) == [("tu1", "f", {"a": 1})] and "arguments-replaced" not in result.codes()
 
 
 def test_bedrock_exception_event_truncates() -> None:

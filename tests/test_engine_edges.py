@@ -151,6 +151,40 @@ def test_repeated_header_after_complete_value_names_the_next_call() -> None:
     assert calls(result) == [("ls", {"p": 1}), ("ls", {"p": 2})]
 
 
+def test_repeated_header_with_its_id_after_complete_value_names_the_next_call() -> None:
+    # DeepSeek and GLM give two calls one id; with index 0 reused, the second call's header (that
+    # id, a name, no text) after the first's complete value names the next call: its text opens a
+    # call with that name and the id renamed, not a nameless call without an id.
+    def header(name: str) -> dict[str, Any]:
+        return chunk(tc(index=0, id="dup", name=name, args=""))
+
+    same = run([header("ls"), chunk(tc(index=0, args='{"p": 1}')), header("ls"), chunk(tc(index=0, args='{"p": 2}'))])
+    assert [(c.id, c.wire_id, c.name, c.arguments) for c in same.calls] == [
+        ("dup", "dup", "ls", {"p": 1}),
+        ("dup_d2", "dup", "ls", {"p": 2}),
+    ]
+    assert "missing-name" not in same.codes() and "duplicate-id" in same.codes()
+    other = run([header("ls"), chunk(tc(index=0, args='{"p": 1}')), header("cat"), chunk(tc(index=0, args='{"f": 2}'))])
+    assert [(c.id, c.name, c.arguments) for c in other.calls] == [("dup", "ls", {"p": 1}), ("dup_d2", "cat", {"f": 2})]
+    assert "name-conflict" not in other.codes()
+    # The header repeated with the same text again (Kimi repeats id and name on every chunk) is a
+    # resend of the call it names, and a header with nothing after it changes nothing.
+    again = run([header("ls"), chunk(tc(index=0, args='{"p": 1}')), header("ls"), chunk(tc(index=0, args='{"p": 1}'))])
+    assert [(c.id, c.arguments) for c in again.calls] == [("dup", {"p": 1})] and "resend" in again.codes()
+    trailing = run([header("ls"), chunk(tc(index=0, args='{"p": 1}')), header("ls"), chunk(finish="tool_calls")])
+    assert [(c.id, c.arguments) for c in trailing.calls] == [("dup", {"p": 1})] and not trailing.problems()
+
+
+def test_a_name_after_the_complete_value_of_a_nameless_call_names_it() -> None:
+    # The name comes last, in a chunk of its own without the id: it is the nameless call's late
+    # name, not a second call with no arguments.
+    result = run(
+        [chunk(tc(index=0, id="a", args='{"q": 1}')), chunk(tc(index=0, name="f")), chunk(finish="tool_calls")]
+    )
+    assert [(c.id, c.name, c.arguments) for c in result.calls] == [("a", "f", {"q": 1})]
+    assert not result.problems()
+
+
 def test_a_different_name_after_a_complete_value_is_a_new_call() -> None:
     result = run([chunk(tc(index=0, name="a", args="{}")), chunk(tc(index=0, name="b", args=""))])
     assert [c.name for c in result.calls] == ["a", "b"]
@@ -194,6 +228,29 @@ def test_full_replay_of_arguments_after_fragments_is_a_resend() -> None:
     )
     assert calls(result) == [("f", {"a": 1})]
     assert "resend" in result.codes()
+
+
+def test_replay_formatted_anew_after_fragments_is_a_resend() -> None:
+    # A gateway that parses the arguments and replays them re-serialized (spaces after colons,
+    # non-ASCII escaped, or as an object): the same value again, a resend, not a second call.
+    streamed = [chunk(tc(index=0, id="c", name="f", args='{"a":')), chunk(tc(index=0, args='1,"b":"é"}'))]
+    for replay in (
+        tc(index=0, args='{"a": 1, "b": "\\u00e9"}'),
+        tc(index=0, id="c", name="f", args='{"a": 1,\n "b": "é"}'),
+        tc(index=0, args={"a": 1, "b": "é"}),
+    ):
+        result = run([*streamed, chunk(replay), chunk(finish="tool_calls")])
+        assert [(c.id, c.name, c.arguments_json) for c in result.calls] == [("c", "f", '{"a":1,"b":"é"}')]
+        assert "resend" in result.codes()
+    # A value that differs (a float for an int, another key order, true for 1) is not the same.
+    for other in ('{"a": 1.0, "b": "é"}', '{"b": "é", "a": 1}', '{"a": true, "b": "é"}'):
+        result = run([*streamed, chunk(tc(index=0, args=other)), chunk(finish="tool_calls")])
+        assert len(result.calls) == 2
+    # identical_text=new-call: the same value again without an id is a second call, as the same text is.
+    again = run(
+        [*streamed, chunk(tc(index=0, args='{"a": 1, "b": "é"}'))], policies=Policies(identical_text="new-call")
+    )
+    assert len(again.calls) == 2
 
 
 def test_one_fragment_holding_two_values_is_split() -> None:

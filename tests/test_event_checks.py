@@ -92,7 +92,7 @@ def test_every_event_a_decoder_makes_passes_the_check() -> None:
     from fsm.harness.fuzz.shapes import CASES
 
     checked = 0
-    for vector in [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 40))]:
+    for vector in [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 50))]:
         decoder = make_decoder(vector.shape)
         for payload in vector.events:
             if type(payload) is not dict:

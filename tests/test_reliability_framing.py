@@ -507,7 +507,8 @@ def test_chunk_sizes_do_not_change_calls_or_diagnostics() -> None:
 def test_unusable_events_keep_their_numbers_for_later_diagnostics() -> None:
     body = b"data: keep-alive\n\n" + sse([CALL_A, chunk(tc(index=0, id="a", name="other"))], done=False)
     _, result = outcome([body])
-    assert [(d.event, d.code) for d in result.diagnostics][:2] == [(1, "bad-event"), (3, "name-conflict")]
+    # Event 3, a header under a's id with another name after a's complete value, opens the next call.
+    assert [(d.event, d.code) for d in result.diagnostics][:2] == [(1, "bad-event"), (3, "duplicate-id")]
     with pytest.raises(FramingError, match="event 1"):
         Reassembler(strict=True).feed_bytes(body)
 

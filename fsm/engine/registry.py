@@ -23,11 +23,12 @@ import attrs
 from fsm.engine.ids import IdAllocator
 from fsm.engine.ledger import Ledger
 from fsm.engine.machine import slot_machine
-from fsm.engine.scanner import closed_scanner, start_scanner
+from fsm.engine.scanner import closed_scanner, nesting_exceeds, start_scanner
 from fsm.engine.slot import Slot, text_digest
 from fsm.errors import LimitExceeded
 from fsm.events import FREEFORM_TYPES, NORMAL_FINISHES, CallRef
-from fsm.jsontext import is_json_prefix, unicode_utf8
+from fsm.jsontext import dumps as exact_dumps
+from fsm.jsontext import is_json_prefix, parse_strict, unicode_utf8
 from fsm.options import Limits
 from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus
 
@@ -50,7 +51,9 @@ class Registry:
         # The calls of each lane, and the calls each wire id names (see Calls).
         self._lanes: dict[Lane, Calls] = {}
         self._by_wire_id: dict[str, Calls] = {}
-        self._pending_name: dict[Lane, str] = {}
+        # A header (a name, and the wire id it came with) seen after a complete value: it names the
+        # next call in its lane if text that starts a new value follows (rule metadata-once).
+        self._pending_header: dict[Lane, tuple[str, str | None]] = {}
         self._ids = IdAllocator(taken)
         self._counts = {False: 0, True: 0}  # calls opened so far: client, server
         self._max_calls = limits.max_calls
@@ -67,6 +70,9 @@ class Registry:
         # Each indexed call's text as last indexed: its length and revision (which together tell
         # whether the text changed since: it only grows, or is replaced) and its digest.
         self._indexed: dict[Slot, tuple[int, int, bytes]] = {}
+        # The calls a replay was compared with: the length and revision of the text compared, and
+        # the digest of its value in canonical form, so each call's text is parsed once for it.
+        self._values: dict[Slot, tuple[int, int, bytes | None]] = {}
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -74,34 +80,52 @@ class Registry:
         """Route a sighting; return the call it belongs to (None when it is only held as the name
         of a call that may follow). ``item``, a built-in client item, is kept on that call. A
         sighting that ``announces`` a call its input opened names the newest call at its index."""
-        landed = self._seen(ref, announces)
+        landed = self._seen(ref, announces, header=item is None and not announces)
         if item is not None and landed is not None:
             landed.item = item  # the latest word on the item wins
         return landed
 
-    def _seen(self, ref: CallRef, announces: bool) -> Slot | None:
+    def _seen(self, ref: CallRef, announces: bool, *, header: bool = True) -> Slot | None:
         lane, chain = self._chain(ref, None, announces=announces)
         if not chain:
             return self._open(lane, ref)
         newest = chain[-1]
-        if newest.unfinished or (ref.id is not None and ref.id in self._by_wire_id):
+        if newest.unfinished or (
+            ref.id is not None and ref.id in self._by_wire_id and not self._next_call_header(newest, ref, header)
+        ):
             self._metadata(newest, ref)
-            self._pending_name.pop(lane, None)
+            self._pending_header.pop(lane, None)
             return newest
         if newest.finished:
             # The provider ended that call (a call-end event): whatever is seen next is another call.
             self.ledger.apply("complete-value-starts-new-call")
             return self._open(lane, ref)
+        if newest.name is None and ref.name is not None:
+            # A name for the call it follows, which has none: its late name (metadata-once), not
+            # the header of another call.
+            self._metadata(newest, ref)
+            self._pending_header.pop(lane, None)
+            return newest
         if ref.name is None or ref.name == newest.name:
             # After a finished value the same name again is either repeated metadata (Kimi repeats
             # it on every chunk) or the header of a next call at this index. Hold it: it names the
             # next call only if text that starts a new value follows.
             if ref.name is not None:
-                self._pending_name[lane] = ref.name
+                self._pending_header[lane] = (ref.name, ref.id)
             self.ledger.apply("metadata-once")
             return None
         self.ledger.apply("complete-value-starts-new-call")
         return self._open(lane, ref)
+
+    def _next_call_header(self, newest: Slot, ref: CallRef, header: bool) -> bool:
+        """Whether a header under a known id may name the next call rather than repeat the newest
+        call's: the id's newest call, named, has a complete value and is the newest in its lane, and
+        the header brings a name (DeepSeek and GLM give two calls one id; with the index reused, the
+        second's header is the first's id and a name). Then it is held like a header without an id."""
+        if not header or ref.name is None or newest.name is None or newest.finished:
+            return False
+        calls = self._lanes.get(newest.lane)
+        return (calls if isinstance(calls, Slot) else calls[-1] if calls else None) is newest
 
     def arguments(self, ref: CallRef, text: str, kind: Kind) -> Slot | None:
         """Route argument text; return the call it landed in (the first, if it was split)."""
@@ -124,7 +148,7 @@ class Registry:
         the general routing opens a call there by rule index-is-label and gives it the text: done
         here without a CallRef or the routing's walk. Anything else takes the general routing."""
         lane: Lane = index
-        if self._pending_name or lane in self._lanes or wire_id in self._by_wire_id or not text or text.isspace():
+        if self._pending_header or lane in self._lanes or wire_id in self._by_wire_id or not text or text.isspace():
             self.arguments(CallRef(index, wire_id, name), text, "fragment")
             return
         self.ledger.rules["index-is-label"] += 1
@@ -143,7 +167,7 @@ class Registry:
         for a next call, the general routing opens a call there by rule index-is-label: done here
         without a CallRef or the routing's walk. Anything else takes the general routing."""
         lane: Lane = index
-        if self._pending_name or lane in self._lanes or wire_id in self._by_wire_id:
+        if self._pending_header or lane in self._lanes or wire_id in self._by_wire_id:
             self.call_seen(CallRef(index, wire_id, name))
             return
         self.ledger.rules["index-is-label"] += 1
@@ -155,7 +179,7 @@ class Registry:
         _extend inlined for a call still open, with the same rules counted and the same trigger
         fired; anything else (and the rest of a split fragment) goes the general way."""
         calls = self._lanes.get(index)
-        if calls is not None and not self._pending_name:
+        if calls is not None and not self._pending_header:
             slot = calls if isinstance(calls, Slot) else calls[-1]
             state = slot.state
             held = slot._length
@@ -191,7 +215,7 @@ class Registry:
         """The common case, decided without the general routing: a fragment for the unfinished
         newest call of its lane (by index, else by id, else by position), with no metadata that
         differs. _route_text would decide the same by the same rules; this counts them the same way."""
-        if ref.server or self._pending_name or not text or text.isspace():
+        if ref.server or self._pending_header or not text or text.isspace():
             return None
         if ref.index is not None:
             calls = self._lanes.get(ref.index)
@@ -219,11 +243,12 @@ class Registry:
     def call_end(self, ref: CallRef, trigger: str = "end") -> Slot | None:
         """End the newest unfinished call the evidence points to: ``end`` by the provider's word,
         or ``abandon`` when the provider said the call is unfinished."""
-        _, chain = self._chain(ref, None)
+        lane, chain = self._chain(ref, None)
         for slot in reversed(chain):
             if not slot.finished:
                 self._metadata(slot, ref)
                 self._finish(slot, trigger)
+                self._pending_header.pop(lane, None)  # a header held there repeated the call that ended
                 return slot
         return None
 
@@ -303,11 +328,12 @@ class Registry:
         """Put ``text`` where it belongs; return that call and any part of the text that starts
         another value."""
         lane, chain = self._chain(ref, kind)
-        pending = self._pending_name.get(lane)
+        pending = self._pending_header.get(lane)
         if pending is not None and ref.name is None:
             # A header held for the next call at this lane names the text that follows it.
-            ref = attrs.evolve(ref, name=pending)
+            ref = attrs.evolve(ref, name=pending[0], id=ref.id if ref.id is not None else pending[1])
         lane_has_calls = bool(chain)
+        newest = chain[-1] if chain else None
         if kind == "fragment" and chain and chain[-1].unfinished:
             # Text for a call still open continues it, even if it happens to equal an earlier call.
             chain = chain[-1:]
@@ -320,7 +346,7 @@ class Registry:
         for slot in chain:
             if slot.unfinished:
                 self._metadata(slot, ref)
-                self._pending_name.pop(lane, None)
+                self._pending_header.pop(lane, None)
                 return slot, self._extend(slot, text, kind)
             if slot.state == "truncated" or not self._names_agree(slot, ref):
                 continue
@@ -333,8 +359,37 @@ class Registry:
                 return slot, ""
         if lane_has_calls:
             self.ledger.apply("complete-value-starts-new-call")
+            if newest is not None and kind != "confirmation" and self._replays(newest, ref, text):
+                self._resend(newest, ref, lane)
+                return newest, ""
         slot = self._open(lane, ref)
         return slot, self._extend(slot, text, kind)
+
+    def _replays(self, slot: Slot, ref: CallRef, text: str) -> bool:
+        """Is ``text`` the arguments of ``slot``, the call it follows, formatted anew (a gateway
+        replaying what it parsed: spaces after colons, escapes, an object)? Only as a whole value
+        equal to the call's, keys in the same order, numbers and literals as they were, under the
+        same name and id; without an id, only where identical_text takes the same text as a resend.
+        Each side is parsed once: the call's value is kept for the replays that may follow."""
+        if (
+            slot.freeform
+            or slot.state not in ("value_closed", "flushed")
+            or slot.status is _TRUNCATED
+            or not self._names_agree(slot, ref)
+            or (ref.id is None and self.ledger.policies.identical_text != "resend")
+            or (ref.id is not None and ref.id != slot.wire_id)
+            or not text.lstrip().startswith("{")
+        ):
+            return False
+        self.ledger.work += len(text)
+        replayed = _canonical(text, self.limits.max_depth)
+        if replayed is None:
+            return False
+        known = self._values.get(slot)
+        if known is None or known[0] != slot.length or known[1] != slot.revision:
+            self.ledger.work += slot.length
+            known = self._values[slot] = (slot.length, slot.revision, _canonical(slot.text(), self.limits.max_depth))
+        return known[2] == replayed
 
     def _replace(self, slot: Slot, text: str, why: str | None) -> None:
         """Latest wins (snapshot-resend); when it overrides arguments the call held, say so."""
@@ -439,7 +494,7 @@ class Registry:
         if ref is not None:
             self._metadata(slot, ref)
         if lane is not None:
-            self._pending_name.pop(lane, None)
+            self._pending_header.pop(lane, None)
         if not quiet:
             self.ledger.diagnose("resend", f"call {slot.id}: the same arguments again; not added")
         self.machine.fire(slot, "resend")
@@ -503,10 +558,11 @@ class Registry:
                 self.ledger.diagnose(
                     "duplicate-id", f"call at index {ordinal}: id {wire_id!r} already in use; renamed {call_id!r}"
                 )
-        pending = self._pending_name
+        pending = self._pending_header
         if pending:
             held = pending.pop(lane, None)
-            name = name or held
+            if held is not None:
+                name = name or held[0]
         freeform = kind in FREEFORM_TYPES  # the input kind, decided once per call
         slot = Slot(
             ordinal,
@@ -590,6 +646,20 @@ class Registry:
         if tail:
             outputs.append(ArgumentsDelta(slot.ordinal, tail))
         outputs.append(CallFinished(slot.to_call()))
+
+
+def _canonical(text: str, max_depth: int) -> bytes | None:
+    """The digest of an object's JSON text in one form (keys in their order, numbers as parsed), or
+    None when the text is not one strict JSON object within the nesting limit."""
+    if nesting_exceeds(text, max_depth):
+        return None  # json.loads recurses: text nested past the limit is not parsed
+    try:
+        value, _ = parse_strict(text)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    return text_digest(exact_dumps(value).encode("utf-8", "surrogatepass"))
 
 
 def _listed(calls: Calls | None) -> Sequence[Slot]:

@@ -66,8 +66,8 @@ def openai_case(draw: st.DrawFn) -> Case:
 
         ops = [entry(True, "")] if header else []
         ops += [entry(not header and i == 0, p) for i, p in enumerate(pieces)]
-        if resend:
-            ops.append(entry(True, text))
+        if resend:  # the same text again, or the same value formatted anew (a gateway's replay)
+            ops.append(entry(True, text if draw(st.booleans()) else _dumps(draw, args)))
         queues.append(ops)
     entries = _interleave(draw, queues, interleave)
     events: list[dict[str, Any]] = [
@@ -117,6 +117,13 @@ def gemini_case(draw: st.DrawFn) -> Case:
             if "thoughtSignature" not in first and draw(st.booleans()):
                 first["thoughtSignature"] = signatures[group[0]] = f"late{g}"
             events.append(again)
+    if not with_ids and draw(st.booleans()):
+        # Some of the calls resent in one event, in another order and at other positions (a
+        # one-per-event stream resent as a batch; a batch's second call resent alone): resends all.
+        order = draw(st.permutations(range(len(calls))))
+        resent = order[: draw(st.integers(1, len(calls)))]
+        parts = [{"functionCall": {"name": calls[k][0], "args": calls[k][1]}} for k in resent]
+        events.append({"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}]})
     final = {
         "candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}]
     }

@@ -1,7 +1,8 @@
 """Anthropic Messages streaming.
 
 ``content_block_start`` (a ``tool_use`` block with id and name) opens a call at its block index,
-``input_json_delta`` fragments append to it, ``content_block_stop`` ends it. By the protocol, a block
+``input_json_delta`` fragments append to it, ``content_block_stop`` ends it (a start repeated for
+the block still open at its index, same id and name, changes nothing). By the protocol, a block
 with no input text has the input it started with (``{}`` unless pre-filled); a whole ``tool_use``
 may also come inside ``message_start``. ``server_tool_use`` blocks are run by Anthropic: they are
 reassembled the same way but marked as server calls. A stream cut by ``max_tokens`` before
@@ -123,7 +124,11 @@ class AnthropicDecoder:
             self._diagnose("missing-routing-field", f"a {block.get('type')} block without index; routed by its id")
             self._unplaced = _Block(ref, block.get("input"))
         else:
-            self._blocks[at] = _Block(ref, block.get("input"))
+            open_block = self._blocks.get(at)
+            if open_block is None or open_block.ref != ref:
+                self._blocks[at] = _Block(ref, block.get("input"))
+            # else the start of the block still open here, repeated (a proxy's replay): the block
+            # keeps its state, so input that streamed is not replaced by the start's placeholder.
         return [CallSeen(ref)]
 
     def _placed(self, at: int | None) -> _Block | None:

@@ -2,7 +2,8 @@
 
 ``contentBlockStart.start.toolUse {toolUseId, name}`` opens a call at ``contentBlockIndex``,
 ``contentBlockDelta.delta.toolUse.input`` fragments append, ``contentBlockStop`` ends it;
-``messageStop.stopReason`` ends the stream. Text, reasoning and tool-result deltas carry no call,
+``messageStop.stopReason`` ends the stream. A start repeated for the block still open at its index
+(same id and name) changes nothing. Text, reasoning and tool-result deltas carry no call,
 and the random ``p`` padding field is ignored. The raw binary event stream is unframed by
 :mod:`fsm.wire.framing` (with botocore's decoder) into these same objects.
 
@@ -71,7 +72,7 @@ class BedrockDecoder:
                     if at is None:
                         diagnose("missing-routing-field", "a toolUse start without contentBlockIndex; routed by its id")
                         self._unplaced = (ref, False)
-                    else:
+                    elif self._blocks.get(at, (None,))[0] != ref:  # else this block's start repeated: keep what it saw
                         self._blocks[at] = (ref, False)
                     events.append(CallSeen(ref))
             elif kind == "contentBlockDelta":

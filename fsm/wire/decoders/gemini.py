@@ -8,10 +8,17 @@ to one tool in separate events (each at position 0) are two calls, an identical 
 ``identical_text``), and a resend of the second lands in the second's slot. ``thoughtSignature`` is
 not identity: it rides on the event and stays with the call the event lands on.
 
+A whole call without an id that repeats, name and arguments, one seen in an earlier event is given
+the position it was seen at, so the registry's resend rules (policy ``identical_text``) see it
+beside that call: calls streamed one per event (each at position 0) and then resent as one batch,
+or a batch followed by one of its calls alone, are not doubled. Two identical calls in one event
+keep their own positions (two dice rolled are two calls), and so does a batch resent whole.
+
 Vertex ``partialArgs`` calls open with a ``functionCall`` that has a name and ``willContinue``, stream
 their arguments (written out as JSON text by :mod:`fsm.wire.decoders.partial_args`), and close with an
 empty ``functionCall {}``. When the stream finishes without that closing part, a call whose values all
-finished is closed; one cut inside a string value is left open, so it comes back truncated.
+finished is closed; one cut inside a string value is left open, so it comes back truncated. Another
+call's part (an opening or a whole call) ends it too: closed, or, cut inside a string, truncated.
 
 An ``executableCode`` part is code Gemini runs itself (its code-execution tool): a server call of
 type ``executable_code`` named ``code_execution``, whose input is the code (the part kept whole as
@@ -98,6 +105,10 @@ class GeminiDecoder:
     def __init__(self) -> None:
         self._open: _Streaming | None = None
         self._codes: dict[int, dict[str, Any]] = {}  # the last executableCode part at each position
+        # Where each whole call without an id (by the hash of its name and arguments: only a hint,
+        # the registry compares the text) was seen in earlier events, and where in this event.
+        self._seen_at: dict[int, dict[int, None]] = {}  # positions in order, each looked up at once
+        self._placed_now: set[tuple[int, int]] = set()
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         error = payload.get("error")
@@ -109,6 +120,7 @@ class GeminiDecoder:
             diagnose("unknown-event", f"a Gemini payload with no response fields (keys: {shown})")
             return []
         events: list[Event] = []
+        self._placed_now.clear()
         for n, candidate in enumerate(items(payload.get("candidates"), "candidates")):
             candidate = mapping(candidate, f"candidates[{n}]")
             if (candidate.get("index") or 0) != 0:
@@ -144,6 +156,8 @@ class GeminiDecoder:
         usage = field(payload, "usageMetadata", "usage_metadata")
         if usage:
             events.append(UsageReport(dict(mapping(usage, "usageMetadata"))))
+        for key, position in self._placed_now:
+            self._seen_at.setdefault(key, {})[position] = None
         return events
 
     def _call(self, call: Mapping[str, Any], position: int, signature: str | None) -> list[Event]:
@@ -155,8 +169,10 @@ class GeminiDecoder:
         events: list[Event] = []
         if not name and call_id is None and partial is None and args is None and not more:
             return self._close_open()  # the empty functionCall {} that ends a streamed call
+        if name or (partial is None and not more):
+            # Another call's part (opening, or whole): the streamed call before it has ended.
+            events += self._end_open()
         if name and (more or partial is not None):
-            events += self._close_open()
             ref = CallRef(None, call_id, name, position)
             self._open = _Streaming(ref)
             events.append(CallSeen(ref, signature))
@@ -171,9 +187,23 @@ class GeminiDecoder:
         if not more:  # a whole call (one without a name is still a call: missing-name reports it)
             if not isinstance(args, Mapping | None):
                 args = mapping(args, "functionCall.args")
+            arguments = dumps(args or {})
+            if call_id is None:
+                position = self._resend_position(hash((name, arguments)), position)
             ref = CallRef(None, call_id, name, position)
-            events.append(ArgumentsSnapshot(ref, dumps(args or {}), signature))
+            events.append(ArgumentsSnapshot(ref, arguments, signature))
         return events  # a part with only willContinue is a keep-alive
+
+    def _resend_position(self, key: int, position: int) -> int:
+        """The position that identifies a whole call without an id: its own, unless the same call
+        was seen in an earlier event only elsewhere; then the first such place not yet taken by
+        its like in this event (where it can be a resend)."""
+        seen = self._seen_at.get(key, {})
+        placed = self._placed_now
+        if position not in seen or (key, position) in placed:
+            position = next((p for p in seen if (key, p) not in placed), position)
+        placed.add((key, position))
+        return position
 
     def _code(self, code: Mapping[str, Any], position: int, signature: str | None) -> list[Event]:
         """The server call of an ``executableCode`` part: its code is the call's input, the part its
@@ -189,6 +219,16 @@ class GeminiDecoder:
             return [snapshot, CallEnd(ref)]
         self._codes[position] = part
         return [snapshot, CallSeen(ref, signature, part), CallEnd(ref)]  # the text first: it decides the call
+
+    def _end_open(self) -> list[Event]:
+        """End the streamed call, if any, as another call's part arrives: closed as the empty
+        ``functionCall {}`` closes it, or, cut inside a string value, given up (truncated with its
+        text). Left open, it took the next call's name and text as its own."""
+        events = self._close_open()
+        if self._open is not None:
+            events.append(CallEnd(self._open.ref, incomplete=True))
+            self._open = None
+        return events
 
     def _close_open(self) -> list[Event]:
         streaming, self._open = self._open, None

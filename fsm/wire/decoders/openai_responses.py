@@ -16,7 +16,8 @@ that calls a tool is reassembled:
   OpenAI: reassembled the same way but reported as server calls.
 
 The final input is the provider's word: equal to the streamed text it changes nothing; different,
-it replaces it (``arguments-replaced``); with no deltas at all (LM Studio), it is the input. Items
+it replaces it (``arguments-replaced``); with no deltas at all (LM Studio), it is the input. The
+item's own input at ``output_item.done`` is the last word, after the input's ``.done``. Items
 that call nothing (messages, reasoning, tool outputs) are skipped; an item type this decoder does
 not know is reported (``unknown-item``), never dropped in silence.
 
@@ -310,6 +311,10 @@ class OpenAIResponsesDecoder:
                 if kept is not None:
                     events.append(CallSeen(known.ref, item=kept))
             events.append(ArgumentsSnapshot(known.ref, final, confirms=True))
+        elif kind.call_type in _STREAMED_TEXT and kind.field and item.get(kind.field) is not None:
+            # The item's input after the input's own .done: the later final word (equal, it changes
+            # nothing; different, it replaces and says so), not dropped in silence.
+            events.append(ArgumentsSnapshot(known.ref, text(item[kind.field], kind.field) or "", confirms=True))
         known.ended = True
         # An item the provider finished as incomplete is not a call to run, whole as its input may look.
         events.append(CallEnd(known.ref, incomplete=item.get("status") == "incomplete"))
