@@ -316,3 +316,61 @@ def test_a_first_text_that_is_a_flat_object_skips_its_scan_alike(monkeypatch: py
     names = [v.name for v in vectors] + [f"{name} {options}" for name in EDGES for options in OPTIONS]
     for name, a, b in zip(names, quick, scanned, strict=True):
         assert a == b, name
+
+
+# Replays formatted anew (registry._replays): escapes, spacing, key spelling, numbers and literals.
+REPLAYS: dict[str, list[dict[str, Any]]] = {
+    name: [whole(0, None, "f", first), whole(0, None, "f", again), chunk(finish="tool_calls")]
+    for name, first, again in [
+        ("spaced", '{"a":1,"b":"x"}', '{"a": 1, "b": "x"}'),
+        ("escaped letter", '{"key": "A"}', '{"k\\u0065y": "\\u0041"}'),
+        ("escaped backslash then u", '{"k": "\\\\u0041"}', '{"k": "\\u005cu0041"}'),
+        ("escaped non-ASCII", '{"k": "café 🙂"}', '{"k": "caf\\u00e9 \\ud83d\\ude42"}'),
+        ("exponent", '{"n": 100000.0}', '{"n": 1e5}'),
+        ("float and int", '{"n": 1.0}', '{"n": 1}'),
+        ("true and one", '{"n": true}', '{"n": 1}'),
+        ("other letters", '{"q": "A"}', '{"q": "B"}'),
+        ("newline escape and n", '{"q": "a\\nb"}', '{"q": "anb"}'),
+        ("an object", '{"q": "A"}', {"q": "A"}),
+    ]
+}
+
+
+def test_the_replay_prefilter_decides_as_the_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before it parses, the check for a replay formatted anew compares the letters the two texts
+    spell (registry._letters): only a necessary condition, so it must never turn away a replay the
+    parse and canonical forms would take. Without it, over every vector, fuzzed streams of every
+    shape and the replays above in every option set: the same transitions, outputs, calls,
+    diagnostics and rule counts, the filter having run over a hundred times."""
+    from fsm.engine import registry
+    from fsm.harness.fuzz.shapes import CASES
+
+    vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 60))]
+    streams = [(events, options) for events in REPLAYS.values() for options in OPTIONS]
+    turned_away = 0
+    real = registry._letters
+
+    def counted(text: str) -> bytes:
+        nonlocal turned_away
+        turned_away += 1
+        return real(text)
+
+    monkeypatch.setattr(registry, "_letters", counted)
+    filtered = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
+    assert turned_away > 100
+    monkeypatch.setattr(registry, "_letters", lambda text: b"")
+    parsed = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
+    names = [v.name for v in vectors] + [f"{name} {options}" for name in REPLAYS for options in OPTIONS]
+    for name, a, b in zip(names, filtered, parsed, strict=True):
+        assert a == b, name
+
+
+ONE_CALL = {"spaced", "escaped letter", "escaped backslash then u", "escaped non-ASCII", "exponent", "an object"}
+
+
+@pytest.mark.parametrize("name", list(REPLAYS))
+def test_a_replay_formatted_anew_is_one_call_and_another_value_is_two(name: str) -> None:
+    r = Reassembler("openai-chat")
+    for event in REPLAYS[name]:
+        r.feed(event)
+    assert len(r.close().calls) == (1 if name in ONE_CALL else 2)

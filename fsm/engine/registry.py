@@ -15,6 +15,7 @@ lazily built resend index) sit beside the general routing they must agree with.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
@@ -70,9 +71,12 @@ class Registry:
         # Each indexed call's text as last indexed: its length and revision (which together tell
         # whether the text changed since: it only grows, or is replaced) and its digest.
         self._indexed: dict[Slot, tuple[int, int, bytes]] = {}
-        # The calls a replay was compared with: the length and revision of the text compared, and
-        # the digest of its value in canonical form, so each call's text is parsed once for it.
-        self._values: dict[Slot, tuple[int, int, bytes | None]] = {}
+        # Per lane, the newest call's parsed value for _replays: the call, the length and revision
+        # of its text when parsed, and the object (None: the text is no object). Kept from the
+        # replay check that read the text the call then opened with, so each text is parsed once;
+        # one per lane, since a replay is only ever compared with its lane's newest call.
+        self._values: dict[Lane, tuple[Slot, int, int, dict[str, Any] | None]] = {}
+        self._parsed: tuple[str, dict[str, Any] | None] | None = None  # the text _replays last read
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -359,18 +363,25 @@ class Registry:
                 return slot, ""
         if lane_has_calls:
             self.ledger.apply("complete-value-starts-new-call")
-            if newest is not None and kind != "confirmation" and self._replays(newest, ref, text):
+            if newest is not None and kind != "confirmation" and self._replays(newest, ref, text, lane):
                 self._resend(newest, ref, lane)
                 return newest, ""
         slot = self._open(lane, ref)
-        return slot, self._extend(slot, text, kind)
+        rest = self._extend(slot, text, kind)
+        parsed, self._parsed = self._parsed, None
+        if parsed is not None and parsed[0] is text and slot._text is text:  # held just as it came
+            self._values[lane] = (slot, slot.length, slot.revision, parsed[1])
+        return slot, rest
 
-    def _replays(self, slot: Slot, ref: CallRef, text: str) -> bool:
+    def _replays(self, slot: Slot, ref: CallRef, text: str, lane: Lane) -> bool:
         """Is ``text`` the arguments of ``slot``, the call it follows, formatted anew (a gateway
         replaying what it parsed: spaces after colons, escapes, an object)? Only as a whole value
         equal to the call's, keys in the same order, numbers and literals as they were, under the
         same name and id; without an id, only where identical_text takes the same text as a resend.
-        Each side is parsed once: the call's value is kept for the replays that may follow."""
+        Cheap tests first, each one only a necessary condition: the letters of the texts (nearly
+        every next call differs there), then the parsed values; equal values are
+        told apart by their canonical forms (1, 1.0 and true are equal in Python). Each text is
+        parsed once at the most (see _values)."""
         if (
             slot.freeform
             or slot.state not in ("value_closed", "flushed")
@@ -381,15 +392,21 @@ class Registry:
             or not text.lstrip().startswith("{")
         ):
             return False
-        self.ledger.work += len(text)
-        replayed = _canonical(text, self.limits.max_depth)
-        if replayed is None:
+        self.ledger.work += len(text) + slot.length
+        held_text = slot.text()
+        if _letters(text) != _letters(held_text):
+            return False  # a value's letters (less a number's e) read alike in any formatting
+        value = _object(text, self.limits.max_depth)
+        self._parsed = (text, value)
+        if value is None:
             return False
-        known = self._values.get(slot)
-        if known is None or known[0] != slot.length or known[1] != slot.revision:
+        known = self._values.get(lane)
+        if known is None or known[0] is not slot or known[1] != slot.length or known[2] != slot.revision:
             self.ledger.work += slot.length
-            known = self._values[slot] = (slot.length, slot.revision, _canonical(slot.text(), self.limits.max_depth))
-        return known[2] == replayed
+            known = self._values[lane] = (slot, slot.length, slot.revision, _object(slot.text(), self.limits.max_depth))
+        held = known[3]
+        # Equal canonical forms hold equal values, so unequal values end it without writing either.
+        return held is not None and held == value and _canonical_digest(held) == _canonical_digest(value)
 
     def _replace(self, slot: Slot, text: str, why: str | None) -> None:
         """Latest wins (snapshot-resend); when it overrides arguments the call held, say so."""
@@ -648,17 +665,42 @@ class Registry:
         outputs.append(CallFinished(slot.to_call()))
 
 
-def _canonical(text: str, max_depth: int) -> bytes | None:
-    """The digest of an object's JSON text in one form (keys in their order, numbers as parsed), or
-    None when the text is not one strict JSON object within the nesting limit."""
+_NOT_LETTERS = bytes(b for b in range(256) if not (chr(b).isascii() and chr(b).isalpha()) or b in b"eE")
+"""The bytes that are no ASCII letter, or are ``e``/``E`` (a number's exponent)."""
+_ESCAPE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+_MAYBE_LETTER = re.compile(rb"\\u00[4-7]")
+
+
+def _letters(text: str) -> bytes:
+    """The ASCII letters but e and E that JSON text spells, in order: those of its strings as they
+    read once unescaped (``\\u0041`` is an A; the n of ``\\n`` is none), its keys' and its literals'.
+    Texts of one value in any formatting spell the same (a number's digits are no letters)."""
+    data = text.encode("utf-8", "surrogatepass")
+    if b"\\" in data:
+        # Escapes read left to right in one pass (an escaped backslash before u0041 is no A); a
+        # letter only comes out of \\u004_ to \\u007_, and without any, every escape is no letter.
+        data = _ESCAPE.sub(_unescaped if _MAYBE_LETTER.search(data) else b"", data)
+    return data.translate(None, _NOT_LETTERS)
+
+
+def _unescaped(match: re.Match[bytes]) -> bytes:
+    code = match[1]
+    return bytes([int(code, 16)]) if code is not None and int(code, 16) < 128 else b""
+
+
+def _object(text: str, max_depth: int) -> dict[str, Any] | None:
+    """The object ``text`` is as strict JSON, or None when it is not one within the nesting limit."""
     if nesting_exceeds(text, max_depth):
         return None  # json.loads recurses: text nested past the limit is not parsed
     try:
         value, _ = parse_strict(text)
     except ValueError:
         return None
-    if not isinstance(value, dict):
-        return None
+    return value if isinstance(value, dict) else None
+
+
+def _canonical_digest(value: dict[str, Any]) -> bytes:
+    """The digest of an object's JSON text in one form (keys in their order, numbers as parsed)."""
     return text_digest(exact_dumps(value).encode("utf-8", "surrogatepass"))
 
 
