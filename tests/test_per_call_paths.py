@@ -5,6 +5,7 @@ first try."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -289,33 +290,50 @@ def test_plain_calls_keep_the_rarely_written_fields_as_class_defaults(name: str)
         assert not written, (name, slot.id, written)  # the fields this call wrote apart
 
 
+def _all_shapes_alike(
+    monkeypatch: pytest.MonkeyPatch,
+    module: Any,
+    name: str,
+    off: Any,
+    edges: dict[str, list[dict[str, Any]]],
+    *,
+    taken: Callable[[Any], int],
+    at_least: int,
+) -> None:
+    """Every vector, fuzzed streams of every shape and ``edges`` in every option set replay alike
+    (transitions in order, outputs, calls, diagnostics, rule counts) with ``module.name`` as it is
+    and replaced by ``off``; as it is, ``taken`` (of each value it returns) adds up past ``at_least``."""
+    from fsm.harness.fuzz.shapes import CASES
+
+    vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 60))]
+    streams = [(events, options) for events in edges.values() for options in OPTIONS]
+    count = 0
+    real = getattr(module, name)
+
+    def counted(*args: Any) -> Any:
+        nonlocal count
+        found = real(*args)
+        count += taken(found)
+        return found
+
+    monkeypatch.setattr(module, name, counted)
+    on = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
+    assert count > at_least
+    monkeypatch.setattr(module, name, off)
+    without = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
+    names = [v.name for v in vectors] + [f"{name} {options}" for name in edges for options in OPTIONS]
+    for label, a, b in zip(names, on, without, strict=True):
+        assert a == b, label
+
+
 def test_a_first_text_that_is_a_flat_object_skips_its_scan_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     """A call whose first text (a fragment or a snapshot) is a whole flat object takes the closed
     scanner without scanning it (jsontext.is_flat_object). Without that, over every vector, fuzzed
     streams of every shape and the whole-call edge cases in every option set: the same transitions
     in order, outputs, calls, diagnostics and rule counts."""
     from fsm.engine import slot
-    from fsm.harness.fuzz.shapes import CASES
 
-    vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 60))]
-    streams = [(events, options) for events in EDGES.values() for options in OPTIONS]
-    taken = 0
-    real = slot.is_flat_object
-
-    def counted(text: str) -> bool:
-        nonlocal taken
-        found = real(text)
-        taken += found
-        return found
-
-    monkeypatch.setattr(slot, "is_flat_object", counted)
-    quick = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
-    assert taken > 200
-    monkeypatch.setattr(slot, "is_flat_object", lambda text: False)
-    scanned = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
-    names = [v.name for v in vectors] + [f"{name} {options}" for name in EDGES for options in OPTIONS]
-    for name, a, b in zip(names, quick, scanned, strict=True):
-        assert a == b, name
+    _all_shapes_alike(monkeypatch, slot, "is_flat_object", lambda text: False, EDGES, taken=int, at_least=200)
 
 
 # Replays formatted anew (registry._replays): escapes, spacing, key spelling, numbers and literals.
@@ -343,26 +361,8 @@ def test_the_replay_prefilter_decides_as_the_parse(monkeypatch: pytest.MonkeyPat
     shape and the replays above in every option set: the same transitions, outputs, calls,
     diagnostics and rule counts, the filter having run over a hundred times."""
     from fsm.engine import registry
-    from fsm.harness.fuzz.shapes import CASES
 
-    vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 60))]
-    streams = [(events, options) for events in REPLAYS.values() for options in OPTIONS]
-    turned_away = 0
-    real = registry._letters
-
-    def counted(text: str) -> bytes:
-        nonlocal turned_away
-        turned_away += 1
-        return real(text)
-
-    monkeypatch.setattr(registry, "_letters", counted)
-    filtered = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
-    assert turned_away > 100
-    monkeypatch.setattr(registry, "_letters", lambda text: b"")
-    parsed = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
-    names = [v.name for v in vectors] + [f"{name} {options}" for name in REPLAYS for options in OPTIONS]
-    for name, a, b in zip(names, filtered, parsed, strict=True):
-        assert a == b, name
+    _all_shapes_alike(monkeypatch, registry, "_letters", lambda text: b"", REPLAYS, taken=lambda _: 1, at_least=100)
 
 
 ONE_CALL = {"spaced", "escaped letter", "escaped backslash then u", "escaped non-ASCII", "exponent", "an object"}
