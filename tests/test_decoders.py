@@ -591,6 +591,36 @@ def test_cohere_tool_calls_object_and_pretty_printed_fragments() -> None:
     assert summary(result) == [("w_1", "weather", {"city": "Oslo"})] and result.finish_reason == "tool_calls"
 
 
+def test_cohere_delta_no_start_opened_opens_a_call_reported_once() -> None:
+    """Before its start, and after its end, a delta still opens a call, as on Anthropic and
+    Bedrock, and says so (unopened-call, once for each such call, naming its event)."""
+
+    def delta(i: int, piece: str) -> dict[str, Any]:
+        return {
+            "type": "tool-call-delta",
+            "index": i,
+            "delta": {"message": {"tool_calls": {"function": {"arguments": piece}}}},
+        }
+
+    start = {
+        "type": "tool-call-start",
+        "index": 1,
+        "delta": {"message": {"tool_calls": {"id": "w", "function": {"name": "f"}}}},
+    }
+    events = [
+        delta(0, '{"a":'),
+        delta(0, " 1}"),
+        start,
+        delta(1, "{}"),
+        {"type": "tool-call-end", "index": 1},
+        delta(1, '{"late": true}'),
+        {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}},
+    ]
+    result = run("cohere", events)
+    assert [(c.name, c.arguments) for c in result.calls] == [(None, {"a": 1}), ("f", {}), (None, {"late": True})]
+    assert [d.event for d in result.diagnostics if d.code == "unopened-call"] == [1, 6]
+
+
 # -- auto-detection ----------------------------------------------------------------------------------------
 
 

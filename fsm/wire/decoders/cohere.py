@@ -2,7 +2,8 @@
 
 ``tool-call-start`` opens a call at ``index`` (``delta.message.tool_calls`` is one object here, not a
 list), ``tool-call-delta`` appends argument text (often pretty-printed), ``tool-call-end`` ends it,
-and ``message-end`` carries the finish reason.
+and ``message-end`` carries the finish reason. A delta at an index no ``tool-call-start`` opened
+(or after its ``tool-call-end``) opens a call of its own, reported (``unopened-call``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ class CohereDecoder:
     name = "cohere"
     _bare = BARE_REFS
 
+    def __init__(self) -> None:
+        self._open: set[int | None] = set()  # the indexes a tool-call-start opened and no end closed
+
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         kind = str(payload.get("type", ""))
         at = index(payload.get("index"), "index")
@@ -41,8 +45,14 @@ class CohereDecoder:
             else:
                 ref = CallRef(at, text(call_id, "id"), text(name, "name"))
             piece = text(function.get("arguments"), "arguments")
+            if kind == "tool-call-start":
+                self._open.add(at)
+            elif at not in self._open:
+                diagnose("unopened-call", f"tool-call-delta at index {at}, where no tool-call-start opened a call")
+                self._open.add(at)  # reported once: the call it opens takes the deltas that follow
             return [ArgumentsFragment(ref, piece)] if piece else [CallSeen(ref)]
         if kind == "tool-call-end":
+            self._open.discard(at)
             return [CallEnd(CallRef(at))]
         if kind == "message-end":
             reason = text(delta.get("finish_reason"), "finish_reason")
@@ -59,9 +69,10 @@ class CohereDecoder:
 
     def commonest_fragment(self, payload: dict[str, Any]) -> tuple[CallRef, str] | None:
         """(ref, text) when the event is the commonest kind: a ``tool-call-delta`` at an integer
-        index whose call has no id and no name and non-empty argument text. decode() makes exactly
-        one ``ArgumentsFragment(ref, text)`` of it, with no diagnostic. None for any other event (a
-        test replays every vector and fuzzed stream with and without this shortcut)."""
+        index a start opened, whose call has no id and no name, and non-empty argument text.
+        decode() makes exactly one ``ArgumentsFragment(ref, text)`` of it, with no diagnostic. None
+        for any other event (a test replays every vector and fuzzed stream with and without this
+        shortcut)."""
         at, delta = payload.get("index"), payload.get("delta")
         if payload.get("type") != "tool-call-delta" or type(at) is not int or type(delta) is not dict:
             return None
@@ -70,6 +81,8 @@ class CohereDecoder:
         function = call.get("function") if type(call) is dict else None
         if type(function) is not dict or call.get("id") is not None or function.get("name") is not None:  # type: ignore[union-attr]
             return None
+        if at not in self._open:
+            return None  # decode() reports it
         piece = function.get("arguments")
         if type(piece) is not str or not piece:
             return None
