@@ -101,7 +101,7 @@ class Reassembler:
         self._framer: Framer | None = None
         self._detector: Detector | None = None  # made by the first bytes: holds them until they tell the framing
         self._events = 0
-        self._finish: StreamEnd | None = None
+        self._finish: tuple[StreamEnd, int] | None = None  # the first finish reason, and its event
         self._closed: Result | None = None
         self._content = TurnContent()
         self._fault: ToolcallFSMError | None = None
@@ -139,12 +139,12 @@ class Reassembler:
         return self.ledger.drain()
 
     def close(self) -> Result:
-        """End the stream: flush framing, finish every open call, return the result. The output
-        events this causes are kept for ``drain()``.
+        """End the stream: flush framing, finish every open call, return the result. The output events this causes are
+        kept for ``drain()``.
 
-        In strict mode a violation found while closing (an unterminated call, a cut last event) is
-        raised after the result is complete; from then on ``close()`` returns that result. After an
-        error raised earlier, ``close()`` returns the result so far and raises nothing."""
+        In strict mode a violation found while closing (an unterminated call, a cut last event) is raised after the
+        result is complete; from then on ``close()`` returns that result. After an error raised earlier, ``close()``
+        returns the result so far and raises nothing. What the finish reason says of the calls names its event."""
         if self._closed is not None:
             return self._closed
         ledger = self.ledger
@@ -156,7 +156,7 @@ class Reassembler:
             except ToolcallFSMError as exc:
                 self._closing_fault(exc)
         ledger.event = None
-        finish = self._finish.finish_reason if self._finish else None
+        finish, finish_at = (self._finish[0].finish_reason, self._finish[1]) if self._finish else (None, None)
         if self._fault is not None:
             self._report_fault()
         elif self._finish is None:
@@ -167,7 +167,7 @@ class Reassembler:
             if not failed_before:  # else the stream's fault is the first error, already reported
                 self._closing_fault(exc)
                 self._report_fault()
-        slots = self.registry.slots
+        slots, ledger.event = self.registry.slots, finish_at
         if finish == "stop" and any(not slot.server for slot in slots):
             ledger.diagnose("finish-reason-mapped", "finish reason stop, but tools were called")
             finish = "tool_calls"
@@ -390,10 +390,10 @@ class Reassembler:
 
     def _finished(self, event: StreamEnd) -> None:
         if self._finish is not None:  # the first finish reason stands; a different one is reported
-            if event.finish_reason != (first := self._finish.finish_reason):
+            if event.finish_reason != (first := self._finish[0].finish_reason):
                 self.ledger.diagnose("second-finish-reason", f"{event.finish_reason!r} after {first!r}, kept")
             return
-        self._finish = event
+        self._finish = event, self._events
         if event.finish_reason == "error":
             self.ledger.diagnose("provider-error", f"the provider reported an error: {event.error}")
         self.registry.finish(event.finish_reason)

@@ -534,3 +534,24 @@ def test_a_stream_whose_provider_cannot_be_told_names_the_event_in_error_and_dia
     assert error.value.event == 1 and str(error.value).startswith("event 1: cannot tell the provider")
     failed = [d for d in r.close().diagnostics if d.code == "stream-failed"]
     assert [d.event for d in failed] == [1]  # named no event before
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_what_the_finish_reason_says_of_the_calls_names_its_event(strict: bool) -> None:
+    """finish-without-calls and finish-reason-mapped are found at close(), but they are about the
+    event that carried the finish reason: they name it (in strict mode, the error does too)."""
+    text = {"choices": [{"index": 0, "delta": {"content": "hi"}}]}
+    promised = Reassembler("openai-chat", strict=strict)
+    for event in (text, text, {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}):
+        promised.feed(event)
+    if strict:
+        with pytest.raises(RemoteProtocolError) as raised:
+            promised.close()
+        assert raised.value.event == 3
+    assert [(d.code, d.event) for d in promised.close().diagnostics if d.code.startswith("finish")] == [
+        ("finish-without-calls", 3)
+    ]
+    called = Reassembler("openai-chat", strict=strict)
+    called.feed({"choices": [{"index": 0, "delta": {"tool_calls": [tc(0, "a", "f", "{}")]}}]})
+    called.feed({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    assert [(d.code, d.event) for d in called.close().diagnostics] == [("finish-reason-mapped", 2)]
