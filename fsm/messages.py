@@ -139,7 +139,7 @@ def assistant_message(result: Result, format: Format, *, incomplete: Incomplete 
 def _kind(call: ToolCall, format: str, kinds: tuple[str, ...] = ("function",)) -> str:
     if call.type not in kinds:
         raise LocalProtocolError(
-            f"call {call.id} is a {call.type} call, which {format} messages cannot carry back "
+            f"call {call.id} is of type {call.type}, which {format} messages cannot carry back "
             f"(supported: {', '.join(kinds)})"
         )
     return call.type
@@ -218,7 +218,7 @@ def _built_in_item(call: ToolCall) -> Message:
     item["status"] = "completed"
     if call.type in _ID_REQUIRED and "id" not in item:
         raise LocalProtocolError(
-            f"call {call.id}: a {call.type} input item needs the item id, which the wire never gave"
+            f"call {call.id}: its {call.type} input item needs the item id, which the wire never gave"
         )
     return item
 

@@ -419,7 +419,7 @@ def test_custom_calls_go_back_as_custom_calls() -> None:
         {"id": "call_c", "type": "custom", "custom": {"name": "apply_diff", "input": "*** Begin Patch"}}
     ]
     validate("openai-chat", chat, [messages.tool_result(result.calls[0], "applied", "openai-chat")])
-    with pytest.raises(LocalProtocolError, match="custom call"):
+    with pytest.raises(LocalProtocolError, match="of type custom"):
         messages.assistant_message(result, "anthropic")
 
 

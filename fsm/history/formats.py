@@ -193,10 +193,10 @@ class _Reader:
             if not isinstance(kind, str):
                 pass  # no call or output: those say which they are
             elif kind in RESPONSES_OUTPUT_OF:
-                cid = _required_id(message.get("call_id"), at, f"a {kind} item")
+                cid = _required_id(message.get("call_id"), at, f"the {kind} item")
                 calls.append(Entry(at, -1, cid, _name(message.get("name")) or kind.removesuffix("_call")))
             elif kind in RESPONSES_OUTPUTS:
-                rid = _required_id(message.get(responses_key_field(message)), at, f"a {kind} item")
+                rid = _required_id(message.get(responses_key_field(message)), at, f"the {kind} item")
                 results.append(Entry(at, -1, rid, _name(message.get("name"))))
         calls_named: dict[str, int] = {}  # one message makes a turn's calls
         for slot, item in enumerate(items(message, fmt, at)):

@@ -147,7 +147,7 @@ class AnthropicDecoder:
         if block is None:
             if kind != "input_json_delta":
                 return _said_in_delta(at, delta)  # text, thinking, signature, citation deltas
-            self._diagnose("unopened-call", f"input_json_delta for block {at}, which no tool_use block opened")
+            self._diagnose("unopened-call", f"input_json_delta for block {at}, where no tool_use block is open")
             block = _Block(CallRef(at), None)
             if at is not None:
                 self._blocks[at] = block
