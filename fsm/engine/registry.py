@@ -379,9 +379,9 @@ class Registry:
         equal to the call's, keys in the same order, numbers and literals as they were, under the
         same name and id; without an id, only where identical_text takes the same text as a resend.
         Cheap tests first, each one only a necessary condition: the letters of the texts (nearly
-        every next call differs there), then the parsed values; equal values are
-        told apart by their canonical forms (1, 1.0 and true are equal in Python). Each text is
-        parsed once at the most (see _values)."""
+        every next call differs there), then the parsed values; equal values are told apart by
+        their canonical forms (1, 1.0 and true are equal in Python). Each text is parsed once at
+        the most (see _values)."""
         if (
             slot.freeform
             or slot.state not in ("value_closed", "flushed")
