@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fsm.errors import InvalidInput
+from fsm.wire.decoders._wire import RESPONSES_INCOMPLETE_FINISH
 
 DERIVED_EVENT_TYPES = frozenset(
     {
@@ -169,10 +170,6 @@ def langchain_chunk(chunk: Any) -> dict[str, Any]:
         _check_langchain_field(usage, Mapping, "usage_metadata", "a dict")
         payload["usage"] = dict(usage)
     return payload
-
-
-RESPONSES_INCOMPLETE_FINISH = {"max_output_tokens": "length", "content_filter": "content_filter"}
-"""A Responses turn's ``incomplete_details.reason`` as the chat finish reason that means the same."""
 
 
 def _langchain_finish(metadata: Mapping[str, Any]) -> Any:

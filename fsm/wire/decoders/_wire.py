@@ -94,3 +94,8 @@ class BareRefs:
 
 
 BARE_REFS = BareRefs()
+
+
+RESPONSES_INCOMPLETE_FINISH = {"max_output_tokens": "length", "content_filter": "content_filter"}
+"""A Responses turn's ``incomplete_details.reason`` as the chat finish reason that means the same
+(read by the Responses decoder, and for LangChain's Responses chunks by :mod:`fsm.wire.sdk`)."""

@@ -47,7 +47,7 @@ from fsm.events import (
     TextDelta,
     UsageReport,
 )
-from fsm.wire.decoders._wire import dumps, index, items, mapping, text
+from fsm.wire.decoders._wire import RESPONSES_INCOMPLETE_FINISH, dumps, index, items, mapping, text
 
 _QUIET_PREFIXES = (
     "response.created",
@@ -64,7 +64,6 @@ _QUIET_PREFIXES = (
     "response.mcp_",
     "response.shell_call_",
 )
-_INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 
 class _ItemKind(NamedTuple):
@@ -188,7 +187,8 @@ class OpenAIResponsesDecoder:
         if kind == "response.incomplete":
             response = mapping(payload.get("response"), "response")
             reason = str(mapping(response.get("incomplete_details"), "incomplete_details").get("reason"))
-            return [StreamEnd(_INCOMPLETE.get(reason, "length"), f"incomplete: {reason}"), *_usage(payload)]
+            finish = RESPONSES_INCOMPLETE_FINISH.get(reason, "length")
+            return [StreamEnd(finish, f"incomplete: {reason}"), *_usage(payload)]
         if kind in ("response.failed", "error"):
             error = payload.get("error") or mapping(payload.get("response"), "response").get("error") or {}
             message = error.get("message", error) if isinstance(error, Mapping) else error
