@@ -267,3 +267,18 @@ def test_a_recorded_turn_goes_back_in_the_order_it_came() -> None:
     assert [c.output_index for c in result.calls] == [2]
     items = messages.assistant_message(result, "openai-responses")
     assert [i["type"] for i in items] == ["reasoning", "message", "function_call"]
+
+
+def test_a_stray_done_with_an_unknown_item_id_confirms_the_only_open_call() -> None:
+    done = {"type": "response.function_call_arguments.done", "item_id": "fc_rotated", "arguments": '{"a": 1}'}
+    result = run([*function_call(0, "call_a", '{"a": ')[:2], done, COMPLETED])
+    assert [(c.id, c.arguments) for c in result.calls] == [("call_a", {"a": 1})]
+    (report,) = [d for d in result.diagnostics if d.code == "stray-input"]
+    assert "response.function_call_arguments.done" in report.message and "'fc_rotated'" in report.message
+
+
+def test_stray_input_of_another_call_type_never_joins_an_open_call() -> None:
+    piece = {"type": "response.custom_tool_call_input.delta", "delta": "ls"}
+    result = run([*function_call(0, "call_a", '{"a": ')[:2], piece])
+    assert [(c.type, c.status.value) for c in result.calls] == [("function", "truncated"), ("custom", "truncated")]
+    assert "unopened-call" in result.codes() and "stray-input" not in result.codes()
