@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         IdRotation,
         Limits,
         Policies,
+        StrayInput,
     )
     from fsm.reassembler import Reassembler
     from fsm.reemit import DeltaEmitter, FlushPolicy
@@ -82,7 +83,8 @@ _EXPORTS = {
     ),
     **dict.fromkeys(["areassemble", "reassemble"], "fsm.oneshot"),
     **dict.fromkeys(
-        ["CumulativeArguments", "EmptyArguments", "IdenticalText", "IdRotation", "Limits", "Policies"], "fsm.options"
+        ["CumulativeArguments", "EmptyArguments", "IdenticalText", "IdRotation", "Limits", "Policies", "StrayInput"],
+        "fsm.options",
     ),
     "Reassembler": "fsm.reassembler",
     **dict.fromkeys(["DeltaEmitter", "FlushPolicy"], "fsm.reemit"),
@@ -157,6 +159,7 @@ __all__ = [
     "Severity",
     "SpecError",
     "StateError",
+    "StrayInput",
     "StreamEnd",
     "ToolCall",
     "ToolcallFSMError",

@@ -14,7 +14,7 @@ from fsm.results import Reasoning
 
 
 class _Block:
-    __slots__ = ("encrypted_content", "item_id", "redacted", "signature", "summary", "text")
+    __slots__ = ("encrypted_content", "item_id", "output_index", "redacted", "signature", "summary", "text")
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -23,6 +23,7 @@ class _Block:
         self.item_id: str | None = None
         self.summary: tuple[str, ...] = ()
         self.encrypted_content: str | None = None
+        self.output_index: int | None = None
 
     def add(self, piece: ReasoningDelta) -> None:
         if piece.text:
@@ -33,6 +34,7 @@ class _Block:
         self.item_id = piece.item_id or self.item_id
         self.summary = piece.summary or self.summary
         self.encrypted_content = piece.encrypted_content or self.encrypted_content
+        self.output_index = piece.output_index if piece.output_index is not None else self.output_index
 
     def freeze(self) -> Reasoning:
         return Reasoning(
@@ -42,6 +44,7 @@ class _Block:
             item_id=self.item_id,
             summary=self.summary,
             encrypted_content=self.encrypted_content,
+            output_index=self.output_index,
         )
 
 
@@ -51,6 +54,7 @@ class TurnContent:
     made by the first piece that needs it."""
 
     text_signature: str | None = None
+    text_output_index: int | None = None
     usage: dict[str, Any] | None = None
     _text: list[str] | None = None
     _blocks: dict[int | str, _Block] | None = None
@@ -65,6 +69,8 @@ class TurnContent:
                 self._text.append(event.text)
             if event.signature:
                 self.text_signature = event.signature
+            if self.text_output_index is None:
+                self.text_output_index = event.output_index  # the first message: the text goes back there
         elif type(event) is ReasoningDelta:
             self._block(event.block).add(event)
         elif type(event) is UsageReport:

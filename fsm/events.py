@@ -118,6 +118,9 @@ class TextDelta:
     signature: str | None = None
     """A signature the provider attached to a text part (Gemini ``thoughtSignature`` on a turn with
     no call): it must go back on that text."""
+    output_index: int | None = None
+    """The output position of the item the text belongs to (a Responses message's ``output_index``),
+    which orders it among the turn's reasoning and calls when it goes back; None where the wire has none."""
 
 
 @attrs.frozen(slots=True)
@@ -141,6 +144,9 @@ class ReasoningDelta:
     """The Responses reasoning summary texts, as the item carried them."""
     encrypted_content: str | None = None
     """The Responses ``encrypted_content`` of a reasoning item."""
+    output_index: int | None = None
+    """The reasoning item's place in the turn's output (a Responses ``output_index``); see
+    :attr:`TextDelta.output_index`."""
 
 
 @attrs.frozen(slots=True)

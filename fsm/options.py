@@ -24,6 +24,8 @@ IdRotation = Literal["continue", "new-call"]
 """Choices of policy ``id_rotation``."""
 EmptyArguments = Literal["empty-object", "invalid"]
 """Choices of policy ``empty_arguments``."""
+StrayInput = Literal["sole-open-call", "own-call"]
+"""Choices of policy ``stray_input``."""
 
 
 def _policy(name: str) -> Any:
@@ -89,6 +91,10 @@ class Policies:
     empty_arguments: EmptyArguments = _choice("empty_arguments")  # noqa: RUF009  (an attrs field, read once)
     """A call that finished normally without argument text: ``"empty-object"`` (default: arguments
     ``{}``) or ``"invalid"`` (status invalid)."""
+    stray_input: StrayInput = _choice("stray_input")  # noqa: RUF009  (an attrs field, read once)
+    """A Responses input event with no ``output_index`` and no known ``item_id`` while calls of its
+    type are open: ``"sole-open-call"`` (default: input of the only one open, else a call of its own)
+    or ``"own-call"`` (always a call of its own); diagnostic ``stray-input`` either way."""
 
 
 @functools.cache

@@ -93,17 +93,17 @@ class Reassembler:
         """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
         self.registry = Registry(ledger, limits, taken_ids(taken))
         """Internal: the slot registry that decides which call each event belongs to."""
+        self._content = TurnContent()
         self._decoder: Decoder | None = None
         self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
         self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others' (bytes)
         if provider != "auto":
-            self._use(make_decoder(provider))
+            self._use(make_decoder(provider, ledger.policies))
         self._framer: Framer | None = None
         self._detector: Detector | None = None  # made by the first bytes: holds them until they tell the framing
         self._events = 0
         self._finish: tuple[StreamEnd, int] | None = None  # the first finish reason, and its event
         self._closed: Result | None = None
-        self._content = TurnContent()
         self._fault: ToolcallFSMError | None = None
         self._previews: dict[int, tuple[int, PartialReader]] = {}  # per call asked: its text's revision, reader
 
@@ -187,6 +187,7 @@ class Reassembler:
             content.reasoning,
             content.usage,
             dict(ledger.suppressed),
+            content.text_output_index,
         )
         if ledger.deferred is not None and not failed_before:
             self._fault = ledger.deferred
@@ -342,9 +343,7 @@ class Reassembler:
         if isinstance(decoder, OpenAIChatDecoder):  # its shortcuts; no final arguments, no commonest fragment
             self._chat = decoder
             return decoder
-        # A wire that ends each call with final arguments winning over its deltas (Responses
-        # ``.done``) makes no streamed text append-safe before the call finishes.
-        self.ledger.withhold = getattr(decoder, "final_arguments_win", False)
+        self.ledger.adopt(decoder)
         self._commonest = getattr(decoder, "commonest_fragment", None)
         return decoder
 
@@ -355,7 +354,7 @@ class Reassembler:
             if provider is None:
                 why = "cannot tell the provider from this event; name it (--provider)"
                 raise UnsupportedProvider(why, event=self._events)
-            decoder = self._use(make_decoder(provider))
+            decoder = self._use(make_decoder(provider, self.ledger.policies))
         try:
             events = decoder.decode(payload, self.ledger.diagnose)
         except RemoteProtocolError as exc:

@@ -67,6 +67,16 @@ class ToolCall:
     ``pending_safety_checks``, ``environment``): what :mod:`fsm.messages` sends back. For a
     Responses function or custom call, only the item's ``type`` and ``id`` (``fc_...``), which
     pair the call with the reasoning item before it when both are sent back. None for other calls."""
+    output_index: int | None = None
+    """Where the call's item sat in the turn's output (a Responses ``output_index``), shared with
+    the reasoning items and the message: :mod:`fsm.messages` sends them back in that order. None
+    where the wire has no such position (its index is a label there, or there is none)."""
+    reply_id: str | None = None
+    """The id the next request answers the call by, where it is not :attr:`id`: the wire id of a
+    call that opened before its id arrived (diagnostic ``late-id``), renamed like any repeated id
+    if another call holds it. :attr:`id` stays the id handed out when the call opened, which
+    deltas already carried; :mod:`fsm.messages` sends ``reply_id`` in the call and its result, so
+    the provider gets back the id it issued. None for every other call."""
 
 
 @attrs.frozen(slots=True)
@@ -108,6 +118,9 @@ class Reasoning:
     """The Responses reasoning summary texts."""
     encrypted_content: str | None = None
     """The Responses reasoning ``encrypted_content`` (requested with ``include``; needed when not stored)."""
+    output_index: int | None = None
+    """Where the reasoning item sat in the turn's output (a Responses ``output_index``); None
+    elsewhere. See :attr:`ToolCall.output_index`."""
 
 
 @attrs.frozen(slots=True)
@@ -135,6 +148,9 @@ class Result:
     """Token usage as the provider sent it (its own keys), or None when it sent none."""
     suppressed_diagnostics: dict[str, int] = attrs.field(factory=dict, hash=False)
     """Per code, how many diagnostics were counted but not kept (past ``Limits.max_diagnostics_per_code``)."""
+    text_output_index: int | None = None
+    """Where the first message item that carried :attr:`text` sat in the turn's output (a Responses
+    ``output_index``); None elsewhere. See :attr:`ToolCall.output_index`."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:

@@ -638,6 +638,16 @@ def _identity(s: ModuleType) -> Any:
                 ),
                 reason="A call that finished normally without any argument text: arguments {} (empty-object), or status invalid.",
             ),
+            s.Policy(
+                name="stray_input",
+                rule="unknown-events-reported",
+                default="sole-open-call",
+                choices=(
+                    "sole-open-call",
+                    "own-call",
+                ),
+                reason="A Responses input event (an argument or input delta, or its .done) with no output_index and an item_id absent or never seen, while calls of its type are open: input of the only one open (sole-open-call; with two or more open, which one is a guess, so it opens a call of its own), or always a call of its own (own-call). With none open it opens its own call (unopened-call).",
+            ),
         ),
         diagnostics=(
             s.DiagnosticSpec(
@@ -668,7 +678,7 @@ def _identity(s: ModuleType) -> Any:
                 code="late-id",
                 rule="metadata-once",
                 severity="info",
-                reason="An id arrived for a call that was opened without one; it is kept as the wire id beside the id already given out. Also after the call's value closed when the decoder knows the sighting announces that call (a Responses item that comes after its input events), where a new id would otherwise start the next call.",
+                reason="An id arrived for a call that was opened without one; it is kept as the wire id beside the id already given out, which stays the call's id (deltas carried it, and an id handed out may not change mid-stream). The wire id, claimed like any (renamed if another call holds it), is the call's reply_id: what the next request sends in the call and its result, since the provider pairs them by the id it issued. Also after the call's value closed when the decoder knows the sighting announces that call (a Responses item that comes after its input events), where a new id would otherwise start the next call.",
             ),
             s.DiagnosticSpec(
                 code="id-changed",
@@ -803,6 +813,12 @@ def _identity(s: ModuleType) -> Any:
                 reason="Argument text arrived for a block index (or a Responses output item) that no call opened: it opens a call of its own (no id, no name until a later event brings them) rather than being dropped, so a cut still reports it truncated.",
             ),
             s.DiagnosticSpec(
+                code="stray-input",
+                rule="unknown-events-reported",
+                severity="violation",
+                reason="A Responses input event named no place (no output_index; its item_id absent or never seen) while calls of its type were open: the message names the event and where its text went (policy stray_input).",
+            ),
+            s.DiagnosticSpec(
                 code="finish-without-calls",
                 rule="finish-ends-calls",
                 severity="violation",
@@ -848,6 +864,7 @@ def _identity(s: ModuleType) -> Any:
                 ),
                 does="The decoder turns the provider's event into engine events; only the first choice of a chat stream is kept",
                 next="is-finish",
+                policy="stray_input",
                 diagnostics=(
                     "choice-ignored",
                     "unknown-event",
@@ -855,6 +872,7 @@ def _identity(s: ModuleType) -> Any:
                     "part-not-reassembled",
                     "missing-routing-field",
                     "unopened-call",
+                    "stray-input",
                     "bad-event",
                     "cut-event",
                     "provider-error",
@@ -1177,7 +1195,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (8728, 1053787910),
     "scanner": (4661, 4199472060),
-    "identity": (19114, 1024033462),
+    "identity": (20274, 3937338747),
     "history": (4045, 271900131),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

@@ -40,6 +40,7 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
         "reasoning",
         "usage",
         "suppressed_diagnostics",
+        "text_output_index",
     ]
     assert list(data["calls"][0]) == [
         "index",
@@ -53,6 +54,8 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
         "type",
         "input",
         "item",
+        "output_index",
+        "reply_id",
     ]
     assert data["calls"][0] == {
         "index": 0,
@@ -66,6 +69,8 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
         "type": "function",
         "input": None,
         "item": None,
+        "output_index": None,
+        "reply_id": None,
     }
 
 

@@ -59,9 +59,18 @@ class Ledger:
         self.withhold = False
         """Set for a wire whose final arguments may replace the streamed text (OpenAI Responses
         ``.done``): no call's text is output as append-safe before the call finishes."""
+        self.output_indexed = False
+        """Set for a wire whose call index is the item's place in the turn's output, shared with
+        reasoning and text (OpenAI Responses ``output_index``): each call reports it as its
+        ``output_index``, by which the turn goes back in order."""
         self.work = 0
         """Characters scanned and compared, and routing candidates visited: the fuzzer checks that
         this stays linear in the input."""
+
+    def adopt(self, decoder: object) -> None:
+        """Take what a wire's decoder declares of its wire (see ``withhold`` and ``output_indexed``)."""
+        self.withhold = getattr(decoder, "final_arguments_win", False)
+        self.output_indexed = getattr(decoder, "output_indexed", False)
 
     def emit(self, output: Output) -> None:
         self.outputs.append(output)

@@ -541,6 +541,16 @@ class Registry:
             slot.wire_id = ref.id
             self._add(self._by_wire_id, ref.id, slot)
             self.ledger.diagnose("late-id", f"call {slot.id}: wire id {ref.id!r} arrived after it opened")
+            if ref.id != slot.id:
+                # The call keeps the id its deltas carried; the provider pairs its result by the id
+                # it issued, claimed here like any wire id (renamed if another call holds it).
+                reply_id = self._ids.claim(ref.id)
+                if reply_id != ref.id:
+                    self.ledger.apply("duplicate-id-renamed")
+                    self.ledger.diagnose(
+                        "duplicate-id", f"call {slot.id}: late id {ref.id!r} already in use; answered as {reply_id!r}"
+                    )
+                slot.reply_id = reply_id
 
     # -- opening and finishing ----------------------------------------------------------------------
 

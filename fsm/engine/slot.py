@@ -77,6 +77,8 @@ class Slot:
     signature: str | None = None
     item: dict[str, Any] | None = None
     """A built-in client item as last sent, for replay."""
+    reply_id: str | None = None
+    """The late wire id the next request answers the call by (see ToolCall.reply_id)."""
     type = "function"
     freeform = False
     """Its input is freeform text (the spec's ``text`` kind): no scanner, no JSON."""
@@ -208,6 +210,8 @@ class Slot:
             self.type,
             held if freeform else None,
             self.item,
+            self.index if self.ledger.output_indexed else None,
+            self.reply_id,
         )
         return call
 

@@ -114,7 +114,17 @@ def compare_calls(
     what: str,
     got: Iterable[ToolCall | dict[str, Any]],
     want: list[ExpectedCall],
-    optional: tuple[str, ...] = ("id", "type", "input", "arguments_json", "thought_signature"),
+    optional: tuple[str, ...] = (
+        "id",
+        "type",
+        "input",
+        "arguments_json",
+        "thought_signature",
+        "wire_id",
+        "reply_id",
+        "output_index",
+        "item",
+    ),
 ) -> list[str]:
     rows = [c if isinstance(c, dict) else _call_json(c) for c in got]
     if len(rows) != len(want):
@@ -156,6 +166,10 @@ def _call_json(call: ToolCall) -> dict[str, Any]:
         "status": call.status.value,
         "input": call.input,
         "thought_signature": call.thought_signature,
+        "wire_id": call.wire_id,
+        "reply_id": call.reply_id,
+        "output_index": call.output_index,
+        "item": call.item,
     }
 
 

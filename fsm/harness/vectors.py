@@ -10,8 +10,10 @@ choices, and the expected result. It is language-neutral: any implementation can
                 "calls": [{"name": "search", "arguments": {"q": "A"}, "status": "complete", "id": "c1"}],
                 "diagnostics": ["resend"]}}
 
-In an expected call, ``id``, ``type``, ``input``, ``arguments_json`` and ``thought_signature`` are
-compared only when given; ``arguments`` is compared as a JSON value. ``diagnostics`` is the exact set of codes expected.
+In an expected call, ``id``, ``type``, ``input``, ``arguments_json``, ``thought_signature``,
+``wire_id``, ``reply_id``, ``output_index`` and ``item`` (what a call keeps of its Responses item)
+are compared only when given; ``arguments`` is compared as a JSON value. ``diagnostics`` is the
+exact set of codes expected.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ class ExpectedCall:
     thought_signature: str | None = None
     type: str | None = None
     input: str | None = None
+    wire_id: str | None = None
+    reply_id: str | None = None
+    output_index: int | None = None
+    item: dict[str, Any] | None = None
 
 
 @attrs.frozen

@@ -31,7 +31,8 @@ def uniquify(calls: Iterable[C], taken: Iterable[str] = ()) -> tuple[list[C], li
     later ones become ``<id>_d2``, ``<id>_d3``, ...; ids in ``taken`` (earlier turns) are avoided;
     a blank id becomes ``call_<position>``. Same input, same output. Returns the renames so results
     can be mapped back. A call is a ToolCall or a mapping with an ``id``; an OpenAI Responses call
-    item (one with a ``call_id``, beside its own item ``id``) is renamed by its ``call_id``."""
+    item (one with a ``call_id``, beside its own item ``id``) is renamed by its ``call_id``, and a
+    ToolCall with a ``reply_id`` (the id it is answered by) by that."""
     if isinstance(calls, (str, bytes)) or not isinstance(calls, Iterable):
         raise LocalProtocolError("calls must be a list of calls")
     taken = list(taken) if isinstance(taken, Iterable) and not isinstance(taken, (str, bytes)) else [taken]
@@ -44,14 +45,15 @@ def uniquify(calls: Iterable[C], taken: Iterable[str] = ()) -> tuple[list[C], li
         if not isinstance(call, (ToolCall, Mapping)):
             raise LocalProtocolError(f"call {position + 1}: a call must be a ToolCall or an object")
         field = "call_id" if isinstance(call, Mapping) and "call_id" in call else "id"
-        old = call.id if isinstance(call, ToolCall) else (call.get(field) or None)
+        # A ToolCall goes out under its reply_id where it has one (a late wire id): that is the id to keep unique.
+        old = (call.reply_id or call.id) if isinstance(call, ToolCall) else (call.get(field) or None)
         if old is not None and not isinstance(old, str):
             raise LocalProtocolError(f"call {position + 1}: its id must be a string, not {type(old).__name__}")
         new = allocator.claim(old) if old else allocator.synthesize(position)
         if new != old:
             renames.append(Rename(position, old, new))
         if isinstance(call, ToolCall):
-            out.append(attrs.evolve(call, id=new))
+            out.append(attrs.evolve(call, reply_id=new) if call.reply_id else attrs.evolve(call, id=new))
         else:
             out.append({**call, field: new})
     return out, renames

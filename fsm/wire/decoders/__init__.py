@@ -14,6 +14,7 @@ from fsm.errors import UnsupportedProvider
 
 if TYPE_CHECKING:
     from fsm.events import Event
+    from fsm.options import Policies
 
 Diagnose = Callable[[str, str], None]
 
@@ -88,7 +89,16 @@ _factories: dict[str, Callable[[], Decoder]] = {}
 """Each provider's decoder class once its module is imported (every stream makes one)."""
 
 
-def make_decoder(provider: str) -> Decoder:
+def make_decoder(provider: str, policies: Policies | None = None) -> Decoder:
+    """A new decoder for ``provider``'s wire. ``policies`` reach a decoder that applies one itself
+    (one with a ``policies`` attribute: the Responses decoder's ``stray_input``)."""
+    decoder = _new_decoder(provider)
+    if policies is not None and hasattr(decoder, "policies"):
+        decoder.policies = policies
+    return decoder
+
+
+def _new_decoder(provider: str) -> Decoder:
     factory = _factories.get(provider)
     if factory is not None:
         return factory()

@@ -32,7 +32,7 @@ truncated, never complete, however whole its input looks.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from fsm.errors import RemoteProtocolError
 from fsm.events import (
@@ -47,86 +47,18 @@ from fsm.events import (
     TextDelta,
     UsageReport,
 )
+from fsm.options import Policies, default_policies
+from fsm.wire.decoders._responses_items import (
+    CALL_ITEMS,
+    DELTAS,
+    DONES,
+    FREEFORM,
+    QUIET_ITEMS,
+    QUIET_PREFIXES,
+    STREAMED_TEXT,
+    ItemKind,
+)
 from fsm.wire.decoders._wire import RESPONSES_INCOMPLETE_FINISH, dumps, index, items, mapping, text
-
-_QUIET_PREFIXES = (
-    "response.created",
-    "response.in_progress",
-    "response.queued",
-    "response.content_part.",
-    "response.output_text.",
-    "response.refusal.",
-    "response.reasoning",
-    "response.web_search_call.",
-    "response.file_search_call.",
-    "response.code_interpreter_call",
-    "response.image_generation_call.",
-    "response.mcp_",
-    "response.shell_call_",
-)
-
-
-class _ItemKind(NamedTuple):
-    call_type: str
-    """The call's type in the result."""
-    tool: str | None
-    """The tool's name for a built-in item; None: the item's own ``name``."""
-    field: str | None
-    """Where the item carries the call's input (None: it shows none)."""
-    server: bool = False
-
-
-_CALL_ITEMS = {
-    "function_call": _ItemKind("function", None, "arguments"),
-    "custom_tool_call": _ItemKind("custom", None, "input"),
-    "apply_patch_call": _ItemKind("apply_patch_call", "apply_patch", "operation"),
-    "shell_call": _ItemKind("shell_call", "shell", "action"),
-    "local_shell_call": _ItemKind("local_shell_call", "local_shell", "action"),
-    "computer_call": _ItemKind("computer_call", "computer", "action"),
-    "mcp_call": _ItemKind("mcp_call", None, "arguments", server=True),
-    "mcp_approval_request": _ItemKind("mcp_approval_request", None, "arguments", server=True),
-    "code_interpreter_call": _ItemKind("code_interpreter_call", "code_interpreter", "code", server=True),
-    "web_search_call": _ItemKind("web_search_call", "web_search", "action", server=True),
-    "file_search_call": _ItemKind("file_search_call", "file_search", "queries", server=True),
-    "image_generation_call": _ItemKind("image_generation_call", "image_generation", None, server=True),
-    "tool_search_call": _ItemKind("tool_search_call", "tool_search", "arguments", server=True),
-    "program": _ItemKind("program", "program", "code", server=True),
-}
-_STREAMED_TEXT = frozenset({"function", "custom", "mcp_call", "code_interpreter_call", "program"})
-"""Call types whose input is text on the wire (JSON text or freeform), streamed or whole."""
-_FREEFORM = frozenset({"custom", "code_interpreter_call", "program"})
-_QUIET_ITEMS = frozenset(
-    {
-        "message",
-        "reasoning",
-        "compaction",
-        "additional_tools",
-        "mcp_list_tools",
-        "mcp_approval_response",
-        "program_output",
-        "function_call_output",
-        "custom_tool_call_output",
-        "computer_call_output",
-        "local_shell_call_output",
-        "shell_call_output",
-        "apply_patch_call_output",
-        "tool_search_output",
-    }
-)
-# Input events: the item type they stream into and the field holding the text (a delta's piece,
-# a done event's whole input).
-_DELTAS = {
-    "response.function_call_arguments.delta": ("function_call", "delta"),
-    "response.custom_tool_call_input.delta": ("custom_tool_call", "delta"),
-    "response.mcp_call_arguments.delta": ("mcp_call", "delta"),
-    "response.code_interpreter_call_code.delta": ("code_interpreter_call", "delta"),
-}
-_DONES = {
-    "response.function_call_arguments.done": ("function_call", "arguments"),
-    "response.custom_tool_call_input.done": ("custom_tool_call", "input"),
-    "response.mcp_call_arguments.done": ("mcp_call", "arguments"),
-    "response.code_interpreter_call_code.done": ("code_interpreter_call", "code"),
-}
 
 
 class _Item:
@@ -134,7 +66,7 @@ class _Item:
 
     def __init__(self, ref: CallRef, *, announced: bool = True) -> None:
         self.ref = ref
-        self.freeform = ref.type in _FREEFORM
+        self.freeform = ref.type in FREEFORM
         self.announced = announced
         """False: opened from an input event, so its call_id and name are still to come."""
         self.finalized = False
@@ -145,6 +77,11 @@ class OpenAIResponsesDecoder:
     name = "openai-responses"
     final_arguments_win = True
     """``.done`` may differ from the deltas and then replaces them: streamed text is not final."""
+    output_indexed = True
+    """Reasoning, messages and calls share one ``output_index``: the order the turn goes back in."""
+
+    policies: Policies | None = None
+    """The stream's policies (``make_decoder`` sets them): ``stray_input`` is this decoder's to apply."""
 
     def __init__(self) -> None:
         self._items: dict[int, _Item] = {}
@@ -153,7 +90,7 @@ class OpenAIResponsesDecoder:
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         kind = str(payload.get("type", ""))
-        streamed = _DELTAS.get(kind)
+        streamed = DELTAS.get(kind)
         if streamed is not None:
             item_type, field = streamed
             piece = text(payload.get(field), field)
@@ -161,7 +98,7 @@ class OpenAIResponsesDecoder:
                 return []
             item = self._item(payload) or self._unannounced(payload, item_type, kind, diagnose)
             return [ArgumentsFragment(item.ref, piece)]
-        streamed = _DONES.get(kind)
+        streamed = DONES.get(kind)
         if streamed is not None:
             item_type, field = streamed
             item = self._item(payload) or self._unannounced(payload, item_type, kind, diagnose)
@@ -177,11 +114,11 @@ class OpenAIResponsesDecoder:
             return self._item_done(payload, diagnose) or _reasoning_item(payload)
         if kind == "response.output_text.delta":
             piece = text(payload.get("delta"), "delta")
-            return [TextDelta(piece)] if piece else []
+            return [TextDelta(piece, output_index=index(payload.get("output_index"), "output_index"))] if piece else []
         if kind == "response.reasoning_text.delta":
             piece = text(payload.get("delta"), "delta")
             at = index(payload.get("output_index"), "output_index")
-            return [ReasoningDelta(at, piece)] if piece else []
+            return [ReasoningDelta(at, piece, output_index=at)] if piece else []
         if kind == "response.completed":
             return [StreamEnd("stop", "completed"), *_usage(payload)]
         if kind == "response.incomplete":
@@ -193,7 +130,7 @@ class OpenAIResponsesDecoder:
             error = payload.get("error") or mapping(payload.get("response"), "response").get("error") or {}
             message = error.get("message", error) if isinstance(error, Mapping) else error
             return [StreamEnd("error", kind, str(message))]
-        if not kind.startswith(_QUIET_PREFIXES) and not kind.endswith((".done", ".added", ".delta")):
+        if not kind.startswith(QUIET_PREFIXES) and not kind.endswith((".done", ".added", ".delta")):
             diagnose("unknown-event", f"Responses event type {kind!r}")
         return []
 
@@ -203,7 +140,7 @@ class OpenAIResponsesDecoder:
         text)`` of it, with no diagnostic and no change to its items. None for any other event (a
         test replays every vector and fuzzed stream with and without this shortcut)."""
         kind = payload.get("type")
-        streamed = _DELTAS.get(kind) if type(kind) is str else None
+        streamed = DELTAS.get(kind) if type(kind) is str else None
         if streamed is None:
             return None
         piece, at = payload.get(streamed[1]), payload.get("output_index")
@@ -212,14 +149,14 @@ class OpenAIResponsesDecoder:
         item = self._items.get(at)
         return None if item is None else (item.ref, piece)
 
-    def _known(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> tuple[Any, _ItemKind | None]:
+    def _known(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> tuple[Any, ItemKind | None]:
         """The item of an output_item event and what kind of call it is (None: it calls nothing)."""
         item = mapping(payload.get("item"), "item")
         item_type = str(item.get("type"))
-        kind = _CALL_ITEMS.get(item_type)
+        kind = CALL_ITEMS.get(item_type)
         if kind is not None and item_type == "tool_search_call" and item.get("execution") == "client":
             kind = kind._replace(server=False)
-        if kind is None and item_type not in _QUIET_ITEMS:
+        if kind is None and item_type not in QUIET_ITEMS:
             at = payload.get("output_index")
             seen = at if at is None or type(at) is int else repr(at)  # a list or object index must not raise here
             if seen not in self._unknown:  # once per item, though it is announced and finished
@@ -244,11 +181,13 @@ class OpenAIResponsesDecoder:
         self._items[at] = _Item(ref)
         if item.get("id"):
             self._index_of_item[str(item["id"])] = at
-        if kind.call_type in _STREAMED_TEXT:
-            prefilled = text(item.get(kind.field or ""), kind.field or "input")
-            return [ArgumentsFragment(ref, prefilled)] if prefilled else [CallSeen(ref, item=_kept(item, kind))]
-        # A built-in item's input is whole only when the item is: a cut before then truncates it.
         seen = CallSeen(ref, item=_kept(item, kind))
+        if kind.call_type in STREAMED_TEXT:
+            prefilled = text(item.get(kind.field or ""), kind.field or "input")
+            # Input already in the item (some compatible servers send it there) follows the
+            # sighting: the fragment alone would open the call without its item id (fc_...).
+            return [seen, ArgumentsFragment(ref, prefilled)] if prefilled else [seen]
+        # A built-in item's input is whole only when the item is: a cut before then truncates it.
         if item.get("status") == "completed":
             return [seen, ArgumentsSnapshot(ref, _whole_input(item, kind))]
         return [seen]
@@ -267,16 +206,46 @@ class OpenAIResponsesDecoder:
         ``call_id`` and name come with the item's end; until then it has a synthesized id."""
         at = index(payload.get("output_index"), "output_index")
         item_id = text(payload.get("item_id"), "item_id")
-        diagnose(
-            "unopened-call", f"{kind} for item {item_id!r} at output_index {at}, which no output_item.added opened"
-        )
-        call = _CALL_ITEMS[item_type]
+        call = CALL_ITEMS[item_type]
+        if at is None:
+            sole = self._stray(item_id, call.call_type, kind, diagnose)
+            if sole is not None:
+                return sole
+        else:
+            diagnose(
+                "unopened-call", f"{kind} for item {item_id!r} at output_index {at}, which no output_item.added opened"
+            )
         item = _Item(CallRef(at, None, call.tool, server=call.server, type=call.call_type), announced=False)
         if at is not None:
             self._items[at] = item
             if item_id is not None:
                 self._index_of_item[item_id] = at
         return item
+
+    def _stray(
+        self, item_id: str | None, call_type: str, kind: str, diagnose: Callable[[str, str], None]
+    ) -> _Item | None:
+        """Input that names no place (no ``output_index``; its ``item_id`` absent or never seen): the
+        open call it continues under policy ``stray_input``, or None to open a call of its own.
+        With no call of its type open, nothing else could own it (``unopened-call``); with one,
+        ``sole-open-call`` appends to it; with more, which one is a guess, so it stands apart."""
+        open_items = [i for i in self._items.values() if i.ref.type == call_type and not (i.ended or i.finalized)]
+        named = f"item_id {item_id!r}, unknown" if item_id is not None else "no item_id"
+        if not open_items:
+            diagnose("unopened-call", f"{kind} with no output_index and {named}, while no call is open")
+            return None
+        policy = (self.policies or default_policies()).stray_input
+        if policy == "sole-open-call" and len(open_items) == 1:
+            sole = open_items[0]
+            diagnose(
+                "stray-input",
+                f"{kind} with no output_index and {named}: taken as input of the only open call, "
+                f"at output_index {sole.ref.index} (policy stray_input)",
+            )
+            return sole
+        why = f"{len(open_items)} calls are open" if policy == "sole-open-call" else "policy stray_input is own-call"
+        diagnose("stray-input", f"{kind} with no output_index and {named}: it opens a call of its own ({why})")
+        return None
 
     def _item_done(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         item, kind = self._known(payload, diagnose)
@@ -303,7 +272,7 @@ class OpenAIResponsesDecoder:
         if known.ended:
             return events
         if not known.finalized:
-            if kind.call_type in _STREAMED_TEXT:
+            if kind.call_type in STREAMED_TEXT:
                 final = text(item.get(kind.field or ""), kind.field or "input") or ""
             else:
                 final = _whole_input(item, kind)
@@ -311,7 +280,7 @@ class OpenAIResponsesDecoder:
                 if kept is not None:
                     events.append(CallSeen(known.ref, item=kept))
             events.append(ArgumentsSnapshot(known.ref, final, confirms=True))
-        elif kind.call_type in _STREAMED_TEXT and kind.field and item.get(kind.field) is not None:
+        elif kind.call_type in STREAMED_TEXT and kind.field and item.get(kind.field) is not None:
             # The item's input after the input's own .done: the later final word (equal, it changes
             # nothing; different, it replaces and says so), not dropped in silence.
             events.append(ArgumentsSnapshot(known.ref, text(item[kind.field], kind.field) or "", confirms=True))
@@ -321,19 +290,19 @@ class OpenAIResponsesDecoder:
         return events
 
 
-def _kept(item: Mapping[str, Any], kind: _ItemKind) -> dict[str, Any] | None:
+def _kept(item: Mapping[str, Any], kind: ItemKind) -> dict[str, Any] | None:
     """What a call keeps of its item to be sent back: a built-in client call's whole item, as it
     came; a function or custom call's type and item id (``fc_...``), by which the request pairs the
     call with the reasoning item before it; nothing for a hosted call, which is not sent back."""
     if kind.server:
         return None
-    if kind.call_type in _STREAMED_TEXT:
+    if kind.call_type in STREAMED_TEXT:
         item_id = item.get("id")
         return {"type": item.get("type"), "id": item_id} if type(item_id) is str and item_id else None
     return dict(item)
 
 
-def _whole_input(item: Mapping[str, Any], kind: _ItemKind) -> str:
+def _whole_input(item: Mapping[str, Any], kind: ItemKind) -> str:
     """A built-in or hosted item's input as JSON object text: its ``operation`` or ``action`` object;
     a list (file search ``queries``, a batch of computer ``actions``) under its own key; ``{}`` when
     the item shows no input."""
@@ -359,9 +328,11 @@ def _reasoning_item(payload: Mapping[str, Any]) -> list[Event]:
         text(mapping(part, "summary[]").get("text"), "summary[].text") or ""
         for part in items(item.get("summary"), "summary")
     )
+    at = index(payload.get("output_index"), "output_index")
     return [
         ReasoningDelta(
-            index(payload.get("output_index"), "output_index"),
+            at,
+            output_index=at,
             item_id=text(item.get("id"), "item.id"),
             summary=summary,
             encrypted_content=text(item.get("encrypted_content"), "item.encrypted_content"),

@@ -6,15 +6,21 @@ items), ``"anthropic"`` (Messages) and ``"gemini"`` (``Content`` in the REST wir
 the google-genai SDK accepts as it is). What goes back is what the provider sent, exactly:
 
 * ids: the call's ``id`` (the wire id; renamed only where the wire repeated one, so that every result
-  pairs with one call). Gemini gets an ``id`` only where its wire gave one (Gemini 3), since older
+  pairs with one call), or its ``reply_id`` where it has one: the wire id of a call that opened
+  before its id arrived (``late-id``), which the provider issued and pairs the result by, in the call
+  and in its result alike. Gemini gets an ``id`` only where its wire gave one (Gemini 3), since older
   models pair results by name and order;
 * reasoning first, with what must come back verbatim: Anthropic ``thinking`` blocks with their
   ``signature`` and ``redacted_thinking`` blocks; Gemini thought parts and every ``thoughtSignature``
   on the part it came on (a call, the text, or a thought); Responses ``reasoning`` items with their
-  id, summary and ``encrypted_content``, and then the function and custom calls with their item ``id``
-  (``fc_...``), which the API pairs with the reasoning item (sent without reasoning, calls have no
-  item id: an id whose reasoning is missing is refused). A thinking block that never got its signature (a cut stream)
-  is left out: Anthropic refuses it. Chat Completions has no field for reasoning, so it is not sent;
+  id, summary and ``encrypted_content``, and the function and custom calls with their item ``id``
+  (``fc_...``), which the API pairs with the reasoning item before it (sent without reasoning, calls
+  have no item id: an id whose reasoning is missing is refused). Responses items go back in the
+  order of their ``output_index`` (reasoning, call, reasoning, call stays so); the text goes as one
+  message at the place of the first message item; an item without a place (a result built by hand)
+  follows the one before it in the order reasoning, message, calls. A thinking block that never got
+  its signature (a cut stream) is left out: Anthropic refuses it. Chat Completions has no field for
+  reasoning, so it is not sent;
 * server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools, Gemini's code execution)
   are the provider's own and are not replayed;
 * arguments: the raw text where the format takes text (OpenAI), the parsed object where it takes an
@@ -47,34 +53,17 @@ answer of a turn in one user message.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, overload
 
 from fsm.errors import InvalidInput, LocalProtocolError
+from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_item, built_in_output
+from fsm.messages.shared import Message, as_text, reply_id
 from fsm.results import CallStatus, Result, ToolCall
 
 Format = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
 FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini")
 Incomplete = Literal["omit", "include"]
-Message = dict[str, Any]
-
-
-BUILT_IN_OUTPUTS = {
-    "apply_patch_call": "apply_patch_call_output",
-    "shell_call": "shell_call_output",
-    "local_shell_call": "local_shell_call_output",
-    "computer_call": "computer_call_output",
-}
-"""Responses built-in client call types and the output item type that answers each."""
-_BUILT_IN_FIELDS = {
-    "apply_patch_call": ("id", "call_id", "operation", "status", "caller"),
-    "shell_call": ("id", "call_id", "action", "status", "environment", "caller"),
-    "local_shell_call": ("id", "call_id", "action", "status"),
-    "computer_call": ("id", "call_id", "action", "actions", "pending_safety_checks", "status"),
-}
-"""The fields each built-in call's input item takes (openai-python's ``ResponseInputItemParam``)."""
-_ID_REQUIRED = frozenset({"local_shell_call", "computer_call"})
 
 
 def _check_format(format: str) -> None:
@@ -149,10 +138,10 @@ def _openai_chat(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     message: Message = {"role": "assistant", "content": result.text or None}
     if calls:
         message["tool_calls"] = [
-            {"id": call.id, "type": "custom", "custom": {"name": call.name or "", "input": call.input or ""}}
+            {"id": reply_id(call), "type": "custom", "custom": {"name": call.name or "", "input": call.input or ""}}
             if _kind(call, "openai-chat", ("function", "custom")) == "custom"
             else {
-                "id": call.id,
+                "id": reply_id(call),
                 "type": "function",
                 "function": {"name": call.name or "", "arguments": call.arguments_json or ""},
             }
@@ -162,7 +151,9 @@ def _openai_chat(result: Result, calls: tuple[ToolCall, ...]) -> Message:
 
 
 def _openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Message]:
-    items: list[Message] = []
+    # Each item with where it sat in the output (None: the wire gave no place), in the order the
+    # items go back when none has one: reasoning, the message, the calls.
+    placed: list[tuple[int | None, Message]] = []
     for reasoning in result.reasoning:
         if reasoning.item_id is None:
             continue  # a reasoning item is referred to by its id: without one it cannot go back
@@ -175,52 +166,40 @@ def _openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messa
             item["content"] = [{"type": "reasoning_text", "text": reasoning.text}]
         if reasoning.encrypted_content is not None:
             item["encrypted_content"] = reasoning.encrypted_content
-        items.append(item)
-    paired = bool(items)  # reasoning goes back: the API looks for the items that followed it by their ids
+        placed.append((reasoning.output_index, item))
+    paired = bool(placed)  # reasoning goes back: the API looks for the items that followed it by their ids
     if result.text:
-        items.append({"type": "message", "role": "assistant", "content": result.text})
+        placed.append((result.text_output_index, {"type": "message", "role": "assistant", "content": result.text}))
     for call in calls:
         kind = _kind(call, "openai-responses", ("function", "custom", *BUILT_IN_OUTPUTS))
         if kind in ("function", "custom"):
             entry: Message = {"type": "custom_tool_call" if kind == "custom" else "function_call"}
             if paired and call.item is not None and call.item.get("id"):
                 entry["id"] = call.item["id"]
-            entry |= {"call_id": call.id, "name": call.name or ""}
+            entry |= {"call_id": reply_id(call), "name": call.name or ""}
             if kind == "custom":
                 entry["input"] = call.input or ""
             else:
                 entry["arguments"] = call.arguments_json or ""
-            items.append(entry)
+            placed.append((call.output_index, entry))
         else:
-            items.append(_built_in_item(call))
-    return items
+            placed.append((call.output_index, built_in_item(call)))
+    return _in_output_order(placed)
 
 
-def _built_in_item(call: ToolCall) -> Message:
-    """A complete built-in client call as its Responses input item: the provider's item with the
-    fields the input item takes; without one (a call built by hand), from the call's own fields."""
-    source: dict[str, Any] = dict(call.item) if call.item is not None else {}
-    if call.item is None:
-        arguments = call.arguments if isinstance(call.arguments, dict) else {}
-        if call.type == "apply_patch_call":
-            source["operation"] = arguments
-        elif call.type == "computer_call" and set(arguments) == {"actions"}:
-            source["actions"] = arguments["actions"]
-        else:
-            source["action"] = arguments
-        if call.type == "computer_call":
-            source["pending_safety_checks"] = []
-    item: Message = {"type": call.type}
-    for field in _BUILT_IN_FIELDS[call.type]:
-        if source.get(field) is not None:
-            item[field] = source[field]
-    item["call_id"] = call.id  # the id the answer pairs by (renamed where the wire repeated one)
-    item["status"] = "completed"
-    if call.type in _ID_REQUIRED and "id" not in item:
-        raise LocalProtocolError(
-            f"call {call.id}: its {call.type} input item needs the item id, which the wire never gave"
-        )
-    return item
+def _in_output_order(placed: list[tuple[int | None, Message]]) -> list[Message]:
+    """The items in the order the API gave them: the API pairs a reasoning item with the item that
+    followed it (a call, or the message), so reasoning, call, reasoning, call must not become
+    reasoning, reasoning, call, call. An item without a place keeps the one before it, so it
+    follows that item; with no places at all the order is left as it is."""
+    keys: list[tuple[int, int]] = []
+    place = -1
+    for rank, (output_index, _) in enumerate(placed):
+        if output_index is not None:
+            place = output_index
+        keys.append((place, rank))
+    order = sorted(range(len(placed)), key=keys.__getitem__)
+    return [placed[n][1] for n in order]
 
 
 def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
@@ -233,7 +212,7 @@ def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     if result.text:
         content.append({"type": "text", "text": result.text})
     content += [
-        {"type": "tool_use", "id": call.id, "name": call.name or "", "input": _arguments(call)}
+        {"type": "tool_use", "id": reply_id(call), "name": call.name or "", "input": _arguments(call)}
         for call in calls
         if _kind(call, "anthropic")
     ]
@@ -256,21 +235,12 @@ def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
         _kind(call, "gemini")
         function_call: Message = {"name": call.name or "", "args": _arguments(call)}
         if call.wire_id is not None:
-            function_call["id"] = call.id
+            function_call["id"] = reply_id(call)
         part: Message = {"functionCall": function_call}
         if call.thought_signature is not None:
             part["thoughtSignature"] = call.thought_signature
         parts.append(part)
     return {"role": "model", "parts": parts}
-
-
-def _as_text(output: Any) -> str:
-    if isinstance(output, str):
-        return output
-    try:
-        return json.dumps(output, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError) as exc:  # bytes, an object, a cycle, nesting past the stack
-        raise InvalidInput(f"a tool's output must be text or what JSON can write: {exc}") from None
 
 
 def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool = False) -> Message:
@@ -297,78 +267,24 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
     _need(call, ToolCall, "call must be a ToolCall")
     if format == "openai-chat":
         _kind(call, format, ("function", "custom"))
-        return {"role": "tool", "tool_call_id": call.id, "content": _as_text(output)}
+        return {"role": "tool", "tool_call_id": reply_id(call), "content": as_text(output)}
     if format == "openai-responses":
         kind = _kind(call, format, ("function", "custom", *BUILT_IN_OUTPUTS))
         if kind in BUILT_IN_OUTPUTS:
-            return _built_in_output(call, output, is_error)
+            return built_in_output(call, output, is_error)
         answer_type = "custom_tool_call_output" if kind == "custom" else "function_call_output"
-        return {"type": answer_type, "call_id": call.id, "output": _as_text(output)}
+        return {"type": answer_type, "call_id": reply_id(call), "output": as_text(output)}
     _kind(call, format)
     if format == "anthropic":
-        block: Message = {"type": "tool_result", "tool_use_id": call.id, "content": _as_text(output)}
+        block: Message = {"type": "tool_result", "tool_use_id": reply_id(call), "content": as_text(output)}
         if is_error:
             block["is_error"] = True
         return block
-    _as_text(output)  # Gemini takes the value itself, but it goes out as JSON: refused now if it cannot
+    as_text(output)  # Gemini takes the value itself, but it goes out as JSON: refused now if it cannot
     response: Message = {"name": call.name or "", "response": {"error" if is_error else "output": output}}
     if call.wire_id is not None:
-        response["id"] = call.id
+        response["id"] = reply_id(call)
     return {"functionResponse": response}
-
-
-def _built_in_output(call: ToolCall, output: Any, is_error: bool) -> Message:
-    """The output item answering a built-in client call; ``output`` maps to each type's shape as
-    :func:`tool_result` documents."""
-    answer_type = BUILT_IN_OUTPUTS[call.type]
-    if call.type == "apply_patch_call":
-        return {
-            "type": answer_type,
-            "call_id": call.id,
-            "status": "failed" if is_error else "completed",
-            "output": _as_text(output),
-        }
-    if call.type == "local_shell_call":
-        # The SDK's input item pairs by ``id``, which holds the call's call_id.
-        return {"type": answer_type, "id": call.id, "output": _as_text(output)}
-    if call.type == "shell_call":
-        answer: Message = {"type": answer_type, "call_id": call.id, "output": _shell_output(output, is_error)}
-        limit = call.arguments.get("max_output_length") if isinstance(call.arguments, dict) else None
-        if limit is not None:
-            answer["max_output_length"] = limit
-        return answer
-    return {"type": answer_type, "call_id": call.id, "output": _screenshot(call, output)}
-
-
-def _shell_output(output: Any, is_error: bool) -> list[Any]:
-    if isinstance(output, str):
-        exit_code = 1 if is_error else 0
-        return [
-            {
-                "stdout": "" if is_error else output,
-                "stderr": output if is_error else "",
-                "outcome": {"type": "exit", "exit_code": exit_code},
-            }
-        ]
-    if isinstance(output, dict):
-        return [output]
-    if isinstance(output, list):
-        return output
-    raise LocalProtocolError(
-        "a shell_call output is text, or one {stdout, stderr, outcome} object or a list of them, "
-        f"not {type(output).__name__}"
-    )
-
-
-def _screenshot(call: ToolCall, output: Any) -> dict[str, Any]:
-    if isinstance(output, str):
-        return {"type": "computer_screenshot", "image_url": output}
-    if isinstance(output, dict) and ("image_url" in output or "file_id" in output):
-        return {"type": "computer_screenshot", **output}
-    raise LocalProtocolError(
-        f"call {call.id}: a computer_call is answered with a screenshot: an image URL "
-        "(https or a data: URL) or an object with image_url or file_id"
-    )
 
 
 def tool_results(answers: Iterable[Message], format: Format) -> list[Message]:

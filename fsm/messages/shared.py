@@ -1,0 +1,27 @@
+"""What every format's builder shares: the id a call is answered by, and a tool's output as text."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fsm.errors import InvalidInput
+from fsm.results import ToolCall
+
+Message = dict[str, Any]
+
+
+def reply_id(call: ToolCall) -> str:
+    """The id the provider pairs the call's result by: the late wire id where the call has one
+    (:attr:`~fsm.results.ToolCall.reply_id`), else its id."""
+    return call.reply_id or call.id
+
+
+def as_text(output: Any) -> str:
+    """A tool's output as the text formats send: text as it is, anything else as JSON text."""
+    if isinstance(output, str):
+        return output
+    try:
+        return json.dumps(output, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError) as exc:  # bytes, an object, a cycle, nesting past the stack
+        raise InvalidInput(f"a tool's output must be text or what JSON can write: {exc}") from None

@@ -1,0 +1,91 @@
+"""What each OpenAI Responses output item and input event is to the decoder
+(``openai_responses.py``): which items call a tool and where each carries its input, which call
+nothing, and which events stream a call's input."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+QUIET_PREFIXES = (
+    "response.created",
+    "response.in_progress",
+    "response.queued",
+    "response.content_part.",
+    "response.output_text.",
+    "response.refusal.",
+    "response.reasoning",
+    "response.web_search_call.",
+    "response.file_search_call.",
+    "response.code_interpreter_call",
+    "response.image_generation_call.",
+    "response.mcp_",
+    "response.shell_call_",
+)
+"""Events with no call input in them (text, reasoning, a hosted tool's progress): read past without
+a word, where any other unknown event is reported."""
+
+
+class ItemKind(NamedTuple):
+    call_type: str
+    """The call's type in the result."""
+    tool: str | None
+    """The tool's name for a built-in item; None: the item's own ``name``."""
+    field: str | None
+    """Where the item carries the call's input (None: it shows none)."""
+    server: bool = False
+
+
+CALL_ITEMS = {
+    "function_call": ItemKind("function", None, "arguments"),
+    "custom_tool_call": ItemKind("custom", None, "input"),
+    "apply_patch_call": ItemKind("apply_patch_call", "apply_patch", "operation"),
+    "shell_call": ItemKind("shell_call", "shell", "action"),
+    "local_shell_call": ItemKind("local_shell_call", "local_shell", "action"),
+    "computer_call": ItemKind("computer_call", "computer", "action"),
+    "mcp_call": ItemKind("mcp_call", None, "arguments", server=True),
+    "mcp_approval_request": ItemKind("mcp_approval_request", None, "arguments", server=True),
+    "code_interpreter_call": ItemKind("code_interpreter_call", "code_interpreter", "code", server=True),
+    "web_search_call": ItemKind("web_search_call", "web_search", "action", server=True),
+    "file_search_call": ItemKind("file_search_call", "file_search", "queries", server=True),
+    "image_generation_call": ItemKind("image_generation_call", "image_generation", None, server=True),
+    "tool_search_call": ItemKind("tool_search_call", "tool_search", "arguments", server=True),
+    "program": ItemKind("program", "program", "code", server=True),
+}
+"""Every item type that calls a tool, by its ``type``."""
+STREAMED_TEXT = frozenset({"function", "custom", "mcp_call", "code_interpreter_call", "program"})
+"""Call types whose input is text on the wire (JSON text or freeform), streamed or whole."""
+FREEFORM = frozenset({"custom", "code_interpreter_call", "program"})
+"""Call types whose input is freeform text: no scanner can tell it is whole, only the provider's word."""
+QUIET_ITEMS = frozenset(
+    {
+        "message",
+        "reasoning",
+        "compaction",
+        "additional_tools",
+        "mcp_list_tools",
+        "mcp_approval_response",
+        "program_output",
+        "function_call_output",
+        "custom_tool_call_output",
+        "computer_call_output",
+        "local_shell_call_output",
+        "shell_call_output",
+        "apply_patch_call_output",
+        "tool_search_output",
+    }
+)
+"""Item types that call nothing: skipped, where an unknown item type is reported (``unknown-item``)."""
+# Input events: the item type they stream into and the field holding the text (a delta's piece,
+# a done event's whole input).
+DELTAS = {
+    "response.function_call_arguments.delta": ("function_call", "delta"),
+    "response.custom_tool_call_input.delta": ("custom_tool_call", "delta"),
+    "response.mcp_call_arguments.delta": ("mcp_call", "delta"),
+    "response.code_interpreter_call_code.delta": ("code_interpreter_call", "delta"),
+}
+DONES = {
+    "response.function_call_arguments.done": ("function_call", "arguments"),
+    "response.custom_tool_call_input.done": ("custom_tool_call", "input"),
+    "response.mcp_call_arguments.done": ("mcp_call", "arguments"),
+    "response.code_interpreter_call_code.done": ("code_interpreter_call", "code"),
+}
