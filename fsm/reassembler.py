@@ -10,6 +10,10 @@ object, such as a proxy's ``data: keep-alive``) is reported as ``bad-event`` and
 result so far: the calls completed before the fault, the open ones truncated with their text (``stream-failed``).
 
 A whole stream in one call: :func:`fsm.reassemble` / :func:`fsm.areassemble` (``fsm/oneshot.py``).
+
+One room: every kind of input meets the framer, decoder, registry and ledger here, and the order in
+which they are told (each event's number, fragments held back settled before anything else is read)
+is what this class is for; split up, that order would be kept in several places.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from fsm.jsontext import loads_event
 from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import Decoder, detect_provider, make_decoder
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, lean_fragment_in
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.sdk import sdk_payload
@@ -244,6 +248,7 @@ class Reassembler:
             data = self._framing_told(data, final=False)
         for payload in self._framer.feed(data) if self._framer is not None else ():
             self._ingest_payload(payload, last=False)
+        self.registry.settle()
 
     def _framing_told(self, data: bytes, *, final: bool) -> bytes:
         """Feed the framing detector; once it tells, make the framer and return what it is to read."""
@@ -272,6 +277,7 @@ class Reassembler:
             payloads = self._framer.close()
             for n, payload in enumerate(payloads, start=1):
                 self._ingest_payload(payload, last=n == len(payloads) and self._framer.cut)
+        self.registry.settle()
 
     def _ingest(self, item: Any) -> None:
         self._events += 1
@@ -295,7 +301,11 @@ class Reassembler:
                 self._decode(payload)
 
     def _ingest_payload(self, payload: Payload, *, last: bool) -> None:
+        # The commonest OpenAI chat chunks of a read are held back and stored together (see
+        # Registry.hold): whatever else comes settles them first, and so does the read's end.
+        registry = self.registry
         if type(payload) is not str:
+            registry.settle()
             assert isinstance(payload, Fault)
             self.ledger.event = self._events = self._events + 1
             if payload.skippable:
@@ -307,6 +317,7 @@ class Reassembler:
             self._events += 1
             return
         if nesting_exceeds(payload, self.limits.max_event_depth):
+            registry.settle()
             self.ledger.event = self._events = self._events + 1
             raise LimitExceeded(
                 f"the event nests deeper than {self.limits.max_event_depth} levels", event=self._events, rule="limits"
@@ -314,6 +325,7 @@ class Reassembler:
         try:
             value = loads_event(payload)
         except ValueError as exc:
+            registry.settle()
             self.ledger.event = self._events = self._events + 1
             if last:
                 self.ledger.diagnose("cut-event", f"the last event is cut short: {exc}")
@@ -321,15 +333,23 @@ class Reassembler:
                 self._bad_event(f"not valid JSON: {exc}")
             return
         if type(value) is dict:  # what json gives for an object (the Mapping check costs more)
+            chat = self._chat
+            if chat is not None and self._finish is None and (lean := lean_fragment_in(value)) is not None:
+                self.ledger.event = self._events = self._events + 1
+                chat.hold(lean[0], lean[1], registry)
+                return
+            registry.settle()
             fragment = self._commonest(value) if self._commonest is not None and self._finish is None else None
             if fragment is not None:  # what _ingest, the decoder and _apply would do, without the event
                 self.ledger.event = self._events = self._events + 1
-                self.registry.arguments(fragment[0], fragment[1], "fragment")
+                registry.arguments(fragment[0], fragment[1], "fragment")
                 return
-        elif not isinstance(value, Mapping):
-            self.ledger.event = self._events = self._events + 1
-            self._bad_event(f"an event must be a JSON object, not {type(value).__name__}")
-            return
+        else:
+            registry.settle()
+            if not isinstance(value, Mapping):
+                self.ledger.event = self._events = self._events + 1
+                self._bad_event(f"an event must be a JSON object, not {type(value).__name__}")
+                return
         self._ingest(value)
 
     def _bad_event(self, why: str) -> None:

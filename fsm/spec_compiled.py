@@ -92,7 +92,7 @@ def _slot(s: ModuleType) -> Any:
                 source=("accumulating",),
                 trigger="append",
                 dest="accumulating",
-                reason="Another fragment of an open value (the hot path: taken without a full machine trigger).",
+                reason="Another fragment of an open value (the hot path: taken without a full machine trigger; from bytes, a run of such fragments whose scan waits is stored in one step, each still counted as this transition).",
                 action="store_fragment",
             ),
             s.TransitionSpec(
@@ -1193,7 +1193,7 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (8728, 1053787910),
+    "slot": (8843, 1538721508),
     "scanner": (4661, 4199472060),
     "identity": (20274, 3937338747),
     "history": (4045, 271900131),

@@ -276,3 +276,197 @@ def test_the_commonest_fragment_shortcuts_decide_as_the_decoders(monkeypatch: py
     general = [replay_wire(v, w) for v, w in wired]
     for (vector, _), a, b in zip(wired, fast, general, strict=True):
         assert a == b, vector.name
+
+
+# -- fragments held back over one read (Registry.hold) -------------------------------------------------------------
+
+
+def _held_edges() -> dict[str, tuple[list[dict[str, Any]], dict[str, Any]]]:
+    """OpenAI chat streams where a run of held fragments meets what ends it, with the options that
+    make it bite: a limit passed mid-run, text that only a general path stores as it should."""
+    from fsm import Limits
+    from tests.helpers import chunk, tc
+
+    def call(*pieces: str, index: int = 0, finish: str | None = "tool_calls") -> list[dict[str, Any]]:
+        events = [chunk(tc(index, f"c{index}", "f", ""))] + [chunk(tc(index, args=p)) for p in pieces]
+        return events + ([chunk(finish=finish)] if finish else [])
+
+    def said(event: dict[str, Any], text: str) -> dict[str, Any]:
+        event["choices"][0]["delta"]["content"] = text
+        return event
+
+    body = ['{"a', '": "x', "yz", " more", ' text"', ', "b": [1', ", 2", "]}"]
+    return {
+        "plain": (call(*body), {}),
+        "cut mid-run": (call(*body[:5], finish=None), {}),
+        "a limit passed mid-run": (call(*body), {"limits": Limits(max_argument_chars=14)}),
+        "held bytes passed mid-run": (call(*body), {"limits": Limits(max_stream_argument_bytes=12)}),
+        "a lone surrogate mid-run": (call('{"a": "', "x", "\ud83d", "\ude42", 'y"}'), {}),
+        "whitespace mid-run": (call('{"a": ', "  ", "1", "}"), {}),
+        "cumulative text": (call('{"a": "x', '{"a": "xy', '{"a": "xyz"}'), {}),
+        "a value closed mid-run": (call('{"a": "x', 'y"}', '{"b": 1}'), {}),
+        "two calls interleaved": (
+            [
+                chunk(tc(0, "a", "f", "")),
+                chunk(tc(1, "b", "g", "")),
+                *[chunk(tc(k % 2, args=p)) for k, p in enumerate(['{"x": "', '{"y": "', "1", "2", '"}', '"}'])],
+                chunk(finish="tool_calls"),
+            ],
+            {},
+        ),
+        "a header for the next call mid-run": (call(*body[:4], finish=None) + call(*body[4:], index=1), {}),
+        "text beside a fragment mid-run": (
+            [*call(*body[:3], finish=None), said(chunk(tc(0, args="q")), "hi"), *call(*body[3:], finish="stop")[1:]],
+            {},
+        ),
+        "after the finish reason": (
+            call(*body[:3], finish="tool_calls") + [chunk(tc(0, args=p)) for p in body[3:]],
+            {},
+        ),
+        "strict": (call(*body), {"strict": True}),
+    }
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> Any:
+    kind = rng.choice(["str", "num", "lit", "list", "obj"] if depth < 4 else ["str", "num", "lit"])
+    if kind == "str":
+        return "".join(
+            rng.choice(["a", "b c", '"', "\\", "\n", "{", "]", "caf\u00e9", "\U0001f642"])
+            for _ in range(rng.randint(0, 6))
+        )
+    if kind == "num":
+        return rng.choice([0, -12, 3.5, 1e21, 7])
+    if kind == "lit":
+        return rng.choice([True, False, None])
+    if kind == "list":
+        return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    return {f"k{i}": _random_value(rng, depth + 1) for i in range(rng.randint(0, 4))}
+
+
+def _random_streams(count: int) -> list[list[dict[str, Any]]]:
+    """OpenAI chat streams of one to three calls with nested values (brackets and quotes inside
+    strings, escapes, unicode), in fragments of 1 to 12 characters, some with spacing, the calls
+    one after another or interleaved."""
+    from tests.helpers import chunk, tc
+
+    streams = []
+    for seed in range(count):
+        rng = random.Random(seed)
+        texts = []
+        for _ in range(rng.randint(1, 3)):
+            value = {"q": _random_value(rng), "r": _random_value(rng)}
+            texts.append(json.dumps(value, ensure_ascii=rng.random() < 0.3, indent=rng.choice([None, 1])))
+        pieces: list[list[str]] = []
+        for text in texts:
+            cut, at = [], 0
+            while at < len(text):
+                n = rng.randint(1, 12)
+                cut.append(text[at : at + n])
+                at += n
+            pieces.append(cut)
+        events = [chunk(tc(k, f"c{k}", "f", "")) for k in range(len(texts))]
+        order = [k for k in range(len(texts)) for _ in pieces[k]]
+        if rng.random() < 0.3:
+            rng.shuffle(order)
+        else:
+            order.sort()
+        taken = [0] * len(texts)
+        for k in order:
+            events.append(chunk(tc(k, args=pieces[k][taken[k]])))
+            taken[k] += 1
+        streams.append([*events, chunk(finish="tool_calls")])
+    return streams
+
+
+def _replay_held(events: list[dict[str, Any]], sizes: list[int], **options: Any) -> object:
+    from fsm import Reassembler
+    from tests.helpers import replay_traced
+
+    wire = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+
+    def feed(r: Reassembler) -> Iterator[list[Any]]:
+        pos, k = 0, 0
+        while pos < len(wire):
+            size = sizes[k % len(sizes)]
+            k += 1
+            yield r.feed_bytes(wire[pos : pos + size])
+            if pos < 40 < pos + size and 0 in r.registry.slots:
+                yield [("preview", r.partial(0))]  # a preview reads what the read held back
+            pos += size
+
+    return replay_traced(Reassembler("openai-chat", **options), feed)
+
+
+def test_fragments_held_back_over_a_read_decide_as_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read of many OpenAI chat events holds back the fragments whose scan waits and stores each
+    run in one step (Registry.hold). Over every OpenAI chat vector, fuzzed streams and the edge
+    cases above, fed whole and in pieces: the same transitions in order, outputs, previews, calls,
+    diagnostics and rule counts as with nothing held back, and as through the decoder's shortcut."""
+    from fsm.engine.registry import Registry
+    from fsm.harness.fuzz.run import sample_vectors
+    from fsm.wire.decoders import openai_chat
+
+    vectors = [v for v in load_vectors() if v.shape == "openai-chat"] + sample_vectors("openai-chat", 150)
+    streams = [(v.name, v.events, {}) for v in vectors if all(type(e) is dict for e in v.events)]
+    streams += [(name, events, options) for name, (events, options) in _held_edges().items()]
+    streams += [(f"random {k}", events, {}) for k, events in enumerate(_random_streams(60))]
+    assert len(streams) > 250
+    cuts = [[1 << 20], [97, 5, 300], [1]]
+    held = 0
+    real = Registry._gather
+
+    def counted(self: Registry, index: int, text: str) -> bool:
+        nonlocal held
+        taken = real(self, index, text)
+        held += taken
+        return taken
+
+    def replays() -> list[object]:
+        return [_replay_held(events, sizes, **options) for _, events, options in streams for sizes in cuts]
+
+    monkeypatch.setattr(Registry, "_gather", counted)
+    holding = replays()
+    assert held > 2000
+    monkeypatch.setattr(Registry, "_gather", lambda self, index, text: False)
+    one_by_one = replays()
+    monkeypatch.setattr(openai_chat, "lean_fragment_in", lambda payload: None)
+    monkeypatch.setattr("fsm.reassembler.lean_fragment_in", lambda payload: None)
+    shortcut = replays()
+    names = [f"{name} {sizes}" for name, _, _ in streams for sizes in cuts]
+    for name, a, b, c in zip(names, holding, one_by_one, shortcut, strict=True):
+        assert a == b, name
+        assert a == c, name
+
+
+def test_the_lean_fragment_reader_reads_as_the_shortcut_does() -> None:
+    """lean_fragment_in finds in a chunk what plain_delta, one_entry and bare_fragment_in find
+    together, or nothing; over every chunk of the vectors and fuzzed streams, and chunks with one
+    more key anywhere."""
+    from fsm.harness.fuzz.run import sample_vectors
+    from fsm.wire.decoders.openai_chat import bare_fragment_in, lean_fragment_in, one_entry, plain_delta
+
+    vectors = [*load_vectors(), *sample_vectors("openai-chat", 150)]
+    chunks = [e for v in vectors for e in v.events if type(e) is dict]
+    chunks += [e for events in _random_streams(20) for e in events]
+    extra: list[dict[str, Any]] = []
+    for e in chunks:
+        if lean_fragment_in(e) is not None:
+            choice = e["choices"][0]
+            entry = choice["delta"]["tool_calls"][0]
+            extra += [
+                {**e, "usage": {"total_tokens": 1}},
+                {**e, "choices": [{**choice, "finish_reason": "stop"}]},
+                {**e, "choices": [{**choice, "index": 1}]},
+                {**e, "choices": [{**choice, "delta": {**choice["delta"], "content": "x"}}]},
+                {**e, "choices": [{**choice, "delta": {"tool_calls": [{**entry, "id": "x"}]}}]},
+                {**e, "choices": [{**choice, "delta": {"tool_calls": [{**entry, "id": None}]}}]},
+                {**e, "choices": [{**choice, "delta": {"tool_calls": [{**entry, "function": {"name": "g"}}]}}]},
+            ]
+    assert len(extra) > 500
+    for e in chunks + extra:
+        delta = plain_delta(e)
+        found = one_entry(delta) if delta is not None else None
+        general = bare_fragment_in(*found) if found is not None else None
+        lean = lean_fragment_in(e)
+        assert lean is None or lean == general, e
+    assert sum(lean_fragment_in(e) is not None for e in chunks) > 500

@@ -104,6 +104,15 @@ class SpecMachine:
         slot.covered(label)
         return rest
 
+    def staying(self, trigger: str, state: str) -> str:
+        """The label of the transition ``trigger`` takes from ``state`` when no guarded one holds:
+        the state's last candidate, which must be unguarded and stay in ``state``. How a run of
+        such transitions is counted when it is applied in one step (Registry.settle)."""
+        check, dest, _, label = self.table[trigger][state][1][-1]
+        if check is not None or dest != state:
+            raise SpecError(f"{self.spec.name}: {trigger!r} from {state!r} has no unguarded transition that stays")
+        return label
+
     @functools.cached_property
     def machine(self) -> ReferenceMachine:
         """The reference executor, built from the spec when first asked for."""

@@ -273,6 +273,32 @@ class Slot:
             return text, ""
         return text[:end], text[end:]
 
+    def gatherable(self) -> bool:
+        """Does every ``append`` of fragment text to this call, while nothing else happens to it,
+        take the hot transition (accumulating to accumulating) with the text stored as it came and
+        all of it sent out, as long as its scan waits and the limits hold? Then such fragments
+        may be stored together (Registry._gather, store_run)."""
+        return (
+            self.state == "accumulating"
+            and not self._high
+            and not self._blank
+            and not self.server
+            and not self.ledger.withhold
+            and self._emitted == self._length
+            and type(self.scanner) is not StartScanner
+        )
+
+    def store_run(self, texts: list[str], data: bytes, chars: int) -> None:
+        """store_fragment of each of ``texts`` in turn (``data`` their UTF-8, joined; ``chars``
+        their length), each found to wait (Registry._gather): stored as it came, all of it sent out."""
+        self.ledger.held_bytes += len(data)
+        self._length += chars
+        self._append(data)
+        self._text = None
+        self._emitted = self._length
+        ordinal = self.ordinal
+        self.ledger.outputs += [ArgumentsDelta(ordinal, text) for text in texts]
+
     def _catch_up(self) -> None:
         """Scan the held text whose scan waited. It cannot close the value nor pass the depth
         limit (see Scanner.may_wait). Decoded a piece at a time straight from the buffer, so

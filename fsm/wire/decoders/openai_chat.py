@@ -128,6 +128,13 @@ class OpenAIChatDecoder:
             return True
         return False
 
+    def hold(self, index: int, text: str, registry: Registry) -> None:
+        """What shortcut() does with a chunk that is one bare fragment and nothing else (see
+        lean_fragment_in), for a read of many events: the fragment may be held back with those
+        before it (Registry.hold). The caller settles the registry before anything else and at
+        the end of the read. Only while the stream has no finish reason, as for shortcut()."""
+        registry.hold(index, text, self._bare.ref)
+
     def ending(
         self,
         payload: dict[str, Any],
@@ -261,6 +268,27 @@ def plain_delta(payload: dict[str, Any]) -> dict[str, Any] | None:
         return None
     delta = choice.get("delta")
     return delta if type(delta) is dict else None
+
+
+def lean_fragment_in(payload: dict[str, Any]) -> tuple[int, str] | None:
+    """(index, text) of a chunk that holds nothing but one bare fragment, as OpenAI sends nearly
+    every chunk of a call's arguments: what one_entry and bare_fragment_in find in its plain delta,
+    read with fewer tests (test_the_lean_fragment_reader_reads_as_the_shortcut_does); None for any
+    other chunk."""
+    delta = plain_delta(payload)
+    if delta is None or len(delta) != 1:
+        return None
+    entries = delta.get("tool_calls")
+    if type(entries) is not list or len(entries) != 1:
+        return None
+    entry = entries[0]
+    if type(entry) is not dict or len(entry) != 2:
+        return None
+    index, function = entry.get("index"), entry.get("function")
+    if type(index) is not int or type(function) is not dict or len(function) != 1:
+        return None
+    text = function.get("arguments")
+    return (index, text) if type(text) is str and text else None
 
 
 def bare_fragment_in(entry: dict[str, Any], function: dict[str, Any]) -> tuple[int, str] | None:
