@@ -217,9 +217,7 @@ def _built_in_item(call: ToolCall) -> Message:
     item["call_id"] = call.id  # the id the answer pairs by (renamed where the wire repeated one)
     item["status"] = "completed"
     if call.type in _ID_REQUIRED and "id" not in item:
-        raise LocalProtocolError(
-            f"call {call.id}: its {call.type} input item needs the item id, which the wire never gave"
-        )
+        raise LocalProtocolError(f"call {call.id}: its {call.type} input item needs the item id the wire never gave")
     return item
 
 
@@ -372,13 +370,14 @@ def _screenshot(call: ToolCall, output: Any) -> dict[str, Any]:
 
 
 def tool_results(answers: Iterable[Message], format: Format) -> list[Message]:
-    """What to append to the history after the assistant message: OpenAI's answers as they are,
-    Anthropic's ``tool_result`` blocks in one user message, Gemini's parts in one user content."""
+    """What to append to the history after the assistant message: OpenAI's answers as they are, Anthropic's
+    ``tool_result`` blocks in one user message, Gemini's parts (or ``Part`` objects) in one user content."""
     _check_format(format)
     _need(answers, Iterable, "answers must be an iterable of what tool_result gives")
     answers = list(answers)
     for answer in answers:
-        _need(answer, Mapping, "each answer must be a dict (what tool_result gives)")
+        if not (format == "gemini" and callable(getattr(answer, "model_dump", None))):  # a genai Part goes as it is
+            _need(answer, Mapping, "each answer must be a dict (what tool_result gives)")
     if format == "anthropic":
         return [{"role": "user", "content": answers}] if answers else []
     if format == "gemini":

@@ -77,8 +77,10 @@ def as_mapping(item: Any) -> Mapping[str, Any]:
     if callable(dump):
         # pydantic SDK models: wire names (google-genai's camelCase aliases), JSON-safe values. The
         # fields set, not the non-None ones: dropping every None also dropped the nulls the wire sent.
+        # No serializer warnings: an SDK's model holding a subclass its union does not name (openai's
+        # ParsedResponseOutputMessage) is written whole all the same, and the caller can do nothing.
         try:
-            value = dump(mode="json", by_alias=True, exclude_unset=True, exclude={"snapshot"})
+            value = dump(mode="json", by_alias=True, exclude_unset=True, exclude={"snapshot"}, warnings=False)
         except TypeError:
             value = dump()
         except ValueError:
