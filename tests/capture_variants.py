@@ -169,6 +169,39 @@ def cut_mid_call(provider: str, payloads: list[dict[str, Any]]) -> list[dict[str
     return None
 
 
+def _id_holders(provider: str, payloads: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], str]]:
+    """Every (dict, key) holding a call's wire id."""
+    for p in payloads:
+        if provider == "openai-chat":
+            for choice in p.get("choices") or []:
+                for call in (choice.get("delta") or {}).get("tool_calls") or []:
+                    if call.get("id"):
+                        yield call, "id"
+        elif provider == "openai-responses":
+            if isinstance(p.get("item"), dict) and p["item"].get("type") == "function_call":
+                yield p["item"], "call_id"
+        elif provider == "anthropic":
+            if p.get("type") == "content_block_start" and p["content_block"].get("type") == "tool_use":
+                yield p["content_block"], "id"
+        else:
+            for candidate in p.get("candidates") or []:
+                for part in (candidate.get("content") or {}).get("parts") or []:
+                    if (part.get("functionCall") or {}).get("id"):
+                        yield part["functionCall"], "id"
+
+
+def one_id(provider: str, payloads: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Every call under the first call's id (DeepSeek and GLM reuse one id in a turn); None when
+    the capture has fewer than two ids to merge."""
+    payloads = copy.deepcopy(payloads)
+    holders = list(_id_holders(provider, payloads))
+    if len({box[key] for box, key in holders}) < 2:
+        return None
+    for box, key in holders:
+        box[key] = holders[0][0][holders[0][1]]
+    return payloads
+
+
 def variants(provider: str, payloads: list[dict[str, Any]]) -> Iterator[tuple[str, list[dict[str, Any]] | None]]:
     """(name, payloads or None where the capture gives no such variant), as-is first."""
     yield "as-is", payloads
@@ -177,4 +210,5 @@ def variants(provider: str, payloads: list[dict[str, Any]]) -> Iterator[tuple[st
     if provider != "gemini":  # Gemini's arguments are objects, never text to split
         yield "unicode-split", with_member(provider, payloads, "u", EMOJI, split_at=len('{"u": "é') + 1)
     yield "empty", emptied(provider, payloads)
+    yield "one-id", one_id(provider, payloads)
     yield "cut", cut_mid_call(provider, payloads)

@@ -315,6 +315,9 @@ def test_the_next_turn_goes_through_the_same_sdk_with_every_call_paired(
         assert sent_calls(provider, body) == [
             (c.id if provider != "gemini" or c.wire_id else None, c.name, wire_arguments(provider, c)) for c in went
         ]
+        if provider == "gemini":  # each signature goes back on its call, the same bytes
+            signed = [p.get("thoughtSignature") for m in body for p in m["parts"] if "functionCall" in p]
+            assert [_signature(s) for s in signed] == [_signature(c.thought_signature) for c in went]
         answered = [key for key, _ in sent_answers(provider, body)]
         assert answered == [key for key, _ in _answers_for(provider, result, incomplete, genai_parts)]
         # a cut call never goes as one that ran: left out, or (include) answered "not run"
@@ -330,6 +333,31 @@ def test_the_next_turn_goes_through_the_same_sdk_with_every_call_paired(
         assert not history.check(conversation).rejected
         fixed, changes = history.repair(body)
         assert changes == [] and fixed == body
+
+
+@pytest.mark.parametrize(
+    ("path", "provider", "variant", "payloads"), [c for c in CASES if c.values[0] is None or c.values[2] == "as-is"]
+)
+def test_two_turns_with_the_first_turns_ids_taken_pair_up(
+    path: Path, provider: str, variant: str, payloads: Any
+) -> None:
+    if path is None:
+        require_captures()
+    replay, client = client_for(provider, body_of(path, provider, variant, payloads))
+    first = send(provider, client, ASK[provider])
+    conversation = next_request(provider, first, "include")
+    second = send(provider, client, conversation, taken=[c.id for c in first.calls])
+    said = messages.assistant_message(second, provider, incomplete="include")  # type: ignore[call-overload]
+    conversation += said if isinstance(said, list) else [said]
+    answers = [messages.tool_result(c, answer(c), provider) for c in second.complete_calls]  # type: ignore[arg-type]
+    conversation += messages.tool_results(answers + messages.incomplete_answers(second, provider), provider)  # type: ignore[arg-type]
+    send(provider, client, conversation)
+
+    body = replay.sent[-1][BODY_FIELD[provider]]
+    assert not {c.id for c in first.calls} & {c.id for c in second.calls}
+    report = history.check(body)
+    assert report.findings == (), report
+    assert history.repair(body) == (body, [])
 
 
 # -- fsm.history over the SDKs' own objects ---------------------------------------------------------------
