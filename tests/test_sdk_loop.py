@@ -360,6 +360,35 @@ def test_two_turns_with_the_first_turns_ids_taken_pair_up(
     assert history.repair(body) == (body, [])
 
 
+@pytest.mark.parametrize(
+    ("path", "provider", "variant", "payloads"),
+    [c for c in CASES if c.values[0] is None or (c.values[1] == "openai-chat" and c.values[2] in ("as-is", "cut"))],
+)
+def test_langchain_sends_the_next_turn_paired(path: Path, provider: str, variant: str, payloads: Any) -> None:
+    if path is None:
+        require_captures()
+    replay = Replay(body_of(path, provider, variant, payloads))
+    langchain_openai = pytest.importorskip("langchain_openai")
+    model = langchain_openai.ChatOpenAI(
+        model="m", api_key="test", base_url="http://mock/v1", http_client=replay.client()
+    )
+    result = fsm.reassemble(model.stream("go"))
+
+    conversation = next_request(provider, result, "omit")
+    list(model.stream(conversation))  # LangChain takes OpenAI-shaped dicts as its messages
+    body = replay.sent[-1]["messages"]
+    # it parses each call's arguments and writes them again: the same value, its own spacing
+    assert [(i, n, json.loads(a)) for i, n, a in sent_calls(provider, body)] == [
+        (c.id, c.name, c.arguments) for c in result.complete_calls
+    ]
+    assert sent_answers(provider, body) == sent_answers(provider, conversation)
+    assert not history.check(body).rejected
+    if messages.omitted(result):
+        # a cut call's raw text is no JSON, and LangChain parses what it is given: keep the default, omit
+        with pytest.raises(json.JSONDecodeError):
+            list(model.stream(next_request(provider, result, "include")))
+
+
 # -- fsm.history over the SDKs' own objects ---------------------------------------------------------------
 
 OPENAI_CHAT = "openai_chat/openai-python-parallel-two-tools.sse"
