@@ -290,8 +290,10 @@ class Reassembler:
             self._apply(item)  # type: ignore[arg-type]
         else:
             payload = sdk_payload(item)
-            if payload is not None:  # None: a stream helper's event that repeats the raw ones
-                self._decode(payload)
+            if payload is None:  # a stream helper's event that repeats the raw ones: no wire event, not counted
+                self.ledger.event = self._events = self._events - 1
+                return
+            self._decode(payload)
 
     def _ingest_payload(self, payload: Payload, *, last: bool) -> None:
         if type(payload) is not str:
