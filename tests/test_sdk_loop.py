@@ -346,6 +346,59 @@ def test_the_next_turn_goes_through_the_same_sdk_with_every_call_paired(
         assert not history.check(conversation).rejected
         fixed, changes = history.repair(body)
         assert changes == [] and fixed == body
+        repaired_keeps_every_answer(provider, body)
+
+
+def _answer_holders(provider: str, body: list[dict[str, Any]]) -> list[tuple[list[Any], int]]:
+    """(the list holding it, its position) of every answer: a message in the body, or a block or part."""
+    if provider in ("openai-chat", "openai-responses"):
+        answer_of = {
+            "openai-chat": lambda m: m.get("role") == "tool",
+            "openai-responses": lambda m: m.get("type") == "function_call_output",
+        }[provider]
+        return [(body, i) for i, m in enumerate(body) if answer_of(m)]
+    field, kind = ("content", "tool_result") if provider == "anthropic" else ("parts", "functionResponse")
+    return [
+        (m[field], j)
+        for m in body
+        if isinstance(m.get(field), list)
+        for j, b in enumerate(m[field])
+        if (b.get("type") == kind if provider == "anthropic" else kind in b)
+    ]
+
+
+def repaired_keeps_every_answer(provider: str, body: list[dict[str, Any]]) -> None:
+    """Damage the history as agent loops do (an answer lost, another sent twice): repair gives a
+    placeholder for the lost one, drops the second copy, and keeps every real answer once, paired."""
+    damaged = json.loads(json.dumps(body))
+    holders = _answer_holders(provider, damaged)
+    if not holders:
+        return
+    answers = sent_answers(provider, body)
+    first_list, first = holders[0]
+    # An id-less Gemini response sent twice is, by the pairing rule, the answer to the next call of
+    # its name: only a response with an id can be seen to be a second copy.
+    twice = provider != "gemini" or "id" in first_list[first]["functionResponse"]
+    if twice:
+        first_list.insert(first + 1, json.loads(json.dumps(first_list[first])))
+    lost = None
+    if len(holders) > 1:
+        last_list, last = holders[-1]
+        last_list.pop(last + (twice and last_list is first_list))  # the insert moved it on by one
+        lost = answers[-1]
+    real = answers[:-1] if lost else answers
+
+    fixed, changes = history.repair(damaged)
+
+    assert not history.check(fixed).rejected
+    after = sent_answers(provider, fixed)
+    assert [a for a in after if a in real] == real  # each real answer once, in order, under its call's id
+    placeholders = [key for key, output in after if (key, output) not in real]
+    assert len(placeholders) == (lost is not None)
+    if lost and provider != "gemini":  # a Gemini placeholder goes under the call's id, if it has one
+        assert placeholders == [lost[0]]
+    expected = {kind for kind, done in (("dropped-duplicate-result", twice), ("placeholder-result", lost)) if done}
+    assert {c.kind for c in changes} == expected
 
 
 @pytest.mark.parametrize(
