@@ -288,12 +288,10 @@ class Reassembler:
             if fault is not None:
                 raise InvalidInput(f"event {self._events}: {fault}")
             self._apply(item)  # type: ignore[arg-type]
-        else:
-            payload = sdk_payload(item)
-            if payload is None:  # a stream helper's event that repeats the raw ones: no wire event, not counted
-                self.ledger.event = self._events = self._events - 1
-                return
+        elif (payload := sdk_payload(item)) is not None:
             self._decode(payload)
+        else:  # a stream helper's event that repeats the raw ones: no wire event, so not counted
+            self.ledger.event = self._events = self._events - 1
 
     def _ingest_payload(self, payload: Payload, *, last: bool) -> None:
         if type(payload) is not str:
