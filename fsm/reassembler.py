@@ -295,10 +295,10 @@ class Reassembler:
             if fault is not None:
                 raise InvalidInput(f"event {self._events}: {fault}")
             self._apply(item)  # type: ignore[arg-type]
-        else:
-            payload = sdk_payload(item)
-            if payload is not None:  # None: a stream helper's event that repeats the raw ones
-                self._decode(payload)
+        elif (payload := sdk_payload(item)) is not None:
+            self._decode(payload)
+        else:  # a stream helper's event that repeats the raw ones: no wire event, so not counted
+            self.ledger.event = self._events = self._events - 1
 
     def _ingest_payload(self, payload: Payload, *, last: bool) -> None:
         # The commonest OpenAI chat chunks of a read are held back and stored together (see

@@ -26,9 +26,11 @@ class Replay:
     """A mock transport's handler: answers every request with the capture's bytes, keeps the
     request bodies the SDK wrote."""
 
-    def __init__(self, capture: str, http: Any = httpx) -> None:
-        require_captures()
-        self.body = (CAPTURES / capture).read_bytes()
+    def __init__(self, capture: str | bytes, http: Any = httpx) -> None:
+        if isinstance(capture, str):  # a capture's path under the captures folder, else its bytes
+            require_captures()
+            capture = (CAPTURES / capture).read_bytes()
+        self.body = capture
         self.http = http
         self.sent: list[dict[str, Any]] = []
 

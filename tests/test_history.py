@@ -198,6 +198,18 @@ def test_gemini_calls_without_ids_pair_by_name_and_order() -> None:
     assert history.check(fixed).findings == ()
 
 
+def test_gemini_calls_without_ids_in_later_turns_are_new_calls_not_reused_ids() -> None:
+    # `sum#1` names the first id-less sum call of its own turn: every Gemini 2.x conversation that
+    # calls a tool again in a later turn was reported as reusing an id it never had.
+    model = {"role": "model", "parts": [{"functionCall": {"name": "sum", "args": {"a": 1}}}]}
+    answer = {"role": "user", "parts": [{"functionResponse": {"name": "sum", "response": {"r": 1}}}]}
+
+    assert history.check([GEMINI_USER, model, answer, model, answer]).findings == ()
+    report = history.check([GEMINI_USER, model, GEMINI_USER, model, answer])
+    assert [(f.kind, f.id, f.message) for f in report.findings] == [(Kind.DANGLING, "sum#1", 2)]
+    assert history.repair([GEMINI_USER, model, answer, model, answer])[1] == []
+
+
 # -- uniquify -------------------------------------------------------------------------------------------------
 
 

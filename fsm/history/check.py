@@ -111,6 +111,11 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
         for call in dict.fromkeys(made):  # the turn is over: each of its ids once, in call order
             if call.state == "outstanding":
                 machine.fire(call, "close_turn")
+        # An id-less Gemini call's key is its name and place within its own turn: the next turn's
+        # `f#1` is another call, not this one's id used again.
+        for entry in (*segment.calls, *segment.results):
+            if not isinstance(entry.key, str):
+                ids.pop(entry.key, None)
     return Report(fmt, tuple(findings))
 
 

@@ -288,13 +288,14 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
 
 
 def tool_results(answers: Iterable[Message], format: Format) -> list[Message]:
-    """What to append to the history after the assistant message: OpenAI's answers as they are,
-    Anthropic's ``tool_result`` blocks in one user message, Gemini's parts in one user content."""
+    """What to append to the history after the assistant message: OpenAI's answers as they are, Anthropic's
+    ``tool_result`` blocks in one user message, Gemini's parts (or ``Part`` objects) in one user content."""
     _check_format(format)
     _need(answers, Iterable, "answers must be an iterable of what tool_result gives")
     answers = list(answers)
     for answer in answers:
-        _need(answer, Mapping, "each answer must be a dict (what tool_result gives)")
+        if not (format == "gemini" and callable(getattr(answer, "model_dump", None))):  # a genai Part goes as it is
+            _need(answer, Mapping, "each answer must be a dict (what tool_result gives)")
     if format == "anthropic":
         return [{"role": "user", "content": answers}] if answers else []
     if format == "gemini":

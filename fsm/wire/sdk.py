@@ -13,9 +13,9 @@ frameworks above them yield, read by duck typing.
   JSON (some 250 levels) is an event too deep to read: ``LimitExceeded``, as for a dict that deep;
 * openai's ``chat.completions.stream()`` events: a ``chunk`` event stands for the chunk it carries;
   the ``content.*``, ``refusal.*``, ``tool_calls.*`` and ``logprobs.*`` events are derived from those
-  chunks, so they are skipped;
+  chunks, so they are skipped (and not numbered as wire events);
 * anthropic's ``messages.stream()`` adds ``text``, ``input_json``, ``citation``, ``thinking`` and
-  ``signature`` events derived from the raw events it also yields: skipped;
+  ``signature`` events derived from the raw events it also yields: skipped, unnumbered;
 * LangChain's ``AIMessageChunk``: its ``tool_call_chunks`` (index, id, name, argument fragment) are
   the OpenAI chat shape under other names, so the chunk is written as an OpenAI chat chunk, whatever
   model is behind it (read it with provider ``auto`` or ``openai-chat``). The finish reason is the
@@ -77,8 +77,10 @@ def as_mapping(item: Any) -> Mapping[str, Any]:
     if callable(dump):
         # pydantic SDK models: wire names (google-genai's camelCase aliases), JSON-safe values. The
         # fields set, not the non-None ones: dropping every None also dropped the nulls the wire sent.
+        # No serializer warnings: an SDK's model holding a subclass its union does not name (openai's
+        # ParsedResponseOutputMessage) is written whole all the same, and the caller can do nothing.
         try:
-            value = dump(mode="json", by_alias=True, exclude_unset=True, exclude={"snapshot"})
+            value = dump(mode="json", by_alias=True, exclude_unset=True, exclude={"snapshot"}, warnings=False)
         except TypeError:
             value = dump()
         except ValueError:
