@@ -264,6 +264,10 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
 
 
 def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    shapes = SHAPES if args.shape == "all" else (args.shape,)
+    if any(s not in SHAPES for s in shapes):  # bad usage, told before (and without) hypothesis
+        stderr.write(f"toolcall-fsm: unknown shape {args.shape!r} (one of: all, {', '.join(SHAPES)})\n")
+        return 2
     try:
         from fsm.harness.fuzz import run as fuzz
     except ImportError:
@@ -277,10 +281,6 @@ def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
     from fsm.harness.vectors import write_vector
 
-    shapes = SHAPES if args.shape == "all" else (args.shape,)
-    if any(s not in SHAPES for s in shapes):
-        stderr.write(f"toolcall-fsm: unknown shape {args.shape!r} (one of: all, {', '.join(SHAPES)})\n")
-        return 2
     modes = ("property", "robust") if args.mode == "all" else (args.mode,)
     out = Path(args.out) if args.out else None
     workdir = out or Path(tempfile.mkdtemp(prefix="toolcall-fsm-fuzz-"))
