@@ -611,3 +611,91 @@ def test_problems_leave_out_the_info_diagnostics_and_the_version_is_the_installe
     assert [d.code for d in cut.problems()] == ["truncated"] and not cut.problems()[0].violation
     assert fsm.__version__ == importlib.metadata.version("toolcall-fsm")
     assert (ROOT / "fsm" / "py.typed").is_file()
+
+
+# -- what the README says the engine does with a wire, case by case --------------------------------
+
+
+def chunk(*calls: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"tool_calls": list(calls)} if calls else {}, "finish_reason": finish}]}
+
+
+def tc(index: int | None = None, id: str | None = None, name: str | None = None, args: str | None = None) -> Any:
+    call: dict[str, Any] = {"function": {}}
+    for key, value in (("index", index), ("id", id)):
+        if value is not None:
+            call[key] = value
+    for key, value in (("name", name), ("arguments", args)):
+        if value is not None:
+            call["function"][key] = value
+    return call
+
+
+def calls_of(*events: dict[str, Any], provider: str = "openai-chat") -> tuple[list[tuple[Any, ...]], list[str]]:
+    result = fsm.reassemble(list(events), provider=provider)
+    return [(c.id, c.name, c.arguments, c.status.value) for c in result.calls], result.codes()
+
+
+FINISH = chunk(finish="tool_calls")
+
+
+def test_the_opening_table_row_by_row() -> None:
+    table = README.split("| What the wire does |")[1].split("\n\n")[0]
+    assert len(re.findall(r"^\| ", table, re.M)) == 8  # the eight rows checked below
+    # two calls to one tool, each in its own event, both at index 0: two calls
+    calls, _ = calls_of(chunk(tc(0, "", "s", '{"q": "A"}')), chunk(tc(0, "", "s", '{"q": "B"}')), FINISH)
+    assert [c[2] for c in calls] == [{"q": "A"}, {"q": "B"}]
+    # events A, B, B: two calls, the resend in B's own slot
+    a, b = tc(0, "", "a", '{"x": 1}'), tc(0, "", "b", '{"y": 2}')
+    calls, codes = calls_of(chunk(a), chunk(b), chunk(b), FINISH)
+    assert [c[1] for c in calls] == ["a", "b"] and "resend" in codes
+    # the full id and name on every chunk: set once
+    calls, _ = calls_of(chunk(tc(0, "c1", "llm_version", '{"a"')), chunk(tc(0, "c1", "llm_version", ": 1}")), FINISH)
+    assert calls == [("c1", "llm_version", {"a": 1}, "complete")]
+    # empty name and id on continuations: no evidence
+    calls, _ = calls_of(chunk(tc(0, "c1", "get", '{"a"')), chunk(tc(0, "", "", ": 1}")), FINISH)
+    assert calls == [("c1", "get", {"a": 1}, "complete")]
+    # one id on two different calls: the later becomes <id>_d2
+    calls, codes = calls_of(chunk(tc(0, "dup", "f", '{"a": 1}')), chunk(tc(1, "dup", "g", '{"b": 2}')), FINISH)
+    assert [c[0] for c in calls] == ["dup", "dup_d2"] and codes == ["duplicate-id"]
+    # no index at all, or index 1 first
+    calls, _ = calls_of(chunk(tc(None, "x1", "f", '{"a": 1}')), chunk(tc(None, "x2", "g", '{"b": 2}')), FINISH)
+    assert [c[0] for c in calls] == ["x1", "x2"]
+    assert calls_of(chunk(tc(1, "x1", "f", '{"a": 1}')), FINISH)[0] == [("x1", "f", {"a": 1}, "complete")]
+    # cumulative text in every delta, or a full replay at the end: the new tail, or a resend
+    growing = [chunk(tc(0, "c", "f", '{"q":"a')), chunk(tc(0, args='{"q":"ab')), chunk(tc(0, args='{"q":"abc"}'))]
+    assert calls_of(*growing, FINISH)[0] == [("c", "f", {"q": "abc"}, "complete")]
+    replayed = [chunk(tc(0, "c", "f", '{"q":')), chunk(tc(0, args='"a"}')), chunk(tc(0, args='{"q":"a"}'))]
+    assert calls_of(*replayed, FINISH) == ([("c", "f", {"q": "a"}, "complete")], ["resend"])
+    # the stream stops mid-call: truncated, with the raw text
+    for end in ([chunk(finish="length")], []):
+        result = fsm.reassemble([chunk(tc(0, "c", "f", '{"q": "ab')), *end], provider="openai-chat")
+        assert [(c.status.value, c.arguments_json) for c in result.calls] == [("truncated", '{"q": "ab')]
+
+
+def test_the_rules_worked_examples() -> None:
+    # rule 15 (its cumulative example is the opening table's): `{"filter": ` then `{"filter": "open"}}` appends
+    assert '`{"q":"a`, `{"q":"ab`, `{"q":"abc"}` gives `{"q":"abc"}`' in README
+    assert '`{"filter": ` then `{"filter": "open"}}` appends' in README
+    appended = calls_of(chunk(tc(0, "c", "f", '{"filter": ')), chunk(tc(0, args='{"filter": "open"}}')), FINISH)
+    assert appended == ([("c", "f", {"filter": {"filter": "open"}}, "complete")], [])
+    # rule 16: surrogate halves in two events are one character; a lone one is kept as its escape
+    halves = calls_of(chunk(tc(0, "c", "f", '{"e": "\ud83d')), chunk(tc(0, args='\ude00"}')), FINISH)
+    assert halves == ([("c", "f", {"e": "\U0001f600"}, "complete")], ["surrogate-pair-joined"])
+    lone = fsm.reassemble([chunk(tc(0, "c", "f", '{"e": "\ud83d"}')), FINISH], provider="openai-chat")
+    assert lone.calls[0].arguments_json == '{"e": "\\ud83d"}' and lone.codes() == ["lone-surrogate"]
+    # parsed once, strictly: NaN is invalid, a key twice is reported with the last value kept, 1e999 is exact
+    assert calls_of(chunk(tc(0, "c", "f", '{"n": NaN}')), FINISH) == (
+        [("c", "f", None, "invalid")],
+        ["invalid-arguments"],
+    )
+    assert calls_of(chunk(tc(0, "c", "f", '{"k": 1, "k": 2}')), FINISH) == (
+        [("c", "f", {"k": 2}, "complete")],
+        ["duplicate-key"],
+    )
+    big = calls_of(chunk(tc(0, "c", "f", '{"big": 1e999}')), FINISH)[0][0][2]["big"]
+    assert type(big).__name__ == "Decimal" and str(big) == "1E+999"
+    # rule 14: a finish that promises calls with none, and a Gemini call without a name, are reported
+    assert calls_of(FINISH) == ([], ["finish-without-calls"])
+    nameless = {"candidates": [{"content": {"parts": [{"functionCall": {"args": {"a": 1}}}]}, "finishReason": "STOP"}]}
+    assert "missing-name" in calls_of(nameless, provider="gemini")[1]
