@@ -699,3 +699,25 @@ def test_the_rules_worked_examples() -> None:
     assert calls_of(FINISH) == ([], ["finish-without-calls"])
     nameless = {"candidates": [{"content": {"parts": [{"functionCall": {"args": {"a": 1}}}]}, "finishReason": "STOP"}]}
     assert "missing-name" in calls_of(nameless, provider="gemini")[1]
+
+
+def test_the_architecture_pages_layers_are_the_ones_the_import_test_enforces() -> None:
+    from tests.test_layers import LAYERS
+
+    table = ARCHITECTURE.split("| Layer | Where | Job | Imported by |")[1].split("\n\n")[0]
+    named = re.findall(r"^\| ([a-z ]+) \| ", table, re.M)
+    enforced = [name for name, _ in LAYERS if name != "public"]  # fsm/__init__.py: in the facade's row
+    assert named == [name.replace("cli", "command line") for name in enforced]
+    assert "`fsm/__init__.py`" in table
+
+
+def test_the_grading_table_counts_the_openai_chat_vectors() -> None:
+    """A measured table: when the OpenAI chat vectors change, ``python tools/grade_peers.py --fuzzed 0``
+    grades the peers again."""
+    chat = sum(v.shape == "openai-chat" for v in load_vectors())
+    table = README.split("| Implementation | Version | OpenAI-chat vectors passed |")[1].split("\n\n")[0]
+    rows = re.findall(r"^\| (.+?) \| ([\d.]+) \| (\d+) / (\d+) \|", table, re.M)
+    assert len(rows) == 3 and rows[0][0] == "toolcall-fsm"
+    assert rows[0][1:] == (fsm.__version__, str(chat), str(chat))
+    assert {int(row[3]) for row in rows} == {chat}, "re-run python tools/grade_peers.py --fuzzed 0"
+    assert f"On the {chat} OpenAI chat vectors" in README
