@@ -721,3 +721,10 @@ def test_the_grading_table_counts_the_openai_chat_vectors() -> None:
     assert rows[0][1:] == (fsm.__version__, str(chat), str(chat))
     assert {int(row[3]) for row in rows} == {chat}, "re-run python tools/grade_peers.py --fuzzed 0"
     assert f"On the {chat} OpenAI chat vectors" in README
+
+
+def test_the_fuzzing_counts() -> None:
+    budget = re.search(r"^BUDGET = (\d+)$", (ROOT / "tests" / "test_fuzz.py").read_text(encoding="utf-8"), re.M)
+    assert budget is not None and f"The test suite runs {budget[1]} derandomized streams per shape and mode." in README
+    found = [v.name for v in load_vectors() if v.name.startswith("fuzz-")]
+    assert len(found) == 2 and "(two of today's vectors came straight from it," in README
