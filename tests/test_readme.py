@@ -500,6 +500,9 @@ def test_every_path_the_docs_name_exists(doc: str) -> None:
     files = {p.name for p in (ROOT / "fsm").rglob("*.py")} | {p.name for p in (ROOT / "tools").iterdir()}
     bare = set(re.findall(r"`([\w]+\.(?:py|sh))`", text))
     assert sorted(bare - files) == []
+    # the diagrams' labels name modules by their path inside fsm/ (wire/framing.py)
+    drawn = set(re.findall(r"(?<![\w/])((?:engine|wire|harness|history)/[\w/]+\.py)", text))
+    assert sorted(p for p in drawn if not (ROOT / "fsm" / p).exists()) == []
 
 
 def test_the_layout_names_every_module_of_the_engine_and_the_wire_and_every_tool() -> None:
