@@ -75,7 +75,9 @@ exit status: 0 no failure; 1 a failure (the shrunk case is written as a vector),
 missing; 2 bad usage (an unknown shape).""",
     "history": """examples:
   toolcall-fsm history check messages.json
-  toolcall-fsm history check --json --format anthropic request.json""",
+  toolcall-fsm history check --json --format anthropic request.json
+
+exit status: that of the subcommand (toolcall-fsm history check --help); 2 bad usage.""",
     "check": """examples:
   toolcall-fsm history check messages.json      one line per finding, then the verdict
   toolcall-fsm history check --json request.json
