@@ -75,7 +75,9 @@ exit status: 0 no failure; 1 a failure (the shrunk case is written as a vector),
 missing; 2 bad usage (an unknown shape).""",
     "history": """examples:
   toolcall-fsm history check messages.json
-  toolcall-fsm history check --json --format anthropic request.json""",
+  toolcall-fsm history check --json --format anthropic request.json
+
+exit status: that of the subcommand (toolcall-fsm history check --help); 2 bad usage.""",
     "check": """examples:
   toolcall-fsm history check messages.json      one line per finding, then the verdict
   toolcall-fsm history check --json request.json
@@ -136,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--strict", action="store_true", help="exit 1 on the first protocol violation")
     replay.add_argument("--output", default="calls", choices=("calls", "deltas"), help="what to print")
-    replay.add_argument("file", help="the stream (SSE, NDJSON or a JSON array), or - for standard input")
+    replay.add_argument("file", help="the stream (SSE, NDJSON, a JSON array or an AWS event stream), - for stdin")
     conform = _command(commands, "conform", "run the conformance vectors and report coverage")
     conform.add_argument("--vectors", default=None, help="folder of vector files (default: the bundled specs/vectors)")
     conform.add_argument("--against", metavar="CMD", help="grade an external reassembler (see the README)")
@@ -264,6 +266,10 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
 
 
 def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    shapes = SHAPES if args.shape == "all" else (args.shape,)
+    if any(s not in SHAPES for s in shapes):  # bad usage, told before (and without) hypothesis
+        stderr.write(f"toolcall-fsm: unknown shape {args.shape!r} (one of: all, {', '.join(SHAPES)})\n")
+        return 2
     try:
         from fsm.harness.fuzz import run as fuzz
     except ImportError:
@@ -277,10 +283,6 @@ def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
     from fsm.harness.vectors import write_vector
 
-    shapes = SHAPES if args.shape == "all" else (args.shape,)
-    if any(s not in SHAPES for s in shapes):
-        stderr.write(f"toolcall-fsm: unknown shape {args.shape!r} (one of: all, {', '.join(SHAPES)})\n")
-        return 2
     modes = ("property", "robust") if args.mode == "all" else (args.mode,)
     out = Path(args.out) if args.out else None
     workdir = out or Path(tempfile.mkdtemp(prefix="toolcall-fsm-fuzz-"))

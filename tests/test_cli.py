@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import subprocess
@@ -185,3 +186,14 @@ def test_stdin_and_module_entry_point() -> None:
     proc = subprocess.run([sys.executable, "-m", "fsm", "replay", "-"], input=data, capture_output=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["calls"][0]["name"] == "f"
+
+
+def test_fuzz_refuses_an_unknown_shape_as_bad_usage_without_hypothesis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bad usage is 2, told at once, whether hypothesis is installed or not (where it was missing,
+    a misspelt shape said 1, "fuzzing needs hypothesis")."""
+    monkeypatch.setitem(sys.modules, "hypothesis", None)  # as where it is not installed
+    monkeypatch.delitem(sys.modules, "fsm.harness.fuzz.run", raising=False)
+    monkeypatch.delattr(importlib.import_module("fsm.harness.fuzz"), "run", raising=False)
+    code, _, err = run_cli("fuzz", "--shape", "no-such-shape")
+    assert code == 2 and "unknown shape 'no-such-shape'" in err
+    assert run_cli("fuzz")[0] == 1  # a run still says what it needs

@@ -80,8 +80,7 @@ def test_openai_chat_create_stream() -> None:
     replay = Replay(OPENAI_CHAT)
     client = openai_client(replay)
 
-    stream = client.chat.completions.create(model="gpt-4o", messages=USER, stream=True)
-    result = fsm.reassemble(stream)
+    result = fsm.reassemble(client.chat.completions.create(model="gpt-4o", messages=USER, stream=True))
     history = [*USER, messages.assistant_message(result, "openai-chat")]
     history += [messages.tool_result(call, run_tool(call), "openai-chat") for call in result.complete_calls]
 
@@ -290,8 +289,8 @@ def test_litellm_completion_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     openai = pytest.importorskip("openai")
     client = openai.OpenAI(api_key="test", base_url="http://mock/v1", http_client=replay.client())
 
-    stream = litellm.completion(model="openai/gpt-4o", messages=USER, stream=True, client=client)
-    result = fsm.reassemble(stream)  # ModelResponseStream chunks, in the OpenAI chat shape
+    # ModelResponseStream chunks, in the OpenAI chat shape
+    result = fsm.reassemble(litellm.completion(model="openai/gpt-4o", messages=USER, stream=True, client=client))
 
     assert got(result) == expected(OPENAI_CHAT)
     history = [*USER, messages.assistant_message(result, "openai-chat")]

@@ -145,6 +145,21 @@ def test_a_dangling_call_gets_a_placeholder_or_is_dropped(fmt: str) -> None:
     assert history.check(dropped).findings == () and '"b"' not in json.dumps(dropped)
 
 
+def test_a_second_call_under_one_id_left_unanswered_dangles(fmt: str) -> None:
+    """The k-th result with an id answers the k-th call with it: with two calls under one id and one
+    result, the second call is unanswered, though the check reports it as a duplicate call (the
+    README's loop asks anything_dangling before it repairs; it used to answer no here)."""
+    calls, results = FORMATS[fmt]
+    one_result = [user(fmt), *calls(("a", "f"), ("a", "f")), *results("a"), user(fmt)]
+    assert kinds(history.check(one_result)) == [Kind.DUPLICATE_CALL]
+    assert history.anything_dangling(one_result)
+    assert [c.kind for c in history.repair(one_result)[1]] == ["renamed-call", "placeholder-result"]
+    both = [user(fmt), *calls(("a", "f"), ("a", "f")), *results("a", "a"), user(fmt)]
+    assert history.check(both).rejected and not history.anything_dangling(both)  # paired; only the id clashes
+    extra = [user(fmt), *calls(("a", "f")), *results("a"), user(fmt), *results("a")]
+    assert kinds(history.check(extra)) == [Kind.DUPLICATE_RESULT] and history.anything_dangling(extra)
+
+
 def test_a_duplicate_result_is_reported_and_dropped(fmt: str) -> None:
     calls, results = FORMATS[fmt]
     messages = [user(fmt), *calls(("a", "f")), *results("a"), user(fmt), *results("a")]

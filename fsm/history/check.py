@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -121,6 +122,14 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
 
 def anything_dangling(messages: Sequence[Mapping[str, Any]]) -> bool:
     """Is any call in this history unanswered, or any result unmatched? Ask this, not whether an
-    error message mentions 400, before deciding to repair history: good turns stay untouched."""
-    report = check(messages)
-    return bool(report.of(Kind.DANGLING) or report.of(Kind.ORPHAN))
+    error message mentions 400, before deciding to repair history: good turns stay untouched.
+
+    Answered by the pairing :func:`~fsm.history.repair` keeps (the k-th result with an id answers
+    the k-th call with it, within a turn), not by the check's findings: a second call under an id
+    is a duplicate call there whether or not a result answers it, and a second result for it is a
+    duplicate result whether or not it has a call to answer."""
+    messages, fmt = resolve_format(messages, "auto")
+    for segment in segments(messages, fmt):
+        if Counter(entry.key for entry in segment.calls) != Counter(entry.key for entry in segment.results):
+            return True
+    return False

@@ -10,20 +10,24 @@ from __future__ import annotations
 import json
 import sys
 
-from fsm import CallStatus, Policies, Reassembler
+from fsm import CallStatus, Policies, Reassembler, ToolcallFSMError
+from fsm.jsontext import dumps
 
 
 def main() -> None:
     header = json.loads(sys.stdin.readline())
     r = Reassembler(header["shape"], policies=Policies(**header.get("policies", {})))
-    for line in sys.stdin:
-        if line.strip():
-            r.feed(json.loads(line))
+    try:
+        for line in sys.stdin:
+            if line.strip():
+                r.feed(json.loads(line))
+    except ToolcallFSMError:
+        pass  # the stream failed there: close() still gives the calls completed before it
     result = r.close()
     calls = [
         {"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.calls if c.status is CallStatus.COMPLETE
     ]
-    json.dump(calls, sys.stdout)
+    sys.stdout.write(dumps(calls))  # exact numbers: a Decimal json.dump cannot write goes out digit for digit
 
 
 if __name__ == "__main__":
