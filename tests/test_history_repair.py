@@ -73,7 +73,7 @@ def test_a_duplicate_call_never_takes_the_next_turns_answer() -> None:
     placeholder = RepairPolicy().placeholder
     assert answers(fixed) == [("a", "r1"), ("a_d2", placeholder), ("a", "r2")]
     assert fixed[3]["tool_call_id"] == "a_d2"  # the placeholder sits in turn 1, not turn 2
-    assert [c.kind for c in changes] == ["renamed-call", "placeholder-result"]
+    assert [(c.kind, c.id) for c in changes] == [("renamed-call", "a"), ("placeholder-result", "a_d2")]
 
 
 @pytest.mark.parametrize("fmt", ["anthropic", "gemini"])

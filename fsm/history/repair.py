@@ -62,7 +62,8 @@ class Change:
     message: int
     """1-based position in the input of the message changed (for a placeholder, the call's message)."""
     id: str | None
-    """The call id concerned (``name#k`` for an id-less Gemini call); None for a whole-message change."""
+    """The call id concerned (``name#k`` for an id-less Gemini call; for a placeholder, the id it
+    answers, which a rename may just have given the call); None for a whole-message change."""
     detail: str
     """What was done and why, in words."""
 
@@ -106,8 +107,8 @@ class _Plan:
         self.changes: list[Change] = []
         self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
 
-    def _change(self, kind: str, entry: Entry, detail: str) -> None:
-        self.changes.append(Change(kind, entry.message + 1, shown(entry.key), detail))
+    def _change(self, kind: str, entry: Entry, detail: str, key: Key | None = None) -> None:
+        self.changes.append(Change(kind, entry.message + 1, shown(entry.key if key is None else key), detail))
 
     def pair(self, segment: Segment) -> None:
         for entry in (*segment.calls, *segment.results):
@@ -150,7 +151,8 @@ class _Plan:
                     self._change("renamed-result", answer, f"the result that answered it now answers {wire_id!r}")
             if answer is None:
                 placeholders.append(self._placeholder(wire_id, call))
-                self._change("placeholder-result", call, "no result answered the call: a placeholder does")
+                # Named by the id it answers: the call's own, or the one a rename just gave it.
+                self._change("placeholder-result", call, "no result answered the call: a placeholder does", wire_id)
         for key in calls_of:
             self.answered_last[key] = key in answered
         if placeholders:
