@@ -50,8 +50,9 @@ from fsm.events import (
 from fsm.jsontext import loads_event
 from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
 from fsm.results import Diagnostic, Output, Result
-from fsm.wire.decoders import Decoder, detect_provider, make_decoder
+from fsm.wire.decoders import Decoder, detect_provider, error_in, make_decoder
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, lean_fragment_in
+from fsm.wire.detect import cut_before_telling
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.sdk import sdk_payload
@@ -105,6 +106,7 @@ class Reassembler:
             self._use(make_decoder(provider, ledger.policies))
         self._framer: Framer | None = None
         self._detector: Detector | None = None  # made by the first bytes: holds them until they tell the framing
+        self._unreadable = False  # the bytes are no framing (not-a-stream): the rest is not read
         self._events = 0
         self._finish: tuple[StreamEnd, int] | None = None  # the first finish reason, and its event
         self._closed: Result | None = None
@@ -245,7 +247,13 @@ class Reassembler:
 
     def _feed_bytes(self, data: bytes) -> None:
         if self._framer is None:
-            data = self._framing_told(data, final=False)
+            if self._unreadable:
+                return  # reported once, as not-a-stream
+            try:
+                data = self._framing_told(data, final=False)
+            except FramingError as exc:  # max_event_bytes read and still no framing
+                self._no_framing(exc, final=False)
+                return
         for payload in self._framer.feed(data) if self._framer is not None else ():
             self._ingest_payload(payload, last=False)
         self.registry.settle()
@@ -261,14 +269,11 @@ class Reassembler:
         return told[1]
 
     def _flush(self) -> None:
-        if self._framer is None and self._detector and self._detector.work:  # no byte fed: nothing to tell
-            held = self._detector.held
-            try:
+        if self._framer is None and not self._unreadable and self._detector and self._detector.work:
+            try:  # (no byte fed: nothing to tell)
                 head = self._framing_told(b"", final=True)
             except FramingError as exc:
-                self._events += 1
-                self.ledger.event = self._events
-                self.ledger.diagnose("cut-event", f"the stream is only {len(held)} bytes, {held[:60]!r}: {exc.detail}")
+                self._no_framing(exc, final=True)
                 return
             if self._framer is not None:
                 for payload in self._framer.feed(head):
@@ -278,6 +283,22 @@ class Reassembler:
             for n, payload in enumerate(payloads, start=1):
                 self._ingest_payload(payload, last=n == len(payloads) and self._framer.cut)
         self.registry.settle()
+
+    def _no_framing(self, exc: FramingError, *, final: bool) -> None:
+        """No framing reads the bytes: a stream cut while it could still have told (cut-event), or no
+        stream at all, such as an error page (not-a-stream): one event, reported once, the same
+        however long it is; nothing after it is read."""
+        assert self._detector is not None
+        held, self._unreadable = self._detector.held, True
+        self._events += 1
+        self.ledger.event = self._events
+        if final and cut_before_telling(held):
+            self.ledger.diagnose("cut-event", f"the stream is only {len(held)} bytes, {held[:60]!r}: {exc.detail}")
+            return
+        if self.strict:
+            raise exc
+        read = f"the input, {len(held)} bytes," if final else f"no framing in the first {len(held)} bytes: not read,"
+        self.ledger.diagnose("not-a-stream", f"{exc.detail}; {read} begins {held[:60]!r}")
 
     def _ingest(self, item: Any) -> None:
         self._events += 1
@@ -371,6 +392,9 @@ class Reassembler:
         decoder = self._decoder
         if decoder is None:
             provider = detect_provider(payload)
+            if provider is None and (message := error_in(payload)) is not None:
+                self._apply(StreamEnd("error", None, message))  # a provider's error, whichever provider sent it
+                return
             if provider is None:
                 why = "cannot tell the provider from this event; name it (--provider)"
                 raise UnsupportedProvider(why, event=self._events)

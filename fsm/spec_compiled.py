@@ -771,10 +771,16 @@ def _identity(s: ModuleType) -> Any:
                 reason="The last wire event stopped part-way and is not valid JSON: the stream was cut; unfinished calls are truncated.",
             ),
             s.DiagnosticSpec(
+                code="not-a-stream",
+                rule="unknown-events-reported",
+                severity="violation",
+                reason="No framing reads the input (an HTML error page, plain text): not SSE, NDJSON, a JSON array or an AWS event stream. It is one unreadable event, reported once, however long it is; nothing after it is read. Input that ends while it could still be the start of a framing (`da` of `data:`, half a BOM) is a cut stream instead (`cut-event`). Strict mode raises FramingError.",
+            ),
+            s.DiagnosticSpec(
                 code="provider-error",
                 rule="finish-ends-calls",
                 severity="violation",
-                reason="The provider sent an error event in the stream; unfinished calls are truncated.",
+                reason="The provider sent an error event in the stream; unfinished calls are truncated. An error event that comes before any event told the provider (a stream that is only a rate-limit or overload error, read with provider auto) is reported the same way, from its message; the provider stays unnamed until an event names it.",
             ),
             s.DiagnosticSpec(
                 code="choice-ignored",
@@ -874,6 +880,7 @@ def _identity(s: ModuleType) -> Any:
                     "unopened-call",
                     "stray-input",
                     "bad-event",
+                    "not-a-stream",
                     "cut-event",
                     "provider-error",
                     "event-after-finish",
@@ -1195,7 +1202,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (8843, 1538721508),
     "scanner": (4661, 4199472060),
-    "identity": (20274, 3937338747),
+    "identity": (21006, 1389916795),
     "history": (4045, 271900131),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

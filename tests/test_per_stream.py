@@ -176,7 +176,7 @@ def test_a_stream_fed_bytes_after_parsed_events_reads_as_one_fed_either_alone() 
     [
         (b"", ["no-finish-reason"], 0),  # nothing read: nothing to tell
         (b"  ", ["no-finish-reason"], 2),  # blanks before the first event are dropped
-        (b"xy", ["cut-event", "no-finish-reason"], 4),
+        (b"xy", ["not-a-stream", "no-finish-reason"], 4),
         (b"\xef\xbb", ["cut-event", "no-finish-reason"], 4),  # a BOM cut short
     ],
 )

@@ -7,6 +7,7 @@ linear (counted by ``Reassembler.framing_work``, never timed: tools/bench_framin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -296,16 +297,22 @@ def test_a_comment_first_is_still_sse_when_sse_lines_follow_and_when_nothing_doe
 def test_detection_holds_at_most_max_event_bytes() -> None:
     limits = Limits(max_event_bytes=1000)
     line = json.dumps(CALL_A).encode() + b"\n"
-    for junk, error in [(b"k" * 998 + b"\n", None), (b"k" * 999 + b"\n", "FramingError: event 1")]:
+    for junk, told in [(b"k" * 998 + b"\n", True), (b"k" * 999 + b"\n", False)]:
         body = junk + line
         for size in [len(body), 64, 1]:
-            got, _ = outcome(pieces(body, size), limits=limits)
-            assert (got or "")[: len(error or "")] == (error or ""), (len(junk), size, got)
-    r = Reassembler(limits=limits)
-    with pytest.raises(FramingError):
-        for _ in range(2000):  # a junk line with no end is refused once it passes the limit
-            r.feed_bytes(b"k")
-    assert len(r._detector.held) == 1001
+            got, result = outcome(pieces(body, size), limits=limits)
+            assert got is None and (result.codes()[0] == "not-a-stream") is not told, (len(junk), size)
+            assert len(result.calls) == told
+            got, _ = outcome(pieces(body, size), limits=limits, strict=True)
+            assert got is not None and got.startswith("FramingError: event 1")  # no framing, or the junk line
+            assert ("not SSE, NDJSON or a JSON array" in got) is not told, (len(junk), size, got)
+    for strict in (False, True):
+        r = Reassembler(limits=limits, strict=strict)
+        with pytest.raises(FramingError) if strict else contextlib.nullcontext():
+            for _ in range(2000):  # a junk line with no end is refused once it passes the limit
+                r.feed_bytes(b"k")
+        assert len(r._detector.held) == 1001  # lax: reported, and nothing after the window is read
+        assert r.close().codes()[0] == ("stream-failed" if strict else "not-a-stream")
 
 
 def test_detection_work_is_linear_in_a_junk_line_fed_byte_by_byte() -> None:
@@ -577,9 +584,9 @@ def test_an_aws_event_type_header_that_is_not_a_string_is_a_bad_event(typed: tup
 def test_a_diagnostic_quotes_at_most_a_bounded_part_of_the_wire() -> None:
     from fsm.engine.ledger import MESSAGE_CHARS
 
-    junk = b"x" * 300_000  # no framing: held whole, then reported as the stream cut
+    junk = b"x" * 300_000  # no framing: held whole, then reported as no stream
     error, result = outcome([junk])
-    assert error is None and result.diagnostics[0].code == "cut-event"
+    assert error is None and result.diagnostics[0].code == "not-a-stream"
     assert "300000 bytes" in result.diagnostics[0].message and len(result.diagnostics[0].message) < 200
     unknown = {"type": "response." + "z" * 200_000, "sequence_number": 1}
     r = Reassembler("openai-responses")

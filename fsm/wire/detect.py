@@ -127,6 +127,14 @@ class Detector:
         raise FramingError(f"input is not SSE, NDJSON or a JSON array (starts with {first[: known + 1]!r})", event=1)
 
 
+def cut_before_telling(held: bytes) -> bool:
+    """Did the stream end while its bytes could still have begun a framing (half a BOM, ``da`` of
+    ``data:``)? Such a stream was cut; any other that no framing reads is not a stream at all."""
+    text = held.lstrip(b" \t\r\n")
+    starts = (BOM, *_SSE_STARTS, *_SSE_FIELDS)
+    return bool(text) and any(len(text) < len(start) and start.startswith(text) for start in starts)
+
+
 def _shared_prefix(a: bytes, b: bytes) -> int:
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:

@@ -1,0 +1,156 @@
+"""Input that is no stream (an error page), and a stream that is only a provider's error.
+
+A gateway meets both every day: a proxy answers a streaming request with its HTML error page, or the
+provider refuses the request with one error event (a rate limit, an overload) before any event that
+names it. Each gets one clear diagnostic, the same however long the input is and however it is
+chunked, and never the wrong one (a cut, or "cannot tell the provider")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsm import Limits, Reassembler
+from fsm.cli import main
+from fsm.errors import FramingError, RemoteProtocolError
+
+PAGE = b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<h1>502 Bad Gateway</h1>\r\n"
+
+
+def read(pieces: list[bytes], **options: Any) -> tuple[Exception | None, Any, Reassembler]:
+    """The error raised, if any, the result (close() returns it after an error too), the reassembler."""
+    r, error = Reassembler(**options), None
+    try:
+        for piece in pieces:
+            r.feed_bytes(piece)
+        r.close()
+    except RemoteProtocolError as exc:
+        error = exc
+    return error, r.close(), r
+
+
+def chunked(data: bytes, size: int) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+@pytest.mark.parametrize(
+    ("body", "limit"),
+    [
+        (PAGE, None),  # shorter than the detection window: told when the input ends
+        (PAGE * 200, 4096),  # past the window: told as soon as the window is read
+        (PAGE * 40_000, None),  # 3.8 MB, inside the default window (16 MB): told at the end
+        (PAGE * 40_000, 1 << 20),  # 3.8 MB past a 1 MB window
+    ],
+    ids=["short", "past-a-small-window", "megabytes", "megabytes-past-the-window"],
+)
+def test_input_no_framing_reads_is_one_not_a_stream_however_long_or_chunked(body: bytes, limit: int | None) -> None:
+    options: dict[str, Any] = {"limits": Limits(max_event_bytes=limit)} if limit else {}
+    seen = set()
+    for size in (len(body), 65536, 4096, 7):
+        if size == 7 and len(body) > 100_000:
+            continue  # byte-sized reads of megabytes are for the framing tests' timing, not this one
+        error, result, r = read(chunked(body, size), **options)
+        assert error is None
+        assert [(d.event, d.code) for d in result.diagnostics] == [(1, "not-a-stream"), (None, "no-finish-reason")]
+        said = result.diagnostics[0].message
+        assert said.startswith("input is not SSE, NDJSON or a JSON array (starts with b'<')") and "<html>" in said
+        assert not result.calls and result.finish_reason is None
+        seen.add(said if len(body) < 4096 else said.split(";")[0])
+        window = limit or Limits().max_event_bytes
+        assert r.framing_work <= 3 * (min(len(body), window) + size)  # linear; what follows the window is not read
+    assert len(seen) == 1  # the same answer however the bytes came
+    error, result, _ = read(chunked(body, 4096), strict=True, **options)
+    assert isinstance(error, FramingError) and error.event == 1 and "not SSE, NDJSON or a JSON array" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("data", "code"),
+    [
+        (b"da", "cut-event"),  # the start of "data:"
+        (b"data", "cut-event"),
+        (b"\n\n  even", "cut-event"),  # of "event:", after blank lines
+        (b"\xef\xbb", "cut-event"),  # half a BOM
+        (b"xy", "not-a-stream"),
+        (b"<", "not-a-stream"),
+        (b"Internal Server Error", "not-a-stream"),
+        (b"\xef\xbb\xbfnope", "not-a-stream"),
+    ],
+)
+def test_input_that_could_still_begin_a_framing_is_a_cut_and_any_other_is_not_a_stream(data: bytes, code: str) -> None:
+    error, result, _ = read([data])
+    assert error is None and result.codes() == [code, "no-finish-reason"]
+    error, result, _ = read(chunked(data, 1))
+    assert error is None and result.codes() == [code, "no-finish-reason"]
+
+
+ERRORS = {  # each provider's error event: the event, and the message it carries
+    "anthropic": ({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "Overloaded"),
+    "openai": ({"error": {"message": "Rate limit", "type": "requests", "code": "rate_limit"}}, "Rate limit"),
+    "gemini": ({"error": {"code": 429, "message": "Exhausted", "status": "RESOURCE_EXHAUSTED"}}, "Exhausted"),
+    "ollama": ({"error": "model 'qwen' not found"}, "model 'qwen' not found"),
+    "responses": ({"type": "error", "code": "rate_limit_exceeded", "message": "Slow", "sequence_number": 0}, "Slow"),
+}
+
+
+@pytest.mark.parametrize("shape", ERRORS)
+def test_a_stream_that_is_only_an_error_says_the_providers_message(shape: str) -> None:
+    event, message = ERRORS[shape]
+    framings = {
+        "dicts": None,
+        "sse": b"event: error\ndata: " + json.dumps(event).encode() + b"\n\n",
+        "ndjson": json.dumps(event).encode() + b"\n",
+        "json-array": b"[" + json.dumps(event).encode() + b"]",
+    }
+    for framing, body in framings.items():
+        r = Reassembler()
+        if body is None:
+            r.feed(event)
+        else:
+            r.feed_bytes(body)
+        result = r.close()
+        assert (result.provider, result.finish_reason, len(result.calls)) == ("auto", "error", 0), framing
+        assert [(d.event, d.code, d.message) for d in result.diagnostics] == [
+            (1, "provider-error", f"the provider reported an error: {message}")
+        ]
+    strict = Reassembler(strict=True)
+    with pytest.raises(RemoteProtocolError, match=f"event 1: provider-error: .*{message}"):
+        strict.feed(event)
+
+
+def test_events_after_an_error_that_came_before_the_provider_are_reported() -> None:
+    r = Reassembler()
+    r.feed(ERRORS["anthropic"][0])
+    r.feed({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "f"}})
+    result = r.close()
+    assert (result.provider, result.finish_reason) == ("anthropic", "error")  # named by the later event
+    assert [(d.event, d.code) for d in result.diagnostics][:2] == [(1, "provider-error"), (2, "event-after-finish")]
+
+
+def test_an_event_that_tells_nothing_and_reports_no_error_still_asks_for_the_provider() -> None:
+    for event in ({"hello": "world"}, {"error": None, "x": 1}, {"error": ""}):
+        r = Reassembler()
+        with pytest.raises(Exception, match="cannot tell the provider"):
+            r.feed(event)
+
+
+def _replay(path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["replay", *args, str(path)], stdout=out, stderr=err)
+    return code, json.loads(out.getvalue()) if out.getvalue() else {}, err.getvalue()
+
+
+def test_replay_reports_an_error_page_and_an_error_only_stream(tmp_path: Path) -> None:
+    page, only_error = tmp_path / "page.sse", tmp_path / "error.sse"
+    page.write_bytes(PAGE)
+    only_error.write_bytes(b"data: " + json.dumps(ERRORS["openai"][0]).encode() + b"\n\n")
+    code, out, err = _replay(page)
+    assert code == 0 and [d["code"] for d in out["diagnostics"]] == ["not-a-stream", "no-finish-reason"]
+    code, out, err = _replay(only_error)
+    assert code == 0 and out["finish_reason"] == "error" and out["diagnostics"][0]["code"] == "provider-error"
+    code, out, err = _replay(page, "--strict")
+    assert code == 1 and "not SSE, NDJSON or a JSON array" in err and "Traceback" not in err
