@@ -92,6 +92,7 @@ ERRORS = {  # each provider's error event: the event, and the message it carries
     "gemini": ({"error": {"code": 429, "message": "Exhausted", "status": "RESOURCE_EXHAUSTED"}}, "Exhausted"),
     "ollama": ({"error": "model 'qwen' not found"}, "model 'qwen' not found"),
     "responses": ({"type": "error", "code": "rate_limit_exceeded", "message": "Slow", "sequence_number": 0}, "Slow"),
+    "openai-compatible": ({"object": "error", "message": "Too long", "type": "BadRequest", "code": 400}, "Too long"),
 }
 
 

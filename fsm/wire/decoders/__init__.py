@@ -86,11 +86,12 @@ def detect_provider(payload: Mapping[str, Any]) -> str | None:
 
 
 def error_in(payload: Mapping[str, Any]) -> str | None:
-    """The message of an error event in any provider's shape (an ``error`` object or string beside
-    it, or ``"type": "error"``), or None. Read only while no event has told the provider, so a stream
-    that is nothing but a rate-limit or overload error still says what the provider said."""
+    """The message of an error event in any provider's shape (an ``error`` object or string, or
+    ``"type": "error"``, or an OpenAI-compatible server's ``"object": "error"``), or None. Read only
+    while no event has told the provider, so a stream that is nothing but a rate-limit or overload
+    error still says what the provider said."""
     error = payload.get("error")
-    if not error and payload.get("type") != "error":
+    if not error and payload.get("type") != "error" and payload.get("object") != "error":
         return None
     if isinstance(error, Mapping):
         return str(error.get("message") or error)
