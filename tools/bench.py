@@ -751,10 +751,13 @@ def markdown(report: dict[str, Any]) -> str:
         + (f"first use (`{FIRST_USE}`) {first_use:.2f}x " if first_use is not None else "")
         + f"and `toolcall-fsm replay` {imports['replay / import json']:.2f}x `python -c 'import json'`."
     )
-    lines.append("")
-    for name, (ok, detail) in report["targets"].items():
-        lines.append(f"- **{'met' if ok else 'missed'}**: {name} ({detail})")
+    lines += ["", *target_lines(report["targets"])]
     return "\n".join(lines)
+
+
+def target_lines(judged: dict[str, tuple[bool, str]], how: str = "") -> list[str]:
+    """The README's line per target: met or missed (``how``: judged on what), and the figures."""
+    return [f"- **{'met' if ok else 'missed'}**{how}: {name} ({detail})" for name, (ok, detail) in judged.items()]
 
 
 def main() -> int:
