@@ -1,0 +1,126 @@
+"""The agent loop of tests/test_sdk_loop.py through the SDKs' async clients (``openai.AsyncOpenAI``,
+``anthropic.AsyncAnthropic``, google-genai's ``client.aio``, LangChain's ``astream``, LiteLLM's
+``acompletion``), read by ``fsm.areassemble``: over the same captures and hostile variants, each
+must give what the sync client gives (itself held to the bytes there): the same calls, diagnostics
+and their event numbers, finish reason and text; the next turn built by ``fsm.messages`` goes
+through the same async client, and the body it writes must be the sync client's, byte for byte."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fsm
+from tests.conftest import require_captures
+from tests.test_clients import Replay, anthropic_http
+from tests.test_sdk_loop import (
+    ASK,
+    BODY_FIELD,
+    CASES,
+    TURNS,
+    body_of,
+    client_for,
+    helper_stream,
+    next_request,
+    numbered,
+    seen,
+    send,
+)
+
+httpx = pytest.importorskip("httpx")
+
+
+def aclient_for(provider: str, body: bytes) -> tuple[Replay, Any]:
+    """``client_for``'s async twin: the same SDK, its async client, over an async mock transport."""
+    if provider == "anthropic":
+        anthropic = pytest.importorskip("anthropic")
+        replay = Replay(body, anthropic_http())
+        return replay, anthropic.AsyncAnthropic(
+            api_key="test", base_url="http://mock", http_client=replay.async_client()
+        )
+    replay = Replay(body)
+    if provider == "gemini":
+        genai = pytest.importorskip("google.genai")
+        options = genai.types.HttpOptions(base_url="http://mock", httpx_async_client=replay.async_client())
+        return replay, genai.Client(api_key="test", http_options=options).aio
+    openai = pytest.importorskip("openai")
+    return replay, openai.AsyncOpenAI(api_key="test", base_url="http://mock/v1", http_client=replay.async_client())
+
+
+async def asend(provider: str, client: Any, conversation: list[Any], **options: Any) -> fsm.Result:
+    """``send`` through the async client: its raw stream, read by ``areassemble``."""
+    if provider == "openai-chat":
+        stream = await client.chat.completions.create(model="m", messages=conversation, stream=True)
+    elif provider == "openai-responses":
+        stream = await client.responses.create(model="m", input=conversation, stream=True)
+    elif provider == "anthropic":
+        stream = await client.messages.create(model="m", max_tokens=64, messages=conversation, stream=True)
+    else:
+        stream = await client.models.generate_content_stream(model="g", contents=conversation)
+    return await fsm.areassemble(stream, **options)
+
+
+def outcome(read: Any) -> tuple[str, Any]:
+    """What reading a stream came to: ("result", what a caller acts on) or ("raised", the type and
+    message), for an SDK's own refusal must be the same sync and async too."""
+    try:
+        result = read()
+    except Exception as error:  # the SDK's own (fsm's never escape in lax mode)
+        return "raised", (type(error).__name__, str(error))
+    return "result", (seen(result), numbered(result))
+
+
+def both_clients(path: Path | None, provider: str, variant: str, payloads: Any) -> tuple[bytes, Any, Any]:
+    """The case's body, and (replay, client) for it twice: sync, then async."""
+    if path is None:
+        require_captures()
+    assert path is not None
+    body = body_of(path, provider, variant, payloads)
+    return body, client_for(provider, body), aclient_for(provider, body)
+
+
+async def aoutcome(read: Any) -> tuple[str, Any]:
+    try:
+        result = await read()
+    except Exception as error:
+        return "raised", (type(error).__name__, str(error))
+    return "result", (seen(result), numbered(result))
+
+
+@pytest.mark.parametrize(("path", "provider", "variant", "payloads"), CASES)
+def test_the_async_sdk_stream_gives_what_the_sync_one_gives(
+    path: Path, provider: str, variant: str, payloads: Any
+) -> None:
+    body, (_, client), (_, aclient) = both_clients(path, provider, variant, payloads)
+
+    sync_raw = send(provider, client, ASK[provider])
+    async_raw = asyncio.run(asend(provider, aclient, ASK[provider]))
+    assert (seen(async_raw), numbered(async_raw)) == (seen(sync_raw), numbered(sync_raw))
+    assert seen(async_raw) == seen(fsm.reassemble(body, provider))
+
+    if helper_stream(provider, client) is None:
+        return
+    helped = outcome(lambda: fsm.reassemble(helper_stream(provider, client)))
+    ahelped = asyncio.run(aoutcome(lambda: fsm.areassemble(helper_stream(provider, aclient))))
+    assert ahelped == helped
+
+
+@pytest.mark.parametrize(("path", "provider", "variant", "payloads", "incomplete"), TURNS)
+def test_the_async_client_sends_the_next_turn_as_the_sync_one_does(
+    path: Path, provider: str, variant: str, payloads: Any, incomplete: str
+) -> None:
+    _, (replay, client), (areplay, aclient) = both_clients(path, provider, variant, payloads)
+
+    async def turn(conversation: list[Any]) -> fsm.Result:
+        return await asend(provider, aclient, conversation)
+
+    result = asyncio.run(turn(ASK[provider]))
+    assert seen(result) == seen(send(provider, client, ASK[provider]))
+    for genai_parts in (False, True) if provider == "gemini" else (False,):
+        conversation = next_request(provider, result, incomplete, genai_parts=genai_parts)
+        asyncio.run(turn(conversation))
+        send(provider, client, conversation)
+        assert areplay.sent[-1][BODY_FIELD[provider]] == replay.sent[-1][BODY_FIELD[provider]]
