@@ -8,6 +8,7 @@ through the same async client, and the body it writes must be the sync client's,
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,13 @@ from tests.test_sdk_loop import (
     ASK,
     BODY_FIELD,
     CASES,
+    LANGCHAIN_CASES,
+    LITELLM_CASES,
     TURNS,
     body_of,
     client_for,
     helper_stream,
+    langchain_model,
     next_request,
     numbered,
     seen,
@@ -124,3 +128,39 @@ def test_the_async_client_sends_the_next_turn_as_the_sync_one_does(
         asyncio.run(turn(conversation))
         send(provider, client, conversation)
         assert areplay.sent[-1][BODY_FIELD[provider]] == replay.sent[-1][BODY_FIELD[provider]]
+
+
+# -- LangChain and LiteLLM, async ---------------------------------------------------------------------
+
+
+async def _drain(stream: Any) -> None:
+    async for _ in stream:
+        pass
+
+
+@pytest.mark.parametrize(("path", "provider", "variant", "payloads"), LANGCHAIN_CASES)
+def test_langchain_astream_gives_what_stream_gives(path: Path, provider: str, variant: str, payloads: Any) -> None:
+    body, _, _ = both_clients(path, provider, variant, payloads)
+    model = langchain_model(provider, Replay(body))
+
+    helped = outcome(lambda: fsm.reassemble(model.stream("go")))
+    assert asyncio.run(aoutcome(lambda: fsm.areassemble(model.astream("go")))) == helped
+
+
+def _litellm(litellm: Any, client: Any) -> Any:
+    return litellm.completion(model="openai/m", messages=ASK["openai-chat"], stream=True, client=client)
+
+
+async def _alitellm(litellm: Any, client: Any) -> fsm.Result:
+    stream = await litellm.acompletion(model="openai/m", messages=ASK["openai-chat"], stream=True, client=client)
+    return await fsm.areassemble(stream)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
+def test_litellm_acompletion_gives_what_completion_gives(offline_litellm: Any) -> None:
+    if not LITELLM_CASES:
+        require_captures()
+    for case in LITELLM_CASES:
+        _, (_, client), (_, aclient) = both_clients(*case.values)
+        done = outcome(partial(fsm.reassemble, _litellm(offline_litellm, client)))
+        assert asyncio.run(aoutcome(partial(_alitellm, offline_litellm, aclient))) == done, case.id
