@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import fsm
+from fsm.errors import InvalidInput
 from tests.conftest import require_captures
 from tests.test_clients import Replay, anthropic_http
 from tests.test_sdk_loop import (
@@ -54,17 +55,20 @@ def aclient_for(provider: str, body: bytes) -> tuple[Replay, Any]:
     return replay, openai.AsyncOpenAI(api_key="test", base_url="http://mock/v1", http_client=replay.async_client())
 
 
+def acall(provider: str, client: Any, conversation: list[Any]) -> Any:
+    """``send``'s SDK call through the async client, not yet awaited: a coroutine."""
+    if provider == "openai-chat":
+        return client.chat.completions.create(model="m", messages=conversation, stream=True)
+    if provider == "openai-responses":
+        return client.responses.create(model="m", input=conversation, stream=True)
+    if provider == "anthropic":
+        return client.messages.create(model="m", max_tokens=64, messages=conversation, stream=True)
+    return client.models.generate_content_stream(model="g", contents=conversation)
+
+
 async def asend(provider: str, client: Any, conversation: list[Any], **options: Any) -> fsm.Result:
     """``send`` through the async client: its raw stream, read by ``areassemble``."""
-    if provider == "openai-chat":
-        stream = await client.chat.completions.create(model="m", messages=conversation, stream=True)
-    elif provider == "openai-responses":
-        stream = await client.responses.create(model="m", input=conversation, stream=True)
-    elif provider == "anthropic":
-        stream = await client.messages.create(model="m", max_tokens=64, messages=conversation, stream=True)
-    else:
-        stream = await client.models.generate_content_stream(model="g", contents=conversation)
-    return await fsm.areassemble(stream, **options)
+    return await fsm.areassemble(await acall(provider, client, conversation), **options)
 
 
 def outcome(read: Any) -> tuple[str, Any]:
@@ -164,3 +168,20 @@ def test_litellm_acompletion_gives_what_completion_gives(offline_litellm: Any) -
         _, (_, client), (_, aclient) = both_clients(*case.values)
         done = outcome(partial(fsm.reassemble, _litellm(offline_litellm, client)))
         assert asyncio.run(aoutcome(partial(_alitellm, offline_litellm, aclient))) == done, case.id
+
+
+# -- an await forgotten ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", list(ASK))
+def test_an_sdk_call_not_awaited_is_told_to_await_it(provider: str) -> None:
+    """The async SDKs' ``create`` and ``generate_content_stream`` return a coroutine: handed over
+    without its ``await`` it was refused as "not coroutine" and left for Python to warn, once
+    collected, that it was never awaited. fsm now says to await it, and closes it (nothing will run
+    it now), so no such warning follows."""
+    _, aclient = aclient_for(provider, b"")
+    for read, told in ((fsm.areassemble, "$"), (fsm.reassemble, ", then use areassemble$")):
+        coroutine = acall(provider, aclient, ASK[provider])
+        with pytest.raises(InvalidInput, match=f"not a coroutine: await the SDK call first{told}"):
+            asyncio.run(read(coroutine)) if read is fsm.areassemble else read(coroutine)
+        assert coroutine.cr_frame is None  # closed: never to be run, never to be warned about
