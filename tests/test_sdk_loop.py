@@ -69,12 +69,16 @@ def openai_client(replay: Replay) -> Any:
     return openai.OpenAI(api_key="test", base_url="http://mock/v1", http_client=replay.client())
 
 
-def client_for(provider: str, body: bytes) -> tuple[Replay, Any]:
+def replay_for(provider: str, body: bytes, replay_type: type[Replay] = Replay) -> Replay:
+    """The mock server for the provider's SDK (Anthropic's may build on another httpx)."""
+    return replay_type(body, anthropic_http()) if provider == "anthropic" else replay_type(body)
+
+
+def client_for(provider: str, body: bytes, replay_type: type[Replay] = Replay) -> tuple[Replay, Any]:
+    replay = replay_for(provider, body, replay_type)
     if provider == "anthropic":
         anthropic = pytest.importorskip("anthropic")
-        replay = Replay(body, anthropic_http())
         return replay, anthropic.Anthropic(api_key="test", base_url="http://mock", http_client=replay.client())
-    replay = Replay(body)
     if provider == "gemini":
         genai = pytest.importorskip("google.genai")
         options = genai.types.HttpOptions(base_url="http://mock", httpx_client=replay.client())

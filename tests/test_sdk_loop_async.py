@@ -8,6 +8,7 @@ through the same async client, and the body it writes must be the sync client's,
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,9 @@ import pytest
 
 import fsm
 from fsm.errors import InvalidInput
+from tests import capture_variants as cv
 from tests.conftest import require_captures
-from tests.test_clients import Replay, anthropic_http
+from tests.test_clients import Replay
 from tests.test_sdk_loop import (
     ASK,
     BODY_FIELD,
@@ -31,6 +33,7 @@ from tests.test_sdk_loop import (
     langchain_model,
     next_request,
     numbered,
+    replay_for,
     seen,
     send,
 )
@@ -38,15 +41,14 @@ from tests.test_sdk_loop import (
 httpx = pytest.importorskip("httpx")
 
 
-def aclient_for(provider: str, body: bytes) -> tuple[Replay, Any]:
+def aclient_for(provider: str, body: bytes, replay_type: type[Replay] = Replay) -> tuple[Replay, Any]:
     """``client_for``'s async twin: the same SDK, its async client, over an async mock transport."""
+    replay = replay_for(provider, body, replay_type)
     if provider == "anthropic":
         anthropic = pytest.importorskip("anthropic")
-        replay = Replay(body, anthropic_http())
         return replay, anthropic.AsyncAnthropic(
             api_key="test", base_url="http://mock", http_client=replay.async_client()
         )
-    replay = Replay(body)
     if provider == "gemini":
         genai = pytest.importorskip("google.genai")
         options = genai.types.HttpOptions(base_url="http://mock", httpx_async_client=replay.async_client())
@@ -185,3 +187,53 @@ def test_an_sdk_call_not_awaited_is_told_to_await_it(provider: str) -> None:
         with pytest.raises(InvalidInput, match=f"not a coroutine: await the SDK call first{told}"):
             asyncio.run(read(coroutine)) if read is fsm.areassemble else read(coroutine)
         assert coroutine.cr_frame is None  # closed: never to be run, never to be warned about
+
+
+# -- the body in network-sized pieces ----------------------------------------------------------------------
+
+
+class Pieces(Replay):
+    """A replay whose body arrives in pieces of ``size`` bytes, as a network hands it over (the
+    plain replay gives it in one): events, lines and UTF-8 characters are parted between reads,
+    which the sync and async clients reassemble each with their own reader."""
+
+    size = 3
+
+    def __call__(self, request: Any) -> Any:
+        whole = super().__call__(request)
+        # one pass, as off a socket: what the SDK reads again after the end (openai drains it) is nothing
+        pieces = (self.body[i : i + self.size] for i in range(0, len(self.body), self.size))
+
+        class Stream(self.http.SyncByteStream, self.http.AsyncByteStream):  # type: ignore[name-defined,misc]
+            def __iter__(self) -> Iterator[bytes]:
+                yield from pieces
+
+            async def __aiter__(self) -> AsyncIterator[bytes]:
+                for piece in self:
+                    yield piece
+
+        return self.http.Response(200, headers=whole.headers, stream=Stream())
+
+
+def _first_of_each_provider() -> list[Any]:
+    firsts: dict[str, Any] = {}
+    for case in CASES:
+        if case.values[0] is not None and case.values[2] == "unicode":
+            firsts.setdefault(case.values[1], case)
+    return list(firsts.values()) or [CASES[0]]
+
+
+@pytest.mark.parametrize(("path", "provider", "variant", "payloads"), _first_of_each_provider())
+def test_a_body_read_in_pieces_gives_what_the_bytes_give(
+    path: Path, provider: str, variant: str, payloads: Any
+) -> None:
+    if path is None:
+        require_captures()
+    # the emoji member as raw UTF-8, not \u escapes, for its bytes to be parted between reads
+    body = cv.render(payloads, provider, ascii_only=False)
+    expected = seen(fsm.reassemble(body, provider))
+    _, client = client_for(provider, body, Pieces)
+    _, aclient = aclient_for(provider, body, Pieces)
+
+    assert seen(send(provider, client, ASK[provider])) == expected
+    assert seen(asyncio.run(asend(provider, aclient, ASK[provider]))) == expected
