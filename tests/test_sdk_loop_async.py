@@ -110,6 +110,9 @@ def test_the_async_sdk_stream_gives_what_the_sync_one_gives(
     async_raw = asyncio.run(asend(provider, aclient, ASK[provider]))
     assert (seen(async_raw), numbered(async_raw)) == (seen(sync_raw), numbered(sync_raw))
     assert seen(async_raw) == seen(fsm.reassemble(body, provider))
+    # strict: the same error, with the same message, raised at the same event
+    strict = outcome(partial(send, provider, client, ASK[provider], strict=True))
+    assert asyncio.run(aoutcome(partial(asend, provider, aclient, ASK[provider], strict=True))) == strict
 
     if helper_stream(provider, client) is None:
         return
