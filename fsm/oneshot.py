@@ -8,6 +8,7 @@ network error is caught where it always was.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -24,9 +25,20 @@ def _chunks(stream: Any, caller: str = "reassemble") -> Any:
     if isinstance(stream, Mapping):  # iterating it would feed its keys as text
         raise InvalidInput(f"{caller} takes a stream of events, not one event (a dict): feed it to a Reassembler")
     if not isinstance(stream, Iterable):
-        told = "an async stream: use areassemble" if hasattr(stream, "__aiter__") else type(stream).__name__
-        raise InvalidInput(f"{caller} takes an iterable stream or a stream manager, not {told}")
+        raise InvalidInput(f"{caller} takes an iterable stream or a stream manager, not {_told(stream, caller)}")
     return stream
+
+
+def _told(stream: Any, caller: str) -> str:
+    """What the caller handed over instead of a stream, and what to do about it."""
+    if inspect.iscoroutine(stream):
+        # An async SDK call without its `await`. Nothing will run it now: closed, so that Python
+        # does not add a "never awaited" warning to the error that says what to do.
+        stream.close()
+        return "a coroutine: await the SDK call first" + (", then use areassemble" if caller == "reassemble" else "")
+    if hasattr(stream, "__await__"):
+        return "an awaitable: await it first"
+    return "an async stream: use areassemble" if hasattr(stream, "__aiter__") else type(stream).__name__
 
 
 def _reassembler(provider: str, options: dict[str, Any]) -> Reassembler:

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,3 +35,15 @@ def meta_for(stream: Path) -> Path:
     stems = [m.name.removesuffix(".meta.json") for m in stream.parent.glob("*.meta.json")]
     stem = max((s for s in stems if stream.name.startswith(s + ".")), key=len)
     return stream.parent / f"{stem}.meta.json"
+
+
+@pytest.fixture
+def offline_litellm(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """LiteLLM with its bundled price list and no way onto the network."""
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+    def refuse(sock: Any, address: Any) -> None:
+        raise OSError(f"no network in tests ({address})")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    return pytest.importorskip("litellm")

@@ -91,6 +91,13 @@ class GivesNoStream:
         pass
 
 
+class Pending:
+    """An awaitable that is no coroutine (as an asyncio Future is): there is nothing to close."""
+
+    def __await__(self) -> Iterator[None]:
+        yield
+
+
 async def one_event() -> AsyncIterator[dict[str, Any]]:
     yield WIRE[0]
 
@@ -102,6 +109,7 @@ async def one_event() -> AsyncIterator[dict[str, Any]]:
         (None, "not NoneType"),
         (WIRE[0], "not one event"),  # iterated, its keys were fed as text: a cut-event and no call
         (GivesNoStream(), "int"),
+        (Pending(), "not an awaitable: await it first"),
     ],
 )
 def test_what_is_no_stream_is_invalid_input_for_reassemble_and_areassemble(stream: Any, said: str) -> None:

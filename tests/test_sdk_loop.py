@@ -69,12 +69,16 @@ def openai_client(replay: Replay) -> Any:
     return openai.OpenAI(api_key="test", base_url="http://mock/v1", http_client=replay.client())
 
 
-def client_for(provider: str, body: bytes) -> tuple[Replay, Any]:
+def replay_for(provider: str, body: bytes, replay_type: type[Replay] = Replay) -> Replay:
+    """The mock server for the provider's SDK (Anthropic's may build on another httpx)."""
+    return replay_type(body, anthropic_http()) if provider == "anthropic" else replay_type(body)
+
+
+def client_for(provider: str, body: bytes, replay_type: type[Replay] = Replay) -> tuple[Replay, Any]:
+    replay = replay_for(provider, body, replay_type)
     if provider == "anthropic":
         anthropic = pytest.importorskip("anthropic")
-        replay = Replay(body, anthropic_http())
         return replay, anthropic.Anthropic(api_key="test", base_url="http://mock", http_client=replay.client())
-    replay = Replay(body)
     if provider == "gemini":
         genai = pytest.importorskip("google.genai")
         options = genai.types.HttpOptions(base_url="http://mock", httpx_client=replay.client())
@@ -106,16 +110,21 @@ def helper_stream(provider: str, client: Any) -> Any:
     return None
 
 
-def langchain_stream(provider: str, replay: Replay) -> Any:
+def langchain_model(provider: str, replay: Replay) -> Any:
+    """LangChain's ChatOpenAI over the replay, sync (``stream``) and async (``astream``)."""
     langchain_openai = pytest.importorskip("langchain_openai")
-    model = langchain_openai.ChatOpenAI(
+    return langchain_openai.ChatOpenAI(
         model="m",
         api_key="test",
         base_url="http://mock/v1",
         http_client=replay.client(),
+        http_async_client=replay.async_client(),
         use_responses_api=provider == "openai-responses",
     )
-    return model.stream("go")
+
+
+def langchain_stream(provider: str, replay: Replay) -> Any:
+    return langchain_model(provider, replay).stream("go")
 
 
 # -- what must agree ------------------------------------------------------------------------------------
@@ -189,10 +198,10 @@ def test_the_sdk_stream_gives_what_the_bytes_give(path: Path, provider: str, var
         assert seen(helped) == expected and numbered(helped) == numbered(raw)
 
 
-@pytest.mark.parametrize(
-    ("path", "provider", "variant", "payloads"),
-    [c for c in CASES if c.values[0] is None or c.values[1] in ("openai-chat", "openai-responses")],
-)
+LANGCHAIN_CASES = [c for c in CASES if c.values[0] is None or c.values[1] in ("openai-chat", "openai-responses")]
+
+
+@pytest.mark.parametrize(("path", "provider", "variant", "payloads"), LANGCHAIN_CASES)
 def test_langchain_chunks_give_what_the_bytes_give(path: Path, provider: str, variant: str, payloads: Any) -> None:
     if path is None:
         require_captures()
@@ -434,10 +443,7 @@ def test_langchain_sends_the_next_turn_paired(path: Path, provider: str, variant
     if path is None:
         require_captures()
     replay = Replay(body_of(path, provider, variant, payloads))
-    langchain_openai = pytest.importorskip("langchain_openai")
-    model = langchain_openai.ChatOpenAI(
-        model="m", api_key="test", base_url="http://mock/v1", http_client=replay.client()
-    )
+    model = langchain_model(provider, replay)
     result = fsm.reassemble(model.stream("go"))
 
     conversation = next_request(provider, result, "omit")
@@ -524,26 +530,14 @@ def test_history_refuses_langchain_messages_naming_the_converter() -> None:
 # -- LiteLLM, boto3, and a last event cut part-way ---------------------------------------------------------
 
 
-@pytest.fixture
-def offline_litellm(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """LiteLLM with its bundled price list and no way onto the network."""
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-    def refuse(sock: Any, address: Any) -> None:
-        raise OSError(f"no network in tests ({address})")
-
-    import socket
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    return pytest.importorskip("litellm")
+LITELLM_CASES = [c for c in CASES if c.values[0] is not None and c.values[1:3] == ("openai-chat", "as-is")]
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
 def test_litellm_chunks_give_what_the_bytes_give(offline_litellm: Any) -> None:
-    chat = [c for c in CASES if c.values[0] is not None and c.values[1:3] == ("openai-chat", "as-is")]
-    if not chat:
+    if not LITELLM_CASES:
         require_captures()
-    for case in chat:
+    for case in LITELLM_CASES:
         path, provider, variant, payloads = case.values
         body = body_of(path, provider, variant, payloads)
         reference = fsm.reassemble(body, provider)
