@@ -289,7 +289,7 @@ class Reassembler:
         stream at all, such as an error page (not-a-stream): one event, reported once, the same
         however long it is; nothing after it is read."""
         assert self._detector is not None
-        held, self._unreadable = self._detector.held, True
+        held, self._unreadable = self._detector.forget(), True
         self._events += 1
         self.ledger.event = self._events
         if final and cut_before_telling(held):
@@ -297,8 +297,11 @@ class Reassembler:
             return
         if self.strict:
             raise exc
-        read = f"the input, {len(held)} bytes," if final else f"no framing in the first {len(held)} bytes: not read,"
-        self.ledger.diagnose("not-a-stream", f"{exc.detail}; {read} begins {held[:60]!r}")
+        # Past the window, what was held beyond it is however much the read that crossed it carried:
+        # the message names and quotes only the window, so it is the same however the bytes came.
+        window = self.limits.max_event_bytes
+        read = f"the input, {len(held)} bytes," if final else f"no framing in the first {window} bytes: not read,"
+        self.ledger.diagnose("not-a-stream", f"{exc.detail}; {read} begins {held[: min(60, window)]!r}")
 
     def _ingest(self, item: Any) -> None:
         self._events += 1

@@ -73,6 +73,11 @@ class Detector:
     def held(self) -> bytes:
         return bytes(self._held)
 
+    def forget(self) -> bytes:
+        """What was held, now let go: the bytes told no framing and are read no further."""
+        held, self._held = bytes(self._held), bytearray()
+        return held
+
     def feed(self, data: bytes, final: bool = False) -> tuple[Framing, bytes] | None:
         """The framing and the bytes its framer is to read first; None while the bytes do not tell
         yet. Raises :class:`FramingError` for a stream that is no framing."""
