@@ -16,6 +16,7 @@ import pytest
 from fsm import Limits, Reassembler
 from fsm.cli import main
 from fsm.errors import FramingError, RemoteProtocolError
+from tests.helpers import aws_message
 
 PAGE = b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<h1>502 Bad Gateway</h1>\r\n"
 
@@ -158,3 +159,21 @@ def test_replay_reports_an_error_page_and_an_error_only_stream(tmp_path: Path) -
     assert code == 0 and out["finish_reason"] == "error" and out["diagnostics"][0]["code"] == "provider-error"
     code, out, err = _replay(page, "--strict")
     assert code == 1 and "not SSE, NDJSON or a JSON array" in err and "Traceback" not in err
+
+
+def test_a_bedrock_stream_that_is_only_an_exception_frame_says_bedrocks_message() -> None:
+    pytest.importorskip("botocore")
+    event = {"throttlingException": {"message": "Rate exceeded"}}
+    frame = aws_message(json.dumps(event["throttlingException"]).encode(), "throttlingException", ":exception-type")
+    for feed in ("dict", "bytes", "bytes-1"):
+        r = Reassembler()
+        if feed == "dict":
+            r.feed(event)
+        else:
+            for piece in chunked(frame, 1 if feed == "bytes-1" else len(frame)):
+                r.feed_bytes(piece)
+        result = r.close()
+        assert (result.provider, result.finish_reason) == ("bedrock", "error"), feed
+        assert [(d.event, d.code, d.message) for d in result.diagnostics] == [
+            (1, "provider-error", "the provider reported an error: Rate exceeded")
+        ]
