@@ -177,3 +177,15 @@ def test_a_bedrock_stream_that_is_only_an_exception_frame_says_bedrocks_message(
         assert [(d.event, d.code, d.message) for d in result.diagnostics] == [
             (1, "provider-error", "the provider reported an error: Rate exceeded")
         ]
+
+
+def test_a_responses_error_event_says_its_message_with_the_provider_named_or_told_before() -> None:
+    told = {"type": "response.created", "sequence_number": 0, "response": {"id": "r", "output": []}}
+    error = ERRORS["responses"][0]
+    for provider, events in [("openai-responses", [error]), ("auto", [told, error]), ("auto", [error])]:
+        r = Reassembler(provider)
+        for event in events:
+            r.feed(event)
+        result = r.close()
+        assert result.finish_reason == "error"
+        assert [d.message for d in result.diagnostics] == ["the provider reported an error: Slow"], (provider, events)
