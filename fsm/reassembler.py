@@ -292,8 +292,9 @@ class Reassembler:
         held, self._unreadable = self._detector.forget(), True
         self._events += 1
         self.ledger.event = self._events
-        if final and cut_before_telling(held):
-            self.ledger.diagnose("cut-event", f"the stream is only {len(held)} bytes, {held[:60]!r}: {exc.detail}")
+        head = bytes(held[:64])  # held bytes never begin with whitespace: these tell a cut as well as all would
+        if final and cut_before_telling(head):
+            self.ledger.diagnose("cut-event", f"the stream is only {len(held)} bytes, {head[:60]!r}: {exc.detail}")
             return
         if self.strict:
             raise exc
@@ -301,7 +302,7 @@ class Reassembler:
         # the message names and quotes only the window, so it is the same however the bytes came.
         window = self.limits.max_event_bytes
         read = f"the input, {len(held)} bytes," if final else f"no framing in the first {window} bytes: not read,"
-        self.ledger.diagnose("not-a-stream", f"{exc.detail}; {read} begins {held[: min(60, window)]!r}")
+        self.ledger.diagnose("not-a-stream", f"{exc.detail}; {read} begins {head[: min(60, window)]!r}")
 
     def _ingest(self, item: Any) -> None:
         self._events += 1

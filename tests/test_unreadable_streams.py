@@ -189,3 +189,17 @@ def test_a_responses_error_event_says_its_message_with_the_provider_named_or_tol
         result = r.close()
         assert result.finish_reason == "error"
         assert [d.message for d in result.diagnostics] == ["the provider reported an error: Slow"], (provider, events)
+
+
+def test_an_error_page_past_the_window_is_held_once_never_copied() -> None:
+    import tracemalloc
+
+    window, pieces = 1 << 20, chunked(PAGE * 50_000, 65536)  # 4 MB past a 1 MB window, in 64 KB reads
+    tracemalloc.start()
+    try:
+        error, result, _ = read(pieces, limits=Limits(max_event_bytes=window))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert error is None and result.codes() == ["not-a-stream", "no-finish-reason"]
+    assert peak < 1.5 * window  # the window and one read: not a second copy of the window to report it

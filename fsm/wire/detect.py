@@ -73,9 +73,10 @@ class Detector:
     def held(self) -> bytes:
         return bytes(self._held)
 
-    def forget(self) -> bytes:
-        """What was held, now let go: the bytes told no framing and are read no further."""
-        held, self._held = bytes(self._held), bytearray()
+    def forget(self) -> bytearray:
+        """What was held, now let go (not copied: it may be the whole window): the bytes told no
+        framing and are read no further."""
+        held, self._held = self._held, bytearray()
         return held
 
     def feed(self, data: bytes, final: bool = False) -> tuple[Framing, bytes] | None:
