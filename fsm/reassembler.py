@@ -399,6 +399,9 @@ class Reassembler:
             if provider is None and (message := error_in(payload)) is not None:
                 self._apply(StreamEnd("error", None, message))  # a provider's error, whichever provider sent it
                 return
+            if provider is None and self._finish is not None:  # after an error that came before the provider
+                self.ledger.diagnose("event-after-finish", "an event that names no provider, after the error")
+                return
             if provider is None:
                 why = "cannot tell the provider from this event; name it (--provider)"
                 raise UnsupportedProvider(why, event=self._events)

@@ -134,6 +134,14 @@ def test_events_after_an_error_that_came_before_the_provider_are_reported() -> N
     assert [(d.event, d.code) for d in result.diagnostics][:2] == [(1, "provider-error"), (2, "event-after-finish")]
 
 
+def test_an_event_that_names_no_provider_after_such_an_error_is_reported_not_raised() -> None:
+    body = b"data: " + json.dumps(ERRORS["openai-compatible"][0]).encode() + b'\n\ndata: {"usage": {}}\n\n'
+    for pieces in ([body], chunked(body, 1)):
+        error, result, _ = read(pieces)
+        assert error is None and (result.provider, result.finish_reason) == ("auto", "error")
+        assert [(d.event, d.code) for d in result.diagnostics] == [(1, "provider-error"), (2, "event-after-finish")]
+
+
 def test_an_event_that_tells_nothing_and_reports_no_error_still_asks_for_the_provider() -> None:
     for event in ({"hello": "world"}, {"error": None, "x": 1}, {"error": ""}):
         r = Reassembler()
