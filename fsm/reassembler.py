@@ -289,16 +289,20 @@ class Reassembler:
         stream at all, such as an error page (not-a-stream): one event, reported once, the same
         however long it is; nothing after it is read."""
         assert self._detector is not None
-        held, self._unreadable = self._detector.held, True
+        held, self._unreadable = self._detector.forget(), True
         self._events += 1
         self.ledger.event = self._events
-        if final and cut_before_telling(held):
-            self.ledger.diagnose("cut-event", f"the stream is only {len(held)} bytes, {held[:60]!r}: {exc.detail}")
+        head = bytes(held[:64])  # held bytes never begin with whitespace: these tell a cut as well as all would
+        if final and cut_before_telling(head):
+            self.ledger.diagnose("cut-event", f"the stream is only {len(held)} bytes, {head[:60]!r}: {exc.detail}")
             return
         if self.strict:
             raise exc
-        read = f"the input, {len(held)} bytes," if final else f"no framing in the first {len(held)} bytes: not read,"
-        self.ledger.diagnose("not-a-stream", f"{exc.detail}; {read} begins {held[:60]!r}")
+        # Past the window, what was held beyond it is however much the read that crossed it carried:
+        # the message names and quotes only the window, so it is the same however the bytes came.
+        window = self.limits.max_event_bytes
+        read = f"the input, {len(held)} bytes," if final else f"no framing in the first {window} bytes: not read,"
+        self.ledger.diagnose("not-a-stream", f"{exc.detail}; {read} begins {head[: min(60, window)]!r}")
 
     def _ingest(self, item: Any) -> None:
         self._events += 1
@@ -394,6 +398,9 @@ class Reassembler:
             provider = detect_provider(payload)
             if provider is None and (message := error_in(payload)) is not None:
                 self._apply(StreamEnd("error", None, message))  # a provider's error, whichever provider sent it
+                return
+            if provider is None and self._finish is not None:  # after an error that came before the provider
+                self.ledger.diagnose("event-after-finish", "an event that names no provider, after the error")
                 return
             if provider is None:
                 why = "cannot tell the provider from this event; name it (--provider)"

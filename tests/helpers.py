@@ -102,12 +102,13 @@ def reemitted(chunks: list[dict[str, Any]], flush: FlushPolicy, **options: Any) 
     return dict(merged)
 
 
-def aws_message(payload: bytes, event_type: str = "contentBlockDelta") -> bytes:
-    """One AWS event-stream message: prelude (lengths and CRC), an ``:event-type`` header, payload, CRC."""
+def aws_message(payload: bytes, event_type: str = "contentBlockDelta", header: str = ":event-type") -> bytes:
+    """One AWS event-stream message: prelude (lengths and CRC), an ``:event-type`` header (or
+    ``header``, such as ``:exception-type``), payload, CRC."""
     import struct
     import zlib
 
-    name, value = b":event-type", event_type.encode()
+    name, value = header.encode(), event_type.encode()
     headers = bytes([len(name)]) + name + b"\x07" + struct.pack(">H", len(value)) + value
     prelude = struct.pack(">II", 12 + len(headers) + len(payload) + 4, len(headers))
     prelude += struct.pack(">I", zlib.crc32(prelude))

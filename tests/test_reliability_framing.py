@@ -311,8 +311,42 @@ def test_detection_holds_at_most_max_event_bytes() -> None:
         with pytest.raises(FramingError) if strict else contextlib.nullcontext():
             for _ in range(2000):  # a junk line with no end is refused once it passes the limit
                 r.feed_bytes(b"k")
-        assert len(r._detector.held) == 1001  # lax: reported, and nothing after the window is read
+        assert r._detector.held == b""  # reported (lax) or raised: nothing is read after the window, nor kept
         assert r.close().codes()[0] == ("stream-failed" if strict else "not-a-stream")
+
+
+def test_a_line_begun_in_the_window_tells_even_when_its_field_name_runs_past_it() -> None:
+    limits = Limits(max_event_bytes=1000)
+    stream = sse([CALL_A, FINISH])  # each event well inside the limit
+    for junk in (990, 994, 995, 997, 998):  # "data:" of the line after the junk ends past byte 1000
+        body = b"k" * junk + b"\n" + stream
+        for size in [len(body), 64, 7, 1]:
+            got, result = outcome(pieces(body, size), limits=limits)
+            assert got is None and "not-a-stream" not in result.codes(), (junk, size, result.codes())
+            assert len(result.calls) == 1, (junk, size)
+    body = b"k" * 999 + b"\n" + stream  # the line begins at byte 1000: past the window
+    for size in [len(body), 7, 1]:
+        got, result = outcome(pieces(body, size), limits=limits)
+        assert got is None and result.codes() == ["not-a-stream", "no-finish-reason"]
+
+
+def test_detection_never_copies_a_long_line_it_reads_in_small_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    import fsm.wire.detect as detect
+
+    copied = [0]
+
+    def counting_bytes(*args: Any) -> bytes:
+        made = bytes(*args)
+        copied[0] += len(made)
+        return made
+
+    monkeypatch.setattr(detect, "bytes", counting_bytes, raising=False)
+    r = Reassembler(limits=Limits(max_event_bytes=1 << 20))
+    junk = b"k" * 20_000 + b"\n"
+    for i in range(len(junk)):
+        r.feed_bytes(junk[i : i + 1])
+    assert r.close().codes()[0] == "not-a-stream"
+    assert copied[0] < 8 * len(junk)  # each read copies at most a line's first 7 bytes, not the line so far
 
 
 def test_detection_work_is_linear_in_a_junk_line_fed_byte_by_byte() -> None:

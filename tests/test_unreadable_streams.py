@@ -16,6 +16,7 @@ import pytest
 from fsm import Limits, Reassembler
 from fsm.cli import main
 from fsm.errors import FramingError, RemoteProtocolError
+from tests.helpers import aws_message
 
 PAGE = b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<h1>502 Bad Gateway</h1>\r\n"
 
@@ -58,10 +59,13 @@ def test_input_no_framing_reads_is_one_not_a_stream_however_long_or_chunked(body
         said = result.diagnostics[0].message
         assert said.startswith("input is not SSE, NDJSON or a JSON array (starts with b'<')") and "<html>" in said
         assert not result.calls and result.finish_reason is None
-        seen.add(said if len(body) < 4096 else said.split(";")[0])
+        seen.add(said)
         window = limit or Limits().max_event_bytes
         assert r.framing_work <= 3 * (min(len(body), window) + size)  # linear; what follows the window is not read
-    assert len(seen) == 1  # the same answer however the bytes came
+        assert r._detector is not None and r._detector.held == b""  # nothing of it is kept once reported
+    assert len(seen) == 1  # the same answer, message and all, however the bytes came
+    if limit:
+        assert f"no framing in the first {limit} bytes" in said  # the window, not what the read crossing it held
     error, result, _ = read(chunked(body, 4096), strict=True, **options)
     assert isinstance(error, FramingError) and error.event == 1 and "not SSE, NDJSON or a JSON array" in str(error)
 
@@ -130,6 +134,14 @@ def test_events_after_an_error_that_came_before_the_provider_are_reported() -> N
     assert [(d.event, d.code) for d in result.diagnostics][:2] == [(1, "provider-error"), (2, "event-after-finish")]
 
 
+def test_an_event_that_names_no_provider_after_such_an_error_is_reported_not_raised() -> None:
+    body = b"data: " + json.dumps(ERRORS["openai-compatible"][0]).encode() + b'\n\ndata: {"usage": {}}\n\n'
+    for pieces in ([body], chunked(body, 1)):
+        error, result, _ = read(pieces)
+        assert error is None and (result.provider, result.finish_reason) == ("auto", "error")
+        assert [(d.event, d.code) for d in result.diagnostics] == [(1, "provider-error"), (2, "event-after-finish")]
+
+
 def test_an_event_that_tells_nothing_and_reports_no_error_still_asks_for_the_provider() -> None:
     for event in ({"hello": "world"}, {"error": None, "x": 1}, {"error": ""}):
         r = Reassembler()
@@ -155,3 +167,47 @@ def test_replay_reports_an_error_page_and_an_error_only_stream(tmp_path: Path) -
     assert code == 0 and out["finish_reason"] == "error" and out["diagnostics"][0]["code"] == "provider-error"
     code, out, err = _replay(page, "--strict")
     assert code == 1 and "not SSE, NDJSON or a JSON array" in err and "Traceback" not in err
+
+
+def test_a_bedrock_stream_that_is_only_an_exception_frame_says_bedrocks_message() -> None:
+    pytest.importorskip("botocore")
+    event = {"throttlingException": {"message": "Rate exceeded"}}
+    frame = aws_message(json.dumps(event["throttlingException"]).encode(), "throttlingException", ":exception-type")
+    for feed in ("dict", "bytes", "bytes-1"):
+        r = Reassembler()
+        if feed == "dict":
+            r.feed(event)
+        else:
+            for piece in chunked(frame, 1 if feed == "bytes-1" else len(frame)):
+                r.feed_bytes(piece)
+        result = r.close()
+        assert (result.provider, result.finish_reason) == ("bedrock", "error"), feed
+        assert [(d.event, d.code, d.message) for d in result.diagnostics] == [
+            (1, "provider-error", "the provider reported an error: Rate exceeded")
+        ]
+
+
+def test_a_responses_error_event_says_its_message_with_the_provider_named_or_told_before() -> None:
+    told = {"type": "response.created", "sequence_number": 0, "response": {"id": "r", "output": []}}
+    error = ERRORS["responses"][0]
+    for provider, events in [("openai-responses", [error]), ("auto", [told, error]), ("auto", [error])]:
+        r = Reassembler(provider)
+        for event in events:
+            r.feed(event)
+        result = r.close()
+        assert result.finish_reason == "error"
+        assert [d.message for d in result.diagnostics] == ["the provider reported an error: Slow"], (provider, events)
+
+
+def test_an_error_page_past_the_window_is_held_once_never_copied() -> None:
+    import tracemalloc
+
+    window, pieces = 1 << 20, chunked(PAGE * 50_000, 65536)  # 4 MB past a 1 MB window, in 64 KB reads
+    tracemalloc.start()
+    try:
+        error, result, _ = read(pieces, limits=Limits(max_event_bytes=window))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert error is None and result.codes() == ["not-a-stream", "no-finish-reason"]
+    assert peak < 1.5 * window  # the window and one read: not a second copy of the window to report it

@@ -8,8 +8,9 @@ tells decides (``{`` NDJSON, where the skipped line is then a bad event of its o
 SSE). Undecided at the end of the stream, or after ``max_bytes``, a stream that began with a comment
 is SSE (comments are SSE's own) and any other is no framing (:class:`FramingError`).
 
-Only the first ``max_bytes`` bytes are ever looked at (the line that tells must begin within them),
-each line once, and no answer is given on a prefix that more bytes could change, so what is held is
+Only the first ``max_bytes`` bytes are ever looked at (the line that tells must begin within them;
+its first few bytes, which tell, may run past them), each byte once and never copied with the line
+it is in, and no answer is given on a prefix that more bytes could change, so what is held is
 bounded, the work is linear, and the answer does not depend on how the bytes were chunked.
 """
 
@@ -34,6 +35,8 @@ class Framing(enum.Enum):
 _SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":")
 _SSE_FIELDS = (b"data", b"event", b"id", b"retry")
 _LINE_END = re.compile(rb"[\r\n]")
+_LEAD = re.compile(rb"[ \t]*")
+_TELL = 7  # bytes of a line's text that tell all it can: "retry:" and one more to quote
 
 
 class _Says(enum.Enum):
@@ -63,8 +66,10 @@ class Detector:
         self._at_start = True  # no byte seen yet, so a BOM may still come
         self._max = max_bytes
         self._line = 0  # where the first line not yet looked past starts
+        self._scan = 0  # how far that line's leading blanks are known to run
+        self._text: int | None = None  # where its text (after the blanks) starts, once known
         self._searched = 0  # how far that line is known to hold no line end
-        self._first: bytes | None = None  # the first line, once it told nothing
+        self._first: bytes | None = None  # the first line's first _TELL bytes
         self._comment_first = False
         self.work = 0
         """Bytes looked at (tests check that this stays linear in the input)."""
@@ -72,6 +77,12 @@ class Detector:
     @property
     def held(self) -> bytes:
         return bytes(self._held)
+
+    def forget(self) -> bytearray:
+        """What was held, now let go (not copied: it may be the whole window): the bytes told no
+        framing and are read no further."""
+        held, self._held = self._held, bytearray()
+        return held
 
     def feed(self, data: bytes, final: bool = False) -> tuple[Framing, bytes] | None:
         """The framing and the bytes its framer is to read first; None while the bytes do not tell
@@ -95,32 +106,45 @@ class Detector:
         return framing, head
 
     def _decide(self, final: bool) -> Framing | None:
-        held = self._held
+        held, size = self._held, len(self._held)
         if held[:1] == b"\x00":
             return Framing.AWS_EVENTSTREAM  # a binary message starts with its big-endian length
-        window = min(len(held), self._max)
-        while self._line < window:
+        pending = False  # a line begun in the window whose first bytes may still tell
+        while self._line < min(size, self._max):
             start = self._line
-            found = _LINE_END.search(held, self._searched, window)
-            end = found.start() if found else window
+            if self._text is None:  # its leading blanks, each looked at once
+                self._scan = _LEAD.match(held, self._scan).end()  # type: ignore[union-attr]  # may match nothing
+                self.work += self._scan - self._searched
+                self._searched = self._scan
+                if self._scan >= min(size, self._max):
+                    pending = self._scan == size and size < self._max
+                    break
+                self._text = self._scan
+            text_at = self._text
+            # A line's first _TELL bytes tell all it can; those of one begun in the window are read
+            # even past it, and only as far as its end is looked for beyond them.
+            reach = min(size, max(self._max, text_at + _TELL))
+            found = _LINE_END.search(held, self._searched, reach)
+            end = found.start() if found else reach
             self.work += end - self._searched
-            text = bytes(held[start:end]).lstrip(b" \t")
-            says = _line_says(text, ended=found is not None, first=start == 0) if text.strip() else _Says.NOTHING
+            head = bytes(held[text_at : min(end, text_at + _TELL)])  # never more: no copy of a long line
+            ended = found is not None
+            says = _line_says(head, ended=ended, first=start == 0) if head.strip() else _Says.NOTHING
             if isinstance(says, Framing):
                 return says
             if start == 0:
-                self._comment_first = text[:1] == b":"
-            if found is None:
-                self._searched = window
+                self._comment_first, self._first = head[:1] == b":", head
+            if not ended:
+                self._searched = reach
+                pending = says is _Says.WAIT and len(head) < _TELL
                 break
-            if start == 0:
-                self._first = text
-            self._line = self._searched = end + 1
-        if not (final or len(held) > self._max):
+            self._line = self._scan = self._searched = end + 1
+            self._text = None
+        if not final and (size <= self._max or pending):
             return None
         if self._comment_first:
             return Framing.SSE
-        first = self._first if self._first is not None else bytes(held[:window]).lstrip(b" \t")
+        first = self._first or b""
         # Quote only up to the first byte no framing could start with, so the message does not depend
         # on how many bytes happened to arrive in the first read.
         known = max(_shared_prefix(first, p) for p in (*_SSE_STARTS, *_SSE_FIELDS))

@@ -59,8 +59,19 @@ _ANTHROPIC_TYPES = frozenset(
         "ping",
     }
 )
+BEDROCK_ERRORS = frozenset(
+    {
+        "internalServerException",
+        "modelStreamErrorException",
+        "validationException",
+        "throttlingException",
+        "serviceUnavailableException",
+    }
+)
+"""The exceptions a Bedrock stream may end with, each a frame of its own (``:exception-type``)."""
 _BEDROCK_KEYS = frozenset(
     {"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop", "metadata"}
+    | BEDROCK_ERRORS  # a throttled stream's only frame names its provider as well as any other
 )
 
 

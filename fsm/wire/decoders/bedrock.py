@@ -29,6 +29,7 @@ from fsm.events import (
     TextDelta,
     UsageReport,
 )
+from fsm.wire.decoders import BEDROCK_ERRORS
 from fsm.wire.decoders._wire import index, mapping, text
 
 _FINISH = {
@@ -41,13 +42,6 @@ _FINISH = {
     "content_filtered": "content_filter",
 }
 _QUIET = {"messageStart", "metadata"}
-_ERRORS = (
-    "internalServerException",
-    "modelStreamErrorException",
-    "validationException",
-    "throttlingException",
-    "serviceUnavailableException",
-)
 
 
 class BedrockDecoder:
@@ -98,7 +92,7 @@ class BedrockDecoder:
                 events.append(StreamEnd(_FINISH.get(reason, reason), reason))
             elif kind == "metadata" and body.get("usage"):
                 events.append(UsageReport(dict(mapping(body.get("usage"), "usage"))))
-            elif kind in _ERRORS:
+            elif kind in BEDROCK_ERRORS:
                 events.append(StreamEnd("error", kind, str(body.get("message", kind))))
             elif kind not in _QUIET:
                 diagnose("unknown-event", f"Bedrock event {kind!r}")

@@ -128,6 +128,8 @@ class OpenAIResponsesDecoder:
             return [StreamEnd(finish, f"incomplete: {reason}"), *_usage(payload)]
         if kind in ("response.failed", "error"):
             error = payload.get("error") or mapping(payload.get("response"), "response").get("error") or {}
+            if kind == "error" and not error:  # the stream's own error event: its message is at the top
+                error = payload
             message = error.get("message", error) if isinstance(error, Mapping) else error
             return [StreamEnd("error", kind, str(message))]
         if not kind.startswith(QUIET_PREFIXES) and not kind.endswith((".done", ".added", ".delta")):
