@@ -57,7 +57,8 @@ class RemoteProtocolError(ToolcallFSMError):
 
 
 class FramingError(RemoteProtocolError):
-    """The bytes are not valid SSE, NDJSON or a JSON array, or an event is not valid JSON."""
+    """The bytes are no framing (SSE, NDJSON, a JSON array or document, an AWS event stream), or an event is not
+    valid JSON."""
 
 
 class LimitExceeded(RemoteProtocolError):

@@ -130,7 +130,8 @@ class Reassembler:
         return self.ledger.drain()
 
     def feed_bytes(self, data: bytes) -> list[Output]:
-        """Feed raw response bytes (SSE, NDJSON, a JSON array or an AWS event stream: the first bytes tell)."""
+        """Feed raw response bytes (SSE, NDJSON, a JSON array or document, or an AWS event stream: the first bytes
+        tell)."""
         if not isinstance(data, bytes | bytearray | memoryview):
             raise InvalidInput(f"feed_bytes takes bytes, not {type(data).__name__} (use feed() for parsed events)")
         self._check_open()

@@ -774,7 +774,7 @@ def _identity(s: ModuleType) -> Any:
                 code="not-a-stream",
                 rule="unknown-events-reported",
                 severity="violation",
-                reason="No framing reads the input (an HTML error page, plain text): not SSE, NDJSON, a JSON array or an AWS event stream. It is one unreadable event, reported once, however long it is; nothing after it is read. Input that ends while it could still be the start of a framing (`da` of `data:`, half a BOM) is a cut stream instead (`cut-event`). Strict mode raises FramingError.",
+                reason="No framing reads the input (an HTML error page, plain text): not SSE, NDJSON, a JSON array or document, or an AWS event stream. It is one unreadable event, reported once, however long it is; nothing after it is read. Input that ends while it could still be the start of a framing (`da` of `data:`, half a BOM) is a cut stream instead (`cut-event`). Strict mode raises FramingError.",
             ),
             s.DiagnosticSpec(
                 code="provider-error",
@@ -1202,7 +1202,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (8843, 1538721508),
     "scanner": (4661, 4199472060),
-    "identity": (21006, 1389916795),
+    "identity": (21019, 1530080104),
     "history": (4045, 271900131),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

@@ -99,9 +99,14 @@ def test_detect_framing() -> None:
     assert detect_framing(b"data: {}") is Framing.SSE
     assert detect_framing(b"data\n") is Framing.SSE
     assert detect_framing(b"[{") is Framing.JSON_ARRAY
-    assert detect_framing(b"{") is Framing.NDJSON
+    assert detect_framing(b'{"') is Framing.NDJSON
+    assert detect_framing(b"{") is None  # "{" alone on its line would be a pretty-printed document
+    assert detect_framing(b"{\n") is Framing.JSON_DOCUMENT
+    assert detect_framing(b"{\r") is Framing.JSON_DOCUMENT
+    assert detect_framing(b"{ \n") is Framing.NDJSON  # not what a pretty-printer writes
+    assert detect_framing(b"{", final=True) is Framing.JSON_DOCUMENT  # cut short: its framer says so
     assert detect_framing(b"hello") is None  # a junk first line: the lines after it may still tell
-    assert detect_framing(b"hello\n{") is Framing.NDJSON
+    assert detect_framing(b'hello\n{"') is Framing.NDJSON
     with pytest.raises(FramingError):
         detect_framing(b"hello", final=True)
 

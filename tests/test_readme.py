@@ -45,6 +45,7 @@ from fsm.reemit import DeltaEmitter, FlushPolicy
 from fsm.results import Diagnostic, Result, ToolCall
 from fsm.spec import identity_spec, slot_spec
 from fsm.wire.decoders import PROVIDERS
+from fsm.wire.detect import Framing
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -206,8 +207,9 @@ def test_the_version_and_each_commands_help() -> None:
         assert code == 0 and "examples:" in out, command
         assert "exit status:" in out, command
     # the framings the README says replay reads
-    assert "(SSE, NDJSON, a JSON array, or AWS's binary event stream)" in README
-    assert "SSE, NDJSON, a JSON array or an AWS event stream" in " ".join(in_process("replay", "--help")[1].split())
+    assert "(SSE, NDJSON, a JSON array, a pretty-printed JSON document, or AWS's binary event\nstream)" in README
+    said = " ".join(in_process("replay", "--help")[1].split())
+    assert "SSE, NDJSON, a JSON array or document, or an AWS event stream" in said
 
 
 def subcommands() -> dict[str, Any]:
@@ -406,6 +408,7 @@ def kebab_names() -> set[str]:
         | repair_kinds
         | set(typing.get_args(typing.get_type_hints(RepairPolicy)["dangling"]))
         | {"toolcall-fsm"}
+        | {f.value for f in Framing}
         | {v.name for v in load_vectors()}
     )
 

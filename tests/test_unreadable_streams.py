@@ -211,3 +211,106 @@ def test_an_error_page_past_the_window_is_held_once_never_copied() -> None:
         tracemalloc.stop()
     assert error is None and result.codes() == ["not-a-stream", "no-finish-reason"]
     assert peak < 1.5 * window  # the window and one read: not a second copy of the window to report it
+
+
+def pretty(value: Any) -> bytes:
+    """As providers and pretty-printers write a JSON body: "{" alone on the first line."""
+    return json.dumps(value, indent=2).encode() + b"\n"
+
+
+@pytest.mark.parametrize("shape", ["openai", "gemini", "anthropic", "openai-compatible"])
+def test_a_pretty_printed_error_body_says_the_providers_message(shape: str) -> None:
+    """What a provider sends as the body of a 4xx or 5xx answer to a streaming request: one JSON
+    document over many lines. A gateway that reads the body whatever the status meets it often."""
+    event, message = ERRORS[shape]
+    body = pretty(event)
+    for size in (len(body), 7, 1):
+        error, result, _ = read(chunked(body, size))
+        assert error is None and (result.finish_reason, len(result.calls)) == ("error", 0)
+        assert [(d.event, d.code, d.message) for d in result.diagnostics] == [
+            (1, "provider-error", f"the provider reported an error: {message}")
+        ]
+    error, _, _ = read([body], strict=True)
+    assert error is not None and f"provider-error: the provider reported an error: {message}" in str(error)
+
+
+NOT_STREAMED = {
+    "openai-chat": {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": "get", "arguments": '{"q": "A"}'}},
+                        {"id": "call_2", "type": "function", "function": {"name": "get", "arguments": '{"q": "B"}'}},
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
+    },
+    "gemini": {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [
+                        {"functionCall": {"name": "get", "args": {"q": "A"}}},
+                        {"functionCall": {"name": "get", "args": {"q": "B"}}},
+                    ],
+                },
+                "finishReason": "STOP",
+            }
+        ]
+    },
+}
+
+
+@pytest.mark.parametrize("provider", NOT_STREAMED)
+def test_a_pretty_printed_response_saved_whole_reads_as_its_one_line_form(provider: str) -> None:
+    response = NOT_STREAMED[provider]
+    one_line = json.dumps(response).encode() + b"\n"
+    _, want, _ = read([one_line])
+    assert [(c.name, c.arguments) for c in want.calls] == [("get", {"q": "A"}), ("get", {"q": "B"})]
+    body = pretty(response)
+    for size in (len(body), 64, 1):
+        error, result, _ = read(chunked(body, size))
+        assert error is None and result == want
+
+
+def test_pretty_printed_documents_one_after_another_are_events_and_junk_between_is_reported() -> None:
+    gemini = NOT_STREAMED["gemini"]
+    body = pretty(gemini) + pretty({"usageMetadata": {"totalTokenCount": 7}})
+    _, result, _ = read([body])
+    assert [c.arguments for c in result.calls] == [{"q": "A"}, {"q": "B"}] and result.codes() == [
+        "synthesized-id",
+        "synthesized-id",
+        "finish-reason-mapped",
+    ]
+    assert result.usage == {"totalTokenCount": 7}
+    _, result, _ = read([pretty(gemini) + b"]\n" + pretty({"usageMetadata": {"totalTokenCount": 7}})])
+    assert [(d.event, d.code) for d in result.problems()] == [(2, "bad-event")] and result.usage is not None
+
+
+def test_a_megabyte_pretty_printed_response_reads_in_linear_work() -> None:
+    big = {"q": "x" * (1 << 20), "n": list(range(2000))}
+    response = json.loads(json.dumps(NOT_STREAMED["openai-chat"]))
+    response["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = json.dumps(big)
+    body = pretty(response)
+    for size in (len(body), 65536, 4096):
+        error, result, r = read(chunked(body, size))
+        assert error is None and result.calls[0].arguments == big and result.calls[1].arguments == {"q": "B"}
+        assert r.framing_work <= 3 * len(body)
+
+
+def test_replay_reads_a_pretty_printed_error_body(tmp_path: Path) -> None:
+    path = tmp_path / "429.json"
+    path.write_bytes(pretty(ERRORS["openai"][0]))
+    code, out, _ = _replay(path)
+    assert (
+        code == 0 and out["finish_reason"] == "error" and [d["code"] for d in out["diagnostics"]] == ["provider-error"]
+    )

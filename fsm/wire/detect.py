@@ -2,11 +2,13 @@
 
 A BOM and the whitespace before the first event are dropped as they arrive, never held. The first
 line nearly always tells at once: ``{`` is NDJSON, ``[`` a JSON array, an SSE field (``data:``) SSE,
-a zero byte an AWS event stream. A first line that tells nothing, a proxy's ``keep-alive``, an SSE
-comment such as ``: ping``, or a line of other whitespace, is looked past: the first later line that
-tells decides (``{`` NDJSON, where the skipped line is then a bad event of its own; an SSE field
-SSE). Undecided at the end of the stream, or after ``max_bytes``, a stream that began with a comment
-is SSE (comments are SSE's own) and any other is no framing (:class:`FramingError`).
+a zero byte an AWS event stream; a line that is ``{`` alone, once it ends, a pretty-printed JSON
+document (an HTTP error body, or a response saved whole), read as the values it holds. A first line
+that tells nothing, a proxy's ``keep-alive``, an SSE comment such as ``: ping``, or a line of other
+whitespace, is looked past: the first later line that tells decides (``{`` NDJSON, where the skipped
+line is then a bad event of its own; an SSE field SSE). Undecided at the end of the stream, or after
+``max_bytes``, a stream that began with a comment is SSE (comments are SSE's own) and any other is
+no framing (:class:`FramingError`).
 
 Only the first ``max_bytes`` bytes are ever looked at (the line that tells must begin within them;
 its first few bytes, which tell, may run past them), each byte once and never copied with the line
@@ -29,6 +31,7 @@ class Framing(enum.Enum):
     SSE = "sse"
     NDJSON = "ndjson"
     JSON_ARRAY = "json-array"
+    JSON_DOCUMENT = "json-document"
     AWS_EVENTSTREAM = "aws-eventstream"
 
 
@@ -45,9 +48,13 @@ class _Says(enum.Enum):
     NOTHING = "nothing"  # a whole line that tells nothing (junk, or blank)
 
 
-def _line_says(text: bytes, *, ended: bool, first: bool) -> Framing | _Says:
+def _line_says(text: bytes, *, ended: bool, first: bool, final: bool = False) -> Framing | _Says:
     """What one line (leading blanks stripped; empty if it is blank) says about the framing."""
     if text[:1] == b"{":
+        # A line that is "{" alone opens a pretty-printed document (an HTTP error body, a response
+        # saved whole), as every common pretty-printer writes one; an event of NDJSON is one line.
+        if text == b"{":
+            return Framing.JSON_DOCUMENT if ended or final else _Says.WAIT  # final: a document cut short
         return Framing.NDJSON
     if text[:1] == b"[":
         return Framing.JSON_ARRAY if first else _Says.NOTHING  # no array follows a junk line
@@ -129,7 +136,7 @@ class Detector:
             self.work += end - self._searched
             head = bytes(held[text_at : min(end, text_at + _TELL)])  # never more: no copy of a long line
             ended = found is not None
-            says = _line_says(head, ended=ended, first=start == 0) if head.strip() else _Says.NOTHING
+            says = _line_says(head, ended=ended, first=start == 0, final=final) if head.strip() else _Says.NOTHING
             if isinstance(says, Framing):
                 return says
             if start == 0:

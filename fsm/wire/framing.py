@@ -10,6 +10,9 @@ a multi-byte character); the two line framings live in fsm/wire/lines.py:
 * NDJSON: one payload per line; blank lines skipped.
 * JSON array: ``[ {...}, {...} ]`` streamed element by element (Gemini without ``alt=sse``); element
   ends are found with the completeness scanner, so no element is parsed twice.
+* JSON document: one pretty-printed value over many lines (what a provider sends as an HTTP error
+  body, or a non-streamed response), or several one after another, each an event; read as the
+  array's elements are.
 * AWS event stream (Bedrock ``ConverseStream`` over HTTP): binary messages, unframed by botocore's
   decoder (the optional ``bedrock`` extra) into ``{eventType: body}`` objects (fsm/wire/eventstream.py).
 
@@ -103,7 +106,8 @@ class JSONArrayFramer:
     and passed on as it is, so the reassembler reports it (lax) or raises (strict) under its own
     element number, and the elements after it are read."""
 
-    def __init__(self, max_bytes: int, max_depth: int = 256) -> None:
+    def __init__(self, max_bytes: int, max_depth: int = 256, *, document: bool = False) -> None:
+        self._document = document  # no brackets around the values, no commas between them
         self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
         self._max = max_bytes
         self._max_depth = max_depth
@@ -111,7 +115,7 @@ class JSONArrayFramer:
         self._scanner: Scanner | None = None
         self._junk: _Junk | None = None
         self._size = 0
-        self._expect = "["  # "[", then "value" or "]", then "," or "]", then "end"
+        self._expect = "value" if document else "["  # "[", then "value" or "]", then "," or "]", then "end"
         self.cut = False
         self.work = 0
         """Characters read: each once, since held element text is never read again."""
@@ -131,7 +135,7 @@ class JSONArrayFramer:
                 if end is None:
                     break
                 self._emit(out)
-                self._expect, pos = ("value" if text[pos] == "," else "end"), pos + 1
+                self._expect, pos = ("value" if self._document or text[pos] == "," else "end"), pos + 1
                 continue
             if self._scanner is not None:
                 try:
@@ -146,7 +150,7 @@ class JSONArrayFramer:
                 if end is None:
                     break
                 self._emit(out)
-                self._expect = ","
+                self._expect = "value" if self._document else ","
                 continue
             pos = _BLANKS.match(text, pos).end()  # type: ignore[union-attr]  # may match nothing
             if pos >= len(text):
@@ -154,7 +158,7 @@ class JSONArrayFramer:
             ch = text[pos]
             if self._expect == "[" and ch == "[":
                 self._expect, pos = "value", pos + 1
-            elif self._expect in ("value", ",") and ch == "]":
+            elif self._expect in ("value", ",") and ch == "]" and not self._document:
                 self._expect, pos = "end", pos + 1
             elif self._expect == "," and ch == ",":
                 self._expect, pos = "value", pos + 1
@@ -164,7 +168,8 @@ class JSONArrayFramer:
                 self._junk = _Junk()
             else:
                 shown = ch.encode("utf-8", "surrogateescape")
-                out.append(Fault(f"unexpected {shown!r} in a JSON-array stream", skippable=False))
+                kind = "a JSON document" if self._document else "a JSON-array stream"
+                out.append(Fault(f"unexpected {shown!r} in {kind}", skippable=False))
                 return out
         if final and (self._element or self._junk is not None):
             # A stream cut inside an element: pass the partial text on; the reassembler reports it.
@@ -216,4 +221,4 @@ def make_framer(framing: Framing, max_bytes: int, max_depth: int = 256 + 32) -> 
         from fsm.wire.eventstream import AWSEventStreamFramer  # botocore loads only for this framing
 
         return AWSEventStreamFramer(max_bytes, max_depth)
-    return JSONArrayFramer(max_bytes, max_depth)
+    return JSONArrayFramer(max_bytes, max_depth, document=framing is Framing.JSON_DOCUMENT)
