@@ -209,7 +209,7 @@ def test_the_version_and_each_commands_help() -> None:
     # the framings the README says replay reads
     assert "(SSE, NDJSON, a JSON array, a pretty-printed JSON document, or AWS's binary event\nstream)" in README
     said = " ".join(in_process("replay", "--help")[1].split())
-    assert "SSE, NDJSON, a JSON array or document, or an AWS event stream" in said
+    assert "SSE, NDJSON, JSON array or document, AWS event stream" in said
 
 
 def subcommands() -> dict[str, Any]:
