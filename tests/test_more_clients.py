@@ -3,11 +3,13 @@
 ``ClientV2`` read every capture of their wire, and hostile variants of it, through their own HTTP
 stack (an httpx mock transport); ``fsm.reassemble`` takes what they yield and must give what the
 bytes give. Where a client itself drops something, the test pins what it does (README, "What the
-SDKs themselves do")."""
+SDKs themselves do"), as it does for langchain-google-genai's ``ChatGoogleGenerativeAI``, which
+gives Gemini's calls in a shape of its own."""
 
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +19,17 @@ import fsm
 from fsm import history
 from tests import capture_variants as cv
 from tests.conftest import captures, require_captures
-from tests.test_clients import Replay, anthropic_client, anthropic_http
-from tests.test_sdk_loop import CASES, body_of, next_request, numbered, seen, sent_answers, sent_calls
+from tests.test_clients import Replay, anthropic_client, anthropic_http, genai_client
+from tests.test_sdk_loop import (
+    CASES,
+    _signature,
+    body_of,
+    next_request,
+    numbered,
+    seen,
+    sent_answers,
+    sent_calls,
+)
 
 httpx = pytest.importorskip("httpx")
 
@@ -132,6 +143,58 @@ def test_an_anthropic_tool_block_without_argument_text_has_its_input_once_ended(
         assert result.calls[0].arguments == {} and "empty-arguments" not in result.codes()
         if stop == "tool_use":
             assert result.calls[1].arguments == {}
+
+
+# -- langchain-google-genai -----------------------------------------------------------------------------
+
+
+def _shape(result: fsm.Result) -> list[tuple[Any, ...]]:
+    return [(c.index, c.name, c.arguments, c.status) for c in result.calls]
+
+
+@pytest.mark.parametrize(
+    ("path", "provider", "variant", "payloads"), [c for c in CASES if c.values[0] is None or c.values[1] == "gemini"]
+)
+def test_chat_google_genai_chunks_against_the_bytes(path: Path, provider: str, variant: str, payloads: Any) -> None:
+    if path is None:
+        require_captures()
+    langchain_google_genai = pytest.importorskip("langchain_google_genai")
+    body = body_of(path, provider, variant, payloads)
+    reference = fsm.reassemble(body, provider)
+    model = langchain_google_genai.ChatGoogleGenerativeAI(model="gemini", api_key="test")
+    model.client = genai_client(Replay(body))  # it builds its own client, on no transport it is given
+    names = dict.fromkeys(c.name for c in reference.calls if c.name)
+    tools = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in names]
+    chunks = list(model.bind_tools(tools).stream("go"))
+    got = fsm.reassemble(chunks)
+
+    assert got.finish_reason == reference.finish_reason and got.text == reference.text
+    if path.parent.name == "gemini_vertex_partial_args":
+        # it reads no partialArgs: each streamed piece is a call of its own, {} and mostly nameless
+        assert {c.arguments_json for c in got.calls} == {"{}"} and "missing-name" in got.codes()
+        assert len(got.calls) > len(reference.calls)
+        return
+    if variant == "one-id":
+        # it numbers each functionCall part, so parts under one id are calls of their own
+        # (`duplicate-id`), where the bytes read a later part as the same call's new arguments
+        assert [c.wire_id for c in got.calls] == [reference.calls[0].wire_id] * len(got.calls)
+        assert got.codes().count("duplicate-id") == reference.codes().count("arguments-replaced") > 0
+        return
+    assert _shape(got) == _shape(reference)
+    # an id-less call (Gemini 2.5) gets a UUID of LangChain's, which fsm takes as the wire's
+    for mine, wire in zip(got.calls, reference.calls, strict=True):
+        assert mine.id == mine.wire_id == (wire.wire_id or str(uuid.UUID(mine.id)))
+    assert got.codes() == [c for c in reference.codes() if c != "synthesized-id"]
+    # its thought signatures stay in additional_kwargs["__gemini_function_call_thought_signatures__"],
+    # by call id, which fsm does not read: the calls come out unsigned
+    assert [c.thought_signature for c in got.calls] == [None] * len(got.calls)
+    kept = {k: v for c in chunks for k, v in c.additional_kwargs.get(SIGNATURES, {}).items()}
+    assert sorted(_signature(s) for s in kept.values()) == sorted(
+        _signature(c.thought_signature) for c in reference.calls if c.thought_signature
+    )
+
+
+SIGNATURES = "__gemini_function_call_thought_signatures__"
 
 
 # -- ollama --------------------------------------------------------------------------------------------
