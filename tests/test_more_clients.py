@@ -8,7 +8,9 @@ gives Gemini's calls in a shape of its own."""
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import uuid
 from pathlib import Path
 from typing import Any
@@ -137,12 +139,14 @@ def test_an_anthropic_tool_block_without_argument_text_has_its_input_once_ended(
     if stop:
         chunks.append(messages.AIMessageChunk(content=[], response_metadata={"stop_reason": stop}))
 
-    for policies in (None, fsm.Policies(empty_arguments="invalid")):
-        result = fsm.reassemble(chunks, policies=policies)
-        assert [c.status.value for c in result.calls] == ["complete", last]
-        assert result.calls[0].arguments == {} and "empty-arguments" not in result.codes()
-        if stop == "tool_use":
-            assert result.calls[1].arguments == {}
+    # the chunks one by one, or added up into one as LangChain users do (`sum` of the stream)
+    for stream in (chunks, [functools.reduce(operator.add, chunks)]):
+        for policies in (None, fsm.Policies(empty_arguments="invalid")):
+            result = fsm.reassemble(stream, policies=policies)
+            assert [c.status.value for c in result.calls] == ["complete", last]
+            assert result.calls[0].arguments == {} and "empty-arguments" not in result.codes()
+            if stop == "tool_use":
+                assert result.calls[1].arguments == {}
 
 
 # -- langchain-google-genai -----------------------------------------------------------------------------

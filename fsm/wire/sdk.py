@@ -168,7 +168,7 @@ def langchain_chunk(chunk: Any, held: dict[int, Any] | None = None) -> dict[str,
     metadata = getattr(chunk, "response_metadata", None) or {}
     finish = _langchain_finish(metadata) if isinstance(metadata, Mapping) else None
     if held is not None:
-        calls = _anthropic_inputs(content, parts, held, finish) + calls
+        calls += _anthropic_inputs(content, parts, held, finish)
     if calls:
         delta["tool_calls"] = calls
     payload: dict[str, Any] = {
@@ -188,18 +188,15 @@ block stays open: no ``content_block_stop`` comes)."""
 
 
 def _anthropic_inputs(content: Any, parts: Any, held: dict[int, Any], finish: Any) -> list[dict[str, Any]]:
-    """The arguments of the held Anthropic tool blocks that have ended, as OpenAI chat entries (a
-    JSON object is a call's whole arguments there); then hold the tool blocks this chunk opens, and
-    let go of those argument text came for. Anthropic sends a message's blocks one after another, so
-    a block has ended once a later one opens, or at a stop reason that ends the turn whole."""
+    """Hold the tool blocks this chunk opens, let go of those argument text came for, and give the
+    held blocks that have ended their ``input`` as OpenAI chat entries (a JSON object is a call's
+    whole arguments there), after the chunk's own. Anthropic sends a message's blocks one after
+    another, so a block has ended once a later one opens, or at a stop reason that ends the turn."""
     blocks = (
         [b for b in content if isinstance(b, Mapping) and type(b.get("index")) is int]
         if isinstance(content, list | tuple)
         else []
     )
-    latest = max((b["index"] for b in blocks), default=None)
-    ended = list(held) if finish in TURN_ENDED else [at for at in held if latest is not None and at < latest]
-    given = [{"index": at, "function": {"arguments": dict(held.pop(at))}} for at in ended]
     for block in blocks:
         if block.get("type") == "tool_use":
             value = block.get("input")
@@ -207,7 +204,9 @@ def _anthropic_inputs(content: Any, parts: Any, held: dict[int, Any], finish: An
     for part in parts:
         if part.get("args"):
             held.pop(part.get("index"), None)
-    return given
+    latest = max((b["index"] for b in blocks), default=None)
+    ended = list(held) if finish in TURN_ENDED else [at for at in held if latest is not None and at < latest]
+    return [{"index": at, "function": {"arguments": dict(held.pop(at))}} for at in ended]
 
 
 def _langchain_finish(metadata: Mapping[str, Any]) -> Any:
