@@ -8,6 +8,7 @@ gives Gemini's calls in a shape of its own."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import operator
@@ -118,6 +119,23 @@ def test_chat_anthropic_sends_the_next_turn_paired(
         assert sent[1] == {"role": "assistant", "content": ""}
     else:
         assert sent == conversation
+
+
+def test_chat_anthropic_astream() -> None:
+    anthropic = pytest.importorskip("anthropic")
+    replay = Replay(EMPTY_ARGUMENTS, anthropic_http())
+    reference = fsm.reassemble(replay.body, "anthropic")
+    model = chat_anthropic(replay, reference)
+    vars(model.bound)["_async_client"] = anthropic.AsyncAnthropic(
+        api_key="test", base_url="http://mock", http_client=replay.async_client()
+    )
+
+    got = asyncio.run(fsm.areassemble(model.astream("go")))
+
+    assert seen(got, usage=False) == seen(reference, usage=False)
+
+
+EMPTY_ARGUMENTS = "anthropic/simonw-llm-haiku-4.5-two-empty-arg-calls.sse"
 
 
 def _tool_block(at: int, name: str) -> Any:
