@@ -99,6 +99,7 @@ class Reassembler:
         self.registry = Registry(ledger, limits, taken_ids(taken))
         """Internal: the slot registry that decides which call each event belongs to."""
         self._content = TurnContent()
+        self._sdk_held: dict[int, Any] = {}  # what the stream's SDK objects leave to a later one (wire.sdk)
         self._decoder: Decoder | None = None
         self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
         self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others' (bytes)
@@ -321,7 +322,7 @@ class Reassembler:
             if fault is not None:
                 raise InvalidInput(f"event {self._events}: {fault}")
             self._apply(item)  # type: ignore[arg-type]
-        elif (payload := sdk_payload(item)) is not None:
+        elif (payload := sdk_payload(item, self._sdk_held)) is not None:
             self._decode(payload)
         else:  # a stream helper's event that repeats the raw ones: no wire event, so not counted
             self.ledger.event = self._events = self._events - 1

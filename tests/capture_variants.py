@@ -15,6 +15,8 @@ from typing import Any
 
 MEGABYTE = "x" * (1 << 20)
 EMOJI = "é\U0001f600中"
+OBJECT_ARGUMENTS = ("gemini", "ollama")
+"""The wires whose calls carry their arguments as a JSON object, never as text."""
 
 
 def events(path: Path) -> list[dict[str, Any]]:
@@ -68,6 +70,15 @@ def carriers(provider: str, payloads: list[dict[str, Any]]) -> list[Carrier]:
         elif provider == "anthropic":
             if kind == "content_block_delta" and p["delta"].get("type") == "input_json_delta":
                 found.append((i, p["delta"], "partial_json", p["index"], False))
+        elif provider == "cohere":
+            if kind in ("tool-call-start", "tool-call-delta"):
+                function = p["delta"]["message"]["tool_calls"].get("function") or {}
+                if isinstance(function.get("arguments"), str):
+                    found.append((i, function, "arguments", p.get("index"), False))
+        elif provider == "ollama":
+            for j, call in enumerate((p.get("message") or {}).get("tool_calls") or []):
+                if isinstance((call.get("function") or {}).get("arguments"), dict):
+                    found.append((i, call["function"], "arguments", (i, j), True))
         elif provider == "gemini":
             for candidate in p.get("candidates") or []:
                 for j, part in enumerate((candidate.get("content") or {}).get("parts") or []):
@@ -98,14 +109,14 @@ def with_member(
     opened: Carrier | None = None
     for carrier in mine:
         _, box, field, _, whole = carrier
-        if provider == "gemini":
-            box["args"] = {key: value, **(box["args"] or {})}
+        if provider in OBJECT_ARGUMENTS:
+            box[field] = {key: value, **(box[field] or {})}
         elif whole and box[field].strip().startswith("{"):
             box[field] = _with_member(box[field], member)
         elif not whole and opened is None and box[field].strip().startswith("{"):
             box[field] = _with_member(box[field], member)
             opened = carrier
-    if provider == "gemini":
+    if provider in OBJECT_ARGUMENTS:
         return payloads if mine else None
     if opened is None:
         return None
@@ -141,7 +152,7 @@ def emptied(provider: str, payloads: list[dict[str, Any]]) -> list[dict[str, Any
     payloads = copy.deepcopy(payloads)
     mine = _first_call(provider, payloads)
     for _, box, field, _, _ in mine:
-        box[field] = {} if provider == "gemini" else ""
+        box[field] = {} if provider in OBJECT_ARGUMENTS else ""
     return payloads if mine else None
 
 
@@ -183,6 +194,13 @@ def _id_holders(provider: str, payloads: list[dict[str, Any]]) -> Iterator[tuple
         elif provider == "anthropic":
             if p.get("type") == "content_block_start" and p["content_block"].get("type") == "tool_use":
                 yield p["content_block"], "id"
+        elif provider == "cohere":
+            if p.get("type") == "tool-call-start" and p["delta"]["message"]["tool_calls"].get("id"):
+                yield p["delta"]["message"]["tool_calls"], "id"
+        elif provider == "ollama":
+            for call in (p.get("message") or {}).get("tool_calls") or []:
+                if call.get("id"):
+                    yield call, "id"
         else:
             for candidate in p.get("candidates") or []:
                 for part in (candidate.get("content") or {}).get("parts") or []:
@@ -207,7 +225,7 @@ def variants(provider: str, payloads: list[dict[str, Any]]) -> Iterator[tuple[st
     yield "as-is", payloads
     yield "megabyte", with_member(provider, payloads, "pad", MEGABYTE)
     yield "unicode", with_member(provider, payloads, "u", EMOJI)
-    if provider != "gemini":  # Gemini's arguments are objects, never text to split
+    if provider not in OBJECT_ARGUMENTS:  # objects, never text to split
         yield "unicode-split", with_member(provider, payloads, "u", EMOJI, split_at=len('{"u": "é') + 1)
     yield "empty", emptied(provider, payloads)
     yield "one-id", one_id(provider, payloads)

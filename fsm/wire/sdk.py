@@ -21,6 +21,10 @@ frameworks above them yield, read by duck typing.
   model is behind it (read it with provider ``auto`` or ``openai-chat``). The finish reason is the
   metadata's ``finish_reason`` or ``stop_reason``, or for the Responses API, which gives neither, its
   ``status``: ``completed`` is ``stop``, ``incomplete`` at ``max_output_tokens`` is ``length``.
+  Through ChatAnthropic a call opens with Anthropic's ``tool_use`` block, whose ``input`` is the
+  call's arguments unless argument text follows (a tool without parameters streams none), and
+  LangChain yields no block ends: a tool block that no text followed gets that ``input`` once it
+  has ended (a later block opened, or the turn ended whole), as the Anthropic wire gives it.
 """
 
 from __future__ import annotations
@@ -55,8 +59,9 @@ DERIVED_EVENT_TYPES = frozenset(
 """Stream-helper events that repeat what the raw events they come with already said."""
 
 
-def sdk_payload(item: Any) -> Mapping[str, Any] | None:
-    """The wire payload an SDK object stands for, or None when it only repeats others."""
+def sdk_payload(item: Any, held: dict[int, Any] | None = None) -> Mapping[str, Any] | None:
+    """The wire payload an SDK object stands for, or None when it only repeats others. ``held`` is
+    the stream's own record across its objects (see ``langchain_chunk``)."""
     if isinstance(item, Mapping):
         return item
     kind = getattr(item, "type", None)
@@ -66,7 +71,7 @@ def sdk_payload(item: Any) -> Mapping[str, Any] | None:
         if kind in DERIVED_EVENT_TYPES:
             return None
         if kind == "AIMessageChunk" and hasattr(item, "tool_call_chunks"):
-            return langchain_chunk(item)
+            return langchain_chunk(item, held)
     return as_mapping(item)
 
 
@@ -129,8 +134,9 @@ def _nests_past(dump: Any, limit: int) -> bool:
     return False
 
 
-def langchain_chunk(chunk: Any) -> dict[str, Any]:
-    """A LangChain ``AIMessageChunk`` as the OpenAI chat chunk it mirrors."""
+def langchain_chunk(chunk: Any, held: dict[int, Any] | None = None) -> dict[str, Any]:
+    """A LangChain ``AIMessageChunk`` as the OpenAI chat chunk it mirrors. ``held`` keeps, by index,
+    the ``input`` of the Anthropic tool blocks no argument text has followed yet."""
     delta: dict[str, Any] = {}
     content = getattr(chunk, "content", None)
     if isinstance(content, str):
@@ -159,10 +165,12 @@ def langchain_chunk(chunk: Any) -> dict[str, Any]:
         }
         for part in parts
     ]
-    if calls:
-        delta["tool_calls"] = calls
     metadata = getattr(chunk, "response_metadata", None) or {}
     finish = _langchain_finish(metadata) if isinstance(metadata, Mapping) else None
+    if held is not None:
+        calls += _anthropic_inputs(content, parts, held, finish)
+    if calls:
+        delta["tool_calls"] = calls
     payload: dict[str, Any] = {
         "object": "chat.completion.chunk",
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
@@ -172,6 +180,33 @@ def langchain_chunk(chunk: Any) -> dict[str, Any]:
         _check_langchain_field(usage, Mapping, "usage_metadata", "a dict")
         payload["usage"] = dict(usage)
     return payload
+
+
+TURN_ENDED = frozenset({"tool_use", "end_turn", "stop_sequence"})
+"""Anthropic stop reasons after which every content block has ended (at ``max_tokens`` the open
+block stays open: no ``content_block_stop`` comes)."""
+
+
+def _anthropic_inputs(content: Any, parts: Any, held: dict[int, Any], finish: Any) -> list[dict[str, Any]]:
+    """Hold the tool blocks this chunk opens, let go of those argument text came for, and give the
+    held blocks that have ended their ``input`` as OpenAI chat entries (a JSON object is a call's
+    whole arguments there), after the chunk's own. Anthropic sends a message's blocks one after
+    another, so a block has ended once a later one opens, or at a stop reason that ends the turn."""
+    blocks = (
+        [b for b in content if isinstance(b, Mapping) and type(b.get("index")) is int]
+        if isinstance(content, list | tuple)
+        else []
+    )
+    for block in blocks:
+        if block.get("type") == "tool_use":
+            value = block.get("input")
+            held[block["index"]] = value if isinstance(value, Mapping) else {}
+    for part in parts:
+        if part.get("args"):
+            held.pop(part.get("index"), None)
+    latest = max((b["index"] for b in blocks), default=None)
+    ended = list(held) if finish in TURN_ENDED else [at for at in held if latest is not None and at < latest]
+    return [{"index": at, "function": {"arguments": dict(held.pop(at))}} for at in ended]
 
 
 def _langchain_finish(metadata: Mapping[str, Any]) -> Any:

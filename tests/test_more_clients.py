@@ -1,0 +1,279 @@
+"""More clients end to end, as tests/test_sdk_loop.py does for the official SDKs: langchain-anthropic's
+``ChatAnthropic`` (tools bound; its ``AIMessageChunk``s), ollama's ``Client`` and cohere's
+``ClientV2`` read every capture of their wire, and hostile variants of it, through their own HTTP
+stack (an httpx mock transport); ``fsm.reassemble`` takes what they yield and must give what the
+bytes give. Where a client itself drops something, the test pins what it does (README, "What the
+SDKs themselves do"), as it does for langchain-google-genai's ``ChatGoogleGenerativeAI``, which
+gives Gemini's calls in a shape of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import operator
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fsm
+from fsm import history
+from tests import capture_variants as cv
+from tests.conftest import captures, require_captures
+from tests.test_clients import Replay, anthropic_client, anthropic_http, genai_client
+from tests.test_sdk_loop import (
+    CASES,
+    _signature,
+    body_of,
+    next_request,
+    numbered,
+    seen,
+    sent_answers,
+    sent_calls,
+)
+
+httpx = pytest.importorskip("httpx")
+
+
+def _cases(shape: str, provider: str) -> list[Any]:
+    found = [
+        pytest.param(path, provider, variant, payloads, id=f"{shape}/{path.stem}-{variant}")
+        for path in captures(shape)
+        for variant, payloads in cv.variants(provider, cv.events(path))
+        if payloads is not None
+    ]
+    return found or [pytest.param(None, provider, "", [], id=f"{shape}-no-captures")]
+
+
+# -- langchain-anthropic -------------------------------------------------------------------------------
+
+ANTHROPIC_CASES = [c for c in CASES if c.values[0] is None or c.values[1] == "anthropic"]
+
+
+def chat_anthropic(replay: Replay, reference: fsm.Result) -> Any:
+    """ChatAnthropic over the replay, with the reference's tools bound."""
+    langchain_anthropic = pytest.importorskip("langchain_anthropic")
+    model = langchain_anthropic.ChatAnthropic(model="claude", api_key="test", max_tokens=64)
+    # ChatAnthropic builds its anthropic client itself and takes no http_client: the client it
+    # would build (a cached property) is set in its place.
+    vars(model)["_client"] = anthropic_client(replay)
+    names = dict.fromkeys(c.name for c in reference.calls if c.name)
+    tools = [{"name": n, "description": n, "input_schema": {"type": "object"}} for n in names]
+    return model.bind_tools(tools)
+
+
+@pytest.mark.parametrize(("path", "provider", "variant", "payloads"), ANTHROPIC_CASES)
+def test_chat_anthropic_chunks_give_what_the_bytes_give(path: Path, provider: str, variant: str, payloads: Any) -> None:
+    if path is None:
+        require_captures()
+    body = body_of(path, provider, variant, payloads)
+    reference = fsm.reassemble(body, provider)
+    chunks = list(chat_anthropic(Replay(body, anthropic_http()), reference).stream("go"))
+    got = fsm.reassemble(chunks)
+
+    # A tool block that streams no argument text has its `input: {}` for arguments on the wire: no
+    # `empty-arguments` there, so none here, and such a call is no `invalid` under that policy
+    assert seen(got, usage=False) == seen(reference, usage=False)
+    strictly = fsm.Policies(empty_arguments="invalid")
+    assert [c.status for c in fsm.reassemble(chunks, policies=strictly).calls] == [
+        c.status for c in fsm.reassemble(body, provider, policies=strictly).calls
+    ]
+    # LangChain reports usage from message_delta alone: none on a stream cut before it, and where it
+    # has no input_tokens (older recordings put them in message_start only) its usage_metadata says 0
+    ended = [p["usage"] for p in payloads if p.get("type") == "message_delta"]
+    if not ended:
+        assert got.usage is None
+    else:
+        assert got.usage is not None and reference.usage is not None
+        assert got.usage["output_tokens"] == reference.usage["output_tokens"]
+        assert got.usage["input_tokens"] == ended[-1].get("input_tokens", 0)
+
+
+@pytest.mark.parametrize(
+    ("path", "provider", "variant", "payloads"),
+    [c for c in ANTHROPIC_CASES if c.values[0] is None or c.values[2] in ("as-is", "cut")],
+)
+@pytest.mark.parametrize("incomplete", ["omit", "include"])
+def test_chat_anthropic_sends_the_next_turn_paired(
+    path: Path, provider: str, variant: str, payloads: Any, incomplete: str
+) -> None:
+    if path is None:
+        require_captures()
+    body = body_of(path, provider, variant, payloads)
+    replay = Replay(body, anthropic_http())
+    model = chat_anthropic(replay, fsm.reassemble(body, provider))
+    result = fsm.reassemble(model.stream("go"))
+
+    conversation = next_request(provider, result, incomplete)
+    list(model.stream(conversation))  # LangChain takes Anthropic-shaped dicts as its messages
+    sent = replay.sent[-1]["messages"]
+
+    assert sent_calls(provider, sent) == sent_calls(provider, conversation)
+    assert sent_answers(provider, sent) == sent_answers(provider, conversation)
+    assert not history.check(sent).rejected
+    assert history.repair(sent) == (sent, [])
+    if not result.text and not sent_calls(provider, conversation):
+        # fsm writes an assistant turn with nothing in it as `content: []`; LangChain sends `""`
+        assert sent[1] == {"role": "assistant", "content": ""}
+    else:
+        assert sent == conversation
+
+
+def test_chat_anthropic_astream() -> None:
+    anthropic = pytest.importorskip("anthropic")
+    replay = Replay(EMPTY_ARGUMENTS, anthropic_http())
+    reference = fsm.reassemble(replay.body, "anthropic")
+    model = chat_anthropic(replay, reference)
+    vars(model.bound)["_async_client"] = anthropic.AsyncAnthropic(
+        api_key="test", base_url="http://mock", http_client=replay.async_client()
+    )
+
+    got = asyncio.run(fsm.areassemble(model.astream("go")))
+
+    assert seen(got, usage=False) == seen(reference, usage=False)
+
+
+EMPTY_ARGUMENTS = "anthropic/simonw-llm-haiku-4.5-two-empty-arg-calls.sse"
+
+
+def _tool_block(at: int, name: str) -> Any:
+    """ChatAnthropic's chunk for a content_block_start of a tool_use block."""
+    messages = pytest.importorskip("langchain_core.messages")
+    block = {"type": "tool_use", "id": f"t{at}", "name": name, "input": {}, "index": at}
+    return messages.AIMessageChunk(
+        content=[block], tool_call_chunks=[{"name": name, "args": "", "id": f"t{at}", "index": at}]
+    )
+
+
+@pytest.mark.parametrize(("stop", "last"), [("tool_use", "complete"), ("max_tokens", "truncated"), (None, "truncated")])
+def test_an_anthropic_tool_block_without_argument_text_has_its_input_once_ended(stop: str | None, last: str) -> None:
+    # A tool without parameters streams no argument text: the block's `input: {}` is its arguments.
+    # LangChain yields no block ends, but a later block opening ends it; at max_tokens (or a cut) the
+    # last block has not ended, so it stays without arguments, as it does on the Anthropic wire.
+    messages = pytest.importorskip("langchain_core.messages")
+    chunks = [_tool_block(0, "now"), _tool_block(1, "later")]
+    if stop:
+        chunks.append(messages.AIMessageChunk(content=[], response_metadata={"stop_reason": stop}))
+
+    # the chunks one by one, or added up into one as LangChain users do (`sum` of the stream)
+    for stream in (chunks, [functools.reduce(operator.add, chunks)]):
+        for policies in (None, fsm.Policies(empty_arguments="invalid")):
+            result = fsm.reassemble(stream, policies=policies)
+            assert [c.status.value for c in result.calls] == ["complete", last]
+            assert result.calls[0].arguments == {} and "empty-arguments" not in result.codes()
+            if stop == "tool_use":
+                assert result.calls[1].arguments == {}
+
+
+# -- langchain-google-genai -----------------------------------------------------------------------------
+
+
+def _shape(result: fsm.Result) -> list[tuple[Any, ...]]:
+    return [(c.index, c.name, c.arguments, c.status) for c in result.calls]
+
+
+@pytest.mark.parametrize(
+    ("path", "provider", "variant", "payloads"), [c for c in CASES if c.values[0] is None or c.values[1] == "gemini"]
+)
+def test_chat_google_genai_chunks_against_the_bytes(path: Path, provider: str, variant: str, payloads: Any) -> None:
+    if path is None:
+        require_captures()
+    langchain_google_genai = pytest.importorskip("langchain_google_genai")
+    body = body_of(path, provider, variant, payloads)
+    reference = fsm.reassemble(body, provider)
+    model = langchain_google_genai.ChatGoogleGenerativeAI(model="gemini", api_key="test")
+    model.client = genai_client(Replay(body))  # it builds its own client, on no transport it is given
+    names = dict.fromkeys(c.name for c in reference.calls if c.name)
+    tools = [{"name": n, "description": n, "parameters": {"type": "object", "properties": {}}} for n in names]
+    chunks = list(model.bind_tools(tools).stream("go"))
+    got = fsm.reassemble(chunks)
+
+    assert got.finish_reason == reference.finish_reason and got.text == reference.text
+    if path.parent.name == "gemini_vertex_partial_args":
+        # it reads no partialArgs: each streamed piece is a call of its own, {} and mostly nameless
+        assert {c.arguments_json for c in got.calls} == {"{}"} and "missing-name" in got.codes()
+        assert len(got.calls) > len(reference.calls)
+        return
+    if variant == "one-id":
+        # it numbers each functionCall part, so parts under one id are calls of their own
+        # (`duplicate-id`), where the bytes read a later part as the same call's new arguments
+        assert [c.wire_id for c in got.calls] == [reference.calls[0].wire_id] * len(got.calls)
+        assert got.codes().count("duplicate-id") == reference.codes().count("arguments-replaced") > 0
+        return
+    assert _shape(got) == _shape(reference)
+    # an id-less call (Gemini 2.5) gets a UUID of LangChain's, which fsm takes as the wire's
+    for mine, wire in zip(got.calls, reference.calls, strict=True):
+        assert mine.id == mine.wire_id == (wire.wire_id or str(uuid.UUID(mine.id)))
+    assert got.codes() == [c for c in reference.codes() if c != "synthesized-id"]
+    # its thought signatures stay in additional_kwargs["__gemini_function_call_thought_signatures__"],
+    # by call id, which fsm does not read: the calls come out unsigned
+    assert [c.thought_signature for c in got.calls] == [None] * len(got.calls)
+    kept = {k: v for c in chunks for k, v in c.additional_kwargs.get(SIGNATURES, {}).items()}
+    assert sorted(_signature(s) for s in kept.values()) == sorted(
+        _signature(c.thought_signature) for c in reference.calls if c.thought_signature
+    )
+
+
+SIGNATURES = "__gemini_function_call_thought_signatures__"
+
+
+# -- ollama --------------------------------------------------------------------------------------------
+
+OLLAMA_CASES = _cases("ollama_native", "ollama")
+
+
+def ndjson(payloads: list[dict[str, Any]]) -> bytes:
+    return b"".join(json.dumps(p, ensure_ascii=False).encode() + b"\n" for p in payloads)
+
+
+@pytest.mark.parametrize(("path", "provider", "variant", "payloads"), OLLAMA_CASES)
+@pytest.mark.parametrize("ended", [True, False], ids=["done", "no-done-line"])
+def test_ollama_client_gives_what_the_bytes_give(
+    path: Path, provider: str, variant: str, payloads: Any, ended: bool
+) -> None:
+    if path is None:
+        require_captures()
+    ollama = pytest.importorskip("ollama")
+    body = ndjson(payloads if ended else [p for p in payloads if not p.get("done")])
+    reference = fsm.reassemble(body, provider)
+    client = ollama.Client(host="http://mock", transport=httpx.MockTransport(Replay(body)))
+
+    got = fsm.reassemble(client.chat(model="m", messages=[{"role": "user", "content": "go"}], stream=True))
+
+    # ollama's ToolCall keeps neither the call's id nor its function.index: fsm numbers the calls in
+    # order and gives each an id of its own (`synthesized-id`, on the event that opened it)
+    expected = seen(reference)
+    expected["calls"] = [(c[0], f"call_{c[0]}", None, *c[3:]) for c in expected["calls"]]
+    # (and two calls under one id on the wire are no longer seen as such: no `duplicate-id`)
+    expected["codes"] = sorted(
+        [c for c in expected["codes"] if c != "duplicate-id"] + ["synthesized-id"] * len(reference.calls)
+    )
+    assert {**seen(got), "codes": sorted(got.codes())} == expected
+    assert [d for d in numbered(got) if d[0] != "synthesized-id"] == [
+        d for d in numbered(reference) if d[0] != "duplicate-id"
+    ]
+
+
+# -- cohere --------------------------------------------------------------------------------------------
+
+COHERE_CASES = _cases("cohere", "cohere")
+
+
+@pytest.mark.parametrize(("path", "provider", "variant", "payloads"), COHERE_CASES)
+def test_cohere_client_v2_chat_stream_gives_what_the_bytes_give(
+    path: Path, provider: str, variant: str, payloads: Any
+) -> None:
+    if path is None:
+        require_captures()
+    cohere = pytest.importorskip("cohere")
+    body = cv.render(payloads, provider)
+    reference = fsm.reassemble(body, provider)
+    replay = Replay(body)
+    client = cohere.ClientV2(api_key="test", base_url="http://mock", httpx_client=replay.client())
+
+    got = fsm.reassemble(client.chat_stream(model="m", messages=[{"role": "user", "content": "go"}]))
+
+    # cohere's Usage holds its token counts as floats: equal in value to the wire's integers
+    assert seen(got) == seen(reference) and numbered(got) == numbered(reference)
