@@ -314,3 +314,31 @@ def test_replay_reads_a_pretty_printed_error_body(tmp_path: Path) -> None:
     assert (
         code == 0 and out["finish_reason"] == "error" and [d["code"] for d in out["diagnostics"]] == ["provider-error"]
     )
+
+
+@pytest.mark.parametrize(
+    ("lead", "between"),
+    [
+        (b"keep-alive\n", b""),
+        (b": ping\r\n", b""),
+        (b"", b"hello\n"),
+        (b"", b"1\n"),
+        (b"", b'x{ "\n'),
+        (b"", b"<html>\r\n"),
+    ],
+)
+def test_a_junk_line_before_or_between_documents_is_one_bad_event_and_the_documents_are_read(
+    lead: bytes, between: bytes
+) -> None:
+    """Junk between documents runs to its line's end, never on through the next document, which a
+    bracket in it (a scalar, a keep-alive, half a string) would otherwise swallow to the stream's end."""
+    event, message = ERRORS["gemini"]
+    unfinished = pretty({"candidates": [{"content": {"role": "model", "parts": [{"text": "Hi"}]}}]})
+    body = lead + unfinished * bool(between) + between + pretty(event)
+    junk_at = 2 if between else 1
+    for size in (len(body), 7, 3, 2, 1):
+        error, result, _ = read(chunked(body, size))
+        assert error is None and result.finish_reason == "error"
+        want = [(junk_at, "bad-event"), (junk_at + 1, "provider-error")]
+        assert [(d.event, d.code) for d in result.problems()] == want
+        assert result.problems()[-1].message == f"the provider reported an error: {message}"

@@ -53,6 +53,7 @@ def _utf8_size(text: str) -> int:
 
 
 _JUNK_QUIET = re.compile(r'[^",\[\]{}]*')
+_LINE_END = re.compile(r"[\r\n]")
 _STRING_QUIET = re.compile(r'[^"\\]*')
 
 
@@ -127,7 +128,7 @@ class JSONArrayFramer:
         pos = 0
         while pos < len(text):
             if self._junk is not None:
-                end = self._junk.end(text, pos)
+                end = self._junk_end(text, pos)
                 stop = len(text) if end is None else end
                 if not self._hold(text[pos:stop], out):
                     return out
@@ -176,6 +177,14 @@ class JSONArrayFramer:
             self._emit(out)
             self.cut = True
         return out
+
+    def _junk_end(self, text: str, pos: int) -> int | None:
+        """Where the junk being read ends. Between documents nothing but a line end can end it:
+        a bracket or comma there opens or separates nothing, and the next document begins a line."""
+        if not self._document:
+            return self._junk.end(text, pos)  # type: ignore[union-attr]  # only called while junk is read
+        found = _LINE_END.search(text, pos)
+        return found.start() if found else None
 
     def _hold(self, piece: str, out: list[Payload]) -> bool:
         """Take ``piece`` of the element being read; False (with the fault) past the size limit."""
