@@ -15,7 +15,7 @@ import pytest
 
 from fsm import Limits, Reassembler
 from fsm.cli import main
-from fsm.errors import FramingError, RemoteProtocolError
+from fsm.errors import FramingError, LimitExceeded, RemoteProtocolError
 from tests.helpers import aws_message
 
 PAGE = b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<h1>502 Bad Gateway</h1>\r\n"
@@ -342,3 +342,21 @@ def test_a_junk_line_before_or_between_documents_is_one_bad_event_and_the_docume
         want = [(junk_at, "bad-event"), (junk_at + 1, "provider-error")]
         assert [(d.event, d.code) for d in result.problems()] == want
         assert result.problems()[-1].message == f"the provider reported an error: {message}"
+
+
+@pytest.mark.parametrize("start", [b"{\n", b"[\n{"], ids=["document", "array"])
+@pytest.mark.parametrize("padding", ["x", "\u00e9", "\u20ac\U0001f600"])
+def test_an_element_too_long_and_too_deep_is_refused_for_the_limit_it_passed_first_however_chunked(
+    start: bytes, padding: str
+) -> None:
+    """The scanner reads all of a read before the element's size is counted: when one read passes both
+    limits, the one passed first is named, as it is when the bytes come one by one."""
+    limits = Limits(max_event_bytes=500)
+    filler = (padding * 400).encode()
+    for body, says in [
+        (start + b'"a": "' + filler + b'", "b": ' + b"[" * 400, "longer than 500 bytes"),
+        (start + b'"b": ' + b"[" * 400 + b'"' + filler, "nest deeper than"),
+    ]:
+        for size in (len(body), 65536, 7, 3, 2, 1):
+            error, _, _ = read(chunked(body, size), limits=limits)
+            assert isinstance(error, LimitExceeded) and says in str(error) and error.event == 1

@@ -52,6 +52,16 @@ def _utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogateescape"))
 
 
+def _crossing(text: str, budget: int) -> int:
+    """The index of the character of ``text`` whose UTF-8 bytes pass ``budget`` (they must)."""
+    at = size = 0
+    while size + (n := _utf8_size(text[at : at + 4096])) <= budget:
+        size, at = size + n, at + 4096
+    while (size := size + _utf8_size(text[at])) <= budget:
+        at += 1
+    return at
+
+
 _JUNK_QUIET = re.compile(r'[^",\[\]{}]*')
 _LINE_END = re.compile(r"[\r\n]")
 _STRING_QUIET = re.compile(r'[^"\\]*')
@@ -109,6 +119,7 @@ class JSONArrayFramer:
 
     def __init__(self, max_bytes: int, max_depth: int = 256, *, document: bool = False) -> None:
         self._document = document  # no brackets around the values, no commas between them
+        self._what = "one document" if document else "one element"
         self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
         self._max = max_bytes
         self._max_depth = max_depth
@@ -142,7 +153,7 @@ class JSONArrayFramer:
                 try:
                     end = self._scanner.feed(text, pos)
                 except LimitExceeded as exc:
-                    out.append(Fault(exc.detail, skippable=False, limit=True))
+                    out.append(self._first_limit(exc, text, pos))
                     return out
                 stop = len(text) if end is None else end
                 if not self._hold(text[pos:stop], out):
@@ -186,11 +197,26 @@ class JSONArrayFramer:
         found = _LINE_END.search(text, pos)
         return found.start() if found else None
 
+    def _first_limit(self, deep: LimitExceeded, text: str, pos: int) -> Fault:
+        """The limit the element passed first: its nesting, or its size if that was passed before the
+        bracket too deep, however the bytes were chunked. The scanner reads all of a read before its
+        size is counted, so when both are passed in one read, the element is scanned again up to
+        the character that passed the size (once: the stream stops here)."""
+        rest, budget = text[pos:], self._max - self._size
+        if _utf8_size(rest) > budget:
+            try:
+                Scanner(self._max_depth).feed("".join(self._element) + rest[: _crossing(rest, budget) + 1])
+            except LimitExceeded:
+                pass  # the bracket too deep came first, or is the character that passed the size
+            else:
+                return too_long(self._what, self._max)
+        return Fault(deep.detail, skippable=False, limit=True)
+
     def _hold(self, piece: str, out: list[Payload]) -> bool:
         """Take ``piece`` of the element being read; False (with the fault) past the size limit."""
         self._size += _utf8_size(piece)
         if self._size > self._max:
-            out.append(too_long("one element", self._max))
+            out.append(too_long(self._what, self._max))
             return False
         self._element.append(piece)
         return True
