@@ -355,8 +355,20 @@ def test_an_element_too_long_and_too_deep_is_refused_for_the_limit_it_passed_fir
     filler = (padding * 400).encode()
     for body, says in [
         (start + b'"a": "' + filler + b'", "b": ' + b"[" * 400, "longer than 500 bytes"),
-        (start + b'"b": ' + b"[" * 400 + b'"' + filler, "nest deeper than"),
+        (start + b'"b": ' + b"[" * 400 + b'"' + filler, "nests deeper than"),
     ]:
         for size in (len(body), 65536, 7, 3, 2, 1):
             error, _, _ = read(chunked(body, size), limits=limits)
             assert isinstance(error, LimitExceeded) and says in str(error) and error.event == 1
+
+
+@pytest.mark.parametrize("depth", [300, 100_000])
+def test_a_document_or_array_nested_too_deep_is_refused_as_an_ndjson_line_is(depth: int) -> None:
+    deep = b'{"a": ' + b"[" * depth
+    said = set()
+    for body in (deep + b"\n", b"{\n" + deep[1:], b"[" + deep):
+        for strict in (False, True):
+            error, result, _ = read(chunked(body, 7), strict=strict)
+            assert isinstance(error, LimitExceeded) and error.event == 1 and result.calls == ()
+            said.add(str(error))
+    assert said == {"event 1: the event nests deeper than 288 levels (rule limits)"}

@@ -152,8 +152,8 @@ class JSONArrayFramer:
             if self._scanner is not None:
                 try:
                     end = self._scanner.feed(text, pos)
-                except LimitExceeded as exc:
-                    out.append(self._first_limit(exc, text, pos))
+                except LimitExceeded:
+                    out.append(self._first_limit(text, pos))
                     return out
                 stop = len(text) if end is None else end
                 if not self._hold(text[pos:stop], out):
@@ -197,7 +197,7 @@ class JSONArrayFramer:
         found = _LINE_END.search(text, pos)
         return found.start() if found else None
 
-    def _first_limit(self, deep: LimitExceeded, text: str, pos: int) -> Fault:
+    def _first_limit(self, text: str, pos: int) -> Fault:
         """The limit the element passed first: its nesting, or its size if that was passed before the
         bracket too deep, however the bytes were chunked. The scanner reads all of a read before its
         size is counted, so when both are passed in one read, the element is scanned again up to
@@ -210,7 +210,8 @@ class JSONArrayFramer:
                 pass  # the bracket too deep came first, or is the character that passed the size
             else:
                 return too_long(self._what, self._max)
-        return Fault(deep.detail, skippable=False, limit=True)
+        # The scanner speaks of arguments; here it read a whole wire event, and says so as the other framings do.
+        return Fault(f"the event nests deeper than {self._max_depth} levels", skippable=False, limit=True)
 
     def _hold(self, piece: str, out: list[Payload]) -> bool:
         """Take ``piece`` of the element being read; False (with the fault) past the size limit."""
