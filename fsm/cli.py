@@ -138,9 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--strict", action="store_true", help="exit 1 on the first protocol violation")
     replay.add_argument("--output", default="calls", choices=("calls", "deltas"), help="what to print")
-    replay.add_argument(
-        "file", help="the stream (SSE, NDJSON, a JSON array or document, or an AWS event stream), - for stdin"
-    )
+    replay.add_argument("file", help="SSE, NDJSON, a JSON array or document, or an AWS event stream; - for stdin")
     conform = _command(commands, "conform", "run the conformance vectors and report coverage")
     conform.add_argument("--vectors", default=None, help="folder of vector files (default: the bundled specs/vectors)")
     conform.add_argument("--against", metavar="CMD", help="grade an external reassembler (see the README)")

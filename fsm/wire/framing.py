@@ -12,7 +12,8 @@ a multi-byte character); the two line framings live in fsm/wire/lines.py:
   ends are found with the completeness scanner, so no element is parsed twice.
 * JSON document: one pretty-printed value over many lines (what a provider sends as an HTTP error
   body, or a non-streamed response), or several one after another, each an event; read as the
-  array's elements are.
+  array's elements are, except that text between them which opens no value is junk up to its
+  line's end (no comma or bracket ends it there).
 * AWS event stream (Bedrock ``ConverseStream`` over HTTP): binary messages, unframed by botocore's
   decoder (the optional ``bedrock`` extra) into ``{eventType: body}`` objects (fsm/wire/eventstream.py).
 
