@@ -15,7 +15,7 @@ import pytest
 
 from fsm import Limits, Reassembler
 from fsm.cli import main
-from fsm.errors import FramingError, RemoteProtocolError
+from fsm.errors import FramingError, LimitExceeded, RemoteProtocolError
 from tests.helpers import aws_message
 
 PAGE = b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<h1>502 Bad Gateway</h1>\r\n"
@@ -314,3 +314,61 @@ def test_replay_reads_a_pretty_printed_error_body(tmp_path: Path) -> None:
     assert (
         code == 0 and out["finish_reason"] == "error" and [d["code"] for d in out["diagnostics"]] == ["provider-error"]
     )
+
+
+@pytest.mark.parametrize(
+    ("lead", "between"),
+    [
+        (b"keep-alive\n", b""),
+        (b": ping\r\n", b""),
+        (b"", b"hello\n"),
+        (b"", b"1\n"),
+        (b"", b'x{ "\n'),
+        (b"", b"<html>\r\n"),
+    ],
+)
+def test_a_junk_line_before_or_between_documents_is_one_bad_event_and_the_documents_are_read(
+    lead: bytes, between: bytes
+) -> None:
+    """Junk between documents runs to its line's end, never on through the next document, which a
+    bracket in it (a scalar, a keep-alive, half a string) would otherwise swallow to the stream's end."""
+    event, message = ERRORS["gemini"]
+    unfinished = pretty({"candidates": [{"content": {"role": "model", "parts": [{"text": "Hi"}]}}]})
+    body = lead + unfinished * bool(between) + between + pretty(event)
+    junk_at = 2 if between else 1
+    for size in (len(body), 7, 3, 2, 1):
+        error, result, _ = read(chunked(body, size))
+        assert error is None and result.finish_reason == "error"
+        want = [(junk_at, "bad-event"), (junk_at + 1, "provider-error")]
+        assert [(d.event, d.code) for d in result.problems()] == want
+        assert result.problems()[-1].message == f"the provider reported an error: {message}"
+
+
+@pytest.mark.parametrize("start", [b"{\n", b"[\n{"], ids=["document", "array"])
+@pytest.mark.parametrize("padding", ["x", "\u00e9", "\u20ac\U0001f600"])
+def test_an_element_too_long_and_too_deep_is_refused_for_the_limit_it_passed_first_however_chunked(
+    start: bytes, padding: str
+) -> None:
+    """The scanner reads all of a read before the element's size is counted: when one read passes both
+    limits, the one passed first is named, as it is when the bytes come one by one."""
+    limits = Limits(max_event_bytes=500)
+    filler = (padding * 400).encode()
+    for body, says in [
+        (start + b'"a": "' + filler + b'", "b": ' + b"[" * 400, "longer than 500 bytes"),
+        (start + b'"b": ' + b"[" * 400 + b'"' + filler, "nests deeper than"),
+    ]:
+        for size in (len(body), 65536, 7, 3, 2, 1):
+            error, _, _ = read(chunked(body, size), limits=limits)
+            assert isinstance(error, LimitExceeded) and says in str(error) and error.event == 1
+
+
+@pytest.mark.parametrize("depth", [300, 100_000])
+def test_a_document_or_array_nested_too_deep_is_refused_as_an_ndjson_line_is(depth: int) -> None:
+    deep = b'{"a": ' + b"[" * depth
+    said = set()
+    for body in (deep + b"\n", b"{\n" + deep[1:], b"[" + deep):
+        for strict in (False, True):
+            error, result, _ = read(chunked(body, 7), strict=strict)
+            assert isinstance(error, LimitExceeded) and error.event == 1 and result.calls == ()
+            said.add(str(error))
+    assert said == {"event 1: the event nests deeper than 288 levels (rule limits)"}

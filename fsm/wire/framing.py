@@ -12,7 +12,8 @@ a multi-byte character); the two line framings live in fsm/wire/lines.py:
   ends are found with the completeness scanner, so no element is parsed twice.
 * JSON document: one pretty-printed value over many lines (what a provider sends as an HTTP error
   body, or a non-streamed response), or several one after another, each an event; read as the
-  array's elements are.
+  array's elements are, except that text between them which opens no value is junk up to its
+  line's end (no comma or bracket ends it there).
 * AWS event stream (Bedrock ``ConverseStream`` over HTTP): binary messages, unframed by botocore's
   decoder (the optional ``bedrock`` extra) into ``{eventType: body}`` objects (fsm/wire/eventstream.py).
 
@@ -52,7 +53,18 @@ def _utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogateescape"))
 
 
+def _crossing(text: str, budget: int) -> int:
+    """The index of the character of ``text`` whose UTF-8 bytes pass ``budget`` (they must)."""
+    at = size = 0
+    while size + (n := _utf8_size(text[at : at + 4096])) <= budget:
+        size, at = size + n, at + 4096
+    while (size := size + _utf8_size(text[at])) <= budget:
+        at += 1
+    return at
+
+
 _JUNK_QUIET = re.compile(r'[^",\[\]{}]*')
+_LINE_END = re.compile(r"[\r\n]")
 _STRING_QUIET = re.compile(r'[^"\\]*')
 
 
@@ -108,6 +120,7 @@ class JSONArrayFramer:
 
     def __init__(self, max_bytes: int, max_depth: int = 256, *, document: bool = False) -> None:
         self._document = document  # no brackets around the values, no commas between them
+        self._what = "one document" if document else "one element"
         self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
         self._max = max_bytes
         self._max_depth = max_depth
@@ -127,7 +140,7 @@ class JSONArrayFramer:
         pos = 0
         while pos < len(text):
             if self._junk is not None:
-                end = self._junk.end(text, pos)
+                end = self._junk_end(text, pos)
                 stop = len(text) if end is None else end
                 if not self._hold(text[pos:stop], out):
                     return out
@@ -140,8 +153,8 @@ class JSONArrayFramer:
             if self._scanner is not None:
                 try:
                     end = self._scanner.feed(text, pos)
-                except LimitExceeded as exc:
-                    out.append(Fault(exc.detail, skippable=False, limit=True))
+                except LimitExceeded:
+                    out.append(self._first_limit(text, pos))
                     return out
                 stop = len(text) if end is None else end
                 if not self._hold(text[pos:stop], out):
@@ -177,11 +190,35 @@ class JSONArrayFramer:
             self.cut = True
         return out
 
+    def _junk_end(self, text: str, pos: int) -> int | None:
+        """Where the junk being read ends. Between documents nothing but a line end can end it:
+        a bracket or comma there opens or separates nothing, and the next document begins a line."""
+        if not self._document:
+            return self._junk.end(text, pos)  # type: ignore[union-attr]  # only called while junk is read
+        found = _LINE_END.search(text, pos)
+        return found.start() if found else None
+
+    def _first_limit(self, text: str, pos: int) -> Fault:
+        """The limit the element passed first: its nesting, or its size if that was passed before the
+        bracket too deep, however the bytes were chunked. The scanner reads all of a read before its
+        size is counted, so when both are passed in one read, the element is scanned again up to
+        the character that passed the size (once: the stream stops here)."""
+        rest, budget = text[pos:], self._max - self._size
+        if _utf8_size(rest) > budget:
+            try:
+                Scanner(self._max_depth).feed("".join(self._element) + rest[: _crossing(rest, budget) + 1])
+            except LimitExceeded:
+                pass  # the bracket too deep came first, or is the character that passed the size
+            else:
+                return too_long(self._what, self._max)
+        # The scanner speaks of arguments; here it read a whole wire event, and says so as the other framings do.
+        return Fault(f"the event nests deeper than {self._max_depth} levels", skippable=False, limit=True)
+
     def _hold(self, piece: str, out: list[Payload]) -> bool:
         """Take ``piece`` of the element being read; False (with the fault) past the size limit."""
         self._size += _utf8_size(piece)
         if self._size > self._max:
-            out.append(too_long("one element", self._max))
+            out.append(too_long(self._what, self._max))
             return False
         self._element.append(piece)
         return True
