@@ -96,6 +96,12 @@ def detect_provider(payload: Mapping[str, Any]) -> str | None:
     return None
 
 
+def error_message(error: Any) -> str:
+    """What a provider's error says: the ``message`` of an error object that has one, else the whole
+    value (a string, or an object with no message)."""
+    return str(error.get("message", error)) if isinstance(error, Mapping) else str(error)
+
+
 def error_in(payload: Mapping[str, Any]) -> str | None:
     """The message of an error event in any provider's shape (an ``error`` object or string, or
     ``"type": "error"``, or an OpenAI-compatible server's ``"object": "error"``), or None. Read only
@@ -104,9 +110,7 @@ def error_in(payload: Mapping[str, Any]) -> str | None:
     error = payload.get("error")
     if not error and payload.get("type") != "error" and payload.get("object") != "error":
         return None
-    if isinstance(error, Mapping):
-        return str(error.get("message") or error)
-    return str(error or payload.get("message") or payload)
+    return error_message(error or payload)  # without an error field, the event is the error
 
 
 _factories: dict[str, Callable[[], Decoder]] = {}

@@ -31,6 +31,7 @@ from fsm.events import (
     TextDelta,
     UsageReport,
 )
+from fsm.wire.decoders import error_message
 from fsm.wire.decoders._wire import dumps, index, items, mapping, text
 
 _CALL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
@@ -90,7 +91,7 @@ class AnthropicDecoder:
             return events
         if kind == "error":
             error = mapping(payload.get("error"), "error")
-            return [StreamEnd("error", None, str(error.get("message", error)))]
+            return [StreamEnd("error", None, error_message(error))]
         if kind not in _QUIET:
             diagnose("unknown-event", f"Anthropic event type {kind!r}")
         return []

@@ -49,6 +49,7 @@ from fsm.events import (
     TextDelta,
     UsageReport,
 )
+from fsm.wire.decoders import error_message
 from fsm.wire.decoders._wire import dumps, field, items, mapping, text
 from fsm.wire.decoders.partial_args import PartialArgsWriter
 
@@ -113,8 +114,7 @@ class GeminiDecoder:
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         error = payload.get("error")
         if error:
-            message = error.get("message", error) if isinstance(error, Mapping) else error
-            return [*self._close_open(), StreamEnd("error", None, str(message))]
+            return [*self._close_open(), StreamEnd("error", None, error_message(error))]
         if _RESPONSE_FIELDS.isdisjoint(payload):
             shown = ", ".join(repr(k) for k in list(payload)[:6]) or "none"
             diagnose("unknown-event", f"a Gemini payload with no response fields (keys: {shown})")

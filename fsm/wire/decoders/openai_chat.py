@@ -33,6 +33,7 @@ from fsm.events import (
     TextDelta,
     UsageReport,
 )
+from fsm.wire.decoders import error_message
 from fsm.wire.decoders._wire import BARE_REFS, dumps
 
 if TYPE_CHECKING:
@@ -63,8 +64,7 @@ class OpenAIChatDecoder:
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         error = payload.get("error")
         if error and not payload.get("choices"):
-            message = error.get("message", error) if isinstance(error, Mapping) else error
-            return [StreamEnd("error", None, str(message))]
+            return [StreamEnd("error", None, error_message(error))]
         choices = payload.get("choices")
         if choices is None:
             if not _recognised(payload):

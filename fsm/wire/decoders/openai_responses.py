@@ -48,6 +48,7 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.options import Policies, default_policies
+from fsm.wire.decoders import error_message
 from fsm.wire.decoders._responses_items import (
     CALL_ITEMS,
     DELTAS,
@@ -130,8 +131,7 @@ class OpenAIResponsesDecoder:
             error = payload.get("error") or mapping(payload.get("response"), "response").get("error") or {}
             if kind == "error" and not error:  # the stream's own error event: its message is at the top
                 error = payload
-            message = error.get("message", error) if isinstance(error, Mapping) else error
-            return [StreamEnd("error", kind, str(message))]
+            return [StreamEnd("error", kind, error_message(error))]
         if not kind.startswith(QUIET_PREFIXES) and not kind.endswith((".done", ".added", ".delta")):
             diagnose("unknown-event", f"Responses event type {kind!r}")
         return []
