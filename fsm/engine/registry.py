@@ -31,7 +31,7 @@ from fsm.events import FREEFORM_TYPES, NORMAL_FINISHES, CallRef
 from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import is_json_prefix, parse_strict, unicode_utf8
 from fsm.options import Limits
-from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus
+from fsm.results import CallStatus, build_arguments_delta, build_call_finished, build_call_opened
 
 # Where a call sits on the wire: a client call's index itself (nearly every call: a lane that costs
 # no object of its own), or (kind, key) for a server call's index, an id or a position.
@@ -679,7 +679,7 @@ class Registry:
         if wire_id is not None:
             self._add(self._by_wire_id, wire_id, slot)
         if not server:
-            self.ledger.outputs.append(CallOpened(ordinal, call_id, wire_id, name, type=kind))
+            self.ledger.outputs.append(build_call_opened(ordinal, call_id, wire_id, name, kind))
         return slot
 
     def _join(self, lane: Lane, slot: Slot) -> None:
@@ -733,8 +733,8 @@ class Registry:
         outputs = self.ledger.outputs
         tail = slot.unsent_tail()
         if tail:
-            outputs.append(ArgumentsDelta(slot.ordinal, tail))
-        outputs.append(CallFinished(slot.to_call()))
+            outputs.append(build_arguments_delta(slot.ordinal, tail))
+        outputs.append(build_call_finished(slot.to_call()))
 
 
 class _Run:

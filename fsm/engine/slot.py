@@ -17,7 +17,7 @@ from fsm.engine.roles import action, guard
 from fsm.engine.scanner import Scanner, StartScanner, closed_scanner, nesting_exceeds
 from fsm.errors import LimitExceeded
 from fsm.jsontext import NotJSON, is_flat_object, mend_surrogates, parse_strict
-from fsm.results import ArgumentsDelta, CallNamed, CallStatus, ToolCall
+from fsm.results import ArgumentsDelta, CallNamed, CallStatus, ToolCall, build_arguments_delta, build_tool_call
 
 if TYPE_CHECKING:
     from fsm.engine.ledger import Ledger
@@ -198,7 +198,7 @@ class Slot:
             return call
         held = self.text()
         freeform = self.freeform
-        self._call = call = ToolCall(  # by position (index, id, wire_id, name, arguments, arguments_json, ...)
+        self._call = call = build_tool_call(  # by position (index, id, wire_id, name, arguments, arguments_json, ...)
             self.ordinal,
             self.id,
             self.wire_id,
@@ -297,7 +297,7 @@ class Slot:
         self._text = None
         self._emitted = self._length
         ordinal = self.ordinal
-        self.ledger.outputs += [ArgumentsDelta(ordinal, text) for text in texts]
+        self.ledger.outputs += [build_arguments_delta(ordinal, text) for text in texts]
 
     def _catch_up(self) -> None:
         """Scan the held text whose scan waited. It cannot close the value nor pass the depth
@@ -415,7 +415,7 @@ class Slot:
                 self._blank = True
                 return
             self._emitted = self._length
-            ledger.outputs.append(ArgumentsDelta(self.ordinal, text))
+            ledger.outputs.append(build_arguments_delta(self.ordinal, text))
         elif self._blank and not text.isspace():
             self._blank = False
             self._emitted = self._length

@@ -1,0 +1,72 @@
+"""The engine builds its hot outputs (ToolCall, CallOpened, ArgumentsDelta, CallFinished) through
+constructors that set slots directly (fsm.results._positional): they must build exactly what
+attrs' own __init__ builds, stay frozen, and refuse a class whose __init__ does more."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from fsm import Reassembler, results
+from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus, ToolCall
+from tests.helpers import chunk, tc
+
+BUILT = [
+    (ToolCall, results.build_tool_call),
+    (CallOpened, results.build_call_opened),
+    (ArgumentsDelta, results.build_arguments_delta),
+    (CallFinished, results.build_call_finished),
+]
+
+
+def _values(cls: type) -> list[object]:
+    """A distinct value for every field, so a field set from the wrong argument shows."""
+    return [f"{cls.__name__}.{f.name}" for f in attrs.fields(cls)]
+
+
+@pytest.mark.parametrize(("cls", "build"), BUILT, ids=[cls.__name__ for cls, _ in BUILT])
+def test_built_by_position_equals_built_by_attrs(cls: type, build: object) -> None:
+    values = _values(cls)
+    made = build(*values)  # type: ignore[operator]
+    assert type(made) is cls
+    usual = cls(**{f.name: v for f, v in zip(attrs.fields(cls), values, strict=True)})
+    assert made == usual
+    assert hash(made) == hash(usual)
+    assert [getattr(made, f.name) for f in attrs.fields(cls)] == values
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        made.index = 99  # type: ignore[attr-defined, misc]
+
+
+def test_a_class_whose_init_does_more_is_refused() -> None:
+    @attrs.frozen(slots=True)
+    class Checked:
+        value: int = attrs.field(validator=attrs.validators.instance_of(int))
+
+    @attrs.frozen(slots=True)
+    class Converted:
+        value: int = attrs.field(converter=int)
+
+    @attrs.frozen(slots=True)
+    class Hooked:
+        value: int
+
+        def __attrs_post_init__(self) -> None:
+            pass
+
+    for cls in (Checked, Converted, Hooked):
+        with pytest.raises(TypeError, match="does more in __init__"):
+            results._positional(cls)
+
+
+def test_the_engine_outputs_are_the_classes_users_import() -> None:
+    """What a stream gives out through the builders is the public classes, equal to objects built
+    the usual way from the same fields."""
+    r = Reassembler("openai-chat")
+    outputs = r.feed(chunk(tc(index=0, id="a", name="f", args='{"x": 1}'), finish="tool_calls"))
+    call = r.close().calls[0]
+    assert call == ToolCall(0, "a", "a", "f", {"x": 1}, '{"x": 1}', CallStatus.COMPLETE)
+    assert outputs == [
+        CallOpened(0, "a", "a", "f"),
+        ArgumentsDelta(0, '{"x": 1}'),
+        CallFinished(call),
+    ]
