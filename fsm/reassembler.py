@@ -108,6 +108,7 @@ class Reassembler:
         self._framer: Framer | None = None
         self._detector: Detector | None = None  # made by the first bytes: holds them until they tell the framing
         self._unreadable = False  # the bytes are no framing (not-a-stream): the rest is not read
+        self._unwrapping = False  # reading the event an InvokeModel chunk carried (_read_carried)
         self._events = 0
         self._finish: tuple[StreamEnd, int] | None = None  # the first finish reason, and its event
         self._closed: Result | None = None
@@ -395,6 +396,13 @@ class Reassembler:
         return decoder
 
     def _decode(self, payload: Mapping[str, Any]) -> None:
+        if len(payload) == 1 and "chunk" in payload and self._framer is None and not self._unwrapping:
+            from fsm.wire.eventstream import invoke_event
+
+            carried = invoke_event(payload["chunk"])
+            if carried is not None:
+                self._read_carried(carried)
+                return
         decoder = self._decoder
         if decoder is None:
             provider = detect_provider(payload)
@@ -416,6 +424,17 @@ class Reassembler:
             raise type(exc)(exc.detail, event=self._events, rule=exc.rule or decoder.name) from None
         for event in events:
             self._apply(event)
+
+    def _read_carried(self, carried: Payload) -> None:
+        """A boto3 InvokeModel event, ``{"chunk": {"bytes": ...}}``, holds one event of the model's own
+        wire as bytes: it is read as that event would be from the wire (counted once, by that reading)."""
+        self.ledger.event = self._events = self._events - 1
+        self._unwrapping = True  # what a chunk carries is read as an event, never unwrapped again
+        try:
+            self._ingest_payload(carried, last=False)
+        finally:
+            self._unwrapping = False
+        self.registry.settle()
 
     def _apply(self, event: Event) -> None:
         registry = self.registry

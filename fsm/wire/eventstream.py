@@ -1,13 +1,22 @@
-"""The AWS event stream framing (Bedrock ``ConverseStream`` over HTTP): binary messages, unframed by
-botocore's decoder (the optional ``bedrock`` extra) into ``{eventType: body}`` objects, with the
-same promises as the text framings in fsm/wire/framing.py: faults in place, exact byte limits,
-linear work in small reads.
+"""The AWS event stream framing (Bedrock over HTTP): binary messages, unframed by botocore's decoder
+(the optional ``bedrock`` extra), with the same promises as the text framings in
+fsm/wire/framing.py: faults in place, exact byte limits, linear work in small reads.
+
+Two Bedrock streams share it. ``ConverseStream`` messages become ``{eventType: body}`` objects.
+``InvokeModelWithResponseStream`` messages are ``chunk`` events whose ``bytes`` (base64) hold one
+event of the model's own wire (a Claude model's are Anthropic's): the framer hands on that event
+itself, and, once a stream has shown it is one of these, an exception message in the shape those
+events use for an error (``{"type": "error", "error": {...}}``, which the Anthropic and OpenAI chat
+decoders both read), so the model's decoder ends the stream with it.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 from fsm.engine.scanner import nesting_exceeds
@@ -33,6 +42,8 @@ class AWSEventStreamFramer:
         # given whole messages, whose length the first four bytes tell.
         self._held = bytearray()
         self.cut = False
+        self.invoke = False
+        """A chunk of the model's own events was read: an InvokeModel stream (see the module's docstring)."""
         self.work = 0
         """Bytes taken in and bytes handed to botocore: each once."""
 
@@ -83,6 +94,14 @@ class AWSEventStreamFramer:
             body = json.loads(text)
         except ValueError as exc:
             return Fault(f"{kind} payload is not JSON: {exc}", skippable=True)
+        if kind == "chunk":  # no ConverseStream event has this name
+            carried = invoke_event(body)
+            if carried is not None:
+                self.invoke = True
+                return carried
+        elif self.invoke and ":exception-type" in headers:
+            message = body.get("message", kind) if isinstance(body, dict) else body
+            return json.dumps({"type": "error", "error": {"type": kind, "message": str(message)}})
         return json.dumps({kind: body})
 
     def close(self) -> list[Payload]:
@@ -92,3 +111,17 @@ class AWSEventStreamFramer:
             self.cut = True
             return [f"<{len(self._held)} bytes of an unfinished event-stream message>"]
         return []
+
+
+def invoke_event(chunk: Any) -> Payload | None:
+    """The event an InvokeModelWithResponseStream ``chunk`` carries, as text: its ``bytes`` are base64
+    on the wire, and raw bytes in the events boto3 gives. None when ``chunk`` is no such object."""
+    data = chunk.get("bytes") if isinstance(chunk, Mapping) else None
+    if isinstance(data, str):
+        try:
+            data = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            return Fault(f"a chunk's bytes are not base64: {exc}", skippable=True)
+    if not isinstance(data, bytes | bytearray):
+        return None
+    return decode_utf8(bytes(data))

@@ -69,10 +69,11 @@ BEDROCK_ERRORS = frozenset(
     }
 )
 """The exceptions a Bedrock stream may end with, each a frame of its own (``:exception-type``)."""
-_BEDROCK_KEYS = frozenset(
+BEDROCK_EVENTS = frozenset(
     {"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop", "metadata"}
     | BEDROCK_ERRORS  # a throttled stream's only frame names its provider as well as any other
 )
+"""The event types of a ConverseStream (each event an object with one of them as its key)."""
 
 
 def detect_provider(payload: Mapping[str, Any]) -> str | None:
@@ -91,7 +92,7 @@ def detect_provider(payload: Mapping[str, Any]) -> str | None:
         return "gemini"
     if "message" in payload and "done" in payload:
         return "ollama"
-    if _BEDROCK_KEYS & payload.keys():
+    if BEDROCK_EVENTS & payload.keys():
         return "bedrock"
     return None
 

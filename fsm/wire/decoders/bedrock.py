@@ -7,6 +7,10 @@
 and the random ``p`` padding field is ignored. The raw binary event stream is unframed by
 :mod:`fsm.wire.framing` (with botocore's decoder) into these same objects.
 
+An ``InvokeModelWithResponseStream`` carries the model's own events instead (a Claude model's are
+Anthropic's; fsm/wire/eventstream.py unwraps them): named ``bedrock``, such a stream is read by the
+decoder of the wire its first event shows, so its calls are those the model's own wire gives.
+
 Nothing is dropped in silence: a ``toolUse`` start without ``contentBlockIndex`` is kept as a call
 routed by its id (``missing-routing-field``) and takes the next index no block opened; tool input at
 an index no block opened opens a call of its own (``unopened-call``).
@@ -29,7 +33,7 @@ from fsm.events import (
     TextDelta,
     UsageReport,
 )
-from fsm.wire.decoders import BEDROCK_ERRORS
+from fsm.wire.decoders import BEDROCK_ERRORS, BEDROCK_EVENTS, Decoder, detect_provider, make_decoder
 from fsm.wire.decoders._wire import index, mapping, text
 
 _FINISH = {
@@ -50,8 +54,16 @@ class BedrockDecoder:
     def __init__(self) -> None:
         self._blocks: dict[int, tuple[CallRef, bool]] = {}  # index → (call, any input seen)
         self._unplaced: tuple[CallRef, bool] | None = None  # a tool block that came without its index
+        self._carried: Decoder | None = None  # an InvokeModel stream's: the model's own wire's decoder
+        self._converse = False  # a ConverseStream event was read: the stream is one
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
+        carried = self._carried
+        if carried is None and not self._converse:
+            carried = self._carrying(payload)
+        if carried is not None:
+            return carried.decode(payload, diagnose)
+        self._converse = True
         events: list[Event] = []
         for kind, body in payload.items():
             body = mapping(body, kind)
@@ -97,6 +109,17 @@ class BedrockDecoder:
             elif kind not in _QUIET:
                 diagnose("unknown-event", f"Bedrock event {kind!r}")
         return events
+
+    def _carrying(self, payload: Mapping[str, Any]) -> Decoder | None:
+        """The decoder for an InvokeModel stream's events, made by the first event of another wire
+        (never once a ConverseStream event was read)."""
+        if BEDROCK_EVENTS & payload.keys():
+            return None
+        provider = detect_provider(payload)
+        if provider is None or provider == "bedrock":
+            return None
+        self._carried = make_decoder(provider)
+        return self._carried
 
     def commonest_fragment(self, payload: dict[str, Any]) -> tuple[CallRef, str] | None:
         """(ref, text) when the event is the commonest kind: a lone ``contentBlockDelta`` with
