@@ -13,6 +13,10 @@ from fsm.reemit import DeltaEmitter, FlushPolicy
 _MISSING: Any = object()
 
 
+NO_FRAMING = "not SSE, NDJSON, a JSON array, a JSON document or an AWS event stream"
+"""What the input is said not to be when no framing reads it (not-a-stream, FramingError)."""
+
+
 def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[Any]]]) -> object:
     """Everything a replay shows, to compare two ways of running it: the result, every output
     (``feed`` yields the outputs of each piece it feeds ``r``), every transition each call took in

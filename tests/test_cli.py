@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fsm.cli import main
-from tests.helpers import chunk, sse, tc
+from tests.helpers import NO_FRAMING, chunk, sse, tc
 
 STREAMS = Path(__file__).resolve().parent / "streams"
 
@@ -114,7 +114,7 @@ def test_strict_violation_exits_1_naming_event_and_rule(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [(b"hello world", "not SSE, NDJSON or a JSON array"), (b"data: {broken\n\n", "event 1: not valid JSON")],
+    [(b"hello world", NO_FRAMING), (b"data: {broken\n\n", "event 1: not valid JSON")],
 )
 def test_unreadable_input_exits_1_with_one_line(tmp_path: Path, content: bytes, message: str) -> None:
     path = tmp_path / "bad"

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import fsm
 from fsm import CallStatus, Policies, Reassembler, RemoteProtocolError, Result
 from fsm.wire.decoders.partial_args import PartialArgsWriter, parse_path
 
@@ -167,6 +168,39 @@ def test_gemini_late_signature_without_id_does_not_split_either() -> None:
 def test_gemini_signature_only_on_the_first_call_stays_there() -> None:
     result = run("gemini", [gem(fc("f", {"n": 1}, sig="SIG"), fc("f", {"n": 2}))])
     assert [c.thought_signature for c in result.calls] == ["SIG", None]
+
+
+def compat_call(name: str, id: str, arguments: str, sig: Any = None, index: int | None = None) -> dict[str, Any]:
+    """A chunk of Gemini's OpenAI-compatible endpoint: a whole call, its signature in extra_content."""
+    entry: dict[str, Any] = {"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    if index is not None:
+        entry["index"] = index
+    if sig is not None:
+        entry["extra_content"] = {"google": {"thought_signature": sig}}
+    return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]}
+
+
+@pytest.mark.parametrize("index", [None, 0], ids=["no-index", "indexed"])
+def test_gemini_openai_endpoint_signature_stays_on_its_call_however_read(index: int | None) -> None:
+    # A chunk of one whole indexed call is one the chat shortcuts take without the decoder: they
+    # must leave a signed one to it, or the signature is lost where the decoder keeps it.
+    chunks = [
+        compat_call("f", "c1", '{"n": 1}', sig="SIG", index=index),
+        compat_call("f", "c2", '{"n": 2}', index=None if index is None else 1),
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    wire = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+    for result in (run("openai-chat", chunks), run("auto", chunks), fsm.reassemble(wire)):
+        assert [(c.id, c.arguments, c.thought_signature) for c in result.calls] == [
+            ("c1", {"n": 1}, "SIG"),
+            ("c2", {"n": 2}, None),
+        ]
+    # another server's extra_content of another shape signs nothing; a signature not text is refused
+    other = compat_call("f", "c1", "{}", index=0)
+    other["choices"][0]["delta"]["tool_calls"][0]["extra_content"] = {"vendor": {"thought_signature": "S"}}
+    assert run("openai-chat", [other]).calls[0].thought_signature is None
+    with pytest.raises(RemoteProtocolError, match="thought_signature"):
+        run("openai-chat", [compat_call("f", "c1", "{}", sig=["S"], index=0)], strict=True)
 
 
 def test_gemini_changed_args_under_one_id_replace_and_say_so() -> None:

@@ -27,9 +27,11 @@ from tests.test_sdk_loop import (
     CASES,
     _signature,
     body_of,
+    client_for,
     next_request,
     numbered,
     seen,
+    send,
     sent_answers,
     sent_calls,
 )
@@ -201,22 +203,55 @@ def test_chat_google_genai_chunks_against_the_bytes(path: Path, provider: str, v
         # (`duplicate-id`), where the bytes read a later part as the same call's new arguments
         assert [c.wire_id for c in got.calls] == [reference.calls[0].wire_id] * len(got.calls)
         assert got.codes().count("duplicate-id") == reference.codes().count("arguments-replaced") > 0
+        # the signature stays on the part it came on (the first), not on every call under its id
+        assert [c.thought_signature for c in got.calls][1:] == [None] * (len(got.calls) - 1)
+        assert got.calls[0].thought_signature == reference.calls[0].thought_signature
         return
     assert _shape(got) == _shape(reference)
     # an id-less call (Gemini 2.5) gets a UUID of LangChain's, which fsm takes as the wire's
     for mine, wire in zip(got.calls, reference.calls, strict=True):
         assert mine.id == mine.wire_id == (wire.wire_id or str(uuid.UUID(mine.id)))
     assert got.codes() == [c for c in reference.codes() if c != "synthesized-id"]
-    # its thought signatures stay in additional_kwargs["__gemini_function_call_thought_signatures__"],
-    # by call id, which fsm does not read: the calls come out unsigned
-    assert [c.thought_signature for c in got.calls] == [None] * len(got.calls)
-    kept = {k: v for c in chunks for k, v in c.additional_kwargs.get(SIGNATURES, {}).items()}
-    assert sorted(_signature(s) for s in kept.values()) == sorted(
-        _signature(c.thought_signature) for c in reference.calls if c.thought_signature
-    )
+    # it keeps each call's thought signature in additional_kwargs, by call id, in the wire's own
+    # base64: each call is signed as the bytes sign it, the same text
+    assert any(SIGNATURES in c.additional_kwargs for c in chunks) == any(c.thought_signature for c in reference.calls)
+    assert [c.thought_signature for c in got.calls] == [c.thought_signature for c in reference.calls]
 
 
 SIGNATURES = "__gemini_function_call_thought_signatures__"
+
+
+@pytest.mark.parametrize(
+    ("path", "provider", "variant", "payloads"),
+    [c for c in CASES if c.values[0] is None or (c.values[1] == "gemini" and c.values[0].parent.name == "gemini")],
+)
+def test_chat_google_genai_calls_go_back_signed(path: Path, provider: str, variant: str, payloads: Any) -> None:
+    # Gemini 3 refuses a turn whose calls come back without their signatures: read through
+    # ChatGoogleGenerativeAI, the next turn fsm.messages builds carries each one on its call, as
+    # google-genai sends it (the same bytes: it writes them in url-safe base64)
+    if path is None:
+        require_captures()
+    langchain_google_genai = pytest.importorskip("langchain_google_genai")
+    body = body_of(path, provider, variant, payloads)
+    model = langchain_google_genai.ChatGoogleGenerativeAI(model="gemini", api_key="test")
+    model.client = genai_client(Replay(body))
+    result = fsm.reassemble(model.stream("go"))
+    reference = fsm.reassemble(body, provider)
+    signed = [c.thought_signature for c in reference.complete_calls if c.thought_signature]
+    if variant == "as-is":
+        assert signed, "the capture's calls are signed"
+
+    replay, client = client_for(provider, body)
+    conversation = next_request(provider, result, "omit")
+    send(provider, client, conversation)
+    sent = replay.sent[-1]["contents"]
+    parts = [p for m in sent for p in m["parts"] if "functionCall" in p]
+    assert [_signature(p.get("thoughtSignature")) for p in parts] == [
+        _signature(c.thought_signature) for c in result.complete_calls
+    ]
+    assert sorted(s for s in (_signature(p.get("thoughtSignature")) for p in parts) if s) == sorted(
+        _signature(s) for s in signed
+    )
 
 
 # -- ollama --------------------------------------------------------------------------------------------

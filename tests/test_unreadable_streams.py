@@ -16,7 +16,8 @@ import pytest
 from fsm import Limits, Reassembler
 from fsm.cli import main
 from fsm.errors import FramingError, LimitExceeded, RemoteProtocolError
-from tests.helpers import aws_message
+from fsm.wire.detect import FRAMING_NAMES, Framing
+from tests.helpers import NO_FRAMING, aws_message
 
 PAGE = b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<h1>502 Bad Gateway</h1>\r\n"
 
@@ -57,7 +58,7 @@ def test_input_no_framing_reads_is_one_not_a_stream_however_long_or_chunked(body
         assert error is None
         assert [(d.event, d.code) for d in result.diagnostics] == [(1, "not-a-stream"), (None, "no-finish-reason")]
         said = result.diagnostics[0].message
-        assert said.startswith("input is not SSE, NDJSON or a JSON array (starts with b'<')") and "<html>" in said
+        assert said.startswith(f"input is {NO_FRAMING} (starts with b'<')") and "<html>" in said
         assert not result.calls and result.finish_reason is None
         seen.add(said)
         window = limit or Limits().max_event_bytes
@@ -67,7 +68,7 @@ def test_input_no_framing_reads_is_one_not_a_stream_however_long_or_chunked(body
     if limit:
         assert f"no framing in the first {limit} bytes" in said  # the window, not what the read crossing it held
     error, result, _ = read(chunked(body, 4096), strict=True, **options)
-    assert isinstance(error, FramingError) and error.event == 1 and "not SSE, NDJSON or a JSON array" in str(error)
+    assert isinstance(error, FramingError) and error.event == 1 and NO_FRAMING in str(error)
 
 
 @pytest.mark.parametrize(
@@ -157,6 +158,18 @@ def _replay(path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     return code, json.loads(out.getvalue()) if out.getvalue() else {}, err.getvalue()
 
 
+def test_input_no_framing_reads_is_said_to_be_none_of_the_framings_read() -> None:
+    # The message names every framing the detector reads, a JSON document among them: built from the
+    # same enum, so a framing added without a name in it fails at import.
+    assert set(FRAMING_NAMES) == set(Framing)
+    error, _, _ = read([b"hello world"], strict=True)
+    assert isinstance(error, FramingError) and NO_FRAMING in str(error)
+    assert all(name in str(error) for name in FRAMING_NAMES.values())
+    # and a JSON document is indeed read: a first line "{" alone
+    _, result, _ = read([b'{\n  "error": {"message": "overloaded"}\n}\n'])
+    assert "not-a-stream" not in result.codes()
+
+
 def test_replay_reports_an_error_page_and_an_error_only_stream(tmp_path: Path) -> None:
     page, only_error = tmp_path / "page.sse", tmp_path / "error.sse"
     page.write_bytes(PAGE)
@@ -166,7 +179,7 @@ def test_replay_reports_an_error_page_and_an_error_only_stream(tmp_path: Path) -
     code, out, err = _replay(only_error)
     assert code == 0 and out["finish_reason"] == "error" and out["diagnostics"][0]["code"] == "provider-error"
     code, out, err = _replay(page, "--strict")
-    assert code == 1 and "not SSE, NDJSON or a JSON array" in err and "Traceback" not in err
+    assert code == 1 and NO_FRAMING in err and "Traceback" not in err
 
 
 def test_a_bedrock_stream_that_is_only_an_exception_frame_says_bedrocks_message() -> None:

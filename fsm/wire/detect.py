@@ -35,6 +35,22 @@ class Framing(enum.Enum):
     AWS_EVENTSTREAM = "aws-eventstream"
 
 
+FRAMING_NAMES: Final = {
+    Framing.SSE: "SSE",
+    Framing.NDJSON: "NDJSON",
+    Framing.JSON_ARRAY: "a JSON array",
+    Framing.JSON_DOCUMENT: "a JSON document",
+    Framing.AWS_EVENTSTREAM: "an AWS event stream",
+}
+"""Each framing as a message names it."""
+
+# Built from the enum itself: a framing added without a name fails at import, and the message that
+# says what input is not names every framing the detector reads.
+_NAMED: Final = [FRAMING_NAMES[framing] for framing in Framing]
+NONE_OF: Final = f"{', '.join(_NAMED[:-1])} or {_NAMED[-1]}"
+"""The framings, listed as the ``not-a-stream`` message says the input is none of them."""
+
+
 _SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":")
 _SSE_FIELDS = (b"data", b"event", b"id", b"retry")
 _LINE_END = re.compile(rb"[\r\n]")
@@ -155,7 +171,7 @@ class Detector:
         # Quote only up to the first byte no framing could start with, so the message does not depend
         # on how many bytes happened to arrive in the first read.
         known = max(_shared_prefix(first, p) for p in (*_SSE_STARTS, *_SSE_FIELDS))
-        raise FramingError(f"input is not SSE, NDJSON or a JSON array (starts with {first[: known + 1]!r})", event=1)
+        raise FramingError(f"input is not {NONE_OF} (starts with {first[: known + 1]!r})", event=1)
 
 
 def cut_before_telling(held: bytes) -> bool:

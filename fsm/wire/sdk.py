@@ -25,15 +25,21 @@ frameworks above them yield, read by duck typing.
   call's arguments unless argument text follows (a tool without parameters streams none), and
   LangChain yields no block ends: a tool block that no text followed gets that ``input`` once it
   has ended (a later block opened, or the turn ended whole), as the Anthropic wire gives it.
+  Through ChatGoogleGenerativeAI a call's ``thoughtSignature`` is not on its chunk entry but in
+  ``additional_kwargs["__gemini_function_call_thought_signatures__"]``, by call id, in standard
+  base64 as the wire has it: it goes on the entry as Gemini's own OpenAI-compatible endpoint puts
+  it (``extra_content.google.thought_signature``), on the chunk's first call under that id (the map
+  holds one signature an id), so the call is signed as the bytes sign it.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from typing import Any
 
 from fsm.errors import InvalidInput
-from fsm.wire.decoders._wire import RESPONSES_INCOMPLETE_FINISH
+from fsm.wire.decoders._wire import COMPAT_SIGNATURE, RESPONSES_INCOMPLETE_FINISH, compat_signed
 
 DERIVED_EVENT_TYPES = frozenset(
     {
@@ -157,14 +163,18 @@ def langchain_chunk(chunk: Any, held: dict[int, Any] | None = None) -> dict[str,
     _check_langchain_field(parts, list | tuple, "tool_call_chunks", "a list")
     for part in parts:
         _check_langchain_field(part, Mapping, "tool_call_chunks entry", "a dict")
-    calls = [
-        {
+    signatures = _gemini_signatures(extra)
+    calls: list[dict[str, Any]] = []
+    for part in parts:
+        call = {
             "index": part.get("index"),
             "id": part.get("id"),
             "function": {"name": part.get("name"), "arguments": part.get("args")},
         }
-        for part in parts
-    ]
+        signature = signatures.pop(call["id"], None) if isinstance(call["id"], str) else None
+        if signature is not None:
+            call[COMPAT_SIGNATURE] = compat_signed(signature)
+        calls.append(call)
     metadata = getattr(chunk, "response_metadata", None) or {}
     finish = _langchain_finish(metadata) if isinstance(metadata, Mapping) else None
     if held is not None:
@@ -180,6 +190,23 @@ def langchain_chunk(chunk: Any, held: dict[int, Any] | None = None) -> dict[str,
         _check_langchain_field(usage, Mapping, "usage_metadata", "a dict")
         payload["usage"] = dict(usage)
     return payload
+
+
+GEMINI_SIGNATURES = "__gemini_function_call_thought_signatures__"
+"""The ``additional_kwargs`` key under which langchain-google-genai keeps its calls' thought
+signatures, a dict from call id to the signature."""
+
+
+def _gemini_signatures(extra: Any) -> dict[str, str]:
+    """langchain-google-genai's thought signatures by call id, as base64 text (a signature held as
+    bytes, as the SDK holds it, written so)."""
+    signed = extra.get(GEMINI_SIGNATURES) if isinstance(extra, Mapping) else None
+    _check_langchain_field(signed, Mapping, f"{GEMINI_SIGNATURES} entry of additional_kwargs", "a dict")
+    found: dict[str, str] = {}
+    for key, value in (signed or {}).items():
+        _check_langchain_field(value, str | bytes, "thought signature", "a str or bytes")
+        found[key] = value if isinstance(value, str) else base64.b64encode(value).decode("ascii")
+    return found
 
 
 TURN_ENDED = frozenset({"tool_use", "end_turn", "stop_sequence"})

@@ -99,3 +99,23 @@ BARE_REFS = BareRefs()
 RESPONSES_INCOMPLETE_FINISH = {"max_output_tokens": "length", "content_filter": "content_filter"}
 """A Responses turn's ``incomplete_details.reason`` as the chat finish reason that means the same
 (read by the Responses decoder, and for LangChain's Responses chunks by :mod:`fsm.wire.sdk`)."""
+
+
+COMPAT_SIGNATURE = "extra_content"
+"""The tool-call entry key under which Gemini's OpenAI-compatible endpoint puts a call's thought
+signature (``extra_content.google.thought_signature``): read by the OpenAI chat decoder, and where
+:mod:`fsm.wire.sdk` writes the signature langchain-google-genai keeps beside a call."""
+
+
+def compat_signature(entry: Mapping[str, Any], what: str) -> str | None:
+    """The thought signature a chat tool-call entry carries in Gemini's OpenAI-compatible shape, or
+    None. Another server's ``extra_content`` of another shape carries none."""
+    extra = entry.get(COMPAT_SIGNATURE)
+    google = extra.get("google") if isinstance(extra, Mapping) else None
+    signature = google.get("thought_signature") if isinstance(google, Mapping) else None
+    return text(signature, f"{what}.{COMPAT_SIGNATURE}.google.thought_signature")
+
+
+def compat_signed(signature: str) -> dict[str, Any]:
+    """What :func:`compat_signature` reads ``signature`` from, for a tool-call entry's extra key."""
+    return {"google": {"thought_signature": signature}}

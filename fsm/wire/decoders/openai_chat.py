@@ -8,6 +8,7 @@ arguments as a JSON object instead of text). Dialect quirks handled here, not in
 * ``choices[].message`` duplicating ``choices[].delta`` (Writer): ``delta`` is read, ``message``
   only when there is no ``delta``;
 * the legacy ``delta.function_call`` (one call, no id);
+* Gemini's endpoint: a call's thought signature in ``extra_content.google.thought_signature``;
 * a custom tool's call (``type: custom``, ``custom: {name, input}``): freeform input text; an entry
   of a type with neither ``function`` nor ``custom`` is reported (``unknown-event``);
 * ``finish_reason`` normalised; an ``error`` object in the stream ends it with ``error``.
@@ -34,7 +35,7 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders import error_message
-from fsm.wire.decoders._wire import BARE_REFS, dumps
+from fsm.wire.decoders._wire import BARE_REFS, COMPAT_SIGNATURE, compat_signature, dumps
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
@@ -189,14 +190,15 @@ class OpenAIChatDecoder:
             else:
                 ref = self._bare.ref(index, position)
             arguments = function.get("arguments")
+            signed = compat_signature(entry, f"tool_calls[{position}]") if COMPAT_SIGNATURE in entry else None
             if type(arguments) is str:
-                events.append(ArgumentsFragment(ref, arguments) if arguments else CallSeen(ref))
+                events.append(ArgumentsFragment(ref, arguments, signed) if arguments else CallSeen(ref, signed))
             elif isinstance(arguments, Mapping):
-                events.append(ArgumentsSnapshot(ref, dumps(arguments)))
+                events.append(ArgumentsSnapshot(ref, dumps(arguments), signed))
             elif arguments:
-                events.append(ArgumentsFragment(ref, _text(arguments, "arguments", position) or ""))
+                events.append(ArgumentsFragment(ref, _text(arguments, "arguments", position) or "", signed))
             else:
-                events.append(CallSeen(ref))
+                events.append(CallSeen(ref, signed))
 
     def _custom(
         self, entry: Mapping[str, Any], position: int, events: list[Event], diagnose: Callable[[str, str], None]
@@ -359,8 +361,8 @@ def one_entry(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | 
     if len(delta) > 1 and (delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")):
         return None
     entry = entries[0]
-    if type(entry) is not dict:
-        return None
+    if type(entry) is not dict or (len(entry) > 2 and COMPAT_SIGNATURE in entry):
+        return None  # a signed entry (Gemini's OpenAI endpoint): the decoder reads its signature
     function = entry.get("function")
     return (entry, function) if type(function) is dict else None
 
