@@ -297,3 +297,44 @@ def test_litellm_completion_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     history += [messages.tool_result(call, run_tool(call), "openai-chat") for call in result.complete_calls]
     assert not check(history).rejected
     assert connections == []
+
+
+def test_gemini_openai_endpoint_signatures_go_back_on_their_calls_through_the_openai_client() -> None:
+    """Gemini's OpenAI-compatible endpoint signs a call in ``extra_content``; Gemini 3 refuses the next
+    turn if the call comes back without it. Read through the openai client (raw chunks and its stream
+    helper), the signature stays on its call, and the next turn sends it back there, and only there."""
+
+    def entry(index: int, call_id: str, arguments: str, sig: str | None) -> dict[str, Any]:
+        call: dict[str, Any] = {"index": index, "id": call_id, "type": "function"}
+        call["function"] = {"name": "get_weather", "arguments": arguments}
+        if sig is not None:
+            call["extra_content"] = {"google": {"thought_signature": sig}}
+        return call
+
+    chunks = [
+        {
+            "choices": [
+                {"index": 0, "delta": {"role": "assistant", "tool_calls": [entry(0, "c1", '{"city": "Oslo"}', "U0lH")]}}
+            ]
+        },
+        {"choices": [{"index": 0, "delta": {"tool_calls": [entry(1, "c2", '{"city": "Bergen"}', None)]}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    common = {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "gemini-3-flash-preview"}
+    wire = b"".join(b"data: " + json.dumps(common | c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+    replay = Replay(wire)
+    client = openai_client(replay)
+
+    raw = fsm.reassemble(client.chat.completions.create(model="gemini-3-flash-preview", messages=USER, stream=True))
+    with client.chat.completions.stream(model="gemini-3-flash-preview", messages=USER) as stream:
+        helped = fsm.reassemble(stream)
+    for result in (raw, helped, fsm.reassemble(wire)):
+        assert [(c.id, c.thought_signature) for c in result.calls] == [("c1", "U0lH"), ("c2", None)]
+
+    history = [*USER, messages.assistant_message(raw, "openai-chat")]
+    history += [messages.tool_result(call, run_tool(call), "openai-chat") for call in raw.complete_calls]
+    client.chat.completions.create(model="gemini-3-flash-preview", messages=history, stream=True).close()
+    sent = replay.sent[-1]["messages"][1]["tool_calls"]
+    assert sent[0]["extra_content"] == {"google": {"thought_signature": "U0lH"}}
+    assert "extra_content" not in sent[1]
+    assert not check(replay.sent[-1]["messages"]).rejected

@@ -137,17 +137,23 @@ def _kind(call: ToolCall, format: str, kinds: tuple[str, ...] = ("function",)) -
 def _openai_chat(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     message: Message = {"role": "assistant", "content": result.text or None}
     if calls:
-        message["tool_calls"] = [
-            {"id": reply_id(call), "type": "custom", "custom": {"name": call.name or "", "input": call.input or ""}}
-            if _kind(call, "openai-chat", ("function", "custom")) == "custom"
-            else {
-                "id": reply_id(call),
-                "type": "function",
-                "function": {"name": call.name or "", "arguments": call.arguments_json or ""},
-            }
-            for call in calls
-        ]
+        message["tool_calls"] = [_openai_chat_call(call) for call in calls]
     return message
+
+
+def _openai_chat_call(call: ToolCall) -> Message:
+    if _kind(call, "openai-chat", ("function", "custom")) == "custom":
+        return {"id": reply_id(call), "type": "custom", "custom": {"name": call.name or "", "input": call.input or ""}}
+    entry: Message = {
+        "id": reply_id(call),
+        "type": "function",
+        "function": {"name": call.name or "", "arguments": call.arguments_json or ""},
+    }
+    if call.thought_signature is not None:
+        # Only Gemini signs calls; its OpenAI endpoint takes the signature back where it gave it,
+        # and Gemini 3 refuses a call sent back without it.
+        entry["extra_content"] = {"google": {"thought_signature": call.thought_signature}}
+    return entry
 
 
 def _openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Message]:
