@@ -386,6 +386,8 @@ def test_ollama_client_sends_the_next_turn_paired(path: Path, variant: str, payl
     report = history.check(sent)
     assert report.format == "ollama" and report.findings == (), report
     assert history.check(conversation).findings == ()
+    objects = [pytest.importorskip("ollama").Message.model_validate(m) for m in conversation]  # the client's own
+    assert history.check(objects).findings == () and history.check(objects).format == "ollama"
     assert history.repair(sent) == (sent, [])
     # the last answer lost: a placeholder answers the last call, named by its tool; the others stay
     names = [c["function"]["name"] for c in sent[1].get("tool_calls", [])]
