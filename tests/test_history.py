@@ -333,8 +333,13 @@ def test_ollama_names_are_required_to_pair() -> None:
         history.check([USER, {"role": "assistant", "tool_calls": [{"function": {"arguments": {}}}]}], "ollama")
     with pytest.raises(LocalProtocolError, match=r"message 2: a tool call's function must be an object"):
         history.repair([USER, {"role": "assistant", "tool_calls": [{"function": "f"}]}], format="ollama")
+    with pytest.raises(LocalProtocolError, match=r"message 3: a tool message's tool_name must be a string, not int"):
+        history.check([USER, *ollama_calls("f"), {**nameless, "tool_name": 5}])
     # an OpenAI-shaped history (ids, text arguments) is not taken for Ollama's
     assert history.check([USER, *openai_calls(("a", "f")), *openai_results("a")]).format == "openai"
+    # a raw Ollama response's call may carry an id: its arguments (an object) still tell the format
+    raw = {"role": "assistant", "tool_calls": [{"id": "call_1", "function": {"name": "f", "arguments": {}}}]}
+    assert history.check([USER, raw, *ollama_results("f")]).findings == ()
 
 
 def test_cohere_messages_read_as_openai_chat() -> None:

@@ -4,14 +4,15 @@ Ollama's native chat) as turns, refusing malformed input. Cohere v2 messages are
 
 A turn is the message that makes calls and the results that come back for it: for OpenAI and
 Ollama, every ``tool`` message right after it; for Anthropic and Gemini, the one message right
-after it, if that message holds results; for Responses, a run of call items and the run of output items after it.
-A message holding results read outside any turn gives a stray segment (its results answer
-nothing).
+after it, if that message holds results; for Responses, a run of call items and the run of output
+items after it. A message holding results read outside any turn gives a stray segment (its results
+answer nothing).
 
-Ollama messages carry no ids (the ollama client keeps none): a call is keyed by its name and place,
-``(name, k)`` for the k-th call of that name in its turn, and a ``tool`` message by its
-``tool_name`` the same way, so the k-th answer naming a tool answers the k-th call of it. A tool
-message without a ``tool_name`` cannot be paired and is refused, as a call without a name is.
+Ollama messages carry no ids (the ollama client keeps none, and an ``id`` a raw response gave a
+call is not what a ``tool`` message answers by): a call is keyed by its name and place, ``(name,
+k)`` for the k-th call of that name in its turn, and a ``tool`` message by its ``tool_name`` the
+same way, so the k-th answer naming a tool answers the k-th call of it. A tool message without a
+``tool_name`` cannot be paired and is refused, as a call without a name is.
 
 Anything the reader cannot read as a conversation raises
 :class:`~fsm.errors.LocalProtocolError` naming the message (1-based), never a bare Python error.
@@ -86,7 +87,7 @@ def shown(key: Key) -> str:
 def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
     """The format of the first message that tells (a Responses call or output item, Gemini
     ``parts``, an Ollama ``tool`` message with a ``tool_name`` and no ``tool_call_id`` or a call
-    without an id whose arguments are an object, an OpenAI ``tool`` message or ``tool_calls``,
+    whose arguments are an object, not text, an OpenAI ``tool`` message or ``tool_calls``,
     Anthropic ``tool_use``/``tool_result`` blocks); OpenAI when none does."""
     for m in conversation(messages):
         kind = m.get("type")
@@ -110,7 +111,7 @@ def _is_ollama(message: Mapping[str, Any]) -> bool:
     if message.get("role") == "tool":
         return "tool_name" in message and "tool_call_id" not in message
     calls = message.get("tool_calls")
-    if not isinstance(calls, list) or not calls or not _is_object(calls[0]) or "id" in calls[0]:
+    if not isinstance(calls, list) or not calls or not _is_object(calls[0]):
         return False
     function = calls[0].get("function")
     return _is_object(function) and _is_object(function.get("arguments"))
@@ -253,6 +254,8 @@ def _ollama_name(value: Any, at: int, what: str) -> str:
     """The name an Ollama call or answer is paired by: it has no id, so without a name it pairs with nothing."""
     if isinstance(value, str) and value:
         return value
+    if value is not None and value != "":
+        raise _fail(at, f"{what} must be a string, not {type(value).__name__}")
     raise _fail(at, f"{what} is missing: Ollama pairs an answer with its call by tool name and order")
 
 
