@@ -151,14 +151,13 @@ def build_parser() -> argparse.ArgumentParser:
     fuzzing.add_argument("--examples", type=_positive, default=200, help="streams per shape and mode (default 200)")
     fuzzing.add_argument("--seed", type=int, default=None, help="random seed (default: a fixed, derandomized run)")
     fuzzing.add_argument("--mode", default="all", choices=("all", "property", "robust"))
-    fuzzing.add_argument(
-        "--out", default=None, metavar="DIR", help="where failing cases go (default: a new temporary folder)"
-    )
+    fuzzing.add_argument("--out", metavar="DIR", help="where failing cases go (default: a new temporary folder)")
     hist = _command(commands, "history", "check a conversation's tool calls and results pair up")
     hist_commands = hist.add_subparsers(dest="history_command", required=True)
     hist_check = _command(hist_commands, "check", "report dangling calls, orphan and duplicate results, reused ids")
     hist_check.add_argument("--json", action="store_true", help="print the report as JSON")
-    hist_check.add_argument("--format", default="auto", choices=("auto", "openai", "anthropic", "gemini", "responses"))
+    formats = ("auto", "openai", "anthropic", "gemini", "responses", "ollama")  # Cohere's is the openai shape
+    hist_check.add_argument("--format", default="auto", choices=formats)
     hist_check.add_argument(
         "file", help="a JSON list of messages, or a request body with 'messages', 'contents' or 'input'"
     )

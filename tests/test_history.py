@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from fsm import history
+from fsm.errors import LocalProtocolError
 from fsm.history import Kind, RepairPolicy
 
 # -- builders per format: a turn of calls, and results ------------------------------------------------
@@ -274,3 +275,79 @@ def test_history_check_command(tmp_path: Any) -> None:
     assert main(["history", "check", "--json", str(bad)], stdout=out, stderr=sys.stderr) == 1
     data = json.loads(out.getvalue())
     assert data["rejected"] is True and data["findings"][0]["kind"] == "dangling"
+
+
+# -- Ollama: no ids, paired by tool name and order -----------------------------------------------------------
+
+
+def ollama_calls(*names: str) -> list[dict[str, Any]]:
+    return [{"role": "assistant", "tool_calls": [{"function": {"name": n, "arguments": {}}} for n in names]}]
+
+
+def ollama_results(*names: str) -> list[dict[str, Any]]:
+    return [{"role": "tool", "content": f"result {k} of {n}", "tool_name": n} for k, n in enumerate(names)]
+
+
+def test_ollama_answers_pair_by_tool_name_and_order() -> None:
+    messages = [USER, *ollama_calls("f", "g", "f"), *ollama_results("g", "f", "f"), USER]
+    report = history.check(messages)
+    assert report.format == "ollama" and report.findings == ()
+    assert history.repair(messages) == (messages, [])
+    # a later turn calling the same tools makes new calls: `f#1` is a place in its turn, not an id
+    again = [*messages, *ollama_calls("f"), *ollama_results("f")]
+    assert history.check(again).findings == ()
+    assert history.check([USER, *ollama_results("f")]).format == "ollama"  # a tool message tells too
+
+
+def test_ollama_two_calls_to_one_tool_and_one_answer_take_it_as_the_first_calls() -> None:
+    # Without ids, the k-th answer naming a tool answers the k-th call of it: one answer is the
+    # first call's, and the second call is the one left dangling, whatever the agent meant.
+    messages = [USER, *ollama_calls("f", "f"), *ollama_results("f"), USER]
+    report = history.check(messages)
+    assert [(f.kind, f.id, f.message) for f in report.findings] == [(Kind.DANGLING, "f#2", 2)]
+    fixed, changes = history.repair(messages)
+    assert [(c.kind, c.id) for c in changes] == [("placeholder-result", "f#2")]
+    assert fixed[:3] == messages[:3] and fixed[4:] == messages[3:]
+    assert fixed[3] == {"role": "tool", "content": RepairPolicy().placeholder, "tool_name": "f"}
+    assert not history.check(fixed).rejected and history.repair(fixed) == (fixed, [])
+    fixed, changes = history.repair(messages, RepairPolicy(dangling="drop-call"))
+    assert fixed[1] == ollama_calls("f")[0] and [c.kind for c in changes] == ["dropped-call"]
+
+
+def test_ollama_orphan_and_duplicate_answers_are_dropped() -> None:
+    messages = [USER, *ollama_calls("f"), *ollama_results("f", "f", "g"), USER]
+    report = history.check(messages)
+    assert [(f.kind, f.id) for f in report.findings] == [(Kind.ORPHAN, "f#2"), (Kind.ORPHAN, "g#1")]
+    fixed, changes = history.repair(messages)
+    assert fixed == [USER, *ollama_calls("f"), *ollama_results("f"), USER]
+    assert [c.kind for c in changes] == ["dropped-orphan", "dropped-orphan"]
+    unanswered = [USER, *ollama_calls("f"), USER]
+    assert history.anything_dangling(unanswered) and not history.anything_dangling(fixed)
+
+
+def test_ollama_names_are_required_to_pair() -> None:
+    nameless = {"role": "tool", "content": "done"}
+    with pytest.raises(LocalProtocolError, match=r"message 3: a tool message's tool_name is missing: Ollama pairs"):
+        history.check([USER, *ollama_calls("f"), nameless], "ollama")
+    with pytest.raises(LocalProtocolError, match=r"message 2: a tool call's function name is missing"):
+        history.check([USER, {"role": "assistant", "tool_calls": [{"function": {"arguments": {}}}]}], "ollama")
+    with pytest.raises(LocalProtocolError, match=r"message 2: a tool call's function must be an object"):
+        history.repair([USER, {"role": "assistant", "tool_calls": [{"function": "f"}]}], format="ollama")
+    with pytest.raises(LocalProtocolError, match=r"message 3: a tool message's tool_name must be a string, not int"):
+        history.check([USER, *ollama_calls("f"), {**nameless, "tool_name": 5}])
+    # an OpenAI-shaped history (ids, text arguments) is not taken for Ollama's
+    assert history.check([USER, *openai_calls(("a", "f")), *openai_results("a")]).format == "openai"
+    # a raw Ollama response's call may carry an id: its arguments (an object) still tell the format
+    raw = {"role": "assistant", "tool_calls": [{"id": "call_1", "function": {"name": "f", "arguments": {}}}]}
+    assert history.check([USER, raw, *ollama_results("f")]).findings == ()
+
+
+def test_cohere_messages_read_as_openai_chat() -> None:
+    # Cohere v2: tool_calls with ids and text arguments, a tool_plan, answers by tool_call_id
+    call = {"id": "w_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}
+    said = {"role": "assistant", "tool_plan": "I will look it up.", "tool_calls": [call, {**call, "id": "w_2"}]}
+    answer = {"role": "tool", "tool_call_id": "w_1", "content": [{"type": "document", "document": {"data": "-3"}}]}
+    report = history.check([USER, said, answer])
+    assert report.format == "openai" and [(f.kind, f.id) for f in report.findings] == [(Kind.DANGLING, "w_2")]
+    fixed, _ = history.repair([USER, said, answer])
+    assert fixed[3] == {"role": "tool", "tool_call_id": "w_2", "content": RepairPolicy().placeholder}

@@ -4,8 +4,8 @@ Conversations are drawn with a small pool of ids (so ids collide within and acro
 missing, duplicated and orphaned results and stray result messages. Every call and every result
 carries a tag of its own, so the test can follow each one through repair. The truth the test holds
 repair to is the rule, computed here independently: within a turn, the k-th result carrying id x
-answers the k-th call with id x (for a Gemini call without an id: the k-th id-less response of its
-name answers the k-th id-less call of that name).
+answers the k-th call with id x (for a Gemini call without an id, and for every Ollama call: the
+k-th id-less response of its name answers the k-th id-less call of that name).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from fsm.history import RepairPolicy
 
 IDS = ["a", "b", "c", "a_d2"]  # a_d2: a rename must not collide with an id already in use
 NAMES = ["f", "g"]
-FORMATS = ["openai", "anthropic", "gemini", "responses"]
+FORMATS = ["openai", "anthropic", "gemini", "responses", "ollama"]
+IDLESS = {"gemini": [*IDS, None], "ollama": [None]}  # the ids a call or result may carry, where not IDS
 # Responses: each id in the pool stands for one kind of call item, so an output always fits its call.
 RESPONSES_CALL = {
     "a": "function_call",
@@ -80,6 +81,8 @@ def output_tag(item: dict[str, Any]) -> str | None:
 
 
 def call_item(fmt: str, cid: str | None, name: str, tag: str) -> dict[str, Any]:
+    if fmt == "ollama":
+        return {"function": {"name": name, "arguments": {"tag": tag}}}
     if fmt == "openai":
         return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps({"tag": tag})}}
     if fmt == "anthropic":
@@ -89,6 +92,8 @@ def call_item(fmt: str, cid: str | None, name: str, tag: str) -> dict[str, Any]:
 
 
 def result_item(fmt: str, rid: str | None, name: str, tag: str) -> dict[str, Any]:
+    if fmt == "ollama":
+        return {"role": "tool", "content": tag, "tool_name": name}
     if fmt == "openai":
         return {"role": "tool", "tool_call_id": rid, "content": tag}
     if fmt == "anthropic":
@@ -108,7 +113,7 @@ def calls_messages(fmt: str, calls: list[Tagged], preamble: bool) -> list[dict[s
         reasoning = [{"type": "reasoning", "id": "rs_1", "summary": []}] if preamble else []
         return reasoning + [responses_call(cid, name, tag) for cid, name, tag in calls if cid is not None]
     items = [call_item(fmt, *c) for c in calls]
-    if fmt == "openai":
+    if fmt in ("openai", "ollama"):
         return [{"role": "assistant", "content": "thinking" if preamble else None, "tool_calls": items}]
     if fmt == "anthropic":
         return [{"role": "assistant", "content": ([{"type": "text", "text": "thinking"}] if preamble else []) + items}]
@@ -120,7 +125,7 @@ def results_messages(fmt: str, results: list[Tagged]) -> list[dict[str, Any]]:
         return []
     if fmt == "responses":
         return [responses_output(rid, tag) for rid, _, tag in results if rid is not None]
-    if fmt == "openai":
+    if fmt in ("openai", "ollama"):
         return [result_item(fmt, *r) for r in results]
     field = "content" if fmt == "anthropic" else "parts"
     return [{"role": "user", field: [result_item(fmt, *r) for r in results]}]
@@ -131,7 +136,7 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
     """Messages, the truth (call tag -> the tag of the result that answers it, or None), the
     tags of every result in the input and the tags of the calls no placeholder can answer
     (Responses computer calls: their output is a screenshot)."""
-    pool = {"gemini": [*IDS, None], "responses": [*IDS, "d", "e"]}.get(fmt, IDS)
+    pool = {**IDLESS, "responses": [*IDS, "d", "e"]}.get(fmt, IDS)
     ids = st.sampled_from(pool)
     screens: set[str] = set()
     messages: list[dict[str, Any]] = [text(fmt, "user", "go")]
@@ -144,9 +149,9 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
         for cid, name, _tag in calls:
             for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2]))):  # missing, answered, answered twice
                 # A Gemini answer may leave its call's id out (google-genai's from_function_response).
-                rid = draw(st.sampled_from([cid, None])) if fmt == "gemini" else cid
+                rid = draw(st.sampled_from([cid, None])) if fmt in IDLESS else cid
                 results.append((rid, name, f"r{next(serial)}"))
-        orphan_ids = [*IDS, "ghost", None] if fmt == "gemini" else [*IDS, "ghost"]
+        orphan_ids = {"gemini": [*IDS, "ghost", None], "ollama": [None]}.get(fmt, [*IDS, "ghost"])
         for _ in range(draw(st.integers(0, 2))):  # orphans, which may carry an id the turn calls
             results.append((draw(st.sampled_from(orphan_ids)), draw(st.sampled_from(NAMES)), f"r{next(serial)}"))
         results = draw(st.permutations(results))
@@ -159,7 +164,8 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
         if draw(st.booleans()) or (fmt == "responses" and not results):  # else the next turn's calls join this one
             messages.append(text(fmt, "user", "next"))
             if draw(st.booleans()):  # results out of any turn: never answers
-                stray = [(draw(st.sampled_from(IDS)), "f", f"r{next(serial)}") for _ in range(draw(st.integers(1, 2)))]
+                stray_ids = st.sampled_from([None] if fmt == "ollama" else IDS)
+                stray = [(draw(stray_ids), "f", f"r{next(serial)}") for _ in range(draw(st.integers(1, 2)))]
                 messages += results_messages(fmt, stray)
                 all_results |= {tag for *_, tag in stray}
             if draw(st.booleans()):
@@ -222,9 +228,21 @@ def read(
     calls: list[tuple[str, str, int]] = []
     results: list[tuple[str, str | None, int]] = []
     turn, open_turn = -1, False
-    turn_calls: list[tuple[str, str]] = []  # Gemini: the open turn's call keys and names
+    turn_calls: list[tuple[str, str]] = []  # Gemini, Ollama: the open turn's call keys and names
+    turn_results: list[Tagged] = []  # Ollama: the open turn's results so far, one tool message each
     for m in messages:
-        if fmt == "openai":
+        if fmt == "ollama":
+            found = []
+            if m["role"] == "tool":
+                turn_results = [*turn_results, (None, m["tool_name"], m["content"])] if open_turn else []
+                key = by_name(turn_calls, turn_results)[-1] if open_turn else f"name:{m['tool_name']}"
+                found = [(key, m["content"])]
+            fcalls = [c["function"] for c in m.get("tool_calls") or []]
+            call_keys = keyed([(None, c["name"]) for c in fcalls])
+            made = [(key, c["arguments"]["tag"]) for key, c in zip(call_keys, fcalls, strict=True)]
+            if made:
+                turn_calls, turn_results = [(key, c["name"]) for key, c in zip(call_keys, fcalls, strict=True)], []
+        elif fmt == "openai":
             found = [(m["tool_call_id"], m["content"])] if m["role"] == "tool" else []
             made = [(c["id"], json.loads(c["function"]["arguments"])["tag"]) for c in m.get("tool_calls", [])]
         elif fmt == "anthropic":
@@ -244,7 +262,7 @@ def read(
         if found:
             assert open_turn, f"a result outside its turn: {m}"
             results += [(key, tag if tag and tag.startswith("r") else None, turn) for key, tag in found]
-            open_turn = fmt == "openai"
+            open_turn = fmt in ("openai", "ollama")
         else:
             open_turn = False
         if made:
@@ -280,7 +298,7 @@ def read_responses(items: list[dict[str, Any]]) -> tuple[list[tuple[str, str, in
 def empty(fmt: str, m: dict[str, Any]) -> bool:
     if fmt == "responses":
         return False  # each item is one call, output or message: repair drops whole items
-    if fmt == "openai":
+    if fmt in ("openai", "ollama"):
         return ("tool_calls" in m and not m["tool_calls"]) or (
             m["role"] == "assistant" and not m.get("tool_calls") and not m.get("content")
         )

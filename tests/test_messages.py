@@ -51,6 +51,16 @@ def validate(format: str, assistant: Any, answers: list[dict[str, Any]]) -> None
         types = pytest.importorskip("anthropic.types")
         for message in [assistant, *messages.tool_results(answers, "anthropic")]:
             same_after_validation(types.MessageParam, message)
+    elif format == "ollama":
+        # ollama's Message ignores keys it does not know: a dump equal to the input means none was lost
+        message_type = pytest.importorskip("ollama").Message
+        for message in [assistant, *answers]:
+            assert message_type.model_validate(message).model_dump(exclude_none=True) == message
+    elif format == "cohere":
+        cohere = pytest.importorskip("cohere")
+        for message in [assistant, *answers]:
+            model = cohere.AssistantChatMessageV2 if message["role"] == "assistant" else cohere.ToolChatMessageV2
+            assert model.model_validate(message).model_dump(exclude_none=True) == message
     else:
         genai = pytest.importorskip("google.genai.types")
         for content in [assistant, *messages.tool_results(answers, "gemini")]:
@@ -76,6 +86,8 @@ HISTORY_FORMAT = {
     "openai-responses": "responses",
     "anthropic": "anthropic",
     "gemini": "gemini",
+    "ollama": "ollama",
+    "cohere": "openai",  # Cohere v2 messages are OpenAI chat's shape
 }
 
 
@@ -110,6 +122,8 @@ CASES = [
     ("gemini/adk-go-gemini-2.5-flash-parallel-sum.sse", "gemini"),
     ("gemini/adk-go-gemini-3-flash-preview-parallel-sum.sse", "gemini"),
     ("gemini_vertex_partial_args/vercel-vertex-3.1-pro-partial-args-parallel.jsonl", "gemini"),
+    ("ollama_native/ai4j-qwen2.5-parallel-unicode.jsonl", "ollama"),
+    ("cohere/vercel-cohere-tool-call.jsonl", "cohere"),
 ]
 
 
@@ -365,12 +379,12 @@ def test_non_text_outputs_are_sent_as_json_text() -> None:
 def test_unknown_format_and_choice_are_refused() -> None:
     result = synthetic("anthropic", anthropic_thinking_turn())
     with pytest.raises(LocalProtocolError, match="unknown message format"):
-        messages.assistant_message(result, "cohere")  # type: ignore[call-overload]
+        messages.assistant_message(result, "mistral")  # type: ignore[call-overload]
     with pytest.raises(LocalProtocolError, match="incomplete must be"):
         messages.assistant_message(result, "anthropic", incomplete="run")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("format", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+@pytest.mark.parametrize("format", messages.FORMATS)
 def test_arguments_of_the_wrong_type_are_invalid_input(format: Any) -> None:
     result = synthetic("anthropic", anthropic_thinking_turn())
     call = result.calls[0]
@@ -419,8 +433,11 @@ def test_custom_calls_go_back_as_custom_calls() -> None:
         {"id": "call_c", "type": "custom", "custom": {"name": "apply_diff", "input": "*** Begin Patch"}}
     ]
     validate("openai-chat", chat, [messages.tool_result(result.calls[0], "applied", "openai-chat")])
-    with pytest.raises(LocalProtocolError, match="of type custom"):
-        messages.assistant_message(result, "anthropic")
+    for format in ("anthropic", "ollama", "cohere"):  # function calls only
+        with pytest.raises(LocalProtocolError, match="of type custom"):
+            messages.assistant_message(result, format)  # type: ignore[call-overload]
+        with pytest.raises(LocalProtocolError, match="of type custom"):
+            messages.tool_result(result.calls[0], "applied", format)  # type: ignore[arg-type]
 
 
 def builtin_vector_result() -> Result:
@@ -537,7 +554,7 @@ def test_a_hand_built_call_without_its_item() -> None:
         messages.assistant_message(Result("openai-responses", "tool_calls", (computer,), ()), "openai-responses")
 
 
-@pytest.mark.parametrize("format", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+@pytest.mark.parametrize("format", messages.FORMATS)
 def test_a_hand_built_call_whose_status_is_no_call_status_is_invalid_input(format: Any) -> None:
     """A result rebuilt from its JSON form with the status as text ("complete"): assistant_message
     dropped the call in silence (it is not CallStatus.COMPLETE) and incomplete_answers raised KeyError."""
@@ -567,3 +584,112 @@ def test_a_number_no_float_holds_goes_back_in_the_object_as_a_decimal() -> None:
     assert messages.assistant_message(result, "openai-chat")["tool_calls"][0]["function"]["arguments"] == '{"x": 1e999}'
     assert messages.assistant_message(result, "anthropic")["content"][0]["input"] == {"x": Decimal("1e999")}
     assert messages.assistant_message(result, "gemini")["parts"][0]["functionCall"]["args"] == {"x": Decimal("1e999")}
+
+
+# -- Ollama and Cohere -------------------------------------------------------------------------------
+
+OLLAMA_TURN = [
+    {"message": {"role": "assistant", "content": "", "thinking": "Two cities, "}, "done": False},
+    {"message": {"role": "assistant", "content": "", "thinking": "two calls."}, "done": False},
+    {"message": {"role": "assistant", "content": "Checking."}, "done": False},
+    {
+        "message": {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "call_a", "function": {"index": 0, "name": "weather", "arguments": {"city": "Oslo"}}},
+                {"id": "call_b", "function": {"index": 1, "name": "weather", "arguments": {}}},
+            ],
+        },
+        "done": False,
+    },
+    {"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"},
+]
+
+
+def test_ollama_sends_no_ids_and_its_thinking_joined() -> None:
+    # The ollama client's Message has no field for an id, an index or a tool_call_id: none is written,
+    # so each answer names its tool and the answers follow the calls in order.
+    result = synthetic("ollama", OLLAMA_TURN)
+    assistant = messages.assistant_message(result, "ollama")
+    answers = [messages.tool_result(call, {"n": call.index}, "ollama") for call in result.complete_calls]
+    assert assistant == {
+        "role": "assistant",
+        "content": "Checking.",
+        "thinking": "Two cities, two calls.",
+        "tool_calls": [
+            {"function": {"name": "weather", "arguments": {"city": "Oslo"}}},
+            {"function": {"name": "weather", "arguments": {}}},
+        ],
+    }
+    assert answers == [
+        {"role": "tool", "content": '{"n": 0}', "tool_name": "weather"},
+        {"role": "tool", "content": '{"n": 1}', "tool_name": "weather"},
+    ]
+    assert messages.tool_results(answers, "ollama") == answers
+    validate("ollama", assistant, answers)
+    assert check([{"role": "user", "content": "go"}, assistant, *answers]).findings == ()
+
+
+COHERE_TURN = [
+    {"type": "message-start", "delta": {"message": {"role": "assistant"}}},
+    {"type": "content-delta", "index": 0, "delta": {"message": {"content": {"text": "Looking it up."}}}},
+    {
+        "type": "tool-call-start",
+        "index": 0,
+        "delta": {"message": {"tool_calls": {"id": "w_1", "type": "function", "function": {"name": "weather"}}}},
+    },
+    {"type": "tool-call-delta", "index": 0, "delta": {"message": {"tool_calls": {"function": {"arguments": '{"ci'}}}}},
+    {
+        "type": "tool-call-delta",
+        "index": 0,
+        "delta": {"message": {"tool_calls": {"function": {"arguments": 'ty": "Os'}}}},
+    },
+]
+
+
+def test_cohere_text_beside_calls_goes_as_the_tool_plan() -> None:
+    # Cohere refuses text content in a message that makes calls: said beside them, it is the plan
+    whole = [
+        *COHERE_TURN,
+        {
+            "type": "tool-call-delta",
+            "index": 0,
+            "delta": {"message": {"tool_calls": {"function": {"arguments": 'lo"}'}}}},
+        },
+        {"type": "tool-call-end", "index": 0},
+        {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}},
+    ]
+    result = synthetic("cohere", whole)
+    assistant = messages.assistant_message(result, "cohere")
+    answer = messages.tool_result(result.calls[0], "-3 C", "cohere", is_error=True)  # no flag: the text says it
+    assert assistant == {
+        "role": "assistant",
+        "tool_plan": "Looking it up.",
+        "tool_calls": [
+            {"id": "w_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}
+        ],
+    }
+    assert answer == {"role": "tool", "tool_call_id": "w_1", "content": "-3 C"}
+    validate("cohere", assistant, [answer])
+    said = synthetic("cohere", [COHERE_TURN[1], {"type": "message-end", "delta": {"finish_reason": "COMPLETE"}}])
+    assert messages.assistant_message(said, "cohere") == {"role": "assistant", "content": "Looking it up."}
+
+
+def test_ollama_and_cohere_cut_calls_omitted_or_answered_as_not_run() -> None:
+    cut = synthetic("cohere", COHERE_TURN)
+    assert [c.status for c in cut.calls] == [CallStatus.TRUNCATED]
+    assert "tool_calls" not in messages.assistant_message(cut, "cohere")
+    kept = messages.assistant_message(cut, "cohere", incomplete="include")
+    assert kept["tool_calls"][0]["function"]["arguments"] == '{"city": "Os'  # the raw text, as OpenAI's
+    (answer,) = messages.incomplete_answers(cut, "cohere")
+    assert answer["tool_call_id"] == "w_1" and answer["content"].startswith("Not run: the response was cut off")
+    # an Ollama call is whole on its line, unless a server streams its arguments as text
+    ollama = synthetic("ollama", [{"message": {"tool_calls": [{"function": {"name": "f", "arguments": '{"a": '}}]}}])
+    assert [c.status for c in ollama.calls] == [CallStatus.TRUNCATED]
+    assert "tool_calls" not in messages.assistant_message(ollama, "ollama")
+    included = messages.assistant_message(ollama, "ollama", incomplete="include")
+    assert included["tool_calls"] == [{"function": {"name": "f", "arguments": {}}}]
+    (answer,) = messages.incomplete_answers(ollama, "ollama")
+    assert answer["tool_name"] == "f" and answer["content"].startswith("Not run")
+    validate("ollama", included, [answer])

@@ -2,13 +2,16 @@
 ``ChatAnthropic`` (tools bound; its ``AIMessageChunk``s), ollama's ``Client`` and cohere's
 ``ClientV2`` read every capture of their wire, and hostile variants of it, through their own HTTP
 stack (an httpx mock transport); ``fsm.reassemble`` takes what they yield and must give what the
-bytes give. Where a client itself drops something, the test pins what it does (README, "What the
-SDKs themselves do"), as it does for langchain-google-genai's ``ChatGoogleGenerativeAI``, which
-gives Gemini's calls in a shape of its own."""
+bytes give. Then ``fsm.messages`` builds the next turn (formats ``ollama`` and ``cohere``), the same
+client sends it, and the body it wrote must carry every call and pair every result, which
+``fsm.history`` confirms. Where a client itself drops something, the test pins what it does (README,
+"What the SDKs themselves do"), as it does for langchain-google-genai's ``ChatGoogleGenerativeAI``,
+which gives Gemini's calls in a shape of its own."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import json
 import operator
@@ -19,17 +22,19 @@ from typing import Any
 import pytest
 
 import fsm
-from fsm import history
+from fsm import history, messages
 from tests import capture_variants as cv
-from tests.conftest import captures, require_captures
+from tests.conftest import CAPTURES, captures, require_captures
 from tests.test_clients import Replay, anthropic_client, anthropic_http, genai_client
 from tests.test_sdk_loop import (
     CASES,
     _signature,
+    answer,
     body_of,
     client_for,
     next_request,
     numbered,
+    repaired_keeps_every_answer,
     seen,
     send,
     sent_answers,
@@ -312,3 +317,178 @@ def test_cohere_client_v2_chat_stream_gives_what_the_bytes_give(
 
     # cohere's Usage holds its token counts as floats: equal in value to the wire's integers
     assert seen(got) == seen(reference) and numbered(got) == numbered(reference)
+
+
+# -- the next turn, through ollama's and cohere's clients ----------------------------------------------
+
+ASK = [{"role": "user", "content": "go"}]
+
+
+def one_tool(provider: str, payloads: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Every call named as the first: two calls to one tool, which Ollama can tell apart by order
+    alone. None when the capture has fewer than two calls."""
+    payloads = copy.deepcopy(payloads)
+    functions = []
+    for p in payloads:
+        if provider == "ollama":
+            functions += [call["function"] for call in (p.get("message") or {}).get("tool_calls") or []]
+        elif p.get("type") == "tool-call-start":
+            functions.append(p["delta"]["message"]["tool_calls"]["function"])
+    if len(functions) < 2:
+        return None
+    for function in functions:
+        function["name"] = functions[0]["name"]
+    return payloads
+
+
+def _turn_cases(shape: str, provider: str) -> list[Any]:
+    found = []
+    for path in captures(shape):
+        events = cv.events(path)
+        for variant, payloads in [*cv.variants(provider, events), ("one-tool", one_tool(provider, events))]:
+            for incomplete in ("omit", "include") if variant in ("as-is", "cut") else ("omit",):
+                if payloads is not None:
+                    name = f"{shape}/{path.stem}-{variant}-{incomplete}"
+                    found.append(pytest.param(path, variant, payloads, incomplete, id=name))
+    return found or [pytest.param(None, "", [], "omit", id=f"{shape}-no-captures")]
+
+
+def next_turn(fmt: str, result: fsm.Result, incomplete: str) -> list[dict[str, Any]]:
+    """The ask, the assistant turn and the answers, as an agent sends them next."""
+    said = messages.assistant_message(result, fmt, incomplete=incomplete)  # type: ignore[call-overload]
+    answers = [messages.tool_result(c, answer(c), fmt) for c in result.complete_calls]  # type: ignore[arg-type]
+    if incomplete == "include":
+        answers += messages.incomplete_answers(result, fmt)  # type: ignore[arg-type]
+    return [*ASK, said, *messages.tool_results(answers, fmt)]  # type: ignore[arg-type]
+
+
+def ran(call: fsm.ToolCall) -> str:
+    """The answer's text as it is sent: the tool's value as JSON text."""
+    return json.dumps(answer(call), ensure_ascii=False)
+
+
+def ollama_client(body: bytes) -> tuple[Replay, Any]:
+    ollama = pytest.importorskip("ollama")
+    replay = Replay(body)
+    return replay, ollama.Client(host="http://mock", transport=httpx.MockTransport(replay))
+
+
+def ollama_expected(result: fsm.Result, incomplete: str) -> list[dict[str, Any]]:
+    """The body ollama's client writes for the next turn: no id and no index anywhere (its Message
+    has no field for them), an empty ``content`` left out (it drops falsy fields), each answer named
+    by its tool, in the order of the calls, the cut ones (with ``include``) last and said not run."""
+    went = [c for c in result.calls if c.status is fsm.CallStatus.COMPLETE or incomplete == "include"]
+    said: dict[str, Any] = {"role": "assistant"}
+    if result.text:
+        said["content"] = result.text
+    if result.reasoning:
+        said["thinking"] = "".join(r.text for r in result.reasoning)
+    if went:
+        said["tool_calls"] = [{"function": {"name": c.name, "arguments": c.arguments}} for c in went]
+        for call, sent in zip(went, said["tool_calls"], strict=True):
+            if call.status is not fsm.CallStatus.COMPLETE:
+                sent["function"]["arguments"] = {}
+    answers = [{"role": "tool", "content": ran(c), "tool_name": c.name} for c in result.complete_calls]
+    if incomplete == "include":
+        answers += [{"role": "tool", "content": "Not run", "tool_name": c.name} for c in messages.omitted(result)]
+    return [*ASK, said, *answers]
+
+
+def _not_run_said_so(sent: list[dict[str, Any]], expected: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The body with each "Not run: <why>" answer cut to "Not run", to compare with ``expected``."""
+    return [
+        {**m, "content": "Not run"} if m["role"] == "tool" and m["content"].startswith("Not run: ") else m for m in sent
+    ]
+
+
+OLLAMA_TURNS = _turn_cases("ollama_native", "ollama")
+
+
+@pytest.mark.parametrize(("path", "variant", "payloads", "incomplete"), OLLAMA_TURNS)
+def test_ollama_client_sends_the_next_turn_paired(path: Path, variant: str, payloads: Any, incomplete: str) -> None:
+    if path is None:
+        require_captures()
+    replay, client = ollama_client(ndjson(payloads))
+    result = fsm.reassemble(client.chat(model="m", messages=ASK, stream=True))
+
+    conversation = next_turn("ollama", result, incomplete)
+    list(client.chat(model="m", messages=conversation, stream=True))
+    sent = replay.sent[-1]["messages"]
+
+    assert sent == ollama_expected(result, incomplete)
+    if variant == "one-tool":  # two calls to one tool: told apart by order alone
+        assert len({m["tool_name"] for m in sent[2:]}) == 1 < len(sent[2:])
+    report = history.check(sent)
+    assert report.format == "ollama" and report.findings == (), report
+    assert history.check(conversation).findings == ()
+    objects = [pytest.importorskip("ollama").Message.model_validate(m) for m in conversation]  # the client's own
+    assert history.check(objects).findings == () and history.check(objects).format == "ollama"
+    assert history.repair(sent) == (sent, [])
+    # the last answer lost: a placeholder answers the last call, named by its tool; the others stay
+    names = [c["function"]["name"] for c in sent[1].get("tool_calls", [])]
+    if names:
+        fixed, changes = history.repair(sent[:-1])
+        assert [(c.kind, c.id) for c in changes] == [("placeholder-result", f"{names[-1]}#{names.count(names[-1])}")]
+        assert fixed[:-1] == sent[:-1] and fixed[-1]["tool_name"] == sent[-1]["tool_name"]
+        assert not history.check(fixed).rejected
+
+
+@pytest.mark.parametrize("incomplete", ["omit", "include"])
+def test_an_ollama_call_cut_on_the_wire_goes_through_the_client_left_out_or_not_run(incomplete: str) -> None:
+    # A call is whole on its line, and ollama's client refuses text arguments; read from the bytes,
+    # a line whose arguments are text cut mid-value (the stream then ends) gives a truncated call.
+    require_captures()
+    first = cv.events(CAPTURES / "ollama_native/ai4j-qwen2.5-parallel-unicode.jsonl")[0]
+    cut = copy.deepcopy(first)
+    (call,) = cut["message"]["tool_calls"]
+    call["function"] |= {"index": 1, "name": "get_history_weather", "arguments": '{"location": "洛'}
+    result = fsm.reassemble(ndjson([first, cut]), "ollama")
+    assert [c.status.value for c in result.calls] == ["complete", "truncated"]
+    replay, client = ollama_client(ndjson([first]))
+
+    conversation = next_turn("ollama", result, incomplete)
+    list(client.chat(model="m", messages=conversation, stream=True))
+    sent = replay.sent[-1]["messages"]
+
+    assert _not_run_said_so(sent, conversation) == ollama_expected(result, incomplete)
+    assert len(sent) == (3 if incomplete == "omit" else 4)
+    assert history.check(sent).findings == ()
+
+
+COHERE_TURNS = _turn_cases("cohere", "cohere")
+
+
+@pytest.mark.parametrize(("path", "variant", "payloads", "incomplete"), COHERE_TURNS)
+def test_cohere_client_v2_sends_the_next_turn_paired(path: Path, variant: str, payloads: Any, incomplete: str) -> None:
+    if path is None:
+        require_captures()
+    cohere = pytest.importorskip("cohere")
+    replay = Replay(cv.render(payloads, "cohere"))
+    client = cohere.ClientV2(api_key="test", base_url="http://mock", httpx_client=replay.client())
+    result = fsm.reassemble(client.chat_stream(model="m", messages=ASK))
+
+    conversation = next_turn("cohere", result, incomplete)
+    list(client.chat_stream(model="m", messages=conversation))
+    sent = replay.sent[-1]["messages"]
+
+    # ids as the wire gave them (renamed where it repeated one), arguments as their text, a cut
+    # call's raw text only with `include`; the answers by tool_call_id, the cut ones said not run
+    went = [c for c in result.calls if c.status is fsm.CallStatus.COMPLETE or incomplete == "include"]
+    said: dict[str, Any] = {"role": "assistant"}
+    if went:
+        said["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}} for c in went
+        ]
+    else:
+        said["content"] = result.text
+    answers = [{"role": "tool", "tool_call_id": c.id, "content": ran(c)} for c in result.complete_calls]
+    if incomplete == "include":
+        answers += [{"role": "tool", "tool_call_id": c.id, "content": "Not run"} for c in messages.omitted(result)]
+    assert _not_run_said_so(sent, conversation) == [*ASK, said, *answers]
+    assert len({c[0] for c in sent_calls("openai-chat", sent)}) == len(went)  # one id per call
+    if incomplete == "omit":
+        assert all(c.id not in json.dumps(sent) for c in messages.omitted(result))
+    report = history.check(sent)
+    assert report.format == "openai" and report.findings == (), report  # Cohere's is OpenAI chat's shape
+    assert history.repair(sent) == (sent, [])
+    repaired_keeps_every_answer("openai-chat", sent)

@@ -4,9 +4,10 @@ A reassembled turn is half the story: its calls run, their results come back, an
 replays the history. Two calls under one id make one result overwrite the other; strict providers
 answer a history with a dangling or duplicate ``tool_call_id`` with HTTP 400. Each call id walks the
 machine of specs/history.toml while the messages are read in order (OpenAI chat ``tool_calls`` /
-``tool`` messages, Anthropic ``tool_use`` / ``tool_result`` blocks, Gemini ``functionCall`` /
-``functionResponse`` parts, OpenAI Responses call and output items); the findings its actions
-record are the report.
+``tool`` messages, which Cohere v2's are too, Anthropic ``tool_use`` / ``tool_result`` blocks, Gemini
+``functionCall`` / ``functionResponse`` parts, OpenAI Responses call and output items, Ollama
+``tool_calls`` / ``tool`` messages paired by tool name and order); the findings its actions record
+are the report.
 
 * :func:`uniquify`: the engine's deterministic ``<id>_d<n>`` renaming for a list of calls.
 * :func:`check`: dangling calls, orphan results, duplicate results, ids reused within or across turns.
@@ -18,8 +19,9 @@ record are the report.
 Findings and changes number messages from 1. Malformed input raises
 :class:`~fsm.errors.LocalProtocolError`, never a bare Python error.
 
-The modules: ``findings`` (what a check reports), ``formats`` (reading each message format),
-``check`` (the history machine's model and the walk), ``uniquify``, ``repair``.
+The modules: ``findings`` (what a check reports), ``objects`` (SDK objects read as wire dicts),
+``formats`` (reading each message format), ``check`` (the history machine's model and the walk),
+``uniquify``, ``repair``.
 """
 
 from fsm.history import findings as _findings

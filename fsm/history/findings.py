@@ -7,7 +7,7 @@ from typing import Literal
 
 import attrs
 
-Format = Literal["openai", "anthropic", "gemini", "responses"]
+Format = Literal["openai", "anthropic", "gemini", "responses", "ollama"]
 
 
 class Kind(enum.Enum):
@@ -38,7 +38,8 @@ class Finding:
     kind: Kind
     """What was found."""
     id: str
-    """The id, or ``name#k`` for a Gemini call without one (the k-th of that name in its turn, 1-based)."""
+    """The id, or ``name#k`` for a Gemini call without one or an Ollama call (the k-th of that name in
+    its turn, 1-based)."""
     message: int
     """1-based position of the message where it was found (the call's message, for a dangling call)."""
     detail: str
@@ -52,7 +53,8 @@ class Report:
     """What :func:`~fsm.history.check` found in a conversation."""
 
     format: str
-    """The message format read: ``openai``, ``anthropic``, ``gemini`` or ``responses``."""
+    """The message format read: ``openai`` (Cohere v2 messages too: theirs is that shape),
+    ``anthropic``, ``gemini``, ``responses`` or ``ollama``."""
     findings: tuple[Finding, ...]
     """Every finding, in the order the messages were read."""
 

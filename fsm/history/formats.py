@@ -1,19 +1,24 @@
-"""Reading the message formats (OpenAI chat, Anthropic, Gemini, OpenAI Responses input items) as
-turns, refusing malformed input.
+"""Reading the message formats (OpenAI chat, Anthropic, Gemini, OpenAI Responses input items,
+Ollama's native chat) as turns, refusing malformed input. Cohere v2 messages are OpenAI chat's shape
+(``tool_calls`` with ids, ``tool`` messages with a ``tool_call_id``) and are read as ``openai``.
 
-A turn is the message that makes calls and the results that come back for it: for OpenAI, every
-``tool`` message right after it; for Anthropic and Gemini, the one message right after it, if that
-message holds results; for Responses, a run of call items and the run of output items after it.
-A message holding results read outside any turn gives a stray segment (its results answer
-nothing). Anything the reader cannot read as a conversation raises
+A turn is the message that makes calls and the results that come back for it: for OpenAI and
+Ollama, every ``tool`` message right after it; for Anthropic and Gemini, the one message right
+after it, if that message holds results; for Responses, a run of call items and the run of output
+items after it. A message holding results read outside any turn gives a stray segment (its results
+answer nothing).
+
+Ollama messages carry no ids (the ollama client keeps none, and an ``id`` a raw response gave a
+call is not what a ``tool`` message answers by): a call is keyed by its name and place, ``(name,
+k)`` for the k-th call of that name in its turn, and a ``tool`` message by its ``tool_name`` the
+same way, so the k-th answer naming a tool answers the k-th call of it. A tool message without a
+``tool_name`` cannot be paired and is refused, as a call without a name is.
+
+Anything the reader cannot read as a conversation raises
 :class:`~fsm.errors.LocalProtocolError` naming the message (1-based), never a bare Python error.
 
-A history is often built from the SDKs' own objects: google-genai ``Content`` and ``Part`` (a
-``Part.from_function_response``), openai's response messages and Responses output items, Anthropic
-content blocks in a message dict (``{"role": "assistant", "content": message.content}``). Those are
-read as the wire dicts they stand for (:func:`fsm.wire.sdk.as_mapping`), as a message or as one
-entry of its ``tool_calls``, ``content`` or ``parts``; LangChain messages are refused with the
-converter to use, since their fields are not any provider's.
+A history built from the SDKs' own objects is read as the wire dicts they stand for
+(:mod:`fsm.history.objects`).
 """
 
 from __future__ import annotations
@@ -21,11 +26,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
-from fsm.errors import InvalidInput, LocalProtocolError
+from fsm.errors import LocalProtocolError
 from fsm.history.findings import Format
-from fsm.wire.sdk import as_mapping
+from fsm.history.objects import conversation
+from fsm.history.objects import fail as _fail
+from fsm.history.objects import is_object as _is_object
 
-FORMATS: tuple[Format, ...] = ("openai", "anthropic", "gemini", "responses")
+FORMATS: tuple[Format, ...] = ("openai", "anthropic", "gemini", "responses", "ollama")
 
 RESPONSES_OUTPUT_OF = {
     "function_call": "function_call_output",
@@ -48,10 +55,10 @@ def responses_key_field(item: Mapping[str, Any]) -> str:
 
 
 Key = str | tuple[str, int]
-"""What pairs a call with its results: its wire id, or for a Gemini call without one, ``(name, k)``:
-the k-th id-less call of that name in its turn. A Gemini response without an id takes the key of
-the call of its name it answers (see ``_answer_by_name``). A tuple can never equal a wire id, so an
-id that happens to read ``f#1`` is never mistaken for one."""
+"""What pairs a call with its results: its wire id, or for a Gemini call without one and for any
+Ollama call, ``(name, k)``: the k-th id-less call of that name in its turn. A Gemini response
+without an id takes the key of the call of its name it answers (see ``_answer_by_name``). A tuple
+can never equal a wire id, so an id that happens to read ``f#1`` is never mistaken for one."""
 
 
 class Entry(NamedTuple):
@@ -77,67 +84,19 @@ def shown(key: Key) -> str:
     return key if isinstance(key, str) else f"{key[0]}#{key[1] + 1}"
 
 
-_ENTRY_FIELDS = ("tool_calls", "content", "parts")
-"""Where a message holds the entries calls and results are read from (OpenAI, Anthropic, Gemini)."""
-
-
-def conversation(messages: Any) -> Sequence[Mapping[str, Any]]:
-    """``messages`` as a list of message objects, SDK objects read as their wire dicts (a message
-    holding none comes back as itself); LocalProtocolError when it is no conversation."""
-    if isinstance(messages, (str, bytes, bytearray)) or not isinstance(messages, Sequence):
-        raise LocalProtocolError(f"messages must be a list of message objects, not {type(messages).__name__}")
-    plain: list[Mapping[str, Any]] | None = None
-    for i, m in enumerate(messages):
-        read = _wire_message(m, i)
-        if read is not m and plain is None:
-            plain = list(messages[:i])  # copied only once some message needs reading
-        if plain is not None:
-            plain.append(read)
-    return messages if plain is None else plain
-
-
-def _wire_message(message: Any, at: int) -> Mapping[str, Any]:
-    """A message as a mapping whose entries are mappings: itself when it is one already."""
-    message = _wire_object(message, at, "a message")
-    entries: dict[str, list[Any]] = {}
-    for field in _ENTRY_FIELDS:
-        value = message.get(field)
-        if type(value) is list and not all(_is_object(entry) or isinstance(entry, str) for entry in value):
-            entries[field] = [
-                entry if isinstance(entry, str) else _wire_object(entry, at, f"{field}[{j}]")
-                for j, entry in enumerate(value)
-            ]
-    return {**message, **entries} if entries else message
-
-
-def _wire_object(value: Any, at: int, what: str) -> Mapping[str, Any]:
-    if type(value) is dict or isinstance(value, Mapping):
-        return value
-    if hasattr(value, "additional_kwargs") and hasattr(value, "response_metadata"):
-        raise _fail(
-            at,
-            f"{what} is a LangChain {type(value).__name__}, whose fields are no provider's: convert the "
-            "history with langchain_core.messages.convert_to_openai_messages first",
-        )
-    try:
-        read: Mapping[str, Any] = as_mapping(value)
-    except InvalidInput:
-        raise _fail(at, f"{what} must be an object, not {type(value).__name__}") from None
-    except (ValueError, RecursionError) as exc:  # the SDK object refused to be written (too deep, say)
-        raise _fail(at, f"{what}, a {type(value).__name__}, cannot be read as its wire dict: {exc}") from None
-    return read
-
-
 def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
     """The format of the first message that tells (a Responses call or output item, Gemini
-    ``parts``, an OpenAI ``tool`` message or ``tool_calls``, Anthropic ``tool_use``/``tool_result``
-    blocks); OpenAI when none does."""
+    ``parts``, an Ollama ``tool`` message with a ``tool_name`` and no ``tool_call_id`` or a call
+    whose arguments are an object, not text, an OpenAI ``tool`` message or ``tool_calls``,
+    Anthropic ``tool_use``/``tool_result`` blocks); OpenAI when none does."""
     for m in conversation(messages):
         kind = m.get("type")
         if isinstance(kind, str) and (kind in RESPONSES_OUTPUT_OF or kind in RESPONSES_OUTPUTS):
             return "responses"
         if "parts" in m:
             return "gemini"
+        if _is_ollama(m):
+            return "ollama"
         if m.get("role") == "tool" or m.get("tool_calls"):
             return "openai"
         content = m.get("content")
@@ -146,6 +105,16 @@ def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
         ):
             return "anthropic"
     return "openai"
+
+
+def _is_ollama(message: Mapping[str, Any]) -> bool:
+    if message.get("role") == "tool":
+        return "tool_name" in message and "tool_call_id" not in message
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list) or not calls or not _is_object(calls[0]):
+        return False
+    function = calls[0].get("function")
+    return _is_object(function) and _is_object(function.get("arguments"))
 
 
 def resolve_format(messages: Any, format: str) -> tuple[Sequence[Mapping[str, Any]], Format]:
@@ -157,10 +126,6 @@ def resolve_format(messages: Any, format: str) -> tuple[Sequence[Mapping[str, An
         if format == known:
             return messages, known
     raise LocalProtocolError(f"unknown history format {format!r} (one of: auto, {', '.join(FORMATS)})")
-
-
-def _fail(message: int, what: str) -> LocalProtocolError:
-    return LocalProtocolError(f"message {message + 1}: {what}")
 
 
 def _wire_id(value: Any, message: int, what: str) -> str | None:
@@ -180,10 +145,6 @@ def _required_id(value: Any, message: int, what: str) -> str:
     return wire_id
 
 
-def _is_object(value: Any) -> bool:
-    return type(value) is dict or isinstance(value, Mapping)  # the exact test first: Mapping's is slow
-
-
 def _name(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -192,7 +153,7 @@ def items(message: Mapping[str, Any], fmt: Format, at: int) -> list[Any]:
     """The list holding a message's calls and results: ``tool_calls``, ``content`` blocks or ``parts``."""
     if fmt == "responses":
         return []  # each item is a call, an output or neither
-    field = {"openai": "tool_calls", "anthropic": "content", "gemini": "parts"}[fmt]
+    field = {"openai": "tool_calls", "ollama": "tool_calls", "anthropic": "content", "gemini": "parts"}[fmt]
     value = message.get(field)
     if value is None or (fmt == "anthropic" and isinstance(value, str)):
         return []
@@ -214,7 +175,7 @@ def gemini_payload(part: Mapping[str, Any], kind: Literal["call", "result"]) -> 
 
 
 class _Reader:
-    """Keys id-less Gemini calls and responses by name and order within their turn."""
+    """Keys id-less Gemini calls and responses, and Ollama's, by name and order within their turn."""
 
     def __init__(self, fmt: Format) -> None:
         self.fmt = fmt
@@ -237,6 +198,9 @@ class _Reader:
         if fmt == "openai" and message.get("role") == "tool":
             rid = _required_id(message.get("tool_call_id"), at, "a tool message")
             results.append(Entry(at, -1, rid, _name(message.get("name"))))
+        elif fmt == "ollama" and message.get("role") == "tool":
+            tool = _ollama_name(message.get("tool_name"), at, "a tool message's tool_name")
+            results.append(Entry(at, -1, self._key(None, tool, self.results_named, at), tool))
         elif fmt == "responses":
             kind = message.get("type")
             if not isinstance(kind, str):
@@ -255,6 +219,12 @@ class _Reader:
                     raise _fail(at, "a tool call's function must be an object")
                 cid = _required_id(item.get("id"), at, "a tool call")
                 calls.append(Entry(at, slot, cid, _name((function or {}).get("name"))))
+            elif fmt == "ollama":
+                function = item.get("function")
+                if not _is_object(function):
+                    raise _fail(at, "a tool call's function must be an object")
+                tool = _ollama_name(function.get("name"), at, "a tool call's function name")
+                calls.append(Entry(at, slot, self._key(None, tool, calls_named, at), tool))
             elif fmt == "anthropic":
                 kind = item.get("type")
                 if kind == "tool_use":
@@ -280,6 +250,15 @@ class _Reader:
         return (results or None), calls
 
 
+def _ollama_name(value: Any, at: int, what: str) -> str:
+    """The name an Ollama call or answer is paired by: it has no id, so without a name it pairs with nothing."""
+    if isinstance(value, str) and value:
+        return value
+    if value is not None and value != "":
+        raise _fail(at, f"{what} must be a string, not {type(value).__name__}")
+    raise _fail(at, f"{what} is missing: Ollama pairs an answer with its call by tool name and order")
+
+
 def _gemini_payloads(part: Mapping[str, Any]) -> Iterator[tuple[Literal["call", "result"], tuple[str, Any]]]:
     call = gemini_payload(part, "call")
     if call is not None:
@@ -301,7 +280,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Seg
         results, calls = reader.read(message, at)
         if taking is not None and results is not None:
             taking.results.extend(results)
-            if fmt != "openai":  # Anthropic and Gemini answer a turn in one message
+            if fmt not in ("openai", "ollama"):  # Anthropic and Gemini answer a turn in one message
                 if fmt == "gemini":
                     _answer_by_name(taking)
                 yield taking

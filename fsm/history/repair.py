@@ -39,7 +39,7 @@ from fsm.history.formats import (
     shown,
 )
 
-_FIELD = {"openai": "tool_calls", "anthropic": "content", "gemini": "parts", "responses": ""}
+_FIELD = {"openai": "tool_calls", "ollama": "tool_calls", "anthropic": "content", "gemini": "parts", "responses": ""}
 
 
 @attrs.frozen
@@ -62,7 +62,7 @@ class Change:
     message: int
     """1-based position in the input of the message changed (for a placeholder, the call's message)."""
     id: str | None
-    """The call id concerned (``name#k`` for an id-less Gemini call; for a placeholder, the id it
+    """The call id concerned (``name#k`` for an id-less Gemini call or an Ollama call; for a placeholder, the id it
     answers, which a rename may just have given the call); None for a whole-message change."""
     detail: str
     """What was done and why, in words."""
@@ -181,6 +181,8 @@ class _Plan:
             return _responses_placeholder(RESPONSES_OUTPUT_OF[self._type(call)], wire_id, text)
         if self.fmt == "openai":
             return {"role": "tool", "tool_call_id": wire_id, "content": text}
+        if self.fmt == "ollama":  # keyed by name, and placed last in the turn: it answers the last call of it
+            return {"role": "tool", "content": text, "tool_name": name}
         if self.fmt == "anthropic":
             return {"type": "tool_result", "tool_use_id": wire_id, "content": text, "is_error": True}
         response: dict[str, Any] = {"id": wire_id} if isinstance(wire_id, str) else {}
@@ -194,7 +196,7 @@ class _Plan:
         results message; without one, into the user message that follows (Anthropic, if it makes no
         calls), else a new user message right after the calls."""
         call_message = segment.calls[0].message
-        if self.fmt in ("openai", "responses"):
+        if self.fmt in ("openai", "ollama", "responses"):
             last = max((r.message for r in segment.results), default=segment.calls[-1].message)
             self.add_after.setdefault(last, []).extend(placeholders)
             return
@@ -242,9 +244,11 @@ class _Plan:
 
     def _edited(self, message: Mapping[str, Any], at: int) -> dict[str, Any] | None:
         """The message with its drops, renames and placeholders applied; None when it is removed."""
-        if self.fmt == "responses" or (self.fmt == "openai" and message.get("role") == "tool"):
+        if self.fmt == "responses" or (self.fmt in ("openai", "ollama") and message.get("role") == "tool"):
             if (at, -1) in self.drop:
                 return None  # the call or result is the message: its drop is already a change
+            if self.fmt == "ollama":
+                return dict(message)  # keyed by name and place: never renamed
             field = "tool_call_id" if self.fmt == "openai" else responses_key_field(message)
             return {**message, field: self.rename[(at, -1)]}
         field = _FIELD[self.fmt]
@@ -261,7 +265,7 @@ class _Plan:
             if slot == anchor:
                 new += added
         edited = {**message, field: new}
-        if self.fmt == "openai":
+        if self.fmt in ("openai", "ollama"):
             del edited[field]
             if new:
                 edited[field] = new

@@ -2,8 +2,10 @@
 and the tool results that answer its calls.
 
 Formats: ``"openai-chat"`` (Chat Completions messages), ``"openai-responses"`` (Responses input
-items), ``"anthropic"`` (Messages) and ``"gemini"`` (``Content`` in the REST wire's camelCase, which
-the google-genai SDK accepts as it is). What goes back is what the provider sent, exactly:
+items), ``"anthropic"`` (Messages), ``"gemini"`` (``Content`` in the REST wire's camelCase, which
+the google-genai SDK accepts as it is), ``"ollama"`` (native ``/api/chat`` messages) and
+``"cohere"`` (v2 chat messages); how the last two carry a turn, and what Ollama cannot carry (ids),
+is in :mod:`fsm.messages.ollama_cohere`. What goes back is what the provider sent, exactly:
 
 * ids: the call's ``id`` (the wire id; renamed only where the wire repeated one, so that every result
   pairs with one call), or its ``reply_id`` where it has one: the wire id of a call that opened
@@ -23,18 +25,19 @@ the google-genai SDK accepts as it is). What goes back is what the provider sent
   reasoning, so it is not sent;
 * server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools, Gemini's code execution)
   are the provider's own and are not replayed;
-* arguments: the raw text where the format takes text (OpenAI), the parsed object where it takes an
-  object (Anthropic ``input``, Gemini ``args``). A number no float or int holds comes back from the
-  parse as a ``decimal.Decimal`` (an integer past the int-string conversion limit, ``1e999``): the
-  object holds it as that, and the SDKs cannot write it (anthropic's JSON encoder raises
-  ``TypeError``; google-genai sends it as a string);
+* arguments: the raw text where the format takes text (OpenAI, Cohere), the parsed object where it
+  takes an object (Anthropic ``input``, Gemini ``args``, Ollama ``arguments``). A number no float
+  or int holds comes back from the parse as a ``decimal.Decimal`` (an integer past the int-string
+  conversion limit, ``1e999``): the object holds it as that, and the SDKs cannot write it
+  (anthropic's JSON encoder raises ``TypeError``; google-genai sends it as a string);
 * OpenAI custom (freeform) calls go back as custom calls with their ``input`` text;
 * Responses built-in client calls (``apply_patch_call``, ``shell_call``, ``local_shell_call``,
   ``computer_call``) go back as the item the provider sent (:attr:`~fsm.results.ToolCall.item`):
   its item ``id``, ``call_id``, ``operation``/``action``, ``status`` and, where the type has them,
   ``environment``, ``caller`` and ``pending_safety_checks``; fields the input item does not take
   (``created_by``) are dropped. Other formats cannot carry them: LocalProtocolError, never a
-  wrong shape.
+  wrong shape. Ollama and Cohere carry function calls only: a custom (freeform) call raises
+  LocalProtocolError there too.
 
 **Calls that did not complete** (status truncated or invalid) must not be executed, and a call sent
 back must be answered. ``incomplete="omit"`` (the default) leaves them out of the assistant message:
@@ -46,9 +49,9 @@ that did not complete is left out even then: its action may be missing, and not 
 output can say "not run" (a computer call is answered with a screenshot).
 
 :func:`tool_result` builds the answer to one call: an OpenAI ``tool`` message, a Responses
-``function_call_output`` item, an Anthropic ``tool_result`` block or a Gemini ``functionResponse``
-part. :func:`tool_results` wraps answers into what the history takes: Anthropic and Gemini want every
-answer of a turn in one user message.
+``function_call_output`` item, an Anthropic ``tool_result`` block, a Gemini ``functionResponse``
+part, or an Ollama or Cohere ``tool`` message. :func:`tool_results` wraps answers into what the
+history takes: Anthropic and Gemini want every answer of a turn in one user message.
 """
 
 from __future__ import annotations
@@ -58,11 +61,14 @@ from typing import Any, Literal, overload
 
 from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_item, built_in_output
+from fsm.messages.ollama_cohere import cohere_message, cohere_result, ollama_message, ollama_result
 from fsm.messages.shared import Message, as_text, reply_id
+from fsm.messages.shared import arguments_object as _arguments
+from fsm.messages.shared import kind as _kind
 from fsm.results import CallStatus, Result, ToolCall
 
-Format = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
-FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini")
+Format = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere"]
+FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere")
 Incomplete = Literal["omit", "include"]
 
 
@@ -98,14 +104,12 @@ def _built_in(call: ToolCall) -> bool:
     return call.type in BUILT_IN_OUTPUTS
 
 
-def _arguments(call: ToolCall) -> dict[str, Any]:
-    """Arguments as an object, for formats that take one: an incomplete call's text is no object."""
-    return call.arguments if call.status is CallStatus.COMPLETE and isinstance(call.arguments, dict) else {}
-
-
 @overload
 def assistant_message(
-    result: Result, format: Literal["openai-chat", "anthropic", "gemini"], *, incomplete: Incomplete = "omit"
+    result: Result,
+    format: Literal["openai-chat", "anthropic", "gemini", "ollama", "cohere"],
+    *,
+    incomplete: Incomplete = "omit",
 ) -> Message: ...
 @overload
 def assistant_message(
@@ -122,16 +126,11 @@ def assistant_message(result: Result, format: Format, *, incomplete: Incomplete 
         return _openai_responses(result, calls)
     if format == "anthropic":
         return _anthropic(result, calls)
-    return _gemini(result, calls)
-
-
-def _kind(call: ToolCall, format: str, kinds: tuple[str, ...] = ("function",)) -> str:
-    if call.type not in kinds:
-        raise LocalProtocolError(
-            f"call {call.id} is of type {call.type}, which {format} messages cannot carry back "
-            f"(supported: {', '.join(kinds)})"
-        )
-    return call.type
+    if format == "gemini":
+        return _gemini(result, calls)
+    for call in calls:
+        _kind(call, format)
+    return ollama_message(result, calls) if format == "ollama" else cohere_message(result, calls)
 
 
 def _openai_chat(result: Result, calls: tuple[ToolCall, ...]) -> Message:
@@ -252,8 +251,8 @@ def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
 def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool = False) -> Message:
     """The answer to ``call``: ``output`` is the tool's return value (text, or anything JSON can
     write, which text formats receive as JSON text). ``is_error`` marks a failure where the format
-    can say so (Anthropic ``is_error``, Gemini's ``error`` key); OpenAI has no such flag, so there the
-    output itself must say it.
+    can say so (Anthropic ``is_error``, Gemini's ``error`` key); OpenAI, Ollama and Cohere have no
+    such flag, so there the output itself must say it.
 
     A Responses built-in client call is answered with its own output item, ``output`` mapped so:
 
@@ -281,6 +280,10 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
         answer_type = "custom_tool_call_output" if kind == "custom" else "function_call_output"
         return {"type": answer_type, "call_id": reply_id(call), "output": as_text(output)}
     _kind(call, format)
+    if format == "ollama":
+        return ollama_result(call, output)
+    if format == "cohere":
+        return cohere_result(call, output)
     if format == "anthropic":
         block: Message = {"type": "tool_result", "tool_use_id": reply_id(call), "content": as_text(output)}
         if is_error:
@@ -294,8 +297,9 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
 
 
 def tool_results(answers: Iterable[Message], format: Format) -> list[Message]:
-    """What to append to the history after the assistant message: OpenAI's answers as they are, Anthropic's
-    ``tool_result`` blocks in one user message, Gemini's parts (or ``Part`` objects) in one user content."""
+    """What to append to the history after the assistant message: OpenAI's, Ollama's and Cohere's answers
+    as they are (Ollama's in the order of the calls they answer), Anthropic's ``tool_result`` blocks in
+    one user message, Gemini's parts (or ``Part`` objects) in one user content."""
     _check_format(format)
     _need(answers, Iterable, "answers must be an iterable of what tool_result gives")
     answers = list(answers)

@@ -1,0 +1,66 @@
+"""Ollama's native ``/api/chat`` messages and Cohere's v2 chat messages: the assistant turn and the
+answer to one call (:func:`fsm.messages.assistant_message` and :func:`fsm.messages.tool_result`
+check the call's type first: both take function calls only).
+
+**Ollama** takes ``{"role": "assistant", "content", "thinking", "tool_calls": [{"function":
+{"name", "arguments"}}]}``, the arguments an object, and answers ``{"role": "tool", "content",
+"tool_name"}``. No id goes back, and no ``function.index``: the ollama client's ``Message`` has no
+field for either (nor for a ``tool_call_id``), and drops what it does not know before it sends. So
+Ollama pairs a result with its call by order and tool name: each answer names its tool, and the
+answers follow the calls in the order the calls came, one tool message per call. The reasoning
+goes back as ``thinking``, its blocks' text joined.
+
+**Cohere** takes ``tool_calls: [{"id", "type": "function", "function": {"name", "arguments"}}]``,
+the arguments as JSON text, and answers ``{"role": "tool", "tool_call_id", "content"}`` with the
+output as text. Text said beside calls goes as ``tool_plan``: Cohere refuses text ``content`` in
+a message that makes calls. A turn without calls sends its text as ``content``. The stream's own
+``tool-plan-delta`` events are not reassembled (a result has no field for them), so a plan the
+model streamed is not sent back; Cohere does not require one.
+
+Neither has a flag for a failed tool: there the output itself must say it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fsm.messages.shared import Message, arguments_object, as_text, reply_id
+from fsm.results import Result, ToolCall
+
+
+def ollama_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
+    message: Message = {"role": "assistant", "content": result.text}
+    thinking = "".join(reasoning.text for reasoning in result.reasoning)
+    if thinking:
+        message["thinking"] = thinking
+    if calls:
+        message["tool_calls"] = [
+            {"function": {"name": call.name or "", "arguments": arguments_object(call)}} for call in calls
+        ]
+    return message
+
+
+def ollama_result(call: ToolCall, output: Any) -> Message:
+    return {"role": "tool", "content": as_text(output), "tool_name": call.name or ""}
+
+
+def cohere_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
+    message: Message = {"role": "assistant"}
+    if not calls:
+        message["content"] = result.text
+        return message
+    if result.text:
+        message["tool_plan"] = result.text
+    message["tool_calls"] = [
+        {
+            "id": reply_id(call),
+            "type": "function",
+            "function": {"name": call.name or "", "arguments": call.arguments_json or ""},
+        }
+        for call in calls
+    ]
+    return message
+
+
+def cohere_result(call: ToolCall, output: Any) -> Message:
+    return {"role": "tool", "tool_call_id": reply_id(call), "content": as_text(output)}
