@@ -197,3 +197,15 @@ def test_fuzz_refuses_an_unknown_shape_as_bad_usage_without_hypothesis(monkeypat
     code, _, err = run_cli("fuzz", "--shape", "no-such-shape")
     assert code == 2 and "unknown shape 'no-such-shape'" in err
     assert run_cli("fuzz")[0] == 1  # a run still says what it needs
+
+
+def test_history_checks_format_choices_are_the_history_formats() -> None:
+    """The CLI lists them itself (it must not load fsm.history to start): they must not drift apart."""
+    from fsm.cli import build_parser
+    from fsm.history.formats import FORMATS
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    history = next(a for a in commands["history"]._actions if a.dest == "history_command").choices
+    choices = next(a for a in history["check"]._actions if a.dest == "format").choices
+    assert tuple(choices) == ("auto", *FORMATS)
