@@ -475,10 +475,14 @@ def test_cohere_client_v2_sends_the_next_turn_paired(path: Path, variant: str, p
     # call's raw text only with `include`; the answers by tool_call_id, the cut ones said not run
     went = [c for c in result.calls if c.status is fsm.CallStatus.COMPLETE or incomplete == "include"]
     said: dict[str, Any] = {"role": "assistant"}
+    # the plan the model streamed before its calls goes back with them, as it came
+    plan = "".join(p["delta"]["message"]["tool_plan"] for p in payloads if p.get("type") == "tool-plan-delta")
     if went:
         said["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}} for c in went
         ]
+        if plan:
+            said["tool_plan"] = plan
     else:
         said["content"] = result.text
     answers = [{"role": "tool", "tool_call_id": c.id, "content": ran(c)} for c in result.complete_calls]

@@ -12,10 +12,10 @@ goes back as ``thinking``, its blocks' text joined.
 
 **Cohere** takes ``tool_calls: [{"id", "type": "function", "function": {"name", "arguments"}}]``,
 the arguments as JSON text, and answers ``{"role": "tool", "tool_call_id", "content"}`` with the
-output as text. Text said beside calls goes as ``tool_plan``: Cohere refuses text ``content`` in
-a message that makes calls. A turn without calls sends its text as ``content``. The stream's own
-``tool-plan-delta`` events are not reassembled (a result has no field for them), so a plan the
-model streamed is not sent back; Cohere does not require one.
+output as text. The plan the model streamed before its calls (``tool-plan-delta``, read as the
+turn's reasoning) goes back as ``tool_plan``, and so does text said beside calls, after the plan:
+Cohere refuses text ``content`` in a message that makes calls. A turn without calls sends its
+text as ``content``.
 
 Neither has a flag for a failed tool: there the output itself must say it.
 """
@@ -49,8 +49,9 @@ def cohere_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     if not calls:
         message["content"] = result.text
         return message
-    if result.text:
-        message["tool_plan"] = result.text
+    plan = "\n\n".join(part for part in ("".join(r.text for r in result.reasoning), result.text) if part)
+    if plan:
+        message["tool_plan"] = plan
     message["tool_calls"] = [
         {
             "id": reply_id(call),

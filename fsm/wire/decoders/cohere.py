@@ -2,8 +2,10 @@
 
 ``tool-call-start`` opens a call at ``index`` (``delta.message.tool_calls`` is one object here, not a
 list), ``tool-call-delta`` appends argument text (often pretty-printed), ``tool-call-end`` ends it,
-and ``message-end`` carries the finish reason. A delta at an index no ``tool-call-start`` opened
-(or after its ``tool-call-end``) opens a call of its own, reported (``unopened-call``).
+and ``message-end`` carries the finish reason. ``tool-plan-delta`` pieces (the plan the model writes
+before its calls) are its reasoning: one block, which fsm.messages sends back as ``tool_plan``. A
+delta at an index no ``tool-call-start`` opened (or after its ``tool-call-end``) opens a call of its
+own, reported (``unopened-call``).
 """
 
 from __future__ import annotations
@@ -11,7 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.events import ArgumentsFragment, CallEnd, CallRef, CallSeen, Event, StreamEnd, TextDelta, UsageReport
+from fsm.events import (
+    ArgumentsFragment,
+    CallEnd,
+    CallRef,
+    CallSeen,
+    Event,
+    ReasoningDelta,
+    StreamEnd,
+    TextDelta,
+    UsageReport,
+)
 from fsm.wire.decoders._wire import BARE_REFS, index, mapping, text
 
 _FINISH = {
@@ -22,7 +34,7 @@ _FINISH = {
     "ERROR": "error",
     "TIMEOUT": "error",
 }
-_QUIET = ("message-start", "content-", "tool-plan-delta", "citation-", "debug")
+_QUIET = ("message-start", "content-", "citation-", "debug")
 
 
 class CohereDecoder:
@@ -63,6 +75,9 @@ class CohereDecoder:
             content = mapping(mapping(delta.get("message"), "delta.message").get("content"), "content")
             piece = text(content.get("text"), "content.text")
             return [TextDelta(piece)] if piece else []
+        if kind == "tool-plan-delta":
+            plan = text(mapping(delta.get("message"), "delta.message").get("tool_plan"), "tool_plan")
+            return [ReasoningDelta(0, plan)] if plan else []
         if not kind.startswith(_QUIET):
             diagnose("unknown-event", f"Cohere event type {kind!r}")
         return []
