@@ -139,6 +139,23 @@ def is_flat_object(text: str) -> bool:
     return bool(end == len(text))
 
 
+def is_whole_object(text: str) -> bool:
+    """Is ``text`` exactly one JSON object, nested or not, with nothing around it (a snapshot of
+    arguments written from a parsed value)? Read by the C parser, for text up to
+    ``_WHOLE_CHARS`` long (the parse is thrown away: it must not hold much); False when unsure.
+    The caller checks the nesting first: the C parser recurses."""
+    if len(text) > _WHOLE_CHARS or text[:1] != "{" or text[-1:] != "}":
+        return False
+    try:
+        _, end = _SCAN(text, 0)
+    except Exception:  # not JSON, or a constant the strict reading refuses
+        return False
+    return bool(end == len(text))
+
+
+_WHOLE_CHARS: Final = 1 << 16
+
+
 def _parse_general(text: str) -> tuple[Any, list[str]]:
     """parse_strict's general path. Integers take the C parser's own path (no call per number),
     and floats are checked one by one (an overflow to infinity cannot be seen afterwards without a

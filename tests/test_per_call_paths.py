@@ -336,6 +336,16 @@ def test_a_first_text_that_is_a_flat_object_skips_its_scan_alike(monkeypatch: py
     _all_shapes_alike(monkeypatch, slot, "is_flat_object", lambda text: False, EDGES, taken=int, at_least=200)
 
 
+def test_a_snapshot_that_is_a_whole_object_skips_its_scan_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A snapshot that is one whole object within the depth limit, nested or not, takes the closed
+    scanner without scanning it (jsontext.is_whole_object). Without that, over every vector, fuzzed
+    streams of every shape and the whole-call edge cases in every option set: the same transitions
+    in order, outputs, calls, diagnostics and rule counts."""
+    from fsm.engine import slot
+
+    _all_shapes_alike(monkeypatch, slot, "is_whole_object", lambda text: False, EDGES, taken=int, at_least=50)
+
+
 # Replays formatted anew (registry._replays): escapes, spacing, key spelling, numbers and literals.
 REPLAYS: dict[str, list[dict[str, Any]]] = {
     name: [whole(0, None, "f", first), whole(0, None, "f", again), chunk(finish="tool_calls")]

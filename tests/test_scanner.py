@@ -14,7 +14,7 @@ from fsm.engine.machine import slot_machine
 from fsm.engine.scanner import Scanner, spec_steps, start_scanner
 from fsm.engine.slot import Slot
 from fsm.errors import LimitExceeded
-from fsm.jsontext import is_flat_object
+from fsm.jsontext import is_flat_object, is_whole_object
 from fsm.options import Policies
 from fsm.spec import scanner_spec
 
@@ -252,6 +252,36 @@ def test_a_flat_object_is_recognised() -> None:
     assert is_flat_object('{"i": 0}') and is_flat_object("{}") and is_flat_object('{"s": "}]"}')
     assert not is_flat_object('{"a": {}}') and not is_flat_object('{"a": 1} ') and not is_flat_object('{"a": NaN}')
     assert not is_flat_object('{"a": 1}{"b": 2}') and not is_flat_object('{"a": [1]}') and not is_flat_object("[]")
+
+
+_VALUES = st.recursive(
+    _SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+)
+whole_ish = st.one_of(
+    st.lists(st.sampled_from([*_NEAR_FLAT, '{"b": {', "[{", "}]", "}}"]), max_size=16).map("".join),
+    st.dictionaries(st.text(max_size=4), _VALUES, max_size=4).map(lambda d: json.dumps(d, ensure_ascii=False)),
+    st.dictionaries(st.text(max_size=4), _VALUES, max_size=4).map(lambda d: json.dumps(d, separators=(",", ":"))),
+)
+
+
+@given(whole_ish)
+@example('{"a": 1}}')
+@example('{"a": {"b": 1}')
+@example('{"a": "}"')
+@example('{"a": [1}, "b": 2}')
+@settings(max_examples=400)
+def test_a_whole_object_is_what_a_fresh_scan_finds_closed_at_its_end(text: str) -> None:
+    """jsontext.is_whole_object lets a snapshot skip its scan (issue 17): it may say yes only where a
+    fresh scanner, fed the text, closes the value at its very last character."""
+    if is_whole_object(text):
+        assert Scanner().feed(text) == len(text), text
+
+
+def test_a_whole_object_is_recognised_nested_or_not() -> None:
+    assert is_whole_object('{"a": {"b": [1, {"c": null}]}}') and is_whole_object('{"i": 0}')
+    assert not is_whole_object('{"a": {}} ') and not is_whole_object('{"a": [NaN]}') and not is_whole_object("[{}]")
+    assert not is_whole_object('{"a": {}}{"b": 2}') and not is_whole_object('{"a": {"b": 1}')
+    assert not is_whole_object("{" + " " * (1 << 16) + "}")  # past the length it reads: unsure
 
 
 # -- the nesting check a closed scan makes needless ---------------------------------------------
