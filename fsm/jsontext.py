@@ -132,11 +132,7 @@ def is_flat_object(text: str) -> bool:
     arguments)? Read by the C parser, for short text only; False when unsure (NaN, too long)."""
     if len(text) > _QUICK_CHARS or text[:1] != "{" or text[-1:] != "}" or text.count("{") != 1 or "[" in text:
         return False
-    try:
-        _, end = _SCAN(text, 0)
-    except Exception:  # not JSON, or a constant the strict reading refuses
-        return False
-    return bool(end == len(text))
+    return _one_value(text)
 
 
 def is_whole_object(text: str) -> bool:
@@ -146,6 +142,11 @@ def is_whole_object(text: str) -> bool:
     The caller checks the nesting first: the C parser recurses."""
     if len(text) > _WHOLE_CHARS or text[:1] != "{" or text[-1:] != "}":
         return False
+    return _one_value(text)
+
+
+def _one_value(text: str) -> bool:
+    """Does the C parser read one value that ends where ``text`` does?"""
     try:
         _, end = _SCAN(text, 0)
     except Exception:  # not JSON, or a constant the strict reading refuses
