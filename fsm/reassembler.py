@@ -50,7 +50,15 @@ from fsm.events import (
 from fsm.jsontext import loads_event
 from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
 from fsm.results import Diagnostic, Output, Result
-from fsm.wire.decoders import Decoder, detect_provider, error_in, make_decoder
+from fsm.wire.decoders import (
+    BEDROCK_ERRORS,
+    BEDROCK_EVENTS,
+    Decoder,
+    detect_provider,
+    error_in,
+    error_message,
+    make_decoder,
+)
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, lean_fragment_in
 from fsm.wire.detect import cut_before_telling
 from fsm.wire.faults import Fault, Payload
@@ -108,6 +116,7 @@ class Reassembler:
         self._framer: Framer | None = None
         self._detector: Detector | None = None  # made by the first bytes: holds them until they tell the framing
         self._unreadable = False  # the bytes are no framing (not-a-stream): the rest is not read
+        self._invoked = False  # a boto3 InvokeModel chunk was fed: Bedrock's own events are not the model's
         self._events = 0
         self._finish: tuple[StreamEnd, int] | None = None  # the first finish reason, and its event
         self._closed: Result | None = None
@@ -396,11 +405,16 @@ class Reassembler:
         return decoder
 
     def _decode(self, payload: Mapping[str, Any], wire: bool = False) -> None:
-        if len(payload) == 1 and "chunk" in payload and not wire:  # what a chunk carries is never unwrapped
-            from fsm.wire.eventstream import invoke_event
+        if not wire:  # what a chunk carries is never unwrapped
+            if len(payload) == 1 and "chunk" in payload:
+                from fsm.wire.eventstream import invoke_event
 
-            self._read_carried(invoke_event(payload["chunk"], self.limits.max_event_bytes))
-            return
+                self._invoked = True
+                self._read_carried(invoke_event(payload["chunk"], self.limits.max_event_bytes))
+                return
+            if self._invoked and not BEDROCK_EVENTS.isdisjoint(payload):
+                self._beside_chunks(payload)
+                return
         decoder = self._decoder
         if decoder is None:
             provider = detect_provider(payload)
@@ -429,6 +443,14 @@ class Reassembler:
         self.ledger.event = self._events = self._events - 1
         self._ingest_payload(carried, last=False)
         self.registry.settle()
+
+    def _beside_chunks(self, payload: Mapping[str, Any]) -> None:
+        """A ConverseStream event fed among boto3's InvokeModel chunks, which the model's decoder would
+        misread: Bedrock's exception ends the stream, any other is reported and not read."""
+        for kind in BEDROCK_ERRORS.intersection(payload):
+            self._apply(StreamEnd("error", kind, error_message(payload[kind])))
+            return
+        self.ledger.diagnose("unknown-event", f"a ConverseStream event {list(payload)} among InvokeModel chunks")
 
     def _apply(self, event: Event) -> None:
         registry = self.registry

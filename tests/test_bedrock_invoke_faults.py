@@ -247,19 +247,24 @@ def test_the_first_event_tells_which_api_and_an_event_of_the_other_is_reported_a
         assert "an InvokeModel chunk in a ConverseStream stream" in mixed[0].message
 
 
-def test_boto3_events_of_both_apis_named_bedrock_are_reported_not_misread() -> None:
+@pytest.mark.parametrize("provider", ["auto", "bedrock"])
+def test_boto3_events_of_both_apis_are_reported_not_misread(provider: str) -> None:
+    """Before, under auto a ConverseStream event or exception among boto3's chunks went to the
+    model's decoder (an Anthropic event of type None; the exception did not end the stream), and
+    under bedrock a chunk after a ConverseStream event raised."""
     events = _two_calls()
     chunks = [{"chunk": {"bytes": json.dumps(e).encode()}} for e in events]
     delta = {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": "hi"}}}
-    among = _fed([*chunks[:3], delta, *chunks[3:]], "bedrock")
+    among = _fed([*chunks[:3], delta, *chunks[3:]], provider)
     assert len(among.complete_calls) == 2
     assert [(d.event, d.code) for d in among.diagnostics] == [(4, "unknown-event")]
-    assert "ConverseStream event ['contentBlockDelta'] in an InvokeModel stream" in among.diagnostics[0].message
-    after = _fed([delta, *chunks[:2]], "bedrock")
+    assert "ConverseStream event ['contentBlockDelta'] among InvokeModel chunks" in among.diagnostics[0].message
+    after = _fed([delta, *chunks[:2]], provider)
     assert [(d.event, d.code) for d in after.diagnostics][:2] == [(2, "unknown-event"), (3, "unknown-event")]
     assert "an event of anthropic's wire in a ConverseStream" in after.diagnostics[0].message
-    ended = _fed([*chunks[:5], {"throttlingException": {"message": "slow"}}], "bedrock")
+    ended = _fed([*chunks[:5], {"throttlingException": {"message": "slow"}}], provider)
     assert ended.finish_reason == "error" and ended.diagnostics[0].message.endswith("slow")
+    assert ended.diagnostics[0].event == 6 and ended.calls[-1].status is fsm.CallStatus.TRUNCATED
 
 
 # -- differential: every capture, every corruption, every chunking --------------------------------

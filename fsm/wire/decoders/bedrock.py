@@ -10,8 +10,8 @@ and the random ``p`` padding field is ignored. The raw binary event stream is un
 An ``InvokeModelWithResponseStream`` carries the model's own events instead (a Claude model's are
 Anthropic's; fsm/wire/eventstream.py unwraps them): named ``bedrock``, such a stream is read by the
 decoder of the wire its first event shows, so its calls are those the model's own wire gives. An
-exception tells neither stream; once one has been told, an event of the other is reported
-(``unknown-event``) and not read, and a Bedrock exception ends either.
+exception tells neither stream; once a ConverseStream event was read, an event of another wire is
+reported (``unknown-event``) and not read.
 
 Nothing is dropped in silence: a ``toolUse`` start without ``contentBlockIndex`` is kept as a call
 routed by its id (``missing-routing-field``) and takes the next index no block opened; tool input at
@@ -63,14 +63,9 @@ class BedrockDecoder:
         carried = self._carried
         if carried is None and not self._converse:
             carried = self._carrying(payload)
-        if carried is not None:
-            if BEDROCK_EVENTS.isdisjoint(payload):
-                return carried.decode(payload, diagnose)
-            if BEDROCK_ERRORS.isdisjoint(payload):
-                diagnose("unknown-event", f"a ConverseStream event {list(payload)} in an InvokeModel stream")
-                return []
-            # else Bedrock's exception, as a dict (boto3's shape): it ends either stream, read below
-        elif BEDROCK_EVENTS.isdisjoint(payload):
+        if carried is not None:  # (a ConverseStream event fed among chunks: see Reassembler._beside_chunks)
+            return carried.decode(payload, diagnose)
+        if BEDROCK_EVENTS.isdisjoint(payload):
             return self._not_converse(payload, diagnose)
         elif not self._converse and not BEDROCK_ERRORS.issuperset(payload.keys()):
             self._converse = True  # (an exception belongs to both streams: it tells neither)
