@@ -146,6 +146,13 @@ def test_what_a_boto3_chunk_carries_is_held_to_max_event_bytes_and_max_event_dep
             r.feed({"chunk": {"bytes": carried}})
         assert raised.value.event == 2
         assert r.close().finish_reason is None
+    deep = invoke_stream(events[:1]) + chunk_body({"bytes": base64.b64encode(b"[" * 400 + b"]" * 400).decode()})
+    for size in (None, 3):
+        assert outcome(deep, size)[0] == ("LimitExceeded", 2)
+    assert outcome(invoke_stream(events[:1]) + chunk_body({"bytes": "A" * 8000}), None, limits=limits)[0] == (
+        "LimitExceeded",
+        2,
+    )
 
 
 def test_a_chunk_within_a_chunk_is_never_unwrapped_however_deep() -> None:
