@@ -60,15 +60,15 @@ class BedrockDecoder:
         self._converse = False  # a ConverseStream event was read: the stream is one
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
-        carried = self._carried
-        if carried is None and not self._converse:
-            carried = self._carrying(payload)
-        if carried is not None:  # (a ConverseStream event fed among chunks: see Reassembler._beside_chunks)
-            return carried.decode(payload, diagnose)
-        if BEDROCK_EVENTS.isdisjoint(payload):
+        if self._converse:
+            if "type" in payload:  # no ConverseStream event has it: an exception as framed, or another wire's
+                return self._not_converse(payload, diagnose)
+        elif (carried := self._carried or self._carrying(payload)) is not None:
+            return carried.decode(payload, diagnose)  # (ConverseStream events fed among chunks: Reassembler)
+        elif BEDROCK_EVENTS.isdisjoint(payload):
             return self._not_converse(payload, diagnose)
-        elif not self._converse and not BEDROCK_ERRORS.issuperset(payload.keys()):
-            self._converse = True  # (an exception belongs to both streams: it tells neither)
+        else:  # an exception belongs to both streams: it tells neither
+            self._converse = not BEDROCK_ERRORS.issuperset(payload.keys())
         events: list[Event] = []
         for kind, body in payload.items():
             body = mapping(body, kind)
