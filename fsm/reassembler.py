@@ -50,7 +50,15 @@ from fsm.events import (
 from fsm.jsontext import loads_event
 from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
 from fsm.results import Diagnostic, Output, Result
-from fsm.wire.decoders import Decoder, detect_provider, error_in, make_decoder
+from fsm.wire.decoders import (
+    BEDROCK_ERRORS,
+    BEDROCK_EVENTS,
+    Decoder,
+    detect_provider,
+    error_in,
+    error_message,
+    make_decoder,
+)
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, lean_fragment_in
 from fsm.wire.detect import cut_before_telling
 from fsm.wire.faults import Fault, Payload
@@ -108,7 +116,7 @@ class Reassembler:
         self._framer: Framer | None = None
         self._detector: Detector | None = None  # made by the first bytes: holds them until they tell the framing
         self._unreadable = False  # the bytes are no framing (not-a-stream): the rest is not read
-        self._unwrapping = False  # reading the event an InvokeModel chunk carried (_read_carried)
+        self._invoked = False  # a boto3 InvokeModel chunk was fed: Bedrock's own events are not the model's
         self._events = 0
         self._finish: tuple[StreamEnd, int] | None = None  # the first finish reason, and its event
         self._closed: Result | None = None
@@ -307,7 +315,8 @@ class Reassembler:
         read = f"the input, {len(held)} bytes," if final else f"no framing in the first {window} bytes: not read,"
         self.ledger.diagnose("not-a-stream", f"{exc.detail}; {read} begins {head[: min(60, window)]!r}")
 
-    def _ingest(self, item: Any) -> None:
+    def _ingest(self, item: Any, wire: bool = False) -> None:
+        """One event: fed as it is (a dict, SDK object or event), or read from the wire (``wire``)."""
         self._events += 1
         self.ledger.event = self._events
         if type(item) is dict:
@@ -317,7 +326,7 @@ class Reassembler:
                 or chat.ending(item, content.apply, content.usage_replaced, self._finished if unfinished else None)
             ):
                 return  # what the decoder and _apply would do with the commonest chunks, without their events
-            self._decode(item)
+            self._decode(item, wire)
         elif isinstance(item, EVENT_TYPES):
             fault = event_fault(item)
             if fault is not None:
@@ -378,7 +387,7 @@ class Reassembler:
                 self.ledger.event = self._events = self._events + 1
                 self._bad_event(f"an event must be a JSON object, not {type(value).__name__}")
                 return
-        self._ingest(value)
+        self._ingest(value, wire=True)
 
     def _bad_event(self, why: str) -> None:
         """One wire event cannot be used: strict mode raises; lax mode reports it and reads on."""
@@ -395,13 +404,16 @@ class Reassembler:
         self._commonest = getattr(decoder, "commonest_fragment", None)
         return decoder
 
-    def _decode(self, payload: Mapping[str, Any]) -> None:
-        if len(payload) == 1 and "chunk" in payload and self._framer is None and not self._unwrapping:
-            from fsm.wire.eventstream import invoke_event
+    def _decode(self, payload: Mapping[str, Any], wire: bool = False) -> None:
+        if not wire:  # what a chunk carries is never unwrapped
+            if len(payload) == 1 and "chunk" in payload:
+                from fsm.wire.eventstream import invoke_event
 
-            carried = invoke_event(payload["chunk"])
-            if carried is not None:
-                self._read_carried(carried)
+                self._invoked = True
+                self._read_carried(invoke_event(payload["chunk"], self.limits.max_event_bytes))
+                return
+            if self._invoked and not BEDROCK_EVENTS.isdisjoint(payload):
+                self._beside_chunks(payload)
                 return
         decoder = self._decoder
         if decoder is None:
@@ -429,12 +441,16 @@ class Reassembler:
         """A boto3 InvokeModel event, ``{"chunk": {"bytes": ...}}``, holds one event of the model's own
         wire as bytes: it is read as that event would be from the wire (counted once, by that reading)."""
         self.ledger.event = self._events = self._events - 1
-        self._unwrapping = True  # what a chunk carries is read as an event, never unwrapped again
-        try:
-            self._ingest_payload(carried, last=False)
-        finally:
-            self._unwrapping = False
+        self._ingest_payload(carried, last=False)
         self.registry.settle()
+
+    def _beside_chunks(self, payload: Mapping[str, Any]) -> None:
+        """A ConverseStream event fed among boto3's InvokeModel chunks, which the model's decoder would
+        misread: Bedrock's exception ends the stream, any other is reported and not read."""
+        for kind in BEDROCK_ERRORS.intersection(payload):
+            self._apply(StreamEnd("error", kind, error_message(payload[kind])))
+            return
+        self.ledger.diagnose("unknown-event", f"a ConverseStream event {list(payload)} among InvokeModel chunks")
 
     def _apply(self, event: Event) -> None:
         registry = self.registry

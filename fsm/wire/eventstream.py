@@ -5,9 +5,12 @@ fsm/wire/framing.py: faults in place, exact byte limits, linear work in small re
 Two Bedrock streams share it. ``ConverseStream`` messages become ``{eventType: body}`` objects.
 ``InvokeModelWithResponseStream`` messages are ``chunk`` events whose ``bytes`` (base64) hold one
 event of the model's own wire (a Claude model's are Anthropic's): the framer hands on that event
-itself, and, once a stream has shown it is one of these, an exception message in the shape those
-events use for an error (``{"type": "error", "error": {...}}``, which the Anthropic and OpenAI chat
-decoders both read), so the model's decoder ends the stream with it.
+itself, and a chunk that holds none (no bytes, bytes not base64, not an object) is one bad event.
+The first event that is not an exception tells which stream this is; an event of the other API
+after it is a bad event, not read. An exception (``:exception-type``) or a service error
+(``:message-type: error``, told by its headers) ends either stream, whatever its payload holds: it
+is handed on as ``{"type": "error", "error": {"type": ..., "message": ...}}``, which the Anthropic,
+OpenAI chat and Bedrock decoders all read as the stream's error.
 """
 
 from __future__ import annotations
@@ -42,8 +45,9 @@ class AWSEventStreamFramer:
         # given whole messages, whose length the first four bytes tell.
         self._held = bytearray()
         self.cut = False
-        self.invoke = False
-        """A chunk of the model's own events was read: an InvokeModel stream (see the module's docstring)."""
+        self.invoke: bool | None = None
+        """Whether the stream's first event was a ``chunk`` (InvokeModel) or another (ConverseStream);
+        None until one came. Exceptions belong to both and tell neither."""
         self.work = 0
         """Bytes taken in and bytes handed to botocore: each once."""
 
@@ -82,26 +86,31 @@ class AWSEventStreamFramer:
         return out
 
     def _payload(self, headers: dict[str, Any], payload: bytes) -> Payload:
+        if headers.get(":message-type") == "error":  # a service error: its headers say all there is
+            return _error(headers.get(":error-code"), headers.get(":error-message"), None)
         kind = headers.get(":event-type") or headers.get(":exception-type") or "unknown"
         if not isinstance(kind, str):  # a header may be typed bytes, a number or a uuid: no event name
             return Fault(f"the event type header is {type(kind).__name__}, not a string", skippable=True)
-        text = decode_utf8(payload or b"{}")
+        exception = ":exception-type" in headers
+        # An exception's payload is read whatever it holds: the frame ends the stream even so.
+        text = payload.decode("utf-8", "replace") if exception else decode_utf8(payload or b"{}")
         if isinstance(text, Fault):
             return text
         if nesting_exceeds(text, self._max_depth):
             return Fault(f"{kind} payload nests deeper than {self._max_depth} levels", skippable=False, limit=True)
+        if exception:
+            return _error(kind, None, text)
         try:
             body = json.loads(text)
         except ValueError as exc:
             return Fault(f"{kind} payload is not JSON: {exc}", skippable=True)
-        if kind == "chunk":  # no ConverseStream event has this name
-            carried = invoke_event(body)
-            if carried is not None:
-                self.invoke = True
-                return carried
-        elif self.invoke and ":exception-type" in headers:
-            message = body.get("message", kind) if isinstance(body, dict) else body
-            return json.dumps({"type": "error", "error": {"type": kind, "message": str(message)}})
+        invoke = kind == "chunk"  # no ConverseStream event has this name
+        if self.invoke is None:
+            self.invoke = invoke
+        elif invoke != self.invoke:
+            return Fault(_MIXED[self.invoke].format(kind), skippable=True)
+        if invoke:
+            return invoke_event(body, self._max)
         return json.dumps({kind: body})
 
     def close(self) -> list[Payload]:
@@ -113,15 +122,43 @@ class AWSEventStreamFramer:
         return []
 
 
-def invoke_event(chunk: Any) -> Payload | None:
-    """The event an InvokeModelWithResponseStream ``chunk`` carries, as text: its ``bytes`` are base64
-    on the wire, and raw bytes in the events boto3 gives. None when ``chunk`` is no such object."""
-    data = chunk.get("bytes") if isinstance(chunk, Mapping) else None
+_MIXED = {
+    True: "a {!r} event in an InvokeModel stream, whose events are chunks: not read",
+    False: "an InvokeModel chunk in a ConverseStream stream: not read",
+}
+
+
+def _error(kind: Any, message: Any, text: str | None) -> str:
+    """An exception or error message as the event every reader takes for an error: ``{"type":
+    "error", "error": {...}}`` (the Anthropic, OpenAI chat and Bedrock decoders all read it; one of
+    Bedrock's own exceptions names Bedrock, see detect_provider). ``text`` is an exception's payload,
+    usually ``{"message": ...}``; whatever it holds, it is the error's message."""
+    if text is not None:
+        try:
+            body = json.loads(text) if text.strip() else {}
+        except ValueError:
+            body = text
+        message = body.get("message", body.get("Message")) if isinstance(body, dict) else body
+    kind = kind if isinstance(kind, str) and kind else "error"
+    return json.dumps({"type": "error", "error": {"type": kind, "message": str(kind if message is None else message)}})
+
+
+def invoke_event(chunk: Any, max_bytes: int) -> Payload:
+    """The event an InvokeModelWithResponseStream ``chunk`` carries, as text, or the fault that keeps
+    it from being read: its ``bytes`` are base64 on the wire, and raw bytes in the events boto3 gives."""
+    if not isinstance(chunk, Mapping):
+        return Fault(f"a chunk must be an object holding bytes, not {type(chunk).__name__}", skippable=True)
+    data = chunk.get("bytes")
     if isinstance(data, str):
         try:
             data = base64.b64decode(data, validate=True)
         except (binascii.Error, ValueError) as exc:
             return Fault(f"a chunk's bytes are not base64: {exc}", skippable=True)
+    elif isinstance(data, memoryview):
+        data = data.tobytes()
     if not isinstance(data, bytes | bytearray):
-        return None
+        said = "a chunk has no bytes" if data is None else f"a chunk's bytes are {type(data).__name__}"
+        return Fault(f"{said}, not base64 text or bytes", skippable=True)
+    if len(data) > max_bytes:
+        return too_long("the event a chunk carries", max_bytes)
     return decode_utf8(bytes(data))

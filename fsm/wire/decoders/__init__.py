@@ -86,6 +86,8 @@ def detect_provider(payload: Mapping[str, Any]) -> str | None:
             return "openai-responses"
         if kind in _ANTHROPIC_TYPES:
             return "anthropic"
+        if kind == "error" and _bedrock_exception(payload.get("error")):
+            return "bedrock"
         if kind.startswith(("message-", "tool-call-", "tool-plan-", "content-", "citation-")):
             return "cohere"
     if "candidates" in payload or "usageMetadata" in payload:
@@ -95,6 +97,13 @@ def detect_provider(payload: Mapping[str, Any]) -> str | None:
     if BEDROCK_EVENTS & payload.keys():
         return "bedrock"
     return None
+
+
+def _bedrock_exception(error: Any) -> bool:
+    """Whether an error event is one of Bedrock's exceptions, as its event-stream framing hands
+    them on (fsm/wire/eventstream.py): one names Bedrock, as its frame does."""
+    kind = error.get("type") if isinstance(error, Mapping) else None
+    return isinstance(kind, str) and kind in BEDROCK_ERRORS
 
 
 def error_message(error: Any) -> str:

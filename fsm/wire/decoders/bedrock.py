@@ -9,7 +9,9 @@ and the random ``p`` padding field is ignored. The raw binary event stream is un
 
 An ``InvokeModelWithResponseStream`` carries the model's own events instead (a Claude model's are
 Anthropic's; fsm/wire/eventstream.py unwraps them): named ``bedrock``, such a stream is read by the
-decoder of the wire its first event shows, so its calls are those the model's own wire gives.
+decoder of the wire its first event shows, so its calls are those the model's own wire gives. An
+exception tells neither stream; once a ConverseStream event was read, an event of another wire is
+reported (``unknown-event``) and not read.
 
 Nothing is dropped in silence: a ``toolUse`` start without ``contentBlockIndex`` is kept as a call
 routed by its id (``missing-routing-field``) and takes the next index no block opened; tool input at
@@ -33,7 +35,7 @@ from fsm.events import (
     TextDelta,
     UsageReport,
 )
-from fsm.wire.decoders import BEDROCK_ERRORS, BEDROCK_EVENTS, Decoder, detect_provider, make_decoder
+from fsm.wire.decoders import BEDROCK_ERRORS, BEDROCK_EVENTS, Decoder, detect_provider, error_message, make_decoder
 from fsm.wire.decoders._wire import index, mapping, text
 
 _FINISH = {
@@ -58,12 +60,15 @@ class BedrockDecoder:
         self._converse = False  # a ConverseStream event was read: the stream is one
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
-        carried = self._carried
-        if carried is None and not self._converse:
-            carried = self._carrying(payload)
-        if carried is not None:
-            return carried.decode(payload, diagnose)
-        self._converse = True
+        if self._converse:
+            if "type" in payload:  # no ConverseStream event has it: an exception as framed, or another wire's
+                return self._not_converse(payload, diagnose)
+        elif (carried := self._carried or self._carrying(payload)) is not None:
+            return carried.decode(payload, diagnose)  # (ConverseStream events fed among chunks: Reassembler)
+        elif BEDROCK_EVENTS.isdisjoint(payload):
+            return self._not_converse(payload, diagnose)
+        else:  # an exception belongs to both streams: it tells neither
+            self._converse = not BEDROCK_ERRORS.issuperset(payload.keys())
         events: list[Event] = []
         for kind, body in payload.items():
             body = mapping(body, kind)
@@ -120,6 +125,21 @@ class BedrockDecoder:
             return None
         self._carried = make_decoder(provider)
         return self._carried
+
+    def _not_converse(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
+        """An event with no ConverseStream event in it: an exception frame as the event-stream framing
+        hands it on (``{"type": "error", ...}``), which ends the stream; once a ConverseStream event was
+        read, an event of another wire (an InvokeModel chunk's) is reported and not read."""
+        if payload.get("type") == "error":
+            error = mapping(payload.get("error"), "error")
+            kind = error.get("type")
+            return [StreamEnd("error", kind if isinstance(kind, str) else None, error_message(error))]
+        if self._converse and (other := detect_provider(payload)) is not None:
+            diagnose("unknown-event", f"an event of {other}'s wire in a ConverseStream")
+            return []
+        for kind in payload:
+            diagnose("unknown-event", f"Bedrock event {kind!r}")
+        return []
 
     def commonest_fragment(self, payload: dict[str, Any]) -> tuple[CallRef, str] | None:
         """(ref, text) when the event is the commonest kind: a lone ``contentBlockDelta`` with
