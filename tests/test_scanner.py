@@ -193,6 +193,7 @@ def _fire_all(parts: list[str], max_depth: int) -> list[object]:
 
 
 @given(stringy, st.lists(st.integers(min_value=0, max_value=41), max_size=8), st.integers(min_value=1, max_value=4))
+@example('aa{""{', [1, 5], 2)  # refused mid-scan: the scanner as before the refused text, however cut
 def test_brackets_whose_scan_waits_give_what_scanning_each_fragment_gives(
     text: str, cuts: list[int], max_depth: int
 ) -> None:

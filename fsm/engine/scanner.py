@@ -347,9 +347,19 @@ class Scanner:
     def feed(self, text: str, start: int = 0) -> int | None:
         """Scan ``text`` from ``start``; return the offset just past the character that closed the
         top-level value, or None if it is still open. Stops there: the caller decides about the rest."""
-        c = self._c
-        state = self.state
+        state, depth, waiting = self.state, self.depth, (self._pushes_waiting, self._pops_waiting)
         self._pushes_waiting = self._pops_waiting = 0  # the text that waited is scanned now
+        try:
+            return self._scan(text, start, state)
+        except LimitExceeded:
+            # Refused text leaves the scanner as it was, as the slot's limit checks leave the call:
+            # else the state after the refusal would depend on how the text was cut into scans.
+            self.state, self.depth = state, depth
+            self._pushes_waiting, self._pops_waiting = waiting
+            raise
+
+    def _scan(self, text: str, start: int, state: str) -> int | None:
+        c = self._c
         pos = start
         end = len(text)
         done, step_every, skips, table, char_class = c.done, c.step_every, c.skip, c.table, c.char_class

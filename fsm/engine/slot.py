@@ -263,7 +263,11 @@ class Slot:
             # value (Scanner.may_wait said so of each piece), so where the value closes is in ``text``.
             self._unscanned = None
             waiting = self._buf[start:].decode("utf-8", "surrogatepass")
-            end = scanner.feed(waiting + text)
+            try:
+                end = scanner.feed(waiting + text)
+            except LimitExceeded:
+                self._unscanned = start  # refused, the scan is undone: the held text still waits
+                raise
             if end is not None:
                 end -= len(waiting)
         else:
