@@ -12,6 +12,7 @@ must carry every call and pair every result."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import struct
@@ -33,6 +34,7 @@ pytest.importorskip("boto3", reason="LiteLLM signs Bedrock requests with botocor
 
 CONVERSE = CAPTURES / "bedrock/pydantic-ai-nova-micro-text-then-tool.eventstream"
 CONVERSE_MODEL = "bedrock/converse/us.amazon.nova-micro-v1:0"
+CONVERSE_CLAUDE = "bedrock/converse/us.anthropic.claude-sonnet-4-20250514-v1:0"  # sends reasoning back
 INVOKE_MODEL = "bedrock/invoke/anthropic.claude-3-5-sonnet-20240620-v1:0"
 ASK = [{"role": "user", "content": "go"}]
 AWS = {"aws_access_key_id": "test", "aws_secret_access_key": "test", "aws_region_name": "us-east-1"}
@@ -108,6 +110,23 @@ def converse_variants() -> Iterator[tuple[str, bytes]]:
     twice += _input_deltas(block + 1, second, ['{"city": "Lyon"}'])
     yield "two-calls-one-tool", converse_stream(head + twice + tail)
     yield "empty", converse_stream(head + _input_deltas(block, tool, []) + tail)
+    # Claude's reasoning on Converse, a signed block and a redacted one, where the text was
+    thought = head[:1] + CONVERSE_THINKING + _input_deltas(2, tool, ['{"city":"Paris"}'])
+    yield "thinking", converse_stream(thought + tail)
+
+
+def _reasoned(at: int, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return "contentBlockDelta", {"contentBlockIndex": at, "delta": {"reasoningContent": body}}
+
+
+CONVERSE_THINKING = [
+    _reasoned(0, {"text": "Think "}),
+    _reasoned(0, {"text": "hard."}),
+    _reasoned(0, {"signature": "U0lH"}),
+    ("contentBlockStop", {"contentBlockIndex": 0}),
+    _reasoned(1, {"redactedContent": "UkVE"}),
+    ("contentBlockStop", {"contentBlockIndex": 1}),
+]
 
 
 # -- InvokeModel variants ----------------------------------------------------------------------------------
@@ -125,11 +144,46 @@ def _same_tool(payloads: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
     return payloads
 
 
+def _thinking(at: int, said: str, signature: str) -> list[dict[str, Any]]:
+    block = {"type": "content_block_start", "index": at, "content_block": {"type": "thinking", "thinking": ""}}
+    deltas = [{"type": "thinking_delta", "thinking": said}, {"type": "signature_delta", "signature": signature}]
+    return [
+        block,
+        *({"type": "content_block_delta", "index": at, "delta": d} for d in deltas),
+        {"type": "content_block_stop", "index": at},
+    ]
+
+
+def with_thinking(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Claude's interleaved thinking: a signed block and a redacted one before the calls, another
+    signed block between them; each later block's index moved on."""
+    redacted = {"type": "redacted_thinking", "data": "UkVE"}
+    before = [
+        *_thinking(0, "Think hard.", "U0lH"),
+        {"type": "content_block_start", "index": 1, "content_block": redacted},
+        {"type": "content_block_stop", "index": 1},
+    ]
+    out: list[dict[str, Any]] = []
+    second = False
+    for p in copy.deepcopy(payloads):
+        if isinstance(p.get("index"), int):
+            p["index"] += 2 + second * 1
+            if p["type"] == "content_block_start" and p["index"] > 2 and not second:
+                out += _thinking(p["index"], "Then more.", "U0lHMg==")
+                second = True
+                p["index"] += 1
+        out.append(p)
+        if p["type"] == "message_start":
+            out += before
+    return out
+
+
 def invoke_cases() -> Iterator[Any]:
     grown = False  # one megabyte case: LiteLLM's own parsing of a megabyte is slow
     for path in captures("anthropic"):
         payloads = cv.events(path)
         found = [*cv.variants("anthropic", payloads), ("two-calls-one-tool", _same_tool(payloads))]
+        found.append(("thinking", with_thinking(payloads)))
         for variant, changed in found:
             if changed is None or (variant == "megabyte" and grown):
                 continue
@@ -184,6 +238,22 @@ def converse_calls(body: dict[str, Any]) -> list[tuple[str, str, Any]]:
     ]
 
 
+def converse_reasoning(body: dict[str, Any]) -> list[Any]:
+    return [b["reasoningContent"] for m in body["messages"] for b in m["content"] if "reasoningContent" in b]
+
+
+def thinking_blocks(result: fsm.Result) -> list[dict[str, Any]]:
+    """The turn's reasoning as LiteLLM takes it back on an assistant message (its ``thinking_blocks``,
+    which ``fsm.messages`` does not write: Chat Completions has no such field)."""
+    return [
+        {"type": "thinking", "thinking": r.text, "signature": r.signature}
+        if r.redacted is None
+        else {"type": "redacted_thinking", "data": r.redacted}
+        for r in result.reasoning
+        if r.signature is not None or r.redacted is not None
+    ]
+
+
 def converse_answers(body: dict[str, Any]) -> list[tuple[str, Any]]:
     return [
         (b["toolResult"]["toolUseId"], b["toolResult"]["content"])
@@ -199,6 +269,10 @@ def tools_for(result: fsm.Result) -> list[dict[str, Any]]:
     return [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in names]
 
 
+def converse(model: str) -> bool:
+    return model.startswith("bedrock/converse/")
+
+
 def read(litellm: Any, model: str, server: Server) -> tuple[fsm.Result, Exception | None]:
     """What LiteLLM yields, fed chunk by chunk, and the error it raised mid-stream, if any (an agent
     that keeps what came before the error, closing its Reassembler there)."""
@@ -211,9 +285,10 @@ def read(litellm: Any, model: str, server: Server) -> tuple[fsm.Result, Exceptio
     return reassembler.close(), None
 
 
-ROUTES = [pytest.param(CONVERSE_MODEL, *c.values, id=f"converse-{c.id}") for c in CONVERSE_CASES] + [
-    pytest.param(INVOKE_MODEL, *c.values, id=f"invoke-{c.id}") for c in INVOKE_CASES
-]
+ROUTES = [
+    pytest.param(CONVERSE_CLAUDE if c.values[0] == "thinking" else CONVERSE_MODEL, *c.values, id=f"converse-{c.id}")
+    for c in CONVERSE_CASES
+] + [pytest.param(INVOKE_MODEL, *c.values, id=f"invoke-{c.id}") for c in INVOKE_CASES]
 
 
 @pytest.fixture
@@ -242,7 +317,7 @@ def test_litellms_bedrock_chunks_give_what_the_bytes_give(litellm: Any, model: s
     else:
         assert error is None
     assert got.calls, "every case carries a call"
-    if model == CONVERSE_MODEL and variant == "empty":
+    if converse(model) and variant == "empty":
         # A Converse tool block with no input is a tool without parameters ({}, as the bytes read it);
         # LiteLLM yields the call with no argument text at all, so fsm gives {} by its empty-arguments
         # policy and says so
@@ -257,7 +332,7 @@ def test_litellms_bedrock_chunks_give_what_the_bytes_give(litellm: Any, model: s
 
 def _answer_body(model: str) -> bytes:
     """A whole answer for the next request (the first answer may be cut, which LiteLLM raises on)."""
-    if model == CONVERSE_MODEL:
+    if converse(model):
         return CONVERSE.read_bytes()
     return invoke_stream(cv.events(CAPTURES / "anthropic/magentic-claude-3-opus-parallel-plus-minus.sse"))
 
@@ -284,10 +359,12 @@ def test_the_next_turn_goes_through_litellms_bedrock_route_with_every_call_paire
     answers = [messages.tool_result(c, answer(c), "openai-chat") for c in result.complete_calls]
     if incomplete == "include":
         answers += messages.incomplete_answers(result, "openai-chat")
+    if result.reasoning:
+        said["thinking_blocks"] = thinking_blocks(result)
     conversation = [*ASK, said, *messages.tool_results(answers, "openai-chat")]
     server.body = _answer_body(model)
     cut = {c.id: c.arguments_json for c in messages.omitted(result)} if incomplete == "include" else {}
-    if model == INVOKE_MODEL and any(text not in INVOKE_REPAIRS for text in cut.values()):
+    if not converse(model) and any(text not in INVOKE_REPAIRS for text in cut.values()):
         # LiteLLM parses each call's arguments for InvokeModel, and refuses text cut inside a string
         # before it sends anything: keep the default, omit
         with pytest.raises(litellm.BadRequestError, match="Failed to parse tool call arguments"):
@@ -300,20 +377,31 @@ def test_the_next_turn_goes_through_litellms_bedrock_route_with_every_call_paire
     went = [c for c in result.calls if c.status is fsm.CallStatus.COMPLETE or incomplete == "include"]
     # a cut call kept with include goes as the object LiteLLM makes of its text: {} on Converse (it
     # cannot parse it, warns and drops it), on InvokeModel the text closed (INVOKE_REPAIRS)
-    repaired = INVOKE_REPAIRS if model == INVOKE_MODEL else {}
+    repaired = {} if converse(model) else INVOKE_REPAIRS
     calls = [(c.id, c.name, c.arguments if c.id not in cut else repaired.get(cut[c.id], {})) for c in went]
     paired = [(a["tool_call_id"], a["content"]) for a in answers]
     assert len({c.id for c in went}) == len(went)
     for call in messages.omitted(result):  # a cut call never goes as one that ran
         assert (call.id in json.dumps(sent)) == (incomplete == "include")
-    if model == CONVERSE_MODEL:
+    if converse(model):
         assert url.endswith("/converse-stream")
         assert converse_calls(sent) == calls
         assert converse_answers(sent) == [(key, [{"text": text}]) for key, text in paired]
+        # a redacted block's data (the blob's base64, as the stream gave it) LiteLLM writes in
+        # base64 once more: Bedrock would read other bytes than it sent
+        assert converse_reasoning(sent) == [
+            {"reasoningText": {"text": r.text, "signature": r.signature}}
+            if r.redacted is None
+            else {"redactedContent": base64.b64encode(r.redacted.encode()).decode()}
+            for r in result.reasoning
+        ]
         return
     assert url.endswith("/invoke-with-response-stream")
     assert sent_calls("anthropic", sent["messages"]) == calls
     assert sent_answers("anthropic", sent["messages"]) == paired
+    assert [b for m in sent["messages"] for b in m["content"] if "thinking" in b["type"]] == said.get(
+        "thinking_blocks", []
+    )
     report = history.check(sent["messages"])
     assert report.format == ("anthropic" if went else "openai") and report.findings == (), report
 
@@ -330,7 +418,7 @@ def test_without_tools_litellm_writes_converse_calls_as_text_and_gives_invoke_a_
         answers = [messages.tool_result(c, answer(c), "openai-chat") for c in result.complete_calls]
         list(complete(litellm, model, server, [*ASK, messages.assistant_message(result, "openai-chat"), *answers]))
         sent = server.sent[-1][1]
-        if model == CONVERSE_MODEL:
+        if converse(model):
             assert converse_calls(sent) == converse_answers(sent) == [] and "toolConfig" not in sent
             text = json.dumps(sent["messages"])
             for call in result.calls:
