@@ -4,11 +4,12 @@ through LiteLLM's own HTTP client (its ``HTTPHandler`` over an httpx mock transp
 with dummy keys, no network). The server answers with the Bedrock ConverseStream capture's bytes, or
 with an InvokeModel stream built from each Anthropic capture (its events base64 in ``chunk``s), as
 recorded and in hostile variants: a megabyte of arguments, a call cut mid-arguments, two calls to
-one tool. What LiteLLM yields, read by ``fsm.reassemble``, must give what fsm reads from the same
-bytes, but what LiteLLM itself changes, which is pinned here (README, "What the SDKs themselves
-do"). The next turn, built with ``fsm.messages`` in ``openai-chat`` (LiteLLM takes OpenAI-shaped
-messages), goes back through the same route, and the Converse or InvokeModel body LiteLLM wrote
-must carry every call and pair every result."""
+one tool, no arguments, Claude's thinking blocks (signed, redacted). What LiteLLM yields, read by
+``fsm.reassemble``, must give what fsm reads from the same bytes, but what LiteLLM itself changes,
+which is pinned here (README, "What the SDKs themselves do"). The next turn, built with
+``fsm.messages`` in ``openai-chat`` (LiteLLM takes OpenAI-shaped messages; the reasoning added as
+LiteLLM's ``thinking_blocks``), goes back through the same route, and the Converse or InvokeModel
+body LiteLLM wrote must carry every call, pair every result and keep every signature."""
 
 from __future__ import annotations
 
@@ -167,7 +168,7 @@ def with_thinking(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
     second = False
     for p in copy.deepcopy(payloads):
         if isinstance(p.get("index"), int):
-            p["index"] += 2 + second * 1
+            p["index"] += 3 if second else 2
             if p["type"] == "content_block_start" and p["index"] > 2 and not second:
                 out += _thinking(p["index"], "Then more.", "U0lHMg==")
                 second = True
