@@ -99,6 +99,49 @@ def test_bedrock_reasoning_keeps_its_signature_and_redacted_content() -> None:
     assert result.text == "Done."
 
 
+def test_litellms_thinking_blocks_keep_each_block_its_signature_and_redacted_data() -> None:
+    """LiteLLM's chunks (and its proxy's stream) carry Claude's reasoning twice: joined in
+    ``reasoning_content``, which has no signatures, and block by block in ``thinking_blocks``, which
+    has them. Read from ``reasoning_content`` alone, two thinking blocks were one, unsigned, and the
+    redacted one was lost."""
+
+    def delta(**fields: Any) -> dict[str, Any]:
+        return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "", **fields}}]}
+
+    def thinking(at: int, said: str, **more: Any) -> dict[str, Any]:
+        return delta(
+            reasoning_content=said, thinking_blocks=[{"type": "thinking", "thinking": said, "index": at, **more}]
+        )
+
+    call = {"index": 0, "id": "t1", "type": "function", "function": {"name": "f", "arguments": ""}}
+    stream = [
+        thinking(0, "Think "),
+        thinking(0, "hard."),
+        thinking(0, "", signature="SIG"),
+        delta(thinking_blocks=[{"type": "redacted_thinking", "data": "UkVE", "index": 1}]),
+        delta(tool_calls=[call]),
+        thinking(2, "Again."),
+        # beside a call, so no shortcut for a lone call entry may pass over it
+        delta(
+            tool_calls=[{"index": 0, "function": {"arguments": "{}"}}],
+            thinking_blocks=[{"type": "thinking", "thinking": "", "signature": "SIG2", "index": 2}],
+        ),
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    body = "".join(f"data: {json.dumps(c)}\n\n" for c in stream).encode()
+    for source in (stream, body):
+        result = fsm.reassemble(source, "openai-chat", strict=True)
+        assert [(r.text, r.signature, r.redacted) for r in result.reasoning] == [
+            ("Think hard.", "SIG", None),
+            ("", None, "UkVE"),
+            ("Again.", "SIG2", None),
+        ]
+        assert [(c.id, c.arguments) for c in result.calls] == [("t1", {})]
+    # an entry that is no reasoning block: reasoning_content is read, as before
+    odd = fsm.reassemble([delta(reasoning_content="hm", thinking_blocks=[{"type": "text"}])], "openai-chat")
+    assert [(r.text, r.signature) for r in odd.reasoning] == [("hm", None)]
+
+
 def test_ollama_thinking_is_reasoning() -> None:
     lines = [
         {"message": {"role": "assistant", "content": "", "thinking": "Which "}, "done": False},

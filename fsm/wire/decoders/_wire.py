@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fsm.errors import RemoteProtocolError
-from fsm.events import CallRef
+from fsm.events import CallRef, ReasoningDelta
 from fsm.jsontext import dumps as exact_dumps
 
 
@@ -119,3 +119,32 @@ def compat_signature(entry: Mapping[str, Any], what: str) -> str | None:
 def compat_signed(signature: str) -> dict[str, Any]:
     """What :func:`compat_signature` reads ``signature`` from, for a tool-call entry's extra key."""
     return {"google": {"thought_signature": signature}}
+
+
+SAID_KEYS = ("content", "reasoning_content", "reasoning", "thinking_blocks")
+"""The keys of a chat delta that carry turn content (text, reasoning) rather than calls."""
+
+
+def thinking_blocks(value: Any) -> list[ReasoningDelta] | None:
+    """LiteLLM's ``thinking_blocks`` (in its chunks and its proxy's stream): a Claude turn's reasoning
+    blocks, ``{type: thinking, thinking, signature}`` or ``{type: redacted_thinking, data}``, each
+    under an ``index`` of its own. Its ``reasoning_content`` joins every block's text and drops the
+    signatures Anthropic wants back, so these are read instead. None when there are none, or when
+    any entry is no such block (``reasoning_content`` is read then)."""
+    if type(value) is not list or not value:
+        return None
+    pieces = []
+    for block in value:
+        if not isinstance(block, Mapping) or block.get("type") not in ("thinking", "redacted_thinking"):
+            return None
+        key, said = block.get("index"), block.get("thinking")
+        signature, data = block.get("signature"), block.get("data")
+        pieces.append(
+            ReasoningDelta(
+                key if type(key) is int else None,
+                said if type(said) is str else "",
+                signature if type(signature) is str and signature else None,
+                data if type(data) is str and data else None,
+            )
+        )
+    return pieces

@@ -9,6 +9,7 @@ arguments as a JSON object instead of text). Dialect quirks handled here, not in
   only when there is no ``delta``;
 * the legacy ``delta.function_call`` (one call, no id);
 * Gemini's endpoint: a call's thought signature in ``extra_content.google.thought_signature``;
+* LiteLLM's ``thinking_blocks`` (Claude's signed and redacted reasoning), read over ``reasoning_content``;
 * a custom tool's call (``type: custom``, ``custom: {name, input}``): freeform input text; an entry
   of a type with neither ``function`` nor ``custom`` is reported (``unknown-event``);
 * ``finish_reason`` normalised; an ``error`` object in the stream ends it with ``error``.
@@ -35,7 +36,7 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders import error_message
-from fsm.wire.decoders._wire import BARE_REFS, COMPAT_SIGNATURE, compat_signature, dumps
+from fsm.wire.decoders._wire import BARE_REFS, COMPAT_SIGNATURE, SAID_KEYS, compat_signature, dumps, thinking_blocks
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
@@ -232,12 +233,16 @@ def _keys(payload: Mapping[str, Any]) -> str:
 
 def _said(delta: Mapping[str, Any], events: list[Any]) -> None:
     """The text and reasoning in a delta. Reasoning comes as ``reasoning_content`` (DeepSeek, vLLM,
-    LiteLLM) or ``reasoning`` (OpenRouter, Ollama and Groq's OpenAI endpoints), one block per turn."""
+    LiteLLM) or ``reasoning`` (OpenRouter, Ollama and Groq's OpenAI endpoints), one block per turn,
+    or as LiteLLM's ``thinking_blocks``, block by block."""
     content = delta.get("content")
     if content and type(content) is str:
         events.append(TextDelta(content))
+    blocks = thinking_blocks(delta["thinking_blocks"]) if "thinking_blocks" in delta else None
     reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-    if reasoning and type(reasoning) is str:
+    if blocks is not None:
+        events += blocks
+    elif reasoning and type(reasoning) is str:
         events.append(ReasoningDelta(None, reasoning))
 
 
@@ -358,7 +363,7 @@ def one_entry(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | 
     if type(entries) is not list or len(entries) != 1:
         return None
     # A usual delta holds the entries alone; only a longer one needs its other keys read.
-    if len(delta) > 1 and (delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")):
+    if len(delta) > 1 and any(delta.get(key) for key in SAID_KEYS):
         return None
     entry = entries[0]
     if type(entry) is not dict or (len(entry) > 2 and COMPAT_SIGNATURE in entry):
