@@ -244,8 +244,8 @@ def converse_reasoning(body: dict[str, Any]) -> list[Any]:
 
 
 def thinking_blocks(result: fsm.Result) -> list[dict[str, Any]]:
-    """The turn's reasoning as LiteLLM takes it back on an assistant message (its ``thinking_blocks``,
-    which ``fsm.messages`` does not write: Chat Completions has no such field)."""
+    """The turn's signed reasoning as LiteLLM takes it back on an assistant message (its
+    ``thinking_blocks``), built here from the result apart from ``fsm.messages``."""
     return [
         {"type": "thinking", "thinking": r.text, "signature": r.signature}
         if r.redacted is None
@@ -360,8 +360,8 @@ def test_the_next_turn_goes_through_litellms_bedrock_route_with_every_call_paire
     answers = [messages.tool_result(c, answer(c), "openai-chat") for c in result.complete_calls]
     if incomplete == "include":
         answers += messages.incomplete_answers(result, "openai-chat")
-    if result.reasoning:
-        said["thinking_blocks"] = thinking_blocks(result)
+    # signed reasoning goes back as LiteLLM's thinking_blocks, each block as the stream gave it
+    assert said.get("thinking_blocks", []) == thinking_blocks(result)
     conversation = [*ASK, said, *messages.tool_results(answers, "openai-chat")]
     server.body = _answer_body(model)
     cut = {c.id: c.arguments_json for c in messages.omitted(result)} if incomplete == "include" else {}

@@ -22,7 +22,8 @@ is in :mod:`fsm.messages.ollama_cohere`. What goes back is what the provider sen
   message at the place of the first message item; an item without a place (a result built by hand)
   follows the one before it in the order reasoning, message, calls. A thinking block that never got
   its signature (a cut stream) is left out: Anthropic refuses it. Chat Completions has no field for
-  reasoning, so it is not sent;
+  reasoning: only signed or redacted blocks (Claude's, as LiteLLM yields them) go back, as LiteLLM's
+  ``thinking_blocks``, which it hands on to Claude, who refuses a turn of calls without them;
 * server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools, Gemini's code execution)
   are the provider's own and are not replayed;
 * arguments: the raw text where the format takes text (OpenAI, Cohere), the parsed object where it
@@ -135,6 +136,15 @@ def assistant_message(result: Result, format: Format, *, incomplete: Incomplete 
 
 def _openai_chat(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     message: Message = {"role": "assistant", "content": result.text or None}
+    thinking = [
+        {"type": "thinking", "thinking": r.text, "signature": r.signature}
+        if r.redacted is None
+        else {"type": "redacted_thinking", "data": r.redacted}
+        for r in result.reasoning
+        if r.signature is not None or r.redacted is not None
+    ]
+    if thinking:
+        message["thinking_blocks"] = thinking
     if calls:
         message["tool_calls"] = [_openai_chat_call(call) for call in calls]
     return message
