@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from fsm.content import TurnContent
 from fsm.engine.ledger import Ledger
 from fsm.engine.registry import Registry
-from fsm.engine.scanner import nesting_exceeds
 from fsm.errors import (
     FramingError,
     InvalidInput,
@@ -47,7 +46,7 @@ from fsm.events import (
     UsageReport,
     event_fault,
 )
-from fsm.jsontext import loads_event
+from fsm.jsontext import loads_event, nesting_exceeds
 from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
 from fsm.results import Diagnostic, Output, Result
 from fsm.wire.decoders import (

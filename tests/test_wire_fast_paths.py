@@ -23,10 +23,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fsm.engine.scanner import bracket_walk_exceeds, nesting_exceeds
 from fsm.harness import conformance
 from fsm.harness.vectors import load_vectors
-from fsm.jsontext import loads_event
+from fsm.jsontext import bracket_walk_exceeds, loads_event, nesting_exceeds
 from fsm.wire.decoders.anthropic import AnthropicDecoder
 from fsm.wire.decoders.bedrock import BedrockDecoder
 from fsm.wire.decoders.cohere import CohereDecoder

@@ -24,12 +24,12 @@ import attrs
 from fsm.engine.ids import IdAllocator
 from fsm.engine.ledger import Ledger
 from fsm.engine.machine import slot_machine
-from fsm.engine.scanner import closed_scanner, nesting_exceeds, start_scanner
+from fsm.engine.scanner import closed_scanner, start_scanner
 from fsm.engine.slot import Slot, text_digest
 from fsm.errors import LimitExceeded
 from fsm.events import FREEFORM_TYPES, NORMAL_FINISHES, CallRef
 from fsm.jsontext import dumps as exact_dumps
-from fsm.jsontext import is_json_prefix, parse_strict, unicode_utf8
+from fsm.jsontext import is_json_prefix, nesting_exceeds, parse_strict, unicode_utf8
 from fsm.options import Limits
 from fsm.results import CallStatus, build_arguments_delta, build_call_finished, build_call_opened
 

@@ -34,35 +34,6 @@ _Step = tuple[Callable[["Scanner"], bool] | None, str, Callable[["Scanner"], Non
 
 DEFAULT_MAX_DEPTH: Final = 256
 
-# A whole string (escapes included) or one bracket. An unterminated string does not match, so its
-# brackets are counted: the pre-scan can only overestimate the depth, never miss it.
-_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
-
-
-def nesting_exceeds(text: str, limit: int) -> bool:
-    """Does JSON ``text`` nest deeper than ``limit``? Checked before ``json.loads``, whose recursive
-    descent would raise RecursionError on deep input. Text no longer than ``limit`` costs nothing
-    (it cannot hold more brackets than characters); text with at most ``limit`` opening brackets
-    (nearly every other event) costs two C-level counts; otherwise strings are skipped by one regex
-    and only the brackets outside them are walked."""
-    if len(text) <= limit or text.count("[") + text.count("{") <= limit:
-        return False
-    return bracket_walk_exceeds(text, limit)
-
-
-def bracket_walk_exceeds(text: str, limit: int) -> bool:
-    """:func:`nesting_exceeds` without its shortcuts (what they must agree with)."""
-    depth = 0
-    for match in _STRING_OR_BRACKET.finditer(text):
-        ch = text[match.start()]
-        if ch == "[" or ch == "{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif ch != '"':
-            depth -= 1
-    return False
-
 
 def _outermost(scanner: Scanner) -> bool:
     return scanner.depth == 1

@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
-from fsm.engine.scanner import Scanner, StartScanner, closed_scanner, nesting_exceeds
+from fsm.engine.scanner import Scanner, StartScanner, closed_scanner
 from fsm.errors import LimitExceeded
-from fsm.jsontext import NotJSON, is_flat_object, is_whole_object, mend_surrogates, parse_strict
+from fsm.jsontext import NotJSON, is_flat_object, is_whole_object, mend_surrogates, nesting_exceeds, parse_strict
 from fsm.results import ArgumentsDelta, CallNamed, CallStatus, ToolCall, build_arguments_delta, build_tool_call
 
 if TYPE_CHECKING:

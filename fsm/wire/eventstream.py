@@ -22,8 +22,8 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from fsm.engine.scanner import nesting_exceeds
 from fsm.errors import FramingError
+from fsm.jsontext import nesting_exceeds
 from fsm.wire.faults import Fault, Payload, decode_utf8, too_long
 
 _AWS_SMALLEST = 16  # a prelude (12 bytes) and the message CRC (4)
