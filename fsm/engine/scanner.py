@@ -318,43 +318,39 @@ class Scanner:
     def feed(self, text: str, start: int = 0) -> int | None:
         """Scan ``text`` from ``start``; return the offset just past the character that closed the
         top-level value, or None if it is still open. Stops there: the caller decides about the rest."""
-        state, depth, waiting = self.state, self.depth, (self._pushes_waiting, self._pops_waiting)
-        self._pushes_waiting = self._pops_waiting = 0  # the text that waited is scanned now
-        try:
-            return self._scan(text, start, state)
-        except LimitExceeded:
-            # Refused text leaves the scanner as it was, as the slot's limit checks leave the call:
-            # else the state after the refusal would depend on how the text was cut into scans.
-            self.state, self.depth = state, depth
-            self._pushes_waiting, self._pops_waiting = waiting
-            raise
-
-    def _scan(self, text: str, start: int, state: str) -> int | None:
         c = self._c
+        state, depth, pushes, pops = self.state, self.depth, self._pushes_waiting, self._pops_waiting
+        self._pushes_waiting = self._pops_waiting = 0  # the text that waited is scanned now
         pos = start
         end = len(text)
         done, step_every, skips, table, char_class = c.done, c.step_every, c.skip, c.table, c.char_class
-        while state not in done:
-            if state in step_every:
-                if pos >= end:
-                    break
-                i = pos
-            else:
-                skip = skips.get(state)
-                if skip is None:  # nothing in this state can change anything
-                    pos = end
-                    break
-                i = skip.match(text, pos).end()  # type: ignore[union-attr]  # a run may be empty
-                if i >= end:
-                    pos = end
-                    break
-            for check, dest, action in table[state][char_class.get(text[i], OTHER)]:
-                if check is None or check(self):
-                    if action is not None:
-                        action(self)
-                    state = dest
-                    break
-            pos = i + 1
+        try:
+            while state not in done:
+                if state in step_every:
+                    if pos >= end:
+                        break
+                    i = pos
+                else:
+                    skip = skips.get(state)
+                    if skip is None:  # nothing in this state can change anything
+                        pos = end
+                        break
+                    i = skip.match(text, pos).end()  # type: ignore[union-attr]  # a run may be empty
+                    if i >= end:
+                        pos = end
+                        break
+                for check, dest, action in table[state][char_class.get(text[i], OTHER)]:
+                    if check is None or check(self):
+                        if action is not None:
+                            action(self)
+                        state = dest
+                        break
+                pos = i + 1
+        except LimitExceeded:
+            # Refused text leaves the scanner as it was, as the slot's limit checks leave the call:
+            # else the state after the refusal would depend on how the text was cut into scans.
+            self.depth, self._pushes_waiting, self._pops_waiting = depth, pushes, pops
+            raise
         self.state = state
         return pos if state in done else None
 
