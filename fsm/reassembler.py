@@ -446,7 +446,8 @@ class Reassembler:
     def _beside_chunks(self, payload: Mapping[str, Any]) -> None:
         """A ConverseStream event fed among boto3's InvokeModel chunks, which the model's decoder would
         misread: Bedrock's exception ends the stream, any other is reported and not read."""
-        for kind in BEDROCK_ERRORS.intersection(payload):
+        kind = next(iter(BEDROCK_ERRORS.intersection(payload)), None)
+        if kind is not None:
             self._apply(StreamEnd("error", kind, error_message(payload[kind])))
             return
         self.ledger.diagnose("unknown-event", f"a ConverseStream event {list(payload)} among InvokeModel chunks")

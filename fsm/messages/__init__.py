@@ -136,13 +136,7 @@ def assistant_message(result: Result, format: Format, *, incomplete: Incomplete 
 
 def _openai_chat(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     message: Message = {"role": "assistant", "content": result.text or None}
-    thinking = [
-        {"type": "thinking", "thinking": r.text, "signature": r.signature}
-        if r.redacted is None
-        else {"type": "redacted_thinking", "data": r.redacted}
-        for r in result.reasoning
-        if r.signature is not None or r.redacted is not None
-    ]
+    thinking = _thinking_blocks(result)
     if thinking:
         message["thinking_blocks"] = thinking
     if calls:
@@ -217,13 +211,20 @@ def _in_output_order(placed: list[tuple[int | None, Message]]) -> list[Message]:
     return [placed[n][1] for n in order]
 
 
-def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
-    content: list[Message] = []
+def _thinking_blocks(result: Result) -> list[Message]:
+    """Claude's reasoning as its blocks go back (Anthropic's content, LiteLLM's ``thinking_blocks``):
+    signed thinking and redacted thinking; a block that never got its signature is refused there."""
+    blocks: list[Message] = []
     for reasoning in result.reasoning:
         if reasoning.redacted is not None:
-            content.append({"type": "redacted_thinking", "data": reasoning.redacted})
+            blocks.append({"type": "redacted_thinking", "data": reasoning.redacted})
         elif reasoning.signature is not None:
-            content.append({"type": "thinking", "thinking": reasoning.text, "signature": reasoning.signature})
+            blocks.append({"type": "thinking", "thinking": reasoning.text, "signature": reasoning.signature})
+    return blocks
+
+
+def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
+    content = _thinking_blocks(result)
     if result.text:
         content.append({"type": "text", "text": result.text})
     content += [
