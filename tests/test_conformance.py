@@ -283,6 +283,73 @@ def test_bare_fragments_at_the_edges_decide_as_the_decoder(monkeypatch: pytest.M
     assert fast == [replay(s) for s in streams]
 
 
+def test_the_hot_transition_taken_directly_decides_as_firing_append(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slot.store_waiting takes the hot transition (accumulating to accumulating) for a fragment
+    that continues its call and whose scan waits without the machine's dispatch; refusing it sends every fragment
+    through fire(). Over every vector, fuzzed streams of every shape and fragments at the edges
+    (limits, surrogate halves, brackets that wait or must be scanned, whitespace): the same
+    transitions in order, outputs, calls, diagnostics and rule counts either way."""
+    from fsm import Limits, Reassembler
+    from fsm.engine.slot import Slot
+    from fsm.harness.fuzz.run import sample_vectors
+    from fsm.harness.fuzz.shapes import CASES
+    from tests.helpers import replay_traced
+
+    def chunk(text: str, head: bool = False) -> dict[str, Any]:
+        entry: dict[str, Any] = {"index": 0, "function": {"arguments": text}}
+        if head:
+            entry["id"], entry["function"]["name"] = "a", "f"
+        return {"choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]}
+
+    pieces = ['{"q": "', "x" * 30, "\ud83d", "\ude42", "[[", "]]", "\t", "y" * 40, '"', "}", ": [1, {", "}], ", " "]
+    edges = [[chunk("", head=True), *(chunk(p) for p in order)] for order in (pieces, pieces[::-1], pieces[2:])]
+    vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 60))]
+
+    def replays() -> list[object]:
+        out = [_replay_with_trace(v) for v in vectors]
+        for limits in (Limits(), Limits(max_depth=3, max_argument_chars=90)):
+            for events in edges:
+
+                def feed(r: Reassembler, events: list[dict[str, Any]] = events) -> Iterator[list[Any]]:
+                    for event in events:
+                        yield r.feed(event)
+
+                out.append(replay_traced(Reassembler("openai-chat", limits=limits), feed))
+        return out
+
+    took = 0
+    real = Slot.store_waiting
+
+    def counted(slot: Slot, text: str, label: str) -> bool:
+        nonlocal took
+        taken = real(slot, text, label)
+        took += taken
+        return taken
+
+    monkeypatch.setattr(Slot, "store_waiting", counted)
+    direct = replays()
+    assert took > 50  # the direct way is taken, often
+    monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label: False)
+    general = replays()
+    assert len(direct) == len(general)
+    for a, b in zip(direct, general, strict=True):
+        assert a == b
+
+
+def test_the_hot_transition_must_stay_as_the_spec_says() -> None:
+    """The code that takes the hot transition without fire() does what store_fragment does: the
+    spec must still say that transition stays in its state and runs store_fragment."""
+    from fsm.engine.machine import slot_machine
+    from fsm.errors import SpecError
+
+    machine = slot_machine()
+    assert machine.staying("append", "accumulating", "store_fragment") == "accumulating--append->accumulating"
+    with pytest.raises(SpecError, match="store_snapshot"):
+        machine.staying("append", "accumulating", "store_snapshot")
+    with pytest.raises(SpecError):
+        machine.staying("append", "opened", "store_fragment")  # it moves on to accumulating
+
+
 def test_text_and_reasoning_chunks_decide_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
     """said_in (the route of a chunk that only says text or reasoning) on the chunks it takes
     and those it must leave to the decoder: both fields at once, either reasoning key, a field that

@@ -104,13 +104,17 @@ class SpecMachine:
         slot.covered(label)
         return rest
 
-    def staying(self, trigger: str, state: str) -> str:
+    def staying(self, trigger: str, state: str, action: str) -> str:
         """The label of the transition ``trigger`` takes from ``state`` when no guarded one holds:
-        the state's last candidate, which must be unguarded and stay in ``state``. How a run of
-        such transitions is counted when it is applied in one step (Registry.settle)."""
-        check, dest, _, label = self.table[trigger][state][1][-1]
-        if check is not None or dest != state:
-            raise SpecError(f"{self.spec.name}: {trigger!r} from {state!r} has no unguarded transition that stays")
+        the state's last candidate, which must be unguarded, stay in ``state`` and run ``action``.
+        How such a transition is counted when the code that takes it without fire() applies it
+        (Registry.settle, Slot.store_waiting), which is only right while the spec says so."""
+        check, dest, act, label = self.table[trigger][state][1][-1]
+        if check is not None or dest != state or getattr(act, "__name__", None) != action:
+            raise SpecError(
+                f"{self.spec.name}: {trigger!r} from {state!r} has no unguarded transition that stays"
+                f" and runs {action!r}"
+            )
         return label
 
     @functools.cached_property

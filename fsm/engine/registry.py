@@ -78,7 +78,8 @@ class Registry:
         self._values: dict[Lane, tuple[Slot, int, int, dict[str, Any] | None]] = {}
         self._parsed: tuple[str, dict[str, Any] | None] | None = None  # the text _replays last read
         self._run: _Run | None = None  # the fragments _gather() held back
-        self._staying = self.machine.staying("append", "accumulating")
+        self._staying = self.machine.staying("append", "accumulating", "store_fragment")
+        self._direct = not self.machine.reference  # may the hot transition skip the machine's dispatch
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -201,6 +202,8 @@ class Registry:
                 rules["index-is-label"] += 1
                 rules["metadata-once"] += 1
                 ledger.work += len(text)
+                if state == "accumulating" and self._direct and slot.store_waiting(text, self._staying):
+                    return
                 rest = self.machine.fire(slot, "append", text)
                 if slot.unfinished and not rest:
                     return
@@ -532,6 +535,8 @@ class Registry:
             )
             text = text[held:]
         self.ledger.work += len(text)
+        if slot.state == "accumulating" and self._direct and slot.store_waiting(text, self._staying):
+            return ""
         rest = self.machine.fire(slot, "append", text)
         if rest:
             self.ledger.diagnose(

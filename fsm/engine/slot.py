@@ -292,6 +292,48 @@ class Slot:
             and type(self.scanner) is not StartScanner
         )
 
+    def store_waiting(self, text: str, label: str) -> bool:
+        """The hot transition (``label``: accumulating to accumulating) for one fragment whose scan
+        waits, taken without the machine's dispatch when what it would do is known: what
+        scan_fragment and store_fragment would do with it, for a fragment that needs none of their
+        other branches. False, with nothing changed, for any other fragment (empty, a limit, a
+        surrogate, whitespace held back, a scan that cannot wait): the caller fires ``append``."""
+        ledger = self.ledger
+        quiet = ledger.withhold or self.server  # nothing goes out as it arrives (see store_fragment)
+        if (
+            not text
+            or self._high
+            or type(self.scanner) is StartScanner
+            or (not quiet and (self._blank or self._emitted != self._length))
+        ):
+            return False
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        length = self._length + len(text)
+        if (
+            length > ledger.max_argument_chars
+            or ledger.held_bytes + len(data) > ledger.max_held_bytes
+            or not self.scanner.may_wait(text)  # last: when it says yes it counts the waiting brackets
+        ):
+            return False
+        buf = self._buf
+        if self._unscanned is None:
+            self._unscanned = len(buf)
+        if type(buf) is bytearray:
+            buf += data
+        else:
+            self._append(data)
+        ledger.held_bytes += len(data)
+        self._length = length
+        self._text = None
+        ledger.transitions[label] += 1
+        if not quiet:
+            self._emitted = length
+            ledger.outputs.append(build_arguments_delta(self.ordinal, text))
+        return True
+
     def store_run(self, texts: list[str], data: bytes, chars: int) -> None:
         """store_fragment of each of ``texts`` in turn (``data`` their UTF-8, joined; ``chars``
         their length), each found to wait (Registry._gather): stored as it came, all of it sent out."""
