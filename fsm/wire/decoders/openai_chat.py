@@ -76,6 +76,9 @@ class OpenAIChatDecoder:
         if type(choices) is not list:
             raise RemoteProtocolError("choices is not a list")
         events: list[Event] = []
+        # An error beside choices (OpenRouter's mid-stream error: the chunk also says finish_reason
+        # "error") ends the stream with the provider's message, whatever the choice's finish says.
+        failed = StreamEnd("error", None, error_message(error)) if error else None
         for choice in choices:
             if type(choice) is not dict and not isinstance(choice, Mapping):
                 raise RemoteProtocolError("a choice is not an object")
@@ -91,11 +94,15 @@ class OpenAIChatDecoder:
             elif delta is not None:
                 raise RemoteProtocolError("delta is not an object")
             finish = choice.get("finish_reason")
-            if finish:
+            if failed is not None:
+                failed = StreamEnd("error", str(finish) if finish else None, failed.error)
+            elif finish:
                 events.append(StreamEnd(normalize_finish(str(finish)), str(finish)))
         usage = payload.get("usage")
         if usage and isinstance(usage, Mapping):
             events.append(UsageReport(dict(usage)))
+        if failed is not None:
+            events.append(failed)
         return events
 
     def shortcut(
