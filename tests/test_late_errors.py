@@ -246,3 +246,33 @@ def test_replay_shows_the_late_error(tmp_path: Path) -> None:
     assert shown["finish_reason"] == "tool_calls" and [c["status"] for c in shown["calls"]] == ["complete"]
     assert [(d["event"], d["code"]) for d in shown["diagnostics"]] == [(7, "provider-error")]
     assert "Overloaded" in shown["diagnostics"][0]["message"]
+
+
+def test_a_cohere_message_end_with_an_error_says_its_message_before_or_after_the_finish() -> None:
+    """Cohere's message-end carries what went wrong in ``delta.error`` beside ``finish_reason:
+    ERROR``: before, it was not read (the error said nothing), and a second message-end with an
+    error after the turn finished was only a second finish reason."""
+    start = {
+        "type": "tool-call-start",
+        "index": 0,
+        "delta": {
+            "message": {
+                "tool_calls": {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": ARGS}}
+            }
+        },
+    }
+    end = {"type": "tool-call-end", "index": 0}
+    failed = {"type": "message-end", "delta": {"finish_reason": "ERROR", "error": "generation failed"}}
+    finished = {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}}
+    for events, at, finish, said in [
+        ([start, failed], 2, "error", "generation failed"),
+        ([start, end, finished, failed], 4, "tool_calls", "generation failed (after the turn finished at event 3"),
+    ]:
+        r = Reassembler("cohere")
+        for event in events:
+            r.feed(event)
+        result = r.close()
+        assert result.finish_reason == finish and [c.arguments for c in result.calls] == [json.loads(ARGS)]
+        late = [(d.event, d.message) for d in result.diagnostics if d.code == "provider-error"]
+        assert len(late) == 1 and late[0][0] == at
+        assert late[0][1].startswith(f"the provider reported an error: {said}")
