@@ -12,7 +12,7 @@ arguments as a JSON object instead of text). Dialect quirks handled here, not in
 * LiteLLM's ``thinking_blocks`` (Claude's signed and redacted reasoning), read over ``reasoning_content``;
 * a custom tool's call (``type: custom``, ``custom: {name, input}``): freeform input text; an entry
   of a type with neither ``function`` nor ``custom`` is reported (``unknown-event``);
-* ``finish_reason`` normalised; an ``error`` object in the stream ends it with ``error``.
+* ``finish_reason`` normalised; an ``error`` object (beside choices too) ends the stream with ``error``.
 
 A payload with none of ``choices``, ``usage``, ``error`` or a ``chat.completion`` object type is not
 this wire shape at all (another provider's stream, a proxy's own message): ``unknown-event``.
@@ -64,10 +64,9 @@ class OpenAIChatDecoder:
     _bare = BARE_REFS
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
-        error = payload.get("error")
-        if error and not payload.get("choices"):
+        error, choices = payload.get("error"), payload.get("choices")
+        if error and not choices:
             return [StreamEnd("error", None, error_message(error))]
-        choices = payload.get("choices")
         if choices is None:
             if not _recognised(payload):
                 diagnose("unknown-event", f"an OpenAI chat payload with no choices (keys: {_keys(payload)})")
@@ -76,9 +75,6 @@ class OpenAIChatDecoder:
         if type(choices) is not list:
             raise RemoteProtocolError("choices is not a list")
         events: list[Event] = []
-        # An error beside choices (OpenRouter's mid-stream error: the chunk also says finish_reason
-        # "error") ends the stream with the provider's message, whatever the choice's finish says.
-        failed = StreamEnd("error", None, error_message(error)) if error else None
         for choice in choices:
             if type(choice) is not dict and not isinstance(choice, Mapping):
                 raise RemoteProtocolError("a choice is not an object")
@@ -94,15 +90,13 @@ class OpenAIChatDecoder:
             elif delta is not None:
                 raise RemoteProtocolError("delta is not an object")
             finish = choice.get("finish_reason")
-            if failed is not None:
-                failed = StreamEnd("error", str(finish) if finish else None, failed.error)
-            elif finish:
+            if finish:
                 events.append(StreamEnd(normalize_finish(str(finish)), str(finish)))
         usage = payload.get("usage")
         if usage and isinstance(usage, Mapping):
             events.append(UsageReport(dict(usage)))
-        if failed is not None:
-            events.append(failed)
+        if error:  # beside choices (OpenRouter's mid-stream error): it ends the stream, with its message
+            return [*(e for e in events if type(e) is not StreamEnd), StreamEnd("error", None, error_message(error))]
         return events
 
     def shortcut(
