@@ -276,3 +276,18 @@ def test_a_cohere_message_end_with_an_error_says_its_message_before_or_after_the
         late = [(d.event, d.message) for d in result.diagnostics if d.code == "provider-error"]
         assert len(late) == 1 and late[0][0] == at
         assert late[0][1].startswith(f"the provider reported an error: {said}")
+
+
+def test_a_bedrock_exception_among_boto3_chunks_after_the_stop_says_its_message() -> None:
+    """boto3's InvokeModel events as it yields them (``{"chunk": {"bytes": ...}}``), with Bedrock's
+    exception after the model's message_stop, as boto3 hands it on (``{"throttlingException": ...}``)."""
+    events: list[Any] = [{"chunk": {"bytes": json.dumps(e).encode()}} for e in _anthropic_events()]
+    events.append({"throttlingException": {"message": "Rate exceeded"}})
+    for provider in ("auto", "bedrock", "anthropic"):
+        r = Reassembler(provider)
+        for event in events:
+            r.feed(event)
+        result = r.close()
+        assert result.finish_reason == "tool_calls" and [c.status for c in result.calls] == [CallStatus.COMPLETE]
+        assert [(d.event, d.code) for d in result.diagnostics] == [(7, "provider-error")]
+        assert result.diagnostics[0].message.startswith("the provider reported an error: Rate exceeded (after")
