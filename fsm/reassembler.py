@@ -477,10 +477,26 @@ class Reassembler:
 
     def _finished(self, event: StreamEnd) -> None:
         if self._finish is not None:  # the first finish reason stands; a different one is reported
-            if event.finish_reason != (first := self._finish[0].finish_reason):
-                self.ledger.diagnose("second-finish-reason", f"{event.finish_reason!r} after {first!r}, kept")
+            first, at = self._finish
+            error = event.finish_reason == "error"
+            if error and (first.finish_reason != "error" or event.error not in (None, first.error)):
+                # The turn had ended and its calls stand, but what the provider said must reach the
+                # caller as what it is: a provider's error (raised in strict mode), not a finish reason.
+                said = f"{_said(event)} (after the turn finished at event {at}: its finish reason and calls stand)"
+                self.ledger.diagnose("provider-error", f"the provider reported an error: {said}")
+            elif event.finish_reason != first.finish_reason:
+                second = f"{event.finish_reason!r} after {first.finish_reason!r}, kept"
+                self.ledger.diagnose("second-finish-reason", second)
             return
         self._finish = event, self._events
         if event.finish_reason == "error":
-            self.ledger.diagnose("provider-error", f"the provider reported an error: {event.error}")
+            self.ledger.diagnose("provider-error", f"the provider reported an error: {_said(event)}")
         self.registry.finish(event.finish_reason)
+
+
+def _said(error: StreamEnd) -> str:
+    """What an error finish says: the provider's message, else its own word for the finish (a Gemini
+    ``MALFORMED_FUNCTION_CALL``, a chunk's bare ``finish_reason: "error"``)."""
+    if error.error is not None:
+        return error.error
+    return f"no message, finish reason {error.raw_finish_reason!r}" if error.raw_finish_reason else "no message"

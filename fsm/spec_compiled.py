@@ -762,7 +762,7 @@ def _identity(s: ModuleType) -> Any:
                 code="second-finish-reason",
                 rule="finish-ends-calls",
                 severity="warning",
-                reason="A second finish reason, different from the first, arrived: the first stands (its calls were already ended) and the second is reported. The same reason repeated is not reported.",
+                reason="A second finish reason, different from the first, arrived: the first stands (its calls were already ended) and the second is reported. The same reason repeated is not reported. An error after the finish is no second finish reason: it is a provider-error.",
             ),
             s.DiagnosticSpec(
                 code="cut-event",
@@ -780,7 +780,7 @@ def _identity(s: ModuleType) -> Any:
                 code="provider-error",
                 rule="finish-ends-calls",
                 severity="violation",
-                reason="The provider sent an error event in the stream; unfinished calls are truncated. An error event that comes before any event told the provider (a stream that is only a rate-limit or overload error, read with provider auto) is reported the same way, from its message; the provider stays unnamed until an event names it.",
+                reason="The provider sent an error event in the stream; unfinished calls are truncated. An error event that comes before any event told the provider (a stream that is only a rate-limit or overload error, read with provider auto) is reported the same way, from its message; the provider stays unnamed until an event names it. An error event after the turn finished (an Anthropic error after message_stop, a Bedrock exception after messageStop, a Responses error after response.completed, a chat chunk with an error object after the finish_reason chunk) is reported the same way, at its own event, naming the event that finished the turn: that finish reason and the calls it ended stand. After an error finish, a later error is reported only when it says something else.",
             ),
             s.DiagnosticSpec(
                 code="choice-ignored",
@@ -1202,7 +1202,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (8843, 1538721508),
     "scanner": (4661, 4199472060),
-    "identity": (21019, 1530080104),
+    "identity": (21541, 296056198),
     "history": (4045, 271900131),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

@@ -47,3 +47,10 @@ def offline_litellm(monkeypatch: pytest.MonkeyPatch) -> Any:
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     return pytest.importorskip("litellm")
+
+
+@pytest.fixture
+def litellm(offline_litellm: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Offline LiteLLM without its help banner on every error."""
+    monkeypatch.setattr(offline_litellm, "suppress_debug_info", True)
+    return offline_litellm

@@ -292,12 +292,6 @@ ROUTES = [
 ] + [pytest.param(INVOKE_MODEL, *c.values, id=f"invoke-{c.id}") for c in INVOKE_CASES]
 
 
-@pytest.fixture
-def litellm(offline_litellm: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setattr(offline_litellm, "suppress_debug_info", True)  # its help banner on every error
-    return offline_litellm
-
-
 # -- what LiteLLM yields against the bytes ---------------------------------------------------------------
 
 
@@ -356,6 +350,16 @@ def test_the_next_turn_goes_through_litellms_bedrock_route_with_every_call_paire
         require_captures()
     server = Server(body)
     result, _ = read(litellm, model, server)
+
+    def send(conversation: list[Any], **options: Any) -> None:
+        list(complete(litellm, model, server, conversation, **options))
+
+    next_turn(litellm, model, server, result, incomplete, send)
+
+
+def next_turn(litellm: Any, model: str, server: Server, result: fsm.Result, incomplete: Any, send: Any) -> None:
+    """Send the turn after ``result`` with ``send(conversation, tools=...)``, which makes the request
+    through LiteLLM's route and reads its stream to the end, and check the body LiteLLM wrote."""
     said = messages.assistant_message(result, "openai-chat", incomplete=incomplete)
     answers = [messages.tool_result(c, answer(c), "openai-chat") for c in result.complete_calls]
     if incomplete == "include":
@@ -369,10 +373,10 @@ def test_the_next_turn_goes_through_litellms_bedrock_route_with_every_call_paire
         # LiteLLM parses each call's arguments for InvokeModel, and refuses text cut inside a string
         # before it sends anything: keep the default, omit
         with pytest.raises(litellm.BadRequestError, match="Failed to parse tool call arguments"):
-            complete(litellm, model, server, conversation, tools=tools_for(result))
+            send(conversation, tools=tools_for(result))
         assert len(server.sent) == 1
         return
-    list(complete(litellm, model, server, conversation, tools=tools_for(result)))
+    send(conversation, tools=tools_for(result))
 
     url, sent = server.sent[-1]
     went = [c for c in result.calls if c.status is fsm.CallStatus.COMPLETE or incomplete == "include"]

@@ -70,6 +70,8 @@ class CohereDecoder:
             reason = text(delta.get("finish_reason"), "finish_reason")
             usage = mapping(delta.get("usage"), "usage")
             ended: list[Event] = [StreamEnd(_FINISH.get(reason, reason.lower()), reason)] if reason else []
+            if error := delta.get("error"):  # what went wrong, beside finish_reason ERROR
+                ended = [StreamEnd("error", reason or None, str(error))]
             return ended + ([UsageReport(dict(usage))] if usage else [])
         if kind == "content-delta":
             content = mapping(mapping(delta.get("message"), "delta.message").get("content"), "content")

@@ -12,7 +12,7 @@ arguments as a JSON object instead of text). Dialect quirks handled here, not in
 * LiteLLM's ``thinking_blocks`` (Claude's signed and redacted reasoning), read over ``reasoning_content``;
 * a custom tool's call (``type: custom``, ``custom: {name, input}``): freeform input text; an entry
   of a type with neither ``function`` nor ``custom`` is reported (``unknown-event``);
-* ``finish_reason`` normalised; an ``error`` object in the stream ends it with ``error``.
+* ``finish_reason`` normalised; an ``error`` object (beside choices too) ends the stream with ``error``.
 
 A payload with none of ``choices``, ``usage``, ``error`` or a ``chat.completion`` object type is not
 this wire shape at all (another provider's stream, a proxy's own message): ``unknown-event``.
@@ -64,10 +64,9 @@ class OpenAIChatDecoder:
     _bare = BARE_REFS
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
-        error = payload.get("error")
-        if error and not payload.get("choices"):
+        error, choices = payload.get("error"), payload.get("choices")
+        if error and not choices:
             return [StreamEnd("error", None, error_message(error))]
-        choices = payload.get("choices")
         if choices is None:
             if not _recognised(payload):
                 diagnose("unknown-event", f"an OpenAI chat payload with no choices (keys: {_keys(payload)})")
@@ -96,6 +95,8 @@ class OpenAIChatDecoder:
         usage = payload.get("usage")
         if usage and isinstance(usage, Mapping):
             events.append(UsageReport(dict(usage)))
+        if error:  # beside choices (OpenRouter's mid-stream error): it ends the stream, with its message
+            return [*(e for e in events if type(e) is not StreamEnd), StreamEnd("error", None, error_message(error))]
         return events
 
     def shortcut(
