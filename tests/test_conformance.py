@@ -232,9 +232,11 @@ def test_text_reasoning_or_usage_beside_a_fragment_is_not_skipped_by_the_shortcu
     r.feed(chunk({**fragment('{"a"'), "content": "hello"}))
     r.feed(chunk({**fragment(": 1"), "reasoning_content": "thinking"}))
     r.feed(chunk(fragment("}"), usage={"total_tokens": 7}))
+    # a Gemini text part's signature (fsm.wire.sdk writes it on the delta), with no text beside it
+    r.feed(chunk({**fragment(" "), "extra_content": {"google": {"thought_signature": "c2ln"}}}))
     result = r.close()
     assert result.calls[0].arguments == {"a": 1}
-    assert result.text == "hello"
+    assert result.text == "hello" and result.text_signature == "c2ln"
     assert [x.text for x in result.reasoning] == ["thinking"]
     assert result.usage == {"total_tokens": 7}
 
@@ -372,18 +374,22 @@ def test_text_and_reasoning_chunks_decide_as_the_decoder(monkeypatch: pytest.Mon
         chunk({"content": " x"}, choice_index=1),
         chunk({"content": " y"}, usage={"total_tokens": 3}),
         chunk({"content": " z", **call}),
+        chunk({"content": " signed", "extra_content": {"google": {"thought_signature": "c2lnMQ=="}}}),
+        chunk({"extra_content": {"google": {"thought_signature": "c2lnMg=="}}}),
+        chunk({"content": "", "extra_content": {"other": 1}}),
         chunk({"content": " end"}, choice={"finish_reason": "tool_calls"}),
         chunk({"content": " late"}),
         chunk(None),
     ]
 
-    def replay() -> object:
+    def replay() -> tuple[Any, ...]:
         r = Reassembler("openai-chat")
         outputs = [r.feed(event) for event in stream]
         result = r.close()
         return (result, result.text, result.reasoning, outputs, dict(r.ledger.rules))
 
-    assert sum(bool(openai_chat.said_in(openai_chat.plain_delta(e) or {"tool_calls": []})) for e in stream) >= 5
+    assert sum(bool(openai_chat.said_in(openai_chat.plain_delta(e) or {"tool_calls": []})) for e in stream) >= 7
     fast = replay()
+    assert fast[0].text_signature == "c2lnMg=="
     monkeypatch.setattr(openai_chat, "said_in", lambda delta: None)
     assert fast == replay()

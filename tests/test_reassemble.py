@@ -216,9 +216,15 @@ def test_langchain_chunks_with_content_blocks_and_reasoning() -> None:
     result = fsm.reassemble(chunks, strict=True)
     assert calls(result) == [("t1", "f", {"a": 1})]
     assert (result.text, result.finish_reason) == ("Let me check.", "tool_calls")
-    assert [r.text for r in result.reasoning] == ["hmm"]
+    # a thinking block is read over reasoning_content, as LiteLLM's thinking_blocks are (its
+    # reasoning_content joins the blocks and drops their signatures)
+    assert [r.text for r in result.reasoning] == ["x"]
     assert result.usage == {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7}
-    assert langchain_chunk(chunks[0])["choices"][0]["delta"] == {"content": "Let me ", "reasoning_content": "hmm"}
+    assert langchain_chunk(chunks[0])["choices"][0]["delta"] == {
+        "content": "Let me ",
+        "thinking_blocks": [{"type": "thinking", "thinking": "x"}],
+        "reasoning_content": "hmm",
+    }
 
 
 def test_turn_content_events_can_be_fed_directly() -> None:

@@ -29,7 +29,14 @@ frameworks above them yield, read by duck typing.
   ``additional_kwargs["__gemini_function_call_thought_signatures__"]``, by call id, in standard
   base64 as the wire has it: it goes on the entry as Gemini's own OpenAI-compatible endpoint puts
   it (``extra_content.google.thought_signature``), on the chunk's first call under that id (the map
-  holds one signature an id), so the call is signed as the bytes sign it.
+  holds one signature an id), so the call is signed as the bytes sign it. Its thought parts are
+  ``thinking`` content blocks (``reasoning`` with ``output_version="v1"``) with their ``signature``
+  (v1: ``extras.signature``), and a signed text part a text block with ``extras.signature``: the
+  reasoning goes in LiteLLM's ``thinking_blocks`` (Claude's ``thinking`` and ``redacted_thinking``
+  blocks through ChatAnthropic too), each under LangChain's block index, and the text's signature
+  on the delta in the shape of a call's, which the OpenAI chat decoder reads as the text's. So the
+  reasoning and the text are signed as the bytes sign them, but that thought parts some other part
+  came between are blocks of their own (the Gemini decoder joins a turn's thoughts in one).
 """
 
 from __future__ import annotations
@@ -146,16 +153,11 @@ def langchain_chunk(chunk: Any, held: dict[int, Any] | None = None) -> dict[str,
     delta: dict[str, Any] = {}
     content = getattr(chunk, "content", None)
     if isinstance(content, str):
-        said = content
-    else:  # a list of blocks (Anthropic, Gemini through LangChain): the text ones are the text
+        if content:
+            delta["content"] = content
+    else:  # a list of blocks (Anthropic, Gemini through LangChain)
         _check_langchain_field(content, list | tuple, "content", "a str or a list")
-        said = "".join(
-            block if isinstance(block, str) else str(block.get("text") or "")
-            for block in content or ()
-            if isinstance(block, str) or (isinstance(block, Mapping) and block.get("type") == "text")
-        )
-    if said:
-        delta["content"] = said
+        _langchain_blocks(content or (), delta)
     extra = getattr(chunk, "additional_kwargs", None) or {}
     if isinstance(extra, Mapping) and isinstance(extra.get("reasoning_content"), str):
         delta["reasoning_content"] = extra["reasoning_content"]
@@ -190,6 +192,71 @@ def langchain_chunk(chunk: Any, held: dict[int, Any] | None = None) -> dict[str,
         _check_langchain_field(usage, Mapping, "usage_metadata", "a dict")
         payload["usage"] = dict(usage)
     return payload
+
+
+def _langchain_blocks(content: Any, delta: dict[str, Any]) -> None:
+    """A chunk's content blocks into ``delta``: the text ones as its text, the last signature one
+    carries (``extras.signature``: a Gemini text part's) in Gemini's OpenAI-compatible shape, and
+    the reasoning ones (``thinking``, the ``reasoning`` of ``output_version="v1"``, Anthropic's
+    ``redacted_thinking``) as LiteLLM's ``thinking_blocks``, each under LangChain's block index."""
+    said: list[str] = []
+    signed: str | None = None
+    thinking: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, str):
+            said.append(block)
+            continue
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            said.append(str(block.get("text") or ""))
+            signed = _block_signature(block) or signed
+        elif kind in ("thinking", "redacted_thinking") or (kind == "reasoning" and "reasoning" in block):
+            # (a Responses reasoning item, as langchain-openai's v0 blocks hold it, has no text here)
+            thinking.append(_thinking_block(block, kind))
+    text = "".join(said)
+    if text:
+        delta["content"] = text
+    if signed is not None:
+        delta[COMPAT_SIGNATURE] = compat_signed(signed)
+    if thinking:
+        delta["thinking_blocks"] = thinking
+
+
+def _thinking_block(block: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """A LangChain reasoning block as the thinking block LiteLLM writes (the OpenAI chat decoder
+    reads those block by block, signatures kept)."""
+    entry: dict[str, Any] = {"type": kind}
+    if kind == "redacted_thinking":
+        entry["data"] = block.get("data")
+    else:
+        entry["type"] = "thinking"
+        said = block.get("thinking" if kind == "thinking" else "reasoning")
+        entry["thinking"] = said if isinstance(said, str) else ""
+        signature = _block_signature(block)
+        if signature is not None:
+            entry["signature"] = signature
+    if type(block.get("index")) is int:
+        entry["index"] = block["index"]
+    return entry
+
+
+def _block_signature(block: Mapping[str, Any]) -> str | None:
+    """A content block's signature where LangChain's integrations keep one: ``signature`` (a
+    thinking block), ``extras.signature`` (a Gemini text part, a v1 reasoning block), or
+    ``thought_signature``; base64 text, as the wire has it (a signature held as bytes written so)."""
+    extras = block.get("extras")
+    for value in (
+        block.get("signature"),
+        extras.get("signature") if isinstance(extras, Mapping) else None,
+        block.get("thought_signature"),
+    ):
+        if isinstance(value, bytes):
+            value = base64.b64encode(value).decode("ascii")
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 GEMINI_SIGNATURES = "__gemini_function_call_thought_signatures__"

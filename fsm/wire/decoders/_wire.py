@@ -121,8 +121,9 @@ def compat_signed(signature: str) -> dict[str, Any]:
     return {"google": {"thought_signature": signature}}
 
 
-SAID_KEYS = ("content", "reasoning_content", "reasoning", "thinking_blocks")
-"""The keys of a chat delta that carry turn content (text, reasoning) rather than calls."""
+SAID_KEYS = ("content", "reasoning_content", "reasoning", "thinking_blocks", COMPAT_SIGNATURE)
+"""The keys of a chat delta that carry turn content (text, reasoning, the text's signature) rather
+than calls."""
 
 
 def thinking_blocks(value: Any) -> list[ReasoningDelta] | None:

@@ -8,7 +8,7 @@ arguments as a JSON object instead of text). Dialect quirks handled here, not in
 * ``choices[].message`` duplicating ``choices[].delta`` (Writer): ``delta`` is read, ``message``
   only when there is no ``delta``;
 * the legacy ``delta.function_call`` (one call, no id);
-* Gemini's endpoint: a call's thought signature in ``extra_content.google.thought_signature``;
+* ``extra_content.google.thought_signature``: a call's on its entry (Gemini), the text's on the delta;
 * LiteLLM's ``thinking_blocks`` (Claude's signed and redacted reasoning), read over ``reasoning_content``;
 * a custom tool's call (``type: custom``, ``custom: {name, input}``): freeform input text; an entry
   of a type with neither ``function`` nor ``custom`` is reported (``unknown-event``);
@@ -235,10 +235,10 @@ def _keys(payload: Mapping[str, Any]) -> str:
 def _said(delta: Mapping[str, Any], events: list[Any]) -> None:
     """The text and reasoning in a delta. Reasoning comes as ``reasoning_content`` (DeepSeek, vLLM,
     LiteLLM) or ``reasoning`` (OpenRouter, Ollama and Groq's OpenAI endpoints), one block per turn,
-    or as LiteLLM's ``thinking_blocks``, block by block."""
-    content = delta.get("content")
-    if content and type(content) is str:
-        events.append(TextDelta(content))
+    or as LiteLLM's ``thinking_blocks``, block by block; a Gemini text part's signature (fsm.wire.sdk)."""
+    content, signed = delta.get("content"), compat_signature(delta, "delta") if COMPAT_SIGNATURE in delta else None
+    if (content and type(content) is str) or signed is not None:
+        events.append(TextDelta(content if type(content) is str else "", signed))
     blocks = thinking_blocks(delta["thinking_blocks"]) if "thinking_blocks" in delta else None
     reasoning = delta.get("reasoning_content") or delta.get("reasoning")
     if blocks is not None:
