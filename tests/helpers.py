@@ -30,16 +30,24 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
         taken.append((slot.ordinal, transition))
         real(slot, transition)
 
-    direct = Slot.store_waiting
+    waiting, whole = Slot.store_waiting, Slot.store_whole
 
-    def traced_direct(slot: Slot, text: str, label: str) -> bool:  # the hot transition, counted without covered()
-        took = direct(slot, text, label)
+    # The transitions taken without fire() are counted without covered().
+    def traced_waiting(slot: Slot, text: str, label: str) -> bool:
+        took = waiting(slot, text, label)
+        if took:
+            taken.append((slot.ordinal, label))
+        return took
+
+    def traced_whole(slot: Slot, text: str, label: str, dest: str) -> bool:
+        took = whole(slot, text, label, dest)
         if took:
             taken.append((slot.ordinal, label))
         return took
 
     Slot.covered = traced  # type: ignore[method-assign]
-    Slot.store_waiting = traced_direct  # type: ignore[method-assign]
+    Slot.store_waiting = traced_waiting  # type: ignore[method-assign]
+    Slot.store_whole = traced_whole  # type: ignore[method-assign]
     try:
         outputs: list[Any] = []
         try:
@@ -52,7 +60,8 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
         return (result, outputs, taken, dict(r.ledger.rules), dict(r.ledger.transitions))
     finally:
         Slot.covered = real  # type: ignore[method-assign]
-        Slot.store_waiting = direct  # type: ignore[method-assign]
+        Slot.store_waiting = waiting  # type: ignore[method-assign]
+        Slot.store_whole = whole  # type: ignore[method-assign]
 
 
 def tc(index: Any = _MISSING, id: Any = _MISSING, name: Any = _MISSING, args: Any = _MISSING) -> dict[str, Any]:

@@ -285,26 +285,50 @@ def test_bare_fragments_at_the_edges_decide_as_the_decoder(monkeypatch: pytest.M
     assert fast == [replay(s) for s in streams]
 
 
-def test_the_hot_transition_taken_directly_decides_as_firing_append(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Slot.store_waiting takes the hot transition (accumulating to accumulating) for a fragment
-    that continues its call and whose scan waits without the machine's dispatch; refusing it sends every fragment
-    through fire(). Over every vector, fuzzed streams of every shape and fragments at the edges
-    (limits, surrogate halves, brackets that wait or must be scanned, whitespace): the same
-    transitions in order, outputs, calls, diagnostics and rule counts either way."""
+def _slot_state(slot: Any) -> tuple[object, ...]:
+    """What a call holds inside: its state, its scan's, its text and how much of it went out."""
+    scanner = slot.scanner
+    return (
+        slot.state,
+        slot.status,
+        scanner.state,
+        scanner.depth,
+        scanner.complete,
+        bytes(slot._buf),
+        slot._length,
+        slot._emitted,
+        slot._unscanned,
+        slot._blank,
+        slot._high,
+    )
+
+
+def test_transitions_taken_directly_decide_as_firing_append(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two transitions are taken without the machine's dispatch when what they do is known:
+    Slot.store_waiting (accumulating to accumulating, a fragment whose scan waits) and
+    Slot.store_whole (opened to value_closed, a whole flat object as a call's first text).
+    Refusing them sends every fragment through fire(). Over every vector, fuzzed streams of every
+    shape and fragments at the edges (limits, surrogate halves, brackets that wait or must be
+    scanned, whitespace, whole calls that are nested, not JSON or too long): the same transitions
+    in order, outputs, calls, diagnostics and rule counts either way."""
     from fsm import Limits, Reassembler
     from fsm.engine.slot import Slot
     from fsm.harness.fuzz.run import sample_vectors
     from fsm.harness.fuzz.shapes import CASES
     from tests.helpers import replay_traced
 
-    def chunk(text: str, head: bool = False) -> dict[str, Any]:
-        entry: dict[str, Any] = {"index": 0, "function": {"arguments": text}}
+    def chunk(text: str, head: bool = False, index: int = 0) -> dict[str, Any]:
+        entry: dict[str, Any] = {"index": index, "function": {"arguments": text}}
         if head:
-            entry["id"], entry["function"]["name"] = "a", "f"
+            entry["id"], entry["function"]["name"] = f"a{index}", "f"
         return {"choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]}
 
     pieces = ['{"q": "', "x" * 30, "\ud83d", "\ude42", "[[", "]]", "\t", "y" * 40, '"', "}", ": [1, {", "}], ", " "]
     edges = [[chunk("", head=True), *(chunk(p) for p in order)] for order in (pieces, pieces[::-1], pieces[2:])]
+    wholes = ['{"q": 1}', '{"q": "\ud83d"}', '{"q": [1]}', '{"q": "' + "z" * 100 + '"}', '{"q": }', '{"q": NaN}']
+    wholes += ["{}", '{"a": 1}{"b": 2}', ' {"q": 1}', '{"q": 1, "q": 2}', '{"q": "}"}', "[1]"]
+    edges.append([chunk(text, head=True, index=k) for k, text in enumerate(wholes)])
+    edges.append([chunk(text, head=True) for text in wholes[:3]])  # one index: resends and later calls
     vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 60))]
 
     def replays() -> list[object]:
@@ -316,31 +340,35 @@ def test_the_hot_transition_taken_directly_decides_as_firing_append(monkeypatch:
                     for event in events:
                         yield r.feed(event)
 
-                out.append(replay_traced(Reassembler("openai-chat", limits=limits), feed))
+                r = Reassembler("openai-chat", limits=limits)
+                out.append(replay_traced(r, feed))
+                out.append([_slot_state(slot) for slot in r.registry.slots])  # not only what shows
         return out
 
-    took = 0
-    real = Slot.store_waiting
+    took: dict[str, int] = {}
+    for method in ("store_waiting", "store_whole"):
+        real = getattr(Slot, method)
 
-    def counted(slot: Slot, text: str, label: str) -> bool:
-        nonlocal took
-        taken = real(slot, text, label)
-        took += taken
-        return taken
+        def counted(slot: Slot, *args: str, real: Any = real, method: str = method) -> bool:
+            taken = real(slot, *args)
+            took[method] = took.get(method, 0) + taken
+            return bool(taken)
 
-    monkeypatch.setattr(Slot, "store_waiting", counted)
+        monkeypatch.setattr(Slot, method, counted)
     direct = replays()
-    assert took > 50  # the direct way is taken, often
+    assert took["store_waiting"] > 50 and took["store_whole"] > 20, took  # the direct ways are taken, often
     monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label: False)
+    monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest: False)
     general = replays()
     assert len(direct) == len(general)
     for a, b in zip(direct, general, strict=True):
         assert a == b
 
 
-def test_the_hot_transition_must_stay_as_the_spec_says() -> None:
-    """The code that takes the hot transition without fire() does what store_fragment does: the
-    spec must still say that transition stays in its state and runs store_fragment."""
+def test_the_transitions_taken_directly_must_be_as_the_spec_says() -> None:
+    """The code that takes two transitions without fire() does what the spec says they do: the
+    hot one must stay in its state, and the first from opened be guarded by value_complete, both
+    running store_fragment."""
     from fsm.engine.machine import slot_machine
     from fsm.errors import SpecError
 
@@ -350,6 +378,12 @@ def test_the_hot_transition_must_stay_as_the_spec_says() -> None:
         machine.staying("append", "accumulating", "store_snapshot")
     with pytest.raises(SpecError):
         machine.staying("append", "opened", "store_fragment")  # it moves on to accumulating
+    assert machine.first("append", "opened", "value_complete", "store_fragment") == (
+        "opened--append[value_complete]->value_closed",
+        "value_closed",
+    )
+    with pytest.raises(SpecError, match="blank_fragment"):
+        machine.first("append", "opened", "blank_fragment", "store_fragment")
 
 
 def test_text_and_reasoning_chunks_decide_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:

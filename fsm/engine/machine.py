@@ -117,6 +117,19 @@ class SpecMachine:
             )
         return label
 
+    def first(self, trigger: str, state: str, guard: str, action: str) -> tuple[str, str]:
+        """The label and destination of the first transition ``trigger`` tries from ``state``, which
+        must be guarded by ``guard`` alone and run ``action``: whenever that guard holds, it is the
+        one taken. How the code that takes it without fire() (Slot.store_whole) counts it, which is
+        only right while the spec says so."""
+        check, dest, act, label = self.table[trigger][state][1][0]
+        if getattr(check, "__name__", None) != guard or getattr(act, "__name__", None) != action:
+            raise SpecError(
+                f"{self.spec.name}: the first {trigger!r} from {state!r} is not guarded by {guard!r} alone"
+                f" and running {action!r}"
+            )
+        return label, dest
+
     @functools.cached_property
     def machine(self) -> ReferenceMachine:
         """The reference executor, built from the spec when first asked for."""

@@ -79,7 +79,8 @@ class Registry:
         self._parsed: tuple[str, dict[str, Any] | None] | None = None  # the text _replays last read
         self._run: _Run | None = None  # the fragments _gather() held back
         self._staying = self.machine.staying("append", "accumulating", "store_fragment")
-        self._direct = not self.machine.reference  # may the hot transition skip the machine's dispatch
+        self._closing = self.machine.first("append", "opened", "value_complete", "store_fragment")
+        self._direct = not self.machine.reference  # may the transitions above skip the machine's dispatch
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -160,6 +161,10 @@ class Registry:
             return
         self.ledger.rules["index-is-label"] += 1
         slot = self._open_call(lane, index, wire_id, name, 0, False, "function")
+        if self._direct and slot.store_whole(text, *self._closing):
+            self.ledger.work += len(text)
+            self._remember(slot)
+            return
         rest = self._extend(slot, text, "fragment")
         self._remember(slot)
         if rest:  # the value closed mid-text: the rest is routed as arguments() routes it

@@ -334,6 +334,43 @@ class Slot:
             ledger.outputs.append(build_arguments_delta(self.ordinal, text))
         return True
 
+    def store_whole(self, text: str, label: str, dest: str) -> bool:
+        """The first ``append`` to a call, when ``text`` is one whole flat object (a whole call in
+        one chunk): the transition ``label`` (from opened to ``dest``, guarded by value_complete)
+        taken without the machine's dispatch when what it would do is known: what scan_fragment,
+        the guard and store_fragment would do with it. False, with nothing changed, for any other
+        text (a limit, a surrogate, nested or not JSON) or call (already holding text): the caller
+        fires ``append``."""
+        ledger = self.ledger
+        scanner = self.scanner
+        if (
+            self.state != "opened"
+            or self._length
+            or self._high
+            or self._unscanned is not None
+            or scanner.state != scanner._c.initial
+            or len(text) > ledger.max_argument_chars
+            or not is_flat_object(text)
+        ):
+            return False
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        if ledger.held_bytes + len(data) > ledger.max_held_bytes:
+            return False
+        self.scanner = closed_scanner(scanner.max_depth)  # where scanning it would end
+        self.state = dest
+        ledger.held_bytes += len(data)
+        self._length = len(text)
+        self._append(data)
+        self._text = None
+        ledger.transitions[label] += 1
+        if not (ledger.withhold or self.server):
+            self._emitted = self._length
+            ledger.outputs.append(build_arguments_delta(self.ordinal, text))
+        return True
+
     def store_run(self, texts: list[str], data: bytes, chars: int) -> None:
         """store_fragment of each of ``texts`` in turn (``data`` their UTF-8, joined; ``chars``
         their length), each found to wait (Registry._gather): stored as it came, all of it sent out."""
