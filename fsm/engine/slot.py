@@ -2,7 +2,10 @@
 
 Every method marked ``@guard`` or ``@action`` is named in the spec, and nothing else is: the spec
 agreement test holds the two lists equal. Guards are pure; actions are the only code that changes a
-slot's argument text or status, and they run only as part of a transition (fsm/engine/machine.py).
+slot's argument text or status, and they run only as part of a transition (fsm/engine/machine.py),
+but for the registry's direct ways through the commonest transitions (``store_waiting``,
+``store_whole``, ``store_run``): each does what its transition's prepare step and action would, and
+a test holds it to firing the trigger.
 
 One room: every guard and action of the spec is a method of this one class (the agreement test
 reads them from it), and the text they keep (buffer, scan, emitted part, a pending surrogate half)
@@ -35,7 +38,8 @@ def text_digest(data: bytes | memoryview) -> bytes:
 
 
 class Slot:
-    """The state of one tool call. ``state`` is written only by the slot machine."""
+    """The state of one tool call. ``state`` is written only by the slot machine (and store_whole,
+    for the transition it takes in the machine's place)."""
 
     # Fields every call writes are slots. The rest keep their default on nearly every call, so
     # they are class attributes that a call overrides in its own __dict__, which costs memory only
