@@ -1,5 +1,5 @@
 """Gemini's thought and text parts, each signature on the part it came on, in the wire's order among
-the calls. Gemini wants every ``thoughtSignature``
+the calls; and ``finishMessage`` read into an error finish. Gemini wants every ``thoughtSignature``
 back exactly on its part (a thought, a text part or a call) and refuses a turn of calls without
 theirs; a stream can sign several thought or text parts of one turn, calls and text between them.
 No capture holds a ``thought: true`` part, so the streams are built from the wire's shape
@@ -11,9 +11,12 @@ import base64
 import json
 from typing import Any
 
+import pytest
+
 import fsm
 from fsm import messages
 from fsm.history import check
+from tests.test_clients import Replay
 from tests.test_messages import anthropic_thinking_turn, synthetic
 from tests.test_sdk_loop import _signature, client_for, seen, send
 
@@ -188,6 +191,33 @@ def test_the_google_genai_client_sends_every_signature_back_on_its_part() -> Non
     assert [p["functionResponse"]["id"] for p in sent[2]["parts"]] == ["c1", "c2", "c3"]
     assert not check(sent).rejected
     assert [c.wire_id for c in following.calls] == ["c1", "c2", "c3"]
+
+
+def test_a_malformed_function_call_says_gemini_s_finish_message() -> None:
+    explained = "Malformed function call: print(default_api.sum(a=2,, b=3))"
+    wire = [event(said("Let me add.")), event(finish="MALFORMED_FUNCTION_CALL", message=explained)]
+    result = synthetic("gemini", wire)
+    assert result.finish_reason == "error"
+    errors = [d.message for d in result.diagnostics if d.code == "provider-error"]
+    assert errors == [f"the provider reported an error: MALFORMED_FUNCTION_CALL: {explained}"]
+    with pytest.raises(fsm.RemoteProtocolError, match="print\\(default_api"):
+        strict = fsm.Reassembler("gemini", strict=True)
+        for payload in wire:
+            strict.feed(payload)
+    # Through google-genai: Vertex's responses keep Candidate.finish_message, read the same; the
+    # Gemini API's converter drops it (google-genai 3.6), so only the finish's own word is left there
+    genai = pytest.importorskip("google.genai")
+    replay = Replay(sse(wire))
+    for vertex in (True, False):
+        options = genai.types.HttpOptions(base_url="http://mock", httpx_client=replay.client())
+        client = genai.Client(vertexai=vertex, api_key="test", http_options=options)
+        chunks = list(client.models.generate_content_stream(model="g", contents="go"))
+        assert chunks[-1].candidates[0].finish_message == (explained if vertex else None)
+        if vertex:
+            assert fsm.reassemble(chunks).diagnostics == result.diagnostics
+    # a normal finish's message ("Model generated function call(s).") is no error
+    fine = synthetic("gemini", [event(call("f", "c1"), finish="STOP", message="Model generated function call(s).")])
+    assert fine.codes() == ["finish-reason-mapped"]
 
 
 def test_other_providers_give_no_places_or_text_parts() -> None:
