@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         Reasoning,
         Result,
         Severity,
+        TextPart,
         ToolCall,
     )
 
@@ -100,6 +101,7 @@ _EXPORTS = {
             "Reasoning",
             "Result",
             "Severity",
+            "TextPart",
             "ToolCall",
         ],
         "fsm.results",
@@ -161,6 +163,7 @@ __all__ = [
     "StateError",
     "StrayInput",
     "StreamEnd",
+    "TextPart",
     "ToolCall",
     "ToolcallFSMError",
     "UnsupportedProvider",

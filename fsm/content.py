@@ -3,18 +3,24 @@
 
 Kept apart from the engine on purpose: none of it bears on a call's identity or arguments, so the
 slot machine never sees it and the tool-call path pays nothing for it.
+
+Where the wire's thought and text parts go back apart, in their places among the calls (Gemini: a
+signature must go back on the part it came on), the facade gives :meth:`TurnContent.place_by` the
+count of calls opened so far: each new reasoning block and text part then takes the next place in
+the turn, counted over those parts and the calls (:attr:`fsm.results.TextPart.place`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fsm.events import ReasoningDelta, TextDelta, UsageReport
-from fsm.results import Reasoning
+from fsm.results import Reasoning, TextPart
 
 
 class _Block:
-    __slots__ = ("encrypted_content", "item_id", "output_index", "redacted", "signature", "summary", "text")
+    __slots__ = ("encrypted_content", "item_id", "output_index", "place", "redacted", "signature", "summary", "text")
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -24,6 +30,7 @@ class _Block:
         self.summary: tuple[str, ...] = ()
         self.encrypted_content: str | None = None
         self.output_index: int | None = None
+        self.place: int | None = None
 
     def add(self, piece: ReasoningDelta) -> None:
         if piece.text:
@@ -45,7 +52,20 @@ class _Block:
             summary=self.summary,
             encrypted_content=self.encrypted_content,
             output_index=self.output_index,
+            place=self.place,
         )
+
+
+class _TextPart:
+    __slots__ = ("place", "signature", "text")
+
+    def __init__(self, place: int | None) -> None:
+        self.text: list[str] = []
+        self.signature: str | None = None
+        self.place = place
+
+    def freeze(self) -> TextPart:
+        return TextPart("".join(self.text), self.signature, self.place)
 
 
 class TurnContent:
@@ -60,6 +80,20 @@ class TurnContent:
     _blocks: dict[int | str, _Block] | None = None
     _latest: int | str | None = None
     _anonymous = 0
+    _parts: dict[int, _TextPart] | None = None
+    _calls: Callable[[], int] | None = None  # set by place_by: the calls opened so far
+    _placed = 0  # reasoning blocks and text parts given a place so far
+
+    def place_by(self, calls: Callable[[], int]) -> None:
+        """Give each new reasoning block and text part its place in the turn: the calls opened so far
+        (``calls()``) and the blocks and parts before it. Asked by wires whose parts go back apart."""
+        self._calls = calls
+
+    def _place(self) -> int | None:
+        if self._calls is None:
+            return None
+        self._placed += 1
+        return self._calls() + self._placed - 1
 
     def apply(self, event: TextDelta | ReasoningDelta | UsageReport) -> None:
         if type(event) is TextDelta:
@@ -71,6 +105,8 @@ class TurnContent:
                 self.text_signature = event.signature
             if self.text_output_index is None:
                 self.text_output_index = event.output_index  # the first message: the text goes back there
+            if event.part is not None:
+                self._text_part(event.part, event)
         elif type(event) is ReasoningDelta:
             self._block(event.block).add(event)
         elif type(event) is UsageReport:
@@ -97,8 +133,24 @@ class TurnContent:
         block = blocks.get(key)
         if block is None:
             block = blocks[key] = _Block()
+            block.place = self._place()
         self._latest = key
         return block
+
+    def _text_part(self, key: int, piece: TextDelta) -> None:
+        parts = self._parts
+        if parts is None:
+            parts = self._parts = {}
+        part = parts.get(key)
+        if part is None:
+            part = parts[key] = _TextPart(self._place())
+        if piece.text:
+            part.text.append(piece.text)
+        part.signature = piece.signature or part.signature
+
+    @property
+    def text_parts(self) -> tuple[TextPart, ...]:
+        return tuple([part.freeze() for part in self._parts.values()]) if self._parts else ()
 
     @property
     def text(self) -> str:

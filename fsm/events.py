@@ -121,6 +121,10 @@ class TextDelta:
     output_index: int | None = None
     """The output position of the item the text belongs to (a Responses message's ``output_index``),
     which orders it among the turn's reasoning and calls when it goes back; None where the wire has none."""
+    part: int | None = None
+    """Which text part the piece belongs to, where the wire's text comes in parts that go back apart
+    (Gemini: a run of text parts, ended by a signed one or by any other part); the key is shared
+    with the :attr:`ReasoningDelta.block` keys of the same wire. None: the turn's one text."""
 
 
 @attrs.frozen(slots=True)
@@ -131,8 +135,8 @@ class ReasoningDelta:
     set by whichever piece carries them. The fields are what the providers require back verbatim."""
 
     block: int | None
-    """Which block the piece belongs to (an Anthropic content index, a Responses output index);
-    None: the latest block, or a new one when there is none."""
+    """Which block the piece belongs to (an Anthropic content index, a Responses output index, a
+    Gemini run of thought parts); None: the latest block, or a new one when there is none."""
     text: str = ""
     signature: str | None = None
     """Anthropic ``signature`` of a thinking block; Gemini ``thoughtSignature`` of a thought part."""

@@ -204,6 +204,7 @@ class Reassembler:
             content.usage,
             dict(ledger.suppressed),
             content.text_output_index,
+            content.text_parts,
         )
         if ledger.deferred is not None and not failed_before:
             self._fault = ledger.deferred
@@ -401,6 +402,8 @@ class Reassembler:
             return decoder
         self.ledger.adopt(decoder)
         self._commonest = getattr(decoder, "commonest_fragment", None)
+        if getattr(decoder, "parts_placed", False):  # its thought and text parts go back in their places
+            self._content.place_by(self.registry.client_calls)
         return decoder
 
     def _decode(self, payload: Mapping[str, Any], wire: bool = False) -> None:

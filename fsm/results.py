@@ -124,6 +124,23 @@ class Reasoning:
     output_index: int | None = None
     """Where the reasoning item sat in the turn's output (a Responses ``output_index``); None
     elsewhere. See :attr:`ToolCall.output_index`."""
+    place: int | None = None
+    """Where the block sat among the turn's parts (Gemini): see :attr:`TextPart.place`. None elsewhere."""
+
+
+@attrs.frozen(slots=True)
+class TextPart:
+    """A part of the visible text that goes back as a part of its own (Gemini): a run of text parts
+    up to the one that carried a signature, or up to another part (a thought, a call)."""
+
+    text: str = ""
+    """The part's text."""
+    signature: str | None = None
+    """The ``thoughtSignature`` the part carried: it goes back on this part, with this text."""
+    place: int | None = None
+    """Where the part sat in the turn: a position counted over the turn's thought and text parts
+    and its calls (every call, in order of first appearance), so each call takes a place no thought
+    or text part holds. :mod:`fsm.messages` sends the parts and calls back in that order."""
 
 
 @attrs.frozen(slots=True)
@@ -144,7 +161,8 @@ class Result:
     text: str = ""
     """The assistant's visible text, all of it, in order."""
     text_signature: str | None = None
-    """A signature the provider put on the text (Gemini ``thoughtSignature`` on a text part)."""
+    """A signature the provider put on the text (Gemini ``thoughtSignature`` on a text part; the
+    latest, where several parts were signed: :attr:`text_parts` holds each on its part)."""
     reasoning: tuple[Reasoning, ...] = ()
     """The reasoning blocks, in order, with their signatures and encrypted content."""
     usage: dict[str, Any] | None = None
@@ -154,6 +172,10 @@ class Result:
     text_output_index: int | None = None
     """Where the first message item that carried :attr:`text` sat in the turn's output (a Responses
     ``output_index``); None elsewhere. See :attr:`ToolCall.output_index`."""
+    text_parts: tuple[TextPart, ...] = ()
+    """:attr:`text` in the parts it goes back as, where the wire keeps them apart (Gemini: each
+    signature on the text it came with, each run of text in its place among the thoughts and calls);
+    empty where the text is one (every other provider)."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:

@@ -42,6 +42,7 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
         "usage",
         "suppressed_diagnostics",
         "text_output_index",
+        "text_parts",
     ]
     assert list(data["calls"][0]) == [
         "index",

@@ -326,6 +326,10 @@ class Registry:
                 return slot
         return None
 
+    def client_calls(self) -> int:
+        """How many client calls (not the provider's own) have opened so far."""
+        return self._counts[False]
+
     def finish(self, finish_reason: str | None) -> None:
         """End every call still open: normally for a normal finish reason, else as a cut. A call
         whose finishing bytes pass a limit ends with its status all the same (Slot._hold_at_finish);

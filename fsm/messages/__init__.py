@@ -14,7 +14,8 @@ is in :mod:`fsm.messages.ollama_cohere`. What goes back is what the provider sen
   models pair results by name and order;
 * reasoning first, with what must come back verbatim: Anthropic ``thinking`` blocks with their
   ``signature`` and ``redacted_thinking`` blocks; Gemini thought parts and every ``thoughtSignature``
-  on the part it came on (a call, the text, or a thought); Responses ``reasoning`` items with their
+  on the part it came on (a call, a text part, or a thought), the thought and text parts each in its
+  ``place`` among the calls (the wire's order: thought, call, thought, call); Responses ``reasoning`` items with their
   id, summary and ``encrypted_content``, and the function and custom calls with their item ``id``
   (``fc_...``), which the API pairs with the reasoning item before it (sent without reasoning, calls
   have no item id: an id whose reasoning is missing is refused). Responses items go back in the
@@ -236,27 +237,47 @@ def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
 
 
 def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
-    parts: list[Message] = []
-    for reasoning in result.reasoning:
-        thought: Message = {"text": reasoning.text, "thought": True}
-        if reasoning.signature is not None:
-            thought["thoughtSignature"] = reasoning.signature
-        parts.append(thought)
-    if result.text or result.text_signature:
-        said: Message = {"text": result.text}
-        if result.text_signature is not None:
-            said["thoughtSignature"] = result.text_signature
-        parts.append(said)
+    said: list[tuple[int | None, Message]] = [
+        (reasoning.place, _signed({"text": reasoning.text, "thought": True}, reasoning.signature))
+        for reasoning in result.reasoning
+    ]
+    if result.text_parts:
+        said += [(p.place, _signed({"text": p.text}, p.signature)) for p in result.text_parts if p.text or p.signature]
+    elif result.text or result.text_signature:
+        said.append((None, _signed({"text": result.text}, result.text_signature)))
     for call in calls:
         _kind(call, "gemini")
-        function_call: Message = {"name": call.name or "", "args": _arguments(call)}
-        if call.wire_id is not None:
-            function_call["id"] = reply_id(call)
-        part: Message = {"functionCall": function_call}
-        if call.thought_signature is not None:
-            part["thoughtSignature"] = call.thought_signature
+    # A part without a place (a result built by hand) goes first, as every part did before places:
+    # thoughts, the text, then the calls. A placed part goes back where it sat: each call takes the
+    # next place no part holds, so a signature stays beside the calls and text it came between.
+    parts = [part for place, part in said if place is None]
+    placed = sorted([(place, part) for place, part in said if place is not None], key=lambda item: item[0])
+    sent = {call.index: call for call in calls}
+    waiting = [call.index for call in reversed(result.calls)]  # every call holds a place, sent back or not
+    at = 0
+    for place, part in placed:
+        while at < place and waiting:
+            index = waiting.pop()
+            if index in sent:
+                parts.append(_gemini_call(sent.pop(index)))
+            at += 1
         parts.append(part)
+        at += 1
+    parts += [_gemini_call(call) for call in sent.values()]
     return {"role": "model", "parts": parts}
+
+
+def _signed(part: Message, signature: str | None) -> Message:
+    if signature is not None:
+        part["thoughtSignature"] = signature
+    return part
+
+
+def _gemini_call(call: ToolCall) -> Message:
+    function_call: Message = {"name": call.name or "", "args": _arguments(call)}
+    if call.wire_id is not None:
+        function_call["id"] = reply_id(call)
+    return _signed({"functionCall": function_call}, call.thought_signature)
 
 
 def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool = False) -> Message:

@@ -35,8 +35,9 @@ frameworks above them yield, read by duck typing.
   reasoning goes in LiteLLM's ``thinking_blocks`` (Claude's ``thinking`` and ``redacted_thinking``
   blocks through ChatAnthropic too), each under LangChain's block index, and the text's signature
   on the delta in the shape of a call's, which the OpenAI chat decoder reads as the text's. So the
-  reasoning and the text are signed as the bytes sign them, but that thought parts some other part
-  came between are blocks of their own (the Gemini decoder joins a turn's thoughts in one).
+  reasoning and the text are signed as the bytes sign them, but LangChain keeps no block's place
+  among the calls and the text (the Gemini decoder's ``place``), and of several signed text parts
+  only the last signature.
 """
 
 from __future__ import annotations

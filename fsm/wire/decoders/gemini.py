@@ -27,6 +27,17 @@ with it (an identical part resent is a resend). Its ``codeExecutionResult``, and
 other part that is not text, a thought or a call (inline or file data), is not reassembled and is
 reported by its keys (``part-not-reassembled``).
 
+Thought and text parts go back as parts of their own, each signature on the part it came on (Gemini
+refuses a signature moved off its part, and a call's must not be merged into another part): a run of
+thought parts, or of text parts, is one part until a signed one ends it or another part comes
+between (a call, a thought amid text, code); streamed pieces of one part join. Each run is keyed
+(``ReasoningDelta.block``, ``TextDelta.part``) and the decoder asks for places
+(``parts_placed``), so the turn goes back in the wire's order of thoughts, text and calls. An empty
+piece without a signature (the last event's ``{"text": ""}``) is nothing.
+
+A finish that is an error (``MALFORMED_FUNCTION_CALL``, ``UNEXPECTED_TOOL_CALL``) takes the
+candidate's ``finishMessage`` as its message (``provider-error`` says it), after its own word.
+
 A payload with none of the response's fields is not this wire shape: ``unknown-event``. A
 ``functionCall`` with arguments but no name is still a call (reported ``missing-name`` when it
 finishes), never dropped.
@@ -103,7 +114,12 @@ class GeminiDecoder:
     the streamed text, so streamed text is not final until the call ends (whole calls are
     snapshots, which wait for the end anyway)."""
 
+    parts_placed = True
+    """Its thought and text parts go back apart, in their places among the calls (TurnContent.place_by)."""
+
     def __init__(self) -> None:
+        self._run = 0  # the key of the latest run of thought or text parts
+        self._run_thought: bool | None = None  # the kind of that run while it goes on; None: ended
         self._open: _Streaming | None = None
         self._codes: dict[int, dict[str, Any]] = {}  # the last executableCode part at each position
         # Where each whole call without an id (by the hash of its name and arguments: only a hint,
@@ -137,11 +153,13 @@ class GeminiDecoder:
                     signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
                     events += self._code(mapping(code, f"parts[{p}].executableCode"), code_position, signature)
                     code_position += 1
+                    self._run_thought = None
                     continue
                 call = field(part, "functionCall", "function_call")
                 if call is None:
-                    events += _said(part)
+                    events += self._said(part)
                     continue
+                self._run_thought = None
                 call = mapping(call, f"parts[{p}].functionCall")
                 signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
                 events += self._call(call, position, signature)
@@ -152,13 +170,32 @@ class GeminiDecoder:
                 normal = _FINISH.get(raw, raw.lower())
                 if normal in ("stop", "tool_calls"):
                     events += self._close_open()
-                events.append(StreamEnd(normal, raw))
+                said = field(candidate, "finishMessage", "finish_message") if normal == "error" else None
+                events.append(StreamEnd(normal, raw, f"{raw}: {text(said, 'finishMessage')}" if said else None))
         usage = field(payload, "usageMetadata", "usage_metadata")
         if usage:
             events.append(UsageReport(dict(mapping(usage, "usageMetadata"))))
         for key, position in self._placed_now:
             self._seen_at.setdefault(key, {})[position] = None
         return events
+
+    def _said(self, part: Mapping[str, Any]) -> list[Event]:
+        """A text part: a thought (``thought: true``) is reasoning, anything else the visible text. Either
+        may carry the ``thoughtSignature`` that has to go back on it, and ends its run when it does."""
+        said = text(part.get("text"), "text")
+        signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
+        if said is None and signature is None:
+            self._run_thought = None  # inline data and the like (reported by _report_unread) come between
+            return []
+        if not said and signature is None:
+            return []
+        thought = bool(part.get("thought"))
+        if self._run_thought is not thought:
+            self._run += 1
+        self._run_thought = None if signature is not None else thought
+        if thought:
+            return [ReasoningDelta(self._run, said or "", signature=signature)]
+        return [TextDelta(said or "", signature, part=self._run)]
 
     def _call(self, call: Mapping[str, Any], position: int, signature: str | None) -> list[Event]:
         name = text(call.get("name"), "functionCall.name")
@@ -266,15 +303,3 @@ def _report_unread(part: Mapping[str, Any], p: int, diagnose: Callable[[str, str
     if unread:
         shown = ", ".join(unread[:6])
         diagnose("part-not-reassembled", f"parts[{p}] holds {shown}, which is not reassembled")
-
-
-def _said(part: Mapping[str, Any]) -> list[Event]:
-    """A text part: a thought (``thought: true``) is reasoning, anything else the visible text. Either
-    may carry the ``thoughtSignature`` that has to go back on it."""
-    said = text(part.get("text"), "text")
-    signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
-    if said is None and signature is None:
-        return []  # inline data, executable code and the like: reported by _report_unread
-    if part.get("thought"):
-        return [ReasoningDelta(None, said or "", signature=signature)]
-    return [TextDelta(said or "", signature)]
