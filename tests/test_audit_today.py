@@ -1,0 +1,170 @@
+"""A hostile audit of three changes: LangChain reasoning blocks written as OpenAI chat deltas
+(fsm.wire.sdk), a provider's error after the turn finished (Reassembler._finished), and the two
+transitions the engine takes without the machine's dispatch (Slot.store_waiting, Slot.store_whole).
+What it found is pinned here; what held is tested at the sizes and edges the changes were not."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import operator
+from typing import Any
+
+import pytest
+
+import fsm
+from fsm import Reassembler, messages
+from fsm.errors import ToolcallFSMError
+
+core = pytest.importorskip("langchain_core.messages")
+
+
+# -- LangChain content blocks ----------------------------------------------------------------------
+
+
+def _reasoning(result: fsm.Result) -> list[tuple[str, str | None, str | None]]:
+    return [(r.text, r.signature, r.redacted) for r in result.reasoning]
+
+
+def test_a_v1_redacted_thinking_block_is_read() -> None:
+    # ChatAnthropic with output_version="v1" has no standard type for Claude's redacted_thinking:
+    # it keeps the block as Anthropic wrote it, under `non_standard`. It was dropped, so the next
+    # turn lacked a block Anthropic requires back unchanged.
+    redacted = {"type": "non_standard", "value": {"type": "redacted_thinking", "data": "opaque"}, "index": 1}
+    thinking = {"type": "reasoning", "reasoning": "Adding.", "extras": {"signature": "c2ln"}, "index": 0}
+    result = fsm.reassemble([core.AIMessageChunk(content=[thinking]), core.AIMessageChunk(content=[redacted])])
+    assert _reasoning(result) == [("Adding.", "c2ln", None), ("", None, "opaque")]
+    # another provider's non-standard block is not reasoning
+    other = {"type": "non_standard", "value": {"type": "citation", "data": "x"}, "index": 2}
+    assert fsm.reassemble([core.AIMessageChunk(content=[other])]).reasoning == ()
+
+
+def test_chat_anthropic_v1_thinking_gives_what_the_bytes_give() -> None:
+    # The stream of tests/test_langchain_reasoning.py through ChatAnthropic(output_version="v1"):
+    # chunk by chunk or added up, the reasoning the bytes give, redacted block included, and the
+    # next turn carries both blocks
+    from tests.test_clients import Replay, anthropic_client, anthropic_http
+    from tests.test_langchain_reasoning import CLAUDE
+    from tests.test_sdk_loop import seen
+
+    langchain_anthropic = pytest.importorskip("langchain_anthropic")
+    reference = fsm.reassemble(CLAUDE, "anthropic")
+    model = langchain_anthropic.ChatAnthropic(model="claude", api_key="test", max_tokens=64, output_version="v1")
+    vars(model)["_client"] = anthropic_client(Replay(CLAUDE, anthropic_http()))
+    tools = [{"name": "sum", "description": "sum", "input_schema": {"type": "object"}}]
+    chunks = list(model.bind_tools(tools).stream("go"))
+    for stream in (chunks, [functools.reduce(operator.add, chunks)]):
+        got = fsm.reassemble(stream)
+        assert seen(got, usage=False) == seen(reference, usage=False)
+        assert _reasoning(got) == _reasoning(reference)
+    said = messages.assistant_message(fsm.reassemble(chunks), "anthropic")
+    assert [b["type"] for b in said["content"]] == ["thinking", "redacted_thinking", "text", "tool_use"]
+
+
+class _Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("not text")
+
+
+@pytest.mark.parametrize("value", [5, {"a": 1}, b"xx", [1, 2], _Unprintable()])
+def test_a_text_block_whose_text_is_not_a_str_says_nothing(value: Any) -> None:
+    # Its str() was taken as text: 5 said "5", bytes said "b'xx'", a dict its repr, and an object
+    # whose str() raises let that error out of feed(). A text that is no str is not read, as the
+    # OpenAI chat decoder reads no content that is not a str and as a thinking block's is not.
+    block = {"type": "text", "text": value, "index": 0}
+    chunk = core.AIMessageChunk(content=[])
+    chunk.content = [block, {"type": "text", "text": "ok", "index": 1}]  # past LangChain's own check
+    for strict in (False, True):
+        result = fsm.reassemble([chunk], strict=strict)
+        assert result.text == "ok"
+
+
+# Hostile blocks, past LangChain's validation (assigned after the chunk is made): only fsm.errors
+# types may leave, and none of these is the stream's fault
+HOSTILE_BLOCKS: list[Any] = [
+    None,
+    5,
+    [{"type": "thinking", "thinking": "nested"}],
+    b"bytes",
+    {"type": ["thinking"], "thinking": "x"},
+    {"type": None},
+    {"type": "thinking", "thinking": 5, "signature": 7, "index": "lc_1"},
+    {"type": "thinking", "thinking": "t", "signature": {"a": 1}, "extras": [1], "index": True},
+    {"type": "thinking", "thinking": "t", "signature": b"\xff\x00\xfe", "index": -1},
+    {"type": "thinking", "thinking": "t", "signature": bytearray(b"\xff"), "index": 10**40},
+    {"type": "redacted_thinking", "data": 5},
+    {"type": "reasoning", "reasoning": None, "extras": {"signature": 5}},
+    {"type": "text", "text": "\ud800", "extras": {"signature": b"\x00\xff"}},
+    {"type": "non_standard", "value": None},
+    {"type": "non_standard", "value": {"type": "redacted_thinking", "data": None}, "index": "x"},
+]
+
+
+def test_hostile_blocks_leave_only_fsm_errors_and_close() -> None:
+    for strict in (False, True):
+        for block in HOSTILE_BLOCKS:
+            chunk = core.AIMessageChunk(content=[])
+            chunk.content = [block, "tail"]
+            r = Reassembler(strict=strict)
+            with contextlib.suppress(ToolcallFSMError):
+                r.feed(chunk)
+            result = r.close()
+            assert result.text.endswith("tail"), block
+
+
+def test_megabytes_and_thousands_of_blocks() -> None:
+    big = "t" * (2 << 20)
+    blocks = [{"type": "thinking", "thinking": f"{n}", "index": n} for n in range(3000)]
+    chunks = [
+        core.AIMessageChunk(content=[{"type": "thinking", "thinking": big, "signature": "s" * (1 << 20), "index": 0}]),
+        core.AIMessageChunk(content=blocks),
+        core.AIMessageChunk(content=[{"type": "text", "text": big, "extras": {"signature": "g" * (1 << 20)}}]),
+    ]
+    result = fsm.reassemble(chunks)
+    assert len(result.reasoning) == 3000  # block 0 of the second chunk is the first one's
+    assert result.reasoning[0].text == big + "0" and result.reasoning[0].signature == "s" * (1 << 20)
+    assert result.text == big and result.text_signature == "g" * (1 << 20)
+
+
+def _claude_like(seed: int) -> list[Any]:
+    """Chunks as ChatAnthropic and ChatGoogleGenerativeAI yield them: blocks one after another,
+    each under its index (a few with none), text as str content too, signatures last."""
+    import random
+
+    rng = random.Random(seed)
+    chunks = []
+    for at in range(rng.randint(1, 5)):
+        kind = rng.choice(["thinking", "reasoning", "redacted_thinking", "text", "str"])
+        index = {} if rng.random() < 0.15 else {"index": at}
+        for piece in range(rng.randint(1, 3)):
+            said = "".join(rng.choice("ab\u00e9\U0001f600") for _ in range(rng.randint(1, 4)))
+            if kind == "str":
+                chunks.append(core.AIMessageChunk(content=said))
+            elif kind == "redacted_thinking":
+                if not piece:
+                    chunks.append(core.AIMessageChunk(content=[{"type": kind, "data": f"D{at}", **index}]))
+            else:
+                key = "text" if kind == "text" else kind
+                chunks.append(core.AIMessageChunk(content=[{"type": kind, key: said, **index}]))
+        if kind in ("thinking", "reasoning", "text") and rng.random() < 0.7:
+            key = "text" if kind == "text" else kind
+            signed = {"signature": f"S{at}"} if kind == "thinking" else {"extras": {"signature": f"S{at}"}}
+            chunks.append(core.AIMessageChunk(content=[{"type": kind, key: "", **signed, **index}]))
+    chunks.append(core.AIMessageChunk(content="", response_metadata={"finish_reason": "stop"}))
+    return chunks
+
+
+def test_chunks_one_by_one_added_up_or_in_runs_read_alike() -> None:
+    import random
+
+    for seed in range(150):
+        chunks = _claude_like(seed)
+        rng = random.Random(seed)
+        runs, at = [], 0
+        while at < len(chunks):
+            end = rng.randint(at + 1, len(chunks))
+            runs.append(functools.reduce(operator.add, chunks[at:end]))
+            at = end
+        results = [fsm.reassemble(s) for s in (chunks, [functools.reduce(operator.add, chunks)], runs)]
+        seen = [(r.text, r.text_signature, _reasoning(r), r.diagnostics) for r in results]
+        assert seen[0] == seen[1] == seen[2], seed
