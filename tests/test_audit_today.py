@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import operator
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 import fsm
 from fsm import Reassembler, messages
-from fsm.errors import ToolcallFSMError
+from fsm.errors import RemoteProtocolError, ToolcallFSMError
 
 core = pytest.importorskip("langchain_core.messages")
 
@@ -168,3 +169,123 @@ def test_chunks_one_by_one_added_up_or_in_runs_read_alike() -> None:
         results = [fsm.reassemble(s) for s in (chunks, [functools.reduce(operator.add, chunks)], runs)]
         seen = [(r.text, r.text_signature, _reasoning(r), r.diagnostics) for r in results]
         assert seen[0] == seen[1] == seen[2], seed
+
+
+# -- a provider's error after the turn finished ----------------------------------------------------
+
+
+def _chat(delta: dict[str, Any], finish: str | None = None, **beside: Any) -> dict[str, Any]:
+    return {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **beside,
+    }
+
+
+def _entry(index: int, text: str, head: bool = False) -> dict[str, Any]:
+    entry: dict[str, Any] = {"index": index, "function": {"arguments": text}}
+    if head:
+        entry.update(id=f"call_{index}", type="function")
+        entry["function"]["name"] = f"f{index}"
+    return {"tool_calls": [entry]}
+
+
+CALL = [_chat(_entry(0, "", head=True)), _chat(_entry(0, '{"a":')), _chat(_entry(0, " 1}"))]
+FINISH = _chat({}, "tool_calls")
+MORE = [_chat(_entry(1, "", head=True)), _chat(_entry(1, '{"b": 2'))]
+
+
+def _error(message: str) -> dict[str, Any]:
+    return {"error": {"message": message, "code": 500}}
+
+
+def _sse(payloads: list[dict[str, Any]]) -> bytes:
+    return b"".join(b"data: " + json.dumps(p).encode() + b"\n\n" for p in payloads) + b"data: [DONE]\n\n"
+
+
+def _read(wire: bytes, step: int, strict: bool) -> tuple[Any, ...]:
+    r = Reassembler(strict=strict)
+    raised = None
+    try:
+        for at in range(0, len(wire), step):
+            r.feed_bytes(wire[at : at + step])
+    except ToolcallFSMError as exc:
+        raised = (type(exc).__name__, exc.event, str(exc))
+    result = r.close()
+    calls = [(c.index, c.arguments, c.status) for c in result.calls]
+    return raised, calls, result.finish_reason, result.diagnostics, result.suppressed_diagnostics
+
+
+LATE = {
+    # many errors after the finish: kept up to max_diagnostics_per_code, the rest counted
+    "many": [*CALL, FINISH, *(_error(f"e{n}") for n in range(150))],
+    # an error, then another call's fragments, then an error beside choices
+    "then-fragments": [*CALL, FINISH, _error("boom"), *MORE, _chat({}, None, error={"message": "again"})],
+    # an error finish, a normal finish, the same error, another
+    "error-stop-error": [*CALL, _error("first"), FINISH, _error("first"), _error("second")],
+}
+
+
+@pytest.mark.parametrize("name", list(LATE))
+def test_late_errors_read_alike_however_the_bytes_come(name: str) -> None:
+    wire = _sse(LATE[name])
+    for strict in (False, True):
+        whole = _read(wire, len(wire), strict)
+        assert _read(wire, 1, strict) == whole == _read(wire, 7, strict)
+        raised, calls, finish, diagnostics, suppressed = whole
+        assert calls[0] == (0, {"a": 1}, fsm.CallStatus.COMPLETE)  # the finish and its call stand
+        assert finish == ("error" if name == "error-stop-error" else "tool_calls")
+        if strict:  # raised at the first error, naming its event; close() gave the call all the same
+            first = 4 if name == "error-stop-error" else 5
+            assert raised is not None and raised[0] == "RemoteProtocolError" and raised[1] == first
+            assert [d.code for d in diagnostics] == ["provider-error", "stream-failed"] and len(calls) == 1
+            continue
+        assert raised is None
+        late = [d for d in diagnostics if d.code == "provider-error"]
+        if name == "many":
+            assert len(late) == 100 and suppressed == {"provider-error": 50}
+        elif name == "then-fragments":
+            assert [(d.event, d.message.split(" (")[0]) for d in late] == [
+                (5, "the provider reported an error: boom"),
+                (8, "the provider reported an error: again"),
+            ]
+            assert [d.code for d in diagnostics].count("event-after-finish") == 2
+        else:  # the same error again is not reported; the other is
+            assert [(d.event, d.message.split(" (")[0]) for d in late] == [
+                (4, "the provider reported an error: first"),
+                (7, "the provider reported an error: second"),
+            ]
+
+
+def test_a_huge_late_error_still_says_the_turn_had_finished() -> None:
+    # The provider's message came before what the diagnostic says of the turn, and the ledger cuts a
+    # message at 1000 characters: a long one lost that the finish reason and calls stand, and where
+    # the turn finished. The provider's part is cut to leave room for it.
+    message = "M" * 5_000_000
+    result = fsm.reassemble(_sse([*CALL, FINISH, _error(message)]))
+    [said] = [d.message for d in result.diagnostics]
+    assert said.startswith("the provider reported an error: MMM") and "(5000000 characters)" in said
+    assert said.endswith("(after the turn finished at event 4: its finish reason and calls stand)")
+    assert len(said) < 1000
+    with pytest.raises(RemoteProtocolError, match="after the turn finished at event 4"):
+        fsm.reassemble(_sse([*CALL, FINISH, _error(message)]), strict=True)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_replay_of_late_errors_exits_cleanly(strict: bool, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from fsm.cli import main
+
+    path = tmp_path / "late.sse"
+    path.write_bytes(_sse(LATE["then-fragments"]))
+    code = main(["replay", *(["--strict"] if strict else []), str(path)])
+    out, err = capsys.readouterr()
+    printed = json.loads(out)  # the result so far, printed either way
+    assert printed["calls"][0]["arguments"] == {"a": 1}
+    if strict:
+        assert code == 1 and "Traceback" not in err
+        assert err.strip() == (
+            "toolcall-fsm: event 5: provider-error: the provider reported an error: boom (after the turn"
+            " finished at event 4: its finish reason and calls stand) (rule finish-ends-calls)"
+        )
+    else:
+        assert code == 0 and err == ""
