@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import fsm
-from fsm import Reassembler, messages
+from fsm import Limits, Reassembler, messages
 from fsm.errors import RemoteProtocolError, ToolcallFSMError
 
 core = pytest.importorskip("langchain_core.messages")
@@ -289,3 +289,108 @@ def test_replay_of_late_errors_exits_cleanly(strict: bool, tmp_path: Any, capsys
         )
     else:
         assert code == 0 and err == ""
+
+
+# -- transitions taken without the machine's dispatch ----------------------------------------------
+
+
+def _fragment(text: str, index: int = 0, head: bool = False) -> dict[str, Any]:
+    return _chat(_entry(index, text, head))
+
+
+def _direct_cases() -> list[tuple[str, list[dict[str, Any]], Limits]]:
+    mb = 1 << 20
+    opening, closing = '{"q": "', '"}'
+    body = "é" * (mb // 4)  # two bytes a character: the character and byte limits part
+    grin = "\U0001f600" * 300  # four bytes a character: the scan's estimate is exact
+    held = len((opening + body).encode())
+    cases = [
+        ("1 MB in one fragment", [_fragment(opening, head=True), _fragment("x" * mb), _fragment(closing)], Limits()),
+        (
+            "many small fragments",
+            [_fragment(opening, head=True), *(_fragment("y" * 16) for _ in range(8192)), _fragment(closing)],
+            Limits(),
+        ),
+        (
+            "surrogate halves in megabytes",
+            [
+                _fragment(opening, head=True),
+                _fragment("z" * (mb // 2) + "\ud83d"),
+                _fragment("\ude42" + "z" * (mb // 2)),
+                _fragment("\ud83d"),
+                _fragment("\ude42"),
+                _fragment("\ude42" + closing),
+            ],
+            Limits(),
+        ),
+    ]
+    for more in (-1, 0, 1):  # the fragment that reaches a limit exactly, or passes it by one (the
+        # value left open: a closing fragment would pass the limit in every case)
+        events = [_fragment(opening, head=True), _fragment(body)]
+        cases.append((f"chars {more}", events, Limits(max_argument_chars=len(opening) + len(body) + more)))
+        cases.append((f"bytes {more}", events, Limits(max_stream_argument_bytes=held + more)))
+        twice = [_fragment(opening, head=True), _fragment(grin), _fragment(grin)]
+        limit = len((opening + grin + grin).encode()) + more
+        cases.append((f"4-byte characters {more}", twice, Limits(max_stream_argument_bytes=limit)))
+    for depth in (255, 256, 257):  # at the depth limit (256), one by one and all at once
+        one_by_one = [_fragment('{"q": ', head=True), *(_fragment("[") for _ in range(depth - 1))]
+        one_by_one += [*(_fragment("]") for _ in range(depth - 1)), _fragment("}")]
+        cases.append((f"depth {depth} one by one", one_by_one, Limits()))
+        at_once = [_fragment('{"q": ' + "[" * (depth - 1), head=True), _fragment("]" * (depth - 1) + "}")]
+        cases.append((f"depth {depth} at once", at_once, Limits()))
+    # Whole flat objects (what store_whole takes: up to 4096 characters), several calls sharing the
+    # byte limit, the last reaching it exactly or passing it by one
+    whole = '{"q": "' + "é" * 2000 + '"}'
+    size = len(whole.encode())
+    for more in (-1, 0, 1):
+        calls = [_fragment(whole, index=k, head=True) for k in range(3)]
+        cases.append((f"whole calls, bytes {more}", calls, Limits(max_stream_argument_bytes=3 * size + more)))
+        cases.append((f"whole call, chars {more}", calls[:1], Limits(max_argument_chars=len(whole) + more)))
+    return cases
+
+
+def test_the_direct_transitions_decide_as_firing_append_at_megabytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As tests/test_conformance.py::test_transitions_taken_directly_decide_as_firing_append, at the
+    # sizes and edges it does not reach: each stream read as dicts and as bytes, with the direct
+    # transitions and without them, must show the same transitions in order, outputs, calls,
+    # diagnostics, rule counts and what each call holds inside
+    from fsm.engine.slot import Slot
+    from tests.helpers import replay_traced
+    from tests.test_conformance import _slot_state
+
+    def replay(events: list[dict[str, Any]], limits: Limits, wire: bool) -> object:
+        r = Reassembler("openai-chat", limits=limits)
+
+        def feed(r: Reassembler) -> Any:
+            if wire:
+                yield r.feed_bytes(_sse([*events, FINISH]))
+                return
+            for event in [*events, FINISH]:
+                yield r.feed(event)
+
+        return replay_traced(r, feed), [_slot_state(slot) for slot in r.registry.slots]
+
+    cases = _direct_cases()
+    took: dict[str, int] = {"store_waiting": 0, "store_whole": 0}
+    for method in took:
+        real = getattr(Slot, method)
+
+        def counted(slot: Slot, *args: str, real: Any = real, method: str = method) -> bool:
+            taken = real(slot, *args)
+            took[method] += taken
+            return bool(taken)
+
+        monkeypatch.setattr(Slot, method, counted)
+    direct = [replay(events, limits, wire) for _, events, limits in cases for wire in (False, True)]
+    assert took["store_waiting"] > 8192 and took["store_whole"] > 6, took
+    monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label: False)
+    monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest: False)
+    general = [replay(events, limits, wire) for _, events, limits in cases for wire in (False, True)]
+    names = [f"{name} ({'bytes' if wire else 'dicts'})" for name, _, _ in cases for wire in (False, True)]
+    for name, a, b in zip(names, direct, general, strict=True):
+        assert a == b, name
+    # the edges are reached: each limit is met exactly and refused one past it
+    refused = {name for name, outcome in zip(names, direct, strict=True) if outcome[0][0] == "LimitExceeded"}
+    for edge in ("chars", "bytes", "4-byte characters", "whole calls, bytes", "whole call, chars"):
+        assert f"{edge} 0 (dicts)" not in refused and f"{edge} -1 (dicts)" in refused, edge
+    assert "depth 257 at once (dicts)" in refused and "depth 256 at once (dicts)" not in refused
