@@ -394,3 +394,69 @@ def test_the_direct_transitions_decide_as_firing_append_at_megabytes(monkeypatch
     for edge in ("chars", "bytes", "4-byte characters", "whole calls, bytes", "whole call, chars"):
         assert f"{edge} 0 (dicts)" not in refused and f"{edge} -1 (dicts)" in refused, edge
     assert "depth 257 at once (dicts)" in refused and "depth 256 at once (dicts)" not in refused
+
+
+EDGE_PIECES = ["", " ", "\n", "{", "}", "[", "]", '"', "a", ":", ",", "1", "é", "\ud83d", "\ude42", "\\", '{"q": "']
+EDGE_PIECES += ['"}', "[[", "]]", '{"a": 1}', "x" * 50, "\U0001f600", "\t\t", "null", '{"k": [', "}]"]
+
+
+def _anthropic(spec: list[tuple[bool, int, str]]) -> list[dict[str, Any]]:
+    message = {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "claude"}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
+    for head, at, text in spec:
+        if head:
+            block = {"type": "tool_use", "id": f"toolu_{at}", "name": "f", "input": {}}
+            events.append({"type": "content_block_start", "index": at, "content_block": block})
+        delta = {"type": "input_json_delta", "partial_json": text}
+        events.append({"type": "content_block_delta", "index": at, "delta": delta})
+    return [*events, {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 1}}]
+
+
+def test_the_direct_transitions_decide_as_firing_append_over_edge_fragments(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Random streams of edge pieces (surrogate halves, whitespace, brackets, whole objects, empty
+    # text), one to three calls, under small limits of each kind: through the OpenAI chat shortcuts
+    # and through the general routing (Anthropic), read as events and 7 bytes at a time
+    import random
+
+    from fsm.engine.slot import Slot
+    from tests.helpers import replay_traced
+    from tests.test_conformance import _slot_state
+
+    streams = []
+    for seed in range(120):
+        rng = random.Random(seed)
+        spec, calls = [], rng.randint(1, 3)
+        for at in range(calls):
+            spec.append((True, at, rng.choice(["", rng.choice(EDGE_PIECES)])))
+            spec += [(False, rng.randrange(calls), rng.choice(EDGE_PIECES)) for _ in range(rng.randint(0, 12))]
+        limits = rng.choice(
+            [
+                Limits(max_argument_chars=rng.randint(1, 60)),
+                Limits(max_stream_argument_bytes=rng.randint(1, 120)),
+                Limits(max_depth=rng.randint(1, 4)),
+            ]
+        )
+        chat = [_fragment(text, at, head) for head, at, text in spec] + [FINISH]
+        streams += [("openai-chat", chat, limits), ("anthropic", _anthropic(spec), limits)]
+
+    def replays() -> list[object]:
+        out = []
+        for provider, events, limits in streams:
+            for wire in (False, True):
+                r = Reassembler(provider, limits=limits)
+
+                def feed(r: Reassembler, events: list[dict[str, Any]] = events, wire: bool = wire) -> Any:
+                    if not wire:
+                        yield from (r.feed(event) for event in events)
+                        return
+                    body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+                    yield from (r.feed_bytes(body[at : at + 7]) for at in range(0, len(body), 7))
+
+                out.append((replay_traced(r, feed), [_slot_state(slot) for slot in r.registry.slots]))
+        return out
+
+    direct = replays()
+    monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label: False)
+    monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest: False)
+    for at, (a, b) in enumerate(zip(direct, replays(), strict=True)):
+        assert a == b, streams[at // 2]
