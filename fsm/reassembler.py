@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from fsm.content import TurnContent
-from fsm.engine.ledger import Ledger
+from fsm.engine.ledger import MESSAGE_CHARS, Ledger
 from fsm.engine.registry import Registry
 from fsm.errors import (
     FramingError,
@@ -485,7 +485,9 @@ class Reassembler:
             if error and (first.finish_reason != "error" or event.error not in (None, first.error)):
                 # The turn had ended and its calls stand, but what the provider said must reach the
                 # caller as what it is: a provider's error (raised in strict mode), not a finish reason.
-                said = f"{_said(event)} (after the turn finished at event {at}: its finish reason and calls stand)"
+                # The provider's part is cut, so the ledger's cut of a long message leaves what follows it.
+                after = f"after the turn finished at event {at}: its finish reason and calls stand"
+                said = f"{_said(event, MESSAGE_CHARS // 2)} ({after})"
                 self.ledger.diagnose("provider-error", f"the provider reported an error: {said}")
             elif event.finish_reason != first.finish_reason:
                 second = f"{event.finish_reason!r} after {first.finish_reason!r}, kept"
@@ -497,9 +499,11 @@ class Reassembler:
         self.registry.finish(event.finish_reason)
 
 
-def _said(error: StreamEnd) -> str:
-    """What an error finish says: the provider's message, else its own word for the finish (a Gemini
-    ``MALFORMED_FUNCTION_CALL``, a chunk's bare ``finish_reason: "error"``)."""
+def _said(error: StreamEnd, room: int | None = None) -> str:
+    """What an error finish says: the provider's message (cut at ``room`` characters as the ledger
+    cuts one), else its own word for the finish (a Gemini ``MALFORMED_FUNCTION_CALL``, a chunk's
+    bare ``finish_reason: "error"``)."""
     if error.error is not None:
-        return error.error
+        said = error.error
+        return said if room is None or len(said) <= room else f"{said[:room]}... ({len(said)} characters)"
     return f"no message, finish reason {error.raw_finish_reason!r}" if error.raw_finish_reason else "no message"

@@ -33,7 +33,8 @@ frameworks above them yield, read by duck typing.
   ``thinking`` content blocks (``reasoning`` with ``output_version="v1"``) with their ``signature``
   (v1: ``extras.signature``), and a signed text part a text block with ``extras.signature``: the
   reasoning goes in LiteLLM's ``thinking_blocks`` (Claude's ``thinking`` and ``redacted_thinking``
-  blocks through ChatAnthropic too), each under LangChain's block index, and the text's signature
+  blocks through ChatAnthropic too; v1 holds the redacted one in a ``non_standard`` block), each
+  under LangChain's block index, and the text's signature
   on the delta in the shape of a call's, which the OpenAI chat decoder reads as the text's. So the
   reasoning and the text are signed as the bytes sign them, but LangChain keeps no block's place
   among the calls and the text (the Gemini decoder's ``place``), and of several signed text parts
@@ -199,7 +200,8 @@ def _langchain_blocks(content: Any, delta: dict[str, Any]) -> None:
     """A chunk's content blocks into ``delta``: the text ones as its text, the last signature one
     carries (``extras.signature``: a Gemini text part's) in Gemini's OpenAI-compatible shape, and
     the reasoning ones (``thinking``, the ``reasoning`` of ``output_version="v1"``, Anthropic's
-    ``redacted_thinking``) as LiteLLM's ``thinking_blocks``, each under LangChain's block index."""
+    ``redacted_thinking``, which v1 keeps as a ``non_standard`` block's ``value``) as LiteLLM's
+    ``thinking_blocks``, each under LangChain's block index."""
     said: list[str] = []
     signed: str | None = None
     thinking: list[dict[str, Any]] = []
@@ -210,8 +212,14 @@ def _langchain_blocks(content: Any, delta: dict[str, Any]) -> None:
         if not isinstance(block, Mapping):
             continue
         kind = block.get("type")
-        if kind == "text":
-            said.append(str(block.get("text") or ""))
+        if kind == "non_standard":  # v1 keeps a block it has no type for as the provider wrote it
+            value = block.get("value")
+            if isinstance(value, Mapping) and value.get("type") == "redacted_thinking":  # ChatAnthropic's
+                thinking.append(_thinking_block({**value, "index": block.get("index")}, "redacted_thinking"))
+        elif kind == "text":
+            # A text that is no str says nothing (its str() would be made-up text), as the decoder reads it
+            if isinstance(text := block.get("text"), str):
+                said.append(text)
             signed = _block_signature(block) or signed
         elif kind in ("thinking", "redacted_thinking") or (kind == "reasoning" and "reasoning" in block):
             # (a Responses reasoning item, as langchain-openai's v0 blocks hold it, has no text here)
