@@ -21,7 +21,10 @@ is in :mod:`fsm.messages.ollama_cohere`. What goes back is what the provider sen
   have no item id: an id whose reasoning is missing is refused). Responses items go back in the
   order of their ``output_index`` (reasoning, call, reasoning, call stays so); the text goes as one
   message at the place of the first message item; an item without a place (a result built by hand)
-  follows the one before it in the order reasoning, message, calls. A thinking block that never got
+  follows the one before it in the order reasoning, message, calls. Anthropic content goes back the
+  same way, by content block index: with interleaved thinking, thinking, tool_use, thinking,
+  tool_use stays so (Anthropic wants the turn echoed as received); the text, one string, goes as one
+  block at its first block's place. A thinking block that never got
   its signature (a cut stream) is left out: Anthropic refuses it. Chat Completions has no field for
   reasoning: only signed or redacted blocks (Claude's, as LiteLLM yields them) go back, as LiteLLM's
   ``thinking_blocks``, which it hands on to Claude, who refuses a turn of calls without them;
@@ -215,25 +218,31 @@ def _in_output_order(placed: list[tuple[int | None, Message]]) -> list[Message]:
 def _thinking_blocks(result: Result) -> list[Message]:
     """Claude's reasoning as its blocks go back (Anthropic's content, LiteLLM's ``thinking_blocks``):
     signed thinking and redacted thinking; a block that never got its signature is refused there."""
-    blocks: list[Message] = []
+    return [block for _, block in _placed_thinking(result)]
+
+
+def _placed_thinking(result: Result) -> list[tuple[int | None, Message]]:
+    blocks: list[tuple[int | None, Message]] = []
     for reasoning in result.reasoning:
         if reasoning.redacted is not None:
-            blocks.append({"type": "redacted_thinking", "data": reasoning.redacted})
+            blocks.append((reasoning.output_index, {"type": "redacted_thinking", "data": reasoning.redacted}))
         elif reasoning.signature is not None:
-            blocks.append({"type": "thinking", "thinking": reasoning.text, "signature": reasoning.signature})
+            block = {"type": "thinking", "thinking": reasoning.text, "signature": reasoning.signature}
+            blocks.append((reasoning.output_index, block))
     return blocks
 
 
 def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
-    content = _thinking_blocks(result)
+    # In the order the blocks streamed (their content block index): interleaved thinking sits between
+    # calls, and Anthropic refuses its thinking blocks rearranged.
+    placed = _placed_thinking(result)
     if result.text:
-        content.append({"type": "text", "text": result.text})
-    content += [
-        {"type": "tool_use", "id": reply_id(call), "name": call.name or "", "input": _arguments(call)}
-        for call in calls
-        if _kind(call, "anthropic")
-    ]
-    return {"role": "assistant", "content": content}
+        placed.append((result.text_output_index, {"type": "text", "text": result.text}))
+    for call in calls:
+        _kind(call, "anthropic")
+        use = {"type": "tool_use", "id": reply_id(call), "name": call.name or "", "input": _arguments(call)}
+        placed.append((call.output_index, use))
+    return {"role": "assistant", "content": _in_output_order(placed)}
 
 
 def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
