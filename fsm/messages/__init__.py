@@ -12,22 +12,23 @@ is in :mod:`fsm.messages.ollama_cohere`. What goes back is what the provider sen
   before its id arrived (``late-id``), which the provider issued and pairs the result by, in the call
   and in its result alike. Gemini gets an ``id`` only where its wire gave one (Gemini 3), since older
   models pair results by name and order;
-* reasoning first, with what must come back verbatim: Anthropic ``thinking`` blocks with their
-  ``signature`` and ``redacted_thinking`` blocks; Gemini thought parts and every ``thoughtSignature``
-  on the part it came on (a call, a text part, or a thought), the thought and text parts each in its
-  ``place`` among the calls (the wire's order: thought, call, thought, call); Responses ``reasoning`` items with their
-  id, summary and ``encrypted_content``, and the function and custom calls with their item ``id``
-  (``fc_...``), which the API pairs with the reasoning item before it (sent without reasoning, calls
-  have no item id: an id whose reasoning is missing is refused). Responses items go back in the
-  order of their ``output_index`` (reasoning, call, reasoning, call stays so); the text goes as one
-  message at the place of the first message item; an item without a place (a result built by hand)
-  follows the one before it in the order reasoning, message, calls. Anthropic content goes back the
-  same way, by content block index: with interleaved thinking, thinking, tool_use, thinking,
-  tool_use stays so (Anthropic wants the turn echoed as received); the text, one string, goes as one
-  block at its first block's place. A thinking block that never got
-  its signature (a cut stream) is left out: Anthropic refuses it. Chat Completions has no field for
-  reasoning: only signed or redacted blocks (Claude's, as LiteLLM yields them) go back, as LiteLLM's
-  ``thinking_blocks``, which it hands on to Claude, who refuses a turn of calls without them;
+* reasoning first (unless the wire gave places: see below), with what must come back verbatim:
+  Anthropic ``thinking`` blocks with their ``signature`` and ``redacted_thinking`` blocks; Gemini
+  thought parts and every ``thoughtSignature`` on the part it came on (a call, a text part, or a
+  thought), the thought and text parts each in its ``place`` among the calls (the wire's order:
+  thought, call, thought, call); Responses ``reasoning`` items with their id, summary and
+  ``encrypted_content``, and the function and custom calls with their item ``id`` (``fc_...``),
+  which the API pairs with the reasoning item before it (sent without reasoning, calls have no item
+  id: an id whose reasoning is missing is refused). Responses items go back in the order of their
+  ``output_index`` (reasoning, call, reasoning, call stays so); the text goes as one message at the
+  place of the first message item; an item without a place (a result built by hand) follows the one
+  before it in the order reasoning, message, calls. Anthropic content goes back the same way, by
+  content block index: with interleaved thinking, thinking, tool_use, thinking, tool_use stays so
+  (Anthropic wants the turn echoed as received); the text, one string, goes as one block at its
+  first block's place. A thinking block that never got its signature (a cut stream) is left out:
+  Anthropic refuses it. Chat Completions has no field for reasoning: only signed or redacted blocks
+  (Claude's, as LiteLLM yields them) go back, as LiteLLM's ``thinking_blocks``, which it hands on
+  to Claude, who refuses a turn of calls without them;
 * server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools, Gemini's code execution)
   are the provider's own and are not replayed;
 * arguments: the raw text where the format takes text (OpenAI, Cohere), the parsed object where it
