@@ -124,8 +124,9 @@ class TextDelta:
     goes back; None where the wire has none."""
     part: int | None = None
     """Which text part the piece belongs to, where the wire's text comes in parts that go back apart
-    (Gemini: a run of text parts, ended by a signed one or by any other part); the key is shared
-    with the :attr:`ReasoningDelta.block` keys of the same wire. None: the turn's one text."""
+    (Gemini: a run of text parts, ended by a signed one or by any other part; Anthropic: a text
+    block's index); the key is shared with the :attr:`ReasoningDelta.block` keys of the same wire.
+    None: the turn's one text."""
 
 
 @attrs.frozen(slots=True)

@@ -131,8 +131,9 @@ class Reasoning:
 
 @attrs.frozen(slots=True)
 class TextPart:
-    """A part of the visible text that goes back as a part of its own (Gemini): a run of text parts
-    up to the one that carried a signature, or up to another part (a thought, a call)."""
+    """A part of the visible text that goes back as a part of its own (Gemini: a run of text parts
+    up to the one that carried a signature, or up to another part (a thought, a call); Claude: a
+    text block)."""
 
     text: str = ""
     """The part's text."""
@@ -141,7 +142,11 @@ class TextPart:
     place: int | None = None
     """Where the part sat in the turn: a position counted over the turn's thought and text parts
     and its calls (every call, in order of first appearance), so each call takes a place no thought
-    or text part holds. :mod:`fsm.messages` sends the parts and calls back in that order."""
+    or text part holds. :mod:`fsm.messages` sends the parts and calls back in that order. None
+    elsewhere."""
+    output_index: int | None = None
+    """Where a Claude text block sat in the turn's output (its content block index): see
+    :attr:`ToolCall.output_index`. None elsewhere."""
 
 
 @attrs.frozen(slots=True)
@@ -176,8 +181,9 @@ class Result:
     there. None elsewhere. See :attr:`ToolCall.output_index`."""
     text_parts: tuple[TextPart, ...] = ()
     """:attr:`text` in the parts it goes back as, where the wire keeps them apart (Gemini: each
-    signature on the text it came with, each run of text in its place among the thoughts and calls);
-    empty where the text is one (every other provider)."""
+    signature on the text it came with, each run of text in its place among the thoughts and calls;
+    Claude: each text block at its content block index); empty where the text is one (every other
+    provider)."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:

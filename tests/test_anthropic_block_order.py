@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import fsm
-from fsm import Reassembler, messages
+from fsm import Reassembler, TextPart, messages
 from fsm.history import check
 from tests.test_bedrock_invoke import Replay as BedrockReplay
 from tests.test_bedrock_invoke import bedrock_client, invoke_stream
@@ -79,12 +79,12 @@ WITH_TEXT = turn(
     said(4, "And Bergen."),
     tool_use(5, "toolu_5", '{"city": "Bergen"}'),
 )
-# Result holds the turn's text as one string: it goes back at its first block's place.
 WITH_TEXT_CONTENT = [
     {"type": "thinking", "thinking": "Oslo first.", "signature": "sig_0"},
-    {"type": "text", "text": "Looking up Oslo. And Bergen."},
+    {"type": "text", "text": "Looking up Oslo. "},
     {"type": "tool_use", "id": "toolu_2", "name": "weather", "input": {"city": "Oslo"}},
     {"type": "thinking", "thinking": "Now Bergen.", "signature": "sig_3"},
+    {"type": "text", "text": "And Bergen."},
     {"type": "tool_use", "id": "toolu_5", "name": "weather", "input": {"city": "Bergen"}},
 ]
 CASES = [
@@ -128,6 +128,24 @@ def test_each_block_reports_its_content_block_index() -> None:
     assert [call.output_index for call in result.calls] == [2, 5]
     assert [block.output_index for block in result.reasoning] == [0, 3]
     assert result.text_output_index == 1
+    assert result.text == "Looking up Oslo. And Bergen."
+    assert result.text_parts == (TextPart("Looking up Oslo. ", output_index=1), TextPart("And Bergen.", output_index=4))
+
+
+def test_text_without_its_block_index_goes_back_whole_at_the_first_text_block() -> None:
+    """A text delta without ``index`` belongs to no block: the parts no longer hold all the text, so
+    the text goes back as one block, none of it lost."""
+    events = [dict(e) for e in WITH_TEXT]
+    for event in events:
+        if event["type"] == "content_block_delta" and event.get("index") == 4:
+            del event["index"]
+    r = Reassembler("anthropic")
+    for event in events:
+        r.feed(event)
+    result = r.close()
+    content = messages.assistant_message(result, "anthropic")["content"]
+    thought, _, call, second, _, last = WITH_TEXT_CONTENT
+    assert content == [thought, {"type": "text", "text": "Looking up Oslo. And Bergen."}, call, second, last]
 
 
 @pytest.mark.parametrize(("events", "content"), CASES)

@@ -24,11 +24,12 @@ is in :mod:`fsm.messages.ollama_cohere`. What goes back is what the provider sen
   place of the first message item; an item without a place (a result built by hand) follows the one
   before it in the order reasoning, message, calls. Anthropic content goes back the same way, by
   content block index: with interleaved thinking, thinking, tool_use, thinking, tool_use stays so
-  (Anthropic wants the turn echoed as received); the text, one string, goes as one block at its
-  first block's place. A thinking block that never got its signature (a cut stream) is left out:
-  Anthropic refuses it. Chat Completions has no field for reasoning: only signed or redacted blocks
-  (Claude's, as LiteLLM yields them) go back, as LiteLLM's ``thinking_blocks``, which it hands on
-  to Claude, who refuses a turn of calls without them;
+  (Anthropic wants the turn echoed as received), and each text block goes back as a block of its
+  own in its place (text that came in no block: all the text as one block at the first one's
+  place). A thinking block that never got its signature (a cut stream) is left out: Anthropic
+  refuses it. Chat Completions has no field for reasoning: only signed or redacted blocks (Claude's,
+  as LiteLLM yields them) go back, as LiteLLM's ``thinking_blocks``, which it hands on to Claude,
+  who refuses a turn of calls without them;
 * server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools, Gemini's code execution)
   are the provider's own and are not replayed;
 * arguments: the raw text where the format takes text (OpenAI, Cohere), the parsed object where it
@@ -237,7 +238,10 @@ def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     # In the order the blocks streamed (their content block index): interleaved thinking sits between
     # calls, and Anthropic refuses its thinking blocks rearranged.
     placed = _placed_thinking(result)
-    if result.text:
+    blocks = [part for part in result.text_parts if part.text and part.output_index is not None]
+    if blocks and "".join(part.text for part in blocks) == result.text:  # each text block in its place
+        placed += [(part.output_index, {"type": "text", "text": part.text}) for part in blocks]
+    elif result.text:  # no blocks, or text that came in none (a delta without index): all of it, once
         placed.append((result.text_output_index, {"type": "text", "text": result.text}))
     for call in calls:
         _kind(call, "anthropic")

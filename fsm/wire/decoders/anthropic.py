@@ -8,7 +8,8 @@ may also come inside ``message_start``. ``server_tool_use`` blocks are run by An
 reassembled the same way but marked as server calls. A stream cut by ``max_tokens`` before
 ``content_block_stop`` leaves the call open, so it comes back truncated with its raw text.
 Thinking, text and tool blocks share the content block index, which each reports as its
-``output_index``: the turn goes back in the order it streamed (interleaved thinking).
+``output_index`` (each text block is a text part of its own): the turn goes back in the order it
+streamed (interleaved thinking).
 
 Nothing is dropped in silence: a ``tool_use`` block without ``index`` is kept as a call routed by
 its id (``missing-routing-field``), and the next block events at an index no block opened are
@@ -190,7 +191,7 @@ def _said_at_start(at: int | None, block: Mapping[str, Any]) -> list[Event]:
     kind = block.get("type")
     if kind == "text":
         opening = text(block.get("text"), "content_block.text")
-        return [TextDelta(opening, output_index=at)] if opening else []
+        return [TextDelta(opening, output_index=at, part=at)] if opening else []
     if kind == "thinking":
         thought = text(block.get("thinking"), "content_block.thinking") or ""
         signature = text(block.get("signature"), "content_block.signature")
@@ -204,7 +205,7 @@ def _said_in_delta(at: int | None, delta: Mapping[str, Any]) -> list[Event]:
     kind = delta.get("type")
     if kind == "text_delta":
         piece = text(delta.get("text"), "text")
-        return [TextDelta(piece, output_index=at)] if piece else []
+        return [TextDelta(piece, output_index=at, part=at)] if piece else []
     if kind == "thinking_delta":
         return [ReasoningDelta(at, text(delta.get("thinking"), "thinking") or "", output_index=at)]
     if kind == "signature_delta":
