@@ -57,15 +57,16 @@ class _Block:
 
 
 class _TextPart:
-    __slots__ = ("place", "signature", "text")
+    __slots__ = ("output_index", "place", "signature", "text")
 
-    def __init__(self, place: int | None) -> None:
+    def __init__(self, place: int | None, output_index: int | None) -> None:
         self.text: list[str] = []
         self.signature: str | None = None
         self.place = place
+        self.output_index = output_index
 
     def freeze(self) -> TextPart:
-        return TextPart("".join(self.text), self.signature, self.place)
+        return TextPart("".join(self.text), self.signature, self.place, self.output_index)
 
 
 class TurnContent:
@@ -143,7 +144,7 @@ class TurnContent:
             parts = self._parts = {}
         part = parts.get(key)
         if part is None:
-            part = parts[key] = _TextPart(self._place())
+            part = parts[key] = _TextPart(self._place(), piece.output_index)
         if piece.text:
             part.text.append(piece.text)
         part.signature = piece.signature or part.signature

@@ -119,12 +119,14 @@ class TextDelta:
     """A signature the provider attached to a text part (Gemini ``thoughtSignature`` on a turn with
     no call): it must go back on that text."""
     output_index: int | None = None
-    """The output position of the item the text belongs to (a Responses message's ``output_index``),
-    which orders it among the turn's reasoning and calls when it goes back; None where the wire has none."""
+    """The output position of the item the text belongs to (a Responses message's ``output_index``,
+    an Anthropic text block's index), which orders it among the turn's reasoning and calls when it
+    goes back; None where the wire has none."""
     part: int | None = None
     """Which text part the piece belongs to, where the wire's text comes in parts that go back apart
-    (Gemini: a run of text parts, ended by a signed one or by any other part); the key is shared
-    with the :attr:`ReasoningDelta.block` keys of the same wire. None: the turn's one text."""
+    (Gemini: a run of text parts, ended by a signed one or by any other part; Anthropic: a text
+    block's index); the key is shared with the :attr:`ReasoningDelta.block` keys of the same wire.
+    None: the turn's one text."""
 
 
 @attrs.frozen(slots=True)
@@ -149,8 +151,8 @@ class ReasoningDelta:
     encrypted_content: str | None = None
     """The Responses ``encrypted_content`` of a reasoning item."""
     output_index: int | None = None
-    """The reasoning item's place in the turn's output (a Responses ``output_index``); see
-    :attr:`TextDelta.output_index`."""
+    """The reasoning item's place in the turn's output (a Responses ``output_index``, an Anthropic
+    content block index); see :attr:`TextDelta.output_index`."""
 
 
 @attrs.frozen(slots=True)

@@ -71,9 +71,10 @@ class ToolCall:
     Responses function or custom call, only the item's ``type`` and ``id`` (``fc_...``), which
     pair the call with the reasoning item before it when both are sent back. None for other calls."""
     output_index: int | None = None
-    """Where the call's item sat in the turn's output (a Responses ``output_index``), shared with
-    the reasoning items and the message: :mod:`fsm.messages` sends them back in that order. None
-    where the wire has no such position (its index is a label there, or there is none)."""
+    """Where the call sat in the turn's output, shared with the reasoning and the text: a Responses
+    ``output_index``, or a Claude content block index (Anthropic's wire, Bedrock InvokeModel's):
+    :mod:`fsm.messages` sends them back in that order. None where the wire has no such position
+    (its index is a label there, or there is none; Bedrock ConverseStream's is not used)."""
     reply_id: str | None = None
     """The id the next request answers the call by, where it is not :attr:`id`: the wire id of a
     call that opened before its id arrived (diagnostic ``late-id``), renamed like any repeated id
@@ -122,16 +123,17 @@ class Reasoning:
     encrypted_content: str | None = None
     """The Responses reasoning ``encrypted_content`` (requested with ``include``; needed when not stored)."""
     output_index: int | None = None
-    """Where the reasoning item sat in the turn's output (a Responses ``output_index``); None
-    elsewhere. See :attr:`ToolCall.output_index`."""
+    """Where the reasoning item sat in the turn's output (a Responses ``output_index``, a Claude
+    content block index); None elsewhere. See :attr:`ToolCall.output_index`."""
     place: int | None = None
     """Where the block sat among the turn's parts (Gemini): see :attr:`TextPart.place`. None elsewhere."""
 
 
 @attrs.frozen(slots=True)
 class TextPart:
-    """A part of the visible text that goes back as a part of its own (Gemini): a run of text parts
-    up to the one that carried a signature, or up to another part (a thought, a call)."""
+    """A part of the visible text that goes back as a part of its own (Gemini: a run of text parts
+    up to the one that carried a signature, or up to another part (a thought, a call); Claude: a
+    text block)."""
 
     text: str = ""
     """The part's text."""
@@ -140,7 +142,11 @@ class TextPart:
     place: int | None = None
     """Where the part sat in the turn: a position counted over the turn's thought and text parts
     and its calls (every call, in order of first appearance), so each call takes a place no thought
-    or text part holds. :mod:`fsm.messages` sends the parts and calls back in that order."""
+    or text part holds. :mod:`fsm.messages` sends the parts and calls back in that order. None
+    elsewhere."""
+    output_index: int | None = None
+    """Where a Claude text block sat in the turn's output (its content block index): see
+    :attr:`ToolCall.output_index`. None elsewhere."""
 
 
 @attrs.frozen(slots=True)
@@ -170,12 +176,14 @@ class Result:
     suppressed_diagnostics: dict[str, int] = attrs.field(factory=dict, hash=False)
     """Per code, how many diagnostics were counted but not kept (past ``Limits.max_diagnostics_per_code``)."""
     text_output_index: int | None = None
-    """Where the first message item that carried :attr:`text` sat in the turn's output (a Responses
-    ``output_index``); None elsewhere. See :attr:`ToolCall.output_index`."""
+    """Where the first message item or text block that carried :attr:`text` sat in the turn's
+    output (a Responses ``output_index``, a Claude content block index): all the text goes back
+    there. None elsewhere. See :attr:`ToolCall.output_index`."""
     text_parts: tuple[TextPart, ...] = ()
     """:attr:`text` in the parts it goes back as, where the wire keeps them apart (Gemini: each
-    signature on the text it came with, each run of text in its place among the thoughts and calls);
-    empty where the text is one (every other provider)."""
+    signature on the text it came with, each run of text in its place among the thoughts and calls;
+    Claude: each text block at its content block index); empty where the text is one (every other
+    provider)."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:

@@ -222,7 +222,9 @@ def test_a_malformed_function_call_says_gemini_s_finish_message() -> None:
 
 def test_other_providers_give_no_places_or_text_parts() -> None:
     result = synthetic("anthropic", anthropic_thinking_turn())
-    assert result.reasoning and all(r.place is None for r in result.reasoning) and result.text_parts == ()
+    assert result.reasoning and all(r.place is None for r in result.reasoning)
+    # Claude's text blocks are text parts, placed by their content block index, not by place
+    assert [(p.text, p.place, p.output_index) for p in result.text_parts] == [("Checking.", None, 2)]
     chat = synthetic(
         "openai-chat",
         [

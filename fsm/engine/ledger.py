@@ -59,10 +59,7 @@ class Ledger:
         self.withhold = False
         """Set for a wire whose final arguments may replace the streamed text (OpenAI Responses
         ``.done``): no call's text is output as append-safe before the call finishes."""
-        self.output_indexed = False
-        """Set for a wire whose call index is the item's place in the turn's output, shared with
-        reasoning and text (OpenAI Responses ``output_index``): each call reports it as its
-        ``output_index``, by which the turn goes back in order."""
+        self._decoder: object = None
         self.work = 0
         """Characters scanned and compared, and routing candidates visited: the fuzzer checks that
         this stays linear in the input."""
@@ -70,7 +67,16 @@ class Ledger:
     def adopt(self, decoder: object) -> None:
         """Take what a wire's decoder declares of its wire (see ``withhold`` and ``output_indexed``)."""
         self.withhold = getattr(decoder, "final_arguments_win", False)
-        self.output_indexed = getattr(decoder, "output_indexed", False)
+        self._decoder = decoder
+
+    @property
+    def output_indexed(self) -> bool:
+        """True for a wire whose call index is the item's place in the turn's output, shared with
+        reasoning and text (OpenAI Responses ``output_index``, Anthropic's content block index):
+        each call reports it as its ``output_index``, by which the turn goes back in order. Asked
+        of the decoder when a call is built, not when it is adopted: a Bedrock InvokeModel
+        stream's decoder learns which wire it carries from its first event."""
+        return bool(getattr(self._decoder, "output_indexed", False))
 
     def emit(self, output: Output) -> None:
         self.outputs.append(output)

@@ -12,19 +12,24 @@ is in :mod:`fsm.messages.ollama_cohere`. What goes back is what the provider sen
   before its id arrived (``late-id``), which the provider issued and pairs the result by, in the call
   and in its result alike. Gemini gets an ``id`` only where its wire gave one (Gemini 3), since older
   models pair results by name and order;
-* reasoning first, with what must come back verbatim: Anthropic ``thinking`` blocks with their
-  ``signature`` and ``redacted_thinking`` blocks; Gemini thought parts and every ``thoughtSignature``
-  on the part it came on (a call, a text part, or a thought), the thought and text parts each in its
-  ``place`` among the calls (the wire's order: thought, call, thought, call); Responses ``reasoning`` items with their
-  id, summary and ``encrypted_content``, and the function and custom calls with their item ``id``
-  (``fc_...``), which the API pairs with the reasoning item before it (sent without reasoning, calls
-  have no item id: an id whose reasoning is missing is refused). Responses items go back in the
-  order of their ``output_index`` (reasoning, call, reasoning, call stays so); the text goes as one
-  message at the place of the first message item; an item without a place (a result built by hand)
-  follows the one before it in the order reasoning, message, calls. A thinking block that never got
-  its signature (a cut stream) is left out: Anthropic refuses it. Chat Completions has no field for
-  reasoning: only signed or redacted blocks (Claude's, as LiteLLM yields them) go back, as LiteLLM's
-  ``thinking_blocks``, which it hands on to Claude, who refuses a turn of calls without them;
+* reasoning first (unless the wire gave places: see below), with what must come back verbatim:
+  Anthropic ``thinking`` blocks with their ``signature`` and ``redacted_thinking`` blocks; Gemini
+  thought parts and every ``thoughtSignature`` on the part it came on (a call, a text part, or a
+  thought), the thought and text parts each in its ``place`` among the calls (the wire's order:
+  thought, call, thought, call); Responses ``reasoning`` items with their id, summary and
+  ``encrypted_content``, and the function and custom calls with their item ``id`` (``fc_...``),
+  which the API pairs with the reasoning item before it (sent without reasoning, calls have no item
+  id: an id whose reasoning is missing is refused). Responses items go back in the order of their
+  ``output_index`` (reasoning, call, reasoning, call stays so); the text goes as one message at the
+  place of the first message item; an item without a place (a result built by hand) follows the one
+  before it in the order reasoning, message, calls. Anthropic content goes back the same way, by
+  content block index: with interleaved thinking, thinking, tool_use, thinking, tool_use stays so
+  (Anthropic wants the turn echoed as received), and each text block goes back as a block of its
+  own in its place (text that came in no block: all the text as one block at the first one's
+  place). A thinking block that never got its signature (a cut stream) is left out: Anthropic
+  refuses it. Chat Completions has no field for reasoning: only signed or redacted blocks (Claude's,
+  as LiteLLM yields them) go back, as LiteLLM's ``thinking_blocks``, which it hands on to Claude,
+  who refuses a turn of calls without them;
 * server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools, Gemini's code execution)
   are the provider's own and are not replayed;
 * arguments: the raw text where the format takes text (OpenAI, Cohere), the parsed object where it
@@ -215,25 +220,34 @@ def _in_output_order(placed: list[tuple[int | None, Message]]) -> list[Message]:
 def _thinking_blocks(result: Result) -> list[Message]:
     """Claude's reasoning as its blocks go back (Anthropic's content, LiteLLM's ``thinking_blocks``):
     signed thinking and redacted thinking; a block that never got its signature is refused there."""
-    blocks: list[Message] = []
+    return [block for _, block in _placed_thinking(result)]
+
+
+def _placed_thinking(result: Result) -> list[tuple[int | None, Message]]:
+    blocks: list[tuple[int | None, Message]] = []
     for reasoning in result.reasoning:
         if reasoning.redacted is not None:
-            blocks.append({"type": "redacted_thinking", "data": reasoning.redacted})
+            blocks.append((reasoning.output_index, {"type": "redacted_thinking", "data": reasoning.redacted}))
         elif reasoning.signature is not None:
-            blocks.append({"type": "thinking", "thinking": reasoning.text, "signature": reasoning.signature})
+            block = {"type": "thinking", "thinking": reasoning.text, "signature": reasoning.signature}
+            blocks.append((reasoning.output_index, block))
     return blocks
 
 
 def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
-    content = _thinking_blocks(result)
-    if result.text:
-        content.append({"type": "text", "text": result.text})
-    content += [
-        {"type": "tool_use", "id": reply_id(call), "name": call.name or "", "input": _arguments(call)}
-        for call in calls
-        if _kind(call, "anthropic")
-    ]
-    return {"role": "assistant", "content": content}
+    # In the order the blocks streamed (their content block index): interleaved thinking sits between
+    # calls, and Anthropic refuses its thinking blocks rearranged.
+    placed = _placed_thinking(result)
+    blocks = [part for part in result.text_parts if part.text and part.output_index is not None]
+    if blocks and "".join(part.text for part in blocks) == result.text:  # each text block in its place
+        placed += [(part.output_index, {"type": "text", "text": part.text}) for part in blocks]
+    elif result.text:  # no blocks, or text that came in none (a delta without index): all of it, once
+        placed.append((result.text_output_index, {"type": "text", "text": result.text}))
+    for call in calls:
+        _kind(call, "anthropic")
+        use = {"type": "tool_use", "id": reply_id(call), "name": call.name or "", "input": _arguments(call)}
+        placed.append((call.output_index, use))
+    return {"role": "assistant", "content": _in_output_order(placed)}
 
 
 def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:

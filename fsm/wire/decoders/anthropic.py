@@ -7,6 +7,9 @@ with no input text has the input it started with (``{}`` unless pre-filled); a w
 may also come inside ``message_start``. ``server_tool_use`` blocks are run by Anthropic: they are
 reassembled the same way but marked as server calls. A stream cut by ``max_tokens`` before
 ``content_block_stop`` leaves the call open, so it comes back truncated with its raw text.
+Thinking, text and tool blocks share the content block index, which each reports as its
+``output_index`` (each text block is a text part of its own): the turn goes back in the order it
+streamed (interleaved thinking).
 
 Nothing is dropped in silence: a ``tool_use`` block without ``index`` is kept as a call routed by
 its id (``missing-routing-field``), and the next block events at an index no block opened are
@@ -60,6 +63,9 @@ class _Block:
 
 class AnthropicDecoder:
     name = "anthropic"
+    output_indexed = True
+    """Thinking, text and tool blocks share one content block index: the order the turn goes back in
+    (interleaved thinking puts thinking between calls, and Anthropic refuses it rearranged)."""
 
     def __init__(self) -> None:
         self._blocks: dict[int, _Block] = {}
@@ -185,12 +191,13 @@ def _said_at_start(at: int | None, block: Mapping[str, Any]) -> list[Event]:
     kind = block.get("type")
     if kind == "text":
         opening = text(block.get("text"), "content_block.text")
-        return [TextDelta(opening)] if opening else []
+        return [TextDelta(opening, output_index=at, part=at)] if opening else []
     if kind == "thinking":
         thought = text(block.get("thinking"), "content_block.thinking") or ""
-        return [ReasoningDelta(at, thought, signature=text(block.get("signature"), "content_block.signature"))]
+        signature = text(block.get("signature"), "content_block.signature")
+        return [ReasoningDelta(at, thought, signature=signature, output_index=at)]
     if kind == "redacted_thinking":
-        return [ReasoningDelta(at, redacted=text(block.get("data"), "content_block.data"))]
+        return [ReasoningDelta(at, redacted=text(block.get("data"), "content_block.data"), output_index=at)]
     return []
 
 
@@ -198,11 +205,11 @@ def _said_in_delta(at: int | None, delta: Mapping[str, Any]) -> list[Event]:
     kind = delta.get("type")
     if kind == "text_delta":
         piece = text(delta.get("text"), "text")
-        return [TextDelta(piece)] if piece else []
+        return [TextDelta(piece, output_index=at, part=at)] if piece else []
     if kind == "thinking_delta":
-        return [ReasoningDelta(at, text(delta.get("thinking"), "thinking") or "")]
+        return [ReasoningDelta(at, text(delta.get("thinking"), "thinking") or "", output_index=at)]
     if kind == "signature_delta":
-        return [ReasoningDelta(at, signature=text(delta.get("signature"), "signature"))]
+        return [ReasoningDelta(at, signature=text(delta.get("signature"), "signature"), output_index=at)]
     return []
 
 

@@ -59,6 +59,13 @@ class BedrockDecoder:
         self._carried: Decoder | None = None  # an InvokeModel stream's: the model's own wire's decoder
         self._converse = False  # a ConverseStream event was read: the stream is one
 
+    @property
+    def output_indexed(self) -> bool:
+        """An InvokeModel stream's calls take the places its model's wire gives them (a Claude
+        model's content block index). ConverseStream's block index is not used as a place: no
+        message builder takes a Converse turn back."""
+        return bool(getattr(self._carried, "output_indexed", False))
+
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         if self._converse:
             if "type" in payload:  # no ConverseStream event has it: an exception as framed, or another wire's
