@@ -159,18 +159,20 @@ class Reassembler:
         kept for ``drain()``.
 
         In strict mode a violation found while closing (an unterminated call, a cut last event) is raised after the
-        result is complete; from then on ``close()`` returns that result. After an error raised earlier, ``close()``
-        returns the result so far and raises nothing. What the finish reason says of the calls names its event."""
+        result is complete; from then on ``close()`` returns that result. The last event, when its end never came, is
+        read as ``feed_bytes`` would read an ended one: a violation in it stops the stream there (``stream-failed``).
+        After an error raised earlier, ``close()`` returns the result so far and raises nothing. What the finish
+        reason says of the calls names its event."""
         if self._closed is not None:
             return self._closed
         ledger = self.ledger
-        ledger.defer = True  # finish everything first; a strict violation is raised at the end
         failed_before = self._fault is not None
         if not failed_before and (self._framer is not None or self._detector is not None):  # bytes were fed
-            try:
+            try:  # the events still held are read as feed() would read them: a violation stops the stream there
                 self._flush()
             except ToolcallFSMError as exc:
                 self._closing_fault(exc)
+        ledger.defer = True  # finish everything first; a strict violation is raised at the end
         ledger.event = None
         finish, finish_at = (self._finish[0].finish_reason, self._finish[1]) if self._finish else (None, None)
         if self._fault is not None:

@@ -629,3 +629,35 @@ def test_a_diagnostic_quotes_at_most_a_bounded_part_of_the_wire() -> None:
     assert said.code == "unknown-event" and said.message.startswith("Responses event type 'response.zzz")
     assert said.message.endswith(" characters)")
     assert len(said.message) < MESSAGE_CHARS + 40
+
+
+# -- a strict violation in the last event, ended or not ---------------------------------------------
+
+
+@pytest.mark.parametrize("pieces", [0, 1, 7])
+@pytest.mark.parametrize("framing", ["sse", "ndjson"])
+def test_a_strict_violation_in_the_last_event_stops_the_stream_alike_ended_or_not(framing: str, pieces: int) -> None:
+    """The last event's violation (a second call reusing the first one's id) stops a strict stream
+    where it is, whether that event was ended (read by feed_bytes) or not (read by close): the same
+    error, and close() then gives the same result. An unended last event used to be read whole, its
+    violation held back to the end: the renamed call was opened and cut, and no stream-failed said
+    where the stream had stopped."""
+    events = [CALL_A, chunk(tc(index=1, id="a", name="g", args=""))]
+    if framing == "sse":
+        ended = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+        unended = ended[:-2]
+    else:
+        ended = b"".join(json.dumps(e).encode() + b"\n" for e in events)
+        unended = ended[:-1]
+
+    def replay(body: bytes) -> tuple[str, list[str], list[str | None]]:
+        r = Reassembler("openai-chat", strict=True)
+        with pytest.raises(RemoteProtocolError) as raised:
+            for at in range(0, len(body), pieces or len(body)):
+                r.feed_bytes(body[at : at + (pieces or len(body))])
+            r.close()
+        result = r.close()
+        return str(raised.value), [d.code for d in result.diagnostics], [c.name for c in result.calls]
+
+    assert replay(unended) == replay(ended)
+    assert replay(ended)[1:] == (["duplicate-id", "stream-failed"], ["f"])
