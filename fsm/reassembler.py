@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from fsm.content import TurnContent
-from fsm.engine.ledger import MESSAGE_CHARS, Ledger
+from fsm.engine.ledger import MESSAGE_CHARS, Ledger, shortened
 from fsm.engine.registry import Registry
 from fsm.errors import (
     FramingError,
@@ -506,6 +506,5 @@ def _said(error: StreamEnd, room: int | None = None) -> str:
     cuts one), else its own word for the finish (a Gemini ``MALFORMED_FUNCTION_CALL``, a chunk's
     bare ``finish_reason: "error"``)."""
     if error.error is not None:
-        said = error.error
-        return said if room is None or len(said) <= room else f"{said[:room]}... ({len(said)} characters)"
+        return error.error if room is None else shortened(error.error, room)
     return f"no message, finish reason {error.raw_finish_reason!r}" if error.raw_finish_reason else "no message"

@@ -22,6 +22,11 @@ MESSAGE_CHARS = 1000
 text), which may be as long as an event, and a message is one line a person reads."""
 
 
+def shortened(text: str, room: int = MESSAGE_CHARS) -> str:
+    """``text`` as a diagnostic keeps it: at most ``room`` characters, then how long it was."""
+    return text if len(text) <= room else f"{text[:room]}... ({len(text)} characters)"
+
+
 @functools.cache
 def _no_rules() -> dict[str, int]:
     """Every rule of specs/identity.toml, counted zero times, in name order (copied per stream)."""
@@ -90,8 +95,7 @@ class Ledger:
         if declared is None:
             raise KeyError(f"diagnostic {code!r} is not declared in specs/identity.toml")
         rule, severity, violation = declared
-        if len(message) > MESSAGE_CHARS:
-            message = f"{message[:MESSAGE_CHARS]}... ({len(message)} characters)"
+        message = shortened(message)
         count = self.per_code[code] = self.per_code.get(code, 0) + 1
         if count > self.max_per_code:
             self.suppressed[code] = self.suppressed.get(code, 0) + 1
