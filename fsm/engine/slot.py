@@ -308,7 +308,7 @@ class Slot:
             not text
             or self._high
             or type(self.scanner) is StartScanner
-            or (not quiet and (self._blank or self._emitted != self._length))
+            or (not quiet and self._emitted != self._length)  # whitespace held back (_blank) is unsent text too
         ):
             return False
         try:
