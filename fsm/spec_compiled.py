@@ -235,7 +235,7 @@ def _slot(s: ModuleType) -> Any:
             ),
             s.Named(
                 name="cut",
-                reason="The stream stopped without a normal finish (length limit, dropped connection, error).",
+                reason="The stream stopped without a normal finish (length limit, dropped connection, error). Its input is what stopped it, in the provider's words where it gave any (its finish word and message).",
             ),
             s.Named(
                 name="abandon",
@@ -291,7 +291,7 @@ def _slot(s: ModuleType) -> Any:
             ),
             s.Named(
                 name="mark_truncated",
-                reason="Keep the raw text and report the call as truncated, never as {}.",
+                reason="Keep the raw text and report the call as truncated, never as {}, saying what cut it (the trigger's input).",
             ),
             s.Named(
                 name="mark_abandoned",
@@ -738,7 +738,7 @@ def _identity(s: ModuleType) -> Any:
                 code="truncated",
                 rule="finish-ends-calls",
                 severity="warning",
-                reason="The stream stopped before this call's arguments completed: status truncated, raw text kept.",
+                reason="The stream stopped before this call's arguments completed: status truncated, raw text kept. The message says what stopped it: the provider's own finish word (length, max_tokens, MAX_TOKENS, incomplete: max_output_tokens, guardrail_intervened, ...), what that word means where it is known (the output token limit, the context window, a content filter), and what the provider said beside it (Gemini's finishMessage, an error's message, shortened); or that the stream ended without a finish reason, or stopped at an error.",
             ),
             s.DiagnosticSpec(
                 code="finish-reason-mapped",
@@ -1200,9 +1200,9 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (8843, 1538721508),
+    "slot": (8988, 3209507831),
     "scanner": (4661, 4199472060),
-    "identity": (21541, 296056198),
+    "identity": (21969, 3872316386),
     "history": (4045, 271900131),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

@@ -13,6 +13,7 @@ import functools
 from collections import Counter
 
 from fsm.errors import LimitExceeded, RemoteProtocolError, ToolcallFSMError
+from fsm.events import StreamEnd
 from fsm.options import Limits, Policies, default_limits
 from fsm.results import Diagnostic, Output, Severity
 from fsm.spec import identity_spec
@@ -25,6 +26,35 @@ text), which may be as long as an event, and a message is one line a person read
 def shortened(text: str, room: int = MESSAGE_CHARS) -> str:
     """``text`` as a diagnostic keeps it: at most ``room`` characters, then how long it was."""
     return text if len(text) <= room else f"{text[:room]}... ({len(text)} characters)"
+
+
+_MEANS = {
+    "length": "the output token limit",
+    "content_filter": "a content filter",
+    "model_context_window_exceeded": "the context window",
+    "refusal": "the model refused",
+    "guardrail_intervened": "a guardrail",
+}
+"""What a finish word means, for the words whose normalised reason does not say it all (by the
+provider's word first: Anthropic's ``model_context_window_exceeded`` is a ``length`` finish, but
+not the output token limit)."""
+
+
+def cut_by(end: StreamEnd) -> str:
+    """What cut a call, as its ``truncated`` diagnostic says it: the provider's own word for the
+    finish, what it means where that is known, and what the provider said beside it (an error's
+    message, Gemini's ``finishMessage``), shortened to half a message: the word stays, and the
+    caller learns a token limit from a content filter without reading the normalised reason."""
+    word = end.raw_finish_reason or end.finish_reason
+    said = end.message or end.error
+    if end.finish_reason == "error":
+        why = "by the provider's error" + (f' "{shortened(word, 100)}"' if word and word != "error" else "")
+    elif word:
+        means = _MEANS.get(word) or _MEANS.get(end.finish_reason or "")
+        why = f'by the finish "{shortened(word, 100)}"' + (f" ({means})" if means else "")
+    else:
+        why = "by a finish event that gave no reason"
+    return f"{why}: {shortened(said, MESSAGE_CHARS // 2)}" if said else why
 
 
 @functools.cache

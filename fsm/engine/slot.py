@@ -603,12 +603,14 @@ class Slot:
 
     @action
     def mark_truncated(self, text: str) -> None:
+        """``text`` is the cut trigger's input: what cut the call, in the provider's words where it
+        gave any (the registry's finish says it), so the caller learns why, not only that."""
         cut_between_halves = bool(self._high)
         self._settle(CallStatus.TRUNCATED, report=False)  # a cut between a pair's halves is the cut's doing, said below
         why = f"cut after {self._length} characters"
         if cut_between_halves:
-            why += ", between the halves of a surrogate pair (the first kept as its escape)"
-        self._fail(CallStatus.TRUNCATED, "truncated", why)
+            why += ", between the halves of a surrogate pair (the first kept as its escape),"
+        self._fail(CallStatus.TRUNCATED, "truncated", f"{why} {text}" if text else why)
 
     # -- Unicode (rule text-is-unicode) -----------------------------------------------------------
 
