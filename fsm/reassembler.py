@@ -35,6 +35,7 @@ from fsm.errors import (
 )
 from fsm.events import (
     EVENT_TYPES,
+    NORMAL_FINISHES,
     TURN_CONTENT_TYPES,
     ArgumentsFragment,
     ArgumentsSnapshot,
@@ -502,7 +503,10 @@ class Reassembler:
         self._finish = event, self._events
         if event.finish_reason == "error":
             self.ledger.diagnose("provider-error", f"the provider reported an error: {_said(event)}")
-        self.registry.finish(event.finish_reason, cut_by(event))
+        cut = cut_by(event)
+        if self.ledger.given_up and event.finish_reason not in NORMAL_FINISHES:
+            self.ledger.explain(cut)
+        self.registry.finish(event.finish_reason, cut)
 
 
 def _said(error: StreamEnd, room: int | None = None) -> str:

@@ -295,7 +295,7 @@ def _slot(s: ModuleType) -> Any:
             ),
             s.Named(
                 name="mark_abandoned",
-                reason="The provider gave the call up: truncated with the raw text it had, even if that text is a whole value.",
+                reason="The provider gave the call up: truncated with the raw text it had, even if that text is a whole value; the turn's finish, when not a normal one, then says why in the same diagnostic.",
             ),
         ),
         kinds=(
@@ -738,7 +738,7 @@ def _identity(s: ModuleType) -> Any:
                 code="truncated",
                 rule="finish-ends-calls",
                 severity="warning",
-                reason="The stream stopped before this call's arguments completed: status truncated, raw text kept. The message says what stopped it: the provider's own finish word (length, max_tokens, MAX_TOKENS, incomplete: max_output_tokens, guardrail_intervened, ...), what that word means where it is known (the output token limit, the context window, a content filter), and what the provider said beside it (Gemini's finishMessage, an error's message, shortened); or that the stream ended without a finish reason, or stopped at an error.",
+                reason="The stream stopped before this call's arguments completed: status truncated, raw text kept. The message says what stopped it: the provider's own finish word (length, max_tokens, MAX_TOKENS, incomplete: max_output_tokens, guardrail_intervened, ...), what that word means where it is known (the output token limit, the context window, a content filter), and what the provider said beside it (Gemini's finishMessage, an error's message, shortened); or that the stream ended without a finish reason, or stopped at an error. A call the provider gave up before the turn finished (a Responses item done incomplete) is reported at its own event, and the finish that follows, when it is not a normal one, completes that message with why (the output token limit of response.incomplete).",
             ),
             s.DiagnosticSpec(
                 code="finish-reason-mapped",
@@ -1200,9 +1200,9 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (8988, 3209507831),
+    "slot": (9068, 2474727562),
     "scanner": (4661, 4199472060),
-    "identity": (21969, 3872316386),
+    "identity": (22226, 2657918156),
     "history": (4045, 271900131),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

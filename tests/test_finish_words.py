@@ -16,7 +16,7 @@ import fsm
 from fsm.engine.ledger import MESSAGE_CHARS
 from tests.conftest import CAPTURES, require_captures
 from tests.helpers import aws_message
-from tests.test_clients import Replay, anthropic_client, anthropic_http
+from tests.test_clients import Replay, anthropic_client, anthropic_http, openai_client
 
 
 def sse(events: list[dict[str, Any]]) -> bytes:
@@ -63,7 +63,7 @@ def test_an_openai_chat_call_cut_by_length_names_the_token_limit() -> None:
     assert cut(result) == ['call c1 (f): cut after 7 characters by the finish "content_filter" (a content filter)']
 
 
-def responses(last: dict[str, Any]) -> bytes:
+def responses(*last: dict[str, Any]) -> bytes:
     return sse(
         [
             {"type": "response.created", "response": {"id": "r", "status": "in_progress", "output": []}},
@@ -73,7 +73,7 @@ def responses(last: dict[str, Any]) -> bytes:
                 "item": {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "f", "arguments": ""},
             },
             {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": '{"a'},
-            last,
+            *last,
         ]
     )
 
@@ -85,6 +85,27 @@ def test_a_responses_call_cut_by_incomplete_names_its_incomplete_details_reason(
     details = {"status": "incomplete", "incomplete_details": {"reason": reason}}
     result = fsm.reassemble(responses({"type": "response.incomplete", "response": details}))
     assert cut(result) == [f'call call_a (f): cut after 3 characters by the finish "incomplete: {reason}" ({means})']
+
+
+def test_a_responses_item_done_incomplete_before_the_finish_is_told_why_by_it() -> None:
+    # The item ends incomplete first (OpenAI's way at max_output_tokens); only response.incomplete
+    # after it says why: the call's diagnostic, at the item's event, is completed by that finish.
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "f", "arguments": '{"a'}
+    done = {"type": "response.output_item.done", "output_index": 0, "item": {**item, "status": "incomplete"}}
+    details = {"id": "r", "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}
+    body = responses(done, {"type": "response.incomplete", "response": details})
+    said = (
+        "call call_a (f): the provider ended it incomplete after 3 characters; the turn then ended by the finish "
+        '"incomplete: max_output_tokens" (the output token limit)'
+    )
+    result = fsm.reassemble(body)
+    assert cut(result) == [said] and [d.event for d in result.diagnostics] == [4]
+    # through the openai SDK's Responses stream
+    streamed = openai_client(Replay(body)).responses.create(model="m", input="go", stream=True)
+    assert cut(fsm.reassemble(streamed)) == [said]
+    # a normal finish after it says nothing more: the provider gave no reason
+    completed = {"type": "response.completed", "response": {**details, "status": "completed"}}
+    assert cut(fsm.reassemble(responses(done, completed))) == [said.split(";")[0]]
 
 
 def test_a_responses_call_cut_by_a_failed_response_says_its_error() -> None:

@@ -652,9 +652,12 @@ class Slot:
 
     @action
     def mark_abandoned(self, text: str) -> None:
+        said = len(self.ledger.diagnostics)
         self._fail(
             CallStatus.TRUNCATED, "truncated", f"the provider ended it incomplete after {self._length} characters"
         )
+        if len(self.ledger.diagnostics) > said:  # kept (not past the per-code bound): the finish may say why
+            self.ledger.given_up.append(said)
 
     def _hold_at_finish(self, more_bytes: int, failed: CallStatus) -> None:
         """Hold the bytes a finishing action adds (an escaped surrogate half, the ``{}`` of no text).
