@@ -504,7 +504,7 @@ class Reassembler:
         if event.finish_reason == "error":
             self.ledger.diagnose("provider-error", f"the provider reported an error: {_said(event)}")
         cut = cut_by(event)
-        if self.ledger.given_up and event.finish_reason not in NORMAL_FINISHES:
+        if self.ledger.ended_unfinished and event.finish_reason not in NORMAL_FINISHES:
             self.ledger.explain(cut)
         self.registry.finish(event.finish_reason, cut)
 

@@ -287,7 +287,7 @@ def _slot(s: ModuleType) -> Any:
             ),
             s.Named(
                 name="mark_unterminated",
-                reason="The provider said the call is over but the text never closed: status invalid, raw kept.",
+                reason="The provider said the call is over but the text never closed: status invalid, raw kept; the turn's finish, when not a normal one, then says why in the same diagnostic.",
             ),
             s.Named(
                 name="mark_truncated",
@@ -720,7 +720,7 @@ def _identity(s: ModuleType) -> Any:
                 code="unterminated-arguments",
                 rule="parse-once-at-finish",
                 severity="violation",
-                reason="The provider ended a call whose JSON never closed: status invalid, raw text kept.",
+                reason="The provider ended a call whose JSON never closed: status invalid, raw text kept. A finish that is not normal after it (Anthropic's max_tokens after the block stopped, response.incomplete after the item ended) completes this message with why, in the provider's words.",
             ),
             s.DiagnosticSpec(
                 code="invalid-arguments",
@@ -1200,9 +1200,9 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (9068, 2474727562),
+    "slot": (9148, 2592684485),
     "scanner": (4661, 4199472060),
-    "identity": (22226, 2657918156),
+    "identity": (22412, 1920970073),
     "history": (4045, 271900131),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

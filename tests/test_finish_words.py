@@ -108,6 +108,23 @@ def test_a_responses_item_done_incomplete_before_the_finish_is_told_why_by_it() 
     assert cut(fsm.reassemble(responses(done, completed))) == [said.split(";")[0]]
 
 
+def test_a_responses_item_done_in_progress_with_its_json_open_is_told_why_by_the_finish() -> None:
+    # An item closed as in_progress (what OpenAI sends for a call cut by max_output_tokens, per
+    # vercel/ai#20405) ends the call by the provider's word: invalid, its JSON never closed; the
+    # response.incomplete after it says why.
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "f", "arguments": '{"a'}
+    done = {"type": "response.output_item.done", "output_index": 0, "item": {**item, "status": "in_progress"}}
+    details = {"id": "r", "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}
+    result = fsm.reassemble(responses(done, {"type": "response.incomplete", "response": details}))
+    assert [(d.code, d.message) for d in result.diagnostics] == [
+        (
+            "unterminated-arguments",
+            "call call_a (f): the JSON never closed; the turn then ended by the finish "
+            '"incomplete: max_output_tokens" (the output token limit)',
+        )
+    ]
+
+
 def test_a_responses_call_cut_by_a_failed_response_says_its_error() -> None:
     failed = {"status": "failed", "error": {"code": "server_error", "message": "The model broke down."}}
     result = fsm.reassemble(responses({"type": "response.failed", "response": failed}))
@@ -120,7 +137,8 @@ def anthropic(stop: dict[str, Any]) -> bytes:
 
 
 def anthropic_turn(stop: dict[str, Any]) -> list[dict[str, Any]]:
-    begun = {"id": "m", "type": "message", "role": "assistant", "content": []}
+    usage = {"input_tokens": 5, "output_tokens": 1}
+    begun = {"id": "m", "type": "message", "role": "assistant", "content": [], "usage": usage}
     block = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}
     piece = {"type": "input_json_delta", "partial_json": '{"a": '}
     return [
@@ -143,6 +161,36 @@ def anthropic_turn(stop: dict[str, Any]) -> list[dict[str, Any]]:
 def test_an_anthropic_call_cut_names_the_stop_reason(reason: str, means: str) -> None:
     result = fsm.reassemble(anthropic({"type": "message_delta", "delta": {"stop_reason": reason}}))
     assert cut(result) == [f'call toolu_1 (f): cut after 6 characters by the finish "{reason}" ({means})']
+
+
+def test_an_anthropic_block_stopped_with_its_json_open_is_told_why_by_the_max_tokens_after_it() -> None:
+    # The block's stop ends the call (its JSON never closed: invalid); only the stop_reason after it says why
+    turn = anthropic_turn(
+        {"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 9}}
+    )
+    turn.insert(3, {"type": "content_block_stop", "index": 0})
+    said = (
+        "call toolu_1 (f): the JSON never closed; the turn then ended by the finish "
+        '"max_tokens" (the output token limit)'
+    )
+    result = fsm.reassemble(sse(turn))
+    assert [(d.event, d.code, d.message) for d in result.diagnostics] == [(4, "unterminated-arguments", said)]
+    # through the anthropic SDK's stream helper, which reads an event by its SSE event name
+    named = b"".join(b"event: " + e["type"].encode() + b"\n" + sse([e]) for e in turn)
+    assert [d.message for d in fsm.reassemble(anthropic_events(named)).diagnostics] == [said]
+    turn[4]["delta"]["stop_reason"] = "tool_use"  # a normal finish gives no reason to add
+    assert [d.message for d in fsm.reassemble(sse(turn)).diagnostics] == [said.split(";")[0]]
+
+
+def test_an_anthropic_refusal_says_its_stop_details() -> None:
+    details = {"type": "refusal", "category": "cyber", "explanation": "This could enable malware."}
+    stop = {"type": "message_delta", "delta": {"stop_reason": "refusal", "stop_details": details}}
+    said = 'by the finish "refusal" (the model refused): category cyber; This could enable malware.'
+    assert cut(fsm.reassemble(anthropic(stop))) == [f"call toolu_1 (f): cut after 6 characters {said}"]
+    stop["delta"]["stop_details"] = "not an object"  # a note of another shape is passed over
+    assert cut(fsm.reassemble(anthropic(stop))) == [
+        'call toolu_1 (f): cut after 6 characters by the finish "refusal" (the model refused)'
+    ]
 
 
 def test_an_anthropic_call_cut_by_an_error_event_says_its_message() -> None:

@@ -93,9 +93,10 @@ class Ledger:
         self.transitions: Counter[str] = Counter.__new__(Counter)
         # Pre-filled, so counting a rule is one dict update and an undeclared rule is a KeyError.
         self.rules: dict[str, int] = _no_rules().copy()
-        self.given_up: list[int] = []
-        """Where in ``diagnostics`` the ``truncated`` of each call the provider gave up stands (a
-        Responses item done ``incomplete``), until the turn's finish says why (:meth:`explain`)."""
+        self.ended_unfinished: list[int] = []
+        """Where in ``diagnostics`` stands what was said of each call the provider ended unfinished
+        before the turn's finish (``truncated``: a Responses item done ``incomplete``;
+        ``unterminated-arguments``: its JSON never closed), until that finish says why (:meth:`explain`)."""
         self.withhold = False
         """Set for a wire whose final arguments may replace the streamed text (OpenAI Responses
         ``.done``): no call's text is output as append-safe before the call finishes."""
@@ -144,14 +145,15 @@ class Ledger:
             self.deferred = self.deferred or error
 
     def explain(self, why: str) -> None:
-        """Complete the ``truncated`` of every call given up before the turn finished with ``why``
-        (what :func:`cut_by` says of a finish that is not normal): the item ended incomplete first,
-        and only the finish that follows (``response.incomplete``) tells the reason. The diagnostic
-        keeps its event and place; its message is the one read from then on."""
-        for at in self.given_up:
+        """Complete what was said of every call the provider ended unfinished before the turn
+        finished with ``why`` (what :func:`cut_by` says of a finish that is not normal): the call
+        ended first (a Responses item done ``incomplete``, a block stopped with its JSON open), and
+        only the finish that follows (``response.incomplete``, ``max_tokens``) tells the reason. The
+        diagnostic keeps its event and place; its message is the one read from then on."""
+        for at in self.ended_unfinished:
             said = self.diagnostics[at]
             self.diagnostics[at] = attrs.evolve(said, message=shortened(f"{said.message}; the turn then ended {why}"))
-        self.given_up.clear()
+        self.ended_unfinished.clear()
 
     def hold(self, change: int) -> None:
         """Account for ``change`` more (or, negative, fewer) bytes of argument text held."""

@@ -599,7 +599,7 @@ class Slot:
     @action
     def mark_unterminated(self, text: str) -> None:
         self._settle(CallStatus.INVALID)
-        self._fail(CallStatus.INVALID, "unterminated-arguments", "the JSON never closed")
+        self._fail(CallStatus.INVALID, "unterminated-arguments", "the JSON never closed", awaits_why=True)
 
     @action
     def mark_truncated(self, text: str) -> None:
@@ -652,12 +652,8 @@ class Slot:
 
     @action
     def mark_abandoned(self, text: str) -> None:
-        said = len(self.ledger.diagnostics)
-        self._fail(
-            CallStatus.TRUNCATED, "truncated", f"the provider ended it incomplete after {self._length} characters"
-        )
-        if len(self.ledger.diagnostics) > said:  # kept (not past the per-code bound): the finish may say why
-            self.ledger.given_up.append(said)
+        said = f"the provider ended it incomplete after {self._length} characters"
+        self._fail(CallStatus.TRUNCATED, "truncated", said, awaits_why=True)
 
     def _hold_at_finish(self, more_bytes: int, failed: CallStatus) -> None:
         """Hold the bytes a finishing action adds (an escaped surrogate half, the ``{}`` of no text).
@@ -670,9 +666,15 @@ class Slot:
             self.status = failed
             raise
 
-    def _fail(self, status: CallStatus, code: str, why: str) -> None:
+    def _fail(self, status: CallStatus, code: str, why: str, *, awaits_why: bool = False) -> None:
+        """Set the call's failed ``status`` and say ``why``; ``awaits_why``: the provider ended the
+        call unfinished, and a turn's finish that is not normal, after it, will say why (Ledger.explain)."""
         self.status = status
-        self.ledger.diagnose(code, f"call {self.id} ({self.name}): {why}")
+        ledger = self.ledger
+        at = len(ledger.diagnostics)
+        ledger.diagnose(code, f"call {self.id} ({self.name}): {why}")
+        if awaits_why and len(ledger.diagnostics) > at:  # kept, not past the per-code bound
+            ledger.ended_unfinished.append(at)
 
     def unsent_tail(self) -> str | None:
         """The final text not yet sent as deltas, or None when deltas already sent disagree with
