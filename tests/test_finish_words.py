@@ -63,6 +63,19 @@ def test_an_openai_chat_call_cut_by_length_names_the_token_limit() -> None:
     assert cut(result) == ['call c1 (f): cut after 7 characters by the finish "content_filter" (a content filter)']
 
 
+def test_an_openrouter_call_cut_says_the_native_finish_reason_beside_the_normalised_one() -> None:
+    # OpenRouter normalises the finish and keeps the model provider's own word beside it
+    body = chat("length").replace(
+        b'"finish_reason": "length"', b'"finish_reason": "length", "native_finish_reason": "MAX_TOKENS"'
+    )
+    said = 'by the finish "length" (the output token limit): native_finish_reason "MAX_TOKENS"'
+    assert cut(fsm.reassemble(body)) == [f"call c1 (f): cut after 7 characters {said}"]
+    same = chat("length").replace(
+        b'"finish_reason": "length"', b'"finish_reason": "length", "native_finish_reason": "length"'
+    )
+    assert cut(fsm.reassemble(same)) == cut(fsm.reassemble(chat("length")))  # the same word is not said twice
+
+
 def responses(*last: dict[str, Any]) -> bytes:
     return sse(
         [
