@@ -128,12 +128,16 @@ class Reassembler:
         """Feed one wire payload, SDK object or decoded event; return the outputs it caused."""
         if self._closed is not None or self._fault is not None:
             self._check_open()  # raises
+        counted, current = self._events, self.ledger.event
         try:
             self._ingest(item)
         except RecursionError:  # a caller's own deeply nested dict, seen by a recursive walk
             self._failed(LimitExceeded("the event nests too deeply to read", event=self._events, rule="limits"))
         except InvalidInput:
-            raise  # nothing was taken in: the stream can go on
+            # Nothing was taken in and the stream goes on: the events after it are numbered as if
+            # it had never come, so their diagnostics name the same events as the stream without it.
+            self._events, self.ledger.event = counted, current
+            raise
         except ToolcallFSMError as exc:
             self._failed(exc)
         return self.ledger.drain()
