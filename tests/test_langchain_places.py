@@ -29,6 +29,7 @@ What the chunks carry, found by driving the packages (langchain-anthropic 1.7, l
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import operator
@@ -40,9 +41,10 @@ import pytest
 import fsm
 from fsm import messages
 from fsm.errors import InvalidInput
-from tests.test_anthropic_block_order import INTERLEAVED, WITH_TEXT
+from tests.test_anthropic_block_order import INTERLEAVED, WITH_TEXT, turn
+from tests.test_anthropic_block_order import said as said_block
 from tests.test_anthropic_block_order import sse as anthropic_sse
-from tests.test_clients import Replay, anthropic_client, anthropic_http
+from tests.test_clients import Replay, anthropic_client, anthropic_http, genai_client
 from tests.test_gemini_parts import call, said, sig, thought
 from tests.test_langchain_reasoning import chat_google, event, sse
 from tests.test_sdk_loop import client_for, send
@@ -193,6 +195,40 @@ def test_chat_anthropic_blocks_keep_their_content_block_index(name: str, output_
     answers = [messages.tool_result(c, "ok", "anthropic") for c in reference.complete_calls]
     list(model.stream([{"role": "user", "content": "go"}, said, *messages.tool_results(answers, "anthropic")]))
     assert replay.sent[-1]["messages"][1] == said
+
+
+def test_astream_gives_the_places_stream_gives() -> None:
+    # LangChain's astream, read with fsm.areassemble: the same places as the bytes
+    anthropic = pytest.importorskip("anthropic")
+    claude = CLAUDE["with-text"]
+    replay, model = chat_anthropic(claude, "v1")
+    vars(model.bound)["_async_client"] = anthropic.AsyncAnthropic(
+        api_key="test", base_url="http://mock", http_client=replay.async_client()
+    )
+    got = asyncio.run(fsm.areassemble(model.astream("go")))
+    assert placed(got) == placed(fsm.reassemble(claude, "anthropic"))
+
+    body = GEMINI["interleaved"]
+    model = chat_google(body, None)
+    model.client = genai_client(Replay(body), aio=True)
+    got = asyncio.run(fsm.areassemble(model.astream("go")))
+    assert placed(got) == placed(fsm.reassemble(body, "gemini"))
+
+
+def test_chat_anthropic_text_alone_comes_as_a_str_without_its_index() -> None:
+    # Pinned: with no tools bound and no thinking asked for, ChatAnthropic yields the text as plain
+    # strs, no block, no index: the text has no part and no place (the bytes give one text block at
+    # index 0), and the next turn is the same one text block all the same
+    body = anthropic_sse(turn(said_block(0, "Hello.")))
+    langchain_anthropic = pytest.importorskip("langchain_anthropic")
+    model = langchain_anthropic.ChatAnthropic(model="claude", api_key="test", max_tokens=64)
+    vars(model)["_client"] = anthropic_client(Replay(body, anthropic_http()))
+    chunks = list(model.stream("go"))
+    assert any(chunk.content == "Hello." for chunk in chunks)
+    got, reference = fsm.reassemble(chunks), fsm.reassemble(body, "anthropic")
+    assert (reference.text_output_index, [p.output_index for p in reference.text_parts]) == (0, [0])
+    assert (got.text, got.text_output_index, got.text_parts) == ("Hello.", None, ())
+    assert messages.assistant_message(got, "anthropic") == messages.assistant_message(reference, "anthropic")
 
 
 # -- an index that is no place ----------------------------------------------------------------------------
