@@ -48,6 +48,9 @@ CALL_BLOCKS = ("tool_call", "tool_call_chunk")
 """v1's content blocks that repeat a call the chunk's ``tool_call_chunks`` carry, in its place among
 the blocks."""
 
+CLAUDE_SAYS = ("text", "thinking", "reasoning", "redacted_thinking", "non_standard")
+"""The ChatAnthropic blocks that may hold text or reasoning (v0's and v1's types)."""
+
 Said = list[tuple[int, TextDelta | ReasoningDelta]]
 """A chunk's text and reasoning, each after how many of the chunk's calls it goes."""
 
@@ -79,7 +82,9 @@ class LangChainStream:
         """The chunk's text and reasoning events and its OpenAI chat ``payload``, in the turn's order:
         the payload split where a block came after some of its calls (each part a chunk of its own,
         the finish reason and usage on the last). Takes the events: the next chunk has its own."""
-        said, self.said = self.said or [], None
+        said, self.said = self.said, None
+        if not said:
+            return [payload]
         choice = payload["choices"][0]
         calls = choice["delta"].get("tool_calls") or []
         steps: list[Any] = []
@@ -175,7 +180,10 @@ def _claude(block: Any) -> list[TextDelta | ReasoningDelta]:
         return [TextDelta(block)] if block else []
     if not isinstance(block, Mapping):
         return []
-    kind, at = block.get("type"), place_of(block.get("index"))
+    kind = block.get("type")
+    if kind not in CLAUDE_SAYS:  # a call's block (its tool_call_chunks carry it), or one no decoder reads
+        return []
+    at = place_of(block.get("index"))
     if kind == "non_standard":  # v1 keeps a block it has no type for as Anthropic wrote it, under its index
         value = block.get("value")
         if not isinstance(value, Mapping) or value.get("type") != "redacted_thinking":

@@ -51,7 +51,7 @@ from typing import Any
 from fsm.errors import InvalidInput
 from fsm.events import ReasoningDelta
 from fsm.wire.decoders._wire import COMPAT_SIGNATURE, RESPONSES_INCOMPLETE_FINISH, compat_signed
-from fsm.wire.langchain_places import LangChainStream, block_signature, read_in_places
+from fsm.wire.langchain_places import LangChainStream, Said, block_signature, read_in_places
 
 DERIVED_EVENT_TYPES = frozenset(
     {
@@ -172,17 +172,21 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
         _check_langchain_field(usage, Mapping, "usage_metadata", "a dict")
     metadata = getattr(chunk, "response_metadata", None) or {}
     delta: dict[str, Any] = {}
+    said: Said | None = None
     if held is not None and held.reading(metadata) is not None:
         read_in_places(content, parts, held)
-        reasoned = any(type(event) is ReasoningDelta for _, event in held.said or ())
+        said = held.said
     elif isinstance(content, str):
         if content:
             delta["content"] = content
-        reasoned = False
     else:  # a list of blocks (Anthropic, Gemini through LangChain)
         _langchain_blocks(content or (), delta)
-        reasoned = False
-    if not reasoned and isinstance(extra, Mapping) and isinstance(extra.get("reasoning_content"), str):
+    # read as the decoder reads it: not beside reasoning blocks, which are read instead
+    if (
+        isinstance(extra, Mapping)
+        and isinstance(extra.get("reasoning_content"), str)
+        and not any(type(event) is ReasoningDelta for _, event in said or ())
+    ):
         delta["reasoning_content"] = extra["reasoning_content"]
     calls: list[dict[str, Any]] = []
     for part in parts:
