@@ -63,6 +63,7 @@ from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, lean_fragment_in
 from fsm.wire.detect import cut_before_telling
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
+from fsm.wire.langchain_places import LangChainStream
 from fsm.wire.sdk import sdk_payload
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ class Reassembler:
         self.registry = Registry(ledger, limits, taken_ids(taken))
         """Internal: the slot registry that decides which call each event belongs to."""
         self._content = TurnContent()
-        self._sdk_held: dict[int, Any] = {}  # what the stream's SDK objects leave to a later one (wire.sdk)
+        self._sdk_held = LangChainStream()  # what the stream's SDK objects leave to a later one (wire.sdk)
         self._decoder: Decoder | None = None
         self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
         self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others' (bytes)
@@ -129,12 +130,16 @@ class Reassembler:
         """Feed one wire payload, SDK object or decoded event; return the outputs it caused."""
         if self._closed is not None or self._fault is not None:
             self._check_open()  # raises
+        counted, current = self._events, self.ledger.event
         try:
             self._ingest(item)
         except RecursionError:  # a caller's own deeply nested dict, seen by a recursive walk
             self._failed(LimitExceeded("the event nests too deeply to read", event=self._events, rule="limits"))
         except InvalidInput:
-            raise  # nothing was taken in: the stream can go on
+            # Nothing was taken in and the stream goes on: the events after it are numbered as if
+            # it had never come, so their diagnostics name the same events as the stream without it.
+            self._events, self.ledger.event = counted, current
+            raise
         except ToolcallFSMError as exc:
             self._failed(exc)
         return self.ledger.drain()
@@ -340,9 +345,26 @@ class Reassembler:
                 raise InvalidInput(f"event {self._events}: {fault}")
             self._apply(item)  # type: ignore[arg-type]
         elif (payload := sdk_payload(item, self._sdk_held)) is not None:
-            self._decode(payload)
+            if self._sdk_held.said is None:
+                self._decode(payload)
+            else:
+                self._in_places(payload)
         else:  # a stream helper's event that repeats the raw ones: no wire event, so not counted
             self.ledger.event = self._events = self._events - 1
+
+    def _in_places(self, payload: Mapping[str, Any]) -> None:
+        """A LangChain chunk whose blocks keep their places (fsm.wire.langchain_places): its text and
+        reasoning events and its calls, in the turn's order. Claude's blocks, calls included, are
+        placed by their content block index; Gemini's runs by the calls and runs before them."""
+        if self._sdk_held.wire == "gemini":
+            self._content.place_by(self.registry.client_calls)
+        else:
+            self.ledger.calls_indexed = True
+        for step in self._sdk_held.steps(payload):
+            if isinstance(step, Mapping):
+                self._decode(step)
+            else:
+                self._apply(step)
 
     def _ingest_payload(self, payload: Payload, *, last: bool) -> None:
         # The commonest OpenAI chat chunks of a read are held back and stored together (see

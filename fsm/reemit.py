@@ -87,11 +87,19 @@ class DeltaEmitter:
 
     def finish(self, result: Result) -> dict[str, Any]:
         """The last chunk: no tool calls, the result's finish reason (null for one a chat chunk
-        cannot carry: ``error``)."""
+        cannot carry: ``error``). Where the provider reported an error (``provider-error``: one that
+        ended the turn, or one after it), the chunk also carries ``error: {"message", "type":
+        "provider_error"}`` beside its choices, as OpenAI-compatible servers send one."""
         if not isinstance(result, Result):
             raise InvalidInput(f"finish takes the Result close() returned, not {type(result).__name__}")
         reason = result.finish_reason if result.finish_reason in CHAT_FINISH_REASONS else None
-        return self._chunk([], reason)
+        last = self._chunk([], reason)
+        said = [d.message for d in result.diagnostics if d.code == "provider-error"]
+        if said:
+            # A consumer must learn of the error as the provider's own stream told it: clients raise on
+            # a chunk with an error object (openai-python's APIError), after the calls they accumulated.
+            last["error"] = {"message": "; ".join(said), "type": "provider_error"}
+        return last
 
     def _entry(self, item: Output) -> dict[str, Any] | None:
         if isinstance(item, CallOpened):

@@ -46,10 +46,10 @@ def test_chat_anthropic_v1_thinking_gives_what_the_bytes_give() -> None:
     # next turn carries both blocks
     from tests.test_clients import Replay, anthropic_client, anthropic_http
     from tests.test_langchain_reasoning import CLAUDE
-    from tests.test_sdk_loop import placeless, seen
+    from tests.test_sdk_loop import seen
 
     langchain_anthropic = pytest.importorskip("langchain_anthropic")
-    reference = placeless(fsm.reassemble(CLAUDE, "anthropic"))  # LangChain's chunks carry no block index
+    reference = fsm.reassemble(CLAUDE, "anthropic")  # its blocks carry Claude's content block index
     model = langchain_anthropic.ChatAnthropic(model="claude", api_key="test", max_tokens=64, output_version="v1")
     vars(model)["_client"] = anthropic_client(Replay(CLAUDE, anthropic_http()))
     tools = [{"name": "sum", "description": "sum", "input_schema": {"type": "object"}}]

@@ -105,3 +105,31 @@ def test_every_event_a_decoder_makes_passes_the_check() -> None:
                 assert event_fault(event) is None, (vector.name, event)
                 checked += 1
     assert checked > 3000
+
+
+class _BadChunk:
+    """A LangChain chunk as no LangChain makes it (its tool_call_chunks are no list)."""
+
+    type = "AIMessageChunk"
+    content = ""
+    tool_call_chunks = "no list"
+
+
+@pytest.mark.parametrize("refused", [WRONG[0][0], object(), _BadChunk()], ids=["event", "object", "sdk-object"])
+def test_a_refused_event_is_not_counted_so_later_events_keep_their_numbers(refused: Any) -> None:
+    """The diagnostics after a refused event name the same events as the stream without it (the
+    refused one was counted before: every later event's number was one too many)."""
+
+    def fed(with_refused: bool) -> list[tuple[int | None, str]]:
+        r = Reassembler("openai-chat")
+        r.feed(CallSeen(CallRef(0, "a", "f")))
+        if with_refused:
+            with pytest.raises(InvalidInput):
+                r.feed(refused)
+        r.feed(ArgumentsFragment(CallRef(0), '{"n": 1}'))
+        r.feed(ArgumentsFragment(CallRef(0), "}"))  # past the value's close: reported at its event
+        r.feed(StreamEnd("length"))
+        return [(d.event, d.code) for d in r.close().diagnostics]
+
+    assert fed(True) == fed(False)
+    assert [event for event, _ in fed(True)][:1] == [3]

@@ -5,7 +5,8 @@ langchain-google-genai's ``ChatGoogleGenerativeAI``, Claude's thinking through l
 block, so the streams are built from the wires' shapes (/work/shared/notes/wire-facts.md; a Gemini
 text turn ends on an empty text part that carries the signature): what the client yields must give
 the reasoning, the text and its signature the bytes give, and the next turn fsm.messages builds
-must send each signature back on its part or block."""
+must send each signature back on its part or block, each part and block in its place
+(tests/test_langchain_places.py holds what the chunks carry, and the streams that interleave)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,13 @@ import json
 import operator
 from typing import Any
 
-import attrs
 import pytest
 
 import fsm
 from fsm import messages
 from tests.test_clients import Replay, anthropic_http, genai_client
 from tests.test_more_clients import chat_anthropic
-from tests.test_sdk_loop import _signature, client_for, placeless, seen, send
+from tests.test_sdk_loop import _signature, client_for, seen, send
 
 pytest.importorskip("httpx")
 
@@ -108,9 +108,9 @@ def test_chat_google_genai_thoughts_and_text_signature_give_what_the_bytes_give(
     # the chunks one by one, or added up into one message as LangChain users do
     for stream in (chunks, [functools.reduce(operator.add, chunks)]):
         got = fsm.reassemble(stream)
-        # LangChain's blocks keep no place among the parts, which the bytes give (Reasoning.place)
-        unplaced = attrs.evolve(reference, reasoning=tuple(attrs.evolve(r, place=None) for r in reference.reasoning))
-        assert seen(got, usage=False) == seen(unplaced, usage=False)
+        # each thought and text part in its place among the calls (Reasoning.place, TextPart.place)
+        assert seen(got, usage=False) == seen(reference, usage=False)
+        assert got.text_parts == reference.text_parts
         assert got.text_signature == reference.text_signature  # the wire's own base64, the same text
         assert [(r.text, r.signature) for r in got.reasoning] == [(r.text, r.signature) for r in reference.reasoning]
 
@@ -192,7 +192,7 @@ CLAUDE = "".join(
 def test_chat_anthropic_thinking_gives_what_the_bytes_give_and_goes_back_signed() -> None:
     # ChatAnthropic's thinking and redacted_thinking blocks (the signature in a chunk of its own,
     # under the block's index) are read block by block, as the Anthropic decoder reads the bytes
-    reference = placeless(fsm.reassemble(CLAUDE, "anthropic"))  # LangChain's chunks carry no block index
+    reference = fsm.reassemble(CLAUDE, "anthropic")  # each block at Claude's content block index
     replay = Replay(CLAUDE, anthropic_http())
     model = chat_anthropic(replay, reference)
     chunks = list(model.stream("go"))
@@ -201,6 +201,8 @@ def test_chat_anthropic_thinking_gives_what_the_bytes_give_and_goes_back_signed(
     for stream in (chunks, [functools.reduce(operator.add, chunks)]):
         got = fsm.reassemble(stream)
         assert seen(got, usage=False) == seen(reference, usage=False)
+        assert (got.text_parts, got.text_output_index) == (reference.text_parts, reference.text_output_index)
+        assert [c.output_index for c in got.calls] == [c.output_index for c in reference.calls] == [3]
 
     # the next turn, built with "anthropic" and sent through ChatAnthropic: the blocks go first, as sent
     result = fsm.reassemble(chunks)

@@ -83,6 +83,9 @@ def test_chat_anthropic_chunks_give_what_the_bytes_give(path: Path, provider: st
     # A tool block that streams no argument text has its `input: {}` for arguments on the wire: no
     # `empty-arguments` there, so none here, and such a call is no `invalid` under that policy
     assert seen(got, usage=False) == seen(reference, usage=False)
+    # every block at its content block index, as the bytes place it (the next turn's order)
+    assert (got.text_parts, got.text_output_index) == (reference.text_parts, reference.text_output_index)
+    assert [c.output_index for c in got.calls] == [c.output_index for c in reference.calls]
     strictly = fsm.Policies(empty_arguments="invalid")
     assert [c.status for c in fsm.reassemble(chunks, policies=strictly).calls] == [
         c.status for c in fsm.reassemble(body, provider, policies=strictly).calls

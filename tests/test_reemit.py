@@ -288,3 +288,40 @@ def test_wrong_arguments_are_refused_and_a_flush_choice_by_name_is_taken() -> No
         emitter.chunks([{"index": 0}])  # type: ignore[list-item]
     with pytest.raises(InvalidInput, match="takes the Result"):
         emitter.finish(None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["error-finish", "error-after-finish"])
+def test_a_provider_error_goes_out_on_the_last_chunk_and_the_openai_client_raises_it(late: bool) -> None:
+    """The provider's error, whether it ended the turn or came after its finish, reaches a consumer of
+    the re-emitted stream: the last chunk carries it as OpenAI-compatible servers send one, so
+    openai-python raises APIError with the provider's message after the calls went out (before,
+    the re-emitted stream ended as if nothing had happened)."""
+    import openai
+
+    from tests.test_clients import Replay
+
+    error = {"error": {"message": "overloaded, try again", "type": "overloaded_error"}}
+    stream = [chunk(tc(index=0, id="a", name="f", args='{"x": 1}'))]
+    stream += [chunk(finish="tool_calls"), error] if late else [error]
+    result, chunks = replay_chat(stream, FlushPolicy.INCREMENTAL)
+    assert chunks[-1]["error"]["message"] == next(d.message for d in result.diagnostics if d.code == "provider-error")
+    assert "overloaded, try again" in chunks[-1]["error"]["message"]
+    assert sdk_calls(chunks) == [("a", "f", '{"x": 1}')]  # the accumulator reads past the error object
+
+    replay = Replay(b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n")
+    client = openai.OpenAI(api_key="k", http_client=replay.client())
+    seen: list[Any] = []
+    with pytest.raises(openai.APIError, match="overloaded, try again"):
+        for sdk_chunk in client.chat.completions.create(model="m", messages=[], stream=True):
+            seen.append(sdk_chunk)
+    assert seen and len(seen) == len(chunks) - 1  # every chunk before the error reached the caller
+
+    again = Reassembler("openai-chat")  # read back, the re-emitted stream says the error too
+    for data in chunks:
+        again.feed(data)
+    assert "provider-error" in again.close().codes()
+
+
+def test_no_error_object_without_a_provider_error() -> None:
+    stream = [chunk(tc(index=0, id="a", name="f", args="{}")), chunk(finish="length")]
+    assert "error" not in replay_chat(stream, FlushPolicy.INCREMENTAL)[1][-1]

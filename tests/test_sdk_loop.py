@@ -159,8 +159,8 @@ def seen(result: fsm.Result, *, usage: bool = True, reasoning: bool = True) -> d
 
 
 def placeless(result: fsm.Result) -> fsm.Result:
-    """The result as a wire without places gives it: LiteLLM's and LangChain's chunks (OpenAI chat
-    chunks) carry no Claude content block index, so their reasoning and text have no output_index."""
+    """The result as a wire without places gives it: LiteLLM's chunks (OpenAI chat chunks) carry no
+    Claude content block index, so their reasoning and text have no output_index."""
     reasoning = tuple(attrs.evolve(block, output_index=None) for block in result.reasoning)
     calls = tuple(attrs.evolve(call, output_index=None) for call in result.calls)
     return attrs.evolve(result, reasoning=reasoning, calls=calls, text_output_index=None)

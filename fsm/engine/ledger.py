@@ -101,6 +101,9 @@ class Ledger:
         """Set for a wire whose final arguments may replace the streamed text (OpenAI Responses
         ``.done``): no call's text is output as append-safe before the call finishes."""
         self._decoder: object = None
+        self.calls_indexed = False
+        """Set for a stream whose call index is a Claude content block index though its decoder's is
+        not (ChatAnthropic's chunks, read as OpenAI chat: fsm.wire.langchain_places)."""
         self.work = 0
         """Characters scanned and compared, and routing candidates visited: the fuzzer checks that
         this stays linear in the input."""
@@ -117,7 +120,7 @@ class Ledger:
         each call reports it as its ``output_index``, by which the turn goes back in order. Asked
         of the decoder when a call is built, not when it is adopted: a Bedrock InvokeModel
         stream's decoder learns which wire it carries from its first event."""
-        return bool(getattr(self._decoder, "output_indexed", False))
+        return self.calls_indexed or bool(getattr(self._decoder, "output_indexed", False))
 
     def emit(self, output: Output) -> None:
         self.outputs.append(output)

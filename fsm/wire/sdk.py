@@ -35,10 +35,11 @@ frameworks above them yield, read by duck typing.
   reasoning goes in LiteLLM's ``thinking_blocks`` (Claude's ``thinking`` and ``redacted_thinking``
   blocks through ChatAnthropic too; v1 holds the redacted one in a ``non_standard`` block), each
   under LangChain's block index, and the text's signature
-  on the delta in the shape of a call's, which the OpenAI chat decoder reads as the text's. So the
-  reasoning and the text are signed as the bytes sign them, but LangChain keeps no block's place
-  among the calls and the text (the Gemini decoder's ``place``), and of several signed text parts
-  only the last signature.
+  on the delta in the shape of a call's, which the OpenAI chat decoder reads as the text's. That
+  delta keeps no block's place and one text signature a chunk: so it is written only for chunks that
+  name no integration whose blocks say where they sat. ChatAnthropic's and ChatGoogleGenerativeAI's
+  (``response_metadata["model_provider"]``) are read by :mod:`fsm.wire.langchain_places` instead:
+  each block in its place in the turn and each signature on its part, as the bytes give them.
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from fsm.errors import InvalidInput
+from fsm.events import ReasoningDelta
 from fsm.wire.decoders._wire import COMPAT_SIGNATURE, RESPONSES_INCOMPLETE_FINISH, compat_signed
+from fsm.wire.langchain_places import LangChainStream, Said, block_signature, read_in_places
 
 DERIVED_EVENT_TYPES = frozenset(
     {
@@ -74,7 +77,7 @@ DERIVED_EVENT_TYPES = frozenset(
 """Stream-helper events that repeat what the raw events they come with already said."""
 
 
-def sdk_payload(item: Any, held: dict[int, Any] | None = None) -> Mapping[str, Any] | None:
+def sdk_payload(item: Any, held: LangChainStream | None = None) -> Mapping[str, Any] | None:
     """The wire payload an SDK object stands for, or None when it only repeats others. ``held`` is
     the stream's own record across its objects (see ``langchain_chunk``)."""
     if isinstance(item, Mapping):
@@ -149,25 +152,42 @@ def _nests_past(dump: Any, limit: int) -> bool:
     return False
 
 
-def langchain_chunk(chunk: Any, held: dict[int, Any] | None = None) -> dict[str, Any]:
-    """A LangChain ``AIMessageChunk`` as the OpenAI chat chunk it mirrors. ``held`` keeps, by index,
-    the ``input`` of the Anthropic tool blocks no argument text has followed yet."""
-    delta: dict[str, Any] = {}
+def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str, Any]:
+    """A LangChain ``AIMessageChunk`` as the OpenAI chat chunk it mirrors. ``held`` is the stream's
+    record: the ``input`` of the Anthropic tool blocks no argument text has followed yet, and for
+    the integrations whose blocks keep their places (:mod:`fsm.wire.langchain_places`) the chunk's
+    text and reasoning as events in ``held.said``, not in the delta. Every field is checked before
+    anything is taken in: a refused chunk leaves the record as it was."""
     content = getattr(chunk, "content", None)
-    if isinstance(content, str):
-        if content:
-            delta["content"] = content
-    else:  # a list of blocks (Anthropic, Gemini through LangChain)
+    if not isinstance(content, str):
         _check_langchain_field(content, list | tuple, "content", "a str or a list")
-        _langchain_blocks(content or (), delta)
-    extra = getattr(chunk, "additional_kwargs", None) or {}
-    if isinstance(extra, Mapping) and isinstance(extra.get("reasoning_content"), str):
-        delta["reasoning_content"] = extra["reasoning_content"]
     parts = chunk.tool_call_chunks or ()
     _check_langchain_field(parts, list | tuple, "tool_call_chunks", "a list")
     for part in parts:
         _check_langchain_field(part, Mapping, "tool_call_chunks entry", "a dict")
+    extra = getattr(chunk, "additional_kwargs", None) or {}
     signatures = _gemini_signatures(extra)
+    usage = getattr(chunk, "usage_metadata", None)
+    if usage:
+        _check_langchain_field(usage, Mapping, "usage_metadata", "a dict")
+    metadata = getattr(chunk, "response_metadata", None) or {}
+    delta: dict[str, Any] = {}
+    said: Said | None = None
+    if held is not None and held.reading(metadata) is not None:
+        read_in_places(content, parts, held)
+        said = held.said
+    elif isinstance(content, str):
+        if content:
+            delta["content"] = content
+    else:  # a list of blocks (Anthropic, Gemini through LangChain)
+        _langchain_blocks(content or (), delta)
+    # read as the decoder reads it: not beside reasoning blocks, which are read instead
+    if (
+        isinstance(extra, Mapping)
+        and isinstance(extra.get("reasoning_content"), str)
+        and not any(type(event) is ReasoningDelta for _, event in said or ())
+    ):
+        delta["reasoning_content"] = extra["reasoning_content"]
     calls: list[dict[str, Any]] = []
     for part in parts:
         call = {
@@ -179,19 +199,16 @@ def langchain_chunk(chunk: Any, held: dict[int, Any] | None = None) -> dict[str,
         if signature is not None:
             call[COMPAT_SIGNATURE] = compat_signed(signature)
         calls.append(call)
-    metadata = getattr(chunk, "response_metadata", None) or {}
     finish = _langchain_finish(metadata) if isinstance(metadata, Mapping) else None
     if held is not None:
-        calls += _anthropic_inputs(content, parts, held, finish)
+        calls += _anthropic_inputs(content, parts, held.inputs, finish)
     if calls:
         delta["tool_calls"] = calls
     payload: dict[str, Any] = {
         "object": "chat.completion.chunk",
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
-    usage = getattr(chunk, "usage_metadata", None)
     if usage:
-        _check_langchain_field(usage, Mapping, "usage_metadata", "a dict")
         payload["usage"] = dict(usage)
     return payload
 
@@ -220,7 +237,7 @@ def _langchain_blocks(content: Any, delta: dict[str, Any]) -> None:
             # A text that is no str says nothing (its str() would be made-up text), as the decoder reads it
             if isinstance(text := block.get("text"), str):
                 said.append(text)
-            signed = _block_signature(block) or signed
+            signed = block_signature(block) or signed
         elif kind in ("thinking", "redacted_thinking") or (kind == "reasoning" and "reasoning" in block):
             # (a Responses reasoning item, as langchain-openai's v0 blocks hold it, has no text here)
             thinking.append(_thinking_block(block, kind))
@@ -243,29 +260,12 @@ def _thinking_block(block: Mapping[str, Any], kind: str) -> dict[str, Any]:
         entry["type"] = "thinking"
         said = block.get("thinking" if kind == "thinking" else "reasoning")
         entry["thinking"] = said if isinstance(said, str) else ""
-        signature = _block_signature(block)
+        signature = block_signature(block)
         if signature is not None:
             entry["signature"] = signature
     if type(block.get("index")) is int:
         entry["index"] = block["index"]
     return entry
-
-
-def _block_signature(block: Mapping[str, Any]) -> str | None:
-    """A content block's signature where LangChain's integrations keep one: ``signature`` (a
-    thinking block), ``extras.signature`` (a Gemini text part, a v1 reasoning block), or
-    ``thought_signature``; base64 text, as the wire has it (a signature held as bytes written so)."""
-    extras = block.get("extras")
-    for value in (
-        block.get("signature"),
-        extras.get("signature") if isinstance(extras, Mapping) else None,
-        block.get("thought_signature"),
-    ):
-        if isinstance(value, bytes):
-            value = base64.b64encode(value).decode("ascii")
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 GEMINI_SIGNATURES = "__gemini_function_call_thought_signatures__"
