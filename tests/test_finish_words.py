@@ -1,9 +1,12 @@
 """A finish that cuts a call says why, in the provider's own words, on every wire shape: the
 ``truncated`` diagnostic names the provider's finish word (``length``, ``max_tokens``,
 ``MAX_TOKENS``, ``incomplete: max_output_tokens``, ``guardrail_intervened``...), what it means where
-that is known, and what the provider said beside it (Gemini's ``finishMessage`` on any finish, an
-error's message). Before, every such call said only ``cut after N characters``. Each stream is read
-from its bytes; the Anthropic and Vertex ones also through their SDKs."""
+that is known, and what the provider said beside it (Gemini's ``finishMessage`` on any finish, a
+Claude refusal's ``stop_details``, OpenRouter's ``native_finish_reason``, an error's message). Before,
+every such call said only ``cut after N characters``. A call the provider ended unfinished before an
+abnormal finish (a Responses item done incomplete, a block stopped with its JSON open) has its
+diagnostic completed by that finish. Each stream is read from its bytes; the Anthropic, Responses
+and Vertex ones also through their SDKs."""
 
 from __future__ import annotations
 
