@@ -64,6 +64,8 @@ def test_an_openai_chat_call_cut_by_length_names_the_token_limit() -> None:
     assert cut(result) == ['call c1 (f): cut after 7 characters by the finish "length" (the output token limit)']
     result = fsm.reassemble(chat("content_filter"))
     assert cut(result) == ['call c1 (f): cut after 7 characters by the finish "content_filter" (a content filter)']
+    # strict mode runs the cut through the reference machine, which hands the action the same input
+    assert cut(fsm.reassemble(chat("content_filter"), strict=True)) == cut(result)
 
 
 def test_an_openrouter_call_cut_says_the_native_finish_reason_beside_the_normalised_one() -> None:
