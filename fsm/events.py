@@ -108,6 +108,9 @@ class StreamEnd:
     """The provider's own word for it (``STOP``, ``end_turn``, ``max_tokens``, ...)."""
     error: str | None = None
     """The provider's error message, when it ended the stream with an error event."""
+    message: str | None = None
+    """What the provider said beside its finish, in its own words, where the wire has a place for
+    it (Gemini's ``finishMessage``, on any finish): a call the finish cuts is reported with it."""
 
 
 @attrs.frozen(slots=True)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from fsm.content import TurnContent
-from fsm.engine.ledger import MESSAGE_CHARS, Ledger, shortened
+from fsm.engine.ledger import MESSAGE_CHARS, Ledger, cut_by, shortened
 from fsm.engine.registry import Registry
 from fsm.errors import (
     FramingError,
@@ -35,6 +35,7 @@ from fsm.errors import (
 )
 from fsm.events import (
     EVENT_TYPES,
+    NORMAL_FINISHES,
     TURN_CONTENT_TYPES,
     ArgumentsFragment,
     ArgumentsSnapshot,
@@ -182,10 +183,14 @@ class Reassembler:
         finish, finish_at = (self._finish[0].finish_reason, self._finish[1]) if self._finish else (None, None)
         if self._fault is not None:
             self._report_fault()
+            cut = "when the stream stopped at an error"
         elif self._finish is None:
             ledger.diagnose("no-finish-reason", "the stream ended without a finish reason")
-        try:
-            self.registry.finish(None if self._fault is not None else finish)  # open calls, or opened after the finish
+            cut = "when the stream ended without a finish reason"
+        else:
+            cut = cut_by(self._finish[0])
+        try:  # open calls, or opened after the finish
+            self.registry.finish(None if self._fault is not None else finish, cut)
         except ToolcallFSMError as exc:  # a limit passed while calls ended: each has its status even so
             if not failed_before:  # else the stream's fault is the first error, already reported
                 self._closing_fault(exc)
@@ -520,7 +525,10 @@ class Reassembler:
         self._finish = event, self._events
         if event.finish_reason == "error":
             self.ledger.diagnose("provider-error", f"the provider reported an error: {_said(event)}")
-        self.registry.finish(event.finish_reason)
+        cut = cut_by(event)
+        if self.ledger.ended_unfinished and event.finish_reason not in NORMAL_FINISHES:
+            self.ledger.explain(cut)
+        self.registry.finish(event.finish_reason, cut)
 
 
 def _said(error: StreamEnd, room: int | None = None) -> str:

@@ -235,7 +235,7 @@ def _slot(s: ModuleType) -> Any:
             ),
             s.Named(
                 name="cut",
-                reason="The stream stopped without a normal finish (length limit, dropped connection, error).",
+                reason="The stream stopped without a normal finish (length limit, dropped connection, error). Its input is what stopped it, in the provider's words where it gave any (its finish word and message).",
             ),
             s.Named(
                 name="abandon",
@@ -287,15 +287,15 @@ def _slot(s: ModuleType) -> Any:
             ),
             s.Named(
                 name="mark_unterminated",
-                reason="The provider said the call is over but the text never closed: status invalid, raw kept.",
+                reason="The provider said the call is over but the text never closed: status invalid, raw kept; the turn's finish, when not a normal one, then says why in the same diagnostic.",
             ),
             s.Named(
                 name="mark_truncated",
-                reason="Keep the raw text and report the call as truncated, never as {}.",
+                reason="Keep the raw text and report the call as truncated, never as {}, saying what cut it (the trigger's input).",
             ),
             s.Named(
                 name="mark_abandoned",
-                reason="The provider gave the call up: truncated with the raw text it had, even if that text is a whole value.",
+                reason="The provider gave the call up: truncated with the raw text it had, even if that text is a whole value; the turn's finish, when not a normal one, then says why in the same diagnostic.",
             ),
         ),
         kinds=(
@@ -720,7 +720,7 @@ def _identity(s: ModuleType) -> Any:
                 code="unterminated-arguments",
                 rule="parse-once-at-finish",
                 severity="violation",
-                reason="The provider ended a call whose JSON never closed: status invalid, raw text kept.",
+                reason="The provider ended a call whose JSON never closed: status invalid, raw text kept. A finish that is not normal after it (Anthropic's max_tokens after the block stopped, response.incomplete after the item ended) completes this message with why, in the provider's words.",
             ),
             s.DiagnosticSpec(
                 code="invalid-arguments",
@@ -738,7 +738,7 @@ def _identity(s: ModuleType) -> Any:
                 code="truncated",
                 rule="finish-ends-calls",
                 severity="warning",
-                reason="The stream stopped before this call's arguments completed: status truncated, raw text kept.",
+                reason="The stream stopped before this call's arguments completed: status truncated, raw text kept. The message says what stopped it: the provider's own finish word (length, max_tokens, MAX_TOKENS, incomplete: max_output_tokens, guardrail_intervened, ...), what that word means where it is known (the output token limit, the context window, a content filter), and what the provider said beside it (Gemini's finishMessage, an error's message, shortened); or that the stream ended without a finish reason, or stopped at an error. A call the provider gave up before the turn finished (a Responses item done incomplete) is reported at its own event, and the finish that follows, when it is not a normal one, completes that message with why (the output token limit of response.incomplete).",
             ),
             s.DiagnosticSpec(
                 code="finish-reason-mapped",
@@ -1200,9 +1200,9 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (8843, 1538721508),
+    "slot": (9148, 2592684485),
     "scanner": (4661, 4199472060),
-    "identity": (21541, 296056198),
+    "identity": (22412, 1920970073),
     "history": (4045, 271900131),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

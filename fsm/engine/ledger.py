@@ -12,7 +12,10 @@ from __future__ import annotations
 import functools
 from collections import Counter
 
+import attrs
+
 from fsm.errors import LimitExceeded, RemoteProtocolError, ToolcallFSMError
+from fsm.events import StreamEnd
 from fsm.options import Limits, Policies, default_limits
 from fsm.results import Diagnostic, Output, Severity
 from fsm.spec import identity_spec
@@ -25,6 +28,35 @@ text), which may be as long as an event, and a message is one line a person read
 def shortened(text: str, room: int = MESSAGE_CHARS) -> str:
     """``text`` as a diagnostic keeps it: at most ``room`` characters, then how long it was."""
     return text if len(text) <= room else f"{text[:room]}... ({len(text)} characters)"
+
+
+_MEANS = {
+    "length": "the output token limit",
+    "content_filter": "a content filter",
+    "model_context_window_exceeded": "the context window",
+    "refusal": "the model refused",
+    "guardrail_intervened": "a guardrail",
+}
+"""What a finish word means, for the words whose normalised reason does not say it all (by the
+provider's word first: Anthropic's ``model_context_window_exceeded`` is a ``length`` finish, but
+not the output token limit)."""
+
+
+def cut_by(end: StreamEnd) -> str:
+    """What cut a call, as its ``truncated`` diagnostic says it: the provider's own word for the
+    finish, what it means where that is known, and what the provider said beside it (an error's
+    message, Gemini's ``finishMessage``), shortened to half a message: the word stays, and the
+    caller learns a token limit from a content filter without reading the normalised reason."""
+    word = end.raw_finish_reason or end.finish_reason
+    said = end.message or end.error
+    if end.finish_reason == "error":
+        why = "by the provider's error" + (f' "{shortened(word, 100)}"' if word and word != "error" else "")
+    elif word:
+        means = _MEANS.get(word) or _MEANS.get(end.finish_reason or "")
+        why = f'by the finish "{shortened(word, 100)}"' + (f" ({means})" if means else "")
+    else:
+        why = "by a finish event that gave no reason"
+    return f"{why}: {shortened(said, MESSAGE_CHARS // 2)}" if said else why
 
 
 @functools.cache
@@ -61,6 +93,10 @@ class Ledger:
         self.transitions: Counter[str] = Counter.__new__(Counter)
         # Pre-filled, so counting a rule is one dict update and an undeclared rule is a KeyError.
         self.rules: dict[str, int] = _no_rules().copy()
+        self.ended_unfinished: list[int] = []
+        """Where in ``diagnostics`` stands what was said of each call the provider ended unfinished
+        before the turn's finish (``truncated``: a Responses item done ``incomplete``;
+        ``unterminated-arguments``: its JSON never closed), until that finish says why (:meth:`explain`)."""
         self.withhold = False
         """Set for a wire whose final arguments may replace the streamed text (OpenAI Responses
         ``.done``): no call's text is output as append-safe before the call finishes."""
@@ -110,6 +146,17 @@ class Ledger:
             if not self.defer:
                 raise error
             self.deferred = self.deferred or error
+
+    def explain(self, why: str) -> None:
+        """Complete what was said of every call the provider ended unfinished before the turn
+        finished with ``why`` (what :func:`cut_by` says of a finish that is not normal): the call
+        ended first (a Responses item done ``incomplete``, a block stopped with its JSON open), and
+        only the finish that follows (``response.incomplete``, ``max_tokens``) tells the reason. The
+        diagnostic keeps its event and place; its message is the one read from then on."""
+        for at in self.ended_unfinished:
+            said = self.diagnostics[at]
+            self.diagnostics[at] = attrs.evolve(said, message=shortened(f"{said.message}; the turn then ended {why}"))
+        self.ended_unfinished.clear()
 
     def hold(self, change: int) -> None:
         """Account for ``change`` more (or, negative, fewer) bytes of argument text held."""

@@ -330,18 +330,21 @@ class Registry:
         """How many client calls (not the provider's own) have opened so far."""
         return self._counts[False]
 
-    def finish(self, finish_reason: str | None) -> None:
-        """End every call still open: normally for a normal finish reason, else as a cut. A call
-        whose finishing bytes pass a limit ends with its status all the same (Slot._hold_at_finish);
-        the calls after it are cut, and the first such error is raised once every call has ended."""
+    def finish(self, finish_reason: str | None, cut_by: str = "") -> None:
+        """End every call still open: normally for a normal finish reason, else as a cut, which
+        each cut call's diagnostic explains by ``cut_by``. A call whose finishing bytes pass a limit
+        ends with its status all the same (Slot._hold_at_finish); the calls after it are cut, and
+        the first such error is raised once every call has ended."""
         self.ledger.apply("finish-ends-calls")
         trigger = "end" if finish_reason in NORMAL_FINISHES else "cut"
         error: LimitExceeded | None = None
         for slot in self.slots:
             if slot.status is None:  # not finished (Slot.finished, without the property's call)
                 try:
-                    self._finish(slot, trigger)
+                    self._finish(slot, trigger, cut_by if trigger == "cut" else "")
                 except LimitExceeded as exc:
+                    if error is None and trigger == "end":
+                        cut_by = "when a limit stopped the stream as the calls ended"
                     error, trigger = error or exc, "cut"
         if error is not None:
             raise error
@@ -714,7 +717,7 @@ class Registry:
             calls.append(slot)
         return calls
 
-    def _finish(self, slot: Slot, trigger: str) -> None:
+    def _finish(self, slot: Slot, trigger: str, cut_by: str = "") -> None:
         ledger = self.ledger
         # A violation found as the call ends (a lone surrogate half, JSON that never closed, no name)
         # is raised once the call has its status and its end is reported: raised mid-action, it would
@@ -723,7 +726,7 @@ class Registry:
         deferring = ledger.strict and not ledger.defer
         ledger.defer = ledger.defer or deferring
         try:
-            self.machine.fire(slot, trigger)
+            self.machine.fire(slot, trigger, cut_by)
         except LimitExceeded:
             if slot.status is not None:  # its finishing bytes passed a limit: it ended even so
                 self._ended(slot)

@@ -599,16 +599,18 @@ class Slot:
     @action
     def mark_unterminated(self, text: str) -> None:
         self._settle(CallStatus.INVALID)
-        self._fail(CallStatus.INVALID, "unterminated-arguments", "the JSON never closed")
+        self._fail(CallStatus.INVALID, "unterminated-arguments", "the JSON never closed", awaits_why=True)
 
     @action
     def mark_truncated(self, text: str) -> None:
+        """``text`` is the cut trigger's input: what cut the call, in the provider's words where it
+        gave any (the registry's finish says it), so the caller learns why, not only that."""
         cut_between_halves = bool(self._high)
         self._settle(CallStatus.TRUNCATED, report=False)  # a cut between a pair's halves is the cut's doing, said below
         why = f"cut after {self._length} characters"
         if cut_between_halves:
-            why += ", between the halves of a surrogate pair (the first kept as its escape)"
-        self._fail(CallStatus.TRUNCATED, "truncated", why)
+            why += ", between the halves of a surrogate pair (the first kept as its escape),"
+        self._fail(CallStatus.TRUNCATED, "truncated", f"{why} {text}" if text else why)
 
     # -- Unicode (rule text-is-unicode) -----------------------------------------------------------
 
@@ -650,9 +652,8 @@ class Slot:
 
     @action
     def mark_abandoned(self, text: str) -> None:
-        self._fail(
-            CallStatus.TRUNCATED, "truncated", f"the provider ended it incomplete after {self._length} characters"
-        )
+        said = f"the provider ended it incomplete after {self._length} characters"
+        self._fail(CallStatus.TRUNCATED, "truncated", said, awaits_why=True)
 
     def _hold_at_finish(self, more_bytes: int, failed: CallStatus) -> None:
         """Hold the bytes a finishing action adds (an escaped surrogate half, the ``{}`` of no text).
@@ -665,9 +666,15 @@ class Slot:
             self.status = failed
             raise
 
-    def _fail(self, status: CallStatus, code: str, why: str) -> None:
+    def _fail(self, status: CallStatus, code: str, why: str, *, awaits_why: bool = False) -> None:
+        """Set the call's failed ``status`` and say ``why``; ``awaits_why``: the provider ended the
+        call unfinished, and a turn's finish that is not normal, after it, will say why (Ledger.explain)."""
         self.status = status
-        self.ledger.diagnose(code, f"call {self.id} ({self.name}): {why}")
+        ledger = self.ledger
+        at = len(ledger.diagnostics)
+        ledger.diagnose(code, f"call {self.id} ({self.name}): {why}")
+        if awaits_why and len(ledger.diagnostics) > at:  # kept, not past the per-code bound
+            ledger.ended_unfinished.append(at)
 
     def unsent_tail(self) -> str | None:
         """The final text not yet sent as deltas, or None when deltas already sent disagree with

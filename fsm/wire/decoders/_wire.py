@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fsm.errors import RemoteProtocolError
-from fsm.events import CallRef, ReasoningDelta
+from fsm.events import CallRef, ReasoningDelta, StreamEnd
 from fsm.jsontext import dumps as exact_dumps
 
 
@@ -99,6 +99,30 @@ BARE_REFS = BareRefs()
 RESPONSES_INCOMPLETE_FINISH = {"max_output_tokens": "length", "content_filter": "content_filter"}
 """A Responses turn's ``incomplete_details.reason`` as the chat finish reason that means the same
 (read by the Responses decoder, and for LangChain's Responses chunks by :mod:`fsm.wire.sdk`)."""
+
+
+_CHAT_FINISH = {
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "tool_use": "tool_calls",
+    "stop": "stop",
+    "eos": "stop",
+    "end_turn": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "content_filter": "content_filter",
+    "error": "error",
+}
+
+
+def chat_finish(choice: Mapping[str, Any], raw: str) -> StreamEnd:
+    """A chat choice's finish reason ``raw``, normalised (the dialects' own words too: ``eos``,
+    ``end_turn``, ``max_tokens``), with what the choice says beside it: OpenRouter's
+    ``native_finish_reason``, the word of the model's own provider (``MAX_TOKENS``, ``SAFETY``),
+    for a call the finish cuts to say (not when it is ``raw`` again)."""
+    native = choice.get("native_finish_reason")
+    said = f'native_finish_reason "{native}"' if type(native) is str and native and native != raw else None
+    return StreamEnd(_CHAT_FINISH.get(raw.lower(), raw.lower()), raw, None, said)
 
 
 COMPAT_SIGNATURE = "extra_content"

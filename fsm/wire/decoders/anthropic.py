@@ -6,7 +6,8 @@ the block still open at its index, same id and name, changes nothing). By the pr
 with no input text has the input it started with (``{}`` unless pre-filled); a whole ``tool_use``
 may also come inside ``message_start``. ``server_tool_use`` blocks are run by Anthropic: they are
 reassembled the same way but marked as server calls. A stream cut by ``max_tokens`` before
-``content_block_stop`` leaves the call open, so it comes back truncated with its raw text.
+``content_block_stop`` leaves the call open, so it comes back truncated with its raw text (the
+``stop_reason`` says why, with a refusal's ``stop_details``: its category and explanation).
 Thinking, text and tool blocks share the content block index, which each reports as its
 ``output_index`` (each text block is a text part of its own): the turn goes back in the order it
 streamed (interleaved thinking).
@@ -84,8 +85,10 @@ class AnthropicDecoder:
         if kind == "content_block_stop":
             return self._stop(index(payload.get("index"), "index"))
         if kind == "message_delta":
-            reason = text(mapping(payload.get("delta"), "delta").get("stop_reason"), "stop_reason")
-            ended: list[Event] = [StreamEnd(_FINISH.get(reason, reason), reason)] if reason else []
+            delta = mapping(payload.get("delta"), "delta")
+            reason = text(delta.get("stop_reason"), "stop_reason")
+            said = _stop_details(delta.get("stop_details"))
+            ended: list[Event] = [StreamEnd(_FINISH.get(reason, reason), reason, None, said)] if reason else []
             return ended + _usage(payload.get("usage"), cumulative=True)
         if kind == "message_start":
             message = mapping(payload.get("message"), "message")
@@ -216,3 +219,14 @@ def _said_in_delta(at: int | None, delta: Mapping[str, Any]) -> list[Event]:
 def _usage(value: Any, *, cumulative: bool) -> list[Event]:
     usage = mapping(value, "usage")
     return [UsageReport(dict(usage), cumulative=cumulative)] if usage else []
+
+
+def _stop_details(details: Any) -> str | None:
+    """What ``stop_details`` says beside the stop reason (a ``refusal``'s policy category and its
+    explanation), for a call the finish cuts; None when it says nothing. A note, never a reason to
+    fail the stream: a field of another shape is passed over."""
+    if not isinstance(details, Mapping):
+        return None
+    category, explanation = details.get("category"), details.get("explanation")
+    said = [f"category {category}" if isinstance(category, str) and category else "", explanation]
+    return "; ".join(part for part in said if isinstance(part, str) and part) or None

@@ -35,8 +35,9 @@ between (a call, a thought amid text, code); streamed pieces of one part join. E
 (``parts_placed``), so the turn goes back in the wire's order of thoughts, text and calls. An empty
 piece without a signature (the last event's ``{"text": ""}``) is nothing.
 
-A finish that is an error (``MALFORMED_FUNCTION_CALL``, ``UNEXPECTED_TOOL_CALL``) takes the
-candidate's ``finishMessage`` as its message (``provider-error`` says it), after its own word.
+The candidate's ``finishMessage`` is kept with any finish (a call the finish cuts is reported with
+it); a finish that is an error (``MALFORMED_FUNCTION_CALL``, ``UNEXPECTED_TOOL_CALL``) also takes it
+as its error message (``provider-error`` says it), after its own word.
 
 A payload with none of the response's fields is not this wire shape: ``unknown-event``. A
 ``functionCall`` with arguments but no name is still a call (reported ``missing-name`` when it
@@ -170,8 +171,11 @@ class GeminiDecoder:
                 normal = _FINISH.get(raw, raw.lower())
                 if normal in ("stop", "tool_calls"):
                     events += self._close_open()
-                said = field(candidate, "finishMessage", "finish_message") if normal == "error" else None
-                events.append(StreamEnd(normal, raw, f"{raw}: {text(said, 'finishMessage')}" if said else None))
+                said = field(candidate, "finishMessage", "finish_message")
+                # Only an error's message is required to be text; another finish is not failed over its note.
+                said = (text(said, "finishMessage") if normal == "error" or isinstance(said, str) else None) or None
+                error = f"{raw}: {said}" if said and normal == "error" else None
+                events.append(StreamEnd(normal, raw, error, said))
         usage = field(payload, "usageMetadata", "usage_metadata")
         if usage:
             events.append(UsageReport(dict(mapping(usage, "usageMetadata"))))

@@ -12,7 +12,8 @@ arguments as a JSON object instead of text). Dialect quirks handled here, not in
 * LiteLLM's ``thinking_blocks`` (Claude's signed and redacted reasoning), read over ``reasoning_content``;
 * a custom tool's call (``type: custom``, ``custom: {name, input}``): freeform input text; an entry
   of a type with neither ``function`` nor ``custom`` is reported (``unknown-event``);
-* ``finish_reason`` normalised; an ``error`` object (beside choices too) ends the stream with ``error``.
+* ``finish_reason`` normalised, OpenRouter's ``native_finish_reason`` kept beside it; an ``error``
+  object (beside choices too) ends the stream with ``error``.
 
 A payload with none of ``choices``, ``usage``, ``error`` or a ``chat.completion`` object type is not
 this wire shape at all (another provider's stream, a proxy's own message): ``unknown-event``.
@@ -36,27 +37,18 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders import error_message
-from fsm.wire.decoders._wire import BARE_REFS, COMPAT_SIGNATURE, SAID_KEYS, compat_signature, dumps, thinking_blocks
+from fsm.wire.decoders._wire import (
+    BARE_REFS,
+    COMPAT_SIGNATURE,
+    SAID_KEYS,
+    chat_finish,
+    compat_signature,
+    dumps,
+    thinking_blocks,
+)
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
-
-_FINISH = {
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "tool_use": "tool_calls",
-    "stop": "stop",
-    "eos": "stop",
-    "end_turn": "stop",
-    "length": "length",
-    "max_tokens": "length",
-    "content_filter": "content_filter",
-    "error": "error",
-}
-
-
-def normalize_finish(raw: str) -> str:
-    return _FINISH.get(raw.lower(), raw.lower())
 
 
 class OpenAIChatDecoder:
@@ -91,7 +83,7 @@ class OpenAIChatDecoder:
                 raise RemoteProtocolError("delta is not an object")
             finish = choice.get("finish_reason")
             if finish:
-                events.append(StreamEnd(normalize_finish(str(finish)), str(finish)))
+                events.append(chat_finish(choice, str(finish)))
         usage = payload.get("usage")
         if usage and isinstance(usage, Mapping):
             events.append(UsageReport(dict(usage)))
@@ -154,7 +146,7 @@ class OpenAIChatDecoder:
             if last is not None:
                 for event in last[0]:
                     said(event)
-                finished(StreamEnd(normalize_finish(last[1]), last[1]))
+                finished(chat_finish(payload["choices"][0], last[1]))
                 if last[2]:
                     usage(last[2])
                 return True
@@ -329,7 +321,7 @@ def finish_in(payload: dict[str, Any]) -> tuple[list[TextDelta | ReasoningDelta]
     """(said, finish reason, usage) when a chunk is the commonest last chunk of a stream: one choice
     (index 0 or none) with a finish reason (a non-empty string) and a delta object that holds no
     tool call, maybe usage (an object) beside it, no error. OpenAIChatDecoder makes exactly the
-    events ``said`` of the delta (as said_in), then StreamEnd(normalize_finish(reason), reason),
+    events ``said`` of the delta (as said_in), then chat_finish(choice, reason),
     then UsageReport(usage) when there is usage (None when there is none)
     (test_the_last_chunk_shortcut_decides_as_the_decoder)."""
     choices = payload.get("choices")
