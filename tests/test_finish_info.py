@@ -277,3 +277,15 @@ def test_both_serialize_as_the_converter_does_and_replay_prints_them(tmp_path: A
 def test_a_result_built_without_them_has_none() -> None:
     result = fsm.Result("gemini", "stop", (), ())
     assert (result.raw_finish_reason, result.finish_message) == (None, None)
+
+
+def test_the_fuzzer_holds_the_bounds_and_both_to_agree_however_the_bytes_are_cut() -> None:
+    from fsm.harness.fuzz import robust
+
+    unbounded = fsm.Result("gemini", "stop", (), (), raw_finish_reason="W" * 300, finish_message="m" * 5000)
+    assert robust._limits_hold(unbounded, fsm.Limits()) == ["the finish word or message kept past its bound"]
+    bounded = fsm.reassemble(gemini("W" * 300, "m" * 5000))
+    assert robust._limits_hold(bounded, fsm.Limits()) == []
+    body = gemini("SAFETY", "Blocked.")
+    answer, problems = robust._run(robust.Sample("gemini", body, ()), [body], as_bytes=True)
+    assert problems == [] and answer[-1] == ("SAFETY", "Blocked.")
