@@ -73,8 +73,10 @@ class ToolCall:
     output_index: int | None = None
     """Where the call sat in the turn's output, shared with the reasoning and the text: a Responses
     ``output_index``, or a Claude content block index (Anthropic's wire, Bedrock InvokeModel's):
-    :mod:`fsm.messages` sends them back in that order. None where the wire has no such position
-    (its index is a label there, or there is none; Bedrock ConverseStream's is not used)."""
+    :mod:`fsm.messages` sends them back in that order. A Claude tool block that came without its
+    index (a proxy's) has the index a later event of it named, else one past the blocks before it:
+    where it streamed. None where the wire has no such position (its index is a label there, or
+    there is none; Bedrock ConverseStream's is not used)."""
     reply_id: str | None = None
     """The id the next request answers the call by, where it is not :attr:`id`: the wire id of a
     call that opened before its id arrived (diagnostic ``late-id``), renamed like any repeated id
