@@ -1,5 +1,6 @@
-"""What every format's builder shares: the id a call is answered by, the check that a format can
-carry a call's type, its arguments as an object, and a tool's output as text."""
+"""What every format's builder shares: the check of the result it is given, the id a call is answered
+by, the check that a format can carry a call's type, its arguments as an object, and a tool's output
+as text."""
 
 from __future__ import annotations
 
@@ -7,9 +8,46 @@ import json
 from typing import Any
 
 from fsm.errors import InvalidInput, LocalProtocolError
-from fsm.results import CallStatus, ToolCall
+from fsm.results import CallStatus, Reasoning, Result, TextPart, ToolCall
 
 Message = dict[str, Any]
+
+
+def need(value: Any, kind: Any, what: str) -> None:
+    """A caller's argument of the wrong type: InvalidInput, not an AttributeError deep inside."""
+    if not isinstance(value, kind):
+        raise InvalidInput(f"{what}, not {type(value).__name__}")
+
+
+def _place(value: Any, what: str) -> None:
+    # A place orders the parts against each other: "3", 2.5 or True cannot be sorted among ints, or
+    # would be sorted where no part of the wire was.
+    if value is not None and type(value) is not int:
+        raise InvalidInput(f"{what} must be an int or None, not {type(value).__name__}")
+
+
+def check_result(result: Any) -> None:
+    """Refuse, naming the field, a result whose parts a builder cannot read: a dict where a call,
+    reasoning block or text part belongs (JSON read back by hand, not through fsm.serialize's
+    converter), a status or text of another type, a place or output index that is no int. A
+    status read back as text would drop its call in silence."""
+    need(result, Result, "result must be a Result")
+    need(result.text, str, "result.text must be a str")
+    _place(result.text_output_index, "result.text_output_index")
+    for n, call in enumerate(result.calls):
+        need(call, ToolCall, f"result.calls[{n}] must be a ToolCall")
+        need(call.status, CallStatus, f'call {call.index}\'s status must be a CallStatus (CallStatus("complete"))')
+        _place(call.output_index, f"result.calls[{n}].output_index")
+    for n, block in enumerate(result.reasoning):
+        need(block, Reasoning, f"result.reasoning[{n}] must be a Reasoning")
+        need(block.text, str, f"result.reasoning[{n}].text must be a str")
+        _place(block.output_index, f"result.reasoning[{n}].output_index")
+        _place(block.place, f"result.reasoning[{n}].place")
+    for n, part in enumerate(result.text_parts):
+        need(part, TextPart, f"result.text_parts[{n}] must be a TextPart")
+        need(part.text, str, f"result.text_parts[{n}].text must be a str")
+        _place(part.output_index, f"result.text_parts[{n}].output_index")
+        _place(part.place, f"result.text_parts[{n}].place")
 
 
 def reply_id(call: ToolCall) -> str:
