@@ -4,8 +4,8 @@ Anthropic wants the assistant message echoed as received: with interleaved think
 beta ``interleaved-thinking-2025-05-14``) a turn holds thinking, tool_use, thinking, tool_use, and
 the sequence of thinking blocks may not be rearranged. ``fsm.messages`` used to rebuild the turn as
 every thinking block, the text, then every call; it now places each block at its content block
-index, over Anthropic's SSE, Bedrock InvokeModel chunks and the anthropic SDK (its own client and
-``AnthropicBedrock``) alike."""
+index, over Anthropic's SSE, Bedrock InvokeModel chunks and the anthropic SDK (its own client,
+``AnthropicBedrock`` and ``AsyncAnthropicBedrock``) alike."""
 
 from __future__ import annotations
 
@@ -257,3 +257,45 @@ def test_converse_stream_calls_still_have_no_output_index() -> None:
     result = r.close()
     assert [call.output_index for call in result.calls] == [None]
     assert result.text_output_index is None
+
+
+@pytest.mark.parametrize(("events", "content"), CASES)
+@pytest.mark.parametrize("indexless", [False, True], ids=["indexed", "a-call-without-its-index"])
+def test_async_anthropic_bedrock_sends_the_next_turn_in_the_streamed_order(
+    events: Any, content: Any, indexless: bool
+) -> None:
+    """The async AnthropicBedrock client, raw stream and stream helper, as the sync one above; also
+    with the last tool block's start sent without its index (it keeps where it streamed)."""
+    import asyncio
+
+    anthropic = pytest.importorskip("anthropic")
+    pytest.importorskip("boto3")  # AnthropicBedrock signs its requests with boto3's credentials
+    if indexless:
+        events = _indexless(events, max(e.get("index", -1) for e in events), every_event=False)
+    replay = BedrockReplay(invoke_stream(events), anthropic_http())
+    client = anthropic.AsyncAnthropicBedrock(
+        aws_access_key="test",
+        aws_secret_key="test",
+        aws_region="us-east-1",
+        base_url="http://mock",
+        http_client=replay.http.AsyncClient(transport=replay.http.MockTransport(replay)),
+    )
+    ask = [{"role": "user", "content": "weather in Oslo and Bergen?"}]
+
+    async def loop() -> list[fsm.Result]:
+        raw = await fsm.areassemble(
+            await client.messages.create(model="claude", max_tokens=64, messages=ask, stream=True)
+        )
+        async with client.messages.stream(model="claude", max_tokens=64, messages=ask) as stream:
+            helped = await fsm.areassemble(stream)
+        for result in (raw, helped):
+            sent = await client.messages.create(model="claude", max_tokens=64, messages=next_turn(result), stream=True)
+            await sent.close()
+            url, body = replay.sent[-1]
+            assert url.endswith("/invoke-with-response-stream") and body["messages"][1]["content"] == content
+            assert not check(body["messages"], "anthropic").rejected
+        return [raw, helped]
+
+    for result in asyncio.run(loop()):
+        assert result.provider == "anthropic"
+        assert result.codes() == (["missing-routing-field"] if indexless else [])
