@@ -268,18 +268,10 @@ def test_async_anthropic_bedrock_sends_the_next_turn_in_the_streamed_order(
     with the last tool block's start sent without its index (it keeps where it streamed)."""
     import asyncio
 
-    anthropic = pytest.importorskip("anthropic")
-    pytest.importorskip("boto3")  # AnthropicBedrock signs its requests with boto3's credentials
     if indexless:
         events = _indexless(events, max(e.get("index", -1) for e in events), every_event=False)
     replay = BedrockReplay(invoke_stream(events), anthropic_http())
-    client = anthropic.AsyncAnthropicBedrock(
-        aws_access_key="test",
-        aws_secret_key="test",
-        aws_region="us-east-1",
-        base_url="http://mock",
-        http_client=replay.http.AsyncClient(transport=replay.http.MockTransport(replay)),
-    )
+    client = bedrock_client(replay, asynchronous=True)
     ask = [{"role": "user", "content": "weather in Oslo and Bergen?"}]
 
     async def loop() -> list[fsm.Result]:
