@@ -232,6 +232,30 @@ def test_odd_places_give_every_part_and_call_once_in_the_documented_order(format
     assert order == ORDERS[(format, case)]
 
 
+# -- the turn read back by fsm.history --------------------------------------------------------------------------
+
+
+def test_drop_call_repair_keeps_a_gemini_call_whose_part_carries_the_signature() -> None:
+    """Gemini signs the first call of a step and wants the signature back on that part: repair with
+    dangling="drop-call" dropped it, leaving the step's next call first and unsigned (Gemini 3
+    refuses: "Function call is missing a thought_signature"). A signed call now gets a placeholder
+    instead; an unsigned one is still dropped."""
+    from fsm.history import RepairPolicy, repair
+
+    signed = call(0, thought_signature="SIG")
+    made = result(calls=(signed, call(1), call(2)), reasoning=(Reasoning("plan", signature="T", place=0),))
+    turn = messages.assistant_message(made, "gemini")
+    answers = messages.tool_results([messages.tool_result(made.calls[2], "ok", "gemini")], "gemini")
+    history = [{"role": "user", "parts": [{"text": "go"}]}, turn, *answers]
+    fixed, changes = repair(history, RepairPolicy(dangling="drop-call"))
+    assert fixed[1]["parts"] == [turn["parts"][0], turn["parts"][1], turn["parts"][3]]  # c1 dropped, c0 kept signed
+    assert fixed[1]["parts"][1]["thoughtSignature"] == "SIG"
+    assert [(c.kind, c.id) for c in changes] == [("placeholder-result", "c0"), ("dropped-call", "c1")]
+    assert [p["functionResponse"]["id"] for p in fixed[2]["parts"]] == ["c2", "c0"]
+    assert not check(fixed).rejected
+    assert repair(fixed, RepairPolicy(dangling="drop-call")) == (fixed, [])
+
+
 # -- huge counts, megabytes ----------------------------------------------------------------------------------
 
 
