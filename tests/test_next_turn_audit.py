@@ -131,6 +131,14 @@ UNREADABLE = [
     ),
     (dict(text="a", text_parts=(TextPart("a", output_index=float("nan")),)), r"text_parts\[0\].output_index must"),
     (dict(text="a", text_output_index="0"), "result.text_output_index must be an int or None, not str"),
+    (dict(reasoning=(Reasoning("t", signature=7),)), r"result.reasoning\[0\].signature must be a str or None, not int"),
+    (dict(reasoning=(Reasoning("t", redacted=b"x"),)), r"result.reasoning\[0\].redacted must be a str or None"),
+    (dict(reasoning=(Reasoning("t", item_id=1, summary=("s",)),)), r"result.reasoning\[0\].item_id must be a str"),
+    (dict(reasoning=(Reasoning("t", item_id="rs", summary=(1,)),)), r"result.reasoning\[0\].summary must hold str"),
+    (dict(text="a", text_signature=["S"]), "result.text_signature must be a str or None, not list"),
+    (dict(text="a", text_parts=(TextPart("a", signature={"s": 1}),)), r"text_parts\[0\].signature must be a str"),
+    (dict(calls=(call(0, thought_signature=5),)), r"result.calls\[0\].thought_signature must be a str or None"),
+    (dict(calls=(call(0, id=5),)), r"result.calls\[0\].id must be a str or None, not int"),
 ]
 
 

@@ -26,26 +26,41 @@ def _place(value: Any, what: str) -> None:
         raise InvalidInput(f"{what} must be an int or None, not {type(value).__name__}")
 
 
+def _opaque(value: Any, what: str) -> None:
+    # Signatures, redacted data, ids: sent back verbatim, so one of another type would go out as it is.
+    if value is not None and not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a str or None, not {type(value).__name__}")
+
+
 def check_result(result: Any) -> None:
-    """Refuse, naming the field, a result whose parts a builder cannot read: a dict where a call,
-    reasoning block or text part belongs (JSON read back by hand, not through fsm.serialize's
-    converter), a status or text of another type, a place or output index that is no int. A
-    status read back as text would drop its call in silence."""
+    """Refuse, naming the field, a result whose parts a builder cannot read or would send malformed:
+    a dict where a call, reasoning block or text part belongs (JSON read back by hand, not through
+    fsm.serialize's converter), a status or text of another type, a signature, id or redacted data
+    that is no str, a place or output index that is no int. A status read back as text would drop
+    its call in silence."""
     need(result, Result, "result must be a Result")
     need(result.text, str, "result.text must be a str")
+    _opaque(result.text_signature, "result.text_signature")
     _place(result.text_output_index, "result.text_output_index")
     for n, call in enumerate(result.calls):
         need(call, ToolCall, f"result.calls[{n}] must be a ToolCall")
         need(call.status, CallStatus, f'call {call.index}\'s status must be a CallStatus (CallStatus("complete"))')
+        for field in ("id", "reply_id", "thought_signature"):
+            _opaque(getattr(call, field), f"result.calls[{n}].{field}")
         _place(call.output_index, f"result.calls[{n}].output_index")
     for n, block in enumerate(result.reasoning):
         need(block, Reasoning, f"result.reasoning[{n}] must be a Reasoning")
         need(block.text, str, f"result.reasoning[{n}].text must be a str")
+        for field in ("signature", "redacted", "item_id", "encrypted_content"):
+            _opaque(getattr(block, field), f"result.reasoning[{n}].{field}")
+        if not all(isinstance(said, str) for said in block.summary):
+            raise InvalidInput(f"result.reasoning[{n}].summary must hold str only")
         _place(block.output_index, f"result.reasoning[{n}].output_index")
         _place(block.place, f"result.reasoning[{n}].place")
     for n, part in enumerate(result.text_parts):
         need(part, TextPart, f"result.text_parts[{n}] must be a TextPart")
         need(part.text, str, f"result.text_parts[{n}].text must be a str")
+        _opaque(part.signature, f"result.text_parts[{n}].signature")
         _place(part.output_index, f"result.text_parts[{n}].output_index")
         _place(part.place, f"result.text_parts[{n}].place")
 
