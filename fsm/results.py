@@ -135,7 +135,7 @@ class Reasoning:
 class TextPart:
     """A part of the visible text that goes back as a part of its own (Gemini: a run of text parts
     up to the one that carried a signature, or up to another part (a thought, a call); Claude: a
-    text block)."""
+    text block; Responses: a message item)."""
 
     text: str = ""
     """The part's text."""
@@ -147,8 +147,8 @@ class TextPart:
     or text part holds. :mod:`fsm.messages` sends the parts and calls back in that order. None
     elsewhere."""
     output_index: int | None = None
-    """Where a Claude text block sat in the turn's output (its content block index): see
-    :attr:`ToolCall.output_index`. None elsewhere."""
+    """Where a Claude text block or a Responses message item sat in the turn's output (its content
+    block index, its ``output_index``): see :attr:`ToolCall.output_index`. None elsewhere."""
 
 
 @attrs.frozen(slots=True)
@@ -184,8 +184,8 @@ class Result:
     text_parts: tuple[TextPart, ...] = ()
     """:attr:`text` in the parts it goes back as, where the wire keeps them apart (Gemini: each
     signature on the text it came with, each run of text in its place among the thoughts and calls;
-    Claude: each text block at its content block index); empty where the text is one (every other
-    provider)."""
+    Claude: each text block at its content block index; Responses: each message item at its
+    output_index); empty where the text is one (every other provider)."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:

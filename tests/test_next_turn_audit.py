@@ -215,8 +215,8 @@ ORDERS = {
     ("anthropic", "negative"): ["c0", "t", "a"],
     ("anthropic", "none-among-ints"): ["t", "ab", "c0", "u", "c1"],  # a part without a place: the text whole
     ("anthropic", "text-and-call-at-one-index"): ["t", "hi", "c0"],
-    ("openai-responses", "duplicate"): ["rs_t0", "rs_t1", "ab", "c0", "c1"],
-    ("openai-responses", "past-the-end"): ["a", "c0", "rs_t"],
+    ("openai-responses", "duplicate"): ["rs_t0", "rs_t1", "a", "b", "c0", "c1"],  # a message item per text part
+    ("openai-responses", "past-the-end"): ["c0", "a", "rs_t"],
     ("openai-responses", "negative"): ["c0", "rs_t", "a"],
     ("openai-responses", "none-among-ints"): ["rs_t", "ab", "c0", "rs_u", "c1"],
     ("openai-responses", "text-and-call-at-one-index"): ["rs_t", "hi", "c0"],
@@ -238,6 +238,69 @@ def test_odd_places_give_every_part_and_call_once_in_the_documented_order(format
         ids = sent_ids([item] if format == "openai-responses" else {"content": [item], "parts": [item]}, format)
         order += ids or said([item] if format == "openai-responses" else {"content": [item], "parts": [item]}, format)
     assert order == ORDERS[(format, case)]
+
+
+def _responses_turn() -> list[dict[str, Any]]:
+    """reasoning, message (a preamble), function_call, twice over, as the Responses wire streams them."""
+    events: list[dict[str, Any]] = []
+    for k, at in ((0, 0), (1, 3)):
+        reasoning = {"type": "reasoning", "id": f"rs_{k}", "summary": [], "encrypted_content": f"E{k}"}
+        events += [
+            {
+                "type": "response.output_item.added",
+                "output_index": at,
+                "item": {**reasoning, "encrypted_content": None},
+            },
+            {"type": "response.output_item.done", "output_index": at, "item": reasoning},
+            {
+                "type": "response.output_item.added",
+                "output_index": at + 1,
+                "item": {"type": "message", "id": f"msg_{k}"},
+            },
+            {
+                "type": "response.output_text.delta",
+                "output_index": at + 1,
+                "item_id": f"msg_{k}",
+                "delta": f"Step {k}. ",
+            },
+        ]
+        call = {"type": "function_call", "id": f"fc_{k}", "call_id": f"call_{k}", "name": "f", "arguments": "{}"}
+        events += [
+            {"type": "response.output_item.added", "output_index": at + 2, "item": {**call, "arguments": ""}},
+            {"type": "response.output_item.done", "output_index": at + 2, "item": {**call, "status": "completed"}},
+        ]
+    return [*events, {"type": "response.completed", "response": {"status": "completed"}}]
+
+
+def test_each_responses_message_goes_back_in_its_place_and_the_history_reads_one_turn() -> None:
+    """The API pairs a reasoning item with the item after it: rs_1 was followed by its message
+    (msg_1), but all the text went back as one message at the first one's place, so rs_1 came
+    back followed by the call. Each message item is now a text part with its output_index and goes
+    back in its place; and fsm.history read an assistant message among the calls as the end of
+    the turn (the calls before it dangling, their outputs orphans): it is part of the turn."""
+    r = Reassembler("openai-responses")
+    for event in _responses_turn():
+        r.feed(event)
+    made = r.close()
+    assert [(p.text, p.output_index) for p in made.text_parts] == [("Step 0. ", 1), ("Step 1. ", 4)]
+    items = messages.assistant_message(made, "openai-responses")
+    assert [(i["type"], i.get("id") or i.get("content") or i.get("call_id")) for i in items] == [
+        ("reasoning", "rs_0"),
+        ("message", "Step 0. "),
+        ("function_call", "fc_0"),
+        ("reasoning", "rs_1"),
+        ("message", "Step 1. "),
+        ("function_call", "fc_1"),
+    ]
+    outputs = [messages.tool_result(call, "ok", "openai-responses") for call in made.calls]
+    history = [{"role": "user", "content": "go"}, *items, *outputs]
+    assert check(history).findings == ()
+    for item in ({"role": "assistant", "content": "Step 1. "}, {"type": "message", "role": "assistant", "content": []}):
+        assert check([*history[:5], item, *history[6:]]).findings == ()  # an easy input message, a typed one
+    late = [*history, {"type": "message", "role": "assistant", "content": "Done."}]
+    assert check(late).findings == ()  # after the outputs: the next turn's
+    cut = [*history[:-2], {"role": "user", "content": "stop"}, *history[-2:]]
+    assert {f.kind.value for f in check(cut).findings} == {"dangling", "orphan"}  # a user message ends the turn
 
 
 # -- the turn read back by fsm.history --------------------------------------------------------------------------
@@ -286,12 +349,10 @@ def test_a_hundred_thousand_parts_and_calls_go_back_each_once_in_order(format: s
     body = messages.assistant_message(made, format)  # type: ignore[call-overload]
     if format in PLACED:
         items = body if format == "openai-responses" else body["content"] if format == "anthropic" else body["parts"]
-        # Responses: one message item, at the first text's place; the others a part or block each
-        assert len(items) == (2 * n + 1 if format == "openai-responses" else 3 * n)
+        assert len(items) == 3 * n  # a part, block or item each
         assert sent_ids(body, format) == [f"c{i}" for i in range(n)]
-        if format != "openai-responses":  # thought, text, call, thought, text, call, ...
-            kinds = ["thought" in i or i.get("type") == "thinking" for i in items[:6]]
-            assert kinds == [True, False, False, True, False, False]
+        kinds = ["thought" in i or i.get("type") in ("thinking", "reasoning") for i in items[:6]]
+        assert kinds == [True, False, False, True, False, False]  # thought, text, call, thought, ...
     else:
         assert len(body["tool_calls"]) == n
 

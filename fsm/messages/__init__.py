@@ -21,20 +21,21 @@ is in :mod:`fsm.messages.ollama_cohere`. What goes back is what the provider sen
   function and custom calls with their item ``id`` (``fc_...``), which the API pairs with the
   reasoning item before it (sent without reasoning, calls have no item id: an id whose reasoning is
   missing is refused). Responses items go back in the order of their ``output_index`` (reasoning,
-  call, reasoning, call stays so); the text goes as one message at the place of the first message
-  item; an item without a place (a result built by hand) follows the one before it in the order
-  reasoning, message, calls, and items that share a place go in that order. Anthropic content goes
-  back the same way, by content block index: with interleaved thinking, thinking, tool_use,
-  thinking, tool_use stays so (Anthropic wants the turn echoed as received), and each text block
-  goes back as a block of its own in its place (text that came in no block: all the text as one
-  block at the first one's place). A thinking block that never got its signature (a cut stream) is
-  left out: Anthropic refuses it. A result built by hand or read back may hold any places: every
-  part and call still goes back once (Gemini's calls each take the next place no part holds, by
-  their position in ``result.calls``); a place or output index that is no int, or a dict where a
-  call, reasoning block or text part belongs, is InvalidInput naming the field. Chat Completions has
-  no field for reasoning: only signed or redacted blocks (Claude's, as LiteLLM yields them) go back,
-  as LiteLLM's ``thinking_blocks``, which it hands on to Claude, who refuses a turn of calls without
-  them;
+  call, reasoning, call stays so); each message item's text goes back as a message in its place (the
+  API pairs a reasoning item with the message after it; text that came in no item: all of it as one
+  message at the first one's place); an item without a place (a result built by hand) follows the
+  one before it in the order reasoning, message, calls, and items that share a place go in that
+  order. Anthropic content goes back the same way, by content block index: with interleaved
+  thinking, thinking, tool_use, thinking, tool_use stays so (Anthropic wants the turn echoed as
+  received), and each text block goes back as a block of its own in its place (text that came in no
+  block: all the text as one block at the first one's place). A thinking block that never got its
+  signature (a cut stream) is left out: Anthropic refuses it. A result built by hand or read back
+  may hold any places: every part and call still goes back once (Gemini's calls each take the next
+  place no part holds, by their position in ``result.calls``); a place or output index that is no
+  int, or a dict where a call, reasoning block or text part belongs, is InvalidInput naming the
+  field. Chat Completions has no field for reasoning: only signed or redacted blocks (Claude's, as
+  LiteLLM yields them) go back, as LiteLLM's ``thinking_blocks``, which it hands on to Claude, who
+  refuses a turn of calls without them;
 * server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools, Gemini's code execution)
   are the provider's own and are not replayed;
 * arguments: the raw text where the format takes text (OpenAI, Cohere), the parsed object where it
@@ -68,7 +69,7 @@ history takes: Anthropic and Gemini want every answer of a turn in one user mess
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, overload
 
 from fsm.errors import LocalProtocolError
@@ -180,8 +181,7 @@ def _openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messa
             item["encrypted_content"] = reasoning.encrypted_content
         placed.append((reasoning.output_index, item))
     paired = bool(placed)  # reasoning goes back: the API looks for the items that followed it by their ids
-    if result.text:
-        placed.append((result.text_output_index, {"type": "message", "role": "assistant", "content": result.text}))
+    placed += _placed_text(result, lambda text: {"type": "message", "role": "assistant", "content": text})
     for call in calls:
         kind = _kind(call, "openai-responses", ("function", "custom", *BUILT_IN_OUTPUTS))
         if kind in ("function", "custom"):
@@ -231,15 +231,20 @@ def _placed_thinking(result: Result) -> list[tuple[int | None, Message]]:
     return blocks
 
 
+def _placed_text(result: Result, item: Callable[[str], Message]) -> list[tuple[int | None, Message]]:
+    """The text as ``item``s: one per text part in its place where the parts hold all of it (Claude's
+    text blocks, Responses message items), else all of it once at the first one's place (no parts,
+    or text that came in none: a delta without its index)."""
+    parts = [part for part in result.text_parts if part.text and part.output_index is not None]
+    if parts and "".join(part.text for part in parts) == result.text:
+        return [(part.output_index, item(part.text)) for part in parts]
+    return [(result.text_output_index, item(result.text))] if result.text else []
+
+
 def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     # In the order the blocks streamed (their content block index): interleaved thinking sits between
     # calls, and Anthropic refuses its thinking blocks rearranged.
-    placed = _placed_thinking(result)
-    blocks = [part for part in result.text_parts if part.text and part.output_index is not None]
-    if blocks and "".join(part.text for part in blocks) == result.text:  # each text block in its place
-        placed += [(part.output_index, {"type": "text", "text": part.text}) for part in blocks]
-    elif result.text:  # no blocks, or text that came in none (a delta without index): all of it, once
-        placed.append((result.text_output_index, {"type": "text", "text": result.text}))
+    placed = _placed_thinking(result) + _placed_text(result, lambda text: {"type": "text", "text": text})
     for call in calls:
         _kind(call, "anthropic")
         use = {"type": "tool_use", "id": reply_id(call), "name": call.name or "", "input": _arguments(call)}
