@@ -24,6 +24,7 @@ from fsm.history import check
 from fsm.results import CallStatus, Reasoning, Result, TextPart, ToolCall
 from fsm.serialize import converter, result_to_json
 from tests.conftest import captures
+from tests.test_messages import validate
 
 PLACED = ("gemini", "anthropic", "openai-responses")
 """The formats that order a turn by its places: Gemini's ``place``, Claude's and Responses' ``output_index``."""
@@ -293,6 +294,7 @@ def test_each_responses_message_goes_back_in_its_place_and_the_history_reads_one
         ("function_call", "fc_1"),
     ]
     outputs = [messages.tool_result(call, "ok", "openai-responses") for call in made.calls]
+    validate("openai-responses", items, outputs)  # each item as openai's ResponseInputItemParam takes it
     history = [{"role": "user", "content": "go"}, *items, *outputs]
     assert check(history).findings == ()
     for item in ({"role": "assistant", "content": "Step 1. "}, {"type": "message", "role": "assistant", "content": []}):
