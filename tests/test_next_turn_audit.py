@@ -457,3 +457,44 @@ def test_the_next_turn_is_the_same_however_the_stream_was_read(
     with contextlib.suppress(TypeError):  # a Decimal (a number no float holds): no JSON text, the converter takes it
         stored = json.loads(json.dumps(stored))
     assert next_turns(converter().structure(stored, Result)) == want
+
+
+def test_random_odd_results_give_every_call_and_text_once_and_the_same_read_back() -> None:
+    """2000 results of random places (None, negative, repeated, far past the parts), indexes shared
+    by calls, parts whose text may not add up to the text, incomplete calls: every builder gives
+    each call it sends once, every thought, text part (or, where the parts do not hold all the text,
+    the text whole) once, and the same body for the result read back through fsm.serialize."""
+    import random
+
+    rng = random.Random(13)
+
+    def place() -> int | None:
+        return rng.choice([None, -2, 0, 1, 2, 3, 9, 10**12])
+
+    for _ in range(2000):
+        calls = tuple(
+            call(rng.choice([n, 0]), id=f"c{n}", output_index=place(), status=rng.choice(list(CallStatus)))
+            for n in range(rng.randint(0, 4))
+        )
+        reasoning = tuple(
+            Reasoning(f"t{n}", signature="s", item_id=f"rs{n}", output_index=place(), place=place())
+            for n in range(rng.randint(0, 3))
+        )
+        parts = tuple(TextPart(rng.choice(["", f"x{n}"]), output_index=place(), place=place()) for n in range(3))
+        text = rng.choice(["".join(p.text for p in parts), "".join(p.text for p in parts) + "!"])
+        made = result(calls=calls, reasoning=reasoning, text=text, text_parts=parts, text_output_index=place())
+        for format in PLACED:
+            # Gemini places every part; Claude and Responses those with an output index
+            held = [p.text for p in parts if p.text and (format == "gemini" or p.output_index is not None)]
+            texts = held if held and "".join(held) == text else [text] if text else []
+            for incomplete in ("omit", "include"):
+                body = messages.assistant_message(made, format, incomplete=incomplete)  # type: ignore[call-overload]
+                assert body == messages.assistant_message(read_back(made), format, incomplete=incomplete)  # type: ignore[call-overload]
+                sent = [c.id for c in made.calls if incomplete == "include" or c.status is CallStatus.COMPLETE]
+                assert Counter(sent_ids(body, format)) == Counter(sent)
+                said_back = said(body, format)
+                thoughts = [t for t in said_back if t.startswith(("t", "rs"))]
+                assert Counter(thoughts) == Counter(
+                    r.item_id if format == "openai-responses" else r.text for r in reasoning
+                )
+                assert Counter(t for t in said_back if t not in thoughts) == Counter(texts), (format, made)
