@@ -73,8 +73,10 @@ class ToolCall:
     output_index: int | None = None
     """Where the call sat in the turn's output, shared with the reasoning and the text: a Responses
     ``output_index``, or a Claude content block index (Anthropic's wire, Bedrock InvokeModel's):
-    :mod:`fsm.messages` sends them back in that order. None where the wire has no such position
-    (its index is a label there, or there is none; Bedrock ConverseStream's is not used)."""
+    :mod:`fsm.messages` sends them back in that order. A Claude tool block that came without its
+    index (a proxy's) has the index a later event of it named, else one past the blocks before it:
+    where it streamed. None where the wire has no such position (its index is a label there, or
+    there is none; Bedrock ConverseStream's is not used)."""
     reply_id: str | None = None
     """The id the next request answers the call by, where it is not :attr:`id`: the wire id of a
     call that opened before its id arrived (diagnostic ``late-id``), renamed like any repeated id
@@ -133,7 +135,7 @@ class Reasoning:
 class TextPart:
     """A part of the visible text that goes back as a part of its own (Gemini: a run of text parts
     up to the one that carried a signature, or up to another part (a thought, a call); Claude: a
-    text block)."""
+    text block; Responses: a message item)."""
 
     text: str = ""
     """The part's text."""
@@ -145,8 +147,8 @@ class TextPart:
     or text part holds. :mod:`fsm.messages` sends the parts and calls back in that order. None
     elsewhere."""
     output_index: int | None = None
-    """Where a Claude text block sat in the turn's output (its content block index): see
-    :attr:`ToolCall.output_index`. None elsewhere."""
+    """Where a Claude text block or a Responses message item sat in the turn's output (its content
+    block index, its ``output_index``): see :attr:`ToolCall.output_index`. None elsewhere."""
 
 
 @attrs.frozen(slots=True)
@@ -184,8 +186,8 @@ class Result:
     text_parts: tuple[TextPart, ...] = ()
     """:attr:`text` in the parts it goes back as, where the wire keeps them apart (Gemini: each
     signature on the text it came with, each run of text in its place among the thoughts and calls;
-    Claude: each text block at its content block index); empty where the text is one (every other
-    provider)."""
+    Claude: each text block at its content block index; Responses: each message item at its
+    output_index); empty where the text is one (every other provider)."""
     raw_finish_reason: str | None = None
     """The provider's own word for the finish that stands (the first), before it was normalised into
     :attr:`finish_reason`: Gemini's ``STOP``, ``MAX_TOKENS``, ``SAFETY``, ``RECITATION`` or

@@ -4,8 +4,8 @@ Anthropic wants the assistant message echoed as received: with interleaved think
 beta ``interleaved-thinking-2025-05-14``) a turn holds thinking, tool_use, thinking, tool_use, and
 the sequence of thinking blocks may not be rearranged. ``fsm.messages`` used to rebuild the turn as
 every thinking block, the text, then every call; it now places each block at its content block
-index, over Anthropic's SSE, Bedrock InvokeModel chunks and the anthropic SDK (its own client and
-``AnthropicBedrock``) alike."""
+index, over Anthropic's SSE, Bedrock InvokeModel chunks and the anthropic SDK (its own client,
+``AnthropicBedrock`` and ``AsyncAnthropicBedrock``) alike."""
 
 from __future__ import annotations
 
@@ -159,21 +159,54 @@ def test_bytes_and_bedrock_invoke_chunks_keep_the_order(events: Any, content: An
         assert messages.assistant_message(result, "anthropic")["content"] == content, (provider, wire[:6])
 
 
-def test_a_call_that_came_without_its_index_follows_the_call_before_it() -> None:
-    """A tool_use without ``index`` (a violation) has no place of its own: it goes back right after
-    the call before it, and every block that has a place keeps it."""
-    events = [dict(e) for e in INTERLEAVED]
-    for event in events:
-        if event.get("index") == 3 and event["type"] == "content_block_start":
+def _indexless(events: list[dict[str, Any]], at: int, every_event: bool) -> list[dict[str, Any]]:
+    """``events`` with the tool block at ``at`` sent without its index: on its start, or on all its events."""
+    out = [dict(e) for e in events]
+    for event in out:
+        if event.get("index") == at and (every_event or event["type"] == "content_block_start"):
             del event["index"]
-    r = Reassembler("anthropic")
-    for event in events:
-        r.feed(event)
-    result = r.close()
-    assert result.codes() == ["missing-routing-field"]
-    assert [call.output_index for call in result.calls] == [1, None]
-    first, call, second, last = INTERLEAVED_CONTENT
-    assert messages.assistant_message(result, "anthropic")["content"] == [first, call, last, second]
+    return out
+
+
+def _read(wire: bytes, step: int) -> fsm.Result:
+    r = Reassembler("auto")
+    for at in range(0, len(wire), step):
+        r.feed_bytes(wire[at : at + step])
+    return r.close()
+
+
+@pytest.mark.parametrize("every_event", [False, True], ids=["start-without-index", "no-index-at-all"])
+@pytest.mark.parametrize(
+    ("events", "content", "at", "places"),
+    [(INTERLEAVED, INTERLEAVED_CONTENT, 3, [1, 3]), (WITH_TEXT, WITH_TEXT_CONTENT, 2, [2, 5])],
+    ids=["thinking-call-thinking-call", "with-text-between-calls"],
+)
+def test_a_call_that_came_without_its_index_goes_back_where_it_streamed(
+    events: Any, content: Any, at: int, places: list[int], every_event: bool
+) -> None:
+    """A tool_use without ``index`` (a proxy's: missing-routing-field) sits where it streamed: at
+    the index a later event of it names, else one past the blocks before it (each block streams at
+    its index in the message's content). It used to follow the call before it, so thinking,
+    tool_use, thinking, tool_use went back as thinking, tool_use, tool_use, thinking, which
+    Anthropic refuses (thinking blocks rearranged). Over Anthropic's SSE and Bedrock InvokeModel's
+    chunks, whole and in 1- and 7-byte reads."""
+    events = _indexless(events, at, every_event)
+    for wire in (sse(events), invoke_stream(events)):
+        for step in (len(wire), 7, 1):
+            result = _read(wire, step)
+            assert result.codes() == ["missing-routing-field"], (wire[:6], step)
+            assert [call.output_index for call in result.calls] == places
+            assert messages.assistant_message(result, "anthropic")["content"] == content, (wire[:6], step)
+
+
+def test_a_first_block_without_its_index_goes_back_first() -> None:
+    """No block before it: its place is 0, before the thinking that streamed after it."""
+    events = turn(tool_use(0, "toolu_0", "{}"), thinking(1, "Now Bergen.", "sig_1"), tool_use(2, "toolu_2", "{}"))
+    events = _indexless(events, 0, every_event=True)
+    result = _read(sse(events), 7)
+    assert [call.output_index for call in result.calls] == [0, 2]
+    kinds = [block["type"] for block in messages.assistant_message(result, "anthropic")["content"]]
+    assert kinds == ["tool_use", "thinking", "tool_use"]
 
 
 @pytest.mark.parametrize(("events", "content"), CASES)
@@ -224,3 +257,37 @@ def test_converse_stream_calls_still_have_no_output_index() -> None:
     result = r.close()
     assert [call.output_index for call in result.calls] == [None]
     assert result.text_output_index is None
+
+
+@pytest.mark.parametrize(("events", "content"), CASES)
+@pytest.mark.parametrize("indexless", [False, True], ids=["indexed", "a-call-without-its-index"])
+def test_async_anthropic_bedrock_sends_the_next_turn_in_the_streamed_order(
+    events: Any, content: Any, indexless: bool
+) -> None:
+    """The async AnthropicBedrock client, raw stream and stream helper, as the sync one above; also
+    with the last tool block's start sent without its index (it keeps where it streamed)."""
+    import asyncio
+
+    if indexless:
+        events = _indexless(events, max(e.get("index", -1) for e in events), every_event=False)
+    replay = BedrockReplay(invoke_stream(events), anthropic_http())
+    client = bedrock_client(replay, asynchronous=True)
+    ask = [{"role": "user", "content": "weather in Oslo and Bergen?"}]
+
+    async def loop() -> list[fsm.Result]:
+        raw = await fsm.areassemble(
+            await client.messages.create(model="claude", max_tokens=64, messages=ask, stream=True)
+        )
+        async with client.messages.stream(model="claude", max_tokens=64, messages=ask) as stream:
+            helped = await fsm.areassemble(stream)
+        for result in (raw, helped):
+            sent = await client.messages.create(model="claude", max_tokens=64, messages=next_turn(result), stream=True)
+            await sent.close()
+            url, body = replay.sent[-1]
+            assert url.endswith("/invoke-with-response-stream") and body["messages"][1]["content"] == content
+            assert not check(body["messages"], "anthropic").rejected
+        return [raw, helped]
+
+    for result in asyncio.run(loop()):
+        assert result.provider == "anthropic"
+        assert result.codes() == (["missing-routing-field"] if indexless else [])

@@ -183,15 +183,24 @@ class Replay:
         return self.http.Response(200, headers=headers, content=self.body)
 
 
-def bedrock_client(replay: Replay) -> Any:
+def bedrock_client(replay: Replay, *, asynchronous: bool = False) -> Any:
+    """``AnthropicBedrock`` (``AsyncAnthropicBedrock`` when ``asynchronous``) over the mock transport."""
     anthropic = pytest.importorskip("anthropic")
     pytest.importorskip("boto3")  # AnthropicBedrock signs its requests with boto3's credentials
-    return anthropic.AnthropicBedrock(
+    made, http = (
+        (anthropic.AsyncAnthropicBedrock, replay.http.AsyncClient)
+        if asynchronous
+        else (
+            anthropic.AnthropicBedrock,
+            replay.http.Client,
+        )
+    )
+    return made(
         aws_access_key="test",
         aws_secret_key="test",
         aws_region="us-east-1",
         base_url="http://mock",
-        http_client=replay.http.Client(transport=replay.http.MockTransport(replay)),
+        http_client=http(transport=replay.http.MockTransport(replay)),
     )
 
 

@@ -375,19 +375,11 @@ def test_openai_chat_chunks_carried_in_an_invoke_stream_give_what_their_own_wire
 def test_async_anthropic_bedrock_client_streams_give_what_the_bytes_give(capture: Path) -> None:
     import asyncio
 
-    from tests.test_bedrock_invoke import Replay, _http
+    from tests.test_bedrock_invoke import Replay, _http, bedrock_client
 
-    anthropic = pytest.importorskip("anthropic")
-    pytest.importorskip("boto3")
     wire = invoke_stream(sse_events(capture))
     replay = Replay(wire, _http())
-    client = anthropic.AsyncAnthropicBedrock(
-        aws_access_key="test",
-        aws_secret_key="test",
-        aws_region="us-east-1",
-        base_url="http://mock",
-        http_client=replay.http.AsyncClient(transport=replay.http.MockTransport(replay)),
-    )
+    client = bedrock_client(replay, asynchronous=True)
     ask = [{"role": "user", "content": "go"}]
 
     async def both() -> tuple[fsm.Result, fsm.Result]:

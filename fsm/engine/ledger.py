@@ -135,6 +135,12 @@ class Ledger:
         stream's decoder learns which wire it carries from its first event."""
         return self.calls_indexed or bool(getattr(self._decoder, "output_indexed", False))
 
+    def place_of(self, wire_id: str | None) -> int | None:
+        """Where a call that came without its index sat in the turn's output, if the decoder could
+        tell (an Anthropic tool block whose start had no index: see AnthropicDecoder.place_of)."""
+        place_of = getattr(self._decoder, "place_of", None)
+        return place_of(wire_id) if place_of is not None else None
+
     def emit(self, output: Output) -> None:
         self.outputs.append(output)
 

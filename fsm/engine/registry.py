@@ -16,6 +16,7 @@ lazily built resend index) sit beside the general routing they must agree with.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
@@ -522,10 +523,7 @@ class Registry:
             if lane is None:
                 self._indexed[slot] = (slot.length, slot.revision, key)
         for each in lanes:
-            holders = self._holding.setdefault((each, key), [])
-            if slot not in holders:
-                holders.append(slot)
-                holders.sort(key=lambda s: s.ordinal)
+            _hold(self._holding.setdefault((each, key), []), slot)
 
     def _extend(self, slot: Slot, text: str, kind: Kind) -> str:
         if kind != "fragment":
@@ -814,3 +812,22 @@ def _listed(calls: Calls | None) -> Sequence[Slot]:
     if calls is None:
         return ()
     return (calls,) if isinstance(calls, Slot) else calls
+
+
+def _ordinal(slot: Slot) -> int:
+    return slot.ordinal
+
+
+def _hold(holders: list[Slot], slot: Slot) -> None:
+    """Put ``slot`` among the calls holding one text, once, in call order (of equal ordinals, a
+    server call's and a client call's, in the order held). Nearly always it is the newest and goes
+    last without a search: sorting the list on each insert made many calls of one text (Ollama's
+    parallel calls at index 0 with ``{}``, Claude's tool blocks without an index) quadratic."""
+    ordinal = slot.ordinal
+    if not holders or holders[-1].ordinal < ordinal:
+        holders.append(slot)
+        return
+    low = bisect_left(holders, ordinal, key=_ordinal)
+    high = bisect_right(holders, ordinal, lo=low, key=_ordinal)
+    if slot not in holders[low:high]:
+        holders.insert(high, slot)

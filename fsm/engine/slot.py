@@ -214,10 +214,15 @@ class Slot:
             self.type,
             held if freeform else None,
             self.item,
-            self.index if self.ledger.output_indexed else None,
+            self._output_index(),
             self.reply_id,
         )
         return call
+
+    def _output_index(self) -> int | None:
+        if not self.ledger.output_indexed:
+            return None
+        return self.index if self.index is not None else self.ledger.place_of(self.wire_id)
 
     def name_late(self, name: str) -> None:
         """The name arrived after the call opened without one; re-emitted deltas need it before

@@ -4,9 +4,9 @@ Ollama's native chat) as turns, refusing malformed input. Cohere v2 messages are
 
 A turn is the message that makes calls and the results that come back for it: for OpenAI and
 Ollama, every ``tool`` message right after it; for Anthropic and Gemini, the one message right
-after it, if that message holds results; for Responses, a run of call items and the run of output
-items after it. A message holding results read outside any turn gives a stray segment (its results
-answer nothing).
+after it, if that message holds results; for Responses, a run of call items (with the reasoning
+and assistant messages among them) and the run of output items after it. A message holding
+results read outside any turn gives a stray segment (its results answer nothing).
 
 Ollama messages carry no ids (the ollama client keeps none, and an ``id`` a raw response gave a
 call is not what a ``tool`` message answers by): a call is keyed by its name and place, ``(name,
@@ -324,8 +324,9 @@ def _answer_by_name(turn: Segment) -> None:
 
 
 def _responses_segments(items: Sequence[Mapping[str, Any]]) -> Iterator[Segment]:
-    """Responses items, one call or output each: a turn is a run of call items (reasoning items
-    may sit among them) and the run of output items right after it."""
+    """Responses items, one call or output each: a turn is a run of call items (the model's
+    reasoning and assistant messages may sit among them: a turn goes back reasoning, message, call,
+    reasoning, message, call) and the run of output items right after it."""
     reader = _Reader("responses")
     taking: Segment | None = None
     answering = False  # the turn's outputs have begun: a call now starts the next turn
@@ -343,8 +344,15 @@ def _responses_segments(items: Sequence[Mapping[str, Any]]) -> Iterator[Segment]
             else:
                 taking.results.extend(results)
                 answering = True
-        elif taking is not None and not (item.get("type") == "reasoning" and not answering):
+        elif taking is not None and (answering or not _model_said(item)):
             yield taking
             taking = None
     if taking is not None:
         yield taking
+
+
+def _model_said(item: Mapping[str, Any]) -> bool:
+    """A reasoning item or an assistant message: what the model said among its calls, before their
+    outputs (an item with no ``type`` is a message)."""
+    kind = item.get("type")
+    return kind == "reasoning" or (kind in (None, "message") and item.get("role") == "assistant")

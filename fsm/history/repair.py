@@ -7,7 +7,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   id used up to and in its turn), and the result that answered it gets the same new id;
 * a result that answers no call of its turn (an orphan, or a second result for a call already
   answered) is dropped; a call that got no result at all gets a placeholder result, or with
-  ``RepairPolicy(dangling="drop-call")`` is dropped;
+  ``RepairPolicy(dangling="drop-call")`` is dropped (but for a Gemini call whose part carries a
+  ``thoughtSignature``, which must go back on that part: it gets a placeholder);
 * a message left empty goes, and Anthropic neighbours of one role that this brings together are
   merged (Anthropic alternates user and assistant).
 
@@ -132,7 +133,8 @@ class _Plan:
             k = seen.get(call.key, 0)
             seen[call.key] = k + 1
             answer = answer_of.get((call.key, k))
-            if answer is None and (self.policy.dangling == "drop-call" or self._type(call) == "computer_call"):
+            dropped = self.policy.dangling == "drop-call" and not self._signed(call)
+            if answer is None and (dropped or self._type(call) == "computer_call"):
                 self._edit(call, self.drop)
                 why = (
                     ""
@@ -151,8 +153,11 @@ class _Plan:
                     self._change("renamed-result", answer, f"the result that answered it now answers {wire_id!r}")
             if answer is None:
                 placeholders.append(self._placeholder(wire_id, call))
+                why = "no result answered the call: a placeholder does"
+                if self.policy.dangling == "drop-call":
+                    why += " (its part carries the thoughtSignature Gemini wants back on that part)"
                 # Named by the id it answers: the call's own, or the one a rename just gave it.
-                self._change("placeholder-result", call, "no result answered the call: a placeholder does", wire_id)
+                self._change("placeholder-result", call, why, wire_id)
         for key in calls_of:
             self.answered_last[key] = key in answered
         if placeholders:
@@ -171,6 +176,15 @@ class _Plan:
             self._change("dropped-duplicate-result", result, "a second result for a call already answered")
         else:
             self._change("dropped-orphan", result, "no call of its turn is waiting for this result")
+
+    def _signed(self, call: Entry) -> bool:
+        """A Gemini call whose part carries a thoughtSignature: Gemini wants the signature back on
+        that very part (the first call of a step must bring it), so dropping the call would leave
+        the step's next call unsigned, a turn Gemini 3 refuses."""
+        if self.fmt != "gemini":
+            return False
+        part = items(self.messages[call.message], self.fmt, call.message)[call.slot]
+        return part.get("thoughtSignature") is not None or part.get("thought_signature") is not None
 
     def _type(self, entry: Entry) -> Any:
         return self.messages[entry.message].get("type") if self.fmt == "responses" else None

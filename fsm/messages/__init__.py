@@ -16,20 +16,26 @@ is in :mod:`fsm.messages.ollama_cohere`. What goes back is what the provider sen
   Anthropic ``thinking`` blocks with their ``signature`` and ``redacted_thinking`` blocks; Gemini
   thought parts and every ``thoughtSignature`` on the part it came on (a call, a text part, or a
   thought), the thought and text parts each in its ``place`` among the calls (the wire's order:
-  thought, call, thought, call); Responses ``reasoning`` items with their id, summary and
-  ``encrypted_content``, and the function and custom calls with their item ``id`` (``fc_...``),
-  which the API pairs with the reasoning item before it (sent without reasoning, calls have no item
-  id: an id whose reasoning is missing is refused). Responses items go back in the order of their
-  ``output_index`` (reasoning, call, reasoning, call stays so); the text goes as one message at the
-  place of the first message item; an item without a place (a result built by hand) follows the one
-  before it in the order reasoning, message, calls. Anthropic content goes back the same way, by
-  content block index: with interleaved thinking, thinking, tool_use, thinking, tool_use stays so
-  (Anthropic wants the turn echoed as received), and each text block goes back as a block of its
-  own in its place (text that came in no block: all the text as one block at the first one's
-  place). A thinking block that never got its signature (a cut stream) is left out: Anthropic
-  refuses it. Chat Completions has no field for reasoning: only signed or redacted blocks (Claude's,
-  as LiteLLM yields them) go back, as LiteLLM's ``thinking_blocks``, which it hands on to Claude,
-  who refuses a turn of calls without them;
+  thought, call, thought, call; text that came in no part: all of it as one part at the first one's
+  place); Responses ``reasoning`` items with their id, summary and ``encrypted_content``, and the
+  function and custom calls with their item ``id`` (``fc_...``), which the API pairs with the
+  reasoning item before it (sent without reasoning, calls have no item id: an id whose reasoning is
+  missing is refused). Responses items go back in the order of their ``output_index`` (reasoning,
+  call, reasoning, call stays so); each message item's text goes back as a message in its place (the
+  API pairs a reasoning item with the message after it; text that came in no item: all of it as one
+  message at the first one's place); an item without a place (a result built by hand) follows the
+  one before it in the order reasoning, message, calls, and items that share a place go in that
+  order. Anthropic content goes back the same way, by content block index: with interleaved
+  thinking, thinking, tool_use, thinking, tool_use stays so (Anthropic wants the turn echoed as
+  received), and each text block goes back as a block of its own in its place (text that came in no
+  block: all the text as one block at the first one's place). A thinking block that never got its
+  signature (a cut stream) is left out: Anthropic refuses it. A result built by hand or read back
+  may hold any places: every part and call still goes back once (Gemini's calls each take the next
+  place no part holds, by their position in ``result.calls``); a place or output index that is no
+  int, or a dict where a call, reasoning block or text part belongs, is InvalidInput naming the
+  field. Chat Completions has no field for reasoning: only signed or redacted blocks (Claude's, as
+  LiteLLM yields them) go back, as LiteLLM's ``thinking_blocks``, which it hands on to Claude, who
+  refuses a turn of calls without them;
 * server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools, Gemini's code execution)
   are the provider's own and are not replayed;
 * arguments: the raw text where the format takes text (OpenAI, Cohere), the parsed object where it
@@ -63,13 +69,13 @@ history takes: Anthropic and Gemini want every answer of a turn in one user mess
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, overload
 
-from fsm.errors import InvalidInput, LocalProtocolError
+from fsm.errors import LocalProtocolError
 from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_item, built_in_output
 from fsm.messages.ollama_cohere import cohere_message, cohere_result, ollama_message, ollama_result
-from fsm.messages.shared import Message, as_text, reply_id
+from fsm.messages.shared import Message, as_text, check_result, need, reply_id
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.messages.shared import kind as _kind
 from fsm.results import CallStatus, Result, ToolCall
@@ -84,16 +90,8 @@ def _check_format(format: str) -> None:
         raise LocalProtocolError(f"unknown message format {format!r} (known: {', '.join(FORMATS)})")
 
 
-def _need(value: Any, kind: Any, what: str) -> None:
-    """A caller's argument of the wrong type: InvalidInput, not an AttributeError deep inside."""
-    if not isinstance(value, kind):
-        raise InvalidInput(f"{what}, not {type(value).__name__}")
-    for call in value.calls if kind is Result else ():  # a status read back as text would drop its call in silence
-        _need(call.status, CallStatus, f'call {call.index}\'s status must be a CallStatus (CallStatus("complete"))')
-
-
 def _calls(result: Result, incomplete: str) -> tuple[ToolCall, ...]:
-    _need(result, Result, "result must be a Result")
+    check_result(result)
     if incomplete == "omit":
         return result.complete_calls
     if incomplete == "include":
@@ -103,7 +101,7 @@ def _calls(result: Result, incomplete: str) -> tuple[ToolCall, ...]:
 
 def omitted(result: Result) -> tuple[ToolCall, ...]:
     """The calls ``incomplete="omit"`` leaves out: every call whose status is not complete."""
-    _need(result, Result, "result must be a Result")
+    check_result(result)
     return tuple(call for call in result.calls if call.status is not CallStatus.COMPLETE)
 
 
@@ -183,8 +181,7 @@ def _openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messa
             item["encrypted_content"] = reasoning.encrypted_content
         placed.append((reasoning.output_index, item))
     paired = bool(placed)  # reasoning goes back: the API looks for the items that followed it by their ids
-    if result.text:
-        placed.append((result.text_output_index, {"type": "message", "role": "assistant", "content": result.text}))
+    placed += _placed_text(result, lambda text: {"type": "message", "role": "assistant", "content": text})
     for call in calls:
         kind = _kind(call, "openai-responses", ("function", "custom", *BUILT_IN_OUTPUTS))
         if kind in ("function", "custom"):
@@ -234,15 +231,20 @@ def _placed_thinking(result: Result) -> list[tuple[int | None, Message]]:
     return blocks
 
 
+def _placed_text(result: Result, item: Callable[[str], Message]) -> list[tuple[int | None, Message]]:
+    """The text as ``item``s: one per text part in its place where the parts hold all of it (Claude's
+    text blocks, Responses message items), else all of it once at the first one's place (no parts,
+    or text that came in none: a delta without its index)."""
+    parts = [part for part in result.text_parts if part.text and part.output_index is not None]
+    if parts and "".join(part.text for part in parts) == result.text:
+        return [(part.output_index, item(part.text)) for part in parts]
+    return [(result.text_output_index, item(result.text))] if result.text else []
+
+
 def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     # In the order the blocks streamed (their content block index): interleaved thinking sits between
     # calls, and Anthropic refuses its thinking blocks rearranged.
-    placed = _placed_thinking(result)
-    blocks = [part for part in result.text_parts if part.text and part.output_index is not None]
-    if blocks and "".join(part.text for part in blocks) == result.text:  # each text block in its place
-        placed += [(part.output_index, {"type": "text", "text": part.text}) for part in blocks]
-    elif result.text:  # no blocks, or text that came in none (a delta without index): all of it, once
-        placed.append((result.text_output_index, {"type": "text", "text": result.text}))
+    placed = _placed_thinking(result) + _placed_text(result, lambda text: {"type": "text", "text": text})
     for call in calls:
         _kind(call, "anthropic")
         use = {"type": "tool_use", "id": reply_id(call), "name": call.name or "", "input": _arguments(call)}
@@ -255,30 +257,41 @@ def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
         (reasoning.place, _signed({"text": reasoning.text, "thought": True}, reasoning.signature))
         for reasoning in result.reasoning
     ]
-    if result.text_parts:
-        said += [(p.place, _signed({"text": p.text}, p.signature)) for p in result.text_parts if p.text or p.signature]
-    elif result.text or result.text_signature:
-        said.append((None, _signed({"text": result.text}, result.text_signature)))
+    parts = result.text_parts
+    if parts and "".join(p.text for p in parts) == result.text:
+        said += [(p.place, _signed({"text": p.text}, p.signature)) for p in parts if p.text or p.signature]
+    elif result.text or result.text_signature:  # no parts, or text that came in none: all of it, once
+        said.append((parts[0].place if parts else None, _signed({"text": result.text}, result.text_signature)))
     for call in calls:
         _kind(call, "gemini")
     # A part without a place (a result built by hand) goes first, as every part did before places:
     # thoughts, the text, then the calls. A placed part goes back where it sat: each call takes the
     # next place no part holds, so a signature stays beside the calls and text it came between.
-    parts = [part for place, part in said if place is None]
+    out = [part for place, part in said if place is None]
     placed = sorted([(place, part) for place, part in said if place is not None], key=lambda item: item[0])
-    sent = {call.index: call for call in calls}
-    waiting = [call.index for call in reversed(result.calls)]  # every call holds a place, sent back or not
-    at = 0
+    # Every call holds a place, sent back or not; calls are matched by position, not by index, which
+    # a result built by hand or read back may repeat (one call must not stand for the other).
+    sending = iter(calls)
+    upcoming = next(sending, None)
+    held: list[ToolCall | None] = []
+    for call in result.calls:
+        if call is upcoming:
+            held.append(call)
+            upcoming = next(sending, None)
+        else:
+            held.append(None)
+    at = taken = 0
     for place, part in placed:
-        while at < place and waiting:
-            index = waiting.pop()
-            if index in sent:
-                parts.append(_gemini_call(sent.pop(index)))
+        while at < place and taken < len(held):
+            next_call = held[taken]
+            if next_call is not None:
+                out.append(_gemini_call(next_call))
+            taken += 1
             at += 1
-        parts.append(part)
+        out.append(part)
         at += 1
-    parts += [_gemini_call(call) for call in sent.values()]
-    return {"role": "model", "parts": parts}
+    out += [_gemini_call(call) for call in held[taken:] if call is not None]
+    return {"role": "model", "parts": out}
 
 
 def _signed(part: Message, signature: str | None) -> Message:
@@ -315,7 +328,7 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
       after a person has approved them, add ``acknowledged_safety_checks`` to the returned item.
     """
     _check_format(format)
-    _need(call, ToolCall, "call must be a ToolCall")
+    need(call, ToolCall, "call must be a ToolCall")
     if format == "openai-chat":
         _kind(call, format, ("function", "custom"))
         return {"role": "tool", "tool_call_id": reply_id(call), "content": as_text(output)}
@@ -347,11 +360,11 @@ def tool_results(answers: Iterable[Message], format: Format) -> list[Message]:
     as they are (Ollama's in the order of the calls they answer), Anthropic's ``tool_result`` blocks in
     one user message, Gemini's parts (or ``Part`` objects) in one user content."""
     _check_format(format)
-    _need(answers, Iterable, "answers must be an iterable of what tool_result gives")
+    need(answers, Iterable, "answers must be an iterable of what tool_result gives")
     answers = list(answers)
     for answer in answers:
         if not (format == "gemini" and callable(getattr(answer, "model_dump", None))):  # a genai Part goes as it is
-            _need(answer, Mapping, "each answer must be a dict (what tool_result gives)")
+            need(answer, Mapping, "each answer must be a dict (what tool_result gives)")
     if format == "anthropic":
         return [{"role": "user", "content": answers}] if answers else []
     if format == "gemini":

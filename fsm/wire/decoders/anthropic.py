@@ -14,7 +14,10 @@ streamed (interleaved thinking).
 
 Nothing is dropped in silence: a ``tool_use`` block without ``index`` is kept as a call routed by
 its id (``missing-routing-field``), and the next block events at an index no block opened are
-matched to it; ``input_json_delta`` text at an index that no block opened opens a call of its own
+matched to it. Its place in the turn (:meth:`AnthropicDecoder.place_of`) is the index such an event
+names, else one past the highest index the blocks before it had: blocks stream one after another,
+each at its index in the message's content, so it goes back between the blocks it came between.
+``input_json_delta`` text at an index that no block opened opens a call of its own
 (``unopened-call``); an unknown delta type inside a tool block is an ``unknown-event``.
 """
 
@@ -72,18 +75,29 @@ class AnthropicDecoder:
         self._blocks: dict[int, _Block] = {}
         self._unplaced: _Block | None = None  # a tool block that came without its index
         self._diagnose: Callable[[str, str], None] = _ignore
+        self._top = -1  # the highest content block index seen
+        self._places: dict[str, int] = {}  # by wire id: where each tool block that came without an index sat
+
+    def place_of(self, wire_id: str | None) -> int | None:
+        """Where the call under ``wire_id`` that came without its block index sat in the content
+        (see the module docstring); None for any other call."""
+        return self._places.get(wire_id) if wire_id is not None else None
+
+    def _seen(self, at: int | None) -> None:
+        if at is not None and at > self._top:
+            self._top = at
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         self._diagnose = diagnose
         kind = text(payload.get("type"), "type")
-        if kind == "content_block_start":
-            return self._start(
-                index(payload.get("index"), "index"), mapping(payload.get("content_block"), "content_block")
-            )
-        if kind == "content_block_delta":
-            return self._delta(index(payload.get("index"), "index"), mapping(payload.get("delta"), "delta"))
-        if kind == "content_block_stop":
-            return self._stop(index(payload.get("index"), "index"))
+        if kind in ("content_block_start", "content_block_delta", "content_block_stop"):
+            at = index(payload.get("index"), "index")
+            self._seen(at)
+            if kind == "content_block_start":
+                return self._start(at, mapping(payload.get("content_block"), "content_block"))
+            if kind == "content_block_delta":
+                return self._delta(at, mapping(payload.get("delta"), "delta"))
+            return self._stop(at)
         if kind == "message_delta":
             delta = mapping(payload.get("delta"), "delta")
             reason = text(delta.get("stop_reason"), "stop_reason")
@@ -95,6 +109,7 @@ class AnthropicDecoder:
             events: list[Event] = _usage(message.get("usage"), cumulative=False)
             content = items(message.get("content"), "message.content")
             for i, block in enumerate(content):
+                self._seen(i)
                 events += self._start(i, mapping(block, f"content[{i}]"))
                 events += self._stop(i)
             return events
@@ -133,6 +148,8 @@ class AnthropicDecoder:
         if at is None:
             self._diagnose("missing-routing-field", f"a {block.get('type')} block without index; routed by its id")
             self._unplaced = _Block(ref, block.get("input"))
+            if ref.id is not None:
+                self._places[ref.id] = self._top + 1
         else:
             open_block = self._blocks.get(at)
             if open_block is None or open_block.ref != ref:
@@ -149,7 +166,13 @@ class AnthropicDecoder:
             block, self._unplaced = self._unplaced, None
             if at is not None:
                 self._blocks[at] = block
+                self._placed_at(block, at)
         return block
+
+    def _placed_at(self, block: _Block, at: int) -> None:
+        """A tool block that came without its index is at ``at``, which a later event of it named."""
+        if block.ref.index is None and block.ref.id is not None:
+            self._places[block.ref.id] = at
 
     def _delta(self, at: int | None, delta: Mapping[str, Any]) -> list[Event]:
         kind = delta.get("type")
@@ -176,6 +199,8 @@ class AnthropicDecoder:
         block = self._blocks.pop(at, None) if at is not None else None
         if block is None and self._unplaced is not None:
             block, self._unplaced = self._unplaced, None
+            if at is not None:
+                self._placed_at(block, at)
         if block is None:
             return []
         events: list[Event] = []

@@ -66,6 +66,11 @@ class BedrockDecoder:
         message builder takes a Converse turn back."""
         return bool(getattr(self._carried, "output_indexed", False))
 
+    def place_of(self, wire_id: str | None) -> int | None:
+        """An InvokeModel stream's call that came without its place: where its model's wire puts it."""
+        place_of = getattr(self._carried, "place_of", None)
+        return place_of(wire_id) if place_of is not None else None
+
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         if self._converse:
             if "type" in payload:  # no ConverseStream event has it: an exception as framed, or another wire's

@@ -115,7 +115,8 @@ class OpenAIResponsesDecoder:
             return self._item_done(payload, diagnose) or _reasoning_item(payload)
         if kind == "response.output_text.delta":
             piece = text(payload.get("delta"), "delta")
-            return [TextDelta(piece, output_index=index(payload.get("output_index"), "output_index"))] if piece else []
+            at = index(payload.get("output_index"), "output_index")
+            return [TextDelta(piece, output_index=at, part=at)] if piece else []  # each message item a text part
         if kind == "response.reasoning_text.delta":
             piece = text(payload.get("delta"), "delta")
             at = index(payload.get("output_index"), "output_index")
