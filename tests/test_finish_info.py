@@ -289,3 +289,24 @@ def test_the_fuzzer_holds_the_bounds_and_both_to_agree_however_the_bytes_are_cut
     body = gemini("SAFETY", "Blocked.")
     answer, problems = robust._run(robust.Sample("gemini", body, ()), [body], as_bytes=True)
     assert problems == [] and answer[-1] == ("SAFETY", "Blocked.")
+
+
+@pytest.mark.parametrize("output_version", [None, "v1"])
+def test_a_gemini_safety_through_langchain_google_genai_says_what_the_bytes_say(output_version: str | None) -> None:
+    # langchain-google-genai keeps a refusal's finish_reason and finish_message in response_metadata;
+    # read as a chat chunk, SAFETY was the finish reason "safety", a value no wire normalises to,
+    # and the message was lost
+    langchain_google_genai = pytest.importorskip("langchain_google_genai")
+    genai = pytest.importorskip("google.genai")
+    body = gemini("SAFETY", "Blocked.")
+    options = {"output_version": output_version} if output_version else {}
+    model = langchain_google_genai.ChatGoogleGenerativeAI(model="gemini", api_key="test", **options)
+    # the Vertex client, whose converter keeps Candidate.finish_message (the Gemini API one drops it)
+    http = genai.types.HttpOptions(base_url="http://mock", httpx_client=Replay(body).client())
+    model.client = genai.Client(vertexai=True, api_key="test", http_options=http)
+    got = fsm.reassemble(list(model.bind_tools([TOOL]).stream("go")))
+    assert said(got) == said(fsm.reassemble(body)) == ("content_filter", "SAFETY", "Blocked.")
+    assert [(c.name, c.arguments) for c in got.calls] == [("f", {"a": 1})]
+
+
+TOOL = {"name": "f", "description": "f", "parameters": {"type": "object", "properties": {}}}

@@ -204,10 +204,10 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
         calls += _anthropic_inputs(content, parts, held.inputs, finish)
     if calls:
         delta["tool_calls"] = calls
-    payload: dict[str, Any] = {
-        "object": "chat.completion.chunk",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    if finish and isinstance(note := metadata.get("finish_message"), str):  # langchain-google-genai's, of a refusal
+        choice["finish_message"] = note
+    payload: dict[str, Any] = {"object": "chat.completion.chunk", "choices": [choice]}
     if usage:
         payload["usage"] = dict(usage)
     return payload
