@@ -310,3 +310,25 @@ def test_a_gemini_safety_through_langchain_google_genai_says_what_the_bytes_say(
 
 
 TOOL = {"name": "f", "description": "f", "parameters": {"type": "object", "properties": {}}}
+
+
+@pytest.mark.parametrize("output_version", [None, "v1"])
+def test_an_anthropic_refusal_through_chat_anthropic_says_what_the_bytes_say(output_version: str | None) -> None:
+    # ChatAnthropic keeps stop_reason and a refusal's stop_details in response_metadata; read as a
+    # chat chunk, refusal was the finish reason "refusal" (stop_sequence "stop_sequence"), a value
+    # no wire normalises to, and the stop_details were lost
+    from tests.test_langchain_places import chat_anthropic
+
+    body = anthropic_text_turn(REFUSAL)
+    _, model = chat_anthropic(body, output_version)
+    got = fsm.reassemble(list(model.stream("go")))
+    assert said(got) == said(fsm.reassemble(body)) == ("content_filter", "refusal", REFUSAL_SAID)
+    stopped = anthropic_text_turn({"type": "message_delta", "delta": {"stop_reason": "stop_sequence"}, "usage": {}})
+    assert said(fsm.reassemble(list(chat_anthropic(stopped, output_version)[1].stream("go")))) == (
+        "stop",
+        "stop_sequence",
+        None,
+    )
+
+
+REFUSAL_SAID = "category cyber; This could enable malware."
