@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from fsm.content import TurnContent
-from fsm.engine.ledger import MESSAGE_CHARS, Ledger, cut_by, shortened
+from fsm.engine.ledger import MESSAGE_CHARS, Ledger, cut_by, finish_words, shortened
 from fsm.engine.registry import Registry
 from fsm.errors import (
     FramingError,
@@ -204,6 +204,7 @@ class Reassembler:
         calls = tuple([slot.to_call() for slot in slots if not slot.server]) if slots else ()
         server_calls = tuple([slot.to_call() for slot in slots if slot.server]) if len(calls) < len(slots) else ()
         content = self._content
+        word, said = finish_words(self._finish[0] if self._finish else None)  # the first finish: it stands
         self._closed = Result(  # by position (provider, finish_reason, calls, diagnostics, server_tool_calls, ...)
             self._decoder.name if self._decoder else self.provider,
             finish,
@@ -217,6 +218,8 @@ class Reassembler:
             dict(ledger.suppressed),
             content.text_output_index,
             content.text_parts,
+            word,
+            said,
         )
         if ledger.deferred is not None and not failed_before:
             self._fault = ledger.deferred

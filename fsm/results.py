@@ -153,13 +153,15 @@ class TextPart:
 
 @attrs.frozen(slots=True)
 class Result:
-    """What :meth:`fsm.Reassembler.close` returns: the turn's calls, its finish reason and diagnostics."""
+    """What :meth:`fsm.Reassembler.close` returns: the turn's calls, its finish reason (normalised,
+    and in the provider's own words) and diagnostics."""
 
     provider: str
     """The provider whose wire was decoded (detected, or as named)."""
     finish_reason: str | None
     """``tool_calls``, ``stop``, ``length``, ``content_filter``, ``error``, or None when the stream gave
-    none; ``stop`` with calls is reported as ``tool_calls`` (diagnostic ``finish-reason-mapped``)."""
+    none; ``stop`` with calls is reported as ``tool_calls`` (diagnostic ``finish-reason-mapped``).
+    The provider's own word is :attr:`raw_finish_reason`, what it said beside it :attr:`finish_message`."""
     calls: tuple[ToolCall, ...]
     """The calls for the client to run, in order of first appearance."""
     diagnostics: tuple[Diagnostic, ...]
@@ -186,6 +188,20 @@ class Result:
     signature on the text it came with, each run of text in its place among the thoughts and calls;
     Claude: each text block at its content block index; Responses: each message item at its
     output_index); empty where the text is one (every other provider)."""
+    raw_finish_reason: str | None = None
+    """The provider's own word for the finish that stands (the first), before it was normalised into
+    :attr:`finish_reason`: Gemini's ``STOP``, ``MAX_TOKENS``, ``SAFETY``, ``RECITATION`` or
+    ``MALFORMED_FUNCTION_CALL``, Anthropic's ``end_turn``, ``max_tokens``, ``refusal`` or
+    ``model_context_window_exceeded``, Bedrock's ``guardrail_intervened`` or ``content_filtered``,
+    Cohere's ``MAX_TOKENS``, Ollama's ``done_reason``, a chat chunk's ``finish_reason`` as sent,
+    Responses' ``completed`` or ``incomplete: <incomplete_details.reason>``, the event type of a
+    Responses or Bedrock error. None when the stream gave no finish, or an error that named none (a
+    chat chunk's or an Anthropic error object). At most 100 characters, then how long it was."""
+    finish_message: str | None = None
+    """What the provider said beside that finish, in its own words: Gemini's ``finishMessage``, a
+    Claude refusal's ``stop_details`` (its category and explanation), OpenRouter's
+    ``native_finish_reason`` (as ``native_finish_reason "SAFETY"``), an error's message. None when
+    it said nothing. At most 1,000 characters, then how long it was."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:

@@ -43,7 +43,10 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
         "suppressed_diagnostics",
         "text_output_index",
         "text_parts",
+        "raw_finish_reason",
+        "finish_message",
     ]
+    assert (data["raw_finish_reason"], data["finish_message"]) == ("tool_calls", None)
     assert list(data["calls"][0]) == [
         "index",
         "id",

@@ -41,6 +41,17 @@ def test_a_failing_vector_is_reported_with_its_problem(tmp_path: Path) -> None:
     assert not outcomes[0].passed and "2 calls, expected 1" in outcomes[0].problems[0]
 
 
+def test_a_vector_that_expects_another_finish_word_or_message_fails(tmp_path: Path) -> None:
+    data = json.loads((VECTOR_DIR / "vertex-max-tokens-cut-with-finish-message.json").read_text())
+    data["expect"].update(raw_finish_reason="SAFETY", finish_message="Blocked.")
+    (tmp_path / "wrong.json").write_text(json.dumps(data))
+    outcomes, _ = conformance.run_vectors(load_vectors(tmp_path))
+    assert list(outcomes[0].problems) == [
+        "raw_finish_reason 'MAX_TOKENS', expected 'SAFETY'",
+        "finish_message 'The response reached the maximum output tokens.', expected 'Blocked.'",
+    ]
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

@@ -25,6 +25,10 @@ MESSAGE_CHARS = 1000
 text), which may be as long as an event, and a message is one line a person reads."""
 
 
+WORD_CHARS = 100
+"""The most of a provider's finish word kept (a word is short; the wire may send anything there)."""
+
+
 def shortened(text: str, room: int = MESSAGE_CHARS) -> str:
     """``text`` as a diagnostic keeps it: at most ``room`` characters, then how long it was."""
     return text if len(text) <= room else f"{text[:room]}... ({len(text)} characters)"
@@ -50,13 +54,22 @@ def cut_by(end: StreamEnd) -> str:
     word = end.raw_finish_reason or end.finish_reason
     said = end.message or end.error
     if end.finish_reason == "error":
-        why = "by the provider's error" + (f' "{shortened(word, 100)}"' if word and word != "error" else "")
+        why = "by the provider's error" + (f' "{shortened(word, WORD_CHARS)}"' if word and word != "error" else "")
     elif word:
         means = _MEANS.get(word) or _MEANS.get(end.finish_reason or "")
-        why = f'by the finish "{shortened(word, 100)}"' + (f" ({means})" if means else "")
+        why = f'by the finish "{shortened(word, WORD_CHARS)}"' + (f" ({means})" if means else "")
     else:
         why = "by a finish event that gave no reason"
     return f"{why}: {shortened(said, MESSAGE_CHARS // 2)}" if said else why
+
+
+def finish_words(end: StreamEnd | None) -> tuple[str | None, str | None]:
+    """The finish ``end`` in the provider's words, as the result reports it: its own word for the
+    finish and what it said beside it (the message :func:`cut_by` quotes), each bounded."""
+    if end is None:
+        return None, None
+    word, said = end.raw_finish_reason, end.message or end.error
+    return (shortened(word, WORD_CHARS) if word else None), (shortened(said) if said else None)
 
 
 @functools.cache

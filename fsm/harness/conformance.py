@@ -102,6 +102,9 @@ def check(vector: Vector, result: Result) -> list[str]:
     problems = []
     if result.finish_reason != expect.finish_reason:
         problems.append(f"finish_reason {result.finish_reason!r}, expected {expect.finish_reason!r}")
+    for said in ("raw_finish_reason", "finish_message"):  # compared when the vector gives them
+        if (want := getattr(expect, said)) is not None and getattr(result, said) != want:
+            problems.append(f"{said} {getattr(result, said)!r}, expected {want!r}")
     problems += compare_calls("calls", result.calls, expect.calls)
     problems += compare_calls("server_tool_calls", result.server_tool_calls, expect.server_tool_calls)
     codes = set(result.codes())

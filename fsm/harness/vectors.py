@@ -13,7 +13,8 @@ choices, and the expected result. It is language-neutral: any implementation can
 In an expected call, ``id``, ``type``, ``input``, ``arguments_json``, ``thought_signature``,
 ``wire_id``, ``reply_id``, ``output_index`` and ``item`` (what a call keeps of its Responses item)
 are compared only when given; ``arguments`` is compared as a JSON value. ``diagnostics`` is the
-exact set of codes expected.
+exact set of codes expected. ``raw_finish_reason`` (the provider's own finish word) and
+``finish_message`` (what it said beside it) are compared only when given.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class Expectation:
     calls: list[ExpectedCall]
     diagnostics: list[str] = attrs.field(factory=list)
     server_tool_calls: list[ExpectedCall] = attrs.field(factory=list)
+    raw_finish_reason: str | None = None
+    finish_message: str | None = None
 
 
 @attrs.frozen

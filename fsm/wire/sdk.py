@@ -50,7 +50,7 @@ from typing import Any
 
 from fsm.errors import InvalidInput
 from fsm.events import ReasoningDelta
-from fsm.wire.decoders._wire import COMPAT_SIGNATURE, RESPONSES_INCOMPLETE_FINISH, compat_signed
+from fsm.wire.decoders._wire import COMPAT_SIGNATURE, RESPONSES_INCOMPLETE_FINISH, compat_signed, stop_details_said
 from fsm.wire.langchain_places import LangChainStream, Said, block_signature, read_in_places
 
 DERIVED_EVENT_TYPES = frozenset(
@@ -204,10 +204,13 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
         calls += _anthropic_inputs(content, parts, held.inputs, finish)
     if calls:
         delta["tool_calls"] = calls
-    payload: dict[str, Any] = {
-        "object": "chat.completion.chunk",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    # what it said beside a refusal: langchain-google-genai's finish_message, ChatAnthropic's stop_details
+    note = metadata.get("finish_message")
+    note = note if isinstance(note, str) else stop_details_said(metadata.get("stop_details"))
+    if finish and note:
+        choice["finish_message"] = note
+    payload: dict[str, Any] = {"object": "chat.completion.chunk", "choices": [choice]}
     if usage:
         payload["usage"] = dict(usage)
     return payload

@@ -34,6 +34,7 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
+from fsm.engine.ledger import MESSAGE_CHARS, WORD_CHARS
 from fsm.errors import InvalidInput, RemoteProtocolError, ToolcallFSMError
 from fsm.harness.fuzz.decoding import with_argument_hazard
 from fsm.harness.fuzz.shapes import CASES
@@ -296,7 +297,8 @@ def _run(sample: Sample, pieces: list[Any], as_bytes: bool) -> tuple[Answer, lis
         problems += _strict_json([dumps(result_to_json(result), indent=2), *map(dumps, chunks)])
     calls = tuple((c.index, c.id, c.name, c.status.value, _text(c)) for c in result.calls)
     diagnostics = tuple((d.event, d.code) for d in result.diagnostics)
-    return (error, calls, diagnostics, tuple(sorted(result.suppressed_diagnostics.items()))), problems
+    suppressed = tuple(sorted(result.suppressed_diagnostics.items()))
+    return (error, calls, diagnostics, suppressed, (result.raw_finish_reason, result.finish_message)), problems
 
 
 def _refuse(name: str) -> Any:
@@ -354,6 +356,9 @@ def _limits_hold(result: Result, limits: Limits) -> list[str]:
     kept = Counter(result.codes())
     if kept and max(kept.values()) > limits.max_diagnostics_per_code:
         problems.append(f"diagnostics kept past the per-code limit: {kept.most_common(1)}")
+    said = len(result.raw_finish_reason or "") - WORD_CHARS, len(result.finish_message or "") - MESSAGE_CHARS
+    if max(said) > 30:  # what shortened() adds: "... (N characters)"
+        problems.append("the finish word or message kept past its bound")
     return problems
 
 

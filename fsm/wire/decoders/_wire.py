@@ -101,6 +101,46 @@ RESPONSES_INCOMPLETE_FINISH = {"max_output_tokens": "length", "content_filter": 
 (read by the Responses decoder, and for LangChain's Responses chunks by :mod:`fsm.wire.sdk`)."""
 
 
+GEMINI_FINISH = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "MALFORMED_FUNCTION_CALL": "error",
+    "UNEXPECTED_TOOL_CALL": "error",
+}
+"""Gemini's finish reasons, normalised: read by the Gemini decoder, and by :func:`chat_finish` for
+a chat chunk that carries one as it is (a LangChain chunk of langchain-google-genai's)."""
+
+
+CLAUDE_FINISH = {
+    "tool_use": "tool_calls",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+"""Claude's stop reasons, normalised: read by the Anthropic decoder (and Bedrock InvokeModel's), and
+by :func:`chat_finish` for a chat chunk that carries one as it is (a LangChain chunk of
+ChatAnthropic's ``stop_reason``)."""
+
+
+def stop_details_said(details: Any) -> str | None:
+    """What ``stop_details`` says beside the stop reason (a ``refusal``'s policy category and its
+    explanation), for a call the finish cuts; None when it says nothing. A note, never a reason to
+    fail the stream: a field of another shape is passed over."""
+    if not isinstance(details, Mapping):
+        return None
+    category, explanation = details.get("category"), details.get("explanation")
+    said = [f"category {category}" if isinstance(category, str) and category else "", explanation]
+    return "; ".join(part for part in said if isinstance(part, str) and part) or None
+
+
 _CHAT_FINISH = {
     "tool_calls": "tool_calls",
     "function_call": "tool_calls",
@@ -117,12 +157,17 @@ _CHAT_FINISH = {
 
 def chat_finish(choice: Mapping[str, Any], raw: str) -> StreamEnd:
     """A chat choice's finish reason ``raw``, normalised (the dialects' own words too: ``eos``,
-    ``end_turn``, ``max_tokens``), with what the choice says beside it: OpenRouter's
+    ``end_turn``, ``max_tokens``; Gemini's, as a LangChain chunk of langchain-google-genai gives
+    them: ``SAFETY`` is a content filter), with what the choice says beside it: OpenRouter's
     ``native_finish_reason``, the word of the model's own provider (``MAX_TOKENS``, ``SAFETY``),
-    for a call the finish cuts to say (not when it is ``raw`` again)."""
-    native = choice.get("native_finish_reason")
+    for a call the finish cuts to say (not when it is ``raw`` again), or the ``finish_message``
+    :mod:`fsm.wire.sdk` puts beside it (langchain-google-genai's, ChatAnthropic's ``stop_details``).
+    Claude's words (ChatAnthropic's ``stop_reason``) are read as the Anthropic decoder reads them."""
+    native, note = choice.get("native_finish_reason"), choice.get("finish_message")
     said = f'native_finish_reason "{native}"' if type(native) is str and native and native != raw else None
-    return StreamEnd(_CHAT_FINISH.get(raw.lower(), raw.lower()), raw, None, said)
+    said = note if type(note) is str and note else said
+    normal = _CHAT_FINISH.get(raw.lower()) or GEMINI_FINISH.get(raw) or CLAUDE_FINISH.get(raw) or raw.lower()
+    return StreamEnd(normal, raw, None, said)
 
 
 COMPAT_SIGNATURE = "extra_content"

@@ -39,21 +39,14 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders import error_message
-from fsm.wire.decoders._wire import dumps, index, items, mapping, text
+from fsm.wire.decoders._wire import CLAUDE_FINISH, dumps, index, items, mapping, stop_details_said, text
 
 _CALL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
 _SDK_HELPER_EVENTS = {"text", "input_json", "citation", "thinking", "signature"}
 """Events the anthropic SDK's ``messages.stream()`` derives from the raw ones it also yields: they
 repeat what the raw events said, so they are recognised and skipped."""
 _QUIET = {"ping", "message_stop", *_SDK_HELPER_EVENTS}
-_FINISH = {
-    "tool_use": "tool_calls",
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "refusal": "content_filter",
-}
+_FINISH = CLAUDE_FINISH
 
 
 class _Block:
@@ -101,7 +94,7 @@ class AnthropicDecoder:
         if kind == "message_delta":
             delta = mapping(payload.get("delta"), "delta")
             reason = text(delta.get("stop_reason"), "stop_reason")
-            said = _stop_details(delta.get("stop_details"))
+            said = stop_details_said(delta.get("stop_details"))
             ended: list[Event] = [StreamEnd(_FINISH.get(reason, reason), reason, None, said)] if reason else []
             return ended + _usage(payload.get("usage"), cumulative=True)
         if kind == "message_start":
@@ -244,14 +237,3 @@ def _said_in_delta(at: int | None, delta: Mapping[str, Any]) -> list[Event]:
 def _usage(value: Any, *, cumulative: bool) -> list[Event]:
     usage = mapping(value, "usage")
     return [UsageReport(dict(usage), cumulative=cumulative)] if usage else []
-
-
-def _stop_details(details: Any) -> str | None:
-    """What ``stop_details`` says beside the stop reason (a ``refusal``'s policy category and its
-    explanation), for a call the finish cuts; None when it says nothing. A note, never a reason to
-    fail the stream: a field of another shape is passed over."""
-    if not isinstance(details, Mapping):
-        return None
-    category, explanation = details.get("category"), details.get("explanation")
-    said = [f"category {category}" if isinstance(category, str) and category else "", explanation]
-    return "; ".join(part for part in said if isinstance(part, str) and part) or None

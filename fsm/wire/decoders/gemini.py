@@ -62,21 +62,10 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders import error_message
-from fsm.wire.decoders._wire import dumps, field, items, mapping, text
+from fsm.wire.decoders._wire import GEMINI_FINISH, dumps, field, items, mapping, text
 from fsm.wire.decoders.partial_args import PartialArgsWriter
 
-_FINISH = {
-    "STOP": "stop",
-    "MAX_TOKENS": "length",
-    "SAFETY": "content_filter",
-    "RECITATION": "content_filter",
-    "BLOCKLIST": "content_filter",
-    "PROHIBITED_CONTENT": "content_filter",
-    "SPII": "content_filter",
-    "IMAGE_SAFETY": "content_filter",
-    "MALFORMED_FUNCTION_CALL": "error",
-    "UNEXPECTED_TOOL_CALL": "error",
-}
+_FINISH = GEMINI_FINISH
 
 
 _RESPONSE_FIELDS = frozenset(

@@ -51,8 +51,9 @@ class OllamaDecoder:
             else:
                 events.append(ArgumentsSnapshot(ref, dumps(mapping(arguments, "arguments"))))
         if payload.get("done"):
-            reason = str(payload.get("done_reason") or "stop")
-            events.append(StreamEnd(_FINISH.get(reason, reason), reason))
+            given = payload.get("done_reason")  # none given reads as stop, but is no word of Ollama's
+            reason = str(given or "stop")
+            events.append(StreamEnd(_FINISH.get(reason, reason), reason if given else None))
             usage = {key: payload[key] for key in _USAGE if key in payload}
             if usage:
                 events.append(UsageReport(usage))
