@@ -105,6 +105,8 @@ def test_detect_framing() -> None:
     assert detect_framing(b"{\r") is Framing.JSON_DOCUMENT
     assert detect_framing(b"{ \n") is Framing.NDJSON  # not what a pretty-printer writes
     assert detect_framing(b"{", final=True) is Framing.JSON_DOCUMENT  # cut short: its framer says so
+    assert detect_framing(b"{\n{") is Framing.NDJSON  # no document goes on so: a junk line, then NDJSON
+    assert detect_framing(b'{\n  "error"') is Framing.JSON_DOCUMENT
     assert detect_framing(b"hello") is None  # a junk first line: the lines after it may still tell
     assert detect_framing(b'hello\n{"') is Framing.NDJSON
     with pytest.raises(FramingError):
@@ -143,3 +145,26 @@ def test_outputs_caused_by_close_are_kept_for_drain() -> None:
     after = r.drain()
     texts = [o.text for o in before + after if hasattr(o, "text")]
     assert json.loads("".join(texts)) == result.calls[0].arguments
+
+
+def test_a_first_line_that_is_an_opening_brace_alone_before_ndjson_is_one_bad_event() -> None:
+    """A first line that is ``{`` alone opens a pretty-printed document, but one whose next line opens
+    another object cannot be one: it is NDJSON with a junk first line, so the calls after it are read
+    and that line is one bad-event, however the bytes are cut (found by the robustness fuzzer, seed
+    1130: the whole stream was read as one document cut short, its call lost, nothing said of the
+    junk). Blank lines between change nothing; a document still reads as one."""
+    line = json.dumps(chunk(tc(index=0, id="c", name="A", args="{}"), finish="tool_calls")).encode() + b"\n"
+    for data in (b"{\n" + line, b"{\r\n \n\t" + line):
+        for size in (1, 2, 3, 7, len(data)):
+            r = Reassembler("openai-chat")
+            for at in range(0, len(data), size):
+                r.feed_bytes(data[at : at + size])
+            result = r.close()
+            assert [(c.id, c.arguments) for c in result.calls] == [("c", {})], (data, size)
+            assert [(d.event, d.code) for d in result.diagnostics] == [(1, "bad-event")], (data, size)
+    body = json.dumps({"error": {"message": "boom", "type": "overloaded_error"}}, indent=2).encode()
+    for size in (1, 3, len(body)):
+        r = Reassembler("openai-chat")
+        for at in range(0, len(body), size):
+            r.feed_bytes(body[at : at + size])
+        assert r.close().codes() == ["provider-error"]

@@ -3,7 +3,9 @@
 A BOM and the whitespace before the first event are dropped as they arrive, never held. The first
 line nearly always tells at once: ``{`` is NDJSON, ``[`` a JSON array, an SSE field (``data:``) SSE,
 a zero byte an AWS event stream; a line that is ``{`` alone, once it ends, a pretty-printed JSON
-document (an HTTP error body, or a response saved whole), read as the values it holds. A first line
+document (an HTTP error body, or a response saved whole), read as the values it holds, unless the
+next line opens another object (``{``), which no document can hold there: then NDJSON whose first
+line is junk. A first line
 that tells nothing, a proxy's ``keep-alive``, an SSE comment such as ``: ping``, or a line of other
 whitespace, is looked past: the first later line that tells decides (``{`` NDJSON, where the skipped
 line is then a bad event of its own; an SSE field SSE). Undecided at the end of the stream, or after
@@ -55,6 +57,7 @@ _SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":")
 _SSE_FIELDS = (b"data", b"event", b"id", b"retry")
 _LINE_END = re.compile(rb"[\r\n]")
 _LEAD = re.compile(rb"[ \t]*")
+_NOT_BLANK = re.compile(rb"[^ \t\r\n]")
 _TELL = 7  # bytes of a line's text that tell all it can: "retry:" and one more to quote
 
 
@@ -94,6 +97,7 @@ class Detector:
         self._searched = 0  # how far that line is known to hold no line end
         self._first: bytes | None = None  # the first line's first _TELL bytes
         self._comment_first = False
+        self._after = 0  # past the line that is "{" alone: how far only blanks are known to run
         self.work = 0
         """Bytes looked at (tests check that this stays linear in the input)."""
 
@@ -128,6 +132,20 @@ class Detector:
         head, self._held = bytes(self._held), bytearray()
         return framing, head
 
+    def _document_or_lines(self, after: int, final: bool) -> Framing | None:
+        """The first line was ``{`` alone: a pretty-printed document goes on with a key or its close,
+        so a next line that opens another object is NDJSON whose first line is junk (a bad event of its
+        own), as any other junk line before NDJSON is. Undecided until a byte past the blanks comes;
+        at the stream's end or past the window, a document (one cut short is its framer's to say)."""
+        held = self._held
+        start = max(after, self._after)
+        found = _NOT_BLANK.search(held, start)
+        self.work += (found.start() if found else len(held)) - start
+        if found is None:
+            self._after = len(held)
+            return Framing.JSON_DOCUMENT if final or len(held) >= self._max else None
+        return Framing.NDJSON if held[found.start()] == ord("{") else Framing.JSON_DOCUMENT
+
     def _decide(self, final: bool) -> Framing | None:
         held, size = self._held, len(self._held)
         if held[:1] == b"\x00":
@@ -153,6 +171,8 @@ class Detector:
             head = bytes(held[text_at : min(end, text_at + _TELL)])  # never more: no copy of a long line
             ended = found is not None
             says = _line_says(head, ended=ended, first=start == 0, final=final) if head.strip() else _Says.NOTHING
+            if says is Framing.JSON_DOCUMENT and ended:
+                return self._document_or_lines(end + 1, final)
             if isinstance(says, Framing):
                 return says
             if start == 0:
