@@ -108,7 +108,7 @@ class Reassembler:
         self.registry = Registry(ledger, limits, taken_ids(taken))
         """Internal: the slot registry that decides which call each event belongs to."""
         self._content = TurnContent()
-        self._sdk_held = LangChainStream()  # what the stream's SDK objects leave to a later one (wire.sdk)
+        self._sdk_held: LangChainStream | None = None  # what the stream's SDK objects leave to a later one
         self._decoder: Decoder | None = None
         self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
         self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others' (bytes)
@@ -187,8 +187,8 @@ class Reassembler:
         elif self._finish is None:
             ledger.diagnose("no-finish-reason", "the stream ended without a finish reason")
             cut = "when the stream ended without a finish reason"
-        else:
-            cut = cut_by(self._finish[0])
+        else:  # a normal finish cuts no call (Registry.finish), so its words are not needed
+            cut = "" if finish in NORMAL_FINISHES else cut_by(self._finish[0])
         try:  # open calls, or opened after the finish
             self.registry.finish(None if self._fault is not None else finish, cut)
         except ToolcallFSMError as exc:  # a limit passed while calls ended: each has its status even so
@@ -347,23 +347,27 @@ class Reassembler:
             if fault is not None:
                 raise InvalidInput(f"event {self._events}: {fault}")
             self._apply(item)  # type: ignore[arg-type]
-        elif (payload := sdk_payload(item, self._sdk_held)) is not None:
-            if self._sdk_held.said is None:
+        else:
+            held = self._sdk_held
+            if held is None:  # made for the first SDK object: a stream of dicts or bytes never needs one
+                held = self._sdk_held = LangChainStream()
+            payload = sdk_payload(item, held)
+            if payload is None:  # a stream helper's event that repeats the raw ones: no wire event, not counted
+                self.ledger.event = self._events = self._events - 1
+            elif held.said is None:
                 self._decode(payload)
             else:
-                self._in_places(payload)
-        else:  # a stream helper's event that repeats the raw ones: no wire event, so not counted
-            self.ledger.event = self._events = self._events - 1
+                self._in_places(payload, held)
 
-    def _in_places(self, payload: Mapping[str, Any]) -> None:
+    def _in_places(self, payload: Mapping[str, Any], held: LangChainStream) -> None:
         """A LangChain chunk whose blocks keep their places (fsm.wire.langchain_places): its text and
         reasoning events and its calls, in the turn's order. Claude's blocks, calls included, are
         placed by their content block index; Gemini's runs by the calls and runs before them."""
-        if self._sdk_held.wire == "gemini":
+        if held.wire == "gemini":
             self._content.place_by(self.registry.client_calls)
         else:
             self.ledger.calls_indexed = True
-        for step in self._sdk_held.steps(payload):
+        for step in held.steps(payload):
             if isinstance(step, Mapping):
                 self._decode(step)
             else:
@@ -528,8 +532,11 @@ class Reassembler:
         self._finish = event, self._events
         if event.finish_reason == "error":
             self.ledger.diagnose("provider-error", f"the provider reported an error: {_said(event)}")
+        if event.finish_reason in NORMAL_FINISHES:  # it cuts nothing, so nothing needs its words
+            self.registry.finish(event.finish_reason)
+            return
         cut = cut_by(event)
-        if self.ledger.ended_unfinished and event.finish_reason not in NORMAL_FINISHES:
+        if self.ledger.ended_unfinished:
             self.ledger.explain(cut)
         self.registry.finish(event.finish_reason, cut)
 
