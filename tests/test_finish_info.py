@@ -332,3 +332,24 @@ def test_an_anthropic_refusal_through_chat_anthropic_says_what_the_bytes_say(out
 
 
 REFUSAL_SAID = "category cyber; This could enable malware."
+
+
+@pytest.mark.parametrize("stop", [{}, {"stopReason": None}, {"stopReason": ""}], ids=["absent", "null", "empty"])
+def test_a_bedrock_stop_that_names_no_reason_gives_none_not_the_word_none(stop: dict[str, Any]) -> None:
+    """A messageStop without its stopReason gave finish reason and raw word "None" (str(None)), a
+    word no provider sent; it is now no finish reason, which close() reports (no-finish-reason), as
+    an Anthropic message_delta without stop_reason is read. A whole call stays complete."""
+    events = [
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "t1", "name": "f"}}}},
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a": 1}'}}}},
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"messageStop": stop},
+    ]
+    r = fsm.Reassembler("bedrock")
+    for event in events:
+        r.feed(event)
+    result = r.close()
+    assert (result.finish_reason, result.raw_finish_reason) == (None, None)
+    assert "no-finish-reason" in result.codes()
+    assert [(c.id, c.arguments, c.status) for c in result.calls] == [("t1", {"a": 1}, fsm.CallStatus.COMPLETE)]

@@ -117,8 +117,11 @@ class BedrockDecoder:
                         events.append(ArgumentsSnapshot(ref, "{}"))  # a tool without input takes {}
                     events.append(CallEnd(ref))
             elif kind == "messageStop":
-                reason = str(body.get("stopReason"))
-                events.append(StreamEnd(_FINISH.get(reason, reason), reason))
+                # Read as Anthropic's stop_reason is: a stop that names no reason gives no finish
+                # reason (close() says so), rather than the word "None" no provider sent.
+                reason = text(body.get("stopReason"), "stopReason")
+                if reason:
+                    events.append(StreamEnd(_FINISH.get(reason, reason), reason))
             elif kind == "metadata" and body.get("usage"):
                 events.append(UsageReport(dict(mapping(body.get("usage"), "usage"))))
             elif kind in BEDROCK_ERRORS:
