@@ -353,3 +353,18 @@ def test_a_bedrock_stop_that_names_no_reason_gives_none_not_the_word_none(stop: 
     assert (result.finish_reason, result.raw_finish_reason) == (None, None)
     assert "no-finish-reason" in result.codes()
     assert [(c.id, c.arguments, c.status) for c in result.calls] == [("t1", {"a": 1}, fsm.CallStatus.COMPLETE)]
+
+
+def test_a_chat_chunk_s_own_finish_message_key_is_not_read_as_the_sdk_s() -> None:
+    """What fsm.wire.sdk puts beside a LangChain chunk's finish goes under a key of this project's
+    own: a server's chunk with a ``finish_message`` beside its choice was read as carrying one."""
+    call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    chunks = [
+        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]},
+        {
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "length", "finish_message": "a server's own key"}],
+        },
+    ]
+    result = fsm.reassemble(chunks, provider="openai-chat")
+    assert (result.finish_reason, result.raw_finish_reason, result.finish_message) == ("length", "length", None)

@@ -350,3 +350,20 @@ def test_a_refused_chunk_leaves_the_runs_as_they_were() -> None:
     for chunk in chunks[1:]:
         r.feed(chunk)
     assert placed(r.close()) == placed(reference)
+
+
+@pytest.mark.parametrize("metadata", [["model_provider"], "anthropic", 7], ids=["list", "str", "int"])
+def test_response_metadata_that_is_no_dict_is_refused_and_nothing_is_taken_in(metadata: Any) -> None:
+    # A non-empty list here raised AttributeError from feed() (its .get was asked for the finish
+    # message); now InvalidInput, as every other field LangChain never makes, and the stream goes on.
+    chunks = list(chat_google(GEMINI["signed-texts"], None).stream("go"))
+    wrong = SimpleNamespace(
+        type="AIMessageChunk", content="x", tool_call_chunks=[], response_metadata=metadata, usage_metadata=None
+    )
+    r = fsm.Reassembler()
+    r.feed(chunks[0])
+    with pytest.raises(InvalidInput, match="response_metadata must be a dict"):
+        r.feed(wrong)
+    for chunk in chunks[1:]:
+        r.feed(chunk)
+    assert placed(r.close()) == placed(fsm.reassemble(chunks))

@@ -50,7 +50,13 @@ from typing import Any
 
 from fsm.errors import InvalidInput
 from fsm.events import ReasoningDelta
-from fsm.wire.decoders._wire import COMPAT_SIGNATURE, RESPONSES_INCOMPLETE_FINISH, compat_signed, stop_details_said
+from fsm.wire.decoders._wire import (
+    COMPAT_SIGNATURE,
+    RESPONSES_INCOMPLETE_FINISH,
+    SDK_FINISH_MESSAGE,
+    compat_signed,
+    stop_details_said,
+)
 from fsm.wire.langchain_places import LangChainStream, Said, block_signature, read_in_places
 
 DERIVED_EVENT_TYPES = frozenset(
@@ -171,6 +177,7 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
     if usage:
         _check_langchain_field(usage, Mapping, "usage_metadata", "a dict")
     metadata = getattr(chunk, "response_metadata", None) or {}
+    _check_langchain_field(metadata, Mapping, "response_metadata", "a dict")
     delta: dict[str, Any] = {}
     said: Said | None = None
     if held is not None and held.reading(metadata) is not None:
@@ -199,7 +206,7 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
         if signature is not None:
             call[COMPAT_SIGNATURE] = compat_signed(signature)
         calls.append(call)
-    finish = _langchain_finish(metadata) if isinstance(metadata, Mapping) else None
+    finish = _langchain_finish(metadata)
     if held is not None:
         calls += _anthropic_inputs(content, parts, held.inputs, finish)
     if calls:
@@ -209,7 +216,7 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
     note = metadata.get("finish_message")
     note = note if isinstance(note, str) else stop_details_said(metadata.get("stop_details"))
     if finish and note:
-        choice["finish_message"] = note
+        choice[SDK_FINISH_MESSAGE] = note
     payload: dict[str, Any] = {"object": "chat.completion.chunk", "choices": [choice]}
     if usage:
         payload["usage"] = dict(usage)

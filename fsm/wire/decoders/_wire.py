@@ -155,15 +155,22 @@ _CHAT_FINISH = {
 }
 
 
+SDK_FINISH_MESSAGE = "toolcall_fsm_finish_message"
+"""The key beside a chat choice's finish reason under which :mod:`fsm.wire.sdk` puts what a LangChain
+chunk said beside its finish (langchain-google-genai's ``finish_message``, ChatAnthropic's
+``stop_details``): a name of this project's own, so that no server's chunk is read as carrying one."""
+
+
 def chat_finish(choice: Mapping[str, Any], raw: str) -> StreamEnd:
     """A chat choice's finish reason ``raw``, normalised (the dialects' own words too: ``eos``,
     ``end_turn``, ``max_tokens``; Gemini's, as a LangChain chunk of langchain-google-genai gives
     them: ``SAFETY`` is a content filter), with what the choice says beside it: OpenRouter's
     ``native_finish_reason``, the word of the model's own provider (``MAX_TOKENS``, ``SAFETY``),
-    for a call the finish cuts to say (not when it is ``raw`` again), or the ``finish_message``
-    :mod:`fsm.wire.sdk` puts beside it (langchain-google-genai's, ChatAnthropic's ``stop_details``).
-    Claude's words (ChatAnthropic's ``stop_reason``) are read as the Anthropic decoder reads them."""
-    native, note = choice.get("native_finish_reason"), choice.get("finish_message")
+    for a call the finish cuts to say (not when it is ``raw`` again), or the message
+    :mod:`fsm.wire.sdk` puts beside it under ``SDK_FINISH_MESSAGE`` (langchain-google-genai's,
+    ChatAnthropic's ``stop_details``). Claude's words (ChatAnthropic's ``stop_reason``) are read as
+    the Anthropic decoder reads them."""
+    native, note = choice.get("native_finish_reason"), choice.get(SDK_FINISH_MESSAGE)
     said = f'native_finish_reason "{native}"' if type(native) is str and native and native != raw else None
     said = note if type(note) is str and note else said
     normal = _CHAT_FINISH.get(raw.lower()) or GEMINI_FINISH.get(raw) or CLAUDE_FINISH.get(raw) or raw.lower()
