@@ -331,39 +331,26 @@ def test_chunks_that_name_no_integration_are_read_as_before(name: str) -> None:
     assert {r.output_index for r in got.reasoning} == {None} and {c.output_index for c in got.calls} == {None}
 
 
-def test_a_refused_chunk_leaves_the_runs_as_they_were() -> None:
+WRONG_FIELDS = {
+    "usage": {"usage_metadata": 7},
+    # a non-empty list here raised AttributeError from feed(): its .get was asked for the finish message
+    "metadata-list": {"response_metadata": ["model_provider"]},
+    "metadata-str": {"response_metadata": "google_genai"},
+}
+
+
+@pytest.mark.parametrize("fields", WRONG_FIELDS.values(), ids=WRONG_FIELDS.keys())
+def test_a_refused_chunk_leaves_the_runs_as_they_were(fields: dict[str, Any]) -> None:
     # A chunk with a field LangChain never makes is refused (InvalidInput) before anything is taken
     # in: the next chunk's text part still joins the run before it
     chunks = list(chat_google(GEMINI["signed-texts"], None).stream("go"))
     reference = fsm.reassemble(chunks)
-    wrong = SimpleNamespace(
-        type="AIMessageChunk",
-        content=[{"type": "text", "text": "x"}],
-        tool_call_chunks=[],
-        usage_metadata=7,
-        response_metadata={"model_provider": "google_genai"},
-    )
+    made = {"usage_metadata": None, "response_metadata": {"model_provider": "google_genai"}} | fields
+    wrong = SimpleNamespace(type="AIMessageChunk", content=[{"type": "text", "text": "x"}], tool_call_chunks=[], **made)
     r = fsm.Reassembler()
     r.feed(chunks[0])
-    with pytest.raises(InvalidInput, match="usage_metadata"):
+    with pytest.raises(InvalidInput, match=f"{next(iter(fields))} must be a dict"):
         r.feed(wrong)
     for chunk in chunks[1:]:
         r.feed(chunk)
     assert placed(r.close()) == placed(reference)
-
-
-@pytest.mark.parametrize("metadata", [["model_provider"], "anthropic", 7], ids=["list", "str", "int"])
-def test_response_metadata_that_is_no_dict_is_refused_and_nothing_is_taken_in(metadata: Any) -> None:
-    # A non-empty list here raised AttributeError from feed() (its .get was asked for the finish
-    # message); now InvalidInput, as every other field LangChain never makes, and the stream goes on.
-    chunks = list(chat_google(GEMINI["signed-texts"], None).stream("go"))
-    wrong = SimpleNamespace(
-        type="AIMessageChunk", content="x", tool_call_chunks=[], response_metadata=metadata, usage_metadata=None
-    )
-    r = fsm.Reassembler()
-    r.feed(chunks[0])
-    with pytest.raises(InvalidInput, match="response_metadata must be a dict"):
-        r.feed(wrong)
-    for chunk in chunks[1:]:
-        r.feed(chunk)
-    assert placed(r.close()) == placed(fsm.reassemble(chunks))
