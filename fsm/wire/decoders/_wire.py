@@ -142,14 +142,12 @@ def stop_details_said(details: Any) -> str | None:
 
 
 _CHAT_FINISH = {
+    **CLAUDE_FINISH,  # the dialects that answer in Claude's words (end_turn, max_tokens), ChatAnthropic's
     "tool_calls": "tool_calls",
     "function_call": "tool_calls",
-    "tool_use": "tool_calls",
     "stop": "stop",
     "eos": "stop",
-    "end_turn": "stop",
     "length": "length",
-    "max_tokens": "length",
     "content_filter": "content_filter",
     "error": "error",
 }
@@ -169,11 +167,11 @@ def chat_finish(choice: Mapping[str, Any], raw: str) -> StreamEnd:
     for a call the finish cuts to say (not when it is ``raw`` again), or the message
     :mod:`fsm.wire.sdk` puts beside it under ``SDK_FINISH_MESSAGE`` (langchain-google-genai's,
     ChatAnthropic's ``stop_details``). Claude's words (ChatAnthropic's ``stop_reason``) are read as
-    the Anthropic decoder reads them."""
+    the Anthropic decoder reads them, in any case."""
     native, note = choice.get("native_finish_reason"), choice.get(SDK_FINISH_MESSAGE)
     said = f'native_finish_reason "{native}"' if type(native) is str and native and native != raw else None
     said = note if type(note) is str and note else said
-    normal = _CHAT_FINISH.get(raw.lower()) or GEMINI_FINISH.get(raw) or CLAUDE_FINISH.get(raw) or raw.lower()
+    normal = _CHAT_FINISH.get(raw.lower()) or GEMINI_FINISH.get(raw) or raw.lower()
     return StreamEnd(normal, raw, None, said)
 
 
