@@ -370,6 +370,8 @@ class Reassembler:
         for step in held.steps(payload):
             if isinstance(step, Mapping):
                 self._decode(step)
+            elif isinstance(step, tuple):  # what the chunk holds that is not read
+                self.ledger.diagnose(*step)
             else:
                 self._apply(step)
 

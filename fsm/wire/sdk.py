@@ -57,7 +57,7 @@ from fsm.wire.decoders._wire import (
     compat_signed,
     stop_details_said,
 )
-from fsm.wire.langchain_places import LangChainStream, Said, block_signature, read_in_places
+from fsm.wire.langchain_places import TURN_ENDED, LangChainStream, Said, block_signature, read_in_places
 
 DERIVED_EVENT_TYPES = frozenset(
     {
@@ -180,8 +180,9 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
     _check_langchain_field(metadata, Mapping, "response_metadata", "a dict")
     delta: dict[str, Any] = {}
     said: Said | None = None
+    finish = _langchain_finish(metadata)
     if held is not None and held.reading(metadata) is not None:
-        read_in_places(content, parts, held)
+        read_in_places(content, parts, held, finish)
         said = held.said
     elif isinstance(content, str):
         if content:
@@ -206,7 +207,6 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
         if signature is not None:
             call[COMPAT_SIGNATURE] = compat_signed(signature)
         calls.append(call)
-    finish = _langchain_finish(metadata)
     if held is not None:
         calls += _anthropic_inputs(content, parts, held.inputs, finish)
     if calls:
@@ -293,11 +293,6 @@ def _gemini_signatures(extra: Any) -> dict[str, str]:
         _check_langchain_field(value, str | bytes, "thought signature", "a str or bytes")
         found[key] = value if isinstance(value, str) else base64.b64encode(value).decode("ascii")
     return found
-
-
-TURN_ENDED = frozenset({"tool_use", "end_turn", "stop_sequence"})
-"""Anthropic stop reasons after which every content block has ended (at ``max_tokens`` the open
-block stays open: no ``content_block_stop`` comes)."""
 
 
 def _anthropic_inputs(content: Any, parts: Any, held: dict[int, Any], finish: Any) -> list[dict[str, Any]]:
