@@ -365,7 +365,7 @@ class Reassembler:
         placed by their content block index; Gemini's runs by the calls and runs before them."""
         if held.wire == "gemini":
             self._content.place_by(self.registry.client_calls)
-        else:
+        elif held.wire == "anthropic":
             self.ledger.calls_indexed = True
         for step in held.steps(payload):
             if isinstance(step, Mapping):

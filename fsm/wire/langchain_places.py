@@ -114,7 +114,7 @@ class LangChainStream:
     belongs to, and the chunk's text and reasoning events not yet taken (None: the chunk was read
     without places, its text in its delta)."""
 
-    __slots__ = ("inputs", "notes", "run", "run_thought", "said", "servers", "wire")
+    __slots__ = ("inputs", "items", "notes", "run", "run_thought", "said", "servers", "wire")
 
     def __init__(self) -> None:
         self.inputs: dict[int, Any] = {}
@@ -124,6 +124,25 @@ class LangChainStream:
         self.said: Said | None = None
         self.servers: dict[int | None, _Server] = {}  # Claude's server tool blocks still open, by index
         self.notes: list[tuple[str, str]] = []  # what the chunk holds that is not read: (code, message)
+        self.items: Any = (
+            None  # fsm.wire.langchain_items.ResponsesItems  # ChatOpenAI's Responses items, once a chunk holds one
+        )
+
+    def read_items(self, content: Any, entries: Any, metadata: Mapping[str, Any]) -> Any:
+        """A chunk's Responses items (:mod:`fsm.wire.langchain_items`) as events in ``said``, each after
+        the chunk's calls LangChain counted before it, read where no places are (ChatOpenAI's chunks);
+        returns the chunk's ``tool_call_chunks`` (``entries``) without those its custom tool calls replace."""
+        from fsm.wire.langchain_items import ResponsesItems, holds_items  # only for LangChain's chunks
+
+        if self.wire is not None or not holds_items(content):
+            return entries
+        if self.items is None:
+            self.items = ResponsesItems()
+        hosted = metadata.get("model_provider") == "openai"
+        read, custom = self.items.read(content, hosted, lambda code, message: self.notes.append((code, message)))
+        entries = [entry for entry in entries if entry.get("id") not in custom] if custom else entries
+        self.said = [(_calls_before(entries, at), event) for at, events in read for event in events]
+        return entries
 
     def reading(self, metadata: Any) -> str | None:
         """The stream's reading, fixed by the first chunk whose metadata names an integration here."""

@@ -189,6 +189,8 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
             delta["content"] = content
     else:  # a list of blocks (Anthropic, Gemini through LangChain)
         _langchain_blocks(content or (), delta)
+        if held is not None:  # ChatOpenAI's Responses items among them
+            parts = held.read_items(content or (), parts, metadata)
     # read as the decoder reads it: not beside reasoning blocks, which are read instead
     if (
         isinstance(extra, Mapping)
