@@ -198,3 +198,43 @@ def test_langchain_takes_no_custom_tool_call_back_in_chat_dicts() -> None:
     answers = [fsm.messages.tool_result(c, "ok", "openai-chat") for c in got.complete_calls]
     with pytest.raises(TypeError, match="custom"):
         list(model.stream([{"role": "user", "content": "go"}, said, *answers]))
+
+
+def _index_reads(n: int, provider: str, monkeypatch: pytest.MonkeyPatch) -> int:
+    """How often a block's or call's index is read for one summed chunk of n calls and n blocks."""
+    core = pytest.importorskip("langchain_core.messages")
+    from fsm.wire import langchain_places
+
+    reads = 0
+    place_of = langchain_places.place_of
+
+    def counted(value: Any) -> int | None:
+        nonlocal reads
+        reads += 1
+        return place_of(value)
+
+    if provider == "openai":
+        action = {"type": "click", "x": 1, "y": 2}
+        content = [
+            {"type": "computer_call", "call_id": f"c{i}", "action": action, "status": "completed", "index": 2 * i + 1}
+            for i in range(n)
+        ]
+    else:
+        content = [{"type": "text", "text": f"t{i}", "index": 2 * i + 1} for i in range(n)]
+    calls = [{"name": "f", "args": "{}", "id": f"f{i}", "index": 2 * i, "type": "tool_call_chunk"} for i in range(n)]
+    chunk = core.AIMessageChunk(content=content, tool_call_chunks=calls, response_metadata={"model_provider": provider})
+    monkeypatch.setattr(langchain_places, "place_of", counted)
+    result = fsm.reassemble([chunk], limits=fsm.Limits(max_calls=10 * n))
+    monkeypatch.setattr(langchain_places, "place_of", place_of)
+    assert len(result.calls) == (2 * n if provider == "openai" else n)
+    return reads
+
+
+@pytest.mark.parametrize("provider", ["openai", "google_genai"])
+def test_a_summed_chunk_of_many_calls_and_blocks_is_read_in_linear_work(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each block after some of the chunk's calls counted them again from the first: n*n reads of
+    # their index (8000 items and 8000 calls: 24 s); now once per call and once per block
+    small, large = _index_reads(100, provider, monkeypatch), _index_reads(1000, provider, monkeypatch)
+    assert large <= 11 * small, (small, large)

@@ -44,7 +44,9 @@ reasoning the latest block). A huge one is a place like any other: the block goe
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+import bisect
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fsm.events import (
@@ -141,7 +143,8 @@ class LangChainStream:
         hosted = metadata.get("model_provider") == "openai"
         read, custom = self.items.read(content, hosted, lambda code, message: self.notes.append((code, message)))
         entries = [entry for entry in entries if entry.get("id") not in custom] if custom else entries
-        self.said = [(_calls_before(entries, at), event) for at, events in read for event in events]
+        before = calls_before(entries)
+        self.said = [(before(at), event) for at, events in read for event in events]
         return entries
 
     def reading(self, metadata: Any) -> str | None:
@@ -199,7 +202,8 @@ def read_in_places(content: Any, entries: Any, stream: LangChainStream, finish: 
         return
     said: Said = []
     v1 = any(isinstance(b, Mapping) and b.get("type") in CALL_BLOCKS for b in blocks)
-    after = 0
+    counted = calls_before(entries)
+    after = codes = 0
     for block in blocks:
         kind = block.get("type") if isinstance(block, Mapping) else "text" if isinstance(block, str) else None
         if not isinstance(kind, str):  # no block LangChain makes: nothing said, nothing between
@@ -209,12 +213,13 @@ def read_in_places(content: Any, entries: Any, stream: LangChainStream, finish: 
             stream.run_thought = None  # a call came between
             continue
         if not v1 and isinstance(block, Mapping) and (at := place_of(block.get("index"))) is not None:
-            before = _calls_before(entries, at)
+            before = counted(at)
             if before > after:
                 after, stream.run_thought = before, None
         if kind not in GEMINI_SAYS and isinstance(block, Mapping):
-            codes = sum(1 for _, event in said if type(event) is CallSeen)  # position among the event's code parts
-            said += [(after, event) for event in _gemini_other(block, kind, stream, codes)]
+            ran = _gemini_other(block, kind, stream, codes)  # codes: the position among the event's code parts
+            codes += 1 if ran else 0
+            said += [(after, event) for event in ran]
             continue
         event = _gemini(block, kind, stream)
         if event is not None:
@@ -224,15 +229,18 @@ def read_in_places(content: Any, entries: Any, stream: LangChainStream, finish: 
     stream.said = said
 
 
-def _calls_before(entries: Any, at: int) -> int:
-    """How many of the chunk's calls, in order, came before a block at LangChain index ``at``."""
-    count = 0
+def calls_before(entries: Any) -> Callable[[int], int]:
+    """How many of the chunk's calls (``entries``, in order) came before a block at LangChain index
+    ``at``: those before the first whose index is none or not below ``at``. Found by bisection over
+    the running highest index (None: past every place), so a chunk summed from a long turn is read
+    in n log n, not a pass over its calls per block."""
+    highest: list[float] = []
+    top = -1.0
     for entry in entries:
         index = place_of(entry.get("index"))
-        if index is None or index >= at:
-            break
-        count += 1
-    return count
+        top = math.inf if index is None else max(top, index)
+        highest.append(top)
+    return lambda at: bisect.bisect_left(highest, at)
 
 
 def _gemini(block: Any, kind: Any, stream: LangChainStream) -> TextDelta | ReasoningDelta | None:
