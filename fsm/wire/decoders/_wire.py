@@ -195,9 +195,16 @@ def compat_signed(signature: str) -> dict[str, Any]:
     return {"google": {"thought_signature": signature}}
 
 
-SAID_KEYS = ("content", "reasoning_content", "reasoning", "thinking_blocks", COMPAT_SIGNATURE)
+SAID_KEYS = (
+    "content",
+    "reasoning_content",
+    "reasoning",
+    "thinking_blocks",
+    COMPAT_SIGNATURE,
+    "provider_specific_fields",
+)
 """The keys of a chat delta that carry turn content (text, reasoning, the text's signature) rather
-than calls."""
+than calls, or what the decoder alone reads (LiteLLM's provider fields: its server calls)."""
 
 
 def thinking_blocks(value: Any) -> list[ReasoningDelta] | None:
