@@ -94,7 +94,10 @@ class CallEnd:
     """Which call, as far as the wire says."""
     incomplete: bool = False
     """The provider ended the call but called it unfinished (a Responses item's ``status:
-    "incomplete"``): the call is truncated, whatever text it holds."""
+    "incomplete"``, or ``"in_progress"`` at its end): the call is truncated, whatever text it holds."""
+    said: str = ""
+    """How the provider called it unfinished, where its word is not plain "incomplete" (``with
+    status in_progress``): the truncated diagnostic says so in its stead."""
 
 
 @attrs.frozen(slots=True)

@@ -126,19 +126,24 @@ def test_a_responses_item_done_incomplete_before_the_finish_is_told_why_by_it() 
     assert cut(fsm.reassemble(responses(done, completed))) == [said.split(";")[0]]
 
 
-def test_a_responses_item_done_in_progress_with_its_json_open_is_told_why_by_the_finish() -> None:
+@pytest.mark.parametrize("arguments", ['{"a', '{"a": 1}'])
+def test_a_responses_item_done_in_progress_is_given_up_and_told_why_by_the_finish(arguments: str) -> None:
     # An item closed as in_progress (what OpenAI sends for a call cut by max_output_tokens, per
-    # vercel/ai#20405) ends the call by the provider's word: invalid, its JSON never closed; the
-    # response.incomplete after it says why.
-    item = {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "f", "arguments": '{"a'}
+    # vercel/ai#20405) did not finish: truncated with its raw text, as an item done incomplete is,
+    # whether its JSON is open (it was read as invalid, unterminated-arguments) or closed (it was read
+    # as complete, a call to run); the response.incomplete after it says why.
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "f", "arguments": arguments}
+    more = {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0}
+    rest = [{**more, "delta": arguments[3:]}] if arguments[3:] else []  # responses() streams '{"a' first
     done = {"type": "response.output_item.done", "output_index": 0, "item": {**item, "status": "in_progress"}}
     details = {"id": "r", "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}
-    result = fsm.reassemble(responses(done, {"type": "response.incomplete", "response": details}))
+    result = fsm.reassemble(responses(*rest, done, {"type": "response.incomplete", "response": details}))
+    assert [(c.status.value, c.arguments_json) for c in result.calls] == [("truncated", arguments)]
     assert [(d.code, d.message) for d in result.diagnostics] == [
         (
-            "unterminated-arguments",
-            "call call_a (f): the JSON never closed; the turn then ended by the finish "
-            '"incomplete: max_output_tokens" (the output token limit)',
+            "truncated",
+            f"call call_a (f): the provider ended it with status in_progress after {len(arguments)} characters; "
+            'the turn then ended by the finish "incomplete: max_output_tokens" (the output token limit)',
         )
     ]
 

@@ -25,8 +25,10 @@ Nothing vanishes either way: input for an item never announced (a delta or ``.do
 ``output_item.added``) opens the call from its ``output_index`` (``unopened-call``), so a cut
 still reports it, truncated with its text; the item's end brings its ``call_id`` and name to that
 call (``CallSeen.announces``: even with its value closed, it is not the header of a next call). An item
-the provider ends with ``status: "incomplete"`` is given up (``CallEnd(incomplete=True)``):
-truncated, never complete, however whole its input looks.
+the provider ends with ``status: "incomplete"``, or ends at ``response.output_item.done`` still
+``"in_progress"`` (OpenAI closes a call cut by ``max_output_tokens`` so), is given up
+(``CallEnd(incomplete=True)``): truncated with its raw text, never complete, however whole its
+input looks.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from fsm.wire.decoders._responses_items import (
     QUIET_ITEMS,
     QUIET_PREFIXES,
     STREAMED_TEXT,
+    UNFINISHED,
     ItemKind,
 )
 from fsm.wire.decoders._wire import RESPONSES_INCOMPLETE_FINISH, dumps, index, items, mapping, text
@@ -288,8 +291,11 @@ class OpenAIResponsesDecoder:
             # nothing; different, it replaces and says so), not dropped in silence.
             events.append(ArgumentsSnapshot(known.ref, text(item[kind.field], kind.field) or "", confirms=True))
         known.ended = True
-        # An item the provider finished as incomplete is not a call to run, whole as its input may look.
-        events.append(CallEnd(known.ref, incomplete=item.get("status") == "incomplete"))
+        # An item the provider finished as incomplete, or ended while still in progress (OpenAI's way
+        # with a call cut by max_output_tokens), is not a call to run, whole as its input may look.
+        status = item.get("status")
+        said = "with status in_progress" if status == "in_progress" else ""
+        events.append(CallEnd(known.ref, incomplete=status in UNFINISHED, said=said))
         return events
 
 
