@@ -62,7 +62,7 @@ from fsm.wire.decoders._responses_items import (
     UNFINISHED,
     ItemKind,
 )
-from fsm.wire.decoders._wire import RESPONSES_INCOMPLETE_FINISH, dumps, index, items, mapping, text
+from fsm.wire.decoders._wire import dumps, index, items, mapping, responses_incomplete, text
 
 
 class _Item:
@@ -128,9 +128,10 @@ class OpenAIResponsesDecoder:
             return [StreamEnd("stop", "completed"), *_usage(payload)]
         if kind == "response.incomplete":
             response = mapping(payload.get("response"), "response")
-            reason = str(mapping(response.get("incomplete_details"), "incomplete_details").get("reason"))
-            finish = RESPONSES_INCOMPLETE_FINISH.get(reason, "length")
-            return [StreamEnd(finish, f"incomplete: {reason}"), *_usage(payload)]
+            finish, word = responses_incomplete(
+                mapping(response.get("incomplete_details"), "incomplete_details").get("reason")
+            )
+            return [StreamEnd(finish, word), *_usage(payload)]
         if kind in ("response.failed", "error"):
             error = payload.get("error") or mapping(payload.get("response"), "response").get("error") or {}
             if kind == "error" and not error:  # the stream's own error event: its message is at the top
