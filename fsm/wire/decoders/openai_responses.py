@@ -18,8 +18,10 @@ that calls a tool is reassembled:
 The final input is the provider's word: equal to the streamed text it changes nothing; different,
 it replaces it (``arguments-replaced``); with no deltas at all (LM Studio), it is the input. The
 item's own input at ``output_item.done`` is the last word, after the input's ``.done``. Items
-that call nothing (messages, reasoning, tool outputs) are skipped; an item type this decoder does
-not know is reported (``unknown-item``), never dropped in silence.
+that call nothing (messages, reasoning, tool outputs) are no calls: of a reasoning item what must
+go back (its id, summary, encrypted content) and of a message item its id and status are kept
+beside its text; an item type this decoder does not know is reported (``unknown-item``), never
+dropped in silence.
 
 Nothing vanishes either way: input for an item never announced (a delta or ``.done`` before any
 ``output_item.added``) opens the call from its ``output_index`` (``unopened-call``), so a cut
@@ -113,9 +115,9 @@ class OpenAIResponsesDecoder:
                 events.append(CallEnd(item.ref))
             return events
         if kind == "response.output_item.added":
-            return self._added(payload, diagnose)
+            return self._added(payload, diagnose) or _message_item(payload)
         if kind == "response.output_item.done":
-            return self._item_done(payload, diagnose) or _reasoning_item(payload)
+            return self._item_done(payload, diagnose) or _reasoning_item(payload) or _message_item(payload)
         if kind == "response.output_text.delta":
             piece = text(payload.get("delta"), "delta")
             at = index(payload.get("output_index"), "output_index")
@@ -348,6 +350,20 @@ def _reasoning_item(payload: Mapping[str, Any]) -> list[Event]:
             encrypted_content=text(item.get("encrypted_content"), "item.encrypted_content"),
         )
     ]
+
+
+def _message_item(payload: Mapping[str, Any]) -> list[Event]:
+    """A message item's id and status, at its start and at its end: what it goes back with (the API
+    pairs a reasoning item with the message after it by that id). Its text came in
+    ``response.output_text.delta`` events, so it is not taken again here."""
+    item = mapping(payload.get("item"), "item")
+    if item.get("type") != "message":
+        return []
+    item_id, status = text(item.get("id"), "item.id"), text(item.get("status"), "item.status")
+    if not item_id and not status:
+        return []
+    at = index(payload.get("output_index"), "output_index")
+    return [TextDelta("", output_index=at, part=at, item_id=item_id or None, status=status or None)]
 
 
 def _usage(payload: Mapping[str, Any]) -> list[Event]:
