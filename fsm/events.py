@@ -94,7 +94,10 @@ class CallEnd:
     """Which call, as far as the wire says."""
     incomplete: bool = False
     """The provider ended the call but called it unfinished (a Responses item's ``status:
-    "incomplete"``): the call is truncated, whatever text it holds."""
+    "incomplete"``, or ``"in_progress"`` at its end): the call is truncated, whatever text it holds."""
+    said: str = ""
+    """How the provider called it unfinished, where its word is not plain "incomplete" (``with
+    status in_progress``): the truncated diagnostic says so in its stead."""
 
 
 @attrs.frozen(slots=True)
@@ -128,8 +131,13 @@ class TextDelta:
     part: int | None = None
     """Which text part the piece belongs to, where the wire's text comes in parts that go back apart
     (Gemini: a run of text parts, ended by a signed one or by any other part; Anthropic: a text
-    block's index); the key is shared with the :attr:`ReasoningDelta.block` keys of the same wire.
-    None: the turn's one text."""
+    block's index; Responses: a message item's output index); the key is shared with the
+    :attr:`ReasoningDelta.block` keys of the same wire. None: the turn's one text."""
+    item_id: str | None = None
+    """The Responses message item's id (``msg_...``), from its ``output_item`` events: a piece with no
+    text carries it (and ``status``) to its part, to go back with the message."""
+    status: str | None = None
+    """The Responses message item's ``status`` as its latest ``output_item`` event gave it."""
 
 
 @attrs.frozen(slots=True)

@@ -138,6 +138,8 @@ UNREADABLE = [
     (dict(reasoning=(Reasoning("t", item_id="rs", summary=(1,)),)), r"result.reasoning\[0\].summary must hold str"),
     (dict(text="a", text_signature=["S"]), "result.text_signature must be a str or None, not list"),
     (dict(text="a", text_parts=(TextPart("a", signature={"s": 1}),)), r"text_parts\[0\].signature must be a str"),
+    (dict(text="a", text_parts=(TextPart("a", item_id=7),)), r"text_parts\[0\].item_id must be a str or None"),  # type: ignore[arg-type]
+    (dict(text="a", text_parts=(TextPart("a", status=["done"]),)), r"text_parts\[0\].status must be a str or None"),  # type: ignore[arg-type]
     (dict(calls=(call(0, thought_signature=5),)), r"result.calls\[0\].thought_signature must be a str or None"),
     (dict(calls=(call(0, id=5),)), r"result.calls\[0\].id must be a str or None, not int"),
 ]

@@ -56,7 +56,14 @@ _REASONING: Fields = (
     ("output_index", "place"),
     ("place", "place"),
 )
-_TEXT_PART: Fields = (("text", "str"), ("signature", "opaque"), ("output_index", "place"), ("place", "place"))
+_TEXT_PART: Fields = (
+    ("text", "str"),
+    ("signature", "opaque"),
+    ("output_index", "place"),
+    ("place", "place"),
+    ("item_id", "opaque"),
+    ("status", "opaque"),
+)
 
 
 def check_result(result: Any) -> None:

@@ -75,6 +75,9 @@ QUIET_ITEMS = frozenset(
     }
 )
 """Item types that call nothing: skipped, where an unknown item type is reported (``unknown-item``)."""
+UNFINISHED = frozenset({"incomplete", "in_progress"})
+"""The statuses at an item's ``response.output_item.done`` that say it did not finish: its call is
+given up (truncated with its raw text). OpenAI ends a call cut by ``max_output_tokens`` with either."""
 # Input events: the item type they stream into and the field holding the text (a delta's piece,
 # a done event's whole input).
 DELTAS = {

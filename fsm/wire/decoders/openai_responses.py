@@ -18,15 +18,19 @@ that calls a tool is reassembled:
 The final input is the provider's word: equal to the streamed text it changes nothing; different,
 it replaces it (``arguments-replaced``); with no deltas at all (LM Studio), it is the input. The
 item's own input at ``output_item.done`` is the last word, after the input's ``.done``. Items
-that call nothing (messages, reasoning, tool outputs) are skipped; an item type this decoder does
-not know is reported (``unknown-item``), never dropped in silence.
+that call nothing (messages, reasoning, tool outputs) are no calls: of a reasoning item what must
+go back (its id, summary, encrypted content) and of a message item its id and status are kept
+beside its text; an item type this decoder does not know is reported (``unknown-item``), never
+dropped in silence.
 
 Nothing vanishes either way: input for an item never announced (a delta or ``.done`` before any
 ``output_item.added``) opens the call from its ``output_index`` (``unopened-call``), so a cut
 still reports it, truncated with its text; the item's end brings its ``call_id`` and name to that
 call (``CallSeen.announces``: even with its value closed, it is not the header of a next call). An item
-the provider ends with ``status: "incomplete"`` is given up (``CallEnd(incomplete=True)``):
-truncated, never complete, however whole its input looks.
+the provider ends with ``status: "incomplete"``, or ends at ``response.output_item.done`` still
+``"in_progress"`` (OpenAI closes a call cut by ``max_output_tokens`` so), is given up
+(``CallEnd(incomplete=True)``): truncated with its raw text, never complete, however whole its
+input looks.
 """
 
 from __future__ import annotations
@@ -57,9 +61,10 @@ from fsm.wire.decoders._responses_items import (
     QUIET_ITEMS,
     QUIET_PREFIXES,
     STREAMED_TEXT,
+    UNFINISHED,
     ItemKind,
 )
-from fsm.wire.decoders._wire import RESPONSES_INCOMPLETE_FINISH, dumps, index, items, mapping, text
+from fsm.wire.decoders._wire import dumps, index, items, mapping, responses_incomplete, text
 
 
 class _Item:
@@ -110,9 +115,9 @@ class OpenAIResponsesDecoder:
                 events.append(CallEnd(item.ref))
             return events
         if kind == "response.output_item.added":
-            return self._added(payload, diagnose)
+            return self._added(payload, diagnose) or _message_item(payload)
         if kind == "response.output_item.done":
-            return self._item_done(payload, diagnose) or _reasoning_item(payload)
+            return self._item_done(payload, diagnose) or _reasoning_item(payload) or _message_item(payload)
         if kind == "response.output_text.delta":
             piece = text(payload.get("delta"), "delta")
             at = index(payload.get("output_index"), "output_index")
@@ -125,9 +130,10 @@ class OpenAIResponsesDecoder:
             return [StreamEnd("stop", "completed"), *_usage(payload)]
         if kind == "response.incomplete":
             response = mapping(payload.get("response"), "response")
-            reason = str(mapping(response.get("incomplete_details"), "incomplete_details").get("reason"))
-            finish = RESPONSES_INCOMPLETE_FINISH.get(reason, "length")
-            return [StreamEnd(finish, f"incomplete: {reason}"), *_usage(payload)]
+            finish, word = responses_incomplete(
+                mapping(response.get("incomplete_details"), "incomplete_details").get("reason")
+            )
+            return [StreamEnd(finish, word), *_usage(payload)]
         if kind in ("response.failed", "error"):
             error = payload.get("error") or mapping(payload.get("response"), "response").get("error") or {}
             if kind == "error" and not error:  # the stream's own error event: its message is at the top
@@ -288,8 +294,11 @@ class OpenAIResponsesDecoder:
             # nothing; different, it replaces and says so), not dropped in silence.
             events.append(ArgumentsSnapshot(known.ref, text(item[kind.field], kind.field) or "", confirms=True))
         known.ended = True
-        # An item the provider finished as incomplete is not a call to run, whole as its input may look.
-        events.append(CallEnd(known.ref, incomplete=item.get("status") == "incomplete"))
+        # An item the provider finished as incomplete, or ended while still in progress (OpenAI's way
+        # with a call cut by max_output_tokens), is not a call to run, whole as its input may look.
+        status = item.get("status")
+        said = "with status in_progress" if status == "in_progress" else ""
+        events.append(CallEnd(known.ref, incomplete=status in UNFINISHED, said=said))
         return events
 
 
@@ -341,6 +350,20 @@ def _reasoning_item(payload: Mapping[str, Any]) -> list[Event]:
             encrypted_content=text(item.get("encrypted_content"), "item.encrypted_content"),
         )
     ]
+
+
+def _message_item(payload: Mapping[str, Any]) -> list[Event]:
+    """A message item's id and status, at its start and at its end: what it goes back with (the API
+    pairs a reasoning item with the message after it by that id). Its text came in
+    ``response.output_text.delta`` events, so it is not taken again here."""
+    item = mapping(payload.get("item"), "item")
+    if item.get("type") != "message":
+        return []
+    item_id, status = text(item.get("id"), "item.id"), text(item.get("status"), "item.status")
+    if not item_id and not status:
+        return []
+    at = index(payload.get("output_index"), "output_index")
+    return [TextDelta("", output_index=at, part=at, item_id=item_id or None, status=status or None)]
 
 
 def _usage(payload: Mapping[str, Any]) -> list[Event]:
