@@ -125,3 +125,25 @@ def test_a_server_call_entry_that_is_no_call_fails_the_stream_there(fields: Any)
 def test_provider_fields_with_no_server_call_say_nothing(fields: Any) -> None:
     result = fsm.reassemble([chunk(fields, "stop")], "openai-chat")
     assert result.server_tool_calls == () and result.codes() == []
+
+
+def test_litellm_yields_nothing_of_code_gemini_ran(litellm: Any) -> None:
+    # Its Gemini route reads no executableCode or codeExecutionResult part: the events that hold only
+    # them yield no chunk at all, so there is nothing to read (the bytes give the server call)
+    from litellm.llms.custom_httpx.http_handler import HTTPHandler
+
+    from tests.test_langchain_server_calls import GEMINI
+
+    body = GEMINI["code-then-a-call"]
+    assert [c.type for c in fsm.reassemble(body, "gemini").server_tool_calls] == ["executable_code"]
+
+    def answer(request: Any) -> Any:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    client = HTTPHandler(client=httpx.Client(transport=httpx.MockTransport(answer)))
+    conversation = [{"role": "user", "content": "go"}]
+    chunks = litellm.completion(
+        model="gemini/gemini-2.5-flash", messages=conversation, stream=True, client=client, api_key="test"
+    )
+    got = fsm.reassemble(chunks)
+    assert got.server_tool_calls == () and [c.name for c in got.calls] == ["report"]
