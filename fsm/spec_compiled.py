@@ -180,7 +180,7 @@ def _slot(s: ModuleType) -> Any:
                 source=("receiving",),
                 trigger="end",
                 dest="flushed",
-                reason="Freeform input is whole only by the provider's word: its done event, the item's end or a normal finish.",
+                reason="Freeform input is whole only by the provider's word: the item's end or a normal finish. Its input's done event gives the input but ends nothing: OpenAI sends it also for input cut by max_output_tokens, before ending the item unfinished.",
                 action="accept_text",
             ),
             s.TransitionSpec(
@@ -1200,7 +1200,7 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (9456, 1646900354),
+    "slot": (9589, 3295255737),
     "scanner": (4661, 4199472060),
     "identity": (22470, 2907670422),
     "history": (4045, 271900131),

@@ -54,8 +54,6 @@ CALL_ITEMS = {
 """Every item type that calls a tool, by its ``type``."""
 STREAMED_TEXT = frozenset({"function", "custom", "mcp_call", "code_interpreter_call", "program"})
 """Call types whose input is text on the wire (JSON text or freeform), streamed or whole."""
-FREEFORM = frozenset({"custom", "code_interpreter_call", "program"})
-"""Call types whose input is freeform text: no scanner can tell it is whole, only the provider's word."""
 QUIET_ITEMS = frozenset(
     {
         "message",

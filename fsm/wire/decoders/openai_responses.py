@@ -8,7 +8,7 @@ that calls a tool is reassembled:
 
 * ``function_call``: JSON arguments streamed by ``response.function_call_arguments.delta``;
 * ``custom_tool_call``: freeform input streamed by ``response.custom_tool_call_input.delta``; its
-  ``.done`` is the provider's word that the input is whole, so it also ends the call;
+  ``.done`` gives the final input, and the item's end (or the turn's finish) ends the call;
 * ``apply_patch_call``, ``shell_call``, ``local_shell_call``, ``computer_call``: built-in tools the
   client runs, whole items whose ``operation``/``action`` object is the arguments, final at
   ``output_item.done`` (an item cut before it is truncated);
@@ -57,7 +57,6 @@ from fsm.wire.decoders._responses_items import (
     CALL_ITEMS,
     DELTAS,
     DONES,
-    FREEFORM,
     QUIET_ITEMS,
     QUIET_PREFIXES,
     STREAMED_TEXT,
@@ -68,11 +67,10 @@ from fsm.wire.decoders._wire import dumps, index, items, mapping, responses_inco
 
 
 class _Item:
-    __slots__ = ("announced", "ended", "finalized", "freeform", "ref")
+    __slots__ = ("announced", "ended", "finalized", "ref")
 
     def __init__(self, ref: CallRef, *, announced: bool = True) -> None:
         self.ref = ref
-        self.freeform = ref.type in FREEFORM
         self.announced = announced
         """False: opened from an input event, so its call_id and name are still to come."""
         self.finalized = False
@@ -109,11 +107,10 @@ class OpenAIResponsesDecoder:
             item_type, field = streamed
             item = self._item(payload) or self._unannounced(payload, item_type, kind, diagnose)
             item.finalized = True
-            events: list[Event] = [ArgumentsSnapshot(item.ref, text(payload.get(field), field) or "", confirms=True)]
-            if item.freeform and item.announced:  # no scanner can tell freeform input is whole: this says so
-                item.ended = True
-                events.append(CallEnd(item.ref))
-            return events
+            # Not the call's end, even for freeform input (which no scanner can tell is whole): OpenAI
+            # sends it also for input cut by max_output_tokens, before an item done `incomplete`
+            # or still `in_progress`. The item's end, or the turn's finish, tells.
+            return [ArgumentsSnapshot(item.ref, text(payload.get(field), field) or "", confirms=True)]
         if kind == "response.output_item.added":
             return self._added(payload, diagnose) or _message_item(payload)
         if kind == "response.output_item.done":
