@@ -47,6 +47,7 @@ from fsm.events import (
     UsageReport,
     event_fault,
 )
+from fsm.fieldcheck import vouch
 from fsm.jsontext import loads_event, nesting_exceeds
 from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
 from fsm.results import Diagnostic, Output, Result
@@ -221,6 +222,7 @@ class Reassembler:
             word,
             said,
         )
+        vouch(self._closed)  # made of decoded and checked events only: fsm.messages need not read it again
         if ledger.deferred is not None and not failed_before:
             self._fault = ledger.deferred
             raise ledger.deferred

@@ -33,11 +33,12 @@ is in :mod:`fsm.messages.ollama_cohere`. What goes back is what the provider sen
   block: all the text as one block at the first one's place). A thinking block that never got its
   signature (a cut stream) is left out: Anthropic refuses it. A result built by hand or read back
   may hold any places: every part and call still goes back once (Gemini's calls each take the next
-  place no part holds, by their position in ``result.calls``); a place or output index that is no
-  int, or a dict where a call, reasoning block or text part belongs, is InvalidInput naming the
-  field. Chat Completions has no field for reasoning: only signed or redacted blocks (Claude's, as
-  LiteLLM yields them) go back, as LiteLLM's ``thinking_blocks``, which it hands on to Claude, who
-  refuses a turn of calls without them;
+  place no part holds, by their position in ``result.calls``); a field not of the type its class
+  declares (a place or output index that is no int, a dict where a call, reasoning block or text
+  part belongs) is InvalidInput naming the field and what it must hold. Chat Completions has no
+  field for reasoning: only signed or redacted blocks (Claude's, as LiteLLM yields them) go back,
+  as LiteLLM's ``thinking_blocks``, which it hands on to Claude, who refuses a turn of calls
+  without them;
 * server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools, Gemini's code execution)
   are the provider's own and are not replayed;
 * arguments: the raw text where the format takes text (OpenAI, Cohere), the parsed object where it
