@@ -57,7 +57,7 @@ class _Block:
 
 
 class _TextPart:
-    __slots__ = ("item_id", "output_index", "place", "signature", "status", "text")
+    __slots__ = ("item_id", "output_index", "phase", "place", "signature", "status", "text")
 
     def __init__(self, place: int | None, output_index: int | None) -> None:
         self.text: list[str] = []
@@ -66,9 +66,12 @@ class _TextPart:
         self.output_index = output_index
         self.item_id: str | None = None
         self.status: str | None = None
+        self.phase: str | None = None
 
     def freeze(self) -> TextPart:
-        return TextPart("".join(self.text), self.signature, self.place, self.output_index, self.item_id, self.status)
+        return TextPart(
+            "".join(self.text), self.signature, self.place, self.output_index, self.item_id, self.status, self.phase
+        )
 
 
 class TurnContent:
@@ -102,7 +105,7 @@ class TurnContent:
         if type(event) is TextDelta:
             # A piece that only names its message item (its id and status, no text) says nothing of
             # the text: a message with no text must not become where the text goes back.
-            if event.text or (event.item_id is None and event.status is None):
+            if event.text or (event.item_id is None and event.status is None and event.phase is None):
                 if self._text is None:
                     self._text = [event.text]
                 else:
@@ -155,6 +158,7 @@ class TurnContent:
         part.signature = piece.signature or part.signature
         part.item_id = piece.item_id or part.item_id
         part.status = piece.status or part.status  # the item's end, after its start: the latest word
+        part.phase = piece.phase or part.phase
 
     @property
     def text_parts(self) -> tuple[TextPart, ...]:

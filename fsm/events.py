@@ -137,6 +137,8 @@ class TextDelta:
     text carries it (and ``status``) to its part, to go back with the message."""
     status: str | None = None
     """The Responses message item's ``status`` as its latest ``output_item`` event gave it."""
+    phase: str | None = None
+    """The Responses message item's ``phase`` (``commentary``, ``final_answer``) where it gave one."""
 
 
 @attrs.frozen(slots=True)

@@ -154,6 +154,9 @@ class TextPart:
     status: str | None = None
     """The Responses message item's ``status`` (``completed``, ``incomplete``; ``in_progress`` for
     one the stream never ended), as the stream last gave it. None elsewhere."""
+    phase: str | None = None
+    """The Responses message item's ``phase`` (``commentary`` for a message between calls,
+    ``final_answer``), which the models that give one want back on the message. None elsewhere."""
 
 
 @attrs.frozen(slots=True)

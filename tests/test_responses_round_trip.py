@@ -362,3 +362,40 @@ def test_a_message_items_id_and_status_survive_json_and_cattrs() -> None:
         "role": "assistant",
         "content": "Checking.",
     }
+
+
+def phased(at: int, words: str, phase: str) -> list[dict[str, Any]]:
+    """A message item whose start and end carry its phase, as gpt-5.x models stream one."""
+    events = message(at, words)
+    for event in events:
+        if event["type"].startswith("response.output_item."):
+            event["item"] = {**event["item"], "phase": phase}
+    return events
+
+
+@pytest.mark.parametrize("with_reasoning", [True, False])
+def test_a_message_goes_back_with_the_phase_the_stream_gave_it(with_reasoning: bool) -> None:
+    # The message's phase (commentary before a call, final_answer) was dropped; the models that give
+    # one want it back on the message, paired with reasoning by its id or not
+    first = [*reasoning(0)] if with_reasoning else []
+    at = len(first) and 1
+    result = run(
+        [*first, *phased(at, "Let me check.", "commentary"), *function_call(at + 1, "call_a", "{}"), COMPLETED]
+    )
+    assert [(p.text, p.phase) for p in result.text_parts] == [("Let me check.", "commentary")]
+    items = messages.assistant_message(result, "openai-responses")
+    (sent,) = [item for item in items if item["type"] == "message"]
+    expected = (
+        said(at, "Let me check.")
+        if with_reasoning
+        else {"type": "message", "role": "assistant", "content": "Let me check."}
+    )
+    assert sent == {**expected, "phase": "commentary"}
+    validate("openai-responses", items, [messages.tool_result(result.calls[0], "ok", "openai-responses")])
+
+
+def test_a_phase_the_items_start_gave_stays_when_its_end_gives_none() -> None:
+    events = phased(0, "Hm.", "commentary")
+    events[-1]["item"].pop("phase")
+    result = run([*events, COMPLETED])
+    assert [(p.status, p.phase) for p in result.text_parts] == [("completed", "commentary")]

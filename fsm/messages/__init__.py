@@ -24,7 +24,8 @@ is in :mod:`fsm.messages.ollama_cohere`. What goes back is what the provider sen
   call, reasoning, call stays so); each message item's text goes back as a message in its place (the
   API pairs a reasoning item with the message after it, by the message's item id: beside reasoning,
   a message the stream gave its ``msg_...`` id and status goes back as that output message, its text
-  as ``output_text``; text that came in no item: all of it as one plain message at the first one's
+  as ``output_text``, and any message with the ``phase`` the stream gave it; text that came in no
+  item: all of it as one plain message at the first one's
   place); an item without a place (a result built by hand) follows the
   one before it in the order reasoning, message, calls, and items that share a place go in that
   order. Anthropic content goes back the same way, by content block index: with interleaved
@@ -72,16 +73,17 @@ history takes: Anthropic and Gemini want every answer of a turn in one user mess
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, overload
 
 from fsm.errors import LocalProtocolError
-from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_item, built_in_output
+from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_output
 from fsm.messages.ollama_cohere import cohere_message, cohere_result, ollama_message, ollama_result
-from fsm.messages.shared import Message, as_text, check_result, need, reply_id
+from fsm.messages.responses import openai_responses
+from fsm.messages.shared import Message, as_text, check_result, in_output_order, need, placed_text, reply_id
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.messages.shared import kind as _kind
-from fsm.results import CallStatus, Result, TextPart, ToolCall
+from fsm.results import CallStatus, Result, ToolCall
 
 Format = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere"]
 FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere")
@@ -131,7 +133,7 @@ def assistant_message(result: Result, format: Format, *, incomplete: Incomplete 
     if format == "openai-chat":
         return _openai_chat(result, calls)
     if format == "openai-responses":
-        return _openai_responses(result, calls)
+        return openai_responses(result, calls)
     if format == "anthropic":
         return _anthropic(result, calls)
     if format == "gemini":
@@ -166,68 +168,6 @@ def _openai_chat_call(call: ToolCall) -> Message:
     return entry
 
 
-def _openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Message]:
-    # Each item with where it sat in the output (None: the wire gave no place), in the order the
-    # items go back when none has one: reasoning, the message, the calls.
-    placed: list[tuple[int | None, Message]] = []
-    for reasoning in result.reasoning:
-        if reasoning.item_id is None:
-            continue  # a reasoning item is referred to by its id: without one it cannot go back
-        item: Message = {
-            "type": "reasoning",
-            "id": reasoning.item_id,
-            "summary": [{"type": "summary_text", "text": text} for text in reasoning.summary],
-        }
-        if reasoning.text:
-            item["content"] = [{"type": "reasoning_text", "text": reasoning.text}]
-        if reasoning.encrypted_content is not None:
-            item["encrypted_content"] = reasoning.encrypted_content
-        placed.append((reasoning.output_index, item))
-    paired = bool(placed)  # reasoning goes back: the API looks for the items that followed it by their ids
-    placed += _placed_text(result, lambda text, part: _responses_message(text, part if paired else None))
-    for call in calls:
-        kind = _kind(call, "openai-responses", ("function", "custom", *BUILT_IN_OUTPUTS))
-        if kind in ("function", "custom"):
-            entry: Message = {"type": "custom_tool_call" if kind == "custom" else "function_call"}
-            if paired and call.item is not None and call.item.get("id"):
-                entry["id"] = call.item["id"]
-            entry |= {"call_id": reply_id(call), "name": call.name or ""}
-            if kind == "custom":
-                entry["input"] = call.input or ""
-            else:
-                entry["arguments"] = call.arguments_json or ""
-            placed.append((call.output_index, entry))
-        else:
-            placed.append((call.output_index, built_in_item(call)))
-    return _in_output_order(placed)
-
-
-def _responses_message(text: str, part: TextPart | None) -> Message:
-    """A message item as the API takes it back: the output message the stream gave, under its item
-    id and status, the text as ``output_text``, where ``part`` holds both (the API finds the message
-    that followed a reasoning item by that id); else, as an item without them, a plain assistant
-    message (the SDK's input type for an output message requires both)."""
-    if part is None or part.item_id is None or part.status is None:
-        return {"type": "message", "role": "assistant", "content": text}
-    content = [{"type": "output_text", "text": text, "annotations": []}]
-    return {"type": "message", "role": "assistant", "id": part.item_id, "status": part.status, "content": content}
-
-
-def _in_output_order(placed: list[tuple[int | None, Message]]) -> list[Message]:
-    """The items in the order the API gave them: the API pairs a reasoning item with the item that
-    followed it (a call, or the message), so reasoning, call, reasoning, call must not become
-    reasoning, reasoning, call, call. An item without a place keeps the one before it, so it
-    follows that item; with no places at all the order is left as it is."""
-    keys: list[tuple[int, int]] = []
-    place = -1
-    for rank, (output_index, _) in enumerate(placed):
-        if output_index is not None:
-            place = output_index
-        keys.append((place, rank))
-    order = sorted(range(len(placed)), key=keys.__getitem__)
-    return [placed[n][1] for n in order]
-
-
 def _thinking_blocks(result: Result) -> list[Message]:
     """Claude's reasoning as its blocks go back (Anthropic's content, LiteLLM's ``thinking_blocks``):
     signed thinking and redacted thinking; a block that never got its signature is refused there."""
@@ -245,25 +185,15 @@ def _placed_thinking(result: Result) -> list[tuple[int | None, Message]]:
     return blocks
 
 
-def _placed_text(result: Result, item: Callable[[str, TextPart | None], Message]) -> list[tuple[int | None, Message]]:
-    """The text as ``item``s: one per text part in its place where the parts hold all of it (Claude's
-    text blocks, Responses message items), else all of it once at the first one's place (no parts,
-    or text that came in none: a delta without its index), as no part's."""
-    parts = [part for part in result.text_parts if part.text and part.output_index is not None]
-    if parts and "".join(part.text for part in parts) == result.text:
-        return [(part.output_index, item(part.text, part)) for part in parts]
-    return [(result.text_output_index, item(result.text, None))] if result.text else []
-
-
 def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     # In the order the blocks streamed (their content block index): interleaved thinking sits between
     # calls, and Anthropic refuses its thinking blocks rearranged.
-    placed = _placed_thinking(result) + _placed_text(result, lambda text, _: {"type": "text", "text": text})
+    placed = _placed_thinking(result) + placed_text(result, lambda text, _: {"type": "text", "text": text})
     for call in calls:
         _kind(call, "anthropic")
         use = {"type": "tool_use", "id": reply_id(call), "name": call.name or "", "input": _arguments(call)}
         placed.append((call.output_index, use))
-    return {"role": "assistant", "content": _in_output_order(placed)}
+    return {"role": "assistant", "content": in_output_order(placed)}
 
 
 def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:

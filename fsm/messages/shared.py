@@ -1,15 +1,16 @@
 """What every format's builder shares: the check of the result it is given, the id a call is answered
-by, the check that a format can carry a call's type, its arguments as an object, and a tool's output
-as text."""
+by, the check that a format can carry a call's type, its arguments as an object, a tool's output as
+text, and the order in which items with places go back (the text placed by its parts among them)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.fieldcheck import fault, said, vouch, vouched, where
-from fsm.results import CallStatus, Result, ToolCall
+from fsm.results import CallStatus, Result, TextPart, ToolCall
 
 Message = dict[str, Any]
 
@@ -68,3 +69,28 @@ def kind(call: ToolCall, format: str, kinds: tuple[str, ...] = ("function",)) ->
 def arguments_object(call: ToolCall) -> dict[str, Any]:
     """Arguments as an object, for formats that take one: an incomplete call's text is no object."""
     return call.arguments if call.status is CallStatus.COMPLETE and isinstance(call.arguments, dict) else {}
+
+
+def in_output_order(placed: list[tuple[int | None, Message]]) -> list[Message]:
+    """The items in the order the API gave them: the API pairs a reasoning item with the item that
+    followed it (a call, or the message), so reasoning, call, reasoning, call must not become
+    reasoning, reasoning, call, call. An item without a place keeps the one before it, so it
+    follows that item; with no places at all the order is left as it is."""
+    keys: list[tuple[int, int]] = []
+    place = -1
+    for rank, (output_index, _) in enumerate(placed):
+        if output_index is not None:
+            place = output_index
+        keys.append((place, rank))
+    order = sorted(range(len(placed)), key=keys.__getitem__)
+    return [placed[n][1] for n in order]
+
+
+def placed_text(result: Result, item: Callable[[str, TextPart | None], Message]) -> list[tuple[int | None, Message]]:
+    """The text as ``item``s: one per text part in its place where the parts hold all of it (Claude's
+    text blocks, Responses message items), else all of it once at the first one's place (no parts,
+    or text that came in none: a delta without its index), as no part's."""
+    parts = [part for part in result.text_parts if part.text and part.output_index is not None]
+    if parts and "".join(part.text for part in parts) == result.text:
+        return [(part.output_index, item(part.text, part)) for part in parts]
+    return [(result.text_output_index, item(result.text, None))] if result.text else []

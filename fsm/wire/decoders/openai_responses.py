@@ -350,17 +350,20 @@ def _reasoning_item(payload: Mapping[str, Any]) -> list[Event]:
 
 
 def _message_item(payload: Mapping[str, Any]) -> list[Event]:
-    """A message item's id and status, at its start and at its end: what it goes back with (the API
-    pairs a reasoning item with the message after it by that id). Its text came in
+    """A message item's id, status and phase, at its start and at its end: what it goes back with
+    (the API pairs a reasoning item with the message after it by that id). Its text came in
     ``response.output_text.delta`` events, so it is not taken again here."""
     item = mapping(payload.get("item"), "item")
     if item.get("type") != "message":
         return []
     item_id, status = text(item.get("id"), "item.id"), text(item.get("status"), "item.status")
-    if not item_id and not status:
+    phase = text(item.get("phase"), "item.phase")
+    if not item_id and not status and not phase:
         return []
     at = index(payload.get("output_index"), "output_index")
-    return [TextDelta("", output_index=at, part=at, item_id=item_id or None, status=status or None)]
+    return [
+        TextDelta("", output_index=at, part=at, item_id=item_id or None, status=status or None, phase=phase or None)
+    ]
 
 
 def _usage(payload: Mapping[str, Any]) -> list[Event]:
