@@ -147,3 +147,9 @@ def test_litellm_yields_nothing_of_code_gemini_ran(litellm: Any) -> None:
     )
     got = fsm.reassemble(chunks)
     assert got.server_tool_calls == () and [c.name for c in got.calls] == ["report"]
+
+
+def test_a_server_call_with_empty_arguments_is_read() -> None:
+    empty = {"id": "srv_1", "type": "function", "function": {"name": "web_fetch", "arguments": ""}}
+    result = fsm.reassemble([chunk({"server_tool_calls": [empty]}, "stop")], "openai-chat")
+    assert [(c.id, c.name) for c in result.server_tool_calls] == [("srv_1", "web_fetch")]

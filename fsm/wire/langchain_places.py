@@ -87,10 +87,6 @@ V1_NAMES = {"code_interpreter": "code_execution"}
 """Anthropic's tool names that langchain-core's v1 blocks rename (``remote_mcp``, an MCP tool, keeps
 the tool's own name in ``extras.tool_name``)."""
 
-GEMINI_CODE = ("executable_code", "server_tool_call")
-"""langchain-google-genai's blocks of code Gemini runs itself: v0's ``executable_code`` (the code in
-``executable_code``), v1's ``server_tool_call`` named ``code_interpreter`` (``args.code``)."""
-
 GEMINI_SAYS = frozenset({"text", "thinking", "reasoning", *CALL_BLOCKS})
 """The ChatGoogleGenerativeAI blocks read as text, reasoning or calls; any other is a part this
 reading does not reassemble, reported as the Gemini decoder reports such a part."""
@@ -126,9 +122,8 @@ class LangChainStream:
         self.said: Said | None = None
         self.servers: dict[int | None, _Server] = {}  # Claude's server tool blocks still open, by index
         self.notes: list[tuple[str, str]] = []  # what the chunk holds that is not read: (code, message)
-        self.items: Any = (
-            None  # fsm.wire.langchain_items.ResponsesItems  # ChatOpenAI's Responses items, once a chunk holds one
-        )
+        # ChatOpenAI's Responses items (fsm.wire.langchain_items.ResponsesItems), once a chunk holds one
+        self.items: Any = None
 
     def read_items(self, content: Any, entries: Any, metadata: Mapping[str, Any]) -> Any:
         """A chunk's Responses items (:mod:`fsm.wire.langchain_items`) as events in ``said``, each after
@@ -309,8 +304,8 @@ def _claude_server(block: Mapping[str, Any], kind: str, at: int | None, stream: 
         name = block.get("name")
         if name == "remote_mcp" and isinstance(extras, Mapping):
             name = extras.get("tool_name")
-        ref = CallRef(at, _str(block.get("id")), _str(V1_NAMES.get(name, name) if isinstance(name, str) else None))
-        ref = CallRef(ref.index, ref.id, ref.name, server=True)
+        named = V1_NAMES.get(name, name) if isinstance(name, str) else None
+        ref = CallRef(at, _str(block.get("id")), named, server=True)
         whole = block.get("input") if kind != "server_tool_call" else block.get("args")
         held = stream.servers[at] = _Server(ref, dumps(whole or {}))
         events.append(CallSeen(ref))

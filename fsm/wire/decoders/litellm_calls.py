@@ -49,7 +49,7 @@ class ServerCalls:
                 raise RemoteProtocolError(f"provider_specific_fields.server_tool_calls[{n}] is no call with an id")
             name, arguments = function.get("name"), function.get("arguments")
             text = arguments if isinstance(arguments, str) else dumps(arguments if arguments is not None else {})
-            if self.read.get(call_id, "") == text:
+            if call_id in self.read and self.read[call_id] == text:
                 continue  # read from an earlier chunk's list
             self.read[call_id] = text
             ref = CallRef(None, call_id, name if isinstance(name, str) else None, server=True)
