@@ -417,3 +417,13 @@ def test_the_built_in_item_is_kept_on_the_call_and_in_traces() -> None:
     assert event_from_json(event_to_json(seen)) == seen
     hosted = run([CREATED, item_done(0, {"type": "web_search_call", "id": "ws", "action": {"query": "q"}}), COMPLETED])
     assert hosted.server_tool_calls[0].item is None  # the provider's own: never sent back
+
+
+@pytest.mark.parametrize("status", [{"a": 1}, ["incomplete"]])
+def test_an_item_status_of_no_text_fails_the_stream_there(status: Any) -> None:
+    # `status in UNFINISHED` raised TypeError (unhashable) from feed()
+    item = {**custom_item(text="x"), "status": status}
+    r = Reassembler("openai-responses")
+    with pytest.raises(RemoteProtocolError, match=r"item\.status"):
+        r.feed(item_done(0, item))
+    assert r.close().codes()[-1] == "stream-failed"

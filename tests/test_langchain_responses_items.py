@@ -15,6 +15,7 @@ import contextlib
 import functools
 import json
 import operator
+import random
 from typing import Any
 
 import pytest
@@ -238,3 +239,47 @@ def test_a_summed_chunk_of_many_calls_and_blocks_is_read_in_linear_work(
     # their index (8000 items and 8000 calls: 24 s); now once per call and once per block
     small, large = _index_reads(100, provider, monkeypatch), _index_reads(1000, provider, monkeypatch)
     assert large <= 11 * small, (small, large)
+
+
+KINDS = [
+    "server_tool_use",
+    "mcp_tool_use",
+    "server_tool_call",
+    "server_tool_call_chunk",
+    "input_json_delta",
+    "executable_code",
+    "code_execution_result",
+    "non_standard",
+    "computer_call",
+    "custom_tool_call",
+    "apply_patch_call",
+    "web_search_call",
+    "zz_use",
+    "text",
+    "tool_use",
+]
+ODD: list[Any] = [None, 5, "x", [1], {"a": 1}, b"x", 1.5, True, ["server_tool_use"], {"type": 1}, "lc_ns_3", 0]
+FIELDS = ["id", "name", "input", "partial_json", "args", "index", "extras", "value", "executable_code", "language"]
+FIELDS += ["call_id", "action", "status", "operation"]
+
+
+@pytest.mark.parametrize("provider", [None, "anthropic", "google_genai", "openai"])
+def test_random_blocks_of_the_kinds_read_here_raise_nothing_but_fsm_errors(provider: str | None) -> None:
+    # unhashable types and statuses among them: `status in UNFINISHED` raised TypeError from feed()
+    core = pytest.importorskip("langchain_core.messages")
+    rng = random.Random(14)
+    meta = {"model_provider": provider} if provider else {}
+    for _ in range(300):
+        r = fsm.Reassembler(strict=rng.random() < 0.5)
+        for _ in range(3):
+            block: dict[str, Any] = {"type": rng.choice([*KINDS, *ODD])}
+            for key in rng.sample(FIELDS, rng.randint(0, 6)):
+                block[key] = rng.choice([*ODD, {"type": rng.choice(KINDS)}])
+            chunk = core.AIMessageChunk(content=[], response_metadata=meta)
+            chunk.content = [block, "tail"]
+            try:
+                r.feed(chunk)
+            except fsm.ToolcallFSMError:
+                break
+        with contextlib.suppress(fsm.ToolcallFSMError):
+            r.close()

@@ -74,9 +74,7 @@ class ResponsesItems:
 
 def holds_items(content: Any) -> bool:
     """Whether any of a chunk's blocks may be an item (most chunks' are text, or none)."""
-    return isinstance(content, list | tuple) and any(
-        isinstance(block, Mapping) and block.get("type") in READ_BLOCKS for block in content
-    )
+    return isinstance(content, list | tuple) and any(_kind(block) in READ_BLOCKS for block in content)
 
 
 READ_BLOCKS = ITEMS | {"non_standard", "server_tool_call"}
@@ -85,12 +83,12 @@ READ_BLOCKS = ITEMS | {"non_standard", "server_tool_call"}
 def _item(block: Any, hosted: bool) -> dict[str, Any] | None:
     """The Responses item a content block holds, or None: v0's item itself, v1's ``non_standard``
     value, or an item rebuilt from v1's ``server_tool_call`` (its ``args`` the item's input)."""
-    if not isinstance(block, Mapping):
+    kind = _kind(block)
+    if kind is None:
         return None
-    kind = block.get("type")
     if kind == "non_standard":
         value = block.get("value")
-        return {**value} if isinstance(value, Mapping) and value.get("type") in ITEMS else None
+        return {**value} if _kind(value) in ITEMS else None
     if kind in ITEMS:
         return {key: value for key, value in block.items() if key != "index"}
     if kind != "server_tool_call" or not hosted:
@@ -109,6 +107,12 @@ def _item(block: Any, hosted: bool) -> dict[str, Any] | None:
     if field is not None and isinstance(args, Mapping):
         item[field] = args.get(field) if field in ("code", "queries") else dict(args)
     return item
+
+
+def _kind(block: Any) -> str | None:
+    """A block's ``type`` where it is a block with a str type (a hand-made chunk may hold anything)."""
+    kind = block.get("type") if isinstance(block, Mapping) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _count(value: Any) -> int | None:

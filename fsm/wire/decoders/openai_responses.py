@@ -293,7 +293,7 @@ class OpenAIResponsesDecoder:
         known.ended = True
         # An item the provider finished as incomplete, or ended while still in progress (OpenAI's way
         # with a call cut by max_output_tokens), is not a call to run, whole as its input may look.
-        status = item.get("status")
+        status = text(item.get("status"), "item.status")
         said = "with status in_progress" if status == "in_progress" else ""
         events.append(CallEnd(known.ref, incomplete=status in UNFINISHED, said=said))
         return events
