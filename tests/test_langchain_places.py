@@ -354,3 +354,21 @@ def test_a_refused_chunk_leaves_the_runs_as_they_were(fields: dict[str, Any]) ->
     for chunk in chunks[1:]:
         r.feed(chunk)
     assert placed(r.close()) == placed(reference)
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "google_genai", None])
+@pytest.mark.parametrize("finish", [["end_turn"], {"reason": "stop"}, 5])
+def test_a_finish_that_is_no_text_is_refused_before_anything_is_taken_in(provider: str | None, finish: Any) -> None:
+    # an unhashable one raised TypeError from feed() (`finish in TURN_ENDED`)
+    meta = {"model_provider": provider} if provider else {}
+    r = fsm.Reassembler()
+    with pytest.raises(InvalidInput, match="finish_reason or stop_reason must be a str"):
+        r.feed(_chunk(meta | {"stop_reason": finish}))
+    r.feed(_chunk(meta | {"stop_reason": "end_turn"}))
+    result = r.close()
+    assert (result.text, result.raw_finish_reason) == ("ok", "end_turn")
+
+
+def _chunk(metadata: dict[str, Any]) -> Any:
+    core = pytest.importorskip("langchain_core.messages")
+    return core.AIMessageChunk(content=[{"type": "text", "text": "ok", "index": 0}], response_metadata=metadata)

@@ -330,6 +330,7 @@ def _langchain_finish(metadata: Mapping[str, Any]) -> tuple[Any, str | None]:
     ``completed`` turn stopped, an ``incomplete`` one as its ``incomplete_details.reason`` says,
     in the words the Responses decoder gives from the bytes (``incomplete: max_output_tokens``)."""
     finish = metadata.get("finish_reason") or metadata.get("stop_reason")
+    _check_langchain_field(finish, str, "response_metadata finish_reason or stop_reason", "a str")
     if finish or metadata.get("status") not in ("completed", "incomplete"):
         return finish, None
     if metadata["status"] == "completed":
