@@ -125,9 +125,11 @@ class OpenAIResponsesDecoder:
             return [StreamEnd("stop", "completed"), *_usage(payload)]
         if kind == "response.incomplete":
             response = mapping(payload.get("response"), "response")
-            reason = str(mapping(response.get("incomplete_details"), "incomplete_details").get("reason"))
-            finish = RESPONSES_INCOMPLETE_FINISH.get(reason, "length")
-            return [StreamEnd(finish, f"incomplete: {reason}"), *_usage(payload)]
+            reason = mapping(response.get("incomplete_details"), "incomplete_details").get("reason")
+            # A reason that is no word gives the status alone, not "None" from str(None): no word Responses sent.
+            word = f"incomplete: {reason}" if isinstance(reason, str) and reason else "incomplete"
+            finish = RESPONSES_INCOMPLETE_FINISH.get(reason, "length") if isinstance(reason, str) else "length"
+            return [StreamEnd(finish, word), *_usage(payload)]
         if kind in ("response.failed", "error"):
             error = payload.get("error") or mapping(payload.get("response"), "response").get("error") or {}
             if kind == "error" and not error:  # the stream's own error event: its message is at the top

@@ -1,0 +1,79 @@
+"""Hostile audit 14: input that got a bare Python error, or a made-up word, out of the public API.
+
+Each test failed before its fix. LangChain chunks are made with langchain-core where it can hold
+the odd value, else as the duck-typed object the adapter reads (a ``SimpleNamespace``)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import fsm
+from tests.test_finish_words import cut, responses
+
+
+def lc_chunk(**fields: Any) -> Any:
+    chunk = {"type": "AIMessageChunk", "content": "", "tool_call_chunks": [], "response_metadata": {}, **fields}
+    return SimpleNamespace(**chunk)
+
+
+# -- LangChain chunks ---------------------------------------------------------------------------------
+
+
+def test_a_gemini_thought_signature_that_is_none_signs_nothing() -> None:
+    # langchain-google-genai's map of call id to signature holding None for a call: no signature
+    # (base64 of None was a TypeError out of feed()).
+    core = pytest.importorskip("langchain_core.messages")
+    signatures = {"__gemini_function_call_thought_signatures__": {"c1": None}}
+    entry = {"index": 0, "id": "c1", "name": "f", "args": '{"a": 1}'}
+    chunk = core.AIMessageChunk(content="", tool_call_chunks=[entry], additional_kwargs=signatures)
+    result = fsm.reassemble([chunk], strict=True)
+    assert [(c.id, c.arguments, c.thought_signature) for c in result.calls] == [("c1", {"a": 1}, None)]
+
+
+@pytest.mark.parametrize("finish", [["STOP"], {"reason": "stop"}])
+@pytest.mark.parametrize("provider", [None, "anthropic", "google_genai"])
+def test_a_langchain_finish_reason_that_is_no_word_is_read_as_a_dict_chunk_gives_it(finish: Any, provider: Any) -> None:
+    # A finish_reason LangChain never makes (a list, a dict) was looked up among Claude's stop
+    # reasons and raised TypeError (unhashable); it is read as the same chat chunk as a dict is.
+    core = pytest.importorskip("langchain_core.messages")
+    metadata = {"finish_reason": finish, **({"model_provider": provider} if provider else {})}
+    entry = {"index": 0, "id": "c1", "name": "f", "args": "{}"}
+    chunks = [
+        core.AIMessageChunk(content="", tool_call_chunks=[entry]),
+        core.AIMessageChunk(content="", response_metadata=metadata),
+    ]
+    result = fsm.reassemble(chunks)
+    as_dicts = fsm.reassemble([{"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}], "openai-chat")
+    assert result.finish_reason == as_dicts.finish_reason == str(finish).lower()
+    assert [(c.id, c.status) for c in result.calls] == [("c1", fsm.CallStatus.COMPLETE)]
+
+
+@pytest.mark.parametrize("index", [[0], {"at": 0}])
+def test_a_claude_call_chunk_whose_index_is_unhashable_is_refused_as_a_dict_chunk_is(index: Any) -> None:
+    # Through ChatAnthropic an entry with argument text lets go of the held tool block at its index:
+    # an index of no hashable kind raised TypeError there. Now the chat decoder refuses it as it does
+    # the same entry in a dict (RemoteProtocolError naming the field), and close() gives the result.
+    block = {"type": "tool_use", "index": 0, "id": "t1", "name": "f", "input": {}}
+    entry = {"index": index, "id": "t1", "name": "f", "args": '{"a": 1}'}
+    chunk = lc_chunk(content=[block], tool_call_chunks=[entry], response_metadata={"model_provider": "anthropic"})
+    r = fsm.Reassembler()
+    r.feed(lc_chunk(content=[block], response_metadata={"model_provider": "anthropic"}))
+    with pytest.raises(fsm.RemoteProtocolError, match=r"tool_calls\[0\]\.index"):
+        r.feed(chunk)
+    assert "stream-failed" in r.close().codes()
+
+
+# -- Responses: an incomplete finish that gives no reason -------------------------------------------
+
+
+@pytest.mark.parametrize("details", [None, {}, {"reason": None}, {"reason": ""}, {"reason": 5}])
+def test_a_responses_incomplete_without_a_reason_says_incomplete_not_the_word_none(details: Any) -> None:
+    # str(None) made the provider's word "incomplete: None", which Responses never sent.
+    response = {"status": "incomplete", "incomplete_details": details}
+    result = fsm.reassemble(responses({"type": "response.incomplete", "response": response}))
+    assert (result.finish_reason, result.raw_finish_reason) == ("length", "incomplete")
+    said = 'call call_a (f): cut after 3 characters by the finish "incomplete" (the output token limit)'
+    assert cut(result) == [said]
