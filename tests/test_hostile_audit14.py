@@ -5,13 +5,16 @@ the odd value, else as the duck-typed object the adapter reads (a ``SimpleNamesp
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 import fsm
+from tests.helpers import sse
 from tests.test_finish_words import cut, responses
+from tests.test_reliability_framing import CALL_A, FINISH, outcome, pieces, summary
 
 
 def lc_chunk(**fields: Any) -> Any:
@@ -77,3 +80,29 @@ def test_a_responses_incomplete_without_a_reason_says_incomplete_not_the_word_no
     assert (result.finish_reason, result.raw_finish_reason) == ("length", "incomplete")
     said = 'call call_a (f): cut after 3 characters by the finish "incomplete" (the output token limit)'
     assert cut(result) == [said]
+
+
+# -- SSE: a line of no field SSE defines ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("junk", "first"),
+    [
+        (b"\xff\xfe" + sse([CALL_A], done=False), True),  # junk glued before a call's data: line
+        (json.dumps(CALL_A).encode() + b"\n\n", False),  # an event that lost its data: (first, it is NDJSON)
+        (b"Data: " + json.dumps(CALL_A).encode() + b"\n\n", True),
+        (b"keep-alive\n\n", True),  # before the stream's first line that tells SSE, and after it
+    ],
+)
+def test_an_sse_line_of_no_field_is_a_bad_event_in_its_place_not_dropped_unseen(junk: bytes, first: bool) -> None:
+    # The SSE spec ignores a field it does not know, so such a line, a call's event among them, was
+    # dropped with no word (the call lost, only finish-without-calls said anything). It is a bad-event
+    # at its own event number, however the bytes are cut; strict mode refuses it.
+    streams = [(sse([CALL_A], done=False) + junk + sse([FINISH]), 2)]
+    for body, at in [(junk + sse([CALL_A, FINISH]), 1)] * first + streams:
+        for size in (len(body), 7, 1):
+            error, result = outcome(pieces(body, size))
+            assert error is None and summary(result)[1][:1] == [(at, "bad-event")], (body, size)
+            assert "not an SSE field" in result.diagnostics[0].message
+        error, _ = outcome([body], strict=True)
+        assert error is not None and error.startswith(f"FramingError: event {at}:")
