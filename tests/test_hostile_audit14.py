@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import fsm
+from fsm import history
 from tests.helpers import sse
 from tests.test_finish_words import cut, responses
 from tests.test_reliability_framing import CALL_A, FINISH, outcome, pieces, summary
@@ -106,3 +107,34 @@ def test_an_sse_line_of_no_field_is_a_bad_event_in_its_place_not_dropped_unseen(
             assert "not an SSE field" in result.diagnostics[0].message
         error, _ = outcome([body], strict=True)
         assert error is not None and error.startswith(f"FramingError: event {at}:")
+
+
+# -- history repair: drop-call over one Gemini message of many calls ----------------------------------------
+
+
+def test_drop_call_over_one_gemini_message_of_many_calls_checks_each_part_a_bounded_number_of_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Whether a dangling call is signed was read by checking every part of its message again, per
+    # call: quadratic in a message's calls (8,000 calls took seconds). Each part is now checked a
+    # bounded number of times, however many calls the message holds.
+    from fsm.history import formats
+
+    checked = 0
+
+    def counted(value: Any) -> bool:
+        nonlocal checked
+        checked += 1
+        return real(value)
+
+    real = formats._is_object
+    monkeypatch.setattr(formats, "_is_object", counted)
+    for n in (100, 1000):
+        checked = 0
+        parts = [{"functionCall": {"name": "f", "args": {}}} for _ in range(n)]
+        answers = [{"functionResponse": {"name": "f", "response": {}}} for _ in range(n // 2)]
+        conversation = [{"role": "model", "parts": parts}, {"role": "user", "parts": answers}]
+        fixed, changes = history.repair(conversation, history.RepairPolicy(dangling="drop-call"), format="gemini")
+        assert [c.kind for c in changes] == ["dropped-call"] * (n - n // 2)
+        assert len(fixed[0]["parts"]) == n // 2
+        assert checked <= 10 * n, (n, checked)
