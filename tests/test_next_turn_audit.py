@@ -140,6 +140,12 @@ UNREADABLE = [
     (dict(text="a", text_parts=(TextPart("a", signature={"s": 1}),)), r"text_parts\[0\].signature must be a str"),
     (dict(calls=(call(0, thought_signature=5),)), r"result.calls\[0\].thought_signature must be a str or None"),
     (dict(calls=(call(0, id=5),)), r"result.calls\[0\].id must be a str or None, not int"),
+    # hostile audit 14: these raised AttributeError or a bare TypeError ("not iterable")
+    (dict(calls=(call(0, item="fc_1"),)), r"result.calls\[0\].item must be a dict or None, not str"),
+    (dict(reasoning=(Reasoning("t", item_id="rs", summary=True),)), r"result.reasoning\[0\].summary must hold str"),
+    (dict(calls=None), "result.calls must be a tuple, not NoneType"),
+    (dict(reasoning=1.5), "result.reasoning must be a tuple, not float"),
+    (dict(text="a", text_parts=CallStatus.COMPLETE), "result.text_parts must be a tuple, not CallStatus"),
 ]
 
 

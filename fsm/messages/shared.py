@@ -5,6 +5,7 @@ as text."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from fsm.errors import InvalidInput, LocalProtocolError
@@ -72,18 +73,23 @@ def check_result(result: Any) -> None:
     for name, kind in said:
         if _wrong(getattr(result, name), kind):
             raise InvalidInput(f"result.{name} must be {_SAID[kind]}, not {type(getattr(result, name)).__name__}")
+    for name in ("calls", "reasoning", "text_parts"):  # each walked below
+        need(getattr(result, name), tuple | list, f"result.{name} must be a tuple")
     for n, call in enumerate(result.calls):
         if not isinstance(call, ToolCall):
             raise InvalidInput(f"result.calls[{n}] must be a ToolCall, not {type(call).__name__}")
         if not isinstance(call.status, CallStatus):
             need(call.status, CallStatus, f'call {call.index}\'s status must be a CallStatus (CallStatus("complete"))')
         _fields(call, ("calls", n), _CALL)
+        if call.item is not None:  # the provider's item, read by key (a Responses call's id, a built-in's fields)
+            need(call.item, Mapping, f"result.calls[{n}].item must be a dict or None")
     for n, block in enumerate(result.reasoning):
         if not isinstance(block, Reasoning):
             raise InvalidInput(f"result.reasoning[{n}] must be a Reasoning, not {type(block).__name__}")
         _fields(block, ("reasoning", n), _REASONING)
-        if not all(isinstance(summary, str) for summary in block.summary):
-            raise InvalidInput(f"result.reasoning[{n}].summary must hold str only")
+        summary = block.summary
+        if not isinstance(summary, tuple | list) or not all(isinstance(said, str) for said in summary):
+            raise InvalidInput(f"result.reasoning[{n}].summary must hold str only, in a tuple")
     for n, part in enumerate(result.text_parts):
         if not isinstance(part, TextPart):
             raise InvalidInput(f"result.text_parts[{n}] must be a TextPart, not {type(part).__name__}")
