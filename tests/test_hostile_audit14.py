@@ -138,3 +138,33 @@ def test_drop_call_over_one_gemini_message_of_many_calls_checks_each_part_a_boun
         assert [c.kind for c in changes] == ["dropped-call"] * (n - n // 2)
         assert len(fixed[0]["parts"]) == n // 2
         assert checked <= 10 * n, (n, checked)
+
+
+# -- LangChain: a summed Gemini turn whose calls all come before its blocks ------------------------------
+
+
+def test_placing_a_summed_gemini_chunks_blocks_reads_each_call_index_a_bounded_number_of_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each block with an index walked the chunk's calls to count those before it: quadratic where
+    # the calls all come first (16,000 blocks and calls took half a minute before max_calls even
+    # fired). The calls' indexes are now read once per chunk, the places found by bisection.
+    from fsm.wire import langchain_places
+
+    read = 0
+
+    def counted(value: Any) -> int | None:
+        nonlocal read
+        read += 1
+        return real(value)
+
+    real = langchain_places.place_of
+    monkeypatch.setattr(langchain_places, "place_of", counted)
+    n = 400
+    content = [{"type": "text", "text": f"t{k}", "index": n + k} for k in range(n)]
+    entries = [{"index": k, "id": f"c{k}", "name": "f", "args": "{}"} for k in range(n)]
+    metadata = {"model_provider": "google_genai", "finish_reason": "STOP"}
+    chunk = lc_chunk(content=content, tool_call_chunks=entries, response_metadata=metadata)
+    result = fsm.reassemble([chunk], limits=fsm.Limits(max_calls=n))
+    assert [(p.text[:4], p.place) for p in result.text_parts] == [("t0t1", n)]  # one run, after all the calls
+    assert len(result.calls) == n and read <= 4 * n, read

@@ -36,6 +36,7 @@ reasoning the latest block). A huge one is a place like any other: the block goe
 from __future__ import annotations
 
 import base64
+import bisect
 from collections.abc import Mapping
 from typing import Any
 
@@ -121,6 +122,7 @@ def read_in_places(content: Any, entries: Any, stream: LangChainStream) -> None:
         return
     said: Said = []
     v1 = any(isinstance(b, Mapping) and b.get("type") in CALL_BLOCKS for b in blocks)
+    reached = None if v1 else _reached(entries)
     after = 0
     for block in blocks:
         kind = block.get("type") if isinstance(block, Mapping) else "text" if isinstance(block, str) else None
@@ -130,8 +132,8 @@ def read_in_places(content: Any, entries: Any, stream: LangChainStream) -> None:
             after = min(after + 1, len(entries))
             stream.run_thought = None  # a call came between
             continue
-        if not v1 and isinstance(block, Mapping) and (at := place_of(block.get("index"))) is not None:
-            before = _calls_before(entries, at)
+        if reached is not None and isinstance(block, Mapping) and (at := place_of(block.get("index"))) is not None:
+            before = bisect.bisect_left(reached, at)  # how many of the chunk's calls, in order, came before it
             if before > after:
                 after, stream.run_thought = before, None
         event = _gemini(block, kind, stream)
@@ -142,15 +144,18 @@ def read_in_places(content: Any, entries: Any, stream: LangChainStream) -> None:
     stream.said = said
 
 
-def _calls_before(entries: Any, at: int) -> int:
-    """How many of the chunk's calls, in order, came before a block at LangChain index ``at``."""
-    count = 0
+def _reached(entries: Any) -> list[int]:
+    """The greatest LangChain index among the chunk's calls up to each one, up to the first with no
+    place: the calls that came before a block at index ``at`` are those before the first call whose
+    index is ``at`` or more, which is where this running greatest first reaches ``at`` (found by
+    bisection, once per block: a walk of the calls per block was quadratic in a summed turn)."""
+    reached: list[int] = []
     for entry in entries:
         index = place_of(entry.get("index"))
-        if index is None or index >= at:
+        if index is None:
             break
-        count += 1
-    return count
+        reached.append(max(index, reached[-1]) if reached else index)
+    return reached
 
 
 def _gemini(block: Any, kind: Any, stream: LangChainStream) -> TextDelta | ReasoningDelta | None:
