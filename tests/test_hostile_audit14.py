@@ -6,6 +6,7 @@ the odd value, else as the duck-typed object the adapter reads (a ``SimpleNamesp
 from __future__ import annotations
 
 import json
+import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -168,3 +169,20 @@ def test_placing_a_summed_gemini_chunks_blocks_reads_each_call_index_a_bounded_n
     result = fsm.reassemble([chunk], limits=fsm.Limits(max_calls=n))
     assert [(p.text[:4], p.place) for p in result.text_parts] == [("t0t1", n)]  # one run, after all the calls
     assert len(result.calls) == n and read <= 4 * n, read
+
+
+# -- conform --against: a vector whose body no framing reads ----------------------------------------------
+
+
+def test_conform_against_grades_a_body_no_framing_reads_instead_of_stopping_at_it() -> None:
+    # The not-a-stream vector (a proxy's HTML error page) made the events handed to the external
+    # reassembler raise FramingError: `toolcall-fsm conform --against CMD` stopped there, exit 1,
+    # "event 1: input is not SSE, ...", for every command. A reader sees no event in it: the command
+    # gets the header alone, and a reassembler that assembles no call passes.
+    from fsm.harness import conformance
+    from fsm.harness.vectors import VECTOR_DIR, load_vectors
+
+    (vector,) = [v for v in load_vectors(VECTOR_DIR) if v.name == "not-a-stream-error-page"]
+    assert conformance.wire_events(vector) == []
+    outcome = conformance.run_external(f"{sys.executable} -c 'print(\"[]\")'", vector)
+    assert outcome.passed, outcome.problems
