@@ -57,16 +57,18 @@ class _Block:
 
 
 class _TextPart:
-    __slots__ = ("output_index", "place", "signature", "text")
+    __slots__ = ("item_id", "output_index", "place", "signature", "status", "text")
 
     def __init__(self, place: int | None, output_index: int | None) -> None:
         self.text: list[str] = []
         self.signature: str | None = None
         self.place = place
         self.output_index = output_index
+        self.item_id: str | None = None
+        self.status: str | None = None
 
     def freeze(self) -> TextPart:
-        return TextPart("".join(self.text), self.signature, self.place, self.output_index)
+        return TextPart("".join(self.text), self.signature, self.place, self.output_index, self.item_id, self.status)
 
 
 class TurnContent:
@@ -98,14 +100,17 @@ class TurnContent:
 
     def apply(self, event: TextDelta | ReasoningDelta | UsageReport) -> None:
         if type(event) is TextDelta:
-            if self._text is None:
-                self._text = [event.text]
-            else:
-                self._text.append(event.text)
-            if event.signature:
-                self.text_signature = event.signature
-            if self.text_output_index is None:
-                self.text_output_index = event.output_index  # the first message: the text goes back there
+            # A piece that only names its message item (its id and status, no text) says nothing of
+            # the text: a message with no text must not become where the text goes back.
+            if event.text or (event.item_id is None and event.status is None):
+                if self._text is None:
+                    self._text = [event.text]
+                else:
+                    self._text.append(event.text)
+                if event.signature:
+                    self.text_signature = event.signature
+                if self.text_output_index is None:
+                    self.text_output_index = event.output_index  # the first message: the text goes back there
             if event.part is not None:
                 self._text_part(event.part, event)
         elif type(event) is ReasoningDelta:
@@ -148,6 +153,8 @@ class TurnContent:
         if piece.text:
             part.text.append(piece.text)
         part.signature = piece.signature or part.signature
+        part.item_id = piece.item_id or part.item_id
+        part.status = piece.status or part.status  # the item's end, after its start: the latest word
 
     @property
     def text_parts(self) -> tuple[TextPart, ...]:

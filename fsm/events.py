@@ -6,12 +6,11 @@ registry (fsm/engine/registry.py) alone decides which call that evidence points 
 
 from __future__ import annotations
 
-import types
-import typing
-from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
+
+from fsm.fieldcheck import fault
 
 
 def _blank_to_none(value: str | None) -> str | None:
@@ -94,7 +93,10 @@ class CallEnd:
     """Which call, as far as the wire says."""
     incomplete: bool = False
     """The provider ended the call but called it unfinished (a Responses item's ``status:
-    "incomplete"``): the call is truncated, whatever text it holds."""
+    "incomplete"``, or ``"in_progress"`` at its end): the call is truncated, whatever text it holds."""
+    said: str = ""
+    """How the provider called it unfinished, where its word is not plain "incomplete" (``with
+    status in_progress``): the truncated diagnostic says so in its stead."""
 
 
 @attrs.frozen(slots=True)
@@ -128,8 +130,13 @@ class TextDelta:
     part: int | None = None
     """Which text part the piece belongs to, where the wire's text comes in parts that go back apart
     (Gemini: a run of text parts, ended by a signed one or by any other part; Anthropic: a text
-    block's index); the key is shared with the :attr:`ReasoningDelta.block` keys of the same wire.
-    None: the turn's one text."""
+    block's index; Responses: a message item's output index); the key is shared with the
+    :attr:`ReasoningDelta.block` keys of the same wire. None: the turn's one text."""
+    item_id: str | None = None
+    """The Responses message item's id (``msg_...``), from its ``output_item`` events: a piece with no
+    text carries it (and ``status``) to its part, to go back with the message."""
+    status: str | None = None
+    """The Responses message item's ``status`` as its latest ``output_item`` event gave it."""
 
 
 @attrs.frozen(slots=True)
@@ -195,62 +202,12 @@ NORMAL_FINISHES = frozenset({"tool_calls", "stop"})
 def event_fault(event: Any) -> str | None:
     """Why an event the caller built cannot be taken in (a field of the wrong type, named), or
     None. Decoders make events of the declared types; a caller's event is checked against the
-    same annotations, so a wrong value is refused before it can reach a lane table or a join."""
-    cls = type(event)
-    check = _checks.get(cls) or _compile_check(cls)
-    wrong = check(event)
+    same annotations (by :mod:`fsm.fieldcheck`), so a wrong value is refused before it can reach a
+    lane table or a join."""
+    wrong = fault(event, type(event))
     if wrong is None:
         return None
-    if wrong[0] is not None:  # the ref is a CallRef, and one of its fields is wrong
-        cls, event = CallRef, event.ref
-    name = wrong[1]
-    value = getattr(event, name)
-    declared = attrs.fields_dict(cls)[name].type
+    cls, name = type(wrong.owner), wrong.field  # the event's, or its CallRef's: the field as a whole
+    value, declared = getattr(wrong.owner, name), attrs.fields_dict(cls)[name].type
     expected = declared.__name__ if isinstance(declared, type) else str(declared).replace("typing.", "")
     return f"{cls.__name__}.{name} is {type(value).__name__} ({value!r:.40}), not {expected}"
-
-
-_checks: dict[type, Callable[[Any], tuple[str | None, str] | None]] = {}
-
-
-def _compile_check(cls: type) -> Callable[[Any], tuple[str | None, str] | None]:
-    """One function testing every field of ``cls`` against its annotation, written out from the
-    annotations once (as attrs writes __init__), so checking an event costs a few type tests.
-    It returns (None, field) for a wrong field, ("ref", field) for a wrong field of the CallRef."""
-    attrs.resolve_types(cls, globals())
-    lines = ["def check(event):"]
-    for field in attrs.fields(cls):
-        test = _test(field.type, "v")
-        lines += [f"    v = event.{field.name}", f"    if not ({test}):", f"        return None, {field.name!r}"]
-        if field.type is CallRef:
-            lines += ["    wrong = check_ref(v)", "    if wrong is not None:", "        return 'ref', wrong[1]"]
-    lines.append("    return None")
-    scope: dict[str, Any] = {"Mapping": Mapping, "CallRef": CallRef}
-    if cls is not CallRef:
-        scope["check_ref"] = _checks.get(CallRef) or _compile_check(CallRef)
-    exec("\n".join(lines), scope)  # the source is built above from the annotations alone
-    check: Callable[[Any], tuple[str | None, str] | None] = scope["check"]
-    _checks[cls] = check
-    return check
-
-
-def _test(declared: Any, v: str) -> str:
-    """A Python expression true when the value named ``v`` is of the annotation ``declared`` (the
-    few forms events use). An int is exactly an int (a bool or a float is refused); a str may be
-    of a subclass (a str enum)."""
-    if declared is Any:
-        return "True"
-    if isinstance(declared, types.UnionType):
-        return " or ".join(f"({_test(option, v)})" for option in declared.__args__)
-    if declared is type(None):
-        return f"{v} is None"
-    origin = typing.get_origin(declared)
-    if origin is dict:
-        return f"isinstance({v}, Mapping)"
-    if origin is tuple:  # tuple[X, ...]
-        return f"type({v}) is tuple and all({_test(declared.__args__[0], 'x')} for x in {v})"
-    if declared is str:
-        return f"isinstance({v}, str)"
-    if declared in (int, bool, CallRef):
-        return f"type({v}) is {declared.__name__}"
-    raise TypeError(f"no type test for {declared!r}")  # a new annotation form: add it above

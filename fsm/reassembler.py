@@ -47,6 +47,7 @@ from fsm.events import (
     UsageReport,
     event_fault,
 )
+from fsm.fieldcheck import vouch
 from fsm.jsontext import loads_event, nesting_exceeds
 from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
 from fsm.results import Diagnostic, Output, Result
@@ -221,6 +222,7 @@ class Reassembler:
             word,
             said,
         )
+        vouch(self._closed)  # made of decoded and checked events only: fsm.messages need not read it again
         if ledger.deferred is not None and not failed_before:
             self._fault = ledger.deferred
             raise ledger.deferred
@@ -365,11 +367,13 @@ class Reassembler:
         placed by their content block index; Gemini's runs by the calls and runs before them."""
         if held.wire == "gemini":
             self._content.place_by(self.registry.client_calls)
-        else:
+        elif held.wire == "anthropic":
             self.ledger.calls_indexed = True
         for step in held.steps(payload):
             if isinstance(step, Mapping):
                 self._decode(step)
+            elif isinstance(step, tuple):  # what the chunk holds that is not read
+                self.ledger.diagnose(*step)
             else:
                 self._apply(step)
 
@@ -508,7 +512,7 @@ class Reassembler:
             if event.signature and landed is not None and landed.signature is None:
                 landed.signature = event.signature  # not identity: it rides on the call it came with
         elif isinstance(event, CallEnd):
-            registry.call_end(event.ref, "abandon" if event.incomplete else "end")
+            registry.call_end(event.ref, "abandon" if event.incomplete else "end", event.said)
         elif isinstance(event, StreamEnd):
             self._finished(event)
         elif isinstance(event, TURN_CONTENT_TYPES):

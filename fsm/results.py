@@ -149,6 +149,11 @@ class TextPart:
     output_index: int | None = None
     """Where a Claude text block or a Responses message item sat in the turn's output (its content
     block index, its ``output_index``): see :attr:`ToolCall.output_index`. None elsewhere."""
+    item_id: str | None = None
+    """The Responses message item's id (``msg_...``), where the stream gave one. None elsewhere."""
+    status: str | None = None
+    """The Responses message item's ``status`` (``completed``, ``incomplete``; ``in_progress`` for
+    one the stream never ended), as the stream last gave it. None elsewhere."""
 
 
 @attrs.frozen(slots=True)

@@ -180,7 +180,7 @@ def _slot(s: ModuleType) -> Any:
                 source=("receiving",),
                 trigger="end",
                 dest="flushed",
-                reason="Freeform input is whole only by the provider's word: its done event, the item's end or a normal finish.",
+                reason="Freeform input is whole only by the provider's word: the item's end or a normal finish. Its input's done event gives the input but ends nothing: OpenAI sends it also for input cut by max_output_tokens, before ending the item unfinished.",
                 action="accept_text",
             ),
             s.TransitionSpec(
@@ -210,7 +210,7 @@ def _slot(s: ModuleType) -> Any:
                 ),
                 trigger="abandon",
                 dest="truncated",
-                reason="An item the provider finished as incomplete is not a call to run, whatever its text looks like.",
+                reason="An item the provider finished as incomplete, or ended still in progress, did not finish: not a call to run, whatever its text looks like (a closed JSON value too), so truncated with its raw text, never complete or invalid.",
                 action="mark_abandoned",
             ),
         ),
@@ -239,7 +239,7 @@ def _slot(s: ModuleType) -> Any:
             ),
             s.Named(
                 name="abandon",
-                reason="The provider ended the call but said it is unfinished (a Responses item with status incomplete).",
+                reason="The provider ended the call but said it is unfinished: a Responses item whose response.output_item.done carries status incomplete, or still in_progress (OpenAI ends a call cut by max_output_tokens so). Its input is the provider's word for it where that is not plain incomplete.",
             ),
         ),
         guards=(
@@ -738,7 +738,7 @@ def _identity(s: ModuleType) -> Any:
                 code="truncated",
                 rule="finish-ends-calls",
                 severity="warning",
-                reason="The stream stopped before this call's arguments completed: status truncated, raw text kept. The message says what stopped it: the provider's own finish word (length, max_tokens, MAX_TOKENS, incomplete: max_output_tokens, guardrail_intervened, ...), what that word means where it is known (the output token limit, the context window, a content filter), and what the provider said beside it (Gemini's finishMessage, an error's message, shortened); or that the stream ended without a finish reason, or stopped at an error. A call the provider gave up before the turn finished (a Responses item done incomplete) is reported at its own event, and the finish that follows, when it is not a normal one, completes that message with why (the output token limit of response.incomplete).",
+                reason="The stream stopped before this call's arguments completed: status truncated, raw text kept. The message says what stopped it: the provider's own finish word (length, max_tokens, MAX_TOKENS, incomplete: max_output_tokens, guardrail_intervened, ...), what that word means where it is known (the output token limit, the context window, a content filter), and what the provider said beside it (Gemini's finishMessage, an error's message, shortened); or that the stream ended without a finish reason, or stopped at an error. A call the provider gave up before the turn finished (a Responses item done with status incomplete, or in_progress, which says so in the message) is reported at its own event, and the finish that follows, when it is not a normal one, completes that message with why (the output token limit of response.incomplete).",
             ),
             s.DiagnosticSpec(
                 code="finish-reason-mapped",
@@ -1200,9 +1200,9 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (9148, 2592684485),
+    "slot": (9589, 3295255737),
     "scanner": (4661, 4199472060),
-    "identity": (22568, 2842065128),
+    "identity": (22626, 33637895),
     "history": (4045, 271900131),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

@@ -112,14 +112,30 @@ def test_a_final_word_differing_only_in_whitespace_replaces_the_input() -> None:
     assert "arguments-replaced" in result.codes()
 
 
-def test_the_done_event_ends_a_freeform_call_so_a_later_cut_does_not_truncate_it() -> None:
-    incomplete = {"type": "response.incomplete", "response": {"incomplete_details": {"reason": "max_output_tokens"}}}
-    result = run([CREATED, added(0, custom_item()), delta(0, "SELECT 1"), done(0, "SELECT 1"), incomplete])
-    assert (result.finish_reason, result.calls[0].status, result.calls[0].input) == (
-        "length",
-        CallStatus.COMPLETE,
-        "SELECT 1",
-    )
+INCOMPLETE = {"type": "response.incomplete", "response": {"incomplete_details": {"reason": "max_output_tokens"}}}
+
+
+@pytest.mark.parametrize(
+    ("after", "status"),
+    [
+        # OpenAI ends an item cut by max_output_tokens still in_progress (or incomplete), its input's
+        # .done already sent: the input may be a prefix, so the call is no call to run
+        ([item_done(0, custom_item(text="SELECT 1") | {"status": "in_progress"}), INCOMPLETE], CallStatus.TRUNCATED),
+        ([item_done(0, custom_item(text="SELECT 1") | {"status": "incomplete"}), INCOMPLETE], CallStatus.TRUNCATED),
+        ([INCOMPLETE], CallStatus.TRUNCATED),  # the turn cut before the item's end
+        ([], CallStatus.TRUNCATED),  # the stream cut before it
+        ([item_done(0, custom_item(text="SELECT 1") | {"status": "completed"}), INCOMPLETE], CallStatus.COMPLETE),
+        ([COMPLETED], CallStatus.COMPLETE),  # a normal finish is the provider's word that it is whole
+    ],
+)
+def test_the_done_event_gives_a_freeform_call_its_input_and_the_items_end_ends_it(
+    after: list[dict[str, Any]], status: CallStatus
+) -> None:
+    # The input's .done ended the call: a custom tool's input cut by max_output_tokens, which OpenAI
+    # closes with .done and then an item done `in_progress`, came out complete, a call to run
+    result = run([CREATED, added(0, custom_item()), delta(0, "SELECT 1"), done(0, "SELECT 1"), *after])
+    assert (result.calls[0].status, result.calls[0].input) == (status, "SELECT 1")
+    assert ("truncated" in result.codes()) is (status is CallStatus.TRUNCATED)
 
 
 def test_a_cut_freeform_call_keeps_its_raw_input() -> None:

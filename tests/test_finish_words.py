@@ -126,21 +126,66 @@ def test_a_responses_item_done_incomplete_before_the_finish_is_told_why_by_it() 
     assert cut(fsm.reassemble(responses(done, completed))) == [said.split(";")[0]]
 
 
-def test_a_responses_item_done_in_progress_with_its_json_open_is_told_why_by_the_finish() -> None:
+@pytest.mark.parametrize("arguments", ['{"a', '{"a": 1}'])
+def test_a_responses_item_done_in_progress_is_given_up_and_told_why_by_the_finish(arguments: str) -> None:
     # An item closed as in_progress (what OpenAI sends for a call cut by max_output_tokens, per
-    # vercel/ai#20405) ends the call by the provider's word: invalid, its JSON never closed; the
-    # response.incomplete after it says why.
-    item = {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "f", "arguments": '{"a'}
+    # vercel/ai#20405) did not finish: truncated with its raw text, as an item done incomplete is,
+    # whether its JSON is open (it was read as invalid, unterminated-arguments) or closed (it was read
+    # as complete, a call to run); the response.incomplete after it says why.
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "f", "arguments": arguments}
+    more = {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0}
+    rest = [{**more, "delta": arguments[3:]}] if arguments[3:] else []  # responses() streams '{"a' first
     done = {"type": "response.output_item.done", "output_index": 0, "item": {**item, "status": "in_progress"}}
     details = {"id": "r", "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}
-    result = fsm.reassemble(responses(done, {"type": "response.incomplete", "response": details}))
+    result = fsm.reassemble(responses(*rest, done, {"type": "response.incomplete", "response": details}))
+    assert [(c.status.value, c.arguments_json) for c in result.calls] == [("truncated", arguments)]
     assert [(d.code, d.message) for d in result.diagnostics] == [
         (
-            "unterminated-arguments",
-            "call call_a (f): the JSON never closed; the turn then ended by the finish "
-            '"incomplete: max_output_tokens" (the output token limit)',
+            "truncated",
+            f"call call_a (f): the provider ended it with status in_progress after {len(arguments)} characters; "
+            'the turn then ended by the finish "incomplete: max_output_tokens" (the output token limit)',
         )
     ]
+
+
+def langchain_responses_chunks(body: bytes) -> list[Any]:
+    """What LangChain's ChatOpenAI(use_responses_api=True) yields for ``body``."""
+    langchain_openai = pytest.importorskip("langchain_openai")
+    replay = Replay(body)
+    model = langchain_openai.ChatOpenAI(
+        model="m", api_key="test", base_url="http://mock/v1", http_client=replay.client(), use_responses_api=True
+    )
+    return list(model.stream("go"))
+
+
+@pytest.mark.parametrize(
+    ("status", "details", "finish", "word"),
+    [
+        ("incomplete", {"reason": "max_output_tokens"}, "length", "incomplete: max_output_tokens"),
+        ("incomplete", {"reason": "content_filter"}, "content_filter", "incomplete: content_filter"),
+        ("incomplete", None, "length", "incomplete"),
+        ("completed", None, "tool_calls", "completed"),
+    ],
+)
+def test_a_responses_finish_through_langchain_keeps_the_providers_word(
+    status: str, details: dict[str, Any] | None, finish: str, word: str
+) -> None:
+    # LangChain's Responses chunks hold no finish word, only the response's status and
+    # incomplete_details: read from them as a bare normalised finish, the raw word was "length"
+    # (or "stop"), so the call's diagnostic and Result.raw_finish_reason lost "incomplete:
+    # max_output_tokens", which the bytes give. An incomplete response that names no reason was
+    # "incomplete: None" from the bytes (a word no server sent) and no finish at all through LangChain.
+    response = {"id": "r", "object": "response", "created_at": 1, "model": "m", "output": [], "status": status}
+    response |= {"incomplete_details": details, "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+    rest = [{"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": '": 1}'}]
+    body = responses(*([] if status == "incomplete" else rest), {"type": f"response.{status}", "response": response})
+    from_bytes = fsm.reassemble(body)
+    through_langchain = fsm.reassemble(langchain_responses_chunks(body))
+    for result in (from_bytes, through_langchain):
+        assert (result.finish_reason, result.raw_finish_reason) == (finish, word)
+    if status == "incomplete":
+        said = f'call call_a (f): cut after 3 characters by the finish "{word}"'
+        assert cut(through_langchain) == cut(from_bytes) and cut(from_bytes)[0].startswith(said)
 
 
 def test_a_responses_call_cut_by_a_failed_response_says_its_error() -> None:

@@ -18,7 +18,16 @@ PACKAGE = Path(__file__).resolve().parent.parent / "fsm"
 LAYERS: list[tuple[str, set[str]]] = [
     (
         "vocabulary",
-        {"fsm.errors", "fsm.spec", "fsm.spec_compiled", "fsm.events", "fsm.results", "fsm.options", "fsm.jsontext"},
+        {
+            "fsm.errors",
+            "fsm.spec",
+            "fsm.spec_compiled",
+            "fsm.events",
+            "fsm.results",
+            "fsm.options",
+            "fsm.jsontext",
+            "fsm.fieldcheck",
+        },
     ),
     ("engine", {"fsm.engine"}),
     ("wire", {"fsm.wire"}),

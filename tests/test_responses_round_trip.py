@@ -267,6 +267,16 @@ def test_a_recorded_turn_goes_back_in_the_order_it_came() -> None:
     assert [c.output_index for c in result.calls] == [2]
     items = messages.assistant_message(result, "openai-responses")
     assert [i["type"] for i in items] == ["reasoning", "message", "function_call"]
+    # the message goes back as the item the stream gave: its id and status, its text as output_text
+    said = "I'll get the current weather information for San Francisco for you."
+    assert items[1] == {
+        "type": "message",
+        "role": "assistant",
+        "id": "msg_y4g4x99xneifrr153t0y4g",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": said, "annotations": []}],
+    }
+    validate("openai-responses", items, [messages.tool_result(result.calls[0], "sunny", "openai-responses")])
 
 
 def test_a_stray_done_with_an_unknown_item_id_confirms_the_only_open_call() -> None:
@@ -282,3 +292,73 @@ def test_stray_input_of_another_call_type_never_joins_an_open_call() -> None:
     result = run([*function_call(0, "call_a", '{"a": ')[:2], piece])
     assert [(c.type, c.status.value) for c in result.calls] == [("function", "truncated"), ("custom", "truncated")]
     assert "unopened-call" in result.codes() and "stray-input" not in result.codes()
+
+
+# -- 5. a message item goes back under its id and status -------------------------------------------------
+
+
+def message(at: int, words: str, *, ended: bool = True) -> list[dict[str, Any]]:
+    """A message item as OpenAI streams it: announced in progress, its text, ended completed."""
+    item = {"type": "message", "id": f"msg_{at}", "role": "assistant", "content": []}
+    events = [{"type": "response.output_item.added", "output_index": at, "item": {**item, "status": "in_progress"}}]
+    events += text(at, words) if words else []
+    if ended:
+        said = [{"type": "output_text", "text": words, "annotations": []}] if words else []
+        done = {**item, "status": "completed", "content": said}
+        events.append({"type": "response.output_item.done", "output_index": at, "item": done})
+    return events
+
+
+def said(at: int, words: str, status: str = "completed") -> dict[str, Any]:
+    content = [{"type": "output_text", "text": words, "annotations": []}]
+    return {"type": "message", "role": "assistant", "id": f"msg_{at}", "status": status, "content": content}
+
+
+def test_a_message_item_goes_back_with_its_id_and_status_beside_reasoning() -> None:
+    """The message went back as a plain assistant message, without the msg_ id and status the
+    stream gave: the API finds the item that followed a reasoning item by its id."""
+    result = run([*reasoning(0), *message(1, "Checking."), *function_call(2, "call_a", "{}"), COMPLETED])
+    assert [(p.item_id, p.status) for p in result.text_parts] == [("msg_1", "completed")]
+    items = messages.assistant_message(result, "openai-responses")
+    assert items[1] == said(1, "Checking.")
+    assert shape(items) == [("reasoning", "rs_0"), ("message", "msg_1"), ("function_call", "fc_2")]
+    validate("openai-responses", items, [messages.tool_result(result.calls[0], "ok", "openai-responses")])
+
+
+def test_a_message_cut_before_its_end_keeps_the_status_the_stream_gave() -> None:
+    result = run([*reasoning(0), *message(1, "Check", ended=False)])
+    items = messages.assistant_message(result, "openai-responses")
+    assert items[1] == said(1, "Check", "in_progress")
+    validate("openai-responses", items, [])
+
+
+def test_without_reasoning_a_message_goes_back_without_its_id() -> None:
+    # as a call's fc_ id: an id whose reasoning item is not sent is refused ("provided without its
+    # required 'reasoning' item"), so it goes back as before
+    result = run([*message(0, "Checking."), *function_call(1, "call_a", "{}"), COMPLETED])
+    items = messages.assistant_message(result, "openai-responses")
+    assert items[0] == {"type": "message", "role": "assistant", "content": "Checking."}
+    validate("openai-responses", items, [messages.tool_result(result.calls[0], "ok", "openai-responses")])
+
+
+def test_a_message_item_without_text_is_not_where_the_text_goes() -> None:
+    result = run([*reasoning(0), *message(1, ""), *reasoning(2), *message(3, "Done."), COMPLETED])
+    assert result.text_output_index == 3
+    assert [(p.text, p.item_id, p.output_index) for p in result.text_parts] == [("", "msg_1", 1), ("Done.", "msg_3", 3)]
+    items = messages.assistant_message(result, "openai-responses")
+    assert shape(items) == [("reasoning", "rs_0"), ("reasoning", "rs_2"), ("message", "msg_3")]
+
+
+def test_a_message_items_id_and_status_survive_json_and_cattrs() -> None:
+    result = run([*reasoning(0), *message(1, "Checking."), COMPLETED])
+    data = result_to_json(result)
+    assert [(p["item_id"], p["status"]) for p in data["text_parts"]] == [("msg_1", "completed")]
+    assert converter().structure(data, Result) == result
+    for part in data["text_parts"]:  # JSON written before these fields existed still reads
+        del part["item_id"], part["status"]
+    old = converter().structure(data, Result)
+    assert messages.assistant_message(old, "openai-responses")[1] == {
+        "type": "message",
+        "role": "assistant",
+        "content": "Checking.",
+    }

@@ -226,6 +226,8 @@ def test_langchain_chunks_give_what_the_bytes_give(path: Path, provider: str, va
     # not the arguments a server sent in `.done` alone (LM Studio): there the call comes out empty
     deltas = any(p.get("type") == "response.function_call_arguments.delta" for p in payloads)
     assert [(c.id, c.name, c.status) for c in got.calls] == [(c.id, c.name, c.status) for c in reference.calls]
+    # the finish in the provider's words, which LangChain's chunks hold only as the response's status
+    assert (got.finish_reason, got.raw_finish_reason) == (reference.finish_reason, reference.raw_finish_reason)
     if deltas:
         assert [c.arguments_json for c in got.calls] == [c.arguments_json for c in reference.calls]
         assert got.codes() == reference.codes()

@@ -315,14 +315,14 @@ class Registry:
             return slot
         return None
 
-    def call_end(self, ref: CallRef, trigger: str = "end") -> Slot | None:
+    def call_end(self, ref: CallRef, trigger: str = "end", said: str = "") -> Slot | None:
         """End the newest unfinished call the evidence points to: ``end`` by the provider's word,
-        or ``abandon`` when the provider said the call is unfinished."""
+        or ``abandon`` when the provider said the call is unfinished (``said``: in which words)."""
         lane, chain = self._chain(ref, None)
         for slot in reversed(chain):
             if not slot.finished:
                 self._metadata(slot, ref)
-                self._finish(slot, trigger)
+                self._finish(slot, trigger, said)
                 self._pending_header.pop(lane, None)  # a header held there repeated the call that ended
                 return slot
         return None

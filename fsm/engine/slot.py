@@ -657,7 +657,7 @@ class Slot:
 
     @action
     def mark_abandoned(self, text: str) -> None:
-        said = f"the provider ended it incomplete after {self._length} characters"
+        said = f"the provider ended it {text or 'incomplete'} after {self._length} characters"
         self._fail(CallStatus.TRUNCATED, "truncated", said, awaits_why=True)
 
     def _hold_at_finish(self, more_bytes: int, failed: CallStatus) -> None:

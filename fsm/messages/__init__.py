@@ -22,8 +22,10 @@ is in :mod:`fsm.messages.ollama_cohere`. What goes back is what the provider sen
   reasoning item before it (sent without reasoning, calls have no item id: an id whose reasoning is
   missing is refused). Responses items go back in the order of their ``output_index`` (reasoning,
   call, reasoning, call stays so); each message item's text goes back as a message in its place (the
-  API pairs a reasoning item with the message after it; text that came in no item: all of it as one
-  message at the first one's place); an item without a place (a result built by hand) follows the
+  API pairs a reasoning item with the message after it, by the message's item id: beside reasoning,
+  a message the stream gave its ``msg_...`` id and status goes back as that output message, its text
+  as ``output_text``; text that came in no item: all of it as one plain message at the first one's
+  place); an item without a place (a result built by hand) follows the
   one before it in the order reasoning, message, calls, and items that share a place go in that
   order. Anthropic content goes back the same way, by content block index: with interleaved
   thinking, thinking, tool_use, thinking, tool_use stays so (Anthropic wants the turn echoed as
@@ -31,11 +33,12 @@ is in :mod:`fsm.messages.ollama_cohere`. What goes back is what the provider sen
   block: all the text as one block at the first one's place). A thinking block that never got its
   signature (a cut stream) is left out: Anthropic refuses it. A result built by hand or read back
   may hold any places: every part and call still goes back once (Gemini's calls each take the next
-  place no part holds, by their position in ``result.calls``); a place or output index that is no
-  int, or a dict where a call, reasoning block or text part belongs, is InvalidInput naming the
-  field. Chat Completions has no field for reasoning: only signed or redacted blocks (Claude's, as
-  LiteLLM yields them) go back, as LiteLLM's ``thinking_blocks``, which it hands on to Claude, who
-  refuses a turn of calls without them;
+  place no part holds, by their position in ``result.calls``); a field not of the type its class
+  declares (a place or output index that is no int, a dict where a call, reasoning block or text
+  part belongs) is InvalidInput naming the field and what it must hold. Chat Completions has no
+  field for reasoning: only signed or redacted blocks (Claude's, as LiteLLM yields them) go back,
+  as LiteLLM's ``thinking_blocks``, which it hands on to Claude, who refuses a turn of calls
+  without them;
 * server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools, Gemini's code execution)
   are the provider's own and are not replayed;
 * arguments: the raw text where the format takes text (OpenAI, Cohere), the parsed object where it
@@ -78,7 +81,7 @@ from fsm.messages.ollama_cohere import cohere_message, cohere_result, ollama_mes
 from fsm.messages.shared import Message, as_text, check_result, need, reply_id
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.messages.shared import kind as _kind
-from fsm.results import CallStatus, Result, ToolCall
+from fsm.results import CallStatus, Result, TextPart, ToolCall
 
 Format = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere"]
 FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere")
@@ -181,7 +184,7 @@ def _openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messa
             item["encrypted_content"] = reasoning.encrypted_content
         placed.append((reasoning.output_index, item))
     paired = bool(placed)  # reasoning goes back: the API looks for the items that followed it by their ids
-    placed += _placed_text(result, lambda text: {"type": "message", "role": "assistant", "content": text})
+    placed += _placed_text(result, lambda text, part: _responses_message(text, part if paired else None))
     for call in calls:
         kind = _kind(call, "openai-responses", ("function", "custom", *BUILT_IN_OUTPUTS))
         if kind in ("function", "custom"):
@@ -197,6 +200,17 @@ def _openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messa
         else:
             placed.append((call.output_index, built_in_item(call)))
     return _in_output_order(placed)
+
+
+def _responses_message(text: str, part: TextPart | None) -> Message:
+    """A message item as the API takes it back: the output message the stream gave, under its item
+    id and status, the text as ``output_text``, where ``part`` holds both (the API finds the message
+    that followed a reasoning item by that id); else, as an item without them, a plain assistant
+    message (the SDK's input type for an output message requires both)."""
+    if part is None or part.item_id is None or part.status is None:
+        return {"type": "message", "role": "assistant", "content": text}
+    content = [{"type": "output_text", "text": text, "annotations": []}]
+    return {"type": "message", "role": "assistant", "id": part.item_id, "status": part.status, "content": content}
 
 
 def _in_output_order(placed: list[tuple[int | None, Message]]) -> list[Message]:
@@ -231,20 +245,20 @@ def _placed_thinking(result: Result) -> list[tuple[int | None, Message]]:
     return blocks
 
 
-def _placed_text(result: Result, item: Callable[[str], Message]) -> list[tuple[int | None, Message]]:
+def _placed_text(result: Result, item: Callable[[str, TextPart | None], Message]) -> list[tuple[int | None, Message]]:
     """The text as ``item``s: one per text part in its place where the parts hold all of it (Claude's
     text blocks, Responses message items), else all of it once at the first one's place (no parts,
-    or text that came in none: a delta without its index)."""
+    or text that came in none: a delta without its index), as no part's."""
     parts = [part for part in result.text_parts if part.text and part.output_index is not None]
     if parts and "".join(part.text for part in parts) == result.text:
-        return [(part.output_index, item(part.text)) for part in parts]
-    return [(result.text_output_index, item(result.text))] if result.text else []
+        return [(part.output_index, item(part.text, part)) for part in parts]
+    return [(result.text_output_index, item(result.text, None))] if result.text else []
 
 
 def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     # In the order the blocks streamed (their content block index): interleaved thinking sits between
     # calls, and Anthropic refuses its thinking blocks rearranged.
-    placed = _placed_thinking(result) + _placed_text(result, lambda text: {"type": "text", "text": text})
+    placed = _placed_thinking(result) + _placed_text(result, lambda text, _: {"type": "text", "text": text})
     for call in calls:
         _kind(call, "anthropic")
         use = {"type": "tool_use", "id": reply_id(call), "name": call.name or "", "input": _arguments(call)}

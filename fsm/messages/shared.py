@@ -5,11 +5,11 @@ as text."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from fsm.errors import InvalidInput, LocalProtocolError
-from fsm.results import CallStatus, Reasoning, Result, TextPart, ToolCall
+from fsm.fieldcheck import fault, said, vouch, vouched, where
+from fsm.results import CallStatus, Result, ToolCall
 
 Message = dict[str, Any]
 
@@ -20,80 +20,23 @@ def need(value: Any, kind: Any, what: str) -> None:
         raise InvalidInput(f"{what}, not {type(value).__name__}")
 
 
-Kind = Literal["str", "opaque", "place"]
-Fields = tuple[tuple[str, Kind], ...]
-
-
-def _wrong(value: Any, kind: Kind) -> bool:
-    # opaque: a signature, id or redacted data, sent back verbatim (one of another type would go out
-    # as it is); place: orders the parts ("3", 2.5 or True cannot be sorted among ints, or would be
-    # sorted where no part of the wire was).
-    if kind == "str":
-        return not isinstance(value, str)
-    if value is None:
-        return False
-    return not isinstance(value, str) if kind == "opaque" else type(value) is not int
-
-
-_SAID = {"str": "a str", "opaque": "a str or None", "place": "an int or None"}
-
-
-def _fields(part: Any, where: tuple[str, int], fields: Fields) -> None:
-    for name, kind in fields:
-        value = getattr(part, name)
-        if _wrong(value, kind):
-            raise InvalidInput(
-                f"result.{where[0]}[{where[1]}].{name} must be {_SAID[kind]}, not {type(value).__name__}"
-            )
-
-
-_CALL: Fields = (("id", "opaque"), ("reply_id", "opaque"), ("thought_signature", "opaque"), ("output_index", "place"))
-_REASONING: Fields = (
-    ("text", "str"),
-    ("signature", "opaque"),
-    ("redacted", "opaque"),
-    ("item_id", "opaque"),
-    ("encrypted_content", "opaque"),
-    ("output_index", "place"),
-    ("place", "place"),
-)
-_TEXT_PART: Fields = (("text", "str"), ("signature", "opaque"), ("output_index", "place"), ("place", "place"))
-
-
 def check_result(result: Any) -> None:
-    """Refuse, naming the field, a result whose parts a builder cannot read or would send malformed:
-    a dict where a call, reasoning block or text part belongs (JSON read back by hand, not through
-    fsm.serialize's converter), a status or text of another type, a signature, id or redacted data
-    that is no str, a place or output index that is no int. A status read back as text would drop
-    its call in silence. A message is made only for what is refused: a long turn costs a few
-    attribute reads a part."""
+    """Refuse, naming the field and what it must hold, a result whose fields are not of the types
+    :class:`~fsm.results.Result` and its parts declare (:mod:`fsm.fieldcheck`): a dict where a
+    call, reasoning block or text part belongs (JSON read back by hand, not through fsm.serialize's
+    converter), a status read back as text (which would drop its call in silence), a signature or
+    id that is no str (it would go out as it is), a place or output index that is no int (it could
+    not be sorted among ints, or would be sorted where no part of the wire was). A result the
+    Reassembler made, or one that passed before, is not read again: see :func:`fsm.fieldcheck.vouch`."""
+    if vouched(result):
+        return
     need(result, Result, "result must be a Result")
-    need(result.text, str, "result.text must be a str")
-    said: Fields = (("text_signature", "opaque"), ("text_output_index", "place"))
-    for name, kind in said:
-        if _wrong(getattr(result, name), kind):
-            raise InvalidInput(f"result.{name} must be {_SAID[kind]}, not {type(getattr(result, name)).__name__}")
-    for name in ("calls", "reasoning", "text_parts"):  # each walked below
-        need(getattr(result, name), tuple | list, f"result.{name} must be a tuple")
-    for n, call in enumerate(result.calls):
-        if not isinstance(call, ToolCall):
-            raise InvalidInput(f"result.calls[{n}] must be a ToolCall, not {type(call).__name__}")
-        if not isinstance(call.status, CallStatus):
-            need(call.status, CallStatus, f'call {call.index}\'s status must be a CallStatus (CallStatus("complete"))')
-        _fields(call, ("calls", n), _CALL)
-        if call.item is not None:  # the provider's item, read by key (a Responses call's id, a built-in's fields)
-            need(call.item, Mapping, f"result.calls[{n}].item must be a dict or None")
-    for n, block in enumerate(result.reasoning):
-        if not isinstance(block, Reasoning):
-            raise InvalidInput(f"result.reasoning[{n}] must be a Reasoning, not {type(block).__name__}")
-        _fields(block, ("reasoning", n), _REASONING)
-        summary = block.summary
-        if not isinstance(summary, tuple | list) or not all(isinstance(said, str) for said in summary):
-            raise InvalidInput(f"result.reasoning[{n}].summary must hold str only, in a tuple")
-    for n, part in enumerate(result.text_parts):
-        if not isinstance(part, TextPart):
-            raise InvalidInput(f"result.text_parts[{n}] must be a TextPart, not {type(part).__name__}")
-        _fields(part, ("text_parts", n), _TEXT_PART)
+    wrong = fault(result, Result)
+    if wrong is not None:
+        raise InvalidInput(
+            f"result{where(wrong.path)} must be {said(wrong.declared)}, not {type(wrong.value).__name__}"
+        )
+    vouch(result)
 
 
 def reply_id(call: ToolCall) -> str:

@@ -27,6 +27,14 @@ none (langchain-google-genai's last, empty one) is read the same way, and one na
   is greater). What LangChain merged when summing (blocks under one index, v0's str pieces) stays
   merged.
 
+Tools the provider runs itself come only as content blocks, with no ``tool_call_chunks``: Claude's
+``server_tool_use`` and ``mcp_tool_use`` blocks (v1: ``server_tool_call_chunk`` / ``server_tool_call``)
+are read as the Anthropic decoder reads those blocks, their ``input_json_delta`` blocks appended, each
+ended by a later block or by a stop reason that ends the turn; Gemini's code (``executable_code``, v1
+a ``server_tool_call`` named ``code_interpreter``) as the Gemini decoder reads an ``executableCode``
+part. A block neither reading knows is reported as its decoder reports one (a Claude ``*_use`` block:
+``unknown-event``; a Gemini block such as the code's result or an image: ``part-not-reassembled``).
+
 An ``index`` that is not an int, or a negative one, places nothing (LangChain's v1 gives its own
 ``tool_call`` blocks str indices such as ``lc_tc_2``): the block is read as one that came without
 an index, as the Anthropic decoder reads a delta without one (its text joins the turn's text, its
@@ -37,10 +45,21 @@ from __future__ import annotations
 
 import base64
 import bisect
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.events import ReasoningDelta, TextDelta
+from fsm.events import (
+    ArgumentsFragment,
+    ArgumentsSnapshot,
+    CallEnd,
+    CallRef,
+    CallSeen,
+    Event,
+    ReasoningDelta,
+    TextDelta,
+)
+from fsm.wire.decoders._wire import dumps
 
 PLACED = {"anthropic": "anthropic", "google_genai": "gemini"}
 """The integrations (``model_provider``) whose blocks are read in their places, and as which wire."""
@@ -52,8 +71,42 @@ the blocks."""
 CLAUDE_SAYS = ("text", "thinking", "reasoning", "redacted_thinking", "non_standard")
 """The ChatAnthropic blocks that may hold text or reasoning (v0's and v1's types)."""
 
-Said = list[tuple[int, TextDelta | ReasoningDelta]]
-"""A chunk's text and reasoning, each after how many of the chunk's calls it goes."""
+Said = list[tuple[int, Event]]
+"""A chunk's text, reasoning and server calls, each after how many of the chunk's calls it goes."""
+
+TURN_ENDED = frozenset({"tool_use", "end_turn", "stop_sequence"})
+"""Anthropic stop reasons after which every content block has ended (at ``max_tokens`` the open
+block stays open: no ``content_block_stop`` comes)."""
+
+CLAUDE_SERVER = ("server_tool_use", "mcp_tool_use", "server_tool_call", "server_tool_call_chunk")
+"""The ChatAnthropic blocks of a tool Anthropic runs itself: v0 keeps Anthropic's block (its input
+streamed by ``input_json_delta`` blocks at its index), v1 gives ``server_tool_call_chunk`` blocks
+(the first with the id and name, then the argument text) or a whole ``server_tool_call``."""
+
+V1_NAMES = {"code_interpreter": "code_execution"}
+"""Anthropic's tool names that langchain-core's v1 blocks rename (``remote_mcp``, an MCP tool, keeps
+the tool's own name in ``extras.tool_name``)."""
+
+GEMINI_CODE = ("executable_code", "server_tool_call")
+"""langchain-google-genai's blocks of code Gemini runs itself: v0's ``executable_code`` (the code in
+``executable_code``), v1's ``server_tool_call`` named ``code_interpreter`` (``args.code``)."""
+
+GEMINI_SAYS = frozenset({"text", "thinking", "reasoning", *CALL_BLOCKS})
+"""The ChatGoogleGenerativeAI blocks read as text, reasoning or calls; any other is a part this
+reading does not reassemble, reported as the Gemini decoder reports such a part."""
+
+
+class _Server:
+    """A server tool block of Claude's still open: its call, the text its start input writes, and
+    whether argument text streamed for it (then that text is its arguments, as on the wire)."""
+
+    __slots__ = ("ref", "start", "streamed")
+
+    def __init__(self, ref: CallRef, start: str) -> None:
+        self.ref, self.start, self.streamed = ref, start, False
+
+    def ended(self) -> list[Event]:
+        return [CallEnd(self.ref)] if self.streamed else [ArgumentsSnapshot(self.ref, self.start), CallEnd(self.ref)]
 
 
 class LangChainStream:
@@ -63,7 +116,7 @@ class LangChainStream:
     belongs to, and the chunk's text and reasoning events not yet taken (None: the chunk was read
     without places, its text in its delta)."""
 
-    __slots__ = ("inputs", "run", "run_thought", "said", "wire")
+    __slots__ = ("inputs", "items", "notes", "run", "run_thought", "said", "servers", "wire")
 
     def __init__(self) -> None:
         self.inputs: dict[int, Any] = {}
@@ -71,6 +124,28 @@ class LangChainStream:
         self.run = 0
         self.run_thought: bool | None = None
         self.said: Said | None = None
+        self.servers: dict[int | None, _Server] = {}  # Claude's server tool blocks still open, by index
+        self.notes: list[tuple[str, str]] = []  # what the chunk holds that is not read: (code, message)
+        self.items: Any = (
+            None  # fsm.wire.langchain_items.ResponsesItems  # ChatOpenAI's Responses items, once a chunk holds one
+        )
+
+    def read_items(self, content: Any, entries: Any, metadata: Mapping[str, Any]) -> Any:
+        """A chunk's Responses items (:mod:`fsm.wire.langchain_items`) as events in ``said``, each after
+        the chunk's calls LangChain counted before it, read where no places are (ChatOpenAI's chunks);
+        returns the chunk's ``tool_call_chunks`` (``entries``) without those its custom tool calls replace."""
+        from fsm.wire.langchain_items import ResponsesItems, holds_items  # only for LangChain's chunks
+
+        if self.wire is not None or not holds_items(content):
+            return entries
+        if self.items is None:
+            self.items = ResponsesItems()
+        hosted = metadata.get("model_provider") == "openai"
+        read, custom = self.items.read(content, hosted, lambda code, message: self.notes.append((code, message)))
+        entries = [entry for entry in entries if not _among(entry.get("id"), custom)] if custom else entries
+        before = calls_before(entries)
+        self.said = [(before(at), event) for at, events in read for event in events]
+        return entries
 
     def reading(self, metadata: Any) -> str | None:
         """The stream's reading, fixed by the first chunk whose metadata names an integration here."""
@@ -80,15 +155,17 @@ class LangChainStream:
         return self.wire
 
     def steps(self, payload: Mapping[str, Any]) -> list[Any]:
-        """The chunk's text and reasoning events and its OpenAI chat ``payload``, in the turn's order:
-        the payload split where a block came after some of its calls (each part a chunk of its own,
-        the finish reason and usage on the last). Takes the events: the next chunk has its own."""
+        """What the chunk holds that is not read, as ``(code, message)`` diagnostics, then its text,
+        reasoning and server call events and its OpenAI chat ``payload``, in the turn's order: the
+        payload split where a block came after some of its calls (each part a chunk of its own, the
+        finish reason and usage on the last). Takes them: the next chunk has its own."""
         said, self.said = self.said, None
+        steps: list[Any] = list(self.notes)
+        self.notes.clear()
         if not said:
-            return [payload]
+            return [*steps, payload]
         choice = payload["choices"][0]
         calls = choice["delta"].get("tool_calls") or []
-        steps: list[Any] = []
         done = 0
         for after, event in said:
             if after > done:
@@ -113,17 +190,25 @@ def place_of(value: Any) -> int | None:
     return value if type(value) is int and value >= 0 else None
 
 
-def read_in_places(content: Any, entries: Any, stream: LangChainStream) -> None:
-    """The chunk's blocks (``content``, a str or a list) as text and reasoning events in their places,
-    into ``stream.said``; ``entries`` are its ``tool_call_chunks`` (checked dicts)."""
+def _among(call_id: Any, ids: Any) -> bool:
+    """Is ``call_id`` one of ``ids`` (str ids)? An id of another kind (a list) is none of them."""
+    return isinstance(call_id, str) and call_id in ids
+
+
+def read_in_places(content: Any, entries: Any, stream: LangChainStream, finish: Any = None) -> None:
+    """The chunk's blocks (``content``, a str or a list) as text, reasoning and server call events in
+    their places, into ``stream.said``; ``entries`` are its ``tool_call_chunks`` (checked dicts),
+    ``finish`` its finish reason (Claude's server blocks still open end at one that ends the turn)."""
     blocks = [content] if isinstance(content, str) else list(content or ())
     if stream.wire == "anthropic":
-        stream.said = [(0, event) for block in blocks for event in _claude(block)]
+        stream.said = [(0, event) for block in blocks for event in _claude_block(block, stream)]
+        if isinstance(finish, str) and finish in TURN_ENDED:  # one of no str kind is no stop reason of Claude's
+            stream.said += [(0, event) for event in _end_servers(stream, None)]
         return
     said: Said = []
     v1 = any(isinstance(b, Mapping) and b.get("type") in CALL_BLOCKS for b in blocks)
-    reached = None if v1 else _reached(entries)
-    after = 0
+    counted = calls_before(entries)
+    after = codes = 0
     for block in blocks:
         kind = block.get("type") if isinstance(block, Mapping) else "text" if isinstance(block, str) else None
         if not isinstance(kind, str):  # no block LangChain makes: nothing said, nothing between
@@ -132,10 +217,15 @@ def read_in_places(content: Any, entries: Any, stream: LangChainStream) -> None:
             after = min(after + 1, len(entries))
             stream.run_thought = None  # a call came between
             continue
-        if reached is not None and isinstance(block, Mapping) and (at := place_of(block.get("index"))) is not None:
-            before = bisect.bisect_left(reached, at)  # how many of the chunk's calls, in order, came before it
+        if not v1 and isinstance(block, Mapping) and (at := place_of(block.get("index"))) is not None:
+            before = counted(at)
             if before > after:
                 after, stream.run_thought = before, None
+        if kind not in GEMINI_SAYS and isinstance(block, Mapping):
+            ran = _gemini_other(block, kind, stream, codes)  # codes: the position among the event's code parts
+            codes += 1 if ran else 0
+            said += [(after, event) for event in ran]
+            continue
         event = _gemini(block, kind, stream)
         if event is not None:
             said.append((after, event))
@@ -144,18 +234,18 @@ def read_in_places(content: Any, entries: Any, stream: LangChainStream) -> None:
     stream.said = said
 
 
-def _reached(entries: Any) -> list[int]:
-    """The greatest LangChain index among the chunk's calls up to each one, up to the first with no
-    place: the calls that came before a block at index ``at`` are those before the first call whose
-    index is ``at`` or more, which is where this running greatest first reaches ``at`` (found by
-    bisection, once per block: a walk of the calls per block was quadratic in a summed turn)."""
-    reached: list[int] = []
+def calls_before(entries: Any) -> Callable[[int], int]:
+    """How many of the chunk's calls (``entries``, in order) came before a block at LangChain index
+    ``at``: those before the first whose index is none or not below ``at``. Found by bisection over
+    the running highest index (None: past every place), so a chunk summed from a long turn is read
+    in n log n, not a pass over its calls per block."""
+    highest: list[float] = []
+    top = -1.0
     for entry in entries:
         index = place_of(entry.get("index"))
-        if index is None:
-            break
-        reached.append(max(index, reached[-1]) if reached else index)
-    return reached
+        top = math.inf if index is None else max(top, index)
+        highest.append(top)
+    return lambda at: bisect.bisect_left(highest, at)
 
 
 def _gemini(block: Any, kind: Any, stream: LangChainStream) -> TextDelta | ReasoningDelta | None:
@@ -166,7 +256,7 @@ def _gemini(block: Any, kind: Any, stream: LangChainStream) -> TextDelta | Reaso
     elif kind == "text" or kind == "thinking" or (kind == "reasoning" and "reasoning" in block):
         said = block.get({"text": "text", "thinking": "thinking"}.get(kind, "reasoning"))
         said, signature, thought = said if isinstance(said, str) else "", block_signature(block), kind != "text"
-    else:  # an image, code, a block of its own kind: a part between the runs
+    else:  # a reasoning block with no text: a part between the runs
         stream.run_thought = None
         return None
     if not said and signature is None:
@@ -177,6 +267,76 @@ def _gemini(block: Any, kind: Any, stream: LangChainStream) -> TextDelta | Reaso
     if thought:
         return ReasoningDelta(stream.run, said, signature=signature)
     return TextDelta(said, signature, part=stream.run)
+
+
+def _gemini_other(block: Mapping[str, Any], kind: str, stream: LangChainStream, position: int) -> list[Event]:
+    """A ChatGoogleGenerativeAI block that says no text: code Gemini ran itself is a server call, as the
+    Gemini decoder reads an ``executableCode`` part (its input the code, the part its item, whole, so
+    it ends with its block; LangChain's made-up id taken as the wire's, as for its calls); any other
+    block (the code's result, an image) is reported, as the decoder reports a part it does not read."""
+    stream.run_thought = None  # a part between the runs
+    args = block.get("args") if kind == "server_tool_call" else block
+    ran = kind == "executable_code" or block.get("name") == "code_interpreter"
+    if not ran or not isinstance(args, Mapping):
+        args = {}
+    code = args.get("executable_code" if kind == "executable_code" else "code")
+    if not isinstance(code, str):
+        stream.notes.append(("part-not-reassembled", f"a {kind!r} content block, which is not reassembled"))
+        return []
+    language = args.get("language")
+    language = getattr(language, "value", language)  # google-genai's enum, as the wire writes it
+    item = {"language": language, "code": code} if isinstance(language, str) else {"code": code}
+    ref = CallRef(None, _str(block.get("id")), "code_execution", position, True, "executable_code")
+    return [ArgumentsSnapshot(ref, code), CallSeen(ref, None, item), CallEnd(ref)]
+
+
+def _claude_block(block: Any, stream: LangChainStream) -> list[Event]:
+    """One ChatAnthropic block: a later block ends the server blocks before it (Anthropic sends a
+    message's blocks one after another), then what the block itself says."""
+    at = place_of(block.get("index")) if isinstance(block, Mapping) else None
+    events = _end_servers(stream, at) if at is not None and stream.servers else []
+    kind = block.get("type") if isinstance(block, Mapping) else None
+    if kind in CLAUDE_SERVER or (kind == "input_json_delta" and at in stream.servers):
+        return events + _claude_server(block, kind, at, stream)
+    if isinstance(kind, str) and kind.endswith("_use") and kind != "tool_use":  # call-shaped, of no known kind
+        stream.notes.append(("unknown-event", f"a {kind!r} content block at index {at}"))
+    return events + _claude(block)
+
+
+def _claude_server(block: Mapping[str, Any], kind: str, at: int | None, stream: LangChainStream) -> list[Event]:
+    """A block of a tool Anthropic runs, read as the Anthropic decoder reads its block events: opened
+    by its start (its ``input`` the arguments unless argument text streams), the text appended."""
+    held = stream.servers.get(at)
+    opens = kind in ("server_tool_use", "mcp_tool_use") or (kind != "input_json_delta" and "id" in block)
+    events: list[Event] = []
+    if opens:
+        extras = block.get("extras")
+        name = block.get("name")
+        if name == "remote_mcp" and isinstance(extras, Mapping):
+            name = extras.get("tool_name")
+        ref = CallRef(at, _str(block.get("id")), _str(V1_NAMES.get(name, name) if isinstance(name, str) else None))
+        ref = CallRef(ref.index, ref.id, ref.name, server=True)
+        whole = block.get("input") if kind != "server_tool_call" else block.get("args")
+        held = stream.servers[at] = _Server(ref, dumps(whole or {}))
+        events.append(CallSeen(ref))
+    piece = block.get("partial_json" if kind in ("input_json_delta", "server_tool_use", "mcp_tool_use") else "args")
+    if held is not None and isinstance(piece, str) and piece:
+        held.streamed = True
+        events.append(ArgumentsFragment(held.ref, piece))
+    return events
+
+
+def _end_servers(stream: LangChainStream, before: int | None) -> list[Event]:
+    """End Claude's server blocks still open at an index below ``before`` (every one: None)."""
+    events: list[Event] = []
+    for at in [at for at in stream.servers if before is None or (at is not None and at < before)]:
+        events += stream.servers.pop(at).ended()
+    return events
+
+
+def _str(value: Any) -> str | None:
+    """A field that names something: a str, else nothing (a chunk LangChain did not make)."""
+    return value if isinstance(value, str) else None
 
 
 def _claude(block: Any) -> list[TextDelta | ReasoningDelta]:

@@ -20,7 +20,8 @@ frameworks above them yield, read by duck typing.
   the OpenAI chat shape under other names, so the chunk is written as an OpenAI chat chunk, whatever
   model is behind it (read it with provider ``auto`` or ``openai-chat``). The finish reason is the
   metadata's ``finish_reason`` or ``stop_reason``, or for the Responses API, which gives neither, its
-  ``status``: ``completed`` is ``stop``, ``incomplete`` at ``max_output_tokens`` is ``length``.
+  ``status``: ``completed`` is ``stop``, ``incomplete`` at ``max_output_tokens`` is ``length``, each
+  with the raw word the bytes give (``completed``, ``incomplete: max_output_tokens``).
   Through ChatAnthropic a call opens with Anthropic's ``tool_use`` block, whose ``input`` is the
   call's arguments unless argument text follows (a tool without parameters streams none), and
   LangChain yields no block ends: a tool block that no text followed gets that ``input`` once it
@@ -52,12 +53,13 @@ from fsm.errors import InvalidInput
 from fsm.events import ReasoningDelta
 from fsm.wire.decoders._wire import (
     COMPAT_SIGNATURE,
-    RESPONSES_INCOMPLETE_FINISH,
     SDK_FINISH_MESSAGE,
+    SDK_RAW_FINISH,
     compat_signed,
+    responses_incomplete,
     stop_details_said,
 )
-from fsm.wire.langchain_places import LangChainStream, Said, block_signature, read_in_places
+from fsm.wire.langchain_places import TURN_ENDED, LangChainStream, Said, block_signature, read_in_places
 
 DERIVED_EVENT_TYPES = frozenset(
     {
@@ -180,14 +182,17 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
     _check_langchain_field(metadata, Mapping, "response_metadata", "a dict")
     delta: dict[str, Any] = {}
     said: Said | None = None
+    finish, word = _langchain_finish(metadata)
     if held is not None and held.reading(metadata) is not None:
-        read_in_places(content, parts, held)
+        read_in_places(content, parts, held, finish)
         said = held.said
     elif isinstance(content, str):
         if content:
             delta["content"] = content
     else:  # a list of blocks (Anthropic, Gemini through LangChain)
         _langchain_blocks(content or (), delta)
+        if held is not None:  # ChatOpenAI's Responses items among them
+            parts = held.read_items(content or (), parts, metadata)
     # read as the decoder reads it: not beside reasoning blocks, which are read instead
     if (
         isinstance(extra, Mapping)
@@ -206,12 +211,13 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
         if signature is not None:
             call[COMPAT_SIGNATURE] = compat_signed(signature)
         calls.append(call)
-    finish = _langchain_finish(metadata)
     if held is not None:
         calls += _anthropic_inputs(content, parts, held.inputs, finish)
     if calls:
         delta["tool_calls"] = calls
     choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    if finish and word:
+        choice[SDK_RAW_FINISH] = word
     # what it said beside a refusal: langchain-google-genai's finish_message, ChatAnthropic's stop_details
     note = metadata.get("finish_message")
     note = note if isinstance(note, str) else stop_details_said(metadata.get("stop_details"))
@@ -296,11 +302,6 @@ def _gemini_signatures(extra: Any) -> dict[str, str]:
     return found
 
 
-TURN_ENDED = frozenset({"tool_use", "end_turn", "stop_sequence"})
-"""Anthropic stop reasons after which every content block has ended (at ``max_tokens`` the open
-block stays open: no ``content_block_stop`` comes)."""
-
-
 def _anthropic_inputs(content: Any, parts: Any, held: dict[int, Any], finish: Any) -> list[dict[str, Any]]:
     """Hold the tool blocks this chunk opens, let go of those argument text came for, and give the
     held blocks that have ended their ``input`` as OpenAI chat entries (a JSON object is a call's
@@ -326,18 +327,19 @@ def _anthropic_inputs(content: Any, parts: Any, held: dict[int, Any], finish: An
     return [{"index": at, "function": {"arguments": dict(held.pop(at))}} for at in ended]
 
 
-def _langchain_finish(metadata: Mapping[str, Any]) -> Any:
-    """The finish reason in a chunk's ``response_metadata``: the chat ``finish_reason``, Anthropic's
-    ``stop_reason``, or for the Responses API (which has neither) the response's ``status``: a
-    ``completed`` turn stopped, an ``incomplete`` one for its ``incomplete_details.reason``."""
+def _langchain_finish(metadata: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """The finish reason in a chunk's ``response_metadata`` and, where the chunk holds no finish word
+    of its own, the provider's word for it: the chat ``finish_reason``, Anthropic's ``stop_reason``
+    (each its own word), or for the Responses API (which has neither) the response's ``status``: a
+    ``completed`` turn stopped, an ``incomplete`` one as its ``incomplete_details.reason`` says,
+    in the words the Responses decoder gives from the bytes (``incomplete: max_output_tokens``)."""
     finish = metadata.get("finish_reason") or metadata.get("stop_reason")
     if finish or metadata.get("status") not in ("completed", "incomplete"):
-        return finish
+        return finish, None
     if metadata["status"] == "completed":
-        return "stop"
+        return "stop", "completed"
     details = metadata.get("incomplete_details")
-    reason = details.get("reason") if isinstance(details, Mapping) else None
-    return RESPONSES_INCOMPLETE_FINISH.get(reason) if isinstance(reason, str) else None
+    return responses_incomplete(details.get("reason") if isinstance(details, Mapping) else None)
 
 
 def _check_langchain_field(value: Any, kind: Any, what: str, said: str) -> None:

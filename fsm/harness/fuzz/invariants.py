@@ -6,11 +6,13 @@ import itertools
 import json
 from typing import Any
 
+from fsm.fieldcheck import fault, said, where
 from fsm.harness.conformance import json_equal
 from fsm.harness.fuzz.truth import Case
 from fsm.jsontext import dumps, parse_strict
 from fsm.reassembler import Reassembler
 from fsm.reemit import DeltaEmitter, FlushPolicy
+from fsm.results import Result
 from fsm.serialize import result_to_json
 from fsm.spec import identity_spec
 
@@ -55,6 +57,8 @@ def check(case: Case) -> list[str]:
             problems.append(f"signature {call.thought_signature!r} != {truth.signature!r}")
     if len({c.id for c in result.calls}) != len(result.calls):
         problems.append("ids are not unique")
+    if (wrong := fault(result, Result)) is not None:  # fsm.messages takes a Reassembler's result unread (vouch)
+        problems.append(f"result{where(wrong.path)} is {type(wrong.value).__name__}, not {said(wrong.declared)}")
     violations = {d.code for d in identity_spec().diagnostics if d.violation}
     raised = sorted(set(result.codes()) & violations)
     if raised:

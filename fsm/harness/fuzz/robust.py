@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 
 from fsm.engine.ledger import MESSAGE_CHARS, WORD_CHARS
 from fsm.errors import InvalidInput, RemoteProtocolError, ToolcallFSMError
+from fsm.fieldcheck import fault, said, where
 from fsm.harness.fuzz.decoding import with_argument_hazard
 from fsm.harness.fuzz.shapes import CASES
 from fsm.jsontext import dumps
@@ -291,6 +292,8 @@ def _run(sample: Sample, pieces: list[Any], as_bytes: bool) -> tuple[Answer, lis
     except Exception as exc:
         return (), [f"close() after {error} raised {type(exc).__name__}: {exc}"]
     problems += _limits_hold(result, limits)
+    if (wrong := fault(result, Result)) is not None:  # fsm.messages takes a Reassembler's result unread (vouch)
+        problems.append(f"result{where(wrong.path)} is {type(wrong.value).__name__}, not {said(wrong.declared)}")
     chunks += [*emitter.chunks(r.drain()), emitter.finish(result)]
     problems += _deltas_add_up(result, chunks)
     if outputs:

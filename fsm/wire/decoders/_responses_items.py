@@ -54,8 +54,6 @@ CALL_ITEMS = {
 """Every item type that calls a tool, by its ``type``."""
 STREAMED_TEXT = frozenset({"function", "custom", "mcp_call", "code_interpreter_call", "program"})
 """Call types whose input is text on the wire (JSON text or freeform), streamed or whole."""
-FREEFORM = frozenset({"custom", "code_interpreter_call", "program"})
-"""Call types whose input is freeform text: no scanner can tell it is whole, only the provider's word."""
 QUIET_ITEMS = frozenset(
     {
         "message",
@@ -75,6 +73,9 @@ QUIET_ITEMS = frozenset(
     }
 )
 """Item types that call nothing: skipped, where an unknown item type is reported (``unknown-item``)."""
+UNFINISHED = frozenset({"incomplete", "in_progress"})
+"""The statuses at an item's ``response.output_item.done`` that say it did not finish: its call is
+given up (truncated with its raw text). OpenAI ends a call cut by ``max_output_tokens`` with either."""
 # Input events: the item type they stream into and the field holding the text (a delta's piece,
 # a done event's whole input).
 DELTAS = {

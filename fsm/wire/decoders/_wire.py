@@ -97,8 +97,19 @@ BARE_REFS = BareRefs()
 
 
 RESPONSES_INCOMPLETE_FINISH = {"max_output_tokens": "length", "content_filter": "content_filter"}
-"""A Responses turn's ``incomplete_details.reason`` as the chat finish reason that means the same
-(read by the Responses decoder, and for LangChain's Responses chunks by :mod:`fsm.wire.sdk`)."""
+"""A Responses turn's ``incomplete_details.reason`` as the chat finish reason that means the same."""
+
+
+def responses_incomplete(reason: Any) -> tuple[str, str]:
+    """An incomplete Responses turn's finish for its ``incomplete_details.reason``: the chat finish
+    reason that means the same (a reason not known here: ``length``, the turn was cut) and the
+    provider's word, ``incomplete: <reason>``, or ``incomplete`` alone where it gave no reason (not
+    ``incomplete: None``, a word no server sent). Read by the Responses decoder, and for LangChain's
+    Responses chunks by :mod:`fsm.wire.sdk`, so that both give one finish for one turn."""
+    if reason is None or reason == "":
+        return "length", "incomplete"
+    said = str(reason)
+    return RESPONSES_INCOMPLETE_FINISH.get(said, "length"), f"incomplete: {said}"
 
 
 GEMINI_FINISH = {
@@ -157,6 +168,11 @@ SDK_FINISH_MESSAGE = "toolcall_fsm_finish_message"
 """The key beside a chat choice's finish reason under which :mod:`fsm.wire.sdk` puts what a LangChain
 chunk said beside its finish (langchain-google-genai's ``finish_message``, ChatAnthropic's
 ``stop_details``): a name of this project's own, so that no server's chunk is read as carrying one."""
+SDK_RAW_FINISH = "toolcall_fsm_raw_finish"
+"""The key beside a chat choice's finish reason under which :mod:`fsm.wire.sdk` puts a LangChain
+chunk's finish in the provider's words where the chunk holds no finish word of its own (the
+Responses API's ``completed``, ``incomplete: max_output_tokens``, read from its ``status`` and
+``incomplete_details``): the raw finish, as the Responses decoder gives it from the bytes."""
 
 
 def chat_finish(choice: Mapping[str, Any], raw: str) -> StreamEnd:
@@ -166,13 +182,15 @@ def chat_finish(choice: Mapping[str, Any], raw: str) -> StreamEnd:
     ``native_finish_reason``, the word of the model's own provider (``MAX_TOKENS``, ``SAFETY``),
     for a call the finish cuts to say (not when it is ``raw`` again), or the message
     :mod:`fsm.wire.sdk` puts beside it under ``SDK_FINISH_MESSAGE`` (langchain-google-genai's,
-    ChatAnthropic's ``stop_details``). Claude's words (ChatAnthropic's ``stop_reason``) are read as
-    the Anthropic decoder reads them, in any case."""
+    ChatAnthropic's ``stop_details``); the raw word is the one it puts under ``SDK_RAW_FINISH``
+    where it put one (a LangChain Responses chunk's ``incomplete: <reason>``). Claude's words
+    (ChatAnthropic's ``stop_reason``) are read as the Anthropic decoder reads them, in any case."""
     native, note = choice.get("native_finish_reason"), choice.get(SDK_FINISH_MESSAGE)
     said = f'native_finish_reason "{native}"' if type(native) is str and native and native != raw else None
     said = note if type(note) is str and note else said
     normal = _CHAT_FINISH.get(raw.lower()) or GEMINI_FINISH.get(raw) or raw.lower()
-    return StreamEnd(normal, raw, None, said)
+    word = choice.get(SDK_RAW_FINISH)
+    return StreamEnd(normal, word if type(word) is str and word else raw, None, said)
 
 
 COMPAT_SIGNATURE = "extra_content"
@@ -195,9 +213,16 @@ def compat_signed(signature: str) -> dict[str, Any]:
     return {"google": {"thought_signature": signature}}
 
 
-SAID_KEYS = ("content", "reasoning_content", "reasoning", "thinking_blocks", COMPAT_SIGNATURE)
+SAID_KEYS = (
+    "content",
+    "reasoning_content",
+    "reasoning",
+    "thinking_blocks",
+    COMPAT_SIGNATURE,
+    "provider_specific_fields",
+)
 """The keys of a chat delta that carry turn content (text, reasoning, the text's signature) rather
-than calls."""
+than calls, or what the decoder alone reads (LiteLLM's provider fields: its server calls)."""
 
 
 def thinking_blocks(value: Any) -> list[ReasoningDelta] | None:

@@ -12,6 +12,7 @@ arguments as a JSON object instead of text). Dialect quirks handled here, not in
 * LiteLLM's ``thinking_blocks`` (Claude's signed and redacted reasoning), read over ``reasoning_content``;
 * a custom tool's call (``type: custom``, ``custom: {name, input}``): freeform input text; an entry
   of a type with neither ``function`` nor ``custom`` is reported (``unknown-event``);
+* LiteLLM's server tool calls, in ``delta.provider_specific_fields`` (``litellm_calls.py``);
 * ``finish_reason`` normalised, OpenRouter's ``native_finish_reason`` kept beside it; an ``error``
   object (beside choices too) ends the stream with ``error``.
 
@@ -46,6 +47,7 @@ from fsm.wire.decoders._wire import (
     dumps,
     thinking_blocks,
 )
+from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS, ServerCalls
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 class OpenAIChatDecoder:
     name = "openai-chat"
     _bare = BARE_REFS
+    _served: ServerCalls | None = None  # made by the first delta that carries LiteLLM's server calls
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         error, choices = payload.get("error"), payload.get("choices")
@@ -79,6 +82,9 @@ class OpenAIChatDecoder:
             if type(delta) is dict or isinstance(delta, Mapping):
                 _said(delta, events)
                 self._calls(delta, events, diagnose)
+                if delta.get(LITELLM_FIELDS):
+                    self._served = self._served or ServerCalls()
+                    events += self._served.events(delta[LITELLM_FIELDS])
             elif delta is not None:
                 raise RemoteProtocolError("delta is not an object")
             finish = choice.get("finish_reason")
@@ -310,7 +316,7 @@ def said_in(delta: dict[str, Any]) -> list[TextDelta | ReasoningDelta] | None:
     """The events of a plain delta that only says text or reasoning (most chunks of a reasoning
     model's stream): no tool calls. OpenAIChatDecoder makes exactly these events of it
     (test_text_and_reasoning_chunks_decide_as_the_decoder)."""
-    if delta.get("tool_calls") is not None or delta.get("function_call") is not None:
+    if delta.get("tool_calls") is not None or delta.get("function_call") is not None or delta.get(LITELLM_FIELDS):
         return None
     events: list[TextDelta | ReasoningDelta] = []
     _said(delta, events)

@@ -8,7 +8,7 @@ that calls a tool is reassembled:
 
 * ``function_call``: JSON arguments streamed by ``response.function_call_arguments.delta``;
 * ``custom_tool_call``: freeform input streamed by ``response.custom_tool_call_input.delta``; its
-  ``.done`` is the provider's word that the input is whole, so it also ends the call;
+  ``.done`` gives the final input, and the item's end (or the turn's finish) ends the call;
 * ``apply_patch_call``, ``shell_call``, ``local_shell_call``, ``computer_call``: built-in tools the
   client runs, whole items whose ``operation``/``action`` object is the arguments, final at
   ``output_item.done`` (an item cut before it is truncated);
@@ -18,15 +18,19 @@ that calls a tool is reassembled:
 The final input is the provider's word: equal to the streamed text it changes nothing; different,
 it replaces it (``arguments-replaced``); with no deltas at all (LM Studio), it is the input. The
 item's own input at ``output_item.done`` is the last word, after the input's ``.done``. Items
-that call nothing (messages, reasoning, tool outputs) are skipped; an item type this decoder does
-not know is reported (``unknown-item``), never dropped in silence.
+that call nothing (messages, reasoning, tool outputs) are no calls: of a reasoning item what must
+go back (its id, summary, encrypted content) and of a message item its id and status are kept
+beside its text; an item type this decoder does not know is reported (``unknown-item``), never
+dropped in silence.
 
 Nothing vanishes either way: input for an item never announced (a delta or ``.done`` before any
 ``output_item.added``) opens the call from its ``output_index`` (``unopened-call``), so a cut
 still reports it, truncated with its text; the item's end brings its ``call_id`` and name to that
 call (``CallSeen.announces``: even with its value closed, it is not the header of a next call). An item
-the provider ends with ``status: "incomplete"`` is given up (``CallEnd(incomplete=True)``):
-truncated, never complete, however whole its input looks.
+the provider ends with ``status: "incomplete"``, or ends at ``response.output_item.done`` still
+``"in_progress"`` (OpenAI closes a call cut by ``max_output_tokens`` so), is given up
+(``CallEnd(incomplete=True)``): truncated with its raw text, never complete, however whole its
+input looks.
 """
 
 from __future__ import annotations
@@ -53,21 +57,20 @@ from fsm.wire.decoders._responses_items import (
     CALL_ITEMS,
     DELTAS,
     DONES,
-    FREEFORM,
     QUIET_ITEMS,
     QUIET_PREFIXES,
     STREAMED_TEXT,
+    UNFINISHED,
     ItemKind,
 )
-from fsm.wire.decoders._wire import RESPONSES_INCOMPLETE_FINISH, dumps, index, items, mapping, text
+from fsm.wire.decoders._wire import dumps, index, items, mapping, responses_incomplete, text
 
 
 class _Item:
-    __slots__ = ("announced", "ended", "finalized", "freeform", "ref")
+    __slots__ = ("announced", "ended", "finalized", "ref")
 
     def __init__(self, ref: CallRef, *, announced: bool = True) -> None:
         self.ref = ref
-        self.freeform = ref.type in FREEFORM
         self.announced = announced
         """False: opened from an input event, so its call_id and name are still to come."""
         self.finalized = False
@@ -104,15 +107,14 @@ class OpenAIResponsesDecoder:
             item_type, field = streamed
             item = self._item(payload) or self._unannounced(payload, item_type, kind, diagnose)
             item.finalized = True
-            events: list[Event] = [ArgumentsSnapshot(item.ref, text(payload.get(field), field) or "", confirms=True)]
-            if item.freeform and item.announced:  # no scanner can tell freeform input is whole: this says so
-                item.ended = True
-                events.append(CallEnd(item.ref))
-            return events
+            # Not the call's end, even for freeform input (which no scanner can tell is whole): OpenAI
+            # sends it also for input cut by max_output_tokens, before an item done `incomplete`
+            # or still `in_progress`. The item's end, or the turn's finish, tells.
+            return [ArgumentsSnapshot(item.ref, text(payload.get(field), field) or "", confirms=True)]
         if kind == "response.output_item.added":
-            return self._added(payload, diagnose)
+            return self._added(payload, diagnose) or _message_item(payload)
         if kind == "response.output_item.done":
-            return self._item_done(payload, diagnose) or _reasoning_item(payload)
+            return self._item_done(payload, diagnose) or _reasoning_item(payload) or _message_item(payload)
         if kind == "response.output_text.delta":
             piece = text(payload.get("delta"), "delta")
             at = index(payload.get("output_index"), "output_index")
@@ -125,10 +127,9 @@ class OpenAIResponsesDecoder:
             return [StreamEnd("stop", "completed"), *_usage(payload)]
         if kind == "response.incomplete":
             response = mapping(payload.get("response"), "response")
-            reason = mapping(response.get("incomplete_details"), "incomplete_details").get("reason")
-            # A reason that is no word gives the status alone, not "None" from str(None): no word Responses sent.
-            word = f"incomplete: {reason}" if isinstance(reason, str) and reason else "incomplete"
-            finish = RESPONSES_INCOMPLETE_FINISH.get(reason, "length") if isinstance(reason, str) else "length"
+            finish, word = responses_incomplete(
+                mapping(response.get("incomplete_details"), "incomplete_details").get("reason")
+            )
             return [StreamEnd(finish, word), *_usage(payload)]
         if kind in ("response.failed", "error"):
             error = payload.get("error") or mapping(payload.get("response"), "response").get("error") or {}
@@ -290,8 +291,13 @@ class OpenAIResponsesDecoder:
             # nothing; different, it replaces and says so), not dropped in silence.
             events.append(ArgumentsSnapshot(known.ref, text(item[kind.field], kind.field) or "", confirms=True))
         known.ended = True
-        # An item the provider finished as incomplete is not a call to run, whole as its input may look.
-        events.append(CallEnd(known.ref, incomplete=item.get("status") == "incomplete"))
+        # An item the provider finished as incomplete, or ended while still in progress (OpenAI's way
+        # with a call cut by max_output_tokens), is not a call to run, whole as its input may look.
+        status = item.get("status")
+        said = "with status in_progress" if status == "in_progress" else ""
+        # (a status of no str kind, which could not even be looked up, ends the item as none would)
+        unfinished = isinstance(status, str) and status in UNFINISHED
+        events.append(CallEnd(known.ref, incomplete=unfinished, said=said))
         return events
 
 
@@ -343,6 +349,20 @@ def _reasoning_item(payload: Mapping[str, Any]) -> list[Event]:
             encrypted_content=text(item.get("encrypted_content"), "item.encrypted_content"),
         )
     ]
+
+
+def _message_item(payload: Mapping[str, Any]) -> list[Event]:
+    """A message item's id and status, at its start and at its end: what it goes back with (the API
+    pairs a reasoning item with the message after it by that id). Its text came in
+    ``response.output_text.delta`` events, so it is not taken again here."""
+    item = mapping(payload.get("item"), "item")
+    if item.get("type") != "message":
+        return []
+    item_id, status = text(item.get("id"), "item.id"), text(item.get("status"), "item.status")
+    if not item_id and not status:
+        return []
+    at = index(payload.get("output_index"), "output_index")
+    return [TextDelta("", output_index=at, part=at, item_id=item_id or None, status=status or None)]
 
 
 def _usage(payload: Mapping[str, Any]) -> list[Event]:

@@ -1,0 +1,126 @@
+"""Responses API output items through LangChain's ``ChatOpenAI(use_responses_api=True)``: the calls
+that are no function calls, read as the Responses decoder reads the wire's items.
+
+langchain-openai turns a function call into ``tool_call_chunks``, which the OpenAI chat reading
+takes. Every other item that calls a tool it yields whole, once, as a content block at the item's
+``response.output_item.done``: v0 keeps the item as it came (its ``type``, ``call_id``, ``action``,
+``input``, ...) with LangChain's own item count as ``index``; v1 keeps a client item the same way
+inside a ``non_standard`` block (the count in an ``index`` such as ``lc_ns_3``) and turns a hosted
+one (``web_search_call``, ``mcp_call``, ...) into a ``server_tool_call`` block naming the tool. Each
+is given to a Responses decoder of the stream's own as the ``output_item.done`` it came from, so it
+becomes the call the bytes give: a ``custom_tool_call`` a freeform call of type ``custom`` (LangChain
+also gives it as a function call with ``{"__arg1": input}`` arguments, a tool call chunk that is
+dropped for it), a ``computer_call`` or ``apply_patch_call`` a built-in call to run with its item
+kept, a hosted tool a server call. An item ended ``incomplete`` is truncated, as on the wire.
+
+What LangChain never yields cannot be read: a ``shell_call`` or ``local_shell_call`` item, and any
+item the stream was cut before the end of.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from fsm.events import Event
+from fsm.wire.decoders._responses_items import CALL_ITEMS
+from fsm.wire.decoders._wire import dumps
+from fsm.wire.decoders.openai_responses import OpenAIResponsesDecoder
+
+ITEMS = frozenset(CALL_ITEMS) - {"function_call"}
+"""The item types read here: every one that calls a tool but a function call (its chunks carry it)."""
+
+HOSTED_BY_NAME = {kind.tool: item for item, kind in CALL_ITEMS.items() if kind.server and kind.tool}
+"""v1's ``server_tool_call`` name for each hosted item type that names its tool (``remote_mcp``, an
+MCP call, names its tool in ``extras.tool_name``)."""
+
+_COUNT = re.compile(r"lc_[a-z]+_(\d+)")
+
+
+class ResponsesItems:
+    """A stream's Responses items read so far: its decoder, and the highest LangChain count seen (an
+    item whose block gives no count is placed after it)."""
+
+    __slots__ = ("decoder", "top")
+
+    def __init__(self) -> None:
+        self.decoder = OpenAIResponsesDecoder()
+        self.top = -1
+
+    def read(
+        self, content: Any, hosted: bool, diagnose: Callable[[str, str], None]
+    ) -> tuple[list[tuple[int, list[Event]]], set[str]]:
+        """The events of each item among ``content``'s blocks, with LangChain's count for it, and the
+        ``call_id`` of each custom tool call among them (whose ``{"__arg1": ...}`` tool call chunk the
+        item replaces). ``hosted``: the chunk is ChatOpenAI's, so v1's ``server_tool_call`` blocks are
+        OpenAI's hosted items."""
+        read: list[tuple[int, list[Event]]] = []
+        custom: set[str] = set()
+        for block in content:
+            item = _item(block, hosted)
+            if item is None:
+                continue
+            at = _count(block.get("index"))
+            if at is None:
+                at = self.top + 1
+            self.top = max(self.top, at)
+            if item.get("type") == "custom_tool_call" and isinstance(item.get("call_id"), str):
+                custom.add(item["call_id"])
+            done = {"type": "response.output_item.done", "output_index": at, "item": item}
+            read.append((at, self.decoder.decode(done, diagnose)))
+        return read, custom
+
+
+def holds_items(content: Any) -> bool:
+    """Whether any of a chunk's blocks may be an item (most chunks' are text, or none)."""
+    return isinstance(content, list | tuple) and any(
+        isinstance(block, Mapping) and _kind(block) in READ_BLOCKS for block in content
+    )
+
+
+READ_BLOCKS = ITEMS | {"non_standard", "server_tool_call"}
+
+
+def _kind(block: Mapping[str, Any]) -> str | None:
+    """A block's ``type`` where it is a str: one of another kind (a list, a dict) is no type LangChain
+    gives, and could not even be looked up among the item types (unhashable)."""
+    kind = block.get("type")
+    return kind if isinstance(kind, str) else None
+
+
+def _item(block: Any, hosted: bool) -> dict[str, Any] | None:
+    """The Responses item a content block holds, or None: v0's item itself, v1's ``non_standard``
+    value, or an item rebuilt from v1's ``server_tool_call`` (its ``args`` the item's input)."""
+    if not isinstance(block, Mapping):
+        return None
+    kind = _kind(block)
+    if kind == "non_standard":
+        value = block.get("value")
+        return {**value} if isinstance(value, Mapping) and _kind(value) in ITEMS else None
+    if kind in ITEMS:
+        return {key: value for key, value in block.items() if key != "index"}
+    if kind != "server_tool_call" or not hosted:
+        return None
+    name, extras, args = block.get("name"), block.get("extras"), block.get("args")
+    if name == "remote_mcp":
+        item: dict[str, Any] = {"type": "mcp_call", "id": block.get("id"), "arguments": dumps(args or {})}
+        if isinstance(extras, Mapping) and isinstance(extras.get("tool_name"), str):
+            item["name"] = extras["tool_name"]
+        return item
+    item_type = HOSTED_BY_NAME.get(name) if isinstance(name, str) else None
+    if item_type is None:
+        return None
+    field = CALL_ITEMS[item_type].field
+    item = {"type": item_type, "id": block.get("id")}
+    if field is not None and isinstance(args, Mapping):
+        item[field] = args.get(field) if field in ("code", "queries") else dict(args)
+    return item
+
+
+def _count(value: Any) -> int | None:
+    """LangChain's item count from a block's ``index``: v0's int, v1's ``lc_<kind>_<count>``."""
+    if type(value) is int and value >= 0:
+        return value
+    found = _COUNT.fullmatch(value) if isinstance(value, str) else None
+    return int(found.group(1)) if found else None

@@ -1,0 +1,197 @@
+"""Tools a provider runs itself, through LangChain: the server calls the bytes give are the server
+calls LangChain's chunks give, and what neither reading reassembles is reported, never dropped.
+
+ChatAnthropic yields a ``server_tool_use`` (or ``mcp_tool_use``) block and the ``input_json_delta``
+blocks of its input in ``content`` only, with no ``tool_call_chunks``; under ``output_version="v1"``
+they are ``server_tool_call_chunk`` blocks (renaming Claude's ``code_execution`` tool
+``code_interpreter``, an MCP tool ``remote_mcp`` with its name in ``extras.tool_name``), summed into one
+``server_tool_call``. ChatGoogleGenerativeAI yields Gemini's ``executableCode`` part as an
+``executable_code`` block (v1: a ``server_tool_call`` named ``code_interpreter``) and its
+``codeExecutionResult`` as a ``code_execution_result`` block (v1: ``server_tool_result``). All of
+these were read as nothing: the result had no server call and said nothing of one.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Any
+
+import pytest
+
+import fsm
+from fsm import CallStatus
+from tests.test_anthropic_block_order import said, sse, tool_use, turn
+from tests.test_gemini_parts import call
+from tests.test_gemini_parts import said as part
+from tests.test_langchain_places import chat_anthropic, claude_chunk
+from tests.test_langchain_reasoning import chat_google, event
+from tests.test_langchain_reasoning import sse as gemini_sse
+
+pytest.importorskip("httpx")
+
+
+def server(at: int, call_id: str, name: str, pieces: list[str], kind: str = "server_tool_use") -> list[dict[str, Any]]:
+    block = {"type": kind, "id": call_id, "name": name, "input": {}}
+    if kind == "mcp_tool_use":
+        block["server_name"] = "docs"
+    events = [{"type": "content_block_start", "index": at, "content_block": block}]
+    for piece in pieces:
+        delta = {"type": "input_json_delta", "partial_json": piece}
+        events.append({"type": "content_block_delta", "index": at, "delta": delta})
+    return [*events, {"type": "content_block_stop", "index": at}]
+
+
+def search_result(at: int, call_id: str) -> list[dict[str, Any]]:
+    found = [{"type": "web_search_result", "url": "https://x.example", "title": "X", "encrypted_content": "e"}]
+    block = {"type": "web_search_tool_result", "tool_use_id": call_id, "content": found}
+    return [
+        {"type": "content_block_start", "index": at, "content_block": block},
+        {"type": "content_block_stop", "index": at},
+    ]
+
+
+def cut_at_max_tokens(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The turn stopped by max_tokens inside its last block: that block's stop never came."""
+    kept = [e for e in events if e["type"] not in ("message_delta", "message_stop")]
+    assert kept[-1]["type"] == "content_block_stop"
+    stopped = {"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 64}}
+    return [*kept[:-1], stopped, {"type": "message_stop"}]
+
+
+SEARCH = turn(
+    said(0, "Searching. "),
+    server(1, "srvtoolu_1", "web_search", ['{"query": ', '"oslo weather"}']),
+    search_result(2, "srvtoolu_1"),
+    said(3, "Found it. "),
+    tool_use(4, "toolu_4", '{"city": "Oslo"}'),
+)
+CLAUDE = {
+    "web-search-then-a-call": SEARCH,
+    "code-execution": turn(server(0, "srvtoolu_1", "code_execution", ['{"code": "print(1)"}']), said(1, "1.")),
+    "mcp-tool": turn(server(0, "mcptoolu_1", "search_docs", ['{"q": "fsm"}'], "mcp_tool_use"), said(1, "Done.")),
+    "server-call-with-no-input-text": turn(server(0, "srvtoolu_1", "web_fetch", []), said(1, "Fetched.")),
+    "cut-in-the-server-call": cut_at_max_tokens(turn(said(0, "Hm. "), server(1, "srvtoolu_1", "web_search", ['{"qu']))),
+    "cut-after-the-server-call": cut_at_max_tokens(
+        turn(server(0, "srvtoolu_1", "web_search", ['{"q": 1}']), said(1, "A"))
+    ),
+}
+
+
+def server_calls(result: fsm.Result) -> list[Any]:
+    return [(c.id, c.name, c.type, c.arguments, c.arguments_json, c.input, c.status) for c in result.server_tool_calls]
+
+
+@pytest.mark.parametrize("output_version", [None, "v1"])
+@pytest.mark.parametrize("name", list(CLAUDE))
+def test_claude_server_tools_through_chat_anthropic_are_the_bytes_server_calls(
+    name: str, output_version: str | None
+) -> None:
+    body = sse(CLAUDE[name])
+    reference = fsm.reassemble(body, "anthropic")
+    assert reference.server_tool_calls  # what the stream is built to hold
+    chunks = list(chat_anthropic(body, output_version)[1].stream("go"))
+    for stream in (chunks, [functools.reduce(operator.add, chunks)]):
+        got = fsm.reassemble(stream)
+        assert server_calls(got) == server_calls(reference)
+        assert [c.output_index for c in got.server_tool_calls] == [c.output_index for c in reference.server_tool_calls]
+        assert [(c.id, c.arguments, c.status) for c in got.calls] == [
+            (c.id, c.arguments, c.status) for c in reference.calls
+        ]
+        assert got.finish_reason == reference.finish_reason
+
+
+def test_the_server_call_a_cut_stops_keeps_its_text_and_the_one_before_it_stands() -> None:
+    cut = fsm.reassemble(sse(CLAUDE["cut-in-the-server-call"]), "anthropic").server_tool_calls
+    assert [(c.status, c.arguments_json) for c in cut] == [(CallStatus.TRUNCATED, '{"qu')]
+    ended = fsm.reassemble(sse(CLAUDE["cut-after-the-server-call"]), "anthropic").server_tool_calls
+    assert [(c.status, c.arguments) for c in ended] == [(CallStatus.COMPLETE, {"q": 1})]
+
+
+def test_a_claude_block_of_a_call_kind_no_reading_knows_is_reported() -> None:
+    # as the Anthropic decoder reports a `*_use` block it does not know: it may be a call
+    chunks = [
+        claude_chunk({"type": "future_tool_use", "id": "x1", "name": "f", "input": {}, "index": 0}),
+        claude_chunk({"type": "text", "text": "Done.", "index": 1}, stop_reason="end_turn"),
+    ]
+    result = fsm.reassemble(chunks)
+    assert "unknown-event" in result.codes()
+    assert "'future_tool_use' content block at index 0" in " ".join(d.message for d in result.diagnostics)
+
+
+@pytest.mark.parametrize("bad", [7, ["srvtoolu_1"], None])
+def test_a_hand_made_server_block_whose_id_is_no_str_gets_an_id_of_its_own(bad: Any) -> None:
+    chunks = [
+        claude_chunk({"type": "server_tool_use", "id": bad, "name": 3, "input": {"q": 1}, "index": 0}),
+        claude_chunk({"type": "text", "text": "ok", "index": 1}, stop_reason="end_turn"),
+    ]
+    (got,) = fsm.reassemble(chunks).server_tool_calls
+    assert (got.name, got.arguments, got.status) == (None, {"q": 1}, CallStatus.COMPLETE)
+    assert got.id and got.wire_id is None
+
+
+# -- Gemini's code execution through ChatGoogleGenerativeAI ---------------------------------------------------
+
+
+def code(source: str) -> dict[str, Any]:
+    return {"executableCode": {"language": "PYTHON", "code": source}}
+
+
+def outcome(output: str) -> dict[str, Any]:
+    return {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": output}}
+
+
+GEMINI = {
+    "code-then-a-call": gemini_sse(
+        [
+            event("gemini-2.5-flash", [part("Let me compute. ")]),
+            event("gemini-2.5-flash", [code("print(2 + 3)")]),
+            event("gemini-2.5-flash", [outcome("5\n")]),
+            event("gemini-2.5-flash", [part("It is 5. "), call("report", "c1", value=5)], "STOP"),
+        ]
+    ),
+    "two-code-parts-in-one-event": gemini_sse(
+        [event("gemini-2.5-flash", [code("a = 1"), outcome("set\n"), code("print(a)"), outcome("1\n")], "STOP")]
+    ),
+}
+
+
+@pytest.mark.parametrize("output_version", [None, "v1"])
+@pytest.mark.parametrize("name", list(GEMINI))
+def test_gemini_code_execution_through_langchain_is_the_bytes_server_call(
+    name: str, output_version: str | None
+) -> None:
+    body = GEMINI[name]
+    reference = fsm.reassemble(body, "gemini")
+    chunks = list(chat_google(body, output_version).stream("go"))
+    got = fsm.reassemble(chunks)
+
+    def kept(result: fsm.Result) -> list[Any]:
+        return [(c.name, c.type, c.input, c.item, c.status) for c in result.server_tool_calls]
+
+    assert kept(reference) and kept(got) == kept(reference)
+    assert all(c.wire_id for c in got.server_tool_calls)  # LangChain's made-up id, taken as the wire's
+    # each code result reported where the bytes report it; the bytes also name the id they made up
+    assert [c for c in got.codes() if c != "synthesized-id"] == [c for c in reference.codes() if c != "synthesized-id"]
+    assert [(c.id, c.arguments) for c in got.calls] == [(c.id, c.arguments) for c in reference.calls]
+    assert got.text_parts == reference.text_parts
+
+
+def test_a_gemini_block_no_reading_knows_is_reported_not_dropped() -> None:
+    from langchain_core.messages import AIMessageChunk
+
+    meta = {"model_provider": "google_genai"}
+    chunks = [
+        AIMessageChunk(
+            content=[{"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}], response_metadata=meta
+        ),
+        AIMessageChunk(
+            content=[{"type": "server_tool_call", "name": "google_search", "args": {"q": "x"}, "id": "s1"}],
+            response_metadata=meta,
+        ),
+        AIMessageChunk(content="", response_metadata={**meta, "finish_reason": "STOP"}),
+    ]
+    result = fsm.reassemble(chunks)
+    assert result.codes() == ["part-not-reassembled", "part-not-reassembled"]
+    assert "'image_url' content block" in result.diagnostics[0].message
+    assert not result.server_tool_calls
