@@ -202,7 +202,8 @@ class Result:
     ``MALFORMED_FUNCTION_CALL``, Anthropic's ``end_turn``, ``max_tokens``, ``refusal`` or
     ``model_context_window_exceeded``, Bedrock's ``guardrail_intervened`` or ``content_filtered``,
     Cohere's ``MAX_TOKENS``, Ollama's ``done_reason``, a chat chunk's ``finish_reason`` as sent,
-    Responses' ``completed`` or ``incomplete: <incomplete_details.reason>``, the event type of a
+    Responses' ``completed`` or ``incomplete: <incomplete_details.reason>`` (``incomplete`` alone
+    when it gives no reason), the event type of a
     Responses or Bedrock error. None when the stream gave no finish, or an error that named none (a
     chat chunk's or an Anthropic error object). At most 100 characters, then how long it was."""
     finish_message: str | None = None

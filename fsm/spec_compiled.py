@@ -852,7 +852,7 @@ def _identity(s: ModuleType) -> Any:
                 code="bad-event",
                 rule="unknown-events-reported",
                 severity="violation",
-                reason="A wire event is not UTF-8, not JSON or not a JSON object (a proxy's `data: keep-alive`): lax mode reports it with its event number and reads on; strict mode raises FramingError.",
+                reason="A wire event is not UTF-8, not JSON or not a JSON object (a proxy's `data: keep-alive`), or an SSE line is of no field SSE defines (an event without its `data:`, junk glued before one, a bare `keep-alive`), which the SSE spec would drop unseen: lax mode reports it with its event number and reads on; strict mode raises FramingError.",
             ),
             s.DiagnosticSpec(
                 code="stream-failed",
@@ -1202,7 +1202,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (9589, 3295255737),
     "scanner": (4661, 4199472060),
-    "identity": (22470, 2907670422),
+    "identity": (22626, 33637895),
     "history": (4045, 271900131),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

@@ -183,7 +183,9 @@ class _Plan:
         the step's next call unsigned, a turn Gemini 3 refuses."""
         if self.fmt != "gemini":
             return False
-        part = items(self.messages[call.message], self.fmt, call.message)[call.slot]
+        # The parts were checked as the turn was read; checking them all again per call would be
+        # quadratic in the calls of one message.
+        part = self.messages[call.message]["parts"][call.slot]
         return part.get("thoughtSignature") is not None or part.get("thought_signature") is not None
 
     def _type(self, entry: Entry) -> Any:

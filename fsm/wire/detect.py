@@ -54,7 +54,8 @@ NONE_OF: Final = f"{', '.join(_NAMED[:-1])} or {_NAMED[-1]}"
 
 
 _SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":")
-_SSE_FIELDS = (b"data", b"event", b"id", b"retry")
+SSE_FIELDS: Final = (b"data", b"event", b"id", b"retry")
+"""The fields SSE defines (a line of any other field carries nothing SSE reads)."""
 _LINE_END = re.compile(rb"[\r\n]")
 _LEAD = re.compile(rb"[ \t]*")
 _NOT_BLANK = re.compile(rb"[^ \t\r\n]")
@@ -79,7 +80,7 @@ def _line_says(text: bytes, *, ended: bool, first: bool, final: bool = False) ->
         return Framing.JSON_ARRAY if first else _Says.NOTHING  # no array follows a junk line
     if text[:1] == b":":
         return _Says.COMMENT
-    if text.startswith(_SSE_STARTS) or (ended and text in _SSE_FIELDS):
+    if text.startswith(_SSE_STARTS) or (ended and text in SSE_FIELDS):
         return Framing.SSE  # a field line with no colon: "data" alone is an empty data line
     return _Says.NOTHING if ended else _Says.WAIT
 
@@ -190,7 +191,7 @@ class Detector:
         first = self._first or b""
         # Quote only up to the first byte no framing could start with, so the message does not depend
         # on how many bytes happened to arrive in the first read.
-        known = max(_shared_prefix(first, p) for p in (*_SSE_STARTS, *_SSE_FIELDS))
+        known = max(_shared_prefix(first, p) for p in (*_SSE_STARTS, *SSE_FIELDS))
         raise FramingError(f"input is not {NONE_OF} (starts with {first[: known + 1]!r})", event=1)
 
 
@@ -198,7 +199,7 @@ def cut_before_telling(held: bytes) -> bool:
     """Did the stream end while its bytes could still have begun a framing (half a BOM, ``da`` of
     ``data:``)? Such a stream was cut; any other that no framing reads is not a stream at all."""
     text = held.lstrip(b" \t\r\n")
-    starts = (BOM, *_SSE_STARTS, *_SSE_FIELDS)
+    starts = (BOM, *_SSE_STARTS, *SSE_FIELDS)
     return bool(text) and any(len(text) < len(start) and start.startswith(text) for start in starts)
 
 

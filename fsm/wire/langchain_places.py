@@ -137,7 +137,7 @@ class LangChainStream:
             self.items = ResponsesItems()
         hosted = metadata.get("model_provider") == "openai"
         read, custom = self.items.read(content, hosted, lambda code, message: self.notes.append((code, message)))
-        entries = [entry for entry in entries if entry.get("id") not in custom] if custom else entries
+        entries = [entry for entry in entries if not _among(entry.get("id"), custom)] if custom else entries
         before = calls_before(entries)
         self.said = [(before(at), event) for at, events in read for event in events]
         return entries
@@ -185,6 +185,11 @@ def place_of(value: Any) -> int | None:
     return value if type(value) is int and value >= 0 else None
 
 
+def _among(call_id: Any, ids: Any) -> bool:
+    """Is ``call_id`` one of ``ids`` (str ids)? An id of another kind (a list) is none of them."""
+    return isinstance(call_id, str) and call_id in ids
+
+
 def read_in_places(content: Any, entries: Any, stream: LangChainStream, finish: Any = None) -> None:
     """The chunk's blocks (``content``, a str or a list) as text, reasoning and server call events in
     their places, into ``stream.said``; ``entries`` are its ``tool_call_chunks`` (checked dicts),
@@ -192,7 +197,7 @@ def read_in_places(content: Any, entries: Any, stream: LangChainStream, finish: 
     blocks = [content] if isinstance(content, str) else list(content or ())
     if stream.wire == "anthropic":
         stream.said = [(0, event) for block in blocks for event in _claude_block(block, stream)]
-        if finish in TURN_ENDED:
+        if isinstance(finish, str) and finish in TURN_ENDED:  # one of no str kind is no stop reason of Claude's
             stream.said += [(0, event) for event in _end_servers(stream, None)]
         return
     said: Said = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 from contextlib import suppress
 from itertools import repeat
 
-from fsm.wire.detect import BOM
+from fsm.wire.detect import BOM, SSE_FIELDS
 from fsm.wire.faults import Fault, Payload, decode_utf8, too_long
 
 
@@ -209,6 +209,11 @@ class SSEFramer(_LineFramer):
             return None
         field, _, value = line.partition(b":")
         if field != b"data":
+            if field not in SSE_FIELDS:
+                # The SSE spec ignores a field it does not know; here such a line is what was lost (an
+                # event without its "data:", junk glued before one, a proxy's bare keep-alive), so it
+                # is reported in its place, as a junk line of NDJSON is, rather than dropped unseen.
+                out.append(Fault(f"not an SSE field: the line begins {line[:40]!r}", skippable=True))
             return None
         return value[1:] if value[:1] == b" " else value
 

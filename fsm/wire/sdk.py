@@ -297,7 +297,8 @@ def _gemini_signatures(extra: Any) -> dict[str, str]:
     found: dict[str, str] = {}
     for key, value in (signed or {}).items():
         _check_langchain_field(value, str | bytes, "thought signature", "a str or bytes")
-        found[key] = value if isinstance(value, str) else base64.b64encode(value).decode("ascii")
+        if value is not None:  # None signs nothing: that call goes unsigned
+            found[key] = value if isinstance(value, str) else base64.b64encode(value).decode("ascii")
     return found
 
 
@@ -316,10 +317,13 @@ def _anthropic_inputs(content: Any, parts: Any, held: dict[int, Any], finish: An
             value = block.get("input")
             held[block["index"]] = value if isinstance(value, Mapping) else {}
     for part in parts:
-        if part.get("args"):
-            held.pop(part.get("index"), None)
+        if part.get("args") and type(part.get("index")) is int:  # held by int index; any other is no block's
+            held.pop(part["index"], None)
     latest = max((b["index"] for b in blocks), default=None)
-    ended = list(held) if finish in TURN_ENDED else [at for at in held if latest is not None and at < latest]
+    if isinstance(finish, str) and finish in TURN_ENDED:  # a finish of no str kind is no stop reason of Claude's
+        ended = list(held)
+    else:
+        ended = [at for at in held if latest is not None and at < latest]
     return [{"index": at, "function": {"arguments": dict(held.pop(at))}} for at in ended]
 
 
