@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from fsm.content import TurnContent
-from fsm.engine.ledger import MESSAGE_CHARS, Ledger, cut_by, finish_words, shortened
+from fsm.engine.ledger import MESSAGE_CHARS, WORD_CHARS, Ledger, cut_by, finish_words, shortened
 from fsm.engine.registry import Registry
 from fsm.errors import (
     FramingError,
@@ -208,7 +208,7 @@ class Reassembler:
         word, said = finish_words(self._finish[0] if self._finish else None)  # the first finish: it stands
         self._closed = Result(  # by position (provider, finish_reason, calls, diagnostics, server_tool_calls, ...)
             self._decoder.name if self._decoder else self.provider,
-            finish,
+            finish if finish is None or len(finish) <= WORD_CHARS else shortened(finish, WORD_CHARS),  # as the raw word
             calls,
             tuple(ledger.diagnostics),
             server_calls,

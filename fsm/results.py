@@ -168,7 +168,8 @@ class Result:
     """The provider whose wire was decoded (detected, or as named)."""
     finish_reason: str | None
     """``tool_calls``, ``stop``, ``length``, ``content_filter``, ``error``, or None when the stream gave
-    none; ``stop`` with calls is reported as ``tool_calls`` (diagnostic ``finish-reason-mapped``).
+    none; ``stop`` with calls is reported as ``tool_calls`` (diagnostic ``finish-reason-mapped``); a
+    word no table of fsm's knows is the provider's word, kept to 100 characters as the raw one is.
     The provider's own word is :attr:`raw_finish_reason`, what it said beside it :attr:`finish_message`."""
     calls: tuple[ToolCall, ...]
     """The calls for the client to run, in order of first appearance."""

@@ -368,3 +368,21 @@ def test_a_chat_chunk_s_own_finish_message_key_is_not_read_as_the_sdk_s() -> Non
     ]
     result = fsm.reassemble(chunks, provider="openai-chat")
     assert (result.finish_reason, result.raw_finish_reason, result.finish_message) == ("length", "length", None)
+
+
+@pytest.mark.parametrize(
+    ("provider", "event"),
+    [
+        ("openai-chat", lambda word: {"choices": [{"index": 0, "delta": {}, "finish_reason": word}]}),
+        ("gemini", lambda word: {"candidates": [{"content": {"parts": [{"text": "a"}]}, "finishReason": word}]}),
+        ("anthropic", lambda word: {"type": "message_delta", "delta": {"stop_reason": word}}),
+    ],
+)
+def test_a_finish_word_no_provider_has_is_bounded_as_the_raw_word_is(provider: str, event: Any) -> None:
+    # the normalised finish reason of an unknown word is the word itself: 500,000 characters of it
+    # were kept whole, where the raw word is kept to 100
+    word = "X" * 500_000
+    result = fsm.reassemble([event(word)], provider)
+    assert len(result.finish_reason or "") < 130 and len(result.raw_finish_reason or "") < 130
+    assert result.finish_reason.endswith("(500000 characters)")
+    assert fsm.reassemble([event("weird_word")], provider).finish_reason in ("weird_word", "weird_word".lower())
