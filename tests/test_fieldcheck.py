@@ -154,3 +154,17 @@ def test_what_is_no_result_is_refused_as_before() -> None:
     for odd in (None, {"calls": []}, _stream()):
         with pytest.raises(InvalidInput, match=r"^result must be a Result, not "):
             messages.assistant_message(odd, "gemini")
+
+
+def test_the_record_of_vouched_results_stays_bounded_and_never_vouches_another() -> None:
+    # Every close() vouches its Result: the records of Results gone are dropped as they pile up, and a
+    # record whose Result is gone vouches nothing, not even a new object at the same address
+    from fsm import fieldcheck
+
+    kept = [Reassembler("openai-chat").close() for _ in range(100)]
+    for _ in range(20_000):
+        Reassembler("openai-chat").close()
+    assert len(fieldcheck._sound) <= 2 * (len(kept) + 10) + 1024
+    assert all(fieldcheck.vouched(result) for result in kept)
+    made = attrs.evolve(kept[0])
+    assert not fieldcheck.vouched(made)
