@@ -91,3 +91,18 @@ def test_many_calls_of_one_text_in_one_lane_are_kept_in_order_without_sorting(mo
         small = _ordinal_reads(events(300), provider, monkeypatch)
         large = _ordinal_reads(events(3000), provider, monkeypatch)
         assert large <= 11 * small, (provider, small, large)
+
+
+def test_a_lanes_first_call_is_digested_once_when_the_lane_gets_its_second() -> None:
+    # (fuzz, seed 1202) A long whole call, then another at its index: the first was indexed in the
+    # lane as the second came, and again in all its lanes as it ended, its whole text read each
+    # time: five passes over it where the fuzzer's bound allows four
+    text = json.dumps({"": [["long " * 400]]})
+    events = [chunk(tc(index=0, id="", name="A", args=text)), chunk(tc(index=0, id="", name="A", args="{}"))]
+    events.append(chunk(finish="tool_calls"))
+    r = Reassembler()
+    for event in events:
+        r.feed(event)
+    result = r.close()
+    assert [c.arguments for c in result.calls] == [json.loads(text), {}]
+    assert r.ledger.work <= 4 * len(text) + 64, (r.ledger.work, len(text))

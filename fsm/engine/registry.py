@@ -520,7 +520,9 @@ class Registry:
             key = indexed[2]
         else:
             key = slot.digest()
-            if lane is None:
+            # Indexed in all its lanes: with none named, or in the one named where it has no other
+            # (the lane that just got its second call): a later call to index it reads no text again.
+            if lane is None or (lane == slot.lane and not (self._slot_lanes and slot in self._slot_lanes)):
                 self._indexed[slot] = (slot.length, slot.revision, key)
         for each in lanes:
             _hold(self._holding.setdefault((each, key), []), slot)
