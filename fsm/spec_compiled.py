@@ -180,7 +180,7 @@ def _slot(s: ModuleType) -> Any:
                 source=("receiving",),
                 trigger="end",
                 dest="flushed",
-                reason="Freeform input is whole only by the provider's word: the item's end or a normal finish. Its input's done event gives the input but ends nothing: OpenAI sends it also for input cut by max_output_tokens, before ending the item unfinished.",
+                reason="Freeform input is whole only by the provider's word: the item's end or a normal finish. Its input's done event gives the input but ends nothing: it can close input a limit cut, and OpenAI ends such an item unfinished (in_progress or incomplete) after it.",
                 action="accept_text",
             ),
             s.TransitionSpec(
@@ -1200,7 +1200,7 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (9589, 3295255737),
+    "slot": (9607, 3590942189),
     "scanner": (4661, 4199472060),
     "identity": (22626, 33637895),
     "history": (4045, 271900131),

@@ -107,9 +107,9 @@ class OpenAIResponsesDecoder:
             item_type, field = streamed
             item = self._item(payload) or self._unannounced(payload, item_type, kind, diagnose)
             item.finalized = True
-            # Not the call's end, even for freeform input (which no scanner can tell is whole): OpenAI
-            # sends it also for input cut by max_output_tokens, before an item done `incomplete`
-            # or still `in_progress`. The item's end, or the turn's finish, tells.
+            # Not the call's end, even for freeform input (which no scanner can tell is whole): it can
+            # close input a limit cut, and OpenAI ends such an item unfinished (`in_progress` or
+            # `incomplete`) after it. The item's end, or the turn's finish, tells.
             return [ArgumentsSnapshot(item.ref, text(payload.get(field), field) or "", confirms=True)]
         if kind == "response.output_item.added":
             return self._added(payload, diagnose) or _message_item(payload)
