@@ -190,14 +190,14 @@ def _among(call_id: Any, ids: Any) -> bool:
     return isinstance(call_id, str) and call_id in ids
 
 
-def read_in_places(content: Any, entries: Any, stream: LangChainStream, finish: Any = None) -> None:
+def read_in_places(content: Any, entries: Any, stream: LangChainStream, finish: str | None = None) -> None:
     """The chunk's blocks (``content``, a str or a list) as text, reasoning and server call events in
     their places, into ``stream.said``; ``entries`` are its ``tool_call_chunks`` (checked dicts),
     ``finish`` its finish reason (Claude's server blocks still open end at one that ends the turn)."""
     blocks = [content] if isinstance(content, str) else list(content or ())
     if stream.wire == "anthropic":
         stream.said = [(0, event) for block in blocks for event in _claude_block(block, stream)]
-        if isinstance(finish, str) and finish in TURN_ENDED:  # one of no str kind is no stop reason of Claude's
+        if finish in TURN_ENDED:
             stream.said += [(0, event) for event in _end_servers(stream, None)]
         return
     said: Said = []

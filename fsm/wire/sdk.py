@@ -302,7 +302,7 @@ def _gemini_signatures(extra: Any) -> dict[str, str]:
     return found
 
 
-def _anthropic_inputs(content: Any, parts: Any, held: dict[int, Any], finish: Any) -> list[dict[str, Any]]:
+def _anthropic_inputs(content: Any, parts: Any, held: dict[int, Any], finish: str | None) -> list[dict[str, Any]]:
     """Hold the tool blocks this chunk opens, let go of those argument text came for, and give the
     held blocks that have ended their ``input`` as OpenAI chat entries (a JSON object is a call's
     whole arguments there), after the chunk's own. Anthropic sends a message's blocks one after
@@ -320,19 +320,17 @@ def _anthropic_inputs(content: Any, parts: Any, held: dict[int, Any], finish: An
         if part.get("args") and type(part.get("index")) is int:  # held by int index; any other is no block's
             held.pop(part["index"], None)
     latest = max((b["index"] for b in blocks), default=None)
-    if isinstance(finish, str) and finish in TURN_ENDED:  # a finish of no str kind is no stop reason of Claude's
-        ended = list(held)
-    else:
-        ended = [at for at in held if latest is not None and at < latest]
+    ended = list(held) if finish in TURN_ENDED else [at for at in held if latest is not None and at < latest]
     return [{"index": at, "function": {"arguments": dict(held.pop(at))}} for at in ended]
 
 
-def _langchain_finish(metadata: Mapping[str, Any]) -> tuple[Any, str | None]:
+def _langchain_finish(metadata: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """The finish reason in a chunk's ``response_metadata`` and, where the chunk holds no finish word
     of its own, the provider's word for it: the chat ``finish_reason``, Anthropic's ``stop_reason``
     (each its own word), or for the Responses API (which has neither) the response's ``status``: a
     ``completed`` turn stopped, an ``incomplete`` one as its ``incomplete_details.reason`` says,
-    in the words the Responses decoder gives from the bytes (``incomplete: max_output_tokens``)."""
+    in the words the Responses decoder gives from the bytes (``incomplete: max_output_tokens``). A
+    finish that is no str is refused here (InvalidInput), so every reader after it takes a word or None."""
     finish = metadata.get("finish_reason") or metadata.get("stop_reason")
     _check_langchain_field(finish, str, "response_metadata finish_reason or stop_reason", "a str")
     if finish or metadata.get("status") not in ("completed", "incomplete"):
