@@ -362,7 +362,7 @@ def test_a_finish_that_is_no_text_is_refused_before_anything_is_taken_in(provide
     # an unhashable one raised TypeError from feed() (`finish in TURN_ENDED`)
     meta = {"model_provider": provider} if provider else {}
     r = fsm.Reassembler()
-    with pytest.raises(InvalidInput, match="finish_reason or stop_reason must be a str"):
+    with pytest.raises(InvalidInput, match="finish_reason, stop_reason or done_reason must be a str"):
         r.feed(_chunk(meta | {"stop_reason": finish}))
     r.feed(_chunk(meta | {"stop_reason": "end_turn"}))
     result = r.close()

@@ -18,8 +18,9 @@ frameworks above them yield, read by duck typing.
   ``signature`` events derived from the raw events it also yields: skipped, unnumbered;
 * LangChain's ``AIMessageChunk``: its ``tool_call_chunks`` (index, id, name, argument fragment) are
   the OpenAI chat shape under other names, so the chunk is written as an OpenAI chat chunk, whatever
-  model is behind it (read it with provider ``auto`` or ``openai-chat``). The finish reason is the
-  metadata's ``finish_reason`` or ``stop_reason``, or for the Responses API, which gives neither, its
+  model is behind it (read it with provider ``auto`` or ``openai-chat``); an id ChatMistralAI made
+  up is left out (``_made_up_ids``). The finish reason is the metadata's ``finish_reason``,
+  ``stop_reason`` or ``done_reason`` (ChatOllama's), or for the Responses API, which gives none, its
   ``status``: ``completed`` is ``stop``, ``incomplete`` at ``max_output_tokens`` is ``length``, each
   with the raw word the bytes give (``completed``, ``incomplete: max_output_tokens``).
   Through ChatAnthropic a call opens with Anthropic's ``tool_use`` block, whose ``input`` is the
@@ -201,10 +202,11 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
     ):
         delta["reasoning_content"] = extra["reasoning_content"]
     calls: list[dict[str, Any]] = []
-    for part in parts:
+    made_up = _made_up_ids(parts, extra, metadata)
+    for at, part in enumerate(parts):
         call = {
             "index": part.get("index"),
-            "id": part.get("id"),
+            "id": None if at in made_up else part.get("id"),
             "function": {"name": part.get("name"), "arguments": part.get("args")},
         }
         signature = signatures.pop(call["id"], None) if isinstance(call["id"], str) else None
@@ -324,15 +326,29 @@ def _anthropic_inputs(content: Any, parts: Any, held: dict[int, Any], finish: st
     return [{"index": at, "function": {"arguments": dict(held.pop(at))}} for at in ended]
 
 
+def _made_up_ids(parts: Any, extra: Any, metadata: Mapping[str, Any]) -> set[int]:
+    """The positions of ``parts`` whose id ChatMistralAI made up: it gives an entry at index 0 that
+    came without an id a fresh ``uuid4`` of its own, on every chunk (each fragment of a streamed call
+    under another id), and keeps the wire's entries, in order, in ``additional_kwargs["tool_calls"]``.
+    Read as the bytes are, those fragments carry no id: the call they continue keeps its own."""
+    if metadata.get("model_provider") != "mistralai" or not isinstance(extra, Mapping):
+        return set()
+    wire = extra.get("tool_calls")
+    if not isinstance(wire, list | tuple) or len(wire) != len(parts):
+        return set()
+    return {at for at, entry in enumerate(wire) if isinstance(entry, Mapping) and not entry.get("id")}
+
+
 def _langchain_finish(metadata: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """The finish reason in a chunk's ``response_metadata`` and, where the chunk holds no finish word
-    of its own, the provider's word for it: the chat ``finish_reason``, Anthropic's ``stop_reason``
-    (each its own word), or for the Responses API (which has neither) the response's ``status``: a
-    ``completed`` turn stopped, an ``incomplete`` one as its ``incomplete_details.reason`` says,
-    in the words the Responses decoder gives from the bytes (``incomplete: max_output_tokens``). A
-    finish that is no str is refused here (InvalidInput), so every reader after it takes a word or None."""
-    finish = metadata.get("finish_reason") or metadata.get("stop_reason")
-    _check_langchain_field(finish, str, "response_metadata finish_reason or stop_reason", "a str")
+    of its own, the provider's word for it: the chat ``finish_reason``, Anthropic's ``stop_reason``,
+    Ollama's ``done_reason`` (ChatOllama's; each its own word), or for the Responses API (which has
+    none of them) the response's ``status``: a ``completed`` turn stopped, an ``incomplete`` one as
+    its ``incomplete_details.reason`` says, in the words the Responses decoder gives from the bytes
+    (``incomplete: max_output_tokens``). A finish that is no str is refused here (InvalidInput), so
+    every reader after it takes a word or None."""
+    finish = metadata.get("finish_reason") or metadata.get("stop_reason") or metadata.get("done_reason")
+    _check_langchain_field(finish, str, "response_metadata finish_reason, stop_reason or done_reason", "a str")
     if finish or metadata.get("status") not in ("completed", "incomplete"):
         return finish, None
     if metadata["status"] == "completed":
