@@ -19,7 +19,7 @@ import fsm
 from tests import capture_variants as cv
 from tests.conftest import CAPTURES, captures, require_captures
 from tests.test_clients import Replay
-from tests.test_sdk_loop import CASES, body_of, seen
+from tests.test_sdk_loop import CASES, body_of, converse_client, seen
 
 httpx = pytest.importorskip("httpx")
 
@@ -152,3 +152,62 @@ def test_chat_ollama_length_cut_is_the_bytes_length() -> None:
         reference.raw_finish_reason,
         reference.text,
     )
+
+
+# -- langchain-aws --------------------------------------------------------------------------------------------
+
+
+def converse_model(body: bytes, output_version: str) -> Any:
+    """ChatBedrockConverse over boto3's own client, its ConverseStream answered with ``body``."""
+    module = pytest.importorskip("langchain_aws")
+    client = converse_client(body)
+    model = module.ChatBedrockConverse(model="anthropic.claude-sonnet-4-v1:0", client=client, region_name="us-east-1")
+    model.output_version = output_version
+    return model
+
+
+def _converse_cases() -> list[Any]:
+    from tests.test_litellm_bedrock import CONVERSE_CASES
+
+    return CONVERSE_CASES
+
+
+@pytest.mark.parametrize("output_version", ["v0", "v1"])
+@pytest.mark.parametrize(("variant", "body"), _converse_cases())
+def test_chat_bedrock_converse_gives_what_the_bytes_give(variant: str, body: bytes, output_version: str) -> None:
+    """Its finish is Converse's ``stopReason`` (it was read as none: ``no-finish-reason``, and a tool
+    without parameters came out truncated), and Claude's reasoning its ``reasoning_content`` blocks
+    (v1: ``reasoning`` blocks, the signature and the redacted data each in ``extras``), which were
+    read as nothing: the next turn went back without the signed thinking a tool-use turn needs."""
+    if not body:
+        require_captures()
+    reference = fsm.reassemble(body, "bedrock")
+    model = converse_model(body, output_version)
+    if variant == "cut":  # no messageStop: LangChain raises it, and fsm never sees a chunk end the turn
+        with pytest.raises(ConnectionError, match="missing messageStop"):
+            fsm.reassemble(model.stream("go"))
+        return
+    got = fsm.reassemble(model.stream("go"))
+    assert seen(got, usage=False) == seen(reference, usage=False)
+    if variant == "thinking":
+        assert [(r.text, r.signature, r.redacted) for r in got.reasoning] == [
+            ("Think hard.", "U0lH", None),
+            ("", None, "UkVE"),
+        ]
+
+
+def test_chat_bedrock_converse_guardrail_is_a_content_filter() -> None:
+    pytest.importorskip("botocore")
+    from tests.test_litellm_bedrock import converse_stream
+
+    events = [
+        ("messageStart", {"role": "assistant"}),
+        ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "I can"}}),
+        ("contentBlockStop", {"contentBlockIndex": 0}),
+        ("messageStop", {"stopReason": "guardrail_intervened"}),
+    ]
+    body = converse_stream(events)
+    reference = fsm.reassemble(body, "bedrock")
+    got = fsm.reassemble(converse_model(body, "v0").stream("go"))
+    assert (got.finish_reason, got.raw_finish_reason) == ("content_filter", "guardrail_intervened")
+    assert (got.finish_reason, got.raw_finish_reason) == (reference.finish_reason, reference.raw_finish_reason)

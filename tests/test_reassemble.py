@@ -13,7 +13,8 @@ import pytest
 import fsm
 from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.events import ReasoningDelta, TextDelta, UsageReport
-from fsm.wire.sdk import langchain_chunk, sdk_payload
+from fsm.wire.langchain_chunks import langchain_chunk
+from fsm.wire.sdk import sdk_payload
 from tests.conftest import CAPTURES, require_captures
 from tests.helpers import chunk, tc
 

@@ -584,14 +584,15 @@ def test_an_sdk_drops_a_last_event_cut_part_way() -> None:
         assert seen(send(provider, client, ASK[provider])) == _without(seen(reference), "cut-event")
 
 
-def test_boto3_converse_stream_events_give_what_the_bytes_give() -> None:
-    require_captures()
+def converse_client(body: bytes) -> Any:
+    """boto3's own bedrock-runtime client, its ConverseStream answered with ``body`` (in 512-byte reads)."""
     boto3 = pytest.importorskip("boto3")
     from botocore.awsrequest import AWSResponse
 
-    body = (CAPTURES / "bedrock/pydantic-ai-nova-micro-text-then-tool.eventstream").read_bytes()
-
     class Raw:
+        def close(self) -> None:
+            pass
+
         def stream(self, **_: Any) -> Iterator[bytes]:
             yield from (body[i : i + 512] for i in range(0, len(body), 512))
 
@@ -602,6 +603,13 @@ def test_boto3_converse_stream_events_give_what_the_bytes_give() -> None:
             request.url, 200, {"content-type": "application/vnd.amazon.eventstream"}, Raw()
         ),
     )
+    return client
+
+
+def test_boto3_converse_stream_events_give_what_the_bytes_give() -> None:
+    require_captures()
+    body = (CAPTURES / "bedrock/pydantic-ai-nova-micro-text-then-tool.eventstream").read_bytes()
+    client = converse_client(body)
     response = client.converse_stream(modelId="m", messages=[{"role": "user", "content": [{"text": "go"}]}])
 
     assert seen(fsm.reassemble(response["stream"])) == seen(fsm.reassemble(body, "bedrock"))

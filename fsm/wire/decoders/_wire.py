@@ -161,6 +161,9 @@ _CHAT_FINISH = {
     "length": "length",
     "content_filter": "content_filter",
     "error": "error",
+    # Bedrock Converse's own (ChatBedrockConverse's stopReason), read as the Bedrock decoder reads them
+    "guardrail_intervened": "content_filter",
+    "content_filtered": "content_filter",
 }
 
 
