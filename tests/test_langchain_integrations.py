@@ -19,7 +19,7 @@ import fsm
 from tests import capture_variants as cv
 from tests.conftest import CAPTURES, captures, require_captures
 from tests.test_clients import Replay
-from tests.test_sdk_loop import CASES, body_of, converse_client, seen
+from tests.test_sdk_loop import CASES, body_of, converse_client, placeless, seen
 
 httpx = pytest.importorskip("httpx")
 
@@ -211,3 +211,31 @@ def test_chat_bedrock_converse_guardrail_is_a_content_filter() -> None:
     got = fsm.reassemble(converse_model(body, "v0").stream("go"))
     assert (got.finish_reason, got.raw_finish_reason) == ("content_filter", "guardrail_intervened")
     assert (got.finish_reason, got.raw_finish_reason) == (reference.finish_reason, reference.raw_finish_reason)
+
+
+def _invoke_cases() -> list[Any]:
+    from tests.test_litellm_bedrock import INVOKE_CASES
+
+    return INVOKE_CASES
+
+
+@pytest.mark.parametrize(("variant", "body"), _invoke_cases())
+def test_chat_bedrock_on_claude_gives_what_the_bytes_give_but_places(variant: str, body: bytes) -> None:
+    """langchain-aws's ``ChatBedrock`` (InvokeModel) on Claude: the bytes' calls, finish, text and
+    signed thinking. What it loses: a ``redacted_thinking`` block (it yields no chunk for one), and
+    the blocks' places (its metadata names the provider ``bedrock`` for every model InvokeModel
+    serves, so no reading of Claude's block index is assumed: output_index None)."""
+    if not body:
+        require_captures()
+    module = pytest.importorskip("langchain_aws")
+    client = converse_client(body, "InvokeModelWithResponseStream")
+    model = module.ChatBedrock(model_id="anthropic.claude-sonnet-4-v1:0", client=client, region_name="us-east-1")
+    reference = fsm.reassemble(body, "bedrock")
+    got = fsm.reassemble(model.stream("go"))
+    kept = [block for block in reference.reasoning if block.redacted is None]
+    assert seen(placeless(got), usage=False, reasoning=False) == seen(
+        placeless(reference), usage=False, reasoning=False
+    )
+    assert [(b.text, b.signature) for b in got.reasoning] == [(b.text, b.signature) for b in kept]
+    if variant == "thinking":
+        assert len(kept) < len(reference.reasoning)  # the redacted block, which ChatBedrock drops

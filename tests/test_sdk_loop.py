@@ -584,8 +584,8 @@ def test_an_sdk_drops_a_last_event_cut_part_way() -> None:
         assert seen(send(provider, client, ASK[provider])) == _without(seen(reference), "cut-event")
 
 
-def converse_client(body: bytes) -> Any:
-    """boto3's own bedrock-runtime client, its ConverseStream answered with ``body`` (in 512-byte reads)."""
+def converse_client(body: bytes, operation: str = "ConverseStream") -> Any:
+    """boto3's own bedrock-runtime client, its ``operation`` answered with ``body`` (in 512-byte reads)."""
     boto3 = pytest.importorskip("boto3")
     from botocore.awsrequest import AWSResponse
 
@@ -598,7 +598,7 @@ def converse_client(body: bytes) -> Any:
 
     client = boto3.client("bedrock-runtime", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b")
     client.meta.events.register(
-        "before-send.bedrock-runtime.ConverseStream",
+        f"before-send.bedrock-runtime.{operation}",
         lambda request, **_: AWSResponse(
             request.url, 200, {"content-type": "application/vnd.amazon.eventstream"}, Raw()
         ),
