@@ -239,3 +239,55 @@ def test_chat_bedrock_on_claude_gives_what_the_bytes_give_but_places(variant: st
     assert [(b.text, b.signature) for b in got.reasoning] == [(b.text, b.signature) for b in kept]
     if variant == "thinking":
         assert len(kept) < len(reference.reasoning)  # the redacted block, which ChatBedrock drops
+
+
+# -- Mistral's typed content ------------------------------------------------------------------------------------
+
+
+def _mistral_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return {"id": "x", "object": "chat.completion.chunk", "model": "magistral", "choices": [choice]}
+
+
+def _thinking(text: str) -> dict[str, Any]:
+    return {"type": "thinking", "thinking": [{"type": "text", "text": text}]}
+
+
+MAGISTRAL = [
+    _mistral_chunk({"role": "assistant", "content": [_thinking("Let me ")]}),
+    _mistral_chunk({"content": [{**_thinking("think."), "closed": True}]}),
+    _mistral_chunk({"content": [{"type": "text", "text": "Calling"}]}),
+    _mistral_chunk({"content": [{"type": "reference", "reference_ids": [1]}, " it."]}),
+    _mistral_chunk({"tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}, "index": 0}]}),
+    _mistral_chunk({}, "tool_calls"),
+]
+
+
+def test_mistral_typed_content_is_text_and_reasoning() -> None:
+    """Mistral's reasoning models send ``delta.content`` as a list of typed chunks: the thinking and
+    the text of such a turn were both dropped without a word (only a str content was read)."""
+    result = fsm.reassemble(cv.render(MAGISTRAL, "openai-chat"), "openai-chat")
+    assert (result.text, [b.text for b in result.reasoning], result.codes()) == ("Calling it.", ["Let me think."], [])
+    assert [(c.id, c.arguments) for c in result.complete_calls] == [("c1", {})]
+
+
+def test_a_typed_chunk_of_another_kind_is_reported_where_it_came() -> None:
+    image = _mistral_chunk({"content": [{"type": "text", "text": "See"}, {"type": "image_url", "image_url": "u"}, 7]})
+    result = fsm.reassemble(cv.render([image, _mistral_chunk({}, "stop")], "openai-chat"), "openai-chat")
+    assert result.text == "See"
+    assert [(d.code, d.event, d.message) for d in result.diagnostics] == [
+        ("part-not-reassembled", 1, "content[1], a chunk 'image_url', is not reassembled"),
+        ("part-not-reassembled", 1, "content[2], a chunk of no type (int), is not reassembled"),
+    ]
+
+
+@pytest.mark.parametrize("output_version", ["v0", "v1"])
+def test_chat_mistralai_thinking_is_the_bytes_reasoning(output_version: str) -> None:
+    """ChatMistralAI keeps Mistral's thinking chunk as a ``thinking`` block holding the list of text
+    chunks (v1: a ``reasoning`` block): it was read as an empty reasoning block."""
+    body = cv.render(MAGISTRAL, "openai-chat")
+    model = mistral(Replay(body))
+    model.output_version = output_version
+    got = fsm.reassemble(iter(chunks(model)))
+    reference = fsm.reassemble(body, "openai-chat")
+    assert seen(got, usage=False) == seen(reference, usage=False)

@@ -45,6 +45,7 @@ from fsm.wire.decoders._wire import (
     COMPAT_SIGNATURE,
     SDK_FINISH_MESSAGE,
     SDK_RAW_FINISH,
+    chunk_text,
     compat_signed,
     responses_incomplete,
     stop_details_said,
@@ -178,6 +179,8 @@ def _thinking_block(block: Mapping[str, Any], kind: str) -> dict[str, Any]:
     else:
         entry["type"] = "thinking"
         said = block.get("thinking" if kind == "thinking" else "reasoning")
+        if isinstance(said, list):  # ChatMistralAI's: Mistral's thinking chunk, a list of text chunks
+            said = "".join(chunk_text(part) for part in said)
         entry["thinking"] = said if isinstance(said, str) else ""
         signature = block_signature(block)
         if signature is not None:

@@ -1,5 +1,5 @@
 """LangChain content blocks read in their places in the turn, for the integrations whose chunks say
-where each block sat: what :mod:`fsm.wire.sdk` hands the reassembler for them instead of an OpenAI
+where each block sat: what :mod:`fsm.wire.langchain_chunks` hands the reassembler for them instead of an OpenAI
 chat delta's one text, last text signature and ``thinking_blocks`` (which keep no place).
 
 Which integration made a chunk is its ``response_metadata["model_provider"]`` (langchain-core 1.x).

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fsm.errors import RemoteProtocolError
-from fsm.events import CallRef, ReasoningDelta, StreamEnd
+from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta
 from fsm.jsontext import dumps as exact_dumps
 
 
@@ -105,7 +105,7 @@ def responses_incomplete(reason: Any) -> tuple[str, str]:
     reason that means the same (a reason not known here: ``length``, the turn was cut) and the
     provider's word, ``incomplete: <reason>``, or ``incomplete`` alone where it gave no reason (not
     ``incomplete: None``, a word no server sent). Read by the Responses decoder, and for LangChain's
-    Responses chunks by :mod:`fsm.wire.sdk`, so that both give one finish for one turn."""
+    Responses chunks by :mod:`fsm.wire.langchain_chunks`, so that both give one finish for one turn."""
     if reason is None or reason == "":
         return "length", "incomplete"
     said = str(reason)
@@ -168,11 +168,11 @@ _CHAT_FINISH = {
 
 
 SDK_FINISH_MESSAGE = "toolcall_fsm_finish_message"
-"""The key beside a chat choice's finish reason under which :mod:`fsm.wire.sdk` puts what a LangChain
+"""The key beside a chat choice's finish reason under which :mod:`fsm.wire.langchain_chunks` puts what a LangChain
 chunk said beside its finish (langchain-google-genai's ``finish_message``, ChatAnthropic's
 ``stop_details``): a name of this project's own, so that no server's chunk is read as carrying one."""
 SDK_RAW_FINISH = "toolcall_fsm_raw_finish"
-"""The key beside a chat choice's finish reason under which :mod:`fsm.wire.sdk` puts a LangChain
+"""The key beside a chat choice's finish reason under which :mod:`fsm.wire.langchain_chunks` puts a LangChain
 chunk's finish in the provider's words where the chunk holds no finish word of its own (the
 Responses API's ``completed``, ``incomplete: max_output_tokens``, read from its ``status`` and
 ``incomplete_details``): the raw finish, as the Responses decoder gives it from the bytes."""
@@ -184,7 +184,7 @@ def chat_finish(choice: Mapping[str, Any], raw: str) -> StreamEnd:
     them: ``SAFETY`` is a content filter), with what the choice says beside it: OpenRouter's
     ``native_finish_reason``, the word of the model's own provider (``MAX_TOKENS``, ``SAFETY``),
     for a call the finish cuts to say (not when it is ``raw`` again), or the message
-    :mod:`fsm.wire.sdk` puts beside it under ``SDK_FINISH_MESSAGE`` (langchain-google-genai's,
+    :mod:`fsm.wire.langchain_chunks` puts beside it under ``SDK_FINISH_MESSAGE`` (langchain-google-genai's,
     ChatAnthropic's ``stop_details``); the raw word is the one it puts under ``SDK_RAW_FINISH``
     where it put one (a LangChain Responses chunk's ``incomplete: <reason>``). Claude's words
     (ChatAnthropic's ``stop_reason``) are read as the Anthropic decoder reads them, in any case."""
@@ -199,7 +199,7 @@ def chat_finish(choice: Mapping[str, Any], raw: str) -> StreamEnd:
 COMPAT_SIGNATURE = "extra_content"
 """The tool-call entry key under which Gemini's OpenAI-compatible endpoint puts a call's thought
 signature (``extra_content.google.thought_signature``): read by the OpenAI chat decoder, and where
-:mod:`fsm.wire.sdk` writes the signature langchain-google-genai keeps beside a call."""
+:mod:`fsm.wire.langchain_chunks` writes the signature langchain-google-genai keeps beside a call."""
 
 
 def compat_signature(entry: Mapping[str, Any], what: str) -> str | None:
@@ -251,3 +251,48 @@ def thinking_blocks(value: Any) -> list[ReasoningDelta] | None:
             )
         )
     return pieces
+
+
+def typed_content(content: list[Any], diagnose: Callable[[str, str], None]) -> list[TextDelta | ReasoningDelta]:
+    """A chat delta's ``content`` sent as a list of typed chunks (Mistral's reasoning models): a
+    ``text`` chunk (or a bare str) is text, a ``thinking`` chunk (its ``thinking`` a list of text
+    chunks) reasoning, one block a turn as ``reasoning_content`` is; a ``reference`` chunk names the
+    sources the text cites and holds no text. Any other chunk is reported, not dropped unseen."""
+    said: list[TextDelta | ReasoningDelta] = []
+    for at, chunk in enumerate(content):
+        kind = chunk.get("type") if isinstance(chunk, Mapping) else None
+        if type(chunk) is str or kind == "text":
+            text = chunk if type(chunk) is str else chunk.get("text")
+            if text and type(text) is str:
+                said.append(TextDelta(text))
+        elif kind == "thinking":
+            thought = "".join(chunk_text(part) for part in items(chunk.get("thinking"), f"content[{at}].thinking"))
+            if thought:
+                said.append(ReasoningDelta(None, thought))
+        elif kind != "reference":
+            shown = repr(kind) if type(kind) is str else f"of no type ({type(chunk).__name__})"
+            diagnose("part-not-reassembled", f"content[{at}], a chunk {shown}, is not reassembled")
+    return said
+
+
+def chunk_text(part: Any) -> str:
+    """The text of a chunk inside a ``thinking`` chunk: a text chunk's, or a str (a reference none)."""
+    if type(part) is str:
+        return part
+    text = part.get("text") if isinstance(part, Mapping) and part.get("type") == "text" else None
+    return text if type(text) is str else ""
+
+
+def chat_said(delta: Mapping[str, Any], events: list[Any]) -> None:
+    """The text and reasoning in a delta. Reasoning comes as ``reasoning_content`` (DeepSeek, vLLM,
+    LiteLLM) or ``reasoning`` (OpenRouter, Ollama and Groq's OpenAI endpoints), one block per turn,
+    or as LiteLLM's ``thinking_blocks``, block by block; a Gemini text part's signature (fsm.wire.langchain_chunks)."""
+    content, signed = delta.get("content"), compat_signature(delta, "delta") if COMPAT_SIGNATURE in delta else None
+    if (content and type(content) is str) or signed is not None:
+        events.append(TextDelta(content if type(content) is str else "", signed))
+    blocks = thinking_blocks(delta["thinking_blocks"]) if "thinking_blocks" in delta else None
+    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+    if blocks is not None:
+        events += blocks
+    elif reasoning and type(reasoning) is str:
+        events.append(ReasoningDelta(None, reasoning))

@@ -43,9 +43,10 @@ from fsm.wire.decoders._wire import (
     COMPAT_SIGNATURE,
     SAID_KEYS,
     chat_finish,
+    chat_said,
     compat_signature,
     dumps,
-    thinking_blocks,
+    typed_content,
 )
 from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS, ServerCalls
 
@@ -80,7 +81,9 @@ class OpenAIChatDecoder:
             if delta is None:
                 delta = choice.get("message")
             if type(delta) is dict or isinstance(delta, Mapping):
-                _said(delta, events)
+                chat_said(delta, events)
+                if type(delta.get("content")) is list:
+                    events += typed_content(delta["content"], diagnose)
                 self._calls(delta, events, diagnose)
                 if delta.get(LITELLM_FIELDS):
                     self._served = self._served or ServerCalls()
@@ -230,21 +233,6 @@ def _keys(payload: Mapping[str, Any]) -> str:
     return shown + (", ..." if len(payload) > 6 else "") if shown else "none"
 
 
-def _said(delta: Mapping[str, Any], events: list[Any]) -> None:
-    """The text and reasoning in a delta. Reasoning comes as ``reasoning_content`` (DeepSeek, vLLM,
-    LiteLLM) or ``reasoning`` (OpenRouter, Ollama and Groq's OpenAI endpoints), one block per turn,
-    or as LiteLLM's ``thinking_blocks``, block by block; a Gemini text part's signature (fsm.wire.sdk)."""
-    content, signed = delta.get("content"), compat_signature(delta, "delta") if COMPAT_SIGNATURE in delta else None
-    if (content and type(content) is str) or signed is not None:
-        events.append(TextDelta(content if type(content) is str else "", signed))
-    blocks = thinking_blocks(delta["thinking_blocks"]) if "thinking_blocks" in delta else None
-    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-    if blocks is not None:
-        events += blocks
-    elif reasoning and type(reasoning) is str:
-        events.append(ReasoningDelta(None, reasoning))
-
-
 def _index(value: Any, position: int) -> int | None:
     if value is None or type(value) is int:
         return value
@@ -318,8 +306,10 @@ def said_in(delta: dict[str, Any]) -> list[TextDelta | ReasoningDelta] | None:
     (test_text_and_reasoning_chunks_decide_as_the_decoder)."""
     if delta.get("tool_calls") is not None or delta.get("function_call") is not None or delta.get(LITELLM_FIELDS):
         return None
+    if type(delta.get("content")) is list:  # typed chunks, which may need a diagnostic: the decoder's
+        return None
     events: list[TextDelta | ReasoningDelta] = []
-    _said(delta, events)
+    chat_said(delta, events)
     return events
 
 
