@@ -83,6 +83,7 @@ class TurnContent:
     text_output_index: int | None = None
     usage: dict[str, Any] | None = None
     _text: list[str] | None = None
+    _refusal: list[str] | None = None
     _blocks: dict[int | str, _Block] | None = None
     _latest: int | str | None = None
     _anonymous = 0
@@ -103,6 +104,9 @@ class TurnContent:
 
     def apply(self, event: TextDelta | ReasoningDelta | UsageReport) -> None:
         if type(event) is TextDelta:
+            if event.refusal:
+                self._refusal = [*(self._refusal or ()), event.text]
+                return
             # A piece that only names its message item (its id and status, no text) says nothing of
             # the text: a message with no text must not become where the text goes back.
             if event.text or (event.item_id is None and event.status is None and event.phase is None):
@@ -167,6 +171,10 @@ class TurnContent:
     @property
     def text(self) -> str:
         return "".join(self._text) if self._text is not None else ""
+
+    @property
+    def refusal(self) -> str | None:
+        return "".join(self._refusal) if self._refusal is not None else None
 
     @property
     def reasoning(self) -> tuple[Reasoning, ...]:

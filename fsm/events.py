@@ -139,6 +139,9 @@ class TextDelta:
     """The Responses message item's ``status`` as its latest ``output_item`` event gave it."""
     phase: str | None = None
     """The Responses message item's ``phase`` (``commentary``, ``final_answer``) where it gave one."""
+    refusal: bool = False
+    """The piece is of the model's refusal (OpenAI's ``refusal``), not of its text: it is kept apart,
+    as :attr:`fsm.results.Result.refusal`, and goes back as the refusal."""
 
 
 @attrs.frozen(slots=True)

@@ -221,6 +221,7 @@ class Reassembler:
             content.text_parts,
             word,
             said,
+            content.refusal,
         )
         vouch(self._closed)  # made of decoded and checked events only: fsm.messages need not read it again
         if ledger.deferred is not None and not failed_before:

@@ -212,6 +212,10 @@ class Result:
     Claude refusal's ``stop_details`` (its category and explanation), OpenRouter's
     ``native_finish_reason`` (as ``native_finish_reason "SAFETY"``), an error's message. None when
     it said nothing. At most 1,000 characters, then how long it was."""
+    refusal: str | None = None
+    """What the model said to refuse, where the wire keeps a refusal apart from the text (OpenAI's
+    ``refusal``, in a chat delta or a Responses message's refusal part; the finish is then ``stop``):
+    None when it refused nothing. It goes back as the refusal in the ``"openai-chat"`` next turn."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:

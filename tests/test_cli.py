@@ -45,8 +45,9 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
         "text_parts",
         "raw_finish_reason",
         "finish_message",
+        "refusal",
     ]
-    assert (data["raw_finish_reason"], data["finish_message"]) == ("tool_calls", None)
+    assert (data["raw_finish_reason"], data["finish_message"], data["refusal"]) == ("tool_calls", None, None)
     assert list(data["calls"][0]) == [
         "index",
         "id",

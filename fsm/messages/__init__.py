@@ -145,6 +145,8 @@ def assistant_message(result: Result, format: Format, *, incomplete: Incomplete 
 
 def _openai_chat(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     message: Message = {"role": "assistant", "content": result.text or None}
+    if result.refusal is not None:
+        message["refusal"] = result.refusal
     thinking = _thinking_blocks(result)
     if thinking:
         message["thinking_blocks"] = thinking

@@ -149,6 +149,8 @@ def _langchain_blocks(content: Any, delta: dict[str, Any]) -> None:
             if isinstance(text := block.get("text"), str):
                 said.append(text)
             signed = block_signature(block) or signed
+        elif kind == "refusal" and isinstance(block.get("refusal"), str):  # ChatOpenAI's, on the Responses API
+            delta["refusal"] = delta.get("refusal", "") + block["refusal"]
         elif kind == "reasoning_content" and isinstance(block.get("reasoning_content"), Mapping):
             thinking.append(_converse_reasoning(block["reasoning_content"], block.get("index")))
         elif (

@@ -296,3 +296,6 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> None:
         events += blocks
     elif reasoning and type(reasoning) is str:
         events.append(ReasoningDelta(None, reasoning))
+    refusal = delta.get("refusal")
+    if refusal and type(refusal) is str:
+        events.append(TextDelta(refusal, refusal=True))

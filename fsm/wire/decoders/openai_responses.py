@@ -119,6 +119,13 @@ class OpenAIResponsesDecoder:
             piece = text(payload.get("delta"), "delta")
             at = index(payload.get("output_index"), "output_index")
             return [TextDelta(piece, output_index=at, part=at)] if piece else []  # each message item a text part
+        if kind == "response.refusal.delta":
+            piece = text(payload.get("delta"), "delta")
+            return (
+                [TextDelta(piece, output_index=index(payload.get("output_index"), "output_index"), refusal=True)]
+                if piece
+                else []
+            )
         if kind == "response.reasoning_text.delta":
             piece = text(payload.get("delta"), "delta")
             at = index(payload.get("output_index"), "output_index")

@@ -1,0 +1,101 @@
+"""A refusal, where the wire keeps it apart from the text (OpenAI's ``refusal``: chat deltas, a
+Responses message's refusal part): it was read past without a word, so a refused turn came out as
+an empty ``stop`` with nothing to say why. It is ``Result.refusal`` now, and goes back as the
+refusal in the ``"openai-chat"`` next turn."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import fsm
+from fsm import history, messages
+from fsm.serialize import result_to_json
+from tests import capture_variants as cv
+from tests.test_clients import Replay
+
+httpx = pytest.importorskip("httpx")
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return {"id": "x", "object": "chat.completion.chunk", "model": "m", "choices": [choice]}
+
+
+CHAT = [
+    _chunk({"role": "assistant", "content": None, "refusal": ""}),
+    _chunk({"refusal": "I'm sorry, "}),
+    _chunk({"refusal": "I can't help with that."}),
+    _chunk({}, "stop"),
+]
+REFUSED = "I'm sorry, I can't help with that."
+
+
+def _responses(refusal: list[str]) -> list[dict[str, Any]]:
+    item = {"id": "msg_1", "type": "message", "status": "in_progress", "content": []}
+    said = "".join(refusal)
+    at = {"output_index": 0, "item_id": "msg_1", "content_index": 0}
+    done = {**item, "status": "completed", "content": [{"type": "refusal", "refusal": said}]}
+    return [
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        *({"type": "response.refusal.delta", **at, "delta": piece} for piece in refusal),
+        {"type": "response.refusal.done", **at, "refusal": said},
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "output": [done]}},
+    ]
+
+
+def test_a_chat_refusal_is_the_result_s_refusal_and_goes_back_as_one() -> None:
+    body = cv.render(CHAT, "openai-chat")
+    for pieces in ([body], [body[i : i + 7] for i in range(0, len(body), 7)]):  # whole, and in small reads
+        result = fsm.reassemble(pieces, "openai-chat")
+        assert (result.refusal, result.text, result.finish_reason, result.codes()) == (REFUSED, "", "stop", [])
+    said = messages.assistant_message(result, "openai-chat")
+    assert said == {"role": "assistant", "content": None, "refusal": REFUSED}
+    assert not history.check([{"role": "user", "content": "go"}, said]).rejected
+
+
+def test_a_turn_that_refuses_nothing_has_no_refusal() -> None:
+    result = fsm.reassemble(cv.render([_chunk({"content": "Hi", "refusal": None}), _chunk({}, "stop")], ""), "auto")
+    assert (result.text, result.refusal) == ("Hi", None)
+    assert "refusal" not in messages.assistant_message(result, "openai-chat")
+
+
+def test_a_responses_refusal_is_the_result_s_refusal() -> None:
+    result = fsm.reassemble(cv.render(_responses(["No, ", "sorry."]), ""), "openai-responses")
+    assert (result.refusal, result.text, result.finish_reason, result.codes()) == ("No, sorry.", "", "stop", [])
+
+
+def test_the_openai_client_s_chunks_give_the_refusal() -> None:
+    openai = pytest.importorskip("openai")
+    replay = Replay(cv.render(CHAT, "openai-chat"))
+    client = openai.OpenAI(api_key="test", base_url="http://mock/v1", http_client=replay.client())
+    stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "go"}], stream=True)
+    result = fsm.reassemble(stream)
+    assert (result.refusal, result.finish_reason) == (REFUSED, "stop")
+    # and the same client takes it back
+    conversation = [{"role": "user", "content": "go"}, messages.assistant_message(result, "openai-chat")]
+    client.chat.completions.create(model="m", messages=conversation, stream=True).close()
+    assert replay.sent[-1]["messages"][-1] == {"role": "assistant", "content": None, "refusal": REFUSED}
+
+
+def test_through_langchain_the_responses_refusal_is_kept_and_the_chat_one_lost() -> None:
+    langchain_openai = pytest.importorskip("langchain_openai")
+    for responses, body in (
+        (True, cv.render(_responses(["No, ", "sorry."]), "")),
+        (False, cv.render(CHAT, "openai-chat")),
+    ):
+        replay = Replay(body)
+        model = langchain_openai.ChatOpenAI(
+            model="m",
+            api_key="test",
+            base_url="http://mock/v1",
+            http_client=replay.client(),
+            use_responses_api=responses,
+        )
+        result = fsm.reassemble(model.stream("go"))
+        # its Responses chunks carry the refusal as a block; its chat chunks keep none (only a whole
+        # message's refusal, not a streamed one's)
+        assert result.refusal == ("No, sorry." if responses else None)
+        assert result_to_json(result)["refusal"] == result.refusal
