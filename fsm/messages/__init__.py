@@ -5,7 +5,8 @@ Formats: ``"openai-chat"`` (Chat Completions messages), ``"openai-responses"`` (
 items), ``"anthropic"`` (Messages), ``"gemini"`` (``Content`` in the REST wire's camelCase, which
 the google-genai SDK accepts as it is), ``"ollama"`` (native ``/api/chat`` messages) and
 ``"cohere"`` (v2 chat messages); how the last two carry a turn, and what Ollama cannot carry (ids),
-is in :mod:`fsm.messages.ollama_cohere`. What goes back is what the provider sent, exactly:
+is in :mod:`fsm.messages.ollama_cohere`; ``"bedrock"`` (Converse messages, as boto3 takes them) in
+:mod:`fsm.messages.bedrock`. What goes back is what the provider sent, exactly:
 
 * ids: the call's ``id`` (the wire id; renamed only where the wire repeated one, so that every result
   pairs with one call), or its ``reply_id`` where it has one: the wire id of a call that opened
@@ -77,6 +78,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal, overload
 
 from fsm.errors import LocalProtocolError
+from fsm.messages.bedrock import bedrock_message, bedrock_result
 from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_output
 from fsm.messages.ollama_cohere import cohere_message, cohere_result, ollama_message, ollama_result
 from fsm.messages.responses import openai_responses
@@ -85,8 +87,8 @@ from fsm.messages.shared import arguments_object as _arguments
 from fsm.messages.shared import kind as _kind
 from fsm.results import CallStatus, Result, ToolCall
 
-Format = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere"]
-FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere")
+Format = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere", "bedrock"]
+FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere", "bedrock")
 Incomplete = Literal["omit", "include"]
 
 
@@ -117,7 +119,7 @@ def _built_in(call: ToolCall) -> bool:
 @overload
 def assistant_message(
     result: Result,
-    format: Literal["openai-chat", "anthropic", "gemini", "ollama", "cohere"],
+    format: Literal["openai-chat", "anthropic", "gemini", "ollama", "cohere", "bedrock"],
     *,
     incomplete: Incomplete = "omit",
 ) -> Message: ...
@@ -140,6 +142,8 @@ def assistant_message(result: Result, format: Format, *, incomplete: Incomplete 
         return _gemini(result, calls)
     for call in calls:
         _kind(call, format)
+    if format == "bedrock":
+        return bedrock_message(result, calls)
     return ollama_message(result, calls) if format == "ollama" else cohere_message(result, calls)
 
 
@@ -289,6 +293,8 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
         return ollama_result(call, output)
     if format == "cohere":
         return cohere_result(call, output)
+    if format == "bedrock":
+        return bedrock_result(call, output, is_error)
     if format == "anthropic":
         block: Message = {"type": "tool_result", "tool_use_id": reply_id(call), "content": as_text(output)}
         if is_error:
@@ -304,14 +310,15 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
 def tool_results(answers: Iterable[Message], format: Format) -> list[Message]:
     """What to append to the history after the assistant message: OpenAI's, Ollama's and Cohere's answers
     as they are (Ollama's in the order of the calls they answer), Anthropic's ``tool_result`` blocks in
-    one user message, Gemini's parts (or ``Part`` objects) in one user content."""
+    one user message (Bedrock Converse's ``toolResult`` blocks too), Gemini's parts (or ``Part`` objects)
+    in one user content."""
     _check_format(format)
     need(answers, Iterable, "answers must be an iterable of what tool_result gives")
     answers = list(answers)
     for answer in answers:
         if not (format == "gemini" and callable(getattr(answer, "model_dump", None))):  # a genai Part goes as it is
             need(answer, Mapping, "each answer must be a dict (what tool_result gives)")
-    if format == "anthropic":
+    if format in ("anthropic", "bedrock"):
         return [{"role": "user", "content": answers}] if answers else []
     if format == "gemini":
         return [{"role": "user", "parts": answers}] if answers else []

@@ -20,6 +20,7 @@ an index no block opened opens a call of its own (``unopened-call``).
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -216,11 +217,13 @@ def _said(at: int | None, delta: Mapping[str, Any]) -> list[Event]:
     if not reasoning:
         return []
     redacted = reasoning.get("redactedContent")
+    if isinstance(redacted, bytes | bytearray):  # boto3's events hold the wire's base64 blob decoded
+        redacted = base64.b64encode(redacted).decode("ascii")
     return [
         ReasoningDelta(
             at,
             text(reasoning.get("text"), "reasoningContent.text") or "",
             signature=text(reasoning.get("signature"), "reasoningContent.signature"),
-            redacted=redacted if isinstance(redacted, str) else None,
+            redacted=text(redacted, "reasoningContent.redactedContent") or None,
         )
     ]

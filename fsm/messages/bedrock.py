@@ -1,0 +1,59 @@
+"""The ``"bedrock"`` next turn: Bedrock Converse messages, as boto3's ``converse`` and
+``converse_stream`` take them.
+
+The assistant turn is ``{"role": "assistant", "content": [...]}``: the reasoning first, as
+``reasoningContent`` (a signed block as ``reasoningText`` with its ``signature``; Claude's redacted
+one as ``redactedContent``, the bytes its base64 on the wire stands for, which boto3 writes as that
+base64 again; a block that never got its signature is left out, since Claude refuses it and no
+other model needs its reasoning back), then the text as a ``text`` block, then the calls as
+``toolUse`` blocks (``toolUseId``, ``name``, ``input`` an object). Converse's stream gives no block's
+place in the turn, so that is their order. A result answers a call as a ``toolResult`` block
+(``toolUseId``, ``content``: an object output as ``json``, anything else as ``text``;
+``status: "error"`` for a failed tool), every answer of a turn in one user message
+(:func:`fsm.messages.tool_results`). Converse carries function calls only.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any
+
+from fsm.errors import InvalidInput
+from fsm.messages.shared import Message, arguments_object, as_text, reply_id
+from fsm.results import Result, ToolCall
+
+
+def bedrock_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
+    content: list[Message] = []
+    for reasoning in result.reasoning:
+        if reasoning.redacted is not None:
+            content.append({"reasoningContent": {"redactedContent": _redacted_bytes(reasoning.redacted)}})
+        elif reasoning.signature is not None:
+            said = {"text": reasoning.text, "signature": reasoning.signature}
+            content.append({"reasoningContent": {"reasoningText": said}})
+    if result.text:
+        content.append({"text": result.text})
+    for call in calls:
+        use = {"toolUseId": reply_id(call), "name": call.name or "", "input": arguments_object(call)}
+        content.append({"toolUse": use})
+    return {"role": "assistant", "content": content}
+
+
+def bedrock_result(call: ToolCall, output: Any, is_error: bool) -> Message:
+    text = as_text(output)  # refused now if JSON cannot write it, whichever block it goes in
+    answer: Message = {
+        "toolUseId": reply_id(call),
+        "content": [{"json": output} if isinstance(output, Mapping) else {"text": text}],
+    }
+    if is_error:
+        answer["status"] = "error"
+    return {"toolResult": answer}
+
+
+def _redacted_bytes(data: str) -> bytes:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidInput(f"a redacted reasoning block's data is not base64: {data[:40]!r}") from None

@@ -1,0 +1,145 @@
+"""The ``"bedrock"`` next turn (Bedrock Converse messages): built from a reassembled Converse stream,
+sent by boto3's own client, whose request must carry every call, its signed and redacted reasoning
+as the stream gave them, and pair every answer."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+import fsm
+from fsm import messages
+from fsm.errors import InvalidInput
+from fsm.results import Reasoning, Result
+from tests.test_sdk_loop import converse_client
+
+pytest.importorskip("botocore")
+
+ASK = [{"role": "user", "content": [{"text": "What is the temperature in Paris?"}]}]
+
+
+def _thinking_stream() -> bytes:
+    from tests.test_litellm_bedrock import CONVERSE_THINKING, converse_stream
+
+    tool = {"toolUseId": "tooluse_1", "name": "get_temperature"}
+    return converse_stream(
+        [
+            ("messageStart", {"role": "assistant"}),
+            *CONVERSE_THINKING,
+            ("contentBlockDelta", {"contentBlockIndex": 2, "delta": {"text": "Checking."}}),
+            ("contentBlockStop", {"contentBlockIndex": 2}),
+            ("contentBlockStart", {"contentBlockIndex": 3, "start": {"toolUse": tool}}),
+            ("contentBlockDelta", {"contentBlockIndex": 3, "delta": {"toolUse": {"input": '{"city": "Paris"}'}}}),
+            ("contentBlockStop", {"contentBlockIndex": 3}),
+            ("messageStop", {"stopReason": "tool_use"}),
+        ]
+    )
+
+
+def test_the_assistant_turn_is_converse_s_blocks() -> None:
+    result = fsm.reassemble(_thinking_stream(), "bedrock")
+    assert messages.assistant_message(result, "bedrock") == {
+        "role": "assistant",
+        "content": [
+            {"reasoningContent": {"reasoningText": {"text": "Think hard.", "signature": "U0lH"}}},
+            {"reasoningContent": {"redactedContent": b"RED"}},  # the wire's base64 UkVE, as boto3 takes it
+            {"text": "Checking."},
+            {"toolUse": {"toolUseId": "tooluse_1", "name": "get_temperature", "input": {"city": "Paris"}}},
+        ],
+    }
+
+
+def test_boto3_sends_the_turn_and_its_answers_paired() -> None:
+    body = _thinking_stream()
+    client = converse_client(body)
+    sent: list[dict[str, Any]] = []
+    client.meta.events.register(
+        "request-created.bedrock-runtime.ConverseStream", lambda request, **_: sent.append(json.loads(request.body))
+    )
+    result = fsm.reassemble(client.converse_stream(modelId="m", messages=ASK)["stream"])
+    # boto3's events hold the redacted block's blob decoded (bytes): it was read as no data at all
+    assert result.reasoning == fsm.reassemble(body, "bedrock").reasoning
+    assert [(c.id, c.arguments) for c in result.complete_calls] == [("tooluse_1", {"city": "Paris"})]
+    answers = [messages.tool_result(call, {"celsius": 21}, "bedrock") for call in result.complete_calls]
+    conversation = [*ASK, messages.assistant_message(result, "bedrock"), *messages.tool_results(answers, "bedrock")]
+    client.converse_stream(modelId="m", messages=conversation)
+
+    said, answered = sent[-1]["messages"][1], sent[-1]["messages"][2]
+    assert said["content"][:2] == [
+        {"reasoningContent": {"reasoningText": {"text": "Think hard.", "signature": "U0lH"}}},
+        {"reasoningContent": {"redactedContent": "UkVE"}},  # base64 again on the wire, as it came
+    ]
+    uses = [block["toolUse"]["toolUseId"] for block in said["content"] if "toolUse" in block]
+    results = [block["toolResult"]["toolUseId"] for block in answered["content"]]
+    assert uses == results == ["tooluse_1"] and answered["role"] == "user"
+    assert answered["content"][0]["toolResult"]["content"] == [{"json": {"celsius": 21}}]
+
+
+def test_answers_take_text_json_and_an_error_status() -> None:
+    result = fsm.reassemble(_thinking_stream(), "bedrock")
+    call = result.calls[0]
+    assert messages.tool_result(call, "21 C", "bedrock") == {
+        "toolResult": {"toolUseId": "tooluse_1", "content": [{"text": "21 C"}]}
+    }
+    failed = messages.tool_result(call, "no such city", "bedrock", is_error=True)
+    assert failed["toolResult"]["status"] == "error"
+    assert messages.tool_result(call, [1, 2], "bedrock")["toolResult"]["content"] == [{"text": "[1, 2]"}]
+    with pytest.raises(InvalidInput, match="must be text or what JSON can write"):
+        messages.tool_result(call, {"x": object()}, "bedrock")
+
+
+def test_a_cut_call_goes_back_only_when_asked_and_then_as_an_empty_input() -> None:
+    from tests.test_litellm_bedrock import converse_stream
+
+    start = {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "t1", "name": "f"}}}
+    cut = converse_stream(
+        [
+            ("messageStart", {"role": "assistant"}),
+            ("contentBlockStart", start),
+            ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a": '}}}),
+            ("messageStop", {"stopReason": "max_tokens"}),
+        ]
+    )
+    result = fsm.reassemble(cut, "bedrock")
+    assert messages.assistant_message(result, "bedrock") == {"role": "assistant", "content": []}
+    kept = messages.assistant_message(result, "bedrock", incomplete="include")
+    assert kept["content"] == [{"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}}]
+    [answer] = messages.incomplete_answers(result, "bedrock")
+    assert answer["toolResult"]["status"] == "error" and answer["toolResult"]["toolUseId"] == "t1"
+
+
+def test_what_converse_cannot_carry_is_refused() -> None:
+    custom = fsm.reassemble(
+        [
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {"type": "custom_tool_call", "id": "c", "call_id": "call_c", "name": "patch", "input": ""},
+            },
+            {"type": "response.custom_tool_call_input.delta", "output_index": 0, "item_id": "c", "delta": "x"},
+            {
+                "type": "response.output_item.done",
+                "output_index": 0,
+                "item": {
+                    "type": "custom_tool_call",
+                    "id": "c",
+                    "call_id": "call_c",
+                    "name": "patch",
+                    "input": "x",
+                    "status": "completed",
+                },
+            },
+            {"type": "response.completed", "response": {}},
+        ],
+        "openai-responses",
+    )
+    with pytest.raises(fsm.LocalProtocolError, match="bedrock"):
+        messages.assistant_message(custom, "bedrock")
+    broken = fsm.reassemble(_thinking_stream(), "bedrock")
+    odd = Result("bedrock", "stop", (), (), reasoning=(Reasoning(redacted="not base64!"),))
+    with pytest.raises(InvalidInput, match="not base64"):
+        messages.assistant_message(odd, "bedrock")
+    assert base64.b64decode("UkVE") == b"RED" and broken.reasoning[1].redacted == "UkVE"
