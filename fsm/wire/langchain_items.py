@@ -19,6 +19,7 @@ item the stream was cut before the end of.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -27,6 +28,16 @@ from fsm.events import Event
 from fsm.wire.decoders._responses_items import CALL_ITEMS
 from fsm.wire.decoders._wire import dumps
 from fsm.wire.decoders.openai_responses import OpenAIResponsesDecoder
+from fsm.wire.langchain_places import calls_before
+from fsm.wire.langchain_reasoning import (
+    FUNCTION_CALL_IDS,
+    ResponsesReasoning,
+    call_items,
+    function_call_ids,
+    is_responses_reasoning,
+)
+
+Diagnose = Callable[[str, str], None]
 
 ITEMS = frozenset(CALL_ITEMS) - {"function_call"}
 """The item types read here: every one that calls a tool but a function call (its chunks carry it)."""
@@ -39,18 +50,46 @@ _COUNT = re.compile(r"lc_[a-z]+_(\d+)")
 
 
 class ResponsesItems:
-    """A stream's Responses items read so far: its decoder, and the highest LangChain count seen (an
-    item whose block gives no count is placed after it)."""
+    """A stream's Responses items read so far: its decoder, its reasoning items, and the highest
+    LangChain count seen on any block or call (an item whose block gives no count is placed after it)."""
 
-    __slots__ = ("decoder", "top")
+    __slots__ = ("decoder", "reasoning", "top")
 
     def __init__(self) -> None:
         self.decoder = OpenAIResponsesDecoder()
+        self.reasoning = ResponsesReasoning()
         self.top = -1
 
-    def read(
-        self, content: Any, hosted: bool, diagnose: Callable[[str, str], None]
-    ) -> tuple[list[tuple[int, list[Event]]], set[str]]:
+    def read_chunk(
+        self, content: Any, entries: list[Any], extra: Any, hosted: bool, finished: bool, diagnose: Diagnose
+    ) -> tuple[list[tuple[int, Event]], list[Any]]:
+        """A chunk's items, reasoning items that have ended and calls' item ids as events, each with
+        the number of the chunk's calls (``entries``) it goes after, in that order; and the entries
+        without those its custom tool calls replace. ``extra``: its ``additional_kwargs`` (v0's
+        reasoning and call item ids); ``finished``: it ends the turn (every reasoning item with it)."""
+        blocks = content if isinstance(content, list | tuple) else ()
+        top = self.reasoning.read_v0(extra.get("reasoning"), self.top) if isinstance(extra, Mapping) else None
+        self.top = max(self.top, -1 if top is None else top)
+        read, custom = self.read(blocks, hosted, diagnose)
+        for block in blocks:
+            if _kind(block) == "reasoning":
+                at = self.reasoning.read_block(block, self.top)
+            else:
+                at = _count(block.get("index")) if isinstance(block, Mapping) else None
+            self.top = max(self.top, -1 if at is None else at)
+        for entry in entries:
+            at = entry.get("index")
+            self.top = max(self.top, at if type(at) is int else -1)
+        ids = function_call_ids(blocks, extra)
+        entries = [entry for entry in entries if not _among(entry.get("id"), custom)] if custom else entries
+        before = calls_before(entries)
+        said: list[tuple[int, Event]] = [(before(at), event) for at, events in read for event in events]
+        said += [(before(ended.block or 0), ended) for ended in self.reasoning.ended(self.top, finished)]
+        said += call_items(entries, ids)
+        said.sort(key=operator.itemgetter(0))  # stable: each kind keeps its order
+        return said, entries
+
+    def read(self, content: Any, hosted: bool, diagnose: Diagnose) -> tuple[list[tuple[int, list[Event]]], set[str]]:
         """The events of each item among ``content``'s blocks, with LangChain's count for it, and the
         ``call_id`` of each custom tool call among them (whose ``{"__arg1": ...}`` tool call chunk the
         item replaces). ``hosted``: the chunk is ChatOpenAI's, so v1's ``server_tool_call`` blocks are
@@ -72,9 +111,23 @@ class ResponsesItems:
         return read, custom
 
 
-def holds_items(content: Any) -> bool:
-    """Whether any of a chunk's blocks may be an item (most chunks' are text, or none)."""
-    return isinstance(content, list | tuple) and any(_kind(block) in READ_BLOCKS for block in content)
+def holds_items(content: Any, extra: Any) -> bool:
+    """Whether a chunk is a Responses stream's: any of its blocks may be an item, a piece of a
+    reasoning item or the start of a function call (most chunks' are text, or none), or its
+    ``additional_kwargs`` hold v0's reasoning or call item ids."""
+    if isinstance(extra, Mapping) and ("reasoning" in extra or FUNCTION_CALL_IDS in extra):
+        return True
+    return isinstance(content, list | tuple) and any(_responses_block(block) for block in content)
+
+
+def _responses_block(block: Any) -> bool:
+    kind = _kind(block)
+    if kind in READ_BLOCKS or kind == "function_call":
+        return True
+    if kind == "reasoning":
+        return is_responses_reasoning(block)
+    extras = block.get("extras") if kind in ("tool_call_chunk", "tool_call") else None
+    return isinstance(extras, Mapping) and "item_id" in extras
 
 
 READ_BLOCKS = ITEMS | {"non_standard", "server_tool_call"}
@@ -107,6 +160,11 @@ def _item(block: Any, hosted: bool) -> dict[str, Any] | None:
     if field is not None and isinstance(args, Mapping):
         item[field] = args.get(field) if field in ("code", "queries") else dict(args)
     return item
+
+
+def _among(call_id: Any, ids: Any) -> bool:
+    """Is ``call_id`` one of ``ids`` (str ids)? An id of another kind (a list) is none of them."""
+    return isinstance(call_id, str) and call_id in ids
 
 
 def _kind(block: Any) -> str | None:

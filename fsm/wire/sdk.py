@@ -60,6 +60,7 @@ from fsm.wire.decoders._wire import (
     stop_details_said,
 )
 from fsm.wire.langchain_places import TURN_ENDED, LangChainStream, Said, block_signature, read_in_places
+from fsm.wire.langchain_reasoning import is_responses_reasoning
 
 DERIVED_EVENT_TYPES = frozenset(
     {
@@ -192,7 +193,7 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
     else:  # a list of blocks (Anthropic, Gemini through LangChain)
         _langchain_blocks(content or (), delta)
         if held is not None:  # ChatOpenAI's Responses items among them
-            parts = held.read_items(content or (), parts, metadata)
+            parts = held.read_items(content or (), parts, metadata, extra, finish is not None)
     # read as the decoder reads it: not beside reasoning blocks, which are read instead
     if (
         isinstance(extra, Mapping)
@@ -254,8 +255,10 @@ def _langchain_blocks(content: Any, delta: dict[str, Any]) -> None:
             if isinstance(text := block.get("text"), str):
                 said.append(text)
             signed = block_signature(block) or signed
-        elif kind in ("thinking", "redacted_thinking") or (kind == "reasoning" and "reasoning" in block):
-            # (a Responses reasoning item, as langchain-openai's v0 blocks hold it, has no text here)
+        elif kind in ("thinking", "redacted_thinking") or (
+            kind == "reasoning" and "reasoning" in block and not is_responses_reasoning(block)
+        ):
+            # (a Responses reasoning item's pieces are read as its item: fsm.wire.langchain_reasoning)
             thinking.append(_thinking_block(block, kind))
     text = "".join(said)
     if text:
