@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.events import Event
+from fsm.events import Event, TextDelta
 from fsm.wire.decoders._responses_items import CALL_ITEMS
 from fsm.wire.decoders._wire import dumps
 from fsm.wire.decoders.openai_responses import OpenAIResponsesDecoder
@@ -53,12 +53,13 @@ class ResponsesItems:
     """A stream's Responses items read so far: its decoder, its reasoning items, and the highest
     LangChain count seen on any block or call (an item whose block gives no count is placed after it)."""
 
-    __slots__ = ("decoder", "reasoning", "top")
+    __slots__ = ("decoder", "reasoning", "texted", "top")
 
     def __init__(self) -> None:
         self.decoder = OpenAIResponsesDecoder()
         self.reasoning = ResponsesReasoning()
         self.top = -1
+        self.texted = False  # a text block's count was taken as the text's place
 
     def read_chunk(
         self, content: Any, entries: list[Any], extra: Any, hosted: bool, finished: bool, diagnose: Diagnose
@@ -72,10 +73,16 @@ class ResponsesItems:
         self.top = max(self.top, -1 if top is None else top)
         read, custom = self.read(blocks, hosted, diagnose)
         for block in blocks:
-            if _kind(block) == "reasoning":
+            kind = _kind(block)
+            if kind == "reasoning":
                 at = self.reasoning.read_block(block, self.top)
             else:
                 at = _count(block.get("index")) if isinstance(block, Mapping) else None
+            if kind == "text" and at is not None and not self.texted:
+                # The text itself is the chunk's delta's, which keeps no place: this gives it the
+                # first message's, as the Responses decoder does (the next turn's order needs it)
+                self.texted = True
+                read.append((at, [TextDelta("", output_index=at)]))
             self.top = max(self.top, -1 if at is None else at)
         for entry in entries:
             at = entry.get("index")
