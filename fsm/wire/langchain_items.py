@@ -19,16 +19,14 @@ item the stream was cut before the end of.
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.events import Event, TextDelta
+from fsm.events import CallSeen, Event, TextDelta
 from fsm.wire.decoders._responses_items import CALL_ITEMS
 from fsm.wire.decoders._wire import dumps
 from fsm.wire.decoders.openai_responses import OpenAIResponsesDecoder
-from fsm.wire.langchain_places import calls_before
 from fsm.wire.langchain_reasoning import (
     FUNCTION_CALL_IDS,
     ResponsesReasoning,
@@ -63,11 +61,12 @@ class ResponsesItems:
 
     def read_chunk(
         self, content: Any, entries: list[Any], extra: Any, hosted: bool, finished: bool, diagnose: Diagnose
-    ) -> tuple[list[tuple[int, Event]], list[Any]]:
-        """A chunk's items, reasoning items that have ended and calls' item ids as events, each with
-        the number of the chunk's calls (``entries``) it goes after, in that order; and the entries
-        without those its custom tool calls replace. ``extra``: its ``additional_kwargs`` (v0's
-        reasoning and call item ids); ``finished``: it ends the turn (every reasoning item with it)."""
+    ) -> tuple[list[tuple[int, Event]], list[tuple[int, CallSeen]], list[Any]]:
+        """A chunk's items, its text's place and the reasoning items that have ended, as events each
+        with LangChain's count for it; its calls' item ids as sightings, each with the number of the
+        chunk's calls (``entries``) it goes before; and the entries without those its custom tool
+        calls replace. ``extra``: its ``additional_kwargs`` (v0's reasoning and call item ids);
+        ``finished``: it ends the turn (every reasoning item with it)."""
         blocks = content if isinstance(content, list | tuple) else ()
         top = self.reasoning.read_v0(extra.get("reasoning"), self.top) if isinstance(extra, Mapping) else None
         self.top = max(self.top, -1 if top is None else top)
@@ -89,12 +88,9 @@ class ResponsesItems:
             self.top = max(self.top, at if type(at) is int else -1)
         ids = function_call_ids(blocks, extra)
         entries = [entry for entry in entries if not _among(entry.get("id"), custom)] if custom else entries
-        before = calls_before(entries)
-        said: list[tuple[int, Event]] = [(before(at), event) for at, events in read for event in events]
-        said += [(before(ended.block or 0), ended) for ended in self.reasoning.ended(self.top, finished)]
-        said += call_items(entries, ids)
-        said.sort(key=operator.itemgetter(0))  # stable: each kind keeps its order
-        return said, entries
+        counted: list[tuple[int, Event]] = [(at, event) for at, events in read for event in events]
+        counted += [(ended.block or 0, ended) for ended in self.reasoning.ended(self.top, finished)]
+        return counted, call_items(entries, ids), entries
 
     def read(self, content: Any, hosted: bool, diagnose: Diagnose) -> tuple[list[tuple[int, list[Event]]], set[str]]:
         """The events of each item among ``content``'s blocks, with LangChain's count for it, and the

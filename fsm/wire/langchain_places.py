@@ -46,6 +46,7 @@ from __future__ import annotations
 import base64
 import bisect
 import math
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -139,9 +140,14 @@ class LangChainStream:
             self.items = ResponsesItems()
         hosted = metadata.get("model_provider") == "openai"
         diagnose = self.notes.append
-        self.said, entries = self.items.read_chunk(
+        counted, seen, entries = self.items.read_chunk(
             content, entries, extra, hosted, finished, lambda code, message: diagnose((code, message))
         )
+        before = calls_before(entries)
+        said: Said = [(before(at), event) for at, event in counted]
+        said += seen  # each before its call: already a number of the chunk's calls
+        said.sort(key=operator.itemgetter(0))  # stable: each kind keeps its order
+        self.said = said
         return entries
 
     def reading(self, metadata: Any) -> str | None:
