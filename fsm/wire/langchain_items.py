@@ -15,6 +15,10 @@ kept, a hosted tool a server call. An item ended ``incomplete`` is truncated, as
 
 What LangChain never yields cannot be read: a ``shell_call`` or ``local_shell_call`` item, and any
 item the stream was cut before the end of.
+
+The stream's reasoning items and its function calls' item ids are read beside them
+(:mod:`fsm.wire.langchain_reasoning`), under the same count, which also gives the calls their
+places in the turn and the text the place of its first message (a text block's count).
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ from fsm.wire.decoders._responses_items import CALL_ITEMS
 from fsm.wire.decoders._wire import dumps
 from fsm.wire.decoders.openai_responses import OpenAIResponsesDecoder
 from fsm.wire.langchain_reasoning import (
+    FUNCTION_CALL_BLOCKS,
     FUNCTION_CALL_IDS,
     ResponsesReasoning,
     call_items,
+    function_call_id,
     function_call_ids,
     is_responses_reasoning,
 )
@@ -67,51 +73,46 @@ class ResponsesItems:
         chunk's calls (``entries``) it goes before; and the entries without those its custom tool
         calls replace. ``extra``: its ``additional_kwargs`` (v0's reasoning and call item ids);
         ``finished``: it ends the turn (every reasoning item with it)."""
-        blocks = content if isinstance(content, list | tuple) else ()
-        top = self.reasoning.read_v0(extra.get("reasoning"), self.top) if isinstance(extra, Mapping) else None
-        self.top = max(self.top, -1 if top is None else top)
-        read, custom = self.read(blocks, hosted, diagnose)
-        for block in blocks:
-            kind = _kind(block)
-            if kind == "reasoning":
-                at = self.reasoning.read_block(block, self.top)
-            else:
-                at = _count(block.get("index")) if isinstance(block, Mapping) else None
-            if kind == "text" and at is not None and not self.texted:
-                # The text itself is the chunk's delta's, which keeps no place: this gives it the
-                # first message's, as the Responses decoder does (the next turn's order needs it)
-                self.texted = True
-                read.append((at, [TextDelta("", output_index=at)]))
-            self.top = max(self.top, -1 if at is None else at)
-        for entry in entries:
-            at = entry.get("index")
-            self.top = max(self.top, at if type(at) is int else -1)
-        ids = function_call_ids(blocks, extra)
-        entries = [entry for entry in entries if not _among(entry.get("id"), custom)] if custom else entries
-        counted: list[tuple[int, Event]] = [(at, event) for at, events in read for event in events]
-        counted += [(ended.block or 0, ended) for ended in self.reasoning.ended(self.top, finished)]
-        return counted, call_items(entries, ids), entries
-
-    def read(self, content: Any, hosted: bool, diagnose: Diagnose) -> tuple[list[tuple[int, list[Event]]], set[str]]:
-        """The events of each item among ``content``'s blocks, with LangChain's count for it, and the
-        ``call_id`` of each custom tool call among them (whose ``{"__arg1": ...}`` tool call chunk the
-        item replaces). ``hosted``: the chunk is ChatOpenAI's, so v1's ``server_tool_call`` blocks are
-        OpenAI's hosted items."""
-        read: list[tuple[int, list[Event]]] = []
+        reasoning = self.reasoning
+        ids: dict[str, str] = {}
+        if extra and isinstance(extra, Mapping):  # v0's (most chunks' is empty)
+            if (at := reasoning.read_v0(extra.get("reasoning"), self.top)) is not None:
+                self.top = max(self.top, at)
+            ids = function_call_ids(extra)
+        counted: list[tuple[int, Event]] = []
         custom: set[str] = set()
-        for block in content:
-            item = _item(block, hosted)
-            if item is None:
+        for block in content if isinstance(content, list | tuple) else ():
+            kind = _kind(block)
+            if kind is None:
                 continue
             at = _count(block.get("index"))
-            if at is None:
-                at = self.top + 1
-            self.top = max(self.top, at)
-            if item.get("type") == "custom_tool_call" and isinstance(item.get("call_id"), str):
-                custom.add(item["call_id"])
-            done = {"type": "response.output_item.done", "output_index": at, "item": item}
-            read.append((at, self.decoder.decode(done, diagnose)))
-        return read, custom
+            if kind == "reasoning":
+                at = reasoning.read_block(block, self.top)
+            elif kind == "text":
+                if at is not None and not self.texted:
+                    # The text itself is the chunk's delta's, which keeps no place: this gives it the
+                    # first message's, as the Responses decoder does (the next turn's order needs it)
+                    self.texted = True
+                    counted.append((at, TextDelta("", output_index=at)))
+            elif kind in FUNCTION_CALL_BLOCKS:
+                function_call_id(block, kind, ids)
+            elif (item := _item(block, hosted)) is not None:
+                at = self.top + 1 if at is None else at
+                if item.get("type") == "custom_tool_call" and isinstance(item.get("call_id"), str):
+                    custom.add(item["call_id"])
+                done = {"type": "response.output_item.done", "output_index": at, "item": item}
+                counted += [(at, event) for event in self.decoder.decode(done, diagnose)]
+            if at is not None and at > self.top:
+                self.top = at
+        for entry in entries:
+            at = entry.get("index")
+            if type(at) is int and at > self.top:
+                self.top = at
+        if custom:
+            entries = [entry for entry in entries if not _among(entry.get("id"), custom)]
+        if reasoning.fresh:
+            counted += [(ended.block or 0, ended) for ended in reasoning.ended(self.top, finished)]
+        return counted, call_items(entries, ids) if ids else [], entries
 
 
 def holds_items(content: Any, extra: Any) -> bool:
@@ -172,7 +173,7 @@ def _among(call_id: Any, ids: Any) -> bool:
 
 def _kind(block: Any) -> str | None:
     """A block's ``type`` where it is a block with a str type (a hand-made chunk may hold anything)."""
-    kind = block.get("type") if isinstance(block, Mapping) else None
+    kind = block.get("type") if type(block) is dict or isinstance(block, Mapping) else None
     return kind if isinstance(kind, str) else None
 
 

@@ -143,9 +143,12 @@ class LangChainStream:
         counted, seen, entries = self.items.read_chunk(
             content, entries, extra, hosted, finished, lambda code, message: diagnose((code, message))
         )
+        if not counted:  # most chunks (an argument or summary delta's) hold nothing to place
+            self.said = seen  # each before its call: already a number of the chunk's calls
+            return entries
         before = calls_before(entries)
         said: Said = [(before(at), event) for at, event in counted]
-        said += seen  # each before its call: already a number of the chunk's calls
+        said += seen
         said.sort(key=operator.itemgetter(0))  # stable: each kind keeps its order
         self.said = said
         return entries

@@ -32,7 +32,7 @@ Responses decoder gives it, on a sighting of the call before the call's own chun
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from fsm.events import CallRef, CallSeen, ReasoningDelta
@@ -164,25 +164,31 @@ def _v1_place(hexed: str) -> tuple[int | None, int | None]:
     return (int(at) if at.isdigit() else None), (int(part) if part.isdigit() else None)
 
 
-def function_call_ids(content: Iterable[Any], extra: Any) -> dict[str, str]:
-    """The item id of each function call a chunk starts, by its ``call_id``."""
-    ids: dict[str, str] = {}
+FUNCTION_CALL_BLOCKS = frozenset({"function_call", "tool_call_chunk", "tool_call"})
+"""The blocks that may give a function call's item id: ``responses/v1``'s, and v1's call blocks."""
+
+
+def function_call_ids(extra: Any) -> dict[str, str]:
+    """v0's item id of each function call a chunk starts, by its ``call_id``."""
     mapped = extra.get(FUNCTION_CALL_IDS) if isinstance(extra, Mapping) else None
-    if isinstance(mapped, Mapping):
-        ids.update((k, v) for k, v in mapped.items() if isinstance(k, str) and isinstance(v, str) and v)
-    for block in content:
-        if not isinstance(block, Mapping):
-            continue
-        kind = block.get("type")
-        if kind == "function_call":
-            call_id, item_id = block.get("call_id"), block.get("id")
-        elif kind in ("tool_call_chunk", "tool_call") and isinstance(extras := block.get("extras"), Mapping):
-            call_id, item_id = block.get("id"), extras.get("item_id")
-        else:
-            continue
-        if isinstance(call_id, str) and isinstance(item_id, str) and item_id:
-            ids[call_id] = item_id
-    return ids
+    if not isinstance(mapped, Mapping):
+        return {}
+    return {k: v for k, v in mapped.items() if isinstance(k, str) and isinstance(v, str) and v}
+
+
+def function_call_id(block: Mapping[str, Any], kind: str, ids: dict[str, str]) -> None:
+    """The item id a call block gives into ``ids``, by ``call_id``: a ``function_call`` block's
+    ``id`` (``responses/v1``), v1's call block's ``extras.item_id``. Most such blocks (an argument
+    delta's) give none."""
+    if kind == "function_call":
+        if "id" not in block:  # an argument delta's block
+            return
+        call_id, item_id = block.get("call_id"), block.get("id")
+    else:
+        extras = block.get("extras")
+        call_id, item_id = block.get("id"), extras.get("item_id") if isinstance(extras, Mapping) else None
+    if isinstance(call_id, str) and isinstance(item_id, str) and item_id:
+        ids[call_id] = item_id
 
 
 def call_items(entries: list[Any], ids: Mapping[str, str]) -> list[tuple[int, CallSeen]]:
