@@ -368,7 +368,7 @@ class Reassembler:
         placed by their content block index; Gemini's runs by the calls and runs before them."""
         if held.wire == "gemini":
             self._content.place_by(self.registry.client_calls)
-        elif held.wire == "anthropic":
+        elif held.wire == "anthropic" or held.items is not None:  # Claude's block index, LangChain's Responses count
             self.ledger.calls_indexed = True
         for step in held.steps(payload):
             if isinstance(step, Mapping):

@@ -216,12 +216,20 @@ def test_chat_anthropic_thinking_gives_what_the_bytes_give_and_goes_back_signed(
 
 
 def test_a_responses_reasoning_block_is_not_read_as_thinking() -> None:
-    # langchain-openai's v0 blocks hold a Responses reasoning item (id, summary parts, encrypted
+    # langchain-openai's default blocks hold a Responses reasoning item (id, summary parts, encrypted
     # content) as a `reasoning` block with no `reasoning` text: no Claude-shaped block carries that,
-    # so it is left unread, not made an empty unsigned block; v1's `reasoning` text is read
+    # so it is not made an empty unsigned block but read as the Responses item it is
+    # (tests/test_langchain_responses_reasoning.py); v1's `reasoning` text is read
     core = pytest.importorskip("langchain_core.messages")
     summary = [{"index": 0, "type": "summary_text", "text": "Adding."}]
     item = {"type": "reasoning", "id": "rs_1", "summary": summary, "encrypted_content": "e", "index": 0}
-    assert fsm.reassemble([core.AIMessageChunk(content=[item])]).reasoning == ()
+    (read,) = fsm.reassemble([core.AIMessageChunk(content=[item])]).reasoning
+    assert (read.text, read.signature, read.item_id, read.summary, read.encrypted_content) == (
+        "",
+        None,
+        "rs_1",
+        ("Adding.",),
+        "e",
+    )
     v1 = {"type": "reasoning", "reasoning": "Adding.", "id": "rs_1", "index": 0}
     assert [r.text for r in fsm.reassemble([core.AIMessageChunk(content=[v1])]).reasoning] == ["Adding."]

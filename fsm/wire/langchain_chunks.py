@@ -51,6 +51,7 @@ from fsm.wire.decoders._wire import (
     stop_details_said,
 )
 from fsm.wire.langchain_places import TURN_ENDED, LangChainStream, Said, block_signature, read_in_places
+from fsm.wire.langchain_reasoning import is_responses_reasoning
 
 
 def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str, Any]:
@@ -85,7 +86,7 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
     else:  # a list of blocks (Anthropic, Gemini through LangChain)
         _langchain_blocks(content or (), delta)
         if held is not None:  # ChatOpenAI's Responses items among them
-            parts = held.read_items(content or (), parts, metadata)
+            parts = held.read_items(content or (), parts, metadata, extra, finish is not None)
     # read as the decoder reads it: not beside reasoning blocks, which are read instead
     if (
         isinstance(extra, Mapping)
@@ -158,9 +159,11 @@ def _langchain_blocks(content: Any, delta: dict[str, Any]) -> None:
         ):
             thinking.append(_converse_reasoning(extras, block.get("index")))  # ChatBedrockConverse's, v1
         elif kind in ("thinking", "redacted_thinking") or (
-            # a Responses reasoning item, as langchain-openai's v0 blocks hold it, has neither here;
+            # a Responses reasoning item's pieces are read as its item (fsm.wire.langchain_reasoning);
             # ChatBedrockConverse's v1 gives a signature in a block of its own
-            kind == "reasoning" and ("reasoning" in block or block_signature(block) is not None)
+            kind == "reasoning"
+            and ("reasoning" in block or block_signature(block) is not None)
+            and not is_responses_reasoning(block)
         ):
             thinking.append(_thinking_block(block, kind))
     text = "".join(said)

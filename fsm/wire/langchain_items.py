@@ -15,6 +15,10 @@ kept, a hosted tool a server call. An item ended ``incomplete`` is truncated, as
 
 What LangChain never yields cannot be read: a ``shell_call`` or ``local_shell_call`` item, and any
 item the stream was cut before the end of.
+
+The stream's reasoning items and its function calls' item ids are read beside them
+(:mod:`fsm.wire.langchain_reasoning`), under the same count, which also gives the calls their
+places in the turn and the text the place of its first message (a text block's count).
 """
 
 from __future__ import annotations
@@ -23,10 +27,21 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.events import Event
+from fsm.events import CallSeen, Event, TextDelta
 from fsm.wire.decoders._responses_items import CALL_ITEMS
 from fsm.wire.decoders._wire import dumps
 from fsm.wire.decoders.openai_responses import OpenAIResponsesDecoder
+from fsm.wire.langchain_reasoning import (
+    FUNCTION_CALL_BLOCKS,
+    FUNCTION_CALL_IDS,
+    ResponsesReasoning,
+    call_items,
+    function_call_id,
+    function_call_ids,
+    is_responses_reasoning,
+)
+
+Diagnose = Callable[[str, str], None]
 
 ITEMS = frozenset(CALL_ITEMS) - {"function_call"}
 """The item types read here: every one that calls a tool but a function call (its chunks carry it)."""
@@ -39,42 +54,84 @@ _COUNT = re.compile(r"lc_[a-z]+_(\d+)")
 
 
 class ResponsesItems:
-    """A stream's Responses items read so far: its decoder, and the highest LangChain count seen (an
-    item whose block gives no count is placed after it)."""
+    """A stream's Responses items read so far: its decoder, its reasoning items, and the highest
+    LangChain count seen on any block or call (an item whose block gives no count is placed after it)."""
 
-    __slots__ = ("decoder", "top")
+    __slots__ = ("decoder", "reasoning", "texted", "top")
 
     def __init__(self) -> None:
         self.decoder = OpenAIResponsesDecoder()
+        self.reasoning = ResponsesReasoning()
         self.top = -1
+        self.texted = False  # a text block's count was taken as the text's place
 
-    def read(
-        self, content: Any, hosted: bool, diagnose: Callable[[str, str], None]
-    ) -> tuple[list[tuple[int, list[Event]]], set[str]]:
-        """The events of each item among ``content``'s blocks, with LangChain's count for it, and the
-        ``call_id`` of each custom tool call among them (whose ``{"__arg1": ...}`` tool call chunk the
-        item replaces). ``hosted``: the chunk is ChatOpenAI's, so v1's ``server_tool_call`` blocks are
-        OpenAI's hosted items."""
-        read: list[tuple[int, list[Event]]] = []
+    def read_chunk(
+        self, content: Any, entries: list[Any], extra: Any, hosted: bool, finished: bool, diagnose: Diagnose
+    ) -> tuple[list[tuple[int, Event]], list[tuple[int, CallSeen]], list[Any]]:
+        """A chunk's items, its text's place and the reasoning items that have ended, as events each
+        with LangChain's count for it; its calls' item ids as sightings, each with the number of the
+        chunk's calls (``entries``) it goes before; and the entries without those its custom tool
+        calls replace. ``extra``: its ``additional_kwargs`` (v0's reasoning and call item ids);
+        ``finished``: it ends the turn (every reasoning item with it)."""
+        reasoning = self.reasoning
+        ids: dict[str, str] = {}
+        if extra and isinstance(extra, Mapping):  # v0's (most chunks' is empty)
+            if (at := reasoning.read_v0(extra.get("reasoning"), self.top)) is not None:
+                self.top = max(self.top, at)
+            ids = function_call_ids(extra)
+        counted: list[tuple[int, Event]] = []
         custom: set[str] = set()
-        for block in content:
-            item = _item(block, hosted)
-            if item is None:
+        for block in content if isinstance(content, list | tuple) else ():
+            kind = _kind(block)
+            if kind is None:
                 continue
             at = _count(block.get("index"))
-            if at is None:
-                at = self.top + 1
-            self.top = max(self.top, at)
-            if item.get("type") == "custom_tool_call" and isinstance(item.get("call_id"), str):
-                custom.add(item["call_id"])
-            done = {"type": "response.output_item.done", "output_index": at, "item": item}
-            read.append((at, self.decoder.decode(done, diagnose)))
-        return read, custom
+            if kind == "reasoning":
+                at = reasoning.read_block(block, self.top)
+            elif kind == "text":
+                if at is not None and not self.texted:
+                    # The text itself is the chunk's delta's, which keeps no place: this gives it the
+                    # first message's, as the Responses decoder does (the next turn's order needs it)
+                    self.texted = True
+                    counted.append((at, TextDelta("", output_index=at)))
+            elif kind in FUNCTION_CALL_BLOCKS:
+                function_call_id(block, kind, ids)
+            elif (item := _item(block, hosted)) is not None:
+                at = self.top + 1 if at is None else at
+                if item.get("type") == "custom_tool_call" and isinstance(item.get("call_id"), str):
+                    custom.add(item["call_id"])
+                done = {"type": "response.output_item.done", "output_index": at, "item": item}
+                counted += [(at, event) for event in self.decoder.decode(done, diagnose)]
+            if at is not None and at > self.top:
+                self.top = at
+        for entry in entries:
+            at = entry.get("index")
+            if type(at) is int and at > self.top:
+                self.top = at
+        if custom:
+            entries = [entry for entry in entries if not _among(entry.get("id"), custom)]
+        if reasoning.fresh:
+            counted += [(ended.block or 0, ended) for ended in reasoning.ended(self.top, finished)]
+        return counted, call_items(entries, ids) if ids else [], entries
 
 
-def holds_items(content: Any) -> bool:
-    """Whether any of a chunk's blocks may be an item (most chunks' are text, or none)."""
-    return isinstance(content, list | tuple) and any(_kind(block) in READ_BLOCKS for block in content)
+def holds_items(content: Any, extra: Any) -> bool:
+    """Whether a chunk is a Responses stream's: any of its blocks may be an item, a piece of a
+    reasoning item or the start of a function call (most chunks' are text, or none), or its
+    ``additional_kwargs`` hold v0's reasoning or call item ids."""
+    if isinstance(extra, Mapping) and ("reasoning" in extra or FUNCTION_CALL_IDS in extra):
+        return True
+    return isinstance(content, list | tuple) and any(_responses_block(block) for block in content)
+
+
+def _responses_block(block: Any) -> bool:
+    kind = _kind(block)
+    if kind in READ_BLOCKS or kind == "function_call":
+        return True
+    if kind == "reasoning":
+        return is_responses_reasoning(block)
+    extras = block.get("extras") if kind in ("tool_call_chunk", "tool_call") else None
+    return isinstance(extras, Mapping) and "item_id" in extras
 
 
 READ_BLOCKS = ITEMS | {"non_standard", "server_tool_call"}
@@ -109,9 +166,14 @@ def _item(block: Any, hosted: bool) -> dict[str, Any] | None:
     return item
 
 
+def _among(call_id: Any, ids: Any) -> bool:
+    """Is ``call_id`` one of ``ids`` (str ids)? An id of another kind (a list) is none of them."""
+    return isinstance(call_id, str) and call_id in ids
+
+
 def _kind(block: Any) -> str | None:
     """A block's ``type`` where it is a block with a str type (a hand-made chunk may hold anything)."""
-    kind = block.get("type") if isinstance(block, Mapping) else None
+    kind = block.get("type") if type(block) is dict or isinstance(block, Mapping) else None
     return kind if isinstance(kind, str) else None
 
 

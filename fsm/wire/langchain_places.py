@@ -46,6 +46,7 @@ from __future__ import annotations
 import base64
 import bisect
 import math
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -125,21 +126,31 @@ class LangChainStream:
         # ChatOpenAI's Responses items (fsm.wire.langchain_items.ResponsesItems), once a chunk holds one
         self.items: Any = None
 
-    def read_items(self, content: Any, entries: Any, metadata: Mapping[str, Any]) -> Any:
-        """A chunk's Responses items (:mod:`fsm.wire.langchain_items`) as events in ``said``, each after
-        the chunk's calls LangChain counted before it, read where no places are (ChatOpenAI's chunks);
-        returns the chunk's ``tool_call_chunks`` (``entries``) without those its custom tool calls replace."""
+    def read_items(self, content: Any, entries: Any, metadata: Mapping[str, Any], extra: Any, finished: bool) -> Any:
+        """A ChatOpenAI Responses chunk's items, reasoning items and calls' item ids
+        (:mod:`fsm.wire.langchain_items`) as events in ``said``, each after the chunk's calls
+        LangChain counted before it, read where no places are, from the stream's first chunk that
+        holds one on; returns the chunk's ``tool_call_chunks`` (``entries``) without those its custom
+        tool calls replace. ``extra``: its ``additional_kwargs``; ``finished``: it ends the turn."""
         from fsm.wire.langchain_items import ResponsesItems, holds_items  # only for LangChain's chunks
 
-        if self.wire is not None or not holds_items(content):
+        if self.wire is not None or (self.items is None and not holds_items(content, extra)):
             return entries
         if self.items is None:
             self.items = ResponsesItems()
         hosted = metadata.get("model_provider") == "openai"
-        read, custom = self.items.read(content, hosted, lambda code, message: self.notes.append((code, message)))
-        entries = [entry for entry in entries if not _among(entry.get("id"), custom)] if custom else entries
+        diagnose = self.notes.append
+        counted, seen, entries = self.items.read_chunk(
+            content, entries, extra, hosted, finished, lambda code, message: diagnose((code, message))
+        )
+        if not counted:  # most chunks (an argument or summary delta's) hold nothing to place
+            self.said = seen  # each before its call: already a number of the chunk's calls
+            return entries
         before = calls_before(entries)
-        self.said = [(before(at), event) for at, events in read for event in events]
+        said: Said = [(before(at), event) for at, event in counted]
+        said += seen
+        said.sort(key=operator.itemgetter(0))  # stable: each kind keeps its order
+        self.said = said
         return entries
 
     def reading(self, metadata: Any) -> str | None:
@@ -183,11 +194,6 @@ def _calls_alone(calls: list[Any]) -> dict[str, Any]:
 def place_of(value: Any) -> int | None:
     """A block's ``index`` as a place: a non-negative int; anything else is none (see the module)."""
     return value if type(value) is int and value >= 0 else None
-
-
-def _among(call_id: Any, ids: Any) -> bool:
-    """Is ``call_id`` one of ``ids`` (str ids)? An id of another kind (a list) is none of them."""
-    return isinstance(call_id, str) and call_id in ids
 
 
 def read_in_places(content: Any, entries: Any, stream: LangChainStream, finish: str | None = None) -> None:
