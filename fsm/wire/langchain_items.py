@@ -116,8 +116,15 @@ def _kind(block: Any) -> str | None:
 
 
 def _count(value: Any) -> int | None:
-    """LangChain's item count from a block's ``index``: v0's int, v1's ``lc_<kind>_<count>``."""
+    """LangChain's item count from a block's ``index``: v0's int, v1's ``lc_<kind>_<count>``. A count
+    too long for Python's int-string conversion is none (LangChain counts a turn's items; no turn
+    holds that many): the item goes after the others, as one with no count."""
     if type(value) is int and value >= 0:
         return value
     found = _COUNT.fullmatch(value) if isinstance(value, str) else None
-    return int(found.group(1)) if found else None
+    if found is None:
+        return None
+    try:
+        return int(found.group(1))
+    except ValueError:  # past sys.get_int_max_str_digits
+        return None
