@@ -6,8 +6,11 @@ Each test failed before its fix. LangChain chunks are the duck-typed object the 
 
 from __future__ import annotations
 
+import sys
 from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 import fsm
 
@@ -27,3 +30,74 @@ def test_an_item_count_too_long_for_int_places_the_item_after_the_others() -> No
     block = {"type": "non_standard", "value": custom, "index": "lc_ns_" + "9" * 5000}
     result = fsm.reassemble([lc_chunk([block], provider="openai")])
     assert [(c.id, c.type, c.input) for c in result.calls] == [("call_c", "custom", "x")]
+
+
+# -- LangChain's Claude blocks: work linear in the blocks ------------------------------------------------
+
+ADAPTER = tuple(
+    f"fsm/wire/{name}" for name in ("sdk.py", "langchain_chunks.py", "langchain_places.py", "decoders/_wire.py")
+)
+
+
+def adapter_lines(chunks: list[Any]) -> int:
+    """Lines of the LangChain adapter run while the chunks are fed: its work, counted."""
+    count = 0
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        count += event == "line"
+        return local
+
+    def calls(frame: Any, event: str, arg: Any) -> Any:
+        return local if frame.f_code.co_filename.replace("\\", "/").endswith(ADAPTER) else None
+
+    if sys.gettrace() is not None:  # a coverage or debugging run holds the trace hook
+        pytest.skip("the work is counted with sys.settrace")
+    r = fsm.Reassembler(limits=fsm.Limits(max_calls=10_000))
+    sys.settrace(calls)
+    try:
+        for chunk in chunks:
+            r.feed(chunk)
+    finally:
+        sys.settrace(None)
+    r.close()
+    return count
+
+
+def falling_tool_blocks(n: int, provider: str | None) -> list[Any]:
+    # tool_use blocks whose input no argument text follows, each at an index below the last: every
+    # one stays held (no later index ends it), and each chunk looked at all of them
+    return [
+        lc_chunk(
+            [{"type": "tool_use", "id": f"t{i}", "name": "f", "input": {}, "index": n - i}],
+            [{"index": n - i, "id": f"t{i}", "name": "f", "args": ""}],
+            provider,
+        )
+        for i in range(n)
+    ]
+
+
+def falling_server_blocks(n: int, one_chunk: bool) -> list[Any]:
+    blocks = [
+        {"type": "server_tool_use", "id": f"s{i}", "name": "web_search", "input": {}, "index": n - i} for i in range(n)
+    ]
+    if one_chunk:
+        return [lc_chunk(blocks, provider="anthropic")]
+    return [lc_chunk([block], provider="anthropic") for block in blocks]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: falling_tool_blocks(n, None),
+        lambda n: falling_tool_blocks(n, "anthropic"),
+        lambda n: falling_server_blocks(n, one_chunk=False),
+        lambda n: falling_server_blocks(n, one_chunk=True),
+    ],
+    ids=["tool-blocks", "tool-blocks-in-places", "server-blocks", "server-blocks-in-one-chunk"],
+)
+def test_claude_blocks_held_at_falling_indices_cost_the_same_per_block(make: Any) -> None:
+    # Each held block was found to end by a pass over every block held, per chunk (tool_use inputs)
+    # or per block (server blocks): quadratic where the indices fall.
+    small, large = adapter_lines(make(100)), adapter_lines(make(400))
+    assert large <= small * 4.5
