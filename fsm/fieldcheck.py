@@ -25,6 +25,8 @@ from typing import Any, NamedTuple
 
 import attrs
 
+from fsm.errors import InvalidInput
+
 Path = tuple[str | int, ...]
 """The way from the instance checked to a wrong value: a field's name, or a position in a tuple.
 Empty: the instance itself is not of the class."""
@@ -52,6 +54,19 @@ def fault(instance: Any, cls: type) -> Wrong | None:
     None when every field is."""
     path = (_checks.get(cls) or compile_check(cls))(instance)
     return None if path is None else _walk(instance, cls, path)
+
+
+def refuse_wrong(instance: Any, cls: type, name: str) -> None:
+    """InvalidInput naming the first value in ``instance`` (a ``cls``, which the caller calls
+    ``name``) that is not of its declared type, and what it must hold; an instance that passed
+    before is not read again (see :func:`vouch`)."""
+    if vouched(instance):
+        return
+    wrong = fault(instance, cls)
+    if wrong is not None:
+        said_type = said(wrong.declared)
+        raise InvalidInput(f"{name}{where(wrong.path)} must be {said_type}, not {type(wrong.value).__name__}")
+    vouch(instance)
 
 
 def vouched(instance: Any) -> bool:

@@ -10,9 +10,12 @@ import sys
 from types import SimpleNamespace
 from typing import Any
 
+import attrs
 import pytest
 
 import fsm
+from fsm.errors import InvalidInput
+from fsm.serialize import result_to_json
 
 
 def lc_chunk(content: Any = "", parts: Any = (), provider: str | None = None, **fields: Any) -> Any:
@@ -101,3 +104,28 @@ def test_claude_blocks_held_at_falling_indices_cost_the_same_per_block(make: Any
     # or per block (server blocks): quadratic where the indices fall.
     small, large = adapter_lines(make(100)), adapter_lines(make(400))
     assert large <= small * 4.5
+
+
+# -- results built by hand -------------------------------------------------------------------------
+
+
+def test_result_to_json_refuses_a_hand_made_result_whose_field_holds_itself() -> None:
+    # asdict followed a list that holds itself, where a str belongs, to RecursionError; refused now
+    # as fsm.messages refuses it, naming the field
+    looped: list[Any] = []
+    looped.append(looped)
+    call = fsm.reassemble([sse_call()]).calls[0]
+    result = fsm.Result("openai-chat", "tool_calls", (attrs.evolve(call, reply_id=looped),), (), text="hi")
+    with pytest.raises(InvalidInput, match=r"result\.calls\[0\]\.reply_id must be a str or None, not list"):
+        result_to_json(result)
+    with pytest.raises(InvalidInput, match=r"result\.text must be a str, not list"):
+        result_to_json(attrs.evolve(result, calls=(call,), text=looped))
+    assert result_to_json(attrs.evolve(result, calls=(call,)))["calls"][0]["id"] == "call_1"
+
+
+def sse_call() -> dict[str, Any]:
+    entry = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    return {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {"tool_calls": [entry]}, "finish_reason": "tool_calls"}],
+    }
