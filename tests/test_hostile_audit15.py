@@ -166,3 +166,39 @@ def test_a_chatopenai_item_that_calls_nothing_or_comes_as_chunks_is_not_reported
         [lc_chunk([block], provider="openai", response_metadata={"model_provider": "openai", "status": "completed"})]
     )
     assert (result.codes(), result.calls, result.server_tool_calls) == ([], (), ())
+
+
+# -- numbers no JSON text holds ---------------------------------------------------------------------
+
+HUGE = 10**5000  # past the int-string conversion limit: json.loads refuses it, a caller's dict may hold it
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": HUGE}]},
+        {"object": "chat.completion.chunk", "choices": [{"index": HUGE, "delta": {}}]},
+        {"type": "response.output_item.added", "output_index": HUGE, "item": {"type": "zz_call", "id": "x"}},
+        {"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": {"reason": HUGE}}},
+        {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": {}, "id": HUGE}}]}}]},
+        {"candidates": [{"content": {"parts": []}, "finishReason": HUGE}]},
+        lc_chunk(response_metadata={"status": "incomplete", "incomplete_details": {"reason": HUGE}}),
+        lc_chunk([{"type": "zz_use", "index": HUGE}], provider="anthropic"),
+    ],
+    ids=[
+        "chat-finish",
+        "chat-choice",
+        "responses-index",
+        "responses-reason",
+        "gemini-id",
+        "gemini-finish",
+        "langchain-reason",
+        "langchain-index",
+    ],
+)
+def test_an_int_past_the_int_string_limit_in_a_fed_event_is_a_limit_not_a_value_error(event: Any) -> None:
+    # each was a ValueError out of feed(): a decoder (or a diagnostic's message) wrote the int as text
+    r = fsm.Reassembler()
+    with pytest.raises(fsm.LimitExceeded, match="event 1: the event holds a number with more digits"):
+        r.feed(event)
+    assert r.close().codes() == ["stream-failed"]
