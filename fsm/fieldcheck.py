@@ -84,8 +84,12 @@ def vouch(instance: Any) -> None:
     global _prune_at
     _sound[id(instance)] = weakref.ref(instance)
     if len(_sound) >= _prune_at:
-        for key in [key for key, held in _sound.items() if held() is None]:
-            del _sound[key]
+        # Over a copy (made whole, under the GIL): another thread's close() may add a record while
+        # this one prunes, and a loop over the dict itself would then raise RuntimeError. A record
+        # that thread put under a dead one's id since is left alone.
+        for key, held in list(_sound.items()):
+            if held() is None and _sound.get(key) is held:
+                _sound.pop(key, None)
         _prune_at = 2 * len(_sound) + 1024
 
 

@@ -6,7 +6,9 @@ Each test failed before its fix. LangChain chunks are the duck-typed object the 
 
 from __future__ import annotations
 
+import collections
 import sys
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -14,6 +16,7 @@ import attrs
 import pytest
 
 import fsm
+from fsm import fieldcheck
 from fsm.errors import InvalidInput
 from fsm.serialize import result_to_json
 
@@ -202,3 +205,39 @@ def test_an_int_past_the_int_string_limit_in_a_fed_event_is_a_limit_not_a_value_
     with pytest.raises(fsm.LimitExceeded, match="event 1: the event holds a number with more digits"):
         r.feed(event)
     assert r.close().codes() == ["stream-failed"]
+
+
+# -- threads -------------------------------------------------------------------------------------------
+
+
+def test_vouching_from_many_threads_at_once_raises_nothing() -> None:
+    # Every Reassembler's close() vouches for its result; a prune of the record (a loop over the
+    # dict) while another thread added to it raised RuntimeError (dictionary changed size during
+    # iteration) out of close() or out of fsm.messages. A race: each round hit it about half the time.
+    class Made:
+        pass
+
+    errors: list[BaseException] = []
+
+    def vouch_many() -> None:
+        alive: collections.deque[Made] = collections.deque(maxlen=3000)  # some live on, so the record grows
+        try:
+            for _ in range(20_000):
+                made = Made()
+                fieldcheck.vouch(made)
+                alive.append(made)
+        except Exception as exc:  # what the race raised is the finding
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        for _ in range(30):
+            threads = [threading.Thread(target=vouch_many) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert errors == []
+    finally:
+        sys.setswitchinterval(interval)
