@@ -25,6 +25,8 @@ from typing import Any, NamedTuple
 
 import attrs
 
+from fsm.errors import InvalidInput
+
 Path = tuple[str | int, ...]
 """The way from the instance checked to a wrong value: a field's name, or a position in a tuple.
 Empty: the instance itself is not of the class."""
@@ -54,6 +56,19 @@ def fault(instance: Any, cls: type) -> Wrong | None:
     return None if path is None else _walk(instance, cls, path)
 
 
+def refuse_wrong(instance: Any, cls: type, name: str) -> None:
+    """InvalidInput naming the first value in ``instance`` (a ``cls``, which the caller calls
+    ``name``) that is not of its declared type, and what it must hold; an instance that passed
+    before is not read again (see :func:`vouch`)."""
+    if vouched(instance):
+        return
+    wrong = fault(instance, cls)
+    if wrong is not None:
+        said_type = said(wrong.declared)
+        raise InvalidInput(f"{name}{where(wrong.path)} must be {said_type}, not {type(wrong.value).__name__}")
+    vouch(instance)
+
+
 def vouched(instance: Any) -> bool:
     """Whether :func:`vouch` was called for this very instance (not for an equal one)."""
     held = _sound.get(id(instance))
@@ -69,8 +84,14 @@ def vouch(instance: Any) -> None:
     global _prune_at
     _sound[id(instance)] = weakref.ref(instance)
     if len(_sound) >= _prune_at:
-        for key in [key for key, held in _sound.items() if held() is None]:
-            del _sound[key]
+        # Over a copy: another thread's close() may add a record while this one prunes, and a loop
+        # over the dict itself would then raise RuntimeError. So would list(_sound.items()), whose
+        # allocations can start a collection whose finalizers let another thread run mid-loop;
+        # dict.copy() clones the table before it allocates anything that can. A record that thread
+        # put under a dead one's id since is left alone.
+        for key, held in _sound.copy().items():
+            if held() is None and _sound.get(key) is held:
+                _sound.pop(key, None)
         _prune_at = 2 * len(_sound) + 1024
 
 

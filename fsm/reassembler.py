@@ -143,6 +143,13 @@ class Reassembler:
             raise
         except ToolcallFSMError as exc:
             self._failed(exc)
+        except ValueError as exc:  # after the errors of ours that are ValueErrors too (InvalidOption)
+            # A caller's own dict may hold an int no JSON text does (the parser refuses it): one past
+            # the int-string conversion limit, which every str() of it meets (an id, a finish, a message).
+            if "integer string conversion" not in str(exc):
+                raise
+            why = "the event holds a number with more digits than Python writes as text"
+            self._failed(LimitExceeded(why, event=self._events, rule="limits"))
         return self.ledger.drain()
 
     def feed_bytes(self, data: bytes) -> list[Output]:

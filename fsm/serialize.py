@@ -20,6 +20,7 @@ import attrs
 
 from fsm.errors import InvalidInput
 from fsm.events import EVENT_TYPES, Event, event_fault
+from fsm.fieldcheck import refuse_wrong
 from fsm.results import Output, Result, ToolCall
 from fsm.spec import describe_validation
 
@@ -75,6 +76,9 @@ def result_to_json(result: Result) -> dict[str, Any]:
     recursion limit, so asdict walks the result without them and they are put back in place."""
     if not isinstance(result, Result):
         raise InvalidInput(f"result_to_json takes a Result, not {type(result).__name__}")
+    # A result built by hand may hold anything where a str or a part belongs (a list that holds
+    # itself, which asdict's walk follows to the stack's end): refused as the message builders refuse it.
+    refuse_wrong(result, Result, "result")
     calls, server_calls = result.calls, result.server_tool_calls
     bare = attrs.evolve(result, calls=_bare(calls), server_tool_calls=_bare(server_calls), usage=None)
     data = attr.asdict(bare, value_serializer=_plain)  # attrs.asdict would keep tuples

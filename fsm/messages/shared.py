@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fsm.errors import InvalidInput, LocalProtocolError
-from fsm.fieldcheck import fault, said, vouch, vouched, where
+from fsm.fieldcheck import refuse_wrong, vouched
 from fsm.results import CallStatus, Result, TextPart, ToolCall
 
 Message = dict[str, Any]
@@ -29,15 +29,9 @@ def check_result(result: Any) -> None:
     id that is no str (it would go out as it is), a place or output index that is no int (it could
     not be sorted among ints, or would be sorted where no part of the wire was). A result the
     Reassembler made, or one that passed before, is not read again: see :func:`fsm.fieldcheck.vouch`."""
-    if vouched(result):
-        return
-    need(result, Result, "result must be a Result")
-    wrong = fault(result, Result)
-    if wrong is not None:
-        raise InvalidInput(
-            f"result{where(wrong.path)} must be {said(wrong.declared)}, not {type(wrong.value).__name__}"
-        )
-    vouch(result)
+    if not vouched(result):
+        need(result, Result, "result must be a Result")
+        refuse_wrong(result, Result, "result")
 
 
 def reply_id(call: ToolCall) -> str:

@@ -45,6 +45,7 @@ from fsm.wire.decoders._wire import (
     COMPAT_SIGNATURE,
     SDK_FINISH_MESSAGE,
     SDK_RAW_FINISH,
+    Held,
     chunk_text,
     compat_signed,
     responses_incomplete,
@@ -232,7 +233,7 @@ def _gemini_signatures(extra: Any) -> dict[str, str]:
 
 
 def _anthropic_inputs(
-    content: Any, parts: Any, held: dict[int, Any], finish: str | None, converse: bool = False
+    content: Any, parts: Any, held: Held, finish: str | None, converse: bool = False
 ) -> list[dict[str, Any]]:
     """Hold the tool blocks this chunk opens, let go of those argument text came for, and give the
     held blocks that have ended their ``input`` as OpenAI chat entries (a JSON object is a call's
@@ -250,13 +251,13 @@ def _anthropic_inputs(
         kind = block.get("type")
         if kind == "tool_use" or (converse and kind == "tool_call_chunk" and block.get("name")):
             value = block.get("input")
-            held[block["index"]] = value if isinstance(value, Mapping) else {}
+            held.hold(block["index"], value if isinstance(value, Mapping) else {})
     for part in parts:
         if part.get("args") and type(part.get("index")) is int:  # held by int index; any other is no block's
             held.pop(part["index"], None)
     latest = max((b["index"] for b in blocks), default=None)
-    ended = list(held) if finish in TURN_ENDED else [at for at in held if latest is not None and at < latest]
-    return [{"index": at, "function": {"arguments": dict(held.pop(at))}} for at in ended]
+    ended = held.ended(None) if finish in TURN_ENDED else held.ended(latest) if latest is not None else []
+    return [{"index": at, "function": {"arguments": dict(value)}} for at, value in ended]
 
 
 def _made_up_ids(parts: Any, extra: Any, metadata: Mapping[str, Any]) -> set[int]:

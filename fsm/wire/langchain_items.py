@@ -13,8 +13,10 @@ also gives it as a function call with ``{"__arg1": input}`` arguments, a tool ca
 dropped for it), a ``computer_call`` or ``apply_patch_call`` a built-in call to run with its item
 kept, a hosted tool a server call. An item ended ``incomplete`` is truncated, as on the wire.
 
-What LangChain never yields cannot be read: a ``shell_call`` or ``local_shell_call`` item, and any
-item the stream was cut before the end of.
+An item v1 keeps in a ``non_standard`` block that the decoder does not know either, and a
+``server_tool_call`` naming a tool of no known item, are reported (``unknown-item``) as the decoder
+reports an unknown item on the wire: either may be a call. What LangChain never yields cannot be
+read: a ``shell_call`` or ``local_shell_call`` item, and any item the stream was cut before the end of.
 
 The stream's reasoning items and its function calls' item ids are read beside them
 (:mod:`fsm.wire.langchain_reasoning`), under the same count, which also gives the calls their
@@ -28,7 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fsm.events import CallSeen, Event, TextDelta
-from fsm.wire.decoders._responses_items import CALL_ITEMS
+from fsm.wire.decoders._responses_items import CALL_ITEMS, QUIET_ITEMS
 from fsm.wire.decoders._wire import dumps
 from fsm.wire.decoders.openai_responses import OpenAIResponsesDecoder
 from fsm.wire.langchain_reasoning import (
@@ -49,6 +51,10 @@ ITEMS = frozenset(CALL_ITEMS) - {"function_call"}
 HOSTED_BY_NAME = {kind.tool: item for item, kind in CALL_ITEMS.items() if kind.server and kind.tool}
 """v1's ``server_tool_call`` name for each hosted item type that names its tool (``remote_mcp``, an
 MCP call, names its tool in ``extras.tool_name``)."""
+
+KNOWN_TOOLS = frozenset({*HOSTED_BY_NAME, "remote_mcp", "mcp_list_tools"})
+"""v1's ``server_tool_call`` names known here: the hosted items read, and ``mcp_list_tools`` (an item
+that calls nothing)."""
 
 _COUNT = re.compile(r"lc_[a-z]+_(\d+)")
 
@@ -96,7 +102,11 @@ class ResponsesItems:
                     counted.append((at, TextDelta("", output_index=at)))
             elif kind in FUNCTION_CALL_BLOCKS:
                 function_call_id(block, kind, ids)
-            elif (item := _item(block, hosted)) is not None:
+            elif (item := _item(block, hosted)) is None:
+                if hosted and _unknown_tool(block):  # it may be a call: said, as the decoder says an unknown item
+                    named = block.get("name")
+                    diagnose("unknown-item", f"a server_tool_call block naming the tool {named!r}, of no known item")
+            else:
                 at = self.top + 1 if at is None else at
                 if item.get("type") == "custom_tool_call" and isinstance(item.get("call_id"), str):
                     custom.add(item["call_id"])
@@ -143,9 +153,12 @@ def _item(block: Any, hosted: bool) -> dict[str, Any] | None:
     kind = _kind(block)
     if kind is None:
         return None
-    if kind == "non_standard":
-        value = block.get("value")
-        return {**value} if _kind(value) in ITEMS else None
+    if kind == "non_standard":  # where langchain-core's v1 keeps every item it has no block for
+        value, inner = block.get("value"), _kind(block.get("value"))
+        # One the decoder does not know either goes to it, which reports it (unknown-item), as on
+        # the wire: it may be a call. A function call's is the chunk's tool call chunks.
+        unknown = hosted and inner is not None and inner not in QUIET_ITEMS and inner != "function_call"
+        return {**value} if inner in ITEMS or unknown else None
     if kind in ITEMS:
         return {key: value for key, value in block.items() if key != "index"}
     if kind != "server_tool_call" or not hosted:
@@ -171,6 +184,12 @@ def _among(call_id: Any, ids: Any) -> bool:
     return isinstance(call_id, str) and call_id in ids
 
 
+def _unknown_tool(block: Any) -> bool:
+    """Is the block a v1 ``server_tool_call`` naming a tool no hosted item type is known for?"""
+    name = block.get("name") if _kind(block) == "server_tool_call" else "mcp_list_tools"
+    return not isinstance(name, str) or name not in KNOWN_TOOLS
+
+
 def _kind(block: Any) -> str | None:
     """A block's ``type`` where it is a block with a str type (a hand-made chunk may hold anything)."""
     kind = block.get("type") if type(block) is dict or isinstance(block, Mapping) else None
@@ -178,8 +197,15 @@ def _kind(block: Any) -> str | None:
 
 
 def _count(value: Any) -> int | None:
-    """LangChain's item count from a block's ``index``: v0's int, v1's ``lc_<kind>_<count>``."""
+    """LangChain's item count from a block's ``index``: v0's int, v1's ``lc_<kind>_<count>``. A count
+    too long for Python's int-string conversion is none (LangChain counts a turn's items; no turn
+    holds that many): the item goes after the others, as one with no count."""
     if type(value) is int and value >= 0:
         return value
     found = _COUNT.fullmatch(value) if isinstance(value, str) else None
-    return int(found.group(1)) if found else None
+    if found is None:
+        return None
+    try:
+        return int(found.group(1))
+    except ValueError:  # past sys.get_int_max_str_digits
+        return None

@@ -60,7 +60,7 @@ from fsm.events import (
     ReasoningDelta,
     TextDelta,
 )
-from fsm.wire.decoders._wire import dumps
+from fsm.wire.decoders._wire import Held, dumps
 
 PLACED = {"anthropic": "anthropic", "google_genai": "gemini"}
 """The integrations (``model_provider``) whose blocks are read in their places, and as which wire."""
@@ -116,12 +116,12 @@ class LangChainStream:
     __slots__ = ("inputs", "items", "notes", "run", "run_thought", "said", "servers", "wire")
 
     def __init__(self) -> None:
-        self.inputs: dict[int, Any] = {}
+        self.inputs = Held()  # Anthropic tool blocks whose input no argument text has followed yet
         self.wire: str | None = None
         self.run = 0
         self.run_thought: bool | None = None
         self.said: Said | None = None
-        self.servers: dict[int | None, _Server] = {}  # Claude's server tool blocks still open, by index
+        self.servers = Held()  # Claude's server tool blocks still open (_Server), by index
         self.notes: list[tuple[str, str]] = []  # what the chunk holds that is not read: (code, message)
         # ChatOpenAI's Responses items (fsm.wire.langchain_items.ResponsesItems), once a chunk holds one
         self.items: Any = None
@@ -318,7 +318,7 @@ def _claude_server(block: Mapping[str, Any], kind: str, at: int | None, stream: 
         named = V1_NAMES.get(name, name) if isinstance(name, str) else None
         ref = CallRef(at, _str(block.get("id")), named, server=True)
         whole = block.get("input") if kind != "server_tool_call" else block.get("args")
-        held = stream.servers[at] = _Server(ref, dumps(whole or {}))
+        held = stream.servers.hold(at, _Server(ref, dumps(whole or {})))
         events.append(CallSeen(ref))
     piece = block.get("partial_json" if kind in ("input_json_delta", "server_tool_use", "mcp_tool_use") else "args")
     if held is not None and isinstance(piece, str) and piece:
@@ -329,10 +329,7 @@ def _claude_server(block: Mapping[str, Any], kind: str, at: int | None, stream: 
 
 def _end_servers(stream: LangChainStream, before: int | None) -> list[Event]:
     """End Claude's server blocks still open at an index below ``before`` (every one: None)."""
-    events: list[Event] = []
-    for at in [at for at in stream.servers if before is None or (at is not None and at < before)]:
-        events += stream.servers.pop(at).ended()
-    return events
+    return [event for _, server in stream.servers.ended(before) for event in server.ended()]
 
 
 def _str(value: Any) -> str | None:

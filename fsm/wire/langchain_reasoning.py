@@ -161,7 +161,18 @@ def _v1_place(hexed: str) -> tuple[int | None, int | None]:
         at, _, part = bytes.fromhex(hexed).decode("ascii").partition("_")
     except (ValueError, UnicodeDecodeError):
         return None, None
-    return (int(at) if at.isdigit() else None), (int(part) if part.isdigit() else None)
+    return _number(at), _number(part)
+
+
+def _number(digits: str) -> int | None:
+    """The number ``digits`` spell, or None (no digits, or more than Python converts: no turn holds
+    that many items or summary parts, so such an index places nothing, as none does)."""
+    if not digits.isdigit():
+        return None
+    try:
+        return int(digits)
+    except ValueError:  # past sys.get_int_max_str_digits
+        return None
 
 
 FUNCTION_CALL_BLOCKS = frozenset({"function_call", "tool_call_chunk", "tool_call"})

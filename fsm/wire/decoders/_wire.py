@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -299,3 +300,34 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> None:
     refusal = delta.get("refusal")
     if refusal and type(refusal) is str:
         events.append(TextDelta(refusal, refusal=True))
+
+
+class Held(dict[Any, Any]):
+    """Blocks still open by index (LangChain's Claude blocks: no end comes, a block ends once one at
+    a later index does), the int indices in a heap too: those below an index are popped from it, not
+    found by a pass over all held per block (blocks at falling indices, which a hand-made chunk may
+    send, stay held). A key that is no int (a block without an index) ends only with all of them."""
+
+    __slots__ = ("heap",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.heap: list[int] = []
+
+    def hold(self, at: Any, value: Any) -> Any:
+        if type(at) is int and at not in self:  # one held is in the heap already
+            heapq.heappush(self.heap, at)
+        self[at] = value
+        return value
+
+    def ended(self, before: int | None) -> list[tuple[Any, Any]]:
+        """Take the blocks at an index below ``before``, lowest first (None: all, as held)."""
+        if before is None:
+            taken, self.heap = list(self.items()), []
+            self.clear()
+            return taken
+        taken = []
+        while self.heap and self.heap[0] < before:
+            if (at := heapq.heappop(self.heap)) in self:  # else let go of since
+                taken.append((at, self.pop(at)))
+        return taken
