@@ -284,10 +284,12 @@ def chunk_text(part: Any) -> str:
     return text if type(text) is str else ""
 
 
-def chat_said(delta: Mapping[str, Any], events: list[Any]) -> None:
+def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
     """The text and reasoning in a delta. Reasoning comes as ``reasoning_content`` (DeepSeek, vLLM,
     LiteLLM) or ``reasoning`` (OpenRouter, Ollama and Groq's OpenAI endpoints), one block per turn,
-    or as LiteLLM's ``thinking_blocks``, block by block; a Gemini text part's signature (fsm.wire.langchain_chunks)."""
+    or as LiteLLM's ``thinking_blocks``, block by block; a Gemini text part's signature
+    (fsm.wire.langchain_chunks); OpenAI's refusal, kept apart. False when the content is a list of
+    typed chunks, which only :func:`typed_content` reads (it may need to report one)."""
     content, signed = delta.get("content"), compat_signature(delta, "delta") if COMPAT_SIGNATURE in delta else None
     if (content and type(content) is str) or signed is not None:
         events.append(TextDelta(content if type(content) is str else "", signed))
@@ -297,9 +299,9 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> None:
         events += blocks
     elif reasoning and type(reasoning) is str:
         events.append(ReasoningDelta(None, reasoning))
-    refusal = delta.get("refusal")
-    if refusal and type(refusal) is str:
-        events.append(TextDelta(refusal, refusal=True))
+    if "refusal" in delta and delta["refusal"] and type(delta["refusal"]) is str:
+        events.append(TextDelta(delta["refusal"], refusal=True))
+    return type(content) is not list
 
 
 class Held(dict[Any, Any]):

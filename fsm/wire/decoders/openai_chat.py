@@ -81,8 +81,7 @@ class OpenAIChatDecoder:
             if delta is None:
                 delta = choice.get("message")
             if type(delta) is dict or isinstance(delta, Mapping):
-                chat_said(delta, events)
-                if type(delta.get("content")) is list:
+                if not chat_said(delta, events):
                     events += typed_content(delta["content"], diagnose)
                 self._calls(delta, events, diagnose)
                 if delta.get(LITELLM_FIELDS):
@@ -306,11 +305,9 @@ def said_in(delta: dict[str, Any]) -> list[TextDelta | ReasoningDelta] | None:
     (test_text_and_reasoning_chunks_decide_as_the_decoder)."""
     if delta.get("tool_calls") is not None or delta.get("function_call") is not None or delta.get(LITELLM_FIELDS):
         return None
-    if type(delta.get("content")) is list:  # typed chunks, which may need a diagnostic: the decoder's
-        return None
     events: list[TextDelta | ReasoningDelta] = []
-    chat_said(delta, events)
-    return events
+    # typed chunks (a list content) may need a diagnostic: the decoder reads them
+    return events if chat_said(delta, events) else None
 
 
 def finish_in(payload: dict[str, Any]) -> tuple[list[TextDelta | ReasoningDelta], str, dict[str, Any] | None] | None:
