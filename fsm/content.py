@@ -105,7 +105,10 @@ class TurnContent:
     def apply(self, event: TextDelta | ReasoningDelta | UsageReport) -> None:
         if type(event) is TextDelta:
             if event.refusal:
-                self._refusal = [*(self._refusal or ()), event.text]
+                if self._refusal is None:
+                    self._refusal = [event.text]
+                else:
+                    self._refusal.append(event.text)
                 return
             # A piece that only names its message item (its id and status, no text) says nothing of
             # the text: a message with no text must not become where the text goes back.

@@ -99,3 +99,15 @@ def test_through_langchain_the_responses_refusal_is_kept_and_the_chat_one_lost()
         # message's refusal, not a streamed one's)
         assert result.refusal == ("No, sorry." if responses else None)
         assert result_to_json(result)["refusal"] == result.refusal
+
+
+def test_a_long_refusal_is_gathered_in_one_list() -> None:
+    # each piece was once added by copying all the pieces before it: n pieces, n^2/2 copies. Work is
+    # not timed here: the pieces must go into the one list the first piece made.
+    reassembler = fsm.Reassembler("openai-chat")
+    reassembler.feed(_chunk({"refusal": "no "}))
+    gathered = reassembler._content._refusal
+    for _ in range(999):
+        reassembler.feed(_chunk({"refusal": "no "}))
+    assert reassembler._content._refusal is gathered and len(gathered) == 1000
+    assert reassembler.close().refusal == "no " * 1000
