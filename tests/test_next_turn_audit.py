@@ -18,7 +18,7 @@ import attrs
 import pytest
 
 from fsm import Reassembler, messages
-from fsm.errors import InvalidInput, ToolcallFSMError
+from fsm.errors import InvalidInput, LocalProtocolError, ToolcallFSMError
 from fsm.events import TextDelta
 from fsm.fieldcheck import fault
 from fsm.history import check
@@ -366,6 +366,9 @@ def test_a_hundred_thousand_parts_and_calls_go_back_each_once_in_order(format: s
         assert sent_ids(body, format) == [f"c{i}" for i in range(n)]
         kinds = ["thought" in i or i.get("type") in ("thinking", "reasoning") for i in items[:6]]
         assert kinds == [True, False, False, True, False, False]  # thought, text, call, thought, ...
+    elif format == "bedrock":  # Converse's stream gives no places: reasoning, the text, the calls
+        uses = [block["toolUse"]["toolUseId"] for block in body["content"] if "toolUse" in block]
+        assert uses == [f"c{i}" for i in range(n)]
     else:
         assert len(body["tool_calls"]) == n
 
@@ -378,6 +381,12 @@ def test_ten_thousand_calls_answered_read_back_as_a_clean_history(format: str) -
     answers = [messages.tool_result(c, "ok", format) for c in made.calls]  # type: ignore[arg-type]
     history = [*(body if isinstance(body, list) else [body]), *messages.tool_results(answers, format)]  # type: ignore[arg-type]
     ask = {"role": "user", "parts": [{"text": "go"}]} if format == "gemini" else {"role": "user", "content": "go"}
+    if format == "bedrock":  # not read yet: said, never found clean without a look
+        with pytest.raises(LocalProtocolError, match="message 2: a Bedrock Converse toolUse"):
+            check([ask, *history])
+        with pytest.raises(LocalProtocolError, match="does not read Converse messages yet"):
+            check([ask, *history], format="anthropic")  # its reader meets the blocks too
+        return
     assert check([ask, *history]).findings == ()
 
 

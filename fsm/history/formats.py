@@ -88,8 +88,9 @@ def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
     """The format of the first message that tells (a Responses call or output item, Gemini
     ``parts``, an Ollama ``tool`` message with a ``tool_name`` and no ``tool_call_id`` or a call
     whose arguments are an object, not text, an OpenAI ``tool`` message or ``tool_calls``,
-    Anthropic ``tool_use``/``tool_result`` blocks); OpenAI when none does."""
-    for m in conversation(messages):
+    Anthropic ``tool_use``/``tool_result`` blocks); OpenAI when none does. Bedrock Converse's
+    ``toolUse``/``toolResult`` blocks are not read yet: LocalProtocolError, not a history found clean."""
+    for at, m in enumerate(conversation(messages)):
         kind = m.get("type")
         if isinstance(kind, str) and (kind in RESPONSES_OUTPUT_OF or kind in RESPONSES_OUTPUTS):
             return "responses"
@@ -104,7 +105,16 @@ def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
             isinstance(b, Mapping) and b.get("type") in ("tool_use", "tool_result") for b in content
         ):
             return "anthropic"
+        if isinstance(content, list) and any(_converse_block(b) for b in content):
+            raise _fail(at, CONVERSE_UNREAD)
     return "openai"
+
+
+CONVERSE_UNREAD = "a Bedrock Converse toolUse or toolResult block: fsm.history does not read Converse messages yet"
+
+
+def _converse_block(block: Any) -> bool:
+    return isinstance(block, Mapping) and "type" not in block and ("toolUse" in block or "toolResult" in block)
 
 
 def _is_ollama(message: Mapping[str, Any]) -> bool:
@@ -233,6 +243,8 @@ class _Reader:
                 elif kind == "tool_result":
                     rid = _required_id(item.get("tool_use_id"), at, "a tool_result block")
                     results.append(Entry(at, slot, rid, None))
+                elif _converse_block(item):
+                    raise _fail(at, CONVERSE_UNREAD)
             else:
                 for kind, (field, payload) in _gemini_payloads(item):
                     if not _is_object(payload):
