@@ -240,6 +240,8 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         stderr.write(f"toolcall-fsm: cannot read {args.file}: {exc}\n")
         return 1
     messages = data.get("messages", data.get("contents", data.get("input"))) if isinstance(data, dict) else data
+    if isinstance(messages, str) and "messages" not in data and "contents" not in data:
+        messages = [{"role": "user", "content": messages}]  # a Responses body's input may be the user's text alone
     if not isinstance(messages, list):
         stderr.write(
             f"toolcall-fsm: {args.file}: no conversation found"

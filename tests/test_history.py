@@ -275,6 +275,12 @@ def test_history_check_command(tmp_path: Any) -> None:
     assert main(["history", "check", "--json", str(bad)], stdout=out, stderr=sys.stderr) == 1
     data = json.loads(out.getvalue())
     assert data["rejected"] is True and data["findings"][0]["kind"] == "dangling"
+    # a Responses request whose input is the user's text alone is a conversation (it exited 2: none found)
+    text_only = tmp_path / "text.json"
+    text_only.write_text(json.dumps({"model": "m", "input": "What is the weather?"}))
+    out = io.StringIO()
+    assert main(["history", "check", str(text_only)], stdout=out, stderr=sys.stderr) == 0
+    assert "pairs up" in out.getvalue()
 
 
 # -- Ollama: no ids, paired by tool name and order -----------------------------------------------------------

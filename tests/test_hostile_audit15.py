@@ -16,8 +16,9 @@ import attrs
 import pytest
 
 import fsm
-from fsm import fieldcheck
+from fsm import fieldcheck, messages
 from fsm.errors import InvalidInput
+from fsm.results import CallStatus, ToolCall
 from fsm.serialize import result_to_json
 
 
@@ -250,3 +251,12 @@ def test_vouching_from_many_threads_at_once_raises_nothing() -> None:
             assert errors == []
     finally:
         sys.setswitchinterval(interval)
+
+
+@pytest.mark.parametrize("format", messages.FORMATS)
+def test_tool_result_refuses_a_hand_made_call_whose_id_is_no_str(format: str) -> None:
+    # the id went out as it was (an int in the tool message), where the assistant message's check
+    # refused the same call
+    call = ToolCall(0, 5, None, "f", {}, "{}", CallStatus.COMPLETE)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match=r"call\.id must be a str, not int"):
+        messages.tool_result(call, "ok", format)  # type: ignore[arg-type]

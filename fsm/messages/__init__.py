@@ -82,7 +82,7 @@ from fsm.messages.bedrock import bedrock_message, bedrock_result
 from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_output
 from fsm.messages.ollama_cohere import cohere_message, cohere_result, ollama_message, ollama_result
 from fsm.messages.responses import openai_responses
-from fsm.messages.shared import Message, as_text, check_result, in_output_order, need, placed_text, reply_id
+from fsm.messages.shared import Message, as_text, check_call, check_result, in_output_order, need, placed_text, reply_id
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.messages.shared import kind as _kind
 from fsm.results import CallStatus, Result, ToolCall
@@ -278,7 +278,7 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
       after a person has approved them, add ``acknowledged_safety_checks`` to the returned item.
     """
     _check_format(format)
-    need(call, ToolCall, "call must be a ToolCall")
+    check_call(call)
     if format == "openai-chat":
         _kind(call, format, ("function", "custom"))
         return {"role": "tool", "tool_call_id": reply_id(call), "content": as_text(output)}

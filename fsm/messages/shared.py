@@ -34,6 +34,13 @@ def check_result(result: Any) -> None:
         refuse_wrong(result, Result, "result")
 
 
+def check_call(call: Any) -> None:
+    """Refuse a call given alone (to answer it) whose fields are not of their declared types, as
+    :func:`check_result` refuses a result's: an id that is no str would go out as it is."""
+    need(call, ToolCall, "call must be a ToolCall")
+    refuse_wrong(call, ToolCall, "call")
+
+
 def reply_id(call: ToolCall) -> str:
     """The id the provider pairs the call's result by: the late wire id where the call has one
     (:attr:`~fsm.results.ToolCall.reply_id`), else its id."""
