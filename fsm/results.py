@@ -215,7 +215,8 @@ class Result:
     refusal: str | None = None
     """What the model said to refuse, where the wire keeps a refusal apart from the text (OpenAI's
     ``refusal``, in a chat delta or a Responses message's refusal part; the finish is then ``stop``):
-    None when it refused nothing. It goes back as the refusal in the ``"openai-chat"`` next turn."""
+    None when it refused nothing. It goes back as the refusal in the ``"openai-chat"`` and
+    ``"openai-responses"`` next turns."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:

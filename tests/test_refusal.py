@@ -111,3 +111,28 @@ def test_a_long_refusal_is_gathered_in_one_list() -> None:
         reassembler.feed(_chunk({"refusal": "no "}))
     assert reassembler._content._refusal is gathered and len(gathered) == 1000
     assert reassembler.close().refusal == "no " * 1000
+
+
+def test_a_responses_refusal_goes_back_in_its_message_item() -> None:
+    pydantic = pytest.importorskip("pydantic")
+    responses = pytest.importorskip("openai.types.responses")
+    result = fsm.reassemble(cv.render(_responses(["No, ", "sorry."]), ""), "openai-responses")
+    items = messages.assistant_message(result, "openai-responses")
+    refused = {"type": "refusal", "refusal": "No, sorry."}
+    assert items == [
+        {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed", "content": [refused]}
+    ]
+    pydantic.TypeAdapter(responses.ResponseInputItemParam).validate_python(items[0])  # an output message
+    # the same client takes it back as it is
+    openai = pytest.importorskip("openai")
+    replay = Replay(cv.render(_responses(["No."]), ""))
+    client = openai.OpenAI(api_key="test", base_url="http://mock/v1", http_client=replay.client())
+    client.responses.create(model="m", input=[{"role": "user", "content": "go"}, *items], stream=True).close()
+    assert replay.sent[-1]["input"][1:] == items
+
+
+def test_a_refusal_from_no_message_item_goes_back_as_its_text() -> None:
+    made = fsm.Result("openai-responses", "stop", (), (), refusal="No.")  # built by hand: no item
+    assert messages.assistant_message(made, "openai-responses") == [
+        {"type": "message", "role": "assistant", "content": "No."}
+    ]

@@ -1,5 +1,6 @@
 """The ``"openai-responses"`` next turn: a reassembled turn as Responses input items (reasoning,
-message and call items in their output order), as :mod:`fsm.messages` describes."""
+message and call items in their output order, and a refusal in the message that carried it), as
+:mod:`fsm.messages` describes."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messag
         placed.append((reasoning.output_index, item))
     paired = bool(placed)  # reasoning goes back: the API looks for the items that followed it by their ids
     placed += placed_text(result, lambda text, part: responses_message(text, part, paired))
+    if result.refusal is not None:
+        placed.append(refusal_message(result))
     for call in calls:
         wanted = kind(call, "openai-responses", ("function", "custom", *BUILT_IN_OUTPUTS))
         if wanted in ("function", "custom"):
@@ -64,3 +67,22 @@ def responses_message(text: str, part: TextPart | None, paired: bool) -> Message
     if part is not None and part.phase is not None:
         message["phase"] = part.phase
     return message
+
+
+def refusal_message(result: Result) -> tuple[int | None, Message]:
+    """The refusal, in the message item that carried it: the first message the stream gave an id
+    and a status but no text (a refusal has no ``output_text``), as that output message with a
+    ``refusal`` part, in its place. A refusal from no such item (a result built by hand) goes as a
+    plain assistant message whose text it is: no input message but an output one takes a refusal part."""
+    refusal = result.refusal or ""
+    for part in result.text_parts:
+        if not part.text and part.item_id is not None and part.status is not None:
+            message: Message = {
+                "type": "message",
+                "role": "assistant",
+                "id": part.item_id,
+                "status": part.status,
+                "content": [{"type": "refusal", "refusal": refusal}],
+            }
+            return part.output_index, message
+    return result.text_output_index, {"type": "message", "role": "assistant", "content": refusal}
