@@ -1,12 +1,11 @@
 """The ``toolcall-fsm`` command line: ``replay``, ``conform``, ``fuzz``, ``history check``, ``diagram``.
 
-``toolcall-fsm --help`` and ``toolcall-fsm COMMAND --help`` give each command's examples and exit
-status. In short: 0 on success; 1 when the input cannot be read, the output cannot be written, a
-check fails, a limit is exceeded or, with ``--strict``, the stream breaks the protocol (one line on
-stderr naming the event and the rule, never a traceback); 2 on bad usage; 3 on an internal error (a
-bug: please report it). When a stream fails part-way, ``replay`` still prints the result so far on
-stdout (calls completed before the fault, open ones truncated) before exiting 1. Progress (long runs
-only) goes to stderr, and only when it is a terminal.
+``toolcall-fsm --help`` and ``toolcall-fsm COMMAND --help`` give each command's examples and exit status. In short:
+0 on success; 1 when the input cannot be read, the output cannot be written, a check fails, a limit is exceeded or,
+with ``--strict``, the stream breaks the protocol (one line on stderr naming the event and the rule, never a
+traceback); 2 on bad usage; 3 on an internal error (a bug: please report it). When a stream fails part-way,
+``replay`` still prints the result so far on stdout (calls completed before the fault, open ones truncated) before
+exiting 1. Progress (long runs only) goes to stderr, and only when it is a terminal.
 """
 
 from __future__ import annotations
