@@ -260,3 +260,22 @@ def test_tool_result_refuses_a_hand_made_call_whose_id_is_no_str(format: str) ->
     call = ToolCall(0, 5, None, "f", {}, "{}", CallStatus.COMPLETE)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match=r"call\.id must be a str, not int"):
         messages.tool_result(call, "ok", format)  # type: ignore[arg-type]
+
+
+def test_an_anthropic_delta_of_no_known_kind_is_reported_and_a_citation_is_not() -> None:
+    # a delta in a text or thinking block of a kind no reading knows was dropped without a word
+    events = [
+        {"type": "message_start", "message": {"content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta", "citation": {"url": "u"}}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "future_delta", "x": 1}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}},
+        {"type": "message_stop"},
+    ]
+    result = fsm.reassemble(events, "anthropic")
+    assert result.text == "Hi"
+    assert [(d.code, d.event, d.message) for d in result.diagnostics] == [
+        ("unknown-event", 5, "a 'future_delta' delta in block 0, of no kind read")
+    ]

@@ -172,6 +172,8 @@ class AnthropicDecoder:
         block = self._placed(at) if kind == "input_json_delta" or at in self._blocks else None
         if block is None:
             if kind != "input_json_delta":
+                if kind not in _SAID_DELTAS:  # a delta of a kind no reading knows: said, not dropped unseen
+                    self._diagnose("unknown-event", f"a {kind!r} delta in block {at}, of no kind read")
                 return _said_in_delta(at, delta)  # text, thinking, signature, citation deltas
             self._diagnose("unopened-call", f"input_json_delta for block {at}, where no tool_use block is open")
             block = _Block(CallRef(at), None)
@@ -220,6 +222,11 @@ def _said_at_start(at: int | None, block: Mapping[str, Any]) -> list[Event]:
     if kind == "redacted_thinking":
         return [ReasoningDelta(at, redacted=text(block.get("data"), "content_block.data"), output_index=at)]
     return []
+
+
+_SAID_DELTAS = frozenset({"text_delta", "thinking_delta", "signature_delta", "citations_delta"})
+"""The deltas of a block that is no tool block: its text, its thinking and signature, and the
+citations a text block gives (which point into the text, and are not reassembled)."""
 
 
 def _said_in_delta(at: int | None, delta: Mapping[str, Any]) -> list[Event]:
