@@ -38,6 +38,7 @@ from fsm.wire.langchain_reasoning import (
     FUNCTION_CALL_IDS,
     ResponsesReasoning,
     call_items,
+    count_in,
     function_call_id,
     function_call_ids,
     is_responses_reasoning,
@@ -203,9 +204,4 @@ def _count(value: Any) -> int | None:
     if type(value) is int and value >= 0:
         return value
     found = _COUNT.fullmatch(value) if isinstance(value, str) else None
-    if found is None:
-        return None
-    try:
-        return int(found.group(1))
-    except ValueError:  # past sys.get_int_max_str_digits
-        return None
+    return count_in(found.group(1)) if found else None

@@ -161,12 +161,13 @@ def _v1_place(hexed: str) -> tuple[int | None, int | None]:
         at, _, part = bytes.fromhex(hexed).decode("ascii").partition("_")
     except (ValueError, UnicodeDecodeError):
         return None, None
-    return _number(at), _number(part)
+    return count_in(at), count_in(part)
 
 
-def _number(digits: str) -> int | None:
-    """The number ``digits`` spell, or None (no digits, or more than Python converts: no turn holds
-    that many items or summary parts, so such an index places nothing, as none does)."""
+def count_in(digits: str) -> int | None:
+    """The count ``digits`` spell in one of LangChain's indices, or None (no digits, or more than
+    Python converts: no turn holds that many items or summary parts, so such an index places
+    nothing, as none does)."""
     if not digits.isdigit():
         return None
     try:
