@@ -119,6 +119,10 @@ class OpenAIResponsesDecoder:
             piece = text(payload.get("delta"), "delta")
             at = index(payload.get("output_index"), "output_index")
             return [TextDelta(piece, output_index=at, part=at)] if piece else []  # each message item a text part
+        if kind == "response.output_text.annotation.added":  # a citation of the message's text: kept on it
+            cited = mapping(payload.get("annotation"), "annotation")
+            at = index(payload.get("output_index"), "output_index")
+            return [TextDelta("", output_index=at, part=at, citation=dict(cited))] if cited else []
         if kind == "response.refusal.delta":
             piece = text(payload.get("delta"), "delta")
             return (
