@@ -114,6 +114,10 @@ def test_the_next_turn_is_the_message_the_sdk_accumulates() -> None:
     ]
     client.messages.create(model="m", max_tokens=64, messages=conversation, stream=True).close()
     assert replay.sent[-1]["messages"][1]["content"] == ours
+    # The non-beta helper leaves the MCP call's input as the block started it (MCP blocks are beta).
+    with client.messages.stream(model="m", max_tokens=64, messages=ask) as stream:
+        plain = stream.get_final_message()
+    assert [block.input for block in plain.content if block.type == "mcp_tool_use"] == [{}]  # type: ignore[union-attr]
 
 
 def _without_empty(block: dict[str, Any]) -> dict[str, Any]:
