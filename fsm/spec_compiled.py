@@ -822,7 +822,7 @@ def _identity(s: ModuleType) -> Any:
                 code="stray-input",
                 rule="unknown-events-reported",
                 severity="violation",
-                reason="A Responses input event named no place (no output_index; its item_id absent or never seen) while calls of its type were open: the message names the event and where its text went (policy stray_input).",
+                reason="A Responses input event named no place (no output_index; its item_id absent or never seen) while calls of its type were open: the message names the event and where its text went (policy stray_input). Also one that names only an item_id several items carry, the latest of them ended: it goes to the latest still open under that id, never to a call of its own.",
             ),
             s.DiagnosticSpec(
                 code="finish-without-calls",
@@ -1202,7 +1202,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (9607, 3590942189),
     "scanner": (4661, 4199472060),
-    "identity": (22745, 53487476),
+    "identity": (22904, 197076270),
     "history": (4045, 271900131),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

@@ -1,0 +1,70 @@
+"""Leftovers of audit 16: input each reading got wrong, one test a defect, each failing before its fix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import fsm
+from fsm import CallStatus
+
+# -- OpenAI Responses: two items under one item id -------------------------------------------------------
+
+
+def function_call(item_id: str, call_id: str, status: str = "in_progress", arguments: str = "") -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "id": item_id,
+        "call_id": call_id,
+        "name": "f",
+        "arguments": arguments,
+        "status": status,
+    }
+
+
+Y = '{"y": 2}'
+
+
+def two_items_under_one_id(call_ids: tuple[str, str], end: str) -> list[dict[str, Any]]:
+    """Items 0 and 1 both carry item id fc_1; item 1 streams and ends (``end``: its input's .done, or
+    the item's), then a delta naming only fc_1 comes: item 0's input, the only one still open."""
+    first, second = call_ids
+    events: list[dict[str, Any]] = [
+        {"type": "response.output_item.added", "output_index": 0, "item": function_call("fc_1", first)},
+        {"type": "response.output_item.added", "output_index": 1, "item": function_call("fc_1", second)},
+        {"type": "response.function_call_arguments.delta", "output_index": 1, "item_id": "fc_1", "delta": Y},
+        {"type": "response.function_call_arguments.done", "output_index": 1, "item_id": "fc_1", "arguments": Y},
+    ]
+    if end == "item":
+        done = function_call("fc_1", second, "completed", Y)
+        events.append({"type": "response.output_item.done", "output_index": 1, "item": done})
+    return [
+        *events,
+        {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "delta": '{"x": 1}'},
+        {"type": "response.completed", "response": {"status": "completed"}},
+    ]
+
+
+def test_input_naming_an_item_id_two_items_share_goes_to_the_one_still_open() -> None:
+    # It went to item 1, which had ended, and so opened a third call (fc_1_d3 / call_b_d2) no item
+    # announced, with a duplicate-id; item 0 was left with {} it never sent
+    for call_ids in (("call_a", "call_b"), ("call_a", "call_a")):
+        for end in ("input", "item"):
+            result = fsm.reassemble(two_items_under_one_id(call_ids, end), "openai-responses")
+            assert [(c.wire_id or c.id, c.arguments, c.status) for c in result.calls] == [
+                (call_ids[0], {"x": 1}, CallStatus.COMPLETE),
+                (call_ids[1], {"y": 2}, CallStatus.COMPLETE),
+            ]
+            (said,) = [d for d in result.diagnostics if d.code == "stray-input"]
+            assert said.event == 5 + (end == "item")
+            assert "item_id 'fc_1'" in said.message and "at output_index 0" in said.message
+            assert "duplicate-id" not in result.codes() or call_ids[0] == call_ids[1]  # the shared call id's own
+
+
+def test_input_naming_an_item_id_whose_items_all_ended_still_opens_a_call_of_its_own() -> None:
+    # Nothing open takes it: as before, it is the text of a call of its own, never dropped
+    events = two_items_under_one_id(("call_a", "call_b"), "item")
+    done = function_call("fc_1", "call_a", "completed", "{}")
+    events.insert(1, {"type": "response.output_item.done", "output_index": 0, "item": done})
+    result = fsm.reassemble(events, "openai-responses")
+    assert [c.arguments for c in result.calls] == [{}, {"y": 2}, {"x": 1}]
+    assert "stray-input" not in result.codes()
