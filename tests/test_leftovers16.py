@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 import fsm
 from fsm import CallStatus
 
@@ -68,3 +70,42 @@ def test_input_naming_an_item_id_whose_items_all_ended_still_opens_a_call_of_its
     result = fsm.reassemble(events, "openai-responses")
     assert [c.arguments for c in result.calls] == [{}, {"y": 2}, {"x": 1}]
     assert "stray-input" not in result.codes()
+
+
+# -- LangChain ChatOpenAI, default output version: a block of no type it makes -----------------------------
+
+
+def lc_chunk(content: Any, parts: Any = (), provider: str | None = "openai", **metadata: Any) -> Any:
+    core = pytest.importorskip("langchain_core.messages")
+    meta = ({"model_provider": provider} if provider else {}) | metadata
+    return core.AIMessageChunk(content=content, tool_call_chunks=list(parts), response_metadata=meta)
+
+
+FUTURE = {"type": "future_call", "id": "fut_1", "call_id": "call_f", "input": "x", "status": "completed"}
+
+
+@pytest.mark.parametrize("before", ["text", "call"])
+def test_a_responses_block_of_an_item_type_no_reading_knows_is_reported(before: str) -> None:
+    # langchain-openai passes an item on as it came (responses/v1, and v0 keeps what it does not move
+    # to additional_kwargs): one of a type no reading knows may be a call. v1's non_standard block of
+    # it was unknown-item; this one was read as nothing, without a word
+    first = (
+        lc_chunk([{"type": "text", "text": "Hi. ", "index": 0}])
+        if before == "text"
+        else lc_chunk(
+            [{"type": "function_call", "id": "fc_0", "call_id": "call_a", "name": "f", "arguments": "", "index": 0}],
+            [{"index": 0, "id": "call_a", "name": "f", "args": "{}"}],
+        )
+    )
+    chunks = [first, lc_chunk([{**FUTURE, "index": 1}]), lc_chunk([], status="completed")]
+    result = fsm.reassemble(chunks)
+    (said,) = [d for d in result.diagnostics if d.code == "unknown-item"]
+    assert "'future_call' at output_index 1" in said.message
+    v1 = [first, lc_chunk([{"type": "non_standard", "value": FUTURE, "index": "lc_ns_1"}]), chunks[-1]]
+    assert said.message in [d.message for d in fsm.reassemble(v1).diagnostics if d.code == "unknown-item"]
+
+
+def test_blocks_of_no_known_integration_are_not_taken_for_responses_items() -> None:
+    # with no model_provider whose block it is is not known: read as before, nothing said of it
+    chunks = [lc_chunk([{**FUTURE, "index": 1}], provider=None), lc_chunk([], provider=None, status="completed")]
+    assert "unknown-item" not in fsm.reassemble(chunks).codes()

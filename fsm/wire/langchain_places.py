@@ -134,11 +134,11 @@ class LangChainStream:
         tool calls replace. ``extra``: its ``additional_kwargs``; ``finished``: it ends the turn."""
         from fsm.wire.langchain_items import ResponsesItems, holds_items  # only for LangChain's chunks
 
-        if self.wire is not None or (self.items is None and not holds_items(content, extra)):
+        hosted = metadata.get("model_provider") == "openai"
+        if self.wire is not None or (self.items is None and not holds_items(content, extra, hosted)):
             return entries
         if self.items is None:
             self.items = ResponsesItems()
-        hosted = metadata.get("model_provider") == "openai"
         diagnose = self.notes.append
         counted, seen, entries = self.items.read_chunk(
             content, entries, extra, hosted, finished, lambda code, message: diagnose((code, message))
