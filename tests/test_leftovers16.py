@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 from typing import Any
 
 import pytest
 
 import fsm
 from fsm import CallStatus
+from tests.test_langchain_places import chat_anthropic
+from tests.test_langchain_server_calls import CLAUDE, server_calls, sse
 
 # -- OpenAI Responses: two items under one item id -------------------------------------------------------
 
@@ -109,3 +113,40 @@ def test_blocks_of_no_known_integration_are_not_taken_for_responses_items() -> N
     # with no model_provider whose block it is is not known: read as before, nothing said of it
     chunks = [lc_chunk([{**FUTURE, "index": 1}], provider=None), lc_chunk([], provider=None, status="completed")]
     assert "unknown-item" not in fsm.reassemble(chunks).codes()
+
+
+# -- Claude's server tool blocks through a ChatAnthropic that names no model_provider ------------------------
+
+
+@pytest.mark.parametrize("name", list(CLAUDE))
+def test_claude_server_blocks_are_read_by_their_shapes_where_no_model_provider_names_claude(name: str) -> None:
+    # langchain-anthropic before 1.0 names no model_provider: its server_tool_use / mcp_tool_use
+    # blocks were read as nothing (no server call, finish-without-calls), where the bytes have one
+    body = sse(CLAUDE[name])
+    reference = fsm.reassemble(body, "anthropic")
+    chunks = list(chat_anthropic(body, None)[1].stream("go"))
+    for chunk in chunks:
+        chunk.response_metadata.pop("model_provider", None)
+    for stream in (chunks, [functools.reduce(operator.add, chunks)]):
+        got = fsm.reassemble(stream)
+        assert server_calls(got) == server_calls(reference)
+        assert [(c.id, c.arguments, c.status) for c in got.calls] == [
+            (c.id, c.arguments, c.status) for c in reference.calls
+        ]
+        assert got.codes() == reference.codes()
+
+
+def test_blocks_only_like_claudes_server_blocks_are_not_read_as_them() -> None:
+    # what tells a Claude server block is a block only Claude makes: another integration's server
+    # call block (ChatOpenAI's v1 server_tool_call) and an input_json_delta under no open server
+    # block (a client tool's) are not taken for one
+    chunks = [
+        lc_chunk(
+            [{"type": "server_tool_call", "id": "ws_1", "name": "web_search", "args": {}, "index": "lc_1"}],
+            provider=None,
+        ),
+        lc_chunk([{"type": "input_json_delta", "partial_json": '{"q": 1}', "index": 1}], provider=None),
+        lc_chunk([{"type": "text", "text": "Done.", "index": 2}], provider=None, stop_reason="end_turn"),
+    ]
+    got = fsm.reassemble(chunks)
+    assert (got.server_tool_calls, got.calls, got.text) == ((), (), "Done.")
