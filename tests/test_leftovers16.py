@@ -150,3 +150,56 @@ def test_blocks_only_like_claudes_server_blocks_are_not_read_as_them() -> None:
     ]
     got = fsm.reassemble(chunks)
     assert (got.server_tool_calls, got.calls, got.text) == ((), (), "Done.")
+
+
+# -- A thinking of the wrong type --------------------------------------------------------------------------
+
+
+def mistral_turn(thinking: Any) -> list[dict[str, Any]]:
+    call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
+    return [
+        {"choices": [{"index": 0, "delta": {"content": [{"type": "thinking", "thinking": thinking}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+
+
+@pytest.mark.parametrize("bad", [{"text": "Hm."}, 5, True])
+def test_a_mistral_thinking_chunk_of_no_list_is_reported_and_the_stream_reads_on(bad: Any) -> None:
+    # It failed the stream (RemoteProtocolError, content[0].thinking), losing the call after it, where
+    # the same delta's content or reasoning_content of a wrong type is read past, and typed content
+    # reports a chunk it does not read (part-not-reassembled)
+    result = fsm.reassemble(mistral_turn(bad), "openai-chat")
+    assert [(c.id, c.arguments, c.status) for c in result.calls] == [("c1", {"a": 1}, CallStatus.COMPLETE)]
+    (said,) = [d for d in result.diagnostics if d.code == "part-not-reassembled"]
+    assert (said.event, said.message) == (
+        1,
+        f"content[0], a 'thinking' chunk whose thinking is {type(bad).__name__}, not a list, is not read",
+    )
+    text = fsm.reassemble([{"choices": [{"index": 0, "delta": {"content": [{"type": "text", "text": bad}]}}]}])
+    assert "a 'text' chunk whose text is" in " ".join(d.message for d in text.diagnostics)
+
+
+def test_a_mistral_thinking_given_as_a_str_is_its_text() -> None:
+    # as LangChain's reading of the same chunk takes it (it failed the stream: str, not a list)
+    result = fsm.reassemble(mistral_turn("Hm."), "openai-chat")
+    assert ([r.text for r in result.reasoning], result.codes()) == (["Hm."], [])
+
+
+@pytest.mark.parametrize("where", ["start", "delta"])
+def test_an_anthropic_thinking_of_no_str_is_a_typed_error_naming_its_event(where: str) -> None:
+    # No change, pinned: the Anthropic decoder reads every text field so (a text_delta's text, a
+    # signature), a RemoteProtocolError naming the field and the event; close() keeps what came before
+    block: dict[str, Any] = {"type": "thinking", "thinking": {"a": 1} if where == "start" else ""}
+    events = [
+        {"type": "message_start", "message": {"id": "m", "content": [], "usage": {}}},
+        {"type": "content_block_start", "index": 0, "content_block": block},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": ["a"]}},
+    ]
+    r = fsm.Reassembler(provider="anthropic")
+    with pytest.raises(fsm.RemoteProtocolError) as raised:
+        for event in events:
+            r.feed(event)
+    assert raised.value.event == (2 if where == "start" else 3)
+    assert "thinking is" in str(raised.value) and "not a string" in str(raised.value)
+    assert "stream-failed" in r.close().codes()
