@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     hist_commands = hist.add_subparsers(dest="history_command", required=True)
     hist_check = _command(hist_commands, "check", "report dangling calls, orphan and duplicate results, reused ids")
     hist_check.add_argument("--json", action="store_true", help="print the report as JSON")
-    formats = ("auto", "openai", "anthropic", "gemini", "responses", "ollama")  # Cohere's is the openai shape
+    formats = ("auto", "openai", "anthropic", "gemini", "responses", "ollama", "bedrock")  # Cohere: openai
     hist_check.add_argument("--format", default="auto", choices=formats)
     hist_check.add_argument(
         "file", help="a JSON list of messages, or a request body with 'messages', 'contents' or 'input'"

@@ -1,5 +1,7 @@
-"""What a turn said besides its tool calls: text, reasoning and usage, accumulated from the decoders'
-:class:`~fsm.events.TextDelta`, :class:`~fsm.events.ReasoningDelta` and :class:`~fsm.events.UsageReport`.
+"""What a turn said besides its tool calls: text (with its citations), reasoning, usage and the
+results of the provider's own tools, accumulated from the decoders' :class:`~fsm.events.TextDelta`,
+:class:`~fsm.events.ReasoningDelta`, :class:`~fsm.events.UsageReport` and
+:class:`~fsm.events.ServerResultBlock`.
 
 Kept apart from the engine on purpose: none of it bears on a call's identity or arguments, so the
 slot machine never sees it and the tool-call path pays nothing for it.
@@ -15,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fsm.events import ReasoningDelta, TextDelta, UsageReport
-from fsm.results import Reasoning, TextPart
+from fsm.events import ReasoningDelta, ServerResultBlock, TextDelta, UsageReport
+from fsm.results import Reasoning, ServerToolResult, TextPart
 
 
 class _Block:
@@ -57,7 +59,7 @@ class _Block:
 
 
 class _TextPart:
-    __slots__ = ("item_id", "output_index", "phase", "place", "signature", "status", "text")
+    __slots__ = ("citations", "item_id", "output_index", "phase", "place", "signature", "status", "text")
 
     def __init__(self, place: int | None, output_index: int | None) -> None:
         self.text: list[str] = []
@@ -67,10 +69,18 @@ class _TextPart:
         self.item_id: str | None = None
         self.status: str | None = None
         self.phase: str | None = None
+        self.citations: list[dict[str, Any]] | None = None
 
     def freeze(self) -> TextPart:
         return TextPart(
-            "".join(self.text), self.signature, self.place, self.output_index, self.item_id, self.status, self.phase
+            "".join(self.text),
+            self.signature,
+            self.place,
+            self.output_index,
+            self.item_id,
+            self.status,
+            self.phase,
+            tuple(self.citations) if self.citations else (),
         )
 
 
@@ -88,6 +98,7 @@ class TurnContent:
     _latest: int | str | None = None
     _anonymous = 0
     _parts: dict[int, _TextPart] | None = None
+    _server_results: list[ServerToolResult] | None = None
     _calls: Callable[[], int] | None = None  # set by place_by: the calls opened so far
     _placed = 0  # reasoning blocks and text parts given a place so far
 
@@ -102,7 +113,7 @@ class TurnContent:
         self._placed += 1
         return self._calls() + self._placed - 1
 
-    def apply(self, event: TextDelta | ReasoningDelta | UsageReport) -> None:
+    def apply(self, event: TextDelta | ReasoningDelta | UsageReport | ServerResultBlock) -> None:
         if type(event) is TextDelta:
             if event.refusal:
                 if self._refusal is None:
@@ -110,9 +121,11 @@ class TurnContent:
                 else:
                     self._refusal.append(event.text)
                 return
-            # A piece that only names its message item (its id and status, no text) says nothing of
-            # the text: a message with no text must not become where the text goes back.
-            if event.text or (event.item_id is None and event.status is None and event.phase is None):
+            # A piece that only names its message item (its id and status, no text) or cites says
+            # nothing of the text: a message with no text must not become where the text goes back.
+            if event.text or (
+                event.item_id is None and event.status is None and event.phase is None and event.citation is None
+            ):
                 if self._text is None:
                     self._text = [event.text]
                 else:
@@ -130,6 +143,10 @@ class TurnContent:
                 self.usage = {**self.usage, **event.usage}
             else:
                 self.usage = dict(event.usage)
+        elif type(event) is ServerResultBlock:
+            if self._server_results is None:
+                self._server_results = []
+            self._server_results.append(ServerToolResult(event.block, event.output_index))
 
     def usage_replaced(self, usage: dict[str, Any]) -> None:
         """What ``apply(UsageReport(usage))`` does (a report that replaces), without the event."""
@@ -166,6 +183,11 @@ class TurnContent:
         part.item_id = piece.item_id or part.item_id
         part.status = piece.status or part.status  # the item's end, after its start: the latest word
         part.phase = piece.phase or part.phase
+        if piece.citation is not None:
+            if part.citations is None:
+                part.citations = [piece.citation]
+            else:
+                part.citations.append(piece.citation)
 
     @property
     def text_parts(self) -> tuple[TextPart, ...]:
@@ -174,6 +196,10 @@ class TurnContent:
     @property
     def text(self) -> str:
         return "".join(self._text) if self._text is not None else ""
+
+    @property
+    def server_results(self) -> tuple[ServerToolResult, ...]:
+        return tuple(self._server_results) if self._server_results else ()
 
     @property
     def refusal(self) -> str | None:

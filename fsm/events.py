@@ -142,6 +142,9 @@ class TextDelta:
     refusal: bool = False
     """The piece is of the model's refusal (OpenAI's ``refusal``), not of its text: it is kept apart,
     as :attr:`fsm.results.Result.refusal`, and goes back as the refusal."""
+    citation: dict[str, Any] | None = None
+    """A citation of the text part ``part``, whole as the wire gave it (an Anthropic text block's
+    ``citations_delta``, a Responses ``output_text`` annotation): it goes back on that part."""
 
 
 @attrs.frozen(slots=True)
@@ -180,8 +183,27 @@ class UsageReport:
     ``message_start``): its keys update what was reported; otherwise it replaces it."""
 
 
+@attrs.frozen(slots=True)
+class ServerResultBlock:
+    """The result block of a tool the provider ran itself (Anthropic ``web_search_tool_result``,
+    ``code_execution_tool_result``, ``mcp_tool_result``, ...), whole as it came: the turn goes back
+    with it, after the server call it answers (its ``tool_use_id``)."""
+
+    block: dict[str, Any]
+    output_index: int | None = None
+    """Its place in the turn (the content block index)."""
+
+
 Event = (
-    CallSeen | ArgumentsFragment | ArgumentsSnapshot | CallEnd | StreamEnd | TextDelta | ReasoningDelta | UsageReport
+    CallSeen
+    | ArgumentsFragment
+    | ArgumentsSnapshot
+    | CallEnd
+    | StreamEnd
+    | TextDelta
+    | ReasoningDelta
+    | UsageReport
+    | ServerResultBlock
 )
 EVENT_TYPES: tuple[type, ...] = (
     CallSeen,
@@ -192,8 +214,9 @@ EVENT_TYPES: tuple[type, ...] = (
     TextDelta,
     ReasoningDelta,
     UsageReport,
+    ServerResultBlock,
 )
-TURN_CONTENT_TYPES: tuple[type, ...] = (TextDelta, ReasoningDelta, UsageReport)
+TURN_CONTENT_TYPES: tuple[type, ...] = (TextDelta, ReasoningDelta, UsageReport, ServerResultBlock)
 """Events about what the turn said besides its calls: accumulated by the facade, never by the engine."""
 
 FREEFORM_TYPES = frozenset({"custom", "code_interpreter_call", "executable_code"})

@@ -229,6 +229,7 @@ class Reassembler:
             word,
             said,
             content.refusal,
+            content.server_results,
         )
         vouch(self._closed)  # made of decoded and checked events only: fsm.messages need not read it again
         if ledger.deferred is not None and not failed_before:

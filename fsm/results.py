@@ -69,7 +69,9 @@ class ToolCall:
     ``computer_call``) as the provider last sent it, every field kept (its item ``id``, ``status``,
     ``pending_safety_checks``, ``environment``): what :mod:`fsm.messages` sends back. For a
     Responses function or custom call, only the item's ``type`` and ``id`` (``fc_...``), which
-    pair the call with the reasoning item before it when both are sent back. None for other calls."""
+    pair the call with the reasoning item before it when both are sent back. For a Claude server
+    call (``server_tool_use``, ``mcp_tool_use``), its block but its input (an MCP call's
+    ``server_name``, a ``caller``), which goes back with the parsed input. None for other calls."""
     output_index: int | None = None
     """Where the call sat in the turn's output, shared with the reasoning and the text: a Responses
     ``output_index``, or a Claude content block index (Anthropic's wire, Bedrock InvokeModel's):
@@ -157,6 +159,25 @@ class TextPart:
     phase: str | None = None
     """The Responses message item's ``phase`` (``commentary`` for a message between calls,
     ``final_answer``), which the models that give one want back on the message. None elsewhere."""
+    citations: tuple[dict[str, Any], ...] = ()
+    """The part's citations, each whole as the wire gave it, in order: a Claude text block's
+    (``citations_delta``: a web search result's location with its ``encrypted_index``, a document's
+    character range, ...), a Responses message's ``output_text`` annotations (``url_citation``,
+    ``file_citation``, ...). They go back on the part."""
+
+
+@attrs.frozen(slots=True)
+class ServerToolResult:
+    """The result of a tool the provider ran itself, as its block came (Anthropic
+    ``web_search_tool_result``, ``web_fetch_tool_result``, ``code_execution_tool_result``,
+    ``mcp_tool_result``, ...: ``block["tool_use_id"]`` names the server call it answers). The
+    ``"anthropic"`` next turn sends it back in its place, after that call."""
+
+    block: dict[str, Any]
+    """The block, whole (its ``type``, ``tool_use_id`` and ``content``: search results with their
+    ``encrypted_content``, a program's output, ...)."""
+    output_index: int | None = None
+    """Where the block sat in the turn (its content block index). See :attr:`ToolCall.output_index`."""
 
 
 @attrs.frozen(slots=True)
@@ -217,6 +238,9 @@ class Result:
     ``refusal``, in a chat delta or a Responses message's refusal part; the finish is then ``stop``):
     None when it refused nothing. It goes back as the refusal in the ``"openai-chat"`` and
     ``"openai-responses"`` next turns."""
+    server_tool_results: tuple[ServerToolResult, ...] = ()
+    """The results of :attr:`server_tool_calls`, where the wire gives them as blocks of the turn
+    (Anthropic), in order."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:

@@ -21,6 +21,7 @@ from fsm.events import (
     CallRef,
     CallSeen,
     ReasoningDelta,
+    ServerResultBlock,
     StreamEnd,
     TextDelta,
     UsageReport,
@@ -81,6 +82,7 @@ def _an_instance(cls: type) -> Any:
         TextDelta: TextDelta("hi", "sig"),
         ReasoningDelta: ReasoningDelta(0, "hm", "sig", "red", "item", ("s",), "enc"),
         UsageReport: UsageReport({"in": 1}, True),
+        ServerResultBlock: ServerResultBlock({"type": "web_search_tool_result"}, 2),
     }[cls]
 
 

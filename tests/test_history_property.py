@@ -24,7 +24,7 @@ from fsm.history import RepairPolicy
 
 IDS = ["a", "b", "c", "a_d2"]  # a_d2: a rename must not collide with an id already in use
 NAMES = ["f", "g"]
-FORMATS = ["openai", "anthropic", "gemini", "responses", "ollama"]
+FORMATS = ["openai", "anthropic", "gemini", "responses", "ollama", "bedrock"]
 IDLESS = {"gemini": [*IDS, None], "ollama": [None]}  # the ids a call or result may carry, where not IDS
 # Responses: each id in the pool stands for one kind of call item, so an output always fits its call.
 RESPONSES_CALL = {
@@ -87,6 +87,8 @@ def call_item(fmt: str, cid: str | None, name: str, tag: str) -> dict[str, Any]:
         return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps({"tag": tag})}}
     if fmt == "anthropic":
         return {"type": "tool_use", "id": cid, "name": name, "input": {"tag": tag}}
+    if fmt == "bedrock":
+        return {"toolUse": {"toolUseId": cid, "name": name, "input": {"tag": tag}}}
     call: dict[str, Any] = {"name": name, "args": {"tag": tag}}
     return {"functionCall": call if cid is None else {"id": cid, **call}}
 
@@ -98,6 +100,8 @@ def result_item(fmt: str, rid: str | None, name: str, tag: str) -> dict[str, Any
         return {"role": "tool", "tool_call_id": rid, "content": tag}
     if fmt == "anthropic":
         return {"type": "tool_result", "tool_use_id": rid, "content": tag}
+    if fmt == "bedrock":
+        return {"toolResult": {"toolUseId": rid, "content": [{"text": tag}]}}
     response: dict[str, Any] = {"name": name, "response": {"tag": tag}}
     return {"functionResponse": response if rid is None else {"id": rid, **response}}
 
@@ -105,6 +109,8 @@ def result_item(fmt: str, rid: str | None, name: str, tag: str) -> dict[str, Any
 def text(fmt: str, role: str, words: str) -> dict[str, Any]:
     if fmt == "gemini":
         return {"role": "model" if role == "assistant" else "user", "parts": [{"text": words}]}
+    if fmt == "bedrock":  # Converse content is a list of blocks
+        return {"role": role, "content": [{"text": words}]}
     return {"role": role, "content": words}
 
 
@@ -117,6 +123,8 @@ def calls_messages(fmt: str, calls: list[Tagged], preamble: bool) -> list[dict[s
         return [{"role": "assistant", "content": "thinking" if preamble else None, "tool_calls": items}]
     if fmt == "anthropic":
         return [{"role": "assistant", "content": ([{"type": "text", "text": "thinking"}] if preamble else []) + items}]
+    if fmt == "bedrock":
+        return [{"role": "assistant", "content": ([{"text": "thinking"}] if preamble else []) + items}]
     return [{"role": "model", "parts": ([{"text": "thinking"}] if preamble else []) + items}]
 
 
@@ -127,7 +135,7 @@ def results_messages(fmt: str, results: list[Tagged]) -> list[dict[str, Any]]:
         return [responses_output(rid, tag) for rid, _, tag in results if rid is not None]
     if fmt in ("openai", "ollama"):
         return [result_item(fmt, *r) for r in results]
-    field = "content" if fmt == "anthropic" else "parts"
+    field = "content" if fmt in ("anthropic", "bedrock") else "parts"
     return [{"role": "user", field: [result_item(fmt, *r) for r in results]}]
 
 
@@ -249,6 +257,10 @@ def read(
             blocks = m["content"] if isinstance(m["content"], list) else []
             found = [(b["tool_use_id"], b["content"]) for b in blocks if b["type"] == "tool_result"]
             made = [(b["id"], b["input"]["tag"]) for b in blocks if b["type"] == "tool_use"]
+        elif fmt == "bedrock":
+            answers = [b["toolResult"] for b in m["content"] if "toolResult" in b]
+            found = [(r["toolUseId"], r["content"][0]["text"]) for r in answers]
+            made = [(b["toolUse"]["toolUseId"], b["toolUse"]["input"]["tag"]) for b in m["content"] if "toolUse" in b]
         else:
             responses = [p["functionResponse"] for p in m["parts"] if "functionResponse" in p]
             tagged = [(r.get("id"), r["name"], r["response"].get("tag")) for r in responses]
@@ -302,7 +314,7 @@ def empty(fmt: str, m: dict[str, Any]) -> bool:
         return ("tool_calls" in m and not m["tool_calls"]) or (
             m["role"] == "assistant" and not m.get("tool_calls") and not m.get("content")
         )
-    return (m.get("content") if fmt == "anthropic" else m.get("parts")) in ([], "", None)
+    return (m.get("content") if fmt in ("anthropic", "bedrock") else m.get("parts")) in ([], "", None)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -128,9 +128,9 @@ def test_a_long_chain_of_anthropic_merges_copies_each_block_once(monkeypatch: py
     copied = 0
     blocks = repair_module._blocks
 
-    def counted(message: Any) -> list[Any]:
+    def counted(message: Any, fmt: str) -> list[Any]:
         nonlocal copied
-        found = blocks(message)
+        found = blocks(message, fmt)
         copied += len(found)
         return found
 

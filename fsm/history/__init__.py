@@ -6,8 +6,8 @@ answer a history with a dangling or duplicate ``tool_call_id`` with HTTP 400. Ea
 machine of specs/history.toml while the messages are read in order (OpenAI chat ``tool_calls`` /
 ``tool`` messages, which Cohere v2's are too, Anthropic ``tool_use`` / ``tool_result`` blocks, Gemini
 ``functionCall`` / ``functionResponse`` parts, OpenAI Responses call and output items, Ollama
-``tool_calls`` / ``tool`` messages paired by tool name and order); the findings its actions record
-are the report.
+``tool_calls`` / ``tool`` messages paired by tool name and order, Bedrock Converse ``toolUse`` /
+``toolResult`` blocks); the findings its actions record are the report.
 
 * :func:`uniquify`: the engine's deterministic ``<id>_d<n>`` renaming for a list of calls.
 * :func:`check`: dangling calls, orphan results, duplicate results, ids reused within or across turns.

@@ -7,7 +7,7 @@ from typing import Literal
 
 import attrs
 
-Format = Literal["openai", "anthropic", "gemini", "responses", "ollama"]
+Format = Literal["openai", "anthropic", "gemini", "responses", "ollama", "bedrock"]
 
 
 class Kind(enum.Enum):

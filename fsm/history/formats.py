@@ -1,10 +1,10 @@
 """Reading the message formats (OpenAI chat, Anthropic, Gemini, OpenAI Responses input items,
-Ollama's native chat) as turns, refusing malformed input. Cohere v2 messages are OpenAI chat's shape
+Ollama's native chat, Bedrock Converse) as turns, refusing malformed input. Cohere v2 messages are OpenAI chat's shape
 (``tool_calls`` with ids, ``tool`` messages with a ``tool_call_id``) and are read as ``openai``.
 
 A turn is the message that makes calls and the results that come back for it: for OpenAI and
-Ollama, every ``tool`` message right after it; for Anthropic and Gemini, the one message right
-after it, if that message holds results; for Responses, a run of call items (with the reasoning
+Ollama, every ``tool`` message right after it; for Anthropic, Gemini and Converse, the one message
+right after it, if that message holds results; for Responses, a run of call items (with the reasoning
 and assistant messages among them) and the run of output items after it. A message holding
 results read outside any turn gives a stray segment (its results answer nothing).
 
@@ -32,7 +32,7 @@ from fsm.history.objects import conversation
 from fsm.history.objects import fail as _fail
 from fsm.history.objects import is_object as _is_object
 
-FORMATS: tuple[Format, ...] = ("openai", "anthropic", "gemini", "responses", "ollama")
+FORMATS: tuple[Format, ...] = ("openai", "anthropic", "gemini", "responses", "ollama", "bedrock")
 
 RESPONSES_OUTPUT_OF = {
     "function_call": "function_call_output",
@@ -88,9 +88,9 @@ def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
     """The format of the first message that tells (a Responses call or output item, Gemini
     ``parts``, an Ollama ``tool`` message with a ``tool_name`` and no ``tool_call_id`` or a call
     whose arguments are an object, not text, an OpenAI ``tool`` message or ``tool_calls``,
-    Anthropic ``tool_use``/``tool_result`` blocks); OpenAI when none does. Bedrock Converse's
-    ``toolUse``/``toolResult`` blocks are not read yet: LocalProtocolError, not a history found clean."""
-    for at, m in enumerate(conversation(messages)):
+    Anthropic ``tool_use``/``tool_result`` blocks, Bedrock Converse ``toolUse``/``toolResult``
+    blocks); OpenAI when none does."""
+    for m in conversation(messages):
         kind = m.get("type")
         if isinstance(kind, str) and (kind in RESPONSES_OUTPUT_OF or kind in RESPONSES_OUTPUTS):
             return "responses"
@@ -105,16 +105,21 @@ def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
             isinstance(b, Mapping) and b.get("type") in ("tool_use", "tool_result") for b in content
         ):
             return "anthropic"
-        if isinstance(content, list) and any(_converse_block(b) for b in content):
-            raise _fail(at, CONVERSE_UNREAD)
+        if isinstance(content, list) and any(converse_payload(b) is not None for b in content):
+            return "bedrock"
     return "openai"
 
 
-CONVERSE_UNREAD = "a Bedrock Converse toolUse or toolResult block: fsm.history does not read Converse messages yet"
-
-
-def _converse_block(block: Any) -> bool:
-    return isinstance(block, Mapping) and "type" not in block and ("toolUse" in block or "toolResult" in block)
+def converse_payload(block: Any) -> tuple[Literal["toolUse", "toolResult"], Any] | None:
+    """A Converse content block's call (``toolUse``) or result (``toolResult``) and its value. Converse
+    blocks are told by their one field; a block with a ``type`` is another format's."""
+    if not isinstance(block, Mapping) or "type" in block:
+        return None
+    if "toolUse" in block:
+        return "toolUse", block["toolUse"]
+    if "toolResult" in block:
+        return "toolResult", block["toolResult"]
+    return None
 
 
 def _is_ollama(message: Mapping[str, Any]) -> bool:
@@ -163,9 +168,9 @@ def items(message: Mapping[str, Any], fmt: Format, at: int) -> list[Any]:
     """The list holding a message's calls and results: ``tool_calls``, ``content`` blocks or ``parts``."""
     if fmt == "responses":
         return []  # each item is a call, an output or neither
-    field = {"openai": "tool_calls", "ollama": "tool_calls", "anthropic": "content", "gemini": "parts"}[fmt]
+    field = "content" if fmt in ("anthropic", "bedrock") else "parts" if fmt == "gemini" else "tool_calls"
     value = message.get(field)
-    if value is None or (fmt == "anthropic" and isinstance(value, str)):
+    if value is None or (fmt in ("anthropic", "bedrock") and isinstance(value, str)):
         return []
     if not isinstance(value, list):
         raise _fail(at, f"{field} must be a list, not {type(value).__name__}")
@@ -243,8 +248,10 @@ class _Reader:
                 elif kind == "tool_result":
                     rid = _required_id(item.get("tool_use_id"), at, "a tool_result block")
                     results.append(Entry(at, slot, rid, None))
-                elif _converse_block(item):
-                    raise _fail(at, CONVERSE_UNREAD)
+                elif converse_payload(item) is not None:
+                    raise _fail(at, "a Bedrock Converse block in an Anthropic history")
+            elif fmt == "bedrock":
+                self._read_converse(item, at, slot, calls, results)
             else:
                 for kind, (field, payload) in _gemini_payloads(item):
                     if not _is_object(payload):
@@ -260,6 +267,19 @@ class _Reader:
         if calls:
             self.results_named = {}
         return (results or None), calls
+
+    @staticmethod
+    def _read_converse(block: Mapping[str, Any], at: int, slot: int, calls: list[Entry], results: list[Entry]) -> None:
+        payload = converse_payload(block)
+        if payload is None:
+            if block.get("type") in ("tool_use", "tool_result"):
+                raise _fail(at, f"an Anthropic {block['type']} block in a Bedrock Converse history")
+            return  # text, reasoning, an image...: neither a call nor a result
+        field, value = payload
+        if not _is_object(value):
+            raise _fail(at, f"{field} must be an object, not {type(value).__name__}")
+        wire_id = _required_id(value.get("toolUseId"), at, f"a {field} block")
+        (calls if field == "toolUse" else results).append(Entry(at, slot, wire_id, _name(value.get("name"))))
 
 
 def _ollama_name(value: Any, at: int, what: str) -> str:
@@ -292,7 +312,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Seg
         results, calls = reader.read(message, at)
         if taking is not None and results is not None:
             taking.results.extend(results)
-            if fmt not in ("openai", "ollama"):  # Anthropic and Gemini answer a turn in one message
+            if fmt not in ("openai", "ollama"):  # Anthropic, Gemini and Converse answer a turn in one message
                 if fmt == "gemini":
                     _answer_by_name(taking)
                 yield taking

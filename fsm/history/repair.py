@@ -9,8 +9,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   answered) is dropped; a call that got no result at all gets a placeholder result, or with
   ``RepairPolicy(dangling="drop-call")`` is dropped (but for a Gemini call whose part carries a
   ``thoughtSignature``, which must go back on that part: it gets a placeholder);
-* a message left empty goes, and Anthropic neighbours of one role that this brings together are
-  merged (Anthropic alternates user and assistant).
+* a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
+  together are merged (both want user and assistant to alternate).
 
 Every edit is a :class:`Change`. The input is never mutated; messages repair leaves alone are returned
 as they are (the same objects). One pass over the messages: linear in their number.
@@ -32,6 +32,7 @@ from fsm.history.formats import (
     Entry,
     Key,
     Segment,
+    converse_payload,
     gemini_payload,
     items,
     resolve_format,
@@ -40,7 +41,16 @@ from fsm.history.formats import (
     shown,
 )
 
-_FIELD = {"openai": "tool_calls", "ollama": "tool_calls", "anthropic": "content", "gemini": "parts", "responses": ""}
+_FIELD = {
+    "openai": "tool_calls",
+    "ollama": "tool_calls",
+    "anthropic": "content",
+    "bedrock": "content",
+    "gemini": "parts",
+    "responses": "",
+}
+_ALTERNATING = ("anthropic", "bedrock")
+"""The formats whose messages must alternate user and assistant: neighbours a drop brings together merge."""
 
 
 @attrs.frozen
@@ -201,6 +211,8 @@ class _Plan:
             return {"role": "tool", "content": text, "tool_name": name}
         if self.fmt == "anthropic":
             return {"type": "tool_result", "tool_use_id": wire_id, "content": text, "is_error": True}
+        if self.fmt == "bedrock":
+            return {"toolResult": {"toolUseId": wire_id, "content": [{"text": text}], "status": "error"}}
         response: dict[str, Any] = {"id": wire_id} if isinstance(wire_id, str) else {}
         if name is not None:
             response["name"] = name
@@ -208,16 +220,16 @@ class _Plan:
         return {"functionResponse": response}
 
     def _place(self, segment: Segment, placeholders: list[dict[str, Any]]) -> None:
-        """OpenAI: new tool messages after the turn's last one. Anthropic and Gemini: into the turn's
-        results message; without one, into the user message that follows (Anthropic, if it makes no
-        calls), else a new user message right after the calls."""
+        """OpenAI: new tool messages after the turn's last one. Anthropic, Converse and Gemini: into
+        the turn's results message; without one, into the user message that follows (Anthropic and
+        Converse, if it makes no calls), else a new user message right after the calls."""
         call_message = segment.calls[0].message
         if self.fmt in ("openai", "ollama", "responses"):
             last = max((r.message for r in segment.results), default=segment.calls[-1].message)
             self.add_after.setdefault(last, []).extend(placeholders)
             return
         host = segment.results[0].message if segment.results else call_message + 1
-        if not segment.results and not (self.fmt == "anthropic" and self._can_host(host)):
+        if not segment.results and not (self.fmt in _ALTERNATING and self._can_host(host)):
             self.add_after[call_message] = [{"role": "user", _FIELD[self.fmt]: placeholders}]
             return
         self.touched.add(host)
@@ -226,7 +238,10 @@ class _Plan:
     def _can_host(self, at: int) -> bool:
         if at >= len(self.messages) or self.messages[at].get("role") != "user":
             return False
-        return not any(b.get("type") == "tool_use" for b in items(self.messages[at], self.fmt, at))
+        blocks = items(self.messages[at], self.fmt, at)
+        if self.fmt == "bedrock":
+            return not any(converse_payload(b) is not None for b in blocks)  # a stray result there is dropped
+        return not any(b.get("type") == "tool_use" for b in blocks)
 
     # -- writing out ----------------------------------------------------------------------------------
 
@@ -248,11 +263,11 @@ class _Plan:
 
     def _append(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
         role = message.get("role")
-        if self.fmt == "anthropic" and gap and out and out[-1].get("role") == role:
+        if self.fmt in _ALTERNATING and gap and out and out[-1].get("role") == role:
             if out[-1] is not self.joined:  # the first join into it: a copy, the input stays as it was
-                self.joined = out[-1] = {**out[-1], "content": _blocks(out[-1])}
+                self.joined = out[-1] = {**out[-1], "content": _blocks(out[-1], self.fmt)}
             # Later joins extend the copy: a long run of joins copies each block once, not once per join.
-            self.joined["content"] += _blocks(message)
+            self.joined["content"] += _blocks(message, self.fmt)
             detail = f"joined to the {role} message before it, which a removed message had separated"
             self.changes.append(Change("merged-messages", at + 1, None, detail))
         else:
@@ -289,8 +304,8 @@ class _Plan:
                 self._emptied(at)
                 return None
             return edited
-        if self.fmt == "anthropic" and isinstance(message.get("content"), str):
-            new += _blocks(message)
+        if self.fmt in _ALTERNATING and isinstance(message.get("content"), str):
+            new += _blocks(message, self.fmt)
         if not new:
             self._emptied(at)
             return None
@@ -303,6 +318,8 @@ class _Plan:
     def _is_result(self, item: Mapping[str, Any]) -> bool:
         if self.fmt == "anthropic":
             return item.get("type") == "tool_result"
+        if self.fmt == "bedrock":
+            return "toolResult" in item and converse_payload(item) is not None
         return self.fmt == "gemini" and gemini_payload(item, "result") is not None
 
     def _renamed(self, item: Mapping[str, Any], new_id: str) -> dict[str, Any]:
@@ -310,16 +327,22 @@ class _Plan:
             return {**item, "id": new_id}
         if self.fmt == "anthropic":
             return {**item, ("tool_use_id" if item.get("type") == "tool_result" else "id"): new_id}
+        if self.fmt == "bedrock":
+            converse = converse_payload(item)
+            assert converse is not None  # only calls and results are renamed
+            return {**item, converse[0]: {**converse[1], "toolUseId": new_id}}
         payload = gemini_payload(item, "call") or gemini_payload(item, "result")
         assert payload is not None  # only calls and results are renamed
         return {**item, payload[0]: {**payload[1], "id": new_id}}
 
 
-def _blocks(message: Mapping[str, Any]) -> list[Any]:
-    """An Anthropic message's content as a list of blocks (a string is one text block)."""
+def _blocks(message: Mapping[str, Any], fmt: Format) -> list[Any]:
+    """An Anthropic or Converse message's content as a list of blocks (a string is one text block)."""
     content = message.get("content")
     if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
+        if not content:
+            return []
+        return [{"text": content}] if fmt == "bedrock" else [{"type": "text", "text": content}]
     return list(content) if isinstance(content, list) else []
 
 

@@ -41,8 +41,10 @@ is in :mod:`fsm.messages.ollama_cohere`; ``"bedrock"`` (Converse messages, as bo
   field for reasoning: only signed or redacted blocks (Claude's, as LiteLLM yields them) go back,
   as LiteLLM's ``thinking_blocks``, which it hands on to Claude, who refuses a turn of calls
   without them;
-* server tool calls (Anthropic ``server_tool_use``, OpenAI's hosted tools, Gemini's code execution)
-  are the provider's own and are not replayed;
+* Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) go back to Anthropic as their
+  blocks came, each with the result blocks that answered it, and each text block with its
+  citations, in their places (a call that did not complete, with none of its results); other
+  providers' hosted tools (OpenAI's, Gemini's code execution) are theirs and are not replayed;
 * arguments: the raw text where the format takes text (OpenAI, Cohere), the parsed object where it
   takes an object (Anthropic ``input``, Gemini ``args``, Ollama ``arguments``). A number no float
   or int holds comes back from the parse as a ``decimal.Decimal`` (an integer past the int-string
@@ -85,7 +87,7 @@ from fsm.messages.responses import openai_responses
 from fsm.messages.shared import Message, as_text, check_call, check_result, in_output_order, need, placed_text, reply_id
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.messages.shared import kind as _kind
-from fsm.results import CallStatus, Result, ToolCall
+from fsm.results import CallStatus, Result, TextPart, ToolCall
 
 Format = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere", "bedrock"]
 FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere", "bedrock")
@@ -194,12 +196,43 @@ def _placed_thinking(result: Result) -> list[tuple[int | None, Message]]:
 def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     # In the order the blocks streamed (their content block index): interleaved thinking sits between
     # calls, and Anthropic refuses its thinking blocks rearranged.
-    placed = _placed_thinking(result) + placed_text(result, lambda text, _: {"type": "text", "text": text})
+    placed = _placed_thinking(result) + placed_text(result, _anthropic_text) + _server_blocks(result)
     for call in calls:
         _kind(call, "anthropic")
         use = {"type": "tool_use", "id": reply_id(call), "name": call.name or "", "input": _arguments(call)}
         placed.append((call.output_index, use))
     return {"role": "assistant", "content": in_output_order(placed)}
+
+
+def _anthropic_text(text: str, part: TextPart | None) -> Message:
+    block: Message = {"type": "text", "text": text}
+    if part is not None and part.citations:
+        block["citations"] = list(part.citations)
+    return block
+
+
+def _server_blocks(result: Result) -> list[tuple[int | None, Message]]:
+    """Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) as they came, each with the
+    result blocks that answer it, in their places: Anthropic wants the turn echoed so (a call whose
+    result is missing is run when the turn goes back, as after ``pause_turn``; a result without its
+    call is refused). A call that did not complete, or that no Claude block gave, is not sent; nor
+    are its results."""
+    sent: set[str] = set()
+    blocks: list[tuple[int | None, Message]] = []
+    for call in result.server_tool_calls:
+        item, wire_id = call.item, call.wire_id
+        if item is None or item.get("type") not in _CLAUDE_SERVER or wire_id is None:
+            continue  # no Claude block gave it (another provider's hosted tool, a LangChain chunk's)
+        if call.status is CallStatus.COMPLETE:
+            blocks.append((call.output_index, {**item, "id": wire_id, "input": _arguments(call)}))
+            sent.add(wire_id)
+    for answer in result.server_tool_results:
+        if answer.block.get("tool_use_id") in sent:
+            blocks.append((answer.output_index, dict(answer.block)))
+    return blocks
+
+
+_CLAUDE_SERVER = frozenset({"server_tool_use", "mcp_tool_use"})
 
 
 def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:

@@ -56,7 +56,7 @@ def responses_message(text: str, part: TextPart | None, paired: bool) -> Message
     if not paired or part is None or part.item_id is None or part.status is None:
         message: Message = {"type": "message", "role": "assistant", "content": text}
     else:
-        content = [{"type": "output_text", "text": text, "annotations": []}]
+        content = [{"type": "output_text", "text": text, "annotations": list(part.citations)}]
         message = {
             "type": "message",
             "role": "assistant",

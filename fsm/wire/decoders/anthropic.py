@@ -10,7 +10,11 @@ reassembled the same way but marked as server calls. A stream cut by ``max_token
 ``stop_reason`` says why, with a refusal's ``stop_details``: its category and explanation).
 Thinking, text and tool blocks share the content block index, which each reports as its
 ``output_index`` (each text block is a text part of its own): the turn goes back in the order it
-streamed (interleaved thinking).
+streamed (interleaved thinking). A server tool's result block (``web_search_tool_result``,
+``code_execution_tool_result``, ``mcp_tool_result``, ...: any ``*_tool_result``) comes whole in its
+start and is kept whole, as is each citation of a text block (``citations_delta``, or a whole
+block's ``citations``): the turn goes back with them. A block of a type no reading knows is an
+``unknown-event``.
 
 Nothing is dropped in silence: a ``tool_use`` block without ``index`` is kept as a call routed by
 its id (``missing-routing-field``), and the next block events at an index no block opened are
@@ -34,6 +38,7 @@ from fsm.events import (
     CallSeen,
     Event,
     ReasoningDelta,
+    ServerResultBlock,
     StreamEnd,
     TextDelta,
     UsageReport,
@@ -134,9 +139,11 @@ class AnthropicDecoder:
         kind = text(block.get("type"), "content_block.type") or ""
         server = _CALL_BLOCKS.get(kind)
         if server is None:
-            if kind.endswith("_use"):  # call-shaped, of a kind this decoder does not know
+            if kind.endswith("_tool_result"):  # a server tool's result, whole: it goes back with the turn
+                return [ServerResultBlock(dict(block), at)]
+            if kind not in _SAID_BLOCKS:  # call-shaped or not, of a kind this decoder does not know
                 self._diagnose("unknown-event", f"a {kind!r} content block at index {at}")
-            return _said_at_start(at, block)  # text, thinking and tool-result blocks carry no call
+            return _said_at_start(at, block)  # text and thinking blocks carry no call
         ref = CallRef(at, text(block.get("id"), "id"), text(block.get("name"), "name"), server=server)
         if at is None:
             self._diagnose("missing-routing-field", f"a {block.get('type')} block without index; routed by its id")
@@ -149,6 +156,8 @@ class AnthropicDecoder:
                 self._blocks[at] = _Block(ref, block.get("input"))
             # else the start of the block still open here, repeated (a proxy's replay): the block
             # keeps its state, so input that streamed is not replaced by the start's placeholder.
+        if server:  # the block as it goes back, but its input (an MCP call's server_name, a caller)
+            return [CallSeen(ref, item={key: value for key, value in block.items() if key != "input"})]
         return [CallSeen(ref)]
 
     def _placed(self, at: int | None) -> _Block | None:
@@ -209,12 +218,20 @@ def _ignore(code: str, message: str) -> None:
     """The diagnose callback until decode() brings the caller's."""
 
 
+_SAID_BLOCKS = frozenset({"text", "thinking", "redacted_thinking"})
+
+
 def _said_at_start(at: int | None, block: Mapping[str, Any]) -> list[Event]:
-    """What a text or thinking block says as it opens (usually nothing yet)."""
+    """What a text or thinking block says as it opens (usually nothing yet; a whole block in
+    ``message_start``, all of it)."""
     kind = block.get("type")
     if kind == "text":
         opening = text(block.get("text"), "content_block.text")
-        return [TextDelta(opening, output_index=at, part=at)] if opening else []
+        said: list[Event] = [TextDelta(opening, output_index=at, part=at)] if opening else []
+        for j, citation in enumerate(items(block.get("citations"), "content_block.citations")):
+            cited = dict(mapping(citation, f"content_block.citations[{j}]"))
+            said.append(TextDelta("", output_index=at, part=at, citation=cited))
+        return said
     if kind == "thinking":
         thought = text(block.get("thinking"), "content_block.thinking") or ""
         signature = text(block.get("signature"), "content_block.signature")
@@ -226,7 +243,7 @@ def _said_at_start(at: int | None, block: Mapping[str, Any]) -> list[Event]:
 
 _SAID_DELTAS = frozenset({"text_delta", "thinking_delta", "signature_delta", "citations_delta"})
 """The deltas of a block that is no tool block: its text, its thinking and signature, and the
-citations a text block gives (which point into the text, and are not reassembled)."""
+citations a text block gives (each whole in its delta)."""
 
 
 def _said_in_delta(at: int | None, delta: Mapping[str, Any]) -> list[Event]:
@@ -238,6 +255,9 @@ def _said_in_delta(at: int | None, delta: Mapping[str, Any]) -> list[Event]:
         return [ReasoningDelta(at, text(delta.get("thinking"), "thinking") or "", output_index=at)]
     if kind == "signature_delta":
         return [ReasoningDelta(at, signature=text(delta.get("signature"), "signature"), output_index=at)]
+    if kind == "citations_delta":
+        cited = mapping(delta.get("citation"), "citation")
+        return [TextDelta("", output_index=at, part=at, citation=dict(cited))] if cited else []
     return []
 
 

@@ -125,6 +125,10 @@ class OpenAIResponsesDecoder:
             piece = text(payload.get("delta"), "delta")
             at = index(payload.get("output_index"), "output_index")
             return [TextDelta(piece, output_index=at, part=at)] if piece else []  # each message item a text part
+        if kind == "response.output_text.annotation.added":  # a citation of the message's text: kept on it
+            cited = mapping(payload.get("annotation"), "annotation")
+            at = index(payload.get("output_index"), "output_index")
+            return [TextDelta("", output_index=at, part=at, citation=dict(cited))] if cited else []
         if kind == "response.refusal.delta":
             piece = text(payload.get("delta"), "delta")
             return (
@@ -211,7 +215,7 @@ class OpenAIResponsesDecoder:
             return [seen, ArgumentsSnapshot(ref, whole_input(item, kind))]
         return [seen]
 
-    def _item(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None] | None = None) -> _Item | None:
+    def _item(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> _Item | None:
         at = index(payload.get("output_index"), "output_index")
         if at is not None:
             return self._items.get(at)
@@ -219,40 +223,25 @@ class OpenAIResponsesDecoder:
         places = self._index_of_item.get(str(item_id)) if item_id is not None else None
         if not places:
             return None
-        latest = self._items[next(reversed(places))]
-        if not (latest.ended or latest.finalized) or len(places) == 1:
-            return latest
-        return self._open_under(str(item_id), places, latest, payload, diagnose)
-
-    def _open_under(
-        self,
-        item_id: str,
-        places: dict[int, None],
-        latest: _Item,
-        payload: Mapping[str, Any],
-        diagnose: Callable[[str, str], None] | None,
-    ) -> _Item:
-        """Input naming only an item id that several items carry, the latest of which has ended: the
-        latest one still open takes it (an ended item takes no more input; routed there, it would
-        open a call no item announced), said as ``stray-input``; with none open, the latest. The
-        ended ones but the latest are forgotten as they are passed, so each is passed once."""
-        found = None
-        for at in reversed(list(places)):
-            item = self._items[at]
-            if not (item.ended or item.finalized):
-                found = item
+        # Several items under the id, the latest ended: the latest still open takes the input (an ended
+        # item takes none: routed there, it would open a call no item announced); with none open, the
+        # latest. The ended ones passed but the latest are forgotten, so each is passed once.
+        found, passed = None, []
+        for at in reversed(places):
+            if not (self._items[at].ended or self._items[at].finalized):
+                found = self._items[at]
                 break
-            if item is not latest:
-                del places[at]
-        if found is None:
-            return latest
-        if diagnose is not None:
-            diagnose(
-                "stray-input",
-                f"{payload.get('type')} with no output_index and item_id {item_id!r}, which the ended item at "
-                f"output_index {latest.ref.index} carries too: taken as input of the latest item still open "
-                f"under it, at output_index {found.ref.index}",
-            )
+            passed.append(at)
+        for at in passed[1:]:
+            del places[at]
+        if found is None or not passed:
+            return found or self._items[passed[0]]
+        diagnose(
+            "stray-input",
+            f"{payload.get('type')} with no output_index and item_id {item_id!r}, which the ended item at "
+            f"output_index {passed[0]} carries too: taken as input of the latest item still open under it, "
+            f"at output_index {found.ref.index}",
+        )
         return found
 
     def _unannounced(
@@ -313,11 +302,11 @@ class OpenAIResponsesDecoder:
         item, kind = self._known(payload, diagnose)
         if kind is None:
             return []
-        known = self._item(payload)
+        known = self._item(payload, diagnose)
         events: list[Event] = []
         if known is None:  # never announced: the whole call arrives here, opened first (its input may be empty)
             events = self._added(payload, diagnose)
-            known = self._item(payload)
+            known = self._item(payload, diagnose)
             if known is None:
                 return events
         if not known.announced:  # the item brings what its input events could not: call_id and name

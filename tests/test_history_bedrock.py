@@ -1,0 +1,171 @@
+"""fsm.history reads Bedrock Converse messages: ``toolUse`` blocks are calls and ``toolResult`` blocks
+their answers, paired by ``toolUseId``; the one user message after a turn answers it, and a repair
+keeps user and assistant alternating as Converse wants. Before, such a history was refused."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fsm
+from fsm import history, messages
+from fsm.cli import main
+from fsm.errors import LocalProtocolError
+from fsm.history import Kind, RepairPolicy
+
+ASK = {"role": "user", "content": [{"text": "weather in Oslo and Bergen?"}]}
+
+
+def use(cid: str, city: str = "Oslo") -> dict[str, Any]:
+    return {"toolUse": {"toolUseId": cid, "name": "weather", "input": {"city": city}}}
+
+
+def answer(cid: str, text: str) -> dict[str, Any]:
+    return {"toolResult": {"toolUseId": cid, "content": [{"text": text}]}}
+
+
+def turn(*blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": [{"text": "Let me look."}, *blocks]}
+
+
+def results(*blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "user", "content": list(blocks)}
+
+
+def test_a_paired_converse_history_is_clean_and_detected() -> None:
+    conversation = [ASK, turn(use("t1"), use("t2", "Bergen")), results(answer("t2", "2 C"), answer("t1", "-3 C"))]
+    report = history.check(conversation)
+    assert report.format == "bedrock" and report.findings == ()
+    assert not history.anything_dangling(conversation)
+    assert history.repair(conversation) == (conversation, [])
+
+
+def test_findings_name_the_converse_ids_and_messages() -> None:
+    conversation = [
+        ASK,
+        turn(use("t1"), use("t1", "Bergen"), use("t3")),
+        results(answer("t1", "-3 C"), answer("ghost", "?")),
+        {"role": "assistant", "content": [{"text": "Done."}]},
+    ]
+    found = [(f.kind, f.id, f.message) for f in history.check(conversation).findings]
+    assert found == [
+        (Kind.DUPLICATE_CALL, "t1", 2),
+        (Kind.ORPHAN, "ghost", 3),
+        (Kind.DANGLING, "t3", 2),
+    ]
+    assert history.anything_dangling(conversation)
+
+
+def test_repair_renames_the_second_call_and_answers_the_dangling_ones_in_the_results_message() -> None:
+    conversation = [
+        ASK,
+        turn(use("t1"), use("t1", "Bergen"), use("t3")),
+        results(answer("t1", "-3 C"), answer("t1", "2 C"), answer("ghost", "?")),
+    ]
+    fixed, changes = history.repair(conversation)
+    assert sorted((c.message, c.kind, c.id) for c in changes) == [
+        (2, "placeholder-result", "t3"),
+        (2, "renamed-call", "t1"),
+        (3, "dropped-orphan", "ghost"),
+        (3, "renamed-result", "t1"),
+    ]
+    assert fixed[1]["content"][2] == use("t1_d2", "Bergen")
+    said = fixed[2]["content"]
+    assert said[:2] == [answer("t1", "-3 C"), answer("t1_d2", "2 C")]
+    assert said[2] == {
+        "toolResult": {
+            "toolUseId": "t3",
+            "content": [{"text": RepairPolicy().placeholder}],
+            "status": "error",
+        }
+    }
+    assert not history.check(fixed).rejected and history.repair(fixed) == (fixed, [])
+    assert conversation[2]["content"][2] == answer("ghost", "?")  # the input is never mutated
+
+
+def test_a_placeholder_goes_into_the_user_message_that_follows_before_its_text() -> None:
+    conversation = [ASK, turn(use("t1")), {"role": "user", "content": [{"text": "well?"}]}]
+    fixed, changes = history.repair(conversation)
+    assert [c.kind for c in changes] == ["placeholder-result"]
+    assert len(fixed) == 3 and fixed[2]["content"][1] == {"text": "well?"}
+    assert fixed[2]["content"][0]["toolResult"]["toolUseId"] == "t1"
+    # With no user message after it, one is made (Converse wants the answers right after the calls).
+    fixed, _ = history.repair([ASK, turn(use("t1"))])
+    assert fixed[2]["role"] == "user" and fixed[2]["content"][0]["toolResult"]["toolUseId"] == "t1"
+    # drop-call takes the call out and keeps the text said beside it.
+    fixed, changes = history.repair(conversation, RepairPolicy(dangling="drop-call"))
+    assert [c.kind for c in changes] == ["dropped-call"]
+    assert fixed[1] == {"role": "assistant", "content": [{"text": "Let me look."}]}
+
+
+def test_an_emptied_message_goes_and_its_neighbours_merge_so_roles_still_alternate() -> None:
+    conversation = [
+        ASK,
+        turn(use("t1")),
+        results(answer("t1", "-3 C")),
+        {"role": "assistant", "content": [{"text": "Anything else?"}]},
+        results(answer("ghost", "?")),
+        {"role": "assistant", "content": [{"text": "Done."}]},
+    ]
+    fixed, changes = history.repair(conversation)
+    assert [c.kind for c in changes] == ["dropped-orphan", "dropped-empty-message", "merged-messages"]
+    assert [m["role"] for m in fixed] == ["user", "assistant", "user", "assistant"]
+    assert fixed[3]["content"] == [{"text": "Anything else?"}, {"text": "Done."}]
+
+
+@pytest.mark.parametrize(
+    ("block", "says"),
+    [
+        ({"toolUse": "t1"}, "message 2: toolUse must be an object, not str"),
+        ({"toolUse": {"name": "f", "input": {}}}, "message 2: a toolUse block has no id"),
+        ({"toolUse": {"toolUseId": 7, "name": "f"}}, "message 2: a toolUse block's id must be a string, not int"),
+        ({"type": "tool_use", "id": "a", "name": "f", "input": {}}, "an Anthropic tool_use block in a Bedrock"),
+    ],
+)
+def test_what_is_no_converse_conversation_is_refused_naming_the_message(block: Any, says: str) -> None:
+    conversation = [ASK, {"role": "assistant", "content": [use("t0"), block]}]
+    with pytest.raises(LocalProtocolError, match=says):
+        history.check(conversation, "bedrock")
+    with pytest.raises(LocalProtocolError, match=says):
+        history.repair(conversation, format="bedrock")
+
+
+def test_boto3_takes_the_repaired_history() -> None:
+    """The repaired history is what boto3's own client validates and sends: every call answered."""
+    pytest.importorskip("boto3")
+    from tests.test_messages_bedrock import _thinking_stream
+    from tests.test_sdk_loop import converse_client
+
+    body = _thinking_stream()
+    client = converse_client(body)
+    sent: list[dict[str, Any]] = []
+    client.meta.events.register(
+        "request-created.bedrock-runtime.ConverseStream", lambda request, **_: sent.append(json.loads(request.body))
+    )
+    result = fsm.reassemble(client.converse_stream(modelId="m", messages=[ASK])["stream"])
+    said = messages.assistant_message(result, "bedrock")
+    # The agent crashed before the tool answered: the next request would be refused without a repair.
+    broken = [ASK, said, {"role": "user", "content": [{"text": "Are you there?"}]}]
+    assert history.check(broken).rejected
+    fixed, _ = history.repair(broken)
+    client.converse_stream(modelId="m", messages=fixed)
+    wire = sent[-1]["messages"]
+    assert [m["role"] for m in wire] == ["user", "assistant", "user"]
+    uses = [b["toolUse"]["toolUseId"] for b in wire[1]["content"] if "toolUse" in b]
+    answered = [b["toolResult"] for b in wire[2]["content"] if "toolResult" in b]
+    assert uses == [a["toolUseId"] for a in answered] == ["tooluse_1"] and answered[0]["status"] == "error"
+    assert not history.check(wire).rejected
+
+
+def test_the_cli_checks_a_converse_request_body(tmp_path: Path) -> None:
+    body = {"modelId": "m", "messages": [ASK, turn(use("t1"))]}
+    path = tmp_path / "converse.json"
+    path.write_text(json.dumps(body))
+    out = io.StringIO()
+    assert main(["history", "check", "--json", "--format", "bedrock", str(path)], stdout=out) == 1
+    report = json.loads(out.getvalue())
+    assert report["format"] == "bedrock" and [f["kind"] for f in report["findings"]] == ["dangling"]
