@@ -202,3 +202,33 @@ def test_a_hand_made_result_block_of_the_wrong_type_is_refused_by_name() -> None
     cited = Result("anthropic", "stop", (), (), text="a", text_parts=(TextPart("a", citations=("x",)),))  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match=r"text_parts\[0\].citations\[0\] must be"):
         messages.assistant_message(cited, "anthropic")
+
+
+@pytest.mark.parametrize(
+    ("event", "says"),
+    [
+        # A delta whose type is no string raised TypeError (unhashable) where its kind was looked up.
+        ({"type": "content_block_delta", "index": 0, "delta": {"type": [5]}}, "delta.type is list"),
+        # A result block's tool_use_id that is no string reached the next turn and raised TypeError there.
+        (
+            {"type": "content_block_start", "index": 0, "content_block": {**FOUND, "tool_use_id": {"a": 1}}},
+            "content_block.tool_use_id is dict",
+        ),
+    ],
+)
+def test_wrong_typed_fields_are_refused_naming_them(event: dict[str, Any], says: str) -> None:
+    with pytest.raises(fsm.RemoteProtocolError, match=says):
+        fsm.reassemble([event, {"type": "message_stop"}], "anthropic")
+
+
+def test_a_hand_made_result_with_odd_block_fields_still_builds() -> None:
+    odd_call = ToolCall(0, "s", "s", "web_search", {}, "{}", CallStatus.COMPLETE, item={"type": ["server_tool_use"]})
+    odd = Result(
+        "anthropic",
+        "stop",
+        (),
+        (),
+        server_tool_calls=(odd_call,),
+        server_tool_results=(ServerToolResult({"type": "web_search_tool_result", "tool_use_id": ["s"]}),),
+    )
+    assert messages.assistant_message(odd, "anthropic")["content"] == []

@@ -1,11 +1,12 @@
 """Reading the message formats (OpenAI chat, Anthropic, Gemini, OpenAI Responses input items,
-Ollama's native chat, Bedrock Converse) as turns, refusing malformed input. Cohere v2 messages are OpenAI chat's shape
-(``tool_calls`` with ids, ``tool`` messages with a ``tool_call_id``) and are read as ``openai``.
+Ollama's native chat, Bedrock Converse) as turns, refusing malformed input. Cohere v2 messages are
+OpenAI chat's shape (``tool_calls`` with ids, ``tool`` messages with a ``tool_call_id``) and are read
+as ``openai``.
 
 A turn is the message that makes calls and the results that come back for it: for OpenAI and
 Ollama, every ``tool`` message right after it; for Anthropic, Gemini and Converse, the one message
-right after it, if that message holds results; for Responses, a run of call items (with the reasoning
-and assistant messages among them) and the run of output items after it. A message holding
+right after it, if that message holds results; for Responses, a run of call items (with the
+reasoning and assistant messages among them) and the run of output items after it. A message holding
 results read outside any turn gives a stray segment (its results answer nothing).
 
 Ollama messages carry no ids (the ollama client keeps none, and an ``id`` a raw response gave a

@@ -76,7 +76,7 @@ history takes: Anthropic and Gemini want every answer of a turn in one user mess
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Literal, overload
 
 from fsm.errors import LocalProtocolError
@@ -221,18 +221,22 @@ def _server_blocks(result: Result) -> list[tuple[int | None, Message]]:
     blocks: list[tuple[int | None, Message]] = []
     for call in result.server_tool_calls:
         item, wire_id = call.item, call.wire_id
-        if item is None or item.get("type") not in _CLAUDE_SERVER or wire_id is None:
+        if item is None or not _one_of(item.get("type"), _CLAUDE_SERVER) or wire_id is None:
             continue  # no Claude block gave it (another provider's hosted tool, a LangChain chunk's)
         if call.status is CallStatus.COMPLETE:
             blocks.append((call.output_index, {**item, "id": wire_id, "input": _arguments(call)}))
             sent.add(wire_id)
     for answer in result.server_tool_results:
-        if answer.block.get("tool_use_id") in sent:
+        if _one_of(answer.block.get("tool_use_id"), sent):  # a hand-made block may hold anything there
             blocks.append((answer.output_index, dict(answer.block)))
     return blocks
 
 
 _CLAUDE_SERVER = frozenset({"server_tool_use", "mcp_tool_use"})
+
+
+def _one_of(value: Any, names: Collection[str]) -> bool:
+    return isinstance(value, str) and value in names
 
 
 def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:

@@ -140,6 +140,7 @@ class AnthropicDecoder:
         server = _CALL_BLOCKS.get(kind)
         if server is None:
             if kind.endswith("_tool_result"):  # a server tool's result, whole: it goes back with the turn
+                text(block.get("tool_use_id"), "content_block.tool_use_id")  # what pairs it: text, or refused
                 return [ServerResultBlock(dict(block), at)]
             if kind not in _SAID_BLOCKS:  # call-shaped or not, of a kind this decoder does not know
                 self._diagnose("unknown-event", f"a {kind!r} content block at index {at}")
@@ -177,7 +178,7 @@ class AnthropicDecoder:
             self._places[block.ref.id] = at
 
     def _delta(self, at: int | None, delta: Mapping[str, Any]) -> list[Event]:
-        kind = delta.get("type")
+        kind = text(delta.get("type"), "delta.type")
         block = self._placed(at) if kind == "input_json_delta" or at in self._blocks else None
         if block is None:
             if kind != "input_json_delta":
