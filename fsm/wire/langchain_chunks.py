@@ -31,6 +31,8 @@ delta keeps no block's place and one text signature a chunk: so it is written on
 name no integration whose blocks say where they sat. ChatAnthropic's and ChatGoogleGenerativeAI's
 (``response_metadata["model_provider"]``) are read by :mod:`fsm.wire.langchain_places` instead:
 each block in its place in the turn and each signature on its part, as the bytes give them.
+Claude's server tool blocks in chunks that name none are told by their shapes instead
+(:func:`_claude_servers`).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fsm.errors import InvalidInput
-from fsm.events import ReasoningDelta
+from fsm.events import Event, ReasoningDelta
 from fsm.wire.decoders._wire import (
     COMPAT_SIGNATURE,
     SDK_FINISH_MESSAGE,
@@ -51,7 +53,16 @@ from fsm.wire.decoders._wire import (
     responses_incomplete,
     stop_details_said,
 )
-from fsm.wire.langchain_places import TURN_ENDED, LangChainStream, Said, block_signature, read_in_places
+from fsm.wire.langchain_places import (
+    TURN_ENDED,
+    LangChainStream,
+    Said,
+    block_signature,
+    claude_server,
+    end_servers,
+    place_of,
+    read_in_places,
+)
 from fsm.wire.langchain_reasoning import is_responses_reasoning
 
 
@@ -86,8 +97,9 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
             delta["content"] = content
     else:  # a list of blocks (Anthropic, Gemini through LangChain)
         _langchain_blocks(content or (), delta)
-        if held is not None:  # ChatOpenAI's Responses items among them
+        if held is not None:  # ChatOpenAI's Responses items among them, Claude's server tool blocks
             parts = held.read_items(content or (), parts, metadata, extra, finish is not None)
+            _claude_servers(content or (), held, finish)
     # read as the decoder reads it: not beside reasoning blocks, which are read instead
     if (
         isinstance(extra, Mapping)
@@ -258,6 +270,36 @@ def _anthropic_inputs(
     latest = max((b["index"] for b in blocks), default=None)
     ended = held.ended(None) if finish in TURN_ENDED else held.ended(latest) if latest is not None else []
     return [{"index": at, "function": {"arguments": dict(value)}} for at, value in ended]
+
+
+CLAUDE_SERVER_STARTS = frozenset({"server_tool_use", "mcp_tool_use"})
+"""The blocks that open a tool Anthropic runs itself, in ChatAnthropic's v0 chunks: Claude's alone."""
+
+
+def _claude_servers(content: Any, held: LangChainStream, finish: str | None) -> None:
+    """Claude's server tool blocks in a chunk that names no integration whose blocks are read in
+    their places (langchain-anthropic before 1.0 names none), told by their shapes: a block that
+    opens one (no other integration makes it) and the ``input_json_delta`` blocks at its index,
+    read into ``held.said`` as the places reading reads them, each ended by a later block or a stop
+    reason that ends the turn. Every other block is read as it was, without places."""
+    events: list[Event] = []
+    servers = held.servers
+    for block in content:
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        kind = kind if isinstance(kind, str) else None  # a hand-made block's may be unhashable
+        if not servers and kind not in CLAUDE_SERVER_STARTS:  # most chunks: no server block is open
+            continue
+        at = place_of(block.get("index"))
+        if at is not None and servers:
+            events += end_servers(held, at)
+        if kind in CLAUDE_SERVER_STARTS or (kind == "input_json_delta" and at in servers):
+            events += claude_server(block, kind, at, held)
+    if finish in TURN_ENDED and servers:
+        events += end_servers(held, None)
+    if events:
+        held.said = [*(held.said or ()), *((0, event) for event in events)]
 
 
 def _made_up_ids(parts: Any, extra: Any, metadata: Mapping[str, Any]) -> set[int]:

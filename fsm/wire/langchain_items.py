@@ -13,10 +13,14 @@ also gives it as a function call with ``{"__arg1": input}`` arguments, a tool ca
 dropped for it), a ``computer_call`` or ``apply_patch_call`` a built-in call to run with its item
 kept, a hosted tool a server call. An item ended ``incomplete`` is truncated, as on the wire.
 
-An item v1 keeps in a ``non_standard`` block that the decoder does not know either, and a
-``server_tool_call`` naming a tool of no known item, are reported (``unknown-item``) as the decoder
-reports an unknown item on the wire: either may be a call. What LangChain never yields cannot be
-read: a ``shell_call`` or ``local_shell_call`` item, and any item the stream was cut before the end of.
+An item v1 keeps in a ``non_standard`` block that the decoder does not know either, a
+``server_tool_call`` naming a tool of no known item, and a block of the default output version
+(``responses/v1``, or v0) of a type that is neither a known item nor a block LangChain makes (text,
+refusal, reasoning, a function call's, langchain-core's standard ones), are reported
+(``unknown-item``) as the decoder reports an unknown item on the wire: any may be a call. All three
+only for ChatOpenAI's chunks (``model_provider`` ``openai``): whose else a block is, is not known.
+What LangChain never yields cannot be read: a ``shell_call`` or ``local_shell_call`` item, and any
+item the stream was cut before the end of.
 
 The stream's reasoning items and its function calls' item ids are read beside them
 (:mod:`fsm.wire.langchain_reasoning`), under the same count, which also gives the calls their
@@ -126,18 +130,19 @@ class ResponsesItems:
         return counted, call_items(entries, ids) if ids else [], entries
 
 
-def holds_items(content: Any, extra: Any) -> bool:
+def holds_items(content: Any, extra: Any, hosted: bool) -> bool:
     """Whether a chunk is a Responses stream's: any of its blocks may be an item, a piece of a
     reasoning item or the start of a function call (most chunks' are text, or none), or its
-    ``additional_kwargs`` hold v0's reasoning or call item ids."""
+    ``additional_kwargs`` hold v0's reasoning or call item ids. ``hosted``: ChatOpenAI's chunk, where
+    a block of a type LangChain does not make is an item too."""
     if isinstance(extra, Mapping) and ("reasoning" in extra or FUNCTION_CALL_IDS in extra):
         return True
-    return isinstance(content, list | tuple) and any(_responses_block(block) for block in content)
+    return isinstance(content, list | tuple) and any(_responses_block(block, hosted) for block in content)
 
 
-def _responses_block(block: Any) -> bool:
+def _responses_block(block: Any, hosted: bool) -> bool:
     kind = _kind(block)
-    if kind in READ_BLOCKS or kind == "function_call":
+    if kind in READ_BLOCKS or kind == "function_call" or (hosted and kind is not None and _unknown_item(kind)):
         return True
     if kind == "reasoning":
         return is_responses_reasoning(block)
@@ -146,6 +151,21 @@ def _responses_block(block: Any) -> bool:
 
 
 READ_BLOCKS = ITEMS | {"non_standard", "server_tool_call"}
+
+LANGCHAIN_BLOCKS = frozenset(
+    {
+        *("text", "refusal", "reasoning", "function_call"),  # responses/v1's blocks that are no item
+        *("tool_call", "invalid_tool_call", "tool_call_chunk", "non_standard"),  # langchain-core's standard ones
+        *("image", "audio", "file", "text-plain", "video"),
+        *("server_tool_call", "server_tool_call_chunk", "server_tool_result"),
+    }
+)
+"""The block types LangChain makes of a Responses stream that are no item: any other type in a
+ChatOpenAI chunk is an item of a type no reading knows (an item langchain-openai passed on as it came)."""
+
+
+def _unknown_item(kind: str) -> bool:
+    return kind not in ITEMS and kind not in QUIET_ITEMS and kind not in LANGCHAIN_BLOCKS
 
 
 def _item(block: Any, hosted: bool) -> dict[str, Any] | None:
@@ -160,7 +180,7 @@ def _item(block: Any, hosted: bool) -> dict[str, Any] | None:
         # the wire: it may be a call. A function call's is the chunk's tool call chunks.
         unknown = hosted and inner is not None and inner not in QUIET_ITEMS and inner != "function_call"
         return {**value} if inner in ITEMS or unknown else None
-    if kind in ITEMS:
+    if kind in ITEMS or (hosted and _unknown_item(kind)):  # the decoder reports the unknown (unknown-item)
         return {key: value for key, value in block.items() if key != "index"}
     if kind != "server_tool_call" or not hosted:
         return None

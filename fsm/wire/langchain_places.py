@@ -134,11 +134,11 @@ class LangChainStream:
         tool calls replace. ``extra``: its ``additional_kwargs``; ``finished``: it ends the turn."""
         from fsm.wire.langchain_items import ResponsesItems, holds_items  # only for LangChain's chunks
 
-        if self.wire is not None or (self.items is None and not holds_items(content, extra)):
+        hosted = metadata.get("model_provider") == "openai"
+        if self.wire is not None or (self.items is None and not holds_items(content, extra, hosted)):
             return entries
         if self.items is None:
             self.items = ResponsesItems()
-        hosted = metadata.get("model_provider") == "openai"
         diagnose = self.notes.append
         counted, seen, entries = self.items.read_chunk(
             content, entries, extra, hosted, finished, lambda code, message: diagnose((code, message))
@@ -204,7 +204,7 @@ def read_in_places(content: Any, entries: Any, stream: LangChainStream, finish: 
     if stream.wire == "anthropic":
         stream.said = [(0, event) for block in blocks for event in _claude_block(block, stream)]
         if finish in TURN_ENDED:
-            stream.said += [(0, event) for event in _end_servers(stream, None)]
+            stream.said += [(0, event) for event in end_servers(stream, None)]
         return
     said: Said = []
     v1 = any(isinstance(b, Mapping) and b.get("type") in CALL_BLOCKS for b in blocks)
@@ -295,16 +295,16 @@ def _claude_block(block: Any, stream: LangChainStream) -> list[Event]:
     """One ChatAnthropic block: a later block ends the server blocks before it (Anthropic sends a
     message's blocks one after another), then what the block itself says."""
     at = place_of(block.get("index")) if isinstance(block, Mapping) else None
-    events = _end_servers(stream, at) if at is not None and stream.servers else []
+    events = end_servers(stream, at) if at is not None and stream.servers else []
     kind = block.get("type") if isinstance(block, Mapping) else None
     if kind in CLAUDE_SERVER or (kind == "input_json_delta" and at in stream.servers):
-        return events + _claude_server(block, kind, at, stream)
+        return events + claude_server(block, kind, at, stream)
     if isinstance(kind, str) and kind.endswith("_use") and kind != "tool_use":  # call-shaped, of no known kind
         stream.notes.append(("unknown-event", f"a {kind!r} content block at index {at}"))
     return events + _claude(block)
 
 
-def _claude_server(block: Mapping[str, Any], kind: str, at: int | None, stream: LangChainStream) -> list[Event]:
+def claude_server(block: Mapping[str, Any], kind: str, at: int | None, stream: LangChainStream) -> list[Event]:
     """A block of a tool Anthropic runs, read as the Anthropic decoder reads its block events: opened
     by its start (its ``input`` the arguments unless argument text streams), the text appended."""
     held = stream.servers.get(at)
@@ -327,7 +327,7 @@ def _claude_server(block: Mapping[str, Any], kind: str, at: int | None, stream: 
     return events
 
 
-def _end_servers(stream: LangChainStream, before: int | None) -> list[Event]:
+def end_servers(stream: LangChainStream, before: int | None) -> list[Event]:
     """End Claude's server blocks still open at an index below ``before`` (every one: None)."""
     return [event for _, server in stream.servers.ended(before) for event in server.ended()]
 

@@ -1,10 +1,13 @@
 """What each OpenAI Responses output item and input event is to the decoder
 (``openai_responses.py``): which items call a tool and where each carries its input, which call
-nothing, and which events stream a call's input."""
+nothing, which events stream a call's input, and what a call keeps of its item."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from fsm.wire.decoders._wire import dumps
 
 QUIET_PREFIXES = (
     "response.created",
@@ -90,3 +93,31 @@ DONES = {
     "response.mcp_call_arguments.done": ("mcp_call", "arguments"),
     "response.code_interpreter_call_code.done": ("code_interpreter_call", "code"),
 }
+
+
+def kept(item: Mapping[str, Any], kind: ItemKind) -> dict[str, Any] | None:
+    """What a call keeps of its item to be sent back: a built-in client call's whole item, as it
+    came; a function or custom call's type and item id (``fc_...``), by which the request pairs the
+    call with the reasoning item before it; nothing for a hosted call, which is not sent back."""
+    if kind.server:
+        return None
+    if kind.call_type in STREAMED_TEXT:
+        item_id = item.get("id")
+        return {"type": item.get("type"), "id": item_id} if type(item_id) is str and item_id else None
+    return dict(item)
+
+
+def whole_input(item: Mapping[str, Any], kind: ItemKind) -> str:
+    """A built-in or hosted item's input as JSON object text: its ``operation`` or ``action`` object;
+    a list (file search ``queries``, a batch of computer ``actions``) under its own key; ``{}`` when
+    the item shows no input."""
+    value = item.get(kind.field) if kind.field else None
+    if value is None and kind.call_type == "computer_call" and item.get("actions") is not None:
+        return dumps({"actions": item["actions"]})
+    if value is None:
+        return "{}"
+    if isinstance(value, Mapping):
+        return dumps(value)
+    if isinstance(value, str):  # already JSON text (a client tool_search_call sends an object)
+        return value
+    return dumps({kind.field: value})

@@ -257,17 +257,25 @@ def thinking_blocks(value: Any) -> list[ReasoningDelta] | None:
 def typed_content(content: list[Any], diagnose: Callable[[str, str], None]) -> list[TextDelta | ReasoningDelta]:
     """A chat delta's ``content`` sent as a list of typed chunks (Mistral's reasoning models): a
     ``text`` chunk (or a bare str) is text, a ``thinking`` chunk (its ``thinking`` a list of text
-    chunks) reasoning, one block a turn as ``reasoning_content`` is; a ``reference`` chunk names the
-    sources the text cites and holds no text. Any other chunk is reported, not dropped unseen."""
+    chunks, or a str, as LangChain's reading takes it too) reasoning, one block a turn as
+    ``reasoning_content`` is; a ``reference`` chunk names the sources the text cites and holds no
+    text. Any other chunk is reported, not dropped unseen, and so is a text or thinking chunk whose
+    text is of another type: reported and read past, as the delta's ``content`` or
+    ``reasoning_content`` of a wrong type is read past, not failing the stream over its reasoning."""
     said: list[TextDelta | ReasoningDelta] = []
     for at, chunk in enumerate(content):
         kind = chunk.get("type") if isinstance(chunk, Mapping) else None
-        if type(chunk) is str or kind == "text":
-            text = chunk if type(chunk) is str else chunk.get("text")
+        field = "text" if kind == "text" else "thinking"
+        value = chunk.get(field) if kind in ("text", "thinking") else None
+        if value is not None and not isinstance(value, str) and (field == "text" or not isinstance(value, list)):
+            shown = f"content[{at}], a {kind!r} chunk whose {field} is {type(value).__name__}"
+            diagnose("part-not-reassembled", f"{shown}, not a {'string' if field == 'text' else 'list'}, is not read")
+        elif type(chunk) is str or kind == "text":
+            text = chunk if type(chunk) is str else value
             if text and type(text) is str:
                 said.append(TextDelta(text))
         elif kind == "thinking":
-            thought = "".join(chunk_text(part) for part in items(chunk.get("thinking"), f"content[{at}].thinking"))
+            thought = value if isinstance(value, str) else "".join(chunk_text(part) for part in value or ())
             if thought:
                 said.append(ReasoningDelta(None, thought))
         elif kind != "reference":

@@ -26,7 +26,9 @@ dropped in silence.
 Nothing vanishes either way: input for an item never announced (a delta or ``.done`` before any
 ``output_item.added``) opens the call from its ``output_index`` (``unopened-call``), so a cut
 still reports it, truncated with its text; the item's end brings its ``call_id`` and name to that
-call (``CallSeen.announces``: even with its value closed, it is not the header of a next call). An item
+call (``CallSeen.announces``: even with its value closed, it is not the header of a next call). Input
+naming only an item id that two items carry (a server's fault) goes to the latest of them still open
+(``stray-input`` when a later one has ended), not to a call of its own. An item
 the provider ends with ``status: "incomplete"``, or ends at ``response.output_item.done`` still
 ``"in_progress"`` (OpenAI closes a call cut by ``max_output_tokens`` so), is given up
 (``CallEnd(incomplete=True)``): truncated with its raw text, never complete, however whole its
@@ -62,8 +64,10 @@ from fsm.wire.decoders._responses_items import (
     STREAMED_TEXT,
     UNFINISHED,
     ItemKind,
+    kept,
+    whole_input,
 )
-from fsm.wire.decoders._wire import dumps, index, items, mapping, responses_incomplete, text
+from fsm.wire.decoders._wire import index, items, mapping, responses_incomplete, text
 
 
 class _Item:
@@ -89,7 +93,9 @@ class OpenAIResponsesDecoder:
 
     def __init__(self) -> None:
         self._items: dict[int, _Item] = {}
-        self._index_of_item: dict[str, int] = {}
+        # Each item id's output indices, the latest last: two items may share one (a fault of the
+        # server's), and input naming only that id goes to the latest of them still open
+        self._index_of_item: dict[str, dict[int, None]] = {}
         self._unknown: set[int | str | None] = set()
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
@@ -100,12 +106,12 @@ class OpenAIResponsesDecoder:
             piece = text(payload.get(field), field)
             if not piece:
                 return []
-            item = self._item(payload) or self._unannounced(payload, item_type, kind, diagnose)
+            item = self._item(payload, diagnose) or self._unannounced(payload, item_type, kind, diagnose)
             return [ArgumentsFragment(item.ref, piece)]
         streamed = DONES.get(kind)
         if streamed is not None:
             item_type, field = streamed
-            item = self._item(payload) or self._unannounced(payload, item_type, kind, diagnose)
+            item = self._item(payload, diagnose) or self._unannounced(payload, item_type, kind, diagnose)
             item.finalized = True
             # Not the call's end, even for freeform input (which no scanner can tell is whole): it can
             # close input a limit cut, and OpenAI ends such an item unfinished (`in_progress` or
@@ -194,11 +200,11 @@ class OpenAIResponsesDecoder:
         opened = self._items.get(at)
         if opened is not None and not opened.announced:  # its input came first: this names it
             opened.ref, opened.announced = ref, True
-            return [CallSeen(ref, item=_kept(item, kind), announces=True)]
+            return [CallSeen(ref, item=kept(item, kind), announces=True)]
         self._items[at] = _Item(ref)
         if item.get("id"):
-            self._index_of_item[str(item["id"])] = at
-        seen = CallSeen(ref, item=_kept(item, kind))
+            self._remember(str(item["id"]), at)
+        seen = CallSeen(ref, item=kept(item, kind))
         if kind.call_type in STREAMED_TEXT:
             prefilled = text(item.get(kind.field or ""), kind.field or "input")
             # Input already in the item (some compatible servers send it there) follows the
@@ -206,14 +212,37 @@ class OpenAIResponsesDecoder:
             return [seen, ArgumentsFragment(ref, prefilled)] if prefilled else [seen]
         # A built-in item's input is whole only when the item is: a cut before then truncates it.
         if item.get("status") == "completed":
-            return [seen, ArgumentsSnapshot(ref, _whole_input(item, kind))]
+            return [seen, ArgumentsSnapshot(ref, whole_input(item, kind))]
         return [seen]
 
-    def _item(self, payload: Mapping[str, Any]) -> _Item | None:
+    def _item(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> _Item | None:
         at = index(payload.get("output_index"), "output_index")
-        if at is None and payload.get("item_id") is not None:
-            at = self._index_of_item.get(str(payload["item_id"]))
-        return self._items.get(at) if at is not None else None
+        if at is not None:
+            return self._items.get(at)
+        item_id = payload.get("item_id")
+        places = self._index_of_item.get(str(item_id)) if item_id is not None else None
+        if not places:
+            return None
+        # Several items under the id, the latest ended: the latest still open takes the input (an ended
+        # item takes none: routed there, it would open a call no item announced); with none open, the
+        # latest. The ended ones passed but the latest are forgotten, so each is passed once.
+        found, passed = None, []
+        for at in reversed(places):
+            if not (self._items[at].ended or self._items[at].finalized):
+                found = self._items[at]
+                break
+            passed.append(at)
+        for at in passed[1:]:
+            del places[at]
+        if found is None or not passed:
+            return found or self._items[passed[0]]
+        diagnose(
+            "stray-input",
+            f"{payload.get('type')} with no output_index and item_id {item_id!r}, which the ended item at "
+            f"output_index {passed[0]} carries too: taken as input of the latest item still open under it, "
+            f"at output_index {found.ref.index}",
+        )
+        return found
 
     def _unannounced(
         self, payload: Mapping[str, Any], item_type: str, kind: str, diagnose: Callable[[str, str], None]
@@ -236,8 +265,13 @@ class OpenAIResponsesDecoder:
         if at is not None:
             self._items[at] = item
             if item_id is not None:
-                self._index_of_item[item_id] = at
+                self._remember(item_id, at)
         return item
+
+    def _remember(self, item_id: str, at: int) -> None:
+        places = self._index_of_item.setdefault(item_id, {})
+        places.pop(at, None)  # announced again there: the latest
+        places[at] = None
 
     def _stray(
         self, item_id: str | None, call_type: str, kind: str, diagnose: Callable[[str, str], None]
@@ -268,11 +302,11 @@ class OpenAIResponsesDecoder:
         item, kind = self._known(payload, diagnose)
         if kind is None:
             return []
-        known = self._item(payload)
+        known = self._item(payload, diagnose)
         events: list[Event] = []
         if known is None:  # never announced: the whole call arrives here, opened first (its input may be empty)
             events = self._added(payload, diagnose)
-            known = self._item(payload)
+            known = self._item(payload, diagnose)
             if known is None:
                 return events
         if not known.announced:  # the item brings what its input events could not: call_id and name
@@ -285,17 +319,17 @@ class OpenAIResponsesDecoder:
                 type=kind.call_type,
             )
             known.announced = True
-            events.append(CallSeen(known.ref, item=_kept(item, kind), announces=True))
+            events.append(CallSeen(known.ref, item=kept(item, kind), announces=True))
         if known.ended:
             return events
         if not known.finalized:
             if kind.call_type in STREAMED_TEXT:
                 final = text(item.get(kind.field or ""), kind.field or "input") or ""
             else:
-                final = _whole_input(item, kind)
-                kept = _kept(item, kind)
-                if kept is not None:
-                    events.append(CallSeen(known.ref, item=kept))
+                final = whole_input(item, kind)
+                whole_item = kept(item, kind)
+                if whole_item is not None:
+                    events.append(CallSeen(known.ref, item=whole_item))
             events.append(ArgumentsSnapshot(known.ref, final, confirms=True))
         elif kind.call_type in STREAMED_TEXT and kind.field and item.get(kind.field) is not None:
             # The item's input after the input's own .done: the later final word (equal, it changes
@@ -308,34 +342,6 @@ class OpenAIResponsesDecoder:
         said = "with status in_progress" if status == "in_progress" else ""
         events.append(CallEnd(known.ref, incomplete=status in UNFINISHED, said=said))
         return events
-
-
-def _kept(item: Mapping[str, Any], kind: ItemKind) -> dict[str, Any] | None:
-    """What a call keeps of its item to be sent back: a built-in client call's whole item, as it
-    came; a function or custom call's type and item id (``fc_...``), by which the request pairs the
-    call with the reasoning item before it; nothing for a hosted call, which is not sent back."""
-    if kind.server:
-        return None
-    if kind.call_type in STREAMED_TEXT:
-        item_id = item.get("id")
-        return {"type": item.get("type"), "id": item_id} if type(item_id) is str and item_id else None
-    return dict(item)
-
-
-def _whole_input(item: Mapping[str, Any], kind: ItemKind) -> str:
-    """A built-in or hosted item's input as JSON object text: its ``operation`` or ``action`` object;
-    a list (file search ``queries``, a batch of computer ``actions``) under its own key; ``{}`` when
-    the item shows no input."""
-    value = item.get(kind.field) if kind.field else None
-    if value is None and kind.call_type == "computer_call" and item.get("actions") is not None:
-        return dumps({"actions": item["actions"]})
-    if value is None:
-        return "{}"
-    if isinstance(value, Mapping):
-        return dumps(value)
-    if isinstance(value, str):  # already JSON text (a client tool_search_call sends an object)
-        return value
-    return dumps({kind.field: value})
 
 
 def _reasoning_item(payload: Mapping[str, Any]) -> list[Event]:
