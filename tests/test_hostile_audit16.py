@@ -1,0 +1,59 @@
+"""Hostile audit 16: the newest surfaces (a refusal, Mistral's typed content, Bedrock Converse's
+redacted reasoning, LangChain's chunks of ChatMistralAI, ChatOllama and ChatBedrockConverse) fed
+input that got a bare Python error out of the public API, or work that grew faster than the input.
+
+Each test failed before its fix. LangChain chunks are the duck-typed object the adapter reads (a
+``SimpleNamespace``), which can hold what langchain-core would refuse. Work is counted, not timed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import fsm
+from tests import test_hostile_audit15 as audit15
+from tests.test_hostile_audit15 import lc_chunk
+
+
+class Copied(str):
+    """A piece of text that counts the characters copied by adding text before it."""
+
+    copied = 0
+
+    def __radd__(self, other: str) -> str:
+        Copied.copied += len(other) + len(self)
+        return str.__add__(other, self)
+
+
+def test_a_chunk_s_refusal_blocks_are_joined_once() -> None:
+    # ChatOpenAI's refusal blocks (Responses API) were added to the refusal so far one by one: a
+    # chunk of n blocks copied the text n times over (quadratic in the chunk)
+    Copied.copied = 0
+    blocks = [{"type": "refusal", "refusal": Copied("x" * 100)} for _ in range(2_000)]
+    result = fsm.reassemble([lc_chunk(blocks)])
+    assert result.refusal == "x" * 200_000
+    assert Copied.copied <= 2 * len(result.refusal)
+
+
+# -- LangChain's Responses reasoning items (ChatOpenAI): work linear in the pieces -----------------------
+
+
+def late_summary_parts(n: int) -> list[Any]:
+    # an item ended by its encrypted content, then n hand-made summary parts of it, one a chunk
+    first = {"type": "reasoning", "id": "rs_1", "summary": [], "index": 0, "encrypted_content": "enc"}
+    late = [
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "s", "index": k}], "index": 0}
+        for k in range(n)
+    ]
+    ended = lc_chunk([], provider="openai", response_metadata={"model_provider": "openai", "status": "completed"})
+    return [lc_chunk([first], provider="openai"), *(lc_chunk([piece], provider="openai") for piece in late), ended]
+
+
+def test_late_pieces_of_a_reasoning_item_cost_the_same_per_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each late piece gave the item again whole (every summary part sorted and joined): quadratic
+    monkeypatch.setattr(audit15, "ADAPTER", ("fsm/wire/langchain_reasoning.py",))  # its work, counted
+    small, large = audit15.adapter_lines(late_summary_parts(100)), audit15.adapter_lines(late_summary_parts(400))
+    assert large <= small * 4.5
+    (item,) = fsm.reassemble(late_summary_parts(5)).reasoning
+    assert (item.item_id, item.summary, item.encrypted_content) == ("rs_1", ("s",) * 5, "enc")
