@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import fsm
+from fsm.errors import InvalidInput
 from tests import test_hostile_audit15 as audit15
 from tests.test_hostile_audit15 import lc_chunk
 
@@ -57,3 +58,27 @@ def test_late_pieces_of_a_reasoning_item_cost_the_same_per_piece(monkeypatch: py
     assert large <= small * 4.5
     (item,) = fsm.reassemble(late_summary_parts(5)).reasoning
     assert (item.item_id, item.summary, item.encrypted_content) == ("rs_1", ("s",) * 5, "enc")
+
+
+# -- SDK chunks -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("held", [b"\xff", object()], ids=["bytes-not-utf8", "object"])
+def test_an_sdk_chunk_its_sdk_cannot_write_is_refused_and_the_stream_goes_on(held: Any) -> None:
+    # A model built past its validation (model_construct) holding what no JSON holds: pydantic's
+    # UnicodeDecodeError or PydanticSerializationError came out of feed() as it was
+    chunk_types = pytest.importorskip("openai.types.chat.chat_completion_chunk")
+
+    def chunk(refusal: Any, finish: str | None = None) -> Any:
+        delta = chunk_types.ChoiceDelta.model_construct(refusal=refusal)
+        choice = chunk_types.Choice.model_construct(index=0, delta=delta, finish_reason=finish)
+        return chunk_types.ChatCompletionChunk.model_construct(
+            id="x", object="chat.completion.chunk", model="m", created=0, choices=[choice]
+        )
+
+    r = fsm.Reassembler()
+    with pytest.raises(InvalidInput, match="cannot write it as JSON"):
+        r.feed(chunk(held))
+    r.feed(chunk("No.", "stop"))
+    result = r.close()
+    assert (result.refusal, result.finish_reason, result.codes()) == ("No.", "stop", [])
