@@ -7,12 +7,13 @@ Each test failed before its fix. LangChain chunks are the duck-typed object the 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 import fsm
-from fsm.errors import InvalidInput
+from fsm.errors import InvalidInput, RemoteProtocolError
 from tests import test_hostile_audit15 as audit15
 from tests.test_hostile_audit15 import lc_chunk
 
@@ -82,3 +83,26 @@ def test_an_sdk_chunk_its_sdk_cannot_write_is_refused_and_the_stream_goes_on(hel
     r.feed(chunk("No.", "stop"))
     result = r.close()
     assert (result.refusal, result.finish_reason, result.codes()) == ("No.", "stop", [])
+
+
+# -- OpenAI chat: a refusal of the wrong type -------------------------------------------------------------
+
+
+def _chat(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+@pytest.mark.parametrize("refusal", [["No."], {"text": "No."}, True], ids=["list", "object", "bool"])
+def test_a_chat_refusal_of_the_wrong_type_fails_the_stream_at_its_event(refusal: Any) -> None:
+    # It was dropped without a word: the turn that refused came out an empty `stop`, nothing said
+    chunks = [_chat({"role": "assistant", "content": ""}), _chat({"refusal": refusal}), _chat({}, "stop")]
+    body = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks).encode()
+    for pieces in ([body], [body[i : i + 3] for i in range(0, len(body), 3)], chunks):  # whole, read small, fed
+        r = fsm.Reassembler("openai-chat")
+        with pytest.raises(RemoteProtocolError, match=r"event 2: delta\.refusal is"):
+            for piece in pieces:
+                r.feed_bytes(piece) if isinstance(piece, bytes) else r.feed(piece)
+        result = r.close()
+        assert (result.refusal, result.codes()) == (None, ["stream-failed"])
+    with pytest.raises(RemoteProtocolError, match=r"event 2: delta\.refusal is"):
+        fsm.Reassembler("openai-chat", strict=True).feed_bytes(body)

@@ -299,8 +299,12 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
         events += blocks
     elif reasoning and type(reasoning) is str:
         events.append(ReasoningDelta(None, reasoning))
-    if "refusal" in delta and delta["refusal"] and type(delta["refusal"]) is str:
-        events.append(TextDelta(delta["refusal"], refusal=True))
+    if "refusal" in delta and delta["refusal"] is not None:
+        # refused as the Responses decoder refuses its refusal delta's: one of another type was
+        # dropped without a word, and a turn that refused came out as an empty stop
+        refusal = text(delta["refusal"], "delta.refusal")
+        if refusal:
+            events.append(TextDelta(refusal, refusal=True))
     return type(content) is not list
 
 
