@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import fsm
+from fsm import messages
 from fsm.errors import InvalidInput, RemoteProtocolError
 from tests import test_hostile_audit15 as audit15
 from tests.test_hostile_audit15 import lc_chunk
@@ -106,3 +107,35 @@ def test_a_chat_refusal_of_the_wrong_type_fails_the_stream_at_its_event(refusal:
         assert (result.refusal, result.codes()) == (None, ["stream-failed"])
     with pytest.raises(RemoteProtocolError, match=r"event 2: delta\.refusal is"):
         fsm.Reassembler("openai-chat", strict=True).feed_bytes(body)
+
+
+# -- fsm.messages "bedrock" -----------------------------------------------------------------------------
+
+
+def _strict_loads(body: bytes) -> Any:
+    def refuse(word: str) -> Any:
+        raise ValueError(f"{word} is no JSON")
+
+    return json.loads(body, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf")], ids=["nan", "inf"])
+def test_a_bedrock_answer_holding_nan_goes_as_text_boto3_writes_as_json(number: float) -> None:
+    # As a `json` block boto3 wrote it as Python does (`NaN`): a request body that is no JSON
+    pytest.importorskip("botocore")
+    from tests.test_messages_bedrock import _thinking_stream
+    from tests.test_sdk_loop import converse_client
+
+    result = fsm.reassemble(_thinking_stream(), "bedrock")
+    (call,) = result.calls
+    answer = messages.tool_result(call, {"celsius": number}, "bedrock")
+    assert answer["toolResult"]["content"] == [{"text": json.dumps({"celsius": number})}]
+    client, sent = converse_client(_thinking_stream()), []
+    client.meta.events.register("before-send.bedrock-runtime.ConverseStream", lambda request, **_: sent.append(request))
+    conversation = [
+        {"role": "user", "content": [{"text": "go"}]},
+        messages.assistant_message(result, "bedrock"),
+        *messages.tool_results([answer], "bedrock"),
+    ]
+    client.converse_stream(modelId="m", messages=conversation)
+    assert _strict_loads(sent[-1].body)["messages"][-1]["content"] == [answer]
