@@ -139,3 +139,33 @@ def test_a_bedrock_answer_holding_nan_goes_as_text_boto3_writes_as_json(number: 
     ]
     client.converse_stream(modelId="m", messages=conversation)
     assert _strict_loads(sent[-1].body)["messages"][-1]["content"] == [answer]
+
+
+# -- Mistral's typed content -------------------------------------------------------------------------
+
+
+def test_typed_chunks_of_no_text_are_reported_at_their_event_however_read() -> None:
+    # A text chunk whose text was no str, a thinking chunk holding parts of no text: dropped unseen
+    typed = [
+        {"type": "text", "text": "Hi"},
+        {"type": "text", "text": ["not", "text"]},
+        {"type": "thinking", "thinking": [{"type": "text", "text": "Hm."}, ["nested"], 5]},
+        {"type": "text", "text": 7},
+    ]
+    chunks = [_chat({"content": ""}), _chat({"content": typed}), _chat({}, "stop")]
+    body = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks).encode()
+    seen = []
+    for pieces in ([body], [body[i : i + 2] for i in range(0, len(body), 2)]):
+        result = fsm.reassemble(pieces, "openai-chat")
+        seen.append([(d.code, d.event, d.message) for d in result.diagnostics])
+        assert (result.text, [r.text for r in result.reasoning]) == ("Hi", ["Hm."])
+    assert (
+        seen[0]
+        == seen[1]
+        == [
+            ("part-not-reassembled", 2, "content[1], a text chunk, holds list, no text"),
+            ("part-not-reassembled", 2, "content[2], a thinking chunk, holds a part of no text"),
+            ("part-not-reassembled", 2, "content[3], a text chunk, holds int, no text"),
+        ]
+    )
+    assert fsm.reassemble(body, "openai-chat", strict=True).text == "Hi"  # a warning: strict reads on

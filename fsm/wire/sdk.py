@@ -112,7 +112,7 @@ def _nests_past(dump: Any, limit: int) -> bool:
     """Does the model's plain dump (which has no depth guard) nest deeper than ``limit``? Walked
     without recursion; False when even that dump fails."""
     try:
-        value = dump()
+        value = dump(warnings=False)  # pydantic's warnings about the value would reach the caller
     except Exception:  # the original error is what the caller sees
         return False
     stack = [(value, 1)]

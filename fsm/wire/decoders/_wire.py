@@ -258,7 +258,8 @@ def typed_content(content: list[Any], diagnose: Callable[[str, str], None]) -> l
     """A chat delta's ``content`` sent as a list of typed chunks (Mistral's reasoning models): a
     ``text`` chunk (or a bare str) is text, a ``thinking`` chunk (its ``thinking`` a list of text
     chunks) reasoning, one block a turn as ``reasoning_content`` is; a ``reference`` chunk names the
-    sources the text cites and holds no text. Any other chunk is reported, not dropped unseen."""
+    sources the text cites and holds no text. Any other chunk is reported, not dropped unseen, and
+    so is a text chunk whose text is no str, or a thinking chunk holding a part of no text."""
     said: list[TextDelta | ReasoningDelta] = []
     for at, chunk in enumerate(content):
         kind = chunk.get("type") if isinstance(chunk, Mapping) else None
@@ -266,14 +267,28 @@ def typed_content(content: list[Any], diagnose: Callable[[str, str], None]) -> l
             text = chunk if type(chunk) is str else chunk.get("text")
             if text and type(text) is str:
                 said.append(TextDelta(text))
+            elif text is not None and type(text) is not str:
+                diagnose("part-not-reassembled", f"content[{at}], a text chunk, holds {type(text).__name__}, no text")
         elif kind == "thinking":
-            thought = "".join(chunk_text(part) for part in items(chunk.get("thinking"), f"content[{at}].thinking"))
+            parts = items(chunk.get("thinking"), f"content[{at}].thinking")
+            thought = "".join([chunk_text(part) for part in parts])
             if thought:
                 said.append(ReasoningDelta(None, thought))
+            if any(not _thought_part(part) for part in parts):
+                diagnose("part-not-reassembled", f"content[{at}], a thinking chunk, holds a part of no text")
         elif kind != "reference":
             shown = repr(kind) if type(kind) is str else f"of no type ({type(chunk).__name__})"
             diagnose("part-not-reassembled", f"content[{at}], a chunk {shown}, is not reassembled")
     return said
+
+
+def _thought_part(part: Any) -> bool:
+    """Whether a part of a thinking chunk is one :func:`chunk_text` reads: a str, a text chunk with
+    its text, or a reference chunk (which holds none)."""
+    if type(part) is str:
+        return True
+    kind = part.get("type") if isinstance(part, Mapping) else None
+    return kind == "reference" or (kind == "text" and type(part.get("text")) is str)
 
 
 def chunk_text(part: Any) -> str:
