@@ -8,7 +8,8 @@ base64 again; a block that never got its signature is left out, since Claude ref
 other model needs its reasoning back), then the text as a ``text`` block, then the calls as
 ``toolUse`` blocks (``toolUseId``, ``name``, ``input`` an object). Converse's stream gives no block's
 place in the turn, so that is their order. A result answers a call as a ``toolResult`` block
-(``toolUseId``, ``content``: an object output as ``json``, anything else as ``text``;
+(``toolUseId``, ``content``: an object output as ``json``, anything else as ``text``, an object
+holding a NaN or an infinity too, which no JSON document holds;
 ``status: "error"`` for a failed tool), every answer of a turn in one user message
 (:func:`fsm.messages.tool_results`). Converse carries function calls only.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,11 +47,21 @@ def bedrock_result(call: ToolCall, output: Any, is_error: bool) -> Message:
     text = as_text(output)  # refused now if JSON cannot write it, whichever block it goes in
     answer: Message = {
         "toolUseId": reply_id(call),
-        "content": [{"json": output} if isinstance(output, Mapping) else {"text": text}],
+        "content": [{"json": output} if isinstance(output, Mapping) and _strict_json(output) else {"text": text}],
     }
     if is_error:
         answer["status"] = "error"
     return {"toolResult": answer}
+
+
+def _strict_json(output: Mapping[str, Any]) -> bool:
+    """Whether a JSON document can hold ``output``: not with a NaN or an infinity in it, which boto3
+    writes as Python does and Bedrock refuses as no JSON (the text block says them as JSON text)."""
+    try:
+        json.dumps(output, allow_nan=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _redacted_bytes(data: str) -> bytes:

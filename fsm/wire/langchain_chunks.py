@@ -145,6 +145,7 @@ def _langchain_blocks(content: Any, delta: dict[str, Any]) -> None:
     ``redacted_thinking``, which v1 keeps as a ``non_standard`` block's ``value``) as LiteLLM's
     ``thinking_blocks``, each under LangChain's block index."""
     said: list[str] = []
+    refused: list[str] = []  # joined once: a chunk may hold any number of refusal blocks
     signed: str | None = None
     thinking: list[dict[str, Any]] = []
     for block in content:
@@ -164,7 +165,7 @@ def _langchain_blocks(content: Any, delta: dict[str, Any]) -> None:
                 said.append(text)
             signed = block_signature(block) or signed
         elif kind == "refusal" and isinstance(block.get("refusal"), str):  # ChatOpenAI's, on the Responses API
-            delta["refusal"] = delta.get("refusal", "") + block["refusal"]
+            refused.append(block["refusal"])
         elif kind == "reasoning_content" and isinstance(block.get("reasoning_content"), Mapping):
             thinking.append(_converse_reasoning(block["reasoning_content"], block.get("index")))
         elif (
@@ -182,6 +183,8 @@ def _langchain_blocks(content: Any, delta: dict[str, Any]) -> None:
     text = "".join(said)
     if text:
         delta["content"] = text
+    if refused:
+        delta["refusal"] = "".join(refused)
     if signed is not None:
         delta[COMPAT_SIGNATURE] = compat_signed(signed)
     if thinking:

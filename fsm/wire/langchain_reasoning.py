@@ -46,7 +46,7 @@ _V1_PLACE = re.compile(r"lc_rs_((?:[0-9a-f]{2})+)")
 class _Item:
     """A reasoning item read so far: its id, summary parts by summary index, encrypted content."""
 
-    __slots__ = ("at", "encrypted", "ended", "item_id", "parts")
+    __slots__ = ("at", "encrypted", "ended", "given_once", "item_id", "parts")
 
     def __init__(self, at: int) -> None:
         self.at = at
@@ -54,6 +54,7 @@ class _Item:
         self.parts: dict[int, list[str]] = {}
         self.encrypted: str | None = None
         self.ended = False
+        self.given_once = False
 
     def given(self) -> ReasoningDelta:
         summary = tuple("".join(self.parts[n]) for n in sorted(self.parts))
@@ -116,8 +117,13 @@ class ResponsesReasoning:
         decoder gives an item at its end."""
         given: list[ReasoningDelta] = []
         for item in list(self.fresh.values()):  # the open one at most, and any late piece's
+            if item.given_once and not finished:
+                # a hand-made piece of an item given already: given again whole once the turn ends,
+                # not at every such piece (each would rebuild every summary part: quadratic)
+                continue
             item.ended = item.ended or finished or item.encrypted is not None or item.at < top
             if item.ended:
+                item.given_once = True
                 given.append(item.given())
                 del self.fresh[item.at]
         return given

@@ -82,12 +82,14 @@ def as_mapping(item: Any) -> Mapping[str, Any]:
             value = dump(mode="json", by_alias=True, exclude_unset=True, exclude={"snapshot"}, warnings=False)
         except TypeError:
             value = dump()
-        except ValueError:
+        except ValueError as exc:
             if _nests_past(dump, SERIALIZER_DEPTH):
                 # pydantic's JSON serializer stops at a depth guard of its own, as a recursive walk
                 # stops at the stack: the event nests too deeply to read, as a dict that deep does.
                 raise RecursionError("the SDK object nests too deeply to write") from None
-            raise  # any other refusal is the SDK's own, and goes up unchanged
+            # A field holding what no JSON holds (an object, bytes that are not UTF-8): only a model
+            # built past its validation (model_construct, an assignment) can, the caller's doing.
+            raise InvalidInput(f"cannot feed a {type(item).__name__}: its SDK cannot write it as JSON: {exc}") from None
         if isinstance(value, Mapping):
             return value
     to_dict = getattr(item, "to_dict", None)
@@ -110,7 +112,7 @@ def _nests_past(dump: Any, limit: int) -> bool:
     """Does the model's plain dump (which has no depth guard) nest deeper than ``limit``? Walked
     without recursion; False when even that dump fails."""
     try:
-        value = dump()
+        value = dump(warnings=False)  # pydantic's warnings about the value would reach the caller
     except Exception:  # the original error is what the caller sees
         return False
     stack = [(value, 1)]

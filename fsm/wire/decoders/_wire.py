@@ -260,8 +260,9 @@ def typed_content(content: list[Any], diagnose: Callable[[str, str], None]) -> l
     chunks, or a str, as LangChain's reading takes it too) reasoning, one block a turn as
     ``reasoning_content`` is; a ``reference`` chunk names the sources the text cites and holds no
     text. Any other chunk is reported, not dropped unseen, and so is a text or thinking chunk whose
-    text is of another type: reported and read past, as the delta's ``content`` or
-    ``reasoning_content`` of a wrong type is read past, not failing the stream over its reasoning."""
+    text is of another type, or a thinking chunk holding a part of no text: reported and read past,
+    as the delta's ``content`` or ``reasoning_content`` of a wrong type is read past, not failing
+    the stream over its reasoning."""
     said: list[TextDelta | ReasoningDelta] = []
     for at, chunk in enumerate(content):
         kind = chunk.get("type") if isinstance(chunk, Mapping) else None
@@ -272,16 +273,28 @@ def typed_content(content: list[Any], diagnose: Callable[[str, str], None]) -> l
             diagnose("part-not-reassembled", f"{shown}, not a {'string' if field == 'text' else 'list'}, is not read")
         elif type(chunk) is str or kind == "text":
             text = chunk if type(chunk) is str else value
-            if text and type(text) is str:
+            if text and type(text) is str:  # a text of another type was reported above
                 said.append(TextDelta(text))
         elif kind == "thinking":
-            thought = value if isinstance(value, str) else "".join(chunk_text(part) for part in value or ())
+            parts: list[Any] = [] if value is None or isinstance(value, str) else value
+            thought = value if isinstance(value, str) else "".join([chunk_text(part) for part in parts])
             if thought:
                 said.append(ReasoningDelta(None, thought))
+            if any(not _thought_part(part) for part in parts):
+                diagnose("part-not-reassembled", f"content[{at}], a thinking chunk, holds a part of no text")
         elif kind != "reference":
             shown = repr(kind) if type(kind) is str else f"of no type ({type(chunk).__name__})"
             diagnose("part-not-reassembled", f"content[{at}], a chunk {shown}, is not reassembled")
     return said
+
+
+def _thought_part(part: Any) -> bool:
+    """Whether a part of a thinking chunk is one :func:`chunk_text` reads: a str, a text chunk with
+    its text, or a reference chunk (which holds none)."""
+    if type(part) is str:
+        return True
+    kind = part.get("type") if isinstance(part, Mapping) else None
+    return kind == "reference" or (kind == "text" and type(part.get("text")) is str)
 
 
 def chunk_text(part: Any) -> str:
@@ -307,8 +320,12 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
         events += blocks
     elif reasoning and type(reasoning) is str:
         events.append(ReasoningDelta(None, reasoning))
-    if "refusal" in delta and delta["refusal"] and type(delta["refusal"]) is str:
-        events.append(TextDelta(delta["refusal"], refusal=True))
+    if "refusal" in delta and delta["refusal"] is not None:
+        # refused as the Responses decoder refuses its refusal delta's: one of another type was
+        # dropped without a word, and a turn that refused came out as an empty stop
+        refusal = text(delta["refusal"], "delta.refusal")
+        if refusal:
+            events.append(TextDelta(refusal, refusal=True))
     return type(content) is not list
 
 
