@@ -6,7 +6,9 @@ continued after ``pause_turn`` lost its searches. Also Responses ``output_text``
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 from typing import Any
 
 import attrs
@@ -232,3 +234,63 @@ def test_a_hand_made_result_with_odd_block_fields_still_builds() -> None:
         server_tool_results=(ServerToolResult({"type": "web_search_tool_result", "tool_use_id": ["s"]}),),
     )
     assert messages.assistant_message(odd, "anthropic")["content"] == []
+
+
+def test_a_citation_s_null_file_id_does_not_go_back() -> None:
+    """A streamed document citation carries "file_id": null, and Anthropic refuses it back."""
+    located = {
+        "type": "char_location",
+        "cited_text": "Oslo is cold.",
+        "document_index": 0,
+        "document_title": None,
+        "start_char_index": 0,
+        "end_char_index": 13,
+        "file_id": None,
+    }
+    events = [
+        *block_events(
+            0,
+            {"type": "text", "text": ""},
+            {"type": "citations_delta", "citation": located},
+            {"type": "text_delta", "text": "It is cold."},
+        ),
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}},
+    ]
+    result = fsm.reassemble(events, "anthropic")
+    assert result.text_parts[0].citations == (located,)  # kept as it came
+    (block,) = messages.assistant_message(result, "anthropic")["content"]
+    assert block["citations"] == [{k: v for k, v in located.items() if k != "file_id"}]  # document_title: null stays
+
+
+def _unnulled(value: Any) -> Any:
+    """A value with its null fields left out: LangChain's blocks are the SDK's models dumped whole,
+    every optional field the wire left out written as null (a search result's page_age)."""
+    if isinstance(value, dict):
+        return {key: _unnulled(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_unnulled(item) for item in value]
+    return value
+
+
+def test_through_chat_anthropic_the_next_turn_is_the_bytes_one() -> None:
+    """ChatAnthropic (v0) keeps Claude's blocks in their places: the server calls, their result blocks
+    and the text's citations read from its chunks make the next turn the bytes make. Before, the
+    result blocks and citations were read as nothing, and the server calls had no block to go back as."""
+    from tests.test_langchain_places import chat_anthropic
+
+    body = sse(web_search_turn())
+    reference = messages.assistant_message(fsm.reassemble(body, "anthropic"), "anthropic")
+    chunks = list(chat_anthropic(body, None)[1].stream("go"))
+    for stream in (chunks, [functools.reduce(operator.add, chunks)]):  # a summed chunk merges blocks by index
+        said = messages.assistant_message(fsm.reassemble(stream), "anthropic")
+        assert _unnulled(said) == reference
+        # no field the block type lacks: a summed chunk writes text and citations onto every block
+        assert all(None not in block.values() for block in said["content"])
+    # Chunks that name no model_provider (langchain-anthropic before 1.0) carry no places: their server
+    # calls are read, but not their results, so neither goes back (a call without its result is refused).
+    for chunk in chunks:
+        chunk.response_metadata.pop("model_provider", None)
+    unplaced = fsm.reassemble(chunks)
+    assert [c.wire_id for c in unplaced.server_tool_calls] == ["srvtoolu_1", "mcptoolu_1"]
+    sent = messages.assistant_message(unplaced, "anthropic")["content"]
+    assert [block["type"] for block in sent] == ["text", "tool_use"]

@@ -207,7 +207,12 @@ def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
 def _anthropic_text(text: str, part: TextPart | None) -> Message:
     block: Message = {"type": "text", "text": text}
     if part is not None and part.citations:
-        block["citations"] = list(part.citations)
+        # A streamed citation carries "file_id": null, which Anthropic refuses back ("Extra inputs are
+        # not permitted"): the field goes where it holds nothing.
+        block["citations"] = [
+            {key: value for key, value in cited.items() if value is not None or key != "file_id"}
+            for cited in part.citations
+        ]
     return block
 
 
@@ -224,12 +229,19 @@ def _server_blocks(result: Result) -> list[tuple[int | None, Message]]:
         if item is None or not _one_of(item.get("type"), _CLAUDE_SERVER) or wire_id is None:
             continue  # no Claude block gave it (another provider's hosted tool, a LangChain chunk's)
         if call.status is CallStatus.COMPLETE:
-            blocks.append((call.output_index, {**item, "id": wire_id, "input": _arguments(call)}))
+            blocks.append((call.output_index, {**_given(item), "id": wire_id, "input": _arguments(call)}))
             sent.add(wire_id)
     for answer in result.server_tool_results:
         if _one_of(answer.block.get("tool_use_id"), sent):  # a hand-made block may hold anything there
-            blocks.append((answer.output_index, dict(answer.block)))
+            blocks.append((answer.output_index, _given(answer.block)))
     return blocks
+
+
+def _given(block: Mapping[str, Any]) -> Message:
+    """A block's fields that hold something: a null one is a field the wire left out that an SDK
+    model wrote (LangChain's blocks are dumped so, a summed chunk's with text and citations), and
+    Anthropic refuses a field its block type does not have."""
+    return {key: value for key, value in block.items() if value is not None}
 
 
 _CLAUDE_SERVER = frozenset({"server_tool_use", "mcp_tool_use"})

@@ -58,9 +58,10 @@ from fsm.events import (
     CallSeen,
     Event,
     ReasoningDelta,
+    ServerResultBlock,
     TextDelta,
 )
-from fsm.wire.decoders._wire import Held, dumps
+from fsm.wire.decoders._wire import Held, dumps, server_result_block
 
 PLACED = {"anthropic": "anthropic", "google_genai": "gemini"}
 """The integrations (``model_provider``) whose blocks are read in their places, and as which wire."""
@@ -83,6 +84,8 @@ CLAUDE_SERVER = ("server_tool_use", "mcp_tool_use", "server_tool_call", "server_
 """The ChatAnthropic blocks of a tool Anthropic runs itself: v0 keeps Anthropic's block (its input
 streamed by ``input_json_delta`` blocks at its index), v1 gives ``server_tool_call_chunk`` blocks
 (the first with the id and name, then the argument text) or a whole ``server_tool_call``."""
+
+_NOT_KEPT = ("input", "index", "partial_json")  # the input goes back parsed; LangChain's index; a sum's text
 
 V1_NAMES = {"code_interpreter": "code_execution"}
 """Anthropic's tool names that langchain-core's v1 blocks rename (``remote_mcp``, an MCP tool, keeps
@@ -299,6 +302,8 @@ def _claude_block(block: Any, stream: LangChainStream) -> list[Event]:
     kind = block.get("type") if isinstance(block, Mapping) else None
     if kind in CLAUDE_SERVER or (kind == "input_json_delta" and at in stream.servers):
         return events + claude_server(block, kind, at, stream)
+    if server_result_block(kind) and kind != "server_tool_result":  # Claude's, whole, as v0 keeps it (not v1's)
+        return [*events, ServerResultBlock({key: value for key, value in block.items() if key != "index"}, at)]
     if isinstance(kind, str) and kind.endswith("_use") and kind != "tool_use":  # call-shaped, of no known kind
         stream.notes.append(("unknown-event", f"a {kind!r} content block at index {at}"))
     return events + _claude(block)
@@ -311,6 +316,7 @@ def claude_server(block: Mapping[str, Any], kind: str, at: int | None, stream: L
     opens = kind in ("server_tool_use", "mcp_tool_use") or (kind != "input_json_delta" and "id" in block)
     events: list[Event] = []
     if opens:
+        v1 = kind not in ("server_tool_use", "mcp_tool_use")
         extras = block.get("extras")
         name = block.get("name")
         if name == "remote_mcp" and isinstance(extras, Mapping):
@@ -319,7 +325,9 @@ def claude_server(block: Mapping[str, Any], kind: str, at: int | None, stream: L
         ref = CallRef(at, _str(block.get("id")), named, server=True)
         whole = block.get("input") if kind != "server_tool_call" else block.get("args")
         held = stream.servers.hold(at, _Server(ref, dumps(whole or {})))
-        events.append(CallSeen(ref))
+        placed = stream.wire == "anthropic" and not v1  # Claude's block, in its place: it goes back as it came
+        kept = {key: value for key, value in block.items() if key not in _NOT_KEPT} if placed else None
+        events.append(CallSeen(ref, item=kept))
     piece = block.get("partial_json" if kind in ("input_json_delta", "server_tool_use", "mcp_tool_use") else "args")
     if held is not None and isinstance(piece, str) and piece:
         held.streamed = True
@@ -352,9 +360,16 @@ def _claude(block: Any) -> list[TextDelta | ReasoningDelta]:
         if not isinstance(value, Mapping) or value.get("type") != "redacted_thinking":
             return []
         block, kind = value, "redacted_thinking"
-    if kind == "text":
+    if kind == "text":  # v0 gives a citations_delta as a text block of its citation alone
         said = block.get("text")
-        return [TextDelta(said, output_index=at, part=at)] if isinstance(said, str) and said else []
+        pieces: list[TextDelta | ReasoningDelta] = (
+            [TextDelta(said, output_index=at, part=at)] if isinstance(said, str) and said else []
+        )
+        cited = block.get("citations")
+        for citation in cited if isinstance(cited, list) else ():
+            if isinstance(citation, Mapping) and citation:
+                pieces.append(TextDelta("", output_index=at, part=at, citation=dict(citation)))
+        return pieces
     if kind == "redacted_thinking":
         data = block.get("data")
         return [ReasoningDelta(at, redacted=data if isinstance(data, str) and data else None, output_index=at)]

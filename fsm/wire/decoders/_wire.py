@@ -129,6 +129,12 @@ GEMINI_FINISH = {
 a chat chunk that carries one as it is (a LangChain chunk of langchain-google-genai's)."""
 
 
+def server_result_block(kind: Any) -> bool:
+    """Whether a Claude content block of this type is the result of a tool Anthropic ran itself
+    (``web_search_tool_result``, ``code_execution_tool_result``, ``mcp_tool_result``, ...)."""
+    return isinstance(kind, str) and kind.endswith("_tool_result")
+
+
 CLAUDE_FINISH = {
     "tool_use": "tool_calls",
     "end_turn": "stop",

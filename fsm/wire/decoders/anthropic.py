@@ -44,7 +44,16 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders import error_message
-from fsm.wire.decoders._wire import CLAUDE_FINISH, dumps, index, items, mapping, stop_details_said, text
+from fsm.wire.decoders._wire import (
+    CLAUDE_FINISH,
+    dumps,
+    index,
+    items,
+    mapping,
+    server_result_block,
+    stop_details_said,
+    text,
+)
 
 _CALL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
 _SDK_HELPER_EVENTS = {"text", "input_json", "citation", "thinking", "signature"}
@@ -139,7 +148,7 @@ class AnthropicDecoder:
         kind = text(block.get("type"), "content_block.type") or ""
         server = _CALL_BLOCKS.get(kind)
         if server is None:
-            if kind.endswith("_tool_result"):  # a server tool's result, whole: it goes back with the turn
+            if server_result_block(kind):  # a server tool's result, whole: it goes back with the turn
                 text(block.get("tool_use_id"), "content_block.tool_use_id")  # what pairs it: text, or refused
                 return [ServerResultBlock(dict(block), at)]
             if kind not in _SAID_BLOCKS:  # call-shaped or not, of a kind this decoder does not know
