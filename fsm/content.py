@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fsm.events import ReasoningDelta, ServerResultBlock, TextDelta, UsageReport
+from fsm.events import ContainerReport, ReasoningDelta, ServerResultBlock, TextDelta, UsageReport
 from fsm.results import Reasoning, ServerToolResult, TextPart
 
 
@@ -92,6 +92,7 @@ class TurnContent:
     text_signature: str | None = None
     text_output_index: int | None = None
     usage: dict[str, Any] | None = None
+    container: dict[str, Any] | None = None
     _text: list[str] | None = None
     _refusal: list[str] | None = None
     _blocks: dict[int | str, _Block] | None = None
@@ -113,7 +114,7 @@ class TurnContent:
         self._placed += 1
         return self._calls() + self._placed - 1
 
-    def apply(self, event: TextDelta | ReasoningDelta | UsageReport | ServerResultBlock) -> None:
+    def apply(self, event: TextDelta | ReasoningDelta | UsageReport | ServerResultBlock | ContainerReport) -> None:
         if type(event) is TextDelta:
             if event.refusal:
                 if self._refusal is None:
@@ -147,6 +148,8 @@ class TurnContent:
             if self._server_results is None:
                 self._server_results = []
             self._server_results.append(ServerToolResult(event.block, event.output_index))
+        elif type(event) is ContainerReport:
+            self.container = dict(event.container)  # the latest word (a message_delta's, after the start's)
 
     def usage_replaced(self, usage: dict[str, Any]) -> None:
         """What ``apply(UsageReport(usage))`` does (a report that replaces), without the event."""

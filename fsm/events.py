@@ -194,6 +194,14 @@ class ServerResultBlock:
     """Its place in the turn (the content block index)."""
 
 
+@attrs.frozen(slots=True)
+class ContainerReport:
+    """The container the provider ran code in, as it described it (Anthropic's code execution:
+    ``id``, ``expires_at``): the next request names it to keep working in it (its files)."""
+
+    container: dict[str, Any]
+
+
 Event = (
     CallSeen
     | ArgumentsFragment
@@ -204,6 +212,7 @@ Event = (
     | ReasoningDelta
     | UsageReport
     | ServerResultBlock
+    | ContainerReport
 )
 EVENT_TYPES: tuple[type, ...] = (
     CallSeen,
@@ -215,8 +224,9 @@ EVENT_TYPES: tuple[type, ...] = (
     ReasoningDelta,
     UsageReport,
     ServerResultBlock,
+    ContainerReport,
 )
-TURN_CONTENT_TYPES: tuple[type, ...] = (TextDelta, ReasoningDelta, UsageReport, ServerResultBlock)
+TURN_CONTENT_TYPES: tuple[type, ...] = (TextDelta, ReasoningDelta, UsageReport, ServerResultBlock, ContainerReport)
 """Events about what the turn said besides its calls: accumulated by the facade, never by the engine."""
 
 FREEFORM_TYPES = frozenset({"custom", "code_interpreter_call", "executable_code"})

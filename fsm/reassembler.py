@@ -230,6 +230,7 @@ class Reassembler:
             said,
             content.refusal,
             content.server_results,
+            content.container,
         )
         vouch(self._closed)  # made of decoded and checked events only: fsm.messages need not read it again
         if ledger.deferred is not None and not failed_before:

@@ -241,6 +241,11 @@ class Result:
     server_tool_results: tuple[ServerToolResult, ...] = ()
     """The results of :attr:`server_tool_calls`, where the wire gives them as blocks of the turn
     (Anthropic), in order."""
+    container: dict[str, Any] | None = None
+    """The container the provider ran code in, as it last described it (Anthropic's code execution:
+    its ``id`` and ``expires_at``), or None. The next request names it (Anthropic's ``container``
+    parameter: the ``id``) to go on in the same container, with its files; a turn continued after
+    ``pause_turn`` must."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:

@@ -20,6 +20,7 @@ from fsm.events import (
     CallEnd,
     CallRef,
     CallSeen,
+    ContainerReport,
     ReasoningDelta,
     ServerResultBlock,
     StreamEnd,
@@ -83,6 +84,7 @@ def _an_instance(cls: type) -> Any:
         ReasoningDelta: ReasoningDelta(0, "hm", "sig", "red", "item", ("s",), "enc"),
         UsageReport: UsageReport({"in": 1}, True),
         ServerResultBlock: ServerResultBlock({"type": "web_search_tool_result"}, 2),
+        ContainerReport: ContainerReport({"id": "container_1"}),
     }[cls]
 
 

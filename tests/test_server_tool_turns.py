@@ -294,3 +294,25 @@ def test_through_chat_anthropic_the_next_turn_is_the_bytes_one() -> None:
     assert [c.wire_id for c in unplaced.server_tool_calls] == ["srvtoolu_1", "mcptoolu_1"]
     sent = messages.assistant_message(unplaced, "anthropic")["content"]
     assert [block["type"] for block in sent] == ["text", "tool_use"]
+
+
+def test_the_code_execution_container_is_kept_for_the_next_request() -> None:
+    """The container Claude ran code in: the next request names it (a turn continued after
+    pause_turn must). The message_delta's word is the latest; the SDK's accumulator agrees."""
+    anthropic = pytest.importorskip("anthropic")
+    started = {"id": "container_1", "expires_at": "2026-12-02T01:00:00Z"}
+    renewed = {"id": "container_1", "expires_at": "2026-12-02T02:00:00Z"}
+    events = web_search_turn("pause_turn", client_call=False)
+    events[0]["message"]["container"] = started
+    events[-2]["delta"]["container"] = renewed
+    result = fsm.reassemble(events, "anthropic")
+    assert result.container == renewed
+    assert fsm.reassemble(web_search_turn(), "anthropic").container is None  # no code ran: none named
+    replay = Replay(sse(events), anthropic_http())
+    client = anthropic.Anthropic(api_key="test", base_url="http://mock", http_client=replay.client())
+    with client.beta.messages.stream(model="m", max_tokens=64, messages=[]) as stream:
+        final = stream.get_final_message()
+    assert final.container is not None and final.container.id == result.container["id"]
+    assert (
+        fsm.reassemble(client.messages.create(model="m", max_tokens=64, messages=[], stream=True)).container == renewed
+    )

@@ -36,6 +36,7 @@ from fsm.events import (
     CallEnd,
     CallRef,
     CallSeen,
+    ContainerReport,
     Event,
     ReasoningDelta,
     ServerResultBlock,
@@ -110,10 +111,10 @@ class AnthropicDecoder:
             reason = text(delta.get("stop_reason"), "stop_reason")
             said = stop_details_said(delta.get("stop_details"))
             ended: list[Event] = [StreamEnd(_FINISH.get(reason, reason), reason, None, said)] if reason else []
-            return ended + _usage(payload.get("usage"), cumulative=True)
+            return ended + _container(delta) + _usage(payload.get("usage"), cumulative=True)
         if kind == "message_start":
             message = mapping(payload.get("message"), "message")
-            events: list[Event] = _usage(message.get("usage"), cumulative=False)
+            events: list[Event] = _container(message) + _usage(message.get("usage"), cumulative=False)
             content = items(message.get("content"), "message.content")
             for i, block in enumerate(content):
                 self._seen(i)
@@ -269,6 +270,12 @@ def _said_in_delta(at: int | None, delta: Mapping[str, Any]) -> list[Event]:
         cited = mapping(delta.get("citation"), "citation")
         return [TextDelta("", output_index=at, part=at, citation=dict(cited))] if cited else []
     return []
+
+
+def _container(holder: Mapping[str, Any]) -> list[Event]:
+    """The code execution container a message or its delta names (null where none was used)."""
+    container = mapping(holder.get("container"), "container")
+    return [ContainerReport(dict(container))] if container else []
 
 
 def _usage(value: Any, *, cumulative: bool) -> list[Event]:
