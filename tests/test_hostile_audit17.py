@@ -3,12 +3,16 @@ case one that went wrong before its fix."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from fsm import history
+import fsm
+from fsm import history, messages
 from fsm.history import RepairPolicy
+from fsm.results import Result
+from tests.test_server_tool_turns import FOUND, MCP, MCP_RESULT, SEARCH, block_events
 
 
 def converse_use(cid: str) -> dict[str, Any]:
@@ -47,3 +51,58 @@ def test_repair_never_joins_a_calls_message_to_a_results_message(fmt: str, use: 
     assert fixed == [*conversation[:3], *conversation[4:]]
     assert history.check(fixed, fmt).findings == ()  # type: ignore[arg-type]
     assert history.repair(fixed, RepairPolicy(dangling="drop-call"), fmt) == (fixed, [])  # type: ignore[arg-type]
+
+
+def claude_turn(*blocks: list[dict[str, Any]]) -> Result:
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"id": "m", "role": "assistant", "content": []}}
+    ]
+    for block in blocks:
+        events += block
+    events.append({"type": "message_delta", "delta": {"stop_reason": "end_turn"}})
+    return fsm.reassemble(events, "anthropic")
+
+
+def searched(at: int, query: str) -> list[dict[str, Any]]:
+    return block_events(at, SEARCH, {"type": "input_json_delta", "partial_json": json.dumps({"query": query})})
+
+
+def kinds_and_ids(result: Result) -> list[tuple[str, str]]:
+    content = messages.assistant_message(result, "anthropic")["content"]
+    return [(block["type"], block.get("id") or block.get("tool_use_id")) for block in content]
+
+
+def searched_and_found(cid: str) -> list[tuple[str, str]]:
+    return [("server_tool_use", cid), ("web_search_tool_result", cid)]
+
+
+def test_a_server_result_without_its_index_goes_back_after_its_call() -> None:
+    # It took the place of the block before it in the list, the other server call's: the result went
+    # back before the call it answers, which Anthropic refuses.
+    no_index = [{k: v for k, v in e.items() if k != "index"} for e in block_events(3, MCP_RESULT)]
+    result = claude_turn(searched(0, "a"), block_events(1, FOUND), block_events(2, MCP), no_index)
+    assert kinds_and_ids(result) == [
+        *searched_and_found("srvtoolu_1"),
+        ("mcp_tool_use", "mcptoolu_1"),
+        ("mcp_tool_result", "mcptoolu_1"),
+    ]
+
+
+def test_a_server_result_at_a_falling_index_goes_back_after_its_call() -> None:
+    result = claude_turn(block_events(0, FOUND), searched(1, "a"), block_events(2, {"type": "text", "text": "ok"}))
+    assert kinds_and_ids(result) == [*searched_and_found("srvtoolu_1"), ("text", None)]
+
+
+def test_duplicate_server_ids_go_back_under_the_ids_the_calls_were_given() -> None:
+    # Both calls went back as srvtoolu_1 (Anthropic refuses ids used twice), each result under it.
+    result = claude_turn(searched(0, "a"), block_events(1, FOUND), searched(2, "b"), block_events(3, FOUND))
+    assert [call.id for call in result.server_tool_calls] == ["srvtoolu_1", "srvtoolu_1_d2"]
+    assert kinds_and_ids(result) == [*searched_and_found("srvtoolu_1"), *searched_and_found("srvtoolu_1_d2")]
+
+
+def test_a_replayed_server_result_goes_back_once() -> None:
+    # A proxy repeated the result block's start: two results for one call went back.
+    replayed = block_events(1, FOUND)
+    result = claude_turn(searched(0, "a"), [replayed[0], *replayed], block_events(2, {"type": "text", "text": "ok"}))
+    assert len(result.server_tool_results) == 2  # what the stream said, kept
+    assert kinds_and_ids(result) == [*searched_and_found("srvtoolu_1"), ("text", None)]

@@ -87,7 +87,7 @@ from fsm.messages.responses import openai_responses
 from fsm.messages.shared import Message, as_text, check_call, check_result, in_output_order, need, placed_text, reply_id
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.messages.shared import kind as _kind
-from fsm.results import CallStatus, Result, TextPart, ToolCall
+from fsm.results import CallStatus, Result, ServerToolResult, TextPart, ToolCall
 
 Format = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere", "bedrock"]
 FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere", "bedrock")
@@ -215,20 +215,40 @@ def _server_blocks(result: Result) -> list[tuple[int | None, Message]]:
     """Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) as they came, each with the
     result blocks that answer it, in their places: Anthropic wants the turn echoed so (a call whose
     result is missing is run when the turn goes back, as after ``pause_turn``; a result without its
-    call is refused). A call that did not complete, or that no Claude block gave, is not sent; nor
-    are its results."""
-    sent: set[str] = set()
-    blocks: list[tuple[int | None, Message]] = []
+    call, before it, or a second one is refused). The k-th result naming an id answers the k-th call
+    under it, and goes back right after that call if its place was before it (or it had none); a call
+    the stream gave an id already used goes back under its new id (:attr:`ToolCall.id`), and its
+    result with it. A call that did not complete, or that no Claude block gave, is not sent; nor are
+    its results, nor a result no call is left to answer."""
+    calls: list[tuple[ToolCall, Message]] = []
+    under: dict[str, list[int]] = {}  # by wire id: where its calls are in `calls`, in stream order
     for call in result.server_tool_calls:
         item, wire_id = call.item, call.wire_id
         if item is None or not _one_of(item.get("type"), _CLAUDE_SERVER) or wire_id is None:
             continue  # no Claude block gave it (another provider's hosted tool, a LangChain chunk's)
-        if call.status is CallStatus.COMPLETE:
-            blocks.append((call.output_index, {**item, "id": wire_id, "input": _arguments(call)}))
-            sent.add(wire_id)
+        under.setdefault(wire_id, []).append(len(calls))
+        calls.append((call, item))
+    answer_of: dict[int, ServerToolResult] = {}
+    taken: dict[str, int] = {}  # by wire id: how many of its calls a result answered
     for answer in result.server_tool_results:
-        if _one_of(answer.block.get("tool_use_id"), sent):  # a hand-made block may hold anything there
-            blocks.append((answer.output_index, dict(answer.block)))
+        answers = answer.block.get("tool_use_id")  # a hand-made block may hold anything there
+        if not isinstance(answers, str) or answers not in under:
+            continue
+        k = taken.get(answers, 0)
+        if k < len(under[answers]):
+            taken[answers] = k + 1
+            answer_of[under[answers][k]] = answer
+    blocks: list[tuple[int | None, Message]] = []
+    for n, (call, item) in enumerate(calls):
+        if call.status is not CallStatus.COMPLETE:
+            continue
+        blocks.append((call.output_index, {**item, "id": call.id, "input": _arguments(call)}))
+        got = answer_of.get(n)
+        if got is not None:
+            place = got.output_index
+            if place is None or (call.output_index is not None and place < call.output_index):
+                place = call.output_index
+            blocks.append((place, {**got.block, "tool_use_id": call.id}))
     return blocks
 
 
