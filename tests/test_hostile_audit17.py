@@ -12,7 +12,7 @@ import fsm
 from fsm import history, messages
 from fsm.history import RepairPolicy
 from fsm.results import Result
-from tests.test_server_tool_turns import FOUND, MCP, MCP_RESULT, SEARCH, block_events
+from tests.test_server_tool_turns import CITED, FOUND, MCP, MCP_RESULT, SEARCH, block_events
 
 
 def converse_use(cid: str) -> dict[str, Any]:
@@ -106,3 +106,14 @@ def test_a_replayed_server_result_goes_back_once() -> None:
     result = claude_turn(searched(0, "a"), [replayed[0], *replayed], block_events(2, {"type": "text", "text": "ok"}))
     assert len(result.server_tool_results) == 2  # what the stream said, kept
     assert kinds_and_ids(result) == [*searched_and_found("srvtoolu_1"), ("text", None)]
+
+
+def test_citations_stay_when_a_text_delta_came_without_its_index() -> None:
+    # Text that came in no block goes back as one text block: its citations were left out of it.
+    cited = block_events(0, {"type": "text", "text": ""}, {"type": "citations_delta", "citation": CITED})
+    cited[2:2] = [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "It is cold."}}]
+    stray = {"type": "content_block_delta", "delta": {"type": "text_delta", "text": " More."}}
+    result = claude_turn(cited, [stray])
+    assert messages.assistant_message(result, "anthropic")["content"] == [
+        {"type": "text", "text": "It is cold. More.", "citations": [CITED]}
+    ]
