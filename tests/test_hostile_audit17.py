@@ -10,6 +10,7 @@ import pytest
 
 import fsm
 from fsm import history, messages
+from fsm.errors import LocalProtocolError
 from fsm.history import RepairPolicy
 from fsm.results import Result
 from tests.test_server_tool_turns import CITED, FOUND, MCP, MCP_RESULT, SEARCH, block_events
@@ -117,3 +118,14 @@ def test_citations_stay_when_a_text_delta_came_without_its_index() -> None:
     assert messages.assistant_message(result, "anthropic")["content"] == [
         {"type": "text", "text": "It is cold. More.", "citations": [CITED]}
     ]
+
+
+def test_a_converse_block_both_calling_and_answering_is_refused() -> None:
+    # Read as its call, the result beside it unseen: the history was clean to check, and boto3
+    # refuses such a block (one member of its union, not two).
+    both = {**converse_use("t1"), **converse_answer("t1")}
+    conversation = [{"role": "assistant", "content": [both]}, {"role": "user", "content": [converse_answer("t1")]}]
+    with pytest.raises(LocalProtocolError, match="message 1: a Converse block holds both toolUse and toolResult"):
+        history.check(conversation)
+    with pytest.raises(LocalProtocolError, match="holds both"):
+        history.repair(conversation)
