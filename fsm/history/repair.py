@@ -10,7 +10,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   ``RepairPolicy(dangling="drop-call")`` is dropped (but for a Gemini call whose part carries a
   ``thoughtSignature``, which must go back on that part: it gets a placeholder);
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
-  together are merged (both want user and assistant to alternate).
+  together are merged (both want user and assistant to alternate), unless one makes calls and the
+  other answers them (no message may do both).
 
 Every edit is a :class:`Change`. The input is never mutated; messages repair leaves alone are returned
 as they are (the same objects). One pass over the messages: linear in their number.
