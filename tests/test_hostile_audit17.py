@@ -129,3 +129,24 @@ def test_a_converse_block_both_calling_and_answering_is_refused() -> None:
         history.check(conversation)
     with pytest.raises(LocalProtocolError, match="holds both"):
         history.repair(conversation)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_citation_that_names_no_text_is_said(strict: bool) -> None:
+    # It vanished from the turn without a word: no text part to hold it, no diagnostic.
+    stray = {"type": "content_block_delta", "delta": {"type": "citations_delta", "citation": CITED}}
+    text = block_events(0, {"type": "text", "text": "Cold."})
+    result = fsm.reassemble(
+        [*text, stray, {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}], "anthropic", strict=strict
+    )
+    assert [(d.code, d.event) for d in result.diagnostics] == [("part-not-reassembled", 3)]
+    annotation = {
+        "type": "response.output_text.annotation.added",
+        "item_id": "msg_1",
+        "annotation": {"type": "url_citation"},
+    }
+    result = fsm.reassemble(
+        [annotation, {"type": "response.completed", "response": {}}], "openai-responses", strict=strict
+    )
+    assert [(d.code, d.event) for d in result.diagnostics] == [("part-not-reassembled", 1)]
+    assert "without output_index" in result.diagnostics[0].message
