@@ -277,6 +277,8 @@ class _Reader:
                 raise _fail(at, f"an Anthropic {block['type']} block in a Bedrock Converse history")
             return  # text, reasoning, an image...: neither a call nor a result
         field, value = payload
+        if field == "toolUse" and "toolResult" in block:  # a Converse block is one of its kinds (boto3 refuses it)
+            raise _fail(at, "a Converse block holds both toolUse and toolResult")
         if not _is_object(value):
             raise _fail(at, f"{field} must be an object, not {type(value).__name__}")
         wire_id = _required_id(value.get("toolUseId"), at, f"a {field} block")

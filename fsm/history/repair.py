@@ -10,7 +10,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   ``RepairPolicy(dangling="drop-call")`` is dropped (but for a Gemini call whose part carries a
   ``thoughtSignature``, which must go back on that part: it gets a placeholder);
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
-  together are merged (both want user and assistant to alternate).
+  together are merged (both want user and assistant to alternate), unless one makes calls and the
+  other answers them (no message may do both).
 
 Every edit is a :class:`Change`. The input is never mutated; messages repair leaves alone are returned
 as they are (the same objects). One pass over the messages: linear in their number.
@@ -115,6 +116,7 @@ class _Plan:
         self.add_after: dict[int, list[dict[str, Any]]] = {}
         self.touched: set[int] = set()
         self.joined: dict[str, Any] | None = None  # the message repair made by joining, latest
+        self.joined_holds: set[str] = set()  # whether it makes calls, answers them, or both (see _joinable)
         self.changes: list[Change] = []
         self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
 
@@ -263,15 +265,45 @@ class _Plan:
 
     def _append(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
         role = message.get("role")
-        if self.fmt in _ALTERNATING and gap and out and out[-1].get("role") == role:
+        if (
+            self.fmt in _ALTERNATING
+            and gap
+            and out
+            and out[-1].get("role") == role
+            and self._joinable(out[-1], message)
+        ):
             if out[-1] is not self.joined:  # the first join into it: a copy, the input stays as it was
                 self.joined = out[-1] = {**out[-1], "content": _blocks(out[-1], self.fmt)}
             # Later joins extend the copy: a long run of joins copies each block once, not once per join.
             self.joined["content"] += _blocks(message, self.fmt)
+            self.joined_holds |= self._holds(message)
             detail = f"joined to the {role} message before it, which a removed message had separated"
             self.changes.append(Change("merged-messages", at + 1, None, detail))
         else:
             out.append(message)
+
+    def _joinable(self, before: dict[str, Any], message: dict[str, Any]) -> bool:
+        """Can ``message`` join ``before``? Not when one makes calls and the other answers: no message
+        may do both (a history whose roles say otherwise, results sent as the assistant, keeps its two
+        messages rather than become one that no reader takes)."""
+        if before is not self.joined:  # the joined message's holdings are kept as it grows: no rescan
+            self.joined_holds = self._holds(before)
+        return not (self.joined_holds | self._holds(message)) >= {"call", "result"}
+
+    def _holds(self, message: Mapping[str, Any]) -> set[str]:
+        """Whether a message makes calls (``call``) and whether it answers (``result``)."""
+        content = message.get("content")
+        found: set[str] = set()
+        for block in content if isinstance(content, list) else ():
+            if self.fmt == "bedrock":
+                converse = converse_payload(block)
+                kind = None if converse is None else converse[0]
+                found.add("call" if kind == "toolUse" else "result" if kind == "toolResult" else "")
+            else:
+                kind = block.get("type")
+                found.add("call" if kind == "tool_use" else "result" if kind == "tool_result" else "")
+        found.discard("")
+        return found
 
     def _edited(self, message: Mapping[str, Any], at: int) -> dict[str, Any] | None:
         """The message with its drops, renames and placeholders applied; None when it is removed."""

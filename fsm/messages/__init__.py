@@ -76,18 +76,19 @@ history takes: Anthropic and Gemini want every answer of a turn in one user mess
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, overload
 
 from fsm.errors import LocalProtocolError
 from fsm.messages.bedrock import bedrock_message, bedrock_result
 from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_output
+from fsm.messages.claude_blocks import anthropic_text, server_blocks
 from fsm.messages.ollama_cohere import cohere_message, cohere_result, ollama_message, ollama_result
 from fsm.messages.responses import openai_responses
 from fsm.messages.shared import Message, as_text, check_call, check_result, in_output_order, need, placed_text, reply_id
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.messages.shared import kind as _kind
-from fsm.results import CallStatus, Result, TextPart, ToolCall
+from fsm.results import CallStatus, Result, ToolCall
 
 Format = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere", "bedrock"]
 FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere", "bedrock")
@@ -196,59 +197,12 @@ def _placed_thinking(result: Result) -> list[tuple[int | None, Message]]:
 def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     # In the order the blocks streamed (their content block index): interleaved thinking sits between
     # calls, and Anthropic refuses its thinking blocks rearranged.
-    placed = _placed_thinking(result) + placed_text(result, _anthropic_text) + _server_blocks(result)
+    placed = _placed_thinking(result) + placed_text(result, anthropic_text) + server_blocks(result)
     for call in calls:
         _kind(call, "anthropic")
         use = {"type": "tool_use", "id": reply_id(call), "name": call.name or "", "input": _arguments(call)}
         placed.append((call.output_index, use))
     return {"role": "assistant", "content": in_output_order(placed)}
-
-
-def _anthropic_text(text: str, part: TextPart | None) -> Message:
-    block: Message = {"type": "text", "text": text}
-    if part is not None and part.citations:
-        # A streamed citation carries "file_id": null, which Anthropic refuses back ("Extra inputs are
-        # not permitted"): the field goes where it holds nothing.
-        block["citations"] = [
-            {key: value for key, value in cited.items() if value is not None or key != "file_id"}
-            for cited in part.citations
-        ]
-    return block
-
-
-def _server_blocks(result: Result) -> list[tuple[int | None, Message]]:
-    """Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) as they came, each with the
-    result blocks that answer it, in their places: Anthropic wants the turn echoed so (a call whose
-    result is missing is run when the turn goes back, as after ``pause_turn``; a result without its
-    call is refused). A call that did not complete, or that no Claude block gave, is not sent; nor
-    are its results."""
-    sent: set[str] = set()
-    blocks: list[tuple[int | None, Message]] = []
-    for call in result.server_tool_calls:
-        item, wire_id = call.item, call.wire_id
-        if item is None or not _one_of(item.get("type"), _CLAUDE_SERVER) or wire_id is None:
-            continue  # no Claude block gave it (another provider's hosted tool, a LangChain chunk's)
-        if call.status is CallStatus.COMPLETE:
-            blocks.append((call.output_index, {**_given(item), "id": wire_id, "input": _arguments(call)}))
-            sent.add(wire_id)
-    for answer in result.server_tool_results:
-        if _one_of(answer.block.get("tool_use_id"), sent):  # a hand-made block may hold anything there
-            blocks.append((answer.output_index, _given(answer.block)))
-    return blocks
-
-
-def _given(block: Mapping[str, Any]) -> Message:
-    """A block's fields that hold something: a null one is a field the wire left out that an SDK
-    model wrote (LangChain's blocks are dumped so, a summed chunk's with text and citations), and
-    Anthropic refuses a field its block type does not have."""
-    return {key: value for key, value in block.items() if value is not None}
-
-
-_CLAUDE_SERVER = frozenset({"server_tool_use", "mcp_tool_use"})
-
-
-def _one_of(value: Any, names: Collection[str]) -> bool:
-    return isinstance(value, str) and value in names
 
 
 def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:

@@ -90,8 +90,13 @@ def in_output_order(placed: list[tuple[int | None, Message]]) -> list[Message]:
 def placed_text(result: Result, item: Callable[[str, TextPart | None], Message]) -> list[tuple[int | None, Message]]:
     """The text as ``item``s: one per text part in its place where the parts hold all of it (Claude's
     text blocks, Responses message items), else all of it once at the first one's place (no parts,
-    or text that came in none: a delta without its index), as no part's."""
+    or text that came in none: a delta without its index), as no part's but with every part's
+    citations (a citation names its source, not a place in the text, for Claude; a Responses plain
+    message carries none)."""
     parts = [part for part in result.text_parts if part.text and part.output_index is not None]
     if parts and "".join(part.text for part in parts) == result.text:
         return [(part.output_index, item(part.text, part)) for part in parts]
-    return [(result.text_output_index, item(result.text, None))] if result.text else []
+    if not result.text:
+        return []
+    cited = tuple(citation for part in result.text_parts if part.text for citation in part.citations)
+    return [(result.text_output_index, item(result.text, TextPart(result.text, citations=cited) if cited else None))]

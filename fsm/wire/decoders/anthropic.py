@@ -22,7 +22,8 @@ matched to it. Its place in the turn (:meth:`AnthropicDecoder.place_of`) is the 
 names, else one past the highest index the blocks before it had: blocks stream one after another,
 each at its index in the message's content, so it goes back between the blocks it came between.
 ``input_json_delta`` text at an index that no block opened opens a call of its own
-(``unopened-call``); an unknown delta type inside a tool block is an ``unknown-event``.
+(``unopened-call``); an unknown delta type inside a tool block is an ``unknown-event``; a
+``citations_delta`` without index names no text block to go back on (``part-not-reassembled``).
 """
 
 from __future__ import annotations
@@ -194,7 +195,11 @@ class AnthropicDecoder:
             if kind != "input_json_delta":
                 if kind not in _SAID_DELTAS:  # a delta of a kind no reading knows: said, not dropped unseen
                     self._diagnose("unknown-event", f"a {kind!r} delta in block {at}, of no kind read")
-                return _said_in_delta(at, delta)  # text, thinking, signature, citation deltas
+                said = _said_in_delta(at, delta)  # text, thinking, signature, citation deltas
+                if at is None and kind == "citations_delta" and said:
+                    self._diagnose("part-not-reassembled", "a citations_delta without index: no text block to go on")
+                    return []
+                return said
             self._diagnose("unopened-call", f"input_json_delta for block {at}, where no tool_use block is open")
             block = _Block(CallRef(at), None)
             if at is not None:

@@ -128,6 +128,9 @@ class OpenAIResponsesDecoder:
         if kind == "response.output_text.annotation.added":  # a citation of the message's text: kept on it
             cited = mapping(payload.get("annotation"), "annotation")
             at = index(payload.get("output_index"), "output_index")
+            if at is None and cited:
+                diagnose("part-not-reassembled", "an output_text annotation without output_index: no message to go on")
+                return []
             return [TextDelta("", output_index=at, part=at, citation=dict(cited))] if cited else []
         if kind == "response.refusal.delta":
             piece = text(payload.get("delta"), "delta")

@@ -1,0 +1,79 @@
+"""The ``"anthropic"`` next turn's blocks besides thinking and client calls: each text block with
+its citations, and Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) with the result
+blocks that answered them, as the stream gave them, in their places."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from fsm.messages.shared import Message
+from fsm.messages.shared import arguments_object as _arguments
+from fsm.results import CallStatus, Result, ServerToolResult, TextPart, ToolCall
+
+
+def anthropic_text(text: str, part: TextPart | None) -> Message:
+    block: Message = {"type": "text", "text": text}
+    if part is not None and part.citations:
+        # A streamed citation carries "file_id": null, which Anthropic refuses back ("Extra inputs are
+        # not permitted"): the field goes where it holds nothing.
+        block["citations"] = [
+            {key: value for key, value in cited.items() if value is not None or key != "file_id"}
+            for cited in part.citations
+        ]
+    return block
+
+
+def server_blocks(result: Result) -> list[tuple[int | None, Message]]:
+    """Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) as they came, each with the
+    result blocks that answer it, in their places: Anthropic wants the turn echoed so (a call whose
+    result is missing is run when the turn goes back, as after ``pause_turn``; a result without its
+    call, before it, or a second one is refused). The k-th result naming an id answers the k-th call
+    under it, and goes back right after that call if its place was before it (or it had none); a call
+    the stream gave an id already used goes back under its new id (:attr:`ToolCall.id`), and its
+    result with it. A call that did not complete, or that no Claude block gave, is not sent; nor are
+    its results, nor a result no call is left to answer."""
+    calls: list[tuple[ToolCall, Message]] = []
+    under: dict[str, list[int]] = {}  # by wire id: where its calls are in `calls`, in stream order
+    for call in result.server_tool_calls:
+        item, wire_id = call.item, call.wire_id
+        if item is None or not _one_of(item.get("type"), _CLAUDE_SERVER) or wire_id is None:
+            continue  # no Claude block gave it (another provider's hosted tool, a LangChain chunk's)
+        under.setdefault(wire_id, []).append(len(calls))
+        calls.append((call, item))
+    answer_of: dict[int, ServerToolResult] = {}
+    taken: dict[str, int] = {}  # by wire id: how many of its calls a result answered
+    for answer in result.server_tool_results:
+        answers = answer.block.get("tool_use_id")  # a hand-made block may hold anything there
+        if not isinstance(answers, str) or answers not in under:
+            continue
+        k = taken.get(answers, 0)
+        if k < len(under[answers]):
+            taken[answers] = k + 1
+            answer_of[under[answers][k]] = answer
+    blocks: list[tuple[int | None, Message]] = []
+    for n, (call, item) in enumerate(calls):
+        if call.status is not CallStatus.COMPLETE:
+            continue
+        blocks.append((call.output_index, {**_given(item), "id": call.id, "input": _arguments(call)}))
+        got = answer_of.get(n)
+        if got is not None:
+            place = got.output_index
+            if place is None or (call.output_index is not None and place < call.output_index):
+                place = call.output_index
+            blocks.append((place, {**_given(got.block), "tool_use_id": call.id}))
+    return blocks
+
+
+def _given(block: Mapping[str, Any]) -> Message:
+    """A block's fields that hold something: a null one is a field the wire left out that an SDK
+    model wrote (LangChain's blocks are dumped so, a summed chunk's with text and citations), and
+    Anthropic refuses a field its block type does not have."""
+    return {key: value for key, value in block.items() if value is not None}
+
+
+_CLAUDE_SERVER = frozenset({"server_tool_use", "mcp_tool_use"})
+
+
+def _one_of(value: Any, names: Collection[str]) -> bool:
+    return isinstance(value, str) and value in names
