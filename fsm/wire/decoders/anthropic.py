@@ -189,7 +189,9 @@ class AnthropicDecoder:
             self._places[block.ref.id] = at
 
     def _delta(self, at: int | None, delta: Mapping[str, Any]) -> list[Event]:
-        kind = text(delta.get("type"), "delta.type")
+        kind = delta.get("type")
+        if type(kind) is not str:  # checked only then: this runs for every delta the shortcut leaves
+            kind = text(kind, "delta.type")
         block = self._placed(at) if kind == "input_json_delta" or at in self._blocks else None
         if block is None:
             if kind != "input_json_delta":
