@@ -5,7 +5,7 @@ blocks that answered them, as the stream gave them, in their places."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from fsm.messages.shared import Message
 from fsm.messages.shared import arguments_object as _arguments
@@ -45,7 +45,7 @@ def server_blocks(result: Result) -> list[tuple[int | None, Message]]:
     taken: dict[str, int] = {}  # by wire id: how many of its calls a result answered
     for answer in result.server_tool_results:
         answers = answer.block.get("tool_use_id")  # a hand-made block may hold anything there
-        if not isinstance(answers, str) or answers not in under:
+        if not _one_of(answers, under):
             continue
         k = taken.get(answers, 0)
         if k < len(under[answers]):
@@ -75,5 +75,5 @@ def _given(block: Mapping[str, Any]) -> Message:
 _CLAUDE_SERVER = frozenset({"server_tool_use", "mcp_tool_use"})
 
 
-def _one_of(value: Any, names: Collection[str]) -> bool:
+def _one_of(value: Any, names: Collection[str]) -> TypeGuard[str]:
     return isinstance(value, str) and value in names

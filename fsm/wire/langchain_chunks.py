@@ -54,6 +54,7 @@ from fsm.wire.decoders._wire import (
     stop_details_said,
 )
 from fsm.wire.langchain_places import (
+    CLAUDE_SERVER_STARTS,
     TURN_ENDED,
     LangChainStream,
     Said,
@@ -273,10 +274,6 @@ def _anthropic_inputs(
     latest = max((b["index"] for b in blocks), default=None)
     ended = held.ended(None) if finish in TURN_ENDED else held.ended(latest) if latest is not None else []
     return [{"index": at, "function": {"arguments": dict(value)}} for at, value in ended]
-
-
-CLAUDE_SERVER_STARTS = frozenset({"server_tool_use", "mcp_tool_use"})
-"""The blocks that open a tool Anthropic runs itself, in ChatAnthropic's v0 chunks: Claude's alone."""
 
 
 def _claude_servers(content: Any, held: LangChainStream, finish: str | None) -> None:

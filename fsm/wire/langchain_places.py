@@ -85,6 +85,9 @@ CLAUDE_SERVER = ("server_tool_use", "mcp_tool_use", "server_tool_call", "server_
 streamed by ``input_json_delta`` blocks at its index), v1 gives ``server_tool_call_chunk`` blocks
 (the first with the id and name, then the argument text) or a whole ``server_tool_call``."""
 
+CLAUDE_SERVER_STARTS = frozenset({"server_tool_use", "mcp_tool_use"})
+"""The blocks that open a tool Anthropic runs itself, in ChatAnthropic's v0 chunks: Claude's alone."""
+
 _NOT_KEPT = ("input", "index", "partial_json")  # the input goes back parsed; LangChain's index; a sum's text
 
 V1_NAMES = {"code_interpreter": "code_execution"}
@@ -313,10 +316,10 @@ def claude_server(block: Mapping[str, Any], kind: str, at: int | None, stream: L
     """A block of a tool Anthropic runs, read as the Anthropic decoder reads its block events: opened
     by its start (its ``input`` the arguments unless argument text streams), the text appended."""
     held = stream.servers.get(at)
-    opens = kind in ("server_tool_use", "mcp_tool_use") or (kind != "input_json_delta" and "id" in block)
+    opens = kind in CLAUDE_SERVER_STARTS or (kind != "input_json_delta" and "id" in block)
     events: list[Event] = []
     if opens:
-        v1 = kind not in ("server_tool_use", "mcp_tool_use")
+        v1 = kind not in CLAUDE_SERVER_STARTS
         extras = block.get("extras")
         name = block.get("name")
         if name == "remote_mcp" and isinstance(extras, Mapping):
