@@ -267,8 +267,8 @@ def typed_content(content: list[Any], diagnose: Callable[[str, str], None]) -> l
     ``reasoning_content`` is; a ``reference`` chunk names the sources the text cites and holds no
     text. Any other chunk is reported, not dropped unseen, and so is a text or thinking chunk whose
     text is of another type, or a thinking chunk holding a part of no text: reported and read past,
-    as the delta's ``content`` or ``reasoning_content`` of a wrong type is read past, not failing
-    the stream over its reasoning."""
+    as the delta's ``content`` or ``reasoning_content`` of a wrong type is (:func:`unsaid`), not
+    failing the stream over its reasoning."""
     said: list[TextDelta | ReasoningDelta] = []
     for at, chunk in enumerate(content):
         kind = chunk.get("type") if isinstance(chunk, Mapping) else None
@@ -316,23 +316,47 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
     LiteLLM) or ``reasoning`` (OpenRouter, Ollama and Groq's OpenAI endpoints), one block per turn,
     or as LiteLLM's ``thinking_blocks``, block by block; a Gemini text part's signature
     (fsm.wire.langchain_chunks); OpenAI's refusal, kept apart. False when the content is a list of
-    typed chunks, which only :func:`typed_content` reads (it may need to report one)."""
+    typed chunks, or the content or reasoning of another type: only :func:`unsaid` reads those (it
+    may need to report one)."""
     content, signed = delta.get("content"), compat_signature(delta, "delta") if COMPAT_SIGNATURE in delta else None
     if (content and type(content) is str) or signed is not None:
         events.append(TextDelta(content if type(content) is str else "", signed))
     blocks = thinking_blocks(delta["thinking_blocks"]) if "thinking_blocks" in delta else None
     reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+    odd = content is not None and type(content) is not str
     if blocks is not None:
         events += blocks
-    elif reasoning and type(reasoning) is str:
-        events.append(ReasoningDelta(None, reasoning))
+    else:
+        if reasoning and type(reasoning) is str:
+            events.append(ReasoningDelta(None, reasoning))
+        odd = odd or any(delta.get(key) is not None and type(delta[key]) is not str for key in REASONING_KEYS)
     if "refusal" in delta and delta["refusal"] is not None:
         # refused as the Responses decoder refuses its refusal delta's: one of another type was
         # dropped without a word, and a turn that refused came out as an empty stop
         refusal = text(delta["refusal"], "delta.refusal")
         if refusal:
             events.append(TextDelta(refusal, refusal=True))
-    return type(content) is not list
+    return not odd
+
+
+REASONING_KEYS = ("reasoning_content", "reasoning")
+
+
+def unsaid(delta: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[TextDelta | ReasoningDelta]:
+    """What :func:`chat_said` left to the decoder: a ``content`` sent as typed chunks (read by
+    :func:`typed_content`), and a ``content`` or reasoning of another type than text, reported
+    (``part-not-reassembled``) and read past, so the calls beside it are kept."""
+    content = delta.get("content")
+    said = typed_content(content, diagnose) if type(content) is list else []
+    if content is not None and type(content) not in (str, list):
+        diagnose(
+            "part-not-reassembled", f"delta.content is {type(content).__name__}, not a string or list, is not read"
+        )
+    for key in () if "thinking_blocks" in delta else REASONING_KEYS:
+        value = delta.get(key)
+        if value is not None and type(value) is not str:
+            diagnose("part-not-reassembled", f"delta.{key} is {type(value).__name__}, not a string, is not read")
+    return said
 
 
 class Held(dict[Any, Any]):

@@ -46,7 +46,7 @@ from fsm.wire.decoders._wire import (
     chat_said,
     compat_signature,
     dumps,
-    typed_content,
+    unsaid,
 )
 from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS, ServerCalls
 
@@ -82,7 +82,7 @@ class OpenAIChatDecoder:
                 delta = choice.get("message")
             if type(delta) is dict or isinstance(delta, Mapping):
                 if not chat_said(delta, events):
-                    events += typed_content(delta["content"], diagnose)
+                    events += unsaid(delta, diagnose)
                 self._calls(delta, events, diagnose)
                 if delta.get(LITELLM_FIELDS):
                     self._served = self._served or ServerCalls()

@@ -1,0 +1,60 @@
+"""Cases an earlier stop left undone (its closing note's "Left undone"), each failing before its fix."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import fsm
+
+CALL = {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
+
+
+def chat_turn(delta: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"choices": [{"index": 0, "delta": delta}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [CALL]}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+
+
+def as_sse(chunks: list[dict[str, Any]]) -> bytes:
+    return b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks) + b"data: [DONE]\n\n"
+
+
+# -- A chat delta's text or reasoning of a wrong type ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("delta", "said", "text"),
+    [
+        ({"content": 5}, "delta.content is int, not a string or list, is not read", ""),
+        ({"content": {"text": "x"}}, "delta.content is dict, not a string or list, is not read", ""),
+        ({"reasoning_content": ["a"]}, "delta.reasoning_content is list, not a string, is not read", ""),
+        ({"content": "Hi", "reasoning": {"x": 1}}, "delta.reasoning is dict, not a string, is not read", "Hi"),
+        (
+            {"content": [{"type": "text", "text": "T"}], "reasoning": 3},
+            "delta.reasoning is int, not a string, is not read",
+            "T",
+        ),
+    ],
+)
+def test_a_chat_delta_text_or_reasoning_of_a_wrong_type_is_reported_and_read_past(
+    delta: dict[str, Any], said: str, text: str
+) -> None:
+    # It was read past without a word (a turn's text or reasoning lost unseen); the call after it is kept
+    from_bytes = fsm.Reassembler(provider="openai-chat")
+    from_bytes.feed_bytes(as_sse(chat_turn(delta)))
+    for result in (fsm.reassemble(chat_turn(delta), "openai-chat"), from_bytes.close()):
+        assert [(c.id, c.arguments) for c in result.calls] == [("c1", {"a": 1})]
+        assert result.text == text
+        assert [(d.code, d.event, d.message) for d in result.diagnostics] == [("part-not-reassembled", 1, said)]
+
+
+def test_reasoning_over_thinking_blocks_is_not_reported() -> None:
+    # LiteLLM's thinking_blocks are read over reasoning_content, whatever that holds
+    block = {"type": "thinking", "thinking": "Hm.", "signature": "s"}
+    result = fsm.reassemble(chat_turn({"thinking_blocks": [block], "reasoning_content": {"x": 1}}), "openai-chat")
+    assert ([r.text for r in result.reasoning], result.codes()) == (["Hm."], [])
