@@ -9,8 +9,9 @@ from typing import Any, Literal
 
 from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
+from fsm.history.entries import Entry, Key
 from fsm.history.findings import Finding, Format, Kind, Report
-from fsm.history.formats import Entry, Key, resolve_format, segments, shown
+from fsm.history.formats import resolve_format, segments, shown
 from fsm.spec import history_spec
 
 
@@ -110,7 +111,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
         for entry in segment.results:
             walk(entry, "result")
         for call in dict.fromkeys(made):  # the turn is over: each of its ids once, in call order
-            if call.state == "outstanding":
+            if call.state == "outstanding" and not segment.open_end:
                 machine.fire(call, "close_turn")
         # An id-less Gemini call's key is its name and place within its own turn: the next turn's
         # `f#1` is another call, not this one's id used again.
@@ -130,6 +131,7 @@ def anything_dangling(messages: Sequence[Mapping[str, Any]]) -> bool:
     duplicate result whether or not it has a call to answer."""
     messages, fmt = resolve_format(messages, "auto")
     for segment in segments(messages, fmt):
-        if Counter(entry.key for entry in segment.calls) != Counter(entry.key for entry in segment.results):
+        calls, results = Counter(entry.key for entry in segment.calls), Counter(e.key for e in segment.results)
+        if results - calls if segment.open_end else calls != results:  # open: its calls may still wait
             return True
     return False

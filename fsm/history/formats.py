@@ -25,13 +25,17 @@ A history built from the SDKs' own objects is read as the wire dicts they stand 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from fsm.errors import LocalProtocolError
+from fsm.history.entries import Entry, Key, Segment
 from fsm.history.findings import Format
 from fsm.history.objects import conversation
 from fsm.history.objects import fail as _fail
 from fsm.history.objects import is_object as _is_object
+from fsm.history.server_blocks import SERVER_CALLS, is_server_result
+
+ANTHROPIC_CALLS = SERVER_CALLS | {"tool_use", "tool_result"}
 
 FORMATS: tuple[Format, ...] = ("openai", "anthropic", "gemini", "responses", "ollama", "bedrock")
 
@@ -55,31 +59,6 @@ def responses_key_field(item: Mapping[str, Any]) -> str:
     return "call_id"
 
 
-Key = str | tuple[str, int]
-"""What pairs a call with its results: its wire id, or for a Gemini call without one and for any
-Ollama call, ``(name, k)``: the k-th id-less call of that name in its turn. A Gemini response
-without an id takes the key of the call of its name it answers (see ``_answer_by_name``). A tuple
-can never equal a wire id, so an id that happens to read ``f#1`` is never mistaken for one."""
-
-
-class Entry(NamedTuple):
-    """One call or one result, where it sits in the input."""
-
-    message: int
-    """0-based index of its message in the input."""
-    slot: int
-    """Index in the message's ``tool_calls``/``content``/``parts``; -1 when the message is the result."""
-    key: Key
-    name: str | None
-
-
-class Segment(NamedTuple):
-    """A turn (``calls`` and the ``results`` read for it), or stray results (``calls`` empty)."""
-
-    calls: list[Entry]
-    results: list[Entry]
-
-
 def shown(key: Key) -> str:
     """A key as findings and changes show it: the id, or ``name#k`` (k 1-based) for an id-less call."""
     return key if isinstance(key, str) else f"{key[0]}#{key[1] + 1}"
@@ -89,7 +68,7 @@ def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
     """The format of the first message that tells (a Responses call or output item, Gemini
     ``parts``, an Ollama ``tool`` message with a ``tool_name`` and no ``tool_call_id`` or a call
     whose arguments are an object, not text, an OpenAI ``tool`` message or ``tool_calls``,
-    Anthropic ``tool_use``/``tool_result`` blocks, Bedrock Converse ``toolUse``/``toolResult``
+    Anthropic ``tool_use``/``tool_result`` blocks or server tool blocks, Bedrock Converse ``toolUse``/``toolResult``
     blocks); OpenAI when none does."""
     for m in conversation(messages):
         kind = m.get("type")
@@ -103,7 +82,8 @@ def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
             return "openai"
         content = m.get("content")
         if isinstance(content, list) and any(
-            isinstance(b, Mapping) and b.get("type") in ("tool_use", "tool_result") for b in content
+            isinstance(b, Mapping) and (b.get("type") in ANTHROPIC_CALLS or is_server_result(b.get("type")))
+            for b in content
         ):
             return "anthropic"
         if isinstance(content, list) and any(converse_payload(b) is not None for b in content):
@@ -196,6 +176,8 @@ class _Reader:
     def __init__(self, fmt: Format) -> None:
         self.fmt = fmt
         self.results_named: dict[str, int] = {}
+        self.served = Segment([], [], server=True)
+        """The server tool calls and results of the message read last (Anthropic's): a turn of their own."""
 
     def _key(self, wire_id: str | None, name: str | None, counts: dict[str, int], at: int) -> Key:
         if wire_id is not None:
@@ -228,6 +210,7 @@ class _Reader:
                 rid = _required_id(message.get(responses_key_field(message)), at, f"the {kind} item")
                 results.append(Entry(at, -1, rid, _name(message.get("name"))))
         calls_named: dict[str, int] = {}  # one message makes a turn's calls
+        self.served = served = Segment([], [], server=True)
         for slot, item in enumerate(items(message, fmt, at)):
             if fmt == "openai":
                 function = item.get("function")
@@ -243,12 +226,14 @@ class _Reader:
                 calls.append(Entry(at, slot, self._key(None, tool, calls_named, at), tool))
             elif fmt == "anthropic":
                 kind = item.get("type")
-                if kind == "tool_use":
-                    cid = _required_id(item.get("id"), at, "a tool_use block")
-                    calls.append(Entry(at, slot, cid, _name(item.get("name"))))
-                elif kind == "tool_result":
-                    rid = _required_id(item.get("tool_use_id"), at, "a tool_result block")
-                    results.append(Entry(at, slot, rid, None))
+                if kind == "tool_use" or kind in SERVER_CALLS:
+                    cid = _required_id(item.get("id"), at, f"a {kind} block")
+                    (calls if kind == "tool_use" else served.calls).append(
+                        Entry(at, slot, cid, _name(item.get("name")))
+                    )
+                elif kind == "tool_result" or is_server_result(kind):
+                    rid = _required_id(item.get("tool_use_id"), at, f"a {kind} block")
+                    (results if kind == "tool_result" else served.results).append(Entry(at, slot, rid, None))
                 elif converse_payload(item) is not None:
                     raise _fail(at, "a Bedrock Converse block in an Anthropic history")
             elif fmt == "bedrock":
@@ -313,6 +298,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Seg
     taking: Segment | None = None  # the turn whose results may still come
     for at, message in enumerate(messages):
         results, calls = reader.read(message, at)
+        served = reader.served
         if taking is not None and results is not None:
             taking.results.extend(results)
             if fmt not in ("openai", "ollama"):  # Anthropic, Gemini and Converse answer a turn in one message
@@ -325,6 +311,8 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Seg
             taking = None
         elif results is not None:
             yield Segment([], results)
+        if served.calls or served.results:
+            yield served._replace(open_end=at == len(messages) - 1)
         if calls:
             taking = Segment(calls, [])
     if taking is not None:

@@ -9,6 +9,10 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   answered) is dropped; a call that got no result at all gets a placeholder result, or with
   ``RepairPolicy(dangling="drop-call")`` is dropped (but for a Gemini call whose part carries a
   ``thoughtSignature``, which must go back on that part: it gets a placeholder);
+* Claude's server tool calls (``server_tool_use``, ``mcp_tool_use``) pair with their
+  ``*_tool_result`` blocks within their own message (:mod:`fsm.history.server_blocks`); one
+  without its result is dropped, whatever the policy, since only Anthropic can give that result
+  (but in the history's last message, a paused turn, where the server may still run it);
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
   together are merged (both want user and assistant to alternate), unless one makes calls and the
   other answers them (no message may do both).
@@ -27,12 +31,10 @@ import attrs
 
 from fsm.engine.ids import IdAllocator
 from fsm.errors import InvalidInput, LocalProtocolError
+from fsm.history.entries import Entry, Key, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import (
     RESPONSES_OUTPUT_OF,
-    Entry,
-    Key,
-    Segment,
     converse_payload,
     gemini_payload,
     items,
@@ -41,6 +43,7 @@ from fsm.history.formats import (
     segments,
     shown,
 )
+from fsm.history.server_blocks import is_server_result
 
 _FIELD = {
     "openai": "tool_calls",
@@ -145,11 +148,14 @@ class _Plan:
             k = seen.get(call.key, 0)
             seen[call.key] = k + 1
             answer = answer_of.get((call.key, k))
-            dropped = self.policy.dangling == "drop-call" and not self._signed(call)
-            if answer is None and (dropped or self._type(call) == "computer_call"):
+            dropped = segment.server or (self.policy.dangling == "drop-call" and not self._signed(call))
+            waits = answer is None and segment.open_end  # the server may still run it: it goes back as it came
+            if answer is None and not waits and (dropped or self._type(call) == "computer_call"):
                 self._edit(call, self.drop)
                 why = (
-                    ""
+                    ": a server tool's result comes from Anthropic alone; none can stand in"
+                    if segment.server
+                    else ""
                     if self.policy.dangling == "drop-call"
                     else ": its only output is a screenshot; none can stand in"
                 )
@@ -163,7 +169,7 @@ class _Plan:
                 if answer is not None:
                     self._edit(answer, self.rename, wire_id)
                     self._change("renamed-result", answer, f"the result that answered it now answers {wire_id!r}")
-            if answer is None:
+            if answer is None and not waits:
                 placeholders.append(self._placeholder(wire_id, call))
                 why = "no result answered the call: a placeholder does"
                 if self.policy.dangling == "drop-call":
@@ -358,7 +364,8 @@ class _Plan:
         if self.fmt == "openai":
             return {**item, "id": new_id}
         if self.fmt == "anthropic":
-            return {**item, ("tool_use_id" if item.get("type") == "tool_result" else "id"): new_id}
+            answers = item.get("type") == "tool_result" or is_server_result(item.get("type"))
+            return {**item, ("tool_use_id" if answers else "id"): new_id}
         if self.fmt == "bedrock":
             converse = converse_payload(item)
             assert converse is not None  # only calls and results are renamed

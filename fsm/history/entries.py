@@ -1,0 +1,36 @@
+"""What a history is read as: calls and results where they sit (:class:`Entry`), grouped in turns
+(:class:`Segment`), paired by a :data:`Key`."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+Key = str | tuple[str, int]
+"""What pairs a call with its results: its wire id, or for a Gemini call without one and for any
+Ollama call, ``(name, k)``: the k-th id-less call of that name in its turn. A Gemini response
+without an id takes the key of the call of its name it answers (see ``_answer_by_name``). A tuple
+can never equal a wire id, so an id that happens to read ``f#1`` is never mistaken for one."""
+
+
+class Entry(NamedTuple):
+    """One call or one result, where it sits in the input."""
+
+    message: int
+    """0-based index of its message in the input."""
+    slot: int
+    """Index in the message's ``tool_calls``/``content``/``parts``; -1 when the message is the result."""
+    key: Key
+    name: str | None
+
+
+class Segment(NamedTuple):
+    """A turn (``calls`` and the ``results`` read for it), or stray results (``calls`` empty)."""
+
+    calls: list[Entry]
+    results: list[Entry]
+    server: bool = False
+    """Claude's server tool blocks of one assistant message, which answers them itself
+    (:mod:`fsm.history.server_blocks`): no result can be made up for one of them."""
+    open_end: bool = False
+    """Server blocks of the history's last message, a turn Claude may go on with (``pause_turn``):
+    a call there may still wait for its result."""

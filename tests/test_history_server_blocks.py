@@ -1,0 +1,156 @@
+"""fsm.history on Claude's server tool blocks: a ``server_tool_use`` (or ``mcp_tool_use``) block and
+the ``*_tool_result`` block answering it, both in the assistant message. Before, the history checks
+read past them, so a search left without its result (a stream cut, a turn trimmed by hand) passed
+``check`` and the next request got a 400 from Anthropic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fsm
+from fsm import history, messages
+from tests.test_server_tool_turns import web_search_turn
+
+
+def search(at: str) -> dict[str, Any]:
+    return {"type": "server_tool_use", "id": at, "name": "web_search", "input": {"query": "q"}}
+
+
+def found(at: str, kind: str = "web_search_tool_result") -> dict[str, Any]:
+    return {"type": kind, "tool_use_id": at, "content": []}
+
+
+def said(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def kinds(report: history.Report) -> list[tuple[str, str | None, int]]:
+    return [(f.kind.value, f.id, f.message) for f in report.findings]
+
+
+def test_a_server_call_without_its_result_before_a_later_message_is_refused_and_dropped() -> None:
+    turn = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": [said("Searching."), search("s1"), found("s1"), search("s2"), said("Done.")]},
+        {"role": "user", "content": "Thanks"},
+    ]
+    report = history.check(turn)
+    assert (report.format, report.rejected, kinds(report)) == ("anthropic", True, [("dangling", "s2", 2)])
+    assert history.anything_dangling(turn)
+    fixed, changes = history.repair(turn)
+    assert [(c.kind, c.message, c.id) for c in changes] == [("dropped-call", 2, "s2")]
+    assert fixed[1]["content"] == [said("Searching."), search("s1"), found("s1"), said("Done.")]
+    assert history.check(fixed).findings == () and history.repair(fixed)[1] == []
+    # whatever the policy: no placeholder can stand in for a server's result
+    assert history.repair(turn, history.RepairPolicy(dangling="drop-call"))[0] == fixed
+
+
+def test_a_paused_turn_last_keeps_its_unanswered_server_call() -> None:
+    # Anthropic runs it when the paused turn goes back as the request's last message
+    # (anthropic-sdk-python issue 1339); with any message after it, the request is refused.
+    events = web_search_turn("pause_turn", client_call=False)
+    paused = fsm.reassemble([e for e in events if e.get("index") not in (2, 3, 4, 5)], "anthropic")
+    turn = [{"role": "user", "content": "Weather?"}, messages.assistant_message(paused, "anthropic")]
+    assert turn[1]["content"][-1]["type"] == "server_tool_use"
+    assert history.check(turn).findings == () and not history.anything_dangling(turn)
+    assert history.repair(turn) == (turn, [])
+    later = [*turn, {"role": "user", "content": "Go on"}]
+    assert kinds(history.check(later)) == [("dangling", "srvtoolu_1", 2)]
+
+
+def test_the_next_turn_of_a_server_tool_stream_checks_clean() -> None:
+    result = fsm.reassemble(web_search_turn(), "anthropic")
+    turn = [
+        {"role": "user", "content": "Weather?"},
+        messages.assistant_message(result, "anthropic"),
+        *messages.tool_results([messages.tool_result(c, "ok", "anthropic") for c in result.calls], "anthropic"),
+    ]
+    server = [b["type"] for b in turn[1]["content"] if b["type"] != "text"]
+    assert "server_tool_use" in server and "web_search_tool_result" in server
+    assert history.check(turn).findings == ()
+
+
+def test_orphan_and_duplicate_server_blocks_are_paired_as_client_ones() -> None:
+    turn = [
+        {"role": "user", "content": "Go"},
+        {
+            "role": "assistant",
+            "content": [
+                search("s1"),
+                found("s1"),
+                found("s9"),
+                {"type": "mcp_tool_use", "id": "s1", "name": "lookup", "server_name": "wiki", "input": {}},
+                found("s1", "mcp_tool_result"),
+                found("s1", "mcp_tool_result"),
+            ],
+        },
+        {"role": "user", "content": "More"},
+    ]
+    # the check's id machine: a second call while the first waits; a second and third result for it
+    assert kinds(history.check(turn)) == [
+        ("duplicate-call", "s1", 2),
+        ("orphan", "s9", 2),
+        ("duplicate-result", "s1", 2),
+        ("duplicate-result", "s1", 2),
+    ]
+    fixed, changes = history.repair(turn)
+    assert [(c.kind, c.id) for c in changes] == [
+        ("dropped-orphan", "s9"),
+        ("dropped-duplicate-result", "s1"),
+        ("renamed-call", "s1"),
+        ("renamed-result", "s1"),
+    ]
+    assert [(b["type"], b.get("id") or b["tool_use_id"]) for b in fixed[1]["content"]] == [
+        ("server_tool_use", "s1"),
+        ("web_search_tool_result", "s1"),
+        ("mcp_tool_use", "s1_d2"),
+        ("mcp_tool_result", "s1_d2"),
+    ]
+    assert history.check(fixed).findings == ()
+
+
+def test_a_history_of_server_blocks_alone_is_read_as_anthropic() -> None:
+    turn = [{"role": "user", "content": "Go"}, {"role": "assistant", "content": [found("s1")]}]
+    assert history.detect_format(turn) == "anthropic"
+    assert kinds(history.check(turn)) == [("orphan", "s1", 2)]
+
+
+@pytest.mark.parametrize(
+    ("block", "says"), [(search(""), "has no id"), ({**found("s"), "tool_use_id": 5}, "must be a string")]
+)
+def test_a_server_block_without_a_usable_id_is_refused_naming_its_message(block: dict[str, Any], says: str) -> None:
+    with pytest.raises(fsm.LocalProtocolError, match=f"message 2: .*{says}"):
+        history.check([{"role": "user", "content": "Go"}, {"role": "assistant", "content": [block]}])
+
+
+blocks = st.lists(
+    st.tuples(st.sampled_from(["call", "result", "text"]), st.sampled_from(["s1", "s2", "s3"])), max_size=6
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(blocks, min_size=1, max_size=4), st.booleans())
+def test_repair_keeps_every_server_result_its_message_pairs(
+    turns: list[list[tuple[str, str]]], ends_paused: bool
+) -> None:
+    convo: list[dict[str, Any]] = []
+    for made in turns:
+        convo.append({"role": "user", "content": "Go"})
+        content = [search(at) if kind == "call" else found(at) if kind == "result" else said(at) for kind, at in made]
+        convo.append({"role": "assistant", "content": content or [said("-")]})
+    if not ends_paused:
+        convo.append({"role": "user", "content": "Thanks"})
+    fixed, _ = history.repair(convo)
+    assert not history.check(fixed).rejected and not history.anything_dangling(fixed)
+    assert history.repair(fixed)[1] == []
+    # the k-th result under an id in a message answers its k-th call: as many kept as pair up
+    kept = [b for m in fixed if m["role"] == "assistant" for b in m["content"] if b["type"] == "web_search_tool_result"]
+    expected = 0
+    for made in turns:
+        for at in ("s1", "s2", "s3"):
+            expected += min(made.count(("call", at)), made.count(("result", at)))
+    assert len(kept) == expected
