@@ -147,7 +147,9 @@ class TurnContent:
         elif type(event) is ServerResultBlock:
             if self._server_results is None:
                 self._server_results = []
-            self._server_results.append(ServerToolResult(event.block, event.output_index))
+            # A wire whose parts are placed (Gemini's code results) gives it no index: its place is its index.
+            at = event.output_index if event.output_index is not None else self._place()
+            self._server_results.append(ServerToolResult(event.block, at))
         elif type(event) is ContainerReport:
             self.container = dict(event.container)  # the latest word (a message_delta's, after the start's)
 

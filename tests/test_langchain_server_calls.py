@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import fsm
-from fsm import CallStatus
+from fsm import CallStatus, messages
 from tests.test_anthropic_block_order import said, sse, tool_use, turn
 from tests.test_gemini_parts import call
 from tests.test_gemini_parts import said as part
@@ -175,6 +175,9 @@ def test_gemini_code_execution_through_langchain_is_the_bytes_server_call(
     assert [c for c in got.codes() if c != "synthesized-id"] == [c for c in reference.codes() if c != "synthesized-id"]
     assert [(c.id, c.arguments) for c in got.calls] == [(c.id, c.arguments) for c in reference.calls]
     assert got.text_parts == reference.text_parts
+    # the code's results too, in their places: the next turn sends each after its code, as the bytes'
+    assert got.server_tool_results == reference.server_tool_results and reference.server_tool_results
+    assert messages.assistant_message(got, "gemini") == messages.assistant_message(reference, "gemini")
 
 
 def test_a_gemini_block_no_reading_knows_is_reported_not_dropped() -> None:

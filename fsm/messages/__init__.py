@@ -83,6 +83,7 @@ from fsm.errors import LocalProtocolError
 from fsm.messages.bedrock import bedrock_message, bedrock_result
 from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_output
 from fsm.messages.claude_blocks import anthropic_text, server_blocks
+from fsm.messages.gemini_code import code_runs
 from fsm.messages.ollama_cohere import cohere_message, cohere_result, ollama_message, ollama_result
 from fsm.messages.responses import openai_responses
 from fsm.messages.shared import Message, as_text, check_call, check_result, in_output_order, need, placed_text, reply_id
@@ -206,10 +207,11 @@ def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
 
 
 def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
-    said: list[tuple[int | None, Message]] = [
+    said: list[tuple[int | None, Message | list[Message]]] = [
         (reasoning.place, _signed({"text": reasoning.text, "thought": True}, reasoning.signature))
         for reasoning in result.reasoning
     ]
+    said += code_runs(result)
     parts = result.text_parts
     if parts and "".join(p.text for p in parts) == result.text:
         said += [(p.place, _signed({"text": p.text}, p.signature)) for p in parts if p.text or p.signature]
@@ -222,6 +224,7 @@ def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     # next place no part holds, so a signature stays beside the calls and text it came between.
     out = [part for place, part in said if place is None]
     placed = sorted([(place, part) for place, part in said if place is not None], key=lambda item: item[0])
+    out = [piece for part in out for piece in (part if isinstance(part, list) else [part])]
     # Every call holds a place, sent back or not; calls are matched by position, not by index, which
     # a result built by hand or read back may repeat (one call must not stand for the other).
     sending = iter(calls)
@@ -241,7 +244,10 @@ def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
                 out.append(_gemini_call(next_call))
             taken += 1
             at += 1
-        out.append(part)
+        if isinstance(part, list):  # a code part and its result: one place, the result's
+            out += part
+        else:
+            out.append(part)
         at += 1
     out += [_gemini_call(call) for call in held[taken:] if call is not None]
     return {"role": "model", "parts": out}

@@ -30,10 +30,9 @@ none (langchain-google-genai's last, empty one) is read the same way, and one na
 Tools the provider runs itself come only as content blocks, with no ``tool_call_chunks``: Claude's
 ``server_tool_use`` and ``mcp_tool_use`` blocks (v1: ``server_tool_call_chunk`` / ``server_tool_call``)
 are read as the Anthropic decoder reads those blocks, their ``input_json_delta`` blocks appended, each
-ended by a later block or by a stop reason that ends the turn; Gemini's code (``executable_code``, v1
-a ``server_tool_call`` named ``code_interpreter``) as the Gemini decoder reads an ``executableCode``
-part. A block neither reading knows is reported as its decoder reports one (a Claude ``*_use`` block:
-``unknown-event``; a Gemini block such as the code's result or an image: ``part-not-reassembled``).
+ended by a later block or by a stop reason that ends the turn; Gemini's code and its result as the
+Gemini decoder reads those parts (:mod:`fsm.wire.langchain_gemini_code`). A block neither reading
+knows is reported as its decoder reports one (``unknown-event``, ``part-not-reassembled``).
 
 An ``index`` that is not an int, or a negative one, places nothing (LangChain's v1 gives its own
 ``tool_call`` blocks str indices such as ``lc_tc_2``): the block is read as one that came without
@@ -62,6 +61,7 @@ from fsm.events import (
     TextDelta,
 )
 from fsm.wire.decoders._wire import Held, dumps, server_result_block
+from fsm.wire.langchain_gemini_code import code_result
 
 PLACED = {"anthropic": "anthropic", "google_genai": "gemini"}
 """The integrations (``model_provider``) whose blocks are read in their places, and as which wire."""
@@ -129,8 +129,7 @@ class LangChainStream:
         self.said: Said | None = None
         self.servers = Held()  # Claude's server tool blocks still open (_Server), by index
         self.notes: list[tuple[str, str]] = []  # what the chunk holds that is not read: (code, message)
-        # ChatOpenAI's Responses items (fsm.wire.langchain_items.ResponsesItems), once a chunk holds one
-        self.items: Any = None
+        self.items: Any = None  # ChatOpenAI's Responses items (langchain_items.ResponsesItems), once any came
 
     def read_items(self, content: Any, entries: Any, metadata: Mapping[str, Any], extra: Any, finished: bool) -> Any:
         """A ChatOpenAI Responses chunk's items, reasoning items and calls' item ids
@@ -277,11 +276,12 @@ def _gemini(block: Any, kind: Any, stream: LangChainStream) -> TextDelta | Reaso
 
 
 def _gemini_other(block: Mapping[str, Any], kind: str, stream: LangChainStream, position: int) -> list[Event]:
-    """A ChatGoogleGenerativeAI block that says no text: code Gemini ran itself is a server call, as the
-    Gemini decoder reads an ``executableCode`` part (its input the code, the part its item, whole, so
-    it ends with its block; LangChain's made-up id taken as the wire's, as for its calls); any other
-    block (the code's result, an image) is reported, as the decoder reports a part it does not read."""
+    """A ChatGoogleGenerativeAI block that says no text, read as the Gemini decoder reads its part:
+    code Gemini ran (a whole server call, LangChain's made-up id as the wire's), its result, or
+    another (an image), reported."""
     stream.run_thought = None  # a part between the runs
+    if (outcome := code_result(block, kind)) is not None:
+        return [ServerResultBlock(outcome)]  # placed by the reassembler, as the decoder's
     args = block.get("args") if kind == "server_tool_call" else block
     ran = kind == "executable_code" or block.get("name") == "code_interpreter"
     if not ran or not isinstance(args, Mapping):

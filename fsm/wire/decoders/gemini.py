@@ -23,9 +23,10 @@ call's part (an opening or a whole call) ends it too: closed, or, cut inside a s
 An ``executableCode`` part is code Gemini runs itself (its code-execution tool): a server call of
 type ``executable_code`` named ``code_execution``, whose input is the code (the part kept whole as
 its ``item``), at its position among the event's code parts; the part is whole, so the call ends
-with it (an identical part resent is a resend). Its ``codeExecutionResult``, and any
-other part that is not text, a thought or a call (inline or file data), is not reassembled and is
-reported by its keys (``part-not-reassembled``).
+with it (an identical part resent is a resend). Its ``codeExecutionResult`` part is that call's
+result (:class:`ServerResultBlock`, kept whole, placed among the parts), which the next turn sends
+back after its code. Any other part that is not text, a thought or a call (inline or file data) is
+not reassembled and is reported by its keys (``part-not-reassembled``).
 
 Thought and text parts go back as parts of their own, each signature on the part it came on (Gemini
 refuses a signature moved off its part, and a call's must not be merged into another part): a run of
@@ -57,6 +58,7 @@ from fsm.events import (
     CallSeen,
     Event,
     ReasoningDelta,
+    ServerResultBlock,
     StreamEnd,
     TextDelta,
     UsageReport,
@@ -112,6 +114,8 @@ class GeminiDecoder:
         self._run_thought: bool | None = None  # the kind of that run while it goes on; None: ended
         self._open: _Streaming | None = None
         self._codes: dict[int, dict[str, Any]] = {}  # the last executableCode part at each position
+        self._waiting = 0  # code parts whose codeExecutionResult has not come yet
+        self._last_ran: dict[str, Any] | None = None  # the latest codeExecutionResult kept
         # Where each whole call without an id (by the hash of its name and arguments: only a hint,
         # the registry compares the text) was seen in earlier events, and where in this event.
         self._seen_at: dict[int, dict[int, None]] = {}  # positions in order, each looked up at once
@@ -138,6 +142,14 @@ class GeminiDecoder:
                 part = mapping(part, f"parts[{p}]")
                 if not part.keys() <= _READ_KEYS:
                     _report_unread(part, p, diagnose)
+                ran = field(part, "codeExecutionResult", "code_execution_result")
+                if ran is not None:
+                    signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
+                    ran = mapping(ran, f"parts[{p}].codeExecutionResult")
+                    if not self._ran(ran, signature, events):
+                        diagnose("resend", f"parts[{p}], the codeExecutionResult kept last, came again: not added")
+                    self._run_thought = None
+                    continue
                 code = field(part, "executableCode", "executable_code")
                 if code is not None:
                     signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
@@ -248,7 +260,23 @@ class GeminiDecoder:
             # sighting would open another call after the ended one.
             return [snapshot, CallEnd(ref)]
         self._codes[position] = part
+        self._waiting += 1
         return [snapshot, CallSeen(ref, signature, part), CallEnd(ref)]  # the text first: it decides the call
+
+    def _ran(self, outcome: Mapping[str, Any], signature: str | None, events: list[Event]) -> bool:
+        """A ``codeExecutionResult`` part: what the code Gemini ran gave, kept whole (in the REST
+        wire's name) so the turn goes back with it after its code. The same part again while no
+        new code waits for it is a resend (as its code's is), not a second result: False."""
+        block: dict[str, Any] = {"codeExecutionResult": dict(outcome)}
+        if signature is not None:
+            block["thoughtSignature"] = signature
+        if self._waiting:
+            self._waiting -= 1
+        elif block == self._last_ran:
+            return False
+        self._last_ran = block
+        events.append(ServerResultBlock(block))
+        return True
 
     def _end_open(self) -> list[Event]:
         """End the streamed call, if any, as another call's part arrives: closed as the empty
@@ -286,6 +314,8 @@ _READ_KEYS = frozenset(
         "function_call",
         "executableCode",
         "executable_code",
+        "codeExecutionResult",
+        "code_execution_result",
     }
 )
 """The keys of a part this decoder reads; a part with any other is reported (part-not-reassembled)."""

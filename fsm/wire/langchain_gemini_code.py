@@ -1,0 +1,31 @@
+"""Gemini's ``codeExecutionResult`` part as langchain-google-genai yields it, read back as that part:
+v0 a ``code_execution_result`` block (the output under that name, the outcome as the enum's
+number), v1 a ``server_tool_result`` whose ``extras`` name the ``block_type`` and hold the outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+OUTCOMES = {0: "OUTCOME_UNSPECIFIED", 1: "OUTCOME_OK", 2: "OUTCOME_FAILED", 3: "OUTCOME_DEADLINE_EXCEEDED"}
+"""google-genai's ``Outcome`` by number, as the REST wire names it."""
+CODE_RESULT = "code_execution_result"
+
+
+def code_result(block: Mapping[str, Any], kind: Any) -> dict[str, Any] | None:
+    """The part (``{"codeExecutionResult": {"outcome", "output"}}``) a block stands for; None when it
+    is no code result."""
+    extras = block.get("extras")
+    if kind == CODE_RESULT:
+        output, outcome = block.get("code_execution_result"), block.get("outcome")
+    elif kind == "server_tool_result" and isinstance(extras, Mapping) and extras.get("block_type") == CODE_RESULT:
+        output, outcome = block.get("output"), extras.get("outcome")
+    else:
+        return None
+    outcome = getattr(outcome, "value", outcome)  # an enum member, as a model may hold it
+    if type(outcome) is int:
+        outcome = OUTCOMES.get(outcome, outcome)
+    ran = {"outcome": outcome} if outcome is not None else {}
+    if output is not None:
+        ran["output"] = output
+    return {"codeExecutionResult": ran}
