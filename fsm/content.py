@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fsm.events import ContainerReport, ReasoningDelta, ServerResultBlock, TextDelta, UsageReport
-from fsm.results import Reasoning, ServerToolResult, TextPart
+from fsm.events import CompactionBlock, ContainerReport, ReasoningDelta, ServerResultBlock, TextDelta, UsageReport
+from fsm.results import Compaction, Reasoning, ServerToolResult, TextPart
 
 
 class _Block:
@@ -100,6 +100,7 @@ class TurnContent:
     _anonymous = 0
     _parts: dict[int, _TextPart] | None = None
     _server_results: list[ServerToolResult] | None = None
+    _compactions: dict[int | None, Compaction] | None = None
     _calls: Callable[[], int] | None = None  # set by place_by: the calls opened so far
     _placed = 0  # reasoning blocks and text parts given a place so far
 
@@ -114,7 +115,9 @@ class TurnContent:
         self._placed += 1
         return self._calls() + self._placed - 1
 
-    def apply(self, event: TextDelta | ReasoningDelta | UsageReport | ServerResultBlock | ContainerReport) -> None:
+    def apply(
+        self, event: TextDelta | ReasoningDelta | UsageReport | ServerResultBlock | ContainerReport | CompactionBlock
+    ) -> None:
         if type(event) is TextDelta:
             if event.refusal:
                 if self._refusal is None:
@@ -152,6 +155,11 @@ class TurnContent:
             self._server_results.append(ServerToolResult(event.block, at))
         elif type(event) is ContainerReport:
             self.container = dict(event.container)  # the latest word (a message_delta's, after the start's)
+        elif type(event) is CompactionBlock:
+            if self._compactions is None:
+                self._compactions = {}
+            # by place: a delta's block replaces its start's; one without a place, the latest such
+            self._compactions[event.output_index] = Compaction(dict(event.block), event.output_index)
 
     def usage_replaced(self, usage: dict[str, Any]) -> None:
         """What ``apply(UsageReport(usage))`` does (a report that replaces), without the event."""
@@ -205,6 +213,10 @@ class TurnContent:
     @property
     def server_results(self) -> tuple[ServerToolResult, ...]:
         return tuple(self._server_results) if self._server_results else ()
+
+    @property
+    def compactions(self) -> tuple[Compaction, ...]:
+        return tuple(self._compactions.values()) if self._compactions else ()
 
     @property
     def refusal(self) -> str | None:

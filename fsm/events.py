@@ -195,6 +195,16 @@ class ServerResultBlock:
 
 
 @attrs.frozen(slots=True)
+class CompactionBlock:
+    """A ``compaction`` block (Anthropic's context management) as it stands after its start or a
+    ``compaction_delta``: the latest one at its place replaces the one before."""
+
+    block: dict[str, Any]
+    output_index: int | None = None
+    """Its place in the turn (the content block index)."""
+
+
+@attrs.frozen(slots=True)
 class ContainerReport:
     """The container the provider ran code in, as it described it (Anthropic's code execution:
     ``id``, ``expires_at``): the next request names it to keep working in it (its files)."""
@@ -213,21 +223,25 @@ Event = (
     | UsageReport
     | ServerResultBlock
     | ContainerReport
+    | CompactionBlock
 )
+TURN_CONTENT_TYPES: tuple[type, ...] = (
+    TextDelta,
+    ReasoningDelta,
+    UsageReport,
+    ServerResultBlock,
+    ContainerReport,
+    CompactionBlock,
+)
+"""Events about what the turn said besides its calls: accumulated by the facade, never by the engine."""
 EVENT_TYPES: tuple[type, ...] = (
     CallSeen,
     ArgumentsFragment,
     ArgumentsSnapshot,
     CallEnd,
     StreamEnd,
-    TextDelta,
-    ReasoningDelta,
-    UsageReport,
-    ServerResultBlock,
-    ContainerReport,
+    *TURN_CONTENT_TYPES,
 )
-TURN_CONTENT_TYPES: tuple[type, ...] = (TextDelta, ReasoningDelta, UsageReport, ServerResultBlock, ContainerReport)
-"""Events about what the turn said besides its calls: accumulated by the facade, never by the engine."""
 
 FREEFORM_TYPES = frozenset({"custom", "code_interpreter_call", "executable_code"})
 """Call types whose input is freeform text, not JSON arguments: a custom tool's input, the code a

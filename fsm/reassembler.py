@@ -231,6 +231,7 @@ class Reassembler:
             content.refusal,
             content.server_results,
             content.container,
+            content.compactions,
         )
         vouch(self._closed)  # made of decoded and checked events only: fsm.messages need not read it again
         if ledger.deferred is not None and not failed_before:

@@ -181,6 +181,19 @@ class ServerToolResult:
 
 
 @attrs.frozen(slots=True)
+class Compaction:
+    """A ``compaction`` block (Anthropic's context management): the summary of the context before
+    it, with the opaque fields that go back verbatim (``encrypted_content``, ``signature``,
+    ``tool_changes``)."""
+
+    block: dict[str, Any]
+    """The block as it last came (its start, with each ``compaction_delta``'s ``content`` and
+    ``encrypted_content`` set on it, as the anthropic SDK accumulates it)."""
+    output_index: int | None = None
+    """Where the block sat in the turn (its content block index)."""
+
+
+@attrs.frozen(slots=True)
 class Result:
     """What :meth:`fsm.Reassembler.close` returns: the turn's calls, its finish reason (normalised,
     and in the provider's own words) and diagnostics."""
@@ -239,13 +252,17 @@ class Result:
     None when it refused nothing. It goes back as the refusal in the ``"openai-chat"`` and
     ``"openai-responses"`` next turns."""
     server_tool_results: tuple[ServerToolResult, ...] = ()
-    """The results of :attr:`server_tool_calls`, where the wire gives them as blocks of the turn
-    (Anthropic), in order."""
+    """The results of :attr:`server_tool_calls`, where the wire gives them as blocks or parts of the
+    turn (Anthropic's result blocks, Gemini's ``codeExecutionResult`` parts), in order."""
     container: dict[str, Any] | None = None
     """The container the provider ran code in, as it last described it (Anthropic's code execution:
     its ``id`` and ``expires_at``), or None. The next request names it (Anthropic's ``container``
     parameter: the ``id``) to go on in the same container, with its files; a turn continued after
     ``pause_turn`` must."""
+    compactions: tuple[Compaction, ...] = ()
+    """The summaries of the context the provider compacted in this turn (Anthropic's ``compaction``
+    blocks, context management), each as it last came: the ``"anthropic"`` next turn sends each
+    back in its place, as Anthropic wants, so the context stays compacted."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:

@@ -20,6 +20,7 @@ from fsm.events import (
     CallEnd,
     CallRef,
     CallSeen,
+    CompactionBlock,
     ContainerReport,
     ReasoningDelta,
     ServerResultBlock,
@@ -85,6 +86,7 @@ def _an_instance(cls: type) -> Any:
         UsageReport: UsageReport({"in": 1}, True),
         ServerResultBlock: ServerResultBlock({"type": "web_search_tool_result"}, 2),
         ContainerReport: ContainerReport({"id": "container_1"}),
+        CompactionBlock: CompactionBlock({"type": "compaction"}, 0),
     }[cls]
 
 

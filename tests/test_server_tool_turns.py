@@ -96,14 +96,8 @@ def test_the_turn_keeps_the_result_blocks_and_citations() -> None:
 def test_the_next_turn_is_the_message_the_sdk_accumulates() -> None:
     """The anthropic SDK's stream helper accumulates the message users send back (response.content):
     fsm's turn is that message, block for block (the beta helper's: MCP blocks are beta)."""
-    anthropic = pytest.importorskip("anthropic")
-    body = sse(web_search_turn())
-    replay = Replay(body, anthropic_http())
-    client = anthropic.Anthropic(api_key="test", base_url="http://mock", http_client=replay.client())
-    ask = [{"role": "user", "content": "Weather in Oslo?"}]
-    with client.beta.messages.stream(model="m", max_tokens=64, messages=ask) as stream:
-        final = stream.get_final_message()
-    theirs = [block.model_dump(mode="json", exclude_none=True) for block in final.content]
+    ask: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Oslo?"}]
+    client, replay, theirs = accumulated(sse(web_search_turn()), ask)
     result = fsm.reassemble(client.messages.create(model="m", max_tokens=64, messages=ask, stream=True))
     ours = messages.assistant_message(result, "anthropic")["content"]
     assert ours == [_without_empty(block) for block in theirs]
@@ -120,6 +114,17 @@ def test_the_next_turn_is_the_message_the_sdk_accumulates() -> None:
     with client.messages.stream(model="m", max_tokens=64, messages=ask) as stream:
         plain = stream.get_final_message()
     assert [block.input for block in plain.content if block.type == "mcp_tool_use"] == [{}]  # type: ignore[union-attr]
+
+
+def accumulated(body: bytes, ask: list[dict[str, Any]]) -> tuple[Any, Replay, list[dict[str, Any]]]:
+    """An anthropic client replaying ``body`` (and the replay, which keeps what it was sent), with
+    the content the SDK's beta stream helper accumulates from it (``get_final_message``)."""
+    anthropic = pytest.importorskip("anthropic")
+    replay = Replay(body, anthropic_http())
+    client = anthropic.Anthropic(api_key="test", base_url="http://mock", http_client=replay.client())
+    with client.beta.messages.stream(model="m", max_tokens=64, messages=ask) as stream:
+        final = stream.get_final_message()
+    return client, replay, [block.model_dump(mode="json", exclude_none=True) for block in final.content]
 
 
 def _without_empty(block: dict[str, Any]) -> dict[str, Any]:

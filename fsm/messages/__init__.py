@@ -43,8 +43,10 @@ is in :mod:`fsm.messages.ollama_cohere`; ``"bedrock"`` (Converse messages, as bo
   without them;
 * Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) go back to Anthropic as their
   blocks came, each with the result blocks that answered it, and each text block with its
-  citations, in their places (a call that did not complete, with none of its results); other
-  providers' hosted tools (OpenAI's, Gemini's code execution) are theirs and are not replayed;
+  citations, and each ``compaction`` block (the context's summary) as it last came, in their
+  places (a call that did not complete, with none of its results); Gemini's code runs go back to
+  Gemini (each ``executableCode`` part with its ``codeExecutionResult``); other providers' hosted
+  tools (OpenAI's) are theirs and are not replayed;
 * arguments: the raw text where the format takes text (OpenAI, Cohere), the parsed object where it
   takes an object (Anthropic ``input``, Gemini ``args``, Ollama ``arguments``). A number no float
   or int holds comes back from the parse as a ``decimal.Decimal`` (an integer past the int-string
@@ -199,6 +201,7 @@ def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     # In the order the blocks streamed (their content block index): interleaved thinking sits between
     # calls, and Anthropic refuses its thinking blocks rearranged.
     placed = _placed_thinking(result) + placed_text(result, anthropic_text) + server_blocks(result)
+    placed += [(compaction.output_index, dict(compaction.block)) for compaction in result.compactions]
     for call in calls:
         _kind(call, "anthropic")
         use = {"type": "tool_use", "id": reply_id(call), "name": call.name or "", "input": _arguments(call)}

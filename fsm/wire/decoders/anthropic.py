@@ -13,8 +13,9 @@ Thinking, text and tool blocks share the content block index, which each reports
 streamed (interleaved thinking). A server tool's result block (``web_search_tool_result``,
 ``code_execution_tool_result``, ``mcp_tool_result``, ...: any ``*_tool_result``) comes whole in its
 start and is kept whole, as is each citation of a text block (``citations_delta``, or a whole
-block's ``citations``): the turn goes back with them. A block of a type no reading knows is an
-``unknown-event``.
+block's ``citations``), and a ``compaction`` block (context management: the summary of the context
+before it), with what each ``compaction_delta`` sets on it: the turn goes back with them. A block of
+a type no reading knows is an ``unknown-event``.
 
 Nothing is dropped in silence: a ``tool_use`` block without ``index`` is kept as a call routed by
 its id (``missing-routing-field``), and the next block events at an index no block opened are
@@ -37,6 +38,7 @@ from fsm.events import (
     CallEnd,
     CallRef,
     CallSeen,
+    CompactionBlock,
     ContainerReport,
     Event,
     ReasoningDelta,
@@ -86,6 +88,7 @@ class AnthropicDecoder:
         self._diagnose: Callable[[str, str], None] = _ignore
         self._top = -1  # the highest content block index seen
         self._places: dict[str, int] = {}  # by wire id: where each tool block that came without an index sat
+        self._compacted: dict[int | None, dict[str, Any]] = {}  # compaction blocks by index, as they stand
 
     def place_of(self, wire_id: str | None) -> int | None:
         """Where the call under ``wire_id`` that came without its block index sat in the content
@@ -150,6 +153,9 @@ class AnthropicDecoder:
         kind = text(block.get("type"), "content_block.type") or ""
         server = _CALL_BLOCKS.get(kind)
         if server is None:
+            if kind == "compaction":  # the context's summary: it goes back as it came, in its place
+                self._compacted[at] = dict(block)
+                return [CompactionBlock(dict(block), at)]
             if server_result_block(kind):  # a server tool's result, whole: it goes back with the turn
                 text(block.get("tool_use_id"), "content_block.tool_use_id")  # what pairs it: text, or refused
                 return [ServerResultBlock(dict(block), at)]
@@ -192,6 +198,8 @@ class AnthropicDecoder:
         kind = delta.get("type")
         if type(kind) is not str:  # checked only then: this runs for every delta the shortcut leaves
             kind = text(kind, "delta.type")
+        if kind == "compaction_delta" and at in self._compacted:
+            return [self._compaction(at, delta)]
         block = self._placed(at) if kind == "input_json_delta" or at in self._blocks else None
         if block is None:
             if kind != "input_json_delta":
@@ -216,6 +224,14 @@ class AnthropicDecoder:
             return []  # an empty fragment adds nothing; a block with only these has input {}
         block.streamed = True
         return [ArgumentsFragment(block.ref, piece)]
+
+    def _compaction(self, at: int | None, delta: Mapping[str, Any]) -> CompactionBlock:
+        """A ``compaction_delta`` sets its ``content`` and ``encrypted_content`` on the block (each
+        delta holds the whole of both, as the anthropic SDK's accumulator takes them)."""
+        block = self._compacted[at]
+        for key in ("content", "encrypted_content"):
+            block[key] = text(delta.get(key), f"compaction_delta.{key}")
+        return CompactionBlock(dict(block), at)
 
     def _stop(self, at: int | None) -> list[Event]:
         block = self._blocks.pop(at, None) if at is not None else None
