@@ -58,3 +58,34 @@ def test_reasoning_over_thinking_blocks_is_not_reported() -> None:
     block = {"type": "thinking", "thinking": "Hm.", "signature": "s"}
     result = fsm.reassemble(chat_turn({"thinking_blocks": [block], "reasoning_content": {"x": 1}}), "openai-chat")
     assert ([r.text for r in result.reasoning], result.codes()) == (["Hm."], [])
+
+
+# -- What a Converse block's start or delta holds besides text, reasoning and tool input ---------------------
+
+
+def test_a_converse_citation_or_server_tool_result_is_reported_not_dropped() -> None:
+    # A citation delta, a server tool's toolResult block (start and delta) were read as nothing, unseen
+    events = [
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": "Oslo is cold."}}},
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"citation": {"title": "Weather"}}}},
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"contentBlockStart": {"contentBlockIndex": 1, "start": {"toolResult": {"toolUseId": "t1"}}}},
+        {"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"toolResult": [{"text": "found"}]}}},
+        {"contentBlockStop": {"contentBlockIndex": 1}},
+        {"contentBlockStart": {"contentBlockIndex": 2, "start": {"toolUse": {"toolUseId": "c1", "name": "f"}}}},
+        {"contentBlockDelta": {"contentBlockIndex": 2, "delta": {"toolUse": {"input": '{"a": 1}'}}}},
+        {"contentBlockStop": {"contentBlockIndex": 2}},
+        {"messageStop": {"stopReason": "tool_use"}},
+    ]
+    result = fsm.reassemble(events, "bedrock")
+    assert ([(c.id, c.arguments) for c in result.calls], result.text) == ([("c1", {"a": 1})], "Oslo is cold.")
+    assert [(d.code, d.event, d.message) for d in result.diagnostics] == [
+        ("part-not-reassembled", 3, "contentBlockDelta.delta of block 0 holds citation, which is not reassembled"),
+        ("part-not-reassembled", 5, "contentBlockStart.start of block 1 holds toolResult, which is not reassembled"),
+        ("part-not-reassembled", 6, "contentBlockDelta.delta of block 1 holds toolResult, which is not reassembled"),
+    ]
+    plain = fsm.reassemble(
+        [events[1], {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": None}}}], "bedrock"
+    )
+    assert "part-not-reassembled" not in plain.codes()  # a field holding nothing is no content

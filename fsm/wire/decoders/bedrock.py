@@ -3,9 +3,10 @@
 ``contentBlockStart.start.toolUse {toolUseId, name}`` opens a call at ``contentBlockIndex``,
 ``contentBlockDelta.delta.toolUse.input`` fragments append, ``contentBlockStop`` ends it;
 ``messageStop.stopReason`` ends the stream. A start repeated for the block still open at its index
-(same id and name) changes nothing. Text, reasoning and tool-result deltas carry no call,
-and the random ``p`` padding field is ignored. The raw binary event stream is unframed by
-:mod:`fsm.wire.framing` (with botocore's decoder) into these same objects.
+(same id and name) changes nothing. Text and reasoning deltas carry no call, and the random ``p``
+padding field is ignored; what else a block's start or delta holds (a server tool's ``toolResult``,
+a ``citation``, an ``image``) is reported (``part-not-reassembled``). The raw binary event stream
+is unframed by :mod:`fsm.wire.framing` (with botocore's decoder) into these same objects.
 
 An ``InvokeModelWithResponseStream`` carries the model's own events instead (a Claude model's are
 Anthropic's; fsm/wire/eventstream.py unwraps them): named ``bedrock``, such a stream is read by the
@@ -86,8 +87,10 @@ class BedrockDecoder:
         for kind, body in payload.items():
             body = mapping(body, kind)
             if kind == "contentBlockStart":
-                tool = mapping(mapping(body.get("start"), "start").get("toolUse"), "toolUse")
+                start = mapping(body.get("start"), "start")
+                tool = mapping(start.get("toolUse"), "toolUse")
                 at = index(body.get("contentBlockIndex"), "contentBlockIndex")
+                _report_unread(start, "contentBlockStart.start", at, diagnose)
                 if tool:
                     server = tool.get("type") == "server_tool_use"
                     ref = CallRef(
@@ -101,9 +104,11 @@ class BedrockDecoder:
                     events.append(CallSeen(ref))
             elif kind == "contentBlockDelta":
                 at = index(body.get("contentBlockIndex"), "contentBlockIndex")
-                delta = mapping(body.get("delta"), "delta").get("toolUse")
+                said = mapping(body.get("delta"), "delta")
+                delta = said.get("toolUse")
+                _report_unread(said, "contentBlockDelta.delta", at, diagnose)
                 if delta is None:
-                    events += _said(at, mapping(body.get("delta"), "delta"))
+                    events += _said(at, said)
                 else:
                     piece = text(mapping(delta, "toolUse").get("input"), "input")
                     ref = self._placed(at, diagnose)
@@ -206,6 +211,21 @@ class BedrockDecoder:
             return self._blocks.pop(at)
         block, self._unplaced = self._unplaced, None
         return block
+
+
+_READ = frozenset({"text", "reasoningContent", "toolUse"})
+"""What this decoder reads of a block's start or delta; the rest (a server tool's ``toolResult``,
+a ``citation``, an ``image``) is reported, not dropped unseen."""
+
+
+def _report_unread(body: Mapping[str, Any], where: str, at: int | None, diagnose: Callable[[str, str], None]) -> None:
+    if body.keys() <= _READ:
+        return
+    unread = [str(key) for key, value in body.items() if key not in _READ and value is not None]
+    if unread:
+        diagnose(
+            "part-not-reassembled", f"{where} of block {at} holds {', '.join(unread[:6])}, which is not reassembled"
+        )
 
 
 def _said(at: int | None, delta: Mapping[str, Any]) -> list[Event]:
