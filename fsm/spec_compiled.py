@@ -810,7 +810,7 @@ def _identity(s: ModuleType) -> Any:
                 code="missing-routing-field",
                 rule="unknown-events-reported",
                 severity="violation",
-                reason="A call arrived without the field that routes it (an Anthropic tool_use without index, a Bedrock toolUse without contentBlockIndex): kept as a call, routed by its id, and the block's later events are matched to it.",
+                reason="A call arrived without the field that routes it (an Anthropic tool_use without index, a Bedrock toolUse without contentBlockIndex): kept as a call, routed by its id, and the block's later events are matched to it (events without an index, to the block opened last without one, which takes the place after the last block opened: blocks stream one after another).",
             ),
             s.DiagnosticSpec(
                 code="unopened-call",
@@ -1202,7 +1202,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (9607, 3590942189),
     "scanner": (4661, 4199472060),
-    "identity": (23492, 537365071),
+    "identity": (23640, 1048615379),
     "history": (4059, 2702241000),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

@@ -291,3 +291,53 @@ def test_async_anthropic_bedrock_sends_the_next_turn_in_the_streamed_order(
     for result in asyncio.run(loop()):
         assert result.provider == "anthropic"
         assert result.codes() == (["missing-routing-field"] if indexless else [])
+
+
+def server_use(at: int, call_id: str, pieces: list[str]) -> list[dict[str, Any]]:
+    block = {"type": "server_tool_use", "id": call_id, "name": "web_search", "input": {}}
+    deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
+    return [
+        {"type": "content_block_start", "index": at, "content_block": block},
+        *({"type": "content_block_delta", "index": at, "delta": delta} for delta in deltas),
+        {"type": "content_block_stop", "index": at},
+    ]
+
+
+def streamed_use(at: int, call_id: str, pieces: list[str]) -> list[dict[str, Any]]:
+    start, delta, stop = tool_use(at, call_id, "")
+    return [start, *({**delta, "delta": {**delta["delta"], "partial_json": p}} for p in pieces), stop]
+
+
+NO_INDEX_TURNS = {
+    "two-calls": turn(
+        streamed_use(0, "toolu_0", ['{"city": ', '"Oslo"}']), streamed_use(1, "toolu_1", ['{"ci', 'ty": 2}'])
+    ),
+    "call-then-server-call": turn(
+        streamed_use(0, "toolu_0", ['{"a": 1}']), server_use(1, "srvtoolu_1", ['{"query"', ': "oslo"}'])
+    ),
+    "thinking-text-call": turn(
+        thinking(0, "Oslo first.", "sig_0"), said(1, "Looking. "), streamed_use(2, "toolu_2", ['{"a"', ": 1}"])
+    ),
+}
+
+
+@pytest.mark.parametrize("index_less", [[0, 1], [1], [0, 1, 2]], ids=["first-two", "second", "all"])
+@pytest.mark.parametrize("name", list(NO_INDEX_TURNS))
+def test_blocks_sent_with_no_index_on_any_event_each_take_the_place_after_the_last_opened_one(
+    name: str, index_less: list[int]
+) -> None:
+    """A proxy that leaves ``index`` off every event of a block: its deltas and stop go to the block
+    opened last without one, placed after the last block opened. They went to the index-less block
+    only for its first delta: the next ones opened calls of their own (unopened-call), a server
+    block's joined the client call before it, the block never ended and two such calls shared a
+    place. Now the turn is the one the indexed stream gives, but for missing-routing-field."""
+    events = NO_INDEX_TURNS[name]
+    reference = fsm.reassemble(sse(events), "anthropic")
+    for at in index_less:
+        events = _indexless(events, at, every_event=True)
+    for step in (len(sse(events)), 7):
+        got = _read(sse(events), step)
+        for kept in ("calls", "server_tool_calls", "text_parts", "reasoning"):
+            assert getattr(got, kept) == getattr(reference, kept), kept
+        assert messages.assistant_message(got, "anthropic") == messages.assistant_message(reference, "anthropic")
+        assert set(got.codes()) <= {"missing-routing-field"}  # said of a call block only

@@ -107,6 +107,11 @@ STREAMS = {
     "computer-and-apply-patch": stream(CLICK, WEATHER, EDIT),
     "hosted-tools": stream(SEARCH, MCP, CODE, WEATHER),
     "computer-call-cut": stream({**CLICK, "status": "incomplete"}, status="incomplete"),
+    "image-and-file-search": stream(
+        {"type": "image_generation_call", "id": "ig_1", "status": "completed", "result": "AAAA"},
+        {"type": "file_search_call", "id": "fs_1", "status": "completed", "queries": ["fsm"], "results": None},
+        WEATHER,
+    ),
 }
 
 
@@ -118,9 +123,11 @@ def kept(result: fsm.Result) -> dict[str, Any]:
     return {"calls": [call(c) for c in result.calls], "server": [call(c) for c in result.server_tool_calls]}
 
 
-@pytest.mark.parametrize("output_version", [None, "v1"])
+@pytest.mark.parametrize("output_version", [None, "v1", "v0"])
 @pytest.mark.parametrize("name", list(STREAMS))
 def test_responses_items_through_chat_openai_are_the_bytes_calls(name: str, output_version: str | None) -> None:
+    # v0 keeps the built-in and hosted items in additional_kwargs["tool_outputs"], where they went
+    # unread: every hosted call, a computer_call and an apply_patch_call vanished without a word
     body = STREAMS[name]
     reference = fsm.reassemble(body, "openai-responses")
     model = langchain_model("openai-responses", Replay(body))
@@ -128,7 +135,11 @@ def test_responses_items_through_chat_openai_are_the_bytes_calls(name: str, outp
         model.output_version = output_version
     chunks = list(model.stream("go"))
     got = fsm.reassemble(chunks)
-    if output_version == "v1" and name == "hosted-tools":
+    if output_version == "v1" and name == "image-and-file-search":
+        # v1 turns an image_generation_call into an `image` block (its result): no call is left of it
+        assert [c.id for c in got.server_tool_calls] == ["fs_1"]
+        assert kept(got)["calls"] == kept(reference)["calls"]
+    elif output_version == "v1" and name == "hosted-tools":
         # v1 turns a hosted item into a `server_tool_call` naming its tool: the item itself is gone
         def lossy(result: fsm.Result) -> list[Any]:
             return [(c.id, c.name, c.type, c.arguments, c.input, c.status) for c in result.server_tool_calls]
@@ -141,6 +152,8 @@ def test_responses_items_through_chat_openai_are_the_bytes_calls(name: str, outp
     assert got.finish_reason == reference.finish_reason
     summed = fsm.reassemble([functools.reduce(operator.add, chunks)])
     assert kept(summed)["calls"] == kept(got)["calls"]
+    if output_version == "v0":  # the summed tool_outputs hold every item, each under its count
+        assert kept(summed)["server"] == kept(got)["server"]
 
 
 def test_a_custom_tool_call_is_freeform_input_not_langchains_arg1_wrapping() -> None:
@@ -167,6 +180,20 @@ def test_shell_calls_are_items_langchain_never_yields() -> None:
     assert [c.type for c in fsm.reassemble(body, "openai-responses").calls] == ["function", "shell_call"]
     got = fsm.reassemble(langchain_model("openai-responses", Replay(body)).stream("go"))
     assert [c.type for c in got.calls] == ["function"]  # langchain-openai drops the item: nothing to read
+
+
+@pytest.mark.parametrize(
+    "outputs",
+    [7, "x", None, [7], [None, "x"], [{"type": 3}], [{"type": "web_search_call", "id": 5, "index": "x"}], {"a": 1}],
+)
+def test_v0_tool_outputs_of_no_item_raise_nothing_but_fsm_errors(outputs: Any) -> None:
+    core = pytest.importorskip("langchain_core.messages")
+    r = fsm.Reassembler()
+    chunk = core.AIMessageChunk(content=[], response_metadata={"model_provider": "openai"})
+    chunk.additional_kwargs["tool_outputs"] = outputs
+    with contextlib.suppress(fsm.ToolcallFSMError):
+        r.feed(chunk)
+    assert not r.close().calls
 
 
 def test_items_in_hand_made_chunks_give_a_call_or_fail_the_stream() -> None:

@@ -153,6 +153,15 @@ GEMINI = {
     "two-code-parts-in-one-event": gemini_sse(
         [event("gemini-2.5-flash", [code("a = 1"), outcome("set\n"), code("print(a)"), outcome("1\n")], "STOP")]
     ),
+    # the code part sent again in a later event: LangChain gives the resent block an id of its own
+    "code-resent-in-a-later-event": gemini_sse(
+        [
+            event("gemini-2.5-flash", [code("print(2 + 3)")]),
+            event("gemini-2.5-flash", [code("print(2 + 3)")]),
+            event("gemini-2.5-flash", [code("print(7)"), outcome("5\n")]),
+            event("gemini-2.5-flash", [part("It is 5. ")], "STOP"),
+        ]
+    ),
 }
 
 
@@ -178,6 +187,18 @@ def test_gemini_code_execution_through_langchain_is_the_bytes_server_call(
     # the code's results too, in their places: the next turn sends each after its code, as the bytes'
     assert got.server_tool_results == reference.server_tool_results and reference.server_tool_results
     assert messages.assistant_message(got, "gemini") == messages.assistant_message(reference, "gemini")
+
+
+@pytest.mark.parametrize("output_version", [None, "v1"])
+def test_gemini_code_resent_through_langchain_is_deduplicated_into_its_own_slot(output_version: str | None) -> None:
+    # each block under a fresh uuid: the resent part was a second server call, where the bytes read
+    # it as a resend of the first (the same part at the same position); other code there is a new call
+    got = fsm.reassemble(list(chat_google(GEMINI["code-resent-in-a-later-event"], output_version).stream("go")))
+    assert [(c.input, c.status) for c in got.server_tool_calls] == [
+        ("print(2 + 3)", CallStatus.COMPLETE),
+        ("print(7)", CallStatus.COMPLETE),
+    ]
+    assert got.codes().count("resend") == 1 and "duplicate-id" not in got.codes()
 
 
 def test_a_gemini_block_no_reading_knows_is_reported_not_dropped() -> None:

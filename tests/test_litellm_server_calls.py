@@ -16,7 +16,8 @@ import pytest
 
 import fsm
 from fsm import CallStatus
-from tests.test_langchain_server_calls import CLAUDE, sse
+from tests.test_anthropic_block_order import said, turn
+from tests.test_langchain_server_calls import CLAUDE, cut_at_max_tokens, server, sse
 
 httpx = pytest.importorskip("httpx")
 
@@ -57,13 +58,20 @@ def test_claude_server_tools_through_litellm_are_the_bytes_server_calls(litellm:
         assert "finish-without-calls" not in got.codes()
 
 
-def test_a_server_call_litellm_never_gave_whole_is_reported_cut(litellm: Any) -> None:
-    # cut inside its block at max_tokens: LiteLLM gave its id (web_search_calls), never its input
-    body = sse(CLAUDE["cut-in-the-server-call"])
-    assert server_calls(fsm.reassemble(body, "anthropic")) == [("srvtoolu_1", "web_search", None, CallStatus.TRUNCATED)]
-    got = fsm.reassemble(chunks_of(litellm, body))
-    assert server_calls(got) == [("srvtoolu_1", None, None, CallStatus.TRUNCATED)]
-    assert "truncated" in got.codes()
+@pytest.mark.parametrize("tool", ["web_search", "web_fetch"])
+def test_a_server_call_litellm_never_gave_whole_is_reported_cut_under_its_name(litellm: Any, tool: str) -> None:
+    # cut inside its block at max_tokens: LiteLLM gave its id (web_search_calls, a Responses
+    # web_search_call item whose action says the tool), never its input text. The name was lost
+    # (the cut reported as "call srvtoolu_1 (None)", and missing-name)
+    body = sse(cut_at_max_tokens(turn(said(0, "Hm. "), server(1, "srvtoolu_1", tool, ['{"qu']))))
+    assert server_calls(fsm.reassemble(body, "anthropic")) == [("srvtoolu_1", tool, None, CallStatus.TRUNCATED)]
+    chunks = chunks_of(litellm, body)
+    for stream in (chunks, [c.model_dump() for c in chunks]):
+        got = fsm.reassemble(stream)
+        assert server_calls(got) == [("srvtoolu_1", tool, None, CallStatus.TRUNCATED)]
+        assert got.server_tool_calls[0].arguments_json == ""  # the text LiteLLM yields of it: none
+        assert got.codes() == ["truncated"]
+        assert f"call srvtoolu_1 ({tool}): cut after 0 characters" in got.diagnostics[0].message
 
 
 def chunk(fields: Any, finish: str | None = None) -> dict[str, Any]:
@@ -119,6 +127,15 @@ def test_a_server_call_entry_that_is_no_call_fails_the_stream_there(fields: Any)
     result = r.close()
     assert "stream-failed" in result.codes()
     assert [c.status for c in result.server_tool_calls] == [CallStatus.TRUNCATED]  # what came before it
+
+
+@pytest.mark.parametrize(
+    "item", [{}, None, {"action": "search"}, {"action": {"type": "find"}}, {"action": {"type": [1]}}]
+)
+def test_a_web_call_whose_item_names_no_tool_is_cut_without_a_name(item: Any) -> None:
+    result = fsm.reassemble([chunk({"web_search_calls": {"srv_0": item}}), chunk(None, "length")], "openai-chat")
+    assert [(c.id, c.name, c.status) for c in result.server_tool_calls] == [("srv_0", None, CallStatus.TRUNCATED)]
+    assert result.codes() == ["truncated", "missing-name"]
 
 
 @pytest.mark.parametrize("fields", [None, 3, "x", [], {"web_search_calls": [1]}, {"server_tool_calls": {}}])

@@ -4,7 +4,8 @@ that are no function calls, read as the Responses decoder reads the wire's items
 langchain-openai turns a function call into ``tool_call_chunks``, which the OpenAI chat reading
 takes. Every other item that calls a tool it yields whole, once, as a content block at the item's
 ``response.output_item.done``: v0 keeps the item as it came (its ``type``, ``call_id``, ``action``,
-``input``, ...) with LangChain's own item count as ``index``; v1 keeps a client item the same way
+``input``, ...) with LangChain's own item count as ``index`` (``output_version="v0"`` keeps it in
+``additional_kwargs["tool_outputs"]`` instead of the content, but a custom tool's); v1 keeps a client item the same way
 inside a ``non_standard`` block (the count in an ``index`` such as ``lc_ns_3``) and turns a hosted
 one (``web_search_call``, ``mcp_call``, ...) into a ``server_tool_call`` block naming the tool. Each
 is given to a Responses decoder of the stream's own as the ``output_item.done`` it came from, so it
@@ -61,6 +62,10 @@ KNOWN_TOOLS = frozenset({*HOSTED_BY_NAME, "remote_mcp", "mcp_list_tools"})
 """v1's ``server_tool_call`` names known here: the hosted items read, and ``mcp_list_tools`` (an item
 that calls nothing)."""
 
+TOOL_OUTPUTS = "tool_outputs"
+"""Where v0 keeps the built-in and hosted tool items (``additional_kwargs``), each as the block it
+would be in the content, its count its ``index``: read as those blocks are."""
+
 _COUNT = re.compile(r"lc_[a-z]+_(\d+)")
 
 
@@ -86,13 +91,16 @@ class ResponsesItems:
         ``finished``: it ends the turn (every reasoning item with it)."""
         reasoning = self.reasoning
         ids: dict[str, str] = {}
+        blocks = list(content) if isinstance(content, list | tuple) else []
         if extra and isinstance(extra, Mapping):  # v0's (most chunks' is empty)
             if (at := reasoning.read_v0(extra.get("reasoning"), self.top)) is not None:
                 self.top = max(self.top, at)
             ids = function_call_ids(extra)
+            outputs = extra.get(TOOL_OUTPUTS)
+            blocks += outputs if isinstance(outputs, list | tuple) else ()
         counted: list[tuple[int, Event]] = []
         custom: set[str] = set()
-        for block in content if isinstance(content, list | tuple) else ():
+        for block in blocks:
             kind = _kind(block)
             if kind is None:
                 continue
@@ -135,7 +143,7 @@ def holds_items(content: Any, extra: Any, hosted: bool) -> bool:
     reasoning item or the start of a function call (most chunks' are text, or none), or its
     ``additional_kwargs`` hold v0's reasoning or call item ids. ``hosted``: ChatOpenAI's chunk, where
     a block of a type LangChain does not make is an item too."""
-    if isinstance(extra, Mapping) and ("reasoning" in extra or FUNCTION_CALL_IDS in extra):
+    if isinstance(extra, Mapping) and ("reasoning" in extra or FUNCTION_CALL_IDS in extra or TOOL_OUTPUTS in extra):
         return True
     return isinstance(content, list | tuple) and any(_responses_block(block, hosted) for block in content)
 

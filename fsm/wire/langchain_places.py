@@ -1,43 +1,40 @@
-"""LangChain content blocks read in their places in the turn, for the integrations whose chunks say
-where each block sat: what :mod:`fsm.wire.langchain_chunks` hands the reassembler for them instead of an OpenAI
-chat delta's one text, last text signature and ``thinking_blocks`` (which keep no place).
+"""LangChain content blocks read in their places in the turn, for the integrations whose chunks say where each block
+sat: what :mod:`fsm.wire.langchain_chunks` hands the reassembler for them instead of an OpenAI chat delta's one text,
+last text signature and ``thinking_blocks`` (which keep no place).
 
-Which integration made a chunk is its ``response_metadata["model_provider"]`` (langchain-core 1.x).
-The first chunk that names one of these two fixes the stream's reading; a later chunk that names
-none (langchain-google-genai's last, empty one) is read the same way, and one naming another is too
-(one stream, one reading). Chunks that never name one are read as before, without places.
+Which integration made a chunk is its ``response_metadata["model_provider"]`` (langchain-core 1.x). The first chunk
+that names one of these two fixes the stream's reading; a later chunk that names none (langchain-google-genai's last,
+empty one) is read the same way, and one naming another is too (one stream, one reading). Chunks that never name one
+are read as before, without places.
 
-* ``anthropic`` (langchain-anthropic's ``ChatAnthropic``, both output versions): every content
-  block carries ``index``, Claude's content block index, and so do its ``tool_call_chunks``. Each
-  thinking, redacted thinking (v1: a ``non_standard`` block) and text block is read as the Anthropic
-  decoder reads the bytes: keyed and placed (``output_index``) by that index, each text block a text
-  part of its own; the calls are placed by their index too (:attr:`LangChainStream.wire` tells the
-  reassembler so). No block needs to be ordered against the calls: the index orders them all.
-* ``google_genai`` (langchain-google-genai's ``ChatGoogleGenerativeAI``): a block's ``index`` is
-  LangChain's own count, not a part's: consecutive text (or thinking) blocks share one index however
-  many Gemini parts, signed or not, they hold, and v0 gives unsigned text as a plain str with no
-  index at all. Its chunks come in the wire's order, one a Gemini event, the event's thought and text
-  parts as blocks before its calls (LangChain numbers them so, also where a call came first: that
-  order is lost). So the runs are found part by part as the Gemini decoder finds them (a run of
-  thought or of text parts ends at a signed part, or where another kind of part or a call comes),
-  each signature kept on its part, and the reassembler places each run among the calls. Within one
-  chunk (a message summed from the chunks holds the whole turn in one) a block goes after the calls
-  that came before it: in v1 the ``tool_call`` blocks among the content say where; in v0 the calls'
-  ``index``, which shares LangChain's count with the blocks, does (a call before a block whose index
-  is greater). What LangChain merged when summing (blocks under one index, v0's str pieces) stays
-  merged.
+* ``anthropic`` (langchain-anthropic's ``ChatAnthropic``, both output versions): every content block carries
+  ``index``, Claude's content block index, and so do its ``tool_call_chunks``. Each thinking, redacted thinking (v1: a
+  ``non_standard`` block) and text block is read as the Anthropic decoder reads the bytes: keyed and placed
+  (``output_index``) by that index, each text block a text part of its own; the calls are placed by their index too
+  (:attr:`LangChainStream.wire` tells the reassembler so). No block needs to be ordered against the calls: the index
+  orders them all.
+* ``google_genai`` (langchain-google-genai's ``ChatGoogleGenerativeAI``): a block's ``index`` is LangChain's own
+  count, not a part's: consecutive text (or thinking) blocks share one index however many Gemini parts, signed or not,
+  they hold, and v0 gives unsigned text as a plain str with no index at all. Its chunks come in the wire's order, one
+  a Gemini event, the event's thought and text parts as blocks before its calls (LangChain numbers them so, also where
+  a call came first: that order is lost). So the runs are found part by part as the Gemini decoder finds them (a run
+  of thought or of text parts ends at a signed part, or where another kind of part or a call comes), each signature
+  kept on its part, and the reassembler places each run among the calls. Within one chunk (a message summed from the
+  chunks holds the whole turn in one) a block goes after the calls that came before it: in v1 the ``tool_call`` blocks
+  among the content say where; in v0 the calls' ``index``, which shares LangChain's count with the blocks, does (a
+  call before a block whose index is greater). What LangChain merged when summing (blocks under one index, v0's str
+  pieces) stays merged.
 
-Tools the provider runs itself come only as content blocks, with no ``tool_call_chunks``: Claude's
-``server_tool_use`` and ``mcp_tool_use`` blocks (v1: ``server_tool_call_chunk`` / ``server_tool_call``)
-are read as the Anthropic decoder reads those blocks, their ``input_json_delta`` blocks appended, each
-ended by a later block or by a stop reason that ends the turn; Gemini's code and its result as the
-Gemini decoder reads those parts (:mod:`fsm.wire.langchain_gemini_code`). A block neither reading
-knows is reported as its decoder reports one (``unknown-event``, ``part-not-reassembled``).
+Tools the provider runs itself come only as content blocks, with no ``tool_call_chunks``: Claude's ``server_tool_use``
+and ``mcp_tool_use`` blocks (v1: ``server_tool_call_chunk`` / ``server_tool_call``) are read as the Anthropic decoder
+reads those blocks, their ``input_json_delta`` blocks appended, each ended by a later block or by a stop reason that
+ends the turn; Gemini's code and its result as the Gemini decoder reads those parts (``langchain_gemini_code``). A
+block neither reading knows is reported as its decoder reports one (``unknown-event``, ``part-not-reassembled``).
 
-An ``index`` that is not an int, or a negative one, places nothing (LangChain's v1 gives its own
-``tool_call`` blocks str indices such as ``lc_tc_2``): the block is read as one that came without
-an index, as the Anthropic decoder reads a delta without one (its text joins the turn's text, its
-reasoning the latest block). A huge one is a place like any other: the block goes after the others.
+An ``index`` that is not an int, or a negative one, places nothing (LangChain's v1 gives its own ``tool_call`` blocks
+str indices such as ``lc_tc_2``): the block is read as one that came without an index, as the Anthropic decoder reads
+a delta without one (its text joins the turn's text, its reasoning the latest block). A huge one is a place like any
+other: the block goes after the others.
 """
 
 from __future__ import annotations
@@ -113,13 +110,12 @@ class _Server:
 
 
 class LangChainStream:
-    """What a stream's LangChain chunks leave to later ones: the ``input`` of the Anthropic tool blocks
-    no argument text has followed yet (by block index), the reading the first chunk to name its
-    integration fixed (``wire``: ``anthropic``, ``gemini`` or None), the Gemini run the last part
-    belongs to, and the chunk's text and reasoning events not yet taken (None: the chunk was read
-    without places, its text in its delta)."""
+    """What a stream's LangChain chunks leave to later ones: the ``input`` of the Anthropic tool blocks no argument text
+    has followed yet (by block index), the reading the first chunk to name its integration fixed (``wire``:
+    ``anthropic``, ``gemini`` or None), the Gemini run the last part belongs to, and the chunk's text and reasoning
+    events not yet taken (None: the chunk was read without places, its text in its delta)."""
 
-    __slots__ = ("inputs", "items", "notes", "run", "run_thought", "said", "servers", "wire")
+    __slots__ = ("codes", "inputs", "items", "notes", "run", "run_thought", "said", "servers", "wire")
 
     def __init__(self) -> None:
         self.inputs = Held()  # Anthropic tool blocks whose input no argument text has followed yet
@@ -128,15 +124,15 @@ class LangChainStream:
         self.run_thought: bool | None = None
         self.said: Said | None = None
         self.servers = Held()  # Claude's server tool blocks still open (_Server), by index
+        self.codes: dict[int, tuple[dict[str, Any], CallRef]] = {}  # the last Gemini code block at each position
         self.notes: list[tuple[str, str]] = []  # what the chunk holds that is not read: (code, message)
         self.items: Any = None  # ChatOpenAI's Responses items (langchain_items.ResponsesItems), once any came
 
     def read_items(self, content: Any, entries: Any, metadata: Mapping[str, Any], extra: Any, finished: bool) -> Any:
-        """A ChatOpenAI Responses chunk's items, reasoning items and calls' item ids
-        (:mod:`fsm.wire.langchain_items`) as events in ``said``, each after the chunk's calls
-        LangChain counted before it, read where no places are, from the stream's first chunk that
-        holds one on; returns the chunk's ``tool_call_chunks`` (``entries``) without those its custom
-        tool calls replace. ``extra``: its ``additional_kwargs``; ``finished``: it ends the turn."""
+        """A ChatOpenAI Responses chunk's items, reasoning items and calls' item ids (:mod:`fsm.wire.langchain_items`)
+        as events in ``said``, each after the chunk's calls LangChain counted before it, read where no places are, from
+        the stream's first chunk that holds one on; returns the chunk's ``tool_call_chunks`` (``entries``) without those
+        its custom tool calls replace. ``extra``: its ``additional_kwargs``; ``finished``: it ends the turn."""
         from fsm.wire.langchain_items import ResponsesItems, holds_items  # only for LangChain's chunks
 
         hosted = metadata.get("model_provider") == "openai"
@@ -166,10 +162,10 @@ class LangChainStream:
         return self.wire
 
     def steps(self, payload: Mapping[str, Any]) -> list[Any]:
-        """What the chunk holds that is not read, as ``(code, message)`` diagnostics, then its text,
-        reasoning and server call events and its OpenAI chat ``payload``, in the turn's order: the
-        payload split where a block came after some of its calls (each part a chunk of its own, the
-        finish reason and usage on the last). Takes them: the next chunk has its own."""
+        """What the chunk holds that is not read, as ``(code, message)`` diagnostics, then its text, reasoning and
+        server call events and its OpenAI chat ``payload``, in the turn's order: the payload split where a block came
+        after some of its calls (each part a chunk of its own, the finish reason and usage on the last). Takes them: the
+        next chunk has its own."""
         said, self.said = self.said, None
         steps: list[Any] = list(self.notes)
         self.notes.clear()
@@ -202,9 +198,9 @@ def place_of(value: Any) -> int | None:
 
 
 def read_in_places(content: Any, entries: Any, stream: LangChainStream, finish: str | None = None) -> None:
-    """The chunk's blocks (``content``, a str or a list) as text, reasoning and server call events in
-    their places, into ``stream.said``; ``entries`` are its ``tool_call_chunks`` (checked dicts),
-    ``finish`` its finish reason (Claude's server blocks still open end at one that ends the turn)."""
+    """The chunk's blocks (``content``, a str or a list) as text, reasoning and server call events in their places, into
+    ``stream.said``; ``entries`` are its ``tool_call_chunks`` (checked dicts), ``finish`` its finish reason (Claude's
+    server blocks still open end at one that ends the turn)."""
     blocks = [content] if isinstance(content, str) else list(content or ())
     if stream.wire == "anthropic":
         stream.said = [(0, event) for block in blocks for event in _claude_block(block, stream)]
@@ -241,10 +237,9 @@ def read_in_places(content: Any, entries: Any, stream: LangChainStream, finish: 
 
 
 def calls_before(entries: Any) -> Callable[[int], int]:
-    """How many of the chunk's calls (``entries``, in order) came before a block at LangChain index
-    ``at``: those before the first whose index is none or not below ``at``. Found by bisection over
-    the running highest index (None: past every place), so a chunk summed from a long turn is read
-    in n log n, not a pass over its calls per block."""
+    """How many of the chunk's calls (``entries``, in order) came before a block at LangChain index ``at``: those before
+    the first whose index is none or not below ``at``. Found by bisection over the running highest index (None: past
+    every place), so a chunk summed from a long turn is read in n log n, not a pass over its calls per block."""
     highest: list[float] = []
     top = -1.0
     for entry in entries:
@@ -255,8 +250,8 @@ def calls_before(entries: Any) -> Callable[[int], int]:
 
 
 def _gemini(block: Any, kind: Any, stream: LangChainStream) -> TextDelta | ReasoningDelta | None:
-    """One block as the Gemini decoder reads a part: its run (a new one where the last part was of
-    another kind, was signed, or something else came between), None for a part that says nothing."""
+    """One block as the Gemini decoder reads a part: its run (a new one where the last part was of another kind, was
+    signed, or something else came between), None for a part that says nothing."""
     if isinstance(block, str):
         said, signature, thought = block, None, False
     elif kind == "text" or kind == "thinking" or (kind == "reasoning" and "reasoning" in block):
@@ -276,16 +271,17 @@ def _gemini(block: Any, kind: Any, stream: LangChainStream) -> TextDelta | Reaso
 
 
 def _gemini_other(block: Mapping[str, Any], kind: str, stream: LangChainStream, position: int) -> list[Event]:
-    """A ChatGoogleGenerativeAI block that says no text, read as the Gemini decoder reads its part:
-    code Gemini ran (a whole server call, LangChain's made-up id as the wire's), its result, or
-    another (an image), reported."""
+    """A ChatGoogleGenerativeAI block that says no text: code Gemini ran itself is a server call, as the Gemini decoder
+    reads an ``executableCode`` part (its input the code, the part its item, whole, so it ends with its block;
+    LangChain's made-up id taken as the wire's, as for its calls; the same code again at its position a resend of that
+    call, whatever new id LangChain gave it); its result is the result, and any other block (an image) is reported, as
+    the decoder reports a part it does not read."""
     stream.run_thought = None  # a part between the runs
     if (outcome := code_result(block, kind)) is not None:
         return [ServerResultBlock(outcome)]  # placed by the reassembler, as the decoder's
     args = block.get("args") if kind == "server_tool_call" else block
     ran = kind == "executable_code" or block.get("name") == "code_interpreter"
-    if not ran or not isinstance(args, Mapping):
-        args = {}
+    args = args if ran and isinstance(args, Mapping) else {}
     code = args.get("executable_code" if kind == "executable_code" else "code")
     if not isinstance(code, str):
         stream.notes.append(("part-not-reassembled", f"a {kind!r} content block, which is not reassembled"))
@@ -293,13 +289,17 @@ def _gemini_other(block: Mapping[str, Any], kind: str, stream: LangChainStream, 
     language = args.get("language")
     language = getattr(language, "value", language)  # google-genai's enum, as the wire writes it
     item = {"language": language, "code": code} if isinstance(language, str) else {"code": code}
+    last = stream.codes.get(position)
+    if last is not None and last[0] == item:  # its text alone lets identical_text decide; a sighting opens another
+        return [ArgumentsSnapshot(last[1], code), CallEnd(last[1])]
     ref = CallRef(None, _str(block.get("id")), "code_execution", position, True, "executable_code")
+    stream.codes[position] = item, ref
     return [ArgumentsSnapshot(ref, code), CallSeen(ref, None, item), CallEnd(ref)]
 
 
 def _claude_block(block: Any, stream: LangChainStream) -> list[Event]:
-    """One ChatAnthropic block: a later block ends the server blocks before it (Anthropic sends a
-    message's blocks one after another), then what the block itself says."""
+    """One ChatAnthropic block: a later block ends the server blocks before it (Anthropic sends a message's blocks one
+    after another), then what the block itself says."""
     at = place_of(block.get("index")) if isinstance(block, Mapping) else None
     events = end_servers(stream, at) if at is not None and stream.servers else []
     kind = block.get("type") if isinstance(block, Mapping) else None
@@ -313,8 +313,8 @@ def _claude_block(block: Any, stream: LangChainStream) -> list[Event]:
 
 
 def claude_server(block: Mapping[str, Any], kind: str, at: int | None, stream: LangChainStream) -> list[Event]:
-    """A block of a tool Anthropic runs, read as the Anthropic decoder reads its block events: opened
-    by its start (its ``input`` the arguments unless argument text streams), the text appended."""
+    """A block of a tool Anthropic runs, read as the Anthropic decoder reads its block events: opened by its start (its
+    ``input`` the arguments unless argument text streams), the text appended."""
     held = stream.servers.get(at)
     opens = kind in CLAUDE_SERVER_STARTS or (kind != "input_json_delta" and "id" in block)
     events: list[Event] = []

@@ -22,6 +22,10 @@ its id (``missing-routing-field``), and the next block events at an index no blo
 matched to it. Its place in the turn (:meth:`AnthropicDecoder.place_of`) is the index such an event
 names, else one past the highest index the blocks before it had: blocks stream one after another,
 each at its index in the message's content, so it goes back between the blocks it came between.
+For the same reason the block events without an index (a proxy's that leaves it off every event of
+a block, of any kind) are the block's opened last without one, until its stop: its deltas all go
+to it and its stop ends it, its text or thinking is a part at its place (read as later blocks',
+its second delta opened a call of its own and a server block's text joined the call before it).
 ``input_json_delta`` text at an index that no block opened opens a call of its own
 (``unopened-call``); an unknown delta type inside a tool block is an ``unknown-event``; a
 ``citations_delta`` without index names no text block to go back on (``part-not-reassembled``).
@@ -85,6 +89,10 @@ class AnthropicDecoder:
     def __init__(self) -> None:
         self._blocks: dict[int, _Block] = {}
         self._unplaced: _Block | None = None  # a tool block that came without its index
+        # The block opened last without an index, while open: where its index-less events go (its
+        # place; its tool block, if it is one). Read as a later block's, they joined the wrong call.
+        self._bare_at: int | None = None
+        self._bare: _Block | None = None
         self._diagnose: Callable[[str, str], None] = _ignore
         self._top = -1  # the highest content block index seen
         self._places: dict[str, int] = {}  # by wire id: where each tool block that came without an index sat
@@ -150,6 +158,10 @@ class AnthropicDecoder:
         return block.ref, piece
 
     def _start(self, at: int | None, block: Mapping[str, Any]) -> list[Event]:
+        place, self._bare = at, None
+        if at is None:  # blocks stream one after another: it takes the place after the last opened one
+            place = self._top = self._top + 1
+        self._bare_at = None if at is not None else place
         kind = text(block.get("type"), "content_block.type") or ""
         server = _CALL_BLOCKS.get(kind)
         if server is None:
@@ -158,16 +170,16 @@ class AnthropicDecoder:
                 return [CompactionBlock(dict(block), at)]
             if server_result_block(kind):  # a server tool's result, whole: it goes back with the turn
                 text(block.get("tool_use_id"), "content_block.tool_use_id")  # what pairs it: text, or refused
-                return [ServerResultBlock(dict(block), at)]
+                return [ServerResultBlock(dict(block), place)]
             if kind not in _SAID_BLOCKS:  # call-shaped or not, of a kind this decoder does not know
                 self._diagnose("unknown-event", f"a {kind!r} content block at index {at}")
-            return _said_at_start(at, block)  # text and thinking blocks carry no call
+            return _said_at_start(place, block)  # text and thinking blocks carry no call
         ref = CallRef(at, text(block.get("id"), "id"), text(block.get("name"), "name"), server=server)
         if at is None:
             self._diagnose("missing-routing-field", f"a {block.get('type')} block without index; routed by its id")
-            self._unplaced = _Block(ref, block.get("input"))
+            self._unplaced = self._bare = _Block(ref, block.get("input"))
             if ref.id is not None:
-                self._places[ref.id] = self._top + 1
+                self._places[ref.id] = self._top
         else:
             open_block = self._blocks.get(at)
             if open_block is None or open_block.ref != ref:
@@ -189,8 +201,15 @@ class AnthropicDecoder:
                 self._placed_at(block, at)
         return block
 
+    def _index_less(self, block: _Block | None) -> None:
+        """``block`` is no longer where the block events without an index go: a later event of it
+        named its index, or it stopped."""
+        if block is not None and block is self._bare:
+            self._bare = self._bare_at = None
+
     def _placed_at(self, block: _Block, at: int) -> None:
         """A tool block that came without its index is at ``at``, which a later event of it named."""
+        self._index_less(block)
         if block.ref.index is None and block.ref.id is not None:
             self._places[block.ref.id] = at
 
@@ -200,7 +219,13 @@ class AnthropicDecoder:
             kind = text(kind, "delta.type")
         if kind == "compaction_delta" and at in self._compacted:
             return [self._compaction(at, delta)]
-        block = self._placed(at) if kind == "input_json_delta" or at in self._blocks else None
+        bare = self._bare if at is None else None
+        block: _Block | None = bare
+        if bare is not None and kind == "input_json_delta":  # the tool block opened last without an index
+            self._unplaced = None
+        else:
+            at = self._bare_at if at is None and bare is None else at  # that of a text or thinking block
+            block = self._placed(at) if kind == "input_json_delta" or at in self._blocks else None
         if block is None:
             if kind != "input_json_delta":
                 if kind not in _SAID_DELTAS:  # a delta of a kind no reading knows: said, not dropped unseen
@@ -234,11 +259,17 @@ class AnthropicDecoder:
         return CompactionBlock(dict(block), at)
 
     def _stop(self, at: int | None) -> list[Event]:
-        block = self._blocks.pop(at, None) if at is not None else None
-        if block is None and self._unplaced is not None:
-            block, self._unplaced = self._unplaced, None
-            if at is not None:
-                self._placed_at(block, at)
+        if at is None and self._bare_at is not None:  # the end of the block opened last without an index
+            block = self._bare
+            self._bare_at = self._bare = None
+            self._unplaced = None if block is self._unplaced else self._unplaced
+        else:
+            block = self._blocks.pop(at, None) if at is not None else None
+            self._index_less(block)
+            if block is None and self._unplaced is not None:
+                block, self._unplaced = self._unplaced, None
+                if at is not None:
+                    self._placed_at(block, at)
         if block is None:
             return []
         events: list[Event] = []

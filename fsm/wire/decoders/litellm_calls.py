@@ -5,9 +5,11 @@ in ``tool_calls``. Through LiteLLM's SDK and its proxy alike:
 * ``server_tool_calls``: each call whole, as a chat tool call entry (``id``, ``function.name``,
   ``function.arguments`` text), once its block ended; the list grows through the stream, so a call
   already read with the same text is not read again;
-* ``web_search_calls``: a hosted web call by its tool use id, from the moment its block opens. Its
-  input is not there, but a call opened here and never given whole (a stream cut inside the block,
-  at ``max_tokens``) is reported as cut, not lost.
+* ``web_search_calls``: a hosted web call by its tool use id, from the moment its block opens, as a
+  Responses ``web_search_call`` item whose ``action`` says the tool (``search``: ``web_search``,
+  ``open_page``: ``web_fetch``, as LiteLLM maps them). Its input text is not there (LiteLLM gathers
+  it until the block stops), but a call opened here and never given whole (a stream cut inside the
+  block, at ``max_tokens``) is reported as cut, under its name, not lost.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from fsm.wire.decoders._wire import dumps
 
 LITELLM_FIELDS = "provider_specific_fields"
 """The key of a LiteLLM delta under which it keeps what the OpenAI chat shape has no field for."""
+
+_WEB_TOOLS = {"search": "web_search", "open_page": "web_fetch"}
+"""The Claude tool a ``web_search_calls`` item's action type stands for (LiteLLM writes one for each)."""
 
 
 class ServerCalls:
@@ -37,10 +42,13 @@ class ServerCalls:
             return []
         events: list[Event] = []
         opened = fields.get("web_search_calls")
-        for call_id in opened if isinstance(opened, Mapping) else ():
+        for call_id, item in opened.items() if isinstance(opened, Mapping) else ():
             if isinstance(call_id, str) and call_id and call_id not in self.read:
                 self.read[call_id] = None
-                events.append(CallSeen(CallRef(None, call_id, None, server=True)))
+                action = item.get("action") if isinstance(item, Mapping) else None
+                tool = action.get("type") if isinstance(action, Mapping) else None
+                name = _WEB_TOOLS.get(tool) if isinstance(tool, str) else None
+                events.append(CallSeen(CallRef(None, call_id, name, server=True)))
         whole = fields.get("server_tool_calls")
         for n, entry in enumerate(whole if isinstance(whole, list) else ()):
             function = entry.get("function") if isinstance(entry, Mapping) else None
