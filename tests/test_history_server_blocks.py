@@ -154,3 +154,10 @@ def test_repair_keeps_every_server_result_its_message_pairs(
         for at in ("s1", "s2", "s3"):
             expected += min(made.count(("call", at)), made.count(("result", at)))
     assert len(kept) == expected
+
+
+@pytest.mark.parametrize("kind", [["server_tool_use"], {"a": 1}])
+def test_a_block_type_of_no_str_is_no_server_block(kind: Any) -> None:
+    # an unhashable type raised TypeError out of the format detection and the reading
+    turn = [{"role": "user", "content": "Go"}, {"role": "assistant", "content": [{"type": kind, "id": "s1"}]}]
+    assert history.check(turn, "anthropic").findings == () and history.detect_format(turn) == "openai"

@@ -82,7 +82,7 @@ def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
             return "openai"
         content = m.get("content")
         if isinstance(content, list) and any(
-            isinstance(b, Mapping) and (b.get("type") in ANTHROPIC_CALLS or is_server_result(b.get("type")))
+            isinstance(b, Mapping) and (_one_of(b.get("type"), ANTHROPIC_CALLS) or is_server_result(b.get("type")))
             for b in content
         ):
             return "anthropic"
@@ -226,7 +226,7 @@ class _Reader:
                 calls.append(Entry(at, slot, self._key(None, tool, calls_named, at), tool))
             elif fmt == "anthropic":
                 kind = item.get("type")
-                if kind == "tool_use" or kind in SERVER_CALLS:
+                if kind == "tool_use" or _one_of(kind, SERVER_CALLS):
                     cid = _required_id(item.get("id"), at, f"a {kind} block")
                     (calls if kind == "tool_use" else served.calls).append(
                         Entry(at, slot, cid, _name(item.get("name")))
@@ -268,6 +268,11 @@ class _Reader:
             raise _fail(at, f"{field} must be an object, not {type(value).__name__}")
         wire_id = _required_id(value.get("toolUseId"), at, f"a {field} block")
         (calls if field == "toolUse" else results).append(Entry(at, slot, wire_id, _name(value.get("name"))))
+
+
+def _one_of(kind: Any, kinds: frozenset[str]) -> bool:
+    """A block type among ``kinds``: a type of a hand-built block may be anything, unhashable too."""
+    return isinstance(kind, str) and kind in kinds
 
 
 def _ollama_name(value: Any, at: int, what: str) -> str:
