@@ -46,9 +46,8 @@ def code_runs(result: Result) -> list[tuple[int | None, Message | list[Message]]
             found = earliest if earliest < len(codes) else None
         if found is None:
             continue
-        n = found
-        answered[n] = True
-        runs.append((ran.output_index, [_code_part(codes[n]), dict(ran.block)]))
+        answered[found] = True
+        runs.append((ran.output_index, [_code_part(codes[found]), dict(ran.block)]))
     return runs
 
 
