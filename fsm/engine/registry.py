@@ -163,8 +163,9 @@ class Registry:
         self.ledger.rules["index-is-label"] += 1
         slot = self._open_call(lane, index, wire_id, name, 0, False, "function")
         if self._direct and slot.store_whole(text, *self._closing):
+            # No _remember: it would do nothing to the lone call of a new lane (never indexed) whose
+            # scanner is already the shared closed one (closed_scanner is one per depth limit).
             self.ledger.work += len(text)
-            self._remember(slot)
             return
         rest = self._extend(slot, text, "fragment")
         self._remember(slot)
@@ -685,7 +686,11 @@ class Registry:
             freeform,
         )
         slots.append(slot)
-        self._join(lane, slot)
+        lanes = self._lanes
+        if lane in lanes:
+            self._join(lane, slot)
+        else:  # a new lane's lone call (nearly every call): what _join does there, without its calls
+            lanes[lane] = slot
         if index is None and isinstance(lane, tuple) and lane[0].endswith("id"):
             # Without an index, a later bare continuation at the same position means this call.
             # Only for a call in an id lane: one opened without an index under a known id sits in
@@ -694,7 +699,11 @@ class Registry:
             self._join(second, slot)
             self._slot_lanes[slot] = (lane, second)  # a call in one lane has no entry: its lane is slot.lane
         if wire_id is not None:
-            self._add(self._by_wire_id, wire_id, slot)
+            by_id = self._by_wire_id
+            if wire_id in by_id:
+                self._add(by_id, wire_id, slot)
+            else:
+                by_id[wire_id] = slot
         if not server:
             self.ledger.outputs.append(build_call_opened(ordinal, call_id, wire_id, name, kind))
         return slot
