@@ -764,13 +764,17 @@ class Registry:
 
     def _ended(self, slot: Slot) -> None:
         """Report a call that has just ended (its status is set)."""
-        self._remember(slot)
+        if self._slot_lanes or type(self._lanes[slot.lane]) is not Slot:
+            self._remember(slot)
+        elif slot.state == "flushed" and slot.status is not _TRUNCATED:  # what _remember does to a lane's lone call
+            slot.scan_over(self._scanned)
         if slot.name is None:
             self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name")
         if slot.server:
             return
         outputs = self.ledger.outputs
-        tail = slot.unsent_tail()
+        # All of the text went out as it came (nearly every call): no tail, and no text to read.
+        tail = None if slot._emitted == slot._length and not slot._diverged else slot.unsent_tail()
         if tail:
             outputs.append(build_arguments_delta(slot.ordinal, tail))
         outputs.append(build_call_finished(slot.to_call()))

@@ -220,7 +220,11 @@ class Slot:
         return call
 
     def _output_index(self) -> int | None:
-        if not self.ledger.output_indexed:
+        ledger = self.ledger
+        # With no decoder adopted (OpenAI chat's is not), Ledger.output_indexed is calls_indexed:
+        # read without the property and its getattr, for every call of such a stream.
+        indexed = ledger.calls_indexed if ledger._decoder is None else ledger.output_indexed
+        if not indexed:
             return None
         return self.index if self.index is not None else self.ledger.place_of(self.wire_id)
 
@@ -373,7 +377,7 @@ class Slot:
         self.state = dest
         ledger.held_bytes += len(data)
         self._length = len(text)
-        self._append(data)
+        self._buf = data  # what _append does with a call's first text
         self._text = None
         ledger.transitions[label] += 1
         if not (ledger.withhold or self.server):
