@@ -315,14 +315,16 @@ def _slot_state(slot: Any) -> tuple[object, ...]:
 
 
 def test_transitions_taken_directly_decide_as_firing_append(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two transitions are taken without the machine's dispatch when what they do is known:
-    Slot.store_waiting (accumulating to accumulating, a fragment whose scan waits) and
-    Slot.store_whole (opened to value_closed, a whole flat object as a call's first text).
-    Refusing them sends every fragment through fire(). Over every vector, fuzzed streams of every
+    """Three transitions are taken without the machine's dispatch when what they do is known:
+    Slot.store_waiting (accumulating to accumulating, a fragment whose scan waits),
+    Slot.store_whole (opened to value_closed, a whole flat object as a call's first text) and a
+    closed value's normal end (value_closed to flushed, Registry._finish). Refusing them sends
+    every trigger through fire(). Over every vector, fuzzed streams of every
     shape and fragments at the edges (limits, surrogate halves, brackets that wait or must be
     scanned, whitespace, whole calls that are nested, not JSON or too long): the same transitions
     in order, outputs, calls, diagnostics and rule counts either way."""
     from fsm import Limits, Reassembler
+    from fsm.engine.registry import Registry
     from fsm.engine.slot import Slot
     from fsm.harness.fuzz.run import sample_vectors
     from fsm.harness.fuzz.shapes import CASES
@@ -366,10 +368,18 @@ def test_transitions_taken_directly_decide_as_firing_append(monkeypatch: pytest.
             return bool(taken)
 
         monkeypatch.setattr(Slot, method, counted)
+    ended = Registry._finish
+
+    def finishing(registry: Registry, slot: Slot, trigger: str, cut_by: str = "") -> None:
+        took["end"] = took.get("end", 0) + (registry._ending is not None and trigger == "end")
+        ended(registry, slot, trigger, cut_by)
+
+    monkeypatch.setattr(Registry, "_finish", finishing)
     direct = replays()
-    assert took["store_waiting"] > 50 and took["store_whole"] > 20, took  # the direct ways are taken, often
+    assert took["store_waiting"] > 50 and took["store_whole"] > 20 and took["end"] > 100, took  # taken, often
     monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label: False)
     monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest: False)
+    monkeypatch.setattr(Registry, "end_directly", False)
     general = replays()
     assert len(direct) == len(general)
     for a, b in zip(direct, general, strict=True):
@@ -395,6 +405,13 @@ def test_the_transitions_taken_directly_must_be_as_the_spec_says() -> None:
     )
     with pytest.raises(SpecError, match="blank_fragment"):
         machine.first("append", "opened", "blank_fragment", "store_fragment")
+    assert machine.sole("end", "value_closed", "parse_arguments") == ("value_closed--end->flushed", "flushed")
+    with pytest.raises(SpecError, match="does not run"):
+        machine.sole("end", "value_closed", "mark_truncated")
+    with pytest.raises(SpecError, match="not one unguarded"):
+        machine.sole("end", "accumulating", "mark_unterminated")  # no_text is tried first
+    with pytest.raises(SpecError, match="not one unguarded"):
+        machine.sole("append", "accumulating", "store_fragment")  # a prepare step, and a guarded one first
 
 
 def test_text_and_reasoning_chunks_decide_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from fsm.engine.ledger import Ledger
 from fsm.engine.machine import slot_machine
-from fsm.engine.scanner import Scanner, spec_steps, start_scanner
+from fsm.engine.scanner import Scanner, closes_flat, spec_steps, start_scanner
 from fsm.engine.slot import Slot
 from fsm.errors import LimitExceeded
 from fsm.jsontext import is_flat_object, is_whole_object
@@ -253,6 +253,28 @@ def test_a_flat_object_is_recognised() -> None:
     assert is_flat_object('{"i": 0}') and is_flat_object("{}") and is_flat_object('{"s": "}]"}')
     assert not is_flat_object('{"a": {}}') and not is_flat_object('{"a": 1} ') and not is_flat_object('{"a": NaN}')
     assert not is_flat_object('{"a": 1}{"b": 2}') and not is_flat_object('{"a": [1]}') and not is_flat_object("[]")
+
+
+@given(st.one_of(flat_ish, st.text(alphabet='{}[]"\\ :,a1', max_size=12)))
+@example('{"a": "}')
+@example('{"a": "x"}}')
+@example('{"a\\"": 1}')
+@settings(max_examples=400)
+def test_closes_flat_reads_as_the_scanner(text: str) -> None:
+    """scanner.closes_flat lets a whole call's first text skip its scan (Slot.store_whole): it
+    says yes exactly where a fresh scanner, fed the text, closes the value at its very last
+    character without going deeper than one level, on text with no backslash and no bracket
+    but its first and last; it never says yes to other text (the scan decides those)."""
+    scanner = Scanner()
+    closed_at_end = scanner.feed(text) == len(text)
+    plain = text.count("{") + text.count("}") == 2 and not any(c in text for c in "[]\\")
+    assert closes_flat(text) == (closed_at_end and plain), text
+
+
+def test_closes_flat_is_recognised() -> None:
+    assert closes_flat('{"i": 0}') and closes_flat("{}") and closes_flat('{"q": }') and closes_flat('{"a": NaN}')
+    assert not closes_flat('{"s": "}]"}') and not closes_flat('{"a": 1} ') and not closes_flat('{"a": "}')
+    assert not closes_flat('{"a": 1}{"b": 2}') and not closes_flat('{"a": [1]}') and not closes_flat('{"e": "\\n"}')
 
 
 _VALUES = st.recursive(

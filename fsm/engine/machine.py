@@ -130,6 +130,18 @@ class SpecMachine:
             )
         return label, dest
 
+    def sole(self, trigger: str, state: str, action: str) -> tuple[str, str]:
+        """The label and destination of the one transition ``trigger`` has from ``state``, which must
+        be unguarded and run ``action``: the one fire() always takes there. How the code that takes
+        it without fire() (Registry._finish) counts it, which is only right while the spec says so."""
+        prepare, candidates = self.table[trigger][state]
+        if prepare is not None or len(candidates) != 1 or candidates[0][0] is not None:
+            raise SpecError(f"{self.spec.name}: {trigger!r} from {state!r} is not one unguarded transition")
+        _, dest, act, label = candidates[0]
+        if getattr(act, "__name__", None) != action:
+            raise SpecError(f"{self.spec.name}: {trigger!r} from {state!r} does not run {action!r}")
+        return label, dest
+
     @functools.cached_property
     def machine(self) -> ReferenceMachine:
         """The reference executor, built from the spec when first asked for."""

@@ -45,6 +45,9 @@ _TRUNCATED = CallStatus.TRUNCATED
 
 
 class Registry:
+    end_directly = True
+    """Whether a closed value's normal end skips fire() (tests turn it off to compare)."""
+
     def __init__(self, ledger: Ledger, limits: Limits, taken: Iterable[str] = ()) -> None:
         self.ledger = ledger
         self.limits = limits
@@ -82,6 +85,9 @@ class Registry:
         self._staying = self.machine.staying("append", "accumulating", "store_fragment")
         self._closing = self.machine.first("append", "opened", "value_complete", "store_fragment")
         self._direct = not self.machine.reference  # may the transitions above skip the machine's dispatch
+        # The normal end of a closed value, taken without fire() (Registry._finish): its label, dest.
+        ending = self.machine.sole("end", "value_closed", "parse_arguments")
+        self._ending = ending if self._direct and self.end_directly else None
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -163,8 +169,9 @@ class Registry:
         self.ledger.rules["index-is-label"] += 1
         slot = self._open_call(lane, index, wire_id, name, 0, False, "function")
         if self._direct and slot.store_whole(text, *self._closing):
+            # No _remember: it would do nothing to the lone call of a new lane (never indexed) whose
+            # scanner is already the shared closed one (closed_scanner is one per depth limit).
             self.ledger.work += len(text)
-            self._remember(slot)
             return
         rest = self._extend(slot, text, "fragment")
         self._remember(slot)
@@ -685,7 +692,11 @@ class Registry:
             freeform,
         )
         slots.append(slot)
-        self._join(lane, slot)
+        lanes = self._lanes
+        if lane in lanes:
+            self._join(lane, slot)
+        else:  # a new lane's lone call (nearly every call): what _join does there, without its calls
+            lanes[lane] = slot
         if index is None and isinstance(lane, tuple) and lane[0].endswith("id"):
             # Without an index, a later bare continuation at the same position means this call.
             # Only for a call in an id lane: one opened without an index under a known id sits in
@@ -694,7 +705,11 @@ class Registry:
             self._join(second, slot)
             self._slot_lanes[slot] = (lane, second)  # a call in one lane has no entry: its lane is slot.lane
         if wire_id is not None:
-            self._add(self._by_wire_id, wire_id, slot)
+            by_id = self._by_wire_id
+            if wire_id in by_id:
+                self._add(by_id, wire_id, slot)
+            else:
+                by_id[wire_id] = slot
         if not server:
             self.ledger.outputs.append(build_call_opened(ordinal, call_id, wire_id, name, kind))
         return slot
@@ -726,7 +741,14 @@ class Registry:
         deferring = ledger.strict and not ledger.defer
         ledger.defer = ledger.defer or deferring
         try:
-            self.machine.fire(slot, trigger, cut_by)
+            ending = self._ending
+            if ending is not None and trigger == "end" and slot.state == "value_closed":
+                # The transition fire() would take: the state's one, unguarded (SpecMachine.sole).
+                slot.state = ending[1]
+                slot.parse_arguments(cut_by)
+                slot.covered(ending[0])
+            else:
+                self.machine.fire(slot, trigger, cut_by)
         except LimitExceeded:
             if slot.status is not None:  # its finishing bytes passed a limit: it ended even so
                 self._ended(slot)
@@ -742,13 +764,17 @@ class Registry:
 
     def _ended(self, slot: Slot) -> None:
         """Report a call that has just ended (its status is set)."""
-        self._remember(slot)
+        if self._slot_lanes or type(self._lanes[slot.lane]) is not Slot:
+            self._remember(slot)
+        elif slot.state == "flushed" and slot.status is not _TRUNCATED:  # what _remember does to a lane's lone call
+            slot.scan_over(self._scanned)
         if slot.name is None:
             self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name")
         if slot.server:
             return
         outputs = self.ledger.outputs
-        tail = slot.unsent_tail()
+        # All of the text went out as it came (nearly every call): no tail, and no text to read.
+        tail = None if slot._emitted == slot._length and not slot._diverged else slot.unsent_tail()
         if tail:
             outputs.append(build_arguments_delta(slot.ordinal, tail))
         outputs.append(build_call_finished(slot.to_call()))

@@ -233,6 +233,19 @@ def compiled() -> CompiledScanner:
     return _compiled
 
 
+def closes_flat(text: str) -> bool:
+    """Does a fresh scan of ``text`` close its value at the last character, never deeper than one
+    level? Read by one regular expression where it can be: ``{`` first and ``}`` last, no other
+    bracket, no backslash and quotes in pairs (so that closing brace is outside any string),
+    which is what the scanner spec's classes make of it (open, close, quote, backslash; every
+    other character passes inside a value or a string). False for any other text, which the
+    caller scans: test_closes_flat_reads_as_the_scanner holds it to a scan over edge and fuzzed texts."""
+    return _FLAT(text) is not None
+
+
+_FLAT = re.compile(r'\{[^"{}\[\]\\]*+(?:"[^"{}\[\]\\]*+"[^"{}\[\]\\]*+)*+\}').fullmatch
+
+
 @functools.cache
 def closed_scanner(max_depth: int) -> Scanner:
     """A scanner whose value closed: its one final state, which feeding never changes, so every

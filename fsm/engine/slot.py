@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
-from fsm.engine.scanner import Scanner, StartScanner, closed_scanner
+from fsm.engine.scanner import Scanner, StartScanner, closed_scanner, closes_flat
 from fsm.errors import LimitExceeded
 from fsm.jsontext import NotJSON, is_flat_object, is_whole_object, mend_surrogates, nesting_exceeds, parse_strict
 from fsm.results import ArgumentsDelta, CallNamed, CallStatus, ToolCall, build_arguments_delta, build_tool_call
@@ -220,7 +220,11 @@ class Slot:
         return call
 
     def _output_index(self) -> int | None:
-        if not self.ledger.output_indexed:
+        ledger = self.ledger
+        # With no decoder adopted (OpenAI chat's is not), Ledger.output_indexed is calls_indexed:
+        # read without the property and its getattr, for every call of such a stream.
+        indexed = ledger.calls_indexed if ledger._decoder is None else ledger.output_indexed
+        if not indexed:
             return None
         return self.index if self.index is not None else self.ledger.place_of(self.wire_id)
 
@@ -344,12 +348,13 @@ class Slot:
         return True
 
     def store_whole(self, text: str, label: str, dest: str) -> bool:
-        """The first ``append`` to a call, when ``text`` is one whole flat object (a whole call in
-        one chunk): the transition ``label`` (from opened to ``dest``, guarded by value_complete)
-        taken without the machine's dispatch when what it would do is known: what scan_fragment,
-        the guard and store_fragment would do with it. False, with nothing changed, for any other
-        text (a limit, a surrogate, nested or not JSON) or call (already holding text): the caller
-        fires ``append``."""
+        """The first ``append`` to a call, when ``text`` is one whole flat object as the scanner
+        reads it (a whole call in one chunk; see closes_flat: the scanner does not validate, the
+        parse at the finish does): the transition ``label`` (from opened to ``dest``, guarded by
+        value_complete) taken without the machine's dispatch when what it would do is known: what
+        scan_fragment, the guard and store_fragment would do with it. False, with nothing changed,
+        for any other text (a limit, a surrogate, nested, escapes) or call (already holding text):
+        the caller fires ``append``."""
         ledger = self.ledger
         scanner = self.scanner
         if (
@@ -359,7 +364,7 @@ class Slot:
             or self._unscanned is not None
             or scanner.state != scanner._c.initial
             or len(text) > ledger.max_argument_chars
-            or not is_flat_object(text)
+            or not closes_flat(text)
         ):
             return False
         try:
@@ -372,7 +377,7 @@ class Slot:
         self.state = dest
         ledger.held_bytes += len(data)
         self._length = len(text)
-        self._append(data)
+        self._buf = data  # what _append does with a call's first text
         self._text = None
         ledger.transitions[label] += 1
         if not (ledger.withhold or self.server):

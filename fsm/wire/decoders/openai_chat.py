@@ -117,10 +117,13 @@ class OpenAIChatDecoder:
             for event in events:
                 said(event)
             return True
-        fragment = bare_fragment_in(*found)
-        if fragment is not None:
-            registry.bare_fragment(fragment[0], fragment[1], self._bare.ref)
-            return True
+        # An entry with an id is never a bare fragment (bare_fragment_in), and one without is never
+        # a whole call or a header: the id picks which readers can take it, so each runs alone.
+        if len(found[0]) < 3 or not found[0].get("id"):
+            fragment = bare_fragment_in(*found)
+            if fragment is not None:
+                registry.bare_fragment(fragment[0], fragment[1], self._bare.ref)
+                return True
         whole = whole_call_in(*found)
         if whole is not None:
             registry.whole_call(*whole)
