@@ -322,14 +322,16 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
     if (content and type(content) is str) or signed is not None:
         events.append(TextDelta(content if type(content) is str else "", signed))
     blocks = thinking_blocks(delta["thinking_blocks"]) if "thinking_blocks" in delta else None
-    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+    first, second = delta.get("reasoning_content"), delta.get("reasoning")
+    reasoning = first or second
     odd = content is not None and type(content) is not str
     if blocks is not None:
         events += blocks
     else:
         if reasoning and type(reasoning) is str:
             events.append(ReasoningDelta(None, reasoning))
-        odd = odd or any(delta.get(key) is not None and type(delta[key]) is not str for key in REASONING_KEYS)
+        # tested one by one, not by a loop: this runs for every text chunk
+        odd = odd or (first is not None and type(first) is not str) or (second is not None and type(second) is not str)
     if "refusal" in delta and delta["refusal"] is not None:
         # refused as the Responses decoder refuses its refusal delta's: one of another type was
         # dropped without a word, and a turn that refused came out as an empty stop
