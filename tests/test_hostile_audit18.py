@@ -1,0 +1,83 @@
+"""A hostile audit of three changes (OpenAI chat text of a wrong type, Claude's server blocks in
+fsm.history, Gemini's code results going back): each case failed before its fix."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import fsm
+
+CALL = {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
+OPENING = {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
+
+
+def chat(*deltas: dict[str, Any]) -> list[dict[str, Any]]:
+    chunks = [OPENING, *({"choices": [{"index": 0, "delta": delta}]} for delta in deltas)]
+    return [*chunks, {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+
+
+def as_sse(chunks: list[dict[str, Any]]) -> bytes:
+    return b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks) + b"data: [DONE]\n\n"
+
+
+def chat_read(chunks: list[dict[str, Any]]) -> list[fsm.Result]:
+    """The stream as a list of chunks and as bytes, whole and in 3-byte reads."""
+    read = [fsm.reassemble(chunks, "openai-chat")]
+    for step in (len(as_sse(chunks)), 3):
+        reader, body = fsm.Reassembler(provider="openai-chat"), as_sse(chunks)
+        for at in range(0, len(body), step):
+            reader.feed_bytes(body[at : at + step])
+        read.append(reader.close())
+    return read
+
+
+# -- 1. A chat delta's text or reasoning of a wrong type -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("beside", "said"),
+    [
+        ({"content": 0}, "delta.content is int, not a string or list, is not read"),
+        ({"content": {}}, "delta.content is dict, not a string or list, is not read"),
+        ({"content": False}, "delta.content is bool, not a string or list, is not read"),
+        ({"reasoning_content": 0}, "delta.reasoning_content is int, not a string, is not read"),
+        ({"reasoning": []}, "delta.reasoning is list, not a string, is not read"),
+    ],
+)
+def test_a_falsy_text_of_a_wrong_type_beside_one_call_is_reported_after_the_first_chunk(
+    beside: dict[str, Any], said: str
+) -> None:
+    # The one-call shortcut took any falsy value beside the call for no text, so after the first
+    # chunk (which the decoder reads) the same delta was read past without a word.
+    for result in chat_read(chat({**beside, "tool_calls": [CALL]})):
+        assert [(c.id, c.arguments) for c in result.calls] == [("c1", {"a": 1})]
+        assert [(d.code, d.event, d.message) for d in result.diagnostics] == [("part-not-reassembled", 2, said)]
+
+
+def test_a_refusal_beside_one_call_is_kept_after_the_first_chunk() -> None:
+    # The one-call shortcut did not look at refusal: it was lost past the first chunk.
+    for result in chat_read(chat({"refusal": "I can't.", "tool_calls": [CALL]})):
+        assert (result.refusal, [c.id for c in result.calls]) == ("I can't.", ["c1"])
+
+
+def test_reasoning_of_a_wrong_type_beside_thinking_blocks_read_past_is_reported() -> None:
+    # thinking_blocks of no block are read past and reasoning_content read instead: one of a
+    # wrong type was dropped without a word, as if the blocks had been read.
+    for result in chat_read(
+        chat({"thinking_blocks": [{"type": "other"}], "reasoning_content": {"x": 1}}, {"tool_calls": [CALL]})
+    ):
+        assert [(d.code, d.event, d.message) for d in result.diagnostics] == [
+            ("part-not-reassembled", 2, "delta.reasoning_content is dict, not a string, is not read")
+        ]
+
+
+def test_reasoning_beside_a_reasoning_content_of_a_wrong_type_is_read() -> None:
+    # reasoning_content of a wrong type hid the reasoning string beside it, which was lost.
+    for result in chat_read(chat({"reasoning_content": 5, "reasoning": "Hm."}, {"tool_calls": [CALL]})):
+        assert [r.text for r in result.reasoning] == ["Hm."]
+        assert [(d.code, d.event, d.message) for d in result.diagnostics] == [
+            ("part-not-reassembled", 2, "delta.reasoning_content is int, not a string, is not read")
+        ]
