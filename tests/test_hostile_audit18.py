@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import fsm
+from fsm import history
 
 CALL = {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
 OPENING = {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
@@ -81,3 +82,68 @@ def test_reasoning_beside_a_reasoning_content_of_a_wrong_type_is_read() -> None:
         assert [(d.code, d.event, d.message) for d in result.diagnostics] == [
             ("part-not-reassembled", 2, "delta.reasoning_content is int, not a string, is not read")
         ]
+
+
+# -- 2. Claude's server tool blocks in fsm.history ------------------------------------------------------
+
+
+def search(at: str) -> dict[str, Any]:
+    return {"type": "server_tool_use", "id": at, "name": "web_search", "input": {"query": "q"}}
+
+
+def found(at: str) -> dict[str, Any]:
+    return {"type": "web_search_tool_result", "tool_use_id": at, "content": []}
+
+
+def use(at: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": at, "name": "f", "input": {}}
+
+
+def findings(report: history.Report) -> list[tuple[str, str | None, int]]:
+    return [(f.kind.value, f.id, f.message) for f in report.findings]
+
+
+def repaired_for_good(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    fixed, _ = history.repair(turns)
+    assert not history.check(fixed).rejected and not history.anything_dangling(fixed)
+    assert history.repair(fixed) == (fixed, [])
+    return fixed
+
+
+def test_a_last_message_that_makes_client_calls_cannot_keep_a_server_call_waiting() -> None:
+    # The client call's result goes in a message after it, so the server call is no longer in the
+    # last message: repair's placeholder made a history its own check refused (dangling s1).
+    turns = [{"role": "user", "content": "Look it up"}, {"role": "assistant", "content": [search("s1"), use("c1")]}]
+    assert findings(history.check(turns)) == [("dangling", "s1", 2), ("dangling", "c1", 2)]
+    fixed = repaired_for_good(turns)
+    assert [m["content"] for m in fixed[1:]] == [
+        [use("c1")],
+        [
+            {
+                "type": "tool_result",
+                "tool_use_id": "c1",
+                "content": history.RepairPolicy().placeholder,
+                "is_error": True,
+            }
+        ],
+    ]
+
+
+@pytest.mark.parametrize("kind", [["tool_use"], {"x": 1}])
+def test_a_block_whose_type_is_unhashable_is_read_past(kind: Any) -> None:
+    # TypeError (unhashable type) from looking the type up among the server blocks' set
+    turns = [{"role": "user", "content": [{"type": kind}]}, {"role": "assistant", "content": [search("s"), found("s")]}]
+    assert history.check(turns).findings == ()
+    assert history.repair(turns) == (turns, [])
+
+
+def test_two_messages_with_one_server_call_id_are_not_joined() -> None:
+    # Joined (the user message between them emptied), the second call was a duplicate in its
+    # message: a second repair renamed it.
+    turns = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": [search("s1"), found("s1")]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "gone", "content": "x"}]},
+        {"role": "assistant", "content": [search("s1"), found("s1")]},
+    ]
+    assert repaired_for_good(turns) == [turns[0], turns[1], turns[3]]

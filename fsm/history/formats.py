@@ -35,7 +35,7 @@ from fsm.history.objects import fail as _fail
 from fsm.history.objects import is_object as _is_object
 from fsm.history.server_blocks import SERVER_CALLS, is_server_result
 
-ANTHROPIC_CALLS = SERVER_CALLS | {"tool_use", "tool_result"}
+ANTHROPIC_CALLS = (*SERVER_CALLS, "tool_use", "tool_result")
 
 FORMATS: tuple[Format, ...] = ("openai", "anthropic", "gemini", "responses", "ollama", "bedrock")
 
@@ -312,7 +312,8 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Seg
         elif results is not None:
             yield Segment([], results)
         if served.calls or served.results:
-            yield served._replace(open_end=at == len(messages) - 1)
+            # A message that makes client calls is followed by their results: its server calls cannot wait.
+            yield served._replace(open_end=at == len(messages) - 1 and not calls)
         if calls:
             taking = Segment(calls, [])
     if taking is not None:
