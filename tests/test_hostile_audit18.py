@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 import fsm
-from fsm import history
+from fsm import history, messages
+from tests.test_gemini_code_turns import gem, ran
 
 CALL = {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
 OPENING = {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
@@ -147,3 +148,46 @@ def test_two_messages_with_one_server_call_id_are_not_joined() -> None:
         {"role": "assistant", "content": [search("s1"), found("s1")]},
     ]
     assert repaired_for_good(turns) == [turns[0], turns[1], turns[3]]
+
+
+# -- 3. Gemini's code results going back ------------------------------------------------------------------
+
+
+LOOK = {"functionCall": {"name": "look", "args": {}}}
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        [gem(ran("7\n"))],  # a result of no code
+        [
+            gem({"executableCode": {"code": "x = 7"}}),
+            gem(ran("7\n", fields={"id": "other"})),
+        ],  # one naming no code sent
+    ],
+)
+def test_a_result_that_does_not_go_back_keeps_its_place(first: list[dict[str, Any]]) -> None:
+    # Its place was left empty, and the call after the text took it: the call went back before
+    # the text it came after.
+    events = [*first, gem({"text": "A"}), gem(LOOK), gem({"text": "B"}, finish="STOP")]
+    reader, body = (
+        fsm.Reassembler(provider="gemini"),
+        b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events),
+    )
+    for at in range(0, len(body), 5):
+        reader.feed_bytes(body[at : at + 5])
+    for result in (fsm.reassemble(events, "gemini"), reader.close()):
+        assert messages.assistant_message(result, "gemini")["parts"] == [{"text": "A"}, LOOK, {"text": "B"}]
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_code_result_of_a_wrong_type_is_reported_not_failing_the_stream(strict: bool) -> None:
+    # It failed the stream (RemoteProtocolError), calls and all, in lax mode too; before its part
+    # was read, it was reported and read past, as a chat delta's text of a wrong type is.
+    events = [gem({"executableCode": {"code": "x = 1"}}), gem({"codeExecutionResult": [1]}), gem(LOOK, finish="STOP")]
+    result = fsm.reassemble(events, "gemini", strict=strict)
+    assert [c.name for c in result.calls] == ["look"] and not result.server_tool_results
+    assert [(d.event, d.message) for d in result.diagnostics if d.code == "part-not-reassembled"] == [
+        (2, "parts[0].codeExecutionResult is list, not an object, is not read")
+    ]
+    assert messages.assistant_message(result, "gemini")["parts"] == [LOOK]
