@@ -35,7 +35,7 @@ from fsm.history.objects import fail as _fail
 from fsm.history.objects import is_object as _is_object
 from fsm.history.server_blocks import SERVER_CALLS, is_server_result
 
-ANTHROPIC_CALLS = SERVER_CALLS | {"tool_use", "tool_result"}
+ANTHROPIC_CALLS = (*SERVER_CALLS, "tool_use", "tool_result")
 
 FORMATS: tuple[Format, ...] = ("openai", "anthropic", "gemini", "responses", "ollama", "bedrock")
 
@@ -82,7 +82,7 @@ def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
             return "openai"
         content = m.get("content")
         if isinstance(content, list) and any(
-            isinstance(b, Mapping) and (_one_of(b.get("type"), ANTHROPIC_CALLS) or is_server_result(b.get("type")))
+            isinstance(b, Mapping) and (b.get("type") in ANTHROPIC_CALLS or is_server_result(b.get("type")))
             for b in content
         ):
             return "anthropic"
@@ -226,7 +226,7 @@ class _Reader:
                 calls.append(Entry(at, slot, self._key(None, tool, calls_named, at), tool))
             elif fmt == "anthropic":
                 kind = item.get("type")
-                if kind == "tool_use" or _one_of(kind, SERVER_CALLS):
+                if kind == "tool_use" or kind in SERVER_CALLS:
                     cid = _required_id(item.get("id"), at, f"a {kind} block")
                     (calls if kind == "tool_use" else served.calls).append(
                         Entry(at, slot, cid, _name(item.get("name")))
@@ -268,11 +268,6 @@ class _Reader:
             raise _fail(at, f"{field} must be an object, not {type(value).__name__}")
         wire_id = _required_id(value.get("toolUseId"), at, f"a {field} block")
         (calls if field == "toolUse" else results).append(Entry(at, slot, wire_id, _name(value.get("name"))))
-
-
-def _one_of(kind: Any, kinds: frozenset[str]) -> bool:
-    """A block type among ``kinds``: a type of a hand-built block may be anything, unhashable too."""
-    return isinstance(kind, str) and kind in kinds
 
 
 def _ollama_name(value: Any, at: int, what: str) -> str:
@@ -317,7 +312,8 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Seg
         elif results is not None:
             yield Segment([], results)
         if served.calls or served.results:
-            yield served._replace(open_end=at == len(messages) - 1)
+            # A message that makes client calls is followed by their results: its server calls cannot wait.
+            yield served._replace(open_end=at == len(messages) - 1 and not calls)
         if calls:
             taking = Segment(calls, [])
     if taking is not None:

@@ -43,7 +43,7 @@ from fsm.history.formats import (
     segments,
     shown,
 )
-from fsm.history.server_blocks import is_server_result
+from fsm.history.server_blocks import SERVER_CALLS, is_server_result
 
 _FIELD = {
     "openai": "tool_calls",
@@ -119,7 +119,7 @@ class _Plan:
         self.add_after: dict[int, list[dict[str, Any]]] = {}
         self.touched: set[int] = set()
         self.joined: dict[str, Any] | None = None  # the message repair made by joining, latest
-        self.joined_holds: set[str] = set()  # whether it makes calls, answers them, or both (see _joinable)
+        self.joined_holds: set[Any] = set()  # whether it makes calls, answers them, or both (see _joinable)
         self.changes: list[Change] = []
         self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
 
@@ -291,15 +291,16 @@ class _Plan:
     def _joinable(self, before: dict[str, Any], message: dict[str, Any]) -> bool:
         """Can ``message`` join ``before``? Not when one makes calls and the other answers: no message
         may do both (a history whose roles say otherwise, results sent as the assistant, keeps its two
-        messages rather than become one that no reader takes)."""
-        if before is not self.joined:  # the joined message's holdings are kept as it grows: no rescan
+        messages rather than become one that no reader takes). Nor when both make a server call under one id."""
+        if before is not self.joined:  # the joined message's holdings are kept as it grows: no rescan, no union
             self.joined_holds = self._holds(before)
-        return not (self.joined_holds | self._holds(message)) >= {"call", "result"}
+        holds, joined, either = self._holds(message), self.joined_holds, ("call", "result")
+        return not all(k in joined or k in holds for k in either) and all(k in either for k in joined & holds)
 
-    def _holds(self, message: Mapping[str, Any]) -> set[str]:
-        """Whether a message makes calls (``call``) and whether it answers (``result``)."""
+    def _holds(self, message: Mapping[str, Any]) -> set[Any]:
+        """Whether a message makes calls (``call``), answers (``result``); its server calls' (``server``, id)."""
         content = message.get("content")
-        found: set[str] = set()
+        found: set[Any] = set()
         for block in content if isinstance(content, list) else ():
             if self.fmt == "bedrock":
                 converse = converse_payload(block)
@@ -308,6 +309,8 @@ class _Plan:
             else:
                 kind = block.get("type")
                 found.add("call" if kind == "tool_use" else "result" if kind == "tool_result" else "")
+                if kind in SERVER_CALLS:
+                    found.add(("server", block["id"]))
         found.discard("")
         return found
 

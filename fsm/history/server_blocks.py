@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SERVER_CALLS = frozenset({"server_tool_use", "mcp_tool_use"})
+SERVER_CALLS = ("server_tool_use", "mcp_tool_use")  # a tuple: a type of any value (a list) is looked up unhashed
 
 
 def is_server_result(kind: Any) -> bool:

@@ -15,9 +15,11 @@ def code_runs(result: Result) -> list[tuple[int | None, Message | list[Message]]
     """(place, [code part, result part]) for each result that answers a code part: the one its
     ``id`` names, else the earliest code part no result answered yet. A code part no result
     answered (a stream cut between them) does not go back, nor does a result no code part is left
-    for: Gemini runs the code within its turn, and one half alone says what did not happen."""
+    for: Gemini runs the code within its turn, and one half alone says what did not happen. Such a
+    result still holds its place, as ``(place, [])``: a call after it must not take it and move
+    before the parts that came between them."""
     codes = [c for c in result.server_tool_calls if c.type == "executable_code" and isinstance(c.item, Mapping)]
-    if not codes or not result.server_tool_results:
+    if not result.server_tool_results:
         return []
     by_id: dict[str, list[int]] = {}
     for n, code in enumerate(codes):
@@ -31,7 +33,8 @@ def code_runs(result: Result) -> list[tuple[int | None, Message | list[Message]]
     for ran in result.server_tool_results:
         outcome = ran.block.get("codeExecutionResult")
         if not isinstance(outcome, Mapping):
-            continue  # another provider's result block
+            runs.append((ran.output_index, []))  # another provider's result block
+            continue
         named = outcome.get("id")
         if isinstance(named, str):
             under = by_id.get(named, [])
@@ -45,6 +48,7 @@ def code_runs(result: Result) -> list[tuple[int | None, Message | list[Message]]
                 earliest += 1
             found = earliest if earliest < len(codes) else None
         if found is None:
+            runs.append((ran.output_index, []))
             continue
         answered[found] = True
         runs.append((ran.output_index, [_code_part(codes[found]), dict(ran.block)]))

@@ -230,6 +230,7 @@ SAID_KEYS = (
     "thinking_blocks",
     COMPAT_SIGNATURE,
     "provider_specific_fields",
+    "refusal",
 )
 """The keys of a chat delta that carry turn content (text, reasoning, the text's signature) rather
 than calls, or what the decoder alone reads (LiteLLM's provider fields: its server calls)."""
@@ -323,7 +324,7 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
         events.append(TextDelta(content if type(content) is str else "", signed))
     blocks = thinking_blocks(delta["thinking_blocks"]) if "thinking_blocks" in delta else None
     first, second = delta.get("reasoning_content"), delta.get("reasoning")
-    reasoning = first or second
+    reasoning = first if first and type(first) is str else second  # one of a wrong type hides none beside it
     odd = content is not None and type(content) is not str
     if blocks is not None:
         events += blocks
@@ -354,7 +355,8 @@ def unsaid(delta: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> li
         diagnose(
             "part-not-reassembled", f"delta.content is {type(content).__name__}, not a string or list, is not read"
         )
-    for key in () if "thinking_blocks" in delta else REASONING_KEYS:
+    read = "thinking_blocks" in delta and thinking_blocks(delta["thinking_blocks"]) is not None
+    for key in () if read else REASONING_KEYS:
         value = delta.get(key)
         if value is not None and type(value) is not str:
             diagnose("part-not-reassembled", f"delta.{key} is {type(value).__name__}, not a string, is not read")

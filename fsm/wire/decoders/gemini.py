@@ -145,8 +145,10 @@ class GeminiDecoder:
                 ran = field(part, "codeExecutionResult", "code_execution_result")
                 if ran is not None:
                     signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
-                    ran = mapping(ran, f"parts[{p}].codeExecutionResult")
-                    if not self._ran(ran, signature, events):
+                    if not isinstance(ran, Mapping):  # what code gave, no call: read past, as before it was read
+                        unread = f"parts[{p}].codeExecutionResult is {type(ran).__name__}, not an object, is not read"
+                        diagnose("part-not-reassembled", unread)
+                    elif not self._ran(ran, signature, events):
                         diagnose("resend", f"parts[{p}], the codeExecutionResult kept last, came again: not added")
                     self._run_thought = None
                     continue

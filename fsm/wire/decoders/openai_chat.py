@@ -352,7 +352,10 @@ def one_entry(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | 
     if type(entries) is not list or len(entries) != 1:
         return None
     # A usual delta holds the entries alone; only a longer one needs its other keys read.
-    if len(delta) > 1 and any(delta.get(key) for key in SAID_KEYS):
+    # Empty text or none says nothing; any other value, falsy too (0, {}), is the decoder's to read.
+    if len(delta) > 1 and any(
+        (said := delta.get(key)) or (said is not None and type(said) is not str) for key in SAID_KEYS
+    ):
         return None
     entry = entries[0]
     if type(entry) is not dict or (len(entry) > 2 and COMPAT_SIGNATURE in entry):
