@@ -10,11 +10,8 @@ so repair drops such a call anywhere else."""
 
 from __future__ import annotations
 
-from typing import Any
+# The wire's own names for these blocks, under the names the history reads them by.
+from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS as SERVER_CALLS
+from fsm.wire.decoders._wire import server_result_block as is_server_result
 
-SERVER_CALLS = ("server_tool_use", "mcp_tool_use")  # a tuple: a type of any value (a list) is looked up unhashed
-
-
-def is_server_result(kind: Any) -> bool:
-    """A block type of a server tool's result: any ``*_tool_result`` but the client's own ``tool_result``."""
-    return type(kind) is str and kind.endswith("_tool_result") and kind != "tool_result"
+__all__ = ["SERVER_CALLS", "is_server_result"]

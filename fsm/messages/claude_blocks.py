@@ -10,6 +10,7 @@ from typing import Any, TypeGuard
 from fsm.messages.shared import Message
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.results import CallStatus, Result, ServerToolResult, TextPart, ToolCall
+from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS
 
 
 def anthropic_text(text: str, part: TextPart | None) -> Message:
@@ -72,7 +73,7 @@ def _given(block: Mapping[str, Any]) -> Message:
     return {key: value for key, value in block.items() if value is not None}
 
 
-_CLAUDE_SERVER = frozenset({"server_tool_use", "mcp_tool_use"})
+_CLAUDE_SERVER = frozenset(CLAUDE_SERVER_CALLS)
 
 
 def _one_of(value: Any, names: Collection[str]) -> TypeGuard[str]:

@@ -57,7 +57,7 @@ from fsm.events import (
     ServerResultBlock,
     TextDelta,
 )
-from fsm.wire.decoders._wire import Held, dumps, server_result_block
+from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS, Held, dumps, server_result_block
 from fsm.wire.langchain_gemini_code import code_result
 
 PLACED = {"anthropic": "anthropic", "google_genai": "gemini"}
@@ -77,12 +77,12 @@ TURN_ENDED = frozenset({"tool_use", "end_turn", "stop_sequence"})
 """Anthropic stop reasons after which every content block has ended (at ``max_tokens`` the open
 block stays open: no ``content_block_stop`` comes)."""
 
-CLAUDE_SERVER = ("server_tool_use", "mcp_tool_use", "server_tool_call", "server_tool_call_chunk")
+CLAUDE_SERVER = (*CLAUDE_SERVER_CALLS, "server_tool_call", "server_tool_call_chunk")
 """The ChatAnthropic blocks of a tool Anthropic runs itself: v0 keeps Anthropic's block (its input
 streamed by ``input_json_delta`` blocks at its index), v1 gives ``server_tool_call_chunk`` blocks
 (the first with the id and name, then the argument text) or a whole ``server_tool_call``."""
 
-CLAUDE_SERVER_STARTS = frozenset({"server_tool_use", "mcp_tool_use"})
+CLAUDE_SERVER_STARTS = frozenset(CLAUDE_SERVER_CALLS)
 """The blocks that open a tool Anthropic runs itself, in ChatAnthropic's v0 chunks: Claude's alone."""
 
 _NOT_KEPT = ("input", "index", "partial_json")  # the input goes back parsed; LangChain's index; a sum's text

@@ -129,6 +129,11 @@ GEMINI_FINISH = {
 a chat chunk that carries one as it is (a LangChain chunk of langchain-google-genai's)."""
 
 
+CLAUDE_SERVER_CALLS = ("server_tool_use", "mcp_tool_use")
+"""The Claude content blocks of a tool Anthropic runs itself (a tuple: a block's type of any value,
+a list too, is looked up without hashing)."""
+
+
 def server_result_block(kind: Any) -> bool:
     """Whether a Claude content block of this type is the result of a tool Anthropic ran itself
     (``web_search_tool_result``, ``code_execution_tool_result``, ``mcp_tool_result``, ...)."""
