@@ -107,3 +107,13 @@ def test_a_hand_made_compaction_of_the_wrong_type_is_refused_by_name() -> None:
     turn = attrs.evolve(fsm.reassemble(compacted_turn(DELTA), "anthropic"), compactions=({"type": "compaction"},))
     with pytest.raises(InvalidInput, match=r"result.compactions\[0\] must be"):
         messages.assistant_message(turn, "anthropic")
+
+
+def test_a_compaction_block_without_an_index_takes_its_place_as_other_blocks() -> None:
+    # a proxy that leaves the index off: the block takes the place after the last opened one, as a
+    # text block does (it was kept at no place, and went back first whatever came before it)
+    events = [{k: v for k, v in e.items() if k != "index"} for e in compacted_turn(DELTA)[:4]]
+    text = [{"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "Hi."}}]
+    result = fsm.reassemble([events[0], *text, {"type": "content_block_stop", "index": 0}, *events[1:]], "anthropic")
+    assert [(c.output_index, c.block["content"]) for c in result.compactions] == [(1, SUMMARY)]
+    assert [b["type"] for b in messages.assistant_message(result, "anthropic")["content"]] == ["text", "compaction"]

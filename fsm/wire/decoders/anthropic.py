@@ -96,7 +96,8 @@ class AnthropicDecoder:
         self._diagnose: Callable[[str, str], None] = _ignore
         self._top = -1  # the highest content block index seen
         self._places: dict[str, int] = {}  # by wire id: where each tool block that came without an index sat
-        self._compacted: dict[int | None, dict[str, Any]] = {}  # compaction blocks by index, as they stand
+        # compaction blocks by the index their deltas name: each with its place, as it stands
+        self._compacted: dict[int | None, tuple[int | None, dict[str, Any]]] = {}
 
     def place_of(self, wire_id: str | None) -> int | None:
         """Where the call under ``wire_id`` that came without its block index sat in the content
@@ -166,8 +167,8 @@ class AnthropicDecoder:
         server = _CALL_BLOCKS.get(kind)
         if server is None:
             if kind == "compaction":  # the context's summary: it goes back as it came, in its place
-                self._compacted[at] = dict(block)
-                return [CompactionBlock(dict(block), at)]
+                self._compacted[at] = (place, dict(block))
+                return [CompactionBlock(dict(block), place)]
             if server_result_block(kind):  # a server tool's result, whole: it goes back with the turn
                 text(block.get("tool_use_id"), "content_block.tool_use_id")  # what pairs it: text, or refused
                 return [ServerResultBlock(dict(block), place)]
@@ -253,10 +254,10 @@ class AnthropicDecoder:
     def _compaction(self, at: int | None, delta: Mapping[str, Any]) -> CompactionBlock:
         """A ``compaction_delta`` sets its ``content`` and ``encrypted_content`` on the block (each
         delta holds the whole of both, as the anthropic SDK's accumulator takes them)."""
-        block = self._compacted[at]
+        place, block = self._compacted[at]
         for key in ("content", "encrypted_content"):
             block[key] = text(delta.get(key), f"compaction_delta.{key}")
-        return CompactionBlock(dict(block), at)
+        return CompactionBlock(dict(block), place)
 
     def _stop(self, at: int | None) -> list[Event]:
         if at is None and self._bare_at is not None:  # the end of the block opened last without an index
