@@ -113,6 +113,27 @@ def test_orphan_and_duplicate_server_blocks_are_paired_as_client_ones() -> None:
     assert history.check(fixed).findings == ()
 
 
+def test_a_server_result_placed_before_its_call_answers_nothing() -> None:
+    # Anthropic refuses a result ahead of its call; the k-th rule alone paired them regardless of order
+    turn = [
+        {"role": "user", "content": "Go"},
+        {"role": "assistant", "content": [found("s1"), search("s1"), said("Done.")]},
+        {"role": "user", "content": "More"},
+    ]
+    assert kinds(history.check(turn)) == [("orphan", "s1", 2), ("dangling", "s1", 2)]
+    assert history.anything_dangling(turn)
+    fixed, changes = history.repair(turn)
+    assert [(c.kind, c.id) for c in changes] == [("dropped-orphan", "s1"), ("dropped-call", "s1")]
+    assert fixed[1]["content"] == [said("Done.")]
+    # one result early, one after: the one after answers the call, the early one is a second result
+    turn[1]["content"] = [found("s1"), search("s1"), found("s1")]
+    assert kinds(history.check(turn)) == [("duplicate-result", "s1", 2)]
+    fixed, changes = history.repair(turn)
+    assert [(c.kind, c.id) for c in changes] == [("dropped-duplicate-result", "s1")]
+    assert fixed[1]["content"] == [search("s1"), found("s1")]
+    assert history.check(fixed).findings == ()
+
+
 def test_a_history_of_server_blocks_alone_is_read_as_anthropic() -> None:
     turn = [{"role": "user", "content": "Go"}, {"role": "assistant", "content": [found("s1")]}]
     assert history.detect_format(turn) == "anthropic"
@@ -147,13 +168,24 @@ def test_repair_keeps_every_server_result_its_message_pairs(
     fixed, _ = history.repair(convo)
     assert not history.check(fixed).rejected and not history.anything_dangling(fixed)
     assert history.repair(fixed)[1] == []
-    # the k-th result under an id in a message answers its k-th call: as many kept as pair up
+    # a result answers the earliest call of its id before it that waits: as many kept as pair up so
     kept = [b for m in fixed if m["role"] == "assistant" for b in m["content"] if b["type"] == "web_search_tool_result"]
     expected = 0
     for made in turns:
-        for at in ("s1", "s2", "s3"):
-            expected += min(made.count(("call", at)), made.count(("result", at)))
+        waiting = dict.fromkeys(("s1", "s2", "s3"), 0)
+        for kind, at in made:
+            if kind == "call":
+                waiting[at] += 1
+            elif kind == "result" and waiting[at]:
+                waiting[at] -= 1
+                expected += 1
     assert len(kept) == expected
+    # and every result kept follows its call
+    for m in fixed:
+        if m["role"] == "assistant":
+            for j, b in enumerate(m["content"]):
+                if b["type"] == "web_search_tool_result":
+                    assert b["tool_use_id"] in [x["id"] for x in m["content"][:j] if x["type"] == "server_tool_use"]
 
 
 @pytest.mark.parametrize("kind", [["server_tool_use"], {"a": 1}])

@@ -33,7 +33,7 @@ from fsm.history.findings import Format
 from fsm.history.objects import conversation
 from fsm.history.objects import fail as _fail
 from fsm.history.objects import is_object as _is_object
-from fsm.history.server_blocks import SERVER_CALLS, is_server_result
+from fsm.history.server_blocks import SERVER_CALLS, in_order, is_server_result
 
 ANTHROPIC_CALLS = (*SERVER_CALLS, "tool_use", "tool_result")
 
@@ -312,6 +312,9 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Seg
         elif results is not None:
             yield Segment([], results)
         if served.calls or served.results:
+            early, served = in_order(served)
+            if early:
+                yield Segment([], early, server=True)
             # A message that makes client calls is followed by their results: its server calls cannot wait.
             yield served._replace(open_end=at == len(messages) - 1 and not calls)
         if calls:

@@ -9,9 +9,9 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   answered) is dropped; a call that got no result at all gets a placeholder result, or with
   ``RepairPolicy(dangling="drop-call")`` is dropped (but for a Gemini call whose part carries a
   ``thoughtSignature``, which must go back on that part: it gets a placeholder);
-* Claude's server tool calls (``server_tool_use``, ``mcp_tool_use``) pair with their
-  ``*_tool_result`` blocks within their own message (:mod:`fsm.history.server_blocks`); one
-  without its result is dropped, whatever the policy, since only Anthropic can give that result
+* Claude's server tool calls (``server_tool_use``, ``mcp_tool_use``) pair with their ``*_tool_result``
+  blocks within their own message, a result only with a call before it (:mod:`fsm.history.server_blocks`);
+  one without its result is dropped, whatever the policy, since only Anthropic can give that result
   (but in the history's last message, a paused turn, where the server may still run it);
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
   together are merged (both want user and assistant to alternate), unless one makes calls and the

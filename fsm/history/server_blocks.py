@@ -6,12 +6,67 @@ closed by the end of that message. Anthropic refuses a server call without its r
 in the request's last message: a turn paused (``pause_turn``) after such a call goes back as it
 came, as the last message, and the API runs the call (anthropic-sdk-python issues 961 and 1339:
 with a message after it, the API answers 400). Nothing but the server can stand in for that result,
-so repair drops such a call anywhere else."""
+so repair drops such a call anywhere else.
+
+A result answers a call that comes before it in the message, as Claude writes them (Anthropic
+refuses a result placed before its call). The results are paired first come, first served: each
+answers the earliest call of its id before it that nothing answered yet, which is the history's k-th
+rule whenever every result follows its call. When that leaves a call of an id waiting, the k-th rule
+would give it a result placed before it: such results answer nothing, read as stray results just
+ahead of their message's blocks."""
 
 from __future__ import annotations
+
+from fsm.history.entries import Entry, Key, Segment
 
 # The wire's own names for these blocks, under the names the history reads them by.
 from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS as SERVER_CALLS
 from fsm.wire.decoders._wire import server_result_block as is_server_result
 
-__all__ = ["SERVER_CALLS", "is_server_result"]
+__all__ = ["SERVER_CALLS", "in_order", "is_server_result"]
+
+
+def in_order(served: Segment) -> tuple[list[Entry], Segment]:
+    """The results placed before the call they would answer, and the message's blocks with its
+    results ordered so that the k-th rule pairs them first come, first served."""
+    waiting: dict[Key, int] = {}  # calls of the id read so far that no result answers yet
+    paired: list[Entry] = []
+    unpaired: list[Entry] = []
+    calls = iter(served.calls)
+    call = next(calls, None)
+    for result in served.results:
+        while call is not None and call.slot < result.slot:
+            waiting[call.key] = waiting.get(call.key, 0) + 1
+            call = next(calls, None)
+        if waiting.get(result.key, 0):
+            waiting[result.key] -= 1
+            paired.append(result)
+        else:
+            unpaired.append(result)
+    # First come, first served leaves an id's last calls waiting, if any. Under the k-th rule its
+    # unpaired results would answer them, each a call it comes before: they are early, and answer
+    # nothing. When no call of the id is left waiting, they are its second results.
+    left = _count(served.calls)
+    for result in paired:
+        left[result.key] -= 1
+    early: list[Entry] = []
+    under: dict[Key, list[Entry]] = {}  # each id's results: those paired first, then its second ones
+    for result in paired:
+        under.setdefault(result.key, []).append(result)
+    for result in unpaired:
+        if left.get(result.key, 0):
+            early.append(result)
+        else:
+            under.setdefault(result.key, []).append(result)
+    # Each id's results take the places its own results held, so ids keep their order among each other.
+    taken = {key: iter(entries) for key, entries in under.items()}
+    gone = {result.slot for result in early}
+    kept = [next(taken[result.key]) for result in served.results if result.slot not in gone]
+    return early, served._replace(results=kept)
+
+
+def _count(entries: list[Entry]) -> dict[Key, int]:
+    counts: dict[Key, int] = {}
+    for entry in entries:
+        counts[entry.key] = counts.get(entry.key, 0) + 1
+    return counts
