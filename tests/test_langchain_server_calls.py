@@ -108,6 +108,54 @@ def test_the_server_call_a_cut_stops_keeps_its_text_and_the_one_before_it_stands
     assert [(c.status, c.arguments) for c in ended] == [(CallStatus.COMPLETE, {"q": 1})]
 
 
+def without_nulls(value: Any) -> Any:
+    """A message with the null fields an SDK model writes where the wire has none (a search result's
+    ``page_age``, dumped by LangChain): Anthropic reads them as absent."""
+    if isinstance(value, dict):
+        return {key: without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [without_nulls(item) for item in value]
+    return value
+
+
+def mcp_failed(at: int, call_id: str) -> list[dict[str, Any]]:
+    failed = [{"type": "text", "text": "no such page"}]
+    block = {"type": "mcp_tool_result", "tool_use_id": call_id, "is_error": True, "content": failed}
+    return [
+        {"type": "content_block_start", "index": at, "content_block": block},
+        {"type": "content_block_stop", "index": at},
+    ]
+
+
+NEXT_TURNS = {
+    **CLAUDE,
+    "mcp-tool-failed": turn(
+        server(0, "mcptoolu_1", "search_docs", ['{"q": "fsm"}'], "mcp_tool_use"), mcp_failed(1, "mcptoolu_1")
+    ),
+}
+
+
+@pytest.mark.parametrize("output_version", [None, "v1"])
+@pytest.mark.parametrize("name", list(NEXT_TURNS))
+def test_claude_server_blocks_through_chat_anthropic_go_back_as_the_bytes_send_them(
+    name: str, output_version: str | None
+) -> None:
+    # v1's blocks rename Claude's and move fields into extras; they went back as nothing before
+    body = sse(NEXT_TURNS[name])
+    reference = messages.assistant_message(fsm.reassemble(body, "anthropic"), "anthropic")
+    chunks = list(chat_anthropic(body, output_version)[1].stream("go"))
+    for stream in (chunks, [functools.reduce(operator.add, chunks)]):
+        got = messages.assistant_message(fsm.reassemble(stream), "anthropic")
+        assert without_nulls(got) == without_nulls(reference)
+
+
+def test_a_v1_server_result_naming_no_claude_block_is_reported() -> None:
+    block = {"type": "server_tool_result", "tool_call_id": "x1", "status": "success", "extras": {}, "index": 0}
+    result = fsm.reassemble([claude_chunk(block), claude_chunk({"type": "text", "text": "ok", "index": 1})])
+    assert result.server_tool_results == () and "unknown-event" in result.codes()
+    assert "server_tool_result block at index 0" in " ".join(d.message for d in result.diagnostics)
+
+
 def test_a_claude_block_of_a_call_kind_no_reading_knows_is_reported() -> None:
     # as the Anthropic decoder reports a `*_use` block it does not know: it may be a call
     chunks = [

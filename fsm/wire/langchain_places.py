@@ -57,6 +57,7 @@ from fsm.events import (
     ServerResultBlock,
     TextDelta,
 )
+from fsm.wire import langchain_claude_v1 as claude_v1
 from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS, Held, dumps, server_result_block
 from fsm.wire.langchain_gemini_code import code_result
 
@@ -86,10 +87,6 @@ CLAUDE_SERVER_STARTS = frozenset(CLAUDE_SERVER_CALLS)
 """The blocks that open a tool Anthropic runs itself, in ChatAnthropic's v0 chunks: Claude's alone."""
 
 _NOT_KEPT = ("input", "index", "partial_json")  # the input goes back parsed; LangChain's index; a sum's text
-
-V1_NAMES = {"code_interpreter": "code_execution"}
-"""Anthropic's tool names that langchain-core's v1 blocks rename (``remote_mcp``, an MCP tool, keeps
-the tool's own name in ``extras.tool_name``)."""
 
 GEMINI_SAYS = frozenset({"text", "thinking", "reasoning", *CALL_BLOCKS})
 """The ChatGoogleGenerativeAI blocks read as text, reasoning or calls; any other is a part this
@@ -307,6 +304,11 @@ def _claude_block(block: Any, stream: LangChainStream) -> list[Event]:
         return events + claude_server(block, kind, at, stream)
     if server_result_block(kind) and kind != "server_tool_result":  # Claude's, whole, as v0 keeps it (not v1's)
         return [*events, ServerResultBlock({key: value for key, value in block.items() if key != "index"}, at)]
+    if kind == "server_tool_result":  # v1's: read as the Claude block it was made from
+        rebuilt = claude_v1.result_block(block)
+        if rebuilt is None:
+            stream.notes.append(("unknown-event", f"a server_tool_result block at index {at} of no Claude type"))
+        return events if rebuilt is None else [*events, ServerResultBlock(rebuilt, at)]
     if isinstance(kind, str) and kind.endswith("_use") and kind != "tool_use":  # call-shaped, of no known kind
         stream.notes.append(("unknown-event", f"a {kind!r} content block at index {at}"))
     return events + _claude(block)
@@ -320,16 +322,13 @@ def claude_server(block: Mapping[str, Any], kind: str, at: int | None, stream: L
     events: list[Event] = []
     if opens:
         v1 = kind not in CLAUDE_SERVER_STARTS
-        extras = block.get("extras")
-        name = block.get("name")
-        if name == "remote_mcp" and isinstance(extras, Mapping):
-            name = extras.get("tool_name")
-        named = V1_NAMES.get(name, name) if isinstance(name, str) else None
-        ref = CallRef(at, _str(block.get("id")), named, server=True)
+        name = claude_v1.tool_name(block) if v1 else block.get("name")
+        ref = CallRef(at, _str(block.get("id")), _str(name), server=True)
         whole = block.get("input") if kind != "server_tool_call" else block.get("args")
         held = stream.servers.hold(at, _Server(ref, dumps(whole or {})))
-        placed = stream.wire == "anthropic" and not v1  # Claude's block, in its place: it goes back as it came
-        kept = {key: value for key, value in block.items() if key not in _NOT_KEPT} if placed else None
+        kept = None  # Claude's block, in its place, goes back as it came (v1's: the block v1 was made from)
+        if stream.wire == "anthropic":
+            kept = claude_v1.call_block(block) if v1 else {k: v for k, v in block.items() if k not in _NOT_KEPT}
         events.append(CallSeen(ref, item=kept))
     piece = block.get("partial_json" if kind in ("input_json_delta", "server_tool_use", "mcp_tool_use") else "args")
     if held is not None and isinstance(piece, str) and piece:

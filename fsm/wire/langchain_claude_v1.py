@@ -1,0 +1,64 @@
+"""langchain-core's v1 blocks for the tools Anthropic runs itself (``output_version="v1"``), read back
+as the Claude blocks they were made from, so that the next turn sends them as Claude wrote them.
+
+v1 renames and moves fields: a ``server_tool_call`` (or the first ``server_tool_call_chunk``) calls
+Claude's ``code_execution`` tool ``code_interpreter`` and any MCP tool ``remote_mcp`` (the tool's own
+name in ``extras.tool_name``); a ``server_tool_result`` keeps the block's type in
+``extras.block_type``, its ``content`` as ``output`` and an MCP result's ``is_error`` as its
+``status``. Every field v1 has no place for waits in ``extras`` (an MCP call's ``server_name``, say),
+and goes back on its block."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fsm.wire.decoders._wire import server_result_block
+
+V1_NAMES = {"code_interpreter": "code_execution"}
+"""Anthropic's tool names that v1 renames (``remote_mcp`` keeps an MCP tool's own name in ``extras``)."""
+
+_MOVED = frozenset({"tool_name", "block_type", "partial_json"})
+"""Fields of ``extras`` that v1 moved there from a block field it has (or, a sum's text, that holds
+the input, which goes back parsed): not the block's own fields."""
+
+
+def call_block(block: Mapping[str, Any]) -> dict[str, Any]:
+    """The Claude block, without its input, that a v1 call block of a server tool was made from."""
+    kind = "mcp_tool_use" if block.get("name") == "remote_mcp" else "server_tool_use"
+    kept = _left(block)
+    kept.update(type=kind, id=block.get("id"), name=tool_name(block))
+    return kept
+
+
+def tool_name(block: Mapping[str, Any]) -> Any:
+    """The name Anthropic gave the tool a v1 call block calls."""
+    name = block.get("name")
+    if name == "remote_mcp":
+        return _extras(block).get("tool_name")
+    return V1_NAMES.get(name, name) if isinstance(name, str) else name
+
+
+def result_block(block: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The Claude result block a v1 ``server_tool_result`` was made from; None when its ``extras``
+    name no result block of Claude's (a block LangChain did not make from one)."""
+    extras = _extras(block)
+    kind = extras.get("block_type")
+    if not server_result_block(kind) or kind == "server_tool_result":
+        return None
+    rebuilt = _left(block)
+    # v1 leaves the output out where Claude's content was empty
+    rebuilt.update(type=kind, tool_use_id=block.get("tool_call_id"), content=block.get("output", []))
+    if kind == "mcp_tool_result":
+        rebuilt["is_error"] = block.get("status") == "error"
+    return rebuilt
+
+
+def _extras(block: Mapping[str, Any]) -> Mapping[str, Any]:
+    extras = block.get("extras")
+    return extras if isinstance(extras, Mapping) else {}
+
+
+def _left(block: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields v1 had no place for, that go back on the block (named as JSON names a field)."""
+    return {key: value for key, value in _extras(block).items() if isinstance(key, str) and key not in _MOVED}
