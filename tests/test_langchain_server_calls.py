@@ -42,13 +42,16 @@ def server(at: int, call_id: str, name: str, pieces: list[str], kind: str = "ser
     return [*events, {"type": "content_block_stop", "index": at}]
 
 
-def search_result(at: int, call_id: str) -> list[dict[str, Any]]:
-    found = [{"type": "web_search_result", "url": "https://x.example", "title": "X", "encrypted_content": "e"}]
-    block = {"type": "web_search_tool_result", "tool_use_id": call_id, "content": found}
+def whole_block(at: int, block: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {"type": "content_block_start", "index": at, "content_block": block},
         {"type": "content_block_stop", "index": at},
     ]
+
+
+def search_result(at: int, call_id: str) -> list[dict[str, Any]]:
+    found = [{"type": "web_search_result", "url": "https://x.example", "title": "X", "encrypted_content": "e"}]
+    return whole_block(at, {"type": "web_search_tool_result", "tool_use_id": call_id, "content": found})
 
 
 def cut_at_max_tokens(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -120,11 +123,7 @@ def without_nulls(value: Any) -> Any:
 
 def mcp_failed(at: int, call_id: str) -> list[dict[str, Any]]:
     failed = [{"type": "text", "text": "no such page"}]
-    block = {"type": "mcp_tool_result", "tool_use_id": call_id, "is_error": True, "content": failed}
-    return [
-        {"type": "content_block_start", "index": at, "content_block": block},
-        {"type": "content_block_stop", "index": at},
-    ]
+    return whole_block(at, {"type": "mcp_tool_result", "tool_use_id": call_id, "is_error": True, "content": failed})
 
 
 NEXT_TURNS = {
