@@ -7,7 +7,8 @@ takes. Every other item that calls a tool it yields whole, once, as a content bl
 ``input``, ...) with LangChain's own item count as ``index`` (``output_version="v0"`` keeps it in
 ``additional_kwargs["tool_outputs"]`` instead of the content, but a custom tool's); v1 keeps a client item the same way
 inside a ``non_standard`` block (the count in an ``index`` such as ``lc_ns_3``) and turns a hosted
-one (``web_search_call``, ``mcp_call``, ...) into a ``server_tool_call`` block naming the tool. Each
+one (``web_search_call``, ``mcp_call``, ...) into a ``server_tool_call`` block naming the tool, and an
+``image_generation_call`` into an ``image`` block (the item's id, its result as ``base64``). Each
 is given to a Responses decoder of the stream's own as the ``output_item.done`` it came from, so it
 becomes the call the bytes give: a ``custom_tool_call`` a freeform call of type ``custom`` (LangChain
 also gives it as a function call with ``{"__arg1": input}`` arguments, a tool call chunk that is
@@ -152,6 +153,8 @@ def _responses_block(block: Any, hosted: bool) -> bool:
     kind = _kind(block)
     if kind in READ_BLOCKS or kind == "function_call" or (hosted and kind is not None and _unknown_item(kind)):
         return True
+    if kind == "image" and hosted:
+        return _image_generation_call(block) is not None
     if kind == "reasoning":
         return is_responses_reasoning(block)
     extras = block.get("extras") if kind in ("tool_call_chunk", "tool_call") else None
@@ -190,6 +193,8 @@ def _item(block: Any, hosted: bool) -> dict[str, Any] | None:
         return {**value} if inner in ITEMS or unknown else None
     if kind in ITEMS or (hosted and _unknown_item(kind)):  # the decoder reports the unknown (unknown-item)
         return {key: value for key, value in block.items() if key != "index"}
+    if kind == "image" and hosted:
+        return _image_generation_call(block)
     if kind != "server_tool_call" or not hosted:
         return None
     name, extras, args = block.get("name"), block.get("extras"), block.get("args")
@@ -205,6 +210,17 @@ def _item(block: Any, hosted: bool) -> dict[str, Any] | None:
     item = {"type": item_type, "id": block.get("id")}
     if field is not None and isinstance(args, Mapping):
         item[field] = args.get(field) if field in ("code", "queries") else dict(args)
+    return item
+
+
+def _image_generation_call(block: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``image_generation_call`` item v1 made an ``image`` block of (its result the base64, its
+    other fields in ``extras``); None for an image of no such item (one without the item's id)."""
+    if not isinstance(block.get("id"), str) or not isinstance(block.get("base64"), str):
+        return None
+    extras = block.get("extras")
+    item = {key: value for key, value in extras.items() if isinstance(key, str)} if isinstance(extras, Mapping) else {}
+    item.update(type="image_generation_call", id=block["id"], result=block["base64"])
     return item
 
 
