@@ -148,6 +148,26 @@ def test_claude_server_blocks_through_chat_anthropic_go_back_as_the_bytes_send_t
         assert without_nulls(got) == without_nulls(reference)
 
 
+@pytest.mark.parametrize("name", list(NEXT_TURNS))
+def test_claude_server_blocks_in_chunks_naming_no_integration_go_back_too(name: str) -> None:
+    # langchain-anthropic before 1.0 names no model_provider: its blocks keep no places, so the text
+    # goes back as one block first; the server blocks went back as nothing, their results unread
+    body = sse(NEXT_TURNS[name])
+    reference = without_nulls(messages.assistant_message(fsm.reassemble(body, "anthropic"), "anthropic"))
+    chunks = list(chat_anthropic(body, None)[1].stream("go"))
+    for chunk in chunks:
+        chunk.response_metadata.pop("model_provider", None)
+    got = without_nulls(messages.assistant_message(fsm.reassemble(chunks), "anthropic"))
+
+    def text(turn: dict[str, Any]) -> str:
+        return "".join(block["text"] for block in turn["content"] if block["type"] == "text")
+
+    def others(turn: dict[str, Any]) -> list[dict[str, Any]]:
+        return [block for block in turn["content"] if block["type"] != "text"]
+
+    assert (text(got), others(got)) == (text(reference), others(reference))
+
+
 def test_a_v1_server_result_naming_no_claude_block_is_reported() -> None:
     block = {"type": "server_tool_result", "tool_call_id": "x1", "status": "success", "extras": {}, "index": 0}
     result = fsm.reassemble([claude_chunk(block), claude_chunk({"type": "text", "text": "ok", "index": 1})])

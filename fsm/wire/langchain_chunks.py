@@ -31,8 +31,8 @@ delta keeps no block's place and one text signature a chunk: so it is written on
 name no integration whose blocks say where they sat. ChatAnthropic's and ChatGoogleGenerativeAI's
 (``response_metadata["model_provider"]``) are read by :mod:`fsm.wire.langchain_places` instead:
 each block in its place in the turn and each signature on its part, as the bytes give them.
-Claude's server tool blocks in chunks that name none are told by their shapes instead
-(:func:`_claude_servers`).
+Claude's server tool blocks and their results in chunks that name none are told by their shapes
+instead (:func:`_claude_servers`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fsm.errors import InvalidInput
-from fsm.events import Event, ReasoningDelta
+from fsm.events import Event, ReasoningDelta, ServerResultBlock
 from fsm.wire.decoders._wire import (
     COMPAT_SIGNATURE,
     SDK_FINISH_MESSAGE,
@@ -51,6 +51,7 @@ from fsm.wire.decoders._wire import (
     chunk_text,
     compat_signed,
     responses_incomplete,
+    server_result_block,
     stop_details_said,
 )
 from fsm.wire.langchain_places import (
@@ -281,7 +282,8 @@ def _claude_servers(content: Any, held: LangChainStream, finish: str | None) -> 
     their places (langchain-anthropic before 1.0 names none), told by their shapes: a block that
     opens one (no other integration makes it) and the ``input_json_delta`` blocks at its index,
     read into ``held.said`` as the places reading reads them, each ended by a later block or a stop
-    reason that ends the turn. Every other block is read as it was, without places."""
+    reason that ends the turn, and a result block, whole. Every other block is read as it was,
+    without places."""
     events: list[Event] = []
     servers = held.servers
     for block in content:
@@ -289,6 +291,9 @@ def _claude_servers(content: Any, held: LangChainStream, finish: str | None) -> 
             continue
         kind = block.get("type")
         kind = kind if isinstance(kind, str) else None  # a hand-made block's may be unhashable
+        if server_result_block(kind) and kind != "server_tool_result":  # Claude's, whole (not v1's)
+            events.append(ServerResultBlock({key: value for key, value in block.items() if key != "index"}))
+            continue
         if not servers and kind not in CLAUDE_SERVER_STARTS:  # most chunks: no server block is open
             continue
         at = place_of(block.get("index"))

@@ -326,9 +326,10 @@ def claude_server(block: Mapping[str, Any], kind: str, at: int | None, stream: L
         ref = CallRef(at, _str(block.get("id")), _str(name), server=True)
         whole = block.get("input") if kind != "server_tool_call" else block.get("args")
         held = stream.servers.hold(at, _Server(ref, dumps(whole or {})))
-        kept = None  # Claude's block, in its place, goes back as it came (v1's: the block v1 was made from)
-        if stream.wire == "anthropic":
-            kept = claude_v1.call_block(block) if v1 else {k: v for k, v in block.items() if k not in _NOT_KEPT}
+        # Claude's own block goes back as it came; v1's, in chunks naming Claude, as the block v1 was made from
+        kept = None if v1 else {key: value for key, value in block.items() if key not in _NOT_KEPT}
+        if v1 and stream.wire == "anthropic":
+            kept = claude_v1.call_block(block)
         events.append(CallSeen(ref, item=kept))
     piece = block.get("partial_json" if kind in ("input_json_delta", "server_tool_use", "mcp_tool_use") else "args")
     if held is not None and isinstance(piece, str) and piece:
