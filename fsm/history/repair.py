@@ -4,7 +4,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
 ``x`` answers the k-th call with id ``x``. Repair keeps every such pair and touches nothing else:
 
 * the 2nd, 3rd, ... call under one id in a turn becomes ``<id>_d2``, ``<id>_d3`` (in order, skipping any
-  id used up to and in its turn), and the result that answered it gets the same new id;
+  id used up to and in its turn), and the result that answered it gets the same new id; where the
+  format limits an id's length (Bedrock Converse: 64), the id is cut as far as ``_d<n>`` needs;
 * a result that answers no call of its turn (an orphan, or a second result for a call already
   answered) is dropped; a call that got no result at all gets a placeholder result, or with
   ``RepairPolicy(dangling="drop-call")`` is dropped (but for a Gemini call whose part carries a
@@ -53,6 +54,9 @@ _FIELD = {
     "gemini": "parts",
     "responses": "",
 }
+_ID_LIMIT = {"bedrock": 64}
+"""The longest call id a format takes (Converse's ToolUseId: 1 to 64 of ``[a-zA-Z0-9_-]``): a rename
+past it cuts the id's stem so ``<stem>_d<n>`` fits."""
 _ALTERNATING = ("anthropic", "bedrock")
 """The formats whose messages must alternate user and assistant: neighbours a drop brings together merge."""
 
@@ -112,7 +116,7 @@ class _Plan:
         self.fmt, self.policy, self.messages = fmt, policy, messages
         # A new id avoids every id used up to and in its turn, and no later one: repairing a longer
         # history renames its earlier turns the same way (prompt caches keep their prefix).
-        self.ids = IdAllocator()
+        self.ids = IdAllocator(limit=_ID_LIMIT.get(fmt))
         self.drop: set[tuple[int, int]] = set()
         self.rename: dict[tuple[int, int], str] = {}
         self.add_into: dict[int, list[dict[str, Any]]] = {}
