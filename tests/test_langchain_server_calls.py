@@ -219,3 +219,39 @@ def test_a_gemini_block_no_reading_knows_is_reported_not_dropped() -> None:
     assert result.codes() == ["part-not-reassembled", "part-not-reassembled"]
     assert "'image_url' content block" in result.diagnostics[0].message
     assert not result.server_tool_calls
+
+
+@pytest.mark.parametrize(
+    ("block", "said"),
+    [
+        ({"type": "code_execution_result", "code_execution_result": "1\n", "outcome": 9}, "outcome is int"),
+        ({"type": "code_execution_result", "code_execution_result": 1, "outcome": 1}, "output is int"),
+        (
+            {
+                "type": "server_tool_result",
+                "output": "1\n",
+                "extras": {"block_type": "code_execution_result", "outcome": [1]},
+            },
+            "outcome is list",
+        ),
+    ],
+)
+def test_a_gemini_code_result_of_a_wrong_type_is_reported_as_the_decoder_reports_it(
+    block: dict[str, Any], said: str
+) -> None:
+    # it was kept and went back as it came (an outcome of no enum name), a part Gemini refuses
+    from langchain_core.messages import AIMessageChunk
+
+    meta = {"model_provider": "google_genai"}
+    chunks = [
+        AIMessageChunk(
+            content=[{"type": "executable_code", "executable_code": "print(1)", "language": 1}], response_metadata=meta
+        ),
+        AIMessageChunk(content=[block], response_metadata=meta),
+        AIMessageChunk(content="", response_metadata={**meta, "finish_reason": "STOP"}),
+    ]
+    result = fsm.reassemble(chunks)
+    assert not result.server_tool_results
+    (note,) = [d for d in result.diagnostics if d.code == "part-not-reassembled"]
+    assert (note.event, f"{said}, not a string: it is not read" in note.message) == (2, True)
+    assert messages.assistant_message(result, "gemini")["parts"] == []

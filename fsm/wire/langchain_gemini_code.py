@@ -7,14 +7,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fsm.events import Event, ServerResultBlock
+
 OUTCOMES = {0: "OUTCOME_UNSPECIFIED", 1: "OUTCOME_OK", 2: "OUTCOME_FAILED", 3: "OUTCOME_DEADLINE_EXCEEDED"}
 """google-genai's ``Outcome`` by number, as the REST wire names it."""
 CODE_RESULT = "code_execution_result"
 
 
-def code_result(block: Mapping[str, Any], kind: Any) -> dict[str, Any] | None:
-    """The part (``{"codeExecutionResult": {"outcome", "output"}}``) a block stands for; None when it
-    is no code result."""
+def code_result(block: Mapping[str, Any], kind: Any, notes: list[tuple[str, str]]) -> list[Event] | None:
+    """The part (``{"codeExecutionResult": {"outcome", "output"}}``) a block stands for, as its
+    event; None when it is no code result. One the Gemini decoder would not read (an outcome or
+    output of a wrong type) is reported into ``notes`` as the decoder reports it, and not read."""
     extras = block.get("extras")
     if kind == CODE_RESULT:
         output, outcome = block.get("code_execution_result"), block.get("outcome")
@@ -28,4 +31,10 @@ def code_result(block: Mapping[str, Any], kind: Any) -> dict[str, Any] | None:
     ran = {"outcome": outcome} if outcome is not None else {}
     if output is not None:
         ran["output"] = output
-    return {"codeExecutionResult": ran}
+    from fsm.wire.decoders.gemini import code_result_fault  # a stream of no Gemini code loads no Gemini decoder
+
+    fault = code_result_fault(ran)
+    if fault is not None:
+        notes.append(("part-not-reassembled", f"a {kind!r} content block whose {fault}: it is not read"))
+        return []
+    return [ServerResultBlock({"codeExecutionResult": ran})]

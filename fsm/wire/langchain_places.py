@@ -277,8 +277,8 @@ def _gemini_other(block: Mapping[str, Any], kind: str, stream: LangChainStream, 
     call, whatever new id LangChain gave it); its result is the result, and any other block (an image) is reported, as
     the decoder reports a part it does not read."""
     stream.run_thought = None  # a part between the runs
-    if (outcome := code_result(block, kind)) is not None:
-        return [ServerResultBlock(outcome)]  # placed by the reassembler, as the decoder's
+    if (outcome := code_result(block, kind, stream.notes)) is not None:
+        return outcome  # placed by the reassembler, as the decoder's
     args = block.get("args") if kind == "server_tool_call" else block
     ran = kind == "executable_code" or block.get("name") == "code_interpreter"
     args = args if ran and isinstance(args, Mapping) else {}
