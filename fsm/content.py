@@ -59,7 +59,18 @@ class _Block:
 
 
 class _TextPart:
-    __slots__ = ("citations", "item_id", "output_index", "phase", "place", "signature", "status", "text")
+    __slots__ = (
+        "citations",
+        "item_id",
+        "output_index",
+        "phase",
+        "place",
+        "refusal",
+        "refused_first",
+        "signature",
+        "status",
+        "text",
+    )
 
     def __init__(self, place: int | None, output_index: int | None) -> None:
         self.text: list[str] = []
@@ -70,6 +81,8 @@ class _TextPart:
         self.status: str | None = None
         self.phase: str | None = None
         self.citations: list[dict[str, Any]] | None = None
+        self.refusal: list[str] | None = None
+        self.refused_first = False
 
     def freeze(self) -> TextPart:
         return TextPart(
@@ -81,6 +94,8 @@ class _TextPart:
             self.status,
             self.phase,
             tuple(self.citations) if self.citations else (),
+            "".join(self.refusal) if self.refusal is not None else None,
+            self.refused_first,
         )
 
 
@@ -124,6 +139,8 @@ class TurnContent:
                     self._refusal = [event.text]
                 else:
                     self._refusal.append(event.text)
+                if event.part is not None:  # a Responses message's refusal part: it goes back in that message
+                    self._refused(event.part, event)
                 return
             # A piece that only names its message item (its id and status, no text) or cites says
             # nothing of the text: a message with no text must not become where the text goes back.
@@ -183,13 +200,17 @@ class TurnContent:
         self._latest = key
         return block
 
-    def _text_part(self, key: int, piece: TextDelta) -> None:
+    def _part(self, key: int, piece: TextDelta) -> _TextPart:
         parts = self._parts
         if parts is None:
             parts = self._parts = {}
         part = parts.get(key)
         if part is None:
             part = parts[key] = _TextPart(self._place(), piece.output_index)
+        return part
+
+    def _text_part(self, key: int, piece: TextDelta) -> None:
+        part = self._part(key, piece)
         if piece.text:
             part.text.append(piece.text)
         part.signature = piece.signature or part.signature
@@ -201,6 +222,14 @@ class TurnContent:
                 part.citations = [piece.citation]
             else:
                 part.citations.append(piece.citation)
+
+    def _refused(self, key: int, piece: TextDelta) -> None:
+        part = self._part(key, piece)
+        if part.refusal is None:
+            part.refusal = [piece.text]
+            part.refused_first = not part.text  # the API streams a message's content parts one after another
+        else:
+            part.refusal.append(piece.text)
 
     @property
     def text_parts(self) -> tuple[TextPart, ...]:

@@ -164,6 +164,11 @@ class TextPart:
     (``citations_delta``: a web search result's location with its ``encrypted_index``, a document's
     character range, ...), a Responses message's ``output_text`` annotations (``url_citation``,
     ``file_citation``, ...). They go back on the part."""
+    refusal: str | None = None
+    """The refusal a Responses message item carried in a ``refusal`` content part, beside its text
+    or alone (its share of :attr:`Result.refusal`): it goes back in that message. None elsewhere."""
+    refused_first: bool = False
+    """The item's ``refusal`` part came before its ``output_text`` part: it goes back first."""
 
 
 @attrs.frozen(slots=True)

@@ -133,3 +133,37 @@ def test_google_genai_reads_the_turn_back() -> None:
     )
     ran_part = (content.parts or [])[1].code_execution_result
     assert ran_part is not None and ran_part.output == "5\n" and ran_part.outcome == types.Outcome.OUTCOME_OK
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"outcome": 1}, "outcome is int, not a string"),
+        ({"outcome": ["OUTCOME_OK"]}, "outcome is list, not a string"),
+        ({"outcome": {"ok": True}}, "outcome is dict, not a string"),
+        ({"output": 5}, "output is int, not a string"),
+        ({"id": 3}, "id is int, not a string"),
+    ],
+)
+def test_a_code_result_with_a_field_of_a_wrong_type_is_reported_and_does_not_go_back(
+    fields: dict[str, Any], said: str
+) -> None:
+    # it was kept whole and went back as it came: a part Gemini refuses (outcome is an enum's name)
+    events = [gem(code("print(1)")), gem(ran("1\n", fields=fields)), gem(call("report"), finish="STOP")]
+    for strict in (False, True):
+        result = fsm.reassemble(events, "gemini", strict=strict)
+        assert not result.server_tool_results
+        assert [(d.event, d.message) for d in result.diagnostics if d.code == "part-not-reassembled"] == [
+            (2, f"parts[0].codeExecutionResult.{said}: the part is not read")
+        ]
+    assert next_parts(events) == [call("report")]  # half a run (code without its result) does not go back
+    # nor does such a result in a result made by hand
+    made = fsm.Result(
+        "gemini",
+        "stop",
+        (),
+        (),
+        server_tool_calls=fsm.reassemble(events, "gemini").server_tool_calls,
+        server_tool_results=(fsm.results.ServerToolResult(ran("1\n", fields=fields), 1),),
+    )
+    assert messages.assistant_message(made, "gemini")["parts"] == []

@@ -169,3 +169,44 @@ def test_the_cli_checks_a_converse_request_body(tmp_path: Path) -> None:
     assert main(["history", "check", "--json", "--format", "bedrock", str(path)], stdout=out) == 1
     report = json.loads(out.getvalue())
     assert report["format"] == "bedrock" and [f["kind"] for f in report["findings"]] == ["dangling"]
+
+
+def test_a_rename_keeps_within_converse_s_64_characters() -> None:
+    # a 62-character toolUseId renamed <id>_d2 was 65 long: a history Bedrock refuses (ToolUseId:
+    # at most 64 of [a-zA-Z0-9_-]). The stem is cut so the rename fits, the same every time.
+    botocore = pytest.importorskip("botocore.session")
+    shape = botocore.get_session().get_service_model("bedrock-runtime").shape_for("ToolUseId")
+    limit = shape.metadata["max"]
+    assert limit == 64
+    for length in (60, 61, 62, 64):
+        long = "t" + "x" * (length - 1)
+        taken = long[:61] + "_d2"  # the first shortened name, already some other call's id: the next one is free
+        conversation = [
+            ASK,
+            turn(use(taken, "Tromso")),
+            results(answer(taken, "-9 C")),
+            turn(*(use(long, city) for city in ("Oslo", "Bergen", "Molde"))),
+            results(answer(long, "-3 C"), answer(long, "2 C"), answer(long, "4 C")),
+        ]
+        fixed, changes = history.repair(conversation)
+        ids = [block["toolUse"]["toolUseId"] for block in fixed[3]["content"][1:]]
+        answered = [block["toolResult"]["toolUseId"] for block in fixed[4]["content"]]
+        assert ids == answered and len(set(ids)) == 3 and ids[0] == long
+        assert all(len(i) <= limit and i.replace("_", "").replace("-", "").isalnum() for i in ids)
+        # a stem is cut only as far as it must be (60 or 61 characters: not at all)
+        assert ids[1:] == [long[:61] + "_d3", long[:61] + "_d4"]
+        assert history.repair(conversation) == (fixed, changes)  # deterministic
+        assert history.repair(fixed) == (fixed, [])  # and what it made needs no repair
+    # formats with no such limit keep the whole stem
+    long = "t" * 64
+    chat = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [_chat_call(long), _chat_call(long)]},
+        {"role": "tool", "tool_call_id": long, "content": "a"},
+        {"role": "tool", "tool_call_id": long, "content": "b"},
+    ]
+    assert history.repair(chat)[0][1]["tool_calls"][1]["id"] == f"{long}_d2"
+
+
+def _chat_call(cid: str) -> dict[str, Any]:
+    return {"id": cid, "type": "function", "function": {"name": "weather", "arguments": "{}"}}

@@ -286,3 +286,84 @@ def test_a_gemini_block_no_reading_knows_is_reported_not_dropped() -> None:
     assert result.codes() == ["part-not-reassembled", "part-not-reassembled"]
     assert "'image_url' content block" in result.diagnostics[0].message
     assert not result.server_tool_calls
+
+
+@pytest.mark.parametrize(
+    ("block", "said"),
+    [
+        ({"type": "code_execution_result", "code_execution_result": "1\n", "outcome": 9}, "outcome is int"),
+        ({"type": "code_execution_result", "code_execution_result": 1, "outcome": 1}, "output is int"),
+        (
+            {
+                "type": "server_tool_result",
+                "output": "1\n",
+                "extras": {"block_type": "code_execution_result", "outcome": [1]},
+            },
+            "outcome is list",
+        ),
+    ],
+)
+def test_a_gemini_code_result_of_a_wrong_type_is_reported_as_the_decoder_reports_it(
+    block: dict[str, Any], said: str
+) -> None:
+    # it was kept and went back as it came (an outcome of no enum name), a part Gemini refuses
+    from langchain_core.messages import AIMessageChunk
+
+    meta = {"model_provider": "google_genai"}
+    chunks = [
+        AIMessageChunk(
+            content=[{"type": "executable_code", "executable_code": "print(1)", "language": 1}], response_metadata=meta
+        ),
+        AIMessageChunk(content=[block], response_metadata=meta),
+        AIMessageChunk(content="", response_metadata={**meta, "finish_reason": "STOP"}),
+    ]
+    result = fsm.reassemble(chunks)
+    assert not result.server_tool_results
+    (note,) = [d for d in result.diagnostics if d.code == "part-not-reassembled"]
+    assert (note.event, f"{said}, not a string: it is not read" in note.message) == (2, True)
+    assert messages.assistant_message(result, "gemini")["parts"] == []
+
+
+def _idless(name: str, **args: Any) -> dict[str, Any]:
+    return {"functionCall": {"name": name, "args": args}}
+
+
+IDLESS = {
+    # Gemini 2.x: the same call, no id, sent again in a later event (hermes-agent#25046)
+    "one-call-resent": [
+        event("gemini-2.5-flash", [_idless("look", city="Oslo")]),
+        event("gemini-2.5-flash", [_idless("look", city="Oslo")], "STOP"),
+    ],
+    # a batch, then its second call alone, then the batch whole: two calls
+    "batch-and-parts-of-it-resent": [
+        event("gemini-2.5-flash", [_idless("look", city="Oslo"), _idless("look", city="Rome")]),
+        event("gemini-2.5-flash", [_idless("look", city="Rome")]),
+        event("gemini-2.5-flash", [_idless("look", city="Oslo"), _idless("look", city="Rome")], "STOP"),
+    ],
+    # two identical calls in one event are two calls (two dice), and so they stay when resent
+    "two-dice-resent": [
+        event("gemini-2.5-flash", [_idless("roll"), _idless("roll")]),
+        event("gemini-2.5-flash", [_idless("roll"), _idless("roll")], "STOP"),
+    ],
+    # another call with the same name is a call of its own
+    "other-arguments": [
+        event("gemini-2.5-flash", [_idless("look", city="Oslo")]),
+        event("gemini-2.5-flash", [_idless("look", city="Rome")], "STOP"),
+    ],
+}
+
+
+@pytest.mark.parametrize(("name", "version"), [(name, v) for name in IDLESS for v in (None, "v1")])
+def test_an_idless_gemini_call_resent_through_langchain_is_one_call_as_from_the_bytes(name: str, version: Any) -> None:
+    # LangChain gives an id-less Gemini call a fresh uuid in each chunk: the resent call was a
+    # second call (two to run), where the bytes read it as a resend of the first
+    reference = fsm.reassemble(body := gemini_sse(IDLESS[name]), "gemini")
+    chunks = list(chat_google(body, version).stream("go"))
+    got = fsm.reassemble(chunks)
+    assert [(c.name, c.arguments, c.status) for c in got.calls] == [
+        (c.name, c.arguments, c.status) for c in reference.calls
+    ]
+    assert got.codes().count("resend") == reference.codes().count("resend")
+    # each call under the id LangChain gave it first, the one its AIMessage answers it by
+    whole = functools.reduce(operator.add, chunks)
+    assert sorted(c.id for c in got.calls) == sorted({c["id"] for c in whole.tool_calls} & {c.id for c in got.calls})

@@ -136,3 +136,60 @@ def test_a_refusal_from_no_message_item_goes_back_as_its_text() -> None:
     assert messages.assistant_message(made, "openai-responses") == [
         {"type": "message", "role": "assistant", "content": "No."}
     ]
+
+
+def _text_and_refusal(refused_first: bool) -> list[dict[str, Any]]:
+    """One message item with an ``output_text`` part and a ``refusal`` part, in either order, as the
+    API streams them (each part added, its deltas, its done)."""
+    said = {"type": "output_text", "text": "Here is what I can say. ", "annotations": []}
+    refused = {"type": "refusal", "refusal": "The rest I cannot."}
+    parts = [refused, said] if refused_first else [said, refused]
+    item = {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+    response = {"id": "resp_1", "object": "response", "created_at": 0, "model": "m", "status": "in_progress"}
+    response |= {"output": [], "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+    wire: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+    ]
+    for at, part in enumerate(parts):
+        where = {"output_index": 0, "item_id": "msg_1", "content_index": at}
+        empty = {**part, "text": ""} if part["type"] == "output_text" else {**part, "refusal": ""}
+        wire.append({"type": "response.content_part.added", **where, "part": empty})
+        if part["type"] == "output_text":
+            wire.append({"type": "response.output_text.delta", **where, "delta": part["text"], "logprobs": []})
+            wire.append({"type": "response.output_text.done", **where, "text": part["text"], "logprobs": []})
+        else:
+            wire.append({"type": "response.refusal.delta", **where, "delta": part["refusal"]})
+            wire.append({"type": "response.refusal.done", **where, "refusal": part["refusal"]})
+        wire.append({"type": "response.content_part.done", **where, "part": part})
+    done = {**item, "status": "completed", "content": parts}
+    return [
+        *wire,
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+        {"type": "response.completed", "response": {**response, "status": "completed", "output": [done]}},
+    ]
+
+
+@pytest.mark.parametrize("refused_first", [False, True])
+def test_a_responses_message_with_text_and_a_refusal_goes_back_as_that_one_message(refused_first: bool) -> None:
+    # it went back as two messages: the text (a plain message) and then the refusal as a message of
+    # its own, as if the model had said two things
+    openai = pytest.importorskip("openai")
+    pydantic = pytest.importorskip("pydantic")
+    wire = _text_and_refusal(refused_first)
+    result = fsm.reassemble(cv.render(wire, ""), "openai-responses")
+    assert (result.text, result.refusal, result.codes()) == ("Here is what I can say. ", "The rest I cannot.", [])
+    items = messages.assistant_message(result, "openai-responses")
+    # what the openai SDK's own final response holds of that item: one message, its parts in order
+    replay = Replay(cv.render(wire, ""))
+    client = openai.OpenAI(api_key="test", base_url="http://mock/v1", http_client=replay.client())
+    with client.responses.stream(model="m", input="go") as stream:
+        final = stream.get_final_response()
+    sdk = final.output[0].model_dump(exclude_none=True)
+    assert items == [{key: sdk[key] for key in ("type", "role", "id", "status", "content")}]
+    assert [part["type"] for part in items[0]["content"]] == (
+        ["refusal", "output_text"] if refused_first else ["output_text", "refusal"]
+    )
+    pydantic.TypeAdapter(openai.types.responses.ResponseInputItemParam).validate_python(items[0])
+    client.responses.create(model="m", input=[{"role": "user", "content": "go"}, *items], stream=True).close()
+    assert replay.sent[-1]["input"][1:] == items

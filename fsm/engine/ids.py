@@ -9,8 +9,11 @@ from collections.abc import Iterable
 
 
 class IdAllocator:
-    def __init__(self, taken: Iterable[str] = ()) -> None:
+    def __init__(self, taken: Iterable[str] = (), limit: int | None = None) -> None:
         self._used: set[str] = set(taken)
+        # The longest id the target format takes (Bedrock Converse's toolUseId: 64), or None: a
+        # renamed id that would pass it has its stem cut so ``<stem>_d<n>`` fits.
+        self._limit = limit
         # Every candidate below the last one claimed for a name stays taken (the set only grows), so
         # the search resumes there: claiming one name n times costs n steps, not n squared.
         self._resume: dict[str, int] = {}
@@ -26,7 +29,8 @@ class IdAllocator:
         return self.claim(f"server_call_{position}" if server else f"call_{position}")
 
     def claim(self, wanted: str) -> str:
-        """``wanted`` if free, else ``<wanted>_d2``, ``<wanted>_d3``, ...: the first that is free."""
+        """``wanted`` if free, else ``<wanted>_d2``, ``<wanted>_d3``, ...: the first that is free
+        (with a ``limit``, ``wanted`` cut to fit as each number needs)."""
         used = self._used
         if wanted not in used:
             # Nearly every claim. A name with a resume point is taken already, and a resume point of
@@ -34,10 +38,16 @@ class IdAllocator:
             used.add(wanted)
             return wanted
         n = self._resume.get(wanted, 1)
-        candidate = wanted if n == 1 else f"{wanted}_d{n}"
+        candidate = wanted if n == 1 else self._numbered(wanted, n)
         while candidate in self._used:
             n += 1
-            candidate = f"{wanted}_d{n}"
+            candidate = self._numbered(wanted, n)
         self._used.add(candidate)
         self._resume[wanted] = n
         return candidate
+
+    def _numbered(self, wanted: str, n: int) -> str:
+        suffix = f"_d{n}"
+        if self._limit is None or len(wanted) + len(suffix) <= self._limit:
+            return wanted + suffix
+        return wanted[: max(self._limit - len(suffix), 1)] + suffix

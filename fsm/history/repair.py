@@ -4,7 +4,7 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
 ``x`` answers the k-th call with id ``x``. Repair keeps every such pair and touches nothing else:
 
 * the 2nd, 3rd, ... call under one id in a turn becomes ``<id>_d2``, ``<id>_d3`` (in order, skipping any
-  id used up to and in its turn), and the result that answered it gets the same new id;
+  id used up to and in its turn; within a format's ``ID_LIMIT``), and its result gets the new id too;
 * a result that answers no call of its turn (an orphan, or a second result for a call already
   answered) is dropped; a call that got no result at all gets a placeholder result, or with
   ``RepairPolicy(dangling="drop-call")`` is dropped (but for a Gemini call whose part carries a
@@ -34,6 +34,7 @@ from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.history.entries import Entry, Key, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import (
+    ID_LIMIT,
     RESPONSES_OUTPUT_OF,
     converse_payload,
     gemini_payload,
@@ -110,9 +111,8 @@ class _Plan:
 
     def __init__(self, fmt: Format, policy: RepairPolicy, messages: Sequence[Mapping[str, Any]]):
         self.fmt, self.policy, self.messages = fmt, policy, messages
-        # A new id avoids every id used up to and in its turn, and no later one: repairing a longer
-        # history renames its earlier turns the same way (prompt caches keep their prefix).
-        self.ids = IdAllocator()
+        # A new id avoids those used up to and in its turn, no later: a longer history renames alike (prompt caches)
+        self.ids = IdAllocator(limit=ID_LIMIT.get(fmt))
         self.drop: set[tuple[int, int]] = set()
         self.rename: dict[tuple[int, int], str] = {}
         self.add_into: dict[int, list[dict[str, Any]]] = {}

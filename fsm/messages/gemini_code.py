@@ -21,6 +21,9 @@ def code_runs(result: Result) -> list[tuple[int | None, Message | list[Message]]
     codes = [c for c in result.server_tool_calls if c.type == "executable_code" and isinstance(c.item, Mapping)]
     if not result.server_tool_results:
         return []
+    # the decoder's own check of the part, loaded only by a turn that has results to send back
+    from fsm.wire.decoders.gemini import code_result_fault
+
     by_id: dict[str, list[int]] = {}
     for n, code in enumerate(codes):
         code_id = code.item.get("id") if code.item is not None else None
@@ -32,8 +35,8 @@ def code_runs(result: Result) -> list[tuple[int | None, Message | list[Message]]
     runs: list[tuple[int | None, Message | list[Message]]] = []
     for ran in result.server_tool_results:
         outcome = ran.block.get("codeExecutionResult")
-        if not isinstance(outcome, Mapping):
-            runs.append((ran.output_index, []))  # another provider's result block
+        if not isinstance(outcome, Mapping) or code_result_fault(outcome) is not None:
+            runs.append((ran.output_index, []))  # another provider's result block, or one Gemini would refuse
             continue
         named = outcome.get("id")
         if isinstance(named, str):

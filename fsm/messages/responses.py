@@ -27,9 +27,16 @@ def openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messag
             item["encrypted_content"] = reasoning.encrypted_content
         placed.append((reasoning.output_index, item))
     paired = bool(placed)  # reasoning goes back: the API looks for the items that followed it by their ids
-    placed += placed_text(result, lambda text, part: responses_message(text, part, paired))
+    refused: list[TextPart] = []  # the message items whose refusal went back beside their text
+
+    def message(text: str, part: TextPart | None) -> Message:
+        if part is not None and carries_refusal(part):
+            refused.append(part)
+        return responses_message(text, part, paired)
+
+    placed += placed_text(result, message)
     if result.refusal is not None:
-        placed.append(refusal_message(result))
+        placed += refusal_messages(result, refused)
     for call in calls:
         wanted = kind(call, "openai-responses", ("function", "custom", *BUILT_IN_OUTPUTS))
         if wanted in ("function", "custom"):
@@ -47,16 +54,26 @@ def openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messag
     return in_output_order(placed)
 
 
+def carries_refusal(part: TextPart) -> bool:
+    """The part is a message item with a refusal part that goes back in it: an output message (its
+    id and status), as no input message takes a refusal part."""
+    return part.refusal is not None and part.item_id is not None and part.status is not None
+
+
 def responses_message(text: str, part: TextPart | None, paired: bool) -> Message:
-    """A message item as the API takes it back. Beside reasoning (``paired``) the output message the
-    stream gave, under its item id and status, the text as ``output_text``, where ``part`` holds both
-    (the API finds the message that followed a reasoning item by that id); else a plain assistant
-    message (the SDK's input type for an output message requires both). Either keeps the message's
-    ``phase`` (``commentary``, ``final_answer``), which models that give one want back on it."""
-    if not paired or part is None or part.item_id is None or part.status is None:
+    """A message item as the API takes it back. Beside reasoning (``paired``), or with a refusal
+    part beside its text, the output message the stream gave, under its item id and status, the
+    text as ``output_text`` (and the refusal part, in the order the item held them), where ``part``
+    holds both (the API finds the message that followed a reasoning item by that id); else a plain
+    assistant message (the SDK's input type for an output message requires both). Either keeps the
+    message's ``phase`` (``commentary``, ``final_answer``), which models that give one want back on it."""
+    if part is None or part.item_id is None or part.status is None or not (paired or carries_refusal(part)):
         message: Message = {"type": "message", "role": "assistant", "content": text}
     else:
-        content = [{"type": "output_text", "text": text, "annotations": list(part.citations)}]
+        content: list[Message] = [{"type": "output_text", "text": text, "annotations": list(part.citations)}]
+        if part.refusal is not None:
+            refusal: Message = {"type": "refusal", "refusal": part.refusal}
+            content = [refusal, *content] if part.refused_first else [*content, refusal]
         message = {
             "type": "message",
             "role": "assistant",
@@ -69,20 +86,37 @@ def responses_message(text: str, part: TextPart | None, paired: bool) -> Message
     return message
 
 
-def refusal_message(result: Result) -> tuple[int | None, Message]:
-    """The refusal, in the message item that carried it: the first message the stream gave an id
-    and a status but no text (a refusal has no ``output_text``), as that output message with a
-    ``refusal`` part, in its place. A refusal from no such item (a result built by hand) goes as a
-    plain assistant message whose text it is: no input message but an output one takes a refusal part."""
+def refusal_messages(result: Result, sent: list[TextPart]) -> list[tuple[int | None, Message]]:
+    """The refusal, in the message items that carried it, where the parts hold all of it: each in its
+    message beside that message's text (``sent`` went so), or as that output message with only its
+    ``refusal`` part, in its place (a plain assistant message of its text, for an item the stream
+    gave no id or status). Else (a result built by hand, or read back from a version that kept no
+    refusal on its parts) the first message the stream gave an id and a status but no text (a
+    refusal has no ``output_text``) takes all of it, or, with no such item, a plain assistant
+    message whose text it is: no input message but an output one takes a refusal part."""
     refusal = result.refusal or ""
+    parts = [part for part in result.text_parts if part.refusal is not None]
+    if parts and "".join(part.refusal or "" for part in parts) == refusal:
+        return [
+            (part.output_index, refusal_message(part, part.refusal or ""))
+            for part in parts
+            if not any(part is went for went in sent)
+        ]
     for part in result.text_parts:
         if not part.text and part.item_id is not None and part.status is not None:
-            message: Message = {
-                "type": "message",
-                "role": "assistant",
-                "id": part.item_id,
-                "status": part.status,
-                "content": [{"type": "refusal", "refusal": refusal}],
-            }
-            return part.output_index, message
-    return result.text_output_index, {"type": "message", "role": "assistant", "content": refusal}
+            return [(part.output_index, refusal_message(part, refusal))]
+    return [(result.text_output_index, {"type": "message", "role": "assistant", "content": refusal})]
+
+
+def refusal_message(part: TextPart, refusal: str) -> Message:
+    """``refusal`` as the output message ``part`` was, with a ``refusal`` part only, or a plain
+    assistant message of its text where the stream gave the item no id or status."""
+    if part.item_id is None or part.status is None:
+        return {"type": "message", "role": "assistant", "content": refusal}
+    return {
+        "type": "message",
+        "role": "assistant",
+        "id": part.item_id,
+        "status": part.status,
+        "content": [{"type": "refusal", "refusal": refusal}],
+    }

@@ -8,7 +8,9 @@ The finish reason is the metadata's ``finish_reason``, ``stop_reason``, ``done_r
 none, its ``status``: ``completed`` is ``stop``, ``incomplete`` at ``max_output_tokens`` is
 ``length``, each with the raw word the bytes give (``completed``, ``incomplete: max_output_tokens``).
 ChatMistralAI makes up an id for an id-less entry at index 0, on every chunk: left out
-(``_made_up_ids``), as the bytes have none.
+(``_made_up_ids``), as the bytes have none. ChatGoogleGenerativeAI makes one up for an id-less
+Gemini call, anew in each chunk: a call resent in a later chunk takes its first id and index
+(:class:`fsm.wire.langchain_gemini_code.GeminiSeen`), a resend as the bytes read it.
 Through ChatAnthropic a call opens with Anthropic's ``tool_use`` block, whose ``input`` is the
 call's arguments unless argument text follows (a tool without parameters streams none), and
 LangChain yields no block ends: a tool block that no text followed gets that ``input`` once it
@@ -111,6 +113,8 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
         delta["reasoning_content"] = extra["reasoning_content"]
     calls: list[dict[str, Any]] = []
     made_up = _made_up_ids(parts, extra, metadata)
+    # a Gemini call resent under a new made-up id: under the one it came with first, as one call
+    resent = held.gemini.first_entries(parts) if held is not None and held.wire == "gemini" else {}
     for at, part in enumerate(parts):
         call = {
             "index": part.get("index"),
@@ -120,6 +124,8 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
         signature = signatures.pop(call["id"], None) if isinstance(call["id"], str) else None
         if signature is not None:
             call[COMPAT_SIGNATURE] = compat_signed(signature)
+        if at in resent:
+            call["index"], call["id"] = resent[at].get("index"), resent[at].get("id")
         calls.append(call)
     if held is not None:
         converse = metadata.get("model_provider") == "bedrock_converse"

@@ -1,20 +1,37 @@
-"""Gemini's ``codeExecutionResult`` part as langchain-google-genai yields it, read back as that part:
-v0 a ``code_execution_result`` block (the output under that name, the outcome as the enum's
-number), v1 a ``server_tool_result`` whose ``extras`` name the ``block_type`` and hold the outcome."""
+"""Gemini through langchain-google-genai, read back as the Gemini decoder reads the bytes.
+
+Its ``codeExecutionResult`` part: v0 a ``code_execution_result`` block (the output under that name,
+the outcome as the enum's number), v1 a ``server_tool_result`` whose ``extras`` name the
+``block_type`` and hold the outcome.
+
+Its calls: each ``functionCall`` that came without an id gets a fresh ``uuid4`` of LangChain's in
+each chunk. A call Gemini sends again in a later event (hermes-agent#25046) then comes under
+another id, and would be a second call where the Gemini decoder reads the bytes as a resend: no id
+tells the two apart there. So an entry whose id has LangChain's made-up form and whose name and
+argument text repeat a call of an earlier chunk takes that call's id (:class:`GeminiSeen`), found
+as the decoder finds the place of an id-less whole call: the call seen at its own position first,
+else the first one not yet taken in this chunk. Two such entries in one chunk (two dice rolled)
+stay two calls, and so do they when resent whole. The call goes back under the id LangChain gave
+it first.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from fsm.events import CallRef, Event, ServerResultBlock
 
 OUTCOMES = {0: "OUTCOME_UNSPECIFIED", 1: "OUTCOME_OK", 2: "OUTCOME_FAILED", 3: "OUTCOME_DEADLINE_EXCEEDED"}
 """google-genai's ``Outcome`` by number, as the REST wire names it."""
 CODE_RESULT = "code_execution_result"
 
 
-def code_result(block: Mapping[str, Any], kind: Any) -> dict[str, Any] | None:
-    """The part (``{"codeExecutionResult": {"outcome", "output"}}``) a block stands for; None when it
-    is no code result."""
+def code_result(block: Mapping[str, Any], kind: Any, notes: list[tuple[str, str]]) -> list[Event] | None:
+    """The part (``{"codeExecutionResult": {"outcome", "output"}}``) a block stands for, as its
+    event; None when it is no code result. One the Gemini decoder would not read (an outcome or
+    output of a wrong type) is reported into ``notes`` as the decoder reports it, and not read."""
     extras = block.get("extras")
     if kind == CODE_RESULT:
         output, outcome = block.get("code_execution_result"), block.get("outcome")
@@ -28,4 +45,49 @@ def code_result(block: Mapping[str, Any], kind: Any) -> dict[str, Any] | None:
     ran = {"outcome": outcome} if outcome is not None else {}
     if output is not None:
         ran["output"] = output
-    return {"codeExecutionResult": ran}
+    from fsm.wire.decoders.gemini import code_result_fault  # a stream of no Gemini code loads no Gemini decoder
+
+    fault = code_result_fault(ran)
+    if fault is not None:
+        notes.append(("part-not-reassembled", f"a {kind!r} content block whose {fault}: it is not read"))
+        return []
+    return [ServerResultBlock({"codeExecutionResult": ran})]
+
+
+_MADE_UP = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+"""``str(uuid.uuid4())``, the id LangChain makes up; Gemini's own ids are short (``ycroch25``)."""
+
+
+class GeminiSeen:
+    """What a ChatGoogleGenerativeAI stream's earlier chunks leave to later ones: the code block at
+    each position, and each call under a made-up id."""
+
+    __slots__ = ("calls", "codes")
+
+    def __init__(self) -> None:
+        self.codes: dict[int, tuple[dict[str, Any], CallRef]] = {}  # the last code block at each position
+        # (name, argument text) of each call under a made-up id: where it sat, its first entry, in order
+        self.calls: dict[tuple[str, str], list[tuple[int, Mapping[str, Any]]]] = {}
+
+    def first_entries(self, entries: Sequence[Mapping[str, Any]]) -> dict[int, Mapping[str, Any]]:
+        """The chunk's ``tool_call_chunks`` entries (by position) that repeat a call of an earlier
+        chunk under a new made-up id, each with that call's first entry (its id, and LangChain's
+        index, which counts on across the chunks); the others are remembered."""
+        found: dict[int, Mapping[str, Any]] = {}
+        new: list[tuple[tuple[str, str], int, Mapping[str, Any]]] = []
+        for at, entry in enumerate(entries):
+            call_id, name, args = entry.get("id"), entry.get("name"), entry.get("args")
+            if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(args, str)):
+                continue
+            if not _MADE_UP.fullmatch(call_id):
+                continue
+            taken = [id(first) for first in found.values()]
+            seen = [(place, first) for place, first in self.calls.get((name, args), ()) if id(first) not in taken]
+            earlier = next((first for place, first in seen if place == at), seen[0][1] if seen else None)
+            if earlier is None:
+                new.append(((name, args), at, entry))
+            else:
+                found[at] = earlier
+        for key, at, entry in new:  # after the chunk: its own calls are no resends of each other
+            self.calls.setdefault(key, []).append((at, entry))
+        return found

@@ -59,7 +59,7 @@ from fsm.events import (
 )
 from fsm.wire import langchain_claude_v1 as claude_v1
 from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS, Held, dumps, server_result_block
-from fsm.wire.langchain_gemini_code import code_result
+from fsm.wire.langchain_gemini_code import GeminiSeen, code_result
 
 PLACED = {"anthropic": "anthropic", "google_genai": "gemini"}
 """The integrations (``model_provider``) whose blocks are read in their places, and as which wire."""
@@ -112,7 +112,7 @@ class LangChainStream:
     ``anthropic``, ``gemini`` or None), the Gemini run the last part belongs to, and the chunk's text and reasoning
     events not yet taken (None: the chunk was read without places, its text in its delta)."""
 
-    __slots__ = ("codes", "inputs", "items", "notes", "run", "run_thought", "said", "servers", "wire")
+    __slots__ = ("gemini", "inputs", "items", "notes", "run", "run_thought", "said", "servers", "wire")
 
     def __init__(self) -> None:
         self.inputs = Held()  # Anthropic tool blocks whose input no argument text has followed yet
@@ -121,7 +121,7 @@ class LangChainStream:
         self.run_thought: bool | None = None
         self.said: Said | None = None
         self.servers = Held()  # Claude's server tool blocks still open (_Server), by index
-        self.codes: dict[int, tuple[dict[str, Any], CallRef]] = {}  # the last Gemini code block at each position
+        self.gemini = GeminiSeen()  # Gemini's code blocks, and the calls LangChain made an id up for
         self.notes: list[tuple[str, str]] = []  # what the chunk holds that is not read: (code, message)
         self.items: Any = None  # ChatOpenAI's Responses items (langchain_items.ResponsesItems), once any came
 
@@ -274,8 +274,8 @@ def _gemini_other(block: Mapping[str, Any], kind: str, stream: LangChainStream, 
     call, whatever new id LangChain gave it); its result is the result, and any other block (an image) is reported, as
     the decoder reports a part it does not read."""
     stream.run_thought = None  # a part between the runs
-    if (outcome := code_result(block, kind)) is not None:
-        return [ServerResultBlock(outcome)]  # placed by the reassembler, as the decoder's
+    if (outcome := code_result(block, kind, stream.notes)) is not None:
+        return outcome  # placed by the reassembler, as the decoder's
     args = block.get("args") if kind == "server_tool_call" else block
     ran = kind == "executable_code" or block.get("name") == "code_interpreter"
     args = args if ran and isinstance(args, Mapping) else {}
@@ -286,11 +286,11 @@ def _gemini_other(block: Mapping[str, Any], kind: str, stream: LangChainStream, 
     language = args.get("language")
     language = getattr(language, "value", language)  # google-genai's enum, as the wire writes it
     item = {"language": language, "code": code} if isinstance(language, str) else {"code": code}
-    last = stream.codes.get(position)
+    last = stream.gemini.codes.get(position)
     if last is not None and last[0] == item:  # its text alone lets identical_text decide; a sighting opens another
         return [ArgumentsSnapshot(last[1], code), CallEnd(last[1])]
     ref = CallRef(None, _str(block.get("id")), "code_execution", position, True, "executable_code")
-    stream.codes[position] = item, ref
+    stream.gemini.codes[position] = item, ref
     return [ArgumentsSnapshot(ref, code), CallSeen(ref, None, item), CallEnd(ref)]
 
 

@@ -236,9 +236,10 @@ SAID_KEYS = (
     COMPAT_SIGNATURE,
     "provider_specific_fields",
     "refusal",
+    "annotations",
 )
-"""The keys of a chat delta that carry turn content (text, reasoning, the text's signature) rather
-than calls, or what the decoder alone reads (LiteLLM's provider fields: its server calls)."""
+"""The keys of a chat delta that carry turn content (text, reasoning, the text's signature) rather than
+calls, or what the decoder alone reads (LiteLLM's provider fields, its server calls; annotations)."""
 
 
 def thinking_blocks(value: Any) -> list[ReasoningDelta] | None:
@@ -322,8 +323,8 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
     LiteLLM) or ``reasoning`` (OpenRouter, Ollama and Groq's OpenAI endpoints), one block per turn,
     or as LiteLLM's ``thinking_blocks``, block by block; a Gemini text part's signature
     (fsm.wire.langchain_chunks); OpenAI's refusal, kept apart. False when the content is a list of
-    typed chunks, or the content or reasoning of another type: only :func:`unsaid` reads those (it
-    may need to report one)."""
+    typed chunks, or the content or reasoning of another type, or beside ``annotations``: only the
+    decoder reads those (it may need to report one)."""
     content, signed = delta.get("content"), compat_signature(delta, "delta") if COMPAT_SIGNATURE in delta else None
     if (content and type(content) is str) or signed is not None:
         events.append(TextDelta(content if type(content) is str else "", signed))
@@ -344,7 +345,7 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
         refusal = text(delta["refusal"], "delta.refusal")
         if refusal:
             events.append(TextDelta(refusal, refusal=True))
-    return not odd
+    return not odd and not delta.get("annotations")  # a search model's sources: the decoder reports them
 
 
 REASONING_KEYS = ("reasoning_content", "reasoning")

@@ -148,6 +148,9 @@ class GeminiDecoder:
                     if not isinstance(ran, Mapping):  # what code gave, no call: read past, as before it was read
                         unread = f"parts[{p}].codeExecutionResult is {type(ran).__name__}, not an object, is not read"
                         diagnose("part-not-reassembled", unread)
+                    elif (fault := code_result_fault(ran)) is not None:  # kept, it would go back as Gemini refuses it
+                        unread = f"parts[{p}].codeExecutionResult.{fault}: the part is not read"
+                        diagnose("part-not-reassembled", unread)
                     elif not self._ran(ran, signature, events):
                         diagnose("resend", f"parts[{p}], the codeExecutionResult kept last, came again: not added")
                     self._run_thought = None
@@ -304,6 +307,16 @@ class GeminiDecoder:
             events.append(ArgumentsFragment(streaming.ref, tail))
         events.append(CallEnd(streaming.ref))
         return events
+
+
+def code_result_fault(ran: Mapping[str, Any]) -> str | None:
+    """What makes a ``codeExecutionResult`` no part to send back: its ``outcome`` (an enum's name),
+    ``output`` or ``id`` given as something other than text, named with its type; None if none is."""
+    for key in ("outcome", "output", "id"):
+        value = ran.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"{key} is {type(value).__name__}, not a string"
+    return None
 
 
 _READ_KEYS = frozenset(

@@ -132,13 +132,10 @@ class OpenAIResponsesDecoder:
                 diagnose("part-not-reassembled", "an output_text annotation without output_index: no message to go on")
                 return []
             return [TextDelta("", output_index=at, part=at, citation=dict(cited))] if cited else []
-        if kind == "response.refusal.delta":
+        if kind == "response.refusal.delta":  # of the message item at its output index: it goes back there
             piece = text(payload.get("delta"), "delta")
-            return (
-                [TextDelta(piece, output_index=index(payload.get("output_index"), "output_index"), refusal=True)]
-                if piece
-                else []
-            )
+            at = index(payload.get("output_index"), "output_index")
+            return [TextDelta(piece, output_index=at, part=at, refusal=True)] if piece else []
         if kind == "response.reasoning_text.delta":
             piece = text(payload.get("delta"), "delta")
             at = index(payload.get("output_index"), "output_index")
