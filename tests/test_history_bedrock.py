@@ -210,3 +210,32 @@ def test_a_rename_keeps_within_converse_s_64_characters() -> None:
 
 def _chat_call(cid: str) -> dict[str, Any]:
     return {"id": cid, "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+
+
+def served(cid: str) -> dict[str, Any]:
+    return {"toolUse": {"toolUseId": cid, "name": "nova_grounding", "input": {"q": "oslo"}, "type": "server_tool_use"}}
+
+
+def served_answer(cid: str) -> dict[str, Any]:
+    return {"toolResult": {"toolUseId": cid, "content": [{"text": "sunny"}], "type": "nova_grounding_result"}}
+
+
+def test_a_server_tools_call_and_result_in_the_models_own_message_are_a_turn_of_their_own() -> None:
+    # botocore's model: a toolUse may be `type: server_tool_use`, and ConverseStream starts toolResult
+    # blocks in the model's output. Such a message was refused ("cannot both make tool calls and answer
+    # them") and its server call taken for one the client owed a result.
+    said = {"role": "assistant", "content": [served("s1"), served_answer("s1"), {"text": "Sunny."}]}
+    conversation = [ASK, said, {"role": "user", "content": [{"text": "thanks"}]}]
+    assert history.check(conversation).findings == () and not history.anything_dangling(conversation)
+    assert history.repair(conversation) == (conversation, [])
+    # beside a client call, which the next message answers
+    said["content"].append(use("t1"))
+    conversation[2] = results(answer("t1", "-3 C"))
+    assert history.check(conversation).findings == ()
+    # without its result before a later message: dangling, and repair drops it whatever the policy
+    said["content"][:2] = [served("s1")]
+    assert [(f.kind, f.id) for f in history.check(conversation).findings] == [(Kind.DANGLING, "s1")]
+    fixed, changes = history.repair(conversation, RepairPolicy(dangling="placeholder"))
+    assert [(c.kind, c.id) for c in changes] == [("dropped-call", "s1")]
+    assert fixed[1]["content"] == [{"text": "Sunny."}, use("t1")]
+    assert history.check(fixed).findings == ()

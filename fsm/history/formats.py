@@ -241,7 +241,7 @@ class _Reader:
                 elif converse_payload(item) is not None:
                     raise _fail(at, "a Bedrock Converse block in an Anthropic history")
             elif fmt == "bedrock":
-                self._read_converse(item, at, slot, calls, results)
+                self._read_converse(item, at, slot, (calls, results), served, message.get("role") == "assistant")
             else:
                 for kind, (field, payload) in _gemini_payloads(item):
                     if not _is_object(payload):
@@ -259,7 +259,14 @@ class _Reader:
         return (results or None), calls
 
     @staticmethod
-    def _read_converse(block: Mapping[str, Any], at: int, slot: int, calls: list[Entry], results: list[Entry]) -> None:
+    def _read_converse(
+        block: Mapping[str, Any],
+        at: int,
+        slot: int,
+        client: tuple[list[Entry], list[Entry]],
+        served: Segment,
+        own: bool,
+    ) -> None:
         payload = converse_payload(block)
         if payload is None:
             if block.get("type") in ("tool_use", "tool_result"):
@@ -271,7 +278,11 @@ class _Reader:
         if not _is_object(value):
             raise _fail(at, f"{field} must be an object, not {type(value).__name__}")
         wire_id = _required_id(value.get("toolUseId"), at, f"a {field} block")
-        (calls if field == "toolUse" else results).append(Entry(at, slot, wire_id, _name(value.get("name"))))
+        entry = Entry(at, slot, wire_id, _name(value.get("name")))
+        if field == "toolUse":
+            (served.calls if value.get("type") == "server_tool_use" else client[0]).append(entry)
+        else:
+            (served.results if own else client[1]).append(entry)  # in the model's own message: its server tool's
 
 
 def _ollama_name(value: Any, at: int, what: str) -> str:

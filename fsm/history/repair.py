@@ -153,7 +153,7 @@ class _Plan:
             if answer is None and not waits and (dropped or self._type(call) == "computer_call"):
                 self._edit(call, self.drop)
                 why = (
-                    ": a server tool's result comes from Anthropic alone; none can stand in"
+                    ": a server tool's result comes from the provider alone; none can stand in"
                     if segment.server
                     else ""
                     if self.policy.dangling == "drop-call"
