@@ -37,3 +37,19 @@ def test_a_search_without_its_result_goes_back_only_in_a_turn_of_no_client_calls
     said = messages.assistant_message(fsm.reassemble(events, "anthropic"), "anthropic")
     searches = [block["id"] for block in said["content"] if block["type"] == "server_tool_use"]
     assert searches == ([] if client_call else ["srvtoolu_1"])
+
+
+@pytest.mark.parametrize("kind", ["apply_patch_call", "shell_call", "local_shell_call", "computer_call"])
+@pytest.mark.parametrize("held", [1.5, True, [], ["ls"], '{"type": "delete_file", "path": "a"}'])
+def test_a_built_in_call_whose_action_is_no_object_is_invalid_not_run_and_not_sent(kind: str, held: Any) -> None:
+    """It was complete, its arguments the value wrapped under the field's name ({"operation": 1.5}),
+    and went back holding it, which the Responses API and its SDK's input item refuse."""
+    field = "operation" if kind == "apply_patch_call" else "action"
+    item = {"type": kind, "id": "it_1", "call_id": "call_1", "status": "completed", field: held}
+    events = [
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {"status": "completed"}},
+    ]
+    result = fsm.reassemble(events, "openai-responses")
+    assert [c.status for c in result.calls] == [fsm.CallStatus.INVALID]
+    assert result.complete_calls == () and messages.assistant_message(result, "openai-responses") == []
