@@ -44,7 +44,9 @@ is in :mod:`fsm.messages.ollama_cohere`; ``"bedrock"`` (Converse messages, as bo
 * Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) go back to Anthropic as their
   blocks came, each with the result blocks that answered it, and each text block with its
   citations, and each ``compaction`` block (the context's summary) as it last came, in their
-  places (a call that did not complete, with none of its results); Gemini's code runs go back to
+  places (a call that did not complete, with none of its results; one still waiting for its
+  result only when the message makes no client calls, as Anthropic runs it only in the last
+  message); Gemini's code runs go back to
   Gemini (each ``executableCode`` part with its ``codeExecutionResult``); other providers' hosted
   tools (OpenAI's) are theirs and are not replayed;
 * arguments: the raw text where the format takes text (OpenAI, Cohere), the parsed object where it
@@ -200,7 +202,7 @@ def _placed_thinking(result: Result) -> list[tuple[int | None, Message]]:
 def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     # In the order the blocks streamed (their content block index): interleaved thinking sits between
     # calls, and Anthropic refuses its thinking blocks rearranged.
-    placed = _placed_thinking(result) + placed_text(result, anthropic_text) + server_blocks(result)
+    placed = _placed_thinking(result) + placed_text(result, anthropic_text) + server_blocks(result, bool(calls))
     placed += [(compaction.output_index, dict(compaction.block)) for compaction in result.compactions]
     for call in calls:
         _kind(call, "anthropic")

@@ -25,7 +25,7 @@ def anthropic_text(text: str, part: TextPart | None) -> Message:
     return block
 
 
-def server_blocks(result: Result) -> list[tuple[int | None, Message]]:
+def server_blocks(result: Result, answered_only: bool = False) -> list[tuple[int | None, Message]]:
     """Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) as they came, each with the
     result blocks that answer it, in their places: Anthropic wants the turn echoed so (a call whose
     result is missing is run when the turn goes back, as after ``pause_turn``; a result without its
@@ -33,7 +33,10 @@ def server_blocks(result: Result) -> list[tuple[int | None, Message]]:
     under it, and goes back right after that call if its place was before it (or it had none); a call
     the stream gave an id already used goes back under its new id (:attr:`ToolCall.id`), and its
     result with it. A call that did not complete, or that no Claude block gave, is not sent; nor are
-    its results, nor a result no call is left to answer."""
+    its results, nor a result no call is left to answer. With ``answered_only`` (the message makes
+    client calls, so their results follow it and it is never the last), a call without its result is
+    not sent either: Anthropic runs a waiting call only in the last message and refuses one before
+    another (fsm.history calls it dangling, and repair drops it)."""
     calls: list[tuple[ToolCall, Message]] = []
     under: dict[str, list[int]] = {}  # by wire id: where its calls are in `calls`, in stream order
     for call in result.server_tool_calls:
@@ -54,10 +57,10 @@ def server_blocks(result: Result) -> list[tuple[int | None, Message]]:
             answer_of[under[answers][k]] = answer
     blocks: list[tuple[int | None, Message]] = []
     for n, (call, item) in enumerate(calls):
-        if call.status is not CallStatus.COMPLETE:
+        got = answer_of.get(n)
+        if call.status is not CallStatus.COMPLETE or (got is None and answered_only):
             continue
         blocks.append((call.output_index, {**_given(item), "id": call.id, "input": _arguments(call)}))
-        got = answer_of.get(n)
         if got is not None:
             place = got.output_index
             if place is None or (call.output_index is not None and place < call.output_index):

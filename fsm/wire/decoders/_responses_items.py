@@ -118,6 +118,8 @@ def whole_input(item: Mapping[str, Any], kind: ItemKind) -> str:
         return "{}"
     if isinstance(value, Mapping):
         return dumps(value)
+    if not kind.server:  # a client's operation or action is one object: anything else is no call to run
+        return dumps(value)
     if isinstance(value, str):  # already JSON text (a client tool_search_call sends an object)
         return value
     return dumps({kind.field: value})

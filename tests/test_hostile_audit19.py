@@ -1,0 +1,55 @@
+"""Hostile audit 19: the next turn built from Results of hostile streams, fsm.history over random
+histories at scale, whole against chunked reading, and the command line's hostile files. Each test
+failed before its fix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import fsm
+from fsm import history, messages
+from fsm.harness.vectors import load_vectors
+from tests.test_server_tool_turns import web_search_turn
+
+
+def _vector(name: str) -> list[dict[str, Any]]:
+    return next(v.events for v in load_vectors() if v.name == name)
+
+
+def test_a_server_call_without_its_result_does_not_go_back_beside_client_calls() -> None:
+    """The bundled vector streams tool_use, server_tool_use (no result), tool_use: its next turn
+    sent the waiting server call before the client calls' results, which Anthropic refuses and
+    fsm.history.check called dangling."""
+    result = fsm.reassemble(_vector("anthropic-blocks-without-any-index"), "anthropic")
+    said = messages.assistant_message(result, "anthropic")
+    answers = [messages.tool_result(call, "ok", "anthropic") for call in result.complete_calls]
+    conversation = [{"role": "user", "content": "go"}, said, *messages.tool_results(answers, "anthropic")]
+    assert [block["type"] for block in said["content"]] == ["tool_use", "tool_use"]
+    assert history.check(conversation).findings == ()
+
+
+@pytest.mark.parametrize("client_call", [True, False])
+def test_a_search_without_its_result_goes_back_only_in_a_turn_of_no_client_calls(client_call: bool) -> None:
+    """Without client calls the message is the last one (pause_turn), where Anthropic runs it."""
+    events = [e for e in web_search_turn("pause_turn", client_call=client_call) if e.get("index") != 2]
+    said = messages.assistant_message(fsm.reassemble(events, "anthropic"), "anthropic")
+    searches = [block["id"] for block in said["content"] if block["type"] == "server_tool_use"]
+    assert searches == ([] if client_call else ["srvtoolu_1"])
+
+
+@pytest.mark.parametrize("kind", ["apply_patch_call", "shell_call", "local_shell_call", "computer_call"])
+@pytest.mark.parametrize("held", [1.5, True, [], ["ls"], '{"type": "delete_file", "path": "a"}'])
+def test_a_built_in_call_whose_action_is_no_object_is_invalid_not_run_and_not_sent(kind: str, held: Any) -> None:
+    """It was complete, its arguments the value wrapped under the field's name ({"operation": 1.5}),
+    and went back holding it, which the Responses API and its SDK's input item refuse."""
+    field = "operation" if kind == "apply_patch_call" else "action"
+    item = {"type": kind, "id": "it_1", "call_id": "call_1", "status": "completed", field: held}
+    events = [
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {"status": "completed"}},
+    ]
+    result = fsm.reassemble(events, "openai-responses")
+    assert [c.status for c in result.calls] == [fsm.CallStatus.INVALID]
+    assert result.complete_calls == () and messages.assistant_message(result, "openai-responses") == []
