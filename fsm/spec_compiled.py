@@ -287,7 +287,7 @@ def _slot(s: ModuleType) -> Any:
             ),
             s.Named(
                 name="mark_unterminated",
-                reason="The provider said the call is over but the text never closed: status invalid, raw kept; the turn's finish, when not a normal one, then says why in the same diagnostic.",
+                reason="The provider said the call is over but the text never closed: status invalid, raw kept; the turn's finish, when not a normal one, then says why in the same diagnostic. Text that is a whole JSON value but no object (a number, a string, a literal: none closes an object) is arguments-not-object instead.",
             ),
             s.Named(
                 name="mark_truncated",
@@ -1200,7 +1200,7 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (9607, 3590942189),
+    "slot": (9741, 2297257524),
     "scanner": (4661, 4199472060),
     "identity": (23857, 3683831171),
     "history": (4059, 2702241000),

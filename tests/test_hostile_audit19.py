@@ -53,3 +53,32 @@ def test_a_built_in_call_whose_action_is_no_object_is_invalid_not_run_and_not_se
     result = fsm.reassemble(events, "openai-responses")
     assert [c.status for c in result.calls] == [fsm.CallStatus.INVALID]
     assert result.complete_calls == () and messages.assistant_message(result, "openai-responses") == []
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        ("1.5", "arguments-not-object"),
+        ('"x"', "arguments-not-object"),
+        (" true ", "arguments-not-object"),
+        ("null", "arguments-not-object"),
+        ("[1]", "arguments-not-object"),
+        ('{"a": 1', "unterminated-arguments"),
+        ('"ab', "unterminated-arguments"),
+        ("tru", "unterminated-arguments"),
+    ],
+)
+def test_whole_text_that_is_no_object_is_said_so_not_called_unterminated(args: str, code: str) -> None:
+    # a number, string or literal never closes an object: such a call ended by the provider was
+    # reported unterminated-arguments ("the JSON never closed") though its JSON was whole
+    events = [
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function"}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"name": "f"}}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": args}}]}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    result = fsm.reassemble(events, "openai-chat")
+    assert [(c.status, c.arguments_json) for c in result.calls] == [(fsm.CallStatus.INVALID, args)]
+    assert result.codes() == [code]
+    with pytest.raises(fsm.RemoteProtocolError, match=code):
+        fsm.reassemble(events, "openai-chat", strict=True)

@@ -14,6 +14,7 @@ is one state that only they change; split, it would be one class in several file
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from fsm.engine.roles import action, guard
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 _WHITESPACE = frozenset(b" \t\r\n")
 _COMPLETE = CallStatus.COMPLETE
 _CATCH_UP_BYTES = 16384
+_OPENS_CONTAINER = re.compile(r"[ \t\r\n]*[{\[]")
 
 
 def text_digest(data: bytes | memoryview) -> bytes:
@@ -609,6 +611,17 @@ class Slot:
     @action
     def mark_unterminated(self, text: str) -> None:
         self._settle(CallStatus.INVALID)
+        raw = self.text()
+        if not _OPENS_CONTAINER.match(raw):
+            # The scanner reads for an object: a number, string or literal never closes one. Whole
+            # at the provider's end, such text is a value that is no object, not one cut short.
+            try:
+                value = parse_strict(raw)[0]
+            except ValueError:
+                pass
+            else:
+                self._fail(CallStatus.INVALID, "arguments-not-object", f"arguments are a {type(value).__name__}")
+                return
         self._fail(CallStatus.INVALID, "unterminated-arguments", "the JSON never closed", awaits_why=True)
 
     @action
