@@ -55,6 +55,21 @@ def test_a_built_in_call_whose_action_is_no_object_is_invalid_not_run_and_not_se
     assert result.complete_calls == () and messages.assistant_message(result, "openai-responses") == []
 
 
+@pytest.mark.parametrize("kind", ["apply_patch_call", "shell_call", "local_shell_call", "computer_call"])
+@pytest.mark.parametrize("held", [{}, {"action": None, "operation": None}])
+def test_a_built_in_call_with_no_action_is_invalid_not_run_and_not_sent(kind: str, held: dict[str, Any]) -> None:
+    # it was complete with {} for its arguments and went back without the operation the API requires
+    item = {"type": kind, "id": "it_1", "call_id": "call_1", "status": "completed", **held}
+    events = [
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {"status": "completed"}},
+    ]
+    result = fsm.reassemble(events, "openai-responses")
+    assert [c.status for c in result.calls] == [fsm.CallStatus.INVALID]
+    assert "arguments-not-object" in result.codes()
+    assert result.complete_calls == () and messages.assistant_message(result, "openai-responses") == []
+
+
 @pytest.mark.parametrize(
     ("args", "code"),
     [

@@ -110,12 +110,12 @@ def kept(item: Mapping[str, Any], kind: ItemKind) -> dict[str, Any] | None:
 def whole_input(item: Mapping[str, Any], kind: ItemKind) -> str:
     """A built-in or hosted item's input as JSON object text: its ``operation`` or ``action`` object;
     a list (file search ``queries``, a batch of computer ``actions``) under its own key; ``{}`` when
-    the item shows no input."""
+    a hosted item shows no input (``null`` for a client's, which is then no call to run)."""
     value = item.get(kind.field) if kind.field else None
     if value is None and kind.call_type == "computer_call" and item.get("actions") is not None:
         return dumps({"actions": item["actions"]})
-    if value is None:
-        return "{}"
+    if value is None:  # a client's call with no operation or action is no call to run: its input no object
+        return "{}" if kind.server else "null"
     if isinstance(value, Mapping):
         return dumps(value)
     if not kind.server:  # a client's operation or action is one object: anything else is no call to run
