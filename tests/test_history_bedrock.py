@@ -239,3 +239,14 @@ def test_a_server_tools_call_and_result_in_the_models_own_message_are_a_turn_of_
     assert [(c.kind, c.id) for c in changes] == [("dropped-call", "s1")]
     assert fixed[1]["content"] == [{"text": "Sunny."}, use("t1")]
     assert history.check(fixed).findings == ()
+
+
+def test_a_client_result_in_an_assistant_message_is_no_server_result() -> None:
+    # only a toolResult naming a server call placed before it in the model's message is that call's:
+    # reading every result of an assistant message so dropped a client's answer sent with the wrong role
+    conversation = [ASK, turn(use("t1")), {"role": "assistant", "content": [answer("t1", "-3 C")]}]
+    assert history.check(conversation).findings == ()
+    # a server result before its call answers nothing there
+    said = {"role": "assistant", "content": [served_answer("s1"), served("s1")]}
+    report = history.check([ASK, said, {"role": "user", "content": [{"text": "ok"}]}])
+    assert (Kind.ORPHAN, "s1") in [(f.kind, f.id) for f in report.findings]

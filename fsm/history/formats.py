@@ -215,6 +215,8 @@ class _Reader:
                 results.append(Entry(at, -1, rid, _name(message.get("name"))))
         calls_named: dict[str, int] = {}  # one message makes a turn's calls
         self.served = served = Segment([], [], server=True)
+        # the ids of a Converse message's server calls so far: only the model's own message answers them
+        self.served_ids: set[Key] | None = set() if message.get("role") == "assistant" else None
         for slot, item in enumerate(items(message, fmt, at)):
             if fmt == "openai":
                 function = item.get("function")
@@ -241,7 +243,7 @@ class _Reader:
                 elif converse_payload(item) is not None:
                     raise _fail(at, "a Bedrock Converse block in an Anthropic history")
             elif fmt == "bedrock":
-                self._read_converse(item, at, slot, (calls, results), served, message.get("role") == "assistant")
+                self._read_converse(item, at, slot, calls, results)
             else:
                 for kind, (field, payload) in _gemini_payloads(item):
                     if not _is_object(payload):
@@ -258,14 +260,8 @@ class _Reader:
             self.results_named = {}
         return (results or None), calls
 
-    @staticmethod
     def _read_converse(
-        block: Mapping[str, Any],
-        at: int,
-        slot: int,
-        client: tuple[list[Entry], list[Entry]],
-        served: Segment,
-        own: bool,
+        self, block: Mapping[str, Any], at: int, slot: int, calls: list[Entry], results: list[Entry]
     ) -> None:
         payload = converse_payload(block)
         if payload is None:
@@ -279,10 +275,14 @@ class _Reader:
             raise _fail(at, f"{field} must be an object, not {type(value).__name__}")
         wire_id = _required_id(value.get("toolUseId"), at, f"a {field} block")
         entry = Entry(at, slot, wire_id, _name(value.get("name")))
-        if field == "toolUse":
-            (served.calls if value.get("type") == "server_tool_use" else client[0]).append(entry)
+        if field == "toolResult":  # in the model's own message, naming a server call of it before it: that call's
+            (self.served.results if self.served_ids and wire_id in self.served_ids else results).append(entry)
+        elif value.get("type") != "server_tool_use":
+            calls.append(entry)
         else:
-            (served.results if own else client[1]).append(entry)  # in the model's own message: its server tool's
+            self.served.calls.append(entry)
+            if self.served_ids is not None:
+                self.served_ids.add(wire_id)
 
 
 def _ollama_name(value: Any, at: int, what: str) -> str:

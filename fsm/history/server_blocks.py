@@ -7,7 +7,7 @@ in the request's last message: a turn paused (``pause_turn``) after such a call 
 came, as the last message, and the API runs the call (anthropic-sdk-python issues 961 and 1339:
 with a message after it, the API answers 400). Nothing but the server can stand in for that result,
 so repair drops such a call anywhere else. Bedrock Converse's server tools are read the same way: a
-``toolUse`` of ``type: server_tool_use`` and a ``toolResult`` in the model's own message.
+``toolUse`` of ``type: server_tool_use`` and a ``toolResult`` naming it later in the model's own message.
 
 A result answers a call that comes before it in the message, as Claude writes them (Anthropic
 refuses a result placed before its call). The results are paired first come, first served: each
