@@ -50,7 +50,7 @@ from fsm.events import (
 from fsm.fieldcheck import vouch
 from fsm.jsontext import loads_event, nesting_exceeds
 from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
-from fsm.results import Diagnostic, Output, Result
+from fsm.results import Diagnostic, Output, Result, build_result
 from fsm.wire.decoders import (
     BEDROCK_ERRORS,
     BEDROCK_EVENTS,
@@ -214,26 +214,27 @@ class Reassembler:
         calls = tuple([slot.to_call() for slot in slots if not slot.server]) if slots else ()
         server_calls = tuple([slot.to_call() for slot in slots if slot.server]) if len(calls) < len(slots) else ()
         content = self._content
+        text, reasoning, text_parts, refusal, server_results, compactions = content.frozen()
         word, said = finish_words(self._finish[0] if self._finish else None)  # the first finish: it stands
-        self._closed = Result(  # by position (provider, finish_reason, calls, diagnostics, server_tool_calls, ...)
+        self._closed = build_result(  # by position (provider, finish_reason, calls, diagnostics, server calls, ...)
             self._decoder.name if self._decoder else self.provider,
             finish if finish is None or len(finish) <= WORD_CHARS else shortened(finish, WORD_CHARS),  # as the raw word
             calls,
             tuple(ledger.diagnostics),
             server_calls,
-            content.text,
+            text,
             content.text_signature,
-            content.reasoning,
+            reasoning,
             content.usage,
             dict(ledger.suppressed),
             content.text_output_index,
-            content.text_parts,
+            text_parts,
             word,
             said,
-            content.refusal,
-            content.server_results,
+            refusal,
+            server_results,
             content.container,
-            content.compactions,
+            compactions,
         )
         vouch(self._closed)  # made of decoded and checked events only: fsm.messages need not read it again
         if ledger.deferred is not None and not failed_before:

@@ -17,7 +17,7 @@ import attrs
 from fsm.errors import LimitExceeded, RemoteProtocolError, ToolcallFSMError
 from fsm.events import StreamEnd
 from fsm.options import Limits, Policies, default_limits
-from fsm.results import Diagnostic, Output, Severity
+from fsm.results import Diagnostic, Output, Severity, build_diagnostic
 from fsm.spec import identity_spec
 
 MESSAGE_CHARS = 1000
@@ -158,7 +158,7 @@ class Ledger:
         if count > self.max_per_code:
             self.suppressed[code] = self.suppressed.get(code, 0) + 1
         else:
-            self.diagnostics.append(Diagnostic(self.event, code, message, severity))
+            self.diagnostics.append(build_diagnostic(self.event, code, message, severity))
         self.rules[rule] += 1
         if self.strict and violation:
             error = RemoteProtocolError(f"{code}: {message}", event=self.event, rule=rule)
