@@ -99,6 +99,11 @@ class _TextPart:
         )
 
 
+_Frozen = tuple[
+    str, tuple[Reasoning, ...], tuple[TextPart, ...], str | None, tuple[ServerToolResult, ...], tuple[Compaction, ...]
+]
+
+
 class TurnContent:
     """The accumulator the facade keeps beside the engine. Made for every stream, and most streams
     carry little or no text or reasoning: the fields start as class defaults and each container is
@@ -230,6 +235,20 @@ class TurnContent:
             part.refused_first = not part.text  # the API streams a message's content parts one after another
         else:
             part.refusal.append(piece.text)
+
+    def frozen(self) -> _Frozen:
+        """What the result holds of the turn's content, as the properties below give it: ``text``,
+        ``reasoning``, ``text_parts``, ``refusal``, ``server_results``, ``compactions``, read in one
+        call (close() asks for all of them once per stream; most streams hold none of them)."""
+        text, blocks, parts, refusal = self._text, self._blocks, self._parts, self._refusal
+        return (
+            "".join(text) if text is not None else "",
+            tuple([block.freeze() for block in blocks.values()]) if blocks else (),
+            tuple([part.freeze() for part in parts.values()]) if parts else (),
+            "".join(refusal) if refusal is not None else None,
+            tuple(self._server_results) if self._server_results else (),
+            tuple(self._compactions.values()) if self._compactions else (),
+        )
 
     @property
     def text_parts(self) -> tuple[TextPart, ...]:

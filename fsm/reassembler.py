@@ -50,7 +50,7 @@ from fsm.events import (
 from fsm.fieldcheck import vouch
 from fsm.jsontext import loads_event, nesting_exceeds
 from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
-from fsm.results import Diagnostic, Output, Result
+from fsm.results import Diagnostic, Output, Result, build_result
 from fsm.wire.decoders import (
     BEDROCK_ERRORS,
     BEDROCK_EVENTS,
@@ -82,6 +82,14 @@ class Reassembler:
     conversation, which new calls must not reuse. One instance per stream; not thread-safe.
     """
 
+    # Fields most streams never write (a stream of dicts reads no bytes and holds no SDK object) are
+    # class defaults, which a stream overrides in its own instance only when it writes one.
+    _sdk_held: LangChainStream | None = None  # what the stream's SDK objects leave to a later one
+    _framer: Framer | None = None
+    _detector: Detector | None = None  # made by the first bytes: holds them until they tell the framing
+    _unreadable = False  # the bytes are no framing (not-a-stream): the rest is not read
+    _previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: its text's revision, reader
+
     def __init__(
         self,
         provider: str = "auto",
@@ -106,24 +114,19 @@ class Reassembler:
         """The limits in force."""
         self.ledger = ledger = Ledger(policies or default_policies(), strict=strict, limits=limits)
         """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
-        self.registry = Registry(ledger, limits, taken_ids(taken))
+        self.registry = Registry(ledger, limits, taken if type(taken) is tuple and not taken else taken_ids(taken))
         """Internal: the slot registry that decides which call each event belongs to."""
         self._content = TurnContent()
-        self._sdk_held: LangChainStream | None = None  # what the stream's SDK objects leave to a later one
         self._decoder: Decoder | None = None
         self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
         self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others' (bytes)
         if provider != "auto":
             self._use(make_decoder(provider, ledger.policies))
-        self._framer: Framer | None = None
-        self._detector: Detector | None = None  # made by the first bytes: holds them until they tell the framing
-        self._unreadable = False  # the bytes are no framing (not-a-stream): the rest is not read
         self._invoked = False  # a boto3 InvokeModel chunk was fed: Bedrock's own events are not the model's
         self._events = 0
         self._finish: tuple[StreamEnd, int] | None = None  # the first finish reason, and its event
         self._closed: Result | None = None
         self._fault: ToolcallFSMError | None = None
-        self._previews: dict[int, tuple[int, PartialReader]] = {}  # per call asked: its text's revision, reader
 
     # -- input ------------------------------------------------------------------------------------
 
@@ -214,26 +217,27 @@ class Reassembler:
         calls = tuple([slot.to_call() for slot in slots if not slot.server]) if slots else ()
         server_calls = tuple([slot.to_call() for slot in slots if slot.server]) if len(calls) < len(slots) else ()
         content = self._content
-        word, said = finish_words(self._finish[0] if self._finish else None)  # the first finish: it stands
-        self._closed = Result(  # by position (provider, finish_reason, calls, diagnostics, server_tool_calls, ...)
+        text, reasoning, text_parts, refusal, server_results, compactions = content.frozen()
+        word, said = finish_words(self._finish[0]) if self._finish else (None, None)  # the first finish: it stands
+        self._closed = build_result(  # by position (provider, finish_reason, calls, diagnostics, server calls, ...)
             self._decoder.name if self._decoder else self.provider,
             finish if finish is None or len(finish) <= WORD_CHARS else shortened(finish, WORD_CHARS),  # as the raw word
             calls,
             tuple(ledger.diagnostics),
             server_calls,
-            content.text,
+            text,
             content.text_signature,
-            content.reasoning,
+            reasoning,
             content.usage,
-            dict(ledger.suppressed),
+            dict(ledger.suppressed) if ledger.suppressed else {},
             content.text_output_index,
-            content.text_parts,
+            text_parts,
             word,
             said,
-            content.refusal,
-            content.server_results,
+            refusal,
+            server_results,
             content.container,
-            content.compactions,
+            compactions,
         )
         vouch(self._closed)  # made of decoded and checked events only: fsm.messages need not read it again
         if ledger.deferred is not None and not failed_before:
@@ -249,6 +253,8 @@ class Reassembler:
         each time. A freeform call (a custom tool) previews as the input text it holds."""
         from fsm.engine.partial import preview  # loaded when a preview is first asked for
 
+        if self._previews is None:
+            self._previews = {}
         return preview(self.registry.slots, index, self._previews)
 
     @property

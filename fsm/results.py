@@ -357,3 +357,5 @@ build_tool_call = _positional(ToolCall)
 build_call_opened = _positional(CallOpened)
 build_arguments_delta = _positional(ArgumentsDelta)
 build_call_finished = _positional(CallFinished)
+build_diagnostic = _positional(Diagnostic)
+build_result = _positional(Result)  # once per stream, but its eighteen fields are most of what close() costs

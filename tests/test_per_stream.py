@@ -154,6 +154,52 @@ def test_turn_content_of_one_stream_is_not_another_streams() -> None:
     assert (fresh.text, fresh.text_signature, fresh.reasoning, fresh.usage) == ("", None, (), None)
 
 
+def test_what_a_stream_writes_over_a_class_default_is_its_own() -> None:
+    """A stream's suppressed counts, an id claimed twice and previews start as class defaults that
+    most streams never write; the stream that writes one gets its own, and the next stream starts
+    from the empty default again."""
+    noisy = Reassembler("openai-chat", limits=Limits(max_diagnostics_per_code=1), taken=["a"])
+    for _ in range(3):
+        noisy.feed({"choices": [{"index": 1, "delta": {"content": "x"}}]})  # choice-ignored, past the limit
+    noisy.feed(chunk(tc(0, "a", "f", "{}")))  # its id is taken: claimed again under a resume point
+    noisy.feed(chunk(tc(1, "a", "g", "{}")))
+    assert noisy.partial(0) == {}
+    result = noisy.close()
+    assert result.suppressed_diagnostics["choice-ignored"] == 2
+    assert [c.id for c in result.calls] == ["a_d2", "a_d3"]
+    quiet = Reassembler("openai-chat", taken=["a"])
+    quiet.feed(chunk(tc(0, "a", "f", "{}"), finish="tool_calls"))
+    again = quiet.close()
+    assert again.suppressed_diagnostics == {} and type(again.suppressed_diagnostics) is dict
+    assert again.suppressed_diagnostics is not result.suppressed_diagnostics
+    assert [c.id for c in again.calls] == ["a_d2"]
+    assert not Reassembler.__dict__["_previews"] and not type(quiet.ledger).suppressed
+
+
+def test_the_turn_content_read_in_one_call_is_what_its_properties_give() -> None:
+    """close() reads the turn's content by TurnContent.frozen(), one call for what the properties
+    give one by one: over every capture, the same values."""
+    require_captures()
+    for path in captures():
+        r = Reassembler(PROVIDER_OF_SHAPE.get(path.parent.name, "auto"))
+        try:
+            r.feed_bytes(path.read_bytes())
+        except ToolcallFSMError:
+            continue
+        content = r._content
+        each = (
+            content.text,
+            content.reasoning,
+            content.text_parts,
+            content.refusal,
+            content.server_results,
+            content.compactions,
+        )
+        assert content.frozen() == each, path.name
+        result = r.close()
+        assert (result.text, result.reasoning, result.text_parts, result.refusal) == each[:4], path.name
+
+
 def test_a_stream_fed_bytes_after_parsed_events_reads_as_one_fed_either_alone() -> None:
     events = _plain_stream()
     as_dicts = Reassembler("openai-chat")

@@ -1,6 +1,7 @@
-"""The engine builds its hot outputs (ToolCall, CallOpened, ArgumentsDelta, CallFinished) through
-constructors that set slots directly (fsm.results._positional): they must build exactly what
-attrs' own __init__ builds, stay frozen, and refuse a class whose __init__ does more."""
+"""The engine builds its hot outputs (ToolCall, CallOpened, ArgumentsDelta, CallFinished), each
+diagnostic and every stream's Result through constructors that set slots directly
+(fsm.results._positional): they must build exactly what attrs' own __init__ builds, stay frozen,
+and refuse a class whose __init__ does more."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import attrs
 import pytest
 
 from fsm import Reassembler, results
-from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus, ToolCall
+from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus, Diagnostic, Result, ToolCall
 from tests.helpers import chunk, tc
 
 BUILT = [
@@ -16,6 +17,8 @@ BUILT = [
     (CallOpened, results.build_call_opened),
     (ArgumentsDelta, results.build_arguments_delta),
     (CallFinished, results.build_call_finished),
+    (Diagnostic, results.build_diagnostic),
+    (Result, results.build_result),
 ]
 
 
@@ -70,3 +73,16 @@ def test_the_engine_outputs_are_the_classes_users_import() -> None:
         ArgumentsDelta(0, '{"x": 1}'),
         CallFinished(call),
     ]
+
+
+def test_the_result_and_its_diagnostics_are_the_classes_users_import() -> None:
+    """close() builds the Result, and the ledger each Diagnostic, through the builders: the public
+    classes, equal (and hashed alike) to copies attrs' own __init__ makes of them."""
+    result = Reassembler("openai-chat").close()
+    (said,) = result.diagnostics
+    assert type(result) is Result and type(said) is Diagnostic
+    assert said == attrs.evolve(said) and hash(said) == hash(attrs.evolve(said))
+    assert said.code == "no-finish-reason" and said.event is None
+    assert result == attrs.evolve(result)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        result.text = "changed"  # type: ignore[misc]

@@ -9,14 +9,18 @@ from collections.abc import Iterable
 
 
 class IdAllocator:
+    # Every candidate below the last one claimed for a name stays taken (the set only grows), so
+    # the search resumes there: claiming one name n times costs n steps, not n squared. Most
+    # streams never claim a name twice: the stream's own dict is made by the first that does.
+    _resume: dict[str, int] | None = None
+    # The longest id the target format takes (Bedrock Converse's toolUseId: 64), or None: a
+    # renamed id that would pass it has its stem cut so ``<stem>_d<n>`` fits.
+    _limit: int | None = None
+
     def __init__(self, taken: Iterable[str] = (), limit: int | None = None) -> None:
         self._used: set[str] = set(taken)
-        # The longest id the target format takes (Bedrock Converse's toolUseId: 64), or None: a
-        # renamed id that would pass it has its stem cut so ``<stem>_d<n>`` fits.
-        self._limit = limit
-        # Every candidate below the last one claimed for a name stays taken (the set only grows), so
-        # the search resumes there: claiming one name n times costs n steps, not n squared.
-        self._resume: dict[str, int] = {}
+        if limit is not None:
+            self._limit = limit
 
     def take(self, used: str) -> None:
         """Mark ``used`` as taken (an id met after the allocator was made)."""
@@ -37,13 +41,16 @@ class IdAllocator:
             # 1 is what an absent one means: only names claimed twice keep one (no entry per call).
             used.add(wanted)
             return wanted
-        n = self._resume.get(wanted, 1)
+        resume = self._resume
+        if resume is None:
+            resume = self._resume = {}
+        n = resume.get(wanted, 1)
         candidate = wanted if n == 1 else self._numbered(wanted, n)
         while candidate in self._used:
             n += 1
             candidate = self._numbered(wanted, n)
         self._used.add(candidate)
-        self._resume[wanted] = n
+        resume[wanted] = n
         return candidate
 
     def _numbered(self, wanted: str, n: int) -> str:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import attrs
 
 from fsm.errors import LimitExceeded, RemoteProtocolError, ToolcallFSMError
 from fsm.events import StreamEnd
 from fsm.options import Limits, Policies, default_limits
-from fsm.results import Diagnostic, Output, Severity
+from fsm.results import Diagnostic, Output, Severity, build_diagnostic
 from fsm.spec import identity_spec
 
 MESSAGE_CHARS = 1000
@@ -85,6 +87,13 @@ def _codes() -> dict[str, tuple[str, Severity, bool]]:
 
 
 class Ledger:
+    # What most streams never write are class defaults, which a stream overrides in its own instance
+    # when it writes one: every stream is made with a ledger, and most are short.
+    suppressed: Mapping[str, int] = MappingProxyType({})
+    """Per code, the diagnostics counted but not kept (a dict of the stream's own from the first)."""
+    defer = False
+    deferred: ToolcallFSMError | None = None
+
     def __init__(self, policies: Policies, *, strict: bool, limits: Limits | None = None) -> None:
         self.policies = policies
         self.strict = strict
@@ -95,9 +104,6 @@ class Ledger:
         self.max_argument_chars = limits.max_argument_chars  # read by every call (not copied into each)
         self.held_bytes = 0
         self.per_code: dict[str, int] = {}
-        self.suppressed: dict[str, int] = {}
-        self.defer = False
-        self.deferred: ToolcallFSMError | None = None
         self.event: int | None = None
         self.outputs: list[Output] = []
         self.diagnostics: list[Diagnostic] = []
@@ -156,9 +162,12 @@ class Ledger:
         message = shortened(message)
         count = self.per_code[code] = self.per_code.get(code, 0) + 1
         if count > self.max_per_code:
-            self.suppressed[code] = self.suppressed.get(code, 0) + 1
+            suppressed = self.suppressed
+            if type(suppressed) is not dict:  # the class's read-only empty one: the stream's own from now
+                suppressed = self.suppressed = {}
+            suppressed[code] = suppressed.get(code, 0) + 1
         else:
-            self.diagnostics.append(Diagnostic(self.event, code, message, severity))
+            self.diagnostics.append(build_diagnostic(self.event, code, message, severity))
         self.rules[rule] += 1
         if self.strict and violation:
             error = RemoteProtocolError(f"{code}: {message}", event=self.event, rule=rule)

@@ -15,6 +15,7 @@ lazily built resend index) sit beside the general routing they must agree with.
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
@@ -24,7 +25,7 @@ import attrs
 
 from fsm.engine.ids import IdAllocator
 from fsm.engine.ledger import Ledger
-from fsm.engine.machine import slot_machine
+from fsm.engine.machine import SpecMachine, slot_machine
 from fsm.engine.scanner import closed_scanner, start_scanner
 from fsm.engine.slot import Slot, text_digest
 from fsm.errors import LimitExceeded
@@ -51,7 +52,7 @@ class Registry:
     def __init__(self, ledger: Ledger, limits: Limits, taken: Iterable[str] = ()) -> None:
         self.ledger = ledger
         self.limits = limits
-        self.machine = slot_machine(reference=ledger.strict)  # strict mode runs on the reference executor
+        self.machine = machine = slot_machine(reference=ledger.strict)  # strict mode runs on the reference executor
         self.slots: list[Slot] = []
         # The calls of each lane, and the calls each wire id names (see Calls).
         self._lanes: dict[Lane, Calls] = {}
@@ -62,12 +63,12 @@ class Registry:
         self._ids = IdAllocator(taken)
         self._counts = {False: 0, True: 0}  # calls opened so far: client, server
         self._max_calls = limits.max_calls
-        initials = self.machine.initials
-        self._initial_json, self._initial_text = initials["json"], initials["text"]
-        # The scans' two shared ends: where every call's starts (until its first text), and the one
-        # state every closed value's scan ends in.
-        self._start = start_scanner(limits.max_depth)
-        self._scanned = closed_scanner(limits.max_depth)
+        # Read from the machine and the depth limit once for every stream (_Shared): each call's
+        # start and end states, the scans' two shared ends (where every call's starts until its
+        # first text, and the one state every closed value's scan ends in), and the transitions
+        # taken without the machine's dispatch.
+        shared = _shared(machine, limits.max_depth)
+        self._initial_json, self._initial_text, self._start, self._scanned = shared[:4]
         # Which calls of a lane hold a given (stripped) complete text: a resend can only land in one
         # of those, so routing never walks a lane's earlier calls one by one.
         self._holding: dict[tuple[Lane, bytes], list[Slot]] = {}
@@ -82,12 +83,10 @@ class Registry:
         self._values: dict[Lane, tuple[Slot, int, int, dict[str, Any] | None]] = {}
         self._parsed: tuple[str, dict[str, Any] | None] | None = None  # the text _replays last read
         self._run: _Run | None = None  # the fragments _gather() held back
-        self._staying = self.machine.staying("append", "accumulating", "store_fragment")
-        self._closing = self.machine.first("append", "opened", "value_complete", "store_fragment")
-        self._direct = not self.machine.reference  # may the transitions above skip the machine's dispatch
+        self._staying, self._closing = shared[4], shared[5]
+        self._direct = direct = not machine.reference  # may the transitions above skip the machine's dispatch
         # The normal end of a closed value, taken without fire() (Registry._finish): its label, dest.
-        ending = self.machine.sole("end", "value_closed", "parse_arguments")
-        self._ending = ending if self._direct and self.end_directly else None
+        self._ending = shared[6] if direct and self.end_directly else None
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -343,7 +342,7 @@ class Registry:
         each cut call's diagnostic explains by ``cut_by``. A call whose finishing bytes pass a limit
         ends with its status all the same (Slot._hold_at_finish); the calls after it are cut, and
         the first such error is raised once every call has ended."""
-        self.ledger.apply("finish-ends-calls")
+        self.ledger.rules["finish-ends-calls"] += 1  # Ledger.apply inlined: twice a stream (its finish, close)
         trigger = "end" if finish_reason in NORMAL_FINISHES else "cut"
         error: LimitExceeded | None = None
         for slot in self.slots:
@@ -859,3 +858,21 @@ def _hold(holders: list[Slot], slot: Slot) -> None:
     high = bisect_right(holders, ordinal, lo=low, key=_ordinal)
     if slot not in holders[low:high]:
         holders.insert(high, slot)
+
+
+@functools.cache
+def _shared(machine: SpecMachine, max_depth: int) -> tuple[Any, ...]:
+    """What every stream's registry reads from its (immutable, shared) machine and depth limit,
+    read once: the initial states of a JSON and a text call, the start and the closed scanner, and
+    the labels (and destination) of the transitions the registry takes without ``fire()``, each
+    checked against the spec as ``SpecMachine.staying``, ``.first`` and ``.sole`` check it."""
+    initials = machine.initials
+    return (
+        initials["json"],
+        initials["text"],
+        start_scanner(max_depth),
+        closed_scanner(max_depth),
+        machine.staying("append", "accumulating", "store_fragment"),
+        machine.first("append", "opened", "value_complete", "store_fragment"),
+        machine.sole("end", "value_closed", "parse_arguments"),
+    )

@@ -123,29 +123,29 @@ def error_in(payload: Mapping[str, Any]) -> str | None:
     return error_message(error or payload)  # without an error field, the event is the error
 
 
-_factories: dict[str, Callable[[], Decoder]] = {}
-"""Each provider's decoder class once its module is imported (every stream makes one)."""
+_factories: dict[str, tuple[Callable[[], Decoder], bool]] = {}
+"""Each provider's decoder class once its module is imported (every stream makes one), and whether
+it takes the stream's policies (asked of the class once: a failed ``hasattr`` of every new decoder
+raised and caught an AttributeError per stream)."""
 
 
 def make_decoder(provider: str, policies: Policies | None = None) -> Decoder:
     """A new decoder for ``provider``'s wire. ``policies`` reach a decoder that applies one itself
     (one with a ``policies`` attribute: the Responses decoder's ``stray_input``)."""
-    decoder = _new_decoder(provider)
-    if policies is not None and hasattr(decoder, "policies"):
-        decoder.policies = policies
+    factory, takes_policies = _factories.get(provider) or _factory(provider)
+    decoder = factory()
+    if policies is not None and takes_policies:
+        decoder.policies = policies  # type: ignore[attr-defined]
     return decoder
 
 
-def _new_decoder(provider: str) -> Decoder:
-    factory = _factories.get(provider)
-    if factory is not None:
-        return factory()
+def _factory(provider: str) -> tuple[Callable[[], Decoder], bool]:
     where = _DECODERS.get(provider)
     if where is not None:
         module, name = where
         made: Callable[[], Decoder] = getattr(import_module(f"{__name__}.{module}"), name)
-        _factories[provider] = made
-        return made()
+        found = _factories[provider] = made, hasattr(made, "policies")
+        return found
     if provider in PROVIDERS:
         raise UnsupportedProvider(f"provider {provider!r} is not supported yet (supported: {', '.join(_DECODERS)})")
     raise UnsupportedProvider(f"unknown provider {provider!r} (known: auto, {', '.join(PROVIDERS)})")
