@@ -74,6 +74,7 @@ class GeminiSeen:
         chunk under a new made-up id, each with that call's first entry (its id, and LangChain's
         index, which counts on across the chunks); the others are remembered."""
         found: dict[int, Mapping[str, Any]] = {}
+        taken: set[int] = set()  # the earlier calls this chunk's entries took, by identity
         new: list[tuple[tuple[str, str], int, Mapping[str, Any]]] = []
         for at, entry in enumerate(entries):
             call_id, name, args = entry.get("id"), entry.get("name"), entry.get("args")
@@ -81,13 +82,13 @@ class GeminiSeen:
                 continue
             if not _MADE_UP.fullmatch(call_id):
                 continue
-            taken = [id(first) for first in found.values()]
             seen = [(place, first) for place, first in self.calls.get((name, args), ()) if id(first) not in taken]
             earlier = next((first for place, first in seen if place == at), seen[0][1] if seen else None)
             if earlier is None:
                 new.append(((name, args), at, entry))
             else:
                 found[at] = earlier
+                taken.add(id(earlier))
         for key, at, entry in new:  # after the chunk: its own calls are no resends of each other
             self.calls.setdefault(key, []).append((at, entry))
         return found
