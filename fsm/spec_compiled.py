@@ -708,7 +708,7 @@ def _identity(s: ModuleType) -> Any:
                 code="missing-name",
                 rule="metadata-once",
                 severity="violation",
-                reason="A call finished without any name.",
+                reason="A call finished without any name. Nothing can run it and no provider takes a nameless call back, so one whose arguments parsed is invalid (arguments None, raw text kept): never among the complete calls, never in a next turn. A call already invalid or truncated keeps that status.",
             ),
             s.DiagnosticSpec(
                 code="empty-arguments",
@@ -1202,7 +1202,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (9741, 2297257524),
     "scanner": (4661, 4199472060),
-    "identity": (23857, 3683831171),
+    "identity": (24103, 3674922703),
     "history": (4059, 2702241000),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

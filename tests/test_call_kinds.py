@@ -369,8 +369,11 @@ def test_a_function_item_announced_after_its_closed_input_is_one_call(announced_
 def test_input_without_an_output_index_is_still_a_call() -> None:
     piece = {"type": "response.function_call_arguments.delta", "item_id": "fc_9", "delta": '{"a": 1}'}
     result = run([CREATED, piece, COMPLETED])
-    assert [(c.type, c.arguments, c.status) for c in result.calls] == [("function", {"a": 1}, CallStatus.COMPLETE)]
+    # Kept with its text; no item ever named it, so it is invalid (missing-name): nothing can run it.
+    kept = [(c.type, c.arguments_json, c.status) for c in result.calls]
+    assert kept == [("function", '{"a": 1}', CallStatus.INVALID)]
     assert "unopened-call" in result.codes() and "'fc_9'" in result.diagnostics[0].message
+    assert "missing-name" in result.codes()
 
 
 @pytest.mark.parametrize(

@@ -650,7 +650,9 @@ def test_cohere_delta_no_start_opened_opens_a_call_reported_once() -> None:
         {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}},
     ]
     result = run("cohere", events)
-    assert [(c.name, c.arguments) for c in result.calls] == [(None, {"a": 1}), ("f", {}), (None, {"late": True})]
+    kept = [(c.name, c.arguments_json, c.status.value) for c in result.calls]
+    # The nameless ones have nothing to run them with: kept, with their text, as invalid (missing-name).
+    assert kept == [(None, '{"a": 1}', "invalid"), ("f", "{}", "complete"), (None, '{"late": true}', "invalid")]
     assert [d.event for d in result.diagnostics if d.code == "unopened-call"] == [1, 6]
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from fsm import LimitExceeded, Limits, Policies, Reassembler, RemoteProtocolError
+from fsm import CallStatus, LimitExceeded, Limits, Policies, Reassembler, RemoteProtocolError
 from fsm.cli import main
 from fsm.jsontext import dumps, is_json_prefix, parse_strict
 from fsm.reemit import DeltaEmitter, FlushPolicy
@@ -318,8 +318,12 @@ ROUTING_FAULTS: dict[str, tuple[str, list[Any], str, tuple[str | None, Any]]] = 
 def test_a_call_without_its_routing_field_is_kept_with_a_diagnostic(case: str) -> None:
     provider, events, code, expected = ROUTING_FAULTS[case]
     result, _ = feed_all(provider, events)
-    assert [(c.name, c.arguments) for c in result.calls] == [expected]
+    assert [(c.name, json.loads(c.arguments_json or "null")) for c in result.calls] == [expected]
     assert code in result.codes()
+    # A call kept without a name has nothing to run it with: invalid, its text kept (missing-name).
+    (call,) = result.calls
+    assert call.status is (CallStatus.COMPLETE if call.name else CallStatus.INVALID)
+    assert (call.arguments is None) is (call.name is None)
 
 
 def test_a_chat_custom_tool_call_is_kept_and_an_unreadable_entry_reported() -> None:

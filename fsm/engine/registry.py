@@ -43,6 +43,7 @@ Lane = int | tuple[str, int | str]
 Calls = Slot | list[Slot]
 Kind = Literal["fragment", "snapshot", "confirmation"]
 _TRUNCATED = CallStatus.TRUNCATED
+_COMPLETE = CallStatus.COMPLETE
 
 
 class Registry:
@@ -768,7 +769,11 @@ class Registry:
         elif slot.state == "flushed" and slot.status is not _TRUNCATED:  # what _remember does to a lane's lone call
             slot.scan_over(self._scanned)
         if slot.name is None:
-            self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name")
+            if slot.status is _COMPLETE:  # no tool to run it with, and no provider takes a nameless call back
+                slot.status, slot.arguments = CallStatus.INVALID, None
+                self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name, so invalid")
+            else:
+                self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name")
         if slot.server:
             return
         outputs = self.ledger.outputs

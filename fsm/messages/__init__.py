@@ -70,7 +70,8 @@ failed). ``incomplete="include"`` keeps them, with their raw text where the form
 empty object where it takes an object; answer each with :func:`incomplete_answers`, which builds an
 error result per call, so the model learns the call failed and can try again. A built-in client call
 that did not complete is left out even then: its action may be missing, and not every built-in
-output can say "not run" (a computer call is answered with a screenshot).
+output can say "not run" (a computer call is answered with a screenshot). So is a call that came
+without a name (``missing-name``, status invalid): no provider takes a nameless call back.
 
 :func:`tool_result` builds the answer to one call: an OpenAI ``tool`` message, a Responses
 ``function_call_output`` item, an Anthropic ``tool_result`` block, a Gemini ``functionResponse``
@@ -110,7 +111,7 @@ def _calls(result: Result, incomplete: str) -> tuple[ToolCall, ...]:
     if incomplete == "omit":
         return result.complete_calls
     if incomplete == "include":
-        return tuple(call for call in result.calls if call.status is CallStatus.COMPLETE or not _built_in(call))
+        return tuple(call for call in result.calls if call.status is CallStatus.COMPLETE or _includable(call))
     raise LocalProtocolError(f"incomplete must be 'omit' or 'include', not {incomplete!r}")
 
 
@@ -122,6 +123,12 @@ def omitted(result: Result) -> tuple[ToolCall, ...]:
 
 def _built_in(call: ToolCall) -> bool:
     return call.type in BUILT_IN_OUTPUTS
+
+
+def _includable(call: ToolCall) -> bool:
+    """Whether ``incomplete="include"`` sends this call that did not complete back: not a built-in
+    client call (its action may be missing), nor a call without a name (no provider takes one)."""
+    return not _built_in(call) and call.name is not None
 
 
 @overload
@@ -349,5 +356,5 @@ def incomplete_answers(result: Result, format: Format) -> list[Message]:
     return [
         tool_result(call, f"Not run: {why[call.status]}. Call the tool again.", format, is_error=True)
         for call in omitted(result)
-        if not _built_in(call)  # left out of the assistant message even with incomplete="include"
+        if _includable(call)  # the others are left out of the assistant message even with incomplete="include"
     ]
