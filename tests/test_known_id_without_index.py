@@ -35,7 +35,7 @@ def test_text_at_an_index_goes_to_that_index_not_to_a_call_opened_at_that_positi
     assert _summary(result.calls) == [
         ("x", "f", '{"a":1}', "complete"),
         ("y", "g", '{"c":3}', "complete"),
-        ("x_d2", None, '{"b":2}', "complete"),
+        ("x_d2", None, '{"b":2}', "invalid"),  # nothing named it: kept with its text, not run (missing-name)
     ]
 
 
@@ -82,7 +82,7 @@ def test_anthropic_block_without_index_keeps_its_text_apart_from_index_zero() ->
     assert _summary(result.calls) == [
         ("s1", "web_search", '{"q":"a"}', "complete"),
         ("s1_d2", "web_search", '{"q":"b"}', "complete"),
-        ("call_2", None, '{"z":1}', "complete"),
+        ("call_2", None, '{"z":1}', "invalid"),  # no block named it: kept with its text, not run (missing-name)
     ]
 
 
@@ -113,8 +113,9 @@ def test_server_text_at_an_index_is_not_taken_by_a_server_call_opened_by_id_else
     ]:
         r.feed(event)
     calls = r.close().server_tool_calls
+    # The two calls no sighting named are kept apart with their text, and invalid (missing-name).
     assert [(c.arguments_json, c.status) for c in calls] == [
         ('{"q":"a"}', CallStatus.COMPLETE),
-        ('{"q":"b"}', CallStatus.COMPLETE),
-        ('{"z":1}', CallStatus.COMPLETE),
+        ('{"q":"b"}', CallStatus.INVALID),
+        ('{"z":1}', CallStatus.INVALID),
     ]
