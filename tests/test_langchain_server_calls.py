@@ -367,3 +367,78 @@ def test_an_idless_gemini_call_resent_through_langchain_is_one_call_as_from_the_
     # each call under the id LangChain gave it first, the one its AIMessage answers it by
     whole = functools.reduce(operator.add, chunks)
     assert sorted(c.id for c in got.calls) == sorted({c["id"] for c in whole.tool_calls} & {c.id for c in got.calls})
+
+
+CITATIONS = {
+    "web": {
+        "type": "web_search_result_location",
+        "cited_text": "Oslo: -3 C",
+        "url": "https://example.org/oslo",
+        "title": None,  # required, null where the page had none; v1 keeps no empty title
+        "encrypted_index": "Eo8B",
+    },
+    "characters": {
+        "type": "char_location",
+        "cited_text": "It is cold.",
+        "document_index": 0,
+        "document_title": "Report",
+        "start_char_index": 4,
+        "end_char_index": 15,
+    },
+    "pages": {
+        "type": "page_location",
+        "cited_text": "Page two.",
+        "document_index": 1,
+        "document_title": None,
+        "start_page_number": 2,
+        "end_page_number": 3,
+    },
+    "blocks": {
+        "type": "content_block_location",
+        "cited_text": "A block.",
+        "document_index": 2,
+        "document_title": "Notes",
+        "start_block_index": 0,
+        "end_block_index": 1,
+    },
+    "search-result": {
+        "type": "search_result_location",
+        "cited_text": "Found.",
+        "search_result_index": 0,
+        "source": "https://example.org/kb",
+        "title": "Knowledge base",
+        "start_block_index": 0,
+        "end_block_index": 2,
+    },
+}
+
+
+@pytest.mark.parametrize("output_version", [None, "v1"])
+def test_claude_citations_through_chat_anthropic_go_back_as_the_bytes_send_them(output_version: str | None) -> None:
+    # v1 gives a text block's citations as annotations of its own shape (the citation's type dropped,
+    # document_title as title, the rest in extras): the cited text went back without them
+    blocks = []
+    for at, cited in enumerate(CITATIONS.values()):
+        start = {"type": "content_block_start", "index": at, "content_block": {"type": "text", "text": ""}}
+        deltas = [{"type": "citations_delta", "citation": cited}, {"type": "text_delta", "text": f"Said {at}. "}]
+        deltas_events = [{"type": "content_block_delta", "index": at, "delta": delta} for delta in deltas]
+        blocks.append([start, *deltas_events, {"type": "content_block_stop", "index": at}])
+    body = sse(turn(*blocks, tool_use(len(blocks), "toolu_1", '{"city": "Oslo"}')))
+    reference = messages.assistant_message(fsm.reassemble(body, "anthropic"), "anthropic")
+    assert [block.get("citations") for block in reference["content"][:-1]] == [[c] for c in CITATIONS.values()]
+    chunks = list(chat_anthropic(body, output_version)[1].stream("go"))
+    for stream in (chunks, [functools.reduce(operator.add, chunks)]):
+        assert messages.assistant_message(fsm.reassemble(stream), "anthropic") == reference
+
+
+def test_a_v1_citation_of_no_claude_shape_is_not_sent_and_a_non_standard_one_is_sent_whole() -> None:
+    kept = {"type": "future_location", "cited_text": "x", "where": 3}
+    annotations = [
+        {"type": "non_standard_annotation", "value": kept},
+        {"type": "citation", "cited_text": "y"},  # no url and no range: not one of Claude's
+        {"type": "non_standard_annotation", "value": "no object"},
+        "no block",
+    ]
+    chunk = claude_chunk({"type": "text", "text": "Hi", "annotations": annotations, "index": 0}, stop_reason="end_turn")
+    said = messages.assistant_message(fsm.reassemble([chunk]), "anthropic")
+    assert said["content"] == [{"type": "text", "text": "Hi", "citations": [kept]}]

@@ -143,3 +143,76 @@ def test_what_converse_cannot_carry_is_refused() -> None:
     with pytest.raises(InvalidInput, match="not base64"):
         messages.assistant_message(odd, "bedrock")
     assert base64.b64decode("UkVE") == b"RED" and broken.reasoning[1].redacted == "UkVE"
+
+
+def _tool_use_id_shape() -> tuple[int, Any]:
+    import re
+
+    from botocore.session import get_session
+
+    shape = get_session().get_service_model("bedrock-runtime").shape_for("ToolUseId").metadata
+    return shape["max"], re.compile(shape["pattern"])
+
+
+def test_an_id_converse_refuses_goes_mapped_in_the_call_and_its_answer() -> None:
+    # A 64-character toolUseId given twice: the engine renames the second <id>_d2, 67 characters,
+    # which Bedrock refuses (ToolUseId: 1 to 64 of [a-zA-Z0-9_.:-]). Another provider's ids (a
+    # chat stream's, read into a Converse turn) may be longer still, or hold other characters.
+    from tests.test_litellm_bedrock import converse_stream
+
+    limit, pattern = _tool_use_id_shape()
+    long = "tooluse_" + "x" * 56
+    events: list[tuple[str, dict[str, Any]]] = [("messageStart", {"role": "assistant"})]
+    for n, city in enumerate(("Paris", "Lyon")):
+        start = {"contentBlockIndex": n, "start": {"toolUse": {"toolUseId": long, "name": "get_temperature"}}}
+        delta = {"contentBlockIndex": n, "delta": {"toolUse": {"input": json.dumps({"city": city})}}}
+        events += [
+            ("contentBlockStart", start),
+            ("contentBlockDelta", delta),
+            ("contentBlockStop", {"contentBlockIndex": n}),
+        ]
+    body = converse_stream([*events, ("messageStop", {"stopReason": "tool_use"})])
+    result = fsm.reassemble(body, "bedrock")
+    assert [call.id for call in result.calls] == [long, long + "_d2"]  # the engine's ids stay as they are
+
+    client = converse_client(body)
+    sent: list[dict[str, Any]] = []
+    client.meta.events.register(
+        "request-created.bedrock-runtime.ConverseStream", lambda request, **_: sent.append(json.loads(request.body))
+    )
+    answers = [messages.tool_result(call, call.arguments["city"], "bedrock") for call in result.calls]
+    conversation = [*ASK, messages.assistant_message(result, "bedrock"), *messages.tool_results(answers, "bedrock")]
+    client.converse_stream(modelId="m", messages=conversation)
+    said, answered = sent[-1]["messages"][1:]
+    uses = [block["toolUse"]["toolUseId"] for block in said["content"]]
+    assert [block["toolResult"]["toolUseId"] for block in answered["content"]] == uses
+    assert uses[0] == long and uses[1] != uses[0]  # an id that fits goes as it is
+    assert all(len(i) <= limit and pattern.fullmatch(i) for i in uses)
+    assert [block["toolResult"]["content"] for block in answered["content"]] == [
+        [{"text": "Paris"}],
+        [{"text": "Lyon"}],
+    ]
+    assert messages.assistant_message(result, "bedrock") == conversation[1]  # the same every time
+    # every other format sends the engine's ids, unchanged
+    assert [c["id"] for c in messages.assistant_message(result, "anthropic")["content"]] == [long, long + "_d2"]
+
+    # a long id, or one with characters Converse refuses, from another provider's stream
+    odd = ["call_" + "a" * 200, "call_" + "a" * 199 + "b", "call/ü 1", ""]
+    calls = tuple(fsm.ToolCall(n, i, i, "f", {}, "{}", fsm.CallStatus.COMPLETE) for n, i in enumerate(odd))
+    mapped = [
+        b["toolUse"]["toolUseId"]
+        for b in messages.assistant_message(Result("openai", "tool_calls", calls, ()), "bedrock")["content"]
+    ]
+    assert len(set(mapped)) == len(odd) and all(len(i) <= limit and pattern.fullmatch(i) for i in mapped)
+    assert [messages.tool_result(c, "ok", "bedrock")["toolResult"]["toolUseId"] for c in calls] == mapped
+
+
+def test_an_id_made_to_meet_another_s_mapping_is_refused() -> None:
+    from fsm.messages.bedrock import converse_id
+
+    long = "t" * 80
+    calls = tuple(
+        fsm.ToolCall(n, i, i, "f", {}, "{}", fsm.CallStatus.COMPLETE) for n, i in enumerate((long, converse_id(long)))
+    )
+    with pytest.raises(fsm.LocalProtocolError, match="would both go to Converse"):
+        messages.assistant_message(Result("openai", "tool_calls", calls, ()), "bedrock")

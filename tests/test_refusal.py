@@ -193,3 +193,28 @@ def test_a_responses_message_with_text_and_a_refusal_goes_back_as_that_one_messa
     pydantic.TypeAdapter(openai.types.responses.ResponseInputItemParam).validate_python(items[0])
     client.responses.create(model="m", input=[{"role": "user", "content": "go"}, *items], stream=True).close()
     assert replay.sent[-1]["input"][1:] == items
+
+
+@pytest.mark.parametrize("output_version", [None, "responses/v1", "v1", "v0"])
+def test_through_langchain_every_output_version_sends_the_responses_refusal_back(output_version: str | None) -> None:
+    # output_version="v0" moves the refusal block to additional_kwargs["refusal"], which was not read:
+    # the refusal was lost and the next turn held nothing for it (after reasoning: the reasoning alone)
+    import functools
+    import operator
+
+    from tests.test_langchain_responses_reasoning import chunks, reasoning
+    from tests.test_langchain_responses_reasoning import stream as reasoning_stream
+
+    thought = reasoning_stream(reasoning(0, "Think."))
+    thinking = thought[: thought.index(b"event: response.completed")]
+    refused = [{**event, "output_index": 1} if "output_index" in event else event for event in _responses(["No."])]
+    body = thinking + cv.render(refused, "")
+    reference = fsm.reassemble(body, "openai-responses")
+    streamed = chunks(body, output_version)
+    for got in (fsm.reassemble(streamed), fsm.reassemble([functools.reduce(operator.add, streamed)])):
+        assert (got.refusal, got.finish_reason, got.codes()) == (reference.refusal, "stop", [])
+        said = messages.assistant_message(got, "openai-responses")
+        assert said[:-1] == messages.assistant_message(reference, "openai-responses")[:-1]  # the reasoning item
+        # LangChain's chunks hold neither the message item's status nor (with no text in it) its id,
+        # and no input message takes a refusal part: the refusal goes as a plain message of its text
+        assert said[-1] == {"type": "message", "role": "assistant", "content": "No."}

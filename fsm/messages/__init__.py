@@ -12,7 +12,8 @@ is in :mod:`fsm.messages.ollama_cohere`; ``"bedrock"`` (Converse messages, as bo
   pairs with one call), or its ``reply_id`` where it has one: the wire id of a call that opened
   before its id arrived (``late-id``), which the provider issued and pairs the result by, in the call
   and in its result alike. Gemini gets an ``id`` only where its wire gave one (Gemini 3), since older
-  models pair results by name and order;
+  models pair results by name and order; Converse gets one it would refuse (past 64 characters, say)
+  as :func:`fsm.messages.bedrock.converse_id` maps it;
 * reasoning first (unless the wire gave places: see below), with what must come back verbatim:
   Anthropic ``thinking`` blocks with their ``signature`` and ``redacted_thinking`` blocks; Gemini
   thought parts and every ``thoughtSignature`` on the part it came on (a call, a text part, or a

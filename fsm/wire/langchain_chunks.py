@@ -111,6 +111,9 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
         and not any(type(event) is ReasoningDelta for _, event in said or ())
     ):
         delta["reasoning_content"] = extra["reasoning_content"]
+    # ChatOpenAI's output_version="v0" moves a Responses refusal block here (unread, the turn lost it)
+    if isinstance(extra, Mapping) and isinstance(extra.get("refusal"), str) and "refusal" not in delta:
+        delta["refusal"] = extra["refusal"]
     calls: list[dict[str, Any]] = []
     made_up = _made_up_ids(parts, extra, metadata)
     # a Gemini call resent under a new made-up id: under the one it came with first, as one call

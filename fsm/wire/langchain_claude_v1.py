@@ -6,7 +6,13 @@ Claude's ``code_execution`` tool ``code_interpreter`` and any MCP tool ``remote_
 name in ``extras.tool_name``); a ``server_tool_result`` keeps the block's type in
 ``extras.block_type``, its ``content`` as ``output`` and an MCP result's ``is_error`` as its
 ``status``. Every field v1 has no place for waits in ``extras`` (an MCP call's ``server_name``, say),
-and goes back on its block."""
+and goes back on its block.
+
+A text block's citations are its ``annotations``: a ``citation`` holds ``cited_text``, ``title`` (a
+document's ``document_title``) and a web result's ``url``, every other field in ``extras``; a
+citation of a type v1 has no shape for (or missing ``cited_text``) is a ``non_standard_annotation``
+holding it whole. The citation's type is not kept: the fields in ``extras`` tell it (a search
+result's ``search_result_index``, a document's character, page or block range)."""
 
 from __future__ import annotations
 
@@ -62,3 +68,44 @@ def _extras(block: Mapping[str, Any]) -> Mapping[str, Any]:
 def _left(block: Mapping[str, Any]) -> dict[str, Any]:
     """The fields v1 had no place for, that go back on the block (named as JSON names a field)."""
     return {key: value for key, value in _extras(block).items() if isinstance(key, str) and key not in _MOVED}
+
+
+# Which Claude citation a v1 ``citation`` without a url was, by a field only that type has; the
+# search result first, which has a block range too. ``document_title``: the type's name for ``title``.
+_DOCUMENT_CITATIONS = (
+    ("search_result_index", "search_result_location", False),
+    ("start_char_index", "char_location", True),
+    ("start_page_number", "page_location", True),
+    ("start_block_index", "content_block_location", True),
+)
+
+
+def citations(annotations: Any) -> list[dict[str, Any]]:
+    """The Claude citations a v1 text block's ``annotations`` were made from (those of no Claude
+    shape left out: a block of no ChatAnthropic's)."""
+    found = []
+    for annotation in annotations if isinstance(annotations, list) else ():
+        rebuilt = _citation(annotation) if isinstance(annotation, Mapping) else None
+        if rebuilt:
+            found.append(rebuilt)
+    return found
+
+
+def _citation(annotation: Mapping[str, Any]) -> dict[str, Any] | None:
+    if annotation.get("type") == "non_standard_annotation":
+        value = annotation.get("value")
+        return dict(value) if isinstance(value, Mapping) else None
+    if annotation.get("type") != "citation":
+        return None
+    rebuilt = _left(annotation)
+    rebuilt["cited_text"] = annotation.get("cited_text")
+    if "url" in annotation:
+        # v1 keeps a title only when it is not empty: Claude's is required, null where there was none
+        rebuilt.update(type="web_search_result_location", url=annotation["url"], title=annotation.get("title"))
+        return rebuilt
+    for field, kind, document in _DOCUMENT_CITATIONS:
+        if field in rebuilt:
+            rebuilt["type"] = kind
+            rebuilt["document_title" if document else "title"] = annotation.get("title")
+            return rebuilt
+    return None

@@ -368,8 +368,8 @@ def _claude(block: Any) -> list[TextDelta | ReasoningDelta]:
         pieces: list[TextDelta | ReasoningDelta] = (
             [TextDelta(said, output_index=at, part=at)] if isinstance(said, str) and said else []
         )
-        cited = block.get("citations")
-        for citation in cited if isinstance(cited, list) else ():
+        cited = block.get("citations")  # v1's: its annotations
+        for citation in cited if isinstance(cited, list) else claude_v1.citations(block.get("annotations")):
             if isinstance(citation, Mapping) and citation:
                 pieces.append(TextDelta("", output_index=at, part=at, citation=dict(citation)))
         return pieces
