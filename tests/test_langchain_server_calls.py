@@ -193,7 +193,8 @@ def test_a_hand_made_server_block_whose_id_is_no_str_gets_an_id_of_its_own(bad: 
         claude_chunk({"type": "text", "text": "ok", "index": 1}, stop_reason="end_turn"),
     ]
     (got,) = fsm.reassemble(chunks).server_tool_calls
-    assert (got.name, got.arguments, got.status) == (None, {"q": 1}, CallStatus.COMPLETE)
+    # Its name is no str either: kept with its input text, and invalid, as any call without a name.
+    assert (got.name, got.arguments_json, got.status) == (None, '{"q": 1}', CallStatus.INVALID)
     assert got.id and got.wire_id is None
 
 
