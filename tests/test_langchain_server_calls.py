@@ -441,5 +441,10 @@ def test_a_v1_citation_of_no_claude_shape_is_not_sent_and_a_non_standard_one_is_
         "no block",
     ]
     chunk = claude_chunk({"type": "text", "text": "Hi", "annotations": annotations, "index": 0}, stop_reason="end_turn")
-    said = messages.assistant_message(fsm.reassemble([chunk]), "anthropic")
+    result = fsm.reassemble([chunk])
+    said = messages.assistant_message(result, "anthropic")
     assert said["content"] == [{"type": "text", "text": "Hi", "citations": [kept]}]
+    # The three left out are said so, each by its place: nothing is dropped in silence.
+    unread = [d.message for d in result.diagnostics if d.code == "part-not-reassembled"]
+    assert [m.split(" (")[0] for m in unread] == ["annotation 1", "annotation 2", "annotation 3"]
+    assert all("text block at index 0" in m for m in unread)

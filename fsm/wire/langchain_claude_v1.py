@@ -80,14 +80,19 @@ _DOCUMENT_CITATIONS = (
 )
 
 
-def citations(annotations: Any) -> list[dict[str, Any]]:
-    """The Claude citations a v1 text block's ``annotations`` were made from (those of no Claude
-    shape left out: a block of no ChatAnthropic's)."""
+def citations(annotations: Any, at: int | None, notes: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The Claude citations a v1 text block's ``annotations`` were made from. One of no Claude shape
+    (a block of no ChatAnthropic's) cannot go back: left out, and said so in ``notes``, as the
+    Anthropic decoder reports what it does not read."""
     found = []
-    for annotation in annotations if isinstance(annotations, list) else ():
+    for number, annotation in enumerate(annotations if isinstance(annotations, list) else ()):
         rebuilt = _citation(annotation) if isinstance(annotation, Mapping) else None
         if rebuilt:
             found.append(rebuilt)
+        else:
+            kind = annotation.get("type") if isinstance(annotation, Mapping) else type(annotation).__name__
+            where = f"text block at index {at}" if at is not None else "text block"
+            notes.append(("part-not-reassembled", f"annotation {number} ({kind!r}) of the {where}: no Claude citation"))
     return found
 
 

@@ -311,7 +311,7 @@ def _claude_block(block: Any, stream: LangChainStream) -> list[Event]:
         return events if rebuilt is None else [*events, ServerResultBlock(rebuilt, at)]
     if isinstance(kind, str) and kind.endswith("_use") and kind != "tool_use":  # call-shaped, of no known kind
         stream.notes.append(("unknown-event", f"a {kind!r} content block at index {at}"))
-    return events + _claude(block)
+    return events + _claude(block, stream.notes)
 
 
 def claude_server(block: Mapping[str, Any], kind: str, at: int | None, stream: LangChainStream) -> list[Event]:
@@ -348,7 +348,7 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _claude(block: Any) -> list[TextDelta | ReasoningDelta]:
+def _claude(block: Any, notes: list[tuple[str, str]]) -> list[TextDelta | ReasoningDelta]:
     """One ChatAnthropic block as the Anthropic decoder reads the block's event, at its index."""
     if isinstance(block, str):
         return [TextDelta(block)] if block else []
@@ -369,7 +369,7 @@ def _claude(block: Any) -> list[TextDelta | ReasoningDelta]:
             [TextDelta(said, output_index=at, part=at)] if isinstance(said, str) and said else []
         )
         cited = block.get("citations")  # v1's: its annotations
-        for citation in cited if isinstance(cited, list) else claude_v1.citations(block.get("annotations")):
+        for citation in cited if isinstance(cited, list) else claude_v1.citations(block.get("annotations"), at, notes):
             if isinstance(citation, Mapping) and citation:
                 pieces.append(TextDelta("", output_index=at, part=at, citation=dict(citation)))
         return pieces
