@@ -135,6 +135,23 @@ def test_google_genai_reads_the_turn_back() -> None:
     assert ran_part is not None and ran_part.output == "5\n" and ran_part.outcome == types.Outcome.OUTCOME_OK
 
 
+@pytest.mark.parametrize("language", [False, 1, ["PYTHON"], {"name": "PYTHON"}])
+def test_code_whose_language_is_no_string_is_reported_and_does_not_go_back(language: Any) -> None:
+    # it was kept whole and went back as it came: google-genai refuses the part (the language is an enum's name)
+    events = [gem(code("print(1)", fields={"language": language})), gem(ran("1\n")), gem(call("report"), finish="STOP")]
+    for strict in (False, True):
+        result = fsm.reassemble(events, "gemini", strict=strict)
+        assert not result.server_tool_calls
+        kind = type(language).__name__
+        assert [(d.event, d.message) for d in result.diagnostics if d.code == "part-not-reassembled"] == [
+            (1, f"parts[0].executableCode.language is {kind}, not a string: the part is not read")
+        ]
+    assert next_parts(events) == [call("report")]  # its result, without its code, does not go back either
+    assert next_parts([gem(code("print(1)")), gem(ran("1\n")), gem(call("report"), finish="STOP")])[0] == code(
+        "print(1)"
+    )
+
+
 @pytest.mark.parametrize(
     ("fields", "said"),
     [

@@ -158,7 +158,14 @@ class GeminiDecoder:
                 code = field(part, "executableCode", "executable_code")
                 if code is not None:
                     signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
-                    events += self._code(mapping(code, f"parts[{p}].executableCode"), code_position, signature)
+                    code = mapping(code, f"parts[{p}].executableCode")
+                    language = code.get("language")  # an enum's name: kept, the part would go back as Gemini refuses it
+                    if language is not None and not isinstance(language, str):
+                        unread = f"parts[{p}].executableCode.language is {type(language).__name__}, not a string"
+                        diagnose("part-not-reassembled", f"{unread}: the part is not read")
+                        self._run_thought = None
+                        continue
+                    events += self._code(code, code_position, signature)
                     code_position += 1
                     self._run_thought = None
                     continue
