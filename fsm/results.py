@@ -47,7 +47,8 @@ class ToolCall:
     """The id the wire gave for this call, if any (a Responses call's ``call_id``)."""
     name: str | None
     """The tool's name; for a built-in tool item, the tool (``apply_patch``, ``shell``, ...). None
-    only if the wire never named the call (diagnostic ``missing-name``)."""
+    only if the wire never named the call (diagnostic ``missing-name``): then the call is not
+    complete, since nothing can run it (``invalid`` where its arguments parsed)."""
     arguments: Any
     """The parsed arguments when status is complete, else None; for a built-in tool item, its
     ``operation`` or ``action`` object. None for a freeform call."""
@@ -271,7 +272,7 @@ class Result:
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:
-        """The calls whose arguments completed and parsed: the only ones safe to execute."""
+        """The calls whose arguments completed and parsed, each with its name: the only ones safe to execute."""
         return tuple(call for call in self.calls if call.status is CallStatus.COMPLETE)
 
     def codes(self) -> list[str]:
