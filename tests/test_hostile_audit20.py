@@ -1,0 +1,35 @@
+"""Hostile audit 20: the last rounds' code (history's server blocks and Converse, LangChain's Gemini
+resends, the next turn's messages) against input built to break it.
+
+Each test failed before its fix. Work is counted, not timed."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+import fsm
+from tests import test_hostile_audit15 as audit15
+
+
+def gemini_rolls(n: int) -> list[Any]:
+    """Two ChatGoogleGenerativeAI chunks of n id-less calls of one tool with the same arguments (n
+    dice rolled, then resent), each entry under a fresh uuid of LangChain's."""
+
+    def rolls() -> list[dict[str, Any]]:
+        return [{"index": i, "id": str(uuid.uuid4()), "name": "roll", "args": "{}"} for i in range(n)]
+
+    return [audit15.lc_chunk("", rolls(), "google_genai"), audit15.lc_chunk("", rolls(), "google_genai")]
+
+
+def test_langchain_gemini_resends_of_many_like_calls_cost_the_same_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each entry of the second chunk listed every earlier call of its name and arguments again to
+    # leave out those the chunk took: n^2 work for n calls resent (4,000 dice: 12 s in that list)
+    limits = fsm.Limits(max_calls=1_000, max_diagnostics_per_code=1_000)
+    result = fsm.reassemble(gemini_rolls(400), limits=limits)
+    assert (len(result.calls), result.codes().count("resend")) == (400, 400)
+    monkeypatch.setattr(audit15, "ADAPTER", ("fsm/wire/langchain_gemini_code.py",))
+    small, large = (audit15.adapter_lines(gemini_rolls(n)) for n in (100, 400))
+    assert large <= small * 4 * 1.25
