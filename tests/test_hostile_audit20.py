@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import fsm
+from fsm import history
 from tests import test_hostile_audit15 as audit15
 
 
@@ -33,3 +34,25 @@ def test_langchain_gemini_resends_of_many_like_calls_cost_the_same_per_call(monk
     monkeypatch.setattr(audit15, "ADAPTER", ("fsm/wire/langchain_gemini_code.py",))
     small, large = (audit15.adapter_lines(gemini_rolls(n)) for n in (100, 400))
     assert large <= small * 4 * 1.25
+
+
+# -- fsm.history on Bedrock Converse: server blocks beside client results -----------------------------------
+
+
+def test_a_converse_placeholder_in_the_models_message_answers_the_client_call_not_a_server_one() -> None:
+    # the answer to toolu_1 sent with the model's role, beside a server call under the id of the call
+    # left unanswered: the placeholder went after the answer, behind the server call, and was read as
+    # that call's result, so the repaired history was refused (dangling, reused-unanswered)
+    def use(cid: str, **kind: str) -> dict[str, Any]:
+        return {"toolUse": {"toolUseId": cid, "name": "look", "input": {}, **kind}}
+
+    answer = {"toolResult": {"toolUseId": "toolu_1", "content": [{"text": "-3 C"}]}}
+    conversation = [
+        {"role": "user", "content": [{"text": "Weather?"}]},
+        {"role": "assistant", "content": [use("toolu_1"), use("toolu_2")]},
+        {"role": "assistant", "content": [use("toolu_2", type="server_tool_use"), answer]},
+    ]
+    fixed, changes = history.repair(conversation)
+    assert [(c.kind, c.id) for c in changes] == [("placeholder-result", "toolu_2")]
+    assert not history.check(fixed).rejected and history.repair(fixed)[1] == []
+    assert fixed[2]["content"][1:] == conversation[2]["content"]  # first: before the server call

@@ -327,7 +327,7 @@ class _Plan:
         old = items(message, self.fmt, at)
         new: list[Any] = []
         added = self.add_into.get(at, [])
-        anchor = max((j for j, item in enumerate(old) if self._is_result(item)), default=-1)
+        anchor = max((j for j, item in enumerate(old) if self._placed_after(item, message)), default=-1)
         if anchor < 0:
             new += added
         for slot, item in enumerate(old):
@@ -356,11 +356,11 @@ class _Plan:
     def _emptied(self, at: int) -> None:
         self.changes.append(Change("dropped-empty-message", at + 1, None, "repair left nothing in it"))
 
-    def _is_result(self, item: Mapping[str, Any]) -> bool:
+    def _placed_after(self, item: Mapping[str, Any], message: Mapping[str, Any]) -> bool:
         if self.fmt == "anthropic":
             return item.get("type") == "tool_result"
-        if self.fmt == "bedrock":
-            return "toolResult" in item and converse_payload(item) is not None
+        if self.fmt == "bedrock":  # not in the model's message: after a server call of its id, it would be that call's
+            return message.get("role") == "user" and "toolResult" in item and converse_payload(item) is not None
         return self.fmt == "gemini" and gemini_payload(item, "result") is not None
 
     def _renamed(self, item: Mapping[str, Any], new_id: str) -> dict[str, Any]:
