@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 import fsm
-from fsm import history
+from fsm import history, messages
 from tests import test_hostile_audit15 as audit15
+from tests.test_messages import builtin_vector_result
 
 
 def gemini_rolls(n: int) -> list[Any]:
@@ -56,3 +57,33 @@ def test_a_converse_placeholder_in_the_models_message_answers_the_client_call_no
     assert [(c.kind, c.id) for c in changes] == [("placeholder-result", "toolu_2")]
     assert not history.check(fixed).rejected and history.repair(fixed)[1] == []
     assert fixed[2]["content"][1:] == conversation[2]["content"]  # first: before the server call
+
+
+# -- fsm.messages: a built-in call's output the API refuses -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        {"ok": True},
+        [{"stdout": "a", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}, {"stdout": "b"}],
+        {"stdout": "a", "stderr": "", "outcome": {"type": "exit"}},
+        {"stdout": 1, "stderr": "", "outcome": {"type": "timeout"}},
+        [7],
+    ],
+)
+def test_a_shell_call_output_object_the_api_refuses_is_refused_here(output: Any) -> None:
+    # an object or list given as a shell_call's output went out as it was, without the stdout,
+    # stderr or outcome (an exit with its code, or a timeout) the Responses API requires
+    pydantic = pytest.importorskip("pydantic")
+    responses = pytest.importorskip("openai.types.responses")
+    shell = next(call for call in builtin_vector_result().calls if call.type == "shell_call")
+    with pytest.raises(fsm.LocalProtocolError, match=r"shell_call output .* not a chunk lacking them"):
+        messages.tool_result(shell, output, "openai-responses")
+    whole = [
+        {"stdout": "a", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}},
+        {"stdout": "", "stderr": "", "outcome": {"type": "timeout"}},
+    ]
+    answer = messages.tool_result(shell, whole, "openai-responses")
+    assert answer["output"] == whole
+    pydantic.TypeAdapter(responses.ResponseInputItemParam).validate_python(answer)

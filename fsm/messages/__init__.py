@@ -283,7 +283,9 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
       ``failed`` when ``is_error`` else ``completed``;
     * ``shell_call`` → ``shell_call_output``: text becomes one chunk, as ``stdout`` with exit code 0,
       or with ``is_error`` as ``stderr`` with exit code 1; an object ``{stdout, stderr, outcome}``
-      or a list of them (one per command) goes as it is; the action's ``max_output_length`` is echoed;
+      or a list of them (one per command) goes as it is (one lacking a field, or whose ``outcome`` is
+      neither an exit with its ``exit_code`` nor a timeout, is refused: the API would refuse it); the
+      action's ``max_output_length`` is echoed;
     * ``local_shell_call`` → ``local_shell_call_output``: ``output`` as text, paired by ``id`` (the
       SDK's input item has no ``call_id`` field: the id there is the call's);
     * ``computer_call`` → ``computer_call_output``: ``output`` is the screenshot taken after the
