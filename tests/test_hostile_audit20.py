@@ -87,3 +87,21 @@ def test_a_shell_call_output_object_the_api_refuses_is_refused_here(output: Any)
     answer = messages.tool_result(shell, whole, "openai-responses")
     assert answer["output"] == whole
     pydantic.TypeAdapter(responses.ResponseInputItemParam).validate_python(answer)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        {"image_url": 5},
+        {"file_id": None},
+        {"file_id": "f", "image_url": None},
+        {"type": "png", "image_url": "https://x"},
+    ],
+)
+def test_a_screenshot_object_the_api_refuses_is_refused_here(output: Any) -> None:
+    # an image_url or file_id of no text, or a type of another name, went out as it was
+    computer = next(call for call in builtin_vector_result().calls if call.type == "computer_call")
+    with pytest.raises(fsm.LocalProtocolError, match="screenshot"):
+        messages.tool_result(computer, output, "openai-responses")
+    taken = messages.tool_result(computer, {"file_id": "file_1", "type": "computer_screenshot"}, "openai-responses")
+    assert taken["output"] == {"type": "computer_screenshot", "file_id": "file_1"}

@@ -290,8 +290,9 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
       SDK's input item has no ``call_id`` field: the id there is the call's);
     * ``computer_call`` → ``computer_call_output``: ``output`` is the screenshot taken after the
       action, an image URL (``https:`` or ``data:image/png;base64,...``) or an object with
-      ``image_url`` or ``file_id``. Pending safety checks are never acknowledged for the caller:
-      after a person has approved them, add ``acknowledged_safety_checks`` to the returned item.
+      ``image_url`` or ``file_id`` text (one of no text is refused). Pending safety checks are
+      never acknowledged for the caller: after a person has approved them, add
+      ``acknowledged_safety_checks`` to the returned item.
     """
     _check_format(format)
     check_call(call)

@@ -118,9 +118,15 @@ def _outcome(outcome: Any) -> bool:
 def _screenshot(call: ToolCall, output: Any) -> dict[str, Any]:
     if isinstance(output, str):
         return {"type": "computer_screenshot", "image_url": output}
-    if isinstance(output, dict) and ("image_url" in output or "file_id" in output):
+    # an image_url or file_id of no text, or another type, went out as it was: a request the API refuses
+    if (
+        isinstance(output, dict)
+        and ("image_url" in output or "file_id" in output)
+        and all(isinstance(output[key], str) for key in ("image_url", "file_id") if key in output)
+        and output.get("type", "computer_screenshot") == "computer_screenshot"
+    ):
         return {"type": "computer_screenshot", **output}
     raise LocalProtocolError(
         f"call {call.id}: a computer_call is answered with a screenshot: an image URL "
-        "(https or a data: URL) or an object with image_url or file_id"
+        "(https or a data: URL) or an object with image_url or file_id text (of no other type)"
     )
