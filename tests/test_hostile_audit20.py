@@ -13,6 +13,7 @@ import pytest
 import fsm
 from fsm import history, messages
 from tests import test_hostile_audit15 as audit15
+from tests.test_gemini_code_turns import call, code, gem, next_parts, ran
 from tests.test_messages import builtin_vector_result
 
 
@@ -105,3 +106,34 @@ def test_a_screenshot_object_the_api_refuses_is_refused_here(output: Any) -> Non
         messages.tool_result(computer, output, "openai-responses")
     taken = messages.tool_result(computer, {"file_id": "file_1", "type": "computer_screenshot"}, "openai-responses")
     assert taken["output"] == {"type": "computer_screenshot", "file_id": "file_1"}
+
+
+# -- Gemini: an executableCode part that cannot go back --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"language": {"name": "PYTHON"}}, "language is dict, not a string"),
+        ({"language": 1}, "language is int, not a string"),
+        ({"code": 7}, "code is int, not a string"),
+        ({"id": 3}, "id is int, not a string"),
+    ],
+)
+def test_a_code_part_with_a_field_of_a_wrong_type_is_reported_and_does_not_go_back(
+    fields: dict[str, Any], said: str
+) -> None:
+    # it was kept whole (a number read as text for the call's input) and went back with its result
+    # as it came: a part google-genai's Content refuses (a language of no enum name raised
+    # AttributeError in its validator), as its codeExecutionResult with such a field was
+    genai = pytest.importorskip("google.genai.types")
+    events = [gem(code("print(1)", fields=fields)), gem(ran("1\n")), gem(call("report"), finish="STOP")]
+    for strict in (False, True):
+        result = fsm.reassemble(events, "gemini", strict=strict)
+        assert not result.server_tool_calls
+        assert [(d.event, d.message) for d in result.diagnostics if d.code == "part-not-reassembled"] == [
+            (1, f"parts[0].executableCode.{said}: the part is not read")
+        ]
+    parts = next_parts(events)
+    assert parts == [call("report")]  # half a run (a result without its code) does not go back
+    genai.Content.model_validate({"role": "model", "parts": parts})
