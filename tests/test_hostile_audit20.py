@@ -14,7 +14,7 @@ import fsm
 from fsm import history, messages
 from tests import test_hostile_audit15 as audit15
 from tests.test_gemini_code_turns import call, code, gem, next_parts, ran
-from tests.test_messages import builtin_vector_result
+from tests.test_messages import builtin_vector_result, responses_item_stream, synthetic
 
 
 def gemini_rolls(n: int) -> list[Any]:
@@ -137,3 +137,19 @@ def test_a_code_part_with_a_field_of_a_wrong_type_is_reported_and_does_not_go_ba
     parts = next_parts(events)
     assert parts == [call("report")]  # half a run (a result without its code) does not go back
     genai.Content.model_validate({"role": "model", "parts": parts})
+
+
+# -- Responses: a computer_call's batch of actions ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("actions", [5, "wait", {}, {"type": "click", "x": 1, "y": 2}, [5], [{"type": "wait"}, "x"]])
+def test_a_computer_call_whose_actions_are_no_list_of_objects_is_invalid_not_run_and_not_sent(actions: Any) -> None:
+    # it was complete, its arguments {"actions": <that value>}, and went back holding it, which the
+    # Responses API and its SDK's input item refuse (a batch is a list of action objects)
+    item = {"type": "computer_call", "id": "cu_1", "call_id": "call_1", "pending_safety_checks": []}
+    result = synthetic("openai-responses", responses_item_stream({**item, "actions": actions}, [], "-"))
+    assert [(c.status, c.arguments) for c in result.calls] == [(fsm.CallStatus.INVALID, None)]
+    assert "arguments-not-object" in result.codes() and not messages.assistant_message(result, "openai-responses")
+    # a list of action objects is a batch
+    batch = synthetic("openai-responses", responses_item_stream({**item, "actions": [{"type": "wait"}]}, [], "-"))
+    assert [c.arguments for c in batch.complete_calls] == [{"actions": [{"type": "wait"}]}]
