@@ -60,6 +60,36 @@ def test_a_converse_placeholder_in_the_models_message_answers_the_client_call_no
     assert fixed[2]["content"][1:] == conversation[2]["content"]  # first: before the server call
 
 
+def test_a_converse_drop_merges_the_models_messages_around_it_whatever_server_blocks_they_hold() -> None:
+    # a server tool's call and result in the model's message were read as a client's call and its
+    # answer, and a message that both calls and answers joins none: the two assistant messages a
+    # dropped orphan brought together stayed apart, which Converse refuses (roles must alternate)
+    served = [
+        {"toolUse": {"toolUseId": "s1", "name": "nova_grounding", "input": {}, "type": "server_tool_use"}},
+        {"toolResult": {"toolUseId": "s1", "content": [{"text": "sunny"}]}},
+    ]
+    orphan = {"toolResult": {"toolUseId": "ghost", "content": [{"text": "-"}]}}
+    conversation = [
+        {"role": "user", "content": [{"text": "Weather?"}]},
+        {"role": "assistant", "content": [*served, {"text": "Sunny."}]},
+        {"role": "user", "content": [orphan]},
+        {"role": "assistant", "content": [{"text": "Anything else?"}]},
+        {"role": "user", "content": [{"text": "No."}]},
+    ]
+    fixed, changes = history.repair(conversation)
+    assert [(c.kind, c.message) for c in changes] == [
+        ("dropped-orphan", 3),
+        ("dropped-empty-message", 3),
+        ("merged-messages", 4),
+    ]
+    assert [m["role"] for m in fixed] == ["user", "assistant", "user"]
+    assert fixed[1]["content"] == [*served, {"text": "Sunny."}, {"text": "Anything else?"}]
+    assert history.check(fixed).findings == () and history.repair(fixed)[1] == []
+    # two messages making a server call under one id stay apart, as Claude's do
+    conversation[3]["content"] = [*served, {"text": "Again."}]
+    assert [m["role"] for m in history.repair(conversation)[0]] == ["user", "assistant", "assistant", "user"]
+
+
 # -- fsm.messages: a built-in call's output the API refuses -----------------------------------------------
 
 

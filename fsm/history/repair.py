@@ -36,7 +36,6 @@ from fsm.history.findings import Format
 from fsm.history.formats import (
     ID_LIMIT,
     RESPONSES_OUTPUT_OF,
-    converse_payload,
     gemini_payload,
     items,
     resolve_format,
@@ -44,7 +43,7 @@ from fsm.history.formats import (
     segments,
     shown,
 )
-from fsm.history.server_blocks import SERVER_CALLS, is_server_result
+from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload, is_server_result
 
 _FIELD = {
     "openai": "tool_calls",
@@ -301,11 +300,10 @@ class _Plan:
         """Whether a message makes calls (``call``), answers (``result``); its server calls' (``server``, id)."""
         content = message.get("content")
         found: set[Any] = set()
+        served: set[Any] | None = set() if message.get("role") == "assistant" else None  # as the history reads them
         for block in content if isinstance(content, list) else ():
             if self.fmt == "bedrock":
-                converse = converse_payload(block)
-                kind = None if converse is None else converse[0]
-                found.add("call" if kind == "toolUse" else "result" if kind == "toolResult" else "")
+                found.add(converse_holding(block, served))
             else:
                 kind = block.get("type")
                 found.add("call" if kind == "tool_use" else "result" if kind == "tool_result" else "")
