@@ -29,7 +29,7 @@ def gemini_rolls(n: int) -> list[Any]:
 
 def test_langchain_gemini_resends_of_many_like_calls_cost_the_same_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
     # each entry of the second chunk listed every earlier call of its name and arguments again to
-    # leave out those the chunk took: n^2 work for n calls resent (4,000 dice: 12 s in that list)
+    # leave out those the chunk took: n^2 work for n calls resent (4,000 dice: 2.2 s of CPU, 0.14 s now)
     limits = fsm.Limits(max_calls=1_000, max_diagnostics_per_code=1_000)
     result = fsm.reassemble(gemini_rolls(400), limits=limits)
     assert (len(result.calls), result.codes().count("resend")) == (400, 400)
