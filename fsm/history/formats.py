@@ -33,7 +33,7 @@ from fsm.history.findings import Format
 from fsm.history.objects import conversation
 from fsm.history.objects import fail as _fail
 from fsm.history.objects import is_object as _is_object
-from fsm.history.server_blocks import SERVER_CALLS, in_order, is_server_result
+from fsm.history.server_blocks import SERVER_CALLS, converse_payload, in_order, is_server_result
 
 ANTHROPIC_CALLS = (*SERVER_CALLS, "tool_use", "tool_result")
 
@@ -93,18 +93,6 @@ def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
         if isinstance(content, list) and any(converse_payload(b) is not None for b in content):
             return "bedrock"
     return "openai"
-
-
-def converse_payload(block: Any) -> tuple[Literal["toolUse", "toolResult"], Any] | None:
-    """A Converse content block's call (``toolUse``) or result (``toolResult``) and its value. Converse
-    blocks are told by their one field; a block with a ``type`` is another format's."""
-    if not isinstance(block, Mapping) or "type" in block:
-        return None
-    if "toolUse" in block:
-        return "toolUse", block["toolUse"]
-    if "toolResult" in block:
-        return "toolResult", block["toolResult"]
-    return None
 
 
 def _is_ollama(message: Mapping[str, Any]) -> bool:

@@ -36,7 +36,6 @@ from fsm.history.findings import Format
 from fsm.history.formats import (
     ID_LIMIT,
     RESPONSES_OUTPUT_OF,
-    converse_payload,
     gemini_payload,
     items,
     resolve_format,
@@ -44,7 +43,7 @@ from fsm.history.formats import (
     segments,
     shown,
 )
-from fsm.history.server_blocks import SERVER_CALLS, is_server_result
+from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload, is_server_result
 
 _FIELD = {
     "openai": "tool_calls",
@@ -301,11 +300,10 @@ class _Plan:
         """Whether a message makes calls (``call``), answers (``result``); its server calls' (``server``, id)."""
         content = message.get("content")
         found: set[Any] = set()
+        served: set[Any] | None = set() if message.get("role") == "assistant" else None  # as the history reads them
         for block in content if isinstance(content, list) else ():
             if self.fmt == "bedrock":
-                converse = converse_payload(block)
-                kind = None if converse is None else converse[0]
-                found.add("call" if kind == "toolUse" else "result" if kind == "toolResult" else "")
+                found.add(converse_holding(block, served))
             else:
                 kind = block.get("type")
                 found.add("call" if kind == "tool_use" else "result" if kind == "tool_result" else "")
@@ -327,7 +325,7 @@ class _Plan:
         old = items(message, self.fmt, at)
         new: list[Any] = []
         added = self.add_into.get(at, [])
-        anchor = max((j for j, item in enumerate(old) if self._is_result(item)), default=-1)
+        anchor = max((j for j, item in enumerate(old) if self._placed_after(item, message)), default=-1)
         if anchor < 0:
             new += added
         for slot, item in enumerate(old):
@@ -356,11 +354,11 @@ class _Plan:
     def _emptied(self, at: int) -> None:
         self.changes.append(Change("dropped-empty-message", at + 1, None, "repair left nothing in it"))
 
-    def _is_result(self, item: Mapping[str, Any]) -> bool:
+    def _placed_after(self, item: Mapping[str, Any], message: Mapping[str, Any]) -> bool:
         if self.fmt == "anthropic":
             return item.get("type") == "tool_result"
-        if self.fmt == "bedrock":
-            return "toolResult" in item and converse_payload(item) is not None
+        if self.fmt == "bedrock":  # not in the model's message: after a server call of its id, it would be that call's
+            return message.get("role") == "user" and "toolResult" in item and converse_payload(item) is not None
         return self.fmt == "gemini" and gemini_payload(item, "result") is not None
 
     def _renamed(self, item: Mapping[str, Any], new_id: str) -> dict[str, Any]:

@@ -18,13 +18,16 @@ ahead of their message's blocks."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, Literal
+
 from fsm.history.entries import Entry, Key, Segment
 
 # The wire's own names for these blocks, under the names the history reads them by.
 from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS as SERVER_CALLS
 from fsm.wire.decoders._wire import server_result_block as is_server_result
 
-__all__ = ["SERVER_CALLS", "in_order", "is_server_result"]
+__all__ = ["SERVER_CALLS", "converse_holding", "converse_payload", "in_order", "is_server_result"]
 
 
 def in_order(served: Segment) -> tuple[list[Entry], Segment]:
@@ -71,3 +74,33 @@ def _count(entries: list[Entry]) -> dict[Key, int]:
     for entry in entries:
         counts[entry.key] = counts.get(entry.key, 0) + 1
     return counts
+
+
+def converse_payload(block: Any) -> tuple[Literal["toolUse", "toolResult"], Any] | None:
+    """A Converse content block's call (``toolUse``) or result (``toolResult``) and its value. Converse
+    blocks are told by their one field; a block with a ``type`` is another format's."""
+    if not isinstance(block, Mapping) or "type" in block:
+        return None
+    if "toolUse" in block:
+        return "toolUse", block["toolUse"]
+    if "toolResult" in block:
+        return "toolResult", block["toolResult"]
+    return None
+
+
+def converse_holding(block: Any, served: set[Any] | None) -> Any:
+    """What a Converse block holds, read as the history reads it: ``call``, ``result``,
+    ``("server", id)`` for a server tool's call, or ``""`` (a server call's result: in the model's
+    message after that call, whose id is in ``served``, None in a user's message; other blocks)."""
+    payload = converse_payload(block)
+    if payload is None or not isinstance(payload[1], Mapping):
+        return ""
+    field, value = payload
+    wire_id = value.get("toolUseId")
+    if field == "toolUse" and value.get("type") == "server_tool_use":
+        if served is not None:
+            served.add(wire_id)
+        return ("server", wire_id)
+    if field == "toolResult" and served and wire_id in served:
+        return ""
+    return "call" if field == "toolUse" else "result"

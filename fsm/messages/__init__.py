@@ -291,13 +291,16 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
       ``failed`` when ``is_error`` else ``completed``;
     * ``shell_call`` → ``shell_call_output``: text becomes one chunk, as ``stdout`` with exit code 0,
       or with ``is_error`` as ``stderr`` with exit code 1; an object ``{stdout, stderr, outcome}``
-      or a list of them (one per command) goes as it is; the action's ``max_output_length`` is echoed;
+      or a list of them (one per command) goes as it is (one lacking a field, or whose ``outcome`` is
+      neither an exit with its ``exit_code`` nor a timeout, is refused: the API would refuse it); the
+      action's ``max_output_length`` is echoed;
     * ``local_shell_call`` → ``local_shell_call_output``: ``output`` as text, paired by ``id`` (the
       SDK's input item has no ``call_id`` field: the id there is the call's);
     * ``computer_call`` → ``computer_call_output``: ``output`` is the screenshot taken after the
       action, an image URL (``https:`` or ``data:image/png;base64,...``) or an object with
-      ``image_url`` or ``file_id``. Pending safety checks are never acknowledged for the caller:
-      after a person has approved them, add ``acknowledged_safety_checks`` to the returned item.
+      ``image_url`` or ``file_id`` text (one of no text is refused). Pending safety checks are
+      never acknowledged for the caller: after a person has approved them, add
+      ``acknowledged_safety_checks`` to the returned item.
     """
     _check_format(format)
     check_call(call)

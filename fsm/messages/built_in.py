@@ -87,22 +87,46 @@ def _shell_output(output: Any, is_error: bool) -> list[Any]:
                 "outcome": {"type": "exit", "exit_code": exit_code},
             }
         ]
-    if isinstance(output, dict):
-        return [output]
-    if isinstance(output, list):
-        return output
+    chunks = [output] if isinstance(output, dict) else output if isinstance(output, list) else None
+    # a chunk missing a field, or holding one of the wrong type, went out as it was: a request the API refuses
+    if chunks is not None and all(_shell_chunk(chunk) for chunk in chunks):
+        return chunks
     raise LocalProtocolError(
-        "a shell_call output is text, or one {stdout, stderr, outcome} object or a list of them, "
-        f"not {type(output).__name__}"
+        "a shell_call output is text, or one {stdout, stderr, outcome} object (stdout and stderr text, the "
+        "outcome an exit with its exit_code or a timeout) or a list of them, not "
+        + (type(output).__name__ if chunks is None else "a chunk lacking them")
     )
+
+
+def _shell_chunk(chunk: Any) -> bool:
+    return (
+        isinstance(chunk, dict)
+        and isinstance(chunk.get("stdout"), str)
+        and isinstance(chunk.get("stderr"), str)
+        and _outcome(chunk.get("outcome"))
+    )
+
+
+def _outcome(outcome: Any) -> bool:
+    """An outcome the API takes: ``{"type": "timeout"}`` or ``{"type": "exit", "exit_code": <int>}``."""
+    if not isinstance(outcome, dict):
+        return False
+    code = outcome.get("exit_code")
+    return outcome.get("type") == "timeout" or (outcome.get("type") == "exit" and type(code) is int)
 
 
 def _screenshot(call: ToolCall, output: Any) -> dict[str, Any]:
     if isinstance(output, str):
         return {"type": "computer_screenshot", "image_url": output}
-    if isinstance(output, dict) and ("image_url" in output or "file_id" in output):
+    # an image_url or file_id of no text, or another type, went out as it was: a request the API refuses
+    if (
+        isinstance(output, dict)
+        and ("image_url" in output or "file_id" in output)
+        and all(isinstance(output[key], str) for key in ("image_url", "file_id") if key in output)
+        and output.get("type", "computer_screenshot") == "computer_screenshot"
+    ):
         return {"type": "computer_screenshot", **output}
     raise LocalProtocolError(
         f"call {call.id}: a computer_call is answered with a screenshot: an image URL "
-        "(https or a data: URL) or an object with image_url or file_id"
+        "(https or a data: URL) or an object with image_url or file_id text (of no other type)"
     )

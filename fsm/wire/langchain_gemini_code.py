@@ -66,15 +66,19 @@ class GeminiSeen:
 
     def __init__(self) -> None:
         self.codes: dict[int, tuple[dict[str, Any], CallRef]] = {}  # the last code block at each position
-        # (name, argument text) of each call under a made-up id: where it sat, its first entry, in order
-        self.calls: dict[tuple[str, str], list[tuple[int, Mapping[str, Any]]]] = {}
+        # (name, argument text) of each call under a made-up id: its first entries in order, and
+        # where each of them sat (their numbers in that order, per position)
+        self.calls: dict[tuple[str, str], tuple[list[Mapping[str, Any]], dict[int, list[int]]]] = {}
 
     def first_entries(self, entries: Sequence[Mapping[str, Any]]) -> dict[int, Mapping[str, Any]]:
         """The chunk's ``tool_call_chunks`` entries (by position) that repeat a call of an earlier
         chunk under a new made-up id, each with that call's first entry (its id, and LangChain's
         index, which counts on across the chunks); the others are remembered."""
         found: dict[int, Mapping[str, Any]] = {}
-        taken: set[int] = set()  # the earlier calls this chunk's entries took, by identity
+        taken: set[tuple[tuple[str, str], int]] = set()  # the earlier calls this chunk's entries took
+        # Where the search for an earlier call not taken yet starts, per call and per call and position:
+        # each only moves past calls taken, so a chunk of many repeats of one call reads each once.
+        starts: dict[tuple[tuple[str, str], int | None], int] = {}
         new: list[tuple[tuple[str, str], int, Mapping[str, Any]]] = []
         for at, entry in enumerate(entries):
             call_id, name, args = entry.get("id"), entry.get("name"), entry.get("args")
@@ -82,13 +86,33 @@ class GeminiSeen:
                 continue
             if not _MADE_UP.fullmatch(call_id):
                 continue
-            seen = [(place, first) for place, first in self.calls.get((name, args), ()) if id(first) not in taken]
-            earlier = next((first for place, first in seen if place == at), seen[0][1] if seen else None)
+            key = (name, args)
+            firsts, places = self.calls.get(key, ((), {}))
+            earlier = _untaken(key, places.get(at, ()), at, taken, starts)  # the call seen at its own position
             if earlier is None:
-                new.append(((name, args), at, entry))
+                earlier = _untaken(key, range(len(firsts)), None, taken, starts)
+            if earlier is None:
+                new.append((key, at, entry))
             else:
-                found[at] = earlier
-                taken.add(id(earlier))
+                found[at] = firsts[earlier]
+                taken.add((key, earlier))
         for key, at, entry in new:  # after the chunk: its own calls are no resends of each other
-            self.calls.setdefault(key, []).append((at, entry))
+            firsts, places = self.calls.setdefault(key, ([], {}))
+            places.setdefault(at, []).append(len(firsts))
+            firsts.append(entry)
         return found
+
+
+def _untaken(
+    key: tuple[str, str],
+    numbers: Sequence[int],
+    at: int | None,
+    taken: set[tuple[tuple[str, str], int]],
+    starts: dict[tuple[tuple[str, str], int | None], int],
+) -> int | None:
+    """The first of ``numbers`` (earlier calls of ``key``) this chunk has not taken yet, if any."""
+    j = starts.get((key, at), 0)
+    while j < len(numbers) and (key, numbers[j]) in taken:
+        j += 1
+    starts[(key, at)] = j
+    return numbers[j] if j < len(numbers) else None

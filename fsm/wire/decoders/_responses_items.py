@@ -112,8 +112,10 @@ def whole_input(item: Mapping[str, Any], kind: ItemKind) -> str:
     a list (file search ``queries``, a batch of computer ``actions``) under its own key; ``{}`` when
     a hosted item shows no input (``null`` for a client's, which is then no call to run)."""
     value = item.get(kind.field) if kind.field else None
-    if value is None and kind.call_type == "computer_call" and item.get("actions") is not None:
-        return dumps({"actions": item["actions"]})
+    actions = item.get("actions") if value is None and kind.call_type == "computer_call" else None
+    # a batch is a list of action objects: any other (a number, one object) is no batch to run, nor to send back
+    if isinstance(actions, list) and all(isinstance(action, Mapping) for action in actions):
+        return dumps({"actions": actions})
     if value is None:  # a client's call with no operation or action is no call to run: its input no object
         return "{}" if kind.server else "null"
     if isinstance(value, Mapping):

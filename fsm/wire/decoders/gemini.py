@@ -159,13 +159,10 @@ class GeminiDecoder:
                 if code is not None:
                     signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
                     code = mapping(code, f"parts[{p}].executableCode")
-                    language = code.get("language")  # an enum's name: kept, the part would go back as Gemini refuses it
-                    if language is not None and not isinstance(language, str):
-                        unread = f"parts[{p}].executableCode.language is {type(language).__name__}, not a string"
-                        diagnose("part-not-reassembled", f"{unread}: the part is not read")
-                        self._run_thought = None
-                        continue
-                    events += self._code(code, code_position, signature)
+                    if (fault := code_part_fault(code)) is not None:  # kept, it would go back as Gemini refuses it
+                        diagnose("part-not-reassembled", f"parts[{p}].executableCode.{fault}: the part is not read")
+                    else:
+                        events += self._code(code, code_position, signature)
                     code_position += 1
                     self._run_thought = None
                     continue
@@ -319,8 +316,18 @@ class GeminiDecoder:
 def code_result_fault(ran: Mapping[str, Any]) -> str | None:
     """What makes a ``codeExecutionResult`` no part to send back: its ``outcome`` (an enum's name),
     ``output`` or ``id`` given as something other than text, named with its type; None if none is."""
-    for key in ("outcome", "output", "id"):
-        value = ran.get(key)
+    return _fault(ran, ("outcome", "output", "id"))
+
+
+def code_part_fault(code: Mapping[str, Any]) -> str | None:
+    """What makes an ``executableCode`` part no part to send back: its ``code``, ``language`` (an
+    enum's name) or ``id`` given as something other than text (a number too), named with its type."""
+    return _fault(code, ("code", "language", "id"))
+
+
+def _fault(part: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = part.get(key)
         if value is not None and not isinstance(value, str):
             return f"{key} is {type(value).__name__}, not a string"
     return None
