@@ -144,6 +144,15 @@ def test_gemini_resend_at_another_position_is_the_same_call() -> None:
     assert len(run("gemini", dice).calls) == 2
     # One die, then two in one event: the first of them is the resend, the second a new call.
     assert len(run("gemini", [gem(fc("roll")), gem(fc("roll"), fc("roll"), finish="STOP")]).calls) == 2
+    # So too when the earlier one sat elsewhere: the first of them moves to its place, a resend, and
+    # the others are new (they were all one resend of it), each after the ones before it.
+    look, roll = fc("look"), fc("roll")
+    for rolled, calls in ((2, 3), (3, 4)):
+        moved = run("gemini", [gem(look, roll), gem(*[roll] * rolled, finish="STOP")])
+        assert [c.name for c in moved.calls] == ["look"] + ["roll"] * (calls - 1)
+        assert moved.codes().count("resend") == 1
+    resent = run("gemini", [gem(look, roll), gem(roll, roll), gem(roll, roll, finish="STOP")])
+    assert len(resent.calls) == 3 and resent.codes().count("resend") == 3  # the second batch again: no new call
     # The policy still decides what the same text again means.
     again = run("gemini", [gem(a, b), gem(b, finish="STOP")], policies=Policies(identical_text="new-call"))
     assert len(again.calls) == 3

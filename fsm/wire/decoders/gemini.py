@@ -120,6 +120,7 @@ class GeminiDecoder:
         # the registry compares the text) was seen in earlier events, and where in this event.
         self._seen_at: dict[int, dict[int, None]] = {}  # positions in order, each looked up at once
         self._placed_now: set[tuple[int, int]] = set()
+        self._top: dict[int, int] = {}  # the highest place a call of each key has held
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         error = payload.get("error")
@@ -248,12 +249,18 @@ class GeminiDecoder:
     def _resend_position(self, key: int, position: int) -> int:
         """The position that identifies a whole call without an id: its own, unless the same call
         was seen in an earlier event only elsewhere; then the first such place not yet taken by
-        its like in this event (where it can be a resend)."""
+        its like in this event (where it can be a resend). With every such place taken, a call
+        like those already placed in this event is another call (two identical calls in one event
+        stay two): a place none of its like has held, so it is no resend of any."""
         seen = self._seen_at.get(key, {})
         placed = self._placed_now
         if position not in seen or (key, position) in placed:
             position = next((p for p in seen if (key, p) not in placed), position)
+            if (key, position) in placed:  # past every place its like held: new, and after them
+                position = self._top[key] + 1
         placed.add((key, position))
+        if position > self._top.get(key, -1):
+            self._top[key] = position
         return position
 
     def _code(self, code: Mapping[str, Any], position: int, signature: str | None) -> list[Event]:
