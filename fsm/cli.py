@@ -226,15 +226,15 @@ def conform(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None = No
 
 
 def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    """Exit 0 when the history pairs up; 1 when a strict provider would reject it, or the file is
-    unreadable; 2 when its JSON holds no conversation (one line on stderr, never a traceback)."""
+    """Exit 0: the history pairs up; 1: a strict provider would reject it, or it is unreadable; 2: no conversation."""
     import attrs
 
     from fsm import history
+    from fsm.jsontext import exact_int
 
     try:
         with open_input(args.file) as stream:
-            data = json.loads(stream.read())
+            data = json.loads(stream.read(), parse_int=exact_int)  # a huge integer kept, as the engine keeps it
     except (OSError, ValueError, RecursionError) as exc:
         stderr.write(f"toolcall-fsm: cannot read {args.file}: {exc}\n")
         return 1

@@ -281,6 +281,15 @@ def test_history_check_command(tmp_path: Any) -> None:
     out = io.StringIO()
     assert main(["history", "check", str(text_only)], stdout=out, stderr=sys.stderr) == 0
     assert "pairs up" in out.getvalue()
+    # a call's argument of 5,000 digits (past Python's int-string limit) is read, as the engine reads
+    # it (it was "cannot read", exit 1)
+    huge = tmp_path / "huge.json"
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"n": "HUGE"}}]}
+    answer = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}
+    huge.write_text(json.dumps([USER, call, answer]).replace('"HUGE"', "9" * 5000))
+    out = io.StringIO()
+    assert main(["history", "check", str(huge)], stdout=out, stderr=sys.stderr) == 0
+    assert "pairs up" in out.getvalue()
 
 
 # -- Ollama: no ids, paired by tool name and order -----------------------------------------------------------
