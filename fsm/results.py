@@ -335,20 +335,25 @@ Output = CallOpened | CallNamed | ArgumentsDelta | CallFinished
 
 def _positional(cls: type[_T]) -> Callable[..., _T]:
     """A constructor of the frozen class ``cls`` taking every field by position: it builds the very
-    object ``cls(...)`` builds (test_results_built_by_position_equal_attrs_built_ones), setting each
-    slot through its descriptor. attrs' own ``__init__`` goes through ``object.__setattr__`` for
-    each field, because the class refuses assignment; on the hot path (four of these per call) that
-    is about a third of what building the outputs costs. Only for classes with no validator,
+    object ``cls(...)`` builds (test_results_built_by_position_equal_attrs_built_ones). attrs' own
+    ``__init__`` goes through ``object.__setattr__`` for each field, because the class refuses
+    assignment, and a slot's descriptor called from Python costs nearly as much; on the hot path
+    (four of these per call, eighteen fields a stream's Result) that was most of what building
+    the outputs cost. So the object is made as a private subclass that adds no field and allows
+    assignment (the same memory layout), its slots set by plain assignments, and then given its
+    class, ``cls``: from then on it is frozen like any other. Only for classes with no validator,
     converter or post-init hook, which would be skipped here (checked)."""
     fields = attrs.fields(cls)
     if any(f.validator or f.converter or not f.init for f in fields) or hasattr(cls, "__attrs_post_init__"):
         raise TypeError(f"{cls.__name__} does more in __init__ than set its fields")
     names = [f.name for f in fields]
-    scope: dict[str, Any] = {"new": object.__new__, "cls": cls}
-    scope |= {f"set_{name}": getattr(cls, name).__set__ for name in names}
-    lines = [f"def build({', '.join(names)}):", "    made = new(cls)"]
-    lines += [f"    set_{name}(made, {name})" for name in names]
-    lines.append("    return made")
+    # Both hooks undone: with either one left, every assignment would go through Python code.
+    unfrozen = {"__slots__": (), "__setattr__": object.__setattr__, "__delattr__": object.__delattr__}
+    being_built = type(f"{cls.__name__}BeingBuilt", (cls,), {**unfrozen, "__module__": cls.__module__})
+    scope: dict[str, Any] = {"new": object.__new__, "being_built": being_built, "cls": cls}
+    lines = [f"def build({', '.join(names)}):", "    made = new(being_built)"]
+    lines += [f"    made.{name} = {name}" for name in names]
+    lines += ["    made.__class__ = cls", "    return made"]
     exec("\n".join(lines), scope)  # the source is made here, from the fields' own names
     built: Callable[..., _T] = scope["build"]
     return built

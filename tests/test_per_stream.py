@@ -399,3 +399,28 @@ def test_the_usage_chunk_shortcut_decides_as_the_decoder(monkeypatch: pytest.Mon
         >= 3
     )
     _decides_alike(monkeypatch, "usage_in", USAGE)
+
+
+def test_the_resend_tables_are_a_streams_own_from_their_first_write() -> None:
+    """The registry's resend tables are written only once a lane holds a second call: until then
+    a stream reads the shared empty ones; the stream that writes one gets its own (a resend is
+    still found through it), and the next stream starts from the empty ones again."""
+    tables = ("_holding", "_indexed", "_values", "_slot_lanes")
+    plain = Reassembler("openai-chat")
+    plain.feed(chunk(tc(0, "a", "f", '{"x": 1}')))
+    plain.feed(chunk(tc(1, "b", "f", '{"x": 1}'), finish="tool_calls"))
+    plain.close()
+    assert not any(table in vars(plain.registry) for table in tables)
+    resent = Reassembler("openai-chat")
+    resent.feed(chunk(tc(0, "a", "f", '{"x": 1}')))
+    resent.feed(chunk(tc(0, args='{"y": 2}')))  # a second call at index 0: the lane's first is indexed
+    resent.feed(chunk(tc(0, args='{"x": 1}'), finish="tool_calls"))  # found through the index
+    result = resent.close()
+    assert [c.arguments_json for c in result.calls] == ['{"x": 1}', '{"y": 2}']  # the second nameless: invalid
+    assert "resend" in result.codes()
+    own = vars(resent.registry)
+    assert own["_holding"] and own["_indexed"] and type(own["_holding"]) is dict
+    again = Reassembler("openai-chat")
+    again.feed(chunk(tc(0, "a", "f", "{}")))
+    assert not again.registry._holding and not again.registry._indexed
+    assert again.registry._holding is not own["_holding"]

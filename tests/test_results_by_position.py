@@ -5,6 +5,10 @@ and refuse a class whose __init__ does more."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+import weakref
+
 import attrs
 import pytest
 
@@ -86,3 +90,21 @@ def test_the_result_and_its_diagnostics_are_the_classes_users_import() -> None:
     assert result == attrs.evolve(result)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         result.text = "changed"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("cls", "build"), BUILT, ids=[cls.__name__ for cls, _ in BUILT])
+def test_a_built_object_is_its_class_in_every_use(cls: type, build: object) -> None:
+    """A builder makes the object as a private subclass that allows assignment and then gives it
+    its class: nothing of that subclass may show afterwards (copies, pickles, weak references,
+    evolve, the class's own refusal of assignment and deletion)."""
+    made = build(*_values(cls))  # type: ignore[operator]
+    assert type(made) is cls and made.__class__ is cls
+    for again in (copy.copy(made), copy.deepcopy(made), pickle.loads(pickle.dumps(made)), attrs.evolve(made)):
+        assert type(again) is cls and again == made
+    assert weakref.ref(made)() is made
+    first = attrs.fields(cls)[0].name
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        setattr(made, first, "changed")
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        delattr(made, first)
+    assert not hasattr(made, "__dict__")

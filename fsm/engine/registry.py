@@ -18,7 +18,8 @@ from __future__ import annotations
 import functools
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Literal
 
 import attrs
@@ -44,11 +45,31 @@ Calls = Slot | list[Slot]
 Kind = Literal["fragment", "snapshot", "confirmation"]
 _TRUNCATED = CallStatus.TRUNCATED
 _COMPLETE = CallStatus.COMPLETE
+_NONE: Mapping[Any, Any] = MappingProxyType({})
 
 
 class Registry:
     end_directly = True
     """Whether a closed value's normal end skips fire() (tests turn it off to compare)."""
+
+    # The resend tables below are written only once a lane holds a second call, which most streams
+    # never see: until then each is this read-only empty one, shared, and a stream's own is made
+    # at its first write (_own).
+    _holding: dict[tuple[Lane, bytes], list[Slot]] = _NONE  # type: ignore[assignment]
+    """Which calls of a lane hold a given (stripped) complete text: a resend can only land in one
+    of those, so routing never walks a lane's earlier calls one by one."""
+    _slot_lanes: dict[Slot, tuple[Lane, Lane]] = _NONE  # type: ignore[assignment]
+    """The calls in two lanes (no index), and their lanes."""
+    _indexed: dict[Slot, tuple[int, int, bytes]] = _NONE  # type: ignore[assignment]
+    """Each indexed call's text as last indexed: its length and revision (which together tell
+    whether the text changed since: it only grows, or is replaced) and its digest."""
+    _values: dict[Lane, tuple[Slot, int, int, dict[str, Any] | None]] = _NONE  # type: ignore[assignment]
+    """Per lane, the newest call's parsed value for _replays: the call, the length and revision
+    of its text when parsed, and the object (None: the text is no object). Kept from the replay
+    check that read the text the call then opened with, so each text is parsed once; one per
+    lane, since a replay is only ever compared with its lane's newest call."""
+    _parsed: tuple[str, dict[str, Any] | None] | None = None
+    """The text _replays last read, and its object."""
 
     def __init__(self, ledger: Ledger, limits: Limits, taken: Iterable[str] = ()) -> None:
         self.ledger = ledger
@@ -70,19 +91,6 @@ class Registry:
         # taken without the machine's dispatch.
         shared = _shared(machine, limits.max_depth)
         self._initial_json, self._initial_text, self._start, self._scanned = shared[:4]
-        # Which calls of a lane hold a given (stripped) complete text: a resend can only land in one
-        # of those, so routing never walks a lane's earlier calls one by one.
-        self._holding: dict[tuple[Lane, bytes], list[Slot]] = {}
-        self._slot_lanes: dict[Slot, tuple[Lane, Lane]] = {}  # the calls in two lanes (no index), and their lanes
-        # Each indexed call's text as last indexed: its length and revision (which together tell
-        # whether the text changed since: it only grows, or is replaced) and its digest.
-        self._indexed: dict[Slot, tuple[int, int, bytes]] = {}
-        # Per lane, the newest call's parsed value for _replays: the call, the length and revision
-        # of its text when parsed, and the object (None: the text is no object). Kept from the
-        # replay check that read the text the call then opened with, so each text is parsed once;
-        # one per lane, since a replay is only ever compared with its lane's newest call.
-        self._values: dict[Lane, tuple[Slot, int, int, dict[str, Any] | None]] = {}
-        self._parsed: tuple[str, dict[str, Any] | None] | None = None  # the text _replays last read
         self._run: _Run | None = None  # the fragments _gather() held back
         self._staying, self._closing = shared[4], shared[5]
         self._direct = direct = not machine.reference  # may the transitions above skip the machine's dispatch
@@ -453,9 +461,11 @@ class Registry:
                 return newest, ""
         slot = self._open(lane, ref)
         rest = self._extend(slot, text, kind)
-        parsed, self._parsed = self._parsed, None
-        if parsed is not None and parsed[0] is text and slot._text is text:  # held just as it came
-            self._values[lane] = (slot, slot.length, slot.revision, parsed[1])
+        parsed = self._parsed
+        if parsed is not None:
+            self._parsed = None
+            if parsed[0] is text and slot._text is text:  # held just as it came
+                self._own("_values")[lane] = (slot, slot.length, slot.revision, parsed[1])
         return slot, rest
 
     def _replays(self, slot: Slot, ref: CallRef, text: str, lane: Lane) -> bool:
@@ -488,7 +498,8 @@ class Registry:
         known = self._values.get(lane)
         if known is None or known[0] is not slot or known[1] != slot.length or known[2] != slot.revision:
             self.ledger.work += slot.length
-            known = self._values[lane] = (slot, slot.length, slot.revision, _object(slot.text(), self.limits.max_depth))
+            value_held = _object(slot.text(), self.limits.max_depth)
+            known = self._own("_values")[lane] = (slot, slot.length, slot.revision, value_held)
         held = known[3]
         # Equal canonical forms hold equal values, so unequal values end it without writing either.
         return held is not None and held == value and _canonical_digest(held) == _canonical_digest(value)
@@ -530,9 +541,16 @@ class Registry:
             # Indexed in all its lanes: with none named, or in the one named where it has no other
             # (the lane that just got its second call): a later call to index it reads no text again.
             if lane is None or (lane == slot.lane and not (self._slot_lanes and slot in self._slot_lanes)):
-                self._indexed[slot] = (slot.length, slot.revision, key)
+                self._own("_indexed")[slot] = (slot.length, slot.revision, key)
         for each in lanes:
-            _hold(self._holding.setdefault((each, key), []), slot)
+            _hold(self._own("_holding").setdefault((each, key), []), slot)
+
+    def _own(self, table: str) -> dict[Any, Any]:
+        """This stream's own ``table`` (one of the resend tables), made at its first write."""
+        own: dict[Any, Any] | None = self.__dict__.get(table)
+        if own is None:
+            own = self.__dict__[table] = {}
+        return own
 
     def _extend(self, slot: Slot, text: str, kind: Kind) -> str:
         if kind != "fragment":
@@ -703,7 +721,7 @@ class Registry:
             # its namesake's index lane, and joining it to another index lane would misroute text.
             second: Lane = (lane[0].replace("id", "position"), position)
             self._join(second, slot)
-            self._slot_lanes[slot] = (lane, second)  # a call in one lane has no entry: its lane is slot.lane
+            self._own("_slot_lanes")[slot] = (lane, second)  # a call in one lane has no entry: its lane is slot.lane
         if wire_id is not None:
             by_id = self._by_wire_id
             if wire_id in by_id:

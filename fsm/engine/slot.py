@@ -204,6 +204,13 @@ class Slot:
             return call
         held = self.text()
         freeform = self.freeform
+        ledger = self.ledger
+        # With no decoder adopted (OpenAI chat's is not), Ledger.output_indexed is calls_indexed:
+        # read without the property and its getattr, for every call of such a stream.
+        if ledger.calls_indexed if ledger._decoder is None else ledger.output_indexed:
+            output_index = self.index if self.index is not None else ledger.place_of(self.wire_id)
+        else:
+            output_index = None
         self._call = call = build_tool_call(  # by position (index, id, wire_id, name, arguments, arguments_json, ...)
             self.ordinal,
             self.id,
@@ -216,19 +223,10 @@ class Slot:
             self.type,
             held if freeform else None,
             self.item,
-            self._output_index(),
+            output_index,
             self.reply_id,
         )
         return call
-
-    def _output_index(self) -> int | None:
-        ledger = self.ledger
-        # With no decoder adopted (OpenAI chat's is not), Ledger.output_indexed is calls_indexed:
-        # read without the property and its getattr, for every call of such a stream.
-        indexed = ledger.calls_indexed if ledger._decoder is None else ledger.output_indexed
-        if not indexed:
-            return None
-        return self.index if self.index is not None else self.ledger.place_of(self.wire_id)
 
     def name_late(self, name: str) -> None:
         """The name arrived after the call opened without one; re-emitted deltas need it before
