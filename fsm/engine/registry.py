@@ -787,11 +787,10 @@ class Registry:
         elif slot.state == "flushed" and slot.status is not _TRUNCATED:  # what _remember does to a lane's lone call
             slot.scan_over(self._scanned)
         if slot.name is None:
+            so = ""
             if slot.status is _COMPLETE:  # no tool to run it with, and no provider takes a nameless call back
-                slot.status, slot.arguments = CallStatus.INVALID, None
-                self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name, so invalid")
-            else:
-                self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name")
+                slot.status, slot.arguments, so = CallStatus.INVALID, None, ", so invalid"
+            self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name{so}")
         if slot.server:
             return
         outputs = self.ledger.outputs
