@@ -97,6 +97,9 @@ class CallEnd:
     said: str = ""
     """How the provider called it unfinished, where its word is not plain "incomplete" (``with
     status in_progress``): the truncated diagnostic says so in its stead."""
+    unusable: str = ""
+    """Why the call, ended whole, is no call its tool can run (a built-in client tool's action
+    lacking a field the tool needs, or giving one of another type); empty when it can be."""
 
 
 @attrs.frozen(slots=True)

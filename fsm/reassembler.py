@@ -531,7 +531,10 @@ class Reassembler:
             if event.signature and landed is not None and landed.signature is None:
                 landed.signature = event.signature  # not identity: it rides on the call it came with
         elif isinstance(event, CallEnd):
-            registry.call_end(event.ref, "abandon" if event.incomplete else "end", event.said)
+            if event.incomplete or not event.unusable:
+                registry.call_end(event.ref, "abandon" if event.incomplete else "end", event.said)
+            else:
+                registry.call_end(event.ref, "reject", event.unusable)
         elif isinstance(event, StreamEnd):
             self._finished(event)
         elif isinstance(event, TURN_CONTENT_TYPES):

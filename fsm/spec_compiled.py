@@ -185,6 +185,13 @@ def _slot(s: ModuleType) -> Any:
             ),
             s.TransitionSpec(
                 source=("value_closed",),
+                trigger="reject",
+                dest="flushed",
+                reason="A built-in client call's whole action is an object its tool cannot run: reported invalid, never run nor sent back (a call whose text never closed ends as end would end it).",
+                action="mark_unusable",
+            ),
+            s.TransitionSpec(
+                source=("value_closed",),
                 trigger="cut",
                 dest="flushed",
                 reason="A value that closed before the stream stopped is whole; the cut did not touch it.",
@@ -241,6 +248,10 @@ def _slot(s: ModuleType) -> Any:
                 name="abandon",
                 reason="The provider ended the call but said it is unfinished: a Responses item whose response.output_item.done carries status incomplete, or still in_progress (OpenAI ends a call cut by max_output_tokens so). Its input is the provider's word for it where that is not plain incomplete.",
             ),
+            s.Named(
+                name="reject",
+                reason="The provider ended a call whose text is a whole object, but the decoder finds it no call its tool can run: a built-in client tool's action missing a field the tool needs, or giving one of another type (a shell call's commands that are not strings). Its input says what is wrong.",
+            ),
         ),
         guards=(
             s.Named(
@@ -288,6 +299,10 @@ def _slot(s: ModuleType) -> Any:
             s.Named(
                 name="mark_unterminated",
                 reason="The provider said the call is over but the text never closed: status invalid, raw kept; the turn's finish, when not a normal one, then says why in the same diagnostic. Text that is a whole JSON value but no object (a number, a string, a literal: none closes an object) is arguments-not-object instead.",
+            ),
+            s.Named(
+                name="mark_unusable",
+                reason="The provider ended the call, but what it holds is not what its tool takes: status invalid, raw text kept, saying what is wrong (the trigger's input).",
             ),
             s.Named(
                 name="mark_truncated",
@@ -735,6 +750,12 @@ def _identity(s: ModuleType) -> Any:
                 reason="The arguments parse, but not to an object: status invalid, raw text kept.",
             ),
             s.DiagnosticSpec(
+                code="unusable-action",
+                rule="parse-once-at-finish",
+                severity="violation",
+                reason="A built-in client call's action (a Responses shell_call's, local_shell_call's, apply_patch_call's operation, a computer_call's) is an object, but not one its tool takes: a field it needs is missing or of another type (commands that are not strings, a click without its x). Status invalid, raw text kept: not run, not sent back.",
+            ),
+            s.DiagnosticSpec(
                 code="truncated",
                 rule="finish-ends-calls",
                 severity="warning",
@@ -1058,6 +1079,7 @@ def _identity(s: ModuleType) -> Any:
                     "unterminated-arguments",
                     "invalid-arguments",
                     "arguments-not-object",
+                    "unusable-action",
                     "duplicate-key",
                     "finish-without-calls",
                 ),
@@ -1200,9 +1222,9 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (9741, 2297257524),
+    "slot": (10546, 4230949145),
     "scanner": (4661, 4199472060),
-    "identity": (24103, 3674922703),
+    "identity": (24560, 3339796656),
     "history": (4059, 2702241000),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

@@ -332,11 +332,14 @@ class Registry:
 
     def call_end(self, ref: CallRef, trigger: str = "end", said: str = "") -> Slot | None:
         """End the newest unfinished call the evidence points to: ``end`` by the provider's word,
-        or ``abandon`` when the provider said the call is unfinished (``said``: in which words)."""
+        ``abandon`` when the provider said the call is unfinished (``said``: in which words), or
+        ``reject`` when its whole value is no call its tool can run (``said``: why)."""
         lane, chain = self._chain(ref, None)
         for slot in reversed(chain):
             if not slot.finished:
                 self._metadata(slot, ref)
+                if trigger == "reject" and slot.state != "value_closed":  # no whole value: ended as it is
+                    trigger, said = "end", ""
                 self._finish(slot, trigger, said)
                 self._pending_header.pop(lane, None)  # a header held there repeated the call that ended
                 return slot

@@ -623,6 +623,12 @@ class Slot:
         self._fail(CallStatus.INVALID, "unterminated-arguments", "the JSON never closed", awaits_why=True)
 
     @action
+    def mark_unusable(self, text: str) -> None:
+        """``text`` is the reject trigger's input: what its tool cannot take in the call's value."""
+        self._settle(CallStatus.INVALID)
+        self._fail(CallStatus.INVALID, "unusable-action", text)
+
+    @action
     def mark_truncated(self, text: str) -> None:
         """``text`` is the cut trigger's input: what cut the call, in the provider's words where it
         gave any (the registry's finish says it), so the caller learns why, not only that."""

@@ -22,11 +22,11 @@ from fsm.harness.fuzz.truth import (
     maybe_bytes,
 )
 
-_BUILT_IN = {  # item type: (tool name, the field holding its input)
-    "apply_patch_call": ("apply_patch", "operation"),
-    "shell_call": ("shell", "action"),
-    "local_shell_call": ("local_shell", "action"),
-    "computer_call": ("computer", "action"),
+_BUILT_IN: dict[str, tuple[str, str, dict[str, Any]]] = {  # item type: (tool, its input's field, an action it takes)
+    "apply_patch_call": ("apply_patch", "operation", {"type": "update_file", "path": "a.py", "diff": "-a\n+b\n"}),
+    "shell_call": ("shell", "action", {"commands": ["ls -la", "make test"]}),
+    "local_shell_call": ("local_shell", "action", {"type": "exec", "command": ["ls"], "env": {"A": "1"}}),
+    "computer_call": ("computer", "action", {"type": "click", "button": "left", "x": 3, "y": 4}),
 }
 
 
@@ -73,8 +73,8 @@ def responses_case(draw: st.DrawFn) -> Case:
             ops = _streamed(draw, at, k, call, text, freeform=True)
         elif kind == "built-in":
             item_type = draw(st.sampled_from(sorted(_BUILT_IN)))
-            tool, field = _BUILT_IN[item_type]
-            value = draw(arguments())
+            tool, field, takes = _BUILT_IN[item_type]
+            value = {**draw(arguments()), **takes}  # any other fields beside those its tool needs
             call = TrueCall(tool, value, f"call_{k}", type=item_type)
             whole = {"type": item_type, "id": f"it_{k}", "call_id": call.id, field: value, "status": "completed"}
             ops = []

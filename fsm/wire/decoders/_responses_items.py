@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from fsm.wire.decoders._built_in_actions import action_fault
 from fsm.wire.decoders._wire import dumps
 
 QUIET_PREFIXES = (
@@ -125,3 +126,16 @@ def whole_input(item: Mapping[str, Any], kind: ItemKind) -> str:
     if isinstance(value, str):  # already JSON text (a client tool_search_call sends an object)
         return value
     return dumps({kind.field: value})
+
+
+def unusable(item: Mapping[str, Any], kind: ItemKind) -> str:
+    """Why a built-in client call's whole action object is none its tool can run (see
+    ``_built_in_actions``), or ``""``; an action that is no object is not one (whole_input made its
+    input no object, and the call ends invalid for that)."""
+    if kind.server or kind.call_type in STREAMED_TEXT:
+        return ""
+    value = item.get(kind.field) if kind.field else None
+    actions = item.get("actions") if value is None and kind.call_type == "computer_call" else None
+    if isinstance(actions, list) and all(isinstance(action, Mapping) for action in actions):
+        value = {"actions": actions}
+    return (action_fault(kind.call_type, value) or "") if isinstance(value, Mapping) else ""

@@ -65,6 +65,7 @@ from fsm.wire.decoders._responses_items import (
     UNFINISHED,
     ItemKind,
     kept,
+    unusable,
     whole_input,
 )
 from fsm.wire.decoders._wire import index, items, mapping, responses_incomplete, text
@@ -340,7 +341,7 @@ class OpenAIResponsesDecoder:
         # with a call cut by max_output_tokens), is not a call to run, whole as its input may look.
         status = text(item.get("status"), "item.status")
         said = "with status in_progress" if status == "in_progress" else ""
-        events.append(CallEnd(known.ref, incomplete=status in UNFINISHED, said=said))
+        events.append(CallEnd(known.ref, incomplete=status in UNFINISHED, said=said, unusable=unusable(item, kind)))
         return events
 
 

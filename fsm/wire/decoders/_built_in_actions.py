@@ -1,0 +1,103 @@
+"""What each Responses built-in client tool's action must hold to be run: the fields its tool needs,
+of the types the API gives them (the openai SDK's item models). An action that is an object but
+lacks one, or gives one of another type, is no call to run, and the API refuses it back: the
+decoder ends such a call as unusable (``unusable-action``). Only what a tool needs is checked:
+fields the API may add later pass, and so does a computer action of a type not listed here."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _number(value: Any) -> bool:
+    return type(value) is int
+
+
+def _texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(each, str) for each in value)
+
+
+def _point(value: Any) -> bool:
+    return isinstance(value, Mapping) and _number(value.get("x")) and _number(value.get("y"))
+
+
+def _points(value: Any) -> bool:
+    return isinstance(value, list) and all(_point(each) for each in value)
+
+
+def _text_map(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values())
+
+
+Check = Callable[[Any], bool]
+_XY: dict[str, Check] = {"x": _number, "y": _number}
+# Per tool (and per computer action type): the fields it needs, then those that may be absent or null.
+_NEEDS: dict[str, tuple[dict[str, Check], dict[str, Check]]] = {
+    "shell_call": ({"commands": _texts}, {"timeout_ms": _number, "max_output_length": _number}),
+    "local_shell_call": (
+        {"command": _texts, "env": _text_map},
+        {"timeout_ms": _number, "user": _text, "working_directory": _text},
+    ),
+    "create_file": ({"path": _text, "diff": _text}, {}),
+    "update_file": ({"path": _text, "diff": _text}, {}),
+    "delete_file": ({"path": _text}, {}),
+    "click": ({**_XY, "button": _text}, {"keys": _texts}),
+    "double_click": (_XY, {"keys": _texts}),
+    "drag": ({"path": _points}, {"keys": _texts}),
+    "keypress": ({"keys": _texts}, {}),
+    "move": (_XY, {"keys": _texts}),
+    "scroll": ({**_XY, "scroll_x": _number, "scroll_y": _number}, {"keys": _texts}),
+    "type": ({"text": _text}, {}),
+}
+_OPERATIONS = ("create_file", "update_file", "delete_file")
+
+
+def action_fault(call_type: str, value: Mapping[str, Any]) -> str | None:
+    """What makes ``value``, the whole ``operation`` or ``action`` object (for a computer batch,
+    ``{"actions": [...]}``) of a built-in client call of ``call_type``, no call its tool can run;
+    None if nothing does (and for any other call type)."""
+    if call_type == "computer_call" and "actions" in value:
+        for at, each in enumerate(value["actions"]):  # a list of objects: the decoder checked
+            if (fault := _fault(each, each.get("type"), "computer action")) is not None:
+                return f"actions[{at}]: {fault}"
+        return None
+    if call_type == "computer_call":
+        return _fault(value, value.get("type"), "computer action")
+    if call_type == "apply_patch_call":
+        kind = value.get("type")
+        if kind not in _OPERATIONS:
+            return f"the operation's type is {kind!r}, not one of {', '.join(_OPERATIONS)}"
+        return _fault(value, kind, "operation")
+    if call_type == "local_shell_call" and value.get("type") != "exec":
+        return f"the action's type is {value.get('type')!r}, not 'exec'"
+    return _fault(value, call_type, "action") if call_type in _NEEDS else None
+
+
+def _fault(value: Mapping[str, Any], kind: Any, what: str) -> str | None:
+    if not isinstance(kind, str):
+        return f"the {what}'s type is {type(kind).__name__}, not a string"
+    needs, may = _NEEDS.get(kind, ({}, {}))  # a computer action of another type: nothing known to check
+    for field, check in needs.items():
+        if field not in value:
+            return f"the {what} ({kind}) has no {field}"
+        if not check(value[field]):
+            return f"the {what} ({kind}) has {field} {_shown(value[field])}"
+    for field, check in may.items():
+        if value.get(field) is not None and not check(value[field]):
+            return f"the {what} ({kind}) has {field} {_shown(value[field])}"
+    return None
+
+
+def _shown(value: Any) -> str:
+    """The value as the wire wrote it (JSON), cut to 60 characters."""
+    try:
+        said = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):  # not JSON (an SDK object's field): as Python says it
+        said = repr(value)
+    return said if len(said) <= 60 else f"{said[:57]}..."
