@@ -108,15 +108,22 @@ def kept(item: Mapping[str, Any], kind: ItemKind) -> dict[str, Any] | None:
     return dict(item)
 
 
-def whole_input(item: Mapping[str, Any], kind: ItemKind) -> str:
-    """A built-in or hosted item's input as JSON object text: its ``operation`` or ``action`` object;
-    a list (file search ``queries``, a batch of computer ``actions``) under its own key; ``{}`` when
-    a hosted item shows no input (``null`` for a client's, which is then no call to run)."""
+def _input(item: Mapping[str, Any], kind: ItemKind) -> Any:
+    """Where the item carries the call's input: its field's value, else a computer call's batch
+    as ``{"actions": [...]}``; None when it shows none."""
     value = item.get(kind.field) if kind.field else None
     actions = item.get("actions") if value is None and kind.call_type == "computer_call" else None
     # a batch is a list of action objects: any other (a number, one object) is no batch to run, nor to send back
     if isinstance(actions, list) and all(isinstance(action, Mapping) for action in actions):
-        return dumps({"actions": actions})
+        return {"actions": actions}
+    return value
+
+
+def whole_input(item: Mapping[str, Any], kind: ItemKind) -> str:
+    """A built-in or hosted item's input as JSON object text: its ``operation`` or ``action`` object;
+    a list (file search ``queries``, a batch of computer ``actions``) under its own key; ``{}`` when
+    a hosted item shows no input (``null`` for a client's, which is then no call to run)."""
+    value = _input(item, kind)
     if value is None:  # a client's call with no operation or action is no call to run: its input no object
         return "{}" if kind.server else "null"
     if isinstance(value, Mapping):
@@ -134,8 +141,5 @@ def unusable(item: Mapping[str, Any], kind: ItemKind) -> str:
     input no object, and the call ends invalid for that)."""
     if kind.server or kind.call_type in STREAMED_TEXT:
         return ""
-    value = item.get(kind.field) if kind.field else None
-    actions = item.get("actions") if value is None and kind.call_type == "computer_call" else None
-    if isinstance(actions, list) and all(isinstance(action, Mapping) for action in actions):
-        value = {"actions": actions}
+    value = _input(item, kind)
     return (action_fault(kind.call_type, value) or "") if isinstance(value, Mapping) else ""
