@@ -56,6 +56,11 @@ def index(value: Any, what: str) -> int | None:
     return value
 
 
+_ENCODE: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
+"""``json.dumps(value, ensure_ascii=False)``, whose every call would build this encoder anew (only
+the defaults are shared): built once, as each whole call's arguments pass through it."""
+
+
 def dumps(value: Any) -> str:
     """Argument objects as JSON text, keys in wire order (a replayed call keeps its bytes).
 
@@ -65,7 +70,7 @@ def dumps(value: Any) -> str:
     digit. A value no JSON holds (bytes, a set: only a fed dict can carry one) is refused as the
     decoders refuse a field of the wrong type."""
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return _ENCODE(value)
     except (ValueError, TypeError):  # an integer beyond the int-string conversion limit, a Decimal
         try:
             return exact_dumps(value)
