@@ -8,189 +8,71 @@ that spec. A malformed spec raises :class:`~fsm.errors.SpecError` naming the fil
 from __future__ import annotations
 
 import functools
+import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import attrs
-
 from fsm.errors import SpecError
+from fsm.spec_types import (
+    SELF,
+    SEVERITIES,
+    DiagnosticSpec,
+    FlowStep,
+    IdentitySpec,
+    InputKind,
+    MachineInfo,
+    MachineSpec,
+    Named,
+    Policy,
+    Rule,
+    TransitionSpec,
+)
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from cattrs import Converter
 
+__all__ = [  # the specs' classes live in fsm.spec_types, and are read from here too
+    "SELF",
+    "SEVERITIES",
+    "DiagnosticSpec",
+    "FlowStep",
+    "IdentitySpec",
+    "InputKind",
+    "MachineInfo",
+    "MachineSpec",
+    "Named",
+    "Policy",
+    "Rule",
+    "TransitionSpec",
+]
 
-def _spec_dir() -> Path:
+
+def _spec_root() -> str:
     # An installed wheel carries the specs inside the package (pyproject force-includes them);
     # a source checkout or editable install reads the project's top-level specs/ folder.
-    packaged = Path(__file__).resolve().parent / "specs"
-    return packaged if packaged.is_dir() else packaged.parent.parent / "specs"
+    package = os.path.dirname(os.path.realpath(__file__))
+    packaged = os.path.join(package, "specs")
+    return packaged if os.path.isdir(packaged) else os.path.join(os.path.dirname(package), "specs")
 
 
-SPEC_DIR = _spec_dir()
-
-SELF = "="
-"""A transition destination meaning "the state it came from" (a self-loop)."""
-
-
-@attrs.frozen
-class MachineInfo:
-    name: str
-    initial: str
-    reason: str
+_SPEC_ROOT = _spec_root()
+"""The specs' folder, as text: a start that finds its specs built ahead of time needs no pathlib
+(with urllib.parse, which it imports, about a twentieth of a start's import time)."""
 
 
-@attrs.frozen
-class Named:
-    """A state, trigger, guard or action: a name and the one-line reason it exists."""
+def __getattr__(name: str) -> Any:
+    if name == "SPEC_DIR":  # the specs' folder as a Path, made when first asked for
+        from pathlib import Path
 
-    name: str
-    reason: str
-    terminal: bool = False
-    prepare: str | None = None
-    kind: str | None = None
-    """For a state: the input kind whose calls pass through it (None: shared by every kind)."""
+        globals()["SPEC_DIR"] = spec_dir = Path(_SPEC_ROOT)
+        return spec_dir
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@attrs.frozen
-class InputKind:
-    """How a call's input arrives and when it is whole: each kind starts in its own state."""
-
-    name: str
-    initial: str
-    reason: str
-    scanned: bool = True
-    """False: its states run no trigger ``prepare`` step (those feed the completeness scanner)."""
-
-
-@attrs.frozen
-class TransitionSpec:
-    source: tuple[str, ...]
-    trigger: str
-    dest: str
-    reason: str
-    guards: tuple[str, ...] = ()
-    action: str | None = None
-
-    def destination(self, source: str) -> str:
-        return source if self.dest == SELF else self.dest
-
-    def label(self, source: str) -> str:
-        """A stable id for one (source, trigger, guard) edge, used by coverage and diagrams."""
-        guard = f"[{' & '.join(self.guards)}]" if self.guards else ""
-        return f"{source}--{self.trigger}{guard}->{self.destination(source)}"
-
-
-@attrs.frozen
-class MachineSpec:
-    machine: MachineInfo
-    states: tuple[Named, ...]
-    transitions: tuple[TransitionSpec, ...]
-    triggers: tuple[Named, ...] = ()
-    guards: tuple[Named, ...] = ()
-    actions: tuple[Named, ...] = ()
-    classes: dict[str, str] = attrs.field(factory=dict)
-    kinds: tuple[InputKind, ...] = ()
-
-    @property
-    def name(self) -> str:
-        return self.machine.name
-
-    def initials(self) -> dict[str, str]:
-        """The initial state of each input kind (a spec without kinds has one, the machine's)."""
-        return {k.name: k.initial for k in self.kinds} or {"": self.machine.initial}
-
-    def prepared(self, state: str) -> bool:
-        """Do triggers fired from ``state`` run their prepare step?"""
-        kind = next((s.kind for s in self.states if s.name == state), None)
-        return all(k.scanned for k in self.kinds if k.name == kind)
-
-    def state_names(self) -> tuple[str, ...]:
-        return tuple(s.name for s in self.states)
-
-    def trigger_names(self) -> tuple[str, ...]:
-        if self.classes:  # the scanner's triggers are its character classes
-            return (*self.classes, "other", "any")
-        return tuple(t.name for t in self.triggers)
-
-    def edges(self) -> list[tuple[str, TransitionSpec]]:
-        """Every (source state, transition) pair, in declaration order."""
-        return [(src, t) for t in self.transitions for src in t.source]
-
-
-@attrs.frozen
-class Rule:
-    name: str
-    order: int
-    reason: str
-
-
-@attrs.frozen
-class Policy:
-    name: str
-    rule: str
-    default: str
-    choices: tuple[str, ...]
-    reason: str
-
-
-SEVERITIES = ("info", "warning", "violation")
-"""A diagnostic's severity, mildest first (fsm.results.Severity holds the same values)."""
-
-
-@attrs.frozen
-class DiagnosticSpec:
-    code: str
-    rule: str
-    severity: str
-    """One of :data:`SEVERITIES`."""
-    reason: str
-
-    @property
-    def violation(self) -> bool:
-        """The stream broke its protocol: strict mode raises on it."""
-        return self.severity == "violation"
-
-
-@attrs.frozen
-class FlowStep:
-    """One step of the registry's decision for an event: a question (``ask``, ``yes``, ``no``) or an
-    action (``does``, then ``next``, or nothing at the end of the flow)."""
-
-    step: str
-    rules: tuple[str, ...] = ()
-    ask: str | None = None
-    does: str | None = None
-    yes: str | None = None
-    no: str | None = None
-    next: str | None = None
-    policy: str | None = None
-    diagnostics: tuple[str, ...] = ()
-
-    @property
-    def text(self) -> str:
-        return self.ask or self.does or ""
-
-    def targets(self) -> list[tuple[str, str]]:
-        """(label, step) for each way on from here: ("yes", ...), ("no", ...) or ("", next)."""
-        found = [("yes", self.yes), ("no", self.no), ("", self.next)]
-        return [(label, target) for label, target in found if target is not None]
-
-
-@attrs.frozen
-class IdentitySpec:
-    rules: tuple[Rule, ...]
-    policies: tuple[Policy, ...]
-    diagnostics: tuple[DiagnosticSpec, ...]
-    flow: tuple[FlowStep, ...] = ()
-
-    @functools.cached_property
-    def diagnostic_by_code(self) -> dict[str, DiagnosticSpec]:
-        return {d.code: d for d in self.diagnostics}
-
-    @functools.cached_property
-    def rule_names(self) -> frozenset[str]:
-        return frozenset(r.name for r in self.rules)
+if TYPE_CHECKING:
+    SPEC_DIR: Path
 
 
 # cattrs and tomllib are imported only to read a spec from its TOML: the specs built ahead of time
@@ -376,25 +258,32 @@ def _built(name: str, kind: type[_Spec]) -> _Spec | None:
     """Spec ``name`` built ahead of time (no TOML, no cattrs), or None if its file changed since."""
     from fsm.spec_compiled import load  # written by tools/compile_specs.py from specs/*.toml
 
-    built = load(name, SPEC_DIR / f"{name}.toml", sys.modules[__name__])
+    built = load(name, os.path.join(_SPEC_ROOT, f"{name}.toml"), sys.modules[__name__])
     return built if isinstance(built, kind) else None
+
+
+def _toml(name: str) -> Path:
+    """The spec file ``name`` (read from its TOML only when it changed since it was built)."""
+    from pathlib import Path
+
+    return Path(_SPEC_ROOT, f"{name}.toml")
 
 
 @functools.cache
 def slot_spec() -> MachineSpec:
-    return _built("slot", MachineSpec) or load_machine(SPEC_DIR / "slot.toml")
+    return _built("slot", MachineSpec) or load_machine(_toml("slot"))
 
 
 @functools.cache
 def scanner_spec() -> MachineSpec:
-    return _built("scanner", MachineSpec) or load_machine(SPEC_DIR / "scanner.toml")
+    return _built("scanner", MachineSpec) or load_machine(_toml("scanner"))
 
 
 @functools.cache
 def history_spec() -> MachineSpec:
-    return _built("history", MachineSpec) or load_machine(SPEC_DIR / "history.toml")
+    return _built("history", MachineSpec) or load_machine(_toml("history"))
 
 
 @functools.cache
 def identity_spec() -> IdentitySpec:
-    return _built("identity", IdentitySpec) or load_identity(SPEC_DIR / "identity.toml")
+    return _built("identity", IdentitySpec) or load_identity(_toml("identity"))

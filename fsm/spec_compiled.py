@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from pathlib import Path
+from os import PathLike
 from types import ModuleType
 from typing import Any
 
 
-def load(name: str, path: Path, s: ModuleType) -> Any:
+def load(name: str, path: str | PathLike[str], s: ModuleType) -> Any:
     """Spec ``name`` rebuilt, or None when ``path`` is not the file it was built from (edited, or
     unreadable: then the TOML loader reads it, or says what is wrong)."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as file:
+            data = file.read()
     except OSError:
         return None
     if BUILT_FROM.get(name) != (len(data), zlib.crc32(data)):

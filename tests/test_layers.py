@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         {
             "fsm.errors",
             "fsm.spec",
+            "fsm.spec_types",
             "fsm.spec_compiled",
             "fsm.events",
             "fsm.results",

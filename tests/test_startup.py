@@ -92,6 +92,8 @@ def test_a_reassembler_loads_no_spec_reader_converter_or_upper_layer() -> None:
     code = "from fsm import Reassembler\nr = Reassembler('openai-chat')\nr.feed({'choices': []})\nr.close()"
     modules = loaded_after(code)
     assert {"cattrs", "tomllib", "transitions"} & modules == set()
+    # the specs' folder is found with os.path: pathlib (and urllib.parse under it) is not loaded
+    assert {"pathlib", "urllib.parse"} & modules == set()
     upper = ("fsm.messages", "fsm.history", "fsm.harness", "fsm.serialize", "fsm.reemit", "fsm.cli", "fsm.oneshot")
     assert sorted(m for m in modules if m.startswith(upper)) == []
     assert "fsm.spec_compiled" in modules  # the specs came from the module built ahead of time
@@ -140,7 +142,7 @@ def test_an_edited_spec_is_read_from_its_toml(tmp_path: Path, monkeypatch: pytes
     edited.write_text(text.replace(reason, "An edited reason."))
     assert spec_compiled.load("slot", edited, spec) is None
     assert spec_compiled.load("slot", tmp_path / "absent.toml", spec) is None  # the loader reports it
-    monkeypatch.setattr(spec, "SPEC_DIR", tmp_path)
+    monkeypatch.setattr(spec, "_SPEC_ROOT", str(tmp_path))
     spec.slot_spec.cache_clear()
     try:
         assert spec.slot_spec().machine.reason == "An edited reason."  # the TOML decides, not the module

@@ -11,6 +11,8 @@ from fsm.errors import RemoteProtocolError
 from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta
 from fsm.jsontext import dumps as exact_dumps
 
+_ENCODE: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
+
 
 def field(obj: Mapping[str, Any], camel: str, snake: str | None = None) -> Any:
     """``obj[camel]``, or ``obj[snake]`` for SDK dumps that use Python names."""
@@ -56,21 +58,14 @@ def index(value: Any, what: str) -> int | None:
     return value
 
 
-_ENCODE: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
-"""``json.dumps(value, ensure_ascii=False)``, whose every call would build this encoder anew (only
-the defaults are shared): built once, as each whole call's arguments pass through it."""
-
-
 def dumps(value: Any) -> str:
-    """Argument objects as JSON text, keys in wire order (a replayed call keeps its bytes).
-
-    A NaN or infinite float (accepted by Python's own parser) is written as Python writes it, so
-    the strict parse at the call's end refuses it; a number too long for Python's int-string
-    conversion, or a ``Decimal`` (a caller's own ``parse_float=Decimal``), is written digit for
-    digit. A value no JSON holds (bytes, a set: only a fed dict can carry one) is refused as the
-    decoders refuse a field of the wrong type."""
+    """Argument objects as JSON text, keys in wire order (a replayed call keeps its bytes). A NaN or
+    infinite float (Python's own parser takes them) is written as Python writes it, so the strict
+    parse at the call's end refuses it; a number too long for Python's int-string conversion, or a
+    ``Decimal`` (a caller's own ``parse_float=Decimal``), is written digit for digit. A value no JSON
+    holds (bytes, a set: only a fed dict can carry one) is refused as a field of the wrong type is."""
     try:
-        return _ENCODE(value)
+        return _ENCODE(value)  # json.dumps(value, ensure_ascii=False) without a new encoder per call
     except (ValueError, TypeError):  # an integer beyond the int-string conversion limit, a Decimal
         try:
             return exact_dumps(value)
