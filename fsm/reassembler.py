@@ -355,30 +355,34 @@ class Reassembler:
         """One event: fed as it is (a dict, SDK object or event), or read from the wire (``wire``)."""
         self._events += 1
         self.ledger.event = self._events
-        if type(item) is dict:
-            chat, content, unfinished = self._chat, self._content, self._finish is None
-            if chat is not None and (
-                (unfinished and chat.shortcut(item, self.registry, content.apply))
-                or chat.ending(item, content.apply, content.usage_replaced, self._finished if unfinished else None)
-            ):
-                return  # what the decoder and _apply would do with the commonest chunks, without their events
-            self._decode(item, wire)
-        elif isinstance(item, EVENT_TYPES):
-            fault = event_fault(item)
-            if fault is not None:
-                raise InvalidInput(f"event {self._events}: {fault}")
-            self._apply(item)  # type: ignore[arg-type]
-        else:
+        if type(item) is not dict:
+            if isinstance(item, EVENT_TYPES):
+                fault = event_fault(item)
+                if fault is not None:
+                    raise InvalidInput(f"event {self._events}: {fault}")
+                self._apply(item)  # type: ignore[arg-type]
+                return
             held = self._sdk_held
             if held is None:  # made for the first SDK object: a stream of dicts or bytes never needs one
                 held = self._sdk_held = LangChainStream()
             payload = sdk_payload(item, held)
             if payload is None:  # a stream helper's event that repeats the raw ones: no wire event, not counted
                 self.ledger.event = self._events = self._events - 1
-            elif held.said is None:
-                self._decode(payload)
-            else:
+                return
+            if held.said is not None:
                 self._in_places(payload, held)
+                return
+            if type(payload) is not dict:
+                self._decode(payload)
+                return
+            item = payload  # an SDK object's dump is the wire's payload: read as a fed dict is, shortcuts too
+        chat, content, unfinished = self._chat, self._content, self._finish is None
+        if chat is not None and (
+            (unfinished and chat.shortcut(item, self.registry, content.apply))
+            or chat.ending(item, content.apply, content.usage_replaced, self._finished if unfinished else None)
+        ):
+            return  # what the decoder and _apply would do with the commonest chunks, without their events
+        self._decode(item, wire)
 
     def _in_places(self, payload: Mapping[str, Any], held: LangChainStream) -> None:
         """A LangChain chunk whose blocks keep their places (fsm.wire.langchain_places): its text and

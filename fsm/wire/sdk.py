@@ -58,7 +58,7 @@ def sdk_payload(item: Any, held: LangChainStream | None = None) -> Mapping[str, 
     the stream's own record across its objects (see ``langchain_chunk``)."""
     if isinstance(item, Mapping):
         return item
-    kind = getattr(item, "type", None)
+    kind = _type_of(item)
     if isinstance(kind, str):
         if kind == "chunk" and hasattr(item, "chunk"):
             return as_mapping(item.chunk)
@@ -67,6 +67,34 @@ def sdk_payload(item: Any, held: LangChainStream | None = None) -> Mapping[str, 
         if kind == "AIMessageChunk" and hasattr(item, "tool_call_chunks"):
             return langchain_chunk(item, held)
     return as_mapping(item)
+
+
+def _type_of(item: Any) -> Any:
+    """``getattr(item, "type", None)``, read without the failed lookup where it costs most: a
+    pydantic model without that field (openai's chunks, google-genai's responses) raises and
+    catches an AttributeError in its ``__getattr__`` for it, about 2 us, some half of what
+    reassembling the chunk then costs. For such a model whose class has no ``type``, what that
+    lookup finds is its field's value or else an extra field's (its ``__getattr__`` reads nothing
+    else for a public name)."""
+    cls = type(item)
+    plain = _PLAIN_MODELS.get(cls)
+    if plain is None:
+        plain = _PLAIN_MODELS[cls] = (
+            not hasattr(cls, "type")
+            and isinstance(getattr(cls, "__pydantic_fields__", None), dict)
+            and hasattr(cls, "__pydantic_extra__")
+        )
+    if not plain:
+        return getattr(item, "type", None)
+    found = item.__dict__.get("type")
+    if found is None and "type" not in item.__dict__:
+        extra = item.__pydantic_extra__
+        found = extra.get("type") if extra else None
+    return found
+
+
+_PLAIN_MODELS: dict[type, bool] = {}
+"""Per class of object fed: is it a pydantic model whose ``type`` _type_of reads directly?"""
 
 
 def as_mapping(item: Any) -> Mapping[str, Any]:
