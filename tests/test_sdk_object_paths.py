@@ -1,5 +1,6 @@
 """SDK objects take the paths their dumps take (issue 17): an openai ``ChatCompletionChunk`` fed
-as it is replays exactly as its dump fed as a dict, the OpenAI chat shortcuts included, and an
+as it is replays exactly as its dump fed as a dict, the OpenAI chat shortcuts included; the
+commonest chunk, one bare fragment, is read from its attributes as its dump would be read; and an
 object's ``type`` is read without the failed lookup pydantic makes costly, finding what
 ``getattr(item, "type", None)`` finds."""
 
@@ -11,8 +12,9 @@ import pytest
 
 from fsm import Reassembler
 from fsm.harness.fuzz.run import sample_vectors
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
-from fsm.wire.sdk import _type_of
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, lean_fragment_in
+from fsm.wire.langchain_places import LangChainStream
+from fsm.wire.sdk import _type_of, as_mapping, lean_chat_fragment, sdk_payload
 from tests.helpers import chunk, replay_traced, tc
 from tests.test_conformance import VECTORS
 from tests.test_per_call_paths import EDGES
@@ -109,3 +111,89 @@ def test_the_type_of_an_object_is_what_getattr_finds() -> None:
     found = [_type_of(item) for item in items]
     assert found == [getattr(item, "type", None) for item in items]
     assert found[:5] == [None, "text", 3, None, "content_block_delta"]
+
+
+def _hostile_chunks() -> list[Any]:
+    """Chunks a lean reader could misread: fields set beyond the usual ones, extras, nulls set
+    explicitly, values of other types (model_construct skips validation, as a caller's code can)."""
+    C = chat_types.ChatCompletionChunk
+    choice_types = pytest.importorskip("openai.types.chat.chat_completion_chunk")
+    Choice, Delta = choice_types.Choice, choice_types.ChoiceDelta
+    Entry, Function = choice_types.ChoiceDeltaToolCall, choice_types.ChoiceDeltaToolCallFunction
+    envelope = {"id": "x", "created": 1, "model": "m", "object": "chat.completion.chunk"}
+    one = {"index": 0, "function": {"arguments": "a"}}
+
+    def wire(choice: dict[str, Any], **top: Any) -> Any:
+        return C.model_validate({**envelope, "choices": [choice], **top})
+
+    def frag(**entry: Any) -> dict[str, Any]:
+        return {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "ab"}, **entry}]}}
+
+    def built(function: Any = None, entry: Any = None, delta: Any = None, choice: Any = None, **top: Any) -> Any:
+        function = function if function is not None else Function.model_construct(arguments="ab")
+        entry = entry if entry is not None else Entry.model_construct(index=0, function=function)
+        delta = delta if delta is not None else Delta.model_construct(tool_calls=[entry])
+        choice = choice if choice is not None else Choice.model_construct(index=0, delta=delta, finish_reason=None)
+        return C.model_construct(**{**envelope, "choices": [choice], **top})
+
+    dict_function = built()
+    dict_function.choices[0].delta.tool_calls[0].__dict__["function"] = {"arguments": "ab"}
+    return [
+        wire(frag()),  # the commonest chunk
+        wire(frag(id="c")),
+        wire(frag(id=None)),  # an explicit null: the dump holds it
+        wire(frag(type="function")),
+        wire({**frag(), "finish_reason": None, "logprobs": None}),
+        wire({**frag(), "finish_reason": "length"}),
+        wire({**frag(), "index": 1}),
+        wire({"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "ab", "name": None}}]}}),
+        wire({"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": ""}}]}}),
+        wire({"index": 0, "delta": {"content": None, "tool_calls": [one]}}),
+        wire({"index": 0, "delta": {"role": "assistant", "tool_calls": [one]}}),
+        wire({"index": 0, "delta": {"reasoning_content": "hm", "tool_calls": [one]}}),
+        wire({**frag(), "extra": 1}),
+        wire(frag(), usage=None),
+        wire(frag(), usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}),
+        wire(frag(), error={"message": "boom"}),
+        wire(frag(), type="text"),  # an extra named type: a stream helper's event, as the dump path reads it
+        built(),
+        built(function=Function.model_construct(arguments=7)),
+        built(function=Function.model_construct(arguments="ab", name="f")),
+        dict_function,  # a dict where a model belongs
+        built(entry=Entry.model_construct(index=True, function=Function.model_construct(arguments="ab"))),
+        built(entry=Entry.model_construct(index="0", function=Function.model_construct(arguments="ab"))),
+        built(delta=Delta.model_construct(tool_calls=({"index": 0},))),
+        built(delta=Delta.model_construct(tool_calls=[])),
+        built(choice=Choice.model_construct(index=False, delta=Delta.model_construct(), finish_reason=None)),
+        built(choice=Choice.model_construct(index=0.0, delta=Delta.model_construct(), finish_reason=None)),
+        C.model_construct(**{**envelope, "choices": ()}),
+        C.model_construct(**envelope),
+    ]
+
+
+def test_the_lean_sdk_reader_reads_as_the_dump_does() -> None:
+    chunks = [o for _, objects in _streams() for o in objects] + _hostile_chunks()
+    read = 0
+    for chunk_object in chunks:
+        lean = lean_chat_fragment(chunk_object)
+        try:
+            dumped = lean_fragment_in(dict(as_mapping(chunk_object)))
+        except Exception:  # a dump that fails is the dump path's to report
+            dumped = None
+        # Where the lean reader reads a chunk it reads it as the dump does; where it declines, the
+        # dump path reads the chunk (the replays above and below say that comes out alike).
+        assert lean is None or lean == dumped, chunk_object
+        read += lean is not None
+    assert read > 300  # it is taken, often
+    hostile = _hostile_chunks()
+    assert [n for n, c in enumerate(hostile) if lean_chat_fragment(c) is not None] == [0, 4, 13, 17]
+    for chunk_object in hostile:
+        try:
+            payload = sdk_payload(chunk_object, LangChainStream())
+        except Exception:  # the dump path's to report
+            continue
+        if payload is None:  # a stream helper's event (an extra field named type): skipped, unread
+            continue
+        dumped_chunk = dict(payload)
+        opened = chunk(tc(0, "a", "f", ""))
+        assert _trace([opened, chunk_object]) == _trace([opened, dumped_chunk]), chunk_object

@@ -137,6 +137,10 @@ class OpenAIChatDecoder:
             return True
         return False
 
+    def fragment(self, index: int, text: str, registry: Registry) -> None:
+        """What shortcut() does with a chunk that is one bare fragment (index, text) and nothing else."""
+        registry.bare_fragment(index, text, self._bare.ref)
+
     def hold(self, index: int, text: str, registry: Registry) -> None:
         """What shortcut() does with a chunk that is one bare fragment and nothing else (see
         lean_fragment_in), for a read of many events: the fragment may be held back with those
