@@ -65,7 +65,7 @@ from fsm.wire.detect import cut_before_telling
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.langchain_places import LangChainStream
-from fsm.wire.sdk import lean_chat_fragment, sdk_payload
+from fsm.wire.sdk import sdk_payload, take_chat_chunk
 
 if TYPE_CHECKING:
     from fsm.engine.partial import PartialReader  # imported when a preview is first asked for
@@ -357,11 +357,13 @@ class Reassembler:
         self.ledger.event = self._events
         if type(item) is not dict:
             chat, held = self._chat, self._sdk_held
-            if chat is not None and self._finish is None and (held is None or held.said is None):
-                found = lean_chat_fragment(item)  # an SDK chunk of one bare fragment: as its dump would go
-                if found is not None:
-                    chat.fragment(found[0], found[1], self.registry)
-                    return
+            if (
+                chat is not None
+                and self._finish is None
+                and (held is None or held.said is None)
+                and take_chat_chunk(item, chat, self.registry)  # an SDK chunk of one call's entry
+            ):
+                return
             if isinstance(item, EVENT_TYPES):
                 fault = event_fault(item)
                 if fault is not None:

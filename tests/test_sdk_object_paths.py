@@ -12,9 +12,9 @@ import pytest
 
 from fsm import Reassembler
 from fsm.harness.fuzz.run import sample_vectors
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, lean_fragment_in
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, one_entry, plain_delta
 from fsm.wire.langchain_places import LangChainStream
-from fsm.wire.sdk import _type_of, as_mapping, lean_chat_fragment, sdk_payload
+from fsm.wire.sdk import _BARE, _type_of, as_mapping, chat_entry, sdk_payload
 from tests.helpers import chunk, replay_traced, tc
 from tests.test_conformance import VECTORS
 from tests.test_per_call_paths import EDGES
@@ -136,6 +136,7 @@ def _hostile_chunks() -> list[Any]:
         choice = choice if choice is not None else Choice.model_construct(index=0, delta=delta, finish_reason=None)
         return C.model_construct(**{**envelope, "choices": [choice], **top})
 
+    one_f = Function.model_construct(arguments="ab")
     dict_function = built()
     dict_function.choices[0].delta.tool_calls[0].__dict__["function"] = {"arguments": "ab"}
     return [
@@ -166,6 +167,11 @@ def _hostile_chunks() -> list[Any]:
         built(delta=Delta.model_construct(tool_calls=[])),
         built(choice=Choice.model_construct(index=False, delta=Delta.model_construct(), finish_reason=None)),
         built(choice=Choice.model_construct(index=0.0, delta=Delta.model_construct(), finish_reason=None)),
+        built(delta=Delta.model_construct(content=[], tool_calls=[Entry.model_construct(index=0, function=one_f)])),
+        built(delta=Delta.model_construct(refusal=0, tool_calls=[Entry.model_construct(index=0, function=one_f)])),
+        built(delta=Delta.model_construct(role=1, tool_calls=[Entry.model_construct(index=0, function=one_f)])),
+        built(entry=Entry.model_construct(index=0, id=5, function=one_f)),
+        built(entry=Entry.model_construct(index=0, type=["function"], function=one_f)),
         C.model_construct(**{**envelope, "choices": ()}),
         C.model_construct(**envelope),
     ]
@@ -175,18 +181,23 @@ def test_the_lean_sdk_reader_reads_as_the_dump_does() -> None:
     chunks = [o for _, objects in _streams() for o in objects] + _hostile_chunks()
     read = 0
     for chunk_object in chunks:
-        lean = lean_chat_fragment(chunk_object)
+        lean = chat_entry(chunk_object)
+        if lean is not None and lean[0] is _BARE:  # a bare fragment: the entry the dump holds is these two
+            index, text = lean[1]["index"], lean[1]["arguments"]
+            lean = ({"index": index, "function": {"arguments": text}}, {"arguments": text})
         try:
-            dumped = lean_fragment_in(dict(as_mapping(chunk_object)))
+            delta = plain_delta(dict(as_mapping(chunk_object)))
+            dumped = None if delta is None else one_entry(delta)
         except Exception:  # a dump that fails is the dump path's to report
             dumped = None
-        # Where the lean reader reads a chunk it reads it as the dump does; where it declines, the
-        # dump path reads the chunk (the replays above and below say that comes out alike).
+        # Where the lean reader reads a chunk it finds what the dump's readers find; where it
+        # declines, the dump path reads the chunk (the replays above and below come out alike).
         assert lean is None or lean == dumped, chunk_object
         read += lean is not None
     assert read > 300  # it is taken, often
     hostile = _hostile_chunks()
-    assert [n for n, c in enumerate(hostile) if lean_chat_fragment(c) is not None] == [0, 4, 13, 17]
+    taken = [n for n, c in enumerate(hostile) if chat_entry(c) is not None]
+    assert taken == [0, 1, 2, 3, 4, 7, 9, 10, 13, 17, 19]  # the rest are left to the dump
     for chunk_object in hostile:
         try:
             payload = sdk_payload(chunk_object, LangChainStream())

@@ -33,6 +33,12 @@ How it measures (see issue 17):
 Peers (OpenAI chat shape only, each where installed): openai-python's ``ChatCompletionStreamState``,
 pydantic-ai's parts manager, LangChain's bulk merge (``add_ai_message_chunks``), LiteLLM's combiner
 (``ChunkProcessor.get_combined_tool_content``). Install them with ``pip install -e '.[bench]'``.
+
+A third starting point, where most callers are: *from SDK objects*, openai's ``ChatCompletionChunk``
+(built before the clock starts, for OpenAI chat streams whose every chunk the SDK reads), fed to
+toolcall-fsm as they are and read by pydantic-ai as its OpenAI chat stream reads them (the
+reasoning and annotation fields it looks up by name, the text, each tool-call entry's attributes)
+into the same parts manager.
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ from bench_streams import CAPTURES, Call, Scenario, captures, synthetic
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM fetches a price list at import
 
 FSM, FSM_WIRE, FLOOR, FLOOR_WIRE = "toolcall-fsm", "toolcall-fsm from wire bytes", "floor", "floor from wire bytes"
+FSM_SDK, PYDANTIC_SDK = "toolcall-fsm from SDK objects", "pydantic-ai from SDK objects"
 PEER_MODULES = {
     "pydantic-ai": "pydantic_ai",
     "openai-python": "openai",
@@ -108,6 +115,37 @@ def fsm_from_wire(scn: Scenario) -> Run:
         r = Reassembler(provider, limits=limits)
         for piece in pieces:
             r.feed_bytes(piece)
+        return r.close()
+
+    return run
+
+
+def sdk_chunks(scn: Scenario) -> list[Any] | str:
+    """The stream as openai's ``ChatCompletionChunk`` objects, or why there are none."""
+    if scn.provider != "openai-chat":
+        return "SDK objects of the OpenAI chat shape only"
+    if not _installed("openai"):
+        return "openai not installed (pip install -e '.[bench]')"
+    from openai.types.chat import ChatCompletionChunk
+    from pydantic import ValidationError
+
+    envelope = {"id": "c", "created": 1, "model": "m", "object": "chat.completion.chunk"}
+    try:
+        return [ChatCompletionChunk.model_validate({**envelope, **p}) for p in scn.payloads]
+    except ValidationError:
+        return "a chunk the SDK does not read"
+
+
+def fsm_from_sdk(chunks: list[Any], scn: Scenario) -> Run:
+    from fsm import Reassembler
+
+    provider, limits = scn.provider, _limits()
+
+    def run() -> Any:
+        r = Reassembler(provider, limits=limits)
+        feed = r.feed
+        for c in chunks:
+            feed(c)
         return r.close()
 
     return run
@@ -303,6 +341,40 @@ def pydantic_ai(scn: Scenario) -> Run:
     return run
 
 
+def pydantic_ai_from_sdk(chunks: list[Any]) -> Run:
+    from pydantic_ai._parts_manager import ModelResponsePartsManager
+    from pydantic_ai.models import ModelRequestParameters
+
+    def run() -> Any:
+        manager = ModelResponsePartsManager(ModelRequestParameters())
+        for chunk in chunks:
+            for choice in chunk.choices:
+                delta = choice.delta
+                # What its OpenAI chat stream reads of each chunk: reasoning under two names, the
+                # text, the annotations (an extra field), then every tool-call entry.
+                for field in ("reasoning", "reasoning_content"):
+                    thought = getattr(delta, field, None)
+                    if thought and isinstance(thought, str):
+                        for _ in manager.handle_thinking_delta(vendor_part_id=("reasoning", field), content=thought):
+                            pass
+                        break
+                if isinstance(delta.content, str) and delta.content:
+                    for _ in manager.handle_text_delta(vendor_part_id="content", content=delta.content):
+                        pass
+                getattr(delta, "annotations", None)
+                for tc in delta.tool_calls or ():
+                    fn = tc.function
+                    manager.handle_tool_call_delta(
+                        vendor_part_id=tc.index,
+                        tool_name=fn.name if fn is not None else None,
+                        args=fn.arguments if fn is not None else None,
+                        tool_call_id=tc.id,
+                    )
+        return manager.get_parts()
+
+    return run
+
+
 def pydantic_ai_calls(parts: Any) -> list[Call]:
     calls = [p for p in parts if type(p).__name__ == "ToolCallPart"]
     return [(c.tool_call_id, c.tool_name, c.args_as_dict()) for c in calls]
@@ -353,7 +425,7 @@ PEERS: dict[str, tuple[Callable[[Scenario], Run], Callable[[Any], list[Call]]]] 
     "langchain": (langchain, langchain_calls),
     "litellm": (litellm, litellm_calls),
 }
-IMPLEMENTATIONS = [FSM, FSM_WIRE, FLOOR, FLOOR_WIRE, *PEERS]
+IMPLEMENTATIONS = [FSM, FSM_WIRE, FLOOR, FLOOR_WIRE, *PEERS, FSM_SDK, PYDANTIC_SDK]
 
 
 def _installed(module: str) -> bool:
@@ -373,6 +445,15 @@ def runner(name: str, scn: Scenario) -> tuple[Run | None, Callable[[Any], list[C
     if name == FLOOR_WIRE:
         run = floor_from_wire(scn)
         return (None, None, run) if isinstance(run, str) else (run, list, None)
+    if name in (FSM_SDK, PYDANTIC_SDK):
+        chunks = sdk_chunks(scn)
+        if isinstance(chunks, str):
+            return None, None, chunks
+        if name == FSM_SDK:
+            return fsm_from_sdk(chunks, scn), fsm_calls, None
+        if not _installed("pydantic_ai"):
+            return None, None, "not installed (pip install -e '.[bench]')"
+        return pydantic_ai_from_sdk(chunks), pydantic_ai_calls, None
     if scn.provider != "openai-chat":
         return None, None, "speaks the OpenAI chat shape only"
     if not _installed(PEER_MODULES[name]):
@@ -561,7 +642,7 @@ def measure(quick: bool, processes: int, rounds: int, sample_seconds: float) -> 
             row["verdict"][name] = verdict
             if run is not None:
                 plan.setdefault(scn.label, []).append(name)
-                if name != FSM_WIRE and name != FLOOR_WIRE:  # memory is compared from parsed dicts
+                if name in PEERS or name in (FSM, FLOOR):  # memory is compared from parsed dicts
                     row["peak_bytes"][name] = peak_memory(run)
         row["fsm_state_bytes"] = fsm_state_bytes(scn)
         rows.append(row)
@@ -721,7 +802,8 @@ def _line(row: dict[str, Any]) -> str:
 def markdown(report: dict[str, Any]) -> str:
     """The README's table (ratios only) and target lines, from a ``--json`` report."""
     head = ["Stream", "Events", "fsm ÷ floor, dicts", "fsm ÷ floor, wire", "pydantic-ai ÷ fsm", "openai-python ÷ fsm"]
-    head += ["LangChain ÷ fsm", "LiteLLM ÷ fsm", "fsm memory ÷ args", "peers' memory ÷ args"]
+    head += ["LangChain ÷ fsm", "LiteLLM ÷ fsm", "SDK objects: pydantic-ai ÷ fsm", "SDK objects ÷ dicts, fsm"]
+    head += ["fsm memory ÷ args", "peers' memory ÷ args"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in report["rows"]:
         args = row["argument_bytes"] or 1
@@ -732,6 +814,8 @@ def markdown(report: dict[str, Any]) -> str:
             _cell(row, FLOOR),
             "-" if _ratio(row, FSM_WIRE, FLOOR_WIRE) is None else f"{_ratio(row, FSM_WIRE, FLOOR_WIRE):.2f}x",
             *(_cell(row, p, FSM) for p in PEERS),
+            _cell(row, PYDANTIC_SDK, FSM_SDK),
+            "-" if _ratio(row, FSM_SDK, FSM) is None else f"{_ratio(row, FSM_SDK, FSM):.2f}x",
             f"{row['peak_bytes'][FSM] / args:.1f}x" if FSM in row["peak_bytes"] else "-",
             ", ".join(peers) or "-",
         ]

@@ -23,11 +23,15 @@ frameworks above them yield, read by duck typing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsm.errors import InvalidInput
 from fsm.wire.langchain_chunks import langchain_chunk
 from fsm.wire.langchain_places import LangChainStream
+
+if TYPE_CHECKING:
+    from fsm.engine.registry import Registry
+    from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 
 DERIVED_EVENT_TYPES = frozenset(
     {
@@ -97,13 +101,28 @@ _PLAIN_MODELS: dict[type, bool] = {}
 """Per class of object fed: is it a pydantic model whose ``type`` _type_of reads directly?"""
 
 
-def lean_chat_fragment(item: Any) -> tuple[int, str] | None:
-    """(index, text) when ``item`` is an SDK chunk of OpenAI chat (openai's ``ChatCompletionChunk``,
-    a pydantic model) holding nothing but one bare fragment: what ``lean_fragment_in`` finds in the
-    dump ``as_mapping`` makes of it, read from its attributes without that dump (some 3.5 us, most of
-    what such a chunk then costs). None for any other object, and for any chunk where a field beyond
-    those was set, an extra one came, or a value is not of its usual type: the dump decides those
-    (test_the_lean_sdk_reader_reads_as_the_dump_does)."""
+def take_chat_chunk(item: Any, chat: OpenAIChatDecoder, registry: Registry) -> bool:
+    """Take ``item`` as ``chat.shortcut`` takes the dump ``as_mapping`` makes of it, when it is an
+    SDK chunk of OpenAI chat (openai's ``ChatCompletionChunk``, a pydantic model) holding one
+    tool-call entry and nothing else of note (a role, or empty text, beside it at the most), read
+    from its attributes without that dump (some 3.5 us, most of what a chunk of a call's arguments
+    then costs); False, having done nothing, for anything else: then the dump decides."""
+    found = chat_entry(item)
+    if found is None:
+        return False
+    entry, function = found
+    if entry is _BARE:  # the commonest chunk, one bare fragment: what entry() does with it
+        chat.fragment(function["index"], function["arguments"], registry)
+        return True
+    return chat.entry(entry, function, registry)
+
+
+def chat_entry(item: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The (entry, function) that ``one_entry(plain_delta(...))`` finds in the dump of ``item`` (see
+    take_chat_chunk), the fields set as the dump has them; for a bare fragment (an entry of an index
+    and a function of non-empty arguments alone), (``_BARE``, the two). None for any other object,
+    and for a chunk where something more was set, an extra field came, or a value is not of its
+    usual type (test_the_lean_sdk_reader_reads_as_the_dump_does)."""
     cls = type(item)
     known = _CHAT_CHUNKS.get(cls)
     if known is None:
@@ -124,36 +143,61 @@ def lean_chat_fragment(item: Any) -> tuple[int, str] | None:
     if not _sets(choice, _CHOICE_FIELDS) or choice.index != 0 or type(choice.index) is not int or choice.finish_reason:
         return None
     delta = choice.delta
-    if not _sets(delta, _DELTA_FIELDS, exactly=True):
+    if not _sets(delta, _DELTA_FIELDS):
         return None
     entries = delta.tool_calls
     if type(entries) is not list or len(entries) != 1:
         return None
     entry = entries[0]
-    if not _sets(entry, _ENTRY_FIELDS, exactly=True) or type(entry.index) is not int:
+    if not _sets(entry, _ENTRY_FIELDS) or type(entry.index) is not int:
         return None
     function = entry.function
-    if not _sets(function, _FUNCTION_FIELDS, exactly=True):
+    if not _sets(function, _FUNCTION_FIELDS):
         return None
-    text = function.arguments
-    return (entry.index, text) if type(text) is str and text else None
+    given, text = delta.__pydantic_fields_set__, function.arguments
+    if (
+        given == _TOOL_CALLS_ONLY
+        and entry.__pydantic_fields_set__ == _BARE_ENTRY
+        and function.__pydantic_fields_set__ == _ARGUMENTS_ONLY
+    ):
+        if type(text) is not str or not text:
+            return None
+        return _BARE, {"index": entry.index, "arguments": text}
+    if "tool_calls" not in given or type(entry.id) not in _TEXT or type(entry.type) not in _TEXT:
+        return None
+    said, refused = delta.content, delta.refusal
+    if said or refused or type(said) not in _TEXT or type(refused) not in _TEXT or type(delta.role) not in _TEXT:
+        return None  # text beside the call, or a value of another type: the dump's
+    if type(function.name) not in _TEXT or type(text) not in _TEXT:
+        return None
+    read = {name: getattr(entry, name) for name in entry.__pydantic_fields_set__}
+    read["function"] = called = {name: getattr(function, name) for name in function.__pydantic_fields_set__}
+    return read, called
 
 
-def _sets(model: Any, fields: frozenset[str], *, exactly: bool = False) -> bool:
-    """Is ``model`` a pydantic model with no extra field whose fields set are ``fields`` (or among them)?"""
+def _sets(model: Any, fields: frozenset[str]) -> bool:
+    """Is ``model`` a pydantic model with no extra field whose fields set are among ``fields``?"""
     try:
         given, extra = model.__pydantic_fields_set__, model.__pydantic_extra__
     except AttributeError:
         return False
-    return not extra and (given == fields if exactly else given <= fields)
+    return not extra and given <= fields
 
 
 _CHAT_CHUNKS: dict[type, bool] = {}
-"""Per class of object fed: is it a pydantic model of OpenAI chat chunks lean_chat_fragment reads?"""
+"""Per class of object fed: is it a pydantic model of OpenAI chat chunks chat_entry reads?"""
 _CHOICE_FIELDS = frozenset({"index", "delta", "finish_reason", "logprobs"})
-_DELTA_FIELDS = frozenset({"tool_calls"})
-_ENTRY_FIELDS = frozenset({"index", "function"})
-_FUNCTION_FIELDS = frozenset({"arguments"})
+_DELTA_FIELDS = frozenset({"role", "content", "refusal", "tool_calls"})
+_ENTRY_FIELDS = frozenset({"index", "id", "function", "type"})
+_FUNCTION_FIELDS = frozenset({"name", "arguments"})
+_TEXT = (str, type(None))
+_TOOL_CALLS_ONLY, _BARE_ENTRY, _ARGUMENTS_ONLY = (
+    frozenset({"tool_calls"}),
+    frozenset({"index", "function"}),
+    frozenset({"arguments"}),
+)
+_BARE: dict[str, Any] = {}
+"""chat_entry's mark of a bare fragment, in the entry's place (its function holds the index too)."""
 
 
 def as_mapping(item: Any) -> Mapping[str, Any]:

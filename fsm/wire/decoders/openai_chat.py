@@ -120,32 +120,33 @@ class OpenAIChatDecoder:
             for event in events:
                 said(event)
             return True
+        return self.entry(*found, registry)
+
+    def entry(self, entry: dict[str, Any], function: dict[str, Any], registry: Registry) -> bool:
+        """What shortcut() does with the one entry of a plain delta (see one_entry): False, having
+        done nothing, when it is none of a bare fragment, a whole call and a call's header."""
         # An entry with an id is never a bare fragment (bare_fragment_in), and one without is never
         # a whole call or a header: the id picks which readers can take it, so each runs alone.
-        if len(found[0]) < 3 or not found[0].get("id"):
-            fragment = bare_fragment_in(*found)
-            if fragment is not None:
-                registry.bare_fragment(fragment[0], fragment[1], self._bare.ref)
-                return True
-        whole = whole_call_in(*found)
+        if (len(entry) < 3 or not entry.get("id")) and (fragment := bare_fragment_in(entry, function)) is not None:
+            registry.bare_fragment(fragment[0], fragment[1], self._bare.ref)
+            return True
+        whole = whole_call_in(entry, function)
         if whole is not None:
             registry.whole_call(*whole)
             return True
-        header = header_in(*found)
+        header = header_in(entry, function)
         if header is not None:
             registry.call_header(*header)
             return True
         return False
 
     def fragment(self, index: int, text: str, registry: Registry) -> None:
-        """What shortcut() does with a chunk that is one bare fragment (index, text) and nothing else."""
-        registry.bare_fragment(index, text, self._bare.ref)
+        registry.bare_fragment(index, text, self._bare.ref)  # entry() of a bare fragment (index, text)
 
     def hold(self, index: int, text: str, registry: Registry) -> None:
-        """What shortcut() does with a chunk that is one bare fragment and nothing else (see
-        lean_fragment_in), for a read of many events: the fragment may be held back with those
-        before it (Registry.hold). The caller settles the registry before anything else and at
-        the end of the read. Only while the stream has no finish reason, as for shortcut()."""
+        """fragment() for a read of many events (see lean_fragment_in): held back with those before
+        it (Registry.hold), the caller settling the registry before anything else and at the end of
+        the read. Only while the stream has no finish reason, as for shortcut()."""
         registry.hold(index, text, self._bare.ref)
 
     def ending(
