@@ -91,15 +91,20 @@ def _limits() -> Any:
 
 
 def fsm_from_dicts(scn: Scenario) -> Run:
+    return fsm_feeding(scn.payloads, scn)
+
+
+def fsm_feeding(items: list[Any], scn: Scenario) -> Run:
+    """toolcall-fsm fed ``items`` (the stream's payloads, or objects standing for them) one by one."""
     from fsm import Reassembler
 
-    payloads, provider, limits = scn.payloads, scn.provider, _limits()
+    provider, limits = scn.provider, _limits()
 
     def run() -> Any:
         r = Reassembler(provider, limits=limits)
         feed = r.feed
-        for p in payloads:
-            feed(p)
+        for item in items:
+            feed(item)
         return r.close()
 
     return run
@@ -134,21 +139,6 @@ def sdk_chunks(scn: Scenario) -> list[Any] | str:
         return [ChatCompletionChunk.model_validate({**envelope, **p}) for p in scn.payloads]
     except ValidationError:
         return "a chunk the SDK does not read"
-
-
-def fsm_from_sdk(chunks: list[Any], scn: Scenario) -> Run:
-    from fsm import Reassembler
-
-    provider, limits = scn.provider, _limits()
-
-    def run() -> Any:
-        r = Reassembler(provider, limits=limits)
-        feed = r.feed
-        for c in chunks:
-            feed(c)
-        return r.close()
-
-    return run
 
 
 def fsm_calls(result: Any) -> list[Call]:
@@ -450,7 +440,7 @@ def runner(name: str, scn: Scenario) -> tuple[Run | None, Callable[[Any], list[C
         if isinstance(chunks, str):
             return None, None, chunks
         if name == FSM_SDK:
-            return fsm_from_sdk(chunks, scn), fsm_calls, None
+            return fsm_feeding(chunks, scn), fsm_calls, None
         if not _installed("pydantic_ai"):
             return None, None, "not installed (pip install -e '.[bench]')"
         return pydantic_ai_from_sdk(chunks), pydantic_ai_calls, None
