@@ -390,6 +390,12 @@ class Reassembler:
             or chat.ending(item, content.apply, content.usage_replaced, self._finished if unfinished else None)
         ):
             return  # what the decoder and _apply would do with the commonest chunks, without their events
+        # The other shapes' commonest event (the wire path asked already), as it goes from the wire.
+        if not wire and unfinished and self._commonest is not None and not self._invoked:
+            fragment = self._commonest(item)
+            if fragment is not None:
+                self.registry.arguments(fragment[0], fragment[1], "fragment")
+                return
         self._decode(item, wire)
 
     def _in_places(self, payload: Mapping[str, Any], held: LangChainStream) -> None:

@@ -277,6 +277,34 @@ def test_the_commonest_fragment_shortcuts_decide_as_the_decoders(monkeypatch: py
         assert a == b, vector.name
 
 
+def test_the_commonest_fragment_shortcuts_decide_alike_for_fed_dicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The same shortcuts for events fed as dicts (and SDK objects, which are fed as their dumps).
+    from fsm.harness.fuzz.run import sample_vectors
+    from tests.test_conformance import _replay_with_trace
+
+    vectors = [v for v in load_vectors() if v.shape in SHAPES and v.body is None]
+    vectors += [v for shape in sorted(SHAPES) for v in sample_vectors(shape, 60) if v.body is None]
+    vectors = [v for v in vectors if all(type(e) is dict for e in v.events)]
+    assert len(vectors) > 250
+    hits: dict[str, int] = {}
+    for cls in SHORTCUT_DECODERS:
+        real = cls.commonest_fragment
+
+        def counted(self: Any, payload: dict[str, Any], real: Any = real) -> Any:
+            fragment = real(self, payload)
+            hits[self.name] = hits.get(self.name, 0) + (fragment is not None)
+            return fragment
+
+        monkeypatch.setattr(cls, "commonest_fragment", counted)
+    fast = [_replay_with_trace(v) for v in vectors]
+    assert all(hits.get(cls.name, 0) > 30 for cls in SHORTCUT_DECODERS), hits  # taken, often, by each
+    for cls in SHORTCUT_DECODERS:
+        monkeypatch.setattr(cls, "commonest_fragment", lambda self, payload: None)
+    general = [_replay_with_trace(v) for v in vectors]
+    for vector, a, b in zip(vectors, fast, general, strict=True):
+        assert a == b, vector.name
+
+
 # -- fragments held back over one read (Registry.hold) -------------------------------------------------------------
 
 
