@@ -251,13 +251,8 @@ def replay_wire(vector: conformance.Vector, wire: bytes) -> object:
     return replay_traced(Reassembler(vector.shape, policies=Policies(**vector.policies)), feed)
 
 
-def test_the_commonest_fragment_shortcuts_decide_as_the_decoders(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fsm.harness.fuzz.run import sample_vectors
-
-    vectors = [v for v in load_vectors() if v.shape in SHAPES]
-    vectors += [v for shape in sorted(SHAPES) for v in sample_vectors(shape, 60)]
-    wired = [(v, w) for v in vectors if (w := wire_of(v)) is not None]
-    assert len(wired) > 250
+def _counting_shortcuts(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How often each decoder's commonest_fragment shortcut is taken, from now on."""
     hits: dict[str, int] = {}
     for cls in SHORTCUT_DECODERS:
         real = cls.commonest_fragment
@@ -268,6 +263,17 @@ def test_the_commonest_fragment_shortcuts_decide_as_the_decoders(monkeypatch: py
             return fragment
 
         monkeypatch.setattr(cls, "commonest_fragment", counted)
+    return hits
+
+
+def test_the_commonest_fragment_shortcuts_decide_as_the_decoders(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fsm.harness.fuzz.run import sample_vectors
+
+    vectors = [v for v in load_vectors() if v.shape in SHAPES]
+    vectors += [v for shape in sorted(SHAPES) for v in sample_vectors(shape, 60)]
+    wired = [(v, w) for v in vectors if (w := wire_of(v)) is not None]
+    assert len(wired) > 250
+    hits = _counting_shortcuts(monkeypatch)
     fast = [replay_wire(v, w) for v, w in wired]
     assert all(hits.get(cls.name, 0) > 50 for cls in SHORTCUT_DECODERS), hits  # taken, often, by each
     for cls in SHORTCUT_DECODERS:
@@ -286,16 +292,7 @@ def test_the_commonest_fragment_shortcuts_decide_alike_for_fed_dicts(monkeypatch
     vectors += [v for shape in sorted(SHAPES) for v in sample_vectors(shape, 60) if v.body is None]
     vectors = [v for v in vectors if all(type(e) is dict for e in v.events)]
     assert len(vectors) > 250
-    hits: dict[str, int] = {}
-    for cls in SHORTCUT_DECODERS:
-        real = cls.commonest_fragment
-
-        def counted(self: Any, payload: dict[str, Any], real: Any = real) -> Any:
-            fragment = real(self, payload)
-            hits[self.name] = hits.get(self.name, 0) + (fragment is not None)
-            return fragment
-
-        monkeypatch.setattr(cls, "commonest_fragment", counted)
+    hits = _counting_shortcuts(monkeypatch)
     fast = [_replay_with_trace(v) for v in vectors]
     assert all(hits.get(cls.name, 0) > 30 for cls in SHORTCUT_DECODERS), hits  # taken, often, by each
     for cls in SHORTCUT_DECODERS:
