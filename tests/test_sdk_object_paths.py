@@ -14,7 +14,7 @@ from fsm import Reassembler
 from fsm.harness.fuzz.run import sample_vectors
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, one_entry, plain_delta
 from fsm.wire.langchain_places import LangChainStream
-from fsm.wire.sdk import _BARE, _type_of, as_mapping, chat_entry, sdk_payload
+from fsm.wire.sdk import _BARE, _type_of, as_mapping, chat_entry, plain_dump, sdk_payload
 from tests.helpers import chunk, replay_traced, tc
 from tests.test_conformance import VECTORS
 from tests.test_per_call_paths import EDGES
@@ -208,3 +208,73 @@ def test_the_lean_sdk_reader_reads_as_the_dump_does() -> None:
         dumped_chunk = dict(payload)
         opened = chunk(tc(0, "a", "f", ""))
         assert _trace([opened, chunk_object]) == _trace([opened, dumped_chunk]), chunk_object
+
+
+def _as_sdk_events(shape: str, events: list[Any]) -> list[Any]:
+    """Each event as its SDK's object where the SDK reads it, else the dict itself (a caller may
+    feed both in one stream)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    if shape == "anthropic":
+        adapter: Any = TypeAdapter(pytest.importorskip("anthropic").types.RawMessageStreamEvent)
+    else:
+        adapter = TypeAdapter(pytest.importorskip("openai.types.responses").ResponseStreamEvent)
+    out = []
+    for number, event in enumerate(events):
+        if shape == "openai-responses":  # the vectors leave out what the SDK requires and no reader reads
+            event = {"sequence_number": number, **event}
+            if str(event.get("type")).endswith((".delta", ".done")) and "output_index" in event:
+                event.setdefault("item_id", f"it_{event['output_index']}")
+        try:
+            out.append(adapter.validate_python(event))
+        except (ValidationError, TypeError):
+            out.append(event)
+    return out
+
+
+@pytest.mark.parametrize("shape", ["anthropic", "openai-responses"])
+def test_a_plain_dump_is_the_dump(shape: str) -> None:
+    vectors = [v for v in [*VECTORS, *sample_vectors(shape, 120)] if v.shape == shape and v.body is None]
+    streams = [(v.name, _as_sdk_events(shape, v.events)) for v in vectors if all(type(e) is dict for e in v.events)]
+    objects = [o for _, stream in streams for o in stream if type(o) is not dict]
+    plain = 0
+    for item in objects:
+        lean = plain_dump(item)
+        assert lean is None or lean == dict(as_mapping(item)), item
+        plain += lean is not None
+    assert plain > 150
+    for name, stream in streams:  # the SDK objects replay as their dumps do, shortcuts and all
+        dumps = [e if type(e) is dict else dict(as_mapping(e)) for e in stream]
+        assert _trace_as(shape, stream) == _trace_as(shape, dumps), name
+
+
+def _trace_as(shape: str, items: list[Any]) -> object:
+    return replay_traced(Reassembler(shape), lambda r: (r.feed(item) for item in items))
+
+
+def test_the_commonest_event_of_an_sdk_stream_is_taken_without_its_dump(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fsm.wire import sdk
+
+    anthropic = pytest.importorskip("anthropic")
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(anthropic.types.RawMessageStreamEvent)
+    start = {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}},
+    }
+    pieces = ['{"q"', ": ", '"A"}']
+    deltas = [
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": p}}
+        for p in pieces
+    ]
+    events = [adapter.validate_python(e) for e in [start, *deltas, {"type": "content_block_stop", "index": 0}]]
+    dumped: list[Any] = []
+    real = sdk.as_mapping
+    monkeypatch.setattr(sdk, "as_mapping", lambda item: dumped.append(item) or real(item))
+    r = Reassembler("anthropic")
+    for event in events:
+        r.feed(event)
+    assert [(c.id, c.name, c.arguments) for c in r.close().calls] == [("t", "f", {"q": "A"})]
+    assert [getattr(e, "type", None) for e in dumped] == ["content_block_start", "content_block_stop"]

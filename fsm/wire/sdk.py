@@ -22,7 +22,7 @@ frameworks above them yield, read by duck typing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from fsm.errors import InvalidInput
@@ -31,6 +31,7 @@ from fsm.wire.langchain_places import LangChainStream
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
+    from fsm.events import CallRef
     from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 
 DERIVED_EVENT_TYPES = frozenset(
@@ -133,6 +134,7 @@ def chat_entry(item: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
             and "type" not in fields  # a typed event may be one a stream helper derived: sdk_payload reads it
             and not hasattr(cls, "type")
             and hasattr(cls, "__pydantic_extra__")
+            and _plain_class(cls)  # dumped by pydantic's own model_dump, no serializer or alias of its own
         )
     if not known or item.__pydantic_extra__ or ("usage" in item.__pydantic_fields_set__ and item.usage is not None):
         return None
@@ -198,6 +200,84 @@ _TOOL_CALLS_ONLY, _BARE_ENTRY, _ARGUMENTS_ONLY = (
 )
 _BARE: dict[str, Any] = {}
 """chat_entry's mark of a bare fragment, in the entry's place (its function holds the index too)."""
+
+
+def commonest_of(
+    item: Any, commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None], types: frozenset[str]
+) -> tuple[CallRef, str] | None:
+    """What a decoder's ``commonest`` fragment reader finds in the dump of the SDK event ``item``,
+    read from a plain dump of it (see plain_dump) when its type is one of ``types``, the types
+    that reader takes; None otherwise, having changed nothing."""
+    if _type_of(item) not in types:
+        return None
+    payload = plain_dump(item)
+    return None if payload is None else commonest(payload)
+
+
+def plain_dump(item: Any, depth: int = 2) -> dict[str, Any] | None:
+    """The dict ``as_mapping`` makes of ``item``, made without pydantic's ``model_dump`` (some 3.5 us
+    an event) when ``item`` is a plain pydantic model: its fields set hold text, integers, booleans,
+    None or (``depth`` levels down) plain models; no extra field, no alias, no serializer or
+    computed field of its own. None for anything else: the dump makes it
+    (test_a_plain_dump_is_the_dump). Equal as dicts, not in key order: for readers that look keys
+    up (the decoders' commonest_fragment), not for ones that list them."""
+    cls = type(item)
+    plain = _PLAIN_CLASSES.get(cls)
+    if plain is None:
+        plain = _PLAIN_CLASSES[cls] = _plain_class(cls)
+    if not plain or item.__pydantic_extra__:
+        return None
+    out: dict[str, Any] = {}
+    values = item.__dict__
+    for name in item.__pydantic_fields_set__:
+        value = values.get(name, _ABSENT)
+        if value is None or type(value) in _SCALARS:
+            out[name] = value
+        elif depth and _declared(cls, name, type(value)) and (inner := plain_dump(value, depth - 1)) is not None:
+            out[name] = inner
+        else:
+            return None
+    return out
+
+
+def _declared(cls: type, name: str, inner: type) -> bool:
+    """Is ``inner`` a class the field's annotation names itself? pydantic writes a model by the type
+    its field declares: a subclass beyond it would lose the fields the declared one lacks."""
+    key = (cls, name, inner)
+    found = _DECLARED.get(key)
+    if found is None:
+        import typing
+
+        seen, todo = set(), [cls.__pydantic_fields__[name].annotation]  # type: ignore[attr-defined]
+        while todo:
+            each = todo.pop()
+            seen.add(each)
+            todo += [arg for arg in typing.get_args(each) if arg not in seen]
+        found = _DECLARED[key] = inner in seen
+    return found
+
+
+def _plain_class(cls: type) -> bool:
+    fields = getattr(cls, "__pydantic_fields__", None)
+    decorators = getattr(cls, "__pydantic_decorators__", None)
+    dumps = next((c for c in cls.__mro__ if "model_dump" in c.__dict__), None)
+    return (
+        isinstance(fields, dict)
+        and dumps is not None
+        and dumps.__module__ == "pydantic.main"  # no model_dump of an SDK's own
+        and decorators is not None
+        and not decorators.field_serializers
+        and not decorators.model_serializers
+        and not getattr(cls, "__pydantic_computed_fields__", None)
+        and "snapshot" not in fields  # left out of the dump
+        and all(f.alias in (None, n) and f.serialization_alias in (None, n) for n, f in fields.items())
+    )
+
+
+_PLAIN_CLASSES: dict[type, bool] = {}
+_DECLARED: dict[tuple[type, str, type], bool] = {}
+_SCALARS = (str, int, bool)  # a float may be written otherwise (inf and nan as null)
+_ABSENT = object()
 
 
 def as_mapping(item: Any) -> Mapping[str, Any]:

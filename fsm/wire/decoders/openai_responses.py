@@ -158,6 +158,8 @@ class OpenAIResponsesDecoder:
             diagnose("unknown-event", f"Responses event type {kind!r}")
         return []
 
+    commonest_types = frozenset(DELTAS)  # the type of each event commonest_fragment can take
+
     def commonest_fragment(self, payload: dict[str, Any]) -> tuple[CallRef, str] | None:
         """(ref, text) when the event is the commonest kind: non-empty input delta text for an item
         announced at an integer ``output_index``. decode() makes exactly one ``ArgumentsFragment(ref,
