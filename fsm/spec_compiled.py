@@ -753,7 +753,7 @@ def _identity(s: ModuleType) -> Any:
                 code="unusable-action",
                 rule="parse-once-at-finish",
                 severity="violation",
-                reason="A built-in client call's action (a Responses shell_call's, local_shell_call's, apply_patch_call's operation, a computer_call's) is an object, but not one its tool takes: a field it needs is missing or of another type (commands that are not strings, a click without its x). Status invalid, raw text kept: not run, not sent back.",
+                reason="A built-in client call's action (a Responses shell_call's, local_shell_call's, apply_patch_call's operation, a computer_call's) is an object, but not one its tool takes: a field it needs is missing, of another type, or of a value its schema does not list (commands that are not strings, a click without its x, or with a button of no such name). Status invalid, raw text kept: not run, not sent back.",
             ),
             s.DiagnosticSpec(
                 code="truncated",
@@ -1224,7 +1224,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (10546, 4230949145),
     "scanner": (4661, 4199472060),
-    "identity": (24560, 3339796656),
+    "identity": (24632, 490243167),
     "history": (4059, 2702241000),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""
