@@ -5,7 +5,6 @@ Each test failed before its fix, or holds a path the audit fed and found sound. 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -70,3 +69,28 @@ def test_which_earlier_call_a_gemini_resend_repeats_does_not_hang_on_the_process
         str(["call call_0: the same arguments again; not added", "call call_1: the same arguments again; not added"])
         + "\n"
     }
+
+
+# -- Responses built-in actions: what a fault shows ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ({"type": "click", "button": 10**5000, "x": 1, "y": 2}, "has button 1" + "0" * 56 + "..."),
+        ({"type": "keypress", "keys": ["a", 10**5000]}, '(keypress) has keys ["a", 1' + "0" * 50 + "..."),
+        ({"type": "type", "text": {"n": 10**5000}}, '(type) has text {"n": 1' + "0" * 50),
+    ],
+)
+def test_an_unusable_action_holding_an_integer_python_writes_no_text_for_is_invalid_not_a_failed_stream(
+    value: dict[str, Any], said: str
+) -> None:
+    # the fault was shown by writing the value, which raised ValueError past the int-string limit:
+    # the whole stream failed (stream-failed) where a click of another button makes the call invalid
+    from tests.test_built_in_actions import stream
+
+    result = fsm.reassemble(stream("computer_call", value), "openai-responses")
+    (call,) = result.calls
+    assert call.status is fsm.CallStatus.INVALID and "stream-failed" not in result.codes()
+    (why,) = [d.message for d in result.diagnostics if d.code == "unusable-action"]
+    assert said in why

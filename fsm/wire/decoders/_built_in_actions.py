@@ -7,9 +7,10 @@ fields the API may add later pass, and so does a computer action of a type not l
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from fsm.jsontext import dumps
 
 
 def _text(value: Any) -> bool:
@@ -113,8 +114,15 @@ def _fault(value: Mapping[str, Any], kind: Any, what: str) -> str | None:
 
 def _shown(value: Any) -> str:
     """The value as the wire wrote it (JSON), cut to 60 characters."""
-    try:
-        said = json.dumps(value, ensure_ascii=False)
+    try:  # the digits of an integer past Python's int-string limit too, as the call's raw text has them
+        said = dumps(value)
     except (TypeError, ValueError):  # not JSON (an SDK object's field): as Python says it
-        said = repr(value)
+        said = _repr(value)
     return said if len(said) <= 60 else f"{said[:57]}..."
+
+
+def _repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except ValueError:  # an integer past the int-string limit inside an object JSON cannot write
+        return f"a {type(value).__name__} that holds an integer too long to write"
