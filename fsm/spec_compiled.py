@@ -720,6 +720,12 @@ def _identity(s: ModuleType) -> Any:
                 reason="A snapshot under the same id differed from what the call held; the latest replaced it.",
             ),
             s.DiagnosticSpec(
+                code="item-done-again",
+                rule="snapshot-resend",
+                severity="violation",
+                reason="A Responses output_item.done came again for an item whose call had already ended at the first, with other input or another status: the call was already handed out, so the first stands and the later one is reported, not read. The same item again is a quiet resend.",
+            ),
+            s.DiagnosticSpec(
                 code="missing-name",
                 rule="metadata-once",
                 severity="violation",
@@ -905,6 +911,7 @@ def _identity(s: ModuleType) -> Any:
                     "cut-event",
                     "provider-error",
                     "event-after-finish",
+                    "item-done-again",
                 ),
             ),
             s.FlowStep(
@@ -1224,7 +1231,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (10546, 4230949145),
     "scanner": (4661, 4199472060),
-    "identity": (24632, 490243167),
+    "identity": (25020, 2420865829),
     "history": (4059, 2702241000),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

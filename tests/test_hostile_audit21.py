@@ -5,6 +5,7 @@ Each test failed before its fix, or holds a path the audit fed and found sound. 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -94,3 +95,62 @@ def test_an_unusable_action_holding_an_integer_python_writes_no_text_for_is_inva
     assert call.status is fsm.CallStatus.INVALID and "stream-failed" not in result.codes()
     (why,) = [d.message for d in result.diagnostics if d.code == "unusable-action"]
     assert said in why
+
+
+# -- Responses: a second output_item.done for an item already ended --------------------------------------------
+
+
+def responses_done_twice(call_type: str, first: Any, second: Any, status: str = "completed") -> list[dict[str, Any]]:
+    if call_type == "function_call":
+        item: dict[str, Any] = {"type": call_type, "id": "it_1", "call_id": "call_1", "name": "f"}
+        field = "arguments"
+    else:
+        item = {"type": call_type, "id": "it_1", "call_id": "call_1", "pending_safety_checks": []}
+        field = "action"
+    done = {"type": "response.output_item.done", "output_index": 0}
+    return [
+        {"type": "response.created", "response": {"id": "resp_1", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress"}},
+        {**done, "item": {**item, field: first, "status": "completed"}},
+        {**done, "item": {**item, field: second, "status": status}},
+        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}},
+    ]
+
+
+CLICK = {"type": "click", "button": "left", "x": 1, "y": 2}
+
+
+@pytest.mark.parametrize(
+    ("call_type", "first", "second", "status"),
+    [
+        ("function_call", '{"a": 1}', '{"a": 2}', "completed"),
+        ("function_call", '{"a": 1}', '{"a": 1}', "incomplete"),
+        ("computer_call", CLICK, {**CLICK, "button": "middle"}, "completed"),
+        ("computer_call", CLICK, {**CLICK, "x": 9}, "completed"),
+    ],
+)
+def test_a_second_item_done_that_says_otherwise_is_reported_and_the_first_stands(
+    call_type: str, first: Any, second: Any, status: str
+) -> None:
+    # the call had ended (handed out to run) at the first output_item.done; a second one, with other
+    # input or another status, was dropped without a word (input events after the end open a call of
+    # their own, duplicate-id: not this one, which carries the whole item again)
+    events = responses_done_twice(call_type, first, second, status)
+    result = fsm.reassemble(events, "openai-responses")
+    (call,) = result.calls
+    assert call.status is fsm.CallStatus.COMPLETE
+    assert call.arguments == (json.loads(first) if isinstance(first, str) else first)
+    (note,) = [d for d in result.diagnostics if d.code == "item-done-again"]
+    assert note.event == 4 and "call call_1" in note.message and "the first stands" in note.message
+    strict = fsm.Reassembler("openai-responses", strict=True)
+    with pytest.raises(fsm.RemoteProtocolError, match=r"output_item\.done again"):
+        for event in events:
+            strict.feed(event)
+
+
+@pytest.mark.parametrize("call_type", ["function_call", "computer_call"])
+def test_a_second_item_done_that_says_the_same_is_a_quiet_resend(call_type: str) -> None:
+    first = '{"a": 1}' if call_type == "function_call" else CLICK
+    result = fsm.reassemble(responses_done_twice(call_type, first, first), "openai-responses")
+    assert [c.status for c in result.calls] == [fsm.CallStatus.COMPLETE]
+    assert "item-done-again" not in result.codes()
