@@ -327,3 +327,22 @@ def test_a_server_call_with_an_unusable_id_is_mapped_with_its_result() -> None:
         converse_id(odd)
     ] * 2
     assert history.check(fixed).findings == ()
+
+
+def test_an_id_mapped_onto_one_already_in_its_turn_takes_another_and_no_result_changes_hands() -> None:
+    from fsm.messages.bedrock import converse_id
+
+    odd = "a b"
+    taken = converse_id(odd)  # another call of the turn already goes by what "a b" maps to
+    conversation = [
+        ASK,
+        turn(use(odd), use(taken, "Bergen")),
+        results(answer(taken, "2 C"), answer(odd, "-3 C")),
+    ]
+    fixed, changes = history.repair(conversation)
+    ids = [b["toolUse"]["toolUseId"] for b in fixed[1]["content"][1:]]
+    assert ids[1] == taken and ids[0] not in (odd, taken) and ids[0] == taken + "_d2"
+    answered = {b["toolResult"]["toolUseId"]: b["toolResult"]["content"][0]["text"] for b in fixed[2]["content"]}
+    assert answered == {ids[0]: "-3 C", taken: "2 C"}  # each result still answers its own call
+    assert [(c.kind, c.id) for c in changes] == [("mapped-call", odd), ("mapped-result", odd)]
+    assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])

@@ -163,9 +163,9 @@ class _Plan:
                 )
                 self._change("dropped-call", call, f"the call had no result{why}")
                 continue
-            wire_id = usable_id(self.fmt, call.key)
+            wire_id = self._usable(call.key)
             if k > 0 and isinstance(call.key, str):  # id-less keys are unique within a turn
-                wire_id = usable_id(self.fmt, self.ids.claim(call.key))
+                wire_id = self._usable(self.ids.claim(call.key))
                 self._rename(call, answer, wire_id)
                 self._change("renamed-call", call, f"call {k + 1} under {call.key!r} in its turn is now {wire_id!r}")
                 if answer is not None:
@@ -187,6 +187,11 @@ class _Plan:
             self.answered_last[key] = key in answered
         if placeholders:
             self._place(segment, placeholders)
+
+    def _usable(self, key: Key) -> Key:
+        """``key`` as the format takes it; mapped (Converse), made unique against the ids in use as a rename is."""
+        mapped = usable_id(self.fmt, key)
+        return mapped if mapped == key or not isinstance(mapped, str) else self.ids.claim(mapped)
 
     def _rename(self, call: Entry, answer: Entry | None, wire_id: Key) -> None:
         """Give ``call`` and the result that answered it (if any) the id ``wire_id``."""
