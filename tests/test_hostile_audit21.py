@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from typing import Any
@@ -154,3 +155,90 @@ def test_a_second_item_done_that_says_the_same_is_a_quiet_resend(call_type: str)
     result = fsm.reassemble(responses_done_twice(call_type, first, first), "openai-responses")
     assert [c.status for c in result.calls] == [fsm.CallStatus.COMPLETE]
     assert "item-done-again" not in result.codes()
+
+
+# -- whole against split: the same result however the bytes arrive -------------------------------------------
+
+
+def sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+def fed(body: bytes, provider: str, sizes: list[int] | None) -> fsm.Result:
+    reader = fsm.Reassembler(provider, limits=fsm.Limits(max_calls=10_000))
+    at = 0
+    for size in sizes or [len(body)]:
+        reader.feed_bytes(body[at : at + size])
+        at += size
+    reader.feed_bytes(body[at:])
+    return reader.close()
+
+
+def random_sizes(body: bytes, seed: int) -> list[int]:
+    rng, sizes, total = random.Random(seed), [], 0
+    while total < len(body):
+        sizes.append(rng.choice((1, 2, 7, 64, 4096, 65537)))
+        total += sizes[-1]
+    return sizes
+
+
+MEGABYTE_TEXT = json.dumps({"body": 'x\\"y{}\u00e9\ud83d\ude00' * 100_000})
+
+
+def chat_nameless() -> list[dict[str, Any]]:
+    def chunk(call: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
+        delta = {"tool_calls": [call]} if call else {}
+        return {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    pieces = [MEGABYTE_TEXT[i : i + 997] for i in range(0, len(MEGABYTE_TEXT), 997)]
+    events = [chunk({"index": 0, "id": "a", "type": "function", "function": {"arguments": ""}})]
+    events += [chunk({"index": 0, "function": {"arguments": piece}}) for piece in pieces]
+    events += [chunk({"index": 1, "id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}})]
+    return [*events, chunk(None, "tool_calls")]
+
+
+def responses_batch() -> list[dict[str, Any]]:
+    from tests.test_built_in_actions import stream
+
+    actions: list[dict[str, Any]] = [{"type": "drag", "path": [{"x": i, "y": -i}] * 3} for i in range(20_000)]
+    return stream("computer_call", {"actions": [*actions, {**CLICK, "button": "middle"}]})
+
+
+def gemini_rolls() -> list[dict[str, Any]]:
+    rng = random.Random(21)
+    events = []
+    for _ in range(40):
+        parts = [
+            fcall(rng.choice(["roll", "look"]), **({"i": rng.randint(0, 1)} if rng.random() < 0.4 else {}))
+            for _ in range(rng.randint(1, 6))
+        ]
+        events.append(gem(parts))
+    events[-1]["candidates"][0]["finishReason"] = "STOP"
+    return events
+
+
+@pytest.mark.parametrize(
+    ("provider", "make", "status"),
+    [
+        ("openai-chat", chat_nameless, [fsm.CallStatus.INVALID, fsm.CallStatus.COMPLETE]),
+        ("openai-responses", responses_batch, [fsm.CallStatus.INVALID]),
+        ("gemini", gemini_rolls, None),
+    ],
+)
+def test_a_megabyte_of_hostile_input_reads_the_same_whole_and_in_random_pieces(
+    provider: str, make: Any, status: list[fsm.CallStatus] | None
+) -> None:
+    # a nameless call of a megabyte of escapes and astral characters beside a named one, a computer
+    # batch of 20,000 drags with one bad click last, and id-less Gemini calls resent at shifting places
+    events = make()
+    whole = fsm.reassemble(events, provider, limits=fsm.Limits(max_calls=10_000))
+    if status is not None:
+        assert [c.status for c in whole.calls] == status
+    body = sse(events)
+    assert fed(body, provider, None) == whole
+    for seed in (1, 2):
+        assert fed(body, provider, random_sizes(body, seed)) == whole
