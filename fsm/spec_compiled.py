@@ -729,7 +729,7 @@ def _identity(s: ModuleType) -> Any:
                 code="missing-name",
                 rule="metadata-once",
                 severity="violation",
-                reason="A call finished without any name. Nothing can run it and no provider takes a nameless call back, so one whose arguments parsed is invalid (arguments None, raw text kept): never among the complete calls, never in a next turn. A call already invalid or truncated keeps that status.",
+                reason="A call finished without any name. Nothing can run it and no provider takes a nameless call back, so one whose arguments parsed is invalid (arguments None, raw text kept): never among the complete calls, never in a next turn. A call already invalid or truncated keeps that status. A name that arrives for such a call after it finished is reported the same way and not taken: the call stays as it was handed out.",
             ),
             s.DiagnosticSpec(
                 code="empty-arguments",
@@ -1231,7 +1231,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (10546, 4230949145),
     "scanner": (4661, 4199472060),
-    "identity": (25020, 2420865829),
+    "identity": (25151, 652767609),
     "history": (4059, 2702241000),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

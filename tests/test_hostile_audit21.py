@@ -101,7 +101,9 @@ def test_an_unusable_action_holding_an_integer_python_writes_no_text_for_is_inva
 # -- Responses: a second output_item.done for an item already ended --------------------------------------------
 
 
-def responses_done_twice(call_type: str, first: Any, second: Any, status: str = "completed") -> list[dict[str, Any]]:
+def responses_done_twice(
+    call_type: str, first: Any, second: Any, status: str = "completed", name: str | None = "f"
+) -> list[dict[str, Any]]:
     if call_type == "function_call":
         item: dict[str, Any] = {"type": call_type, "id": "it_1", "call_id": "call_1", "name": "f"}
         field = "arguments"
@@ -113,7 +115,7 @@ def responses_done_twice(call_type: str, first: Any, second: Any, status: str = 
         {"type": "response.created", "response": {"id": "resp_1", "output": []}},
         {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress"}},
         {**done, "item": {**item, field: first, "status": "completed"}},
-        {**done, "item": {**item, field: second, "status": status}},
+        {**done, "item": {**item, field: second, "status": status, **({"name": name} if "name" in item else {})}},
         {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}},
     ]
 
@@ -242,3 +244,47 @@ def test_a_megabyte_of_hostile_input_reads_the_same_whole_and_in_random_pieces(
     assert fed(body, provider, None) == whole
     for seed in (1, 2):
         assert fed(body, provider, random_sizes(body, seed)) == whole
+
+
+# -- a name that comes after its call finished without one ---------------------------------------------------
+
+
+def claude_nameless_then_named() -> list[dict[str, Any]]:
+    start = {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}
+    block = {"type": "tool_use", "id": "t1", "input": {}}
+    return [
+        start,
+        {"type": "content_block_start", "index": 0, "content_block": block},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"x": 1}'}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 0, "content_block": {**block, "name": "f"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+        {"type": "message_stop"},
+    ]
+
+
+def test_a_name_after_a_nameless_call_finished_does_not_rename_what_was_handed_out() -> None:
+    # the block's start again, now with a name: the name was set on the finished call, so the result
+    # said ("f", invalid) where its CallFinished had said (None, invalid), a named call never run
+    events = claude_nameless_then_named()
+    reader = fsm.Reassembler("anthropic")
+    finished = [out.call for event in events for out in reader.feed(event) if isinstance(out, fsm.CallFinished)]
+    result = reader.close()
+    assert finished == list(result.calls)
+    first = result.calls[0]
+    assert (first.name, first.status, first.arguments_json) == (None, fsm.CallStatus.INVALID, '{"x": 1}')
+    notes = [d.message for d in result.diagnostics if d.code == "missing-name"]
+    assert notes[0] == "call t1: finished without a name, so invalid"
+    assert notes[1] == "call t1: name 'f' arrived after it finished without one; not taken"
+    assert fsm.reassemble(sse(events), "anthropic") == result
+
+
+def test_a_second_item_done_that_names_a_call_ended_without_a_name_is_reported() -> None:
+    # a nameless function call ended invalid (missing-name); the item again with a name was dropped unseen
+    events = responses_done_twice("function_call", "{}", "{}", name="lookup")
+    del events[1]["item"]["name"], events[2]["item"]["name"]
+    result = fsm.reassemble(events, "openai-responses")
+    assert [(c.name, c.status) for c in result.calls] == [(None, fsm.CallStatus.INVALID)]
+    (note,) = [d.message for d in result.diagnostics if d.code == "item-done-again"]
+    assert note == "call call_1: output_item.done again, with name 'lookup': not read, the first stands"

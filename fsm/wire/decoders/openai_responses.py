@@ -83,8 +83,8 @@ class _Item:
         """False: opened from an input event, so its call_id and name are still to come."""
         self.finalized = False
         self.ended = False
-        self.said: tuple[Any, Any] | None = None
-        """The input and status its ``output_item.done`` gave, which ended it."""
+        self.said: tuple[Any, Any, Any] | None = None
+        """The input, status and name its ``output_item.done`` gave, which ended it."""
 
 
 class OpenAIResponsesDecoder:
