@@ -721,10 +721,16 @@ def _identity(s: ModuleType) -> Any:
                 reason="A snapshot under the same id differed from what the call held; the latest replaced it.",
             ),
             s.DiagnosticSpec(
+                code="item-done-again",
+                rule="snapshot-resend",
+                severity="violation",
+                reason="A Responses output_item.done came again for an item whose call had already ended at the first, with other input or another status: the call was already handed out, so the first stands and the later one is reported, not read. The same item again is a quiet resend.",
+            ),
+            s.DiagnosticSpec(
                 code="missing-name",
                 rule="metadata-once",
                 severity="violation",
-                reason="A call finished without any name. Nothing can run it and no provider takes a nameless call back, so one whose arguments parsed is invalid (arguments None, raw text kept): never among the complete calls, never in a next turn. A call already invalid or truncated keeps that status.",
+                reason="A call finished without any name. Nothing can run it and no provider takes a nameless call back, so one whose arguments parsed is invalid (arguments None, raw text kept): never among the complete calls, never in a next turn. A call already invalid or truncated keeps that status. A name that arrives for such a call after it finished is reported the same way and not taken: the call stays as it was handed out.",
             ),
             s.DiagnosticSpec(
                 code="empty-arguments",
@@ -754,7 +760,7 @@ def _identity(s: ModuleType) -> Any:
                 code="unusable-action",
                 rule="parse-once-at-finish",
                 severity="violation",
-                reason="A built-in client call's action (a Responses shell_call's, local_shell_call's, apply_patch_call's operation, a computer_call's) is an object, but not one its tool takes: a field it needs is missing or of another type (commands that are not strings, a click without its x). Status invalid, raw text kept: not run, not sent back.",
+                reason="A built-in client call's action (a Responses shell_call's, local_shell_call's, apply_patch_call's operation, a computer_call's) is an object, but not one its tool takes: a field it needs is missing, of another type, or of a value its schema does not list (commands that are not strings, a click without its x, or with a button of no such name). Status invalid, raw text kept: not run, not sent back.",
             ),
             s.DiagnosticSpec(
                 code="truncated",
@@ -906,6 +912,7 @@ def _identity(s: ModuleType) -> Any:
                     "cut-event",
                     "provider-error",
                     "event-after-finish",
+                    "item-done-again",
                 ),
             ),
             s.FlowStep(
@@ -1225,7 +1232,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (10546, 4230949145),
     "scanner": (4661, 4199472060),
-    "identity": (24560, 3339796656),
+    "identity": (25151, 652767609),
     "history": (4059, 2702241000),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

@@ -50,7 +50,28 @@ UNUSABLE = [
     ("computer_call", {"type": "drag", "path": [{"x": 1}]}, 'has path [{"x": 1}]'),
     ("computer_call", {"x": 1}, "type is NoneType, not a string"),
 ]
+# Values the API's schema fixes (openai-python's item models): a click's button is one of five
+# names; coordinates and scroll deltas are integers (JSON true is none, though pydantic's lax mode
+# takes it); keys are a list of strings; a drag's path a list of {x, y} integers.
+BUTTONS = [
+    ("computer_call", {**CLICK, "button": "middle"}, 'has button "middle", not one of left, right, wheel'),
+    ("computer_call", {**CLICK, "button": 1}, "has button 1"),
+    ("computer_call", {**CLICK, "button": "LEFT"}, 'has button "LEFT"'),
+    ("computer_call", {**CLICK, "button": ["left"]}, 'has button ["left"]'),
+]
+VALUES = [
+    ("computer_call", {**CLICK, "x": True}, "(click) has x true"),
+    ("computer_call", {"type": "move", "x": 1, "y": 2.5}, "(move) has y 2.5"),
+    ("computer_call", {"type": "scroll", "x": 1, "y": 2, "scroll_x": 0, "scroll_y": False}, "has scroll_y false"),
+    ("computer_call", {"type": "keypress", "keys": "ctrl"}, '(keypress) has keys "ctrl"'),
+    ("computer_call", {"type": "keypress", "keys": [["ctrl"]]}, '(keypress) has keys [["ctrl"]]'),
+    ("computer_call", {"type": "drag", "path": [{"x": 1, "y": True}]}, "(drag) has path"),
+    ("computer_call", {"type": "drag", "path": {"x": 1, "y": 2}}, "(drag) has path"),
+    ("computer_call", {**CLICK, "keys": ["a", None]}, '(click) has keys ["a", null]'),
+]
 USABLE = [
+    *(("computer_call", {**CLICK, "button": button}) for button in ("right", "wheel", "back", "forward")),
+    ("computer_call", {"type": "drag", "path": [{"x": 1, "y": 2}, {"x": 3, "y": 4}], "keys": ["shift"]}),
     ("shell_call", {"commands": ["ls", "make test"], "timeout_ms": None, "max_output_length": 4096}),
     ("local_shell_call", {**EXEC, "env": {"A": "1"}, "working_directory": "/tmp", "user": None}),
     ("apply_patch_call", {"type": "delete_file", "path": "a.txt"}),
@@ -79,7 +100,7 @@ def byte_by_byte(events: list[dict[str, Any]]) -> fsm.Result:
     return reader.close()
 
 
-@pytest.mark.parametrize(("call_type", "value", "said"), UNUSABLE)
+@pytest.mark.parametrize(("call_type", "value", "said"), UNUSABLE + BUTTONS + VALUES)
 def test_an_action_its_tool_cannot_take_makes_the_call_invalid_and_it_is_not_sent(
     call_type: str, value: dict[str, Any], said: str
 ) -> None:
@@ -100,7 +121,9 @@ def test_an_action_its_tool_cannot_take_makes_the_call_invalid_and_it_is_not_sen
     assert strict.close().calls[0].status is CallStatus.INVALID
 
 
-@pytest.mark.parametrize(("call_type", "value", "said"), UNUSABLE[:2] + UNUSABLE[4:6] + UNUSABLE[7:9] + UNUSABLE[10:])
+@pytest.mark.parametrize(
+    ("call_type", "value", "said"), UNUSABLE[:2] + UNUSABLE[4:6] + UNUSABLE[7:9] + UNUSABLE[10:] + BUTTONS
+)
 def test_the_openai_sdk_refuses_each_such_item_too(call_type: str, value: dict[str, Any], said: str) -> None:
     item = stream(call_type, value)[2]["item"]
     with pytest.raises(pydantic.ValidationError):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -250,3 +251,98 @@ def test_a_client_result_in_an_assistant_message_is_no_server_result() -> None:
     said = {"role": "assistant", "content": [served_answer("s1"), served("s1")]}
     report = history.check([ASK, said, {"role": "user", "content": [{"text": "ok"}]}])
     assert (Kind.ORPHAN, "s1") in [(f.kind, f.id) for f in report.findings]
+
+
+def test_an_id_converse_refuses_is_mapped_in_the_call_and_its_result_as_the_next_turn_maps_it() -> None:
+    # Converse takes a toolUseId of 1 to 64 of [a-zA-Z0-9_.:-]. Another provider's id, too long or
+    # with a character outside that, was left as it was by repair: a history Bedrock refuses.
+    from fsm.messages.bedrock import converse_id
+
+    long, odd, fine = "call_" + "x" * 70, "call/one two", "t" * 64
+    conversation = [
+        ASK,
+        turn(use(long), use(odd, "Bergen"), use(fine, "Molde")),
+        results(answer(odd, "2 C"), answer(long, "-3 C"), answer(fine, "4 C")),
+    ]
+    report = history.check(conversation)
+    assert report.rejected
+    assert [(f.kind, f.id, f.message) for f in report.findings] == [
+        (Kind.UNUSABLE_ID, long, 2),
+        (Kind.UNUSABLE_ID, odd, 2),
+        (Kind.UNUSABLE_ID, odd, 3),
+        (Kind.UNUSABLE_ID, long, 3),
+    ]
+    fixed, changes = history.repair(conversation)
+    assert [(c.kind, c.message, c.id) for c in changes] == [
+        ("mapped-call", 2, long),
+        ("mapped-call", 2, odd),
+        ("mapped-result", 3, long),
+        ("mapped-result", 3, odd),
+    ]
+    assert fixed[1]["content"][1:] == [use(converse_id(long)), use(converse_id(odd), "Bergen"), use(fine, "Molde")]
+    # every result is still there, answering the same call: the same mapping, never a loss
+    assert fixed[2]["content"] == [
+        answer(converse_id(odd), "2 C"),
+        answer(converse_id(long), "-3 C"),
+        answer(fine, "4 C"),
+    ]
+    assert converse_id(long) != long and converse_id(odd) == "call_one_two" + converse_id(odd)[12:]
+    usable = re.compile(r"[a-zA-Z0-9_.:-]{1,64}")
+    assert all(usable.fullmatch(b["toolUse"]["toolUseId"]) for b in fixed[1]["content"][1:])
+    assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
+    assert history.repair(conversation) == (fixed, changes)  # deterministic
+    assert conversation[1]["content"][1] == use(long)  # the input is not mutated
+
+
+def test_a_mapped_id_that_is_also_repeated_is_renamed_once_and_its_answer_follows() -> None:
+    from fsm.messages.bedrock import converse_id
+
+    odd = "a b"
+    conversation = [ASK, turn(use(odd), use(odd, "Bergen"), use(odd, "Molde")), results(answer(odd, "-3 C"))]
+    fixed, changes = history.repair(conversation)
+    ids = [b["toolUse"]["toolUseId"] for b in fixed[1]["content"][1:]]
+    assert ids == [converse_id(odd), converse_id("a b_d2"), converse_id("a b_d3")] and len(set(ids)) == 3
+    assert fixed[2]["content"][0] == answer(ids[0], "-3 C")
+    assert [(c.kind, c.message) for c in changes] == [
+        ("mapped-call", 2),
+        ("renamed-call", 2),
+        ("placeholder-result", 2),
+        ("renamed-call", 2),
+        ("placeholder-result", 2),
+        ("mapped-result", 3),
+    ]
+    assert [b["toolResult"]["toolUseId"] for b in fixed[2]["content"]] == ids
+    assert history.check(fixed).findings == ()
+
+
+def test_a_server_call_with_an_unusable_id_is_mapped_with_its_result() -> None:
+    from fsm.messages.bedrock import converse_id
+
+    odd = "srv#1"
+    said = {"role": "assistant", "content": [served(odd), served_answer(odd), {"text": "Sunny."}]}
+    conversation = [ASK, said, {"role": "user", "content": [{"text": "thanks"}]}]
+    fixed, changes = history.repair(conversation)
+    assert [c.kind for c in changes] == ["mapped-call", "mapped-result"]
+    assert [fixed[1]["content"][j][k]["toolUseId"] for j, k in ((0, "toolUse"), (1, "toolResult"))] == [
+        converse_id(odd)
+    ] * 2
+    assert history.check(fixed).findings == ()
+
+
+def test_an_id_mapped_onto_one_already_in_its_turn_takes_another_and_no_result_changes_hands() -> None:
+    from fsm.messages.bedrock import converse_id
+
+    odd = "a b"
+    taken = converse_id(odd)  # another call of the turn already goes by what "a b" maps to
+    conversation = [
+        ASK,
+        turn(use(odd), use(taken, "Bergen")),
+        results(answer(taken, "2 C"), answer(odd, "-3 C")),
+    ]
+    fixed, changes = history.repair(conversation)
+    ids = [b["toolUse"]["toolUseId"] for b in fixed[1]["content"][1:]]
+    assert ids[1] == taken and ids[0] not in (odd, taken) and ids[0] == taken + "_d2"
+    answered = {b["toolResult"]["toolUseId"]: b["toolResult"]["content"][0]["text"] for b in fixed[2]["content"]}
+    assert answered == {ids[0]: "-3 C", taken: "2 C"}  # each result still answers its own call
+    assert [(c.kind, c.id) for c in changes] == [("mapped-call", odd), ("mapped-result", odd)]
+    assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])

@@ -313,7 +313,8 @@ def test_a_gemini_code_result_of_a_wrong_type_is_reported_as_the_decoder_reports
     meta = {"model_provider": "google_genai"}
     chunks = [
         AIMessageChunk(
-            content=[{"type": "executable_code", "executable_code": "print(1)", "language": 1}], response_metadata=meta
+            content=[{"type": "executable_code", "executable_code": "print(1)", "language": "PYTHON"}],
+            response_metadata=meta,
         ),
         AIMessageChunk(content=[block], response_metadata=meta),
         AIMessageChunk(content="", response_metadata={**meta, "finish_reason": "STOP"}),
@@ -448,3 +449,46 @@ def test_a_v1_citation_of_no_claude_shape_is_not_sent_and_a_non_standard_one_is_
     unread = [d.message for d in result.diagnostics if d.code == "part-not-reassembled"]
     assert [m.split(" (")[0] for m in unread] == ["annotation 1", "annotation 2", "annotation 3"]
     assert all("text block at index 0" in m for m in unread)
+
+
+@pytest.mark.parametrize("language", [1, 2.5, False, ["PYTHON"], {"name": "PYTHON"}])
+@pytest.mark.parametrize("v1", [False, True])
+def test_gemini_code_whose_language_is_no_string_is_reported_as_the_decoder_reports_it(language: Any, v1: bool) -> None:
+    # a language of a wrong type was dropped without a word and the code kept without it, where the
+    # Gemini decoder reports the part (part-not-reassembled) and does not read it, nor send it back
+    from langchain_core.messages import AIMessageChunk
+
+    meta = {"model_provider": "google_genai"}
+    if v1:
+        args = {"code": "print(1)", "language": language}
+        block: dict[str, Any] = {"type": "server_tool_call", "name": "code_interpreter", "args": args, "id": "x1"}
+        said = {"type": "server_tool_result", "output": "1\n", "extras": {"block_type": "code_execution_result"}}
+    else:
+        block = {"type": "executable_code", "executable_code": "print(1)", "language": language}
+        said = {"type": "code_execution_result", "code_execution_result": "1\n", "outcome": 1}
+    report = {"type": "tool_call_chunk", "name": "report", "args": "{}", "id": "c1", "index": 2}
+    chunks = [
+        AIMessageChunk(content=[block], response_metadata=meta),
+        AIMessageChunk(content=[said], response_metadata=meta),
+        AIMessageChunk(content="", tool_call_chunks=[report], response_metadata={**meta, "finish_reason": "STOP"}),
+    ]
+    result = fsm.reassemble(chunks)
+    kind = type(language).__name__
+    notes = [(d.event, d.message) for d in result.diagnostics if d.code == "part-not-reassembled"]
+    assert notes == [(1, f"a {block['type']!r} content block whose language is {kind}, not a string: it is not read")]
+    assert not result.server_tool_calls
+    assert [c.name for c in result.calls] == ["report"]  # the rest of the turn is kept
+    # as from the bytes: the part reported at its event, and neither the code nor its result goes back
+    body = gemini_sse(
+        [
+            event("gemini-2.5-flash", [{"executableCode": {"language": language, "code": "print(1)"}}]),
+            event("gemini-2.5-flash", [outcome("1\n")]),
+            event("gemini-2.5-flash", [call("report", "c1")], "STOP"),
+        ]
+    )
+    reference = fsm.reassemble(body, "gemini")
+    assert [d.event for d in reference.diagnostics if d.code == "part-not-reassembled"] == [1]
+    assert (
+        messages.assistant_message(result, "gemini")["parts"]
+        == messages.assistant_message(reference, "gemini")["parts"]
+    )

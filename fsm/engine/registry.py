@@ -638,7 +638,10 @@ class Registry:
     def _metadata(self, slot: Slot, ref: CallRef) -> None:
         self.ledger.apply("metadata-once")
         if ref.name is not None:
-            if slot.name is None:
+            if slot.name is None and slot.finished:  # handed out nameless (invalid): it stays as it went
+                what = f"name {ref.name!r} arrived after it finished without one; not taken"
+                self.ledger.diagnose("missing-name", f"call {slot.id}: {what}")
+            elif slot.name is None:
                 slot.name_late(ref.name)
             elif ref.name != slot.name:
                 self.ledger.diagnose(

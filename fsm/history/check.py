@@ -12,6 +12,7 @@ from fsm.engine.roles import action
 from fsm.history.entries import Entry, Key
 from fsm.history.findings import Finding, Format, Kind, Report
 from fsm.history.formats import resolve_format, segments, shown
+from fsm.history.placeholders import usable_id
 from fsm.spec import history_spec
 
 
@@ -101,6 +102,9 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
         if call is None:
             call = ids[entry.key] = CallId(shown(entry.key), findings)
         call.at = entry.message + 1
+        if usable_id(fmt, entry.key) != entry.key:
+            why = "Converse takes a toolUseId of 1 to 64 of [a-zA-Z0-9_.:-]; repair maps it as the next turn does"
+            findings.append(Finding(Kind.UNUSABLE_ID, call.key, call.at, why, entry.name))
         if trigger == "call":
             call.name = entry.name
         machine.fire(call, trigger)

@@ -23,6 +23,9 @@ class Kind(enum.Enum):
     """Two calls under one id while the first is unanswered (within a turn, usually)."""
     REUSED_UNANSWERED = "reused-unanswered"
     """An id used again although its earlier call was never answered."""
+    UNUSABLE_ID = "unusable-id"
+    """A Converse call or result whose ``toolUseId`` Bedrock refuses: over 64 characters, or a
+    character outside ``[a-zA-Z0-9_.:-]`` (another provider's id). Repair maps it as the next turn does."""
     REUSED = "reused"
     """An id used again by a later turn after its call was answered: allowed, reported for information."""
 

@@ -40,7 +40,7 @@ ANTHROPIC_CALLS = (*SERVER_CALLS, "tool_use", "tool_result")
 FORMATS: tuple[Format, ...] = ("openai", "anthropic", "gemini", "responses", "ollama", "bedrock")
 
 ID_LIMIT = {"bedrock": 64}
-"""The longest call id a format takes (Converse's ToolUseId: 1 to 64 of ``[a-zA-Z0-9_-]``): a rename
+"""The longest call id a format takes (Converse's ToolUseId: 1 to 64 of ``[a-zA-Z0-9_.:-]``): a rename
 repair makes past it cuts the id's stem as far as ``_d<n>`` needs (``<first 61>_d2``)."""
 
 RESPONSES_OUTPUT_OF = {

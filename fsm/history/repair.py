@@ -5,6 +5,9 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
 
 * the 2nd, 3rd, ... call under one id in a turn becomes ``<id>_d2``, ``<id>_d3`` (in order, skipping any
   id used up to and in its turn; within a format's ``ID_LIMIT``), and its result gets the new id too;
+* a Converse ``toolUseId`` Bedrock refuses (over 64 characters, or a character outside
+  ``[a-zA-Z0-9_.:-]``) is mapped as the ``"bedrock"`` next turn maps it
+  (:func:`fsm.messages.bedrock.converse_id`), in the call and in the result that answers it alike;
 * a result that answers no call of its turn (an orphan, or a second result for a call already
   answered) is dropped; a call that got no result at all gets a placeholder result, or with
   ``RepairPolicy(dangling="drop-call")`` is dropped (but for a Gemini call whose part carries a
@@ -23,7 +26,6 @@ as they are (the same objects). One pass over the messages: linear in their numb
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -35,7 +37,6 @@ from fsm.history.entries import Entry, Key, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import (
     ID_LIMIT,
-    RESPONSES_OUTPUT_OF,
     gemini_payload,
     items,
     resolve_format,
@@ -43,6 +44,7 @@ from fsm.history.formats import (
     segments,
     shown,
 )
+from fsm.history.placeholders import placeholder, usable_id
 from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload, is_server_result
 
 _FIELD = {
@@ -72,8 +74,9 @@ class Change:
     """One edit :func:`repair` made."""
 
     kind: str
-    """``renamed-call``, ``renamed-result``, ``dropped-orphan``, ``dropped-duplicate-result``,
-    ``placeholder-result``, ``dropped-call``, ``dropped-empty-message`` or ``merged-messages``."""
+    """``renamed-call``, ``renamed-result``, ``mapped-call``, ``mapped-result``, ``dropped-orphan``,
+    ``dropped-duplicate-result``, ``placeholder-result``, ``dropped-call``, ``dropped-empty-message`` or
+    ``merged-messages``."""
     message: int
     """1-based position in the input of the message changed (for a placeholder, the call's message)."""
     id: str | None
@@ -160,14 +163,19 @@ class _Plan:
                 )
                 self._change("dropped-call", call, f"the call had no result{why}")
                 continue
-            wire_id = call.key
+            wire_id = self._usable(call.key)
             if k > 0 and isinstance(call.key, str):  # id-less keys are unique within a turn
-                wire_id = self.ids.claim(call.key)
-                self._edit(call, self.rename, wire_id)
+                wire_id = self._usable(self.ids.claim(call.key))
+                self._rename(call, answer, wire_id)
                 self._change("renamed-call", call, f"call {k + 1} under {call.key!r} in its turn is now {wire_id!r}")
                 if answer is not None:
-                    self._edit(answer, self.rename, wire_id)
                     self._change("renamed-result", answer, f"the result that answered it now answers {wire_id!r}")
+            elif wire_id != call.key:  # Converse refuses the id: both go as the next turn's builder maps it
+                self._rename(call, answer, wire_id)
+                why = f"Converse refuses the toolUseId {call.key!r}: it is now {wire_id!r}, as the next turn maps it"
+                self._change("mapped-call", call, why)
+                if answer is not None:
+                    self._change("mapped-result", answer, f"the result that answered it now answers {wire_id!r}")
             if answer is None and not waits:
                 placeholders.append(self._placeholder(wire_id, call))
                 why = "no result answered the call: a placeholder does"
@@ -179,6 +187,19 @@ class _Plan:
             self.answered_last[key] = key in answered
         if placeholders:
             self._place(segment, placeholders)
+
+    def _usable(self, key: Key) -> Key:
+        """``key`` as the format takes it; mapped (Converse), made unique against the ids in use as a rename is."""
+        mapped = usable_id(self.fmt, key)
+        return mapped if mapped == key or not isinstance(mapped, str) else self.ids.claim(mapped)
+
+    def _rename(self, call: Entry, answer: Entry | None, wire_id: Key) -> None:
+        """Give ``call`` and the result that answered it (if any) the id ``wire_id``."""
+        assert isinstance(wire_id, str)  # only a wire id is renamed or mapped
+        self.ids.take(wire_id)
+        self._edit(call, self.rename, wire_id)
+        if answer is not None:
+            self._edit(answer, self.rename, wire_id)
 
     def _edit(self, entry: Entry, into: Any, value: str | None = None) -> None:
         self.touched.add(entry.message)
@@ -209,22 +230,7 @@ class _Plan:
         return self.messages[entry.message].get("type") if self.fmt == "responses" else None
 
     def _placeholder(self, wire_id: Key, call: Entry) -> dict[str, Any]:
-        text, name = self.policy.placeholder, call.name
-        if self.fmt == "responses":
-            return _responses_placeholder(RESPONSES_OUTPUT_OF[self._type(call)], wire_id, text)
-        if self.fmt == "openai":
-            return {"role": "tool", "tool_call_id": wire_id, "content": text}
-        if self.fmt == "ollama":  # keyed by name, and placed last in the turn: it answers the last call of it
-            return {"role": "tool", "content": text, "tool_name": name}
-        if self.fmt == "anthropic":
-            return {"type": "tool_result", "tool_use_id": wire_id, "content": text, "is_error": True}
-        if self.fmt == "bedrock":
-            return {"toolResult": {"toolUseId": wire_id, "content": [{"text": text}], "status": "error"}}
-        response: dict[str, Any] = {"id": wire_id} if isinstance(wire_id, str) else {}
-        if name is not None:
-            response["name"] = name
-        response["response"] = {"error": text}
-        return {"functionResponse": response}
+        return placeholder(self.fmt, self._type(call), wire_id, call.name, self.policy.placeholder)
 
     def _place(self, segment: Segment, placeholders: list[dict[str, Any]]) -> None:
         """OpenAI: new tool messages after the turn's last one. Anthropic, Converse and Gemini: into
@@ -384,15 +390,3 @@ def _blocks(message: Mapping[str, Any], fmt: Format) -> list[Any]:
             return []
         return [{"text": content}] if fmt == "bedrock" else [{"type": "text", "text": content}]
     return list(content) if isinstance(content, list) else []
-
-
-def _responses_placeholder(kind: str, call_id: Key, text: str) -> dict[str, Any]:
-    """The output item of type ``kind`` that says the call did not complete, in the SDK's input shape."""
-    if kind == "local_shell_call_output":
-        return {"type": kind, "id": call_id, "output": json.dumps({"error": text})}
-    if kind == "shell_call_output":
-        failed = {"stdout": "", "stderr": text, "outcome": {"type": "exit", "exit_code": 1}}
-        return {"type": kind, "call_id": call_id, "output": [failed]}
-    if kind == "apply_patch_call_output":
-        return {"type": kind, "call_id": call_id, "status": "failed", "output": text}
-    return {"type": kind, "call_id": call_id, "output": text}

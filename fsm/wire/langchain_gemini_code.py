@@ -54,6 +54,21 @@ def code_result(block: Mapping[str, Any], kind: Any, notes: list[tuple[str, str]
     return [ServerResultBlock({"codeExecutionResult": ran})]
 
 
+def code_item(code: str, language: Any, kind: Any, notes: list[tuple[str, str]]) -> dict[str, Any] | None:
+    """The ``executableCode`` part a code block stands for (its ``language``, google-genai's enum as
+    the wire writes it, its name); None when the Gemini decoder would not read that part (a language
+    of a wrong type: a number, a list), reported into ``notes`` as the decoder reports it."""
+    language = getattr(language, "value", language)
+    item = {"code": code} if language is None else {"language": language, "code": code}
+    from fsm.wire.decoders.gemini import code_part_fault
+
+    fault = code_part_fault(item)
+    if fault is not None:
+        notes.append(("part-not-reassembled", f"a {kind!r} content block whose {fault}: it is not read"))
+        return None
+    return item
+
+
 _MADE_UP = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 """``str(uuid.uuid4())``, the id LangChain makes up; Gemini's own ids are short (``ycroch25``)."""
 

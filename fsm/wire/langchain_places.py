@@ -59,7 +59,7 @@ from fsm.events import (
 )
 from fsm.wire import langchain_claude_v1 as claude_v1
 from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS, Held, dumps, server_result_block
-from fsm.wire.langchain_gemini_code import GeminiSeen, code_result
+from fsm.wire.langchain_gemini_code import GeminiSeen, code_item, code_result
 
 PLACED = {"anthropic": "anthropic", "google_genai": "gemini"}
 """The integrations (``model_provider``) whose blocks are read in their places, and as which wire."""
@@ -283,9 +283,9 @@ def _gemini_other(block: Mapping[str, Any], kind: str, stream: LangChainStream, 
     if not isinstance(code, str):
         stream.notes.append(("part-not-reassembled", f"a {kind!r} content block, which is not reassembled"))
         return []
-    language = args.get("language")
-    language = getattr(language, "value", language)  # google-genai's enum, as the wire writes it
-    item = {"language": language, "code": code} if isinstance(language, str) else {"code": code}
+    item = code_item(code, args.get("language"), kind, stream.notes)
+    if item is None:
+        return []
     last = stream.gemini.codes.get(position)
     if last is not None and last[0] == item:  # its text alone lets identical_text decide; a sighting opens another
         return [ArgumentsSnapshot(last[1], code), CallEnd(last[1])]

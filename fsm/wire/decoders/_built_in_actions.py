@@ -1,14 +1,16 @@
 """What each Responses built-in client tool's action must hold to be run: the fields its tool needs,
-of the types the API gives them (the openai SDK's item models). An action that is an object but
+of the types the API gives them, and of the values its schema lists where it lists them (the openai
+SDK's item models). An action that is an object but
 lacks one, or gives one of another type, is no call to run, and the API refuses it back: the
 decoder ends such a call as unusable (``unusable-action``). Only what a tool needs is checked:
 fields the API may add later pass, and so does a computer action of a type not listed here."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from fsm.jsontext import dumps
 
 
 def _text(value: Any) -> bool:
@@ -35,8 +37,24 @@ def _text_map(value: Any) -> bool:
     return isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values())
 
 
+class _OneOf:
+    """A field whose values the API's schema enumerates: one of these strings, spelt as they are."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = frozenset(names)
+        self.said = f", not one of {', '.join(names)}"
+
+    def __call__(self, value: Any) -> bool:
+        return isinstance(value, str) and value in self.names
+
+
 Check = Callable[[Any], bool]
 _XY: dict[str, Check] = {"x": _number, "y": _number}
+# The values the API's schema fixes, per the openai SDK's item models (ComputerAction and the
+# computer_call item's Action*): a click names one of five mouse buttons; x, y, a scroll's deltas and
+# each point of a drag's path are integers (``_number``: a bool is none, though Python counts it one);
+# every ``keys`` is a list of strings.
+_BUTTON = _OneOf("left", "right", "wheel", "back", "forward")
 # Per tool (and per computer action type): the fields it needs, then those that may be absent or null.
 _NEEDS: dict[str, tuple[dict[str, Check], dict[str, Check]]] = {
     "shell_call": ({"commands": _texts}, {"timeout_ms": _number, "max_output_length": _number}),
@@ -47,7 +65,7 @@ _NEEDS: dict[str, tuple[dict[str, Check], dict[str, Check]]] = {
     "create_file": ({"path": _text, "diff": _text}, {}),
     "update_file": ({"path": _text, "diff": _text}, {}),
     "delete_file": ({"path": _text}, {}),
-    "click": ({**_XY, "button": _text}, {"keys": _texts}),
+    "click": ({**_XY, "button": _BUTTON}, {"keys": _texts}),
     "double_click": (_XY, {"keys": _texts}),
     "drag": ({"path": _points}, {"keys": _texts}),
     "keypress": ({"keys": _texts}, {}),
@@ -87,7 +105,7 @@ def _fault(value: Mapping[str, Any], kind: Any, what: str) -> str | None:
         if field not in value:
             return f"the {what} ({kind}) has no {field}"
         if not check(value[field]):
-            return f"the {what} ({kind}) has {field} {_shown(value[field])}"
+            return f"the {what} ({kind}) has {field} {_shown(value[field])}{getattr(check, 'said', '')}"
     for field, check in may.items():
         if value.get(field) is not None and not check(value[field]):
             return f"the {what} ({kind}) has {field} {_shown(value[field])}"
@@ -96,8 +114,15 @@ def _fault(value: Mapping[str, Any], kind: Any, what: str) -> str | None:
 
 def _shown(value: Any) -> str:
     """The value as the wire wrote it (JSON), cut to 60 characters."""
-    try:
-        said = json.dumps(value, ensure_ascii=False)
+    try:  # the digits of an integer past Python's int-string limit too, as the call's raw text has them
+        said = dumps(value)
     except (TypeError, ValueError):  # not JSON (an SDK object's field): as Python says it
-        said = repr(value)
+        said = _repr(value)
     return said if len(said) <= 60 else f"{said[:57]}..."
+
+
+def _repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except ValueError:  # an integer past the int-string limit inside an object JSON cannot write
+        return f"a {type(value).__name__} that holds an integer too long to write"

@@ -143,3 +143,16 @@ def unusable(item: Mapping[str, Any], kind: ItemKind) -> str:
         return ""
     value = _input(item, kind)
     return (action_fault(kind.call_type, value) or "") if isinstance(value, Mapping) else ""
+
+
+def final_word(item: Mapping[str, Any], kind: ItemKind) -> tuple[Any, Any, Any]:
+    """What an ``output_item.done`` says of its call: the input (as the item holds it for a streamed
+    one, else as :func:`whole_input` writes it), the status and the name."""
+    said = item.get(kind.field or "") if kind.call_type in STREAMED_TEXT else whole_input(item, kind)
+    return said, item.get("status"), item.get("name")
+
+
+def done_again(first: tuple[Any, Any, Any], later: tuple[Any, Any, Any]) -> str:
+    """How a later ``output_item.done`` of an ended item differs from the one that ended it."""
+    other = "other input" if first[0] != later[0] else f"status {later[1]!r}" if first[1] != later[1] else None
+    return f"output_item.done again, with {other or f'name {later[2]!r}'}"

@@ -120,6 +120,10 @@ class GeminiDecoder:
         # the registry compares the text) was seen in earlier events, and where in this event.
         self._seen_at: dict[int, dict[int, None]] = {}  # positions in order, each looked up at once
         self._placed_now: set[tuple[int, int]] = set()
+        # Per hash, how far into its seen places this event's search for one not taken has come:
+        # places are only taken within an event, so each is passed once, not once per like call.
+        self._passed: dict[int, int] = {}
+        self._seen_order: dict[int, list[int]] = {}  # the seen places of each hash, as a list
         self._top: dict[int, int] = {}  # the highest place a call of each key has held
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
@@ -132,6 +136,7 @@ class GeminiDecoder:
             return []
         events: list[Event] = []
         self._placed_now.clear()
+        self._passed.clear()
         for n, candidate in enumerate(items(payload.get("candidates"), "candidates")):
             candidate = mapping(candidate, f"candidates[{n}]")
             if (candidate.get("index") or 0) != 0:
@@ -190,8 +195,13 @@ class GeminiDecoder:
         usage = field(payload, "usageMetadata", "usage_metadata")
         if usage:
             events.append(UsageReport(dict(mapping(usage, "usageMetadata"))))
-        for key, position in self._placed_now:
-            self._seen_at.setdefault(key, {})[position] = None
+        # Sorted: a set's order follows the hashes of str, which change from process to process, and
+        # which earlier call a resend repeats must not (the first places first).
+        for key, position in sorted(self._placed_now):
+            seen = self._seen_at.setdefault(key, {})
+            if position not in seen:
+                seen[position] = None
+                self._seen_order.setdefault(key, []).append(position)
         return events
 
     def _said(self, part: Mapping[str, Any]) -> list[Event]:
@@ -255,7 +265,11 @@ class GeminiDecoder:
         seen = self._seen_at.get(key, {})
         placed = self._placed_now
         if position not in seen or (key, position) in placed:
-            position = next((p for p in seen if (key, p) not in placed), position)
+            order, j = self._seen_order.get(key, ()), self._passed.get(key, 0)
+            while j < len(order) and (key, order[j]) in placed:
+                j += 1
+            self._passed[key] = j
+            position = order[j] if j < len(order) else position
             if (key, position) in placed:  # past every place its like held: new, and after them
                 position = self._top[key] + 1
         placed.add((key, position))

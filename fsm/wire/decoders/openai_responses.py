@@ -17,7 +17,8 @@ that calls a tool is reassembled:
 
 The final input is the provider's word: equal to the streamed text it changes nothing; different,
 it replaces it (``arguments-replaced``); with no deltas at all (LM Studio), it is the input. The
-item's own input at ``output_item.done`` is the last word, after the input's ``.done``. Items
+item's own input at ``output_item.done`` is the last word, after the input's ``.done`` (sent again
+once the call has ended, it is only compared: ``item-done-again`` if it says otherwise). Items
 that call nothing (messages, reasoning, tool outputs) are no calls: of a reasoning item what must
 go back (its id, summary, encrypted content) and of a message item its id and status are kept
 beside its text; an item type this decoder does not know is reported (``unknown-item``), never
@@ -64,6 +65,8 @@ from fsm.wire.decoders._responses_items import (
     STREAMED_TEXT,
     UNFINISHED,
     ItemKind,
+    done_again,
+    final_word,
     kept,
     unusable,
     whole_input,
@@ -72,7 +75,7 @@ from fsm.wire.decoders._wire import index, items, mapping, responses_incomplete,
 
 
 class _Item:
-    __slots__ = ("announced", "ended", "finalized", "ref")
+    __slots__ = ("announced", "ended", "finalized", "ref", "said")
 
     def __init__(self, ref: CallRef, *, announced: bool = True) -> None:
         self.ref = ref
@@ -80,6 +83,8 @@ class _Item:
         """False: opened from an input event, so its call_id and name are still to come."""
         self.finalized = False
         self.ended = False
+        self.said: tuple[Any, Any, Any] | None = None
+        """The input, status and name its ``output_item.done`` gave, which ended it."""
 
 
 class OpenAIResponsesDecoder:
@@ -323,13 +328,18 @@ class OpenAIResponsesDecoder:
             )
             known.announced = True
             events.append(CallSeen(known.ref, item=kept(item, kind), announces=True))
+        word = final_word(item, kind)
         if known.ended:
+            if known.said is not None and word != known.said:  # the call was handed out at the first
+                who = f"call {known.ref.id}" if known.ref.id else f"the call at output_index {known.ref.index}"
+                diagnose("item-done-again", f"{who}: {done_again(known.said, word)}: not read, the first stands")
             return events
+        known.said = word
         if not known.finalized:
             if kind.call_type in STREAMED_TEXT:
                 final = text(item.get(kind.field or ""), kind.field or "input") or ""
             else:
-                final = whole_input(item, kind)
+                final = word[0]
                 whole_item = kept(item, kind)
                 if whole_item is not None:
                     events.append(CallSeen(known.ref, item=whole_item))

@@ -1,0 +1,51 @@
+"""The result :func:`fsm.history.repair` puts where a call got none, in each format's shape, and the
+``toolUseId`` Converse takes for an id it refuses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fsm.history.entries import Key
+from fsm.history.findings import Format
+from fsm.history.formats import RESPONSES_OUTPUT_OF
+from fsm.messages.bedrock import converse_id
+
+
+def placeholder(fmt: Format, kind: Any, wire_id: Key, name: str | None, text: str) -> dict[str, Any]:
+    """The result that says call ``wire_id`` (named ``name``; of item type ``kind`` in a Responses
+    history) did not complete, with ``text`` as its content."""
+    if fmt == "responses":
+        return _responses_placeholder(RESPONSES_OUTPUT_OF[kind], wire_id, text)
+    if fmt == "openai":
+        return {"role": "tool", "tool_call_id": wire_id, "content": text}
+    if fmt == "ollama":  # keyed by name, and placed last in the turn: it answers the last call of it
+        return {"role": "tool", "content": text, "tool_name": name}
+    if fmt == "anthropic":
+        return {"type": "tool_result", "tool_use_id": wire_id, "content": text, "is_error": True}
+    if fmt == "bedrock":
+        return {"toolResult": {"toolUseId": wire_id, "content": [{"text": text}], "status": "error"}}
+    response: dict[str, Any] = {"id": wire_id} if isinstance(wire_id, str) else {}
+    if name is not None:
+        response["name"] = name
+    response["response"] = {"error": text}
+    return {"functionResponse": response}
+
+
+def _responses_placeholder(kind: str, call_id: Key, text: str) -> dict[str, Any]:
+    """The output item of type ``kind`` that says the call did not complete, in the SDK's input shape."""
+    if kind == "local_shell_call_output":
+        return {"type": kind, "id": call_id, "output": json.dumps({"error": text})}
+    if kind == "shell_call_output":
+        failed = {"stdout": "", "stderr": text, "outcome": {"type": "exit", "exit_code": 1}}
+        return {"type": kind, "call_id": call_id, "output": [failed]}
+    if kind == "apply_patch_call_output":
+        return {"type": kind, "call_id": call_id, "status": "failed", "output": text}
+    return {"type": kind, "call_id": call_id, "output": text}
+
+
+def usable_id(fmt: Format, key: Key) -> Key:
+    """``key`` as the format takes it: a Converse ``toolUseId`` it refuses (over 64 characters, or
+    one outside ``[a-zA-Z0-9_.:-]``) as the ``"bedrock"`` next turn maps it
+    (:func:`fsm.messages.bedrock.converse_id`), so a call and its result map alike; else as it is."""
+    return converse_id(key) if fmt == "bedrock" and isinstance(key, str) else key
