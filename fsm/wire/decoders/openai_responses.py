@@ -93,6 +93,7 @@ class OpenAIResponsesDecoder:
     """``.done`` may differ from the deltas and then replaces them: streamed text is not final."""
     output_indexed = True
     """Reasoning, messages and calls share one ``output_index``: the order the turn goes back in."""
+    commonest_types = frozenset(DELTAS)  # the type of each event commonest_fragment can take
 
     policies: Policies | None = None
     """The stream's policies (``make_decoder`` sets them): ``stray_input`` is this decoder's to apply."""
@@ -162,8 +163,6 @@ class OpenAIResponsesDecoder:
         if not kind.startswith(QUIET_PREFIXES) and not kind.endswith((".done", ".added", ".delta")):
             diagnose("unknown-event", f"Responses event type {kind!r}")
         return []
-
-    commonest_types = frozenset(DELTAS)  # the type of each event commonest_fragment can take
 
     def commonest_fragment(self, payload: dict[str, Any]) -> tuple[CallRef, str] | None:
         """(ref, text) when the event is the commonest kind: non-empty input delta text for an item
