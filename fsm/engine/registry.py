@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal
@@ -70,6 +70,9 @@ class Registry:
     lane, since a replay is only ever compared with its lane's newest call."""
     _parsed: tuple[str, dict[str, Any] | None] | None = None
     """The text _replays last read, and its object."""
+    _under_ids: dict[str, _IdCalls] = _NONE  # type: ignore[assignment]
+    """Per wire id held by two calls or more, its calls sorted for routing without walking them
+    (_sorted_under): made the first time such an id is routed."""
 
     def __init__(self, ledger: Ledger, limits: Limits, taken: Iterable[str] = ()) -> None:
         self.ledger = ledger
@@ -335,6 +338,8 @@ class Registry:
         ``abandon`` when the provider said the call is unfinished (``said``: in which words), or
         ``reject`` when its whole value is no call its tool can run (``said``: why)."""
         lane, chain = self._chain(ref, None)
+        if len(chain) > 1 and ref.index is None and ref.id is not None and chain is self._by_wire_id.get(ref.id):
+            chain = self._sorted_under(ref.id, chain, None)  # the id's calls not finished
         for slot in reversed(chain):
             if not slot.finished:
                 self._metadata(slot, ref)
@@ -442,6 +447,9 @@ class Registry:
             # text can be resent. Same order as walking the lane, without the walk.
             holding = self._holding.get((lane, text_digest(unicode_utf8(text.strip()))), [])
             chain = [*holding, chain[-1]] if chain[-1].unfinished else holding
+        elif len(chain) > 1 and ref.index is None and ref.id is not None and chain is self._by_wire_id.get(ref.id):
+            # All the calls under one id: those not finished, and the finished ones holding this text.
+            chain = self._sorted_under(ref.id, chain, text)
         self.ledger.work += len(chain)
         for slot in chain:
             if slot.unfinished:
@@ -470,6 +478,37 @@ class Registry:
             if parsed[0] is text and slot._text is text:  # held just as it came
                 self._own("_values")[lane] = (slot, slot.length, slot.revision, parsed[1])
         return slot, rest
+
+    def _sorted_under(self, wire_id: str, calls: Sequence[Slot], text: str | None) -> list[Slot]:
+        """Of ``calls``, the calls under ``wire_id``, those a text can land in, in their order: those
+        not finished and (for a ``text``) the finished ones that hold it, as a finished call's text
+        never changes and only a resend lands there. The walk of _route_text over them decides as
+        its walk over all of ``calls`` would, and each call is sorted once: many calls under one id
+        (Gemini's code parts, all given one id) no longer cost a walk over all of them per event."""
+        under = self._own("_under_ids").get(wire_id)
+        if under is None:
+            under = self._under_ids[wire_id] = _IdCalls()
+        waiting = under.waiting
+        waiting.extend(enumerate(calls[under.read :], under.read))  # calls only ever join the list last
+        under.read = len(calls)
+        if any(slot.status is not None for _, slot in waiting):
+            texts = under.texts
+            for entry in waiting:
+                slot = entry[1]
+                if slot.status is not None and slot.state != "truncated":  # a truncated call takes nothing
+                    insort(texts.setdefault(slot.digest(), []), entry, key=_first)
+            waiting = under.waiting = [entry for entry in waiting if entry[1].status is None]
+        if text is None:
+            return [slot for _, slot in waiting]
+        # The keys _same_text can match: a JSON call's text stripped as str.strip() strips it, a
+        # freeform call's whole text (its digest strips JSON's whitespace, as Slot.digest does).
+        stripped, whole = unicode_utf8(text.strip()), unicode_utf8(text).strip(b" \t\r\n")
+        found = [*under.texts.get(text_digest(stripped), ())]
+        if whole != stripped:
+            found += under.texts.get(text_digest(whole), ())
+        if not found:
+            return [slot for _, slot in waiting]
+        return [slot for _, slot in sorted([*found, *waiting], key=_first)]
 
     def _replays(self, slot: Slot, ref: CallRef, text: str, lane: Lane) -> bool:
         """Is ``text`` the arguments of ``slot``, the call it follows, formatted anew (a gateway
@@ -817,6 +856,23 @@ class _Run:
         self.chars = self.size = 0
         self.room_chars = ledger.max_argument_chars - slot.length
         self.room_bytes = ledger.max_held_bytes - ledger.held_bytes
+
+
+class _IdCalls:
+    """The calls under one wire id as Registry._sorted_under sorts them, each with its place among
+    them: how many it has read, those not finished when last read, and the finished ones (but
+    truncated) by the digest of their text (Slot.digest), each list in order."""
+
+    __slots__ = ("read", "texts", "waiting")
+
+    def __init__(self) -> None:
+        self.read = 0
+        self.waiting: list[tuple[int, Slot]] = []
+        self.texts: dict[bytes, list[tuple[int, Slot]]] = {}
+
+
+def _first(entry: tuple[int, Slot]) -> int:
+    return entry[0]
 
 
 _NOT_LETTERS = bytes(b for b in range(256) if not (chr(b).isascii() and chr(b).isalpha()) or b in b"eE")
