@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import fsm
+from fsm.engine.ids import IdAllocator
 
 
 def code_parts(n: int, wire_id: str | None, *, resent: int = 0) -> list[dict[str, Any]]:
@@ -71,3 +72,68 @@ def test_a_code_part_resent_after_many_under_one_id_costs_the_same_per_resend(mo
     small_reads = finished_reads_per_event(small, monkeypatch)
     large_reads = finished_reads_per_event(large, monkeypatch)
     assert large_reads <= small_reads * 1.25, (small_reads, large_reads)
+
+
+class _Probed(set[str]):
+    """A set of taken ids that counts the characters of the candidates looked up in it."""
+
+    probed = 0
+
+    def __contains__(self, candidate: object) -> bool:
+        self.probed += len(candidate) if isinstance(candidate, str) else 0
+        return super().__contains__(candidate)
+
+
+def probed_per_claim(wanted: list[str], limit: int | None) -> float:
+    ids = IdAllocator(limit=limit)
+    ids._used = taken = _Probed()
+    for each in wanted:
+        ids.claim(each)
+    return taken.probed / sum(map(len, wanted))
+
+
+def test_ids_cut_to_one_stem_are_renamed_without_walking_the_names_taken() -> None:
+    # Bedrock Converse (ids of 64 characters at most): k ids alike in their first 61 characters,
+    # each used by two calls of a turn, gave every second call a search from <stem>_d2 through all
+    # the names the earlier ones took: k*k/2 candidates (4,000 ids: 8 million, 18 s)
+    def alike(k: int) -> list[str]:
+        return [f"{'p' * 62}{n}" for n in range(k) for _ in (1, 2)]
+
+    small, large = probed_per_claim(alike(500), 64), probed_per_claim(alike(4_000), 64)
+    assert large <= small * 1.25, (small, large)
+
+
+def test_many_calls_under_one_long_id_are_renamed_in_work_linear_in_the_ids() -> None:
+    # k calls under one 100 KB id: <id>_d2, <id>_d3, ... each found without rebuilding those before
+    small = probed_per_claim(["i" * 100_000] * 10, None)
+    large = probed_per_claim(["i" * 100_000] * 80, None)
+    assert large <= small * 1.25, (small, large)
+
+
+def naive_claim(used: set[str], wanted: str, limit: int | None) -> str:
+    """The name claim() gives, found the plain way: ``wanted``, else the first free ``<stem>_d<n>``."""
+    n, candidate = 1, wanted
+    while candidate in used:
+        n += 1
+        suffix = f"_d{n}"
+        cut = len(wanted) if limit is None or len(wanted) + len(suffix) <= limit else max(limit - len(suffix), 1)
+        candidate = wanted[:cut] + suffix
+    used.add(candidate)
+    return candidate
+
+
+@pytest.mark.parametrize("limit", [None, 3, 6, 64])
+def test_renamed_ids_are_the_names_the_plain_search_gives(limit: int | None) -> None:
+    # ids feed prompt caches: the rename must stay the first free name, byte for byte
+    import random
+
+    rng = random.Random(limit)
+    for _ in range(200):
+        ids, used = IdAllocator(limit=limit), set[str]()
+        for _ in range(rng.randrange(1, 60)):
+            wanted = rng.choice(["a", "ab", "abc", "abcd", "a_d2", "ab_d3", "a_d1", "abcdef", "abcdefg_d9"])
+            if rng.random() < 0.2:
+                ids.take(wanted)
+                used.add(wanted)
+            else:
+                assert ids.claim(wanted) == naive_claim(used, wanted, limit)
