@@ -6,12 +6,16 @@ loosely at 1x and 8x the input."""
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import fsm
 from fsm.engine.ids import IdAllocator
+from fsm.wire.decoders._built_in_actions import _shown, action_fault
 
 
 def code_parts(n: int, wire_id: str | None, *, resent: int = 0) -> list[dict[str, Any]]:
@@ -137,3 +141,60 @@ def test_renamed_ids_are_the_names_the_plain_search_gives(limit: int | None) -> 
                 used.add(wanted)
             else:
                 assert ids.claim(wanted) == naive_claim(used, wanted, limit)
+
+
+def fault_seconds(value: Any) -> float:
+    """The least time of many to find what makes a shell action holding ``value`` unusable."""
+    best = float("inf")
+    for _ in range(15):
+        start = time.perf_counter()
+        for _ in range(5):
+            said = action_fault("shell_call", {"commands": value})
+        best = min(best, time.perf_counter() - start)
+    assert said is not None and said.endswith("...") and len(said) < 120
+    return best
+
+
+@pytest.mark.parametrize(
+    "huge",
+    [
+        lambda size: "x" * size,
+        lambda size: list(range(size // 8)),
+        lambda size: [{"k": "v" * 6} for _ in range(size // 16)],
+    ],
+    ids=["string", "numbers", "objects"],
+)
+def test_a_huge_action_value_is_shown_for_what_its_excerpt_costs(huge: Callable[[int], Any]) -> None:
+    # the value a tool cannot take was written out whole (JSON) before its first 60 characters were
+    # kept for the diagnostic: 1 MB written for each such call, 8 MB for 8 times the input
+    small, large = fault_seconds(huge(1_000_000)), fault_seconds(huge(8_000_000))
+    assert large < 4 * small, (small, large)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ["ls", 5],
+        {"a": float("nan"), "b": [True, None, 2.5, -float("inf")], "c": 'q"\n\u2028é'},
+        {1: "one", None: "none", 2.5: (1, 2), False: []},
+        ["x" * 59],
+        ["x" * 58],
+        "é" * 200,
+        [{"k": "v"}] * 30,
+        [object(), 1],
+        {(1,): 2},
+        [["a"] * 3, 1e300, -0.0],
+    ],
+)
+def test_the_excerpt_reads_as_the_whole_value_written_and_cut(value: Any) -> None:
+    try:
+        said = json.dumps(value, ensure_ascii=False)
+    except TypeError:  # not JSON: as Python says it
+        said = repr(value)
+    assert _shown(value) == (said if len(said) <= 60 else f"{said[:57]}...")
+
+
+def test_a_value_within_itself_is_shown_as_python_says_it() -> None:
+    looped: list[Any] = [1]
+    looped.append(looped)
+    assert _shown(looped) == "[1, [...]]"
