@@ -70,9 +70,11 @@ class Registry:
     lane, since a replay is only ever compared with its lane's newest call."""
     _parsed: tuple[str, dict[str, Any] | None] | None = None
     """The text _replays last read, and its object."""
-    _under_ids: dict[str, _IdCalls] = _NONE  # type: ignore[assignment]
-    """Per wire id held by two calls or more, its calls sorted for routing without walking them
-    (_sorted_under): made the first time such an id is routed."""
+    _at_indexes: dict[str, _AtIndexes] = _NONE  # type: ignore[assignment]
+    """Per wire id held by two calls or more and routed with an index, its calls by index."""
+    _under_ids: dict[tuple[str, int | None], _IdCalls] = _NONE  # type: ignore[assignment]
+    """Per wire id held by two calls or more, and index (None: all the id's calls), those calls
+    sorted for routing without walking them (_sorted_under)."""
 
     def __init__(self, ledger: Ledger, limits: Limits, taken: Iterable[str] = ()) -> None:
         self.ledger = ledger
@@ -338,8 +340,8 @@ class Registry:
         ``abandon`` when the provider said the call is unfinished (``said``: in which words), or
         ``reject`` when its whole value is no call its tool can run (``said``: why)."""
         lane, chain = self._chain(ref, None)
-        if len(chain) > 1 and ref.index is None and ref.id is not None and chain is self._by_wire_id.get(ref.id):
-            chain = self._sorted_under(ref.id, chain, None)  # the id's calls not finished
+        if len(chain) > 1 and ref.id is not None and chain is self._under_id(ref.id, ref.index):
+            chain = self._sorted_under(ref.id, ref.index, chain, None)  # those not finished
         for slot in reversed(chain):
             if not slot.finished:
                 self._metadata(slot, ref)
@@ -380,7 +382,12 @@ class Registry:
         if ref.id is not None:
             owners = _listed(self._by_wire_id.get(ref.id))
             if owners:
-                chain = owners if ref.index is None else [s for s in owners if s.index == ref.index]
+                if ref.index is None:
+                    chain = owners
+                elif len(owners) > 1:  # the list of them: its calls at the index, kept up as it grows
+                    chain = self._at_index(ref.id, owners, ref.index)
+                else:
+                    chain = [s for s in owners if s.index == ref.index]
                 if chain:
                     if ref.index is not None:
                         self.ledger.apply("id-binds")
@@ -447,9 +454,9 @@ class Registry:
             # text can be resent. Same order as walking the lane, without the walk.
             holding = self._holding.get((lane, text_digest(unicode_utf8(text.strip()))), [])
             chain = [*holding, chain[-1]] if chain[-1].unfinished else holding
-        elif len(chain) > 1 and ref.index is None and ref.id is not None and chain is self._by_wire_id.get(ref.id):
-            # All the calls under one id: those not finished, and the finished ones holding this text.
-            chain = self._sorted_under(ref.id, chain, text)
+        elif len(chain) > 1 and ref.id is not None and chain is self._under_id(ref.id, ref.index):
+            # The calls under one id (at one index): those not finished, the finished ones holding this text.
+            chain = self._sorted_under(ref.id, ref.index, chain, text)
         self.ledger.work += len(chain)
         for slot in chain:
             if slot.unfinished:
@@ -479,15 +486,39 @@ class Registry:
                 self._own("_values")[lane] = (slot, slot.length, slot.revision, parsed[1])
         return slot, rest
 
-    def _sorted_under(self, wire_id: str, calls: Sequence[Slot], text: str | None) -> list[Slot]:
-        """Of ``calls``, the calls under ``wire_id``, those a text can land in, in their order: those
-        not finished and (for a ``text``) the finished ones that hold it, as a finished call's text
-        never changes and only a resend lands there. The walk of _route_text over them decides as
-        its walk over all of ``calls`` would, and each call is sorted once: many calls under one id
-        (Gemini's code parts, all given one id) no longer cost a walk over all of them per event."""
-        under = self._own("_under_ids").get(wire_id)
+    def _at_index(self, wire_id: str, owners: Sequence[Slot], index: int) -> list[Slot]:
+        """The calls under ``wire_id`` (``owners``, its list) at ``index``, in their order: one list
+        per index, each call put in its own as it joins the id's list (a call's index never
+        changes), so an event with an id and an index no longer looks through all the id's calls."""
+        at = self._own("_at_indexes").get(wire_id)
+        if at is None:
+            at = self._at_indexes[wire_id] = _AtIndexes()
+        lists = at.lists
+        for slot in owners[at.read :]:  # calls only ever join the id's list last
+            lists.setdefault(slot.index, []).append(slot)
+        at.read = len(owners)
+        return lists.setdefault(index, [])
+
+    def _under_id(self, wire_id: str, index: int | None) -> list[Slot] | None:
+        """The list _chain gives for ``wire_id`` and ``index`` when the id has two calls or more:
+        the id's own list (no index), or its list of those at ``index`` (_at_index)."""
+        if index is None:
+            calls = self._by_wire_id.get(wire_id)
+            return calls if type(calls) is list else None
+        at = self._at_indexes.get(wire_id)
+        return None if at is None else at.lists.get(index)
+
+    def _sorted_under(self, wire_id: str, index: int | None, calls: Sequence[Slot], text: str | None) -> list[Slot]:
+        """Of ``calls``, the list _under_id gives for ``wire_id`` and ``index``, those a text can
+        land in, in their order: those not finished and (for a ``text``) the finished ones that hold
+        it, as a finished call's text never changes and only a resend lands there. The walk of
+        _route_text over them decides as its walk over all of ``calls`` would, and each call is
+        sorted once: many calls under one id (Gemini's code parts, all given one id; Anthropic
+        blocks or OpenAI calls reusing one) no longer cost a walk over all of them per event."""
+        key = (wire_id, index)
+        under = self._own("_under_ids").get(key)
         if under is None:
-            under = self._under_ids[wire_id] = _IdCalls()
+            under = self._under_ids[key] = _IdCalls()
         waiting = under.waiting
         waiting.extend(enumerate(calls[under.read :], under.read))  # calls only ever join the list last
         under.read = len(calls)
@@ -858,10 +889,20 @@ class _Run:
         self.room_bytes = ledger.max_held_bytes - ledger.held_bytes
 
 
+class _AtIndexes:
+    """The calls under one wire id by index (Registry._at_index), and how many of them are put."""
+
+    __slots__ = ("lists", "read")
+
+    def __init__(self) -> None:
+        self.read = 0
+        self.lists: dict[int | None, list[Slot]] = {}
+
+
 class _IdCalls:
-    """The calls under one wire id as Registry._sorted_under sorts them, each with its place among
-    them: how many it has read, those not finished when last read, and the finished ones (but
-    truncated) by the digest of their text (Slot.digest), each list in order."""
+    """The calls under one wire id (at one index) as Registry._sorted_under sorts them, each with
+    its place among them: how many it has read, those not finished when last read, and the
+    finished ones (but truncated) by the digest of their text (Slot.digest), each list in order."""
 
     __slots__ = ("read", "texts", "waiting")
 
