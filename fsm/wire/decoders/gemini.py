@@ -47,7 +47,7 @@ finishes), never dropped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from fsm.events import (
@@ -120,6 +120,9 @@ class GeminiDecoder:
         # the registry compares the text) was seen in earlier events, and where in this event.
         self._seen_at: dict[int, dict[int, None]] = {}  # positions in order, each looked up at once
         self._placed_now: set[tuple[int, int]] = set()
+        # Per key, where this event's search for a place its like held resumes: the places passed
+        # are taken in this event (and stay so), so no call of the event looks at them again.
+        self._unplaced: dict[int, Iterator[int]] = {}
         self._top: dict[int, int] = {}  # the highest place a call of each key has held
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
@@ -132,6 +135,7 @@ class GeminiDecoder:
             return []
         events: list[Event] = []
         self._placed_now.clear()
+        self._unplaced.clear()
         for n, candidate in enumerate(items(payload.get("candidates"), "candidates")):
             candidate = mapping(candidate, f"candidates[{n}]")
             if (candidate.get("index") or 0) != 0:
@@ -255,7 +259,10 @@ class GeminiDecoder:
         seen = self._seen_at.get(key, {})
         placed = self._placed_now
         if position not in seen or (key, position) in placed:
-            position = next((p for p in seen if (key, p) not in placed), position)
+            unplaced = self._unplaced.get(key)
+            if unplaced is None:
+                unplaced = self._unplaced[key] = iter(seen)  # _seen_at changes only after the event
+            position = next((p for p in unplaced if (key, p) not in placed), position)
             if (key, position) in placed:  # past every place its like held: new, and after them
                 position = self._top[key] + 1
         placed.add((key, position))
