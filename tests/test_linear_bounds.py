@@ -68,6 +68,23 @@ def finished_reads_per_event(events: list[dict[str, Any]], monkeypatch: pytest.M
     return reads[0] / len(events)
 
 
+def test_an_openai_call_resent_after_many_under_one_id_costs_the_same_per_resend() -> None:
+    # within max_calls (512) too: each resend of a call whose value closed was offered all 511
+    # calls under the id at its index (a million bytes of resends: 2.2 million units of work)
+    def resent(n: int) -> list[dict[str, Any]]:
+        return calls_under_one_id_at_index_0(511) + calls_under_one_id_at_index_0(1) * n
+
+    def work(events: list[dict[str, Any]]) -> int:
+        r = fsm.Reassembler("openai-chat", limits=fsm.Limits(max_diagnostics_per_code=5))
+        for event in events:
+            r.feed(event)
+        assert len(r.close().calls) == 511
+        return r.ledger.work
+
+    per_resend = (work(resent(32_000)) - work(resent(0))) / 32_000
+    assert per_resend <= 10, per_resend  # its text's 8 characters, and the one call holding it
+
+
 def test_a_code_part_resent_after_many_under_one_id_costs_the_same_per_resend(monkeypatch: pytest.MonkeyPatch) -> None:
     # a resent part (the same part again: a resend of the call it opened) was compared with every
     # call under the id, and its end then looked through all of them for one still open: 4,000
@@ -122,17 +139,27 @@ def calls_under_one_id(n: int) -> list[dict[str, Any]]:
     return [chunk(tc(index=k, id="call_1", name="f", args=f'{{"k": {k}}}')) for k in range(n)]
 
 
+def calls_under_one_id_at_index_0(n: int) -> list[dict[str, Any]]:
+    # OpenAI ends no call before the finish: each earlier call's value stays closed, not finished
+    return [chunk(tc(index=0, id="call_1", name="f", args=f'{{"k": {k}}}')) for k in range(n)]
+
+
 @pytest.mark.parametrize(
     ("events", "provider"),
-    [(blocks_under_one_id, "anthropic"), (calls_under_one_id, "openai-chat")],
-    ids=["anthropic-blocks", "openai-calls"],
+    [
+        (blocks_under_one_id, "anthropic"),
+        (calls_under_one_id, "openai-chat"),
+        (calls_under_one_id_at_index_0, "openai-chat"),
+    ],
+    ids=["anthropic-blocks", "openai-calls", "openai-calls-at-index-0"],
 )
 def test_many_calls_under_one_id_at_indexes_cost_the_same_per_event(
     events: Callable[[int], list[dict[str, Any]]], provider: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # an event with an id and an index looked through every call under the id for those at its
     # index: 8,000 Anthropic blocks under one id took 1.1 s (37 ms for 1,000), 8,000 OpenAI calls
-    # under one id (each at its own index) 0.88 s (42 ms for 1,000)
+    # under one id (each at its own index) 0.88 s (42 ms for 1,000); and all at index 0, each
+    # call's text was checked against every call before it whose value had closed: 26 s (0.55 s)
     small = id_lookups_per_event(events(500), provider, monkeypatch)
     large = id_lookups_per_event(events(4_000), provider, monkeypatch)
     assert large <= small * 1.25, (small, large)

@@ -75,6 +75,8 @@ class Registry:
     _under_ids: dict[tuple[str, int | None], _IdCalls] = _NONE  # type: ignore[assignment]
     """Per wire id held by two calls or more, and index (None: all the id's calls), those calls
     sorted for routing without walking them (_sorted_under)."""
+    _closed_under: dict[Slot, list[tuple[_IdCalls, tuple[int, Slot]]]] = _NONE  # type: ignore[assignment]
+    """Each call whose value had closed, not finished, as _sorted_under sorted it by its text: where."""
 
     def __init__(self, ledger: Ledger, limits: Limits, taken: Iterable[str] = ()) -> None:
         self.ledger = ledger
@@ -456,7 +458,7 @@ class Registry:
             chain = [*holding, chain[-1]] if chain[-1].unfinished else holding
         elif len(chain) > 1 and ref.id is not None and chain is self._under_id(ref.id, ref.index):
             # The calls under one id (at one index): those not finished, the finished ones holding this text.
-            chain = self._sorted_under(ref.id, ref.index, chain, text)
+            chain = self._sorted_under(ref.id, ref.index, chain, text, kind)
         self.ledger.work += len(chain)
         for slot in chain:
             if slot.unfinished:
@@ -508,13 +510,19 @@ class Registry:
         at = self._at_indexes.get(wire_id)
         return None if at is None else at.lists.get(index)
 
-    def _sorted_under(self, wire_id: str, index: int | None, calls: Sequence[Slot], text: str | None) -> list[Slot]:
-        """Of ``calls``, the list _under_id gives for ``wire_id`` and ``index``, those a text can
-        land in, in their order: those not finished and (for a ``text``) the finished ones that hold
-        it, as a finished call's text never changes and only a resend lands there. The walk of
-        _route_text over them decides as its walk over all of ``calls`` would, and each call is
-        sorted once: many calls under one id (Gemini's code parts, all given one id; Anthropic
-        blocks or OpenAI calls reusing one) no longer cost a walk over all of them per event."""
+    def _sorted_under(
+        self, wire_id: str, index: int | None, calls: Sequence[Slot], text: str | None, kind: Kind | None = None
+    ) -> list[Slot]:
+        """Of ``calls``, the list _under_id gives for ``wire_id`` and ``index``, those ``text`` (of
+        ``kind``) can land in, in their order; with no text, those not finished. A call whose value
+        closed can only take a fragment that is its very text (a resend), and its text changes only
+        when replaced (or when whitespace follows it): it is found by its text's digest, kept for
+        the calls that end too (a finished call's text never changes). The walk of _route_text
+        over them decides as its walk over all of ``calls`` would, and each call is sorted once: many
+        calls under one id (Gemini's code parts, all given one id; Anthropic blocks or OpenAI calls
+        reusing one, never ended one by one) no longer cost a walk over all of them per event. A
+        snapshot (or an end) is still offered every call not finished: it replaces (or ends) the
+        first (the newest) it can."""
         key = (wire_id, index)
         under = self._own("_under_ids").get(key)
         if under is None:
@@ -522,24 +530,32 @@ class Registry:
         waiting = under.waiting
         waiting.extend(enumerate(calls[under.read :], under.read))  # calls only ever join the list last
         under.read = len(calls)
-        if any(slot.status is not None for _, slot in waiting):
-            texts = under.texts
+        if any(slot.status is not None or slot.state == "value_closed" for _, slot in waiting):
+            texts, kept = under.texts, []
             for entry in waiting:
                 slot = entry[1]
-                if slot.status is not None and slot.state != "truncated":  # a truncated call takes nothing
+                if slot.status is None and slot.state != "value_closed":
+                    kept.append(entry)
+                elif slot.state != "truncated":  # a truncated call takes nothing
                     insort(texts.setdefault(slot.digest(), []), entry, key=_first)
-            waiting = under.waiting = [entry for entry in waiting if entry[1].status is None]
-        if text is None:
-            return [slot for _, slot in waiting]
-        # The keys _same_text can match: a JSON call's text stripped as str.strip() strips it, a
-        # freeform call's whole text (its digest strips JSON's whitespace, as Slot.digest does).
-        stripped, whole = unicode_utf8(text.strip()), unicode_utf8(text).strip(b" \t\r\n")
-        found = [*under.texts.get(text_digest(stripped), ())]
-        if whole != stripped:
-            found += under.texts.get(text_digest(whole), ())
-        if not found:
-            return [slot for _, slot in waiting]
-        return [slot for _, slot in sorted([*found, *waiting], key=_first)]
+                    if slot.status is None:  # replaced, it goes back to waiting (_replace)
+                        under.closed.append(entry)
+                        self._own("_closed_under").setdefault(slot, []).append((under, entry))
+            waiting = under.waiting = kept
+        found: list[tuple[int, Slot]] = [*waiting]
+        if text is None or kind != "fragment":
+            under.closed = closed = [entry for entry in under.closed if entry[1].status is None]
+            found += closed
+        if text is not None:
+            # The keys _same_text can match: a JSON call's text stripped as str.strip() strips it, a
+            # freeform call's whole text (its digest strips JSON's whitespace, as Slot.digest does).
+            stripped, whole = unicode_utf8(text.strip()), unicode_utf8(text).strip(b" \t\r\n")
+            found += under.texts.get(text_digest(stripped), ())
+            if whole != stripped:
+                found += under.texts.get(text_digest(whole), ())
+        if len(found) > 1:
+            found = sorted(dict(found).items(), key=_first)  # once each (a replaced call may be listed twice)
+        return [slot for _, slot in found]
 
     def _replays(self, slot: Slot, ref: CallRef, text: str, lane: Lane) -> bool:
         """Is ``text`` the arguments of ``slot``, the call it follows, formatted anew (a gateway
@@ -583,6 +599,9 @@ class Registry:
             self.ledger.apply("snapshot-resend")
             self.ledger.diagnose("arguments-replaced", f"call {slot.id}: {why}")
         self.machine.fire(slot, "replace", text)
+        if self._closed_under:  # sorted by a text it no longer holds: sorted again (_sorted_under)
+            for under, entry in self._closed_under.pop(slot, ()):
+                under.waiting.append(entry)
 
     def _remember(self, slot: Slot, lane: Lane | None = None) -> None:
         """Index a complete call under its text in each of its lanes that holds another call (or in
@@ -901,13 +920,15 @@ class _AtIndexes:
 
 class _IdCalls:
     """The calls under one wire id (at one index) as Registry._sorted_under sorts them, each with
-    its place among them: how many it has read, those not finished when last read, and the
-    finished ones (but truncated) by the digest of their text (Slot.digest), each list in order."""
+    its place among them: how many it has read, those still open (or replaced) when last read, the
+    finished ones (but truncated) and those whose value closed by the digest of their text
+    (Slot.digest), each list in order, and those whose value closed, not finished when sorted."""
 
-    __slots__ = ("read", "texts", "waiting")
+    __slots__ = ("closed", "read", "texts", "waiting")
 
     def __init__(self) -> None:
         self.read = 0
+        self.closed: list[tuple[int, Slot]] = []
         self.waiting: list[tuple[int, Slot]] = []
         self.texts: dict[bytes, list[tuple[int, Slot]]] = {}
 
