@@ -9,10 +9,13 @@ from collections.abc import Iterable
 
 
 class IdAllocator:
-    # Every candidate below the last one claimed for a name stays taken (the set only grows), so
-    # the search resumes there: claiming one name n times costs n steps, not n squared. Most
-    # streams never claim a name twice: the stream's own dict is made by the first that does.
-    _resume: dict[str, int] | None = None
+    # Where the search for a free ``<stem>_d<n>`` resumes, per stem and count of digits in n (the
+    # two decide the names searched: with a limit, a stem is cut as n needs, and ids alike in their
+    # first characters share the cut stem): every name below it is taken (the set only grows), so
+    # no claim looks at a taken name twice. Claiming one name k times, or k names cut to one stem,
+    # costs k steps, not k squared. Most streams never claim a name twice: the stream's own dict is
+    # made by the first that does.
+    _resume: dict[tuple[str, int], int] | None = None
     # The longest id the target format takes (Bedrock Converse's toolUseId: 64), or None: a
     # renamed id that would pass it has its stem cut so ``<stem>_d<n>`` fits.
     _limit: int | None = None
@@ -37,24 +40,26 @@ class IdAllocator:
         (with a ``limit``, ``wanted`` cut to fit as each number needs)."""
         used = self._used
         if wanted not in used:
-            # Nearly every claim. A name with a resume point is taken already, and a resume point of
-            # 1 is what an absent one means: only names claimed twice keep one (no entry per call).
+            # Nearly every claim: the name itself.
             used.add(wanted)
             return wanted
         resume = self._resume
         if resume is None:
             resume = self._resume = {}
-        n = resume.get(wanted, 1)
-        candidate = wanted if n == 1 else self._numbered(wanted, n)
-        while candidate in self._used:
-            n += 1
-            candidate = self._numbered(wanted, n)
-        self._used.add(candidate)
-        resume[wanted] = n
-        return candidate
-
-    def _numbered(self, wanted: str, n: int) -> str:
-        suffix = f"_d{n}"
-        if self._limit is None or len(wanted) + len(suffix) <= self._limit:
-            return wanted + suffix
-        return wanted[: max(self._limit - len(suffix), 1)] + suffix
+        limit, n, digits = self._limit, 2, 1
+        while True:  # n from 2 up, a count of digits at a time (n is the first number of that count)
+            top = 10**digits
+            stem = wanted
+            if limit is not None and len(wanted) + 2 + digits > limit:
+                stem = wanted[: max(limit - 2 - digits, 1)]
+            key = (stem, digits)
+            n = resume.get(key, n)
+            while n < top:
+                candidate = f"{stem}_d{n}"
+                if candidate not in used:
+                    used.add(candidate)
+                    resume[key] = n + 1
+                    return candidate
+                n += 1
+            resume[key] = n
+            digits += 1

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal
@@ -70,6 +70,13 @@ class Registry:
     lane, since a replay is only ever compared with its lane's newest call."""
     _parsed: tuple[str, dict[str, Any] | None] | None = None
     """The text _replays last read, and its object."""
+    _at_indexes: dict[str, _AtIndexes] = _NONE  # type: ignore[assignment]
+    """Per wire id held by two calls or more and routed with an index, its calls by index."""
+    _under_ids: dict[tuple[str, int | None], _IdCalls] = _NONE  # type: ignore[assignment]
+    """Per wire id held by two calls or more, and index (None: all the id's calls), those calls
+    sorted for routing without walking them (_sorted_under)."""
+    _closed_under: dict[Slot, list[tuple[_IdCalls, tuple[int, Slot]]]] = _NONE  # type: ignore[assignment]
+    """Each call whose value had closed, not finished, as _sorted_under sorted it by its text: where."""
 
     def __init__(self, ledger: Ledger, limits: Limits, taken: Iterable[str] = ()) -> None:
         self.ledger = ledger
@@ -335,6 +342,8 @@ class Registry:
         ``abandon`` when the provider said the call is unfinished (``said``: in which words), or
         ``reject`` when its whole value is no call its tool can run (``said``: why)."""
         lane, chain = self._chain(ref, None)
+        if len(chain) > 1 and ref.id is not None and chain is self._under_id(ref.id, ref.index):
+            chain = self._sorted_under(ref.id, ref.index, chain, None)  # those not finished
         for slot in reversed(chain):
             if not slot.finished:
                 self._metadata(slot, ref)
@@ -375,7 +384,12 @@ class Registry:
         if ref.id is not None:
             owners = _listed(self._by_wire_id.get(ref.id))
             if owners:
-                chain = owners if ref.index is None else [s for s in owners if s.index == ref.index]
+                if ref.index is None:
+                    chain = owners
+                elif len(owners) > 1:  # the list of them: its calls at the index, kept up as it grows
+                    chain = self._at_index(ref.id, owners, ref.index)
+                else:
+                    chain = [s for s in owners if s.index == ref.index]
                 if chain:
                     if ref.index is not None:
                         self.ledger.apply("id-binds")
@@ -442,6 +456,9 @@ class Registry:
             # text can be resent. Same order as walking the lane, without the walk.
             holding = self._holding.get((lane, text_digest(unicode_utf8(text.strip()))), [])
             chain = [*holding, chain[-1]] if chain[-1].unfinished else holding
+        elif len(chain) > 1 and ref.id is not None and chain is self._under_id(ref.id, ref.index):
+            # The calls under one id (at one index): those not finished, the finished ones holding this text.
+            chain = self._sorted_under(ref.id, ref.index, chain, text, kind)
         self.ledger.work += len(chain)
         for slot in chain:
             if slot.unfinished:
@@ -470,6 +487,75 @@ class Registry:
             if parsed[0] is text and slot._text is text:  # held just as it came
                 self._own("_values")[lane] = (slot, slot.length, slot.revision, parsed[1])
         return slot, rest
+
+    def _at_index(self, wire_id: str, owners: Sequence[Slot], index: int) -> list[Slot]:
+        """The calls under ``wire_id`` (``owners``, its list) at ``index``, in their order: one list
+        per index, each call put in its own as it joins the id's list (a call's index never
+        changes), so an event with an id and an index no longer looks through all the id's calls."""
+        at = self._own("_at_indexes").get(wire_id)
+        if at is None:
+            at = self._at_indexes[wire_id] = _AtIndexes()
+        lists = at.lists
+        for slot in owners[at.read :]:  # calls only ever join the id's list last
+            lists.setdefault(slot.index, []).append(slot)
+        at.read = len(owners)
+        return lists.setdefault(index, [])
+
+    def _under_id(self, wire_id: str, index: int | None) -> list[Slot] | None:
+        """The list _chain gives for ``wire_id`` and ``index`` when the id has two calls or more:
+        the id's own list (no index), or its list of those at ``index`` (_at_index)."""
+        if index is None:
+            calls = self._by_wire_id.get(wire_id)
+            return calls if type(calls) is list else None
+        at = self._at_indexes.get(wire_id)
+        return None if at is None else at.lists.get(index)
+
+    def _sorted_under(
+        self, wire_id: str, index: int | None, calls: Sequence[Slot], text: str | None, kind: Kind | None = None
+    ) -> list[Slot]:
+        """Of ``calls``, the list _under_id gives for ``wire_id`` and ``index``, those ``text`` (of
+        ``kind``) can land in, in their order; with no text, those not finished. A call whose value
+        closed can only take a fragment that is its very text (a resend), and its text changes only
+        when replaced (or when whitespace follows it): it is found by its text's digest, kept for
+        the calls that end too (a finished call's text never changes). The walk of _route_text
+        over them decides as its walk over all of ``calls`` would, and each call is sorted once: many
+        calls under one id (Gemini's code parts, all given one id; Anthropic blocks or OpenAI calls
+        reusing one, never ended one by one) no longer cost a walk over all of them per event. A
+        snapshot (or an end) is still offered every call not finished: it replaces (or ends) the
+        first (the newest) it can."""
+        key = (wire_id, index)
+        under = self._own("_under_ids").get(key)
+        if under is None:
+            under = self._under_ids[key] = _IdCalls()
+        waiting = under.waiting
+        waiting.extend(enumerate(calls[under.read :], under.read))  # calls only ever join the list last
+        under.read = len(calls)
+        if any(slot.status is not None or slot.state == "value_closed" for _, slot in waiting):
+            texts, kept = under.texts, []
+            for entry in waiting:
+                slot = entry[1]
+                if slot.status is None and slot.state != "value_closed":
+                    kept.append(entry)
+                elif slot.state != "truncated":  # a truncated call takes nothing
+                    insort(texts.setdefault(slot.digest(), []), entry, key=_first)
+                    if slot.status is None:  # replaced, it goes back to waiting (_replace)
+                        under.closed.append(entry)
+                        self._own("_closed_under").setdefault(slot, []).append((under, entry))
+            waiting = under.waiting = kept
+        found: list[tuple[int, Slot]] = [*waiting]
+        if text is None or kind != "fragment":
+            under.closed = closed = [entry for entry in under.closed if entry[1].status is None]
+            found += closed
+        if text is not None:
+            # The keys _same_text can match: a JSON call's text stripped as str.strip() strips it, a
+            # freeform call's whole text (its digest strips JSON's whitespace, as Slot.digest does).
+            stripped, whole = unicode_utf8(text.strip()), unicode_utf8(text).strip(b" \t\r\n")
+            found += under.texts.get(text_digest(stripped), ())
+            if whole != stripped:
+                found += under.texts.get(text_digest(whole), ())
+        if len(found) > 1:
+            found = sorted(dict(found).items(), key=_first)  # once each (a replaced call may be listed twice)
+        return [slot for _, slot in found]
 
     def _replays(self, slot: Slot, ref: CallRef, text: str, lane: Lane) -> bool:
         """Is ``text`` the arguments of ``slot``, the call it follows, formatted anew (a gateway
@@ -513,6 +599,9 @@ class Registry:
             self.ledger.apply("snapshot-resend")
             self.ledger.diagnose("arguments-replaced", f"call {slot.id}: {why}")
         self.machine.fire(slot, "replace", text)
+        if self._closed_under:  # sorted by a text it no longer holds: sorted again (_sorted_under)
+            for under, entry in self._closed_under.pop(slot, ()):
+                under.waiting.append(entry)
 
     def _remember(self, slot: Slot, lane: Lane | None = None) -> None:
         """Index a complete call under its text in each of its lanes that holds another call (or in
@@ -820,6 +909,35 @@ class _Run:
         self.chars = self.size = 0
         self.room_chars = ledger.max_argument_chars - slot.length
         self.room_bytes = ledger.max_held_bytes - ledger.held_bytes
+
+
+class _AtIndexes:
+    """The calls under one wire id by index (Registry._at_index), and how many of them are put."""
+
+    __slots__ = ("lists", "read")
+
+    def __init__(self) -> None:
+        self.read = 0
+        self.lists: dict[int | None, list[Slot]] = {}
+
+
+class _IdCalls:
+    """The calls under one wire id (at one index) as Registry._sorted_under sorts them, each with
+    its place among them: how many it has read, those still open (or replaced) when last read, the
+    finished ones (but truncated) and those whose value closed by the digest of their text
+    (Slot.digest), each list in order, and those whose value closed, not finished when sorted."""
+
+    __slots__ = ("closed", "read", "texts", "waiting")
+
+    def __init__(self) -> None:
+        self.read = 0
+        self.closed: list[tuple[int, Slot]] = []
+        self.waiting: list[tuple[int, Slot]] = []
+        self.texts: dict[bytes, list[tuple[int, Slot]]] = {}
+
+
+def _first(entry: tuple[int, Slot]) -> int:
+    return entry[0]
 
 
 _NOT_LETTERS = bytes(b for b in range(256) if not (chr(b).isascii() and chr(b).isalpha()) or b in b"eE")

@@ -7,7 +7,8 @@ fields the API may add later pass, and so does a computer action of a type not l
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import json
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from fsm.jsontext import dumps
@@ -112,13 +113,71 @@ def _fault(value: Mapping[str, Any], kind: Any, what: str) -> str | None:
     return None
 
 
+_SHOWN = 60
+"""How many characters of a value a diagnostic shows."""
+
+
 def _shown(value: Any) -> str:
-    """The value as the wire wrote it (JSON), cut to 60 characters."""
-    try:  # the digits of an integer past Python's int-string limit too, as the call's raw text has them
-        said = dumps(value)
+    """The value as the wire wrote it (JSON), cut to 60 characters. Written only as far as the cut
+    (a multi-megabyte value costs what its first characters do): the same text as the whole value
+    written out and cut, but where a value past the cut is one JSON does not write (an SDK
+    object's field), which only the whole value's writing would have found."""
+    pieces: list[str] = []
+    size = 0
+    try:
+        for piece in _json(value, set()):
+            pieces.append(piece)
+            size += len(piece)
+            if size > _SHOWN:
+                break
     except (TypeError, ValueError):  # not JSON (an SDK object's field): as Python says it
         said = _repr(value)
-    return said if len(said) <= 60 else f"{said[:57]}..."
+    else:
+        said = "".join(pieces)
+    return said if len(said) <= _SHOWN else f"{said[: _SHOWN - 3]}..."
+
+
+def _json(value: Any, within: set[int]) -> Iterator[str]:
+    """``json.dumps(value, ensure_ascii=False)`` in pieces, each written as it is asked for (a long
+    string's first characters, to the cut, and no further); TypeError or ValueError where
+    json.dumps raises them (a value JSON does not write, a container within itself)."""
+    if isinstance(value, str):
+        if len(value) <= _SHOWN:
+            yield json.dumps(value, ensure_ascii=False)
+        else:  # each character is written alone: the first ones written are the start of the whole
+            yield json.dumps(value[: _SHOWN + 1], ensure_ascii=False)[:-1]
+    elif value is None or isinstance(value, int | float):  # bool is an int
+        try:
+            yield json.dumps(value)
+        except ValueError:  # an integer past Python's int-string limit: its digits, as the raw text has them
+            if not isinstance(value, int):
+                raise
+            yield dumps(value)
+    elif isinstance(value, list | tuple | dict):
+        if id(value) in within:
+            raise ValueError("Circular reference detected")
+        within.add(id(value))
+        if isinstance(value, dict):
+            yield "{"
+            for n, (key, item) in enumerate(value.items()):
+                if not isinstance(key, str | int | float) and key is not None:
+                    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+                yield (", " if n else "") + json.dumps(
+                    key if isinstance(key, str) else json.dumps(key), ensure_ascii=False
+                )
+                yield ": "
+                yield from _json(item, within)
+            yield "}"
+        else:
+            yield "["
+            for n, item in enumerate(value):
+                if n:
+                    yield ", "
+                yield from _json(item, within)
+            yield "]"
+        within.discard(id(value))
+    else:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _repr(value: Any) -> str:

@@ -1,0 +1,317 @@
+"""Work stays linear in hostile megabyte input on paths where it grew with the square of a count:
+many Gemini code parts under one id, many calls renamed from one long id, a built-in call's action
+holding a huge value its tool cannot take. Work is counted (the ledger's count of characters and
+routing candidates visited, or the steps an id search takes), or, where nothing counts it, compared
+loosely at 1x and 8x the input."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import fsm
+from fsm.engine.ids import IdAllocator
+from fsm.wire.decoders._built_in_actions import _shown, action_fault
+from tests.helpers import chunk, tc
+
+
+def code_parts(n: int, wire_id: str | None, *, resent: int = 0) -> list[dict[str, Any]]:
+    """n Gemini events of one ``executableCode`` part each (``wire_id`` on every part, or none), a
+    different code of ~250 characters in each, then the last event again ``resent`` times."""
+    events = []
+    for k in range(n):
+        part: dict[str, Any] = {"language": "PYTHON", "code": f"print({k})  # " + "x" * 240}
+        if wire_id is not None:
+            part["id"] = wire_id
+        events.append({"candidates": [{"content": {"role": "model", "parts": [{"executableCode": part}]}}]})
+    return events + [events[-1]] * resent
+
+
+def work_per_event(events: list[dict[str, Any]]) -> float:
+    limits = fsm.Limits(max_calls=10_000, max_diagnostics_per_code=5)
+    r = fsm.Reassembler("gemini", limits=limits)
+    for event in events:
+        r.feed(event)
+    result = r.close()
+    assert len(result.server_tool_calls) == len(
+        {e["candidates"][0]["content"]["parts"][0]["executableCode"]["code"] for e in events}
+    )
+    return r.ledger.work / len(events)
+
+
+@pytest.mark.parametrize("wire_id", ["code-1", "", None])
+def test_many_code_parts_under_one_id_cost_the_same_per_part(wire_id: str | None) -> None:
+    # each part's text was compared with every call held under its id before it opened another:
+    # 500 parts cost 259 units of work each, 4,000 parts (1 MB) 2,010 each (5.8 s)
+    small, large = work_per_event(code_parts(500, wire_id)), work_per_event(code_parts(4_000, wire_id))
+    assert large <= small * 1.25, (small, large)
+
+
+def finished_reads_per_event(events: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> float:
+    """How often a call is asked whether it has finished, per event: each ask is a call visited."""
+    from fsm.engine.slot import Slot
+
+    reads = [0]
+    held = Slot.__dict__["finished"]
+
+    def read(slot: Slot) -> bool:
+        reads[0] += 1
+        return held.__get__(slot)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Slot, "finished", property(read))
+    work_per_event(events)
+    monkeypatch.undo()
+    return reads[0] / len(events)
+
+
+def test_an_openai_call_resent_after_many_under_one_id_costs_the_same_per_resend() -> None:
+    # within max_calls (512) too: each resend of a call whose value closed was offered all 511
+    # calls under the id at its index (a million bytes of resends: 2.2 million units of work)
+    def resent(n: int) -> list[dict[str, Any]]:
+        return calls_under_one_id_at_index_0(511) + calls_under_one_id_at_index_0(1) * n
+
+    def work(events: list[dict[str, Any]]) -> int:
+        r = fsm.Reassembler("openai-chat", limits=fsm.Limits(max_diagnostics_per_code=5))
+        for event in events:
+            r.feed(event)
+        assert len(r.close().calls) == 511
+        return r.ledger.work
+
+    per_resend = (work(resent(32_000)) - work(resent(0))) / 32_000
+    assert per_resend <= 10, per_resend  # its text's 8 characters, and the one call holding it
+
+
+def test_a_code_part_resent_after_many_under_one_id_costs_the_same_per_resend(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a resent part (the same part again: a resend of the call it opened) was compared with every
+    # call under the id, and its end then looked through all of them for one still open: 4,000
+    # parts each resent cost 3,127 units of work and 4,000 such looks per event, 500 cost 502 and 500
+    small, large = (code_parts(n, "code-1", resent=n) for n in (500, 4_000))
+    assert work_per_event(large) <= work_per_event(small) * 1.25
+    small_reads = finished_reads_per_event(small, monkeypatch)
+    large_reads = finished_reads_per_event(large, monkeypatch)
+    assert large_reads <= small_reads * 1.25, (small_reads, large_reads)
+
+
+def id_lookups_per_event(events: list[dict[str, Any]], provider: str, monkeypatch: pytest.MonkeyPatch) -> float:
+    """How often a call's index is read, per event, while ``events`` are reassembled: each read is
+    a call visited to learn whether it sits at an event's index."""
+    from fsm.engine.slot import Slot
+
+    reads = [0]
+    original = Slot.__init__
+
+    class Counted(int):
+        def __eq__(self, other: object) -> bool:
+            reads[0] += 1
+            return int(self) == other
+
+        __hash__ = int.__hash__
+
+    def init(slot: Slot, ordinal: int, lane: Any, index: int | None, *rest: Any) -> None:
+        original(slot, ordinal, lane, None if index is None else Counted(index), *rest)
+
+    monkeypatch.setattr(Slot, "__init__", init)
+    r = fsm.Reassembler(provider, limits=fsm.Limits(max_calls=10_000, max_diagnostics_per_code=5))
+    for event in events:
+        r.feed(event)
+    r.close()
+    monkeypatch.undo()
+    return (reads[0] + r.ledger.work) / len(events)
+
+
+def blocks_under_one_id(n: int) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for k in range(n):
+        block = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}
+        events += [
+            {"type": "content_block_start", "index": k, "content_block": block},
+            {"type": "content_block_delta", "index": k, "delta": {"type": "input_json_delta", "partial_json": "{}"}},
+            {"type": "content_block_stop", "index": k},
+        ]
+    return events
+
+
+def calls_under_one_id(n: int) -> list[dict[str, Any]]:
+    return [chunk(tc(index=k, id="call_1", name="f", args=f'{{"k": {k}}}')) for k in range(n)]
+
+
+def calls_under_one_id_at_index_0(n: int) -> list[dict[str, Any]]:
+    # OpenAI ends no call before the finish: each earlier call's value stays closed, not finished
+    return [chunk(tc(index=0, id="call_1", name="f", args=f'{{"k": {k}}}')) for k in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("events", "provider"),
+    [
+        (blocks_under_one_id, "anthropic"),
+        (calls_under_one_id, "openai-chat"),
+        (calls_under_one_id_at_index_0, "openai-chat"),
+    ],
+    ids=["anthropic-blocks", "openai-calls", "openai-calls-at-index-0"],
+)
+def test_many_calls_under_one_id_at_indexes_cost_the_same_per_event(
+    events: Callable[[int], list[dict[str, Any]]], provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an event with an id and an index looked through every call under the id for those at its
+    # index: 8,000 Anthropic blocks under one id took 1.1 s (37 ms for 1,000), 8,000 OpenAI calls
+    # under one id (each at its own index) 0.88 s (42 ms for 1,000); and all at index 0, each
+    # call's text was checked against every call before it whose value had closed: 26 s (0.55 s)
+    small = id_lookups_per_event(events(500), provider, monkeypatch)
+    large = id_lookups_per_event(events(4_000), provider, monkeypatch)
+    assert large <= small * 1.25, (small, large)
+
+
+class _Looked(set[tuple[int, int]]):
+    """A set of places taken in an event that counts how often it is asked."""
+
+    asked = 0
+
+    def __contains__(self, place: object) -> bool:
+        self.asked += 1
+        return super().__contains__(place)
+
+
+def place_lookups_per_call(n: int) -> float:
+    # Gemini without ids: an event of n rolls, then one of 2n (the n resent, n more)
+    def rolls(k: int) -> dict[str, Any]:
+        return {"candidates": [{"content": {"parts": [{"functionCall": {"name": "roll", "args": {}}}] * k}}]}
+
+    r = fsm.Reassembler("gemini", limits=fsm.Limits(max_calls=10_000, max_diagnostics_per_code=5))
+    r._decoder._placed_now = looked = _Looked()  # type: ignore[attr-defined]
+    r.feed(rolls(n))
+    r.feed(rolls(2 * n))
+    assert len(r.close().calls) == 2 * n
+    return looked.asked / n
+
+
+def test_gemini_calls_alike_beyond_those_seen_before_are_placed_without_a_rescan() -> None:
+    # each roll past the n seen before looked again through all n places for one not yet taken
+    # in its event: n*n/2 looks (4,000 rolls, then 8,000: 1.5 s; 500, then 1,000: 44 ms)
+    small, large = place_lookups_per_call(500), place_lookups_per_call(4_000)
+    assert large <= small * 1.25, (small, large)
+
+
+class _Probed(set[str]):
+    """A set of taken ids that counts the characters of the candidates looked up in it."""
+
+    probed = 0
+
+    def __contains__(self, candidate: object) -> bool:
+        self.probed += len(candidate) if isinstance(candidate, str) else 0
+        return super().__contains__(candidate)
+
+
+def probed_per_claim(wanted: list[str], limit: int | None) -> float:
+    ids = IdAllocator(limit=limit)
+    ids._used = taken = _Probed()
+    for each in wanted:
+        ids.claim(each)
+    return taken.probed / sum(map(len, wanted))
+
+
+def test_ids_cut_to_one_stem_are_renamed_without_walking_the_names_taken() -> None:
+    # Bedrock Converse (ids of 64 characters at most): k ids alike in their first 61 characters,
+    # each used by two calls of a turn, gave every second call a search from <stem>_d2 through all
+    # the names the earlier ones took: k*k/2 candidates (4,000 ids: 8 million, 18 s)
+    def alike(k: int) -> list[str]:
+        return [f"{'p' * 62}{n}" for n in range(k) for _ in (1, 2)]
+
+    small, large = probed_per_claim(alike(500), 64), probed_per_claim(alike(4_000), 64)
+    assert large <= small * 1.25, (small, large)
+
+
+def test_many_calls_under_one_long_id_are_renamed_in_work_linear_in_the_ids() -> None:
+    # k calls under one 100 KB id: <id>_d2, <id>_d3, ... each found without rebuilding those before
+    small = probed_per_claim(["i" * 100_000] * 10, None)
+    large = probed_per_claim(["i" * 100_000] * 80, None)
+    assert large <= small * 1.25, (small, large)
+
+
+def naive_claim(used: set[str], wanted: str, limit: int | None) -> str:
+    """The name claim() gives, found the plain way: ``wanted``, else the first free ``<stem>_d<n>``."""
+    n, candidate = 1, wanted
+    while candidate in used:
+        n += 1
+        suffix = f"_d{n}"
+        cut = len(wanted) if limit is None or len(wanted) + len(suffix) <= limit else max(limit - len(suffix), 1)
+        candidate = wanted[:cut] + suffix
+    used.add(candidate)
+    return candidate
+
+
+@pytest.mark.parametrize("limit", [None, 3, 6, 64])
+def test_renamed_ids_are_the_names_the_plain_search_gives(limit: int | None) -> None:
+    # ids feed prompt caches: the rename must stay the first free name, byte for byte
+    import random
+
+    rng = random.Random(limit)
+    for _ in range(200):
+        ids, used = IdAllocator(limit=limit), set[str]()
+        for _ in range(rng.randrange(1, 60)):
+            wanted = rng.choice(["a", "ab", "abc", "abcd", "a_d2", "ab_d3", "a_d1", "abcdef", "abcdefg_d9"])
+            if rng.random() < 0.2:
+                ids.take(wanted)
+                used.add(wanted)
+            else:
+                assert ids.claim(wanted) == naive_claim(used, wanted, limit)
+
+
+def fault_seconds(value: Any) -> float:
+    """The least time of many to find what makes a shell action holding ``value`` unusable."""
+    best = float("inf")
+    for _ in range(15):
+        start = time.perf_counter()
+        for _ in range(5):
+            said = action_fault("shell_call", {"commands": value})
+        best = min(best, time.perf_counter() - start)
+    assert said is not None and said.endswith("...") and len(said) < 120
+    return best
+
+
+@pytest.mark.parametrize(
+    "huge",
+    [
+        lambda size: "x" * size,
+        lambda size: list(range(size // 8)),
+        lambda size: [{"k": "v" * 6} for _ in range(size // 16)],
+    ],
+    ids=["string", "numbers", "objects"],
+)
+def test_a_huge_action_value_is_shown_for_what_its_excerpt_costs(huge: Callable[[int], Any]) -> None:
+    # the value a tool cannot take was written out whole (JSON) before its first 60 characters were
+    # kept for the diagnostic: 1 MB written for each such call, 8 MB for 8 times the input
+    small, large = fault_seconds(huge(1_000_000)), fault_seconds(huge(8_000_000))
+    assert large < 4 * small, (small, large)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ["ls", 5],
+        {"a": float("nan"), "b": [True, None, 2.5, -float("inf")], "c": 'q"\n\u2028é'},
+        {1: "one", None: "none", 2.5: (1, 2), False: []},
+        ["x" * 59],
+        ["x" * 58],
+        "é" * 200,
+        [{"k": "v"}] * 30,
+        [object(), 1],
+        {(1,): 2},
+        [["a"] * 3, 1e300, -0.0],
+    ],
+)
+def test_the_excerpt_reads_as_the_whole_value_written_and_cut(value: Any) -> None:
+    try:
+        said = json.dumps(value, ensure_ascii=False)
+    except TypeError:  # not JSON: as Python says it
+        said = repr(value)
+    assert _shown(value) == (said if len(said) <= 60 else f"{said[:57]}...")
+
+
+def test_a_value_within_itself_is_shown_as_python_says_it() -> None:
+    looped: list[Any] = [1]
+    looped.append(looped)
+    assert _shown(looped) == "[1, [...]]"
