@@ -120,7 +120,7 @@ class OpenAIChatDecoder:
             for event in events:
                 said(event)
             return True
-        return self.entry(*found, registry)
+        return self.entry(found[0], found[1], registry)
 
     def entry(self, entry: dict[str, Any], function: dict[str, Any], registry: Registry) -> bool:
         """What shortcut() does with the one entry of a plain delta (see one_entry): False, having
@@ -132,11 +132,11 @@ class OpenAIChatDecoder:
             return True
         whole = whole_call_in(entry, function)
         if whole is not None:
-            registry.whole_call(*whole)
+            registry.whole_call(whole[0], whole[1], whole[2], whole[3])
             return True
         header = header_in(entry, function)
         if header is not None:
-            registry.call_header(*header)
+            registry.call_header(header[0], header[1], header[2])
             return True
         return False
 
