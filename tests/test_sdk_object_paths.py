@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import fsm
 from fsm import Reassembler
 from fsm.harness.fuzz.run import sample_vectors
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, one_entry, plain_delta
@@ -278,3 +279,22 @@ def test_the_commonest_event_of_an_sdk_stream_is_taken_without_its_dump(monkeypa
         r.feed(event)
     assert [(c.id, c.name, c.arguments) for c in r.close().calls] == [("t", "f", {"q": "A"})]
     assert [getattr(e, "type", None) for e in dumped] == ["content_block_start", "content_block_stop"]
+
+
+def test_an_sdk_event_whose_type_is_no_text_is_read_as_its_dump_is() -> None:
+    # model_construct takes anything: a list for a type is no event type a shortcut takes (and no
+    # key of a set), so the object goes the dump's way and is reported as the dict would be.
+    anthropic = pytest.importorskip("anthropic")
+    odd = anthropic.types.RawContentBlockDeltaEvent.model_construct(type=["content_block_delta"], index=0)
+    got, want = Reassembler("anthropic"), Reassembler("anthropic")
+    got.feed({"type": "message_start", "message": {"content": []}})
+    want.feed({"type": "message_start", "message": {"content": []}})
+    outcome = []
+    for r, item in ((got, odd), (want, dict(as_mapping(odd)))):
+        try:
+            r.feed(item)
+            outcome.append(None)
+        except fsm.ToolcallFSMError as exc:
+            outcome.append(type(exc).__name__)
+    assert outcome[0] == outcome[1]
+    assert got.close().codes() == want.close().codes()

@@ -208,7 +208,8 @@ def commonest_of(
     """What a decoder's ``commonest`` fragment reader finds in the dump of the SDK event ``item``,
     read from a plain dump of it (see plain_dump) when its type is one of ``types``, the types
     that reader takes; None otherwise, having changed nothing."""
-    if _type_of(item) not in types:
+    kind = _type_of(item)
+    if type(kind) is not str or kind not in types:  # a type of any other kind (model_construct) is the dump's
         return None
     payload = plain_dump(item)
     return None if payload is None else commonest(payload)
