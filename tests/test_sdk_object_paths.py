@@ -173,6 +173,7 @@ def _hostile_chunks() -> list[Any]:
         built(delta=Delta.model_construct(role=1, tool_calls=[Entry.model_construct(index=0, function=one_f)])),
         built(entry=Entry.model_construct(index=0, id=5, function=one_f)),
         built(entry=Entry.model_construct(index=0, type=["function"], function=one_f)),
+        built(choice=Choice.model_construct(index=0, delta=Delta.model_construct(), finish_reason=["stop"])),
         C.model_construct(**{**envelope, "choices": ()}),
         C.model_construct(**envelope),
     ]

@@ -142,7 +142,9 @@ def chat_entry(item: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
     if type(choices) is not list or len(choices) != 1:
         return None
     choice = choices[0]
-    if not _sets(choice, _CHOICE_FIELDS) or choice.index != 0 or type(choice.index) is not int or choice.finish_reason:
+    # Each value's type before its value: model_construct takes anything, whose truth may raise.
+    at, finish = (choice.index, choice.finish_reason) if _sets(choice, _CHOICE_FIELDS) else (None, None)
+    if type(at) is not int or at != 0 or type(finish) not in _TEXT or finish:
         return None
     delta = choice.delta
     if not _sets(delta, _DELTA_FIELDS):
@@ -168,7 +170,7 @@ def chat_entry(item: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
     if "tool_calls" not in given or type(entry.id) not in _TEXT or type(entry.type) not in _TEXT:
         return None
     said, refused = delta.content, delta.refusal
-    if said or refused or type(said) not in _TEXT or type(refused) not in _TEXT or type(delta.role) not in _TEXT:
+    if type(said) not in _TEXT or type(refused) not in _TEXT or type(delta.role) not in _TEXT or said or refused:
         return None  # text beside the call, or a value of another type: the dump's
     if type(function.name) not in _TEXT or type(text) not in _TEXT:
         return None
