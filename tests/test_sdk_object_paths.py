@@ -299,3 +299,87 @@ def test_an_sdk_event_whose_type_is_no_text_is_read_as_its_dump_is() -> None:
             outcome.append(type(exc).__name__)
     assert outcome[0] == outcome[1]
     assert got.close().codes() == want.close().codes()
+
+
+def test_random_hostile_sdk_objects_read_as_their_dumps() -> None:
+    # model_construct'ed chunks and events holding values of every kind where the lean readers
+    # look: each fed as it is raises no error but the project's and ends as its dump fed does.
+    import random
+    import warnings
+
+    anthropic = pytest.importorskip("anthropic")
+    kinds = pytest.importorskip("openai.types.chat.chat_completion_chunk")
+    a = anthropic.types
+    pool: list[Any] = [None, "", "x", "{", 0, 1, True, False, 1.5, [], {}, ["a"], {"a": 1}, object(), b"x", "\ud800"]
+    rng = random.Random(17)
+
+    def some(fields: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in fields.items() if rng.random() < 0.8}
+
+    def chat() -> Any:
+        f = kinds.ChoiceDeltaToolCallFunction.model_construct(
+            **some({"name": rng.choice(pool), "arguments": rng.choice(["ab", "", None, 3])})
+        )
+        e = kinds.ChoiceDeltaToolCall.model_construct(
+            **some(
+                {
+                    "index": rng.choice([0, 1, True, "0"]),
+                    "id": rng.choice(pool),
+                    "type": rng.choice(pool),
+                    "function": f,
+                }
+            )
+        )
+        d = kinds.ChoiceDelta.model_construct(
+            **some(
+                {"role": rng.choice(pool), "content": rng.choice(pool), "tool_calls": rng.choice([[e], [e], [], (e,)])}
+            )
+        )
+        choice = kinds.Choice.model_construct(
+            **some(
+                {"index": rng.choice([0, 0, 1, False]), "delta": d, "finish_reason": rng.choice([None, "", "stop", []])}
+            )
+        )
+        envelope = {"id": "c", "created": 1, "model": "m", "object": "chat.completion.chunk"}
+        return chat_types.ChatCompletionChunk.model_construct(
+            **some({**envelope, "choices": rng.choice([[choice], [choice], []]), "usage": rng.choice([None, {}])})
+        )
+
+    def claude() -> Any:
+        delta = a.InputJSONDelta.model_construct(
+            **some({"type": rng.choice(["input_json_delta", "x", ["y"]]), "partial_json": rng.choice(pool)})
+        )
+        kind = rng.choice(["content_block_delta", "content_block_delta", None, 3, ["x"]])
+        return a.RawContentBlockDeltaEvent.model_construct(
+            **some({"type": kind, "index": rng.choice([0, 1, True]), "delta": delta})
+        )
+
+    heads = {
+        "openai-chat": [chunk(tc(0, "h", "f", ""))],
+        "anthropic": [
+            {"type": "message_start", "message": {"content": []}},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "f"}},
+        ],
+    }
+
+    def outcome(shape: str, item: Any) -> object:
+        r = Reassembler(shape)
+        try:
+            for event in [*heads[shape], item]:
+                r.feed(event)
+            raised = None
+        except fsm.ToolcallFSMError as exc:
+            raised = type(exc).__name__
+        result = r.close()
+        return raised, [(c.id, c.name, c.arguments_json, c.status) for c in result.calls], result.codes()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pydantic's serializer warnings on the dumps of such objects
+        for n in range(1500):
+            shape, item = ("openai-chat", chat()) if n % 2 else ("anthropic", claude())
+            fed = outcome(shape, item)
+            try:
+                dumped = dict(as_mapping(item))
+            except fsm.ToolcallFSMError:
+                continue
+            assert fed == outcome(shape, dumped), repr(item)
