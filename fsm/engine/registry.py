@@ -70,6 +70,8 @@ class Registry:
     lane, since a replay is only ever compared with its lane's newest call."""
     _parsed: tuple[str, dict[str, Any] | None] | None = None
     """The text _replays last read, and its object."""
+    _spelled: tuple[str, bytes] | None = None
+    """The text _replays last read, and its letters (_letters): the held text of the next it reads."""
     _at_indexes: dict[str, _AtIndexes] = _NONE  # type: ignore[assignment]
     """Per wire id held by two calls or more and routed with an index, its calls by index."""
     _under_ids: dict[tuple[str, int | None], _IdCalls] = _NONE  # type: ignore[assignment]
@@ -578,7 +580,9 @@ class Registry:
             return False
         self.ledger.work += len(text) + slot.length
         held_text = slot.text()
-        if _letters(text) != _letters(held_text):
+        spelled, last = _letters(text), self._spelled
+        self._spelled = (text, spelled)  # the next call's held text, when this text opens a call as it is
+        if spelled != (last[1] if last is not None and last[0] is held_text else _letters(held_text)):
             return False  # a value's letters (less a number's e) read alike in any formatting
         value = _object(text, self.limits.max_depth)
         self._parsed = (text, value)
