@@ -65,7 +65,7 @@ from fsm.wire.detect import cut_before_telling
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
 from fsm.wire.langchain_places import LangChainStream
-from fsm.wire.sdk import commonest_of, sdk_payload, take_chat_chunk
+from fsm.wire.sdk import sdk_payload, take_chat_chunk
 
 if TYPE_CHECKING:
     from fsm.engine.partial import PartialReader  # imported when a preview is first asked for
@@ -120,7 +120,6 @@ class Reassembler:
         self._decoder: Decoder | None = None
         self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
         self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others'
-        self._commonest_types: frozenset[str] = frozenset()  # the event types _commonest takes
         if provider != "auto":
             self._use(make_decoder(provider, ledger.policies))
         self._invoked = False  # a boto3 InvokeModel chunk was fed: Bedrock's own events are not the model's
@@ -358,14 +357,14 @@ class Reassembler:
         self.ledger.event = self._events
         if type(item) is not dict:
             chat, held = self._chat, self._sdk_held
-            if self._finish is None and (held is None or held.said is None) and not self._invoked:
-                if chat is not None and take_chat_chunk(item, chat, self.registry):  # an SDK chunk of one call's entry
-                    return
-                if self._commonest is not None:  # another shape's commonest event, as an SDK object
-                    fragment = commonest_of(item, self._commonest, self._commonest_types)
-                    if fragment is not None:
-                        self.registry.arguments(fragment[0], fragment[1], "fragment")
-                        return
+            if (
+                chat is not None
+                and self._finish is None
+                and (held is None or held.said is None)
+                and not self._invoked
+                and take_chat_chunk(item, chat, self.registry)  # an SDK chunk of one call's entry
+            ):
+                return
             if isinstance(item, EVENT_TYPES):
                 fault = event_fault(item)
                 if fault is not None:
@@ -481,7 +480,6 @@ class Reassembler:
             return decoder
         self.ledger.adopt(decoder)
         self._commonest = getattr(decoder, "commonest_fragment", None)
-        self._commonest_types = getattr(decoder, "commonest_types", frozenset())
         if getattr(decoder, "parts_placed", False):  # its thought and text parts go back in their places
             self._content.place_by(self.registry.client_calls)
         return decoder

@@ -22,7 +22,7 @@ frameworks above them yield, read by duck typing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from fsm.errors import InvalidInput
@@ -31,7 +31,6 @@ from fsm.wire.langchain_places import LangChainStream
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
-    from fsm.events import CallRef
     from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 
 DERIVED_EVENT_TYPES = frozenset(
@@ -204,60 +203,50 @@ _BARE: dict[str, Any] = {}
 """chat_entry's mark of a bare fragment, in the entry's place (its function holds the index too)."""
 
 
-def commonest_of(
-    item: Any, commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None], types: frozenset[str]
-) -> tuple[CallRef, str] | None:
-    """What a decoder's ``commonest`` fragment reader finds in the dump of the SDK event ``item``,
-    read from a plain dump of it (see plain_dump) when its type is one of ``types``, the types
-    that reader takes; None otherwise, having changed nothing."""
-    kind = _type_of(item)
-    if type(kind) is not str or kind not in types:  # a type of any other kind (model_construct) is the dump's
-        return None
-    payload = plain_dump(item)
-    return None if payload is None else commonest(payload)
-
-
 def plain_dump(item: Any, depth: int = 2) -> dict[str, Any] | None:
-    """The dict ``as_mapping`` makes of ``item``, made without pydantic's ``model_dump`` (some 3.5 us
-    an event) when ``item`` is a plain pydantic model: its fields set hold text, integers, booleans,
-    None or (``depth`` levels down) plain models; no extra field, no alias, no serializer or
-    computed field of its own. None for anything else: the dump makes it
-    (test_a_plain_dump_is_the_dump). Equal as dicts, not in key order: for readers that look keys
-    up (the decoders' commonest_fragment), not for ones that list them."""
+    """The dict ``model_dump`` makes of ``item`` for as_mapping, key for key and in its order, made
+    without it (some 3.5 us an event) when ``item`` is a plain pydantic model: its fields set hold
+    text, integers, booleans, None or (``depth`` levels down) plain models of the types their fields
+    declare; no extra field, no alias, no serializer or computed field, no ``model_dump`` of its
+    own. None for anything else: the dump makes it (test_a_plain_dump_is_the_dump)."""
     cls = type(item)
-    plain = _PLAIN_CLASSES.get(cls)
-    if plain is None:
-        plain = _PLAIN_CLASSES[cls] = _plain_class(cls)
-    if not plain or item.__pydantic_extra__:
+    fields = _PLAIN_CLASSES.get(cls)
+    if fields is None:
+        fields = _PLAIN_CLASSES[cls] = _plain_fields(cls)
+    if not fields or item.__pydantic_extra__:
         return None
+    given, values = item.__pydantic_fields_set__, item.__dict__
     out: dict[str, Any] = {}
-    values = item.__dict__
-    for name in item.__pydantic_fields_set__:
+    for name, declared in fields:  # the dump's order: the fields as declared, those set
+        if name not in given:
+            continue
         value = values.get(name, _ABSENT)
         if value is None or type(value) in _SCALARS:
             out[name] = value
-        elif depth and _declared(cls, name, type(value)) and (inner := plain_dump(value, depth - 1)) is not None:
+        elif depth and type(value) in declared and (inner := plain_dump(value, depth - 1)) is not None:
             out[name] = inner
         else:
             return None
     return out
 
 
-def _declared(cls: type, name: str, inner: type) -> bool:
-    """Is ``inner`` a class the field's annotation names itself? pydantic writes a model by the type
-    its field declares: a subclass beyond it would lose the fields the declared one lacks."""
-    key = (cls, name, inner)
-    found = _DECLARED.get(key)
-    if found is None:
-        import typing
+def _plain_fields(cls: type) -> tuple[tuple[str, frozenset[type]], ...]:
+    """A plain model's fields in order, each with the classes its annotation names (pydantic writes
+    a model by the type its field declares: a subclass beyond it would lose the fields the declared
+    one lacks, so only those are written here); none for any other class."""
+    if not _plain_class(cls):
+        return ()
+    import typing
 
-        seen, todo = set(), [cls.__pydantic_fields__[name].annotation]  # type: ignore[attr-defined]
+    fields = []
+    for name, info in cls.__pydantic_fields__.items():  # type: ignore[attr-defined]
+        seen, todo = set(), [info.annotation]
         while todo:
             each = todo.pop()
             seen.add(each)
             todo += [arg for arg in typing.get_args(each) if arg not in seen]
-        found = _DECLARED[key] = inner in seen
-    return found
+        fields.append((name, frozenset(each for each in seen if isinstance(each, type))))
+    return tuple(fields)
 
 
 def _plain_class(cls: type) -> bool:
@@ -266,6 +255,8 @@ def _plain_class(cls: type) -> bool:
     dumps = next((c for c in cls.__mro__ if "model_dump" in c.__dict__), None)
     return (
         isinstance(fields, dict)
+        and bool(fields)
+        and not getattr(cls, "__pydantic_root_model__", False)  # dumped as its root value, no dict
         and dumps is not None
         and dumps.__module__ == "pydantic.main"  # no model_dump of an SDK's own
         and decorators is not None
@@ -277,8 +268,8 @@ def _plain_class(cls: type) -> bool:
     )
 
 
-_PLAIN_CLASSES: dict[type, bool] = {}
-_DECLARED: dict[tuple[type, str, type], bool] = {}
+_PLAIN_CLASSES: dict[type, tuple[tuple[str, frozenset[type]], ...]] = {}
+"""Per class of object fed: its fields when it is a plain model (see _plain_fields), else none."""
 _SCALARS = (str, int, bool)  # a float may be written otherwise (inf and nan as null)
 _ABSENT = object()
 
@@ -286,6 +277,9 @@ _ABSENT = object()
 def as_mapping(item: Any) -> Mapping[str, Any]:
     if isinstance(item, Mapping):
         return item
+    plain = plain_dump(item)
+    if plain is not None:
+        return plain
     dump = getattr(item, "model_dump", None)
     if callable(dump):
         # pydantic SDK models: wire names (google-genai's camelCase aliases), JSON-safe values. The

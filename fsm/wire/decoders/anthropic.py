@@ -141,8 +141,6 @@ class AnthropicDecoder:
             diagnose("unknown-event", f"Anthropic event type {kind!r}")
         return []
 
-    commonest_types = frozenset({"content_block_delta"})  # the type of each event commonest_fragment can take
-
     def commonest_fragment(self, payload: dict[str, Any]) -> tuple[CallRef, str] | None:
         """(ref, text) when the event is the commonest kind: non-empty ``input_json_delta`` text for
         a tool block open at an integer index. decode() makes exactly one ``ArgumentsFragment(ref,

@@ -84,8 +84,6 @@ class CohereDecoder:
             diagnose("unknown-event", f"Cohere event type {kind!r}")
         return []
 
-    commonest_types = frozenset({"tool-call-delta"})  # the type of each event commonest_fragment can take
-
     def commonest_fragment(self, payload: dict[str, Any]) -> tuple[CallRef, str] | None:
         """(ref, text) when the event is the commonest kind: a ``tool-call-delta`` at an integer
         index a start opened, whose call has no id and no name, and non-empty argument text.

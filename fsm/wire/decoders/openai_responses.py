@@ -93,7 +93,6 @@ class OpenAIResponsesDecoder:
     """``.done`` may differ from the deltas and then replaces them: streamed text is not final."""
     output_indexed = True
     """Reasoning, messages and calls share one ``output_index``: the order the turn goes back in."""
-    commonest_types = frozenset(DELTAS)  # the type of each event commonest_fragment can take
 
     policies: Policies | None = None
     """The stream's policies (``make_decoder`` sets them): ``stray_input`` is this decoder's to apply."""
