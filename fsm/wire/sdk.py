@@ -203,50 +203,94 @@ _BARE: dict[str, Any] = {}
 """chat_entry's mark of a bare fragment, in the entry's place (its function holds the index too)."""
 
 
-def plain_dump(item: Any, depth: int = 2) -> dict[str, Any] | None:
+def plain_dump(item: Any, depth: int = 4) -> dict[str, Any] | None:
     """The dict ``model_dump`` makes of ``item`` for as_mapping, key for key and in its order, made
     without it (some 3.5 us an event) when ``item`` is a plain pydantic model: its fields set hold
     text, integers, booleans, None or (``depth`` levels down) plain models of the types their fields
-    declare; no extra field, no alias, no serializer or computed field, no ``model_dump`` of its
-    own. None for anything else: the dump makes it (test_a_plain_dump_is_the_dump)."""
+    declare, or lists of those, and its extra fields, if any, text, numbers or None; no alias, no
+    serializer or computed field, no ``model_dump`` of its own. None for anything else: the dump makes it
+    (test_a_plain_dump_is_the_dump)."""
     cls = type(item)
     fields = _PLAIN_CLASSES.get(cls)
     if fields is None:
         fields = _PLAIN_CLASSES[cls] = _plain_fields(cls)
-    if not fields or item.__pydantic_extra__:
+    if not fields:
         return None
-    given, values = item.__pydantic_fields_set__, item.__dict__
+    given, values, extra = item.__pydantic_fields_set__, item.__dict__, item.__pydantic_extra__
+    # Fields the model does not declare (DeepSeek's reasoning_content) come last, read first: one
+    # of another kind (Groq's x_groq object) leaves the whole object to the dump at once.
+    if extra and any((value is not None and type(value) not in _SCALARS) for value in extra.values()):
+        return None
+    if extra and "snapshot" in extra:  # as_mapping leaves it out
+        return None
     out: dict[str, Any] = {}
     for name, declared in fields:  # the dump's order: the fields as declared, those set
         if name not in given:
             continue
         value = values.get(name, _ABSENT)
-        if value is None or type(value) in _SCALARS:
-            out[name] = value
-        elif depth and type(value) in declared and (inner := plain_dump(value, depth - 1)) is not None:
+        kind = type(value)
+        if value is None or (kind in _SCALARS and (kind in declared.types or declared.anything)):
+            out[name] = value  # of a type its field declares: pydantic writes it as it is
+        elif not depth:
+            return None
+        elif kind is list and declared.listed:
+            written = []
+            for each in value:
+                if each is None or (type(each) in _SCALARS and (type(each) in declared.types or declared.anything)):
+                    written.append(each)
+                elif type(each) in declared.types and (inner := plain_dump(each, depth - 1)) is not None:
+                    written.append(inner)
+                else:
+                    return None
+            out[name] = written
+        elif kind in declared.types and (inner := plain_dump(value, depth - 1)) is not None:
             out[name] = inner
         else:
             return None
+    if extra:
+        out.update(extra)
     return out
 
 
-def _plain_fields(cls: type) -> tuple[tuple[str, frozenset[type]], ...]:
-    """A plain model's fields in order, each with the classes its annotation names (pydantic writes
-    a model by the type its field declares: a subclass beyond it would lose the fields the declared
-    one lacks, so only those are written here); none for any other class."""
-    if not _plain_class(cls):
-        return ()
-    import typing
+class _Declared:
+    """What a field's annotation lets pydantic write as it is: values of these classes (a model of
+    a subclass beyond them would lose the fields they lack; a bool in an int field is written as a
+    number), any value at all (``Any``), a list."""
 
-    fields = []
-    for name, info in cls.__pydantic_fields__.items():  # type: ignore[attr-defined]
-        seen, todo = set(), [info.annotation]
+    __slots__ = ("anything", "listed", "types")
+
+    def __init__(self, annotation: Any) -> None:
+        import typing
+
+        self.anything = self.listed = False
+        types: set[type] = set()
+        todo: list[Any] = [annotation]
+        seen: list[Any] = []
         while todo:
             each = todo.pop()
-            seen.add(each)
-            todo += [arg for arg in typing.get_args(each) if arg not in seen]
-        fields.append((name, frozenset(each for each in seen if isinstance(each, type))))
-    return tuple(fields)
+            if any(each is done for done in seen):
+                continue
+            seen.append(each)
+            if each is typing.Any or each is object:
+                self.anything = True
+                continue
+            origin = typing.get_origin(each)
+            if origin is typing.Literal:
+                types.update(type(value) for value in typing.get_args(each))
+                continue
+            self.listed = self.listed or origin is list
+            if isinstance(each, type):
+                types.add(each)
+            todo += typing.get_args(each)
+        self.types = frozenset(types)
+
+
+def _plain_fields(cls: type) -> tuple[tuple[str, _Declared], ...]:
+    """A plain model's fields in order, each with what its annotation declares; none for any other
+    class."""
+    if not _plain_class(cls):
+        return ()
+    return tuple((name, _Declared(info.annotation)) for name, info in cls.__pydantic_fields__.items())  # type: ignore[attr-defined]
 
 
 def _plain_class(cls: type) -> bool:
@@ -268,7 +312,7 @@ def _plain_class(cls: type) -> bool:
     )
 
 
-_PLAIN_CLASSES: dict[type, tuple[tuple[str, frozenset[type]], ...]] = {}
+_PLAIN_CLASSES: dict[type, tuple[tuple[str, _Declared], ...]] = {}
 """Per class of object fed: its fields when it is a plain model (see _plain_fields), else none."""
 _SCALARS = (str, int, bool)  # a float may be written otherwise (inf and nan as null)
 _ABSENT = object()
