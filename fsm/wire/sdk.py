@@ -228,28 +228,29 @@ def plain_dump(item: Any, depth: int = 4) -> dict[str, Any] | None:
         if name not in given:
             continue
         value = values.get(name, _ABSENT)
-        kind = type(value)
-        if value is None or (kind in _SCALARS and (kind in declared.types or declared.anything)):
-            out[name] = value  # of a type its field declares: pydantic writes it as it is
-        elif not depth:
-            return None
-        elif kind is list and declared.listed:
-            written = []
-            for each in value:
-                if each is None or (type(each) in _SCALARS and (type(each) in declared.types or declared.anything)):
-                    written.append(each)
-                elif type(each) in declared.types and (inner := plain_dump(each, depth - 1)) is not None:
-                    written.append(inner)
-                else:
-                    return None
-            out[name] = written
-        elif kind in declared.types and (inner := plain_dump(value, depth - 1)) is not None:
-            out[name] = inner
+        if type(value) is list and declared.listed and depth:
+            written: Any = [_written(each, declared, depth) for each in value]
+            if any(each is _ABSENT for each in written):
+                return None
         else:
-            return None
+            written = _written(value, declared, depth)
+            if written is _ABSENT:
+                return None
+        out[name] = written
     if extra:
         out.update(extra)
     return out
+
+
+def _written(value: Any, declared: _Declared, depth: int) -> Any:
+    """``value`` as plain_dump writes it for a field that declares ``declared`` (a list's item for
+    a list), or _ABSENT when only the dump can write it."""
+    kind = type(value)
+    if value is None or (kind in _SCALARS and (kind in declared.types or declared.anything)):
+        return value  # of a type its field declares: pydantic writes it as it is
+    if depth and kind in declared.types and (inner := plain_dump(value, depth - 1)) is not None:
+        return inner
+    return _ABSENT
 
 
 class _Declared:
