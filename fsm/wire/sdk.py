@@ -228,7 +228,11 @@ def plain_dump(item: Any, depth: int = 4) -> dict[str, Any] | None:
         if name not in given:
             continue
         value = values.get(name, _ABSENT)
-        if type(value) is list and declared.listed and depth:
+        kind = type(value)
+        if value is None or (kind in _SCALARS and (kind in declared.types or declared.anything)):
+            out[name] = value  # _written's commonest case, without a call for it: most fields are text
+            continue
+        if kind is list and declared.listed and depth:
             written: Any = [_written(each, declared, depth) for each in value]
             if any(each is _ABSENT for each in written):
                 return None
