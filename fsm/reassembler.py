@@ -60,7 +60,8 @@ from fsm.wire.decoders import (
     error_message,
     make_decoder,
 )
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, lean_fragment_in
+from fsm.wire.decoders.chat_chunks import lean_fragment_in
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 from fsm.wire.detect import cut_before_telling
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer

@@ -137,3 +137,41 @@ def aws_message(payload: bytes, event_type: str = "contentBlockDelta", header: s
     prelude += struct.pack(">I", zlib.crc32(prelude))
     body = prelude + headers + payload
     return body + struct.pack(">I", zlib.crc32(body))
+
+
+def shortcut_by_readers(decoder: Any, payload: dict[str, Any], registry: Any, said: Callable[[Any], None]) -> bool:
+    """OpenAIChatDecoder.shortcut as its readers decide it, one after another (what the shortcut
+    reads in line): the reference the shortcut is proven against, and what a test that turns one of
+    the readers off replays with (see without_reader)."""
+    from fsm.wire.decoders import chat_chunks, openai_chat
+
+    delta = chat_chunks.plain_delta(payload)
+    if delta is None:
+        return False
+    found = chat_chunks.one_entry(delta)
+    if found is None:
+        events = openai_chat.said_in(delta)
+        if events is None:
+            return False
+        for event in events:
+            said(event)
+        return True
+    return bool(decoder.entry(found[0], found[1], registry))
+
+
+def without_reader(monkeypatch: Any, name: str) -> None:
+    """Turn off the OpenAI chat chunk reader ``name`` (a function of fsm.wire.decoders.chat_chunks
+    of one or two arguments): it finds nothing, wherever it is read, the shortcut's own reading in
+    line too (the shortcut is then read by its readers, shortcut_by_readers)."""
+    import inspect
+
+    from fsm.wire.decoders import chat_chunks, openai_chat
+
+    arity = len(inspect.signature(getattr(chat_chunks, name)).parameters)
+    nothing = (lambda a: None) if arity == 1 else (lambda a, b: None)
+    monkeypatch.setattr(chat_chunks, name, nothing)
+    if hasattr(openai_chat, name):
+        monkeypatch.setattr(openai_chat, name, nothing)
+    if name == "lean_fragment_in":  # the reads of many events: the reassembler's own name for it
+        monkeypatch.setattr("fsm.reassembler.lean_fragment_in", nothing)
+    monkeypatch.setattr(openai_chat.OpenAIChatDecoder, "shortcut", shortcut_by_readers)

@@ -215,15 +215,16 @@ def test_the_commonest_chunk_shortcut_decides_as_the_decoder(monkeypatch: pytest
     shortcuts every chunk goes through the decoder. Same transitions in
     order, outputs, calls, diagnostics and rule counts either way."""
     from fsm.harness.fuzz.run import sample_vectors
-    from fsm.wire.decoders import openai_chat
+    from fsm.wire.decoders import chat_chunks
+    from tests.helpers import without_reader
 
     vectors = [*VECTORS, *sample_vectors("openai-chat", 300)]
-    deltas = [openai_chat.plain_delta(e) or {} for v in vectors for e in v.events if type(e) is dict]
-    taken = [openai_chat.bare_fragment_in(*found) for d in deltas if (found := openai_chat.one_entry(d))]
+    deltas = [chat_chunks.plain_delta(e) or {} for v in vectors for e in v.events if type(e) is dict]
+    taken = [chat_chunks.bare_fragment_in(*found) for d in deltas if (found := chat_chunks.one_entry(d))]
     assert sum(t is not None for t in taken) > 150  # the shortcut is taken, often (~200 of these)
     fast = [_replay_with_trace(v) for v in vectors]
-    monkeypatch.setattr(openai_chat, "bare_fragment_in", lambda entry, function: None)
-    monkeypatch.setattr(openai_chat, "said_in", lambda delta: None)
+    without_reader(monkeypatch, "bare_fragment_in")
+    without_reader(monkeypatch, "said_in")
     general = [_replay_with_trace(v) for v in vectors]
     for vector, a, b in zip(vectors, fast, general, strict=True):
         assert a == b, vector.name
@@ -258,7 +259,8 @@ def test_bare_fragments_at_the_edges_decide_as_the_decoder(monkeypatch: pytest.M
     cumulative repeat, a fragment for a call not yet open or already closed, text past a depth or
     size limit. Same transitions, outputs, calls and rule counts as through the decoder."""
     from fsm import Limits, Reassembler
-    from fsm.wire.decoders import openai_chat
+    from fsm.wire.decoders import chat_chunks
+    from tests.helpers import without_reader
 
     def chunk(index: int, text: str, **head: Any) -> dict[str, Any]:
         entry: dict[str, Any] = {"index": index, "function": {"arguments": text}}
@@ -289,10 +291,10 @@ def test_bare_fragments_at_the_edges_decide_as_the_decoder(monkeypatch: pytest.M
         return (r.close(), outputs, dict(r.ledger.rules), dict(r.ledger.transitions))
 
     bare = [e for s in streams for e in s if "id" not in e["choices"][0]["delta"]["tool_calls"][0]]
-    found = [openai_chat.one_entry(openai_chat.plain_delta(e) or {}) for e in bare]
-    assert all(f is not None and openai_chat.bare_fragment_in(*f) is not None for f in found)
+    found = [chat_chunks.one_entry(chat_chunks.plain_delta(e) or {}) for e in bare]
+    assert all(f is not None and chat_chunks.bare_fragment_in(*f) is not None for f in found)
     fast = [replay(s) for s in streams]
-    monkeypatch.setattr(openai_chat, "bare_fragment_in", lambda entry, function: None)
+    without_reader(monkeypatch, "bare_fragment_in")
     assert fast == [replay(s) for s in streams]
 
 
@@ -420,7 +422,8 @@ def test_text_and_reasoning_chunks_decide_as_the_decoder(monkeypatch: pytest.Mon
     is not text, empty text, beside tool calls, usage, a finish reason, another choice, after the
     finish. Same content, outputs, diagnostics and rule counts as through the decoder."""
     from fsm import Reassembler
-    from fsm.wire.decoders import openai_chat
+    from fsm.wire.decoders import chat_chunks
+    from tests.helpers import without_reader
 
     def chunk(delta: dict[str, Any] | None, choice_index: int = 0, **extra: Any) -> dict[str, Any]:
         return {"choices": [{"index": choice_index, "delta": delta, **extra.pop("choice", {})}], **extra}
@@ -450,8 +453,8 @@ def test_text_and_reasoning_chunks_decide_as_the_decoder(monkeypatch: pytest.Mon
         result = r.close()
         return (result, result.text, result.reasoning, outputs, dict(r.ledger.rules))
 
-    assert sum(bool(openai_chat.said_in(openai_chat.plain_delta(e) or {"tool_calls": []})) for e in stream) >= 7
+    assert sum(bool(chat_chunks.said_in(chat_chunks.plain_delta(e) or {"tool_calls": []})) for e in stream) >= 7
     fast = replay()
     assert fast[0].text_signature == "c2lnMg=="
-    monkeypatch.setattr(openai_chat, "said_in", lambda delta: None)
+    without_reader(monkeypatch, "said_in")
     assert fast == replay()

@@ -14,7 +14,7 @@ import pytest
 from fsm import Limits, Reassembler
 from fsm.harness.fuzz.run import sample_vectors
 from fsm.jsontext import parse_strict
-from tests.helpers import chunk, replay_traced, tc
+from tests.helpers import chunk, replay_traced, tc, without_reader
 from tests.test_conformance import VECTORS, _replay_with_trace
 
 
@@ -87,17 +87,17 @@ def _decides_alike(
 ) -> None:
     """Every vector, 300 fuzzed OpenAI streams and ``edges`` in every option set replay alike
     (transitions in order, outputs, calls, rule counts) with and without the OpenAI shortcut
-    ``shortcut`` (a function of fsm.wire.decoders.openai_chat), which the streams take at least
+    ``shortcut`` (a reader of fsm.wire.decoders.chat_chunks), which the streams take at least
     ``at_least`` times."""
-    from fsm.wire.decoders import openai_chat
+    from fsm.wire.decoders import chat_chunks
 
     vectors = [*VECTORS, *sample_vectors("openai-chat", 300)]
-    deltas = [openai_chat.plain_delta(e) or {} for v in vectors for e in v.events if type(e) is dict]
-    entries = [found for delta in deltas if (found := openai_chat.one_entry(delta)) is not None]
-    assert sum(getattr(openai_chat, shortcut)(*found) is not None for found in entries) > at_least
+    deltas = [chat_chunks.plain_delta(e) or {} for v in vectors for e in v.events if type(e) is dict]
+    entries = [found for delta in deltas if (found := chat_chunks.one_entry(delta)) is not None]
+    assert sum(getattr(chat_chunks, shortcut)(*found) is not None for found in entries) > at_least
     streams = [(events, options) for events in edges.values() for options in OPTIONS]
     fast = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
-    monkeypatch.setattr(openai_chat, shortcut, lambda entry, function: None)
+    without_reader(monkeypatch, shortcut)
     general = [_replay_with_trace(v) for v in vectors] + [_trace(e, **o) for e, o in streams]
     names = [v.name for v in vectors] + [f"{name} {options}" for name in edges for options in OPTIONS]
     for name, a, b in zip(names, fast, general, strict=True):

@@ -27,7 +27,7 @@ from fsm.harness.captures import PROVIDER_OF_SHAPE
 from fsm.harness.fuzz.run import sample_vectors
 from fsm.wire.decoders._wire import BARE_REFS
 from tests.conftest import captures, require_captures
-from tests.helpers import chunk, replay_traced, tc
+from tests.helpers import chunk, replay_traced, tc, without_reader
 from tests.test_conformance import VECTORS, _replay_with_trace
 from tests.test_per_call_paths import OPTIONS
 
@@ -344,8 +344,7 @@ def _chat_captures() -> list[Path]:
 def _decides_alike(monkeypatch: pytest.MonkeyPatch, shortcut: str, edges: dict[str, list[dict[str, Any]]]) -> None:
     """Every vector, 300 fuzzed OpenAI streams, the OpenAI-shaped captures (as bytes) and ``edges``
     in every option set replay alike with and without ``shortcut`` (a function of
-    fsm.wire.decoders.openai_chat): transitions in order, outputs, result, rule counts."""
-    from fsm.wire.decoders import openai_chat
+    fsm.wire.decoders.chat_chunks): transitions in order, outputs, result, rule counts."""
 
     vectors = [*VECTORS, *sample_vectors("openai-chat", 300)]
     paths = _chat_captures()
@@ -359,7 +358,7 @@ def _decides_alike(monkeypatch: pytest.MonkeyPatch, shortcut: str, edges: dict[s
         )
 
     fast = replay_all()
-    monkeypatch.setattr(openai_chat, shortcut, lambda payload: None)
+    without_reader(monkeypatch, shortcut)
     general = replay_all()
     names = [v.name for v in vectors] + [p.name for p in paths] + [f"{n} {o}" for n in edges for o in OPTIONS]
     for name, a, b in zip(names, fast, general, strict=True):
@@ -372,12 +371,12 @@ def test_the_last_chunk_shortcut_decides_as_the_decoder(monkeypatch: pytest.Monk
     transitions in order, outputs, calls, content, diagnostics and rule counts either way, over
     every vector, fuzzed streams, the captures and the chunks above (lax, strict, at the call
     limit, ids taken)."""
-    from fsm.wire.decoders import openai_chat
+    from fsm.wire.decoders import chat_chunks
 
     vectors = [*VECTORS, *sample_vectors("openai-chat", 300)]
-    taken = sum(openai_chat.finish_in(e) is not None for v in vectors for e in v.events if type(e) is dict)
+    taken = sum(chat_chunks.finish_in(e) is not None for v in vectors for e in v.events if type(e) is dict)
     assert taken > 100  # ~130
-    assert sum(openai_chat.finish_in(e) is not None for events in LAST.values() for e in events) > 15
+    assert sum(chat_chunks.finish_in(e) is not None for events in LAST.values() for e in events) > 15
     _decides_alike(monkeypatch, "finish_in", LAST)
 
 
@@ -385,13 +384,13 @@ def test_the_usage_chunk_shortcut_decides_as_the_decoder(monkeypatch: pytest.Mon
     """A chunk of usage alone goes straight to the turn's content, before the finish or after it;
     without the shortcut it goes through the decoder. Same everything either way, over the same
     streams and the chunks above."""
-    from fsm.wire.decoders import openai_chat
+    from fsm.wire.decoders import chat_chunks
 
-    assert sum(openai_chat.usage_in(e) is not None for events in USAGE.values() for e in events) >= 10
+    assert sum(chat_chunks.usage_in(e) is not None for events in USAGE.values() for e in events) >= 10
     require_captures()
     assert (
         sum(
-            openai_chat.usage_in(json.loads(line[6:])) is not None
+            chat_chunks.usage_in(json.loads(line[6:])) is not None
             for p in _chat_captures()
             for line in p.read_text().splitlines()
             if line.startswith("data: {")

@@ -14,7 +14,8 @@ import pytest
 import fsm
 from fsm import Reassembler
 from fsm.harness.fuzz.run import sample_vectors
-from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, one_entry, plain_delta
+from fsm.wire.decoders.chat_chunks import one_entry, plain_delta
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 from fsm.wire.langchain_places import LangChainStream
 from fsm.wire.sdk import _BARE, _type_of, chat_entry, plain_dump, sdk_payload
 from tests.helpers import chunk, replay_traced, tc

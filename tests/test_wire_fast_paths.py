@@ -428,7 +428,7 @@ def test_fragments_held_back_over_a_read_decide_as_one_by_one(monkeypatch: pytes
     diagnostics and rule counts as with nothing held back, and as through the decoder's shortcut."""
     from fsm.engine.registry import Registry
     from fsm.harness.fuzz.run import sample_vectors
-    from fsm.wire.decoders import openai_chat
+    from tests.helpers import without_reader
 
     vectors = [v for v in load_vectors() if v.shape == "openai-chat"] + sample_vectors("openai-chat", 150)
     streams = [(v.name, v.events, {}) for v in vectors if all(type(e) is dict for e in v.events)]
@@ -453,8 +453,7 @@ def test_fragments_held_back_over_a_read_decide_as_one_by_one(monkeypatch: pytes
     assert held > 2000
     monkeypatch.setattr(Registry, "_gather", lambda self, index, text: False)
     one_by_one = replays()
-    monkeypatch.setattr(openai_chat, "lean_fragment_in", lambda payload: None)
-    monkeypatch.setattr("fsm.reassembler.lean_fragment_in", lambda payload: None)
+    without_reader(monkeypatch, "lean_fragment_in")
     shortcut = replays()
     names = [f"{name} {sizes}" for name, _, _ in streams for sizes in cuts]
     for name, a, b, c in zip(names, holding, one_by_one, shortcut, strict=True):
@@ -467,7 +466,7 @@ def test_the_lean_fragment_reader_reads_as_the_shortcut_does() -> None:
     together, or nothing; over every chunk of the vectors and fuzzed streams, and chunks with one
     more key anywhere."""
     from fsm.harness.fuzz.run import sample_vectors
-    from fsm.wire.decoders.openai_chat import bare_fragment_in, lean_fragment_in, one_entry, plain_delta
+    from fsm.wire.decoders.chat_chunks import bare_fragment_in, lean_fragment_in, one_entry, plain_delta
 
     vectors = [*load_vectors(), *sample_vectors("openai-chat", 150)]
     chunks = [e for v in vectors for e in v.events if type(e) is dict]

@@ -1,0 +1,156 @@
+"""The commonest OpenAI chat chunks, read without the decoder's events: what the shortcuts of
+:class:`~fsm.wire.decoders.openai_chat.OpenAIChatDecoder` (and the lean reads of many events, and
+SDK objects' readers in :mod:`fsm.wire.sdk`) find in a chunk, each reader for one kind of chunk, or
+None for any other. Each names the test that replays every vector and fuzzed stream with and without
+it and requires the same transitions, outputs, calls, diagnostics and rule counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fsm.events import ReasoningDelta, TextDelta
+from fsm.wire.decoders._wire import COMPAT_SIGNATURE, SAID_KEYS, chat_said
+from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS
+
+
+def plain_delta(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The delta of a chunk whose envelope says nothing else: one choice (index 0 or none, no
+    finish reason), no usage, no error. The shortcuts below read only such a delta; for each, the test
+    named in its docstring replays every vector and fuzzed stream with and without it and requires
+    the same transitions, outputs, calls, diagnostics and rule counts."""
+    choices = payload.get("choices")
+    if type(choices) is not list or len(choices) != 1 or payload.get("error") or payload.get("usage"):
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("index") or choice.get("finish_reason"):
+        return None
+    delta = choice.get("delta")
+    return delta if type(delta) is dict else None
+
+
+def lean_fragment_in(payload: dict[str, Any]) -> tuple[int, str] | None:
+    """(index, text) of a chunk that holds nothing but one bare fragment, as OpenAI sends nearly
+    every chunk of a call's arguments: what one_entry and bare_fragment_in find in its plain delta,
+    read with fewer tests (test_the_lean_fragment_reader_reads_as_the_shortcut_does); None for any
+    other chunk."""
+    delta = plain_delta(payload)
+    if delta is None or len(delta) != 1:
+        return None
+    entries = delta.get("tool_calls")
+    if type(entries) is not list or len(entries) != 1:
+        return None
+    entry = entries[0]
+    if type(entry) is not dict or len(entry) != 2:
+        return None
+    index, function = entry.get("index"), entry.get("function")
+    if type(index) is not int or type(function) is not dict or len(function) != 1:
+        return None
+    text = function.get("arguments")
+    return (index, text) if type(text) is str and text else None
+
+
+def bare_fragment_in(entry: dict[str, Any], function: dict[str, Any]) -> tuple[int, str] | None:
+    """(index, text) when the one entry of a plain delta (see one_entry) is the commonest kind: an
+    integer index, no id, no name and non-empty argument text. OpenAIChatDecoder makes exactly one
+    bare ArgumentsFragment of it (test_the_commonest_chunk_shortcut_decides_as_the_decoder)."""
+    index, text = entry.get("index"), function.get("arguments")
+    if type(index) is not int or type(text) is not str or not text:
+        return None
+    # The keys read so far are all a usual entry has; only a longer dict needs the others read.
+    if len(entry) > 2 and entry.get("id") is not None:
+        return None
+    if len(function) > 1 and function.get("name") is not None:
+        return None
+    return index, text
+
+
+def said_in(delta: dict[str, Any]) -> list[TextDelta | ReasoningDelta] | None:
+    """The events of a plain delta that only says text or reasoning (most chunks of a reasoning
+    model's stream): no tool calls. OpenAIChatDecoder makes exactly these events of it
+    (test_text_and_reasoning_chunks_decide_as_the_decoder)."""
+    if delta.get("tool_calls") is not None or delta.get("function_call") is not None or delta.get(LITELLM_FIELDS):
+        return None
+    events: list[TextDelta | ReasoningDelta] = []
+    # typed chunks (a list content) may need a diagnostic: the decoder reads them
+    return events if chat_said(delta, events) else None
+
+
+def finish_in(payload: dict[str, Any]) -> tuple[list[TextDelta | ReasoningDelta], str, dict[str, Any] | None] | None:
+    """(said, finish reason, usage) when a chunk is the commonest last chunk of a stream: one choice
+    (index 0 or none) with a finish reason (a non-empty string) and a delta object that holds no
+    tool call, maybe usage (an object) beside it, no error. OpenAIChatDecoder makes exactly the
+    events ``said`` of the delta (as said_in), then chat_finish(choice, reason),
+    then UsageReport(usage) when there is usage (None when there is none)
+    (test_the_last_chunk_shortcut_decides_as_the_decoder)."""
+    choices = payload.get("choices")
+    if type(choices) is not list or len(choices) != 1 or payload.get("error"):
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("index"):
+        return None
+    finish, delta, usage = choice.get("finish_reason"), choice.get("delta"), payload.get("usage")
+    if type(finish) is not str or not finish or type(delta) is not dict or (usage and type(usage) is not dict):
+        return None
+    said = said_in(delta)
+    return None if said is None else (said, finish, usage or None)
+
+
+def usage_in(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The usage (empty when there is none) of a chunk with no choices (an empty list), usage (an
+    object) or none, and no error: what OpenAI sends after the last chunk when usage is asked for.
+    OpenAIChatDecoder makes of it exactly UsageReport(usage) when usage is not empty, else nothing
+    (test_the_usage_chunk_shortcut_decides_as_the_decoder)."""
+    choices, usage = payload.get("choices"), payload.get("usage")
+    if type(choices) is not list or choices or payload.get("error") or (usage and type(usage) is not dict):
+        return None
+    return usage or {}
+
+
+def one_entry(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(entry, function) of a plain delta holding one tool-call entry with a function object, and
+    no text or reasoning beside it (turn content rides beside a call on some servers: the decoder
+    reads it, so no shortcut): the two the call shortcuts read, found once per chunk."""
+    entries = delta.get("tool_calls")
+    if type(entries) is not list or len(entries) != 1:
+        return None
+    # A usual delta holds the entries alone; only a longer one needs its other keys read.
+    if len(delta) > 1 and said_beside(delta):
+        return None
+    entry = entries[0]
+    if type(entry) is not dict or (len(entry) > 2 and COMPAT_SIGNATURE in entry):
+        return None  # a signed entry (Gemini's OpenAI endpoint): the decoder reads its signature
+    function = entry.get("function")
+    return (entry, function) if type(function) is dict else None
+
+
+def said_beside(delta: dict[str, Any]) -> bool:
+    """Does ``delta`` say text or reasoning beside its tool calls? Empty text or none says nothing;
+    any other value, falsy too (0, {}), is the decoder's to read."""
+    return any((said := delta.get(key)) or (said is not None and type(said) is not str) for key in SAID_KEYS)
+
+
+def header_in(entry: dict[str, Any], function: dict[str, Any]) -> tuple[int, str, str] | None:
+    """(index, id, name) when the one entry of a plain delta (see one_entry) opens a call: an
+    integer index, a non-empty id and name, no argument text (empty or absent). The first chunk of
+    most OpenAI streams' calls. OpenAIChatDecoder makes exactly one CallSeen of it, with a CallRef
+    of these three at position 0 (test_the_call_header_shortcut_decides_as_the_decoder)."""
+    if function.get("arguments", "") != "":
+        return None
+    index, call_id, name = entry.get("index"), entry.get("id"), function.get("name")
+    if type(index) is not int or type(call_id) is not str or type(name) is not str or not call_id or not name:
+        return None
+    return index, call_id, name
+
+
+def whole_call_in(entry: dict[str, Any], function: dict[str, Any]) -> tuple[int, str, str, str] | None:
+    """(index, id, name, text) when the one entry of a plain delta (see one_entry) has all four (an
+    integer index, a non-empty id, name and argument text). A whole call in one chunk (vLLM,
+    Ollama's and many proxies' OpenAI endpoints), or a call's first chunk carrying its first text.
+    OpenAIChatDecoder makes exactly one ArgumentsFragment of it, with a CallRef of these four at
+    position 0 (test_the_whole_call_shortcut_decides_as_the_decoder)."""
+    index, call_id, name, text = entry.get("index"), entry.get("id"), function.get("name"), function.get("arguments")
+    if type(index) is not int or type(call_id) is not str or type(name) is not str or type(text) is not str:
+        return None
+    if not call_id or not name or not text:
+        return None  # an empty id or name is none at all (CallRef), and empty text is no fragment
+    return index, call_id, name, text
