@@ -184,8 +184,9 @@ class Registry:
             self.arguments(CallRef(index, wire_id, name), text, "fragment")
             return
         self.ledger.rules["index-is-label"] += 1
-        slot = self._open_call(lane, index, wire_id, name, 0, False, "function")
-        if self._direct and slot.store_whole(text, *self._closing):
+        slot = self._open_new(index, wire_id, name)
+        closing = self._closing  # its label and dest, passed by position: a starred call costs more
+        if self._direct and slot.store_whole(text, closing[0], closing[1]):
             # No _remember: it would do nothing to the lone call of a new lane (never indexed) whose
             # scanner is already the shared closed one (closed_scanner is one per depth limit).
             self.ledger.work += len(text)
@@ -208,7 +209,7 @@ class Registry:
             self.call_seen(CallRef(index, wire_id, name))
             return
         self.ledger.rules["index-is-label"] += 1
-        self._open_call(lane, index, wire_id, name, 0, False, "function")
+        self._open_new(index, wire_id, name)
 
     def bare_fragment(self, index: int, text: str, ref: Callable[[int], CallRef]) -> None:
         """``arguments(ref(index), text, "fragment")`` for a bare fragment (an index; no id, name
@@ -760,6 +761,35 @@ class Registry:
     def _open(self, lane: Lane, ref: CallRef) -> Slot:
         return self._open_call(lane, ref.index, ref.id, ref.name, ref.position, ref.server, ref.type)
 
+    def _open_new(self, index: int, wire_id: str, name: str) -> Slot:
+        """What _open_call(index, index, wire_id, name, 0, False, "function") does for a client
+        function call at an index and a wire id never seen, with no name held for a next call (a
+        whole call's chunk, a call's header: nearly every call of an OpenAI chat stream), without
+        the branches that cannot apply to it (test_the_whole_call_shortcut_decides_as_the_decoder,
+        test_the_call_header_shortcut_decides_as_the_decoder)."""
+        slots = self.slots
+        if len(slots) >= self._max_calls:
+            self.ledger.limit(f"more than {self.limits.max_calls} calls in one stream")
+        counts = self._counts
+        ordinal = counts[False]
+        counts[False] = ordinal + 1
+        call_id = self._ids.claim(wire_id)
+        if call_id != wire_id:  # taken before the stream, or by an id made for a call without one
+            self._renamed(ordinal, wire_id, call_id)
+        ledger = self.ledger
+        slot = Slot(ordinal, index, index, wire_id, call_id, name, ledger, self._start, self._initial_json)
+        slots.append(slot)
+        self._lanes[index] = slot
+        self._by_wire_id[wire_id] = slot
+        ledger.outputs.append(build_call_opened(ordinal, call_id, wire_id, name, "function"))
+        return slot
+
+    def _renamed(self, ordinal: int, wire_id: str, call_id: str) -> None:
+        self.ledger.apply("duplicate-id-renamed")
+        self.ledger.diagnose(
+            "duplicate-id", f"call at index {ordinal}: id {wire_id!r} already in use; renamed {call_id!r}"
+        )
+
     def _open_call(
         self,
         lane: Lane,
@@ -784,10 +814,7 @@ class Registry:
         else:
             call_id = self._ids.claim(wire_id)
             if call_id != wire_id:
-                self.ledger.apply("duplicate-id-renamed")
-                self.ledger.diagnose(
-                    "duplicate-id", f"call at index {ordinal}: id {wire_id!r} already in use; renamed {call_id!r}"
-                )
+                self._renamed(ordinal, wire_id, call_id)
         pending = self._pending_header
         if pending:
             held = pending.pop(lane, None)

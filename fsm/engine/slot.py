@@ -352,20 +352,13 @@ class Slot:
         reads it (a whole call in one chunk; see closes_flat: the scanner does not validate, the
         parse at the finish does): the transition ``label`` (from opened to ``dest``, guarded by
         value_complete) taken without the machine's dispatch when what it would do is known: what
-        scan_fragment, the guard and store_fragment would do with it. False, with nothing changed,
-        for any other text (a limit, a surrogate, nested, escapes) or call (already holding text):
+        scan_fragment, the guard and store_fragment would do with it. Only for a call just opened
+        (Registry.whole_call opens it and calls this at once): no text, no scan, nothing held back.
+        False, with nothing changed, for any other text (a limit, a surrogate, nested, escapes):
         the caller fires ``append``."""
         ledger = self.ledger
         scanner = self.scanner
-        if (
-            self.state != "opened"
-            or self._length
-            or self._high
-            or self._unscanned is not None
-            or scanner.state != scanner._c.initial
-            or len(text) > ledger.max_argument_chars
-            or not closes_flat(text)
-        ):
+        if len(text) > ledger.max_argument_chars or not closes_flat(text):
             return False
         try:
             data = text.encode("utf-8")
