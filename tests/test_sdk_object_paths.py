@@ -14,10 +14,10 @@ import pytest
 import fsm
 from fsm import Reassembler
 from fsm.harness.fuzz.run import sample_vectors
-from fsm.wire.decoders.chat_chunks import one_entry, plain_delta
+from fsm.wire.decoders.chat_chunks import one_entry, plain_delta, whole_call_in
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 from fsm.wire.langchain_places import LangChainStream
-from fsm.wire.sdk import _BARE, _type_of, chat_entry, plain_dump, sdk_payload
+from fsm.wire.sdk import _BARE, _WHOLE, _type_of, chat_entry, plain_dump, sdk_payload
 from tests.helpers import chunk, replay_traced, tc
 from tests.test_conformance import VECTORS
 from tests.test_per_call_paths import EDGES
@@ -183,7 +183,7 @@ def _hostile_chunks() -> list[Any]:
 
 def test_the_lean_sdk_reader_reads_as_the_dump_does() -> None:
     chunks = [o for _, objects in _streams() for o in objects] + _hostile_chunks()
-    read = 0
+    read = wholes = 0
     for chunk_object in chunks:
         lean = chat_entry(chunk_object)
         if lean is not None and lean[0] is _BARE:  # a bare fragment: the entry the dump holds is these two
@@ -194,11 +194,15 @@ def test_the_lean_sdk_reader_reads_as_the_dump_does() -> None:
             dumped = None if delta is None else one_entry(delta)
         except Exception:  # a dump that fails is the dump path's to report
             dumped = None
+        if lean is not None and lean[0] is _WHOLE:  # a whole call: what whole_call_in finds in the dump's
+            wholes += 1
+            assert dumped is not None and whole_call_in(*dumped) == lean[1], chunk_object
+            continue
         # Where the lean reader reads a chunk it finds what the dump's readers find; where it
         # declines, the dump path reads the chunk (the replays above and below come out alike).
         assert lean is None or lean == dumped, chunk_object
         read += lean is not None
-    assert read > 300  # it is taken, often
+    assert read > 300 and wholes > 30, (read, wholes)  # it is taken, often
     hostile = _hostile_chunks()
     taken = [n for n, c in enumerate(hostile) if chat_entry(c) is not None]
     assert taken == [0, 1, 2, 3, 4, 7, 9, 10, 13, 17, 19]  # the rest are left to the dump

@@ -114,13 +114,17 @@ def take_chat_chunk(item: Any, chat: OpenAIChatDecoder, registry: Registry) -> b
     if entry is _BARE:  # the commonest chunk, one bare fragment: what entry() does with it
         chat.fragment(function["index"], function["arguments"], registry)
         return True
+    if entry is _WHOLE:  # a whole call: what entry() does with it (whole_call_in)
+        registry.whole_call(function[0], function[1], function[2], function[3])
+        return True
     return chat.entry(entry, function, registry)
 
 
-def chat_entry(item: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def chat_entry(item: Any) -> tuple[dict[str, Any], Any] | None:
     """The (entry, function) that ``one_entry(plain_delta(...))`` finds in the dump of ``item`` (see
     take_chat_chunk), the fields set as the dump has them; for a bare fragment (an entry of an index
-    and a function of non-empty arguments alone), (``_BARE``, the two). None for any other object,
+    and a function of non-empty arguments alone), (``_BARE``, the two); for a whole call, (``_WHOLE``,
+    what whole_call_in finds in the dump's). None for any other object,
     and for a chunk where something more was set, an extra field came, or a value is not of its
     usual type (test_the_lean_sdk_reader_reads_as_the_dump_does)."""
     cls = type(item)
@@ -171,8 +175,11 @@ def chat_entry(item: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
     said, refused = delta.content, delta.refusal
     if type(said) not in _TEXT or type(refused) not in _TEXT or type(delta.role) not in _TEXT or said or refused:
         return None  # text beside the call, or a value of another type: the dump's
-    if type(function.name) not in _TEXT or type(text) not in _TEXT:
+    name = function.name
+    if type(name) not in _TEXT or type(text) not in _TEXT:
         return None
+    if name and text and entry.id and function.__pydantic_fields_set__ == _NAME_AND_ARGUMENTS:
+        return _WHOLE, (entry.index, entry.id, name, text)  # what whole_call_in finds in the dump's entry
     read = {name: getattr(entry, name) for name in entry.__pydantic_fields_set__}
     read["function"] = called = {name: getattr(function, name) for name in function.__pydantic_fields_set__}
     return read, called
@@ -199,8 +206,12 @@ _TOOL_CALLS_ONLY, _BARE_ENTRY, _ARGUMENTS_ONLY = (
     frozenset({"index", "function"}),
     frozenset({"arguments"}),
 )
+_NAME_AND_ARGUMENTS = frozenset({"name", "arguments"})
 _BARE: dict[str, Any] = {}
 """chat_entry's mark of a bare fragment, in the entry's place (its function holds the index too)."""
+_WHOLE: dict[str, Any] = {}
+"""chat_entry's mark of a whole call (an index, a non-empty id, name and argument text), in the
+entry's place; the four, in that order, in the function's."""
 
 
 def plain_dump(item: Any, depth: int = 4) -> dict[str, Any] | None:
