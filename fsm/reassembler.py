@@ -302,7 +302,11 @@ class Reassembler:
             except FramingError as exc:  # max_event_bytes read and still no framing
                 self._no_framing(exc, final=False)
                 return
-        for payload in self._framer.feed(data) if self._framer is not None else ():
+        payloads = self._framer.feed(data) if self._framer is not None else ()
+        if len(payloads) == 1:  # one event a read (a server's flush each): nothing to store with its text
+            self._ingest_payload(payloads[0], last=False, hold=False)
+            return
+        for payload in payloads:
             self._ingest_payload(payload, last=False)
         self.registry.settle()
 
@@ -416,9 +420,10 @@ class Reassembler:
             else:
                 self._apply(step)
 
-    def _ingest_payload(self, payload: Payload, *, last: bool) -> None:
+    def _ingest_payload(self, payload: Payload, *, last: bool, hold: bool = True) -> None:
         # The commonest OpenAI chat chunks of a read are held back and stored together (see
         # Registry.hold): whatever else comes settles them first, and so does the read's end.
+        # Not ``hold``: the read has this one event (and nothing held from before), stored at once.
         registry = self.registry
         if type(payload) is not str:
             registry.settle()
@@ -452,7 +457,10 @@ class Reassembler:
             chat = self._chat
             if chat is not None and self._finish is None and (lean := lean_fragment_in(value)) is not None:
                 self.ledger.event = self._events = self._events + 1
-                chat.hold(lean[0], lean[1], registry)
+                if hold:
+                    chat.hold(lean[0], lean[1], registry)
+                else:
+                    chat.fragment(lean[0], lean[1], registry)
                 return
             registry.settle()
             fragment = self._commonest(value) if self._commonest is not None and self._finish is None else None

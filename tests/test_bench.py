@@ -115,6 +115,7 @@ def test_instruction_targets_and_table_come_from_the_counts() -> None:
         "spread": {"toolcall-fsm": 0.001, "pydantic-ai": 0.002},
     }
     row["instructions_per_event"]["toolcall-fsm from wire bytes"] = 90.0
+    row["instructions_per_event"]["toolcall-fsm from wire bytes, one event a read"] = 110.0
     targets = counter.targets({"rows": [row]})
     assert targets["per call within 2x of pydantic-ai"] == (
         False,
@@ -122,7 +123,7 @@ def test_instruction_targets_and_table_come_from_the_counts() -> None:
     )
     assert targets["from wire bytes: within 2x of the decode floor on fragment streams"][0] is True
     table = counter.markdown({"rows": [row], "targets": targets})
-    assert "| openai 1000 tiny calls | 1001 | 300 | floor wrong | 1.80x | 0.33x | 0.20% |" in table
+    assert "| openai 1000 tiny calls | 1001 | 300 | floor wrong | 1.80x | 2.20x | 0.33x | 0.20% |" in table
 
 
 @pytest.mark.skipif(

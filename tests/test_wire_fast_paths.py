@@ -134,6 +134,34 @@ def test_the_sse_framer_reads_plain_events_in_bulk_as_one_at_a_time(case: tuple[
     assert framed(SSEFramer, chunks, max_bytes, fast=True) == framed(SSEFramer, chunks, max_bytes, fast=False)
 
 
+ONE_EVENT_EDGES = [  # one read each, and what _one_event must leave to the line loop
+    b"data: x\ry\n\n",
+    b"data: {}\r\n\n",
+    b"event: e\rdata: {}\n\n",
+    b"event: " + b"e" * 40 + b"\ndata: {}\n\n",
+    b"event: e\ndata: " + b"x" * 25 + b"\n\n",
+    b"event: e\nid: 1\ndata: {}\n\n",
+    b"event:e\ndata:{}\n\n",
+    b"data: \xc3\xa9\n\n",
+    b"data:\t{}\n\n",
+]
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    events=st.lists(
+        st.sampled_from(EVENTS + ONE_EVENT_EDGES)
+        | st.builds(bytes.__add__, st.sampled_from(EVENTS), st.sampled_from(EVENTS + ONE_EVENT_EDGES)),
+        max_size=30,
+    ),
+    max_bytes=st.sampled_from([12, 30, 1 << 20]),
+)
+def test_the_sse_framer_reads_one_event_a_read_as_its_lines(events: list[bytes], max_bytes: int) -> None:
+    """Each read one event, or two, or an event's pieces glued (SSEFramer._one_event and what it
+    must leave to the line loop): as the general loop reads them."""
+    assert framed(SSEFramer, events, max_bytes, fast=True) == framed(SSEFramer, events, max_bytes, fast=False)
+
+
 def test_an_event_begun_in_one_chunk_and_ended_by_a_blank_line_of_spaces_in_the_next() -> None:
     chunks = [b"data: a\n", b" \n: c\n: d\n: e\n", b"data: b\n\ndata: c\n\n"]
     assert framed(SSEFramer, chunks, 1 << 20, fast=True) == framed(SSEFramer, chunks, 1 << 20, fast=False)
@@ -450,7 +478,7 @@ def test_fragments_held_back_over_a_read_decide_as_one_by_one(monkeypatch: pytes
 
     monkeypatch.setattr(Registry, "_gather", counted)
     holding = replays()
-    assert held > 2000
+    assert held > 1000  # reads of one event store it at once (test_reads_of_one_event_decide_as_reads_of_many)
     monkeypatch.setattr(Registry, "_gather", lambda self, index, text: False)
     one_by_one = replays()
     without_reader(monkeypatch, "lean_fragment_in")
@@ -459,6 +487,58 @@ def test_fragments_held_back_over_a_read_decide_as_one_by_one(monkeypatch: pytes
     for name, a, b, c in zip(names, holding, one_by_one, shortcut, strict=True):
         assert a == b, name
         assert a == c, name
+
+
+def test_reads_of_one_event_decide_as_reads_of_many(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read that brings one whole event (how most servers flush each, and so what most reads
+    are) is framed without its lines split (SSEFramer._one_event) and its chunk is stored at once,
+    not held back for a run it has none of. Over every OpenAI chat vector, fuzzed streams and the
+    edge cases above, fed one event a read: the same transitions in order, outputs, previews,
+    calls, diagnostics and rule counts as through the line loop and the holding."""
+    from fsm import Reassembler
+    from fsm.harness.fuzz.run import sample_vectors
+    from fsm.wire.decoders.chat_chunks import lean_fragment_in
+
+    vectors = [v for v in load_vectors() if v.shape == "openai-chat"] + sample_vectors("openai-chat", 150)
+    streams = [(v.events, {}) for v in vectors if all(type(e) is dict for e in v.events)]
+    streams += [(events, options) for events, options in _held_edges().values()]
+    streams += [(events, {}) for events in _random_streams(60)]
+    taken = {"framed": 0, "stored": 0}
+    framed_one, ingest = SSEFramer._one_event, Reassembler._ingest_payload
+
+    def counted_framing(self: SSEFramer, data: bytes) -> list[object] | None:
+        one = framed_one(self, data)
+        taken["framed"] += one is not None
+        return one  # type: ignore[return-value]
+
+    def counted_ingest(self: Reassembler, payload: Any, *, last: bool, hold: bool = True) -> None:
+        if not hold and payload.startswith("{"):
+            taken["stored"] += lean_fragment_in(json.loads(payload)) is not None
+        ingest(self, payload, last=last, hold=hold)
+
+    def replays() -> list[object]:
+        out = []
+        for events, options in streams:
+            wire = [b"data: " + json.dumps(e).encode() + b"\n\n" for e in events] + [b"data: [DONE]\n\n"]
+            sizes = [len(event) for event in wire]
+            out.append(_replay_held(events, sizes, **options))
+        return out
+
+    monkeypatch.setattr(SSEFramer, "_one_event", counted_framing)
+    monkeypatch.setattr(Reassembler, "_ingest_payload", counted_ingest)
+    one_at_a_time = replays()
+    assert taken["framed"] > 2500 and taken["stored"] > 1000, taken  # taken, often
+    monkeypatch.setattr(SSEFramer, "_one_event", lambda self, data: None)
+
+    def held_then_settled(self: Reassembler, payload: Any, *, last: bool, hold: bool = True) -> None:
+        ingest(self, payload, last=last)  # held back, as every read's events were
+        if not hold:  # the read's one event: its end settles what was held
+            self.registry.settle()
+
+    monkeypatch.setattr(Reassembler, "_ingest_payload", held_then_settled)
+    as_before = replays()
+    for (events, options), a, b in zip(streams, one_at_a_time, as_before, strict=True):
+        assert a == b, (events, options)
 
 
 def test_the_lean_fragment_reader_reads_as_the_shortcut_does() -> None:
