@@ -112,18 +112,7 @@ def fsm_feeding(items: list[Any], scn: Scenario) -> Run:
 
 
 def fsm_from_wire(scn: Scenario) -> Run:
-    from fsm import Reassembler
-
-    wire, provider, limits = scn.wire, scn.provider, _limits()
-    pieces = [wire[i : i + 16384] for i in range(0, len(wire), 16384)]
-
-    def run() -> Any:
-        r = Reassembler(provider, limits=limits)
-        for piece in pieces:
-            r.feed_bytes(piece)
-        return r.close()
-
-    return run
+    return _feeding_bytes([scn.wire[i : i + 16384] for i in range(0, len(scn.wire), 16384)], scn)
 
 
 def event_reads(wire: bytes) -> list[bytes] | str:
@@ -139,11 +128,14 @@ def event_reads(wire: bytes) -> list[bytes] | str:
 
 
 def fsm_from_reads(scn: Scenario) -> Run | str:
+    reads = event_reads(scn.wire)
+    return reads if isinstance(reads, str) else _feeding_bytes(reads, scn)
+
+
+def _feeding_bytes(reads: list[bytes], scn: Scenario) -> Run:
     from fsm import Reassembler
 
-    reads, provider, limits = event_reads(scn.wire), scn.provider, _limits()
-    if isinstance(reads, str):
-        return reads
+    provider, limits = scn.provider, _limits()
 
     def run() -> Any:
         r = Reassembler(provider, limits=limits)
