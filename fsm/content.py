@@ -183,6 +183,18 @@ class TurnContent:
             # by place: a delta's block replaces its start's; one without a place, the latest such
             self._compactions[event.output_index] = Compaction(dict(event.block), event.output_index)
 
+    def said(self, text: str, reasoning: str) -> None:
+        """What ``apply(TextDelta(text))`` then ``apply(ReasoningDelta(None, reasoning))`` do, each when
+        its text is not empty, without the events: the plainest chunk of text or reasoning, which a
+        reasoning model sends hundreds of a turn (test_plain_text_and_reasoning_are_kept_as_their_events_keep_them)."""
+        if text:
+            if self._text is None:
+                self._text = [text]
+            else:
+                self._text.append(text)
+        if reasoning:
+            self._block(None).text.append(reasoning)
+
     def usage_replaced(self, usage: dict[str, Any]) -> None:
         """What ``apply(UsageReport(usage))`` does (a report that replaces), without the event."""
         self.usage = dict(usage)

@@ -392,7 +392,7 @@ class Reassembler:
             item = payload  # an SDK object's dump is the wire's payload: read as a fed dict is, shortcuts too
         chat, content, unfinished = self._chat, self._content, self._finish is None
         if chat is not None and (
-            (unfinished and chat.shortcut(item, self.registry, content.apply))
+            (unfinished and chat.shortcut(item, self.registry, content))
             or chat.ending(item, content.apply, content.usage_replaced, self._finished if unfinished else None)
         ):
             return  # what the decoder and _apply would do with the commonest chunks, without their events

@@ -139,7 +139,7 @@ def aws_message(payload: bytes, event_type: str = "contentBlockDelta", header: s
     return body + struct.pack(">I", zlib.crc32(body))
 
 
-def shortcut_by_readers(decoder: Any, payload: dict[str, Any], registry: Any, said: Callable[[Any], None]) -> bool:
+def shortcut_by_readers(decoder: Any, payload: dict[str, Any], registry: Any, content: Any) -> bool:
     """OpenAIChatDecoder.shortcut as its readers decide it, one after another (what the shortcut
     reads in line): the reference the shortcut is proven against, and what a test that turns one of
     the readers off replays with (see without_reader)."""
@@ -154,7 +154,7 @@ def shortcut_by_readers(decoder: Any, payload: dict[str, Any], registry: Any, sa
         if events is None:
             return False
         for event in events:
-            said(event)
+            content.apply(event)
         return True
     return bool(decoder.entry(found[0], found[1], registry))
 

@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 
+from fsm.content import TurnContent
+from fsm.events import ReasoningDelta, TextDelta
 from fsm.harness.fuzz.run import sample_vectors
+from fsm.wire.decoders.chat_chunks import plain_said
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 from tests.helpers import shortcut_by_readers
 from tests.test_conformance import VECTORS, _replay_with_trace
@@ -34,13 +37,27 @@ class _Recorder:
         self.taken.append(("header", index, wire_id, name))
 
 
+class _Said:
+    """Stands for the turn's content: the events it is given, and those TurnContent.said stands for."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def apply(self, event: Any) -> None:
+        self.events.append(event)
+
+    def said(self, text: str, reasoning: str) -> None:
+        self.events += [TextDelta(text)] if text else []
+        self.events += [ReasoningDelta(None, reasoning)] if reasoning else []
+
+
 def _decided(read: Any, chunk: dict[str, Any]) -> tuple[Any, ...]:
-    registry, said = _Recorder(), []
+    registry, content = _Recorder(), _Said()
     try:
-        took = read(OpenAIChatDecoder(), chunk, registry, said.append)
+        took = read(OpenAIChatDecoder(), chunk, registry, content)
     except Exception as exc:  # the same error either way is the same decision
         return ("raised", type(exc).__name__, str(exc))
-    return took, registry.taken, said
+    return took, registry.taken, content.events
 
 
 # What a field the shortcut reads may hold instead (absent is _GONE).
@@ -58,7 +75,8 @@ def _mutants(chunk: dict[str, Any], rng: random.Random) -> list[dict[str, Any]]:
         paths += [("choices", 0, k) for k in ("index", "finish_reason", "delta", "extra")]  # type: ignore[misc]
         delta = choice.get("delta")
         if type(delta) is dict:
-            paths += [("choices", 0, "delta", k) for k in ("tool_calls", "content", "reasoning_content", "role")]  # type: ignore[misc]
+            keys = ("tool_calls", "content", "reasoning_content", "reasoning", "role", "refusal")
+            paths += [("choices", 0, "delta", k) for k in keys]  # type: ignore[misc]
             entries = delta.get("tool_calls")
             if type(entries) is list and entries and type(entries[0]) is dict:
                 keys = ("index", "id", "type", "function", "extra_content")
@@ -87,6 +105,15 @@ def _chunks() -> list[dict[str, Any]]:
     rng = random.Random(22)
     called = [c for c in chunks if "tool_calls" in str(c)]
     chunks += [m for c in rng.sample(called, min(len(called), 400)) for m in _mutants(c, rng)]
+    # Text and reasoning side by side, as the dialects send them (the decoder keeps one reasoning).
+    values = [None, "", "a", "b"]
+    for text in values:
+        for first in values:
+            for second in values:
+                delta = {"content": text, "reasoning_content": first, "reasoning": second, "role": "assistant"}
+                chunks.append({"choices": [{"index": 0, "delta": delta}]})
+    said = [c for c in chunks if "tool_calls" not in str(c) and "delta" in str(c)]
+    chunks += [m for c in rng.sample(said, min(len(said), 200)) for m in _mutants(c, rng)]
     return chunks
 
 
@@ -98,9 +125,52 @@ def test_the_chunk_shortcut_decides_as_its_readers() -> None:
         assert fast == by_readers, chunk
         kind = "raised" if fast[0] == "raised" else fast[1][0][0] if fast[1] else "said" if fast[0] else "none"
         kinds[kind] = kinds.get(kind, 0) + 1
+        kinds["plain said"] = kinds.get("plain said", 0) + (kind == "said" and plain_said(_delta(chunk)) is not None)
     # Every way out is taken, often: the comparison is not empty anywhere.
     assert len(chunks) > 20_000
-    assert all(kinds.get(kind, 0) > 100 for kind in ("bare", "whole", "header", "said", "none")), kinds
+    assert all(kinds.get(kind, 0) > 100 for kind in ("bare", "whole", "header", "said", "plain said", "none")), kinds
+
+
+def _delta(chunk: dict[str, Any]) -> dict[str, Any]:
+    return chunk["choices"][0]["delta"]  # type: ignore[no-any-return]
+
+
+def test_plain_text_and_reasoning_are_kept_as_their_events_keep_them() -> None:
+    """TurnContent.said(text, reasoning), the shortcut's way with the plainest chunk, keeps what
+    apply() keeps of TextDelta(text) and ReasoningDelta(None, reasoning): over random turns that mix
+    them with the other pieces of text and reasoning (signed, in parts, in numbered blocks,
+    refusals, pieces that only name their item)."""
+    rng = random.Random(7)
+    others: list[Any] = [
+        TextDelta("s", signature="sig"),
+        TextDelta("p", part=1, output_index=3),
+        TextDelta("", item_id="msg_1", status="completed"),
+        TextDelta("no", refusal=True),
+        ReasoningDelta(0, "b0"),
+        ReasoningDelta(2, "b2", signature="x"),
+        ReasoningDelta(None, "", redacted="r"),
+        ReasoningDelta("item", "i", item_id="rs_1", output_index=1),
+    ]
+    for _ in range(400):
+        by_said, by_events = TurnContent(), TurnContent()
+        if rng.random() < 0.3:
+            by_said.place_by(lambda: 2)
+            by_events.place_by(lambda: 2)
+        for _ in range(rng.randrange(12)):
+            if rng.random() < 0.6:
+                text, reasoning = rng.choice(["", "t", "u"]), rng.choice(["", "r", "q"])
+                by_said.said(text, reasoning)
+                for event in [TextDelta(text)] * bool(text) + [ReasoningDelta(None, reasoning)] * bool(reasoning):
+                    by_events.apply(event)
+            else:
+                other = rng.choice(others)
+                by_said.apply(other)
+                by_events.apply(other)
+        assert by_said.frozen() == by_events.frozen()
+        assert (by_said.text_signature, by_said.text_output_index) == (
+            by_events.text_signature,
+            by_events.text_output_index,
+        )
 
 
 def test_streams_replay_alike_with_the_shortcut_read_by_its_readers(monkeypatch: pytest.MonkeyPatch) -> None:

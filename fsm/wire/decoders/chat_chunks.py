@@ -75,6 +75,27 @@ def said_in(delta: dict[str, Any]) -> list[TextDelta | ReasoningDelta] | None:
     return events if chat_said(delta, events) else None
 
 
+def plain_said(delta: dict[str, Any]) -> tuple[str, str] | None:
+    """(text, reasoning) of a plain delta that says text or reasoning in the plainest way (most
+    chunks of most turns): no key but ``content``, ``reasoning_content``, ``reasoning`` and ``role``
+    (which is not read), the first three text or null. said_in makes of it TextDelta(text) when
+    there is text, then ReasoningDelta(None, reasoning) when there is reasoning (``reasoning_content``
+    when it is not empty, else ``reasoning``): test_the_chunk_shortcut_decides_as_its_readers."""
+    if not delta.keys() <= PLAIN_SAID_KEYS:
+        return None
+    content, first, second = delta.get("content"), delta.get("reasoning_content"), delta.get("reasoning")
+    if (
+        (content is not None and type(content) is not str)
+        or (first is not None and type(first) is not str)
+        or (second is not None and type(second) is not str)
+    ):
+        return None
+    return content or "", first or second or ""
+
+
+PLAIN_SAID_KEYS = frozenset({"content", "reasoning_content", "reasoning", "role"})
+
+
 def finish_in(payload: dict[str, Any]) -> tuple[list[TextDelta | ReasoningDelta], str, dict[str, Any] | None] | None:
     """(said, finish reason, usage) when a chunk is the commonest last chunk of a stream: one choice
     (index 0 or none) with a finish reason (a non-empty string) and a delta object that holds no
