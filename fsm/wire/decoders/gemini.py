@@ -138,14 +138,16 @@ class GeminiDecoder:
         self._placed_now.clear()
         self._passed.clear()
         for n, candidate in enumerate(items(payload.get("candidates"), "candidates")):
-            candidate = mapping(candidate, f"candidates[{n}]")
+            if type(candidate) is not dict:  # what json.loads gives is one: no message written for it
+                candidate = mapping(candidate, f"candidates[{n}]")
             if (candidate.get("index") or 0) != 0:
                 diagnose("choice-ignored", f"candidate {candidate.get('index')} is not reassembled")
                 continue
             content = mapping(candidate.get("content"), "content")
             position = code_position = 0
             for p, part in enumerate(items(content.get("parts"), "parts")):
-                part = mapping(part, f"parts[{p}]")
+                if type(part) is not dict:
+                    part = mapping(part, f"parts[{p}]")
                 if not part.keys() <= _READ_KEYS:
                     _report_unread(part, p, diagnose)
                 ran = field(part, "codeExecutionResult", "code_execution_result")
@@ -177,7 +179,8 @@ class GeminiDecoder:
                     events += self._said(part)
                     continue
                 self._run_thought = None
-                call = mapping(call, f"parts[{p}].functionCall")
+                if type(call) is not dict:
+                    call = mapping(call, f"parts[{p}].functionCall")
                 signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
                 events += self._call(call, position, signature)
                 position += 1
@@ -231,7 +234,7 @@ class GeminiDecoder:
         events: list[Event] = []
         if not name and call_id is None and partial is None and args is None and not more:
             return self._close_open()  # the empty functionCall {} that ends a streamed call
-        if name or (partial is None and not more):
+        if self._open is not None and (name or (partial is None and not more)):
             # Another call's part (opening, or whole): the streamed call before it has ended.
             events += self._end_open()
         if name and (more or partial is not None):
