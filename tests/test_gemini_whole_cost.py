@@ -9,6 +9,7 @@ fuzzed streams of every shape and hostile ones (lone surrogates, whitespace arou
 
 from __future__ import annotations
 
+import json
 import random
 from types import SimpleNamespace
 from typing import Any
@@ -141,3 +142,110 @@ def test_the_kept_digest_indexes_every_call_as_reading_its_text_would(monkeypatc
     general = [_replay_with_trace(v) for v in vectors]
     for vector, a, b in zip(vectors, fast, general, strict=True):
         assert a == b, vector.name
+
+
+def test_the_decoder_shortcuts_decide_as_its_general_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A part that is one call alone, and a call of a name and arguments alone, skip the reads of
+    the keys they lack (GeminiDecoder.shortcuts). Over every Gemini and Vertex vector, fuzzed
+    streams and the hostile ones above, with parts and calls that only nearly qualify (a
+    signature, an id, a null call, a call that is a list, a dict subclass): the same transitions in
+    order, outputs, calls, diagnostics and rule counts, or the same error, either way."""
+    from fsm.harness.fuzz.run import sample_vectors
+    from fsm.wire.decoders.gemini import GeminiDecoder
+    from tests.test_conformance import _replay_with_trace
+
+    class Part(dict):  # type: ignore[type-arg]
+        pass
+
+    near = [
+        [gemini_event({"name": "f", "args": {"a": 1}}), {"candidates": [{"content": {"parts": [part]}}]}]
+        for part in [
+            {"functionCall": None},
+            {"functionCall": [1]},
+            {"functionCall": {"name": "f", "args": {"a": 1}}, "thoughtSignature": "s"},
+            {"functionCall": {"name": "f", "args": {"a": 1}}, "function_call": {"name": "g"}},
+            {"function_call": {"name": "f", "args": {"a": 1}}},
+            Part(functionCall={"name": "f", "args": {"a": 1}}),
+            {"functionCall": Part(name="f", args={"a": 1})},
+            {"functionCall": {"name": "f", "args": None}},
+            {"functionCall": {"name": "", "args": {}}},
+            {"functionCall": {"name": 7, "args": {}}},
+            {"functionCall": {"name": "f", "args": [1]}},
+            {"functionCall": {"name": "f", "id": "x"}},
+            {"functionCall": {"name": "f", "willContinue": True}},
+            {"functionCall": {"args": {"a": 1}, "partialArgs": []}},
+            {"functionCall": {}},
+        ]
+    ]
+    near = [
+        [{"candidates": [{"content": {"parts": [{"functionCall": {"name": "w", "willContinue": True}}]}}]}, *e]
+        for e in near
+    ] + near
+    streams = [
+        SimpleNamespace(name=f"near-{n}", shape="gemini", events=e, body=None, policies={}) for n, e in enumerate(near)
+    ]
+    vectors = [v for v in [*load_vectors(), *_hostile()] if v.shape in ("gemini", "vertex")]
+    vectors += [*streams, *sample_vectors("gemini", 150), *sample_vectors("vertex", 50)]
+    taken = [0]
+    real = GeminiDecoder._call
+
+    def counted(self: GeminiDecoder, call: Any, position: int, signature: str | None) -> Any:
+        taken[0] += self.shortcuts and type(call) is dict and call.keys() == {"name", "args"}
+        return real(self, call, position, signature)
+
+    monkeypatch.setattr(GeminiDecoder, "_call", counted)
+    fast = [_replay_with_trace(v) for v in vectors]
+    assert taken[0] > 300, taken  # taken, often
+    monkeypatch.setattr(GeminiDecoder, "shortcuts", False)
+    general = [_replay_with_trace(v) for v in vectors]
+    for vector, a, b in zip(vectors, fast, general, strict=True):
+        assert a == b, vector.name
+
+
+class _Loop(dict):  # type: ignore[type-arg]
+    pass
+
+
+def _written(dumps: Any, value: Any) -> object:
+    try:
+        return ("text", dumps(value))
+    except Exception as exc:  # the same error, word for word, is the same behaviour
+        return (type(exc).__name__, str(exc))
+
+
+def test_arguments_are_written_as_json_dumps_writes_them() -> None:
+    """The decoders' dumps calls the C encoder json.dumps makes, without its Python wrappers: the
+    same text, or the same error, for any value (one that holds itself, NaN, a huge integer, a
+    Decimal, a set, a dict subclass, a key of another type, a bare string)."""
+    import decimal
+    import sys
+
+    from fsm.wire.decoders import _wire
+
+    loop = _Loop(a=1)
+    loop["self"] = loop
+    deep: Any = []
+    for _ in range(sys.getrecursionlimit() + 10):
+        deep = [deep]
+    values: list[Any] = [
+        {},
+        {"a": 1, "b": [1.5, None, True], "c": {"d": 'caf\u00e9 \U0001f642 \ud83d "q" \\ \n'}},
+        "plain \u2028 text",
+        [float("nan"), float("inf"), -0.0, 1e300, 10**5000],
+        {"n": decimal.Decimal("1.10")},
+        {"s": {1, 2}},
+        {1: "a", None: "b", 2.5: "c", False: "d"},
+        {("t",): 1},
+        _Loop(x=[_Loop(y=2)]),
+        loop,
+        deep,
+        b"bytes",
+    ]
+    rng = random.Random(7)
+    for _ in range(300):
+        values.append(
+            {f"k{n}": rng.choice([rng.random(), rng.randint(-9, 9), "x\u00e9", None, [1, {}]]) for n in range(5)}
+        )
+    for value in values:
+        assert _written(_wire._encode, value) == _written(json.JSONEncoder(ensure_ascii=False).encode, value)
+        assert _written(_wire._encode, value) == _written(lambda v: json.dumps(v, ensure_ascii=False), value)

@@ -106,6 +106,10 @@ class GeminiDecoder:
     the streamed text, so streamed text is not final until the call ends (whole calls are
     snapshots, which wait for the end anyway)."""
 
+    shortcuts = True
+    """Whether a part that is one call alone, and a call of a name and arguments alone, skip the
+    reads of the keys they lack (tests turn it off to compare)."""
+
     parts_placed = True
     """Its thought and text parts go back apart, in their places among the calls (TurnContent.place_by)."""
 
@@ -148,6 +152,13 @@ class GeminiDecoder:
             for p, part in enumerate(items(content.get("parts"), "parts")):
                 if type(part) is not dict:
                     part = mapping(part, f"parts[{p}]")
+                elif self.shortcuts and len(part) == 1 and type(call := part.get("functionCall")) is dict:
+                    # One call and nothing else (a call's commonest part): what the reads below make
+                    # of it, without them (no other key, so no result, code or signature to read).
+                    self._run_thought = None
+                    events += self._call(call, position, None)
+                    position += 1
+                    continue
                 if not part.keys() <= _READ_KEYS:
                     _report_unread(part, p, diagnose)
                 ran = field(part, "codeExecutionResult", "code_execution_result")
@@ -227,9 +238,13 @@ class GeminiDecoder:
 
     def _call(self, call: Mapping[str, Any], position: int, signature: str | None) -> list[Event]:
         name = text(call.get("name"), "functionCall.name")
-        call_id = text(call.get("id"), "functionCall.id")
-        partial = field(call, "partialArgs", "partial_args")
-        more = bool(field(call, "willContinue", "will_continue"))
+        if self.shortcuts and type(call) is dict and len(call) == 2 and "name" in call and "args" in call:
+            call_id = partial = None  # a whole call's commonest keys: none of the others to read
+            more = False
+        else:
+            call_id = text(call.get("id"), "functionCall.id")
+            partial = field(call, "partialArgs", "partial_args")
+            more = bool(field(call, "willContinue", "will_continue"))
         args = call.get("args")
         events: list[Event] = []
         if not name and call_id is None and partial is None and args is None and not more:
