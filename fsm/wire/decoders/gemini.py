@@ -107,8 +107,8 @@ class GeminiDecoder:
     snapshots, which wait for the end anyway)."""
 
     shortcuts = True
-    """Whether a part that is one call alone, and a call of a name and arguments alone, skip the
-    reads of the keys they lack (tests turn it off to compare)."""
+    """Whether a part of one call alone, a call of a name and arguments alone and a whole call never
+    seen skip the reads of keys they lack and the search for its like (tests turn it off to compare)."""
 
     parts_placed = True
     """Its thought and text parts go back apart, in their places among the calls (TurnContent.place_by)."""
@@ -280,8 +280,12 @@ class GeminiDecoder:
         its like in this event (where it can be a resend). With every such place taken, a call
         like those already placed in this event is another call (two identical calls in one event
         stay two): a place none of its like has held, so it is no resend of any."""
-        seen = self._seen_at.get(key, {})
         placed = self._placed_now
+        if self.shortcuts and key not in self._top:  # never placed (_top has every key placed): its own
+            placed.add((key, position))
+            self._top[key] = position
+            return position
+        seen = self._seen_at.get(key, {})
         if position not in seen or (key, position) in placed:
             order, j = self._seen_order.get(key, ()), self._passed.get(key, 0)
             while j < len(order) and (key, order[j]) in placed:
