@@ -220,7 +220,7 @@ def test_arguments_are_written_as_json_dumps_writes_them() -> None:
     import decimal
     import sys
 
-    from fsm.wire.decoders import _wire
+    from fsm.jsontext import plain_dumps
 
     loop = _Loop(a=1)
     loop["self"] = loop
@@ -247,5 +247,5 @@ def test_arguments_are_written_as_json_dumps_writes_them() -> None:
             {f"k{n}": rng.choice([rng.random(), rng.randint(-9, 9), "x\u00e9", None, [1, {}]]) for n in range(5)}
         )
     for value in values:
-        assert _written(_wire._encode, value) == _written(json.JSONEncoder(ensure_ascii=False).encode, value)
-        assert _written(_wire._encode, value) == _written(lambda v: json.dumps(v, ensure_ascii=False), value)
+        assert _written(plain_dumps, value) == _written(json.JSONEncoder(ensure_ascii=False).encode, value)
+        assert _written(plain_dumps, value) == _written(lambda v: json.dumps(v, ensure_ascii=False), value)

@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 import heapq
-import json
 from collections.abc import Callable, Mapping
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from fsm.errors import RemoteProtocolError
 from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta
 from fsm.jsontext import dumps as exact_dumps
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False)
-
-
-def _encode(value: Any) -> str:
-    """``_ENCODER.encode(value)``: the C encoder that encode() makes for every call (with a new
-    table of the containers it is in, so that one value refers to itself is still found), made
-    and called here without the two Python calls encode() and iterencode() wrap it in."""
-    make = c_make_encoder(
-        {}, _ENCODER.default, encode_basestring, None, ": ", ", ", False, False, True
-    )  # markers, default, string encoder, indent, separators, sort_keys, skipkeys, allow_nan
-    return "".join(make(value, 0))
-
-
-_ENCODE: Callable[[Any], str] = _ENCODER.encode if c_make_encoder is None else _encode
+from fsm.jsontext import plain_dumps
 
 
 def field(obj: Mapping[str, Any], camel: str, snake: str | None = None) -> Any:
@@ -79,7 +63,7 @@ def dumps(value: Any) -> str:
     ``Decimal`` (a caller's own ``parse_float=Decimal``), is written digit for digit. A value no JSON
     holds (bytes, a set: only a fed dict can carry one) is refused as a field of the wrong type is."""
     try:
-        return _ENCODE(value)  # json.dumps(value, ensure_ascii=False) without a new encoder per call
+        return plain_dumps(value)  # json.dumps(value, ensure_ascii=False) without its Python wrappers
     except (ValueError, TypeError):  # an integer beyond the int-string conversion limit, a Decimal
         try:
             return exact_dumps(value)
