@@ -23,6 +23,8 @@ import json
 import math
 import re
 from collections.abc import Callable
+from json.encoder import c_make_encoder as _C_ENCODER  # type: ignore[attr-defined]
+from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -308,6 +310,20 @@ def _number_text(value: Decimal | int) -> str:
     if not value.is_finite():
         return json.dumps(str(value))
     return str(value)
+
+
+def _plain_dumps(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)``, text or error alike: the C encoder it makes (a new
+    one each call, with its own table of the containers entered, so a value that holds itself is
+    still found), called without the two Python calls json wraps it in."""
+    return "".join(_C_ENCODER({}, *_ENCODER_ARGS)(value, 0))
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+_ENCODER_ARGS = (_ENCODER.default, encode_basestring, None, ": ", ", ", False, False, True)
+"""What json's encode() gives the C encoder it makes: default, the string writer, indent, the two
+separators, sort_keys, skipkeys, allow_nan."""
+plain_dumps: Callable[[Any], str] = _ENCODER.encode if _C_ENCODER is None else _plain_dumps
 
 
 def dumps(value: Any, *, indent: int | None = None) -> str:

@@ -72,6 +72,10 @@ class Registry:
     """The text _replays last read, and its object."""
     _spelled: tuple[str, bytes] | None = None
     """The text _replays last read, and its letters (_letters): the held text of the next it reads."""
+    _looked: tuple[str, bytes] | None = None
+    """The text _route_text last looked up in _holding, and the key it looked under, when that key
+    is the digest of the text as a call holds it (nothing stripped, UTF-8 as it came): a call that
+    then holds this very text is indexed under it by _remember without reading the text again."""
     _at_indexes: dict[str, _AtIndexes] = _NONE  # type: ignore[assignment]
     """Per wire id held by two calls or more and routed with an index, its calls by index."""
     _under_ids: dict[tuple[str, int | None], _IdCalls] = _NONE  # type: ignore[assignment]
@@ -457,7 +461,7 @@ class Registry:
         elif len(chain) > 1 and chain is self._lanes.get(lane):
             # A whole lane: only its newest call can be unfinished, and only calls holding this very
             # text can be resent. Same order as walking the lane, without the walk.
-            holding = self._holding.get((lane, text_digest(unicode_utf8(text.strip()))), [])
+            holding = self._holding.get((lane, self._look_up(text)), [])
             chain = [*holding, chain[-1]] if chain[-1].unfinished else holding
         elif len(chain) > 1 and ref.id is not None and chain is self._under_id(ref.id, ref.index):
             # The calls under one id (at one index): those not finished, the finished ones holding this text.
@@ -490,6 +494,21 @@ class Registry:
             if parsed[0] is text and slot._text is text:  # held just as it came
                 self._own("_values")[lane] = (slot, slot.length, slot.revision, parsed[1])
         return slot, rest
+
+    def _look_up(self, text: str) -> bytes:
+        """The key under which _holding holds the calls whose text is ``text`` stripped. When nothing
+        is stripped and the text is UTF-8 as it is (no surrogate to mend), it is also the digest of
+        the text a call holds once given this very ``text`` (Slot.digest strips only JSON's
+        whitespace, which str.strip strips too): kept for _remember (_looked)."""
+        stripped = text.strip()
+        try:
+            data = stripped.encode("utf-8")
+        except UnicodeEncodeError:
+            self._looked = None
+            return text_digest(unicode_utf8(stripped))
+        key = text_digest(data)
+        self._looked = (text, key) if len(stripped) == len(text) else None
+        return key
 
     def _at_index(self, wire_id: str, owners: Sequence[Slot], index: int) -> list[Slot]:
         """The calls under ``wire_id`` (``owners``, its list) at ``index``, in their order: one list
@@ -634,7 +653,12 @@ class Registry:
                 return  # already indexed under this very text
             key = indexed[2]
         else:
-            key = slot.digest()
+            looked = self._looked
+            if looked is not None and looked[0] is slot._text:  # this very text, just looked up (_look_up)
+                key = looked[1]
+                self._looked = None
+            else:
+                key = slot.digest()
             # Indexed in all its lanes: with none named, or in the one named where it has no other
             # (the lane that just got its second call): a later call to index it reads no text again.
             if lane is None or (lane == slot.lane and not (self._slot_lanes and slot in self._slot_lanes)):

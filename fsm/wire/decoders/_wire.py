@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import heapq
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from fsm.errors import RemoteProtocolError
 from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta
 from fsm.jsontext import dumps as exact_dumps
-
-_ENCODE: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
+from fsm.jsontext import plain_dumps
 
 
 def field(obj: Mapping[str, Any], camel: str, snake: str | None = None) -> Any:
@@ -65,7 +63,7 @@ def dumps(value: Any) -> str:
     ``Decimal`` (a caller's own ``parse_float=Decimal``), is written digit for digit. A value no JSON
     holds (bytes, a set: only a fed dict can carry one) is refused as a field of the wrong type is."""
     try:
-        return _ENCODE(value)  # json.dumps(value, ensure_ascii=False) without a new encoder per call
+        return plain_dumps(value)  # json.dumps(value, ensure_ascii=False) without its Python wrappers
     except (ValueError, TypeError):  # an integer beyond the int-string conversion limit, a Decimal
         try:
             return exact_dumps(value)

@@ -106,6 +106,10 @@ class GeminiDecoder:
     the streamed text, so streamed text is not final until the call ends (whole calls are
     snapshots, which wait for the end anyway)."""
 
+    shortcuts = True
+    """Whether a part of one call alone, a call of a name and arguments alone and a whole call never
+    seen skip the reads of keys they lack and the search for its like (tests turn it off to compare)."""
+
     parts_placed = True
     """Its thought and text parts go back apart, in their places among the calls (TurnContent.place_by)."""
 
@@ -138,14 +142,23 @@ class GeminiDecoder:
         self._placed_now.clear()
         self._passed.clear()
         for n, candidate in enumerate(items(payload.get("candidates"), "candidates")):
-            candidate = mapping(candidate, f"candidates[{n}]")
+            if type(candidate) is not dict:  # what json.loads gives is one: no message written for it
+                candidate = mapping(candidate, f"candidates[{n}]")
             if (candidate.get("index") or 0) != 0:
                 diagnose("choice-ignored", f"candidate {candidate.get('index')} is not reassembled")
                 continue
             content = mapping(candidate.get("content"), "content")
             position = code_position = 0
             for p, part in enumerate(items(content.get("parts"), "parts")):
-                part = mapping(part, f"parts[{p}]")
+                if type(part) is not dict:
+                    part = mapping(part, f"parts[{p}]")
+                elif self.shortcuts and len(part) == 1 and type(call := part.get("functionCall")) is dict:
+                    # One call and nothing else (a call's commonest part): what the reads below make
+                    # of it, without them (no other key, so no result, code or signature to read).
+                    self._run_thought = None
+                    events += self._call(call, position, None)
+                    position += 1
+                    continue
                 if not part.keys() <= _READ_KEYS:
                     _report_unread(part, p, diagnose)
                 ran = field(part, "codeExecutionResult", "code_execution_result")
@@ -177,7 +190,8 @@ class GeminiDecoder:
                     events += self._said(part)
                     continue
                 self._run_thought = None
-                call = mapping(call, f"parts[{p}].functionCall")
+                if type(call) is not dict:
+                    call = mapping(call, f"parts[{p}].functionCall")
                 signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
                 events += self._call(call, position, signature)
                 position += 1
@@ -224,14 +238,18 @@ class GeminiDecoder:
 
     def _call(self, call: Mapping[str, Any], position: int, signature: str | None) -> list[Event]:
         name = text(call.get("name"), "functionCall.name")
-        call_id = text(call.get("id"), "functionCall.id")
-        partial = field(call, "partialArgs", "partial_args")
-        more = bool(field(call, "willContinue", "will_continue"))
+        if self.shortcuts and type(call) is dict and len(call) == 2 and "name" in call and "args" in call:
+            call_id = partial = None  # a whole call's commonest keys: none of the others to read
+            more = False
+        else:
+            call_id = text(call.get("id"), "functionCall.id")
+            partial = field(call, "partialArgs", "partial_args")
+            more = bool(field(call, "willContinue", "will_continue"))
         args = call.get("args")
         events: list[Event] = []
         if not name and call_id is None and partial is None and args is None and not more:
             return self._close_open()  # the empty functionCall {} that ends a streamed call
-        if name or (partial is None and not more):
+        if self._open is not None and (name or (partial is None and not more)):
             # Another call's part (opening, or whole): the streamed call before it has ended.
             events += self._end_open()
         if name and (more or partial is not None):
@@ -262,8 +280,12 @@ class GeminiDecoder:
         its like in this event (where it can be a resend). With every such place taken, a call
         like those already placed in this event is another call (two identical calls in one event
         stay two): a place none of its like has held, so it is no resend of any."""
-        seen = self._seen_at.get(key, {})
         placed = self._placed_now
+        if self.shortcuts and key not in self._top:  # never placed (_top has every key placed): its own
+            placed.add((key, position))
+            self._top[key] = position
+            return position
+        seen = self._seen_at.get(key, {})
         if position not in seen or (key, position) in placed:
             order, j = self._seen_order.get(key, ()), self._passed.get(key, 0)
             while j < len(order) and (key, order[j]) in placed:
