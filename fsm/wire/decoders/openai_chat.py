@@ -23,7 +23,7 @@ this wire shape at all (another provider's stream, a proxy's own message): ``unk
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fsm.errors import RemoteProtocolError
 from fsm.events import (
@@ -60,8 +60,16 @@ from fsm.wire.decoders.chat_chunks import (
 from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS, ServerCalls
 
 if TYPE_CHECKING:
-    from fsm.content import TurnContent
     from fsm.engine.registry import Registry
+
+
+class TurnSaid(Protocol):
+    """Where the shortcut puts text and reasoning: the turn's content (fsm.content.TurnContent,
+    above this layer)."""
+
+    def apply(self, event: TextDelta | ReasoningDelta) -> None: ...
+
+    def said(self, text: str, reasoning: str) -> None: ...
 
 
 class OpenAIChatDecoder:
@@ -112,7 +120,7 @@ class OpenAIChatDecoder:
             return [*(e for e in events if type(e) is not StreamEnd), StreamEnd("error", None, error_message(error))]
         return events
 
-    def shortcut(self, payload: dict[str, Any], registry: Registry, content: TurnContent) -> bool:
+    def shortcut(self, payload: dict[str, Any], registry: Registry, content: TurnSaid) -> bool:
         """Take a chunk of the commonest kinds (see chat_chunks.plain_delta) straight to ``registry``
         (text and reasoning to ``content``), as decode() and Reassembler._apply would take its events,
         without building them; False, having done nothing, for any other chunk. Only while the stream
