@@ -1,0 +1,107 @@
+"""Hostile audit 22: the fast paths (issue 17) against the general paths they skip, fed the same
+streams as dicts, as bytes whole and in pieces, and as SDK objects, with hostile values where the
+shortcuts look.
+
+Each test failed before its fix. Work is counted, not timed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from fsm import Reassembler
+from fsm.wire.decoders.bedrock import BedrockDecoder
+from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
+from tests.helpers import replay_traced
+
+
+def traced(shape: str, items: list[Any], *, as_bytes: bool = False, **options: Any) -> object:
+    """Everything a replay shows (tests.helpers.replay_traced), the outputs of a piece that raised too."""
+
+    def feed(r: Reassembler) -> Iterator[list[Any]]:
+        try:
+            if as_bytes:
+                yield r.feed_bytes(b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in items))
+            else:
+                yield from (r.feed(item) for item in items)
+        except Exception:
+            yield r.drain()
+            raise
+
+    return replay_traced(Reassembler(shape, **options), feed)
+
+
+def _chat_general(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every OpenAI chat chunk through the decoder."""
+    monkeypatch.setattr(OpenAIChatDecoder, "shortcut", lambda self, *args: False)
+    monkeypatch.setattr(OpenAIChatDecoder, "ending", lambda self, *args: False)
+    monkeypatch.setattr("fsm.reassembler.lean_fragment_in", lambda payload: None)
+
+
+# -- OpenAI chat: a text chunk the decoder refuses -------------------------------------------------------------------
+
+
+def _said(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+REFUSED_TEXT = {
+    "a refusal of no text": [_said({"content": "hi"}), _said({"refusal": ["no"]})],
+    "a refusal of no text in the last chunk": [_said({"refusal": {"why": "no"}}, "stop")],
+    "a text signature of no text": [_said({"extra_content": {"google": {"thought_signature": []}}})],
+    "a text signature of no text beside the finish": [
+        _said({"content": "x", "extra_content": {"google": {"thought_signature": {}}}}, "stop")
+    ],
+}
+
+
+@pytest.mark.parametrize("as_bytes", [False, True])
+@pytest.mark.parametrize("name", sorted(REFUSED_TEXT))
+def test_a_text_chunk_the_decoder_refuses_fails_as_the_decoder_says(
+    name: str, as_bytes: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The text chunk's shortcut (said_in, and finish_in for the last chunk) raised the decoder's
+    # error without the rule the decoder's path names: "event 2: delta.refusal is list, not a
+    # string" where the decoder says "... (rule openai-chat)".
+    events = REFUSED_TEXT[name]
+    fast = traced("openai-chat", events, as_bytes=as_bytes)
+    assert isinstance(fast, tuple) and fast[0] == "RemoteProtocolError" and fast[1].endswith("(rule openai-chat)")
+    _chat_general(monkeypatch)
+    assert fast == traced("openai-chat", events, as_bytes=as_bytes)
+
+
+# -- Bedrock: a tool input delta that holds more ---------------------------------------------------------------------
+
+
+def _converse(extra: dict[str, Any]) -> list[dict[str, Any]]:
+    start = {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tu_0", "name": "f"}}}
+    pieces = [{"toolUse": {"input": '{"a": '}}, {"toolUse": {"input": "1}"}, **extra}]
+    return [
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockStart": start},
+        *({"contentBlockDelta": {"contentBlockIndex": 0, "delta": delta}} for delta in pieces),
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"messageStop": {"stopReason": "tool_use"}},
+    ]
+
+
+@pytest.mark.parametrize("extra", [{"citation": {"title": "t"}}, {"toolResult": {"content": []}}, {"text": "x"}])
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_a_converse_tool_delta_holding_more_is_read_as_the_decoder_reads_it(
+    extra: dict[str, Any], as_bytes: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The shortcut took the input and dropped what stood beside it without a word, where the
+    # decoder reports it (part-not-reassembled): the diagnostic depended on the path taken.
+    events = _converse(extra)
+    fast = traced("bedrock", events, as_bytes=as_bytes)
+    monkeypatch.setattr(BedrockDecoder, "commonest_fragment", lambda self, payload: None)
+    general = traced("bedrock", events, as_bytes=as_bytes)
+    assert fast == general
+    codes = Reassembler("bedrock")
+    for event in events:
+        codes.feed(event)
+    found = codes.close().codes()
+    assert found == ([] if "text" in extra else ["part-not-reassembled"])
