@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
@@ -105,3 +105,59 @@ def test_a_converse_tool_delta_holding_more_is_read_as_the_decoder_reads_it(
         codes.feed(event)
     found = codes.close().codes()
     assert found == ([] if "text" in extra else ["part-not-reassembled"])
+
+
+# -- SDK objects: a model whose dump leaves a field out, or writes it its own way ------------------------------------
+
+
+def _dump(item: Any) -> Any:
+    """What fsm.wire.sdk.as_mapping asks of pydantic (plain_dump stands in for it)."""
+    return item.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude={"snapshot"}, warnings=False)
+
+
+def test_a_plain_dump_leaves_out_what_the_dump_leaves_out() -> None:
+    # anthropic's stream helper yields text blocks whose parsed_output is excluded from their dump:
+    # plain_dump wrote it all the same, and a field with a serializer of its own as it was held
+    anthropic = pytest.importorskip("anthropic")
+    from anthropic.lib.streaming._types import ParsedContentBlockStopEvent
+    from anthropic.types.parsed_message import ParsedTextBlock
+    from pydantic import Field, PlainSerializer
+
+    from fsm.wire.sdk import plain_dump
+
+    class Noted(anthropic.types.RawContentBlockStopEvent):
+        note: Annotated[str, PlainSerializer(lambda value: value.upper())] = ""
+        hidden: str = Field(default="", exclude=True)
+        maybe: Annotated[str, PlainSerializer(lambda value: value.upper())] | None = None
+
+    block = ParsedTextBlock(type="text", text="hi", parsed_output=None)
+    items = [
+        block,
+        ParsedContentBlockStopEvent(type="content_block_stop", index=0, content_block=block),
+        Noted(type="content_block_stop", index=0, note="a"),
+        Noted(type="content_block_stop", index=0, hidden="b"),
+        Noted(type="content_block_stop", index=0, maybe="c"),
+    ]
+    for item in items:
+        lean = plain_dump(item)
+        assert lean is None or lean == _dump(item), item
+
+
+def test_an_sdk_chat_chunk_whose_dump_leaves_its_choices_out_is_read_as_its_dump() -> None:
+    # a chunk class of the caller's that keeps its choices out of its dump: the lean reader took
+    # the call's fragment from them where the dump, a chunk of no choices, holds nothing to read
+    chat_types = pytest.importorskip("openai.types.chat")
+    kinds = pytest.importorskip("openai.types.chat.chat_completion_chunk")
+    from pydantic import Field
+
+    class Hidden(chat_types.ChatCompletionChunk):
+        choices: list[kinds.Choice] = Field(default_factory=list, exclude=True)
+
+    envelope = {"id": "x", "created": 1, "model": "m", "object": "chat.completion.chunk"}
+    head = {"index": 0, "id": "c", "type": "function", "function": {"name": "f", "arguments": ""}}
+    fragment = {"index": 0, "function": {"arguments": '{"a": 1}'}}
+    chunks = [
+        Hidden.model_validate({**envelope, "choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]})
+        for entry in (head, fragment)
+    ]
+    assert traced("openai-chat", chunks) == traced("openai-chat", [_dump(c) for c in chunks])

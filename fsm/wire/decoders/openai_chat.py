@@ -114,8 +114,7 @@ class OpenAIChatDecoder:
             return False
         found = one_entry(delta)
         if found is None:  # no call, or more than one, or text beside one: said_in tells
-            events = said_in(delta)
-            if events is None:
+            if (events := said_in(delta)) is None:
                 return False
             for event in events:
                 said(event)
@@ -169,8 +168,7 @@ class OpenAIChatDecoder:
                 if last[2]:
                     usage(last[2])
                 return True
-        alone = usage_in(payload)
-        if alone is None:
+        if (alone := usage_in(payload)) is None:
             return False
         if alone:
             usage(alone)
