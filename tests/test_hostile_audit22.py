@@ -161,3 +161,34 @@ def test_an_sdk_chat_chunk_whose_dump_leaves_its_choices_out_is_read_as_its_dump
         for entry in (head, fragment)
     ]
     assert traced("openai-chat", chunks) == traced("openai-chat", [_dump(c) for c in chunks])
+
+
+def test_an_sdk_object_that_looks_its_type_up_its_own_way_is_read_as_getattr_finds_it() -> None:
+    # _type_of read a pydantic model's type from its fields and extras alone, and the lean chat
+    # reader took its call: a class of the caller's whose own __getattr__ or __getattribute__
+    # finds a type ("content.delta", a stream helper's event that repeats the raw ones) was read
+    # as a chunk, where getattr(item, "type", None), which sdk_payload promises, skips it
+    chat_types = pytest.importorskip("openai.types.chat")
+    from fsm.wire.sdk import _type_of
+
+    class Missing(chat_types.ChatCompletionChunk):
+        def __getattr__(self, name: str) -> Any:
+            return "content.delta" if name == "type" else super().__getattr__(name)  # type: ignore[misc]
+
+    class Found(chat_types.ChatCompletionChunk):
+        def __getattribute__(self, name: str) -> Any:
+            return "content.delta" if name == "type" else super().__getattribute__(name)
+
+    envelope = {"id": "x", "created": 1, "model": "m", "object": "chat.completion.chunk"}
+    head = {"index": 0, "id": "c", "type": "function", "function": {"name": "f", "arguments": ""}}
+    opened = chat_types.ChatCompletionChunk.model_validate(
+        {**envelope, "choices": [{"index": 0, "delta": {"tool_calls": [head]}}]}
+    )
+    fragment = {"index": 0, "function": {"arguments": '{"a": 1}'}}
+    for cls in (Missing, Found):
+        derived = cls.model_validate({**envelope, "choices": [{"index": 0, "delta": {"tool_calls": [fragment]}}]})
+        assert _type_of(derived) == getattr(derived, "type", None) == "content.delta"
+        r = Reassembler("openai-chat")
+        assert r.feed(opened) and r.feed(derived) == []  # skipped, as a stream helper's derived event
+        result = r.close()
+        assert (result.calls[0].arguments_json, result.calls[0].status.value) == ("", "truncated"), cls

@@ -80,7 +80,7 @@ def _type_of(item: Any) -> Any:
     catches an AttributeError in its ``__getattr__`` for it, about 2 us, some half of what
     reassembling the chunk then costs. For such a model whose class has no ``type``, what that
     lookup finds is its field's value or else an extra field's (its ``__getattr__`` reads nothing
-    else for a public name)."""
+    else for a public name), unless a class of its own looks attributes up otherwise."""
     cls = type(item)
     plain = _PLAIN_MODELS.get(cls)
     if plain is None:
@@ -88,6 +88,7 @@ def _type_of(item: Any) -> Any:
             not hasattr(cls, "type")
             and isinstance(getattr(cls, "__pydantic_fields__", None), dict)
             and hasattr(cls, "__pydantic_extra__")
+            and _pydantic_lookup(cls)
         )
     if not plain:
         return getattr(item, "type", None)
@@ -96,6 +97,14 @@ def _type_of(item: Any) -> Any:
         extra = item.__pydantic_extra__
         found = extra.get("type") if extra else None
     return found
+
+
+def _pydantic_lookup(cls: type) -> bool:
+    """Are attributes of ``cls`` looked up as pydantic looks them up: no ``__getattr__`` but its
+    own, no ``__getattribute__`` but object's (a subclass's own may find a ``type`` anywhere)?"""
+    missing = next((c for c in cls.__mro__ if "__getattr__" in c.__dict__), None)
+    found = next((c for c in cls.__mro__ if "__getattribute__" in c.__dict__), None)
+    return (missing is None or missing.__module__ == "pydantic.main") and found is object
 
 
 _PLAIN_MODELS: dict[type, bool] = {}
@@ -134,6 +143,7 @@ def chat_entry(item: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
             and "type" not in fields  # a typed event may be one a stream helper derived: sdk_payload reads it
             and not hasattr(cls, "type")
             and hasattr(cls, "__pydantic_extra__")
+            and _pydantic_lookup(cls)  # a type found by a lookup of its own is sdk_payload's to read
             and plain_class(cls)  # dumped by pydantic's own model_dump, no serializer or alias of its own
         )
     if not known or item.__pydantic_extra__ or ("usage" in item.__pydantic_fields_set__ and item.usage is not None):
