@@ -192,3 +192,60 @@ def test_an_sdk_object_that_looks_its_type_up_its_own_way_is_read_as_getattr_fin
         assert r.feed(opened) and r.feed(derived) == []  # skipped, as a stream helper's derived event
         result = r.close()
         assert (result.calls[0].arguments_json, result.calls[0].status.value) == ("", "truncated"), cls
+
+
+def _groq_stream() -> list[Any]:
+    groq_chat = pytest.importorskip("groq.types.chat")
+    envelope = {"id": "x", "created": 1, "model": "m", "object": "chat.completion.chunk"}
+    head = {"index": 0, "id": "c", "type": "function", "function": {"name": "f", "arguments": ""}}
+    deltas = [
+        {"role": "assistant", "tool_calls": [head]},
+        *({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]} for piece in ('{"a"', ": 1}")),
+        {"tool_calls": [{"index": 1, "id": "d", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+    ]
+    chunks = [{"choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    return [groq_chat.ChatCompletionChunk.model_validate({**envelope, **c}) for c in chunks]
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_groq_sdk_chunks_are_read_as_their_dumps(strict: bool) -> None:
+    # groq's ChoiceDelta has no refusal field: the lean chat reader asked for it, and every chunk
+    # that opens a call raised AttributeError out of feed(), lax or strict
+    chunks = _groq_stream()
+    fed = traced("openai-chat", chunks, strict=strict)
+    assert fed == traced("openai-chat", [_dump(c) for c in chunks], strict=strict)
+    result = fed[0]
+    assert [(c.id, c.name, c.arguments) for c in result.calls] == [("c", "f", {"a": 1}), ("d", "g", {})]  # type: ignore[index]
+
+
+def test_a_chat_chunk_of_classes_lacking_the_usual_fields_is_read_as_its_dump() -> None:
+    from pydantic import BaseModel, ConfigDict
+
+    class Function(BaseModel):
+        name: str | None = None
+        arguments: str | None = None
+
+    class Entry(BaseModel):
+        index: int
+        id: str | None = None
+        function: Function | None = None
+
+    class Delta(BaseModel):  # no content, refusal or role
+        tool_calls: list[Entry] | None = None
+
+    class Choice(BaseModel):  # no finish_reason
+        index: int
+        delta: Delta
+
+    class Chunk(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        choices: list[Choice]
+        usage: dict[str, Any] | None = None
+
+    def made(entry: dict[str, Any]) -> Chunk:
+        return Chunk.model_validate({"choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]})
+
+    chunks = [made({"index": 0, "id": "c", "function": {"name": "f", "arguments": ""}})]
+    chunks.append(made({"index": 0, "function": {"arguments": "{}"}}))
+    assert traced("openai-chat", chunks) == traced("openai-chat", [_dump(c) for c in chunks])

@@ -148,45 +148,50 @@ def chat_entry(item: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         )
     if not known or item.__pydantic_extra__ or ("usage" in item.__pydantic_fields_set__ and item.usage is not None):
         return None
-    choices = item.choices
-    if type(choices) is not list or len(choices) != 1:
-        return None
-    choice = choices[0]
-    # Each value's type before its value: model_construct takes anything, whose truth may raise.
-    at, finish = (choice.index, choice.finish_reason) if _sets(choice, _CHOICE_FIELDS) else (None, None)
-    if type(at) is not int or at != 0 or type(finish) not in _TEXT or finish:
-        return None
-    delta = choice.delta
-    if not _sets(delta, _DELTA_FIELDS):
-        return None
-    entries = delta.tool_calls
-    if type(entries) is not list or len(entries) != 1:
-        return None
-    entry = entries[0]
-    if not _sets(entry, _ENTRY_FIELDS) or type(entry.index) is not int:
-        return None
-    function = entry.function
-    if not _sets(function, _FUNCTION_FIELDS):
-        return None
-    given, text = delta.__pydantic_fields_set__, function.arguments
-    if (
-        given == _TOOL_CALLS_ONLY
-        and entry.__pydantic_fields_set__ == _BARE_ENTRY
-        and function.__pydantic_fields_set__ == _ARGUMENTS_ONLY
-    ):
-        if type(text) is not str or not text:
+    # A field another SDK's classes lack (groq's ChoiceDelta has no refusal) is read as absent, as
+    # the dump has it, or the chunk is left to the dump: no AttributeError reaches the caller.
+    try:
+        choices = item.choices
+        if type(choices) is not list or len(choices) != 1:
             return None
-        return _BARE, {"index": entry.index, "arguments": text}
-    if "tool_calls" not in given or type(entry.id) not in _TEXT or type(entry.type) not in _TEXT:
+        choice = choices[0]
+        # Each value's type before its value: model_construct takes anything, whose truth may raise.
+        at, finish = (choice.index, choice.finish_reason) if _sets(choice, _CHOICE_FIELDS) else (None, None)
+        if type(at) is not int or at != 0 or type(finish) not in _TEXT or finish:
+            return None
+        delta = choice.delta
+        if not _sets(delta, _DELTA_FIELDS):
+            return None
+        entries = delta.tool_calls
+        if type(entries) is not list or len(entries) != 1:
+            return None
+        entry = entries[0]
+        if not _sets(entry, _ENTRY_FIELDS) or type(entry.index) is not int:
+            return None
+        function = entry.function
+        if not _sets(function, _FUNCTION_FIELDS):
+            return None
+        given, text = delta.__pydantic_fields_set__, function.arguments
+        if (
+            given == _TOOL_CALLS_ONLY
+            and entry.__pydantic_fields_set__ == _BARE_ENTRY
+            and function.__pydantic_fields_set__ == _ARGUMENTS_ONLY
+        ):
+            if type(text) is not str or not text:
+                return None
+            return _BARE, {"index": entry.index, "arguments": text}
+        if "tool_calls" not in given or type(entry.id) not in _TEXT or type(entry.type) not in _TEXT:
+            return None
+        said, refused, role = delta.content, getattr(delta, "refusal", None), getattr(delta, "role", None)
+        if type(said) not in _TEXT or type(refused) not in _TEXT or type(role) not in _TEXT or said or refused:
+            return None  # text beside the call, or a value of another type: the dump's
+        if type(function.name) not in _TEXT or type(text) not in _TEXT:
+            return None
+        read = {name: getattr(entry, name) for name in entry.__pydantic_fields_set__}
+        read["function"] = called = {name: getattr(function, name) for name in function.__pydantic_fields_set__}
+        return read, called
+    except AttributeError:
         return None
-    said, refused = delta.content, delta.refusal
-    if type(said) not in _TEXT or type(refused) not in _TEXT or type(delta.role) not in _TEXT or said or refused:
-        return None  # text beside the call, or a value of another type: the dump's
-    if type(function.name) not in _TEXT or type(text) not in _TEXT:
-        return None
-    read = {name: getattr(entry, name) for name in entry.__pydantic_fields_set__}
-    read["function"] = called = {name: getattr(function, name) for name in function.__pydantic_fields_set__}
-    return read, called
 
 
 def _sets(model: Any, fields: frozenset[str]) -> bool:
