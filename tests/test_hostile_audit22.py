@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import pytest
 
 from fsm import Reassembler
+from fsm.errors import InvalidInput
 from fsm.wire.decoders.bedrock import BedrockDecoder
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 from tests.helpers import replay_traced
@@ -249,3 +250,35 @@ def test_a_chat_chunk_of_classes_lacking_the_usual_fields_is_read_as_its_dump() 
     chunks = [made({"index": 0, "id": "c", "function": {"name": "f", "arguments": ""}})]
     chunks.append(made({"index": 0, "function": {"arguments": "{}"}}))
     assert traced("openai-chat", chunks) == traced("openai-chat", [_dump(c) for c in chunks])
+
+
+@pytest.mark.parametrize("shortcuts", [True, False])
+def test_an_sdk_model_built_without_its_init_is_refused_as_input(
+    shortcuts: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # cls.__new__(cls) holds no fields set and no extras: _type_of, the lean chat reader and
+    # plain_dump raised AttributeError out of feed(), and so did model_dump behind them
+    chat_types = pytest.importorskip("openai.types.chat")
+    anthropic = pytest.importorskip("anthropic")
+    import fsm.reassembler
+    import fsm.wire.sdk
+
+    if not shortcuts:
+        monkeypatch.setattr(fsm.reassembler, "take_chat_chunk", lambda *args: False)
+        monkeypatch.setattr(fsm.wire.sdk, "plain_dump", lambda item, depth=4: None)
+        monkeypatch.setattr(fsm.wire.sdk, "_type_of", lambda item: getattr(item, "type", None))
+    opened = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f"}}]}}]}
+    for shape, cls in (
+        ("openai-chat", chat_types.ChatCompletionChunk),
+        ("anthropic", anthropic.types.RawContentBlockDeltaEvent),
+    ):
+        r = Reassembler(shape)
+        if shape == "openai-chat":
+            r.feed(opened)
+        with pytest.raises(InvalidInput, match="cannot feed a"):
+            r.feed(cls.__new__(cls))
+        if shape == "openai-chat":  # the stream went on
+            r.feed(
+                {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}}]}
+            )
+            assert [(c.name, c.arguments) for c in r.close().calls] == [("f", {})]

@@ -94,7 +94,10 @@ def _type_of(item: Any) -> Any:
         return getattr(item, "type", None)
     found = item.__dict__.get("type")
     if found is None and "type" not in item.__dict__:
-        extra = item.__pydantic_extra__
+        try:
+            extra = item.__pydantic_extra__
+        except AttributeError:  # a model built without its __init__ has none
+            return None
         found = extra.get("type") if extra else None
     return found
 
@@ -149,11 +152,14 @@ def chat_entry(item: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
             and _pydantic_lookup(cls)  # a type found by a lookup of its own is sdk_payload's to read
             and plain_class(cls)  # dumped by pydantic's own model_dump, no serializer or alias of its own
         )
-    if not known or item.__pydantic_extra__ or ("usage" in item.__pydantic_fields_set__ and item.usage is not None):
+    if not known:
         return None
     # A field another SDK's classes lack (groq's ChoiceDelta has no refusal) is read as absent, as
-    # the dump has it, or the chunk is left to the dump: no AttributeError reaches the caller.
+    # the dump has it, or the chunk is left to the dump: no AttributeError reaches the caller (nor
+    # one of a model built without its __init__, which has no fields set).
     try:
+        if item.__pydantic_extra__ or ("usage" in item.__pydantic_fields_set__ and item.usage is not None):
+            return None
         choices = item.choices
         if type(choices) is not list or len(choices) != 1:
             return None
@@ -238,6 +244,8 @@ def as_mapping(item: Any) -> Mapping[str, Any]:
             value = dump(mode="json", by_alias=True, exclude_unset=True, exclude={"snapshot"}, warnings=False)
         except TypeError:
             value = dump()
+        except AttributeError as exc:  # a model built without its __init__ (cls.__new__): no fields set
+            raise InvalidInput(f"cannot feed a {type(item).__name__}: its SDK cannot write it: {exc}") from None
         except ValueError as exc:
             if _nests_past(dump, SERIALIZER_DEPTH):
                 # pydantic's JSON serializer stops at a depth guard of its own, as a recursive walk

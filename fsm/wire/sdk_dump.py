@@ -22,7 +22,10 @@ def plain_dump(item: Any, depth: int = 4) -> dict[str, Any] | None:
         fields = _PLAIN_CLASSES[cls] = _plain_fields(cls)
     if not fields:
         return None
-    given, values, extra = item.__pydantic_fields_set__, item.__dict__, item.__pydantic_extra__
+    try:
+        given, values, extra = item.__pydantic_fields_set__, item.__dict__, item.__pydantic_extra__
+    except AttributeError:  # a model built without its __init__: the dump says what it makes of it
+        return None
     # Fields the model does not declare (DeepSeek's reasoning_content) come last, read first: one
     # of another kind (Groq's x_groq object) leaves the whole object to the dump at once.
     if extra and any((value is not None and type(value) not in _SCALARS) for value in extra.values()):
