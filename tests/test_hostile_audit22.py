@@ -307,7 +307,7 @@ def _read_one_event_at_a_time(n: int, first: str) -> tuple[int, object]:
 def test_a_read_of_fragments_costs_the_same_whatever_the_texts_first_character() -> None:
     # Each read's run of held fragments asked the call for its text's first character, which for
     # a character that is not ASCII decoded the whole text held: n^2 for n reads (32,000 reads of
-    # 50 characters: 6.7 s of CPU, 0.4 s now)
+    # 50 characters: 6.7 s of CPU, 0.27 s now)
     for first in ("\u00e9", "\U0001f642", "{"):
         small, large = (_read_one_event_at_a_time(n, first)[0] for n in (500, 4000))
         assert large <= small * 8 * 1.25, (first, small, large)
