@@ -312,3 +312,30 @@ def test_a_read_of_fragments_costs_the_same_whatever_the_texts_first_character()
         small, large = (_read_one_event_at_a_time(n, first)[0] for n in (500, 4000))
         assert large <= small * 8 * 1.25, (first, small, large)
     assert _read_one_event_at_a_time(3, "\u00e9")[1] == ("\u00e9" + "x" * 150, CallStatus.TRUNCATED)  # held as it came
+
+
+# -- the SDK readers' caches of classes ------------------------------------------------------------------------------
+
+
+def test_objects_of_classes_made_as_a_program_runs_are_not_kept_alive() -> None:
+    # What _type_of, the lean chat reader and plain_dump learn of a class was kept per class in
+    # a dict without bound: a program making its classes as it runs (create_model) had every
+    # class it ever fed kept alive for good
+    import gc
+    import weakref
+
+    from pydantic import BaseModel, create_model
+
+    from fsm.wire import sdk, sdk_dump
+
+    made = []
+    for n in range(sdk_dump.CLASSES_KEPT * 2 + 10):
+        model = create_model(f"Stop{n}", __base__=BaseModel, type=(str, "content_block_stop"), index=(int, 0))
+        made.append(weakref.ref(model))
+        r = Reassembler("anthropic")
+        r.feed(model(type="content_block_stop", index=0))
+        del model, r
+    gc.collect()
+    caches = (sdk._PLAIN_MODELS, sdk._CHAT_CHUNKS, sdk_dump._PLAIN_CLASSES)
+    assert all(len(cache) <= sdk_dump.CLASSES_KEPT for cache in caches)
+    assert sum(ref() is not None for ref in made) <= sdk_dump.CLASSES_KEPT

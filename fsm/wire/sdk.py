@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from fsm.errors import InvalidInput
 from fsm.wire.langchain_chunks import langchain_chunk
 from fsm.wire.langchain_places import LangChainStream
-from fsm.wire.sdk_dump import plain_class, plain_dump
+from fsm.wire.sdk_dump import kept, plain_class, plain_dump
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
@@ -84,11 +84,13 @@ def _type_of(item: Any) -> Any:
     cls = type(item)
     plain = _PLAIN_MODELS.get(cls)
     if plain is None:
-        plain = _PLAIN_MODELS[cls] = (
+        plain = kept(
+            _PLAIN_MODELS,
+            cls,
             not hasattr(cls, "type")
             and isinstance(getattr(cls, "__pydantic_fields__", None), dict)
             and hasattr(cls, "__pydantic_extra__")
-            and _pydantic_lookup(cls)
+            and _pydantic_lookup(cls),
         )
     if not plain:
         return getattr(item, "type", None)
@@ -143,14 +145,16 @@ def chat_entry(item: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
     known = _CHAT_CHUNKS.get(cls)
     if known is None:
         fields = getattr(cls, "__pydantic_fields__", None)
-        known = _CHAT_CHUNKS[cls] = (
+        known = kept(
+            _CHAT_CHUNKS,
+            cls,
             isinstance(fields, dict)
             and {"choices", "usage"} <= fields.keys()
             and "type" not in fields  # a typed event may be one a stream helper derived: sdk_payload reads it
             and not hasattr(cls, "type")
             and hasattr(cls, "__pydantic_extra__")
             and _pydantic_lookup(cls)  # a type found by a lookup of its own is sdk_payload's to read
-            and plain_class(cls)  # dumped by pydantic's own model_dump, no serializer or alias of its own
+            and plain_class(cls),  # dumped by pydantic's own model_dump, no serializer or alias of its own
         )
     if not known:
         return None

@@ -19,7 +19,7 @@ def plain_dump(item: Any, depth: int = 4) -> dict[str, Any] | None:
     cls = type(item)
     fields = _PLAIN_CLASSES.get(cls)
     if fields is None:
-        fields = _PLAIN_CLASSES[cls] = _plain_fields(cls)
+        fields = kept(_PLAIN_CLASSES, cls, _plain_fields(cls))
     if not fields:
         return None
     try:
@@ -140,6 +140,19 @@ def _as_declared(info: Any) -> bool:
     return not todo
 
 
+def kept(cache: dict[type, Any], cls: type, value: Any) -> Any:
+    """``value``, kept in ``cache`` (what the SDK readers learnt of a class of objects fed) for
+    ``cls``: a cache of a few classes, nearly always, but a program that makes its classes as it
+    runs (pydantic's ``create_model``) would have it keep every one of them alive, so it is emptied
+    when full (it learns the few again, once each)."""
+    if len(cache) >= CLASSES_KEPT:
+        cache.clear()
+    cache[cls] = value
+    return value
+
+
+CLASSES_KEPT = 512
+"""The classes each of the SDK readers' caches holds at the most."""
 _PLAIN_CLASSES: dict[type, tuple[tuple[str, _Declared], ...]] = {}
 """Per class of object fed: its fields when it is a plain model (see _plain_fields), else none."""
 _SCALARS = (str, int, bool)  # a float may be written otherwise (inf and nan as null)
