@@ -166,8 +166,8 @@ class BedrockDecoder:
         """(ref, text) when the event is the commonest kind: a lone ``contentBlockDelta`` whose delta
         holds ``toolUse`` alone, with non-empty input, for a block open at an integer index. decode()
         makes exactly one ``ArgumentsFragment(ref, text)`` of it, with no diagnostic; this does what
-        decode() does to the block and no more. None, changing nothing, for any other event (a test replays every
-        vector and fuzzed stream with and without this shortcut)."""
+        decode() does to the block and no more. None, changing nothing, for any other event (a test
+        replays every vector and fuzzed stream with and without this shortcut)."""
         body = payload.get("contentBlockDelta")
         if type(body) is not dict or len(payload) != 1:
             return None
