@@ -120,8 +120,8 @@ def test_a_plain_dump_leaves_out_what_the_dump_leaves_out() -> None:
     # anthropic's stream helper yields text blocks whose parsed_output is excluded from their dump:
     # plain_dump wrote it all the same, and a field with a serializer of its own as it was held
     anthropic = pytest.importorskip("anthropic")
-    from anthropic.lib.streaming._types import ParsedContentBlockStopEvent
-    from anthropic.types.parsed_message import ParsedTextBlock
+    ParsedContentBlockStopEvent = pytest.importorskip("anthropic.lib.streaming._types").ParsedContentBlockStopEvent
+    ParsedTextBlock = pytest.importorskip("anthropic.types.parsed_message").ParsedTextBlock
     from pydantic import Field, PlainSerializer
 
     from fsm.wire.sdk import plain_dump
