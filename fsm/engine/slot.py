@@ -168,11 +168,18 @@ class Slot:
         return end - start == len(stripped) and memoryview(self._buf)[start:end] == stripped
 
     def first_character(self) -> str:
-        """The first character of the held text ("" when there is none); whitespace counts."""
+        """The first character of the held text ("" when there is none); whitespace counts. Read
+        from its own bytes, not by decoding the whole text: a read of many events asks it once per
+        read (Registry._gather), and a long text whose first character is not ASCII would be
+        decoded again each time."""
         buf = self._buf
         if not buf:
             return ""
-        return chr(buf[0]) if buf[0] < 0x80 else self.text()[:1]
+        lead = buf[0]
+        if lead < 0x80:
+            return chr(lead)
+        size = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4  # the character's UTF-8 bytes
+        return bytes(buf[:size]).decode("utf-8", "surrogatepass")
 
     def last_significant(self) -> str:
         """The last character of the held text that is not whitespace ("" when there is none)."""

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from fsm.errors import InvalidInput
 from fsm.wire.langchain_chunks import langchain_chunk
 from fsm.wire.langchain_places import LangChainStream
+from fsm.wire.sdk_dump import kept, plain_class, plain_dump
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
@@ -79,22 +80,36 @@ def _type_of(item: Any) -> Any:
     catches an AttributeError in its ``__getattr__`` for it, about 2 us, some half of what
     reassembling the chunk then costs. For such a model whose class has no ``type``, what that
     lookup finds is its field's value or else an extra field's (its ``__getattr__`` reads nothing
-    else for a public name)."""
+    else for a public name), unless a class of its own looks attributes up otherwise."""
     cls = type(item)
     plain = _PLAIN_MODELS.get(cls)
     if plain is None:
-        plain = _PLAIN_MODELS[cls] = (
+        plain = kept(
+            _PLAIN_MODELS,
+            cls,
             not hasattr(cls, "type")
             and isinstance(getattr(cls, "__pydantic_fields__", None), dict)
             and hasattr(cls, "__pydantic_extra__")
+            and _pydantic_lookup(cls),
         )
     if not plain:
         return getattr(item, "type", None)
     found = item.__dict__.get("type")
     if found is None and "type" not in item.__dict__:
-        extra = item.__pydantic_extra__
+        try:
+            extra = item.__pydantic_extra__
+        except AttributeError:  # a model built without its __init__ has none
+            return None
         found = extra.get("type") if extra else None
     return found
+
+
+def _pydantic_lookup(cls: type) -> bool:
+    """Are attributes of ``cls`` looked up as pydantic looks them up: no ``__getattr__`` but its
+    own, no ``__getattribute__`` but object's (a subclass's own may find a ``type`` anywhere)?"""
+    missing = next((c for c in cls.__mro__ if "__getattr__" in c.__dict__), None)
+    found = next((c for c in cls.__mro__ if "__getattribute__" in c.__dict__), None)
+    return (missing is None or missing.__module__ == "pydantic.main") and found is object
 
 
 _PLAIN_MODELS: dict[type, bool] = {}
@@ -126,63 +141,77 @@ def chat_entry(item: Any) -> tuple[dict[str, Any], Any] | None:
     and a function of non-empty arguments alone), (``_BARE``, the two); for a whole call, (``_WHOLE``,
     what whole_call_in finds in the dump's). None for any other object,
     and for a chunk where something more was set, an extra field came, or a value is not of its
-    usual type (test_the_lean_sdk_reader_reads_as_the_dump_does)."""
+    usual type (test_the_lean_sdk_reader_reads_as_the_dump_does). Values no reader reads (the
+    envelope's ``id``, ``created``, ``model``, ...; a choice's ``logprobs``) are not looked at: a
+    chunk built past validation holding there what its dump cannot write (an ``object()``) is read
+    all the same, where the dump would refuse it (InvalidInput); looking costs a tenth of a chunk."""
     cls = type(item)
     known = _CHAT_CHUNKS.get(cls)
     if known is None:
         fields = getattr(cls, "__pydantic_fields__", None)
-        known = _CHAT_CHUNKS[cls] = (
+        known = kept(
+            _CHAT_CHUNKS,
+            cls,
             isinstance(fields, dict)
             and {"choices", "usage"} <= fields.keys()
             and "type" not in fields  # a typed event may be one a stream helper derived: sdk_payload reads it
             and not hasattr(cls, "type")
             and hasattr(cls, "__pydantic_extra__")
-            and _plain_class(cls)  # dumped by pydantic's own model_dump, no serializer or alias of its own
+            and _pydantic_lookup(cls)  # a type found by a lookup of its own is sdk_payload's to read
+            and plain_class(cls),  # dumped by pydantic's own model_dump, no serializer or alias of its own
         )
-    if not known or item.__pydantic_extra__ or ("usage" in item.__pydantic_fields_set__ and item.usage is not None):
+    if not known:
         return None
-    choices = item.choices
-    if type(choices) is not list or len(choices) != 1:
-        return None
-    choice = choices[0]
-    # Each value's type before its value: model_construct takes anything, whose truth may raise.
-    at, finish = (choice.index, choice.finish_reason) if _sets(choice, _CHOICE_FIELDS) else (None, None)
-    if type(at) is not int or at != 0 or type(finish) not in _TEXT or finish:
-        return None
-    delta = choice.delta
-    if not _sets(delta, _DELTA_FIELDS):
-        return None
-    entries = delta.tool_calls
-    if type(entries) is not list or len(entries) != 1:
-        return None
-    entry = entries[0]
-    if not _sets(entry, _ENTRY_FIELDS) or type(entry.index) is not int:
-        return None
-    function = entry.function
-    if not _sets(function, _FUNCTION_FIELDS):
-        return None
-    given, text = delta.__pydantic_fields_set__, function.arguments
-    if (
-        given == _TOOL_CALLS_ONLY
-        and entry.__pydantic_fields_set__ == _BARE_ENTRY
-        and function.__pydantic_fields_set__ == _ARGUMENTS_ONLY
-    ):
-        if type(text) is not str or not text:
+    # A field another SDK's classes lack (groq's ChoiceDelta has no refusal) is read as absent, as
+    # the dump has it, or the chunk is left to the dump: no AttributeError reaches the caller (nor
+    # one of a model built without its __init__, which has no fields set).
+    try:
+        if item.__pydantic_extra__ or ("usage" in item.__pydantic_fields_set__ and item.usage is not None):
             return None
-        return _BARE, {"index": entry.index, "arguments": text}
-    if "tool_calls" not in given or type(entry.id) not in _TEXT or type(entry.type) not in _TEXT:
+        choices = item.choices
+        if type(choices) is not list or len(choices) != 1:
+            return None
+        choice = choices[0]
+        # Each value's type before its value: model_construct takes anything, whose truth may raise.
+        at, finish = (choice.index, choice.finish_reason) if _sets(choice, _CHOICE_FIELDS) else (None, None)
+        if type(at) is not int or at != 0 or type(finish) not in _TEXT or finish:
+            return None
+        delta = choice.delta
+        if not _sets(delta, _DELTA_FIELDS):
+            return None
+        entries = delta.tool_calls
+        if type(entries) is not list or len(entries) != 1:
+            return None
+        entry = entries[0]
+        if not _sets(entry, _ENTRY_FIELDS) or type(entry.index) is not int:
+            return None
+        function = entry.function
+        if not _sets(function, _FUNCTION_FIELDS):
+            return None
+        given, text = delta.__pydantic_fields_set__, function.arguments
+        if (
+            given == _TOOL_CALLS_ONLY
+            and entry.__pydantic_fields_set__ == _BARE_ENTRY
+            and function.__pydantic_fields_set__ == _ARGUMENTS_ONLY
+        ):
+            if type(text) is not str or not text:
+                return None
+            return _BARE, {"index": entry.index, "arguments": text}
+        if "tool_calls" not in given or type(entry.id) not in _TEXT or type(entry.type) not in _TEXT:
+            return None
+        said, refused, role = delta.content, getattr(delta, "refusal", None), getattr(delta, "role", None)
+        if type(said) not in _TEXT or type(refused) not in _TEXT or type(role) not in _TEXT or said or refused:
+            return None  # text beside the call, or a value of another type: the dump's
+        name = function.name
+        if type(name) not in _TEXT or type(text) not in _TEXT:
+            return None
+        if name and text and entry.id and function.__pydantic_fields_set__ == _NAME_AND_ARGUMENTS:
+            return _WHOLE, (entry.index, entry.id, name, text)  # what whole_call_in finds in the dump's entry
+        read = {name: getattr(entry, name) for name in entry.__pydantic_fields_set__}
+        read["function"] = called = {name: getattr(function, name) for name in function.__pydantic_fields_set__}
+        return read, called
+    except AttributeError:
         return None
-    said, refused = delta.content, delta.refusal
-    if type(said) not in _TEXT or type(refused) not in _TEXT or type(delta.role) not in _TEXT or said or refused:
-        return None  # text beside the call, or a value of another type: the dump's
-    name = function.name
-    if type(name) not in _TEXT or type(text) not in _TEXT:
-        return None
-    if name and text and entry.id and function.__pydantic_fields_set__ == _NAME_AND_ARGUMENTS:
-        return _WHOLE, (entry.index, entry.id, name, text)  # what whole_call_in finds in the dump's entry
-    read = {name: getattr(entry, name) for name in entry.__pydantic_fields_set__}
-    read["function"] = called = {name: getattr(function, name) for name in function.__pydantic_fields_set__}
-    return read, called
 
 
 def _sets(model: Any, fields: frozenset[str]) -> bool:
@@ -214,126 +243,6 @@ _WHOLE: dict[str, Any] = {}
 entry's place; the four, in that order, in the function's."""
 
 
-def plain_dump(item: Any, depth: int = 4) -> dict[str, Any] | None:
-    """The dict ``model_dump`` makes of ``item`` for as_mapping, key for key and in its order, made
-    without it (some 3.5 us an event) when ``item`` is a plain pydantic model: its fields set hold
-    text, integers, booleans, None or (``depth`` levels down) plain models of the types their fields
-    declare, or lists of those, and its extra fields, if any, text, numbers or None; no alias, no
-    serializer or computed field, no ``model_dump`` of its own. None for anything else: the dump makes it
-    (test_a_plain_dump_is_the_dump)."""
-    cls = type(item)
-    fields = _PLAIN_CLASSES.get(cls)
-    if fields is None:
-        fields = _PLAIN_CLASSES[cls] = _plain_fields(cls)
-    if not fields:
-        return None
-    given, values, extra = item.__pydantic_fields_set__, item.__dict__, item.__pydantic_extra__
-    # Fields the model does not declare (DeepSeek's reasoning_content) come last, read first: one
-    # of another kind (Groq's x_groq object) leaves the whole object to the dump at once.
-    if extra and any((value is not None and type(value) not in _SCALARS) for value in extra.values()):
-        return None
-    if extra and "snapshot" in extra:  # as_mapping leaves it out
-        return None
-    out: dict[str, Any] = {}
-    for name, declared in fields:  # the dump's order: the fields as declared, those set
-        if name not in given:
-            continue
-        value = values.get(name, _ABSENT)
-        kind = type(value)
-        if value is None or (kind in _SCALARS and (kind in declared.types or declared.anything)):
-            out[name] = value  # _written's commonest case, without a call for it: most fields are text
-            continue
-        if kind is list and declared.listed and depth:
-            written: Any = [_written(each, declared, depth) for each in value]
-            if any(each is _ABSENT for each in written):
-                return None
-        else:
-            written = _written(value, declared, depth)
-            if written is _ABSENT:
-                return None
-        out[name] = written
-    if extra:
-        out.update(extra)
-    return out
-
-
-def _written(value: Any, declared: _Declared, depth: int) -> Any:
-    """``value`` as plain_dump writes it for a field that declares ``declared`` (a list's item for
-    a list), or _ABSENT when only the dump can write it."""
-    kind = type(value)
-    if value is None or (kind in _SCALARS and (kind in declared.types or declared.anything)):
-        return value  # of a type its field declares: pydantic writes it as it is
-    if depth and kind in declared.types and (inner := plain_dump(value, depth - 1)) is not None:
-        return inner
-    return _ABSENT
-
-
-class _Declared:
-    """What a field's annotation lets pydantic write as it is: values of these classes (a model of
-    a subclass beyond them would lose the fields they lack; a bool in an int field is written as a
-    number), any value at all (``Any``), a list."""
-
-    __slots__ = ("anything", "listed", "types")
-
-    def __init__(self, annotation: Any) -> None:
-        import typing
-
-        self.anything = self.listed = False
-        types: set[type] = set()
-        todo: list[Any] = [annotation]
-        seen: list[Any] = []
-        while todo:
-            each = todo.pop()
-            if any(each is done for done in seen):
-                continue
-            seen.append(each)
-            if each is typing.Any or each is object:
-                self.anything = True
-                continue
-            origin = typing.get_origin(each)
-            if origin is typing.Literal:
-                types.update(type(value) for value in typing.get_args(each))
-                continue
-            self.listed = self.listed or origin is list
-            if isinstance(each, type):
-                types.add(each)
-            todo += typing.get_args(each)
-        self.types = frozenset(types)
-
-
-def _plain_fields(cls: type) -> tuple[tuple[str, _Declared], ...]:
-    """A plain model's fields in order, each with what its annotation declares; none for any other
-    class."""
-    if not _plain_class(cls):
-        return ()
-    return tuple((name, _Declared(info.annotation)) for name, info in cls.__pydantic_fields__.items())  # type: ignore[attr-defined]
-
-
-def _plain_class(cls: type) -> bool:
-    fields = getattr(cls, "__pydantic_fields__", None)
-    decorators = getattr(cls, "__pydantic_decorators__", None)
-    dumps = next((c for c in cls.__mro__ if "model_dump" in c.__dict__), None)
-    return (
-        isinstance(fields, dict)
-        and bool(fields)
-        and not getattr(cls, "__pydantic_root_model__", False)  # dumped as its root value, no dict
-        and dumps is not None
-        and dumps.__module__ == "pydantic.main"  # no model_dump of an SDK's own
-        and decorators is not None
-        and not decorators.field_serializers
-        and not decorators.model_serializers
-        and not getattr(cls, "__pydantic_computed_fields__", None)
-        and "snapshot" not in fields  # left out of the dump
-        and all(f.alias in (None, n) and f.serialization_alias in (None, n) for n, f in fields.items())
-    )
-
-
-_PLAIN_CLASSES: dict[type, tuple[tuple[str, _Declared], ...]] = {}
-"""Per class of object fed: its fields when it is a plain model (see _plain_fields), else none."""
-_SCALARS = (str, int, bool)  # a float may be written otherwise (inf and nan as null)
-_ABSENT = object()
-
-
 def as_mapping(item: Any) -> Mapping[str, Any]:
     if isinstance(item, Mapping):
         return item
@@ -350,6 +259,8 @@ def as_mapping(item: Any) -> Mapping[str, Any]:
             value = dump(mode="json", by_alias=True, exclude_unset=True, exclude={"snapshot"}, warnings=False)
         except TypeError:
             value = dump()
+        except AttributeError as exc:  # a model built without its __init__ (cls.__new__): no fields set
+            raise InvalidInput(f"cannot feed a {type(item).__name__}: its SDK cannot write it: {exc}") from None
         except ValueError as exc:
             if _nests_past(dump, SERIALIZER_DEPTH):
                 # pydantic's JSON serializer stops at a depth guard of its own, as a recursive walk

@@ -163,17 +163,17 @@ class BedrockDecoder:
         return []
 
     def commonest_fragment(self, payload: dict[str, Any]) -> tuple[CallRef, str] | None:
-        """(ref, text) when the event is the commonest kind: a lone ``contentBlockDelta`` with
-        non-empty ``toolUse`` input for a block open at an integer index. decode() makes exactly one
-        ``ArgumentsFragment(ref, text)`` of it, with no diagnostic; this does what decode() does to
-        the block and no more. None, changing nothing, for any other event (a test replays every
-        vector and fuzzed stream with and without this shortcut)."""
+        """(ref, text) when the event is the commonest kind: a lone ``contentBlockDelta`` whose delta
+        holds ``toolUse`` alone, with non-empty input, for a block open at an integer index. decode()
+        makes exactly one ``ArgumentsFragment(ref, text)`` of it, with no diagnostic; this does what
+        decode() does to the block and no more. None, changing nothing, for any other event (a test
+        replays every vector and fuzzed stream with and without this shortcut)."""
         body = payload.get("contentBlockDelta")
         if type(body) is not dict or len(payload) != 1:
             return None
         at, delta = body.get("contentBlockIndex"), body.get("delta")
-        if type(at) is not int or type(delta) is not dict:
-            return None
+        if type(at) is not int or type(delta) is not dict or len(delta) != 1:
+            return None  # anything beside toolUse in the delta: decode() may report it
         use, block = delta.get("toolUse"), self._blocks.get(at)
         if type(use) is not dict or block is None:
             return None

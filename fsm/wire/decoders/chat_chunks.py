@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fsm.errors import RemoteProtocolError
 from fsm.events import ReasoningDelta, TextDelta
 from fsm.wire.decoders._wire import COMPAT_SIGNATURE, SAID_KEYS, chat_said
 from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS
@@ -67,12 +68,14 @@ def bare_fragment_in(entry: dict[str, Any], function: dict[str, Any]) -> tuple[i
 def said_in(delta: dict[str, Any]) -> list[TextDelta | ReasoningDelta] | None:
     """The events of a plain delta that only says text or reasoning (most chunks of a reasoning
     model's stream): no tool calls. OpenAIChatDecoder makes exactly these events of it
-    (test_text_and_reasoning_chunks_decide_as_the_decoder)."""
+    (test_text_and_reasoning_chunks_decide_as_the_decoder); None for a delta it refuses."""
     if delta.get("tool_calls") is not None or delta.get("function_call") is not None or delta.get(LITELLM_FIELDS):
         return None
     events: list[TextDelta | ReasoningDelta] = []
-    # typed chunks (a list content) may need a diagnostic: the decoder reads them
-    return events if chat_said(delta, events) else None
+    try:  # typed chunks (a list content) may need a diagnostic: the decoder reads them
+        return events if chat_said(delta, events) else None
+    except RemoteProtocolError:  # a refusal or signature of another type: the decoder raises it, naming its rule
+        return None
 
 
 def plain_said(delta: dict[str, Any]) -> tuple[str, str] | None:
