@@ -901,6 +901,20 @@ class Registry:
         return calls
 
     def _finish(self, slot: Slot, trigger: str, cut_by: str = "") -> None:
+        ending = self._ending
+        if ending is not None and trigger == "end" and slot.state == "value_closed":
+            # The transition fire() would take: the state's one, unguarded (SpecMachine.sole). Never
+            # in strict mode (no _ending there), so nothing is deferred.
+            slot.state = ending[1]
+            try:
+                slot.parse_arguments(cut_by)
+            except LimitExceeded:
+                if slot.status is not None:  # its finishing bytes passed a limit: it ended even so
+                    self._ended(slot)
+                raise
+            slot.covered(ending[0])
+            self._ended(slot)
+            return
         ledger = self.ledger
         # A violation found as the call ends (a lone surrogate half, JSON that never closed, no name)
         # is raised once the call has its status and its end is reported: raised mid-action, it would
@@ -909,14 +923,7 @@ class Registry:
         deferring = ledger.strict and not ledger.defer
         ledger.defer = ledger.defer or deferring
         try:
-            ending = self._ending
-            if ending is not None and trigger == "end" and slot.state == "value_closed":
-                # The transition fire() would take: the state's one, unguarded (SpecMachine.sole).
-                slot.state = ending[1]
-                slot.parse_arguments(cut_by)
-                slot.covered(ending[0])
-            else:
-                self.machine.fire(slot, trigger, cut_by)
+            self.machine.fire(slot, trigger, cut_by)
         except LimitExceeded:
             if slot.status is not None:  # its finishing bytes passed a limit: it ended even so
                 self._ended(slot)
@@ -934,8 +941,8 @@ class Registry:
         """Report a call that has just ended (its status is set)."""
         if self._slot_lanes or type(self._lanes[slot.lane]) is not Slot:
             self._remember(slot)
-        elif slot.state == "flushed" and slot.status is not _TRUNCATED:  # what _remember does to a lane's lone call
-            slot.scan_over(self._scanned)
+        elif slot.scanner is not self._scanned and slot.state == "flushed" and slot.status is not _TRUNCATED:
+            slot.scan_over(self._scanned)  # what _remember does to a lane's lone call
         if slot.name is None:
             so = ""
             if slot.status is _COMPLETE:  # no tool to run it with, and no provider takes a nameless call back
