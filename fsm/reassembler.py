@@ -367,7 +367,7 @@ class Reassembler:
                 and self._finish is None
                 and (held is None or held.said is None)
                 and not self._invoked
-                and take_chat_chunk(item, chat, self.registry)  # an SDK chunk of one call's entry
+                and take_chat_chunk(item, chat, self.registry, self._content)  # one call's entry, or text alone
             ):
                 return
             if isinstance(item, EVENT_TYPES):

@@ -14,10 +14,10 @@ import pytest
 import fsm
 from fsm import Reassembler
 from fsm.harness.fuzz.run import sample_vectors
-from fsm.wire.decoders.chat_chunks import one_entry, plain_delta, whole_call_in
+from fsm.wire.decoders.chat_chunks import one_entry, plain_delta, plain_said, whole_call_in
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 from fsm.wire.langchain_places import LangChainStream
-from fsm.wire.sdk import _BARE, _WHOLE, _type_of, chat_entry, plain_dump, sdk_payload
+from fsm.wire.sdk import _BARE, _SAID, _WHOLE, _type_of, chat_entry, plain_dump, sdk_payload
 from tests.helpers import chunk, replay_traced, tc
 from tests.test_conformance import VECTORS
 from tests.test_per_call_paths import EDGES
@@ -36,10 +36,41 @@ def _as_chunks(events: list[Any]) -> list[Any] | None:
         return None
 
 
+def _said(**delta: Any) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+
+
+# Deltas of text and reasoning, as the dialects send them (reasoning as an extra field), and ones
+# beside which something more stands.
+SAID: dict[str, list[dict[str, Any]]] = {
+    "text": [_said(role="assistant", content=""), _said(content="Hel"), _said(content="lo"), chunk(finish="stop")],
+    "reasoning, then a call": [
+        _said(role="assistant", content=None, reasoning_content=""),
+        *(_said(content=None, reasoning_content=piece) for piece in ["The ", "user", " asks"]),
+        _said(reasoning="and"),
+        _said(content="ok", reasoning_content="", reasoning="both"),
+        _said(content="a", reasoning_content="b", reasoning="c"),
+        chunk(tc(0, "a", "f", '{"x": 1}')),
+        chunk(finish="tool_calls"),
+    ],
+    "with more beside": [
+        _said(content="x", refusal=None),
+        _said(content="x", reasoning_content=7),
+        _said(content="x", thinking_blocks=[]),
+        _said(content="x", annotations=[]),
+        _said(reasoning_content="r", extra_content={"google": {"thought_signature": "c2ln"}}),
+        {**_said(content="u"), "usage": {"total_tokens": 3}},
+        {**_said(content="late")},
+        chunk(finish="stop"),
+        _said(content="after"),
+    ],
+}
+
+
 def _streams() -> list[tuple[str, list[Any]]]:
     vectors = [v for v in [*VECTORS, *sample_vectors("openai-chat", 200)] if v.shape == "openai-chat"]
     found = [(v.name, v.events) for v in vectors if v.body is None and all(type(e) is dict for e in v.events)]
-    found += list(EDGES.items())
+    found += list(EDGES.items()) + list(SAID.items())
     return [(name, objects) for name, events in found if (objects := _as_chunks(events)) is not None]
 
 
@@ -183,7 +214,7 @@ def _hostile_chunks() -> list[Any]:
 
 def test_the_lean_sdk_reader_reads_as_the_dump_does() -> None:
     chunks = [o for _, objects in _streams() for o in objects] + _hostile_chunks()
-    read = wholes = 0
+    read = wholes = saids = 0
     for chunk_object in chunks:
         lean = chat_entry(chunk_object)
         if lean is not None and lean[0] is _BARE:  # a bare fragment: the entry the dump holds is these two
@@ -194,6 +225,10 @@ def test_the_lean_sdk_reader_reads_as_the_dump_does() -> None:
             dumped = None if delta is None else one_entry(delta)
         except Exception:  # a dump that fails is the dump path's to report
             dumped = None
+        if lean is not None and lean[0] is _SAID:  # text or reasoning alone: what plain_said finds in the dump's
+            saids += 1
+            assert delta is not None and plain_said(delta) == lean[1], chunk_object
+            continue
         if lean is not None and lean[0] is _WHOLE:  # a whole call: what whole_call_in finds in the dump's
             wholes += 1
             assert dumped is not None and whole_call_in(*dumped) == lean[1], chunk_object
@@ -202,7 +237,7 @@ def test_the_lean_sdk_reader_reads_as_the_dump_does() -> None:
         # declines, the dump path reads the chunk (the replays above and below come out alike).
         assert lean is None or lean == dumped, chunk_object
         read += lean is not None
-    assert read > 300 and wholes > 30, (read, wholes)  # it is taken, often
+    assert read > 300 and wholes > 30 and saids > 10, (read, wholes, saids)  # it is taken, often
     hostile = _hostile_chunks()
     taken = [n for n, c in enumerate(hostile) if chat_entry(c) is not None]
     assert taken == [0, 1, 2, 3, 4, 7, 9, 10, 13, 17, 19]  # the rest are left to the dump

@@ -26,13 +26,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from fsm.errors import InvalidInput
+from fsm.wire.decoders.chat_chunks import PLAIN_SAID_KEYS
 from fsm.wire.langchain_chunks import langchain_chunk
 from fsm.wire.langchain_places import LangChainStream
 from fsm.wire.sdk_dump import kept, plain_class, plain_dump
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
-    from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
+    from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, TurnSaid
 
 DERIVED_EVENT_TYPES = frozenset(
     {
@@ -116,16 +117,20 @@ _PLAIN_MODELS: dict[type, bool] = {}
 """Per class of object fed: is it a pydantic model whose ``type`` _type_of reads directly?"""
 
 
-def take_chat_chunk(item: Any, chat: OpenAIChatDecoder, registry: Registry) -> bool:
+def take_chat_chunk(item: Any, chat: OpenAIChatDecoder, registry: Registry, content: TurnSaid) -> bool:
     """Take ``item`` as ``chat.shortcut`` takes the dump ``as_mapping`` makes of it, when it is an
     SDK chunk of OpenAI chat (openai's ``ChatCompletionChunk``, a pydantic model) holding one
-    tool-call entry and nothing else of note (a role, or empty text, beside it at the most), read
-    from its attributes without that dump (some 3.5 us, most of what a chunk of a call's arguments
-    then costs); False, having done nothing, for anything else: then the dump decides."""
+    tool-call entry and nothing else of note (a role, or empty text, beside it at the most), or
+    text and reasoning alone, read from its attributes without that dump (some 3.5 us, most of what
+    a chunk of a call's arguments then costs); False, having done nothing, for anything else: then
+    the dump decides."""
     found = chat_entry(item)
     if found is None:
         return False
     entry, function = found
+    if entry is _SAID:  # text or reasoning alone: what the shortcut does with plain_said's
+        content.said(function[0], function[1])
+        return True
     if entry is _BARE:  # the commonest chunk, one bare fragment: what entry() does with it
         chat.fragment(function["index"], function["arguments"], registry)
         return True
@@ -139,7 +144,8 @@ def chat_entry(item: Any) -> tuple[dict[str, Any], Any] | None:
     """The (entry, function) that ``one_entry(plain_delta(...))`` finds in the dump of ``item`` (see
     take_chat_chunk), the fields set as the dump has them; for a bare fragment (an entry of an index
     and a function of non-empty arguments alone), (``_BARE``, the two); for a whole call, (``_WHOLE``,
-    what whole_call_in finds in the dump's). None for any other object,
+    what whole_call_in finds in the dump's); for a delta of text or reasoning alone, (``_SAID``, what
+    plain_said finds in the dump's). None for any other object,
     and for a chunk where something more was set, an extra field came, or a value is not of its
     usual type (test_the_lean_sdk_reader_reads_as_the_dump_does). Values no reader reads (the
     envelope's ``id``, ``created``, ``model``, ...; a choice's ``logprobs``) are not looked at: a
@@ -177,6 +183,8 @@ def chat_entry(item: Any) -> tuple[dict[str, Any], Any] | None:
         if type(at) is not int or at != 0 or type(finish) not in _TEXT or finish:
             return None
         delta = choice.delta
+        if (said := _plain_said(delta)) is not None:
+            return _SAID, said
         if not _sets(delta, _DELTA_FIELDS):
             return None
         entries = delta.tool_calls
@@ -223,6 +231,22 @@ def _sets(model: Any, fields: frozenset[str]) -> bool:
     return not extra and given <= fields
 
 
+def _plain_said(delta: Any) -> tuple[str, str] | None:
+    """What plain_said finds in the dump of ``delta`` when it says text or reasoning alone: nothing
+    set but its content, role and reasoning (``reasoning_content``, ``reasoning``: the extra fields
+    some servers add, or fields of the SDK's own), each of them text or null. None for any other."""
+    try:
+        given, extra = delta.__pydantic_fields_set__, delta.__pydantic_extra__
+        if not given <= PLAIN_SAID_KEYS or (extra and not extra.keys() <= given):
+            return None
+        text, role, first, second = (getattr(delta, key) if key in given else None for key in _SAID_ORDER)
+    except AttributeError:
+        return None
+    if type(text) not in _TEXT or type(role) not in _TEXT or type(first) not in _TEXT or type(second) not in _TEXT:
+        return None
+    return text or "", first or second or ""
+
+
 _CHAT_CHUNKS: dict[type, bool] = {}
 """Per class of object fed: is it a pydantic model of OpenAI chat chunks chat_entry reads?"""
 _CHOICE_FIELDS = frozenset({"index", "delta", "finish_reason", "logprobs"})
@@ -238,6 +262,10 @@ _TOOL_CALLS_ONLY, _BARE_ENTRY, _ARGUMENTS_ONLY = (
 _NAME_AND_ARGUMENTS = frozenset({"name", "arguments"})
 _BARE: dict[str, Any] = {}
 """chat_entry's mark of a bare fragment, in the entry's place (its function holds the index too)."""
+_SAID_ORDER = ("content", "role", "reasoning_content", "reasoning")
+_SAID: dict[str, Any] = {}
+"""chat_entry's mark of a delta of text or reasoning alone, in the entry's place; (text, reasoning)
+in the function's."""
 _WHOLE: dict[str, Any] = {}
 """chat_entry's mark of a whole call (an index, a non-empty id, name and argument text), in the
 entry's place; the four, in that order, in the function's."""
