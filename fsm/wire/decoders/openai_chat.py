@@ -72,6 +72,11 @@ class TurnSaid(Protocol):
     def said(self, text: str, reasoning: str) -> None: ...
 
 
+_BARE_REF = BARE_REFS.ref
+"""The shortcut's refs of bare fragments (made only when the general routing needs one): the bound
+method made once, not once a chunk."""
+
+
 class OpenAIChatDecoder:
     name = "openai-chat"
     _bare = BARE_REFS
@@ -150,7 +155,7 @@ class OpenAIChatDecoder:
                         call_id = entry.get("id") if size > 2 else None  # two keys: index and function
                         if call_id is None:
                             if len(function) == 1 or function.get("name") is None:
-                                registry.bare_fragment(index, text, self._bare.ref)
+                                registry.bare_fragment(index, text, _BARE_REF)
                                 return True
                         elif type(call_id) is str and call_id and type(name := function.get("name")) is str and name:
                             registry.whole_call(index, call_id, name, text)
