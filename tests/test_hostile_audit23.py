@@ -67,7 +67,9 @@ NESTED = {
     "text alone, an extra field under a property that raises": lambda: _PropertyOverExtra.model_validate(
         {"content": "x", "reasoning": "y"}
     ),
-    "text alone, a lookup of its own that raises": lambda: _OwnLookup.model_validate({"content": "x", "reasoning": "y"}),
+    "text alone, a lookup of its own that raises": lambda: _OwnLookup.model_validate(
+        {"content": "x", "reasoning": "y"}
+    ),
     "a whole call, a lookup of its own that raises": lambda: _OwnLookup(tool_calls=_whole_call_entries()),
 }
 
@@ -84,5 +86,7 @@ def test_an_sdk_delta_of_a_class_with_its_own_lookup_is_read_as_the_dump_reads_i
     item = _chunk(NESTED[name]())
     fast = _traced([item], strict=strict)
     assert not (isinstance(fast, tuple) and fast[0] in ("ValueError", "KeyError")), fast
+    dump = item.model_dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
+    assert fast == _traced([dump], strict=strict)  # the text, reasoning and call the dump holds
     monkeypatch.setattr("fsm.reassembler.take_chat_chunk", lambda *args: False)
     assert fast == _traced([item], strict=strict)
