@@ -170,7 +170,9 @@ def chat_entry(item: Any) -> tuple[dict[str, Any], Any] | None:
         return None
     # A field another SDK's classes lack (groq's ChoiceDelta has no refusal) is read as absent, as
     # the dump has it, or the chunk is left to the dump: no AttributeError reaches the caller (nor
-    # one of a model built without its __init__, which has no fields set).
+    # one of a model built without its __init__, which has no fields set). Nor any other error: a
+    # delta, entry or function built into the chunk may be of a class that reads an attribute its
+    # own way (a property, a __getattr__ of its own), which the chunk's class tells nothing of.
     try:
         if item.__pydantic_extra__ or ("usage" in item.__pydantic_fields_set__ and item.usage is not None):
             return None
@@ -218,7 +220,7 @@ def chat_entry(item: Any) -> tuple[dict[str, Any], Any] | None:
         read = {name: getattr(entry, name) for name in entry.__pydantic_fields_set__}
         read["function"] = called = {name: getattr(function, name) for name in function.__pydantic_fields_set__}
         return read, called
-    except AttributeError:
+    except Exception:  # nothing is done before the reads end: the dump decides
         return None
 
 
