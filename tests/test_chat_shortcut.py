@@ -182,3 +182,13 @@ def test_streams_replay_alike_with_the_shortcut_read_by_its_readers(monkeypatch:
     by_readers = [_replay_with_trace(v) for v in vectors]
     for vector, a, b in zip(vectors, fast, by_readers, strict=True):
         assert a == b, vector.name
+
+
+def test_an_empty_delta_says_nothing() -> None:
+    """finish_in reads a last chunk's empty delta (most last chunks' delta) without said_in, as
+    saying nothing: what said_in finds in it."""
+    from fsm.wire.decoders.chat_chunks import finish_in, said_in
+
+    assert said_in({}) == []
+    last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}], "usage": {"total_tokens": 3}}
+    assert finish_in(last) == ([], "tool_calls", {"total_tokens": 3})

@@ -115,7 +115,7 @@ def finish_in(payload: dict[str, Any]) -> tuple[list[TextDelta | ReasoningDelta]
     finish, delta, usage = choice.get("finish_reason"), choice.get("delta"), payload.get("usage")
     if type(finish) is not str or not finish or type(delta) is not dict or (usage and type(usage) is not dict):
         return None
-    said = said_in(delta)
+    said = said_in(delta) if delta else []  # an empty delta (most last chunks) says nothing: what said_in finds
     return None if said is None else (said, finish, usage or None)
 
 
