@@ -185,12 +185,10 @@ def chat_entry(item: Any) -> tuple[dict[str, Any], Any] | None:
         if type(at) is not int or at != 0 or type(finish) not in _TEXT or finish:
             return None
         delta = choice.delta
-        if (said := _plain_said(delta)) is not None:
-            return _SAID, said
-        if not _sets(delta, _DELTA_FIELDS):
-            return None
-        entries = delta.tool_calls
-        if type(entries) is not list or len(entries) != 1:
+        if not _sets(delta, _DELTA_FIELDS) or type(entries := delta.tool_calls) is not list:
+            said = _plain_said(delta)  # no call: text or reasoning alone (reasoning an extra field), or the dump's
+            return None if said is None else (_SAID, said)
+        if len(entries) != 1:
             return None
         entry = entries[0]
         if not _sets(entry, _ENTRY_FIELDS) or type(entry.index) is not int:
