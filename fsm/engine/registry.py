@@ -793,7 +793,7 @@ class Registry:
         test_the_call_header_shortcut_decides_as_the_decoder)."""
         slots = self.slots
         if len(slots) >= self._max_calls:
-            self.ledger.limit(f"more than {self.limits.max_calls} calls in one stream")
+            self._too_many_calls()
         counts = self._counts
         ordinal = counts[False]
         counts[False] = ordinal + 1
@@ -807,6 +807,9 @@ class Registry:
         self._by_wire_id[wire_id] = slot
         ledger.outputs.append(build_call_opened(ordinal, call_id, wire_id, name, "function"))
         return slot
+
+    def _too_many_calls(self) -> None:
+        self.ledger.limit(f"more than {self.limits.max_calls} calls in one stream")  # raises
 
     def _renamed(self, ordinal: int, wire_id: str, call_id: str) -> None:
         self.ledger.apply("duplicate-id-renamed")
@@ -824,10 +827,11 @@ class Registry:
         server: bool,
         kind: str,
     ) -> Slot:
-        """Open a call in ``lane`` (a CallRef's fields, taken apart: the whole-call route has none)."""
+        """Open a call in ``lane`` (a CallRef's fields, taken apart). The commonest call, at a new index
+        under a new id, opens by _open_new, which must stay what this does for it."""
         slots = self.slots
         if len(slots) >= self._max_calls:
-            self.ledger.limit(f"more than {self.limits.max_calls} calls in one stream")
+            self._too_many_calls()
         counts = self._counts
         ordinal = counts[server]
         counts[server] = ordinal + 1
