@@ -135,9 +135,16 @@ class Reassembler:
         """Feed one wire payload, SDK object or decoded event; return the outputs it caused."""
         if self._closed is not None or self._fault is not None:
             self._check_open()  # raises
-        counted, current = self._events, self.ledger.event
+        ledger = self.ledger
+        counted, current = self._events, ledger.event
         try:
-            self._ingest(item)
+            if type(item) is dict:  # _ingest of a dict, in line: a call less on every event of most streams
+                ledger.event = self._events = counted + 1
+                chat = self._chat
+                if chat is None or self._finish is not None or not chat.shortcut(item, self.registry, self._content):
+                    self._unshortcut(item)
+            else:
+                self._ingest(item)
         except RecursionError:  # a caller's own deeply nested dict, seen by a recursive walk
             self._failed(LimitExceeded("the event nests too deeply to read", event=self._events, rule="limits"))
         except InvalidInput:
@@ -154,8 +161,7 @@ class Reassembler:
                 raise
             why = "the event holds a number with more digits than Python writes as text"
             self._failed(LimitExceeded(why, event=self._events, rule="limits"))
-        ledger = self.ledger  # Ledger.drain inlined: a call less on every event
-        out, ledger.outputs = ledger.outputs, []
+        out, ledger.outputs = ledger.outputs, []  # Ledger.drain inlined: a call less on every event
         return out
 
     def feed_bytes(self, data: bytes) -> list[Output]:
@@ -390,12 +396,18 @@ class Reassembler:
                 self._decode(payload)
                 return
             item = payload  # an SDK object's dump is the wire's payload: read as a fed dict is, shortcuts too
-        chat, content, unfinished = self._chat, self._content, self._finish is None
-        if chat is not None and (
-            (unfinished and chat.shortcut(item, self.registry, content))
-            or chat.ending(item, content.apply, content.usage_replaced, self._finished if unfinished else None)
-        ):
+        chat = self._chat
+        if chat is not None and self._finish is None and chat.shortcut(item, self.registry, self._content):
             return  # what the decoder and _apply would do with the commonest chunks, without their events
+        self._unshortcut(item, wire)
+
+    def _unshortcut(self, item: dict[str, Any], wire: bool = False) -> None:
+        """The rest of _ingest, for a dict the chat shortcut did not take (or a stream with none)."""
+        chat, content, unfinished = self._chat, self._content, self._finish is None
+        if chat is not None and chat.ending(
+            item, content.apply, content.usage_replaced, self._finished if unfinished else None
+        ):
+            return  # the last chunk, or usage alone: as the decoder and _apply would take them
         # The other shapes' commonest event (the wire path asked already), as it goes from the wire.
         if not wire and unfinished and self._commonest is not None and not self._invoked:
             fragment = self._commonest(item)
