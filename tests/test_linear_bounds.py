@@ -315,3 +315,36 @@ def test_a_value_within_itself_is_shown_as_python_says_it() -> None:
     looped: list[Any] = [1]
     looped.append(looped)
     assert _shown(looped) == "[1, [...]]"
+
+
+def replaced_under_one_id(snapshots: int, *, alternating: bool) -> list[dict[str, Any]]:
+    """Ten OpenAI calls under one id, each left open, then ``snapshots`` whole argument objects
+    under that id (no index: the first call's place), each replacing what the first call held:
+    a new value each time, or two values by turns."""
+    opened = [chunk(tc(k, id="same", name="f", args='{"a": ')) for k in range(10)]
+    values = [{"a": j % 2 if alternating else j} for j in range(snapshots)]
+    return opened + [chunk({"id": "same", "function": {"arguments": value}}) for value in values]
+
+
+def routing_entries(events: list[dict[str, Any]]) -> tuple[int, fsm.Result]:
+    """The entries the registry keeps to route events under wire ids shared by many calls (every
+    list _sorted_under reads), once the stream is read, and the result."""
+    r = fsm.Reassembler("openai-chat", limits=fsm.Limits(max_diagnostics_per_code=5))
+    for event in events:
+        r.feed(event)
+    result = r.close()
+    kept = r.registry._under_ids.values()
+    return sum(len(u.closed) + len(u.waiting) + sum(map(len, u.texts.values())) for u in kept), result
+
+
+@pytest.mark.parametrize("alternating", [False, True], ids=["a-new-value-each-time", "two-values-by-turns"])
+def test_a_call_replaced_again_and_again_under_a_shared_id_keeps_its_routing_bounded(alternating: bool) -> None:
+    # each replacement listed the call once more among its id's closed calls and under the text it
+    # then held, and every later event under the id read those lists: 32,000 snapshots took 13.4 s
+    # (2,000: 0.10 s)
+    small, _ = routing_entries(replaced_under_one_id(500, alternating=alternating))
+    large, result = routing_entries(replaced_under_one_id(4_000, alternating=alternating))
+    assert small == large == 10, (small, large)
+    assert result.calls[0].arguments == {"a": 3_999 % 2 if alternating else 3_999}
+    assert [c.id for c in result.calls] == ["same"] + [f"same_d{k}" for k in range(2, 11)]
+    assert {d.code for d in result.diagnostics} >= {"arguments-replaced", "duplicate-id", "truncated"}

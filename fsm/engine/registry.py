@@ -81,8 +81,9 @@ class Registry:
     _under_ids: dict[tuple[str, int | None], _IdCalls] = _NONE  # type: ignore[assignment]
     """Per wire id held by two calls or more, and index (None: all the id's calls), those calls
     sorted for routing without walking them (_sorted_under)."""
-    _closed_under: dict[Slot, list[tuple[_IdCalls, tuple[int, Slot]]]] = _NONE  # type: ignore[assignment]
-    """Each call whose value had closed, not finished, as _sorted_under sorted it by its text: where."""
+    _closed_under: dict[Slot, list[tuple[_IdCalls, tuple[int, Slot], bytes]]] = _NONE  # type: ignore[assignment]
+    """Each call whose value had closed, not finished, as _sorted_under sorted it by its text: where,
+    and under which digest."""
 
     def __init__(self, ledger: Ledger, limits: Limits, taken: Iterable[str] = ()) -> None:
         self.ledger = ledger
@@ -559,15 +560,18 @@ class Registry:
                 if slot.status is None and slot.state != "value_closed":
                     kept.append(entry)
                 elif slot.state != "truncated":  # a truncated call takes nothing
-                    insort(texts.setdefault(slot.digest(), []), entry, key=_first)
-                    if slot.status is None:  # replaced, it goes back to waiting (_replace)
-                        under.closed.append(entry)
-                        self._own("_closed_under").setdefault(slot, []).append((under, entry))
+                    digest = slot.digest()
+                    insort(texts.setdefault(digest, []), entry, key=_first)
+                    if slot.status is None:  # replaced, it goes back to waiting (_replace, _unsorted)
+                        under.closed[entry[0]] = slot
+                        self._own("_closed_under").setdefault(slot, []).append((under, entry, digest))
             waiting = under.waiting = kept
         found: list[tuple[int, Slot]] = [*waiting]
         if text is None or kind != "fragment":
-            under.closed = closed = [entry for entry in under.closed if entry[1].status is None]
-            found += closed
+            closed = under.closed
+            if any(slot.status is not None for slot in closed.values()):
+                closed = under.closed = {at: slot for at, slot in closed.items() if slot.status is None}
+            found += closed.items()
         if text is not None:
             # The keys _same_text can match: a JSON call's text stripped as str.strip() strips it, a
             # freeform call's whole text (its digest strips JSON's whitespace, as Slot.digest does).
@@ -624,8 +628,8 @@ class Registry:
             self.ledger.diagnose("arguments-replaced", f"call {slot.id}: {why}")
         self.machine.fire(slot, "replace", text)
         if self._closed_under:  # sorted by a text it no longer holds: sorted again (_sorted_under)
-            for under, entry in self._closed_under.pop(slot, ()):
-                under.waiting.append(entry)
+            for under, entry, digest in self._closed_under.pop(slot, ()):
+                _unsorted(under, entry, digest)
 
     def _remember(self, slot: Slot, lane: Lane | None = None) -> None:
         """Index a complete call under its text in each of its lanes that holds another call (or in
@@ -997,13 +1001,28 @@ class _IdCalls:
 
     def __init__(self) -> None:
         self.read = 0
-        self.closed: list[tuple[int, Slot]] = []
+        self.closed: dict[int, Slot] = {}  # by place: a replaced call leaves it (_unsorted)
         self.waiting: list[tuple[int, Slot]] = []
         self.texts: dict[bytes, list[tuple[int, Slot]]] = {}
 
 
 def _first(entry: tuple[int, Slot]) -> int:
     return entry[0]
+
+
+def _unsorted(under: _IdCalls, entry: tuple[int, Slot], digest: bytes) -> None:
+    """Take a replaced call out of where _sorted_under put it by the text it held, back to
+    waiting: left there, each replacement of a call would list it once more, and every later
+    event under its id would read the longer lists (quadratic in the events)."""
+    under.closed.pop(entry[0], None)
+    listed = under.texts.get(digest)
+    if listed:
+        at = bisect_left(listed, entry[0], key=_first)
+        if at < len(listed) and listed[at] is entry:
+            del listed[at]
+            if not listed:
+                del under.texts[digest]
+    under.waiting.append(entry)
 
 
 _NOT_LETTERS = bytes(b for b in range(256) if not (chr(b).isascii() and chr(b).isalpha()) or b in b"eE")
