@@ -412,7 +412,7 @@ class Reassembler:
         if not wire and unfinished and self._commonest is not None and not self._invoked:
             fragment = self._commonest(item)
             if fragment is not None:
-                self.registry.arguments(fragment[0], fragment[1], "fragment")
+                self.registry.fragment(fragment[0], fragment[1])
                 return
         self._decode(item, wire)
 
@@ -478,7 +478,7 @@ class Reassembler:
             fragment = self._commonest(value) if self._commonest is not None and self._finish is None else None
             if fragment is not None:  # what _ingest, the decoder and _apply would do, without the event
                 self.ledger.event = self._events = self._events + 1
-                registry.arguments(fragment[0], fragment[1], "fragment")
+                registry.fragment(fragment[0], fragment[1])
                 return
         else:
             registry.settle()

@@ -330,6 +330,86 @@ def test_the_commonest_fragment_shortcuts_decide_alike_for_fed_dicts(monkeypatch
         assert a == b, vector.name
 
 
+def test_the_registry_takes_the_commonest_fragment_as_its_general_routing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Registry.fragment, where the shortcuts above hand their fragment over, decides in line what
+    # arguments(ref, text, "fragment") decides: the same streams, as dicts and as wire bytes, either
+    # way; its in-line ``append`` (a value closing mid-fragment included) is taken too.
+    from fsm.engine.registry import Registry
+    from fsm.harness.fuzz.run import sample_vectors
+    from tests.test_conformance import _replay_with_trace
+
+    vectors = [v for v in load_vectors() if v.shape in SHAPES]
+    vectors += [v for shape in sorted(SHAPES) for v in sample_vectors(shape, 60)]
+    fed = [v for v in vectors if v.body is None and all(type(e) is dict for e in v.events)]
+    wired = [(v, w) for v in vectors if (w := wire_of(v)) is not None]
+    hits = {"fragment": 0, "appended": 0}
+    real_fragment, real_appended = Registry.fragment, Registry._appended
+
+    def fragment(self: Registry, ref: Any, text: str) -> None:
+        hits["fragment"] += 1
+        real_fragment(self, ref, text)
+
+    def appended(self: Registry, slot: Any, text: str) -> str:
+        hits["appended"] += 1
+        return real_appended(self, slot, text)
+
+    monkeypatch.setattr(Registry, "fragment", fragment)
+    monkeypatch.setattr(Registry, "_appended", appended)
+    fast = [_replay_with_trace(v) for v in fed] + [replay_wire(v, w) for v, w in wired]
+    assert hits["fragment"] > 1000 and hits["appended"] > 100, hits
+    monkeypatch.setattr(Registry, "fragment", lambda self, ref, text: self.arguments(ref, text, "fragment"))
+    general = [_replay_with_trace(v) for v in fed] + [replay_wire(v, w) for v, w in wired]
+    names = [v.name for v in fed] + [v.name for v, _ in wired]
+    for name, a, b in zip(names, fast, general, strict=True):
+        assert a == b, name
+
+
+_PIECES = ['{"x": ', "1", "}", '{"y": 2}', " ", "", '"s"', '}{"z": 1}', '{"x": 1}', '{"x": 1', "\n", "[1, ", "]}"]
+
+
+def _random_refs_run(seed: int, fast: bool) -> object:
+    """A random run of sightings, fragments and ends under a few indexes, ids and names, each
+    fragment given to Registry.fragment (``fast``) or to the general arguments(): the result,
+    every output, the rule and transition counts, or the error raised."""
+    from fsm import Reassembler, ToolcallFSMError
+    from fsm.events import CallEnd, CallRef, CallSeen
+
+    rng = random.Random(seed)
+    r = Reassembler("anthropic", strict=rng.random() < 0.2)
+    steps: list[object] = []
+    try:
+        for _ in range(rng.randint(1, 30)):
+            index = rng.choice([0, 1, None])
+            ref = CallRef(index, rng.choice([None, "a", "b"]), rng.choice([None, "f", "g"]), server=rng.random() < 0.1)
+            roll = rng.random()
+            if roll < 0.2:
+                r.feed(CallSeen(ref))
+            elif roll < 0.3:
+                r.feed(CallEnd(ref))
+            else:
+                text = "".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 3)))
+                if fast:
+                    r.registry.fragment(ref, text)
+                else:
+                    r.registry.arguments(ref, text, "fragment")
+            steps.append(r.drain())
+    except ToolcallFSMError as exc:
+        steps.append(repr(exc))
+    try:
+        result = repr(r.close())
+    except ToolcallFSMError as exc:  # strict mode: raised once the result is complete
+        result = repr(exc) + repr(r.close())
+    return result, steps, dict(r.ledger.rules), dict(r.ledger.transitions)
+
+
+def test_the_registry_takes_any_fragment_as_its_general_routing() -> None:
+    # Refs whose id, name, index or server flag disagree with the open call of their lane, resends
+    # of all the text held, whitespace, values closing mid-fragment: Registry.fragment decides as
+    # arguments() does, in lax and strict mode.
+    for seed in range(3000):
+        assert _random_refs_run(seed, fast=True) == _random_refs_run(seed, fast=False), seed
+
+
 # -- fragments held back over one read (Registry.hold) -------------------------------------------------------------
 
 
