@@ -111,7 +111,7 @@ def parse_strict(text: str) -> tuple[Any, list[str]]:
 
 
 def flat_object(text: str) -> dict[str, Any] | None:
-    """What :func:`parse_strict` gives for ``text`` when it is a short flat object (one ``{``, no
+    """What :func:`parse_strict` gives for ``text`` when it is a flat object (one ``{``, no
     ``[``: most arguments) with no key given twice, read by the C parser with no hook of ours (a
     hook costs a Python call per object and per float); else None, for :func:`parse_general` to
     decide. The parse is kept only when it is provably the strict one's: it read one object that
@@ -122,15 +122,18 @@ def flat_object(text: str) -> dict[str, Any] | None:
     a string only makes the counts differ). Flat, it nests one level: within any depth limit.
     test_the_flat_object_reading_decides_as_the_general_parse holds it to parse_general."""
     if "[" not in text and text.count("{") == 1:
+        value: dict[str, Any]  # once the counts below agree (no bytecode: a local's annotation)
         try:
             value, end = _SCAN(text, 0)
         except Exception:  # whatever it is, the general path says it properly
             return None
-        # isdisjoint compares the values with the infinities in C (they are hashable: no list or
-        # object among them): only an overflowed float equals one.
+        # No test of the value's type: read to the text's end from offset 0 with one "{" in it, it
+        # is the object, or a string holding that "{" and every colon of the text, longer than
+        # their count (a number or a literal holds no "{"). isdisjoint compares the values with the
+        # infinities in C (they are hashable: no list or object among them): only an overflowed
+        # float equals one.
         if (
             end == len(text)
-            and type(value) is dict
             and len(value) == text.count(":")
             and _INFINITIES.isdisjoint(value.values())
         ):

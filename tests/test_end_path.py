@@ -11,11 +11,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from fsm import Limits
+from fsm import Limits, Reassembler
 from fsm.harness.fuzz.run import sample_vectors
 from fsm.harness.fuzz.shapes import CASES
 from fsm.jsontext import flat_object, parse_general, parse_strict
-from tests.helpers import chunk
+from tests.helpers import chunk, tc
 from tests.test_conformance import VECTORS, _replay_with_trace
 from tests.test_per_call_paths import EDGES, OPTIONS, PARSE_CASES, _trace, whole
 
@@ -123,7 +123,9 @@ def test_the_flat_object_reading_decides_every_case_and_argument_text_as_the_gen
 
 
 def test_the_flat_object_reading_leaves_what_it_cannot_prove() -> None:
-    for text in ['{"a": 1, "a": 2}', '{"a": 1e400}', '{"a": -1e999}', '{"a": NaN}', '{"a": [1]}', '{"a": {}}', " {}"]:
+    refused = ['{"a": 1, "a": 2}', '{"a": 1e400}', '{"a": -1e999}', '{"a": NaN}', '{"a": [1]}', '{"a": {}}', " {}"]
+    refused += ['"{"', '"{:"', '"a{b::"', '"{\\u003a"', "1{", "{}1"]  # one value, but no object
+    for text in refused:
         assert flat_object(text) is None, text
     assert flat_object('{"a": -0, "b": "\\ud800", "c": 1e308}') == {"a": 0, "b": "\ud800", "c": 1e308}
 
@@ -204,3 +206,41 @@ def test_a_closed_value_ends_alike_in_line_and_through_fire(monkeypatch: pytest.
     general = [_trace(e, **o) for e, o in streams]
     for (events, options), a, b in zip(streams, direct, general, strict=True):
         assert a == b, (events, options)
+
+
+# Calls that open after a finish, ended by the next finish or by close().
+AFTER: dict[str, list[dict[str, Any]]] = {
+    "a call after the finish": [whole(0, "a", "f", "{}"), chunk(finish="tool_calls"), whole(1, "b", "f", '{"i": 1}')],
+    "two finishes": [
+        whole(0, "a", "f", "{}"),
+        chunk(finish="tool_calls"),
+        whole(1, "b", "f", '{"i": 1}'),
+        chunk(tc(2, "c", "g", '{"i": ')),
+        chunk(finish="length"),
+        whole(3, "d", "f", "{}"),
+        chunk(tc(2, args="2}")),
+    ],
+    "open at the finish": [chunk(tc(0, "a", "f", '{"i": ')), chunk(finish="stop"), whole(1, "b", "f", "{}")],
+}
+
+
+def test_a_finish_walks_only_the_calls_opened_since_the_last_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registry.finish skips the calls that had all ended at the last finish (Registry._settled).
+    Walking every call each time instead, over every vector, fuzzed streams of every shape and
+    calls opened after a finish in every option set: the same transitions in order, outputs,
+    calls, diagnostics and rule counts; and every call has ended once the stream is closed."""
+    from fsm.engine.registry import Registry
+
+    vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 40))]
+    skipping = _replays(vectors, {**AFTER, **ENDS})
+    monkeypatch.setattr(Registry, "_settled", property(lambda registry: 0, lambda registry, settled: None))
+    walking = _replays(vectors, {**AFTER, **ENDS})
+    for a, b in zip(skipping, walking, strict=True):
+        assert a == b
+    for name, events in AFTER.items():
+        r = Reassembler("openai-chat")
+        for event in events:
+            r.feed(event)
+        calls = r.close().calls
+        assert len(calls) == (4 if name == "two finishes" else 2), name
+        assert all(slot.status is not None for slot in r.registry.slots), name

@@ -81,6 +81,8 @@ class Registry:
     _under_ids: dict[tuple[str, int | None], _IdCalls] = _NONE  # type: ignore[assignment]
     """Per wire id held by two calls or more, and index (None: all the id's calls), those calls
     sorted for routing without walking them (_sorted_under)."""
+    _settled = 0
+    """How many calls, oldest first, had ended when finish() last walked them (it skips those)."""
     _closed_under: dict[Slot, list[tuple[_IdCalls, tuple[int, Slot]]]] = _NONE  # type: ignore[assignment]
     """Each call whose value had closed, not finished, as _sorted_under sorted it by its text: where."""
 
@@ -375,7 +377,8 @@ class Registry:
         # _finish's direct way through a closed value's normal end, decided here once, not per call.
         ending = self._ending if trigger == "end" else None
         error: LimitExceeded | None = None
-        for slot in self.slots:
+        slots, settled = self.slots, self._settled
+        for slot in slots[settled:] if settled else slots:
             if slot.status is None:  # not finished (Slot.finished, without the property's call)
                 try:
                     if ending is not None and slot.state == "value_closed":
@@ -386,6 +389,9 @@ class Registry:
                     if error is None and trigger == "end":
                         cut_by = "when a limit stopped the stream as the calls ended"
                     error, trigger, ending = error or exc, "cut", None
+        # Each call has a status now (every end and cut sets one, past a limit too), which it never
+        # loses: the next finish (close() after the stream's finish) walks only calls opened since.
+        self._settled = len(slots)
         if error is not None:
             raise error
 
