@@ -132,11 +132,7 @@ def flat_object(text: str) -> dict[str, Any] | None:
         # their count (a number or a literal holds no "{"). isdisjoint compares the values with the
         # infinities in C (they are hashable: no list or object among them): only an overflowed
         # float equals one.
-        if (
-            end == len(text)
-            and len(value) == text.count(":")
-            and _INFINITIES.isdisjoint(value.values())
-        ):
+        if end == len(text) and len(value) == text.count(":") and _INFINITIES.isdisjoint(value.values()):
             return value
     return None
 
