@@ -376,13 +376,17 @@ class Registry:
         trigger = "end" if finish_reason in NORMAL_FINISHES else "cut"
         # _finish's direct way through a closed value's normal end, decided here once, not per call.
         ending = self._ending if trigger == "end" else None
+        label, dest = ending or ("", "")
         error: LimitExceeded | None = None
         slots, settled = self.slots, self._settled
         for slot in slots[settled:] if settled else slots:
             if slot.status is None:  # not finished (Slot.finished, without the property's call)
                 try:
-                    if ending is not None and slot.state == "value_closed":
-                        self._end_closed(slot, ending)  # what _finish does with it, a call less
+                    if ending is not None and slot.state == "value_closed" and not slot._high:
+                        # What _end_closed does, in line: with no surrogate half to settle, the
+                        # end adds no byte, so no limit can stop it half way (its handler's case).
+                        slot.end_closed(label, dest)
+                        self._ended(slot)
                     else:
                         self._finish(slot, trigger, cut_by if trigger == "cut" else "")
                 except LimitExceeded as exc:
