@@ -4,8 +4,8 @@ Every method marked ``@guard`` or ``@action`` is named in the spec, and nothing 
 agreement test holds the two lists equal. Guards are pure; actions are the only code that changes a
 slot's argument text or status, and they run only as part of a transition (fsm/engine/machine.py),
 but for the registry's direct ways through the commonest transitions (``store_waiting``,
-``store_whole``, ``store_run``): each does what its transition's prepare step and action would, and
-a test holds it to firing the trigger.
+``store_whole``, ``store_run``, ``end_closed``): each does what its transition's prepare step and
+action would, and a test holds it to firing the trigger.
 
 One room: every guard and action of the spec is a method of this one class (the agreement test
 reads them from it), and the text they keep (buffer, scan, emitted part, a pending surrogate half)
@@ -562,7 +562,8 @@ class Slot:
         """The normal end of a closed value (``label``: value_closed to ``dest``, unguarded, running
         parse_arguments) taken without the machine's dispatch (Registry._end_closed): the state
         change, the action and the count, as fire() does them. parse_arguments' commonest case, a
-        short flat object (flat_object), is read in line, a call less on every such call's end."""
+        flat object (flat_object), is read in line, a call less on every such call's end.
+        test_a_closed_value_ends_alike_in_line_and_through_fire holds it to fire()."""
         self.state = dest
         ledger = self.ledger
         if self._high:  # a surrogate half still waiting: parse_arguments settles it first
@@ -589,8 +590,8 @@ class Slot:
         raw = self._text
         if raw is None:  # not decoded yet: text() decodes it (read in line, a call less when it is)
             raw = self.text()
-        # Most arguments: a short flat object with no key given twice, which nests one level (the
-        # depth limit is at least 1), read as parse_strict would read it, without its tuple.
+        # Most arguments: a flat object with no key given twice, which nests one level (the depth
+        # limit is at least 1), read as parse_strict would read it, without its tuple.
         value = flat_object(raw)
         if value is not None:
             self.arguments = value
