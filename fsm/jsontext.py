@@ -102,31 +102,47 @@ def parse_strict(text: str) -> tuple[Any, list[str]]:
     Raises ValueError (``json.JSONDecodeError``, or :class:`NotJSON` for ``NaN``/``Infinity``).
     Numbers a Python int or float cannot hold exactly come back as ``Decimal``.
 
-    A short flat object (one ``{``, no ``[``: most arguments) first gets the C parser with no hook
-    of ours (a hook costs a Python call per object and per float), and that parse is kept only
-    when it is provably what the strict one gives: it read the whole text, no float in it
-    overflowed, and it holds as many keys as the text has colons. Every key brings one colon and
-    a repeated one is lost in the dict, so equal counts mean no key was given twice (a colon
-    inside a string only makes the counts differ). Anything else takes the general path."""
-    if len(text) <= _QUICK_CHARS and text[:1] == "{" and text[-1:] == "}" and text.count("{") == 1 and "[" not in text:
+    A short flat object (most arguments) is read by :func:`flat_object` first; anything else, or
+    what it leaves undecided, takes the general path."""
+    value = flat_object(text)
+    if value is not None:
+        return value, []
+    return parse_general(text)
+
+
+def flat_object(text: str) -> dict[str, Any] | None:
+    """What :func:`parse_strict` gives for ``text`` when it is a flat object (one ``{``, no
+    ``[``: most arguments) with no key given twice, read by the C parser with no hook of ours (a
+    hook costs a Python call per object and per float); else None, for :func:`parse_general` to
+    decide. The parse is kept only when it is provably the strict one's: it read one object that
+    ends where the text does (from offset 0, the C parser skips no whitespace, so the text starts
+    with its ``{``), no float in it overflowed (a flat object's floats are its values: none is
+    infinite), and it holds as many keys as the text has colons. Every key brings one colon and a
+    repeated one is lost in the dict, so equal counts mean no key was given twice (a colon inside
+    a string only makes the counts differ). Flat, it nests one level: within any depth limit.
+    test_the_flat_object_reading_decides_as_the_general_parse holds it to parse_general."""
+    if "[" not in text and text.count("{") == 1:
+        value: dict[str, Any]  # once the counts below agree (no bytecode: a local's annotation)
         try:
             value, end = _SCAN(text, 0)
         except Exception:  # whatever it is, the general path says it properly
-            end = -1
-        if end == len(text) and len(value) == text.count(":"):
-            for item in value.values():
-                if type(item) is float and (item == _INFINITY or item == -_INFINITY):
-                    break  # overflowed: the strict parse keeps the number's digits
-            else:
-                return value, []
-    return _parse_general(text)
+            return None
+        # No test of the value's type: read to the text's end from offset 0 with one "{" in it, it
+        # is the object, or a string holding that "{" and every colon of the text, longer than
+        # their count (a number or a literal holds no "{"). isdisjoint compares the values with the
+        # infinities in C (they are hashable: no list or object among them): only an overflowed
+        # float equals one.
+        if end == len(text) and len(value) == text.count(":") and _INFINITIES.isdisjoint(value.values()):
+            return value
+    return None
 
 
 # The decoder's own scanner (C), called at offset 0: decode() around it adds two regex matches.
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder(parse_constant=_refuse_constant).scan_once  # type: ignore[attr-defined]
 _QUICK_CHARS: Final = 4096
-"""Longer text goes straight to the general path (the counts cost a pass each)."""
+"""Longer text is no flat object for is_flat_object (its counts cost a pass each)."""
 _INFINITY: Final = float("inf")
+_INFINITIES: Final = frozenset((_INFINITY, -_INFINITY))
 
 
 def is_flat_object(text: str) -> bool:
@@ -159,11 +175,12 @@ def _one_value(text: str) -> bool:
 _WHOLE_CHARS: Final = 1 << 16
 
 
-def _parse_general(text: str) -> tuple[Any, list[str]]:
-    """parse_strict's general path. Integers take the C parser's own path (no call per number),
-    and floats are checked one by one (an overflow to infinity cannot be seen afterwards without a
-    walk over the value). A repeated key, or an integer beyond the conversion limit, makes the
-    parse start over on the slower path that notes keys and keeps digits."""
+def parse_general(text: str) -> tuple[Any, list[str]]:
+    """:func:`parse_strict` without its quick first try (:func:`flat_object`). Integers take the C
+    parser's own path (no call per number), and floats are checked one by one (an overflow to
+    infinity cannot be seen afterwards without a walk over the value). A repeated key, or an
+    integer beyond the conversion limit, makes the parse start over on the slower path that notes
+    keys and keeps digits."""
     try:
         return _STRICT.decode(text), []
     except (json.JSONDecodeError, NotJSON):

@@ -30,7 +30,7 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
         taken.append((slot.ordinal, transition))
         real(slot, transition)
 
-    waiting, whole = Slot.store_waiting, Slot.store_whole
+    waiting, whole, end = Slot.store_waiting, Slot.store_whole, Slot.end_closed
 
     # The transitions taken without fire() are counted without covered().
     def traced_waiting(slot: Slot, text: str, label: str) -> bool:
@@ -45,9 +45,14 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
             taken.append((slot.ordinal, label))
         return took
 
+    def traced_end(slot: Slot, label: str, dest: str) -> None:
+        end(slot, label, dest)  # the transition's count comes after its action, as fire() counts it
+        taken.append((slot.ordinal, label))
+
     Slot.covered = traced  # type: ignore[method-assign]
     Slot.store_waiting = traced_waiting  # type: ignore[method-assign]
     Slot.store_whole = traced_whole  # type: ignore[method-assign]
+    Slot.end_closed = traced_end  # type: ignore[method-assign]
     try:
         outputs: list[Any] = []
         try:
@@ -62,6 +67,7 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
         Slot.covered = real  # type: ignore[method-assign]
         Slot.store_waiting = waiting  # type: ignore[method-assign]
         Slot.store_whole = whole  # type: ignore[method-assign]
+        Slot.end_closed = end  # type: ignore[method-assign]
 
 
 def tc(index: Any = _MISSING, id: Any = _MISSING, name: Any = _MISSING, args: Any = _MISSING) -> dict[str, Any]:

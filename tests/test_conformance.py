@@ -320,7 +320,7 @@ def test_transitions_taken_directly_decide_as_firing_append(monkeypatch: pytest.
     """Three transitions are taken without the machine's dispatch when what they do is known:
     Slot.store_waiting (accumulating to accumulating, a fragment whose scan waits),
     Slot.store_whole (opened to value_closed, a whole flat object as a call's first text) and a
-    closed value's normal end (value_closed to flushed, Registry._finish). Refusing them sends
+    closed value's normal end (value_closed to flushed, Slot.end_closed). Refusing them sends
     every trigger through fire(). Over every vector, fuzzed streams of every
     shape and fragments at the edges (limits, surrogate halves, brackets that wait or must be
     scanned, whitespace, whole calls that are nested, not JSON or too long): the same transitions
@@ -370,13 +370,13 @@ def test_transitions_taken_directly_decide_as_firing_append(monkeypatch: pytest.
             return bool(taken)
 
         monkeypatch.setattr(Slot, method, counted)
-    ended = Registry._finish
+    ended = Slot.end_closed
 
-    def finishing(registry: Registry, slot: Slot, trigger: str, cut_by: str = "") -> None:
-        took["end"] = took.get("end", 0) + (registry._ending is not None and trigger == "end")
-        ended(registry, slot, trigger, cut_by)
+    def ending(slot: Slot, label: str, dest: str) -> None:
+        took["end"] = took.get("end", 0) + 1
+        ended(slot, label, dest)
 
-    monkeypatch.setattr(Registry, "_finish", finishing)
+    monkeypatch.setattr(Slot, "end_closed", ending)
     direct = replays()
     assert took["store_waiting"] > 50 and took["store_whole"] > 20 and took["end"] > 100, took  # taken, often
     monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label: False)

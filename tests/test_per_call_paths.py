@@ -197,7 +197,7 @@ def _old_parse(text: str) -> tuple[Any, list[str]] | tuple[str, str]:
     from fsm import jsontext
 
     try:
-        return jsontext._parse_general(text)
+        return jsontext.parse_general(text)
     except ValueError as exc:
         return type(exc).__name__, str(exc)
 

@@ -81,6 +81,8 @@ class Registry:
     _under_ids: dict[tuple[str, int | None], _IdCalls] = _NONE  # type: ignore[assignment]
     """Per wire id held by two calls or more, and index (None: all the id's calls), those calls
     sorted for routing without walking them (_sorted_under)."""
+    _settled = 0
+    """How many calls, oldest first, had ended when finish() last walked them (it skips those)."""
     _closed_under: dict[Slot, list[tuple[_IdCalls, tuple[int, Slot], bytes]]] = _NONE  # type: ignore[assignment]
     """Each call whose value had closed, not finished, as _sorted_under sorted it by its text: where,
     and under which digest."""
@@ -415,15 +417,28 @@ class Registry:
         the first such error is raised once every call has ended."""
         self.ledger.rules["finish-ends-calls"] += 1  # Ledger.apply inlined: twice a stream (its finish, close)
         trigger = "end" if finish_reason in NORMAL_FINISHES else "cut"
+        # _finish's direct way through a closed value's normal end, decided here once, not per call.
+        ending = self._ending if trigger == "end" else None
+        label, dest = ending or ("", "")
         error: LimitExceeded | None = None
-        for slot in self.slots:
+        slots, settled = self.slots, self._settled
+        for slot in slots[settled:] if settled else slots:
             if slot.status is None:  # not finished (Slot.finished, without the property's call)
                 try:
-                    self._finish(slot, trigger, cut_by if trigger == "cut" else "")
+                    if ending is not None and slot.state == "value_closed" and not slot._high:
+                        # What _end_closed does, in line: with no surrogate half to settle, the
+                        # end adds no byte, so no limit can stop it half way (its handler's case).
+                        slot.end_closed(label, dest)
+                        self._ended(slot)
+                    else:
+                        self._finish(slot, trigger, cut_by if trigger == "cut" else "")
                 except LimitExceeded as exc:
                     if error is None and trigger == "end":
                         cut_by = "when a limit stopped the stream as the calls ended"
-                    error, trigger = error or exc, "cut"
+                    error, trigger, ending = error or exc, "cut", None
+        # Each call has a status now (every end and cut sets one, past a limit too), which it never
+        # loses: the next finish (close() after the stream's finish) walks only calls opened since.
+        self._settled = len(slots)
         if error is not None:
             raise error
 
@@ -953,17 +968,7 @@ class Registry:
     def _finish(self, slot: Slot, trigger: str, cut_by: str = "") -> None:
         ending = self._ending
         if ending is not None and trigger == "end" and slot.state == "value_closed":
-            # The transition fire() would take: the state's one, unguarded (SpecMachine.sole). Never
-            # in strict mode (no _ending there), so nothing is deferred.
-            slot.state = ending[1]
-            try:
-                slot.parse_arguments(cut_by)
-            except LimitExceeded:
-                if slot.status is not None:  # its finishing bytes passed a limit: it ended even so
-                    self._ended(slot)
-                raise
-            slot.covered(ending[0])
-            self._ended(slot)
+            self._end_closed(slot, ending)
             return
         ledger = self.ledger
         # A violation found as the call ends (a lone surrogate half, JSON that never closed, no name)
@@ -987,6 +992,19 @@ class Registry:
             error, ledger.deferred = ledger.deferred, None
             raise error
 
+    def _end_closed(self, slot: Slot, ending: tuple[str, str]) -> None:
+        """End ``slot``, whose value closed, normally: the transition fire() would take (``ending``,
+        its label and destination: the state's one, unguarded, SpecMachine.sole) taken without
+        its dispatch (Slot.end_closed). Never in strict mode (no _ending there), so nothing is
+        deferred."""
+        try:
+            slot.end_closed(ending[0], ending[1])  # by position: a starred call costs more
+        except LimitExceeded:
+            if slot.status is not None:  # its finishing bytes passed a limit: it ended even so
+                self._ended(slot)
+            raise
+        self._ended(slot)
+
     def _ended(self, slot: Slot) -> None:
         """Report a call that has just ended (its status is set)."""
         if self._slot_lanes or type(self._lanes[slot.lane]) is not Slot:
@@ -1001,10 +1019,11 @@ class Registry:
         if slot.server:
             return
         outputs = self.ledger.outputs
-        # All of the text went out as it came (nearly every call): no tail, and no text to read.
-        tail = None if slot._emitted == slot._length and not slot._diverged else slot.unsent_tail()
-        if tail:
-            outputs.append(build_arguments_delta(slot.ordinal, tail))
+        # Unless all of the text went out as it came (nearly every call: no tail, no text to read).
+        if slot._emitted != slot._length or slot._diverged:
+            tail = slot.unsent_tail()
+            if tail:
+                outputs.append(build_arguments_delta(slot.ordinal, tail))
         outputs.append(build_call_finished(slot.to_call()))
 
 

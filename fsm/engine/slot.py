@@ -4,8 +4,8 @@ Every method marked ``@guard`` or ``@action`` is named in the spec, and nothing 
 agreement test holds the two lists equal. Guards are pure; actions are the only code that changes a
 slot's argument text or status, and they run only as part of a transition (fsm/engine/machine.py),
 but for the registry's direct ways through the commonest transitions (``store_waiting``,
-``store_whole``, ``store_run``): each does what its transition's prepare step and action would, and
-a test holds it to firing the trigger.
+``store_whole``, ``store_run``, ``end_closed``): each does what its transition's prepare step and
+action would, and a test holds it to firing the trigger.
 
 One room: every guard and action of the spec is a method of this one class (the agreement test
 reads them from it), and the text they keep (buffer, scan, emitted part, a pending surrogate half)
@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING, Any
 from fsm.engine.roles import action, guard
 from fsm.engine.scanner import Scanner, StartScanner, closed_scanner, closes_flat
 from fsm.errors import LimitExceeded
-from fsm.jsontext import NotJSON, is_flat_object, is_whole_object, mend_surrogates, nesting_exceeds, parse_strict
+from fsm.jsontext import (
+    NotJSON,
+    flat_object,
+    is_flat_object,
+    is_whole_object,
+    mend_surrogates,
+    nesting_exceeds,
+    parse_general,
+    parse_strict,
+)
 from fsm.results import ArgumentsDelta, CallNamed, CallStatus, ToolCall, build_arguments_delta, build_tool_call
 
 if TYPE_CHECKING:
@@ -199,7 +208,6 @@ class Slot:
         """The finished call. The status is set once, by the transition into a terminal state, and
         text and arguments never change after it; only metadata can still arrive (a late name, id
         or signature), so a call made earlier is reused while that metadata is unchanged."""
-        assert self.status is not None, "only a finished slot is a call"
         call = self._call
         if (
             call is not None
@@ -209,7 +217,10 @@ class Slot:
             and call.item is self.item
         ):
             return call
-        held = self.text()
+        assert self.status is not None, "only a finished slot is a call"  # a call made was one
+        held = self._text
+        if held is None:  # not decoded yet (text() in line: nearly every call's end decoded it)
+            held = self.text()
         freeform = self.freeform
         ledger = self.ledger
         # With no decoder adopted (OpenAI chat's is not), Ledger.output_indexed is calls_indexed:
@@ -547,18 +558,51 @@ class Slot:
         # A snapshot can itself be replaced later, so it goes out only when the call finishes.
         self._emitted = min(self._emitted, self._length)
 
+    def end_closed(self, label: str, dest: str) -> None:
+        """The normal end of a closed value (``label``: value_closed to ``dest``, unguarded, running
+        parse_arguments) taken without the machine's dispatch (Registry._end_closed): the state
+        change, the action and the count, as fire() does them. parse_arguments' commonest case, a
+        flat object (flat_object), is read in line, a call less on every such call's end.
+        test_a_closed_value_ends_alike_in_line_and_through_fire holds it to fire()."""
+        self.state = dest
+        ledger = self.ledger
+        if self._high:  # a surrogate half still waiting: parse_arguments settles it first
+            value = None
+        else:
+            raw = self._text
+            if raw is None:  # text(), in line: a whole call's text is decoded here, once
+                ledger.work += self._length
+                raw = self._text = self._buf.decode("utf-8", "surrogatepass")
+            value = flat_object(raw)
+        if value is None:
+            self.parse_arguments("")
+        else:  # what parse_arguments does with such text
+            ledger.rules["parse-once-at-finish"] += 1
+            self.arguments = value
+            self.status = _COMPLETE
+        ledger.transitions[label] += 1  # covered(), in line
+
     @action
     def parse_arguments(self, text: str) -> None:
         self.ledger.rules["parse-once-at-finish"] += 1
         if self._high:
             self._settle(CallStatus.INVALID)
-        raw = self.text()
+        raw = self._text
+        if raw is None:  # not decoded yet: text() decodes it (read in line, a call less when it is)
+            raw = self.text()
+        # Most arguments: a flat object with no key given twice, which nests one level (the depth
+        # limit is at least 1), read as parse_strict would read it, without its tuple.
+        value = flat_object(raw)
+        if value is not None:
+            self.arguments = value
+            self.status = _COMPLETE
+            return
         # json.loads recurses: text nested past the limit is refused before it is parsed.
         if not self._nesting_scanned(raw) and nesting_exceeds(raw, self.scanner.max_depth):
             self._fail(CallStatus.INVALID, "invalid-arguments", f"nest deeper than {self.scanner.max_depth} levels")
             return
         try:
-            value, duplicates = parse_strict(raw)
+            value, duplicates = parse_general(raw)  # what parse_strict does once flat_object said None
         except NotJSON as exc:
             self._fail(CallStatus.INVALID, "invalid-arguments", f"arguments are not strict JSON: {exc}")
             return
