@@ -389,7 +389,7 @@ class Slot:
         ledger.held_bytes += len(data)
         self._length = len(text)
         self._buf = data  # what _append does with a call's first text
-        self._text = None
+        self._text = text  # what decoding ``data`` gives (it encoded: no surrogate), kept for the end
         ledger.transitions[label] += 1
         if not (ledger.withhold or self.server):
             self._emitted = self._length
