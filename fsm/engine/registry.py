@@ -60,8 +60,6 @@ class Registry:
     of those, so routing never walks a lane's earlier calls one by one."""
     _slot_lanes: dict[Slot, tuple[Lane, Lane]] = _NONE  # type: ignore[assignment]
     """The calls in two lanes (no index), and their lanes."""
-    _held_under: dict[Slot, bytes] = _NONE  # type: ignore[assignment]
-    """The key each call is held under in _holding: the text it holds now (it holds one at a time)."""
     _indexed: dict[Slot, tuple[int, int, bytes]] = _NONE  # type: ignore[assignment]
     """Each indexed call's text as last indexed: its length and revision (which together tell
     whether the text changed since: it only grows, or is replaced) and its digest."""
@@ -669,29 +667,8 @@ class Registry:
             # (the lane that just got its second call): a later call to index it reads no text again.
             if lane is None or (lane == slot.lane and not (self._slot_lanes and slot in self._slot_lanes)):
                 self._own("_indexed")[slot] = (slot.length, slot.revision, key)
-        held = self._held_under.get(slot)
-        if held != key:
-            if held is not None:  # replaced since: it no longer holds that text (_unhold)
-                self._unhold(slot, held)
-            self._own("_held_under")[slot] = key
         for each in lanes:
             _hold(self._own("_holding").setdefault((each, key), []), slot)
-
-    def _unhold(self, slot: Slot, key: bytes) -> None:
-        """Take ``slot`` out of the lists of _holding under ``key``, a text it held before it was
-        replaced: left there, a call replaced again and again by new texts would be listed under
-        each of them, and _holding would grow with the events, not the calls."""
-        both = self._slot_lanes.get(slot) if self._slot_lanes else None
-        for each in both or (slot.lane,):
-            holders = self._holding.get((each, key))
-            if holders:
-                at = bisect_left(holders, slot.ordinal, key=_ordinal)
-                while at < len(holders) and holders[at].ordinal == slot.ordinal and holders[at] is not slot:
-                    at += 1
-                if at < len(holders) and holders[at] is slot:
-                    del holders[at]
-                    if not holders:
-                        del self._holding[(each, key)]
 
     def _own(self, table: str) -> dict[Any, Any]:
         """This stream's own ``table`` (one of the resend tables), made at its first write."""
