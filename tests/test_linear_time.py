@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import fsm
-from tests.helpers import chunk, tc
+from tests.helpers import chunk, count_finished_reads, tc
 
 
 def _gemini(*parts: dict[str, Any]) -> dict[str, Any]:
@@ -158,3 +158,36 @@ def test_whitespace_around_a_value_is_walked_once_however_often_the_call_is_read
     assert len(result.calls) == 2
     assert {d.code for d in result.diagnostics} == {"resend", "no-finish-reason"}
     assert result.suppressed_diagnostics == {"resend": 4_000 - 100}
+
+
+def code_resent_after_many(n: int) -> list[dict[str, Any]]:
+    """``n`` Gemini code parts without an id, each its own code, then the second again ``n`` times
+    after the last (a resend of a call its position ended long ago)."""
+
+    def code(k: int) -> dict[str, Any]:
+        return _gemini({"executableCode": {"language": "PYTHON", "code": f"print({k})"}})
+
+    return [code(k) for k in range(n)] + [code(1)] * n
+
+
+def finished_reads_per_event(events: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> tuple[float, Any]:
+    """How often a call is asked whether it has finished, per event: each ask is a call visited."""
+    reads = count_finished_reads(monkeypatch)
+    r = fsm.Reassembler("gemini", limits=fsm.Limits(max_calls=10_000, max_diagnostics_per_code=5))
+    for event in events:
+        r.feed(event)
+    result = r.close()
+    monkeypatch.undo()
+    return reads[0] / len(events), result
+
+
+def test_a_code_part_resent_after_many_ended_at_its_position_ends_nothing_in_steps_of_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # each resend's end looked through every call its position had ended for one still open:
+    # 8,000 code parts and 8,000 resends took 2.7 s (1,000 and 1,000: 0.07 s), now 0.26 s
+    small, _ = finished_reads_per_event(code_resent_after_many(500), monkeypatch)
+    large, result = finished_reads_per_event(code_resent_after_many(4_000), monkeypatch)
+    assert large <= small * 1.25, (small, large)
+    assert [c.input for c in result.server_tool_calls[:4_000]] == [f"print({k})" for k in range(4_000)]
+    assert result.suppressed_diagnostics["resend"] == 4_000 - 5
