@@ -181,3 +181,19 @@ def without_reader(monkeypatch: Any, name: str) -> None:
     if name == "lean_fragment_in":  # the reads of many events: the reassembler's own name for it
         monkeypatch.setattr("fsm.reassembler.lean_fragment_in", nothing)
     monkeypatch.setattr(openai_chat.OpenAIChatDecoder, "shortcut", shortcut_by_readers)
+
+
+def count_finished_reads(monkeypatch: Any) -> list[int]:
+    """Count how often a call is asked whether it has finished (each ask is a call visited), in
+    the one item of the list returned, until ``monkeypatch`` is undone."""
+    from fsm.engine.slot import Slot
+
+    reads = [0]
+    held = Slot.__dict__["finished"]
+
+    def read(slot: Slot) -> bool:
+        reads[0] += 1
+        return held.__get__(slot)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Slot, "finished", property(read))
+    return reads

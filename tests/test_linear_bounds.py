@@ -16,7 +16,7 @@ import pytest
 import fsm
 from fsm.engine.ids import IdAllocator
 from fsm.wire.decoders._built_in_actions import _shown, action_fault
-from tests.helpers import chunk, tc
+from tests.helpers import chunk, count_finished_reads, tc
 
 
 def code_parts(n: int, wire_id: str | None, *, resent: int = 0) -> list[dict[str, Any]]:
@@ -53,16 +53,7 @@ def test_many_code_parts_under_one_id_cost_the_same_per_part(wire_id: str | None
 
 def finished_reads_per_event(events: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> float:
     """How often a call is asked whether it has finished, per event: each ask is a call visited."""
-    from fsm.engine.slot import Slot
-
-    reads = [0]
-    held = Slot.__dict__["finished"]
-
-    def read(slot: Slot) -> bool:
-        reads[0] += 1
-        return held.__get__(slot)  # type: ignore[no-any-return]
-
-    monkeypatch.setattr(Slot, "finished", property(read))
+    reads = count_finished_reads(monkeypatch)
     work_per_event(events)
     monkeypatch.undo()
     return reads[0] / len(events)

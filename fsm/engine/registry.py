@@ -76,6 +76,9 @@ class Registry:
     """The text _route_text last looked up in _holding, and the key it looked under, when that key
     is the digest of the text as a call holds it (nothing stripped, UTF-8 as it came): a call that
     then holds this very text is indexed under it by _remember without reading the text again."""
+    _ended_below: dict[Lane, int] = _NONE  # type: ignore[assignment]
+    """Per lane of many calls, how many of its first calls call_end found finished (a call never
+    becomes unfinished again, and calls only join a lane last): a call end looks above them alone."""
     _at_indexes: dict[str, _AtIndexes] = _NONE  # type: ignore[assignment]
     """Per wire id held by two calls or more and routed with an index, its calls by index."""
     _under_ids: dict[tuple[str, int | None], _IdCalls] = _NONE  # type: ignore[assignment]
@@ -394,9 +397,13 @@ class Registry:
         ``abandon`` when the provider said the call is unfinished (``said``: in which words), or
         ``reject`` when its whole value is no call its tool can run (``said``: why)."""
         lane, chain = self._chain(ref, None)
+        below, whole_lane = 0, False  # the calls of ``chain`` known finished: its first ones
         if len(chain) > 1 and ref.id is not None and chain is self._under_id(ref.id, ref.index):
             chain = self._sorted_under(ref.id, ref.index, chain, None)  # those not finished
-        for slot in reversed(chain):
+        elif len(chain) > 1 and chain is self._lanes.get(lane):
+            below, whole_lane = self._ended_below.get(lane, 0), True
+        for at in range(len(chain) - 1, below - 1, -1):  # the newest not finished
+            slot = chain[at]
             if not slot.finished:
                 self._metadata(slot, ref)
                 if trigger == "reject" and slot.state != "value_closed":  # no whole value: ended as it is
@@ -404,6 +411,8 @@ class Registry:
                 self._finish(slot, trigger, said)
                 self._pending_header.pop(lane, None)  # a header held there repeated the call that ended
                 return slot
+        if whole_lane:  # every one finished: none is looked at again
+            self._own("_ended_below")[lane] = len(chain)
         return None
 
     def client_calls(self) -> int:

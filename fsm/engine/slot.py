@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 _WHITESPACE = frozenset(b" \t\r\n")
 _COMPLETE = CallStatus.COMPLETE
 _CATCH_UP_BYTES = 16384
+_UNKEPT_WHITESPACE = 64
+"""The most whitespace around a call's text that _bounds walks again at each read, unkept."""
 _OPENS_CONTAINER = re.compile(r"[ \t\r\n]*[{\[]")
 
 
@@ -86,6 +88,9 @@ class Slot:
     next (rule text-is-unicode). Not in the buffer, not counted, not emitted yet."""
     revision = 0
     """How often the held text was replaced rather than appended to."""
+    _bounded: tuple[int, int, int, int] | None = None
+    """The held text's length and revision when _bounds last kept what it found, and where the text
+    less its surrounding whitespace then started and ended. Kept once that whitespace is long."""
     _past_close = False
     """The held text, a snapshot, goes on past where its value closed: the scanner did not read it all."""
     server = False
@@ -156,12 +161,30 @@ class Slot:
         return self._text
 
     def _bounds(self) -> tuple[int, int]:
-        """Where the held text starts and ends once surrounding whitespace is left out."""
-        buf, start, end = self._buf, 0, len(self._buf)
-        while start < end and buf[start] in _WHITESPACE:
-            start += 1
-        while end > start and buf[end - 1] in _WHITESPACE:
-            end -= 1
+        """Where the held text starts and ends once surrounding whitespace is left out. Only the
+        bytes held since the bounds were last kept (_bounded) are read: whitespace sent after a
+        closed value, a byte an event, was walked whole at each digest of the call (quadratic)."""
+        buf, size = self._buf, len(self._buf)
+        read, start, end = 0, 0, 0  # the bounds of the text held up to ``read`` (none: all read anew)
+        known = self._bounded
+        if known is not None and known[1] == self.revision and known[0] <= size:
+            read, _, start, end = known  # the same text since (not replaced), maybe more after it
+            if read == size:
+                return start, end
+        if start == read:  # whitespace alone so far (or nothing)
+            while start < size and buf[start] in _WHITESPACE:
+                start += 1
+            end = size
+            while end > start and buf[end - 1] in _WHITESPACE:
+                end -= 1
+        else:
+            top = size
+            while top > read and buf[top - 1] in _WHITESPACE:
+                top -= 1
+            if top > read:
+                end = top
+        if known is not None or size - end + start > _UNKEPT_WHITESPACE:
+            self._bounded = (size, self.revision, start, end)
         return start, end
 
     def digest(self) -> bytes:

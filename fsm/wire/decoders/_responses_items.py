@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from fsm.events import CallRef
 from fsm.wire.decoders._built_in_actions import action_fault
 from fsm.wire.decoders._wire import dumps
 
@@ -156,3 +157,50 @@ def done_again(first: tuple[Any, Any, Any], later: tuple[Any, Any, Any]) -> str:
     """How a later ``output_item.done`` of an ended item differs from the one that ended it."""
     other = "other input" if first[0] != later[0] else f"status {later[1]!r}" if first[1] != later[1] else None
     return f"output_item.done again, with {other or f'name {later[2]!r}'}"
+
+
+class Item:
+    """A call item the decoder holds at its output index."""
+
+    __slots__ = ("announced", "ended", "finalized", "ref", "said")
+
+    def __init__(self, ref: CallRef, *, announced: bool = True) -> None:
+        self.ref = ref
+        self.announced = announced
+        """False: opened from an input event, so its call_id and name are still to come."""
+        self.finalized = False
+        self.ended = False
+        self.said: tuple[Any, Any, Any] | None = None
+        """The input, status and name its ``output_item.done`` gave, which ended it."""
+
+
+class OpenItems:
+    """The items held at their output index that have neither ended nor been finalized, by call
+    type, kept as they change: input that names no place asks for those of its type at each event,
+    and walking every item held for them made a flood of such input cost the items times the events."""
+
+    def __init__(self) -> None:
+        self._by_type: dict[str, dict[Item, None]] = {}
+        self._typed: dict[Item, str] = {}  # the type each is kept under
+
+    def add(self, item: Item) -> Item:
+        """``item``, now held at its output index (it has neither ended nor been finalized)."""
+        self._by_type.setdefault(item.ref.type, {})[item] = None
+        self._typed[item] = item.ref.type
+        return item
+
+    def drop(self, item: Item) -> None:
+        """``item`` ended, was finalized, or another item took its output index."""
+        kind = self._typed.pop(item, None)
+        if kind is not None:
+            del self._by_type[kind][item]
+
+    def retyped(self, item: Item) -> None:
+        """``item``'s reference changed: kept under its type now, if it is kept."""
+        if item in self._typed:
+            self.drop(item)
+            self.add(item)
+
+    def of(self, call_type: str) -> Mapping[Item, None]:
+        """The open items of ``call_type``, in no order that matters (only a sole one is taken)."""
+        return self._by_type.get(call_type) or {}

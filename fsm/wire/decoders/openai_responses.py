@@ -64,7 +64,9 @@ from fsm.wire.decoders._responses_items import (
     QUIET_PREFIXES,
     STREAMED_TEXT,
     UNFINISHED,
+    Item,
     ItemKind,
+    OpenItems,
     done_again,
     final_word,
     kept,
@@ -72,19 +74,6 @@ from fsm.wire.decoders._responses_items import (
     whole_input,
 )
 from fsm.wire.decoders._wire import index, items, mapping, responses_incomplete, text
-
-
-class _Item:
-    __slots__ = ("announced", "ended", "finalized", "ref", "said")
-
-    def __init__(self, ref: CallRef, *, announced: bool = True) -> None:
-        self.ref = ref
-        self.announced = announced
-        """False: opened from an input event, so its call_id and name are still to come."""
-        self.finalized = False
-        self.ended = False
-        self.said: tuple[Any, Any, Any] | None = None
-        """The input, status and name its ``output_item.done`` gave, which ended it."""
 
 
 class OpenAIResponsesDecoder:
@@ -98,7 +87,8 @@ class OpenAIResponsesDecoder:
     """The stream's policies (``make_decoder`` sets them): ``stray_input`` is this decoder's to apply."""
 
     def __init__(self) -> None:
-        self._items: dict[int, _Item] = {}
+        self._items: dict[int, Item] = {}
+        self._open = OpenItems()  # those of _items not ended nor finalized, by call type (_stray)
         # Each item id's output indices, the latest last: two items may share one (a fault of the
         # server's), and input naming only that id goes to the latest of them still open
         self._index_of_item: dict[str, dict[int, None]] = {}
@@ -119,6 +109,7 @@ class OpenAIResponsesDecoder:
             item_type, field = streamed
             item = self._item(payload, diagnose) or self._unannounced(payload, item_type, kind, diagnose)
             item.finalized = True
+            self._open.drop(item)
             # Not the call's end, even for freeform input (which no scanner can tell is whole): it can
             # close input a limit cut, and OpenAI ends such an item unfinished (`in_progress` or
             # `incomplete`) after it. The item's end, or the turn's finish, tells.
@@ -206,8 +197,11 @@ class OpenAIResponsesDecoder:
         opened = self._items.get(at)
         if opened is not None and not opened.announced:  # its input came first: this names it
             opened.ref, opened.announced = ref, True
+            self._open.retyped(opened)
             return [CallSeen(ref, item=kept(item, kind), announces=True)]
-        self._items[at] = _Item(ref)
+        if opened is not None:
+            self._open.drop(opened)
+        self._items[at] = self._open.add(Item(ref))
         if item.get("id"):
             self._remember(str(item["id"]), at)
         seen = CallSeen(ref, item=kept(item, kind))
@@ -221,7 +215,7 @@ class OpenAIResponsesDecoder:
             return [seen, ArgumentsSnapshot(ref, whole_input(item, kind))]
         return [seen]
 
-    def _item(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> _Item | None:
+    def _item(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> Item | None:
         at = index(payload.get("output_index"), "output_index")
         if at is not None:
             return self._items.get(at)
@@ -252,7 +246,7 @@ class OpenAIResponsesDecoder:
 
     def _unannounced(
         self, payload: Mapping[str, Any], item_type: str, kind: str, diagnose: Callable[[str, str], None]
-    ) -> _Item:
+    ) -> Item:
         """An input event for an item no ``output_item.added`` announced: the call is opened from
         it, so a cut before the item's end still reports it (truncated, with its text). Its
         ``call_id`` and name come with the item's end; until then it has a synthesized id."""
@@ -267,9 +261,9 @@ class OpenAIResponsesDecoder:
             diagnose(
                 "unopened-call", f"{kind} for item {item_id!r} at output_index {at}, which no output_item.added opened"
             )
-        item = _Item(CallRef(at, None, call.tool, server=call.server, type=call.call_type), announced=False)
+        item = Item(CallRef(at, None, call.tool, server=call.server, type=call.call_type), announced=False)
         if at is not None:
-            self._items[at] = item
+            self._items[at] = self._open.add(item)
             if item_id is not None:
                 self._remember(item_id, at)
         return item
@@ -281,19 +275,19 @@ class OpenAIResponsesDecoder:
 
     def _stray(
         self, item_id: str | None, call_type: str, kind: str, diagnose: Callable[[str, str], None]
-    ) -> _Item | None:
+    ) -> Item | None:
         """Input that names no place (no ``output_index``; its ``item_id`` absent or never seen): the
         open call it continues under policy ``stray_input``, or None to open a call of its own.
         With no call of its type open, nothing else could own it (``unopened-call``); with one,
         ``sole-open-call`` appends to it; with more, which one is a guess, so it stands apart."""
-        open_items = [i for i in self._items.values() if i.ref.type == call_type and not (i.ended or i.finalized)]
+        open_items = self._open.of(call_type)  # not a walk over every item at each stray event
         named = f"item_id {item_id!r}, unknown" if item_id is not None else "no item_id"
         if not open_items:
             diagnose("unopened-call", f"{kind} with no output_index and {named}, while no call is open")
             return None
         policy = (self.policies or default_policies()).stray_input
         if policy == "sole-open-call" and len(open_items) == 1:
-            sole = open_items[0]
+            sole = next(iter(open_items))
             diagnose(
                 "stray-input",
                 f"{kind} with no output_index and {named}: taken as input of the only open call, "
@@ -325,6 +319,7 @@ class OpenAIResponsesDecoder:
                 type=kind.call_type,
             )
             known.announced = True
+            self._open.retyped(known)
             events.append(CallSeen(known.ref, item=kept(item, kind), announces=True))
         word = final_word(item, kind)
         if known.ended:
@@ -347,6 +342,7 @@ class OpenAIResponsesDecoder:
             # nothing; different, it replaces and says so), not dropped in silence.
             events.append(ArgumentsSnapshot(known.ref, text(item[kind.field], kind.field) or "", confirms=True))
         known.ended = True
+        self._open.drop(known)
         # An item the provider finished as incomplete, or ended while still in progress (OpenAI's way
         # with a call cut by max_output_tokens), is not a call to run, whole as its input may look.
         status = text(item.get("status"), "item.status")

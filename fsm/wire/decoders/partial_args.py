@@ -205,14 +205,16 @@ def _merge_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _merge(held: Any, value: Any) -> Any:
-    """A revisited container and what the revisit added; anything else: the later value wins."""
+    """A revisited container and what the revisit added, added to the container itself (a parse's
+    own, held nowhere else: copied at each revisit, one revisited again and again was copied whole
+    each time, quadratic in the revisits); anything else: the later value wins."""
     if isinstance(held, dict) and isinstance(value, dict):
-        out = dict(held)
         for key, item in value.items():
-            out[key] = _merge(out[key], item) if key in out else item
-        return out
+            held[key] = _merge(held[key], item) if key in held else item
+        return held
     if isinstance(held, list) and isinstance(value, list):
-        return held + value
+        held += value
+        return held
     return value
 
 
