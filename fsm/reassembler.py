@@ -70,6 +70,7 @@ from fsm.wire.sdk import sdk_payload, take_chat_chunk
 
 if TYPE_CHECKING:
     from fsm.engine.partial import PartialReader  # imported when a preview is first asked for
+    from fsm.engine.slot import Slot
 
 
 class Reassembler:
@@ -90,6 +91,7 @@ class Reassembler:
     _detector: Detector | None = None  # made by the first bytes: holds them until they tell the framing
     _unreadable = False  # the bytes are no framing (not-a-stream): the rest is not read
     _previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: its text's revision, reader
+    _placed: tuple[CallRef, Slot] | None = None  # the last snapshot's ref, and the call its text landed in
 
     def __init__(
         self,
@@ -565,9 +567,17 @@ class Reassembler:
             if isinstance(event, ArgumentsFragment):
                 landed = registry.arguments(event.ref, event.text, "fragment")
             elif isinstance(event, CallSeen):
-                landed = registry.call_seen(event.ref, event.item, announces=event.announces)
+                placed = self._placed
+                if placed is not None and placed[0] is event.ref and event.item is not None:
+                    # The item of the part whose text just landed (Gemini's code part: the text
+                    # decides the call, a resend included): it goes on that call, not on another
+                    # opened for it after the calls its lane has ended.
+                    landed = registry.seen_on(placed[1], event.ref, event.item)
+                else:
+                    landed = registry.call_seen(event.ref, event.item, announces=event.announces)
             else:
                 landed = registry.arguments(event.ref, event.text, "confirmation" if event.confirms else "snapshot")
+                self._placed = (event.ref, landed) if landed is not None else None
             if event.signature and landed is not None and landed.signature is None:
                 landed.signature = event.signature  # not identity: it rides on the call it came with
         elif isinstance(event, CallEnd):

@@ -115,6 +115,27 @@ def test_gemini_code_parts_in_separate_events_are_separate_whole_calls() -> None
     ]
 
 
+def test_gemini_code_part_resent_after_another_goes_on_its_own_call() -> None:
+    # A code part resent after a different one: its text is a resend of the first call (policy
+    # identical_text), and its sighting, which carries the part, went on a new call opened after
+    # the ended ones: a third server call with input '' that no code ever had.
+    first, second = ({"executableCode": {"language": "PYTHON", "code": code}} for code in ("print(1)", "print(2)"))
+    events = [gem(first), gem(second), gem({**first, "thoughtSignature": "sig"}), gem(finish="STOP")]
+    resent = run("gemini", events)
+    assert [(c.id, c.input, c.item) for c in resent.server_tool_calls] == [
+        ("server_call_0", "print(1)", first["executableCode"]),
+        ("server_call_1", "print(2)", second["executableCode"]),
+    ]
+    assert resent.server_tool_calls[0].thought_signature == "sig"  # it rides on the call its part landed in
+    assert "resend" in resent.codes()
+    again = run("gemini", events, policies=Policies(identical_text="new-call"))
+    assert [(c.input, c.item) for c in again.server_tool_calls] == [
+        ("print(1)", first["executableCode"]),
+        ("print(2)", second["executableCode"]),
+        ("print(1)", first["executableCode"]),
+    ]
+
+
 def test_gemini_a_b_b_gives_two_calls() -> None:
     result = run("gemini", [gem(fc("s", {"q": "A"})), gem(fc("s", {"q": "B"})), gem(fc("s", {"q": "B"}))])
     assert [c.arguments for c in result.calls] == [{"q": "A"}, {"q": "B"}]

@@ -127,6 +127,15 @@ class Registry:
             landed.item = item  # the latest word on the item wins
         return landed
 
+    def seen_on(self, slot: Slot, ref: CallRef, item: dict[str, Any]) -> Slot:
+        """A sighting of the call ``slot`` that the text of the same part just landed in (the part's
+        text first decides the call, a resend included): its metadata and ``item`` go on that call,
+        as call_seen() puts them on the open call it finds."""
+        self._metadata(slot, ref)
+        self._pending_header.pop(slot.lane, None)
+        slot.item = item
+        return slot
+
     def _seen(self, ref: CallRef, announces: bool, *, header: bool = True) -> Slot | None:
         lane, chain = self._chain(ref, None, announces=announces)
         if not chain:
