@@ -91,7 +91,7 @@ class Reassembler:
     _detector: Detector | None = None  # made by the first bytes: holds them until they tell the framing
     _unreadable = False  # the bytes are no framing (not-a-stream): the rest is not read
     _previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: its text's revision, reader
-    _placed: tuple[CallRef, Slot] | None = None  # the last snapshot's ref, and the call its text landed in
+    _placed: tuple[CallRef, Slot] | None = None  # a snapshot's ref and the call it landed in, for the next event
 
     def __init__(
         self,
@@ -558,6 +558,9 @@ class Reassembler:
 
     def _apply(self, event: Event) -> None:
         registry = self.registry
+        placed = self._placed
+        if placed is not None:  # it names the call of the event right after it only
+            self._placed = None
         if self._finish is not None and not isinstance(event, StreamEnd | UsageReport):
             self.ledger.diagnose("event-after-finish", f"{type(event).__name__} after the finish reason")
         # Most events of most streams: one exact type test instead of the union isinstance below.
@@ -567,11 +570,10 @@ class Reassembler:
             if isinstance(event, ArgumentsFragment):
                 landed = registry.arguments(event.ref, event.text, "fragment")
             elif isinstance(event, CallSeen):
-                placed = self._placed
-                if placed is not None and placed[0] is event.ref and event.item is not None:
-                    # The item of the part whose text just landed (Gemini's code part: the text
-                    # decides the call, a resend included): it goes on that call, not on another
-                    # opened for it after the calls its lane has ended.
+                if placed is not None and placed[0] is event.ref and event.item is not None and placed[1].finished:
+                    # The item of the part whose text just landed in a call already ended (Gemini's
+                    # code part resent: the text decides the call): it goes on that call, not on
+                    # another opened for it after the calls its lane has ended.
                     landed = registry.seen_on(placed[1], event.ref, event.item)
                 else:
                     landed = registry.call_seen(event.ref, event.item, announces=event.announces)
