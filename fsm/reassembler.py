@@ -91,7 +91,8 @@ class Reassembler:
     _detector: Detector | None = None  # made by the first bytes: holds them until they tell the framing
     _unreadable = False  # the bytes are no framing (not-a-stream): the rest is not read
     _previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: its text's revision, reader
-    _placed: tuple[CallRef, Slot] | None = None  # the last snapshot's ref, and the call its text landed in
+    _placed: tuple[CallRef, Slot, int] | None = None  # the last snapshot's ref, the call its text landed in, its event
+    _sighted: tuple[CallRef, int] | None = None  # the last sighting's ref, and its event
 
     def __init__(
         self,
@@ -568,16 +569,27 @@ class Reassembler:
                 landed = registry.arguments(event.ref, event.text, "fragment")
             elif isinstance(event, CallSeen):
                 placed = self._placed
-                if placed is not None and placed[0] is event.ref and event.item is not None:
+                if (
+                    placed is not None
+                    and placed[0] is event.ref
+                    and placed[2] == self._events
+                    and event.item is not None
+                ):
                     # The item of the part whose text just landed (Gemini's code part: the text
                     # decides the call, a resend included): it goes on that call, not on another
-                    # opened for it after the calls its lane has ended.
+                    # opened for it after the calls its lane has ended. Only within the event that
+                    # sent the text, and only where no sighting came before it: a Responses item
+                    # is sighted first, and its later sightings (its done after its added, or in
+                    # the same event) are routed as any sighting is.
                     landed = registry.seen_on(placed[1], event.ref, event.item)
                 else:
                     landed = registry.call_seen(event.ref, event.item, announces=event.announces)
+                self._sighted = (event.ref, self._events)
             else:
                 landed = registry.arguments(event.ref, event.text, "confirmation" if event.confirms else "snapshot")
-                self._placed = (event.ref, landed) if landed is not None else None
+                sighted = self._sighted
+                first = sighted is None or sighted[0] is not event.ref or sighted[1] != self._events
+                self._placed = (event.ref, landed, self._events) if landed is not None and first else None
             if event.signature and landed is not None and landed.signature is None:
                 landed.signature = event.signature  # not identity: it rides on the call it came with
         elif isinstance(event, CallEnd):
