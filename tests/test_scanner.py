@@ -259,6 +259,7 @@ def test_a_flat_object_is_recognised() -> None:
 @example('{"a": "}')
 @example('{"a": "x"}}')
 @example('{"a\\"": 1}')
+@example(' {"a": 1}')
 @settings(max_examples=400)
 def test_closes_flat_reads_as_the_scanner(text: str) -> None:
     """scanner.closes_flat lets a whole call's first text skip its scan (Slot.store_whole): it
@@ -267,7 +268,8 @@ def test_closes_flat_reads_as_the_scanner(text: str) -> None:
     but its first and last; it never says yes to other text (the scan decides those)."""
     scanner = Scanner()
     closed_at_end = scanner.feed(text) == len(text)
-    plain = text.count("{") + text.count("}") == 2 and not any(c in text for c in "[]\\")
+    # Its brackets first and last: the scanner skips whitespace before the value, closes_flat does not.
+    plain = text[:1] == "{" and text.count("{") + text.count("}") == 2 and not any(c in text for c in "[]\\")
     assert closes_flat(text) == (closed_at_end and plain), text
 
 
