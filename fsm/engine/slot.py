@@ -593,7 +593,7 @@ class Slot:
             value = None
         else:
             raw = self._text
-            if raw is None:  # text(), in line: a whole call's text is decoded here, once
+            if raw is None:  # text(), in line: a call's fragments are decoded here, once
                 ledger.work += self._length
                 raw = self._text = self._buf.decode("utf-8", "surrogatepass")
             value = flat_object(raw)
