@@ -570,7 +570,7 @@ def _identity(s: ModuleType) -> Any:
             s.Rule(
                 name="positional-fallback",
                 order=8,
-                reason="Only when both index and id are absent does the position within the event identify the call. A whole call (a Gemini part) that repeats the name and arguments of one seen in an earlier event only at another position takes that position, so identical_text decides it there: a batch resent in another order, or one call of a batch resent alone, is not a new call; two identical calls in one event stay two.",
+                reason="Only when both index and id are absent does the position within the event identify the call. A whole call (a Gemini part) that repeats the name and arguments of one seen in an earlier event only at another position takes that position (so does a Gemini code part that repeats the code of one), so identical_text decides it there: a batch resent in another order, or one call of a batch resent alone, is not a new call; two identical calls in one event stay two.",
             ),
             s.Rule(
                 name="duplicate-id-renamed",
@@ -1232,7 +1232,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (10546, 4230949145),
     "scanner": (4661, 4199472060),
-    "identity": (25151, 652767609),
+    "identity": (25209, 330607735),
     "history": (4059, 2702241000),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

@@ -136,6 +136,37 @@ def test_gemini_code_part_resent_after_another_goes_on_its_own_call() -> None:
     ]
 
 
+def test_gemini_code_parts_resent_anywhere_are_their_own_calls_and_results() -> None:
+    # Code parts streamed one per event (each at code position 0), then resent as one batch: the
+    # second sat at position 1 there, where no code had been, and became a third server call. Its
+    # result was then waited for again, and a result resent after other code was kept twice.
+    a, b = ({"executableCode": {"language": "PYTHON", "code": code}} for code in ("print(1)", "print(2)"))
+    ran_a, ran_b = ({"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": out}} for out in ("1", "2"))
+
+    def seen(result: Result) -> tuple[list[tuple[str, str | None, bool]], list[str]]:
+        calls = [(c.id, c.input, c.item is not None) for c in result.server_tool_calls]
+        return calls, [r.block["codeExecutionResult"]["output"] for r in result.server_tool_results]
+
+    two = ([("server_call_0", "print(1)", True), ("server_call_1", "print(2)", True)], ["1", "2"])
+    batch = run("gemini", [gem(a), gem(b), gem(a, b), gem(ran_a), gem(ran_b), gem(finish="STOP")])
+    assert seen(batch) == two and batch.codes().count("resend") == 2
+    again = run("gemini", [gem(a), gem(ran_a), gem(b), gem(ran_b), gem(a), gem(ran_a), gem(finish="STOP")])
+    assert seen(again) == two and again.codes().count("resend") == 2
+    empty = {"executableCode": {"language": "PYTHON", "code": ""}}  # no text to compare: its part decides
+    blank = run("gemini", [gem(a), gem(empty), gem(empty), gem(empty, a), gem(finish="STOP")])
+    assert seen(blank) == ([("server_call_0", "print(1)", True), ("server_call_1", "", True)], [])
+    # Two runs of the same code in one event stay two, with two results, and so when resent whole.
+    dice = [gem(a, a), gem(ran_a, ran_a)]
+    ids = ["server_call_0", "server_call_1"]
+    assert seen(run("gemini", dice * 2)) == ([(i, "print(1)", True) for i in ids], ["1", "1"])
+    # Under identical_text new-call the same code again is another run: it keeps its part (it went
+    # back without one) and its result is waited for.
+    new_call = Policies(identical_text="new-call")
+    assert seen(run("gemini", [gem(a), gem(a)], policies=new_call)) == ([(i, "print(1)", True) for i in ids], [])
+    rerun = run("gemini", [gem(a), gem(ran_a), gem(a), gem(ran_a)], policies=new_call)
+    assert seen(rerun) == ([(i, "print(1)", True) for i in ids], ["1", "1"])
+
+
 def test_gemini_a_b_b_gives_two_calls() -> None:
     result = run("gemini", [gem(fc("s", {"q": "A"})), gem(fc("s", {"q": "B"})), gem(fc("s", {"q": "B"}))])
     assert [c.arguments for c in result.calls] == [{"q": "A"}, {"q": "B"}]

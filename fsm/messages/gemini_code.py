@@ -22,7 +22,7 @@ def code_runs(result: Result) -> list[tuple[int | None, Message | list[Message]]
     if not result.server_tool_results:
         return []
     # the decoder's own check of the part, loaded only by a turn that has results to send back
-    from fsm.wire.decoders.gemini import code_result_fault
+    from fsm.wire.decoders._gemini_code import code_result_fault
 
     by_id: dict[str, list[int]] = {}
     for n, code in enumerate(codes):

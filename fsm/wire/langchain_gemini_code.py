@@ -45,7 +45,7 @@ def code_result(block: Mapping[str, Any], kind: Any, notes: list[tuple[str, str]
     ran = {"outcome": outcome} if outcome is not None else {}
     if output is not None:
         ran["output"] = output
-    from fsm.wire.decoders.gemini import code_result_fault  # a stream of no Gemini code loads no Gemini decoder
+    from fsm.wire.decoders._gemini_code import code_result_fault  # a stream of no Gemini code loads no Gemini decoder
 
     fault = code_result_fault(ran)
     if fault is not None:
@@ -60,7 +60,7 @@ def code_item(code: str, language: Any, kind: Any, notes: list[tuple[str, str]])
     of a wrong type: a number, a list), reported into ``notes`` as the decoder reports it."""
     language = getattr(language, "value", language)
     item = {"code": code} if language is None else {"language": language, "code": code}
-    from fsm.wire.decoders.gemini import code_part_fault
+    from fsm.wire.decoders._gemini_code import code_part_fault
 
     fault = code_part_fault(item)
     if fault is not None:

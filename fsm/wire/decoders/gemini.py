@@ -23,7 +23,9 @@ call's part (an opening or a whole call) ends it too: closed, or, cut inside a s
 An ``executableCode`` part is code Gemini runs itself (its code-execution tool): a server call of
 type ``executable_code`` named ``code_execution``, whose input is the code (the part kept whole as
 its ``item``), at its position among the event's code parts; the part is whole, so the call ends
-with it (an identical part resent is a resend). Its ``codeExecutionResult`` part is that call's
+with it. Without an id, the same code as a part of an earlier event takes that part's position, as a
+whole call does, so a resend is one call wherever it sits (policy ``identical_text``), its result
+not waited for again. Its ``codeExecutionResult`` part is that call's
 result (:class:`ServerResultBlock`, kept whole, placed among the parts), which the next turn sends
 back after its code. Any other part that is not text, a thought or a call (inline or file data) is
 not reassembled and is reported by its keys (``part-not-reassembled``).
@@ -58,12 +60,13 @@ from fsm.events import (
     CallSeen,
     Event,
     ReasoningDelta,
-    ServerResultBlock,
     StreamEnd,
     TextDelta,
     UsageReport,
 )
+from fsm.options import Policies
 from fsm.wire.decoders import error_message
+from fsm.wire.decoders._gemini_code import CodeRuns, code_part_fault, code_result_fault
 from fsm.wire.decoders._wire import GEMINI_FINISH, dumps, field, items, mapping, text
 from fsm.wire.decoders.partial_args import PartialArgsWriter
 
@@ -113,13 +116,15 @@ class GeminiDecoder:
     parts_placed = True
     """Its thought and text parts go back apart, in their places among the calls (TurnContent.place_by)."""
 
+    policies: Policies | None = None
+    """The stream's policies (``make_decoder`` sets them): ``identical_text`` says whether a code
+    part resent is another run, whose result is then waited for."""
+
     def __init__(self) -> None:
         self._run = 0  # the key of the latest run of thought or text parts
         self._run_thought: bool | None = None  # the kind of that run while it goes on; None: ended
         self._open: _Streaming | None = None
-        self._codes: dict[int, dict[str, Any]] = {}  # the last executableCode part at each position
-        self._waiting = 0  # code parts whose codeExecutionResult has not come yet
-        self._last_ran: dict[str, Any] | None = None  # the latest codeExecutionResult kept
+        self._runs: CodeRuns | None = None  # made by the first code part or result (most streams have none)
         # Where each whole call without an id (by the hash of its name and arguments: only a hint,
         # the registry compares the text) was seen in earlier events, and where in this event.
         self._seen_at: dict[int, dict[int, None]] = {}  # positions in order, each looked up at once
@@ -170,7 +175,7 @@ class GeminiDecoder:
                     elif (fault := code_result_fault(ran)) is not None:  # kept, it would go back as Gemini refuses it
                         unread = f"parts[{p}].codeExecutionResult.{fault}: the part is not read"
                         diagnose("part-not-reassembled", unread)
-                    elif not self._ran(ran, signature, events):
+                    elif not self._code_runs().ran(ran, signature, events):
                         diagnose("resend", f"parts[{p}], the codeExecutionResult kept last, came again: not added")
                     self._run_thought = None
                     continue
@@ -181,7 +186,7 @@ class GeminiDecoder:
                     if (fault := code_part_fault(code)) is not None:  # kept, it would go back as Gemini refuses it
                         diagnose("part-not-reassembled", f"parts[{p}].executableCode.{fault}: the part is not read")
                     else:
-                        events += self._code(code, code_position, signature)
+                        events += self._code_runs().part(code, code_position, signature, self._resend_position)
                     code_position += 1
                     self._run_thought = None
                     continue
@@ -299,36 +304,10 @@ class GeminiDecoder:
             self._top[key] = position
         return position
 
-    def _code(self, code: Mapping[str, Any], position: int, signature: str | None) -> list[Event]:
-        """The server call of an ``executableCode`` part: its code is the call's input, the part its
-        item. The part is whole, so the call ends with it: left open, the code of the next event at
-        this position replaced it in silence, and a later cut called code that ran truncated."""
-        code_id = text(code.get("id"), "executableCode.id")
-        ref = CallRef(None, code_id, "code_execution", position, True, "executable_code")
-        snapshot = ArgumentsSnapshot(ref, text(code.get("code"), "executableCode.code") or "")
-        part = dict(code)
-        if self._codes.get(position) == part:
-            # The same part again (a resent event): its text alone lets identical_text decide; a
-            # sighting would open another call after the ended one.
-            return [snapshot, CallEnd(ref)]
-        self._codes[position] = part
-        self._waiting += 1
-        return [snapshot, CallSeen(ref, signature, part), CallEnd(ref)]  # the text first: it decides the call
-
-    def _ran(self, outcome: Mapping[str, Any], signature: str | None, events: list[Event]) -> bool:
-        """A ``codeExecutionResult`` part: what the code Gemini ran gave, kept whole (in the REST
-        wire's name) so the turn goes back with it after its code. The same part again while no
-        new code waits for it is a resend (as its code's is), not a second result: False."""
-        block: dict[str, Any] = {"codeExecutionResult": dict(outcome)}
-        if signature is not None:
-            block["thoughtSignature"] = signature
-        if self._waiting:
-            self._waiting -= 1
-        elif block == self._last_ran:
-            return False
-        self._last_ran = block
-        events.append(ServerResultBlock(block))
-        return True
+    def _code_runs(self) -> CodeRuns:
+        if self._runs is None:
+            self._runs = CodeRuns(self.policies)
+        return self._runs
 
     def _end_open(self) -> list[Event]:
         """End the streamed call, if any, as another call's part arrives: closed as the empty
@@ -354,26 +333,6 @@ class GeminiDecoder:
             events.append(ArgumentsFragment(streaming.ref, tail))
         events.append(CallEnd(streaming.ref))
         return events
-
-
-def code_result_fault(ran: Mapping[str, Any]) -> str | None:
-    """What makes a ``codeExecutionResult`` no part to send back: its ``outcome`` (an enum's name),
-    ``output`` or ``id`` given as something other than text, named with its type; None if none is."""
-    return _fault(ran, ("outcome", "output", "id"))
-
-
-def code_part_fault(code: Mapping[str, Any]) -> str | None:
-    """What makes an ``executableCode`` part no part to send back: its ``code``, ``language`` (an
-    enum's name) or ``id`` given as something other than text (a number too), named with its type."""
-    return _fault(code, ("code", "language", "id"))
-
-
-def _fault(part: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
-    for key in keys:
-        value = part.get(key)
-        if value is not None and not isinstance(value, str):
-            return f"{key} is {type(value).__name__}, not a string"
-    return None
 
 
 _READ_KEYS = frozenset(
