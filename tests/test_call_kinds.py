@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from fsm import Reassembler
+from fsm import Limits, Reassembler
 from fsm.cli import main
 from fsm.engine.machine import slot_machine
 from fsm.errors import RemoteProtocolError, SpecError
@@ -21,6 +21,7 @@ from fsm.reemit import DeltaEmitter
 from fsm.results import CallStatus
 from fsm.serialize import result_to_json
 from fsm.spec import SPEC_DIR, load_machine, slot_spec
+from fsm.wire.decoders._responses_items import UnknownItems
 
 CREATED = {"type": "response.created", "response": {}}
 COMPLETED = {"type": "response.completed", "response": {}}
@@ -232,6 +233,25 @@ def test_an_unknown_item_at_an_output_index_that_is_no_integer_is_still_reported
     result = run([CREATED, {**added(0, item), "output_index": at}, {**item_done(0, item), "output_index": at}])
     assert [(d.event, d.code) for d in result.problems() if d.code == "unknown-item"] == [(2, "unknown-item")]
     assert f"at output_index {at}" in result.diagnostics[0].message
+
+
+def test_unknown_items_are_held_only_while_open() -> None:
+    # The output indexes of unknown items were kept for the whole stream, so it grew with every
+    # item of a type no reading knows. An item's done takes it out; the items still open are held
+    # up to a bound, past which one may be reported twice.
+    item = {"type": "teleport_call", "id": "t"}
+    r = Reassembler("openai-responses", limits=Limits(max_diagnostics_per_code=10**6))
+    r.feed(CREATED)
+    for at in range(5000):
+        r.feed(added(at, item))
+        r.feed(added(at, item))  # resent: said once
+        r.feed(item_done(at, item))
+    assert len(r._decoder._unknown._open) == 0  # type: ignore[union-attr]
+    for at in range(5000, 10000):
+        r.feed(added(at, item))
+    assert len(r._decoder._unknown._open) <= UnknownItems.OPEN  # type: ignore[union-attr]
+    result = r.close()
+    assert result.codes().count("unknown-item") == 10000
 
 
 def test_items_that_call_nothing_are_quiet() -> None:

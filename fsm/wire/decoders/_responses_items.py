@@ -204,3 +204,27 @@ class OpenItems:
     def of(self, call_type: str) -> Mapping[Item, None]:
         """The open items of ``call_type``, in no order that matters (only a sole one is taken)."""
         return self._by_type.get(call_type) or {}
+
+
+class UnknownItems:
+    """The output indexes of the items of unknown type announced and not yet done, so each such
+    item is reported once, though it is announced and finished. Its done takes it out: the set
+    holds only what the stream has open, and at most ``OPEN`` of that (past it, it starts again,
+    and an item may be reported twice; the diagnostics of one code are bounded anyway)."""
+
+    OPEN = 1024
+
+    def __init__(self) -> None:
+        self._open: set[int | str | None] = set()
+
+    def first_word(self, at: int | str | None, done: bool) -> bool:
+        """Whether the event of the item at ``at`` (``done``: its last) is the first word of it."""
+        if at in self._open:
+            if done:
+                self._open.discard(at)
+            return False
+        if not done:
+            if len(self._open) >= self.OPEN:
+                self._open.clear()
+            self._open.add(at)
+        return True

@@ -67,6 +67,7 @@ from fsm.wire.decoders._responses_items import (
     Item,
     ItemKind,
     OpenItems,
+    UnknownItems,
     done_again,
     final_word,
     kept,
@@ -92,7 +93,7 @@ class OpenAIResponsesDecoder:
         # Each item id's output indices, the latest last: two items may share one (a fault of the
         # server's), and input naming only that id goes to the latest of them still open
         self._index_of_item: dict[str, dict[int, None]] = {}
-        self._unknown: set[int | str | None] = set()
+        self._unknown = UnknownItems()
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         kind = str(payload.get("type", ""))
@@ -169,8 +170,11 @@ class OpenAIResponsesDecoder:
         item = self._items.get(at)
         return None if item is None else (item.ref, piece)
 
-    def _known(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> tuple[Any, ItemKind | None]:
-        """The item of an output_item event and what kind of call it is (None: it calls nothing)."""
+    def _known(
+        self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None], *, done: bool = False
+    ) -> tuple[Any, ItemKind | None]:
+        """The item of an output_item event (``done``: its last) and what kind of call it is (None:
+        it calls nothing)."""
         item = mapping(payload.get("item"), "item")
         item_type = str(item.get("type"))
         kind = CALL_ITEMS.get(item_type)
@@ -179,8 +183,7 @@ class OpenAIResponsesDecoder:
         if kind is None and item_type not in QUIET_ITEMS:
             at = payload.get("output_index")
             seen = at if at is None or type(at) is int else repr(at)  # a list or object index must not raise here
-            if seen not in self._unknown:  # once per item, though it is announced and finished
-                self._unknown.add(seen)
+            if self._unknown.first_word(seen, done):  # once per item, though it is announced and finished
                 diagnose("unknown-item", f"Responses output item type {item_type!r} at output_index {at}")
         return item, kind
 
@@ -299,7 +302,7 @@ class OpenAIResponsesDecoder:
         return None
 
     def _item_done(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
-        item, kind = self._known(payload, diagnose)
+        item, kind = self._known(payload, diagnose, done=True)
         if kind is None:
             return []
         known = self._item(payload, diagnose)
