@@ -94,7 +94,7 @@ def test_a_resent_result_is_one_result() -> None:
     result = fsm.reassemble(events, "gemini")
     assert len(result.server_tool_results) == 1
     (resent,) = [d for d in result.diagnostics if d.code == "resend"]
-    assert (resent.event, resent.message) == (3, "parts[0], the codeExecutionResult kept last, came again: not added")
+    assert (resent.event, resent.message) == (3, "parts[0], a codeExecutionResult kept before, came again: not added")
     assert next_parts(events) == [code("print(1)"), ran("1\n"), {"text": "One."}]
     # the same output from new code is that code's result
     again = [gem(code("print(1)")), gem(ran("1\n")), gem(code("print(0 + 1)")), gem(ran("1\n")), gem(finish="STOP")]

@@ -230,6 +230,29 @@ GEMINI = {
             event("gemini-2.5-flash", [part("It is 5. ")], "STOP"),
         ]
     ),
+    # code streamed one part an event, then resent as one batch: the second was a third server call
+    "code-resent-as-a-batch": gemini_sse(
+        [
+            event("gemini-2.5-flash", [code("print(1)")]),
+            event("gemini-2.5-flash", [code("print(2)")]),
+            event("gemini-2.5-flash", [code("print(1)"), code("print(2)")]),
+            event("gemini-2.5-flash", [outcome("1\n")]),
+            event("gemini-2.5-flash", [outcome("2\n")]),
+            event("gemini-2.5-flash", [part("Done.")], "STOP"),
+        ]
+    ),
+    # code and its result resent after other code ran: the result was kept twice
+    "code-and-result-resent-after-other-code": gemini_sse(
+        [
+            event("gemini-2.5-flash", [code("print(1)")]),
+            event("gemini-2.5-flash", [outcome("1\n")]),
+            event("gemini-2.5-flash", [code("print(2)")]),
+            event("gemini-2.5-flash", [outcome("2\n")]),
+            event("gemini-2.5-flash", [code("print(1)")]),
+            event("gemini-2.5-flash", [outcome("1\n")]),
+            event("gemini-2.5-flash", [part("Done.")], "STOP"),
+        ]
+    ),
 }
 
 

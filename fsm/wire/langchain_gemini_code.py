@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fsm.events import CallRef, Event, ServerResultBlock
+from fsm.wire.decoders._gemini_code import CodeRuns, code_part_fault, code_result_fault
 
 OUTCOMES = {0: "OUTCOME_UNSPECIFIED", 1: "OUTCOME_OK", 2: "OUTCOME_FAILED", 3: "OUTCOME_DEADLINE_EXCEEDED"}
 """google-genai's ``Outcome`` by number, as the REST wire names it."""
@@ -45,8 +46,6 @@ def code_result(block: Mapping[str, Any], kind: Any, notes: list[tuple[str, str]
     ran = {"outcome": outcome} if outcome is not None else {}
     if output is not None:
         ran["output"] = output
-    from fsm.wire.decoders._gemini_code import code_result_fault  # a stream of no Gemini code loads no Gemini decoder
-
     fault = code_result_fault(ran)
     if fault is not None:
         notes.append(("part-not-reassembled", f"a {kind!r} content block whose {fault}: it is not read"))
@@ -60,7 +59,6 @@ def code_item(code: str, language: Any, kind: Any, notes: list[tuple[str, str]])
     of a wrong type: a number, a list), reported into ``notes`` as the decoder reports it."""
     language = getattr(language, "value", language)
     item = {"code": code} if language is None else {"language": language, "code": code}
-    from fsm.wire.decoders._gemini_code import code_part_fault
 
     fault = code_part_fault(item)
     if fault is not None:
@@ -74,13 +72,19 @@ _MADE_UP = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[
 
 
 class GeminiSeen:
-    """What a ChatGoogleGenerativeAI stream's earlier chunks leave to later ones: the code block at
-    each position, and each call under a made-up id."""
+    """What a ChatGoogleGenerativeAI stream's earlier chunks leave to later ones: each code block's
+    call, each call under a made-up id, and what the code results wait for."""
 
-    __slots__ = ("calls", "codes")
+    __slots__ = ("_runs", "_starts", "_taken", "calls", "codes", "id_codes")
 
     def __init__(self) -> None:
-        self.codes: dict[int, tuple[dict[str, Any], CallRef]] = {}  # the last code block at each position
+        # The calls of the code blocks under made-up ids (or none), by their code: in order, and
+        # where each first sat (its number in that order, per position); as ``calls`` are kept.
+        self.codes: dict[tuple[str, str], tuple[list[CallRef], dict[int, list[int]]]] = {}
+        self.id_codes: set[tuple[str, str]] = set()  # (id, code) of each code block under a Gemini id
+        self._taken: set[tuple[tuple[str, str], int]] = set()  # the earlier code calls this chunk took
+        self._starts: dict[tuple[tuple[str, str], int | None], int] = {}  # see _untaken
+        self._runs: CodeRuns | None = None
         # (name, argument text) of each call under a made-up id: its first entries in order, and
         # where each of them sat (their numbers in that order, per position)
         self.calls: dict[tuple[str, str], tuple[list[Mapping[str, Any]], dict[int, list[int]]]] = {}
@@ -89,6 +93,10 @@ class GeminiSeen:
         """The chunk's ``tool_call_chunks`` entries (by position) that repeat a call of an earlier
         chunk under a new made-up id, each with that call's first entry (its id, and LangChain's
         index, which counts on across the chunks); the others are remembered."""
+        # The last read of each chunk (after its blocks: read_in_places): what its code blocks took
+        # of earlier code calls is taken no more.
+        self._taken.clear()
+        self._starts.clear()
         found: dict[int, Mapping[str, Any]] = {}
         taken: set[tuple[tuple[str, str], int]] = set()  # the earlier calls this chunk's entries took
         # Where the search for an earlier call not taken yet starts, per call and per call and position:
@@ -116,6 +124,44 @@ class GeminiSeen:
             places.setdefault(at, []).append(len(firsts))
             firsts.append(entry)
         return found
+
+    def code_call(self, code: str, made: CallRef) -> tuple[CallRef, bool]:
+        """The call of a code block (``made``: its own, at its place among the chunk's code blocks),
+        and whether it resends one of an earlier chunk. Under LangChain's made-up id (or none), the
+        block takes the call of an earlier block with the same code seen at its place, else the first
+        such call this chunk has not taken, as the Gemini decoder places a code part without an id;
+        with none left it is a call of its own. Under a Gemini id, the same id and code again is the
+        resend (the registry finds it by the id)."""
+        if self._runs is None:
+            self._runs = CodeRuns(None)
+        if made.id is not None and not _MADE_UP.fullmatch(made.id):
+            resent = (made.id, code) in self.id_codes
+            self.id_codes.add((made.id, code))
+            self._runs.expect(not resent)
+            return made, resent
+        key = ("executable_code", code)
+        calls, places = self.codes.get(key, ((), {}))
+        earlier = _untaken(key, places.get(made.index or 0, ()), made.index, self._taken, self._starts)
+        if earlier is None:
+            earlier = _untaken(key, range(len(calls)), None, self._taken, self._starts)
+        if earlier is None:
+            calls, places = self.codes.setdefault(key, ([], {}))
+            earlier = len(calls)
+            places.setdefault(made.index or 0, []).append(earlier)
+            calls.append(made)
+        self._taken.add((key, earlier))
+        self._runs.expect(calls[earlier] is made)
+        return calls[earlier], calls[earlier] is not made
+
+    def kept(self, results: list[Event], notes: list[tuple[str, str]]) -> list[Event]:
+        """The code results of a block (``code_result``) that are results to keep (CodeRuns.fresh);
+        one said again while no code waits is a resend, reported into ``notes``."""
+        if self._runs is None:
+            self._runs = CodeRuns(None)
+        fresh = [event for event in results if type(event) is not ServerResultBlock or self._runs.fresh(event.block)]
+        if len(fresh) < len(results):
+            notes.append(("resend", "a code_execution_result block, a result kept before, came again: not added"))
+        return fresh
 
 
 def _untaken(

@@ -275,7 +275,7 @@ def _gemini_other(block: Mapping[str, Any], kind: str, stream: LangChainStream, 
     the decoder reports a part it does not read."""
     stream.run_thought = None  # a part between the runs
     if (outcome := code_result(block, kind, stream.notes)) is not None:
-        return outcome  # placed by the reassembler, as the decoder's
+        return stream.gemini.kept(outcome, stream.notes)  # placed by the reassembler, as the decoder's
     args = block.get("args") if kind == "server_tool_call" else block
     ran = kind == "executable_code" or block.get("name") == "code_interpreter"
     args = args if ran and isinstance(args, Mapping) else {}
@@ -286,11 +286,10 @@ def _gemini_other(block: Mapping[str, Any], kind: str, stream: LangChainStream, 
     item = code_item(code, args.get("language"), kind, stream.notes)
     if item is None:
         return []
-    last = stream.gemini.codes.get(position)
-    if last is not None and last[0] == item:  # its text alone lets identical_text decide; a sighting opens another
-        return [ArgumentsSnapshot(last[1], code), CallEnd(last[1])]
-    ref = CallRef(None, _str(block.get("id")), "code_execution", position, True, "executable_code")
-    stream.gemini.codes[position] = item, ref
+    made = CallRef(None, _str(block.get("id")), "code_execution", position, True, "executable_code")
+    ref, resent = stream.gemini.code_call(code, made)
+    if resent:  # under the call's own id: its text alone lets identical_text decide; a sighting opens another
+        return [ArgumentsSnapshot(ref, code), CallEnd(ref)]
     return [ArgumentsSnapshot(ref, code), CallSeen(ref, None, item), CallEnd(ref)]
 
 

@@ -48,12 +48,11 @@ class CodeRuns:
             position = resend_position(hash((True, "executable_code", source)), position)
         ref = CallRef(None, code_id, "code_execution", position, True, "executable_code")
         seen = (code_id, None if code_id is not None else position, source)
-        if seen not in self._seen:
+        new = seen not in self._seen
+        if new:
             self._seen.add(seen)
-            self._waiting += 1
-        elif self._rerun:
-            self._waiting += 1
-        elif not source:
+        self.expect(new)
+        if not new and not self._rerun and not source:
             # Empty code lands in no call (no text to compare), so its sighting would open another
             # one after the call it resends: the resend is only ended.
             return [ArgumentsSnapshot(ref, source), CallEnd(ref)]
@@ -61,21 +60,34 @@ class CodeRuns:
         # the call the text landed in, a resend's too (Reassembler._apply).
         return [ArgumentsSnapshot(ref, source), CallSeen(ref, signature, dict(code)), CallEnd(ref)]
 
+    def expect(self, new: bool) -> None:
+        """A code part, ``new`` unless it resends one: a new one (under identical_text new-call, any)
+        waits for its result."""
+        if new or self._rerun:
+            self._waiting += 1
+
     def ran(self, outcome: Mapping[str, Any], signature: str | None, events: list[Event]) -> bool:
         """A ``codeExecutionResult`` part: what the code Gemini ran gave, kept whole (in the REST
-        wire's name) so the turn goes back with it after its code. A part saying what one kept
-        before said, while no new code waits for it, is a resend (as its code's is), not a second
-        result: False."""
+        wire's name) so the turn goes back with it after its code; False for a resend (see fresh)."""
         block: dict[str, Any] = {"codeExecutionResult": dict(outcome)}
         if signature is not None:
             block["thoughtSignature"] = signature
-        said = (outcome.get("outcome"), outcome.get("output"), outcome.get("id"), signature)
+        if not self.fresh(block):
+            return False
+        events.append(ServerResultBlock(block))
+        return True
+
+    def fresh(self, block: Mapping[str, Any]) -> bool:
+        """Whether a result's part is a result to keep: any while code waits for one; else only one
+        saying what no result kept before said. The same again with no new code waiting is a resend,
+        as its code's is, not a second result."""
+        ran = block["codeExecutionResult"]
+        said = (ran.get("outcome"), ran.get("output"), ran.get("id"), block.get("thoughtSignature"))
         if self._waiting:
             self._waiting -= 1
         elif said in self._kept:
             return False
         self._kept.add(said)
-        events.append(ServerResultBlock(block))
         return True
 
 

@@ -176,7 +176,7 @@ class GeminiDecoder:
                         unread = f"parts[{p}].codeExecutionResult.{fault}: the part is not read"
                         diagnose("part-not-reassembled", unread)
                     elif not self._code_runs().ran(ran, signature, events):
-                        diagnose("resend", f"parts[{p}], the codeExecutionResult kept last, came again: not added")
+                        diagnose("resend", f"parts[{p}], a codeExecutionResult kept before, came again: not added")
                     self._run_thought = None
                     continue
                 code = field(part, "executableCode", "executable_code")
