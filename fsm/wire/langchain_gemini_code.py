@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsm.events import CallRef, Event, ServerResultBlock
-from fsm.wire.decoders._gemini_code import CodeRuns, code_part_fault, code_result_fault
+
+if TYPE_CHECKING:  # loaded by a stream's first Gemini code block: most streams have none
+    from fsm.wire.decoders._gemini_code import CodeRuns
 
 OUTCOMES = {0: "OUTCOME_UNSPECIFIED", 1: "OUTCOME_OK", 2: "OUTCOME_FAILED", 3: "OUTCOME_DEADLINE_EXCEEDED"}
 """google-genai's ``Outcome`` by number, as the REST wire names it."""
@@ -46,6 +48,8 @@ def code_result(block: Mapping[str, Any], kind: Any, notes: list[tuple[str, str]
     ran = {"outcome": outcome} if outcome is not None else {}
     if output is not None:
         ran["output"] = output
+    from fsm.wire.decoders._gemini_code import code_result_fault  # loaded by a stream's first code result
+
     fault = code_result_fault(ran)
     if fault is not None:
         notes.append(("part-not-reassembled", f"a {kind!r} content block whose {fault}: it is not read"))
@@ -59,6 +63,8 @@ def code_item(code: str, language: Any, kind: Any, notes: list[tuple[str, str]])
     of a wrong type: a number, a list), reported into ``notes`` as the decoder reports it."""
     language = getattr(language, "value", language)
     item = {"code": code} if language is None else {"language": language, "code": code}
+
+    from fsm.wire.decoders._gemini_code import code_part_fault
 
     fault = code_part_fault(item)
     if fault is not None:
@@ -132,12 +138,11 @@ class GeminiSeen:
         such call this chunk has not taken, as the Gemini decoder places a code part without an id;
         with none left it is a call of its own. Under a Gemini id, the same id and code again is the
         resend (the registry finds it by the id)."""
-        if self._runs is None:
-            self._runs = CodeRuns(None)
+        runs = self._code_runs()
         if made.id is not None and not _MADE_UP.fullmatch(made.id):
             resent = (made.id, code) in self.id_codes
             self.id_codes.add((made.id, code))
-            self._runs.expect(not resent)
+            runs.expect(not resent)
             return made, resent
         key = ("executable_code", code)
         calls, places = self.codes.get(key, ((), {}))
@@ -150,18 +155,24 @@ class GeminiSeen:
             places.setdefault(made.index or 0, []).append(earlier)
             calls.append(made)
         self._taken.add((key, earlier))
-        self._runs.expect(calls[earlier] is made)
+        runs.expect(calls[earlier] is made)
         return calls[earlier], calls[earlier] is not made
 
     def kept(self, results: list[Event], notes: list[tuple[str, str]]) -> list[Event]:
         """The code results of a block (``code_result``) that are results to keep (CodeRuns.fresh);
         one said again while no code waits is a resend, reported into ``notes``."""
-        if self._runs is None:
-            self._runs = CodeRuns(None)
-        fresh = [event for event in results if type(event) is not ServerResultBlock or self._runs.fresh(event.block)]
+        runs = self._code_runs()
+        fresh = [event for event in results if type(event) is not ServerResultBlock or runs.fresh(event.block)]
         if len(fresh) < len(results):
             notes.append(("resend", "a code_execution_result block, a result kept before, came again: not added"))
         return fresh
+
+    def _code_runs(self) -> CodeRuns:
+        if self._runs is None:
+            from fsm.wire.decoders._gemini_code import CodeRuns
+
+            self._runs = CodeRuns(None)
+        return self._runs
 
 
 def _untaken(

@@ -25,10 +25,11 @@ type ``executable_code`` named ``code_execution``, whose input is the code (the 
 its ``item``), at its position among the event's code parts; the part is whole, so the call ends
 with it. Without an id, the same code as a part of an earlier event takes that part's position, as a
 whole call does, so a resend is one call wherever it sits (policy ``identical_text``), its result
-not waited for again. Its ``codeExecutionResult`` part is that call's
-result (:class:`ServerResultBlock`, kept whole, placed among the parts), which the next turn sends
-back after its code. Any other part that is not text, a thought or a call (inline or file data) is
-not reassembled and is reported by its keys (``part-not-reassembled``).
+not waited for again. Its ``codeExecutionResult`` part is that call's result
+(:class:`ServerResultBlock`, kept whole, placed among the parts), which the next turn sends back
+after its code (:mod:`fsm.wire.decoders._gemini_code`). Any other part that is not text, a thought
+or a call (inline or file data) is not reassembled and is reported by its keys
+(``part-not-reassembled``).
 
 Thought and text parts go back as parts of their own, each signature on the part it came on (Gemini
 refuses a signature moved off its part, and a call's must not be merged into another part): a run of
