@@ -67,3 +67,10 @@ class LimitExceeded(RemoteProtocolError):
 
 class StateError(LocalProtocolError):
     """An event the slot machine does not accept in its current state reached it."""
+
+
+def shown(value: object, room: int = 80) -> str:
+    """``repr(value)`` as an error's message names a value of the wrong kind: at most ``room``
+    characters, then how long it was (a megabyte string, a number of thousands of digits)."""
+    text = repr(value)
+    return text if len(text) <= room else f"{text[:room]}... ({len(text)} characters)"

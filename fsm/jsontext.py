@@ -205,10 +205,12 @@ _EVENT_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # conf
 
 
 def loads_event(text: str) -> Any:
-    """``json.loads(text)``, the same value or the same error, for a wire event. Text that is one
-    object from its first character to its last (nearly every event) is scanned directly, without
-    the layers json.loads puts around its scanner (BOM and whitespace checks, which such text
-    passes); anything else, or any error, is left to json.loads itself."""
+    """``json.loads(text)``, the same value or the same error, for a wire event, but for an integer
+    longer than Python's int-string conversion limit: valid JSON, kept as a :class:`decimal.Decimal`
+    of its digits (:func:`exact_int`), as argument text keeps it, where json.loads refuses the
+    event. Text that is one object from its first character to its last (nearly every event) is
+    scanned directly, without the layers json.loads puts around its scanner (BOM and whitespace
+    checks, which such text passes); anything else, or any error, is left to json.loads itself."""
     if text.startswith("{"):
         try:
             value, end = _EVENT_SCAN(text, 0)
@@ -217,7 +219,12 @@ def loads_event(text: str) -> Any:
         else:
             if end == len(text):
                 return value
-    return json.loads(text)
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        if "integer string conversion" not in str(exc):
+            raise
+    return json.loads(text, parse_int=exact_int)  # the digits kept, read only for such an event
 
 
 _PREFIX = json.JSONDecoder(parse_constant=_refuse_constant)

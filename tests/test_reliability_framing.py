@@ -12,11 +12,13 @@ import json
 import os
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import fsm
 from fsm import (
     ArgumentsFragment,
     CallRef,
@@ -235,6 +237,39 @@ def bedrock_stream() -> bytes:
         {"messageStop": {"stopReason": "tool_use"}},
     ]
     return b"".join(aws_message(json.dumps(next(iter(e.values()))).encode(), next(iter(e))) for e in events)
+
+
+def test_an_event_holding_an_integer_past_the_int_string_limit_is_read_as_its_dict_is() -> None:
+    # Valid JSON that json.loads refuses (Python's int-string conversion limit): the event was
+    # skipped (bad-event), so the call it carried was lost, where the same event fed as a dict (an
+    # int held as a number) was read. Now its digits are kept (a Decimal), as argument text keeps them.
+    digits = "9" * 5000
+    huge = 10**5000 - 1  # the same number, made without the text conversion the limit guards
+    call = chunk(tc(0, id="c1", name="f", args='{"n": 1}'))
+    fed = [{**call, "x": huge}, chunk(finish="tool_calls")]
+    wire = sse([{**call, "x": "HUGE"}, chunk(finish="tool_calls")]).replace(b'"HUGE"', digits.encode())
+    from_dicts, from_bytes = fsm.reassemble(fed), fsm.reassemble(wire)
+    assert summary(from_bytes) == summary(from_dicts) == ([("f", "complete", '{"n": 1}')], [])
+    # Whole Gemini arguments hold the number: the call's are the dict's, its digits exact.
+    part = {"functionCall": {"name": "f", "args": {"n": "HUGE"}}}
+    gemini = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}]}
+    wire = sse([gemini]).replace(b'"HUGE"', digits.encode())
+    fed_part = {"functionCall": {"name": "f", "args": {"n": huge}}}
+    fed_gemini = {"candidates": [{**gemini["candidates"][0], "content": {"role": "model", "parts": [fed_part]}}]}
+    (read,), (given,) = fsm.reassemble(wire, "gemini").calls, fsm.reassemble([fed_gemini], "gemini").calls
+    assert read.arguments == given.arguments == {"n": Decimal(digits)}
+    assert read.arguments_json == given.arguments_json == '{"n": ' + digits + "}"
+    # Bedrock's binary event stream reads its payloads so too.
+    frames = bedrock_stream().split(b"contentBlockStop", 1)
+    usage = aws_message(b'{"usage": {"inputTokens": ' + digits.encode() + b"}}", "metadata")
+    result = fsm.reassemble(frames[0] + b"contentBlockStop" + frames[1] + usage, "bedrock")
+    assert summary(result) == ([("f", "complete", '{"x": 1}')], []) and result.usage == {"inputTokens": Decimal(digits)}
+    # A number of the wrong kind is named briefly, not written out whole.
+    index = sse([chunk(tc(0, id="c1", name="f", args="{}")), chunk(finish="tool_calls")])
+    r = fsm.Reassembler("openai-chat")
+    with pytest.raises(RemoteProtocolError) as raised:
+        r.feed_bytes(index.replace(b'"index": 0, "id"', b'"index": ' + digits.encode() + b', "id"'))
+    assert "(5011 characters), not an integer" in str(raised.value) and len(str(raised.value)) < 300
 
 
 def test_a_bom_is_accepted_for_every_framing() -> None:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fsm.errors import FramingError
-from fsm.jsontext import nesting_exceeds
+from fsm.jsontext import loads_event, nesting_exceeds
 from fsm.wire.faults import Fault, Payload, decode_utf8, too_long
 
 _AWS_SMALLEST = 16  # a prelude (12 bytes) and the message CRC (4)
@@ -101,7 +101,7 @@ class AWSEventStreamFramer:
         if exception:
             return _error(kind, None, text)
         try:
-            body = json.loads(text)
+            body = loads_event(text)  # an integer past the int-string limit kept, as any framing's event keeps it
         except ValueError as exc:
             return Fault(f"{kind} payload is not JSON: {exc}", skippable=True)
         invoke = kind == "chunk"  # no ConverseStream event has this name
@@ -111,7 +111,7 @@ class AWSEventStreamFramer:
             return Fault(_MIXED[self.invoke].format(kind), skippable=True)
         if invoke:
             return invoke_event(body, self._max)
-        return json.dumps({kind: body})
+        return f"{{{json.dumps(kind)}: {text}}}"  # the payload as it came (not written anew), under its name
 
     def close(self) -> list[Payload]:
         if self._held:

@@ -6,7 +6,7 @@ import heapq
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.errors import RemoteProtocolError
+from fsm.errors import RemoteProtocolError, shown
 from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta
 from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import plain_dumps
@@ -52,7 +52,7 @@ def index(value: Any, what: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise RemoteProtocolError(f"{what} is {value!r}, not an integer")
+        raise RemoteProtocolError(f"{what} is {shown(value)}, not an integer")
     return value
 
 

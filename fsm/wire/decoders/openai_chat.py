@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fsm.errors import RemoteProtocolError
+from fsm.errors import RemoteProtocolError, shown
 from fsm.events import (
     ArgumentsFragment,
     ArgumentsSnapshot,
@@ -302,7 +302,7 @@ def _index(value: Any, position: int) -> int | None:
     if value is None or type(value) is int:
         return value
     if isinstance(value, bool) or not isinstance(value, int):
-        raise RemoteProtocolError(f"tool_calls[{position}].index is {value!r}, not an integer")
+        raise RemoteProtocolError(f"tool_calls[{position}].index is {shown(value)}, not an integer")
     return value
 
 
