@@ -2,7 +2,9 @@
 many Gemini code parts under one id, many calls renamed from one long id, a built-in call's action
 holding a huge value its tool cannot take. Work is counted (the ledger's count of characters and
 routing candidates visited, or the steps an id search takes), or, where nothing counts it, compared
-loosely at 1x and 8x the input."""
+loosely at 1x and 8x the input. What the registry keeps to route resends is bounded by the calls
+and the texts they hold, not the events (a call replaced again and again), and routes as a walk of
+the lane would."""
 
 from __future__ import annotations
 
@@ -496,3 +498,43 @@ def test_the_resend_index_routes_as_a_walk_of_the_lane(monkeypatch: pytest.Monke
     assert _WalkedLanes.walks > 5_000  # the lookups of the index, each one a walk here
     differing = [seed for seed, (a, b) in enumerate(zip(indexed, walked, strict=True)) if a != b]
     assert differing == []
+
+
+@pytest.mark.parametrize("first", ['{"x": 1}', '{"x": 3}'], ids=["it-held-that-text-before", "it-never-did"])
+def test_a_header_held_for_the_next_call_names_it_whatever_the_call_before_it_held(first: str) -> None:
+    # a was listed under {"x": 1} still, once replaced: the snapshot after the header went back
+    # into a (two calls) if a had ever held it, else opened the call the header names (three)
+    events = [
+        chunk(tc(0, id="b", name="f", args='{"y": 0}')),
+        chunk(tc(0, id="a", name="f", args=first)),
+        chunk({"index": 0, "id": "a", "function": {"arguments": {"x": 2}}}),
+        chunk(tc(0, id="a", name="f")),  # after a's complete value: held for the next call (metadata-once)
+        chunk({"index": 0, "function": {"arguments": {"x": 1}}}),
+        chunk(finish="tool_calls"),
+    ]
+    r = fsm.Reassembler("openai-chat")
+    for event in events:
+        r.feed(event)
+    calls = r.close().calls
+    assert [(c.id, c.wire_id, c.arguments) for c in calls] == [
+        ("b", "b", {"y": 0}),
+        ("a", "a", {"x": 2}),
+        ("a_d2", "a", {"x": 1}),
+    ]
+
+
+@pytest.mark.parametrize("text", ['{"x": 1}', '{"x": 2}'], ids=["the-text-it-held-before", "another"])
+def test_text_after_a_call_replaced_by_an_open_value_goes_to_the_newest_call_alone(text: str) -> None:
+    # a, replaced by a value still open, took the text as its own continuation (not the newest
+    # call of its lane, b) only if it had once held that very text
+    events = [
+        ArgumentsFragment(CallRef(0, "a", "f"), '{"x": 1}'),
+        ArgumentsFragment(CallRef(0, "b", "f"), '{"y": 0}'),
+        ArgumentsSnapshot(CallRef(0, "a"), '{"x": '),
+        ArgumentsFragment(CallRef(0), text),
+    ]
+    r = fsm.Reassembler("anthropic")
+    for event in events:
+        r.feed(event)
+    calls = r.close().calls
+    assert [(c.id, c.arguments_json) for c in calls] == [("a", '{"x": '), ("b", '{"y": 0}'), ("call_2", text)]

@@ -761,17 +761,19 @@ class Registry:
         key = self._held_under.pop(slot, None)
         if key is None:
             return
+        holding = self._holding
         both = self._slot_lanes.get(slot) if self._slot_lanes else None
         for each in both or (slot.lane,):
-            holders = self._holding.get((each, key))
-            if holders:
+            holders = holding.get((each, key), ())
+            if len(holders) == 1:  # nearly always: no other call holds the text
+                if holders[0] is slot:
+                    del holding[(each, key)]
+            elif holders:
                 at = bisect_left(holders, slot.ordinal, key=_ordinal)
                 while at < len(holders) and holders[at] is not slot and holders[at].ordinal == slot.ordinal:
                     at += 1
                 if at < len(holders) and holders[at] is slot:
                     del holders[at]
-                    if not holders:
-                        del self._holding[(each, key)]
 
     def _own(self, table: str) -> dict[Any, Any]:
         """This stream's own ``table`` (one of the resend tables), made at its first write."""
