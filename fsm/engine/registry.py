@@ -538,8 +538,9 @@ class Registry:
             # Text for a call still open continues it, even if it happens to equal an earlier call.
             chain = chain[-1:]
         elif len(chain) > 1 and chain is self._lanes.get(lane):
-            # A whole lane: only its newest call can be unfinished, and only calls holding this very
-            # text can be resent. Same order as walking the lane, without the walk.
+            # A whole lane: only its newest call is asked whether it is open (the rules' flow), and
+            # only calls holding this very text now can be resent. Same order as walking the lane,
+            # without the walk.
             holding = self._holding.get((lane, self._look_up(text)), [])
             chain = [*holding, chain[-1]] if chain[-1].unfinished else holding
         elif len(chain) > 1 and ref.id is not None and chain is self._under_id(ref.id, ref.index):
