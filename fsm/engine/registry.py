@@ -60,6 +60,8 @@ class Registry:
     of those, so routing never walks a lane's earlier calls one by one."""
     _slot_lanes: dict[Slot, tuple[Lane, Lane]] = _NONE  # type: ignore[assignment]
     """The calls in two lanes (no index), and their lanes."""
+    _held_under: dict[Slot, bytes] = _NONE  # type: ignore[assignment]
+    """The key each call is listed under in _holding: the text it holds now, one at a time (_unhold)."""
     _indexed: dict[Slot, tuple[int, int, bytes]] = _NONE  # type: ignore[assignment]
     """Each indexed call's text as last indexed: its length and revision (which together tell
     whether the text changed since: it only grows, or is replaced) and its digest."""
@@ -536,8 +538,9 @@ class Registry:
             # Text for a call still open continues it, even if it happens to equal an earlier call.
             chain = chain[-1:]
         elif len(chain) > 1 and chain is self._lanes.get(lane):
-            # A whole lane: only its newest call can be unfinished, and only calls holding this very
-            # text can be resent. Same order as walking the lane, without the walk.
+            # A whole lane: only its newest call is asked whether it is open (the rules' flow), and
+            # only calls holding this very text now can be resent. Same order as walking the lane,
+            # without the walk.
             holding = self._holding.get((lane, self._look_up(text)), [])
             chain = [*holding, chain[-1]] if chain[-1].unfinished else holding
         elif len(chain) > 1 and ref.id is not None and chain is self._under_id(ref.id, ref.index):
@@ -702,6 +705,8 @@ class Registry:
         if why is not None:
             self.ledger.apply("snapshot-resend")
             self.ledger.diagnose("arguments-replaced", f"call {slot.id}: {why}")
+        if self._held_under:  # it no longer holds the text it is listed under
+            self._unhold(slot)
         self.machine.fire(slot, "replace", text)
         if self._closed_under:  # sorted by a text it no longer holds: sorted again (_sorted_under)
             for under, entry, digest in self._closed_under.pop(slot, ()):
@@ -743,8 +748,33 @@ class Registry:
             # (the lane that just got its second call): a later call to index it reads no text again.
             if lane is None or (lane == slot.lane and not (self._slot_lanes and slot in self._slot_lanes)):
                 self._own("_indexed")[slot] = (slot.length, slot.revision, key)
+        held = self._held_under.get(slot)
+        if held != key:
+            if held is not None:  # listed under a text it held before: left there, _holding grows with the events
+                self._unhold(slot)
+            self._own("_held_under")[slot] = key
         for each in lanes:
             _hold(self._own("_holding").setdefault((each, key), []), slot)
+
+    def _unhold(self, slot: Slot) -> None:
+        """Take ``slot`` out of _holding's lists in each of its lanes, under the text it was listed
+        by (_held_under): it holds another now, or is being replaced."""
+        key = self._held_under.pop(slot, None)
+        if key is None:
+            return
+        holding = self._holding
+        both = self._slot_lanes.get(slot) if self._slot_lanes else None
+        for each in both or (slot.lane,):
+            holders = holding.get((each, key), ())
+            if len(holders) == 1:  # nearly always: no other call holds the text
+                if holders[0] is slot:
+                    del holding[(each, key)]
+            elif holders:
+                at = bisect_left(holders, slot.ordinal, key=_ordinal)
+                while at < len(holders) and holders[at] is not slot and holders[at].ordinal == slot.ordinal:
+                    at += 1
+                if at < len(holders) and holders[at] is slot:
+                    del holders[at]
 
     def _own(self, table: str) -> dict[Any, Any]:
         """This stream's own ``table`` (one of the resend tables), made at its first write."""
