@@ -542,6 +542,13 @@ class Registry:
             # only calls holding this very text now can be resent. Same order as walking the lane,
             # without the walk.
             holding = self._holding.get((lane, self._look_up(text)), [])
+            if self._looked is None and (whole := text.strip(" \t\r\n")) != text.strip():
+                # Whitespace JSON does not strip around it (U+3000, U+00A0): a freeform call's key
+                # keeps it (Slot.digest), and _same_text matches a freeform call's text whole.
+                also = self._holding.get((lane, text_digest(unicode_utf8(whole))), ())
+                if also:  # in call order, each once (a stable sort: equal ordinals as held)
+                    listed = set(holding)
+                    holding = sorted([*holding, *(slot for slot in also if slot not in listed)], key=_ordinal)
             chain = [*holding, chain[-1]] if chain[-1].unfinished else holding
         elif len(chain) > 1 and ref.id is not None and chain is self._under_id(ref.id, ref.index):
             # The calls under one id (at one index): those not finished, the finished ones holding this text.
