@@ -103,6 +103,8 @@ class GeminiSeen:
         # of earlier code calls is taken no more.
         self._taken.clear()
         self._starts.clear()
+        if self._runs is not None:
+            self._runs.begin()
         found: dict[int, Mapping[str, Any]] = {}
         taken: set[tuple[tuple[str, str], int]] = set()  # the earlier calls this chunk's entries took
         # Where the search for an earlier call not taken yet starts, per call and per call and position:
