@@ -63,3 +63,21 @@ def test_the_same_batch_through_langchain_is_the_bytes_reading(output_version: s
     assert _outputs(got) == _outputs(reference) == (["print(1)", "print(2)"], ["1\n", "2\n"])
     assert [c for c in got.codes() if c != "synthesized-id"] == [c for c in reference.codes() if c != "synthesized-id"]
     assert json.dumps(got.server_tool_results, default=str) == json.dumps(reference.server_tool_results, default=str)
+
+
+def test_an_unknown_responses_item_whose_done_is_resent_is_reported_once() -> None:
+    # Since unknown items were held only while open, a resent output_item.done (or the whole
+    # item resent after its done) found the item gone and reported it a second time.
+    from fsm.wire.decoders._responses_items import UnknownItems
+
+    item = {"type": "teleport_call", "id": "t"}
+    r = fsm.Reassembler("openai-responses", limits=fsm.Limits(max_diagnostics_per_code=10**6))
+    r.feed({"type": "response.created", "response": {}})
+    for at in range(10_000):
+        added = {"type": "response.output_item.added", "output_index": at, "item": item}
+        done = {"type": "response.output_item.done", "output_index": at, "item": item}
+        for payload in (added, done, done, added, done):
+            r.feed(payload)
+    unknown = r._decoder._unknown  # type: ignore[union-attr]
+    assert not unknown._open and len(unknown._done) <= UnknownItems.OPEN  # bounded, whatever the stream's length
+    assert r.close().codes().count("unknown-item") == 10_000
