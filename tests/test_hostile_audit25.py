@@ -81,3 +81,23 @@ def test_an_unknown_responses_item_whose_done_is_resent_is_reported_once() -> No
     unknown = r._decoder._unknown  # type: ignore[union-attr]
     assert not unknown._open and len(unknown._done) <= UnknownItems.OPEN  # bounded, whatever the stream's length
     assert r.close().codes().count("unknown-item") == 10_000
+
+
+@pytest.mark.parametrize("output_version", [None, "v1"])
+def test_gemini_code_run_again_under_new_call_through_langchain_is_the_bytes_reading(
+    output_version: str | None,
+) -> None:
+    # LangChain's reading ignored the stream's policies: under identical_text new-call the same
+    # code again (a second run, its result waited for) was a resend of the first there, one server
+    # call and one result, where the bytes read two of each.
+    pytest.importorskip("langchain_google_genai")
+    from tests.test_langchain_reasoning import chat_google
+
+    parts = [[_code("print(1)")], [_ran("1\n")], [_code("print(1)")], [_ran("1\n")], [{"text": "Done."}]]
+    body = gemini_sse([event("gemini-2.5-flash", p, "STOP" if k == 4 else None) for k, p in enumerate(parts)])
+    policies = fsm.Policies(identical_text="new-call")
+    reference = fsm.reassemble(body, "gemini", policies=policies)
+    got = fsm.reassemble(list(chat_google(body, output_version).stream("go")), policies=policies)
+    assert _outputs(got) == _outputs(reference) == (["print(1)", "print(1)"], ["1\n", "1\n"])
+    assert all(c.item is not None for c in got.server_tool_calls)
+    assert [c for c in got.codes() if c != "synthesized-id"] == [c for c in reference.codes() if c != "synthesized-id"]

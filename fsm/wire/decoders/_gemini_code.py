@@ -24,7 +24,7 @@ class CodeRuns:
 
     def __init__(self, policies: Policies | None) -> None:
         # Under identical_text new-call the same code again is another call, which runs again.
-        self._rerun = policies is not None and policies.identical_text == "new-call"
+        self.rerun = policies is not None and policies.identical_text == "new-call"
         # Each part's code once seen, under its id or (with none) the position it resolved to: the
         # same code there again is a resend, whose result was already waited for.
         self._seen: set[tuple[str | None, int | None, str]] = set()
@@ -60,7 +60,7 @@ class CodeRuns:
         if new:
             self._seen.add(seen)
         self.expect(new)
-        if not new and not self._rerun and not source:
+        if not new and not self.rerun and not source:
             # Empty code lands in no call (no text to compare), so its sighting would open another
             # one after the call it resends: the resend is only ended.
             return [ArgumentsSnapshot(ref, source), CallEnd(ref)]
@@ -71,7 +71,7 @@ class CodeRuns:
     def expect(self, new: bool) -> None:
         """A code part, ``new`` unless it resends one: a new one (under identical_text new-call, any)
         waits for its result."""
-        self._after = new or self._rerun
+        self._after = new or self.rerun
         if self._after:
             self._waiting += 1
 
