@@ -386,7 +386,7 @@ class Reassembler:
                 return
             held = self._sdk_held
             if held is None:  # made for the first SDK object: a stream of dicts or bytes never needs one
-                held = self._sdk_held = LangChainStream()
+                held = self._sdk_held = LangChainStream(self.ledger.policies)
             payload = sdk_payload(item, held)
             if payload is None:  # a stream helper's event that repeats the raw ones: no wire event, not counted
                 self.ledger.event = self._events = self._events - 1

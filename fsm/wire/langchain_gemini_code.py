@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from fsm.events import CallRef, Event, ServerResultBlock
 
 if TYPE_CHECKING:  # loaded by a stream's first Gemini code block: most streams have none
+    from fsm.options import Policies
     from fsm.wire.decoders._gemini_code import CodeRuns
 
 OUTCOMES = {0: "OUTCOME_UNSPECIFIED", 1: "OUTCOME_OK", 2: "OUTCOME_FAILED", 3: "OUTCOME_DEADLINE_EXCEEDED"}
@@ -81,9 +82,10 @@ class GeminiSeen:
     """What a ChatGoogleGenerativeAI stream's earlier chunks leave to later ones: each code block's
     call, each call under a made-up id, and what the code results wait for."""
 
-    __slots__ = ("_runs", "_starts", "_taken", "calls", "codes", "id_codes")
+    __slots__ = ("_runs", "_starts", "_taken", "calls", "codes", "id_codes", "policies")
 
-    def __init__(self) -> None:
+    def __init__(self, policies: Policies | None = None) -> None:
+        self.policies = policies  # the stream's: under identical_text new-call the same code again runs again
         # The calls of the code blocks under made-up ids (or none), by their code: in order, and
         # where each first sat (its number in that order, per position); as ``calls`` are kept.
         self.codes: dict[tuple[str, str], tuple[list[CallRef], dict[int, list[int]]]] = {}
@@ -103,6 +105,8 @@ class GeminiSeen:
         # of earlier code calls is taken no more.
         self._taken.clear()
         self._starts.clear()
+        if self._runs is not None:
+            self._runs.begin()
         found: dict[int, Mapping[str, Any]] = {}
         taken: set[tuple[tuple[str, str], int]] = set()  # the earlier calls this chunk's entries took
         # Where the search for an earlier call not taken yet starts, per call and per call and position:
@@ -143,7 +147,7 @@ class GeminiSeen:
             resent = (made.id, code) in self.id_codes
             self.id_codes.add((made.id, code))
             runs.expect(not resent)
-            return made, resent
+            return made, resent and not runs.rerun
         key = ("executable_code", code)
         calls, places = self.codes.get(key, ((), {}))
         earlier = _untaken(key, places.get(made.index or 0, ()), made.index, self._taken, self._starts)
@@ -156,6 +160,8 @@ class GeminiSeen:
             calls.append(made)
         self._taken.add((key, earlier))
         runs.expect(calls[earlier] is made)
+        if runs.rerun:  # under identical_text new-call the same code again is another run, a call of its own
+            return made, False
         return calls[earlier], calls[earlier] is not made
 
     def kept(self, results: list[Event], notes: list[tuple[str, str]]) -> list[Event]:
@@ -171,7 +177,7 @@ class GeminiSeen:
         if self._runs is None:
             from fsm.wire.decoders._gemini_code import CodeRuns
 
-            self._runs = CodeRuns(None)
+            self._runs = CodeRuns(self.policies)
         return self._runs
 
 

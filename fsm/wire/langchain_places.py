@@ -114,14 +114,14 @@ class LangChainStream:
 
     __slots__ = ("gemini", "inputs", "items", "notes", "run", "run_thought", "said", "servers", "wire")
 
-    def __init__(self) -> None:
+    def __init__(self, policies: Any = None) -> None:
         self.inputs = Held()  # Anthropic tool blocks whose input no argument text has followed yet
         self.wire: str | None = None
         self.run = 0
         self.run_thought: bool | None = None
         self.said: Said | None = None
         self.servers = Held()  # Claude's server tool blocks still open (_Server), by index
-        self.gemini = GeminiSeen()  # Gemini's code blocks, and the calls LangChain made an id up for
+        self.gemini = GeminiSeen(policies)  # Gemini's code blocks, and the calls LangChain made an id up for
         self.notes: list[tuple[str, str]] = []  # what the chunk holds that is not read: (code, message)
         self.items: Any = None  # ChatOpenAI's Responses items (langchain_items.ResponsesItems), once any came
 

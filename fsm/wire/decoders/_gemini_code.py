@@ -24,12 +24,20 @@ class CodeRuns:
 
     def __init__(self, policies: Policies | None) -> None:
         # Under identical_text new-call the same code again is another call, which runs again.
-        self._rerun = policies is not None and policies.identical_text == "new-call"
+        self.rerun = policies is not None and policies.identical_text == "new-call"
         # Each part's code once seen, under its id or (with none) the position it resolved to: the
         # same code there again is a resend, whose result was already waited for.
         self._seen: set[tuple[str | None, int | None, str]] = set()
         self._waiting = 0  # code parts whose codeExecutionResult has not come yet
         self._kept: set[tuple[Any, ...]] = set()  # every codeExecutionResult kept, by what it says
+        # Whether the event's latest code part (since its latest result) waits for a result: False
+        # when it resends one, so a result kept before that follows it is its resent result, even
+        # while other code waits (a batch resent while a later result was still to come).
+        self._after: bool | None = None
+
+    def begin(self) -> None:
+        """A new event (a chunk): no code part of it is seen yet."""
+        self._after = None
 
     def part(
         self,
@@ -52,7 +60,7 @@ class CodeRuns:
         if new:
             self._seen.add(seen)
         self.expect(new)
-        if not new and not self._rerun and not source:
+        if not new and not self.rerun and not source:
             # Empty code lands in no call (no text to compare), so its sighting would open another
             # one after the call it resends: the resend is only ended.
             return [ArgumentsSnapshot(ref, source), CallEnd(ref)]
@@ -63,7 +71,8 @@ class CodeRuns:
     def expect(self, new: bool) -> None:
         """A code part, ``new`` unless it resends one: a new one (under identical_text new-call, any)
         waits for its result."""
-        if new or self._rerun:
+        self._after = new or self.rerun
+        if self._after:
             self._waiting += 1
 
     def ran(self, outcome: Mapping[str, Any], signature: str | None, events: list[Event]) -> bool:
@@ -78,11 +87,15 @@ class CodeRuns:
         return True
 
     def fresh(self, block: Mapping[str, Any]) -> bool:
-        """Whether a result's part is a result to keep: any while code waits for one; else only one
+        """Whether a result's part is a result to keep: any while code waits for one, unless it says
+        what a result kept before said and follows a resent code part in its event; else only one
         saying what no result kept before said. The same again with no new code waiting is a resend,
         as its code's is, not a second result."""
         ran = block["codeExecutionResult"]
         said = (ran.get("outcome"), ran.get("output"), ran.get("id"), block.get("thoughtSignature"))
+        after, self._after = self._after, None
+        if after is False and said in self._kept:  # after its resent code part: resent with it
+            return False
         if self._waiting:
             self._waiting -= 1
         elif said in self._kept:

@@ -210,21 +210,35 @@ class UnknownItems:
     """The output indexes of the items of unknown type announced and not yet done, so each such
     item is reported once, though it is announced and finished. Its done takes it out: the set
     holds only what the stream has open, and at most ``OPEN`` of that (past it, it starts again,
-    and an item may be reported twice; the diagnostics of one code are bounded anyway)."""
+    and an item may be reported twice; the diagnostics of one code are bounded anyway). The latest
+    ``OPEN`` items done are remembered too, so a done resent is not reported again."""
 
     OPEN = 1024
 
     def __init__(self) -> None:
         self._open: set[int | str | None] = set()
+        self._done: dict[int | str, None] = {}  # the latest items done, the oldest first
 
     def first_word(self, at: int | str | None, done: bool) -> bool:
         """Whether the event of the item at ``at`` (``done``: its last) is the first word of it."""
         if at in self._open:
             if done:
                 self._open.discard(at)
+                self._ended(at)
+            return False
+        if at is not None and at in self._done:  # an event of an item done already: a resend
             return False
         if not done:
             if len(self._open) >= self.OPEN:
                 self._open.clear()
             self._open.add(at)
+        else:
+            self._ended(at)
         return True
+
+    def _ended(self, at: int | str | None) -> None:
+        # No index: each such item is one of its own (none could be told from a resend of it).
+        if at is not None:
+            self._done[at] = None
+            if len(self._done) > self.OPEN:
+                del self._done[next(iter(self._done))]

@@ -147,6 +147,8 @@ class GeminiDecoder:
         events: list[Event] = []
         self._placed_now.clear()
         self._passed.clear()
+        if self._runs is not None:
+            self._runs.begin()
         for n, candidate in enumerate(items(payload.get("candidates"), "candidates")):
             if type(candidate) is not dict:  # what json.loads gives is one: no message written for it
                 candidate = mapping(candidate, f"candidates[{n}]")
