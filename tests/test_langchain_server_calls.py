@@ -394,6 +394,48 @@ def test_an_idless_gemini_call_resent_through_langchain_is_one_call_as_from_the_
     assert sorted(c.id for c in got.calls) == sorted({c["id"] for c in whole.tool_calls} & {c.id for c in got.calls})
 
 
+def _called(name: str, call_id: str, **args: Any) -> dict[str, Any]:
+    return {"functionCall": {"name": name, "args": args, "id": call_id}}
+
+
+WITH_IDS = {
+    # Gemini 3 sends a call again under its own id: LangChain numbers it anew (it was `c1_d2`)
+    "one-call-resent": [
+        event("gemini-3-flash", [_called("look", "c1", city="Oslo")]),
+        event("gemini-3-flash", [_called("look", "c1", city="Oslo")], "STOP"),
+    ],
+    "batch-resent": [
+        event("gemini-3-flash", [_called("look", "c1", city="Oslo"), _called("look", "c2", city="Rome")]),
+        event("gemini-3-flash", [_called("look", "c1", city="Oslo"), _called("look", "c2", city="Rome")], "STOP"),
+    ],
+    "resent-changed": [
+        event("gemini-3-flash", [_called("look", "c1", city="Oslo")]),
+        event("gemini-3-flash", [_called("look", "c1", city="Rome")], "STOP"),
+    ],
+    "twice-in-one-event": [event("gemini-3-flash", [_called("look", "c1", city="Oslo")] * 2, "STOP")],
+    # another tool under the same id is another call, on the wire as through LangChain
+    "same-id-another-name": [
+        event("gemini-3-flash", [_called("look", "c1", city="Oslo")]),
+        event("gemini-3-flash", [_called("find", "c1", city="Oslo")], "STOP"),
+    ],
+    # LangChain's json.dumps escapes every character past ASCII: the text is the decoder's
+    "past-ascii-resent": [
+        event("gemini-3-flash", [_called("look", "c1", city="Zürich 🌧")]),
+        event("gemini-3-flash", [_called("look", "c1", city="Zürich 🌧")], "STOP"),
+    ],
+}
+
+
+@pytest.mark.parametrize(("name", "version"), [(name, v) for name in WITH_IDS for v in (None, "v1")])
+def test_a_gemini_call_resent_under_its_own_id_through_langchain_is_the_bytes_call(name: str, version: Any) -> None:
+    reference = fsm.reassemble(body := gemini_sse(WITH_IDS[name]), "gemini")
+    got = fsm.reassemble(list(chat_google(body, version).stream("go")))
+    assert [(c.id, c.wire_id, c.name, c.arguments_json, c.status) for c in got.calls] == [
+        (c.id, c.wire_id, c.name, c.arguments_json, c.status) for c in reference.calls
+    ]
+    assert got.codes() == reference.codes()
+
+
 CITATIONS = {
     "web": {
         "type": "web_search_result_location",

@@ -10,7 +10,8 @@ none, its ``status``: ``completed`` is ``stop``, ``incomplete`` at ``max_output_
 ChatMistralAI makes up an id for an id-less entry at index 0, on every chunk: left out
 (``_made_up_ids``), as the bytes have none. ChatGoogleGenerativeAI makes one up for an id-less
 Gemini call, anew in each chunk: a call resent in a later chunk takes its first id and index
-(:class:`fsm.wire.langchain_gemini_code.GeminiSeen`), a resend as the bytes read it.
+(:class:`fsm.wire.langchain_gemini_code.GeminiSeen`), a resend as the bytes read it; so does one
+resent under Gemini's own id, and each Gemini call's arguments are read as a snapshot.
 Through ChatAnthropic a call opens with Anthropic's ``tool_use`` block, whose ``input`` is the
 call's arguments unless argument text follows (a tool without parameters streams none), and
 LangChain yields no block ends: a tool block that no text followed gets that ``input`` once it
@@ -56,6 +57,7 @@ from fsm.wire.decoders._wire import (
     server_result_block,
     stop_details_said,
 )
+from fsm.wire.langchain_gemini_code import whole_arguments
 from fsm.wire.langchain_places import (
     CLAUDE_SERVER_STARTS,
     TURN_ENDED,
@@ -117,12 +119,14 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
     calls: list[dict[str, Any]] = []
     made_up = _made_up_ids(parts, extra, metadata)
     # a Gemini call resent under a new made-up id: under the one it came with first, as one call
-    resent = held.gemini.first_entries(parts) if held is not None and held.wire == "gemini" else {}
+    gemini = held is not None and held.wire == "gemini"
+    resent = held.gemini.first_entries(parts) if held is not None and gemini else {}
     for at, part in enumerate(parts):
+        arguments = whole_arguments(part.get("args")) if gemini else part.get("args")
         call = {
             "index": part.get("index"),
             "id": None if at in made_up else part.get("id"),
-            "function": {"name": part.get("name"), "arguments": part.get("args")},
+            "function": {"name": part.get("name"), "arguments": arguments},
         }
         signature = signatures.pop(call["id"], None) if isinstance(call["id"], str) else None
         if signature is not None:

@@ -12,11 +12,18 @@ argument text repeat a call of an earlier chunk takes that call's id (:class:`Ge
 as the decoder finds the place of an id-less whole call: the call seen at its own position first,
 else the first one not yet taken in this chunk. Two such entries in one chunk (two dice rolled)
 stay two calls, and so do they when resent whole. The call goes back under the id LangChain gave
-it first.
+it first. A call under Gemini's own id comes under that id again when resent, but at another of
+LangChain's indexes, where it would be a second call (``duplicate-id``, renamed ``<id>_d2``): an
+entry under an id an earlier entry of the same name had takes that entry's index, so the id finds
+the call, as the decoder finds it. Every call's arguments go on as the value they are
+(:func:`whole_arguments`), a snapshot as the decoder reads a ``functionCall``'s ``args``: a call
+resent the same is a ``resend``, one resent changed has its arguments replaced, and the text is
+the decoder's (LangChain's ``json.dumps`` escapes every character past ASCII).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -74,6 +81,18 @@ def code_item(code: str, language: Any, kind: Any, notes: list[tuple[str, str]])
     return item
 
 
+def whole_arguments(text: Any) -> Any:
+    """A call entry's ``args`` (LangChain's ``json.dumps`` of the call's ``args``) as the object it
+    writes, which the OpenAI chat decoder reads as a snapshot; anything else as it is."""
+    if type(text) is not str:
+        return text
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):  # not LangChain's own text (a hand-made chunk): read as text
+        return text
+    return value if type(value) is dict else text
+
+
 _MADE_UP = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 """``str(uuid.uuid4())``, the id LangChain makes up; Gemini's own ids are short (``ycroch25``)."""
 
@@ -82,7 +101,7 @@ class GeminiSeen:
     """What a ChatGoogleGenerativeAI stream's earlier chunks leave to later ones: each code block's
     call, each call under a made-up id, and what the code results wait for."""
 
-    __slots__ = ("_runs", "_starts", "_taken", "calls", "codes", "id_codes", "policies")
+    __slots__ = ("_runs", "_starts", "_taken", "calls", "codes", "id_codes", "ids", "policies")
 
     def __init__(self, policies: Policies | None = None) -> None:
         self.policies = policies  # the stream's: under identical_text new-call the same code again runs again
@@ -96,11 +115,14 @@ class GeminiSeen:
         # (name, argument text) of each call under a made-up id: its first entries in order, and
         # where each of them sat (their numbers in that order, per position)
         self.calls: dict[tuple[str, str], tuple[list[Mapping[str, Any]], dict[int, list[int]]]] = {}
+        self.ids: dict[str, Mapping[str, Any]] = {}  # the first entry under each of Gemini's own ids
 
     def first_entries(self, entries: Sequence[Mapping[str, Any]]) -> dict[int, Mapping[str, Any]]:
         """The chunk's ``tool_call_chunks`` entries (by position) that repeat a call of an earlier
-        chunk under a new made-up id, each with that call's first entry (its id, and LangChain's
-        index, which counts on across the chunks); the others are remembered."""
+        chunk under a new made-up id, or under a Gemini id an entry of the same name had before
+        (earlier in this chunk too, as the decoder reads one event), each with that call's first
+        entry (its id, and LangChain's index, which counts on across the chunks); the others are
+        remembered."""
         # The last read of each chunk (after its blocks: read_in_places): what its code blocks took
         # of earlier code calls is taken no more.
         self._taken.clear()
@@ -118,6 +140,9 @@ class GeminiSeen:
             if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(args, str)):
                 continue
             if not _MADE_UP.fullmatch(call_id):
+                first = self.ids.setdefault(call_id, entry)
+                if first is not entry and first.get("name") == name:  # another name: another call
+                    found[at] = first
                 continue
             key = (name, args)
             firsts, places = self.calls.get(key, ((), {}))
