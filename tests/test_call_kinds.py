@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -450,3 +451,30 @@ def test_an_item_status_of_no_text_fails_the_stream_there(status: Any) -> None:
     with pytest.raises(RemoteProtocolError, match=r"item\.status"):
         r.feed(item_done(0, item))
     assert r.close().codes()[-1] == "stream-failed"
+
+
+@pytest.mark.parametrize(
+    "index",
+    ["x" * 1_000_000, ["x" * 1_000_000], 10**1000, 1 << 70, {"at": "x" * 1_000_000}],
+    ids=["long-string", "list", "past-int-string-limit", "past-64-bits", "object"],
+)
+def test_an_unknown_item_at_an_index_of_any_size_is_held_in_a_few_bytes(index: object) -> None:
+    # An unknown item's output index that was no int was held by its full repr: 1,000 items open,
+    # each at a megabyte index, held a gigabyte. Each is held by a digest now, and still said once.
+    item = {"type": "teleport_call", "id": "t"}
+    r = Reassembler("openai-responses", limits=Limits(max_diagnostics_per_code=10**6))
+    r.feed(CREATED)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(64):
+            at = index if n == 0 else [n, index]
+            r.feed(added(at, item))
+            r.feed(added(at, item))  # resent: said once
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 200_000  # 64 MB held before
+    r.feed(item_done(index, item))
+    r.feed(item_done(index, item))  # its done resent: said no more
+    assert r.close().codes().count("unknown-item") == 64

@@ -4,6 +4,7 @@ nothing, which events stream a call's input, and what a call keeps of its item."
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -204,6 +205,24 @@ class OpenItems:
     def of(self, call_type: str) -> Mapping[Item, None]:
         """The open items of ``call_type``, in no order that matters (only a sole one is taken)."""
         return self._by_type.get(call_type) or {}
+
+
+def item_key(at: Any) -> int | str | None:
+    """What :class:`UnknownItems` holds for an item's ``output_index``: the index itself when it is
+    None or an int of at most 64 bits, else a digest of it (a list, an object, a long string or a
+    huge number, which no real stream sends), so the set holds a few bytes an item whatever came.
+    A list or object index must not raise here, nor an int past the int-string limit."""
+    if at is None or (type(at) is int and -(1 << 63) <= at < 1 << 63):
+        return at
+    if type(at) is int:
+        said = at.to_bytes((at.bit_length() + 8) // 8, "little", signed=True)
+    else:
+        try:
+            text = repr(at)
+        except ValueError:  # an int past the int-string limit inside a list or object
+            text = dumps(at)
+        said = text.encode("utf-8", "surrogatepass")
+    return "#" + hashlib.blake2b(said, digest_size=16).hexdigest()
 
 
 class UnknownItems:

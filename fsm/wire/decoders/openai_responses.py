@@ -70,6 +70,7 @@ from fsm.wire.decoders._responses_items import (
     UnknownItems,
     done_again,
     final_word,
+    item_key,
     kept,
     unusable,
     whole_input,
@@ -182,8 +183,7 @@ class OpenAIResponsesDecoder:
             kind = kind._replace(server=False)
         if kind is None and item_type not in QUIET_ITEMS:
             at = payload.get("output_index")
-            seen = at if at is None or type(at) is int else repr(at)  # a list or object index must not raise here
-            if self._unknown.first_word(seen, done):  # once per item, though it is announced and finished
+            if self._unknown.first_word(item_key(at), done):  # once per item, though it is announced and finished
                 diagnose("unknown-item", f"Responses output item type {item_type!r} at output_index {at}")
         return item, kind
 
