@@ -409,20 +409,19 @@ _TEXTS = ['{"x": 1}', '{"x": 2}', ' {"x": 1} ', '{"x":1}', "{}", '{"x": ', "1}",
 _TEXTS += ["s\u3000", "\xa0s", '\u3000{"x": 1}']  # whitespace str.strip strips and JSON does not
 
 
-def _crowded_lanes(seed: int) -> tuple[list[Any], dict[str, Any]]:
+def _crowded_lanes(seed: int, servers: bool = False) -> tuple[list[Any], dict[str, Any]]:
     """Events for a few lanes crowded with calls: sightings (headers held for a next call among
     them), fragments, snapshots and confirmations of a few texts (whole, partial, two values,
-    spaced), ends, under a few indexes, ids and names; and the options (strict, identical_text)."""
+    spaced), ends, under a few indexes, ids and names (``servers``: a third of the function calls'
+    events a server call's); and the options (strict, identical_text)."""
     rng = random.Random(seed)
     events: list[Any] = []
     for _ in range(rng.randint(3, 40)):
-        ref = CallRef(
-            rng.choice([0, 0, 0, 1, None, None]),
-            rng.choice([None, None, "a", "a", "b", "c"]),
-            rng.choice([None, "f", "f", "g"]),
-            position=rng.choice([0, 0, 1]),
-            type="custom" if rng.random() < 0.05 else "function",
-        )
+        index, wire_id = rng.choice([0, 0, 0, 1, None, None]), rng.choice([None, None, "a", "a", "b", "c"])
+        name, position = rng.choice([None, "f", "f", "g"]), rng.choice([0, 0, 1])
+        kind = "custom" if rng.random() < 0.05 else "function"
+        server = servers and kind == "function" and rng.random() < 0.3
+        ref = CallRef(index, wire_id, name, position=position, server=server, type=kind)
         roll, text = rng.random(), rng.choice(_TEXTS)
         if roll < 0.25:
             events.append(CallSeen(ref, announces=rng.random() < 0.1))
@@ -475,12 +474,17 @@ class _WalkedLanes(dict[Any, Any]):
         return [s for s in calls if not s.unfinished and registry._same_text(s, text)]
 
 
-def test_the_resend_index_routes_as_a_walk_of_the_lane(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("servers", [False, True], ids=["client-calls", "server-calls-among-them"])
+def test_the_resend_index_routes_as_a_walk_of_the_lane(monkeypatch: pytest.MonkeyPatch, servers: bool) -> None:
     # A call listed under each text it had held (replaced since) was still offered them: one
     # replaced into an open call took a fragment of its old text, one replaced under an id took
     # its old text as a snapshot again under a header held for the next call (which names that
     # call, by metadata-once). 78 of these 3,000 streams went otherwise than the lane walk.
-    streams = [_crowded_lanes(seed) for seed in range(3_000)]
+    # With server calls among them, the index kept a lane's calls in the order of their ordinals,
+    # counted apart for server and client calls, not in the order they opened (seeds 2,000 to
+    # 7,000: 4 streams went otherwise).
+    seeds = range(2_000, 7_000) if servers else range(3_000)
+    streams = [_crowded_lanes(seed, servers) for seed in seeds]
     indexed = [_replayed(events, options) for events, options in streams]
     init, look_up = Registry.__init__, Registry._look_up
 
@@ -499,6 +503,32 @@ def test_the_resend_index_routes_as_a_walk_of_the_lane(monkeypatch: pytest.Monke
     assert _WalkedLanes.walks > 4_000  # the lookups of the index, each one a walk here
     differing = [seed for seed, (a, b) in enumerate(zip(indexed, walked, strict=True)) if a != b]
     assert differing == []
+
+
+def test_a_resend_lands_in_the_first_call_of_its_lane_holding_it_server_calls_among_them() -> None:
+    # Client call a opens after server call c's header, and server call a_d2 after it, in one lane;
+    # both hold {}. The resend is the lane's first call's, a's, as walking the lane finds it: the
+    # index had a_d2 first (ordinal 0 among server calls, where a is 1 among client calls).
+    events = [
+        CallSeen(CallRef(1, "c")),
+        ArgumentsFragment(CallRef(0, "a", "f"), "{}"),
+        ArgumentsFragment(CallRef(None, "a", "f", position=1, server=True), "1}"),
+        ArgumentsSnapshot(CallRef(0, "c", "f"), " "),
+        ArgumentsFragment(CallRef(0, "a", "f"), "{}"),
+        ArgumentsFragment(CallRef(0, None, "f"), "{}"),
+    ]
+    r = fsm.Reassembler("anthropic")
+    for event in events:
+        r.feed(event)
+    result = r.close()
+    assert [(c.id, c.arguments_json) for c in (*result.calls, *result.server_tool_calls)] == [
+        ("c", ""),
+        ("a", "{}"),
+        ("a_d2", " {}"),
+    ]
+    assert [d.message for d in result.diagnostics if d.code == "resend"] == [
+        "call a: the same arguments again; not added"
+    ]
 
 
 @pytest.mark.parametrize("space", ["\u3000", "\xa0", "\x0b", " ", ""])

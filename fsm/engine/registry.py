@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal
@@ -86,6 +86,11 @@ class Registry:
     _under_ids: dict[tuple[str, int | None], _IdCalls] = _NONE  # type: ignore[assignment]
     """Per wire id held by two calls or more, and index (None: all the id's calls), those calls
     sorted for routing without walking them (_sorted_under)."""
+    _order: dict[Slot, int] | None = None
+    """Each call's place among all the stream's calls, once the stream has a server call (server
+    and client calls' ordinals are counted apart, so an ordinal no longer tells which opened
+    first): the order a lane walks its calls in, which _holding's lists keep (_in_call_order).
+    Until then an ordinal is that place."""
     _settled = 0
     """How many calls, oldest first, had ended when finish() last walked them (it skips those)."""
     _closed_under: dict[Slot, list[tuple[_IdCalls, tuple[int, Slot], bytes]]] = _NONE  # type: ignore[assignment]
@@ -548,7 +553,7 @@ class Registry:
                 also = self._holding.get((lane, text_digest(unicode_utf8(whole))), ())
                 if also:  # in call order, each once (a stable sort: equal ordinals as held)
                     listed = set(holding)
-                    holding = sorted([*holding, *(slot for slot in also if slot not in listed)], key=_ordinal)
+                    holding = sorted([*holding, *(s for s in also if s not in listed)], key=self._in_call_order())
             chain = [*holding, chain[-1]] if chain[-1].unfinished else holding
         elif len(chain) > 1 and ref.id is not None and chain is self._under_id(ref.id, ref.index):
             # The calls under one id (at one index): those not finished, the finished ones holding this text.
@@ -760,8 +765,9 @@ class Registry:
             if held is not None:  # listed under a text it held before: left there, _holding grows with the events
                 self._unhold(slot)
             self._own("_held_under")[slot] = key
+        in_order = self._in_call_order() if self._counts[True] else _ordinal  # a call less, without servers
         for each in lanes:
-            _hold(self._own("_holding").setdefault((each, key), []), slot)
+            _hold(self._own("_holding").setdefault((each, key), []), slot, in_order)
 
     def _unhold(self, slot: Slot) -> None:
         """Take ``slot`` out of _holding's lists in each of its lanes, under the text it was listed
@@ -777,9 +783,8 @@ class Registry:
                 if holders[0] is slot:
                     del holding[(each, key)]
             elif holders:
-                at = bisect_left(holders, slot.ordinal, key=_ordinal)
-                while at < len(holders) and holders[at] is not slot and holders[at].ordinal == slot.ordinal:
-                    at += 1
+                in_order = self._in_call_order()
+                at = bisect_left(holders, in_order(slot), key=in_order)
                 if at < len(holders) and holders[at] is slot:
                     del holders[at]
 
@@ -1003,6 +1008,20 @@ class Registry:
             self.ledger.outputs.append(build_call_opened(ordinal, call_id, wire_id, name, kind))
         return slot
 
+    def _in_call_order(self) -> Callable[[Slot], int]:
+        """The key that sorts calls in the order they opened, a lane's order: their ordinals while
+        the stream has no server call, else their places among all calls (_order, brought up to
+        date here: calls only ever join the list last)."""
+        if not self._counts[True]:
+            return _ordinal
+        order = self._order
+        if order is None:
+            order = self._order = {}
+        slots = self.slots
+        for at in range(len(order), len(slots)):
+            order[slots[at]] = at
+        return order.__getitem__
+
     def _join(self, lane: Lane, slot: Slot) -> None:
         """Put ``slot`` last in ``lane``."""
         calls = self._add(self._lanes, lane, slot)
@@ -1193,19 +1212,18 @@ def _ordinal(slot: Slot) -> int:
     return slot.ordinal
 
 
-def _hold(holders: list[Slot], slot: Slot) -> None:
-    """Put ``slot`` among the calls holding one text, once, in call order (of equal ordinals, a
-    server call's and a client call's, in the order held). Nearly always it is the newest and goes
-    last without a search: sorting the list on each insert made many calls of one text (Ollama's
+def _hold(holders: list[Slot], slot: Slot, in_order: Callable[[Slot], int]) -> None:
+    """Put ``slot`` among the calls holding one text, once, in the order they opened (``in_order``:
+    Registry._in_call_order, no two calls alike). Nearly always it is the newest and goes last
+    without a search: sorting the list on each insert made many calls of one text (Ollama's
     parallel calls at index 0 with ``{}``, Claude's tool blocks without an index) quadratic."""
-    ordinal = slot.ordinal
-    if not holders or holders[-1].ordinal < ordinal:
+    place = slot.ordinal if in_order is _ordinal else in_order(slot)
+    if not holders or (holders[-1].ordinal if in_order is _ordinal else in_order(holders[-1])) < place:
         holders.append(slot)
         return
-    low = bisect_left(holders, ordinal, key=_ordinal)
-    high = bisect_right(holders, ordinal, lo=low, key=_ordinal)
-    if slot not in holders[low:high]:
-        holders.insert(high, slot)
+    at = bisect_left(holders, place, key=in_order)
+    if at == len(holders) or holders[at] is not slot:
+        holders.insert(at, slot)
 
 
 @functools.cache
