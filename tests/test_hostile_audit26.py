@@ -86,3 +86,42 @@ def test_a_gemini_call_without_a_name_under_an_id_through_langchain_is_the_bytes
     got = fsm.reassemble(list(chat_google(body, version).stream("go")))
     assert _seen(got) == _seen(reference)
     assert got.codes().count("duplicate-id") == reference.codes().count("duplicate-id") <= 1
+
+
+def _gemini_chunk(entries: list[dict[str, Any]], finish: str | None = None) -> Any:
+    """A hand-made ChatGoogleGenerativeAI chunk (its ``tool_call_chunks`` as given, unchecked)."""
+    lc = pytest.importorskip("langchain_core.messages")
+    metadata = {"model_provider": "google_genai", **({"finish_reason": finish} if finish else {})}
+    return lc.AIMessageChunk(content=[], response_metadata=metadata).model_copy(update={"tool_call_chunks": entries})
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ('{"a": 1, "a": 2}', "duplicate-key"),  # Python's json kept the last key and said nothing
+        ('{"a": 0.1000000000000000055511151231257827}', None),  # it rounded the number to a float's
+        ('{"a": 1E5}', None),  # and wrote it anew, 100000.0
+        ('{"a":1}', None),
+    ],
+)
+def test_hand_made_gemini_argument_text_langchain_never_writes_is_read_as_written(text: str, code: str | None) -> None:
+    # Only LangChain's own text (json.dumps of the args) is read as the object it writes; any other
+    # is read as text, as the decoder reads argument text: each key and number as written
+    for strict in (False, True):
+        chunks = [_gemini_chunk([{"name": "f", "args": text, "id": "c1", "index": 0}]), _gemini_chunk([], "STOP")]
+        if code is not None and strict:
+            with pytest.raises(fsm.RemoteProtocolError, match=code):
+                fsm.reassemble(chunks, strict=strict)
+            continue
+        got = fsm.reassemble(chunks, strict=strict)
+        assert [c.arguments_json for c in got.calls] == [text]
+        assert (code in got.codes()) if code else got.codes() == ["finish-reason-mapped"]
+
+
+def test_langchain_own_gemini_argument_text_is_read_as_its_object() -> None:
+    # json.dumps's text, non-ASCII escaped: the object, whose text is the decoder's (snapshot: a resend)
+    text = json.dumps({"city": "Zürich 🌧", "n": 0.1, "big": 10**30})
+    chunks = [_gemini_chunk([{"name": "f", "args": text, "id": "c1", "index": i}]) for i in range(2)]
+    got = fsm.reassemble([*chunks, _gemini_chunk([], "STOP")])
+    assert [c.arguments_json for c in got.calls] == [json.dumps(json.loads(text), ensure_ascii=False)]
+    assert got.codes() == ["resend", "finish-reason-mapped"]

@@ -20,7 +20,7 @@ the id's first call, and a call without a name is named by the next tool's entry
 Every call's arguments go on as the value they are (:func:`whole_arguments`), a snapshot as the
 decoder reads a ``functionCall``'s ``args``: a call resent the same is a ``resend``, one resent
 changed has its arguments replaced, and the text is the decoder's (LangChain's ``json.dumps``
-escapes every character past ASCII).
+escapes every character past ASCII); text LangChain does not write is read as text.
 """
 
 from __future__ import annotations
@@ -85,14 +85,19 @@ def code_item(code: str, language: Any, kind: Any, notes: list[tuple[str, str]])
 
 def whole_arguments(text: Any) -> Any:
     """A call entry's ``args`` (LangChain's ``json.dumps`` of the call's ``args``) as the object it
-    writes, which the OpenAI chat decoder reads as a snapshot; anything else as it is."""
+    writes, which the OpenAI chat decoder reads as a snapshot; anything else as it is. Text that
+    ``json.dumps`` of its object does not give back is no text LangChain wrote (a hand-made chunk's:
+    a key given twice, a number written with more digits than a float keeps, ``1E5``): read as text,
+    as the decoder reads it (``duplicate-key`` reported, each number as written), not as the object
+    Python's ``json`` makes of it, which keeps the last of the keys and rounds the numbers."""
     if type(text) is not str:
         return text
     try:
         value = json.loads(text)
+        written = json.dumps(value) if type(value) is dict else None
     except (ValueError, RecursionError):  # not LangChain's own text (a hand-made chunk): read as text
         return text
-    return value if type(value) is dict else text
+    return value if written == text else text
 
 
 _MADE_UP = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
