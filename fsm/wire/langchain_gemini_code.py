@@ -15,10 +15,12 @@ stay two calls, and so do they when resent whole. The call goes back under the i
 it first. A call under Gemini's own id comes under that id again when resent, but at another of
 LangChain's indexes, where it would be a second call (``duplicate-id``, renamed ``<id>_d2``): an
 entry under an id an earlier entry of the same name had takes that entry's index, so the id finds
-the call, as the decoder finds it. Every call's arguments go on as the value they are
-(:func:`whole_arguments`), a snapshot as the decoder reads a ``functionCall``'s ``args``: a call
-resent the same is a ``resend``, one resent changed has its arguments replaced, and the text is
-the decoder's (LangChain's ``json.dumps`` escapes every character past ASCII).
+the call, as the decoder finds it: each tool's call under one id is its own, one without a name is
+the id's first call, and a call without a name is named by the next tool's entry under its id.
+Every call's arguments go on as the value they are (:func:`whole_arguments`), a snapshot as the
+decoder reads a ``functionCall``'s ``args``: a call resent the same is a ``resend``, one resent
+changed has its arguments replaced, and the text is the decoder's (LangChain's ``json.dumps``
+escapes every character past ASCII); text LangChain does not write is read as text.
 """
 
 from __future__ import annotations
@@ -83,14 +85,19 @@ def code_item(code: str, language: Any, kind: Any, notes: list[tuple[str, str]])
 
 def whole_arguments(text: Any) -> Any:
     """A call entry's ``args`` (LangChain's ``json.dumps`` of the call's ``args``) as the object it
-    writes, which the OpenAI chat decoder reads as a snapshot; anything else as it is."""
+    writes, which the OpenAI chat decoder reads as a snapshot; anything else as it is. Text that
+    ``json.dumps`` of its object does not give back is no text LangChain wrote (a hand-made chunk's:
+    a key given twice, a number written with more digits than a float keeps, ``1E5``): read as text,
+    as the decoder reads it (``duplicate-key`` reported, each number as written), not as the object
+    Python's ``json`` makes of it, which keeps the last of the keys and rounds the numbers."""
     if type(text) is not str:
         return text
     try:
         value = json.loads(text)
+        written = json.dumps(value) if type(value) is dict else None
     except (ValueError, RecursionError):  # not LangChain's own text (a hand-made chunk): read as text
         return text
-    return value if type(value) is dict else text
+    return value if written == text else text
 
 
 _MADE_UP = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
@@ -115,12 +122,14 @@ class GeminiSeen:
         # (name, argument text) of each call under a made-up id: its first entries in order, and
         # where each of them sat (their numbers in that order, per position)
         self.calls: dict[tuple[str, str], tuple[list[Mapping[str, Any]], dict[int, list[int]]]] = {}
-        self.ids: dict[str, Mapping[str, Any]] = {}  # the first entry under each of Gemini's own ids
+        # The first entry of each call under each of Gemini's own ids, by its tool's name (None: a
+        # call without one, until a named entry names it), and the id's first call
+        self.ids: dict[str, tuple[Mapping[str, Any], dict[str | None, Mapping[str, Any]]]] = {}
 
     def first_entries(self, entries: Sequence[Mapping[str, Any]]) -> dict[int, Mapping[str, Any]]:
         """The chunk's ``tool_call_chunks`` entries (by position) that repeat a call of an earlier
         chunk under a new made-up id, or under a Gemini id an entry of the same name had before
-        (earlier in this chunk too, as the decoder reads one event), each with that call's first
+        (earlier in this chunk too, as the decoder reads one event; see _under_id), each with that call's first
         entry (its id, and LangChain's index, which counts on across the chunks); the others are
         remembered."""
         # The last read of each chunk (after its blocks: read_in_places): what its code blocks took
@@ -137,12 +146,14 @@ class GeminiSeen:
         new: list[tuple[tuple[str, str], int, Mapping[str, Any]]] = []
         for at, entry in enumerate(entries):
             call_id, name, args = entry.get("id"), entry.get("name"), entry.get("args")
-            if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(args, str)):
+            if not (isinstance(call_id, str) and isinstance(name, str | None) and isinstance(args, str)):
                 continue
             if not _MADE_UP.fullmatch(call_id):
-                first = self.ids.setdefault(call_id, entry)
-                if first is not entry and first.get("name") == name:  # another name: another call
+                first = self._under_id(call_id, name, entry)
+                if first is not entry:
                     found[at] = first
+                continue
+            if name is None:
                 continue
             key = (name, args)
             firsts, places = self.calls.get(key, ((), {}))
@@ -158,6 +169,24 @@ class GeminiSeen:
             firsts, places = self.calls.setdefault(key, ([], {}))
             places.setdefault(at, []).append(len(firsts))
             firsts.append(entry)
+        return found
+
+    def _under_id(self, call_id: str, name: str | None, entry: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The first entry of the call an entry under a Gemini id (``call_id``) repeats, as the
+        decoder finds it by that id: the call of its tool under the id, else one under the id that
+        has no name yet (which takes this one's); an entry without a name repeats the id's first
+        call. ``entry`` itself when it is a call of its own (another tool under the id)."""
+        held = self.ids.get(call_id)
+        if held is None:
+            self.ids[call_id] = (entry, {name: entry})
+            return entry
+        first, calls = held
+        if name is None:
+            return first
+        found = calls.get(name)
+        if found is None:
+            found = calls.pop(None, entry)  # a call without a name takes this one's (a late name)
+            calls[name] = found
         return found
 
     def code_call(self, code: str, made: CallRef) -> tuple[CallRef, bool]:
