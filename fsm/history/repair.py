@@ -129,7 +129,7 @@ class _Plan:
         self.changes.append(Change(kind, entry.message + 1, shown(entry.key if key is None else key), detail))
 
     def pair(self, segment: Segment) -> None:
-        for entry in (*segment.calls, *segment.results):
+        for entry in (*segment.calls, *segment.results, *segment.beside):
             if isinstance(entry.key, str):
                 self.ids.take(entry.key)
         calls_of: dict[Key, int] = {}
