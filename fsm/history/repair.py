@@ -16,6 +16,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   blocks within their own message, a result only with a call before it (:mod:`fsm.history.server_blocks`);
   one without its result is dropped, whatever the policy, since only Anthropic can give that result
   (but in the history's last message, a paused turn, where the server may still run it);
+* a Responses call item dropped takes along the ``reasoning`` items right before it (the API pairs
+  a reasoning item with the item that followed it and refuses one sent without it);
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
   together are merged (both want user and assistant to alternate), unless one makes calls and the
   other answers them (no message may do both).
@@ -29,10 +31,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-import attrs
-
 from fsm.engine.ids import IdAllocator
 from fsm.errors import InvalidInput, LocalProtocolError
+from fsm.history.changes import Change, RepairPolicy
 from fsm.history.entries import Entry, Key, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import (
@@ -57,33 +58,6 @@ _FIELD = {
 }
 _ALTERNATING = ("anthropic", "bedrock")
 """The formats whose messages must alternate user and assistant: neighbours a drop brings together merge."""
-
-
-@attrs.frozen
-class RepairPolicy:
-    """How :func:`repair` answers a call that got no result."""
-
-    dangling: Literal["placeholder", "drop-call"] = "placeholder"
-    """Answer a dangling call with a placeholder result, or drop the call from its turn."""
-    placeholder: str = "The tool call was not completed; no result is available."
-    """The text of a placeholder result."""
-
-
-@attrs.frozen
-class Change:
-    """One edit :func:`repair` made."""
-
-    kind: str
-    """``renamed-call``, ``renamed-result``, ``mapped-call``, ``mapped-result``, ``dropped-orphan``,
-    ``dropped-duplicate-result``, ``placeholder-result``, ``dropped-call``, ``dropped-empty-message`` or
-    ``merged-messages``."""
-    message: int
-    """1-based position in the input of the message changed (for a placeholder, the call's message)."""
-    id: str | None
-    """The call id concerned (``name#k`` for an id-less Gemini call or an Ollama call; for a placeholder, the id it
-    answers, which a rename may just have given the call); None for a whole-message change."""
-    detail: str
-    """What was done and why, in words."""
 
 
 def repair(
@@ -154,6 +128,8 @@ class _Plan:
             waits = answer is None and segment.open_end  # the server may still run it: it goes back as it came
             if answer is None and not waits and (dropped or self._type(call) == "computer_call"):
                 self._edit(call, self.drop)
+                if self.fmt == "responses":
+                    self._drop_reasoning_before(call)
                 why = (
                     ": a server tool's result comes from the provider alone; none can stand in"
                     if segment.server
@@ -187,6 +163,16 @@ class _Plan:
             self.answered_last[key] = key in answered
         if placeholders:
             self._place(segment, placeholders)
+
+    def _drop_reasoning_before(self, call: Entry) -> None:
+        """The reasoning items right before a Responses call item that goes: the API pairs a reasoning
+        item with the item that followed it, and refuses one sent without it (400)."""
+        at = call.message - 1
+        while at >= 0 and self.messages[at].get("type") == "reasoning":
+            item = Entry(at, -1, call.key, None)
+            self._edit(item, self.drop)
+            self._change("dropped-reasoning", item, "the call item that followed it was dropped")
+            at -= 1
 
     def _usable(self, key: Key) -> Key:
         """``key`` as the format takes it; mapped (Converse), made unique against the ids in use as a rename is."""
