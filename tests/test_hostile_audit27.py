@@ -5,11 +5,13 @@ Each test failed before its fix. Nothing is timed."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from fsm import history
+import fsm
+from fsm import history, messages
 
 
 def _anthropic_ids(message: dict[str, Any]) -> list[str]:
@@ -100,3 +102,52 @@ def test_reasoning_before_a_call_that_stays_stays() -> None:
     assert [c.kind for c in changes] == ["dropped-reasoning", "dropped-call"]
     placeholder, _ = history.repair([_ASK, _THOUGHT, _CALL])  # a placeholder answers: nothing goes
     assert placeholder[:3] == [_ASK, _THOUGHT, _CALL] and placeholder[3]["type"] == "function_call_output"
+
+
+def _responses_stream(events: list[dict[str, Any]]) -> bytes:
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+
+
+def _reasoning(item_id: str) -> dict[str, Any]:
+    return {"type": "reasoning", "id": item_id, "summary": [], "encrypted_content": f"enc-{item_id}"}
+
+
+def _function_call(n: int, arguments: str, status: str | None = None) -> dict[str, Any]:
+    item = {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": "f", "arguments": arguments}
+    return item if status is None else {**item, "status": status}
+
+
+# Reasoning, call, reasoning, call, cut by max_output_tokens inside the second call's arguments: the
+# "openai-responses" next turn left the cut call out (incomplete="omit") and sent the reasoning item
+# before it all the same, last in the turn, without the item that followed it: HTTP 400.
+_CUT_AFTER_REASONING = [
+    {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}},
+    {"type": "response.output_item.added", "output_index": 0, "item": _reasoning("rs_1")},
+    {"type": "response.output_item.done", "output_index": 0, "item": _reasoning("rs_1")},
+    {"type": "response.output_item.added", "output_index": 1, "item": _function_call(1, "")},
+    {"type": "response.function_call_arguments.delta", "output_index": 1, "item_id": "fc_1", "delta": "{}"},
+    {"type": "response.output_item.done", "output_index": 1, "item": _function_call(1, "{}", "completed")},
+    {"type": "response.output_item.added", "output_index": 2, "item": _reasoning("rs_2")},
+    {"type": "response.output_item.done", "output_index": 2, "item": _reasoning("rs_2")},
+    {"type": "response.output_item.added", "output_index": 3, "item": _function_call(2, "")},
+    {"type": "response.function_call_arguments.delta", "output_index": 3, "item_id": "fc_2", "delta": '{"q": "Os'},
+    {
+        "type": "response.incomplete",
+        "response": {"id": "resp_1", "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}},
+    },
+]
+
+
+def test_a_responses_call_left_out_takes_the_reasoning_before_it_along() -> None:
+    reassembler = fsm.Reassembler("openai-responses")
+    reassembler.feed_bytes(_responses_stream(_CUT_AFTER_REASONING))
+    result = reassembler.close()
+    assert [c.status for c in result.calls] == [fsm.CallStatus.COMPLETE, fsm.CallStatus.TRUNCATED]
+    items = messages.assistant_message(result, "openai-responses")
+    assert [(i["type"], i["id"]) for i in items] == [("reasoning", "rs_1"), ("function_call", "fc_1")]
+    kept = messages.assistant_message(result, "openai-responses", incomplete="include")
+    assert [i["id"] for i in kept] == ["rs_1", "fc_1", "rs_2", "fc_2"]  # the cut call goes back: so does rs_2
+    answers = [messages.tool_result(result.calls[0], "ok", "openai-responses")]
+    conversation = [{"role": "user", "content": "go"}, *items, *answers]
+    assert history.check(conversation).findings == ()
+    assert history.repair(conversation) == (conversation, [])
