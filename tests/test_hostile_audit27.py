@@ -12,6 +12,7 @@ import pytest
 
 import fsm
 from fsm import history, messages
+from fsm.messages.bedrock import converse_id
 
 
 def _anthropic_ids(message: dict[str, Any]) -> list[str]:
@@ -151,3 +152,36 @@ def test_a_responses_call_left_out_takes_the_reasoning_before_it_along() -> None
     conversation = [{"role": "user", "content": "go"}, *items, *answers]
     assert history.check(conversation).findings == ()
     assert history.repair(conversation) == (conversation, [])
+
+
+def _converse_turn(call_id: str) -> list[dict[str, Any]]:
+    use = {"toolUse": {"toolUseId": call_id, "name": "f", "input": {}}}
+    return [
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": call_id, "content": [{"text": "ok"}]}}]},
+    ]
+
+
+# A Converse toolUseId Bedrock refuses is mapped as the "bedrock" next turn maps it (converse_id),
+# and only "a mapping another id of its turn already holds" becomes <mapping>_d2. An id reused by a
+# later turn (allowed once answered) was mapped to <mapping>_d2 there, its own earlier mapping counted
+# as taken: turn by turn `..._c71bd109227e2343`, `..._c71bd109227e2_d2`, `..._d3`, not what the next
+# turn sends, and differing from turn to turn for one id.
+@pytest.mark.parametrize("call_id", ["x" * 70, "toolu_01/+="])
+def test_a_refused_id_reused_by_a_later_turn_maps_as_the_next_turn_does(call_id: str) -> None:
+    ask = {"role": "user", "content": [{"text": "go"}]}
+    messages = [ask, *_converse_turn(call_id), *_converse_turn(call_id), *_converse_turn(call_id)]
+    fixed, changes = history.repair(messages)
+    ids = [block["toolUse"]["toolUseId"] for m in fixed for block in m["content"] if "toolUse" in block]
+    assert ids == [converse_id(call_id)] * 3
+    assert [c.kind for c in changes] == ["mapped-call", "mapped-result"] * 3
+    assert [f.kind for f in history.check(fixed).findings] == [history.Kind.REUSED] * 2
+    # Beside another id of its turn already holding the mapping, it still becomes <mapping>_d2.
+    held = {"toolUse": {"toolUseId": converse_id(call_id), "name": "g", "input": {}}}
+    answer = {"toolResult": {"toolUseId": converse_id(call_id), "content": [{"text": "ok"}]}}
+    crowded = [*messages[:3], {"role": "assistant", "content": [held, *messages[3]["content"]]}]
+    crowded.append({"role": "user", "content": [answer, *messages[4]["content"]]})
+    fixed, _ = history.repair(crowded)
+    mapping = converse_id(call_id)
+    renamed = f"{mapping[: 64 - 3]}_d2"  # cut as far as _d2 needs, within Converse's 64
+    assert [b["toolUse"]["toolUseId"] for b in fixed[3]["content"]] == [mapping, renamed]

@@ -98,14 +98,18 @@ class _Plan:
         self.joined_holds: set[Any] = set()  # whether it makes calls, answers them, or both (see _joinable)
         self.changes: list[Change] = []
         self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
+        self.mapped_for: dict[str, tuple[Key, int]] = {}  # Converse: each mapping given, for which id, where
+        self.in_turn: set[Key] = set()  # the ids of the turn being paired
 
     def _change(self, kind: str, entry: Entry, detail: str, key: Key | None = None) -> None:
         self.changes.append(Change(kind, entry.message + 1, shown(entry.key if key is None else key), detail))
 
     def pair(self, segment: Segment) -> None:
+        self.in_turn = set()
         for entry in (*segment.calls, *segment.results, *segment.beside):
             if isinstance(entry.key, str):
                 self.ids.take(entry.key)
+                self.in_turn.add(entry.key)
         calls_of: dict[Key, int] = {}
         for call in segment.calls:
             calls_of[call.key] = calls_of.get(call.key, 0) + 1
@@ -139,9 +143,9 @@ class _Plan:
                 )
                 self._change("dropped-call", call, f"the call had no result{why}")
                 continue
-            wire_id = self._usable(call.key)
+            wire_id = self._usable(call.key, call.message)
             if k > 0 and isinstance(call.key, str):  # id-less keys are unique within a turn
-                wire_id = self._usable(self.ids.claim(call.key))
+                wire_id = self._usable(self.ids.claim(call.key), call.message)
                 self._rename(call, answer, wire_id)
                 self._change("renamed-call", call, f"call {k + 1} under {call.key!r} in its turn is now {wire_id!r}")
                 if answer is not None:
@@ -174,10 +178,17 @@ class _Plan:
             self._change("dropped-reasoning", item, "the call item that followed it was dropped")
             at -= 1
 
-    def _usable(self, key: Key) -> Key:
-        """``key`` as the format takes it; mapped (Converse), made unique against the ids in use as a rename is."""
+    def _usable(self, key: Key, at: int) -> Key:
+        """``key`` as the format takes it; mapped (Converse), made unique against the ids in use as a
+        rename is, but for the mapping an earlier message gave this very id, which it reuses as the id is."""
         mapped = usable_id(self.fmt, key)
-        return mapped if mapped == key or not isinstance(mapped, str) else self.ids.claim(mapped)
+        if mapped == key or not isinstance(mapped, str):
+            return mapped
+        given = self.mapped_for.get(mapped)
+        if not (given is not None and given[0] == key and given[1] != at and mapped not in self.in_turn):
+            mapped = self.ids.claim(mapped)
+        self.mapped_for[mapped] = (key, at)
+        return mapped
 
     def _rename(self, call: Entry, answer: Entry | None, wire_id: Key) -> None:
         """Give ``call`` and the result that answered it (if any) the id ``wire_id``."""
