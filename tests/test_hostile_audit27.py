@@ -185,3 +185,30 @@ def test_a_refused_id_reused_by_a_later_turn_maps_as_the_next_turn_does(call_id:
     mapping = converse_id(call_id)
     renamed = f"{mapping[: 64 - 3]}_d2"  # cut as far as _d2 needs, within Converse's 64
     assert [b["toolUse"]["toolUseId"] for b in fixed[3]["content"]] == [mapping, renamed]
+
+
+_SEARCH = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "q"}}
+
+# Reasoning, a web search (a hosted call, which the next turn does not send back), reasoning, a
+# function call: the first reasoning item went back followed by the second, not by its search.
+_SEARCH_AFTER_REASONING = [
+    {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}},
+    {"type": "response.output_item.added", "output_index": 0, "item": _reasoning("rs_1")},
+    {"type": "response.output_item.done", "output_index": 0, "item": _reasoning("rs_1")},
+    {"type": "response.output_item.added", "output_index": 1, "item": {**_SEARCH, "status": "in_progress"}},
+    {"type": "response.output_item.done", "output_index": 1, "item": _SEARCH},
+    {"type": "response.output_item.added", "output_index": 2, "item": _reasoning("rs_2")},
+    {"type": "response.output_item.done", "output_index": 2, "item": _reasoning("rs_2")},
+    {"type": "response.output_item.added", "output_index": 3, "item": _function_call(1, "")},
+    {"type": "response.output_item.done", "output_index": 3, "item": _function_call(1, "{}", "completed")},
+    {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}},
+]
+
+
+def test_a_hosted_call_that_does_not_go_back_takes_the_reasoning_before_it_along() -> None:
+    reassembler = fsm.Reassembler("openai-responses")
+    reassembler.feed_bytes(_responses_stream(_SEARCH_AFTER_REASONING))
+    result = reassembler.close()
+    assert [c.type for c in result.server_tool_calls] == ["web_search_call"]
+    items = messages.assistant_message(result, "openai-responses")
+    assert [(i["type"], i["id"]) for i in items] == [("reasoning", "rs_2"), ("function_call", "fc_1")]

@@ -56,11 +56,13 @@ def openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messag
 
 
 def _left_out(result: Result, calls: tuple[ToolCall, ...]) -> set[int]:
-    """The output indexes of the reasoning items right before a call left out (not complete), which
-    go with it: the API pairs a reasoning item with the item that followed it and answers one sent
-    without it with HTTP 400 ("provided without its required following item")."""
+    """The output indexes of the reasoning items right before a call left out (not complete) or a
+    hosted call (which never goes back), which go with it: the API pairs a reasoning item with the
+    item that followed it and answers one sent without it with HTTP 400 ("provided without its
+    required following item")."""
     sent = {id(call) for call in calls}
-    gone = {c.output_index for c in result.calls if id(c) not in sent and isinstance(c.output_index, int)}
+    left = [c for c in result.calls if id(c) not in sent]
+    gone = {c.output_index for c in (*left, *result.server_tool_calls) if isinstance(c.output_index, int)}
     dropped: set[int] = set()
     if gone:
         kept = {c.output_index for c in calls} | {p.output_index for p in result.text_parts}  # places shared by hand
