@@ -483,6 +483,22 @@ def test_the_next_turn_is_the_same_however_the_stream_was_read(
     assert next_turns(converter().structure(stored, Result)) == want
 
 
+def ahead_of_left_out(reasoning: Reasoning, made: Result, incomplete: str) -> bool:
+    """Is the reasoning item right before a call the Responses next turn leaves out (nothing that
+    goes back at the next output index, through a run of reasoning items)? It goes too."""
+    at = reasoning.output_index
+    while at is not None:
+        after = [c for c in made.calls if c.output_index == at + 1]
+        if any(c.status is CallStatus.COMPLETE or incomplete == "include" for c in after):
+            return False  # an item that goes back follows it (a place shared by hand)
+        if any(p.output_index == at + 1 for p in made.text_parts):
+            return False
+        if after:
+            return True
+        at = at + 1 if any(r.output_index == at + 1 for r in made.reasoning) else None
+    return False
+
+
 def test_random_odd_results_give_every_call_and_text_once_and_the_same_read_back() -> None:
     """2000 results of random places (None, negative, repeated, far past the parts), indexes shared
     by calls, parts whose text may not add up to the text, incomplete calls: every builder gives
@@ -519,6 +535,8 @@ def test_random_odd_results_give_every_call_and_text_once_and_the_same_read_back
                 said_back = said(body, format)
                 thoughts = [t for t in said_back if t.startswith(("t", "rs"))]
                 assert Counter(thoughts) == Counter(
-                    r.item_id if format == "openai-responses" else r.text for r in reasoning
+                    r.item_id if format == "openai-responses" else r.text
+                    for r in reasoning
+                    if format != "openai-responses" or not ahead_of_left_out(r, made, incomplete)
                 )
                 assert Counter(t for t in said_back if t not in thoughts) == Counter(texts), (format, made)

@@ -21,14 +21,15 @@ Findings and changes number messages from 1. Malformed input raises
 
 The modules: ``findings`` (what a check reports), ``objects`` (SDK objects read as wire dicts),
 ``formats`` (reading each message format), ``check`` (the history machine's model and the walk),
-``uniquify``, ``repair``.
+``uniquify``, ``repair`` and ``changes`` (what repair is told and what it reports).
 """
 
 from fsm.history import findings as _findings
+from fsm.history.changes import Change, RepairPolicy
 from fsm.history.check import CallId, anything_dangling, check, history_machine
 from fsm.history.findings import Finding, Format, Kind, Report
 from fsm.history.formats import detect_format
-from fsm.history.repair import Change, RepairPolicy, repair
+from fsm.history.repair import repair
 from fsm.history.uniquify import Rename, uniquify
 
 REJECTED = _findings.REJECTED

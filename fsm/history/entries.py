@@ -34,3 +34,6 @@ class Segment(NamedTuple):
     open_end: bool = False
     """Server blocks of the history's last message, a turn Claude may go on with (``pause_turn``):
     a call there may still wait for its result."""
+    beside: tuple[Entry, ...] = ()
+    """Server blocks: the client calls of their message, read as a turn of their own after them.
+    A server call renamed ``<id>_d2`` keeps clear of their ids: one message holds both."""

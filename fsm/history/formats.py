@@ -319,7 +319,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Seg
             if early:
                 yield Segment([], early, server=True)
             # A message that makes client calls is followed by their results: its server calls cannot wait.
-            yield served._replace(open_end=at == len(messages) - 1 and not calls)
+            yield served._replace(open_end=at == len(messages) - 1 and not calls, beside=tuple(calls))
         if calls:
             taking = Segment(calls, [])
     if taking is not None:

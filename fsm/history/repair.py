@@ -16,6 +16,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   blocks within their own message, a result only with a call before it (:mod:`fsm.history.server_blocks`);
   one without its result is dropped, whatever the policy, since only Anthropic can give that result
   (but in the history's last message, a paused turn, where the server may still run it);
+* a Responses call item dropped takes along the ``reasoning`` items right before it (the API pairs
+  a reasoning item with the item that followed it and refuses one sent without it);
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
   together are merged (both want user and assistant to alternate), unless one makes calls and the
   other answers them (no message may do both).
@@ -29,10 +31,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-import attrs
-
 from fsm.engine.ids import IdAllocator
 from fsm.errors import InvalidInput, LocalProtocolError
+from fsm.history.changes import Change, RepairPolicy
 from fsm.history.entries import Entry, Key, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import (
@@ -57,33 +58,6 @@ _FIELD = {
 }
 _ALTERNATING = ("anthropic", "bedrock")
 """The formats whose messages must alternate user and assistant: neighbours a drop brings together merge."""
-
-
-@attrs.frozen
-class RepairPolicy:
-    """How :func:`repair` answers a call that got no result."""
-
-    dangling: Literal["placeholder", "drop-call"] = "placeholder"
-    """Answer a dangling call with a placeholder result, or drop the call from its turn."""
-    placeholder: str = "The tool call was not completed; no result is available."
-    """The text of a placeholder result."""
-
-
-@attrs.frozen
-class Change:
-    """One edit :func:`repair` made."""
-
-    kind: str
-    """``renamed-call``, ``renamed-result``, ``mapped-call``, ``mapped-result``, ``dropped-orphan``,
-    ``dropped-duplicate-result``, ``placeholder-result``, ``dropped-call``, ``dropped-empty-message`` or
-    ``merged-messages``."""
-    message: int
-    """1-based position in the input of the message changed (for a placeholder, the call's message)."""
-    id: str | None
-    """The call id concerned (``name#k`` for an id-less Gemini call or an Ollama call; for a placeholder, the id it
-    answers, which a rename may just have given the call); None for a whole-message change."""
-    detail: str
-    """What was done and why, in words."""
 
 
 def repair(
@@ -124,14 +98,18 @@ class _Plan:
         self.joined_holds: set[Any] = set()  # whether it makes calls, answers them, or both (see _joinable)
         self.changes: list[Change] = []
         self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
+        self.mapped_for: dict[str, tuple[Key, int]] = {}  # Converse: each mapping given, for which id, where
+        self.in_turn: set[Key] = set()  # the ids of the turn being paired
 
     def _change(self, kind: str, entry: Entry, detail: str, key: Key | None = None) -> None:
         self.changes.append(Change(kind, entry.message + 1, shown(entry.key if key is None else key), detail))
 
     def pair(self, segment: Segment) -> None:
-        for entry in (*segment.calls, *segment.results):
+        self.in_turn = set()
+        for entry in (*segment.calls, *segment.results, *segment.beside):
             if isinstance(entry.key, str):
                 self.ids.take(entry.key)
+                self.in_turn.add(entry.key)
         calls_of: dict[Key, int] = {}
         for call in segment.calls:
             calls_of[call.key] = calls_of.get(call.key, 0) + 1
@@ -154,6 +132,8 @@ class _Plan:
             waits = answer is None and segment.open_end  # the server may still run it: it goes back as it came
             if answer is None and not waits and (dropped or self._type(call) == "computer_call"):
                 self._edit(call, self.drop)
+                if self.fmt == "responses":
+                    self._drop_reasoning_before(call)
                 why = (
                     ": a server tool's result comes from the provider alone; none can stand in"
                     if segment.server
@@ -163,9 +143,9 @@ class _Plan:
                 )
                 self._change("dropped-call", call, f"the call had no result{why}")
                 continue
-            wire_id = self._usable(call.key)
+            wire_id = self._usable(call.key, call.message)
             if k > 0 and isinstance(call.key, str):  # id-less keys are unique within a turn
-                wire_id = self._usable(self.ids.claim(call.key))
+                wire_id = self._usable(self.ids.claim(call.key), call.message)
                 self._rename(call, answer, wire_id)
                 self._change("renamed-call", call, f"call {k + 1} under {call.key!r} in its turn is now {wire_id!r}")
                 if answer is not None:
@@ -188,10 +168,27 @@ class _Plan:
         if placeholders:
             self._place(segment, placeholders)
 
-    def _usable(self, key: Key) -> Key:
-        """``key`` as the format takes it; mapped (Converse), made unique against the ids in use as a rename is."""
+    def _drop_reasoning_before(self, call: Entry) -> None:
+        """The reasoning items right before a Responses call item that goes: the API pairs a reasoning
+        item with the item that followed it, and refuses one sent without it (400)."""
+        at = call.message - 1
+        while at >= 0 and self.messages[at].get("type") == "reasoning":
+            item = Entry(at, -1, call.key, None)
+            self._edit(item, self.drop)
+            self._change("dropped-reasoning", item, "the call item that followed it was dropped")
+            at -= 1
+
+    def _usable(self, key: Key, at: int) -> Key:
+        """``key`` as the format takes it; mapped (Converse), made unique against the ids in use as a
+        rename is, but for the mapping an earlier message gave this very id, which it reuses as the id is."""
         mapped = usable_id(self.fmt, key)
-        return mapped if mapped == key or not isinstance(mapped, str) else self.ids.claim(mapped)
+        if mapped == key or not isinstance(mapped, str):
+            return mapped
+        given = self.mapped_for.get(mapped)
+        if not (given is not None and given[0] == key and given[1] != at and mapped not in self.in_turn):
+            mapped = self.ids.claim(mapped)
+        self.mapped_for[mapped] = (key, at)
+        return mapped
 
     def _rename(self, call: Entry, answer: Entry | None, wire_id: Key) -> None:
         """Give ``call`` and the result that answered it (if any) the id ``wire_id``."""

@@ -67,12 +67,14 @@ is in :mod:`fsm.messages.ollama_cohere`; ``"bedrock"`` (Converse messages, as bo
 **Calls that did not complete** (status truncated or invalid) must not be executed, and a call sent
 back must be answered. ``incomplete="omit"`` (the default) leaves them out of the assistant message:
 the model never sees them, and :func:`omitted` lists them (the result's diagnostics say why each one
-failed). ``incomplete="include"`` keeps them, with their raw text where the format takes text and an
-empty object where it takes an object; answer each with :func:`incomplete_answers`, which builds an
-error result per call, so the model learns the call failed and can try again. A built-in client call
-that did not complete is left out even then: its action may be missing, and not every built-in
-output can say "not run" (a computer call is answered with a screenshot). So is a call that came
-without a name (``missing-name``, status invalid): no provider takes a nameless call back.
+failed); in ``"openai-responses"`` the reasoning items right before one go with it, as they do
+before a hosted call (the API refuses a reasoning item sent without the item that followed it).
+``incomplete="include"`` keeps them, with their raw text where the format takes text and an empty
+object where it takes an object; answer each with :func:`incomplete_answers`, which builds an error
+result per call, so the model learns the call failed and can try again. A built-in client call that
+did not complete is left out even then: its action may be missing, and not every built-in output can
+say "not run" (a computer call is answered with a screenshot). So is a call that came without a name
+(``missing-name``, status invalid): no provider takes a nameless call back.
 
 :func:`tool_result` builds the answer to one call: an OpenAI ``tool`` message, a Responses
 ``function_call_output`` item, an Anthropic ``tool_result`` block, a Gemini ``functionResponse``

@@ -13,8 +13,9 @@ def openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messag
     # Each item with where it sat in the output (None: the wire gave no place), in the order the
     # items go back when none has one: reasoning, the message, the calls.
     placed: list[tuple[int | None, Message]] = []
+    gone = _left_out(result, calls)
     for reasoning in result.reasoning:
-        if reasoning.item_id is None:
+        if reasoning.item_id is None or reasoning.output_index in gone:
             continue  # a reasoning item is referred to by its id: without one it cannot go back
         item: Message = {
             "type": "reasoning",
@@ -52,6 +53,24 @@ def openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messag
         else:
             placed.append((call.output_index, built_in_item(call)))
     return in_output_order(placed)
+
+
+def _left_out(result: Result, calls: tuple[ToolCall, ...]) -> set[int]:
+    """The output indexes of the reasoning items right before a call left out (not complete) or a
+    hosted call (which never goes back), which go with it: the API pairs a reasoning item with the
+    item that followed it and answers one sent without it with HTTP 400 ("provided without its
+    required following item")."""
+    sent = {id(call) for call in calls}
+    left = [c for c in result.calls if id(c) not in sent]
+    gone = {c.output_index for c in (*left, *result.server_tool_calls) if isinstance(c.output_index, int)}
+    dropped: set[int] = set()
+    if gone:
+        kept = {c.output_index for c in calls} | {p.output_index for p in result.text_parts}  # places shared by hand
+        placed = {r.output_index for r in result.reasoning if isinstance(r.output_index, int)}
+        for index in sorted(placed, reverse=True):  # a run of reasoning items before a call left out goes whole
+            if (index + 1 in gone or index + 1 in dropped) and index + 1 not in kept:
+                dropped.add(index)
+    return dropped
 
 
 def carries_refusal(part: TextPart) -> bool:
