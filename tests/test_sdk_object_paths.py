@@ -13,6 +13,7 @@ import pytest
 
 import fsm
 from fsm import Reassembler
+from fsm.errors import InvalidInput
 from fsm.harness.fuzz.run import sample_vectors
 from fsm.wire.decoders.chat_chunks import one_entry, plain_delta, plain_said, whole_call_in
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
@@ -450,3 +451,32 @@ def test_a_plain_dump_of_a_chat_chunk_is_its_dump() -> None:
 def _pydantic_dump(item: Any) -> Any:
     """What as_mapping asks of pydantic for ``item`` (plain_dump stands in for it)."""
     return item.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude={"snapshot"}, warnings=False)
+
+
+class _Raising:
+    """An object with a dump method that raises what the caller's own code might."""
+
+    def __init__(self, method: str, exc: Exception) -> None:
+        self.method, self.exc = method, exc
+
+    def __getattr__(self, name: str) -> Any:
+        if name != self.method:
+            raise AttributeError(name)
+
+        def dump(*args: Any, **kwargs: Any) -> Any:
+            raise self.exc
+
+        return dump
+
+
+@pytest.mark.parametrize("method", ["model_dump", "to_dict"])
+@pytest.mark.parametrize("exc", [RuntimeError("boom"), KeyError("k"), TypeError("t"), ZeroDivisionError()])
+def test_an_object_whose_dump_raises_is_refused_as_input(method: str, exc: Exception) -> None:
+    # What the object's model_dump() or to_dict() raised left feed() as it was (a RuntimeError, a
+    # KeyError): no exception of another library's may leave the API. Refused now, as input that
+    # cannot be read, and the stream reads on.
+    r = fsm.Reassembler("openai-chat")
+    with pytest.raises(InvalidInput, match=rf"its {method}\(\) raised {type(exc).__name__}"):
+        r.feed(_Raising(method, exc))
+    r.feed({"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]})
+    assert r.close().text == "hi"

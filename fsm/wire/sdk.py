@@ -22,10 +22,10 @@ frameworks above them yield, read by duck typing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from fsm.errors import InvalidInput
+from fsm.errors import InvalidInput, ToolcallFSMError, shown
 from fsm.wire.decoders.chat_chunks import PLAIN_SAID_KEYS
 from fsm.wire.langchain_chunks import langchain_chunk
 from fsm.wire.langchain_places import LangChainStream
@@ -286,7 +286,7 @@ def as_mapping(item: Any) -> Mapping[str, Any]:
         try:
             value = dump(mode="json", by_alias=True, exclude_unset=True, exclude={"snapshot"}, warnings=False)
         except TypeError:
-            value = dump()
+            value = _foreign(dump, item, "model_dump()")
         except AttributeError as exc:  # a model built without its __init__ (cls.__new__): no fields set
             raise InvalidInput(f"cannot feed a {type(item).__name__}: its SDK cannot write it: {exc}") from None
         except ValueError as exc:
@@ -297,17 +297,41 @@ def as_mapping(item: Any) -> Mapping[str, Any]:
             # A field holding what no JSON holds (an object, bytes that are not UTF-8): only a model
             # built past its validation (model_construct, an assignment) can, the caller's doing.
             raise InvalidInput(f"cannot feed a {type(item).__name__}: its SDK cannot write it as JSON: {exc}") from None
+        except (RecursionError, MemoryError, ToolcallFSMError):
+            raise
+        except Exception as exc:  # the caller's own object, whatever it raised: said as input refused
+            raise _refused(item, "model_dump()", exc) from None
         if isinstance(value, Mapping):
             return value
     to_dict = getattr(item, "to_dict", None)
     if callable(to_dict):
-        value = to_dict()
+        value = _foreign(to_dict, item, "to_dict()")
         if isinstance(value, Mapping):
             return value
     raise InvalidInput(
         f"cannot feed a {type(item).__name__}: pass a dict, an SDK object with model_dump() or to_dict(), "
         "or an fsm event"
     )
+
+
+def _foreign(dump: Callable[[], Any], item: Any, name: str) -> Any:
+    """``dump()``, a method of an object fsm was fed (its SDK's, or the caller's own); whatever it
+    raises but a depth or memory failure is the input refused (InvalidInput), as no exception of
+    another library's may leave the API."""
+    try:
+        return dump()
+    except (RecursionError, MemoryError, ToolcallFSMError):
+        raise
+    except Exception as exc:
+        raise _refused(item, name, exc) from None
+
+
+def _refused(item: Any, name: str, exc: Exception) -> InvalidInput:
+    try:
+        said = shown(exc)
+    except Exception:  # an exception of the caller's that cannot even say itself
+        said = "(unprintable)"
+    return InvalidInput(f"cannot feed a {type(item).__name__}: its {name} raised {said}")
 
 
 SERIALIZER_DEPTH = 200
