@@ -27,8 +27,10 @@ class Rename:
 
 
 def uniquify(calls: Iterable[C], taken: Iterable[str] = ()) -> tuple[list[C], list[Rename]]:
-    """Give every call a distinct id with the engine's rule: the first occurrence keeps its id,
-    later ones become ``<id>_d2``, ``<id>_d3``, ...; ids in ``taken`` (earlier turns) are avoided;
+    """Give every call a distinct id with the engine's rule: in order, a call keeps its id unless an
+    earlier call holds it (as its own or as its rename), and then becomes ``<id>_d2``, ``<id>_d3``,
+    ... (the first such id no earlier call holds: ``[a, a, a_d2]`` gives ``a``, ``a_d2``,
+    ``a_d2_d2``, as a stream gives them); ids in ``taken`` (earlier turns) are avoided;
     a blank id becomes ``call_<position>``. Same input, same output. Returns the renames so results
     can be mapped back. A call is a ToolCall or a mapping with an ``id``; an OpenAI Responses call
     item (one with a ``call_id``, beside its own item ``id``) is renamed by its ``call_id``, and a
