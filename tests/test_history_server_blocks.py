@@ -193,3 +193,65 @@ def test_a_block_type_of_no_str_is_no_server_block(kind: Any) -> None:
     # an unhashable type raised TypeError out of the format detection and the reading
     turn = [{"role": "user", "content": "Go"}, {"role": "assistant", "content": [{"type": kind, "id": "s1"}]}]
     assert history.check(turn, "anthropic").findings == () and history.detect_format(turn) == "openai"
+
+
+# -- Anthropic combines consecutive messages of one role into one turn ---------------------------------
+
+_USER = {"role": "user", "content": "Weather in Oslo?"}
+
+
+def _use(call_id: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": "weather", "input": {}}
+
+
+def _answer(call_id: str) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": call_id, "content": "-3 C"}
+
+
+_SEARCH = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "Oslo"}}
+_FOUND = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+
+RUNS = {
+    # pause_turn: the continuation kept as a second assistant message, the search's result in it
+    "pause-turn-continued-in-a-second-message": [
+        _USER,
+        {"role": "assistant", "content": [_SEARCH]},
+        {"role": "assistant", "content": [_FOUND, {"type": "text", "text": "-3 C."}]},
+    ],
+    "calls-in-two-assistant-messages": [
+        _USER,
+        {"role": "assistant", "content": [_use("a")]},
+        {"role": "assistant", "content": [{"type": "text", "text": "and"}, _use("b")]},
+        {"role": "user", "content": [_answer("a"), _answer("b")]},
+    ],
+    "results-in-two-user-messages": [
+        _USER,
+        {"role": "assistant", "content": [_use("a"), _use("b")]},
+        {"role": "user", "content": [_answer("a")]},
+        {"role": "user", "content": [_answer("b"), {"type": "text", "text": "thanks"}]},
+    ],
+}
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_anthropic_messages_of_one_role_in_a_row_are_one_turn(name: str) -> None:
+    # The Messages API combines consecutive messages of one role into one turn. Read one message at
+    # a time, each of these was a call left dangling and a result answering nothing: check said a
+    # provider would refuse it, and repair dropped the server call with its result, or put a
+    # placeholder in place of a result the history held.
+    messages = RUNS[name]
+    assert history.check(messages).findings == ()
+    assert not history.anything_dangling(messages)
+    assert history.repair(messages) == (messages, [])
+
+
+def test_anthropic_results_after_text_in_a_user_run_are_not_a_turns_results() -> None:
+    # The API takes a turn's results first in it: text before them in the combined user turn is refused.
+    messages = [
+        _USER,
+        {"role": "assistant", "content": [_use("a")]},
+        {"role": "user", "content": "and?"},
+        {"role": "user", "content": [_answer("a")]},
+    ]
+    assert [f.kind.value for f in history.check(messages).findings] == ["dangling", "orphan"]
+    assert history.anything_dangling(messages)

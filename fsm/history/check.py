@@ -11,8 +11,9 @@ from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
 from fsm.history.entries import Entry, Key
 from fsm.history.findings import Finding, Format, Kind, Report
-from fsm.history.formats import resolve_format, segments, shown
+from fsm.history.formats import resolve_format, shown
 from fsm.history.placeholders import usable_id
+from fsm.history.turns import segments
 from fsm.spec import history_spec
 
 

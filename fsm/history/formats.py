@@ -1,13 +1,10 @@
 """Reading the message formats (OpenAI chat, Anthropic, Gemini, OpenAI Responses input items,
-Ollama's native chat, Bedrock Converse) as turns, refusing malformed input. Cohere v2 messages are
+Ollama's native chat, Bedrock Converse), refusing malformed input. Cohere v2 messages are
 OpenAI chat's shape (``tool_calls`` with ids, ``tool`` messages with a ``tool_call_id``) and are read
 as ``openai``.
 
-A turn is the message that makes calls and the results that come back for it: for OpenAI and
-Ollama, every ``tool`` message right after it; for Anthropic, Gemini and Converse, the one message
-right after it, if that message holds results; for Responses, a run of call items (with the
-reasoning and assistant messages among them) and the run of output items after it. A message holding
-results read outside any turn gives a stray segment (its results answer nothing).
+Each message is read into its calls and results (:class:`Reader`); :mod:`fsm.history.turns` groups
+them in turns.
 
 Ollama messages carry no ids (the ollama client keeps none, and an ``id`` a raw response gave a
 call is not what a ``tool`` message answers by): a call is keyed by its name and place, ``(name,
@@ -33,7 +30,7 @@ from fsm.history.findings import Format
 from fsm.history.objects import conversation
 from fsm.history.objects import fail as _fail
 from fsm.history.objects import is_object as _is_object
-from fsm.history.server_blocks import SERVER_CALLS, converse_payload, in_order, is_server_result
+from fsm.history.server_blocks import SERVER_CALLS, converse_payload, is_server_result
 
 ANTHROPIC_CALLS = (*SERVER_CALLS, "tool_use", "tool_result")
 
@@ -162,7 +159,7 @@ def gemini_payload(part: Mapping[str, Any], kind: Literal["call", "result"]) -> 
     return None
 
 
-class _Reader:
+class Reader:
     """Keys id-less Gemini calls and responses, and Ollama's, by name and order within their turn."""
 
     def __init__(self, fmt: Format) -> None:
@@ -289,100 +286,3 @@ def _gemini_payloads(part: Mapping[str, Any]) -> Iterator[tuple[Literal["call", 
     result = gemini_payload(part, "result")
     if result is not None:
         yield "result", result
-
-
-def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Segment]:
-    """The conversation as turns and stray results, in order, each yielded once it is whole. A
-    generator, so a long history's entries die young instead of piling up for the garbage collector."""
-    if fmt == "responses":
-        yield from _responses_segments(messages)
-        return
-    reader = _Reader(fmt)
-    taking: Segment | None = None  # the turn whose results may still come
-    for at, message in enumerate(messages):
-        results, calls = reader.read(message, at)
-        served = reader.served
-        if taking is not None and results is not None:
-            taking.results.extend(results)
-            if fmt not in ("openai", "ollama"):  # Anthropic, Gemini and Converse answer a turn in one message
-                if fmt == "gemini":
-                    _answer_by_name(taking)
-                yield taking
-                taking = None
-        elif taking is not None:
-            yield taking
-            taking = None
-        elif results is not None:
-            yield Segment([], results)
-        if served.calls or served.results:
-            early, served = in_order(served)
-            if early:
-                yield Segment([], early, server=True)
-            # A message that makes client calls is followed by their results: its server calls cannot wait.
-            yield served._replace(open_end=at == len(messages) - 1 and not calls, beside=tuple(calls))
-        if calls:
-            taking = Segment(calls, [])
-    if taking is not None:
-        yield taking
-
-
-def _answer_by_name(turn: Segment) -> None:
-    """Gemini pairs a response without an id by name, so one answers a call with an id as well: it
-    takes the key of the first call of its name (in call order) that no result answers, the
-    responses with ids having answered theirs first. Only a call alone under its key can be taken
-    so: under a key two calls share, the k-th rule decides which call a result answers, and it
-    could be one of another name. A response left over keeps its own key, which answers nothing."""
-    if all(isinstance(result.key, str) for result in turn.results):
-        return
-    calls_under: dict[Key, int] = {}
-    for call in turn.calls:
-        calls_under[call.key] = calls_under.get(call.key, 0) + 1
-    answered = {result.key for result in turn.results if isinstance(result.key, str)}
-    open_keys: dict[str | None, list[Key]] = {}  # per name, in call order: the keys that can be taken
-    for call in turn.calls:
-        if calls_under[call.key] == 1 and call.key not in answered:
-            open_keys.setdefault(call.name, []).append(call.key)
-    taken: dict[str | None, int] = {}  # per name, how many of its open keys are taken
-    for j, result in enumerate(turn.results):
-        if isinstance(result.key, str):
-            continue
-        keys = open_keys.get(result.name, [])
-        n = taken.get(result.name, 0)
-        if n < len(keys):
-            taken[result.name] = n + 1
-            turn.results[j] = result._replace(key=keys[n])
-
-
-def _responses_segments(items: Sequence[Mapping[str, Any]]) -> Iterator[Segment]:
-    """Responses items, one call or output each: a turn is a run of call items (the model's
-    reasoning and assistant messages may sit among them: a turn goes back reasoning, message, call,
-    reasoning, message, call) and the run of output items right after it."""
-    reader = _Reader("responses")
-    taking: Segment | None = None
-    answering = False  # the turn's outputs have begun: a call now starts the next turn
-    for at, item in enumerate(items):
-        results, calls = reader.read(item, at)
-        if calls:
-            if taking is None or answering:
-                if taking is not None:
-                    yield taking
-                taking, answering = Segment([], []), False
-            taking.calls.extend(calls)
-        elif results is not None:
-            if taking is None:
-                yield Segment([], results)
-            else:
-                taking.results.extend(results)
-                answering = True
-        elif taking is not None and (answering or not _model_said(item)):
-            yield taking
-            taking = None
-    if taking is not None:
-        yield taking
-
-
-def _model_said(item: Mapping[str, Any]) -> bool:
-    """A reasoning item or an assistant message: what the model said among its calls, before their
-    outputs (an item with no ``type`` is a message)."""
-    kind = item.get("type")
-    return kind == "reasoning" or (kind in (None, "message") and item.get("role") == "assistant")

@@ -42,11 +42,11 @@ from fsm.history.formats import (
     items,
     resolve_format,
     responses_key_field,
-    segments,
     shown,
 )
 from fsm.history.placeholders import placeholder, usable_id
 from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload, is_server_result
+from fsm.history.turns import segments
 
 _FIELD = {
     "openai": "tool_calls",

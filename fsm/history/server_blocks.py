@@ -31,15 +31,16 @@ __all__ = ["SERVER_CALLS", "converse_holding", "converse_payload", "in_order", "
 
 
 def in_order(served: Segment) -> tuple[list[Entry], Segment]:
-    """The results placed before the call they would answer, and the message's blocks with its
-    results ordered so that the k-th rule pairs them first come, first served."""
+    """The results placed before the call they would answer, and the blocks (of a message, or of
+    Anthropic's run of assistant messages) with their results ordered so that the k-th rule pairs
+    them first come, first served."""
     waiting: dict[Key, int] = {}  # calls of the id read so far that no result answers yet
     paired: list[Entry] = []
     unpaired: list[Entry] = []
     calls = iter(served.calls)
     call = next(calls, None)
     for result in served.results:
-        while call is not None and call.slot < result.slot:
+        while call is not None and (call.message, call.slot) < (result.message, result.slot):
             waiting[call.key] = waiting.get(call.key, 0) + 1
             call = next(calls, None)
         if waiting.get(result.key, 0):

@@ -1,0 +1,181 @@
+"""A history's calls and results (read by :class:`fsm.history.formats.Reader`) grouped in turns.
+
+A turn is the message that makes calls and the results that come back for it: for OpenAI and
+Ollama, every ``tool`` message right after it; for Gemini and Converse, the one message right after
+it, if that message holds results; for Responses, a run of call items (with the reasoning and
+assistant messages among them) and the run of output items after it. A message holding results
+read outside any turn gives a stray segment (its results answer nothing).
+
+Anthropic combines consecutive messages of one role into one turn (its Messages API says so), so
+there a run of assistant messages makes a turn's calls and the run of user messages after it holds
+their results: a turn continued after ``pause_turn`` and kept as a second assistant message, its
+server call in the first and the result in the second, is one turn, as are results sent in two
+user messages. A run stops where a message would answer calls the run made, or make calls after
+results it holds: no turn both makes calls and answers them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from fsm.history.entries import Entry, Key, Segment
+from fsm.history.findings import Format
+from fsm.history.formats import Reader, items
+from fsm.history.server_blocks import in_order
+
+
+def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Segment]:
+    """The conversation as turns and stray results, in order, each yielded once it is whole. A
+    generator, so a long history's entries die young instead of piling up for the garbage collector."""
+    if fmt == "responses":
+        yield from _responses_segments(messages)
+        return
+    taking: Segment | None = None  # the turn whose results may still come
+    for last, results, calls, served in _units(messages, fmt):
+        if taking is not None and results is not None:
+            taking.results.extend(results)
+            if fmt not in ("openai", "ollama"):  # Anthropic, Gemini and Converse answer a turn in one unit
+                if fmt == "gemini":
+                    _answer_by_name(taking)
+                yield taking
+                taking = None
+        elif taking is not None:
+            yield taking
+            taking = None
+        elif results is not None:
+            yield Segment([], results)
+        if served.calls or served.results:
+            early, served = in_order(served)
+            if early:
+                yield Segment([], early, server=True)
+            # A unit that makes client calls is followed by their results: its server calls cannot wait.
+            yield served._replace(open_end=last == len(messages) - 1 and not calls, beside=tuple(calls))
+        if calls:
+            taking = Segment(calls, [])
+    if taking is not None:
+        yield taking
+
+
+def _units(
+    messages: Sequence[Mapping[str, Any]], fmt: Format
+) -> Iterator[tuple[int, list[Entry] | None, list[Entry], Segment]]:
+    """The history read a unit at a time: a message, or for Anthropic a run of messages of one role
+    (see the module's docstring). Each unit as its last message's position, the results it holds
+    (None: no results message), the calls it makes and its server blocks."""
+    reader = Reader(fmt)
+    run: _Run | None = None
+    for at, message in enumerate(messages):
+        results, calls = reader.read(message, at)
+        served = reader.served
+        if run is not None:
+            if fmt == "anthropic" and run.takes(message, at, results, calls):
+                run.add(message, at, results, calls, served)
+                continue
+            yield run.last, run.results, run.calls, run.served
+        run = _Run(message, at, results, calls, served)
+    if run is not None:
+        yield run.last, run.results, run.calls, run.served
+
+
+def _only_results(message: Mapping[str, Any], at: int, results: list[Entry] | None) -> bool:
+    """Does an Anthropic message hold tool results and nothing else?"""
+    return results is not None and len(results) == len(items(message, "anthropic", at))
+
+
+class _Run:
+    """Anthropic's messages of one role in a row, read as the one turn the API makes of them."""
+
+    def __init__(
+        self, message: Mapping[str, Any], at: int, results: list[Entry] | None, calls: list[Entry], served: Segment
+    ) -> None:
+        self.role = message.get("role")
+        self.last, self.results, self.calls = at, None if results is None else [*results], [*calls]
+        self.served = Segment([*served.calls], [*served.results], server=True)
+        self.only_results = _only_results(message, at, results)
+
+    def takes(self, message: Mapping[str, Any], at: int, results: list[Entry] | None, calls: list[Entry]) -> bool:
+        """Does ``message`` go on this run? Of its role, and not answering calls the run made nor
+        making calls after results it holds; its results only where nothing but results came before
+        them, as the API takes a turn's results (first in it, text after them)."""
+        if message.get("role") != self.role or (self.calls and results is not None):
+            return False
+        if self.results is not None and calls:
+            return False
+        return results is None or self.only_results
+
+    def add(
+        self, message: Mapping[str, Any], at: int, results: list[Entry] | None, calls: list[Entry], served: Segment
+    ) -> None:
+        if results is not None:
+            if self.results is None:
+                self.results = [*results]
+            else:
+                self.results.extend(results)
+        self.only_results = self.only_results and _only_results(message, at, results)
+        self.last = at
+        self.calls += calls
+        self.served.calls.extend(served.calls)
+        self.served.results.extend(served.results)
+
+
+def _answer_by_name(turn: Segment) -> None:
+    """Gemini pairs a response without an id by name, so one answers a call with an id as well: it
+    takes the key of the first call of its name (in call order) that no result answers, the
+    responses with ids having answered theirs first. Only a call alone under its key can be taken
+    so: under a key two calls share, the k-th rule decides which call a result answers, and it
+    could be one of another name. A response left over keeps its own key, which answers nothing."""
+    if all(isinstance(result.key, str) for result in turn.results):
+        return
+    calls_under: dict[Key, int] = {}
+    for call in turn.calls:
+        calls_under[call.key] = calls_under.get(call.key, 0) + 1
+    answered = {result.key for result in turn.results if isinstance(result.key, str)}
+    open_keys: dict[str | None, list[Key]] = {}  # per name, in call order: the keys that can be taken
+    for call in turn.calls:
+        if calls_under[call.key] == 1 and call.key not in answered:
+            open_keys.setdefault(call.name, []).append(call.key)
+    taken: dict[str | None, int] = {}  # per name, how many of its open keys are taken
+    for j, result in enumerate(turn.results):
+        if isinstance(result.key, str):
+            continue
+        keys = open_keys.get(result.name, [])
+        n = taken.get(result.name, 0)
+        if n < len(keys):
+            taken[result.name] = n + 1
+            turn.results[j] = result._replace(key=keys[n])
+
+
+def _responses_segments(items: Sequence[Mapping[str, Any]]) -> Iterator[Segment]:
+    """Responses items, one call or output each: a turn is a run of call items (the model's
+    reasoning and assistant messages may sit among them: a turn goes back reasoning, message, call,
+    reasoning, message, call) and the run of output items right after it."""
+    reader = Reader("responses")
+    taking: Segment | None = None
+    answering = False  # the turn's outputs have begun: a call now starts the next turn
+    for at, item in enumerate(items):
+        results, calls = reader.read(item, at)
+        if calls:
+            if taking is None or answering:
+                if taking is not None:
+                    yield taking
+                taking, answering = Segment([], []), False
+            taking.calls.extend(calls)
+        elif results is not None:
+            if taking is None:
+                yield Segment([], results)
+            else:
+                taking.results.extend(results)
+                answering = True
+        elif taking is not None and (answering or not _model_said(item)):
+            yield taking
+            taking = None
+    if taking is not None:
+        yield taking
+
+
+def _model_said(item: Mapping[str, Any]) -> bool:
+    """A reasoning item or an assistant message: what the model said among its calls, before their
+    outputs (an item with no ``type`` is a message)."""
+    kind = item.get("type")
+    return kind == "reasoning" or (kind in (None, "message") and item.get("role") == "assistant")
