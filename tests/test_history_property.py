@@ -151,6 +151,7 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
     truth: dict[str, str | None] = {}
     all_results: set[str] = set()
     serial = iter(range(10_000))
+    run_calls: list[Tagged] = []  # Anthropic: the calls of the assistant messages in a row so far
     for _ in range(draw(st.integers(0, 4))):
         calls = [(draw(ids), draw(st.sampled_from(NAMES)), f"c{next(serial)}") for _ in range(draw(st.integers(1, 4)))]
         results: list[Tagged] = []
@@ -166,18 +167,31 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
         messages += calls_messages(fmt, calls, draw(st.booleans()))
         if fmt == "responses":
             screens |= {tag for cid, _, tag in calls if cid == "e"}
+        if fmt == "anthropic" and results and draw(st.booleans()):  # text before results: repair moves them first
+            messages.append(text(fmt, "user", "before"))
         messages += results_messages(fmt, results)
         all_results |= {tag for *_, tag in results}
-        truth.update(pair(calls, results))
+        if fmt == "anthropic":  # calls messages in a row are one turn (the API combines them): paired together
+            run_calls += calls
+            if results:
+                truth.update(pair(run_calls, results))
+                run_calls = []
+        else:
+            truth.update(pair(calls, results))
         if draw(st.booleans()) or (fmt == "responses" and not results):  # else the next turn's calls join this one
             messages.append(text(fmt, "user", "next"))
+            truth.update(pair(run_calls, []))
+            run_calls = []
             if draw(st.booleans()):  # results out of any turn: never answers
+                if fmt == "anthropic":  # its API makes one turn of the user messages in a row: after another
+                    messages.append(text(fmt, "assistant", "ok"))
                 stray_ids = st.sampled_from([None] if fmt == "ollama" else IDS)
                 stray = [(draw(stray_ids), "f", f"r{next(serial)}") for _ in range(draw(st.integers(1, 2)))]
                 messages += results_messages(fmt, stray)
                 all_results |= {tag for *_, tag in stray}
             if draw(st.booleans()):
                 messages.append(text(fmt, "assistant", "ok"))
+    truth.update(pair(run_calls, []))
     return messages, truth, all_results, screens
 
 
@@ -236,6 +250,7 @@ def read(
     calls: list[tuple[str, str, int]] = []
     results: list[tuple[str, str | None, int]] = []
     turn, open_turn = -1, False
+    role, made_in_run = None, False  # Anthropic: the last message's role; whether its run made calls
     turn_calls: list[tuple[str, str]] = []  # Gemini, Ollama: the open turn's call keys and names
     turn_results: list[Tagged] = []  # Ollama: the open turn's results so far, one tool message each
     for m in messages:
@@ -271,16 +286,22 @@ def read(
             made = [(key, c["args"]["tag"]) for key, c in zip(call_keys, fcalls, strict=True)]
             if made:
                 turn_calls = [(key, c["name"]) for key, c in zip(call_keys, fcalls, strict=True)]
+        # Anthropic's API makes one turn of the messages of one role in a row: the calls of an
+        # assistant run, and the results of the user run after it (results first: repair moves them so)
+        run = fmt == "anthropic" and m["role"] == role
         if found:
             assert open_turn, f"a result outside its turn: {m}"
             results += [(key, tag if tag and tag.startswith("r") else None, turn) for key, tag in found]
-            open_turn = fmt in ("openai", "ollama")
-        else:
+            open_turn = fmt in ("openai", "ollama", "anthropic")
+        elif not (run and made_in_run):
             open_turn = False
         if made:
-            turn += 1
-            open_turn = True
+            turn += 0 if run and made_in_run else 1
+            open_turn = made_in_run = True
             calls += [(tag, key, turn) for key, tag in made]
+        elif not run:
+            made_in_run = False
+        role = m["role"]
     return calls, results
 
 

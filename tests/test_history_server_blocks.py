@@ -245,13 +245,54 @@ def test_anthropic_messages_of_one_role_in_a_row_are_one_turn(name: str) -> None
     assert history.repair(messages) == (messages, [])
 
 
-def test_anthropic_results_after_text_in_a_user_run_are_not_a_turns_results() -> None:
-    # The API takes a turn's results first in it: text before them in the combined user turn is refused.
-    messages = [
-        _USER,
-        {"role": "assistant", "content": [_use("a")]},
-        {"role": "user", "content": "and?"},
-        {"role": "user", "content": [_answer("a")]},
-    ]
-    assert [f.kind.value for f in history.check(messages).findings] == ["dangling", "orphan"]
-    assert history.anything_dangling(messages)
+@pytest.mark.parametrize("split", [True, False], ids=["text-in-a-message-before", "text-before-in-the-message"])
+def test_an_anthropic_result_after_text_is_reported_and_moved_before_it(split: bool) -> None:
+    # The API takes a turn's results first in its user messages. Split over two messages, the result
+    # after the text was a dangling call and an orphan: repair dropped the real result and put a
+    # placeholder in its place. In one message it was not reported at all.
+    asked = {"type": "text", "text": "and?"}
+    answers = [{"role": "user", "content": [asked]}, {"role": "user", "content": [_answer("a")]}]
+    messages = [_USER, {"role": "assistant", "content": [_use("a")]}]
+    messages += answers if split else [{"role": "user", "content": [asked, _answer("a")]}]
+    report = history.check(messages)
+    assert [(f.kind.value, f.id, f.message) for f in report.findings] == [("result-after-text", "a", 3 + split)]
+    assert report.rejected and not history.anything_dangling(messages)
+    fixed, changes = history.repair(messages)
+    assert fixed[2:] == [{"role": "user", "content": [_answer("a"), asked]}]
+    assert [(c.kind, c.message) for c in changes] == [("moved-result", 3 + split)] + (
+        [("dropped-empty-message", 4)] if split else []
+    )
+    assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
+
+
+@pytest.mark.parametrize("split", [True, False], ids=["a-message-each", "one-message"])
+def test_results_after_text_are_moved_in_linear_time(split: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # blocks read per result, check and repair together, at 1x and 8x the results after text
+    import sys
+
+    formats_module, turns_module = sys.modules["fsm.history.formats"], sys.modules["fsm.history.turns"]
+    repair_module = sys.modules["fsm.history.repair"]  # fsm.history.repair is the function
+
+    def blocks_read_per_result(n: int) -> float:
+        read, items = [0], formats_module.items
+
+        def counted(message: Any, fmt: Any, at: int) -> list[Any]:
+            found = items(message, fmt, at)
+            read[0] += len(found)
+            return found
+
+        for module in (formats_module, turns_module, repair_module):
+            monkeypatch.setattr(module, "items", counted)
+        asked = {"type": "text", "text": "and?"}
+        messages = [_USER, {"role": "assistant", "content": [_use(f"t{i}") for i in range(n)]}]
+        if split:
+            messages += [{"role": "user", "content": [asked]}]
+            messages += [{"role": "user", "content": [_answer(f"t{i}")]} for i in range(n)]
+        else:
+            messages += [{"role": "user", "content": [asked, *(_answer(f"t{i}") for i in range(n))]}]
+        fixed, _ = history.repair(messages)
+        assert len(history.check(messages).findings) == n and not history.check(fixed).rejected
+        monkeypatch.undo()
+        return read[0] / n
+
+    assert blocks_read_per_result(8_000) < 1.5 * blocks_read_per_result(1_000)

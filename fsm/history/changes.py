@@ -24,7 +24,7 @@ class Change:
     kind: str
     """``renamed-call``, ``renamed-result``, ``mapped-call``, ``mapped-result``, ``dropped-orphan``,
     ``dropped-duplicate-result``, ``placeholder-result``, ``dropped-call``, ``dropped-reasoning``,
-    ``dropped-empty-message`` or ``merged-messages``."""
+    ``moved-result``, ``dropped-empty-message`` or ``merged-messages``."""
     message: int
     """1-based position in the input of the message changed (for a placeholder, the call's message)."""
     id: str | None

@@ -113,8 +113,13 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
 
     for segment in segments(messages, fmt):
         made = [walk(entry, "call") for entry in segment.calls]
+        late = {(entry.message, entry.slot) for entry in segment.late}
         for entry in segment.results:
+            waiting = entry.key in ids and ids[entry.key].state == "outstanding"
             walk(entry, "result")
+            if waiting and (entry.message, entry.slot) in late:  # one answering nothing is reported as such
+                why = "a tool result after text in its turn's user messages: the API takes a turn's results first"
+                findings.append(Finding(Kind.RESULT_AFTER_TEXT, shown(entry.key), entry.message + 1, why, entry.name))
         for call in dict.fromkeys(made):  # the turn is over: each of its ids once, in call order
             if call.state == "outstanding" and not segment.open_end:
                 machine.fire(call, "close_turn")

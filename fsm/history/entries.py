@@ -34,6 +34,10 @@ class Segment(NamedTuple):
     open_end: bool = False
     """Server blocks of the history's last message, a turn Claude may go on with (``pause_turn``):
     a call there may still wait for its result."""
+    late: tuple[Entry, ...] = ()
+    """Anthropic: the results after text in the turn's user messages (the API takes a turn's results
+    first in it), which ``host``, the first of those messages, takes first in repair."""
+    host: int = -1
     beside: tuple[Entry, ...] = ()
     """Server blocks: the client calls of their message, read as a turn of their own after them.
     A server call renamed ``<id>_d2`` keeps clear of their ids: one message holds both."""

@@ -26,6 +26,9 @@ class Kind(enum.Enum):
     UNUSABLE_ID = "unusable-id"
     """A Converse call or result whose ``toolUseId`` Bedrock refuses: over 64 characters, or a
     character outside ``[a-zA-Z0-9_.:-]`` (another provider's id). Repair maps it as the next turn does."""
+    RESULT_AFTER_TEXT = "result-after-text"
+    """An Anthropic tool result after text (or any block but a result) in its turn's user messages:
+    the API takes a turn's results first in it. Repair moves it before the text."""
     REUSED = "reused"
     """An id used again by a later turn after its call was answered: allowed, reported for information."""
 

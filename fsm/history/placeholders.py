@@ -1,14 +1,16 @@
-"""The result :func:`fsm.history.repair` puts where a call got none, in each format's shape, and the
-``toolUseId`` Converse takes for an id it refuses."""
+"""What :func:`fsm.history.repair` writes, in each format's shape: the result it puts where a call
+got none, a call or result under a new id, and the ``toolUseId`` Converse takes for an id it refuses."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from fsm.history.entries import Key
 from fsm.history.findings import Format
-from fsm.history.formats import RESPONSES_OUTPUT_OF
+from fsm.history.formats import RESPONSES_OUTPUT_OF, gemini_payload
+from fsm.history.server_blocks import converse_payload, is_server_result
 from fsm.messages.bedrock import converse_id
 
 
@@ -49,3 +51,20 @@ def usable_id(fmt: Format, key: Key) -> Key:
     one outside ``[a-zA-Z0-9_.:-]``) as the ``"bedrock"`` next turn maps it
     (:func:`fsm.messages.bedrock.converse_id`), so a call and its result map alike; else as it is."""
     return converse_id(key) if fmt == "bedrock" and isinstance(key, str) else key
+
+
+def renamed_block(fmt: Format, item: Mapping[str, Any], new_id: str) -> dict[str, Any]:
+    """A call or result block (an OpenAI tool call, an Anthropic or Converse block, a Gemini part)
+    under the id ``new_id``."""
+    if fmt == "openai":
+        return {**item, "id": new_id}
+    if fmt == "anthropic":
+        answers = item.get("type") == "tool_result" or is_server_result(item.get("type"))
+        return {**item, ("tool_use_id" if answers else "id"): new_id}
+    if fmt == "bedrock":
+        converse = converse_payload(item)
+        assert converse is not None  # only calls and results are renamed
+        return {**item, converse[0]: {**converse[1], "toolUseId": new_id}}
+    payload = gemini_payload(item, "call") or gemini_payload(item, "result")
+    assert payload is not None  # only calls and results are renamed
+    return {**item, payload[0]: {**payload[1], "id": new_id}}

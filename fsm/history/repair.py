@@ -18,6 +18,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   (but in the history's last message, a paused turn, where the server may still run it);
 * a Responses call item dropped takes along the ``reasoning`` items right before it (the API pairs
   a reasoning item with the item that followed it and refuses one sent without it);
+* an Anthropic result after text in its turn's user messages moves before the text, where the API
+  takes a turn's results (:mod:`fsm.history.turns`);
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
   together are merged (both want user and assistant to alternate), unless one makes calls and the
   other answers them (no message may do both).
@@ -44,8 +46,8 @@ from fsm.history.formats import (
     responses_key_field,
     shown,
 )
-from fsm.history.placeholders import placeholder, usable_id
-from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload, is_server_result
+from fsm.history.placeholders import placeholder, renamed_block, usable_id
+from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload
 from fsm.history.turns import segments
 
 _FIELD = {
@@ -92,6 +94,7 @@ class _Plan:
         self.drop: set[tuple[int, int]] = set()
         self.rename: dict[tuple[int, int], str] = {}
         self.add_into: dict[int, list[dict[str, Any]]] = {}
+        self.move_into: dict[int, list[Entry]] = {}  # Anthropic: results after text, moved before it
         self.add_after: dict[int, list[dict[str, Any]]] = {}
         self.touched: set[int] = set()
         self.joined: dict[str, Any] | None = None  # the message repair made by joining, latest
@@ -163,6 +166,14 @@ class _Plan:
                     why += " (its part carries the thoughtSignature Gemini wants back on that part)"
                 # Named by the id it answers: the call's own, or the one a rename just gave it.
                 self._change("placeholder-result", call, why, wire_id)
+        answers = {(entry.message, entry.slot) for entry in answer_of.values()}
+        for result in segment.late:  # a result a call waits for goes first in its turn's user messages
+            if (result.message, result.slot) in answers:
+                self._edit(result, self.drop)
+                self.touched.add(segment.host)
+                self.move_into.setdefault(segment.host, []).append(result)
+                why = "a result after text in its turn's user messages: moved before the text, as the API takes it"
+                self._change("moved-result", result, why)
         for key in calls_of:
             self.answered_last[key] = key in answered
         if placeholders:
@@ -233,12 +244,15 @@ class _Plan:
         """OpenAI: new tool messages after the turn's last one. Anthropic, Converse and Gemini: into
         the turn's results message; without one, into the user message that follows (Anthropic and
         Converse, if it makes no calls), else a new user message right after the calls."""
-        call_message = segment.calls[0].message
+        call_message = segment.calls[-1].message  # an Anthropic turn's calls may span assistant messages
         if self.fmt in ("openai", "ollama", "responses"):
             last = max((r.message for r in segment.results), default=segment.calls[-1].message)
             self.add_after.setdefault(last, []).extend(placeholders)
             return
-        host = segment.results[0].message if segment.results else call_message + 1
+        # Anthropic: the first of the turn's user messages, where its results go (before any text)
+        host = (
+            segment.host if segment.host >= 0 else segment.results[0].message if segment.results else call_message + 1
+        )
         if not segment.results and not (self.fmt in _ALTERNATING and self._can_host(host)):
             self.add_after[call_message] = [{"role": "user", _FIELD[self.fmt]: placeholders}]
             return
@@ -328,13 +342,18 @@ class _Plan:
         old = items(message, self.fmt, at)
         new: list[Any] = []
         added = self.add_into.get(at, [])
-        anchor = max((j for j, item in enumerate(old) if self._placed_after(item, message)), default=-1)
+        moved = [self._moved(entry) for entry in self.move_into.get(at, ())]
+        if self.fmt == "anthropic":  # after the results it begins with: the API takes a turn's results first
+            anchor = next((j for j, item in enumerate(old) if not self._placed_after(item, message)), len(old)) - 1
+            added = [*moved, *added]
+        else:
+            anchor = max((j for j, item in enumerate(old) if self._placed_after(item, message)), default=-1)
         if anchor < 0:
             new += added
         for slot, item in enumerate(old):
             if (at, slot) not in self.drop:
                 renamed = self.rename.get((at, slot))
-                new.append(item if renamed is None else self._renamed(item, renamed))
+                new.append(item if renamed is None else renamed_block(self.fmt, item, renamed))
             if slot == anchor:
                 new += added
         edited = {**message, field: new}
@@ -354,6 +373,12 @@ class _Plan:
         edited[field] = new
         return edited
 
+    def _moved(self, entry: Entry) -> Any:
+        """A result moved before the text of its turn's user messages, with its rename if it has one."""
+        item = self.messages[entry.message]["content"][entry.slot]  # read as a list already: not checked again
+        renamed = self.rename.get((entry.message, entry.slot))
+        return item if renamed is None else renamed_block(self.fmt, item, renamed)
+
     def _emptied(self, at: int) -> None:
         self.changes.append(Change("dropped-empty-message", at + 1, None, "repair left nothing in it"))
 
@@ -363,20 +388,6 @@ class _Plan:
         if self.fmt == "bedrock":  # not in the model's message: after a server call of its id, it would be that call's
             return message.get("role") == "user" and "toolResult" in item and converse_payload(item) is not None
         return self.fmt == "gemini" and gemini_payload(item, "result") is not None
-
-    def _renamed(self, item: Mapping[str, Any], new_id: str) -> dict[str, Any]:
-        if self.fmt == "openai":
-            return {**item, "id": new_id}
-        if self.fmt == "anthropic":
-            answers = item.get("type") == "tool_result" or is_server_result(item.get("type"))
-            return {**item, ("tool_use_id" if answers else "id"): new_id}
-        if self.fmt == "bedrock":
-            converse = converse_payload(item)
-            assert converse is not None  # only calls and results are renamed
-            return {**item, converse[0]: {**converse[1], "toolUseId": new_id}}
-        payload = gemini_payload(item, "call") or gemini_payload(item, "result")
-        assert payload is not None  # only calls and results are renamed
-        return {**item, payload[0]: {**payload[1], "id": new_id}}
 
 
 def _blocks(message: Mapping[str, Any], fmt: Format) -> list[Any]:

@@ -11,7 +11,9 @@ there a run of assistant messages makes a turn's calls and the run of user messa
 their results: a turn continued after ``pause_turn`` and kept as a second assistant message, its
 server call in the first and the result in the second, is one turn, as are results sent in two
 user messages. A run stops where a message would answer calls the run made, or make calls after
-results it holds: no turn both makes calls and answers them.
+results it holds: no turn both makes calls and answers them. The API takes a turn's results first
+in it: a result after text in the user messages (in one message or across them) is ``late``, which
+the check reports and repair moves before the text.
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Seg
         yield from _responses_segments(messages)
         return
     taking: Segment | None = None  # the turn whose results may still come
-    for last, results, calls, served in _units(messages, fmt):
+    for last, results, calls, served, late in _units(messages, fmt):
         if taking is not None and results is not None:
             taking.results.extend(results)
+            if late is not None:
+                taking = taking._replace(late=late[1], host=late[0])
             if fmt not in ("openai", "ollama"):  # Anthropic, Gemini and Converse answer a turn in one unit
                 if fmt == "gemini":
                     _answer_by_name(taking)
@@ -57,52 +61,64 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Seg
         yield taking
 
 
-def _units(
-    messages: Sequence[Mapping[str, Any]], fmt: Format
-) -> Iterator[tuple[int, list[Entry] | None, list[Entry], Segment]]:
+_Unit = tuple[int, list[Entry] | None, list[Entry], Segment, tuple[int, tuple[Entry, ...]] | None]
+
+
+def _units(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[_Unit]:
     """The history read a unit at a time: a message, or for Anthropic a run of messages of one role
     (see the module's docstring). Each unit as its last message's position, the results it holds
-    (None: no results message), the calls it makes and its server blocks."""
+    (None: no results message), the calls it makes, its server blocks, and its results after text
+    with the position of its first message (None: no result comes after text)."""
     reader = Reader(fmt)
+    joins = fmt == "anthropic"
     run: _Run | None = None
     for at, message in enumerate(messages):
         results, calls = reader.read(message, at)
         served = reader.served
         if run is not None:
-            if fmt == "anthropic" and run.takes(message, at, results, calls):
+            if joins and run.takes(message, results, calls, served):
                 run.add(message, at, results, calls, served)
                 continue
-            yield run.last, run.results, run.calls, run.served
-        run = _Run(message, at, results, calls, served)
+            yield run.unit()
+        run = _Run(message, at, results, calls, served, joins)
     if run is not None:
-        yield run.last, run.results, run.calls, run.served
-
-
-def _only_results(message: Mapping[str, Any], at: int, results: list[Entry] | None) -> bool:
-    """Does an Anthropic message hold tool results and nothing else?"""
-    return results is not None and len(results) == len(items(message, "anthropic", at))
+        yield run.unit()
 
 
 class _Run:
-    """Anthropic's messages of one role in a row, read as the one turn the API makes of them."""
+    """A unit: one message, or Anthropic's messages of one role in a row, read as the one turn the
+    API makes of them, with the results that come after text in it (``late``: the API takes a turn's
+    results first)."""
 
     def __init__(
-        self, message: Mapping[str, Any], at: int, results: list[Entry] | None, calls: list[Entry], served: Segment
+        self,
+        message: Mapping[str, Any],
+        at: int,
+        results: list[Entry] | None,
+        calls: list[Entry],
+        served: Segment,
+        ordered: bool,
     ) -> None:
-        self.role = message.get("role")
+        self.role, self.first, self.ordered = message.get("role"), at, ordered
         self.last, self.results, self.calls = at, None if results is None else [*results], [*calls]
         self.served = Segment([*served.calls], [*served.results], server=True)
-        self.only_results = _only_results(message, at, results)
+        self.server_ids = {call.key for call in served.calls}
+        self.texted = False  # text (or any block but a result) came in the run: results after it are late
+        self.late: list[Entry] = []
+        if ordered:
+            self._order(message, at, results)
 
-    def takes(self, message: Mapping[str, Any], at: int, results: list[Entry] | None, calls: list[Entry]) -> bool:
-        """Does ``message`` go on this run? Of its role, and not answering calls the run made nor
-        making calls after results it holds; its results only where nothing but results came before
-        them, as the API takes a turn's results (first in it, text after them)."""
+    def takes(
+        self, message: Mapping[str, Any], results: list[Entry] | None, calls: list[Entry], served: Segment
+    ) -> bool:
+        """Does ``message`` go on this run? Of its role, and neither answering calls the run made
+        nor making calls after results it holds, nor a server call under an id one of the run's
+        has (two messages repair leaves apart, which a drop between them brought together)."""
         if message.get("role") != self.role or (self.calls and results is not None):
             return False
-        if self.results is not None and calls:
+        if served.calls and not self.server_ids.isdisjoint(c.key for c in served.calls):
             return False
-        return results is None or self.only_results
+        return not (self.results is not None and calls)
 
     def add(
         self, message: Mapping[str, Any], at: int, results: list[Entry] | None, calls: list[Entry], served: Segment
@@ -112,11 +128,28 @@ class _Run:
                 self.results = [*results]
             else:
                 self.results.extend(results)
-        self.only_results = self.only_results and _only_results(message, at, results)
         self.last = at
         self.calls += calls
         self.served.calls.extend(served.calls)
         self.served.results.extend(served.results)
+        self.server_ids.update(call.key for call in served.calls)
+        self._order(message, at, results)
+
+    def _order(self, message: Mapping[str, Any], at: int, results: list[Entry] | None) -> None:
+        if isinstance(message.get("content"), str):  # text alone: no result can follow it in this message
+            self.texted = self.texted or bool(message["content"])
+            return
+        by_slot = {entry.slot: entry for entry in results or ()}
+        for slot, _ in enumerate(items(message, "anthropic", at)):
+            entry = by_slot.get(slot)
+            if entry is None:
+                self.texted = True
+            elif self.texted:
+                self.late.append(entry)
+
+    def unit(self) -> _Unit:
+        late = (self.first, tuple(self.late)) if self.late else None
+        return self.last, self.results, self.calls, self.served, late
 
 
 def _answer_by_name(turn: Segment) -> None:
