@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fsm import __version__
-from fsm.cli_io import open_input, read_block, run_guarded
+from fsm.cli_io import Progress, open_input, read_block, run_guarded
 from fsm.errors import ToolcallFSMError
 from fsm.harness.fuzz import SHAPES  # the fuzz package's own module holds the names and imports nothing
 from fsm.reemit import FlushPolicy
@@ -167,26 +167,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class Progress:
-    """One self-overwriting status line on ``stream``, shown only when it is a terminal (a pipe or
-    log file gets nothing, so output stays clean for scripts)."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        isatty = getattr(stream, "isatty", None)
-        self.shown = bool(isatty and isatty())
-
-    def update(self, text: str) -> None:
-        if self.shown:
-            self.stream.write(f"\r\x1b[K{text}")
-            self.stream.flush()
-
-    def done(self) -> None:
-        if self.shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-
-
 def conform(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None = None) -> int:
     import attrs
 
@@ -196,6 +176,17 @@ def conform(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None = No
     if args.against is not None and not args.against.strip():  # `--against "$UNSET"` would grade this engine
         (stderr or sys.stderr).write("toolcall-fsm: conform: --against needs a command to run\n")
         return 2
+    if args.fuzzed and args.against is None:  # fuzzed streams are graded only on another reassembler
+        (stderr or sys.stderr).write("toolcall-fsm: conform: --fuzzed grades another reassembler: give --against\n")
+        return 2
+    if args.against is not None:
+        import shlex
+
+        try:
+            shlex.split(args.against)
+        except ValueError as exc:  # an unclosed quote: the command cannot be told
+            (stderr or sys.stderr).write(f"toolcall-fsm: conform: --against {args.against!r}: {exc}\n")
+            return 2
     vectors = load_vectors(Path(args.vectors) if args.vectors else VECTOR_DIR)
     if args.against is not None:
         if args.fuzzed:
@@ -239,7 +230,7 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         stderr.write(f"toolcall-fsm: cannot read {args.file}: {exc}\n")
         return 1
     messages = data.get("messages", data.get("contents", data.get("input"))) if isinstance(data, dict) else data
-    if isinstance(messages, str) and "messages" not in data and "contents" not in data:
+    if isinstance(messages, str) and isinstance(data, dict) and "messages" not in data and "contents" not in data:
         messages = [{"role": "user", "content": messages}]  # a Responses body's input may be the user's text alone
     if not isinstance(messages, list):
         stderr.write(

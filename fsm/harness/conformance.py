@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -18,7 +17,8 @@ from typing import Any
 import attrs
 
 from fsm.engine.scanner import spec_steps
-from fsm.errors import FramingError, RemoteProtocolError, ToolcallFSMError
+from fsm.errors import FramingError, InvalidInput, RemoteProtocolError, ToolcallFSMError
+from fsm.harness.external import OUTPUT_LIMIT, run_bounded
 from fsm.harness.vectors import ExpectedCall, Vector
 from fsm.jsontext import dumps, parse_strict
 from fsm.options import Policies
@@ -213,7 +213,7 @@ def scanner_edges(text: str) -> Counter[str]:
 # -- grading an external reassembler --------------------------------------------------------------------
 
 
-def run_external(command: str, vector: Vector, timeout: float = 30.0) -> Outcome:
+def run_external(command: str, vector: Vector, timeout: float = 30.0, limit: int = OUTPUT_LIMIT) -> Outcome:
     """Drive ``command`` by the documented protocol: a header line ``{"shape", "policies"}``, then the
     vector's events, one JSON object a line, on stdin; it prints the calls it assembled as one JSON
     list of ``{"id", "name", "arguments"}`` (or ``{"calls": [...]}``) on stdout, or
@@ -221,29 +221,33 @@ def run_external(command: str, vector: Vector, timeout: float = 30.0) -> Outcome
     lines = [json.dumps({"shape": vector.shape, "policies": vector.policies})]
     lines += [dumps(e) for e in wire_events(vector)]
     try:
-        proc = subprocess.run(
-            shlex.split(command),
-            input="\n".join(lines) + "\n",
-            capture_output=True,
-            encoding="utf-8",
-            errors="replace",  # output that is not UTF-8 is graded (not JSON), not a crash here
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return Outcome(vector.name, vector.shape, False, ("timed out",))
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
-        return Outcome(vector.name, vector.shape, False, (f"exit {proc.returncode}: {last[:200]}",))
+        argv = shlex.split(command)
+    except ValueError as exc:  # an unclosed quote: there is no command to run
+        raise InvalidInput(f"cannot split the command {command!r}: {exc}") from None
+    if not argv:
+        raise InvalidInput("the command to grade is empty")
     try:
-        data, _ = parse_strict(proc.stdout)
+        ran = run_bounded(argv, ("\n".join(lines) + "\n").encode("utf-8"), timeout, limit)
+    except OSError as exc:  # not found, not executable: every vector fails, and says why
+        return Outcome(vector.name, vector.shape, False, (f"cannot run {argv[0]}: {exc.strerror or exc}",))
+    if ran.timed_out:
+        return Outcome(vector.name, vector.shape, False, ("timed out",))
+    if ran.overflowed:
+        return Outcome(vector.name, vector.shape, False, (f"printed more than {limit} bytes",))
+    # Output that is not UTF-8 is graded (not JSON), not a crash here.
+    stdout, stderr = (ran.stdout.decode("utf-8", "replace"), ran.stderr.decode("utf-8", "replace"))
+    if ran.returncode != 0:
+        last = (stderr.strip().splitlines() or ["(no message)"])[-1]
+        return Outcome(vector.name, vector.shape, False, (f"exit {ran.returncode}: {last[:200]}",))
+    try:
+        data, _ = parse_strict(stdout)
     except ValueError:
         return Outcome(vector.name, vector.shape, False, ("output is not JSON",))
     except RecursionError:  # nesting past the parser's stack: graded, as any other output it cannot use
         return Outcome(vector.name, vector.shape, False, ("output nests too deeply to read",))
-    if isinstance(data, dict) and data.get("unsupported"):
+    if isinstance(data, dict) and data.get("unsupported") is True:  # the protocol's word, not any truthy value
         return Outcome(vector.name, vector.shape, False, ("does not speak this shape",), applicable=False)
-    calls = data.get("calls", []) if isinstance(data, dict) else data
+    calls = data.get("calls") if isinstance(data, dict) else data  # an object without "calls" holds none
     if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
         return Outcome(vector.name, vector.shape, False, ("output is not a list of call objects",))
     # An external reassembler reports only finished calls; compare it on those.
