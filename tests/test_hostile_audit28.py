@@ -163,3 +163,31 @@ def test_harness_refuses_a_command_it_cannot_split_or_run() -> None:
     # A command not found fails the vector and says so; it raised FileNotFoundError out of the API.
     outcome = conformance.run_external("no-such-adapter-audit28", _vector())
     assert outcome.problems == ("cannot run no-such-adapter-audit28: No such file or directory",)
+
+
+def test_a_vector_the_fuzzer_writes_expects_what_the_engine_rightly_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A case written out expected no diagnostic at all and no server call, where the property asks
+    # only that none be a violation: streams this engine reads right failed `conform` as vectors
+    # (184 of 320 sampled, 40 per shape: finish-reason-mapped, synthesized-id, resend,
+    # empty-arguments; hosted Responses items), so a finding, once fixed, still failed as a vector.
+    from fsm.harness.fuzz import run as fuzz
+    from fsm.harness.fuzz.shapes import CASES
+    from fsm.harness.vectors import write_vector
+
+    folder = tmp_path / "sampled"
+    for shape in CASES:
+        for vector in fuzz.sample_vectors(shape, 16):
+            write_vector(vector, folder)
+    code, out, _ = _run(["conform", "--vectors", str(folder)])
+    assert f"{16 * len(CASES)} passed, 0 failed" in out, [line for line in out.splitlines() if "FAIL" in line]
+    # A failure `toolcall-fsm fuzz` writes out is a vector `conform` reads: here the property is made
+    # to fail on every stream, and the engine, right, passes the shrunk case written.
+    monkeypatch.setattr(fuzz, "check", lambda case: ["made to fail"])
+    findings = tmp_path / "findings"
+    argv = ["fuzz", "--shape", "openai-responses", "--mode", "property", "--examples", "5", "--out", str(findings)]
+    code, out, _ = _run(argv)
+    assert code == 1 and "shrunk case written to" in out, out
+    code, out, _ = _run(["conform", "--vectors", str(findings)])
+    assert "1 passed, 0 failed" in out, out
