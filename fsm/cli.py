@@ -276,6 +276,13 @@ def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
     modes = ("property", "robust") if args.mode == "all" else (args.mode,)
     out = Path(args.out) if args.out else None
+    if out is not None:  # told before the run, not after it found a case it then cannot keep
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            tempfile.TemporaryFile(dir=out).close()
+        except OSError as exc:
+            stderr.write(f"toolcall-fsm: cannot write into --out {out}: {exc.strerror or exc}\n")
+            return 1
     workdir = out or Path(tempfile.mkdtemp(prefix="toolcall-fsm-fuzz-"))
     progress = Progress(stderr)
     total, failed, runs = 0, 0, len(shapes) * len(modes)

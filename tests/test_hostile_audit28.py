@@ -191,3 +191,19 @@ def test_a_vector_the_fuzzer_writes_expects_what_the_engine_rightly_gives(
     assert code == 1 and "shrunk case written to" in out, out
     code, out, _ = _run(["conform", "--vectors", str(findings)])
     assert "1 passed, 0 failed" in out, out
+
+
+def test_fuzz_refuses_an_out_it_cannot_write_before_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--out` naming a file was found unusable only when a failing case was to be written: after
+    # the run (hours, with --examples 3000), the shrunk case lost, the shapes after it never run.
+    from fsm.harness.fuzz import run as fuzz
+
+    monkeypatch.setattr(fuzz, "check", lambda case: ["made to fail"])
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    for out in (taken, taken / "sub"):
+        code, printed, err = _run(
+            ["fuzz", "--shape", "cohere", "--mode", "property", "--examples", "2", "--out", str(out)]
+        )
+        assert (code, printed) == (1, ""), printed
+        assert err.startswith(f"toolcall-fsm: cannot write into --out {out}: "), err
