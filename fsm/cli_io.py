@@ -7,7 +7,9 @@ from __future__ import annotations
 import io
 import os
 import sys
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from fsm.errors import ToolcallFSMError
@@ -32,6 +34,16 @@ def open_input(path: str) -> BinaryIO:
         return open(path, "rb")
     except OSError as exc:
         raise ReadFailed(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def unwritable_folder(folder: Path) -> str | None:
+    """Why files cannot be written into ``folder`` (made when missing), or None when they can."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def read_block(stream: BinaryIO) -> bytes:

@@ -207,3 +207,29 @@ def test_fuzz_refuses_an_out_it_cannot_write_before_it_runs(tmp_path: Path, monk
         )
         assert (code, printed) == (1, ""), printed
         assert err.startswith(f"toolcall-fsm: cannot write into --out {out}: "), err
+
+
+def test_conform_reports_a_malformed_vector_and_runs_the_rest(tmp_path: Path) -> None:
+    # One malformed file among a user's vectors ended the run (exit 1, one line): no vector was run,
+    # and --json printed nothing. Each is now a failed row (and a line on stderr); the rest run.
+    good = (ROOT / "specs" / "vectors" / "openai-a-b-b.json").read_text()
+    (tmp_path / "a-good.json").write_text(good)
+    (tmp_path / "b-same-name.json").write_text(good)
+    (tmp_path / "c-not-json.json").write_text("{bad")
+    (tmp_path / "d-wrong-schema.json").write_text(json.dumps({**json.loads(good), "expect": 5}))
+    wrong_calls = json.loads(good)
+    wrong_calls["name"], wrong_calls["expect"]["calls"] = "wrong-calls", [{"name": "nope", "arguments": {}}]
+    (tmp_path / "e-wrong-calls.json").write_text(json.dumps(wrong_calls))
+    code, out, err = _run(["conform", "--json", "--vectors", str(tmp_path)])
+    assert code == 1
+    verdicts = {o["vector"]: o["passed"] for o in json.loads(out)["outcomes"]}
+    assert verdicts == {
+        "b-same-name.json": False,
+        "c-not-json.json": False,
+        "d-wrong-schema.json": False,
+        "openai-a-b-b": True,
+        "wrong-calls": False,
+    }
+    assert len(err.splitlines()) == 3 and "used twice" in err and "cannot read" in err, err
+    code, out, _ = _run(["conform", "--vectors", str(tmp_path)])
+    assert code == 1 and "1 passed, 4 failed" in out, out

@@ -12,14 +12,15 @@ import json
 import shlex
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import attrs
 
 from fsm.engine.scanner import spec_steps
-from fsm.errors import FramingError, InvalidInput, RemoteProtocolError, ToolcallFSMError
+from fsm.errors import FramingError, InvalidInput, RemoteProtocolError, SpecError, ToolcallFSMError
 from fsm.harness.external import OUTPUT_LIMIT, run_bounded
-from fsm.harness.vectors import ExpectedCall, Vector
+from fsm.harness.vectors import ExpectedCall, Vector, load_vector
 from fsm.jsontext import dumps, parse_strict
 from fsm.options import Policies
 from fsm.reassembler import Reassembler
@@ -69,6 +70,29 @@ class Coverage:
             "wire shapes": self.shapes,
         }
         return {kind: sorted(declared[kind] - seen[kind]) for kind in declared}
+
+
+def load_apart(folder: Path) -> tuple[list[Vector], list[Outcome]]:
+    """The vectors of ``folder`` that load, and a failed outcome for each file refused, saying why
+    (malformed, or a name an earlier file took): ``conform`` reports it and runs the rest. A folder
+    without a vector is a SpecError."""
+    paths = sorted(folder.glob("*.json"))
+    if not paths:
+        raise SpecError(f"no vectors in {folder}")
+    vectors: list[Vector] = []
+    refused: list[Outcome] = []
+    names: set[str] = set()
+    for path in paths:
+        try:
+            vector = load_vector(path)
+            if vector.name in names:
+                raise SpecError(f"{path.name}: the vector name {vector.name!r} is used twice")
+        except SpecError as exc:
+            refused.append(Outcome(path.name, "-", False, (str(exc),)))
+            continue
+        names.add(vector.name)
+        vectors.append(vector)
+    return vectors, refused
 
 
 # -- running vectors on this engine ---------------------------------------------------------------
@@ -220,12 +244,7 @@ def run_external(command: str, vector: Vector, timeout: float = 30.0, limit: int
     ``{"unsupported": true}`` for a wire shape it does not speak."""
     lines = [json.dumps({"shape": vector.shape, "policies": vector.policies})]
     lines += [dumps(e) for e in wire_events(vector)]
-    try:
-        argv = shlex.split(command)
-    except ValueError as exc:  # an unclosed quote: there is no command to run
-        raise InvalidInput(f"cannot split the command {command!r}: {exc}") from None
-    if not argv:
-        raise InvalidInput("the command to grade is empty")
+    argv = split_command(command)
     try:
         ran = run_bounded(argv, ("\n".join(lines) + "\n").encode("utf-8"), timeout, limit)
     except OSError as exc:  # not found, not executable: every vector fails, and says why
@@ -254,6 +273,17 @@ def run_external(command: str, vector: Vector, timeout: float = 30.0, limit: int
     wanted = [c for c in vector.expect.calls if c.status == "complete"]
     problems = compare_calls("calls", [dict(c, status="complete") for c in calls], wanted, optional=("id",))
     return Outcome(vector.name, vector.shape, not problems, tuple(problems))
+
+
+def split_command(command: str) -> list[str]:
+    """``command`` split as a shell would; InvalidInput when it cannot be, or names nothing to run."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:  # an unclosed quote: there is no command to run
+        raise InvalidInput(f"--against {command!r}: {exc}") from None
+    if not any(argv):
+        raise InvalidInput("--against needs a command to run")
+    return argv
 
 
 def wire_events(vector: Vector) -> list[dict[str, Any]]:
