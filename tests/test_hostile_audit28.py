@@ -233,3 +233,16 @@ def test_conform_reports_a_malformed_vector_and_runs_the_rest(tmp_path: Path) ->
     assert len(err.splitlines()) == 3 and "used twice" in err and "cannot read" in err, err
     code, out, _ = _run(["conform", "--vectors", str(tmp_path)])
     assert code == 1 and "1 passed, 4 failed" in out, out
+
+
+def test_grade_peers_refuses_a_negative_count_as_usage() -> None:
+    # `--fuzzed -1` reached hypothesis, whose InvalidArgument came out as a traceback.
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "grade_peers.py"), "--fuzzed", "-1"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "must be a whole number, not '-1'" in proc.stderr
