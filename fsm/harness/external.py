@@ -76,4 +76,7 @@ def run_bounded(argv: list[str], data: bytes, timeout: float, limit: int = OUTPU
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # no process groups (Windows): the adapter alone
+            proc.kill()
