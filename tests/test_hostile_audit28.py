@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fsm.cli import main
-from fsm.errors import InvalidInput
+from fsm.errors import LocalProtocolError
 from fsm.harness import conformance
 from fsm.harness.vectors import load_vectors
 
@@ -158,11 +158,14 @@ def test_harness_stops_what_an_adapter_left_running(tmp_path: Path) -> None:
 
 
 def test_harness_refuses_a_command_it_cannot_split_or_run() -> None:
-    with pytest.raises(InvalidInput, match="No closing quotation"):  # was ValueError, not the library's own
+    # An unclosed quote raised ValueError, not the library's own error (and `conform` exited 3).
+    with pytest.raises(LocalProtocolError, match="No closing quotation"):
         conformance.run_external("python 'adapter.py", _vector())
-    # A command not found fails the vector and says so; it raised FileNotFoundError out of the API.
-    outcome = conformance.run_external("no-such-adapter-audit28", _vector())
-    assert outcome.problems == ("cannot run no-such-adapter-audit28: No such file or directory",)
+    with pytest.raises(LocalProtocolError, match="needs a command"):
+        conformance.run_external("''", _vector())
+    # A command not found raised FileNotFoundError out of the API.
+    with pytest.raises(LocalProtocolError, match="cannot run no-such-adapter-audit28: No such file or directory"):
+        conformance.run_external("no-such-adapter-audit28", _vector())
 
 
 def test_a_vector_the_fuzzer_writes_expects_what_the_engine_rightly_gives(

@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from fsm.engine.scanner import spec_steps
-from fsm.errors import FramingError, InvalidInput, RemoteProtocolError, SpecError, ToolcallFSMError
+from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, SpecError, ToolcallFSMError
 from fsm.harness.external import OUTPUT_LIMIT, run_bounded
 from fsm.harness.vectors import ExpectedCall, Vector, load_vector
 from fsm.jsontext import dumps, parse_strict
@@ -247,8 +247,8 @@ def run_external(command: str, vector: Vector, timeout: float = 30.0, limit: int
     argv = split_command(command)
     try:
         ran = run_bounded(argv, ("\n".join(lines) + "\n").encode("utf-8"), timeout, limit)
-    except OSError as exc:  # not found, not executable: every vector fails, and says why
-        return Outcome(vector.name, vector.shape, False, (f"cannot run {argv[0]}: {exc.strerror or exc}",))
+    except OSError as exc:  # not found, not executable: no vector can be graded
+        raise LocalProtocolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
     if ran.timed_out:
         return Outcome(vector.name, vector.shape, False, ("timed out",))
     if ran.overflowed:
@@ -276,13 +276,13 @@ def run_external(command: str, vector: Vector, timeout: float = 30.0, limit: int
 
 
 def split_command(command: str) -> list[str]:
-    """``command`` split as a shell would; InvalidInput when it cannot be, or names nothing to run."""
+    """``command`` split as a shell would; LocalProtocolError when it cannot be, or names nothing to run."""
     try:
         argv = shlex.split(command)
     except ValueError as exc:  # an unclosed quote: there is no command to run
-        raise InvalidInput(f"--against {command!r}: {exc}") from None
+        raise LocalProtocolError(f"--against {command!r}: {exc}") from None
     if not any(argv):
-        raise InvalidInput("--against needs a command to run")
+        raise LocalProtocolError("--against needs a command to run")
     return argv
 
 
