@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fsm import __version__
-from fsm.cli_io import open_input, read_block, run_guarded
+from fsm.cli_io import Progress, open_input, read_block, run_guarded, unwritable_folder
 from fsm.errors import ToolcallFSMError
 from fsm.harness.fuzz import SHAPES  # the fuzz package's own module holds the names and imports nothing
 from fsm.reemit import FlushPolicy
@@ -167,42 +167,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class Progress:
-    """One self-overwriting status line on ``stream``, shown only when it is a terminal (a pipe or
-    log file gets nothing, so output stays clean for scripts)."""
+def _conform_usage(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``conform``'s options, if anything."""
+    from fsm.harness.conformance import split_command
 
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        isatty = getattr(stream, "isatty", None)
-        self.shown = bool(isatty and isatty())
-
-    def update(self, text: str) -> None:
-        if self.shown:
-            self.stream.write(f"\r\x1b[K{text}")
-            self.stream.flush()
-
-    def done(self) -> None:
-        if self.shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
+    if args.against is None:  # fuzzed streams are graded only on another reassembler
+        return "--fuzzed grades another reassembler: give --against" if args.fuzzed else None
+    try:
+        split_command(args.against)  # `--against "$UNSET"` would grade this engine
+    except ToolcallFSMError as exc:
+        return str(exc)
+    return None
 
 
 def conform(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None = None) -> int:
     import attrs
 
     from fsm.harness import conformance
-    from fsm.harness.vectors import VECTOR_DIR, load_vectors
+    from fsm.harness.vectors import VECTOR_DIR
 
-    if args.against is not None and not args.against.strip():  # `--against "$UNSET"` would grade this engine
-        (stderr or sys.stderr).write("toolcall-fsm: conform: --against needs a command to run\n")
+    stderr = stderr or sys.stderr
+    if (wrong := _conform_usage(args)) is not None:
+        stderr.write(f"toolcall-fsm: conform: {wrong}\n")
         return 2
-    vectors = load_vectors(Path(args.vectors) if args.vectors else VECTOR_DIR)
+    vectors, refused = conformance.load_apart(Path(args.vectors) if args.vectors else VECTOR_DIR)
+    for outcome in refused:  # a malformed vector fails, said here and in the report; the rest run
+        stderr.write(f"toolcall-fsm: {outcome.problems[0]}\n")
     if args.against is not None:
         if args.fuzzed:
             from fsm.harness.fuzz import run as fuzz
 
             vectors += [v for shape in SHAPES for v in fuzz.sample_vectors(shape, args.fuzzed)]
-        progress = Progress(stderr or sys.stderr)
+        progress = Progress(stderr)
         outcomes = []
         for number, vector in enumerate(vectors, 1):
             progress.update(f"conform: vector {number} of {len(vectors)}: {vector.name}")
@@ -212,6 +208,7 @@ def conform(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None = No
     else:
         outcomes, coverage = conformance.run_vectors(vectors)
         missing = coverage.missing()
+    outcomes = [*refused, *outcomes]
     if args.json:
         report = {"outcomes": [attrs.asdict(o) for o in outcomes], "not_exercised": missing}
         stdout.write(json.dumps(report, indent=2) + "\n")
@@ -239,7 +236,7 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         stderr.write(f"toolcall-fsm: cannot read {args.file}: {exc}\n")
         return 1
     messages = data.get("messages", data.get("contents", data.get("input"))) if isinstance(data, dict) else data
-    if isinstance(messages, str) and "messages" not in data and "contents" not in data:
+    if isinstance(messages, str) and isinstance(data, dict) and "messages" not in data and "contents" not in data:
         messages = [{"role": "user", "content": messages}]  # a Responses body's input may be the user's text alone
     if not isinstance(messages, list):
         stderr.write(
@@ -285,6 +282,9 @@ def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
     modes = ("property", "robust") if args.mode == "all" else (args.mode,)
     out = Path(args.out) if args.out else None
+    if out is not None and (why := unwritable_folder(out)):  # told now, not once a case it cannot keep is found
+        stderr.write(f"toolcall-fsm: cannot write into --out {out}: {why}\n")
+        return 1
     workdir = out or Path(tempfile.mkdtemp(prefix="toolcall-fsm-fuzz-"))
     progress = Progress(stderr)
     total, failed, runs = 0, 0, len(shapes) * len(modes)

@@ -7,7 +7,9 @@ from __future__ import annotations
 import io
 import os
 import sys
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from fsm.errors import ToolcallFSMError
@@ -34,6 +36,16 @@ def open_input(path: str) -> BinaryIO:
         raise ReadFailed(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
+def unwritable_folder(folder: Path) -> str | None:
+    """Why files cannot be written into ``folder`` (made when missing), or None when they can."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
 def read_block(stream: BinaryIO) -> bytes:
     try:
         return stream.read(READ_SIZE)
@@ -50,7 +62,13 @@ class Output(io.TextIOBase):
 
     def write(self, text: str) -> int:
         try:
-            return self._target.write(text)
+            raw = _unbuffered(self._target)
+            if raw is None:
+                return self._target.write(text)
+            encoding = getattr(self._target, "encoding", None) or "utf-8"
+            errors = getattr(self._target, "errors", None) or "strict"
+            _write_all(raw, text.encode(encoding, errors))  # UnicodeEncodeError before a byte is written
+            return len(text)
         except UnicodeEncodeError:  # raised before a byte is written: say it with escapes instead
             # Text the output's encoding cannot hold (a history's id with a lone surrogate, any
             # non-ASCII on an ASCII terminal) goes out as backslash escapes, as Python writes stderr.
@@ -64,6 +82,26 @@ class Output(io.TextIOBase):
             self._target.flush()
         except OSError as exc:
             raise WriteFailed(f"cannot write the output: {exc.strerror or exc}") from None
+
+
+def _unbuffered(target: TextIO) -> io.RawIOBase | None:
+    """The raw file under a text stream that writes straight through to it (standard output under
+    ``PYTHONUNBUFFERED=1`` or ``python -u``), else None. A raw write may take only part of the
+    bytes (a pipe whose reader left mid-write): the text layer drops the rest without a word, so
+    :class:`Output` writes the bytes itself until all are taken or the write fails."""
+    raw = getattr(target, "buffer", None)
+    if isinstance(raw, io.RawIOBase) and getattr(target, "write_through", False):
+        return raw
+    return None
+
+
+def _write_all(raw: io.RawIOBase, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = raw.write(view)
+        if not written:  # None (would block) or 0: nothing more will be taken
+            raise WriteFailed(f"cannot write the output: {len(view)} bytes were not taken")
+        view = view[written:]
 
 
 def silence_stdout() -> None:
@@ -112,3 +150,23 @@ def run_guarded(
     except Exception as exc:  # the promise is no traceback, ever; say it is a bug
         stderr.write(f"toolcall-fsm: internal error (please report it): {type(exc).__name__}: {exc}\n")
         return 3
+
+
+class Progress:
+    """One self-overwriting status line on ``stream``, shown only when it is a terminal (a pipe or
+    log file gets nothing, so output stays clean for scripts)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        isatty = getattr(stream, "isatty", None)
+        self.shown = bool(isatty and isatty())
+
+    def update(self, text: str) -> None:
+        if self.shown:
+            self.stream.write(f"\r\x1b[K{text}")
+            self.stream.flush()
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()

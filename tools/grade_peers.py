@@ -25,9 +25,15 @@ PEERS = [
 ]
 
 
+def _count(text: str) -> int:
+    if not text.isdigit():  # a negative count reached hypothesis, whose refusal came as a traceback
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}")
+    return int(text)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--fuzzed", type=int, default=200, help="fuzzed OpenAI-chat streams (default 200)")
+    parser.add_argument("--fuzzed", type=_count, default=200, help="fuzzed OpenAI-chat streams (default 200)")
     args = parser.parse_args()
     vectors = [v for v in load_vectors() if v.shape == "openai-chat"]
     fuzzed = fuzz.sample_vectors("openai-chat", args.fuzzed) if args.fuzzed else []

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import attrs
 
 from fsm.engine.scanner import spec_steps
-from fsm.errors import FramingError, RemoteProtocolError, ToolcallFSMError
-from fsm.harness.vectors import ExpectedCall, Vector
+from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, SpecError, ToolcallFSMError
+from fsm.harness.external import OUTPUT_LIMIT, run_bounded
+from fsm.harness.vectors import ExpectedCall, Vector, load_vector
 from fsm.jsontext import dumps, parse_strict
 from fsm.options import Policies
 from fsm.reassembler import Reassembler
@@ -69,6 +70,29 @@ class Coverage:
             "wire shapes": self.shapes,
         }
         return {kind: sorted(declared[kind] - seen[kind]) for kind in declared}
+
+
+def load_apart(folder: Path) -> tuple[list[Vector], list[Outcome]]:
+    """The vectors of ``folder`` that load, and a failed outcome for each file refused, saying why
+    (malformed, or a name an earlier file took): ``conform`` reports it and runs the rest. A folder
+    without a vector is a SpecError."""
+    paths = sorted(folder.glob("*.json"))
+    if not paths:
+        raise SpecError(f"no vectors in {folder}")
+    vectors: list[Vector] = []
+    refused: list[Outcome] = []
+    names: set[str] = set()
+    for path in paths:
+        try:
+            vector = load_vector(path)
+            if vector.name in names:
+                raise SpecError(f"{path.name}: the vector name {vector.name!r} is used twice")
+        except SpecError as exc:
+            refused.append(Outcome(path.name, "-", False, (str(exc),)))
+            continue
+        names.add(vector.name)
+        vectors.append(vector)
+    return vectors, refused
 
 
 # -- running vectors on this engine ---------------------------------------------------------------
@@ -213,43 +237,53 @@ def scanner_edges(text: str) -> Counter[str]:
 # -- grading an external reassembler --------------------------------------------------------------------
 
 
-def run_external(command: str, vector: Vector, timeout: float = 30.0) -> Outcome:
+def run_external(command: str, vector: Vector, timeout: float = 30.0, limit: int = OUTPUT_LIMIT) -> Outcome:
     """Drive ``command`` by the documented protocol: a header line ``{"shape", "policies"}``, then the
     vector's events, one JSON object a line, on stdin; it prints the calls it assembled as one JSON
     list of ``{"id", "name", "arguments"}`` (or ``{"calls": [...]}``) on stdout, or
     ``{"unsupported": true}`` for a wire shape it does not speak."""
     lines = [json.dumps({"shape": vector.shape, "policies": vector.policies})]
     lines += [dumps(e) for e in wire_events(vector)]
+    argv = split_command(command)
     try:
-        proc = subprocess.run(
-            shlex.split(command),
-            input="\n".join(lines) + "\n",
-            capture_output=True,
-            encoding="utf-8",
-            errors="replace",  # output that is not UTF-8 is graded (not JSON), not a crash here
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
+        ran = run_bounded(argv, ("\n".join(lines) + "\n").encode("utf-8"), timeout, limit)
+    except OSError as exc:  # not found, not executable: no vector can be graded
+        raise LocalProtocolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+    if ran.timed_out:
         return Outcome(vector.name, vector.shape, False, ("timed out",))
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
-        return Outcome(vector.name, vector.shape, False, (f"exit {proc.returncode}: {last[:200]}",))
+    if ran.overflowed:
+        return Outcome(vector.name, vector.shape, False, (f"printed more than {limit} bytes",))
+    # Output that is not UTF-8 is graded (not JSON), not a crash here.
+    stdout, stderr = (ran.stdout.decode("utf-8", "replace"), ran.stderr.decode("utf-8", "replace"))
+    if ran.returncode != 0:
+        last = (stderr.strip().splitlines() or ["(no message)"])[-1]
+        return Outcome(vector.name, vector.shape, False, (f"exit {ran.returncode}: {last[:200]}",))
     try:
-        data, _ = parse_strict(proc.stdout)
+        data, _ = parse_strict(stdout)
     except ValueError:
         return Outcome(vector.name, vector.shape, False, ("output is not JSON",))
     except RecursionError:  # nesting past the parser's stack: graded, as any other output it cannot use
         return Outcome(vector.name, vector.shape, False, ("output nests too deeply to read",))
-    if isinstance(data, dict) and data.get("unsupported"):
+    if isinstance(data, dict) and data.get("unsupported") is True:  # the protocol's word, not any truthy value
         return Outcome(vector.name, vector.shape, False, ("does not speak this shape",), applicable=False)
-    calls = data.get("calls", []) if isinstance(data, dict) else data
+    calls = data.get("calls") if isinstance(data, dict) else data  # an object without "calls" holds none
     if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
         return Outcome(vector.name, vector.shape, False, ("output is not a list of call objects",))
     # An external reassembler reports only finished calls; compare it on those.
     wanted = [c for c in vector.expect.calls if c.status == "complete"]
     problems = compare_calls("calls", [dict(c, status="complete") for c in calls], wanted, optional=("id",))
     return Outcome(vector.name, vector.shape, not problems, tuple(problems))
+
+
+def split_command(command: str) -> list[str]:
+    """``command`` split as a shell would; LocalProtocolError when it cannot be, or names nothing to run."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:  # an unclosed quote: there is no command to run
+        raise LocalProtocolError(f"--against {command!r}: {exc}") from None
+    if not any(argv):
+        raise LocalProtocolError("--against needs a command to run")
+    return argv
 
 
 def wire_events(vector: Vector) -> list[dict[str, Any]]:

@@ -13,11 +13,12 @@ from hypothesis import seed as with_seed
 from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-from fsm.harness.fuzz.invariants import check
+from fsm.harness.fuzz.invariants import check, run_case
 from fsm.harness.fuzz.robust import hostile_input, survive
 from fsm.harness.fuzz.shapes import CASES
 from fsm.harness.fuzz.truth import Case
 from fsm.harness.vectors import Expectation, ExpectedCall, Vector
+from fsm.spec import identity_spec
 
 # -- running -----------------------------------------------------------------------------------------------------------
 
@@ -95,7 +96,11 @@ def sample_vectors(shape: str, count: int) -> list[Vector]:
 
 
 def to_vector(case: Case, name: str) -> Vector:
-    """A failing property case as a conformance vector, expecting its ground truth."""
+    """A case as a conformance vector, expecting its ground truth's calls. The property asks nothing
+    of diagnostics but that none be a violation, and nothing of server calls (a hosted item among
+    Responses calls): the vector expects the info diagnostics and the server calls this engine gives
+    on the case (none if it raises), so a case the engine gets right passes ``conform``, and a
+    failing one fails it for its calls alone."""
     calls = [
         ExpectedCall(
             name=t.name,
@@ -107,12 +112,27 @@ def to_vector(case: Case, name: str) -> Vector:
         )
         for t in case.truth
     ]
+    infos, servers = _beside_the_calls(case)
     body = case.body.decode("utf-8") if case.body is not None else None
+    cut = f" The fuzzer fed the body in pieces, cut at bytes {list(case.cuts)}." if case.cuts and body else ""
     return Vector(
         name=name,
-        description=f"Found by toolcall-fsm fuzz ({case.shape}); expects the ground truth it was rendered from.",
+        description=f"Found by toolcall-fsm fuzz ({case.shape}); expects the ground truth it was rendered from.{cut}",
         shape=case.provider,
-        expect=Expectation(finish_reason="tool_calls", calls=calls, diagnostics=[]),
+        expect=Expectation(finish_reason="tool_calls", calls=calls, diagnostics=infos, server_tool_calls=servers),
         events=[dict(e) for e in case.events],
         body=body,
     )
+
+
+def _beside_the_calls(case: Case) -> tuple[list[str], list[ExpectedCall]]:
+    try:
+        result = run_case(case)[0]
+    except Exception:  # the finding itself: the vector expects the truth alone
+        return [], []
+    info = {d.code for d in identity_spec().diagnostics if d.severity == "info"}
+    servers = [
+        ExpectedCall(name=c.name, arguments=c.arguments, status=c.status.value, id=c.id, type=c.type, input=c.input)
+        for c in result.server_tool_calls
+    ]
+    return sorted(set(result.codes()) & info), servers
