@@ -80,7 +80,7 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[_Unit
         results, calls = reader.read(message, at)
         served = reader.served
         if run is not None:
-            if joins and run.takes(message, results, calls, served):
+            if joins and run.takes(message, results, calls):
                 run.add(message, at, results, calls, served)
                 continue
             yield run.unit()
@@ -112,9 +112,7 @@ class _Run:
         if ordered:
             self._order(message, at, results)
 
-    def takes(
-        self, message: Mapping[str, Any], results: list[Entry] | None, calls: list[Entry], served: Segment
-    ) -> bool:
+    def takes(self, message: Mapping[str, Any], results: list[Entry] | None, calls: list[Entry]) -> bool:
         """Does ``message`` go on this run? Of its role, and neither answering calls the run made
         nor making calls after results it holds."""
         if message.get("role") != self.role or (self.calls and results is not None):
