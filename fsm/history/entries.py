@@ -38,6 +38,10 @@ class Segment(NamedTuple):
     """Anthropic: the results after text in the turn's user messages (the API takes a turn's results
     first in it), which ``host``, the first of those messages, takes first in repair."""
     host: int = -1
+    end: int = -1
+    """The last message of the calls' unit (an Anthropic run of assistant messages may go on past
+    its last call, a server call's result in a message after it): repair's new results message
+    goes after it, not into the run."""
     beside: tuple[Entry, ...] = ()
     """Server blocks: the client calls of their message, read as a turn of their own after them.
     A server call renamed ``<id>_d2`` keeps clear of their ids: one message holds both."""

@@ -243,16 +243,15 @@ class _Plan:
     def _place(self, segment: Segment, placeholders: list[dict[str, Any]]) -> None:
         """OpenAI: new tool messages after the turn's last one. Anthropic, Converse and Gemini: into
         the turn's results message; without one, into the user message that follows (Anthropic and
-        Converse, if it makes no calls), else a new user message right after the calls."""
-        call_message = segment.calls[-1].message  # an Anthropic turn's calls may span assistant messages
+        Converse, if it makes no calls), else a new user message right after the calls (after an
+        Anthropic run of assistant messages, which may go on past its last call)."""
+        call_message = segment.end if segment.end >= 0 else segment.calls[-1].message
         if self.fmt in ("openai", "ollama", "responses"):
             last = max((r.message for r in segment.results), default=segment.calls[-1].message)
             self.add_after.setdefault(last, []).extend(placeholders)
             return
-        # Anthropic: the first of the turn's user messages, where its results go (before any text)
-        host = (
-            segment.host if segment.host >= 0 else segment.results[0].message if segment.results else call_message + 1
-        )
+        first = segment.results[0].message if segment.results else call_message + 1
+        host = segment.host if segment.host >= 0 else first  # Anthropic: the first of the turn's user messages
         if not segment.results and not (self.fmt in _ALTERNATING and self._can_host(host)):
             self.add_after[call_message] = [{"role": "user", _FIELD[self.fmt]: placeholders}]
             return

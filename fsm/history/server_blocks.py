@@ -65,8 +65,8 @@ def in_order(served: Segment) -> tuple[list[Entry], Segment]:
             under.setdefault(result.key, []).append(result)
     # Each id's results take the places its own results held, so ids keep their order among each other.
     taken = {key: iter(entries) for key, entries in under.items()}
-    gone = {result.slot for result in early}
-    kept = [next(taken[result.key]) for result in served.results if result.slot not in gone]
+    gone = {(result.message, result.slot) for result in early}  # a run's messages each number their slots from 0
+    kept = [next(taken[result.key]) for result in served.results if (result.message, result.slot) not in gone]
     return early, served._replace(results=kept)
 
 

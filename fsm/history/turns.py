@@ -49,26 +49,30 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Seg
             taking = None
         elif results is not None:
             yield Segment([], results)
-        if served.calls or served.results:
-            early, served = in_order(served)
+        for n, chunk in enumerate(served, 1):
+            if not (chunk.calls or chunk.results):
+                continue
+            early, chunk = in_order(chunk)
             if early:
                 yield Segment([], early, server=True)
             # A unit that makes client calls is followed by their results: its server calls cannot wait.
-            yield served._replace(open_end=last == len(messages) - 1 and not calls, beside=tuple(calls))
+            open_end = n == len(served) and last == len(messages) - 1 and not calls
+            yield chunk._replace(open_end=open_end, beside=tuple(calls))
         if calls:
-            taking = Segment(calls, [])
+            taking = Segment(calls, [], end=last)
     if taking is not None:
         yield taking
 
 
-_Unit = tuple[int, list[Entry] | None, list[Entry], Segment, tuple[int, tuple[Entry, ...]] | None]
+_Unit = tuple[int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None]
 
 
 def _units(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[_Unit]:
     """The history read a unit at a time: a message, or for Anthropic a run of messages of one role
     (see the module's docstring). Each unit as its last message's position, the results it holds
-    (None: no results message), the calls it makes, its server blocks, and its results after text
-    with the position of its first message (None: no result comes after text)."""
+    (None: no results message), the calls it makes, its server blocks (a segment each, see
+    :meth:`_Run.add`), and its results after text with the position of its first message (None: no
+    result comes after text)."""
     reader = Reader(fmt)
     joins = fmt == "anthropic"
     run: _Run | None = None
@@ -76,7 +80,7 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[_Unit
         results, calls = reader.read(message, at)
         served = reader.served
         if run is not None:
-            if joins and run.takes(message, results, calls, served):
+            if joins and run.takes(message, results, calls):
                 run.add(message, at, results, calls, served)
                 continue
             yield run.unit()
@@ -101,22 +105,17 @@ class _Run:
     ) -> None:
         self.role, self.first, self.ordered = message.get("role"), at, ordered
         self.last, self.results, self.calls = at, None if results is None else [*results], [*calls]
-        self.served = Segment([*served.calls], [*served.results], server=True)
-        self.server_ids = {call.key for call in served.calls}
+        self.served = [Segment([*served.calls], [*served.results], server=True)]
+        self.server_ids = {call.key for call in served.calls}  # those of the last of self.served
         self.texted = False  # text (or any block but a result) came in the run: results after it are late
         self.late: list[Entry] = []
         if ordered:
             self._order(message, at, results)
 
-    def takes(
-        self, message: Mapping[str, Any], results: list[Entry] | None, calls: list[Entry], served: Segment
-    ) -> bool:
+    def takes(self, message: Mapping[str, Any], results: list[Entry] | None, calls: list[Entry]) -> bool:
         """Does ``message`` go on this run? Of its role, and neither answering calls the run made
-        nor making calls after results it holds, nor a server call under an id one of the run's
-        has (two messages repair leaves apart, which a drop between them brought together)."""
+        nor making calls after results it holds."""
         if message.get("role") != self.role or (self.calls and results is not None):
-            return False
-        if served.calls and not self.server_ids.isdisjoint(c.key for c in served.calls):
             return False
         return not (self.results is not None and calls)
 
@@ -130,8 +129,14 @@ class _Run:
                 self.results.extend(results)
         self.last = at
         self.calls += calls
-        self.served.calls.extend(served.calls)
-        self.served.results.extend(served.results)
+        # A server call under an id one of the run's server calls has (two messages repair leaves
+        # apart, which a drop between them brought together) begins the server blocks' next segment;
+        # the run's client calls stay one turn, answered by the user messages after the run.
+        if served.calls and not self.server_ids.isdisjoint(c.key for c in served.calls):
+            self.served.append(Segment([], [], server=True))
+            self.server_ids = set()
+        self.served[-1].calls.extend(served.calls)
+        self.served[-1].results.extend(served.results)
         self.server_ids.update(call.key for call in served.calls)
         self._order(message, at, results)
 
