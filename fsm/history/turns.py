@@ -103,7 +103,7 @@ class _Run:
         served: Segment,
         ordered: bool,
     ) -> None:
-        self.role, self.first, self.ordered = message.get("role"), at, ordered
+        self.role, self.first = message.get("role"), at
         self.last, self.results, self.calls = at, None if results is None else [*results], [*calls]
         self.served = [Segment([*served.calls], [*served.results], server=True)]
         self.server_ids = {call.key for call in served.calls}  # those of the last of self.served
