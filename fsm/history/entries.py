@@ -45,3 +45,9 @@ class Segment(NamedTuple):
     beside: tuple[Entry, ...] = ()
     """Server blocks: the client calls of their message, read as a turn of their own after them.
     A server call renamed ``<id>_d2`` keeps clear of their ids: one message holds both."""
+    misplaced: tuple[Entry, ...] = ()
+    """The results sent in the model's role (``misplaced-result``), which repair moves where the API
+    takes results: their turn's first results message of the user, else the user message after
+    them (Anthropic) or a new one (see :mod:`fsm.history.misplaced`)."""
+    misplaced_end: int = -1
+    """The last message of the last unit holding misplaced results."""
