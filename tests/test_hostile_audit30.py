@@ -1,0 +1,569 @@
+"""Hostile audit 30: roles in fsm.history. A tool result sent in the model's own role, a role that
+is no string or none the format has, and a Claude server id used twice in one assistant run.
+
+Each test failed before its fix; the seeded property tests take the API's own reading of a history
+as the oracle (a results message is the user's; Anthropic combines messages of one role in a row,
+Converse wants them to alternate). Work is counted, never timed."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import sys
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from fsm import history
+from fsm.errors import LocalProtocolError
+
+PH = "PLACEHOLDER"
+POLICIES = [history.RepairPolicy(placeholder=PH), history.RepairPolicy("drop-call", PH)]
+
+
+def _use(call_id: str, tag: str = "") -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": "f", "input": {"tag": tag}}
+
+
+def _answer(call_id: str, tag: str = "r") -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": call_id, "content": tag}
+
+
+def _said(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _c_use(call_id: str, tag: str = "") -> dict[str, Any]:
+    return {"toolUse": {"toolUseId": call_id, "name": "f", "input": {"tag": tag}}}
+
+
+def _c_answer(call_id: str, tag: str = "r") -> dict[str, Any]:
+    return {"toolResult": {"toolUseId": call_id, "content": [{"text": tag}]}}
+
+
+def _tc(call_id: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+def _findings(messages: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
+    return [(f.kind.value, f.id, f.message) for f in history.check(messages).findings]
+
+
+def _kinds(changes: list[history.Change]) -> list[tuple[str, int]]:
+    return [(c.kind, c.message) for c in changes]
+
+
+# -- a result sent in the model's role ------------------------------------------------------------------
+
+ASK_A: dict[str, Any] = {"role": "user", "content": "Weather?"}
+
+
+def test_an_anthropic_result_in_an_assistant_message_is_reported_and_moved_into_the_next_user_turn() -> None:
+    # The Messages API combines the two assistant messages into one turn holding a tool_result, which
+    # it refuses; the check read the result as answering the call before it and found nothing.
+    messages = [
+        ASK_A,
+        {"role": "assistant", "content": [_use("a", "c1")]},
+        {"role": "assistant", "content": [_answer("a", "sunny"), _said("so")]},
+        {"role": "user", "content": "thanks"},
+    ]
+    assert _findings(messages) == [("misplaced-result", "a", 3)]
+    fixed, changes = history.repair(messages)
+    assert _kinds(changes) == [("moved-misplaced-result", 3)]
+    assert fixed == [
+        ASK_A,
+        messages[1],
+        {"role": "assistant", "content": [_said("so")]},
+        {"role": "user", "content": [_answer("a", "sunny"), _said("thanks")]},
+    ]
+    assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
+
+
+def test_an_anthropic_result_sent_as_the_assistant_last_gets_a_new_user_message() -> None:
+    messages = [ASK_A, {"role": "assistant", "content": [_use("a")]}, {"role": "assistant", "content": [_answer("a")]}]
+    fixed, changes = history.repair(messages)
+    assert fixed == [ASK_A, messages[1], {"role": "user", "content": [_answer("a")]}]
+    assert _kinds(changes) == [("moved-misplaced-result", 3), ("dropped-empty-message", 3)]
+    assert history.check(fixed).findings == ()
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=["placeholder", "drop-call"])
+def test_an_anthropic_turn_answered_partly_as_the_assistant_keeps_the_users_results(
+    policy: history.RepairPolicy,
+) -> None:
+    # The results split between an assistant message and the user message after it: the turn closed
+    # at the first, so the user's result was an orphan, dropped, and its call got a placeholder.
+    messages = [
+        ASK_A,
+        {"role": "assistant", "content": [_use("a"), _use("a"), _use("b")]},
+        {"role": "assistant", "content": [_answer("a", "first")]},
+        {"role": "user", "content": [_answer("a", "second"), _answer("b", "third"), _said("go on")]},
+    ]
+    assert _findings(messages) == [
+        ("duplicate-call", "a", 2),
+        ("misplaced-result", "a", 3),
+        ("duplicate-result", "a", 4),
+    ]
+    fixed, changes = history.repair(messages, policy)
+    assert fixed[1:] == [
+        {"role": "assistant", "content": [_use("a"), _use("a_d2"), _use("b")]},
+        {
+            "role": "user",
+            "content": [_answer("a", "first"), _answer("a_d2", "second"), _answer("b", "third"), _said("go on")],
+        },
+    ]
+    assert ("moved-misplaced-result", 3) in _kinds(changes) and "placeholder-result" not in str(changes)
+    assert history.check(fixed).findings == () and history.repair(fixed, policy) == (fixed, [])
+
+
+def test_a_converse_result_as_the_assistant_goes_to_a_user_message_right_after_the_calls() -> None:
+    # Converse answers a turn in the one message after it and wants roles to alternate: the result
+    # goes into a user message between the call and the model's text, not after that text.
+    messages = [
+        {"role": "user", "content": [{"text": "Weather?"}]},
+        {"role": "assistant", "content": [_c_use("a")]},
+        {"role": "assistant", "content": [_c_answer("a", "sunny"), {"text": "so"}]},
+        {"role": "user", "content": [{"text": "thanks"}]},
+    ]
+    assert _findings(messages) == [("misplaced-result", "a", 3)]
+    fixed, changes = history.repair(messages)
+    assert fixed == [
+        messages[0],
+        messages[1],
+        {"role": "user", "content": [_c_answer("a", "sunny")]},
+        {"role": "assistant", "content": [{"text": "so"}]},
+        messages[3],
+    ]
+    assert _kinds(changes) == [("moved-misplaced-result", 3)]
+    assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
+
+
+def test_a_gemini_response_in_a_model_content_goes_to_a_user_content() -> None:
+    call = {"functionCall": {"name": "f", "args": {}}}
+    response = {"functionResponse": {"name": "f", "response": {"ok": 1}}}
+    messages = [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": [call]},
+        {"role": "model", "parts": [response]},
+    ]
+    assert _findings(messages) == [("misplaced-result", "f#1", 3)]
+    fixed, _ = history.repair(messages)
+    assert fixed == [*messages[:2], {"role": "user", "parts": [response]}]
+    assert history.check(fixed).findings == ()
+
+
+def test_an_openai_assistant_message_carrying_a_tool_call_id_is_the_result_it_names() -> None:
+    # Read as an assistant reply, it closed the turn: the call was dangling and got a placeholder
+    # before the real result, which stayed as an assistant message the API refuses to pair.
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [_tc("a")]},
+        {"role": "assistant", "tool_call_id": "a", "content": "sunny"},
+    ]
+    assert _findings(messages) == [("misplaced-result", "a", 3)]
+    fixed, changes = history.repair(messages)
+    assert fixed[2] == {"role": "tool", "tool_call_id": "a", "content": "sunny"} and len(fixed) == 3
+    assert _kinds(changes) == [("moved-misplaced-result", 3)]
+    assert history.check(fixed).findings == ()
+
+
+# -- a role no format has ---------------------------------------------------------------------------------
+
+
+def _with_role(fmt: str, role: Any) -> list[dict[str, Any]]:
+    if fmt == "anthropic":
+        return [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [_use("a")]},
+            {"role": role, "content": [_answer("a", "kept")]},
+        ]
+    if fmt == "bedrock":
+        return [
+            {"role": "user", "content": [{"text": "go"}]},
+            {"role": "assistant", "content": [_c_use("a")]},
+            {"role": role, "content": [_c_answer("a", "kept")]},
+        ]
+    if fmt == "gemini":
+        return [
+            {"role": "user", "parts": [{"text": "go"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}, "id": "a"}}]},
+            {"role": role, "parts": [{"functionResponse": {"name": "f", "id": "a", "response": {"r": "kept"}}}]},
+        ]
+    return [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [_tc("a")]},
+        {"role": "tool", "tool_call_id": "a", "content": "kept"},
+        {"role": role, "content": "kept too"},
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "bedrock", "gemini", "openai"])
+@pytest.mark.parametrize("role", [5, ["user"], {"x": 1}, "robot", 1.5, True], ids=repr)
+def test_a_role_no_format_has_is_reported_and_repair_keeps_the_message(fmt: str, role: Any) -> None:
+    messages = _with_role(fmt, role)
+    at = len(messages)
+    report = history.check(messages)
+    assert [(f.kind.value, f.message) for f in report.findings] == [("unknown-role", at)] and report.rejected
+    assert report.findings[0].id == "" and ("robot" in report.findings[0].detail) == (role == "robot")
+    fixed, changes = history.repair(messages)
+    assert fixed == messages and fixed[-1] is messages[-1]  # its content is all there, where it was
+    assert _kinds(changes) == [("kept-unknown-role", at)]
+
+
+def test_a_missing_role_is_unknown_but_for_gemini_which_may_go_without() -> None:
+    assert _findings([{"content": "hi"}]) == [("unknown-role", "", 1)]
+    assert _findings([{"parts": [{"text": "hi"}]}]) == []
+    assert _findings([{"type": "message", "content": "hi"}, {"type": "function_call_output", "call_id": "x"}]) == [
+        ("unknown-role", "", 1),
+        ("orphan", "x", 2),
+    ]
+
+
+# -- a server id twice in one assistant run ----------------------------------------------------------------
+
+
+def _search(at: str) -> dict[str, Any]:
+    return {"type": "server_tool_use", "id": at, "name": "web_search", "input": {"query": "q"}}
+
+
+def _found(at: str, tag: str = "") -> dict[str, Any]:
+    return {"type": "web_search_tool_result", "tool_use_id": at, "content": [{"tag": tag}]}
+
+
+def test_a_server_id_twice_in_one_assistant_run_is_a_duplicate_call_and_renamed() -> None:
+    # The Messages API reads the run as one turn and refuses a tool_use id twice in it ("`tool_use`
+    # ids must be unique"); it was reported as `reused`, allowed, and repair left it as it was.
+    messages = [
+        ASK_A,
+        {"role": "assistant", "content": [_search("s"), _found("s", "1")]},
+        {"role": "assistant", "content": [_search("s"), _found("s", "2")]},
+        {"role": "user", "content": "ok"},
+    ]
+    assert _findings(messages) == [("duplicate-call", "s", 3), ("duplicate-result", "s", 3)]
+    fixed, changes = history.repair(messages)
+    assert fixed[2]["content"] == [_search("s_d2"), _found("s_d2", "2")] and fixed[1] is messages[1]
+    assert _kinds(changes) == [("renamed-call", 3), ("renamed-result", 3)]
+    assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
+
+
+# -- the property tests -------------------------------------------------------------------------------------
+
+
+def _anthropic_turns(messages: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The turns the Messages API reads: the messages of one role in a row, combined."""
+    turns: list[tuple[str, list[dict[str, Any]]]] = []
+    for message in messages:
+        content = message["content"]
+        blocks = ([_said(content)] if content else []) if isinstance(content, str) else list(content)
+        if turns and turns[-1][0] == message["role"]:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((message["role"], blocks))
+    return turns
+
+
+def _pairs(
+    turns: list[tuple[str, list[dict[str, Any]]]], call: str, result: str, keys: tuple[str, str]
+) -> dict[str, str]:
+    """Each call's tag and the tag of the result answering it: the k-th result with an id in the turn
+    right after the call's answers the k-th call with that id (``call``/``result``: the blocks'
+    types; ``keys``: where each holds the id)."""
+    key, result_key = keys
+    answers: dict[str, str] = {}
+    for (role, blocks), (_, after) in itertools.pairwise(turns):
+        if role != "assistant":
+            continue
+        given: dict[str, list[str]] = {}
+        for block in after:
+            if result in block:
+                given.setdefault(block[result][result_key], []).append(_tag(block[result]))
+        k: Counter[str] = Counter()
+        for block in blocks:
+            if call in block:
+                of = given.get(block[call][key], [])
+                if k[block[call][key]] < len(of):
+                    answers[block[call]["input"]["tag"]] = of[k[block[call][key]]]
+                k[block[call][key]] += 1
+    return answers
+
+
+def _tag(result: dict[str, Any]) -> str:
+    content = result["content"]
+    return content if isinstance(content, str) else content[0]["text"]
+
+
+def _by_type(block: dict[str, Any]) -> dict[str, Any]:
+    """An Anthropic block keyed by its type, as a Converse block is (so one reading serves both)."""
+    return {block["type"]: block} if block["type"] in ("tool_use", "tool_result") else {}
+
+
+def _anthropic_answers(messages: list[dict[str, Any]]) -> dict[str, str]:
+    turns = [(role, [_by_type(b) for b in blocks]) for role, blocks in _anthropic_turns(messages)]
+    return _pairs(turns, "tool_use", "tool_result", ("id", "tool_use_id"))
+
+
+def _anthropic_refused(messages: list[dict[str, Any]]) -> list[str]:
+    """What the Messages API refuses: a result in the assistant's turn, a user turn's results not
+    first in it or answering no call of the turn before, two calls under one id in a turn, a turn's
+    calls not all answered in the next."""
+    why, turns = [], _anthropic_turns(messages)
+    for t, (role, blocks) in enumerate(turns):
+        kinds = [b["type"] for b in blocks]
+        if role == "assistant":
+            calls = Counter(b["id"] for b in blocks if b["type"] == "tool_use")
+            if "tool_result" in kinds:
+                why.append(f"turn {t}: a tool_result in the assistant's turn")
+            if any(n > 1 for n in calls.values()):
+                why.append(f"turn {t}: two calls under one id")
+            after = turns[t + 1][1] if t + 1 < len(turns) else []
+            if calls and Counter(b["tool_use_id"] for b in after if b["type"] == "tool_result") != calls:
+                why.append(f"turn {t}: its calls are not answered in the next turn")
+        else:
+            first_other = next((j for j, kind in enumerate(kinds) if kind != "tool_result"), len(kinds))
+            if "tool_result" in kinds[first_other:]:
+                why.append(f"turn {t}: a result after another block")
+            if "tool_result" in kinds and (t == 0 or not any(b["type"] == "tool_use" for b in turns[t - 1][1])):
+                why.append(f"turn {t}: results answering no call")
+    return why
+
+
+def _random_anthropic(rng: random.Random) -> list[dict[str, Any]]:
+    """A history whose results are sent now by the user, now (a first few of a turn's, with text
+    around them) in an assistant message after the calls, ids used twice, results answering nothing."""
+    serial = iter(range(1_000_000))
+    sent: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
+    for _ in range(rng.randint(1, 5)):
+        uses = [_use(rng.choice(["a", "b", "a_d2"]), f"c{next(serial)}") for _ in range(rng.randint(1, 3))]
+        calls = [{"role": "assistant", "content": [_said("let me"), *uses] if rng.random() < 0.3 else uses}]
+        results = [_answer(u["id"], f"r{next(serial)}") for u in uses if rng.random() < 0.85]
+        if rng.random() < 0.15:
+            results.append(_answer("ghost", f"r{next(serial)}"))
+        sent += calls
+        if rng.random() < 0.1:
+            break  # the history ends on the calls
+        k = rng.randint(0, len(results))
+        if k:
+            around = [_said(f"t{next(serial)}")] if rng.random() < 0.4 else []
+            sent.append({"role": "assistant", "content": [*around, *results[:k], *around[::-1]]})
+        rest = [*results[k:], *([_said("go on")] if rng.random() < 0.5 else [])]
+        if k and rng.random() < 0.2:
+            break  # the history ends on the results sent as the assistant
+        sent.append({"role": "user", "content": rest or "next"})
+    return sent
+
+
+def test_random_anthropic_results_sent_as_the_assistant_repair_to_what_the_api_takes_keeping_each_answer() -> None:
+    counted = Counter[str]()
+    for seed in range(1_500):
+        messages = _random_anthropic(random.Random(seed))
+        report = history.check(messages)
+        assert report.rejected == bool(_anthropic_refused(messages)), (seed, _anthropic_refused(messages))
+        # every answer the user meant (the result in the place it was sent for) stays with its call
+        meant = {use["input"]["tag"]: result["content"] for use, result in _meant(messages)}
+        for policy in POLICIES:
+            fixed, changes = history.repair(messages, policy)
+            assert _anthropic_refused(fixed) == [], (seed, policy.dangling, _anthropic_refused(fixed))
+            assert not history.check(fixed).rejected and history.repair(fixed, policy) == (fixed, []), seed
+            kept = _anthropic_answers(fixed)
+            assert all(kept.get(call) == result for call, result in meant.items()), (seed, meant, kept)
+            counted["moved"] += sum(c.kind == "moved-misplaced-result" for c in changes)
+        counted["meant"] += len(meant)
+    assert counted["moved"] > 1_000 and counted["meant"] > 3_000
+
+
+def _meant(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each call and the result sent for it: the k-th result with its id among the results after
+    its assistant message up to the next call (wherever they were sent)."""
+    pairs, waiting, seen = [], [], Counter[str]()
+    given: dict[str, list[dict[str, Any]]] = {}
+    for message in [*messages, {"role": "assistant", "content": [_use("end")]}]:
+        blocks = message["content"] if isinstance(message["content"], list) else []
+        if any(b["type"] == "tool_use" for b in blocks):
+            for use in waiting:
+                of = given.get(use["id"], [])
+                if seen[use["id"]] < len(of):
+                    pairs.append((use, of[seen[use["id"]]]))
+                seen[use["id"]] += 1
+            waiting, seen, given = [b for b in blocks if b["type"] == "tool_use"], Counter(), {}
+        for block in blocks:
+            if block["type"] == "tool_result":
+                given.setdefault(block["tool_use_id"], []).append(block)
+    return pairs
+
+
+def _converse_refused(messages: list[dict[str, Any]]) -> list[str]:
+    """What Converse refuses: two messages of one role in a row, a toolResult in the assistant's
+    message, a message's calls not answered by the next one, results answering no call before."""
+    why = []
+    for t, message in enumerate(messages):
+        uses = Counter(b["toolUse"]["toolUseId"] for b in message["content"] if "toolUse" in b)
+        results = Counter(b["toolResult"]["toolUseId"] for b in message["content"] if "toolResult" in b)
+        if t and messages[t - 1]["role"] == message["role"]:
+            why.append(f"message {t}: the role of the one before")
+        if message["role"] == "assistant":
+            after = messages[t + 1]["content"] if t + 1 < len(messages) else []
+            if results:
+                why.append(f"message {t}: a toolResult in the assistant's message")
+            if any(n > 1 for n in uses.values()):
+                why.append(f"message {t}: two calls under one id")
+            if uses and Counter(b["toolResult"]["toolUseId"] for b in after if "toolResult" in b) != uses:
+                why.append(f"message {t}: its calls are not answered in the next message")
+        elif results and (t == 0 or not any("toolUse" in b for b in messages[t - 1]["content"])):
+            why.append(f"message {t}: results answering no call")
+    return why
+
+
+def _random_converse(rng: random.Random) -> list[dict[str, Any]]:
+    """Calls answered now in the user message after them, now in an assistant message (with the
+    model's text around), a user's text after that or the history's end."""
+    serial = iter(range(1_000_000))
+    sent: list[dict[str, Any]] = [{"role": "user", "content": [{"text": "hi"}]}]
+    for _ in range(rng.randint(1, 5)):
+        uses = [_c_use(rng.choice(["a", "b"]), f"c{next(serial)}") for _ in range(rng.randint(1, 3))]
+        sent.append({"role": "assistant", "content": [{"text": "let me"}, *uses] if rng.random() < 0.3 else uses})
+        results = [_c_answer(u["toolUse"]["toolUseId"], f"r{next(serial)}") for u in uses if rng.random() < 0.85]
+        if rng.random() < 0.1:
+            break
+        around = [{"text": f"t{next(serial)}"}] if rng.random() < 0.4 else []
+        if results and rng.random() < 0.5:
+            sent.append({"role": "assistant", "content": [*around, *results, *around[::-1]]})
+            if rng.random() < 0.2:
+                break
+            sent.append({"role": "user", "content": [{"text": "next"}]})
+        else:
+            sent.append({"role": "user", "content": [*results, *around] or [{"text": "next"}]})
+    return sent
+
+
+def test_random_converse_results_sent_as_the_assistant_repair_to_what_converse_takes_keeping_each_answer() -> None:
+    counted = Counter[str]()
+    for seed in range(1_500):
+        messages = _random_converse(random.Random(seed))
+        report = history.check(messages)
+        assert report.rejected == bool(_converse_refused(messages)), (seed, _converse_refused(messages))
+        # each call's answer: the k-th result with its id in the message after the call's, whatever its role
+        calling = [
+            ("assistant" if any("toolUse" in b for b in m["content"]) else "user", m["content"]) for m in messages
+        ]
+        meant = _pairs(calling, *_CONVERSE)
+        for policy in POLICIES:
+            fixed, changes = history.repair(messages, policy)
+            assert _converse_refused(fixed) == [], (seed, policy.dangling, _converse_refused(fixed))
+            assert not history.check(fixed).rejected and history.repair(fixed, policy) == (fixed, []), seed
+            kept = _pairs([(m["role"], m["content"]) for m in fixed], *_CONVERSE)
+            assert all(kept.get(call) == result for call, result in meant.items()), (seed, meant, kept)
+            counted["moved"] += sum(c.kind == "moved-misplaced-result" for c in changes)
+        counted["meant"] += len(meant)
+    assert counted["moved"] > 1_000 and counted["meant"] > 3_000
+
+
+_CONVERSE = ("toolUse", "toolResult", ("toolUseId", "toolUseId"))
+
+
+# -- linear work -------------------------------------------------------------------------------------------
+
+
+def _many_turns_answered_as_the_assistant(n: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [ASK_A]
+    for i in range(n):
+        messages += [
+            {"role": "assistant", "content": [_use(f"a{i}")]},
+            {"role": "assistant", "content": [_said("so"), _answer(f"a{i}", "x" * 64)]},
+            {"role": "user", "content": "and?"},
+        ]
+    return messages
+
+
+def _one_turn_answered_as_the_assistant(n: int) -> list[dict[str, Any]]:
+    return [
+        ASK_A,
+        {"role": "assistant", "content": [_use(f"a{i}") for i in range(n)]},
+        {"role": "assistant", "content": [_answer(f"a{i}", f"r{i}" + "x" * 64) for i in range(n)]},
+    ]
+
+
+def _openai_results_as_the_assistant(n: int) -> list[dict[str, Any]]:
+    asked = {"role": "assistant", "content": None, "tool_calls": [_tc(f"a{i}") for i in range(n)]}
+    return [ASK_A, asked, *({"role": "assistant", "tool_call_id": f"a{i}", "content": "x" * 64} for i in range(n))]
+
+
+def _one_server_id_through_a_run(n: int) -> list[dict[str, Any]]:
+    run = [{"role": "assistant", "content": [_search("s"), _found("s", str(i))]} for i in range(n)]
+    return [ASK_A, *run, {"role": "user", "content": "ok"}]
+
+
+def _roles_no_format_has(n: int) -> list[dict[str, Any]]:
+    return [{"role": i, "content": "x" * 64} for i in range(n)]
+
+
+def _work(messages: list[dict[str, Any]]) -> int:
+    """The Python calls a check and a repair of ``messages`` make: work counted, not timed."""
+    made = 0
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        nonlocal made
+        made += event == "call"
+
+    sys.setprofile(count)
+    try:
+        history.check(messages)
+        history.repair(messages)
+    finally:
+        sys.setprofile(None)
+    return made
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        _many_turns_answered_as_the_assistant,
+        _one_turn_answered_as_the_assistant,
+        _openai_results_as_the_assistant,
+        _one_server_id_through_a_run,
+        _roles_no_format_has,
+    ],
+)
+def test_the_role_paths_cost_the_same_per_message(build: Any) -> None:
+    small, large = _work(build(250)), _work(build(2_000))
+    assert large <= small * 8 * 1.25, (small, large)
+
+
+def test_a_megabyte_turn_answered_as_the_assistant_keeps_every_result() -> None:
+    messages = _one_turn_answered_as_the_assistant(15_000)
+    assert len(repr(messages)) > 1_000_000
+    report = history.check(messages)
+    assert len(report.of(history.Kind.MISPLACED_RESULT)) == 15_000
+    fixed, changes = history.repair(messages)
+    assert [m["role"] for m in fixed] == ["user", "assistant", "user"]
+    assert [b["content"] for b in fixed[2]["content"]] == [f"r{i}" + "x" * 64 for i in range(15_000)]
+    assert sum(c.kind == "moved-misplaced-result" for c in changes) == 15_000
+    assert not history.check(fixed).rejected
+
+
+def test_hostile_roles_never_raise_a_bare_error() -> None:
+    # any role at any place of a random Anthropic history: a finding, never a crash; repair keeps
+    # every block the message held
+    for seed in range(300):
+        rng = random.Random(seed)
+        messages = _random_anthropic(rng)
+        at = rng.randrange(len(messages))
+        messages[at] = {**messages[at], "role": rng.choice([None, 0, "", "tool", "system", ["user"], {"r": 1}])}
+        try:
+            report = history.check(messages)
+        except LocalProtocolError:
+            continue
+        assert (history.Kind.UNKNOWN_ROLE, at + 1) in [(f.kind, f.message) for f in report.findings], seed
+        fixed, changes = history.repair(messages)
+        assert ("kept-unknown-role", at + 1) in _kinds(changes)
+        out = {_said_or_sent(b) for m in fixed for b in _held(m)}  # a rename changes a result's id, not its content
+        dropped = {c.kind for c in changes if c.message == at + 1} & {"dropped-orphan", "dropped-duplicate-result"}
+        assert dropped or all(_said_or_sent(b) in out for b in _held(messages[at])), seed
+
+
+def _held(message: dict[str, Any]) -> list[Any]:
+    return message["content"] if isinstance(message["content"], list) else [message["content"]]
+
+
+def _said_or_sent(block: Any) -> Any:
+    return block.get("content", block.get("text")) if isinstance(block, dict) else block
