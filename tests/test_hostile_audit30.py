@@ -17,21 +17,10 @@ import pytest
 
 from fsm import history
 from fsm.errors import LocalProtocolError
+from tests.test_hostile_audit29 import _answer, _refused, _said, _search, _turns, _use
 
 PH = "PLACEHOLDER"
 POLICIES = [history.RepairPolicy(placeholder=PH), history.RepairPolicy("drop-call", PH)]
-
-
-def _use(call_id: str, tag: str = "") -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": "f", "input": {"tag": tag}}
-
-
-def _answer(call_id: str, tag: str = "r") -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": call_id, "content": tag}
-
-
-def _said(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
 
 
 def _c_use(call_id: str, tag: str = "") -> dict[str, Any]:
@@ -223,10 +212,6 @@ def test_a_missing_role_is_unknown_but_for_gemini_which_may_go_without() -> None
 # -- a server id twice in one assistant run ----------------------------------------------------------------
 
 
-def _search(at: str) -> dict[str, Any]:
-    return {"type": "server_tool_use", "id": at, "name": "web_search", "input": {"query": "q"}}
-
-
 def _found(at: str, tag: str = "") -> dict[str, Any]:
     return {"type": "web_search_tool_result", "tool_use_id": at, "content": [{"tag": tag}]}
 
@@ -248,19 +233,6 @@ def test_a_server_id_twice_in_one_assistant_run_is_a_duplicate_call_and_renamed(
 
 
 # -- the property tests -------------------------------------------------------------------------------------
-
-
-def _anthropic_turns(messages: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
-    """The turns the Messages API reads: the messages of one role in a row, combined."""
-    turns: list[tuple[str, list[dict[str, Any]]]] = []
-    for message in messages:
-        content = message["content"]
-        blocks = ([_said(content)] if content else []) if isinstance(content, str) else list(content)
-        if turns and turns[-1][0] == message["role"]:
-            turns[-1][1].extend(blocks)
-        else:
-            turns.append((message["role"], blocks))
-    return turns
 
 
 def _pairs(
@@ -299,33 +271,19 @@ def _by_type(block: dict[str, Any]) -> dict[str, Any]:
 
 
 def _anthropic_answers(messages: list[dict[str, Any]]) -> dict[str, str]:
-    turns = [(role, [_by_type(b) for b in blocks]) for role, blocks in _anthropic_turns(messages)]
+    turns = [(role, [_by_type(b) for b in blocks]) for role, blocks in _turns(messages)]
     return _pairs(turns, "tool_use", "tool_result", ("id", "tool_use_id"))
 
 
 def _anthropic_refused(messages: list[dict[str, Any]]) -> list[str]:
-    """What the Messages API refuses: a result in the assistant's turn, a user turn's results not
-    first in it or answering no call of the turn before, two calls under one id in a turn, a turn's
-    calls not all answered in the next."""
-    why, turns = [], _anthropic_turns(messages)
-    for t, (role, blocks) in enumerate(turns):
-        kinds = [b["type"] for b in blocks]
-        if role == "assistant":
-            calls = Counter(b["id"] for b in blocks if b["type"] == "tool_use")
-            if "tool_result" in kinds:
-                why.append(f"turn {t}: a tool_result in the assistant's turn")
-            if any(n > 1 for n in calls.values()):
-                why.append(f"turn {t}: two calls under one id")
-            after = turns[t + 1][1] if t + 1 < len(turns) else []
-            if calls and Counter(b["tool_use_id"] for b in after if b["type"] == "tool_result") != calls:
-                why.append(f"turn {t}: its calls are not answered in the next turn")
-        else:
-            first_other = next((j for j, kind in enumerate(kinds) if kind != "tool_result"), len(kinds))
-            if "tool_result" in kinds[first_other:]:
-                why.append(f"turn {t}: a result after another block")
-            if "tool_result" in kinds and (t == 0 or not any(b["type"] == "tool_use" for b in turns[t - 1][1])):
-                why.append(f"turn {t}: results answering no call")
-    return why
+    """What the Messages API refuses (audit 29's reading) and a tool_result in the assistant's turn."""
+    turns = _turns(messages)
+    held = [t for t, (role, blocks) in enumerate(turns) if role == "assistant" and _results_in(blocks)]
+    return [*_refused(messages), *(f"turn {t}: a tool_result in the assistant's turn" for t in held)]
+
+
+def _results_in(blocks: list[dict[str, Any]]) -> bool:
+    return any(block["type"] == "tool_result" for block in blocks)
 
 
 def _random_anthropic(rng: random.Random) -> list[dict[str, Any]]:
@@ -351,25 +309,6 @@ def _random_anthropic(rng: random.Random) -> list[dict[str, Any]]:
             break  # the history ends on the results sent as the assistant
         sent.append({"role": "user", "content": rest or "next"})
     return sent
-
-
-def test_random_anthropic_results_sent_as_the_assistant_repair_to_what_the_api_takes_keeping_each_answer() -> None:
-    counted = Counter[str]()
-    for seed in range(1_500):
-        messages = _random_anthropic(random.Random(seed))
-        report = history.check(messages)
-        assert report.rejected == bool(_anthropic_refused(messages)), (seed, _anthropic_refused(messages))
-        # every answer the user meant (the result in the place it was sent for) stays with its call
-        meant = {use["input"]["tag"]: result["content"] for use, result in _meant(messages)}
-        for policy in POLICIES:
-            fixed, changes = history.repair(messages, policy)
-            assert _anthropic_refused(fixed) == [], (seed, policy.dangling, _anthropic_refused(fixed))
-            assert not history.check(fixed).rejected and history.repair(fixed, policy) == (fixed, []), seed
-            kept = _anthropic_answers(fixed)
-            assert all(kept.get(call) == result for call, result in meant.items()), (seed, meant, kept)
-            counted["moved"] += sum(c.kind == "moved-misplaced-result" for c in changes)
-        counted["meant"] += len(meant)
-    assert counted["moved"] > 1_000 and counted["meant"] > 3_000
 
 
 def _meant(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -436,22 +375,41 @@ def _random_converse(rng: random.Random) -> list[dict[str, Any]]:
     return sent
 
 
-def test_random_converse_results_sent_as_the_assistant_repair_to_what_converse_takes_keeping_each_answer() -> None:
+def _converse_meant(messages: list[dict[str, Any]]) -> dict[str, str]:
+    """Each call's answer: the k-th result with its id in the message after the call's, whatever its role."""
+    calling = [("assistant" if any("toolUse" in b for b in m["content"]) else "", m["content"]) for m in messages]
+    return _pairs(calling, *_CONVERSE)
+
+
+def _converse_answers(messages: list[dict[str, Any]]) -> dict[str, str]:
+    return _pairs([(m["role"], m["content"]) for m in messages], *_CONVERSE)
+
+
+def _anthropic_meant(messages: list[dict[str, Any]]) -> dict[str, str]:
+    return {use["input"]["tag"]: result["content"] for use, result in _meant(messages)}
+
+
+READINGS: dict[str, tuple[Any, Any, Any, Any]] = {
+    "anthropic": (_random_anthropic, _anthropic_refused, _anthropic_meant, _anthropic_answers),
+    "bedrock": (_random_converse, _converse_refused, _converse_meant, _converse_answers),
+}
+"""Per format: a random history, what its API refuses, the answers sent, the answers it reads."""
+
+
+@pytest.mark.parametrize("fmt", sorted(READINGS))
+def test_random_results_sent_as_the_assistant_repair_to_what_the_api_takes_keeping_each_answer(fmt: str) -> None:
+    make, refused, meant_of, answers = READINGS[fmt]
     counted = Counter[str]()
     for seed in range(1_500):
-        messages = _random_converse(random.Random(seed))
+        messages = make(random.Random(seed))
         report = history.check(messages)
-        assert report.rejected == bool(_converse_refused(messages)), (seed, _converse_refused(messages))
-        # each call's answer: the k-th result with its id in the message after the call's, whatever its role
-        calling = [
-            ("assistant" if any("toolUse" in b for b in m["content"]) else "user", m["content"]) for m in messages
-        ]
-        meant = _pairs(calling, *_CONVERSE)
+        assert report.rejected == bool(refused(messages)), (seed, refused(messages))
+        meant = meant_of(messages)  # every answer sent, wherever, stays with its call
         for policy in POLICIES:
             fixed, changes = history.repair(messages, policy)
-            assert _converse_refused(fixed) == [], (seed, policy.dangling, _converse_refused(fixed))
+            assert refused(fixed) == [], (seed, policy.dangling, refused(fixed))
             assert not history.check(fixed).rejected and history.repair(fixed, policy) == (fixed, []), seed
-            kept = _pairs([(m["role"], m["content"]) for m in fixed], *_CONVERSE)
+            kept = answers(fixed)
             assert all(kept.get(call) == result for call, result in meant.items()), (seed, meant, kept)
             counted["moved"] += sum(c.kind == "moved-misplaced-result" for c in changes)
         counted["meant"] += len(meant)
