@@ -157,6 +157,72 @@ def test_an_openai_assistant_message_carrying_a_tool_call_id_is_the_result_it_na
     assert history.check(fixed).findings == ()
 
 
+# -- a call made in the user's role -------------------------------------------------------------------------
+
+
+def test_an_anthropic_user_message_making_a_call_gives_it_to_an_assistant_message_after_it() -> None:
+    # Only the assistant makes tool_use blocks; the check read the user's as a turn and found nothing.
+    messages = [
+        {"role": "user", "content": [_said("look"), _use("a", "c1")]},
+        {"role": "user", "content": [_answer("a", "sunny")]},
+    ]
+    assert _findings(messages) == [("misplaced-call", "a", 1)]
+    fixed, changes = history.repair(messages)
+    assert fixed == [
+        {"role": "user", "content": [_said("look")]},
+        {"role": "assistant", "content": [_use("a", "c1")]},
+        messages[1],
+    ]
+    assert _kinds(changes) == [("moved-misplaced-call", 1)]
+    assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
+
+
+def test_a_users_call_answered_after_the_assistant_run_that_follows_keeps_its_result() -> None:
+    # Moved into an assistant message, the call is one turn with the assistant run after it (the API
+    # combines them): its result in the user message after that run answers it. It was dropped as
+    # an orphan, a placeholder in its place.
+    messages = [
+        {"role": "user", "content": [_use("a", "c1")]},
+        {"role": "assistant", "content": [_said("so"), _use("b", "c2")]},
+        {"role": "user", "content": [_answer("a", "first"), _answer("b", "second")]},
+    ]
+    assert _findings(messages) == [("misplaced-call", "a", 1)]
+    fixed, changes = history.repair(messages)
+    assert fixed == [{"role": "assistant", "content": [_use("a", "c1")]}, *messages[1:]]
+    assert _kinds(changes) == [("moved-misplaced-call", 1)]
+    assert _anthropic_answers(fixed) == {"c1": "first", "c2": "second"}
+    assert not _anthropic_refused(fixed) and history.check(fixed).findings == ()
+
+
+@pytest.mark.parametrize("fmt", ["openai", "ollama", "gemini", "bedrock"])
+def test_a_user_message_making_calls_gives_them_to_a_model_message_after_it(fmt: str) -> None:
+    if fmt in ("openai", "ollama"):
+        call = _tc("a") if fmt == "openai" else {"function": {"name": "f", "arguments": {}}}
+        answer = {
+            "role": "tool",
+            "content": "sunny",
+            **({"tool_call_id": "a"} if fmt == "openai" else {"tool_name": "f"}),
+        }
+        messages = [{"role": "user", "content": "look", "tool_calls": [call]}, answer]
+        split = [
+            {"role": "user", "content": "look"},
+            {"role": "assistant", "content": None if fmt == "openai" else "", "tool_calls": [call]},
+        ]
+    elif fmt == "gemini":
+        call = {"functionCall": {"name": "f", "args": {}, "id": "a"}}
+        answer = {"role": "user", "parts": [{"functionResponse": {"name": "f", "id": "a", "response": {}}}]}
+        messages = [{"role": "user", "parts": [{"text": "look"}, call]}, answer]
+        split = [{"role": "user", "parts": [{"text": "look"}]}, {"role": "model", "parts": [call]}]
+    else:
+        answer = {"role": "user", "content": [_c_answer("a")]}
+        messages = [{"role": "user", "content": [{"text": "look"}, _c_use("a")]}, answer]
+        split = [{"role": "user", "content": [{"text": "look"}]}, {"role": "assistant", "content": [_c_use("a")]}]
+    assert [(f.kind.value, f.message) for f in history.check(messages).findings] == [("misplaced-call", 1)]
+    fixed, changes = history.repair(messages)
+    assert fixed == [*split, answer] and _kinds(changes) == [("moved-misplaced-call", 1)]
+    assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
+
+
 # -- a role no format has ---------------------------------------------------------------------------------
 
 
@@ -276,10 +342,18 @@ def _anthropic_answers(messages: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def _anthropic_refused(messages: list[dict[str, Any]]) -> list[str]:
-    """What the Messages API refuses (audit 29's reading) and a tool_result in the assistant's turn."""
+    """What the Messages API refuses (audit 29's reading), a tool_result in the assistant's turn and a
+    tool_use in the user's."""
     turns = _turns(messages)
     held = [t for t, (role, blocks) in enumerate(turns) if role == "assistant" and _results_in(blocks)]
-    return [*_refused(messages), *(f"turn {t}: a tool_result in the assistant's turn" for t in held)]
+    made = [
+        t for t, (role, blocks) in enumerate(turns) if role == "user" and any(b["type"] == "tool_use" for b in blocks)
+    ]
+    return [
+        *_refused(messages),
+        *(f"turn {t}: a tool_result in the assistant's turn" for t in held),
+        *(f"turn {t}: a tool_use in the user's turn" for t in made),
+    ]
 
 
 def _results_in(blocks: list[dict[str, Any]]) -> bool:
@@ -288,12 +362,14 @@ def _results_in(blocks: list[dict[str, Any]]) -> bool:
 
 def _random_anthropic(rng: random.Random) -> list[dict[str, Any]]:
     """A history whose results are sent now by the user, now (a first few of a turn's, with text
-    around them) in an assistant message after the calls, ids used twice, results answering nothing."""
+    around them) in an assistant message after the calls, ids used twice, results answering nothing;
+    now and then a user message makes the calls."""
     serial = iter(range(1_000_000))
     sent: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
     for _ in range(rng.randint(1, 5)):
         uses = [_use(rng.choice(["a", "b", "a_d2"]), f"c{next(serial)}") for _ in range(rng.randint(1, 3))]
-        calls = [{"role": "assistant", "content": [_said("let me"), *uses] if rng.random() < 0.3 else uses}]
+        role = "user" if rng.random() < 0.15 else "assistant"  # now and then the user's role makes the calls
+        calls = [{"role": role, "content": [_said("let me"), *uses] if rng.random() < 0.3 else uses}]
         results = [_answer(u["id"], f"r{next(serial)}") for u in uses if rng.random() < 0.85]
         if rng.random() < 0.15:
             results.append(_answer("ghost", f"r{next(serial)}"))
@@ -333,7 +409,8 @@ def _meant(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[st
 
 def _converse_refused(messages: list[dict[str, Any]]) -> list[str]:
     """What Converse refuses: two messages of one role in a row, a toolResult in the assistant's
-    message, a message's calls not answered by the next one, results answering no call before."""
+    message or a toolUse in the user's, a message's calls not answered by the next one, results
+    answering no call before."""
     why = []
     for t, message in enumerate(messages):
         uses = Counter(b["toolUse"]["toolUseId"] for b in message["content"] if "toolUse" in b)
@@ -350,17 +427,22 @@ def _converse_refused(messages: list[dict[str, Any]]) -> list[str]:
                 why.append(f"message {t}: its calls are not answered in the next message")
         elif results and (t == 0 or not any("toolUse" in b for b in messages[t - 1]["content"])):
             why.append(f"message {t}: results answering no call")
+        if uses and message["role"] != "assistant":
+            why.append(f"message {t}: a toolUse in the user's message")
     return why
 
 
 def _random_converse(rng: random.Random) -> list[dict[str, Any]]:
-    """Calls answered now in the user message after them, now in an assistant message (with the
-    model's text around), a user's text after that or the history's end."""
+    """Calls (now and then made in the user's role) answered now in the user message after them, now
+    in an assistant message (with the model's text around), a user's text after that or the end."""
     serial = iter(range(1_000_000))
     sent: list[dict[str, Any]] = [{"role": "user", "content": [{"text": "hi"}]}]
     for _ in range(rng.randint(1, 5)):
         uses = [_c_use(rng.choice(["a", "b"]), f"c{next(serial)}") for _ in range(rng.randint(1, 3))]
-        sent.append({"role": "assistant", "content": [{"text": "let me"}, *uses] if rng.random() < 0.3 else uses})
+        if rng.random() < 0.15 and not any("toolResult" in b for b in sent[-1]["content"]):
+            sent[-1] = {**sent[-1], "content": [*sent[-1]["content"], *uses]}  # the user's message makes the calls
+        else:
+            sent.append({"role": "assistant", "content": [{"text": "let me"}, *uses] if rng.random() < 0.3 else uses})
         results = [_c_answer(u["toolUse"]["toolUseId"], f"r{next(serial)}") for u in uses if rng.random() < 0.85]
         if rng.random() < 0.1:
             break

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
-from fsm.history.entries import Entry, Key
+from fsm.history.entries import Entry, Key, Roles
 from fsm.history.findings import Finding, Format, Kind, Report
 from fsm.history.formats import resolve_format, shown
 from fsm.history.placeholders import usable_id
@@ -111,10 +111,14 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
         machine.fire(call, trigger)
         return call
 
-    odd_roles: list[tuple[int, Any]] = []
-    for segment in segments(messages, fmt, odd_roles):
-        _odd_roles(odd_roles, findings, fmt)
+    roles = Roles()
+    for segment in segments(messages, fmt, roles):
+        _odd_roles(roles.odd, findings, fmt)
         made = [walk(entry, "call") for entry in segment.calls]
+        for entry in segment.calls:
+            if entry.message in roles.calling:
+                why = f"a call made in a {messages[entry.message].get('role')} message: only the model's makes calls"
+                findings.append(Finding(Kind.MISPLACED_CALL, shown(entry.key), entry.message + 1, why, entry.name))
         late = {(entry.message, entry.slot) for entry in segment.late}
         moved = {(entry.message, entry.slot) for entry in segment.misplaced}
         for entry in segment.results:
@@ -134,7 +138,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
         for entry in (*segment.calls, *segment.results):
             if not isinstance(entry.key, str):
                 ids.pop(entry.key, None)
-    _odd_roles(odd_roles, findings, fmt)
+    _odd_roles(roles.odd, findings, fmt)
     return Report(fmt, tuple(findings))
 
 

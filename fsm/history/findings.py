@@ -34,6 +34,10 @@ class Kind(enum.Enum):
     holding ``tool_result``/``toolResult`` blocks, a Gemini ``model`` content holding a
     ``functionResponse``, an OpenAI chat message other than ``tool`` carrying a ``tool_call_id``. The
     APIs take results from the user (OpenAI: a ``tool`` message) alone. Repair moves it where they do."""
+    MISPLACED_CALL = "misplaced-call"
+    """A tool call made in a message of another role than the model's: a ``user`` message carrying
+    ``tool_calls``, ``tool_use``/``toolUse`` blocks or a ``functionCall`` part. Only the model's
+    messages make calls. Repair moves the calls into a model message of their own right after it."""
     UNKNOWN_ROLE = "unknown-role"
     """A message whose ``role`` is not a string, or not one its format has (Anthropic and Converse:
     ``user``, ``assistant``; Gemini: ``user``, ``model``, or none). Repair cannot tell which was meant:

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from fsm.errors import LocalProtocolError
-from fsm.history.entries import Entry, Key, Segment
+from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.objects import conversation
 from fsm.history.objects import fail as _fail
@@ -54,6 +54,9 @@ no message has none): any other is ``unknown-role``."""
 MODEL_ROLE: dict[Format, str] = {"anthropic": "assistant", "bedrock": "assistant", "gemini": "model"}
 """The role of the model's own messages, where a tool result is ``misplaced-result`` (the APIs take
 results from the user)."""
+
+CALLER: dict[Format, str] = {**MODEL_ROLE, "openai": "assistant", "ollama": "assistant", "responses": ""}
+"""The role a message making calls has: in any other the format has, its calls are ``misplaced-call``."""
 
 RESPONSES_OUTPUT_OF = {
     "function_call": "function_call_output",
@@ -180,8 +183,8 @@ class Reader:
     def __init__(self, fmt: Format) -> None:
         self.fmt = fmt
         self.results_named: dict[str, int] = {}
-        self.odd_roles: list[tuple[int, Any]] = []
-        """Each message read whose role its format does not have, with that role, in order."""
+        self.roles = Roles()
+        """What the messages' roles say, noted as each is read."""
         self.misplaced = False
         """Were the results of the message read last sent in the model's role (``misplaced-result``)?"""
         self.served = Segment([], [], server=True)
@@ -203,12 +206,12 @@ class Reader:
         calls: list[Entry] = []
         role = message.get("role")
         if (fmt != "responses" or "role" in message or message.get("type") == "message") and not _known(fmt, role):
-            self.odd_roles.append((at, role))
+            self.roles.odd.append((at, role))
         self.misplaced = False
         if fmt == "openai" and role == "tool":
             rid = _required_id(message.get("tool_call_id"), at, "a tool message")
             results.append(Entry(at, -1, rid, _name(message.get("name"))))
-        elif fmt == "openai" and message.get("tool_call_id") and not message.get("tool_calls"):
+        elif fmt == "openai" and message.get("tool_call_id") and not message.get("tool_calls") and _known(fmt, role):
             # a result sent in another role (an assistant message carrying the tool_call_id it answers)
             rid = _required_id(message.get("tool_call_id"), at, "a message's tool_call_id")
             results.append(Entry(at, -1, rid, _name(message.get("name"))))
@@ -273,6 +276,8 @@ class Reader:
             self.results_named = {}
         if results and role == MODEL_ROLE.get(fmt, ""):
             self.misplaced = True
+        if calls and fmt != "responses" and role != CALLER[fmt] and _known(fmt, role) and role is not None:
+            self.roles.calling.add(at)
         return (results or None), calls
 
     def _read_converse(

@@ -20,6 +20,12 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   a reasoning item with the item that followed it and refuses one sent without it);
 * an Anthropic result after text in its turn's user messages moves before the text, where the API
   takes a turn's results (:mod:`fsm.history.turns`);
+* a result sent in the model's role (an Anthropic or Converse assistant message, a Gemini model
+  content, an OpenAI chat message other than ``tool``) moves where the API takes it: first into
+  its turn's user results message, else the user message after it (Anthropic), else a new user
+  message (see :meth:`_Plan._home`); the OpenAI message becomes a ``tool`` message;
+* a message whose role its format lacks is kept as it is (only the caller knows the role meant),
+  and said so;
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
   together are merged (both want user and assistant to alternate), unless one makes calls and the
   other answers them (no message may do both).
@@ -36,9 +42,9 @@ from typing import Any, Literal
 from fsm.engine.ids import IdAllocator
 from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.history.changes import Change, RepairPolicy
-from fsm.history.entries import Entry, Key, Segment
+from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.formats import ID_LIMIT, MODEL_ROLE, items, resolve_format, shown
+from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, items, resolve_format, shown
 from fsm.history.placeholders import placeholder, usable_id
 from fsm.history.rewrite import ALTERNATING, FIELD, Writer
 from fsm.history.server_blocks import converse_payload
@@ -60,13 +66,13 @@ def repair(
         raise InvalidInput(f"the placeholder must be a str, not {type(policy.placeholder).__name__}")
     messages, fmt = resolve_format(messages, format)
     plan = _Plan(fmt, policy, messages)
-    odd_roles: list[tuple[int, Any]] = []
-    for segment in segments(messages, fmt, odd_roles):
+    for segment in segments(messages, fmt, plan.roles):
         plan.pair(segment)
-    for at, role in odd_roles:  # only the caller knows which role was meant
-        why = f"its role {role!r} is not one a {fmt} message has: kept as it is, for the caller to name"
-        plan.changes.append(Change("kept-unknown-role", at + 1, None, why))
     fixed = plan.rewrite()
+    for at, role in plan.roles.odd:  # only the caller knows which role was meant (unless its content all went)
+        if at not in plan.emptied:
+            why = f"its role {role!r} is not one a {fmt} message has: kept as it is, for the caller to name"
+            plan.changes.append(Change("kept-unknown-role", at + 1, None, why))
     plan.changes.sort(key=lambda c: c.message)
     return fixed, plan.changes
 
@@ -76,7 +82,7 @@ class _Plan(Writer):
 
     def __init__(self, fmt: Format, policy: RepairPolicy, messages: Sequence[Mapping[str, Any]]):
         self.start_writing(fmt, messages)
-        self.policy = policy
+        self.policy, self.roles = policy, Roles()
         # A new id avoids those used up to and in its turn, no later: a longer history renames alike (prompt caches)
         self.ids = IdAllocator(limit=ID_LIMIT.get(fmt))
         self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
@@ -125,6 +131,10 @@ class _Plan(Writer):
                 )
                 self._change("dropped-call", call, f"the call had no result{why}")
                 continue
+            if call.message in self.roles.calling:  # made in the user's role: the model's message makes it
+                self.split.add(call.message)
+                why = f"a call made in another role than the model's: moved into a {CALLER[self.fmt]} message after it"
+                self._change("moved-misplaced-call", call, why)
             wire_id = self._usable(call.key, call.message)
             if k > 0 and isinstance(call.key, str):  # id-less keys are unique within a turn
                 wire_id = self._usable(self.ids.claim(call.key), call.message)
@@ -272,6 +282,8 @@ class _Plan(Writer):
     def _can_host(self, at: int) -> bool:
         if at >= len(self.messages) or self.messages[at].get("role") != "user":
             return False
+        if at in self.roles.calling:  # its calls go to a model message after it: what stays is the user's
+            return True
         blocks = items(self.messages[at], self.fmt, at)
         if self.fmt == "bedrock":
             return not any(converse_payload(b) is not None for b in blocks)  # a stray result there is dropped

@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fsm.history.changes import Change
-from fsm.history.entries import Entry
+from fsm.history.entries import Entry, Roles
 from fsm.history.findings import Format
-from fsm.history.formats import gemini_payload, items, responses_key_field
+from fsm.history.formats import CALLER, gemini_payload, items, responses_key_field
 from fsm.history.placeholders import renamed_block
 from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload
 
@@ -39,16 +39,22 @@ class Writer:
     front_into: dict[int, list[Entry]]
     """Results sent in the model's role, moved first into a user message (before any result in it)."""
     add_after: dict[int, list[dict[str, Any]]]
+    roles: Roles
+    split: set[int]
+    """Messages that make calls in another role than the model's: their calls go in a model message."""
     retool: set[int]
     """OpenAI: messages that answer a call in another role than ``tool``, which becomes theirs."""
     touched: set[int]
+    emptied: set[int]
+    """Messages repair left nothing in, which go."""
     joined: dict[str, Any] | None
     joined_holds: set[Any]
     changes: list[Change]
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
         self.fmt, self.messages = fmt, messages
-        self.drop, self.rename, self.touched, self.retool = set(), {}, set(), set()
+        self.drop, self.rename, self.touched, self.retool, self.split = set(), {}, set(), set(), set()
+        self.emptied = set()
         self.add_into, self.move_into, self.front_into, self.add_after = {}, {}, {}, {}
         self.joined = None  # the message repair made by joining, latest
         self.joined_holds = set()  # whether it makes calls, answers them, or both (see _joinable)
@@ -61,14 +67,48 @@ class Writer:
             kept: dict[str, Any] | None = message if isinstance(message, dict) else dict(message)
             if at in self.touched:
                 kept = self._edited(message, at)
+            asked = None  # the calls a message of another role made, in a model message of their own
+            if kept is not None and at in self.split:
+                kept, asked = self._split(kept)
             if kept is None:
                 gap = True
             else:
                 self._append(out, kept, at, gap)
                 gap = False
+            if asked is not None:  # joins a model message before it when its own message is gone
+                self._append(out, asked, at, gap)
+                gap = False
+            elif kept is not None and at in self.roles.calling:  # a user's calls all dropped: as if removed
+                gap = True
             for extra in self.add_after.get(at, ()):
                 self._append(out, extra, at, False)
         return out
+
+    def _split(self, message: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """A message that makes calls in another role than the model's: what is left of it (None
+        when nothing is) and a model message making its calls."""
+        if self.fmt in ("openai", "ollama"):
+            made = message.get("tool_calls")
+            rest = {key: value for key, value in message.items() if key != "tool_calls"}
+            empty = message.get("content") in (None, "", [])
+            asked: dict[str, Any] = {"role": "assistant", "content": None if self.fmt == "openai" else ""}
+            return (None if empty else rest), ({**asked, "tool_calls": made} if made else None)
+        field = FIELD[self.fmt]
+        blocks = message.get(field)
+        if not isinstance(blocks, list):
+            return message, None
+        calls = [block for block in blocks if self._is_call(block)]
+        others = [block for block in blocks if not self._is_call(block)]
+        return ({**message, field: others} if others else None), (
+            {"role": CALLER[self.fmt], field: calls} if calls else None
+        )
+
+    def _is_call(self, block: Mapping[str, Any]) -> bool:
+        if self.fmt == "anthropic":
+            return block.get("type") == "tool_use"
+        if self.fmt == "bedrock":
+            return converse_payload(block) is not None and "toolUse" in block
+        return gemini_payload(block, "call") is not None
 
     def _append(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
         role = message.get("role")
@@ -166,6 +206,7 @@ class Writer:
         return item if renamed is None else renamed_block(self.fmt, item, renamed)
 
     def _emptied(self, at: int) -> None:
+        self.emptied.add(at)
         self.changes.append(Change("dropped-empty-message", at + 1, None, "repair left nothing in it"))
 
     def _placed_after(self, item: Mapping[str, Any], message: Mapping[str, Any]) -> bool:

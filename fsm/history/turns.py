@@ -14,6 +14,10 @@ user messages. A run stops where a message would answer calls the run made, or m
 results it holds: no turn both makes calls and answers them. The API takes a turn's results first
 in it: a result after text in the user messages (in one message or across them) is ``late``, which
 the check reports and repair moves before the text.
+
+A result sent in the model's role (``misplaced``: an assistant message's, a Gemini model content's)
+answers the turn it follows as any result would, and is reported; an Anthropic turn goes on past
+such a unit into the user messages after it, so results split between the two stay one turn's.
 """
 
 from __future__ import annotations
@@ -21,25 +25,23 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from fsm.history.entries import Entry, Key, Segment
+from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import Reader, items
 from fsm.history.server_blocks import in_order
 
 
-def segments(
-    messages: Sequence[Mapping[str, Any]], fmt: Format, odd_roles: list[tuple[int, Any]] | None = None
-) -> Iterator[Segment]:
+def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | None = None) -> Iterator[Segment]:
     """The conversation as turns and stray results, in order, each yielded once it is whole. A
     generator, so a long history's entries die young instead of piling up for the garbage collector.
-    Each message read whose role its format lacks goes into ``odd_roles`` as it is read."""
+    What the messages' roles say is noted in ``roles`` as each is read."""
     if fmt == "responses":
-        yield from _responses_segments(messages, odd_roles)
+        yield from _responses_segments(messages, roles)
         return
     taking: Segment | None = None  # the turn whose results may still come
     moved: list[Entry] = []  # the turn's results sent in the model's role (misplaced-result)
     moved_end = -1
-    for last, results, calls, served, late, misplaced in _units(messages, fmt, odd_roles):
+    for last, results, calls, served, late, misplaced in _units(messages, fmt, roles):
         if taking is not None and results is not None:
             taking.results.extend(results)
             if misplaced:
@@ -82,28 +84,28 @@ def _with(turn: Segment, moved: list[Entry], end: int) -> Segment:
 _Unit = tuple[int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool]
 
 
-def _units(
-    messages: Sequence[Mapping[str, Any]], fmt: Format, odd_roles: list[tuple[int, Any]] | None = None
-) -> Iterator[_Unit]:
+def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | None = None) -> Iterator[_Unit]:
     """The history read a unit at a time: a message, or for Anthropic a run of messages of one role
     (see the module's docstring). Each unit as its last message's position, the results it holds
     (None: no results message), the calls it makes, its server blocks (a segment each, see
     :meth:`_Run.add`), its results after text with the position of its first message (None: no
     result comes after text), and whether its results were sent in the model's role."""
     reader = Reader(fmt)
-    if odd_roles is not None:
-        reader.odd_roles = odd_roles
+    if roles is not None:
+        reader.roles = roles
     joins = fmt == "anthropic"
     run: _Run | None = None
     for at, message in enumerate(messages):
         results, calls = reader.read(message, at)
         served = reader.served
+        # a user message making calls is read as the model message repair moves them into
+        role = "assistant" if at in reader.roles.calling else message.get("role")
         if run is not None:
-            if joins and run.takes(message, results, calls):
+            if joins and run.takes(role, results, calls):
                 run.add(message, at, results, calls, served)
                 continue
             yield run.unit()
-        run = _Run(message, at, results, calls, served, joins)
+        run = _Run(message, role, at, results, calls, served, joins)
         run.misplaced = reader.misplaced
     if run is not None:
         yield run.unit()
@@ -117,13 +119,14 @@ class _Run:
     def __init__(
         self,
         message: Mapping[str, Any],
+        role: Any,
         at: int,
         results: list[Entry] | None,
         calls: list[Entry],
         served: Segment,
         ordered: bool,
     ) -> None:
-        self.role, self.first = message.get("role"), at
+        self.role, self.first = role, at
         self.last, self.results, self.calls = at, None if results is None else [*results], [*calls]
         self.served = [Segment([*served.calls], [*served.results], server=True)]
         self.texted = False  # text (or any block but a result) came in the run: results after it are late
@@ -132,10 +135,10 @@ class _Run:
         if ordered:
             self._order(message, at, results)
 
-    def takes(self, message: Mapping[str, Any], results: list[Entry] | None, calls: list[Entry]) -> bool:
-        """Does ``message`` go on this run? Of its role, and neither answering calls the run made
+    def takes(self, role: Any, results: list[Entry] | None, calls: list[Entry]) -> bool:
+        """Does a message of ``role`` go on this run? Of its role, and neither answering calls the run made
         nor making calls after results it holds."""
-        if message.get("role") != self.role or (self.calls and results is not None):
+        if role != self.role or (self.calls and results is not None):
             return False
         return not (self.results is not None and calls)
 
@@ -200,15 +203,13 @@ def _answer_by_name(turn: Segment) -> None:
             turn.results[j] = result._replace(key=keys[n])
 
 
-def _responses_segments(
-    items: Sequence[Mapping[str, Any]], odd_roles: list[tuple[int, Any]] | None
-) -> Iterator[Segment]:
+def _responses_segments(items: Sequence[Mapping[str, Any]], roles: Roles | None) -> Iterator[Segment]:
     """Responses items, one call or output each: a turn is a run of call items (the model's
     reasoning and assistant messages may sit among them: a turn goes back reasoning, message, call,
     reasoning, message, call) and the run of output items right after it."""
     reader = Reader("responses")
-    if odd_roles is not None:
-        reader.odd_roles = odd_roles
+    if roles is not None:
+        reader.roles = roles
     taking: Segment | None = None
     answering = False  # the turn's outputs have begun: a call now starts the next turn
     for at, item in enumerate(items):
