@@ -128,6 +128,32 @@ def test_a_converse_result_as_the_assistant_goes_to_a_user_message_right_after_t
     assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
 
 
+@pytest.mark.parametrize("said", [[], [{"text": "so"}]], ids=["results-alone", "with-text"])
+def test_a_converse_turn_answered_partly_as_the_assistant_keeps_the_users_results(said: list[Any]) -> None:
+    # The rest of the turn's results in the user message after: read as orphans (Converse answers a
+    # turn in one message), dropped, placeholders in their place. They join the moved ones: into that
+    # user message when nothing else is left of the model's, else up, right after the calls.
+    messages = [
+        {"role": "user", "content": [{"text": "Weather?"}]},
+        {"role": "assistant", "content": [_c_use("a"), _c_use("b")]},
+        {"role": "assistant", "content": [_c_answer("a", "first"), *said]},
+        {"role": "user", "content": [_c_answer("b", "second"), {"text": "thanks"}]},
+    ]
+    assert _findings(messages) == [("misplaced-result", "a", 3)]
+    fixed, changes = history.repair(messages)
+    answers = [_c_answer("a", "first"), _c_answer("b", "second")]
+    if said:
+        assert fixed[2:] == [
+            {"role": "user", "content": answers},
+            {"role": "assistant", "content": said},
+            {"role": "user", "content": [{"text": "thanks"}]},
+        ]
+        assert _kinds(changes) == [("moved-misplaced-result", 3), ("moved-result", 4)]
+    else:
+        assert fixed[2:] == [{"role": "user", "content": [*answers, {"text": "thanks"}]}]
+    assert not _converse_refused(fixed) and history.check(fixed).findings == ()
+
+
 def test_a_gemini_response_in_a_model_content_goes_to_a_user_content() -> None:
     call = {"functionCall": {"name": "f", "args": {}}}
     response = {"functionResponse": {"name": "f", "response": {"ok": 1}}}
@@ -434,7 +460,8 @@ def _converse_refused(messages: list[dict[str, Any]]) -> list[str]:
 
 def _random_converse(rng: random.Random) -> list[dict[str, Any]]:
     """Calls (now and then made in the user's role) answered now in the user message after them, now
-    in an assistant message (with the model's text around), a user's text after that or the end."""
+    (a first few, or all) in an assistant message with the model's text around, the rest in the user
+    message after it."""
     serial = iter(range(1_000_000))
     sent: list[dict[str, Any]] = [{"role": "user", "content": [{"text": "hi"}]}]
     for _ in range(rng.randint(1, 5)):
@@ -448,19 +475,29 @@ def _random_converse(rng: random.Random) -> list[dict[str, Any]]:
             break
         around = [{"text": f"t{next(serial)}"}] if rng.random() < 0.4 else []
         if results and rng.random() < 0.5:
-            sent.append({"role": "assistant", "content": [*around, *results, *around[::-1]]})
-            if rng.random() < 0.2:
+            k = rng.randint(1, len(results))  # the first k sent as the model, the rest by the user after
+            sent.append({"role": "assistant", "content": [*around, *results[:k], *around[::-1]]})
+            if rng.random() < 0.2 and k == len(results):
                 break
-            sent.append({"role": "user", "content": [{"text": "next"}]})
+            sent.append({"role": "user", "content": [*results[k:], {"text": "next"}]})
         else:
             sent.append({"role": "user", "content": [*results, *around] or [{"text": "next"}]})
     return sent
 
 
 def _converse_meant(messages: list[dict[str, Any]]) -> dict[str, str]:
-    """Each call's answer: the k-th result with its id in the message after the call's, whatever its role."""
-    calling = [("assistant" if any("toolUse" in b for b in m["content"]) else "", m["content"]) for m in messages]
-    return _pairs(calling, *_CONVERSE)
+    """Each call's answer: the k-th result with its id after the call's message, before the next call,
+    wherever it was sent (read as Anthropic blocks, the same pairing)."""
+    blocks = [{"role": m["role"], "content": [_as_anthropic(b) for b in m["content"]]} for m in messages]
+    return _anthropic_meant(blocks)
+
+
+def _as_anthropic(block: dict[str, Any]) -> dict[str, Any]:
+    if "toolUse" in block:
+        return _use(block["toolUse"]["toolUseId"], block["toolUse"]["input"]["tag"])
+    if "toolResult" in block:
+        return _answer(block["toolResult"]["toolUseId"], _tag(block["toolResult"]))
+    return _said(block["text"])
 
 
 def _converse_answers(messages: list[dict[str, Any]]) -> dict[str, str]:

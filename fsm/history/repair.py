@@ -176,19 +176,29 @@ class _Plan(Writer):
                 why = f"a result in a message of the model's role ({MODEL_ROLE[self.fmt]}): moved to the next user turn"
             self._change("moved-misplaced-result", result, why)
         if segment.misplaced and self.fmt in MODEL_ROLE:
-            self._home(segment, moved, placeholders)
+            self._home(segment, moved, placeholders, answers)
         elif placeholders:
             self._place(segment, placeholders)
 
-    def _home(self, segment: Segment, moved: list[Entry], placeholders: list[dict[str, Any]]) -> None:
+    def _home(self, segment: Segment, moved: list[Entry], placeholders: list[dict[str, Any]], answers: Any) -> None:
         """Where a turn whose results came in the model's role gets them, first, and its placeholders:
         the turn's first results message of the user; else (Anthropic) the user message right after
         them; else a new user message, after them (Anthropic, whose assistant run they end) or right
-        after the calls' message (Gemini, Converse: the one message after it answers a turn)."""
+        after the calls' message (Gemini, Converse: the one message after it answers a turn, so when
+        the model's message keeps more than results, the user's results after it go up too)."""
+        sent = {(entry.message, entry.slot) for entry in segment.misplaced}
+        proper = [r for r in segment.results if (r.message, r.slot) not in sent]
+        if self.fmt != "anthropic" and proper and not self._left_empty(sent):
+            for result in proper:
+                if (result.message, result.slot) in answers:
+                    self._edit(result, self.drop)
+                    moved.append(result)
+                    why = "the turn's results sent as the model go right after its calls: this one goes with them"
+                    self._change("moved-result", result, why)
+            proper = []
         if not (moved or placeholders):
             return
-        sent = {(entry.message, entry.slot) for entry in segment.misplaced}
-        host = next((r.message for r in segment.results if (r.message, r.slot) not in sent), -1)
+        host = proper[0].message if proper else -1
         if host < 0 and self.fmt == "anthropic" and self._can_host(segment.misplaced_end + 1):
             host = segment.misplaced_end + 1
         if host >= 0:
@@ -199,6 +209,11 @@ class _Plan(Writer):
         after = segment.misplaced_end if self.fmt == "anthropic" else segment.misplaced[0].message - 1
         blocks = [*(self.moved(entry) for entry in moved), *placeholders]
         self.add_after.setdefault(after, []).append({"role": "user", FIELD[self.fmt]: blocks})
+
+    def _left_empty(self, sent: set[tuple[int, int]]) -> bool:
+        """Does every block of the messages holding ``sent`` go (moved, or dropped as answering nothing)?"""
+        held = {at for at, _ in sent}
+        return all((at, j) in self.drop for at in held for j in range(len(items(self.messages[at], self.fmt, at))))
 
     def _drop_reasoning_before(self, call: Entry) -> None:
         """The reasoning items right before a Responses call item that goes: the API pairs a reasoning

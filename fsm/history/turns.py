@@ -16,8 +16,9 @@ in it: a result after text in the user messages (in one message or across them) 
 the check reports and repair moves before the text.
 
 A result sent in the model's role (``misplaced``: an assistant message's, a Gemini model content's)
-answers the turn it follows as any result would, and is reported; an Anthropic turn goes on past
-such a unit into the user messages after it, so results split between the two stay one turn's.
+answers the turn it follows as any result would, and is reported; the turn goes on past such a
+unit into the user's results after it, so results split between the two stay one turn's. An
+Anthropic user message making calls is read as the assistant message repair moves them into.
 """
 
 from __future__ import annotations
@@ -49,15 +50,13 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
                 moved_end = last
             if late is not None:
                 taking = taking._replace(late=late[1], host=late[0])
-            # Anthropic, Gemini and Converse answer a turn in one unit; but an Anthropic turn whose
-            # results were sent as the assistant goes on into the user messages after them.
-            if fmt not in ("openai", "ollama") and not (misplaced and fmt == "anthropic"):
-                if fmt == "gemini":
-                    _answer_by_name(taking)
-                yield _with(taking, moved, moved_end)
+            # Anthropic, Gemini and Converse answer a turn in one unit; but a turn whose results were
+            # sent in the model's role goes on into the user's results after them.
+            if fmt not in ("openai", "ollama") and not misplaced:
+                yield _with(taking, moved, moved_end, fmt)
                 taking, moved = None, []
         elif taking is not None:
-            yield _with(taking, moved, moved_end)
+            yield _with(taking, moved, moved_end, fmt)
             taking, moved = None, []
         elif results is not None:
             yield _with(Segment([], results), results if misplaced else [], last)
@@ -73,11 +72,13 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
         if calls:
             taking = Segment(calls, [], end=last)
     if taking is not None:
-        yield _with(taking, moved, moved_end)
+        yield _with(taking, moved, moved_end, fmt)
 
 
-def _with(turn: Segment, moved: list[Entry], end: int) -> Segment:
-    """The turn with the results of it sent in the model's role, if any."""
+def _with(turn: Segment, moved: list[Entry], end: int, fmt: Format | None = None) -> Segment:
+    """The whole turn, with the results of it sent in the model's role, if any."""
+    if fmt == "gemini":
+        _answer_by_name(turn)
     return turn._replace(misplaced=tuple(moved), misplaced_end=end) if moved else turn
 
 
