@@ -570,6 +570,28 @@ def _one_server_id_through_a_run(n: int) -> list[dict[str, Any]]:
     return [ASK_A, *run, {"role": "user", "content": "ok"}]
 
 
+def _calls_made_by_the_user(n: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for i in range(n):
+        messages += [
+            {"role": "user", "content": [_said("look"), _use(f"a{i}")]},
+            {"role": "assistant", "content": [_said("so")]},
+            {"role": "user", "content": [_answer(f"a{i}", "x" * 64)]},
+        ]
+    return messages
+
+
+def _converse_turns_answered_partly_as_the_assistant(n: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [{"text": "go"}]}]
+    for i in range(n):
+        messages += [
+            {"role": "assistant", "content": [_c_use(f"a{i}"), _c_use(f"b{i}")]},
+            {"role": "assistant", "content": [_c_answer(f"a{i}", "x" * 64), {"text": "so"}]},
+            {"role": "user", "content": [_c_answer(f"b{i}", "y" * 64), {"text": "and?"}]},
+        ]
+    return messages
+
+
 def _roles_no_format_has(n: int) -> list[dict[str, Any]]:
     return [{"role": i, "content": "x" * 64} for i in range(n)]
 
@@ -599,6 +621,8 @@ def _work(messages: list[dict[str, Any]]) -> int:
         _openai_results_as_the_assistant,
         _one_server_id_through_a_run,
         _roles_no_format_has,
+        _calls_made_by_the_user,
+        _converse_turns_answered_partly_as_the_assistant,
     ],
 )
 def test_the_role_paths_cost_the_same_per_message(build: Any) -> None:
