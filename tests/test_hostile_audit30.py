@@ -324,6 +324,28 @@ def test_a_server_id_twice_in_one_assistant_run_is_a_duplicate_call_and_renamed(
     assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
 
 
+def test_a_server_id_in_assistant_messages_a_removed_message_joins_is_renamed() -> None:
+    # The user messages between them hold results answering nothing: dropped, the assistant messages
+    # meet, one turn to the API, an id three times in it. Repair kept them apart, `reused`, and the
+    # API refused the history; a second repair (once the check read them as one run) renamed.
+    orphan = {"role": "user", "content": [_answer("gone", "x")]}
+    messages = [
+        ASK_A,
+        {"role": "assistant", "content": [_search("s"), _found("s", "1")]},
+        orphan,
+        {"role": "assistant", "content": [_search("s"), _found("s", "2")]},
+        orphan,
+        {"role": "assistant", "content": [_said("so")]},
+        orphan,
+        {"role": "assistant", "content": [_search("s"), _found("s", "3")]},
+    ]
+    fixed, changes = history.repair(messages)
+    searched = [_search("s"), _found("s", "1"), _search("s_d2"), _found("s_d2", "2"), _said("so")]
+    assert fixed == [ASK_A, {"role": "assistant", "content": [*searched, _search("s_d3"), _found("s_d3", "3")]}]
+    assert [c.detail.endswith("'s_d2'") for c in changes if c.kind == "renamed-call"] == [True, False]
+    assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
+
+
 # -- the property tests -------------------------------------------------------------------------------------
 
 

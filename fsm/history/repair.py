@@ -88,6 +88,7 @@ class _Plan(Writer):
         self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
         self.mapped_for: dict[str, tuple[Key, int]] = {}  # Converse: each mapping given, for which id, where
         self.in_turn: set[Key] = set()  # the ids of the turn being paired
+        self.server_run: tuple[int, set[Key]] = (-1, set())  # Anthropic: the last server blocks' end, their ids
 
     def _change(self, kind: str, entry: Entry, detail: str, key: Key | None = None) -> None:
         self.changes.append(Change(kind, entry.message + 1, shown(entry.key if key is None else key), detail))
@@ -101,6 +102,7 @@ class _Plan(Writer):
         calls_of: dict[Key, int] = {}
         for call in segment.calls:
             calls_of[call.key] = calls_of.get(call.key, 0) + 1
+        collide = self._joined_server_ids(segment)
         answer_of: dict[tuple[Key, int], Entry] = {}
         answered: dict[Key, int] = {}
         for result in segment.results:
@@ -136,10 +138,13 @@ class _Plan(Writer):
                 why = f"a call made in another role than the model's: moved into a {CALLER[self.fmt]} message after it"
                 self._change("moved-misplaced-call", call, why)
             wire_id = self._usable(call.key, call.message)
-            if k > 0 and isinstance(call.key, str):  # id-less keys are unique within a turn
+            if (k > 0 or call.key in collide) and isinstance(call.key, str):  # id-less keys are unique in a turn
                 wire_id = self._usable(self.ids.claim(call.key), call.message)
                 self._rename(call, answer, wire_id)
-                self._change("renamed-call", call, f"call {k + 1} under {call.key!r} in its turn is now {wire_id!r}")
+                why = f"call {k + 1} under {call.key!r} in its turn" if k else f"a server call under {call.key!r}"
+                if not k:
+                    why += " in an assistant message a removed message joins to one making it"
+                self._change("renamed-call", call, f"{why} is now {wire_id!r}")
                 if answer is not None:
                     self._change("renamed-result", answer, f"the result that answered it now answers {wire_id!r}")
             elif wire_id != call.key:  # Converse refuses the id: both go as the next turn's builder maps it
@@ -214,6 +219,35 @@ class _Plan(Writer):
         """Does every block of the messages holding ``sent`` go (moved, or dropped as answering nothing)?"""
         held = {at for at, _ in sent}
         return all((at, j) in self.drop for at in held for j in range(len(items(self.messages[at], self.fmt, at))))
+
+    def _joined_server_ids(self, segment: Segment) -> set[Key]:
+        """Anthropic: the server ids of the assistant run before this one, when every message between
+        the two goes (the API reads adjacent assistant messages as one turn, which takes an id once)."""
+        if self.fmt != "anthropic" or not segment.server or not segment.calls:
+            return set()
+        start, keys = segment.calls[0].message, {call.key for call in segment.calls}
+        end, before = self.server_run
+        between = range(end + 1, start)  # assistant messages there are of the run: only the others part it
+        joined = 0 <= end < start and all(self._going(at) or self._said(at) for at in between)
+        joined = joined and not any(at in self.add_after for at in range(end, start))
+        self.server_run = (
+            max(e.message for e in (*segment.calls, *segment.results)),
+            (before if joined else set()) | keys,
+        )
+        return before & keys if joined else set()
+
+    def _said(self, at: int) -> bool:
+        return self.messages[at].get("role") == "assistant"
+
+    def _going(self, at: int) -> bool:
+        """Will message ``at`` be removed, as decided so far? (Every edit of a message before a turn's
+        server blocks comes from an earlier turn.)"""
+        if at not in self.touched or any(at in added for added in (self.add_into, self.front_into, self.move_into)):
+            return False
+        content = self.messages[at].get("content")
+        if isinstance(content, str):
+            return not content
+        return all((at, j) in self.drop for j in range(len(items(self.messages[at], self.fmt, at))))
 
     def _drop_reasoning_before(self, call: Entry) -> None:
         """The reasoning items right before a Responses call item that goes: the API pairs a reasoning
