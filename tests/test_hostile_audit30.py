@@ -7,7 +7,9 @@ Converse wants them to alternate). Work is counted, never timed."""
 
 from __future__ import annotations
 
+import io
 import itertools
+import json
 import random
 import sys
 from collections import Counter
@@ -16,6 +18,7 @@ from typing import Any
 import pytest
 
 from fsm import history
+from fsm.cli import main
 from fsm.errors import LocalProtocolError
 from tests.test_hostile_audit29 import _answer, _refused, _said, _search, _turns, _use
 
@@ -299,6 +302,15 @@ def test_a_missing_role_is_unknown_but_for_gemini_which_may_go_without() -> None
         ("unknown-role", "", 1),
         ("orphan", "x", 2),
     ]
+
+
+def test_history_check_names_a_message_of_an_unknown_role_and_exits_1(tmp_path: Any) -> None:
+    # It said the history paired up (exit 0): the role went unread.
+    path = tmp_path / "h.json"
+    path.write_text(json.dumps(_with_role("anthropic", 5)))
+    out = io.StringIO()
+    assert main(["history", "check", str(path)], stdout=out, stderr=io.StringIO()) == 1
+    assert "message 3: unknown-role: a role of type int is not one anthropic messages have" in out.getvalue()
 
 
 # -- a server id twice in one assistant run ----------------------------------------------------------------

@@ -71,7 +71,7 @@ def repair(
     fixed = plan.rewrite()
     for at, role in plan.roles.odd:  # only the caller knows which role was meant (unless its content all went)
         if at not in plan.emptied:
-            why = f"its role {role!r} is not one a {fmt} message has: kept as it is, for the caller to name"
+            why = f"its role {role!r} is not one {fmt} messages have: kept as it is, for the caller to name"
             plan.changes.append(Change("kept-unknown-role", at + 1, None, why))
     plan.changes.sort(key=lambda c: c.message)
     return fixed, plan.changes
