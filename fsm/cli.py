@@ -256,7 +256,7 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         )
     else:
         for f in report.findings:
-            stdout.write(f"message {f.message}: {f.kind.value} {f.id}: {f.detail}\n")
+            stdout.write(f"message {f.message}: {' '.join(filter(None, (f.kind.value, f.id)))}: {f.detail}\n")
         verdict = "would be rejected" if report.rejected else "pairs up"
         stdout.write(f"{report.format} history of {len(messages)} messages {verdict}\n")
     return 1 if report.rejected else 0

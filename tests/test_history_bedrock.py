@@ -244,9 +244,14 @@ def test_a_server_tools_call_and_result_in_the_models_own_message_are_a_turn_of_
 
 def test_a_client_result_in_an_assistant_message_is_no_server_result() -> None:
     # only a toolResult naming a server call placed before it in the model's message is that call's:
-    # reading every result of an assistant message so dropped a client's answer sent with the wrong role
+    # reading every result of an assistant message so dropped a client's answer sent with the wrong role;
+    # it is a misplaced result, which repair moves into a user message (Converse takes results there)
     conversation = [ASK, turn(use("t1")), {"role": "assistant", "content": [answer("t1", "-3 C")]}]
-    assert history.check(conversation).findings == ()
+    assert [(f.kind, f.id, f.message) for f in history.check(conversation).findings] == [
+        (Kind.MISPLACED_RESULT, "t1", 3)
+    ]
+    fixed, _ = history.repair(conversation)
+    assert fixed[2] == {"role": "user", "content": [answer("t1", "-3 C")]} and history.check(fixed).findings == ()
     # a server result before its call answers nothing there
     said = {"role": "assistant", "content": [served_answer("s1"), served("s1")]}
     report = history.check([ASK, said, {"role": "user", "content": [{"text": "ok"}]}])

@@ -124,7 +124,7 @@ def test_a_long_chain_of_anthropic_merges_copies_each_block_once(monkeypatch: py
         messages.append({"role": "user", "content": [{"type": "text", "text": f"t{i}"}]})
         orphan = {"type": "tool_result", "tool_use_id": f"ghost{i}", "content": "?"}
         messages.append({"role": "user", "content": [orphan]})
-    repair_module = importlib.import_module("fsm.history.repair")  # the package's name is the function
+    repair_module = importlib.import_module("fsm.history.rewrite")  # where repair writes its messages out
     copied = 0
     blocks = repair_module._blocks
 

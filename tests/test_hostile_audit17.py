@@ -47,9 +47,15 @@ def test_repair_never_joins_a_calls_message_to_a_results_message(fmt: str, use: 
         {"role": "assistant", "content": [use("t3")]},
         {"role": "user", "content": [answer("t3")]},
     ]
+    # (Since audit 30 the result sent as the assistant moves into a user message of its own there.)
     fixed, changes = history.repair(conversation, RepairPolicy(dangling="drop-call"), fmt)  # type: ignore[arg-type]
-    assert [c.kind for c in changes] == ["dropped-call", "dropped-empty-message"]
-    assert fixed == [*conversation[:3], *conversation[4:]]
+    assert [c.kind for c in changes] == [
+        "moved-misplaced-result",
+        "dropped-empty-message",
+        "dropped-call",
+        "dropped-empty-message",
+    ]
+    assert fixed == [*conversation[:2], {"role": "user", "content": [answer("t1")]}, *conversation[4:]]
     assert history.check(fixed, fmt).findings == ()  # type: ignore[arg-type]
     assert history.repair(fixed, RepairPolicy(dangling="drop-call"), fmt) == (fixed, [])  # type: ignore[arg-type]
 

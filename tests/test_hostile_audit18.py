@@ -140,14 +140,18 @@ def test_a_block_whose_type_is_unhashable_is_read_past(kind: Any) -> None:
 
 def test_two_messages_with_one_server_call_id_are_not_joined() -> None:
     # Joined (the user message between them emptied), the second call was a duplicate in its
-    # message: a second repair renamed it.
+    # message: a second repair renamed it. Kept apart, the API still reads the two assistant messages
+    # as one turn, an id twice in it (audit 30): the second call is renamed, and the two then join.
     turns = [
         {"role": "user", "content": "Weather?"},
         {"role": "assistant", "content": [search("s1"), found("s1")]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "gone", "content": "x"}]},
         {"role": "assistant", "content": [search("s1"), found("s1")]},
     ]
-    assert repaired_for_good(turns) == [turns[0], turns[1], turns[3]]
+    assert repaired_for_good(turns) == [
+        turns[0],
+        {"role": "assistant", "content": [search("s1"), found("s1"), search("s1_d2"), found("s1_d2")]},
+    ]
 
 
 # -- 3. Gemini's code results going back ------------------------------------------------------------------

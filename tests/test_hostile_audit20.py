@@ -54,10 +54,16 @@ def test_a_converse_placeholder_in_the_models_message_answers_the_client_call_no
         {"role": "assistant", "content": [use("toolu_1"), use("toolu_2")]},
         {"role": "assistant", "content": [use("toolu_2", type="server_tool_use"), answer]},
     ]
+    # (Since audit 30 the answer, a result sent as the model, moves into a user message right after
+    # the calls, the placeholder with it: the server call stays in the model's message after them.)
     fixed, changes = history.repair(conversation)
-    assert [(c.kind, c.id) for c in changes] == [("placeholder-result", "toolu_2")]
+    assert [(c.kind, c.id) for c in changes] == [
+        ("placeholder-result", "toolu_2"),
+        ("moved-misplaced-result", "toolu_1"),
+    ]
     assert not history.check(fixed).rejected and history.repair(fixed)[1] == []
-    assert fixed[2]["content"][1:] == conversation[2]["content"]  # first: before the server call
+    assert [b["toolResult"]["toolUseId"] for b in fixed[2]["content"]] == ["toolu_1", "toolu_2"]
+    assert fixed[2]["content"][0] == answer and fixed[3]["content"] == conversation[2]["content"][:1]
 
 
 def test_a_converse_drop_merges_the_models_messages_around_it_whatever_server_blocks_they_hold() -> None:

@@ -46,16 +46,20 @@ def _findings(messages: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
 def test_a_server_id_again_in_an_assistant_run_keeps_the_runs_calls_one_turn(policy: history.RepairPolicy) -> None:
     # The second message's server call under an id the first one's has ended the run: the client
     # call of the first message was a dangling call, its real result an orphan, and repair dropped
-    # that result for a placeholder (or dropped the call). Its server blocks pair on their own still.
+    # that result for a placeholder (or dropped the call). The API combines the run in one turn, so
+    # the second server call under `s` is a duplicate call (audit 30): renamed, its result with it.
     messages = [
         {"role": "user", "content": "Weather?"},
         {"role": "assistant", "content": [_use("a"), _search("s"), _found("s")]},
         {"role": "assistant", "content": [_search("s"), _found("s"), _said("and")]},
         {"role": "user", "content": [_answer("a", "sunny")]},
     ]
-    assert _findings(messages) == [("reused", "s", 3)]
+    assert _findings(messages) == [("duplicate-call", "s", 3), ("duplicate-result", "s", 3)]
     assert not history.anything_dangling(messages)
-    assert history.repair(messages, policy) == (messages, [])
+    fixed, changes = history.repair(messages, policy)
+    assert [(c.kind, c.message) for c in changes] == [("renamed-call", 3), ("renamed-result", 3)]
+    assert fixed[2]["content"][:2] == [_search("s_d2"), _found("s_d2")]
+    assert [fixed[1], fixed[3]] == [messages[1], messages[3]]
 
 
 def test_a_server_result_before_its_call_in_a_run_hides_no_result_of_a_later_message() -> None:

@@ -21,7 +21,8 @@ Findings and changes number messages from 1. Malformed input raises
 
 The modules: ``findings`` (what a check reports), ``objects`` (SDK objects read as wire dicts),
 ``formats`` (reading each message format), ``check`` (the history machine's model and the walk),
-``uniquify``, ``repair`` and ``changes`` (what repair is told and what it reports).
+``uniquify``, ``repair`` (deciding the edits), ``rewrite`` (writing them out) and ``changes`` (what
+repair is told and what it reports).
 """
 
 from fsm.history import findings as _findings

@@ -24,7 +24,8 @@ class Change:
     kind: str
     """``renamed-call``, ``renamed-result``, ``mapped-call``, ``mapped-result``, ``dropped-orphan``,
     ``dropped-duplicate-result``, ``placeholder-result``, ``dropped-call``, ``dropped-reasoning``,
-    ``moved-result``, ``dropped-empty-message`` or ``merged-messages``."""
+    ``moved-result``, ``moved-misplaced-result``, ``moved-misplaced-call``, ``dropped-empty-message``,
+    ``merged-messages`` or ``kept-unknown-role``."""
     message: int
     """1-based position in the input of the message changed (for a placeholder, the call's message)."""
     id: str | None

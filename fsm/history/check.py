@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
-from fsm.history.entries import Entry, Key
+from fsm.history.entries import Entry, Key, Roles
 from fsm.history.findings import Finding, Format, Kind, Report
 from fsm.history.formats import resolve_format, shown
 from fsm.history.placeholders import usable_id
@@ -111,15 +111,25 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
         machine.fire(call, trigger)
         return call
 
-    for segment in segments(messages, fmt):
+    roles = Roles()
+    for segment in segments(messages, fmt, roles):
+        _odd_roles(roles.odd, findings, fmt)
         made = [walk(entry, "call") for entry in segment.calls]
+        for entry in segment.calls:
+            if entry.message in roles.calling:
+                why = f"a call made in a {messages[entry.message].get('role')} message: only the model's makes calls"
+                findings.append(Finding(Kind.MISPLACED_CALL, shown(entry.key), entry.message + 1, why, entry.name))
         late = {(entry.message, entry.slot) for entry in segment.late}
+        moved = {(entry.message, entry.slot) for entry in segment.misplaced}
         for entry in segment.results:
             waiting = entry.key in ids and ids[entry.key].state == "outstanding"
             walk(entry, "result")
             if waiting and (entry.message, entry.slot) in late:  # one answering nothing is reported as such
                 why = "a tool result after text in its turn's user messages: the API takes a turn's results first"
                 findings.append(Finding(Kind.RESULT_AFTER_TEXT, shown(entry.key), entry.message + 1, why, entry.name))
+            if waiting and (entry.message, entry.slot) in moved:
+                why = MISPLACED_WHY[fmt]
+                findings.append(Finding(Kind.MISPLACED_RESULT, shown(entry.key), entry.message + 1, why, entry.name))
         for call in dict.fromkeys(made):  # the turn is over: each of its ids once, in call order
             if call.state == "outstanding" and not segment.open_end:
                 machine.fire(call, "close_turn")
@@ -128,7 +138,25 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
         for entry in (*segment.calls, *segment.results):
             if not isinstance(entry.key, str):
                 ids.pop(entry.key, None)
+    _odd_roles(roles.odd, findings, fmt)
     return Report(fmt, tuple(findings))
+
+
+MISPLACED_WHY = {
+    "openai": "a tool result sent as another role than tool: the API takes one from a tool message alone",
+    "anthropic": "a tool_result block in an assistant message: the API takes results from the next user turn",
+    "bedrock": "a toolResult block in an assistant message: Converse takes results from the next user message",
+    "gemini": "a functionResponse in a model content: Gemini takes responses from the user content after the calls",
+}
+"""What a ``misplaced-result`` finding says, per format that can have one."""
+
+
+def _odd_roles(odd_roles: list[tuple[int, Any]], findings: list[Finding], fmt: Format) -> None:
+    """Report the messages read so far whose role their format lacks (``unknown-role``), then forget them."""
+    for at, role in odd_roles:
+        what = f"the role {role!r}" if isinstance(role, str) else f"a role of type {type(role).__name__}"
+        findings.append(Finding(Kind.UNKNOWN_ROLE, "", at + 1, f"{what} is not one {fmt} messages have"))
+    odd_roles.clear()
 
 
 def anything_dangling(messages: Sequence[Mapping[str, Any]]) -> bool:

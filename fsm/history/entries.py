@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 Key = str | tuple[str, int]
 """What pairs a call with its results: its wire id, or for a Gemini call without one and for any
@@ -45,3 +45,19 @@ class Segment(NamedTuple):
     beside: tuple[Entry, ...] = ()
     """Server blocks: the client calls of their message, read as a turn of their own after them.
     A server call renamed ``<id>_d2`` keeps clear of their ids: one message holds both."""
+    misplaced: tuple[Entry, ...] = ()
+    """The results sent in the model's role (``misplaced-result``), which repair moves where the API
+    takes results: their turn's first results message of the user, else the user message after
+    them (Anthropic) or a new one (see ``repair``'s ``_Plan._home``)."""
+    misplaced_end: int = -1
+    """The last message of the last unit holding misplaced results."""
+
+
+class Roles:
+    """What a history's reader found of its messages' roles, noted as it reads them."""
+
+    def __init__(self) -> None:
+        self.odd: list[tuple[int, Any]] = []
+        """Each message whose role its format lacks, with that role, in order (``unknown-role``)."""
+        self.calling: set[int] = set()
+        """The messages that make calls in a role other than the model's (``misplaced-call``)."""

@@ -29,6 +29,19 @@ class Kind(enum.Enum):
     RESULT_AFTER_TEXT = "result-after-text"
     """An Anthropic tool result after text (or any block but a result) in its turn's user messages:
     the API takes a turn's results first in it. Repair moves it before the text."""
+    MISPLACED_RESULT = "misplaced-result"
+    """A tool result sent in the model's own role: an Anthropic or Converse ``assistant`` message
+    holding ``tool_result``/``toolResult`` blocks, a Gemini ``model`` content holding a
+    ``functionResponse``, an OpenAI chat message other than ``tool`` carrying a ``tool_call_id``. The
+    APIs take results from the user (OpenAI: a ``tool`` message) alone. Repair moves it where they do."""
+    MISPLACED_CALL = "misplaced-call"
+    """A tool call made in a message of another role than the model's: a ``user`` message carrying
+    ``tool_calls``, ``tool_use``/``toolUse`` blocks or a ``functionCall`` part. Only the model's
+    messages make calls. Repair moves the calls into a model message of their own right after it."""
+    UNKNOWN_ROLE = "unknown-role"
+    """A message whose ``role`` is not a string, or not one its format has (Anthropic and Converse:
+    ``user``, ``assistant``; Gemini: ``user``, ``model``, or none). Repair cannot tell which was meant:
+    it keeps the message as it is and says so."""
     REUSED = "reused"
     """An id used again by a later turn after its call was answered: allowed, reported for information."""
 
@@ -45,7 +58,7 @@ class Finding:
     """What was found."""
     id: str
     """The id, or ``name#k`` for a Gemini call without one or an Ollama call (the k-th of that name in
-    its turn, 1-based)."""
+    its turn, 1-based); ``""`` for a finding about a whole message (``unknown-role``)."""
     message: int
     """1-based position of the message where it was found (the call's message, for a dangling call)."""
     detail: str

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from fsm.errors import LocalProtocolError
-from fsm.history.entries import Entry, Key, Segment
+from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.objects import conversation
 from fsm.history.objects import fail as _fail
@@ -39,6 +39,24 @@ FORMATS: tuple[Format, ...] = ("openai", "anthropic", "gemini", "responses", "ol
 ID_LIMIT = {"bedrock": 64}
 """The longest call id a format takes (Converse's ToolUseId: 1 to 64 of ``[a-zA-Z0-9_.:-]``): a rename
 repair makes past it cuts the id's stem as far as ``_d<n>`` needs (``<first 61>_d2``)."""
+
+ROLES: dict[Format, frozenset[Any]] = {
+    "openai": frozenset({"system", "developer", "user", "assistant", "tool", "function"}),
+    "ollama": frozenset({"system", "user", "assistant", "tool"}),
+    "anthropic": frozenset({"user", "assistant"}),
+    "bedrock": frozenset({"user", "assistant"}),
+    "gemini": frozenset({"user", "model", None}),
+    "responses": frozenset({"user", "assistant", "system", "developer"}),
+}
+"""The roles a message of each format may have (Gemini's may go without; a Responses item that is
+no message has none): any other is ``unknown-role``."""
+
+MODEL_ROLE: dict[Format, str] = {"anthropic": "assistant", "bedrock": "assistant", "gemini": "model"}
+"""The role of the model's own messages, where a tool result is ``misplaced-result`` (the APIs take
+results from the user)."""
+
+CALLER: dict[Format, str] = {**MODEL_ROLE, "openai": "assistant", "ollama": "assistant", "responses": ""}
+"""The role a message making calls has: in any other the format has, its calls are ``misplaced-call``."""
 
 RESPONSES_OUTPUT_OF = {
     "function_call": "function_call_output",
@@ -165,6 +183,10 @@ class Reader:
     def __init__(self, fmt: Format) -> None:
         self.fmt = fmt
         self.results_named: dict[str, int] = {}
+        self.roles = Roles()
+        """What the messages' roles say, noted as each is read."""
+        self.misplaced = False
+        """Were the results of the message read last sent in the model's role (``misplaced-result``)?"""
         self.served = Segment([], [], server=True)
         """The server tool calls and results of the message read last (Anthropic's): a turn of their own."""
 
@@ -182,9 +204,18 @@ class Reader:
         fmt = self.fmt
         results: list[Entry] = []
         calls: list[Entry] = []
-        if fmt == "openai" and message.get("role") == "tool":
+        role = message.get("role")
+        if (fmt != "responses" or "role" in message or message.get("type") == "message") and not _known(fmt, role):
+            self.roles.odd.append((at, role))
+        self.misplaced = False
+        if fmt == "openai" and role == "tool":
             rid = _required_id(message.get("tool_call_id"), at, "a tool message")
             results.append(Entry(at, -1, rid, _name(message.get("name"))))
+        elif fmt == "openai" and message.get("tool_call_id") and not message.get("tool_calls") and _known(fmt, role):
+            # a result sent in another role (an assistant message carrying the tool_call_id it answers)
+            rid = _required_id(message.get("tool_call_id"), at, "a message's tool_call_id")
+            results.append(Entry(at, -1, rid, _name(message.get("name"))))
+            self.misplaced = True
         elif fmt == "ollama" and message.get("role") == "tool":
             tool = _ollama_name(message.get("tool_name"), at, "a tool message's tool_name")
             results.append(Entry(at, -1, self._key(None, tool, self.results_named, at), tool))
@@ -243,6 +274,10 @@ class Reader:
             raise _fail(at, "a message cannot both make tool calls and answer them")
         if calls:
             self.results_named = {}
+        if results and role == MODEL_ROLE.get(fmt, ""):
+            self.misplaced = True
+        if calls and fmt != "responses" and role != CALLER[fmt] and _known(fmt, role) and role is not None:
+            self.roles.calling.add(at)
         return (results or None), calls
 
     def _read_converse(
@@ -268,6 +303,11 @@ class Reader:
             self.served.calls.append(entry)
             if self.served_ids is not None:
                 self.served_ids.add(wire_id)
+
+
+def _known(fmt: Format, role: Any) -> bool:
+    """Is ``role`` one a message of ``fmt`` may have? (Any value: a role may be a number, a list...)"""
+    return (role is None or isinstance(role, str)) and role in ROLES[fmt]
 
 
 def _ollama_name(value: Any, at: int, what: str) -> str:

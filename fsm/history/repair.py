@@ -20,6 +20,12 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   a reasoning item with the item that followed it and refuses one sent without it);
 * an Anthropic result after text in its turn's user messages moves before the text, where the API
   takes a turn's results (:mod:`fsm.history.turns`);
+* a result sent in the model's role (an Anthropic or Converse assistant message, a Gemini model
+  content, an OpenAI chat message other than ``tool``) moves where the API takes it: first into
+  its turn's user results message, else the user message after it (Anthropic), else a new user
+  message (see :meth:`_Plan._home`); the OpenAI message becomes a ``tool`` message;
+* a message whose role its format lacks is kept as it is (only the caller knows the role meant),
+  and said so;
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
   together are merged (both want user and assistant to alternate), unless one makes calls and the
   other answers them (no message may do both).
@@ -36,30 +42,13 @@ from typing import Any, Literal
 from fsm.engine.ids import IdAllocator
 from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.history.changes import Change, RepairPolicy
-from fsm.history.entries import Entry, Key, Segment
+from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.formats import (
-    ID_LIMIT,
-    gemini_payload,
-    items,
-    resolve_format,
-    responses_key_field,
-    shown,
-)
-from fsm.history.placeholders import placeholder, renamed_block, usable_id
-from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload
+from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, items, resolve_format, shown
+from fsm.history.placeholders import placeholder, usable_id
+from fsm.history.rewrite import ALTERNATING, FIELD, Writer
+from fsm.history.server_blocks import converse_payload
 from fsm.history.turns import segments
-
-_FIELD = {
-    "openai": "tool_calls",
-    "ollama": "tool_calls",
-    "anthropic": "content",
-    "bedrock": "content",
-    "gemini": "parts",
-    "responses": "",
-}
-_ALTERNATING = ("anthropic", "bedrock")
-"""The formats whose messages must alternate user and assistant: neighbours a drop brings together merge."""
 
 
 def repair(
@@ -77,32 +66,29 @@ def repair(
         raise InvalidInput(f"the placeholder must be a str, not {type(policy.placeholder).__name__}")
     messages, fmt = resolve_format(messages, format)
     plan = _Plan(fmt, policy, messages)
-    for segment in segments(messages, fmt):
+    for segment in segments(messages, fmt, plan.roles):
         plan.pair(segment)
     fixed = plan.rewrite()
+    for at, role in plan.roles.odd:  # only the caller knows which role was meant (unless its content all went)
+        if at not in plan.emptied:
+            why = f"its role {role!r} is not one {fmt} messages have: kept as it is, for the caller to name"
+            plan.changes.append(Change("kept-unknown-role", at + 1, None, why))
     plan.changes.sort(key=lambda c: c.message)
     return fixed, plan.changes
 
 
-class _Plan:
-    """What to change where, decided turn by turn, then written out in one pass."""
+class _Plan(Writer):
+    """What to change where, decided turn by turn, then written out in one pass (:class:`Writer`)."""
 
     def __init__(self, fmt: Format, policy: RepairPolicy, messages: Sequence[Mapping[str, Any]]):
-        self.fmt, self.policy, self.messages = fmt, policy, messages
+        self.start_writing(fmt, messages)
+        self.policy, self.roles = policy, Roles()
         # A new id avoids those used up to and in its turn, no later: a longer history renames alike (prompt caches)
         self.ids = IdAllocator(limit=ID_LIMIT.get(fmt))
-        self.drop: set[tuple[int, int]] = set()
-        self.rename: dict[tuple[int, int], str] = {}
-        self.add_into: dict[int, list[dict[str, Any]]] = {}
-        self.move_into: dict[int, list[Entry]] = {}  # Anthropic: results after text, moved before it
-        self.add_after: dict[int, list[dict[str, Any]]] = {}
-        self.touched: set[int] = set()
-        self.joined: dict[str, Any] | None = None  # the message repair made by joining, latest
-        self.joined_holds: set[Any] = set()  # whether it makes calls, answers them, or both (see _joinable)
-        self.changes: list[Change] = []
         self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
         self.mapped_for: dict[str, tuple[Key, int]] = {}  # Converse: each mapping given, for which id, where
         self.in_turn: set[Key] = set()  # the ids of the turn being paired
+        self.server_run: tuple[int, set[Key]] = (-1, set())  # Anthropic: the last server blocks' end, their ids
 
     def _change(self, kind: str, entry: Entry, detail: str, key: Key | None = None) -> None:
         self.changes.append(Change(kind, entry.message + 1, shown(entry.key if key is None else key), detail))
@@ -116,6 +102,7 @@ class _Plan:
         calls_of: dict[Key, int] = {}
         for call in segment.calls:
             calls_of[call.key] = calls_of.get(call.key, 0) + 1
+        collide = self._joined_server_ids(segment)
         answer_of: dict[tuple[Key, int], Entry] = {}
         answered: dict[Key, int] = {}
         for result in segment.results:
@@ -146,11 +133,18 @@ class _Plan:
                 )
                 self._change("dropped-call", call, f"the call had no result{why}")
                 continue
+            if call.message in self.roles.calling:  # made in the user's role: the model's message makes it
+                self.split.add(call.message)
+                why = f"a call made in another role than the model's: moved into a {CALLER[self.fmt]} message after it"
+                self._change("moved-misplaced-call", call, why)
             wire_id = self._usable(call.key, call.message)
-            if k > 0 and isinstance(call.key, str):  # id-less keys are unique within a turn
+            if (k > 0 or call.key in collide) and isinstance(call.key, str):  # id-less keys are unique in a turn
                 wire_id = self._usable(self.ids.claim(call.key), call.message)
                 self._rename(call, answer, wire_id)
-                self._change("renamed-call", call, f"call {k + 1} under {call.key!r} in its turn is now {wire_id!r}")
+                why = f"call {k + 1} under {call.key!r} in its turn" if k else f"a server call under {call.key!r}"
+                if not k:
+                    why += " in an assistant message a removed message joins to one making it"
+                self._change("renamed-call", call, f"{why} is now {wire_id!r}")
                 if answer is not None:
                     self._change("renamed-result", answer, f"the result that answered it now answers {wire_id!r}")
             elif wire_id != call.key:  # Converse refuses the id: both go as the next turn's builder maps it
@@ -176,8 +170,84 @@ class _Plan:
                 self._change("moved-result", result, why)
         for key in calls_of:
             self.answered_last[key] = key in answered
-        if placeholders:
+        moved = [result for result in segment.misplaced if (result.message, result.slot) in answers]
+        for result in moved:
+            if self.fmt == "openai":  # the message is the result: it takes the tool role
+                self.touched.add(result.message)
+                self.retool.add(result.message)
+                why = "a result sent in another role: it is now a tool message"
+            else:
+                self._edit(result, self.drop)
+                why = f"a result in a message of the model's role ({MODEL_ROLE[self.fmt]}): moved to the next user turn"
+            self._change("moved-misplaced-result", result, why)
+        if segment.misplaced and self.fmt in MODEL_ROLE:
+            self._home(segment, moved, placeholders, answers)
+        elif placeholders:
             self._place(segment, placeholders)
+
+    def _home(self, segment: Segment, moved: list[Entry], placeholders: list[dict[str, Any]], answers: Any) -> None:
+        """Where a turn whose results came in the model's role gets them, first, and its placeholders:
+        the turn's first results message of the user; else (Anthropic) the user message right after
+        them; else a new user message, after them (Anthropic, whose assistant run they end) or right
+        after the calls' message (Gemini, Converse: the one message after it answers a turn, so when
+        the model's message keeps more than results, the user's results after it go up too)."""
+        sent = {(entry.message, entry.slot) for entry in segment.misplaced}
+        proper = [r for r in segment.results if (r.message, r.slot) not in sent]
+        if self.fmt != "anthropic" and proper and not self._left_empty(sent):
+            for result in proper:
+                if (result.message, result.slot) in answers:
+                    self._edit(result, self.drop)
+                    moved.append(result)
+                    why = "the turn's results sent as the model go right after its calls: this one goes with them"
+                    self._change("moved-result", result, why)
+            proper = []
+        if not (moved or placeholders):
+            return
+        host = proper[0].message if proper else -1
+        if host < 0 and self.fmt == "anthropic" and self._can_host(segment.misplaced_end + 1):
+            host = segment.misplaced_end + 1
+        if host >= 0:
+            self.touched.add(host)
+            self.front_into.setdefault(host, []).extend(moved)
+            self.add_into.setdefault(host, []).extend(placeholders)
+            return
+        after = segment.misplaced_end if self.fmt == "anthropic" else segment.misplaced[0].message - 1
+        blocks = [*(self.moved(entry) for entry in moved), *placeholders]
+        self.add_after.setdefault(after, []).append({"role": "user", FIELD[self.fmt]: blocks})
+
+    def _left_empty(self, sent: set[tuple[int, int]]) -> bool:
+        """Does every block of the messages holding ``sent`` go (moved, or dropped as answering nothing)?"""
+        held = {at for at, _ in sent}
+        return all((at, j) in self.drop for at in held for j in range(len(items(self.messages[at], self.fmt, at))))
+
+    def _joined_server_ids(self, segment: Segment) -> set[Key]:
+        """Anthropic: the server ids of the assistant run before this one, when every message between
+        the two goes (the API reads adjacent assistant messages as one turn, which takes an id once)."""
+        if self.fmt != "anthropic" or not segment.server or not segment.calls:
+            return set()
+        start, keys = segment.calls[0].message, {call.key for call in segment.calls}
+        end, before = self.server_run
+        between = range(end + 1, start)  # assistant messages there are of the run: only the others part it
+        joined = 0 <= end < start and all(self._going(at) or self._said(at) for at in between)
+        joined = joined and not any(at in self.add_after for at in range(end, start))
+        self.server_run = (
+            max(e.message for e in (*segment.calls, *segment.results)),
+            (before if joined else set()) | keys,
+        )
+        return before & keys if joined else set()
+
+    def _said(self, at: int) -> bool:
+        return self.messages[at].get("role") == "assistant"
+
+    def _going(self, at: int) -> bool:
+        """Will message ``at`` be removed, as decided so far? (Every edit of a message before a turn's
+        server blocks comes from an earlier turn.)"""
+        if at not in self.touched or any(at in added for added in (self.add_into, self.front_into, self.move_into)):
+            return False
+        content = self.messages[at].get("content")
+        if isinstance(content, str):
+            return not content
+        return all((at, j) in self.drop for j in range(len(items(self.messages[at], self.fmt, at))))
 
     def _drop_reasoning_before(self, call: Entry) -> None:
         """The reasoning items right before a Responses call item that goes: the API pairs a reasoning
@@ -252,8 +322,8 @@ class _Plan:
             return
         first = segment.results[0].message if segment.results else call_message + 1
         host = segment.host if segment.host >= 0 else first  # Anthropic: the first of the turn's user messages
-        if not segment.results and not (self.fmt in _ALTERNATING and self._can_host(host)):
-            self.add_after[call_message] = [{"role": "user", _FIELD[self.fmt]: placeholders}]
+        if not segment.results and not (self.fmt in ALTERNATING and self._can_host(host)):
+            self.add_after[call_message] = [{"role": "user", FIELD[self.fmt]: placeholders}]
             return
         self.touched.add(host)
         self.add_into.setdefault(host, []).extend(placeholders)
@@ -261,139 +331,9 @@ class _Plan:
     def _can_host(self, at: int) -> bool:
         if at >= len(self.messages) or self.messages[at].get("role") != "user":
             return False
+        if at in self.roles.calling:  # its calls go to a model message after it: what stays is the user's
+            return True
         blocks = items(self.messages[at], self.fmt, at)
         if self.fmt == "bedrock":
             return not any(converse_payload(b) is not None for b in blocks)  # a stray result there is dropped
         return not any(b.get("type") == "tool_use" for b in blocks)
-
-    # -- writing out ----------------------------------------------------------------------------------
-
-    def rewrite(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        gap = False  # a message was removed since the last one written
-        for at, message in enumerate(self.messages):
-            kept: dict[str, Any] | None = message if isinstance(message, dict) else dict(message)
-            if at in self.touched:
-                kept = self._edited(message, at)
-            if kept is None:
-                gap = True
-            else:
-                self._append(out, kept, at, gap)
-                gap = False
-            for extra in self.add_after.get(at, ()):
-                self._append(out, extra, at, False)
-        return out
-
-    def _append(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
-        role = message.get("role")
-        if (
-            self.fmt in _ALTERNATING
-            and gap
-            and out
-            and out[-1].get("role") == role
-            and self._joinable(out[-1], message)
-        ):
-            if out[-1] is not self.joined:  # the first join into it: a copy, the input stays as it was
-                self.joined = out[-1] = {**out[-1], "content": _blocks(out[-1], self.fmt)}
-            # Later joins extend the copy: a long run of joins copies each block once, not once per join.
-            self.joined["content"] += _blocks(message, self.fmt)
-            self.joined_holds |= self._holds(message)
-            detail = f"joined to the {role} message before it, which a removed message had separated"
-            self.changes.append(Change("merged-messages", at + 1, None, detail))
-        else:
-            out.append(message)
-
-    def _joinable(self, before: dict[str, Any], message: dict[str, Any]) -> bool:
-        """Can ``message`` join ``before``? Not when one makes calls and the other answers: no message
-        may do both (a history whose roles say otherwise, results sent as the assistant, keeps its two
-        messages rather than become one that no reader takes). Nor when both make a server call under one id."""
-        if before is not self.joined:  # the joined message's holdings are kept as it grows: no rescan, no union
-            self.joined_holds = self._holds(before)
-        holds, joined, either = self._holds(message), self.joined_holds, ("call", "result")
-        return not all(k in joined or k in holds for k in either) and all(k in either for k in joined & holds)
-
-    def _holds(self, message: Mapping[str, Any]) -> set[Any]:
-        """Whether a message makes calls (``call``), answers (``result``); its server calls' (``server``, id)."""
-        content = message.get("content")
-        found: set[Any] = set()
-        served: set[Any] | None = set() if message.get("role") == "assistant" else None  # as the history reads them
-        for block in content if isinstance(content, list) else ():
-            if self.fmt == "bedrock":
-                found.add(converse_holding(block, served))
-            else:
-                kind = block.get("type")
-                found.add("call" if kind == "tool_use" else "result" if kind == "tool_result" else "")
-                if kind in SERVER_CALLS:
-                    found.add(("server", block["id"]))
-        found.discard("")
-        return found
-
-    def _edited(self, message: Mapping[str, Any], at: int) -> dict[str, Any] | None:
-        """The message with its drops, renames and placeholders applied; None when it is removed."""
-        if self.fmt == "responses" or (self.fmt in ("openai", "ollama") and message.get("role") == "tool"):
-            if (at, -1) in self.drop:
-                return None  # the call or result is the message: its drop is already a change
-            if self.fmt == "ollama":
-                return dict(message)  # keyed by name and place: never renamed
-            field = "tool_call_id" if self.fmt == "openai" else responses_key_field(message)
-            return {**message, field: self.rename[(at, -1)]}
-        field = _FIELD[self.fmt]
-        old = items(message, self.fmt, at)
-        new: list[Any] = []
-        added = self.add_into.get(at, [])
-        moved = [self._moved(entry) for entry in self.move_into.get(at, ())]
-        if self.fmt == "anthropic":  # after the results it begins with: the API takes a turn's results first
-            anchor = next((j for j, item in enumerate(old) if not self._placed_after(item, message)), len(old)) - 1
-            added = [*moved, *added]
-        else:
-            anchor = max((j for j, item in enumerate(old) if self._placed_after(item, message)), default=-1)
-        if anchor < 0:
-            new += added
-        for slot, item in enumerate(old):
-            if (at, slot) not in self.drop:
-                renamed = self.rename.get((at, slot))
-                new.append(item if renamed is None else renamed_block(self.fmt, item, renamed))
-            if slot == anchor:
-                new += added
-        edited = {**message, field: new}
-        if self.fmt in ("openai", "ollama"):
-            del edited[field]
-            if new:
-                edited[field] = new
-            elif message.get("content") in (None, "", []):
-                self._emptied(at)
-                return None
-            return edited
-        if self.fmt in _ALTERNATING and isinstance(message.get("content"), str):
-            new += _blocks(message, self.fmt)
-        if not new:
-            self._emptied(at)
-            return None
-        edited[field] = new
-        return edited
-
-    def _moved(self, entry: Entry) -> Any:
-        """A result moved before the text of its turn's user messages, with its rename if it has one."""
-        item = self.messages[entry.message]["content"][entry.slot]  # read as a list already: not checked again
-        renamed = self.rename.get((entry.message, entry.slot))
-        return item if renamed is None else renamed_block(self.fmt, item, renamed)
-
-    def _emptied(self, at: int) -> None:
-        self.changes.append(Change("dropped-empty-message", at + 1, None, "repair left nothing in it"))
-
-    def _placed_after(self, item: Mapping[str, Any], message: Mapping[str, Any]) -> bool:
-        if self.fmt == "anthropic":
-            return item.get("type") == "tool_result"
-        if self.fmt == "bedrock":  # not in the model's message: after a server call of its id, it would be that call's
-            return message.get("role") == "user" and "toolResult" in item and converse_payload(item) is not None
-        return self.fmt == "gemini" and gemini_payload(item, "result") is not None
-
-
-def _blocks(message: Mapping[str, Any], fmt: Format) -> list[Any]:
-    """An Anthropic or Converse message's content as a list of blocks (a string is one text block)."""
-    content = message.get("content")
-    if isinstance(content, str):
-        if not content:
-            return []
-        return [{"text": content}] if fmt == "bedrock" else [{"type": "text", "text": content}]
-    return list(content) if isinstance(content, list) else []

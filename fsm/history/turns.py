@@ -14,6 +14,11 @@ user messages. A run stops where a message would answer calls the run made, or m
 results it holds: no turn both makes calls and answers them. The API takes a turn's results first
 in it: a result after text in the user messages (in one message or across them) is ``late``, which
 the check reports and repair moves before the text.
+
+A result sent in the model's role (``misplaced``: an assistant message's, a Gemini model content's)
+answers the turn it follows as any result would, and is reported; the turn goes on past such a
+unit into the user's results after it, so results split between the two stay one turn's. An
+Anthropic user message making calls is read as the assistant message repair moves them into.
 """
 
 from __future__ import annotations
@@ -21,34 +26,40 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from fsm.history.entries import Entry, Key, Segment
+from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import Reader, items
 from fsm.history.server_blocks import in_order
 
 
-def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Segment]:
+def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | None = None) -> Iterator[Segment]:
     """The conversation as turns and stray results, in order, each yielded once it is whole. A
-    generator, so a long history's entries die young instead of piling up for the garbage collector."""
+    generator, so a long history's entries die young instead of piling up for the garbage collector.
+    What the messages' roles say is noted in ``roles`` as each is read."""
     if fmt == "responses":
-        yield from _responses_segments(messages)
+        yield from _responses_segments(messages, roles)
         return
     taking: Segment | None = None  # the turn whose results may still come
-    for last, results, calls, served, late in _units(messages, fmt):
+    moved: list[Entry] = []  # the turn's results sent in the model's role (misplaced-result)
+    moved_end = -1
+    for last, results, calls, served, late, misplaced in _units(messages, fmt, roles):
         if taking is not None and results is not None:
             taking.results.extend(results)
+            if misplaced:
+                moved.extend(results)
+                moved_end = last
             if late is not None:
                 taking = taking._replace(late=late[1], host=late[0])
-            if fmt not in ("openai", "ollama"):  # Anthropic, Gemini and Converse answer a turn in one unit
-                if fmt == "gemini":
-                    _answer_by_name(taking)
-                yield taking
-                taking = None
+            # Anthropic, Gemini and Converse answer a turn in one unit; but a turn whose results were
+            # sent in the model's role goes on into the user's results after them.
+            if fmt not in ("openai", "ollama") and not misplaced:
+                yield _with(taking, moved, moved_end, fmt)
+                taking, moved = None, []
         elif taking is not None:
-            yield taking
-            taking = None
+            yield _with(taking, moved, moved_end, fmt)
+            taking, moved = None, []
         elif results is not None:
-            yield Segment([], results)
+            yield _with(Segment([], results), results if misplaced else [], last)
         for n, chunk in enumerate(served, 1):
             if not (chunk.calls or chunk.results):
                 continue
@@ -61,30 +72,42 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[Seg
         if calls:
             taking = Segment(calls, [], end=last)
     if taking is not None:
-        yield taking
+        yield _with(taking, moved, moved_end, fmt)
 
 
-_Unit = tuple[int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None]
+def _with(turn: Segment, moved: list[Entry], end: int, fmt: Format | None = None) -> Segment:
+    """The whole turn, with the results of it sent in the model's role, if any."""
+    if fmt == "gemini":
+        _answer_by_name(turn)
+    return turn._replace(misplaced=tuple(moved), misplaced_end=end) if moved else turn
 
 
-def _units(messages: Sequence[Mapping[str, Any]], fmt: Format) -> Iterator[_Unit]:
+_Unit = tuple[int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool]
+
+
+def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | None = None) -> Iterator[_Unit]:
     """The history read a unit at a time: a message, or for Anthropic a run of messages of one role
     (see the module's docstring). Each unit as its last message's position, the results it holds
     (None: no results message), the calls it makes, its server blocks (a segment each, see
-    :meth:`_Run.add`), and its results after text with the position of its first message (None: no
-    result comes after text)."""
+    :meth:`_Run.add`), its results after text with the position of its first message (None: no
+    result comes after text), and whether its results were sent in the model's role."""
     reader = Reader(fmt)
+    if roles is not None:
+        reader.roles = roles
     joins = fmt == "anthropic"
     run: _Run | None = None
     for at, message in enumerate(messages):
         results, calls = reader.read(message, at)
         served = reader.served
+        # a user message making calls is read as the model message repair moves them into
+        role = "assistant" if at in reader.roles.calling else message.get("role")
         if run is not None:
-            if joins and run.takes(message, results, calls):
+            if joins and run.takes(role, results, calls):
                 run.add(message, at, results, calls, served)
                 continue
             yield run.unit()
-        run = _Run(message, at, results, calls, served, joins)
+        run = _Run(message, role, at, results, calls, served, joins)
+        run.misplaced = reader.misplaced
     if run is not None:
         yield run.unit()
 
@@ -97,25 +120,26 @@ class _Run:
     def __init__(
         self,
         message: Mapping[str, Any],
+        role: Any,
         at: int,
         results: list[Entry] | None,
         calls: list[Entry],
         served: Segment,
         ordered: bool,
     ) -> None:
-        self.role, self.first = message.get("role"), at
+        self.role, self.first = role, at
         self.last, self.results, self.calls = at, None if results is None else [*results], [*calls]
         self.served = [Segment([*served.calls], [*served.results], server=True)]
-        self.server_ids = {call.key for call in served.calls}  # those of the last of self.served
         self.texted = False  # text (or any block but a result) came in the run: results after it are late
         self.late: list[Entry] = []
+        self.misplaced = False  # its results were sent in the model's role (one role: all of them, or none)
         if ordered:
             self._order(message, at, results)
 
-    def takes(self, message: Mapping[str, Any], results: list[Entry] | None, calls: list[Entry]) -> bool:
-        """Does ``message`` go on this run? Of its role, and neither answering calls the run made
+    def takes(self, role: Any, results: list[Entry] | None, calls: list[Entry]) -> bool:
+        """Does a message of ``role`` go on this run? Of its role, and neither answering calls the run made
         nor making calls after results it holds."""
-        if message.get("role") != self.role or (self.calls and results is not None):
+        if role != self.role or (self.calls and results is not None):
             return False
         return not (self.results is not None and calls)
 
@@ -129,15 +153,10 @@ class _Run:
                 self.results.extend(results)
         self.last = at
         self.calls += calls
-        # A server call under an id one of the run's server calls has (two messages repair leaves
-        # apart, which a drop between them brought together) begins the server blocks' next segment;
-        # the run's client calls stay one turn, answered by the user messages after the run.
-        if served.calls and not self.server_ids.isdisjoint(c.key for c in served.calls):
-            self.served.append(Segment([], [], server=True))
-            self.server_ids = set()
+        # The API combines the run in one turn: a server call under an id one before it in the run
+        # has is a second call under it, renamed as within one message (its result with it).
         self.served[-1].calls.extend(served.calls)
         self.served[-1].results.extend(served.results)
-        self.server_ids.update(call.key for call in served.calls)
         self._order(message, at, results)
 
     def _order(self, message: Mapping[str, Any], at: int, results: list[Entry] | None) -> None:
@@ -153,8 +172,9 @@ class _Run:
                 self.late.append(entry)
 
     def unit(self) -> _Unit:
-        late = (self.first, tuple(self.late)) if self.late else None
-        return self.last, self.results, self.calls, self.served, late
+        # results sent as the assistant all move to the user turn: none is late there
+        late = (self.first, tuple(self.late)) if self.late and not self.misplaced else None
+        return self.last, self.results, self.calls, self.served, late, self.misplaced
 
 
 def _answer_by_name(turn: Segment) -> None:
@@ -184,11 +204,13 @@ def _answer_by_name(turn: Segment) -> None:
             turn.results[j] = result._replace(key=keys[n])
 
 
-def _responses_segments(items: Sequence[Mapping[str, Any]]) -> Iterator[Segment]:
+def _responses_segments(items: Sequence[Mapping[str, Any]], roles: Roles | None) -> Iterator[Segment]:
     """Responses items, one call or output each: a turn is a run of call items (the model's
     reasoning and assistant messages may sit among them: a turn goes back reasoning, message, call,
     reasoning, message, call) and the run of output items right after it."""
     reader = Reader("responses")
+    if roles is not None:
+        reader.roles = roles
     taking: Segment | None = None
     answering = False  # the turn's outputs have begun: a call now starts the next turn
     for at, item in enumerate(items):

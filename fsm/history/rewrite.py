@@ -1,0 +1,227 @@
+"""Writing out what :func:`fsm.history.repair` decided: each message with its drops, renames,
+placeholders and moved results applied, empty ones removed, neighbours of one role a removal brings
+together merged (Anthropic, Converse). One pass over the messages."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fsm.history.changes import Change
+from fsm.history.entries import Entry, Roles
+from fsm.history.findings import Format
+from fsm.history.formats import CALLER, gemini_payload, items, responses_key_field
+from fsm.history.placeholders import renamed_block
+from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload
+
+FIELD = {
+    "openai": "tool_calls",
+    "ollama": "tool_calls",
+    "anthropic": "content",
+    "bedrock": "content",
+    "gemini": "parts",
+    "responses": "",
+}
+ALTERNATING = ("anthropic", "bedrock")
+"""The formats whose messages must alternate user and assistant: neighbours a drop brings together merge."""
+
+
+class Writer:
+    """The edits decided (filled in by the repair plan), and writing them out."""
+
+    fmt: Format
+    messages: Sequence[Mapping[str, Any]]
+    drop: set[tuple[int, int]]
+    rename: dict[tuple[int, int], str]
+    add_into: dict[int, list[dict[str, Any]]]
+    move_into: dict[int, list[Entry]]
+    """Anthropic: results after text, moved before it."""
+    front_into: dict[int, list[Entry]]
+    """Results sent in the model's role, moved first into a user message (before any result in it)."""
+    add_after: dict[int, list[dict[str, Any]]]
+    roles: Roles
+    split: set[int]
+    """Messages that make calls in another role than the model's: their calls go in a model message."""
+    retool: set[int]
+    """OpenAI: messages that answer a call in another role than ``tool``, which becomes theirs."""
+    touched: set[int]
+    emptied: set[int]
+    """Messages repair left nothing in, which go."""
+    joined: dict[str, Any] | None
+    joined_holds: set[Any]
+    changes: list[Change]
+
+    def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
+        self.fmt, self.messages = fmt, messages
+        self.drop, self.rename, self.touched, self.retool, self.split = set(), {}, set(), set(), set()
+        self.emptied = set()
+        self.add_into, self.move_into, self.front_into, self.add_after = {}, {}, {}, {}
+        self.joined = None  # the message repair made by joining, latest
+        self.joined_holds = set()  # whether it makes calls, answers them, or both (see _joinable)
+        self.changes = []
+
+    def rewrite(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        gap = False  # a message was removed since the last one written
+        for at, message in enumerate(self.messages):
+            kept: dict[str, Any] | None = message if isinstance(message, dict) else dict(message)
+            if at in self.touched:
+                kept = self._edited(message, at)
+            asked = None  # the calls a message of another role made, in a model message of their own
+            if kept is not None and at in self.split:
+                kept, asked = self._split(kept)
+            if kept is None:
+                gap = True
+            else:
+                self._append(out, kept, at, gap)
+                gap = False
+            if asked is not None:  # joins a model message before it when its own message is gone
+                self._append(out, asked, at, gap)
+                gap = False
+            elif kept is not None and at in self.roles.calling:  # a user's calls all dropped: as if removed
+                gap = True
+            for extra in self.add_after.get(at, ()):
+                self._append(out, extra, at, False)
+        return out
+
+    def _split(self, message: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """A message that makes calls in another role than the model's: what is left of it (None
+        when nothing is) and a model message making its calls."""
+        if self.fmt in ("openai", "ollama"):
+            made = message.get("tool_calls")
+            rest = {key: value for key, value in message.items() if key != "tool_calls"}
+            empty = message.get("content") in (None, "", [])
+            asked: dict[str, Any] = {"role": "assistant", "content": None if self.fmt == "openai" else ""}
+            return (None if empty else rest), ({**asked, "tool_calls": made} if made else None)
+        field = FIELD[self.fmt]
+        blocks = message.get(field)
+        if not isinstance(blocks, list):
+            return message, None
+        calls = [block for block in blocks if self._is_call(block)]
+        others = [block for block in blocks if not self._is_call(block)]
+        return ({**message, field: others} if others else None), (
+            {"role": CALLER[self.fmt], field: calls} if calls else None
+        )
+
+    def _is_call(self, block: Mapping[str, Any]) -> bool:
+        if self.fmt == "anthropic":
+            return block.get("type") == "tool_use"
+        if self.fmt == "bedrock":
+            return converse_payload(block) is not None and "toolUse" in block
+        return gemini_payload(block, "call") is not None
+
+    def _append(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
+        role = message.get("role")
+        if self.fmt in ALTERNATING and gap and out and out[-1].get("role") == role and self._joinable(out[-1], message):
+            if out[-1] is not self.joined:  # the first join into it: a copy, the input stays as it was
+                self.joined = out[-1] = {**out[-1], "content": _blocks(out[-1], self.fmt)}
+            # Later joins extend the copy: a long run of joins copies each block once, not once per join.
+            self.joined["content"] += _blocks(message, self.fmt)
+            self.joined_holds |= self._holds(message)
+            detail = f"joined to the {role} message before it, which a removed message had separated"
+            self.changes.append(Change("merged-messages", at + 1, None, detail))
+        else:
+            out.append(message)
+
+    def _joinable(self, before: dict[str, Any], message: dict[str, Any]) -> bool:
+        """Can ``message`` join ``before``? Not when one makes calls and the other answers: no message
+        may do both (a history whose roles say otherwise, results sent as the assistant, keeps its two
+        messages rather than become one that no reader takes). Nor when both make a server call under one id."""
+        if before is not self.joined:  # the joined message's holdings are kept as it grows: no rescan, no union
+            self.joined_holds = self._holds(before)
+        holds, joined, either = self._holds(message), self.joined_holds, ("call", "result")
+        return not all(k in joined or k in holds for k in either) and all(k in either for k in joined & holds)
+
+    def _holds(self, message: Mapping[str, Any]) -> set[Any]:
+        """Whether a message makes calls (``call``), answers (``result``); its server calls' (``server``, id)."""
+        content = message.get("content")
+        found: set[Any] = set()
+        served: set[Any] | None = set() if message.get("role") == "assistant" else None  # as the history reads them
+        for block in content if isinstance(content, list) else ():
+            if self.fmt == "bedrock":
+                found.add(converse_holding(block, served))
+            else:
+                kind = block.get("type")
+                found.add("call" if kind == "tool_use" else "result" if kind == "tool_result" else "")
+                if kind in SERVER_CALLS:
+                    found.add(("server", block["id"]))
+        found.discard("")
+        return found
+
+    def _edited(self, message: Mapping[str, Any], at: int) -> dict[str, Any] | None:
+        """The message with its drops, renames and placeholders applied; None when it is removed."""
+        is_result = message.get("role") == "tool" or at in self.retool or (at, -1) in self.drop
+        if self.fmt == "responses" or (self.fmt in ("openai", "ollama") and is_result):
+            if (at, -1) in self.drop:
+                return None  # the call or result is the message: its drop is already a change
+            if self.fmt == "ollama":
+                return dict(message)  # keyed by name and place: never renamed
+            field = "tool_call_id" if self.fmt == "openai" else responses_key_field(message)
+            edited = {**message, "role": "tool"} if at in self.retool else {**message}
+            renamed = self.rename.get((at, -1))
+            if renamed is not None:
+                edited[field] = renamed
+            return edited
+        field = FIELD[self.fmt]
+        old = items(message, self.fmt, at)
+        new: list[Any] = []
+        added = self.add_into.get(at, [])
+        moved = [self.moved(entry) for entry in self.move_into.get(at, ())]
+        front = [self.moved(entry) for entry in self.front_into.get(at, ())]
+        if self.fmt == "anthropic":  # after the results it begins with: the API takes a turn's results first
+            anchor = next((j for j, item in enumerate(old) if not self._placed_after(item, message)), len(old)) - 1
+            added = [*moved, *added]
+        else:
+            anchor = max((j for j, item in enumerate(old) if self._placed_after(item, message)), default=-1)
+        new += front  # first in the turn, before the results already there: the k-th rule keeps its order
+        if anchor < 0:
+            new += added
+        for slot, item in enumerate(old):
+            if (at, slot) not in self.drop:
+                renamed = self.rename.get((at, slot))
+                new.append(item if renamed is None else renamed_block(self.fmt, item, renamed))
+            if slot == anchor:
+                new += added
+        edited = {**message, field: new}
+        if self.fmt in ("openai", "ollama"):
+            del edited[field]
+            if new:
+                edited[field] = new
+            elif message.get("content") in (None, "", []):
+                self._emptied(at)
+                return None
+            return edited
+        if self.fmt in ALTERNATING and isinstance(message.get("content"), str):
+            new += _blocks(message, self.fmt)
+        if not new:
+            self._emptied(at)
+            return None
+        edited[field] = new
+        return edited
+
+    def moved(self, entry: Entry) -> Any:
+        """A result moved where the API takes it, with its rename if it has one."""
+        item = self.messages[entry.message][FIELD[self.fmt]][entry.slot]  # read as a list already: not checked again
+        renamed = self.rename.get((entry.message, entry.slot))
+        return item if renamed is None else renamed_block(self.fmt, item, renamed)
+
+    def _emptied(self, at: int) -> None:
+        self.emptied.add(at)
+        self.changes.append(Change("dropped-empty-message", at + 1, None, "repair left nothing in it"))
+
+    def _placed_after(self, item: Mapping[str, Any], message: Mapping[str, Any]) -> bool:
+        if self.fmt == "anthropic":
+            return item.get("type") == "tool_result"
+        if self.fmt == "bedrock":  # not in the model's message: after a server call of its id, it would be that call's
+            return message.get("role") == "user" and "toolResult" in item and converse_payload(item) is not None
+        return self.fmt == "gemini" and gemini_payload(item, "result") is not None
+
+
+def _blocks(message: Mapping[str, Any], fmt: Format) -> list[Any]:
+    """An Anthropic or Converse message's content as a list of blocks (a string is one text block)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        if not content:
+            return []
+        return [{"text": content}] if fmt == "bedrock" else [{"type": "text", "text": content}]
+    return list(content) if isinstance(content, list) else []
