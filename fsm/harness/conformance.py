@@ -19,6 +19,7 @@ import attrs
 
 from fsm.engine.scanner import spec_steps
 from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, SpecError, ToolcallFSMError
+from fsm.harness import ADAPTER_TIMEOUT
 from fsm.harness.external import OUTPUT_LIMIT, run_bounded
 from fsm.harness.vectors import ExpectedCall, Vector, load_vector
 from fsm.jsontext import dumps, parse_strict
@@ -237,7 +238,7 @@ def scanner_edges(text: str) -> Counter[str]:
 # -- grading an external reassembler --------------------------------------------------------------------
 
 
-def run_external(command: str, vector: Vector, timeout: float = 30.0, limit: int = OUTPUT_LIMIT) -> Outcome:
+def run_external(command: str, vector: Vector, timeout: float = ADAPTER_TIMEOUT, limit: int = OUTPUT_LIMIT) -> Outcome:
     """Drive ``command`` by the documented protocol: a header line ``{"shape", "policies"}``, then the
     vector's events, one JSON object a line, on stdin; it prints the calls it assembled as one JSON
     list of ``{"id", "name", "arguments"}`` (or ``{"calls": [...]}``) on stdout, or
@@ -250,7 +251,7 @@ def run_external(command: str, vector: Vector, timeout: float = 30.0, limit: int
     except OSError as exc:  # not found, not executable: no vector can be graded
         raise LocalProtocolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
     if ran.timed_out:
-        return Outcome(vector.name, vector.shape, False, ("timed out",))
+        return Outcome(vector.name, vector.shape, False, (f"timed out after {timeout:g} seconds",))
     if ran.overflowed:
         return Outcome(vector.name, vector.shape, False, (f"printed more than {limit} bytes",))
     # Output that is not UTF-8 is graded (not JSON), not a crash here.

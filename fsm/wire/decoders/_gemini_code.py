@@ -16,7 +16,7 @@ from typing import Any
 
 from fsm.events import ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, ServerResultBlock
 from fsm.options import Policies
-from fsm.wire.decoders._wire import text
+from fsm.wire.decoders._fields import text
 
 
 class CodeRuns:

@@ -6,54 +6,11 @@ import heapq
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.errors import RemoteProtocolError, shown
+from fsm.errors import RemoteProtocolError
 from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta
 from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import plain_dumps
-
-
-def field(obj: Mapping[str, Any], camel: str, snake: str | None = None) -> Any:
-    """``obj[camel]``, or ``obj[snake]`` for SDK dumps that use Python names."""
-    value = obj.get(camel)
-    if value is None and snake is not None:
-        value = obj.get(snake)
-    return value
-
-
-def mapping(value: Any, what: str) -> Mapping[str, Any]:
-    if type(value) is dict:  # what json.loads gives; the ABC check below costs several times more
-        return value
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise RemoteProtocolError(f"{what} is {type(value).__name__}, not an object")
-    return value
-
-
-def items(value: Any, what: str) -> list[Any]:
-    if type(value) is list:
-        return value
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise RemoteProtocolError(f"{what} is {type(value).__name__}, not a list")
-    return value
-
-
-def text(value: Any, what: str) -> str | None:
-    if value is None or type(value) is str or isinstance(value, str):
-        return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)  # some servers send numeric ids
-    raise RemoteProtocolError(f"{what} is {type(value).__name__}, not a string")
-
-
-def index(value: Any, what: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise RemoteProtocolError(f"{what} is {shown(value)}, not an integer")
-    return value
+from fsm.wire.decoders._fields import text
 
 
 def dumps(value: Any) -> str:

@@ -67,8 +67,9 @@ from fsm.events import (
 )
 from fsm.options import Policies
 from fsm.wire.decoders import error_message
+from fsm.wire.decoders._fields import field, items, mapping, text
 from fsm.wire.decoders._gemini_code import CodeRuns, code_part_fault, code_result_fault
-from fsm.wire.decoders._wire import GEMINI_FINISH, dumps, field, items, mapping, text
+from fsm.wire.decoders._wire import GEMINI_FINISH, dumps
 from fsm.wire.decoders.partial_args import PartialArgsWriter
 
 _FINISH = GEMINI_FINISH

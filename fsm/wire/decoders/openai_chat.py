@@ -38,15 +38,8 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders import error_message
-from fsm.wire.decoders._wire import (
-    BARE_REFS,
-    COMPAT_SIGNATURE,
-    chat_finish,
-    chat_said,
-    compat_signature,
-    dumps,
-    unsaid,
-)
+from fsm.wire.decoders._fields import number_text
+from fsm.wire.decoders._wire import BARE_REFS, COMPAT_SIGNATURE, chat_finish, chat_said, compat_signature, dumps, unsaid
 from fsm.wire.decoders.chat_chunks import (
     PLAIN_SAID_KEYS,
     bare_fragment_in,
@@ -309,6 +302,4 @@ def _index(value: Any, position: int) -> int | None:
 def _text(value: Any, field: str, position: int) -> str | None:
     if value is None or type(value) is str:
         return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)  # some servers send numeric ids
-    raise RemoteProtocolError(f"tool_calls[{position}].{field} is {type(value).__name__}, not a string")
+    return number_text(value, f"tool_calls[{position}].{field}")
