@@ -3,11 +3,11 @@ type or refused with a :class:`RemoteProtocolError` naming the field and what it
 
 from __future__ import annotations
 
-import sys
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from fsm.errors import RemoteProtocolError, shown
+from fsm.errors import LimitExceeded, RemoteProtocolError, kind, shown, too_long
 
 
 def field(obj: Mapping[str, Any], camel: str, snake: str | None = None) -> Any:
@@ -24,7 +24,7 @@ def mapping(value: Any, what: str) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise RemoteProtocolError(f"{what} is {type(value).__name__}, not an object")
+        raise RemoteProtocolError(f"{what} is {kind(value)}, not an object")
     return value
 
 
@@ -34,7 +34,7 @@ def items(value: Any, what: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise RemoteProtocolError(f"{what} is {type(value).__name__}, not a list")
+        raise RemoteProtocolError(f"{what} is {kind(value)}, not a list")
     return value
 
 
@@ -46,33 +46,37 @@ def text(value: Any, what: str) -> str | None:
 
 def number_text(value: Any, what: str) -> str:
     """A number where text belongs (some servers send numeric ids) as its text; anything else is
-    refused, naming its type. An integer past Python's int-string conversion limit (a caller's int;
-    from the wire, the digits the event parser keeps, a ``Decimal``) is refused as what it is, a
-    number too long to write, the same whichever way it came."""
+    refused, naming its type. Two numbers have no text to give and are refused as what they are:
+    an integer past Python's int-string conversion limit (a caller's int; from the wire, the digits
+    the event parser keeps, a ``Decimal``: said the same way either way), and NaN or an infinity
+    (Python's parser reads ``NaN``, ``Infinity`` and a number past a float's range, such as
+    ``1e400``, as these: the id would have been the word ``nan`` or ``inf``)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
+        if isinstance(value, float) and not math.isfinite(value):
+            said = "NaN" if math.isnan(value) else "Infinity or a number past a float's range"
+            raise RemoteProtocolError(f"{what} is {said}, which no text stands for")
         try:
             return str(value)
         except ValueError:  # the int-string conversion limit
-            raise RemoteProtocolError(f"{what} is {too_long(value)}") from None
-    if type(value).__name__ == "Decimal" and value == value.to_integral_value() and not _writable(value):
-        raise RemoteProtocolError(f"{what} is {too_long(value)}")
-    raise RemoteProtocolError(f"{what} is {type(value).__name__}, not a string")
-
-
-def too_long(value: Any) -> str:
-    """An integer too long for Python to write as text, described without writing it."""
-    return f"a number too long to write as text (more than {sys.get_int_max_str_digits()} digits)"
-
-
-def _writable(value: Any) -> bool:
-    """Would ``value`` (an integral ``Decimal``) be written as text if it were the int it holds?"""
-    limit = sys.get_int_max_str_digits()
-    return limit == 0 or value.adjusted() < limit
+            raise _too_long(what, value) from None
+    if too_long(value):
+        raise _too_long(what, value)
+    raise RemoteProtocolError(f"{what} is {kind(value)}, not a string")
 
 
 def index(value: Any, what: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
+        if too_long(value):  # a Decimal the event parser kept the digits of: an integer all the same
+            raise _too_long(what, value)
         raise RemoteProtocolError(f"{what} is {shown(value)}, not an integer")
+    if (type(value) is not int or value.bit_length() > 64) and too_long(value):  # as its digits from the wire
+        raise _too_long(what, value)
     return value
+
+
+def _too_long(what: str, value: Any) -> LimitExceeded:
+    """The error for a number past Python's int-string conversion limit where text or an index
+    belongs: a limit (as an event holding such a number elsewhere is), naming the field."""
+    return LimitExceeded(f"{what} is {too_long(value)}", rule="limits")

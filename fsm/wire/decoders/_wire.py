@@ -6,7 +6,7 @@ import heapq
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.errors import RemoteProtocolError
+from fsm.errors import RemoteProtocolError, kind
 from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta
 from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import plain_dumps
@@ -313,14 +313,12 @@ def unsaid(delta: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> li
     content = delta.get("content")
     said = typed_content(content, diagnose) if type(content) is list else []
     if content is not None and type(content) not in (str, list):
-        diagnose(
-            "part-not-reassembled", f"delta.content is {type(content).__name__}, not a string or list, is not read"
-        )
+        diagnose("part-not-reassembled", f"delta.content is {kind(content)}, not a string or list, is not read")
     read = "thinking_blocks" in delta and thinking_blocks(delta["thinking_blocks"]) is not None
     for key in () if read else REASONING_KEYS:
         value = delta.get(key)
         if value is not None and type(value) is not str:
-            diagnose("part-not-reassembled", f"delta.{key} is {type(value).__name__}, not a string, is not read")
+            diagnose("part-not-reassembled", f"delta.{key} is {kind(value)}, not a string, is not read")
     return said
 
 

@@ -53,6 +53,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from fsm.errors import kind
 from fsm.events import (
     ArgumentsFragment,
     ArgumentsSnapshot,
@@ -174,7 +175,7 @@ class GeminiDecoder:
                 if ran is not None:
                     signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
                     if not isinstance(ran, Mapping):  # what code gave, no call: read past, as before it was read
-                        unread = f"parts[{p}].codeExecutionResult is {type(ran).__name__}, not an object, is not read"
+                        unread = f"parts[{p}].codeExecutionResult is {kind(ran)}, not an object, is not read"
                         diagnose("part-not-reassembled", unread)
                     elif (fault := code_result_fault(ran)) is not None:  # kept, it would go back as Gemini refuses it
                         unread = f"parts[{p}].codeExecutionResult.{fault}: the part is not read"

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fsm.errors import RemoteProtocolError, shown
+from fsm.errors import RemoteProtocolError
 from fsm.events import (
     ArgumentsFragment,
     ArgumentsSnapshot,
@@ -38,6 +38,7 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders import error_message
+from fsm.wire.decoders._fields import index as read_index
 from fsm.wire.decoders._fields import number_text
 from fsm.wire.decoders._wire import BARE_REFS, COMPAT_SIGNATURE, chat_finish, chat_said, compat_signature, dumps, unsaid
 from fsm.wire.decoders.chat_chunks import (
@@ -292,11 +293,9 @@ def _keys(payload: Mapping[str, Any]) -> str:
 
 
 def _index(value: Any, position: int) -> int | None:
-    if value is None or type(value) is int:
+    if value is None or (type(value) is int and value.bit_length() <= 64):
         return value
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise RemoteProtocolError(f"tool_calls[{position}].index is {shown(value)}, not an integer")
-    return value
+    return read_index(value, f"tool_calls[{position}].index")
 
 
 def _text(value: Any, field: str, position: int) -> str | None:
