@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from fsm import __version__
 from fsm.cli_conform import DEFAULT_TIMEOUT, conform, seconds
 from fsm.cli_io import Progress, open_input, read_block, run_guarded, unwritable_folder
-from fsm.errors import ToolcallFSMError
+from fsm.errors import ToolcallFSMError, shown
 from fsm.harness.fuzz import SHAPES  # the fuzz package's own module holds the names and imports nothing
 from fsm.reemit import FlushPolicy
 from fsm.wire.decoders import PROVIDERS
@@ -114,16 +114,31 @@ def _command(commands: Any, name: str, summary: str) -> argparse.ArgumentParser:
 
 
 def _positive(text: str) -> int:
-    value = int(text) if text.isdigit() else 0
+    value = _whole(text) if text.isdigit() else 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {shown(text)}")
     return value
 
 
 def _not_negative(text: str) -> int:
     if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}")
-    return int(text)
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {shown(text)}")
+    return _whole(text)
+
+
+def _seed(text: str) -> int:
+    if not text.removeprefix("-").isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {shown(text)}")
+    return _whole(text)
+
+
+def _whole(digits: str) -> int:
+    """``int(digits)``; past the int-string conversion limit, a usage error that says so (argparse
+    would name this function and write every digit back)."""
+    try:
+        return int(digits)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"is a number of {len(digits)} digits, too long to read") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     fuzzing = _command(commands, "fuzz", "fuzz the engine; a failing case is written out as a vector")
     fuzzing.add_argument("--shape", default="all", help="one of: all, " + ", ".join(SHAPES))
     fuzzing.add_argument("--examples", type=_positive, default=200, help="streams per shape and mode (default 200)")
-    fuzzing.add_argument("--seed", type=int, default=None, help="random seed (default: a fixed, derandomized run)")
+    fuzzing.add_argument("--seed", type=_seed, default=None, help="random seed (default: a fixed, derandomized run)")
     fuzzing.add_argument("--mode", default="all", choices=("all", "property", "robust"))
     fuzzing.add_argument("--out", metavar="DIR", help="where failing cases go (default: a new temporary folder)")
     hist = _command(commands, "history", "check a conversation's tool calls and results pair up")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from fsm.cli_io import Progress
-from fsm.errors import ToolcallFSMError
+from fsm.errors import ToolcallFSMError, shown
 from fsm.harness import ADAPTER_TIMEOUT as DEFAULT_TIMEOUT
 from fsm.harness.fuzz import SHAPES
 
@@ -25,7 +25,7 @@ def seconds(text: str) -> float:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, not {shown(text)}")
     return value
 
 

@@ -249,3 +249,29 @@ def test_a_megabyte_number_costs_in_proportion_to_its_digits(field: str) -> None
 
     small, large = _cpu(body(1 << 17)), _cpu(body(1 << 20))
     assert large <= max(small, 0.002) * 8 * 4  # 8 times the digits: well under 32 times the work
+
+
+# -- the command line's numbers ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fuzz", "--examples", DIGITS],
+        ["fuzz", "--seed", DIGITS],
+        ["conform", "--against", "true", "--fuzzed", DIGITS],
+        ["fuzz", "--examples", "x" * 5000],
+        ["conform", "--against", "true", "--timeout", DIGITS],  # a float: inf, no finite number of seconds
+    ],
+    ids=["examples", "seed", "fuzzed", "examples-junk", "timeout"],
+)
+def test_a_5000_digit_option_is_bad_usage_said_in_one_short_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # argparse wrote "invalid _positive value: '999...'": this module's function named, and all
+    # 5000 characters written back (for --seed, "invalid int value").
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 2
+    said = capsys.readouterr().err.splitlines()[-1]
+    assert said.startswith(f"toolcall-fsm {argv[0]}: error: argument {argv[-2]}: ") and len(said) < 250, said
+    assert "_positive" not in said and "_not_negative" not in said and "invalid int" not in said

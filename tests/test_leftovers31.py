@@ -56,7 +56,7 @@ def test_conform_timeout_that_is_no_positive_number_is_bad_usage(
     code, out, _ = run("conform", "--against", "true", f"--timeout={value}")  # "-inf" alone reads as an option
     assert (code, out) == (2, "")
     err = capsys.readouterr().err  # argparse writes its usage errors to sys.stderr
-    assert "--timeout" in err and "positive number of seconds" in err and repr(value) in err
+    assert "--timeout" in err and "positive, finite number of seconds" in err and repr(value) in err
     assert "Traceback" not in err
 
 
