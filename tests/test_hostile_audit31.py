@@ -12,6 +12,8 @@ from __future__ import annotations
 import copy
 import io
 import json
+import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -275,3 +277,33 @@ def test_a_5000_digit_option_is_bad_usage_said_in_one_short_line(
     said = capsys.readouterr().err.splitlines()[-1]
     assert said.startswith(f"toolcall-fsm {argv[0]}: error: argument {argv[-2]}: ") and len(said) < 250, said
     assert "_positive" not in said and "_not_negative" not in said and "invalid int" not in said
+
+
+# -- the grading harness: what another implementation printed ------------------------------------------------
+
+
+def _graded(printed: str, tmp_path: Path) -> tuple[str, ...]:
+    from fsm.harness import conformance
+    from fsm.harness.vectors import load_vectors
+
+    vector = next(v for v in load_vectors() if v.name == "openai-parallel-one-event")  # calls add, then sub
+    output = tmp_path / "output.json"
+    output.write_text(printed)
+    script = f"import sys; sys.stdin.read(); sys.stdout.write(open({str(output)!r}).read())"
+    outcome = conformance.run_external(f"{sys.executable} -c {shlex.quote(script)}", vector)
+    assert not outcome.passed
+    return outcome.problems
+
+
+def test_a_graded_adapters_long_names_are_shown_cut(tmp_path: Path) -> None:
+    # The problems wrote what the adapter printed whole: a name of 5000 digits as Decimal('999...')
+    # and a megabyte name in full, each in one line of the report.
+    calls = [
+        {"id": "a", "name": "RAW", "arguments": {"x": 1}},
+        {"id": "b", "name": "y" * (1 << 20), "arguments": {"x": 2}},
+    ]
+    first, second = _graded(json.dumps(calls).replace('"RAW"', DIGITS), tmp_path)
+    assert first == f"calls 1.name: a number {TOO_LONG.removeprefix('is a number ')}, expected 'add'"
+    assert second.startswith("calls 2.name: 'yyy") and second.endswith("... (1048578 characters), expected 'sub'")
+    (count,) = _graded(json.dumps([*calls, calls[1]]).replace('"RAW"', DIGITS), tmp_path)
+    assert count.startswith("3 calls, expected 2: [Decimal('999") and len(count) < 300, count[:400]

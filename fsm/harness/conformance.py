@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from fsm.engine.scanner import spec_steps
-from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, SpecError, ToolcallFSMError
+from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, SpecError, ToolcallFSMError, shown
 from fsm.harness import ADAPTER_TIMEOUT
 from fsm.harness.external import OUTPUT_LIMIT, run_bounded
 from fsm.harness.vectors import ExpectedCall, Vector, load_vector
@@ -156,7 +156,7 @@ def compare_calls(
 ) -> list[str]:
     rows = [c if isinstance(c, dict) else _call_json(c) for c in got]
     if len(rows) != len(want):
-        return [f"{len(rows)} {what}, expected {len(want)}: {[c.get('name') for c in rows]}"]
+        return [f"{len(rows)} {what}, expected {len(want)}: {shown([c.get('name') for c in rows], 200)}"]
     problems = []
     for n, (have, exp) in enumerate(zip(rows, want, strict=True)):
         checks: list[tuple[str, Any, Any]] = [
@@ -169,7 +169,8 @@ def compare_calls(
             if getattr(exp, field) is not None:
                 checks.append((field, have.get(field), getattr(exp, field)))
         # Numbered from 1, like events: "calls 1.name" is the first call's name.
-        problems += [f"{what} {n + 1}.{f}: {h!r}, expected {w!r}" for f, h, w in checks if not json_equal(h, w)]
+        # What another implementation printed is shown cut (a megabyte name, a number of 5000 digits).
+        problems += [f"{what} {n + 1}.{f}: {shown(h)}, expected {w!r}" for f, h, w in checks if not json_equal(h, w)]
     return problems
 
 
