@@ -307,3 +307,22 @@ def test_a_graded_adapters_long_names_are_shown_cut(tmp_path: Path) -> None:
     assert second.startswith("calls 2.name: 'yyy") and second.endswith("... (1048578 characters), expected 'sub'")
     (count,) = _graded(json.dumps([*calls, calls[1]]).replace('"RAW"', DIGITS), tmp_path)
     assert count.startswith("3 calls, expected 2: [Decimal('999") and len(count) < 300, count[:400]
+
+
+@pytest.mark.parametrize(
+    ("shape", "event", "said"),
+    [
+        ("openai-chat", {"choices": [{"index": "RAW", "delta": {"content": "hi"}}]}, "choice"),
+        ("gemini", {"candidates": [{"index": "RAW", "content": {"parts": [{"text": "hi"}]}}]}, "candidate"),
+    ],
+)
+def test_a_choice_at_a_long_index_is_ignored_and_said_so_read_or_fed(
+    shape: str, event: dict[str, Any], said: str
+) -> None:
+    # Fed as a dict, the choice-ignored message's f-string met the int-string limit and failed the
+    # stream; read from the wire, the message wrote all 5000 digits.
+    for result in (fsm.reassemble(sse([event]), shape), fsm.reassemble(swap([event], HUGE), shape)):
+        assert "stream-failed" not in result.codes()
+        (ignored,) = [d for d in result.diagnostics if d.code == "choice-ignored"]
+        assert ignored.message == f"{said} a number {TOO_LONG.removeprefix('is a number ')} is not reassembled"
+        assert ignored.event == 1

@@ -64,6 +64,11 @@ def number_text(value: Any, what: str) -> str:
     raise RemoteProtocolError(f"{what} is {kind(value)}, not a string")
 
 
+def written(value: Any) -> str:
+    """``str(value)`` for a message, but a number too long to write named as one (fed or read)."""
+    return too_long(value) or str(value)
+
+
 def index(value: Any, what: str) -> int | None:
     if value is None:
         return None

@@ -68,7 +68,7 @@ from fsm.events import (
 )
 from fsm.options import Policies
 from fsm.wire.decoders import error_message
-from fsm.wire.decoders._fields import field, items, mapping, text
+from fsm.wire.decoders._fields import field, items, mapping, text, written
 from fsm.wire.decoders._gemini_code import CodeRuns, code_part_fault, code_result_fault
 from fsm.wire.decoders._wire import GEMINI_FINISH, dumps
 from fsm.wire.decoders.partial_args import PartialArgsWriter
@@ -155,7 +155,7 @@ class GeminiDecoder:
             if type(candidate) is not dict:  # what json.loads gives is one: no message written for it
                 candidate = mapping(candidate, f"candidates[{n}]")
             if (candidate.get("index") or 0) != 0:
-                diagnose("choice-ignored", f"candidate {candidate.get('index')} is not reassembled")
+                diagnose("choice-ignored", f"candidate {written(candidate.get('index'))} is not reassembled")
                 continue
             content = mapping(candidate.get("content"), "content")
             position = code_position = 0

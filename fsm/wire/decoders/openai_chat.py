@@ -39,7 +39,7 @@ from fsm.events import (
 )
 from fsm.wire.decoders import error_message
 from fsm.wire.decoders._fields import index as read_index
-from fsm.wire.decoders._fields import number_text
+from fsm.wire.decoders._fields import number_text, written
 from fsm.wire.decoders._wire import BARE_REFS, COMPAT_SIGNATURE, chat_finish, chat_said, compat_signature, dumps, unsaid
 from fsm.wire.decoders.chat_chunks import (
     PLAIN_SAID_KEYS,
@@ -92,7 +92,7 @@ class OpenAIChatDecoder:
             if type(choice) is not dict and not isinstance(choice, Mapping):
                 raise RemoteProtocolError("a choice is not an object")
             if choice.get("index"):
-                diagnose("choice-ignored", f"choice {choice.get('index')} is not reassembled")
+                diagnose("choice-ignored", f"choice {written(choice.get('index'))} is not reassembled")
                 continue
             delta = choice.get("delta")
             if delta is None:
