@@ -13,13 +13,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fsm import __version__
+from fsm.cli_conform import DEFAULT_TIMEOUT, conform, seconds
 from fsm.cli_io import Progress, open_input, read_block, run_guarded, unwritable_folder
-from fsm.errors import ToolcallFSMError
+from fsm.errors import ToolcallFSMError, shown
 from fsm.harness.fuzz import SHAPES  # the fuzz package's own module holds the names and imports nothing
 from fsm.reemit import FlushPolicy
 from fsm.wire.decoders import PROVIDERS
@@ -58,10 +58,15 @@ printed on stdout); 2 bad usage.""",
   toolcall-fsm conform                          every bundled vector, a pass/fail table and coverage
   toolcall-fsm conform --json > report.json
   toolcall-fsm conform --against "python my_adapter.py" --fuzzed 50   grade another reassembler
+  toolcall-fsm conform --against "python slow_adapter.py" --timeout 120   allow each run 120 seconds
+
+With --against, each vector's run may take --timeout seconds (default 30; a positive number, which
+may have a fraction): past it, the adapter is stopped and the vector fails ("timed out").
 
 exit status: 0 every applicable vector passed (and, without --against, every part of the specs was
-exercised); 1 a vector failed or something declared in specs/ went unexercised; 2 bad usage.
-With --against, progress goes to stderr when it is a terminal.""",
+exercised); 1 a vector failed or something declared in specs/ went unexercised; 2 bad usage (such
+as a --timeout that is no positive number). With --against, progress goes to stderr when it is a
+terminal.""",
     "fuzz": """examples:
   toolcall-fsm fuzz --shape openai-chat --examples 500
   toolcall-fsm fuzz --seed 7 --out fuzz-findings  failing cases (and hypothesis's data) go there
@@ -109,16 +114,31 @@ def _command(commands: Any, name: str, summary: str) -> argparse.ArgumentParser:
 
 
 def _positive(text: str) -> int:
-    value = int(text) if text.isdigit() else 0
+    value = _whole(text) if text.isdigit() else 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {shown(text)}")
     return value
 
 
 def _not_negative(text: str) -> int:
     if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}")
-    return int(text)
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {shown(text)}")
+    return _whole(text)
+
+
+def _seed(text: str) -> int:
+    if not text.removeprefix("-").isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {shown(text)}")
+    return _whole(text)
+
+
+def _whole(digits: str) -> int:
+    """``int(digits)``; past the int-string conversion limit, a usage error that says so (argparse
+    would name this function and write every digit back)."""
+    try:
+        return int(digits)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"is a number of {len(digits)} digits, too long to read") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -145,10 +165,17 @@ def build_parser() -> argparse.ArgumentParser:
     conform.add_argument(
         "--fuzzed", type=_not_negative, default=0, metavar="N", help="with --against: also N fuzzed streams per shape"
     )
+    conform.add_argument(
+        "--timeout",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help=f"with --against: the time one vector's run may take (default {DEFAULT_TIMEOUT:g})",
+    )
     fuzzing = _command(commands, "fuzz", "fuzz the engine; a failing case is written out as a vector")
     fuzzing.add_argument("--shape", default="all", help="one of: all, " + ", ".join(SHAPES))
     fuzzing.add_argument("--examples", type=_positive, default=200, help="streams per shape and mode (default 200)")
-    fuzzing.add_argument("--seed", type=int, default=None, help="random seed (default: a fixed, derandomized run)")
+    fuzzing.add_argument("--seed", type=_seed, default=None, help="random seed (default: a fixed, derandomized run)")
     fuzzing.add_argument("--mode", default="all", choices=("all", "property", "robust"))
     fuzzing.add_argument("--out", metavar="DIR", help="where failing cases go (default: a new temporary folder)")
     hist = _command(commands, "history", "check a conversation's tool calls and results pair up")
@@ -165,61 +192,6 @@ def build_parser() -> argparse.ArgumentParser:
     diagram.add_argument("--out", metavar="DIR", help="write the pages and diagrams into DIR instead of a root")
     diagram.add_argument("--check", action="store_true", help="only check; exit 1 if anything is stale")
     return parser
-
-
-def _conform_usage(args: argparse.Namespace) -> str | None:
-    """What is wrong with ``conform``'s options, if anything."""
-    from fsm.harness.conformance import split_command
-
-    if args.against is None:  # fuzzed streams are graded only on another reassembler
-        return "--fuzzed grades another reassembler: give --against" if args.fuzzed else None
-    try:
-        split_command(args.against)  # `--against "$UNSET"` would grade this engine
-    except ToolcallFSMError as exc:
-        return str(exc)
-    return None
-
-
-def conform(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None = None) -> int:
-    import attrs
-
-    from fsm.harness import conformance
-    from fsm.harness.vectors import VECTOR_DIR
-
-    stderr = stderr or sys.stderr
-    if (wrong := _conform_usage(args)) is not None:
-        stderr.write(f"toolcall-fsm: conform: {wrong}\n")
-        return 2
-    vectors, refused = conformance.load_apart(Path(args.vectors) if args.vectors else VECTOR_DIR)
-    for outcome in refused:  # a malformed vector fails, said here and in the report; the rest run
-        stderr.write(f"toolcall-fsm: {outcome.problems[0]}\n")
-    if args.against is not None:
-        if args.fuzzed:
-            from fsm.harness.fuzz import run as fuzz
-
-            vectors += [v for shape in SHAPES for v in fuzz.sample_vectors(shape, args.fuzzed)]
-        progress = Progress(stderr)
-        outcomes = []
-        for number, vector in enumerate(vectors, 1):
-            progress.update(f"conform: vector {number} of {len(vectors)}: {vector.name}")
-            outcomes.append(conformance.run_external(args.against, vector))
-        progress.done()
-        missing: dict[str, list[str]] = {}
-    else:
-        outcomes, coverage = conformance.run_vectors(vectors)
-        missing = coverage.missing()
-    outcomes = [*refused, *outcomes]
-    if args.json:
-        report = {"outcomes": [attrs.asdict(o) for o in outcomes], "not_exercised": missing}
-        stdout.write(json.dumps(report, indent=2) + "\n")
-    else:
-        stdout.write(conformance.table(outcomes) + "\n")
-        for kind, names in missing.items():
-            stdout.write(
-                f"coverage: {kind}: {'all exercised' if not names else 'NOT exercised: ' + ', '.join(names)}\n"
-            )
-    failed = any(o.applicable and not o.passed for o in outcomes) or any(missing.values())
-    return 1 if failed else 0
 
 
 def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

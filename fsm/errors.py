@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import sys
+
 
 class ToolcallFSMError(Exception):
     """Base class of every error this package raises on purpose."""
@@ -71,6 +73,39 @@ class StateError(LocalProtocolError):
 
 def shown(value: object, room: int = 80) -> str:
     """``repr(value)`` as an error's message names a value of the wrong kind: at most ``room``
-    characters, then how long it was (a megabyte string, a number of thousands of digits)."""
+    characters, then how long it was (a megabyte string). A number too long to write is named as
+    one (:func:`too_long`), never written out nor named by the ``Decimal`` its digits are kept in."""
+    said = too_long(value)
+    if said is not None:
+        return said
     text = repr(value)
     return text if len(text) <= room else f"{text[:room]}... ({len(text)} characters)"
+
+
+def kind(value: object) -> str:
+    """What a value of the wrong type is, for an error's message: its type's name, but a number too
+    long to write as :func:`too_long` names it (read from the wire, its digits are kept in a
+    ``Decimal``; fed as a dict, it is an int: either is the same number, said the same way)."""
+    return too_long(value) or type(value).__name__
+
+
+def too_long(value: object) -> str | None:
+    """ "a number too long to write as text (more than N digits)" for an integer past Python's
+    int-string conversion limit (an int, or an integral ``Decimal`` the event parser kept the
+    digits of), else None. Checked without writing it: a megabyte of digits costs no more."""
+    limit = sys.get_int_max_str_digits()
+    if limit == 0:
+        return None
+    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
+        if value.bit_length() < limit * 3:  # under 10**(limit - 1): written whatever its digits
+            return None
+        try:
+            str(value)  # refused at once when far past the limit; else at most ~limit digits written
+        except ValueError:
+            return f"a number too long to write as text (more than {limit} digits)"
+        return None
+    if type(value).__name__ == "Decimal":
+        exponent = value.as_tuple().exponent  # type: ignore[attr-defined]
+        if isinstance(exponent, int) and exponent >= 0 and value.adjusted() >= limit:  # type: ignore[attr-defined]
+            return f"a number too long to write as text (more than {limit} digits)"
+    return None

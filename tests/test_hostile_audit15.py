@@ -190,7 +190,6 @@ HUGE = 10**5000  # past the int-string conversion limit: json.loads refuses it, 
     "event",
     [
         {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": HUGE}]},
-        {"object": "chat.completion.chunk", "choices": [{"index": HUGE, "delta": {}}]},
         {"type": "response.output_item.added", "output_index": HUGE, "item": {"type": "zz_call", "id": "x"}},
         {"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": {"reason": HUGE}}},
         {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": {}, "id": HUGE}}]}}]},
@@ -200,7 +199,6 @@ HUGE = 10**5000  # past the int-string conversion limit: json.loads refuses it, 
     ],
     ids=[
         "chat-finish",
-        "chat-choice",
         "responses-index",
         "responses-reason",
         "gemini-id",
@@ -210,9 +208,12 @@ HUGE = 10**5000  # past the int-string conversion limit: json.loads refuses it, 
     ],
 )
 def test_an_int_past_the_int_string_limit_in_a_fed_event_is_a_limit_not_a_value_error(event: Any) -> None:
-    # each was a ValueError out of feed(): a decoder (or a diagnostic's message) wrote the int as text
+    # each was a ValueError out of feed(): a decoder (or a diagnostic's message) wrote the int as text;
+    # an id or an index is named (test_hostile_audit31), any other field is the event's; a choice's
+    # index is choice-ignored now, as the same digits read from the wire are (test_hostile_audit31)
     r = fsm.Reassembler()
-    with pytest.raises(fsm.LimitExceeded, match="event 1: the event holds a number with more digits"):
+    said = "the event holds a number with more digits|(id|index) is a number too long to write as text"
+    with pytest.raises(fsm.LimitExceeded, match=f"event 1: .*({said})"):
         r.feed(event)
     assert r.close().codes() == ["stream-failed"]
 

@@ -153,7 +153,7 @@ def test_harness_stops_what_an_adapter_left_running(tmp_path: Path) -> None:
     pidfile = tmp_path / "child"
     script = f"sleep 60 & echo $! > {shlex.quote(str(pidfile))}; wait"
     outcome = conformance.run_external(f"sh -c {shlex.quote(script)}", _vector(), timeout=1)
-    assert outcome.problems == ("timed out",)
+    assert outcome.problems == ("timed out after 1 seconds",)
     assert not _alive(int(pidfile.read_text()))
 
 

@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("public", {"fsm"}),
     ("history", {"fsm.history"}),
     ("harness", {"fsm.harness"}),
-    ("cli", {"fsm.cli", "fsm.cli_io", "fsm.__main__"}),
+    ("cli", {"fsm.cli", "fsm.cli_conform", "fsm.cli_io", "fsm.__main__"}),
 ]
 LONG_MODULE_LINES = 400
 

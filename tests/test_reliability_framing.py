@@ -264,12 +264,14 @@ def test_an_event_holding_an_integer_past_the_int_string_limit_is_read_as_its_di
     usage = aws_message(b'{"usage": {"inputTokens": ' + digits.encode() + b"}}", "metadata")
     result = fsm.reassemble(frames[0] + b"contentBlockStop" + frames[1] + usage, "bedrock")
     assert summary(result) == ([("f", "complete", '{"x": 1}')], []) and result.usage == {"inputTokens": Decimal(digits)}
-    # A number of the wrong kind is named briefly, not written out whole.
+    # An index too long to write is named as such, briefly (it said "is Decimal('999...'... (5011
+    # characters), not an integer": it is an integer, kept as a Decimal).
     index = sse([chunk(tc(0, id="c1", name="f", args="{}")), chunk(finish="tool_calls")])
     r = fsm.Reassembler("openai-chat")
     with pytest.raises(RemoteProtocolError) as raised:
         r.feed_bytes(index.replace(b'"index": 0, "id"', b'"index": ' + digits.encode() + b', "id"'))
-    assert "(5011 characters), not an integer" in str(raised.value) and len(str(raised.value)) < 300
+    said = str(raised.value)
+    assert "index is a number too long to write as text" in said and "Decimal" not in said and len(said) < 300
 
 
 def test_a_bom_is_accepted_for_every_framing() -> None:

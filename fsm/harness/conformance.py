@@ -18,7 +18,8 @@ from typing import Any
 import attrs
 
 from fsm.engine.scanner import spec_steps
-from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, SpecError, ToolcallFSMError
+from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, SpecError, ToolcallFSMError, shown
+from fsm.harness import ADAPTER_TIMEOUT
 from fsm.harness.external import OUTPUT_LIMIT, run_bounded
 from fsm.harness.vectors import ExpectedCall, Vector, load_vector
 from fsm.jsontext import dumps, parse_strict
@@ -155,7 +156,7 @@ def compare_calls(
 ) -> list[str]:
     rows = [c if isinstance(c, dict) else _call_json(c) for c in got]
     if len(rows) != len(want):
-        return [f"{len(rows)} {what}, expected {len(want)}: {[c.get('name') for c in rows]}"]
+        return [f"{len(rows)} {what}, expected {len(want)}: {shown([c.get('name') for c in rows], 200)}"]
     problems = []
     for n, (have, exp) in enumerate(zip(rows, want, strict=True)):
         checks: list[tuple[str, Any, Any]] = [
@@ -168,7 +169,8 @@ def compare_calls(
             if getattr(exp, field) is not None:
                 checks.append((field, have.get(field), getattr(exp, field)))
         # Numbered from 1, like events: "calls 1.name" is the first call's name.
-        problems += [f"{what} {n + 1}.{f}: {h!r}, expected {w!r}" for f, h, w in checks if not json_equal(h, w)]
+        # What another implementation printed is shown cut (a megabyte name, a number of 5000 digits).
+        problems += [f"{what} {n + 1}.{f}: {shown(h)}, expected {w!r}" for f, h, w in checks if not json_equal(h, w)]
     return problems
 
 
@@ -237,7 +239,7 @@ def scanner_edges(text: str) -> Counter[str]:
 # -- grading an external reassembler --------------------------------------------------------------------
 
 
-def run_external(command: str, vector: Vector, timeout: float = 30.0, limit: int = OUTPUT_LIMIT) -> Outcome:
+def run_external(command: str, vector: Vector, timeout: float = ADAPTER_TIMEOUT, limit: int = OUTPUT_LIMIT) -> Outcome:
     """Drive ``command`` by the documented protocol: a header line ``{"shape", "policies"}``, then the
     vector's events, one JSON object a line, on stdin; it prints the calls it assembled as one JSON
     list of ``{"id", "name", "arguments"}`` (or ``{"calls": [...]}``) on stdout, or
@@ -250,7 +252,7 @@ def run_external(command: str, vector: Vector, timeout: float = 30.0, limit: int
     except OSError as exc:  # not found, not executable: no vector can be graded
         raise LocalProtocolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
     if ran.timed_out:
-        return Outcome(vector.name, vector.shape, False, ("timed out",))
+        return Outcome(vector.name, vector.shape, False, (f"timed out after {timeout:g} seconds",))
     if ran.overflowed:
         return Outcome(vector.name, vector.shape, False, (f"printed more than {limit} bytes",))
     # Output that is not UTF-8 is graded (not JSON), not a crash here.

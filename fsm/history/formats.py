@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from fsm.errors import LocalProtocolError
+from fsm.errors import kind as what_kind
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.objects import conversation
@@ -137,7 +138,7 @@ def _wire_id(value: Any, message: int, what: str) -> str | None:
         return value
     if value is None or value == "":
         return None
-    raise _fail(message, f"{what}'s id must be a string, not {type(value).__name__}")
+    raise _fail(message, f"{what}'s id must be a string, not {what_kind(value)}")
 
 
 def _required_id(value: Any, message: int, what: str) -> str:
@@ -161,10 +162,10 @@ def items(message: Mapping[str, Any], fmt: Format, at: int) -> list[Any]:
     if value is None or (fmt in ("anthropic", "bedrock") and isinstance(value, str)):
         return []
     if not isinstance(value, list):
-        raise _fail(at, f"{field} must be a list, not {type(value).__name__}")
+        raise _fail(at, f"{field} must be a list, not {what_kind(value)}")
     for j, item in enumerate(value):
         if not _is_object(item):
-            raise _fail(at, f"{field}[{j}] must be an object, not {type(item).__name__}")
+            raise _fail(at, f"{field}[{j}] must be an object, not {what_kind(item)}")
     return value
 
 
@@ -292,7 +293,7 @@ class Reader:
         if field == "toolUse" and "toolResult" in block:  # a Converse block is one of its kinds (boto3 refuses it)
             raise _fail(at, "a Converse block holds both toolUse and toolResult")
         if not _is_object(value):
-            raise _fail(at, f"{field} must be an object, not {type(value).__name__}")
+            raise _fail(at, f"{field} must be an object, not {what_kind(value)}")
         wire_id = _required_id(value.get("toolUseId"), at, f"a {field} block")
         entry = Entry(at, slot, wire_id, _name(value.get("name")))
         if field == "toolResult":  # in the model's own message, naming a server call of it before it: that call's
@@ -315,7 +316,7 @@ def _ollama_name(value: Any, at: int, what: str) -> str:
     if isinstance(value, str) and value:
         return value
     if value is not None and value != "":
-        raise _fail(at, f"{what} must be a string, not {type(value).__name__}")
+        raise _fail(at, f"{what} must be a string, not {what_kind(value)}")
     raise _fail(at, f"{what} is missing: Ollama pairs an answer with its call by tool name and order")
 
 

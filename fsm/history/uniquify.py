@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import attrs
 
 from fsm.engine.ids import IdAllocator
-from fsm.errors import LocalProtocolError
+from fsm.errors import LocalProtocolError, kind
 from fsm.results import ToolCall
 
 C = TypeVar("C", ToolCall, Mapping[str, Any])
@@ -50,7 +50,7 @@ def uniquify(calls: Iterable[C], taken: Iterable[str] = ()) -> tuple[list[C], li
         # A ToolCall goes out under its reply_id where it has one (a late wire id): that is the id to keep unique.
         old = (call.reply_id or call.id) if isinstance(call, ToolCall) else (call.get(field) or None)
         if old is not None and not isinstance(old, str):
-            raise LocalProtocolError(f"call {position + 1}: its id must be a string, not {type(old).__name__}")
+            raise LocalProtocolError(f"call {position + 1}: its id must be a string, not {kind(old)}")
         new = allocator.claim(old) if old else allocator.synthesize(position)
         if new != old:
             renames.append(Rename(position, old, new))

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fsm.errors import FramingError
+from fsm.errors import kind as what_kind
 from fsm.jsontext import loads_event, nesting_exceeds
 from fsm.wire.faults import Fault, Payload, decode_utf8, too_long
 
@@ -90,7 +91,7 @@ class AWSEventStreamFramer:
             return _error(headers.get(":error-code"), headers.get(":error-message"), None)
         kind = headers.get(":event-type") or headers.get(":exception-type") or "unknown"
         if not isinstance(kind, str):  # a header may be typed bytes, a number or a uuid: no event name
-            return Fault(f"the event type header is {type(kind).__name__}, not a string", skippable=True)
+            return Fault(f"the event type header is {what_kind(kind)}, not a string", skippable=True)
         exception = ":exception-type" in headers
         # An exception's payload is read whatever it holds: the frame ends the stream even so.
         text = payload.decode("utf-8", "replace") if exception else decode_utf8(payload or b"{}")

@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from fsm.errors import kind as what_kind
 from fsm.jsontext import dumps
 
 
@@ -91,16 +92,16 @@ def action_fault(call_type: str, value: Mapping[str, Any]) -> str | None:
     if call_type == "apply_patch_call":
         kind = value.get("type")
         if kind not in _OPERATIONS:
-            return f"the operation's type is {kind!r}, not one of {', '.join(_OPERATIONS)}"
+            return f"the operation's type is {_named(kind)}, not one of {', '.join(_OPERATIONS)}"
         return _fault(value, kind, "operation")
     if call_type == "local_shell_call" and value.get("type") != "exec":
-        return f"the action's type is {value.get('type')!r}, not 'exec'"
+        return f"the action's type is {_named(value.get('type'))}, not 'exec'"
     return _fault(value, call_type, "action") if call_type in _NEEDS else None
 
 
 def _fault(value: Mapping[str, Any], kind: Any, what: str) -> str | None:
     if not isinstance(kind, str):
-        return f"the {what}'s type is {type(kind).__name__}, not a string"
+        return f"the {what}'s type is {what_kind(kind)}, not a string"
     needs, may = _NEEDS.get(kind, ({}, {}))  # a computer action of another type: nothing known to check
     for field, check in needs.items():
         if field not in value:
@@ -115,6 +116,12 @@ def _fault(value: Mapping[str, Any], kind: Any, what: str) -> str | None:
 
 _SHOWN = 60
 """How many characters of a value a diagnostic shows."""
+
+
+def _named(value: Any) -> str:
+    """A type's name as Python writes it (``'run'``), any other value as :func:`_shown` does (a
+    number the event parser kept the digits of, or one no int writes, as its digits)."""
+    return repr(value) if isinstance(value, str) and len(value) <= _SHOWN else _shown(value)
 
 
 def _shown(value: Any) -> str:
@@ -176,6 +183,8 @@ def _json(value: Any, within: set[int]) -> Iterator[str]:
                 yield from _json(item, within)
             yield "]"
         within.discard(id(value))
+    elif type(value).__name__ == "Decimal":  # the digits the event parser kept of a long integer, as written
+        yield dumps(value)
     else:
         raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from fsm.errors import kind
 from fsm.events import ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, ServerResultBlock
 from fsm.options import Policies
-from fsm.wire.decoders._wire import text
+from fsm.wire.decoders._fields import text
 
 
 class CodeRuns:
@@ -120,5 +121,5 @@ def _fault(part: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
     for key in keys:
         value = part.get(key)
         if value is not None and not isinstance(value, str):
-            return f"{key} is {type(value).__name__}, not a string"
+            return f"{key} is {kind(value)}, not a string"
     return None

@@ -8,6 +8,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from fsm.errors import shown
 from fsm.events import CallRef
 from fsm.wire.decoders._built_in_actions import action_fault
 from fsm.wire.decoders._wire import dumps
@@ -156,8 +157,8 @@ def final_word(item: Mapping[str, Any], kind: ItemKind) -> tuple[Any, Any, Any]:
 
 def done_again(first: tuple[Any, Any, Any], later: tuple[Any, Any, Any]) -> str:
     """How a later ``output_item.done`` of an ended item differs from the one that ended it."""
-    other = "other input" if first[0] != later[0] else f"status {later[1]!r}" if first[1] != later[1] else None
-    return f"output_item.done again, with {other or f'name {later[2]!r}'}"
+    other = "other input" if first[0] != later[0] else f"status {shown(later[1])}" if first[1] != later[1] else None
+    return f"output_item.done again, with {other or f'name {shown(later[2])}'}"
 
 
 class Item:

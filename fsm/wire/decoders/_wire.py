@@ -6,54 +6,11 @@ import heapq
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.errors import RemoteProtocolError, shown
+from fsm.errors import RemoteProtocolError, kind
 from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta
 from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import plain_dumps
-
-
-def field(obj: Mapping[str, Any], camel: str, snake: str | None = None) -> Any:
-    """``obj[camel]``, or ``obj[snake]`` for SDK dumps that use Python names."""
-    value = obj.get(camel)
-    if value is None and snake is not None:
-        value = obj.get(snake)
-    return value
-
-
-def mapping(value: Any, what: str) -> Mapping[str, Any]:
-    if type(value) is dict:  # what json.loads gives; the ABC check below costs several times more
-        return value
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise RemoteProtocolError(f"{what} is {type(value).__name__}, not an object")
-    return value
-
-
-def items(value: Any, what: str) -> list[Any]:
-    if type(value) is list:
-        return value
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise RemoteProtocolError(f"{what} is {type(value).__name__}, not a list")
-    return value
-
-
-def text(value: Any, what: str) -> str | None:
-    if value is None or type(value) is str or isinstance(value, str):
-        return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)  # some servers send numeric ids
-    raise RemoteProtocolError(f"{what} is {type(value).__name__}, not a string")
-
-
-def index(value: Any, what: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise RemoteProtocolError(f"{what} is {shown(value)}, not an integer")
-    return value
+from fsm.wire.decoders._fields import text
 
 
 def dumps(value: Any) -> str:
@@ -356,14 +313,12 @@ def unsaid(delta: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> li
     content = delta.get("content")
     said = typed_content(content, diagnose) if type(content) is list else []
     if content is not None and type(content) not in (str, list):
-        diagnose(
-            "part-not-reassembled", f"delta.content is {type(content).__name__}, not a string or list, is not read"
-        )
+        diagnose("part-not-reassembled", f"delta.content is {kind(content)}, not a string or list, is not read")
     read = "thinking_blocks" in delta and thinking_blocks(delta["thinking_blocks"]) is not None
     for key in () if read else REASONING_KEYS:
         value = delta.get(key)
         if value is not None and type(value) is not str:
-            diagnose("part-not-reassembled", f"delta.{key} is {type(value).__name__}, not a string, is not read")
+            diagnose("part-not-reassembled", f"delta.{key} is {kind(value)}, not a string, is not read")
     return said
 
 

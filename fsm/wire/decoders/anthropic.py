@@ -52,16 +52,8 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders import error_message
-from fsm.wire.decoders._wire import (
-    CLAUDE_FINISH,
-    dumps,
-    index,
-    items,
-    mapping,
-    server_result_block,
-    stop_details_said,
-    text,
-)
+from fsm.wire.decoders._fields import index, items, mapping, text
+from fsm.wire.decoders._wire import CLAUDE_FINISH, dumps, server_result_block, stop_details_said
 
 _CALL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
 _SDK_HELPER_EVENTS = {"text", "input_json", "citation", "thinking", "signature"}

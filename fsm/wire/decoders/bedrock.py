@@ -38,7 +38,7 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders import BEDROCK_ERRORS, BEDROCK_EVENTS, Decoder, detect_provider, error_message, make_decoder
-from fsm.wire.decoders._wire import index, mapping, text
+from fsm.wire.decoders._fields import index, mapping, text
 
 _FINISH = {
     "tool_use": "tool_calls",

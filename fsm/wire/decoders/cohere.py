@@ -24,7 +24,8 @@ from fsm.events import (
     TextDelta,
     UsageReport,
 )
-from fsm.wire.decoders._wire import BARE_REFS, index, mapping, text
+from fsm.wire.decoders._fields import index, mapping, text
+from fsm.wire.decoders._wire import BARE_REFS
 
 _FINISH = {
     "TOOL_CALL": "tool_calls",

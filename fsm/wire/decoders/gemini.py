@@ -53,6 +53,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from fsm.errors import kind
 from fsm.events import (
     ArgumentsFragment,
     ArgumentsSnapshot,
@@ -67,8 +68,9 @@ from fsm.events import (
 )
 from fsm.options import Policies
 from fsm.wire.decoders import error_message
+from fsm.wire.decoders._fields import field, items, mapping, text, written
 from fsm.wire.decoders._gemini_code import CodeRuns, code_part_fault, code_result_fault
-from fsm.wire.decoders._wire import GEMINI_FINISH, dumps, field, items, mapping, text
+from fsm.wire.decoders._wire import GEMINI_FINISH, dumps
 from fsm.wire.decoders.partial_args import PartialArgsWriter
 
 _FINISH = GEMINI_FINISH
@@ -153,7 +155,7 @@ class GeminiDecoder:
             if type(candidate) is not dict:  # what json.loads gives is one: no message written for it
                 candidate = mapping(candidate, f"candidates[{n}]")
             if (candidate.get("index") or 0) != 0:
-                diagnose("choice-ignored", f"candidate {candidate.get('index')} is not reassembled")
+                diagnose("choice-ignored", f"candidate {written(candidate.get('index'))} is not reassembled")
                 continue
             content = mapping(candidate.get("content"), "content")
             position = code_position = 0
@@ -173,7 +175,7 @@ class GeminiDecoder:
                 if ran is not None:
                     signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
                     if not isinstance(ran, Mapping):  # what code gave, no call: read past, as before it was read
-                        unread = f"parts[{p}].codeExecutionResult is {type(ran).__name__}, not an object, is not read"
+                        unread = f"parts[{p}].codeExecutionResult is {kind(ran)}, not an object, is not read"
                         diagnose("part-not-reassembled", unread)
                     elif (fault := code_result_fault(ran)) is not None:  # kept, it would go back as Gemini refuses it
                         unread = f"parts[{p}].codeExecutionResult.{fault}: the part is not read"

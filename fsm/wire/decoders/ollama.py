@@ -21,7 +21,8 @@ from fsm.events import (
     TextDelta,
     UsageReport,
 )
-from fsm.wire.decoders._wire import dumps, index, items, mapping, text
+from fsm.wire.decoders._fields import index, items, mapping, text
+from fsm.wire.decoders._wire import dumps
 
 _USAGE = ("prompt_eval_count", "prompt_eval_duration", "eval_count", "eval_duration", "load_duration", "total_duration")
 """The counts and timings the final line carries at its top level: Ollama's usage."""

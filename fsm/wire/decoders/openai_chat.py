@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fsm.errors import RemoteProtocolError, shown
+from fsm.errors import RemoteProtocolError
 from fsm.events import (
     ArgumentsFragment,
     ArgumentsSnapshot,
@@ -38,15 +38,9 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders import error_message
-from fsm.wire.decoders._wire import (
-    BARE_REFS,
-    COMPAT_SIGNATURE,
-    chat_finish,
-    chat_said,
-    compat_signature,
-    dumps,
-    unsaid,
-)
+from fsm.wire.decoders._fields import index as read_index
+from fsm.wire.decoders._fields import number_text, written
+from fsm.wire.decoders._wire import BARE_REFS, COMPAT_SIGNATURE, chat_finish, chat_said, compat_signature, dumps, unsaid
 from fsm.wire.decoders.chat_chunks import (
     PLAIN_SAID_KEYS,
     bare_fragment_in,
@@ -98,7 +92,7 @@ class OpenAIChatDecoder:
             if type(choice) is not dict and not isinstance(choice, Mapping):
                 raise RemoteProtocolError("a choice is not an object")
             if choice.get("index"):
-                diagnose("choice-ignored", f"choice {choice.get('index')} is not reassembled")
+                diagnose("choice-ignored", f"choice {written(choice.get('index'))} is not reassembled")
                 continue
             delta = choice.get("delta")
             if delta is None:
@@ -299,16 +293,12 @@ def _keys(payload: Mapping[str, Any]) -> str:
 
 
 def _index(value: Any, position: int) -> int | None:
-    if value is None or type(value) is int:
+    if value is None or (type(value) is int and value.bit_length() <= 64):
         return value
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise RemoteProtocolError(f"tool_calls[{position}].index is {shown(value)}, not an integer")
-    return value
+    return read_index(value, f"tool_calls[{position}].index")
 
 
 def _text(value: Any, field: str, position: int) -> str | None:
     if value is None or type(value) is str:
         return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)  # some servers send numeric ids
-    raise RemoteProtocolError(f"tool_calls[{position}].{field} is {type(value).__name__}, not a string")
+    return number_text(value, f"tool_calls[{position}].{field}")

@@ -56,6 +56,7 @@ from fsm.events import (
 )
 from fsm.options import Policies, default_policies
 from fsm.wire.decoders import error_message
+from fsm.wire.decoders._fields import index, items, mapping, text
 from fsm.wire.decoders._responses_items import (
     CALL_ITEMS,
     DELTAS,
@@ -75,7 +76,7 @@ from fsm.wire.decoders._responses_items import (
     unusable,
     whole_input,
 )
-from fsm.wire.decoders._wire import index, items, mapping, responses_incomplete, text
+from fsm.wire.decoders._wire import responses_incomplete
 
 
 class OpenAIResponsesDecoder:
