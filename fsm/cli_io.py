@@ -78,6 +78,10 @@ class Output(io.TextIOBase):
             raise WriteFailed(f"cannot write the output: {exc.strerror or exc}") from None
 
     def flush(self) -> None:
+        if getattr(self._target, "closed", False):
+            # Only when this object is collected (io's finalizer closes, so flushes, it) after its
+            # caller closed the stream: nothing is left to write, and the error would be printed.
+            return
         try:
             self._target.flush()
         except OSError as exc:

@@ -108,3 +108,26 @@ def test_help_and_version_that_cannot_be_written_exit_1(args: list[str]) -> None
 def test_help_and_version_go_to_the_stdout_main_is_given(args: list[str]) -> None:
     code, out, err = run(*args)
     assert code == 0 and out.startswith(("usage: toolcall-fsm", "toolcall-fsm ")) and err == ""
+
+
+def test_an_output_whose_stream_its_caller_closed_says_nothing_when_collected(tmp_path: Path) -> None:
+    """An embedding caller's stream closed before the CLI's Output wrapping it is collected: io's
+    finalizer closes (so flushes) the wrapper, which must not raise on the closed stream (Python
+    prints that as an ignored exception with its traceback)."""
+    import gc
+
+    from fsm.cli_io import Output
+
+    target = (tmp_path / "out.txt").open("w", encoding="utf-8")  # a file's flush raises once closed
+    output = Output(target)
+    output.write("calls\n")
+    target.close()
+    seen: list[object] = []
+    hook, sys.unraisablehook = sys.unraisablehook, seen.append
+    try:
+        output.flush()
+        del output
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert seen == []

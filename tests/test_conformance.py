@@ -134,9 +134,20 @@ def test_external_failures_are_graded_not_raised() -> None:
         ("import sys; sys.stdout.buffer.write(bytes([0xff, 0x5b]))", "output is not JSON"),  # UnicodeDecodeError
         ("print('[' * 100_000)", "output nests too deeply to read"),  # RecursionError: `conform` exited 3
         ("print('{\"calls\": [{\"arguments\": ' + '[' * 990 + ']' * 990 + '}]}')", "output nests too deeply to read"),
+        # Under any Python's own parsing limit (3.13's C parser reads 990 levels): the harness's bound.
+        ("print('{\"calls\": [{\"arguments\": ' + '[' * 600 + ']' * 600 + '}]}')", "output nests too deeply to read"),
     ]:
         outcome = conformance.run_external(f"{sys.executable} -c {shlex.quote(printed)}", vector)
         assert not outcome.passed and outcome.problems == (problem,), printed
+
+
+def test_output_within_the_depth_bound_is_read() -> None:
+    """The bound is the harness's, not the parser's: arguments nested as deep as it allows are
+    read and graded as calls (here one call where the vector wants two)."""
+    depth = conformance.OUTPUT_DEPTH - 3  # {"calls": [{"arguments": ...}]} adds three levels
+    printed = f"print('{{\"calls\": [{{\"arguments\": ' + '[' * {depth} + ']' * {depth} + '}}]}}')"
+    outcome = conformance.run_external(f"{sys.executable} -c {shlex.quote(printed)}", VECTORS[0])
+    assert not outcome.passed and outcome.problems[0].startswith("1 calls, expected"), outcome.problems
 
 
 @pytest.mark.parametrize(("script", "module"), [("openai_python.py", "openai"), ("langchain.py", "langchain_openai")])

@@ -22,7 +22,7 @@ from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, Sp
 from fsm.harness import ADAPTER_TIMEOUT
 from fsm.harness.external import OUTPUT_LIMIT, run_bounded
 from fsm.harness.vectors import ExpectedCall, Vector, load_vector
-from fsm.jsontext import dumps, parse_strict
+from fsm.jsontext import dumps, nesting_exceeds, parse_strict
 from fsm.options import Policies
 from fsm.reassembler import Reassembler
 from fsm.results import Result, ToolCall
@@ -239,6 +239,11 @@ def scanner_edges(text: str) -> Counter[str]:
 # -- grading an external reassembler --------------------------------------------------------------------
 
 
+OUTPUT_DEPTH = 512
+"""Nesting past which an external reassembler's output is graded "output nests too deeply to read":
+twice the engine's default depth limit, so no vector's arguments come near it, on any Python."""
+
+
 def run_external(command: str, vector: Vector, timeout: float = ADAPTER_TIMEOUT, limit: int = OUTPUT_LIMIT) -> Outcome:
     """Drive ``command`` by the documented protocol: a header line ``{"shape", "policies"}``, then the
     vector's events, one JSON object a line, on stdin; it prints the calls it assembled as one JSON
@@ -260,6 +265,10 @@ def run_external(command: str, vector: Vector, timeout: float = ADAPTER_TIMEOUT,
     if ran.returncode != 0:
         last = (stderr.strip().splitlines() or ["(no message)"])[-1]
         return Outcome(vector.name, vector.shape, False, (f"exit {ran.returncode}: {last[:200]}",))
+    # Bounded before the parse, not by it: how deep json.loads goes before RecursionError depends on
+    # the Python (3.13's C parser reads some thousand levels that 3.11's refuses), and a grade must not.
+    if nesting_exceeds(stdout, OUTPUT_DEPTH):
+        return Outcome(vector.name, vector.shape, False, ("output nests too deeply to read",))
     try:
         data, _ = parse_strict(stdout)
     except ValueError:

@@ -13,7 +13,7 @@ Four kinds of input:
   whitespace, CR-only line ends, events that are JSON but not objects;
 * ``decoding``: a fuzzed shape's events with argument hazards put in the call's own text (or its
   argument object): a UTF-16 surrogate pair split across two fragments (the wire escapes
-  ``\ud83d`` ending one event, ``\ude00`` starting the next), ``NaN``/``Infinity``, a key given
+  ``\\ud83d`` ending one event, ``\\ude00`` starting the next), ``NaN``/``Infinity``, a key given
   twice, an integer of 5000 digits. Every output must then write as strict UTF-8 JSON: the result as
   ``replay`` prints it and the re-emitted delta chunks.
 
