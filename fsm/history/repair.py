@@ -21,9 +21,9 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
 * an Anthropic result after text in its turn's user messages moves before the text, where the API
   takes a turn's results (:mod:`fsm.history.turns`);
 * a result sent in the model's role (an Anthropic or Converse assistant message, a Gemini model
-  content, an OpenAI chat message other than ``tool``) moves where the API takes it: first into
-  its turn's user results message, else the user message after it (Anthropic), else a new user
-  message (see :meth:`_Plan._home`); the OpenAI message becomes a ``tool`` message;
+  content, an OpenAI chat or Ollama message other than ``tool``) moves where the API takes it:
+  first into its turn's user results message, else the user message after it (Anthropic), else a
+  new user message (see :meth:`_Plan._home`); the OpenAI or Ollama message becomes a ``tool`` message;
 * a message whose role its format lacks is kept as it is (only the caller knows the role meant),
   and said so;
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
@@ -172,7 +172,7 @@ class _Plan(Writer):
             self.answered_last[key] = key in answered
         moved = [result for result in segment.misplaced if (result.message, result.slot) in answers]
         for result in moved:
-            if self.fmt == "openai":  # the message is the result: it takes the tool role
+            if self.fmt in ("openai", "ollama"):  # the message is the result: it takes the tool role
                 self.touched.add(result.message)
                 self.retool.add(result.message)
                 why = "a result sent in another role: it is now a tool message"

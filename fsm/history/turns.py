@@ -18,7 +18,9 @@ the check reports and repair moves before the text.
 A result sent in the model's role (``misplaced``: an assistant message's, a Gemini model content's)
 answers the turn it follows as any result would, and is reported; the turn goes on past such a
 unit into the user's results after it, so results split between the two stay one turn's. An
-Anthropic user message making calls is read as the assistant message repair moves them into.
+Anthropic user message making calls is read as the assistant message repair moves them into. A
+message of a role its format lacks that holds no call or result (``unknown-role``, kept by repair
+for the caller to name) ends no turn: the results after it answer the calls before it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.formats import Reader, items
+from fsm.history.formats import Reader, items, known_role
 from fsm.history.server_blocks import in_order
 
 
@@ -42,7 +44,9 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     taking: Segment | None = None  # the turn whose results may still come
     moved: list[Entry] = []  # the turn's results sent in the model's role (misplaced-result)
     moved_end = -1
-    for last, results, calls, served, late, misplaced in _units(messages, fmt, roles):
+    for last, results, calls, served, late, misplaced, quiet in _units(messages, fmt, roles):
+        if quiet:
+            continue  # a message of a role the format lacks, holding no call or result, ends no turn
         if taking is not None and results is not None:
             taking.results.extend(results)
             if misplaced:
@@ -82,7 +86,7 @@ def _with(turn: Segment, moved: list[Entry], end: int, fmt: Format | None = None
     return turn._replace(misplaced=tuple(moved), misplaced_end=end) if moved else turn
 
 
-_Unit = tuple[int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool]
+_Unit = tuple[int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool, bool]
 
 
 def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | None = None) -> Iterator[_Unit]:
@@ -90,7 +94,9 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
     (see the module's docstring). Each unit as its last message's position, the results it holds
     (None: no results message), the calls it makes, its server blocks (a segment each, see
     :meth:`_Run.add`), its results after text with the position of its first message (None: no
-    result comes after text), and whether its results were sent in the model's role."""
+    result comes after text), whether its results were sent in the model's role, and whether it is
+    quiet: of a role its format lacks, holding no call or result (kept for the caller to name, it
+    stands between no calls and their results)."""
     reader = Reader(fmt)
     if roles is not None:
         reader.roles = roles
@@ -108,6 +114,7 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
             yield run.unit()
         run = _Run(message, role, at, results, calls, served, joins)
         run.misplaced = reader.misplaced
+        run.odd = not known_role(fmt, message.get("role"))
     if run is not None:
         yield run.unit()
 
@@ -133,6 +140,7 @@ class _Run:
         self.texted = False  # text (or any block but a result) came in the run: results after it are late
         self.late: list[Entry] = []
         self.misplaced = False  # its results were sent in the model's role (one role: all of them, or none)
+        self.odd = False  # its role is none its format has
         if ordered:
             self._order(message, at, results)
 
@@ -174,7 +182,9 @@ class _Run:
     def unit(self) -> _Unit:
         # results sent as the assistant all move to the user turn: none is late there
         late = (self.first, tuple(self.late)) if self.late and not self.misplaced else None
-        return self.last, self.results, self.calls, self.served, late, self.misplaced
+        quiet = self.odd and self.results is None and not self.calls
+        quiet = quiet and not any(chunk.calls or chunk.results for chunk in self.served)
+        return self.last, self.results, self.calls, self.served, late, self.misplaced, quiet
 
 
 def _answer_by_name(turn: Segment) -> None:

@@ -1,0 +1,408 @@
+"""Hostile audit 32: roles in Gemini ``contents``, OpenAI chat and Ollama ``messages``. Results sent
+in the model's role (or the user's, for OpenAI and Ollama: any role but ``tool``), calls made in a
+user message and roles no format has, mixed with normal turns.
+
+The seeded property tests take the API's own reading of a history as the oracle: what it refuses
+(``check`` must report exactly that), and which result answers which call (``repair`` must keep every
+one with its call, leave a history ``check`` accepts but for the kept ``unknown-role`` messages, and
+change nothing when run again). Each regression test failed before its fix. Work is counted, not timed."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from fsm import history
+
+PH = "PLACEHOLDER"
+POLICIES = [history.RepairPolicy(placeholder=PH), history.RepairPolicy("drop-call", PH)]
+CHAT_ROLES = {"openai": {"system", "developer", "user", "assistant", "tool", "function"}}
+CHAT_ROLES["ollama"] = {"system", "user", "assistant", "tool"}
+JUNK = {"openai": [5, "robot", ["user"], None], "gemini": [5, "robot", "assistant", "tool"]}
+JUNK["ollama"] = [*JUNK["openai"], "developer"]
+
+
+def _findings(messages: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
+    return [(f.kind.value, f.id, f.message) for f in history.check(messages).findings]
+
+
+def _kinds(changes: list[history.Change]) -> list[tuple[str, int]]:
+    return [(c.kind, c.message) for c in changes]
+
+
+# -- OpenAI chat and Ollama: a tool message answers; any other role is refused with a result --------------
+
+
+def _chat_call(fmt: str, key: str, tag: str) -> dict[str, Any]:
+    if fmt == "openai":
+        return {"id": key, "type": "function", "function": {"name": "f", "arguments": f'{{"tag": "{tag}"}}'}}
+    return {"function": {"name": key, "arguments": {"tag": tag}}}
+
+
+def _chat_answer(fmt: str, key: str, tag: str, role: Any = "tool") -> dict[str, Any]:
+    field = "tool_call_id" if fmt == "openai" else "tool_name"
+    return {"role": role, field: key, "content": tag}
+
+
+def _chat_key(fmt: str, call: dict[str, Any]) -> str:
+    return str(call["id"] if fmt == "openai" else call["function"]["name"])
+
+
+def _chat_tag(fmt: str, call: dict[str, Any]) -> str:
+    arguments = call["function"]["arguments"]
+    return str((eval(arguments) if fmt == "openai" else arguments)["tag"])
+
+
+def _answer_key(message: dict[str, Any]) -> Any:
+    return message.get("tool_call_id", message.get("tool_name"))
+
+
+def _random_chat(fmt: str, rng: random.Random) -> list[dict[str, Any]]:
+    """Turns whose results are sent now as ``tool`` messages, now in the assistant's or the user's
+    role; now and then a user message makes the calls, a message of a junk role comes between turns
+    or between a turn's calls and its results, a result answers nothing."""
+    serial = iter(range(1_000_000))
+    sent: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
+    for _ in range(rng.randint(1, 5)):
+        if rng.random() < 0.15:
+            sent.append({"role": rng.choice(JUNK[fmt]), "content": f"j{next(serial)}"})
+        keys = [f"c{next(serial)}" if fmt == "openai" else rng.choice("fgh") for _ in range(rng.randint(1, 3))]
+        calls = [_chat_call(fmt, key, f"t{next(serial)}") for key in keys]
+        role = "user" if rng.random() < 0.15 else "assistant"
+        text = "look" if role == "user" or rng.random() < 0.3 else (None if fmt == "openai" else "")
+        sent.append({"role": role, "content": text, "tool_calls": calls})
+        if rng.random() < 0.1:
+            break  # the history ends on the calls
+        if rng.random() < 0.1:
+            sent.append({"role": rng.choice(JUNK[fmt]), "content": f"j{next(serial)}"})
+        roles = ["tool"] * 4 + ["assistant", "user"]
+        for call in calls:
+            if rng.random() < 0.85:
+                sent.append(_chat_answer(fmt, _chat_key(fmt, call), f"r{next(serial)}", rng.choice(roles)))
+        if rng.random() < 0.15:
+            sent.append(_chat_answer(fmt, "ghost", f"r{next(serial)}", rng.choice(roles)))
+        if rng.random() < 0.5:
+            sent.append({"role": "assistant", "content": "so"})
+        sent.append({"role": "user", "content": "next"})
+    return sent
+
+
+def _chat_refused(fmt: str, messages: list[dict[str, Any]]) -> list[str]:
+    """What the API refuses: a role it lacks, calls in a message not the assistant's, a result in a
+    message not a tool message, calls the tool messages right after them do not all answer, a tool
+    message answering nothing waiting (OpenAI by id; Ollama by tool name, the k-th answer of a name
+    the k-th call of it)."""
+    why: list[str] = []
+    waiting: Counter[str] | None = None  # what the calls of the last assistant message still wait for
+    for t, message in enumerate(messages):
+        role = message.get("role")
+        if not isinstance(role, str) or role not in CHAT_ROLES[fmt]:
+            why.append(f"message {t}: a role the API lacks")
+        if message.get("tool_calls") and role != "assistant":
+            why.append(f"message {t}: calls in a {role!r} message")
+        if _answer_key(message) is not None and role != "tool":
+            why.append(f"message {t}: a result in a {role!r} message")
+        if role == "tool":
+            key = _answer_key(message)
+            if waiting is None or waiting[key] <= 0:
+                why.append(f"message {t}: a tool message answering nothing waiting")
+            else:
+                waiting[key] -= 1
+            continue
+        if waiting is not None and +waiting:
+            why.append(f"message {t}: calls before it unanswered")
+        waiting = None
+        if role == "assistant" and message.get("tool_calls"):
+            keys = Counter(_chat_key(fmt, call) for call in message["tool_calls"])
+            if fmt == "openai" and any(n > 1 for n in keys.values()):
+                why.append(f"message {t}: two calls under one id")
+            waiting = keys
+    if waiting is not None and +waiting:
+        why.append("the last calls unanswered")
+    return why
+
+
+def _chat_units(fmt: str, message: dict[str, Any]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """A message's calls and the results it sends, each as its key and tag."""
+    calls = [(_chat_key(fmt, call), _chat_tag(fmt, call)) for call in message.get("tool_calls") or ()]
+    key = _answer_key(message)
+    return calls, [] if key is None else [(key, message["content"])]
+
+
+def _chat_meant(fmt: str, messages: list[dict[str, Any]]) -> dict[str, str]:
+    return _sent_for([_chat_units(fmt, message) for message in messages])
+
+
+def _chat_answers(fmt: str, messages: list[dict[str, Any]]) -> dict[str, str]:
+    """What the API reads: the tool messages right after an assistant message's calls answer them."""
+    pairs: dict[str, str] = {}
+    for t, message in enumerate(messages):
+        if message.get("role") != "assistant" or not message.get("tool_calls"):
+            continue
+        given: list[tuple[str, str]] = []
+        for after in messages[t + 1 :]:
+            if after.get("role") != "tool":
+                break
+            given += _chat_units(fmt, after)[1]
+        pairs |= _kth(_chat_units(fmt, message)[0], given)
+    return pairs
+
+
+def _kth(calls: list[tuple[str, str]], answers: list[tuple[str, str]]) -> dict[str, str]:
+    """Each call's tag and the tag of the result answering it: the k-th answer under a key answers
+    the k-th call under it."""
+    given: dict[str, list[str]] = {}
+    for key, tag in answers:
+        given.setdefault(key, []).append(tag)
+    pairs: dict[str, str] = {}
+    k: Counter[str] = Counter()
+    for key, tag in calls:
+        if k[key] < len(given.get(key, [])):
+            pairs[tag] = given[key][k[key]]
+        k[key] += 1
+    return pairs
+
+
+def _sent_for(units: list[tuple[list[tuple[str, str]], list[tuple[str, str]]]]) -> dict[str, str]:
+    """Each call's tag and the tag of the result sent for it: the k-th result under its key after
+    its message, before the next calls (whatever role either was sent in). ``units``: each
+    message's calls and results."""
+    pairs: dict[str, str] = {}
+    calls: list[tuple[str, str]] = []
+    answers: list[tuple[str, str]] = []
+    for made, sent in units:
+        if made:
+            pairs |= _kth(calls, answers)
+            calls, answers = made, []
+        answers += sent
+    return pairs | _kth(calls, answers)
+
+
+# -- Gemini: a model content's calls are answered by the user content right after it -----------------------
+
+
+def _g_call(name: str, tag: str, key: str | None) -> dict[str, Any]:
+    return {"functionCall": {"name": name, "args": {"tag": tag}, **({"id": key} if key else {})}}
+
+
+def _g_answer(name: str, tag: str, key: str | None) -> dict[str, Any]:
+    return {"functionResponse": {"name": name, "response": {"r": tag}, **({"id": key} if key else {})}}
+
+
+def _random_gemini(rng: random.Random) -> list[dict[str, Any]]:
+    """Calls with ids or without (pairing by name then), made now and then in a user content,
+    answered now in the user content after them, now (a first few, or all) in a model content with
+    the model's text around, the rest in the user content after it; junk roles between turns or
+    between a turn's calls and its responses; a response answering nothing."""
+    serial = iter(range(1_000_000))
+    ids = rng.random() < 0.5
+    sent: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": "hi"}]}]
+    for _ in range(rng.randint(1, 5)):
+        if rng.random() < 0.15:
+            sent.append({"role": rng.choice(JUNK["gemini"]), "parts": [{"text": f"j{next(serial)}"}]})
+        calls = [
+            _g_call(rng.choice("fg"), f"t{next(serial)}", f"i{next(serial)}" if ids else None)
+            for _ in range(rng.randint(1, 3))
+        ]
+        if rng.random() < 0.15:
+            sent.append({"role": "user", "parts": [{"text": "look"}, *calls]})
+        else:
+            sent.append({"role": "model", "parts": [{"text": "let me"}, *calls] if rng.random() < 0.3 else calls})
+        if rng.random() < 0.1:
+            break
+        if rng.random() < 0.1:
+            sent.append({"role": rng.choice(JUNK["gemini"]), "parts": [{"text": f"j{next(serial)}"}]})
+        answers = [
+            _g_answer(c["functionCall"]["name"], f"r{next(serial)}", c["functionCall"].get("id"))
+            for c in calls
+            if rng.random() < 0.85
+        ]
+        if rng.random() < 0.1:
+            answers.append(_g_answer("ghost", f"r{next(serial)}", "ghost" if ids else None))
+        around = [{"text": f"s{next(serial)}"}] if rng.random() < 0.4 else []
+        if answers and rng.random() < 0.5:
+            k = rng.randint(1, len(answers))
+            sent.append({"role": "model", "parts": [*around, *answers[:k], *around[::-1]]})
+            if rng.random() < 0.2 and k == len(answers):
+                break
+            sent.append({"role": "user", "parts": [*answers[k:], {"text": "next"}]})
+        else:
+            sent.append({"role": "user", "parts": [*answers, *around] or [{"text": "next"}]})
+    return sent
+
+
+def _g_parts(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [part[kind] for part in message["parts"] if kind in part]
+
+
+def _g_key(payload: dict[str, Any]) -> str:
+    return str(payload.get("id") or payload["name"])
+
+
+def _gemini_refused(messages: list[dict[str, Any]]) -> list[str]:
+    """What Gemini refuses: a role but user or model, a functionCall in a user content, a
+    functionResponse in a model content, calls the content right after them does not answer one
+    for one (by id, or by name without), responses answering no call of the content before them."""
+    why: list[str] = []
+    for t, message in enumerate(messages):
+        role = message.get("role")
+        calls, answers = _g_parts(message, "functionCall"), _g_parts(message, "functionResponse")
+        if role not in ("user", "model"):
+            why.append(f"content {t}: the role {role!r}")
+        if calls and role != "model":
+            why.append(f"content {t}: a functionCall in a {role!r} content")
+        if answers and role != "user":
+            why.append(f"content {t}: a functionResponse in a {role!r} content")
+        if calls and role == "model":
+            after = messages[t + 1] if t + 1 < len(messages) else {"parts": []}
+            given = Counter(_g_key(a) for a in _g_parts(after, "functionResponse"))
+            if after.get("role") != "user" or given != Counter(_g_key(c) for c in calls):
+                why.append(f"content {t}: its calls are not answered one for one by the next content")
+        before = messages[t - 1] if t else {"role": None, "parts": []}
+        if answers and role == "user" and (before.get("role") != "model" or not _g_parts(before, "functionCall")):
+            why.append(f"content {t}: responses answering no call")
+    return why
+
+
+def _g_units(message: dict[str, Any]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    calls = [(_g_key(call), call["args"]["tag"]) for call in _g_parts(message, "functionCall")]
+    return calls, [(_g_key(answer), answer["response"].get("r")) for answer in _g_parts(message, "functionResponse")]
+
+
+def _gemini_meant(messages: list[dict[str, Any]]) -> dict[str, str]:
+    return _sent_for([_g_units(message) for message in messages])
+
+
+def _gemini_answers(messages: list[dict[str, Any]]) -> dict[str, str]:
+    """What Gemini reads: a model content's calls answered by the user content right after it."""
+    pairs: dict[str, str] = {}
+    for t, message in enumerate(messages[:-1]):
+        if message.get("role") == "model" and messages[t + 1].get("role") == "user":
+            pairs |= _kth(_g_units(message)[0], _g_units(messages[t + 1])[1])
+    return pairs
+
+
+# -- the property test ----------------------------------------------------------------------------------------
+
+
+def _readings(fmt: str) -> tuple[Any, Any, Any, Any]:
+    if fmt == "gemini":
+        return _random_gemini, _gemini_refused, _gemini_meant, _gemini_answers
+    return (
+        lambda rng: _random_chat(fmt, rng),
+        lambda m: _chat_refused(fmt, m),
+        lambda m: _chat_meant(fmt, m),
+        lambda m: _chat_answers(fmt, m),
+    )
+
+
+def _known(message: dict[str, Any], fmt: str) -> bool:
+    role = message.get("role")
+    return isinstance(role, str) and role in CHAT_ROLES.get(fmt, {"user", "model"})
+
+
+def _odd(messages: list[dict[str, Any]], fmt: str) -> list[int]:
+    """The 1-based places of the messages of a role the format lacks."""
+    return [t + 1 for t, m in enumerate(messages) if not _known(m, fmt)]
+
+
+def _named(messages: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
+    """The messages of a role the format has: repair keeps the others for the caller to name."""
+    return [m for m in messages if _known(m, fmt)]
+
+
+@pytest.mark.parametrize("fmt", ["gemini", "openai", "ollama"])
+def test_random_role_mixups_are_found_as_the_api_refuses_them_and_repaired_keeping_each_answer(fmt: str) -> None:
+    make, refused, meant_of, answers = _readings(fmt)
+    counted = Counter[str]()
+    for seed in range(1_200):
+        messages = make(random.Random(seed))
+        report = history.check(messages, fmt)  # type: ignore[arg-type]
+        said = refused(messages)
+        assert report.rejected == bool(said), (seed, said, report.findings)
+        odd = _odd(messages, fmt)
+        assert [f.message for f in report.of(history.Kind.UNKNOWN_ROLE)] == odd, seed
+        meant = meant_of(messages)
+        for policy in POLICIES:
+            fixed, changes = history.repair(messages, policy, fmt)  # type: ignore[arg-type]
+            left = [f for f in history.check(fixed, fmt).findings if f.kind != history.Kind.UNKNOWN_ROLE]  # type: ignore[arg-type]
+            assert left == [], (seed, policy.dangling, left)
+            named = _named(fixed, fmt)  # the kept messages of a junk role aside, the API takes it
+            assert refused(named) == [], (seed, policy.dangling, refused(named))
+            again, more = history.repair(fixed, policy, fmt)  # type: ignore[arg-type]
+            assert again == fixed and all(c.kind == "kept-unknown-role" for c in more), (seed, more)
+            kept = answers(named)
+            assert all(kept.get(call) == result for call, result in meant.items()), (seed, meant, kept)
+            counted["moved"] += sum(c.kind == "moved-misplaced-result" for c in changes)
+            counted["calls moved"] += sum(c.kind == "moved-misplaced-call" for c in changes)
+        counted["meant"] += len(meant)
+        counted["odd"] += len(odd)
+    assert counted["moved"] > 500 and counted["calls moved"] > 200 and counted["meant"] > 2_000, counted
+    assert counted["odd"] > 200, counted
+
+
+# -- regressions ------------------------------------------------------------------------------------------------
+
+
+def _between(fmt: str) -> list[dict[str, Any]]:
+    """Calls, a message of a junk role (text alone), then the calls' results."""
+    if fmt == "gemini":
+        return [
+            {"role": "user", "parts": [{"text": "go"}]},
+            {"role": "model", "parts": [_g_call("f", "t1", "a")]},
+            {"role": "assistant", "parts": [{"text": "junk"}]},
+            {"role": "user", "parts": [_g_answer("f", "sunny", "a")]},
+        ]
+    if fmt == "anthropic":
+        return [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
+            {"role": "robot", "content": "junk"},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "sunny"}]},
+        ]
+    if fmt == "bedrock":
+        return [
+            {"role": "user", "content": [{"text": "go"}]},
+            {"role": "assistant", "content": [{"toolUse": {"toolUseId": "a", "name": "f", "input": {}}}]},
+            {"role": 5, "content": [{"text": "junk"}]},
+            {"role": "user", "content": [{"toolResult": {"toolUseId": "a", "content": [{"text": "sunny"}]}}]},
+        ]
+    return [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None if fmt == "openai" else "", "tool_calls": [_chat_call(fmt, "a", "t1")]},
+        {"role": "robot", "content": "junk"},
+        _chat_answer(fmt, "a", "sunny"),
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["gemini", "openai", "ollama", "anthropic", "bedrock"])
+def test_a_message_of_a_junk_role_between_calls_and_their_results_ends_no_turn(fmt: str) -> None:
+    # The junk message closed the turn: the call was dangling, its real result an orphan, and repair
+    # dropped that result for a placeholder. Kept for the caller to name, it stands between nothing.
+    messages = _between(fmt)
+    assert [(f.kind.value, f.message) for f in history.check(messages, fmt).findings] == [("unknown-role", 3)]  # type: ignore[arg-type]
+    fixed, changes = history.repair(messages, format=fmt)  # type: ignore[arg-type]
+    assert fixed == messages and _kinds(changes) == [("kept-unknown-role", 3)]
+    assert not history.anything_dangling(messages)
+
+
+def test_an_ollama_result_sent_as_the_assistant_is_reported_and_becomes_a_tool_message() -> None:
+    # /api/chat reads a tool_name in a tool message alone: sent as the assistant, the result is the
+    # model's own text. It passed as a reply closing the turn; the call dangled, and repair put a
+    # placeholder before the real result, which stayed as an assistant message.
+    call = _chat_call("ollama", "weather", "t1")
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": [call, _chat_call("ollama", "time", "t2")]},
+        {"role": "tool", "tool_name": "time", "content": "noon"},
+        {"role": "assistant", "tool_name": "weather", "content": "sunny"},
+        {"role": "user", "tool_name": "weather", "content": "a second answer"},
+    ]
+    assert _findings(messages) == [("misplaced-result", "weather#1", 4), ("orphan", "weather#2", 5)]
+    fixed, changes = history.repair(messages)
+    assert fixed[3] == {"role": "tool", "tool_name": "weather", "content": "sunny"} and len(fixed) == 4
+    assert _kinds(changes) == [("moved-misplaced-result", 4), ("dropped-orphan", 5)]
+    assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
