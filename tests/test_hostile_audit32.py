@@ -5,17 +5,24 @@ user message and roles no format has, mixed with normal turns.
 The seeded property tests take the API's own reading of a history as the oracle: what it refuses
 (``check`` must report exactly that), and which result answers which call (``repair`` must keep every
 one with its call, leave a history ``check`` accepts but for the kept ``unknown-role`` messages, and
-change nothing when run again). Each regression test failed before its fix. Work is counted, not timed."""
+change nothing when run again). The same histories go whole through ``toolcall-fsm history check``
+(exit codes as documented, one line on stderr, never a traceback); megabyte ones cost work in
+proportion to their size. Each regression test failed before its fix. Work is counted, not timed."""
 
 from __future__ import annotations
 
+import io
+import json
 import random
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fsm import history
+from fsm.cli import main
+from tests.test_hostile_audit30 import _work
 
 PH = "PLACEHOLDER"
 POLICIES = [history.RepairPolicy(placeholder=PH), history.RepairPolicy("drop-call", PH)]
@@ -406,3 +413,169 @@ def test_an_ollama_result_sent_as_the_assistant_is_reported_and_becomes_a_tool_m
     assert fixed[3] == {"role": "tool", "tool_name": "weather", "content": "sunny"} and len(fixed) == 4
     assert _kinds(changes) == [("moved-misplaced-result", 4), ("dropped-orphan", 5)]
     assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
+
+
+# -- linear work, megabyte input ----------------------------------------------------------------------------------
+
+
+def _ollama_turn_answered_as_the_assistant(n: int) -> list[dict[str, Any]]:
+    calls = [_chat_call("ollama", "f", f"t{i}") for i in range(n)]
+    said = [_chat_answer("ollama", "f", f"r{i}" + "x" * 64, "assistant") for i in range(n)]
+    return [{"role": "user", "content": "go"}, {"role": "assistant", "content": "", "tool_calls": calls}, *said]
+
+
+def _openai_results_sent_by_the_user(n: int) -> list[dict[str, Any]]:
+    calls = [_chat_call("openai", f"a{i}", f"t{i}") for i in range(n)]
+    said = [_chat_answer("openai", f"a{i}", "x" * 64, "user") for i in range(n)]
+    return [{"role": "user", "content": "go"}, {"role": "assistant", "content": None, "tool_calls": calls}, *said]
+
+
+def _junk_between_calls_and_results(n: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for i in range(n):
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [_chat_call("openai", f"a{i}", "t")]},
+            {"role": i, "content": "x" * 64},
+            _chat_answer("openai", f"a{i}", "y" * 64),
+        ]
+    return messages
+
+
+def _gemini_junk_run_inside_a_turn(n: int) -> list[dict[str, Any]]:
+    junk = [{"role": "tool", "parts": [{"text": "x" * 64}]} for _ in range(n)]
+    answer = {"role": "user", "parts": [_g_answer("f", "sunny", None)]}
+    return [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": [_g_call("f", "t", None)]},
+        *junk,
+        answer,
+    ]
+
+
+def _gemini_turn_answered_as_the_model(n: int) -> list[dict[str, Any]]:
+    calls = [_g_call("f", f"t{i}", None) for i in range(n)]
+    said = [_g_answer("f", f"r{i}" + "x" * 64, None) for i in range(n)]
+    return [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": calls},
+        {"role": "model", "parts": said},
+    ]
+
+
+def _users_calls_answered_in_the_wrong_role(n: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for i in range(n):
+        messages += [
+            {"role": "user", "content": "look", "tool_calls": [_chat_call("ollama", "f", f"t{i}")]},
+            _chat_answer("ollama", "f", "x" * 64, "assistant"),
+        ]
+    return messages
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        _ollama_turn_answered_as_the_assistant,
+        _openai_results_sent_by_the_user,
+        _junk_between_calls_and_results,
+        _gemini_junk_run_inside_a_turn,
+        _gemini_turn_answered_as_the_model,
+        _users_calls_answered_in_the_wrong_role,
+    ],
+)
+def test_the_role_paths_of_gemini_openai_and_ollama_cost_the_same_per_message(build: Any) -> None:
+    small, large = _work(build(250)), _work(build(2_000))
+    assert large <= small * 8 * 1.25, (small, large)
+
+
+def test_a_megabyte_ollama_turn_answered_as_the_assistant_keeps_every_result_in_order() -> None:
+    messages = _ollama_turn_answered_as_the_assistant(15_000)
+    assert len(json.dumps(messages)) > 1_000_000
+    assert len(history.check(messages).of(history.Kind.MISPLACED_RESULT)) == 15_000
+    fixed, changes = history.repair(messages)
+    assert [m["content"] for m in fixed[2:]] == [f"r{i}" + "x" * 64 for i in range(15_000)]
+    assert {m["role"] for m in fixed[2:]} == {"tool"} and len(changes) == 15_000
+    assert history.check(fixed).findings == ()
+
+
+def test_a_megabyte_run_of_junk_contents_inside_a_gemini_turn_keeps_its_response() -> None:
+    messages = _gemini_junk_run_inside_a_turn(15_000)
+    assert len(json.dumps(messages)) > 1_000_000
+    assert {f.kind for f in history.check(messages).findings} == {history.Kind.UNKNOWN_ROLE}
+    fixed, changes = history.repair(messages)
+    assert fixed == messages and {c.kind for c in changes} == {"kept-unknown-role"}
+
+
+# -- whole histories through the command line --------------------------------------------------------------------
+
+
+def _cli(path: Path, *options: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["history", *options, str(path)], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["gemini", "openai", "ollama"])
+def test_history_check_reads_whole_random_histories_and_exits_as_documented(fmt: str, tmp_path: Path) -> None:
+    # A request body as sent (Gemini's `contents`, the others' `messages`), its format detected;
+    # exit 1 when the API refuses the history, 0 once repaired (unless a junk role is kept).
+    make, refused, _, _ = _readings(fmt)
+    field = "contents" if fmt == "gemini" else "messages"
+    path = tmp_path / "request.json"
+    exits = Counter[int]()
+    for seed in range(150):
+        messages = make(random.Random(seed))
+        for body in (messages, history.repair(messages, format=fmt)[0]):  # type: ignore[arg-type]
+            path.write_text(json.dumps({field: body}))
+            code, out, err = _cli(path, "check")
+            assert (code, err) == (1 if refused(body) else 0, ""), (seed, out, err)
+            assert out.endswith(
+                f"{fmt} history of {len(body)} messages {'would be rejected' if code else 'pairs up'}\n"
+            )
+            report = json.loads(_cli(path, "check", "--json")[1])
+            assert report["format"] == fmt and report["rejected"] == bool(code)
+            exits[code] += 1
+    assert exits[0] > 50 and exits[1] > 150, exits
+
+
+def test_history_check_of_a_megabyte_history_names_each_finding(tmp_path: Path) -> None:
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"messages": _ollama_turn_answered_as_the_assistant(15_000)}))
+    assert path.stat().st_size > 1_000_000
+    code, out, err = _cli(path, "check")
+    assert (code, err) == (1, "") and out.count(": misplaced-result f#") == 15_000
+
+
+HOSTILE = [
+    (
+        "ollama",
+        [{"role": "assistant", "tool_name": 5}],
+        2,
+        "message 1: the assistant message's tool_name must be a string",
+    ),
+    ("ollama", [{"role": "user", "tool_name": ["f"]}], 2, "message 1: the user message's tool_name must be a string"),
+    ("ollama", [{"role": "user", "content": "", "tool_calls": [{"function": {"name": ["f"]}}]}], 2, "function name"),
+    ("gemini", [{"role": "model", "parts": [{"functionResponse": "sunny"}]}], 2, "functionResponse must be an object"),
+    ("openai", [{"role": ["tool"], "tool_call_id": {"id": 1}, "content": "x"}], 1, ""),
+    ("openai", [{"role": "assistant", "tool_call_id": 7, "content": "x"}], 2, "tool_call_id's id must be a string"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "body", "code", "said"), HOSTILE, ids=[str(n) for n in range(len(HOSTILE))])
+def test_history_check_of_hostile_roles_is_one_line_never_a_traceback(
+    fmt: str, body: Any, code: int, said: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"contents" if fmt == "gemini" else "messages": body}))
+    got, out, err = _cli(path, "check", "--format", fmt)
+    assert got == code and err.count("\n") == (code == 2) and said in err, (got, out, err)
+    assert "Traceback" not in out + err and (code == 2 or "unknown-role" in out)
+
+
+def test_history_repair_is_no_command_bad_usage_exit_2(tmp_path: Path, capsys: Any) -> None:
+    # repair is a library call (fsm.history.repair); the command line checks only
+    path = tmp_path / "request.json"
+    path.write_text("[]")
+    code, out, err = _cli(path, "repair")
+    said = capsys.readouterr().err  # argparse writes its usage error to the process's stderr
+    assert code == 2 and "invalid choice: 'repair'" in said and "Traceback" not in said + out + err

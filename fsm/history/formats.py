@@ -220,7 +220,8 @@ class Reader:
             results.append(Entry(at, -1, rid, _name(message.get("name"))))
             self.misplaced = True
         elif fmt == "ollama" and (role == "tool" or self._answers_as_other(message, role)):
-            tool = _ollama_name(message.get("tool_name"), at, "a tool message's tool_name")
+            what = "a tool message's tool_name" if role == "tool" else f"the {role} message's tool_name"
+            tool = _ollama_name(message.get("tool_name"), at, what)
             results.append(Entry(at, -1, self._key(None, tool, self.results_named, at), tool))
             self.misplaced = role != "tool"
         elif fmt == "responses":
