@@ -85,12 +85,14 @@ def _random_chat(fmt: str, rng: random.Random) -> list[dict[str, Any]]:
             break  # the history ends on the calls
         if rng.random() < 0.1:
             sent.append({"role": rng.choice(JUNK[fmt]), "content": f"j{next(serial)}"})
-        roles = ["tool"] * 4 + ["assistant", "user"]
-        for call in calls:
-            if rng.random() < 0.85:
-                sent.append(_chat_answer(fmt, _chat_key(fmt, call), f"r{next(serial)}", rng.choice(roles)))
+        roles = ["tool"] * 4 + ["assistant", "user", "system"]
+        answers = [_chat_answer(fmt, _chat_key(fmt, c), f"r{next(serial)}", rng.choice(roles)) for c in calls]
+        answers = [answer for answer in answers if rng.random() < 0.85]
         if rng.random() < 0.15:
-            sent.append(_chat_answer(fmt, "ghost", f"r{next(serial)}", rng.choice(roles)))
+            answers.append(_chat_answer(fmt, "ghost", f"r{next(serial)}", rng.choice(roles)))
+        if rng.random() < 0.3:
+            rng.shuffle(answers)  # OpenAI pairs by id; Ollama by name, in the order sent
+        sent += answers
         if rng.random() < 0.5:
             sent.append({"role": "assistant", "content": "so"})
         sent.append({"role": "user", "content": "next"})
@@ -236,6 +238,11 @@ def _random_gemini(rng: random.Random) -> list[dict[str, Any]]:
             if rng.random() < 0.2 and k == len(answers):
                 break
             sent.append({"role": "user", "parts": [*answers[k:], {"text": "next"}]})
+        elif answers and rng.random() < 0.2:  # the user's first, the rest in the model's content after
+            k = rng.randint(1, len(answers))
+            sent.append({"role": "user", "parts": answers[:k]})
+            sent.append({"role": "model", "parts": [*answers[k:], *around]})
+            sent.append({"role": "user", "parts": [{"text": "next"}]})
         else:
             sent.append({"role": "user", "parts": [*answers, *around] or [{"text": "next"}]})
     return sent
@@ -316,6 +323,48 @@ def _odd(messages: list[dict[str, Any]], fmt: str) -> list[int]:
     return [t + 1 for t, m in enumerate(messages) if not _known(m, fmt)]
 
 
+def _units(messages: list[dict[str, Any]], fmt: str) -> list[tuple[list[tuple[str, str]], list[tuple[str, str]]]]:
+    return [_g_units(m) if fmt == "gemini" else _chat_units(fmt, m) for m in messages]
+
+
+def _out_of_role(messages: list[dict[str, Any]], fmt: str) -> tuple[list[int], list[int]]:
+    """Where the calls made in the user's role are (each message once), and where the results sent in
+    a role but the user's (Gemini) or a tool message's are that answer a call waiting (one place a
+    result): the turn of a message's calls goes on through the results right after it, past a
+    message of a junk role holding none; a Gemini user content of results ends it, but for a model
+    content of results right after it."""
+    made, sent = [], []
+    waiting: Counter[str] = Counter()
+    closing = False  # Gemini: the user's results came; a model content of results right after goes on the turn
+    for t, (message, (calls, results)) in enumerate(zip(messages, _units(messages, fmt), strict=True), 1):
+        if not _known(message, fmt):
+            if not (calls or results):
+                continue
+        elif calls and message["role"] == "user":
+            made.append(t)
+        was_closing, closing = closing, False
+        if was_closing and not (results and message.get("role") == "model"):
+            waiting = Counter()
+        if calls:
+            waiting = Counter(key for key, _ in calls)
+        elif results:
+            for key, _ in results:
+                if waiting[key] > 0 and _known(message, fmt) and message["role"] != _PROPER[fmt]:
+                    sent.append(t)
+                waiting[key] -= waiting[key] > 0
+            if fmt == "gemini" and was_closing:
+                waiting = Counter()
+            elif fmt == "gemini" and message.get("role") != "model":
+                closing = True
+        else:
+            waiting = Counter()
+    return made, sent
+
+
+_PROPER = {"gemini": "user", "openai": "tool", "ollama": "tool"}
+"""The role a result is sent in."""
+
+
 def _named(messages: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
     """The messages of a role the format has: repair keeps the others for the caller to name."""
     return [m for m in messages if _known(m, fmt)]
@@ -332,6 +381,9 @@ def test_random_role_mixups_are_found_as_the_api_refuses_them_and_repaired_keepi
         assert report.rejected == bool(said), (seed, said, report.findings)
         odd = _odd(messages, fmt)
         assert [f.message for f in report.of(history.Kind.UNKNOWN_ROLE)] == odd, seed
+        made, sent = _out_of_role(messages, fmt)
+        assert sorted({f.message for f in report.of(history.Kind.MISPLACED_CALL)}) == made, seed
+        assert sorted(f.message for f in report.of(history.Kind.MISPLACED_RESULT)) == sent, seed
         meant = meant_of(messages)
         for policy in POLICIES:
             fixed, changes = history.repair(messages, policy, fmt)  # type: ignore[arg-type]
@@ -579,3 +631,55 @@ def test_history_repair_is_no_command_bad_usage_exit_2(tmp_path: Path, capsys: A
     code, out, err = _cli(path, "repair")
     said = capsys.readouterr().err  # argparse writes its usage error to the process's stderr
     assert code == 2 and "invalid choice: 'repair'" in said and "Traceback" not in said + out + err
+
+
+def _answered_then_sent_as_the_model(fmt: str) -> list[dict[str, Any]]:
+    """Two calls; the user's content answers the first, the model's right after it the second."""
+    if fmt == "gemini":  # no ids: the k-th response of a name answers the k-th call of it
+        return [
+            {"role": "user", "parts": [{"text": "go"}]},
+            {"role": "model", "parts": [_g_call("f", "t1", None), _g_call("f", "t2", None)]},
+            {"role": "user", "parts": [_g_answer("f", "first", None)]},
+            {"role": "model", "parts": [_g_answer("f", "second", None), {"text": "so"}]},
+            {"role": "user", "parts": [{"text": "next"}]},
+        ]
+    if fmt == "bedrock":
+        use = [{"toolUse": {"toolUseId": key, "name": "f", "input": {}}} for key in "ab"]
+        said = [
+            {"toolResult": {"toolUseId": key, "content": [{"text": tag}]}}
+            for key, tag in zip("ab", ["first", "second"], strict=True)
+        ]
+        return [
+            {"role": "user", "content": [{"text": "go"}]},
+            {"role": "assistant", "content": use},
+            {"role": "user", "content": [said[0]]},
+            {"role": "assistant", "content": [said[1], {"text": "so"}]},
+            {"role": "user", "content": [{"text": "next"}]},
+        ]
+    use = [{"type": "tool_use", "id": key, "name": "f", "input": {}} for key in "ab"]
+    said = [
+        {"type": "tool_result", "tool_use_id": key, "content": tag}
+        for key, tag in zip("ab", ["first", "second"], strict=True)
+    ]
+    return [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": use},
+        {"role": "user", "content": [said[0]]},
+        {"role": "assistant", "content": [said[1], {"type": "text", "text": "so"}]},
+        {"role": "user", "content": "next"},
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["gemini", "bedrock", "anthropic"])
+def test_a_result_the_model_sends_right_after_the_users_joins_them_in_order(fmt: str) -> None:
+    # The user's results closed the turn: the second call was dangling, the model's result for it
+    # an orphan, and repair dropped it for a placeholder. It goes after the user's result now, in
+    # the order sent (a Gemini response without an id answers the k-th call of its name).
+    messages = _answered_then_sent_as_the_model(fmt)
+    field = "parts" if fmt == "gemini" else "content"
+    assert [(f.kind.value, f.message) for f in history.check(messages).findings] == [("misplaced-result", 4)]
+    fixed, changes = history.repair(messages)
+    assert _kinds(changes) == [("moved-misplaced-result", 4)]
+    assert fixed[2] == {"role": "user", field: [*messages[2][field], messages[3][field][0]]}
+    assert fixed[3] == {"role": messages[3]["role"], field: messages[3][field][1:]} and fixed[4] == messages[4]
+    assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])

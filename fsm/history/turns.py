@@ -17,7 +17,8 @@ the check reports and repair moves before the text.
 
 A result sent in the model's role (``misplaced``: an assistant message's, a Gemini model content's)
 answers the turn it follows as any result would, and is reported; the turn goes on past such a
-unit into the user's results after it, so results split between the two stay one turn's. An
+unit into the user's results after it, so results split between the two stay one turn's; and a
+turn the user answered takes the results of the model's unit right after (then it is over). An
 Anthropic user message making calls is read as the assistant message repair moves them into. A
 message of a role its format lacks that holds no call or result (``unknown-role``, kept by repair
 for the caller to name) ends no turn: the results after it answer the calls before it.
@@ -44,9 +45,13 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     taking: Segment | None = None  # the turn whose results may still come
     moved: list[Entry] = []  # the turn's results sent in the model's role (misplaced-result)
     moved_end = -1
+    answered = False  # the user's results came: the model's unit right after goes on the turn if it holds results
     for last, results, calls, served, late, misplaced, quiet in _units(messages, fmt, roles):
         if quiet:
             continue  # a message of a role the format lacks, holding no call or result, ends no turn
+        if answered and taking is not None and not (results is not None and misplaced):
+            yield _with(taking, moved, moved_end, fmt)
+            taking, moved, answered = None, [], False
         if taking is not None and results is not None:
             taking.results.extend(results)
             if misplaced:
@@ -55,10 +60,15 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
             if late is not None:
                 taking = taking._replace(late=late[1], host=late[0])
             # Anthropic, Gemini and Converse answer a turn in one unit; but a turn whose results were
-            # sent in the model's role goes on into the user's results after them.
-            if fmt not in ("openai", "ollama") and not misplaced:
+            # sent in the model's role goes on into the user's results after them, and one answered
+            # by the user takes the results the model's unit right after sends (then it is over).
+            if fmt in ("openai", "ollama"):
+                pass
+            elif answered or (not misplaced and any(chunk.calls or chunk.results for chunk in served)):
                 yield _with(taking, moved, moved_end, fmt)
-                taking, moved = None, []
+                taking, moved, answered = None, [], False
+            elif not misplaced:
+                answered = True
         elif taking is not None:
             yield _with(taking, moved, moved_end, fmt)
             taking, moved = None, []
