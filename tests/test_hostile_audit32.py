@@ -22,7 +22,8 @@ import pytest
 
 from fsm import history
 from fsm.cli import main
-from tests.test_hostile_audit30 import _work
+from tests.test_hostile_audit29 import _answer, _said, _use
+from tests.test_hostile_audit30 import READINGS, _c_answer, _c_use, _work
 
 PH = "PLACEHOLDER"
 POLICIES = [history.RepairPolicy(placeholder=PH), history.RepairPolicy("drop-call", PH)]
@@ -683,3 +684,49 @@ def test_a_result_the_model_sends_right_after_the_users_joins_them_in_order(fmt:
     assert fixed[2] == {"role": "user", field: [*messages[2][field], messages[3][field][0]]}
     assert fixed[3] == {"role": messages[3]["role"], field: messages[3][field][1:]} and fixed[4] == messages[4]
     assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
+
+
+def _with_the_rest_sent_by_the_model(fmt: str, rng: random.Random) -> list[dict[str, Any]]:
+    """Audit 30's random history, then turns the user answers in part and the model's message right
+    after it in full (ids used twice, as the turns before used them), its text after."""
+    make = READINGS[fmt][0]
+    sent: list[dict[str, Any]] = make(rng)
+    serial = iter(range(1_000_000))
+    if sent[-1]["role"] == "assistant":
+        sent.append({"role": "user", "content": [{"text": "go on"}] if fmt == "bedrock" else "go on"})
+    for _ in range(rng.randint(1, 3)):
+        keys = [rng.choice(["x", "y", f"z{next(serial)}"]) for _ in range(rng.randint(1, 3))]
+        if fmt == "bedrock":
+            uses = [_c_use(key, f"q{next(serial)}") for key in keys]
+            answers = [_c_answer(key, f"w{next(serial)}") for key in keys]
+            text: dict[str, Any] = {"text": "so"}
+        else:
+            uses = [_use(key, f"q{next(serial)}") for key in keys]
+            answers = [_answer(key, f"w{next(serial)}") for key in keys]
+            text = _said("so")
+        k = rng.randint(1, len(answers))  # a user message of no results ends the turn: the calls dangle
+        sent += [
+            {"role": "assistant", "content": uses},
+            {"role": "user", "content": answers[:k]},
+            {"role": "assistant", "content": [*answers[k:], text]},
+            {"role": "user", "content": [text]},
+        ]
+    return sent
+
+
+@pytest.mark.parametrize("fmt", sorted(READINGS))
+def test_random_turns_the_model_answers_after_the_user_keep_each_answer(fmt: str) -> None:
+    _, refused, meant_of, answers = READINGS[fmt]
+    moved = 0
+    for seed in range(600):
+        messages = _with_the_rest_sent_by_the_model(fmt, random.Random(seed))
+        assert history.check(messages).rejected == bool(refused(messages)), seed
+        meant = meant_of(messages)
+        for policy in POLICIES:
+            fixed, changes = history.repair(messages, policy)
+            assert refused(fixed) == [], (seed, policy.dangling, refused(fixed))
+            assert not history.check(fixed).rejected and history.repair(fixed, policy) == (fixed, []), seed
+            kept = answers(fixed)
+            assert all(kept.get(call) == result for call, result in meant.items()), (seed, meant, kept)
+            moved += sum(c.kind == "moved-misplaced-result" for c in changes)
+    assert moved > 1_000, moved
