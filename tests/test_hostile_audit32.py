@@ -23,7 +23,7 @@ import pytest
 from fsm import history
 from fsm.cli import main
 from tests.test_hostile_audit29 import _answer, _said, _use
-from tests.test_hostile_audit30 import READINGS, _c_answer, _c_use, _work
+from tests.test_hostile_audit30 import READINGS, _c_answer, _c_use, _work, found_and_repaired
 
 PH = "PLACEHOLDER"
 POLICIES = [history.RepairPolicy(placeholder=PH), history.RepairPolicy("drop-call", PH)]
@@ -716,17 +716,5 @@ def _with_the_rest_sent_by_the_model(fmt: str, rng: random.Random) -> list[dict[
 
 @pytest.mark.parametrize("fmt", sorted(READINGS))
 def test_random_turns_the_model_answers_after_the_user_keep_each_answer(fmt: str) -> None:
-    _, refused, meant_of, answers = READINGS[fmt]
-    moved = 0
-    for seed in range(600):
-        messages = _with_the_rest_sent_by_the_model(fmt, random.Random(seed))
-        assert history.check(messages).rejected == bool(refused(messages)), seed
-        meant = meant_of(messages)
-        for policy in POLICIES:
-            fixed, changes = history.repair(messages, policy)
-            assert refused(fixed) == [], (seed, policy.dangling, refused(fixed))
-            assert not history.check(fixed).rejected and history.repair(fixed, policy) == (fixed, []), seed
-            kept = answers(fixed)
-            assert all(kept.get(call) == result for call, result in meant.items()), (seed, meant, kept)
-            moved += sum(c.kind == "moved-misplaced-result" for c in changes)
-    assert moved > 1_000, moved
+    counted = found_and_repaired(fmt, lambda rng: _with_the_rest_sent_by_the_model(fmt, rng), 600)
+    assert counted["moved"] > 1_000, counted
