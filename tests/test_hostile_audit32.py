@@ -515,6 +515,17 @@ def _gemini_turn_answered_as_the_model(n: int) -> list[dict[str, Any]]:
     ]
 
 
+def _gemini_answered_by_the_user_then_the_model(n: int) -> list[dict[str, Any]]:
+    calls = [_g_call("f", f"t{i}", None) for i in range(n)]
+    said = [_g_answer("f", f"r{i}" + "x" * 64, None) for i in range(n)]
+    return [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": calls},
+        {"role": "user", "parts": said[: n // 2]},
+        {"role": "model", "parts": [*said[n // 2 :], {"text": "so"}]},
+    ]
+
+
 def _users_calls_answered_in_the_wrong_role(n: int) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     for i in range(n):
@@ -534,6 +545,7 @@ def _users_calls_answered_in_the_wrong_role(n: int) -> list[dict[str, Any]]:
         _gemini_junk_run_inside_a_turn,
         _gemini_turn_answered_as_the_model,
         _users_calls_answered_in_the_wrong_role,
+        _gemini_answered_by_the_user_then_the_model,
     ],
 )
 def test_the_role_paths_of_gemini_openai_and_ollama_cost_the_same_per_message(build: Any) -> None:
@@ -548,6 +560,18 @@ def test_a_megabyte_ollama_turn_answered_as_the_assistant_keeps_every_result_in_
     fixed, changes = history.repair(messages)
     assert [m["content"] for m in fixed[2:]] == [f"r{i}" + "x" * 64 for i in range(15_000)]
     assert {m["role"] for m in fixed[2:]} == {"tool"} and len(changes) == 15_000
+    assert history.check(fixed).findings == ()
+
+
+def test_a_megabyte_gemini_turn_answered_by_the_user_then_the_model_keeps_the_order_sent() -> None:
+    messages = _gemini_answered_by_the_user_then_the_model(15_000)
+    assert len(json.dumps(messages)) > 1_000_000
+    assert len(history.check(messages).of(history.Kind.MISPLACED_RESULT)) == 7_500
+    fixed, changes = history.repair(messages)
+    assert [p["functionResponse"]["response"]["r"] for p in fixed[2]["parts"]] == [
+        f"r{i}" + "x" * 64 for i in range(15_000)
+    ]
+    assert fixed[3:] == [{"role": "model", "parts": [{"text": "so"}]}] and len(changes) == 7_500
     assert history.check(fixed).findings == ()
 
 
