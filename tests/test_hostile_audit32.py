@@ -22,6 +22,7 @@ import pytest
 
 from fsm import history
 from fsm.cli import main
+from fsm.errors import LocalProtocolError
 from tests.test_hostile_audit29 import _answer, _said, _use
 from tests.test_hostile_audit30 import READINGS, _c_answer, _c_use, _work, found_and_repaired
 
@@ -742,3 +743,39 @@ def _with_the_rest_sent_by_the_model(fmt: str, rng: random.Random) -> list[dict[
 def test_random_turns_the_model_answers_after_the_user_keep_each_answer(fmt: str) -> None:
     counted = found_and_repaired(fmt, lambda rng: _with_the_rest_sent_by_the_model(fmt, rng), 600)
     assert counted["moved"] > 1_000, counted
+
+
+ANY_ROLE = {
+    "gemini": ["user", "model", "assistant", None, 5, "tool", "function"],
+    "openai": ["user", "assistant", "tool", "system", None, 5, "robot", "function", "developer"],
+    "ollama": ["user", "assistant", "tool", "system", None, 5, "developer"],
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(ANY_ROLE))
+def test_any_role_at_any_place_is_found_and_repaired_once_for_all(fmt: str) -> None:
+    # A random history with a role swapped for any other at up to three places: a finding or a
+    # refusal naming the message (LocalProtocolError), never a bare error; repair leaves only the
+    # junk roles it keeps, and repairing again changes nothing.
+    make = _readings(fmt)[0]
+    refused_input = 0
+    for seed in range(1_000):
+        rng = random.Random(seed)
+        messages = make(rng)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(messages))
+            messages[at] = {**messages[at], "role": rng.choice(ANY_ROLE[fmt])}
+        try:
+            history.check(messages, fmt)  # type: ignore[arg-type]
+        except LocalProtocolError:
+            refused_input += 1  # a tool message making calls, say: no conversation
+            continue
+        for policy in POLICIES:
+            fixed, _ = history.repair(messages, policy, fmt)  # type: ignore[arg-type]
+            left = {f.kind for f in history.check(fixed, fmt).findings} - {
+                history.Kind.UNKNOWN_ROLE,
+                history.Kind.REUSED,
+            }  # type: ignore[arg-type]
+            again, more = history.repair(fixed, policy, fmt)  # type: ignore[arg-type]
+            assert not left and again == fixed and {c.kind for c in more} <= {"kept-unknown-role"}, (seed, left, more)
+    assert refused_input < 300, refused_input
