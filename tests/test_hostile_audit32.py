@@ -431,6 +431,13 @@ def _between(fmt: str) -> list[dict[str, Any]]:
             {"role": 5, "content": [{"text": "junk"}]},
             {"role": "user", "content": [{"toolResult": {"toolUseId": "a", "content": [{"text": "sunny"}]}}]},
         ]
+    if fmt == "responses":
+        return [
+            {"role": "user", "content": "go"},
+            {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"},
+            {"type": "message", "role": "robot", "content": "junk"},
+            {"type": "function_call_output", "call_id": "a", "output": "sunny"},
+        ]
     return [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": None if fmt == "openai" else "", "tool_calls": [_chat_call(fmt, "a", "t1")]},
@@ -439,7 +446,7 @@ def _between(fmt: str) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("fmt", ["gemini", "openai", "ollama", "anthropic", "bedrock"])
+@pytest.mark.parametrize("fmt", ["gemini", "openai", "ollama", "anthropic", "bedrock", "responses"])
 def test_a_message_of_a_junk_role_between_calls_and_their_results_ends_no_turn(fmt: str) -> None:
     # The junk message closed the turn: the call was dangling, its real result an orphan, and repair
     # dropped that result for a placeholder. Kept for the caller to name, it stands between nothing.

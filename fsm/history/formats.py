@@ -10,7 +10,9 @@ Ollama messages carry no ids (the ollama client keeps none, and an ``id`` a raw 
 call is not what a ``tool`` message answers by): a call is keyed by its name and place, ``(name,
 k)`` for the k-th call of that name in its turn, and a ``tool`` message by its ``tool_name`` the
 same way, so the k-th answer naming a tool answers the k-th call of it. A tool message without a
-``tool_name`` cannot be paired and is refused, as a call without a name is.
+``tool_name`` cannot be paired and is refused, as a call without a name is. A message of another
+role carrying a ``tool_name`` (and no calls) is a result sent in that role (``misplaced-result``):
+``/api/chat`` reads a ``tool_name`` in a ``tool`` message alone.
 
 Anything the reader cannot read as a conversation raises
 :class:`~fsm.errors.LocalProtocolError` naming the message (1-based), never a bare Python error.

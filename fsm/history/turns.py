@@ -247,11 +247,16 @@ def _responses_segments(items: Sequence[Mapping[str, Any]], roles: Roles | None)
             else:
                 taking.results.extend(results)
                 answering = True
-        elif taking is not None and (answering or not _model_said(item)):
+        elif taking is not None and (answering or not _model_said(item)) and not _odd_message(item):
             yield taking
             taking = None
     if taking is not None:
         yield taking
+
+
+def _odd_message(item: Mapping[str, Any]) -> bool:
+    """A message item of a role Responses lacks (``unknown-role``): kept for the caller to name, it ends no turn."""
+    return item.get("type") in (None, "message") and not known_role("responses", item.get("role"))
 
 
 def _model_said(item: Mapping[str, Any]) -> bool:
