@@ -756,15 +756,18 @@ ANY_ROLE = {
     "gemini": ["user", "model", "assistant", None, 5, "tool", "function"],
     "openai": ["user", "assistant", "tool", "system", None, 5, "robot", "function", "developer"],
     "ollama": ["user", "assistant", "tool", "system", None, 5, "developer"],
+    "anthropic": ["user", "assistant", None, 5, "system", "tool"],
+    "bedrock": ["user", "assistant", None, 5, "system", "tool"],
 }
 
 
 @pytest.mark.parametrize("fmt", sorted(ANY_ROLE))
 def test_any_role_at_any_place_is_found_and_repaired_once_for_all(fmt: str) -> None:
-    # A random history with a role swapped for any other at up to three places: a finding or a
+    # A random history (audit 30's for Anthropic and Converse) with a role swapped for any other at
+    # up to three places: a finding or a
     # refusal naming the message (LocalProtocolError), never a bare error; repair leaves only the
     # junk roles it keeps, and repairing again changes nothing.
-    make = _readings(fmt)[0]
+    make = READINGS[fmt][0] if fmt in READINGS else _readings(fmt)[0]
     refused_input = 0
     for seed in range(1_000):
         rng = random.Random(seed)
@@ -786,3 +789,24 @@ def test_any_role_at_any_place_is_found_and_repaired_once_for_all(fmt: str) -> N
             again, more = history.repair(fixed, policy, fmt)  # type: ignore[arg-type]
             assert not left and again == fixed and {c.kind for c in more} <= {"kept-unknown-role"}, (seed, left, more)
     assert refused_input < 300, refused_input
+
+
+def test_an_anthropic_message_of_a_junk_role_making_calls_is_read_as_the_models() -> None:
+    # Its calls ended the assistant run after it: repair moved the result the run held into a user
+    # message after it, and the history it gave had the call dangling and the result an orphan
+    # (so repair of repair changed it again). Only the model makes calls: the run goes on from it.
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "robot", "content": [_use("a", "c1")]},
+        {"role": "assistant", "content": [_said("so"), _answer("a", "sunny")]},
+    ]
+    assert _findings(messages) == [("unknown-role", "", 2), ("misplaced-result", "a", 3)]
+    fixed, changes = history.repair(messages)
+    assert fixed == [
+        *messages[:2],
+        {"role": "assistant", "content": [_said("so")]},
+        {"role": "user", "content": [_answer("a", "sunny")]},
+    ]
+    assert _kinds(changes) == [("kept-unknown-role", 2), ("moved-misplaced-result", 3)]
+    assert _findings(fixed) == [("unknown-role", "", 2)]
+    assert history.repair(fixed)[0] == fixed

@@ -19,7 +19,8 @@ A result sent in the model's role (``misplaced``: an assistant message's, a Gemi
 answers the turn it follows as any result would, and is reported; the turn goes on past such a
 unit into the user's results after it, so results split between the two stay one turn's; and a
 turn the user answered takes the results of the model's unit right after (then it is over). An
-Anthropic user message making calls is read as the assistant message repair moves them into. A
+Anthropic user message making calls is read as the assistant message repair moves them into, and
+one of a role the format lacks as the model's (only the model makes calls). A
 message of a role its format lacks that holds no call or result (``unknown-role``, kept by repair
 for the caller to name) ends no turn: the results after it answer the calls before it.
 """
@@ -115,8 +116,11 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
     for at, message in enumerate(messages):
         results, calls = reader.read(message, at)
         served = reader.served
-        # a user message making calls is read as the model message repair moves them into
-        role = "assistant" if at in reader.roles.calling else message.get("role")
+        # a user message making calls is read as the model message repair moves them into; one of a
+        # role the format lacks as the model's (kept as it is: only the model makes calls)
+        role = message.get("role")
+        if at in reader.roles.calling or (joins and calls and not known_role(fmt, role)):
+            role = "assistant"
         if run is not None:
             if joins and run.takes(role, results, calls):
                 run.add(message, at, results, calls, served)
