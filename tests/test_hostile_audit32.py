@@ -781,7 +781,9 @@ def test_any_role_at_any_place_is_found_and_repaired_once_for_all(fmt: str) -> N
             refused_input += 1  # a tool message making calls, say: no conversation
             continue
         for policy in POLICIES:
-            fixed, _ = history.repair(messages, policy, fmt)  # type: ignore[arg-type]
+            fixed, changes = history.repair(messages, policy, fmt)  # type: ignore[arg-type]
+            dropped = sum(c.kind in ("dropped-orphan", "dropped-duplicate-result") for c in changes)
+            assert _sent(fixed) == _sent(messages) - dropped, seed  # each result kept, or said dropped
             left = {f.kind for f in history.check(fixed, fmt).findings} - {
                 history.Kind.UNKNOWN_ROLE,
                 history.Kind.REUSED,
@@ -789,6 +791,23 @@ def test_any_role_at_any_place_is_found_and_repaired_once_for_all(fmt: str) -> N
             again, more = history.repair(fixed, policy, fmt)  # type: ignore[arg-type]
             assert not left and again == fixed and {c.kind for c in more} <= {"kept-unknown-role"}, (seed, left, more)
     assert refused_input < 300, refused_input
+
+
+def _sent(messages: list[dict[str, Any]]) -> int:
+    """How many results the messages send, placeholders aside (any format of this module's)."""
+    held = []
+    for message in messages:
+        if _answer_key(message) is not None:
+            held.append(message["content"])
+        blocks = message.get("parts", message.get("content"))
+        for block in blocks if isinstance(blocks, list) else ():
+            if "functionResponse" in block:
+                held.append(block["functionResponse"]["response"].get("r", PH))  # a placeholder: {"error": PH}
+            elif "toolResult" in block:
+                held.append(block["toolResult"]["content"][0]["text"])
+            elif block.get("type") == "tool_result":
+                held.append(block["content"])
+    return sum(tag != PH for tag in held)
 
 
 def test_an_anthropic_message_of_a_junk_role_making_calls_is_read_as_the_models() -> None:
