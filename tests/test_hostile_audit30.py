@@ -551,9 +551,16 @@ READINGS: dict[str, tuple[Any, Any, Any, Any]] = {
 
 @pytest.mark.parametrize("fmt", sorted(READINGS))
 def test_random_results_sent_as_the_assistant_repair_to_what_the_api_takes_keeping_each_answer(fmt: str) -> None:
-    make, refused, meant_of, answers = READINGS[fmt]
+    counted = found_and_repaired(fmt, READINGS[fmt][0], 1_500)
+    assert counted["moved"] > 1_000 and counted["meant"] > 3_000
+
+
+def found_and_repaired(fmt: str, make: Any, seeds: int) -> Counter[str]:
+    """Check and repair ``seeds`` random histories ``make`` gives, against the API's reading of
+    ``fmt``; how many results repair moved out of the model's role, how many answers were sent."""
+    _, refused, meant_of, answers = READINGS[fmt]
     counted = Counter[str]()
-    for seed in range(1_500):
+    for seed in range(seeds):
         messages = make(random.Random(seed))
         report = history.check(messages)
         assert report.rejected == bool(refused(messages)), (seed, refused(messages))
@@ -566,7 +573,7 @@ def test_random_results_sent_as_the_assistant_repair_to_what_the_api_takes_keepi
             assert all(kept.get(call) == result for call, result in meant.items()), (seed, meant, kept)
             counted["moved"] += sum(c.kind == "moved-misplaced-result" for c in changes)
         counted["meant"] += len(meant)
-    assert counted["moved"] > 1_000 and counted["meant"] > 3_000
+    return counted
 
 
 _CONVERSE = ("toolUse", "toolResult", ("toolUseId", "toolUseId"))

@@ -144,6 +144,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
 
 MISPLACED_WHY = {
     "openai": "a tool result sent as another role than tool: the API takes one from a tool message alone",
+    "ollama": "a tool result sent as another role than tool: /api/chat reads a tool_name in a tool message alone",
     "anthropic": "a tool_result block in an assistant message: the API takes results from the next user turn",
     "bedrock": "a toolResult block in an assistant message: Converse takes results from the next user message",
     "gemini": "a functionResponse in a model content: Gemini takes responses from the user content after the calls",

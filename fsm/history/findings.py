@@ -32,7 +32,8 @@ class Kind(enum.Enum):
     MISPLACED_RESULT = "misplaced-result"
     """A tool result sent in the model's own role: an Anthropic or Converse ``assistant`` message
     holding ``tool_result``/``toolResult`` blocks, a Gemini ``model`` content holding a
-    ``functionResponse``, an OpenAI chat message other than ``tool`` carrying a ``tool_call_id``. The
+    ``functionResponse``, an OpenAI chat message other than ``tool`` carrying a ``tool_call_id``, an
+    Ollama one carrying a ``tool_name``. The
     APIs take results from the user (OpenAI: a ``tool`` message) alone. Repair moves it where they do."""
     MISPLACED_CALL = "misplaced-call"
     """A tool call made in a message of another role than the model's: a ``user`` message carrying

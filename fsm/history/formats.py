@@ -10,7 +10,9 @@ Ollama messages carry no ids (the ollama client keeps none, and an ``id`` a raw 
 call is not what a ``tool`` message answers by): a call is keyed by its name and place, ``(name,
 k)`` for the k-th call of that name in its turn, and a ``tool`` message by its ``tool_name`` the
 same way, so the k-th answer naming a tool answers the k-th call of it. A tool message without a
-``tool_name`` cannot be paired and is refused, as a call without a name is.
+``tool_name`` cannot be paired and is refused, as a call without a name is. A message of another
+role carrying a ``tool_name`` (and no calls) is a result sent in that role (``misplaced-result``):
+``/api/chat`` reads a ``tool_name`` in a ``tool`` message alone.
 
 Anything the reader cannot read as a conversation raises
 :class:`~fsm.errors.LocalProtocolError` naming the message (1-based), never a bare Python error.
@@ -206,20 +208,24 @@ class Reader:
         results: list[Entry] = []
         calls: list[Entry] = []
         role = message.get("role")
-        if (fmt != "responses" or "role" in message or message.get("type") == "message") and not _known(fmt, role):
+        if (fmt != "responses" or "role" in message or message.get("type") == "message") and not known_role(fmt, role):
             self.roles.odd.append((at, role))
         self.misplaced = False
         if fmt == "openai" and role == "tool":
             rid = _required_id(message.get("tool_call_id"), at, "a tool message")
             results.append(Entry(at, -1, rid, _name(message.get("name"))))
-        elif fmt == "openai" and message.get("tool_call_id") and not message.get("tool_calls") and _known(fmt, role):
+        elif (
+            fmt == "openai" and message.get("tool_call_id") and not message.get("tool_calls") and known_role(fmt, role)
+        ):
             # a result sent in another role (an assistant message carrying the tool_call_id it answers)
             rid = _required_id(message.get("tool_call_id"), at, "a message's tool_call_id")
             results.append(Entry(at, -1, rid, _name(message.get("name"))))
             self.misplaced = True
-        elif fmt == "ollama" and message.get("role") == "tool":
-            tool = _ollama_name(message.get("tool_name"), at, "a tool message's tool_name")
+        elif fmt == "ollama" and (role == "tool" or self._answers_as_other(message, role)):
+            what = "a tool message's tool_name" if role == "tool" else f"the {role} message's tool_name"
+            tool = _ollama_name(message.get("tool_name"), at, what)
             results.append(Entry(at, -1, self._key(None, tool, self.results_named, at), tool))
+            self.misplaced = role != "tool"
         elif fmt == "responses":
             kind = message.get("type")
             if not isinstance(kind, str):
@@ -277,9 +283,15 @@ class Reader:
             self.results_named = {}
         if results and role == MODEL_ROLE.get(fmt, ""):
             self.misplaced = True
-        if calls and fmt != "responses" and role != CALLER[fmt] and _known(fmt, role) and role is not None:
+        if calls and fmt != "responses" and role != CALLER[fmt] and known_role(fmt, role) and role is not None:
             self.roles.calling.add(at)
         return (results or None), calls
+
+    @staticmethod
+    def _answers_as_other(message: Mapping[str, Any], role: Any) -> bool:
+        """An Ollama message of another known role than ``tool`` carrying a ``tool_name`` (and no
+        calls): a result sent in that role, which /api/chat reads as a tool's only in a tool message."""
+        return bool(message.get("tool_name")) and not message.get("tool_calls") and known_role("ollama", role)
 
     def _read_converse(
         self, block: Mapping[str, Any], at: int, slot: int, calls: list[Entry], results: list[Entry]
@@ -306,7 +318,7 @@ class Reader:
                 self.served_ids.add(wire_id)
 
 
-def _known(fmt: Format, role: Any) -> bool:
+def known_role(fmt: Format, role: Any) -> bool:
     """Is ``role`` one a message of ``fmt`` may have? (Any value: a role may be a number, a list...)"""
     return (role is None or isinstance(role, str)) and role in ROLES[fmt]
 

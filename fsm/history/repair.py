@@ -21,9 +21,9 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
 * an Anthropic result after text in its turn's user messages moves before the text, where the API
   takes a turn's results (:mod:`fsm.history.turns`);
 * a result sent in the model's role (an Anthropic or Converse assistant message, a Gemini model
-  content, an OpenAI chat message other than ``tool``) moves where the API takes it: first into
-  its turn's user results message, else the user message after it (Anthropic), else a new user
-  message (see :meth:`_Plan._home`); the OpenAI message becomes a ``tool`` message;
+  content, an OpenAI chat or Ollama message other than ``tool``) moves where the API takes it:
+  first into its turn's user results message, else the user message after it (Anthropic), else a
+  new user message (see :meth:`_Plan._home`); the OpenAI or Ollama message becomes a ``tool`` message;
 * a message whose role its format lacks is kept as it is (only the caller knows the role meant),
   and said so;
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
@@ -172,7 +172,7 @@ class _Plan(Writer):
             self.answered_last[key] = key in answered
         moved = [result for result in segment.misplaced if (result.message, result.slot) in answers]
         for result in moved:
-            if self.fmt == "openai":  # the message is the result: it takes the tool role
+            if self.fmt in ("openai", "ollama"):  # the message is the result: it takes the tool role
                 self.touched.add(result.message)
                 self.retool.add(result.message)
                 why = "a result sent in another role: it is now a tool message"
@@ -186,30 +186,34 @@ class _Plan(Writer):
             self._place(segment, placeholders)
 
     def _home(self, segment: Segment, moved: list[Entry], placeholders: list[dict[str, Any]], answers: Any) -> None:
-        """Where a turn whose results came in the model's role gets them, first, and its placeholders:
-        the turn's first results message of the user; else (Anthropic) the user message right after
-        them; else a new user message, after them (Anthropic, whose assistant run they end) or right
-        after the calls' message (Gemini, Converse: the one message after it answers a turn, so when
-        the model's message keeps more than results, the user's results after it go up too)."""
+        """Where a turn whose results came in the model's role gets them, and its placeholders: the
+        turn's first results message of the user (first in it, or after its results for those the
+        model's message right after it sent); else (Anthropic) the user message right after them;
+        else a new user message, after them (Anthropic, whose assistant run they end) or right after
+        the calls' message (Gemini, Converse: the one message after it answers a turn, so when the
+        model's message keeps more than results, the user's results after it go up too)."""
         sent = {(entry.message, entry.slot) for entry in segment.misplaced}
         proper = [r for r in segment.results if (r.message, r.slot) not in sent]
-        if self.fmt != "anthropic" and proper and not self._left_empty(sent):
+        first = segment.misplaced[0].message
+        if self.fmt != "anthropic" and proper and first < proper[0].message and not self._left_empty(sent):
             for result in proper:
                 if (result.message, result.slot) in answers:
                     self._edit(result, self.drop)
                     moved.append(result)
                     why = "the turn's results sent as the model go right after its calls: this one goes with them"
                     self._change("moved-result", result, why)
+            moved.sort(key=lambda entry: (entry.message, entry.slot))  # in the order sent: the k-th rule pairs
             proper = []
         if not (moved or placeholders):
             return
         host = proper[0].message if proper else -1
         if host < 0 and self.fmt == "anthropic" and self._can_host(segment.misplaced_end + 1):
             host = segment.misplaced_end + 1
-        if host >= 0:
+        if host >= 0:  # those sent before its results go first, those the model sent after them after them
             self.touched.add(host)
-            self.front_into.setdefault(host, []).extend(moved)
-            self.add_into.setdefault(host, []).extend(placeholders)
+            self.front_into.setdefault(host, []).extend(entry for entry in moved if entry.message < host)
+            later = [self.moved(entry) for entry in moved if entry.message > host]
+            self.add_into.setdefault(host, []).extend([*later, *placeholders])
             return
         after = segment.misplaced_end if self.fmt == "anthropic" else segment.misplaced[0].message - 1
         blocks = [*(self.moved(entry) for entry in moved), *placeholders]

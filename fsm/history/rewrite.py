@@ -154,8 +154,8 @@ class Writer:
         if self.fmt == "responses" or (self.fmt in ("openai", "ollama") and is_result):
             if (at, -1) in self.drop:
                 return None  # the call or result is the message: its drop is already a change
-            if self.fmt == "ollama":
-                return dict(message)  # keyed by name and place: never renamed
+            if self.fmt == "ollama":  # keyed by name and place: never renamed
+                return {**message, "role": "tool"} if at in self.retool else dict(message)
             field = "tool_call_id" if self.fmt == "openai" else responses_key_field(message)
             edited = {**message, "role": "tool"} if at in self.retool else {**message}
             renamed = self.rename.get((at, -1))

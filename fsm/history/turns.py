@@ -17,8 +17,12 @@ the check reports and repair moves before the text.
 
 A result sent in the model's role (``misplaced``: an assistant message's, a Gemini model content's)
 answers the turn it follows as any result would, and is reported; the turn goes on past such a
-unit into the user's results after it, so results split between the two stay one turn's. An
-Anthropic user message making calls is read as the assistant message repair moves them into.
+unit into the user's results after it, so results split between the two stay one turn's; and a
+turn the user answered takes the results of the model's unit right after (then it is over). An
+Anthropic user message making calls is read as the assistant message repair moves them into, and
+one of a role the format lacks as the model's (only the model makes calls). A
+message of a role its format lacks that holds no call or result (``unknown-role``, kept by repair
+for the caller to name) ends no turn: the results after it answer the calls before it.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.formats import Reader, items
+from fsm.history.formats import Reader, items, known_role
 from fsm.history.server_blocks import in_order
 
 
@@ -42,7 +46,13 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     taking: Segment | None = None  # the turn whose results may still come
     moved: list[Entry] = []  # the turn's results sent in the model's role (misplaced-result)
     moved_end = -1
-    for last, results, calls, served, late, misplaced in _units(messages, fmt, roles):
+    answered = False  # the user's results came: the model's unit right after goes on the turn if it holds results
+    for last, results, calls, served, late, misplaced, quiet in _units(messages, fmt, roles):
+        if quiet:
+            continue  # a message of a role the format lacks, holding no call or result, ends no turn
+        if answered and taking is not None and not (results is not None and misplaced):
+            yield _with(taking, moved, moved_end, fmt)
+            taking, moved, answered = None, [], False
         if taking is not None and results is not None:
             taking.results.extend(results)
             if misplaced:
@@ -51,10 +61,15 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
             if late is not None:
                 taking = taking._replace(late=late[1], host=late[0])
             # Anthropic, Gemini and Converse answer a turn in one unit; but a turn whose results were
-            # sent in the model's role goes on into the user's results after them.
-            if fmt not in ("openai", "ollama") and not misplaced:
+            # sent in the model's role goes on into the user's results after them, and one answered
+            # by the user takes the results the model's unit right after sends (then it is over).
+            if fmt in ("openai", "ollama"):
+                pass
+            elif answered or (not misplaced and any(chunk.calls or chunk.results for chunk in served)):
                 yield _with(taking, moved, moved_end, fmt)
-                taking, moved = None, []
+                taking, moved, answered = None, [], False
+            elif not misplaced:
+                answered = True
         elif taking is not None:
             yield _with(taking, moved, moved_end, fmt)
             taking, moved = None, []
@@ -82,7 +97,7 @@ def _with(turn: Segment, moved: list[Entry], end: int, fmt: Format | None = None
     return turn._replace(misplaced=tuple(moved), misplaced_end=end) if moved else turn
 
 
-_Unit = tuple[int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool]
+_Unit = tuple[int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool, bool]
 
 
 def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | None = None) -> Iterator[_Unit]:
@@ -90,7 +105,9 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
     (see the module's docstring). Each unit as its last message's position, the results it holds
     (None: no results message), the calls it makes, its server blocks (a segment each, see
     :meth:`_Run.add`), its results after text with the position of its first message (None: no
-    result comes after text), and whether its results were sent in the model's role."""
+    result comes after text), whether its results were sent in the model's role, and whether it is
+    quiet: of a role its format lacks, holding no call or result (kept for the caller to name, it
+    stands between no calls and their results)."""
     reader = Reader(fmt)
     if roles is not None:
         reader.roles = roles
@@ -99,8 +116,11 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
     for at, message in enumerate(messages):
         results, calls = reader.read(message, at)
         served = reader.served
-        # a user message making calls is read as the model message repair moves them into
-        role = "assistant" if at in reader.roles.calling else message.get("role")
+        # a user message making calls is read as the model message repair moves them into; one of a
+        # role the format lacks as the model's (kept as it is: only the model makes calls)
+        role = message.get("role")
+        if at in reader.roles.calling or (joins and calls and not known_role(fmt, role)):
+            role = "assistant"
         if run is not None:
             if joins and run.takes(role, results, calls):
                 run.add(message, at, results, calls, served)
@@ -108,6 +128,7 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
             yield run.unit()
         run = _Run(message, role, at, results, calls, served, joins)
         run.misplaced = reader.misplaced
+        run.odd = not known_role(fmt, message.get("role"))
     if run is not None:
         yield run.unit()
 
@@ -133,6 +154,7 @@ class _Run:
         self.texted = False  # text (or any block but a result) came in the run: results after it are late
         self.late: list[Entry] = []
         self.misplaced = False  # its results were sent in the model's role (one role: all of them, or none)
+        self.odd = False  # its role is none its format has
         if ordered:
             self._order(message, at, results)
 
@@ -174,7 +196,9 @@ class _Run:
     def unit(self) -> _Unit:
         # results sent as the assistant all move to the user turn: none is late there
         late = (self.first, tuple(self.late)) if self.late and not self.misplaced else None
-        return self.last, self.results, self.calls, self.served, late, self.misplaced
+        quiet = self.odd and self.results is None and not self.calls
+        quiet = quiet and not any(chunk.calls or chunk.results for chunk in self.served)
+        return self.last, self.results, self.calls, self.served, late, self.misplaced, quiet
 
 
 def _answer_by_name(turn: Segment) -> None:
@@ -227,11 +251,16 @@ def _responses_segments(items: Sequence[Mapping[str, Any]], roles: Roles | None)
             else:
                 taking.results.extend(results)
                 answering = True
-        elif taking is not None and (answering or not _model_said(item)):
+        elif taking is not None and (answering or not _model_said(item)) and not _odd_message(item):
             yield taking
             taking = None
     if taking is not None:
         yield taking
+
+
+def _odd_message(item: Mapping[str, Any]) -> bool:
+    """A message item of a role Responses lacks (``unknown-role``): kept for the caller to name, it ends no turn."""
+    return item.get("type") in (None, "message") and not known_role("responses", item.get("role"))
 
 
 def _model_said(item: Mapping[str, Any]) -> bool:
