@@ -18,8 +18,8 @@ is what this class is for; split up, that order would be kept in several places.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from fsm.content import TurnContent
 from fsm.engine.ledger import MESSAGE_CHARS, WORD_CHARS, Ledger, cut_by, finish_words, shortened
@@ -61,6 +61,7 @@ from fsm.wire.decoders import (
     make_decoder,
 )
 from fsm.wire.decoders.chat_chunks import lean_fragment_in
+from fsm.wire.decoders.chunk_form import FragmentForm
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 from fsm.wire.detect import cut_before_telling
 from fsm.wire.faults import Fault, Payload
@@ -71,6 +72,10 @@ from fsm.wire.sdk import sdk_payload, take_chat_chunk
 if TYPE_CHECKING:
     from fsm.engine.partial import PartialReader  # imported when a preview is first asked for
     from fsm.engine.slot import Slot
+
+_FREE_LEARNINGS: Final = 8
+"""Forms of bare-fragment chunks learnt before learning is held to one per _EVENTS_A_LEARNING events."""
+_EVENTS_A_LEARNING: Final = 8
 
 
 class Reassembler:
@@ -123,6 +128,8 @@ class Reassembler:
         self._decoder: Decoder | None = None
         self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
         self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others'
+        self._form: FragmentForm | None = None  # the form of the last bare-fragment chunk read from the wire
+        self._forms_learned = 0
         if provider != "auto":
             self._use(make_decoder(provider, ledger.policies))
         self._invoked = False  # a boto3 InvokeModel chunk was fed: Bedrock's own events are not the model's
@@ -314,9 +321,25 @@ class Reassembler:
         if len(payloads) == 1:  # one event a read (a server's flush each): nothing to store with its text
             self._ingest_payload(payloads[0], last=False, hold=False)
             return
+        self._ingest_read(payloads)
+
+    def _ingest_read(self, payloads: Sequence[Payload]) -> None:
+        """The events of one read of many, each as _ingest_payload takes it, but a bare fragment of
+        the form last learnt (FragmentForm) is held back here, with no call for it."""
+        form, chat, registry = self._form, self._chat, self.registry
         for payload in payloads:
-            self._ingest_payload(payload, last=False)
-        self.registry.settle()
+            if (
+                form is not None
+                and chat is not None
+                and type(payload) is str
+                and (text := form.read(payload)) is not None
+            ):
+                self.ledger.event = self._events = self._events + 1
+                chat.hold(form.index, text, registry)
+            else:
+                self._ingest_payload(payload, last=False)
+                form = self._form  # learnt, or dropped at the finish
+        registry.settle()
 
     def _framing_told(self, data: bytes, *, final: bool) -> bytes:
         """Feed the framing detector; once it tells, make the framer and return what it is to read."""
@@ -448,6 +471,13 @@ class Reassembler:
                 return
             kind = LimitExceeded if payload.limit else FramingError
             raise kind(payload.message, event=self._events, rule="limits" if payload.limit else None)
+        form, chat = self._form, self._chat
+        if not hold and form is not None and chat is not None and (text := form.read(payload)) is not None:
+            # A bare fragment with the form of one read before (see FragmentForm), alone in its
+            # read: not parsed (a read of many asked already, _ingest_read).
+            self.ledger.event = self._events = self._events + 1
+            chat.fragment(form.index, text, registry)
+            return
         if payload.strip() == DONE:
             self._events += 1
             return
@@ -468,9 +498,13 @@ class Reassembler:
                 self._bad_event(f"not valid JSON: {exc}")
             return
         if type(value) is dict:  # what json gives for an object (the Mapping check costs more)
-            chat = self._chat
             if chat is not None and self._finish is None and (lean := lean_fragment_in(value)) is not None:
                 self.ledger.event = self._events = self._events + 1
+                # Learnt again for each call (the index is part of the form), but not at every
+                # event of a stream whose chunks keep changing form: a learning parses once more.
+                if self._forms_learned < _FREE_LEARNINGS or self._forms_learned * _EVENTS_A_LEARNING <= self._events:
+                    self._forms_learned += 1
+                    self._form = FragmentForm.learn(payload, value, lean[0], lean[1]) or form
                 if hold:
                     chat.hold(lean[0], lean[1], registry)
                 else:
@@ -608,6 +642,7 @@ class Reassembler:
                 self.ledger.diagnose("second-finish-reason", second)
             return
         self._finish = event, self._events
+        self._form = None  # a fragment after the finish is late: the general path reports it
         if event.finish_reason == "error":
             self.ledger.diagnose("provider-error", f"the provider reported an error: {_said(event)}")
         if event.finish_reason in NORMAL_FINISHES:  # it cuts nothing, so nothing needs its words

@@ -511,10 +511,14 @@ def _random_streams(count: int) -> list[list[dict[str, Any]]]:
 
 
 def _replay_held(events: list[dict[str, Any]], sizes: list[int], **options: Any) -> object:
+    wire = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+    return replay_in_pieces(wire, sizes, "openai-chat", **options)
+
+
+def replay_in_pieces(wire: bytes, sizes: list[int], provider: str, **options: Any) -> object:
+    """replay_traced of ``wire`` read in pieces of ``sizes`` in turn, a preview read between two."""
     from fsm import Reassembler
     from tests.helpers import replay_traced
-
-    wire = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
 
     def feed(r: Reassembler) -> Iterator[list[Any]]:
         pos, k = 0, 0
@@ -526,7 +530,7 @@ def _replay_held(events: list[dict[str, Any]], sizes: list[int], **options: Any)
                 yield [("preview", r.partial(0))]  # a preview reads what the read held back
             pos += size
 
-    return replay_traced(Reassembler("openai-chat", **options), feed)
+    return replay_traced(Reassembler(provider, **options), feed)
 
 
 def test_fragments_held_back_over_a_read_decide_as_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,150 @@
+"""The form of a stream's bare-fragment chunks, learned from one of them, so that the next ones are
+read from their text without parsing them.
+
+An OpenAI chat stream sends a call's arguments in chunks that differ from each other only in the
+argument text (and, since 2025, in OpenAI's ``obfuscation`` padding, a random string a chunk): the
+envelope, the index and every key are the same bytes each time. json.loads of such a chunk costs
+several times what reading its one string costs. So once a chunk was parsed and found to be a bare
+fragment (:func:`~fsm.wire.decoders.chat_chunks.lean_fragment_in`), its text is cut into the fixed
+pieces around those strings, and a later chunk that is exactly those pieces with a JSON string
+between each is the same fragment at the same index with that text: JSON's grammar gives a string
+token in place of another string token the same reading, and lean_fragment_in never reads the padding.
+
+Sound by construction rather than by test alone: a form is kept only when a probe, the chunk with
+other strings in the holes, parses to the same fragment with the probe's text and padding, which
+proves each hole is the token that value is read from (not a decoy with the same text, not a key
+given twice). The string is read by json's own C string scanner, strict as json.loads is, so a
+control character or a bad escape makes the chunk no match, for the general path to report.
+test_chunks_read_by_their_form_decide_as_parsed_ones holds the reassembler to the parsed path.
+"""
+
+from __future__ import annotations
+
+import json.decoder
+from collections.abc import Callable
+from typing import Any, Final
+
+from fsm.jsontext import loads_event
+from fsm.wire.decoders.chat_chunks import lean_fragment_in
+
+scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+"""json's string reader (C): the text of the string whose opening quote is just before the offset, and
+the offset past its closing quote; ValueError when there is none."""
+PADDING_KEY: Final = "obfuscation"
+"""The envelope key whose string differs in every OpenAI chunk and is never read."""
+_CANDIDATES: Final = 8
+"""How many ``"arguments"`` (or padding) keys from the chunk's end are tried before giving up."""
+
+
+class FragmentForm:
+    """A bare-fragment chunk with its argument string (and padding) cut out: ``pieces`` around
+    the holes, each piece before a hole ending with the hole's opening quote; ``text_hole`` is
+    which hole holds the arguments. ``index`` is the call index the chunk names."""
+
+    __slots__ = ("head", "index", "read", "rest", "tail", "tail_at")
+
+    def __init__(self, index: int, pieces: list[str], text_hole: int) -> None:
+        self.index = index
+        self.head, self.tail = pieces[0], pieces[-1]
+        self.tail_at = -len(self.tail)  # where the tail starts, from the end
+        # After each hole, the piece that follows it, and whether that hole is the argument text.
+        self.rest = tuple((hole == text_hole, piece) for hole, piece in enumerate(pieces[1:]))
+        # The commonest form, the text the only hole (no padding), read by the shorter way.
+        self.read = self._read_one if len(pieces) == 2 else self._read_holes
+
+    def _read_one(self, payload: str) -> str | None:
+        """read() of a form whose one hole is the text."""
+        if payload.startswith(self.head) and payload.endswith(self.tail):
+            try:
+                text, end = scanstring(payload, len(self.head))
+            except ValueError:  # no string there, or a bad one: the general path says what is wrong
+                return None
+            if end == len(payload) + self.tail_at and text:
+                return text
+        return None
+
+    def _read_holes(self, payload: str) -> str | None:
+        """The argument text of ``payload`` when it is this form with a JSON string in each hole
+        and the text is not empty; None for anything else (the caller parses it)."""
+        if not payload.startswith(self.head):
+            return None
+        pos, text = len(self.head), ""
+        try:
+            for is_text, piece in self.rest:
+                found, pos = scanstring(payload, pos)
+                if is_text:
+                    text = found
+                if not payload.startswith(piece, pos):
+                    return None
+                pos += len(piece)
+        except ValueError:  # no string there, or a bad one: the general path says what is wrong
+            return None
+        return text if pos == len(payload) and text else None
+
+    @classmethod
+    def learn(cls, payload: str, value: dict[str, Any], index: int, text: str) -> FragmentForm | None:
+        """The form of ``payload``, which parsed to ``value``, a bare fragment (``index``,
+        ``text``); None when its holes cannot be found or the probe does not prove them."""
+        text_span = _string_after(payload, '"arguments"', text)
+        if text_span is None:
+            return None
+        spans = [text_span]
+        padding = value.get(PADDING_KEY)
+        if type(padding) is str:
+            padding_span = _string_after(payload, f'"{PADDING_KEY}"', padding)
+            if padding_span is None:
+                return None
+            spans = sorted([text_span, padding_span])
+            if spans[0][1] > spans[1][0]:
+                return None  # two tokens cannot overlap; checked, not assumed
+        text_hole = spans.index(text_span)
+        pieces, start = [], 0
+        for begin, end in spans:
+            pieces.append(payload[start:begin])  # ends with the hole's opening quote
+            start = end  # just past its closing quote
+        pieces.append(payload[start:])
+        form = cls(index, pieces, text_hole)
+        # The probe: in each hole, the string there with an "x" added.
+        probe_text = text + "x"
+        fills = [payload[begin : end - 1] + 'x"' for begin, end in spans]
+        probe = pieces[0] + "".join(fill + piece for fill, piece in zip(fills, pieces[1:], strict=True))
+        probe_padding = padding + "x" if type(padding) is str else None
+        try:
+            parsed = loads_event(probe)
+        except ValueError:
+            return None
+        if type(parsed) is not dict or lean_fragment_in(parsed) != (index, probe_text):
+            return None
+        if probe_padding is not None and parsed.get(PADDING_KEY) != probe_padding:
+            return None
+        if form.read(probe) != probe_text or form.read(payload) != text:
+            return None
+        return form
+
+
+def _string_after(payload: str, key: str, want: str) -> tuple[int, int] | None:
+    """Where the string value of ``key`` equal to ``want`` sits in ``payload``, the last one first:
+    (just past its opening quote, just past its closing quote); None if none of the last few is."""
+    stop = len(payload)
+    for _ in range(_CANDIDATES):
+        at = payload.rfind(key, 0, stop)
+        if at < 0:
+            return None
+        stop = at
+        pos = at + len(key)
+        while payload[pos : pos + 1] in (" ", "\t", "\n", "\r"):
+            pos += 1
+        if payload[pos : pos + 1] != ":":
+            continue
+        pos += 1
+        while payload[pos : pos + 1] in (" ", "\t", "\n", "\r"):
+            pos += 1
+        if payload[pos : pos + 1] != '"':
+            continue
+        try:
+            found, end = scanstring(payload, pos + 1)
+        except ValueError:
+            continue
+        if found == want:
+            return pos + 1, end
+    return None
