@@ -84,6 +84,11 @@ EVENTS = [  # mostly the plainest events, which the SSE framer reads in bulk, an
     b"data:  \n\n",
     b"data: " + b"x" * 40 + b"\n\n",
     b"data: \xff\n\n",
+    b"data: \xc3\n\n",  # a character cut at the line's end
+    b"data: \xc3\xa9\n\n",
+    b"data: \xc2\xa0\n\n",  # blank to str.strip, not to bytes.strip: kept
+    b"data: \x1c\x0b\n\n",
+    b"data: \x0b\x0c \n\n",  # blank either way: skipped
     b": ping\n\n",
     b"event: e\n\n",
     b"data: a\ndata: b\n\n",

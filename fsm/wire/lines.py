@@ -217,8 +217,20 @@ class SSEFramer(_LineFramer):
             return 0
         if period == 3 and not all(map(bytes.startswith, lines[start:end:3], repeat(b"event:"))):
             return 0
+        if not data:
+            return 0
+        if all(map(bytes.startswith, data, repeat(b"data: "))):  # nearly every server's way
+            if max(map(len, data)) - 6 > self._max:
+                return 0  # the loop reports the event past the limit, after the ones before it
+            # All the values decoded at once: a line holds no LF, so the joins are where they were
+            # cut (a bad UTF-8 sequence stays bad beside an LF: then the one by one way says which).
+            with suppress(UnicodeDecodeError):
+                texts = b"\n".join(data).decode("utf-8")[6:].split("\ndata: ")
+                if all(map(str.strip, texts)):  # none blank (str.strip finds more blank than bytes.strip)
+                    out += texts
+                    return end - start
         values = [line[6:] if line[5:6] == b" " else line[5:] for line in data]
-        if not values or max(map(len, values)) > self._max:
+        if max(map(len, values)) > self._max:
             return 0  # the loop reports the event past the limit, after the ones before it
         try:
             out += [value.decode("utf-8") for value in values if value.strip()]
