@@ -206,9 +206,15 @@ class Registry:
         tool block's or item's next piece of text, at its index): _continuation and _extend in
         line for the open call of the ref's lane that the ref's id and name agree with, with the
         same rules counted and the same trigger fired, as bare_fragment does for OpenAI chat;
-        anything else goes the general way. Two calls fewer on each such event."""
+        anything else goes the general way. Two calls fewer on each such event. The lane is found
+        as _continuation finds it: by index, else by id, else by position (a Vertex streamed call)."""
         index = ref.index
-        calls = self._lanes.get(index) if index is not None and not ref.server and not self._pending_header else None
+        if ref.server or self._pending_header:
+            calls = None
+        elif index is not None:
+            calls = self._lanes.get(index)
+        else:
+            calls = self._by_wire_id.get(ref.id) if ref.id is not None else self._lanes.get(("position", ref.position))
         if calls is not None:
             slot = calls if isinstance(calls, Slot) else calls[-1]
             state = slot.state
@@ -224,7 +230,10 @@ class Registry:
             ):
                 ledger = self.ledger
                 rules = ledger.rules
-                rules["index-is-label" if ref.id is None else "id-binds"] += 1
+                if index is not None:
+                    rules["index-is-label" if ref.id is None else "id-binds"] += 1
+                else:
+                    rules["id-without-index" if ref.id is not None else "positional-fallback"] += 1
                 rules["metadata-once"] += 1
                 ledger.work += len(text)
                 if state == "accumulating" and self._direct and slot.store_waiting(text, self._staying):

@@ -71,7 +71,7 @@ from fsm.wire.decoders import error_message
 from fsm.wire.decoders._fields import field, items, mapping, text, written
 from fsm.wire.decoders._gemini_code import CodeRuns, code_part_fault, code_result_fault
 from fsm.wire.decoders._wire import GEMINI_FINISH, dumps
-from fsm.wire.decoders.partial_args import PartialArgsWriter
+from fsm.wire.decoders.partial_args import PartialArgsWriter, string_piece
 
 _FINISH = GEMINI_FINISH
 
@@ -227,6 +227,24 @@ class GeminiDecoder:
                 seen[position] = None
                 self._seen_order.setdefault(key, []).append(position)
         return events
+
+    def commonest_fragment(self, payload: dict[str, Any]) -> tuple[CallRef, str] | None:
+        """(ref, text) when the event is a Vertex streamed call's commonest (string_piece): a piece
+        of the string value open at that path. decode() makes exactly one ``ArgumentsFragment(ref,
+        text)`` of it, with no diagnostic; this does to the decoder and the call's writer what
+        decode() does and no more. None, changing nothing, for any other event (a test replays
+        every vector and fuzzed stream with and without this shortcut)."""
+        streaming = self._open
+        if streaming is None or self._runs is not None or not self.shortcuts:
+            return None
+        found = string_piece(payload)
+        piece = streaming.writer.continue_string(*found) if found is not None else ""
+        if not piece:
+            return None
+        # What a functionCall part does to the run of thought and text parts. (decode() also
+        # clears what it places whole calls by at each event's start: nothing reads that between.)
+        self._run_thought = None
+        return streaming.ref, piece
 
     def _said(self, part: Mapping[str, Any]) -> list[Event]:
         """A text part: a thought (``thought: true``) is reasoning, anything else the visible text. Either

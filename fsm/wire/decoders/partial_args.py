@@ -98,6 +98,21 @@ class PartialArgsWriter:
         self._pieces.append(text)
         return text
 
+    def continue_string(self, path: str, value: str, more: bool) -> str:
+        """What write() gives for the one entry ``{jsonPath: path, stringValue: value, willContinue:
+        more}`` when it goes on with the open string (its path, already read): its text, written;
+        "" for any other entry or an empty piece, having written nothing."""
+        if self._string_path is None or self._paths.get(path) != self._string_path:
+            return ""
+        piece = _escape(value)
+        if not more:
+            piece += '"'
+            self._string_path = None
+        elif not piece:
+            return ""
+        self._pieces.append(piece)
+        return piece
+
     def close(self) -> str:
         """Close every open container (not an open string: that value never finished)."""
         if self.mid_string:
@@ -188,6 +203,41 @@ class PartialArgsWriter:
         if not frame.is_array:
             out.append(json.dumps(segment, ensure_ascii=False) + ": ")
         frame.count += 1
+
+
+def string_piece(payload: dict[str, Any]) -> tuple[str, str, bool] | None:
+    """(jsonPath, stringValue, willContinue) of a Gemini event that says nothing else the decoder
+    reads: no error or usage, one candidate at index 0 with no finish, one part, a functionCall of
+    ``partialArgs`` (one entry, a string piece) and ``willContinue`` only. None for any other."""
+    candidates = payload.get("candidates")
+    if type(candidates) is not list or len(candidates) != 1:
+        return None
+    # A usage or finish under either name refuses the event (decode() reads the one it finds first).
+    if len(payload) > 1 and (payload.get("error") or payload.get("usageMetadata") or payload.get("usage_metadata")):
+        return None
+    candidate = candidates[0]
+    if type(candidate) is not dict or (candidate.get("index") or 0) != 0:
+        return None
+    if candidate.get("finishReason") or candidate.get("finish_reason"):
+        return None
+    content = candidate.get("content")
+    parts = content.get("parts") if type(content) is dict else None
+    if type(parts) is not list or len(parts) != 1:
+        return None
+    part = parts[0]
+    call = part.get("functionCall") if type(part) is dict and len(part) == 1 else None
+    if type(call) is not dict or not call.keys() <= _STREAMED_CALL_KEYS:
+        return None
+    entries = call.get("partialArgs")
+    if type(entries) is not list or len(entries) != 1 or type(entry := entries[0]) is not dict:
+        return None
+    path, value = entry.get("jsonPath"), entry.get("stringValue")
+    if type(path) is not str or type(value) is not str:
+        return None
+    return path, value, bool(entry.get("willContinue"))
+
+
+_STREAMED_CALL_KEYS = frozenset({"partialArgs", "willContinue"})
 
 
 def _number(value: Any) -> str:
