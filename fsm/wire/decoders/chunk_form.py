@@ -37,9 +37,9 @@ _CANDIDATES: Final = 8
 
 
 class FragmentForm:
-    """A bare-fragment chunk with its argument string (and padding) cut out: ``pieces`` around
-    the holes, each piece before a hole ending with the hole's opening quote; ``text_hole`` is
-    which hole holds the arguments. ``index`` is the call index the chunk names."""
+    """A bare-fragment chunk with its argument string (and padding) cut out, made of the fixed
+    ``pieces`` around the holes (each piece before a hole ends with the hole's opening quote) and
+    which hole holds the arguments (``text_hole``). ``index``: the call index the chunk names."""
 
     __slots__ = ("head", "index", "read", "rest", "tail", "tail_at")
 
