@@ -60,8 +60,8 @@ from fsm.wire.decoders import (
     error_message,
     make_decoder,
 )
-from fsm.wire.decoders.chat_chunks import lean_fragment_in
-from fsm.wire.decoders.chunk_form import FragmentForm
+from fsm.wire.decoders.chat_chunks import LEAN_TEXT_PATH, lean_fragment_in
+from fsm.wire.decoders.chunk_form import FragmentForm, Path
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 from fsm.wire.detect import cut_before_telling
 from fsm.wire.faults import Fault, Payload
@@ -74,7 +74,7 @@ if TYPE_CHECKING:
     from fsm.engine.slot import Slot
 
 _FREE_LEARNINGS: Final = 8
-"""Forms of bare-fragment chunks learnt before learning is held to one per _EVENTS_A_LEARNING events."""
+"""Forms of events learnt before learning is held to one per _EVENTS_A_LEARNING events."""
 _EVENTS_A_LEARNING: Final = 8
 
 
@@ -128,8 +128,10 @@ class Reassembler:
         self._decoder: Decoder | None = None
         self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
         self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others'
-        self._form: FragmentForm | None = None  # the form of the last bare-fragment chunk read from the wire
+        self._form: FragmentForm | None = None  # the form of the last commonest event learnt from the wire
         self._forms_learned = 0
+        self._form_of: Callable[[dict[str, Any]], tuple[Path, Any]] | None = None  # the decoder's (see _use)
+        self._fragment_at: Callable[[Any, str], tuple[CallRef, str] | None] | None = None
         if provider != "auto":
             self._use(make_decoder(provider, ledger.policies))
         self._invoked = False  # a boto3 InvokeModel chunk was fed: Bedrock's own events are not the model's
@@ -335,7 +337,7 @@ class Reassembler:
                 and (text := form.read(payload)) is not None
             ):
                 self.ledger.event = self._events = self._events + 1
-                chat.hold(form.index, text, registry)
+                chat.hold(form.place, text, registry)
             else:
                 self._ingest_payload(payload, last=False)
                 form = self._form  # learnt, or dropped at the finish
@@ -472,12 +474,18 @@ class Reassembler:
             kind = LimitExceeded if payload.limit else FramingError
             raise kind(payload.message, event=self._events, rule="limits" if payload.limit else None)
         form, chat = self._form, self._chat
-        if not hold and form is not None and chat is not None and (text := form.read(payload)) is not None:
-            # A bare fragment with the form of one read before (see FragmentForm), alone in its
-            # read: not parsed (a read of many asked already, _ingest_read).
-            self.ledger.event = self._events = self._events + 1
-            chat.fragment(form.index, text, registry)
-            return
+        # An event of the form of one read before (see FragmentForm) is not parsed. (Of a read of
+        # many OpenAI chat events, _ingest_read asked already.)
+        if form is not None and (not hold or chat is None) and (text := form.read(payload)) is not None:
+            if chat is not None:
+                self.ledger.event = self._events = self._events + 1
+                chat.fragment(form.place, text, registry)
+                return
+            found = self._fragment_at(form.place, text) if self._fragment_at is not None else None
+            if found is not None:  # (else its call is no longer open: the decoder says what it is)
+                self.ledger.event = self._events = self._events + 1
+                registry.fragment(found[0], found[1])
+                return
         if payload.strip() == DONE:
             self._events += 1
             return
@@ -500,11 +508,8 @@ class Reassembler:
         if type(value) is dict:  # what json gives for an object (the Mapping check costs more)
             if chat is not None and self._finish is None and (lean := lean_fragment_in(value)) is not None:
                 self.ledger.event = self._events = self._events + 1
-                # Learnt again for each call (the index is part of the form), but not at every
-                # event of a stream whose chunks keep changing form: a learning parses once more.
-                if self._forms_learned < _FREE_LEARNINGS or self._forms_learned * _EVENTS_A_LEARNING <= self._events:
-                    self._forms_learned += 1
-                    self._form = FragmentForm.learn(payload, value, lean[0], lean[1]) or form
+                if self._learning():
+                    self._form = FragmentForm.learn(payload, value, LEAN_TEXT_PATH, lean[0]) or form
                 if hold:
                     chat.hold(lean[0], lean[1], registry)
                 else:
@@ -514,6 +519,9 @@ class Reassembler:
             fragment = self._commonest(value) if self._commonest is not None and self._finish is None else None
             if fragment is not None:  # what _ingest, the decoder and _apply would do, without the event
                 self.ledger.event = self._events = self._events + 1
+                if self._form_of is not None and self._learning():
+                    path, place = self._form_of(value)
+                    self._form = FragmentForm.learn(payload, value, path, place) or form
                 registry.fragment(fragment[0], fragment[1])
                 return
         else:
@@ -523,6 +531,16 @@ class Reassembler:
                 self._bad_event(f"an event must be a JSON object, not {type(value).__name__}")
                 return
         self._ingest(value, wire=True)
+
+    def _learning(self) -> bool:
+        """May the form of this event be learnt? Again for each call (the call's index or place is
+        part of the form), but not at every event of a stream whose events keep changing form: a
+        learning parses the event once more."""
+        learned = self._forms_learned
+        if learned < _FREE_LEARNINGS or learned * _EVENTS_A_LEARNING <= self._events:
+            self._forms_learned = learned + 1
+            return True
+        return False
 
     def _bad_event(self, why: str) -> None:
         """One wire event cannot be used: strict mode raises; lax mode reports it and reads on."""
@@ -537,6 +555,8 @@ class Reassembler:
             return decoder
         self.ledger.adopt(decoder)
         self._commonest = getattr(decoder, "commonest_fragment", None)
+        self._form_of = getattr(decoder, "form_of", None)  # a decoder whose commonest events have forms
+        self._fragment_at = getattr(decoder, "fragment_at", None)
         if getattr(decoder, "parts_placed", False):  # its thought and text parts go back in their places
             self._content.place_by(self.registry.client_calls)
         return decoder

@@ -15,17 +15,22 @@ from typing import Any
 import pytest
 
 from fsm.harness.vectors import load_vectors
-from fsm.wire.decoders.chat_chunks import lean_fragment_in
+from fsm.wire.decoders.chat_chunks import LEAN_TEXT_PATH, lean_fragment_in
 from fsm.wire.decoders.chunk_form import FragmentForm
 from tests.helpers import chunk, tc
-from tests.test_wire_fast_paths import _held_edges, _random_streams, replay_in_pieces
+from tests.test_wire_fast_paths import _held_edges, _random_streams, _random_value, replay_in_pieces
 
 CUTS = [[1 << 20], [97, 5, 300], [1]]
 
 
-def _replay_lines(lines: list[str], sizes: list[int], provider: str = "openai-chat", **options: Any) -> object:
-    """replay_traced of the SSE stream of these event texts, read in pieces of ``sizes`` in turn."""
-    wire = b"".join(b"data: " + line.encode("utf-8", "surrogatepass") + b"\n\n" for line in lines)
+def _replay_lines(
+    lines: list[str], sizes: list[int], provider: str = "openai-chat", names: list[Any] | None = None, **options: Any
+) -> object:
+    """replay_traced of the SSE stream of these event texts (each after an ``event:`` line of its
+    name in ``names``, where one is given), read in pieces of ``sizes`` in turn."""
+    heads = [f"event: {name}\n".encode() if name else b"" for name in names or [None] * len(lines)]
+    data = [b"data: " + line.encode("utf-8", "surrogatepass") + b"\n\n" for line in lines]
+    wire = b"".join(head + each for head, each in zip(heads, data, strict=True))
     return replay_in_pieces(wire, sizes, provider, **options)
 
 
@@ -38,9 +43,39 @@ def _padded(event: dict[str, Any], rng: random.Random, first: bool) -> dict[str,
     return {"obfuscation": padding, **event} if first else {**event, "obfuscation": padding}
 
 
-def _variants(name: str, events: list[dict[str, Any]]) -> Iterator[tuple[str, list[str]]]:
-    """The stream's events as texts: as json.dumps writes them, compact, padded, with a decoy, with
-    the argument key given twice, and with a bad chunk of the form after each fragment."""
+def _chat_text(event: dict[str, Any]) -> str | None:
+    lean = lean_fragment_in(event)
+    return None if lean is None else lean[1]
+
+
+def _chat_decoy(event: dict[str, Any], text: str) -> dict[str, Any]:
+    choice = event["choices"][0]
+    return {**event, "choices": [{**choice, "logprobs": {"arguments": text}}]}
+
+
+def _anthropic_text(event: dict[str, Any]) -> str | None:
+    delta = event.get("delta")
+    if event.get("type") != "content_block_delta" or type(delta) is not dict or type(event.get("index")) is not int:
+        return None
+    piece = delta.get("partial_json") if delta.get("type") == "input_json_delta" else None
+    return piece if type(piece) is str and piece else None
+
+
+def _anthropic_decoy(event: dict[str, Any], text: str) -> dict[str, Any]:
+    return {**event, "meta": {"partial_json": text}}
+
+
+SHAPES = {  # per shape: the key of the text, the reader of a commonest event's text, a decoy maker
+    "openai-chat": ("arguments", _chat_text, _chat_decoy),
+    "anthropic": ("partial_json", _anthropic_text, _anthropic_decoy),
+}
+
+
+def _variants(name: str, shape: str, events: list[dict[str, Any]]) -> Iterator[tuple[str, list[str]]]:
+    """The stream's events as texts: as json.dumps writes them, compact, padded, with a decoy after
+    the text (the same text under the same key), with the text's key given twice, and with a bad
+    event of the form after each commonest one."""
+    key_name, text_of, decoy = SHAPES[shape]
     rng = random.Random(name)
     yield "plain", [json.dumps(e) for e in events]
     yield "compact", [json.dumps(e, separators=(",", ":"), ensure_ascii=False) for e in events]
@@ -49,38 +84,75 @@ def _variants(name: str, events: list[dict[str, Any]]) -> Iterator[tuple[str, li
     decoyed, doubled, spoiled = [], [], []
     for e in events:
         text = json.dumps(e)
-        lean = lean_fragment_in(e)
-        if lean is None:
+        piece = text_of(e)
+        if piece is None:
             decoyed.append(text)
             doubled.append(text)
             spoiled.append(text)
             continue
-        choice = e["choices"][0]
-        # A decoy with the same text after the real one: the last "arguments" key is not the one read.
-        decoyed.append(json.dumps({**e, "choices": [{**choice, "logprobs": {"arguments": lean[1]}}]}))
-        literal = json.dumps(lean[1])
-        key = f'"arguments": {literal}'
+        decoyed.append(json.dumps(decoy(e, piece)))
+        key = f'"{key_name}": {json.dumps(piece)}'
         assert text.count(key) == 1
         doubled.append(
-            text.replace(key, f'"arguments": "junk", {key}')
+            text.replace(key, f'"{key_name}": "junk", {key}')
             if rng.random() < 0.5
-            else text.replace(key, f'{key}, "arguments": "x"')
+            else text.replace(key, f'{key}, "{key_name}": "x"')
         )
         spoiled.append(text)
         bad = rng.choice(['"a\x01b"', '"a\\qb"', '""', '"a" ', '"a', '"a"x', "12", '"\\ud83d"', '"\\u00"'])
-        spoiled.append(text.replace(key, f'"arguments": {bad}'))
+        spoiled.append(text.replace(key, f'"{key_name}": {bad}'))
     yield "decoyed", decoyed
     yield "doubled", doubled
     yield "spoiled", spoiled
 
 
-def _streams() -> list[tuple[str, list[dict[str, Any]], dict[str, Any]]]:
+def _anthropic_streams(count: int) -> list[list[dict[str, Any]]]:
+    """Anthropic streams of text and tool blocks, tool input in fragments of 1 to 12 characters."""
+    streams = []
+    for seed in range(count):
+        rng = random.Random(seed)
+        events: list[dict[str, Any]] = [{"type": "message_start", "message": {"id": "m", "content": []}}]
+        for at in range(rng.randint(1, 4)):
+            if rng.random() < 0.3:
+                events.append(
+                    {"type": "content_block_start", "index": at, "content_block": {"type": "text", "text": ""}}
+                )
+                events.append(
+                    {"type": "content_block_delta", "index": at, "delta": {"type": "text_delta", "text": "hi"}}
+                )
+            else:
+                block = {"type": "tool_use", "id": f"t{at}", "name": "f", "input": {}}
+                events.append({"type": "content_block_start", "index": at, "content_block": block})
+                text = json.dumps({"q": _random_value(rng), "r": _random_value(rng)}, ensure_ascii=rng.random() < 0.3)
+                for start in range(0, len(text), step := rng.randint(1, 12)):
+                    piece = {"type": "input_json_delta", "partial_json": text[start : start + step]}
+                    events.append({"type": "content_block_delta", "index": at, "delta": piece})
+            if rng.random() < 0.9:
+                events.append({"type": "content_block_stop", "index": at})
+            if rng.random() < 0.05:  # a piece for a block already stopped
+                piece = {"type": "input_json_delta", "partial_json": "1"}
+                events.append({"type": "content_block_delta", "index": at, "delta": piece})
+        if rng.random() < 0.9:
+            events += [{"type": "message_delta", "delta": {"stop_reason": "tool_use"}}, {"type": "message_stop"}]
+        streams.append(events)
+    return streams
+
+
+def _streams() -> list[tuple[str, str, list[dict[str, Any]], dict[str, Any]]]:
+    from fsm import Policies
     from fsm.harness.fuzz.run import sample_vectors
 
-    vectors = [v for v in load_vectors() if v.shape == "openai-chat"] + sample_vectors("openai-chat", 80)
-    streams = [(v.name, v.events, {}) for v in vectors if all(type(e) is dict for e in v.events)]
-    streams += [(name, events, options) for name, (events, options) in _held_edges().items()]
-    streams += [(f"random {k}", events, {}) for k, events in enumerate(_random_streams(40))]
+    streams = []
+    for shape in SHAPES:
+        vectors = [v for v in load_vectors() if v.shape == shape] + sample_vectors(shape, 80)
+        streams += [
+            (v.name, shape, v.events, {"policies": Policies(**v.policies)})
+            for v in vectors
+            if all(type(e) is dict for e in v.events)
+        ]
+    streams += [(name, "openai-chat", events, options) for name, (events, options) in _held_edges().items()]
+    streams += [(f"random {k}", "openai-chat", events, {}) for k, events in enumerate(_random_streams(40))]
+    streams += [(f"anthropic {k}", "anthropic", events, {}) for k, events in enumerate(_anthropic_streams(60))]
     return streams
 
 
@@ -101,17 +173,25 @@ def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_chunks_read_by_their_form_decide_as_parsed_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     cases = [
-        (f"{name} {variant} {sizes}", lines, sizes, options)
-        for name, events, options in _streams()
-        for variant, lines in _variants(name, events)
+        (f"{name} {variant} {sizes}", shape, lines, sizes, options)
+        for name, shape, events, options in _streams()
+        for variant, lines in _variants(name, shape, events)
         for sizes in CUTS
     ]
-    assert len(cases) > 3000
+    assert len(cases) > 5000
     hits = _counting_reads(monkeypatch)
-    by_form = [_replay_lines(lines, sizes, **options) for _, lines, sizes, options in cases]
-    assert hits[0] > 10000, hits  # taken, often: in reads of many events and of one
+
+    def replays() -> list[object]:
+        # Anthropic's as it sends them, each after an event: line (which the framer does not keep).
+        return [
+            _replay_lines(lines, sizes, shape, ["e"] * len(lines) if shape == "anthropic" else None, **options)
+            for _, shape, lines, sizes, options in cases
+        ]
+
+    by_form = replays()
+    assert hits[0] > 15000, hits  # taken, often: in reads of many events and of one
     monkeypatch.setattr(FragmentForm, "learn", classmethod(lambda cls, *args: None))
-    parsed = [_replay_lines(lines, sizes, **options) for _, lines, sizes, options in cases]
+    parsed = replays()
     for (name, *_), a, b in zip(cases, by_form, parsed, strict=True):
         assert a == b, name
 
@@ -133,12 +213,12 @@ def _learnt(event: dict[str, Any] | str) -> FragmentForm | None:
     value = json.loads(text)
     lean = lean_fragment_in(value)
     assert lean is not None
-    return FragmentForm.learn(text, value, lean[0], lean[1])
+    return FragmentForm.learn(text, value, LEAN_TEXT_PATH, lean[0])
 
 
 def test_a_form_reads_the_text_of_its_chunks_and_nothing_else() -> None:
     form = _learnt(chunk(tc(2, args='{"a": ')))
-    assert form is not None and form.index == 2
+    assert form is not None and form.place == 2
     assert form.read(json.dumps(chunk(tc(2, args='"b\\"c\u00e9\U0001f642}')))) == '"b\\"c\u00e9\U0001f642}'
     assert form.read(json.dumps(chunk(tc(2, args="\ud83d")))) == "\ud83d"  # json.loads gives it so too
     for other in (
@@ -199,3 +279,24 @@ def test_learning_forms_is_bounded_however_the_chunks_change(monkeypatch: pytest
     learnt[0] = 0
     _replay_lines(lines[:2] + [lines[2]] * 4000 + lines[-1:], [1 << 22])  # one form: learnt once
     assert learnt[0] == 1
+
+
+def test_an_anthropic_form_reads_its_block_and_is_proven_as_a_chat_one() -> None:
+    from fsm.wire.decoders.anthropic import _FORM_TEXT
+
+    event = {"type": "content_block_delta", "index": 3, "delta": {"type": "input_json_delta", "partial_json": "{"}}
+    form = FragmentForm.learn(json.dumps(event), event, _FORM_TEXT, 3)
+    assert form is not None and form.place == 3
+    piece = {**event, "delta": {**event["delta"], "partial_json": '"\\u00e9'}}
+    assert form.read(json.dumps(piece)) == '"\\u00e9'
+    assert form.read(json.dumps({**event, "index": 4})) is None
+    decoyed = {**event, "meta": {"partial_json": "{"}}  # the last key of the name is not the one read
+    assert FragmentForm.learn(json.dumps(decoyed), decoyed, _FORM_TEXT, 3) is None
+
+
+def test_forms_are_learnt_and_read_for_anthropic_tool_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    hits = _counting_reads(monkeypatch)
+    lines = [json.dumps(e) for e in _anthropic_streams(1)[0]]
+    assert sum(_anthropic_text(json.loads(line)) is not None for line in lines) > 20
+    _replay_lines(lines, [1 << 20], "anthropic")
+    assert hits[0] >= sum(_anthropic_text(json.loads(line)) is not None for line in lines) - 4

@@ -72,6 +72,10 @@ class _Block:
         self.streamed = False
 
 
+_FORM_TEXT = ("delta", "partial_json")
+"""Where an ``input_json_delta`` event holds its text."""
+
+
 class AnthropicDecoder:
     name = "anthropic"
     output_indexed = True
@@ -144,8 +148,21 @@ class AnthropicDecoder:
         delta, at = payload.get("delta"), payload.get("index")
         if type(delta) is not dict or type(at) is not int or delta.get("type") != "input_json_delta":
             return None
-        block, piece = self._blocks.get(at), delta.get("partial_json")
-        if block is None or type(piece) is not str or not piece:
+        piece = delta.get("partial_json")
+        if type(piece) is not str or not piece:
+            return None
+        return self.fragment_at(at, piece)
+
+    def form_of(self, payload: dict[str, Any]) -> tuple[tuple[str, ...], int]:
+        """Of an event commonest_fragment took: where its text sits, and the place its form names
+        (the block's index), for FragmentForm."""
+        return _FORM_TEXT, payload["index"]
+
+    def fragment_at(self, at: int, piece: str) -> tuple[CallRef, str] | None:
+        """What commonest_fragment does with such an event for block ``at`` holding ``piece``
+        (not empty): the tool block open there, marked streamed; None, changing nothing, if none is."""
+        block = self._blocks.get(at)
+        if block is None:
             return None
         block.streamed = True
         return block.ref, piece

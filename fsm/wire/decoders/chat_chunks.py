@@ -29,6 +29,10 @@ def plain_delta(payload: dict[str, Any]) -> dict[str, Any] | None:
     return delta if type(delta) is dict else None
 
 
+LEAN_TEXT_PATH = ("choices", 0, "delta", "tool_calls", 0, "function", "arguments")
+"""Where lean_fragment_in finds the text in the chunks it reads."""
+
+
 def lean_fragment_in(payload: dict[str, Any]) -> tuple[int, str] | None:
     """(index, text) of a chunk that holds nothing but one bare fragment, as OpenAI sends nearly
     every chunk of a call's arguments: what one_entry and bare_fragment_in find in its plain delta,

@@ -1,20 +1,22 @@
-"""The form of a stream's bare-fragment chunks, learned from one of them, so that the next ones are
-read from their text without parsing them.
+"""The form of a stream's commonest fragment events, learned from one of them, so that the next
+ones are read from their text without parsing them.
 
 An OpenAI chat stream sends a call's arguments in chunks that differ from each other only in the
-argument text (and, since 2025, in OpenAI's ``obfuscation`` padding, a random string a chunk): the
-envelope, the index and every key are the same bytes each time. json.loads of such a chunk costs
-several times what reading its one string costs. So once a chunk was parsed and found to be a bare
-fragment (:func:`~fsm.wire.decoders.chat_chunks.lean_fragment_in`), its text is cut into the fixed
-pieces around those strings, and a later chunk that is exactly those pieces with a JSON string
-between each is the same fragment at the same index with that text: JSON's grammar gives a string
-token in place of another string token the same reading, and lean_fragment_in never reads the padding.
+argument text (and, since 2025, in OpenAI's ``obfuscation`` padding, a random string a chunk); an
+Anthropic stream sends a tool's input in ``input_json_delta`` events that differ only in their
+``partial_json``: the envelope, the index and every key are the same bytes each time. json.loads of
+such an event costs several times what reading its one string costs. So once an event was parsed
+and its shortcut reader took it (:func:`~fsm.wire.decoders.chat_chunks.lean_fragment_in`, a
+decoder's ``commonest_fragment``), its text is cut into the fixed pieces around those strings, and
+a later event that is exactly those pieces with a JSON string in each hole is the same fragment of
+the same call with that text: JSON's grammar gives a string token in place of another string token
+the same reading, and no shortcut reader reads the padding.
 
-Sound by construction rather than by test alone: a form is kept only when a probe, the chunk with
-other strings in the holes, parses to the same fragment with the probe's text and padding, which
-proves each hole is the token that value is read from (not a decoy with the same text, not a key
+Sound by construction rather than by test alone: a form is kept only when a probe, the event with
+other strings in the holes, parses to the event's value with exactly those strings changed, which
+proves each hole is the token that string is read from (not a decoy with the same text, not a key
 given twice). The string is read by json's own C string scanner, strict as json.loads is, so a
-control character or a bad escape makes the chunk no match, for the general path to report.
+control character or a bad escape makes the event no match, for the general path to report.
 test_chunks_read_by_their_form_decide_as_parsed_ones holds the reassembler to the parsed path.
 """
 
@@ -25,7 +27,6 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from fsm.jsontext import loads_event
-from fsm.wire.decoders.chat_chunks import lean_fragment_in
 
 scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 """json's string reader (C): the text of the string whose opening quote is just before the offset, and
@@ -39,12 +40,13 @@ _CANDIDATES: Final = 8
 class FragmentForm:
     """A bare-fragment chunk with its argument string (and padding) cut out, made of the fixed
     ``pieces`` around the holes (each piece before a hole ends with the hole's opening quote) and
-    which hole holds the arguments (``text_hole``). ``index``: the call index the chunk names."""
+    which hole holds the arguments (``text_hole``). ``place``: what names the chunk's call (an
+    OpenAI chat index, an Anthropic block's index, ...), for its decoder."""
 
-    __slots__ = ("head", "index", "read", "rest", "tail", "tail_at")
+    __slots__ = ("head", "place", "read", "rest", "tail", "tail_at")
 
-    def __init__(self, index: int, pieces: list[str], text_hole: int) -> None:
-        self.index = index
+    def __init__(self, place: Any, pieces: list[str], text_hole: int) -> None:
+        self.place = place
         self.head, self.tail = pieces[0], pieces[-1]
         self.tail_at = -len(self.tail)  # where the tail starts, from the end
         # After each hole, the piece that follows it, and whether that hole is the argument text.
@@ -82,10 +84,16 @@ class FragmentForm:
         return text if pos == len(payload) and text else None
 
     @classmethod
-    def learn(cls, payload: str, value: dict[str, Any], index: int, text: str) -> FragmentForm | None:
-        """The form of ``payload``, which parsed to ``value``, a bare fragment (``index``,
-        ``text``); None when its holes cannot be found or the probe does not prove them."""
-        text_span = _string_after(payload, '"arguments"', text)
+    def learn(cls, payload: str, value: dict[str, Any], path: Path, place: Any) -> FragmentForm | None:
+        """The form of ``payload``, which parsed to ``value``, a commonest event whose text is the
+        string at ``path`` in it (keys and list indexes) and whose call is at ``place``; None when
+        its holes cannot be found or the probe does not prove them."""
+        text: Any = value
+        for step in path:
+            text = text[step]
+        if type(text) is not str:
+            return None
+        text_span = _string_after(payload, f'"{path[-1]}"', text)
         if text_span is None:
             return None
         spans = [text_span]
@@ -103,23 +111,41 @@ class FragmentForm:
             pieces.append(payload[start:begin])  # ends with the hole's opening quote
             start = end  # just past its closing quote
         pieces.append(payload[start:])
-        form = cls(index, pieces, text_hole)
-        # The probe: in each hole, the string there with an "x" added.
+        form = cls(place, pieces, text_hole)
+        # The probe: in each hole, the string there with an "x" added. It must parse to the value
+        # with those two strings changed and nothing else: then each hole is the token its string
+        # is read from, and any string there reads as that string in that place.
         probe_text = text + "x"
         fills = [payload[begin : end - 1] + 'x"' for begin, end in spans]
         probe = pieces[0] + "".join(fill + piece for fill, piece in zip(fills, pieces[1:], strict=True))
-        probe_padding = padding + "x" if type(padding) is str else None
+        expected = _replaced(value, path, probe_text)
+        if type(padding) is str:
+            expected[PADDING_KEY] = padding + "x"
         try:
             parsed = loads_event(probe)
         except ValueError:
             return None
-        if type(parsed) is not dict or lean_fragment_in(parsed) != (index, probe_text):
-            return None
-        if probe_padding is not None and parsed.get(PADDING_KEY) != probe_padding:
-            return None
-        if form.read(probe) != probe_text or form.read(payload) != text:
+        if parsed != expected or form.read(probe) != probe_text or form.read(payload) != text:
             return None
         return form
+
+
+Path = tuple[str | int, ...]
+"""Where a string sits in a parsed event: its keys and list indexes from the top."""
+
+
+def _replaced(value: Any, path: Path, text: str) -> Any:
+    """A copy of ``value`` with the string at ``path`` made ``text``, sharing all it does not change."""
+    if not path:
+        return text
+    head, rest = path[0], path[1:]
+    if type(value) is list:
+        copied_list = list(value)
+        copied_list[head] = _replaced(value[head], rest, text)  # type: ignore[index]
+        return copied_list
+    copied = dict(value)
+    copied[head] = _replaced(value[head], rest, text)
+    return copied
 
 
 def _string_after(payload: str, key: str, want: str) -> tuple[int, int] | None:
