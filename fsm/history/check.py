@@ -129,6 +129,8 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
                 findings.append(Finding(Kind.RESULT_AFTER_TEXT, shown(entry.key), entry.message + 1, why, entry.name))
             if waiting and (entry.message, entry.slot) in moved:
                 why = MISPLACED_WHY[fmt]
+                if 0 <= segment.held < entry.message:
+                    why += "; sent after the user's text, it still answers the calls before that text"
                 findings.append(Finding(Kind.MISPLACED_RESULT, shown(entry.key), entry.message + 1, why, entry.name))
         for call in dict.fromkeys(made):  # the turn is over: each of its ids once, in call order
             if call.state == "outstanding" and not segment.open_end:

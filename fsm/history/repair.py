@@ -24,6 +24,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   content, an OpenAI chat or Ollama message other than ``tool``) moves where the API takes it:
   first into its turn's user results message, else the user message after it (Anthropic), else a
   new user message (see :meth:`_Plan._home`); the OpenAI or Ollama message becomes a ``tool`` message;
+  results sent so after the user's text (``Segment.held``) go before it: first into that user
+  message, or (OpenAI, Ollama) right after the calls and the tool messages before it;
 * a message whose role its format lacks is kept as it is (only the caller knows the role meant),
   and said so;
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
@@ -180,10 +182,31 @@ class _Plan(Writer):
                 self._edit(result, self.drop)
                 why = f"a result in a message of the model's role ({MODEL_ROLE[self.fmt]}): moved to the next user turn"
             self._change("moved-misplaced-result", result, why)
+        if segment.held >= 0 and self.fmt not in MODEL_ROLE:
+            self._carry(segment, answers)
         if segment.misplaced and self.fmt in MODEL_ROLE:
             self._home(segment, moved, placeholders, answers)
         elif placeholders:
             self._place(segment, placeholders)
+
+    def _carry(self, segment: Segment, answers: Any) -> None:
+        """OpenAI, Ollama: the results sent after the user's text (``Segment.held``), each a message, go
+        right after the turn's calls and the results before the text, as tool messages, in their order."""
+        anchor = self._before_text(segment)
+        for result in segment.results:
+            if result.message > segment.held and (result.message, result.slot) in answers:
+                carried = self._edited(self.messages[result.message], result.message)
+                assert carried is not None  # a result message kept: it is its own result
+                self._edit(result, self.drop)
+                self.add_after.setdefault(anchor, []).append(carried)
+                if result not in segment.misplaced:
+                    why = "a result after the user's text: moved before it, right after its turn's calls"
+                    self._change("moved-result", result, why)
+
+    def _before_text(self, segment: Segment) -> int:
+        """The last message of a turn's calls and results before the user's text (``Segment.held``)."""
+        before = [r.message for r in segment.results if r.message < segment.held]
+        return max(before, default=segment.end if segment.end >= 0 else segment.calls[-1].message)
 
     def _home(self, segment: Segment, moved: list[Entry], placeholders: list[dict[str, Any]], answers: Any) -> None:
         """Where a turn whose results came in the model's role gets them, and its placeholders: the
@@ -204,6 +227,12 @@ class _Plan(Writer):
                     self._change("moved-result", result, why)
             moved.sort(key=lambda entry: (entry.message, entry.slot))  # in the order sent: the k-th rule pairs
             proper = []
+        if segment.held >= 0:  # after the user's text: before it, in the user's message the calls' results go in
+            self._before_held(segment, proper, moved, answers)
+            self.touched.add(segment.held)
+            self.front_into.setdefault(segment.held, []).extend(moved)
+            self.add_into.setdefault(segment.held, []).extend(placeholders)
+            return
         if not (moved or placeholders):
             return
         host = proper[0].message if proper else -1
@@ -218,6 +247,15 @@ class _Plan(Writer):
         after = segment.misplaced_end if self.fmt == "anthropic" else segment.misplaced[0].message - 1
         blocks = [*(self.moved(entry) for entry in moved), *placeholders]
         self.add_after.setdefault(after, []).append({"role": "user", FIELD[self.fmt]: blocks})
+
+    def _before_held(self, segment: Segment, proper: list[Entry], moved: list[Entry], answers: Any) -> None:
+        """The user's results after those the model sent past the user's text go before it with them."""
+        for result in proper:
+            if (result.message, result.slot) in answers:
+                self._edit(result, self.drop)
+                moved.append(result)
+                self._change("moved-result", result, "a result after the user's text: moved before it, with its turn's")
+        moved.sort(key=lambda entry: (entry.message, entry.slot))
 
     def _left_empty(self, sent: set[tuple[int, int]]) -> bool:
         """Does every block of the messages holding ``sent`` go (moved, or dropped as answering nothing)?"""
@@ -322,6 +360,7 @@ class _Plan(Writer):
         call_message = segment.end if segment.end >= 0 else segment.calls[-1].message
         if self.fmt in ("openai", "ollama", "responses"):
             last = max((r.message for r in segment.results), default=segment.calls[-1].message)
+            last = last if segment.held < 0 else self._before_text(segment)
             self.add_after.setdefault(last, []).extend(placeholders)
             return
         first = segment.results[0].message if segment.results else call_message + 1

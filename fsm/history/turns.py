@@ -20,7 +20,11 @@ answers the turn it follows as any result would, and is reported; the turn goes 
 unit into the user's results after it, so results split between the two stay one turn's; and a
 turn the user answered takes the results of the model's unit right after (then it is over). An
 Anthropic user message making calls is read as the assistant message repair moves them into, and
-one of a role the format lacks as the model's (only the model makes calls). A
+one of a role the format lacks as the model's (only the model makes calls). The user's text alone
+(a unit of the user's holding no call, result or server block) after a turn's calls, before any
+result of the user's, leaves the turn open for the unit after it: when that holds results sent in
+the model's role they answer the calls (``Segment.held``; repair moves them before the text), else
+the turn is over. A
 message of a role its format lacks that holds no call or result (``unknown-role``, kept by repair
 for the caller to name) ends no turn: the results after it answer the calls before it.
 """
@@ -47,9 +51,17 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     moved: list[Entry] = []  # the turn's results sent in the model's role (misplaced-result)
     moved_end = -1
     answered = False  # the user's results came: the model's unit right after goes on the turn if it holds results
-    for last, results, calls, served, late, misplaced, quiet in _units(messages, fmt, roles):
+    held = -1  # the user's text came after the calls, none of their results yet: the model's unit after may send them
+    for last, results, calls, served, late, misplaced, quiet, said in _units(messages, fmt, roles):
         if quiet:
             continue  # a message of a role the format lacks, holding no call or result, ends no turn
+        if held >= 0 and taking is not None:
+            if results is not None and misplaced:  # the turn goes on past the user's text
+                taking = taking._replace(held=held)
+            else:
+                yield _with(taking, moved, moved_end, fmt)
+                taking, moved = None, []
+            held = -1
         if answered and taking is not None and not (results is not None and misplaced):
             yield _with(taking, moved, moved_end, fmt)
             taking, moved, answered = None, [], False
@@ -70,6 +82,9 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
                 taking, moved, answered = None, [], False
             elif not misplaced:
                 answered = True
+        elif taking is not None and said >= 0 and not (answered or moved):
+            held = said  # the turn waits on: results the model sends next answer it all the same
+            continue
         elif taking is not None:
             yield _with(taking, moved, moved_end, fmt)
             taking, moved = None, []
@@ -97,7 +112,9 @@ def _with(turn: Segment, moved: list[Entry], end: int, fmt: Format | None = None
     return turn._replace(misplaced=tuple(moved), misplaced_end=end) if moved else turn
 
 
-_Unit = tuple[int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool, bool]
+_Unit = tuple[
+    int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool, bool, int
+]
 
 
 def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | None = None) -> Iterator[_Unit]:
@@ -107,7 +124,8 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
     :meth:`_Run.add`), its results after text with the position of its first message (None: no
     result comes after text), whether its results were sent in the model's role, and whether it is
     quiet: of a role its format lacks, holding no call or result (kept for the caller to name, it
-    stands between no calls and their results)."""
+    stands between no calls and their results), and, when it is the user's text alone (no call, no
+    result, no server block), the position of its first message (else -1)."""
     reader = Reader(fmt)
     if roles is not None:
         reader.roles = roles
@@ -197,8 +215,10 @@ class _Run:
         # results sent as the assistant all move to the user turn: none is late there
         late = (self.first, tuple(self.late)) if self.late and not self.misplaced else None
         quiet = self.odd and self.results is None and not self.calls
-        quiet = quiet and not any(chunk.calls or chunk.results for chunk in self.served)
-        return self.last, self.results, self.calls, self.served, late, self.misplaced, quiet
+        blocks = any(chunk.calls or chunk.results for chunk in self.served)
+        quiet = quiet and not blocks
+        text = self.role == "user" and not self.odd and self.results is None and not self.calls and not blocks
+        return self.last, self.results, self.calls, self.served, late, self.misplaced, quiet, self.first if text else -1
 
 
 def _answer_by_name(turn: Segment) -> None:
