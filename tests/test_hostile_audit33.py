@@ -330,3 +330,86 @@ def test_a_megabyte_turn_answered_past_the_users_text_keeps_every_result_in_orde
     assert fixed[2]["content"][:-1] == messages[3]["content"] and fixed[2]["content"][-1] == _said(HURRY)
     assert len(fixed) == 3 and len(changes) == 15_001
     assert history.check(fixed).findings == ()
+
+
+# -- Gemini's role "function" --------------------------------------------------------------------------------
+# The API takes "user" or "model" alone (the Content reference: "Must be either 'user' or 'model'";
+# today's endpoint answers 400 "Role 'function' is not supported"), though older Gemini and Vertex AI
+# examples sent function responses in a content of role "function". It stays `unknown-role`; repair
+# makes such a content the user's it stands for.
+
+
+def _function_role(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": [_g_call("f", "t1", "a"), _g_call("g", "t2", None)]},
+        {"role": "function", "parts": parts},
+    ]
+
+
+def test_a_gemini_content_of_role_function_holding_responses_becomes_the_users() -> None:
+    # It was kept as it was (`kept-unknown-role`): the request went back to a 400 each time.
+    answers = [_g_answer("f", "sunny", "a"), _g_answer("g", "noon", None)]
+    messages = _function_role(answers)
+    report = history.check(messages)
+    assert [(f.kind.value, f.message) for f in report.findings] == [("unknown-role", 3)] and report.rejected
+    assert "user content" in report.findings[0].detail
+    fixed, changes = history.repair(messages)
+    assert fixed == [*messages[:2], {"role": "user", "parts": answers}]
+    assert _kinds(changes) == [("function-role-to-user", 3)]
+    assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
+
+
+@pytest.mark.parametrize("parts", [[{"text": "just words"}], [_g_call("h", "t3", None)]], ids=["text alone", "a call"])
+def test_a_gemini_function_content_holding_no_response_is_kept_as_it_is(parts: Any) -> None:
+    # Only the caller knows what a content of text or calls in that role meant.
+    messages = [*_function_role(parts), {"role": "user", "parts": [{"text": "next"}]}]
+    fixed, changes = history.repair(messages)
+    assert any(m is messages[2] for m in fixed) and ("kept-unknown-role", 3) in _kinds(changes)
+    assert "function-role-to-user" not in {c.kind for c in changes}
+
+
+def test_a_gemini_function_content_whose_responses_all_go_goes_with_them() -> None:
+    messages = [{"role": "user", "parts": [{"text": "go"}]}, {"role": "function", "parts": [_g_answer("f", "x", "a")]}]
+    fixed, changes = history.repair(messages)
+    assert fixed == messages[:1] and _kinds(changes) == [("dropped-orphan", 2), ("dropped-empty-message", 2)]
+
+
+def _as_function(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+    """The user contents holding responses and no call sent in the role "function"; their places (1-based)."""
+    swapped, places = [], []
+    for t, message in enumerate(messages, 1):
+        parts = message.get("parts", [])
+        answers = any("functionResponse" in p for p in parts) and not any("functionCall" in p for p in parts)
+        if message.get("role") == "user" and answers:
+            message = {**message, "role": "function"}
+            places.append(t)
+        swapped.append(message)
+    return swapped, places
+
+
+def test_random_gemini_histories_with_responses_in_the_function_role_repair_as_the_users() -> None:
+    make = _readings("gemini")[0]
+    counted = Counter[str]()
+    for seed in range(800):
+        messages = make(random.Random(seed))
+        swapped, places = _as_function(messages)
+        unknown = [f.message for f in history.check(swapped).of(history.Kind.UNKNOWN_ROLE)]
+        assert sorted(set(places) - set(unknown)) == [] and set(unknown) - set(places) == {
+            f.message for f in history.check(messages).of(history.Kind.UNKNOWN_ROLE)
+        }, seed
+        for policy in POLICIES:
+            fixed, changes = history.repair(messages, policy)
+            fixed_swapped, changes_swapped = history.repair(swapped, policy)
+            kept = [m for m in fixed_swapped if m.get("role") == "function"]
+            assert not any("functionResponse" in p for m in kept for p in m["parts"]), seed
+            assert [{**m, "role": "user"} if m in kept else m for m in fixed_swapped] == fixed, seed
+            made = [c.message for c in changes_swapped if c.kind == "function-role-to-user"]
+            gone = [c.message for c in changes if c.kind == "dropped-empty-message"]
+            assert sorted(_kinds([c for c in changes_swapped if c.kind != "function-role-to-user"])) == sorted(
+                _kinds(changes) + [("kept-unknown-role", t) for t in places if t not in made and t not in gone]
+            ), seed
+            again, more = history.repair(fixed_swapped, policy)
+            assert again == fixed_swapped and {c.kind for c in more} <= {"kept-unknown-role"}, seed
+            counted["made"] += len(made)
+    assert counted["made"] > 1_000, counted

@@ -158,7 +158,10 @@ def _odd_roles(odd_roles: list[tuple[int, Any]], findings: list[Finding], fmt: F
     """Report the messages read so far whose role their format lacks (``unknown-role``), then forget them."""
     for at, role in odd_roles:
         what = f"the role {role!r}" if isinstance(role, str) else f"a role of type {type(role).__name__}"
-        findings.append(Finding(Kind.UNKNOWN_ROLE, "", at + 1, f"{what} is not one {fmt} messages have"))
+        why = f"{what} is not one {fmt} messages have"
+        if fmt == "gemini" and role == "function":
+            why += ": Gemini takes function responses from a user content (repair makes one of it)"
+        findings.append(Finding(Kind.UNKNOWN_ROLE, "", at + 1, why))
     odd_roles.clear()
 
 

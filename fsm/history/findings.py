@@ -42,7 +42,9 @@ class Kind(enum.Enum):
     UNKNOWN_ROLE = "unknown-role"
     """A message whose ``role`` is not a string, or not one its format has (Anthropic and Converse:
     ``user``, ``assistant``; Gemini: ``user``, ``model``, or none). Repair cannot tell which was meant:
-    it keeps the message as it is and says so."""
+    it keeps the message as it is and says so; but a Gemini content of role ``function`` holding
+    function responses and no call (older examples send responses so; the API refuses the role)
+    becomes a ``user`` content (``function-role-to-user``)."""
     REUSED = "reused"
     """An id used again by a later turn after its call was answered: allowed, reported for information."""
 

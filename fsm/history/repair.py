@@ -27,7 +27,9 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   results sent so after the user's text (``Segment.held``) go before it: first into that user
   message, or (OpenAI, Ollama) right after the calls and the tool messages before it;
 * a message whose role its format lacks is kept as it is (only the caller knows the role meant),
-  and said so;
+  and said so; but a Gemini content of role ``function`` holding function responses and no call
+  (older Gemini and Vertex AI examples send responses so; the API takes ``user`` or ``model`` alone)
+  becomes the ``user`` content it stands for (``function-role-to-user``);
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
   together are merged (both want user and assistant to alternate), unless one makes calls and the
   other answers them (no message may do both).
@@ -72,7 +74,7 @@ def repair(
         plan.pair(segment)
     fixed = plan.rewrite()
     for at, role in plan.roles.odd:  # only the caller knows which role was meant (unless its content all went)
-        if at not in plan.emptied:
+        if at not in plan.emptied and at not in plan.to_user:
             why = f"its role {role!r} is not one {fmt} messages have: kept as it is, for the caller to name"
             plan.changes.append(Change("kept-unknown-role", at + 1, None, why))
     plan.changes.sort(key=lambda c: c.message)

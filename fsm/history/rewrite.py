@@ -50,6 +50,8 @@ class Writer:
     joined: dict[str, Any] | None
     joined_holds: set[Any]
     changes: list[Change]
+    to_user: set[int]
+    """Gemini contents of role ``function`` written as the ``user`` contents they stand for."""
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
         self.fmt, self.messages = fmt, messages
@@ -59,6 +61,7 @@ class Writer:
         self.joined = None  # the message repair made by joining, latest
         self.joined_holds = set()  # whether it makes calls, answers them, or both (see _joinable)
         self.changes = []
+        self.to_user = set()
 
     def rewrite(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -70,6 +73,8 @@ class Writer:
             asked = None  # the calls a message of another role made, in a model message of their own
             if kept is not None and at in self.split:
                 kept, asked = self._split(kept)
+            if kept is not None and self.fmt == "gemini" and message.get("role") == "function":
+                kept = self._function_role(kept, at)
             if kept is None:
                 gap = True
             else:
@@ -102,6 +107,18 @@ class Writer:
         return ({**message, field: others} if others else None), (
             {"role": CALLER[self.fmt], field: calls} if calls else None
         )
+
+    def _function_role(self, message: dict[str, Any], at: int) -> dict[str, Any]:
+        """A Gemini content of role ``function`` (older Gemini and Vertex AI examples send function
+        responses so): the API takes ``user`` and ``model`` alone, so one holding responses and no call
+        is written as the ``user`` content it stands for; any other is kept as it is (``kept-unknown-role``)."""
+        parts = items(message, self.fmt, at)
+        if any(gemini_payload(p, "call") for p in parts) or not any(gemini_payload(p, "result") for p in parts):
+            return message
+        self.to_user.add(at)
+        why = "a content of role 'function' holding function responses: Gemini takes them from a user content"
+        self.changes.append(Change("function-role-to-user", at + 1, None, why))
+        return {**message, "role": "user"}
 
     def _is_call(self, block: Mapping[str, Any]) -> bool:
         if self.fmt == "anthropic":
