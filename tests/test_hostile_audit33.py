@@ -413,3 +413,161 @@ def test_random_gemini_histories_with_responses_in_the_function_role_repair_as_t
             assert again == fixed_swapped and {c.kind for c in more} <= {"kept-unknown-role"}, seed
             counted["made"] += len(made)
     assert counted["made"] > 1_000, counted
+
+
+# -- an Anthropic user message holding a server tool's result beside the client's ---------------------------
+# Claude writes a server tool's result (`web_search_tool_result`, `mcp_tool_result`, ...) in its own
+# message, right after the call; the API answers one placed elsewhere with 400 ("Each
+# `..._tool_result` block must have a corresponding `server_tool_use` block before it"). Sent back in
+# the user's message beside the client's `tool_result`s, it was read as text before them (the client
+# results `result-after-text`) and as an orphan, its call `dangling`: repair dropped both, a result lost.
+
+
+def _server(kind: str, at: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    if kind == "mcp":
+        call = {"type": "mcp_tool_use", "id": at, "name": "m", "server_name": "s", "input": {}}
+        return call, {"type": "mcp_tool_result", "tool_use_id": at, "content": [{"type": "text", "text": "found"}]}
+    call = {"type": "server_tool_use", "id": at, "name": "web_search", "input": {"query": "q"}}
+    return call, {"type": "web_search_tool_result", "tool_use_id": at, "content": []}
+
+
+@pytest.mark.parametrize("kind", ["web", "mcp"])
+@pytest.mark.parametrize("first", [True, False], ids=["server-result-first", "client-result-first"])
+def test_a_server_result_the_user_sent_beside_client_results_goes_back_after_its_call(kind: str, first: bool) -> None:
+    call, found = _server(kind, "srvtoolu_1")
+    answers = [found, _answer("a", "sunny"), _answer("b", "noon")]
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [_said("let me"), call, _use("a"), _use("b")]},
+        {"role": "user", "content": answers if first else [*answers[1:], found]},
+    ]
+    assert _findings(messages) == [("misplaced-result", "srvtoolu_1", 3)]
+    assert not history.anything_dangling(messages)
+    for policy in POLICIES:
+        fixed, changes = history.repair(messages, policy)
+        assert fixed == [
+            messages[0],
+            {"role": "assistant", "content": [_said("let me"), call, found, _use("a"), _use("b")]},
+            {"role": "user", "content": answers[1:]},
+        ]
+        assert _kinds(changes) == [("moved-misplaced-result", 3)]
+        assert history.check(fixed).findings == () and history.repair(fixed, policy) == (fixed, [])
+
+
+def test_a_server_result_the_user_sent_answering_no_call_is_still_an_orphan() -> None:
+    found = _server("web", "srvtoolu_9")[1]
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [_use("a")]},
+        {"role": "user", "content": [_answer("a", "sunny"), found]},
+    ]
+    assert _findings(messages) == [("orphan", "srvtoolu_9", 3)]
+    fixed, changes = history.repair(messages)
+    assert fixed[2] == {"role": "user", "content": [_answer("a", "sunny")]} and _kinds(changes) == [
+        ("dropped-orphan", 3)
+    ]
+
+
+def _mixed(rng: random.Random) -> list[dict[str, Any]]:
+    """Turns whose assistant message makes client and server calls (its own server results now and
+    then in it), answered by a user message (now and then an assistant one) holding client results
+    and server results, in any order, some missing, text now and then."""
+    serial = iter(range(1_000_000))
+    sent: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for _ in range(rng.randint(1, 4)):
+        keys, at = rng.sample("abcd", rng.randint(1, 3)), rng.sample("abcdsx", rng.randint(0, 2))
+        kind = rng.choice(["web", "mcp"])
+        made = [_server(kind, k)[0] for k in at] + [_use(k, f"c{next(serial)}") for k in keys]
+        rng.shuffle(made)
+        if at and rng.random() < 0.3:  # Claude's own result for one of them, in its message
+            made.insert(rng.randint(0, len(made)), {**_server(kind, rng.choice(at))[1], "id": next(serial)})
+        sent.append({"role": "assistant", "content": made})
+        back = [{**_server(kind, k)[1], "id": next(serial)} for k in at if rng.random() < 0.8]
+        back += [_answer(k, f"r{next(serial)}") for k in keys if rng.random() < 0.8]
+        back += [_said("t")] if rng.random() < 0.3 else []
+        rng.shuffle(back)
+        if back:
+            sent.append({"role": rng.choice(["user", "user", "assistant"]), "content": back})
+        if rng.random() < 0.5:
+            sent.append({"role": "user", "content": "more"})
+    return sent
+
+
+def _results(messages: list[dict[str, Any]]) -> Counter[Any]:
+    """The results the messages hold, client and server, placeholders aside, by what they say."""
+    held = Counter[Any]()
+    for message in messages:
+        for block in message["content"] if isinstance(message["content"], list) else ():
+            if block["type"] == "tool_result" and block["content"] != "PLACEHOLDER":
+                held[block["content"]] += 1
+            elif block["type"].endswith("_tool_result"):
+                held[block["id"]] += 1
+    return held
+
+
+def _answering(messages: list[dict[str, Any]]) -> list[Any]:
+    """The server results a user message sent that answer a server call of the assistant message
+    right before it (one alone, no run of them) that Claude's own results there left waiting (each
+    answers the earliest such call of its id)."""
+    answering = []
+    for t in range(1, len(messages) - 1):
+        before, asked, sent = messages[t - 1 : t + 2]
+        if (before["role"], asked["role"], sent["role"]) != ("user", "assistant", "user"):
+            continue
+        waiting = Counter[str]()
+        for block in asked["content"]:
+            if block["type"] in ("server_tool_use", "mcp_tool_use"):
+                waiting[block["id"]] += 1
+            elif block["type"].endswith("_tool_result") and waiting[block["tool_use_id"]] > 0:
+                waiting[block["tool_use_id"]] -= 1
+        for block in sent["content"] if isinstance(sent["content"], list) else ():
+            server = block["type"].endswith("_tool_result") and block["type"] != "tool_result"
+            if server and waiting[block["tool_use_id"]] > 0:
+                waiting[block["tool_use_id"]] -= 1
+                answering.append(block["id"])
+    return answering
+
+
+def test_random_mixes_of_server_and_client_results_repair_keeping_each_once_for_all() -> None:
+    counted = Counter[str]()
+    for seed in range(1_500):
+        messages = _mixed(random.Random(seed))
+        history.check(messages)  # no exception for a well-formed history
+        answering = _answering(messages)
+        for policy in POLICIES:
+            fixed, changes = history.repair(messages, policy)
+            dropped = sum(c.kind in ("dropped-orphan", "dropped-duplicate-result") for c in changes)
+            assert sum(_results(fixed).values()) == sum(_results(messages).values()) - dropped, seed
+            assert not _results(fixed) - _results(messages), seed  # nothing made up, nothing twice
+            assert all(_results(fixed)[tag] for tag in answering), seed  # each answering its call kept
+            counted["answering"] += len(answering)
+            left = {f.kind for f in history.check(fixed).findings} - {history.Kind.REUSED}
+            assert not left and history.repair(fixed, policy) == (fixed, []), (seed, left)
+            counted["moved"] += sum(c.kind == "moved-misplaced-result" for c in changes)
+            counted["dropped"] += dropped
+    assert counted["moved"] > 1_000 and counted["answering"] > 1_000, counted
+
+
+def _server_results_sent_by_the_user(n: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for i in range(n):
+        call, found = _server("web", f"s{i}")
+        messages += [
+            {"role": "assistant", "content": [call, _use(f"a{i}")]},
+            {"role": "user", "content": [{**found, "content": "x" * 64}, _answer(f"a{i}", "y" * 64)]},
+        ]
+    return messages
+
+
+def test_server_results_sent_by_the_user_cost_the_same_per_message() -> None:
+    small, large = _work(_server_results_sent_by_the_user(250)), _work(_server_results_sent_by_the_user(2_000))
+    assert large <= small * 8 * 1.25, (small, large)
+
+
+def test_a_megabyte_history_of_server_results_sent_by_the_user_keeps_each() -> None:
+    messages = _server_results_sent_by_the_user(6_000)
+    assert len(json.dumps(messages)) > 1_000_000
+    assert len(history.check(messages).of(history.Kind.MISPLACED_RESULT)) == 6_000
+    fixed, changes = history.repair(messages)
+    assert [m["content"][1]["tool_use_id"] for m in fixed[1::2]] == [f"s{i}" for i in range(6_000)]
+    assert len(changes) == 6_000 and history.check(fixed).findings == ()

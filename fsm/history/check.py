@@ -128,7 +128,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
                 why = "a tool result after text in its turn's user messages: the API takes a turn's results first"
                 findings.append(Finding(Kind.RESULT_AFTER_TEXT, shown(entry.key), entry.message + 1, why, entry.name))
             if waiting and (entry.message, entry.slot) in moved:
-                why = MISPLACED_WHY[fmt]
+                why = SERVER_RESULT_WHY if segment.server else MISPLACED_WHY[fmt]
                 if 0 <= segment.held < entry.message:
                     why += "; sent after the user's text, it still answers the calls before that text"
                 findings.append(Finding(Kind.MISPLACED_RESULT, shown(entry.key), entry.message + 1, why, entry.name))
@@ -152,6 +152,11 @@ MISPLACED_WHY = {
     "gemini": "a functionResponse in a model content: Gemini takes responses from the user content after the calls",
 }
 """What a ``misplaced-result`` finding says, per format that can have one."""
+
+SERVER_RESULT_WHY = (
+    "a server tool's result block in a user message: the API takes it from Claude's own message, after its call"
+)
+"""What a ``misplaced-result`` finding says of an Anthropic server tool's result a user message holds."""
 
 
 def _odd_roles(odd_roles: list[tuple[int, Any]], findings: list[Finding], fmt: Format) -> None:

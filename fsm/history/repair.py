@@ -26,6 +26,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   new user message (see :meth:`_Plan._home`); the OpenAI or Ollama message becomes a ``tool`` message;
   results sent so after the user's text (``Segment.held``) go before it: first into that user
   message, or (OpenAI, Ollama) right after the calls and the tool messages before it;
+* a server tool's result in a user message (Anthropic: only Claude's own message holds one) that
+  answers a server call of the assistant run before it moves into that message, right after its call;
 * a message whose role its format lacks is kept as it is (only the caller knows the role meant),
   and said so; but a Gemini content of role ``function`` holding function responses and no call
   (older Gemini and Vertex AI examples send responses so; the API takes ``user`` or ``model`` alone)
@@ -50,7 +52,7 @@ from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, items, resolve_format, shown
 from fsm.history.placeholders import placeholder, usable_id
-from fsm.history.rewrite import ALTERNATING, FIELD, Writer
+from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.server_blocks import converse_payload
 from fsm.history.turns import segments
 
@@ -183,10 +185,13 @@ class _Plan(Writer):
             else:
                 self._edit(result, self.drop)
                 why = f"a result in a message of the model's role ({MODEL_ROLE[self.fmt]}): moved to the next user turn"
+                why = SERVER_WHY if segment.server else why
             self._change("moved-misplaced-result", result, why)
         if segment.held >= 0 and self.fmt not in MODEL_ROLE:
             self._carry(segment, answers)
-        if segment.misplaced and self.fmt in MODEL_ROLE:
+        if segment.server:
+            self.after_calls(segment.calls, answer_of, moved)
+        elif segment.misplaced and self.fmt in MODEL_ROLE:
             self._home(segment, moved, placeholders, answers)
         elif placeholders:
             self._place(segment, placeholders)
@@ -275,7 +280,7 @@ class _Plan(Writer):
         joined = 0 <= end < start and all(self._going(at) or self._said(at) for at in between)
         joined = joined and not any(at in self.add_after for at in range(end, start))
         self.server_run = (
-            max(e.message for e in (*segment.calls, *segment.results)),
+            max(e.message for e in (*segment.calls, *segment.results) if e not in segment.misplaced),
             (before if joined else set()) | keys,
         )
         return before & keys if joined else set()
