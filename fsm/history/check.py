@@ -128,7 +128,9 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
                 why = "a tool result after text in its turn's user messages: the API takes a turn's results first"
                 findings.append(Finding(Kind.RESULT_AFTER_TEXT, shown(entry.key), entry.message + 1, why, entry.name))
             if waiting and (entry.message, entry.slot) in moved:
-                why = MISPLACED_WHY[fmt]
+                why = SERVER_RESULT_WHY if segment.server else MISPLACED_WHY[fmt]
+                if 0 <= segment.held < entry.message:
+                    why += "; sent after the user's text, it still answers the calls before that text"
                 findings.append(Finding(Kind.MISPLACED_RESULT, shown(entry.key), entry.message + 1, why, entry.name))
         for call in dict.fromkeys(made):  # the turn is over: each of its ids once, in call order
             if call.state == "outstanding" and not segment.open_end:
@@ -151,12 +153,20 @@ MISPLACED_WHY = {
 }
 """What a ``misplaced-result`` finding says, per format that can have one."""
 
+SERVER_RESULT_WHY = (
+    "a server tool's result block in a user message: the API takes it from Claude's own message, after its call"
+)
+"""What a ``misplaced-result`` finding says of an Anthropic server tool's result a user message holds."""
+
 
 def _odd_roles(odd_roles: list[tuple[int, Any]], findings: list[Finding], fmt: Format) -> None:
     """Report the messages read so far whose role their format lacks (``unknown-role``), then forget them."""
     for at, role in odd_roles:
         what = f"the role {role!r}" if isinstance(role, str) else f"a role of type {type(role).__name__}"
-        findings.append(Finding(Kind.UNKNOWN_ROLE, "", at + 1, f"{what} is not one {fmt} messages have"))
+        why = f"{what} is not one {fmt} messages have"
+        if fmt == "gemini" and role == "function":
+            why += ": Gemini takes function responses from a user content (repair makes one of it)"
+        findings.append(Finding(Kind.UNKNOWN_ROLE, "", at + 1, why))
     odd_roles.clear()
 
 

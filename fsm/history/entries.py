@@ -51,6 +51,10 @@ class Segment(NamedTuple):
     them (Anthropic) or a new one (see ``repair``'s ``_Plan._home``)."""
     misplaced_end: int = -1
     """The last message of the last unit holding misplaced results."""
+    held: int = -1
+    """The first message of the user's text that came between the calls and their results sent in the
+    model's role (``misplaced-result``), which answer them all the same: repair moves the results
+    before it, into it (Anthropic, Converse, Gemini) or right after the calls (OpenAI, Ollama)."""
 
 
 class Roles:

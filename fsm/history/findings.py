@@ -34,7 +34,10 @@ class Kind(enum.Enum):
     holding ``tool_result``/``toolResult`` blocks, a Gemini ``model`` content holding a
     ``functionResponse``, an OpenAI chat message other than ``tool`` carrying a ``tool_call_id``, an
     Ollama one carrying a ``tool_name``. The
-    APIs take results from the user (OpenAI: a ``tool`` message) alone. Repair moves it where they do."""
+    APIs take results from the user (OpenAI: a ``tool`` message) alone. Repair moves it where they do.
+    Also the other way round: a server tool's result block (Anthropic) in a user message, answering a
+    server call of the assistant message before it, which the API takes from Claude's own message,
+    after its call."""
     MISPLACED_CALL = "misplaced-call"
     """A tool call made in a message of another role than the model's: a ``user`` message carrying
     ``tool_calls``, ``tool_use``/``toolUse`` blocks or a ``functionCall`` part. Only the model's
@@ -42,7 +45,9 @@ class Kind(enum.Enum):
     UNKNOWN_ROLE = "unknown-role"
     """A message whose ``role`` is not a string, or not one its format has (Anthropic and Converse:
     ``user``, ``assistant``; Gemini: ``user``, ``model``, or none). Repair cannot tell which was meant:
-    it keeps the message as it is and says so."""
+    it keeps the message as it is and says so; but a Gemini content of role ``function`` holding
+    function responses and no call (older examples send responses so; the API refuses the role)
+    becomes a ``user`` content (``function-role-to-user``)."""
     REUSED = "reused"
     """An id used again by a later turn after its call was answered: allowed, reported for information."""
 

@@ -24,8 +24,14 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   content, an OpenAI chat or Ollama message other than ``tool``) moves where the API takes it:
   first into its turn's user results message, else the user message after it (Anthropic), else a
   new user message (see :meth:`_Plan._home`); the OpenAI or Ollama message becomes a ``tool`` message;
+  results sent so after the user's text (``Segment.held``) go before it: first into that user
+  message, or (OpenAI, Ollama) right after the calls and the tool messages before it;
+* a server tool's result in a user message (Anthropic: only Claude's own message holds one) that
+  answers a server call of the assistant run before it moves into that message, right after its call;
 * a message whose role its format lacks is kept as it is (only the caller knows the role meant),
-  and said so;
+  and said so; but a Gemini content of role ``function`` holding function responses and no call
+  (older Gemini and Vertex AI examples send responses so; the API takes ``user`` or ``model`` alone)
+  becomes the ``user`` content it stands for (``function-role-to-user``);
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
   together are merged (both want user and assistant to alternate), unless one makes calls and the
   other answers them (no message may do both).
@@ -46,7 +52,7 @@ from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, items, resolve_format, shown
 from fsm.history.placeholders import placeholder, usable_id
-from fsm.history.rewrite import ALTERNATING, FIELD, Writer
+from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.server_blocks import converse_payload
 from fsm.history.turns import segments
 
@@ -70,7 +76,7 @@ def repair(
         plan.pair(segment)
     fixed = plan.rewrite()
     for at, role in plan.roles.odd:  # only the caller knows which role was meant (unless its content all went)
-        if at not in plan.emptied:
+        if at not in plan.emptied and at not in plan.to_user:
             why = f"its role {role!r} is not one {fmt} messages have: kept as it is, for the caller to name"
             plan.changes.append(Change("kept-unknown-role", at + 1, None, why))
     plan.changes.sort(key=lambda c: c.message)
@@ -179,11 +185,35 @@ class _Plan(Writer):
             else:
                 self._edit(result, self.drop)
                 why = f"a result in a message of the model's role ({MODEL_ROLE[self.fmt]}): moved to the next user turn"
+                why = SERVER_WHY if segment.server else why
             self._change("moved-misplaced-result", result, why)
-        if segment.misplaced and self.fmt in MODEL_ROLE:
+        if segment.held >= 0 and self.fmt not in MODEL_ROLE:
+            self._carry(segment, answers)
+        if segment.server:
+            self.after_calls(segment.calls, answer_of, moved)
+        elif segment.misplaced and self.fmt in MODEL_ROLE:
             self._home(segment, moved, placeholders, answers)
         elif placeholders:
             self._place(segment, placeholders)
+
+    def _carry(self, segment: Segment, answers: Any) -> None:
+        """OpenAI, Ollama: the results sent after the user's text (``Segment.held``), each a message, go
+        right after the turn's calls and the results before the text, as tool messages, in their order."""
+        anchor = self._before_text(segment)
+        for result in segment.results:
+            if result.message > segment.held and (result.message, result.slot) in answers:
+                carried = self._edited(self.messages[result.message], result.message)
+                assert carried is not None  # a result message kept: it is its own result
+                self._edit(result, self.drop)
+                self.add_after.setdefault(anchor, []).append(carried)
+                if result not in segment.misplaced:
+                    why = "a result after the user's text: moved before it, right after its turn's calls"
+                    self._change("moved-result", result, why)
+
+    def _before_text(self, segment: Segment) -> int:
+        """The last message of a turn's calls and results before the user's text (``Segment.held``)."""
+        before = [r.message for r in segment.results if r.message < segment.held]
+        return max(before, default=segment.end if segment.end >= 0 else segment.calls[-1].message)
 
     def _home(self, segment: Segment, moved: list[Entry], placeholders: list[dict[str, Any]], answers: Any) -> None:
         """Where a turn whose results came in the model's role gets them, and its placeholders: the
@@ -204,6 +234,12 @@ class _Plan(Writer):
                     self._change("moved-result", result, why)
             moved.sort(key=lambda entry: (entry.message, entry.slot))  # in the order sent: the k-th rule pairs
             proper = []
+        if segment.held >= 0:  # after the user's text: before it, in the user's message the calls' results go in
+            self._before_held(segment, proper, moved, answers)
+            self.touched.add(segment.held)
+            self.front_into.setdefault(segment.held, []).extend(moved)
+            self.add_into.setdefault(segment.held, []).extend(placeholders)
+            return
         if not (moved or placeholders):
             return
         host = proper[0].message if proper else -1
@@ -218,6 +254,15 @@ class _Plan(Writer):
         after = segment.misplaced_end if self.fmt == "anthropic" else segment.misplaced[0].message - 1
         blocks = [*(self.moved(entry) for entry in moved), *placeholders]
         self.add_after.setdefault(after, []).append({"role": "user", FIELD[self.fmt]: blocks})
+
+    def _before_held(self, segment: Segment, proper: list[Entry], moved: list[Entry], answers: Any) -> None:
+        """The user's results after those the model sent past the user's text go before it with them."""
+        for result in proper:
+            if (result.message, result.slot) in answers:
+                self._edit(result, self.drop)
+                moved.append(result)
+                self._change("moved-result", result, "a result after the user's text: moved before it, with its turn's")
+        moved.sort(key=lambda entry: (entry.message, entry.slot))
 
     def _left_empty(self, sent: set[tuple[int, int]]) -> bool:
         """Does every block of the messages holding ``sent`` go (moved, or dropped as answering nothing)?"""
@@ -235,7 +280,7 @@ class _Plan(Writer):
         joined = 0 <= end < start and all(self._going(at) or self._said(at) for at in between)
         joined = joined and not any(at in self.add_after for at in range(end, start))
         self.server_run = (
-            max(e.message for e in (*segment.calls, *segment.results)),
+            max(e.message for e in (*segment.calls, *segment.results) if e not in segment.misplaced),
             (before if joined else set()) | keys,
         )
         return before & keys if joined else set()
@@ -322,6 +367,7 @@ class _Plan(Writer):
         call_message = segment.end if segment.end >= 0 else segment.calls[-1].message
         if self.fmt in ("openai", "ollama", "responses"):
             last = max((r.message for r in segment.results), default=segment.calls[-1].message)
+            last = last if segment.held < 0 else self._before_text(segment)
             self.add_after.setdefault(last, []).extend(placeholders)
             return
         first = segment.results[0].message if segment.results else call_message + 1

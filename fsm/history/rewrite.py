@@ -22,6 +22,8 @@ FIELD = {
     "gemini": "parts",
     "responses": "",
 }
+SERVER_WHY = "a server tool's result in a user message: moved into the assistant message, right after its call"
+"""Why repair moves a server tool's result a user message holds (Anthropic: only Claude's own message holds one)."""
 ALTERNATING = ("anthropic", "bedrock")
 """The formats whose messages must alternate user and assistant: neighbours a drop brings together merge."""
 
@@ -50,6 +52,10 @@ class Writer:
     joined: dict[str, Any] | None
     joined_holds: set[Any]
     changes: list[Change]
+    after: dict[tuple[int, int], list[Entry]]
+    """Server tools' results a user message sent, each to go right after the call it answers."""
+    to_user: set[int]
+    """Gemini contents of role ``function`` written as the ``user`` contents they stand for."""
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
         self.fmt, self.messages = fmt, messages
@@ -59,6 +65,8 @@ class Writer:
         self.joined = None  # the message repair made by joining, latest
         self.joined_holds = set()  # whether it makes calls, answers them, or both (see _joinable)
         self.changes = []
+        self.to_user = set()
+        self.after = {}
 
     def rewrite(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -70,6 +78,8 @@ class Writer:
             asked = None  # the calls a message of another role made, in a model message of their own
             if kept is not None and at in self.split:
                 kept, asked = self._split(kept)
+            if kept is not None and self.fmt == "gemini" and message.get("role") == "function":
+                kept = self._function_role(kept, at)
             if kept is None:
                 gap = True
             else:
@@ -102,6 +112,31 @@ class Writer:
         return ({**message, field: others} if others else None), (
             {"role": CALLER[self.fmt], field: calls} if calls else None
         )
+
+    def after_calls(self, calls: list[Entry], answer_of: dict[Any, Entry], moved: list[Entry]) -> None:
+        """Each of the ``moved`` server results (a user message sent them) right after the call it
+        answers (``answer_of``: the k-th result of an id for the k-th call of it)."""
+        sent = {(entry.message, entry.slot) for entry in moved}
+        seen: dict[Any, int] = {}
+        for call in calls:
+            k = seen.get(call.key, 0)
+            seen[call.key] = k + 1
+            answer = answer_of.get((call.key, k))
+            if answer is not None and (answer.message, answer.slot) in sent:
+                self.touched.add(call.message)
+                self.after.setdefault((call.message, call.slot), []).append(answer)
+
+    def _function_role(self, message: dict[str, Any], at: int) -> dict[str, Any]:
+        """A Gemini content of role ``function`` (older Gemini and Vertex AI examples send function
+        responses so): the API takes ``user`` and ``model`` alone, so one holding responses and no call
+        is written as the ``user`` content it stands for; any other is kept as it is (``kept-unknown-role``)."""
+        parts = items(message, self.fmt, at)
+        if any(gemini_payload(p, "call") for p in parts) or not any(gemini_payload(p, "result") for p in parts):
+            return message
+        self.to_user.add(at)
+        why = "a content of role 'function' holding function responses: Gemini takes them from a user content"
+        self.changes.append(Change("function-role-to-user", at + 1, None, why))
+        return {**message, "role": "user"}
 
     def _is_call(self, block: Mapping[str, Any]) -> bool:
         if self.fmt == "anthropic":
@@ -180,6 +215,7 @@ class Writer:
             if (at, slot) not in self.drop:
                 renamed = self.rename.get((at, slot))
                 new.append(item if renamed is None else renamed_block(self.fmt, item, renamed))
+            new += [self.moved(entry) for entry in self.after.get((at, slot), ())]
             if slot == anchor:
                 new += added
         edited = {**message, field: new}

@@ -14,7 +14,11 @@ refuses a result placed before its call). The results are paired first come, fir
 answers the earliest call of its id before it that nothing answered yet, which is the history's k-th
 rule whenever every result follows its call. When that leaves a call of an id waiting, the k-th rule
 would give it a result placed before it: such results answer nothing, read as stray results just
-ahead of their message's blocks."""
+ahead of their message's blocks.
+
+A server tool's result the user's message right after sends back (beside the client's results, say)
+answers that message's server calls as if Claude's message held it, after them; it is a
+``misplaced-result``, which repair moves right after its call (:mod:`fsm.history.turns`)."""
 
 from __future__ import annotations
 

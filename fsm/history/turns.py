@@ -20,9 +20,17 @@ answers the turn it follows as any result would, and is reported; the turn goes 
 unit into the user's results after it, so results split between the two stay one turn's; and a
 turn the user answered takes the results of the model's unit right after (then it is over). An
 Anthropic user message making calls is read as the assistant message repair moves them into, and
-one of a role the format lacks as the model's (only the model makes calls). A
+one of a role the format lacks as the model's (only the model makes calls). The user's text alone
+(a unit of the user's holding no call, result or server block) after a turn's calls, before any
+result of the user's, leaves the turn open for the unit after it: when that holds results sent in
+the model's role they answer the calls (``Segment.held``; repair moves them before the text), else
+the turn is over. A
 message of a role its format lacks that holds no call or result (``unknown-role``, kept by repair
 for the caller to name) ends no turn: the results after it answer the calls before it.
+
+An Anthropic user's run right after an assistant run making server calls may send a server tool's
+result back: it answers those calls with the server blocks of that run (``misplaced``, see
+:mod:`fsm.history.server_blocks`), and is no text before the client results after it.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from typing import Any
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import Reader, items, known_role
-from fsm.history.server_blocks import in_order
+from fsm.history.server_blocks import in_order, is_server_result
 
 
 def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | None = None) -> Iterator[Segment]:
@@ -47,9 +55,23 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     moved: list[Entry] = []  # the turn's results sent in the model's role (misplaced-result)
     moved_end = -1
     answered = False  # the user's results came: the model's unit right after goes on the turn if it holds results
-    for last, results, calls, served, late, misplaced, quiet in _units(messages, fmt, roles):
+    held = -1  # the user's text came after the calls, none of their results yet: the model's unit after may send them
+    # The server blocks of the unit read last, out once the next is read: the user's may send their results.
+    pending: tuple[list[Segment], int, list[Entry]] = ([], -1, [])
+    for last, results, calls, served, late, misplaced, quiet, said, users in _units(messages, fmt, roles):
         if quiet:
             continue  # a message of a role the format lacks, holding no call or result, ends no turn
+        if users and any(chunk.calls for chunk in pending[0]):
+            served = _answer_server_calls(pending[0], served)
+        yield from _served(*pending, len(messages))
+        pending = ([], -1, [])
+        if held >= 0 and taking is not None:
+            if results is not None and misplaced:  # the turn goes on past the user's text
+                taking = taking._replace(held=held)
+            else:
+                yield _with(taking, moved, moved_end, fmt)
+                taking, moved = None, []
+            held = -1
         if answered and taking is not None and not (results is not None and misplaced):
             yield _with(taking, moved, moved_end, fmt)
             taking, moved, answered = None, [], False
@@ -70,24 +92,44 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
                 taking, moved, answered = None, [], False
             elif not misplaced:
                 answered = True
+        elif taking is not None and said >= 0 and not (answered or moved):
+            held = said  # the turn waits on: results the model sends next answer it all the same
+            continue
         elif taking is not None:
             yield _with(taking, moved, moved_end, fmt)
             taking, moved = None, []
         elif results is not None:
             yield _with(Segment([], results), results if misplaced else [], last)
-        for n, chunk in enumerate(served, 1):
-            if not (chunk.calls or chunk.results):
-                continue
-            early, chunk = in_order(chunk)
-            if early:
-                yield Segment([], early, server=True)
-            # A unit that makes client calls is followed by their results: its server calls cannot wait.
-            open_end = n == len(served) and last == len(messages) - 1 and not calls
-            yield chunk._replace(open_end=open_end, beside=tuple(calls))
+        pending = (served, last, calls)
         if calls:
             taking = Segment(calls, [], end=last)
+    yield from _served(*pending, len(messages))
     if taking is not None:
         yield _with(taking, moved, moved_end, fmt)
+
+
+def _answer_server_calls(before: list[Segment], served: list[Segment]) -> list[Segment]:
+    """Anthropic: the server tools' results a user's unit sends (``misplaced``: the API takes one from
+    the model's message, right after its call) go with the server blocks of the assistant run
+    before it, which they answer; the unit's own server blocks, without them."""
+    sent = [result for chunk in served for result in chunk.results]
+    if sent:
+        last = before[-1]
+        before[-1] = last._replace(results=[*last.results, *sent], misplaced=tuple(sent))
+    return [chunk._replace(results=[]) for chunk in served]
+
+
+def _served(served: list[Segment], last: int, calls: list[Entry], total: int) -> Iterator[Segment]:
+    """A unit's server blocks, a segment each (and one of the results placed before their calls)."""
+    for n, chunk in enumerate(served, 1):
+        if not (chunk.calls or chunk.results):
+            continue
+        early, chunk = in_order(chunk)
+        if early:
+            yield Segment([], early, server=True)
+        # A unit that makes client calls is followed by their results: its server calls cannot wait.
+        open_end = n == len(served) and last == total - 1 and not calls
+        yield chunk._replace(open_end=open_end, beside=tuple(calls))
 
 
 def _with(turn: Segment, moved: list[Entry], end: int, fmt: Format | None = None) -> Segment:
@@ -97,7 +139,9 @@ def _with(turn: Segment, moved: list[Entry], end: int, fmt: Format | None = None
     return turn._replace(misplaced=tuple(moved), misplaced_end=end) if moved else turn
 
 
-_Unit = tuple[int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool, bool]
+_Unit = tuple[
+    int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool, bool, int, bool
+]
 
 
 def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | None = None) -> Iterator[_Unit]:
@@ -107,7 +151,9 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
     :meth:`_Run.add`), its results after text with the position of its first message (None: no
     result comes after text), whether its results were sent in the model's role, and whether it is
     quiet: of a role its format lacks, holding no call or result (kept for the caller to name, it
-    stands between no calls and their results)."""
+    stands between no calls and their results), and, when it is the user's text alone (no call, no
+    result, no server block), the position of its first message (else -1), and whether it is an
+    Anthropic run of the user's (a server tool's result there was sent in the wrong role)."""
     reader = Reader(fmt)
     if roles is not None:
         reader.roles = roles
@@ -155,6 +201,7 @@ class _Run:
         self.late: list[Entry] = []
         self.misplaced = False  # its results were sent in the model's role (one role: all of them, or none)
         self.odd = False  # its role is none its format has
+        self.ordered = ordered  # Anthropic's
         if ordered:
             self._order(message, at, results)
 
@@ -186,19 +233,24 @@ class _Run:
             self.texted = self.texted or bool(message["content"])
             return
         by_slot = {entry.slot: entry for entry in results or ()}
-        for slot, _ in enumerate(items(message, "anthropic", at)):
+        for slot, item in enumerate(items(message, "anthropic", at)):
             entry = by_slot.get(slot)
-            if entry is None:
-                self.texted = True
-            elif self.texted:
-                self.late.append(entry)
+            if entry is not None:
+                if self.texted:
+                    self.late.append(entry)
+            elif not (self.role == "user" and is_server_result(item.get("type"))):
+                self.texted = True  # a server tool's result the user sent is no text: it goes to its call
 
     def unit(self) -> _Unit:
         # results sent as the assistant all move to the user turn: none is late there
         late = (self.first, tuple(self.late)) if self.late and not self.misplaced else None
         quiet = self.odd and self.results is None and not self.calls
-        quiet = quiet and not any(chunk.calls or chunk.results for chunk in self.served)
-        return self.last, self.results, self.calls, self.served, late, self.misplaced, quiet
+        blocks = any(chunk.calls or chunk.results for chunk in self.served)
+        quiet = quiet and not blocks
+        text = self.role == "user" and not self.odd and self.results is None and not self.calls and not blocks
+        said = self.first if text else -1
+        users = self.ordered and self.role == "user" and not self.odd
+        return self.last, self.results, self.calls, self.served, late, self.misplaced, quiet, said, users
 
 
 def _answer_by_name(turn: Segment) -> None:
