@@ -130,7 +130,7 @@ class Reassembler:
         self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others'
         self._form: FragmentForm | None = None  # the form of the last commonest event learnt from the wire
         self._forms_learned = 0
-        self._form_of: Callable[[dict[str, Any]], tuple[Path, Any]] | None = None  # the decoder's (see _use)
+        self._form_of: Callable[[dict[str, Any]], tuple[Path, Any, Path]] | None = None  # the decoder's (see _use)
         self._fragment_at: Callable[[Any, str], tuple[CallRef, str] | None] | None = None
         if provider != "auto":
             self._use(make_decoder(provider, ledger.policies))
@@ -520,8 +520,8 @@ class Reassembler:
             if fragment is not None:  # what _ingest, the decoder and _apply would do, without the event
                 self.ledger.event = self._events = self._events + 1
                 if self._form_of is not None and self._learning():
-                    path, place = self._form_of(value)
-                    self._form = FragmentForm.learn(payload, value, path, place) or form
+                    path, place, padding_at = self._form_of(value)
+                    self._form = FragmentForm.learn(payload, value, path, place, padding_at) or form
                 registry.fragment(fragment[0], fragment[1])
                 return
         else:

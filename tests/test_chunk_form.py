@@ -16,8 +16,10 @@ import pytest
 
 from fsm.harness.vectors import load_vectors
 from fsm.wire.decoders.chat_chunks import LEAN_TEXT_PATH, lean_fragment_in
-from fsm.wire.decoders.chunk_form import FragmentForm
+from fsm.wire.decoders.chunk_form import FragmentForm, _at
+from fsm.wire.decoders.partial_args import string_piece
 from tests.helpers import chunk, tc
+from tests.test_vertex_fast_path import _vertex_streams
 from tests.test_wire_fast_paths import _held_edges, _random_streams, _random_value, replay_in_pieces
 
 CUTS = [[1 << 20], [97, 5, 300], [1]]
@@ -34,12 +36,15 @@ def _replay_lines(
     return replay_in_pieces(wire, sizes, provider, **options)
 
 
-def _padded(event: dict[str, Any], rng: random.Random, first: bool) -> dict[str, Any]:
+def _padded(event: dict[str, Any], rng: random.Random, first: bool, shape: str = "") -> dict[str, Any]:
     """The event with an OpenAI ``obfuscation`` string (quotes, escapes, unicode, empty), as its
-    last key or its first."""
+    last key or its first; Bedrock's ``p`` in its one body."""
     padding = "".join(
         rng.choice(["a", "Z9", '"', "\\", "\n", "\u00e9", "\U0001f642", ""]) for _ in range(rng.randint(0, 9))
     )
+    if shape == "bedrock" and len(event) == 1 and type(body := next(iter(event.values()))) is dict:
+        padded = {"p": padding, **body} if first else {**body, "p": padding}
+        return {next(iter(event)): padded}
     return {"obfuscation": padding, **event} if first else {**event, "obfuscation": padding}
 
 
@@ -61,13 +66,35 @@ def _anthropic_text(event: dict[str, Any]) -> str | None:
     return piece if type(piece) is str and piece else None
 
 
-def _anthropic_decoy(event: dict[str, Any], text: str) -> dict[str, Any]:
-    return {**event, "meta": {"partial_json": text}}
+def _cohere_text(event: dict[str, Any]) -> str | None:
+    piece = _at(event, ("delta", "message", "tool_calls", "function", "arguments"))
+    return piece if event.get("type") == "tool-call-delta" and type(piece) is str and piece else None
+
+
+def _bedrock_text(event: dict[str, Any]) -> str | None:
+    piece = _at(event, ("contentBlockDelta", "delta", "toolUse", "input"))
+    return piece if type(piece) is str and piece else None
+
+
+def _bedrock_decoy(event: dict[str, Any], text: str) -> dict[str, Any]:
+    return {"contentBlockDelta": {**event["contentBlockDelta"], "meta": {"input": text}}}
+
+
+def _vertex_text(event: dict[str, Any]) -> str | None:
+    found = string_piece(event)
+    return found[1] if found is not None and found[1] else None
+
+
+def _decoy_of(key: str) -> Any:
+    return lambda event, text: {**event, "meta": {key: text}}
 
 
 SHAPES = {  # per shape: the key of the text, the reader of a commonest event's text, a decoy maker
     "openai-chat": ("arguments", _chat_text, _chat_decoy),
-    "anthropic": ("partial_json", _anthropic_text, _anthropic_decoy),
+    "anthropic": ("partial_json", _anthropic_text, _decoy_of("partial_json")),
+    "cohere": ("arguments", _cohere_text, _decoy_of("arguments")),
+    "bedrock": ("input", _bedrock_text, _bedrock_decoy),
+    "gemini": ("stringValue", _vertex_text, _decoy_of("stringValue")),
 }
 
 
@@ -80,7 +107,7 @@ def _variants(name: str, shape: str, events: list[dict[str, Any]]) -> Iterator[t
     yield "plain", [json.dumps(e) for e in events]
     yield "compact", [json.dumps(e, separators=(",", ":"), ensure_ascii=False) for e in events]
     first = rng.random() < 0.3
-    yield "padded", [json.dumps(_padded(e, rng, first), ensure_ascii=rng.random() < 0.5) for e in events]
+    yield "padded", [json.dumps(_padded(e, rng, first, shape), ensure_ascii=rng.random() < 0.5) for e in events]
     decoyed, doubled, spoiled = [], [], []
     for e in events:
         text = json.dumps(e)
@@ -92,7 +119,11 @@ def _variants(name: str, shape: str, events: list[dict[str, Any]]) -> Iterator[t
             continue
         decoyed.append(json.dumps(decoy(e, piece)))
         key = f'"{key_name}": {json.dumps(piece)}'
-        assert text.count(key) == 1
+        if text.count(key) != 1:  # the text written otherwise (or twice): kept as it is
+            decoyed.append(text)
+            doubled.append(text)
+            spoiled.append(text)
+            continue
         doubled.append(
             text.replace(key, f'"{key_name}": "junk", {key}')
             if rng.random() < 0.5
@@ -153,6 +184,7 @@ def _streams() -> list[tuple[str, str, list[dict[str, Any]], dict[str, Any]]]:
     streams += [(name, "openai-chat", events, options) for name, (events, options) in _held_edges().items()]
     streams += [(f"random {k}", "openai-chat", events, {}) for k, events in enumerate(_random_streams(40))]
     streams += [(f"anthropic {k}", "anthropic", events, {}) for k, events in enumerate(_anthropic_streams(60))]
+    streams += [(f"vertex {k}", "gemini", events, {}) for k, events in enumerate(_vertex_streams(60))]
     return streams
 
 
@@ -178,18 +210,23 @@ def test_chunks_read_by_their_form_decide_as_parsed_ones(monkeypatch: pytest.Mon
         for variant, lines in _variants(name, shape, events)
         for sizes in CUTS
     ]
-    assert len(cases) > 5000
+    assert len(cases) > 9000
     hits = _counting_reads(monkeypatch)
 
+    by_shape: dict[str, int] = dict.fromkeys(SHAPES, 0)
+
     def replays() -> list[object]:
-        # Anthropic's as it sends them, each after an event: line (which the framer does not keep).
-        return [
-            _replay_lines(lines, sizes, shape, ["e"] * len(lines) if shape == "anthropic" else None, **options)
-            for _, shape, lines, sizes, options in cases
-        ]
+        out = []
+        for _, shape, lines, sizes, options in cases:
+            before = hits[0]
+            # Anthropic's and Cohere's as they send them, each after an event: line (not kept).
+            names = ["e"] * len(lines) if shape in ("anthropic", "cohere") else None
+            out.append(_replay_lines(lines, sizes, shape, names, **options))
+            by_shape[shape] += hits[0] - before
+        return out
 
     by_form = replays()
-    assert hits[0] > 15000, hits  # taken, often: in reads of many events and of one
+    assert all(count > 1000 for count in by_shape.values()), by_shape  # taken, often, for each shape
     monkeypatch.setattr(FragmentForm, "learn", classmethod(lambda cls, *args: None))
     parsed = replays()
     for (name, *_), a, b in zip(cases, by_form, parsed, strict=True):

@@ -174,11 +174,22 @@ class BedrockDecoder:
         at, delta = body.get("contentBlockIndex"), body.get("delta")
         if type(at) is not int or type(delta) is not dict or len(delta) != 1:
             return None  # anything beside toolUse in the delta: decode() may report it
-        use, block = delta.get("toolUse"), self._blocks.get(at)
-        if type(use) is not dict or block is None:
-            return None
-        piece = use.get("input")
+        use = delta.get("toolUse")
+        piece = use.get("input") if type(use) is dict else None
         if type(piece) is not str or not piece:
+            return None
+        return self.fragment_at(at, piece)
+
+    def form_of(self, payload: dict[str, Any]) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
+        """Of an event commonest_fragment took, for FragmentForm: where its text sits, the place its
+        form names (the block's index) and where Bedrock's random padding ``p`` sits."""
+        return _FORM_TEXT, payload["contentBlockDelta"]["contentBlockIndex"], _FORM_PADDING
+
+    def fragment_at(self, at: int, piece: str) -> tuple[CallRef, str] | None:
+        """What commonest_fragment does with such an event for block ``at`` holding ``piece`` (not
+        empty): the call open there, kept as seen; None, changing nothing, if none is."""
+        block = self._blocks.get(at)
+        if block is None:
             return None
         self._keep(at, block[0], seen=True)
         return block[0], piece
@@ -212,6 +223,11 @@ class BedrockDecoder:
         block, self._unplaced = self._unplaced, None
         return block
 
+
+_FORM_TEXT = ("contentBlockDelta", "delta", "toolUse", "input")
+"""Where a tool input ``contentBlockDelta`` event holds its text."""
+_FORM_PADDING = ("contentBlockDelta", "p")
+"""Where Bedrock puts the random padding of an event (never read)."""
 
 _READ = frozenset({"text", "reasoningContent", "toolUse"})
 """What this decoder reads of a block's start or delta; the rest (a server tool's ``toolResult``,

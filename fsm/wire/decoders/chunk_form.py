@@ -32,7 +32,8 @@ scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # t
 """json's string reader (C): the text of the string whose opening quote is just before the offset, and
 the offset past its closing quote; ValueError when there is none."""
 PADDING_KEY: Final = "obfuscation"
-"""The envelope key whose string differs in every OpenAI chunk and is never read."""
+"""The envelope key whose string differs in every OpenAI chunk and is never read (the padding of
+OpenAI's events, and the default of ``FragmentForm.learn``'s ``padding_at``)."""
 _CANDIDATES: Final = 8
 """How many ``"arguments"`` (or padding) keys from the chunk's end are tried before giving up."""
 
@@ -84,22 +85,22 @@ class FragmentForm:
         return text if pos == len(payload) and text else None
 
     @classmethod
-    def learn(cls, payload: str, value: dict[str, Any], path: Path, place: Any) -> FragmentForm | None:
+    def learn(
+        cls, payload: str, value: dict[str, Any], path: Path, place: Any, padding_at: Path = (PADDING_KEY,)
+    ) -> FragmentForm | None:
         """The form of ``payload``, which parsed to ``value``, a commonest event whose text is the
-        string at ``path`` in it (keys and list indexes) and whose call is at ``place``; None when
-        its holes cannot be found or the probe does not prove them."""
-        text: Any = value
-        for step in path:
-            text = text[step]
+        string at ``path`` in it (keys and list indexes) and whose call is at ``place``, with the
+        padding its wire adds at ``padding_at`` (a string its reader never reads), if the event has
+        one; None when its holes cannot be found or the probe does not prove them."""
+        text, padding = _at(value, path), _at(value, padding_at)
         if type(text) is not str:
             return None
         text_span = _string_after(payload, f'"{path[-1]}"', text)
         if text_span is None:
             return None
         spans = [text_span]
-        padding = value.get(PADDING_KEY)
         if type(padding) is str:
-            padding_span = _string_after(payload, f'"{PADDING_KEY}"', padding)
+            padding_span = _string_after(payload, f'"{padding_at[-1]}"', padding)
             if padding_span is None:
                 return None
             spans = sorted([text_span, padding_span])
@@ -120,7 +121,7 @@ class FragmentForm:
         probe = pieces[0] + "".join(fill + piece for fill, piece in zip(fills, pieces[1:], strict=True))
         expected = _replaced(value, path, probe_text)
         if type(padding) is str:
-            expected[PADDING_KEY] = padding + "x"
+            expected = _replaced(expected, padding_at, padding + "x")
         try:
             parsed = loads_event(probe)
         except ValueError:
@@ -132,6 +133,18 @@ class FragmentForm:
 
 Path = tuple[str | int, ...]
 """Where a string sits in a parsed event: its keys and list indexes from the top."""
+
+
+def _at(value: Any, path: Path) -> Any:
+    """What sits at ``path`` in ``value``; None where the path leads nowhere."""
+    for step in path:
+        if type(value) is dict:
+            value = value.get(step)
+        elif type(value) is list and type(step) is int and -len(value) <= step < len(value):
+            value = value[step]
+        else:
+            return None
+    return value
 
 
 def _replaced(value: Any, path: Path, text: str) -> Any:

@@ -26,6 +26,7 @@ from fsm.events import (
 )
 from fsm.wire.decoders._fields import index, mapping, text
 from fsm.wire.decoders._wire import BARE_REFS
+from fsm.wire.decoders.chunk_form import PADDING_KEY
 
 _FINISH = {
     "TOOL_CALL": "tool_calls",
@@ -36,6 +37,10 @@ _FINISH = {
     "TIMEOUT": "error",
 }
 _QUIET = ("message-start", "content-", "citation-", "debug")
+
+
+_FORM_TEXT = ("delta", "message", "tool_calls", "function", "arguments")
+"""Where a ``tool-call-delta`` event holds its text."""
 
 
 class CohereDecoder:
@@ -99,9 +104,19 @@ class CohereDecoder:
         function = call.get("function") if type(call) is dict else None
         if type(function) is not dict or call.get("id") is not None or function.get("name") is not None:  # type: ignore[union-attr]
             return None
-        if at not in self._open:
-            return None  # decode() reports it
         piece = function.get("arguments")
         if type(piece) is not str or not piece:
+            return None
+        return self.fragment_at(at, piece)
+
+    def form_of(self, payload: dict[str, Any]) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
+        """Of an event commonest_fragment took, for FragmentForm: where its text sits, the place its
+        form names (the call's index) and where padding would be (Cohere sends none)."""
+        return _FORM_TEXT, payload["index"], (PADDING_KEY,)
+
+    def fragment_at(self, at: int, piece: str) -> tuple[CallRef, str] | None:
+        """What commonest_fragment gives for such an event at ``at`` holding ``piece`` (not empty):
+        None, changing nothing, when no start opened a call there (decode() reports it)."""
+        if at not in self._open:
             return None
         return self._bare.ref(at), piece

@@ -71,6 +71,7 @@ from fsm.wire.decoders import error_message
 from fsm.wire.decoders._fields import field, items, mapping, text, written
 from fsm.wire.decoders._gemini_code import CodeRuns, code_part_fault, code_result_fault
 from fsm.wire.decoders._wire import GEMINI_FINISH, dumps
+from fsm.wire.decoders.chunk_form import PADDING_KEY
 from fsm.wire.decoders.partial_args import PartialArgsWriter, string_piece
 
 _FINISH = GEMINI_FINISH
@@ -103,6 +104,10 @@ class _Streaming:
     def __init__(self, ref: CallRef) -> None:
         self.ref = ref
         self.writer = PartialArgsWriter()
+
+
+_FORM_TEXT = ("candidates", 0, "content", "parts", 0, "functionCall", "partialArgs", 0, "stringValue")
+"""Where a Vertex streamed call's string piece sits (partial_args.string_piece)."""
 
 
 class GeminiDecoder:
@@ -234,11 +239,23 @@ class GeminiDecoder:
         text)`` of it, with no diagnostic; this does to the decoder and the call's writer what
         decode() does and no more. None, changing nothing, for any other event (a test replays
         every vector and fuzzed stream with and without this shortcut)."""
+        found = string_piece(payload) if self._open is not None else None
+        return None if found is None else self.fragment_at((found[0], found[2]), found[1])
+
+    def form_of(self, payload: dict[str, Any]) -> tuple[tuple[str | int, ...], tuple[str, bool], tuple[str, ...]]:
+        """Of an event commonest_fragment took, for FragmentForm: where its string piece sits, the
+        place its form names (the entry's path and whether the string goes on) and where padding
+        would be (Gemini sends none)."""
+        entry = payload["candidates"][0]["content"]["parts"][0]["functionCall"]["partialArgs"][0]
+        return _FORM_TEXT, (entry["jsonPath"], bool(entry.get("willContinue"))), (PADDING_KEY,)
+
+    def fragment_at(self, place: tuple[str, bool], value: str) -> tuple[CallRef, str] | None:
+        """What commonest_fragment does with such an event: the piece ``value`` of the string open
+        at the path ``place`` names, written; None, changing nothing, for any other."""
         streaming = self._open
         if streaming is None or self._runs is not None or not self.shortcuts:
             return None
-        found = string_piece(payload)
-        piece = streaming.writer.continue_string(*found) if found is not None else ""
+        piece = streaming.writer.continue_string(place[0], value, place[1])
         if not piece:
             return None
         # What a functionCall part does to the run of thought and text parts. (decode() also
