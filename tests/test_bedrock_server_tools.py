@@ -103,6 +103,7 @@ def test_the_next_turn_sends_the_server_blocks_back_as_bedrock_took_them() -> No
     answers = [messages.tool_result(call, "Final result processed.", "bedrock") for call in result.calls]
     conversation = [*ASK, said, *messages.tool_results(answers, "bedrock")]
     assert history.check(conversation).findings == ()
+    assert history.repair(conversation) == (conversation, [])
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -288,3 +289,10 @@ def test_a_megabyte_result_in_tiny_pieces_is_joined_once() -> None:
     small = min(_read_time(16_384) for _ in range(3))
     large = min(_read_time(131_072) for _ in range(3))  # a megabyte of text, 8x the pieces
     assert large / max(small, 1e-4) < 32  # joined piece by piece it grows as the square (64x)
+
+
+@pytest.mark.parametrize("form", ["anthropic", "gemini"])
+def test_other_formats_do_not_take_converse_server_blocks(form: str) -> None:
+    pytest.importorskip("botocore")
+    said = json.dumps(messages.assistant_message(fsm.reassemble(RECORDED.read_bytes(), "bedrock"), form))
+    assert SERVER_ID not in said and "nova_code_interpreter" not in said and CLIENT_ID in said
