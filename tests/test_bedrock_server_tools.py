@@ -3,21 +3,18 @@ the ``toolUse`` of ``type: server_tool_use`` is the provider's call, never the c
 ``toolResult`` block that follows it (``contentBlockStart.start.toolResult`` with its ``toolUseId``,
 ``type`` and ``status``, then ``contentBlockDelta.delta.toolResult`` items of ``json`` or ``text``)
 is kept whole, then sent back in the next turn's assistant message right after its call, block for
-block, as botocore's model and the recording below have them.
+block, as botocore's model has them.
 
-tests/streams/bedrock-nova-code-interpreter.eventstream is a real ConverseStream body recorded by
-pydantic-ai (pydantic/pydantic-ai, tests/models/cassettes/test_bedrock/
-test_bedrock_model_stream_with_code_execution_tool.yaml, commit beec2782bf64af7edbd61d11bfe33c1c605542bd,
-the response body's bytes, base64-decoded): Nova 2 Lite runs ``1234 * 5678`` in its code
-interpreter, then calls the client's ``final_result``. The same project's
-test_bedrock_model_multi_turn_code_execution.yaml records the next request Bedrock took with those
-blocks in the assistant message (``SENT_BACK`` below, its ids those of this stream)."""
+STREAM is a ConverseStream of this project's making in the shape a recorded Nova 2 Lite stream has
+(pydantic-ai's cassette test_bedrock_model_stream_with_code_execution_tool.yaml; its values are not
+copied): the model runs ``6 * 7`` in its code interpreter, then calls the client's ``report``. The
+next request Bedrock took after such a turn (the same project's multi-turn cassette) has the
+blocks in the order ``SENT_BACK`` gives them."""
 
 from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,11 +22,11 @@ import pytest
 import fsm
 from fsm import history, messages
 from fsm.wire.decoders.bedrock import BedrockDecoder
+from tests.helpers import aws_message
 
-RECORDED = Path(__file__).parent / "streams" / "bedrock-nova-code-interpreter.eventstream"
-SERVER_ID = "tooluse_MDxh6LALUXgZvnf9Dqd0fQ"
-CLIENT_ID = "tooluse_GAkD3pNGSYeUBAwXiRVwIQ"
-RAN = {"stdOut": "7006652", "stdErr": "", "exitCode": 0, "isError": False}
+SERVER_ID = "tooluse_srvA1b2C3d4E5f6G7h8I9j0"
+CLIENT_ID = "tooluse_cliZ9y8X7w6V5u4T3s2R1q0"
+RAN = {"stdOut": "42", "stdErr": "", "exitCode": 0, "isError": False}
 ANSWER = {
     "toolUseId": SERVER_ID,
     "type": "nova_code_interpreter_result",
@@ -41,22 +38,64 @@ SENT_BACK = [
         "toolUse": {
             "toolUseId": SERVER_ID,
             "name": "nova_code_interpreter",
-            "input": {"snippet": "1234 * 5678"},
+            "input": {"snippet": "6 * 7"},
             "type": "server_tool_use",
         }
     },
     {"toolResult": ANSWER},
-    {"toolUse": {"toolUseId": CLIENT_ID, "name": "final_result", "input": {"result": 7006652.0}}},
+    {"toolUse": {"toolUseId": CLIENT_ID, "name": "report", "input": {"answer": 42}}},
 ]
-ASK = [{"role": "user", "content": [{"text": "What is 1234 * 5678?"}]}]
+ASK = [{"role": "user", "content": [{"text": "What is 6 * 7?"}]}]
+EVENTS: list[dict[str, Any]] = [
+    {"messageStart": {"p": "pad", "role": "assistant"}},
+    {
+        "contentBlockStart": {
+            "contentBlockIndex": 0,
+            "p": "padding",
+            "start": {"toolUse": {"name": "nova_code_interpreter", "toolUseId": SERVER_ID, "type": "server_tool_use"}},
+        }
+    },
+    {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"snippet":"6 * 7"}'}}, "p": "p"}},
+    {"contentBlockStop": {"contentBlockIndex": 0, "p": "pa"}},
+    {
+        "contentBlockStart": {
+            "contentBlockIndex": 1,
+            "p": "pad",
+            "start": {
+                "toolResult": {"status": "success", "toolUseId": SERVER_ID, "type": "nova_code_interpreter_result"}
+            },
+        }
+    },
+    {"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"toolResult": [{"json": RAN}]}, "p": "padd"}},
+    {"contentBlockStop": {"contentBlockIndex": 1, "p": "pad"}},
+    {
+        "contentBlockStart": {
+            "contentBlockIndex": 2,
+            "p": "paddi",
+            "start": {"toolUse": {"name": "report", "toolUseId": CLIENT_ID, "type": "tool_use"}},
+        }
+    },
+    {"contentBlockDelta": {"contentBlockIndex": 2, "delta": {"toolUse": {"input": '{"answer":42}'}}, "p": "pa"}},
+    {"contentBlockStop": {"contentBlockIndex": 2, "p": "p"}},
+    {"messageStop": {"p": "padding", "stopReason": "tool_use"}},
+    {
+        "metadata": {
+            "metrics": {"latencyMs": 900},
+            "p": "pad",
+            "usage": {"inputTokens": 10, "outputTokens": 5, "serverToolUsage": {}, "totalTokens": 15},
+        }
+    },
+]
+STREAM = b"".join(aws_message(json.dumps(body).encode(), name) for event in EVENTS for name, body in event.items())
+"""EVENTS as the binary event stream Bedrock sends them in."""
 
 
 def _recorded_events() -> list[dict[str, Any]]:
-    """The recording's events as botocore's decoder hands them on, each ``{eventType: body}``."""
+    """STREAM's events as botocore's decoder hands them on, each ``{eventType: body}``."""
     from botocore.eventstream import EventStreamBuffer
 
     buffer = EventStreamBuffer()
-    buffer.add_data(RECORDED.read_bytes())
+    buffer.add_data(STREAM)
     return [{m.headers[":event-type"]: json.loads(m.payload)} for m in buffer]
 
 
@@ -80,23 +119,23 @@ def _fed(events: list[dict[str, Any]], form: str) -> fsm.Result:
 FORMS = ["dicts", "ndjson", "sse", "binary"]
 
 
-def test_the_recorded_stream_keeps_the_server_call_apart_and_its_result_whole() -> None:
+def test_the_stream_keeps_the_server_call_apart_and_its_result_whole() -> None:
     pytest.importorskip("botocore")
-    result = fsm.reassemble(RECORDED.read_bytes(), "bedrock")
+    result = fsm.reassemble(STREAM, "bedrock")
     assert result.codes() == [] and result.finish_reason == "tool_calls"
-    assert [(c.id, c.name, c.arguments) for c in result.calls] == [(CLIENT_ID, "final_result", {"result": 7006652.0})]
+    assert [(c.id, c.name, c.arguments) for c in result.calls] == [(CLIENT_ID, "report", {"answer": 42})]
     [served] = result.server_tool_calls
     assert (served.id, served.name, served.arguments) == (
         SERVER_ID,
         "nova_code_interpreter",
-        {"snippet": "1234 * 5678"},
+        {"snippet": "6 * 7"},
     )
     assert [(r.block, r.output_index) for r in result.server_tool_results] == [(ANSWER, 1)]
 
 
 def test_the_next_turn_sends_the_server_blocks_back_as_bedrock_took_them() -> None:
     pytest.importorskip("botocore")
-    result = fsm.reassemble(RECORDED.read_bytes(), "bedrock")
+    result = fsm.reassemble(STREAM, "bedrock")
     said = messages.assistant_message(result, "bedrock")
     assert said == {"role": "assistant", "content": SENT_BACK}
     # Only the client's call is answered by the client; history reads the turn as whole.
@@ -119,7 +158,7 @@ def test_every_form_of_the_stream_gives_the_same_turn(form: str) -> None:
 def test_boto3_sends_the_server_blocks_in_the_assistant_message() -> None:
     from tests.test_sdk_loop import converse_client
 
-    client = converse_client(RECORDED.read_bytes())
+    client = converse_client(STREAM)
     sent: list[dict[str, Any]] = []
     client.meta.events.register(
         "request-created.bedrock-runtime.ConverseStream", lambda request, **_: sent.append(json.loads(request.body))
@@ -294,5 +333,5 @@ def test_a_megabyte_result_in_tiny_pieces_is_joined_once() -> None:
 @pytest.mark.parametrize("form", ["anthropic", "gemini"])
 def test_other_formats_do_not_take_converse_server_blocks(form: str) -> None:
     pytest.importorskip("botocore")
-    said = json.dumps(messages.assistant_message(fsm.reassemble(RECORDED.read_bytes(), "bedrock"), form))
+    said = json.dumps(messages.assistant_message(fsm.reassemble(STREAM, "bedrock"), form))
     assert SERVER_ID not in said and "nova_code_interpreter" not in said and CLIENT_ID in said
