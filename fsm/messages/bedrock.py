@@ -6,8 +6,15 @@ The assistant turn is ``{"role": "assistant", "content": [...]}``: the reasoning
 one as ``redactedContent``, the bytes its base64 on the wire stands for, which boto3 writes as that
 base64 again; a block that never got its signature is left out, since Claude refuses it and no
 other model needs its reasoning back), then the text as a ``text`` block, then the calls as
-``toolUse`` blocks (``toolUseId``, ``name``, ``input`` an object). Converse's stream gives no block's
-place in the turn, so that is their order. A result answers a call as a ``toolResult`` block
+``toolUse`` blocks (``toolUseId``, ``name``, ``input`` an object). A server tool the provider ran
+itself (Amazon Nova's ``nova_code_interpreter``, ``nova_grounding``) goes back before the client's
+calls, as ConverseStream gives it, block for block: its ``toolUse`` of ``type: server_tool_use``,
+then the ``toolResult`` block that answered it (``toolUseId``, ``type``, ``status``, ``content`` as
+the stream gave them), in the order the stream gave the server calls; the k-th result naming an id
+answers the k-th call under it. A server call that did not complete or that no result answered is
+not sent (a result stands for the run; none is the client's to make), nor a result that no server
+call of this turn is left to answer, nor another provider's server call. Converse's next turn keeps
+the text in one block, so that is their order. A result answers a call as a ``toolResult`` block
 (``toolUseId``, ``content``: an object output as ``json``, anything else as ``text``, an object
 holding a NaN or an infinity too, which no JSON document holds;
 ``status: "error"`` for a failed tool), every answer of a turn in one user message
@@ -32,7 +39,7 @@ from typing import Any
 
 from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.messages.shared import Message, arguments_object, as_text, reply_id
-from fsm.results import Result, ToolCall
+from fsm.results import CallStatus, Result, ServerToolResult, ToolCall
 
 
 def bedrock_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
@@ -46,14 +53,43 @@ def bedrock_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     if result.text:
         content.append({"text": result.text})
     sent: dict[str, str] = {}
+    for call, answer in _served(result):
+        content.append({"toolUse": _use(call, sent, type="server_tool_use")})
+        content.append({"toolResult": {**answer.block, "toolUseId": converse_id(reply_id(call))}})
     for call in calls:
-        own = reply_id(call)
-        use_id = converse_id(own)
-        if sent.setdefault(use_id, own) != own:  # only an id made to match another's mapping can
-            raise LocalProtocolError(f"calls {sent[use_id]!r} and {own!r} would both go to Converse as {use_id!r}")
-        use = {"toolUseId": use_id, "name": call.name or "", "input": arguments_object(call)}
-        content.append({"toolUse": use})
+        content.append({"toolUse": _use(call, sent)})
     return {"role": "assistant", "content": content}
+
+
+def _use(call: ToolCall, sent: dict[str, str], **extra: str) -> Message:
+    own = reply_id(call)
+    use_id = converse_id(own)
+    if sent.setdefault(use_id, own) != own:  # only an id made to match another's mapping can
+        raise LocalProtocolError(f"calls {sent[use_id]!r} and {own!r} would both go to Converse as {use_id!r}")
+    return {"toolUseId": use_id, "name": call.name or "", "input": arguments_object(call), **extra}
+
+
+def _served(result: Result) -> list[tuple[ToolCall, ServerToolResult]]:
+    """Each server call ConverseStream gave that completed, with the ``toolResult`` block that
+    answered it, in the stream's order. Claude's server calls hold their block (``item``) and its
+    results name their call by ``tool_use_id``: they are another turn's to send."""
+    answers: dict[str, list[ServerToolResult]] = {}
+    for answer in result.server_tool_results:
+        wire_id = answer.block.get("toolUseId")  # Claude's and Gemini's result blocks hold none
+        if isinstance(wire_id, str) and "tool_use_id" not in answer.block:
+            answers.setdefault(wire_id, []).append(answer)
+    served: list[tuple[ToolCall, ServerToolResult]] = []
+    taken: dict[str, int] = {}
+    for call in result.server_tool_calls:
+        if call.item is not None or call.wire_id is None or call.type != "function":
+            continue
+        k = taken.get(call.wire_id, 0)
+        under = answers.get(call.wire_id, [])
+        if k < len(under):
+            taken[call.wire_id] = k + 1
+            if call.status is CallStatus.COMPLETE:
+                served.append((call, under[k]))
+    return served
 
 
 ID_MAX = 64

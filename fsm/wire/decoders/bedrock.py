@@ -4,9 +4,17 @@
 ``contentBlockDelta.delta.toolUse.input`` fragments append, ``contentBlockStop`` ends it;
 ``messageStop.stopReason`` ends the stream. A start repeated for the block still open at its index
 (same id and name) changes nothing. Text and reasoning deltas carry no call, and the random ``p``
-padding field is ignored; what else a block's start or delta holds (a server tool's ``toolResult``,
-a ``citation``, an ``image``) is reported (``part-not-reassembled``). The raw binary event stream
-is unframed by :mod:`fsm.wire.framing` (with botocore's decoder) into these same objects.
+padding field is ignored. A server tool (Amazon Nova's ``nova_code_interpreter``,
+``nova_grounding``) comes as a ``toolUse`` start of ``type: server_tool_use``, read as a call the
+provider runs itself (:attr:`~fsm.results.Result.server_tool_calls`, never the client's), and its
+result as a block of its own: ``contentBlockStart.start.toolResult {toolUseId, type, status}``, then
+``contentBlockDelta.delta.toolResult``, a list of ``{json}`` or ``{text}`` items (a run of text
+items joins into one, as text deltas do), ended by ``contentBlockStop``, when it is kept whole as
+Converse's ``toolResult`` block (:class:`~fsm.events.ServerResultBlock`) for the next turn. What
+else a block's start or delta holds (a ``citation``, an ``image``, a result item of another kind, a
+``toolResult`` in a block that is no result's, a result block that never stopped) is reported
+(``part-not-reassembled``). The raw binary event stream is unframed by :mod:`fsm.wire.framing`
+(with botocore's decoder) into these same objects.
 
 An ``InvokeModelWithResponseStream`` carries the model's own events instead (a Claude model's are
 Anthropic's; fsm/wire/eventstream.py unwraps them): named ``bedrock``, such a stream is read by the
@@ -33,6 +41,7 @@ from fsm.events import (
     CallSeen,
     Event,
     ReasoningDelta,
+    ServerResultBlock,
     StreamEnd,
     TextDelta,
     UsageReport,
@@ -60,6 +69,7 @@ class BedrockDecoder:
         self._unplaced: tuple[CallRef, bool] | None = None  # a tool block that came without its index
         self._carried: Decoder | None = None  # an InvokeModel stream's: the model's own wire's decoder
         self._converse = False  # a ConverseStream event was read: the stream is one
+        self._results: dict[int, _Result] = {}  # index → a server tool's result block being read
 
     @property
     def output_indexed(self) -> bool:
@@ -90,7 +100,8 @@ class BedrockDecoder:
                 start = mapping(body.get("start"), "start")
                 tool = mapping(start.get("toolUse"), "toolUse")
                 at = index(body.get("contentBlockIndex"), "contentBlockIndex")
-                _report_unread(start, "contentBlockStart.start", at, diagnose)
+                opened = not tool and self._open_result(at, start.get("toolResult"))
+                _report_unread(start, "contentBlockStart.start", at, diagnose, _READ_RESULT if opened else _READ)
                 if tool:
                     server = tool.get("type") == "server_tool_use"
                     ref = CallRef(
@@ -106,7 +117,9 @@ class BedrockDecoder:
                 at = index(body.get("contentBlockIndex"), "contentBlockIndex")
                 said = mapping(body.get("delta"), "delta")
                 delta = said.get("toolUse")
-                _report_unread(said, "contentBlockDelta.delta", at, diagnose)
+                result = self._results.get(at) if at is not None and delta is None else None
+                took = result is not None and result.add(said.get("toolResult"), f"block {at}", diagnose)
+                _report_unread(said, "contentBlockDelta.delta", at, diagnose, _READ_RESULT if took else _READ)
                 if delta is None:
                     events += _said(at, said)
                 else:
@@ -116,7 +129,11 @@ class BedrockDecoder:
                         self._keep(at, ref, seen=True)
                         events.append(ArgumentsFragment(ref, piece))
             elif kind == "contentBlockStop":
-                block = self._take(index(body.get("contentBlockIndex"), "contentBlockIndex"))
+                at = index(body.get("contentBlockIndex"), "contentBlockIndex")
+                if at is not None and at in self._results:
+                    events.append(ServerResultBlock(self._results.pop(at).block(), at))
+                    continue
+                block = self._take(at)
                 if block is not None:
                     ref, seen = block
                     if not seen:
@@ -126,6 +143,9 @@ class BedrockDecoder:
                 # Read as Anthropic's stop_reason is: a stop that names no reason gives no finish
                 # reason (close() says so), rather than the word "None" no provider sent.
                 reason = text(body.get("stopReason"), "stopReason")
+                for at in self._results:
+                    diagnose("part-not-reassembled", f"the toolResult block {at} never stopped; it is not kept")
+                self._results.clear()
                 if reason:
                     events.append(StreamEnd(_FINISH.get(reason, reason), reason))
             elif kind == "metadata" and body.get("usage"):
@@ -135,6 +155,16 @@ class BedrockDecoder:
             elif kind not in _QUIET:
                 diagnose("unknown-event", f"Bedrock event {kind!r}")
         return events
+
+    def _open_result(self, at: int | None, start: Any) -> bool:
+        """Opens a server tool's result block at ``at``: one with no index or no ``toolUseId`` says
+        nothing a result can be paired or placed by, and stays reported."""
+        if at is None or not isinstance(start, Mapping) or not isinstance(start.get("toolUseId"), str):
+            return False
+        if not start["toolUseId"]:
+            return False
+        self._results[at] = _Result(start)
+        return True
 
     def _carrying(self, payload: Mapping[str, Any]) -> Decoder | None:
         """The decoder for an InvokeModel stream's events, made by the first event of another wire
@@ -230,14 +260,54 @@ _FORM_PADDING = ("contentBlockDelta", "p")
 """Where Bedrock puts the random padding of an event (never read)."""
 
 _READ = frozenset({"text", "reasoningContent", "toolUse"})
-"""What this decoder reads of a block's start or delta; the rest (a server tool's ``toolResult``,
-a ``citation``, an ``image``) is reported, not dropped unseen."""
+"""What this decoder reads of a block's start or delta; the rest (a ``citation``, an ``image``, a
+``toolResult`` outside a result block) is reported, not dropped unseen."""
+_READ_RESULT = _READ | {"toolResult"}
+"""What it reads of a server tool's result block's start or delta."""
 
 
-def _report_unread(body: Mapping[str, Any], where: str, at: int | None, diagnose: Callable[[str, str], None]) -> None:
-    if body.keys() <= _READ:
+class _Result:
+    """A server tool's ``toolResult`` block as its start and deltas build it: the start's fields as
+    they came, then the ``content`` items in order, a run of text pieces held apart until the
+    block stops (joined once, so a long streamed result costs its length)."""
+
+    def __init__(self, start: Mapping[str, Any]) -> None:
+        self._start = {key: value for key, value in start.items() if value is not None and key != "content"}
+        self._content: list[dict[str, Any] | list[str]] = []  # an item, or a run of text pieces
+
+    def add(self, pieces: Any, where: str, diagnose: Callable[[str, str], None]) -> bool:
+        """Reads a delta's ``toolResult`` items; False (nothing read) when it is no list."""
+        if type(pieces) is not list:
+            return False
+        for piece in pieces:
+            said = piece.get("text") if isinstance(piece, Mapping) and len(piece) == 1 else None
+            if isinstance(said, str):
+                if self._content and type(self._content[-1]) is list:
+                    self._content[-1].append(said)
+                else:
+                    self._content.append([said])
+            elif isinstance(piece, Mapping) and len(piece) == 1 and "json" in piece:
+                self._content.append({"json": piece["json"]})
+            else:
+                what = ", ".join(str(key) for key in piece)[:80] if isinstance(piece, Mapping) else type(piece).__name__
+                diagnose("part-not-reassembled", f"a toolResult item of {where} holds {what}, which is not kept")
+        return True
+
+    def block(self) -> dict[str, Any]:
+        content = [{"text": "".join(item)} if type(item) is list else item for item in self._content]
+        return {**self._start, "content": content}
+
+
+def _report_unread(
+    body: Mapping[str, Any],
+    where: str,
+    at: int | None,
+    diagnose: Callable[[str, str], None],
+    read: frozenset[str] = _READ,
+) -> None:
+    if body.keys() <= read:
         return
-    unread = [str(key) for key, value in body.items() if key not in _READ and value is not None]
+    unread = [str(key) for key, value in body.items() if key not in read and value is not None]
     if unread:
         diagnose(
             "part-not-reassembled", f"{where} of block {at} holds {', '.join(unread[:6])}, which is not reassembled"
