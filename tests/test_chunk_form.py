@@ -191,7 +191,7 @@ def _streams() -> list[tuple[str, str, list[dict[str, Any]], dict[str, Any]]]:
 def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many chunks were read by their form, in the one item of the list returned."""
     hits = [0]
-    for name in ("_read_one", "_read_holes"):
+    for name in ("_read_one", "_read_two"):
         real = getattr(FragmentForm, name)
 
         def counted(self: FragmentForm, payload: str, real: Any = real) -> str | None:
@@ -272,7 +272,7 @@ def test_a_form_reads_the_text_of_its_chunks_and_nothing_else() -> None:
 
 def test_openai_padding_is_a_hole_of_its_own() -> None:
     form = _learnt({**chunk(tc(0, args="{")), "obfuscation": "3Y6y"})
-    assert form is not None and len(form.rest) == 2
+    assert form is not None and form.read == form._read_two
     assert form.read(json.dumps({**chunk(tc(0, args='"q"')), "obfuscation": 'g7"em\\'})) == '"q"'
     assert form.read(json.dumps({**chunk(tc(0, args='"q"')), "obfuscation": 5})) is None
     first = _learnt({"obfuscation": "S8ct", **chunk(tc(0, args="{"))})

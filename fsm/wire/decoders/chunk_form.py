@@ -39,21 +39,21 @@ _CANDIDATES: Final = 8
 
 
 class FragmentForm:
-    """A bare-fragment chunk with its argument string (and padding) cut out, made of the fixed
-    ``pieces`` around the holes (each piece before a hole ends with the hole's opening quote) and
-    which hole holds the arguments (``text_hole``). ``place``: what names the chunk's call (an
-    OpenAI chat index, an Anthropic block's index, ...), for its decoder."""
+    """A commonest event with its text string (and padding) cut out, made of the fixed ``pieces``
+    around the holes (each piece before a hole ends with the hole's opening quote) and which hole
+    holds the text (``text_hole``). ``read(payload)``: the text of an event of this form, else None.
+    ``place``: what names the event's call (an OpenAI chat index, an Anthropic block's index, ...),
+    for its decoder."""
 
-    __slots__ = ("head", "place", "read", "rest", "tail", "tail_at")
+    __slots__ = ("head", "middle", "place", "read", "tail", "tail_at", "text_first")
 
     def __init__(self, place: Any, pieces: list[str], text_hole: int) -> None:
         self.place = place
         self.head, self.tail = pieces[0], pieces[-1]
         self.tail_at = -len(self.tail)  # where the tail starts, from the end
-        # After each hole, the piece that follows it, and whether that hole is the argument text.
-        self.rest = tuple((hole == text_hole, piece) for hole, piece in enumerate(pieces[1:]))
-        # The commonest form, the text the only hole (no padding), read by the shorter way.
-        self.read = self._read_one if len(pieces) == 2 else self._read_holes
+        # One hole (the text) or two (the text and the padding, in either order): each its reader.
+        self.middle, self.text_first = pieces[1], text_hole == 0
+        self.read = self._read_one if len(pieces) == 2 else self._read_two
 
     def _read_one(self, payload: str) -> str | None:
         """read() of a form whose one hole is the text."""
@@ -66,23 +66,20 @@ class FragmentForm:
                 return text
         return None
 
-    def _read_holes(self, payload: str) -> str | None:
-        """The argument text of ``payload`` when it is this form with a JSON string in each hole
-        and the text is not empty; None for anything else (the caller parses it)."""
-        if not payload.startswith(self.head):
-            return None
-        pos, text = len(self.head), ""
-        try:
-            for is_text, piece in self.rest:
-                found, pos = scanstring(payload, pos)
-                if is_text:
-                    text = found
-                if not payload.startswith(piece, pos):
+    def _read_two(self, payload: str) -> str | None:
+        """read() of a form of two holes, the text and the padding, in either order."""
+        if payload.startswith(self.head) and payload.endswith(self.tail):
+            try:
+                first, pos = scanstring(payload, len(self.head))
+                if not payload.startswith(self.middle, pos):
                     return None
-                pos += len(piece)
-        except ValueError:  # no string there, or a bad one: the general path says what is wrong
-            return None
-        return text if pos == len(payload) and text else None
+                second, end = scanstring(payload, pos + len(self.middle))
+            except ValueError:  # no string there, or a bad one: the general path says what is wrong
+                return None
+            text = first if self.text_first else second
+            if end == len(payload) + self.tail_at and text:
+                return text
+        return None
 
     @classmethod
     def learn(
