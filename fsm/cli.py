@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -64,9 +65,9 @@ With --against, each vector's run may take --timeout seconds (default 30; a posi
 may have a fraction): past it, the adapter is stopped and the vector fails ("timed out").
 
 exit status: 0 every applicable vector passed (and, without --against, every part of the specs was
-exercised); 1 a vector failed or something declared in specs/ went unexercised; 2 bad usage (such
-as a --timeout that is no positive number). With --against, progress goes to stderr when it is a
-terminal.""",
+exercised); 1 a vector failed (a vector file it cannot read fails) or something declared in specs/
+went unexercised; 2 bad usage (such as a --timeout that is no positive number, or a --fuzzed past
+10000). With --against, progress goes to stderr when it is a terminal.""",
     "fuzz": """examples:
   toolcall-fsm fuzz --shape openai-chat --examples 500
   toolcall-fsm fuzz --seed 7 --out fuzz-findings  failing cases (and hypothesis's data) go there
@@ -75,8 +76,8 @@ Failing cases are written under --out, or else under a new temporary folder that
 something is written; nothing is written into the current folder. Progress goes to stderr when it
 is a terminal.
 
-exit status: 0 no failure; 1 a failure (the shrunk case is written as a vector), or hypothesis is
-missing; 2 bad usage (an unknown shape).""",
+exit status: 0 no failure; 1 a failure (the shrunk case is written as a vector), an --out it cannot
+write into, or hypothesis is missing; 2 bad usage (an unknown shape, --examples past 100000).""",
     "history": """examples:
   toolcall-fsm history check messages.json
   toolcall-fsm history check --json --format anthropic request.json
@@ -97,8 +98,9 @@ list of messages, or a malformed message: one line on stderr naming it).""",
 Without --out, the root (--root, default the current folder) must hold specs/: nothing is written
 elsewhere.
 
-exit status: 0 written, or current under --check; 1 stale under --check, or Graphviz's dot is
-missing; 2 bad usage (a root without specs/ and no --out).""",
+exit status: 0 written, or current under --check; 1 stale under --check, a file it cannot read or
+write (one line naming it), or Graphviz's dot is missing; 2 bad usage (a root without specs/ and no
+--out).""",
 }
 
 
@@ -113,17 +115,27 @@ def _command(commands: Any, name: str, summary: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _positive(text: str) -> int:
-    value = _whole(text) if text.isdigit() else 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {shown(text)}")
-    return value
+MAX_EXAMPLES = 100_000
+"""The most ``fuzz --examples`` takes: streams per shape and mode (each costs hypothesis's work)."""
+MAX_FUZZED = 10_000
+"""The most ``conform --fuzzed`` takes: streams per shape, each held as a vector and run once by the adapter."""
 
 
-def _not_negative(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number, not {shown(text)}")
-    return _whole(text)
+def _count(least: int, most: int) -> Callable[[str], int]:
+    """A whole-number option from ``least`` to ``most``: beyond, no run could end (or fit in memory)."""
+
+    def count(text: str) -> int:
+        digits = text.isascii() and text.isdigit() and len(text.lstrip("0")) <= len(str(most))  # else never int()
+        value = int(text) if digits else -1
+        if not least <= value <= most:
+            raise argparse.ArgumentTypeError(f"must be a whole number from {least} to {most}, not {shown(text)}")
+        return value
+
+    return count
+
+
+def _count_option(parser: argparse.ArgumentParser, flag: str, least: int, most: int, default: int, said: str) -> None:
+    parser.add_argument(flag, type=_count(least, most), default=default, metavar="N", help=f"{said} (at most {most})")
 
 
 def _seed(text: str) -> int:
@@ -162,9 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     conform.add_argument("--vectors", default=None, help="folder of vector files (default: the bundled specs/vectors)")
     conform.add_argument("--against", metavar="CMD", help="grade an external reassembler (see the README)")
     conform.add_argument("--json", action="store_true", help="print the outcomes and coverage as JSON")
-    conform.add_argument(
-        "--fuzzed", type=_not_negative, default=0, metavar="N", help="with --against: also N fuzzed streams per shape"
-    )
+    _count_option(conform, "--fuzzed", 0, MAX_FUZZED, 0, "with --against: also N fuzzed streams per shape")
     conform.add_argument(
         "--timeout",
         type=seconds,
@@ -174,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fuzzing = _command(commands, "fuzz", "fuzz the engine; a failing case is written out as a vector")
     fuzzing.add_argument("--shape", default="all", help="one of: all, " + ", ".join(SHAPES))
-    fuzzing.add_argument("--examples", type=_positive, default=200, help="streams per shape and mode (default 200)")
+    _count_option(fuzzing, "--examples", 1, MAX_EXAMPLES, 200, "streams per shape and mode, default 200")
     fuzzing.add_argument("--seed", type=_seed, default=None, help="random seed (default: a fixed, derandomized run)")
     fuzzing.add_argument("--mode", default="all", choices=("all", "property", "robust"))
     fuzzing.add_argument("--out", metavar="DIR", help="where failing cases go (default: a new temporary folder)")

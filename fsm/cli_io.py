@@ -38,6 +38,8 @@ def open_input(path: str) -> BinaryIO:
 
 def unwritable_folder(folder: Path) -> str | None:
     """Why files cannot be written into ``folder`` (made when missing), or None when they can."""
+    if folder.exists() and not folder.is_dir():  # mkdir would say only "File exists"
+        return "it is a file, not a folder"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         tempfile.TemporaryFile(dir=folder).close()

@@ -184,28 +184,15 @@ def test_a_chatopenai_item_that_calls_nothing_or_comes_as_chunks_is_not_reported
 # -- numbers no JSON text holds ---------------------------------------------------------------------
 
 HUGE = 10**5000  # past the int-string conversion limit: json.loads refuses it, a caller's dict may hold it
+TOO_LONG = "a number too long to write as text (more than 4300 digits)"
 
 
 @pytest.mark.parametrize(
     "event",
     [
-        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": HUGE}]},
-        {"type": "response.output_item.added", "output_index": HUGE, "item": {"type": "zz_call", "id": "x"}},
-        {"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": {"reason": HUGE}}},
         {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": {}, "id": HUGE}}]}}]},
-        {"candidates": [{"content": {"parts": []}, "finishReason": HUGE}]},
-        lc_chunk(response_metadata={"status": "incomplete", "incomplete_details": {"reason": HUGE}}),
-        lc_chunk([{"type": "zz_use", "index": HUGE}], provider="anthropic"),
     ],
-    ids=[
-        "chat-finish",
-        "responses-index",
-        "responses-reason",
-        "gemini-id",
-        "gemini-finish",
-        "langchain-reason",
-        "langchain-index",
-    ],
+    ids=["gemini-id"],
 )
 def test_an_int_past_the_int_string_limit_in_a_fed_event_is_a_limit_not_a_value_error(event: Any) -> None:
     # each was a ValueError out of feed(): a decoder (or a diagnostic's message) wrote the int as text;
@@ -216,6 +203,33 @@ def test_an_int_past_the_int_string_limit_in_a_fed_event_is_a_limit_not_a_value_
     with pytest.raises(fsm.LimitExceeded, match=f"event 1: .*({said})"):
         r.feed(event)
     assert r.close().codes() == ["stream-failed"]
+
+
+@pytest.mark.parametrize(
+    ("event", "finish", "code"),
+    [
+        ({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": HUGE}]}, TOO_LONG,
+         None),
+        ({"type": "response.output_item.added", "output_index": HUGE, "item": {"type": "zz_call", "id": "x"}}, None,
+         "unknown-item"),
+        ({"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": {"reason": HUGE}}},
+         "length", None),
+        ({"candidates": [{"content": {"parts": []}, "finishReason": HUGE}]}, TOO_LONG, None),
+        (lc_chunk(response_metadata={"status": "incomplete", "incomplete_details": {"reason": HUGE}}), "length", None),
+        (lc_chunk([{"type": "zz_use", "index": HUGE}], provider="anthropic"), None, "unknown-event"),
+    ],
+    ids=["chat-finish", "responses-index", "responses-reason", "gemini-finish", "langchain-reason", "langchain-index"],
+)  # fmt: skip
+def test_an_int_past_the_int_string_limit_where_text_is_written_is_named_and_read_on(
+    event: Any, finish: str | None, code: str | None
+) -> None:
+    # These failed the stream too (a LimitExceeded since audit 15, "the event holds a number with
+    # more digits than Python writes as text"), where the same digits read from the wire were
+    # written out and read on. Fed or read, the number is named now, and the stream reads on.
+    result = fsm.reassemble([event])
+    assert "stream-failed" not in result.codes() and result.finish_reason == finish
+    said = [d.message for d in result.diagnostics if d.code == code] if code else [result.raw_finish_reason]
+    assert any(TOO_LONG in (message or "") for message in said), said
 
 
 # -- threads -------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from fsm.engine.ledger import Ledger
 from fsm.engine.machine import SpecMachine, slot_machine
 from fsm.engine.scanner import closed_scanner, start_scanner
 from fsm.engine.slot import Slot, text_digest
-from fsm.errors import LimitExceeded
+from fsm.errors import LimitExceeded, too_long
 from fsm.events import FREEFORM_TYPES, NORMAL_FINISHES, CallRef
 from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import is_json_prefix, nesting_exceeds, parse_strict, unicode_utf8
@@ -44,6 +44,19 @@ Lane = int | tuple[str, int | str]
 Calls = Slot | list[Slot]
 Kind = Literal["fragment", "snapshot", "confirmation"]
 _TRUNCATED = CallStatus.TRUNCATED
+
+
+def _shortcut_index(index: int) -> None:
+    """Refuse the index of an OpenAI chat entry the chat shortcuts took (whole_call, call_header,
+    bare_fragment: one entry, at position 0) when it is a caller's int too long to write as text,
+    as the decoder refuses it and the digits the event parser keeps of it read from the wire.
+    Called where the index opens a call or takes the general routing, never on a call's next
+    fragment: no lane is keyed by such an index, so a continuation can never hold one."""
+    said = too_long(index)
+    if said is not None:
+        raise LimitExceeded(f"tool_calls[0].index is {said}", rule="limits")
+
+
 _COMPLETE = CallStatus.COMPLETE
 _NONE: Mapping[Any, Any] = MappingProxyType({})
 
@@ -266,9 +279,11 @@ class Registry:
         """``arguments(CallRef(index, wire_id, name), text, "fragment")`` for a call that names all
         of itself in one event. At an index and an id never seen, with no name held for a next call,
         the general routing opens a call there by rule index-is-label and gives it the text: done
-        here without a CallRef or the routing's walk. Anything else takes the general routing."""
-        lane: Lane = index
-        if self._pending_header or lane in self._lanes or wire_id in self._by_wire_id or not text or text.isspace():
+        here without a CallRef or the routing's walk. Anything else takes the general routing.
+        ``text`` is never empty (each caller's reader refuses empty text: no fragment)."""
+        if self._pending_header or index in self._lanes or wire_id in self._by_wire_id or text.isspace():
+            if index >> 63:  # as in _open_new
+                _shortcut_index(index)
             self.arguments(CallRef(index, wire_id, name), text, "fragment")
             return
         self.ledger.rules["index-is-label"] += 1
@@ -292,8 +307,9 @@ class Registry:
         index, an id and a name, no text yet). At an index and an id never seen, with no name held
         for a next call, the general routing opens a call there by rule index-is-label: done here
         without a CallRef or the routing's walk. Anything else takes the general routing."""
-        lane: Lane = index
-        if self._pending_header or lane in self._lanes or wire_id in self._by_wire_id:
+        if self._pending_header or index in self._lanes or wire_id in self._by_wire_id:
+            if index >> 63:  # as in _open_new
+                _shortcut_index(index)
             self.call_seen(CallRef(index, wire_id, name))
             return
         self.ledger.rules["index-is-label"] += 1
@@ -327,6 +343,8 @@ class Registry:
                 if rest:
                     self._route_rest(ref(index), rest)
                 return
+        if index >> 63:  # as in _open_new: an index no lane has may be one
+            _shortcut_index(index)
         self.arguments(ref(index), text, "fragment")
 
     def hold(self, index: int, text: str, ref: Callable[[int], CallRef]) -> None:
@@ -922,6 +940,8 @@ class Registry:
         whole call's chunk, a call's header: nearly every call of an OpenAI chat stream), without
         the branches that cannot apply to it (test_the_whole_call_shortcut_decides_as_the_decoder,
         test_the_call_header_shortcut_decides_as_the_decoder)."""
+        if index >> 63:  # past 63 bits, or below 0 (a shift costs less than a call of bit_length)
+            _shortcut_index(index)
         slots = self.slots
         if len(slots) >= self._max_calls:
             self._too_many_calls()

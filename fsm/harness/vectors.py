@@ -107,7 +107,9 @@ def validate(vector: Vector, where: str) -> None:
 def load_vector(path: Path) -> Vector:
     try:
         data, _ = parse_strict(path.read_text(encoding="utf-8"))  # numbers exact, as the engine keeps them
-    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nesting past the parser's stack
+    except OSError as exc:  # a file it may not read, a folder named *.json: the reason, not the errno's repr
+        raise SpecError(f"{path.name}: cannot read: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:  # RecursionError: nesting past the parser's stack
         raise SpecError(f"{path.name}: cannot read: {exc}") from None
     if not isinstance(data, dict):  # cattrs would fail on it with an AttributeError or TypeError
         raise SpecError(f"{path.name}: a vector is a JSON object, not {type(data).__name__}")

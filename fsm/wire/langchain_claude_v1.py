@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fsm.wire.decoders._fields import written
 from fsm.wire.decoders._wire import server_result_block
 
 V1_NAMES = {"code_interpreter": "code_execution"}
@@ -91,8 +92,9 @@ def citations(annotations: Any, at: int | None, notes: list[tuple[str, str]]) ->
             found.append(rebuilt)
         else:
             kind = annotation.get("type") if isinstance(annotation, Mapping) else type(annotation).__name__
-            where = f"text block at index {at}" if at is not None else "text block"
-            notes.append(("part-not-reassembled", f"annotation {number} ({kind!r}) of the {where}: no Claude citation"))
+            where = f"text block at index {written(at)}" if at is not None else "text block"
+            said = written(kind) if type(kind) is not str else repr(kind)
+            notes.append(("part-not-reassembled", f"annotation {number} ({said}) of the {where}: no Claude citation"))
     return found
 
 

@@ -58,6 +58,7 @@ from fsm.events import (
     TextDelta,
 )
 from fsm.wire import langchain_claude_v1 as claude_v1
+from fsm.wire.decoders._fields import written
 from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS, Held, dumps, server_result_block
 from fsm.wire.langchain_gemini_code import GeminiSeen, code_item, code_result
 
@@ -306,10 +307,10 @@ def _claude_block(block: Any, stream: LangChainStream) -> list[Event]:
     if kind == "server_tool_result":  # v1's: read as the Claude block it was made from
         rebuilt = claude_v1.result_block(block)
         if rebuilt is None:
-            stream.notes.append(("unknown-event", f"a server_tool_result block at index {at} of no Claude type"))
+            stream.notes.append(("unknown-event", f"a server_tool_result block at index {written(at)}: no Claude type"))
         return events if rebuilt is None else [*events, ServerResultBlock(rebuilt, at)]
     if isinstance(kind, str) and kind.endswith("_use") and kind != "tool_use":  # call-shaped, of no known kind
-        stream.notes.append(("unknown-event", f"a {kind!r} content block at index {at}"))
+        stream.notes.append(("unknown-event", f"a {kind!r} content block at index {written(at)}"))
     return events + _claude(block, stream.notes)
 
 

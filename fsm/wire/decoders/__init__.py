@@ -11,6 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fsm.errors import UnsupportedProvider
+from fsm.wire.decoders._fields import written
 
 if TYPE_CHECKING:
     from fsm.events import Event
@@ -109,7 +110,7 @@ def _bedrock_exception(error: Any) -> bool:
 def error_message(error: Any) -> str:
     """What a provider's error says: the ``message`` of an error object that has one, else the whole
     value (a string, or an object with no message)."""
-    return str(error.get("message", error)) if isinstance(error, Mapping) else str(error)
+    return written(error.get("message", error) if isinstance(error, Mapping) else error)
 
 
 def error_in(payload: Mapping[str, Any]) -> str | None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from fsm.errors import kind as what_kind
+from fsm.errors import too_long
 from fsm.jsontext import dumps
 
 
@@ -20,7 +21,8 @@ def _text(value: Any) -> bool:
 
 
 def _number(value: Any) -> bool:
-    return type(value) is int
+    # An integer too long to write is none, fed as an int or read as the digits the event parser keeps.
+    return type(value) is int and too_long(value) is None
 
 
 def _texts(value: Any) -> bool:

@@ -4,6 +4,7 @@ type or refused with a :class:`RemoteProtocolError` naming the field and what it
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,8 +66,47 @@ def number_text(value: Any, what: str) -> str:
 
 
 def written(value: Any) -> str:
-    """``str(value)`` for a message, but a number too long to write named as one (fed or read)."""
-    return too_long(value) or str(value)
+    """``str(value)`` for a message, a finish reason or an event's type, but a number too long to
+    write named as one, fed or read: a caller's int has no text (str() refuses it), and the digits
+    the event parser keeps of the same number read from the wire are not written either, so that
+    a stream says the same and reads on whichever way it came. So is such a number inside an object
+    or a list (an error object without a message): ``{'code': 'a number too long ...'}``."""
+    if type(value) is str:
+        return value
+    said = too_long(value)
+    if said is not None:
+        return said
+    return str(_named(value) if isinstance(value, dict | list) else value)
+
+
+def _named(value: Any) -> Any:
+    """``value`` with each number too long to write in it replaced by what :func:`too_long` says of it."""
+    if isinstance(value, dict):
+        return {key: _named(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_named(item) for item in value]
+    return too_long(value) or value
+
+
+def spelled(value: Any, what: str) -> str:
+    """``str(value)`` where a value of any type stands for text the call's arguments keep (Gemini's
+    ``stringValue``), but a number too long to write, or an object or list holding one, is refused
+    as number_text refuses it: its digits would go into the arguments one way and not the other."""
+    if type(value) is str:
+        return value
+    if too_long(value):
+        raise _too_long(what, value)
+    if isinstance(value, dict | list) and _holds_long(value):
+        raise LimitExceeded(f"{what} holds {too_long(10 ** sys.get_int_max_str_digits())}", rule="limits")
+    return str(value)
+
+
+def _holds_long(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_holds_long(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_holds_long(item) for item in value)
+    return too_long(value) is not None
 
 
 def index(value: Any, what: str) -> int | None:

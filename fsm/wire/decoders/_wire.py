@@ -10,7 +10,7 @@ from fsm.errors import RemoteProtocolError, kind
 from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta
 from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import plain_dumps
-from fsm.wire.decoders._fields import text
+from fsm.wire.decoders._fields import text, written
 
 
 def dumps(value: Any) -> str:
@@ -64,7 +64,7 @@ def responses_incomplete(reason: Any) -> tuple[str, str]:
     Responses chunks by :mod:`fsm.wire.langchain_chunks`, so that both give one finish for one turn."""
     if reason is None or reason == "":
         return "length", "incomplete"
-    said = str(reason)
+    said = written(reason)
     return RESPONSES_INCOMPLETE_FINISH.get(said, "length"), f"incomplete: {said}"
 
 

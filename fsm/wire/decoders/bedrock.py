@@ -47,7 +47,7 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders import BEDROCK_ERRORS, BEDROCK_EVENTS, Decoder, detect_provider, error_message, make_decoder
-from fsm.wire.decoders._fields import index, mapping, text
+from fsm.wire.decoders._fields import index, mapping, text, written
 
 _FINISH = {
     "tool_use": "tool_calls",
@@ -151,7 +151,7 @@ class BedrockDecoder:
             elif kind == "metadata" and body.get("usage"):
                 events.append(UsageReport(dict(mapping(body.get("usage"), "usage"))))
             elif kind in BEDROCK_ERRORS:
-                events.append(StreamEnd("error", kind, str(body.get("message", kind))))
+                events.append(StreamEnd("error", kind, written(body.get("message", kind))))
             elif kind not in _QUIET:
                 diagnose("unknown-event", f"Bedrock event {kind!r}")
         return events

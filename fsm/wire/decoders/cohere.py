@@ -24,7 +24,7 @@ from fsm.events import (
     TextDelta,
     UsageReport,
 )
-from fsm.wire.decoders._fields import index, mapping, text
+from fsm.wire.decoders._fields import index, mapping, text, written
 from fsm.wire.decoders._wire import BARE_REFS
 from fsm.wire.decoders.chunk_form import PADDING_KEY
 
@@ -51,7 +51,7 @@ class CohereDecoder:
         self._open: set[int | None] = set()  # the indexes a tool-call-start opened and no end closed
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
-        kind = str(payload.get("type", ""))
+        kind = written(payload.get("type", ""))  # its text: a number too long to write, named
         at = index(payload.get("index"), "index")
         delta = mapping(payload.get("delta"), "delta")
         if kind in ("tool-call-start", "tool-call-delta"):

@@ -212,7 +212,7 @@ class GeminiDecoder:
                 position += 1
             finish = field(candidate, "finishReason", "finish_reason")
             if finish:
-                raw = str(finish)
+                raw = written(finish)
                 normal = _FINISH.get(raw, raw.lower())
                 if normal in ("stop", "tool_calls"):
                     events += self._close_open()

@@ -21,7 +21,7 @@ from fsm.events import (
     TextDelta,
     UsageReport,
 )
-from fsm.wire.decoders._fields import index, items, mapping, text
+from fsm.wire.decoders._fields import index, items, mapping, text, written
 from fsm.wire.decoders._wire import dumps
 
 _USAGE = ("prompt_eval_count", "prompt_eval_duration", "eval_count", "eval_duration", "load_duration", "total_duration")
@@ -53,7 +53,7 @@ class OllamaDecoder:
                 events.append(ArgumentsSnapshot(ref, dumps(mapping(arguments, "arguments"))))
         if payload.get("done"):
             given = payload.get("done_reason")  # none given reads as stop, but is no word of Ollama's
-            reason = str(given or "stop")
+            reason = written(given or "stop")
             events.append(StreamEnd(_FINISH.get(reason, reason), reason if given else None))
             usage = {key: payload[key] for key in _USAGE if key in payload}
             if usage:

@@ -111,7 +111,7 @@ class OpenAIChatDecoder:
                 raise RemoteProtocolError("delta is not an object")
             finish = choice.get("finish_reason")
             if finish:
-                events.append(chat_finish(choice, str(finish)))
+                events.append(chat_finish(choice, written(finish)))
         usage = payload.get("usage")
         if usage and isinstance(usage, Mapping):
             events.append(UsageReport(dict(usage)))
@@ -245,7 +245,7 @@ class OpenAIChatDecoder:
             if type(function) is not dict and not isinstance(function, Mapping):
                 raise RemoteProtocolError(f"tool_calls[{position}].function is not an object")
             index, call_id, name = entry.get("index"), entry.get("id"), function.get("name")
-            if type(index) is not int:
+            if type(index) is not int or index >> 63:  # past 63 bits or below 0: _index reads it
                 index = _index(index, position)
             if call_id is not None or name is not None:
                 ref = CallRef(index, _text(call_id, "id", position), _text(name, "name", position), position)
@@ -284,7 +284,7 @@ class OpenAIChatDecoder:
 
 def _recognised(payload: Mapping[str, Any]) -> bool:
     """A chunk with no choices that is still this shape: usage-only, or typed as a chunk."""
-    return "usage" in payload or "error" in payload or str(payload.get("object", "")).startswith("chat.completion")
+    return "usage" in payload or "error" in payload or written(payload.get("object", "")).startswith("chat.completion")
 
 
 def _keys(payload: Mapping[str, Any]) -> str:

@@ -56,7 +56,7 @@ from fsm.events import (
 )
 from fsm.options import Policies, default_policies
 from fsm.wire.decoders import error_message
-from fsm.wire.decoders._fields import index, items, mapping, text
+from fsm.wire.decoders._fields import index, items, mapping, text, written
 from fsm.wire.decoders._responses_items import (
     CALL_ITEMS,
     DELTAS,
@@ -98,7 +98,7 @@ class OpenAIResponsesDecoder:
         self._unknown = UnknownItems()
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
-        kind = str(payload.get("type", ""))
+        kind = written(payload.get("type", ""))  # its text: a number too long to write, named
         streamed = DELTAS.get(kind)
         if streamed is not None:
             item_type, field = streamed
@@ -178,14 +178,14 @@ class OpenAIResponsesDecoder:
         """The item of an output_item event (``done``: its last) and what kind of call it is (None:
         it calls nothing)."""
         item = mapping(payload.get("item"), "item")
-        item_type = str(item.get("type"))
+        item_type = written(item.get("type"))
         kind = CALL_ITEMS.get(item_type)
         if kind is not None and item_type == "tool_search_call" and item.get("execution") == "client":
             kind = kind._replace(server=False)
         if kind is None and item_type not in QUIET_ITEMS:
             at = payload.get("output_index")
             if self._unknown.first_word(item_key(at), done):  # once per item, though it is announced and finished
-                diagnose("unknown-item", f"Responses output item type {item_type!r} at output_index {at}")
+                diagnose("unknown-item", f"Responses output item type {item_type!r} at output_index {written(at)}")
         return item, kind
 
     def _added(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
@@ -207,7 +207,7 @@ class OpenAIResponsesDecoder:
             self._open.drop(opened)
         self._items[at] = self._open.add(Item(ref))
         if item.get("id"):
-            self._remember(str(item["id"]), at)
+            self._remember(written(item["id"]), at)
         seen = CallSeen(ref, item=kept(item, kind))
         if kind.call_type in STREAMED_TEXT:
             prefilled = text(item.get(kind.field or ""), kind.field or "input")

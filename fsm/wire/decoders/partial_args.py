@@ -23,6 +23,8 @@ from typing import Any
 
 from fsm.errors import RemoteProtocolError
 from fsm.jsontext import dumps, exact_float, exact_int
+from fsm.wire.decoders._fields import spelled
+from fsm.wire.decoders._fields import written as path_text
 from fsm.wire.decoders._wire import dumps as wire_dumps
 
 _SEGMENT = re.compile(r"""\.([^.\[\]]+)|\[(\d+)\]|\[\s*'((?:[^'\\]|\\.)*)'\s*\]|\[\s*"((?:[^"\\]|\\.)*)"\s*\]""")
@@ -138,11 +140,11 @@ class PartialArgsWriter:
         return tuple(f.segment for f in self._frames[1 : depth + 1])  # type: ignore[misc]
 
     def _entry(self, entry: Mapping[str, Any], out: list[str]) -> None:
-        path = self._path(str(entry.get("jsonPath", "")))
+        path = self._path(path_text(entry.get("jsonPath", "")))
         more = bool(entry.get("willContinue"))
         if self._string_path is not None:
             if path == self._string_path and "stringValue" in entry:
-                out.append(_escape(str(entry["stringValue"])))
+                out.append(_escape(spelled(entry["stringValue"], "partialArgs stringValue")))
                 if not more:
                     out.append('"')
                     self._string_path = None
@@ -176,7 +178,7 @@ class PartialArgsWriter:
                     frame.offset = written
         self._member(leaf, out)
         if "stringValue" in entry:
-            out.append('"' + _escape(str(entry["stringValue"])))
+            out.append('"' + _escape(spelled(entry["stringValue"], "partialArgs stringValue")))
             if more:
                 self._string_path = path
             else:
