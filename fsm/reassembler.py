@@ -61,7 +61,7 @@ from fsm.wire.decoders import (
     make_decoder,
 )
 from fsm.wire.decoders.chat_chunks import LEAN_TEXT_PATH, lean_fragment_in
-from fsm.wire.decoders.chunk_form import FragmentForm, Path
+from fsm.wire.decoders.chunk_form import FormSpec, FragmentForm
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 from fsm.wire.detect import cut_before_telling
 from fsm.wire.faults import Fault, Payload
@@ -130,7 +130,7 @@ class Reassembler:
         self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others'
         self._form: FragmentForm | None = None  # the form of the last commonest event learnt from the wire
         self._forms_learned = 0
-        self._form_of: Callable[[dict[str, Any]], tuple[Path, Any, Path]] | None = None  # the decoder's (see _use)
+        self._form_of: Callable[[dict[str, Any]], FormSpec] | None = None  # the decoder's (see _use)
         self._fragment_at: Callable[[Any, str], tuple[CallRef, str] | None] | None = None
         if provider != "auto":
             self._use(make_decoder(provider, ledger.policies))
@@ -520,8 +520,7 @@ class Reassembler:
             if fragment is not None:  # what _ingest, the decoder and _apply would do, without the event
                 self.ledger.event = self._events = self._events + 1
                 if self._form_of is not None and self._learning():
-                    path, place, padding_at = self._form_of(value)
-                    self._form = FragmentForm.learn(payload, value, path, place, padding_at) or form
+                    self._form = FragmentForm.learn(payload, value, *self._form_of(value)) or form
                 registry.fragment(fragment[0], fragment[1])
                 return
         else:

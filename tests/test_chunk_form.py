@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from fsm.harness.vectors import load_vectors
+from fsm.wire.decoders._responses_items import DELTAS
 from fsm.wire.decoders.chat_chunks import LEAN_TEXT_PATH, lean_fragment_in
 from fsm.wire.decoders.chunk_form import FragmentForm, _at
 from fsm.wire.decoders.partial_args import string_piece
@@ -85,6 +86,12 @@ def _vertex_text(event: dict[str, Any]) -> str | None:
     return found[1] if found is not None and found[1] else None
 
 
+def _responses_text(event: dict[str, Any]) -> str | None:
+    piece = event.get("delta")
+    streamed = event.get("type") in DELTAS and type(event.get("output_index")) is int
+    return piece if streamed and type(piece) is str and piece else None
+
+
 def _decoy_of(key: str) -> Any:
     return lambda event, text: {**event, "meta": {key: text}}
 
@@ -95,6 +102,7 @@ SHAPES = {  # per shape: the key of the text, the reader of a commonest event's 
     "cohere": ("arguments", _cohere_text, _decoy_of("arguments")),
     "bedrock": ("input", _bedrock_text, _bedrock_decoy),
     "gemini": ("stringValue", _vertex_text, _decoy_of("stringValue")),
+    "openai-responses": ("delta", _responses_text, _decoy_of("delta")),
 }
 
 
@@ -135,6 +143,14 @@ def _variants(name: str, shape: str, events: list[dict[str, Any]]) -> Iterator[t
     yield "decoyed", decoyed
     yield "doubled", doubled
     yield "spoiled", spoiled
+    if shape == "openai-responses":  # as OpenAI sends them: a counter first, padding last
+        counted = []
+        for k, e in enumerate(events):
+            number: Any = k if rng.random() < 0.97 else rng.choice([2.5, "7", -1, 10**30, True])
+            counted.append(
+                json.dumps({"type": e.get("type"), "sequence_number": number, **e, **_padded({}, rng, False)})
+            )
+        yield "counted", counted
 
 
 def _anthropic_streams(count: int) -> list[list[dict[str, Any]]]:

@@ -1,6 +1,7 @@
 """What each OpenAI Responses output item and input event is to the decoder
 (``openai_responses.py``): which items call a tool and where each carries its input, which call
-nothing, which events stream a call's input, and what a call keeps of its item."""
+nothing, which events stream a call's input, what a call keeps of its item, and what a finished
+reasoning or message item gives back."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from fsm.errors import shown
-from fsm.events import CallRef
+from fsm.events import CallRef, Event, ReasoningDelta, TextDelta
 from fsm.wire.decoders._built_in_actions import action_fault
+from fsm.wire.decoders._fields import index, items, mapping, text
 from fsm.wire.decoders._wire import dumps
 
 QUIET_PREFIXES = (
@@ -262,3 +264,42 @@ class UnknownItems:
             self._done[at] = None
             if len(self._done) > self.OPEN:
                 del self._done[next(iter(self._done))]
+
+
+def reasoning_item(payload: Mapping[str, Any]) -> list[Event]:
+    """A finished reasoning item: what must go back with it (its id, summary, encrypted content).
+    Its text came in ``response.reasoning_text.delta`` events, so it is not taken again here."""
+    item = mapping(payload.get("item"), "item")
+    if item.get("type") != "reasoning":
+        return []
+    summary = tuple(
+        text(mapping(part, "summary[]").get("text"), "summary[].text") or ""
+        for part in items(item.get("summary"), "summary")
+    )
+    at = index(payload.get("output_index"), "output_index")
+    return [
+        ReasoningDelta(
+            at,
+            output_index=at,
+            item_id=text(item.get("id"), "item.id"),
+            summary=summary,
+            encrypted_content=text(item.get("encrypted_content"), "item.encrypted_content"),
+        )
+    ]
+
+
+def message_item(payload: Mapping[str, Any]) -> list[Event]:
+    """A message item's id, status and phase, at its start and at its end: what it goes back with
+    (the API pairs a reasoning item with the message after it by that id). Its text came in
+    ``response.output_text.delta`` events, so it is not taken again here."""
+    item = mapping(payload.get("item"), "item")
+    if item.get("type") != "message":
+        return []
+    item_id, status = text(item.get("id"), "item.id"), text(item.get("status"), "item.status")
+    phase = text(item.get("phase"), "item.phase")
+    if not item_id and not status and not phase:
+        return []
+    at = index(payload.get("output_index"), "output_index")
+    return [
+        TextDelta("", output_index=at, part=at, item_id=item_id or None, status=status or None, phase=phase or None)
+    ]

@@ -54,7 +54,7 @@ from fsm.events import (
 from fsm.wire.decoders import error_message
 from fsm.wire.decoders._fields import index, items, mapping, text
 from fsm.wire.decoders._wire import CLAUDE_FINISH, dumps, server_result_block, stop_details_said
-from fsm.wire.decoders.chunk_form import PADDING_KEY
+from fsm.wire.decoders.chunk_form import FormSpec
 
 _CALL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
 _SDK_HELPER_EVENTS = {"text", "input_json", "citation", "thinking", "signature"}
@@ -154,10 +154,10 @@ class AnthropicDecoder:
             return None
         return self.fragment_at(at, piece)
 
-    def form_of(self, payload: dict[str, Any]) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
-        """Of an event commonest_fragment took, for FragmentForm: where its text sits, the place its
-        form names (the block's index) and where padding would be (Anthropic sends none)."""
-        return _FORM_TEXT, payload["index"], (PADDING_KEY,)
+    def form_of(self, payload: dict[str, Any]) -> FormSpec:
+        """Of an event commonest_fragment took: where its text sits and the place its form names
+        (the block's index)."""
+        return FormSpec(_FORM_TEXT, payload["index"])
 
     def fragment_at(self, at: int, piece: str) -> tuple[CallRef, str] | None:
         """What commonest_fragment does with such an event for block ``at`` holding ``piece``

@@ -48,6 +48,7 @@ from fsm.events import (
 )
 from fsm.wire.decoders import BEDROCK_ERRORS, BEDROCK_EVENTS, Decoder, detect_provider, error_message, make_decoder
 from fsm.wire.decoders._fields import index, mapping, text, written
+from fsm.wire.decoders.chunk_form import FormSpec
 
 _FINISH = {
     "tool_use": "tool_calls",
@@ -210,10 +211,10 @@ class BedrockDecoder:
             return None
         return self.fragment_at(at, piece)
 
-    def form_of(self, payload: dict[str, Any]) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
-        """Of an event commonest_fragment took, for FragmentForm: where its text sits, the place its
-        form names (the block's index) and where Bedrock's random padding ``p`` sits."""
-        return _FORM_TEXT, payload["contentBlockDelta"]["contentBlockIndex"], _FORM_PADDING
+    def form_of(self, payload: dict[str, Any]) -> FormSpec:
+        """Of an event commonest_fragment took: where its text sits, the place its form names (the
+        block's index) and where Bedrock's random padding ``p`` sits."""
+        return FormSpec(_FORM_TEXT, payload["contentBlockDelta"]["contentBlockIndex"], _FORM_PADDING)
 
     def fragment_at(self, at: int, piece: str) -> tuple[CallRef, str] | None:
         """What commonest_fragment does with such an event for block ``at`` holding ``piece`` (not

@@ -23,8 +23,9 @@ test_chunks_read_by_their_form_decide_as_parsed_ones holds the reassembler to th
 from __future__ import annotations
 
 import json.decoder
-from collections.abc import Callable
-from typing import Any, Final
+import re
+from collections.abc import Callable, Iterator
+from typing import Any, Final, NamedTuple
 
 from fsm.jsontext import loads_event
 
@@ -39,21 +40,28 @@ _CANDIDATES: Final = 8
 
 
 class FragmentForm:
-    """A commonest event with its text string (and padding) cut out, made of the fixed ``pieces``
-    around the holes (each piece before a hole ends with the hole's opening quote) and which hole
-    holds the text (``text_hole``). ``read(payload)``: the text of an event of this form, else None.
-    ``place``: what names the event's call (an OpenAI chat index, an Anthropic block's index, ...),
-    for its decoder."""
+    """A commonest event with its text string (and padding, and counter) cut out, made of the fixed
+    ``pieces`` around the holes (each piece before a string's hole ends with its opening quote) and
+    what each hole holds (``holes``: TEXT, PADDING or COUNTER). ``read(payload)``: the text of an
+    event of this form, else None. ``place``: what names the event's call (an OpenAI chat index, an
+    Anthropic block's index, ...), for its decoder."""
 
-    __slots__ = ("head", "middle", "place", "read", "tail", "tail_at", "text_first")
+    __slots__ = ("head", "holes", "middle", "place", "read", "tail", "tail_at", "text_first")
 
-    def __init__(self, place: Any, pieces: list[str], text_hole: int) -> None:
+    def __init__(self, place: Any, pieces: list[str], holes: list[int]) -> None:
         self.place = place
         self.head, self.tail = pieces[0], pieces[-1]
         self.tail_at = -len(self.tail)  # where the tail starts, from the end
-        # One hole (the text) or two (the text and the padding, in either order): each its reader.
-        self.middle, self.text_first = pieces[1], text_hole == 0
-        self.read = self._read_one if len(pieces) == 2 else self._read_two
+        # After each hole, what it holds and the piece that follows it.
+        self.holes = tuple(zip(holes, pieces[1:], strict=True))
+        # The commonest forms, the text alone or beside the padding, read by shorter ways.
+        self.middle, self.text_first = pieces[1], holes[0] == TEXT
+        if holes == [TEXT]:
+            self.read = self._read_one
+        elif len(holes) == 2 and COUNTER not in holes:
+            self.read = self._read_two
+        else:
+            self.read = self._read_holes
 
     def _read_one(self, payload: str) -> str | None:
         """read() of a form whose one hole is the text."""
@@ -81,51 +89,102 @@ class FragmentForm:
                 return text
         return None
 
+    def _read_holes(self, payload: str) -> str | None:
+        """read() of any form: each hole read in turn, a string by json's reader, a counter as a
+        JSON integer (what follows it must be the next piece, so a fraction or exponent is no match)."""
+        if not payload.startswith(self.head):
+            return None
+        pos, text = len(self.head), ""
+        try:
+            for hole, piece in self.holes:
+                if hole == COUNTER:
+                    number = _INTEGER.match(payload, pos)
+                    if number is None:
+                        return None
+                    pos = number.end()
+                else:
+                    found, pos = scanstring(payload, pos)
+                    if hole == TEXT:
+                        text = found
+                if not payload.startswith(piece, pos):
+                    return None
+                pos += len(piece)
+        except ValueError:  # no string there, or a bad one: the general path says what is wrong
+            return None
+        return text if pos == len(payload) and text else None
+
     @classmethod
     def learn(
-        cls, payload: str, value: dict[str, Any], path: Path, place: Any, padding_at: Path = (PADDING_KEY,)
+        cls,
+        payload: str,
+        value: dict[str, Any],
+        path: Path,
+        place: Any,
+        padding_at: Path = (PADDING_KEY,),
+        counter_at: Path | None = None,
     ) -> FragmentForm | None:
         """The form of ``payload``, which parsed to ``value``, a commonest event whose text is the
         string at ``path`` in it (keys and list indexes) and whose call is at ``place``, with the
-        padding its wire adds at ``padding_at`` (a string its reader never reads), if the event has
-        one; None when its holes cannot be found or the probe does not prove them."""
-        text, padding = _at(value, path), _at(value, padding_at)
+        padding its wire adds at ``padding_at`` (a string) and the counter at ``counter_at`` (an
+        integer), if the event has them, neither ever read by its reader; None when its holes
+        cannot be found or the probe does not prove them."""
+        text = _at(value, path)
         if type(text) is not str:
             return None
-        text_span = _string_after(payload, f'"{path[-1]}"', text)
-        if text_span is None:
-            return None
-        spans = [text_span]
+        spans = [_string_after(payload, f'"{path[-1]}"', text, TEXT)]
+        padding = _at(value, padding_at)
         if type(padding) is str:
-            padding_span = _string_after(payload, f'"{padding_at[-1]}"', padding)
-            if padding_span is None:
-                return None
-            spans = sorted([text_span, padding_span])
-            if spans[0][1] > spans[1][0]:
-                return None  # two tokens cannot overlap; checked, not assumed
-        text_hole = spans.index(text_span)
+            spans.append(_string_after(payload, f'"{padding_at[-1]}"', padding, PADDING))
+        counter = _at(value, counter_at) if counter_at else None
+        if type(counter) is int:
+            spans.append(_integer_after(payload, f'"{counter_at[-1]}"', counter))  # type: ignore[index]
+        if None in spans:
+            return None
+        found = sorted(span for span in spans if span is not None)
+        if any(found[k][1] > found[k + 1][0] for k in range(len(found) - 1)):
+            return None  # tokens cannot overlap; checked, not assumed
         pieces, start = [], 0
-        for begin, end in spans:
-            pieces.append(payload[start:begin])  # ends with the hole's opening quote
-            start = end  # just past its closing quote
+        for begin, end, _ in found:
+            pieces.append(payload[start:begin])  # a string's ends with its opening quote
+            start = end  # just past it (a string's closing quote)
         pieces.append(payload[start:])
-        form = cls(place, pieces, text_hole)
-        # The probe: in each hole, the string there with an "x" added. It must parse to the value
-        # with those two strings changed and nothing else: then each hole is the token its string
-        # is read from, and any string there reads as that string in that place.
-        probe_text = text + "x"
-        fills = [payload[begin : end - 1] + 'x"' for begin, end in spans]
+        form = cls(place, pieces, [hole for _, _, hole in found])
+        # The probe: in each hole, the string there with an "x" added, the counter plus one. It
+        # must parse to the value with exactly those changed: then each hole is the token its
+        # value is read from, and any string (integer) there reads as that value in that place.
+        fills = [
+            str(counter + 1) if hole == COUNTER else payload[begin : end - 1] + 'x"'  # type: ignore[operator]
+            for begin, end, hole in found
+        ]
         probe = pieces[0] + "".join(fill + piece for fill, piece in zip(fills, pieces[1:], strict=True))
-        expected = _replaced(value, path, probe_text)
+        expected = _replaced(value, path, text + "x")
         if type(padding) is str:
             expected = _replaced(expected, padding_at, padding + "x")
+        if type(counter) is int:
+            expected = _replaced(expected, counter_at, counter + 1)  # type: ignore[arg-type]
         try:
             parsed = loads_event(probe)
         except ValueError:
             return None
-        if parsed != expected or form.read(probe) != probe_text or form.read(payload) != text:
+        if parsed != expected or form.read(probe) != text + "x" or form.read(payload) != text:
             return None
         return form
+
+
+class FormSpec(NamedTuple):
+    """What a decoder says of a commonest event its shortcut took, for FragmentForm.learn: where
+    its text sits, the place that names its call, where padding and a counter would sit."""
+
+    path: Path
+    place: Any
+    padding_at: Path = (PADDING_KEY,)
+    counter_at: Path | None = None
+
+
+TEXT, PADDING, COUNTER = 0, 1, 2
+"""What a hole holds: the event's text, a padding string, a counter (an integer); only the text is read."""
+_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+"""A JSON integer (the piece after it decides that no fraction or exponent follows)."""
 
 
 Path = tuple[str | int, ...]
@@ -158,14 +217,38 @@ def _replaced(value: Any, path: Path, text: str) -> Any:
     return copied
 
 
-def _string_after(payload: str, key: str, want: str) -> tuple[int, int] | None:
+def _string_after(payload: str, key: str, want: str, hole: int) -> tuple[int, int, int] | None:
     """Where the string value of ``key`` equal to ``want`` sits in ``payload``, the last one first:
-    (just past its opening quote, just past its closing quote); None if none of the last few is."""
+    (just past its opening quote, just past its closing quote, ``hole``); None if none of the last few is."""
+    for pos in _values_of(payload, key):
+        if payload[pos : pos + 1] != '"':
+            continue
+        try:
+            found, end = scanstring(payload, pos + 1)
+        except ValueError:
+            continue
+        if found == want:
+            return pos + 1, end, hole
+    return None
+
+
+def _integer_after(payload: str, key: str, want: int) -> tuple[int, int, int] | None:
+    """Where the integer value of ``key`` equal to ``want`` sits in ``payload``, the last one first:
+    (its first character, just past its last, COUNTER); None if none of the last few is."""
+    for pos in _values_of(payload, key):
+        number = _INTEGER.match(payload, pos)
+        if number is not None and len(number[0]) < 20 and int(number[0]) == want:
+            return pos, number.end(), COUNTER
+    return None
+
+
+def _values_of(payload: str, key: str) -> Iterator[int]:
+    """Where the values of the last few ``key``s (with their quotes) in ``payload`` start."""
     stop = len(payload)
     for _ in range(_CANDIDATES):
         at = payload.rfind(key, 0, stop)
         if at < 0:
-            return None
+            return
         stop = at
         pos = at + len(key)
         while payload[pos : pos + 1] in (" ", "\t", "\n", "\r"):
@@ -175,12 +258,4 @@ def _string_after(payload: str, key: str, want: str) -> tuple[int, int] | None:
         pos += 1
         while payload[pos : pos + 1] in (" ", "\t", "\n", "\r"):
             pos += 1
-        if payload[pos : pos + 1] != '"':
-            continue
-        try:
-            found, end = scanstring(payload, pos + 1)
-        except ValueError:
-            continue
-        if found == want:
-            return pos + 1, end
-    return None
+        yield pos

@@ -26,7 +26,7 @@ from fsm.events import (
 )
 from fsm.wire.decoders._fields import index, mapping, text, written
 from fsm.wire.decoders._wire import BARE_REFS
-from fsm.wire.decoders.chunk_form import PADDING_KEY
+from fsm.wire.decoders.chunk_form import FormSpec
 
 _FINISH = {
     "TOOL_CALL": "tool_calls",
@@ -109,10 +109,10 @@ class CohereDecoder:
             return None
         return self.fragment_at(at, piece)
 
-    def form_of(self, payload: dict[str, Any]) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
-        """Of an event commonest_fragment took, for FragmentForm: where its text sits, the place its
-        form names (the call's index) and where padding would be (Cohere sends none)."""
-        return _FORM_TEXT, payload["index"], (PADDING_KEY,)
+    def form_of(self, payload: dict[str, Any]) -> FormSpec:
+        """Of an event commonest_fragment took: where its text sits and the place its form names
+        (the call's index)."""
+        return FormSpec(_FORM_TEXT, payload["index"])
 
     def fragment_at(self, at: int, piece: str) -> tuple[CallRef, str] | None:
         """What commonest_fragment gives for such an event at ``at`` holding ``piece`` (not empty):

@@ -71,7 +71,7 @@ from fsm.wire.decoders import error_message
 from fsm.wire.decoders._fields import field, items, mapping, text, written
 from fsm.wire.decoders._gemini_code import CodeRuns, code_part_fault, code_result_fault
 from fsm.wire.decoders._wire import GEMINI_FINISH, dumps
-from fsm.wire.decoders.chunk_form import PADDING_KEY
+from fsm.wire.decoders.chunk_form import FormSpec
 from fsm.wire.decoders.partial_args import PartialArgsWriter, string_piece
 
 _FINISH = GEMINI_FINISH
@@ -242,12 +242,11 @@ class GeminiDecoder:
         found = string_piece(payload) if self._open is not None else None
         return None if found is None else self.fragment_at((found[0], found[2]), found[1])
 
-    def form_of(self, payload: dict[str, Any]) -> tuple[tuple[str | int, ...], tuple[str, bool], tuple[str, ...]]:
-        """Of an event commonest_fragment took, for FragmentForm: where its string piece sits, the
-        place its form names (the entry's path and whether the string goes on) and where padding
-        would be (Gemini sends none)."""
+    def form_of(self, payload: dict[str, Any]) -> FormSpec:
+        """Of an event commonest_fragment took: where its string piece sits and the place its form
+        names (the entry's path and whether the string goes on)."""
         entry = payload["candidates"][0]["content"]["parts"][0]["functionCall"]["partialArgs"][0]
-        return _FORM_TEXT, (entry["jsonPath"], bool(entry.get("willContinue"))), (PADDING_KEY,)
+        return FormSpec(_FORM_TEXT, (entry["jsonPath"], bool(entry.get("willContinue"))))
 
     def fragment_at(self, place: tuple[str, bool], value: str) -> tuple[CallRef, str] | None:
         """What commonest_fragment does with such an event: the piece ``value`` of the string open

@@ -56,7 +56,7 @@ from fsm.events import (
 )
 from fsm.options import Policies, default_policies
 from fsm.wire.decoders import error_message
-from fsm.wire.decoders._fields import index, items, mapping, text, written
+from fsm.wire.decoders._fields import index, mapping, text, written
 from fsm.wire.decoders._responses_items import (
     CALL_ITEMS,
     DELTAS,
@@ -73,10 +73,13 @@ from fsm.wire.decoders._responses_items import (
     final_word,
     item_key,
     kept,
+    message_item,
+    reasoning_item,
     unusable,
     whole_input,
 )
 from fsm.wire.decoders._wire import responses_incomplete
+from fsm.wire.decoders.chunk_form import FormSpec
 
 
 class OpenAIResponsesDecoder:
@@ -118,9 +121,9 @@ class OpenAIResponsesDecoder:
             # `incomplete`) after it. The item's end, or the turn's finish, tells.
             return [ArgumentsSnapshot(item.ref, text(payload.get(field), field) or "", confirms=True)]
         if kind == "response.output_item.added":
-            return self._added(payload, diagnose) or _message_item(payload)
+            return self._added(payload, diagnose) or message_item(payload)
         if kind == "response.output_item.done":
-            return self._item_done(payload, diagnose) or _reasoning_item(payload) or _message_item(payload)
+            return self._item_done(payload, diagnose) or reasoning_item(payload) or message_item(payload)
         if kind == "response.output_text.delta":
             piece = text(payload.get("delta"), "delta")
             at = index(payload.get("output_index"), "output_index")
@@ -169,6 +172,16 @@ class OpenAIResponsesDecoder:
         piece, at = payload.get(streamed[1]), payload.get("output_index")
         if type(piece) is not str or not piece or type(at) is not int:
             return None
+        return self.fragment_at(at, piece)
+
+    def form_of(self, payload: dict[str, Any]) -> FormSpec:
+        """Of an event commonest_fragment took: where its text sits, the place its form names (the
+        item's output index) and the counter every event carries (``sequence_number``, not read)."""
+        return FormSpec((DELTAS[payload["type"]][1],), payload["output_index"], counter_at=("sequence_number",))
+
+    def fragment_at(self, at: int, piece: str) -> tuple[CallRef, str] | None:
+        """What commonest_fragment gives for such an event at output index ``at`` holding ``piece``
+        (not empty): None when no item was announced there (decode() says what it is)."""
         item = self._items.get(at)
         return None if item is None else (item.ref, piece)
 
@@ -353,45 +366,6 @@ class OpenAIResponsesDecoder:
         said = "with status in_progress" if status == "in_progress" else ""
         events.append(CallEnd(known.ref, incomplete=status in UNFINISHED, said=said, unusable=unusable(item, kind)))
         return events
-
-
-def _reasoning_item(payload: Mapping[str, Any]) -> list[Event]:
-    """A finished reasoning item: what must go back with it (its id, summary, encrypted content).
-    Its text came in ``response.reasoning_text.delta`` events, so it is not taken again here."""
-    item = mapping(payload.get("item"), "item")
-    if item.get("type") != "reasoning":
-        return []
-    summary = tuple(
-        text(mapping(part, "summary[]").get("text"), "summary[].text") or ""
-        for part in items(item.get("summary"), "summary")
-    )
-    at = index(payload.get("output_index"), "output_index")
-    return [
-        ReasoningDelta(
-            at,
-            output_index=at,
-            item_id=text(item.get("id"), "item.id"),
-            summary=summary,
-            encrypted_content=text(item.get("encrypted_content"), "item.encrypted_content"),
-        )
-    ]
-
-
-def _message_item(payload: Mapping[str, Any]) -> list[Event]:
-    """A message item's id, status and phase, at its start and at its end: what it goes back with
-    (the API pairs a reasoning item with the message after it by that id). Its text came in
-    ``response.output_text.delta`` events, so it is not taken again here."""
-    item = mapping(payload.get("item"), "item")
-    if item.get("type") != "message":
-        return []
-    item_id, status = text(item.get("id"), "item.id"), text(item.get("status"), "item.status")
-    phase = text(item.get("phase"), "item.phase")
-    if not item_id and not status and not phase:
-        return []
-    at = index(payload.get("output_index"), "output_index")
-    return [
-        TextDelta("", output_index=at, part=at, item_id=item_id or None, status=status or None, phase=phase or None)
-    ]
 
 
 def _usage(payload: Mapping[str, Any]) -> list[Event]:
