@@ -36,7 +36,7 @@ PADDING_KEY: Final = "obfuscation"
 """The envelope key whose string differs in every OpenAI chunk and is never read (the padding of
 OpenAI's events, and the default of ``FragmentForm.learn``'s ``padding_at``)."""
 _CANDIDATES: Final = 8
-"""How many ``"arguments"`` (or padding) keys from the chunk's end are tried before giving up."""
+"""How many keys of a hole's name, from the event's end, are tried before giving up."""
 
 
 class FragmentForm:
