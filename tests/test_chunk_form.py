@@ -353,3 +353,13 @@ def test_forms_are_learnt_and_read_for_anthropic_tool_input(monkeypatch: pytest.
     assert sum(_anthropic_text(json.loads(line)) is not None for line in lines) > 20
     _replay_lines(lines, [1 << 20], "anthropic")
     assert hits[0] >= sum(_anthropic_text(json.loads(line)) is not None for line in lines) - 4
+
+
+def test_a_key_given_twice_whose_string_is_not_read_is_no_hole() -> None:
+    # The last "arguments" holding the text is a key given twice in another object, whose later
+    # value (no string) is the one read there: the probe changes nothing any reader sees. Kept, such
+    # a form would read that string as the fragment's text.
+    text = json.dumps(chunk(tc(0, args="T")))
+    decoy = text[:-1] + ', "x": {"arguments": "T", "arguments": 5}}'
+    assert json.loads(decoy)["x"] == {"arguments": 5}
+    assert _learnt(decoy) is None

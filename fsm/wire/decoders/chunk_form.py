@@ -157,16 +157,18 @@ class FragmentForm:
             for begin, end, hole in found
         ]
         probe = pieces[0] + "".join(fill + piece for fill, piece in zip(fills, pieces[1:], strict=True))
-        expected = _replaced(value, path, text + "x")
-        if type(padding) is str:
-            expected = _replaced(expected, padding_at, padding + "x")
-        if type(counter) is int:
-            expected = _replaced(expected, counter_at, counter + 1)  # type: ignore[arg-type]
         try:
             parsed = loads_event(probe)
         except ValueError:
             return None
-        if parsed != expected or form.read(probe) != text + "x" or form.read(payload) != text:
+        # Put back what the probe changed (the parse is ours to change), checking each was changed.
+        if not _swapped(parsed, path, text + "x", text):
+            return None
+        if type(padding) is str and not _swapped(parsed, padding_at, padding + "x", padding):
+            return None
+        if type(counter) is int and not _swapped(parsed, counter_at, counter + 1, counter):  # type: ignore[arg-type]
+            return None
+        if parsed != value or form.read(probe) != text + "x" or form.read(payload) != text:
             return None
         return form
 
@@ -203,18 +205,14 @@ def _at(value: Any, path: Path) -> Any:
     return value
 
 
-def _replaced(value: Any, path: Path, text: str) -> Any:
-    """A copy of ``value`` with the string at ``path`` made ``text``, sharing all it does not change."""
-    if not path:
-        return text
-    head, rest = path[0], path[1:]
-    if type(value) is list:
-        copied_list = list(value)
-        copied_list[head] = _replaced(value[head], rest, text)  # type: ignore[index]
-        return copied_list
-    copied = dict(value)
-    copied[head] = _replaced(value[head], rest, text)
-    return copied
+def _swapped(value: Any, path: Path, was: Any, put: Any) -> bool:
+    """Whether ``was`` sits at ``path`` in ``value`` (the same type, equal); if so, ``put`` there."""
+    parent = _at(value, path[:-1])
+    held = _at(parent, path[-1:])
+    if type(held) is not type(was) or held != was:  # (also where the path leads nowhere: None)
+        return False
+    parent[path[-1]] = put
+    return True
 
 
 def _string_after(payload: str, key: str, want: str, hole: int) -> tuple[int, int, int] | None:
