@@ -130,6 +130,7 @@ class Reassembler:
         self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others'
         self._form: FragmentForm | None = None  # the form of the last commonest event learnt from the wire
         self._forms_learned = 0
+        self._unformed: Any = None  # the place of the last such event parsed: see _learning
         self._form_of: Callable[[dict[str, Any]], FormSpec] | None = None  # the decoder's (see _use)
         self._fragment_at: Callable[[Any, str], tuple[CallRef, str] | None] | None = None
         if provider != "auto":
@@ -508,7 +509,7 @@ class Reassembler:
         if type(value) is dict:  # what json gives for an object (the Mapping check costs more)
             if chat is not None and self._finish is None and (lean := lean_fragment_in(value)) is not None:
                 self.ledger.event = self._events = self._events + 1
-                if self._learning():
+                if self._learning(lean[0]):
                     self._form = FragmentForm.learn(payload, value, LEAN_TEXT_PATH, lean[0]) or form
                 if hold:
                     chat.hold(lean[0], lean[1], registry)
@@ -519,8 +520,8 @@ class Reassembler:
             fragment = self._commonest(value) if self._commonest is not None and self._finish is None else None
             if fragment is not None:  # what _ingest, the decoder and _apply would do, without the event
                 self.ledger.event = self._events = self._events + 1
-                if self._form_of is not None and self._learning():
-                    self._form = FragmentForm.learn(payload, value, *self._form_of(value)) or form
+                if self._form_of is not None and self._learning((spec := self._form_of(value)).place):
+                    self._form = FragmentForm.learn(payload, value, *spec) or form
                 registry.fragment(fragment[0], fragment[1])
                 return
         else:
@@ -531,10 +532,15 @@ class Reassembler:
                 return
         self._ingest(value, wire=True)
 
-    def _learning(self) -> bool:
-        """May the form of this event be learnt? Again for each call (the call's index or place is
-        part of the form), but not at every event of a stream whose events keep changing form: a
-        learning parses the event once more."""
+    def _learning(self, place: Any) -> bool:
+        """May the form of this event, for the call at ``place``, be learnt? A learning parses the
+        event once more (and more), about four parses' worth, so only once an event for that call
+        was parsed just before it (a call of one such event, ``{}`` say, needs no form; calls whose
+        events alternate never repay one), and again for each call (its place is part of the form),
+        but not at every event of a stream whose events keep changing form."""
+        if place != self._unformed:
+            self._unformed = place
+            return False
         learned = self._forms_learned
         if learned < _FREE_LEARNINGS or learned * _EVENTS_A_LEARNING <= self._events:
             self._forms_learned = learned + 1

@@ -328,7 +328,12 @@ def test_learning_forms_is_bounded_however_the_chunks_change(monkeypatch: pytest
     events += [chunk(tc(k % 2, args='{"x": "' if k < 2 else "y" * 500)) for k in range(4000)]
     lines = [json.dumps(e) for e in events] + [json.dumps(chunk(finish="tool_calls"))]
     _replay_lines(lines, [1 << 22])
-    assert learnt[0] <= 8 + len(lines) // 8
+    assert learnt[0] <= 8 + len(lines) // 8  # (none: a call's second event in a row is learnt from)
+    learnt[0] = 0
+    # One call whose every chunk holds a decoy: each learning fails, and they are held back too.
+    decoyed = json.dumps(_chat_decoy(chunk(tc(0, args="y" * 500)), "y" * 500))
+    _replay_lines([*lines[:2], *[decoyed] * 4000, lines[-1]], [1 << 22])
+    assert 8 < learnt[0] <= 8 + 4003 // 8
     learnt[0] = 0
     _replay_lines(lines[:2] + [lines[2]] * 4000 + lines[-1:], [1 << 22])  # one form: learnt once
     assert learnt[0] == 1
