@@ -60,7 +60,7 @@ from fsm.wire.decoders import (
     error_message,
     make_decoder,
 )
-from fsm.wire.decoders.chat_chunks import LEAN_TEXT_PATH, lean_fragment_in
+from fsm.wire.decoders.chat_chunks import LEAN_INDEX_PATH, LEAN_TEXT_PATH, lean_fragment_in
 from fsm.wire.decoders.chunk_form import FormSpec, FragmentForm
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 from fsm.wire.detect import cut_before_telling
@@ -76,6 +76,8 @@ if TYPE_CHECKING:
 _FREE_LEARNINGS: Final = 8
 """Forms of events learnt before learning is held to one per _EVENTS_A_LEARNING events."""
 _EVENTS_A_LEARNING: Final = 8
+_LEAN_FORM: Final = FormSpec(LEAN_TEXT_PATH, None, place_at=LEAN_INDEX_PATH)
+"""The form of an OpenAI chat bare fragment: its index is a hole, so one form reads every call's."""
 
 
 class Reassembler:
@@ -509,8 +511,8 @@ class Reassembler:
         if type(value) is dict:  # what json gives for an object (the Mapping check costs more)
             if chat is not None and self._finish is None and (lean := lean_fragment_in(value)) is not None:
                 self.ledger.event = self._events = self._events + 1
-                if self._learning(lean[0]):
-                    self._form = FragmentForm.learn(payload, value, LEAN_TEXT_PATH, lean[0]) or form
+                if self._learning(LEAN_TEXT_PATH):  # (its form has the index as a hole: any call's)
+                    self._form = FragmentForm.learn(payload, value, *_LEAN_FORM._replace(place=lean[0])) or form
                 if hold:
                     chat.hold(lean[0], lean[1], registry)
                 else:
@@ -520,8 +522,10 @@ class Reassembler:
             fragment = self._commonest(value) if self._commonest is not None and self._finish is None else None
             if fragment is not None:  # what _ingest, the decoder and _apply would do, without the event
                 self.ledger.event = self._events = self._events + 1
-                if self._form_of is not None and self._learning((spec := self._form_of(value)).place):
-                    self._form = FragmentForm.learn(payload, value, *spec) or form
+                if self._form_of is not None:
+                    spec = self._form_of(value)
+                    if self._learning(spec.place if spec.place_at is None else spec.path):
+                        self._form = FragmentForm.learn(payload, value, *spec) or form
                 registry.fragment(fragment[0], fragment[1])
                 return
         else:
@@ -536,8 +540,10 @@ class Reassembler:
         """May the form of this event, for the call at ``place``, be learnt? A learning parses the
         event once more (and more), about four parses' worth, so only once an event for that call
         was parsed just before it (a call of one such event, ``{}`` say, needs no form; calls whose
-        events alternate never repay one), and again for each call (its place is part of the form),
-        but not at every event of a stream whose events keep changing form."""
+        events alternate never repay one), and again for each call where its place is part of the
+        form, but not at every event of a stream whose events keep changing form. Where the place
+        is a hole of the form (OpenAI chat's, Anthropic's, ...), ``place`` is the same for every
+        call: the second such event of the stream is learnt from, and its form reads every call's."""
         if place != self._unformed:
             self._unformed = place
             return False

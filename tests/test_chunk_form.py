@@ -16,7 +16,7 @@ import pytest
 
 from fsm.harness.vectors import load_vectors
 from fsm.wire.decoders._responses_items import DELTAS
-from fsm.wire.decoders.chat_chunks import LEAN_TEXT_PATH, lean_fragment_in
+from fsm.wire.decoders.chat_chunks import LEAN_INDEX_PATH, LEAN_TEXT_PATH, lean_fragment_in
 from fsm.wire.decoders.chunk_form import FragmentForm, _at
 from fsm.wire.decoders.partial_args import string_piece
 from tests.helpers import chunk, tc
@@ -92,6 +92,26 @@ def _responses_text(event: dict[str, Any]) -> str | None:
     return piece if streamed and type(piece) is str and piece else None
 
 
+PLACES = {  # where a shape's commonest events name their call by an integer: a hole of their form
+    "openai-chat": LEAN_INDEX_PATH,
+    "anthropic": ("index",),
+    "cohere": ("index",),
+    "bedrock": ("contentBlockDelta", "contentBlockIndex"),
+}
+_SENTINEL = 987654321012
+PLACED = ["0", "1", "2", "3", "17", "9" * 17, "9" * 18, "1" + "0" * 18, "-1", "-0", "01", "00"]
+PLACED += ["2.5", "1e0", "1E2", "1.0", "true", "null", '"1"', " 2 ", "\t2"]
+"""What a place hole may be given: other calls' places, places past what it reads, what is no integer."""
+
+
+def _placed_elsewhere(event: dict[str, Any], at: tuple[str | int, ...], rng: random.Random) -> str:
+    """The event's text with its place written as one of PLACED."""
+    moved = json.loads(json.dumps(event))
+    parent = _at(moved, at[:-1])
+    parent[at[-1]] = _SENTINEL
+    return json.dumps(moved).replace(str(_SENTINEL), rng.choice(PLACED))
+
+
 def _decoy_of(key: str) -> Any:
     return lambda event, text: {**event, "meta": {key: text}}
 
@@ -143,6 +163,17 @@ def _variants(name: str, shape: str, events: list[dict[str, Any]]) -> Iterator[t
     yield "decoyed", decoyed
     yield "doubled", doubled
     yield "spoiled", spoiled
+    at = PLACES.get(shape)
+    if at is not None:  # places of other calls, and of none, in the events of a form
+        yield (
+            "placed",
+            [
+                _placed_elsewhere(e, at, rng)
+                if text_of(e) is not None and type(_at(e, at)) is int and rng.random() < 0.4
+                else json.dumps(e)
+                for e in events
+            ],
+        )
     if shape == "openai-responses":  # as OpenAI sends them: a counter first, padding last
         counted = []
         for k, e in enumerate(events):
@@ -207,7 +238,7 @@ def _streams() -> list[tuple[str, str, list[dict[str, Any]], dict[str, Any]]]:
 def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many chunks were read by their form, in the one item of the list returned."""
     hits = [0]
-    for name in ("_read_one", "_read_two"):
+    for name in ("_read_one", "_read_two", "_read_place_text", "_read_holes"):
         real = getattr(FragmentForm, name)
 
         def counted(self: FragmentForm, payload: str, real: Any = real) -> str | None:
@@ -266,7 +297,7 @@ def _learnt(event: dict[str, Any] | str) -> FragmentForm | None:
     value = json.loads(text)
     lean = lean_fragment_in(value)
     assert lean is not None
-    return FragmentForm.learn(text, value, LEAN_TEXT_PATH, lean[0])
+    return FragmentForm.learn(text, value, LEAN_TEXT_PATH, lean[0], ("obfuscation",), None, LEAN_INDEX_PATH)
 
 
 def test_a_form_reads_the_text_of_its_chunks_and_nothing_else() -> None:
@@ -275,7 +306,6 @@ def test_a_form_reads_the_text_of_its_chunks_and_nothing_else() -> None:
     assert form.read(json.dumps(chunk(tc(2, args='"b\\"c\u00e9\U0001f642}')))) == '"b\\"c\u00e9\U0001f642}'
     assert form.read(json.dumps(chunk(tc(2, args="\ud83d")))) == "\ud83d"  # json.loads gives it so too
     for other in (
-        chunk(tc(3, args="x")),  # another index
         chunk(tc(2, args="")),  # no text: the general path decides
         chunk(tc(2, args="x"), finish="stop"),
         {**chunk(tc(2, args="x")), "usage": {"total_tokens": 1}},
@@ -288,11 +318,32 @@ def test_a_form_reads_the_text_of_its_chunks_and_nothing_else() -> None:
 
 def test_openai_padding_is_a_hole_of_its_own() -> None:
     form = _learnt({**chunk(tc(0, args="{")), "obfuscation": "3Y6y"})
-    assert form is not None and form.read == form._read_two
+    assert form is not None and form.read == form._read_placed and form.fixed.read == form.fixed._read_two
     assert form.read(json.dumps({**chunk(tc(0, args='"q"')), "obfuscation": 'g7"em\\'})) == '"q"'
     assert form.read(json.dumps({**chunk(tc(0, args='"q"')), "obfuscation": 5})) is None
     first = _learnt({"obfuscation": "S8ct", **chunk(tc(0, args="{"))})
     assert first is not None and first.read(json.dumps({"obfuscation": "", **chunk(tc(0, args="1"))})) == "1"
+
+
+def test_a_place_hole_reads_the_call_of_each_event() -> None:
+    form = _learnt(chunk(tc(12, args="{")))
+    assert form is not None and form.read == form._read_place_text
+    for place in (12, 1, 123, 0, 7, 10**18 - 1, 12):
+        assert form.read(json.dumps(chunk(tc(place, args=f"t{place}")))) == f"t{place}"
+        assert form.place == place
+    plain = json.dumps(chunk(tc(12, args="x")))
+    for other in ("-1", "-0", "01", "00", "012", "1" + "0" * 18, "2.5", "1e0", "1.0", "true", '"1"', "12 "):
+        assert form.read(plain.replace('"index": 12', f'"index": {other}')) is None, other
+        assert form.place == 12  # (as last read)
+    padded = _learnt({**chunk(tc(4, args="{")), "obfuscation": "a"})  # the place among other holes
+    assert padded is not None and padded.read == padded._read_placed
+    for place in (4, 40, 4, 0):
+        assert padded.read(json.dumps({**chunk(tc(place, args="q")), "obfuscation": str(place)})) == "q"
+        assert padded.place == place and padded.fixed.place == place
+    assert padded.read(json.dumps({**chunk(tc(4, args="q")), "obfuscation": 1})) is None
+    assert padded.read(json.dumps({**chunk(tc(-4, args="q")), "obfuscation": "a"})) is None
+    # Only the call's index is a hole: the choice's index is a fixed piece.
+    assert form.read(plain.replace('[{"index": 0', '[{"index": 1')) is None
 
 
 def test_a_form_is_kept_only_when_its_probe_proves_it() -> None:
@@ -314,8 +365,8 @@ def test_a_form_is_kept_only_when_its_probe_proves_it() -> None:
 
 
 def test_learning_forms_is_bounded_however_the_chunks_change(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Two calls whose fragments alternate change form at every chunk: a learning parses the chunk
-    # once more, so after the first few they are learnt once in eight events, not at each.
+    # A learning parses the chunk once more, so after the first few, forms are learnt once in
+    # eight events, not at each, however often they fail or change.
     learnt = [0]
     real = FragmentForm.learn.__func__  # type: ignore[attr-defined]
 
@@ -328,7 +379,14 @@ def test_learning_forms_is_bounded_however_the_chunks_change(monkeypatch: pytest
     events += [chunk(tc(k % 2, args='{"x": "' if k < 2 else "y" * 500)) for k in range(4000)]
     lines = [json.dumps(e) for e in events] + [json.dumps(chunk(finish="tool_calls"))]
     _replay_lines(lines, [1 << 22])
-    assert learnt[0] <= 8 + len(lines) // 8  # (none: a call's second event in a row is learnt from)
+    assert learnt[0] == 1  # two calls whose fragments alternate: the index is a hole, one form reads both
+    learnt[0] = 0
+    # Padding first and last by turns: every chunk a form other than the last learnt.
+    turns = [
+        json.dumps({"obfuscation": "p", **e} if k % 2 else {**e, "obfuscation": "p"}) for k, e in enumerate(events)
+    ]
+    _replay_lines([*turns, lines[-1]], [1 << 22])
+    assert 8 < learnt[0] <= 8 + len(lines) // 8
     learnt[0] = 0
     # One call whose every chunk holds a decoy: each learning fails, and they are held back too.
     decoyed = json.dumps(_chat_decoy(chunk(tc(0, args="y" * 500)), "y" * 500))

@@ -156,8 +156,8 @@ class AnthropicDecoder:
 
     def form_of(self, payload: dict[str, Any]) -> FormSpec:
         """Of an event commonest_fragment took: where its text sits and the place its form names
-        (the block's index)."""
-        return FormSpec(_FORM_TEXT, payload["index"])
+        (the block's index, which any integer there may be: a hole of the form)."""
+        return FormSpec(_FORM_TEXT, payload["index"], place_at=("index",))
 
     def fragment_at(self, at: int, piece: str) -> tuple[CallRef, str] | None:
         """What commonest_fragment does with such an event for block ``at`` holding ``piece``

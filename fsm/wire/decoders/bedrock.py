@@ -213,8 +213,9 @@ class BedrockDecoder:
 
     def form_of(self, payload: dict[str, Any]) -> FormSpec:
         """Of an event commonest_fragment took: where its text sits, the place its form names (the
-        block's index) and where Bedrock's random padding ``p`` sits."""
-        return FormSpec(_FORM_TEXT, payload["contentBlockDelta"]["contentBlockIndex"], _FORM_PADDING)
+        block's index, which any integer there may be: a hole of the form) and where Bedrock's
+        random padding ``p`` sits."""
+        return FormSpec(_FORM_TEXT, payload["contentBlockDelta"]["contentBlockIndex"], _FORM_PADDING, None, _FORM_PLACE)
 
     def fragment_at(self, at: int, piece: str) -> tuple[CallRef, str] | None:
         """What commonest_fragment does with such an event for block ``at`` holding ``piece`` (not
@@ -258,6 +259,7 @@ class BedrockDecoder:
 _FORM_TEXT = ("contentBlockDelta", "delta", "toolUse", "input")
 """Where a tool input ``contentBlockDelta`` event holds its text."""
 _FORM_PADDING = ("contentBlockDelta", "p")
+_FORM_PLACE = ("contentBlockDelta", "contentBlockIndex")
 """Where Bedrock puts the random padding of an event (never read)."""
 
 _READ = frozenset({"text", "reasoningContent", "toolUse"})

@@ -31,6 +31,8 @@ def plain_delta(payload: dict[str, Any]) -> dict[str, Any] | None:
 
 LEAN_TEXT_PATH = ("choices", 0, "delta", "tool_calls", 0, "function", "arguments")
 """Where lean_fragment_in finds the text in the chunks it reads."""
+LEAN_INDEX_PATH = ("choices", 0, "delta", "tool_calls", 0, "index")
+"""Where it finds the index, which it reads as any integer: a form's place (see FragmentForm)."""
 
 
 def lean_fragment_in(payload: dict[str, Any]) -> tuple[int, str] | None:

@@ -40,13 +40,15 @@ _CANDIDATES: Final = 8
 
 
 class FragmentForm:
-    """A commonest event with its text string (and padding, and counter) cut out, made of the fixed
-    ``pieces`` around the holes (each piece before a string's hole ends with its opening quote) and
-    what each hole holds (``holes``: TEXT, PADDING or COUNTER). ``read(payload)``: the text of an
-    event of this form, else None. ``place``: what names the event's call (an OpenAI chat index, an
-    Anthropic block's index, ...), for its decoder."""
+    """A commonest event with its text string (and padding, counter and place) cut out, made of the
+    fixed ``pieces`` around the holes (each piece before a string's hole ends with its opening quote)
+    and what each hole holds (``holes``: TEXT, PADDING, COUNTER or PLACE). ``read(payload)``: the
+    text of an event of this form, else None. ``place``: what names the call of the event last read
+    (an OpenAI chat index, an Anthropic block's index, ...), for its decoder: the integer in the
+    PLACE hole, where the form has one, so one form serves every call of a stream; else the
+    learnt event's."""
 
-    __slots__ = ("head", "holes", "middle", "place", "read", "tail", "tail_at", "text_first")
+    __slots__ = ("fixed", "head", "holes", "lead", "middle", "place", "read", "tail", "tail_at", "text_first")
 
     def __init__(self, place: Any, pieces: list[str], holes: list[int]) -> None:
         self.place = place
@@ -58,10 +60,36 @@ class FragmentForm:
         self.middle, self.text_first = pieces[1], holes[0] == TEXT
         if holes == [TEXT]:
             self.read = self._read_one
+        elif holes == [PLACE, TEXT]:
+            self.read = self._read_place_text
+            self.lead = f"{self.head}{place}{self.middle}"  # all before the text, at the place last read
+        elif PLACE in holes:
+            self.read = self._read_placed
+            self.fixed = self._at_place(place)
         elif len(holes) == 2 and COUNTER not in holes:
             self.read = self._read_two
         else:
             self.read = self._read_holes
+
+    def _at_place(self, place: int) -> FragmentForm:
+        """This form with its place hole filled in as ``place``: a form of fewer holes, read the
+        shorter way its holes allow."""
+        pieces = [self.head, *(piece for _, piece in self.holes)]
+        kinds = [hole for hole, _ in self.holes]
+        k = kinds.index(PLACE)
+        pieces[k : k + 2] = [f"{pieces[k]}{place}{pieces[k + 1]}"]
+        del kinds[k]
+        return FragmentForm(place, pieces, kinds)
+
+    def _read_placed(self, payload: str) -> str | None:
+        """read() of a form with a place among other holes (OpenAI chat's beside its padding,
+        Bedrock's): at the place last read first, by the form with that place filled in."""
+        text = self.fixed.read(payload)
+        if text is None:
+            text = self._read_holes(payload)
+            if text is not None:
+                self.fixed = self._at_place(self.place)
+        return text
 
     def _read_one(self, payload: str) -> str | None:
         """read() of a form whose one hole is the text."""
@@ -89,12 +117,45 @@ class FragmentForm:
                 return text
         return None
 
+    def _read_place_text(self, payload: str) -> str | None:
+        """read() of a form whose holes are the place, then the text (OpenAI chat's, Anthropic's):
+        at the place last read first, written out (the next event is most often the same call's),
+        where what follows a place is never a digit."""
+        lead = self.lead
+        if payload.startswith(lead) and payload.endswith(self.tail):
+            try:
+                text, end = scanstring(payload, len(lead))
+            except ValueError:  # no string there, or a bad one: the general path says what is wrong
+                return None
+            return text if end == len(payload) + self.tail_at and text else None
+        return self._read_new_place(payload)
+
+    def _read_new_place(self, payload: str) -> str | None:
+        """_read_place_text of an event at another place than the last read."""
+        if payload.startswith(self.head) and payload.endswith(self.tail):
+            number = _PLACE(payload, len(self.head))
+            if number is None:
+                return None
+            pos = number.end()
+            if not payload.startswith(self.middle, pos):
+                return None
+            try:
+                text, end = scanstring(payload, pos + len(self.middle))
+            except ValueError:  # no string there, or a bad one: the general path says what is wrong
+                return None
+            if end == len(payload) + self.tail_at and text:
+                self.place = int(number[0])
+                self.lead = payload[: pos + len(self.middle)]
+                return text
+        return None
+
     def _read_holes(self, payload: str) -> str | None:
-        """read() of any form: each hole read in turn, a string by json's reader, a counter as a
-        JSON integer (what follows it must be the next piece, so a fraction or exponent is no match)."""
+        """read() of any form: each hole read in turn, a string by json's reader, a counter or a
+        place as a JSON integer (what follows it must be the next piece, so a fraction or exponent
+        is no match)."""
         if not payload.startswith(self.head):
             return None
-        pos, text = len(self.head), ""
+        pos, text, place = len(self.head), "", None
         try:
             for hole, piece in self.holes:
                 if hole == COUNTER:
@@ -102,6 +163,11 @@ class FragmentForm:
                     if number is None:
                         return None
                     pos = number.end()
+                elif hole == PLACE:
+                    number = _PLACE(payload, pos)
+                    if number is None:
+                        return None
+                    pos, place = number.end(), number[0]
                 else:
                     found, pos = scanstring(payload, pos)
                     if hole == TEXT:
@@ -111,7 +177,11 @@ class FragmentForm:
                 pos += len(piece)
         except ValueError:  # no string there, or a bad one: the general path says what is wrong
             return None
-        return text if pos == len(payload) and text else None
+        if pos != len(payload) or not text:
+            return None
+        if place is not None:
+            self.place = int(place)
+        return text
 
     @classmethod
     def learn(
@@ -122,12 +192,14 @@ class FragmentForm:
         place: Any,
         padding_at: Path = (PADDING_KEY,),
         counter_at: Path | None = None,
+        place_at: Path | None = None,
     ) -> FragmentForm | None:
         """The form of ``payload``, which parsed to ``value``, a commonest event whose text is the
         string at ``path`` in it (keys and list indexes) and whose call is at ``place``, with the
         padding its wire adds at ``padding_at`` (a string) and the counter at ``counter_at`` (an
-        integer), if the event has them, neither ever read by its reader; None when its holes
-        cannot be found or the probe does not prove them."""
+        integer), if the event has them, neither ever read by its reader; and ``place`` itself,
+        an integer, at ``place_at`` where it is written there (then a hole, read as the place of
+        each event read); None when its holes cannot be found or the probe does not prove them."""
         text = _at(value, path)
         if type(text) is not str:
             return None
@@ -138,6 +210,9 @@ class FragmentForm:
         counter = _at(value, counter_at) if counter_at else None
         if type(counter) is int:
             spans.append(_integer_after(payload, f'"{counter_at[-1]}"', counter))  # type: ignore[index]
+        placed = place_at is not None and type(place) is int and 0 <= place < _PLACE_LIMIT
+        if placed:
+            spans.append(_integer_after(payload, f'"{place_at[-1]}"', place, PLACE))  # type: ignore[index]
         if None in spans:
             return None
         found = sorted(span for span in spans if span is not None)
@@ -149,11 +224,15 @@ class FragmentForm:
             start = end  # just past it (a string's closing quote)
         pieces.append(payload[start:])
         form = cls(place, pieces, [hole for _, _, hole in found])
-        # The probe: in each hole, the string there with an "x" added, the counter plus one. It
-        # must parse to the value with exactly those changed: then each hole is the token its
-        # value is read from, and any string (integer) there reads as that value in that place.
+        # The probe: in each hole, the string there with an "x" added, the counter and the place
+        # plus one. It must parse to the value with exactly those changed: then each hole is the
+        # token its value is read from, and any string (integer) there reads as that value in that place.
         fills = [
-            str(counter + 1) if hole == COUNTER else payload[begin : end - 1] + 'x"'  # type: ignore[operator]
+            str(counter + 1)  # type: ignore[operator]
+            if hole == COUNTER
+            else str(place + 1)
+            if hole == PLACE
+            else payload[begin : end - 1] + 'x"'
             for begin, end, hole in found
         ]
         probe = pieces[0] + "".join(fill + piece for fill, piece in zip(fills, pieces[1:], strict=True))
@@ -168,6 +247,9 @@ class FragmentForm:
             return None
         if type(counter) is int and not _swapped(parsed, counter_at, counter + 1, counter):  # type: ignore[arg-type]
             return None
+        if placed and not _swapped(parsed, place_at, place + 1, place):  # type: ignore[arg-type]
+            return None
+        # (read(payload) last: a form with a place hole keeps the place of the event it read.)
         if parsed != value or form.read(probe) != text + "x" or form.read(payload) != text:
             return None
         return form
@@ -175,18 +257,25 @@ class FragmentForm:
 
 class FormSpec(NamedTuple):
     """What a decoder says of a commonest event its shortcut took, for FragmentForm.learn: where
-    its text sits, the place that names its call, where padding and a counter would sit."""
+    its text sits, the place that names its call, where padding and a counter would sit, and where
+    the place is written, when the decoder reads any integer there as the place of such an event."""
 
     path: Path
     place: Any
     padding_at: Path = (PADDING_KEY,)
     counter_at: Path | None = None
+    place_at: Path | None = None
 
 
-TEXT, PADDING, COUNTER = 0, 1, 2
-"""What a hole holds: the event's text, a padding string, a counter (an integer); only the text is read."""
+TEXT, PADDING, COUNTER, PLACE = 0, 1, 2, 3
+"""What a hole holds: the event's text, a padding string, a counter (an integer), the place of
+the event's call (an integer); the text and the place are read."""
 _INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 """A JSON integer (the piece after it decides that no fraction or exponent follows)."""
+_PLACE_LIMIT: Final = 10**18
+_PLACE = re.compile(r"0|[1-9][0-9]{0,17}").match
+"""A place a form's hole reads: a JSON integer from 0 to below _PLACE_LIMIT (another, such as -1 or
+a number past it, makes the event no match, for the general path to read)."""
 
 
 Path = tuple[str | int, ...]
@@ -230,13 +319,13 @@ def _string_after(payload: str, key: str, want: str, hole: int) -> tuple[int, in
     return None
 
 
-def _integer_after(payload: str, key: str, want: int) -> tuple[int, int, int] | None:
+def _integer_after(payload: str, key: str, want: int, hole: int = COUNTER) -> tuple[int, int, int] | None:
     """Where the integer value of ``key`` equal to ``want`` sits in ``payload``, the last one first:
-    (its first character, just past its last, COUNTER); None if none of the last few is."""
+    (its first character, just past its last, ``hole``); None if none of the last few is."""
     for pos in _values_of(payload, key):
         number = _INTEGER.match(payload, pos)
         if number is not None and len(number[0]) < 20 and int(number[0]) == want:
-            return pos, number.end(), COUNTER
+            return pos, number.end(), hole
     return None
 
 
