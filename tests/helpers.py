@@ -30,7 +30,7 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
         taken.append((slot.ordinal, transition))
         real(slot, transition)
 
-    waiting, whole, end = Slot.store_waiting, Slot.store_whole, Slot.end_closed
+    waiting, whole, end, run = Slot.store_waiting, Slot.store_whole, Slot.end_closed, Slot.store_run
 
     # The transitions taken without fire() are counted without covered().
     def traced_waiting(slot: Slot, text: str, label: str) -> bool:
@@ -45,6 +45,10 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
             taken.append((slot.ordinal, label))
         return took
 
+    def traced_run(slot: Slot, texts: list[str], data: bytes, chars: int, label: str) -> None:
+        taken.extend([(slot.ordinal, label)] * len(texts))
+        run(slot, texts, data, chars, label)
+
     def traced_end(slot: Slot, label: str, dest: str) -> None:
         end(slot, label, dest)  # the transition's count comes after its action, as fire() counts it
         taken.append((slot.ordinal, label))
@@ -53,6 +57,7 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
     Slot.store_waiting = traced_waiting  # type: ignore[method-assign]
     Slot.store_whole = traced_whole  # type: ignore[method-assign]
     Slot.end_closed = traced_end  # type: ignore[method-assign]
+    Slot.store_run = traced_run  # type: ignore[method-assign]
     try:
         outputs: list[Any] = []
         try:
@@ -68,6 +73,7 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
         Slot.store_waiting = waiting  # type: ignore[method-assign]
         Slot.store_whole = whole  # type: ignore[method-assign]
         Slot.end_closed = end  # type: ignore[method-assign]
+        Slot.store_run = run  # type: ignore[method-assign]
 
 
 def tc(index: Any = _MISSING, id: Any = _MISSING, name: Any = _MISSING, args: Any = _MISSING) -> dict[str, Any]:

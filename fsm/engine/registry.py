@@ -373,14 +373,15 @@ class Registry:
             if not slot.gatherable():
                 return False
             run = _Run(slot, index, self.ledger)
-        if text.isspace() or (len(text) >= run.slot._length + run.chars and text[0] == run.first):
+        if text.isspace() or (len(text) >= run.reach and text[0] == run.first):
             return False  # whitespace alone, or text that may read as cumulative: _extend decides
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
             return False  # a surrogate: store_fragment mends it
-        if run.chars + len(text) > run.room_chars or run.size + len(data) > run.room_bytes:
-            return False  # store_fragment raises, naming the limit and the event
+        size = run.size + len(data)
+        if size > run.room:
+            return False  # near a limit: store_fragment decides, and raises naming the limit and the event
         slot = run.slot
         if not slot.scanner.may_wait(text):
             return False
@@ -388,8 +389,8 @@ class Registry:
             slot._unscanned = len(slot._buf) + run.size  # where scan_fragment would mark it
         run.texts.append(text)
         run.data.append(data)
-        run.chars += len(text)
-        run.size += len(data)
+        run.reach += len(text)
+        run.size = size
         self._run = run
         return True
 
@@ -398,14 +399,12 @@ class Registry:
         run, self._run = self._run, None
         if run is None:
             return
-        n, slot, label = len(run.texts), run.slot, self._staying
+        n, chars = len(run.texts), run.reach - run.slot._length
         ledger = self.ledger
         ledger.rules["index-is-label"] += n
         ledger.rules["metadata-once"] += n
-        ledger.work += run.chars
-        for _ in range(n):
-            slot.covered(label)
-        slot.store_run(run.texts, b"".join(run.data), run.chars)
+        ledger.work += chars
+        run.slot.store_run(run.texts, b"".join(run.data), chars, self._staying)
 
     def _continuation(self, ref: CallRef, text: str) -> Slot | None:
         """The common case, decided without the general routing: a fragment for the unfinished
@@ -1132,18 +1131,19 @@ class Registry:
 
 
 class _Run:
-    """Fragments held back for one call (Registry._gather): their texts, their UTF-8 and totals, and
-    the room the limits leave them."""
+    """Fragments held back for one call (Registry._gather): their texts, their UTF-8, how long the
+    call's text is with them (``reach``, in characters) and how many bytes they take (``size``),
+    and the room the limits leave them, in bytes: a text never has more characters than UTF-8
+    bytes, so a run within the tighter of the two limits is within both."""
 
-    __slots__ = ("chars", "data", "first", "index", "room_bytes", "room_chars", "size", "slot", "texts")
+    __slots__ = ("data", "first", "index", "reach", "room", "size", "slot", "texts")
 
     def __init__(self, slot: Slot, index: int, ledger: Ledger) -> None:
         self.slot, self.index, self.first = slot, index, slot.first_character()
         self.texts: list[str] = []
         self.data: list[bytes] = []
-        self.chars = self.size = 0
-        self.room_chars = ledger.max_argument_chars - slot.length
-        self.room_bytes = ledger.max_held_bytes - ledger.held_bytes
+        self.reach, self.size = slot.length, 0
+        self.room = min(ledger.max_argument_chars - slot.length, ledger.max_held_bytes - ledger.held_bytes)
 
 
 class _AtIndexes:

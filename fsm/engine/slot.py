@@ -419,9 +419,11 @@ class Slot:
             ledger.outputs.append(build_arguments_delta(self.ordinal, text))
         return True
 
-    def store_run(self, texts: list[str], data: bytes, chars: int) -> None:
-        """store_fragment of each of ``texts`` in turn (``data`` their UTF-8, joined; ``chars``
-        their length), each found to wait (Registry._gather): stored as it came, all of it sent out."""
+    def store_run(self, texts: list[str], data: bytes, chars: int, label: str) -> None:
+        """The hot transition (``label``) with store_fragment of each of ``texts`` in turn (``data``
+        their UTF-8, joined; ``chars`` their length), each found to wait (Registry._gather): taken
+        as many times, each text stored as it came, all of it sent out."""
+        self.ledger.transitions[label] += len(texts)
         self.ledger.held_bytes += len(data)
         self._length += chars
         self._append(data)

@@ -259,8 +259,9 @@ class BedrockDecoder:
 _FORM_TEXT = ("contentBlockDelta", "delta", "toolUse", "input")
 """Where a tool input ``contentBlockDelta`` event holds its text."""
 _FORM_PADDING = ("contentBlockDelta", "p")
-_FORM_PLACE = ("contentBlockDelta", "contentBlockIndex")
 """Where Bedrock puts the random padding of an event (never read)."""
+_FORM_PLACE = ("contentBlockDelta", "contentBlockIndex")
+"""Where it names the block: a hole of the form (any integer there is read as the block's index)."""
 
 _READ = frozenset({"text", "reasoningContent", "toolUse"})
 """What this decoder reads of a block's start or delta; the rest (a ``citation``, an ``image``, a
