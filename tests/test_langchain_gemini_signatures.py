@@ -149,6 +149,11 @@ RESENT_WITHOUT_ID = {
         event(MODEL, [part("look", "c1", None, city="Rome")]),
         event(MODEL, [part("look", None, None, city="Rome")], "STOP"),
     ],
+    # the first like it resends the call without an id seen at its place, the second is at the id's
+    "beside-one-like-it": [
+        event(MODEL, [part("look", None, None, city="Oslo"), part("look", "c1", None, city="Oslo")]),
+        event(MODEL, [part("look", None, None, city="Oslo"), part("look", None, None, city="Oslo")], "STOP"),
+    ],
     # what the bytes read as calls of their own
     "changed": [
         event(MODEL, [part("look", "c1", None, city="Oslo")]),

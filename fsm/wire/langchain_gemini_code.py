@@ -188,8 +188,9 @@ class GeminiSeen:
                 taken.add((key, earlier))
                 continue
             if earlier is None:
-                # none of the calls without an id: a call under Gemini's id at its place, else its own
-                under = self._at_place(key, at) if key not in self.calls else None
+                # None of the calls without an id: the decoder leaves it at its own place (unless one
+                # like it of this chunk took a call seen there), where a call under Gemini's id may be
+                under = self._at_place(key, at) if not places.get(at) else None
                 if under is not None:
                     found[at] = under.entry
                     self._under[id(under.entry)] = under
