@@ -832,7 +832,7 @@ def _identity(s: ModuleType) -> Any:
                 code="part-not-reassembled",
                 rule="unknown-events-reported",
                 severity="warning",
-                reason="A Gemini part holds something other than text, a thought, a function call, code Gemini runs itself or that code's outcome (inline or file data, say), or that outcome's part holds an outcome, output or id that is no string (it would go back as Gemini refuses it), or a chat delta's content or reasoning is of another type than text (a content neither a string nor a list, a reasoning_content or reasoning no string), or a chat delta holds annotations (a search model's url_citation sources, which no Result field holds), or its content sent as typed chunks (Mistral's) holds one other than text, thinking or a reference, or a text chunk whose text is no string, a thinking chunk whose thinking is no list (nor a string) or a thinking chunk with a part of no text, or a Bedrock Converse block's start or delta holds something other than text, reasoning, tool input or a server tool's result (a citation, an image, a toolResult in a block no result start opened), or a server tool's result block holds an item neither json nor text, or never stopped, or a citation that names no text to go back on (a Claude citations_delta without index, a Responses output_text annotation without output_index): it is not reassembled, and its keys or type are named so it is not dropped in silence; the stream reads on.",
+                reason="A Gemini part holds something other than text, a thought, a function call, code Gemini runs itself or that code's outcome (inline or file data, say), or that outcome's part holds an outcome, output or id that is no string (it would go back as Gemini refuses it), or a chat delta's content or reasoning is of another type than text (a content neither a string nor a list, a reasoning_content or reasoning no string), or a chat delta holds annotations (a search model's url_citation sources, which no Result field holds), or its content sent as typed chunks (Mistral's) holds one other than text, thinking or a reference, or a text chunk whose text is no string, a thinking chunk whose thinking is no list (nor a string) or a thinking chunk with a part of no text, or a Bedrock Converse block's start or delta holds something other than text, reasoning, tool input or a server tool's result (a citation, an image, a toolResult in a block no result start opened), or a server tool's result block holds an item neither json nor text, or never stopped, or a citation that names no text to go back on (a Claude citations_delta without index, a Responses output_text annotation without output_index), or a Gemini call's thought signature whose part an SDK object no longer tells (langchain-google-genai keeps one signature a call id: under an id two calls of one chunk carry it goes on neither; under one two parts of one call carry it stays on that call, though the bytes keep the first part's): it is not reassembled, and its keys or type are named so it is not dropped in silence; the stream reads on.",
             ),
             s.DiagnosticSpec(
                 code="missing-routing-field",
@@ -1232,7 +1232,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (10546, 4230949145),
     "scanner": (4661, 4199472060),
-    "identity": (25340, 2594619310),
+    "identity": (25636, 465575920),
     "history": (4223, 4110485475),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

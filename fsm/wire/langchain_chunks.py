@@ -22,8 +22,10 @@ ChatBedrockConverse's, whose value is then ``{}``. Its Claude reasoning comes as
 Through ChatGoogleGenerativeAI a call's ``thoughtSignature`` is not on its chunk entry but in
 ``additional_kwargs["__gemini_function_call_thought_signatures__"]``, by call id, in standard
 base64 as the wire has it: it goes on the entry as Gemini's own OpenAI-compatible endpoint puts
-it (``extra_content.google.thought_signature``), on the chunk's first call under that id (the map
-holds one signature an id), so the call is signed as the bytes sign it. Its thought parts are
+it (``extra_content.google.thought_signature``), on the chunk's first call under that id, so the
+call is signed as the bytes sign it. The map holds one signature an id: under an id two calls of
+the chunk carry, which one it signed is lost, so it goes on neither, reported
+(:func:`fsm.wire.langchain_gemini_code.shared_signatures`). Its thought parts are
 ``thinking`` content blocks (``reasoning`` with ``output_version="v1"``) with their ``signature``
 (v1: ``extras.signature``), and a signed text part a text block with ``extras.signature``: the
 reasoning goes in LiteLLM's ``thinking_blocks`` (Claude's ``thinking`` and ``redacted_thinking``
@@ -57,7 +59,7 @@ from fsm.wire.decoders._wire import (
     server_result_block,
     stop_details_said,
 )
-from fsm.wire.langchain_gemini_code import whole_arguments
+from fsm.wire.langchain_gemini_code import shared_signatures, whole_arguments
 from fsm.wire.langchain_places import (
     CLAUDE_SERVER_STARTS,
     TURN_ENDED,
@@ -121,6 +123,8 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
     # a Gemini call resent under a new made-up id: under the one it came with first, as one call
     gemini = held is not None and held.wire == "gemini"
     resent = held.gemini.first_entries(parts) if held is not None and gemini else {}
+    if held is not None and gemini and signatures:
+        shared_signatures(parts, resent, signatures, held.notes)
     for at, part in enumerate(parts):
         arguments = whole_arguments(part.get("args")) if gemini else part.get("args")
         call = {

@@ -17,10 +17,13 @@ LangChain's indexes, where it would be a second call (``duplicate-id``, renamed 
 entry under an id an earlier entry of the same name had takes that entry's index, so the id finds
 the call, as the decoder finds it: each tool's call under one id is its own, one without a name is
 the id's first call, and a call without a name is named by the next tool's entry under its id.
-Every call's arguments go on as the value they are (:func:`whole_arguments`), a snapshot as the
-decoder reads a ``functionCall``'s ``args``: a call resent the same is a ``resend``, one resent
-changed has its arguments replaced, and the text is the decoder's (LangChain's ``json.dumps``
-escapes every character past ASCII); text LangChain does not write is read as text.
+A call under Gemini's id resent without one (under a made-up id) is that call again where the
+decoder finds it by position: at the place in its event the call opened, holding the same name and
+argument text (:meth:`GeminiSeen._at_place`). Every call's arguments go on as the value they are
+(:func:`whole_arguments`), a snapshot as the decoder reads a ``functionCall``'s ``args``: a call
+resent the same is a ``resend``, one resent changed has its arguments replaced, and the text is the
+decoder's (LangChain's ``json.dumps`` escapes every character past ASCII); text LangChain does not
+write is read as text.
 """
 
 from __future__ import annotations
@@ -104,11 +107,22 @@ _MADE_UP = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[
 """``str(uuid.uuid4())``, the id LangChain makes up; Gemini's own ids are short (``ycroch25``)."""
 
 
+class _IdCall:
+    """A call under one of Gemini's ids: its first entry, its name, the argument text it holds now
+    (None until an entry of text came) and its place in the chunk that opened it."""
+
+    __slots__ = ("args", "at", "entry", "name")
+
+    def __init__(self, entry: Mapping[str, Any], name: str | None, at: int) -> None:
+        self.entry, self.name, self.at = entry, name, at
+        self.args: str | None = None
+
+
 class GeminiSeen:
     """What a ChatGoogleGenerativeAI stream's earlier chunks leave to later ones: each code block's
     call, each call under a made-up id, and what the code results wait for."""
 
-    __slots__ = ("_runs", "_starts", "_taken", "calls", "codes", "id_codes", "ids", "policies")
+    __slots__ = ("_runs", "_starts", "_taken", "_under", "calls", "codes", "id_codes", "ids", "places", "policies")
 
     def __init__(self, policies: Policies | None = None) -> None:
         self.policies = policies  # the stream's: under identical_text new-call the same code again runs again
@@ -124,7 +138,11 @@ class GeminiSeen:
         self.calls: dict[tuple[str, str], tuple[list[Mapping[str, Any]], dict[int, list[int]]]] = {}
         # The first entry of each call under each of Gemini's own ids, by its tool's name (None: a
         # call without one, until a named entry names it), and the id's first call
-        self.ids: dict[str, tuple[Mapping[str, Any], dict[str | None, Mapping[str, Any]]]] = {}
+        self.ids: dict[str, tuple[_IdCall, dict[str | None, _IdCall]]] = {}
+        # The calls under Gemini's ids by where each opened (its place in its chunk) and the name and
+        # argument text it holds now: where the decoder finds a call without an id that repeats one
+        self.places: dict[tuple[int, str | None, str], dict[_IdCall, None]] = {}
+        self._under: dict[int, _IdCall] = {}  # those of them ``calls`` holds, by their first entry's id()
 
     def first_entries(self, entries: Sequence[Mapping[str, Any]]) -> dict[int, Mapping[str, Any]]:
         """The chunk's ``tool_call_chunks`` entries (by position) that repeat a call of an earlier
@@ -149,9 +167,10 @@ class GeminiSeen:
             if not (isinstance(call_id, str) and isinstance(name, str | None) and isinstance(args, str)):
                 continue
             if not _MADE_UP.fullmatch(call_id):
-                first = self._under_id(call_id, name, entry)
-                if first is not entry:
-                    found[at] = first
+                call = self._under_id(call_id, name, entry, at)
+                self._holds(call, call.name, args)  # what it holds now: a resend's text, or new arguments
+                if call.entry is not entry:
+                    found[at] = call.entry
                 continue
             if name is None:
                 continue
@@ -160,8 +179,22 @@ class GeminiSeen:
             earlier = _untaken(key, places.get(at, ()), at, taken, starts)  # the call seen at its own position
             if earlier is None:
                 earlier = _untaken(key, range(len(firsts)), None, taken, starts)
+            held = self._under.get(id(firsts[earlier])) if earlier is not None else None
+            if earlier is not None and held is not None and (held.name, held.args) != key:
+                # A call under Gemini's id that holds other arguments now: the bytes open a call of
+                # this one's own in its place, which later calls like this one repeat instead.
+                del self._under[id(held.entry)]
+                firsts[earlier] = entry  # type: ignore[index]
+                taken.add((key, earlier))
+                continue
             if earlier is None:
-                new.append((key, at, entry))
+                # None of the calls without an id: the decoder leaves it at its own place (unless one
+                # like it of this chunk took a call seen there), where a call under Gemini's id may be
+                under = self._at_place(key, at) if not places.get(at) else None
+                if under is not None:
+                    found[at] = under.entry
+                    self._under[id(under.entry)] = under
+                new.append((key, at, entry if under is None else under.entry))
             else:
                 found[at] = firsts[earlier]
                 taken.add((key, earlier))
@@ -171,23 +204,47 @@ class GeminiSeen:
             firsts.append(entry)
         return found
 
-    def _under_id(self, call_id: str, name: str | None, entry: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The first entry of the call an entry under a Gemini id (``call_id``) repeats, as the
+    def _under_id(self, call_id: str, name: str | None, entry: Mapping[str, Any], at: int) -> _IdCall:
+        """The call an entry under a Gemini id (``call_id``, at ``at`` in its chunk) repeats, as the
         decoder finds it by that id: the call of its tool under the id, else one under the id that
         has no name yet (which takes this one's); an entry without a name repeats the id's first
-        call. ``entry`` itself when it is a call of its own (another tool under the id)."""
+        call. A call of its own (a new id, another tool under the id) has ``entry`` as its first."""
         held = self.ids.get(call_id)
         if held is None:
-            self.ids[call_id] = (entry, {name: entry})
-            return entry
+            call = _IdCall(entry, name, at)
+            self.ids[call_id] = (call, {name: call})
+            return call
         first, calls = held
         if name is None:
             return first
         found = calls.get(name)
         if found is None:
-            found = calls.pop(None, entry)  # a call without a name takes this one's (a late name)
+            found = calls.pop(None, None)  # a call without a name takes this one's (a late name)
+            if found is None:
+                found = _IdCall(entry, name, at)
+            self._holds(found, name, found.args)
             calls[name] = found
         return found
+
+    def _holds(self, call: _IdCall, name: str | None, args: str | None) -> None:
+        """``call`` holds ``name`` and ``args`` now: found under them at its place (``places``)."""
+        if (name, args) == (call.name, call.args) and call.args is not None:
+            return
+        if call.args is not None:
+            place = (call.at, call.name, call.args)
+            del self.places[place][call]
+            if not self.places[place]:
+                del self.places[place]
+        call.name, call.args = name, args
+        if args is not None:
+            self.places.setdefault((call.at, name, args), {})[call] = None
+
+    def _at_place(self, key: tuple[str, str], at: int) -> _IdCall | None:
+        """The call under a Gemini id that a call without one (``key``: its name and argument text, at
+        ``at`` in its chunk) repeats, as the bytes find it: the id's call opened at that place in
+        its event (the decoder places a call without an id by its position, and a call under an id
+        holds the place it opened at too) that holds that name and text now."""
+        return next(iter(self.places.get((at, key[0], key[1]), ())), None)
 
     def code_call(self, code: str, made: CallRef) -> tuple[CallRef, bool]:
         """The call of a code block (``made``: its own, at its place among the chunk's code blocks),
@@ -233,6 +290,38 @@ class GeminiSeen:
 
             self._runs = CodeRuns(self.policies)
         return self._runs
+
+
+def shared_signatures(
+    entries: Sequence[Mapping[str, Any]],
+    resent: Mapping[int, Mapping[str, Any]],
+    signatures: dict[str, str],
+    notes: list[tuple[str, str]],
+) -> None:
+    """Take out of ``signatures`` (a chunk's, by call id) each one under an id two or more calls of
+    the chunk carry (``entries``, each the call of its first entry in ``resent`` if it has one):
+    LangChain keeps one signature an id, the last signed part's, so which part it came on is lost.
+    Put on the first of them, it went on another tool's call than the bytes sign: it goes on none.
+    Parts that are one call (resent in the same event) keep it, as it is that call's, but where two
+    of them were signed the bytes keep the first part's. Either is reported into ``notes``
+    (``part-not-reassembled``)."""
+    owners: dict[str, dict[int, None]] = {}
+    parts: dict[str, int] = {}
+    for at, entry in enumerate(entries):
+        call_id = entry.get("id")
+        if isinstance(call_id, str) and call_id in signatures:
+            owners.setdefault(call_id, {})[id(resent.get(at, entry))] = None
+            parts[call_id] = parts.get(call_id, 0) + 1
+    for call_id, calls in owners.items():
+        if parts[call_id] < 2:
+            continue
+        kept = "LangChain keeps one signature an id, the last signed part's"
+        if len(calls) > 1:
+            del signatures[call_id]
+            said = f"{len(calls)} calls carry: {kept}, so which call it signed is lost and it goes on none"
+        else:
+            said = f"{parts[call_id]} parts of one call carry: {kept}, where the bytes keep the first's"
+        notes.append(("part-not-reassembled", f"a thought signature under the call id {call_id!r}, which {said}"))
 
 
 def _untaken(
