@@ -118,11 +118,13 @@ def _command(commands: Any, name: str, summary: str) -> argparse.ArgumentParser:
 MAX_EXAMPLES = 100_000
 """The most ``fuzz --examples`` takes: streams per shape and mode (each costs hypothesis's work)."""
 MAX_FUZZED = 10_000
-"""The most ``conform --fuzzed`` takes: streams per shape, each held as a vector and run once by the adapter."""
+"""The most ``conform --fuzzed`` takes: streams per shape, each held as a vector and run once by the adapter
+(``tools/grade_peers.py --fuzzed`` too: those streams are run once by each peer)."""
 
 
-def _count(least: int, most: int) -> Callable[[str], int]:
-    """A whole-number option from ``least`` to ``most``: beyond, no run could end (or fit in memory)."""
+def bounded_count(least: int, most: int) -> Callable[[str], int]:
+    """A whole-number option from ``least`` to ``most``: beyond, no run could end (or fit in memory).
+    Past the bound, argparse's usage error (exit 2) names the option and the bound in one line."""
 
     def count(text: str) -> int:
         digits = text.isascii() and text.isdigit() and len(text.lstrip("0")) <= len(str(most))  # else never int()
@@ -135,7 +137,9 @@ def _count(least: int, most: int) -> Callable[[str], int]:
 
 
 def _count_option(parser: argparse.ArgumentParser, flag: str, least: int, most: int, default: int, said: str) -> None:
-    parser.add_argument(flag, type=_count(least, most), default=default, metavar="N", help=f"{said} (at most {most})")
+    parser.add_argument(
+        flag, type=bounded_count(least, most), default=default, metavar="N", help=f"{said} (at most {most})"
+    )
 
 
 def _seed(text: str) -> int:

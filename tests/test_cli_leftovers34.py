@@ -7,7 +7,10 @@ from __future__ import annotations
 import builtins
 import io
 import json
+import runpy
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -65,6 +68,37 @@ def test_a_count_at_its_bound_is_taken() -> None:
     assert parser.parse_args(["fuzz", "--examples", "0001"]).examples == 1
     assert parser.parse_args(["conform", "--fuzzed", str(MAX_FUZZED)]).fuzzed == MAX_FUZZED
     assert parser.parse_args(["conform", "--fuzzed", "0"]).fuzzed == 0
+
+
+GRADE_PEERS = ROOT / "tools" / "grade_peers.py"
+
+
+@pytest.mark.parametrize("count", [str(MAX_FUZZED + 1), "1" + "0" * 30, "-1"], ids=["past", "31-digits", "negative"])
+def test_grade_peers_takes_a_fuzzed_count_within_the_bound_conform_has(count: str) -> None:
+    # `tools/grade_peers.py --fuzzed 10**30` made fuzzed streams until memory ran out: any whole
+    # number was taken. It is bad usage now, as for `conform --fuzzed`, said in one line.
+    proc = subprocess.run(
+        [sys.executable, str(GRADE_PEERS), "--fuzzed", count],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=120,  # unbounded, the count ran until memory ran out: a failure, not a hang
+    )
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    said = proc.stderr.splitlines()[-1]
+    assert (
+        said
+        == f"grade_peers.py: error: argument --fuzzed: must be a whole number from 0 to {MAX_FUZZED}, not {count!r}"
+    )
+    assert "Traceback" not in proc.stderr
+
+
+def test_grade_peers_takes_a_fuzzed_count_up_to_the_bound_and_says_it() -> None:
+    parser = runpy.run_path(str(GRADE_PEERS))["build_parser"]()
+    assert parser.parse_args(["--fuzzed", str(MAX_FUZZED)]).fuzzed == MAX_FUZZED
+    assert parser.parse_args(["--fuzzed", "0"]).fuzzed == 0 and parser.parse_args([]).fuzzed == 200
+    assert f"at most {MAX_FUZZED}" in " ".join(parser.format_help().split())
 
 
 def test_the_bounds_are_documented_in_help_and_readme() -> None:

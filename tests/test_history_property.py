@@ -1,7 +1,8 @@
 """Property: repair never loses, swaps or invents a tool result, in every message format.
 
 Conversations are drawn with a small pool of ids (so ids collide within and across turns), with
-missing, duplicated and orphaned results and stray result messages. Every call and every result
+missing, duplicated and orphaned results and result messages after the user's text (which answer
+the calls of the turn before it still waiting, but where the model spoke in between). Every call and every result
 carries a tag of its own, so the test can follow each one through repair. The truth the test holds
 repair to is the rule, computed here independently: within a turn, the k-th result carrying id x
 answers the k-th call with id x (for a Gemini call without an id, and for every Ollama call: the
@@ -182,13 +183,18 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
             messages.append(text(fmt, "user", "next"))
             truth.update(pair(run_calls, []))
             run_calls = []
-            if draw(st.booleans()):  # results out of any turn: never answers
+            if draw(st.booleans()):  # results after the user's text, before the model's next message
                 if fmt == "anthropic":  # its API makes one turn of the user messages in a row: after another
                     messages.append(text(fmt, "assistant", "ok"))
                 stray_ids = st.sampled_from([None] if fmt == "ollama" else IDS)
                 stray = [(draw(stray_ids), "f", f"r{next(serial)}") for _ in range(draw(st.integers(1, 2)))]
                 messages += results_messages(fmt, stray)
                 all_results |= {tag for *_, tag in stray}
+                # They answer the turn's calls still waiting (result-after-text): OpenAI's, Ollama's and
+                # Responses' turn takes more results; Gemini's and Converse's, when no message answered
+                # it yet. Anthropic's come after the model's next message: they answer nothing.
+                if fmt in ("openai", "ollama", "responses") or (fmt in ("gemini", "bedrock") and not results):
+                    truth.update(pair(calls, [*results, *stray]))
             if draw(st.booleans()):
                 messages.append(text(fmt, "assistant", "ok"))
     truth.update(pair(run_calls, []))
@@ -342,6 +348,19 @@ def empty(fmt: str, m: dict[str, Any]) -> bool:
 @given(data=st.data(), fmt=st.sampled_from(FORMATS), drop_calls=st.booleans())
 def test_repair_keeps_every_answer_with_its_call(data: st.DataObject, fmt: str, drop_calls: bool) -> None:
     messages, truth, all_results, screens = data.draw(conversations(fmt))
+    repaired_keeping_each_answer(fmt, messages, truth, all_results, screens, drop_calls)
+
+
+def repaired_keeping_each_answer(
+    fmt: str,
+    messages: list[dict[str, Any]],
+    truth: dict[str, str | None],
+    all_results: set[str],
+    screens: set[str],
+    drop_calls: bool,
+) -> None:
+    """Repair keeps each call (but those ``drop-call`` drops) and the result that answered it (the
+    ``truth``), in its turn; drops no result but those it says; leaves a history ``check`` accepts."""
     before = copy.deepcopy(messages)
     policy = RepairPolicy(dangling="drop-call" if drop_calls else "placeholder")
     fixed, changes = history.repair(messages, policy)

@@ -248,4 +248,4 @@ def test_grade_peers_refuses_a_negative_count_as_usage() -> None:
         cwd=ROOT,
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    assert "must be a whole number, not '-1'" in proc.stderr
+    assert "must be a whole number from 0 to 10000, not '-1'" in proc.stderr

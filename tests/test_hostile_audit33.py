@@ -149,7 +149,7 @@ def test_the_users_results_after_those_the_model_sent_past_the_text_go_with_them
         {"role": "model", "parts": [answers[0]]},
         {"role": "user", "parts": [answers[1], {"text": "so"}]},
     ]
-    assert _findings(messages) == [("misplaced-result", "f#1", 4)]
+    assert _findings(messages) == [("misplaced-result", "f#1", 4), ("result-after-text", "g#1", 5)]
     fixed, changes = history.repair(messages)
     assert fixed[2:] == [
         {"role": "user", "parts": [*answers, {"text": HURRY}]},
@@ -259,10 +259,20 @@ def test_random_results_past_the_users_text_repair_to_what_anthropic_and_convers
 
 @pytest.mark.parametrize("fmt", ["gemini", "openai", "ollama"])
 def test_random_results_past_the_users_text_repair_to_what_gemini_and_chat_take(fmt: str) -> None:
+    counted = chat_found_and_repaired(fmt, lambda rng: _past_text(fmt, rng)[0], 600)
+    for seed in range(600):
+        _kept_once_for_all(fmt, *_past_text(fmt, random.Random(seed)), seed)
+    assert counted["moved"] > 800 and counted["meant"] > 1_500, counted
+
+
+def chat_found_and_repaired(fmt: str, make: Any, seeds: int) -> Counter[str]:
+    """Check and repair ``seeds`` random histories ``make`` gives, against the API's reading of ``fmt``
+    (Gemini, OpenAI chat, Ollama: audit 32's); how many results repair moved out of the model's role,
+    how many answers were sent."""
     _, refused, meant_of, answers = _readings(fmt)
     counted = Counter[str]()
-    for seed in range(600):
-        messages, whole = _past_text(fmt, random.Random(seed))
+    for seed in range(seeds):
+        messages = make(random.Random(seed))
         assert history.check(messages, fmt).rejected == bool(refused(messages)), seed  # type: ignore[arg-type]
         meant = meant_of(messages)
         for policy in POLICIES:
@@ -273,8 +283,7 @@ def test_random_results_past_the_users_text_repair_to_what_gemini_and_chat_take(
             assert all(kept.get(call) == result for call, result in meant.items()), (seed, meant, kept)
             counted["moved"] += sum(c.kind == "moved-misplaced-result" for c in changes)
         counted["meant"] += len(meant)
-        _kept_once_for_all(fmt, messages, whole, seed)
-    assert counted["moved"] > 800 and counted["meant"] > 1_500, counted
+    return counted
 
 
 def _kept_once_for_all(fmt: str, messages: list[dict[str, Any]], whole: list[int], seed: int) -> None:

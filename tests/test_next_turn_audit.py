@@ -313,7 +313,9 @@ def test_each_responses_message_goes_back_in_its_place_and_the_history_reads_one
     late = [*history, {"type": "message", "role": "assistant", "content": "Done."}]
     assert check(late).findings == ()  # after the outputs: the next turn's
     cut = [*history[:-2], {"role": "user", "content": "stop"}, *history[-2:]]
-    assert {f.kind.value for f in check(cut).findings} == {"dangling", "orphan"}  # a user message ends the turn
+    # A user message before the outputs: they still answer the calls, but go before it (result-after-text).
+    assert {f.kind.value for f in check(cut).findings} == {"result-after-text"}
+    assert {f.kind.value for f in check([*cut[:-2], late[-1], *cut[-2:]]).findings} == {"dangling", "orphan"}
 
 
 # -- the turn read back by fsm.history --------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Grade other reassemblers on the conformance vectors and on fuzzed streams, and print the
 Markdown table the README publishes.
 
-    python tools/grade_peers.py [--fuzzed N]
+    python tools/grade_peers.py [--fuzzed N]    (N from 0 to fsm.cli.MAX_FUZZED, as `conform --fuzzed`)
 
 Needs the graded libraries: pip install openai langchain-core langchain-openai
 """
@@ -13,6 +13,7 @@ import importlib.metadata
 import sys
 from pathlib import Path
 
+from fsm.cli import MAX_FUZZED, bounded_count
 from fsm.harness import conformance
 from fsm.harness.fuzz import run as fuzz
 from fsm.harness.vectors import load_vectors
@@ -25,16 +26,22 @@ PEERS = [
 ]
 
 
-def _count(text: str) -> int:
-    if not text.isdigit():  # a negative count reached hypothesis, whose refusal came as a traceback
-        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}")
-    return int(text)
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # Bounded as `conform --fuzzed`: a negative count reached hypothesis (a traceback), and any large
+    # one made streams until memory ran out.
+    parser.add_argument(
+        "--fuzzed",
+        type=bounded_count(0, MAX_FUZZED),
+        default=200,
+        metavar="N",
+        help=f"fuzzed OpenAI-chat streams (default 200, at most {MAX_FUZZED})",
+    )
+    return parser
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--fuzzed", type=_count, default=200, help="fuzzed OpenAI-chat streams (default 200)")
-    args = parser.parse_args()
+    args = build_parser().parse_args()
     vectors = [v for v in load_vectors() if v.shape == "openai-chat"]
     fuzzed = fuzz.sample_vectors("openai-chat", args.fuzzed) if args.fuzzed else []
     print("| Implementation | Version | OpenAI-chat vectors passed | Fuzzed OpenAI-chat streams passed |")

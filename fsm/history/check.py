@@ -124,8 +124,10 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
         for entry in segment.results:
             waiting = entry.key in ids and ids[entry.key].state == "outstanding"
             walk(entry, "result")
-            if waiting and (entry.message, entry.slot) in late:  # one answering nothing is reported as such
-                why = "a tool result after text in its turn's user messages: the API takes a turn's results first"
+            spot = (entry.message, entry.slot)
+            past = spot not in moved and 0 <= segment.held < entry.message  # sent as results are, past the text
+            if waiting and (spot in late or past):  # one answering nothing is reported as such
+                why = PAST_TEXT_WHY if past else LATE_WHY
                 findings.append(Finding(Kind.RESULT_AFTER_TEXT, shown(entry.key), entry.message + 1, why, entry.name))
             if waiting and (entry.message, entry.slot) in moved:
                 why = SERVER_RESULT_WHY if segment.server else MISPLACED_WHY[fmt]
@@ -143,6 +145,16 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
     _odd_roles(roles.odd, findings, fmt)
     return Report(fmt, tuple(findings))
 
+
+LATE_WHY = "a tool result after text in its turn's user messages: the API takes a turn's results first"
+"""What a ``result-after-text`` finding says of an Anthropic result after text in its turn's user messages."""
+
+PAST_TEXT_WHY = (
+    "a tool result after the user's text that followed its call, before the model's next turn:"
+    " it still answers the call, but the API takes results right after the calls"
+)
+"""What a ``result-after-text`` finding says of a result sent as results are, after a user message of
+text alone that came between its call and it (``Segment.held``)."""
 
 MISPLACED_WHY = {
     "openai": "a tool result sent as another role than tool: the API takes one from a tool message alone",

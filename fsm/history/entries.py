@@ -52,9 +52,10 @@ class Segment(NamedTuple):
     misplaced_end: int = -1
     """The last message of the last unit holding misplaced results."""
     held: int = -1
-    """The first message of the user's text that came between the calls and their results sent in the
-    model's role (``misplaced-result``), which answer them all the same: repair moves the results
-    before it, into it (Anthropic, Converse, Gemini) or right after the calls (OpenAI, Ollama)."""
+    """The first message of the user's text that came between the calls and results that answer them
+    all the same, sent in the model's role (``misplaced-result``) or as results are
+    (``result-after-text``): repair moves the results before it, into it (Anthropic, Converse,
+    Gemini) or right after the calls and the results before the text (OpenAI, Ollama, Responses)."""
 
 
 class Roles:

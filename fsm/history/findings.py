@@ -27,8 +27,12 @@ class Kind(enum.Enum):
     """A Converse call or result whose ``toolUseId`` Bedrock refuses: over 64 characters, or a
     character outside ``[a-zA-Z0-9_.:-]`` (another provider's id). Repair maps it as the next turn does."""
     RESULT_AFTER_TEXT = "result-after-text"
-    """An Anthropic tool result after text (or any block but a result) in its turn's user messages:
-    the API takes a turn's results first in it. Repair moves it before the text."""
+    """A tool result after the user's text in its turn. An Anthropic tool result after text (or any
+    block but a result) in its turn's user messages: the API takes a turn's results first in it. In
+    any format, a result sent as results are (an OpenAI chat or Ollama ``tool`` message, a Responses
+    output item, a Gemini user content, a Converse user message) after a user message of text alone
+    that came between its call and it, before the model's next message: it answers the call, which
+    the APIs take right after its turn's calls. Repair moves it before the text."""
     MISPLACED_RESULT = "misplaced-result"
     """A tool result sent in the model's own role: an Anthropic or Converse ``assistant`` message
     holding ``tool_result``/``toolResult`` blocks, a Gemini ``model`` content holding a

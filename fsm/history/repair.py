@@ -26,6 +26,9 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   new user message (see :meth:`_Plan._home`); the OpenAI or Ollama message becomes a ``tool`` message;
   results sent so after the user's text (``Segment.held``) go before it: first into that user
   message, or (OpenAI, Ollama) right after the calls and the tool messages before it;
+* results sent as results are after the user's text that followed their calls, before the model's
+  next message (``result-after-text``), go before the text the same way (Responses: right after
+  the call items and the outputs before it);
 * a server tool's result in a user message (Anthropic: only Claude's own message holds one) that
   answers a server call of the assistant run before it moves into that message, right after its call;
 * a message whose role its format lacks is kept as it is (only the caller knows the role meant),
@@ -168,7 +171,7 @@ class _Plan(Writer):
                 self._change("placeholder-result", call, why, wire_id)
         answers = {(entry.message, entry.slot) for entry in answer_of.values()}
         for result in segment.late:  # a result a call waits for goes first in its turn's user messages
-            if (result.message, result.slot) in answers:
+            if (result.message, result.slot) in answers and not 0 <= segment.held < result.message:
                 self._edit(result, self.drop)
                 self.touched.add(segment.host)
                 self.move_into.setdefault(segment.host, []).append(result)
@@ -191,6 +194,8 @@ class _Plan(Writer):
             self._carry(segment, answers)
         if segment.server:
             self.after_calls(segment.calls, answer_of, moved)
+        elif segment.held >= 0 and self.fmt in MODEL_ROLE:
+            self._before_held(segment, moved, placeholders, answers)
         elif segment.misplaced and self.fmt in MODEL_ROLE:
             self._home(segment, moved, placeholders, answers)
         elif placeholders:
@@ -234,12 +239,6 @@ class _Plan(Writer):
                     self._change("moved-result", result, why)
             moved.sort(key=lambda entry: (entry.message, entry.slot))  # in the order sent: the k-th rule pairs
             proper = []
-        if segment.held >= 0:  # after the user's text: before it, in the user's message the calls' results go in
-            self._before_held(segment, proper, moved, answers)
-            self.touched.add(segment.held)
-            self.front_into.setdefault(segment.held, []).extend(moved)
-            self.add_into.setdefault(segment.held, []).extend(placeholders)
-            return
         if not (moved or placeholders):
             return
         host = proper[0].message if proper else -1
@@ -255,14 +254,23 @@ class _Plan(Writer):
         blocks = [*(self.moved(entry) for entry in moved), *placeholders]
         self.add_after.setdefault(after, []).append({"role": "user", FIELD[self.fmt]: blocks})
 
-    def _before_held(self, segment: Segment, proper: list[Entry], moved: list[Entry], answers: Any) -> None:
-        """The user's results after those the model sent past the user's text go before it with them."""
-        for result in proper:
-            if (result.message, result.slot) in answers:
+    def _before_held(
+        self, segment: Segment, moved: list[Entry], placeholders: list[dict[str, Any]], answers: Any
+    ) -> None:
+        """Anthropic, Converse, Gemini: a turn's results sent after the user's text (``Segment.held``),
+        in the model's role (``moved``) or the user's, go first into that user message, in the order
+        sent, its placeholders after them, before the text."""
+        sent = {(entry.message, entry.slot) for entry in segment.misplaced}
+        for result in segment.results:
+            spot = (result.message, result.slot)
+            if spot in answers and spot not in sent and result.message > segment.held:
                 self._edit(result, self.drop)
                 moved.append(result)
                 self._change("moved-result", result, "a result after the user's text: moved before it, with its turn's")
-        moved.sort(key=lambda entry: (entry.message, entry.slot))
+        moved.sort(key=lambda entry: (entry.message, entry.slot))  # in the order sent: the k-th rule pairs
+        self.touched.add(segment.held)
+        self.front_into.setdefault(segment.held, []).extend(moved)
+        self.add_into.setdefault(segment.held, []).extend(placeholders)
 
     def _left_empty(self, sent: set[tuple[int, int]]) -> bool:
         """Does every block of the messages holding ``sent`` go (moved, or dropped as answering nothing)?"""

@@ -21,10 +21,11 @@ unit into the user's results after it, so results split between the two stay one
 turn the user answered takes the results of the model's unit right after (then it is over). An
 Anthropic user message making calls is read as the assistant message repair moves them into, and
 one of a role the format lacks as the model's (only the model makes calls). The user's text alone
-(a unit of the user's holding no call, result or server block) after a turn's calls, before any
-result of the user's, leaves the turn open for the unit after it: when that holds results sent in
-the model's role they answer the calls (``Segment.held``; repair moves them before the text), else
-the turn is over. A
+(units of the user's holding no call, result or server block) after a turn's calls, before any
+result of the user's (OpenAI, Ollama: before any sent in the model's role), leaves the turn open
+for the unit after it: when that holds results, in the model's role or the user's, they answer the
+calls (``Segment.held``; repair moves them before the text), else the turn is over: results after
+the model's next message answer nothing. A
 message of a role its format lacks that holds no call or result (``unknown-role``, kept by repair
 for the caller to name) ends no turn: the results after it answer the calls before it.
 
@@ -55,7 +56,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     moved: list[Entry] = []  # the turn's results sent in the model's role (misplaced-result)
     moved_end = -1
     answered = False  # the user's results came: the model's unit right after goes on the turn if it holds results
-    held = -1  # the user's text came after the calls, none of their results yet: the model's unit after may send them
+    held = -1  # the user's text came after the calls, none of their results yet: the unit after may send them
     # The server blocks of the unit read last, out once the next is read: the user's may send their results.
     pending: tuple[list[Segment], int, list[Entry]] = ([], -1, [])
     for last, results, calls, served, late, misplaced, quiet, said, users in _units(messages, fmt, roles):
@@ -66,7 +67,9 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
         yield from _served(*pending, len(messages))
         pending = ([], -1, [])
         if held >= 0 and taking is not None:
-            if results is not None and misplaced:  # the turn goes on past the user's text
+            if said >= 0:
+                continue  # more of the user's text: the turn still waits for the unit after it
+            if results is not None:  # the turn goes on past the user's text, whatever role sent them
                 taking = taking._replace(held=held)
             else:
                 yield _with(taking, moved, moved_end, fmt)
@@ -93,7 +96,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
             elif not misplaced:
                 answered = True
         elif taking is not None and said >= 0 and not (answered or moved):
-            held = said  # the turn waits on: results the model sends next answer it all the same
+            held = said if taking.held < 0 else taking.held  # the turn waits on: results next still answer it
             continue
         elif taking is not None:
             yield _with(taking, moved, moved_end, fmt)
@@ -283,29 +286,35 @@ def _answer_by_name(turn: Segment) -> None:
 def _responses_segments(items: Sequence[Mapping[str, Any]], roles: Roles | None) -> Iterator[Segment]:
     """Responses items, one call or output each: a turn is a run of call items (the model's
     reasoning and assistant messages may sit among them: a turn goes back reasoning, message, call,
-    reasoning, message, call) and the run of output items right after it."""
+    reasoning, message, call) and the run of output items right after it. User message items
+    among its outputs or right after its calls leave it open: outputs after them still answer it
+    (``Segment.held``), until an item of the model's."""
     reader = Reader("responses")
     if roles is not None:
         reader.roles = roles
     taking: Segment | None = None
     answering = False  # the turn's outputs have begun: a call now starts the next turn
+    held = -1  # the user's message items after the turn's calls: outputs after them still answer it
     for at, item in enumerate(items):
         results, calls = reader.read(item, at)
         if calls:
-            if taking is None or answering:
+            if taking is None or answering or held >= 0:
                 if taking is not None:
                     yield taking
-                taking, answering = Segment([], []), False
+                taking, answering, held = Segment([], []), False, -1
             taking.calls.extend(calls)
         elif results is not None:
             if taking is None:
                 yield Segment([], results)
             else:
+                taking = taking if held < 0 else taking._replace(held=held)
                 taking.results.extend(results)
                 answering = True
-        elif taking is not None and (answering or not _model_said(item)) and not _odd_message(item):
+        elif taking is not None and _user_said(item):
+            held = at if held < 0 else held
+        elif taking is not None and (answering or held >= 0 or not _model_said(item)) and not _odd_message(item):
             yield taking
-            taking = None
+            taking, held = None, -1
     if taking is not None:
         yield taking
 
@@ -313,6 +322,11 @@ def _responses_segments(items: Sequence[Mapping[str, Any]], roles: Roles | None)
 def _odd_message(item: Mapping[str, Any]) -> bool:
     """A message item of a role Responses lacks (``unknown-role``): kept for the caller to name, it ends no turn."""
     return item.get("type") in (None, "message") and not known_role("responses", item.get("role"))
+
+
+def _user_said(item: Mapping[str, Any]) -> bool:
+    """A user message item: the turn before it waits on, for outputs sent after it (``Segment.held``)."""
+    return item.get("type") in (None, "message") and item.get("role") == "user"
 
 
 def _model_said(item: Mapping[str, Any]) -> bool:
