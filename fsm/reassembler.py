@@ -132,6 +132,8 @@ class Reassembler:
         self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others'
         self._form: FragmentForm | None = None  # the form of the last commonest event learnt from the wire
         self._forms_learned = 0
+        self._parsed = 0  # the wire events parsed (see _learning)
+        self._learnt_at = (0, 0)  # the events and the parsed events at the last learning
         self._unformed: Any = None  # the place of the last such event parsed: see _learning
         self._form_of: Callable[[dict[str, Any]], FormSpec] | None = None  # the decoder's (see _use)
         self._fragment_at: Callable[[Any, str], tuple[CallRef, str] | None] | None = None
@@ -500,6 +502,7 @@ class Reassembler:
             )
         try:
             value = loads_event(payload)
+            self._parsed += 1
         except ValueError as exc:
             registry.settle()
             self.ledger.event = self._events = self._events + 1
@@ -543,13 +546,18 @@ class Reassembler:
         events alternate never repay one), and again for each call where its place is part of the
         form, but not at every event of a stream whose events keep changing form. Where the place
         is a hole of the form (OpenAI chat's, Anthropic's, ...), ``place`` is the same for every
-        call: the second such event of the stream is learnt from, and its form reads every call's."""
+        call: the second such event of the stream is learnt from, and its form reads every call's.
+        The first few learnings are free while each form learnt reads an event before the next is
+        learnt; once one read none (the stream's events differ in more than their strings, such as
+        Anthropic's padding of spaces), learning is held to once in eight events."""
         if place != self._unformed:
             self._unformed = place
             return False
-        learned = self._forms_learned
-        if learned < _FREE_LEARNINGS or learned * _EVENTS_A_LEARNING <= self._events:
+        learned, events, parsed = self._forms_learned, self._events, self._parsed
+        paid = events - self._learnt_at[0] > parsed - self._learnt_at[1]  # the last form read an event
+        if (paid and learned < _FREE_LEARNINGS) or learned * _EVENTS_A_LEARNING <= events:
             self._forms_learned = learned + 1
+            self._learnt_at = (events, parsed)
             return True
         return False
 
