@@ -273,8 +273,9 @@ def test_chunks_read_by_their_form_decide_as_parsed_ones(monkeypatch: pytest.Mon
         return out
 
     by_form = replays()
-    # Taken, often, for each shape (some 2,000 to 28,000 reads; hypothesis's sample differs between runs).
-    assert all(count > 1000 for count in by_shape.values()), by_shape
+    # Taken, often, for each shape: some 2,000 to 28,000 reads on a run of this file alone, fewer for
+    # Responses and Gemini in the whole suite, where hypothesis's sample of fuzzed streams differs.
+    assert all(count > 200 for count in by_shape.values()), by_shape
     monkeypatch.setattr(FragmentForm, "learn", classmethod(lambda cls, *args: None))
     parsed = replays()
     for (name, *_), a, b in zip(cases, by_form, parsed, strict=True):
