@@ -133,6 +133,7 @@ class Reassembler:
         self._form: FragmentForm | None = None  # the form of the last commonest event learnt from the wire
         self._forms_learned = 0
         self._parsed = 0  # the wire events parsed (see _learning)
+        self._unlearnt = 0  # the commonest events parsed since the last learning (see _learning)
         self._learnt_at = (0, 0)  # the events and the parsed events at the last learning
         self._unformed: Any = None  # the place of the last such event parsed: see _learning
         self._form_of: Callable[[dict[str, Any]], FormSpec] | None = None  # the decoder's (see _use)
@@ -514,7 +515,7 @@ class Reassembler:
         if type(value) is dict:  # what json gives for an object (the Mapping check costs more)
             if chat is not None and self._finish is None and (lean := lean_fragment_in(value)) is not None:
                 self.ledger.event = self._events = self._events + 1
-                if self._learning(LEAN_TEXT_PATH):  # (its form has the index as a hole: any call's)
+                if self._learning(lean[0], True):  # (its form has the index as a hole: any call's)
                     self._form = FragmentForm.learn(payload, value, *_LEAN_FORM._replace(place=lean[0])) or form
                 if hold:
                     chat.hold(lean[0], lean[1], registry)
@@ -527,7 +528,7 @@ class Reassembler:
                 self.ledger.event = self._events = self._events + 1
                 if self._form_of is not None:
                     spec = self._form_of(value)
-                    if self._learning(spec.place if spec.place_at is None else spec.path):
+                    if self._learning(spec.place, spec.place_at is not None):
                         self._form = FragmentForm.learn(payload, value, *spec) or form
                 registry.fragment(fragment[0], fragment[1])
                 return
@@ -539,25 +540,27 @@ class Reassembler:
                 return
         self._ingest(value, wire=True)
 
-    def _learning(self, place: Any) -> bool:
+    def _learning(self, place: Any, shared: bool) -> bool:
         """May the form of this event, for the call at ``place``, be learnt? A learning parses the
         event once more (and more), about four parses' worth, so only once an event for that call
-        was parsed just before it (a call of one such event, ``{}`` say, needs no form; calls whose
-        events alternate never repay one), and again for each call where its place is part of the
-        form, but not at every event of a stream whose events keep changing form. Where the place
-        is a hole of the form (OpenAI chat's, Anthropic's, ...), ``place`` is the same for every
-        call: the second such event of the stream is learnt from, and its form reads every call's.
-        The first few learnings are free while each form learnt reads an event before the next is
-        learnt; once one read none (the stream's events differ in more than their strings, such as
-        Anthropic's padding of spaces), learning is held to once in eight events."""
-        if place != self._unformed:
-            self._unformed = place
+        was parsed just before it (a call of one such event, ``{}`` say, needs no form), and again
+        for each call where its place is part of the form. Where the place is a hole of the form
+        (``shared``: OpenAI chat's, Anthropic's, ...), one form reads every call's, so the third
+        such event parsed since the last learning is learnt from too, whatever its call: a stream
+        of many calls of one fragment each repays it, one of two never would. The first few
+        learnings are free while each form learnt reads an event before the next is learnt; once
+        one read none (the stream's events differ in more than their strings, such as Anthropic's
+        padding of spaces), learning is held to once in eight events."""
+        again, self._unformed = place == self._unformed, place
+        self._unlearnt += 1
+        if not (again or (shared and self._unlearnt >= 3)):
             return False
         learned, events, parsed = self._forms_learned, self._events, self._parsed
         paid = events - self._learnt_at[0] > parsed - self._learnt_at[1]  # the last form read an event
         if (paid and learned < _FREE_LEARNINGS) or learned * _EVENTS_A_LEARNING <= events:
             self._forms_learned = learned + 1
             self._learnt_at = (events, parsed)
+            self._unlearnt = 0
             return True
         return False
 
