@@ -31,12 +31,19 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
         real(slot, transition)
 
     waiting, whole, end, run = Slot.store_waiting, Slot.store_whole, Slot.end_closed, Slot.store_run
+    first = Slot.store_first
 
     # The transitions taken without fire() are counted without covered().
-    def traced_waiting(slot: Slot, text: str, label: str) -> bool:
-        took = waiting(slot, text, label)
+    def traced_waiting(slot: Slot, text: str, label: str, closing: tuple[str, str]) -> str:
+        took = waiting(slot, text, label, closing)
         if took:
-            taken.append((slot.ordinal, label))
+            taken.append((slot.ordinal, took))
+        return took
+
+    def traced_first(slot: Slot, text: str, opening: tuple[str, str], closing: tuple[str, str]) -> str:
+        took = first(slot, text, opening, closing)
+        if took:
+            taken.append((slot.ordinal, took))
         return took
 
     def traced_whole(slot: Slot, text: str, label: str, dest: str) -> bool:
@@ -56,6 +63,7 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
     Slot.covered = traced  # type: ignore[method-assign]
     Slot.store_waiting = traced_waiting  # type: ignore[method-assign]
     Slot.store_whole = traced_whole  # type: ignore[method-assign]
+    Slot.store_first = traced_first  # type: ignore[method-assign]
     Slot.end_closed = traced_end  # type: ignore[method-assign]
     Slot.store_run = traced_run  # type: ignore[method-assign]
     try:
@@ -72,6 +80,7 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
         Slot.covered = real  # type: ignore[method-assign]
         Slot.store_waiting = waiting  # type: ignore[method-assign]
         Slot.store_whole = whole  # type: ignore[method-assign]
+        Slot.store_first = first  # type: ignore[method-assign]
         Slot.end_closed = end  # type: ignore[method-assign]
         Slot.store_run = run  # type: ignore[method-assign]
 

@@ -332,12 +332,21 @@ def _direct_cases() -> list[tuple[str, list[dict[str, Any]], Limits]]:
         twice = [_fragment(opening, head=True), _fragment(grin), _fragment(grin)]
         limit = len((opening + grin + grin).encode()) + more
         cases.append((f"4-byte characters {more}", twice, Limits(max_stream_argument_bytes=limit)))
+        # The same text as a call's first (Slot.store_first: the header came alone)
+        first = [_fragment("", head=True), _fragment(opening + body)]
+        cases.append((f"first text, chars {more}", first, Limits(max_argument_chars=len(opening) + len(body) + more)))
+        cases.append((f"first text, bytes {more}", first, Limits(max_stream_argument_bytes=held + more)))
     for depth in (255, 256, 257):  # at the depth limit (256), one by one and all at once
         one_by_one = [_fragment('{"q": ', head=True), *(_fragment("[") for _ in range(depth - 1))]
         one_by_one += [*(_fragment("]") for _ in range(depth - 1)), _fragment("}")]
         cases.append((f"depth {depth} one by one", one_by_one, Limits()))
         at_once = [_fragment('{"q": ' + "[" * (depth - 1), head=True), _fragment("]" * (depth - 1) + "}")]
         cases.append((f"depth {depth} at once", at_once, Limits()))
+        first = [_fragment("", head=True), _fragment('{"q": ' + "[" * (depth - 1)), _fragment("]" * (depth - 1) + "}")]
+        cases.append((f"depth {depth}, first text", first, Limits()))
+    for after in ("", " \n", ' {"r": 2}', "x"):  # a first text that closes the value, and what follows it
+        closed = [_fragment("", head=True), _fragment('{"q": [1]}' + after)]
+        cases.append((f"closed first text, {after!r}", closed, Limits()))
     # Whole flat objects (what store_whole takes: up to 4096 characters), several calls sharing the
     # byte limit, the last reaching it exactly or passing it by one
     whole = '{"q": "' + "é" * 2000 + '"}'
@@ -371,29 +380,35 @@ def test_the_direct_transitions_decide_as_firing_append_at_megabytes(monkeypatch
         return replay_traced(r, feed), [_slot_state(slot) for slot in r.registry.slots]
 
     cases = _direct_cases()
-    took: dict[str, int] = {"store_waiting": 0, "store_whole": 0}
-    for method in took:
+    took: dict[str, int] = {"store_waiting": 0, "store_whole": 0, "store_first": 0, "closing": 0}
+    for method in ("store_waiting", "store_whole", "store_first"):
         real = getattr(Slot, method)
 
-        def counted(slot: Slot, *args: str, real: Any = real, method: str = method) -> bool:
+        def counted(slot: Slot, *args: Any, real: Any = real, method: str = method) -> Any:
             taken = real(slot, *args)
-            took[method] += taken
-            return bool(taken)
+            took[method] += bool(taken)
+            if method != "store_whole" and str(taken).endswith("->value_closed"):
+                took["closing"] += 1  # the value closed: the other transition
+            return taken
 
         monkeypatch.setattr(Slot, method, counted)
     direct = [replay(events, limits, wire) for _, events, limits in cases for wire in (False, True)]
-    assert took["store_waiting"] > 8192 and took["store_whole"] > 6, took
-    monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label: False)
+    assert took["store_waiting"] > 8192 and took["store_whole"] > 6 and took["closing"] > 6, took
+    assert took["store_first"] > 6, took
+    monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label, closing: "")
     monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest: False)
+    monkeypatch.setattr(Slot, "store_first", lambda slot, text, opening, closing: "")
     general = [replay(events, limits, wire) for _, events, limits in cases for wire in (False, True)]
     names = [f"{name} ({'bytes' if wire else 'dicts'})" for name, _, _ in cases for wire in (False, True)]
     for name, a, b in zip(names, direct, general, strict=True):
         assert a == b, name
     # the edges are reached: each limit is met exactly and refused one past it
     refused = {name for name, outcome in zip(names, direct, strict=True) if outcome[0][0] == "LimitExceeded"}
-    for edge in ("chars", "bytes", "4-byte characters", "whole calls, bytes", "whole call, chars"):
+    edges = ("chars", "bytes", "4-byte characters", "whole calls, bytes", "whole call, chars", "first text, chars")
+    for edge in (*edges, "first text, bytes"):
         assert f"{edge} 0 (dicts)" not in refused and f"{edge} -1 (dicts)" in refused, edge
     assert "depth 257 at once (dicts)" in refused and "depth 256 at once (dicts)" not in refused
+    assert "depth 257, first text (dicts)" in refused and "depth 256, first text (dicts)" not in refused
 
 
 EDGE_PIECES = ["", " ", "\n", "{", "}", "[", "]", '"', "a", ":", ",", "1", "é", "\ud83d", "\ude42", "\\", '{"q": "']
@@ -456,7 +471,8 @@ def test_the_direct_transitions_decide_as_firing_append_over_edge_fragments(monk
         return out
 
     direct = replays()
-    monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label: False)
+    monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label, closing: "")
     monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest: False)
+    monkeypatch.setattr(Slot, "store_first", lambda slot, text, opening, closing: "")
     for at, (a, b) in enumerate(zip(direct, replays(), strict=True)):
         assert a == b, streams[at // 2]

@@ -328,10 +328,12 @@ def _slot_state(slot: Any) -> tuple[object, ...]:
 
 
 def test_transitions_taken_directly_decide_as_firing_append(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Three transitions are taken without the machine's dispatch when what they do is known:
-    Slot.store_waiting (accumulating to accumulating, a fragment whose scan waits),
-    Slot.store_whole (opened to value_closed, a whole flat object as a call's first text) and a
-    closed value's normal end (value_closed to flushed, Slot.end_closed). Refusing them sends
+    """Some transitions are taken without the machine's dispatch when what they do is known:
+    Slot.store_waiting (accumulating to accumulating, a fragment whose scan waits or leaves the
+    value open, or to value_closed when it closes it), Slot.store_first (a call's first text, from
+    opened), Slot.store_whole (opened to value_closed, a whole flat object as a call's first text
+    in the event that opens it) and a closed value's normal end (value_closed to flushed,
+    Slot.end_closed). Refusing them sends
     every trigger through fire(). Over every vector, fuzzed streams of every
     shape and fragments at the edges (limits, surrogate halves, brackets that wait or must be
     scanned, whitespace, whole calls that are nested, not JSON or too long): the same transitions
@@ -355,6 +357,11 @@ def test_transitions_taken_directly_decide_as_firing_append(monkeypatch: pytest.
     wholes += ["{}", '{"a": 1}{"b": 2}', ' {"q": 1}', '{"q": 1, "q": 2}', '{"q": "}"}', "[1]"]
     edges.append([chunk(text, head=True, index=k) for k, text in enumerate(wholes)])
     edges.append([chunk(text, head=True) for text in wholes[:3]])  # one index: resends and later calls
+    # Scans that run at a bracket (Slot._scan_now): after a long waiting text, closing the value
+    # with whitespace or with another value after it, and passing the depth limit.
+    for close in ("]}", "]} \n", ']} {"r": 1}', "]]]}", "[[[[", "] ", "]}}"):
+        for waiting in ("z" * 20, "z" * 20000):
+            edges.append([chunk('{"q": [', head=True), chunk('"' + waiting + '"'), chunk(close)])
     vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 60))]
 
     def replays() -> list[object]:
@@ -372,13 +379,15 @@ def test_transitions_taken_directly_decide_as_firing_append(monkeypatch: pytest.
         return out
 
     took: dict[str, int] = {}
-    for method in ("store_waiting", "store_whole"):
+    for method in ("store_waiting", "store_whole", "store_first"):
         real = getattr(Slot, method)
 
-        def counted(slot: Slot, *args: str, real: Any = real, method: str = method) -> bool:
+        def counted(slot: Slot, *args: Any, real: Any = real, method: str = method) -> Any:
             taken = real(slot, *args)
-            took[method] = took.get(method, 0) + taken
-            return bool(taken)
+            took[method] = took.get(method, 0) + bool(taken)
+            if method != "store_whole" and str(taken).endswith("->value_closed"):
+                took["closing"] = took.get("closing", 0) + 1  # the value closed: the other transition
+            return taken
 
         monkeypatch.setattr(Slot, method, counted)
     ended = Slot.end_closed
@@ -390,8 +399,10 @@ def test_transitions_taken_directly_decide_as_firing_append(monkeypatch: pytest.
     monkeypatch.setattr(Slot, "end_closed", ending)
     direct = replays()
     assert took["store_waiting"] > 50 and took["store_whole"] > 20 and took["end"] > 100, took  # taken, often
-    monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label: False)
+    assert took["closing"] > 20 and took["store_first"] > 20, took
+    monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label, closing: "")
     monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest: False)
+    monkeypatch.setattr(Slot, "store_first", lambda slot, text, opening, closing: "")
     monkeypatch.setattr(Registry, "end_directly", False)
     general = replays()
     assert len(direct) == len(general)
@@ -412,6 +423,14 @@ def test_the_transitions_taken_directly_must_be_as_the_spec_says() -> None:
         machine.staying("append", "accumulating", "store_snapshot")
     with pytest.raises(SpecError):
         machine.staying("append", "opened", "store_fragment")  # it moves on to accumulating
+    assert machine.otherwise("append", "opened", "store_fragment") == (
+        "opened--append->accumulating",
+        "accumulating",
+    )
+    with pytest.raises(SpecError, match="store_snapshot"):
+        machine.otherwise("append", "opened", "store_snapshot")
+    with pytest.raises(SpecError, match="one guarded transition"):
+        machine.otherwise("append", "receiving", "store_fragment")  # its only one: no guarded one first
     assert machine.first("append", "opened", "value_complete", "store_fragment") == (
         "opened--append[value_complete]->value_closed",
         "value_closed",

@@ -344,6 +344,7 @@ def test_the_registry_takes_the_commonest_fragment_as_its_general_routing(monkey
     # arguments(ref, text, "fragment") decides: the same streams, as dicts and as wire bytes, either
     # way; its in-line ``append`` (a value closing mid-fragment included) is taken too.
     from fsm.engine.registry import Registry
+    from fsm.engine.slot import Slot
     from fsm.harness.fuzz.run import sample_vectors
     from tests.test_conformance import _replay_with_trace
 
@@ -351,7 +352,7 @@ def test_the_registry_takes_the_commonest_fragment_as_its_general_routing(monkey
     vectors += [v for shape in sorted(SHAPES) for v in sample_vectors(shape, 60)]
     fed = [v for v in vectors if v.body is None and all(type(e) is dict for e in v.events)]
     wired = [(v, w) for v in vectors if (w := wire_of(v)) is not None]
-    hits = {"fragment": 0, "appended": 0}
+    hits = {"fragment": 0, "appended": 0, "first": 0}
     real_fragment, real_appended = Registry.fragment, Registry._appended
 
     def fragment(self: Registry, ref: Any, text: str) -> None:
@@ -362,10 +363,19 @@ def test_the_registry_takes_the_commonest_fragment_as_its_general_routing(monkey
         hits["appended"] += 1
         return real_appended(self, slot, text)
 
+    real_first = Slot.store_first
+
+    def first(slot: Slot, *args: Any) -> str:
+        taken = real_first(slot, *args)
+        hits["first"] += bool(taken)
+        return taken
+
     monkeypatch.setattr(Registry, "fragment", fragment)
     monkeypatch.setattr(Registry, "_appended", appended)
+    monkeypatch.setattr(Slot, "store_first", first)
     fast = [_replay_with_trace(v) for v in fed] + [replay_wire(v, w) for v, w in wired]
-    assert hits["fragment"] > 1000 and hits["appended"] > 100, hits
+    # (a call's first text mostly goes Slot.store_first's way; the rest, and splits, fire append)
+    assert hits["fragment"] > 1000 and hits["appended"] > 10 and hits["first"] > 100, hits
     monkeypatch.setattr(Registry, "fragment", lambda self, ref, text: self.arguments(ref, text, "fragment"))
     general = [_replay_with_trace(v) for v in fed] + [replay_wire(v, w) for v, w in wired]
     names = [v.name for v in fed] + [v.name for v, _ in wired]

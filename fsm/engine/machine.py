@@ -105,17 +105,28 @@ class SpecMachine:
         return rest
 
     def staying(self, trigger: str, state: str, action: str) -> str:
-        """The label of the transition ``trigger`` takes from ``state`` when no guarded one holds:
-        the state's last candidate, which must be unguarded, stay in ``state`` and run ``action``.
-        How such a transition is counted when the code that takes it without fire() applies it
-        (Registry.settle, Slot.store_waiting), which is only right while the spec says so."""
-        check, dest, act, label = self.table[trigger][state][1][-1]
-        if check is not None or dest != state or getattr(act, "__name__", None) != action:
-            raise SpecError(
-                f"{self.spec.name}: {trigger!r} from {state!r} has no unguarded transition that stays"
-                f" and runs {action!r}"
-            )
+        """The label of the transition ``trigger`` takes from ``state`` when its first (guarded) one
+        does not hold: as ``otherwise``, and it must stay in ``state``. How such a transition is
+        counted when the code that takes it without fire() applies it (Registry.settle,
+        Slot.store_waiting), which is only right while the spec says so."""
+        label, dest = self.otherwise(trigger, state, action)
+        if dest != state:
+            raise SpecError(f"{self.spec.name}: {trigger!r} from {state!r} does not stay when unguarded")
         return label
+
+    def otherwise(self, trigger: str, state: str, action: str) -> tuple[str, str]:
+        """The label and destination of the transition ``trigger`` takes from ``state`` when its
+        first one (see ``first``) does not hold: the state's second and last candidate, which must be
+        unguarded and run ``action``. How the code that takes it without fire() (Slot.store_waiting,
+        Slot.store_first) counts it, which is only right while the spec says so."""
+        candidates = self.table[trigger][state][1]
+        check, dest, act, label = candidates[-1]
+        if len(candidates) != 2 or check is not None or getattr(act, "__name__", None) != action:
+            raise SpecError(
+                f"{self.spec.name}: {trigger!r} from {state!r} is not one guarded transition, then an"
+                f" unguarded one that runs {action!r}"
+            )
+        return label, dest
 
     def first(self, trigger: str, state: str, guard: str, action: str) -> tuple[str, str]:
         """The label and destination of the first transition ``trigger`` tries from ``state``, which

@@ -131,7 +131,7 @@ class Registry:
         shared = _shared(machine, limits.max_depth)
         self._initial_json, self._initial_text, self._start, self._scanned = shared[:4]
         self._run: _Run | None = None  # the fragments _gather() held back
-        self._staying, self._closing = shared[4], shared[5]
+        self._staying, self._closing, self._closes, self._opening = shared[4], shared[5], shared[7], shared[8]
         self._direct = direct = not machine.reference  # may the transitions above skip the machine's dispatch
         # The normal end of a closed value, taken without fire() (Registry._finish): its label, dest.
         self._ending = shared[6] if direct and self.end_directly else None
@@ -249,7 +249,7 @@ class Registry:
                     rules["id-without-index" if ref.id is not None else "positional-fallback"] += 1
                 rules["metadata-once"] += 1
                 ledger.work += len(text)
-                if state == "accumulating" and self._direct and slot.store_waiting(text, self._staying):
+                if self._direct and self._stored(slot, state, text):
                     return
                 rest = self._appended(slot, text)
                 if rest:
@@ -269,6 +269,20 @@ class Registry:
         if not slot.unfinished:
             self._remember(slot)
         return rest
+
+    def _stored(self, slot: Slot, state: str, text: str) -> bool:
+        """``append`` of ``text`` to ``slot`` (in ``state``) taken without the machine's dispatch
+        where what it does is known (Slot.store_waiting, Slot.store_first), a call whose value it
+        closed remembered as _appended remembers it; False, nothing done, where fire() decides."""
+        if state == "accumulating":
+            taken = slot.store_waiting(text, self._staying, self._closes)
+        elif state == "opened":
+            taken = slot.store_first(text, self._opening, self._closing)
+        else:
+            return False
+        if taken and slot.state == "value_closed":
+            self._remember(slot)
+        return bool(taken)
 
     def _route_rest(self, ref: CallRef, rest: str) -> None:
         while rest:  # as in arguments()
@@ -337,7 +351,7 @@ class Registry:
                 rules["index-is-label"] += 1
                 rules["metadata-once"] += 1
                 ledger.work += len(text)
-                if state == "accumulating" and self._direct and slot.store_waiting(text, self._staying):
+                if self._direct and self._stored(slot, state, text):
                     return
                 rest = self._appended(slot, text)
                 if rest:
@@ -841,8 +855,13 @@ class Registry:
             )
             text = text[held:]
         self.ledger.work += len(text)
-        if slot.state == "accumulating" and self._direct and slot.store_waiting(text, self._staying):
-            return ""
+        state = slot.state
+        if self._direct and (
+            slot.store_waiting(text, self._staying, self._closes)
+            if state == "accumulating"
+            else state == "opened" and slot.store_first(text, self._opening, self._closing)
+        ):
+            return ""  # (the caller remembers a call whose value closed, as after fire())
         rest = self.machine.fire(slot, "append", text)
         if rest:
             self.ledger.diagnose(
@@ -1270,4 +1289,6 @@ def _shared(machine: SpecMachine, max_depth: int) -> tuple[Any, ...]:
         machine.staying("append", "accumulating", "store_fragment"),
         machine.first("append", "opened", "value_complete", "store_fragment"),
         machine.sole("end", "value_closed", "parse_arguments"),
+        machine.first("append", "accumulating", "value_complete", "store_fragment"),
+        machine.otherwise("append", "opened", "store_fragment"),
     )

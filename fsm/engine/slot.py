@@ -3,9 +3,9 @@
 Every method marked ``@guard`` or ``@action`` is named in the spec, and nothing else is: the spec
 agreement test holds the two lists equal. Guards are pure; actions are the only code that changes a
 slot's argument text or status, and they run only as part of a transition (fsm/engine/machine.py),
-but for the registry's direct ways through the commonest transitions (``store_waiting``,
-``store_whole``, ``store_run``, ``end_closed``): each does what its transition's prepare step and
-action would, and a test holds it to firing the trigger.
+but for the registry's direct ways through the commonest transitions (``store_first``,
+``store_waiting``, ``store_whole``, ``store_run``, ``end_closed``): each does what its transition's
+prepare step, guards and action would, and a test holds it to firing the trigger.
 
 One room: every guard and action of the spec is a method of this one class (the agreement test
 reads them from it), and the text they keep (buffer, scan, emitted part, a pending surrogate half)
@@ -346,12 +346,16 @@ class Slot:
             and type(self.scanner) is not StartScanner
         )
 
-    def store_waiting(self, text: str, label: str) -> bool:
-        """The hot transition (``label``: accumulating to accumulating) for one fragment whose scan
-        waits, taken without the machine's dispatch when what it would do is known: what
-        scan_fragment and store_fragment would do with it, for a fragment that needs none of their
-        other branches. False, with nothing changed, for any other fragment (empty, a limit, a
-        surrogate, whitespace held back, a scan that cannot wait): the caller fires ``append``."""
+    def store_waiting(self, text: str, label: str, closing: tuple[str, str]) -> str:
+        """The transition ``append`` takes from accumulating for one fragment, without the machine's
+        dispatch when what it would do is known: what scan_fragment, the guard value_complete and
+        store_fragment would do with it, for a fragment that needs none of their other branches.
+        The hot one (``label``, staying) when the scan waits or, run now (_scan_now), leaves the
+        value open; ``closing`` (its label and destination, value_closed) when the scan closes the
+        value with nothing but whitespace after it. Returns the label taken: "" for any other
+        fragment (empty, a limit, a surrogate, whitespace held back, text after the value closed,
+        the depth limit passed), with nothing changed but what scan_fragment would do first (a
+        long waiting scan caught up): the caller fires ``append``."""
         ledger = self.ledger
         quiet = ledger.withhold or self.server  # nothing goes out as it arrives (see store_fragment)
         if (
@@ -360,21 +364,24 @@ class Slot:
             or type(self.scanner) is StartScanner
             or (not quiet and self._emitted != self._length)  # whitespace held back (_blank) is unsent text too
         ):
-            return False
+            return ""
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
-            return False
+            return ""
         length = self._length + len(text)
-        if (
-            length > ledger.max_argument_chars
-            or ledger.held_bytes + len(data) > ledger.max_held_bytes
-            or not self.scanner.may_wait(text)  # last: when it says yes it counts the waiting brackets
-        ):
-            return False
+        if length > ledger.max_argument_chars or ledger.held_bytes + len(data) > ledger.max_held_bytes:
+            return ""
         buf = self._buf
-        if self._unscanned is None:
-            self._unscanned = len(buf)
+        if self.scanner.may_wait(text):  # when it says yes it counts the waiting brackets
+            if self._unscanned is None:
+                self._unscanned = len(buf)
+        else:
+            still_open = self._scan_now(text)
+            if still_open is None:
+                return ""
+            if not still_open:
+                label, self.state = closing
         if type(buf) is bytearray:
             buf += data
         else:
@@ -386,7 +393,82 @@ class Slot:
         if not quiet:
             self._emitted = length
             ledger.outputs.append(build_arguments_delta(self.ordinal, text))
-        return True
+        return label
+
+    def store_first(self, text: str, opening: tuple[str, str], closing: tuple[str, str]) -> str:
+        """A JSON call's first text (``append`` from opened) without the machine's dispatch, when
+        what it would do is known: what scan_fragment, the guard value_complete and store_fragment
+        would do with it. ``opening`` (to accumulating) while the value is still open after it,
+        ``closing`` (to value_closed) when it closes with nothing but whitespace after it; each
+        given as its label and destination. Returns the label taken: "", with nothing changed,
+        for any other text (empty or whitespace, a limit, a surrogate, the depth limit passed, a
+        value that closed with more after it): the caller fires ``append``."""
+        ledger = self.ledger
+        if not text or text.isspace():
+            return ""  # whitespace first is held back unsent (store_fragment's _blank)
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return ""
+        if len(text) > ledger.max_argument_chars or ledger.held_bytes + len(data) > ledger.max_held_bytes:
+            return ""
+        scanner = Scanner(self.scanner.max_depth)  # the call's own, in place of the shared start
+        if scanner.may_wait(text):
+            self._unscanned = 0
+            label, dest = opening
+        else:
+            try:
+                end = scanner.feed(text)
+            except LimitExceeded:
+                return ""
+            if end is None:
+                label, dest = opening
+            elif end < len(text) and text[end:].strip():
+                return ""
+            else:
+                label, dest = closing
+        self.scanner = scanner
+        self.state = dest
+        ledger.held_bytes += len(data)
+        self._length = len(text)
+        self._buf = data  # what _append does with a call's first text
+        self._text = text  # what decoding ``data`` gives (it encoded: no surrogate)
+        ledger.transitions[label] += 1
+        if not (ledger.withhold or self.server):
+            self._emitted = self._length
+            ledger.outputs.append(build_arguments_delta(self.ordinal, text))
+        return label
+
+    def _scan_now(self, text: str) -> bool | None:
+        """Scan the held text whose scan waited and ``text`` after it, as scan_fragment would, for
+        store_waiting: True when the value is still open after ``text``, False when it closed with
+        nothing but whitespace after it. None, with the scan as it was before ``text`` (the waiting
+        text may be caught up, as scan_fragment's first step would do too), for a call's first
+        text or a value closed already (scan_fragment's other branches), the depth limit passed
+        or text left after the value closed (a split): fire() decides those."""
+        scanner = self.scanner
+        if not self._length or scanner.state in scanner._c.done:
+            return None
+        start = self._unscanned
+        if start is not None and len(self._buf) - start > _CATCH_UP_BYTES:
+            self._catch_up()  # it cannot close the value
+            start = None
+        state, depth, pushes, pops = scanner.state, scanner.depth, scanner._pushes_waiting, scanner._pops_waiting
+        try:
+            if start is None:
+                end = scanner.feed(text)
+            else:
+                waiting = self._buf[start:].decode("utf-8", "surrogatepass")
+                end = scanner.feed(waiting + text)
+                if end is not None:
+                    end -= len(waiting)
+        except LimitExceeded:
+            return None  # the scanner put itself back
+        if end is not None and end < len(text) and text[end:].strip():
+            scanner.state, scanner.depth, scanner._pushes_waiting, scanner._pops_waiting = state, depth, pushes, pops
+            return None
+        self._unscanned = None
+        return end is None
 
     def store_whole(self, text: str, label: str, dest: str) -> bool:
         """The first ``append`` to a call, when ``text`` is one whole flat object as the scanner
