@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from unittest import mock
 
 import pytest
@@ -176,6 +177,36 @@ def test_the_bracket_bounds_are_read_from_the_spec() -> None:
     assert changed("quote", action="push") == ('"[{', "]}")  # a quote that nests is counted with them
     assert changed("quote", guards=("outermost",)) is None  # a guard that is not the outermost pop
     assert changed("close", dest="done") is None  # a close at any depth ends the value
+
+
+def test_defer_counts_the_brackets_of_any_spec_alike() -> None:
+    """Scanner.defer counts JSON's two pushing and two popping characters one by one, any other
+    spec's (here one where a quote nests too) over a map: either way, every bracket of the text,
+    so the same decision and the same counts waiting as counting each character of the text."""
+    import attrs
+
+    from fsm.engine.scanner import CompiledScanner
+
+    spec = scanner_spec()
+    quoted = tuple(
+        attrs.evolve(t, action="push") if t.source == ("value",) and t.trigger == "quote" else t
+        for t in spec.transitions
+    )
+    rng = random.Random(5)
+    for variant in (spec, attrs.evolve(spec, transitions=quoted)):
+        compiled = CompiledScanner(variant)
+        assert (compiled.two_by_two is not None) == (variant is spec)
+        pushing, popping = compiled.brackets  # type: ignore[misc]
+        for _ in range(400):
+            text = "".join(rng.choice('{}[]"a ') for _ in range(rng.randrange(12)))
+            scanner = Scanner(max_depth=8)
+            scanner._c, scanner.state, scanner.depth = compiled, "value", rng.randrange(1, 6)
+            scanner._pushes_waiting, scanner._pops_waiting = waiting = (rng.randrange(3), rng.randrange(2))
+            pushes = waiting[0] + sum(ch in pushing for ch in text)
+            pops = waiting[1] + sum(ch in popping for ch in text)
+            waits = pops < scanner.depth and scanner.depth + pushes <= 8
+            assert scanner.defer(text) is waits
+            assert (scanner._pushes_waiting, scanner._pops_waiting) == ((pushes, pops) if waits else waiting)
 
 
 def _fire_all(parts: list[str], max_depth: int) -> list[object]:
