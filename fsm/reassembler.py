@@ -335,6 +335,7 @@ class Reassembler:
         """The events of one read of many, each as _ingest_payload takes it, but a bare fragment of
         the form last learnt (FragmentForm) is held back here, with no call for it."""
         form, chat, registry = self._form, self._chat, self.registry
+        gather = registry.gather
         for payload in payloads:
             if (
                 form is not None
@@ -343,7 +344,9 @@ class Reassembler:
                 and (text := form.read(payload)) is not None
             ):
                 self.ledger.event = self._events = self._events + 1
-                chat.hold(form.place, text, registry)
+                if not gather(form.place, text):  # chat.hold(), its first step in line
+                    registry.settle()
+                    chat.fragment(form.place, text, registry)
             else:
                 self._ingest_payload(payload, last=False)
                 form = self._form  # learnt, or dropped at the finish

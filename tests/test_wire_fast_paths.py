@@ -568,7 +568,7 @@ def test_fragments_held_back_over_a_read_decide_as_one_by_one(monkeypatch: pytes
     assert len(streams) > 250
     cuts = [[1 << 20], [97, 5, 300], [1]]
     held = 0
-    real = Registry._gather
+    real = Registry.gather
 
     def counted(self: Registry, index: int, text: str) -> bool:
         nonlocal held
@@ -579,10 +579,10 @@ def test_fragments_held_back_over_a_read_decide_as_one_by_one(monkeypatch: pytes
     def replays() -> list[object]:
         return [_replay_held(events, sizes, **options) for _, events, options in streams for sizes in cuts]
 
-    monkeypatch.setattr(Registry, "_gather", counted)
+    monkeypatch.setattr(Registry, "gather", counted)
     holding = replays()
     assert held > 1000  # reads of one event store it at once (test_reads_of_one_event_decide_as_reads_of_many)
-    monkeypatch.setattr(Registry, "_gather", lambda self, index, text: False)
+    monkeypatch.setattr(Registry, "gather", lambda self, index, text: False)
     one_by_one = replays()
     without_reader(monkeypatch, "lean_fragment_in")
     shortcut = replays()

@@ -130,7 +130,7 @@ class Registry:
         # taken without the machine's dispatch.
         shared = _shared(machine, limits.max_depth)
         self._initial_json, self._initial_text, self._start, self._scanned = shared[:4]
-        self._run: _Run | None = None  # the fragments _gather() held back
+        self._run: _Run | None = None  # the fragments gather() held back
         self._staying, self._closing, self._closes, self._opening = shared[4], shared[5], shared[7], shared[8]
         self._direct = direct = not machine.reference  # may the transitions above skip the machine's dispatch
         # The normal end of a closed value, taken without fire() (Registry._finish): its label, dest.
@@ -362,15 +362,15 @@ class Registry:
         self.arguments(ref(index), text, "fragment")
 
     def hold(self, index: int, text: str, ref: Callable[[int], CallRef]) -> None:
-        """``bare_fragment(index, text, ref)``, held back when it can be (_gather) until settle(),
+        """``bare_fragment(index, text, ref)``, held back when it can be (gather) until settle(),
         which the caller must run before anything else reaches this registry or its calls are read.
         For a read of many events (bytes): storing a run of fragments in one step costs a fraction
         of storing each."""
-        if not self._gather(index, text):
+        if not self.gather(index, text):
             self.settle()
             self.bare_fragment(index, text, ref)
 
-    def _gather(self, index: int, text: str) -> bool:
+    def gather(self, index: int, text: str) -> bool:
         """Hold back a bare fragment for the open call at ``index`` when its ``append`` would take
         the hot transition with a scan that waits: nothing but the scanner's count of waiting
         brackets changes until settle() stores the run it joins, in one step, with the same
@@ -409,7 +409,7 @@ class Registry:
         return True
 
     def settle(self) -> None:
-        """Store the fragments _gather() held back, as one by one they would have been stored."""
+        """Store the fragments gather() held back, as one by one they would have been stored."""
         run, self._run = self._run, None
         if run is None:
             return
@@ -1150,7 +1150,7 @@ class Registry:
 
 
 class _Run:
-    """Fragments held back for one call (Registry._gather): their texts, their UTF-8, how long the
+    """Fragments held back for one call (Registry.gather): their texts, their UTF-8, how long the
     call's text is with them (``reach``, in characters) and how many bytes they take (``size``),
     and the room the limits leave them, in bytes: a text never has more characters than UTF-8
     bytes, so a run within the tighter of the two limits is within both."""

@@ -202,7 +202,7 @@ class Slot:
     def first_character(self) -> str:
         """The first character of the held text ("" when there is none); whitespace counts. Read
         from its own bytes, not by decoding the whole text: a read of many events asks it once per
-        read (Registry._gather), and a long text whose first character is not ASCII would be
+        read (Registry.gather), and a long text whose first character is not ASCII would be
         decoded again each time."""
         buf = self._buf
         if not buf:
@@ -335,7 +335,7 @@ class Slot:
         """Does every ``append`` of fragment text to this call, while nothing else happens to it,
         take the hot transition (accumulating to accumulating) with the text stored as it came and
         all of it sent out, as long as its scan waits and the limits hold? Then such fragments
-        may be stored together (Registry._gather, store_run)."""
+        may be stored together (Registry.gather, store_run)."""
         return (
             self.state == "accumulating"
             and not self._high
@@ -503,7 +503,7 @@ class Slot:
 
     def store_run(self, texts: list[str], data: bytes, chars: int, label: str) -> None:
         """The hot transition (``label``) with store_fragment of each of ``texts`` in turn (``data``
-        their UTF-8, joined; ``chars`` their length), each found to wait (Registry._gather): taken
+        their UTF-8, joined; ``chars`` their length), each found to wait (Registry.gather): taken
         as many times, each text stored as it came, all of it sent out."""
         self.ledger.transitions[label] += len(texts)
         self.ledger.held_bytes += len(data)
