@@ -362,6 +362,14 @@ def test_transitions_taken_directly_decide_as_firing_append(monkeypatch: pytest.
     for close in ("]}", "]} \n", ']} {"r": 1}', "]]]}", "[[[[", "] ", "]}}"):
         for waiting in ("z" * 20, "z" * 20000):
             edges.append([chunk('{"q": [', head=True), chunk('"' + waiting + '"'), chunk(close)])
+    # Calls that share index 0, each closed by a fragment whose scan runs now, then the last one's
+    # text again (no id): a resend, found through the closed values' index (Registry._remember).
+    lane = []
+    for k in range(3):
+        header = {"index": 0, "id": f"c{k}", "function": {"name": "f", "arguments": ""}}
+        lane.append({"choices": [{"index": 0, "delta": {"tool_calls": [header]}}]})
+        lane += [chunk(piece) for piece in ['{"a": [', f'"x{k}"', "]}"]]
+    edges.append([*lane, chunk('{"a": ["x2"]}')])
     vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 60))]
 
     def replays() -> list[object]:

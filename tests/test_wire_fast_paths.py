@@ -676,3 +676,29 @@ def test_the_lean_fragment_reader_reads_as_the_shortcut_does() -> None:
         lean = lean_fragment_in(e)
         assert lean is None or lean == general, e
     assert sum(lean_fragment_in(e) is not None for e in chunks) > 500
+
+
+def test_a_value_closed_by_a_gathered_fragment_is_remembered_as_when_fed() -> None:
+    # A fragment of a read whose scan must run now (here "]}", which closes the value) is stored
+    # by Registry.gather itself; the call whose value it closed is then indexed under its text as
+    # a fragment fed alone would have it, so a resend of it (no id) in a lane of several calls is
+    # found by the same route: the same calls, diagnostics, rules and transitions as fed as dicts.
+    from fsm import Reassembler
+    from tests.helpers import chunk, tc
+
+    for calls in (2, 3, 5):
+        events = []
+        for k in range(calls):
+            events.append(chunk(tc(index=0, id=f"c{k}", name="f", args="")))
+            events += [chunk(tc(index=0, args=piece)) for piece in ['{"a": [', '"x', f'{k}"', ", 1", "]}"]]
+        events.append(chunk(tc(index=0, args=f'{{"a": ["x{calls - 1}", 1]}}')))  # the last call's text again
+        events.append(chunk(finish="tool_calls"))
+        fed, read = Reassembler("openai-chat"), Reassembler("openai-chat")
+        for event in events:
+            fed.feed(event)
+        read.feed_bytes(b"".join(b"data: " + json.dumps(event).encode() + b"\n\n" for event in events))
+        result = read.close()
+        assert result == fed.close() and len(result.calls) == calls
+        assert [d.code for d in result.diagnostics] == ["resend"]
+        assert dict(read.ledger.rules) == dict(fed.ledger.rules)
+        assert dict(read.ledger.transitions) == dict(fed.ledger.transitions)

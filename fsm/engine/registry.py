@@ -374,8 +374,10 @@ class Registry:
         """Hold back a bare fragment for the open call at ``index`` when its ``append`` would take
         the hot transition with a scan that waits: nothing but the scanner's count of waiting
         brackets changes until settle() stores the run it joins, in one step, with the same
-        rules, transitions and outputs, as many times as one by one would. False, holding
-        nothing back, for any other fragment."""
+        rules, transitions and outputs, as many times as one by one would. A fragment whose scan
+        must run now is stored at once after the run is, the direct way (Slot.store_waiting)
+        where bare_fragment would take it. False, holding nothing back (the run before it may be
+        stored), for any other fragment: the caller settles and gives it to bare_fragment."""
         run = self._run
         if run is None or run.index != index:
             if run is not None:
@@ -398,7 +400,18 @@ class Registry:
             return False  # near a limit: store_fragment decides, and raises naming the limit and the event
         slot = run.slot
         if not slot.scanner.may_wait(text):
-            return False
+            # Its scan runs now: the run before it is stored first, then it, as bare_fragment
+            # would store it (the same tests passed above, the same rules counted).
+            self.settle()
+            if not slot.store_waiting(text, self._staying, self._closes):
+                return False
+            rules = self.ledger.rules
+            rules["index-is-label"] += 1
+            rules["metadata-once"] += 1
+            self.ledger.work += len(text)
+            if slot.state == "value_closed":
+                self._remember(slot)
+            return True
         if slot._unscanned is None:
             slot._unscanned = len(slot._buf) + run.size  # where scan_fragment would mark it
         run.texts.append(text)
