@@ -259,7 +259,8 @@ class _Plan(Writer):
     ) -> None:
         """Anthropic, Converse, Gemini: a turn's results sent after the user's text (``Segment.held``),
         in the model's role (``moved``) or the user's, go first into that user message, in the order
-        sent, its placeholders after them, before the text."""
+        sent, its placeholders after them, before the text; or (Gemini, Converse) when the user's
+        message answering the turn came before the text, into it, after its results."""
         sent = {(entry.message, entry.slot) for entry in segment.misplaced}
         for result in segment.results:
             spot = (result.message, result.slot)
@@ -268,9 +269,11 @@ class _Plan(Writer):
                 moved.append(result)
                 self._change("moved-result", result, "a result after the user's text: moved before it, with its turn's")
         moved.sort(key=lambda entry: (entry.message, entry.slot))  # in the order sent: the k-th rule pairs
-        self.touched.add(segment.held)
-        self.front_into.setdefault(segment.held, []).extend(moved)
-        self.add_into.setdefault(segment.held, []).extend(placeholders)
+        answer = next((r.message for r in segment.results if r.message <= segment.held), -1)  # before the text
+        host = segment.held if answer < 0 else answer
+        self.touched.add(host)
+        self.front_into.setdefault(host, []).extend(moved if answer < 0 else ())  # else after the results it holds:
+        self.add_into.setdefault(host, []).extend([*(self.moved(e) for e in moved if answer >= 0), *placeholders])
 
     def _left_empty(self, sent: set[tuple[int, int]]) -> bool:
         """Does every block of the messages holding ``sent`` go (moved, or dropped as answering nothing)?"""
@@ -285,16 +288,15 @@ class _Plan(Writer):
         start, keys = segment.calls[0].message, {call.key for call in segment.calls}
         end, before = self.server_run
         between = range(end + 1, start)  # assistant messages there are of the run: only the others part it
-        joined = 0 <= end < start and all(self._going(at) or self._said(at) for at in between)
+        joined = 0 <= end < start and all(
+            self._going(at) or self.messages[at].get("role") == "assistant" for at in between
+        )
         joined = joined and not any(at in self.add_after for at in range(end, start))
         self.server_run = (
             max(e.message for e in (*segment.calls, *segment.results) if e not in segment.misplaced),
             (before if joined else set()) | keys,
         )
         return before & keys if joined else set()
-
-    def _said(self, at: int) -> bool:
-        return self.messages[at].get("role") == "assistant"
 
     def _going(self, at: int) -> bool:
         """Will message ``at`` be removed, as decided so far? (Every edit of a message before a turn's

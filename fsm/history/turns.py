@@ -41,8 +41,8 @@ from typing import Any
 
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.formats import Reader, items, known_role
-from fsm.history.server_blocks import in_order, is_server_result
+from fsm.history.formats import Reader, gemini_payload, items, known_role
+from fsm.history.server_blocks import converse_payload, in_order, is_server_result
 
 
 def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | None = None) -> Iterator[Segment]:
@@ -57,6 +57,9 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     moved_end = -1
     answered = False  # the user's results came: the model's unit right after goes on the turn if it holds results
     held = -1  # the user's text came after the calls, none of their results yet: the unit after may send them
+    # Gemini, Converse: the user's text came after the turn's answer (its first message, or the answer's
+    # own when it holds text too): the user's results next still answer the calls (``Segment.held``).
+    after, after_answer = -1, fmt in ("gemini", "bedrock")
     # The server blocks of the unit read last, out once the next is read: the user's may send their results.
     pending: tuple[list[Segment], int, list[Entry]] = ([], -1, [])
     for last, results, calls, served, late, misplaced, quiet, said, users in _units(messages, fmt, roles):
@@ -75,6 +78,20 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
                 yield _with(taking, moved, moved_end, fmt)
                 taking, moved = None, []
             held = -1
+        if answered and after_answer and taking is not None and not moved:
+            if said >= 0:  # the user's text after the turn's answer: results next still answer its calls
+                after = said if after < 0 else after
+                continue
+            if after >= 0 and results is not None and not misplaced:  # they do: the answer takes them
+                taking = taking._replace(held=after if taking.held < 0 else taking.held)
+                taking.results.extend(results)
+                yield _with(taking, moved, moved_end, fmt)
+                taking, answered, after, pending = None, False, -1, (served, last, calls)
+                continue
+            if after >= 0 and after != taking.results[-1].message:  # the model's results after text: the turn is over
+                yield _with(taking, moved, moved_end, fmt)
+                taking, answered = None, False
+            after = -1
         if answered and taking is not None and not (results is not None and misplaced):
             yield _with(taking, moved, moved_end, fmt)
             taking, moved, answered = None, [], False
@@ -95,6 +112,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
                 taking, moved, answered = None, [], False
             elif not misplaced:
                 answered = True
+                after = last if after_answer and not moved and _texted(messages[last], fmt, last) else -1
         elif taking is not None and said >= 0 and not (answered or moved):
             held = said if taking.held < 0 else taking.held  # the turn waits on: results next still answer it
             continue
@@ -109,6 +127,15 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     yield from _served(*pending, len(messages))
     if taking is not None:
         yield _with(taking, moved, moved_end, fmt)
+
+
+def _texted(message: Mapping[str, Any], fmt: Format, at: int) -> bool:
+    """Does a Gemini or Converse message hold a part or block that is neither a call nor a result (text)?"""
+    if fmt == "gemini":
+        return any(
+            gemini_payload(p, "result") is None and gemini_payload(p, "call") is None for p in items(message, fmt, at)
+        )
+    return any(converse_payload(block) is None for block in items(message, fmt, at))
 
 
 def _answer_server_calls(before: list[Segment], served: list[Segment]) -> list[Segment]:
