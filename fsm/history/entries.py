@@ -66,3 +66,5 @@ class Roles:
         """Each message whose role its format lacks, with that role, in order (``unknown-role``)."""
         self.calling: set[int] = set()
         """The messages that make calls in a role other than the model's (``misplaced-call``)."""
+        self.repeated: list[int] = []
+        """Converse: each user message right after another user message (``user-after-user``)."""

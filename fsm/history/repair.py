@@ -269,7 +269,7 @@ class _Plan(Writer):
                 moved.append(result)
                 self._change("moved-result", result, "a result after the user's text: moved before it, with its turn's")
         moved.sort(key=lambda entry: (entry.message, entry.slot))  # in the order sent: the k-th rule pairs
-        answer = next((r.message for r in segment.results if r.message <= segment.held), -1)  # before the text
+        answer = max((r.message for r in segment.results if r.message <= segment.held), default=-1)  # before the text
         host = segment.held if answer < 0 else answer
         self.touched.add(host)
         self.front_into.setdefault(host, []).extend(moved if answer < 0 else ())  # else after the results it holds:

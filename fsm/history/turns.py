@@ -88,6 +88,10 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
                 yield _with(taking, moved, moved_end, fmt)
                 taking, answered, after, pending = None, False, -1, (served, last, calls)
                 continue
+            if after < 0 and results is not None and not misplaced and fmt == "bedrock":  # the user's, in a row:
+                taking.results.extend(results)  # they answer the turn, in one message once repair merges them
+                after, pending = (last if _texted(messages[last], fmt, last) else -1), (served, last, calls)
+                continue
             if after >= 0 and after != taking.results[-1].message:  # the model's results after text: the turn is over
                 yield _with(taking, moved, moved_end, fmt)
                 taking, answered = None, False
