@@ -28,7 +28,7 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   message, or (OpenAI, Ollama) right after the calls and the tool messages before it;
 * results sent as results are after the user's text that followed their calls, before the model's
   next message (``result-after-text``), go before the text the same way (Responses: right after
-  the call items and the outputs before it);
+  the call items and the outputs before it; Gemini, Converse: after the answering message's results);
 * a server tool's result in a user message (Anthropic: only Claude's own message holds one) that
   answers a server call of the assistant run before it moves into that message, right after its call;
 * a message whose role its format lacks is kept as it is (only the caller knows the role meant),
@@ -37,7 +37,7 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   becomes the ``user`` content it stands for (``function-role-to-user``);
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
   together are merged (both want user and assistant to alternate), unless one makes calls and the
-  other answers them (no message may do both).
+  other answers them (no message may do both); Converse user messages in a row merge however they came.
 
 Every edit is a :class:`Change`. The input is never mutated; messages repair leaves alone are returned
 as they are (the same objects). One pass over the messages: linear in their number.

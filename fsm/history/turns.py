@@ -2,9 +2,9 @@
 
 A turn is the message that makes calls and the results that come back for it: for OpenAI and
 Ollama, every ``tool`` message right after it; for Gemini and Converse, the one message right after
-it, if that message holds results; for Responses, a run of call items (with the reasoning and
-assistant messages among them) and the run of output items after it. A message holding results
-read outside any turn gives a stray segment (its results answer nothing).
+it, if that message holds results (and the user's after it, below); for Responses, a run of call
+items (with the reasoning and assistant messages among them) and the run of output items after it.
+A message holding results read outside any turn gives a stray segment (its results answer nothing).
 
 Anthropic combines consecutive messages of one role into one turn (its Messages API says so), so
 there a run of assistant messages makes a turn's calls and the run of user messages after it holds
@@ -25,7 +25,11 @@ one of a role the format lacks as the model's (only the model makes calls). The 
 result of the user's (OpenAI, Ollama: before any sent in the model's role), leaves the turn open
 for the unit after it: when that holds results, in the model's role or the user's, they answer the
 calls (``Segment.held``; repair moves them before the text), else the turn is over: results after
-the model's next message answer nothing. A
+the model's next message answer nothing. Gemini and Converse: the user's text after the message
+answering a turn (or in it) leaves the turn open the same way: the user's results next answer the
+calls still waiting (``Segment.held``; repair moves them into that message, after its results); and
+Converse's user results in a row answer the turn (repair merges the messages: user after user is
+``user-after-user``). A
 message of a role its format lacks that holds no call or result (``unknown-role``, kept by repair
 for the caller to name) ends no turn: the results after it answer the calls before it.
 
