@@ -84,7 +84,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
             held = -1
         if answered and after_answer and taking is not None and not moved:
             if said >= 0:  # the user's text after the turn's answer: results next still answer its calls
-                after = said if after < 0 else after
+                after = said if after < 0 or after == taking.results[-1].message else after
                 continue
             if after >= 0 and results is not None and not misplaced:  # they do: the answer takes them
                 taking = taking._replace(held=after if taking.held < 0 else taking.held)
