@@ -190,10 +190,11 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
                 stray = [(draw(stray_ids), "f", f"r{next(serial)}") for _ in range(draw(st.integers(1, 2)))]
                 messages += results_messages(fmt, stray)
                 all_results |= {tag for *_, tag in stray}
-                # They answer the turn's calls still waiting (result-after-text): OpenAI's, Ollama's and
-                # Responses' turn takes more results; Gemini's and Converse's, when no message answered
-                # it yet. Anthropic's come after the model's next message: they answer nothing.
-                if fmt in ("openai", "ollama", "responses") or (fmt in ("gemini", "bedrock") and not results):
+                # They answer the turn's calls still waiting (result-after-text): OpenAI's, Ollama's,
+                # Responses', Gemini's and Converse's turn takes more results, before or after a
+                # message that answered it. Anthropic's come after the model's next message: they
+                # answer nothing.
+                if fmt != "anthropic":
                     truth.update(pair(calls, [*results, *stray]))
             if draw(st.booleans()):
                 messages.append(text(fmt, "assistant", "ok"))

@@ -36,6 +36,7 @@ from tests.test_hostile_audit32 import POLICIES, _chat_answer, _chat_call, _g_an
 from tests.test_hostile_audit33 import _kept_once_for_all, chat_found_and_repaired
 
 ALSO = "also"
+ALSO_AND = [{"text": ALSO}, {"text": "and"}]
 SIX = ["openai", "ollama", "responses", "gemini", "bedrock", "anthropic"]
 
 
@@ -114,7 +115,9 @@ def test_results_sent_after_the_users_text_answer_the_calls_and_go_before_it(fmt
     messages = [_user(fmt, "go"), *calls, _user(fmt, ALSO), *results]
     first = len(calls) + 3  # 1-based: the first results message
     at = [first, first + 1] if fmt in ("openai", "ollama", "responses") else [first, first]
-    assert _findings(messages) == [("result-after-text", key, n) for key, n in zip(_ids(fmt), at, strict=True)]
+    found = [("result-after-text", key, n) for key, n in zip(_ids(fmt), at, strict=True)]
+    repeated = [("user-after-user", "", first)] if fmt == "bedrock" else []  # Converse: user after user
+    assert _findings(messages) == repeated + found
     assert not history.anything_dangling(messages)
     for policy in POLICIES:
         fixed, changes = history.repair(messages, policy)
@@ -159,10 +162,13 @@ def test_a_turn_answered_before_and_after_the_users_text_keeps_both_in_order(fmt
 def test_results_after_two_user_messages_of_text_go_before_the_first(fmt: str) -> None:
     calls, results = _turn(fmt)
     messages = [_user(fmt, "go"), *calls, _user(fmt, ALSO), _user(fmt, "and"), *results]
-    assert {kind for kind, _, _ in _findings(messages)} == {"result-after-text"}
+    repeated = {"user-after-user"} if fmt == "bedrock" else set()  # Converse wants the roles to alternate
+    assert {kind for kind, _, _ in _findings(messages)} == {"result-after-text"} | repeated
     fixed, _ = history.repair(messages)
     if fmt in ("openai", "ollama", "responses"):
         assert fixed == [messages[0], *calls, *results, *messages[len(calls) + 1 : len(calls) + 3]]
+    elif fmt == "bedrock":  # and the user's messages in a row merged
+        assert fixed == [messages[0], *calls, {"role": "user", "content": [*results[0]["content"], *ALSO_AND]}]
     elif fmt != "anthropic":  # the API's one turn of user messages, in one message
         field = "parts" if fmt == "gemini" else "content"
         assert fixed == [
@@ -183,7 +189,8 @@ def test_a_call_left_without_its_result_past_the_text_gets_its_placeholder_befor
     else:
         results = results[:1]
     messages = [_user(fmt, "go"), *calls, _user(fmt, ALSO), *results]
-    assert [kind for kind, _, _ in _findings(messages)] == ["result-after-text", "dangling"]
+    repeated = ["user-after-user"] if fmt == "bedrock" else []  # Converse wants the roles to alternate
+    assert [kind for kind, _, _ in _findings(messages)] == [*repeated, "result-after-text", "dangling"]
     fixed, changes = history.repair(messages, POLICIES[0])
     assert fixed[: len(calls) + 1] == messages[: len(calls) + 1]
     if fmt in ("gemini", "bedrock"):  # the result, the placeholder, then the text, in the user's message

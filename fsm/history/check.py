@@ -113,7 +113,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
 
     roles = Roles()
     for segment in segments(messages, fmt, roles):
-        _odd_roles(roles.odd, findings, fmt)
+        _odd_roles(roles, findings, fmt)
         made = [walk(entry, "call") for entry in segment.calls]
         for entry in segment.calls:
             if entry.message in roles.calling:
@@ -142,7 +142,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
         for entry in (*segment.calls, *segment.results):
             if not isinstance(entry.key, str):
                 ids.pop(entry.key, None)
-    _odd_roles(roles.odd, findings, fmt)
+    _odd_roles(roles, findings, fmt)
     return Report(fmt, tuple(findings))
 
 
@@ -165,14 +165,25 @@ MISPLACED_WHY = {
 }
 """What a ``misplaced-result`` finding says, per format that can have one."""
 
+USER_AFTER_USER_WHY = (
+    "a user message right after another: Converse wants user and assistant to alternate"
+    " (ValidationException); repair merges them into one"
+)
+"""What a ``user-after-user`` finding says."""
+
 SERVER_RESULT_WHY = (
     "a server tool's result block in a user message: the API takes it from Claude's own message, after its call"
 )
 """What a ``misplaced-result`` finding says of an Anthropic server tool's result a user message holds."""
 
 
-def _odd_roles(odd_roles: list[tuple[int, Any]], findings: list[Finding], fmt: Format) -> None:
-    """Report the messages read so far whose role their format lacks (``unknown-role``), then forget them."""
+def _odd_roles(roles: Roles, findings: list[Finding], fmt: Format) -> None:
+    """Report the messages read so far whose role their format lacks (``unknown-role``), and the
+    Converse user messages right after another (``user-after-user``), then forget them."""
+    for at in roles.repeated:
+        findings.append(Finding(Kind.USER_AFTER_USER, "", at + 1, USER_AFTER_USER_WHY))
+    roles.repeated.clear()
+    odd_roles = roles.odd
     for at, role in odd_roles:
         what = f"the role {role!r}" if isinstance(role, str) else f"a role of type {type(role).__name__}"
         why = f"{what} is not one {fmt} messages have"

@@ -55,7 +55,9 @@ class Segment(NamedTuple):
     """The first message of the user's text that came between the calls and results that answer them
     all the same, sent in the model's role (``misplaced-result``) or as results are
     (``result-after-text``): repair moves the results before it, into it (Anthropic, Converse,
-    Gemini) or right after the calls and the results before the text (OpenAI, Ollama, Responses)."""
+    Gemini) or right after the calls and the results before the text (OpenAI, Ollama, Responses).
+    Gemini, Converse: when the user's message answering the turn came before the text (or holds
+    it), the text's first message or that one; repair moves the results after it into the answer."""
 
 
 class Roles:
@@ -66,3 +68,5 @@ class Roles:
         """Each message whose role its format lacks, with that role, in order (``unknown-role``)."""
         self.calling: set[int] = set()
         """The messages that make calls in a role other than the model's (``misplaced-call``)."""
+        self.repeated: list[int] = []
+        """Converse: each user message right after another user message (``user-after-user``)."""

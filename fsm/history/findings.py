@@ -52,6 +52,11 @@ class Kind(enum.Enum):
     it keeps the message as it is and says so; but a Gemini content of role ``function`` holding
     function responses and no call (older examples send responses so; the API refuses the role)
     becomes a ``user`` content (``function-role-to-user``)."""
+    USER_AFTER_USER = "user-after-user"
+    """A Converse user message right after another user message (the history's first two, say, or
+    the user's text after the message of results answering a turn): Bedrock refuses the request
+    (ValidationException: "A conversation must alternate between user and assistant roles").
+    Repair merges the run into one user message, its blocks in order (``merged-messages``)."""
     REUSED = "reused"
     """An id used again by a later turn after its call was answered: allowed, reported for information."""
 

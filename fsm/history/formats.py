@@ -188,6 +188,8 @@ class Reader:
         self.results_named: dict[str, int] = {}
         self.roles = Roles()
         """What the messages' roles say, noted as each is read."""
+        self.last_role: Any = None
+        """The role of the message read last."""
         self.misplaced = False
         """Were the results of the message read last sent in the model's role (``misplaced-result``)?"""
         self.served = Segment([], [], server=True)
@@ -285,6 +287,12 @@ class Reader:
             self.misplaced = True
         if calls and fmt != "responses" and role != CALLER[fmt] and known_role(fmt, role) and role is not None:
             self.roles.calling.add(at)
+        said = (
+            "assistant" if at in self.roles.calling else role
+        )  # a user's calls go to a model message: repair moves them
+        if fmt == "bedrock" and role == "user" and at > 0 and self.last_role == "user":
+            self.roles.repeated.append(at)  # Converse wants user and assistant to alternate
+        self.last_role = said
         return (results or None), calls
 
     @staticmethod

@@ -28,7 +28,7 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   message, or (OpenAI, Ollama) right after the calls and the tool messages before it;
 * results sent as results are after the user's text that followed their calls, before the model's
   next message (``result-after-text``), go before the text the same way (Responses: right after
-  the call items and the outputs before it);
+  the call items and the outputs before it; Gemini, Converse: after the answering message's results);
 * a server tool's result in a user message (Anthropic: only Claude's own message holds one) that
   answers a server call of the assistant run before it moves into that message, right after its call;
 * a message whose role its format lacks is kept as it is (only the caller knows the role meant),
@@ -37,7 +37,7 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   becomes the ``user`` content it stands for (``function-role-to-user``);
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
   together are merged (both want user and assistant to alternate), unless one makes calls and the
-  other answers them (no message may do both).
+  other answers them (no message may do both); Converse user messages in a row merge however they came.
 
 Every edit is a :class:`Change`. The input is never mutated; messages repair leaves alone are returned
 as they are (the same objects). One pass over the messages: linear in their number.
@@ -259,7 +259,8 @@ class _Plan(Writer):
     ) -> None:
         """Anthropic, Converse, Gemini: a turn's results sent after the user's text (``Segment.held``),
         in the model's role (``moved``) or the user's, go first into that user message, in the order
-        sent, its placeholders after them, before the text."""
+        sent, its placeholders after them, before the text; or (Gemini, Converse) when the user's
+        message answering the turn came before the text, into it, after its results."""
         sent = {(entry.message, entry.slot) for entry in segment.misplaced}
         for result in segment.results:
             spot = (result.message, result.slot)
@@ -268,9 +269,11 @@ class _Plan(Writer):
                 moved.append(result)
                 self._change("moved-result", result, "a result after the user's text: moved before it, with its turn's")
         moved.sort(key=lambda entry: (entry.message, entry.slot))  # in the order sent: the k-th rule pairs
-        self.touched.add(segment.held)
-        self.front_into.setdefault(segment.held, []).extend(moved)
-        self.add_into.setdefault(segment.held, []).extend(placeholders)
+        answer = max((r.message for r in segment.results if r.message <= segment.held), default=-1)  # before the text
+        host = segment.held if answer < 0 else answer
+        self.touched.add(host)
+        self.front_into.setdefault(host, []).extend(moved if answer < 0 else ())  # else after the results it holds:
+        self.add_into.setdefault(host, []).extend([*(self.moved(e) for e in moved if answer >= 0), *placeholders])
 
     def _left_empty(self, sent: set[tuple[int, int]]) -> bool:
         """Does every block of the messages holding ``sent`` go (moved, or dropped as answering nothing)?"""
@@ -285,16 +288,15 @@ class _Plan(Writer):
         start, keys = segment.calls[0].message, {call.key for call in segment.calls}
         end, before = self.server_run
         between = range(end + 1, start)  # assistant messages there are of the run: only the others part it
-        joined = 0 <= end < start and all(self._going(at) or self._said(at) for at in between)
+        joined = 0 <= end < start and all(
+            self._going(at) or self.messages[at].get("role") == "assistant" for at in between
+        )
         joined = joined and not any(at in self.add_after for at in range(end, start))
         self.server_run = (
             max(e.message for e in (*segment.calls, *segment.results) if e not in segment.misplaced),
             (before if joined else set()) | keys,
         )
         return before & keys if joined else set()
-
-    def _said(self, at: int) -> bool:
-        return self.messages[at].get("role") == "assistant"
 
     def _going(self, at: int) -> bool:
         """Will message ``at`` be removed, as decided so far? (Every edit of a message before a turn's

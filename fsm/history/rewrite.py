@@ -147,13 +147,25 @@ class Writer:
 
     def _append(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
         role = message.get("role")
-        if self.fmt in ALTERNATING and gap and out and out[-1].get("role") == role and self._joinable(out[-1], message):
+        repeated = self.fmt == "bedrock" and role == "user"  # Converse refuses user after user, however it came
+        if (
+            self.fmt in ALTERNATING
+            and (gap or repeated)
+            and out
+            and out[-1].get("role") == role
+            and self._joinable(out[-1], message)
+        ):
             if out[-1] is not self.joined:  # the first join into it: a copy, the input stays as it was
                 self.joined = out[-1] = {**out[-1], "content": _blocks(out[-1], self.fmt)}
             # Later joins extend the copy: a long run of joins copies each block once, not once per join.
             self.joined["content"] += _blocks(message, self.fmt)
             self.joined_holds |= self._holds(message)
             detail = f"joined to the {role} message before it, which a removed message had separated"
+            detail = (
+                detail
+                if gap
+                else "joined to the user message before it: Converse wants user and assistant to alternate"
+            )
             self.changes.append(Change("merged-messages", at + 1, None, detail))
         else:
             out.append(message)

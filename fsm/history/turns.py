@@ -2,9 +2,9 @@
 
 A turn is the message that makes calls and the results that come back for it: for OpenAI and
 Ollama, every ``tool`` message right after it; for Gemini and Converse, the one message right after
-it, if that message holds results; for Responses, a run of call items (with the reasoning and
-assistant messages among them) and the run of output items after it. A message holding results
-read outside any turn gives a stray segment (its results answer nothing).
+it, if that message holds results (and the user's after it, below); for Responses, a run of call
+items (with the reasoning and assistant messages among them) and the run of output items after it.
+A message holding results read outside any turn gives a stray segment (its results answer nothing).
 
 Anthropic combines consecutive messages of one role into one turn (its Messages API says so), so
 there a run of assistant messages makes a turn's calls and the run of user messages after it holds
@@ -25,7 +25,11 @@ one of a role the format lacks as the model's (only the model makes calls). The 
 result of the user's (OpenAI, Ollama: before any sent in the model's role), leaves the turn open
 for the unit after it: when that holds results, in the model's role or the user's, they answer the
 calls (``Segment.held``; repair moves them before the text), else the turn is over: results after
-the model's next message answer nothing. A
+the model's next message answer nothing. Gemini and Converse: the user's text after the message
+answering a turn (or in it) leaves the turn open the same way: the user's results next answer the
+calls still waiting (``Segment.held``; repair moves them into that message, after its results); and
+Converse's user results in a row answer the turn (repair merges the messages: user after user is
+``user-after-user``). A
 message of a role its format lacks that holds no call or result (``unknown-role``, kept by repair
 for the caller to name) ends no turn: the results after it answer the calls before it.
 
@@ -41,8 +45,8 @@ from typing import Any
 
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.formats import Reader, items, known_role
-from fsm.history.server_blocks import in_order, is_server_result
+from fsm.history.formats import Reader, gemini_payload, items, known_role
+from fsm.history.server_blocks import converse_payload, in_order, is_server_result
 
 
 def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | None = None) -> Iterator[Segment]:
@@ -57,6 +61,9 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     moved_end = -1
     answered = False  # the user's results came: the model's unit right after goes on the turn if it holds results
     held = -1  # the user's text came after the calls, none of their results yet: the unit after may send them
+    # Gemini, Converse: the user's text came after the turn's answer (its first message, or the answer's
+    # own when it holds text too): the user's results next still answer the calls (``Segment.held``).
+    after, after_answer = -1, fmt in ("gemini", "bedrock")
     # The server blocks of the unit read last, out once the next is read: the user's may send their results.
     pending: tuple[list[Segment], int, list[Entry]] = ([], -1, [])
     for last, results, calls, served, late, misplaced, quiet, said, users in _units(messages, fmt, roles):
@@ -75,6 +82,24 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
                 yield _with(taking, moved, moved_end, fmt)
                 taking, moved = None, []
             held = -1
+        if answered and after_answer and taking is not None and not moved:
+            if said >= 0:  # the user's text after the turn's answer: results next still answer its calls
+                after = said if after < 0 or after == taking.results[-1].message else after
+                continue
+            if after >= 0 and results is not None and not misplaced:  # they do: the answer takes them
+                taking = taking._replace(held=after if taking.held < 0 else taking.held)
+                taking.results.extend(results)
+                yield _with(taking, moved, moved_end, fmt)
+                taking, answered, after, pending = None, False, -1, (served, last, calls)
+                continue
+            if after < 0 and results is not None and not misplaced and fmt == "bedrock":  # the user's, in a row:
+                taking.results.extend(results)  # they answer the turn, in one message once repair merges them
+                after, pending = (last if _texted(messages[last], fmt, last) else -1), (served, last, calls)
+                continue
+            if after >= 0 and after != taking.results[-1].message:  # the model's results after text: the turn is over
+                yield _with(taking, moved, moved_end, fmt)
+                taking, answered = None, False
+            after = -1
         if answered and taking is not None and not (results is not None and misplaced):
             yield _with(taking, moved, moved_end, fmt)
             taking, moved, answered = None, [], False
@@ -95,6 +120,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
                 taking, moved, answered = None, [], False
             elif not misplaced:
                 answered = True
+                after = last if after_answer and not moved and _texted(messages[last], fmt, last) else -1
         elif taking is not None and said >= 0 and not (answered or moved):
             held = said if taking.held < 0 else taking.held  # the turn waits on: results next still answer it
             continue
@@ -109,6 +135,15 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     yield from _served(*pending, len(messages))
     if taking is not None:
         yield _with(taking, moved, moved_end, fmt)
+
+
+def _texted(message: Mapping[str, Any], fmt: Format, at: int) -> bool:
+    """Does a Gemini or Converse message hold a part or block that is neither a call nor a result (text)?"""
+    if fmt == "gemini":
+        return any(
+            gemini_payload(p, "result") is None and gemini_payload(p, "call") is None for p in items(message, fmt, at)
+        )
+    return any(converse_payload(block) is None for block in items(message, fmt, at))
 
 
 def _answer_server_calls(before: list[Segment], served: list[Segment]) -> list[Segment]:
