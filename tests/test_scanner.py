@@ -180,9 +180,10 @@ def test_the_bracket_bounds_are_read_from_the_spec() -> None:
 
 
 def test_defer_counts_the_brackets_of_any_spec_alike() -> None:
-    """Scanner.defer counts JSON's two pushing and two popping characters one by one, any other
-    spec's (here one where a quote nests too) over a map: either way, every bracket of the text,
-    so the same decision and the same counts waiting as counting each character of the text."""
+    """Scanner.may_wait looks for JSON's two pushing and two popping characters, and Scanner.defer
+    counts them, one by one; any other spec's (here one where a quote nests too) by a regex and a
+    map: either way, every bracket of the text, so the same decision and the same counts waiting
+    as looking at each character of the text."""
     import attrs
 
     from fsm.engine.scanner import CompiledScanner
@@ -205,7 +206,12 @@ def test_defer_counts_the_brackets_of_any_spec_alike() -> None:
             pushes = waiting[0] + sum(ch in pushing for ch in text)
             pops = waiting[1] + sum(ch in popping for ch in text)
             waits = pops < scanner.depth and scanner.depth + pushes <= 8
-            assert scanner.defer(text) is waits
+            if rng.random() < 0.5:
+                assert scanner.defer(text) is waits
+            else:  # may_wait: no pivotal character (in both specs, the brackets) waits without defer
+                waits = waits or not any(ch in pushing + popping for ch in text)
+                assert scanner.may_wait(text) is waits
+                pushes, pops = (pushes, pops) if any(ch in pushing + popping for ch in text) else waiting
             assert (scanner._pushes_waiting, scanner._pops_waiting) == ((pushes, pops) if waits else waiting)
 
 

@@ -87,10 +87,15 @@ class CompiledScanner:
             self._classify(state, per_class)
         self.pivotal = self._pivotal()
         self.brackets = self._brackets()
-        # JSON's two pushing and two popping characters, apart: counted one by one, a third of the
-        # time a map over them takes on a fragment (Scanner.defer runs for most with a bracket).
-        two = self.brackets is not None and len(self.brackets[0]) == 2 == len(self.brackets[1])
-        self.two_by_two = (*self.brackets[0], *self.brackets[1]) if two else None  # type: ignore[index]
+        # JSON's two pushing and two popping characters, apart, when they are all the pivotal ones:
+        # looked for and counted one by one, a third of the time a regex or a map over them takes
+        # on a fragment (Scanner.may_wait runs for nearly every one, Scanner.defer for most with a bracket).
+        self.two_by_two: tuple[str, ...] | None = None
+        if self.brackets is not None and len(self.brackets[0]) == 2 == len(self.brackets[1]):
+            chars = "".join(self.brackets)
+            others = "".join(set(self.char_class) - set(chars))  # an unclassed character is never pivotal
+            if all(self.pivotal.fullmatch(ch) for ch in chars) and not self.pivotal.search(others):
+                self.two_by_two = tuple(chars)
         self.skip: dict[str, re.Pattern[str]] = {}
         for state in spec.state_names():
             run = self._run(state, excursions=True)
@@ -313,7 +318,14 @@ class Scanner:
         Yes too when its brackets stay within the bounds ``defer`` keeps (and then they are
         counted as waiting). The caller stores ``text`` after the held text whose scan waits."""
         c = self._c
-        return self.state not in c.done and (c.pivotal.search(text) is None or self.defer(text))
+        if self.state in c.done:
+            return False
+        if c.two_by_two is not None:
+            push, push_too, pop, pop_too = c.two_by_two
+            if push not in text and push_too not in text and pop not in text and pop_too not in text:
+                return True
+            return self.defer(text)
+        return c.pivotal.search(text) is None or self.defer(text)
 
     def defer(self, text: str) -> bool:
         """Can scanning ``text``, which has brackets, wait too? Yes when, counted with the text
