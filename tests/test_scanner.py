@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from fsm.engine.ledger import Ledger
 from fsm.engine.machine import slot_machine
-from fsm.engine.scanner import Scanner, closes_flat, spec_steps, start_scanner
+from fsm.engine.scan_reference import spec_steps
+from fsm.engine.scanner import Scanner, closes_flat, start_scanner
 from fsm.engine.slot import Slot
 from fsm.errors import LimitExceeded
 from fsm.jsontext import is_flat_object, is_whole_object

@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from fsm.engine.scanner import spec_steps
+from fsm.engine.scan_reference import spec_steps
 from fsm.errors import FramingError, LocalProtocolError, RemoteProtocolError, SpecError, ToolcallFSMError, shown
 from fsm.harness import ADAPTER_TIMEOUT
 from fsm.harness.external import OUTPUT_LIMIT, run_bounded
