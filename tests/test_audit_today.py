@@ -429,23 +429,27 @@ def _anthropic(spec: list[tuple[bool, int, str]]) -> list[dict[str, Any]]:
 
 def test_the_direct_transitions_decide_as_firing_append_over_edge_fragments(monkeypatch: pytest.MonkeyPatch) -> None:
     # Random streams of edge pieces (surrogate halves, whitespace, brackets, whole objects, empty
-    # text), one to three calls, under small limits of each kind: through the OpenAI chat shortcuts
-    # and through the general routing (Anthropic), read as events and 7 bytes at a time
+    # text, values closed with more after them), one to four calls, under no limit or small limits
+    # of each kind: through the OpenAI chat shortcuts and through the general routing (Anthropic),
+    # read as events, 7 bytes at a time and all at once (a read of many events: Registry.gather)
     import random
 
     from fsm.engine.slot import Slot
     from tests.helpers import replay_traced
     from tests.test_conformance import _slot_state
 
+    pieces = [*EDGE_PIECES, '{"a": [', ", 1", "]}", "]} ", ']} {"b": 1}', "}}", "[[[", "]]]", '"q": {"r": [1]}, ']
     streams = []
-    for seed in range(120):
+    for seed in range(240):
         rng = random.Random(seed)
-        spec, calls = [], rng.randint(1, 3)
+        spec, calls = [], rng.randint(1, 4)
         for at in range(calls):
-            spec.append((True, at, rng.choice(["", rng.choice(EDGE_PIECES)])))
-            spec += [(False, rng.randrange(calls), rng.choice(EDGE_PIECES)) for _ in range(rng.randint(0, 12))]
+            spec.append((True, at, rng.choice(["", "", rng.choice(pieces)])))
+            for _ in range(rng.randint(0, 16)):
+                spec.append((False, rng.choice([at, rng.randrange(calls)]), rng.choice(pieces)))
         limits = rng.choice(
             [
+                Limits(),
                 Limits(max_argument_chars=rng.randint(1, 60)),
                 Limits(max_stream_argument_bytes=rng.randint(1, 120)),
                 Limits(max_depth=rng.randint(1, 4)),
@@ -457,22 +461,37 @@ def test_the_direct_transitions_decide_as_firing_append_over_edge_fragments(monk
     def replays() -> list[object]:
         out = []
         for provider, events, limits in streams:
-            for wire in (False, True):
+            for cut in (0, 7, -1):  # dicts, 7 bytes a read, all at once
                 r = Reassembler(provider, limits=limits)
 
-                def feed(r: Reassembler, events: list[dict[str, Any]] = events, wire: bool = wire) -> Any:
-                    if not wire:
+                def feed(r: Reassembler, events: list[dict[str, Any]] = events, cut: int = cut) -> Any:
+                    if not cut:
                         yield from (r.feed(event) for event in events)
                         return
                     body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
-                    yield from (r.feed_bytes(body[at : at + 7]) for at in range(0, len(body), 7))
+                    step = cut if cut > 0 else len(body)
+                    yield from (r.feed_bytes(body[at : at + step]) for at in range(0, len(body), step))
 
                 out.append((replay_traced(r, feed), [_slot_state(slot) for slot in r.registry.slots]))
         return out
 
+    took: dict[str, int] = {}
+    for method in ("store_waiting", "store_first"):
+        real = getattr(Slot, method)
+
+        def counted(slot: Slot, *args: Any, real: Any = real) -> Any:
+            taken = real(slot, *args)
+            took[taken] = took.get(taken, 0) + 1
+            return taken
+
+        monkeypatch.setattr(Slot, method, counted)
     direct = replays()
+    # each direct transition taken often (a value closed by a scan that ran at once among them)
+    for source in ("opened", "accumulating"):
+        for label in (f"{source}--append->accumulating", f"{source}--append[value_complete]->value_closed"):
+            assert took.get(label, 0) > 20, (label, took)
     monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label, closing: "")
     monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest: False)
     monkeypatch.setattr(Slot, "store_first", lambda slot, text, opening, closing: "")
     for at, (a, b) in enumerate(zip(direct, replays(), strict=True)):
-        assert a == b, streams[at // 2]
+        assert a == b, streams[at // 3]
