@@ -34,8 +34,8 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
     first = Slot.store_first
 
     # The transitions taken without fire() are counted without covered().
-    def traced_waiting(slot: Slot, text: str, label: str, closing: tuple[str, str]) -> str:
-        took = waiting(slot, text, label, closing)
+    def traced_waiting(slot: Slot, text: str, label: str, closing: tuple[str, str], scan_now: bool = False) -> str:
+        took = waiting(slot, text, label, closing, scan_now=scan_now)
         if took:
             taken.append((slot.ordinal, took))
         return took

@@ -384,8 +384,8 @@ def test_the_direct_transitions_decide_as_firing_append_at_megabytes(monkeypatch
     for method in ("store_waiting", "store_whole", "store_first"):
         real = getattr(Slot, method)
 
-        def counted(slot: Slot, *args: Any, real: Any = real, method: str = method) -> Any:
-            taken = real(slot, *args)
+        def counted(slot: Slot, *args: Any, real: Any = real, method: str = method, **how: Any) -> Any:
+            taken = real(slot, *args, **how)
             took[method] += bool(taken)
             if method != "store_whole" and str(taken).endswith("->value_closed"):
                 took["closing"] += 1  # the value closed: the other transition
@@ -395,7 +395,7 @@ def test_the_direct_transitions_decide_as_firing_append_at_megabytes(monkeypatch
     direct = [replay(events, limits, wire) for _, events, limits in cases for wire in (False, True)]
     assert took["store_waiting"] > 8192 and took["store_whole"] > 6 and took["closing"] > 6, took
     assert took["store_first"] > 6, took
-    monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label, closing: "")
+    monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label, closing, scan_now=False: "")
     monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest: False)
     monkeypatch.setattr(Slot, "store_first", lambda slot, text, opening, closing: "")
     general = [replay(events, limits, wire) for _, events, limits in cases for wire in (False, True)]
@@ -479,8 +479,8 @@ def test_the_direct_transitions_decide_as_firing_append_over_edge_fragments(monk
     for method in ("store_waiting", "store_first"):
         real = getattr(Slot, method)
 
-        def counted(slot: Slot, *args: Any, real: Any = real) -> Any:
-            taken = real(slot, *args)
+        def counted(slot: Slot, *args: Any, real: Any = real, **how: Any) -> Any:
+            taken = real(slot, *args, **how)
             took[taken] = took.get(taken, 0) + 1
             return taken
 
@@ -490,7 +490,7 @@ def test_the_direct_transitions_decide_as_firing_append_over_edge_fragments(monk
     for source in ("opened", "accumulating"):
         for label in (f"{source}--append->accumulating", f"{source}--append[value_complete]->value_closed"):
             assert took.get(label, 0) > 20, (label, took)
-    monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label, closing: "")
+    monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label, closing, scan_now=False: "")
     monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest: False)
     monkeypatch.setattr(Slot, "store_first", lambda slot, text, opening, closing: "")
     for at, (a, b) in enumerate(zip(direct, replays(), strict=True)):

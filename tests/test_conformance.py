@@ -390,8 +390,8 @@ def test_transitions_taken_directly_decide_as_firing_append(monkeypatch: pytest.
     for method in ("store_waiting", "store_whole", "store_first"):
         real = getattr(Slot, method)
 
-        def counted(slot: Slot, *args: Any, real: Any = real, method: str = method) -> Any:
-            taken = real(slot, *args)
+        def counted(slot: Slot, *args: Any, real: Any = real, method: str = method, **how: Any) -> Any:
+            taken = real(slot, *args, **how)
             took[method] = took.get(method, 0) + bool(taken)
             if method != "store_whole" and str(taken).endswith("->value_closed"):
                 took["closing"] = took.get("closing", 0) + 1  # the value closed: the other transition
@@ -408,7 +408,7 @@ def test_transitions_taken_directly_decide_as_firing_append(monkeypatch: pytest.
     direct = replays()
     assert took["store_waiting"] > 50 and took["store_whole"] > 20 and took["end"] > 100, took  # taken, often
     assert took["closing"] > 20 and took["store_first"] > 20, took
-    monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label, closing: "")
+    monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label, closing, scan_now=False: "")
     monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest: False)
     monkeypatch.setattr(Slot, "store_first", lambda slot, text, opening, closing: "")
     monkeypatch.setattr(Registry, "end_directly", False)

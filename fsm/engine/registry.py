@@ -403,7 +403,7 @@ class Registry:
             # Its scan runs now: the run before it is stored first, then it, as bare_fragment
             # would store it (the same tests passed above, the same rules counted).
             self.settle()
-            if not slot.store_waiting(text, self._staying, self._closes):
+            if not slot.store_waiting(text, self._staying, self._closes, scan_now=True):
                 return False
             rules = self.ledger.rules
             rules["index-is-label"] += 1

@@ -346,7 +346,7 @@ class Slot:
             and type(self.scanner) is not StartScanner
         )
 
-    def store_waiting(self, text: str, label: str, closing: tuple[str, str]) -> str:
+    def store_waiting(self, text: str, label: str, closing: tuple[str, str], *, scan_now: bool = False) -> str:
         """The transition ``append`` takes from accumulating for one fragment, without the machine's
         dispatch when what it would do is known: what scan_fragment, the guard value_complete and
         store_fragment would do with it, for a fragment that needs none of their other branches.
@@ -355,7 +355,9 @@ class Slot:
         value with nothing but whitespace after it. Returns the label taken: "" for any other
         fragment (empty, a limit, a surrogate, whitespace held back, text after the value closed,
         the depth limit passed), with nothing changed but what scan_fragment would do first (a
-        long waiting scan caught up): the caller fires ``append``."""
+        long waiting scan caught up): the caller fires ``append``. ``scan_now``: the caller asked
+        Scanner.may_wait of ``text`` already and was told no (it changed nothing then), so the
+        scan runs without the question asked again."""
         ledger = self.ledger
         quiet = ledger.withhold or self.server  # nothing goes out as it arrives (see store_fragment)
         if (
@@ -373,7 +375,7 @@ class Slot:
         if length > ledger.max_argument_chars or ledger.held_bytes + len(data) > ledger.max_held_bytes:
             return ""
         buf = self._buf
-        if self.scanner.may_wait(text):  # when it says yes it counts the waiting brackets
+        if not scan_now and self.scanner.may_wait(text):  # when it says yes it counts the waiting brackets
             if self._unscanned is None:
                 self._unscanned = len(buf)
         else:
