@@ -287,12 +287,10 @@ class Reader:
             self.misplaced = True
         if calls and fmt != "responses" and role != CALLER[fmt] and known_role(fmt, role) and role is not None:
             self.roles.calling.add(at)
-        said = (
-            "assistant" if at in self.roles.calling else role
-        )  # a user's calls go to a model message: repair moves them
         if fmt == "bedrock" and role == "user" and at > 0 and self.last_role == "user":
             self.roles.repeated.append(at)  # Converse wants user and assistant to alternate
-        self.last_role = said
+        # A user's calls go to a model message (repair moves them): a user message after it follows the model.
+        self.last_role = "assistant" if at in self.roles.calling else role
         return (results or None), calls
 
     @staticmethod

@@ -160,12 +160,10 @@ class Writer:
             # Later joins extend the copy: a long run of joins copies each block once, not once per join.
             self.joined["content"] += _blocks(message, self.fmt)
             self.joined_holds |= self._holds(message)
-            detail = f"joined to the {role} message before it, which a removed message had separated"
-            detail = (
-                detail
-                if gap
-                else "joined to the user message before it: Converse wants user and assistant to alternate"
-            )
+            if gap:
+                detail = f"joined to the {role} message before it, which a removed message had separated"
+            else:
+                detail = "joined to the user message before it: Converse wants user and assistant to alternate"
             self.changes.append(Change("merged-messages", at + 1, None, detail))
         else:
             out.append(message)
