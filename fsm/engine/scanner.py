@@ -31,6 +31,7 @@ OTHER: Final = "other"
 ANY: Final = "any"
 
 _Step = tuple[Callable[["Scanner"], bool] | None, str, Callable[["Scanner"], None] | None]
+_Find = Callable[[str, int], "re.Match[str] | None"]
 
 DEFAULT_MAX_DEPTH: Final = 256
 
@@ -101,6 +102,19 @@ class CompiledScanner:
             run = self._run(state, excursions=True)
             if run is not None:
                 self.skip[state] = re.compile(run)
+        # What Scanner.feed looks up once a step, per state not done: how to find the next
+        # character that may do something (a skip's match; None where every character does; one
+        # matching everything where none does), and the steps keyed by the character itself, so
+        # that a step costs one lookup, not a class's and then a table's.
+        everything = re.compile(r"[\s\S]*+").match
+        self.plan: dict[str, tuple[_Find | None, dict[str, tuple[_Step, ...]], tuple[_Step, ...]]] = {}
+        for state, per_class in self.table.items():
+            if state not in self.done:
+                find = (
+                    None if state in self.step_every else self.skip[state].match if state in self.skip else everything
+                )
+                by_char = {ch: per_class[klass] for ch, klass in self.char_class.items()}
+                self.plan[state] = (find, by_char, per_class[OTHER])
 
     def _guards(self, names: tuple[str, ...]) -> Callable[[Scanner], bool] | None:
         """One callable for a transition's guards, None when it has none (most of them)."""
@@ -334,23 +348,20 @@ class Scanner:
         self._pushes_waiting = self._pops_waiting = 0  # the text that waited is scanned now
         pos = start
         end = len(text)
-        done, step_every, skips, table, char_class = c.done, c.step_every, c.skip, c.table, c.char_class
+        plan = c.plan
         try:
-            while state not in done:
-                if state in step_every:
+            while (row := plan.get(state)) is not None:  # None: done
+                find, by_char, other = row
+                if find is None:
                     if pos >= end:
                         break
                     i = pos
                 else:
-                    skip = skips.get(state)
-                    if skip is None:  # nothing in this state can change anything
-                        pos = end
-                        break
-                    i = skip.match(text, pos).end()  # type: ignore[union-attr]  # a run may be empty
+                    i = find(text, pos).end()  # type: ignore[union-attr]  # a run may be empty
                     if i >= end:
                         pos = end
                         break
-                for check, dest, action in table[state][char_class.get(text[i], OTHER)]:
+                for check, dest, action in by_char.get(text[i], other):
                     if check is None or check(self):
                         if action is not None:
                             action(self)
@@ -363,7 +374,7 @@ class Scanner:
             self.depth, self._pushes_waiting, self._pops_waiting = depth, pushes, pops
             raise
         self.state = state
-        return pos if state in done else None
+        return pos if state in c.done else None
 
 
 class StartScanner(Scanner):
