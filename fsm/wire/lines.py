@@ -155,15 +155,17 @@ class SSEFramer(_LineFramer):
         data, read without splitting it into lines; None, having read nothing, for anything else
         (a CR, a line or event past the limit, data that is not UTF-8): the line loop reads it."""
         start = 0
-        if data[:6] == b"event:":
+        if not data.startswith(b"data:"):
+            if not data.startswith(b"event:"):
+                return None
             start = data.find(b"\n") + 1
-            if start > self._max_line:
+            if start > self._max_line or not data.startswith(b"data:", start):
                 return None
         # its data line ends where the event does (the first line end after it is the last but one
         # byte: a read of many events stops at its first line), and no CR ends a line anywhere
-        if data[start : start + 5] != b"data:" or data.find(b"\n", start) != len(data) - 2 or b"\r" in data:
+        if data.find(b"\n", start) != len(data) - 2 or b"\r" in data:
             return None
-        value = data[start + 6 : -2] if data[start + 5 : start + 6] == b" " else data[start + 5 : -2]
+        value = data[start + 6 : -2] if data[start + 5] == 32 else data[start + 5 : -2]  # 32: a space
         if len(value) > self._max:
             return None
         try:
