@@ -287,8 +287,11 @@ def _at(value: Any, path: Path) -> Any:
     for step in path:
         if type(value) is dict:
             value = value.get(step)
-        elif type(value) is list and type(step) is int and -len(value) <= step < len(value):
-            value = value[step]
+        elif type(value) is list and type(step) is int:
+            try:
+                value = value[step]
+            except IndexError:  # (a negative step counts from the end, as it does in range)
+                return None
         else:
             return None
     return value
@@ -297,7 +300,7 @@ def _at(value: Any, path: Path) -> Any:
 def _swapped(value: Any, path: Path, was: Any, put: Any) -> bool:
     """Whether ``was`` sits at ``path`` in ``value`` (the same type, equal); if so, ``put`` there."""
     parent = _at(value, path[:-1])
-    held = _at(parent, path[-1:])
+    held = _at(parent, path[-1:]) if type(parent) is list else parent.get(path[-1]) if type(parent) is dict else None
     if type(held) is not type(was) or held != was:  # (also where the path leads nowhere: None)
         return False
     parent[path[-1]] = put
