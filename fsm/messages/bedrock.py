@@ -5,16 +5,17 @@ The assistant turn is ``{"role": "assistant", "content": [...]}``: the reasoning
 ``reasoningContent`` (a signed block as ``reasoningText`` with its ``signature``; Claude's redacted
 one as ``redactedContent``, the bytes its base64 on the wire stands for, which boto3 writes as that
 base64 again; a block that never got its signature is left out, since Claude refuses it and no
-other model needs its reasoning back), then the text as a ``text`` block, then the calls as
-``toolUse`` blocks (``toolUseId``, ``name``, ``input`` an object). A server tool the provider ran
+other model needs its reasoning back), then the text as a ``text`` block (where its text parts
+carry citations, each part, a cited one as Converse's ``citationsContent``: see :func:`_text`), then
+the calls as ``toolUse`` blocks (``toolUseId``, ``name``, ``input`` an object). A server tool the provider ran
 itself (Amazon Nova's ``nova_code_interpreter``, ``nova_grounding``) goes back before the client's
 calls, as ConverseStream gives it, block for block: its ``toolUse`` of ``type: server_tool_use``,
 then the ``toolResult`` block that answered it (``toolUseId``, ``type``, ``status``, ``content`` as
 the stream gave them), in the order the stream gave the server calls; the k-th result naming an id
 answers the k-th call under it. A server call that did not complete or that no result answered is
 not sent (a result stands for the run; none is the client's to make), nor a result that no server
-call of this turn is left to answer, nor another provider's server call. Converse's next turn keeps
-the text in one block, so that is their order. A result answers a call as a ``toolResult`` block
+call of this turn is left to answer, nor another provider's server call. The text goes
+before them, as it did when Converse's next turn kept it in one block. A result answers a call as a ``toolResult`` block
 (``toolUseId``, ``content``: an object output as ``json``, anything else as ``text``, an object
 holding a NaN or an infinity too, which no JSON document holds;
 ``status: "error"`` for a failed tool), every answer of a turn in one user message
@@ -38,8 +39,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from fsm.errors import InvalidInput, LocalProtocolError
-from fsm.messages.shared import Message, arguments_object, as_text, reply_id
-from fsm.results import CallStatus, Result, ServerToolResult, ToolCall
+from fsm.messages.shared import Message, arguments_object, as_text, placed_text, reply_id
+from fsm.results import CallStatus, Result, ServerToolResult, TextPart, ToolCall
 
 
 def bedrock_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
@@ -50,8 +51,7 @@ def bedrock_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
         elif reasoning.signature is not None:
             said = {"text": reasoning.text, "signature": reasoning.signature}
             content.append({"reasoningContent": {"reasoningText": said}})
-    if result.text:
-        content.append({"text": result.text})
+    content += _text(result)
     sent: dict[str, str] = {}
     for call, answer in _served(result):
         content.append({"toolUse": _use(call, sent, type="server_tool_use")})
@@ -59,6 +59,27 @@ def bedrock_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     for call in calls:
         content.append({"toolUse": _use(call, sent)})
     return {"role": "assistant", "content": content}
+
+
+def _text(result: Result) -> list[Message]:
+    """The text as Converse takes it back. Without citations, one ``text`` block. With them, each
+    text block the stream gave in its order, a cited one as ``citationsContent`` (``content``: its
+    text as one ``{"text"}`` item; ``citations``: each citation whole, as the stream's
+    ``CitationsDelta`` gave it, whose members are those of the ``Citation`` botocore's model takes
+    there), as Converse itself answers a cited turn; text that came in no block (a delta without its
+    index) makes the parts not hold all of it, and then all of it goes as one block with every
+    part's citations (:func:`~fsm.messages.shared.placed_text`). A part with citations and no text
+    goes back with none (the decoder reported them)."""
+    if not any(part.citations for part in result.text_parts):
+        return [{"text": result.text}] if result.text else []
+    return [block for _, block in placed_text(result, _cited)]  # the parts in the order they streamed
+
+
+def _cited(text: str, part: TextPart | None) -> Message:
+    if part is None or not part.citations:
+        return {"text": text}
+    citations = [dict(citation) for citation in part.citations]
+    return {"citationsContent": {"content": [{"text": text}], "citations": citations}}
 
 
 def _use(call: ToolCall, sent: dict[str, str], **extra: str) -> Message:
