@@ -70,8 +70,9 @@ def _binary(events: list[dict[str, Any]]) -> bytes:
     return converse_stream([next(iter(event.items())) for event in events])
 
 
-def _parts(result: fsm.Result) -> list[tuple[str, int | None, tuple[dict[str, Any], ...]]]:
-    return [(part.text, part.output_index, part.citations) for part in result.text_parts]
+def _parts(result: fsm.Result) -> list[tuple[str, tuple[dict[str, Any], ...]]]:
+    assert all(part.output_index is None for part in result.text_parts)  # its text goes before its calls
+    return [(part.text, part.citations) for part in result.text_parts]
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -79,7 +80,7 @@ def test_each_citation_goes_on_its_text_block_whole_and_in_order(form: str) -> N
     pytest.importorskip("botocore")
     result = _fed(EVENTS, form)
     assert result.codes() == [] and result.text == "Today Oslo is at 3 C."
-    assert _parts(result) == [("Today ", 0, ()), ("Oslo is at 3 C", 1, (WEB, DOC)), (".", 2, ())]
+    assert _parts(result) == [("Today ", ()), ("Oslo is at 3 C", (WEB, DOC)), (".", ())]
     assert messages.assistant_message(result, "bedrock") == {"role": "assistant", "content": SENT_BACK}
 
 
@@ -99,7 +100,7 @@ def test_boto3_reads_the_citations_and_sends_the_cited_block_back() -> None:
         "request-created.bedrock-runtime.ConverseStream", lambda request, **_: sent.append(json.loads(request.body))
     )
     result = fsm.reassemble(client.converse_stream(modelId="m", messages=ASK)["stream"])
-    assert result.codes() == [] and _parts(result)[1] == ("Oslo is at 3 C", 1, (WEB, DOC))
+    assert result.codes() == [] and _parts(result)[1] == ("Oslo is at 3 C", (WEB, DOC))
     answers = [messages.tool_result(call, {"ok": True}, "bedrock") for call in result.calls]
     turn = [*ASK, messages.assistant_message(result, "bedrock"), *messages.tool_results(answers, "bedrock")]
     client.converse_stream(modelId="m", messages=turn)  # botocore checks every block against its model
@@ -176,7 +177,7 @@ def test_a_citation_no_text_block_takes_stays_reported_at_its_event(case: str, f
     assert told == [  # (the tool block's call ends an end_turn stream: finish-reason-mapped, as ever)
         (where, "part-not-reassembled", f"{says}: it cites no text and is not kept")
     ]
-    assert _parts(result) == [("Cold.", 4, ())]
+    assert _parts(result) == [("Cold.", ())]
     sent = messages.assistant_message(result, "bedrock")["content"]
     assert {"text": "Cold."} in sent and not any("citationsContent" in block for block in sent)
 
@@ -196,14 +197,14 @@ def test_the_citations_of_a_block_that_ended_with_no_text_are_reported_and_do_no
     assert [(d.event, d.code, d.message) for d in result.diagnostics] == [
         (end, "part-not-reassembled", "block 0 ended with citations and no text: they go back on no text")
     ]
-    assert _parts(result) == [("", 0, (WEB,)), ("Cold.", 1, ())]  # kept on its part, as it came
+    assert _parts(result) == [("", (WEB,)), ("Cold.", ())]  # kept on its part, as it came
     assert messages.assistant_message(result, "bedrock")["content"] == [{"text": "Cold."}]
 
 
 def test_a_citation_before_its_blocks_text_goes_on_that_text() -> None:
     events = [_delta(0, {"citation": DOC}), _delta(0, {"text": "Snow."}), {"messageStop": {"stopReason": "end_turn"}}]
     result = fsm.reassemble(events, "bedrock")
-    assert (result.codes(), _parts(result)) == ([], [("Snow.", 0, (DOC,))])
+    assert (result.codes(), _parts(result)) == ([], [("Snow.", (DOC,))])
 
 
 def test_the_citations_round_trip_for_random_turns() -> None:
@@ -227,8 +228,8 @@ def test_the_citations_round_trip_for_random_turns() -> None:
         events.append({"messageStop": {"stopReason": "end_turn"}})
         for result in (fsm.reassemble(events, "bedrock"), fsm.reassemble(_binary(events), "bedrock")):
             assert result.codes() == []
-            assert [TextPart(t, output_index=n, citations=tuple(c)) for n, (t, c) in enumerate(blocks)] == [
-                TextPart(p.text, output_index=p.output_index, citations=p.citations) for p in result.text_parts
+            assert [TextPart(t, citations=tuple(c)) for t, c in blocks] == [
+                TextPart(p.text, citations=p.citations) for p in result.text_parts
             ]
             sent = messages.assistant_message(result, "bedrock")["content"]
             if any(c for _, c in blocks):
@@ -239,3 +240,27 @@ def test_the_citations_round_trip_for_random_turns() -> None:
             else:
                 expected = [{"text": "".join(t for t, _ in blocks)}]
             assert sent == expected
+
+
+# -- Another wire's citations, another format's message ------------------------------------------------------------
+
+
+def test_claudes_citations_do_not_go_to_converse_nor_converses_to_claude() -> None:
+    # A Converse Citation has no type and Claude's has one: neither API takes the other's, so a turn
+    # sent in the other's format goes with its text and without them.
+    claude_cited = {"type": "char_location", "cited_text": "3 C", "document_index": 0}
+    events = [
+        {"type": "message_start", "message": {"id": "m", "role": "assistant", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta", "citation": claude_cited}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "3 C."}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}},
+        {"type": "message_stop"},
+    ]
+    claude = fsm.reassemble(events, "anthropic")
+    assert [part.citations for part in claude.text_parts] == [(claude_cited,)]
+    assert messages.assistant_message(claude, "bedrock")["content"] == [{"text": "3 C."}]
+    converse = fsm.reassemble(EVENTS, "bedrock")
+    blocks = messages.assistant_message(converse, "anthropic")["content"]
+    assert "citations" not in json.dumps(blocks) and "Oslo is at 3 C" in json.dumps(blocks)

@@ -39,8 +39,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from fsm.errors import InvalidInput, LocalProtocolError
-from fsm.messages.shared import Message, arguments_object, as_text, placed_text, reply_id
-from fsm.results import CallStatus, Result, ServerToolResult, TextPart, ToolCall
+from fsm.messages.shared import Message, arguments_object, as_text, reply_id
+from fsm.results import CallStatus, Result, ServerToolResult, ToolCall
 
 
 def bedrock_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
@@ -62,24 +62,36 @@ def bedrock_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
 
 
 def _text(result: Result) -> list[Message]:
-    """The text as Converse takes it back. Without citations, one ``text`` block. With them, each
-    text block the stream gave in its order, a cited one as ``citationsContent`` (``content``: its
-    text as one ``{"text"}`` item; ``citations``: each citation whole, as the stream's
-    ``CitationsDelta`` gave it, whose members are those of the ``Citation`` botocore's model takes
-    there), as Converse itself answers a cited turn; text that came in no block (a delta without its
-    index) makes the parts not hold all of it, and then all of it goes as one block with every
-    part's citations (:func:`~fsm.messages.shared.placed_text`). A part with citations and no text
-    goes back with none (the decoder reported them)."""
-    if not any(part.citations for part in result.text_parts):
+    """The text as Converse takes it back. Without a Converse citation, one ``text`` block. With
+    them, each text block the stream gave, in its order, a cited one as ``citationsContent``
+    (``content``: its text as one ``{"text"}`` item; ``citations``: each citation whole, as the
+    stream's ``CitationsDelta`` gave it, whose members are those of the ``Citation`` botocore's model
+    takes there), as Converse itself answers a cited turn. Text that came in no block (a delta
+    without its index) leaves the parts short of it: then all of it goes as one block, with every
+    part's citations. Another wire's citations (Claude's, a Responses annotation: each has a
+    ``type``, which no Converse citation has) are not Converse's to take, so they are left out, as
+    is a part with citations and no text (the decoder reported it)."""
+    parts = [part for part in result.text_parts if part.text]
+    cited = [[c for c in part.citations if _converse_citation(c)] for part in parts]
+    if not any(cited):
         return [{"text": result.text}] if result.text else []
-    return [block for _, block in placed_text(result, _cited)]  # the parts in the order they streamed
+    if "".join(part.text for part in parts) != result.text:
+        return [_cited(result.text, [c for each in cited for c in each])]
+    return [_cited(part.text, each) for part, each in zip(parts, cited, strict=True)]
 
 
-def _cited(text: str, part: TextPart | None) -> Message:
-    if part is None or not part.citations:
+def _cited(text: str, citations: list[dict[str, Any]]) -> Message:
+    if not citations:
         return {"text": text}
-    citations = [dict(citation) for citation in part.citations]
-    return {"citationsContent": {"content": [{"text": text}], "citations": citations}}
+    return {"citationsContent": {"content": [{"text": text}], "citations": [dict(c) for c in citations]}}
+
+
+_CITATION = frozenset({"title", "source", "sourceContent", "location"})
+"""The members of botocore's ``Citation`` (and of the ``CitationsDelta`` the stream gives)."""
+
+
+def _converse_citation(citation: Mapping[str, Any]) -> bool:
+    return bool(citation) and citation.keys() <= _CITATION
 
 
 def _use(call: ToolCall, sent: dict[str, str], **extra: str) -> Message:

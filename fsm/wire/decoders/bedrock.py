@@ -83,8 +83,8 @@ class BedrockDecoder:
     @property
     def output_indexed(self) -> bool:
         """An InvokeModel stream's calls take the places its model's wire gives them (a Claude
-        model's content block index). ConverseStream's block index is not used as a call's place:
-        the Converse turn goes back with its calls after its text (only a text part keeps it)."""
+        model's content block index). ConverseStream's block index is not used as a place: the
+        Converse turn goes back with its text before its calls (a text part is keyed by it only)."""
         return bool(getattr(self._carried, "output_indexed", False))
 
     def place_of(self, wire_id: str | None) -> int | None:
@@ -193,7 +193,7 @@ class BedrockDecoder:
             diagnose("part-not-reassembled", f"a citation that {what}: it cites no text and is not kept")
             return []
         self._cited.setdefault(at, False)
-        return [TextDelta("", output_index=at, part=at, citation=dict(cited))]
+        return [TextDelta("", part=at, citation=dict(cited))]
 
     def _open_result(self, at: int | None, start: Any) -> bool:
         """Opens a server tool's result block at ``at``: one with no index or no ``toolUseId`` says
@@ -367,7 +367,7 @@ def _said(at: int | None, delta: Mapping[str, Any]) -> list[Event]:
     signature or redacted content (Claude through Converse)."""
     piece = text(delta.get("text"), "delta.text")
     if piece:
-        return [TextDelta(piece, output_index=at, part=at)]
+        return [TextDelta(piece, part=at)]  # no output_index: a Converse turn's text goes back before its calls
     reasoning = mapping(delta.get("reasoningContent"), "reasoningContent")
     if not reasoning:
         return []
