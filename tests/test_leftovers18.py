@@ -63,9 +63,10 @@ def test_reasoning_over_thinking_blocks_is_not_reported() -> None:
 # -- What a Converse block's start or delta holds besides text, reasoning and tool input ---------------------
 
 
-def test_a_converse_citation_is_reported_and_a_server_tool_result_kept() -> None:
+def test_a_converse_citation_and_a_server_tool_result_are_kept() -> None:
     # A citation delta, a server tool's toolResult block (start and delta) were read as nothing, unseen.
-    # The citation is reported; the result block is kept whole since (tests/test_bedrock_server_tools.py).
+    # They were reported; the result block is kept whole since (tests/test_bedrock_server_tools.py),
+    # and the citation on its text block's part (tests/test_bedrock_citations.py).
     events = [
         {"messageStart": {"role": "assistant"}},
         {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": "Oslo is cold."}}},
@@ -81,9 +82,8 @@ def test_a_converse_citation_is_reported_and_a_server_tool_result_kept() -> None
     ]
     result = fsm.reassemble(events, "bedrock")
     assert ([(c.id, c.arguments) for c in result.calls], result.text) == ([("c1", {"a": 1})], "Oslo is cold.")
-    assert [(d.code, d.event, d.message) for d in result.diagnostics] == [
-        ("part-not-reassembled", 3, "contentBlockDelta.delta of block 0 holds citation, which is not reassembled"),
-    ]
+    assert result.diagnostics == ()
+    assert [(p.text, p.citations) for p in result.text_parts] == [("Oslo is cold.", ({"title": "Weather"},))]
     assert [r.block for r in result.server_tool_results] == [{"toolUseId": "t1", "content": [{"text": "found"}]}]
     plain = fsm.reassemble(
         [events[1], {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": None}}}], "bedrock"

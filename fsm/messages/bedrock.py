@@ -5,16 +5,17 @@ The assistant turn is ``{"role": "assistant", "content": [...]}``: the reasoning
 ``reasoningContent`` (a signed block as ``reasoningText`` with its ``signature``; Claude's redacted
 one as ``redactedContent``, the bytes its base64 on the wire stands for, which boto3 writes as that
 base64 again; a block that never got its signature is left out, since Claude refuses it and no
-other model needs its reasoning back), then the text as a ``text`` block, then the calls as
-``toolUse`` blocks (``toolUseId``, ``name``, ``input`` an object). A server tool the provider ran
+other model needs its reasoning back), then the text as a ``text`` block (where its text parts
+carry citations, each part, a cited one as Converse's ``citationsContent``: see :func:`_text`), then
+the calls as ``toolUse`` blocks (``toolUseId``, ``name``, ``input`` an object). A server tool the provider ran
 itself (Amazon Nova's ``nova_code_interpreter``, ``nova_grounding``) goes back before the client's
 calls, as ConverseStream gives it, block for block: its ``toolUse`` of ``type: server_tool_use``,
 then the ``toolResult`` block that answered it (``toolUseId``, ``type``, ``status``, ``content`` as
 the stream gave them), in the order the stream gave the server calls; the k-th result naming an id
 answers the k-th call under it. A server call that did not complete or that no result answered is
 not sent (a result stands for the run; none is the client's to make), nor a result that no server
-call of this turn is left to answer, nor another provider's server call. Converse's next turn keeps
-the text in one block, so that is their order. A result answers a call as a ``toolResult`` block
+call of this turn is left to answer, nor another provider's server call. The text goes
+before them, as it did when Converse's next turn kept it in one block. A result answers a call as a ``toolResult`` block
 (``toolUseId``, ``content``: an object output as ``json``, anything else as ``text``, an object
 holding a NaN or an infinity too, which no JSON document holds;
 ``status: "error"`` for a failed tool), every answer of a turn in one user message
@@ -50,8 +51,7 @@ def bedrock_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
         elif reasoning.signature is not None:
             said = {"text": reasoning.text, "signature": reasoning.signature}
             content.append({"reasoningContent": {"reasoningText": said}})
-    if result.text:
-        content.append({"text": result.text})
+    content += _text(result)
     sent: dict[str, str] = {}
     for call, answer in _served(result):
         content.append({"toolUse": _use(call, sent, type="server_tool_use")})
@@ -59,6 +59,39 @@ def bedrock_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     for call in calls:
         content.append({"toolUse": _use(call, sent)})
     return {"role": "assistant", "content": content}
+
+
+def _text(result: Result) -> list[Message]:
+    """The text as Converse takes it back. Without a Converse citation, one ``text`` block. With
+    them, each text block the stream gave, in its order, a cited one as ``citationsContent``
+    (``content``: its text as one ``{"text"}`` item; ``citations``: each citation whole, as the
+    stream's ``CitationsDelta`` gave it, whose members are those of the ``Citation`` botocore's model
+    takes there), as Converse itself answers a cited turn. Text that came in no block (a delta
+    without its index) leaves the parts short of it: then all of it goes as one block, with every
+    part's citations. Another wire's citations (Claude's, a Responses annotation: each has a
+    ``type``, which no Converse citation has) are not Converse's to take, so they are left out, as
+    is a part with citations and no text (the decoder reported it)."""
+    parts = [part for part in result.text_parts if part.text]
+    cited = [[c for c in part.citations if _converse_citation(c)] for part in parts]
+    if not any(cited):
+        return [{"text": result.text}] if result.text else []
+    if "".join(part.text for part in parts) != result.text:
+        return [_cited(result.text, [c for each in cited for c in each])]
+    return [_cited(part.text, each) for part, each in zip(parts, cited, strict=True)]
+
+
+def _cited(text: str, citations: list[dict[str, Any]]) -> Message:
+    if not citations:
+        return {"text": text}
+    return {"citationsContent": {"content": [{"text": text}], "citations": [dict(c) for c in citations]}}
+
+
+_CITATION = frozenset({"title", "source", "sourceContent", "location"})
+"""The members of botocore's ``Citation`` (and of the ``CitationsDelta`` the stream gives)."""
+
+
+def _converse_citation(citation: Mapping[str, Any]) -> bool:
+    return bool(citation) and citation.keys() <= _CITATION
 
 
 def _use(call: ToolCall, sent: dict[str, str], **extra: str) -> Message:

@@ -15,12 +15,14 @@ from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS
 
 def anthropic_text(text: str, part: TextPart | None) -> Message:
     block: Message = {"type": "text", "text": text}
-    if part is not None and part.citations:
+    # A citation without a type is no Claude citation (Bedrock Converse's have none), which
+    # Anthropic refuses: it is left out.
+    citations = [cited for cited in part.citations if "type" in cited] if part is not None else []
+    if citations:
         # A streamed citation carries "file_id": null, which Anthropic refuses back ("Extra inputs are
         # not permitted"): the field goes where it holds nothing.
         block["citations"] = [
-            {key: value for key, value in cited.items() if value is not None or key != "file_id"}
-            for cited in part.citations
+            {key: value for key, value in cited.items() if value is not None or key != "file_id"} for cited in citations
         ]
     return block
 

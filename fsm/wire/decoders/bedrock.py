@@ -10,11 +10,17 @@ provider runs itself (:attr:`~fsm.results.Result.server_tool_calls`, never the c
 result as a block of its own: ``contentBlockStart.start.toolResult {toolUseId, type, status}``, then
 ``contentBlockDelta.delta.toolResult``, a list of ``{json}`` or ``{text}`` items (a run of text
 items joins into one, as text deltas do), ended by ``contentBlockStop``, when it is kept whole as
-Converse's ``toolResult`` block (:class:`~fsm.events.ServerResultBlock`) for the next turn. What
-else a block's start or delta holds (a ``citation``, an ``image``, a result item of another kind, a
-``toolResult`` in a block that is no result's, a result block that never stopped) is reported
-(``part-not-reassembled``). The raw binary event stream is unframed by :mod:`fsm.wire.framing`
-(with botocore's decoder) into these same objects.
+Converse's ``toolResult`` block (:class:`~fsm.events.ServerResultBlock`) for the next turn. A text block's
+text is a text part of its own (keyed by its ``contentBlockIndex``), and each ``delta.citation`` in
+it (botocore's ``CitationsDelta``: ``title``, ``source``, ``sourceContent``, ``location``) is a
+citation of that part, kept whole and in order, as Claude's ``citations_delta`` is: the same
+members as the ``Citation`` of the ``citationsContent`` block it goes back in. A citation with no
+text block to go on (no index; a tool, result or reasoning block's) and the citations of a block
+that ended with no text are reported (``part-not-reassembled``, at their event). What else a
+block's start or delta holds (an ``image``, a result item of another kind, a ``toolResult`` in a
+block that is no result's, a result block that never stopped) is reported likewise. The raw binary
+event stream is unframed by :mod:`fsm.wire.framing` (with botocore's decoder) into these same
+objects.
 
 An ``InvokeModelWithResponseStream`` carries the model's own events instead (a Claude model's are
 Anthropic's; fsm/wire/eventstream.py unwraps them): named ``bedrock``, such a stream is read by the
@@ -71,12 +77,14 @@ class BedrockDecoder:
         self._carried: Decoder | None = None  # an InvokeModel stream's: the model's own wire's decoder
         self._converse = False  # a ConverseStream event was read: the stream is one
         self._results: dict[int, _Result] = {}  # index → a server tool's result block being read
+        self._cited: dict[int, bool] = {}  # a text block's index → any text yet (False: only citations)
+        self._thought: set[int] = set()  # the reasoning blocks' indexes: no citation goes on them
 
     @property
     def output_indexed(self) -> bool:
         """An InvokeModel stream's calls take the places its model's wire gives them (a Claude
-        model's content block index). ConverseStream's block index is not used as a place: no
-        message builder takes a Converse turn back."""
+        model's content block index). ConverseStream's block index is not used as a place: the
+        Converse turn goes back with its text before its calls (a text part is keyed by it only)."""
         return bool(getattr(self._carried, "output_indexed", False))
 
     def place_of(self, wire_id: str | None) -> int | None:
@@ -120,9 +128,12 @@ class BedrockDecoder:
                 delta = said.get("toolUse")
                 result = self._results.get(at) if at is not None and delta is None else None
                 took = result is not None and result.add(said.get("toolResult"), f"block {at}", diagnose)
-                _report_unread(said, "contentBlockDelta.delta", at, diagnose, _READ_RESULT if took else _READ)
+                read = _READ_RESULT_DELTA if took else _READ_DELTA
+                _report_unread(said, "contentBlockDelta.delta", at, diagnose, read)
+                if "citation" in said:
+                    events += self._citation(at, said["citation"], diagnose)
                 if delta is None:
-                    events += _said(at, said)
+                    events += self._said(at, said)
                 else:
                     piece = text(mapping(delta, "toolUse").get("input"), "input")
                     ref = self._placed(at, diagnose)
@@ -131,6 +142,8 @@ class BedrockDecoder:
                         events.append(ArgumentsFragment(ref, piece))
             elif kind == "contentBlockStop":
                 at = index(body.get("contentBlockIndex"), "contentBlockIndex")
+                if at is not None and self._cited.pop(at, True) is False:
+                    _uncited(at, diagnose)
                 if at is not None and at in self._results:
                     events.append(ServerResultBlock(self._results.pop(at).block(), at))
                     continue
@@ -147,6 +160,9 @@ class BedrockDecoder:
                 for at in self._results:
                     diagnose("part-not-reassembled", f"the toolResult block {at} never stopped; it is not kept")
                 self._results.clear()
+                for at in [at for at, texted in self._cited.items() if not texted]:
+                    _uncited(at, diagnose)
+                self._cited.clear()
                 if reason:
                     events.append(StreamEnd(_FINISH.get(reason, reason), reason))
             elif kind == "metadata" and body.get("usage"):
@@ -156,6 +172,28 @@ class BedrockDecoder:
             elif kind not in _QUIET:
                 diagnose("unknown-event", f"Bedrock event {kind!r}")
         return events
+
+    def _said(self, at: int | None, delta: Mapping[str, Any]) -> list[Event]:
+        said = _said(at, delta)
+        if at is not None and said:
+            if type(said[0]) is TextDelta:
+                self._cited[at] = True
+            else:
+                self._thought.add(at)
+        return said
+
+    def _citation(self, at: int | None, cited: Any, diagnose: Callable[[str, str], None]) -> list[Event]:
+        """A citation of the text block at ``at``, whole; reported where no text block is there to
+        take it (it would go back on no text, or on another block's)."""
+        cited = mapping(cited, "citation")
+        if not cited:
+            return []
+        if at is None or at in self._blocks or at in self._results or at in self._thought:
+            what = "has no contentBlockIndex" if at is None else f"is in block {at}, which is no text block"
+            diagnose("part-not-reassembled", f"a citation that {what}: it cites no text and is not kept")
+            return []
+        self._cited.setdefault(at, False)
+        return [TextDelta("", part=at, citation=dict(cited))]
 
     def _open_result(self, at: int | None, start: Any) -> bool:
         """Opens a server tool's result block at ``at``: one with no index or no ``toolUseId`` says
@@ -264,10 +302,12 @@ _FORM_PLACE = ("contentBlockDelta", "contentBlockIndex")
 """Where it names the block: a hole of the form (any integer there is read as the block's index)."""
 
 _READ = frozenset({"text", "reasoningContent", "toolUse"})
-"""What this decoder reads of a block's start or delta; the rest (a ``citation``, an ``image``, a
-``toolResult`` outside a result block) is reported, not dropped unseen."""
+"""What this decoder reads of a block's start; the rest (an ``image``, a ``toolResult`` outside a
+result block) is reported, not dropped unseen."""
 _READ_RESULT = _READ | {"toolResult"}
-"""What it reads of a server tool's result block's start or delta."""
+"""What it reads of a server tool's result block's start."""
+_READ_DELTA, _READ_RESULT_DELTA = _READ | {"citation"}, _READ_RESULT | {"citation"}
+"""What it reads of a block's delta: a ``citation`` too (reported apart where no text takes it)."""
 
 
 class _Result:
@@ -318,11 +358,16 @@ def _report_unread(
         )
 
 
+def _uncited(at: int, diagnose: Callable[[str, str], None]) -> None:
+    diagnose("part-not-reassembled", f"block {at} ended with citations and no text: they go back on no text")
+
+
 def _said(at: int | None, delta: Mapping[str, Any]) -> list[Event]:
-    """Text, and reasoning with its signature or redacted content (Claude through Converse)."""
+    """Text (a part of its own: its block's citations go back on it), and reasoning with its
+    signature or redacted content (Claude through Converse)."""
     piece = text(delta.get("text"), "delta.text")
     if piece:
-        return [TextDelta(piece)]
+        return [TextDelta(piece, part=at)]  # no output_index: a Converse turn's text goes back before its calls
     reasoning = mapping(delta.get("reasoningContent"), "reasoningContent")
     if not reasoning:
         return []
