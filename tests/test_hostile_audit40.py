@@ -44,7 +44,8 @@ from fsm.results import Severity
 
 def _outcome(r: Reassembler, pieces: list[Any], dicts: bool = False) -> tuple[Any, ...]:
     """Everything the stream decided: the error raised (type, event, words), the calls, the finish
-    reason, the diagnostics, those not kept, every output in order and the text."""
+    reason, the diagnostics, those not kept, every output in order, the text, the rules applied and
+    the transitions taken."""
     outputs: list[Any] = []
     raised = None
     try:
@@ -60,7 +61,11 @@ def _outcome(r: Reassembler, pieces: list[Any], dicts: bool = False) -> tuple[An
     outputs += r.drain()
     calls = [(c.index, c.id, c.wire_id, c.name, c.arguments_json, repr(c.arguments), c.status) for c in result.calls]
     diagnostics = [(d.event, d.code, d.message, d.severity) for d in result.diagnostics]
-    return raised, calls, result.finish_reason, diagnostics, result.suppressed_diagnostics, outputs, result.text
+    # and inside: the rules applied and the transitions taken, each as often
+    rules = {rule: n for rule, n in r.ledger.rules.items() if n}
+    transitions = {label: n for label, n in r.ledger.transitions.items() if n}
+    said = (result.finish_reason, diagnostics, result.suppressed_diagnostics, outputs, result.text)
+    return raised, calls, *said, rules, transitions
 
 
 @contextlib.contextmanager
