@@ -420,14 +420,19 @@ def _chat_cases() -> dict[str, tuple[list[str], Limits]]:
     )
     cases["whitespace in a run"] = (_learnt(*spaces, _piece(0, "x"), *spaces), default)
     # Limits reached exactly, or passed by one, by a run held back or a fragment scanned at once
+    # (in ASCII a run's bytes are its characters: it may fill the room the limits leave exactly;
+    # the ASCII text's last piece is the closing '"}', scanned at once, right after a run)
+    for kind, text in [("", '{"q": "' + "é" * 40 + "\U0001f600" * 5 + '"}'), ("ascii ", '{"q": "' + "a" * 63 + '"}')]:
+        pieces = [text[k : k + 7] for k in range(0, len(text), 7)]
+        stream = [_head(0), *(_piece(0, p) for p in pieces), _FINISH]
+        for more in (-1, 0, 1):
+            cases[f"{kind}chars {more}"] = (stream, Limits(max_argument_chars=len(text) + more))
+            cases[f"{kind}bytes {more}"] = (stream, Limits(max_stream_argument_bytes=len(text.encode()) + more))
+            cut = len(text) - 2  # the last run stops short of the closing fragment
+            cases[f"{kind}chars {more} before the close"] = (stream, Limits(max_argument_chars=cut + more))
+            cases[f"{kind}bytes {more} before the close"] = (stream, Limits(max_stream_argument_bytes=cut + more))
     text = '{"q": "' + "é" * 40 + "\U0001f600" * 5 + '"}'
     pieces = [text[k : k + 7] for k in range(0, len(text), 7)]
-    stream = [_head(0), *(_piece(0, p) for p in pieces), _FINISH]
-    for more in (-1, 0, 1):
-        cases[f"chars {more}"] = (stream, Limits(max_argument_chars=len(text) + more))
-        cases[f"bytes {more}"] = (stream, Limits(max_stream_argument_bytes=len(text.encode()) + more))
-        cut = len(text) - 2  # the last run stops short of the closing fragment, scanned at once
-        cases[f"chars {more} before the close"] = (stream, Limits(max_argument_chars=cut + more))
     two = [_head(0), _head(1), *(_piece(k % 2, p) for k, p in enumerate(pieces * 2)), _FINISH]
     for more in (-1, 0, 1):
         cases[f"two calls' bytes {more}"] = (two, Limits(max_stream_argument_bytes=2 * len(text.encode()) + more))
