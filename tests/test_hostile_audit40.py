@@ -725,31 +725,34 @@ def _anthropic_values(rng: random.Random) -> list[dict[str, Any]]:
     ]
 
 
+_ITEMS = [  # a Responses item kind, its input events' type, the field its input is in, its other fields
+    ("function_call", "response.function_call_arguments", "arguments", {"call_id": "call_", "name": "f"}),
+    ("custom_tool_call", "response.custom_tool_call_input", "input", {"call_id": "call_", "name": "g"}),  # freeform
+    ("code_interpreter_call", "response.code_interpreter_call_code", "code", {"container_id": "cntr_"}),  # a server's
+]
+
+
 def _responses_values(rng: random.Random) -> list[dict[str, Any]]:
     calls = []
     for k in range(rng.randint(1, 3)):
-        item = {
-            "type": "function_call",
-            "id": f"fc_{k}",
-            "call_id": f"call_{k}",
-            "name": "f",
-            "arguments": "",
-            "status": "in_progress",
-        }
+        item_type, kind, field, more = _ITEMS[0] if rng.random() < 0.6 else rng.choice(_ITEMS)
+        item = {"type": item_type, "id": f"fc_{k}", **{key: f"{value}{k}" for key, value in more.items()}}
+        item.update({field: "", "status": "in_progress"})
         pieces = _argument_pieces(rng)
         events: list[dict[str, Any]] = [{"type": "response.output_item.added", "output_index": k, "item": item}]
-        kind = "response.function_call_arguments"
         events += [{"type": f"{kind}.delta", "item_id": f"fc_{k}", "output_index": k, "delta": p} for p in pieces]
         if not _odd(rng, 0.2):
             full = "".join(pieces)
-            events.append({"type": f"{kind}.done", "item_id": f"fc_{k}", "output_index": k, "arguments": full})
-            done = {**item, "arguments": full, "status": "completed"}
+            events.append({"type": f"{kind}.done", "item_id": f"fc_{k}", "output_index": k, field: full})
+            done = {**item, field: full, "status": "completed"}
             events.append({"type": "response.output_item.done", "output_index": k, "item": done})
             if _odd(rng, 0.2):  # a piece after its item was done
                 events.append({"type": f"{kind}.delta", "item_id": f"fc_{k}", "output_index": k, "delta": "x"})
-        if _odd(rng, 0.1):  # a piece naming another item, or another place
+        if _odd(rng, 0.1):  # a piece naming another item, or another place, or of another kind
             events.append({"type": f"{kind}.delta", "item_id": f"fc_{k + 1}", "output_index": k, "delta": "y"})
             events.append({"type": f"{kind}.delta", "item_id": f"fc_{k}", "output_index": k + 5, "delta": "y"})
+            other = rng.choice(_ITEMS)[1]
+            events.append({"type": f"{other}.delta", "item_id": f"fc_{k}", "output_index": k, "delta": "z"})
         calls.append(events)
     response = {"id": "resp_1", "object": "response", "status": "in_progress", "output": []}
     flat = [
