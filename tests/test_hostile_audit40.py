@@ -5,9 +5,10 @@ learnt form without a parse (fsm/wire/decoders/chunk_form.py), the OpenAI chat s
 fragments held back and stored in one step (Registry.gather, settle), the calls opened and stored
 without the general routing (whole_call, call_header, bare_fragment) and the transitions taken
 without the machine's dispatch (Slot.store_first, store_waiting and its scan run now, store_run,
-store_whole). Each stream is read seven ways that must decide alike (the calls, their statuses, the
-diagnostics with their events and words, every output and the error raised, if any): its wire bytes
-in one read, a byte a read, in reads of random sizes and one event a read; the same bytes with every
+store_whole). Each stream is read eight ways that must decide alike (the calls, their statuses, the
+diagnostics with their events and words, every output, the error raised if any, the rules applied
+and the transitions taken): its wire bytes in one read, a byte a read (under 20 kB), in reads of
+random sizes and one event a read; the same bytes with every
 speed path above turned off (the general path), whole and one event a read; its events as parsed
 dicts, where each is a JSON object; and in strict mode (the reference executor), which must give
 the same result where lax mode reports no violation and raise where it reports one, at its event.
@@ -19,9 +20,12 @@ across events; brackets inside strings at the bounds a waiting scan keeps; a quo
 fragment's edge; a value closed mid-fragment with text after it; whitespace-only fragments; a limit
 reached exactly by a gathered run or a fragment scanned at once; interleaved calls, a header in a
 run, a finish reason and [DONE] mid-stream; CRLF and CR line ends, ``data:`` without its space,
-comments, ``event:`` lines, data split over two lines, BOMs), and seeded random ones of OpenAI chat,
-Anthropic, OpenAI Responses and Cohere, some of megabytes. The audit found no divergence: this file
-keeps the cases, and checks that each speed path is taken by them (else they would prove nothing).
+comments, ``event:`` lines, data split over lines, a CR mid-line, BOMs), and seeded random ones of
+OpenAI chat, Anthropic, OpenAI Responses, Cohere and Bedrock (AWS event stream), a third of them
+clean so that strict mode is held to the same result, and some of megabytes. The audit found no
+divergence: this file keeps the cases, checks that each speed path is taken by them (else they would
+prove nothing) and pins what a few of them must decide, which no comparison between ways sees where
+every way shares a part.
 """
 
 from __future__ import annotations
