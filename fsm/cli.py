@@ -14,7 +14,6 @@ import argparse
 import contextlib
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fsm import __version__
@@ -261,6 +260,7 @@ def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     import hashlib
     import shutil
     import tempfile
+    from pathlib import Path
 
     import attrs
 
@@ -306,6 +306,8 @@ def run_fuzz(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def diagram(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from pathlib import Path
+
     from fsm.harness.diagrams import REGENERATE, generate
 
     root = Path(args.out or args.root)

@@ -7,7 +7,6 @@ import argparse
 import json
 import math
 import sys
-from pathlib import Path
 from typing import TextIO
 
 from fsm.cli_io import Progress
@@ -47,6 +46,8 @@ def _conform_usage(args: argparse.Namespace) -> str | None:
 
 
 def conform(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None = None) -> int:
+    from pathlib import Path
+
     import attrs
 
     from fsm.harness import conformance

@@ -7,12 +7,13 @@ from __future__ import annotations
 import io
 import os
 import sys
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from fsm.errors import ToolcallFSMError
+
+if TYPE_CHECKING:
+    from pathlib import Path  # (a start that writes no file loads no pathlib)
 
 READ_SIZE = 64 * 1024
 
@@ -40,6 +41,8 @@ def unwritable_folder(folder: Path) -> str | None:
     """Why files cannot be written into ``folder`` (made when missing), or None when they can."""
     if folder.exists() and not folder.is_dir():  # mkdir would say only "File exists"
         return "it is a file, not a folder"
+    import tempfile  # with shutil, bz2, lzma and random under it: only the commands that write files need it
+
     try:
         folder.mkdir(parents=True, exist_ok=True)
         tempfile.TemporaryFile(dir=folder).close()

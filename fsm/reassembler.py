@@ -66,12 +66,28 @@ from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 from fsm.wire.detect import cut_before_telling
 from fsm.wire.faults import Fault, Payload
 from fsm.wire.framing import DONE, Detector, Framer, make_framer
-from fsm.wire.langchain_places import LangChainStream
-from fsm.wire.sdk import sdk_payload, take_chat_chunk
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from fsm.engine.partial import PartialReader  # imported when a preview is first asked for
     from fsm.engine.slot import Slot
+    from fsm.wire.langchain_places import LangChainStream
+
+_sdk: ModuleType | None = None
+"""fsm.wire.sdk once an SDK object was fed (see _sdk_readers)."""
+
+
+def _sdk_readers() -> ModuleType:
+    """The SDK objects' readers, loaded with the first SDK object: they bring LangChain's, whose
+    loading costs about as much as the rest of a replay's reading, and a stream of dicts or
+    bytes never needs them."""
+    global _sdk
+    from fsm.wire import sdk
+
+    _sdk = sdk
+    return sdk
+
 
 _FREE_LEARNINGS: Final = 8
 """Forms of events learnt before learning is held to one per _EVENTS_A_LEARNING events."""
@@ -403,13 +419,13 @@ class Reassembler:
         self._events += 1
         self.ledger.event = self._events
         if type(item) is not dict:
-            chat, held = self._chat, self._sdk_held
+            chat, held, sdk = self._chat, self._sdk_held, _sdk or _sdk_readers()
             if (
                 chat is not None
                 and self._finish is None
                 and (held is None or held.said is None)
                 and not self._invoked
-                and take_chat_chunk(item, chat, self.registry, self._content)  # one call's entry, or text alone
+                and sdk.take_chat_chunk(item, chat, self.registry, self._content)  # one call's entry, or text alone
             ):
                 return
             if isinstance(item, EVENT_TYPES):
@@ -420,8 +436,8 @@ class Reassembler:
                 return
             held = self._sdk_held
             if held is None:  # made for the first SDK object: a stream of dicts or bytes never needs one
-                held = self._sdk_held = LangChainStream(self.ledger.policies)
-            payload = sdk_payload(item, held)
+                held = self._sdk_held = sdk.LangChainStream(self.ledger.policies)
+            payload = sdk.sdk_payload(item, held)
             if payload is None:  # a stream helper's event that repeats the raw ones: no wire event, not counted
                 self.ledger.event = self._events = self._events - 1
                 return

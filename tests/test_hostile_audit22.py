@@ -264,7 +264,7 @@ def test_an_sdk_model_built_without_its_init_is_refused_as_input(
     import fsm.wire.sdk
 
     if not shortcuts:
-        monkeypatch.setattr(fsm.reassembler, "take_chat_chunk", lambda *args: False)
+        monkeypatch.setattr(fsm.wire.sdk, "take_chat_chunk", lambda *args: False)
         monkeypatch.setattr(fsm.wire.sdk, "plain_dump", lambda item, depth=4: None)
         monkeypatch.setattr(fsm.wire.sdk, "_type_of", lambda item: getattr(item, "type", None))
     opened = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f"}}]}}]}

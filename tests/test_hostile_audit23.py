@@ -88,5 +88,5 @@ def test_an_sdk_delta_of_a_class_with_its_own_lookup_is_read_as_the_dump_reads_i
     assert not (isinstance(fast, tuple) and fast[0] in ("ValueError", "KeyError")), fast
     dump = item.model_dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
     assert fast == _traced([dump], strict=strict)  # the text, reasoning and call the dump holds
-    monkeypatch.setattr("fsm.reassembler.take_chat_chunk", lambda *args: False)
+    monkeypatch.setattr("fsm.wire.sdk.take_chat_chunk", lambda *args: False)
     assert fast == _traced([item], strict=strict)

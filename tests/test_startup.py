@@ -99,6 +99,22 @@ def test_a_reassembler_loads_no_spec_reader_converter_or_upper_layer() -> None:
     assert "fsm.spec_compiled" in modules  # the specs came from the module built ahead of time
     # rare paths import their own: previews (fsm.engine.partial), numbers past float, unwritable values
     assert {"fsm.engine.partial", "decimal", "secrets"} & modules == set()
+    assert sorted(m for m in modules if m.startswith(SDK_READERS)) == []  # dicts need no SDK object's reader
+
+
+SDK_READERS = ("fsm.wire.sdk", "fsm.wire.langchain")
+"""The modules that read SDK objects (LangChain's chunks among them): loaded with the first one fed."""
+
+
+def test_the_sdk_readers_load_with_the_first_sdk_object() -> None:
+    code = (
+        "from fsm import Reassembler\n"
+        "class Chunk:  # an SDK object: read by its dump\n"
+        "    def model_dump(self, **options):\n"
+        "        return {'choices': [{'index': 0, 'delta': {'content': 'hi'}}]}\n"
+        "r = Reassembler('openai-chat')\nr.feed(Chunk())\nassert r.close().text == 'hi'"
+    )
+    assert "fsm.wire.sdk" in loaded_after(code)
 
 
 def test_replay_loads_only_what_replay_needs(tmp_path: Path) -> None:
@@ -113,6 +129,8 @@ def test_replay_loads_only_what_replay_needs(tmp_path: Path) -> None:
     others = ["anthropic", "bedrock", "cohere", "gemini", "ollama", "openai_responses"]
     assert "fsm.wire.decoders.openai_chat" in modules  # the stream's decoder, and no other provider's
     assert sorted({f"fsm.wire.decoders.{name}" for name in others} & modules) == []
+    assert sorted(m for m in modules if m.startswith(SDK_READERS)) == []  # bytes need no SDK object's reader
+    assert {"tempfile", "pathlib"} & modules == set()  # only the commands that write files load them
 
 
 def test_every_spec_built_ahead_of_time_is_its_toml_file() -> None:
