@@ -165,11 +165,23 @@ MISPLACED_WHY = {
 }
 """What a ``misplaced-result`` finding says, per format that can have one."""
 
-USER_AFTER_USER_WHY = (
-    "a user message right after another: Converse wants user and assistant to alternate"
-    " (ValidationException); repair merges them into one"
-)
-"""What a ``user-after-user`` finding says."""
+AFTER_ITSELF_WHY = {
+    ("bedrock", "user"): (
+        "a user message right after another: Converse wants user and assistant to alternate"
+        " (ValidationException); repair merges them into one"
+    ),
+    ("bedrock", "assistant"): (
+        "an assistant message right after another: Converse wants user and assistant to alternate"
+        " (ValidationException); repair merges them into one, its calls one turn"
+    ),
+    ("gemini", "user"): (
+        "a user content right after another: Gemini wants user and model to alternate (400), and a"
+        " turn's function responses in one content; repair merges them into one"
+    ),
+}
+"""What a ``user-after-user`` or ``assistant-after-assistant`` finding says, per format and role."""
+
+AFTER_ITSELF = {"user": Kind.USER_AFTER_USER, "assistant": Kind.ASSISTANT_AFTER_ASSISTANT}
 
 SERVER_RESULT_WHY = (
     "a server tool's result block in a user message: the API takes it from Claude's own message, after its call"
@@ -179,9 +191,10 @@ SERVER_RESULT_WHY = (
 
 def _odd_roles(roles: Roles, findings: list[Finding], fmt: Format) -> None:
     """Report the messages read so far whose role their format lacks (``unknown-role``), and the
-    Converse user messages right after another (``user-after-user``), then forget them."""
-    for at in roles.repeated:
-        findings.append(Finding(Kind.USER_AFTER_USER, "", at + 1, USER_AFTER_USER_WHY))
+    messages right after another of their role where the format wants the roles to alternate
+    (``user-after-user``, ``assistant-after-assistant``), then forget them."""
+    for at, role in roles.repeated:
+        findings.append(Finding(AFTER_ITSELF[role], "", at + 1, AFTER_ITSELF_WHY[fmt, role]))
     roles.repeated.clear()
     odd_roles = roles.odd
     for at, role in odd_roles:

@@ -68,5 +68,7 @@ class Roles:
         """Each message whose role its format lacks, with that role, in order (``unknown-role``)."""
         self.calling: set[int] = set()
         """The messages that make calls in a role other than the model's (``misplaced-call``)."""
-        self.repeated: list[int] = []
-        """Converse: each user message right after another user message (``user-after-user``)."""
+        self.repeated: list[tuple[int, str]] = []
+        """Each message right after another of its role where the format wants the roles to alternate,
+        with that role: a Converse or Gemini user message (``user-after-user``), a Converse assistant
+        message (``assistant-after-assistant``)."""

@@ -28,7 +28,10 @@ class Kind(enum.Enum):
     character outside ``[a-zA-Z0-9_.:-]`` (another provider's id). Repair maps it as the next turn does."""
     RESULT_AFTER_TEXT = "result-after-text"
     """A tool result after the user's text in its turn. An Anthropic tool result after text (or any
-    block but a result) in its turn's user messages: the API takes a turn's results first in it. In
+    block but a result) in its turn's user messages: the API takes a turn's results first in it; so
+    too a Gemini function response after a part of another kind in the user content answering its
+    turn, and a Converse tool result after a block of another kind in the user's message (or run of
+    them) answering its turn (see the README for the sources). In
     any format, a result sent as results are (an OpenAI chat or Ollama ``tool`` message, a Responses
     output item, a Gemini user content, a Converse user message) after a user message of text alone
     that came between its call and it, before the model's next message: it answers the call, which
@@ -53,10 +56,18 @@ class Kind(enum.Enum):
     function responses and no call (older examples send responses so; the API refuses the role)
     becomes a ``user`` content (``function-role-to-user``)."""
     USER_AFTER_USER = "user-after-user"
-    """A Converse user message right after another user message (the history's first two, say, or
-    the user's text after the message of results answering a turn): Bedrock refuses the request
-    (ValidationException: "A conversation must alternate between user and assistant roles").
-    Repair merges the run into one user message, its blocks in order (``merged-messages``)."""
+    """A Converse user message, or a Gemini ``user`` content, right after another of the user's (the
+    history's first two, say, the user's text after the message of results answering a turn, or a
+    turn's results sent over two): Bedrock refuses the request (ValidationException: "A conversation
+    must alternate between user and assistant roles"), and so does Gemini ("Please ensure that
+    multiturn requests alternate between user and model", HTTP 400, NousResearch/hermes-agent#55623;
+    a turn's function responses go in one content, crewAIInc/crewAI#4693). Repair merges the run into
+    one user message, its blocks in order (``merged-messages``)."""
+    ASSISTANT_AFTER_ASSISTANT = "assistant-after-assistant"
+    """A Converse assistant message right after another assistant message: Bedrock refuses the
+    request as it does user after user (langchain-aws#130). The run is read as one turn, its calls
+    answered by the user's message after it; repair merges it into one assistant message, its blocks
+    in order (``merged-messages``)."""
     REUSED = "reused"
     """An id used again by a later turn after its call was answered: allowed, reported for information."""
 

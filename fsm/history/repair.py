@@ -18,8 +18,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   (but in the history's last message, a paused turn, where the server may still run it);
 * a Responses call item dropped takes along the ``reasoning`` items right before it (the API pairs
   a reasoning item with the item that followed it and refuses one sent without it);
-* an Anthropic result after text in its turn's user messages moves before the text, where the API
-  takes a turn's results (:mod:`fsm.history.turns`);
+* an Anthropic, Gemini or Converse result after text in its turn's user message (or run) moves
+  before the text, where the API takes a turn's results (:mod:`fsm.history.turns`);
 * a result sent in the model's role (an Anthropic or Converse assistant message, a Gemini model
   content, an OpenAI chat or Ollama message other than ``tool``) moves where the API takes it:
   first into its turn's user results message, else the user message after it (Anthropic), else a
@@ -37,7 +37,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   becomes the ``user`` content it stands for (``function-role-to-user``);
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
   together are merged (both want user and assistant to alternate), unless one makes calls and the
-  other answers them (no message may do both); Converse user messages in a row merge however they came.
+  other answers them (no message may do both); Converse user or assistant messages in a row, and
+  Gemini user contents, merge however they came (``user-after-user``, ``assistant-after-assistant``).
 
 Every edit is a :class:`Change`. The input is never mutated; messages repair leaves alone are returned
 as they are (the same objects). One pass over the messages: linear in their number.

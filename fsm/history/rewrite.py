@@ -1,6 +1,7 @@
 """Writing out what :func:`fsm.history.repair` decided: each message with its drops, renames,
 placeholders and moved results applied, empty ones removed, neighbours of one role a removal brings
-together merged (Anthropic, Converse). One pass over the messages."""
+together merged (Anthropic, Converse), and Converse user or assistant messages and Gemini user
+contents in a row merged however they came. One pass over the messages."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 from fsm.history.changes import Change
 from fsm.history.entries import Entry, Roles
 from fsm.history.findings import Format
-from fsm.history.formats import CALLER, gemini_payload, items, responses_key_field
+from fsm.history.formats import ALTERNATE, CALLER, gemini_payload, items, responses_key_field
 from fsm.history.placeholders import renamed_block
 from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload
 
@@ -24,6 +25,7 @@ FIELD = {
 }
 SERVER_WHY = "a server tool's result in a user message: moved into the assistant message, right after its call"
 """Why repair moves a server tool's result a user message holds (Anthropic: only Claude's own message holds one)."""
+FORMAT_NAME = {"bedrock": "Converse", "gemini": "Gemini", "anthropic": "the API"}
 ALTERNATING = ("anthropic", "bedrock")
 """The formats whose messages must alternate user and assistant: neighbours a drop brings together merge."""
 
@@ -147,23 +149,26 @@ class Writer:
 
     def _append(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
         role = message.get("role")
-        repeated = self.fmt == "bedrock" and role == "user"  # Converse refuses user after user, however it came
+        # Converse refuses user after user and assistant after assistant, Gemini user after user, however it came
+        repeated = role in ALTERNATE.get(self.fmt, ())
         if (
-            self.fmt in ALTERNATING
-            and (gap or repeated)
+            ((self.fmt in ALTERNATING and gap) or repeated)
             and out
             and out[-1].get("role") == role
             and self._joinable(out[-1], message)
         ):
+            field = FIELD[self.fmt]
             if out[-1] is not self.joined:  # the first join into it: a copy, the input stays as it was
-                self.joined = out[-1] = {**out[-1], "content": _blocks(out[-1], self.fmt)}
+                self.joined = out[-1] = {**out[-1], field: _blocks(out[-1], self.fmt)}
             # Later joins extend the copy: a long run of joins copies each block once, not once per join.
-            self.joined["content"] += _blocks(message, self.fmt)
+            self.joined[field] += _blocks(message, self.fmt)
             self.joined_holds |= self._holds(message)
             if gap:
                 detail = f"joined to the {role} message before it, which a removed message had separated"
             else:
-                detail = "joined to the user message before it: Converse wants user and assistant to alternate"
+                other = "model" if self.fmt == "gemini" else "assistant" if role == "user" else "user"
+                detail = f"joined to the {role} message before it: {FORMAT_NAME[self.fmt]} wants {role} and {other}"
+                detail += " to alternate"
             self.changes.append(Change("merged-messages", at + 1, None, detail))
         else:
             out.append(message)
@@ -179,11 +184,15 @@ class Writer:
 
     def _holds(self, message: Mapping[str, Any]) -> set[Any]:
         """Whether a message makes calls (``call``), answers (``result``); its server calls' (``server``, id)."""
-        content = message.get("content")
+        content = message.get(FIELD[self.fmt])
         found: set[Any] = set()
         served: set[Any] | None = set() if message.get("role") == "assistant" else None  # as the history reads them
         for block in content if isinstance(content, list) else ():
-            if self.fmt == "bedrock":
+            if self.fmt == "gemini":
+                found.add(
+                    "call" if gemini_payload(block, "call") else "result" if gemini_payload(block, "result") else ""
+                )
+            elif self.fmt == "bedrock":
                 found.add(converse_holding(block, served))
             else:
                 kind = block.get("type")
@@ -213,7 +222,7 @@ class Writer:
         added = self.add_into.get(at, [])
         moved = [self.moved(entry) for entry in self.move_into.get(at, ())]
         front = [self.moved(entry) for entry in self.front_into.get(at, ())]
-        if self.fmt == "anthropic":  # after the results it begins with: the API takes a turn's results first
+        if self.fmt in ("anthropic", "gemini", "bedrock"):  # after the results it begins with: results go first
             anchor = next((j for j, item in enumerate(old) if not self._placed_after(item, message)), len(old)) - 1
             added = [*moved, *added]
         else:
@@ -264,8 +273,9 @@ class Writer:
 
 
 def _blocks(message: Mapping[str, Any], fmt: Format) -> list[Any]:
-    """An Anthropic or Converse message's content as a list of blocks (a string is one text block)."""
-    content = message.get("content")
+    """An Anthropic or Converse message's content, a Gemini content's parts, as a list of blocks (a
+    string is one text block)."""
+    content = message.get(FIELD[fmt])
     if isinstance(content, str):
         if not content:
             return []
