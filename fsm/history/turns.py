@@ -89,15 +89,14 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
             if said >= 0:  # the user's text after the turn's answer: results next still answer its calls
                 after = said if after < 0 or after == taking.results[-1].message else after
                 continue
-            if after >= 0 and results is not None and not misplaced:  # they do: the answer takes them
-                taking = taking._replace(held=after if taking.held < 0 else taking.held)
-                taking.results.extend(results)
-                yield _with(taking, moved, moved_end, fmt)
-                taking, answered, after, pending = None, False, -1, (served, last, calls)
+            if after >= 0 and results is not None and not misplaced:  # they do: the answer takes them, and
+                taking = taking._replace(held=after if taking.held < 0 else taking.held)  # those of the user's
+                taking.results.extend(results)  # messages after them too, up to the model's next message
+                pending = (served, last, calls)
                 continue
             if after < 0 and results is not None and not misplaced:  # the user's, in a row: they answer the turn,
-                if late is not None:  # in one message once repair merges them; those after its text go before it,
-                    taking = taking._replace(late=late[1], host=taking.results[-1].message)  # after the results before
+                if late is not None:  # in one message once repair merges them; those after its text go before it
+                    taking = taking._replace(late=late[1], host=late[0])
                 taking.results.extend(results)
                 after, pending = (last if _texted(messages[last], fmt, last) else -1), (served, last, calls)
                 continue
