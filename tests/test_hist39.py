@@ -169,6 +169,23 @@ def test_a_result_after_text_in_the_second_message_in_a_row_keeps_the_order_sent
         _clean(fixed, policy)
 
 
+@pytest.mark.parametrize("fmt", ["gemini", "bedrock"])
+def test_results_in_every_user_message_up_to_the_models_next_answer_the_turn(fmt: str) -> None:
+    # user [ra]; user [text]; user [rb]; user [rc]: rc was an orphan, c dangling (the turn ended at rb).
+    calls = _msg(fmt, "assistant", [_call(fmt, k, k.upper()) for k in "abc"])
+    messages = [GO[fmt], calls, *(_msg(fmt, "user", [b]) for b in (_answer(fmt, "a", "ra"), _text("hm")))]
+    messages += [_msg(fmt, "user", [_answer(fmt, k, f"r{k}")]) for k in "bc"]
+    assert _findings(messages) == [
+        *(("user-after-user", "", n) for n in (4, 5, 6)),
+        ("result-after-text", "b", 5),
+        ("result-after-text", "c", 6),
+    ]
+    fixed, _ = history.repair(messages)
+    assert [_tag(fmt, b) or b.get("text") for b in fixed[2][FIELD[fmt]]] == ["ra", "rb", "rc", "hm"]
+    assert len(fixed) == 3
+    _clean(fixed)
+
+
 # -- 3. Converse: assistant after assistant -------------------------------------------------------------------
 
 
