@@ -292,6 +292,8 @@ class Reader:
             self.misplaced = True
         if calls and fmt != "responses" and role != CALLER[fmt] and known_role(fmt, role) and role is not None:
             self.roles.calling.add(at)
+        if fmt == "gemini" and role == "function" and results and not calls:
+            role = "user"  # the user content repair makes of it (function-role-to-user)
         if at > 0 and role == self.last_role and role in ALTERNATE.get(fmt, ()):
             self.roles.repeated.append((at, role))  # Converse and Gemini want the roles to alternate
         # A user's calls go to a model message (repair moves them): a user message after it follows the model.

@@ -18,8 +18,7 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   (but in the history's last message, a paused turn, where the server may still run it);
 * a Responses call item dropped takes along the ``reasoning`` items right before it (the API pairs
   a reasoning item with the item that followed it and refuses one sent without it);
-* an Anthropic, Gemini or Converse result after text in its turn's user message (or run) moves
-  before the text, where the API takes a turn's results (:mod:`fsm.history.turns`);
+* a result after text in its turn's user message (Anthropic, Gemini, Converse) goes first (:mod:`fsm.history.turns`);
 * a result sent in the model's role (an Anthropic or Converse assistant message, a Gemini model
   content, an OpenAI chat or Ollama message other than ``tool``) moves where the API takes it:
   first into its turn's user results message, else the user message after it (Anthropic), else a
@@ -54,7 +53,7 @@ from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.history.changes import Change, RepairPolicy
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, items, resolve_format, shown
+from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, gemini_payload, items, resolve_format, shown
 from fsm.history.placeholders import placeholder, usable_id
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.server_blocks import converse_payload
@@ -371,10 +370,9 @@ class _Plan(Writer):
         return placeholder(self.fmt, self._type(call), wire_id, call.name, self.policy.placeholder)
 
     def _place(self, segment: Segment, placeholders: list[dict[str, Any]]) -> None:
-        """OpenAI: new tool messages after the turn's last one. Anthropic, Converse and Gemini: into
-        the turn's results message; without one, into the user message that follows (Anthropic and
-        Converse, if it makes no calls), else a new user message right after the calls (after an
-        Anthropic run of assistant messages, which may go on past its last call)."""
+        """OpenAI: new tool messages after the turn's last one. Anthropic, Converse, Gemini: into the turn's
+        results message, else the user message that follows if it holds no call or result (not a user message
+        in a row), else a new user message after the calls (after an Anthropic run of assistant messages)."""
         call_message = segment.end if segment.end >= 0 else segment.calls[-1].message
         if self.fmt in ("openai", "ollama", "responses"):
             last = max((r.message for r in segment.results), default=segment.calls[-1].message)
@@ -383,7 +381,7 @@ class _Plan(Writer):
             return
         first = segment.results[0].message if segment.results else call_message + 1
         host = segment.host if segment.host >= 0 else first  # Anthropic: the first of the turn's user messages
-        if not segment.results and not (self.fmt in ALTERNATING and self._can_host(host)):
+        if not segment.results and not (self.fmt in (*ALTERNATING, "gemini") and self._can_host(host)):
             self.add_after[call_message] = [{"role": "user", FIELD[self.fmt]: placeholders}]
             return
         self.touched.add(host)
@@ -397,4 +395,6 @@ class _Plan(Writer):
         blocks = items(self.messages[at], self.fmt, at)
         if self.fmt == "bedrock":
             return not any(converse_payload(b) is not None for b in blocks)  # a stray result there is dropped
+        if self.fmt == "gemini":
+            return not any(gemini_payload(b, "call") or gemini_payload(b, "result") for b in blocks)
         return not any(b.get("type") == "tool_use" for b in blocks)

@@ -81,7 +81,7 @@ class Writer:
             if kept is not None and at in self.split:
                 kept, asked = self._split(kept)
             if kept is not None and self.fmt == "gemini" and message.get("role") == "function":
-                kept = self._function_role(kept, at)
+                kept = self._function_role(message, kept, at)
             if kept is None:
                 gap = True
             else:
@@ -128,17 +128,19 @@ class Writer:
                 self.touched.add(call.message)
                 self.after.setdefault((call.message, call.slot), []).append(answer)
 
-    def _function_role(self, message: dict[str, Any], at: int) -> dict[str, Any]:
+    def _function_role(self, message: Mapping[str, Any], kept: dict[str, Any], at: int) -> dict[str, Any]:
         """A Gemini content of role ``function`` (older Gemini and Vertex AI examples send function
         responses so): the API takes ``user`` and ``model`` alone, so one holding responses and no call
-        is written as the ``user`` content it stands for; any other is kept as it is (``kept-unknown-role``)."""
+        is written as the ``user`` content it stands for (``kept``, as repair left it: its responses may
+        have moved, and the user's text left in it is still the user's, which the check read so); any
+        other is kept as it is (``kept-unknown-role``)."""
         parts = items(message, self.fmt, at)
         if any(gemini_payload(p, "call") for p in parts) or not any(gemini_payload(p, "result") for p in parts):
-            return message
+            return kept
         self.to_user.add(at)
         why = "a content of role 'function' holding function responses: Gemini takes them from a user content"
         self.changes.append(Change("function-role-to-user", at + 1, None, why))
-        return {**message, "role": "user"}
+        return {**kept, "role": "user"}
 
     def _is_call(self, block: Mapping[str, Any]) -> bool:
         if self.fmt == "anthropic":
