@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from fsm import history
+from fsm.errors import LocalProtocolError
 from tests.test_hist38 import FIELD, POLICIES, _answer, _call, _findings, _kinds, _msg, _tag, _text
 from tests.test_hostile_audit30 import _work
 
@@ -186,6 +187,30 @@ def test_results_in_every_user_message_up_to_the_models_next_answer_the_turn(fmt
     _clean(fixed)
 
 
+@pytest.mark.parametrize("fmt", ["gemini", "bedrock"])
+def test_a_late_result_that_goes_up_with_those_sent_as_the_model_is_moved_once(fmt: str) -> None:
+    # The model's content after the calls holds a result and text: its result goes to a new user
+    # message right after the calls, and the user's late result after the text goes with it. The
+    # late rule moved it a second time, into its own message: a result sent twice (duplicate-result).
+    messages = [
+        GO[fmt],
+        _msg(fmt, "assistant", [_call(fmt, "b", "B"), _call(fmt, "c", "C")]),
+        _msg(fmt, "assistant", [_text("x"), _answer(fmt, "b", "rb"), _text("y")]),
+        _msg(fmt, "user", [_text("z"), _answer(fmt, "c", "rc")]),
+    ]
+    repeated = [("assistant-after-assistant", "", 3)] if fmt == "bedrock" else []
+    assert _findings(messages) == [*repeated, ("misplaced-result", "b", 3), ("result-after-text", "c", 4)]
+    fixed, changes = history.repair(messages)
+    got = [[_tag(fmt, b) or b.get("text") for b in m[FIELD[fmt]]] for m in fixed[2:]]
+    assert got == [["rb", "rc"], ["x", "y"], ["z"]] and [m["role"] for m in fixed[2:]] == [
+        "user",
+        fixed[1]["role"],
+        "user",
+    ]
+    assert _kinds(changes) == [("moved-misplaced-result", 3), ("moved-result", 4)]
+    _clean(fixed)
+
+
 # -- 3. Converse: assistant after assistant -------------------------------------------------------------------
 
 
@@ -333,6 +358,49 @@ def test_random_runs_and_text_never_lose_a_result_and_put_results_first(fmt: str
 def _turn(fmt: str, block: dict[str, Any]) -> int:
     call = block.get("functionCall") or block["toolUse"]
     return int(call.get("args", call.get("input"))["tag"][1:].split(".")[0])
+
+
+def _any_history(fmt: str, rng: random.Random) -> list[dict[str, Any]]:
+    """Up to 9 messages of random roles (Gemini: ``function`` too) holding 0 to 4 blocks: text, calls
+    (mostly the model's) and results under three ids (Gemini: now and then none)."""
+    messages = []
+    for _ in range(rng.randint(1, 9)):
+        role = rng.choice(
+            ["user", "assistant", "user", "assistant", "user", *(["function"] if fmt == "gemini" else [])]
+        )
+        blocks = []
+        for _ in range(rng.randint(0, 4)):
+            draw, key = rng.random(), rng.choice("abc")
+            key_or_none = key if fmt == "bedrock" or rng.random() < 0.8 else None
+            if draw < 0.35:
+                blocks.append(_text(rng.choice(["x", "y"])))
+            elif draw < 0.65 and (role == "assistant" or rng.random() < 0.1):
+                blocks.append(_call(fmt, key_or_none, key))
+            else:
+                blocks.append(_answer(fmt, key_or_none, key))
+        messages.append(_msg(fmt, role, blocks))
+    return messages
+
+
+@pytest.mark.parametrize("fmt", ["gemini", "bedrock"])
+def test_random_roles_and_blocks_repair_to_a_history_check_accepts(fmt: str) -> None:
+    # Runs of every role, results in the model's role, calls in the user's, text anywhere: repair's
+    # answer checks clean (but for roles only the caller can name) and is its own repair.
+    seen = Counter[str]()
+    for seed in range(1_500):
+        messages = _any_history(fmt, random.Random(seed))
+        try:
+            seen.update(f.kind.value for f in history.check(messages, fmt).findings)
+        except LocalProtocolError:
+            continue  # a message both making calls and answering them
+        for policy in POLICIES:
+            fixed, _ = history.repair(messages, policy, fmt)
+            left = {f.kind.value for f in history.check(fixed, fmt).findings} - {"reused", "unknown-role"}
+            assert not left, (seed, left)
+            again, more = history.repair(fixed, policy, fmt)
+            assert again == fixed and {c.kind for c in more} <= {"kept-unknown-role"}, seed
+    assert min(seen["user-after-user"], seen["result-after-text"], seen["misplaced-result"]) > 10, seen
+    assert fmt == "gemini" or seen["assistant-after-assistant"] > 100, seen
 
 
 # -- linear work ------------------------------------------------------------------------------------------------

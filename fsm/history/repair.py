@@ -170,15 +170,7 @@ class _Plan(Writer):
                 # Named by the id it answers: the call's own, or the one a rename just gave it.
                 self._change("placeholder-result", call, why, wire_id)
         answers = {(entry.message, entry.slot) for entry in answer_of.values()}
-        for result in segment.late:  # a result a call waits for goes first in its turn's user messages
-            if (result.message, result.slot) in answers and not 0 <= segment.held < result.message:
-                self._edit(result, self.drop)
-                self.touched.add(segment.host)
-                self.move_into.setdefault(segment.host, []).append(result)
-                why = "a result after text in its turn's user messages: moved before the text, as the API takes it"
-                self._change("moved-result", result, why)
-        for key in calls_of:
-            self.answered_last[key] = key in answered
+        self.answered_last.update((key, key in answered) for key in calls_of)
         moved = [result for result in segment.misplaced if (result.message, result.slot) in answers]
         for result in moved:
             if self.fmt in ("openai", "ollama"):  # the message is the result: it takes the tool role
@@ -200,6 +192,14 @@ class _Plan(Writer):
             self._home(segment, moved, placeholders, answers)
         elif placeholders:
             self._place(segment, placeholders)
+        for result in segment.late:  # a result a call waits for goes first in its turn's user messages
+            spot = (result.message, result.slot)  # (unless it went up with those sent as the model: _home)
+            if spot in answers and spot not in self.drop and not 0 <= segment.held < result.message:
+                self._edit(result, self.drop)
+                self.touched.add(segment.host)
+                self.move_into.setdefault(segment.host, []).append(result)
+                why = "a result after text in its turn's user messages: moved before the text, as the API takes it"
+                self._change("moved-result", result, why)
 
     def _carry(self, segment: Segment, answers: Any) -> None:
         """OpenAI, Ollama: the results sent after the user's text (``Segment.held``), each a message, go
