@@ -125,6 +125,14 @@ def test_a_result_after_text_in_the_answer_is_reported_and_moved_before_it_as_an
         _clean(fixed, policy)
 
 
+def test_a_converse_cache_point_among_the_results_is_no_text() -> None:
+    # A cachePoint block marks where a cached prefix ends: a result after it is not after text.
+    calls = _msg("bedrock", "assistant", [_call("bedrock", "a", "A"), _call("bedrock", "b", "B")])
+    blocks = [_answer("bedrock", "a", "ra"), {"cachePoint": {"type": "default"}}, _answer("bedrock", "b", "rb")]
+    messages = [GO["bedrock"], calls, _msg("bedrock", "user", blocks)]
+    assert history.check(messages).findings == () and history.repair(messages) == (messages, [])
+
+
 @pytest.mark.parametrize("fmt", ["gemini", "bedrock"])
 def test_text_before_every_result_goes_after_them_with_the_placeholders(fmt: str) -> None:
     calls = _msg(fmt, "assistant", [_call(fmt, k, k.upper()) for k in "abc"])
