@@ -59,6 +59,16 @@ def _text(words: str) -> dict[str, Any]:
 
 
 FIELD = {"gemini": "parts", "bedrock": "content"}
+BETWEEN = history.RepairPolicy().between
+
+
+def _answered(fmt: str, results: list[dict[str, Any]], others: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The user's answer to a turn as repair writes it: Converse one message, its results first; Gemini
+    (since hist39b) the responses in a content of their own, a placeholder model content, then the
+    user's other parts in a content of their own (``results-beside-text``)."""
+    if fmt == "bedrock" or not (results and others):
+        return [_msg(fmt, "user", [*results, *others])]
+    return [_msg(fmt, "user", results), _msg(fmt, "model", [_text(BETWEEN)]), _msg(fmt, "user", others)]
 
 
 # -- the reported shapes ------------------------------------------------------------------------------------
@@ -77,9 +87,11 @@ def test_a_result_after_the_users_text_following_the_answer_goes_into_the_answer
     assert not history.anything_dangling(messages)
     for policy in POLICIES:
         fixed, changes = history.repair(messages, policy)
-        # the text joins the answer, after its results (Gemini kept it a user content of its own before hist39)
-        assert fixed == [*messages[:2], _msg(fmt, "user", [first, then, _text("also")])]
-        assert _kinds(changes) == [("merged-messages", 4), ("moved-result", 5), ("dropped-empty-message", 5)]
+        # Converse: the text joins the answer, after its results; Gemini: it keeps a user content of its
+        # own, a placeholder model content before it (hist39 merged it into the answer, hist39b not)
+        assert fixed == [*messages[:2], *_answered(fmt, [first, then], [_text("also")])]
+        joined = ("merged-messages", 4) if fmt == "bedrock" else ("placeholder-model-turn", 4)
+        assert _kinds(changes) == [joined, ("moved-result", 5), ("dropped-empty-message", 5)]
         assert history.check(fixed).findings == () and history.repair(fixed, policy) == (fixed, [])
 
 
@@ -89,16 +101,18 @@ def test_a_result_after_an_answer_holding_text_of_its_own_goes_after_its_results
     calls = _msg(fmt, "assistant", [_call(fmt, "a", "A"), _call(fmt, "b", "B"), _call(fmt, "c", "C")])
     answer = _msg(fmt, "user", [_answer(fmt, "a", "ra"), _text("wait"), _answer(fmt, "c", "rc")])
     messages = [_msg(fmt, "user", [_text("go")]), calls, answer, _msg(fmt, "user", [_answer(fmt, "b", "rb")])]
-    # since hist39 the answer's own result after its text is late too, and the results go before the text
-    assert _findings(messages) == [
-        ("user-after-user", "", 4),
-        ("result-after-text", "c", 3),
-        ("result-after-text", "b", 4),
-    ]
+    # since hist39 the answer's own result after its text is late too, and the results go before the text;
+    # since hist39b Gemini's answer holding text is results-beside-text, once, not a late result too
+    if fmt == "bedrock":
+        first = [("user-after-user", "", 4), ("result-after-text", "c", 3)]
+    else:
+        first = [("results-beside-text", "", 3), ("user-after-user", "", 4)]
+    assert _findings(messages) == [*first, ("result-after-text", "b", 4)]
     fixed, changes = history.repair(messages)
-    blocks = [_answer(fmt, "a", "ra"), _answer(fmt, "c", "rc"), _answer(fmt, "b", "rb"), _text("wait")]
-    assert fixed == [*messages[:2], _msg(fmt, "user", blocks)]  # the results in the order sent, then the text
-    assert _kinds(changes) == [("moved-result", 3), ("moved-result", 4), ("dropped-empty-message", 4)]
+    results = [_answer(fmt, "a", "ra"), _answer(fmt, "c", "rc"), _answer(fmt, "b", "rb")]
+    assert fixed == [*messages[:2], *_answered(fmt, results, [_text("wait")])]  # in the order sent, then the text
+    apart = [("placeholder-model-turn", 3)] if fmt == "gemini" else []
+    assert _kinds(changes) == [("moved-result", 3), *apart, ("moved-result", 4), ("dropped-empty-message", 4)]
     assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
 
 
@@ -110,7 +124,10 @@ def test_results_inside_the_answer_around_its_text_are_one_answer(fmt: str) -> N
     calls = _msg(fmt, "assistant", [_call(fmt, "a", "A"), _call(fmt, "b", "B")])
     answer = _msg(fmt, "user", [_answer(fmt, "a", "ra"), _text("also"), _answer(fmt, "b", "rb")])
     messages = [_msg(fmt, "user", [_text("go")]), calls, answer]
-    assert _findings(messages) == [("result-after-text", "b", 3)]
+    # Gemini (hist39b): the text beside the responses is the finding, once, at the content
+    assert _findings(messages) == [
+        ("result-after-text", "b", 3) if fmt == "bedrock" else ("results-beside-text", "", 3)
+    ]
 
 
 def test_converse_results_in_user_messages_in_a_row_answer_the_turn_in_one_message() -> None:

@@ -32,7 +32,7 @@ import pytest
 
 from fsm import history
 from fsm.errors import LocalProtocolError
-from tests.test_hist38 import FIELD, POLICIES, _answer, _call, _findings, _kinds, _msg, _tag, _text
+from tests.test_hist38 import BETWEEN, FIELD, POLICIES, _answer, _answered, _call, _findings, _kinds, _msg, _tag, _text
 from tests.test_hostile_audit30 import _work
 
 GO = {"gemini": _msg("gemini", "user", [_text("go")]), "bedrock": _msg("bedrock", "user", [_text("go")])}
@@ -74,15 +74,17 @@ def test_gemini_three_contents_of_responses_in_a_row_make_one_answer() -> None:
     _clean(fixed)
 
 
-def test_gemini_user_text_after_the_responses_joins_their_content() -> None:
-    # The user's next words right after a turn's responses: two user contents Gemini refuses.
+def test_gemini_user_text_after_the_responses_gets_a_placeholder_model_content_before_it() -> None:
+    # The user's next words right after a turn's responses: two user contents Gemini refuses. Merged
+    # (hist39), the text sat beside the responses, which Gemini 3 answers with an empty candidate
+    # (results-beside-text): since hist39b a placeholder model content goes between them.
     calls = _msg("gemini", "model", [_call("gemini", "a", "A")])
     answer, said = _msg("gemini", "user", [_answer("gemini", "a", "ra")]), _msg("gemini", "user", [_text("and?")])
     messages = [GO["gemini"], calls, answer, said]
     assert _findings(messages) == [("user-after-user", "", 4)]
     fixed, changes = history.repair(messages)
-    assert fixed == [GO["gemini"], calls, _msg("gemini", "user", [_answer("gemini", "a", "ra"), _text("and?")])]
-    assert _kinds(changes) == [("merged-messages", 4)]
+    assert fixed == [GO["gemini"], calls, answer, _msg("gemini", "model", [_text(BETWEEN)]), said]
+    assert _kinds(changes) == [("placeholder-model-turn", 4)]
     _clean(fixed)
 
 
@@ -115,13 +117,21 @@ def test_a_result_after_text_in_the_answer_is_reported_and_moved_before_it_as_an
         answer = _msg(fmt, "user", [ra, also, rb])
     messages = [go, calls, answer]
     report = history.check(messages)
-    assert _findings(messages) == [("result-after-text", "b", 3)] and report.rejected
-    assert "first" in report.findings[0].detail
+    if fmt == "gemini":  # hist39b: no text beside the responses at all, reported once at the content
+        assert _findings(messages) == [("results-beside-text", "", 3)] and report.rejected
+        assert "placeholder model content" in report.findings[0].detail
+    else:
+        assert _findings(messages) == [("result-after-text", "b", 3)] and report.rejected
+        assert "first" in report.findings[0].detail
     for policy in POLICIES:
         fixed, changes = history.repair(messages, policy)
         assert fixed[:2] == [go, calls] and fixed[2]["role"] == "user"
-        assert fixed[2][FIELD.get(fmt, "content")] == [ra, rb, also]  # the results first, in the order sent
-        assert _kinds(changes) == [("moved-result", 3)]
+        if fmt == "gemini":  # the responses first, in the order sent, in a content of their own
+            assert fixed[2:] == _answered(fmt, [ra, rb], [also])
+            assert _kinds(changes) == [("moved-result", 3), ("placeholder-model-turn", 3)]
+        else:
+            assert fixed[2][FIELD.get(fmt, "content")] == [ra, rb, also]  # the results first, in the order sent
+            assert _kinds(changes) == [("moved-result", 3)]
         _clean(fixed, policy)
 
 
@@ -138,13 +148,17 @@ def test_text_before_every_result_goes_after_them_with_the_placeholders(fmt: str
     calls = _msg(fmt, "assistant", [_call(fmt, k, k.upper()) for k in "abc"])
     answer = _msg(fmt, "user", [_text("here"), _answer(fmt, "c", "rc"), _text("and"), _answer(fmt, "a", "ra")])
     messages = [GO[fmt], calls, answer]
-    assert _findings(messages) == [("result-after-text", "c", 3), ("result-after-text", "a", 3), ("dangling", "b", 2)]
+    late = [("result-after-text", "c", 3), ("result-after-text", "a", 3)]
+    beside = [("results-beside-text", "", 3)]  # Gemini (hist39b): once, at the content
+    assert _findings(messages) == [*(beside if fmt == "gemini" else late), ("dangling", "b", 2)]
     fixed, changes = history.repair(messages, POLICIES[0])
-    got = [_tag(fmt, block) or block.get("text") for block in fixed[2][FIELD[fmt]]]
+    got = [_tag(fmt, block) or block.get("text") for m in fixed[2:] for block in m[FIELD[fmt]]]
     ph = fixed[2][FIELD[fmt]][2]
-    assert got[:2] == ["rc", "ra"] and got[3:] == ["here", "and"]  # results, the placeholder, then the text
+    # results, the placeholder, then the text (Gemini: in a user content of its own after a model one)
+    assert got[:2] == ["rc", "ra"] and got[3:] == ([BETWEEN] if fmt == "gemini" else []) + ["here", "and"]
     assert (ph.get("functionResponse") or ph.get("toolResult"))[("id" if fmt == "gemini" else "toolUseId")] == "b"
-    assert Counter(kind for kind, _ in _kinds(changes)) == {"moved-result": 2, "placeholder-result": 1}
+    apart = {"placeholder-model-turn": 1} if fmt == "gemini" else {}
+    assert Counter(kind for kind, _ in _kinds(changes)) == {"moved-result": 2, "placeholder-result": 1, **apart}
     _clean(fixed, POLICIES[0])
 
 
@@ -161,20 +175,20 @@ def test_a_result_after_text_in_the_second_message_in_a_row_keeps_the_order_sent
         _msg(fmt, "user", [_answer(fmt, "e", "re")]),
     ]
     found = _findings(messages)
-    assert Counter(kind for kind, _, _ in found) == {"user-after-user": 3, "result-after-text": 3}
-    assert [key for kind, key, _ in found if kind == "result-after-text"] == ["c", "d", "e"]
+    if fmt == "gemini":  # hist39b: rc and rd sit beside text in their content: that finding, once
+        assert Counter(kind for kind, _, _ in found) == {
+            "user-after-user": 3,
+            "results-beside-text": 1,
+            "result-after-text": 1,
+        }
+        assert [key for kind, key, _ in found if kind == "result-after-text"] == ["e"]
+    else:
+        assert Counter(kind for kind, _, _ in found) == {"user-after-user": 3, "result-after-text": 3}
+        assert [key for kind, key, _ in found if kind == "result-after-text"] == ["c", "d", "e"]
     for policy in POLICIES:
         fixed, _ = history.repair(messages, policy)
-        assert len(fixed) == 3
-        assert [_tag(fmt, b) or b.get("text") for b in fixed[2][FIELD[fmt]]] == [
-            "ra",
-            "rb",
-            "rc",
-            "rd",
-            "re",
-            "t1",
-            "t2",
-        ]
+        results = [_answer(fmt, k, f"r{k}") for k in "abcde"]
+        assert fixed == [GO[fmt], calls, *_answered(fmt, results, [_text("t1"), _text("t2")])]
         _clean(fixed, policy)
 
 
@@ -190,8 +204,7 @@ def test_results_in_every_user_message_up_to_the_models_next_answer_the_turn(fmt
         ("result-after-text", "c", 6),
     ]
     fixed, _ = history.repair(messages)
-    assert [_tag(fmt, b) or b.get("text") for b in fixed[2][FIELD[fmt]]] == ["ra", "rb", "rc", "hm"]
-    assert len(fixed) == 3
+    assert fixed == [GO[fmt], calls, *_answered(fmt, [_answer(fmt, k, f"r{k}") for k in "abc"], [_text("hm")])]
     _clean(fixed)
 
 
@@ -207,7 +220,10 @@ def test_a_late_result_that_goes_up_with_those_sent_as_the_model_is_moved_once(f
         _msg(fmt, "user", [_text("z"), _answer(fmt, "c", "rc")]),
     ]
     repeated = [("assistant-after-assistant", "", 3)] if fmt == "bedrock" else []
-    assert _findings(messages) == [*repeated, ("misplaced-result", "b", 3), ("result-after-text", "c", 4)]
+    if fmt == "bedrock":
+        assert _findings(messages) == [*repeated, ("misplaced-result", "b", 3), ("result-after-text", "c", 4)]
+    else:  # hist39b: read with the roles, as user-after-user is, before the turn's results are paired
+        assert _findings(messages) == [("results-beside-text", "", 4), ("misplaced-result", "b", 3)]
     fixed, changes = history.repair(messages)
     got = [[_tag(fmt, b) or b.get("text") for b in m[FIELD[fmt]]] for m in fixed[2:]]
     assert got == [["rb", "rc"], ["x", "y"], ["z"]] and [m["role"] for m in fixed[2:]] == [

@@ -72,3 +72,8 @@ class Roles:
         """Each message right after another of its role where the format wants the roles to alternate,
         with that role: a Converse or Gemini user message (``user-after-user``), a Converse assistant
         message (``assistant-after-assistant``)."""
+        self.beside: list[int] = []
+        """Each Gemini content of the user's holding function responses beside parts of another kind
+        (``results-beside-text``), in order, until the check reports them."""
+        self.mixed: set[int] = set()
+        """Every such content: a response after the user's text there is that finding, not ``result-after-text``."""

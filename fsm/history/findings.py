@@ -35,7 +35,9 @@ class Kind(enum.Enum):
     any format, a result sent as results are (an OpenAI chat or Ollama ``tool`` message, a Responses
     output item, a Gemini user content, a Converse user message) after a user message of text alone
     that came between its call and it, before the model's next message: it answers the call, which
-    the APIs take right after its turn's calls. Repair moves it before the text."""
+    the APIs take right after its turn's calls. Repair moves it before the text. (A Gemini response
+    after text in the same user content is ``results-beside-text`` instead: Gemini wants no text
+    beside them at all, and repair writes the responses in a content of their own.)"""
     MISPLACED_RESULT = "misplaced-result"
     """A tool result sent in the model's own role: an Anthropic or Converse ``assistant`` message
     holding ``tool_result``/``toolResult`` blocks, a Gemini ``model`` content holding a
@@ -68,6 +70,19 @@ class Kind(enum.Enum):
     request as it does user after user (langchain-aws#130). The run is read as one turn, its calls
     answered by the user's message after it; repair merges it into one assistant message, its blocks
     in order (``merged-messages``)."""
+    RESULTS_BESIDE_TEXT = "results-beside-text"
+    """A Gemini ``user`` content (or one of role ``function``, which repair makes one) holding
+    ``functionResponse`` parts and a part of any other kind: the user's text, inline data, a file.
+    Gemini wants the content answering a turn to hold that turn's responses alone: with text beside
+    them Gemini 3 answers HTTP 200 with an empty candidate or goes on with the text as if it were
+    the response's (NousResearch/hermes-agent#68863, fixed in the merged #79791, a port of
+    google-gemini/gemini-cli#28700), or refuses the request (HTTP 400 "Requests ending with a model
+    turn are not supported" although it ends with the user: vellum-ai/vellum-assistant#39495; inline
+    data beside the responses, vellum-ai/vellum-assistant#1901; envoyproxy/ai-gateway#2686). Reported
+    once, at the content; a response after the text in it is this finding, not ``result-after-text``.
+    Repair writes the responses in a user content of their own, then a model content of one text
+    part (``RepairPolicy.between``, ``placeholder-model-turn``: two user contents in a row are
+    refused, ``user-after-user``), then the user's other parts in a user content of their own."""
     REUSED = "reused"
     """An id used again by a later turn after its call was answered: allowed, reported for information."""
 

@@ -185,6 +185,11 @@ def gemini_payload(part: Mapping[str, Any], kind: Literal["call", "result"]) -> 
     return None
 
 
+def _beside(parts: list[Any]) -> bool:
+    """Does a Gemini content holding function responses hold a part of another kind too?"""
+    return any(gemini_payload(part, "result") is None for part in parts)
+
+
 class Reader:
     """Keys id-less Gemini calls and responses, and Ollama's, by name and order within their turn."""
 
@@ -294,6 +299,9 @@ class Reader:
             self.roles.calling.add(at)
         if fmt == "gemini" and role == "function" and results and not calls:
             role = "user"  # the user content repair makes of it (function-role-to-user)
+        if fmt == "gemini" and role == "user" and results and _beside(items(message, fmt, at)):
+            self.roles.beside.append(at)  # responses beside the user's other parts (results-beside-text)
+            self.roles.mixed.add(at)
         if at > 0 and role == self.last_role and role in ALTERNATE.get(fmt, ()):
             self.roles.repeated.append((at, role))  # Converse and Gemini want the roles to alternate
         # A user's calls go to a model message (repair moves them): a user message after it follows the model.

@@ -37,7 +37,10 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
   together are merged (both want user and assistant to alternate), unless one makes calls and the
   other answers them (no message may do both); Converse user or assistant messages in a row, and
-  Gemini user contents, merge however they came (``user-after-user``, ``assistant-after-assistant``).
+  Gemini user contents, merge however they came (``user-after-user``, ``assistant-after-assistant``);
+* but a Gemini turn's function responses and the user's other parts are never written in one
+  content (``results-beside-text``): the responses go in a user content, the other parts in one of
+  their own after it, a placeholder model content between (``placeholder-model-turn``).
 
 Every edit is a :class:`Change`. The input is never mutated; messages repair leaves alone are returned
 as they are (the same objects). One pass over the messages: linear in their number.
@@ -49,8 +52,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from fsm.engine.ids import IdAllocator
-from fsm.errors import InvalidInput, LocalProtocolError
-from fsm.history.changes import Change, RepairPolicy
+from fsm.history.changes import Change, RepairPolicy, checked_policy
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, gemini_payload, items, resolve_format, shown
@@ -66,13 +68,7 @@ def repair(
     """The repaired messages and what changed (see the module's docstring for the rules). A history
     ``check`` accepts comes back unchanged; ``repair`` of a repaired history changes nothing.
     Malformed input raises LocalProtocolError."""
-    policy = RepairPolicy() if policy is None else policy
-    if not isinstance(policy, RepairPolicy):
-        raise InvalidInput(f"policy must be a RepairPolicy, not {type(policy).__name__}")
-    if policy.dangling not in ("placeholder", "drop-call"):
-        raise LocalProtocolError(f"unknown dangling policy {policy.dangling!r} (placeholder or drop-call)")
-    if not isinstance(policy.placeholder, str):  # it becomes a result's text, which every format takes as a str
-        raise InvalidInput(f"the placeholder must be a str, not {type(policy.placeholder).__name__}")
+    policy = checked_policy(policy)
     messages, fmt = resolve_format(messages, format)
     plan = _Plan(fmt, policy, messages)
     for segment in segments(messages, fmt, plan.roles):

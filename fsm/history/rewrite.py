@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fsm.history.changes import Change
+from fsm.history.changes import Change, RepairPolicy
 from fsm.history.entries import Entry, Roles
 from fsm.history.findings import Format
 from fsm.history.formats import ALTERNATE, CALLER, gemini_payload, items, responses_key_field
@@ -58,6 +58,7 @@ class Writer:
     """Server tools' results a user message sent, each to go right after the call it answers."""
     to_user: set[int]
     """Gemini contents of role ``function`` written as the ``user`` contents they stand for."""
+    policy: RepairPolicy
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
         self.fmt, self.messages = fmt, messages
@@ -85,7 +86,7 @@ class Writer:
             if kept is None:
                 gap = True
             else:
-                self._append(out, kept, at, gap)
+                self._put(out, kept, at, gap)
                 gap = False
             if asked is not None:  # joins a model message before it when its own message is gone
                 self._append(out, asked, at, gap)
@@ -93,8 +94,29 @@ class Writer:
             elif kept is not None and at in self.roles.calling:  # a user's calls all dropped: as if removed
                 gap = True
             for extra in self.add_after.get(at, ()):
-                self._append(out, extra, at, False)
+                self._put(out, extra, at, False)
         return out
+
+    def _put(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
+        """Append a message; but Gemini wants the user content answering a turn to hold its function
+        responses alone (``results-beside-text``): a user content's responses and its other parts
+        go apart, each joining the user content before it that holds its kind alone, and a model
+        content of ``RepairPolicy.between`` goes between responses and the user's other parts after
+        them (user contents in a row are refused: ``user-after-user``)."""
+        parts = message.get("parts")
+        if self.fmt != "gemini" or message.get("role") != "user" or not isinstance(parts, list):
+            self._append(out, message, at, gap)
+            return
+        answers = [part for part in parts if gemini_payload(part, "result") is not None]
+        others = [part for part in parts if gemini_payload(part, "result") is None]
+        pieces = [{**message, "parts": answers}, {**message, "parts": others}] if answers and others else [message]
+        for piece in pieces:
+            if out and out[-1].get("role") == "user" and {_answering(out[-1]), _answering(piece)} == {True, False}:
+                why = "a turn's function responses and the user's other parts go in user contents of their own"
+                why += ": Gemini wants the responses alone in theirs, and user and model to alternate"
+                out.append({"role": "model", "parts": [{"text": self.policy.between}]})
+                self.changes.append(Change("placeholder-model-turn", at + 1, None, why))
+            self._append(out, piece, at, gap)
 
     def _split(self, message: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """A message that makes calls in another role than the model's: what is left of it (None
@@ -283,3 +305,12 @@ def _blocks(message: Mapping[str, Any], fmt: Format) -> list[Any]:
             return []
         return [{"text": content}] if fmt == "bedrock" else [{"type": "text", "text": content}]
     return list(content) if isinstance(content, list) else []
+
+
+def _answering(content: Mapping[str, Any]) -> bool | None:
+    """Does a Gemini user content as repair writes it hold function responses (then nothing else), or
+    the user's other parts (False)? Its first part says; None when it has none (it joins either kind)."""
+    parts = content.get("parts")
+    if not isinstance(parts, list) or not parts:
+        return None
+    return gemini_payload(parts[0], "result") is not None
