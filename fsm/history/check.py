@@ -177,7 +177,8 @@ AFTER_ITSELF_WHY = {
     ),
     ("gemini", "user"): (
         "a user content right after another: Gemini wants user and model to alternate (400), and a"
-        " turn's function responses in one content; repair merges them into one"
+        " turn's function responses in one content; repair merges them into one (but responses and"
+        " other parts, which get a placeholder model content between them)"
     ),
 }
 """What a ``user-after-user`` or ``assistant-after-assistant`` finding says, per format and role."""

@@ -64,7 +64,8 @@ class Kind(enum.Enum):
     must alternate between user and assistant roles"), and so does Gemini ("Please ensure that
     multiturn requests alternate between user and model", HTTP 400, NousResearch/hermes-agent#55623;
     a turn's function responses go in one content, crewAIInc/crewAI#4693). Repair merges the run into
-    one user message, its blocks in order (``merged-messages``)."""
+    one user message, its blocks in order (``merged-messages``); but a Gemini turn's responses and
+    the user's other parts stay apart, a placeholder model content between them (``results-beside-text``)."""
     ASSISTANT_AFTER_ASSISTANT = "assistant-after-assistant"
     """A Converse assistant message right after another assistant message: Bedrock refuses the
     request as it does user after user (langchain-aws#130). The run is read as one turn, its calls

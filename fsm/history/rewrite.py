@@ -1,7 +1,9 @@
 """Writing out what :func:`fsm.history.repair` decided: each message with its drops, renames,
 placeholders and moved results applied, empty ones removed, neighbours of one role a removal brings
 together merged (Anthropic, Converse), and Converse user or assistant messages and Gemini user
-contents in a row merged however they came. One pass over the messages."""
+contents in a row merged however they came; but a Gemini turn's function responses and the user's
+other parts go in user contents of their own, a placeholder model content between them
+(``results-beside-text``). One pass over the messages."""
 
 from __future__ import annotations
 

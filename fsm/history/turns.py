@@ -29,7 +29,8 @@ the model's next message answer nothing. Gemini and Converse: the user's text af
 answering a turn (or in it) leaves the turn open the same way: the user's results next answer the
 calls still waiting (``Segment.held``; repair moves them into that message, after its results); and
 the user's results in a row answer the turn (repair merges the messages: user after user is
-``user-after-user``, which both APIs refuse). Like Anthropic's, their results go first in the
+``user-after-user``, which both APIs refuse; Gemini's responses and the user's other parts it writes
+apart: ``results-beside-text``). Like Anthropic's, their results go first in the
 message answering a turn: a result after text there (or after the text of a message of them in a
 row) is ``late``, reported and moved before it. A Converse run of assistant messages is one turn
 (``assistant-after-assistant``: repair merges them), its calls answered by the user's message after it. A
