@@ -53,10 +53,17 @@ FORMATS = {
 }
 USER = {"role": "user", "content": "go on"}
 GEMINI_USER = {"role": "user", "parts": [{"text": "go on"}]}
+GEMINI_REPLY = {"role": "model", "parts": [{"text": "done"}]}
 
 
 def user(fmt: str) -> dict[str, Any]:
     return GEMINI_USER if fmt == "gemini" else USER
+
+
+def then(fmt: str) -> dict[str, Any]:
+    """A message after a turn's results: the user's (Anthropic joins it to them; OpenAI's are tool
+    messages), or Gemini's model reply (Gemini refuses a user content after another: user-after-user)."""
+    return GEMINI_REPLY if fmt == "gemini" else USER
 
 
 def ids(messages: list[dict[str, Any]], fmt: str) -> tuple[list[str], list[str]]:
@@ -88,7 +95,7 @@ def fmt(request: pytest.FixtureRequest) -> str:
 
 def test_a_whole_history_is_clean(fmt: str) -> None:
     calls, results = FORMATS[fmt]
-    messages = [user(fmt), *calls(("a", "f"), ("b", "f")), *results("a", "b"), user(fmt)]
+    messages = [user(fmt), *calls(("a", "f"), ("b", "f")), *results("a", "b"), then(fmt)]
     report = history.check(messages)
     assert report.format == fmt and report.findings == () and not report.rejected
     assert history.repair(messages) == (messages, [])
@@ -96,7 +103,7 @@ def test_a_whole_history_is_clean(fmt: str) -> None:
 
 def test_two_parallel_calls_with_one_id_keep_both_results(fmt: str) -> None:
     calls, results = FORMATS[fmt]
-    messages = [user(fmt), *calls(("x", "f"), ("x", "g")), *results("x", "x"), user(fmt)]
+    messages = [user(fmt), *calls(("x", "f"), ("x", "g")), *results("x", "x"), then(fmt)]
     report = history.check(messages)
     assert report.rejected and Kind.DUPLICATE_CALL in kinds(report)
     fixed, changes = history.repair(messages)
@@ -109,7 +116,7 @@ def test_a_constant_id_reused_every_turn_but_always_answered_is_valid(fmt: str) 
     calls, results = FORMATS[fmt]
     messages = [user(fmt)]
     for _ in range(3):
-        messages += [*calls(("0", "f")), *results("0"), user(fmt)]
+        messages += [*calls(("0", "f")), *results("0"), then(fmt)]
     report = history.check(messages)
     assert not report.rejected
     assert kinds(report) == [Kind.REUSED, Kind.REUSED]
@@ -117,9 +124,10 @@ def test_a_constant_id_reused_every_turn_but_always_answered_is_valid(fmt: str) 
 
 def test_a_result_for_an_unknown_id_is_orphaned_and_dropped(fmt: str) -> None:
     calls, results = FORMATS[fmt]
-    messages = [user(fmt), *calls(("a", "f")), *results("a"), *results("ghost"), user(fmt)]
+    messages = [user(fmt), *calls(("a", "f")), *results("a"), *results("ghost"), then(fmt)]
     report = history.check(messages)
-    assert kinds(report) == [Kind.ORPHAN] and report.findings[0].id == "ghost"
+    repeated = [Kind.USER_AFTER_USER] if fmt == "gemini" else []  # Gemini: one user content after another
+    assert kinds(report) == [*repeated, Kind.ORPHAN] and report.of(Kind.ORPHAN)[0].id == "ghost"
     fixed, changes = history.repair(messages)
     emptied = {
         "openai": [],
@@ -134,7 +142,7 @@ def test_a_result_for_an_unknown_id_is_orphaned_and_dropped(fmt: str) -> None:
 
 def test_a_dangling_call_gets_a_placeholder_or_is_dropped(fmt: str) -> None:
     calls, results = FORMATS[fmt]
-    messages = [user(fmt), *calls(("a", "f"), ("b", "g")), *results("a"), user(fmt)]
+    messages = [user(fmt), *calls(("a", "f"), ("b", "g")), *results("a"), then(fmt)]
     report = history.check(messages)
     assert kinds(report) == [Kind.DANGLING] and report.findings[0].id == "b"
     assert history.anything_dangling(messages)
@@ -151,19 +159,19 @@ def test_a_second_call_under_one_id_left_unanswered_dangles(fmt: str) -> None:
     result, the second call is unanswered, though the check reports it as a duplicate call (the
     README's loop asks anything_dangling before it repairs; it used to answer no here)."""
     calls, results = FORMATS[fmt]
-    one_result = [user(fmt), *calls(("a", "f"), ("a", "f")), *results("a"), user(fmt)]
+    one_result = [user(fmt), *calls(("a", "f"), ("a", "f")), *results("a"), then(fmt)]
     assert kinds(history.check(one_result)) == [Kind.DUPLICATE_CALL]
     assert history.anything_dangling(one_result)
     assert [c.kind for c in history.repair(one_result)[1]] == ["renamed-call", "placeholder-result"]
-    both = [user(fmt), *calls(("a", "f"), ("a", "f")), *results("a", "a"), user(fmt)]
+    both = [user(fmt), *calls(("a", "f"), ("a", "f")), *results("a", "a"), then(fmt)]
     assert history.check(both).rejected and not history.anything_dangling(both)  # paired; only the id clashes
-    extra = [user(fmt), *calls(("a", "f")), *results("a"), user(fmt), *results("a")]
+    extra = [user(fmt), *calls(("a", "f")), *results("a"), then(fmt), *results("a")]
     assert kinds(history.check(extra)) == [Kind.DUPLICATE_RESULT] and history.anything_dangling(extra)
 
 
 def test_a_duplicate_result_is_reported_and_dropped(fmt: str) -> None:
     calls, results = FORMATS[fmt]
-    messages = [user(fmt), *calls(("a", "f")), *results("a"), user(fmt), *results("a")]
+    messages = [user(fmt), *calls(("a", "f")), *results("a"), then(fmt), *results("a")]
     report = history.check(messages)
     assert Kind.DUPLICATE_RESULT in kinds(report) or Kind.ORPHAN in kinds(report)
     fixed, _ = history.repair(messages)
@@ -172,13 +180,13 @@ def test_a_duplicate_result_is_reported_and_dropped(fmt: str) -> None:
 
 def test_reuse_of_an_id_whose_call_was_never_answered(fmt: str) -> None:
     calls, results = FORMATS[fmt]
-    messages = [user(fmt), *calls(("a", "f")), user(fmt), *calls(("a", "f")), *results("a"), user(fmt)]
+    messages = [user(fmt), *calls(("a", "f")), user(fmt), *calls(("a", "f")), *results("a"), then(fmt)]
     assert kinds(history.check(messages)) == [Kind.DANGLING, Kind.REUSED_UNANSWERED]
 
 
 def test_repair_never_touches_a_whole_turn(fmt: str) -> None:
     calls, results = FORMATS[fmt]
-    whole = [user(fmt), *calls(("a", "f")), *results("a"), user(fmt)]
+    whole = [user(fmt), *calls(("a", "f")), *results("a"), then(fmt)]
     broken = [*calls(("b", "g")), user(fmt)]
     fixed, _ = history.repair([*whole, *broken])
     assert fixed[: len(whole)] == whole
@@ -186,7 +194,7 @@ def test_repair_never_touches_a_whole_turn(fmt: str) -> None:
 
 def test_an_unrelated_400_is_no_reason_to_touch_history(fmt: str) -> None:
     calls, results = FORMATS[fmt]
-    messages = [user(fmt), *calls(("a", "f")), *results("a"), user(fmt)]
+    messages = [user(fmt), *calls(("a", "f")), *results("a"), then(fmt)]
     error = "HTTP 400: this model's maximum context length is 8192 tokens"
     assert "400" in error and not history.anything_dangling(messages)
 

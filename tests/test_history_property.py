@@ -152,7 +152,7 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
     truth: dict[str, str | None] = {}
     all_results: set[str] = set()
     serial = iter(range(10_000))
-    run_calls: list[Tagged] = []  # Anthropic: the calls of the assistant messages in a row so far
+    run_calls: list[Tagged] = []  # Anthropic, Converse: the calls of the assistant messages in a row so far
     for _ in range(draw(st.integers(0, 4))):
         calls = [(draw(ids), draw(st.sampled_from(NAMES)), f"c{next(serial)}") for _ in range(draw(st.integers(1, 4)))]
         results: list[Tagged] = []
@@ -172,8 +172,9 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
             messages.append(text(fmt, "user", "before"))
         messages += results_messages(fmt, results)
         all_results |= {tag for *_, tag in results}
-        if fmt == "anthropic":  # calls messages in a row are one turn (the API combines them): paired together
-            run_calls += calls
+        turn_calls = [*run_calls, *calls]  # the calls its results answer
+        if fmt in ("anthropic", "bedrock"):  # calls messages in a row are one turn (Anthropic's API combines
+            run_calls += calls  # them; Converse refuses them, and repair merges them): paired together
             if results:
                 truth.update(pair(run_calls, results))
                 run_calls = []
@@ -195,7 +196,7 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
                 # message that answered it. Anthropic's come after the model's next message: they
                 # answer nothing.
                 if fmt != "anthropic":
-                    truth.update(pair(calls, [*results, *stray]))
+                    truth.update(pair(turn_calls, [*results, *stray]))
             if draw(st.booleans()):
                 messages.append(text(fmt, "assistant", "ok"))
     truth.update(pair(run_calls, []))

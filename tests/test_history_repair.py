@@ -256,7 +256,7 @@ def test_malformed_arguments_raise_local_protocol_error_only() -> None:
         history.repair([], RepairPolicy(dangling="ignore"))  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="policy must be a RepairPolicy, not str"):
         history.repair([], "drop-call")  # type: ignore[arg-type]
-    with pytest.raises(InvalidInput, match="placeholder must be a str, not int"):
+    with pytest.raises(InvalidInput, match="placeholder text must be a str, not int"):
         history.repair([], RepairPolicy(placeholder=0))  # type: ignore[arg-type]
     with pytest.raises(LocalProtocolError):
         history.uniquify([{"id": ["a"]}])

@@ -118,7 +118,8 @@ def test_a_converse_result_as_the_assistant_goes_to_a_user_message_right_after_t
         {"role": "assistant", "content": [_c_answer("a", "sunny"), {"text": "so"}]},
         {"role": "user", "content": [{"text": "thanks"}]},
     ]
-    assert _findings(messages) == [("misplaced-result", "a", 3)]
+    # assistant after assistant, reported since hist39; the result moved between them, they alternate
+    assert _findings(messages) == [("assistant-after-assistant", "", 3), ("misplaced-result", "a", 3)]
     fixed, changes = history.repair(messages)
     assert fixed == [
         messages[0],
@@ -142,7 +143,7 @@ def test_a_converse_turn_answered_partly_as_the_assistant_keeps_the_users_result
         {"role": "assistant", "content": [_c_answer("a", "first"), *said]},
         {"role": "user", "content": [_c_answer("b", "second"), {"text": "thanks"}]},
     ]
-    assert _findings(messages) == [("misplaced-result", "a", 3)]
+    assert _findings(messages) == [("assistant-after-assistant", "", 3), ("misplaced-result", "a", 3)]
     fixed, changes = history.repair(messages)
     answers = [_c_answer("a", "first"), _c_answer("b", "second")]
     if said:

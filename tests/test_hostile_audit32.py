@@ -261,7 +261,9 @@ def _g_key(payload: dict[str, Any]) -> str:
 def _gemini_refused(messages: list[dict[str, Any]]) -> list[str]:
     """What Gemini refuses: a role but user or model, a functionCall in a user content, a
     functionResponse in a model content, calls the content right after them does not answer one
-    for one (by id, or by name without), responses answering no call of the content before them."""
+    for one (by id, or by name without), responses answering no call of the content before them,
+    responses beside parts of another kind in a user content (an empty candidate or a 400:
+    NousResearch/hermes-agent#68863, vellum-ai/vellum-assistant#39495)."""
     why: list[str] = []
     for t, message in enumerate(messages):
         role = message.get("role")
@@ -277,6 +279,8 @@ def _gemini_refused(messages: list[dict[str, Any]]) -> list[str]:
             given = Counter(_g_key(a) for a in _g_parts(after, "functionResponse"))
             if after.get("role") != "user" or given != Counter(_g_key(c) for c in calls):
                 why.append(f"content {t}: its calls are not answered one for one by the next content")
+        if answers and role == "user" and len(answers) < len(message["parts"]):  # hist39b: hermes-agent#68863
+            why.append(f"content {t}: function responses beside parts of another kind")
         before = messages[t - 1] if t else {"role": None, "parts": []}
         if answers and role == "user" and (before.get("role") != "model" or not _g_parts(before, "functionCall")):
             why.append(f"content {t}: responses answering no call")

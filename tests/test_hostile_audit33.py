@@ -85,8 +85,8 @@ def _repaired_after_text(fmt: str) -> list[dict[str, Any]]:
     """Where each API takes the results: right after the calls, before the user's text (in the
     user's message, first in it, where its format puts text and results together)."""
     sent = _after_text(fmt)
-    if fmt == "gemini":
-        return [*sent[:2], {"role": "user", "parts": [*sent[3]["parts"], {"text": HURRY}]}]
+    if fmt == "gemini":  # hist39b: the responses alone in their content, a placeholder model content between
+        return [*sent[:2], *_apart(sent[3]["parts"], [{"text": HURRY}])]
     if fmt == "anthropic":
         return [*sent[:2], {"role": "user", "content": [*sent[3]["content"], _said(HURRY)]}]
     if fmt == "bedrock":
@@ -95,6 +95,12 @@ def _repaired_after_text(fmt: str) -> list[dict[str, Any]]:
 
 
 FIVE = ["anthropic", "bedrock", "gemini", "openai", "ollama"]
+
+
+def _apart(responses: list[dict[str, Any]], others: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Gemini, as repair writes a turn's responses and the user's other parts (``results-beside-text``)."""
+    between = {"role": "model", "parts": [{"text": history.RepairPolicy().between}]}
+    return [{"role": "user", "parts": responses}, between, {"role": "user", "parts": others}]
 
 
 @pytest.mark.parametrize("fmt", FIVE)
@@ -110,7 +116,10 @@ def test_results_the_model_sends_after_the_users_text_answer_the_calls_and_go_be
         fixed, changes = history.repair(messages, policy)
         assert fixed == _repaired_after_text(fmt)
         moved = [("moved-misplaced-result", n) for n in at]
-        assert _kinds(changes) == (moved if fmt in ("openai", "ollama") else [*moved, ("dropped-empty-message", 4)])
+        apart = [("placeholder-model-turn", 3)] if fmt == "gemini" else []
+        assert _kinds(changes) == (
+            moved if fmt in ("openai", "ollama") else [*apart, *moved, ("dropped-empty-message", 4)]
+        )
         assert history.check(fixed).findings == () and history.repair(fixed, policy) == (fixed, [])
 
 
@@ -149,13 +158,19 @@ def test_the_users_results_after_those_the_model_sent_past_the_text_go_with_them
         {"role": "model", "parts": [answers[0]]},
         {"role": "user", "parts": [answers[1], {"text": "so"}]},
     ]
-    assert _findings(messages) == [("misplaced-result", "f#1", 4), ("result-after-text", "g#1", 5)]
-    fixed, changes = history.repair(messages)
-    assert fixed[2:] == [
-        {"role": "user", "parts": [*answers, {"text": HURRY}]},
-        {"role": "user", "parts": [{"text": "so"}]},
+    # hist39b: the last content holds a response beside text (reported there, read with its role);
+    # its response is past the user's text all the same (result-after-text)
+    assert _findings(messages) == [
+        ("results-beside-text", "", 5),
+        ("misplaced-result", "f#1", 4),
+        ("result-after-text", "g#1", 5),
     ]
-    assert _kinds(changes) == [("moved-misplaced-result", 4), ("dropped-empty-message", 4), ("moved-result", 5)]
+    fixed, changes = history.repair(messages)
+    # the user's text after the moved responses joins the user's text, after a placeholder model
+    # content (hist39 put it beside the responses: Gemini 3 answers that with an empty candidate)
+    assert fixed[2:] == _apart(answers, [{"text": HURRY}, {"text": "so"}])
+    moved = [("moved-misplaced-result", 4), ("dropped-empty-message", 4), ("moved-result", 5)]
+    assert _kinds(changes) == [("placeholder-model-turn", 3), *moved, ("merged-messages", 5)]
     assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
 
 

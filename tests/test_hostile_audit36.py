@@ -33,7 +33,7 @@ from tests.test_history_property import (
 from tests.test_hostile_audit29 import _answer, _said, _use
 from tests.test_hostile_audit30 import READINGS, _c_answer, _c_use, _work, found_and_repaired
 from tests.test_hostile_audit32 import POLICIES, _chat_answer, _chat_call, _g_answer, _g_call, _readings
-from tests.test_hostile_audit33 import _kept_once_for_all, chat_found_and_repaired
+from tests.test_hostile_audit33 import _apart, _kept_once_for_all, chat_found_and_repaired
 
 ALSO = "also"
 ALSO_AND = [{"text": ALSO}, {"text": "and"}]
@@ -116,7 +116,9 @@ def test_results_sent_after_the_users_text_answer_the_calls_and_go_before_it(fmt
     first = len(calls) + 3  # 1-based: the first results message
     at = [first, first + 1] if fmt in ("openai", "ollama", "responses") else [first, first]
     found = [("result-after-text", key, n) for key, n in zip(_ids(fmt), at, strict=True)]
-    repeated = [("user-after-user", "", first)] if fmt == "bedrock" else []  # Converse: user after user
+    repeated = (
+        [("user-after-user", "", first)] if fmt in ("bedrock", "gemini") else []
+    )  # user after user (hist39: Gemini)
     assert _findings(messages) == repeated + found
     assert not history.anything_dangling(messages)
     for policy in POLICIES:
@@ -124,8 +126,12 @@ def test_results_sent_after_the_users_text_answer_the_calls_and_go_before_it(fmt
         if fmt in ("openai", "ollama", "responses"):  # right after the calls, each its own message
             assert fixed == [messages[0], *calls, *results, messages[first - 2]]
             assert _kinds(changes) == [("moved-result", first), ("moved-result", first + 1)]
+        elif fmt == "gemini":  # hist39b: first in a user content of their own, a placeholder model before the text
+            assert fixed == [messages[0], *calls, *_apart(results[0]["parts"], [{"text": ALSO}])]
+            moved = [("moved-result", 4), ("moved-result", 4), ("dropped-empty-message", 4)]
+            assert _kinds(changes) == [("placeholder-model-turn", 3), *moved]
         else:  # first in the user's message, before the text
-            field = "parts" if fmt == "gemini" else "content"
+            field = "content"
             said = _said(ALSO) if fmt == "anthropic" else {"text": ALSO}
             assert fixed == [messages[0], *calls, {"role": "user", field: [*results[0][field], said]}]
             assert _kinds(changes) == [("moved-result", 4), ("moved-result", 4), ("dropped-empty-message", 4)]
@@ -140,9 +146,12 @@ def test_results_after_the_models_next_message_still_answer_nothing(fmt: str) ->
     messages = [_user(fmt, "go"), *calls, _user(fmt, ALSO), _model(fmt, "ok"), *results]
     assert sorted(kind for kind, _, _ in _findings(messages)) == ["dangling"] * 2 + ["orphan"] * 2
     fixed, changes = history.repair(messages, POLICIES[0])
+    # the placeholders go in the user's text content after the calls: Gemini (hist39b) in a content of their own
+    apart = {"placeholder-model-turn": 1} if fmt == "gemini" else {}
     assert Counter(kind for kind, _ in _kinds(changes) if kind != "dropped-empty-message") == {
         "placeholder-result": 2,
         "dropped-orphan": 2,
+        **apart,
     }
     assert history.check(fixed).findings == ()
 
@@ -162,21 +171,15 @@ def test_a_turn_answered_before_and_after_the_users_text_keeps_both_in_order(fmt
 def test_results_after_two_user_messages_of_text_go_before_the_first(fmt: str) -> None:
     calls, results = _turn(fmt)
     messages = [_user(fmt, "go"), *calls, _user(fmt, ALSO), _user(fmt, "and"), *results]
-    repeated = {"user-after-user"} if fmt == "bedrock" else set()  # Converse wants the roles to alternate
+    repeated = {"user-after-user"} if fmt in ("bedrock", "gemini") else set()  # the roles alternate (hist39: Gemini)
     assert {kind for kind, _, _ in _findings(messages)} == {"result-after-text"} | repeated
     fixed, _ = history.repair(messages)
     if fmt in ("openai", "ollama", "responses"):
         assert fixed == [messages[0], *calls, *results, *messages[len(calls) + 1 : len(calls) + 3]]
+    elif fmt == "gemini":  # the user's contents of text merged, after a placeholder model content (hist39b)
+        assert fixed == [messages[0], *calls, *_apart(results[0]["parts"], ALSO_AND)]
     elif fmt == "bedrock":  # and the user's messages in a row merged
         assert fixed == [messages[0], *calls, {"role": "user", "content": [*results[0]["content"], *ALSO_AND]}]
-    elif fmt != "anthropic":  # the API's one turn of user messages, in one message
-        field = "parts" if fmt == "gemini" else "content"
-        assert fixed == [
-            messages[0],
-            *calls,
-            {"role": "user", field: [*results[0][field], {"text": ALSO}]},
-            messages[3],
-        ]
     assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])
 
 
@@ -189,16 +192,21 @@ def test_a_call_left_without_its_result_past_the_text_gets_its_placeholder_befor
     else:
         results = results[:1]
     messages = [_user(fmt, "go"), *calls, _user(fmt, ALSO), *results]
-    repeated = ["user-after-user"] if fmt == "bedrock" else []  # Converse wants the roles to alternate
+    repeated = ["user-after-user"] if fmt in ("bedrock", "gemini") else []  # the roles alternate (hist39: Gemini)
     assert [kind for kind, _, _ in _findings(messages)] == [*repeated, "result-after-text", "dangling"]
     fixed, changes = history.repair(messages, POLICIES[0])
     assert fixed[: len(calls) + 1] == messages[: len(calls) + 1]
-    if fmt in ("gemini", "bedrock"):  # the result, the placeholder, then the text, in the user's message
-        held = fixed[-1]["parts" if fmt == "gemini" else "content"]
+    if fmt == "bedrock":  # the result, the placeholder, then the text, in the user's message
+        held = fixed[-1]["content"]
         assert len(fixed) == len(calls) + 2 and held[0] == results[0][field][0] and held[2] == {"text": ALSO}
+    elif fmt == "gemini":  # the response and the placeholder; a placeholder model content; the text (hist39b)
+        held = fixed[-3]["parts"]
+        assert fixed[-2:] == _apart([], [{"text": ALSO}])[1:] and len(fixed) == len(calls) + 4
+        assert len(held) == 2 and held[0] == results[0][field][0]
     else:  # the result and a placeholder right after the calls, then the text
         assert fixed[len(calls) + 1] == results[0] and fixed[len(calls) + 3 :] == [messages[-2]]
-    assert _kinds(changes) == [("placeholder-result", len(calls) + 1), ("moved-result", len(calls) + 3)] + (
+    apart = [("placeholder-model-turn", 3)] if fmt == "gemini" else []
+    assert _kinds(changes) == [("placeholder-result", len(calls) + 1), *apart, ("moved-result", len(calls) + 3)] + (
         [("dropped-empty-message", 4)] if fmt in ("gemini", "bedrock") else []
     )
     assert history.check(fixed).findings == () and history.repair(fixed) == (fixed, [])

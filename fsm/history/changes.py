@@ -6,15 +6,22 @@ from typing import Literal
 
 import attrs
 
+from fsm.errors import InvalidInput, LocalProtocolError
+
 
 @attrs.frozen
 class RepairPolicy:
-    """How :func:`repair` answers a call that got no result."""
+    """How :func:`repair` answers a call that got no result, and what it says for the model between a
+    Gemini turn's responses and the user's text."""
 
     dangling: Literal["placeholder", "drop-call"] = "placeholder"
     """Answer a dangling call with a placeholder result, or drop the call from its turn."""
     placeholder: str = "The tool call was not completed; no result is available."
     """The text of a placeholder result."""
+    between: str = "(no reply: the conversation went on before the model answered)"
+    """Gemini: the text of the placeholder ``model`` content repair puts between a turn's function
+    responses and the user's other parts, each in a user content of its own
+    (``placeholder-model-turn``, see ``Kind.RESULTS_BESIDE_TEXT``)."""
 
 
 @attrs.frozen
@@ -25,7 +32,7 @@ class Change:
     """``renamed-call``, ``renamed-result``, ``mapped-call``, ``mapped-result``, ``dropped-orphan``,
     ``dropped-duplicate-result``, ``placeholder-result``, ``dropped-call``, ``dropped-reasoning``,
     ``moved-result``, ``moved-misplaced-result``, ``moved-misplaced-call``, ``dropped-empty-message``,
-    ``merged-messages``, ``function-role-to-user`` or ``kept-unknown-role``."""
+    ``merged-messages``, ``placeholder-model-turn``, ``function-role-to-user`` or ``kept-unknown-role``."""
     message: int
     """1-based position in the input of the message changed (for a placeholder, the call's message)."""
     id: str | None
@@ -33,3 +40,16 @@ class Change:
     answers, which a rename may just have given the call); None for a whole-message change."""
     detail: str
     """What was done and why, in words."""
+
+
+def checked_policy(policy: RepairPolicy | None) -> RepairPolicy:
+    """The policy :func:`repair` was given (the default for None), once it is known to be one it can follow."""
+    policy = RepairPolicy() if policy is None else policy
+    if not isinstance(policy, RepairPolicy):
+        raise InvalidInput(f"policy must be a RepairPolicy, not {type(policy).__name__}")
+    if policy.dangling not in ("placeholder", "drop-call"):
+        raise LocalProtocolError(f"unknown dangling policy {policy.dangling!r} (placeholder or drop-call)")
+    for field, text in (("placeholder", policy.placeholder), ("between", policy.between)):
+        if not isinstance(text, str):  # it becomes a part's text, which every format takes as a str
+            raise InvalidInput(f"the {field} text must be a str, not {type(text).__name__}")
+    return policy

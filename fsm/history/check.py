@@ -126,7 +126,8 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
             walk(entry, "result")
             spot = (entry.message, entry.slot)
             past = spot not in moved and 0 <= segment.held < entry.message  # sent as results are, past the text
-            if waiting and (spot in late or past):  # one answering nothing is reported as such
+            beside = entry.message in roles.mixed  # Gemini: text in its content is results-beside-text, once
+            if waiting and ((spot in late and not beside) or past):  # one answering nothing is reported as such
                 why = PAST_TEXT_WHY if past else LATE_WHY
                 findings.append(Finding(Kind.RESULT_AFTER_TEXT, shown(entry.key), entry.message + 1, why, entry.name))
             if waiting and (entry.message, entry.slot) in moved:
@@ -165,11 +166,31 @@ MISPLACED_WHY = {
 }
 """What a ``misplaced-result`` finding says, per format that can have one."""
 
-USER_AFTER_USER_WHY = (
-    "a user message right after another: Converse wants user and assistant to alternate"
-    " (ValidationException); repair merges them into one"
+AFTER_ITSELF_WHY = {
+    ("bedrock", "user"): (
+        "a user message right after another: Converse wants user and assistant to alternate"
+        " (ValidationException); repair merges them into one"
+    ),
+    ("bedrock", "assistant"): (
+        "an assistant message right after another: Converse wants user and assistant to alternate"
+        " (ValidationException); repair merges them into one, its calls one turn"
+    ),
+    ("gemini", "user"): (
+        "a user content right after another: Gemini wants user and model to alternate (400), and a"
+        " turn's function responses in one content; repair merges them into one (but responses and"
+        " other parts, which get a placeholder model content between them)"
+    ),
+}
+"""What a ``user-after-user`` or ``assistant-after-assistant`` finding says, per format and role."""
+
+BESIDE_WHY = (
+    "a user content holding function responses and other parts: Gemini wants a turn's responses alone in"
+    " theirs (else an empty answer, or a 400); repair gives the other parts a user content of their own,"
+    " after a placeholder model content"
 )
-"""What a ``user-after-user`` finding says."""
+"""What a ``results-beside-text`` finding says."""
+
+AFTER_ITSELF = {"user": Kind.USER_AFTER_USER, "assistant": Kind.ASSISTANT_AFTER_ASSISTANT}
 
 SERVER_RESULT_WHY = (
     "a server tool's result block in a user message: the API takes it from Claude's own message, after its call"
@@ -179,10 +200,14 @@ SERVER_RESULT_WHY = (
 
 def _odd_roles(roles: Roles, findings: list[Finding], fmt: Format) -> None:
     """Report the messages read so far whose role their format lacks (``unknown-role``), and the
-    Converse user messages right after another (``user-after-user``), then forget them."""
-    for at in roles.repeated:
-        findings.append(Finding(Kind.USER_AFTER_USER, "", at + 1, USER_AFTER_USER_WHY))
+    messages right after another of their role where the format wants the roles to alternate
+    (``user-after-user``, ``assistant-after-assistant``), and the Gemini user contents holding function
+    responses beside other parts (``results-beside-text``), then forget them."""
+    found = [Finding(AFTER_ITSELF[role], "", at + 1, AFTER_ITSELF_WHY[fmt, role]) for at, role in roles.repeated]
+    found += [Finding(Kind.RESULTS_BESIDE_TEXT, "", at + 1, BESIDE_WHY) for at in roles.beside]
+    findings.extend(sorted(found, key=lambda finding: finding.message))  # in the order the messages were read
     roles.repeated.clear()
+    roles.beside.clear()
     odd_roles = roles.odd
     for at, role in odd_roles:
         what = f"the role {role!r}" if isinstance(role, str) else f"a role of type {type(role).__name__}"

@@ -68,5 +68,12 @@ class Roles:
         """Each message whose role its format lacks, with that role, in order (``unknown-role``)."""
         self.calling: set[int] = set()
         """The messages that make calls in a role other than the model's (``misplaced-call``)."""
-        self.repeated: list[int] = []
-        """Converse: each user message right after another user message (``user-after-user``)."""
+        self.repeated: list[tuple[int, str]] = []
+        """Each message right after another of its role where the format wants the roles to alternate,
+        with that role: a Converse or Gemini user message (``user-after-user``), a Converse assistant
+        message (``assistant-after-assistant``)."""
+        self.beside: list[int] = []
+        """Each Gemini content of the user's holding function responses beside parts of another kind
+        (``results-beside-text``), in order, until the check reports them."""
+        self.mixed: set[int] = set()
+        """Every such content: a response after the user's text there is that finding, not ``result-after-text``."""

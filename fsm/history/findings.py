@@ -28,11 +28,16 @@ class Kind(enum.Enum):
     character outside ``[a-zA-Z0-9_.:-]`` (another provider's id). Repair maps it as the next turn does."""
     RESULT_AFTER_TEXT = "result-after-text"
     """A tool result after the user's text in its turn. An Anthropic tool result after text (or any
-    block but a result) in its turn's user messages: the API takes a turn's results first in it. In
+    block but a result) in its turn's user messages: the API takes a turn's results first in it; so
+    too a Gemini function response after a part of another kind in the user content answering its
+    turn, and a Converse tool result after a block of another kind in the user's message (or run of
+    them) answering its turn (see the README for the sources). In
     any format, a result sent as results are (an OpenAI chat or Ollama ``tool`` message, a Responses
     output item, a Gemini user content, a Converse user message) after a user message of text alone
     that came between its call and it, before the model's next message: it answers the call, which
-    the APIs take right after its turn's calls. Repair moves it before the text."""
+    the APIs take right after its turn's calls. Repair moves it before the text. (A Gemini response
+    after text in the same user content is ``results-beside-text`` instead: Gemini wants no text
+    beside them at all, and repair writes the responses in a content of their own.)"""
     MISPLACED_RESULT = "misplaced-result"
     """A tool result sent in the model's own role: an Anthropic or Converse ``assistant`` message
     holding ``tool_result``/``toolResult`` blocks, a Gemini ``model`` content holding a
@@ -53,10 +58,32 @@ class Kind(enum.Enum):
     function responses and no call (older examples send responses so; the API refuses the role)
     becomes a ``user`` content (``function-role-to-user``)."""
     USER_AFTER_USER = "user-after-user"
-    """A Converse user message right after another user message (the history's first two, say, or
-    the user's text after the message of results answering a turn): Bedrock refuses the request
-    (ValidationException: "A conversation must alternate between user and assistant roles").
-    Repair merges the run into one user message, its blocks in order (``merged-messages``)."""
+    """A Converse user message, or a Gemini ``user`` content, right after another of the user's (the
+    history's first two, say, the user's text after the message of results answering a turn, or a
+    turn's results sent over two): Bedrock refuses the request (ValidationException: "A conversation
+    must alternate between user and assistant roles"), and so does Gemini ("Please ensure that
+    multiturn requests alternate between user and model", HTTP 400, NousResearch/hermes-agent#55623;
+    a turn's function responses go in one content, crewAIInc/crewAI#4693). Repair merges the run into
+    one user message, its blocks in order (``merged-messages``); but a Gemini turn's responses and
+    the user's other parts stay apart, a placeholder model content between them (``results-beside-text``)."""
+    ASSISTANT_AFTER_ASSISTANT = "assistant-after-assistant"
+    """A Converse assistant message right after another assistant message: Bedrock refuses the
+    request as it does user after user (langchain-aws#130). The run is read as one turn, its calls
+    answered by the user's message after it; repair merges it into one assistant message, its blocks
+    in order (``merged-messages``)."""
+    RESULTS_BESIDE_TEXT = "results-beside-text"
+    """A Gemini ``user`` content (or one of role ``function``, which repair makes one) holding
+    ``functionResponse`` parts and a part of any other kind: the user's text, inline data, a file.
+    Gemini wants the content answering a turn to hold that turn's responses alone: with text beside
+    them Gemini 3 answers HTTP 200 with an empty candidate or goes on with the text as if it were
+    the response's (NousResearch/hermes-agent#68863, fixed in the merged #79791, a port of
+    google-gemini/gemini-cli#28700), or refuses the request (HTTP 400 "Requests ending with a model
+    turn are not supported" although it ends with the user: vellum-ai/vellum-assistant#39495; inline
+    data beside the responses, vellum-ai/vellum-assistant#1901; envoyproxy/ai-gateway#2686). Reported
+    once, at the content; a response after the text in it is this finding, not ``result-after-text``.
+    Repair writes the responses in a user content of their own, then a model content of one text
+    part (``RepairPolicy.between``, ``placeholder-model-turn``: two user contents in a row are
+    refused, ``user-after-user``), then the user's other parts in a user content of their own."""
     REUSED = "reused"
     """An id used again by a later turn after its call was answered: allowed, reported for information."""
 

@@ -58,6 +58,11 @@ MODEL_ROLE: dict[Format, str] = {"anthropic": "assistant", "bedrock": "assistant
 """The role of the model's own messages, where a tool result is ``misplaced-result`` (the APIs take
 results from the user)."""
 
+ALTERNATE: dict[Format, tuple[str, ...]] = {"bedrock": ("user", "assistant"), "gemini": ("user",)}
+"""The roles a message may not have twice in a row (``user-after-user``, ``assistant-after-assistant``):
+Bedrock refuses either (langchain-aws#130), Gemini a user content after a user content
+(NousResearch/hermes-agent#55623). Anthropic combines a run of one role into one turn instead."""
+
 CALLER: dict[Format, str] = {**MODEL_ROLE, "openai": "assistant", "ollama": "assistant", "responses": ""}
 """The role a message making calls has: in any other the format has, its calls are ``misplaced-call``."""
 
@@ -180,6 +185,11 @@ def gemini_payload(part: Mapping[str, Any], kind: Literal["call", "result"]) -> 
     return None
 
 
+def _beside(parts: list[Any]) -> bool:
+    """Does a Gemini content holding function responses hold a part of another kind too?"""
+    return any(gemini_payload(part, "result") is None for part in parts)
+
+
 class Reader:
     """Keys id-less Gemini calls and responses, and Ollama's, by name and order within their turn."""
 
@@ -287,10 +297,15 @@ class Reader:
             self.misplaced = True
         if calls and fmt != "responses" and role != CALLER[fmt] and known_role(fmt, role) and role is not None:
             self.roles.calling.add(at)
-        if fmt == "bedrock" and role == "user" and at > 0 and self.last_role == "user":
-            self.roles.repeated.append(at)  # Converse wants user and assistant to alternate
+        if fmt == "gemini" and role == "function" and results and not calls:
+            role = "user"  # the user content repair makes of it (function-role-to-user)
+        if fmt == "gemini" and role == "user" and results and _beside(items(message, fmt, at)):
+            self.roles.beside.append(at)  # responses beside the user's other parts (results-beside-text)
+            self.roles.mixed.add(at)
+        if at > 0 and role == self.last_role and role in ALTERNATE.get(fmt, ()):
+            self.roles.repeated.append((at, role))  # Converse and Gemini want the roles to alternate
         # A user's calls go to a model message (repair moves them): a user message after it follows the model.
-        self.last_role = "assistant" if at in self.roles.calling else role
+        self.last_role = CALLER[fmt] if at in self.roles.calling else role
         return (results or None), calls
 
     @staticmethod

@@ -18,8 +18,7 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   (but in the history's last message, a paused turn, where the server may still run it);
 * a Responses call item dropped takes along the ``reasoning`` items right before it (the API pairs
   a reasoning item with the item that followed it and refuses one sent without it);
-* an Anthropic result after text in its turn's user messages moves before the text, where the API
-  takes a turn's results (:mod:`fsm.history.turns`);
+* a result after text in its turn's user message (Anthropic, Gemini, Converse) goes first (:mod:`fsm.history.turns`);
 * a result sent in the model's role (an Anthropic or Converse assistant message, a Gemini model
   content, an OpenAI chat or Ollama message other than ``tool``) moves where the API takes it:
   first into its turn's user results message, else the user message after it (Anthropic), else a
@@ -37,7 +36,11 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   becomes the ``user`` content it stands for (``function-role-to-user``);
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
   together are merged (both want user and assistant to alternate), unless one makes calls and the
-  other answers them (no message may do both); Converse user messages in a row merge however they came.
+  other answers them (no message may do both); Converse user or assistant messages in a row, and
+  Gemini user contents, merge however they came (``user-after-user``, ``assistant-after-assistant``);
+* but a Gemini turn's function responses and the user's other parts are never written in one
+  content (``results-beside-text``): the responses go in a user content, the other parts in one of
+  their own after it, a placeholder model content between (``placeholder-model-turn``).
 
 Every edit is a :class:`Change`. The input is never mutated; messages repair leaves alone are returned
 as they are (the same objects). One pass over the messages: linear in their number.
@@ -49,11 +52,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from fsm.engine.ids import IdAllocator
-from fsm.errors import InvalidInput, LocalProtocolError
-from fsm.history.changes import Change, RepairPolicy
+from fsm.history.changes import Change, RepairPolicy, checked_policy
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, items, resolve_format, shown
+from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, gemini_payload, items, resolve_format, shown
 from fsm.history.placeholders import placeholder, usable_id
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.server_blocks import converse_payload
@@ -66,13 +68,7 @@ def repair(
     """The repaired messages and what changed (see the module's docstring for the rules). A history
     ``check`` accepts comes back unchanged; ``repair`` of a repaired history changes nothing.
     Malformed input raises LocalProtocolError."""
-    policy = RepairPolicy() if policy is None else policy
-    if not isinstance(policy, RepairPolicy):
-        raise InvalidInput(f"policy must be a RepairPolicy, not {type(policy).__name__}")
-    if policy.dangling not in ("placeholder", "drop-call"):
-        raise LocalProtocolError(f"unknown dangling policy {policy.dangling!r} (placeholder or drop-call)")
-    if not isinstance(policy.placeholder, str):  # it becomes a result's text, which every format takes as a str
-        raise InvalidInput(f"the placeholder must be a str, not {type(policy.placeholder).__name__}")
+    policy = checked_policy(policy)
     messages, fmt = resolve_format(messages, format)
     plan = _Plan(fmt, policy, messages)
     for segment in segments(messages, fmt, plan.roles):
@@ -170,15 +166,7 @@ class _Plan(Writer):
                 # Named by the id it answers: the call's own, or the one a rename just gave it.
                 self._change("placeholder-result", call, why, wire_id)
         answers = {(entry.message, entry.slot) for entry in answer_of.values()}
-        for result in segment.late:  # a result a call waits for goes first in its turn's user messages
-            if (result.message, result.slot) in answers and not 0 <= segment.held < result.message:
-                self._edit(result, self.drop)
-                self.touched.add(segment.host)
-                self.move_into.setdefault(segment.host, []).append(result)
-                why = "a result after text in its turn's user messages: moved before the text, as the API takes it"
-                self._change("moved-result", result, why)
-        for key in calls_of:
-            self.answered_last[key] = key in answered
+        self.answered_last.update((key, key in answered) for key in calls_of)
         moved = [result for result in segment.misplaced if (result.message, result.slot) in answers]
         for result in moved:
             if self.fmt in ("openai", "ollama"):  # the message is the result: it takes the tool role
@@ -200,6 +188,14 @@ class _Plan(Writer):
             self._home(segment, moved, placeholders, answers)
         elif placeholders:
             self._place(segment, placeholders)
+        for result in segment.late:  # a result a call waits for goes first in its turn's user messages
+            spot = (result.message, result.slot)  # (unless it went up with those sent as the model: _home)
+            if spot in answers and spot not in self.drop and not 0 <= segment.held < result.message:
+                self._edit(result, self.drop)
+                self.touched.add(segment.host)
+                self.move_into.setdefault(segment.host, []).append(result)
+                why = "a result after text in its turn's user messages: moved before the text, as the API takes it"
+                self._change("moved-result", result, why)
 
     def _carry(self, segment: Segment, answers: Any) -> None:
         """OpenAI, Ollama: the results sent after the user's text (``Segment.held``), each a message, go
@@ -370,10 +366,9 @@ class _Plan(Writer):
         return placeholder(self.fmt, self._type(call), wire_id, call.name, self.policy.placeholder)
 
     def _place(self, segment: Segment, placeholders: list[dict[str, Any]]) -> None:
-        """OpenAI: new tool messages after the turn's last one. Anthropic, Converse and Gemini: into
-        the turn's results message; without one, into the user message that follows (Anthropic and
-        Converse, if it makes no calls), else a new user message right after the calls (after an
-        Anthropic run of assistant messages, which may go on past its last call)."""
+        """OpenAI: new tool messages after the turn's last one. Anthropic, Converse, Gemini: into the turn's
+        results message, else the user message that follows if it holds no call or result (not a user message
+        in a row), else a new user message after the calls (after an Anthropic run of assistant messages)."""
         call_message = segment.end if segment.end >= 0 else segment.calls[-1].message
         if self.fmt in ("openai", "ollama", "responses"):
             last = max((r.message for r in segment.results), default=segment.calls[-1].message)
@@ -382,7 +377,7 @@ class _Plan(Writer):
             return
         first = segment.results[0].message if segment.results else call_message + 1
         host = segment.host if segment.host >= 0 else first  # Anthropic: the first of the turn's user messages
-        if not segment.results and not (self.fmt in ALTERNATING and self._can_host(host)):
+        if not segment.results and not (self.fmt in (*ALTERNATING, "gemini") and self._can_host(host)):
             self.add_after[call_message] = [{"role": "user", FIELD[self.fmt]: placeholders}]
             return
         self.touched.add(host)
@@ -396,4 +391,6 @@ class _Plan(Writer):
         blocks = items(self.messages[at], self.fmt, at)
         if self.fmt == "bedrock":
             return not any(converse_payload(b) is not None for b in blocks)  # a stray result there is dropped
+        if self.fmt == "gemini":
+            return not any(gemini_payload(b, "call") or gemini_payload(b, "result") for b in blocks)
         return not any(b.get("type") == "tool_use" for b in blocks)

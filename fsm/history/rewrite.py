@@ -1,16 +1,19 @@
 """Writing out what :func:`fsm.history.repair` decided: each message with its drops, renames,
 placeholders and moved results applied, empty ones removed, neighbours of one role a removal brings
-together merged (Anthropic, Converse). One pass over the messages."""
+together merged (Anthropic, Converse), and Converse user or assistant messages and Gemini user
+contents in a row merged however they came; but a Gemini turn's function responses and the user's
+other parts go in user contents of their own, a placeholder model content between them
+(``results-beside-text``). One pass over the messages."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fsm.history.changes import Change
+from fsm.history.changes import Change, RepairPolicy
 from fsm.history.entries import Entry, Roles
 from fsm.history.findings import Format
-from fsm.history.formats import CALLER, gemini_payload, items, responses_key_field
+from fsm.history.formats import ALTERNATE, CALLER, gemini_payload, items, responses_key_field
 from fsm.history.placeholders import renamed_block
 from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload
 
@@ -24,6 +27,7 @@ FIELD = {
 }
 SERVER_WHY = "a server tool's result in a user message: moved into the assistant message, right after its call"
 """Why repair moves a server tool's result a user message holds (Anthropic: only Claude's own message holds one)."""
+FORMAT_NAME = {"bedrock": "Converse", "gemini": "Gemini", "anthropic": "the API"}
 ALTERNATING = ("anthropic", "bedrock")
 """The formats whose messages must alternate user and assistant: neighbours a drop brings together merge."""
 
@@ -56,6 +60,7 @@ class Writer:
     """Server tools' results a user message sent, each to go right after the call it answers."""
     to_user: set[int]
     """Gemini contents of role ``function`` written as the ``user`` contents they stand for."""
+    policy: RepairPolicy
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
         self.fmt, self.messages = fmt, messages
@@ -79,11 +84,11 @@ class Writer:
             if kept is not None and at in self.split:
                 kept, asked = self._split(kept)
             if kept is not None and self.fmt == "gemini" and message.get("role") == "function":
-                kept = self._function_role(kept, at)
+                kept = self._function_role(message, kept, at)
             if kept is None:
                 gap = True
             else:
-                self._append(out, kept, at, gap)
+                self._put(out, kept, at, gap)
                 gap = False
             if asked is not None:  # joins a model message before it when its own message is gone
                 self._append(out, asked, at, gap)
@@ -91,8 +96,29 @@ class Writer:
             elif kept is not None and at in self.roles.calling:  # a user's calls all dropped: as if removed
                 gap = True
             for extra in self.add_after.get(at, ()):
-                self._append(out, extra, at, False)
+                self._put(out, extra, at, False)
         return out
+
+    def _put(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
+        """Append a message; but Gemini wants the user content answering a turn to hold its function
+        responses alone (``results-beside-text``): a user content's responses and its other parts
+        go apart, each joining the user content before it that holds its kind alone, and a model
+        content of ``RepairPolicy.between`` goes between responses and the user's other parts after
+        them (user contents in a row are refused: ``user-after-user``)."""
+        parts = message.get("parts")
+        if self.fmt != "gemini" or message.get("role") != "user" or not isinstance(parts, list):
+            self._append(out, message, at, gap)
+            return
+        answers = [part for part in parts if gemini_payload(part, "result") is not None]
+        others = [part for part in parts if gemini_payload(part, "result") is None]
+        pieces = [{**message, "parts": answers}, {**message, "parts": others}] if answers and others else [message]
+        for piece in pieces:
+            if out and out[-1].get("role") == "user" and {_answering(out[-1]), _answering(piece)} == {True, False}:
+                why = "a turn's function responses and the user's other parts go in user contents of their own"
+                why += ": Gemini wants the responses alone in theirs, and user and model to alternate"
+                out.append({"role": "model", "parts": [{"text": self.policy.between}]})
+                self.changes.append(Change("placeholder-model-turn", at + 1, None, why))
+            self._append(out, piece, at, gap)
 
     def _split(self, message: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """A message that makes calls in another role than the model's: what is left of it (None
@@ -126,17 +152,19 @@ class Writer:
                 self.touched.add(call.message)
                 self.after.setdefault((call.message, call.slot), []).append(answer)
 
-    def _function_role(self, message: dict[str, Any], at: int) -> dict[str, Any]:
+    def _function_role(self, message: Mapping[str, Any], kept: dict[str, Any], at: int) -> dict[str, Any]:
         """A Gemini content of role ``function`` (older Gemini and Vertex AI examples send function
         responses so): the API takes ``user`` and ``model`` alone, so one holding responses and no call
-        is written as the ``user`` content it stands for; any other is kept as it is (``kept-unknown-role``)."""
+        is written as the ``user`` content it stands for (``kept``, as repair left it: its responses may
+        have moved, and the user's text left in it is still the user's, which the check read so); any
+        other is kept as it is (``kept-unknown-role``)."""
         parts = items(message, self.fmt, at)
         if any(gemini_payload(p, "call") for p in parts) or not any(gemini_payload(p, "result") for p in parts):
-            return message
+            return kept
         self.to_user.add(at)
         why = "a content of role 'function' holding function responses: Gemini takes them from a user content"
         self.changes.append(Change("function-role-to-user", at + 1, None, why))
-        return {**message, "role": "user"}
+        return {**kept, "role": "user"}
 
     def _is_call(self, block: Mapping[str, Any]) -> bool:
         if self.fmt == "anthropic":
@@ -147,23 +175,26 @@ class Writer:
 
     def _append(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
         role = message.get("role")
-        repeated = self.fmt == "bedrock" and role == "user"  # Converse refuses user after user, however it came
+        # Converse refuses user after user and assistant after assistant, Gemini user after user, however it came
+        repeated = role in ALTERNATE.get(self.fmt, ())
         if (
-            self.fmt in ALTERNATING
-            and (gap or repeated)
+            ((self.fmt in ALTERNATING and gap) or repeated)
             and out
             and out[-1].get("role") == role
             and self._joinable(out[-1], message)
         ):
+            field = FIELD[self.fmt]
             if out[-1] is not self.joined:  # the first join into it: a copy, the input stays as it was
-                self.joined = out[-1] = {**out[-1], "content": _blocks(out[-1], self.fmt)}
+                self.joined = out[-1] = {**out[-1], field: _blocks(out[-1], self.fmt)}
             # Later joins extend the copy: a long run of joins copies each block once, not once per join.
-            self.joined["content"] += _blocks(message, self.fmt)
+            self.joined[field] += _blocks(message, self.fmt)
             self.joined_holds |= self._holds(message)
             if gap:
                 detail = f"joined to the {role} message before it, which a removed message had separated"
             else:
-                detail = "joined to the user message before it: Converse wants user and assistant to alternate"
+                other = "model" if self.fmt == "gemini" else "assistant" if role == "user" else "user"
+                detail = f"joined to the {role} message before it: {FORMAT_NAME[self.fmt]} wants {role} and {other}"
+                detail += " to alternate"
             self.changes.append(Change("merged-messages", at + 1, None, detail))
         else:
             out.append(message)
@@ -179,11 +210,15 @@ class Writer:
 
     def _holds(self, message: Mapping[str, Any]) -> set[Any]:
         """Whether a message makes calls (``call``), answers (``result``); its server calls' (``server``, id)."""
-        content = message.get("content")
+        content = message.get(FIELD[self.fmt])
         found: set[Any] = set()
         served: set[Any] | None = set() if message.get("role") == "assistant" else None  # as the history reads them
         for block in content if isinstance(content, list) else ():
-            if self.fmt == "bedrock":
+            if self.fmt == "gemini":
+                found.add(
+                    "call" if gemini_payload(block, "call") else "result" if gemini_payload(block, "result") else ""
+                )
+            elif self.fmt == "bedrock":
                 found.add(converse_holding(block, served))
             else:
                 kind = block.get("type")
@@ -213,7 +248,7 @@ class Writer:
         added = self.add_into.get(at, [])
         moved = [self.moved(entry) for entry in self.move_into.get(at, ())]
         front = [self.moved(entry) for entry in self.front_into.get(at, ())]
-        if self.fmt == "anthropic":  # after the results it begins with: the API takes a turn's results first
+        if self.fmt in ("anthropic", "gemini", "bedrock"):  # after the results it begins with: results go first
             anchor = next((j for j, item in enumerate(old) if not self._placed_after(item, message)), len(old)) - 1
             added = [*moved, *added]
         else:
@@ -264,10 +299,20 @@ class Writer:
 
 
 def _blocks(message: Mapping[str, Any], fmt: Format) -> list[Any]:
-    """An Anthropic or Converse message's content as a list of blocks (a string is one text block)."""
-    content = message.get("content")
+    """An Anthropic or Converse message's content, a Gemini content's parts, as a list of blocks (a
+    string is one text block)."""
+    content = message.get(FIELD[fmt])
     if isinstance(content, str):
         if not content:
             return []
         return [{"text": content}] if fmt == "bedrock" else [{"type": "text", "text": content}]
     return list(content) if isinstance(content, list) else []
+
+
+def _answering(content: Mapping[str, Any]) -> bool | None:
+    """Does a Gemini user content as repair writes it hold function responses (then nothing else), or
+    the user's other parts (False)? Its first part says; None when it has none (it joins either kind)."""
+    parts = content.get("parts")
+    if not isinstance(parts, list) or not parts:
+        return None
+    return gemini_payload(parts[0], "result") is not None

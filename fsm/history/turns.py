@@ -28,8 +28,12 @@ calls (``Segment.held``; repair moves them before the text), else the turn is ov
 the model's next message answer nothing. Gemini and Converse: the user's text after the message
 answering a turn (or in it) leaves the turn open the same way: the user's results next answer the
 calls still waiting (``Segment.held``; repair moves them into that message, after its results); and
-Converse's user results in a row answer the turn (repair merges the messages: user after user is
-``user-after-user``). A
+the user's results in a row answer the turn (repair merges the messages: user after user is
+``user-after-user``, which both APIs refuse; Gemini's responses and the user's other parts it writes
+apart: ``results-beside-text``). Like Anthropic's, their results go first in the
+message answering a turn: a result after text there (or after the text of a message of them in a
+row) is ``late``, reported and moved before it. A Converse run of assistant messages is one turn
+(``assistant-after-assistant``: repair merges them), its calls answered by the user's message after it. A
 message of a role its format lacks that holds no call or result (``unknown-role``, kept by repair
 for the caller to name) ends no turn: the results after it answer the calls before it.
 
@@ -86,14 +90,15 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
             if said >= 0:  # the user's text after the turn's answer: results next still answer its calls
                 after = said if after < 0 or after == taking.results[-1].message else after
                 continue
-            if after >= 0 and results is not None and not misplaced:  # they do: the answer takes them
-                taking = taking._replace(held=after if taking.held < 0 else taking.held)
-                taking.results.extend(results)
-                yield _with(taking, moved, moved_end, fmt)
-                taking, answered, after, pending = None, False, -1, (served, last, calls)
+            if after >= 0 and results is not None and not misplaced:  # they do: the answer takes them, and
+                taking = taking._replace(held=after if taking.held < 0 else taking.held)  # those of the user's
+                taking.results.extend(results)  # messages after them too, up to the model's next message
+                pending = (served, last, calls)
                 continue
-            if after < 0 and results is not None and not misplaced and fmt == "bedrock":  # the user's, in a row:
-                taking.results.extend(results)  # they answer the turn, in one message once repair merges them
+            if after < 0 and results is not None and not misplaced:  # the user's, in a row: they answer the turn,
+                if late is not None:  # in one message once repair merges them; those after its text go before it
+                    taking = taking._replace(late=late[1], host=late[0])
+                taking.results.extend(results)
                 after, pending = (last if _texted(messages[last], fmt, last) else -1), (served, last, calls)
                 continue
             if after >= 0 and after != taking.results[-1].message:  # the model's results after text: the turn is over
@@ -206,11 +211,11 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
         if at in reader.roles.calling or (joins and calls and not known_role(fmt, role)):
             role = "assistant"
         if run is not None:
-            if joins and run.takes(role, results, calls):
+            if (joins or run.joins_assistant(message, results)) and run.takes(role, results, calls):
                 run.add(message, at, results, calls, served)
                 continue
             yield run.unit()
-        run = _Run(message, role, at, results, calls, served, joins)
+        run = _Run(message, role, at, results, calls, served, joins, fmt)
         run.misplaced = reader.misplaced
         run.odd = not known_role(fmt, message.get("role"))
     if run is not None:
@@ -231,6 +236,7 @@ class _Run:
         calls: list[Entry],
         served: Segment,
         ordered: bool,
+        fmt: Format = "anthropic",
     ) -> None:
         self.role, self.first = role, at
         self.last, self.results, self.calls = at, None if results is None else [*results], [*calls]
@@ -240,8 +246,17 @@ class _Run:
         self.misplaced = False  # its results were sent in the model's role (one role: all of them, or none)
         self.odd = False  # its role is none its format has
         self.ordered = ordered  # Anthropic's
-        if ordered:
+        self.fmt = fmt
+        # Converse: a run of assistant messages is one turn once repair merges them (assistant-after-assistant)
+        self.converse_model = fmt == "bedrock" and message.get("role") == "assistant" and results is None
+        if ordered or fmt in ("gemini", "bedrock"):  # Gemini and Converse, like Anthropic, take results first
             self._order(message, at, results)
+
+    def joins_assistant(self, message: Mapping[str, Any], results: list[Entry] | None) -> bool:
+        """Converse: does this assistant message go on the run of assistant messages before it? Both
+        as given (not a user's calls read as the model's), neither holding results (sent in the
+        model's role, they go to the user's message: see ``misplaced``)."""
+        return self.converse_model and message.get("role") == "assistant" and results is None
 
     def takes(self, role: Any, results: list[Entry] | None, calls: list[Entry]) -> bool:
         """Does a message of ``role`` go on this run? Of its role, and neither answering calls the run made
@@ -264,18 +279,21 @@ class _Run:
         # has is a second call under it, renamed as within one message (its result with it).
         self.served[-1].calls.extend(served.calls)
         self.served[-1].results.extend(served.results)
-        self._order(message, at, results)
+        if self.ordered:
+            self._order(message, at, results)
 
     def _order(self, message: Mapping[str, Any], at: int, results: list[Entry] | None) -> None:
         if isinstance(message.get("content"), str):  # text alone: no result can follow it in this message
             self.texted = self.texted or bool(message["content"])
             return
         by_slot = {entry.slot: entry for entry in results or ()}
-        for slot, item in enumerate(items(message, "anthropic", at)):
+        for slot, item in enumerate(items(message, self.fmt, at)):
             entry = by_slot.get(slot)
             if entry is not None:
                 if self.texted:
                     self.late.append(entry)
+            elif self.fmt == "bedrock" and "cachePoint" in item:
+                pass  # a cache checkpoint marks where a prefix ends: it is no text
             elif not (self.role == "user" and is_server_result(item.get("type"))):
                 self.texted = True  # a server tool's result the user sent is no text: it goes to its call
 
