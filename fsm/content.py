@@ -230,10 +230,11 @@ class TurnContent:
         part = self._part(key, piece)
         if piece.text:
             part.text.append(piece.text)
-        part.signature = piece.signature or part.signature
-        part.item_id = piece.item_id or part.item_id
-        part.status = piece.status or part.status  # the item's end, after its start: the latest word
-        part.phase = piece.phase or part.phase
+        if piece.signature or piece.item_id or piece.status or piece.phase:  # (a text delta alone: none)
+            part.signature = piece.signature or part.signature
+            part.item_id = piece.item_id or part.item_id
+            part.status = piece.status or part.status  # the item's end, after its start: the latest word
+            part.phase = piece.phase or part.phase
         if piece.citation is not None:
             if part.citations is None:
                 part.citations = [piece.citation]
