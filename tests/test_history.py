@@ -66,6 +66,12 @@ def then(fmt: str) -> dict[str, Any]:
     return GEMINI_REPLY if fmt == "gemini" else USER
 
 
+def between_turns(fmt: str) -> list[dict[str, Any]]:
+    """What comes between a turn's results and the next turn's calls: :func:`then`, and after Gemini's
+    model reply the user's next content (a model content right after another is assistant-after-assistant)."""
+    return [then(fmt), GEMINI_USER] if fmt == "gemini" else [then(fmt)]
+
+
 def ids(messages: list[dict[str, Any]], fmt: str) -> tuple[list[str], list[str]]:
     """The call ids and the result ids in a history, in order."""
     calls: list[str] = []
@@ -116,7 +122,7 @@ def test_a_constant_id_reused_every_turn_but_always_answered_is_valid(fmt: str) 
     calls, results = FORMATS[fmt]
     messages = [user(fmt)]
     for _ in range(3):
-        messages += [*calls(("0", "f")), *results("0"), then(fmt)]
+        messages += [*calls(("0", "f")), *results("0"), *between_turns(fmt)]
     report = history.check(messages)
     assert not report.rejected
     assert kinds(report) == [Kind.REUSED, Kind.REUSED]
@@ -186,7 +192,7 @@ def test_reuse_of_an_id_whose_call_was_never_answered(fmt: str) -> None:
 
 def test_repair_never_touches_a_whole_turn(fmt: str) -> None:
     calls, results = FORMATS[fmt]
-    whole = [user(fmt), *calls(("a", "f")), *results("a"), then(fmt)]
+    whole = [user(fmt), *calls(("a", "f")), *results("a"), *between_turns(fmt)]
     broken = [*calls(("b", "g")), user(fmt)]
     fixed, _ = history.repair([*whole, *broken])
     assert fixed[: len(whole)] == whole

@@ -180,6 +180,11 @@ AFTER_ITSELF_WHY = {
         " turn's function responses in one content; repair merges them into one (but responses and"
         " other parts, which get a placeholder model content between them)"
     ),
+    ("gemini", "model"): (
+        "a model content right after another: Gemini wants user and model to alternate (400; function calls"
+        " must come right after a user content or a turn's responses); repair merges them into one, its"
+        " calls one turn"
+    ),
 }
 """What a ``user-after-user`` or ``assistant-after-assistant`` finding says, per format and role."""
 
@@ -190,7 +195,11 @@ BESIDE_WHY = (
 )
 """What a ``results-beside-text`` finding says."""
 
-AFTER_ITSELF = {"user": Kind.USER_AFTER_USER, "assistant": Kind.ASSISTANT_AFTER_ASSISTANT}
+AFTER_ITSELF = {
+    "user": Kind.USER_AFTER_USER,
+    "assistant": Kind.ASSISTANT_AFTER_ASSISTANT,
+    "model": Kind.ASSISTANT_AFTER_ASSISTANT,
+}
 
 SERVER_RESULT_WHY = (
     "a server tool's result block in a user message: the API takes it from Claude's own message, after its call"

@@ -71,7 +71,7 @@ class Roles:
         self.repeated: list[tuple[int, str]] = []
         """Each message right after another of its role where the format wants the roles to alternate,
         with that role: a Converse or Gemini user message (``user-after-user``), a Converse assistant
-        message (``assistant-after-assistant``)."""
+        message or Gemini model content (``assistant-after-assistant``)."""
         self.beside: list[int] = []
         """Each Gemini content of the user's holding function responses beside parts of another kind
         (``results-beside-text``), in order, until the check reports them."""

@@ -58,7 +58,8 @@ class Kind(enum.Enum):
     function responses and no call (older examples send responses so; the API refuses the role)
     becomes a ``user`` content (``function-role-to-user``)."""
     USER_AFTER_USER = "user-after-user"
-    """A Converse user message, or a Gemini ``user`` content, right after another of the user's (the
+    """A Converse user message, or a Gemini ``user`` content (or one without a role that makes no
+    call: Gemini reads it as the user's, ``roleless-as-user``), right after another of the user's (the
     history's first two, say, the user's text after the message of results answering a turn, or a
     turn's results sent over two): Bedrock refuses the request (ValidationException: "A conversation
     must alternate between user and assistant roles"), and so does Gemini ("Please ensure that
@@ -68,11 +69,15 @@ class Kind(enum.Enum):
     the user's other parts stay apart, a placeholder model content between them (``results-beside-text``)."""
     ASSISTANT_AFTER_ASSISTANT = "assistant-after-assistant"
     """A Converse assistant message right after another assistant message: Bedrock refuses the
-    request as it does user after user (langchain-aws#130). The run is read as one turn, its calls
-    answered by the user's message after it; repair merges it into one assistant message, its blocks
-    in order (``merged-messages``)."""
+    request as it does user after user (langchain-aws#130); so too a Gemini ``model`` content (or one
+    without a role making calls) right after another: Gemini wants user and model to alternate, and
+    refuses calls right after a model content (HTTP 400 "function call turn comes immediately after a
+    user turn or after a function response turn", continuedev/continue#11805). The run is read as one
+    turn, its calls answered by the user's message after it; repair merges it into one message of the
+    model's, its parts or blocks in order (``merged-messages``)."""
     RESULTS_BESIDE_TEXT = "results-beside-text"
-    """A Gemini ``user`` content (or one of role ``function``, which repair makes one) holding
+    """A Gemini ``user`` content (or one of role ``function``, which repair makes one, or one without
+    a role: ``roleless-as-user``) holding
     ``functionResponse`` parts and a part of any other kind: the user's text, inline data, a file.
     Gemini wants the content answering a turn to hold that turn's responses alone: with text beside
     them Gemini 3 answers HTTP 200 with an empty candidate or goes on with the text as if it were

@@ -58,10 +58,12 @@ MODEL_ROLE: dict[Format, str] = {"anthropic": "assistant", "bedrock": "assistant
 """The role of the model's own messages, where a tool result is ``misplaced-result`` (the APIs take
 results from the user)."""
 
-ALTERNATE: dict[Format, tuple[str, ...]] = {"bedrock": ("user", "assistant"), "gemini": ("user",)}
+ALTERNATE: dict[Format, tuple[str, ...]] = {"bedrock": ("user", "assistant"), "gemini": ("user", "model")}
 """The roles a message may not have twice in a row (``user-after-user``, ``assistant-after-assistant``):
-Bedrock refuses either (langchain-aws#130), Gemini a user content after a user content
-(NousResearch/hermes-agent#55623). Anthropic combines a run of one role into one turn instead."""
+Bedrock refuses either (langchain-aws#130), Gemini either as well (NousResearch/hermes-agent#55623;
+a model content making calls right after a model content is a 400, "function call turn comes
+immediately after a user turn or after a function response turn", continuedev/continue#11805).
+Anthropic combines a run of one role into one turn instead."""
 
 CALLER: dict[Format, str] = {**MODEL_ROLE, "openai": "assistant", "ollama": "assistant", "responses": ""}
 """The role a message making calls has: in any other the format has, its calls are ``misplaced-call``."""
@@ -297,6 +299,7 @@ class Reader:
             self.misplaced = True
         if calls and fmt != "responses" and role != CALLER[fmt] and known_role(fmt, role) and role is not None:
             self.roles.calling.add(at)
+        role = read_role(fmt, message, bool(calls))  # roleless-as-user
         if fmt == "gemini" and role == "function" and results and not calls:
             role = "user"  # the user content repair makes of it (function-role-to-user)
         if fmt == "gemini" and role == "user" and results and _beside(items(message, fmt, at)):
@@ -337,6 +340,26 @@ class Reader:
             self.served.calls.append(entry)
             if self.served_ids is not None:
                 self.served_ids.add(wire_id)
+
+
+def read_role(fmt: Format, message: Mapping[str, Any], calls: bool) -> Any:
+    """The role a message is read in: its own; but a Gemini content without one is the user's
+    (``roleless-as-user``: the API takes a content without a role as the user's,
+    microsoft/semantic-kernel#13288, and the SDKs default to it, google-gemini/deprecated-generative-ai-android#67),
+    or the model's when it makes function calls (``calls``: only the model makes them). Repair
+    keeps it without a role, as it came."""
+    role = message.get("role")
+    if fmt == "gemini" and role is None:
+        return "model" if calls else "user"
+    return role
+
+
+def gemini_role(content: Mapping[str, Any]) -> Any:
+    """:func:`read_role` of a Gemini content repair writes (its parts already read: a list of objects)."""
+    role = content.get("role")
+    if role is None:
+        return "model" if any(gemini_payload(part, "call") for part in content.get("parts") or ()) else "user"
+    return role
 
 
 def known_role(fmt: Format, role: Any) -> bool:

@@ -36,8 +36,9 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   becomes the ``user`` content it stands for (``function-role-to-user``);
 * a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
   together are merged (both want user and assistant to alternate), unless one makes calls and the
-  other answers them (no message may do both); Converse user or assistant messages in a row, and
-  Gemini user contents, merge however they came (``user-after-user``, ``assistant-after-assistant``);
+  other answers them (no message may do both); Converse and Gemini messages of one role in a row
+  merge however they came (``user-after-user``, ``assistant-after-assistant``); a Gemini content
+  without a role is the user's, or the model's when it makes calls (``roleless-as-user``);
 * but a Gemini turn's function responses and the user's other parts are never written in one
   content (``results-beside-text``): the responses go in a user content, the other parts in one of
   their own after it, a placeholder model content between (``placeholder-model-turn``).
@@ -55,7 +56,7 @@ from fsm.engine.ids import IdAllocator
 from fsm.history.changes import Change, RepairPolicy, checked_policy
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, gemini_payload, items, resolve_format, shown
+from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, gemini_payload, items, read_role, resolve_format, shown
 from fsm.history.placeholders import placeholder, usable_id
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.server_blocks import converse_payload
@@ -384,7 +385,7 @@ class _Plan(Writer):
         self.add_into.setdefault(host, []).extend(placeholders)
 
     def _can_host(self, at: int) -> bool:
-        if at >= len(self.messages) or self.messages[at].get("role") != "user":
+        if at >= len(self.messages) or read_role(self.fmt, self.messages[at], False) != "user":
             return False
         if at in self.roles.calling:  # its calls go to a model message after it: what stays is the user's
             return True

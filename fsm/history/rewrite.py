@@ -1,7 +1,8 @@
 """Writing out what :func:`fsm.history.repair` decided: each message with its drops, renames,
 placeholders and moved results applied, empty ones removed, neighbours of one role a removal brings
-together merged (Anthropic, Converse), and Converse user or assistant messages and Gemini user
-contents in a row merged however they came; but a Gemini turn's function responses and the user's
+together merged (Anthropic, Converse), and Converse and Gemini messages of one role in a row
+merged however they came (a Gemini content without a role read as ``roleless-as-user`` reads it);
+but a Gemini turn's function responses and the user's
 other parts go in user contents of their own, a placeholder model content between them
 (``results-beside-text``). One pass over the messages."""
 
@@ -13,7 +14,7 @@ from typing import Any
 from fsm.history.changes import Change, RepairPolicy
 from fsm.history.entries import Entry, Roles
 from fsm.history.findings import Format
-from fsm.history.formats import ALTERNATE, CALLER, gemini_payload, items, responses_key_field
+from fsm.history.formats import ALTERNATE, CALLER, gemini_payload, gemini_role, items, responses_key_field
 from fsm.history.placeholders import renamed_block
 from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload
 
@@ -68,6 +69,9 @@ class Writer:
         self.emptied = set()
         self.add_into, self.move_into, self.front_into, self.add_after = {}, {}, {}, {}
         self.joined = None  # the message repair made by joining, latest
+        # The role the last message written is read in (a Gemini content without one: roleless-as-user),
+        # kept as it is written: a joined content is not scanned again per join.
+        self.tail: Any = None
         self.joined_holds = set()  # whether it makes calls, answers them, or both (see _joinable)
         self.changes = []
         self.to_user = set()
@@ -85,6 +89,8 @@ class Writer:
                 kept, asked = self._split(kept)
             if kept is not None and self.fmt == "gemini" and message.get("role") == "function":
                 kept = self._function_role(message, kept, at)
+            if kept is not None and self.fmt == "gemini" and message.get("role") is None and at in self.touched:
+                kept = self._model_role(message, kept, at)
             if kept is None:
                 gap = True
             else:
@@ -106,17 +112,18 @@ class Writer:
         content of ``RepairPolicy.between`` goes between responses and the user's other parts after
         them (user contents in a row are refused: ``user-after-user``)."""
         parts = message.get("parts")
-        if self.fmt != "gemini" or message.get("role") != "user" or not isinstance(parts, list):
+        if self.fmt != "gemini" or gemini_role(message) != "user" or not isinstance(parts, list):
             self._append(out, message, at, gap)
             return
         answers = [part for part in parts if gemini_payload(part, "result") is not None]
         others = [part for part in parts if gemini_payload(part, "result") is None]
         pieces = [{**message, "parts": answers}, {**message, "parts": others}] if answers and others else [message]
         for piece in pieces:
-            if out and out[-1].get("role") == "user" and {_answering(out[-1]), _answering(piece)} == {True, False}:
+            if out and self.tail == "user" and {_answering(out[-1]), _answering(piece)} == {True, False}:
                 why = "a turn's function responses and the user's other parts go in user contents of their own"
                 why += ": Gemini wants the responses alone in theirs, and user and model to alternate"
                 out.append({"role": "model", "parts": [{"text": self.policy.between}]})
+                self.tail = "model"
                 self.changes.append(Change("placeholder-model-turn", at + 1, None, why))
             self._append(out, piece, at, gap)
 
@@ -166,6 +173,17 @@ class Writer:
         self.changes.append(Change("function-role-to-user", at + 1, None, why))
         return {**kept, "role": "user"}
 
+    def _model_role(self, message: Mapping[str, Any], kept: dict[str, Any], at: int) -> dict[str, Any]:
+        """A Gemini content without a role that made function calls was read as the model's
+        (``roleless-as-user``): when repair leaves it none (dropped, or moved out), it is written with
+        the role ``model``, which it was read in; without a role or calls, Gemini reads it as the user's."""
+        if gemini_role(kept) == "model" or gemini_role(message) != "model":
+            return kept
+        why = "a content without a role that made function calls, read as the model's, has none left: its role"
+        why += " is now 'model' (without one, Gemini reads a content as the user's)"
+        self.changes.append(Change("named-model-role", at + 1, None, why))
+        return {**kept, "role": "model"}
+
     def _is_call(self, block: Mapping[str, Any]) -> bool:
         if self.fmt == "anthropic":
             return block.get("type") == "tool_use"
@@ -174,13 +192,13 @@ class Writer:
         return gemini_payload(block, "call") is not None
 
     def _append(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
-        role = message.get("role")
+        role = gemini_role(message) if self.fmt == "gemini" else message.get("role")
         # Converse refuses user after user and assistant after assistant, Gemini user after user, however it came
         repeated = role in ALTERNATE.get(self.fmt, ())
         if (
             ((self.fmt in ALTERNATING and gap) or repeated)
             and out
-            and out[-1].get("role") == role
+            and self.tail == role
             and self._joinable(out[-1], message)
         ):
             field = FIELD[self.fmt]
@@ -192,12 +210,13 @@ class Writer:
             if gap:
                 detail = f"joined to the {role} message before it, which a removed message had separated"
             else:
-                other = "model" if self.fmt == "gemini" else "assistant" if role == "user" else "user"
+                other = ("model" if self.fmt == "gemini" else "assistant") if role == "user" else "user"
                 detail = f"joined to the {role} message before it: {FORMAT_NAME[self.fmt]} wants {role} and {other}"
                 detail += " to alternate"
             self.changes.append(Change("merged-messages", at + 1, None, detail))
         else:
             out.append(message)
+            self.tail = role
 
     def _joinable(self, before: dict[str, Any], message: dict[str, Any]) -> bool:
         """Can ``message`` join ``before``? Not when one makes calls and the other answers: no message

@@ -32,8 +32,10 @@ the user's results in a row answer the turn (repair merges the messages: user af
 ``user-after-user``, which both APIs refuse; Gemini's responses and the user's other parts it writes
 apart: ``results-beside-text``). Like Anthropic's, their results go first in the
 message answering a turn: a result after text there (or after the text of a message of them in a
-row) is ``late``, reported and moved before it. A Converse run of assistant messages is one turn
-(``assistant-after-assistant``: repair merges them), its calls answered by the user's message after it. A
+row) is ``late``, reported and moved before it. A Converse or Gemini run of the model's messages is
+one turn (``assistant-after-assistant``: repair merges them), its calls answered by the user's message
+after it; a Gemini content without a role is read as the user's, or as the model's when it makes calls
+(``roleless-as-user``, see :func:`~fsm.history.formats.read_role`). A
 message of a role its format lacks that holds no call or result (``unknown-role``, kept by repair
 for the caller to name) ends no turn: the results after it answer the calls before it.
 
@@ -49,7 +51,7 @@ from typing import Any
 
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.formats import Reader, gemini_payload, items, known_role
+from fsm.history.formats import MODEL_ROLE, Reader, gemini_payload, items, known_role, read_role
 from fsm.history.server_blocks import converse_payload, in_order, is_server_result
 
 
@@ -207,11 +209,11 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
         served = reader.served
         # a user message making calls is read as the model message repair moves them into; one of a
         # role the format lacks as the model's (kept as it is: only the model makes calls)
-        role = message.get("role")
+        role = read_role(fmt, message, bool(calls))
         if at in reader.roles.calling or (joins and calls and not known_role(fmt, role)):
             role = "assistant"
         if run is not None:
-            if (joins or run.joins_assistant(message, results)) and run.takes(role, results, calls):
+            if (joins or run.joins_assistant(message, results, calls)) and run.takes(role, results, calls):
                 run.add(message, at, results, calls, served)
                 continue
             yield run.unit()
@@ -247,16 +249,20 @@ class _Run:
         self.odd = False  # its role is none its format has
         self.ordered = ordered  # Anthropic's
         self.fmt = fmt
-        # Converse: a run of assistant messages is one turn once repair merges them (assistant-after-assistant)
-        self.converse_model = fmt == "bedrock" and message.get("role") == "assistant" and results is None
+        # Converse, Gemini: a run of the model's messages is one turn once repair merges them
+        # (assistant-after-assistant); a message the user sent, its calls read as the model's, is none
+        self.model_run = fmt in ("bedrock", "gemini") and self._model(message, calls, results)
         if ordered or fmt in ("gemini", "bedrock"):  # Gemini and Converse, like Anthropic, take results first
             self._order(message, at, results)
 
-    def joins_assistant(self, message: Mapping[str, Any], results: list[Entry] | None) -> bool:
-        """Converse: does this assistant message go on the run of assistant messages before it? Both
-        as given (not a user's calls read as the model's), neither holding results (sent in the
-        model's role, they go to the user's message: see ``misplaced``)."""
-        return self.converse_model and message.get("role") == "assistant" and results is None
+    def joins_assistant(self, message: Mapping[str, Any], results: list[Entry] | None, calls: list[Entry]) -> bool:
+        """Converse, Gemini: does this message of the model's go on the run of the model's messages
+        before it? Both as given (not a user's calls read as the model's), neither holding results
+        (sent in the model's role, they go to the user's message: see ``misplaced``)."""
+        return self.model_run and self._model(message, calls, results)
+
+    def _model(self, message: Mapping[str, Any], calls: list[Entry], results: list[Entry] | None) -> bool:
+        return read_role(self.fmt, message, bool(calls)) == MODEL_ROLE[self.fmt] and results is None
 
     def takes(self, role: Any, results: list[Entry] | None, calls: list[Entry]) -> bool:
         """Does a message of ``role`` go on this run? Of its role, and neither answering calls the run made
