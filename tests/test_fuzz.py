@@ -3,7 +3,11 @@ they can fail: with an identity rule broken on purpose, the property fuzzer find
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import io
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -70,3 +74,39 @@ def test_the_robustness_fuzzer_renders_streams_cut_inside_surrogate_pairs() -> N
     # bytes once raised UnicodeEncodeError inside the fuzzer itself (exit 3 from `toolcall-fsm fuzz`).
     report = fuzz.fuzz("openai-chat", "robust", BUDGET, 1130)
     assert report.problems == [], report.failure
+
+
+def _digest(shape: str, count: int) -> str:
+    vectors = fuzz.sample_vectors(shape, count)
+    return hashlib.sha256(json.dumps([v.to_json() for v in vectors], sort_keys=True).encode()).hexdigest()
+
+
+_SAMPLE = (("openai-chat", 30), ("gemini", 30))
+_IN_A_FRESH_PROCESS = f"""
+import hashlib, json
+from fsm.harness.fuzz.run import sample_vectors
+for shape, count in {_SAMPLE!r}:
+    vectors = sample_vectors(shape, count)
+    print(hashlib.sha256(json.dumps([v.to_json() for v in vectors], sort_keys=True).encode()).hexdigest())
+"""
+
+
+def test_the_fuzzed_sample_is_the_same_in_any_process_state(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Hypothesis scrapes literals from every project module imported so far and sometimes draws
+    # them: a module imported between two calls (here one with fresh literals, as another test's
+    # imports would be) and other hypothesis runs must not change the sample, nor may a process
+    # that imported nothing else.
+    first = [_digest(shape, count) for shape, count in _SAMPLE]
+    literals = tmp_path / "more_literals.py"
+    literals.write_text("WORDS = " + repr([f"word{n}" for n in range(50)]) + "\nNUMBERS = " + repr(list(range(7, 90))))
+    spec = importlib.util.spec_from_file_location("more_literals", literals)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setitem(sys.modules, "more_literals", module)
+    fuzz.fuzz("anthropic", "property", 20, None)
+    assert [_digest(shape, count) for shape, count in _SAMPLE] == first
+    fresh = subprocess.run(
+        [sys.executable, "-c", _IN_A_FRESH_PROCESS], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert fresh.stdout.split() == first
