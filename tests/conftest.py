@@ -6,6 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# Property tests check behaviour, never time: speed is measured by the benchmarks in tools/. A
+# deadline per example (hypothesis's default, 200 ms) fails a test when the machine is busy, not
+# when the code is wrong (it failed test_scanner once on a shared machine, 232 ms).
+settings.register_profile("toolcall-fsm", deadline=None)
+settings.load_profile("toolcall-fsm")
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 CAPTURES = SHARED / "captures"

@@ -110,3 +110,10 @@ def test_the_fuzzed_sample_is_the_same_in_any_process_state(monkeypatch: pytest.
         [sys.executable, "-c", _IN_A_FRESH_PROCESS], capture_output=True, text=True, check=True, timeout=120
     )
     assert fresh.stdout.split() == first
+
+
+def test_property_tests_run_without_a_deadline() -> None:
+    # tests/conftest.py's profile: a busy machine must not fail a property test for its time.
+    from hypothesis import settings
+
+    assert settings().deadline is None
