@@ -152,7 +152,7 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
     truth: dict[str, str | None] = {}
     all_results: set[str] = set()
     serial = iter(range(10_000))
-    run_calls: list[Tagged] = []  # Anthropic, Converse: the calls of the assistant messages in a row so far
+    run_calls: list[Tagged] = []  # Anthropic, Converse, Gemini: the calls of the model's messages in a row so far
     for _ in range(draw(st.integers(0, 4))):
         calls = [(draw(ids), draw(st.sampled_from(NAMES)), f"c{next(serial)}") for _ in range(draw(st.integers(1, 4)))]
         results: list[Tagged] = []
@@ -173,8 +173,10 @@ def conversations(draw: st.DrawFn, fmt: str) -> tuple[list[dict[str, Any]], dict
         messages += results_messages(fmt, results)
         all_results |= {tag for *_, tag in results}
         turn_calls = [*run_calls, *calls]  # the calls its results answer
-        if fmt in ("anthropic", "bedrock"):  # calls messages in a row are one turn (Anthropic's API combines
-            run_calls += calls  # them; Converse refuses them, and repair merges them): paired together
+        # Calls messages in a row are one turn (Anthropic's API combines them; Converse and Gemini
+        # refuse them, and repair merges them): paired together.
+        if fmt in ("anthropic", "bedrock", "gemini"):
+            run_calls += calls
             if results:
                 truth.update(pair(run_calls, results))
                 run_calls = []
