@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from fsm import history
+from fsm.errors import LocalProtocolError
 from fsm.history.empty import DROPPED, NO_LONGER_LAST
 
 EMPTY = "empty-message"
@@ -347,3 +348,9 @@ def test_random_histories_with_empty_messages_sprinkled_in(fmt: str) -> None:
         roles = [m.get("role") or "user" for m in fixed if not (fmt == "anthropic" and m is messages[-1] and exempt)]
         if fmt != "openai":
             assert all(a != b for a, b in itertools.pairwise(roles)), roles  # the roles alternate
+
+
+def test_gemini_parts_of_an_empty_string_stay_malformed() -> None:
+    """Not a list: a LocalProtocolError naming the message, as before, not an empty content."""
+    with pytest.raises(LocalProtocolError, match="message 2: parts must be a list"):
+        history.check([_g_text("user", "a"), {"role": "model", "parts": ""}], "gemini")

@@ -77,7 +77,8 @@ def blank(fmt: Format, message: Mapping[str, Any]) -> bool:
             and not any(message.get(key) for key in ("tool_calls", "function_call", "refusal"))
             and (message.get("audio") is None)
         )
-    return content is None or (isinstance(content, list | str) and not content)
+    # Gemini parts of "" are no list: malformed (LocalProtocolError), not empty
+    return content is None or content == [] or (content == "" and fmt != "gemini")
 
 
 def refused(fmt: Format, message: Mapping[str, Any], at: int, total: int) -> bool:
