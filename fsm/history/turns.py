@@ -36,9 +36,8 @@ row) is ``late``, reported and moved before it. A Converse or Gemini run of the 
 one turn (``assistant-after-assistant``: repair merges them), its calls answered by the user's message
 after it; a Gemini content without a role is read as the user's, or as the model's when it makes calls
 (``roleless-as-user``, see :func:`~fsm.history.formats.read_role`). A message of a role its format
-lacks that holds no call or result (``unknown-role``, kept by repair for the caller to name) ends no
-turn: the results after it answer the calls before it. One that came empty (``empty-message``,
-:mod:`fsm.history.empty`) is read as if it were gone, as repair leaves it.
+lacks that holds no call or result (``unknown-role``, kept by repair for the caller to name) ends no turn:
+the results after it answer the calls before it. One that came empty (``empty-message``) is read as gone.
 
 An Anthropic user's run right after an assistant run making server calls may send a server tool's
 result back: it answers those calls with the server blocks of that run (``misplaced``, see
