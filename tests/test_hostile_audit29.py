@@ -156,10 +156,18 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     return ([_said(content)] if content else []) if isinstance(content, str) else list(content)
 
 
+def _came_empty(messages: list[dict[str, Any]], at: int) -> bool:
+    """A message with no content, which the API refuses but as the final assistant message (empty-message)."""
+    return not messages[at]["content"] and not (at == len(messages) - 1 and messages[at]["role"] == "assistant")
+
+
 def _turns(messages: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
-    """The turns the API reads: the messages of one role in a row, combined."""
+    """The turns the API reads: the messages of one role in a row, combined; those that came empty
+    are refused and read as gone, as repair leaves them (empty-message, test_empty41)."""
     turns: list[tuple[str, list[dict[str, Any]]]] = []
-    for message in messages:
+    for at, message in enumerate(messages):
+        if _came_empty(messages, at):
+            continue
         if turns and turns[-1][0] == message["role"]:
             turns[-1][1].extend(_blocks(message))
         else:
@@ -193,6 +201,8 @@ def _refused(messages: list[dict[str, Any]]) -> list[str]:
     """What the Messages API refuses: a call not answered in the next turn, a turn's results not
     first in it, a result answering no call, a server call without its result but in the last turn."""
     why, turns = [], _turns(messages)
+    if history.detect_format(messages) == "anthropic":  # with no tool block it reads as OpenAI chat's
+        why += [f"message {at}: no content" for at in range(len(messages)) if _came_empty(messages, at)]
     for t, (role, blocks) in enumerate(turns):
         calls = Counter(b["id"] for b in blocks if b["type"] == "tool_use")
         if role == "assistant":

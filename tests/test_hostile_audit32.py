@@ -259,7 +259,7 @@ def _g_key(payload: dict[str, Any]) -> str:
 
 
 def _gemini_refused(messages: list[dict[str, Any]]) -> list[str]:
-    """What Gemini refuses: a role but user or model, a functionCall in a user content, a
+    """What Gemini refuses: a role but user or model, a content of no parts, a functionCall in a user content, a
     functionResponse in a model content, calls the content right after them does not answer one
     for one (by id, or by name without), responses answering no call of the content before them,
     responses beside parts of another kind in a user content (an empty candidate or a 400:
@@ -270,6 +270,8 @@ def _gemini_refused(messages: list[dict[str, Any]]) -> list[str]:
         calls, answers = _g_parts(message, "functionCall"), _g_parts(message, "functionResponse")
         if role not in ("user", "model"):
             why.append(f"content {t}: the role {role!r}")
+        if not message["parts"]:  # empty-message: "contents.parts must not be empty" (gemini-cli#317)
+            why.append(f"content {t}: no parts")
         if calls and role != "model":
             why.append(f"content {t}: a functionCall in a {role!r} content")
         if answers and role != "user":

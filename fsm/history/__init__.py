@@ -10,7 +10,8 @@ machine of specs/history.toml while the messages are read in order (OpenAI chat 
 ``toolResult`` blocks); the findings its actions record are the report.
 
 * :func:`uniquify`: the engine's deterministic ``<id>_d<n>`` renaming for a list of calls.
-* :func:`check`: dangling calls, orphan results, duplicate results, ids reused within or across turns.
+* :func:`check`: dangling calls, orphan results, duplicate results, ids reused within or across turns,
+  messages that come empty where the API refuses them (``empty-message``).
 * :func:`repair`: the change that makes a history acceptable without losing, swapping or inventing
   a result (within a turn, the k-th result with id x answers the k-th call with id x); returns
   what it changed.
@@ -20,9 +21,9 @@ Findings and changes number messages from 1. Malformed input raises
 :class:`~fsm.errors.LocalProtocolError`, never a bare Python error.
 
 The modules: ``findings`` (what a check reports), ``objects`` (SDK objects read as wire dicts),
-``formats`` (reading each message format), ``check`` (the history machine's model and the walk),
-``uniquify``, ``repair`` (deciding the edits), ``rewrite`` (writing them out) and ``changes`` (what
-repair is told and what it reports).
+``formats`` (reading each message format), ``empty`` (the messages that come empty), ``check`` (the
+history machine's model and the walk), ``uniquify``, ``repair`` (deciding the edits), ``rewrite``
+(writing them out) and ``changes`` (what repair is told and what it reports).
 """
 
 from fsm.history import findings as _findings

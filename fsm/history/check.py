@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
+from fsm.history.empty import WHY as EMPTY_WHY
 from fsm.history.entries import Entry, Key, Roles
 from fsm.history.findings import Finding, Format, Kind, Report
 from fsm.history.formats import resolve_format, shown
@@ -210,13 +211,16 @@ SERVER_RESULT_WHY = (
 def _odd_roles(roles: Roles, findings: list[Finding], fmt: Format) -> None:
     """Report the messages read so far whose role their format lacks (``unknown-role``), and the
     messages right after another of their role where the format wants the roles to alternate
-    (``user-after-user``, ``assistant-after-assistant``), and the Gemini user contents holding function
-    responses beside other parts (``results-beside-text``), then forget them."""
+    (``user-after-user``, ``assistant-after-assistant``), the Gemini user contents holding function
+    responses beside other parts (``results-beside-text``) and the messages empty as given that their
+    format refuses (``empty-message``), then forget them."""
     found = [Finding(AFTER_ITSELF[role], "", at + 1, AFTER_ITSELF_WHY[fmt, role]) for at, role in roles.repeated]
     found += [Finding(Kind.RESULTS_BESIDE_TEXT, "", at + 1, BESIDE_WHY) for at in roles.beside]
+    found += [Finding(Kind.EMPTY_MESSAGE, "", at + 1, EMPTY_WHY[fmt]) for at in roles.empty]
     findings.extend(sorted(found, key=lambda finding: finding.message))  # in the order the messages were read
     roles.repeated.clear()
     roles.beside.clear()
+    roles.empty.clear()
     odd_roles = roles.odd
     for at, role in odd_roles:
         what = f"the role {role!r}" if isinstance(role, str) else f"a role of type {type(role).__name__}"

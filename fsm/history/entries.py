@@ -77,3 +77,6 @@ class Roles:
         (``results-beside-text``), in order, until the check reports them."""
         self.mixed: set[int] = set()
         """Every such content: a response after the user's text there is that finding, not ``result-after-text``."""
+        self.empty: list[int] = []
+        """Each message empty as given that its format refuses (``empty-message``, see
+        :mod:`fsm.history.empty`), in order: read as if it were gone, so no turn sees it."""

@@ -89,6 +89,15 @@ class Kind(enum.Enum):
     Repair writes the responses in a user content of their own, then a model content of one text
     part (``RepairPolicy.between``, ``placeholder-model-turn``: two user contents in a row are
     refused, ``user-after-user``), then the user's other parts in a user content of their own."""
+    EMPTY_MESSAGE = "empty-message"
+    """A message that came with no content at all where its format refuses one (the policy
+    no-content-is-empty, :mod:`fsm.history.empty`): an Anthropic message whose ``content`` is missing,
+    ``""`` or ``[]`` (but the final assistant message, which the API takes empty), a Gemini content
+    whose ``parts`` are missing or ``[]``, a Converse message whose ``content`` is, an OpenAI chat
+    assistant message with neither ``content`` nor ``tool_calls``. Models return empty turns and agents
+    store them; the APIs refuse them (HTTP 400, ValidationException). The rest of the history is read
+    as if it were gone; repair drops it (``dropped-empty-message``) and merges the neighbours of one
+    role that this brings together where the format wants that."""
     REUSED = "reused"
     """An id used again by a later turn after its call was answered: allowed, reported for information."""
 

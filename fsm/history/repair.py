@@ -34,9 +34,9 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   and said so; but a Gemini content of role ``function`` holding function responses and no call
   (older Gemini and Vertex AI examples send responses so; the API takes ``user`` or ``model`` alone)
   becomes the ``user`` content it stands for (``function-role-to-user``);
-* a message left empty goes, and Anthropic or Converse neighbours of one role that this brings
-  together are merged (both want user and assistant to alternate), unless one makes calls and the
-  other answers them (no message may do both); Converse and Gemini messages of one role in a row
+* a message left empty goes, as does one that came empty (``empty-message``), and Anthropic or Converse
+  neighbours of one role this brings together merge (both want user and assistant to alternate), unless
+  one makes calls and the other answers them (no message may do both); Converse and Gemini messages of one role in a row
   merge however they came (``user-after-user``, ``assistant-after-assistant``); a Gemini content
   without a role is the user's, or the model's when it makes calls (``roleless-as-user``);
 * but a Gemini turn's function responses and the user's other parts are never written in one
@@ -56,10 +56,9 @@ from fsm.engine.ids import IdAllocator
 from fsm.history.changes import Change, RepairPolicy, checked_policy
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, gemini_payload, items, read_role, resolve_format, shown
+from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, items, resolve_format, shown
 from fsm.history.placeholders import placeholder, usable_id
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
-from fsm.history.server_blocks import converse_payload
 from fsm.history.turns import segments
 
 
@@ -298,6 +297,8 @@ class _Plan(Writer):
     def _going(self, at: int) -> bool:
         """Will message ``at`` be removed, as decided so far? (Every edit of a message before a turn's
         server blocks comes from an earlier turn.)"""
+        if at in self.roles.empty:
+            return True  # it came empty (empty-message)
         if at not in self.touched or any(at in added for added in (self.add_into, self.front_into, self.move_into)):
             return False
         content = self.messages[at].get("content")
@@ -383,15 +384,3 @@ class _Plan(Writer):
             return
         self.touched.add(host)
         self.add_into.setdefault(host, []).extend(placeholders)
-
-    def _can_host(self, at: int) -> bool:
-        if at >= len(self.messages) or read_role(self.fmt, self.messages[at], False) != "user":
-            return False
-        if at in self.roles.calling:  # its calls go to a model message after it: what stays is the user's
-            return True
-        blocks = items(self.messages[at], self.fmt, at)
-        if self.fmt == "bedrock":
-            return not any(converse_payload(b) is not None for b in blocks)  # a stray result there is dropped
-        if self.fmt == "gemini":
-            return not any(gemini_payload(b, "call") or gemini_payload(b, "result") for b in blocks)
-        return not any(b.get("type") == "tool_use" for b in blocks)

@@ -1,5 +1,6 @@
 """Writing out what :func:`fsm.history.repair` decided: each message with its drops, renames,
-placeholders and moved results applied, empty ones removed, neighbours of one role a removal brings
+placeholders and moved results applied, empty ones removed (those it empties, and those that came
+empty: ``empty-message``), neighbours of one role a removal brings
 together merged (Anthropic, Converse), and Converse and Gemini messages of one role in a row
 merged however they came (a Gemini content without a role read as ``roleless-as-user`` reads it);
 but a Gemini turn's function responses and the user's
@@ -12,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fsm.history.changes import Change, RepairPolicy
+from fsm.history.empty import DROPPED, NO_LONGER_LAST, blank
 from fsm.history.entries import Entry, Roles
 from fsm.history.findings import Format
-from fsm.history.formats import ALTERNATE, CALLER, gemini_payload, gemini_role, items, responses_key_field
+from fsm.history.formats import ALTERNATE, CALLER, gemini_payload, gemini_role, items, read_role, responses_key_field
 from fsm.history.placeholders import renamed_block
 from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload
 
@@ -80,9 +82,15 @@ class Writer:
     def rewrite(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         gap = False  # a message was removed since the last one written
+        came_empty = set(self.roles.empty)
         for at, message in enumerate(self.messages):
             kept: dict[str, Any] | None = message if isinstance(message, dict) else dict(message)
-            if at in self.touched:
+            if at in came_empty or (self.add_after.get(at) and blank(self.fmt, message)):
+                # empty-message (the final Claude message Anthropic takes empty is one once another follows)
+                why = DROPPED if at in came_empty else NO_LONGER_LAST
+                self.changes.append(Change("dropped-empty-message", at + 1, None, why))
+                kept = None
+            elif at in self.touched:
                 kept = self._edited(message, at)
             asked = None  # the calls a message of another role made, in a model message of their own
             if kept is not None and at in self.split:
@@ -126,6 +134,21 @@ class Writer:
                 self.tail = "model"
                 self.changes.append(Change("placeholder-model-turn", at + 1, None, why))
             self._append(out, piece, at, gap)
+
+    def _can_host(self, at: int) -> bool:
+        """Can message ``at`` of the user's take a turn's placeholders (it makes and answers no call)?"""
+        if at >= len(self.messages) or at in self.roles.empty:
+            return False  # none, or one that came empty (empty-message), which goes
+        if read_role(self.fmt, self.messages[at], False) != "user":
+            return False
+        if at in self.roles.calling:  # its calls go to a model message after it: what stays is the user's
+            return True
+        blocks = items(self.messages[at], self.fmt, at)
+        if self.fmt == "bedrock":
+            return not any(converse_payload(b) is not None for b in blocks)  # a stray result there is dropped
+        if self.fmt == "gemini":
+            return not any(gemini_payload(b, "call") or gemini_payload(b, "result") for b in blocks)
+        return not any(b.get("type") == "tool_use" for b in blocks)
 
     def _split(self, message: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """A message that makes calls in another role than the model's: what is left of it (None

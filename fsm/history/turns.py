@@ -35,9 +35,9 @@ message answering a turn: a result after text there (or after the text of a mess
 row) is ``late``, reported and moved before it. A Converse or Gemini run of the model's messages is
 one turn (``assistant-after-assistant``: repair merges them), its calls answered by the user's message
 after it; a Gemini content without a role is read as the user's, or as the model's when it makes calls
-(``roleless-as-user``, see :func:`~fsm.history.formats.read_role`). A
-message of a role its format lacks that holds no call or result (``unknown-role``, kept by repair
-for the caller to name) ends no turn: the results after it answer the calls before it.
+(``roleless-as-user``, see :func:`~fsm.history.formats.read_role`). A message of a role its format
+lacks that holds no call or result (``unknown-role``, kept by repair for the caller to name) ends no turn:
+the results after it answer the calls before it. One that came empty (``empty-message``) is read as gone.
 
 An Anthropic user's run right after an assistant run making server calls may send a server tool's
 result back: it answers those calls with the server blocks of that run (``misplaced``, see
@@ -49,6 +49,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from fsm.history.empty import refused as refused_empty
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import MODEL_ROLE, Reader, gemini_payload, items, known_role, read_role
@@ -205,6 +206,9 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
     joins = fmt == "anthropic"
     run: _Run | None = None
     for at, message in enumerate(messages):
+        if refused_empty(fmt, message, at, len(messages)):  # read as if gone, as repair leaves it (empty-message)
+            reader.roles.empty.append(at)
+            continue
         results, calls = reader.read(message, at)
         served = reader.served
         # a user message making calls is read as the model message repair moves them into; one of a
