@@ -354,3 +354,19 @@ def test_gemini_parts_of_an_empty_string_stay_malformed() -> None:
     """Not a list: a LocalProtocolError naming the message, as before, not an empty content."""
     with pytest.raises(LocalProtocolError, match="message 2: parts must be a list"):
         history.check([_g_text("user", "a"), {"role": "model", "parts": ""}], "gemini")
+
+
+def test_fsms_own_openai_chat_next_turn_of_a_turn_that_said_nothing_is_not_empty() -> None:
+    # A turn with no text and no call to send back (the model said nothing; or every call was cut
+    # and omitted) goes back with content "", which OpenAI takes, not null, which it refuses
+    # without tool_calls (vercel/ai#14950): check finds nothing in it, as the API refuses nothing.
+    import fsm
+    from fsm import messages
+
+    r = fsm.Reassembler("openai-chat")
+    finish = {"index": 0, "delta": {}, "finish_reason": "stop"}
+    r.feed({"id": "x", "object": "chat.completion.chunk", "choices": [finish]})
+    message = messages.assistant_message(r.close(), "openai-chat")
+    assert message == {"role": "assistant", "content": ""}
+    turns = [{"role": "user", "content": "hi"}, message, {"role": "user", "content": "?"}]
+    assert history.check(turns, "openai").findings == ()

@@ -166,7 +166,10 @@ def assistant_message(result: Result, format: Format, *, incomplete: Incomplete 
 
 
 def _openai_chat(result: Result, calls: tuple[ToolCall, ...]) -> Message:
-    message: Message = {"role": "assistant", "content": result.text or None}
+    # Null content only beside calls (or a refusal): OpenAI refuses an assistant message whose content
+    # is null without tool_calls and takes "" (vercel/ai#14950), so a turn that left nothing sends "".
+    empty = None if calls or result.refusal is not None else ""
+    message: Message = {"role": "assistant", "content": result.text or empty}
     if result.refusal is not None:
         message["refusal"] = result.refusal
     thinking = _thinking_blocks(result)
