@@ -355,11 +355,12 @@ def read_role(fmt: Format, message: Mapping[str, Any], calls: bool) -> Any:
 
 
 def gemini_role(content: Mapping[str, Any]) -> Any:
-    """:func:`read_role` of a Gemini content repair writes (its parts already read: a list of objects)."""
+    """:func:`read_role` of a Gemini content repair writes (its parts already read: a list of objects),
+    whose parts are looked through for a call only when it has no role."""
     role = content.get("role")
-    if role is None:
-        return "model" if any(gemini_payload(part, "call") for part in content.get("parts") or ()) else "user"
-    return role
+    if role is not None:
+        return role
+    return read_role("gemini", content, any(gemini_payload(part, "call") for part in content.get("parts") or ()))
 
 
 def known_role(fmt: Format, role: Any) -> bool:

@@ -216,7 +216,7 @@ class Writer:
 
     def _append(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
         role = gemini_role(message) if self.fmt == "gemini" else message.get("role")
-        # Converse refuses user after user and assistant after assistant, Gemini user after user, however it came
+        # Converse and Gemini refuse user after user and assistant (model) after assistant, however it came
         repeated = role in ALTERNATE.get(self.fmt, ())
         if (
             ((self.fmt in ALTERNATING and gap) or repeated)

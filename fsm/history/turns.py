@@ -52,7 +52,7 @@ from typing import Any
 from fsm.history.empty import refused as refused_empty
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.formats import MODEL_ROLE, Reader, gemini_payload, items, known_role, read_role
+from fsm.history.formats import ALTERNATE, MODEL_ROLE, Reader, gemini_payload, items, known_role, read_role
 from fsm.history.server_blocks import converse_payload, in_order, is_server_result
 
 
@@ -253,9 +253,9 @@ class _Run:
         self.odd = False  # its role is none its format has
         self.ordered = ordered  # Anthropic's
         self.fmt = fmt
-        # Converse, Gemini: a run of the model's messages is one turn once repair merges them
-        # (assistant-after-assistant); a message the user sent, its calls read as the model's, is none
-        self.model_run = fmt in ("bedrock", "gemini") and self._model(message, calls, results)
+        # Where the model may not send twice in a row (Converse, Gemini), a run of its messages is one turn once
+        # repair merges them (assistant-after-assistant); a user's message, its calls read as the model's, is none
+        self.model_run = MODEL_ROLE.get(fmt) in ALTERNATE.get(fmt, ()) and self._model(message, calls, results)
         if ordered or fmt in ("gemini", "bedrock"):  # Gemini and Converse, like Anthropic, take results first
             self._order(message, at, results)
 
