@@ -13,11 +13,13 @@ an assistant message without ``tool_calls`` (vercel/ai#14950, which also found `
 The policy no-content-is-empty: a message is empty when the field its format holds content in is
 missing, null or empty: Anthropic ``content`` (``""`` or ``[]``), Converse ``content``, Gemini
 ``parts``, and an OpenAI chat ``assistant`` message's ``content`` (null or missing only) with no
-``tool_calls``, ``function_call``, ``audio`` or ``refusal``. A message holding any block or part is
-not empty, even an empty text one (Anthropic refuses that as another error; Vertex takes a part of
-``""``, langchain-ai/langchainjs#9987): nothing else is judged. Only a message of a role its format
-has is empty (any other is ``unknown-role``, kept for the caller), and never Anthropic's final
-assistant message, which the API takes empty (a prefill). Ollama and Responses are not judged.
+``tool_calls`` (none or ``[]``: any other value is malformed), ``function_call``, ``audio`` or
+``refusal``, nor a ``tool_call_id`` (a result sent in the assistant's role: ``misplaced-result``). A
+message holding any block or part is not empty, even an empty text one (Anthropic refuses that as
+another error; Vertex takes a part of ``""``, langchain-ai/langchainjs#9987): nothing else is
+judged. Only a message of a role its format has is empty (any other is ``unknown-role``, kept for
+the caller), and never Anthropic's final assistant message, which the API takes empty (a prefill).
+Ollama and Responses are not judged.
 
 The history is read as if an empty message were gone (as repair leaves it): the neighbours its
 removal brings together are one run (Anthropic), or ``user-after-user`` and
@@ -72,9 +74,12 @@ def blank(fmt: Format, message: Mapping[str, Any]) -> bool:
         return False
     content = message.get(field)
     if fmt == "openai":
+        # A tool_call_id makes it a result (misplaced-result, which repair moves), not an empty turn;
+        # tool_calls of another type than a list are malformed, which the reader refuses.
         return (
             content is None
-            and not any(message.get(key) for key in ("tool_calls", "function_call", "refusal"))
+            and message.get("tool_calls") in (None, [])
+            and not any(message.get(key) for key in ("function_call", "refusal", "tool_call_id"))
             and (message.get("audio") is None)
         )
     # Gemini parts of "" are no list: malformed (LocalProtocolError), not empty

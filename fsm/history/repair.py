@@ -238,6 +238,9 @@ class _Plan(Writer):
         if not (moved or placeholders):
             return
         host = proper[0].message if proper else -1
+        # Anthropic: a user run with text before its results (late) is one turn, its results first in it
+        if self.fmt == "anthropic" and 0 <= segment.host < host:
+            host = segment.host
         if host < 0 and self.fmt == "anthropic" and self._can_host(segment.misplaced_end + 1):
             host = segment.misplaced_end + 1
         if host >= 0:  # those sent before its results go first, those the model sent after them after them
