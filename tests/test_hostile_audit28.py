@@ -9,6 +9,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -154,7 +155,14 @@ def test_harness_stops_what_an_adapter_left_running(tmp_path: Path) -> None:
     script = f"sleep 60 & echo $! > {shlex.quote(str(pidfile))}; wait"
     outcome = conformance.run_external(f"sh -c {shlex.quote(script)}", _vector(), timeout=1)
     assert outcome.problems == ("timed out after 1 seconds",)
-    assert not _alive(int(pidfile.read_text()))
+    # SIGKILL is delivered, not waited for: on a busy machine the child can still show as running for
+    # a moment after the kill returned (CI saw it once), so it is given a few seconds to be gone.
+    child = int(pidfile.read_text())
+    for _ in range(100):
+        if not _alive(child):
+            break
+        time.sleep(0.05)
+    assert not _alive(child)
 
 
 def test_harness_refuses_a_command_it_cannot_split_or_run() -> None:
