@@ -33,17 +33,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from fsm.history.findings import Format
+from fsm.history.formats import known_role
 
 FIELD: dict[Format, str] = {"anthropic": "content", "bedrock": "content", "gemini": "parts", "openai": "content"}
 """Where each format judged holds a message's content."""
-
-ROLES: dict[Format, tuple[Any, ...]] = {
-    "anthropic": ("user", "assistant"),
-    "bedrock": ("user", "assistant"),
-    "gemini": ("user", "model", None),
-    "openai": ("assistant",),
-}
-"""The roles a message may come empty in, per format judged (OpenAI: content is required but beside calls)."""
 
 WHY: dict[Format, str] = {
     "anthropic": (
@@ -70,7 +63,8 @@ def blank(fmt: Format, message: Mapping[str, Any]) -> bool:
     """Is ``message`` empty as given, by the policy no-content-is-empty (wherever it sits)?"""
     field = FIELD.get(fmt)
     role = message.get("role")
-    if field is None or not any(role is known or role == known for known in ROLES[fmt]):
+    # A role the format lacks is unknown-role, kept for the caller; OpenAI wants content but beside calls
+    if field is None or not (role == "assistant" if fmt == "openai" else known_role(fmt, role)):
         return False
     content = message.get(field)
     if fmt == "openai":
