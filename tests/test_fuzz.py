@@ -112,6 +112,42 @@ def test_the_fuzzed_sample_is_the_same_in_any_process_state(monkeypatch: pytest.
     assert fresh.stdout.split() == first
 
 
+_SEEDED_STREAMS = """
+import hashlib
+from fsm.harness.fuzz import run
+seen = []
+checking = run.check
+run.check = lambda case: seen.append(repr(case)) or checking(case)
+report = run.fuzz("anthropic", "property", 15, 7)
+print(report.streams, hashlib.sha256("".join(seen).encode()).hexdigest())
+"""
+
+
+def test_a_seeded_fuzz_run_gives_the_same_streams_in_any_process_state(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A seed printed in a failing run's report must reproduce it elsewhere: in a process that
+    # imported nothing but the fuzzer, and in one that imported a module of fresh literals (which
+    # hypothesis would otherwise scrape and draw from).
+    literals = tmp_path / "more_literals.py"
+    literals.write_text("WORDS = " + repr([f"word{n}" for n in range(50)]) + "\nNUMBERS = " + repr(list(range(7, 90))))
+    seen: list[str] = []
+    checking = fuzz.check
+    monkeypatch.setattr(fuzz, "check", lambda case: seen.append(repr(case)) or checking(case))
+    spec = importlib.util.spec_from_file_location("more_literals", literals)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setitem(sys.modules, "more_literals", module)
+    report = fuzz.fuzz("anthropic", "property", 15, 7)
+    here = f"{report.streams} {hashlib.sha256(''.join(seen).encode()).hexdigest()}"
+    fresh = subprocess.run(
+        [sys.executable, "-c", _SEEDED_STREAMS], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert report.streams == 15
+    assert fresh.stdout.strip() == here
+
+
 def test_property_tests_run_without_a_deadline() -> None:
     # tests/conftest.py's profile: a busy machine must not fail a property test for its time.
     from hypothesis import settings

@@ -36,6 +36,8 @@ class Report:
 def fuzz(shape: str, mode: str, examples: int, seed: int | None, data_dir: Path | None = None) -> Report:
     """Run ``examples`` generated streams; on failure, the shrunk case and its problems.
 
+    A ``seed`` gives the same streams in any process, whatever it imported before (hypothesis's
+    local constants are kept out, as in sample_vectors), so a seed in a report reproduces it.
     With ``data_dir``, everything hypothesis keeps (its caches, a seeded run's example database)
     goes under it, not into the current folder."""
     report = Report(shape, mode)
@@ -61,7 +63,7 @@ def fuzz(shape: str, mode: str, examples: int, seed: int | None, data_dir: Path 
             raise AssertionError("; ".join(problems))
 
     runner = with_seed(seed)(property_holds) if seed is not None else property_holds
-    with _hypothesis_home(data_dir), contextlib.suppress(AssertionError):
+    with _hypothesis_home(data_dir), _without_local_constants(), contextlib.suppress(AssertionError):
         runner()  # on failure hypothesis re-ran the shrunk case last: report holds it
     return report
 
