@@ -147,6 +147,12 @@ def _seed(text: str) -> int:
     return _whole(text)
 
 
+def _choice(text: str) -> int:
+    if not text.isdigit() or not text.isascii():
+        raise argparse.ArgumentTypeError(f"must be a choice's index (0, 1, ...), not {shown(text)}")
+    return _whole(text)
+
+
 def _whole(digits: str) -> int:
     """``int(digits)``; past the int-string conversion limit, a usage error that says so (argparse
     would name this function and write every digit back)."""
@@ -172,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--strict", action="store_true", help="exit 1 on the first protocol violation")
     replay.add_argument("--output", default="calls", choices=("calls", "deltas"), help="what to print")
+    several = "the choice to read of a stream of several (n > 1), with --provider openai-chat or gemini"
+    replay.add_argument("--choice", type=_choice, metavar="K", help=several)
     replay.add_argument("file", help="the stream (SSE, NDJSON, JSON array or document, AWS event stream), - for stdin")
     conform = _command(commands, "conform", "run the conformance vectors and report coverage")
     conform.add_argument("--vectors", default=None, help="folder of vector files (default: the bundled specs/vectors)")
@@ -337,7 +345,10 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from fsm.reemit import DeltaEmitter
     from fsm.serialize import result_to_json
 
-    reassembler = Reassembler(args.provider, strict=args.strict)
+    if args.choice is not None and args.provider not in ("openai-chat", "gemini"):
+        stderr.write("toolcall-fsm replay: --choice needs --provider openai-chat or gemini\n")
+        return 2
+    reassembler = Reassembler(args.provider, strict=args.strict, choice=args.choice)
     emitter = DeltaEmitter(FlushPolicy(args.flush))
     deltas = args.output == "deltas"
 

@@ -31,7 +31,7 @@ class InvalidInput(LocalProtocolError, TypeError):
 
 
 class InvalidOption(LocalProtocolError, ValueError):
-    """A ``Limits`` or ``Policies`` value is out of range or of the wrong type."""
+    """A ``Limits`` or ``Policies`` value, or a Reassembler option, is out of range or of the wrong type."""
 
 
 class UnsupportedProvider(LocalProtocolError):

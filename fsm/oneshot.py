@@ -16,7 +16,7 @@ from fsm.errors import InvalidInput
 from fsm.reassembler import Reassembler
 from fsm.results import Result
 
-_OPTIONS = frozenset({"strict", "policies", "limits", "taken"})
+_OPTIONS = frozenset({"strict", "policies", "limits", "taken", "choice"})
 
 
 def _chunks(stream: Any, caller: str = "reassemble") -> Any:
@@ -63,7 +63,7 @@ def reassemble(stream: Any, provider: str = "auto", **options: Any) -> Result:
     """Reassemble a whole stream in one call: an iterable of raw bytes or text (body chunks), wire
     payloads, SDK objects or stream-helper events, or a stream manager (``client.chat.completions.
     stream(...)``, ``client.messages.stream(...)``), which is entered and closed here. ``options``
-    are :class:`Reassembler`'s (``strict``, ``policies``, ``limits``, ``taken``)."""
+    are :class:`Reassembler`'s (``strict``, ``policies``, ``limits``, ``taken``, ``choice``)."""
     reassembler = _reassembler(provider, options)
     if not hasattr(stream, "__iter__") and hasattr(stream, "__enter__"):
         with stream as entered:

@@ -72,6 +72,7 @@ if TYPE_CHECKING:
 
     from fsm.engine.partial import PartialReader  # imported when a preview is first asked for
     from fsm.engine.slot import Slot
+    from fsm.wire.choices import ChoicePicker
     from fsm.wire.langchain_places import LangChainStream
 
 _sdk: ModuleType | None = None
@@ -104,7 +105,11 @@ class Reassembler:
     bytes, the framing from the first bytes). ``strict=True`` raises :class:`fsm.RemoteProtocolError`
     at the first diagnostic of severity ``violation``. ``policies`` chooses the readings of ambiguous
     wire cases, ``limits`` bounds memory and work, ``taken`` lists ids used by earlier turns of the
-    conversation, which new calls must not reuse. One instance per stream; not thread-safe.
+    conversation, which new calls must not reuse. ``choice`` names the one choice to reassemble
+    of an ``openai-chat`` or ``gemini`` stream that carries several (``n`` or ``candidateCount``
+    above 1; one reassembler per choice, each fed the whole stream): the others are skipped
+    (``choice-skipped``, info). Without it, only choice 0 is read and any other is a violation
+    (``choice-ignored``). One instance per stream; not thread-safe.
     """
 
     # Fields most streams never write (a stream of dicts reads no bytes and holds no SDK object) are
@@ -115,6 +120,8 @@ class Reassembler:
     _unreadable = False  # the bytes are no framing (not-a-stream): the rest is not read
     _previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: its text's revision, reader
     _placed: tuple[CallRef, Slot] | None = None  # a snapshot's ref and the call it landed in, for the next event
+    _choice: int | None = None  # the choice the caller named (see fsm.wire.choices); None: the first, alone
+    _picker: ChoicePicker | None = None  # cuts each payload down to that choice
 
     def __init__(
         self,
@@ -124,6 +131,7 @@ class Reassembler:
         policies: Policies | None = None,
         limits: Limits | None = None,
         taken: Iterable[str] = (),
+        choice: int | None = None,
     ) -> None:
         if limits is not None and not isinstance(limits, Limits):
             raise InvalidInput(f"limits must be a Limits, not {type(limits).__name__}")
@@ -154,6 +162,11 @@ class Reassembler:
         self._unformed: Any = None  # the place of the last such event parsed: see _learning
         self._form_of: Callable[[dict[str, Any]], FormSpec] | None = None  # the decoder's (see _use)
         self._fragment_at: Callable[[Any, str], tuple[CallRef, str] | None] | None = None
+        if choice is not None:
+            from fsm.wire.choices import ChoicePicker, checked_choice  # only for a stream of several choices
+
+            self._choice = picked = checked_choice(choice, provider)  # a named provider: auto is refused
+            self._picker = ChoicePicker(provider, picked)
         if provider != "auto":
             self._use(make_decoder(provider, ledger.policies))
         self._invoked = False  # a boto3 InvokeModel chunk was fed: Bedrock's own events are not the model's
@@ -434,6 +447,11 @@ class Reassembler:
                     raise InvalidInput(f"event {self._events}: {fault}")
                 self._apply(item)  # type: ignore[arg-type]
                 return
+            if self._choice and sdk.is_langchain_chunk(item):
+                raise InvalidInput(
+                    f"event {self._events}: a LangChain chunk holds the first choice alone (its chat models read "
+                    f"no other): choice {self._choice} is not in it; read the provider's own chunks or bytes"
+                )
             held = self._sdk_held
             if held is None:  # made for the first SDK object: a stream of dicts or bytes never needs one
                 held = self._sdk_held = sdk.LangChainStream(self.ledger.policies)
@@ -592,12 +610,14 @@ class Reassembler:
     def _use(self, decoder: Decoder) -> Decoder:
         self._decoder = decoder
         if isinstance(decoder, OpenAIChatDecoder):  # its shortcuts; no final arguments, no commonest fragment
-            self._chat = decoder
+            if self._choice is None:  # (they read choice 0 of a one-choice chunk: a named choice has none)
+                self._chat = decoder
             return decoder
         self.ledger.adopt(decoder)
-        self._commonest = getattr(decoder, "commonest_fragment", None)
-        self._form_of = getattr(decoder, "form_of", None)  # a decoder whose commonest events have forms
-        self._fragment_at = getattr(decoder, "fragment_at", None)
+        if self._choice is None:  # each payload of a named choice is cut down first (_decode)
+            self._commonest = getattr(decoder, "commonest_fragment", None)
+            self._form_of = getattr(decoder, "form_of", None)  # a decoder whose commonest events have forms
+            self._fragment_at = getattr(decoder, "fragment_at", None)
         if getattr(decoder, "parts_placed", False):  # its thought and text parts go back in their places
             self._content.place_by(self.registry.client_calls)
         return decoder
@@ -626,6 +646,8 @@ class Reassembler:
                 why = "cannot tell the provider from this event; name it (--provider)"
                 raise UnsupportedProvider(why, event=self._events)
             decoder = self._use(make_decoder(provider, self.ledger.policies))
+        if self._picker is not None:
+            payload = self._picker.chosen(payload, self.ledger.diagnose)
         try:
             events = decoder.decode(payload, self.ledger.diagnose)
         except RemoteProtocolError as exc:

@@ -595,7 +595,7 @@ def _identity(s: ModuleType) -> Any:
             s.Rule(
                 name="one-choice",
                 order=13,
-                reason="Only the first choice of a chat stream is reassembled; anything else is reported, not merged.",
+                reason="One choice of a chat stream (one candidate of a Gemini stream) is reassembled, never two merged: the first, or the one the caller names (Reassembler(choice=k)); any other is reported, not merged.",
             ),
             s.Rule(
                 name="unknown-events-reported",
@@ -817,6 +817,12 @@ def _identity(s: ModuleType) -> Any:
                 reason="A chunk carried a choice other than the first; only choice 0 is reassembled.",
             ),
             s.DiagnosticSpec(
+                code="choice-skipped",
+                rule="one-choice",
+                severity="info",
+                reason="The caller named the choice to reassemble (Reassembler(choice=k)), so it expects several: a choice (a Gemini candidate) with another index is skipped, and a reassembler made for that choice reads it.",
+            ),
+            s.DiagnosticSpec(
                 code="unknown-event",
                 rule="unknown-events-reported",
                 severity="violation",
@@ -896,11 +902,12 @@ def _identity(s: ModuleType) -> Any:
                     "one-choice",
                     "unknown-events-reported",
                 ),
-                does="The decoder turns the provider's event into engine events; only the first choice of a chat stream is kept",
+                does="The decoder turns the provider's event into engine events; one choice of a chat stream is kept (the first, or the one the caller named)",
                 next="is-finish",
                 policy="stray_input",
                 diagnostics=(
                     "choice-ignored",
+                    "choice-skipped",
                     "unknown-event",
                     "unknown-item",
                     "part-not-reassembled",
@@ -1232,7 +1239,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (10546, 4230949145),
     "scanner": (4661, 4199472060),
-    "identity": (25796, 3449370518),
+    "identity": (26240, 3594182816),
     "history": (5190, 4026054298),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

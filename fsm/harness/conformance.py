@@ -108,7 +108,7 @@ def replay(vector: Vector, *, strict: bool = False) -> tuple[Result, Reassembler
     """The vector's stream fed whole; its result. A stream that fails part-way gives the result
     so far (stream-failed), as the vector expects; in strict mode a violation found while closing
     is raised after the result is made, and close() then returns it."""
-    r = Reassembler(vector.shape, strict=strict, policies=_policies(vector))
+    r = Reassembler(vector.shape, strict=strict, policies=_policies(vector), choice=vector.choice)
     try:
         if vector.body is not None:
             r.feed_bytes(vector.body.encode("utf-8"))
@@ -245,11 +245,15 @@ twice the engine's default depth limit, so no vector's arguments come near it, o
 
 
 def run_external(command: str, vector: Vector, timeout: float = ADAPTER_TIMEOUT, limit: int = OUTPUT_LIMIT) -> Outcome:
-    """Drive ``command`` by the documented protocol: a header line ``{"shape", "policies"}``, then the
+    """Drive ``command`` by the documented protocol: a header line ``{"shape", "policies"}`` (and
+    ``"choice"``, for a vector that reads one choice of several), then the
     vector's events, one JSON object a line, on stdin; it prints the calls it assembled as one JSON
     list of ``{"id", "name", "arguments"}`` (or ``{"calls": [...]}``) on stdout, or
     ``{"unsupported": true}`` for a wire shape it does not speak."""
-    lines = [json.dumps({"shape": vector.shape, "policies": vector.policies})]
+    header: dict[str, Any] = {"shape": vector.shape, "policies": vector.policies}
+    if vector.choice is not None:
+        header["choice"] = vector.choice
+    lines = [json.dumps(header)]
     lines += [dumps(e) for e in wire_events(vector)]
     argv = split_command(command)
     try:

@@ -2,7 +2,8 @@
 
 A vector holds a wire shape (a provider name), the provider's events in order (``events``, each a JSON
 object as the provider sent it) or the raw response body (``body``, for framing cases), the policy
-choices, and the expected result. It is language-neutral: any implementation can read it.
+choices, for a stream of several choices the one to read (``choice``, an index; else the first), and
+the expected result. It is language-neutral: any implementation can read it.
 
     {"name": "...", "description": "...", "shape": "gemini", "policies": {"identical_text": "resend"},
      "events": [...],
@@ -75,9 +76,13 @@ class Vector:
     events: list[dict[str, Any]] = attrs.field(factory=list)
     body: str | None = None
     policies: dict[str, str] = attrs.field(factory=dict)
+    choice: int | None = None
+    """The choice to reassemble of a stream of several (``Reassembler(choice=k)``); None: the first."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = _converter.unstructure(self)
+        if data["choice"] is None:  # most vectors read one choice: the field is left out, as in their files
+            del data["choice"]
         return data
 
 
@@ -94,6 +99,10 @@ def validate(vector: Vector, where: str) -> None:
             vector.body.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise SpecError(f"{where}: the body is not UTF-8 text: {exc.reason} at character {exc.start}") from None
+    if vector.choice is not None and (
+        type(vector.choice) is not int or vector.choice < 0 or vector.shape not in ("openai-chat", "gemini")
+    ):
+        raise SpecError(f"{where}: choice {vector.choice!r} is an index (from 0) of an openai-chat or gemini stream")
     policies = {p.name: p for p in identity_spec().policies}
     for name, choice in vector.policies.items():
         if name not in policies or choice not in policies[name].choices:

@@ -75,6 +75,12 @@ def sdk_payload(item: Any, held: LangChainStream | None = None) -> Mapping[str, 
     return as_mapping(item)
 
 
+def is_langchain_chunk(item: Any) -> bool:
+    """Is ``item`` a LangChain ``AIMessageChunk``? Its chat models read a stream's first choice
+    alone, so its chunks hold no other (Reassembler's ``choice``)."""
+    return _type_of(item) == "AIMessageChunk" and hasattr(item, "tool_call_chunks")
+
+
 def _type_of(item: Any) -> Any:
     """``getattr(item, "type", None)``, read without the failed lookup where it costs most: a
     pydantic model without that field (openai's chunks, google-genai's responses) raises and

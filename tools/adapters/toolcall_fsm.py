@@ -1,5 +1,5 @@
 """Reference adapter for ``toolcall-fsm conform --against``: this engine, behind the documented
-protocol. Read a header line ``{"shape", "policies"}`` then one provider event per line on stdin;
+protocol. Read a header line ``{"shape", "policies"}`` (and ``"choice"``) then one provider event per line on stdin;
 print the assembled calls as a JSON list of ``{"id", "name", "arguments"}`` on stdout.
 
     toolcall-fsm conform --against "python tools/adapters/toolcall_fsm.py"
@@ -16,7 +16,7 @@ from fsm.jsontext import dumps
 
 def main() -> None:
     header = json.loads(sys.stdin.readline())
-    r = Reassembler(header["shape"], policies=Policies(**header.get("policies", {})))
+    r = Reassembler(header["shape"], policies=Policies(**header.get("policies", {})), choice=header.get("choice"))
     try:
         for line in sys.stdin:
             if line.strip():
