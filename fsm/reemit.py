@@ -51,7 +51,9 @@ class DeltaEmitter:
     Feed it each list ``feed()``/``feed_bytes()`` returned, then ``drain()``'s after ``close()``, and
     end with :meth:`finish`. One emitter per stream. ``completion_id``, ``model`` and ``created`` fill
     the envelope every chunk must have; the defaults are fixed so that the same stream always
-    re-emits the same bytes (the engine reads no clock)."""
+    re-emits the same bytes (the engine reads no clock). ``choice`` numbers the chunks' one choice: a
+    gateway re-emitting a stream of several choices runs a reassembler and an emitter per choice
+    (``Reassembler(choice=k)``, ``DeltaEmitter(choice=k)``) and sends their chunks side by side."""
 
     def __init__(
         self,
@@ -60,6 +62,7 @@ class DeltaEmitter:
         completion_id: str = "chatcmpl-toolcall-fsm",
         model: str = "toolcall-fsm",
         created: int = 0,
+        choice: int = 0,
     ) -> None:
         if not isinstance(flush, FlushPolicy):  # a choice's name ("on-finish") is taken; nothing else
             choices = [policy.value for policy in FlushPolicy]
@@ -71,8 +74,11 @@ class DeltaEmitter:
                 raise InvalidInput(f"{field} must be a str, not {type(value).__name__}")
         if type(created) is not int:
             raise InvalidInput(f"created must be an int (Unix seconds), not {type(created).__name__}")
+        if type(choice) is not int or choice < 0:  # a bool is an int, but True is no index
+            raise InvalidOption(f"choice must be an index (an int from 0), not {choice!r}")
         self.flush = flush
         """The flush policy chosen at construction."""
+        self._choice = choice
         self._envelope = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
         self._named: set[int] = set()
         self._freeform: set[int] = set()
@@ -156,4 +162,4 @@ class DeltaEmitter:
 
     def _chunk(self, tool_calls: list[dict[str, Any]], finish_reason: str | None) -> dict[str, Any]:
         delta: dict[str, Any] = {"tool_calls": tool_calls} if tool_calls else {}
-        return {**self._envelope, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+        return {**self._envelope, "choices": [{"index": self._choice, "delta": delta, "finish_reason": finish_reason}]}

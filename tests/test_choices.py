@@ -221,3 +221,51 @@ def test_replay_reads_the_choice_given(tmp_path: Path, capsys: pytest.CaptureFix
     assert "--choice needs --provider openai-chat or gemini" in capsys.readouterr().err
     assert main(["replay", "--provider", "openai-chat", "--choice", "-1", str(stream)]) == 2
     assert "must be a choice's index" in capsys.readouterr().err
+
+
+def test_a_gateway_re_emits_each_choice_under_its_own_index() -> None:
+    # One reassembler and one emitter per choice, their chunks sent side by side: openai-python's
+    # stream state, which keeps every choice of a chunk stream apart, sees both choices' calls.
+    from openai.lib.streaming.chat import ChatCompletionStreamState
+    from openai.types.chat import ChatCompletionChunk
+
+    from fsm import DeltaEmitter
+
+    def calls(vector: Vector) -> Any:
+        outcome = _outcome(vector.events, vector.shape)
+        return isinstance(outcome, dict) and outcome["calls"]
+
+    pairs = [(a, b) for a, b in _pairs("openai-chat") if calls(a) and calls(b)]
+    first, second = pairs[0]
+    # openai-python's stream state takes a chunk stream's first chunk to be choice 0's, as OpenAI sends it.
+    merged = next(
+        m for seed in range(50) if (m := _merged(first, second, random.Random(seed)))[0]["choices"][0]["index"] == 0
+    )
+    readers = [Reassembler("openai-chat", choice=k) for k in (0, 1)]
+    emitters = [DeltaEmitter(choice=k) for k in (0, 1)]
+    sent: list[dict[str, Any]] = []
+    for event in merged:
+        for reader, emitter in zip(readers, emitters, strict=True):
+            sent += emitter.chunks(reader.feed(event))
+    for reader, emitter in zip(readers, emitters, strict=True):
+        result = reader.close()
+        sent += emitter.chunks(reader.drain())
+        sent.append(emitter.finish(result))
+    state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
+    for chunk in sent:
+        state.handle_chunk(ChatCompletionChunk.model_validate(chunk))
+    completion = state.current_completion_snapshot
+    for choice, vector in ((0, first), (1, second)):
+        got = [
+            (c.id, c.function.name, json.loads(c.function.arguments))
+            for c in completion.choices[choice].message.tool_calls or []
+        ]
+        assert got == [(c.id, c.name, c.arguments) for c in _alone(vector).complete_calls], choice
+
+
+@pytest.mark.parametrize("choice", [True, -1, "0", None])
+def test_an_emitters_choice_is_an_index(choice: Any) -> None:
+    from fsm import DeltaEmitter
+
+    with pytest.raises(InvalidOption):
+        DeltaEmitter(choice=choice)
