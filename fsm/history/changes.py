@@ -31,9 +31,11 @@ class Change:
     kind: str
     """``renamed-call``, ``renamed-result``, ``mapped-call``, ``mapped-result``, ``dropped-orphan``,
     ``dropped-duplicate-result``, ``placeholder-result``, ``dropped-call``, ``dropped-reasoning``,
-    ``moved-result``, ``moved-misplaced-result``, ``moved-misplaced-call``, ``dropped-empty-message``,
-    ``merged-messages``, ``placeholder-model-turn``, ``function-role-to-user``, ``named-model-role`` (a
-    Gemini content without a role left without the calls it was read as the model's for) or ``kept-unknown-role``."""
+    ``moved-result``, ``moved-misplaced-result``, ``moved-misplaced-call``, ``moved-user-content`` (what
+    an Anthropic user message making calls after its run's first call leaves the user, moved after the
+    run), ``dropped-empty-message``, ``merged-messages``, ``placeholder-model-turn``, ``function-role-to-user``,
+    ``named-model-role`` (a Gemini content without a role left without the calls it was read as the model's
+    for) or ``kept-unknown-role``."""
     message: int
     """1-based position in the input of the message changed (for a placeholder, the call's message)."""
     id: str | None

@@ -15,10 +15,11 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
 * Claude's server tool calls (``server_tool_use``, ``mcp_tool_use``) pair with their ``*_tool_result``
   blocks within their own message, a result only with a call before it (:mod:`fsm.history.server_blocks`);
   one without its result is dropped, whatever the policy, since only Anthropic can give that result
-  (but in the history's last message, a paused turn, where the server may still run it);
+  (but in the history's last message, a paused turn, until repair writes after it: :mod:`fsm.history.after_run`);
 * a Responses call item dropped takes along the ``reasoning`` items right before it (the API pairs
   a reasoning item with the item that followed it and refuses one sent without it);
-* a result after text in its turn's user message (Anthropic, Gemini, Converse) goes first (:mod:`fsm.history.turns`);
+* a result after text in its turn's user message (Anthropic, Gemini, Converse) goes first (:mod:`fsm.history.turns`),
+  and what an Anthropic user message making calls after its run's first call leaves goes after the run;
 * a result sent in the model's role (an Anthropic or Converse assistant message, a Gemini model
   content, an OpenAI chat or Ollama message other than ``tool``) moves where the API takes it:
   first into its turn's user results message, else the user message after it (Anthropic), else a
@@ -53,6 +54,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from fsm.engine.ids import IdAllocator
+from fsm.history.after_run import drop_paused, stays, user_content_after
 from fsm.history.changes import Change, RepairPolicy, checked_policy
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
@@ -73,6 +75,7 @@ def repair(
     plan = _Plan(fmt, policy, messages)
     for segment in segments(messages, fmt, plan.roles):
         plan.pair(segment)
+    drop_paused(plan)
     fixed = plan.rewrite()
     for at, role in plan.roles.odd:  # only the caller knows which role was meant (unless its content all went)
         if at not in plan.emptied and at not in plan.to_user:
@@ -99,7 +102,7 @@ class _Plan(Writer):
         self.changes.append(Change(kind, entry.message + 1, shown(entry.key if key is None else key), detail))
 
     def pair(self, segment: Segment) -> None:
-        self.in_turn = set()
+        self.in_turn, segment = set(), user_content_after(self, segment)
         for entry in (*segment.calls, *segment.results, *segment.beside):
             if isinstance(entry.key, str):
                 self.ids.take(entry.key)
@@ -125,6 +128,7 @@ class _Plan(Writer):
             answer = answer_of.get((call.key, k))
             dropped = segment.server or (self.policy.dangling == "drop-call" and not self._signed(call))
             waits = answer is None and segment.open_end  # the server may still run it: it goes back as it came
+            self.paused += [call] if waits else []  # unless repair writes after it (paused-call-last-only)
             if answer is None and not waits and (dropped or self._type(call) == "computer_call"):
                 self._edit(call, self.drop)
                 if self.fmt == "responses":
@@ -287,8 +291,12 @@ class _Plan(Writer):
         start, keys = segment.calls[0].message, {call.key for call in segment.calls}
         end, before = self.server_run
         between = range(end + 1, start)  # assistant messages there are of the run: only the others part it
+        called = min((call.message for call in segment.beside), default=start)  # the run's first client call
         joined = 0 <= end < start and all(
-            self._going(at) or self.messages[at].get("role") == "assistant" for at in between
+            self._going(at)
+            or self.messages[at].get("role") == "assistant"
+            or (at in self.roles.calling and not stays(self, at, called))
+            for at in between
         )
         joined = joined and not any(at in self.add_after for at in range(end, start))
         self.server_run = (

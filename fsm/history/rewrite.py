@@ -63,6 +63,11 @@ class Writer:
     """Server tools' results a user message sent, each to go right after the call it answers."""
     to_user: set[int]
     """Gemini contents of role ``function`` written as the ``user`` contents they stand for."""
+    later_of: dict[int, int]
+    """Anthropic user messages making calls after a call of their run, each with the run's last message,
+    after which what is left of it goes (``user-content-after-the-run``, :mod:`fsm.history.after_run`)."""
+    paused: list[Entry]
+    """Server calls of the history's last message left for the server to run (a paused turn)."""
     policy: RepairPolicy
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
@@ -78,14 +83,17 @@ class Writer:
         self.changes = []
         self.to_user = set()
         self.after = {}
+        self.later_of, self.paused = {}, []
 
     def rewrite(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         gap = False  # a message was removed since the last one written
         came_empty = set(self.roles.empty)
+        # what is left of user messages, after their run's last message (keyed so before any is left)
+        later: dict[int, list[dict[str, Any]]] = {end: [] for end in self.later_of.values()}
         for at, message in enumerate(self.messages):
             kept: dict[str, Any] | None = message if isinstance(message, dict) else dict(message)
-            if at in came_empty or (self.add_after.get(at) and blank(self.fmt, message)):
+            if at in came_empty or ((self.add_after.get(at) or at in later) and blank(self.fmt, message)):
                 # empty-message (the final Claude message Anthropic takes empty is one once another follows)
                 why = DROPPED if at in came_empty else NO_LONGER_LAST
                 self.changes.append(Change("dropped-empty-message", at + 1, None, why))
@@ -95,12 +103,16 @@ class Writer:
             asked = None  # the calls a message of another role made, in a model message of their own
             if kept is not None and at in self.split:
                 kept, asked = self._split(kept)
+            waits = False  # what is left of it waits for the end of the run of calls it is read in
+            if kept is not None and at in self.later_of:
+                later.setdefault(self.later_of[at], []).append(kept)
+                kept, waits = None, True
             if kept is not None and self.fmt == "gemini" and message.get("role") == "function":
                 kept = self._function_role(message, kept, at)
             if kept is not None and self.fmt == "gemini" and message.get("role") is None and at in self.touched:
                 kept = self._model_role(message, kept, at)
             if kept is None:
-                gap = True
+                gap = gap or not waits  # moved, not removed: the model's calls before and after it need no join
             else:
                 self._put(out, kept, at, gap)
                 gap = False
@@ -109,7 +121,7 @@ class Writer:
                 gap = False
             elif kept is not None and at in self.roles.calling:  # a user's calls all dropped: as if removed
                 gap = True
-            for extra in self.add_after.get(at, ()):
+            for extra in (*later.pop(at, ()), *self.add_after.get(at, ())):
                 self._put(out, extra, at, False)
         return out
 

@@ -6,7 +6,8 @@ closed by the end of that message. Anthropic refuses a server call without its r
 in the request's last message: a turn paused (``pause_turn``) after such a call goes back as it
 came, as the last message, and the API runs the call (anthropic-sdk-python issues 961 and 1339:
 with a message after it, the API answers 400). Nothing but the server can stand in for that result,
-so repair drops such a call anywhere else. Bedrock Converse's server tools are read the same way: a
+so repair drops such a call anywhere else, and there too once it writes a message after it
+(:mod:`fsm.history.after_run`). Bedrock Converse's server tools are read the same way: a
 ``toolUse`` of ``type: server_tool_use`` and a ``toolResult`` naming it later in the model's own message.
 
 A result answers a call that comes before it in the message, as Claude writes them (Anthropic

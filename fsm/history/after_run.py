@@ -1,0 +1,64 @@
+"""What :func:`fsm.history.repair` writes after an Anthropic run of the model's messages: two policies.
+
+``user-content-after-the-run``: a user message making calls is read as the assistant message repair
+moves them into, so one right after the model's calls (or after another such message) is one run,
+one turn, with them. Split in place, what is left of it (the user's text, say) would stand between
+the run's calls, and the results after it would answer only the calls after it. So what is left of
+every such message after the run's first call goes after the run's last message, in its order, and
+the turn's results go first in the first of them (``Segment.held``, as for results sent after the
+user's text: ``moved-result``), its placeholders after them (``moved-user-content``, at the message).
+
+``paused-call-last-only``: a server call without its result may wait in the history's last message
+alone, a turn paused (``pause_turn``) that the server goes on with (:mod:`fsm.history.server_blocks`).
+When repair writes a message after that one (the results of the calls before it), the server can no
+longer give that result and nothing else can stand in for it: the call goes, whatever the policy
+(``dropped-call``), as it does anywhere else.
+"""
+
+from __future__ import annotations
+
+from fsm.history.changes import Change
+from fsm.history.entries import Segment
+from fsm.history.formats import items, shown
+from fsm.history.rewrite import Writer
+
+MOVED = "the user's content beside calls made after the model's: moved after the run of calls, their results first"
+"""What the ``moved-user-content`` change says."""
+NO_LONGER_LAST = "a server tool's result comes from the provider alone: repair writes a message after its paused turn"
+"""What the ``dropped-call`` change says of a paused turn's server call once repair writes after it."""
+
+
+def user_content_after(plan: Writer, segment: Segment) -> Segment:
+    """The turn, its results to go first in the first user message that goes after its run (``held``),
+    when any does (``user-content-after-the-run``); noted in ``plan.later_of``."""
+    if plan.fmt != "anthropic" or not segment.calls:
+        return segment
+    first = segment.calls[0].message
+    later = sorted({c.message for c in segment.calls if c.message > first and c.message in plan.roles.calling})
+    later = [at for at in later if _leftover(plan, at)]
+    for at in later:
+        plan.later_of[at] = segment.end
+        plan.changes.append(Change("moved-user-content", at + 1, None, MOVED))
+    return segment._replace(held=later[0]) if later else segment
+
+
+def stays(plan: Writer, at: int, called: int) -> bool:
+    """Does user message ``at``, making calls in a run whose first call is in message ``called``, leave
+    content of the user's where it is? Only before that first call: after it, it goes after the run."""
+    return at <= called and _leftover(plan, at)
+
+
+def _leftover(plan: Writer, at: int) -> bool:
+    """Does Anthropic message ``at`` hold anything but client calls (what splitting it leaves the user)?"""
+    return not all(block.get("type") == "tool_use" for block in items(plan.messages[at], plan.fmt, at))
+
+
+def drop_paused(plan: Writer) -> None:
+    """The paused turn's server calls, once repair writes a message after the last (``paused-call-last-only``)."""
+    # (What is left of user messages goes after a run making client calls, whose server calls never wait.)
+    if not plan.add_after.get(len(plan.messages) - 1):
+        return
+    for call in plan.paused:
+        plan.drop.add((call.message, call.slot))
+        plan.touched.add(call.message)
+        plan.changes.append(Change("dropped-call", call.message + 1, shown(call.key), NO_LONGER_LAST))
