@@ -144,7 +144,7 @@ class _Plan(Writer):
                 continue
             if call.message in self.roles.calling:  # made in the user's role: the model's message makes it
                 self.split.add(call.message)
-                why = f"a call made in another role than the model's: moved into a {CALLER[self.fmt]} message after it"
+                why = f"a call made in another role than the model's: moved into a message of role {CALLER[self.fmt]}"
                 self._change("moved-misplaced-call", call, why)
             wire_id = self._usable(call.key, call.message)
             if (k > 0 or call.key in collide) and isinstance(call.key, str):  # id-less keys are unique in a turn
