@@ -24,7 +24,9 @@ Found and fixed:
 
 Left: ``replay --choice K --output deltas`` re-emits the choice as a one-choice stream (index 0), not
 under its own index (DeltaEmitter(choice=k) came later); the skipped record keeps up to 64 indexes
-as written, so 64 megabyte-long text indexes are held until the stream ends (linear in the input).
+as written, so 64 megabyte-long text indexes are held until the stream ends (linear in the input;
+past 64, nothing more is held, tested); an index of a caller's own object whose ``__bool__`` raises
+(a numpy array) raises that error unchanged, as the decoders did before a choice could be named.
 """
 
 from __future__ import annotations
@@ -292,6 +294,28 @@ def test_the_work_of_a_long_list_of_choices_is_linear(distinct: bool) -> None:
         assert told == (64 + (n - 64) if distinct else 1)
     assert _read(results[0]) == _read(results[1]) and _read(results[2]) == _read(results[3])
     assert works[2] / works[0] < 13 and works[3] / works[1] < 13, works
+
+
+def test_the_record_of_skipped_choices_holds_no_more_as_distinct_indexes_grow() -> None:
+    import tracemalloc
+
+    def held(n: int) -> int:
+        events = [{"choices": [{"index": f"{k:06d}" + "x" * 1000, "delta": {"content": "x"}}]} for k in range(n)]
+        wire = _sse(events)
+        r = Reassembler("openai-chat", choice=0)
+        tracemalloc.start()
+        try:
+            for at in range(0, len(wire), 4096):
+                r.feed_bytes(wire[at : at + 4096])
+            memory = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        result = r.close()
+        assert len(result.diagnostics) + result.suppressed_diagnostics["choice-skipped"] == n + 1  # and no-finish
+        return memory
+
+    small, large = held(1_000), held(10_000)  # 1 MB and 10 MB of distinct indexes
+    assert large < small * 1.5 + 100_000, (small, large)
 
 
 def test_an_error_and_the_usage_beside_the_choices_reach_every_choice() -> None:

@@ -60,7 +60,8 @@ class ChoicePicker:
             index = entry.get("index")
             # OpenAI numbers every choice; Gemini leaves the first candidate's out. Whatever else
             # the decoders read as the first (their `not index`: False, 0.0, "") is choice 0 here
-            # too, so choice=0 reads a one-choice stream exactly as no choice does.
+            # too, so choice=0 reads a one-choice stream exactly as no choice does (policy
+            # first-choice-index, README).
             if not index:
                 index = 0
             if type(index) is int and index == self.choice:
