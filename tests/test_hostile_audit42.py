@@ -17,7 +17,8 @@ Found and fixed:
   choice. The picker now reads the index as the decoders do (fsm/wire/choices.py).
 - The text index ``"1"`` and the int ``1`` were one entry of the skipped record (both written ``1``):
   after one was reported the other never was, and a text index was written bare (``choice 0 is
-  skipped: this reassembler reads choice 0``). They are told apart by type now, a text one quoted.
+  skipped: this reassembler reads choice 0``); so were two ints past the int-string limit (both
+  written as such a number). They are told apart by type and an int by its value, a text one quoted.
 - A vector's ``choice`` of ``"1"``, ``true`` or ``1.9`` loaded as choice 1 (cattrs converts it before
   ``validate`` saw its type), so a language-neutral vector read differently here than elsewhere; it is
   a SpecError now, checked on the file's own value (fsm/harness/vectors.py).
@@ -162,6 +163,9 @@ def test_a_text_index_and_the_int_are_each_reported() -> None:
         "choice '1' is skipped: this reassembler reads choice 0",
         "choice 1 is skipped: this reassembler reads choice 0",
     ]
+    huge = [{"choices": [{"index": 10**5000 + k, "delta": {"content": "x"}}]} for k in (0, 1, 0)]
+    told = [d for d in reassemble(huge, "openai-chat", choice=0).diagnostics if d.code == "choice-skipped"]
+    assert len(told) == 2  # two numbers past the int-string limit, written alike, are two choices
     zero = reassemble([{"choices": [{"index": "0", "delta": {"content": "x"}}]}], "openai-chat", choice=0)
     assert [d.message for d in zero.diagnostics if d.code == "choice-skipped"] == [
         "choice '0' is skipped: this reassembler reads choice 0"
@@ -445,3 +449,24 @@ def test_a_choice_past_64_bits_or_the_int_string_limit_keeps_its_calls(choice: i
 def test_a_choice_refused_is_named_even_past_the_int_string_limit() -> None:
     with pytest.raises(InvalidOption, match="a number too long to write"):
         Reassembler("gemini", choice=-(10**5000))
+
+
+def test_replay_strict_exits_0_on_skipped_choices_and_1_without_a_choice(tmp_path: Path) -> None:
+    call = _openai_call("a", "f", '{"x": 1}')
+    events = [
+        {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}, {"index": 1, "delta": {"content": "hi"}}]},
+        {"choices": [{"index": 1, "delta": {}, "finish_reason": "stop"}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    path = tmp_path / "two.sse"
+    path.write_bytes(_sse(events) + b"data: [DONE]\n\n")
+    for choice, calls, text in (("0", ["f"], ""), ("1", [], "hi")):
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["replay", "--provider", "openai-chat", "--strict", "--choice", choice, str(path)]
+        assert main(argv, out, err) == 0, err.getvalue()
+        printed = json.loads(out.getvalue())
+        assert [c["name"] for c in printed["calls"]] == calls and printed["text"] == text
+        assert [d["severity"] for d in printed["diagnostics"]] == ["info"]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["replay", "--provider", "openai-chat", "--strict", str(path)], out, err) == 1
+    assert "choice-ignored" in err.getvalue()

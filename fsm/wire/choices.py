@@ -41,7 +41,7 @@ class ChoicePicker:
         self.choice = choice
         self.named = written(choice)  # a choice past the int-string limit has no str(): named as such
         self.key, self.noun = CHOICE_LISTS[provider]
-        self.skipped: set[str] = set()  # the choices reported so far, as written: each once
+        self.skipped: set[object] = set()  # the choices reported so far (see chosen): each once
 
     def chosen(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> Mapping[str, Any]:
         """``payload`` with only the chosen choice left in its list, as index 0. Each other choice is
@@ -68,8 +68,9 @@ class ChoicePicker:
                 kept.append({**entry, "index": 0})
                 continue
             said = written(index)
-            # Told apart by type as well: the text "1" is no choice 1, and each is reported.
-            key = said if type(index) is int else f"{type(index).__name__}:{said}"
+            # Told apart by type as well (the text "1" is no choice 1), and an int by its value (two
+            # past the int-string limit are written alike): each is reported.
+            key: object = index if type(index) is int else f"{type(index).__name__}:{said}"
             if key not in self.skipped:
                 if len(self.skipped) < _REMEMBERED:
                     self.skipped.add(key)
