@@ -275,12 +275,14 @@ def _work(call: Callable[[], Any]) -> int:
     return calls
 
 
-@pytest.mark.parametrize("distinct", [False, True])
-def test_the_work_of_a_long_list_of_choices_is_linear(distinct: bool) -> None:
+@pytest.mark.parametrize("spread", [False, True], ids=["one-payload", "a-chunk-each"])
+@pytest.mark.parametrize("distinct", [False, True], ids=["one-other", "all-others"])
+def test_the_work_of_many_other_choices_is_linear(distinct: bool, spread: bool) -> None:
     def stream(n: int) -> bytes:
         entries = [{"index": (k + 1) if distinct else 1, "delta": {"content": "x"}} for k in range(n)]
         entries.append({"index": 0, "delta": {"tool_calls": [_openai_call("a", "f", '{"n": 1}')]}})
-        return _sse([{"choices": entries}, {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}])
+        payloads = [{"choices": [e]} for e in entries] if spread else [{"choices": entries}]
+        return _sse([*payloads, {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}])
 
     def read(data: bytes, size: int) -> Result:
         r = Reassembler("openai-chat", choice=0)
@@ -295,7 +297,7 @@ def test_the_work_of_a_long_list_of_choices_is_linear(distinct: bool) -> None:
         assert [c.arguments for c in result.calls] == [{"n": 1}]
         told = sum(1 for d in result.diagnostics if d.code == "choice-skipped")
         told += result.suppressed_diagnostics.get("choice-skipped", 0)
-        assert told == (64 + (n - 64) if distinct else 1)
+        assert told == (n if distinct else 1)  # 64 remembered, told once; each chunk of the others told
     assert _read(results[0]) == _read(results[1]) and _read(results[2]) == _read(results[3])
     assert works[2] / works[0] < 13 and works[3] / works[1] < 13, works
 
@@ -470,3 +472,31 @@ def test_replay_strict_exits_0_on_skipped_choices_and_1_without_a_choice(tmp_pat
     out, err = io.StringIO(), io.StringIO()
     assert main(["replay", "--provider", "openai-chat", "--strict", str(path)], out, err) == 1
     assert "choice-ignored" in err.getvalue()
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_each_choice_of_a_merged_stream_reads_as_its_own_stream_in_strict_mode_too(shape: str) -> None:
+    from tests.test_choices import _merged, _outcome, _pairs
+
+    for n, (first, second) in enumerate(_pairs(shape)):
+        merged = _merged(first, second, random.Random(f"strict-{shape}-{n}"))
+        wire = _sse(merged)
+        pieces = [wire[at : at + 11] for at in range(0, len(wire), 11)]
+        for choice, vector in ((0, first), (1, second)):
+            expected = _outcome(vector.events, shape, strict=True)  # a violation raised, or the turn
+            assert _outcome(merged, shape, choice=choice, strict=True) == expected, (first.name, second.name)
+            assert _outcome(pieces, shape, choice=choice, strict=True) == expected
+
+
+def test_a_refused_langchain_chunk_takes_nothing_in_and_the_stream_goes_on() -> None:
+    from langchain_core.messages import AIMessageChunk
+
+    r = Reassembler("openai-chat", choice=1)
+    with pytest.raises(ToolcallFSMError):
+        r.feed(AIMessageChunk(content="", tool_call_chunks=[{"index": 0, "id": "a", "name": "f", "args": "{}"}]))
+    r.feed(
+        {"choices": [{"index": 1, "delta": {"tool_calls": [_openai_call("b", "g")]}, "finish_reason": "tool_calls"}]}
+    )
+    result = r.close()
+    assert [(c.id, c.name) for c in result.calls] == [("b", "g")]
+    assert [d.event for d in result.diagnostics] == []  # the refused chunk was never an event
