@@ -500,3 +500,44 @@ def test_a_refused_langchain_chunk_takes_nothing_in_and_the_stream_goes_on() -> 
     result = r.close()
     assert [(c.id, c.name) for c in result.calls] == [("b", "g")]
     assert [d.event for d in result.diagnostics] == []  # the refused chunk was never an event
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_general_path_of_a_named_choice_is_linear_in_the_chosen_calls_fragments(shape: str) -> None:
+    # With a choice, no payload takes a fast path: a long call streamed beside another choice's text.
+    def stream(n: int) -> bytes:
+        if shape == "openai-chat":
+            head: dict[str, Any] = {"index": 1, "delta": {"tool_calls": [_openai_call("a", "f", "")]}}
+            piece = [{"index": 1, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "b"}}]}}]
+            first = {"index": 1, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"s": "'}}]}}
+            last = {"index": 1, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '"}'}}]}}
+            end: dict[str, Any] = {"index": 1, "delta": {}, "finish_reason": "tool_calls"}
+            other: dict[str, Any] = {"index": 0, "delta": {"content": "y"}}
+        else:
+            call = {"name": "f", "willContinue": True}
+            head = {"index": 1, "content": {"role": "model", "parts": [{"functionCall": call}]}}
+            partial = {"jsonPath": "$.s", "stringValue": "b", "willContinue": True}
+            piece_call = {"partialArgs": [partial], "willContinue": True}
+            piece = [{"index": 1, "content": {"role": "model", "parts": [{"functionCall": piece_call}]}}]
+            first = {"index": 1, "content": {"role": "model", "parts": [{"functionCall": {"willContinue": True}}]}}
+            done = {"partialArgs": [{"jsonPath": "$.s", "stringValue": ""}], "willContinue": True}
+            last = {"index": 1, "content": {"role": "model", "parts": [{"functionCall": done}]}}
+            closing = {"role": "model", "parts": [{"functionCall": {}}]}
+            end = {"index": 1, "content": closing, "finishReason": "STOP"}
+            other = {"index": 0, "content": {"parts": [{"text": "y"}]}}
+        key = KEY[shape]
+        body = [{key: [*piece, other]} for _ in range(n)]
+        return _sse([{key: [head]}, {key: [first]}, *body, {key: [last]}, {key: [end]}])
+
+    def read(data: bytes) -> Result:
+        r = Reassembler(shape, choice=1)
+        for at in range(0, len(data), 97):
+            r.feed_bytes(data[at : at + 97])
+        return r.close()
+
+    results: list[Result] = []
+    works = [_work(lambda n=n: results.append(read(stream(n)))) for n in (2_000, 20_000)]
+    for result, n in zip(results, (2_000, 20_000), strict=True):
+        assert [(c.name, c.arguments) for c in result.calls] == [("f", {"s": "b" * n})]
+        assert result.text == "" and result.finish_reason == "tool_calls"
+    assert works[1] / works[0] < 13, works
