@@ -447,10 +447,10 @@ class Reassembler:
                     raise InvalidInput(f"event {self._events}: {fault}")
                 self._apply(item)  # type: ignore[arg-type]
                 return
-            if self._choice and sdk.is_langchain_chunk(item):
+            if self._picker is not None and self._choice and sdk.is_langchain_chunk(item):
                 raise InvalidInput(
                     f"event {self._events}: a LangChain chunk holds the first choice alone (its chat models read "
-                    f"no other): choice {self._choice} is not in it; read the provider's own chunks or bytes"
+                    f"no other): choice {self._picker.named} is not in it; read the provider's own chunks or bytes"
                 )
             held = self._sdk_held
             if held is None:  # made for the first SDK object: a stream of dicts or bytes never needs one

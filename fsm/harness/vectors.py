@@ -27,7 +27,7 @@ import attrs
 from cattrs import Converter
 from cattrs.errors import ClassValidationError
 
-from fsm.errors import SpecError
+from fsm.errors import SpecError, shown
 from fsm.jsontext import dumps, parse_strict
 from fsm.spec import SPEC_DIR, describe_validation, identity_spec
 from fsm.wire.decoders import PROVIDERS
@@ -102,7 +102,7 @@ def validate(vector: Vector, where: str) -> None:
     if vector.choice is not None and (
         type(vector.choice) is not int or vector.choice < 0 or vector.shape not in ("openai-chat", "gemini")
     ):
-        raise SpecError(f"{where}: choice {vector.choice!r} is an index (from 0) of an openai-chat or gemini stream")
+        raise SpecError(_choice_refused(where, vector.choice))
     policies = {p.name: p for p in identity_spec().policies}
     for name, choice in vector.policies.items():
         if name not in policies or choice not in policies[name].choices:
@@ -111,6 +111,10 @@ def validate(vector: Vector, where: str) -> None:
     unknown = set(vector.expect.diagnostics) - codes
     if unknown:
         raise SpecError(f"{where}: expects undeclared diagnostics {sorted(unknown)}")
+
+
+def _choice_refused(where: str, choice: object) -> str:
+    return f"{where}: choice {shown(choice)} is an index (from 0) of an openai-chat or gemini stream"
 
 
 def load_vector(path: Path) -> Vector:
@@ -122,6 +126,8 @@ def load_vector(path: Path) -> Vector:
         raise SpecError(f"{path.name}: cannot read: {exc}") from None
     if not isinstance(data, dict):  # cattrs would fail on it with an AttributeError or TypeError
         raise SpecError(f"{path.name}: a vector is a JSON object, not {type(data).__name__}")
+    if type(data.get("choice", 0)) is not int and data["choice"] is not None:  # cattrs makes "1", true, 1.9 a 1
+        raise SpecError(_choice_refused(path.name, data["choice"]))
     try:
         vector: Vector = _converter.structure(data, Vector)
     except ClassValidationError as exc:

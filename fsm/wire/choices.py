@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from fsm.errors import InvalidOption
+from fsm.errors import InvalidOption, shown
 from fsm.wire.decoders._fields import written
 
 CHOICE_LISTS: Final = {"openai-chat": ("choices", "choice"), "gemini": ("candidates", "candidate")}
@@ -25,7 +25,7 @@ def checked_choice(choice: object, provider: str) -> int:
     """A ``choice`` given to Reassembler: a choice's index, for a provider whose streams can carry
     several. InvalidOption for anything else."""
     if type(choice) is not int or choice < 0:  # a bool is an int, but True is no index
-        raise InvalidOption(f"choice must be None or an index (an int from 0), not {choice!r}")
+        raise InvalidOption(f"choice must be None or an index (an int from 0), not {shown(choice)}")
     if provider not in CHOICE_LISTS:
         named = " or ".join(CHOICE_LISTS)
         raise InvalidOption(f"choice is for a provider that streams several choices, named: {named}, not {provider!r}")
@@ -35,12 +35,13 @@ def checked_choice(choice: object, provider: str) -> int:
 class ChoicePicker:
     """Cuts each payload of a stream down to the choice its reassembler reads."""
 
-    __slots__ = ("choice", "key", "noun", "skipped")
+    __slots__ = ("choice", "key", "named", "noun", "skipped")
 
     def __init__(self, provider: str, choice: int) -> None:
         self.choice = choice
+        self.named = written(choice)  # a choice past the int-string limit has no str(): named as such
         self.key, self.noun = CHOICE_LISTS[provider]
-        self.skipped: set[str] = set()  # the choices reported so far, as written: each once
+        self.skipped: set[object] = set()  # the choices reported so far (see chosen): each once
 
     def chosen(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> Mapping[str, Any]:
         """``payload`` with only the chosen choice left in its list, as index 0. Each other choice is
@@ -57,17 +58,24 @@ class ChoicePicker:
                 kept.append(entry)
                 continue
             index = entry.get("index")
-            if index is None:  # OpenAI numbers every choice; Gemini leaves the first candidate's out
+            # OpenAI numbers every choice; Gemini leaves the first candidate's out. Whatever else
+            # the decoders read as the first (their `not index`: False, 0.0, "") is choice 0 here
+            # too, so choice=0 reads a one-choice stream exactly as no choice does (policy
+            # first-choice-index, README).
+            if not index:
                 index = 0
             if type(index) is int and index == self.choice:
                 kept.append({**entry, "index": 0})
                 continue
             said = written(index)
-            if said not in self.skipped:
+            # Told apart by type as well (the text "1" is no choice 1), and an int by its value (two
+            # past the int-string limit are written alike): each is reported.
+            key: object = index if type(index) is int else f"{type(index).__name__}:{said}"
+            if key not in self.skipped:
                 if len(self.skipped) < _REMEMBERED:
-                    self.skipped.add(said)
-                noun = self.noun
-                diagnose("choice-skipped", f"{noun} {said} is skipped: this reassembler reads {noun} {self.choice}")
+                    self.skipped.add(key)
+                noun, named = self.noun, repr(said) if type(index) is str else said
+                diagnose("choice-skipped", f"{noun} {named} is skipped: this reassembler reads {noun} {self.named}")
         return {**payload, self.key: kept}
 
 
