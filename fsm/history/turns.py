@@ -3,7 +3,8 @@
 A turn is the message that makes calls and the results that come back for it: for OpenAI and
 Ollama, every ``tool`` message right after it; for Gemini and Converse, the one message right after
 it, if that message holds results (and the user's after it, below); for Responses, a run of call
-items (with the reasoning and assistant messages among them) and the run of output items after it.
+items (with the reasoning and assistant messages among them) and the run of output items after it
+(:mod:`fsm.history.responses_turns`).
 A message holding results read outside any turn gives a stray segment (its results answer nothing).
 
 Anthropic combines consecutive messages of one role into one turn (its Messages API says so), so
@@ -53,6 +54,7 @@ from fsm.history.empty import refused as refused_empty
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import ALTERNATE, MODEL_ROLE, Reader, gemini_payload, items, known_role, read_role
+from fsm.history.responses_turns import responses_segments
 from fsm.history.server_blocks import converse_payload, in_order, is_server_result
 
 
@@ -61,7 +63,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     generator, so a long history's entries die young instead of piling up for the garbage collector.
     What the messages' roles say is noted in ``roles`` as each is read."""
     if fmt == "responses":
-        yield from _responses_segments(messages, roles)
+        yield from responses_segments(messages, roles)
         return
     taking: Segment | None = None  # the turn whose results may still come
     moved: list[Entry] = []  # the turn's results sent in the model's role (misplaced-result)
@@ -344,56 +346,3 @@ def _answer_by_name(turn: Segment) -> None:
         if n < len(keys):
             taken[result.name] = n + 1
             turn.results[j] = result._replace(key=keys[n])
-
-
-def _responses_segments(items: Sequence[Mapping[str, Any]], roles: Roles | None) -> Iterator[Segment]:
-    """Responses items, one call or output each: a turn is a run of call items (the model's
-    reasoning and assistant messages may sit among them: a turn goes back reasoning, message, call,
-    reasoning, message, call) and the run of output items right after it. User message items
-    among its outputs or right after its calls leave it open: outputs after them still answer it
-    (``Segment.held``), until an item of the model's."""
-    reader = Reader("responses")
-    if roles is not None:
-        reader.roles = roles
-    taking: Segment | None = None
-    answering = False  # the turn's outputs have begun: a call now starts the next turn
-    held = -1  # the user's message items after the turn's calls: outputs after them still answer it
-    for at, item in enumerate(items):
-        results, calls = reader.read(item, at)
-        if calls:
-            if taking is None or answering or held >= 0:
-                if taking is not None:
-                    yield taking
-                taking, answering, held = Segment([], []), False, -1
-            taking.calls.extend(calls)
-        elif results is not None:
-            if taking is None:
-                yield Segment([], results)
-            else:
-                taking = taking if held < 0 else taking._replace(held=held)
-                taking.results.extend(results)
-                answering = True
-        elif taking is not None and _user_said(item):
-            held = at if held < 0 else held
-        elif taking is not None and (answering or held >= 0 or not _model_said(item)) and not _odd_message(item):
-            yield taking
-            taking, held = None, -1
-    if taking is not None:
-        yield taking
-
-
-def _odd_message(item: Mapping[str, Any]) -> bool:
-    """A message item of a role Responses lacks (``unknown-role``): kept for the caller to name, it ends no turn."""
-    return item.get("type") in (None, "message") and not known_role("responses", item.get("role"))
-
-
-def _user_said(item: Mapping[str, Any]) -> bool:
-    """A user message item: the turn before it waits on, for outputs sent after it (``Segment.held``)."""
-    return item.get("type") in (None, "message") and item.get("role") == "user"
-
-
-def _model_said(item: Mapping[str, Any]) -> bool:
-    """A reasoning item or an assistant message: what the model said among its calls, before their
-    outputs (an item with no ``type`` is a message)."""
-    kind = item.get("type")
-    return kind == "reasoning" or (kind in (None, "message") and item.get("role") == "assistant")
