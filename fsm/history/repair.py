@@ -32,7 +32,9 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
 * a server tool's result in a user message (Anthropic: only Claude's own message holds one) that
   answers a server call of the assistant run before it moves into that message, right after its call;
 * a message whose role its format lacks is kept as it is (only the caller knows the role meant),
-  and said so; but a Gemini content of role ``function`` holding function responses and no call
+  and said so, merged with none (``unknown-role-kept-apart``; holding no call or result, it is read as
+  if absent, ``unknown-role-between``: :mod:`fsm.history.turns`, :mod:`fsm.history.joined_runs`);
+  but a Gemini content of role ``function`` holding function responses and no call
   (older Gemini and Vertex AI examples send responses so; the API takes ``user`` or ``model`` alone)
   becomes the ``user`` content it stands for (``function-role-to-user``);
 * a message left empty goes, as does one that came empty (``empty-message``), and Anthropic or Converse

@@ -37,8 +37,12 @@ row) is ``late``, reported and moved before it. A Converse or Gemini run of the 
 one turn (``assistant-after-assistant``: repair merges them), its calls answered by the user's message
 after it; a Gemini content without a role is read as the user's, or as the model's when it makes calls
 (``roleless-as-user``, see :func:`~fsm.history.formats.read_role`). A message of a role its format
-lacks that holds no call or result (``unknown-role``, kept by repair for the caller to name) ends no turn:
-the results after it answer the calls before it. One that came empty (``empty-message``) is read as gone.
+lacks that holds no call, result or server block (``unknown-role``, kept by repair for the caller to
+name) is read as if it were absent (policy ``unknown-role-between``): it ends no turn, the results
+after it answering the calls before it, and parts no Anthropic run, so the assistant messages either
+side of it are one turn's, as the user's are (only the caller knows the role meant; read so, what
+repair writes around it reads the same once it is written). One that came empty (``empty-message``)
+is read as gone.
 
 An Anthropic user's run right after an assistant run making server calls may send a server tool's
 result back: it answers those calls with the server blocks of that run (``misplaced``, see
@@ -75,9 +79,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     after, after_answer = -1, fmt in ("gemini", "bedrock")
     # The server blocks of the unit read last, out once the next is read: the user's may send their results.
     pending: tuple[list[Segment], int, list[Entry]] = ([], -1, [])
-    for last, results, calls, served, late, misplaced, quiet, said, users in _units(messages, fmt, roles):
-        if quiet:
-            continue  # a message of a role the format lacks, holding no call or result, ends no turn
+    for last, results, calls, served, late, misplaced, said, users in _units(messages, fmt, roles):
         if users and any(chunk.calls for chunk in pending[0]):
             served = _answer_server_calls(pending[0], served)
         yield from _served(*pending, len(messages))
@@ -188,7 +190,7 @@ def _with(turn: Segment, moved: list[Entry], end: int, fmt: Format | None = None
 
 
 _Unit = tuple[
-    int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool, bool, int, bool
+    int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool, int, bool
 ]
 
 
@@ -197,11 +199,13 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
     (see the module's docstring). Each unit as its last message's position, the results it holds
     (None: no results message), the calls it makes, its server blocks (a segment each, see
     :meth:`_Run.add`), its results after text with the position of its first message (None: no
-    result comes after text), whether its results were sent in the model's role, and whether it is
-    quiet: of a role its format lacks, holding no call or result (kept for the caller to name, it
-    stands between no calls and their results), and, when it is the user's text alone (no call, no
-    result, no server block), the position of its first message (else -1), and whether it is an
-    Anthropic run of the user's (a server tool's result there was sent in the wrong role)."""
+    result comes after text), whether its results were sent in the model's role, and, when it is
+    the user's text alone (no call, no result, no server block), the position of its first message
+    (else -1), and whether it is an Anthropic run of the user's (a server tool's result there was
+    sent in the wrong role). A message of a role its format lacks holding no call, result or server
+    block is in no unit (``unknown-role-between``): it stands between no
+    calls and their results, and parts no Anthropic run (elsewhere it still ends the model's run,
+    which repair merges only when nothing stands between)."""
     reader = Reader(fmt)
     if roles is not None:
         reader.roles = roles
@@ -213,6 +217,12 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
             continue
         results, calls = reader.read(message, at)
         served = reader.served
+        odd = not known_role(fmt, message.get("role"))
+        if odd and results is None and not (calls or served.calls or served.results):
+            if run is not None and not joins:  # unknown-role-between: it still ends a Converse or Gemini model run
+                yield run.unit()
+                run = None
+            continue
         # a user message making calls is read as the model message repair moves them into; one of a
         # role the format lacks as the model's (kept as it is: only the model makes calls)
         role = read_role(fmt, message, bool(calls))
@@ -225,7 +235,7 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
             yield run.unit()
         run = _Run(message, role, at, results, calls, served, joins, fmt)
         run.misplaced = reader.misplaced
-        run.odd = not known_role(fmt, message.get("role"))
+        run.odd = odd
     if run is not None:
         yield run.unit()
 
@@ -312,13 +322,11 @@ class _Run:
     def unit(self) -> _Unit:
         # results sent as the assistant all move to the user turn: none is late there
         late = (self.first, tuple(self.late)) if self.late and not self.misplaced else None
-        quiet = self.odd and self.results is None and not self.calls
         blocks = any(chunk.calls or chunk.results for chunk in self.served)
-        quiet = quiet and not blocks
         text = self.role == "user" and not self.odd and self.results is None and not self.calls and not blocks
         said = self.first if text else -1
         users = self.ordered and self.role == "user" and not self.odd
-        return self.last, self.results, self.calls, self.served, late, self.misplaced, quiet, said, users
+        return self.last, self.results, self.calls, self.served, late, self.misplaced, said, users
 
 
 def _answer_by_name(turn: Segment) -> None:
