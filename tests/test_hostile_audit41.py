@@ -10,6 +10,9 @@ had it moved into its second user message, after the text of the first. What it 
 fixed since by fsm.history.after_run: an Anthropic user message making calls right after the model's
 calls had its text written between the two runs of calls, and a server call of the history's last
 message stayed once repair wrote a message after it. The property now draws such user messages.
+Its draw of roles left two gaps, fixed since (tests/test_history_roles42.py): an Anthropic message of a
+role it lacks between the model's calls and results sent as the model (policy unknown-role-between), and
+two Converse ones a removal brought together (unknown-role-kept-apart).
 
 Then a seeded property test of every format: hostile histories mixing empty messages of every
 spelling (and malformed ones), odd and missing roles, calls and results with and without ids,
@@ -180,8 +183,8 @@ EMPTY = ["missing", None, "", [], "missing", None, "", [], {}, 0, [None]]
 ROLES: dict[str, list[Any]] = {
     "openai": ["user", "assistant", "tool", "system", "weird", None],
     "ollama": ["user", "assistant", "tool", "system", 3],
-    "anthropic": ["user", "assistant"],  # left: a role it lacks between calls and results sent as the model
-    "bedrock": ["user", "assistant", "assistant", "user"],  # left: two of a role it lacks joined by a gap
+    "anthropic": ["user", "assistant", "user", "assistant", "system", "weird", None],
+    "bedrock": ["user", "assistant", "assistant", "user", "system", "weird", None],
     "gemini": ["user", "model", "model", None, "missing", "function", "assistant"],
     "responses": ["user", "assistant", "system", "weird"],
 }

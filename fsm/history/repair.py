@@ -32,7 +32,9 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
 * a server tool's result in a user message (Anthropic: only Claude's own message holds one) that
   answers a server call of the assistant run before it moves into that message, right after its call;
 * a message whose role its format lacks is kept as it is (only the caller knows the role meant),
-  and said so; but a Gemini content of role ``function`` holding function responses and no call
+  and said so, merged with none (``unknown-role-kept-apart``; holding no call or result, it is read as
+  if absent, ``unknown-role-between``: :mod:`fsm.history.turns`, :mod:`fsm.history.joined_runs`);
+  but a Gemini content of role ``function`` holding function responses and no call
   (older Gemini and Vertex AI examples send responses so; the API takes ``user`` or ``model`` alone)
   becomes the ``user`` content it stands for (``function-role-to-user``);
 * a message left empty goes, as does one that came empty (``empty-message``), and Anthropic or Converse
@@ -54,11 +56,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from fsm.engine.ids import IdAllocator
-from fsm.history.after_run import drop_paused, stays, user_content_after
+from fsm.history.after_run import drop_paused, user_content_after
 from fsm.history.changes import Change, RepairPolicy, checked_policy
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, items, resolve_format, shown
+from fsm.history.joined_runs import ServerRun, joined_server_ids
 from fsm.history.placeholders import placeholder, usable_id
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.turns import segments
@@ -96,7 +99,7 @@ class _Plan(Writer):
         self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
         self.mapped_for: dict[str, tuple[Key, int]] = {}  # Converse: each mapping given, for which id, where
         self.in_turn: set[Key] = set()  # the ids of the turn being paired
-        self.server_run: tuple[int, set[Key]] = (-1, set())  # Anthropic: the last server blocks' end, their ids
+        self.server_run: ServerRun = (-1, set())  # Anthropic: the last server blocks' end, their ids
 
     def _change(self, kind: str, entry: Entry, detail: str, key: Key | None = None) -> None:
         self.changes.append(Change(kind, entry.message + 1, shown(entry.key if key is None else key), detail))
@@ -110,7 +113,7 @@ class _Plan(Writer):
         calls_of: dict[Key, int] = {}
         for call in segment.calls:
             calls_of[call.key] = calls_of.get(call.key, 0) + 1
-        collide = self._joined_server_ids(segment)
+        collide, self.server_run = joined_server_ids(self, segment, self.server_run)
         answer_of: dict[tuple[Key, int], Entry] = {}
         answered: dict[Key, int] = {}
         for result in segment.results:
@@ -282,40 +285,6 @@ class _Plan(Writer):
         """Does every block of the messages holding ``sent`` go (moved, or dropped as answering nothing)?"""
         held = {at for at, _ in sent}
         return all((at, j) in self.drop for at in held for j in range(len(items(self.messages[at], self.fmt, at))))
-
-    def _joined_server_ids(self, segment: Segment) -> set[Key]:
-        """Anthropic: the server ids of the assistant run before this one, when every message between
-        the two goes (the API reads adjacent assistant messages as one turn, which takes an id once)."""
-        if self.fmt != "anthropic" or not segment.server or not segment.calls:
-            return set()
-        start, keys = segment.calls[0].message, {call.key for call in segment.calls}
-        end, before = self.server_run
-        between = range(end + 1, start)  # assistant messages there are of the run: only the others part it
-        called = min((call.message for call in segment.beside), default=start)  # the run's first client call
-        joined = 0 <= end < start and all(
-            self._going(at)
-            or self.messages[at].get("role") == "assistant"
-            or (at in self.roles.calling and not stays(self, at, called))
-            for at in between
-        )
-        joined = joined and not any(at in self.add_after for at in range(end, start))
-        self.server_run = (
-            max(e.message for e in (*segment.calls, *segment.results) if e not in segment.misplaced),
-            (before if joined else set()) | keys,
-        )
-        return before & keys if joined else set()
-
-    def _going(self, at: int) -> bool:
-        """Will message ``at`` be removed, as decided so far? (Every edit of a message before a turn's
-        server blocks comes from an earlier turn.)"""
-        if at in self.roles.empty:
-            return True  # it came empty (empty-message)
-        if at not in self.touched or any(at in added for added in (self.add_into, self.front_into, self.move_into)):
-            return False
-        content = self.messages[at].get("content")
-        if isinstance(content, str):
-            return not content
-        return all((at, j) in self.drop for j in range(len(items(self.messages[at], self.fmt, at))))
 
     def _drop_reasoning_before(self, call: Entry) -> None:
         """The reasoning items right before a Responses call item that goes: the API pairs a reasoning

@@ -1,7 +1,8 @@
 """Writing out what :func:`fsm.history.repair` decided: each message with its drops, renames,
 placeholders and moved results applied, empty ones removed (those it empties, and those that came
 empty: ``empty-message``), neighbours of one role a removal brings
-together merged (Anthropic, Converse), and Converse and Gemini messages of one role in a row
+together merged (Anthropic, Converse; but two of a role the format lacks stay apart, as they came:
+``unknown-role-kept-apart``), and Converse and Gemini messages of one role in a row
 merged however they came (a Gemini content without a role read as ``roleless-as-user`` reads it);
 but a Gemini turn's function responses and the user's
 other parts go in user contents of their own, a placeholder model content between them
@@ -228,10 +229,11 @@ class Writer:
 
     def _append(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
         role = gemini_role(message) if self.fmt == "gemini" else message.get("role")
-        # Converse and Gemini refuse user after user and assistant (model) after assistant, however it came
+        # Converse and Gemini refuse user after user and assistant (model) after assistant, however it came;
+        # two messages of a role the format lacks stay apart, as they came (unknown-role-kept-apart)
         repeated = role in ALTERNATE.get(self.fmt, ())
         if (
-            ((self.fmt in ALTERNATING and gap) or repeated)
+            ((self.fmt in ALTERNATING and gap and role in ("user", "assistant")) or repeated)
             and out
             and self.tail == role
             and self._joinable(out[-1], message)

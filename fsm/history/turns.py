@@ -3,7 +3,8 @@
 A turn is the message that makes calls and the results that come back for it: for OpenAI and
 Ollama, every ``tool`` message right after it; for Gemini and Converse, the one message right after
 it, if that message holds results (and the user's after it, below); for Responses, a run of call
-items (with the reasoning and assistant messages among them) and the run of output items after it.
+items (with the reasoning and assistant messages among them) and the run of output items after it
+(:mod:`fsm.history.responses_turns`).
 A message holding results read outside any turn gives a stray segment (its results answer nothing).
 
 Anthropic combines consecutive messages of one role into one turn (its Messages API says so), so
@@ -36,8 +37,12 @@ row) is ``late``, reported and moved before it. A Converse or Gemini run of the 
 one turn (``assistant-after-assistant``: repair merges them), its calls answered by the user's message
 after it; a Gemini content without a role is read as the user's, or as the model's when it makes calls
 (``roleless-as-user``, see :func:`~fsm.history.formats.read_role`). A message of a role its format
-lacks that holds no call or result (``unknown-role``, kept by repair for the caller to name) ends no turn:
-the results after it answer the calls before it. One that came empty (``empty-message``) is read as gone.
+lacks that holds no call, result or server block (``unknown-role``, kept by repair for the caller to
+name) is read as if it were absent (policy ``unknown-role-between``): it ends no turn, the results
+after it answering the calls before it, and parts no Anthropic run, so the assistant messages either
+side of it are one turn's, as the user's are (only the caller knows the role meant; read so, what
+repair writes around it reads the same once it is written). One that came empty (``empty-message``)
+is read as gone.
 
 An Anthropic user's run right after an assistant run making server calls may send a server tool's
 result back: it answers those calls with the server blocks of that run (``misplaced``, see
@@ -53,6 +58,7 @@ from fsm.history.empty import refused as refused_empty
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import ALTERNATE, MODEL_ROLE, Reader, gemini_payload, items, known_role, read_role
+from fsm.history.responses_turns import responses_segments
 from fsm.history.server_blocks import converse_payload, in_order, is_server_result
 
 
@@ -61,7 +67,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     generator, so a long history's entries die young instead of piling up for the garbage collector.
     What the messages' roles say is noted in ``roles`` as each is read."""
     if fmt == "responses":
-        yield from _responses_segments(messages, roles)
+        yield from responses_segments(messages, roles)
         return
     taking: Segment | None = None  # the turn whose results may still come
     moved: list[Entry] = []  # the turn's results sent in the model's role (misplaced-result)
@@ -73,9 +79,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     after, after_answer = -1, fmt in ("gemini", "bedrock")
     # The server blocks of the unit read last, out once the next is read: the user's may send their results.
     pending: tuple[list[Segment], int, list[Entry]] = ([], -1, [])
-    for last, results, calls, served, late, misplaced, quiet, said, users in _units(messages, fmt, roles):
-        if quiet:
-            continue  # a message of a role the format lacks, holding no call or result, ends no turn
+    for last, results, calls, served, late, misplaced, said, users in _units(messages, fmt, roles):
         if users and any(chunk.calls for chunk in pending[0]):
             served = _answer_server_calls(pending[0], served)
         yield from _served(*pending, len(messages))
@@ -186,7 +190,7 @@ def _with(turn: Segment, moved: list[Entry], end: int, fmt: Format | None = None
 
 
 _Unit = tuple[
-    int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool, bool, int, bool
+    int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool, int, bool
 ]
 
 
@@ -195,11 +199,13 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
     (see the module's docstring). Each unit as its last message's position, the results it holds
     (None: no results message), the calls it makes, its server blocks (a segment each, see
     :meth:`_Run.add`), its results after text with the position of its first message (None: no
-    result comes after text), whether its results were sent in the model's role, and whether it is
-    quiet: of a role its format lacks, holding no call or result (kept for the caller to name, it
-    stands between no calls and their results), and, when it is the user's text alone (no call, no
-    result, no server block), the position of its first message (else -1), and whether it is an
-    Anthropic run of the user's (a server tool's result there was sent in the wrong role)."""
+    result comes after text), whether its results were sent in the model's role, and, when it is
+    the user's text alone (no call, no result, no server block), the position of its first message
+    (else -1), and whether it is an Anthropic run of the user's (a server tool's result there was
+    sent in the wrong role). A message of a role its format lacks holding no call, result or server
+    block is in no unit (``unknown-role-between``): it stands between no
+    calls and their results, and parts no Anthropic run (elsewhere it still ends the model's run,
+    which repair merges only when nothing stands between)."""
     reader = Reader(fmt)
     if roles is not None:
         reader.roles = roles
@@ -211,6 +217,12 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
             continue
         results, calls = reader.read(message, at)
         served = reader.served
+        odd = not known_role(fmt, message.get("role"))
+        if odd and results is None and not (calls or served.calls or served.results):
+            if run is not None and not joins:  # unknown-role-between: it still ends a Converse or Gemini model run
+                yield run.unit()
+                run = None
+            continue
         # a user message making calls is read as the model message repair moves them into; one of a
         # role the format lacks as the model's (kept as it is: only the model makes calls)
         role = read_role(fmt, message, bool(calls))
@@ -223,7 +235,7 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
             yield run.unit()
         run = _Run(message, role, at, results, calls, served, joins, fmt)
         run.misplaced = reader.misplaced
-        run.odd = not known_role(fmt, message.get("role"))
+        run.odd = odd
     if run is not None:
         yield run.unit()
 
@@ -310,13 +322,11 @@ class _Run:
     def unit(self) -> _Unit:
         # results sent as the assistant all move to the user turn: none is late there
         late = (self.first, tuple(self.late)) if self.late and not self.misplaced else None
-        quiet = self.odd and self.results is None and not self.calls
         blocks = any(chunk.calls or chunk.results for chunk in self.served)
-        quiet = quiet and not blocks
         text = self.role == "user" and not self.odd and self.results is None and not self.calls and not blocks
         said = self.first if text else -1
         users = self.ordered and self.role == "user" and not self.odd
-        return self.last, self.results, self.calls, self.served, late, self.misplaced, quiet, said, users
+        return self.last, self.results, self.calls, self.served, late, self.misplaced, said, users
 
 
 def _answer_by_name(turn: Segment) -> None:
@@ -344,56 +354,3 @@ def _answer_by_name(turn: Segment) -> None:
         if n < len(keys):
             taken[result.name] = n + 1
             turn.results[j] = result._replace(key=keys[n])
-
-
-def _responses_segments(items: Sequence[Mapping[str, Any]], roles: Roles | None) -> Iterator[Segment]:
-    """Responses items, one call or output each: a turn is a run of call items (the model's
-    reasoning and assistant messages may sit among them: a turn goes back reasoning, message, call,
-    reasoning, message, call) and the run of output items right after it. User message items
-    among its outputs or right after its calls leave it open: outputs after them still answer it
-    (``Segment.held``), until an item of the model's."""
-    reader = Reader("responses")
-    if roles is not None:
-        reader.roles = roles
-    taking: Segment | None = None
-    answering = False  # the turn's outputs have begun: a call now starts the next turn
-    held = -1  # the user's message items after the turn's calls: outputs after them still answer it
-    for at, item in enumerate(items):
-        results, calls = reader.read(item, at)
-        if calls:
-            if taking is None or answering or held >= 0:
-                if taking is not None:
-                    yield taking
-                taking, answering, held = Segment([], []), False, -1
-            taking.calls.extend(calls)
-        elif results is not None:
-            if taking is None:
-                yield Segment([], results)
-            else:
-                taking = taking if held < 0 else taking._replace(held=held)
-                taking.results.extend(results)
-                answering = True
-        elif taking is not None and _user_said(item):
-            held = at if held < 0 else held
-        elif taking is not None and (answering or held >= 0 or not _model_said(item)) and not _odd_message(item):
-            yield taking
-            taking, held = None, -1
-    if taking is not None:
-        yield taking
-
-
-def _odd_message(item: Mapping[str, Any]) -> bool:
-    """A message item of a role Responses lacks (``unknown-role``): kept for the caller to name, it ends no turn."""
-    return item.get("type") in (None, "message") and not known_role("responses", item.get("role"))
-
-
-def _user_said(item: Mapping[str, Any]) -> bool:
-    """A user message item: the turn before it waits on, for outputs sent after it (``Segment.held``)."""
-    return item.get("type") in (None, "message") and item.get("role") == "user"
-
-
-def _model_said(item: Mapping[str, Any]) -> bool:
-    """A reasoning item or an assistant message: what the model said among its calls, before their
-    outputs (an item with no ``type`` is a message)."""
-    kind = item.get("type")
-    return kind == "reasoning" or (kind in (None, "message") and item.get("role") == "assistant")

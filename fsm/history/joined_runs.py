@@ -1,0 +1,79 @@
+"""Anthropic: which assistant runs making server calls the API reads as one turn once repair is done.
+
+The Messages API combines consecutive messages of one role into one turn, which takes a server
+call's id once. Two runs of the model's messages making server calls under one id are one turn
+when nothing parts them once repair has written the history: every message between goes, or is
+read in the model's run (an assistant message; a user message making calls whose other content
+goes after the run, :mod:`fsm.history.after_run`); or is of a role the format lacks and makes
+calls (read as the model's) or, once repair is done, holds no result or server block (policy
+``unknown-role-between``: such a message is read as if it were absent, :mod:`fsm.history.turns`).
+The later run's server call under such an id is then renamed as a second call within one message.
+"""
+
+from __future__ import annotations
+
+from fsm.history.after_run import stays
+from fsm.history.entries import Key, Segment
+from fsm.history.formats import ANTHROPIC_CALLS, items, known_role
+from fsm.history.rewrite import Writer
+from fsm.history.server_blocks import is_server_result
+
+ServerRun = tuple[int, set[Key]]
+"""The last message of the latest server blocks paired, and the server ids of the run they are in."""
+
+
+def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[set[Key], ServerRun]:
+    """The server ids of ``segment``'s run that the run of the server blocks before it (``last``)
+    has too, when the two are one turn once repair is done (else none); and the server run it ends."""
+    if plan.fmt != "anthropic" or not segment.server or not segment.calls:
+        return set(), last
+    start, keys = segment.calls[0].message, {call.key for call in segment.calls}
+    end, before = last
+    between = range(end + 1, start)  # assistant messages there are of the run: only the others part it
+    called = min((call.message for call in segment.beside), default=start)  # the run's first client call
+    joined = 0 <= end < start and all(
+        _going(plan, at)
+        or plan.messages[at].get("role") == "assistant"
+        or (at in plan.roles.calling and not stays(plan, at, called))
+        or _unknown_in_run(plan, at)
+        for at in between
+    )
+    joined = joined and not any(at in plan.add_after for at in range(end, start))
+    ends = max(e.message for e in (*segment.calls, *segment.results) if e not in segment.misplaced)
+    return (before & keys if joined else set()), (ends, (before if joined else set()) | keys)
+
+
+def _going(plan: Writer, at: int) -> bool:
+    """Will message ``at`` be removed, as decided so far? (Every edit of a message before a turn's
+    server blocks comes from an earlier turn.)"""
+    if at in plan.roles.empty:
+        return True  # it came empty (empty-message)
+    if at not in plan.touched or _takes_results(plan, at):
+        return False
+    content = plan.messages[at].get("content")
+    if isinstance(content, str):
+        return not content
+    return all((at, j) in plan.drop for j in range(len(items(plan.messages[at], plan.fmt, at))))
+
+
+def _unknown_in_run(plan: Writer, at: int) -> bool:
+    """Is message ``at``, of a role the format lacks, read in the model's run around it once repair is
+    done? It is when it makes calls (read as the model's), or when no result or server block stays
+    in it (``unknown-role-between``: kept for the caller to name, it is read as if absent)."""
+    message = plan.messages[at]
+    if known_role(plan.fmt, message.get("role")) or _takes_results(plan, at):
+        return False
+    return all(
+        (at, j) in plan.drop or block.get("type") == "tool_use" or not _pairs(block.get("type"))
+        for j, block in enumerate(items(message, plan.fmt, at))
+    )
+
+
+def _pairs(kind: object) -> bool:
+    """Is a block of this type a call or a result (Claude's server blocks too)?"""
+    return kind in ANTHROPIC_CALLS or is_server_result(kind)
+
+
+def _takes_results(plan: Writer, at: int) -> bool:
+    """Does repair move results or placeholders into message ``at``?"""
+    return any(at in added for added in (plan.add_into, plan.front_into, plan.move_into))

@@ -1,0 +1,63 @@
+"""OpenAI Responses input items grouped in turns: each item is one call, one output or neither, so
+its turns are read apart from the messages of the other formats (:func:`fsm.history.turns.segments`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from fsm.history.entries import Roles, Segment
+from fsm.history.formats import Reader, known_role
+
+
+def responses_segments(items: Sequence[Mapping[str, Any]], roles: Roles | None) -> Iterator[Segment]:
+    """Responses items, one call or output each: a turn is a run of call items (the model's
+    reasoning and assistant messages may sit among them: a turn goes back reasoning, message, call,
+    reasoning, message, call) and the run of output items right after it. User message items
+    among its outputs or right after its calls leave it open: outputs after them still answer it
+    (``Segment.held``), until an item of the model's."""
+    reader = Reader("responses")
+    if roles is not None:
+        reader.roles = roles
+    taking: Segment | None = None
+    answering = False  # the turn's outputs have begun: a call now starts the next turn
+    held = -1  # the user's message items after the turn's calls: outputs after them still answer it
+    for at, item in enumerate(items):
+        results, calls = reader.read(item, at)
+        if calls:
+            if taking is None or answering or held >= 0:
+                if taking is not None:
+                    yield taking
+                taking, answering, held = Segment([], []), False, -1
+            taking.calls.extend(calls)
+        elif results is not None:
+            if taking is None:
+                yield Segment([], results)
+            else:
+                taking = taking if held < 0 else taking._replace(held=held)
+                taking.results.extend(results)
+                answering = True
+        elif taking is not None and _user_said(item):
+            held = at if held < 0 else held
+        elif taking is not None and (answering or held >= 0 or not _model_said(item)) and not _odd_message(item):
+            yield taking
+            taking, held = None, -1
+    if taking is not None:
+        yield taking
+
+
+def _odd_message(item: Mapping[str, Any]) -> bool:
+    """A message item of a role Responses lacks (``unknown-role``): kept for the caller to name, it ends no turn."""
+    return item.get("type") in (None, "message") and not known_role("responses", item.get("role"))
+
+
+def _user_said(item: Mapping[str, Any]) -> bool:
+    """A user message item: the turn before it waits on, for outputs sent after it (``Segment.held``)."""
+    return item.get("type") in (None, "message") and item.get("role") == "user"
+
+
+def _model_said(item: Mapping[str, Any]) -> bool:
+    """A reasoning item or an assistant message: what the model said among its calls, before their
+    outputs (an item with no ``type`` is a message)."""
+    kind = item.get("type")
+    return kind == "reasoning" or (kind in (None, "message") and item.get("role") == "assistant")
