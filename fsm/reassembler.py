@@ -120,8 +120,7 @@ class Reassembler:
     _unreadable = False  # the bytes are no framing (not-a-stream): the rest is not read
     _previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: its text's revision, reader
     _placed: tuple[CallRef, Slot] | None = None  # a snapshot's ref and the call it landed in, for the next event
-    _choice: int | None = None  # the choice the caller named (see fsm.wire.choices); None: the first, alone
-    _picker: ChoicePicker | None = None  # cuts each payload down to that choice
+    _picker: ChoicePicker | None = None  # cuts each payload down to the choice the caller named (fsm.wire.choices)
 
     def __init__(
         self,
@@ -165,8 +164,7 @@ class Reassembler:
         if choice is not None:
             from fsm.wire.choices import ChoicePicker, checked_choice  # only for a stream of several choices
 
-            self._choice = picked = checked_choice(choice, provider)  # a named provider: auto is refused
-            self._picker = ChoicePicker(provider, picked)
+            self._picker = ChoicePicker(provider, checked_choice(choice, provider))  # auto is refused
         if provider != "auto":
             self._use(make_decoder(provider, ledger.policies))
         self._invoked = False  # a boto3 InvokeModel chunk was fed: Bedrock's own events are not the model's
@@ -447,7 +445,7 @@ class Reassembler:
                     raise InvalidInput(f"event {self._events}: {fault}")
                 self._apply(item)  # type: ignore[arg-type]
                 return
-            if self._picker is not None and self._choice and sdk.is_langchain_chunk(item):
+            if self._picker is not None and self._picker.choice and sdk.is_langchain_chunk(item):
                 raise InvalidInput(
                     f"event {self._events}: a LangChain chunk holds the first choice alone (its chat models read "
                     f"no other): choice {self._picker.named} is not in it; read the provider's own chunks or bytes"
@@ -610,11 +608,11 @@ class Reassembler:
     def _use(self, decoder: Decoder) -> Decoder:
         self._decoder = decoder
         if isinstance(decoder, OpenAIChatDecoder):  # its shortcuts; no final arguments, no commonest fragment
-            if self._choice is None:  # (they read choice 0 of a one-choice chunk: a named choice has none)
+            if self._picker is None:  # (they read choice 0 of a one-choice chunk: a named choice has none)
                 self._chat = decoder
             return decoder
         self.ledger.adopt(decoder)
-        if self._choice is None:  # each payload of a named choice is cut down first (_decode)
+        if self._picker is None:  # each payload of a named choice is cut down first (_decode)
             self._commonest = getattr(decoder, "commonest_fragment", None)
             self._form_of = getattr(decoder, "form_of", None)  # a decoder whose commonest events have forms
             self._fragment_at = getattr(decoder, "fragment_at", None)
