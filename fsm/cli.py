@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from fsm import __version__
 from fsm.cli_conform import DEFAULT_TIMEOUT, conform, seconds
 from fsm.cli_io import Progress, open_input, read_block, run_guarded, unwritable_folder
-from fsm.errors import ToolcallFSMError, shown
+from fsm.errors import InvalidOption, ToolcallFSMError, shown
 from fsm.harness.fuzz import SHAPES  # the fuzz package's own module holds the names and imports nothing
 from fsm.reemit import FlushPolicy
 from fsm.wire.decoders import PROVIDERS
@@ -178,8 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--strict", action="store_true", help="exit 1 on the first protocol violation")
     replay.add_argument("--output", default="calls", choices=("calls", "deltas"), help="what to print")
-    several = "the choice to read of a stream of several (n > 1), with --provider openai-chat or gemini"
-    replay.add_argument("--choice", type=_choice, metavar="K", help=several)
+    replay.add_argument("--choice", type=_choice, metavar="K", help="of a stream of several choices, the one to read")
     replay.add_argument("file", help="the stream (SSE, NDJSON, JSON array or document, AWS event stream), - for stdin")
     conform = _command(commands, "conform", "run the conformance vectors and report coverage")
     conform.add_argument("--vectors", default=None, help="folder of vector files (default: the bundled specs/vectors)")
@@ -345,10 +344,11 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from fsm.reemit import DeltaEmitter
     from fsm.serialize import result_to_json
 
-    if args.choice is not None and args.provider not in ("openai-chat", "gemini"):
-        stderr.write("toolcall-fsm replay: --choice needs --provider openai-chat or gemini\n")
+    try:
+        reassembler = Reassembler(args.provider, strict=args.strict, choice=args.choice)
+    except InvalidOption as exc:  # --choice without a --provider whose streams have several: bad usage
+        stderr.write(f"toolcall-fsm replay: --choice: {exc}\n")
         return 2
-    reassembler = Reassembler(args.provider, strict=args.strict, choice=args.choice)
     emitter = DeltaEmitter(FlushPolicy(args.flush))
     deltas = args.output == "deltas"
 

@@ -218,7 +218,8 @@ def test_replay_reads_the_choice_given(tmp_path: Path, capsys: pytest.CaptureFix
         printed = json.loads(capsys.readouterr().out)
         assert [c["id"] for c in printed["calls"]] == [c.id for c in _alone(vector).calls]
     assert main(["replay", "--choice", "1", str(stream)]) == 2
-    assert "--choice needs --provider openai-chat or gemini" in capsys.readouterr().err
+    said = "toolcall-fsm replay: --choice: choice is for a provider that streams several choices, named: openai-chat or"
+    assert said in capsys.readouterr().err
     assert main(["replay", "--provider", "openai-chat", "--choice", "-1", str(stream)]) == 2
     assert "must be a choice's index" in capsys.readouterr().err
 

@@ -27,9 +27,10 @@ import attrs
 from cattrs import Converter
 from cattrs.errors import ClassValidationError
 
-from fsm.errors import SpecError, shown
+from fsm.errors import InvalidOption, SpecError, shown
 from fsm.jsontext import dumps, parse_strict
 from fsm.spec import SPEC_DIR, describe_validation, identity_spec
+from fsm.wire.choices import checked_choice
 from fsm.wire.decoders import PROVIDERS
 
 VECTOR_DIR = SPEC_DIR / "vectors"
@@ -99,10 +100,11 @@ def validate(vector: Vector, where: str) -> None:
             vector.body.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise SpecError(f"{where}: the body is not UTF-8 text: {exc.reason} at character {exc.start}") from None
-    if vector.choice is not None and (
-        type(vector.choice) is not int or vector.choice < 0 or vector.shape not in ("openai-chat", "gemini")
-    ):
-        raise SpecError(_choice_refused(where, vector.choice))
+    if vector.choice is not None:
+        try:
+            checked_choice(vector.choice, vector.shape)  # Reassembler's own check
+        except InvalidOption:
+            raise SpecError(_choice_refused(where, vector.choice)) from None
     policies = {p.name: p for p in identity_spec().policies}
     for name, choice in vector.policies.items():
         if name not in policies or choice not in policies[name].choices:
