@@ -17,7 +17,16 @@ from fsm.history.changes import Change, RepairPolicy
 from fsm.history.empty import DROPPED, NO_LONGER_LAST, blank
 from fsm.history.entries import Entry, Roles
 from fsm.history.findings import Format
-from fsm.history.formats import ALTERNATE, CALLER, gemini_payload, gemini_role, items, read_role, responses_key_field
+from fsm.history.formats import (
+    ALTERNATE,
+    CALLER,
+    gemini_payload,
+    gemini_role,
+    items,
+    known_role,
+    read_role,
+    responses_key_field,
+)
 from fsm.history.placeholders import renamed_block
 from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload
 
@@ -233,7 +242,7 @@ class Writer:
         # two messages of a role the format lacks stay apart, as they came (unknown-role-kept-apart)
         repeated = role in ALTERNATE.get(self.fmt, ())
         if (
-            ((self.fmt in ALTERNATING and gap and role in ("user", "assistant")) or repeated)
+            ((self.fmt in ALTERNATING and gap and known_role(self.fmt, role)) or repeated)
             and out
             and self.tail == role
             and self._joinable(out[-1], message)
