@@ -28,7 +28,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Final, Literal
 
-from fsm.errors import InvalidInput, InvalidOption
+from fsm.errors import InvalidInput, InvalidOption, shown
 from fsm.events import FREEFORM_TYPES
 from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, Output, Result
 
@@ -75,7 +75,7 @@ class DeltaEmitter:
         if type(created) is not int:
             raise InvalidInput(f"created must be an int (Unix seconds), not {type(created).__name__}")
         if type(choice) is not int or choice < 0:  # a bool is an int, but True is no index
-            raise InvalidOption(f"choice must be an index (an int from 0), not {choice!r}")
+            raise InvalidOption(f"choice must be an index (an int from 0), not {shown(choice)}")
         self.flush = flush
         """The flush policy chosen at construction."""
         self._choice = choice
