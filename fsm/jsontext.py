@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from decimal import Decimal
 
-# decimal and secrets serve only rare paths (numbers past int or float, a value json cannot write),
-# so they are imported there: a program that never meets one does not load them at start-up.
+# decimal and secrets serve rare paths only (numbers past int or float, values json cannot write): imported there.
 
 _LONE: Final = re.compile("[\ud800-\udfff]")
 
@@ -94,6 +93,7 @@ class _Keys:
 
 # Built once: json.loads with arguments builds a decoder per call, which costs more than a small parse.
 _STRICT = json.JSONDecoder(parse_constant=_refuse_constant, object_pairs_hook=_unique_keys, parse_float=exact_float)
+_STRICT_SCAN: Callable[[str, int], tuple[Any, int]] = _STRICT.scan_once  # type: ignore[attr-defined]
 
 
 def parse_strict(text: str) -> tuple[Any, list[str]]:
@@ -154,10 +154,9 @@ def is_flat_object(text: str) -> bool:
 
 
 def is_whole_object(text: str) -> bool:
-    """Is ``text`` exactly one JSON object, nested or not, with nothing around it (a snapshot of
-    arguments written from a parsed value)? Read by the C parser, for text up to
-    ``_WHOLE_CHARS`` long (the parse is thrown away: it must not hold much); False when unsure.
-    The caller checks the nesting first: the C parser recurses."""
+    """Is ``text`` exactly one JSON object, nested or not, with nothing around it (a snapshot written
+    from a parsed value)? Read by the C parser, for text up to ``_WHOLE_CHARS`` long (the parse is
+    thrown away: it must not hold much); False when unsure. The caller checks the nesting first."""
     if len(text) > _WHOLE_CHARS or text[:1] != "{" or text[-1:] != "}":
         return False
     return _one_value(text)
@@ -177,11 +176,17 @@ _WHOLE_CHARS: Final = 1 << 16
 
 def parse_general(text: str) -> tuple[Any, list[str]]:
     """:func:`parse_strict` without its quick first try (:func:`flat_object`). Integers take the C
-    parser's own path (no call per number), and floats are checked one by one (an overflow to
-    infinity cannot be seen afterwards without a walk over the value). A repeated key, or an
-    integer beyond the conversion limit, makes the parse start over on the slower path that notes
-    keys and keeps digits."""
+    parser's own path, floats are checked one by one (an overflow to infinity cannot be seen later
+    without a walk). A repeated key, or an integer past the conversion limit, starts the parse over
+    on the slower path that notes keys and keeps digits."""
     try:
+        if text.startswith("{"):  # nearly every text (written from a value): read as loads_event reads
+            try:
+                value, end = _STRICT_SCAN(text, 0)
+            except StopIteration:
+                end = -1  # no value there: decode() says so, in its own words
+            if end == len(text):
+                return value, []
         return _STRICT.decode(text), []
     except (json.JSONDecodeError, NotJSON):
         raise
@@ -345,8 +350,7 @@ def _plain_dumps(value: Any) -> str:
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
 _ENCODER_ARGS = (_ENCODER.default, encode_basestring, None, ": ", ", ", False, False, True)
-"""What json's encode() gives the C encoder it makes: default, the string writer, indent, the two
-separators, sort_keys, skipkeys, allow_nan."""
+"""encode()'s C encoder arguments: default, string writer, indent, separators, sort_keys, skipkeys, allow_nan."""
 plain_dumps: Callable[[Any], str] = _ENCODER.encode if _C_ENCODER is None else _plain_dumps
 
 
@@ -373,10 +377,9 @@ _STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 
 def nesting_exceeds(text: str, limit: int) -> bool:
     """Does JSON ``text`` nest deeper than ``limit``? Checked before ``json.loads``, whose recursive
-    descent would raise RecursionError on deep input. Text no longer than ``limit`` costs nothing
-    (it cannot hold more brackets than characters); text with at most ``limit`` opening brackets
-    (nearly every other event) costs two C-level counts; otherwise strings are skipped by one regex
-    and only the brackets outside them are walked."""
+    descent would raise RecursionError on deep input. Text no longer than ``limit`` costs nothing;
+    with at most ``limit`` opening brackets (nearly every other event), two C-level counts; else
+    strings are skipped by one regex and only the brackets outside them are walked."""
     if len(text) <= limit or text.count("[") + text.count("{") <= limit:
         return False
     return bracket_walk_exceeds(text, limit)

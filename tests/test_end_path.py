@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from fsm import Limits, Reassembler
+from fsm import Limits, Reassembler, jsontext
 from fsm.harness.fuzz.run import sample_vectors
 from fsm.harness.fuzz.shapes import CASES
 from fsm.jsontext import flat_object, parse_general, parse_strict
@@ -108,6 +108,40 @@ def _flat_texts(draw: st.DrawFn) -> str:
 @example('{"a": "\\ud800"}')
 def test_the_flat_object_reading_decides_as_the_general_parse(text: str) -> None:
     _agrees(text)
+
+
+@st.composite
+def _nested_texts(draw: st.DrawFn) -> str:
+    """Flat texts nested in objects and arrays, cut short or run on at times."""
+    text = draw(_flat_texts())
+    for wrap in draw(st.lists(st.sampled_from(['{"k": %s}', "[%s]", '{"a": 1, "b": [%s, 2]}']), max_size=3)):
+        text = wrap % text
+    return text[: draw(st.integers(0, len(text)))] if draw(st.booleans()) else text
+
+
+def _decoded(text: str, monkeypatch: pytest.MonkeyPatch) -> object:
+    """_general(text) with parse_general's direct scan refused: decode() reads every text."""
+
+    def refused(text: str, at: int) -> tuple[object, int]:
+        raise StopIteration(at)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(jsontext, "_STRICT_SCAN", refused)
+        return _general(text)
+
+
+@given(st.one_of(_flat_texts(), _nested_texts()))
+@settings(max_examples=800, deadline=None)
+@example('{"a": [1, 2], "a": {}}')
+@example('{"a": {"b": 1e400}} ')
+@example('{"a": [' + "9" * 5000 + "]}")
+@example('{"a": [1]}{"b": 2}')
+@example('{"a": ["\ud800"]')
+def test_the_general_parse_reads_as_decode_does(text: str) -> None:
+    """parse_general's scan of a text that starts with its object gives the value, the keys given
+    twice and the error (type and words) that the decoder's decode() gives."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        assert repr(_general(text)) == repr(_decoded(text, monkeypatch)), text
 
 
 def test_the_flat_object_reading_decides_every_case_and_argument_text_as_the_general_parse() -> None:
