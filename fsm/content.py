@@ -195,6 +195,31 @@ class TurnContent:
         if reasoning:
             self._block(None).text.append(reasoning)
 
+    def said_in_part(self, text: str, part: int, output_index: int | None) -> None:
+        """What ``apply(TextDelta(text, output_index=output_index, part=part))`` does with ``text``
+        (not empty), without the event: a text delta alone, the commonest event of most turns on
+        the wires whose text goes back in parts (a decoder's ``commonest_said``)."""
+        if self._text is None:
+            self._text = [text]
+        else:
+            self._text.append(text)
+        if self.text_output_index is None:
+            self.text_output_index = output_index
+        parts = self._parts
+        found = parts.get(part) if parts is not None else None
+        if found is None:
+            found = self._part(part, output_index)
+        found.text.append(text)
+
+    def reasoned(self, block: int | None, text: str, output_index: int | None) -> None:
+        """What ``apply(ReasoningDelta(block, text, output_index=output_index))`` does, without the
+        event: a piece of reasoning alone (a decoder's ``commonest_said``)."""
+        found = self._block(block)
+        if text:
+            found.text.append(text)
+        if output_index is not None:
+            found.output_index = output_index
+
     def usage_replaced(self, usage: dict[str, Any]) -> None:
         """What ``apply(UsageReport(usage))`` does (a report that replaces), without the event."""
         self.usage = dict(usage)
@@ -217,17 +242,17 @@ class TurnContent:
         self._latest = key
         return block
 
-    def _part(self, key: int, piece: TextDelta) -> _TextPart:
+    def _part(self, key: int, output_index: int | None) -> _TextPart:
         parts = self._parts
         if parts is None:
             parts = self._parts = {}
         part = parts.get(key)
         if part is None:
-            part = parts[key] = _TextPart(self._place(), piece.output_index)
+            part = parts[key] = _TextPart(self._place(), output_index)
         return part
 
     def _text_part(self, key: int, piece: TextDelta) -> None:
-        part = self._part(key, piece)
+        part = self._part(key, piece.output_index)
         if piece.text:
             part.text.append(piece.text)
         if piece.signature or piece.item_id or piece.status or piece.phase:  # (a text delta alone: none)
@@ -242,7 +267,7 @@ class TurnContent:
                 part.citations.append(piece.citation)
 
     def _refused(self, key: int, piece: TextDelta) -> None:
-        part = self._part(key, piece)
+        part = self._part(key, piece.output_index)
         if part.refusal is None:
             part.refusal = [piece.text]
             part.refused_first = not part.text  # the API streams a message's content parts one after another

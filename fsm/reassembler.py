@@ -153,6 +153,7 @@ class Reassembler:
         self._decoder: Decoder | None = None
         self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
         self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others'
+        self._said: Callable[[dict[str, Any], TurnContent], bool] | None = None  # their commonest text or reasoning
         self._form: FragmentForm | None = None  # the form of the last commonest event learnt from the wire
         self._forms_learned = 0
         self._parsed = 0  # the wire events parsed (see _learning)
@@ -482,6 +483,9 @@ class Reassembler:
             if fragment is not None:
                 self.registry.fragment(fragment[0], fragment[1])
                 return
+        if unfinished and self._said is not None and not self._invoked and self._said(item, content):
+            self._placed = None  # as _apply of its event
+            return
         self._decode(item, wire)
 
     def _in_places(self, payload: Mapping[str, Any], held: LangChainStream) -> None:
@@ -614,6 +618,7 @@ class Reassembler:
         self.ledger.adopt(decoder)
         if self._picker is None:  # each payload of a named choice is cut down first (_decode)
             self._commonest = getattr(decoder, "commonest_fragment", None)
+            self._said = getattr(decoder, "commonest_said", None)
             self._form_of = getattr(decoder, "form_of", None)  # a decoder whose commonest events have forms
             self._fragment_at = getattr(decoder, "fragment_at", None)
         if getattr(decoder, "parts_placed", False):  # its thought and text parts go back in their places

@@ -63,6 +63,35 @@ def test_benchmark_runs_on_a_tiny_size(tmp_path: Path) -> None:
     assert "first use (`from fsm import Reassembler`)" in table
 
 
+def test_the_talk_benchmark_runs_on_a_tiny_size(tmp_path: Path) -> None:
+    out = tmp_path / "talk.json"
+    tool = str(ROOT / "tools" / "bench_talk.py")
+    proc = subprocess.run(
+        [sys.executable, tool, "--quick", "--json", str(out)], capture_output=True, text=True, check=False, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr  # it exits with the reason when a read is not the text sent
+    report = json.loads(out.read_text())
+    labels = [row["label"] for row in report]
+    assert labels == ["openai chat", "anthropic", "gemini", "openai responses", "bedrock converse", "cohere", "ollama"]
+    assert all(us > 0 for row in report for us in row["us_per_event"].values())
+    table = subprocess.run(
+        [sys.executable, tool, "--markdown", str(out)], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert table.count("\n| ") == len(report)  # a line per stream after the header and its rule
+
+
+def test_a_wrong_reading_of_the_talk_stops_the_talk_benchmark(monkeypatch: pytest.MonkeyPatch) -> None:
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import bench_talk
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    row = bench_talk.rows(quick=True)[1]
+    bench_talk._checked(row, lambda: (row["want"][0], row["want"][1]))  # read right: nothing said
+    with pytest.raises(SystemExit, match="anthropic: the text or the reasoning read is not the one sent"):
+        bench_talk._checked(row, lambda: (row["want"][0][1:], row["want"][1]))
+
+
 def test_profiler_lists_the_benchmark_streams() -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "profile.py")], capture_output=True, text=True, check=True, timeout=120

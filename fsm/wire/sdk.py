@@ -33,7 +33,8 @@ from fsm.wire.sdk_dump import kept, plain_class, plain_dump
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
-    from fsm.wire.decoders.openai_chat import OpenAIChatDecoder, TurnSaid
+    from fsm.wire.decoders._wire import TurnSaid
+    from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
 
 DERIVED_EVENT_TYPES = frozenset(
     {

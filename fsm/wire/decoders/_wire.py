@@ -4,13 +4,28 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from fsm.errors import RemoteProtocolError, kind
 from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta
 from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import plain_dumps
 from fsm.wire.decoders._fields import text, written
+
+
+class TurnSaid(Protocol):
+    """Where the decoders' shortcuts put text and reasoning: the turn's content
+    (fsm.content.TurnContent, above this layer), each method doing what ``apply`` of an event does."""
+
+    def apply(self, event: TextDelta | ReasoningDelta) -> None: ...
+
+    def said(self, text: str, reasoning: str) -> None: ...
+
+    def said_in_part(self, text: str, part: int, output_index: int | None) -> None: ...
+
+    def reasoned(self, block: int | None, text: str, output_index: int | None) -> None: ...
+
+    def usage_replaced(self, usage: dict[str, Any]) -> None: ...
 
 
 def dumps(value: Any) -> str:

@@ -23,7 +23,7 @@ this wire shape at all (another provider's stream, a proxy's own message): ``unk
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from fsm.errors import RemoteProtocolError
 from fsm.events import (
@@ -40,7 +40,16 @@ from fsm.events import (
 from fsm.wire.decoders import error_message
 from fsm.wire.decoders._fields import index as read_index
 from fsm.wire.decoders._fields import number_text, written
-from fsm.wire.decoders._wire import BARE_REFS, COMPAT_SIGNATURE, chat_finish, chat_said, compat_signature, dumps, unsaid
+from fsm.wire.decoders._wire import (
+    BARE_REFS,
+    COMPAT_SIGNATURE,
+    TurnSaid,
+    chat_finish,
+    chat_said,
+    compat_signature,
+    dumps,
+    unsaid,
+)
 from fsm.wire.decoders.chat_chunks import (
     PLAIN_SAID_KEYS,
     bare_fragment_in,
@@ -55,15 +64,6 @@ from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS, ServerCalls
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
-
-
-class TurnSaid(Protocol):
-    """Where the shortcut puts text and reasoning: the turn's content (fsm.content.TurnContent,
-    above this layer)."""
-
-    def apply(self, event: TextDelta | ReasoningDelta) -> None: ...
-
-    def said(self, text: str, reasoning: str) -> None: ...
 
 
 _BARE_REF = BARE_REFS.ref
