@@ -22,7 +22,7 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders._fields import index, items, mapping, text, written
-from fsm.wire.decoders._wire import dumps
+from fsm.wire.decoders._wire import TurnSaid, dumps
 
 _USAGE = ("prompt_eval_count", "prompt_eval_duration", "eval_count", "eval_duration", "load_duration", "total_duration")
 """The counts and timings the final line carries at its top level: Ollama's usage."""
@@ -59,6 +59,27 @@ class OllamaDecoder:
             if usage:
                 events.append(UsageReport(usage))
         return events
+
+    def commonest_said(self, payload: dict[str, Any], content: TurnSaid) -> bool:
+        """Take the commonest line of a turn that talks, a ``message`` with text or thinking (or
+        both) and no calls, not the last line and no error, to ``content``, as decode() and
+        Reassembler._apply would take its events, without building them; False, changing nothing,
+        for any other line (a test replays every vector and fuzzed stream with and without this
+        shortcut, and lines that nearly qualify). The text and the thinking land in containers of
+        their own, so the order said() keeps them in is decode()'s as well."""
+        message = payload.get("message")
+        if type(message) is not dict or message.get("tool_calls") is not None:
+            return False
+        done = payload.get("done")
+        if (done is not None and done is not False) or payload.get("error") is not None:
+            return False
+        said, thinking = message.get("content"), message.get("thinking")
+        if (said is not None and type(said) is not str) or (thinking is not None and type(thinking) is not str):
+            return False  # a number decode() writes as text, or a value it refuses: left to it
+        if not said and not thinking:
+            return False  # no event: _apply is never reached, so nothing it resets may be
+        content.said(said or "", thinking or "")
+        return True
 
 
 def _said(message: Mapping[str, Any]) -> list[Event]:
