@@ -53,6 +53,7 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders import BEDROCK_ERRORS, BEDROCK_EVENTS, Decoder, detect_provider, error_message, make_decoder
+from fsm.wire.decoders._converse_results import ConverseResult
 from fsm.wire.decoders._fields import index, mapping, text, written
 from fsm.wire.decoders.chunk_form import FormSpec
 
@@ -76,7 +77,7 @@ class BedrockDecoder:
         self._unplaced: tuple[CallRef, bool] | None = None  # a tool block that came without its index
         self._carried: Decoder | None = None  # an InvokeModel stream's: the model's own wire's decoder
         self._converse = False  # a ConverseStream event was read: the stream is one
-        self._results: dict[int, _Result] = {}  # index → a server tool's result block being read
+        self._results: dict[int, ConverseResult] = {}  # index → a server tool's result block being read
         self._cited: dict[int, bool] = {}  # a text block's index → any text yet (False: only citations)
         self._thought: set[int] = set()  # the reasoning blocks' indexes: no citation goes on them
 
@@ -202,7 +203,7 @@ class BedrockDecoder:
             return False
         if not start["toolUseId"]:
             return False
-        self._results[at] = _Result(start)
+        self._results[at] = ConverseResult(start)
         return True
 
     def _carrying(self, payload: Mapping[str, Any]) -> Decoder | None:
@@ -308,38 +309,6 @@ _READ_RESULT = _READ | {"toolResult"}
 """What it reads of a server tool's result block's start."""
 _READ_DELTA, _READ_RESULT_DELTA = _READ | {"citation"}, _READ_RESULT | {"citation"}
 """What it reads of a block's delta: a ``citation`` too (reported apart where no text takes it)."""
-
-
-class _Result:
-    """A server tool's ``toolResult`` block as its start and deltas build it: the start's fields as
-    they came, then the ``content`` items in order, a run of text pieces held apart until the
-    block stops (joined once, so a long streamed result costs its length)."""
-
-    def __init__(self, start: Mapping[str, Any]) -> None:
-        self._start = {key: value for key, value in start.items() if value is not None and key != "content"}
-        self._content: list[dict[str, Any] | list[str]] = []  # an item, or a run of text pieces
-
-    def add(self, pieces: Any, where: str, diagnose: Callable[[str, str], None]) -> bool:
-        """Reads a delta's ``toolResult`` items; False (nothing read) when it is no list."""
-        if type(pieces) is not list:
-            return False
-        for piece in pieces:
-            said = piece.get("text") if isinstance(piece, Mapping) and len(piece) == 1 else None
-            if isinstance(said, str):
-                if self._content and type(self._content[-1]) is list:
-                    self._content[-1].append(said)
-                else:
-                    self._content.append([said])
-            elif isinstance(piece, Mapping) and len(piece) == 1 and "json" in piece:
-                self._content.append({"json": piece["json"]})
-            else:
-                what = ", ".join(str(key) for key in piece)[:80] if isinstance(piece, Mapping) else type(piece).__name__
-                diagnose("part-not-reassembled", f"a toolResult item of {where} holds {what}, which is not kept")
-        return True
-
-    def block(self) -> dict[str, Any]:
-        content = [{"text": "".join(item)} if type(item) is list else item for item in self._content]
-        return {**self._start, "content": content}
 
 
 def _report_unread(
