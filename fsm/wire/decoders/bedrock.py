@@ -55,6 +55,7 @@ from fsm.events import (
 from fsm.wire.decoders import BEDROCK_ERRORS, BEDROCK_EVENTS, Decoder, detect_provider, error_message, make_decoder
 from fsm.wire.decoders._converse_results import ConverseResult
 from fsm.wire.decoders._fields import index, mapping, text, written
+from fsm.wire.decoders._wire import TurnSaid
 from fsm.wire.decoders.chunk_form import FormSpec
 
 _FINISH = {
@@ -249,6 +250,31 @@ class BedrockDecoder:
         if type(piece) is not str or not piece:
             return None
         return self.fragment_at(at, piece)
+
+    def commonest_said(self, payload: dict[str, Any], content: TurnSaid) -> bool:
+        """Take the commonest event of a ConverseStream turn that talks, a lone ``contentBlockDelta``
+        whose delta holds only text (not empty) or only reasoning text, at an integer index, to
+        ``content`` as decode() and Reassembler._apply would take its one event, marking its block as
+        decode() does; False, changing nothing, for any other event (a test replays every vector and
+        fuzzed stream with and without this shortcut, and events that nearly qualify)."""
+        body = payload.get("contentBlockDelta")
+        if type(body) is not dict or len(payload) != 1 or not self._converse:
+            return False  # (not yet a ConverseStream, or an InvokeModel one: decode() tells)
+        at, delta = body.get("contentBlockIndex"), body.get("delta")
+        if type(at) is not int or at >> 63 or type(delta) is not dict or len(delta) != 1:
+            return False  # (at >> 63: below 0 or past 63 bits, which index() reads with care)
+        piece = delta.get("text")
+        if type(piece) is str and piece:  # a text part keyed by its block, with no output_index
+            content.said_in_part(piece, at, None)
+            self._cited[at] = True
+            return True
+        thought = delta.get("reasoningContent")
+        piece = thought.get("text") if type(thought) is dict and len(thought) == 1 else None
+        if type(piece) is not str:
+            return False
+        content.reasoned(at, piece, None)
+        self._thought.add(at)
+        return True
 
     def form_of(self, payload: dict[str, Any]) -> FormSpec:
         """Of an event commonest_fragment took: where its text sits, the place its form names (the
