@@ -53,7 +53,9 @@ from fsm.events import (
     UsageReport,
 )
 from fsm.wire.decoders import BEDROCK_ERRORS, BEDROCK_EVENTS, Decoder, detect_provider, error_message, make_decoder
+from fsm.wire.decoders._converse_results import ConverseResult
 from fsm.wire.decoders._fields import index, mapping, text, written
+from fsm.wire.decoders._wire import TurnSaid
 from fsm.wire.decoders.chunk_form import FormSpec
 
 _FINISH = {
@@ -76,7 +78,7 @@ class BedrockDecoder:
         self._unplaced: tuple[CallRef, bool] | None = None  # a tool block that came without its index
         self._carried: Decoder | None = None  # an InvokeModel stream's: the model's own wire's decoder
         self._converse = False  # a ConverseStream event was read: the stream is one
-        self._results: dict[int, _Result] = {}  # index → a server tool's result block being read
+        self._results: dict[int, ConverseResult] = {}  # index → a server tool's result block being read
         self._cited: dict[int, bool] = {}  # a text block's index → any text yet (False: only citations)
         self._thought: set[int] = set()  # the reasoning blocks' indexes: no citation goes on them
 
@@ -202,7 +204,7 @@ class BedrockDecoder:
             return False
         if not start["toolUseId"]:
             return False
-        self._results[at] = _Result(start)
+        self._results[at] = ConverseResult(start)
         return True
 
     def _carrying(self, payload: Mapping[str, Any]) -> Decoder | None:
@@ -248,6 +250,31 @@ class BedrockDecoder:
         if type(piece) is not str or not piece:
             return None
         return self.fragment_at(at, piece)
+
+    def commonest_said(self, payload: dict[str, Any], content: TurnSaid) -> bool:
+        """Take the commonest event of a ConverseStream turn that talks, a lone ``contentBlockDelta``
+        whose delta holds only text (not empty) or only reasoning text, at an integer index, to
+        ``content`` as decode() and Reassembler._apply would take its one event, marking its block as
+        decode() does; False, changing nothing, for any other event (a test replays every vector and
+        fuzzed stream with and without this shortcut, and events that nearly qualify)."""
+        body = payload.get("contentBlockDelta")
+        if type(body) is not dict or len(payload) != 1 or not self._converse:
+            return False  # (not yet a ConverseStream, or an InvokeModel one: decode() tells)
+        at, delta = body.get("contentBlockIndex"), body.get("delta")
+        if type(at) is not int or at >> 63 or type(delta) is not dict or len(delta) != 1:
+            return False  # (at >> 63: below 0 or past 63 bits, which index() reads with care)
+        piece = delta.get("text")
+        if type(piece) is str and piece:  # a text part keyed by its block, with no output_index
+            content.said_in_part(piece, at, None)
+            self._cited[at] = True
+            return True
+        thought = delta.get("reasoningContent")
+        piece = thought.get("text") if type(thought) is dict and len(thought) == 1 else None
+        if type(piece) is not str:
+            return False
+        content.reasoned(at, piece, None)
+        self._thought.add(at)
+        return True
 
     def form_of(self, payload: dict[str, Any]) -> FormSpec:
         """Of an event commonest_fragment took: where its text sits, the place its form names (the
@@ -308,38 +335,6 @@ _READ_RESULT = _READ | {"toolResult"}
 """What it reads of a server tool's result block's start."""
 _READ_DELTA, _READ_RESULT_DELTA = _READ | {"citation"}, _READ_RESULT | {"citation"}
 """What it reads of a block's delta: a ``citation`` too (reported apart where no text takes it)."""
-
-
-class _Result:
-    """A server tool's ``toolResult`` block as its start and deltas build it: the start's fields as
-    they came, then the ``content`` items in order, a run of text pieces held apart until the
-    block stops (joined once, so a long streamed result costs its length)."""
-
-    def __init__(self, start: Mapping[str, Any]) -> None:
-        self._start = {key: value for key, value in start.items() if value is not None and key != "content"}
-        self._content: list[dict[str, Any] | list[str]] = []  # an item, or a run of text pieces
-
-    def add(self, pieces: Any, where: str, diagnose: Callable[[str, str], None]) -> bool:
-        """Reads a delta's ``toolResult`` items; False (nothing read) when it is no list."""
-        if type(pieces) is not list:
-            return False
-        for piece in pieces:
-            said = piece.get("text") if isinstance(piece, Mapping) and len(piece) == 1 else None
-            if isinstance(said, str):
-                if self._content and type(self._content[-1]) is list:
-                    self._content[-1].append(said)
-                else:
-                    self._content.append([said])
-            elif isinstance(piece, Mapping) and len(piece) == 1 and "json" in piece:
-                self._content.append({"json": piece["json"]})
-            else:
-                what = ", ".join(str(key) for key in piece)[:80] if isinstance(piece, Mapping) else type(piece).__name__
-                diagnose("part-not-reassembled", f"a toolResult item of {where} holds {what}, which is not kept")
-        return True
-
-    def block(self) -> dict[str, Any]:
-        content = [{"text": "".join(item)} if type(item) is list else item for item in self._content]
-        return {**self._start, "content": content}
 
 
 def _report_unread(
