@@ -198,13 +198,25 @@ class Reassembler:
             raise
         except ToolcallFSMError as exc:
             self._failed(exc)
-        except ValueError as exc:  # after the errors of ours that are ValueErrors too (InvalidOption)
+        except MemoryError:
+            raise
+        except Exception as exc:  # after the errors of ours that are ValueErrors too (InvalidOption)
             # A caller's own dict may hold an int no JSON text does (the parser refuses it): one past
             # the int-string conversion limit, which every str() of it meets (an id, a finish, a message).
-            if "integer string conversion" not in str(exc):
+            said = exc.args[0] if type(exc) is ValueError and exc.args else None  # (a caller's own words may raise)
+            if type(said) is str and "integer string conversion" in said:
+                why = "the event holds a number with more digits than Python writes as text"
+                self._failed(LimitExceeded(why, event=self._events, rule="limits"))
+            from fsm.foreign import caller_fault  # only once something raised
+
+            # A caller's own object in the event raised (policy caller-object-raises): how much of
+            # the event was taken in before it did is not known, so the stream stops there. On
+            # plain data, the error is the engine's own: it goes up as it is.
+            fault = caller_fault(item, exc, f"event {self._events}", self)
+            if fault is None:
                 raise
-            why = "the event holds a number with more digits than Python writes as text"
-            self._failed(LimitExceeded(why, event=self._events, rule="limits"))
+            fault.event = self._events
+            self._failed(fault)
         out, ledger.outputs = ledger.outputs, []  # Ledger.drain inlined: a call less on every event
         return out
 
