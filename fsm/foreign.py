@@ -64,7 +64,7 @@ def caller_fault(item: Any, exc: BaseException, where: str, kept: Any = None) ->
     earlier input (a reassembler, an emitter): None when the error is no caller's (not an
     ``Exception``, a ``MemoryError``, or raised neither by an object of the caller's own nor where
     ``item`` or ``kept`` holds one)."""
-    if not isinstance(exc, Exception) or isinstance(exc, MemoryError):
+    if not isinstance(exc, Exception) or isinstance(exc, MemoryError | ToolcallFSMError):
         return None
     raiser = _raiser(exc)
     found = _foreign(item, raiser, strict=True)

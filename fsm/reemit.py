@@ -30,7 +30,7 @@ from typing import Any, Final, Literal
 
 from fsm.errors import InvalidInput, InvalidOption, shown
 from fsm.events import FREEFORM_TYPES
-from fsm.foreign import answers_callers
+from fsm.foreign import answers_callers, caller_fault
 from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, Output, Result
 
 CHAT_FINISH_REASONS: Final = frozenset({"stop", "length", "tool_calls", "content_filter"})
@@ -86,13 +86,18 @@ class DeltaEmitter:
         self._freeform: set[int] = set()
         self._held: dict[int, list[str]] = {}  # text of calls whose name has not gone out yet
 
-    @answers_callers
     def chunks(self, outputs: list[Output]) -> list[dict[str, Any]]:
         """One chunk per output that has something to send (an output may send nothing, e.g. a
         delta under ``on-finish``)."""
         if not isinstance(outputs, list | tuple):
             raise InvalidInput(f"chunks takes the list feed() returned, not {type(outputs).__name__}")
-        return [self._chunk([entry], None) for item in outputs if (entry := self._entry(item)) is not None]
+        try:  # (not answers_callers: its wrapper would cost every event's call)
+            return [self._chunk([entry], None) for item in outputs if (entry := self._entry(item)) is not None]
+        except Exception as exc:  # policy caller-object-raises
+            fault = caller_fault({"outputs": outputs}, exc, "DeltaEmitter.chunks()", self)
+            if fault is None:
+                raise
+            raise fault from exc
 
     @answers_callers
     def finish(self, result: Result) -> dict[str, Any]:
