@@ -24,8 +24,9 @@ Found and fixed (policy caller-object-raises, fsm/foreign.py; README "Guarantees
   written when its block stops, a Responses item's name compared when the item is done again, an
   Anthropic block index compared with the next): the later event now answers it the same way.
 - ``fsm.history``'s functions and ``DeltaEmitter`` let the caller's error out (a block's ``type``
-  compared, an id hashed, ``flush`` compared with its choices, an output's index hashed); they answer
-  it with InvalidInput too.
+  compared, an id hashed, ``flush`` compared with its choices, an output's index hashed), and so did
+  ``fsm.messages.assistant_message`` for a result holding such an object (a server tool result
+  block, kept whole); they answer it with InvalidInput too.
 
 Left: an error raised on plain data (no object of the caller's) is the engine's own bug and goes up
 as it is; a RecursionError a caller's method raises reads as the depth limit (LimitExceeded), as a
@@ -405,3 +406,19 @@ def test_delta_emitter_answers_an_option_whose_comparison_raises(option: str) ->
     # Found: `flush not in choices` and `choice < 0` ran the caller's __eq__ and __lt__.
     with pytest.raises(InvalidInput, match=rf"^DeltaEmitter.__init__\(\): {option} is the caller's own object"):
         DeltaEmitter(**{option: KINDS["int"](1)})
+
+
+@pytest.mark.parametrize("kind", ["str", "int"])
+def test_assistant_message_answers_a_callers_object_the_result_kept(kind: str) -> None:
+    # Found: a server tool result block is kept whole, so a str subclass of its tool_use_id (or an
+    # int subclass of its index) reached fsm.messages, whose comparison of it let the error out.
+    from fsm import messages
+
+    vector = next(v for v in VECTORS if v.name == "anthropic-server-tool-use-apart")
+    path = ("content_block", "tool_use_id") if kind == "str" else ("index",)
+    events = [*vector.events[:4], _put(vector.events[4], path, KINDS[kind]), *vector.events[5:]]
+    answered, result = _stream(vector, events, strict=False)
+    del answered  # (the stream may stop at a later event that compares it: the result holds it all the same)
+    with pytest.raises(InvalidInput, match=r"^assistant_message\(\): result\.server_tool_results\[0\]\.") as raised:
+        messages.assistant_message(result, "anthropic")
+    assert isinstance(raised.value.__cause__, Boom)
