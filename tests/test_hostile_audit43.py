@@ -422,3 +422,18 @@ def test_assistant_message_answers_a_callers_object_the_result_kept(kind: str) -
     with pytest.raises(InvalidInput, match=r"^assistant_message\(\): result\.server_tool_results\[0\]\.") as raised:
         messages.assistant_message(result, "anthropic")
     assert isinstance(raised.value.__cause__, Boom)
+
+
+@pytest.mark.parametrize("one_shot", ["reassemble", "areassemble"])
+def test_the_one_shot_functions_hand_a_callers_object_to_the_policy(one_shot: str) -> None:
+    # Found: their isinstance(item, bytes) asked the item's own __class__, whose error left them.
+    import asyncio
+
+    from fsm import areassemble, reassemble
+
+    with pytest.raises(InvalidInput, match=r"^event 1: it is the caller's own object of type _RaisingAll") as raised:
+        if one_shot == "reassemble":
+            reassemble([_RaisingAll()], "openai-chat")
+        else:
+            asyncio.run(areassemble([_RaisingAll()], "openai-chat"))
+    assert isinstance(raised.value.__cause__, Boom)
