@@ -48,6 +48,7 @@ from fsm.events import (
     event_fault,
 )
 from fsm.fieldcheck import vouch
+from fsm.foreign import answers_callers
 from fsm.jsontext import loads_event, nesting_exceeds
 from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
 from fsm.results import Diagnostic, Output, Result, build_result
@@ -122,6 +123,7 @@ class Reassembler:
     _placed: tuple[CallRef, Slot] | None = None  # a snapshot's ref and the call it landed in, for the next event
     _picker: ChoicePicker | None = None  # cuts each payload down to the choice the caller named (fsm.wire.choices)
 
+    @answers_callers  # (per stream, not per event)
     def __init__(
         self,
         provider: str = "auto",
@@ -223,11 +225,20 @@ class Reassembler:
     def feed_bytes(self, data: bytes) -> list[Output]:
         """Feed raw response bytes (SSE, NDJSON, a JSON array or document, or an AWS event stream: the first bytes
         tell)."""
-        if not isinstance(data, bytes | bytearray | memoryview):
+        if not issubclass(type(data), bytes | bytearray | memoryview):  # (isinstance asks the object's __class__)
             raise InvalidInput(f"feed_bytes takes bytes, not {type(data).__name__} (use feed() for parsed events)")
         self._check_open()
         try:
-            self._feed_bytes(bytes(data))
+            data = bytes(data)
+        except Exception as exc:  # a bytes subclass of the caller's, its __bytes__ raising: nothing taken in
+            from fsm.foreign import caller_fault
+
+            fault = caller_fault(data, exc, "feed_bytes()")
+            if fault is None:
+                raise
+            raise fault from exc
+        try:
+            self._feed_bytes(data)
         except ToolcallFSMError as exc:
             self._failed(exc)
         return self.ledger.drain()

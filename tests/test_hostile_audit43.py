@@ -26,7 +26,10 @@ Found and fixed (policy caller-object-raises, fsm/foreign.py; README "Guarantees
 - ``fsm.history``'s functions and ``DeltaEmitter`` let the caller's error out (a block's ``type``
   compared, an id hashed, ``flush`` compared with its choices, an output's index hashed), and so did
   ``fsm.messages.assistant_message`` for a result holding such an object (a server tool result
-  block, kept whole); they answer it with InvalidInput too.
+  block, kept whole); they answer it with InvalidInput too. So do ``Reassembler(...)`` for its
+  options (``provider != "auto"``, ``taken``'s ids hashed, ``choice`` checked), ``feed_bytes`` (its
+  ``isinstance`` asked the object's ``__class__``; ``bytes()`` ran a subclass's ``__bytes__``) and
+  ``reassemble``/``areassemble`` (their ``isinstance`` of each item).
 
 Left: an error raised on plain data (no object of the caller's) is the engine's own bug and goes up
 as it is; a RecursionError a caller's method raises reads as the depth limit (LimitExceeded), as a
@@ -437,3 +440,33 @@ def test_the_one_shot_functions_hand_a_callers_object_to_the_policy(one_shot: st
         else:
             asyncio.run(areassemble([_RaisingAll()], "openai-chat"))
     assert isinstance(raised.value.__cause__, Boom)
+
+
+OPTIONS: dict[str, Callable[[], dict[str, Any]]] = {
+    "provider": lambda: {"provider": KINDS["str"]("openai-chat")},
+    "taken": lambda: {"taken": [KINDS["str"]("a")]},
+    "taken-itself": lambda: {"taken": KINDS["list"](["a"])},
+    "choice": lambda: {"provider": "openai-chat", "choice": KINDS["int"](0)},
+}
+
+
+@pytest.mark.parametrize("option", sorted(OPTIONS))
+def test_reassembler_options_answer_a_callers_object(option: str) -> None:
+    # Found: provider != "auto", taken's ids hashed and choice checked let the object's error out.
+    with pytest.raises(InvalidInput, match=r"^Reassembler\.__init__\(\): .*caller-object-raises") as raised:
+        Reassembler(**OPTIONS[option]())
+    assert isinstance(raised.value.__cause__, Boom)
+
+
+@pytest.mark.parametrize("data", ["raising-class", "raising-bytes"])
+def test_feed_bytes_answers_a_callers_object_and_the_stream_goes_on(data: str) -> None:
+    # Found: isinstance(data, bytes) asked the object's __class__; bytes(data) ran a subclass's __bytes__.
+    r = Reassembler("openai-chat")
+    if data == "raising-class":
+        with pytest.raises(InvalidInput, match="feed_bytes takes bytes, not _RaisingAll"):
+            r.feed_bytes(_RaisingAll())  # type: ignore[arg-type]
+    else:
+        with pytest.raises(InvalidInput, match=r"^feed_bytes\(\): it is the caller's own object of type Hostile"):
+            r.feed_bytes(_hostile(bytes, ("__bytes__",))(b"x"))
+    r.feed_bytes(b'data: {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}\n\n')
+    assert r.close().text == "hi"  # nothing of it was taken in: the stream went on
