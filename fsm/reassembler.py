@@ -323,13 +323,22 @@ class Reassembler:
         """The best value call ``index``'s argument text promises so far, for a live preview: what jiter's partial mode
         ``trailing-strings`` makes of it (open containers closed, a string value cut short kept, a key, number or
         literal cut short left out). None while the text promises nothing yet, or when no call has that index. Never
-        raises; the work (one pass over the text) is done only when asked, never as fragments arrive. A fresh value
-        each time. A freeform call (a custom tool) previews as the input text it holds."""
+        raises (but InvalidInput for an index of the caller's own whose comparison raises: policy
+        caller-object-raises); the work (one pass over the text) is done only when asked, never as fragments arrive.
+        A fresh value each time. A freeform call (a custom tool) previews as the input text it holds."""
         from fsm.engine.partial import preview  # loaded when a preview is first asked for
 
         if self._previews is None:
             self._previews = {}
-        return preview(self.registry.slots, index, self._previews)
+        try:
+            return preview(self.registry.slots, index, self._previews)
+        except Exception as exc:  # a numpy array for the index, say: its comparison with a call's raised
+            from fsm.foreign import caller_fault
+
+            fault = caller_fault({"index": index}, exc, "partial()")
+            if fault is None:
+                raise
+            raise fault from exc
 
     @property
     def framing_work(self) -> int:

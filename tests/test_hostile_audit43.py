@@ -29,7 +29,8 @@ Found and fixed (policy caller-object-raises, fsm/foreign.py; README "Guarantees
   block, kept whole); they answer it with InvalidInput too. So do ``Reassembler(...)`` for its
   options (``provider != "auto"``, ``taken``'s ids hashed, ``choice`` checked), ``feed_bytes`` (its
   ``isinstance`` asked the object's ``__class__``; ``bytes()`` ran a subclass's ``__bytes__``) and
-  ``reassemble``/``areassemble`` (their ``isinstance`` of each item).
+  ``reassemble``/``areassemble`` (their ``isinstance`` of each item), and ``Reassembler.partial``
+  for an index whose comparison raises.
 
 Left: an error raised on plain data (no object of the caller's) is the engine's own bug and goes up
 as it is; a RecursionError a caller's method raises reads as the depth limit (LimitExceeded), as a
@@ -470,3 +471,14 @@ def test_feed_bytes_answers_a_callers_object_and_the_stream_goes_on(data: str) -
             r.feed_bytes(_hostile(bytes, ("__bytes__",))(b"x"))
     r.feed_bytes(b'data: {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}\n\n')
     assert r.close().text == "hi"  # nothing of it was taken in: the stream went on
+
+
+@pytest.mark.parametrize("kind", ["int", "all", "numpy", "__eq__"])
+def test_partial_answers_an_index_whose_comparison_raises(kind: str) -> None:
+    # Found: `slot.ordinal == index` ran the index's own __eq__ (a numpy array's truth value raised).
+    r = Reassembler("openai-chat")
+    r.feed(_chunk())
+    with pytest.raises(InvalidInput, match=r"^partial\(\): index is the caller's own object") as raised:
+        r.partial(KINDS[kind](0))
+    assert raised.value.__cause__ is not None
+    assert r.partial(0) == {"a": 1}  # the stream and its previews go on
