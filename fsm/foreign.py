@@ -48,9 +48,12 @@ def answers_callers(func: Callable[P, R]) -> Callable[P, R]:
         except Exception as exc:
             import inspect
 
-            given = dict(inspect.signature(func).bind_partial(*args, **kwargs).arguments)
-            kept = given.pop("self", None)
-            fault = caller_fault(given, exc, f"{func.__qualname__}()", kept)
+            try:
+                given: dict[str, Any] | None = dict(inspect.signature(func).bind_partial(*args, **kwargs).arguments)
+            except TypeError:  # the call itself is wrong (an unknown keyword): Python's own error stands
+                given = None
+            kept = given.pop("self", None) if given is not None else None
+            fault = caller_fault(given, exc, f"{func.__qualname__}()", kept) if given is not None else None
             if fault is None:
                 raise
             raise fault from exc
