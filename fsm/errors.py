@@ -29,6 +29,10 @@ class LocalProtocolError(ToolcallFSMError):
 class InvalidInput(LocalProtocolError, TypeError):
     """The caller fed something of the wrong type (str where bytes belong, non-str argument text)."""
 
+    event: int | None = None
+    """The 1-based number of the event that ended the stream, for the one InvalidInput that does: an
+    object of the caller's own in it raised as it was read (policy caller-object-raises)."""
+
 
 class InvalidOption(LocalProtocolError, ValueError):
     """A ``Limits`` or ``Policies`` value, or a Reassembler option, is out of range or of the wrong type."""

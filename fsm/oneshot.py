@@ -49,9 +49,10 @@ def _reassembler(provider: str, options: dict[str, Any]) -> Reassembler:
 
 
 def _feed_any(reassembler: Reassembler, item: Any) -> None:
-    if isinstance(item, bytes | bytearray | memoryview):
+    kind = type(item)  # (not isinstance, which asks the item's own __class__: a caller's object may raise there)
+    if issubclass(kind, bytes | bytearray | memoryview):
         reassembler.feed_bytes(bytes(item))
-    elif isinstance(item, str):
+    elif issubclass(kind, str):
         # A lone surrogate (text decoded with surrogateescape) cannot be UTF-8: passed through, its
         # bytes are not UTF-8 either, so the framing reports the event holding it (bad-event).
         reassembler.feed_bytes(item.encode("utf-8", "surrogatepass"))

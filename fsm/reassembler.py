@@ -48,6 +48,7 @@ from fsm.events import (
     event_fault,
 )
 from fsm.fieldcheck import vouch
+from fsm.foreign import answers_callers
 from fsm.jsontext import loads_event, nesting_exceeds
 from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
 from fsm.results import Diagnostic, Output, Result, build_result
@@ -122,6 +123,7 @@ class Reassembler:
     _placed: tuple[CallRef, Slot] | None = None  # a snapshot's ref and the call it landed in, for the next event
     _picker: ChoicePicker | None = None  # cuts each payload down to the choice the caller named (fsm.wire.choices)
 
+    @answers_callers  # (per stream, not per event)
     def __init__(
         self,
         provider: str = "auto",
@@ -199,24 +201,45 @@ class Reassembler:
             raise
         except ToolcallFSMError as exc:
             self._failed(exc)
-        except ValueError as exc:  # after the errors of ours that are ValueErrors too (InvalidOption)
+        except MemoryError:
+            raise
+        except Exception as exc:  # after the errors of ours that are ValueErrors too (InvalidOption)
             # A caller's own dict may hold an int no JSON text does (the parser refuses it): one past
             # the int-string conversion limit, which every str() of it meets (an id, a finish, a message).
-            if "integer string conversion" not in str(exc):
+            said = exc.args[0] if type(exc) is ValueError and exc.args else None  # (a caller's own words may raise)
+            if type(said) is str and "integer string conversion" in said:
+                why = "the event holds a number with more digits than Python writes as text"
+                self._failed(LimitExceeded(why, event=self._events, rule="limits"))
+            from fsm.foreign import caller_fault  # only once something raised
+
+            # A caller's own object in the event raised (policy caller-object-raises): how much of
+            # the event was taken in before it did is not known, so the stream stops there. On
+            # plain data, the error is the engine's own: it goes up as it is.
+            fault = caller_fault(item, exc, f"event {self._events}", self)
+            if fault is None:
                 raise
-            why = "the event holds a number with more digits than Python writes as text"
-            self._failed(LimitExceeded(why, event=self._events, rule="limits"))
+            fault.event = self._events
+            self._failed(fault)
         out, ledger.outputs = ledger.outputs, []  # Ledger.drain inlined: a call less on every event
         return out
 
     def feed_bytes(self, data: bytes) -> list[Output]:
         """Feed raw response bytes (SSE, NDJSON, a JSON array or document, or an AWS event stream: the first bytes
         tell)."""
-        if not isinstance(data, bytes | bytearray | memoryview):
+        if not issubclass(type(data), bytes | bytearray | memoryview):  # (isinstance asks the object's __class__)
             raise InvalidInput(f"feed_bytes takes bytes, not {type(data).__name__} (use feed() for parsed events)")
         self._check_open()
         try:
-            self._feed_bytes(bytes(data))
+            data = bytes(data)
+        except Exception as exc:  # a bytes subclass of the caller's, its __bytes__ raising: nothing taken in
+            from fsm.foreign import caller_fault
+
+            fault = caller_fault(data, exc, "feed_bytes()")
+            if fault is None:
+                raise
+            raise fault from exc
+        try:
+            self._feed_bytes(data)
         except ToolcallFSMError as exc:
             self._failed(exc)
         return self.ledger.drain()
@@ -301,13 +324,22 @@ class Reassembler:
         """The best value call ``index``'s argument text promises so far, for a live preview: what jiter's partial mode
         ``trailing-strings`` makes of it (open containers closed, a string value cut short kept, a key, number or
         literal cut short left out). None while the text promises nothing yet, or when no call has that index. Never
-        raises; the work (one pass over the text) is done only when asked, never as fragments arrive. A fresh value
-        each time. A freeform call (a custom tool) previews as the input text it holds."""
+        raises (but InvalidInput for an index of the caller's own whose comparison raises: policy
+        caller-object-raises); the work (one pass over the text) is done only when asked, never as fragments arrive.
+        A fresh value each time. A freeform call (a custom tool) previews as the input text it holds."""
         from fsm.engine.partial import preview  # loaded when a preview is first asked for
 
         if self._previews is None:
             self._previews = {}
-        return preview(self.registry.slots, index, self._previews)
+        try:
+            return preview(self.registry.slots, index, self._previews)
+        except Exception as exc:  # a numpy array for the index, say: its comparison with a call's raised
+            from fsm.foreign import caller_fault
+
+            fault = caller_fault({"index": index}, exc, "partial()")
+            if fault is None:
+                raise
+            raise fault from exc
 
     @property
     def framing_work(self) -> int:

@@ -30,6 +30,7 @@ from typing import Any, Final, Literal
 
 from fsm.errors import InvalidInput, InvalidOption, shown
 from fsm.events import FREEFORM_TYPES
+from fsm.foreign import answers_callers, caller_fault
 from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, Output, Result
 
 CHAT_FINISH_REASONS: Final = frozenset({"stop", "length", "tool_calls", "content_filter"})
@@ -55,6 +56,7 @@ class DeltaEmitter:
     gateway re-emitting a stream of several choices runs a reassembler and an emitter per choice
     (``Reassembler(choice=k)``, ``DeltaEmitter(choice=k)``) and sends their chunks side by side."""
 
+    @answers_callers
     def __init__(
         self,
         flush: FlushPolicy | Literal["incremental", "on-finish"] = FlushPolicy.INCREMENTAL,
@@ -89,8 +91,15 @@ class DeltaEmitter:
         delta under ``on-finish``)."""
         if not isinstance(outputs, list | tuple):
             raise InvalidInput(f"chunks takes the list feed() returned, not {type(outputs).__name__}")
-        return [self._chunk([entry], None) for item in outputs if (entry := self._entry(item)) is not None]
+        try:  # (not answers_callers: its wrapper would cost every event's call)
+            return [self._chunk([entry], None) for item in outputs if (entry := self._entry(item)) is not None]
+        except Exception as exc:  # policy caller-object-raises
+            fault = caller_fault({"outputs": outputs}, exc, "DeltaEmitter.chunks()", self)
+            if fault is None:
+                raise
+            raise fault from exc
 
+    @answers_callers
     def finish(self, result: Result) -> dict[str, Any]:
         """The last chunk: no tool calls, the result's finish reason (null for one a chat chunk
         cannot carry: ``error``). Where the provider reported an error (``provider-error``: one that

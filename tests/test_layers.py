@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "fsm.options",
             "fsm.jsontext",
             "fsm.fieldcheck",
+            "fsm.foreign",
         },
     ),
     ("engine", {"fsm.engine"}),

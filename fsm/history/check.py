@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
+from fsm.foreign import answers_callers
 from fsm.history.empty import WHY as EMPTY_WHY
 from fsm.history.entries import Entry, Key, Roles
 from fsm.history.findings import Finding, Format, Kind, Report
@@ -91,6 +92,7 @@ def history_machine() -> SpecMachine:
     return SpecMachine(history_spec(), CallId)
 
 
+@answers_callers
 def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"] = "auto") -> Report:
     """Walk every call id through the history machine; report what a strict provider would refuse.
     Findings name messages by 1-based position. Malformed input raises LocalProtocolError."""
@@ -231,6 +233,7 @@ def _odd_roles(roles: Roles, findings: list[Finding], fmt: Format) -> None:
     odd_roles.clear()
 
 
+@answers_callers
 def anything_dangling(messages: Sequence[Mapping[str, Any]]) -> bool:
     """Is any call in this history unanswered, or any result unmatched? Ask this, not whether an
     error message mentions 400, before deciding to repair history: good turns stay untouched.

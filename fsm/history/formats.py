@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from fsm.errors import LocalProtocolError
 from fsm.errors import kind as what_kind
+from fsm.foreign import answers_callers
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.objects import conversation
@@ -93,12 +94,19 @@ def shown(key: Key) -> str:
     return key if isinstance(key, str) else f"{key[0]}#{key[1] + 1}"
 
 
+@answers_callers
 def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
     """The format of the first message that tells (a Responses call or output item, Gemini
     ``parts``, an Ollama ``tool`` message with a ``tool_name`` and no ``tool_call_id`` or a call
     whose arguments are an object, not text, an OpenAI ``tool`` message or ``tool_calls``,
     Anthropic ``tool_use``/``tool_result`` blocks or server tool blocks, Bedrock Converse ``toolUse``/``toolResult``
     blocks); OpenAI when none does."""
+    return format_of(messages)
+
+
+def format_of(messages: Sequence[Mapping[str, Any]]) -> Format:
+    """:func:`detect_format`, for the functions that answer for their caller themselves (so an
+    error names the function the caller called)."""
     for m in conversation(messages):
         kind = m.get("type")
         if isinstance(kind, str) and (kind in RESPONSES_OUTPUT_OF or kind in RESPONSES_OUTPUTS):
@@ -134,7 +142,7 @@ def resolve_format(messages: Any, format: str) -> tuple[Sequence[Mapping[str, An
     """The validated conversation and its format (detected when ``format`` is ``"auto"``)."""
     messages = conversation(messages)
     if format == "auto":
-        return messages, detect_format(messages)
+        return messages, format_of(messages)
     for known in FORMATS:
         if format == known:
             return messages, known

@@ -56,6 +56,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from fsm.engine.ids import IdAllocator
+from fsm.foreign import answers_callers
 from fsm.history.after_run import drop_paused, user_content_after
 from fsm.history.changes import Change, RepairPolicy, checked_policy
 from fsm.history.entries import Entry, Key, Roles, Segment
@@ -67,6 +68,7 @@ from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.turns import segments
 
 
+@answers_callers
 def repair(
     messages: Sequence[Mapping[str, Any]], policy: RepairPolicy | None = None, format: Format | Literal["auto"] = "auto"
 ) -> tuple[list[dict[str, Any]], list[Change]]:

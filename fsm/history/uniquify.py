@@ -9,6 +9,7 @@ import attrs
 
 from fsm.engine.ids import IdAllocator
 from fsm.errors import LocalProtocolError, kind
+from fsm.foreign import answers_callers
 from fsm.results import ToolCall
 
 C = TypeVar("C", ToolCall, Mapping[str, Any])
@@ -26,6 +27,7 @@ class Rename:
     """The id it has now."""
 
 
+@answers_callers
 def uniquify(calls: Iterable[C], taken: Iterable[str] = ()) -> tuple[list[C], list[Rename]]:
     """Give every call a distinct id with the engine's rule: in order, a call keeps its id unless an
     earlier call holds it (as its own or as its rename), and then becomes ``<id>_d2``, ``<id>_d3``,

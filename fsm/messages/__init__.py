@@ -88,6 +88,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal, overload
 
 from fsm.errors import LocalProtocolError
+from fsm.foreign import answers_callers
 from fsm.messages.bedrock import bedrock_message, bedrock_result
 from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_output
 from fsm.messages.claude_blocks import anthropic_text, server_blocks
@@ -145,6 +146,7 @@ def assistant_message(
 def assistant_message(
     result: Result, format: Literal["openai-responses"], *, incomplete: Incomplete = "omit"
 ) -> list[Message]: ...
+@answers_callers
 def assistant_message(result: Result, format: Format, *, incomplete: Incomplete = "omit") -> Message | list[Message]:
     """The turn as the provider wants it back: one message, or for ``openai-responses`` the list of
     input items (reasoning, message, function calls) to append to the next request's input."""
