@@ -46,6 +46,11 @@ as its error message (``provider-error`` says it), after its own word.
 A payload with none of the response's fields is not this wire shape: ``unknown-event``. A
 ``functionCall`` with arguments but no name is still a call (reported ``missing-name`` when it
 finishes), never dropped.
+
+One room: every part of an event, of whichever kind, moves the same runs, positions and open call (a
+call ends a run of text, a code part takes a call's place by the same search), and the shortcuts
+(``commonest_fragment``, ``commonest_said``) must change them exactly as decode() does; split, that
+state would be read and written in several files.
 """
 
 from __future__ import annotations
@@ -70,7 +75,7 @@ from fsm.options import Policies
 from fsm.wire.decoders import error_message
 from fsm.wire.decoders._fields import field, items, mapping, text, written
 from fsm.wire.decoders._gemini_code import CodeRuns, code_part_fault, code_result_fault
-from fsm.wire.decoders._wire import GEMINI_FINISH, dumps
+from fsm.wire.decoders._wire import GEMINI_FINISH, TurnSaid, dumps
 from fsm.wire.decoders.chunk_form import FormSpec
 from fsm.wire.decoders.partial_args import PartialArgsWriter, string_piece
 
@@ -242,6 +247,51 @@ class GeminiDecoder:
         found = string_piece(payload) if self._open is not None else None
         return None if found is None else self.fragment_at((found[0], found[2]), found[1])
 
+    def commonest_said(self, payload: dict[str, Any], content: TurnSaid) -> bool:
+        """Take the commonest event of a turn that talks, one candidate whose parts are all text or
+        thought parts (no signature, no other key) and the usage beside it, to ``content``, as
+        decode() and Reassembler._apply would take its events, without building them; False,
+        changing nothing, for any other event (a test replays every vector and fuzzed stream with
+        and without this shortcut, and events that nearly qualify)."""
+        if not self.shortcuts or self._open is not None or self._runs is not None:
+            return False  # (a streamed call open, or code runs to begin: decode() keeps those)
+        candidates, usage = payload.get("candidates"), payload.get("usageMetadata")
+        if type(candidates) is not list or len(candidates) != 1 or "error" in payload or "usage_metadata" in payload:
+            return False
+        candidate = candidates[0]
+        if type(candidate) is not dict or "finishReason" in candidate or "finish_reason" in candidate:
+            return False
+        body = candidate.get("content")
+        if candidate.get("index") or type(body) is not dict:  # an index decode() reads as 0 is falsy
+            return False
+        parts = body.get("parts")
+        if type(parts) is not list or (usage is not None and type(usage) is not dict):
+            return False
+        for part in parts:
+            if type(part) is not dict or not part.keys() <= _SAID_KEYS or type(part.get("text")) is not str:
+                return False
+            if (thought := part.get("thought")) is not None and thought is not True and thought is not False:
+                return False
+        for part in parts:
+            said = part["text"]
+            if not said:  # decode() makes no event of it, and leaves the run as it is
+                continue
+            thought = part.get("thought") is True
+            if self._run_thought is not thought:  # _said: a new run
+                self._run += 1
+                self._run_thought = thought
+            if thought:
+                content.reasoned(self._run, said, None)
+            else:
+                content.said_in_part(said, self._run, None)
+        if self._placed_now:  # what decode() clears at each event's start (no call here to place)
+            self._placed_now.clear()
+        if self._passed:
+            self._passed.clear()
+        if usage:
+            content.usage_replaced(usage)
+        return True
+
     def form_of(self, payload: dict[str, Any]) -> FormSpec:
         """Of an event commonest_fragment took: where its string piece sits and the place its form
         names (the entry's path and whether the string goes on)."""
@@ -389,6 +439,9 @@ _READ_KEYS = frozenset(
     }
 )
 """The keys of a part this decoder reads; a part with any other is reported (part-not-reassembled)."""
+
+_SAID_KEYS = frozenset({"text", "thought"})
+"""The keys of a text or thought part commonest_said takes (a signed one goes to decode())."""
 
 
 def _report_unread(part: Mapping[str, Any], p: int, diagnose: Callable[[str, str], None]) -> None:
