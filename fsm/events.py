@@ -11,6 +11,7 @@ from typing import Any
 import attrs
 
 from fsm.fieldcheck import fault
+from fsm.results import positional
 
 
 def _blank_to_none(value: str | None) -> str | None:
@@ -116,6 +117,11 @@ class StreamEnd:
     message: str | None = None
     """What the provider said beside its finish, in its own words, where the wire has a place for
     it (Gemini's ``finishMessage``, on any finish): a call the finish cuts is reported with it."""
+
+
+build_stream_end = positional(StreamEnd)
+"""``StreamEnd(finish_reason, raw_finish_reason, error, message)``, every field by position, built
+as the results are (fsm.results.positional): a decoder builds one for nearly every stream's finish."""
 
 
 @attrs.frozen(slots=True)

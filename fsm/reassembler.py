@@ -122,6 +122,19 @@ class Reassembler:
     _previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: its text's revision, reader
     _placed: tuple[CallRef, Slot] | None = None  # a snapshot's ref and the call it landed in, for the next event
     _picker: ChoicePicker | None = None  # cuts each payload down to the choice the caller named (fsm.wire.choices)
+    # Written by _use (for the decoder the provider names, or the first event detects) before any
+    # event reads them, or read rarely: no write of each in every stream's construction.
+    _decoder: Decoder | None = None
+    _commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the shapes but OpenAI chat's
+    _said: Callable[[dict[str, Any], TurnContent], bool] | None = None  # their commonest text or reasoning
+    _form_of: Callable[[dict[str, Any]], FormSpec] | None = None  # the decoder's (see _use)
+    _fragment_at: Callable[[Any, str], tuple[CallRef, str] | None] | None = None
+    # What _learning counts (each written by its first use: wire bytes only).
+    _forms_learned = 0
+    _parsed = 0  # the wire events parsed (see _learning)
+    _unlearnt = 0  # the commonest events parsed since the last learning (see _learning)
+    _learnt_at = (0, 0)  # the events and the parsed events at the last learning
+    _unformed: Any = None  # the place of the last such event parsed: see _learning
 
     @answers_callers  # (per stream, not per event)
     def __init__(
@@ -152,18 +165,8 @@ class Reassembler:
         self.registry = Registry(ledger, limits, taken if type(taken) is tuple and not taken else taken_ids(taken))
         """Internal: the slot registry that decides which call each event belongs to."""
         self._content = TurnContent()
-        self._decoder: Decoder | None = None
         self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
-        self._commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the others'
-        self._said: Callable[[dict[str, Any], TurnContent], bool] | None = None  # their commonest text or reasoning
         self._form: FragmentForm | None = None  # the form of the last commonest event learnt from the wire
-        self._forms_learned = 0
-        self._parsed = 0  # the wire events parsed (see _learning)
-        self._unlearnt = 0  # the commonest events parsed since the last learning (see _learning)
-        self._learnt_at = (0, 0)  # the events and the parsed events at the last learning
-        self._unformed: Any = None  # the place of the last such event parsed: see _learning
-        self._form_of: Callable[[dict[str, Any]], FormSpec] | None = None  # the decoder's (see _use)
-        self._fragment_at: Callable[[Any, str], tuple[CallRef, str] | None] | None = None
         if choice is not None:
             from fsm.wire.choices import ChoicePicker, checked_choice  # only for a stream of several choices
 
@@ -268,15 +271,17 @@ class Reassembler:
                 self._closing_fault(exc)
         ledger.defer = True  # finish everything first; a strict violation is raised at the end
         ledger.event = None
-        finish, finish_at = (self._finish[0].finish_reason, self._finish[1]) if self._finish else (None, None)
+        finished = self._finish
+        end, finish_at = finished if finished is not None else (None, None)
+        finish = end.finish_reason if end is not None else None
         if self._fault is not None:
             self._report_fault()
             cut = "when the stream stopped at an error"
-        elif self._finish is None:
+        elif end is None:
             ledger.diagnose("no-finish-reason", "the stream ended without a finish reason")
             cut = "when the stream ended without a finish reason"
         else:  # a normal finish cuts no call (Registry.finish), so its words are not needed
-            cut = "" if finish in NORMAL_FINISHES else cut_by(self._finish[0])
+            cut = "" if finish in NORMAL_FINISHES else cut_by(end)
         try:  # open calls, or opened after the finish
             self.registry.finish(None if self._fault is not None else finish, cut)
         except ToolcallFSMError as exc:  # a limit passed while calls ended: each has its status even so
@@ -293,7 +298,7 @@ class Reassembler:
         server_calls = tuple([slot.to_call() for slot in slots if slot.server]) if len(calls) < len(slots) else ()
         content = self._content
         text, reasoning, text_parts, refusal, server_results, compactions = content.frozen()
-        word, said = finish_words(self._finish[0]) if self._finish else (None, None)  # the first finish: it stands
+        word, said = finish_words(end)  # the first finish: it stands
         self._closed = build_result(  # by position (provider, finish_reason, calls, diagnostics, server calls, ...)
             self._decoder.name if self._decoder else self.provider,
             finish if finish is None or len(finish) <= WORD_CHARS else shortened(finish, WORD_CHARS),  # as the raw word

@@ -333,7 +333,7 @@ Output = CallOpened | CallNamed | ArgumentsDelta | CallFinished
 """What :meth:`fsm.Reassembler.feed` returns a list of while the stream runs."""
 
 
-def _positional(cls: type[_T]) -> Callable[..., _T]:
+def positional(cls: type[_T]) -> Callable[..., _T]:
     """A constructor of the frozen class ``cls`` taking every field by position: it builds the very
     object ``cls(...)`` builds (test_results_built_by_position_equal_attrs_built_ones). attrs' own
     ``__init__`` goes through ``object.__setattr__`` for each field, because the class refuses
@@ -359,9 +359,9 @@ def _positional(cls: type[_T]) -> Callable[..., _T]:
     return built
 
 
-build_tool_call = _positional(ToolCall)
-build_call_opened = _positional(CallOpened)
-build_arguments_delta = _positional(ArgumentsDelta)
-build_call_finished = _positional(CallFinished)
-build_diagnostic = _positional(Diagnostic)
-build_result = _positional(Result)  # once per stream, but its eighteen fields are most of what close() costs
+build_tool_call = positional(ToolCall)
+build_call_opened = positional(CallOpened)
+build_arguments_delta = positional(ArgumentsDelta)
+build_call_finished = positional(CallFinished)
+build_diagnostic = positional(Diagnostic)
+build_result = positional(Result)  # once per stream, but its eighteen fields are most of what close() costs

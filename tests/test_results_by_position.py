@@ -1,6 +1,6 @@
 """The engine builds its hot outputs (ToolCall, CallOpened, ArgumentsDelta, CallFinished), each
-diagnostic and every stream's Result through constructors that set slots directly
-(fsm.results._positional): they must build exactly what attrs' own __init__ builds, stay frozen,
+diagnostic, every stream's Result and its finish (StreamEnd) through constructors that set slots directly
+(fsm.results.positional): they must build exactly what attrs' own __init__ builds, stay frozen,
 and refuse a class whose __init__ does more."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import attrs
 import pytest
 
 from fsm import Reassembler, results
+from fsm.events import StreamEnd, build_stream_end
 from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus, Diagnostic, Result, ToolCall
 from tests.helpers import chunk, tc
 
@@ -23,6 +24,7 @@ BUILT = [
     (CallFinished, results.build_call_finished),
     (Diagnostic, results.build_diagnostic),
     (Result, results.build_result),
+    (StreamEnd, build_stream_end),  # an event: one a stream, at its finish
 ]
 
 
@@ -62,7 +64,7 @@ def test_a_class_whose_init_does_more_is_refused() -> None:
 
     for cls in (Checked, Converted, Hooked):
         with pytest.raises(TypeError, match="does more in __init__"):
-            results._positional(cls)
+            results.positional(cls)
 
 
 def test_the_engine_outputs_are_the_classes_users_import() -> None:

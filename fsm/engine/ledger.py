@@ -71,7 +71,11 @@ def finish_words(end: StreamEnd | None) -> tuple[str | None, str | None]:
     if end is None:
         return None, None
     word, said = end.raw_finish_reason, end.message or end.error
-    return (shortened(word, WORD_CHARS) if word else None), (shortened(said) if said else None)
+    # shortened() called only for a long one: close() asks this of nearly every stream.
+    return (
+        (word if len(word) <= WORD_CHARS else shortened(word, WORD_CHARS)) if word else None,
+        (said if len(said) <= MESSAGE_CHARS else shortened(said)) if said else None,
+    )
 
 
 @functools.cache
@@ -93,6 +97,13 @@ class Ledger:
     """Per code, the diagnostics counted but not kept (a dict of the stream's own from the first)."""
     defer = False
     deferred: ToolcallFSMError | None = None
+    event: int | None = None
+    """The wire event being read (None: none, or the stream is closing): written with each event."""
+    held_bytes = 0
+    """The bytes of argument text the stream's calls hold (written by the first call's text)."""
+    work = 0
+    """Characters scanned and compared, and routing candidates visited: the fuzzer checks that
+    this stays linear in the input."""
 
     def __init__(self, policies: Policies, *, strict: bool, limits: Limits | None = None) -> None:
         self.policies = policies
@@ -102,9 +113,7 @@ class Ledger:
         self.max_per_code = limits.max_diagnostics_per_code
         self.max_held_bytes = limits.max_stream_argument_bytes
         self.max_argument_chars = limits.max_argument_chars  # read by every call (not copied into each)
-        self.held_bytes = 0
         self.per_code: dict[str, int] = {}
-        self.event: int | None = None
         self.outputs: list[Output] = []
         self.diagnostics: list[Diagnostic] = []
         # An empty Counter without Counter.__init__, which is Python code that only reads its
@@ -123,9 +132,6 @@ class Ledger:
         self.calls_indexed = False
         """Set for a stream whose call index is a Claude content block index though its decoder's is
         not (ChatAnthropic's chunks, read as OpenAI chat: fsm.wire.langchain_places)."""
-        self.work = 0
-        """Characters scanned and compared, and routing candidates visited: the fuzzer checks that
-        this stays linear in the input."""
 
     def adopt(self, decoder: object) -> None:
         """Take what a wire's decoder declares of its wire (see ``withhold`` and ``output_indexed``)."""

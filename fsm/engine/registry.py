@@ -124,17 +124,25 @@ class Registry:
         self._ids = IdAllocator(taken)
         self._counts = {False: 0, True: 0}  # calls opened so far: client, server
         self._max_calls = limits.max_calls
-        # Read from the machine and the depth limit once for every stream (_Shared): each call's
-        # start and end states, the scans' two shared ends (where every call's starts until its
-        # first text, and the one state every closed value's scan ends in), and the transitions
-        # taken without the machine's dispatch.
-        shared = _shared(machine, limits.max_depth)
-        self._initial_json, self._initial_text, self._start, self._scanned = shared[:4]
         self._run: _Run | None = None  # the fragments gather() held back
-        self._staying, self._closing, self._closes, self._opening = shared[4], shared[5], shared[7], shared[8]
-        self._direct = direct = not machine.reference  # may the transitions above skip the machine's dispatch
-        # The normal end of a closed value, taken without fire() (Registry._finish): its label, dest.
-        self._ending = shared[6] if direct and self.end_directly else None
+        # Read from the machine and the depth limit once for every stream (_shared): each call's
+        # start and end states, the scans' two shared ends (where every call's starts until its
+        # first text, and the one state every closed value's scan ends in), the transitions taken
+        # without the machine's dispatch, whether they may skip it, and the normal end of a closed
+        # value taken without fire() (Registry._finish: its label, dest). One unpacking, not eleven
+        # reads of a tuple: what every stream, however short, pays.
+        (
+            self._initial_json,
+            self._initial_text,
+            self._start,
+            self._scanned,
+            self._staying,
+            self._closing,
+            self._closes,
+            self._opening,
+            self._direct,
+            self._ending,
+        ) = _shared(machine, limits.max_depth, self.end_directly)
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -495,12 +503,14 @@ class Registry:
         ends with its status all the same (Slot._hold_at_finish); the calls after it are cut, and
         the first such error is raised once every call has ended."""
         self.ledger.rules["finish-ends-calls"] += 1  # Ledger.apply inlined: twice a stream (its finish, close)
+        slots, settled = self.slots, self._settled
+        if settled == len(slots):  # no call opened since the last finish (close() after the stream's)
+            return
         trigger = "end" if finish_reason in NORMAL_FINISHES else "cut"
         # _finish's direct way through a closed value's normal end, decided here once, not per call.
         ending = self._ending if trigger == "end" else None
         label, dest = ending or ("", "")
         error: LimitExceeded | None = None
-        slots, settled = self.slots, self._settled
         for slot in slots[settled:] if settled else slots:
             if slot.status is None:  # not finished (Slot.finished, without the property's call)
                 try:
@@ -1288,12 +1298,15 @@ def _hold(holders: list[Slot], slot: Slot, in_order: Callable[[Slot], int]) -> N
 
 
 @functools.cache
-def _shared(machine: SpecMachine, max_depth: int) -> tuple[Any, ...]:
+def _shared(machine: SpecMachine, max_depth: int, end_directly: bool) -> tuple[Any, ...]:
     """What every stream's registry reads from its (immutable, shared) machine and depth limit,
     read once: the initial states of a JSON and a text call, the start and the closed scanner, and
     the labels (and destination) of the transitions the registry takes without ``fire()``, each
-    checked against the spec as ``SpecMachine.staying``, ``.first`` and ``.sole`` check it."""
+    checked against the spec as ``SpecMachine.staying``, ``.first`` and ``.sole`` check it; then
+    whether those may skip the machine's dispatch (not on the reference executor), and the normal
+    end of a closed value taken without ``fire()`` (None: through it, as ``end_directly`` off asks)."""
     initials = machine.initials
+    direct, ending = not machine.reference, machine.sole("end", "value_closed", "parse_arguments")
     return (
         initials["json"],
         initials["text"],
@@ -1301,7 +1314,8 @@ def _shared(machine: SpecMachine, max_depth: int) -> tuple[Any, ...]:
         closed_scanner(max_depth),
         machine.staying("append", "accumulating", "store_fragment"),
         machine.first("append", "opened", "value_complete", "store_fragment"),
-        machine.sole("end", "value_closed", "parse_arguments"),
         machine.first("append", "accumulating", "value_complete", "store_fragment"),
         machine.otherwise("append", "opened", "store_fragment"),
+        direct,
+        ending if direct and end_directly else None,
     )

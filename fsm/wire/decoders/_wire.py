@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from fsm.errors import RemoteProtocolError, kind
-from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta
+from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta, build_stream_end
 from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import plain_dumps
 from fsm.wire.decoders._fields import text, written
@@ -175,7 +175,7 @@ def chat_finish(choice: Mapping[str, Any], raw: str) -> StreamEnd:
     said = note if type(note) is str and note else said
     normal = _CHAT_FINISH.get(raw.lower()) or GEMINI_FINISH.get(raw) or raw.lower()
     word = choice.get(SDK_RAW_FINISH)
-    return StreamEnd(normal, word if type(word) is str and word else raw, None, said)
+    return build_stream_end(normal, word if type(word) is str and word else raw, None, said)
 
 
 COMPAT_SIGNATURE = "extra_content"

@@ -50,6 +50,7 @@ from fsm.events import (
     StreamEnd,
     TextDelta,
     UsageReport,
+    build_stream_end,
 )
 from fsm.wire.decoders import error_message
 from fsm.wire.decoders._fields import index, items, mapping, text
@@ -120,7 +121,7 @@ class AnthropicDecoder:
             delta = mapping(payload.get("delta"), "delta")
             reason = text(delta.get("stop_reason"), "stop_reason")
             said = stop_details_said(delta.get("stop_details"))
-            ended: list[Event] = [StreamEnd(_FINISH.get(reason, reason), reason, None, said)] if reason else []
+            ended: list[Event] = [build_stream_end(_FINISH.get(reason, reason), reason, None, said)] if reason else []
             return ended + _container(delta) + _usage(payload.get("usage"), cumulative=True)
         if kind == "message_start":
             message = mapping(payload.get("message"), "message")

@@ -51,6 +51,7 @@ from fsm.events import (
     StreamEnd,
     TextDelta,
     UsageReport,
+    build_stream_end,
 )
 from fsm.wire.decoders import BEDROCK_ERRORS, BEDROCK_EVENTS, Decoder, detect_provider, error_message, make_decoder
 from fsm.wire.decoders._converse_results import ConverseResult
@@ -166,7 +167,7 @@ class BedrockDecoder:
                     _uncited(at, diagnose)
                 self._cited.clear()
                 if reason:
-                    events.append(StreamEnd(_FINISH.get(reason, reason), reason))
+                    events.append(build_stream_end(_FINISH.get(reason, reason), reason, None, None))
             elif kind == "metadata" and body.get("usage"):
                 events.append(UsageReport(dict(mapping(body.get("usage"), "usage"))))
             elif kind in BEDROCK_ERRORS:

@@ -23,6 +23,7 @@ from fsm.events import (
     StreamEnd,
     TextDelta,
     UsageReport,
+    build_stream_end,
 )
 from fsm.wire.decoders._fields import index, mapping, text, written
 from fsm.wire.decoders._wire import BARE_REFS, TurnSaid
@@ -75,7 +76,8 @@ class CohereDecoder:
         if kind == "message-end":
             reason = text(delta.get("finish_reason"), "finish_reason")
             usage = mapping(delta.get("usage"), "usage")
-            ended: list[Event] = [StreamEnd(_FINISH.get(reason, reason.lower()), reason)] if reason else []
+            normal = _FINISH.get(reason, reason.lower()) if reason else None
+            ended: list[Event] = [build_stream_end(normal, reason, None, None)] if reason else []
             if error := delta.get("error"):  # what went wrong, beside finish_reason ERROR
                 ended = [StreamEnd("error", reason or None, str(error))]
             return ended + ([UsageReport(dict(usage))] if usage else [])

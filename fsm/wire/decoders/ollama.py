@@ -20,6 +20,7 @@ from fsm.events import (
     StreamEnd,
     TextDelta,
     UsageReport,
+    build_stream_end,
 )
 from fsm.wire.decoders._fields import index, items, mapping, text, written
 from fsm.wire.decoders._wire import TurnSaid, dumps
@@ -54,7 +55,7 @@ class OllamaDecoder:
         if payload.get("done"):
             given = payload.get("done_reason")  # none given reads as stop, but is no word of Ollama's
             reason = written(given or "stop")
-            events.append(StreamEnd(_FINISH.get(reason, reason), reason if given else None))
+            events.append(build_stream_end(_FINISH.get(reason, reason), reason if given else None, None, None))
             usage = {key: payload[key] for key in _USAGE if key in payload}
             if usage:
                 events.append(UsageReport(usage))

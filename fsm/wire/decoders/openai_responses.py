@@ -53,6 +53,7 @@ from fsm.events import (
     StreamEnd,
     TextDelta,
     UsageReport,
+    build_stream_end,
 )
 from fsm.options import Policies, default_policies
 from fsm.wire.decoders import error_message
@@ -144,13 +145,13 @@ class OpenAIResponsesDecoder:
             at = index(payload.get("output_index"), "output_index")
             return [ReasoningDelta(at, piece, output_index=at)] if piece else []
         if kind == "response.completed":
-            return [StreamEnd("stop", "completed"), *_usage(payload)]
+            return [build_stream_end("stop", "completed", None, None), *_usage(payload)]
         if kind == "response.incomplete":
             response = mapping(payload.get("response"), "response")
             finish, word = responses_incomplete(
                 mapping(response.get("incomplete_details"), "incomplete_details").get("reason")
             )
-            return [StreamEnd(finish, word), *_usage(payload)]
+            return [build_stream_end(finish, word, None, None), *_usage(payload)]
         if kind in ("response.failed", "error"):
             error = payload.get("error") or mapping(payload.get("response"), "response").get("error") or {}
             if kind == "error" and not error:  # the stream's own error event: its message is at the top
