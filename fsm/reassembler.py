@@ -48,7 +48,6 @@ from fsm.events import (
     event_fault,
 )
 from fsm.fieldcheck import vouch
-from fsm.foreign import answers_callers
 from fsm.jsontext import loads_event, nesting_exceeds
 from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
 from fsm.results import Diagnostic, Output, Result, build_result
@@ -136,7 +135,6 @@ class Reassembler:
     _learnt_at = (0, 0)  # the events and the parsed events at the last learning
     _unformed: Any = None  # the place of the last such event parsed: see _learning
 
-    @answers_callers  # (per stream, not per event)
     def __init__(
         self,
         provider: str = "auto",
@@ -147,37 +145,51 @@ class Reassembler:
         taken: Iterable[str] = (),
         choice: int | None = None,
     ) -> None:
-        if limits is not None and not isinstance(limits, Limits):
-            raise InvalidInput(f"limits must be a Limits, not {type(limits).__name__}")
-        if policies is not None and not isinstance(policies, Policies):
-            raise InvalidInput(f"policies must be a Policies, not {type(policies).__name__}")
-        if not isinstance(provider, str) or type(strict) is not bool:  # strict="no" would be true, silently
-            wrong = ("provider", provider, "str") if not isinstance(provider, str) else ("strict", strict, "bool")
-            raise InvalidInput(f"{wrong[0]} must be a {wrong[2]}, not {type(wrong[1]).__name__}")
-        self.provider = provider
-        """The provider as named at construction (``"auto"`` until the result names the detected one)."""
-        self.strict = strict
-        """Whether violations raise (see the module's docstring for what lax mode does instead)."""
-        self.limits = limits = limits or default_limits()
-        """The limits in force."""
-        self.ledger = ledger = Ledger(policies or default_policies(), strict=strict, limits=limits)
-        """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
-        self.registry = Registry(ledger, limits, taken if type(taken) is tuple and not taken else taken_ids(taken))
-        """Internal: the slot registry that decides which call each event belongs to."""
-        self._content = TurnContent()
-        self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
-        self._form: FragmentForm | None = None  # the form of the last commonest event learnt from the wire
-        if choice is not None:
-            from fsm.wire.choices import ChoicePicker, checked_choice  # only for a stream of several choices
+        # A caller's own object among the options that raises as it is read (policy caller-object-raises)
+        # is answered below: a try costs nothing until something raises, where a wrapper would cost
+        # every stream a call.
+        try:
+            if limits is not None and not isinstance(limits, Limits):
+                raise InvalidInput(f"limits must be a Limits, not {type(limits).__name__}")
+            if policies is not None and not isinstance(policies, Policies):
+                raise InvalidInput(f"policies must be a Policies, not {type(policies).__name__}")
+            if not isinstance(provider, str) or type(strict) is not bool:  # strict="no" would be true, silently
+                wrong = ("provider", provider, "str") if not isinstance(provider, str) else ("strict", strict, "bool")
+                raise InvalidInput(f"{wrong[0]} must be a {wrong[2]}, not {type(wrong[1]).__name__}")
+            self.provider = provider
+            """The provider as named at construction (``"auto"`` until the result names the detected one)."""
+            self.strict = strict
+            """Whether violations raise (see the module's docstring for what lax mode does instead)."""
+            self.limits = limits = limits or default_limits()
+            """The limits in force."""
+            self.ledger = ledger = Ledger(policies or default_policies(), strict=strict, limits=limits)
+            """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
+            self.registry = Registry(ledger, limits, taken if type(taken) is tuple and not taken else taken_ids(taken))
+            """Internal: the slot registry that decides which call each event belongs to."""
+            self._content = TurnContent()
+            self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
+            self._form: FragmentForm | None = None  # the form of the last commonest event learnt from the wire
+            if choice is not None:
+                from fsm.wire.choices import ChoicePicker, checked_choice  # only for a stream of several choices
 
-            self._picker = ChoicePicker(provider, checked_choice(choice, provider))  # auto is refused
-        if provider != "auto":
-            self._use(make_decoder(provider, ledger.policies))
-        self._invoked = False  # a boto3 InvokeModel chunk was fed: Bedrock's own events are not the model's
-        self._events = 0
-        self._finish: tuple[StreamEnd, int] | None = None  # the first finish reason, and its event
-        self._closed: Result | None = None
-        self._fault: ToolcallFSMError | None = None
+                self._picker = ChoicePicker(provider, checked_choice(choice, provider))  # auto is refused
+            if provider != "auto":
+                self._use(make_decoder(provider, ledger.policies))
+            self._invoked = False  # a boto3 InvokeModel chunk was fed: Bedrock's own events are not the model's
+            self._events = 0
+            self._finish: tuple[StreamEnd, int] | None = None  # the first finish reason, and its event
+            self._closed: Result | None = None
+            self._fault: ToolcallFSMError | None = None
+        except ToolcallFSMError:
+            raise
+        except Exception as exc:
+            from fsm.foreign import caller_fault  # only once something raised
+
+            given = {"provider": provider, "strict": strict, "policies": policies, "limits": limits}
+            fault = caller_fault({**given, "taken": taken, "choice": choice}, exc, "Reassembler.__init__()", self)
+            if fault is None:
+                raise
+            raise fault from exc
 
     # -- input ------------------------------------------------------------------------------------
 
