@@ -125,7 +125,7 @@ class Reassembler:
     # event reads them, or read rarely: no write of each in every stream's construction.
     _decoder: Decoder | None = None
     _commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the shapes but OpenAI chat's
-    _said: Callable[[dict[str, Any], TurnContent], bool] | None = None  # their commonest text or reasoning
+    _said: Callable[[dict[str, Any], TurnContent], bool | None] | None = None  # their commonest text, reasoning
     _form_of: Callable[[dict[str, Any]], FormSpec] | None = None  # the decoder's (see _use)
     _fragment_at: Callable[[Any, str], tuple[CallRef, str] | None] | None = None
     # What _learning counts (each written by its first use: wire bytes only).
@@ -532,9 +532,12 @@ class Reassembler:
             if fragment is not None:
                 self.registry.fragment(fragment[0], fragment[1])
                 return
-        if unfinished and self._said is not None and not self._invoked and self._said(item, content):
-            self._placed = None  # as _apply of its event
-            return
+        if unfinished and self._said is not None and not self._invoked:
+            took = self._said(item, content)
+            if took is not False:
+                if took:  # its events were taken in: as _apply of each (None: decode() makes none of it)
+                    self._placed = None
+                return
         self._decode(item, wire)
 
     def _in_places(self, payload: Mapping[str, Any], held: LangChainStream) -> None:

@@ -4,9 +4,10 @@ Reassembler._apply do: over every vector, fuzzed streams, talk-heavy turns and e
 qualify, fed as dicts (lax and strict) and as wire bytes in random pieces (check_said_reader).
 
 ``response.reasoning_summary_text.delta``, the commonest event of an o-series reasoning turn, is
-not taken although decode() makes nothing of it: no event means no _apply, so the snapshot a
-resent built-in item's start landed in still names its call for that item's end (the stream
-``_SUMMARY_BETWEEN_A_RESEND``); taken, the reassembler would forget it and bind the end apart.
+taken as what decode() makes of it, nothing: the reader says so with None, not True, for no event
+means no _apply, so the snapshot a resent built-in item's start landed in still names its call for
+that item's end (the stream ``_SUMMARY_BETWEEN_A_RESEND``); taken as an event, the reassembler
+would forget it and bind the end apart.
 """
 
 from __future__ import annotations
@@ -189,11 +190,12 @@ def test_the_responses_reader_decides_as_the_decoder_from_the_wire(monkeypatch: 
     check_said_reader(monkeypatch, "openai-responses", OpenAIResponsesDecoder, _talk, _near(), wire=True)
 
 
-def test_a_summary_delta_is_left_to_the_decoder_as_a_resent_items_end_needs_it(
+def test_a_summary_delta_is_taken_as_no_event_as_a_resent_items_end_needs_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Policy: the reader takes no event decode() makes nothing of. Here, taking the summary delta
-    (as if it were read) would bind the item's end to its call once more, a rule count apart."""
+    """Policy: the reader takes an event decode() makes nothing of as no event (None), which leaves
+    what _apply resets as it was. Taken as an event (True), the summary delta would bind the item's
+    end to its call once more, a rule count apart; left to decode() (False), it reads the same."""
 
     def replay() -> object:
         def feed(r: Reassembler) -> Any:
@@ -202,12 +204,18 @@ def test_a_summary_delta_is_left_to_the_decoder_as_a_resent_items_end_needs_it(
 
         return replay_traced(Reassembler("openai-responses"), feed)
 
-    left = replay()
     real = OpenAIResponsesDecoder.commonest_said
-    assert real(OpenAIResponsesDecoder(), dict(_SUMMARY), TurnContent()) is False
+    assert real(OpenAIResponsesDecoder(), dict(_SUMMARY), TurnContent()) is None
+    taken = replay()
 
-    def taking_summaries(self: Any, payload: dict[str, Any], content: Any) -> bool:
-        return payload.get("type") == _SUMMARY["type"] or real(self, payload, content)
+    def told(answer: bool) -> Any:
+        def reader(self: Any, payload: dict[str, Any], content: Any) -> bool | None:
+            took = real(self, payload, content)
+            return answer if took is None else took
 
-    monkeypatch.setattr(OpenAIResponsesDecoder, "commonest_said", taking_summaries)
-    assert replay() != left
+        return reader
+
+    monkeypatch.setattr(OpenAIResponsesDecoder, "commonest_said", told(False))
+    assert replay() == taken
+    monkeypatch.setattr(OpenAIResponsesDecoder, "commonest_said", told(True))
+    assert replay() != taken

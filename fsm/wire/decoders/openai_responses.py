@@ -175,16 +175,20 @@ class OpenAIResponsesDecoder:
             return None
         return self.fragment_at(at, piece)
 
-    def commonest_said(self, payload: dict[str, Any], content: TurnSaid) -> bool:
+    def commonest_said(self, payload: dict[str, Any], content: TurnSaid) -> bool | None:
         """Take the commonest event of a turn that talks, a piece (not empty) of a message's text or
         of reasoning text at an integer ``output_index``, to ``content``, as decode() and
         Reassembler._apply would take its one event, without building it (decode() reads nothing
-        else of it: ``item_id``, ``content_index``, ``logprobs``... beside change nothing); False,
-        changing nothing, for any other event (a test replays every vector and fuzzed stream with
-        and without this shortcut, and events that nearly qualify)."""
+        else of it: ``item_id``, ``content_index``, ``logprobs``... beside change nothing); None for
+        a reasoning summary's delta, the commonest event of an o-series turn, of which decode()
+        makes no event at all (the summary comes whole with its item's end); False, changing
+        nothing, for any other event (a test replays every vector and fuzzed stream with and
+        without this shortcut, and events that nearly qualify)."""
         kind = payload.get("type")
         if type(kind) is not str:  # (written() spells any other: decode() reads it)
             return False
+        if kind == "response.reasoning_summary_text.delta":  # whatever else it holds: decode() reads only its type
+            return None
         piece, at = payload.get("delta"), payload.get("output_index")
         if type(piece) is not str or not piece or type(at) is not int or at >> 63:
             return False  # (empty: no event; at >> 63: below 0 or past 63 bits, which index() reads with care)
