@@ -126,6 +126,12 @@ class Reassembler:
     _decoder: Decoder | None = None
     _commonest: Callable[[dict[str, Any]], tuple[CallRef, str] | None] | None = None  # the shapes but OpenAI chat's
     _said: Callable[[dict[str, Any], TurnContent], bool | None] | None = None  # their commonest text, reasoning
+    _said_form_of: Callable[[dict[str, Any]], tuple[FormSpec, Any] | None] | None = None  # such an event's form
+    _said_at: Callable[[Any, Any, str, TurnContent], bool | None] | None = None  # what it does with a form's read
+    _said_form: tuple[FragmentForm, Any] | None = None  # the form of the last one learnt from the wire, its kind
+    _said_learnt = 0  # the forms of those learnt (see _ingest_said)
+    _said_parsed = 0  # those parsed since the last learning
+    _said_paid = True  # the form last learnt read an event (or none was learnt yet)
     _form_of: Callable[[dict[str, Any]], FormSpec] | None = None  # the decoder's (see _use)
     _fragment_at: Callable[[Any, str], tuple[CallRef, str] | None] | None = None
     # What _learning counts (each written by its first use: wire bytes only).
@@ -532,7 +538,7 @@ class Reassembler:
             if fragment is not None:
                 self.registry.fragment(fragment[0], fragment[1])
                 return
-        if unfinished and self._said is not None and not self._invoked:
+        if not wire and unfinished and self._said is not None and not self._invoked:
             took = self._said(item, content)
             if took is not False:
                 if took:  # its events were taken in: as _apply of each (None: decode() makes none of it)
@@ -583,6 +589,16 @@ class Reassembler:
                 self.ledger.event = self._events = self._events + 1
                 registry.fragment(found[0], found[1])
                 return
+        said = self._said_form  # (the form of the commonest text or reasoning event last learnt)
+        if said is not None and self._finish is None and (text := said[0].read(payload)) is not None:
+            registry.settle()
+            took = self._said_at(said[1], said[0].place, text, self._content)  # type: ignore[misc]
+            if took is not False:  # as _ingest_said would take the event parsed
+                self._said_paid = True
+                self.ledger.event = self._events = self._events + 1
+                if took:
+                    self._placed = None
+                return
         if payload.strip() == DONE:
             self._events += 1
             return
@@ -623,6 +639,13 @@ class Reassembler:
                         self._form = FragmentForm.learn(payload, value, *spec) or form
                 registry.fragment(fragment[0], fragment[1])
                 return
+            if (
+                self._said is not None
+                and self._finish is None
+                and not self._invoked
+                and self._ingest_said(payload, value)
+            ):
+                return
         else:
             registry.settle()
             if not isinstance(value, Mapping):
@@ -630,6 +653,31 @@ class Reassembler:
                 self._bad_event(f"an event must be a JSON object, not {type(value).__name__}")
                 return
         self._ingest(value, wire=True)
+
+    def _ingest_said(self, payload: str, value: dict[str, Any]) -> bool:
+        """What _ingest does with a wire event its decoder's commonest_said takes (_unshortcut asks
+        it of fed dicts), learning its form (when the decoder gives one) to read the next such
+        events unparsed. A learning costs about four parses: a form is learnt at the second such
+        event parsed since the last, and, once a form learnt read no event before the next was
+        needed (the events differ in more than their text, place and counter), at most once in 32
+        events, so such a stream pays a few parses at the most."""
+        took = self._said(value, self._content)  # type: ignore[misc]
+        if took is False:
+            return False
+        self.ledger.event = self._events = self._events + 1
+        if took:
+            self._placed = None  # as _apply of its events
+        if self._said_form_of is not None:
+            self._said_parsed += 1
+            learnt = self._said_learnt
+            if self._said_parsed >= 2 and (self._said_paid or learnt * 32 <= self._events):
+                found = self._said_form_of(value)  # (None: no form to learn from this one, an empty piece)
+                if found is not None:
+                    self._said_learnt, self._said_parsed, self._said_paid = learnt + 1, 0, False
+                    form = FragmentForm.learn(payload, value, *found[0])
+                    if form is not None:
+                        self._said_form = (form, found[1])
+        return True
 
     def _learning(self, place: Any, shared: bool) -> bool:
         """May the form of this event, for the call at ``place``, be learnt? A learning parses the
@@ -671,6 +719,8 @@ class Reassembler:
         if self._picker is None:  # each payload of a named choice is cut down first (_decode)
             self._commonest = getattr(decoder, "commonest_fragment", None)
             self._said = getattr(decoder, "commonest_said", None)
+            self._said_form_of = getattr(decoder, "said_form_of", None)
+            self._said_at = getattr(decoder, "said_at", None)
             self._form_of = getattr(decoder, "form_of", None)  # a decoder whose commonest events have forms
             self._fragment_at = getattr(decoder, "fragment_at", None)
         if getattr(decoder, "parts_placed", False):  # its thought and text parts go back in their places

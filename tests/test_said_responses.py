@@ -12,6 +12,7 @@ would forget it and bind the end apart.
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -188,6 +189,24 @@ def test_the_responses_reader_decides_as_the_decoder_for_fed_dicts(
 
 def test_the_responses_reader_decides_as_the_decoder_from_the_wire(monkeypatch: pytest.MonkeyPatch) -> None:
     check_said_reader(monkeypatch, "openai-responses", OpenAIResponsesDecoder, _talk, _near(), wire=True)
+
+
+def test_the_reader_decides_as_the_decoder_from_the_wire_read_by_forms(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Talking events read by the form learnt from one parsed (the text, the output index, the
+    # sequence number and the padding its holes), as parsed ones are read.
+    check_said_reader(monkeypatch, "openai-responses", OpenAIResponsesDecoder, _talk, _near(), wire=True, forms=True)
+
+
+def test_most_talking_events_from_the_wire_are_read_by_their_form() -> None:
+    events = _talk(random.Random(3))
+    wire = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    r = Reassembler("openai-responses")
+    r.feed_bytes(wire)
+    fed = Reassembler("openai-responses")
+    for event in events:
+        fed.feed(event)
+    assert r.close() == fed.close()
+    assert r._said_form is not None and r._parsed < len(events) // 2, (r._parsed, len(events))
 
 
 def test_a_summary_delta_is_taken_as_no_event_as_a_resent_items_end_needs_it(

@@ -113,6 +113,8 @@ def _anthropic_near() -> list[list[dict[str, Any]]]:
     # After the finish: an event is late, and said so (the readers take none then).
     stop = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}
     streams.append([*start, good, stop, good, delta(0, {"type": "thinking_delta", "thinking": "late"})])
+    # ... also once the events before the finish taught the wire's reading their form.
+    streams.append([*start, good, good, good, good, stop, good, good, good])
     return streams
 
 
@@ -157,13 +159,17 @@ def check_said_reader(
     wire: bool,
     strict: bool = False,
     least: int = 300,
+    forms: bool = False,
 ) -> None:
     """``decoder.commonest_said`` takes more than ``least`` events of ``shape``'s vectors, fuzzed
     streams, streams ``talk`` makes and the ``near`` ones, fed as dicts (``wire``: as SSE bytes in
-    random pieces, with no fragment read by its form), and every replay is the same without it."""
+    random pieces, with no event read by its form, or, ``forms``, with the forms the reassembler
+    learns, and then the events ``decoder.said_at`` takes by their form count too), and every
+    replay is the same without it."""
     vectors = _streams({shape: decoder}, talk, near)
-    if wire:
+    if wire and not forms:
         monkeypatch.setattr(FragmentForm, "learn", classmethod(lambda cls, *args: None))
+    if wire:
         wired = [(v, w) for v in vectors if (w := _wire(v)) is not None]
 
         def replay_all() -> list[object]:
@@ -185,6 +191,15 @@ def check_said_reader(
         return took
 
     monkeypatch.setattr(decoder, "commonest_said", counted)
+    if forms:
+        by_form = decoder.said_at
+
+        def read(self: Any, kind: Any, place: Any, piece: str, content: Any) -> bool | None:
+            took: bool | None = by_form(self, kind, place, piece, content)
+            hits[0] += took is not False
+            return took
+
+        monkeypatch.setattr(decoder, "said_at", read)
     fast = replay_all()
     assert hits[0] > least, hits  # taken, often
     monkeypatch.setattr(decoder, "commonest_said", lambda self, payload, content: False)
@@ -204,3 +219,27 @@ def test_the_anthropic_reader_decides_as_the_decoder_for_fed_dicts(
 
 def test_the_anthropic_reader_decides_as_the_decoder_from_the_wire(monkeypatch: pytest.MonkeyPatch) -> None:
     check_said_reader(monkeypatch, "anthropic", AnthropicDecoder, _anthropic_talk, _anthropic_near(), wire=True)
+
+
+def test_the_anthropic_reader_decides_as_the_decoder_from_the_wire_read_by_forms(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """From the wire, once talking events were parsed and taken, their form (chunk_form.FragmentForm,
+    the text and the block's index its holes) reads the next ones unparsed (said_at)."""
+    check_said_reader(
+        monkeypatch, "anthropic", AnthropicDecoder, _anthropic_talk, _anthropic_near(), wire=True, forms=True
+    )
+
+
+def test_most_talking_events_from_the_wire_are_read_by_their_form() -> None:
+    events = _anthropic_talk(random.Random(5))
+    wire = _wire(SimpleNamespace(events=events, body=None))
+    assert wire is not None
+    r = Reassembler("anthropic")
+    r.feed_bytes(wire)
+    from_wire = r.close()
+    fed = Reassembler("anthropic")
+    for event in events:
+        fed.feed(event)
+    assert from_wire == fed.close()
+    assert r._said_form is not None and r._parsed < len(events) // 2, (r._parsed, len(events))

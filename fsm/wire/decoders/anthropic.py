@@ -164,21 +164,34 @@ class AnthropicDecoder:
         if payload.get("type") != "content_block_delta":
             return False
         delta, at = payload.get("delta"), payload.get("index")
-        if type(delta) is not dict or type(at) is not int or at >> 63 or at in self._blocks:
+        if type(delta) is not dict or type(at) is not int or at >> 63:
             return False  # (at >> 63: below 0 or past 63 bits, which index() reads with care)
         kind = delta.get("type")
-        if kind == "text_delta":
-            piece = delta.get("text")
-            if type(piece) is not str or not piece:  # empty: decode() makes no event of it
-                return False
-            content.said_in_part(piece, at, at)
-        elif kind == "thinking_delta":
-            piece = delta.get("thinking")
-            if type(piece) is not str:
-                return False
-            content.reasoned(at, piece, at)
-        else:
+        key = _SAID_KEYS.get(kind) if type(kind) is str else None  # (a list is no key: unhashable)
+        if key is None:
             return False
+        piece = delta.get(key)
+        return type(piece) is str and self.said_at(key, at, piece, content)
+
+    def said_form_of(self, payload: dict[str, Any]) -> tuple[FormSpec, str] | None:
+        """Of an event commonest_said took: where its text sits, the place its form names (the
+        block's index, a hole of the form) and what it says (``text`` or ``thinking``); None for
+        an empty piece, whose hole no probe tells from its neighbours."""
+        key = _SAID_KEYS[payload["delta"]["type"]]
+        if not payload["delta"][key]:
+            return None
+        return FormSpec(("delta", key), payload["index"], place_at=("index",)), key
+
+    def said_at(self, key: str, at: int, piece: str, content: TurnSaid) -> bool:
+        """What commonest_said does with such a delta of block ``at`` (0 to 2**63) holding ``piece``
+        under ``key`` (``text`` or ``thinking``): False, changing nothing, when decode() would make
+        no event of it here (empty text) or read it otherwise (a tool block at ``at``)."""
+        if at in self._blocks or (key == "text" and not piece):  # (empty text: decode() makes no event)
+            return False
+        if key == "text":
+            content.said_in_part(piece, at, at)
+        else:
+            content.reasoned(at, piece, at)
         if at > self._top:  # _seen(at)
             self._top = at
         return True
@@ -346,6 +359,8 @@ def _said_at_start(at: int | None, block: Mapping[str, Any]) -> list[Event]:
     return []
 
 
+_SAID_KEYS = {"text_delta": "text", "thinking_delta": "thinking"}
+"""The deltas commonest_said takes, and the key of each one's piece."""
 _SAID_DELTAS = frozenset({"text_delta", "thinking_delta", "signature_delta", "citations_delta"})
 """The deltas of a block that is no tool block: its text, its thinking and signature, and the
 citations a text block gives (each whole in its delta)."""

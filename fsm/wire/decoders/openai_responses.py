@@ -79,11 +79,12 @@ from fsm.wire.decoders._responses_items import (
     unusable,
     whole_input,
 )
-from fsm.wire.decoders._wire import TurnSaid, responses_incomplete
+from fsm.wire.decoders._responses_talk import ResponsesTalk
+from fsm.wire.decoders._wire import responses_incomplete
 from fsm.wire.decoders.chunk_form import FormSpec
 
 
-class OpenAIResponsesDecoder:
+class OpenAIResponsesDecoder(ResponsesTalk):
     name = "openai-responses"
     final_arguments_win = True
     """``.done`` may differ from the deltas and then replaces them: streamed text is not final."""
@@ -174,31 +175,6 @@ class OpenAIResponsesDecoder:
         if type(piece) is not str or not piece or type(at) is not int:
             return None
         return self.fragment_at(at, piece)
-
-    def commonest_said(self, payload: dict[str, Any], content: TurnSaid) -> bool | None:
-        """Take the commonest event of a turn that talks, a piece (not empty) of a message's text or
-        of reasoning text at an integer ``output_index``, to ``content``, as decode() and
-        Reassembler._apply would take its one event, without building it (decode() reads nothing
-        else of it: ``item_id``, ``content_index``, ``logprobs``... beside change nothing); None for
-        a reasoning summary's delta, the commonest event of an o-series turn, of which decode()
-        makes no event at all (the summary comes whole with its item's end); False, changing
-        nothing, for any other event (a test replays every vector and fuzzed stream with and
-        without this shortcut, and events that nearly qualify)."""
-        kind = payload.get("type")
-        if type(kind) is not str:  # (written() spells any other: decode() reads it)
-            return False
-        if kind == "response.reasoning_summary_text.delta":  # whatever else it holds: decode() reads only its type
-            return None
-        piece, at = payload.get("delta"), payload.get("output_index")
-        if type(piece) is not str or not piece or type(at) is not int or at >> 63:
-            return False  # (empty: no event; at >> 63: below 0 or past 63 bits, which index() reads with care)
-        if kind == "response.output_text.delta":
-            content.said_in_part(piece, at, at)  # each message item a text part
-        elif kind == "response.reasoning_text.delta":
-            content.reasoned(at, piece, at)
-        else:
-            return False
-        return True
 
     def form_of(self, payload: dict[str, Any]) -> FormSpec:
         """Of an event commonest_fragment took: where its text sits, the place its form names (the
