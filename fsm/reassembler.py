@@ -538,7 +538,7 @@ class Reassembler:
             if fragment is not None:
                 self.registry.fragment(fragment[0], fragment[1])
                 return
-        if not wire and unfinished and self._said is not None and not self._invoked:
+        if not wire and unfinished and self._said is not None and chat is None and not self._invoked:
             took = self._said(item, content)
             if took is not False:
                 if took:  # its events were taken in: as _apply of each (None: decode() makes none of it)
@@ -714,6 +714,13 @@ class Reassembler:
         if isinstance(decoder, OpenAIChatDecoder):  # its shortcuts; no final arguments, no commonest fragment
             if self._picker is None:  # (they read choice 0 of a one-choice chunk: a named choice has none)
                 self._chat = decoder
+                # Its plainest text chunk, asked from the wire alone (a fed dict meets the shortcut),
+                # to learn that chunk's form.
+                self._said, self._said_form_of, self._said_at = (
+                    decoder.commonest_said,
+                    decoder.said_form_of,
+                    decoder.said_at,
+                )
             return decoder
         self.ledger.adopt(decoder)
         if self._picker is None:  # each payload of a named choice is cut down first (_decode)

@@ -231,15 +231,22 @@ def test_the_anthropic_reader_decides_as_the_decoder_from_the_wire_read_by_forms
     )
 
 
-def test_most_talking_events_from_the_wire_are_read_by_their_form() -> None:
-    events = _anthropic_talk(random.Random(5))
+def read_from_the_wire(shape: str, events: list[dict[str, Any]]) -> Reassembler:
+    """A reassembler closed after ``events`` came as SSE bytes, whose result was found to be the
+    one they give fed as dicts."""
     wire = _wire(SimpleNamespace(events=events, body=None))
     assert wire is not None
-    r = Reassembler("anthropic")
+    r = Reassembler(shape)
     r.feed_bytes(wire)
     from_wire = r.close()
-    fed = Reassembler("anthropic")
+    fed = Reassembler(shape)
     for event in events:
         fed.feed(event)
     assert from_wire == fed.close()
+    return r
+
+
+def test_most_talking_events_from_the_wire_are_read_by_their_form() -> None:
+    events = _anthropic_talk(random.Random(5))
+    r = read_from_the_wire("anthropic", events)
     assert r._said_form is not None and r._parsed < len(events) // 2, (r._parsed, len(events))

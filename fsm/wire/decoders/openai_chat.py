@@ -55,17 +55,22 @@ from fsm.wire.decoders.chat_chunks import (
     bare_fragment_in,
     finish_in,
     header_in,
+    plain_delta,
+    plain_said,
     said_beside,
     said_in,
     usage_in,
     whole_call_in,
 )
+from fsm.wire.decoders.chunk_form import FormSpec
 from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS, ServerCalls
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
 
 
+_SAID_IN_ORDER = ("content", "reasoning_content", "reasoning")
+"""The keys plain_said reads text and reasoning from."""
 _BARE_REF = BARE_REFS.ref
 """The shortcut's refs of bare fragments (made only when the general routing needs one): the bound
 method made once, not once a chunk."""
@@ -173,6 +178,38 @@ class OpenAIChatDecoder:
         for event in events:
             content.apply(event)
         return True
+
+    def commonest_said(self, payload: dict[str, Any], content: TurnSaid) -> bool | None:
+        """shortcut()'s plainest chunk of text or reasoning alone (plain_delta, plain_said), taken
+        to ``content`` as shortcut() takes it: None (taken; no event made, so nothing for the
+        reassembler to reset), or False, doing nothing, for any other chunk. Asked of a chunk
+        from the wire, so that its form is learnt (said_form_of) and the next such chunks are
+        read unparsed; a fed dict meets shortcut() first, which takes every chunk this takes."""
+        delta = plain_delta(payload)
+        said = plain_said(delta) if delta is not None else None
+        if said is None:
+            return False
+        content.said(said[0], said[1])
+        return None
+
+    def said_form_of(self, payload: dict[str, Any]) -> tuple[FormSpec, str] | None:
+        """Of a chunk commonest_said took: where its one piece of text sits and which key holds it
+        (``content``, ``reasoning_content`` or ``reasoning``); None when it says nothing or more
+        than one (a form has one text hole). The choice is 0, no hole: shortcut() reads no other."""
+        delta = payload["choices"][0]["delta"]
+        keys = [key for key in _SAID_IN_ORDER if delta.get(key)]
+        if len(keys) != 1:
+            return None
+        return FormSpec(("choices", 0, "delta", keys[0]), 0), keys[0]
+
+    def said_at(self, key: str, place: int, piece: str, content: TurnSaid) -> None:
+        """What commonest_said does with a chunk of said_form_of's form holding ``piece`` under
+        ``key``: the form's other strings are the learnt chunk's, empty or null, so plain_said
+        reads ``piece`` as the text or the reasoning. None: taken, as commonest_said answers."""
+        if key == "content":
+            content.said(piece, "")
+        else:
+            content.said("", piece)
 
     def entry(self, entry: dict[str, Any], function: dict[str, Any], registry: Registry) -> bool:
         """What shortcut() does with the one entry of a plain delta (see one_entry): False, having
