@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from fsm.wire.decoders.bedrock import BedrockDecoder
-from tests.test_said_shortcuts import check_said_reader
+from tests.test_said_shortcuts import check_said_reader, read_from_the_wire
 
 
 def _padding(rng: random.Random) -> str:
@@ -54,7 +54,7 @@ class _Body(dict):  # type: ignore[type-arg]
     pass
 
 
-def _near() -> list[list[Any]]:
+def _near(paid: bool = False) -> list[list[Any]]:
     """Streams where a text or reasoning delta nearly qualifies, each between ones that do."""
 
     def delta(at: Any, said: Any, **beside: Any) -> dict[str, Any]:
@@ -125,7 +125,9 @@ def _near() -> list[list[Any]]:
         {"contentBlockDelta": None},
         {"contentBlockDelta": "text"},
     ]
-    streams: list[list[Any]] = [[*start, good, thought, piece, good, thought] for piece in near]
+    # Or (``paid``) each after forms that read an event, and thrice: a form learnt from it would read the third.
+    around = [good, good, good, thought, thought, thought] if paid else [good, thought]
+    streams: list[list[Any]] = [[*start, *around, *[piece] * (3 if paid else 1), good, thought] for piece in near]
     # Citations of a block the reader read: on the text block's text; refused on a reasoning block.
     streams.append([*start, good, delta(1, {"citation": cited}), stop(1), thought, delta(0, {"citation": cited})])
     streams.append([*start, thought, good, delta(1, {"citation": cited}), delta(0, {"citation": cited}), stop(0)])
@@ -147,3 +149,15 @@ def test_the_bedrock_reader_decides_as_the_decoder_for_fed_dicts(monkeypatch: py
 
 def test_the_bedrock_reader_decides_as_the_decoder_from_the_wire(monkeypatch: pytest.MonkeyPatch) -> None:
     check_said_reader(monkeypatch, "bedrock", BedrockDecoder, _talk, _near(), wire=True)
+
+
+def test_the_bedrock_reader_decides_as_the_decoder_from_the_wire_read_by_forms(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Talking events read by the form learnt from one parsed (the text, the block's index and the
+    # padding its holes), as parsed ones are read.
+    check_said_reader(monkeypatch, "bedrock", BedrockDecoder, _talk, _near(paid=True), wire=True, forms=True)
+
+
+def test_most_talking_events_from_the_wire_are_read_by_their_form() -> None:
+    events = _talk(random.Random(4))
+    r = read_from_the_wire("bedrock", events)
+    assert r._said_form is not None and r._parsed < len(events) // 3, (r._parsed, len(events))

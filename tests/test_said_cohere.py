@@ -12,7 +12,7 @@ import pytest
 
 from fsm import Reassembler
 from fsm.wire.decoders.cohere import CohereDecoder
-from tests.test_said_shortcuts import check_said_reader
+from tests.test_said_shortcuts import check_said_reader, read_from_the_wire
 
 
 def _text(at: Any, piece: Any, **beside: Any) -> dict[str, Any]:
@@ -31,9 +31,9 @@ _START = {
 _USAGE = {"billed_units": {"input_tokens": 119, "output_tokens": 44}, "tokens": {"input_tokens": 1549}}
 
 
-def _cohere_talk(rng: random.Random) -> list[dict[str, Any]]:
+def _cohere_talk(rng: random.Random, logprobs: float = 0.3) -> list[dict[str, Any]]:
     """A turn that plans (no index, as Cohere sends it), calls a tool, then talks in many small
-    deltas, some with their logprobs beside, as a turn asked for them carries."""
+    deltas, some (``logprobs``, a share) with their logprobs beside, as a turn asked for them carries."""
     events: list[dict[str, Any]] = [_START]
     events += [_plan(rng.choice(["I", " will", " use", "", " the tool", "é🙂"])) for _ in range(20)]
     call = {"id": "weather_e8p4pn45zt0t", "type": "function", "function": {"name": "weather", "arguments": ""}}
@@ -46,7 +46,7 @@ def _cohere_talk(rng: random.Random) -> list[dict[str, Any]]:
     events.append({"type": "content-start", "index": 0, "delta": opened})
     for _ in range(40):
         piece = rng.choice(["Hello", " there", "\n", "🙂", " 東京", ""])
-        beside = {"logprobs": {"token_ids": [rng.randrange(9999)]}} if rng.random() < 0.3 else {}
+        beside = {"logprobs": {"token_ids": [rng.randrange(9999)]}} if rng.random() < logprobs else {}
         events.append(_text(0, piece, **beside))
     events.append({"type": "content-end", "index": 0})
     return [*events, {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL", "usage": _USAGE}}]
@@ -56,7 +56,7 @@ class _Sub(dict):  # type: ignore[type-arg]
     pass
 
 
-def _cohere_near() -> list[list[dict[str, Any]]]:
+def _cohere_near(paid: bool = False) -> list[list[dict[str, Any]]]:
     """Streams where a text or plan delta nearly qualifies, each between ones that do."""
     opened = {"message": {"content": {"type": "text", "text": ""}}}
     start = [_START, {"type": "content-start", "index": 0, "delta": opened}]
@@ -107,7 +107,9 @@ def _cohere_near() -> list[list[dict[str, Any]]]:
         _text(0, "x", extra="a key beside"),
         _text(0, "x", error="a key beside"),
     ]
-    streams = [[*start, good, plan, piece, good, plan] for piece in near]
+    # Or (``paid``) each after forms that read an event, and thrice: a form learnt from it would read the third.
+    around = [good, good, good, plan, plan, plan] if paid else [good, plan]
+    streams = [[*start, *around, *[piece] * (3 if paid else 1), good, plan] for piece in near]
     # Text at the index of a call still open, a plan between its deltas: neither is the call's.
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": ""}}
     piece = {"message": {"tool_calls": {"function": {"arguments": "{}"}}}}
@@ -140,3 +142,16 @@ def test_a_plan_and_text_read_by_the_reader_are_the_turns() -> None:
     result = r.close()
     assert result.text == "Hi there"
     assert [block.text for block in result.reasoning] == ["I will call"]
+
+
+def test_the_cohere_reader_decides_as_the_decoder_from_the_wire_read_by_forms(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Talking events read by the form learnt from one parsed (the text its one hole), as parsed ones are read.
+    check_said_reader(
+        monkeypatch, "cohere", CohereDecoder, _cohere_talk, _cohere_near(paid=True), wire=True, forms=True
+    )
+
+
+def test_most_talking_events_from_the_wire_are_read_by_their_form() -> None:
+    events = _cohere_talk(random.Random(4), logprobs=0)
+    r = read_from_the_wire("cohere", events)
+    assert r._said_form is not None and r._parsed < len(events) // 2, (r._parsed, len(events))

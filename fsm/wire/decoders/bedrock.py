@@ -265,16 +265,33 @@ class BedrockDecoder:
         if type(at) is not int or at >> 63 or type(delta) is not dict or len(delta) != 1:
             return False  # (at >> 63: below 0 or past 63 bits, which index() reads with care)
         piece = delta.get("text")
-        if type(piece) is str and piece:  # a text part keyed by its block, with no output_index
-            content.said_in_part(piece, at, None)
-            self._cited[at] = True
-            return True
+        if type(piece) is str and piece:
+            return self.said_at("text", at, piece, content)
         thought = delta.get("reasoningContent")
         piece = thought.get("text") if type(thought) is dict and len(thought) == 1 else None
-        if type(piece) is not str:
-            return False
-        content.reasoned(at, piece, None)
-        self._thought.add(at)
+        return type(piece) is str and self.said_at("reasoning", at, piece, content)
+
+    def said_form_of(self, payload: dict[str, Any]) -> tuple[FormSpec, str] | None:
+        """Of an event commonest_said took: its form's holes (the text, the block's index and the
+        padding, as for tool input) and what it says (``text`` or ``reasoning``); None for an
+        empty piece, whose hole no probe tells from its neighbours."""
+        body = payload["contentBlockDelta"]
+        delta = body["delta"]
+        kind, piece = ("text", delta["text"]) if "text" in delta else ("reasoning", delta["reasoningContent"]["text"])
+        if not piece:
+            return None
+        path = _SAID_TEXT if kind == "text" else _SAID_REASONING
+        return FormSpec(path, body["contentBlockIndex"], _FORM_PADDING, None, _FORM_PLACE), kind
+
+    def said_at(self, kind: str, at: int, piece: str, content: TurnSaid) -> bool:
+        """What commonest_said does with a delta of block ``at`` (0 to 2**63) holding ``piece``
+        (text, never empty, or reasoning), marking its block as decode() does."""
+        if kind == "text":  # a text part keyed by its block, with no output_index
+            content.said_in_part(piece, at, None)
+            self._cited[at] = True
+        else:
+            content.reasoned(at, piece, None)
+            self._thought.add(at)
         return True
 
     def form_of(self, payload: dict[str, Any]) -> FormSpec:
@@ -324,6 +341,8 @@ class BedrockDecoder:
 
 _FORM_TEXT = ("contentBlockDelta", "delta", "toolUse", "input")
 """Where a tool input ``contentBlockDelta`` event holds its text."""
+_SAID_TEXT = ("contentBlockDelta", "delta", "text")
+_SAID_REASONING = ("contentBlockDelta", "delta", "reasoningContent", "text")
 _FORM_PADDING = ("contentBlockDelta", "p")
 """Where Bedrock puts the random padding of an event (never read)."""
 _FORM_PLACE = ("contentBlockDelta", "contentBlockIndex")

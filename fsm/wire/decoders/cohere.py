@@ -42,6 +42,9 @@ _QUIET = ("message-start", "content-", "citation-", "debug")
 
 _FORM_TEXT = ("delta", "message", "tool_calls", "function", "arguments")
 """Where a ``tool-call-delta`` event holds its text."""
+_SAID_TEXT = ("delta", "message", "content", "text")
+_SAID_PLAN = ("delta", "message", "tool_plan")
+"""Where a ``content-delta`` event holds its text, and a ``tool-plan-delta`` its plan."""
 
 
 class CohereDecoder:
@@ -129,16 +132,27 @@ class CohereDecoder:
         if kind == "content-delta":
             said = message.get("content")
             piece = said.get("text") if type(said) is dict else None
-            if type(piece) is not str or not piece:  # empty: decode() makes no event of it
-                return False
-            content.said(piece, "")  # apply(TextDelta(piece)): no part, no signature
         elif kind == "tool-plan-delta":
-            plan = message.get("tool_plan")
-            if type(plan) is not str or not plan:  # empty: no event, so no block made for it
-                return False
-            content.reasoned(0, plan, None)  # apply(ReasoningDelta(0, plan))
+            piece = message.get("tool_plan")
         else:
             return False
+        return type(piece) is str and self.said_at(kind, at, piece, content)
+
+    def said_form_of(self, payload: dict[str, Any]) -> tuple[FormSpec, str] | None:
+        """Of an event commonest_said took: where its text sits (its one hole: the index, which
+        no reader uses, stays as it came) and its kind."""
+        kind = payload["type"]
+        return FormSpec(_SAID_TEXT if kind == "content-delta" else _SAID_PLAN, None), kind
+
+    def said_at(self, kind: str, at: Any, piece: str, content: TurnSaid) -> bool:
+        """What commonest_said does with a ``kind`` event holding ``piece``: False, changing
+        nothing, for an empty one (decode() makes no event of it, nor a block for a plan)."""
+        if not piece:
+            return False
+        if kind == "content-delta":
+            content.said(piece, "")  # apply(TextDelta(piece)): no part, no signature
+        else:
+            content.reasoned(0, piece, None)  # apply(ReasoningDelta(0, plan))
         return True
 
     def form_of(self, payload: dict[str, Any]) -> FormSpec:
