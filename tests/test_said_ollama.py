@@ -16,7 +16,7 @@ import pytest
 
 from fsm import Reassembler
 from fsm.wire.decoders.ollama import OllamaDecoder
-from tests.test_said_shortcuts import check_said_reader
+from tests.test_said_shortcuts import check_said_reader, read_from_the_wire
 from tests.test_wire_fast_paths import replay_wire
 
 
@@ -45,13 +45,15 @@ _END = {
 
 def _ollama_talk(rng: random.Random) -> list[dict[str, Any]]:
     """A turn that thinks (text empty beside each piece, as Ollama sends it), calls a tool in a line
-    of its own, and talks, in many small lines; now and then one line holds both."""
+    of its own, and talks, in many small lines, each stamped; now and then one line holds both."""
     words = ["so ", "then ", "é🙂 ", " 東京", "\n", ""]
     lines = [_said("", rng.choice(words)) for _ in range(20)]
     lines.append(_said(rng.choice(words), rng.choice(words)))
     call = {"id": "call_dwjfhc0f", "function": {"index": 0, "name": "get_weather", "arguments": {"city": "北京"}}}
     lines.append(_line({"role": "assistant", "content": "", "tool_calls": [call]}))
     lines += [_said(rng.choice(["Hello", " there", "\n", "🙂", ""])) for _ in range(30)]
+    for n, line in enumerate(lines):  # Ollama stamps each line (its form's other hole)
+        line["created_at"] = f"2026-12-04T08:00:{n:02d}.{rng.randrange(10**7):07d}Z"
     return [*lines, _END]
 
 
@@ -59,7 +61,7 @@ class _Sub(dict):  # type: ignore[type-arg]
     pass
 
 
-def _ollama_near() -> list[list[dict[str, Any]]]:
+def _ollama_near(paid: bool = False) -> list[list[dict[str, Any]]]:
     """Streams where a line nearly qualifies, each between ones that do."""
     good, thought = _said("ok"), _said("", "hm")
     call = {"function": {"index": 0, "name": "f", "arguments": {}}}
@@ -107,8 +109,14 @@ def _ollama_near() -> list[list[dict[str, Any]]]:
         _said("", "\udc00"),
         _said("x", extra="a key beside"),
         _line({"role": "assistant", "content": "x"}, extra="a key beside"),
+        {**_said("a number for a stamp"), "created_at": 1764835200},
+        {**_said("a null stamp"), "created_at": None},
+        {key: value for key, value in _said("no stamp").items() if key != "created_at"},
+        _said("both", "said"),
     ]
-    streams = [[good, thought, piece, good, thought] for piece in near]
+    # Or (``paid``) each after forms that read an event, and thrice: a form learnt from it would read the third.
+    around = [good, good, good, thought, thought, thought] if paid else [good, thought]
+    streams = [[*around, *[piece] * (3 if paid else 1), good, thought] for piece in near]
     streams.append([good, _line({"role": "assistant", "content": "", "tool_calls": [call]}), thought, _said(""), good])
     # After the finish: a line is late, and said so (the readers take none then).
     streams.append([thought, good, _END, good, thought])
@@ -126,8 +134,9 @@ def test_the_ollama_reader_decides_as_the_decoder_from_sse(monkeypatch: pytest.M
 
 
 def test_the_ollama_reader_decides_as_the_decoder_from_ndjson(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ollama's own framing: each stream as NDJSON lines in random pieces, with and without the reader."""
-    made = [_ollama_talk(random.Random(seed)) for seed in range(8)] + _ollama_near()
+    """Ollama's own framing: each stream as NDJSON lines in random pieces, with and without the
+    reader (and the forms it lets the reassembler learn: the text and the stamp their holes)."""
+    made = [_ollama_talk(random.Random(seed)) for seed in range(8)] + _ollama_near() + _ollama_near(paid=True)
     vectors = [
         SimpleNamespace(name=f"ollama-ndjson-{n}", shape="ollama", events=events, body=None, policies={})
         for n, events in enumerate(made)
@@ -158,3 +167,15 @@ def test_thinking_and_text_read_by_the_reader_are_the_turns() -> None:
     assert result.text == "Hi there"
     assert [block.text for block in result.reasoning] == ["I will answer"]
     assert result.finish_reason == "stop"
+
+
+def test_the_ollama_reader_decides_as_the_decoder_from_the_wire_read_by_forms(monkeypatch: pytest.MonkeyPatch) -> None:
+    check_said_reader(
+        monkeypatch, "ollama", OllamaDecoder, _ollama_talk, _ollama_near(paid=True), wire=True, forms=True
+    )
+
+
+def test_most_lines_from_the_wire_are_read_by_their_form_whatever_their_stamp() -> None:
+    events = _ollama_talk(random.Random(4))
+    r = read_from_the_wire("ollama", events)
+    assert r._said_form is not None and r._parsed < len(events) // 2, (r._parsed, len(events))

@@ -24,6 +24,7 @@ from fsm.events import (
 )
 from fsm.wire.decoders._fields import index, items, mapping, text, written
 from fsm.wire.decoders._wire import TurnSaid, dumps
+from fsm.wire.decoders.chunk_form import FormSpec
 
 _USAGE = ("prompt_eval_count", "prompt_eval_duration", "eval_count", "eval_duration", "load_duration", "total_duration")
 """The counts and timings the final line carries at its top level: Ollama's usage."""
@@ -80,6 +81,25 @@ class OllamaDecoder:
         if not said and not thinking:
             return False  # no event: _apply is never reached, so nothing it resets may be
         content.said(said or "", thinking or "")
+        return True
+
+    def said_form_of(self, payload: dict[str, Any]) -> tuple[FormSpec, str] | None:
+        """Of a line commonest_said took: where its one piece sits (``content`` or ``thinking``,
+        its kind) beside its timestamp, which differs on every line and is never read (a hole, as
+        padding is); None for a line that says both (a form has one text hole)."""
+        message = payload["message"]
+        if message.get("content") and message.get("thinking"):
+            return None
+        kind = "content" if message.get("content") else "thinking"
+        return FormSpec(("message", kind), None, padding_at=("created_at",)), kind
+
+    def said_at(self, kind: str, place: Any, piece: str, content: TurnSaid) -> bool:
+        """What commonest_said does with a line of said_form_of's form holding ``piece`` (never
+        empty) as its ``kind``: the other piece is the learnt line's, empty or null."""
+        if kind == "content":
+            content.said(piece, "")
+        else:
+            content.said("", piece)
         return True
 
 
