@@ -118,12 +118,14 @@ def _cohere(text: list[str], thought: list[str]) -> list[dict[str, Any]]:
 
 
 def _ollama(text: list[str], thought: list[str]) -> list[dict[str, Any]]:
-    def line(key: str, piece: str) -> dict[str, Any]:
+    def line(n: int, key: str, piece: str) -> dict[str, Any]:
         message = {"role": "assistant", "content": "", key: piece}
-        return {"model": "qwen3", "created_at": "2026-12-04T08:00:00Z", "message": message, "done": False}
+        at = f"2026-12-04T08:{n // 60000:02d}:{n // 1000 % 60:02d}.{n % 1000:03d}4437Z"  # each line stamped anew
+        return {"model": "qwen3", "created_at": at, "message": message, "done": False}
 
     end = {"model": "qwen3", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"}
-    return [line("thinking", t) for t in thought] + [line("content", t) for t in text] + [end]
+    said = [("thinking", t) for t in thought] + [("content", t) for t in text]
+    return [line(n, key, piece) for n, (key, piece) in enumerate(said)] + [end]
 
 
 WIRES: dict[str, tuple[str, Callable[[list[str], list[str]], list[dict[str, Any]]], bool]] = {
