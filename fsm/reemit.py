@@ -92,6 +92,12 @@ class DeltaEmitter:
         if not isinstance(outputs, list | tuple):
             raise InvalidInput(f"chunks takes the list feed() returned, not {type(outputs).__name__}")
         try:  # (not answers_callers: its wrapper would cost every event's call)
+            for at, item in enumerate(outputs):  # refused before any output changes what was sent
+                if not issubclass(type(item), Output):  # (isinstance would ask a caller's object its __class__)
+                    raise InvalidInput(
+                        f"chunks takes outputs (CallOpened, ArgumentsDelta, ...), not {type(item).__name__}"
+                        f" (outputs[{at}]); nothing was sent"
+                    )
             return [self._chunk([entry], None) for item in outputs if (entry := self._entry(item)) is not None]
         except Exception as exc:  # policy caller-object-raises
             fault = caller_fault({"outputs": outputs}, exc, "DeltaEmitter.chunks()", self)
@@ -159,9 +165,7 @@ class DeltaEmitter:
             elif held:
                 body[self._text_key(call.index)] = "".join(held)
             return {"index": call.index, self._body_key(call.index): body} if body else None
-        if not isinstance(item, Output):  # every output type is handled above: this is not one
-            raise InvalidInput(f"chunks takes outputs (CallOpened, ArgumentsDelta, ...), not {type(item).__name__}")
-        return None
+        return None  # an output with nothing to send (chunks() refused any other item)
 
     def _body_key(self, index: int) -> str:
         return "custom" if index in self._freeform else "function"

@@ -34,8 +34,9 @@ Found and fixed (policy caller-object-raises, fsm/foreign.py; README "Guarantees
 
 Left: an error raised on plain data (no object of the caller's) is the engine's own bug and goes up
 as it is; a RecursionError a caller's method raises reads as the depth limit (LimitExceeded), as a
-deep event does; ``DeltaEmitter.chunks`` refused for its n-th output keeps what the outputs before it
-did to its state, though their chunks are not returned.
+deep event does; ``DeltaEmitter.chunks`` refused for a caller's object inside its n-th output keeps
+what the outputs before it did to its state, though their chunks are not returned (an item that is
+no output at all is refused before any is taken in: test_reemit.py).
 """
 
 from __future__ import annotations

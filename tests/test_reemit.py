@@ -290,6 +290,22 @@ def test_wrong_arguments_are_refused_and_a_flush_choice_by_name_is_taken() -> No
         emitter.finish(None)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("flush", ["incremental", "on-finish"])
+def test_outputs_refused_for_one_item_change_nothing_that_was_sent(flush: str) -> None:
+    """A list with an item that is no output is refused whole, wherever the item is: the outputs
+    before it were taken in before (their names and held text counted as sent, their chunks lost)."""
+    r = Reassembler("openai-chat")
+    first = r.feed(chunk(tc(index=0, id="a", args='{"x": ')))  # no name yet: its text is held
+    outputs = [*first, *r.feed(chunk(tc(index=0, name="f", args="1}"), tc(index=1, id="b", name="g", args="{}")))]
+    outputs += r.feed(chunk(finish="tool_calls"))
+    want = DeltaEmitter(flush).chunks(outputs)
+    for at in range(len(outputs) + 1):
+        emitter = DeltaEmitter(flush)
+        with pytest.raises(InvalidInput, match=rf"not dict \(outputs\[{at}\]\); nothing was sent"):
+            emitter.chunks([*outputs[:at], {"index": 0}, *outputs[at:]])  # type: ignore[list-item]
+        assert emitter.chunks(outputs) == want
+
+
 @pytest.mark.parametrize("late", [False, True], ids=["error-finish", "error-after-finish"])
 def test_a_provider_error_goes_out_on_the_last_chunk_and_the_openai_client_raises_it(late: bool) -> None:
     """The provider's error, whether it ended the turn or came after its finish, reaches a consumer of
