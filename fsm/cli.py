@@ -349,7 +349,7 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     except InvalidOption as exc:  # --choice without a --provider whose streams have several: bad usage
         stderr.write(f"toolcall-fsm replay: --choice: {exc}\n")
         return 2
-    emitter = DeltaEmitter(FlushPolicy(args.flush))
+    emitter = DeltaEmitter(FlushPolicy(args.flush), choice=args.choice or 0)  # its chunks under the choice read
     deltas = args.output == "deltas"
 
     def show(chunks: list[dict[str, Any]]) -> None:

@@ -217,6 +217,13 @@ def test_replay_reads_the_choice_given(tmp_path: Path, capsys: pytest.CaptureFix
         assert main(["replay", "--provider", "openai-chat", "--choice", str(choice), str(stream)]) == 0
         printed = json.loads(capsys.readouterr().out)
         assert [c["id"] for c in printed["calls"]] == [c.id for c in _alone(vector).calls]
+        # Re-emitted, its chunks carry the choice read (as a gateway's emitter per choice does).
+        assert (
+            main(["replay", "--provider", "openai-chat", "--choice", str(choice), "--output", "deltas", str(stream)])
+            == 0
+        )
+        chunks = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert chunks and {c["choices"][0]["index"] for c in chunks} == {choice}
     assert main(["replay", "--choice", "1", str(stream)]) == 2
     said = "toolcall-fsm replay: --choice: choice is for a provider that streams several choices, named: openai-chat or"
     assert said in capsys.readouterr().err
