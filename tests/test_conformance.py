@@ -199,7 +199,8 @@ def _replay_with_trace(vector: conformance.Vector) -> object:
         for event in vector.events:
             yield r.feed(event)
 
-    return replay_traced(Reassembler(vector.shape, policies=Policies(**vector.policies)), feed)
+    reassembler = Reassembler(vector.shape, policies=Policies(**vector.policies), choice=vector.choice)
+    return replay_traced(reassembler, feed)
 
 
 def test_the_compiled_table_and_the_transitions_machine_execute_alike(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -138,7 +138,8 @@ def _replay(vector: Any, strict: bool) -> object:
         for event in vector.events:
             yield r.feed(event)
 
-    return replay_traced(Reassembler(vector.shape, policies=Policies(**vector.policies), strict=strict), feed)
+    policies, choice = Policies(**vector.policies), getattr(vector, "choice", None)  # (a made stream has none)
+    return replay_traced(Reassembler(vector.shape, policies=policies, strict=strict, choice=choice), feed)
 
 
 def _wire(vector: Any) -> bytes | None:

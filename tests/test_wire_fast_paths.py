@@ -282,7 +282,8 @@ def replay_wire(vector: conformance.Vector, wire: bytes) -> object:
             yield r.feed_bytes(wire[pos : pos + size])
             pos += size
 
-    return replay_traced(Reassembler(vector.shape, policies=Policies(**vector.policies)), feed)
+    choice = getattr(vector, "choice", None)  # (a made stream has none)
+    return replay_traced(Reassembler(vector.shape, policies=Policies(**vector.policies), choice=choice), feed)
 
 
 def _counting_shortcuts(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
