@@ -199,7 +199,8 @@ def _replay_with_trace(vector: conformance.Vector) -> object:
         for event in vector.events:
             yield r.feed(event)
 
-    reassembler = Reassembler(vector.shape, policies=Policies(**vector.policies), choice=vector.choice)
+    choice = getattr(vector, "choice", None)  # (a made stream has none)
+    reassembler = Reassembler(vector.shape, policies=Policies(**vector.policies), choice=choice)
     return replay_traced(reassembler, feed)
 
 
