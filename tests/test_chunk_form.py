@@ -428,3 +428,65 @@ def test_a_key_given_twice_whose_string_is_not_read_is_no_hole() -> None:
     decoy = text[:-1] + ', "x": {"arguments": "T", "arguments": 5}}'
     assert json.loads(decoy)["x"] == {"arguments": 5}
     assert _learnt(decoy) is None
+
+
+def _gemini_chunk(text: str, counts: tuple[Any, ...], **usage: Any) -> dict[str, Any]:
+    names = ("promptTokenCount", "candidatesTokenCount", "totalTokenCount")
+    candidate = {"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}
+    return {"candidates": [candidate], "usageMetadata": {**dict(zip(names, counts, strict=True)), **usage}}
+
+
+def _counted(event: dict[str, Any]) -> FragmentForm | None:
+    from fsm.wire.decoders.gemini import GeminiDecoder
+
+    found = GeminiDecoder().said_form_of(event)
+    assert found is not None
+    text = json.dumps(event)
+    return FragmentForm.learn(text, json.loads(text), *found[0])
+
+
+def test_a_form_of_counts_reads_each_count_and_the_text() -> None:
+    form = _counted(_gemini_chunk("Hello", (9, 1, 10)))
+    assert form is not None and form.read == form._read_counted and form.place == (9, 1, 10)
+    for text, counts in (("a", (9, 2, 11)), ('"q"\\ é🙂\n\t\u2028', (0, 123, 10**18)), ("\ud83d", (-1, 7, 0))):
+        assert form.read(json.dumps(_gemini_chunk(text, counts))) == text
+        assert form.place == counts
+    plain = json.dumps(_gemini_chunk("x", (9, 5, 14)))
+    # Not JSON's integer there (or one of 20 digits), not JSON's string, no text: no match, and the
+    # counts stay as last read.
+    assert form.read(plain.replace('"candidatesTokenCount": 5', '"candidatesTokenCount": -0')) == "x"
+    assert form.place == (9, 0, 14)  # (json reads -0 as the integer 0)
+    for other in ("01", "2.5", "1e0", "true", '"5"', "1" * 20, "5 "):
+        assert form.read(plain.replace('"candidatesTokenCount": 5', f'"candidatesTokenCount": {other}')) is None, other
+    for spoilt in ('"a\x01b"', '"a\\qb"', '"a\\u12"', '"a', '""'):
+        assert form.read(plain.replace('"x"', spoilt)) is None, spoilt
+    assert form.place == (9, 0, 14)  # as last read
+    # A count the learnt event did not have is no part of its form; nor is a count's key renamed.
+    assert form.read(json.dumps(_gemini_chunk("x", (9, 5, 14), thoughtsTokenCount=3))) is None
+    assert form.read(plain.replace("totalTokenCount", "totalTokens")) is None
+    one = _counted({**_gemini_chunk("Hi", (9, 1, 10)), "usageMetadata": {"totalTokenCount": 4, "note": "x"}})
+    assert one is not None and one.place == (4,)
+    moved = {**_gemini_chunk("Hi", (9, 1, 10)), "usageMetadata": {"totalTokenCount": 8, "note": "x"}}
+    assert one.read(json.dumps(moved)) == "Hi" and one.place == (8,)
+
+
+def test_a_form_of_counts_is_kept_only_when_its_probe_proves_each() -> None:
+    same = _gemini_chunk("Hello", (5, 5, 10))  # two counts of one value, under their own keys
+    form = _counted(same)
+    assert form is not None
+    assert form.read(json.dumps(_gemini_chunk("x", (6, 7, 13)))) == "x" and form.place == (6, 7, 13)
+    text = json.dumps(same)
+    # A count's key given twice: the one read is the last, the other is a fixed piece.
+    twice = text.replace('"totalTokenCount": 10', '"totalTokenCount": 1, "totalTokenCount": 10')
+    from fsm.wire.decoders.gemini import GeminiDecoder
+
+    spec = GeminiDecoder().said_form_of(json.loads(twice))
+    assert spec is not None
+    learnt = FragmentForm.learn(twice, json.loads(twice), *spec[0])
+    assert learnt is not None
+    assert learnt.read(twice.replace(": 10}", ": 12}")) == "Hello" and learnt.place == (5, 5, 12)
+    assert learnt.read(twice.replace(": 1,", ": 2,")) is None
+    # A decoy: the last key of a count's name with its value is not the count's own.
+    decoyed = {**same, "modelVersion": {"totalTokenCount": 10}}
+    found = GeminiDecoder().said_form_of(decoyed)
+    assert found is not None and FragmentForm.learn(json.dumps(decoyed), decoyed, *found[0]) is None

@@ -7,6 +7,7 @@ talk-heavy streams and events that nearly qualify, from dicts (lax and strict) a
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 from typing import Any
 
@@ -16,7 +17,7 @@ import tests.test_said_shortcuts as said_shortcuts
 from fsm import Reassembler
 from fsm.harness.fuzz.run import sample_vectors
 from fsm.wire.decoders.gemini import GeminiDecoder
-from tests.test_said_shortcuts import check_said_reader
+from tests.test_said_shortcuts import check_said_reader, read_from_the_wire
 
 _SIGNATURE = "c2lnbmF0dXJl"
 
@@ -63,8 +64,9 @@ class _Sub(dict):  # type: ignore[type-arg]
     pass
 
 
-def _near() -> list[list[dict[str, Any]]]:
-    """Streams where an event nearly qualifies, each between two that do."""
+def _near(paid: bool = False) -> list[list[dict[str, Any]]]:
+    """Streams where an event nearly qualifies, each between two that do; or (``paid``) each after
+    forms that read an event, and thrice, so that a form learnt from it would read the third."""
     good = _chunk([{"text": "ok"}], 1)
     thought = _chunk([{"text": "hm", "thought": True}], 2)
 
@@ -144,7 +146,7 @@ def _near() -> list[list[dict[str, Any]]]:
         events.append(with_candidate(finishReason=finish))
         events.append(with_candidate(finish_reason=finish))
     events += [with_candidate(finishMessage="a note, no finish"), with_candidate(safetyRatings=[])]
-    streams = [[good, thought, event, good, thought] for event in events]
+    streams = [[good, thought, *[event] * (3 if paid else 1), good, thought] for event in events]
     # Last, so no later event's usage replaces what it reports (an SDK's dump names it in snake case).
     streams.append([good, {"candidates": [candidate()], "usage_metadata": {"total_token_count": 4}}])
     # A streamed Vertex call open: text between its pieces leaves it open (decode() keeps it).
@@ -168,6 +170,8 @@ def _near() -> list[list[dict[str, Any]]]:
     # After the finish: an event is late, and said so (the reader takes none then).
     stop = _chunk([{"text": ""}], 9, finishReason="STOP")
     streams.append([good, thought, stop, good, thought, _chunk([{"text": ""}], 10)])
+    if paid:  # (the text's form last: the streams after it begin with text, read by it)
+        return [[thought, thought, thought, good, good, good, *stream] for stream in streams]
     return streams
 
 
@@ -242,3 +246,47 @@ def test_the_reader_leaves_the_decoder_as_decode_leaves_it(monkeypatch: pytest.M
     quiet = GeminiDecoder()
     quiet.shortcuts = False
     assert not quiet.commonest_said(_chunk([{"text": "ok"}], 1), Reassembler("gemini")._content)
+
+
+@pytest.mark.usefixtures("vertex_too")
+def test_the_gemini_reader_decides_as_the_decoder_from_the_wire_read_by_forms(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Events of one text or thought part read by the form learnt from one parsed (the text and each
+    # count of the usage beside it its holes), as parsed ones are read.
+    check_said_reader(monkeypatch, "gemini", GeminiDecoder, _talk, _near(paid=True), wire=True, forms=True)
+
+
+def test_most_talking_events_from_the_wire_are_read_by_their_form_with_their_usage() -> None:
+    events = [_chunk([{"text": piece, "thought": n < 40}], n) for n, piece in enumerate(["So", " then", "é🙂"] * 30)]
+    for event in events:  # the same usage keys in each, as a stream has them once its thinking began
+        event["usageMetadata"]["thoughtsTokenCount"] = 45
+    r = read_from_the_wire("gemini", events)
+    assert r._said_form is not None and r._parsed < 10, r._parsed
+    assert r.close().usage == events[-1]["usageMetadata"]
+
+
+def test_the_reader_by_forms_leaves_the_decoder_as_decode_leaves_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_the_reader_leaves_the_decoder_as_decode_leaves_it from the wire: each event as SSE
+    bytes of its own, read by its form where one was learnt (said_at), else parsed."""
+    streams = [_talk(random.Random(seed)) for seed in range(4)] + _near(paid=True)
+    real = GeminiDecoder.said_at
+    read = [0]
+
+    def counted(self: GeminiDecoder, kind: Any, counts: Any, piece: str, content: Any) -> bool:
+        took: bool = real(self, kind, counts, piece, content)
+        read[0] += took
+        return took
+
+    monkeypatch.setattr(GeminiDecoder, "said_at", counted)
+    for events in streams:
+        try:
+            wire = [b"data: " + json.dumps(event).encode() + b"\n\n" for event in events]
+        except ValueError:  # an index past the int-string limit: no JSON text writes it
+            continue
+        fast, general = Reassembler("gemini"), Reassembler("gemini")
+        general._said = None  # (nor are forms learnt then)
+        for event, data in zip(events, wire, strict=True):
+            for r in (fast, general):
+                with contextlib.suppress(Exception):  # the same error either way (the tests above)
+                    r.feed_bytes(data)
+            assert _state(fast) == _state(general), event
+    assert read[0] > 100, read

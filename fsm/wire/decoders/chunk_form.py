@@ -42,13 +42,30 @@ _CANDIDATES: Final = 8
 class FragmentForm:
     """A commonest event with its text string (and padding, counter and place) cut out, made of the
     fixed ``pieces`` around the holes (each piece before a string's hole ends with its opening quote)
-    and what each hole holds (``holes``: TEXT, PADDING, COUNTER or PLACE). ``read(payload)``: the
-    text of an event of this form, else None. ``place``: what names the call of the event last read
-    (an OpenAI chat index, an Anthropic block's index, ...), for its decoder: the integer in the
-    PLACE hole, where the form has one, so one form serves every call of a stream; else the
-    learnt event's."""
+    and what each hole holds (``holes``: TEXT, PADDING, COUNTER, PLACE, or COUNT and up for the
+    counts a reader reads). ``read(payload)``: the text of an event of this form, else None.
+    ``place``: what names the call of the event last read (an OpenAI chat index, an Anthropic
+    block's index, ...), for its decoder: the integer in the PLACE hole, where the form has one, so
+    one form serves every call of a stream; for a form of counts (Gemini's usage beside each
+    chunk), the tuple of the counts the event last read holds, in the order of ``counts_at``; else
+    the learnt event's."""
 
-    __slots__ = ("fixed", "head", "holes", "lead", "middle", "place", "read", "tail", "tail_at", "text_first")
+    __slots__ = (
+        "counted",
+        "counts_in",
+        "fixed",
+        "head",
+        "holes",
+        "lead",
+        "middle",
+        "pattern",
+        "place",
+        "read",
+        "tail",
+        "tail_at",
+        "text_first",
+        "text_in",
+    )
 
     def __init__(self, place: Any, pieces: list[str], holes: list[int]) -> None:
         self.place = place
@@ -58,6 +75,7 @@ class FragmentForm:
         self.holes = tuple(zip(holes, pieces[1:], strict=True))
         # The commonest forms, the text alone or beside the padding, read by shorter ways.
         self.middle, self.text_first = pieces[1], holes[0] == TEXT
+        self.counted = sum(1 for hole in holes if hole >= COUNT)
         if holes == [TEXT]:
             self.read = self._read_one
         elif holes == [PLACE, TEXT]:
@@ -66,10 +84,24 @@ class FragmentForm:
         elif PLACE in holes:
             self.read = self._read_placed
             self.fixed = self._at_place(place)
-        elif len(holes) == 2 and COUNTER not in holes:
+        elif len(holes) == 2 and max(holes) == PADDING:  # the text and the padding
             self.read = self._read_two
+        elif self.counted:
+            self.read = self._read_counted
+            self._compile(holes)
         else:
             self.read = self._read_holes
+
+    def _compile(self, holes: list[int]) -> None:
+        """The pattern of the whole event, one group a hole, for _read_counted: a string hole
+        takes exactly what JSON's grammar takes there (so the event parses), an integer hole a
+        JSON integer of at most 19 digits; where each count and the text are found."""
+        pattern = [re.escape(self.head)]
+        for hole, piece in self.holes:
+            pattern += [_STRING_HOLE if hole in (TEXT, PADDING) else _INTEGER_HOLE, re.escape(piece)]
+        self.pattern = re.compile("".join(pattern), re.DOTALL).fullmatch
+        self.text_in = holes.index(TEXT) + 1
+        self.counts_in = [k + 1 for k in sorted(range(len(holes)), key=lambda k: holes[k]) if holes[k] >= COUNT]
 
     def _at_place(self, place: int) -> FragmentForm:
         """This form with its place hole filled in as ``place``: a form of fewer holes, read the
@@ -149,6 +181,24 @@ class FragmentForm:
                 return text
         return None
 
+    def _read_counted(self, payload: str) -> str | None:
+        """read() of a form of counts (Gemini's usage beside each chunk): the event matched whole
+        by one pattern (_compile), the text decoded by json's reader only where it holds an escape,
+        the counts read into ``place``."""
+        found = self.pattern(payload)
+        if found is None:
+            return None
+        text = found[self.text_in]
+        if "\\" in text:
+            text = scanstring(payload, found.start(self.text_in))[0]
+        if not text:
+            return None
+        if self.counted > 1:  # (group() of two or more gives a tuple, of one the group itself)
+            self.place = tuple(map(int, found.group(*self.counts_in)))
+        else:
+            self.place = (int(found[self.counts_in[0]]),)
+        return text
+
     def _read_holes(self, payload: str) -> str | None:
         """read() of any form: each hole read in turn, a string by json's reader, a counter or a
         place as a JSON integer (what follows it must be the next piece, so a fraction or exponent
@@ -156,9 +206,17 @@ class FragmentForm:
         if not payload.startswith(self.head):
             return None
         pos, text, place = len(self.head), "", None
+        counts: list[int] | None = None
         try:
             for hole, piece in self.holes:
-                if hole == COUNTER:
+                if hole >= COUNT:  # a count the reader reads: kept, in counts_at's order
+                    number = _INTEGER.match(payload, pos)
+                    if number is None:
+                        return None
+                    pos = number.end()
+                    counts = counts or [0] * self.counted
+                    counts[hole - COUNT] = int(number[0])  # (ValueError past the int-string limit)
+                elif hole == COUNTER:
                     number = _INTEGER.match(payload, pos)
                     if number is None:
                         return None
@@ -181,6 +239,8 @@ class FragmentForm:
             return None
         if place is not None:
             self.place = int(place)
+        elif counts is not None:
+            self.place = tuple(counts)
         return text
 
     @classmethod
@@ -193,13 +253,16 @@ class FragmentForm:
         padding_at: Path = (PADDING_KEY,),
         counter_at: Path | None = None,
         place_at: Path | None = None,
+        counts_at: tuple[Path, ...] = (),
     ) -> FragmentForm | None:
         """The form of ``payload``, which parsed to ``value``, a commonest event whose text is the
         string at ``path`` in it (keys and list indexes) and whose call is at ``place``, with the
         padding its wire adds at ``padding_at`` (a string) and the counter at ``counter_at`` (an
         integer), if the event has them, neither ever read by its reader; and ``place`` itself,
         an integer, at ``place_at`` where it is written there (then a hole, read as the place of
-        each event read); None when its holes cannot be found or the probe does not prove them."""
+        each event read); and the counts its reader reads at ``counts_at`` (integers: each a hole,
+        read into ``place``, which must be the tuple of the learnt event's); None when its holes
+        cannot be found or the probe does not prove them."""
         text = _at(value, path)
         if type(text) is not str:
             return None
@@ -213,6 +276,13 @@ class FragmentForm:
         placed = place_at is not None and type(place) is int and 0 <= place < _PLACE_LIMIT
         if placed:
             spans.append(_integer_after(payload, f'"{place_at[-1]}"', place, PLACE))  # type: ignore[index]
+        counts = [_at(value, at) for at in counts_at]
+        if any(type(count) is not int for count in counts) or (counts_at and place != tuple(counts)):
+            return None
+        spans += [
+            _integer_after(payload, f'"{at[-1]}"', count, COUNT + k)
+            for k, (at, count) in enumerate(zip(counts_at, counts, strict=True))
+        ]
         if None in spans:
             return None
         found = sorted(span for span in spans if span is not None)
@@ -228,7 +298,9 @@ class FragmentForm:
         # plus one. It must parse to the value with exactly those changed: then each hole is the
         # token its value is read from, and any string (integer) there reads as that value in that place.
         fills = [
-            str(counter + 1)  # type: ignore[operator]
+            str(counts[hole - COUNT] + 1)
+            if hole >= COUNT
+            else str(counter + 1)  # type: ignore[operator]
             if hole == COUNTER
             else str(place + 1)
             if hole == PLACE
@@ -249,6 +321,8 @@ class FragmentForm:
             return None
         if placed and not _swapped(parsed, place_at, place + 1, place):  # type: ignore[arg-type]
             return None
+        if not all(_swapped(parsed, at, count + 1, count) for at, count in zip(counts_at, counts, strict=True)):
+            return None
         # (read(payload) last: a form with a place hole keeps the place of the event it read.)
         if parsed != value or form.read(probe) != text + "x" or form.read(payload) != text:
             return None
@@ -265,12 +339,18 @@ class FormSpec(NamedTuple):
     padding_at: Path = (PADDING_KEY,)
     counter_at: Path | None = None
     place_at: Path | None = None
+    counts_at: tuple[Path, ...] = ()
 
 
-TEXT, PADDING, COUNTER, PLACE = 0, 1, 2, 3
+TEXT, PADDING, COUNTER, PLACE, COUNT = 0, 1, 2, 3, 4
 """What a hole holds: the event's text, a padding string, a counter (an integer), the place of
-the event's call (an integer); the text and the place are read."""
+the event's call (an integer), and from COUNT up each count a reader reads (an integer, the
+k-th of ``counts_at`` at COUNT + k); the text, the place and the counts are read."""
 _INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_STRING_HOLE = r'((?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*)"'
+"""A JSON string's characters and its closing quote (the opening one ends the piece before it)."""
+_INTEGER_HOLE = r"(-?(?:0|[1-9][0-9]{0,18}))"
+"""A JSON integer of at most 19 digits (the piece after it decides that no fraction follows)."""
 """A JSON integer (the piece after it decides that no fraction or exponent follows)."""
 _PLACE_LIMIT: Final = 10**18
 _PLACE = re.compile(r"0|[1-9][0-9]{0,17}").match

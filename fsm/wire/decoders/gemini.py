@@ -112,6 +112,10 @@ class _Streaming:
 
 
 _FORM_TEXT = ("candidates", 0, "content", "parts", 0, "functionCall", "partialArgs", 0, "stringValue")
+_SAID_TEXT = ("candidates", 0, "content", "parts", 0, "text")
+"""Where an event of one text or thought part holds its text."""
+_SaidForm = tuple[bool, dict[str, Any] | None, tuple[str, ...]]
+"""What said_form_of says an event of a form says: a thought or not, its usage, the usage's counts' keys."""
 """Where a Vertex streamed call's string piece sits (partial_args.string_piece)."""
 
 
@@ -274,23 +278,55 @@ class GeminiDecoder:
                 return False
         for part in parts:
             said = part["text"]
-            if not said:  # decode() makes no event of it, and leaves the run as it is
-                continue
-            thought = part.get("thought") is True
-            if self._run_thought is not thought:  # _said: a new run
-                self._run += 1
-                self._run_thought = thought
-            if thought:
-                content.reasoned(self._run, said, None)
-            else:
-                content.said_in_part(said, self._run, None)
+            if said:  # (else decode() makes no event of it, and leaves the run as it is)
+                self._said_part(said, part.get("thought") is True, content)
+        self._said_event(usage, content)
+        return True
+
+    def said_form_of(self, payload: dict[str, Any]) -> tuple[FormSpec, _SaidForm] | None:
+        """Of an event commonest_said took: for one of a single part with text, where the text
+        sits and, as holes whose counts its reader reads, each count of the usage beside it (they
+        grow with every chunk); with what it says (a thought or not), the usage and its counts'
+        keys. None for an event of several parts (a form has one text hole) or of no text."""
+        parts = payload["candidates"][0]["content"]["parts"]
+        if len(parts) != 1 or not parts[0]["text"]:
+            return None
+        usage: dict[str, Any] = payload.get("usageMetadata") or {}  # (a dict or nothing: commonest_said took it)
+        keys = tuple(key for key, count in usage.items() if type(count) is int)
+        spec = FormSpec(
+            _SAID_TEXT, tuple(usage[key] for key in keys), counts_at=tuple(("usageMetadata", key) for key in keys)
+        )
+        return spec, (parts[0].get("thought") is True, usage, keys)
+
+    def said_at(self, kind: _SaidForm, counts: tuple[int, ...], piece: str, content: TurnSaid) -> bool:
+        """What commonest_said does with an event of said_form_of's form holding ``piece`` (never
+        empty) and the usage ``counts``; False, changing nothing, while decode() keeps a streamed
+        call or code runs (the form cannot tell)."""
+        if not self.shortcuts or self._open is not None or self._runs is not None:
+            return False
+        thought, usage, keys = kind
+        self._said_part(piece, thought, content)
+        self._said_event({**usage, **dict(zip(keys, counts, strict=True))} if usage else usage, content)
+        return True
+
+    def _said_part(self, said: str, thought: bool, content: TurnSaid) -> None:
+        """A text or thought part's ``said`` (not empty) to ``content``, in its run (as _said)."""
+        if self._run_thought is not thought:  # _said: a new run
+            self._run += 1
+            self._run_thought = thought
+        if thought:
+            content.reasoned(self._run, said, None)
+        else:
+            content.said_in_part(said, self._run, None)
+
+    def _said_event(self, usage: dict[str, Any] | None, content: TurnSaid) -> None:
+        """The rest of what decode() and _apply do with an event of text or thought parts alone."""
         if self._placed_now:  # what decode() clears at each event's start (no call here to place)
             self._placed_now.clear()
         if self._passed:
             self._passed.clear()
         if usage:
             content.usage_replaced(usage)
-        return True
 
     def form_of(self, payload: dict[str, Any]) -> FormSpec:
         """Of an event commonest_fragment took: where its string piece sits and the place its form
