@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from fsm.harness.vectors import load_vectors
+from fsm.wire.decoders._form_tokens import value_at as _at
 from fsm.wire.decoders._responses_items import DELTAS
 from fsm.wire.decoders.chat_chunks import LEAN_INDEX_PATH, LEAN_TEXT_PATH, lean_fragment_in
-from fsm.wire.decoders.chunk_form import FragmentForm, _at
+from fsm.wire.decoders.chunk_form import FragmentForm
 from fsm.wire.decoders.partial_args import string_piece
 from tests.helpers import chunk, tc
 from tests.test_vertex_fast_path import _vertex_streams

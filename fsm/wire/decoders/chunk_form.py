@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import json.decoder
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
 from fsm.jsontext import loads_event
+from fsm.wire.decoders._form_tokens import INTEGER, Path, integer_after, string_after, swapped, value_at
 
 scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 """json's string reader (C): the text of the string whose opening quote is just before the offset, and
@@ -35,8 +36,6 @@ the offset past its closing quote; ValueError when there is none."""
 PADDING_KEY: Final = "obfuscation"
 """The envelope key whose string differs in every OpenAI chunk and is never read (the padding of
 OpenAI's events, and the default of ``FragmentForm.learn``'s ``padding_at``)."""
-_CANDIDATES: Final = 8
-"""How many keys of a hole's name, from the event's end, are tried before giving up."""
 
 
 class FragmentForm:
@@ -210,14 +209,14 @@ class FragmentForm:
         try:
             for hole, piece in self.holes:
                 if hole >= COUNT:  # a count the reader reads: kept, in counts_at's order
-                    number = _INTEGER.match(payload, pos)
+                    number = INTEGER.match(payload, pos)
                     if number is None:
                         return None
                     pos = number.end()
                     counts = counts or [0] * self.counted
                     counts[hole - COUNT] = int(number[0])  # (ValueError past the int-string limit)
                 elif hole == COUNTER:
-                    number = _INTEGER.match(payload, pos)
+                    number = INTEGER.match(payload, pos)
                     if number is None:
                         return None
                     pos = number.end()
@@ -263,24 +262,24 @@ class FragmentForm:
         each event read); and the counts its reader reads at ``counts_at`` (integers: each a hole,
         read into ``place``, which must be the tuple of the learnt event's); None when its holes
         cannot be found or the probe does not prove them."""
-        text = _at(value, path)
+        text = value_at(value, path)
         if type(text) is not str:
             return None
-        spans = [_string_after(payload, f'"{path[-1]}"', text, TEXT)]
-        padding = _at(value, padding_at)
+        spans = [string_after(payload, f'"{path[-1]}"', text, TEXT)]
+        padding = value_at(value, padding_at)
         if type(padding) is str:
-            spans.append(_string_after(payload, f'"{padding_at[-1]}"', padding, PADDING))
-        counter = _at(value, counter_at) if counter_at else None
+            spans.append(string_after(payload, f'"{padding_at[-1]}"', padding, PADDING))
+        counter = value_at(value, counter_at) if counter_at else None
         if type(counter) is int:
-            spans.append(_integer_after(payload, f'"{counter_at[-1]}"', counter))  # type: ignore[index]
+            spans.append(integer_after(payload, f'"{counter_at[-1]}"', counter, COUNTER))  # type: ignore[index]
         placed = place_at is not None and type(place) is int and 0 <= place < _PLACE_LIMIT
         if placed:
-            spans.append(_integer_after(payload, f'"{place_at[-1]}"', place, PLACE))  # type: ignore[index]
-        counts = [_at(value, at) for at in counts_at]
+            spans.append(integer_after(payload, f'"{place_at[-1]}"', place, PLACE))  # type: ignore[index]
+        counts = [value_at(value, at) for at in counts_at]
         if any(type(count) is not int for count in counts) or (counts_at and place != tuple(counts)):
             return None
         spans += [
-            _integer_after(payload, f'"{at[-1]}"', count, COUNT + k)
+            integer_after(payload, f'"{at[-1]}"', count, COUNT + k)
             for k, (at, count) in enumerate(zip(counts_at, counts, strict=True))
         ]
         if None in spans:
@@ -313,15 +312,15 @@ class FragmentForm:
         except ValueError:
             return None
         # Put back what the probe changed (the parse is ours to change), checking each was changed.
-        if not _swapped(parsed, path, text + "x", text):
+        if not swapped(parsed, path, text + "x", text):
             return None
-        if type(padding) is str and not _swapped(parsed, padding_at, padding + "x", padding):
+        if type(padding) is str and not swapped(parsed, padding_at, padding + "x", padding):
             return None
-        if type(counter) is int and not _swapped(parsed, counter_at, counter + 1, counter):  # type: ignore[arg-type]
+        if type(counter) is int and not swapped(parsed, counter_at, counter + 1, counter):  # type: ignore[arg-type]
             return None
-        if placed and not _swapped(parsed, place_at, place + 1, place):  # type: ignore[arg-type]
+        if placed and not swapped(parsed, place_at, place + 1, place):  # type: ignore[arg-type]
             return None
-        if not all(_swapped(parsed, at, count + 1, count) for at, count in zip(counts_at, counts, strict=True)):
+        if not all(swapped(parsed, at, count + 1, count) for at, count in zip(counts_at, counts, strict=True)):
             return None
         # (read(payload) last: a form with a place hole keeps the place of the event it read.)
         if parsed != value or form.read(probe) != text + "x" or form.read(payload) != text:
@@ -346,86 +345,11 @@ TEXT, PADDING, COUNTER, PLACE, COUNT = 0, 1, 2, 3, 4
 """What a hole holds: the event's text, a padding string, a counter (an integer), the place of
 the event's call (an integer), and from COUNT up each count a reader reads (an integer, the
 k-th of ``counts_at`` at COUNT + k); the text, the place and the counts are read."""
-_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _STRING_HOLE = r'((?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*)"'
 """A JSON string's characters and its closing quote (the opening one ends the piece before it)."""
 _INTEGER_HOLE = r"(-?(?:0|[1-9][0-9]{0,18}))"
 """A JSON integer of at most 19 digits (the piece after it decides that no fraction follows)."""
-"""A JSON integer (the piece after it decides that no fraction or exponent follows)."""
 _PLACE_LIMIT: Final = 10**18
 _PLACE = re.compile(r"0|[1-9][0-9]{0,17}").match
 """A place a form's hole reads: a JSON integer from 0 to below _PLACE_LIMIT (another, such as -1 or
 a number past it, makes the event no match, for the general path to read)."""
-
-
-Path = tuple[str | int, ...]
-"""Where a string sits in a parsed event: its keys and list indexes from the top."""
-
-
-def _at(value: Any, path: Path) -> Any:
-    """What sits at ``path`` in ``value``; None where the path leads nowhere."""
-    for step in path:
-        if type(value) is dict:
-            value = value.get(step)
-        elif type(value) is list and type(step) is int:
-            try:
-                value = value[step]
-            except IndexError:  # (a negative step counts from the end, as it does in range)
-                return None
-        else:
-            return None
-    return value
-
-
-def _swapped(value: Any, path: Path, was: Any, put: Any) -> bool:
-    """Whether ``was`` sits at ``path`` in ``value`` (the same type, equal); if so, ``put`` there."""
-    parent = _at(value, path[:-1])
-    held = _at(parent, path[-1:]) if type(parent) is list else parent.get(path[-1]) if type(parent) is dict else None
-    if type(held) is not type(was) or held != was:  # (also where the path leads nowhere: None)
-        return False
-    parent[path[-1]] = put
-    return True
-
-
-def _string_after(payload: str, key: str, want: str, hole: int) -> tuple[int, int, int] | None:
-    """Where the string value of ``key`` equal to ``want`` sits in ``payload``, the last one first:
-    (just past its opening quote, just past its closing quote, ``hole``); None if none of the last few is."""
-    for pos in _values_of(payload, key):
-        if payload[pos : pos + 1] != '"':
-            continue
-        try:
-            found, end = scanstring(payload, pos + 1)
-        except ValueError:
-            continue
-        if found == want:
-            return pos + 1, end, hole
-    return None
-
-
-def _integer_after(payload: str, key: str, want: int, hole: int = COUNTER) -> tuple[int, int, int] | None:
-    """Where the integer value of ``key`` equal to ``want`` sits in ``payload``, the last one first:
-    (its first character, just past its last, ``hole``); None if none of the last few is."""
-    for pos in _values_of(payload, key):
-        number = _INTEGER.match(payload, pos)
-        if number is not None and len(number[0]) < 20 and int(number[0]) == want:
-            return pos, number.end(), hole
-    return None
-
-
-def _values_of(payload: str, key: str) -> Iterator[int]:
-    """Where the values of the last few ``key``s (with their quotes) in ``payload`` start."""
-    stop = len(payload)
-    for _ in range(_CANDIDATES):
-        at = payload.rfind(key, 0, stop)
-        if at < 0:
-            return
-        stop = at
-        pos = at + len(key)
-        while payload[pos : pos + 1] in (" ", "\t", "\n", "\r"):
-            pos += 1
-        if payload[pos : pos + 1] != ":":
-            continue
-        pos += 1
-        while payload[pos : pos + 1] in (" ", "\t", "\n", "\r"):
-            pos += 1
-        yield pos
