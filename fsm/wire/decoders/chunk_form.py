@@ -199,23 +199,16 @@ class FragmentForm:
         return text
 
     def _read_holes(self, payload: str) -> str | None:
-        """read() of any form: each hole read in turn, a string by json's reader, a counter or a
-        place as a JSON integer (what follows it must be the next piece, so a fraction or exponent
-        is no match)."""
+        """read() of any other form (one of counts is _read_counted's: learn() makes none with a
+        place too): each hole read in turn, a string by json's reader, a counter or a place as a
+        JSON integer (what follows it must be the next piece, so a fraction or exponent is no
+        match)."""
         if not payload.startswith(self.head):
             return None
         pos, text, place = len(self.head), "", None
-        counts: list[int] | None = None
         try:
             for hole, piece in self.holes:
-                if hole >= COUNT:  # a count the reader reads: kept, in counts_at's order
-                    number = INTEGER.match(payload, pos)
-                    if number is None:
-                        return None
-                    pos = number.end()
-                    counts = counts or [0] * self.counted
-                    counts[hole - COUNT] = int(number[0])  # (ValueError past the int-string limit)
-                elif hole == COUNTER:
+                if hole == COUNTER:
                     number = INTEGER.match(payload, pos)
                     if number is None:
                         return None
@@ -238,8 +231,6 @@ class FragmentForm:
             return None
         if place is not None:
             self.place = int(place)
-        elif counts is not None:
-            self.place = tuple(counts)
         return text
 
     @classmethod
