@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+"""json's string reader (C): the text of the string whose opening quote is just before the offset, and
+the offset past its closing quote; ValueError when there is none."""
 INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 """A JSON integer (the piece after it decides that no fraction or exponent follows)."""
 _CANDIDATES: Final = 8

@@ -22,17 +22,12 @@ test_chunks_read_by_their_form_decide_as_parsed_ones holds the reassembler to th
 
 from __future__ import annotations
 
-import json.decoder
 import re
-from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
 from fsm.jsontext import loads_event
-from fsm.wire.decoders._form_tokens import INTEGER, Path, integer_after, string_after, swapped, value_at
+from fsm.wire.decoders._form_tokens import INTEGER, Path, integer_after, scanstring, string_after, swapped, value_at
 
-scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
-"""json's string reader (C): the text of the string whose opening quote is just before the offset, and
-the offset past its closing quote; ValueError when there is none."""
 PADDING_KEY: Final = "obfuscation"
 """The envelope key whose string differs in every OpenAI chunk and is never read (the padding of
 OpenAI's events, and the default of ``FragmentForm.learn``'s ``padding_at``)."""

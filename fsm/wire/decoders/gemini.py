@@ -112,11 +112,11 @@ class _Streaming:
 
 
 _FORM_TEXT = ("candidates", 0, "content", "parts", 0, "functionCall", "partialArgs", 0, "stringValue")
+"""Where a Vertex streamed call's string piece sits (partial_args.string_piece)."""
 _SAID_TEXT = ("candidates", 0, "content", "parts", 0, "text")
 """Where an event of one text or thought part holds its text."""
-_SaidForm = tuple[bool, dict[str, Any] | None, tuple[str, ...]]
+_SaidForm = tuple[bool, dict[str, Any], tuple[str, ...]]
 """What said_form_of says an event of a form says: a thought or not, its usage, the usage's counts' keys."""
-"""Where a Vertex streamed call's string piece sits (partial_args.string_piece)."""
 
 
 class GeminiDecoder:
