@@ -12,7 +12,6 @@ would forget it and bind the end apart.
 
 from __future__ import annotations
 
-import json
 import random
 from typing import Any
 
@@ -22,7 +21,7 @@ from fsm import Reassembler
 from fsm.content import TurnContent
 from fsm.wire.decoders.openai_responses import OpenAIResponsesDecoder
 from tests.helpers import replay_traced
-from tests.test_said_shortcuts import check_said_reader
+from tests.test_said_shortcuts import check_said_reader, read_from_the_wire
 
 
 def _talk(rng: random.Random) -> list[dict[str, Any]]:
@@ -199,13 +198,7 @@ def test_the_reader_decides_as_the_decoder_from_the_wire_read_by_forms(monkeypat
 
 def test_most_talking_events_from_the_wire_are_read_by_their_form() -> None:
     events = _talk(random.Random(3))
-    wire = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
-    r = Reassembler("openai-responses")
-    r.feed_bytes(wire)
-    fed = Reassembler("openai-responses")
-    for event in events:
-        fed.feed(event)
-    assert r.close() == fed.close()
+    r = read_from_the_wire("openai-responses", events)
     assert r._said_form is not None and r._parsed < len(events) // 2, (r._parsed, len(events))
 
 
