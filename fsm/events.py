@@ -192,6 +192,15 @@ class UsageReport:
     ``message_start``): its keys update what was reported; otherwise it replaces it."""
 
 
+# What the decoders build for nearly every call (and usage report), built as the results are
+# (fsm.results.positional): the same objects, by position or by name, at a third of the cost.
+build_call_ref = positional(CallRef, {"id": "id or None", "name": "name or None"})  # _blank_to_none, in line
+build_call_seen = positional(CallSeen)
+build_arguments_fragment = positional(ArgumentsFragment)
+build_arguments_snapshot = positional(ArgumentsSnapshot)
+build_usage_report = positional(UsageReport)
+
+
 @attrs.frozen(slots=True)
 class ServerResultBlock:
     """The result block of a tool the provider ran itself (Anthropic ``web_search_tool_result``,

@@ -1,7 +1,9 @@
 """The engine builds its hot outputs (ToolCall, CallOpened, ArgumentsDelta, CallFinished), each
-diagnostic, every stream's Result and its finish (StreamEnd) through constructors that set slots directly
-(fsm.results.positional): they must build exactly what attrs' own __init__ builds, stay frozen,
-and refuse a class whose __init__ does more."""
+diagnostic, every stream's Result and its finish (StreamEnd), and the decoders the events of nearly
+every call (CallRef, CallSeen, ArgumentsFragment, ArgumentsSnapshot, UsageReport) through
+constructors that set slots directly (fsm.results.positional): they must build exactly what attrs'
+own __init__ builds, by position or by name, converters included, stay frozen, and refuse a class
+whose __init__ does more than they write out."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import weakref
 import attrs
 import pytest
 
-from fsm import Reassembler, results
-from fsm.events import StreamEnd, build_stream_end
+from fsm import Reassembler, events, results
+from fsm.events import CallRef, StreamEnd, build_stream_end
 from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus, Diagnostic, Result, ToolCall
 from tests.helpers import chunk, tc
 
@@ -25,6 +27,11 @@ BUILT = [
     (Diagnostic, results.build_diagnostic),
     (Result, results.build_result),
     (StreamEnd, build_stream_end),  # an event: one a stream, at its finish
+    (CallRef, events.build_call_ref),  # the events of nearly every call, built by the decoders
+    (events.CallSeen, events.build_call_seen),
+    (events.ArgumentsFragment, events.build_arguments_fragment),
+    (events.ArgumentsSnapshot, events.build_arguments_snapshot),
+    (events.UsageReport, events.build_usage_report),
 ]
 
 
@@ -44,6 +51,45 @@ def test_built_by_position_equals_built_by_attrs(cls: type, build: object) -> No
     assert [getattr(made, f.name) for f in attrs.fields(cls)] == values
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         made.index = 99  # type: ignore[attr-defined, misc]
+
+
+@pytest.mark.parametrize(("cls", "build"), BUILT, ids=[cls.__name__ for cls, _ in BUILT])
+def test_a_builder_takes_what_init_takes_by_name_and_by_default(cls: type, build: object) -> None:
+    """Call sites pass the builder what they passed the class: the fields by name, and the last
+    ones left out when their defaults will do (a factory's default is never shared: given)."""
+    fields = attrs.fields(cls)
+    values = _values(cls)
+    named = {f.name: v for f, v in zip(fields, values, strict=True)}
+    assert build(**named) == cls(**named)  # type: ignore[operator]
+    given = len(fields)
+    while given and fields[given - 1].default is not attrs.NOTHING:
+        given -= 1
+    if not any(isinstance(f.default, attrs.Factory) for f in fields):  # type: ignore[arg-type]
+        made = build(*values[:given])  # type: ignore[operator]
+        assert made == cls(**{f.name: v for f, v in zip(fields[:given], values, strict=False)})
+        assert type(made) is cls
+
+
+@pytest.mark.parametrize("blank", ["", None])
+def test_a_call_ref_built_by_position_converts_as_its_class_does(blank: str | None) -> None:
+    """CallRef's id and name convert an empty string to None (no evidence): the builder writes
+    that converter out, and must do just what it does, for each value it can be given."""
+    for wire_id in (blank, "call_1", "0"):
+        for name in (blank, "get", " "):
+            made = events.build_call_ref(3, wire_id, name, 1, True, "custom")
+            assert made == CallRef(3, wire_id, name, 1, True, "custom")
+            assert (made.id, made.name) == (wire_id or None, name or None)
+
+
+def test_a_builder_must_write_out_every_converter_and_no_other_field() -> None:
+    """A converter left out would be skipped; one written out for a field without a converter
+    would change what the class keeps."""
+    with pytest.raises(TypeError, match="does more in __init__"):
+        results.positional(CallRef, {"id": "id or None"})  # name's converter left out
+    with pytest.raises(TypeError, match="does more in __init__"):
+        results.positional(CallRef, {"id": "id or None", "name": "name or None", "index": "index"})
+    with pytest.raises(TypeError, match="does more in __init__"):
+        results.positional(CallRef, {"id": "id or None", "name": "name or None", "nothing": "1"})
 
 
 def test_a_class_whose_init_does_more_is_refused() -> None:

@@ -30,7 +30,7 @@ from fsm.engine.machine import SpecMachine, slot_machine
 from fsm.engine.scanner import closed_scanner, start_scanner
 from fsm.engine.slot import Slot, text_digest
 from fsm.errors import LimitExceeded, too_long
-from fsm.events import FREEFORM_TYPES, NORMAL_FINISHES, CallRef
+from fsm.events import FREEFORM_TYPES, NORMAL_FINISHES, CallRef, build_call_ref
 from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import is_json_prefix, nesting_exceeds, parse_strict, unicode_utf8
 from fsm.options import Limits
@@ -306,7 +306,7 @@ class Registry:
         if self._pending_header or index in self._lanes or wire_id in self._by_wire_id or text.isspace():
             if index >> 63:  # as in _open_new
                 _shortcut_index(index)
-            self.arguments(CallRef(index, wire_id, name), text, "fragment")
+            self.arguments(build_call_ref(index, wire_id, name), text, "fragment")
             return
         self.ledger.rules["index-is-label"] += 1
         slot = self._open_new(index, wire_id, name)
@@ -319,7 +319,7 @@ class Registry:
         rest = self._extend(slot, text, "fragment")
         self._remember(slot)
         if rest:  # the value closed mid-text: the rest is routed as arguments() routes it
-            ref = CallRef(index, wire_id, name)
+            ref = build_call_ref(index, wire_id, name)
             while rest:
                 slot, rest = self._route_text(ref, rest, "fragment")
                 self._remember(slot)
@@ -332,7 +332,7 @@ class Registry:
         if self._pending_header or index in self._lanes or wire_id in self._by_wire_id:
             if index >> 63:  # as in _open_new
                 _shortcut_index(index)
-            self.call_seen(CallRef(index, wire_id, name))
+            self.call_seen(build_call_ref(index, wire_id, name))
             return
         self.ledger.rules["index-is-label"] += 1
         self._open_new(index, wire_id, name)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from fsm.errors import RemoteProtocolError, kind
-from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta, build_stream_end
+from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta, build_call_ref, build_stream_end
 from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import plain_dumps
 from fsm.wire.decoders._fields import text, written
@@ -58,7 +58,7 @@ class BareRefs:
     def ref(self, index: int | None, position: int = 0) -> CallRef:
         ref = self._refs.get((index, position))
         if ref is None:
-            ref = CallRef(index=index, position=position)
+            ref = build_call_ref(index=index, position=position)
             if len(self._refs) < self.LIMIT:
                 self._refs[index, position] = ref
         return ref

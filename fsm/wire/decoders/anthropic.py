@@ -37,11 +37,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fsm.events import (
-    ArgumentsFragment,
-    ArgumentsSnapshot,
     CallEnd,
     CallRef,
-    CallSeen,
     CompactionBlock,
     ContainerReport,
     Event,
@@ -49,8 +46,12 @@ from fsm.events import (
     ServerResultBlock,
     StreamEnd,
     TextDelta,
-    UsageReport,
+    build_arguments_fragment,
+    build_arguments_snapshot,
+    build_call_ref,
+    build_call_seen,
     build_stream_end,
+    build_usage_report,
 )
 from fsm.wire.decoders import error_message
 from fsm.wire.decoders._fields import index, items, mapping, text
@@ -227,7 +228,7 @@ class AnthropicDecoder:
             if kind not in _SAID_BLOCKS:  # call-shaped or not, of a kind this decoder does not know
                 self._diagnose("unknown-event", f"a {kind!r} content block at index {at}")
             return _said_at_start(place, block)  # text and thinking blocks carry no call
-        ref = CallRef(at, text(block.get("id"), "id"), text(block.get("name"), "name"), server=server)
+        ref = build_call_ref(at, text(block.get("id"), "id"), text(block.get("name"), "name"), server=server)
         if at is None:
             self._diagnose("missing-routing-field", f"a {block.get('type')} block without index; routed by its id")
             self._unplaced = self._bare = _Block(ref, block.get("input"))
@@ -240,8 +241,8 @@ class AnthropicDecoder:
             # else the start of the block still open here, repeated (a proxy's replay): the block
             # keeps its state, so input that streamed is not replaced by the start's placeholder.
         if server:  # the block as it goes back, but its input (an MCP call's server_name, a caller)
-            return [CallSeen(ref, item={key: value for key, value in block.items() if key != "input"})]
-        return [CallSeen(ref)]
+            return [build_call_seen(ref, item={key: value for key, value in block.items() if key != "input"})]
+        return [build_call_seen(ref)]
 
     def _placed(self, at: int | None) -> _Block | None:
         """The block at ``at``; a block that came without an index takes the first index that no
@@ -289,7 +290,7 @@ class AnthropicDecoder:
                     return []
                 return said
             self._diagnose("unopened-call", f"input_json_delta for block {at}, where no tool_use block is open")
-            block = _Block(CallRef(at), None)
+            block = _Block(build_call_ref(at), None)
             if at is not None:
                 self._blocks[at] = block
             else:
@@ -301,7 +302,7 @@ class AnthropicDecoder:
         if not piece:
             return []  # an empty fragment adds nothing; a block with only these has input {}
         block.streamed = True
-        return [ArgumentsFragment(block.ref, piece)]
+        return [build_arguments_fragment(block.ref, piece)]
 
     def _compaction(self, at: int | None, delta: Mapping[str, Any]) -> CompactionBlock:
         """A ``compaction_delta`` sets its ``content`` and ``encrypted_content`` on the block (each
@@ -327,7 +328,7 @@ class AnthropicDecoder:
             return []
         events: list[Event] = []
         if not block.streamed:
-            events.append(ArgumentsSnapshot(block.ref, dumps(block.prefill or {})))
+            events.append(build_arguments_snapshot(block.ref, dumps(block.prefill or {})))
         events.append(CallEnd(block.ref))
         return events
 
@@ -389,4 +390,4 @@ def _container(holder: Mapping[str, Any]) -> list[Event]:
 
 def _usage(value: Any, *, cumulative: bool) -> list[Event]:
     usage = mapping(value, "usage")
-    return [UsageReport(dict(usage), cumulative=cumulative)] if usage else []
+    return [build_usage_report(dict(usage), cumulative=cumulative)] if usage else []

@@ -40,18 +40,19 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fsm.events import (
-    ArgumentsFragment,
-    ArgumentsSnapshot,
     CallEnd,
     CallRef,
-    CallSeen,
     Event,
     ReasoningDelta,
     ServerResultBlock,
     StreamEnd,
     TextDelta,
-    UsageReport,
+    build_arguments_fragment,
+    build_arguments_snapshot,
+    build_call_ref,
+    build_call_seen,
     build_stream_end,
+    build_usage_report,
 )
 from fsm.wire.decoders import BEDROCK_ERRORS, BEDROCK_EVENTS, Decoder, detect_provider, error_message, make_decoder
 from fsm.wire.decoders._converse_results import ConverseResult
@@ -116,7 +117,7 @@ class BedrockDecoder:
                 _report_unread(start, "contentBlockStart.start", at, diagnose, _READ_RESULT if opened else _READ)
                 if tool:
                     server = tool.get("type") == "server_tool_use"
-                    ref = CallRef(
+                    ref = build_call_ref(
                         at, text(tool.get("toolUseId"), "toolUseId"), text(tool.get("name"), "name"), server=server
                     )
                     if at is None:
@@ -124,7 +125,7 @@ class BedrockDecoder:
                         self._unplaced = (ref, False)
                     elif self._blocks.get(at, (None,))[0] != ref:  # else this block's start repeated: keep what it saw
                         self._blocks[at] = (ref, False)
-                    events.append(CallSeen(ref))
+                    events.append(build_call_seen(ref))
             elif kind == "contentBlockDelta":
                 at = index(body.get("contentBlockIndex"), "contentBlockIndex")
                 said = mapping(body.get("delta"), "delta")
@@ -142,7 +143,7 @@ class BedrockDecoder:
                     ref = self._placed(at, diagnose)
                     if piece:
                         self._keep(at, ref, seen=True)
-                        events.append(ArgumentsFragment(ref, piece))
+                        events.append(build_arguments_fragment(ref, piece))
             elif kind == "contentBlockStop":
                 at = index(body.get("contentBlockIndex"), "contentBlockIndex")
                 if at is not None and self._cited.pop(at, True) is False:
@@ -154,7 +155,7 @@ class BedrockDecoder:
                 if block is not None:
                     ref, seen = block
                     if not seen:
-                        events.append(ArgumentsSnapshot(ref, "{}"))  # a tool without input takes {}
+                        events.append(build_arguments_snapshot(ref, "{}"))  # a tool without input takes {}
                     events.append(CallEnd(ref))
             elif kind == "messageStop":
                 # Read as Anthropic's stop_reason is: a stop that names no reason gives no finish
@@ -169,7 +170,7 @@ class BedrockDecoder:
                 if reason:
                     events.append(build_stream_end(_FINISH.get(reason, reason), reason, None, None))
             elif kind == "metadata" and body.get("usage"):
-                events.append(UsageReport(dict(mapping(body.get("usage"), "usage"))))
+                events.append(build_usage_report(dict(mapping(body.get("usage"), "usage"))))
             elif kind in BEDROCK_ERRORS:
                 events.append(StreamEnd("error", kind, written(body.get("message", kind))))
             elif kind not in _QUIET:
@@ -319,7 +320,7 @@ class BedrockDecoder:
             ref, seen = self._unplaced
         else:
             diagnose("unopened-call", f"toolUse input for block {at}, which no toolUse start opened")
-            ref, seen = CallRef(at), False
+            ref, seen = build_call_ref(at), False
         self._keep(at, ref, seen=seen)
         return ref
 

@@ -14,16 +14,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fsm.events import (
-    ArgumentsFragment,
     CallEnd,
     CallRef,
-    CallSeen,
     Event,
     ReasoningDelta,
     StreamEnd,
     TextDelta,
-    UsageReport,
+    build_arguments_fragment,
+    build_call_ref,
+    build_call_seen,
     build_stream_end,
+    build_usage_report,
 )
 from fsm.wire.decoders._fields import index, mapping, text, written
 from fsm.wire.decoders._wire import BARE_REFS, TurnSaid
@@ -65,17 +66,17 @@ class CohereDecoder:
             if call_id is None and name is None:
                 ref = self._bare.ref(at)
             else:
-                ref = CallRef(at, text(call_id, "id"), text(name, "name"))
+                ref = build_call_ref(at, text(call_id, "id"), text(name, "name"))
             piece = text(function.get("arguments"), "arguments")
             if kind == "tool-call-start":
                 self._open.add(at)
             elif at not in self._open:
                 diagnose("unopened-call", f"tool-call-delta at index {at}, where no tool-call-start opened a call")
                 self._open.add(at)  # reported once: the call it opens takes the deltas that follow
-            return [ArgumentsFragment(ref, piece)] if piece else [CallSeen(ref)]
+            return [build_arguments_fragment(ref, piece)] if piece else [build_call_seen(ref)]
         if kind == "tool-call-end":
             self._open.discard(at)
-            return [CallEnd(CallRef(at))]
+            return [CallEnd(build_call_ref(at))]
         if kind == "message-end":
             reason = text(delta.get("finish_reason"), "finish_reason")
             usage = mapping(delta.get("usage"), "usage")
@@ -83,7 +84,7 @@ class CohereDecoder:
             ended: list[Event] = [build_stream_end(normal, reason, None, None)] if reason else []
             if error := delta.get("error"):  # what went wrong, beside finish_reason ERROR
                 ended = [StreamEnd("error", reason or None, str(error))]
-            return ended + ([UsageReport(dict(usage))] if usage else [])
+            return ended + ([build_usage_report(dict(usage))] if usage else [])
         if kind == "content-delta":
             content = mapping(mapping(delta.get("message"), "delta.message").get("content"), "content")
             piece = text(content.get("text"), "content.text")

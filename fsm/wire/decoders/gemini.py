@@ -60,16 +60,17 @@ from typing import Any
 
 from fsm.errors import kind
 from fsm.events import (
-    ArgumentsFragment,
-    ArgumentsSnapshot,
     CallEnd,
     CallRef,
-    CallSeen,
     Event,
     ReasoningDelta,
     StreamEnd,
     TextDelta,
-    UsageReport,
+    build_arguments_fragment,
+    build_arguments_snapshot,
+    build_call_ref,
+    build_call_seen,
+    build_usage_report,
 )
 from fsm.options import Policies
 from fsm.wire.decoders import error_message
@@ -232,7 +233,7 @@ class GeminiDecoder:
                 events.append(StreamEnd(normal, raw, error, said))
         usage = field(payload, "usageMetadata", "usage_metadata")
         if usage:
-            events.append(UsageReport(dict(mapping(usage, "usageMetadata"))))
+            events.append(build_usage_report(dict(mapping(usage, "usageMetadata"))))
         # Sorted: a set's order follows the hashes of str, which change from process to process, and
         # which earlier call a resend repeats must not (the first places first).
         for key, position in sorted(self._placed_now):
@@ -383,16 +384,16 @@ class GeminiDecoder:
             # Another call's part (opening, or whole): the streamed call before it has ended.
             events += self._end_open()
         if name and (more or partial is not None):
-            ref = CallRef(None, call_id, name, position)
+            ref = build_call_ref(None, call_id, name, position)
             self._open = _Streaming(ref)
-            events.append(CallSeen(ref, signature))
+            events.append(build_call_seen(ref, signature))
             signature = None
         if partial is not None:
             if self._open is None:
-                self._open = _Streaming(CallRef(None, call_id, name, position))
+                self._open = _Streaming(build_call_ref(None, call_id, name, position))
             piece = self._open.writer.write(items(partial, "partialArgs"))
             if piece:
-                events.append(ArgumentsFragment(self._open.ref, piece, signature))
+                events.append(build_arguments_fragment(self._open.ref, piece, signature))
             return events
         if not more:  # a whole call (one without a name is still a call: missing-name reports it)
             if not isinstance(args, Mapping | None):
@@ -400,8 +401,8 @@ class GeminiDecoder:
             arguments = dumps(args or {})
             if call_id is None:
                 position = self._resend_position(hash((name, arguments)), position)
-            ref = CallRef(None, call_id, name, position)
-            events.append(ArgumentsSnapshot(ref, arguments, signature))
+            ref = build_call_ref(None, call_id, name, position)
+            events.append(build_arguments_snapshot(ref, arguments, signature))
         return events  # a part with only willContinue is a keep-alive
 
     def _resend_position(self, key: int, position: int) -> int:
@@ -453,9 +454,9 @@ class GeminiDecoder:
         tail = streaming.writer.close()
         merged = streaming.writer.merged() if streaming.writer.revisited else None
         if merged is not None:  # the text names a container twice: the merged value replaces it
-            events.append(ArgumentsSnapshot(streaming.ref, merged))
+            events.append(build_arguments_snapshot(streaming.ref, merged))
         elif tail:
-            events.append(ArgumentsFragment(streaming.ref, tail))
+            events.append(build_arguments_fragment(streaming.ref, tail))
         events.append(CallEnd(streaming.ref))
         return events
 

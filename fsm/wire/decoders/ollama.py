@@ -12,15 +12,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fsm.events import (
-    ArgumentsFragment,
-    ArgumentsSnapshot,
-    CallRef,
     Event,
     ReasoningDelta,
     StreamEnd,
     TextDelta,
-    UsageReport,
+    build_arguments_fragment,
+    build_arguments_snapshot,
+    build_call_ref,
     build_stream_end,
+    build_usage_report,
 )
 from fsm.wire.decoders._fields import index, items, mapping, text, written
 from fsm.wire.decoders._wire import TurnSaid, dumps
@@ -47,19 +47,19 @@ class OllamaDecoder:
             call = mapping(call, f"tool_calls[{position}]")
             function = mapping(call.get("function"), f"tool_calls[{position}].function")
             at = index(function.get("index", call.get("index")), f"tool_calls[{position}].function.index")
-            ref = CallRef(at, text(call.get("id"), "id"), text(function.get("name"), "name"), position)
+            ref = build_call_ref(at, text(call.get("id"), "id"), text(function.get("name"), "name"), position)
             arguments = function.get("arguments")
             if isinstance(arguments, str):
-                events.append(ArgumentsFragment(ref, arguments))
+                events.append(build_arguments_fragment(ref, arguments))
             else:
-                events.append(ArgumentsSnapshot(ref, dumps(mapping(arguments, "arguments"))))
+                events.append(build_arguments_snapshot(ref, dumps(mapping(arguments, "arguments"))))
         if payload.get("done"):
             given = payload.get("done_reason")  # none given reads as stop, but is no word of Ollama's
             reason = written(given or "stop")
             events.append(build_stream_end(_FINISH.get(reason, reason), reason if given else None, None, None))
             usage = {key: payload[key] for key in _USAGE if key in payload}
             if usage:
-                events.append(UsageReport(usage))
+                events.append(build_usage_report(usage))
         return events
 
     def commonest_said(self, payload: dict[str, Any], content: TurnSaid) -> bool:

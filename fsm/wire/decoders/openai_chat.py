@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 from fsm.errors import RemoteProtocolError
 from fsm.events import (
-    ArgumentsFragment,
-    ArgumentsSnapshot,
-    CallRef,
-    CallSeen,
     Event,
     ReasoningDelta,
     StreamEnd,
     TextDelta,
-    UsageReport,
+    build_arguments_fragment,
+    build_arguments_snapshot,
+    build_call_ref,
+    build_call_seen,
+    build_usage_report,
 )
 from fsm.wire.decoders import error_message
 from fsm.wire.decoders._fields import index as read_index
@@ -119,7 +119,7 @@ class OpenAIChatDecoder:
                 events.append(chat_finish(choice, written(finish)))
         usage = payload.get("usage")
         if usage and isinstance(usage, Mapping):
-            events.append(UsageReport(dict(usage)))
+            events.append(build_usage_report(dict(usage)))
         if error:  # beside choices (OpenRouter's mid-stream error): it ends the stream, with its message
             return [*(e for e in events if type(e) is not StreamEnd), StreamEnd("error", None, error_message(error))]
         return events
@@ -288,19 +288,21 @@ class OpenAIChatDecoder:
             if type(index) is not int or index >> 63:  # past 63 bits or below 0: _index reads it
                 index = _index(index, position)
             if call_id is not None or name is not None:
-                ref = CallRef(index, _text(call_id, "id", position), _text(name, "name", position), position)
+                ref = build_call_ref(index, _text(call_id, "id", position), _text(name, "name", position), position)
             else:
                 ref = self._bare.ref(index, position)
             arguments = function.get("arguments")
             signed = compat_signature(entry, f"tool_calls[{position}]") if COMPAT_SIGNATURE in entry else None
             if type(arguments) is str:
-                events.append(ArgumentsFragment(ref, arguments, signed) if arguments else CallSeen(ref, signed))
+                events.append(
+                    build_arguments_fragment(ref, arguments, signed) if arguments else build_call_seen(ref, signed)
+                )
             elif isinstance(arguments, Mapping):
-                events.append(ArgumentsSnapshot(ref, dumps(arguments), signed))
+                events.append(build_arguments_snapshot(ref, dumps(arguments), signed))
             elif arguments:
-                events.append(ArgumentsFragment(ref, _text(arguments, "arguments", position) or "", signed))
+                events.append(build_arguments_fragment(ref, _text(arguments, "arguments", position) or "", signed))
             else:
-                events.append(CallSeen(ref, signed))
+                events.append(build_call_seen(ref, signed))
 
     def _custom(
         self, entry: Mapping[str, Any], position: int, events: list[Event], diagnose: Callable[[str, str], None]
@@ -316,9 +318,9 @@ class OpenAIChatDecoder:
                 return True
             return False
         call_id, name = _text(entry.get("id"), "id", position), _text(custom.get("name"), "name", position)
-        ref = CallRef(index, call_id, name, position, type="custom")
+        ref = build_call_ref(index, call_id, name, position, type="custom")
         piece = _text(custom.get("input"), "input", position)
-        events.append(ArgumentsFragment(ref, piece) if piece else CallSeen(ref))
+        events.append(build_arguments_fragment(ref, piece) if piece else build_call_seen(ref))
         return True
 
 

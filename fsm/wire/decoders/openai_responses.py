@@ -43,17 +43,18 @@ from typing import Any
 
 from fsm.errors import RemoteProtocolError
 from fsm.events import (
-    ArgumentsFragment,
-    ArgumentsSnapshot,
     CallEnd,
     CallRef,
-    CallSeen,
     Event,
     ReasoningDelta,
     StreamEnd,
     TextDelta,
-    UsageReport,
+    build_arguments_fragment,
+    build_arguments_snapshot,
+    build_call_ref,
+    build_call_seen,
     build_stream_end,
+    build_usage_report,
 )
 from fsm.options import Policies, default_policies
 from fsm.wire.decoders import error_message
@@ -111,7 +112,7 @@ class OpenAIResponsesDecoder(ResponsesTalk):
             if not piece:
                 return []
             item = self._item(payload, diagnose) or self._unannounced(payload, item_type, kind, diagnose)
-            return [ArgumentsFragment(item.ref, piece)]
+            return [build_arguments_fragment(item.ref, piece)]
         streamed = DONES.get(kind)
         if streamed is not None:
             item_type, field = streamed
@@ -121,7 +122,7 @@ class OpenAIResponsesDecoder(ResponsesTalk):
             # Not the call's end, even for freeform input (which no scanner can tell is whole): it can
             # close input a limit cut, and OpenAI ends such an item unfinished (`in_progress` or
             # `incomplete`) after it. The item's end, or the turn's finish, tells.
-            return [ArgumentsSnapshot(item.ref, text(payload.get(field), field) or "", confirms=True)]
+            return [build_arguments_snapshot(item.ref, text(payload.get(field), field) or "", confirms=True)]
         if kind == "response.output_item.added":
             return self._added(payload, diagnose) or message_item(payload)
         if kind == "response.output_item.done":
@@ -212,26 +213,26 @@ class OpenAIResponsesDecoder(ResponsesTalk):
             raise RemoteProtocolError(f"a {item.get('type')} item without output_index")
         call_id = text(item.get("call_id"), "call_id") or text(item.get("id"), "id")
         name = kind.tool or text(item.get("name"), "name")
-        ref = CallRef(at, call_id, name, server=kind.server, type=kind.call_type)
+        ref = build_call_ref(at, call_id, name, server=kind.server, type=kind.call_type)
         opened = self._items.get(at)
         if opened is not None and not opened.announced:  # its input came first: this names it
             opened.ref, opened.announced = ref, True
             self._open.retyped(opened)
-            return [CallSeen(ref, item=kept(item, kind), announces=True)]
+            return [build_call_seen(ref, item=kept(item, kind), announces=True)]
         if opened is not None:
             self._open.drop(opened)
         self._items[at] = self._open.add(Item(ref))
         if item.get("id"):
             self._remember(written(item["id"]), at)
-        seen = CallSeen(ref, item=kept(item, kind))
+        seen = build_call_seen(ref, item=kept(item, kind))
         if kind.call_type in STREAMED_TEXT:
             prefilled = text(item.get(kind.field or ""), kind.field or "input")
             # Input already in the item (some compatible servers send it there) follows the
             # sighting: the fragment alone would open the call without its item id (fc_...).
-            return [seen, ArgumentsFragment(ref, prefilled)] if prefilled else [seen]
+            return [seen, build_arguments_fragment(ref, prefilled)] if prefilled else [seen]
         # A built-in item's input is whole only when the item is: a cut before then truncates it.
         if item.get("status") == "completed":
-            return [seen, ArgumentsSnapshot(ref, whole_input(item, kind))]
+            return [seen, build_arguments_snapshot(ref, whole_input(item, kind))]
         return [seen]
 
     def _item(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> Item | None:
@@ -280,7 +281,7 @@ class OpenAIResponsesDecoder(ResponsesTalk):
             diagnose(
                 "unopened-call", f"{kind} for item {item_id!r} at output_index {at}, which no output_item.added opened"
             )
-        item = Item(CallRef(at, None, call.tool, server=call.server, type=call.call_type), announced=False)
+        item = Item(build_call_ref(at, None, call.tool, server=call.server, type=call.call_type), announced=False)
         if at is not None:
             self._items[at] = self._open.add(item)
             if item_id is not None:
@@ -330,7 +331,7 @@ class OpenAIResponsesDecoder(ResponsesTalk):
                 return events
         if not known.announced:  # the item brings what its input events could not: call_id and name
             call_id = text(item.get("call_id"), "call_id") or text(item.get("id"), "id")
-            known.ref = CallRef(
+            known.ref = build_call_ref(
                 known.ref.index,
                 call_id,
                 kind.tool or text(item.get("name"), "name"),
@@ -339,7 +340,7 @@ class OpenAIResponsesDecoder(ResponsesTalk):
             )
             known.announced = True
             self._open.retyped(known)
-            events.append(CallSeen(known.ref, item=kept(item, kind), announces=True))
+            events.append(build_call_seen(known.ref, item=kept(item, kind), announces=True))
         word = final_word(item, kind)
         if known.ended:
             if known.said is not None and word != known.said:  # the call was handed out at the first
@@ -354,12 +355,12 @@ class OpenAIResponsesDecoder(ResponsesTalk):
                 final = word[0]
                 whole_item = kept(item, kind)
                 if whole_item is not None:
-                    events.append(CallSeen(known.ref, item=whole_item))
-            events.append(ArgumentsSnapshot(known.ref, final, confirms=True))
+                    events.append(build_call_seen(known.ref, item=whole_item))
+            events.append(build_arguments_snapshot(known.ref, final, confirms=True))
         elif kind.call_type in STREAMED_TEXT and kind.field and item.get(kind.field) is not None:
             # The item's input after the input's own .done: the later final word (equal, it changes
             # nothing; different, it replaces and says so), not dropped in silence.
-            events.append(ArgumentsSnapshot(known.ref, text(item[kind.field], kind.field) or "", confirms=True))
+            events.append(build_arguments_snapshot(known.ref, text(item[kind.field], kind.field) or "", confirms=True))
         known.ended = True
         self._open.drop(known)
         # An item the provider finished as incomplete, or ended while still in progress (OpenAI's way
@@ -372,4 +373,4 @@ class OpenAIResponsesDecoder(ResponsesTalk):
 
 def _usage(payload: Mapping[str, Any]) -> list[Event]:
     usage = mapping(mapping(payload.get("response"), "response").get("usage"), "usage")
-    return [UsageReport(dict(usage))] if usage else []
+    return [build_usage_report(dict(usage))] if usage else []
