@@ -70,6 +70,7 @@ from fsm.events import (
     build_arguments_snapshot,
     build_call_ref,
     build_call_seen,
+    build_stream_end,
     build_usage_report,
 )
 from fsm.options import Policies
@@ -230,7 +231,7 @@ class GeminiDecoder:
                 # Only an error's message is required to be text; another finish is not failed over its note.
                 said = (text(said, "finishMessage") if normal == "error" or isinstance(said, str) else None) or None
                 error = f"{raw}: {said}" if said and normal == "error" else None
-                events.append(StreamEnd(normal, raw, error, said))
+                events.append(build_stream_end(normal, raw, error, said))
         usage = field(payload, "usageMetadata", "usage_metadata")
         if usage:
             events.append(build_usage_report(dict(mapping(usage, "usageMetadata"))))
