@@ -218,7 +218,7 @@ def _slot(s: ModuleType) -> Any:
                 ),
                 trigger="abandon",
                 dest="truncated",
-                reason="An item the provider finished as incomplete, or ended still in progress, did not finish: not a call to run, whatever its text looks like (a closed JSON value too), so truncated with its raw text, never complete or invalid.",
+                reason="An item the provider finished as incomplete, or ended still in progress (or a Vertex streamed call left inside a string when the next call began), did not finish: not a call to run, whatever its text looks like (a closed JSON value too), so truncated with its raw text, never complete or invalid.",
                 action="mark_abandoned",
             ),
         ),
@@ -247,7 +247,7 @@ def _slot(s: ModuleType) -> Any:
             ),
             s.Named(
                 name="abandon",
-                reason="The provider ended the call but said it is unfinished: a Responses item whose response.output_item.done carries status incomplete, or still in_progress (OpenAI ends a call cut by max_output_tokens so). Its input is the provider's word for it where that is not plain incomplete.",
+                reason="The provider ended the call but said it is unfinished: a Responses item whose response.output_item.done carries status incomplete, or still in_progress (OpenAI ends a call cut by max_output_tokens so), or a Vertex streamed call (partialArgs) left inside a string value when another call's part arrives. Its input is the provider's word for it where that is not plain incomplete.",
             ),
             s.Named(
                 name="reject",
@@ -279,7 +279,7 @@ def _slot(s: ModuleType) -> Any:
             ),
             s.Named(
                 name="store_fragment",
-                reason="Append the fragment to the held text and emit it as an append-safe argument delta; text the provider may still replace is held until the call finishes: whitespace alone (it becomes {}) and, on a wire whose final arguments win (Responses .done), all of it.",
+                reason="Append the fragment to the held text and emit it as an append-safe argument delta; text the provider may still replace is held until the call finishes: whitespace alone (it becomes {}) and, on a wire whose final arguments win (Responses .done, Vertex partialArgs), all of it. A server tool's call emits none: it is never re-emitted as a client delta.",
             ),
             s.Named(
                 name="store_snapshot",
@@ -335,7 +335,7 @@ def _scanner(s: ModuleType) -> Any:
         machine=s.MachineInfo(
             name="scanner",
             initial="start",
-            reason="Is the argument text a complete JSON value yet? Linear in the bytes, one pass.",
+            reason="Is the argument text a complete JSON value yet? Linear in the bytes: each character is read at most twice over a call's life, never once per fragment.",
         ),
         states=(
             s.Named(
@@ -580,7 +580,7 @@ def _identity(s: ModuleType) -> Any:
             s.Rule(
                 name="synthesized-id",
                 order=10,
-                reason="A call with no usable id gets call_<n> (n its position in the turn), never a random id: ids feed prompt caches.",
+                reason="A call with no usable id gets call_<n> (n its position among the turn's client calls; a server call gets server_call_<n>, counted apart), never a random id: ids feed prompt caches.",
             ),
             s.Rule(
                 name="parse-once-at-finish",
@@ -766,7 +766,7 @@ def _identity(s: ModuleType) -> Any:
                 code="truncated",
                 rule="finish-ends-calls",
                 severity="warning",
-                reason="The stream stopped before this call's arguments completed: status truncated, raw text kept. The message says what stopped it: the provider's own finish word (length, max_tokens, MAX_TOKENS, incomplete: max_output_tokens, guardrail_intervened, ...), what that word means where it is known (the output token limit, the context window, a content filter), and what the provider said beside it (Gemini's finishMessage, an error's message, shortened); or that the stream ended without a finish reason, or stopped at an error. A call the provider gave up before the turn finished (a Responses item done with status incomplete, or in_progress, which says so in the message) is reported at its own event, and the finish that follows, when it is not a normal one, completes that message with why (the output token limit of response.incomplete).",
+                reason="The stream stopped before this call's arguments completed: status truncated, raw text kept. The message says what stopped it: the provider's own finish word (length, max_tokens, MAX_TOKENS, incomplete: max_output_tokens, guardrail_intervened, ...), what that word means where it is known (the output token limit, the context window, a content filter), and what the provider said beside it (Gemini's finishMessage, an error's message, shortened); or that the stream ended without a finish reason, or stopped at an error. A call the provider gave up before the turn finished (a Responses item done with status incomplete, or in_progress, which says so in the message; a Vertex streamed call left inside a string when the next call began: ended incomplete) is reported at its own event, and the finish that follows, when it is not a normal one, completes that message with why (the output token limit of response.incomplete).",
             ),
             s.DiagnosticSpec(
                 code="finish-reason-mapped",
@@ -1200,13 +1200,13 @@ def _history(s: ModuleType) -> Any:
             ),
             s.Named(
                 name="close_turn",
-                reason="The turn that made the call is over: a message that holds none of its results began, or the history ended.",
+                reason="The turn that made the call is over: a message began that holds none of its results and is not the user's text alone, which leaves the turn open for the message after it (see fsm.history.turns), or the history ended.",
             ),
         ),
         actions=(
             s.Named(
                 name="open_call",
-                reason="Remember where the call was made.",
+                reason="Remember where the call was made; an id used again after its call was answered is reported (reused, information).",
             ),
             s.Named(
                 name="report_duplicate_call",
@@ -1237,10 +1237,10 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (10546, 4230949145),
-    "scanner": (4661, 4199472060),
-    "identity": (26240, 3594182816),
-    "history": (5190, 4026054298),
+    "slot": (10816, 132917352),
+    "scanner": (4733, 3983801205),
+    "identity": (26397, 2927455952),
+    "history": (5380, 3725523303),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""
 BUILDERS: dict[str, Callable[[ModuleType], Any]] = {
