@@ -153,15 +153,6 @@ def is_flat_object(text: str) -> bool:
     return _one_value(text)
 
 
-def is_whole_object(text: str) -> bool:
-    """Is ``text`` exactly one JSON object, nested or not, with nothing around it (a snapshot written
-    from a parsed value)? Read by the C parser, for text up to ``_WHOLE_CHARS`` long (the parse is
-    thrown away: it must not hold much); False when unsure. The caller checks the nesting first."""
-    if len(text) > _WHOLE_CHARS or text[:1] != "{" or text[-1:] != "}":
-        return False
-    return _one_value(text)
-
-
 def _one_value(text: str) -> bool:
     """Does the C parser read one value that ends where ``text`` does?"""
     try:
@@ -169,9 +160,6 @@ def _one_value(text: str) -> bool:
     except Exception:  # not JSON, or a constant the strict reading refuses
         return False
     return bool(end == len(text))
-
-
-_WHOLE_CHARS: Final = 1 << 16
 
 
 def parse_general(text: str) -> tuple[Any, list[str]]:

@@ -307,6 +307,8 @@ class Reassembler:
                 self._closing_fault(exc)
                 self._report_fault()
         slots, ledger.event = self.registry.slots, finish_at
+        if ledger.parsed:  # what no call's end took (a call cut, or no call left to end): let go
+            ledger.parsed = None
         if finish == "stop" and any(not slot.server for slot in slots):
             ledger.diagnose("finish-reason-mapped", "finish reason stop, but tools were called")
             finish = "tool_calls"

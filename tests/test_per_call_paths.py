@@ -327,23 +327,27 @@ def _all_shapes_alike(
 
 
 def test_a_first_text_that_is_a_flat_object_skips_its_scan_alike(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A call whose first text (a fragment or a snapshot) is a whole flat object takes the closed
-    scanner without scanning it (jsontext.is_flat_object). Without that, over every vector, fuzzed
-    streams of every shape and the whole-call edge cases in every option set: the same transitions
-    in order, outputs, calls, diagnostics and rule counts."""
+    """A call whose first text, a fragment, is a whole flat object takes the closed scanner without
+    scanning it (jsontext.is_flat_object; a snapshot's is _whole_object's, below). Without that,
+    over every vector, fuzzed streams of every shape and the whole-call edge cases in every option
+    set: the same transitions in order, outputs, calls, diagnostics and rule counts."""
     from fsm.engine import slot
 
-    _all_shapes_alike(monkeypatch, slot, "is_flat_object", lambda text: False, EDGES, taken=int, at_least=200)
+    _all_shapes_alike(monkeypatch, slot, "is_flat_object", lambda text: False, EDGES, taken=int, at_least=50)
 
 
 def test_a_snapshot_that_is_a_whole_object_skips_its_scan_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     """A snapshot that is one whole object within the depth limit, nested or not, takes the closed
-    scanner without scanning it (jsontext.is_whole_object). Without that, over every vector, fuzzed
-    streams of every shape and the whole-call edge cases in every option set: the same transitions
-    in order, outputs, calls, diagnostics and rule counts."""
+    scanner without scanning it, and its call's end takes the parse that found it so
+    (slot._whole_object). Without that, over every vector, fuzzed streams of every shape and the
+    whole-call edge cases in every option set: the same transitions in order, outputs, calls,
+    diagnostics and rule counts."""
     from fsm.engine import slot
 
-    _all_shapes_alike(monkeypatch, slot, "is_whole_object", lambda text: False, EDGES, taken=int, at_least=50)
+    def found(parsed: object) -> int:
+        return parsed is not None
+
+    _all_shapes_alike(monkeypatch, slot, "_whole_object", lambda text, depth: None, EDGES, taken=found, at_least=50)
 
 
 # Replays formatted anew (registry._replays): escapes, spacing, key spelling, numbers and literals.

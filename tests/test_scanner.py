@@ -14,9 +14,9 @@ from fsm.engine.ledger import Ledger
 from fsm.engine.machine import slot_machine
 from fsm.engine.scan_reference import spec_steps
 from fsm.engine.scanner import Scanner, closes_flat, start_scanner
-from fsm.engine.slot import Slot
+from fsm.engine.slot import Slot, _whole_object
 from fsm.errors import LimitExceeded
-from fsm.jsontext import is_flat_object, is_whole_object
+from fsm.jsontext import is_flat_object, parse_strict
 from fsm.options import Policies
 from fsm.spec import scanner_spec
 
@@ -334,17 +334,25 @@ whole_ish = st.one_of(
 @example('{"a": [1}, "b": 2}')
 @settings(max_examples=400)
 def test_a_whole_object_is_what_a_fresh_scan_finds_closed_at_its_end(text: str) -> None:
-    """jsontext.is_whole_object lets a snapshot skip its scan (issue 17): it may say yes only where a
-    fresh scanner, fed the text, closes the value at its very last character."""
-    if is_whole_object(text):
+    """slot._whole_object lets a snapshot skip its scan, and its end the parse (issue 17): it may
+    give a value only where a fresh scanner, fed the text, closes the value at its very last
+    character, and only the value and repeated keys the strict parse gives."""
+    found = _whole_object(text, 64)
+    if found is not None:
         assert Scanner().feed(text) == len(text), text
+        assert found == parse_strict(text), text
 
 
 def test_a_whole_object_is_recognised_nested_or_not() -> None:
-    assert is_whole_object('{"a": {"b": [1, {"c": null}]}}') and is_whole_object('{"i": 0}')
-    assert not is_whole_object('{"a": {}} ') and not is_whole_object('{"a": [NaN]}') and not is_whole_object("[{}]")
-    assert not is_whole_object('{"a": {}}{"b": 2}') and not is_whole_object('{"a": {"b": 1}')
-    assert not is_whole_object("{" + " " * (1 << 16) + "}")  # past the length it reads: unsure
+    def whole(text: str, depth: int = 64) -> bool:
+        return _whole_object(text, depth) is not None
+
+    assert whole('{"a": {"b": [1, {"c": null}]}}') and whole('{"i": 0}')
+    assert not whole('{"a": {}} ') and not whole('{"a": [NaN]}') and not whole("[{}]")
+    assert not whole('{"a": {}}{"b": 2}') and not whole('{"a": {"b": 1}')
+    assert not whole("{" + " " * (1 << 16) + "}")  # past the length it reads: unsure
+    assert not whole('{"a": {"b": {}}}', 2) and whole('{"a": {"b": {}}}', 3)  # the depth limit, as the end's
+    assert _whole_object('{"k": 1, "k": 2}', 64) == ({"k": 2}, ["k"])  # the repeated key, for the end to report
 
 
 # -- the nesting check a closed scan makes needless ---------------------------------------------

@@ -13,6 +13,7 @@ import functools
 from collections import Counter
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
 import attrs
 
@@ -104,6 +105,10 @@ class Ledger:
     work = 0
     """Characters scanned and compared, and routing candidates visited: the fuzzer checks that
     this stays linear in the input."""
+    parsed: dict[Any, tuple[str, dict[str, Any], list[str]]] | None = None
+    """By call, the snapshot text its scan found one whole object by parsing it as the call's end
+    would (Slot.scan_snapshot), with the value and the keys given twice: the end takes them while
+    the call holds that very text, so a snapshot is parsed once (the stream's own dict from the first)."""
 
     def __init__(self, policies: Policies, *, strict: bool, limits: Limits | None = None) -> None:
         self.policies = policies

@@ -24,7 +24,6 @@ from fsm.jsontext import (
     NotJSON,
     flat_object,
     is_flat_object,
-    is_whole_object,
     mend_surrogates,
     nesting_exceeds,
     parse_general,
@@ -41,6 +40,25 @@ _CATCH_UP_BYTES = 16384
 _UNKEPT_WHITESPACE = 64
 """The most whitespace around a call's text that _bounds walks again at each read, unkept."""
 _OPENS_CONTAINER = re.compile(r"[ \t\r\n]*[{\[]")
+
+
+_WHOLE_CHARS = 1 << 16
+"""Longer snapshot text is not parsed to close its scan (_whole_object): its parse, kept until the
+call ends, must not hold much; the scanner reads it, and the end parses it."""
+
+
+def _whole_object(text: str, max_depth: int) -> tuple[dict[str, Any], list[str]] | None:
+    """What parse_arguments would take from ``text`` when it is one JSON object with nothing
+    around it, within ``max_depth`` and _WHOLE_CHARS: its value and the keys given twice, read as
+    parse_arguments reads them (parse_general); None for any other text, left to the scanner
+    (test_a_snapshot_that_is_a_whole_object_skips_its_scan_alike)."""
+    if len(text) > _WHOLE_CHARS or text[:1] != "{" or text[-1:] != "}" or nesting_exceeds(text, max_depth):
+        return None
+    try:
+        found, duplicates = parse_general(text)
+    except ValueError:  # not JSON, strictly (NotJSON, json.JSONDecodeError and the others are ValueErrors)
+        return None
+    return (found, duplicates) if type(found) is dict else None
 
 
 def text_digest(data: bytes | memoryview) -> bytes:
@@ -565,12 +583,26 @@ class Slot:
         max_depth = self.scanner.max_depth
         # A fresh scan of one whole object, within the depth limit, would end closed at its end with
         # nothing past it: the C parser says so at a fraction of the scan's cost. Snapshots are most
-        # often written from a parsed value (Gemini's and Ollama's calls), so whole.
-        if is_flat_object(text) or (not nesting_exceeds(text, max_depth) and is_whole_object(text)):
+        # often written from a parsed value (Gemini's and Ollama's calls), so whole. One of a flat
+        # object's shape is read again at its end (flat_object, as every call's end reads its text
+        # first: the calls that have no snapshot are asked nothing more); the parse of any other is
+        # the one its end needs, kept for it (by the stream, not the call: a call's own field costs
+        # it a dict).
+        kept = self.ledger.parsed
+        parsed = None
+        if is_flat_object(text) or (parsed := _whole_object(text, max_depth)) is not None:
             self.scanner = closed_scanner(max_depth)
+            if parsed is not None and ("[" in text or text.count("{") != 1):  # no flat object's shape
+                if kept is None:
+                    kept = self.ledger.parsed = {}
+                kept[self] = (text, parsed[0], parsed[1])  # for the call's end, while it holds this very text
+            elif kept:
+                kept.pop(self, None)
             if self._past_close:
                 self._past_close = False
         else:
+            if kept:
+                kept.pop(self, None)
             self.scanner = Scanner(self.scanner.max_depth)
             end = self.scanner.feed(text)
             past_close = end is not None and bool(text[end:].strip())
@@ -682,7 +714,7 @@ class Slot:
             if raw is None:  # text(), in line: a call's fragments are decoded here, once
                 ledger.work += self._length
                 raw = self._text = self._buf.decode("utf-8", "surrogatepass")
-            value = flat_object(raw)
+            value = flat_object(raw)  # (None for a snapshot whose parse was kept: parse_arguments takes it)
         if value is None:
             self.parse_arguments("")
         else:  # what parse_arguments does with such text
@@ -699,6 +731,12 @@ class Slot:
         raw = self._text
         if raw is None:  # not decoded yet: text() decodes it (read in line, a call less when it is)
             raw = self.text()
+        kept = self.ledger.parsed
+        if kept:
+            parsed = kept.pop(self, None)
+            if parsed is not None and parsed[0] is raw:  # the snapshot it holds, parsed as it came
+                self._parsed_value(parsed[1], parsed[2])
+                return
         # Most arguments: a flat object with no key given twice, which nests one level (the depth
         # limit is at least 1), read as parse_strict would read it, without its tuple.
         value = flat_object(raw)
@@ -718,6 +756,11 @@ class Slot:
         except ValueError as exc:
             self._fail(CallStatus.INVALID, "invalid-arguments", f"arguments do not parse: {exc}")
             return
+        self._parsed_value(value, duplicates)
+
+    def _parsed_value(self, value: Any, duplicates: list[str]) -> None:
+        """The end of parse_arguments once the text parsed: ``value`` is the arguments if an object,
+        and the keys given twice are reported."""
         if not isinstance(value, dict):
             self._fail(CallStatus.INVALID, "arguments-not-object", f"arguments are a {type(value).__name__}")
             return
