@@ -588,26 +588,24 @@ class Slot:
         # first: the calls that have no snapshot are asked nothing more); the parse of any other is
         # the one its end needs, kept for it (by the stream, not the call: a call's own field costs
         # it a dict).
-        kept = self.ledger.parsed
         parsed = None
         if is_flat_object(text) or (parsed := _whole_object(text, max_depth)) is not None:
             self.scanner = closed_scanner(max_depth)
-            if parsed is not None and ("[" in text or text.count("{") != 1):  # no flat object's shape
-                if kept is None:
-                    kept = self.ledger.parsed = {}
-                kept[self] = (text, parsed[0], parsed[1])  # for the call's end, while it holds this very text
-            elif kept:
-                kept.pop(self, None)
             if self._past_close:
                 self._past_close = False
         else:
-            if kept:
-                kept.pop(self, None)
             self.scanner = Scanner(self.scanner.max_depth)
             end = self.scanner.feed(text)
             past_close = end is not None and bool(text[end:].strip())
             if past_close is not self._past_close:
                 self._past_close = past_close
+        kept = self.ledger.parsed
+        if parsed is not None and ("[" in text or text.count("{") != 1):  # no flat object's shape
+            if kept is None:
+                kept = self.ledger.parsed = {}
+            kept[self] = (text, parsed[0], parsed[1])  # for the call's end, while it holds this very text
+        elif kept:
+            kept.pop(self, None)  # a parse kept for the text this snapshot replaces
         return text, ""
 
     # -- guards ---------------------------------------------------------------------------------
