@@ -287,7 +287,7 @@ def _slot(s: ModuleType) -> Any:
             ),
             s.Named(
                 name="parse_arguments",
-                reason="Parse the held text once, strictly: status complete, or invalid with the raw text.",
+                reason="Parse the held text once, strictly: status complete, or invalid with the raw text (also when the parse runs out of Python's stack, deep in the caller's own, which is then raised as a limit).",
             ),
             s.Named(
                 name="default_empty_arguments",
@@ -1237,7 +1237,7 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (10816, 132917352),
+    "slot": (10924, 770216581),
     "scanner": (4733, 3983801205),
     "identity": (26397, 2927455952),
     "history": (5380, 3725523303),

@@ -15,7 +15,7 @@ is one state that only they change; split, it would be one class in several file
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from fsm.engine.roles import action, guard
 from fsm.engine.scanner import Scanner, StartScanner, closed_scanner, closes_flat
@@ -57,6 +57,8 @@ def _whole_object(text: str, max_depth: int) -> tuple[dict[str, Any], list[str]]
     try:
         found, duplicates = parse_general(text)
     except ValueError:  # not JSON, strictly (NotJSON, json.JSONDecodeError and the others are ValueErrors)
+        return None
+    except RecursionError:  # read deep in the caller's stack: the scan reads it, and the end says why it cannot
         return None
     return (found, duplicates) if type(found) is dict else None
 
@@ -754,7 +756,18 @@ class Slot:
         except ValueError as exc:
             self._fail(CallStatus.INVALID, "invalid-arguments", f"arguments do not parse: {exc}")
             return
+        except RecursionError:
+            self._out_of_stack()
         self._parsed_value(value, duplicates)
+
+    def _out_of_stack(self) -> NoReturn:
+        """The parse ran out of Python's stack: text within the depth limit, read from deep in the
+        caller's own stack (the recursion limit is shared). A limit, as an event too deep to read
+        is: the call ends invalid, its raw text kept, before the error is raised (the machine has
+        moved it to its end), so close() reports it as it stands."""
+        self.status = CallStatus.INVALID
+        why = "its arguments nest too deeply to parse this far down the caller's stack (Python's recursion limit)"
+        raise LimitExceeded(f"call {self.id} ({self.name}): {why}", event=self.ledger.event, rule="limits")
 
     def _parsed_value(self, value: Any, duplicates: list[str]) -> None:
         """The end of parse_arguments once the text parsed: ``value`` is the arguments if an object,

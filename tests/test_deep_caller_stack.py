@@ -1,0 +1,143 @@
+"""A call's end parse that runs out of Python's stack. The recursion limit is shared with the
+caller's frames: on Python 3.11 a caller some 600 frames deep (a deep agent framework, a recursive
+retry) that feeds arguments nested within ``Limits.max_depth`` sees the end's parse raise
+RecursionError. It is a limit, as an event too deep to read is: the call ends invalid with its raw
+text, the error is LimitExceeded naming the event and the call, and close() returns the result.
+Before, the call was left in its end state without a status and close() raised AssertionError.
+
+The contract is held by making the parse raise RecursionError (every Python version); the real deep
+stack only on 3.11, since from 3.12 on the C parser counts its depth apart from Python's frames."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from fsm import LimitExceeded, Limits, Reassembler, Result
+from fsm.engine import slot as slot_module
+from tests.helpers import chunk, tc
+
+DEEP = '{"a": ' * 499 + '{"b": [1]}' + "}" * 499  # 500 levels: within max_depth=512
+NESTED = '{"a": {"b": [1, {"c": null}]}}'  # nested, so the end's general parse reads it
+ITEM = {"type": "function_call", "id": "fc_0", "call_id": "call_0", "name": "f"}
+
+
+def responses(text: str, *, deltas: bool) -> list[dict[str, Any]]:
+    """A Responses call whose arguments arrive as deltas, or only as the item's final arguments (a
+    snapshot, whose parse the scan keeps for the end)."""
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"id": "r", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": {**ITEM, "arguments": ""}},
+    ]
+    if deltas:
+        events += [
+            {"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc_0", "delta": piece}
+            for piece in (text[k : k + 500] for k in range(0, len(text), 500))
+        ]
+    done = {**ITEM, "arguments": text, "status": "completed"}
+    events.append({"type": "response.output_item.done", "output_index": 0, "item": done})
+    events.append({"type": "response.completed", "response": {"id": "r", "status": "completed"}})
+    return events
+
+
+def chat(text: str) -> list[dict[str, Any]]:
+    """Two OpenAI chat calls and no finish reason: close() ends both."""
+    return [chunk(tc(0, "call_a", "f", text)), chunk(tc(1, "call_b", "g", '{"x": 1}'))]
+
+
+def at_depth(frames: int, fn: Callable[[], Any]) -> Any:
+    return fn() if frames <= 0 else at_depth(frames - 1, fn)
+
+
+@pytest.fixture
+def parse_out_of_stack(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The general parse of NESTED raises RecursionError, as a deep stack makes it on 3.11."""
+    general = slot_module.parse_general
+
+    def parse(text: str) -> Any:
+        if text == NESTED:
+            raise RecursionError("maximum recursion depth exceeded while decoding a JSON object")
+        return general(text)
+
+    monkeypatch.setattr(slot_module, "parse_general", parse)
+
+
+def feed_all(r: Reassembler, events: list[dict[str, Any]]) -> list[LimitExceeded]:
+    raised = []
+    for event in events:
+        try:
+            r.feed(event)
+        except LimitExceeded as exc:
+            raised.append(exc)
+            break
+    return raised
+
+
+def assert_cut_at_the_parse(result: Result, text: str) -> None:
+    call = result.calls[0]
+    assert (call.status.value, call.arguments, call.arguments_json) == ("invalid", None, text)
+    failed = [d for d in result.diagnostics if d.code == "stream-failed"]
+    assert len(failed) == 1 and "too deeply to parse this far down the caller's stack" in failed[0].message
+
+
+@pytest.mark.usefixtures("parse_out_of_stack")
+@pytest.mark.parametrize("deltas", [False, True], ids=["snapshot", "deltas"])
+@pytest.mark.parametrize("strict", [False, True], ids=["lax", "strict"])
+def test_an_end_parse_out_of_stack_is_a_limit_and_the_call_ends_invalid(deltas: bool, strict: bool) -> None:
+    events = responses(NESTED, deltas=deltas)
+    r = Reassembler("openai-responses", strict=strict)
+    raised = feed_all(r, events)
+    done_at = len(events) - 1  # the item's done event ends the call (1-based event numbers)
+    assert len(raised) == 1 and raised[0].event == done_at and raised[0].rule == "limits"
+    assert "call call_0 (f)" in str(raised[0])
+    result = r.close()  # after the error was raised: the result so far, raising nothing
+    assert_cut_at_the_parse(result, NESTED)
+    assert r.close() is result
+
+
+@pytest.mark.usefixtures("parse_out_of_stack")
+def test_an_end_parse_out_of_stack_at_close_leaves_the_other_calls_their_end() -> None:
+    r = Reassembler("openai-chat")
+    assert feed_all(r, chat(NESTED)) == []
+    result = r.close()
+    assert_cut_at_the_parse(result, NESTED)
+    # Cut after the limit, the next call's value had closed: its text is whole, and it parses
+    assert (result.calls[1].status.value, result.calls[1].arguments) == ("complete", {"x": 1})
+
+
+@pytest.mark.usefixtures("parse_out_of_stack")
+def test_an_end_parse_out_of_stack_at_close_is_raised_in_strict_mode_once_the_result_is_complete() -> None:
+    r = Reassembler("openai-chat", strict=True)
+    feed_all(r, chat(NESTED))
+    with pytest.raises(LimitExceeded, match="call call_a"):
+        r.close()
+    assert_cut_at_the_parse(r.close(), NESTED)
+
+
+def test_the_same_text_on_a_shallow_stack_parses() -> None:
+    for events in (responses(NESTED, deltas=False), responses(NESTED, deltas=True)):
+        r = Reassembler("openai-responses")
+        assert feed_all(r, events) == []
+        assert r.close().calls[0].arguments == {"a": {"b": [1, {"c": None}]}}
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="from 3.12 on, the C parser's depth is not Python's stack")
+@pytest.mark.parametrize("deltas", [False, True], ids=["snapshot", "deltas"])
+def test_a_real_deep_caller_stack_gets_the_limit_and_the_result(deltas: bool) -> None:
+    r = Reassembler("openai-responses", limits=Limits(max_depth=512))
+    raised: list[LimitExceeded] = []
+    for event in responses(DEEP, deltas=deltas):
+        try:
+            at_depth(600, lambda event=event: r.feed(event))
+        except LimitExceeded as exc:
+            raised.append(exc)
+            break
+    assert len(raised) == 1 and "call call_0 (f)" in str(raised[0])
+    assert_cut_at_the_parse(at_depth(600, r.close), DEEP)
+    # The same stream on a shallow stack: the text is within the limit, and parses
+    shallow = Reassembler("openai-responses", limits=Limits(max_depth=512))
+    assert feed_all(shallow, responses(DEEP, deltas=deltas)) == []
+    assert shallow.close().calls[0].status.value == "complete"
