@@ -213,8 +213,9 @@ class Reassembler:
                     self._unshortcut(item)
             else:
                 self._ingest(item)
-        except RecursionError:  # a caller's own deeply nested dict, seen by a recursive walk
-            self._failed(LimitExceeded("the event nests too deeply to read", event=self._events, rule="limits"))
+        except RecursionError:  # a caller's own deeply nested dict, seen by a recursive walk (or a deep caller)
+            why = "the event nests too deeply to read (Python's recursion limit, which the caller's stack shares)"
+            self._failed(LimitExceeded(why, event=self._events, rule="limits"))
         except InvalidInput:
             # Nothing was taken in and the stream goes on: the events after it are numbered as if
             # it had never come, so their diagnostics name the same events as the stream without it.

@@ -141,3 +141,19 @@ def test_a_real_deep_caller_stack_gets_the_limit_and_the_result(deltas: bool) ->
     shallow = Reassembler("openai-responses", limits=Limits(max_depth=512))
     assert feed_all(shallow, responses(DEEP, deltas=deltas)) == []
     assert shallow.close().calls[0].status.value == "complete"
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="from 3.12 on, the C parser's depth is not Python's stack")
+def test_an_event_read_deep_in_the_callers_stack_names_the_shared_limit() -> None:
+    args: dict[str, Any] = {"b": [1]}
+    for _ in range(499):  # a Gemini call's args, 500 levels: within max_depth=512, written out as they are read
+        args = {"a": args}
+    part = {"functionCall": {"name": "f", "args": args}}
+    event = {"candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}]}
+    r = Reassembler("gemini", limits=Limits(max_depth=512))
+    with pytest.raises(LimitExceeded, match=r"^event 1: the event nests too deeply to read \(Python's recursion limit"):
+        at_depth(600, lambda: r.feed(event))
+    assert [d.code for d in r.close().diagnostics] == ["stream-failed"]
+    shallow = Reassembler("gemini", limits=Limits(max_depth=512))
+    shallow.feed(event)
+    assert shallow.close().calls[0].arguments == args
