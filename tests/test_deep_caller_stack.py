@@ -117,6 +117,29 @@ def test_an_end_parse_out_of_stack_at_close_is_raised_in_strict_mode_once_the_re
     assert_cut_at_the_parse(r.close(), NESTED)
 
 
+@pytest.mark.usefixtures("parse_out_of_stack")
+@pytest.mark.parametrize("strict", [False, True], ids=["lax", "strict"])
+def test_a_finish_reason_that_ends_the_call_out_of_stack_reports_its_end(strict: bool) -> None:
+    # Lax mode ends a closed value in line (Registry.finish), strict mode through the reference
+    # machine: both tell each call's end (CallFinished) before the limit goes up.
+    r = Reassembler("openai-chat", strict=strict)
+    outputs: list[Any] = []
+    raised = []
+    for event in [*chat(NESTED), chunk(finish="tool_calls")]:
+        try:
+            outputs += r.feed(event)
+        except LimitExceeded as exc:
+            raised.append(exc)
+            outputs += r.drain()
+            break
+    assert [exc.event for exc in raised] == [3]
+    finished = [(o.call.id, o.call.status.value) for o in outputs if type(o).__name__ == "CallFinished"]
+    assert finished == [("call_a", "invalid"), ("call_b", "complete")]
+    result = r.close()
+    assert_cut_at_the_parse(result, NESTED)
+    assert [c.status.value for c in result.calls] == ["invalid", "complete"]
+
+
 def test_the_same_text_on_a_shallow_stack_parses() -> None:
     for events in (responses(NESTED, deltas=False), responses(NESTED, deltas=True)):
         r = Reassembler("openai-responses")

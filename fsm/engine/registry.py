@@ -515,9 +515,13 @@ class Registry:
             if slot.status is None:  # not finished (Slot.finished, without the property's call)
                 try:
                     if ending is not None and slot.state == "value_closed" and not slot._high:
-                        # What _end_closed does, in line: with no surrogate half to settle, the
-                        # end adds no byte, so no limit can stop it half way (its handler's case).
-                        slot.end_closed(label, dest)
+                        # What _end_closed does, in line: with no surrogate half to settle, the end
+                        # adds no byte; a parse out of Python's stack ends the call even so.
+                        try:
+                            slot.end_closed(label, dest)
+                        except LimitExceeded:
+                            self._ended(slot)  # invalid, its raw text kept (Slot._out_of_stack)
+                            raise
                         self._ended(slot)
                     else:
                         self._finish(slot, trigger, cut_by if trigger == "cut" else "")
