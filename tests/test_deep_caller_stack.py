@@ -1,15 +1,18 @@
-"""A call's end parse that runs out of Python's stack. The recursion limit is shared with the
-caller's frames: on Python 3.11 a caller some 600 frames deep (a deep agent framework, a recursive
-retry) that feeds arguments nested within ``Limits.max_depth`` sees the end's parse raise
-RecursionError. It is a limit, as an event too deep to read is: the call ends invalid with its raw
-text, the error is LimitExceeded naming the event and the call, and close() returns the result.
-Before, the call was left in its end state without a status and close() raised AssertionError.
+"""A parse that runs out of Python's stack: a call's end parse, and a wire event's. The recursion
+limit is shared with the caller's frames: on Python 3.11 a caller some 600 frames deep (a deep agent
+framework, a recursive retry) that feeds arguments nested within ``Limits.max_depth`` sees the end's
+parse raise RecursionError. It is a limit, as an event too deep to read is: the call ends invalid
+with its raw text, the error is LimitExceeded naming the event and the call, and close() returns the
+result. Before, the call was left in its end state without a status and close() raised
+AssertionError; an event read from wire bytes that deep let RecursionError out of feed_bytes() and
+close().
 
 The contract is held by making the parse raise RecursionError (every Python version); the real deep
 stack only on 3.11, since from 3.12 on the C parser counts its depth apart from Python's frames."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -17,8 +20,11 @@ from typing import Any
 import pytest
 
 from fsm import LimitExceeded, Limits, Reassembler, Result
+from fsm import reassembler as reassembler_module
 from fsm.engine import slot as slot_module
-from tests.helpers import chunk, tc
+from fsm.wire import eventstream as eventstream_module
+from fsm.wire.decoders import chunk_form as chunk_form_module
+from tests.helpers import aws_message, chunk, sse, tc
 
 DEEP = '{"a": ' * 499 + '{"b": [1]}' + "}" * 499  # 500 levels: within max_depth=512
 NESTED = '{"a": {"b": [1, {"c": null}]}}'  # nested, so the end's general parse reads it
@@ -46,6 +52,10 @@ def responses(text: str, *, deltas: bool) -> list[dict[str, Any]]:
 def chat(text: str) -> list[dict[str, Any]]:
     """Two OpenAI chat calls and no finish reason: close() ends both."""
     return [chunk(tc(0, "call_a", "f", text)), chunk(tc(1, "call_b", "g", '{"x": 1}'))]
+
+
+def _line(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload).encode() + b"\n"
 
 
 def at_depth(frames: int, fn: Callable[[], Any]) -> Any:
@@ -179,4 +189,87 @@ def test_an_event_read_deep_in_the_callers_stack_names_the_shared_limit() -> Non
     assert [d.code for d in r.close().diagnostics] == ["stream-failed"]
     shallow = Reassembler("gemini", limits=Limits(max_depth=512))
     shallow.feed(event)
+    assert shallow.close().calls[0].arguments == args
+
+
+MARK = "deep-marker"
+SAID = {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}]}
+MARKED = {"choices": [{"index": 0, "delta": {"content": MARK}, "finish_reason": None}]}
+
+
+@pytest.fixture
+def events_out_of_stack(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading an event that holds MARK raises RecursionError, as a deep stack makes it on 3.11."""
+
+    def reader(module: Any) -> None:
+        loads = module.loads_event
+
+        def loads_event(text: str) -> Any:
+            if MARK in text:
+                raise RecursionError("maximum recursion depth exceeded while decoding a JSON object")
+            return loads(text)
+
+        monkeypatch.setattr(module, "loads_event", loads_event)
+
+    for module in (reassembler_module, eventstream_module, chunk_form_module):
+        reader(module)
+
+
+WIRES = {
+    "sse": (sse([SAID, MARKED, SAID]), 2),
+    "ndjson": (_line(SAID) + _line(MARKED) + _line(SAID), 2),
+    "json array": (b"[" + b",".join(_line(p).strip() for p in (SAID, MARKED, SAID)) + b"]", 2),
+    "last event unterminated": (sse([SAID], done=False) + b"data: " + _line(MARKED).strip(), 2),
+}
+
+
+@pytest.mark.usefixtures("events_out_of_stack")
+@pytest.mark.parametrize("name", WIRES)
+def test_a_wire_event_out_of_stack_is_a_limit_naming_its_event(name: str) -> None:
+    wire, at = WIRES[name]
+    r = Reassembler("openai-chat")
+    try:
+        r.feed_bytes(wire)
+        raised = None
+    except LimitExceeded as exc:
+        raised = exc
+    result = r.close()
+    failed = [d for d in result.diagnostics if d.code == "stream-failed"]
+    assert len(failed) == 1 and failed[0].event == at and "recursion limit" in failed[0].message
+    assert result.text == "hi"  # the event before it was taken in, and nothing after it
+    if name == "last event unterminated":  # read as the stream closes
+        assert raised is None
+    else:
+        assert raised is not None and raised.event == at and str(raised).startswith(f"event {at}: the event nests")
+
+
+@pytest.mark.usefixtures("events_out_of_stack")
+def test_an_aws_message_out_of_stack_is_a_limit() -> None:
+    said = aws_message(json.dumps({"delta": {"text": "hi"}, "contentBlockIndex": 0}).encode())
+    marked = aws_message(json.dumps({"delta": {"text": MARK}, "contentBlockIndex": 0}).encode())
+    r = Reassembler("bedrock")
+    with pytest.raises(LimitExceeded, match=r"^event 2: contentBlockDelta payload nests too deeply to read"):
+        r.feed_bytes(said + marked + said)
+    assert r.close().text == "hi"
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="from 3.12 on, the C parser's depth is not Python's stack")
+@pytest.mark.parametrize("cut", [False, True], ids=["whole", "last event unterminated"])
+def test_wire_bytes_read_deep_in_the_callers_stack_get_the_limit(cut: bool) -> None:
+    args: dict[str, Any] = {"b": [1]}
+    for _ in range(499):
+        args = {"a": args}
+    event = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "f", "args": args}}]}}]}
+    wire = sse([event], done=False)
+    wire = wire[:-2] if cut else wire
+    r = Reassembler("gemini", limits=Limits(max_depth=512))
+    if cut:
+        at_depth(600, lambda: r.feed_bytes(wire))
+    else:
+        with pytest.raises(LimitExceeded, match="recursion limit"):
+            at_depth(600, lambda: r.feed_bytes(wire))
+    result = at_depth(600, r.close)
+    assert [(d.event, d.code) for d in result.diagnostics] == [(1, "stream-failed")]
+    shallow = Reassembler("gemini", limits=Limits(max_depth=512))
+    shallow.feed_bytes(wire)
     assert shallow.close().calls[0].arguments == args

@@ -105,6 +105,9 @@ class AWSEventStreamFramer:
             body = loads_event(text)  # an integer past the int-string limit kept, as any framing's event keeps it
         except ValueError as exc:
             return Fault(f"{kind} payload is not JSON: {exc}", skippable=True)
+        except RecursionError:  # within the depth limit, read deep in the caller's stack (Python 3.11)
+            why = "nests too deeply to read (Python's recursion limit, which the caller's stack shares)"
+            return Fault(f"{kind} payload {why}", skippable=False, limit=True)
         invoke = kind == "chunk"  # no ConverseStream event has this name
         if self.invoke is None:
             self.invoke = invoke

@@ -295,7 +295,7 @@ class FragmentForm:
         probe = pieces[0] + "".join(fill + piece for fill, piece in zip(fills, pieces[1:], strict=True))
         try:
             parsed = loads_event(probe)
-        except ValueError:
+        except (ValueError, RecursionError):  # (read deep in the caller's stack: no form, the event is parsed)
             return None
         # Put back what the probe changed (the parse is ours to change), checking each was changed.
         if not swapped(parsed, path, text + "x", text):
