@@ -22,8 +22,9 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   and what an Anthropic user message making calls after its run's first call leaves goes after the run;
 * a result sent in the model's role (an Anthropic or Converse assistant message, a Gemini model
   content, an OpenAI chat or Ollama message other than ``tool``) moves where the API takes it:
-  first into its turn's user results message, else the user message after it (Anthropic), else a
-  new user message (see :meth:`_Plan._home`); the OpenAI or Ollama message becomes a ``tool`` message;
+  first into its turn's user results message (Gemini, Converse: after the user's results sent
+  before it), else the user message after it (Anthropic), else a new user message (see
+  :meth:`_Plan._home`); the OpenAI or Ollama message becomes a ``tool`` message;
   results sent so after the user's text (``Segment.held``) go before it: first into that user
   message, or (OpenAI, Ollama) right after the calls and the tool messages before it;
 * results sent as results are after the user's text that followed their calls, before the model's
@@ -52,6 +53,7 @@ as they are (the same objects). One pass over the messages: linear in their numb
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -252,6 +254,9 @@ class _Plan(Writer):
             host = segment.host
         if host < 0 and self.fmt == "anthropic" and self._can_host(segment.misplaced_end + 1):
             host = segment.misplaced_end + 1
+        if host >= 0 and self.fmt != "anthropic":  # (the host is the first of the user's results messages)
+            self._in_order(sorted({result.message for result in proper}), moved, placeholders)
+            return
         if host >= 0:  # those sent before its results go first, those the model sent after them after them
             self.touched.add(host)
             self.front_into.setdefault(host, []).extend(entry for entry in moved if entry.message < host)
@@ -278,10 +283,31 @@ class _Plan(Writer):
                 self._change("moved-result", result, "a result after the user's text: moved before it, with its turn's")
         moved.sort(key=lambda entry: (entry.message, entry.slot))  # in the order sent: the k-th rule pairs
         answer = max((r.message for r in segment.results if r.message <= segment.held), default=-1)  # before the text
+        users = [r for r in segment.results if (r.message, r.slot) not in sent]  # the user's own
+        at = sorted({r.message for r in users if r.message <= segment.held})
+        if self.fmt != "anthropic" and at:
+            self._in_order(at, moved, placeholders)
+            return
         host = segment.held if answer < 0 else answer
         self.touched.add(host)
         self.front_into.setdefault(host, []).extend(moved if answer < 0 else ())  # else after the results it holds:
         self.add_into.setdefault(host, []).extend([*(self.moved(e) for e in moved if answer >= 0), *placeholders])
+
+    def _in_order(self, at: list[int], moved: list[Entry], placeholders: list[dict[str, Any]]) -> None:
+        """Gemini, Converse: the user's results messages of a turn (``at``, in order) merge into one,
+        so each result ``moved`` goes after the user's results sent before it (first, before those
+        of the first message, when none was), and the placeholders last: the k-th rule pairs in the
+        order sent, which is how Gemini pairs calls that have no ids."""
+        for entry in moved:
+            before = bisect_left(at, entry.message)
+            into = at[max(before - 1, 0)]
+            self.touched.add(into)
+            if before:
+                self.add_into.setdefault(into, []).append(self.moved(entry))
+            else:
+                self.front_into.setdefault(into, []).append(entry)
+        self.touched.add(at[-1])
+        self.add_into.setdefault(at[-1], []).extend(placeholders)
 
     def _left_empty(self, sent: set[tuple[int, int]]) -> bool:
         """Does every block of the messages holding ``sent`` go (moved, or dropped as answering nothing)?"""
@@ -361,6 +387,11 @@ class _Plan(Writer):
             return
         first = segment.results[0].message if segment.results else call_message + 1
         host = segment.host if segment.host >= 0 else first  # Anthropic: the first of the turn's user messages
+        if self.fmt in ("gemini", "bedrock") and segment.results:
+            # The user's results messages merge into one in their order: the placeholders go after the
+            # last one's results (not after a text the late ones go before), as the k-th rule pairs
+            late = {(entry.message, entry.slot) for entry in segment.late}
+            host = max((r.message for r in segment.results if (r.message, r.slot) not in late), default=host)
         if not segment.results and not (self.fmt in (*ALTERNATING, "gemini") and self._can_host(host)):
             self.add_after[call_message] = [{"role": "user", FIELD[self.fmt]: placeholders}]
             return

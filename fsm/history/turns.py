@@ -93,7 +93,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
                 yield _with(taking, moved, moved_end, fmt)
                 taking, moved = None, []
             held = -1
-        if answered and after_answer and taking is not None and not moved:
+        if answered and after_answer and taking is not None:
             if said >= 0:  # the user's text after the turn's answer: results next still answer its calls
                 after = said if after < 0 or after == taking.results[-1].message else after
                 continue
@@ -110,7 +110,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
                 continue
             if after >= 0 and after != taking.results[-1].message:  # the model's results after text: the turn is over
                 yield _with(taking, moved, moved_end, fmt)
-                taking, answered = None, False
+                taking, moved, answered = None, [], False
             after = -1
         if answered and taking is not None and not (results is not None and misplaced):
             yield _with(taking, moved, moved_end, fmt)
@@ -132,7 +132,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
                 taking, moved, answered = None, [], False
             elif not misplaced:
                 answered = True
-                after = last if after_answer and not moved and _texted(messages[last], fmt, last) else -1
+                after = last if after_answer and _texted(messages[last], fmt, last) else -1
         elif taking is not None and said >= 0 and not (answered or moved):
             held = said if taking.held < 0 else taking.held  # the turn waits on: results next still answer it
             continue
