@@ -8,7 +8,8 @@ AssertionError; an event read from wire bytes that deep let RecursionError out o
 close().
 
 The contract is held by making the parse raise RecursionError (every Python version); the real deep
-stack only on 3.11, since from 3.12 on the C parser counts its depth apart from Python's frames."""
+stack meets it on 3.11 only: from 3.12 on the C parser counts its depth apart from Python's frames,
+and the same streams read whole (test_from_312_on_a_deep_caller_stack_reads_the_call_whole)."""
 
 from __future__ import annotations
 
@@ -273,3 +274,21 @@ def test_wire_bytes_read_deep_in_the_callers_stack_get_the_limit(cut: bool) -> N
     shallow = Reassembler("gemini", limits=Limits(max_depth=512))
     shallow.feed_bytes(wire)
     assert shallow.close().calls[0].arguments == args
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="on 3.11 the C parser counts Python's frames: the tests above")
+@pytest.mark.parametrize("deltas", [False, True], ids=["snapshot", "deltas"])
+def test_from_312_on_a_deep_caller_stack_reads_the_call_whole(deltas: bool) -> None:
+    # The C parser's depth is counted apart from Python's frames: the same stream, fed 600 frames
+    # down, reads as it does on a shallow stack (the 3.11 tests above meet the limit instead).
+    r = Reassembler("openai-responses", limits=Limits(max_depth=512))
+    for event in responses(DEEP, deltas=deltas):
+        at_depth(600, lambda event=event: r.feed(event))
+    assert at_depth(600, r.close).calls[0].status.value == "complete"
+    args: dict[str, Any] = {"b": [1]}
+    for _ in range(499):
+        args = {"a": args}
+    part = {"functionCall": {"name": "f", "args": args}}
+    gemini = Reassembler("gemini", limits=Limits(max_depth=512))
+    at_depth(600, lambda: gemini.feed_bytes(sse([{"candidates": [{"content": {"role": "model", "parts": [part]}}]}])))
+    assert at_depth(600, gemini.close).calls[0].arguments == args
