@@ -153,3 +153,31 @@ def test_the_users_results_after_those_the_model_sent_all_answer_the_turn(text: 
     assert results == ["R-a", "R-b", "R-c"]  # each its own, in the order sent
     assert not [change for change in changes if change.kind in ("dropped-orphan", "placeholder-result")]
     assert history.repair(fixed)[1] == []
+
+
+def test_what_a_user_message_leaves_after_a_run_of_server_calls_is_never_lost() -> None:
+    # A user message making a client call beside a server call under the id of the one before it
+    # (one run with it) and that call's result: what is left of it goes after the run. The run,
+    # of server calls alone, has no end of its own, and what was left went nowhere (no change said so).
+    history_in = [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "mcp_tool_use", "id": "m1", "name": "m", "server_name": "x", "input": {}},
+                {"type": "mcp_tool_result", "tool_use_id": "m1", "content": "R-first"},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+                {"type": "server_tool_use", "id": "m1", "name": "web_search", "input": {}},
+                {"type": "mcp_tool_result", "tool_use_id": "m1", "content": "R-second"},
+            ],
+        },
+    ]
+    fixed, changes = history.repair(history_in)
+    blocks = [block for message in fixed for block in message["content"]]
+    assert [block.get("content") for block in blocks if block["type"] == "mcp_tool_result"] == ["R-first", "R-second"]
+    assert [block["id"] for block in blocks if block["type"] == "server_tool_use"] == ["m1_d2"]  # as its change says
+    assert {"moved-user-content", "renamed-call", "renamed-result"} <= {change.kind for change in changes}

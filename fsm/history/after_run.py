@@ -36,8 +36,11 @@ def user_content_after(plan: Writer, segment: Segment) -> Segment:
     first = segment.calls[0].message
     later = sorted({c.message for c in segment.calls if c.message > first and c.message in plan.roles.calling})
     later = [at for at in later if _leftover(plan, at)]
+    # The run's last message: a run of server calls alone (no client call after them) has no end of
+    # its own (Segment.end), and its last call's message is where it ends.
+    end = segment.end if segment.end >= 0 else max(call.message for call in segment.calls)
     for at in later:
-        plan.later_of[at] = segment.end
+        plan.later_of[at] = end
         plan.changes.append(Change("moved-user-content", at + 1, None, MOVED))
     return segment._replace(held=later[0]) if later else segment
 
