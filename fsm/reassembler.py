@@ -95,7 +95,7 @@ _FREE_LEARNINGS: Final = 8
 _EVENTS_A_LEARNING: Final = 8
 _LEAN_FORM: Final = FormSpec(LEAN_TEXT_PATH, None, place_at=LEAN_INDEX_PATH)
 """The form of an OpenAI chat bare fragment: its index is a hole, so one form reads every call's."""
-TOO_DEEP: Final = "the event nests too deeply to read (Python's recursion limit, which the caller's stack shares)"
+_TOO_DEEP: Final = "the event nests too deeply to read (Python's recursion limit, which the caller's stack shares)"
 """Why an event that ran out of Python's stack as it was read is a limit (LimitExceeded): nested
 deeper than a recursive walk goes, or read from deep in the caller's own stack (Python 3.11)."""
 
@@ -217,7 +217,7 @@ class Reassembler:
             else:
                 self._ingest(item)
         except RecursionError:  # a caller's own deeply nested dict, seen by a recursive walk (or a deep caller)
-            self._failed(LimitExceeded(TOO_DEEP, event=self._events, rule="limits"))
+            self._failed(LimitExceeded(_TOO_DEEP, event=self._events, rule="limits"))
         except InvalidInput:
             # Nothing was taken in and the stream goes on: the events after it are numbered as if
             # it had never come, so their diagnostics name the same events as the stream without it.
@@ -267,7 +267,7 @@ class Reassembler:
         except ToolcallFSMError as exc:
             self._failed(exc)
         except RecursionError:  # a decoder's walk of an event read deep in the caller's stack
-            self._failed(LimitExceeded(TOO_DEEP, event=self._events, rule="limits"))
+            self._failed(LimitExceeded(_TOO_DEEP, event=self._events, rule="limits"))
         return self.ledger.drain()
 
     def drain(self) -> list[Output]:
@@ -293,7 +293,7 @@ class Reassembler:
             except ToolcallFSMError as exc:
                 self._closing_fault(exc)
             except RecursionError:  # the last event, read deep in the caller's stack
-                self._closing_fault(LimitExceeded(TOO_DEEP, event=self._events, rule="limits"))
+                self._closing_fault(LimitExceeded(_TOO_DEEP, event=self._events, rule="limits"))
         ledger.defer = True  # finish everything first; a strict violation is raised at the end
         ledger.event = None
         finished = self._finish
@@ -631,7 +631,7 @@ class Reassembler:
         except RecursionError:  # within max_event_depth, read deep in the caller's stack (Python 3.11)
             registry.settle()
             self.ledger.event = self._events = self._events + 1
-            raise LimitExceeded(TOO_DEEP, event=self._events, rule="limits") from None
+            raise LimitExceeded(_TOO_DEEP, event=self._events, rule="limits") from None
         if type(value) is dict:  # what json gives for an object (the Mapping check costs more)
             if chat is not None and self._finish is None and (lean := lean_fragment_in(value)) is not None:
                 self.ledger.event = self._events = self._events + 1
