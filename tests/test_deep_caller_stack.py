@@ -246,6 +246,7 @@ def test_a_wire_event_out_of_stack_is_a_limit_naming_its_event(name: str) -> Non
 
 @pytest.mark.usefixtures("events_out_of_stack")
 def test_an_aws_message_out_of_stack_is_a_limit() -> None:
+    pytest.importorskip("botocore", reason="the AWS event stream framing needs botocore (toolcall-fsm[bedrock])")
     said = aws_message(json.dumps({"delta": {"text": "hi"}, "contentBlockIndex": 0}).encode())
     marked = aws_message(json.dumps({"delta": {"text": MARK}, "contentBlockIndex": 0}).encode())
     r = Reassembler("bedrock")
