@@ -181,3 +181,33 @@ def test_what_a_user_message_leaves_after_a_run_of_server_calls_is_never_lost() 
     assert [block.get("content") for block in blocks if block["type"] == "mcp_tool_result"] == ["R-first", "R-second"]
     assert [block["id"] for block in blocks if block["type"] == "server_tool_use"] == ["m1_d2"]  # as its change says
     assert {"moved-user-content", "renamed-call", "renamed-result"} <= {change.kind for change in changes}
+
+
+def test_a_user_message_making_calls_in_a_server_run_leaves_its_text_after_the_run() -> None:
+    # The user's text stayed between the server call and its result: check then found the call
+    # dangling and its result an orphan, and a second repair dropped both (the real result lost).
+    history_in = [
+        {
+            "role": "assistant",
+            "content": [{"type": "server_tool_use", "id": "srvtoolu_a", "name": "web_search", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "x"}, {"type": "tool_use", "id": "toolu_b", "name": "f", "input": {}}],
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "web_search_tool_result", "tool_use_id": "srvtoolu_a", "content": "REAL"}],
+        },
+    ]
+    fixed, changes = history.repair(history_in)
+    roles_and_kinds = [(m["role"], [block["type"] for block in m["content"]]) for m in fixed]
+    assert roles_and_kinds == [
+        ("assistant", ["server_tool_use"]),
+        ("assistant", ["tool_use"]),
+        ("assistant", ["web_search_tool_result"]),
+        ("user", ["tool_result", "text"]),
+    ]
+    assert "moved-user-content" in {change.kind for change in changes}
+    assert not [finding for finding in history.check(fixed).findings if finding.kind in history.REJECTED]
+    assert history.repair(fixed) == (fixed, [])

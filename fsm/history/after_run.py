@@ -4,7 +4,8 @@
 moves them into, so one right after the model's calls (or after another such message) is one run,
 one turn, with them. Split in place, what is left of it (the user's text, say) would stand between
 the run's calls, and the results after it would answer only the calls after it. So what is left of
-every such message after the run's first call goes after the run's last message, in its order, and
+every such message after the run's first call (Claude's server calls too: one right after an
+assistant message of server calls alone is in their run) goes after the run's last message, in its order, and
 the turn's results go first in the first of them (``Segment.held``, as for results sent after the
 user's text: ``moved-result``), its placeholders after them (``moved-user-content``, at the message).
 
@@ -21,6 +22,7 @@ from fsm.history.changes import Change
 from fsm.history.entries import Segment
 from fsm.history.formats import items, shown
 from fsm.history.rewrite import Writer
+from fsm.history.server_blocks import SERVER_CALLS
 
 MOVED = "the user's content beside calls made after the model's: moved after the run of calls, their results first"
 """What the ``moved-user-content`` change says."""
@@ -33,7 +35,7 @@ def user_content_after(plan: Writer, segment: Segment) -> Segment:
     when any does (``user-content-after-the-run``); noted in ``plan.later_of``."""
     if plan.fmt != "anthropic" or not segment.calls:
         return segment
-    first = segment.calls[0].message
+    first = _run_first_call(plan, segment.calls[0].message)
     later = sorted({c.message for c in segment.calls if c.message > first and c.message in plan.roles.calling})
     later = [at for at in later if _leftover(plan, at)]
     # The run's last message: a run of server calls alone (no client call after them) has no end of
@@ -43,6 +45,25 @@ def user_content_after(plan: Writer, segment: Segment) -> Segment:
         plan.later_of[at] = end
         plan.changes.append(Change("moved-user-content", at + 1, None, MOVED))
     return segment._replace(held=later[0]) if later else segment
+
+
+def _run_first_call(plan: Writer, at: int) -> int:
+    """The first message making a call, Claude's server calls too, of the turn's run of the model's
+    messages that message ``at`` (making the turn's first client call) is in: the assistant messages
+    before it with server calls alone, back to one with a client call or result (another turn's) or
+    to a message of the user's; a message that came empty is read as if gone."""
+    first = at
+    for before in range(at - 1, -1, -1):
+        if before in plan.roles.empty:
+            continue
+        if plan.messages[before].get("role") != "assistant":
+            break
+        kinds = {block.get("type") for block in items(plan.messages[before], plan.fmt, before)}
+        if kinds & {"tool_use", "tool_result"}:
+            break
+        if kinds & set(SERVER_CALLS):
+            first = before
+    return first
 
 
 def stays(plan: Writer, at: int, called: int) -> bool:
