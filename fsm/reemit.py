@@ -21,6 +21,15 @@ result's ``ToolCall.type`` has it). Two flush policies:
   arrives (``CallNamed``) or the call finishes, so the name always goes out first.
 * ``on-finish``: the header with empty arguments when a call opens, the final arguments when it
   finishes.
+
+A call's chunks never give way to the next call's while it still owes its text: openai-python's
+stream helper (``client.chat.completions.stream``) reads a chunk of a new index as the end of the
+call before it, and hands that call's arguments on as done (parsing them, for a strict tool). So
+the next call waits, its chunks kept in their order, until the call before it has sent text
+(``incremental``) or has finished (``on-finish``, or a call whose text the engine holds until it
+finishes: Gemini's and Ollama's snapshots, Responses calls), and goes out right after it. Streams
+whose calls come one after another (OpenAI, Anthropic) go out as they came; a source that interleaves
+its calls' text is re-emitted interleaved under ``incremental`` (``on-finish`` serializes it).
 """
 
 from __future__ import annotations
@@ -85,10 +94,15 @@ class DeltaEmitter:
         self._named: set[int] = set()
         self._freeform: set[int] = set()
         self._held: dict[int, list[str]] = {}  # text of calls whose name has not gone out yet
+        self._ready: set[int] = set()  # calls after which the next may go out: they sent text, or finished
+        self._waiting: dict[int, list[dict[str, Any]]] = {}  # the chunks' tool calls of calls that wait
+        self._gate: int | None = None  # the first call that waits (all after it wait too)
 
     def chunks(self, outputs: list[Output]) -> list[dict[str, Any]]:
-        """One chunk per output that has something to send (an output may send nothing, e.g. a
-        delta under ``on-finish``)."""
+        """A chunk per output that has something to send now (an output may send nothing, e.g. a
+        delta under ``on-finish``), then the chunks of later calls that waited for it (see the
+        module docstring): the chunks of a call that waits come with a later ``chunks()``, or
+        ``finish()``."""
         if not isinstance(outputs, list | tuple):
             raise InvalidInput(f"chunks takes the list feed() returned, not {type(outputs).__name__}")
         try:  # (not answers_callers: its wrapper would cost every event's call)
@@ -98,7 +112,12 @@ class DeltaEmitter:
                         f"chunks takes outputs (CallOpened, ArgumentsDelta, ...), not {type(item).__name__}"
                         f" (outputs[{at}]); nothing was sent"
                     )
-            return [self._chunk([entry], None) for item in outputs if (entry := self._entry(item)) is not None]
+            sent: list[dict[str, Any]] = []
+            for item in outputs:
+                entry = self._entry(item)
+                if entry is not None or isinstance(item, CallFinished):  # (a call ended with nothing to send)
+                    sent += [self._chunk([each], None) for each in self._in_turn(entry, item)]
+            return sent
         except Exception as exc:  # policy caller-object-raises
             fault = caller_fault({"outputs": outputs}, exc, "DeltaEmitter.chunks()", self)
             if fault is None:
@@ -114,7 +133,10 @@ class DeltaEmitter:
         if not isinstance(result, Result):
             raise InvalidInput(f"finish takes the Result close() returned, not {type(result).__name__}")
         reason = result.finish_reason if result.finish_reason in CHAT_FINISH_REASONS else None
-        last = self._chunk([], reason)
+        # What still waits (outputs not passed to chunks(): every call finishes in close()) goes now
+        waiting = [entry for index in sorted(self._waiting) for entry in self._waiting[index]]
+        self._waiting, self._gate = {}, None
+        last = self._chunk(waiting, reason)
         said = [d.message for d in result.diagnostics if d.code == "provider-error"]
         if said:
             # A consumer must learn of the error as the provider's own stream told it: clients raise on
@@ -166,6 +188,29 @@ class DeltaEmitter:
                 body[self._text_key(call.index)] = "".join(held)
             return {"index": call.index, self._body_key(call.index): body} if body else None
         return None  # an output with nothing to send (chunks() refused any other item)
+
+    def _in_turn(self, entry: dict[str, Any] | None, item: Output) -> list[dict[str, Any]]:
+        """The tool-call entries that go out now that ``entry`` (of ``item``; None: a call finished
+        with nothing to send) is made: none while its call waits for the one before it; it, and then
+        those of the calls that waited for it."""
+        index = item.call.index if isinstance(item, CallFinished) else entry["index"] if entry else -1
+        if isinstance(item, CallFinished) or (
+            isinstance(item, ArgumentsDelta) and self.flush is FlushPolicy.INCREMENTAL
+        ):
+            self._ready.add(index)
+        gate = self._gate
+        if gate is None and isinstance(item, CallOpened) and index > 0 and index - 1 not in self._ready:
+            gate = self._gate = index  # the call before it owes its text: this one waits
+        if gate is not None and index >= gate:
+            if entry is not None:
+                self._waiting.setdefault(index, []).append(entry)
+            return []
+        out = [entry] if entry is not None else []
+        while self._gate is not None and self._gate - 1 in self._ready:  # the call it waited for is ready
+            released = self._gate
+            out += self._waiting.pop(released, [])
+            self._gate = released + 1 if self._waiting else None
+        return out
 
     def _body_key(self, index: int) -> str:
         return "custom" if index in self._freeform else "function"

@@ -1,0 +1,125 @@
+"""Re-emitted chunks as openai-python's stream helper reads them (``client.chat.completions.stream``,
+whose ``ChatCompletionStreamState`` hands a call's arguments on as done when a chunk of the next
+index comes, parsing them for a strict tool). The emitter sent every call's header before any
+call's text where the engine holds the text until the end (Gemini's and Ollama's parallel calls,
+and every stream of several calls under ``on-finish``): each call came out done with arguments
+``""``, and with strict tools declared the helper raised ``JSONDecodeError``. A call's chunks now
+never give way to the next call's before it has sent its text (or finished)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from openai.lib.streaming.chat import ChatCompletionStreamState
+from openai.types.chat import ChatCompletionChunk
+
+from fsm import Reassembler, RemoteProtocolError
+from fsm.harness.vectors import Vector, load_vectors
+from fsm.options import Policies
+from fsm.reemit import DeltaEmitter, FlushPolicy
+from fsm.results import ArgumentsDelta, CallOpened, Output
+
+VECTORS = load_vectors()
+
+
+def _strict(name: str) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {}, "additionalProperties": True}
+    return {"type": "function", "function": {"name": name, "strict": True, "parameters": schema}}
+
+
+def done_events(chunks: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> list[tuple[int, str]]:
+    """(index, arguments) of each ``tool_calls.function.arguments.done`` the SDK's state fires."""
+    state: ChatCompletionStreamState[Any] = (
+        ChatCompletionStreamState(input_tools=tools) if tools else ChatCompletionStreamState()
+    )
+    done: list[tuple[int, str]] = []
+    for data in chunks:
+        for event in state.handle_chunk(ChatCompletionChunk.model_validate(data)):
+            if event.type == "tool_calls.function.arguments.done":
+                done.append((event.index, event.arguments))
+    return done
+
+
+def reemitted(vector: Vector, flush: FlushPolicy) -> tuple[Any, list[Output], list[dict[str, Any]]]:
+    r = Reassembler(vector.shape, policies=Policies(**vector.policies))
+    emitter = DeltaEmitter(flush)
+    outputs: list[Output] = []
+    try:
+        if vector.body is not None:
+            outputs += r.feed_bytes(vector.body.encode("utf-8"))
+        for event in vector.events:
+            outputs += r.feed(event)
+    except RemoteProtocolError:
+        pass
+    result = r.close()
+    outputs += r.drain()
+    return result, outputs, [*emitter.chunks(outputs), emitter.finish(result)]
+
+
+def interleaved(outputs: list[Output]) -> bool:
+    """Does a call's text come after the next call opened (a source that interleaves its calls)?"""
+    opened = -1
+    for output in outputs:
+        if isinstance(output, CallOpened):
+            opened = max(opened, output.index)
+        elif isinstance(output, ArgumentsDelta) and output.index < opened:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("flush", list(FlushPolicy), ids=lambda f: f.value)
+@pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v.name)
+def test_each_call_is_done_with_its_final_text(vector: Vector, flush: FlushPolicy) -> None:
+    result, outputs, chunks = reemitted(vector, flush)
+    if flush is FlushPolicy.INCREMENTAL and interleaved(outputs):
+        pytest.skip("the source interleaves its calls' text, and incremental re-emits it as it came")
+    final = {call.index: call.input if call.input is not None else call.arguments_json or "" for call in result.calls}
+    for index, arguments in done_events(chunks):
+        assert arguments == final[index], (index, arguments, final[index])
+
+
+def _gemini_parallel(*args: dict[str, Any]) -> list[dict[str, Any]]:
+    parts = [{"functionCall": {"name": "sum", "args": value}} for value in args]
+    return [
+        {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}]},
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}]},
+    ]
+
+
+def _chat_parallel() -> list[dict[str, Any]]:
+    def entry(index: int, **fields: Any) -> dict[str, Any]:
+        return {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": index, **fields}]}, "finish_reason": None}]}
+
+    return [
+        entry(0, id="call_a", type="function", function={"name": "sum", "arguments": ""}),
+        entry(0, function={"arguments": '{"a": 1'}),
+        entry(0, function={"arguments": "}"}),
+        entry(1, id="call_b", type="function", function={"name": "sum", "arguments": ""}),
+        entry(1, function={"arguments": '{"a": 2}'}),
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+
+
+@pytest.mark.parametrize("flush", list(FlushPolicy), ids=lambda f: f.value)
+@pytest.mark.parametrize("shape", ["gemini", "openai-chat"])
+def test_strict_tools_read_parallel_calls_without_error(shape: str, flush: FlushPolicy) -> None:
+    events = _gemini_parallel({"a": 1}, {"a": 2}, {"a": 3}) if shape == "gemini" else _chat_parallel()
+    r = Reassembler(shape)
+    emitter = DeltaEmitter(flush)
+    chunks = [chunk for event in events for chunk in emitter.chunks(r.feed(event))]
+    result = r.close()
+    chunks += [*emitter.chunks(r.drain()), emitter.finish(result)]
+    done = done_events(chunks, [_strict("sum")])  # raised JSONDecodeError on "" before
+    assert done == [(call.index, call.arguments_json) for call in result.calls]
+    # Each call's chunks together, the calls in order: the header, then its text
+    order = [entry["index"] for chunk in chunks for entry in chunk["choices"][0]["delta"].get("tool_calls", [])]
+    assert order == sorted(order)
+
+
+def test_calls_that_come_one_after_another_go_out_as_they_came() -> None:
+    # OpenAI's parallel calls: the second opens after the first sent its text, so it waits for nothing
+    r = Reassembler("openai-chat")
+    emitter = DeltaEmitter()
+    sent = [emitter.chunks(r.feed(event)) for event in _chat_parallel()]
+    assert [len(chunks) for chunks in sent] == [1, 1, 1, 1, 1, 0]
