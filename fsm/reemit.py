@@ -98,6 +98,16 @@ class DeltaEmitter:
         self._waiting: dict[int, list[dict[str, Any]]] = {}  # the chunks' tool calls of calls that wait
         self._gate: int | None = None  # the first call that waits (all after it wait too)
 
+    def start(self) -> dict[str, Any]:
+        """A first chunk that says only the assistant's role, as OpenAI's streams begin. Optional for
+        one choice; a gateway re-emitting a stream of several sends each choice's ``start()`` first,
+        in choice order: openai-python's stream state builds its choices from the stream's first
+        chunks, and refuses a chunk of choice 1 before choice 0 has one (``IndexError``), which the
+        calls alone cannot promise (a choice of text alone sends no chunk until ``finish()``)."""
+        first = self._chunk([], None)
+        first["choices"][0]["delta"] = {"role": "assistant"}
+        return first
+
     def chunks(self, outputs: list[Output]) -> list[dict[str, Any]]:
         """A chunk per output that has something to send now (an output may send nothing, e.g. a
         delta under ``on-finish``), then the chunks of later calls that waited for it (see the

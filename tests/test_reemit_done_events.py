@@ -123,3 +123,44 @@ def test_calls_that_come_one_after_another_go_out_as_they_came() -> None:
     emitter = DeltaEmitter()
     sent = [emitter.chunks(r.feed(event)) for event in _chat_parallel()]
     assert [len(chunks) for chunks in sent] == [1, 1, 1, 1, 1, 0]
+
+
+def _choice_chunk(choice: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"choices": [{"index": choice, "delta": delta, "finish_reason": finish}]}
+
+
+def _call(index: int, call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {
+        "tool_calls": [
+            {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        ]
+    }
+
+
+@pytest.mark.parametrize("first", [0, 1], ids=["choice 0 calls first", "choice 1 calls first"])
+def test_two_choices_re_emitted_after_their_starts_read_apart(first: int) -> None:
+    # Choice 0 says text alone in one case: its emitter has no chunk before finish(), and choice 1's
+    # call went out first, which openai-python's stream state refuses (IndexError)
+    calls = {0: _call(0, "call_a", "f", '{"a": 1}'), 1: _call(0, "call_b", "g", '{"b": 2}')}
+    stream = [
+        _choice_chunk(first, calls[first]),
+        _choice_chunk(1 - first, {"content": "hi"} if first == 1 else calls[1 - first]),
+        _choice_chunk(0, {}, "stop" if first == 1 else "tool_calls"),
+        _choice_chunk(1, {}, "tool_calls"),
+    ]
+    readers = [Reassembler("openai-chat", choice=k) for k in (0, 1)]
+    emitters = [DeltaEmitter(choice=k) for k in (0, 1)]
+    chunks = [emitter.start() for emitter in emitters]
+    for event in stream:
+        for reader, emitter in zip(readers, emitters, strict=True):
+            chunks += emitter.chunks(reader.feed(event))
+    results = [reader.close() for reader in readers]
+    chunks += [emitter.finish(result) for emitter, result in zip(emitters, results, strict=True)]
+    state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
+    for data in chunks:
+        state.handle_chunk(ChatCompletionChunk.model_validate({"id": "c", "created": 0, "model": "m", **data}))
+    completion = state.get_final_completion()
+    for choice, result in zip(completion.choices, results, strict=True):
+        got = [(call.id, call.function.arguments) for call in choice.message.tool_calls or []]  # type: ignore[union-attr]
+        assert got == [(call.id, call.arguments_json) for call in result.calls]
+    assert [chunk["choices"][0]["delta"] for chunk in chunks[:2]] == [{"role": "assistant"}] * 2
