@@ -30,6 +30,10 @@ the next call waits, its chunks kept in their order, until the call before it ha
 finishes: Gemini's and Ollama's snapshots, Responses calls), and goes out right after it. Streams
 whose calls come one after another (OpenAI, Anthropic) go out as they came; a source that interleaves
 its calls' text is re-emitted interleaved under ``incremental`` (``on-finish`` serializes it).
+
+A call that did not complete (truncated, invalid) must not be run, and a chunk has no field for a
+call's status, while its text went out as any call's: so ``finish()`` ends such a stream in an error
+too (policy incomplete-calls-not-run), which clients raise after the calls they accumulated.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from typing import Any, Final, Literal
 from fsm.errors import InvalidInput, InvalidOption, shown
 from fsm.events import FREEFORM_TYPES
 from fsm.foreign import answers_callers, caller_fault
-from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, Output, Result
+from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, CallStatus, Output, Result
 
 CHAT_FINISH_REASONS: Final = frozenset({"stop", "length", "tool_calls", "content_filter"})
 """The finish reasons a chat-completions chunk can carry; any other (``error``) goes out as null."""
@@ -139,7 +143,8 @@ class DeltaEmitter:
         """The last chunk: no tool calls, the result's finish reason (null for one a chat chunk
         cannot carry: ``error``). Where the provider reported an error (``provider-error``: one that
         ended the turn, or one after it), the chunk also carries ``error: {"message", "type":
-        "provider_error"}`` beside its choices, as OpenAI-compatible servers send one."""
+        "provider_error"}`` beside its choices, as OpenAI-compatible servers send one; else, where a
+        call did not complete, ``error: {"message", "type": "incomplete_tool_call"}`` naming each."""
         if not isinstance(result, Result):
             raise InvalidInput(f"finish takes the Result close() returned, not {type(result).__name__}")
         reason = result.finish_reason if result.finish_reason in CHAT_FINISH_REASONS else None
@@ -152,6 +157,15 @@ class DeltaEmitter:
             # A consumer must learn of the error as the provider's own stream told it: clients raise on
             # a chunk with an error object (openai-python's APIError), after the calls they accumulated.
             last["error"] = {"message": "; ".join(said), "type": "provider_error"}
+        cut = [call for call in result.calls if call.status is not CallStatus.COMPLETE]
+        if cut and "error" not in last:
+            # Its text went out as any call's, and a chunk has no field for a call's status: a client
+            # must not run it (policy incomplete-calls-not-run), so the stream ends in an error too.
+            listed = ", ".join(f"{call.id} ({call.name}): {call.status.value}" for call in cut)
+            last["error"] = {
+                "message": f"calls that did not complete, not to be run: {listed}",
+                "type": "incomplete_tool_call",
+            }
         return last
 
     def _entry(self, item: Output) -> dict[str, Any] | None:

@@ -8,8 +8,11 @@ never give way to the next call's before it has sent its text (or finished)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import httpx
+import openai
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
@@ -164,3 +167,31 @@ def test_two_choices_re_emitted_after_their_starts_read_apart(first: int) -> Non
         got = [(call.id, call.function.arguments) for call in choice.message.tool_calls or []]  # type: ignore[union-attr]
         assert got == [(call.id, call.arguments_json) for call in result.calls]
     assert [chunk["choices"][0]["delta"] for chunk in chunks[:2]] == [{"role": "assistant"}] * 2
+
+
+def test_a_call_that_did_not_complete_ends_the_stream_in_an_error() -> None:
+    # Policy incomplete-calls-not-run: a chunk has no field for a call's status, and the cut call's
+    # text went out as any call's; the last chunk's error tells a client not to run it (openai-python
+    # raises APIError there, after the calls it accumulated). It ended on a bare null finish before.
+    events = [_chat_parallel()[0], _chat_parallel()[1]]  # the call's text cut short: no finish
+    r = Reassembler("openai-chat")
+    emitter = DeltaEmitter()
+    chunks = [chunk for event in events for chunk in emitter.chunks(r.feed(event))]
+    result = r.close()
+    last = emitter.finish(result)
+    assert [call.status.value for call in result.calls] == ["truncated"]
+    assert last["error"] == {
+        "message": "calls that did not complete, not to be run: call_a (sum): truncated",
+        "type": "incomplete_tool_call",
+    }
+    whole = Reassembler("openai-chat")
+    complete = DeltaEmitter()
+    for event in _chat_parallel():
+        complete.chunks(whole.feed(event))
+    assert "error" not in complete.finish(whole.close())  # every call complete: no error
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in [*chunks, last]) + b"data: [DONE]\n\n"
+    reply = httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+    client = openai.OpenAI(api_key="k", http_client=httpx.Client(transport=httpx.MockTransport(lambda _: reply)))
+    with pytest.raises(openai.APIError, match="not to be run"):
+        for _ in client.chat.completions.create(model="m", messages=[], stream=True):
+            pass
