@@ -332,7 +332,7 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
         if is_error:
             block["is_error"] = True
         return block
-    as_text(output)  # Gemini takes the value itself, but it goes out as JSON: refused now if it cannot
+    as_text(output, strict=True)  # Gemini takes the value itself, but it goes out as JSON: refused now if it cannot
     response: Message = {"name": call.name or "", "response": {"error" if is_error else "output": output}}
     if call.wire_id is not None:
         response["id"] = reply_id(call)

@@ -39,8 +39,8 @@ def built_in_item(call: ToolCall) -> Message:
             source["actions"] = arguments["actions"]
         else:
             source["action"] = arguments
-        if call.type == "computer_call":
-            source["pending_safety_checks"] = []
+    if call.type == "computer_call" and source.get("pending_safety_checks") is None:
+        source["pending_safety_checks"] = []  # the input item requires it: none pending when the wire gave none
     item: Message = {"type": call.type}
     for field in _BUILT_IN_FIELDS[call.type]:
         if source.get(field) is not None:

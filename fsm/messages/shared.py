@@ -47,12 +47,14 @@ def reply_id(call: ToolCall) -> str:
     return call.reply_id or call.id
 
 
-def as_text(output: Any) -> str:
-    """A tool's output as the text formats send: text as it is, anything else as JSON text."""
+def as_text(output: Any, *, strict: bool = False) -> str:
+    """A tool's output as the text formats send: text as it is, anything else as JSON text.
+    ``strict``: for a format that sends the value itself as JSON, where a NaN or an infinity (which
+    the text keeps as a word) is no JSON at all (Gemini's SDK would send null)."""
     if isinstance(output, str):
         return output
     try:
-        return json.dumps(output, ensure_ascii=False)
+        return json.dumps(output, ensure_ascii=False, allow_nan=not strict)
     except (TypeError, ValueError, RecursionError) as exc:  # bytes, an object, a cycle, nesting past the stack
         raise InvalidInput(f"a tool's output must be text or what JSON can write: {exc}") from None
 
