@@ -211,3 +211,15 @@ def test_a_user_message_making_calls_in_a_server_run_leaves_its_text_after_the_r
     assert "moved-user-content" in {change.kind for change in changes}
     assert not [finding for finding in history.check(fixed).findings if finding.kind in history.REJECTED]
     assert history.repair(fixed) == (fixed, [])
+
+
+def test_a_deque_history_holding_an_sdk_message_is_read_as_a_list_is() -> None:
+    # Copying it once a message needed reading sliced it, which a deque cannot: the answer blamed
+    # the caller's deque (InvalidInput) for what a list of the same messages passes
+    from collections import deque
+
+    from openai.types.chat import ChatCompletionMessage
+
+    messages = [{"role": "user", "content": "q"}, ChatCompletionMessage(role="assistant", content="hi")]
+    assert history.check(deque(messages)).findings == history.check(messages).findings
+    assert history.repair(deque(messages)) == history.repair(messages)

@@ -11,6 +11,7 @@ refused with the converter to use, since their fields are not any provider's.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 from fsm.errors import InvalidInput, LocalProtocolError
@@ -39,7 +40,7 @@ def conversation(messages: Any) -> Sequence[Mapping[str, Any]]:
     for i, m in enumerate(messages):
         read = _message(m, i)
         if read is not m and plain is None:
-            plain = list(messages[:i])  # copied only once some message needs reading
+            plain = list(islice(messages, i))  # copied only once some message needs reading (a deque has no slice)
         if plain is not None:
             plain.append(read)
     return messages if plain is None else plain
