@@ -194,6 +194,9 @@ _NUMBER: Final = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS: Final = ("true", "false", "null")
 
 
+TOO_DEEP_TO_READ: Final = "nests too deeply to read (Python's recursion limit, which the caller's stack shares)"
+"""What an event that ran out of Python's stack as it was read is said to do (a limit: LimitExceeded)."""
+
 _EVENT_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # configured as json.loads's own decoder
 
 

@@ -48,7 +48,7 @@ from fsm.events import (
     event_fault,
 )
 from fsm.fieldcheck import vouch
-from fsm.jsontext import loads_event, nesting_exceeds
+from fsm.jsontext import TOO_DEEP_TO_READ, loads_event, nesting_exceeds
 from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
 from fsm.results import Diagnostic, Output, Result, build_result
 from fsm.wire.decoders import (
@@ -95,7 +95,7 @@ _FREE_LEARNINGS: Final = 8
 _EVENTS_A_LEARNING: Final = 8
 _LEAN_FORM: Final = FormSpec(LEAN_TEXT_PATH, None, place_at=LEAN_INDEX_PATH)
 """The form of an OpenAI chat bare fragment: its index is a hole, so one form reads every call's."""
-_TOO_DEEP: Final = "the event nests too deeply to read (Python's recursion limit, which the caller's stack shares)"
+_TOO_DEEP: Final = f"the event {TOO_DEEP_TO_READ}"
 """Why an event that ran out of Python's stack as it was read is a limit (LimitExceeded): nested
 deeper than a recursive walk goes, or read from deep in the caller's own stack (Python 3.11)."""
 

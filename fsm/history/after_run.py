@@ -61,7 +61,7 @@ def _run_first_call(plan: Writer, at: int) -> int:
         kinds = {block.get("type") for block in items(plan.messages[before], plan.fmt, before)}
         if kinds & {"tool_use", "tool_result"}:
             break
-        if kinds & set(SERVER_CALLS):
+        if not kinds.isdisjoint(SERVER_CALLS):
             first = before
     return first
 

@@ -282,12 +282,11 @@ class _Plan(Writer):
                 moved.append(result)
                 self._change("moved-result", result, "a result after the user's text: moved before it, with its turn's")
         moved.sort(key=lambda entry: (entry.message, entry.slot))  # in the order sent: the k-th rule pairs
-        answer = max((r.message for r in segment.results if r.message <= segment.held), default=-1)  # before the text
-        users = [r for r in segment.results if (r.message, r.slot) not in sent]  # the user's own
-        at = sorted({r.message for r in users if r.message <= segment.held})
-        if self.fmt != "anthropic" and at:
-            self._in_order(at, moved, placeholders)
+        mine = {r.message for r in segment.results if r.message <= segment.held and (r.message, r.slot) not in sent}
+        if self.fmt != "anthropic" and mine:  # the user's own results messages before the text
+            self._in_order(sorted(mine), moved, placeholders)
             return
+        answer = max((r.message for r in segment.results if r.message <= segment.held), default=-1)  # before the text
         host = segment.held if answer < 0 else answer
         self.touched.add(host)
         self.front_into.setdefault(host, []).extend(moved if answer < 0 else ())  # else after the results it holds:

@@ -24,7 +24,7 @@ from typing import Any
 
 from fsm.errors import FramingError
 from fsm.errors import kind as what_kind
-from fsm.jsontext import loads_event, nesting_exceeds
+from fsm.jsontext import TOO_DEEP_TO_READ, loads_event, nesting_exceeds
 from fsm.wire.faults import Fault, Payload, decode_utf8, too_long
 
 _AWS_SMALLEST = 16  # a prelude (12 bytes) and the message CRC (4)
@@ -106,8 +106,7 @@ class AWSEventStreamFramer:
         except ValueError as exc:
             return Fault(f"{kind} payload is not JSON: {exc}", skippable=True)
         except RecursionError:  # within the depth limit, read deep in the caller's stack (Python 3.11)
-            why = "nests too deeply to read (Python's recursion limit, which the caller's stack shares)"
-            return Fault(f"{kind} payload {why}", skippable=False, limit=True)
+            return Fault(f"{kind} payload {TOO_DEEP_TO_READ}", skippable=False, limit=True)
         invoke = kind == "chunk"  # no ConverseStream event has this name
         if self.invoke is None:
             self.invoke = invoke
