@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         Event,
         StreamEnd,
     )
+    from fsm.interrupted import result_so_far
     from fsm.oneshot import areassemble, reassemble
     from fsm.options import (
         CumulativeArguments,
@@ -84,6 +85,7 @@ _EXPORTS = {
         ["ArgumentsFragment", "ArgumentsSnapshot", "CallEnd", "CallRef", "CallSeen", "Event", "StreamEnd"],
         "fsm.events",
     ),
+    "result_so_far": "fsm.interrupted",
     **dict.fromkeys(["areassemble", "reassemble"], "fsm.oneshot"),
     **dict.fromkeys(
         ["CumulativeArguments", "EmptyArguments", "IdenticalText", "IdRotation", "Limits", "Policies", "StrayInput"],
@@ -177,4 +179,5 @@ __all__ = [
     "areassemble",
     "messages",
     "reassemble",
+    "result_so_far",
 ]

@@ -3,7 +3,9 @@ chunks) in, the :class:`~fsm.results.Result` out. A thin loop over :class:`~fsm.
 
 What the caller's own code raises (the stream's iterator, a stream manager, an SDK object's
 ``model_dump()``) is not the stream's fault nor a misuse of this API: it goes up unchanged, so a
-network error is caught where it always was.
+network error is caught where it always was. Any error that stops the stream part-way (that one, a
+cancellation, a strict violation) goes up with the result so far kept on it: which call was cut,
+and its text (:func:`fsm.result_so_far`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fsm.errors import InvalidInput
+from fsm.interrupted import keep
 from fsm.reassembler import Reassembler
 from fsm.results import Result
 
@@ -66,30 +69,50 @@ def reassemble(stream: Any, provider: str = "auto", **options: Any) -> Result:
     stream(...)``, ``client.messages.stream(...)``), which is entered and closed here. ``options``
     are :class:`Reassembler`'s (``strict``, ``policies``, ``limits``, ``taken``, ``choice``)."""
     reassembler = _reassembler(provider, options)
-    if not hasattr(stream, "__iter__") and hasattr(stream, "__enter__"):
-        with stream as entered:
-            for item in _chunks(entered):
+    try:
+        if not hasattr(stream, "__iter__") and hasattr(stream, "__enter__"):
+            with stream as entered:
+                for item in _chunks(entered):
+                    _feed_any(reassembler, item)
+        else:
+            for item in _chunks(stream):
                 _feed_any(reassembler, item)
-    else:
-        for item in _chunks(stream):
-            _feed_any(reassembler, item)
-    return reassembler.close()
+        return reassembler.close()
+    except BaseException as exc:
+        _keep_result(reassembler, exc)
+        raise
 
 
 async def areassemble(stream: Any, provider: str = "auto", **options: Any) -> Result:
     """:func:`reassemble` for an async stream (``AsyncStream``, an async stream manager, an async
     generator); a plain iterable is taken too."""
     reassembler = _reassembler(provider, options)
-    if not hasattr(stream, "__aiter__") and hasattr(stream, "__aenter__"):
-        async with stream as entered:
-            if not hasattr(entered, "__aiter__"):
-                raise InvalidInput(f"the stream manager gave {type(entered).__name__}, not an async stream")
-            async for item in entered:
+    try:
+        if not hasattr(stream, "__aiter__") and hasattr(stream, "__aenter__"):
+            async with stream as entered:
+                if not hasattr(entered, "__aiter__"):
+                    raise InvalidInput(f"the stream manager gave {type(entered).__name__}, not an async stream")
+                async for item in entered:
+                    _feed_any(reassembler, item)
+        elif hasattr(stream, "__aiter__"):
+            async for item in stream:
                 _feed_any(reassembler, item)
-    elif hasattr(stream, "__aiter__"):
-        async for item in stream:
-            _feed_any(reassembler, item)
-    else:
-        for item in _chunks(stream, "areassemble"):
-            _feed_any(reassembler, item)
-    return reassembler.close()
+        else:
+            for item in _chunks(stream, "areassemble"):
+                _feed_any(reassembler, item)
+        return reassembler.close()
+    except BaseException as exc:  # a cancellation too: a timeout's caller wants the calls read so far
+        _keep_result(reassembler, exc)
+        raise
+
+
+def _keep_result(reassembler: Reassembler, error: BaseException) -> None:
+    """The result so far, kept on the error that stopped the stream (:func:`fsm.result_so_far`).
+    This package's own error (a strict violation, a limit) already ended the stream, so the result
+    says ``stream-failed``; any other is the caller's side stopping it (``stream-interrupted``). The
+    error goes up as it is whatever happens here."""
+    try:
+        result = reassembler.close(interrupted=error)
+    except Exception:  # nothing of ours may stand in for the caller's error
+        return
+    keep(error, result)

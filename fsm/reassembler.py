@@ -274,7 +274,7 @@ class Reassembler:
         """Outputs not yet handed out: those ``close()`` caused, or the event whose error was raised."""
         return self.ledger.drain()
 
-    def close(self) -> Result:
+    def close(self, *, interrupted: BaseException | None = None) -> Result:
         """End the stream: flush framing, finish every open call, return the result. The output events this causes are
         kept for ``drain()``.
 
@@ -282,9 +282,23 @@ class Reassembler:
         result is complete; from then on ``close()`` returns that result. The last event, when its end never came, is
         read as ``feed_bytes`` would read an ended one: a violation in it stops the stream there (``stream-failed``).
         After an error raised earlier, ``close()`` returns the result so far and raises nothing. What the finish
-        reason says of the calls names its event."""
+        reason says of the calls names its event.
+
+        ``interrupted``: the error that stopped the caller's stream before it ended (a network error, a
+        cancellation). The result says so (``stream-interrupted``, naming it, in place of ``no-finish-reason``), its
+        unfinished calls are cut by it, and nothing is raised, in strict mode too: the caller's error is what goes
+        up. This package's own error raised earlier (``stream-failed``) is not the caller's: given here, it changes
+        nothing."""
         if self._closed is not None:
             return self._closed
+        if interrupted is not None:
+            from fsm.interrupted import described  # only for a stream the caller's side stopped
+
+            stopped = None if interrupted is self._fault else described(interrupted)
+            return self._close(stopped)
+        return self._close(None)
+
+    def _close(self, stopped: str | None) -> Result:
         ledger = self.ledger
         failed_before = self._fault is not None
         if not failed_before and (self._framer is not None or self._detector is not None):  # bytes were fed
@@ -302,11 +316,18 @@ class Reassembler:
         if self._fault is not None:
             self._report_fault()
             cut = "when the stream stopped at an error"
+        elif stopped is not None and end is None:
+            cut = f"when {stopped}"
         elif end is None:
             ledger.diagnose("no-finish-reason", "the stream ended without a finish reason")
             cut = "when the stream ended without a finish reason"
         else:  # a normal finish cuts no call (Registry.finish), so its words are not needed
             cut = "" if finish in NORMAL_FINISHES else cut_by(end)
+        if stopped is not None:
+            ledger.event = self._events or None  # the last event read
+            after = "after the finish" if end is not None else "before the finish"
+            ledger.diagnose("stream-interrupted", f"the stream stopped {after}, when {stopped}")
+            ledger.event = None
         try:  # open calls, or opened after the finish
             self.registry.finish(None if self._fault is not None else finish, cut)
         except ToolcallFSMError as exc:  # a limit passed while calls ended: each has its status even so
@@ -349,7 +370,8 @@ class Reassembler:
         vouch(self._closed)  # made of decoded and checked events only: fsm.messages need not read it again
         if ledger.deferred is not None and not failed_before:
             self._fault = ledger.deferred
-            raise ledger.deferred
+            if stopped is None:  # else the caller's error goes up, not a violation found after it
+                raise ledger.deferred
         return self._closed
 
     def partial(self, index: int) -> Any:

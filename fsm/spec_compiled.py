@@ -894,6 +894,12 @@ def _identity(s: ModuleType) -> Any:
                 severity="warning",
                 reason="An error was raised (a limit, a strict violation, lost framing); close() gave the result so far: calls completed before it are kept, unfinished ones are truncated with their text.",
             ),
+            s.DiagnosticSpec(
+                code="stream-interrupted",
+                rule="finish-ends-calls",
+                severity="warning",
+                reason="The stream stopped before it ended because the caller's side raised (a network error from the stream's iterator, a timeout's cancellation): reassemble() and areassemble() let the error go up unchanged, the result so far kept on it (fsm.result_so_far(error)), and close(interrupted=error) gives that result to a caller driving a Reassembler. Calls completed before it are kept, unfinished ones are truncated with their text. The message names the error's type and message, and the event is the last one read; it stands in for no-finish-reason.",
+            ),
         ),
         flow=(
             s.FlowStep(
@@ -1087,6 +1093,7 @@ def _identity(s: ModuleType) -> Any:
                     "finish-reason-mapped",
                     "second-finish-reason",
                     "no-finish-reason",
+                    "stream-interrupted",
                     "stream-failed",
                     "truncated",
                     "missing-name",
@@ -1239,7 +1246,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (10924, 770216581),
     "scanner": (4733, 3983801205),
-    "identity": (26397, 2927455952),
+    "identity": (27070, 3710151134),
     "history": (5380, 3725523303),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

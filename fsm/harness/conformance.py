@@ -116,8 +116,9 @@ def replay(vector: Vector, *, strict: bool = False) -> tuple[Result, Reassembler
             r.feed(event)
     except RemoteProtocolError:
         pass
+    stopped = ConnectionError(vector.interrupted) if vector.interrupted is not None else None
     try:
-        return r.close(), r
+        return r.close(interrupted=stopped), r
     except RemoteProtocolError:
         return r.close(), r
 
@@ -246,13 +247,16 @@ twice the engine's default depth limit, so no vector's arguments come near it, o
 
 def run_external(command: str, vector: Vector, timeout: float = ADAPTER_TIMEOUT, limit: int = OUTPUT_LIMIT) -> Outcome:
     """Drive ``command`` by the documented protocol: a header line ``{"shape", "policies"}`` (and
-    ``"choice"``, for a vector that reads one choice of several), then the
+    ``"choice"``, for a vector that reads one choice of several; ``"interrupted"``, the network
+    error's message, for a stream the caller's side stopped after its events), then the
     vector's events, one JSON object a line, on stdin; it prints the calls it assembled as one JSON
     list of ``{"id", "name", "arguments"}`` (or ``{"calls": [...]}``) on stdout, or
     ``{"unsupported": true}`` for a wire shape it does not speak."""
     header: dict[str, Any] = {"shape": vector.shape, "policies": vector.policies}
     if vector.choice is not None:
         header["choice"] = vector.choice
+    if vector.interrupted is not None:
+        header["interrupted"] = vector.interrupted
     lines = [json.dumps(header)]
     lines += [dumps(e) for e in wire_events(vector)]
     argv = split_command(command)

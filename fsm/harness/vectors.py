@@ -2,8 +2,9 @@
 
 A vector holds a wire shape (a provider name), the provider's events in order (``events``, each a JSON
 object as the provider sent it) or the raw response body (``body``, for framing cases), the policy
-choices, for a stream of several choices the one to read (``choice``, an index; else the first), and
-the expected result. It is language-neutral: any implementation can read it.
+choices, for a stream of several choices the one to read (``choice``, an index; else the first), for
+a stream the caller's side stopped after its events the error's message (``interrupted``), and the
+expected result. It is language-neutral: any implementation can read it.
 
     {"name": "...", "description": "...", "shape": "gemini", "policies": {"identical_text": "resend"},
      "events": [...],
@@ -79,11 +80,15 @@ class Vector:
     policies: dict[str, str] = attrs.field(factory=dict)
     choice: int | None = None
     """The choice to reassemble of a stream of several (``Reassembler(choice=k)``); None: the first."""
+    interrupted: str | None = None
+    """The message of the network error the caller's stream raised after the events (the reading ends
+    with ``close(interrupted=ConnectionError(message))``); None: the stream ended."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = _converter.unstructure(self)
-        if data["choice"] is None:  # most vectors read one choice: the field is left out, as in their files
-            del data["choice"]
+        for field in ("choice", "interrupted"):  # left out where unused, as in most vectors' files
+            if data[field] is None:
+                del data[field]
         return data
 
 

@@ -1,5 +1,6 @@
 """Reference adapter for ``toolcall-fsm conform --against``: this engine, behind the documented
-protocol. Read a header line ``{"shape", "policies"}`` (and ``"choice"``) then one provider event per line on stdin;
+protocol. Read a header line ``{"shape", "policies"}`` (and ``"choice"``, ``"interrupted"``) then one provider event
+per line on stdin;
 print the assembled calls as a JSON list of ``{"id", "name", "arguments"}`` on stdout.
 
     toolcall-fsm conform --against "python tools/adapters/toolcall_fsm.py"
@@ -23,7 +24,8 @@ def main() -> None:
                 r.feed(json.loads(line))
     except ToolcallFSMError:
         pass  # the stream failed there: close() still gives the calls completed before it
-    result = r.close()
+    stopped = header.get("interrupted")  # the network error that stopped the stream after its events
+    result = r.close(interrupted=ConnectionError(stopped) if stopped is not None else None)
     calls = [
         {"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.calls if c.status is CallStatus.COMPLETE
     ]
