@@ -338,3 +338,48 @@ def test_an_async_sdk_whose_connection_drops() -> None:
     r.feed_bytes(body)
     result = fsm.result_so_far(error)
     assert result is not None and _seen(result) == _seen(r.close(interrupted=error))
+
+
+def _chat_drop(k_of: int = 2) -> tuple[bytes, DroppedReplay]:
+    paths = captures("openai_chat")
+    if not paths:
+        pytest.skip("recorded captures not found (../shared is beside the project in CI)")
+    payloads = cv.events(paths[0])  # two parallel calls
+    body = _prefix(payloads, "openai-chat", len(payloads) // k_of)
+    return body, DroppedReplay(body)
+
+
+def _calls(result: fsm.Result) -> list[tuple[Any, ...]]:
+    return [(c.id, c.name, c.status, c.arguments_json) for c in result.calls]
+
+
+def _held_to_the_bytes(error: BaseException, body: bytes) -> None:
+    """The result kept on the error an SDK raised is what the bytes it read give, a call cut."""
+    assert not isinstance(error, ToolcallFSMError), error
+    result = fsm.result_so_far(error)
+    r = fsm.Reassembler("openai-chat")
+    r.feed_bytes(body)
+    assert result is not None and _calls(result) == _calls(r.close(interrupted=error))
+    assert any(c.status is CallStatus.TRUNCATED for c in result.calls)
+
+
+def test_langchain_whose_connection_drops() -> None:
+    langchain_openai = pytest.importorskip("langchain_openai")
+    body, replay = _chat_drop()
+    model = langchain_openai.ChatOpenAI(model="m", api_key="t", base_url="http://mock/v1", http_client=replay.client())
+    with pytest.raises(Exception) as caught:
+        fsm.reassemble(model.stream("go"))
+    _held_to_the_bytes(caught.value, body)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
+def test_litellm_whose_connection_drops(offline_litellm: Any) -> None:
+    openai = pytest.importorskip("openai")
+    body, replay = _chat_drop()
+    client = openai.OpenAI(api_key="t", base_url="http://mock/v1", http_client=replay.client(), max_retries=0)
+    stream = offline_litellm.completion(
+        model="openai/m", messages=[{"role": "user", "content": "go"}], stream=True, client=client, max_retries=0
+    )
+    with pytest.raises(Exception) as caught:
+        fsm.reassemble(stream)
+    _held_to_the_bytes(caught.value, body)
