@@ -95,7 +95,17 @@ from fsm.messages.claude_blocks import anthropic_text, server_blocks
 from fsm.messages.gemini_code import code_runs
 from fsm.messages.ollama_cohere import cohere_message, cohere_result, ollama_message, ollama_result
 from fsm.messages.responses import openai_responses
-from fsm.messages.shared import Message, as_text, check_call, check_result, in_output_order, need, placed_text, reply_id
+from fsm.messages.shared import (
+    Message,
+    as_text,
+    check_call,
+    check_result,
+    in_output_order,
+    need,
+    placed_text,
+    refuse_lone_surrogates,
+    reply_id,
+)
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.messages.shared import kind as _kind
 from fsm.results import CallStatus, Result, ToolCall
@@ -286,11 +296,14 @@ def _gemini_call(call: ToolCall) -> Message:
     return _signed({"functionCall": function_call}, call.thought_signature)
 
 
+@answers_callers
 def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool = False) -> Message:
     """The answer to ``call``: ``output`` is the tool's return value (text, or anything JSON can
     write, which text formats receive as JSON text). ``is_error`` marks a failure where the format
     can say so (Anthropic ``is_error``, Gemini's ``error`` key); OpenAI, Ollama and Cohere have no
-    such flag, so there the output itself must say it.
+    such flag, so there the output itself must say it. An output holding a lone UTF-16 surrogate in
+    any of its text (bytes decoded with ``surrogateescape``) is refused, naming the call (policy
+    output-lone-surrogate): no request's UTF-8 can carry it.
 
     A Responses built-in client call is answered with its own output item, ``output`` mapped so:
 
@@ -311,6 +324,7 @@ def tool_result(call: ToolCall, output: Any, format: Format, *, is_error: bool =
     """
     _check_format(format)
     check_call(call)
+    refuse_lone_surrogates(call, output)
     if format == "openai-chat":
         _kind(call, format, ("function", "custom"))
         return {"role": "tool", "tool_call_id": reply_id(call), "content": as_text(output)}

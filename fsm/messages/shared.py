@@ -10,6 +10,7 @@ from typing import Any
 
 from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.fieldcheck import refuse_wrong, vouched
+from fsm.jsontext import has_surrogate
 from fsm.results import CallStatus, Result, TextPart, ToolCall
 
 Message = dict[str, Any]
@@ -57,6 +58,36 @@ def as_text(output: Any, *, strict: bool = False) -> str:
         return json.dumps(output, ensure_ascii=False, allow_nan=not strict)
     except (TypeError, ValueError, RecursionError) as exc:  # bytes, an object, a cycle, nesting past the stack
         raise InvalidInput(f"a tool's output must be text or what JSON can write: {exc}") from None
+
+
+def refuse_lone_surrogates(call: ToolCall, output: Any) -> None:
+    """InvalidInput for a tool's output holding a lone UTF-16 surrogate in any of its text (policy
+    output-lone-surrogate): text decoded with ``surrogateescape``, a shell's output or a file name of
+    bytes that are not UTF-8. A request's UTF-8 cannot carry it, so the SDK would fail as it sends
+    (httpx writes its JSON unescaped) or, escaped, the provider would read an invalid string:
+    refused here, naming the call, while the caller can still decode those bytes another way.
+    Walked without recursion, each container once: an output may nest deeper than the stack, or
+    hold itself (which the JSON writer refuses after)."""
+    stack, walked = [output], set()
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict | list | tuple):
+            if id(value) in walked:
+                continue
+            walked.add(id(value))
+        if isinstance(value, str):
+            if has_surrogate(value):
+                at = next(n for n, ch in enumerate(value) if "\ud800" <= ch <= "\udfff")
+                raise InvalidInput(
+                    f"call {call.id}: the tool's output holds a lone surrogate (U+{ord(value[at]):04X} at character "
+                    f"{at} of {'it' if value is output else 'a string in it'}), which no request can send as "
+                    "UTF-8: decode the tool's bytes with errors='replace' (or 'backslashreplace') first"
+                )
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
 
 
 def kind(call: ToolCall, format: str, kinds: tuple[str, ...] = ("function",)) -> str:
