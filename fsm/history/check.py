@@ -141,6 +141,10 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
         for call in dict.fromkeys(made):  # the turn is over: each of its ids once, in call order
             if call.state == "outstanding" and not segment.open_end:
                 machine.fire(call, "close_turn")
+        if segment.open_end:  # a paused server call waits for the server alone: no client result answers it
+            for entry in segment.calls:
+                if entry.key in ids and ids[entry.key].state == "outstanding":
+                    del ids[entry.key]
         # An id-less Gemini call's key is its name and place within its own turn: the next turn's
         # `f#1` is another call, not this one's id used again.
         for entry in (*segment.calls, *segment.results):
