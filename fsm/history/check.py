@@ -133,7 +133,8 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
             if waiting and ((spot in late and not beside) or past):  # one answering nothing is reported as such
                 why = PAST_TEXT_WHY if past else LATE_WHY
                 findings.append(Finding(Kind.RESULT_AFTER_TEXT, shown(entry.key), entry.message + 1, why, entry.name))
-            if waiting and (entry.message, entry.slot) in moved:
+            called = segment.server and entry.message in roles.calling  # server-blocks-are-the-models
+            if waiting and (spot in moved or called):
                 why = SERVER_RESULT_WHY if segment.server else MISPLACED_WHY[fmt]
                 if 0 <= segment.held < entry.message:
                     why += "; sent after the user's text, it still answers the calls before that text"
