@@ -180,7 +180,9 @@ def test_what_a_user_message_leaves_after_a_run_of_server_calls_is_never_lost() 
     blocks = [block for message in fixed for block in message["content"]]
     assert [block.get("content") for block in blocks if block["type"] == "mcp_tool_result"] == ["R-first", "R-second"]
     assert [block["id"] for block in blocks if block["type"] == "server_tool_use"] == ["m1_d2"]  # as its change says
-    assert {"moved-user-content", "renamed-call", "renamed-result"} <= {change.kind for change in changes}
+    # Nothing of it is the user's (audit 48, server-blocks-are-the-models): its server blocks go with its call
+    kinds = {change.kind for change in changes}
+    assert {"moved-misplaced-call", "moved-misplaced-result", "renamed-call", "renamed-result"} <= kinds
 
 
 def test_a_user_message_making_calls_in_a_server_run_leaves_its_text_after_the_run() -> None:

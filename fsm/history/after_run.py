@@ -22,7 +22,7 @@ from fsm.history.changes import Change
 from fsm.history.entries import Segment
 from fsm.history.formats import items, shown
 from fsm.history.rewrite import Writer
-from fsm.history.server_blocks import SERVER_CALLS
+from fsm.history.server_blocks import SERVER_CALLS, models_block
 
 MOVED = "the user's content beside calls made after the model's: moved after the run of calls, their results first"
 """What the ``moved-user-content`` change says."""
@@ -36,14 +36,13 @@ def user_content_after(plan: Writer, segment: Segment) -> Segment:
     if plan.fmt != "anthropic" or not segment.calls:
         return segment
     first = _run_first_call(plan, segment.calls[0].message)
-    later = sorted({c.message for c in segment.calls if c.message > first and c.message in plan.roles.calling})
-    later = [at for at in later if _leftover(plan, at)]
-    # The run's last message: a run of server calls alone (no client call after them) has no end of
-    # its own (Segment.end), and its last call's message is where it ends.
-    end = segment.end if segment.end >= 0 else max(call.message for call in segment.calls)
+    end = segment.end  # the run's last message (of Claude's server blocks' run too)
+    # Every user message read in the run (one of server blocks alone makes none of the turn's calls)
+    later = [at for at in range(first + 1, end + 1) if at in plan.roles.calling and _leftover(plan, at)]
     for at in later:
-        plan.later_of[at] = end
-        plan.changes.append(Change("moved-user-content", at + 1, None, MOVED))
+        if at not in plan.later_of:  # (the run's server blocks and its client calls each find it)
+            plan.changes.append(Change("moved-user-content", at + 1, None, MOVED))
+        plan.later_of[at] = max(end, plan.later_of.get(at, end))
     return segment._replace(held=later[0]) if later else segment
 
 
@@ -51,14 +50,19 @@ def _run_first_call(plan: Writer, at: int) -> int:
     """The first message making a call, Claude's server calls too, of the turn's run of the model's
     messages that message ``at`` (making the turn's first client call) is in: the assistant messages
     before it with server calls alone, back to one with a client call or result (another turn's) or
-    to a message of the user's; a message that came empty is read as if gone."""
+    to a message of the user's; a message that came empty is read as if gone. A user message holding
+    client results beside server calls begins a run of its own: its answer goes first."""
     first = at
+    if any(block.get("type") == "tool_result" for block in items(plan.messages[at], plan.fmt, at)):
+        return at
     for before in range(at - 1, -1, -1):
         if before in plan.roles.empty:
             continue
-        if plan.messages[before].get("role") != "assistant":
+        if plan.messages[before].get("role") != "assistant" and before not in plan.roles.calling:
             break
         kinds = {block.get("type") for block in items(plan.messages[before], plan.fmt, before)}
+        if "tool_result" in kinds and before in plan.roles.calling:  # the user's answer, then its server calls
+            return before
         if kinds & {"tool_use", "tool_result"}:
             break
         if not kinds.isdisjoint(SERVER_CALLS):
@@ -73,14 +77,14 @@ def stays(plan: Writer, at: int, called: int) -> bool:
 
 
 def _leftover(plan: Writer, at: int) -> bool:
-    """Does Anthropic message ``at`` hold anything but client calls (what splitting it leaves the user)?"""
-    return not all(block.get("type") == "tool_use" for block in items(plan.messages[at], plan.fmt, at))
+    """Does Anthropic message ``at`` hold anything but the model's blocks (what splitting it leaves the user)?"""
+    return not all(models_block(block) for block in items(plan.messages[at], plan.fmt, at))
 
 
 def drop_paused(plan: Writer) -> None:
     """The paused turn's server calls, once repair writes a message after the last (``paused-call-last-only``)."""
-    # (What is left of user messages goes after a run making client calls, whose server calls never wait.)
-    if not plan.add_after.get(len(plan.messages) - 1):
+    last = len(plan.messages) - 1  # what user messages of a run of server calls alone leave goes after it too
+    if not plan.add_after.get(last) and last not in plan.later_of.values():
         return
     for call in plan.paused:
         plan.drop.add((call.message, call.slot))

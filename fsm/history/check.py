@@ -133,7 +133,8 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
             if waiting and ((spot in late and not beside) or past):  # one answering nothing is reported as such
                 why = PAST_TEXT_WHY if past else LATE_WHY
                 findings.append(Finding(Kind.RESULT_AFTER_TEXT, shown(entry.key), entry.message + 1, why, entry.name))
-            if waiting and (entry.message, entry.slot) in moved:
+            called = segment.server and entry.message in roles.calling  # server-blocks-are-the-models
+            if waiting and (spot in moved or called):
                 why = SERVER_RESULT_WHY if segment.server else MISPLACED_WHY[fmt]
                 if 0 <= segment.held < entry.message:
                     why += "; sent after the user's text, it still answers the calls before that text"
@@ -141,6 +142,10 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
         for call in dict.fromkeys(made):  # the turn is over: each of its ids once, in call order
             if call.state == "outstanding" and not segment.open_end:
                 machine.fire(call, "close_turn")
+        if segment.open_end:  # a paused server call waits for the server alone: no client result answers it
+            for entry in segment.calls:
+                if entry.key in ids and ids[entry.key].state == "outstanding":
+                    del ids[entry.key]
         # An id-less Gemini call's key is its name and place within its own turn: the next turn's
         # `f#1` is another call, not this one's id used again.
         for entry in (*segment.calls, *segment.results):

@@ -305,7 +305,9 @@ class Reader:
             self.results_named = {}
         if results and role == MODEL_ROLE.get(fmt, ""):
             self.misplaced = True
-        if calls and fmt != "responses" and role != CALLER[fmt] and known_role(fmt, role) and role is not None:
+        # Claude's server calls are the model's as its client calls are (server-blocks-are-the-models)
+        made = calls or (fmt == "anthropic" and served.calls)
+        if made and fmt != "responses" and role != CALLER[fmt] and known_role(fmt, role) and role is not None:
             self.roles.calling.add(at)
         role = read_role(fmt, message, bool(calls))  # roleless-as-user
         if fmt == "gemini" and role == "function" and results and not calls:

@@ -193,6 +193,7 @@ class _Plan(Writer):
             self._carry(segment, answers)
         if segment.server:
             self.after_calls(segment.calls, answer_of, moved)
+            self.with_the_calls(answer_of.values())
         elif segment.held >= 0 and self.fmt in MODEL_ROLE:
             self._before_held(segment, moved, placeholders, answers)
         elif segment.misplaced and self.fmt in MODEL_ROLE:

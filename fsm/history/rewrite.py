@@ -10,7 +10,7 @@ other parts go in user contents of their own, a placeholder model content betwee
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fsm.history.changes import Change, RepairPolicy
@@ -26,9 +26,10 @@ from fsm.history.formats import (
     known_role,
     read_role,
     responses_key_field,
+    shown,
 )
 from fsm.history.placeholders import renamed_block
-from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload
+from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload, models_block
 
 FIELD = {
     "openai": "tool_calls",
@@ -40,6 +41,8 @@ FIELD = {
 }
 SERVER_WHY = "a server tool's result in a user message: moved into the assistant message, right after its call"
 """Why repair moves a server tool's result a user message holds (Anthropic: only Claude's own message holds one)."""
+CALLED_WHY = "a server tool's result in a user message making calls: moved with them into the assistant message"
+"""Why repair moves one a user message read as the model's holds (``server-blocks-are-the-models``)."""
 FORMAT_NAME = {"bedrock": "Converse", "gemini": "Gemini", "anthropic": "the API"}
 ALTERNATING = ("anthropic", "bedrock")
 """The formats whose messages must alternate user and assistant: neighbours a drop brings together merge."""
@@ -174,7 +177,8 @@ class Writer:
 
     def _split(self, message: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """A message that makes calls in another role than the model's: what is left of it (None
-        when nothing is) and a model message making its calls."""
+        when nothing is) and a model message making its calls (Anthropic: with its server blocks,
+        ``server-blocks-are-the-models``)."""
         if self.fmt in ("openai", "ollama"):
             made = message.get("tool_calls")
             rest = {key: value for key, value in message.items() if key != "tool_calls"}
@@ -204,6 +208,14 @@ class Writer:
                 self.touched.add(call.message)
                 self.after.setdefault((call.message, call.slot), []).append(answer)
 
+    def with_the_calls(self, answers: Iterable[Entry]) -> None:
+        """Server results a user message read as the model's holds go with its calls into the model
+        message repair makes of them (``server-blocks-are-the-models``): the answers among them."""
+        for result in answers:
+            if result.message in self.roles.calling:
+                self.split.add(result.message)
+                self.changes.append(Change("moved-misplaced-result", result.message + 1, shown(result.key), CALLED_WHY))
+
     def _function_role(self, message: Mapping[str, Any], kept: dict[str, Any], at: int) -> dict[str, Any]:
         """A Gemini content of role ``function`` (older Gemini and Vertex AI examples send function
         responses so): the API takes ``user`` and ``model`` alone, so one holding responses and no call
@@ -231,7 +243,7 @@ class Writer:
 
     def _is_call(self, block: Mapping[str, Any]) -> bool:
         if self.fmt == "anthropic":
-            return block.get("type") == "tool_use"
+            return models_block(block)
         if self.fmt == "bedrock":
             return converse_payload(block) is not None and "toolUse" in block
         return gemini_payload(block, "call") is not None

@@ -19,7 +19,16 @@ ahead of their message's blocks.
 
 A server tool's result the user's message right after sends back (beside the client's results, say)
 answers that message's server calls as if Claude's message held it, after them; it is a
-``misplaced-result``, which repair moves right after its call (:mod:`fsm.history.turns`)."""
+``misplaced-result``, which repair moves right after its call (:mod:`fsm.history.turns`).
+
+The policy ``server-blocks-are-the-models``: only Claude writes a server call, so a user message
+holding one is read as the model's message, as one making client calls is (``misplaced-call``, the
+API combining it with the assistant messages beside it in one turn); the server results it holds
+answer the server calls of that run, and are ``misplaced-result``. Repair moves every server block of
+such a message (:func:`models_block`) with its client calls into the model message it makes of them,
+in their order, where they pair as they were read. Left in the user's message, a server call
+answered there was read as answered and written where the next repair read it alone: dropped, its
+real result with it."""
 
 from __future__ import annotations
 
@@ -32,7 +41,15 @@ from fsm.history.entries import Entry, Key, Segment
 from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS as SERVER_CALLS
 from fsm.wire.decoders._wire import server_result_block as is_server_result
 
-__all__ = ["SERVER_CALLS", "converse_holding", "converse_payload", "in_order", "is_server_result"]
+__all__ = ["SERVER_CALLS", "converse_holding", "converse_payload", "in_order", "is_server_result", "models_block"]
+
+
+def models_block(block: Mapping[str, Any]) -> bool:
+    """Is an Anthropic block one only the model's message holds: a client call, or Claude's server
+    call or its result (``server-blocks-are-the-models``)? A user message's such blocks go in the
+    model message repair makes of its calls."""
+    kind = block.get("type")
+    return kind == "tool_use" or kind in SERVER_CALLS or is_server_result(kind)
 
 
 def in_order(served: Segment) -> tuple[list[Entry], Segment]:

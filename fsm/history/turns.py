@@ -59,7 +59,7 @@ from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import ALTERNATE, MODEL_ROLE, Reader, gemini_payload, items, known_role, read_role
 from fsm.history.responses_turns import responses_segments
-from fsm.history.server_blocks import converse_payload, in_order, is_server_result
+from fsm.history.server_blocks import converse_payload, in_order, models_block
 
 
 def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | None = None) -> Iterator[Segment]:
@@ -78,12 +78,12 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     # own when it holds text too): the user's results next still answer the calls (``Segment.held``).
     after, after_answer = -1, fmt in ("gemini", "bedrock")
     # The server blocks of the unit read last, out once the next is read: the user's may send their results.
-    pending: tuple[list[Segment], int, list[Entry]] = ([], -1, [])
-    for last, results, calls, served, late, misplaced, said, users in _units(messages, fmt, roles):
+    pending: tuple[list[Segment], int, list[Entry], bool] = ([], -1, [], False)
+    for last, results, calls, served, late, misplaced, said, users, leaves in _units(messages, fmt, roles):
         if users and any(chunk.calls for chunk in pending[0]):
             served = _answer_server_calls(pending[0], served)
         yield from _served(*pending, len(messages))
-        pending = ([], -1, [])
+        pending = ([], -1, [], False)
         if held >= 0 and taking is not None:
             if said >= 0:
                 continue  # more of the user's text: the turn still waits for the unit after it
@@ -100,13 +100,13 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
             if after >= 0 and results is not None and not misplaced:  # they do: the answer takes them, and
                 taking = taking._replace(held=after if taking.held < 0 else taking.held)  # those of the user's
                 taking.results.extend(results)  # messages after them too, up to the model's next message
-                pending = (served, last, calls)
+                pending = (served, last, calls, leaves)
                 continue
             if after < 0 and results is not None and not misplaced:  # the user's, in a row: they answer the turn,
                 if late is not None:  # in one message once repair merges them; those after its text go before it
                     taking = taking._replace(late=late[1], host=late[0])
                 taking.results.extend(results)
-                after, pending = (last if _texted(messages[last], fmt, last) else -1), (served, last, calls)
+                after, pending = (last if _texted(messages[last], fmt, last) else -1), (served, last, calls, leaves)
                 continue
             if after >= 0 and after != taking.results[-1].message:  # the model's results after text: the turn is over
                 yield _with(taking, moved, moved_end, fmt)
@@ -141,7 +141,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
             taking, moved = None, []
         elif results is not None:
             yield _with(Segment([], results), results if misplaced else [], last)
-        pending = (served, last, calls)
+        pending = (served, last, calls, leaves)
         if calls:
             taking = Segment(calls, [], end=last)
     yield from _served(*pending, len(messages))
@@ -169,7 +169,7 @@ def _answer_server_calls(before: list[Segment], served: list[Segment]) -> list[S
     return [chunk._replace(results=[]) for chunk in served]
 
 
-def _served(served: list[Segment], last: int, calls: list[Entry], total: int) -> Iterator[Segment]:
+def _served(served: list[Segment], last: int, calls: list[Entry], leaves: bool, total: int) -> Iterator[Segment]:
     """A unit's server blocks, a segment each (and one of the results placed before their calls)."""
     for n, chunk in enumerate(served, 1):
         if not (chunk.calls or chunk.results):
@@ -177,9 +177,10 @@ def _served(served: list[Segment], last: int, calls: list[Entry], total: int) ->
         early, chunk = in_order(chunk)
         if early:
             yield Segment([], early, server=True)
-        # A unit that makes client calls is followed by their results: its server calls cannot wait.
-        open_end = n == len(served) and last == total - 1 and not calls
-        yield chunk._replace(open_end=open_end, beside=tuple(calls))
+        # A unit that makes client calls is followed by their results, one a user message in it leaves
+        # content after (user-content-after-the-run) by that content: its server calls cannot wait.
+        open_end = n == len(served) and last == total - 1 and not calls and not leaves
+        yield chunk._replace(open_end=open_end, beside=tuple(calls), end=last)
 
 
 def _with(turn: Segment, moved: list[Entry], end: int, fmt: Format | None = None) -> Segment:
@@ -190,7 +191,7 @@ def _with(turn: Segment, moved: list[Entry], end: int, fmt: Format | None = None
 
 
 _Unit = tuple[
-    int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool, int, bool
+    int, list[Entry] | None, list[Entry], list[Segment], tuple[int, tuple[Entry, ...]] | None, bool, int, bool, bool
 ]
 
 
@@ -201,8 +202,9 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
     :meth:`_Run.add`), its results after text with the position of its first message (None: no
     result comes after text), whether its results were sent in the model's role, and, when it is
     the user's text alone (no call, no result, no server block), the position of its first message
-    (else -1), and whether it is an Anthropic run of the user's (a server tool's result there was
-    sent in the wrong role). A message of a role its format lacks holding no call, result or server
+    (else -1), whether it is an Anthropic run of the user's (a server tool's result there was
+    sent in the wrong role), and whether a user message read in it leaves content of the user's after
+    it (``user-content-after-the-run``). A message of a role its format lacks holding no call, result or server
     block is in no unit (``unknown-role-between``): it stands between no
     calls and their results, and parts no Anthropic run (elsewhere it still ends the model's run,
     which repair merges only when nothing stands between)."""
@@ -224,18 +226,26 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
                 run = None
             continue
         # a user message making calls is read as the model message repair moves them into; one of a
-        # role the format lacks as the model's (kept as it is: only the model makes calls)
+        # role the format lacks as the model's (kept as it is: only the model makes calls). One holding
+        # Claude's server calls beside the user's results is read as repair writes it: the user's message
+        # answering the turn, then the model's of its server blocks (server-blocks-are-the-models).
         role = read_role(fmt, message, bool(calls))
-        if at in reader.roles.calling or (joins and calls and not known_role(fmt, role)):
-            role = "assistant"
-        if run is not None:
-            if (joins or run.joins_assistant(message, results, calls)) and run.takes(role, results, calls):
-                run.add(message, at, results, calls, served)
-                continue
-            yield run.unit()
-        run = _Run(message, role, at, results, calls, served, joins, fmt)
-        run.misplaced = reader.misplaced
-        run.odd = odd
+        parts = [(role, results, served)]
+        if at in reader.roles.calling and results is not None:
+            parts = [(role, results, Segment([], [], server=True)), ("assistant", None, served)]
+        elif at in reader.roles.calling or (joins and calls and not known_role(fmt, role)):
+            parts = [("assistant", results, served)]
+        # its server calls are calls too: it goes on no run holding results, as one making client calls
+        made = [*calls, *served.calls] if at in reader.roles.calling else calls
+        for role, results, served in parts:
+            if run is not None:
+                if (joins or run.joins_assistant(message, results, calls)) and run.takes(role, results, made):
+                    run.add(message, at, results, calls, served)
+                    continue
+                yield run.unit()
+            run = _Run(message, role, at, results, calls, served, joins, fmt)
+            run.misplaced = reader.misplaced
+            run.odd = odd
     if run is not None:
         yield run.unit()
 
@@ -263,6 +273,8 @@ class _Run:
         self.late: list[Entry] = []
         self.misplaced = False  # its results were sent in the model's role (one role: all of them, or none)
         self.odd = False  # its role is none its format has
+        self.made = bool(calls or served.calls)  # a call came in the run
+        self.leaves = False  # a user message after its first call leaves content of the user's after it
         self.ordered = ordered  # Anthropic's
         self.fmt = fmt
         # Where the model may not send twice in a row (Converse, Gemini), a run of its messages is one turn once
@@ -297,6 +309,9 @@ class _Run:
                 self.results.extend(results)
         self.last = at
         self.calls += calls
+        if self.ordered and self.made and message.get("role") == "user":  # its calls read as the model's
+            self.leaves = self.leaves or not all(models_block(block) for block in items(message, self.fmt, at))
+        self.made = self.made or bool(calls or served.calls)
         # The API combines the run in one turn: a server call under an id one before it in the run
         # has is a second call under it, renamed as within one message (its result with it).
         self.served[-1].calls.extend(served.calls)
@@ -316,8 +331,8 @@ class _Run:
                     self.late.append(entry)
             elif self.fmt == "bedrock" and "cachePoint" in item:
                 pass  # a cache checkpoint marks where a prefix ends: it is no text
-            elif not (self.role == "user" and is_server_result(item.get("type"))):
-                self.texted = True  # a server tool's result the user sent is no text: it goes to its call
+            elif not (self.role == "user" and models_block(item)):
+                self.texted = True  # a server block the user sent is no text: it goes to its call, or the model
 
     def unit(self) -> _Unit:
         # results sent as the assistant all move to the user turn: none is late there
@@ -326,7 +341,7 @@ class _Run:
         text = self.role == "user" and not self.odd and self.results is None and not self.calls and not blocks
         said = self.first if text else -1
         users = self.ordered and self.role == "user" and not self.odd
-        return self.last, self.results, self.calls, self.served, late, self.misplaced, said, users
+        return self.last, self.results, self.calls, self.served, late, self.misplaced, said, users, self.leaves
 
 
 def _answer_by_name(turn: Segment) -> None:
