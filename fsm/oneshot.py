@@ -14,7 +14,7 @@ import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fsm.errors import InvalidInput
+from fsm.errors import InvalidInput, ToolcallFSMError
 from fsm.interrupted import keep
 from fsm.reassembler import Reassembler
 from fsm.results import Result
@@ -68,51 +68,79 @@ def reassemble(stream: Any, provider: str = "auto", **options: Any) -> Result:
     payloads, SDK objects or stream-helper events, or a stream manager (``client.chat.completions.
     stream(...)``, ``client.messages.stream(...)``), which is entered and closed here. ``options``
     are :class:`Reassembler`'s (``strict``, ``policies``, ``limits``, ``taken``, ``choice``)."""
-    reassembler = _reassembler(provider, options)
+    reading = _Reading(_reassembler(provider, options))
     try:
         if not hasattr(stream, "__iter__") and hasattr(stream, "__enter__"):
             with stream as entered:
                 for item in _chunks(entered):
-                    _feed_any(reassembler, item)
+                    reading.feed(item)
         else:
             for item in _chunks(stream):
-                _feed_any(reassembler, item)
-        return reassembler.close()
+                reading.feed(item)
+        return reading.close()
     except BaseException as exc:
-        _keep_result(reassembler, exc)
+        reading.keep(exc)
         raise
 
 
 async def areassemble(stream: Any, provider: str = "auto", **options: Any) -> Result:
     """:func:`reassemble` for an async stream (``AsyncStream``, an async stream manager, an async
     generator); a plain iterable is taken too."""
-    reassembler = _reassembler(provider, options)
+    reading = _Reading(_reassembler(provider, options))
     try:
         if not hasattr(stream, "__aiter__") and hasattr(stream, "__aenter__"):
             async with stream as entered:
                 if not hasattr(entered, "__aiter__"):
                     raise InvalidInput(f"the stream manager gave {type(entered).__name__}, not an async stream")
                 async for item in entered:
-                    _feed_any(reassembler, item)
+                    reading.feed(item)
         elif hasattr(stream, "__aiter__"):
             async for item in stream:
-                _feed_any(reassembler, item)
+                reading.feed(item)
         else:
             for item in _chunks(stream, "areassemble"):
-                _feed_any(reassembler, item)
-        return reassembler.close()
+                reading.feed(item)
+        return reading.close()
     except BaseException as exc:  # a cancellation too: a timeout's caller wants the calls read so far
-        _keep_result(reassembler, exc)
+        reading.keep(exc)
         raise
 
 
-def _keep_result(reassembler: Reassembler, error: BaseException) -> None:
-    """The result so far, kept on the error that stopped the stream (:func:`fsm.result_so_far`).
-    This package's own error (a strict violation, a limit) already ended the stream, so the result
-    says ``stream-failed``; any other is the caller's side stopping it (``stream-interrupted``). The
-    error goes up as it is whatever happens here."""
-    try:
-        result = reassembler.close(interrupted=error)
-    except Exception:  # nothing of ours may stand in for the caller's error
-        return
-    keep(error, result)
+class _Reading:
+    """One stream a one-shot call reads: its reassembler, and whether the engine was at work (reading
+    an event, or closing) when an error came."""
+
+    __slots__ = ("reassembler", "started", "working")
+
+    def __init__(self, reassembler: Reassembler) -> None:
+        self.reassembler = reassembler
+        self.started = False  # the stream handed over something
+        self.working = False
+
+    def feed(self, item: Any) -> None:
+        self.started = self.working = True
+        _feed_any(self.reassembler, item)
+        self.working = False
+
+    def close(self) -> Result:
+        self.working = True
+        result = self.reassembler.close()
+        self.working = False
+        return result
+
+    def keep(self, error: BaseException) -> None:
+        """The result so far, kept on the error that stopped the stream (:func:`fsm.result_so_far`).
+        This package's own error (a strict violation, a limit) leaves the engine whole and the result
+        says ``stream-failed``; an error from the caller's side between events is
+        ``stream-interrupted``. Any other error raised while the engine was at work (a
+        ``KeyboardInterrupt`` landing there) may have stopped it part-way through a change, so no
+        result it could give is trusted, and none is kept; nor where the stream handed over nothing
+        (no stream at all, a connection refused): the error says all there is. The error goes up as
+        it is whatever happens here."""
+        if not self.started or (self.working and not isinstance(error, ToolcallFSMError)):
+            return
+        try:
+            result = self.reassembler.close(interrupted=error)
+        except Exception:  # nothing of ours may stand in for the caller's error
+            return
+        keep(error, result)

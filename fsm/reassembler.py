@@ -287,8 +287,9 @@ class Reassembler:
         ``interrupted``: the error that stopped the caller's stream before it ended (a network error, a
         cancellation). The result says so (``stream-interrupted``, naming it, in place of ``no-finish-reason``), its
         unfinished calls are cut by it, and nothing is raised, in strict mode too: the caller's error is what goes
-        up. This package's own error raised earlier (``stream-failed``) is not the caller's: given here, it changes
-        nothing."""
+        up (so a violation in the last event read as it closes, cut by the interruption, is reported as lax mode
+        reports it). This package's own error raised earlier (``stream-failed``) is not the caller's: given here, it
+        changes nothing."""
         if self._closed is not None:
             return self._closed
         if interrupted is not None:
@@ -301,6 +302,8 @@ class Reassembler:
     def _close(self, stopped: str | None) -> Result:
         ledger = self.ledger
         failed_before = self._fault is not None
+        if stopped is not None:  # the last event the interruption cut is no violation to stop at
+            ledger.defer = True
         if not failed_before and (self._framer is not None or self._detector is not None):  # bytes were fed
             try:  # the events still held are read as feed() would read them: a violation stops the stream there
                 self._flush()

@@ -383,3 +383,137 @@ def test_litellm_whose_connection_drops(offline_litellm: Any) -> None:
     with pytest.raises(Exception) as caught:
         fsm.reassemble(stream)
     _held_to_the_bytes(caught.value, body)
+
+
+# -- audit 49: what is kept, and on which error -------------------------------------------------------
+
+
+def test_an_interrupt_landing_while_the_engine_reads_an_event_keeps_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine may be part-way through a change (a slot's state set, its action not run): a result
+    closed from there was wrong (a whole call `invalid` with '') or failed inside."""
+    fed = fsm.Reassembler.feed
+
+    def feed(self: fsm.Reassembler, item: Any) -> Any:
+        if self.registry.slots and len(self.registry.slots) == 2:
+            raise KeyboardInterrupt  # as if it landed inside the engine, mid-change
+        return fed(self, item)
+
+    monkeypatch.setattr(fsm.Reassembler, "feed", feed)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        fsm.reassemble([*_two_calls(), chunk(tc(1, args='"}'))], "openai-chat")
+    assert fsm.result_so_far(caught.value) is None
+
+
+def test_an_interrupt_inside_the_last_close_does_not_close_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    closes: list[Any] = []
+    closed = fsm.Reassembler.close
+
+    def close(self: fsm.Reassembler, **options: Any) -> Any:
+        closes.append(options)
+        if len(closes) == 1:
+            raise KeyboardInterrupt
+        return closed(self, **options)
+
+    monkeypatch.setattr(fsm.Reassembler, "close", close)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        fsm.reassemble(_two_calls(), "openai-chat")
+    assert fsm.result_so_far(caught.value) is None and len(closes) == 1
+
+
+def test_an_earlier_streams_error_in_the_context_is_not_this_ones() -> None:
+    """A fallback request made in the first one's ``except`` that fails before any stream: its error's
+    ``__context__`` is the first stream's, whose complete calls must not be run as the fallback's."""
+
+    def fallback() -> None:
+        raise ConnectionRefusedError("the fallback server is down")
+
+    with pytest.raises(ConnectionRefusedError) as caught:
+        try:
+            fsm.reassemble(_dropping(_two_calls(), Dropped("first")), "openai-chat")
+        except Dropped:
+            fallback()
+    first = caught.value.__context__
+    assert isinstance(first, Dropped) and fsm.result_so_far(first) is not None
+    assert fsm.result_so_far(caught.value) is None
+
+
+def test_an_exception_group_answers_with_its_one_result() -> None:
+    async def run(streams: int) -> BaseException:
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(streams):
+                    group.create_task(fsm.areassemble(_hangs_then_drops(_two_calls()), "openai-chat"))
+                group.create_task(_fails_later())
+        except BaseExceptionGroup as caught:
+            return caught
+        raise AssertionError("no group")
+
+    one = asyncio.run(run(1))
+    assert fsm.result_so_far(one) is not None and len(fsm.result_so_far(one).calls) == 2  # type: ignore[union-attr]
+    two = asyncio.run(run(2))
+    assert fsm.result_so_far(two) is None  # which stream's? ask each member
+    assert all(fsm.result_so_far(e) is not None for e in two.exceptions if isinstance(e, Dropped))  # type: ignore[attr-defined]
+
+
+async def _hangs_then_drops(items: list[Any]) -> AsyncIterator[Any]:
+    for item in items:
+        yield item
+    await asyncio.sleep(0)
+    raise Dropped("reset")
+
+
+async def _fails_later() -> None:
+    await asyncio.sleep(0.01)
+    raise ValueError("another task's own failure")
+
+
+def test_an_error_whose_class_guards_its_attributes_or_text() -> None:
+    class Guarded(Exception):
+        def __getattribute__(self, name: str) -> Any:
+            if name == "__dict__":
+                raise RuntimeError("no dict for you")
+            return super().__getattribute__(name)
+
+    class Text(str):
+        def __len__(self) -> int:
+            raise ValueError("no length")
+
+        def __format__(self, spec: str) -> str:
+            raise ValueError("no format")
+
+    class OddText(Exception):
+        def __str__(self) -> str:
+            return Text("the message")
+
+    for error in (Guarded("g"), OddText()):
+        with pytest.raises(type(error)):
+            fsm.reassemble(_dropping(_two_calls(), error), "openai-chat")
+        result = fsm.result_so_far(error)
+        assert result is not None and len(result.calls) == 2, type(error)
+    said = [d.message for d in result.diagnostics if d.code == "stream-interrupted"]
+    assert len(said) == 1 and "OddText: the message" in said[0]  # quoted as a plain str
+
+
+def test_an_error_raised_by_two_streams_keeps_the_later_result_and_one_note() -> None:
+    error = Dropped("shared")
+    for chunks in (_two_calls(), _two_calls()[:1]):
+        with pytest.raises(Dropped):
+            fsm.reassemble(_dropping(chunks, error), "openai-chat")
+    assert len(fsm.result_so_far(error).calls) == 1  # type: ignore[union-attr]
+    assert [note for note in error.__notes__ if "toolcall-fsm" in note] == [
+        "toolcall-fsm kept the result so far (1 call, 1 cut): fsm.result_so_far(error)"
+    ]
+
+
+def test_a_cut_inside_the_last_event_reads_alike_in_strict_and_lax() -> None:
+    body = sse(_two_calls(), done=False)
+    cut = body[: len(body) - 10]  # inside call_b's event
+    got = []
+    for strict in (False, True):
+        error = Dropped("mid-event")
+        with pytest.raises(Dropped):
+            fsm.reassemble(_dropping([cut], error), "openai-chat", strict=strict)
+        result = fsm.result_so_far(error)
+        assert result is not None
+        got.append(([d.code for d in result.diagnostics], [(c.id, c.status) for c in result.calls]))
+    assert got[0] == got[1] and "stream-failed" not in got[1][0] and "stream-interrupted" in got[1][0]
