@@ -123,7 +123,8 @@ class AnthropicDecoder:
             reason = text(delta.get("stop_reason"), "stop_reason")
             said = stop_details_said(delta.get("stop_details"))
             ended: list[Event] = [build_stream_end(_FINISH.get(reason, reason), reason, None, said)] if reason else []
-            return ended + _container(delta) + _usage(payload.get("usage"), cumulative=True)
+            # the container first: it is the turn's, told beside its end, never data after it
+            return _container(delta) + ended + _usage(payload.get("usage"), cumulative=True)
         if kind == "message_start":
             message = mapping(payload.get("message"), "message")
             events: list[Event] = _container(message) + _usage(message.get("usage"), cumulative=False)

@@ -98,7 +98,7 @@ class BedrockDecoder:
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         if self._converse:
-            if "type" in payload:  # no ConverseStream event has it: an exception as framed, or another wire's
+            if "type" in payload or not payload:  # no Converse event has a type: an exception, another wire's
                 return self._not_converse(payload, diagnose)
         elif (carried := self._carried or self._carrying(payload)) is not None:
             return carried.decode(payload, diagnose)  # (ConverseStream events fed among chunks: Reassembler)
@@ -158,8 +158,7 @@ class BedrockDecoder:
                         events.append(build_arguments_snapshot(ref, "{}"))  # a tool without input takes {}
                     events.append(CallEnd(ref))
             elif kind == "messageStop":
-                # Read as Anthropic's stop_reason is: a stop that names no reason gives no finish
-                # reason (close() says so), rather than the word "None" no provider sent.
+                # as Anthropic's stop_reason: no reason, no finish reason (close() says so), never the word "None"
                 reason = text(body.get("stopReason"), "stopReason")
                 for at in self._results:
                     diagnose("part-not-reassembled", f"the toolResult block {at} never stopped; it is not kept")
@@ -171,8 +170,9 @@ class BedrockDecoder:
                     events.append(build_stream_end(_FINISH.get(reason, reason), reason, None, None))
             elif kind == "metadata" and body.get("usage"):
                 events.append(build_usage_report(dict(mapping(body.get("usage"), "usage"))))
-            elif kind in BEDROCK_ERRORS:
-                events.append(StreamEnd("error", kind, written(body.get("message", kind))))
+            elif kind in BEDROCK_ERRORS:  # its message (or Message; its type where null), as from the AWS framer
+                said = body.get("message", body.get("Message"))
+                events.append(StreamEnd("error", kind, kind if said is None else written(said)))
             elif kind not in _QUIET:
                 diagnose("unknown-event", f"Bedrock event {kind!r}")
         return events
@@ -231,8 +231,8 @@ class BedrockDecoder:
         if self._converse and (other := detect_provider(payload)) is not None:
             diagnose("unknown-event", f"an event of {other}'s wire in a ConverseStream")
             return []
-        for kind in payload:
-            diagnose("unknown-event", f"Bedrock event {kind!r}")
+        for kind in payload or [None]:  # an empty event too: nothing vanishes without a word
+            diagnose("unknown-event", f"Bedrock event {kind!r}" if kind is not None else "an empty Bedrock event")
         return []
 
     def commonest_fragment(self, payload: dict[str, Any]) -> tuple[CallRef, str] | None:
