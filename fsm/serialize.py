@@ -39,10 +39,7 @@ def converter() -> Converter:
     from cattrs.strategies import configure_tagged_union
 
     made = Converter(forbid_extra_keys=True)  # a misspelt field (incomplet) would be dropped in silence
-    # cattrs' own hooks convert (str([1]) is "[1]", int("7") is 7, bool("no") is True): a value of
-    # another type in JSON read back is a wrong event, not one to make up.
-    for kind in (str, int, bool):
-        made.register_structure_hook(kind, functools.partial(_exactly, kind))
+    exact_scalars(made)
     # A dict or list is a JSON value already (arguments, a built-in item, usage), and it may nest as
     # deep as a wire event may (544 levels), where cattrs' frames per level would pass Python's
     # recursion limit: it goes out as the value the event or call holds, not a copy.
@@ -53,6 +50,14 @@ def converter() -> Converter:
     # goes under "output", where it cannot overwrite a field.
     configure_tagged_union(Output, made, tag_name="output")
     return made
+
+
+def exact_scalars(made: Converter) -> None:
+    """Make ``made`` take a str, int or bool field only from a value of that type. cattrs' own hooks
+    convert (str([1]) is "[1]", int("7") is 7, bool("no") is True): a value of another type in JSON
+    read back (an event, a vector) is a wrong one, not one to make up."""
+    for kind in (str, int, bool):
+        made.register_structure_hook(kind, functools.partial(_exactly, kind))
 
 
 def _exactly(kind: type, value: Any, _: object) -> Any:

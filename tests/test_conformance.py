@@ -61,6 +61,11 @@ def test_a_vector_that_expects_another_finish_word_or_message_fails(tmp_path: Pa
         (lambda d: d["expect"].update(diagnostics=["nope"]), "undeclared diagnostics"),
         (lambda d: d.update(body="data: {}\n\n"), "either events or body"),
         (lambda d: d["expect"]["calls"][0].update(status="finished"), "status must be one of"),
+        # cattrs' own hooks wrote any value as text: 5 was the name "5", a list the message "['x']"
+        (lambda d: d.update(name=5), "attribute name: 5 is int, not str"),
+        (lambda d: d.update(interrupted=["x"]), r"attribute interrupted: \['x'\] is list, not str"),
+        (lambda d: d["expect"]["calls"][0].update(id=True), "attribute id: True is bool, not str"),
+        (lambda d: d["expect"]["calls"][0].update(output_index="2"), "attribute output_index: '2' is str, not int"),
     ],
 )
 def test_malformed_vectors_are_refused(tmp_path: Path, change: object, message: str) -> None:

@@ -30,6 +30,7 @@ from cattrs.errors import ClassValidationError
 
 from fsm.errors import InvalidOption, SpecError, shown
 from fsm.jsontext import dumps, parse_strict
+from fsm.serialize import exact_scalars
 from fsm.spec import SPEC_DIR, describe_validation, identity_spec
 from fsm.wire.choices import checked_choice
 from fsm.wire.decoders import PROVIDERS
@@ -93,6 +94,7 @@ class Vector:
 
 
 _converter = Converter(forbid_extra_keys=True)
+exact_scalars(_converter)  # a vector's "name": 5 or "interrupted": ["x"] is refused, not written as text
 
 
 def validate(vector: Vector, where: str) -> None:
