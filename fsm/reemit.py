@@ -144,7 +144,9 @@ class DeltaEmitter:
         cannot carry: ``error``). Where the provider reported an error (``provider-error``: one that
         ended the turn, or one after it), the chunk also carries ``error: {"message", "type":
         "provider_error"}`` beside its choices, as OpenAI-compatible servers send one; else, where a
-        call did not complete, ``error: {"message", "type": "incomplete_tool_call"}`` naming each."""
+        call did not complete, ``error: {"message", "type": "incomplete_tool_call"}`` naming each (and
+        what stopped the stream, for one the caller's side stopped: ``stream-interrupted``); else, for
+        such a stream, ``error: {"message", "type": "stream_interrupted"}``."""
         if not isinstance(result, Result):
             raise InvalidInput(f"finish takes the Result close() returned, not {type(result).__name__}")
         reason = result.finish_reason if result.finish_reason in CHAT_FINISH_REASONS else None
@@ -158,14 +160,19 @@ class DeltaEmitter:
             # a chunk with an error object (openai-python's APIError), after the calls they accumulated.
             last["error"] = {"message": "; ".join(said), "type": "provider_error"}
         cut = [call for call in result.calls if call.status is not CallStatus.COMPLETE]
+        # A stream the caller's side stopped (close(interrupted=...)) did not end: a client must learn it
+        # did not, not read a bare end as the turn's.
+        stopped = [d.message for d in result.diagnostics if d.code == "stream-interrupted"]
         if cut and "error" not in last:
             # Its text went out as any call's, and a chunk has no field for a call's status: a client
             # must not run it (policy incomplete-calls-not-run), so the stream ends in an error too.
             listed = ", ".join(f"{call.id} ({call.name}): {call.status.value}" for call in cut)
             last["error"] = {
-                "message": f"calls that did not complete, not to be run: {listed}",
+                "message": f"calls that did not complete, not to be run: {listed}" + "".join(f"; {s}" for s in stopped),
                 "type": "incomplete_tool_call",
             }
+        elif stopped and "error" not in last:
+            last["error"] = {"message": stopped[0], "type": "stream_interrupted"}
         return last
 
     def _entry(self, item: Output) -> dict[str, Any] | None:

@@ -189,9 +189,38 @@ def test_a_call_that_did_not_complete_ends_the_stream_in_an_error() -> None:
     for event in _chat_parallel():
         complete.chunks(whole.feed(event))
     assert "error" not in complete.finish(whole.close())  # every call complete: no error
-    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in [*chunks, last]) + b"data: [DONE]\n\n"
+    _openai_raises([*chunks, last], "not to be run")
+
+
+def test_a_stream_the_callers_side_stopped_ends_in_an_error() -> None:
+    # A gateway whose upstream dropped closes with interrupted=: its client must learn the turn did not
+    # end, even where every call read so far is complete (a bare null finish reads as a turn's end).
+    events = _chat_parallel()[:4]  # call_a whole; call_b cut before its text
+    r = Reassembler("openai-chat")
+    emitter = DeltaEmitter()
+    chunks = [chunk for event in events for chunk in emitter.chunks(r.feed(event))]
+    result = r.close(interrupted=ConnectionResetError("upstream reset"))
+    last = emitter.finish(result)
+    assert last["error"]["type"] == "incomplete_tool_call"
+    assert "upstream reset" in last["error"]["message"] and "not to be run" in last["error"]["message"]
+    whole = Reassembler("openai-chat")
+    complete = DeltaEmitter()
+    for event in _chat_parallel()[:3]:  # call_a whole, and no other
+        complete.chunks(whole.feed(event))
+    stopped = complete.finish(whole.close(interrupted=ConnectionResetError("upstream reset")))
+    assert stopped["error"] == {
+        "message": "the stream stopped before the finish, when the caller's stream raised ConnectionResetError: "
+        "upstream reset",
+        "type": "stream_interrupted",
+    }
+    _openai_raises([*chunks, last], "upstream reset")
+
+
+def _openai_raises(chunks: list[dict[str, Any]], match: str) -> None:
+    """openai-python, reading the chunks as a server's stream, raises their last chunk's error."""
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
     reply = httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
     client = openai.OpenAI(api_key="k", http_client=httpx.Client(transport=httpx.MockTransport(lambda _: reply)))
-    with pytest.raises(openai.APIError, match="not to be run"):
+    with pytest.raises(openai.APIError, match=match):
         for _ in client.chat.completions.create(model="m", messages=[], stream=True):
             pass
