@@ -278,8 +278,9 @@ class Reassembler:
         """End the stream: flush framing, finish every open call, return the result. The output events this causes are
         kept for ``drain()``.
 
-        In strict mode a violation found while closing (an unterminated call, a cut last event) is raised after the
-        result is complete; from then on ``close()`` returns that result. The last event, when its end never came, is
+        In strict mode a violation found while closing (an unterminated call, a cut last event), or a limit passed
+        there, is raised after the result is complete; from then on ``close()`` returns that result (lax mode reports
+        such a limit as ``stream-failed``: ``close()`` always returns). The last event, when its end never came, is
         read as ``feed_bytes`` would read an ended one: a violation in it stops the stream there (``stream-failed``).
         After an error raised earlier, ``close()`` returns the result so far and raises nothing. What the finish
         reason says of the calls names its event.

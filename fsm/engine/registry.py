@@ -151,8 +151,8 @@ class Registry:
         of a call that may follow). ``item``, a built-in client item, is kept on that call. A
         sighting that ``announces`` a call its input opened names the newest call at its index."""
         landed = self._seen(ref, announces, header=item is None and not announces)
-        if item is not None and landed is not None:
-            landed.item = item  # the latest word on the item wins
+        if item is not None and landed is not None and not landed.finished:
+            landed.item = item  # the latest word on the item wins, until the call is handed out at its end
         return landed
 
     def seen_on(self, slot: Slot, ref: CallRef, item: dict[str, Any]) -> Slot:
