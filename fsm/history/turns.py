@@ -59,7 +59,7 @@ from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import ALTERNATE, MODEL_ROLE, Reader, gemini_payload, items, known_role, read_role
 from fsm.history.responses_turns import responses_segments
-from fsm.history.server_blocks import converse_payload, in_order, models_block
+from fsm.history.server_blocks import converse_payload, in_order, is_server_result, models_block
 
 
 def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | None = None) -> Iterator[Segment]:
@@ -331,7 +331,9 @@ class _Run:
                     self.late.append(entry)
             elif self.fmt == "bedrock" and "cachePoint" in item:
                 pass  # a cache checkpoint marks where a prefix ends: it is no text
-            elif not (self.role == "user" and models_block(item)):
+            elif not (
+                self.role == "user" and (models_block(item) if self.ordered else is_server_result(item.get("type")))
+            ):
                 self.texted = True  # a server block the user sent is no text: it goes to its call, or the model
 
     def unit(self) -> _Unit:
