@@ -71,6 +71,7 @@ class Writer:
     """Messages repair left nothing in, which go."""
     joined: dict[str, Any] | None
     joined_holds: set[Any]
+    joined_served: set[Any]  # Converse: the joined message's server calls' ids (a later result there answers one)
     changes: list[Change]
     after: dict[tuple[int, int], list[Entry]]
     """Server tools' results a user message sent, each to go right after the call it answers."""
@@ -92,7 +93,7 @@ class Writer:
         # The role the last message written is read in (a Gemini content without one: roleless-as-user),
         # kept as it is written: a joined content is not scanned again per join.
         self.tail: Any = None
-        self.joined_holds = set()  # whether it makes calls, answers them, or both (see _joinable)
+        self.joined_holds, self.joined_served = set(), set()  # whether it makes calls, answers them (see _joinable)
         self.changes = []
         self.to_user = set()
         self.after = {}
@@ -264,7 +265,7 @@ class Writer:
                 self.joined = out[-1] = {**out[-1], field: _blocks(out[-1], self.fmt)}
             # Later joins extend the copy: a long run of joins copies each block once, not once per join.
             self.joined[field] += _blocks(message, self.fmt)
-            self.joined_holds |= self._holds(message)
+            self.joined_holds |= self._holds(message, self.joined_served)
             if gap:
                 detail = f"joined to the {role} message before it, which a removed message had separated"
             else:
@@ -281,22 +282,25 @@ class Writer:
         may do both (a history whose roles say otherwise, results sent as the assistant, keeps its two
         messages rather than become one that no reader takes). Nor when both make a server call under one id."""
         if before is not self.joined:  # the joined message's holdings are kept as it grows: no rescan, no union
-            self.joined_holds = self._holds(before)
-        holds, joined, either = self._holds(message), self.joined_holds, ("call", "result")
+            self.joined_served = set()
+            self.joined_holds = self._holds(before, self.joined_served)
+        # Read as joined: a server result whose call ``before`` makes is not a result (one not joined is read afresh)
+        holds, joined, either = self._holds(message, self.joined_served), self.joined_holds, ("call", "result")
         return not all(k in joined or k in holds for k in either) and all(k in either for k in joined & holds)
 
-    def _holds(self, message: Mapping[str, Any]) -> set[Any]:
-        """Whether a message makes calls (``call``), answers (``result``); its server calls' (``server``, id)."""
+    def _holds(self, message: Mapping[str, Any], served: set[Any]) -> set[Any]:
+        """Whether a message makes calls (``call``), answers (``result``); its server calls' (``server``, id).
+        Converse: ``served`` holds the ids of the server calls before it in its (joined) message, and takes its own."""
         content = message.get(FIELD[self.fmt])
         found: set[Any] = set()
-        served: set[Any] | None = set() if message.get("role") == "assistant" else None  # as the history reads them
+        ids = served if message.get("role") == "assistant" else None  # as the history reads them
         for block in content if isinstance(content, list) else ():
             if self.fmt == "gemini":
                 found.add(
                     "call" if gemini_payload(block, "call") else "result" if gemini_payload(block, "result") else ""
                 )
             elif self.fmt == "bedrock":
-                found.add(converse_holding(block, served))
+                found.add(converse_holding(block, ids))
             else:
                 kind = block.get("type")
                 found.add("call" if kind == "tool_use" else "result" if kind == "tool_result" else "")
