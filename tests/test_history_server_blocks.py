@@ -271,7 +271,7 @@ def test_results_after_text_are_moved_in_linear_time(split: bool, monkeypatch: p
     import sys
 
     formats_module, turns_module = sys.modules["fsm.history.formats"], sys.modules["fsm.history.turns"]
-    repair_module = sys.modules["fsm.history.repair"]  # fsm.history.repair is the function
+    runs_module = sys.modules["fsm.history.joined_runs"]  # where repair asks whether a message is left empty
 
     def blocks_read_per_result(n: int) -> float:
         read, items = [0], formats_module.items
@@ -281,7 +281,7 @@ def test_results_after_text_are_moved_in_linear_time(split: bool, monkeypatch: p
             read[0] += len(found)
             return found
 
-        for module in (formats_module, turns_module, repair_module):
+        for module in (formats_module, turns_module, runs_module):
             monkeypatch.setattr(module, "items", counted)
         asked = {"type": "text", "text": "and?"}
         messages = [_USER, {"role": "assistant", "content": [_use(f"t{i}") for i in range(n)]}]

@@ -1,4 +1,6 @@
-"""Anthropic: which assistant runs making server calls the API reads as one turn once repair is done.
+"""Which of the model's messages are one once repair has written the history.
+
+Anthropic: which assistant runs making server calls the API reads as one turn once repair is done.
 
 The Messages API combines consecutive messages of one role into one turn, which takes a server
 call's id once. Two runs of the model's messages making server calls under one id are one turn
@@ -8,6 +10,12 @@ goes after the run, :mod:`fsm.history.after_run`); or is of a role the format la
 calls (read as the model's) or, once repair is done, holds no result or server block (policy
 ``unknown-role-between``: such a message is read as if it were absent, :mod:`fsm.history.turns`).
 The later run's server call under such an id is then renamed as a second call within one message.
+Converse alike, where only a message that goes (or an assistant message) leaves the two joined.
+
+Converse, Gemini: a model's message holding results sent in its role (``misplaced-result``) that keeps
+more than them joins the calls' message before it, as repair writes messages of one role in a row; but
+not across a message of a role the format lacks, which stays between (``unknown-role-kept-apart``): the
+turn's answer then goes right after the calls, not after that message (:func:`kept_apart`).
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from __future__ import annotations
 from fsm.history.after_run import stays
 from fsm.history.entries import Key, Segment
 from fsm.history.formats import ANTHROPIC_CALLS, items, known_role
-from fsm.history.rewrite import Writer
+from fsm.history.rewrite import ALTERNATING, Writer
 from fsm.history.server_blocks import is_server_result
 
 ServerRun = tuple[int, set[Key]]
@@ -25,7 +33,7 @@ ServerRun = tuple[int, set[Key]]
 def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[set[Key], ServerRun]:
     """The server ids of ``segment``'s run that the run of the server blocks before it (``last``)
     has too, when the two are one turn once repair is done (else none); and the server run it ends."""
-    if plan.fmt != "anthropic" or not segment.server or not segment.calls:
+    if plan.fmt not in ALTERNATING or not segment.server or not segment.calls:
         return set(), last
     start, keys = segment.calls[0].message, {call.key for call in segment.calls}
     end, before = last
@@ -34,8 +42,8 @@ def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[
     joined = 0 <= end < start and all(
         _going(plan, at)
         or plan.messages[at].get("role") == "assistant"
-        or (at in plan.roles.calling and not stays(plan, at, called))
-        or _unknown_in_run(plan, at)
+        or (plan.fmt == "anthropic" and at in plan.roles.calling and not stays(plan, at, called))
+        or (plan.fmt == "anthropic" and _unknown_in_run(plan, at))  # Converse's stays apart (tail), read apart
         for at in between
     )
     joined = joined and not any(at in plan.add_after for at in range(end, start))
@@ -77,3 +85,24 @@ def _pairs(kind: object) -> bool:
 def _takes_results(plan: Writer, at: int) -> bool:
     """Does repair move results or placeholders into message ``at``?"""
     return any(at in added for added in (plan.add_into, plan.front_into, plan.move_into))
+
+
+def kept_apart(plan: Writer, segment: Segment, answer: int) -> bool:
+    """Converse, Gemini: does a message of a role the format lacks stand between the calls' message and
+    the model's message sending ``segment``'s results in its role before ``answer``, the user's message
+    answering the turn, when it keeps more than them? Kept as it came, it parts the two once written."""
+    first = segment.misplaced[0].message if segment.misplaced else answer
+    absent = range(segment.end + 1, first)  # the messages read as if absent: came empty, or of an unknown role
+    sent = {(entry.message, entry.slot) for entry in segment.misplaced}
+    return (
+        plan.fmt in ("bedrock", "gemini")
+        and first < answer
+        and any(at not in plan.roles.empty and not known_role(plan.fmt, plan.messages[at].get("role")) for at in absent)
+        and not left_empty(plan, sent)
+    )
+
+
+def left_empty(plan: Writer, sent: set[tuple[int, int]]) -> bool:
+    """Does every block of the messages holding ``sent`` go (moved, or dropped as answering nothing)?"""
+    held = {at for at, _ in sent}
+    return all((at, j) in plan.drop for at in held for j in range(len(items(plan.messages[at], plan.fmt, at))))

@@ -63,8 +63,8 @@ from fsm.history.after_run import drop_paused, user_content_after
 from fsm.history.changes import Change, RepairPolicy, checked_policy
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, items, resolve_format, shown
-from fsm.history.joined_runs import ServerRun, joined_server_ids
+from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, resolve_format, shown
+from fsm.history.joined_runs import ServerRun, joined_server_ids, kept_apart, left_empty
 from fsm.history.placeholders import placeholder, usable_id
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.turns import segments
@@ -103,7 +103,7 @@ class _Plan(Writer):
         self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
         self.mapped_for: dict[str, tuple[Key, int]] = {}  # Converse: each mapping given, for which id, where
         self.in_turn: set[Key] = set()  # the ids of the turn being paired
-        self.server_run: ServerRun = (-1, set())  # Anthropic: the last server blocks' end, their ids
+        self.server_run: ServerRun = (-1, set())  # Anthropic, Converse: the last server blocks' end, their ids
 
     def _change(self, kind: str, entry: Entry, detail: str, key: Key | None = None) -> None:
         self.changes.append(Change(kind, entry.message + 1, shown(entry.key if key is None else key), detail))
@@ -238,7 +238,7 @@ class _Plan(Writer):
         sent = {(entry.message, entry.slot) for entry in segment.misplaced}
         proper = [r for r in segment.results if (r.message, r.slot) not in sent]
         first = segment.misplaced[0].message
-        if self.fmt != "anthropic" and proper and first < proper[0].message and not self._left_empty(sent):
+        if self.fmt != "anthropic" and proper and first < proper[0].message and not left_empty(self, sent):
             for result in proper:
                 if (result.message, result.slot) in answers:
                     self._edit(result, self.drop)
@@ -274,8 +274,13 @@ class _Plan(Writer):
         """Anthropic, Converse, Gemini: a turn's results sent after the user's text (``Segment.held``),
         in the model's role (``moved``) or the user's, go first into that user message, in the order
         sent, its placeholders after them, before the text; or (Gemini, Converse) when the user's
-        message answering the turn came before the text, into it, after its results."""
+        message answering the turn came before the text, into it, after its results (but as :meth:`_home`
+        writes them when the model's message sending some stays apart from the calls': :func:`kept_apart`)."""
         sent = {(entry.message, entry.slot) for entry in segment.misplaced}
+        mine = {r.message for r in segment.results if r.message <= segment.held and (r.message, r.slot) not in sent}
+        if mine and kept_apart(self, segment, min(mine)):
+            self._home(segment, moved, placeholders, answers)
+            return
         for result in segment.results:
             spot = (result.message, result.slot)
             if spot in answers and spot not in sent and result.message > segment.held:
@@ -283,7 +288,6 @@ class _Plan(Writer):
                 moved.append(result)
                 self._change("moved-result", result, "a result after the user's text: moved before it, with its turn's")
         moved.sort(key=lambda entry: (entry.message, entry.slot))  # in the order sent: the k-th rule pairs
-        mine = {r.message for r in segment.results if r.message <= segment.held and (r.message, r.slot) not in sent}
         if self.fmt != "anthropic" and mine:  # the user's own results messages before the text
             self._in_order(sorted(mine), moved, placeholders)
             return
@@ -308,11 +312,6 @@ class _Plan(Writer):
                 self.front_into.setdefault(into, []).append(entry)
         self.touched.add(at[-1])
         self.add_into.setdefault(at[-1], []).extend(placeholders)
-
-    def _left_empty(self, sent: set[tuple[int, int]]) -> bool:
-        """Does every block of the messages holding ``sent`` go (moved, or dropped as answering nothing)?"""
-        held = {at for at, _ in sent}
-        return all((at, j) in self.drop for at in held for j in range(len(items(self.messages[at], self.fmt, at))))
 
     def _drop_reasoning_before(self, call: Entry) -> None:
         """The reasoning items right before a Responses call item that goes: the API pairs a reasoning
