@@ -91,9 +91,15 @@ def test_a_converse_drop_merges_the_models_messages_around_it_whatever_server_bl
     assert [m["role"] for m in fixed] == ["user", "assistant", "user"]
     assert fixed[1]["content"] == [*served, {"text": "Sunny."}, {"text": "Anything else?"}]
     assert history.check(fixed).findings == () and history.repair(fixed)[1] == []
-    # two messages making a server call under one id stay apart, as Claude's do
+    # two messages making a server call under one id are one message too, the later call renamed, as
+    # Claude's runs are (audit 52: they stayed apart, assistant after assistant, which Converse refuses
+    # and a second repair merged)
     conversation[3]["content"] = [*served, {"text": "Again."}]
-    assert [m["role"] for m in history.repair(conversation)[0]] == ["user", "assistant", "assistant", "user"]
+    fixed, changes = history.repair(conversation)
+    assert [m["role"] for m in fixed] == ["user", "assistant", "user"]
+    assert [b["toolUse"]["toolUseId"] for b in fixed[1]["content"] if "toolUse" in b] == ["s1", "s1_d2"]
+    assert ("renamed-call", 4) in [(c.kind, c.message) for c in changes]
+    assert history.check(fixed).findings == () and history.repair(fixed)[1] == []
 
 
 # -- fsm.messages: a built-in call's output the API refuses -----------------------------------------------
