@@ -1134,6 +1134,10 @@ def _history(s: ModuleType) -> Any:
                 name="dangling",
                 reason="The turn closed (the next turn began, or the history ended) with the call unanswered.",
             ),
+            s.Named(
+                name="paused",
+                reason="Claude's server call the history's last run leaves waiting (paused-call-last-only): the server answers it as the turn goes on, never a client result.",
+            ),
         ),
         transitions=(
             s.TransitionSpec(
@@ -1195,6 +1199,26 @@ def _history(s: ModuleType) -> Any:
                 reason="The turn is over and the call was never answered.",
                 action="report_dangling",
             ),
+            s.TransitionSpec(
+                source=("outstanding",),
+                trigger="pause",
+                dest="paused",
+                reason="The history's last run leaves the server call waiting: not dangling, and no client result answers it.",
+            ),
+            s.TransitionSpec(
+                source=("paused",),
+                trigger="result",
+                dest="=",
+                reason="A client result under a paused server call's id answers nothing: the server answers that call.",
+                action="report_orphan",
+            ),
+            s.TransitionSpec(
+                source=("paused",),
+                trigger="call",
+                dest="outstanding",
+                reason="Another call under a paused server call's id: two calls share it while the first is unanswered.",
+                action="report_duplicate_call",
+            ),
         ),
         triggers=(
             s.Named(
@@ -1208,6 +1232,10 @@ def _history(s: ModuleType) -> Any:
             s.Named(
                 name="close_turn",
                 reason="The turn that made the call is over: a message began that holds none of its results and is not the user's text alone, which leaves the turn open for the message after it (see fsm.history.turns), or the history ended.",
+            ),
+            s.Named(
+                name="pause",
+                reason="The history ends on a run whose server call the server alone may still answer (Anthropic's pause_turn).",
             ),
         ),
         actions=(
@@ -1247,7 +1275,7 @@ BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (10924, 770216581),
     "scanner": (4733, 3983801205),
     "identity": (27070, 3710151134),
-    "history": (5380, 3725523303),
+    "history": (6315, 3475308767),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""
 BUILDERS: dict[str, Callable[[ModuleType], Any]] = {

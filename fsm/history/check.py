@@ -101,13 +101,10 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
     findings: list[Finding] = []
     ids: dict[Key, CallId] = {}
 
-    paused: dict[Key, CallId] = {}  # the ids of paused server calls, which only another call may meet
-
     def walk(entry: Entry, trigger: str) -> CallId:
         call = ids.get(entry.key)
         if call is None:
-            kept = paused.pop(entry.key, None) if trigger == "call" else None
-            call = ids[entry.key] = kept or CallId(shown(entry.key), findings)
+            call = ids[entry.key] = CallId(shown(entry.key), findings)
         call.at = entry.message + 1
         if usable_id(fmt, entry.key) != entry.key:
             why = "Converse takes a toolUseId of 1 to 64 of [a-zA-Z0-9_.:-]; repair maps it as the next turn does"
@@ -143,12 +140,8 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
                     why += "; sent after the user's text, it still answers the calls before that text"
                 findings.append(Finding(Kind.MISPLACED_RESULT, shown(entry.key), entry.message + 1, why, entry.name))
         for call in dict.fromkeys(made):  # the turn is over: each of its ids once, in call order
-            if call.state == "outstanding" and not segment.open_end:
-                machine.fire(call, "close_turn")
-        if segment.open_end:  # a paused server call waits for the server alone: no client result answers it
-            for entry in segment.calls:  # (another call under its id is still a second call: duplicate-call)
-                if entry.key in ids and ids[entry.key].state == "outstanding":
-                    paused[entry.key] = ids.pop(entry.key)
+            if call.state == "outstanding":  # (a paused server call waits for the server alone)
+                machine.fire(call, "pause" if segment.open_end else "close_turn")
         # An id-less Gemini call's key is its name and place within its own turn: the next turn's
         # `f#1` is another call, not this one's id used again.
         for entry in (*segment.calls, *segment.results):
