@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fsm.events import CompactionBlock, ContainerReport, ReasoningDelta, ServerResultBlock, TextDelta, UsageReport
-from fsm.results import Compaction, Reasoning, ServerToolResult, TextPart
+from fsm.results import Compaction, ContentDelta, Output, Reasoning, ServerToolResult, TextPart
 
 
 class _Block:
@@ -122,6 +122,7 @@ class TurnContent:
     _server_results: list[ServerToolResult] | None = None
     _compactions: dict[int | None, Compaction] | None = None
     _calls: Callable[[], int] | None = None  # set by place_by: the calls opened so far
+    heard: Callable[[Output], None] | None = None  # Reassembler(content_deltas=True): the ledger's emit
     _placed = 0  # reasoning blocks and text parts given a place so far
 
     def place_by(self, calls: Callable[[], int]) -> None:
@@ -140,6 +141,8 @@ class TurnContent:
     ) -> None:
         if type(event) is TextDelta:
             if event.refusal:
+                if self.heard is not None and event.text:
+                    self.heard(ContentDelta("refusal", event.text))
                 if self._refusal is None:
                     self._refusal = [event.text]
                 else:
@@ -156,6 +159,8 @@ class TurnContent:
                     self._text = [event.text]
                 else:
                     self._text.append(event.text)
+                if self.heard is not None and event.text:
+                    self.heard(ContentDelta("text", event.text))
                 if event.signature:
                     self.text_signature = event.signature
                 if self.text_output_index is None:
@@ -164,6 +169,8 @@ class TurnContent:
                 self._text_part(event.part, event)
         elif type(event) is ReasoningDelta:
             self._block(event.block).add(event)
+            if self.heard is not None and event.text:
+                self.heard(ContentDelta("reasoning", event.text))
         elif type(event) is UsageReport:
             if event.cumulative and self.usage is not None:
                 self.usage = {**self.usage, **event.usage}
@@ -194,6 +201,8 @@ class TurnContent:
                 self._text.append(text)
         if reasoning:
             self._block(None).text.append(reasoning)
+        if self.heard is not None:
+            self._heard(text, reasoning)
 
     def said_in_part(self, text: str, part: int, output_index: int | None) -> None:
         """What ``apply(TextDelta(text, output_index=output_index, part=part))`` does with ``text``
@@ -203,6 +212,8 @@ class TurnContent:
             self._text = [text]
         else:
             self._text.append(text)
+        if self.heard is not None:
+            self.heard(ContentDelta("text", text))
         if self.text_output_index is None:
             self.text_output_index = output_index
         parts = self._parts
@@ -217,8 +228,17 @@ class TurnContent:
         found = self._block(block)
         if text:
             found.text.append(text)
+            if self.heard is not None:
+                self.heard(ContentDelta("reasoning", text))
         if output_index is not None:
             found.output_index = output_index
+
+    def _heard(self, text: str, reasoning: str) -> None:
+        heard = self.heard
+        if text and heard is not None:
+            heard(ContentDelta("text", text))
+        if reasoning and heard is not None:
+            heard(ContentDelta("reasoning", reasoning))
 
     def usage_replaced(self, usage: dict[str, Any]) -> None:
         """What ``apply(UsageReport(usage))`` does (a report that replaces), without the event."""

@@ -112,7 +112,10 @@ class Reassembler:
     of an ``openai-chat`` or ``gemini`` stream that carries several (``n`` or ``candidateCount``
     above 1; one reassembler per choice, each fed the whole stream): the others are skipped
     (``choice-skipped``, info). Without it, only choice 0 is read and any other is a violation
-    (``choice-ignored``). One instance per stream; not thread-safe.
+    (``choice-ignored``). ``content_deltas=True`` adds the turn's text, reasoning and refusal to the
+    outputs as they arrive (:class:`fsm.ContentDelta`, among the calls' outputs in the stream's order),
+    for a gateway that re-emits them (:class:`fsm.DeltaEmitter`); the result holds them either way. One
+    instance per stream; not thread-safe.
     """
 
     # Fields most streams never write (a stream of dicts reads no bytes and holds no SDK object) are
@@ -153,6 +156,7 @@ class Reassembler:
         limits: Limits | None = None,
         taken: Iterable[str] = (),
         choice: int | None = None,
+        content_deltas: bool = False,
     ) -> None:
         # A caller's own object among the options that raises as it is read (policy caller-object-raises)
         # is answered below: a try costs nothing until something raises, where a wrapper would cost
@@ -162,8 +166,15 @@ class Reassembler:
                 raise InvalidInput(f"limits must be a Limits, not {type(limits).__name__}")
             if policies is not None and not isinstance(policies, Policies):
                 raise InvalidInput(f"policies must be a Policies, not {type(policies).__name__}")
-            if not isinstance(provider, str) or type(strict) is not bool:  # strict="no" would be true, silently
-                wrong = ("provider", provider, "str") if not isinstance(provider, str) else ("strict", strict, "bool")
+            if not isinstance(provider, str) or type(strict) is not bool or type(content_deltas) is not bool:
+                # strict="no" would be true, silently
+                wrong = (
+                    ("provider", provider, "str")
+                    if not isinstance(provider, str)
+                    else ("strict", strict, "bool")
+                    if type(strict) is not bool
+                    else ("content_deltas", content_deltas, "bool")
+                )
                 raise InvalidInput(f"{wrong[0]} must be a {wrong[2]}, not {type(wrong[1]).__name__}")
             self.provider = provider
             """The provider as named at construction (``"auto"`` until the result names the detected one)."""
@@ -176,6 +187,8 @@ class Reassembler:
             self.registry = Registry(ledger, limits, taken if type(taken) is tuple and not taken else taken_ids(taken))
             """Internal: the slot registry that decides which call each event belongs to."""
             self._content = TurnContent()
+            if content_deltas:  # the text, reasoning and refusal pieces go out among the calls' outputs
+                self._content.heard = ledger.emit
             self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
             self._form: FragmentForm | None = None  # the form of the last commonest event learnt from the wire
             if choice is not None:
@@ -195,7 +208,8 @@ class Reassembler:
             from fsm.foreign import caller_fault  # only once something raised
 
             given = {"provider": provider, "strict": strict, "policies": policies, "limits": limits}
-            fault = caller_fault({**given, "taken": taken, "choice": choice}, exc, "Reassembler.__init__()", self)
+            given = {**given, "taken": taken, "choice": choice, "content_deltas": content_deltas}
+            fault = caller_fault(given, exc, "Reassembler.__init__()", self)
             if fault is None:
                 raise
             raise fault from exc

@@ -31,6 +31,12 @@ finishes: Gemini's and Ollama's snapshots, Responses calls), and goes out right 
 whose calls come one after another (OpenAI, Anthropic) go out as they came; a source that interleaves
 its calls' text is re-emitted interleaved under ``incremental`` (``on-finish`` serializes it).
 
+The turn's text, reasoning and refusal go out too where the reassembler reports them
+(``Reassembler(content_deltas=True)``: :class:`~fsm.results.ContentDelta` outputs), each piece in a
+chunk of its own as it comes (``content``, ``reasoning_content``, ``refusal``), never held behind a
+call: a chunk holds no call's place, and chat consumers join each field on its own. Without them, a
+gateway's client would get the calls and lose what the model said beside them.
+
 A call that did not complete (truncated, invalid) must not be run, and a chunk has no field for a
 call's status, while its text went out as any call's: so ``finish()`` ends such a stream in an error
 too (policy incomplete-calls-not-run), which clients raise after the calls they accumulated.
@@ -44,7 +50,11 @@ from typing import Any, Final, Literal
 from fsm.errors import InvalidInput, InvalidOption, shown
 from fsm.events import FREEFORM_TYPES
 from fsm.foreign import answers_callers, caller_fault
-from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, CallStatus, Output, Result
+from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, CallStatus, ContentDelta, Output, Result
+
+SAID_FIELDS: Final = {"text": "content", "reasoning": "reasoning_content", "refusal": "refusal"}
+"""The delta field each kind of :class:`~fsm.results.ContentDelta` goes out in: reasoning as the chat
+dialects that stream it send it (DeepSeek, vLLM), and as toolcall-fsm's chat decoder reads it."""
 
 CHAT_FINISH_REASONS: Final = frozenset({"stop", "length", "tool_calls", "content_filter"})
 """The finish reasons a chat-completions chunk can carry; any other (``error``) goes out as null."""
@@ -128,6 +138,11 @@ class DeltaEmitter:
                     )
             sent: list[dict[str, Any]] = []
             for item in outputs:
+                if type(item) is ContentDelta:  # no call's: it goes out now, whatever call waits
+                    said = self._chunk([], None)
+                    said["choices"][0]["delta"] = {SAID_FIELDS[item.kind]: item.text}
+                    sent.append(said)
+                    continue
                 entry = self._entry(item)
                 if entry is not None or isinstance(item, CallFinished):  # (a call ended with nothing to send)
                     sent += [self._chunk([each], None) for each in self._in_turn(entry, item)]

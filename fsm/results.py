@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import attrs
 
@@ -329,7 +329,18 @@ class CallFinished:
     """The call as it will appear in the result."""
 
 
-Output = CallOpened | CallNamed | ArgumentsDelta | CallFinished
+@attrs.frozen(slots=True)
+class ContentDelta:
+    """A piece of what the turn said besides its calls, as it arrived: only from a reassembler asked for
+    them (``Reassembler(content_deltas=True)``), so a gateway can re-emit the text with the calls."""
+
+    kind: Literal["text", "reasoning", "refusal"]
+    """Which of the result's fields it adds to: ``text``, ``reasoning`` (a block's text) or ``refusal``."""
+    text: str
+    """Text to append (never empty); joined in order, a kind's pieces give the result's field."""
+
+
+Output = CallOpened | CallNamed | ArgumentsDelta | CallFinished | ContentDelta
 """What :meth:`fsm.Reassembler.feed` returns a list of while the stream runs."""
 
 

@@ -38,8 +38,8 @@ IDS = [f"{p.parent.name}/{p.name}" for p in FOUND] or ["no-captures"]
 SdkCall = tuple[str | None, str | None, str]
 
 
-def sdk_calls(chunks: list[dict[str, Any]]) -> list[SdkCall]:
-    """What openai-python makes of the chunks: its final tool calls as (id, name, arguments)."""
+def sdk_message(chunks: list[dict[str, Any]]) -> Any:
+    """What openai-python makes of the chunks: its final message."""
     state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
     for data in chunks:
         state.handle_chunk(ChatCompletionChunk.model_validate(data))
@@ -48,7 +48,12 @@ def sdk_calls(chunks: list[dict[str, Any]]) -> list[SdkCall]:
     except (LengthFinishReasonError, ContentFilterFinishReasonError) as exc:
         # The SDK refuses to parse a completion cut by a limit; the accumulated one is on the error.
         completion = exc.completion
-    calls = completion.choices[0].message.tool_calls or []
+    return completion.choices[0].message
+
+
+def sdk_calls(chunks: list[dict[str, Any]]) -> list[SdkCall]:
+    """What openai-python makes of the chunks: its final tool calls as (id, name, arguments)."""
+    calls = sdk_message(chunks).tool_calls or []
     out: list[SdkCall] = []
     for call in calls:
         custom = getattr(call, "custom", None)  # a custom call's body is no field the SDK declares

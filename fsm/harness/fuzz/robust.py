@@ -266,7 +266,7 @@ def _run(sample: Sample, pieces: list[Any], as_bytes: bool) -> tuple[Answer, lis
     and any problems."""
     problems: list[str] = []
     limits, outputs = LIMITS[sample.limits], sample.outputs
-    r = Reassembler(sample.provider, strict=sample.strict, limits=limits)
+    r = Reassembler(sample.provider, strict=sample.strict, limits=limits, content_deltas=True)
     emitter, chunks = DeltaEmitter(FlushPolicy(sample.flush)), []
     error: Any = None
     try:
