@@ -20,7 +20,8 @@ from fsm.harness.vectors import load_vectors
 from fsm.reemit import DeltaEmitter, FlushPolicy
 from fsm.results import Output
 from fsm.serialize import converter
-from tests.conftest import CAPTURES, captures
+from tests.conftest import CAPTURES, captures, require_captures
+from tests.test_clients import Replay, anthropic_client, anthropic_http
 from tests.test_reemit import sdk_message
 
 FOUND = captures()
@@ -193,3 +194,72 @@ def test_without_the_option_no_piece_is_an_output() -> None:
     assert Reassembler("openai-chat").feed(events[0]) == []
     said = Reassembler("openai-chat", content_deltas=True).feed(events[0])
     assert said == [ContentDelta("text", "hi"), ContentDelta("reasoning", "hm")]
+
+
+# -- A gateway end to end: one provider's client upstream, openai-python's chat client downstream --------------------
+
+
+def gateway(upstream: Any) -> bytes:
+    """What a gateway serves: the upstream SDK's events re-emitted as chat chunks, SSE-framed."""
+    r, emitter = Reassembler(content_deltas=True), DeltaEmitter()
+    chunks = [emitter.start()]
+    for event in upstream:
+        chunks += emitter.chunks(r.feed(event))
+    result = r.close()
+    chunks += [*emitter.chunks(r.drain()), emitter.finish(result)]
+    return "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks).encode() + b"data: [DONE]\n\n"
+
+
+def downstream(served: bytes) -> tuple[str, str, list[tuple[str, str, str]], Exception | None]:
+    """openai-python's chat client reading the gateway's bytes: the text, the reasoning, the calls
+    its stream helper accumulated, and what it raised."""
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(api_key="test", base_url="http://mock/v1", http_client=Replay(served).client())
+    ask: list[Any] = [{"role": "user", "content": "go"}]
+    raised: Exception | None = None
+    with client.chat.completions.stream(model="m", messages=ask) as stream:
+        try:
+            for _ in stream:
+                pass
+        except openai.APIError as exc:
+            raised = exc
+        snapshot = stream.current_completion_snapshot.choices[0].message
+    calls = [(c.id, c.function.name, c.function.arguments) for c in snapshot.tool_calls or []]
+    return snapshot.content or "", getattr(snapshot, "reasoning_content", None) or "", calls, raised
+
+
+def test_a_responses_stream_with_text_and_reasoning_reaches_a_chat_client_whole() -> None:
+    capture = "openai_responses/vercel-lmstudio-glm-done-without-deltas.jsonl"
+    openai = pytest.importorskip("openai")
+    require_captures()
+    lines = (CAPTURES / capture).read_text().splitlines()  # JSON lines: served as the SSE the SDK reads
+    replay = Replay("".join(f"data: {line}\n\n" for line in lines if line.strip()).encode())
+    upstream = openai.OpenAI(api_key="test", base_url="http://mock/v1", http_client=replay.client())
+    served = gateway(upstream.responses.create(model="m", input="go", stream=True))
+    expected = fsm_reassemble_bytes(replay.body)
+
+    text, reasoning, calls, raised = downstream(served)
+    assert raised is None
+    assert text == expected.text and len(text) > 0
+    assert reasoning == reasoning_text(expected) and len(reasoning) > 0
+    assert calls == [(c.id, c.name, c.arguments_json) for c in expected.calls]
+
+
+def test_a_claude_stream_cut_by_max_tokens_gives_the_chat_client_its_text_and_an_error() -> None:
+    capture = "anthropic/anthropic-sdk-max-tokens-truncated-tool-json.sse"
+    replay = Replay(capture, anthropic_http())
+    upstream = anthropic_client(replay)
+    ask = [{"role": "user", "content": "Write the guide to a file."}]
+    served = gateway(upstream.messages.create(model="claude", max_tokens=64, messages=ask, stream=True))
+    expected = fsm_reassemble_bytes(replay.body)
+
+    text, _, calls, raised = downstream(served)
+    assert text == expected.text and len(text) > 0
+    assert raised is not None and "not to be run" in str(raised)  # policy incomplete-calls-not-run
+    assert [call[0] for call in calls] == [c.id for c in expected.calls]
+
+
+def fsm_reassemble_bytes(body: bytes) -> Result:
+    r = Reassembler()
+    r.feed_bytes(body)
+    return r.close()
