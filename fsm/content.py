@@ -14,11 +14,15 @@ the turn, counted over those parts and the calls (:attr:`fsm.results.TextPart.pl
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from fsm.events import CompactionBlock, ContainerReport, ReasoningDelta, ServerResultBlock, TextDelta, UsageReport
+from fsm.jsontext import mend_surrogates
 from fsm.results import Compaction, ContentDelta, Output, Reasoning, ServerToolResult, TextPart
+
+_SURROGATE = re.compile("[\ud800-\udfff]").search
 
 
 class _Block:
@@ -34,9 +38,9 @@ class _Block:
         self.output_index: int | None = None
         self.place: int | None = None
 
-    def add(self, piece: ReasoningDelta) -> None:
-        if piece.text:
-            self.text.append(piece.text)
+    def add(self, piece: ReasoningDelta, text: str) -> None:
+        if text:
+            self.text.append(text)
         # A later piece with a value is the provider's latest word (Anthropic sends the signature last).
         self.signature = piece.signature or self.signature
         self.redacted = piece.redacted or self.redacted
@@ -123,6 +127,8 @@ class TurnContent:
     _compactions: dict[int | None, Compaction] | None = None
     _calls: Callable[[], int] | None = None  # set by place_by: the calls opened so far
     heard: Callable[[Output], None] | None = None  # Reassembler(content_deltas=True): the ledger's emit
+    diagnose: Callable[[str, str], None] | None = None  # the ledger's, set by the facade (rule text-is-unicode)
+    _high: dict[Any, tuple[str, int | None, int | None]] | None = None  # see _unicode; settle() at the end
     _placed = 0  # reasoning blocks and text parts given a place so far
 
     def place_by(self, calls: Callable[[], int]) -> None:
@@ -140,37 +146,43 @@ class TurnContent:
         self, event: TextDelta | ReasoningDelta | UsageReport | ServerResultBlock | ContainerReport | CompactionBlock
     ) -> None:
         if type(event) is TextDelta:
+            text = event.text
+            if text and (self._high is not None or _SURROGATE(text)):
+                text = self._unicode("refusal" if event.refusal else "text", text, event.part, event.output_index)
             if event.refusal:
-                if self.heard is not None and event.text:
-                    self.heard(ContentDelta("refusal", event.text))
+                if self.heard is not None and text:
+                    self.heard(ContentDelta("refusal", text))
                 if self._refusal is None:
-                    self._refusal = [event.text]
+                    self._refusal = [text]
                 else:
-                    self._refusal.append(event.text)
+                    self._refusal.append(text)
                 if event.part is not None:  # a Responses message's refusal part: it goes back in that message
-                    self._refused(event.part, event)
+                    self._refused(event.part, text, event.output_index)
                 return
             # A piece that only names its message item (its id and status, no text) or cites says
             # nothing of the text: a message with no text must not become where the text goes back.
-            if event.text or (
+            if text or (
                 event.item_id is None and event.status is None and event.phase is None and event.citation is None
             ):
                 if self._text is None:
-                    self._text = [event.text]
+                    self._text = [text]
                 else:
-                    self._text.append(event.text)
-                if self.heard is not None and event.text:
-                    self.heard(ContentDelta("text", event.text))
+                    self._text.append(text)
+                if self.heard is not None and text:
+                    self.heard(ContentDelta("text", text))
                 if event.signature:
                     self.text_signature = event.signature
                 if self.text_output_index is None:
                     self.text_output_index = event.output_index  # the first message: the text goes back there
             if event.part is not None:
-                self._text_part(event.part, event)
+                self._text_part(event.part, event, text)
         elif type(event) is ReasoningDelta:
-            self._block(event.block).add(event)
-            if self.heard is not None and event.text:
-                self.heard(ContentDelta("reasoning", event.text))
+            text = event.text
+            if text and (self._high is not None or _SURROGATE(text)):
+                text = self._unicode(("reasoning", event.block), text, None, event.output_index)
+            self._block(event.block).add(event, text)
+            if self.heard is not None and text:
+                self.heard(ContentDelta("reasoning", text))
         elif type(event) is UsageReport:
             if event.cumulative and self.usage is not None:
                 self.usage = {**self.usage, **event.usage}
@@ -194,6 +206,9 @@ class TurnContent:
         """What ``apply(TextDelta(text))`` then ``apply(ReasoningDelta(None, reasoning))`` do, each when
         its text is not empty, without the events: the plainest chunk of text or reasoning, which a
         reasoning model sends hundreds of a turn (test_plain_text_and_reasoning_are_kept_as_their_events_keep_them)."""
+        if self._high is not None or _SURROGATE(text) or _SURROGATE(reasoning):
+            text = self._unicode("text", text) if text else text
+            reasoning = self._unicode(("reasoning", None), reasoning) if reasoning else reasoning
         if text:
             if self._text is None:
                 self._text = [text]
@@ -208,6 +223,10 @@ class TurnContent:
         """What ``apply(TextDelta(text, output_index=output_index, part=part))`` does with ``text``
         (not empty), without the event: a text delta alone, the commonest event of most turns on
         the wires whose text goes back in parts (a decoder's ``commonest_said``)."""
+        if self._high is not None or _SURROGATE(text):
+            text = self._unicode("text", text, part, output_index)
+            if not text:
+                return
         if self._text is None:
             self._text = [text]
         else:
@@ -225,6 +244,8 @@ class TurnContent:
     def reasoned(self, block: int | None, text: str, output_index: int | None) -> None:
         """What ``apply(ReasoningDelta(block, text, output_index=output_index))`` does, without the
         event: a piece of reasoning alone (a decoder's ``commonest_said``)."""
+        if text and (self._high is not None or _SURROGATE(text)):
+            text = self._unicode(("reasoning", block), text, None, output_index)
         found = self._block(block)
         if text:
             found.text.append(text)
@@ -271,10 +292,10 @@ class TurnContent:
             part = parts[key] = _TextPart(self._place(), output_index)
         return part
 
-    def _text_part(self, key: int, piece: TextDelta) -> None:
+    def _text_part(self, key: int, piece: TextDelta, text: str) -> None:
         part = self._part(key, piece.output_index)
-        if piece.text:
-            part.text.append(piece.text)
+        if text:
+            part.text.append(text)
         if piece.signature or piece.item_id or piece.status or piece.phase:  # (a text delta alone: none)
             part.signature = piece.signature or part.signature
             part.item_id = piece.item_id or part.item_id
@@ -286,13 +307,58 @@ class TurnContent:
             else:
                 part.citations.append(piece.citation)
 
-    def _refused(self, key: int, piece: TextDelta) -> None:
-        part = self._part(key, piece.output_index)
+    def _refused(self, key: int, text: str, output_index: int | None) -> None:
+        part = self._part(key, output_index)
         if part.refusal is None:
-            part.refusal = [piece.text]
+            part.refusal = [text]
             part.refused_first = not part.text  # the API streams a message's content parts one after another
         else:
-            part.refusal.append(piece.text)
+            part.refusal.append(text)
+
+    # -- Unicode (rule text-is-unicode) -----------------------------------------------------------
+
+    def _unicode(self, kind: Any, text: str, part: int | None = None, output_index: int | None = None) -> str:
+        """``text`` as Unicode a request can carry, as a call's text is made (rule text-is-unicode): the
+        high surrogate held from ``kind``'s last piece joined with a low one that starts this one, pairs
+        that arrived as two code points joined, and every surrogate with no partner replaced by U+FFFD
+        (literal text, where an escape would be characters of its own). A high surrogate that ends the
+        piece waits for the next one of its kind (a UTF-16 server slicing by code unit splits a pair),
+        kept with the text part and output index it came in."""
+        held = self._high
+        if held is not None and kind in held:
+            text = held.pop(kind)[0] + text
+            if not held:
+                self._high = None
+        if "\ud800" <= text[-1] <= "\udbff":
+            if self._high is None:
+                self._high = {}
+            self._high[kind] = (text[-1], part, output_index)
+            text = text[:-1]
+        mended, pairs, lone = mend_surrogates(text, json_text=False)
+        self._surrogates(kind, pairs, lone)
+        return mended
+
+    def _surrogates(self, kind: Any, pairs: int, lone: int) -> None:
+        if self.diagnose is None:
+            return
+        said = kind if isinstance(kind, str) else "reasoning"
+        if pairs:
+            self.diagnose(
+                "surrogate-pair-joined", f"the turn's {said}: {pairs} UTF-16 surrogate pair(s) sent as halves, joined"
+            )
+        if lone:
+            self.diagnose("lone-surrogate", f"the turn's {said}: {lone} surrogate(s) with no partner, kept as U+FFFD")
+
+    def settle(self) -> None:
+        """The turn ended: a high surrogate still waiting for its low one has none (U+FFFD), said as the
+        pieces were (``heard``)."""
+        held, self._high = self._high, None
+        for kind, (_, part, output_index) in (held or {}).items():
+            self._surrogates(kind, 0, 1)
+            if kind == "text" or kind == "refusal":
+                self.apply(TextDelta("\ufffd", output_index=output_index, part=part, refusal=kind == "refusal"))
+            else:
+                self.apply(ReasoningDelta(kind[1], "\ufffd", output_index=output_index))
 
     def frozen(self) -> _Frozen:
         """What the result holds of the turn's content, as the properties below give it: ``text``,

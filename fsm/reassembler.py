@@ -187,6 +187,7 @@ class Reassembler:
             self.registry = Registry(ledger, limits, taken if type(taken) is tuple and not taken else taken_ids(taken))
             """Internal: the slot registry that decides which call each event belongs to."""
             self._content = TurnContent()
+            self._content.diagnose = ledger.diagnose
             if content_deltas:  # the text, reasoning and refusal pieces go out among the calls' outputs
                 self._content.heard = ledger.emit
             self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
@@ -327,6 +328,8 @@ class Reassembler:
             except RecursionError:  # the last event, read deep in the caller's stack
                 self._closing_fault(LimitExceeded(_TOO_DEEP, event=self._events, rule="limits"))
         ledger.defer = True  # finish everything first; a strict violation is raised at the end
+        ledger.event = self._events or None  # half a surrogate pair that ended the text: the last event's doing
+        self._content.settle()
         ledger.event = None
         finished = self._finish
         end, finish_at = finished if finished is not None else (None, None)
@@ -641,7 +644,9 @@ class Reassembler:
         said = self._said_form  # (the form of the commonest text or reasoning event last learnt)
         if said is not None and self._finish is None and (text := said[0].read(payload)) is not None:
             registry.settle()
+            before, self.ledger.event = self.ledger.event, self._events + 1  # where a lone surrogate is reported
             took = self._said_at(said[1], said[0].place, text, self._content)  # type: ignore[misc]
+            self.ledger.event = before
             if took is not False:  # as _ingest_said would take the event parsed
                 self._said_paid = True
                 self.ledger.event = self._events = self._events + 1
@@ -714,8 +719,10 @@ class Reassembler:
         event parsed since the last, and, once a form learnt read no event before the next was
         needed (the events differ in more than their text, place and counter), at most once in 32
         events, so such a stream pays a few parses at the most."""
+        before, self.ledger.event = self.ledger.event, self._events + 1  # where a lone surrogate is reported
         took = self._said(value, self._content)  # type: ignore[misc]
         if took is False:
+            self.ledger.event = before
             return False
         self.ledger.event = self._events = self._events + 1
         if took:

@@ -610,7 +610,7 @@ def _identity(s: ModuleType) -> Any:
             s.Rule(
                 name="text-is-unicode",
                 order=16,
-                reason="Argument text is Unicode. A UTF-16 server that slices strings by code unit sends a surrogate pair's halves in two fragments: the high half that ends one fragment waits in the call for the low half that starts the next, and they are held as the one character. A surrogate with no partner is kept as its JSON escape \\udXXX, which means the same inside a JSON string and keeps every output encodable (in freeform input, where an escape would be literal text, as U+FFFD).",
+                reason="Argument text is Unicode. A UTF-16 server that slices strings by code unit sends a surrogate pair's halves in two fragments: the high half that ends one fragment waits in the call for the low half that starts the next, and they are held as the one character. A surrogate with no partner is kept as its JSON escape \\udXXX, which means the same inside a JSON string and keeps every output encodable (in freeform input, where an escape would be literal text, as U+FFFD). The turn's text, reasoning and refusal are held to the same: a pair's halves in two pieces are joined, and a surrogate with no partner becomes U+FFFD, so the next request that sends them back encodes.",
             ),
         ),
         policies=(
@@ -880,7 +880,7 @@ def _identity(s: ModuleType) -> Any:
                 code="lone-surrogate",
                 rule="text-is-unicode",
                 severity="violation",
-                reason="A surrogate with no partner arrived in argument text; it is kept as its JSON escape \\udXXX (U+FFFD in freeform input, where an escape would be literal text), so the text stays encodable and, inside a JSON string, means the same.",
+                reason="A surrogate with no partner arrived in argument text; it is kept as its JSON escape \\udXXX (U+FFFD in freeform input, and in the turn's text, reasoning and refusal, where an escape would be literal text), so the text stays encodable and, inside a JSON string, means the same.",
             ),
             s.DiagnosticSpec(
                 code="bad-event",
@@ -1274,7 +1274,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (10924, 770216581),
     "scanner": (4733, 3983801205),
-    "identity": (27070, 3710151134),
+    "identity": (27318, 3338902789),
     "history": (6315, 3475308767),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

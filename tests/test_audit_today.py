@@ -110,6 +110,9 @@ def test_hostile_blocks_leave_only_fsm_errors_and_close() -> None:
             with contextlib.suppress(ToolcallFSMError):
                 r.feed(chunk)
             result = r.close()
+            if strict and block == HOSTILE_BLOCKS[12]:  # a lone surrogate in text is a violation: strict stops there
+                assert result.text == "" and result.codes()[0] == "lone-surrogate"
+                continue
             assert result.text.endswith("tail"), block
 
 
