@@ -39,7 +39,10 @@ gateway's client would get the calls and lose what the model said beside them.
 
 A call that did not complete (truncated, invalid) must not be run, and a chunk has no field for a
 call's status, while its text went out as any call's: so ``finish()`` ends such a stream in an error
-too (policy incomplete-calls-not-run), which clients raise after the calls they accumulated.
+too (policy incomplete-calls-not-run), which clients raise after the calls they accumulated; the
+error lists them (``incomplete_tool_calls``) for toolcall-fsm's chat decoder, which reads each back
+as it ended. An id or name holding a lone surrogate goes out as its ``\\udXXX`` escape (policy
+emitted-lone-surrogate): no chunk holding it could be written as UTF-8.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from typing import Any, Final, Literal
 from fsm.errors import InvalidInput, InvalidOption, shown
 from fsm.events import FREEFORM_TYPES
 from fsm.foreign import answers_callers, caller_fault
+from fsm.jsontext import escape_lone_surrogates, has_surrogate
 from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, CallStatus, ContentDelta, Output, Result
 
 SAID_FIELDS: Final = {"text": "content", "reasoning": "reasoning_content", "refusal": "refusal"}
@@ -97,6 +101,8 @@ class DeltaEmitter:
         for field, value in (("completion_id", completion_id), ("model", model)):
             if not isinstance(value, str):  # every chunk carries it, and a ChatCompletionChunk needs a str
                 raise InvalidInput(f"{field} must be a str, not {type(value).__name__}")
+            if has_surrogate(value):  # every chunk would carry what no UTF-8 writer can write
+                raise InvalidInput(f"{field} holds a lone surrogate, which no chunk can carry as UTF-8: {shown(value)}")
         if type(created) is not int:
             raise InvalidInput(f"created must be an int (Unix seconds), not {type(created).__name__}")
         if type(choice) is not int or choice < 0:  # a bool is an int, but True is no index
@@ -173,7 +179,7 @@ class DeltaEmitter:
         if said:
             # A consumer must learn of the error as the provider's own stream told it: clients raise on
             # a chunk with an error object (openai-python's APIError), after the calls they accumulated.
-            last["error"] = {"message": "; ".join(said), "type": "provider_error"}
+            last["error"] = {"message": _sendable("; ".join(said)), "type": "provider_error"}
         cut = [call for call in result.calls if call.status is not CallStatus.COMPLETE]
         # A stream the caller's side stopped (close(interrupted=...)) did not end: a client must learn it
         # did not, not read a bare end as the turn's.
@@ -181,13 +187,22 @@ class DeltaEmitter:
         if cut and "error" not in last:
             # Its text went out as any call's, and a chunk has no field for a call's status: a client
             # must not run it (policy incomplete-calls-not-run), so the stream ends in an error too.
-            listed = ", ".join(f"{call.id} ({call.name}): {call.status.value}" for call in cut)
+            listed = ", ".join(f"{_sendable(call.id)} ({_sendable(call.name)}): {call.status.value}" for call in cut)
             last["error"] = {
-                "message": f"calls that did not complete, not to be run: {listed}" + "".join(f"; {s}" for s in stopped),
+                "message": _sendable(
+                    f"calls that did not complete, not to be run: {listed}" + "".join(f"; {s}" for s in stopped)
+                ),
                 "type": "incomplete_tool_call",
             }
         elif stopped and "error" not in last:
-            last["error"] = {"message": stopped[0], "type": "stream_interrupted"}
+            last["error"] = {"message": _sendable(stopped[0]), "type": "stream_interrupted"}
+        if cut:
+            # Which calls, and how each ended, for a reader that keeps a call's status (toolcall-fsm's
+            # own chat decoder): a cut value that closed, or a whole one no tool can run, reads as
+            # complete from its text alone.
+            last["error"]["incomplete_tool_calls"] = [
+                {"index": call.index, "id": _sendable(call.id), "status": call.status.value} for call in cut
+            ]
         return last
 
     def _entry(self, item: Output) -> dict[str, Any] | None:
@@ -196,11 +211,11 @@ class DeltaEmitter:
                 self._freeform.add(item.index)
             body: dict[str, Any] = {self._text_key(item.index): ""}
             if item.name is not None:
-                body["name"] = item.name
+                body["name"] = _sendable(item.name)
                 self._named.add(item.index)
             else:
                 self._held[item.index] = []
-            header = {"index": item.index, "id": item.id, self._body_key(item.index): body}
+            header = {"index": item.index, "id": _sendable(item.id), self._body_key(item.index): body}
             if item.type == "function":  # the only type a chat chunk may name; the body tells the others
                 header["type"] = "function"
             return header
@@ -208,7 +223,7 @@ class DeltaEmitter:
             if item.index in self._named:
                 return None
             self._named.add(item.index)
-            body = {"name": item.name}
+            body = {"name": _sendable(item.name)}
             held = self._held.pop(item.index, None)
             if held:
                 body[self._text_key(item.index)] = "".join(held)
@@ -225,7 +240,7 @@ class DeltaEmitter:
             call = item.call
             body = {}
             if call.name is not None and call.index not in self._named:
-                body["name"] = call.name  # the name arrived after the header went out
+                body["name"] = _sendable(call.name)  # the name arrived after the header went out
                 self._named.add(call.index)
             held = self._held.pop(call.index, None)
             if self.flush is FlushPolicy.ON_FINISH:
@@ -267,3 +282,10 @@ class DeltaEmitter:
     def _chunk(self, tool_calls: list[dict[str, Any]], finish_reason: str | None) -> dict[str, Any]:
         delta: dict[str, Any] = {"tool_calls": tool_calls} if tool_calls else {}
         return {**self._envelope, "choices": [{"index": self._choice, "delta": delta, "finish_reason": finish_reason}]}
+
+
+def _sendable(text: str | None) -> str | None:
+    """``text`` with each lone surrogate as its escape ``\\udXXX`` (six characters): a wire id or name
+    may hold one (JSON escapes allow it), and a chunk holding it cannot be written as UTF-8 (policy
+    emitted-lone-surrogate). Argument text holds none: the engine escaped it (``lone-surrogate``)."""
+    return escape_lone_surrogates(text) if text is not None and has_surrogate(text) else text

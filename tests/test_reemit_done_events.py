@@ -183,6 +183,7 @@ def test_a_call_that_did_not_complete_ends_the_stream_in_an_error() -> None:
     assert last["error"] == {
         "message": "calls that did not complete, not to be run: call_a (sum): truncated",
         "type": "incomplete_tool_call",
+        "incomplete_tool_calls": [{"index": 0, "id": "call_a", "status": "truncated"}],
     }
     whole = Reassembler("openai-chat")
     complete = DeltaEmitter()

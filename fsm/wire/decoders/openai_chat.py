@@ -14,7 +14,13 @@ arguments as a JSON object instead of text). Dialect quirks handled here, not in
   of a type with neither ``function`` nor ``custom`` is reported (``unknown-event``);
 * LiteLLM's server tool calls, in ``delta.provider_specific_fields`` (``litellm_calls.py``);
 * ``finish_reason`` normalised, OpenRouter's ``native_finish_reason`` kept beside it; an ``error``
-  object (beside choices too) ends the stream with ``error``.
+  object (beside choices too) ends the stream with ``error``. Beside a finish reason that is not
+  ``error`` (``tool_calls``, ``length``, ...), that finish comes first and the error after it: the
+  turn ended as its choice says, and its calls stand (policy error-beside-finish). An error's
+  ``incomplete_tool_calls`` (``[{"index", "id", "status"}]``, as ``DeltaEmitter.finish`` lists the
+  calls that did not complete) ends each call listed as it says, before the finish: ``truncated``
+  as an item the provider gave up, ``invalid`` as a call no tool can run (policy
+  incomplete-calls-not-run): the chat wire has no other place for a call's status.
 
 A payload with none of ``choices``, ``usage``, ``error`` or a ``chat.completion`` object type is not
 this wire shape at all (another provider's stream, a proxy's own message): ``unknown-event``.
@@ -27,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from fsm.errors import RemoteProtocolError
 from fsm.events import (
+    CallEnd,
+    CallRef,
     Event,
     ReasoningDelta,
     StreamEnd,
@@ -84,7 +92,7 @@ class OpenAIChatDecoder:
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         error, choices = payload.get("error"), payload.get("choices")
         if error and not choices:
-            return [StreamEnd("error", None, error_message(error))]
+            return [*_listed_incomplete(error, diagnose), StreamEnd("error", None, error_message(error))]
         if choices is None:
             if not _recognised(payload):
                 diagnose("unknown-event", f"an OpenAI chat payload with no choices (keys: {_keys(payload)})")
@@ -121,7 +129,16 @@ class OpenAIChatDecoder:
         if usage and isinstance(usage, Mapping):
             events.append(build_usage_report(dict(usage)))
         if error:  # beside choices (OpenRouter's mid-stream error): it ends the stream, with its message
-            return [*(e for e in events if type(e) is not StreamEnd), StreamEnd("error", None, error_message(error))]
+            # A finish of the choice's own (not OpenRouter's "error") ended the turn first: the error
+            # comes after it, as the same two in two chunks would (policy error-beside-finish).
+            finish = [e for e in events if type(e) is StreamEnd and e.finish_reason != "error"]
+            rest = [e for e in events if type(e) is not StreamEnd]
+            return [
+                *rest,
+                *_listed_incomplete(error, diagnose),
+                *finish,
+                StreamEnd("error", None, error_message(error)),
+            ]
         return events
 
     def shortcut(self, payload: dict[str, Any], registry: Registry, content: TurnSaid) -> bool:
@@ -322,6 +339,35 @@ class OpenAIChatDecoder:
         piece = _text(custom.get("input"), "input", position)
         events.append(build_arguments_fragment(ref, piece) if piece else build_call_seen(ref))
         return True
+
+
+def _listed_incomplete(error: Any, diagnose: Callable[[str, str], None]) -> list[Event]:
+    """The calls an error's ``incomplete_tool_calls`` lists (DeltaEmitter.finish's), each ended as
+    its status says, for a re-emitted stream to read back as the result it came from: without them
+    a call cut or found unusable reads as complete wherever its text is a whole value."""
+    listed = error.get("incomplete_tool_calls") if isinstance(error, Mapping) else None
+    if listed is None:
+        return []
+    if type(listed) is not list:
+        diagnose("part-not-reassembled", f"error.incomplete_tool_calls is a {type(listed).__name__}, not a list")
+        return []
+    ends: list[Event] = []
+    for at, entry in enumerate(listed):
+        index = entry.get("index") if isinstance(entry, Mapping) else None
+        call_id = entry.get("id") if isinstance(entry, Mapping) else None
+        status = entry.get("status") if isinstance(entry, Mapping) else None
+        if type(index) is not int or index < 0 or type(call_id) is not str or status not in ("truncated", "invalid"):
+            diagnose(
+                "part-not-reassembled",
+                f"error.incomplete_tool_calls[{at}] names no call (an index, an id, status truncated or invalid)",
+            )
+            continue
+        ref = CallRef(index=index, id=call_id)
+        if status == "truncated":
+            ends.append(CallEnd(ref, incomplete=True, said="incomplete, as the stream's error listed it"))
+        else:
+            ends.append(CallEnd(ref, unusable="the stream's error listed it invalid"))
+    return ends
 
 
 def _recognised(payload: Mapping[str, Any]) -> bool:
