@@ -60,25 +60,9 @@ def _calls(result: Result) -> list[Call]:
 
 
 def _sdk_calls(chunks: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    from openai import ContentFilterFinishReasonError, LengthFinishReasonError
-    from openai.lib.streaming.chat import ChatCompletionStreamState
-    from openai.types.chat import ChatCompletionChunk
+    from tests.test_reemit import sdk_calls  # (imports openai: only where the SDK reads)
 
-    state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
-    for data in chunks:
-        state.handle_chunk(ChatCompletionChunk.model_validate(data))
-    try:
-        completion = state.get_final_completion()
-    except (LengthFinishReasonError, ContentFilterFinishReasonError) as exc:
-        completion = exc.completion  # the SDK refuses a completion a limit cut; the accumulated one is on it
-    out: list[tuple[Any, ...]] = []
-    for call in completion.choices[0].message.tool_calls or []:
-        custom = getattr(call, "custom", None)  # a custom call's body is no field the SDK declares
-        if custom is not None:
-            out.append((call.id, custom.get("name"), custom["input"]))
-        else:
-            out.append((call.id, getattr(call.function, "name", None), call.function.arguments))  # type: ignore[union-attr]
-    return out
+    return list(sdk_calls(chunks))
 
 
 def _read_back(chunks: list[dict[str, Any]], policies: dict[str, str]) -> Result:
