@@ -22,7 +22,7 @@ from fsm.events import CompactionBlock, ContainerReport, ReasoningDelta, ServerR
 from fsm.jsontext import mend_surrogates
 from fsm.results import Compaction, ContentDelta, Output, Reasoning, ServerToolResult, TextPart
 
-_SURROGATE = re.compile("[\ud800-\udfff]").search
+_SURROGATE = re.compile("[\ud800-\udfff]").search  # asked of text that is not ASCII (isascii() costs nothing)
 
 
 class _Block:
@@ -147,7 +147,7 @@ class TurnContent:
     ) -> None:
         if type(event) is TextDelta:
             text = event.text
-            if text and (self._high is not None or _SURROGATE(text)):
+            if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
                 text = self._unicode("refusal" if event.refusal else "text", text, event.part, event.output_index)
             if event.refusal:
                 if self.heard is not None and text:
@@ -178,7 +178,7 @@ class TurnContent:
                 self._text_part(event.part, event, text)
         elif type(event) is ReasoningDelta:
             text = event.text
-            if text and (self._high is not None or _SURROGATE(text)):
+            if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
                 text = self._unicode(("reasoning", event.block), text, None, event.output_index)
             self._block(event.block).add(event, text)
             if self.heard is not None and text:
@@ -206,7 +206,7 @@ class TurnContent:
         """What ``apply(TextDelta(text))`` then ``apply(ReasoningDelta(None, reasoning))`` do, each when
         its text is not empty, without the events: the plainest chunk of text or reasoning, which a
         reasoning model sends hundreds of a turn (test_plain_text_and_reasoning_are_kept_as_their_events_keep_them)."""
-        if self._high is not None or _SURROGATE(text) or _SURROGATE(reasoning):
+        if self._high is not None or (not (text.isascii() and reasoning.isascii()) and _SURROGATE(text + reasoning)):
             text = self._unicode("text", text) if text else text
             reasoning = self._unicode(("reasoning", None), reasoning) if reasoning else reasoning
         if text:
@@ -223,7 +223,7 @@ class TurnContent:
         """What ``apply(TextDelta(text, output_index=output_index, part=part))`` does with ``text``
         (not empty), without the event: a text delta alone, the commonest event of most turns on
         the wires whose text goes back in parts (a decoder's ``commonest_said``)."""
-        if self._high is not None or _SURROGATE(text):
+        if self._high is not None or (not text.isascii() and _SURROGATE(text)):
             text = self._unicode("text", text, part, output_index)
             if not text:
                 return
@@ -244,7 +244,7 @@ class TurnContent:
     def reasoned(self, block: int | None, text: str, output_index: int | None) -> None:
         """What ``apply(ReasoningDelta(block, text, output_index=output_index))`` does, without the
         event: a piece of reasoning alone (a decoder's ``commonest_said``)."""
-        if text and (self._high is not None or _SURROGATE(text)):
+        if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
             text = self._unicode(("reasoning", block), text, None, output_index)
         found = self._block(block)
         if text:

@@ -644,15 +644,16 @@ class Reassembler:
         said = self._said_form  # (the form of the commonest text or reasoning event last learnt)
         if said is not None and self._finish is None and (text := said[0].read(payload)) is not None:
             registry.settle()
-            before, self.ledger.event = self.ledger.event, self._events + 1  # where a lone surrogate is reported
+            ledger = self.ledger
+            before, ledger.event = ledger.event, self._events + 1  # (a lone surrogate is reported at it)
             took = self._said_at(said[1], said[0].place, text, self._content)  # type: ignore[misc]
-            self.ledger.event = before
             if took is not False:  # as _ingest_said would take the event parsed
                 self._said_paid = True
-                self.ledger.event = self._events = self._events + 1
+                self._events += 1
                 if took:
                     self._placed = None
                 return
+            ledger.event = before
         if payload.strip() == DONE:
             self._events += 1
             return
@@ -719,12 +720,13 @@ class Reassembler:
         event parsed since the last, and, once a form learnt read no event before the next was
         needed (the events differ in more than their text, place and counter), at most once in 32
         events, so such a stream pays a few parses at the most."""
-        before, self.ledger.event = self.ledger.event, self._events + 1  # where a lone surrogate is reported
+        ledger = self.ledger
+        before, ledger.event = ledger.event, self._events + 1  # (a lone surrogate is reported at it)
         took = self._said(value, self._content)  # type: ignore[misc]
         if took is False:
-            self.ledger.event = before
+            ledger.event = before
             return False
-        self.ledger.event = self._events = self._events + 1
+        self._events += 1
         if took:
             self._placed = None  # as _apply of its events
         if self._said_form_of is not None:
