@@ -77,6 +77,8 @@ class Roles:
         (``results-beside-text``), in order, until the check reports them."""
         self.mixed: set[int] = set()
         """Every such content: a response after the user's text there is that finding, not ``result-after-text``."""
-        self.empty: list[int] = []
+        self.empty: dict[int, None] = {}
         """Each message empty as given that its format refuses (``empty-message``, see
-        :mod:`fsm.history.empty`), in order: read as if it were gone, so no turn sees it."""
+        :mod:`fsm.history.empty`), in order: read as if it were gone, so no turn sees it. A dict, not
+        a list: repair asks whether a message is among them once a turn or more, and a list's scan made
+        that O(empty messages) each time (quadratic in a history of many, audit 62)."""

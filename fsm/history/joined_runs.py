@@ -47,7 +47,8 @@ def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[
         for at in between
     )
     joined = joined and not any(at in plan.add_after for at in range(end, start))
-    ends = max(e.message for e in (*segment.calls, *segment.results) if e not in segment.misplaced)
+    sent = {(entry.message, entry.slot) for entry in segment.misplaced}  # a set: a scan of the tuple was O(n^2)
+    ends = max(e.message for e in (*segment.calls, *segment.results) if (e.message, e.slot) not in sent)
     return (before & keys if joined else set()), (ends, (before if joined else set()) | keys)
 
 

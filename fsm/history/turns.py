@@ -215,7 +215,7 @@ def _units(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | No
     run: _Run | None = None
     for at, message in enumerate(messages):
         if refused_empty(fmt, message, at, len(messages)):  # read as if gone, as repair leaves it (empty-message)
-            reader.roles.empty.append(at)
+            reader.roles.empty[at] = None
             continue
         results, calls = reader.read(message, at)
         served = reader.served
