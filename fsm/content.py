@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsm.events import CompactionBlock, ContainerReport, ReasoningDelta, ServerResultBlock, TextDelta, UsageReport
 from fsm.jsontext import mend_surrogates
 from fsm.results import Compaction, ContentDelta, Output, Reasoning, ServerToolResult, TextPart
+
+if TYPE_CHECKING:
+    from fsm.engine.ledger import Ledger
 
 _SURROGATE = re.compile("[\ud800-\udfff]").search  # asked of text that is not ASCII (isascii() costs nothing)
 
@@ -127,8 +130,8 @@ class TurnContent:
     _compactions: dict[int | None, Compaction] | None = None
     _calls: Callable[[], int] | None = None  # set by place_by: the calls opened so far
     heard: Callable[[Output], None] | None = None  # Reassembler(content_deltas=True): the ledger's emit
-    diagnose: Callable[[str, str], None] | None = None  # the ledger's, set by the facade (rule text-is-unicode)
-    _high: dict[Any, tuple[str, int | None, int | None]] | None = None  # see _unicode; settle() at the end
+    ledger: Ledger | None = None  # the engine's, set by the facade: where text-is-unicode's diagnostics go
+    _high: dict[Any, tuple[str, int | None, int | None, int | None]] | None = None  # see _unicode, settle
     _placed = 0  # reasoning blocks and text parts given a place so far
 
     def place_by(self, calls: Callable[[], int]) -> None:
@@ -216,8 +219,12 @@ class TurnContent:
                 self._text.append(text)
         if reasoning:
             self._block(None).text.append(reasoning)
-        if self.heard is not None:
-            self._heard(text, reasoning)
+        heard = self.heard
+        if heard is not None:
+            if text:
+                heard(ContentDelta("text", text))
+            if reasoning:
+                heard(ContentDelta("reasoning", reasoning))
 
     def said_in_part(self, text: str, part: int, output_index: int | None) -> None:
         """What ``apply(TextDelta(text, output_index=output_index, part=part))`` does with ``text``
@@ -253,13 +260,6 @@ class TurnContent:
                 self.heard(ContentDelta("reasoning", text))
         if output_index is not None:
             found.output_index = output_index
-
-    def _heard(self, text: str, reasoning: str) -> None:
-        heard = self.heard
-        if text and heard is not None:
-            heard(ContentDelta("text", text))
-        if reasoning and heard is not None:
-            heard(ContentDelta("reasoning", reasoning))
 
     def usage_replaced(self, usage: dict[str, Any]) -> None:
         """What ``apply(UsageReport(usage))`` does (a report that replaces), without the event."""
@@ -318,12 +318,11 @@ class TurnContent:
     # -- Unicode (rule text-is-unicode) -----------------------------------------------------------
 
     def _unicode(self, kind: Any, text: str, part: int | None = None, output_index: int | None = None) -> str:
-        """``text`` as Unicode a request can carry, as a call's text is made (rule text-is-unicode): the
-        high surrogate held from ``kind``'s last piece joined with a low one that starts this one, pairs
-        that arrived as two code points joined, and every surrogate with no partner replaced by U+FFFD
-        (literal text, where an escape would be characters of its own). A high surrogate that ends the
-        piece waits for the next one of its kind (a UTF-16 server slicing by code unit splits a pair),
-        kept with the text part and output index it came in."""
+        """``text`` as Unicode a request can carry (rule text-is-unicode): the high surrogate held from
+        ``kind``'s last piece joined with a low one that starts this one, pairs sent as two code points
+        joined, any other surrogate U+FFFD (literal text: an escape would be characters of its own). A
+        high surrogate that ends the piece waits for the next of its kind (a server slicing by UTF-16
+        code unit splits a pair), with the part, output index and event it came in."""
         held = self._high
         if held is not None and kind in held:
             text = held.pop(kind)[0] + text
@@ -332,28 +331,30 @@ class TurnContent:
         if "\ud800" <= text[-1] <= "\udbff":
             if self._high is None:
                 self._high = {}
-            self._high[kind] = (text[-1], part, output_index)
+            self._high[kind] = (text[-1], part, output_index, self.ledger.event if self.ledger else None)
             text = text[:-1]
         mended, pairs, lone = mend_surrogates(text, json_text=False)
         self._surrogates(kind, pairs, lone)
         return mended
 
     def _surrogates(self, kind: Any, pairs: int, lone: int) -> None:
-        if self.diagnose is None:
+        if self.ledger is None:
             return
         said = kind if isinstance(kind, str) else "reasoning"
         if pairs:
-            self.diagnose(
+            self.ledger.diagnose(
                 "surrogate-pair-joined", f"the turn's {said}: {pairs} UTF-16 surrogate pair(s) sent as halves, joined"
             )
         if lone:
-            self.diagnose("lone-surrogate", f"the turn's {said}: {lone} surrogate(s) with no partner, kept as U+FFFD")
+            self.ledger.diagnose("lone-surrogate", f"the turn's {said}: {lone} surrogate(s) with no partner, as U+FFFD")
 
     def settle(self) -> None:
-        """The turn ended: a high surrogate still waiting for its low one has none (U+FFFD), said as the
-        pieces were (``heard``)."""
+        """The turn ended: a high surrogate still waiting for its low one has none (U+FFFD, ``heard``
+        too), reported at the event that sent it, however the stream was delivered."""
         held, self._high = self._high, None
-        for kind, (_, part, output_index) in (held or {}).items():
+        for kind, (_, part, output_index, event) in (held or {}).items():
+            if self.ledger is not None:
+                self.ledger.event = event
             self._surrogates(kind, 0, 1)
             if kind == "text" or kind == "refusal":
                 self.apply(TextDelta("\ufffd", output_index=output_index, part=part, refusal=kind == "refusal"))

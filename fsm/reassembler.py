@@ -187,7 +187,7 @@ class Reassembler:
             self.registry = Registry(ledger, limits, taken if type(taken) is tuple and not taken else taken_ids(taken))
             """Internal: the slot registry that decides which call each event belongs to."""
             self._content = TurnContent()
-            self._content.diagnose = ledger.diagnose
+            self._content.ledger = ledger
             if content_deltas:  # the text, reasoning and refusal pieces go out among the calls' outputs
                 self._content.heard = ledger.emit
             self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
@@ -328,8 +328,7 @@ class Reassembler:
             except RecursionError:  # the last event, read deep in the caller's stack
                 self._closing_fault(LimitExceeded(_TOO_DEEP, event=self._events, rule="limits"))
         ledger.defer = True  # finish everything first; a strict violation is raised at the end
-        ledger.event = self._events or None  # half a surrogate pair that ended the text: the last event's doing
-        self._content.settle()
+        self._content.settle()  # half a surrogate pair that ended the text
         ledger.event = None
         finished = self._finish
         end, finish_at = finished if finished is not None else (None, None)

@@ -176,3 +176,21 @@ def test_the_next_request_encodes_and_the_openai_client_sends_it() -> None:
     ]
     client.chat.completions.create(model="m", messages=history)
     assert sent[0]["messages"][1]["content"] == f"Here {EMOJI}"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_half_a_pair_at_the_end_is_reported_at_its_own_event_however_delivered(provider: str) -> None:
+    # Read at close, it was reported at the last event counted, which bytes count one more of
+    # ([DONE]) than dicts do: the event that sent the half is the same however the stream came.
+    events = text_events(provider, ["a", f"b{HIGH}"])
+    at = next(i for i, event in enumerate(events, 1) if HIGH in json.dumps(event, ensure_ascii=False))
+    _, from_dicts = read(provider, events)
+    r = Reassembler(provider)
+    r.feed_bytes("".join(f"data: {json.dumps(event)}\n\n" for event in events).encode() + b"data: [DONE]\n\n")
+    from_bytes = r.close()
+    for result in (from_dicts, from_bytes):
+        (found,) = [d for d in result.diagnostics if d.code == "lone-surrogate"]
+        assert found.event == at
+    with pytest.raises(RemoteProtocolError) as raised:
+        read(provider, events, strict=True)
+    assert raised.value.event == at
