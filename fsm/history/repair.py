@@ -61,9 +61,10 @@ from fsm.engine.ids import IdAllocator
 from fsm.foreign import answers_callers
 from fsm.history.after_run import drop_paused, user_content_after
 from fsm.history.changes import Change, RepairPolicy, checked_policy
+from fsm.history.detect import resolve_format
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, resolve_format, shown
+from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, shown
 from fsm.history.joined_runs import ServerRun, joined_server_ids, kept_apart, left_empty
 from fsm.history.placeholders import placeholder, usable_id
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
@@ -75,10 +76,11 @@ def repair(
     messages: Sequence[Mapping[str, Any]], policy: RepairPolicy | None = None, format: Format | Literal["auto"] = "auto"
 ) -> tuple[list[dict[str, Any]], list[Change]]:
     """The repaired messages and what changed (see the module's docstring for the rules). A history
-    ``check`` accepts comes back unchanged; ``repair`` of a repaired history changes nothing.
-    Malformed input raises LocalProtocolError."""
+    ``check`` accepts, or one repaired, comes back unchanged. Malformed input raises LocalProtocolError."""
     policy = checked_policy(policy)
     messages, fmt = resolve_format(messages, format)
+    if fmt is None:  # "auto", and no message tells a format: nothing to pair or judge (auto-by-tool-content)
+        return [m if isinstance(m, dict) else dict(m) for m in messages], []
     plan = _Plan(fmt, policy, messages)
     for segment in segments(messages, fmt, plan.roles):
         plan.pair(segment)
