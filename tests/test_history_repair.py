@@ -230,7 +230,8 @@ MALFORMED: list[Any] = [
     [{"role": "assistant", "tool_calls": [{"id": "a", "function": "f"}]}],
     [{"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}],
     [{"role": "tool", "tool_call_id": {"a": 1}, "content": "r"}],
-    [{"role": "tool", "content": "r"}],
+    # (a tool message without a tool_call_id alone tells no format: auto-by-tool-content; so a call does)
+    [{"role": "tool", "content": "r"}, {"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f"}}]}],
     [{"role": "assistant", "content": [{"type": "tool_use", "id": 7, "name": "f"}]}],
     [{"role": "user", "content": [{"type": "tool_result"}]}],
     [{"role": "user", "content": ["text"]}, {"role": "assistant", "content": [{"type": "tool_use", "id": "a"}]}],

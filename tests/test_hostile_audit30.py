@@ -298,7 +298,10 @@ def test_a_role_no_format_has_is_reported_and_repair_keeps_the_message(fmt: str,
 
 
 def test_a_missing_role_is_unknown_but_for_gemini_which_may_go_without() -> None:
-    assert _findings([{"content": "hi"}]) == [("unknown-role", "", 1)]
+    assert _findings([{"content": "hi"}]) == []  # it tells no format: none is judged (auto-by-tool-content)
+    assert [(f.kind.value, f.message) for f in history.check([{"content": "hi"}], "openai").findings] == [
+        ("unknown-role", 1)
+    ]
     assert _findings([{"parts": [{"text": "hi"}]}]) == []
     assert _findings([{"type": "message", "content": "hi"}, {"type": "function_call_output", "call_id": "x"}]) == [
         ("unknown-role", "", 1),

@@ -21,7 +21,8 @@ Findings and changes number messages from 1. Malformed input raises
 :class:`~fsm.errors.LocalProtocolError`, never a bare Python error.
 
 The modules: ``findings`` (what a check reports), ``objects`` (SDK objects read as wire dicts),
-``formats`` (reading each message format), ``empty`` (the messages that come empty), ``check`` (the
+``formats`` (reading each message format), ``detect`` (which format ``"auto"`` reads a history in:
+policy auto-by-tool-content), ``empty`` (the messages that come empty), ``check`` (the
 history machine's model and the walk), ``uniquify``, ``repair`` (deciding the edits), ``rewrite``
 (writing them out) and ``changes`` (what repair is told and what it reports).
 """
@@ -29,8 +30,8 @@ history machine's model and the walk), ``uniquify``, ``repair`` (deciding the ed
 from fsm.history import findings as _findings
 from fsm.history.changes import Change, RepairPolicy
 from fsm.history.check import CallId, anything_dangling, check, history_machine
+from fsm.history.detect import detect_format
 from fsm.history.findings import Finding, Format, Kind, Report
-from fsm.history.formats import detect_format
 from fsm.history.repair import repair
 from fsm.history.uniquify import Rename, uniquify
 

@@ -60,7 +60,12 @@ def _run_first_call(plan: Writer, at: int) -> int:
             continue
         if plan.messages[before].get("role") != "assistant" and before not in plan.roles.calling:
             break
-        kinds = {block.get("type") for block in items(plan.messages[before], plan.fmt, before)}
+        # (a type of no str is no block's of those: a dict or list one is unhashable)
+        kinds = {
+            kind
+            for block in items(plan.messages[before], plan.fmt, before)
+            if isinstance(kind := block.get("type"), str)
+        }
         if "tool_result" in kinds and before in plan.roles.calling:  # the user's answer, then its server calls
             return before
         if kinds & {"tool_use", "tool_result"}:

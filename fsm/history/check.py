@@ -10,10 +10,11 @@ from typing import Any, Literal
 from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
 from fsm.foreign import answers_callers
+from fsm.history.detect import FALLBACK, resolve_format
 from fsm.history.empty import WHY as EMPTY_WHY
 from fsm.history.entries import Entry, Key, Roles
 from fsm.history.findings import Finding, Format, Kind, Report
-from fsm.history.formats import resolve_format, shown
+from fsm.history.formats import shown
 from fsm.history.placeholders import usable_id
 from fsm.history.turns import segments
 from fsm.spec import history_spec
@@ -97,6 +98,8 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
     """Walk every call id through the history machine; report what a strict provider would refuse.
     Findings name messages by 1-based position. Malformed input raises LocalProtocolError."""
     messages, fmt = resolve_format(messages, format)
+    if fmt is None:  # format "auto", and no message tells one: nothing to pair or judge (auto-by-tool-content)
+        return Report(FALLBACK, ())
     machine = history_machine()
     findings: list[Finding] = []
     ids: dict[Key, CallId] = {}
@@ -244,6 +247,8 @@ def anything_dangling(messages: Sequence[Mapping[str, Any]]) -> bool:
     is a duplicate call there whether or not a result answers it, and a second result for it is a
     duplicate result whether or not it has a call to answer."""
     messages, fmt = resolve_format(messages, "auto")
+    if fmt is None:  # no message tells a format: it holds no call or result (auto-by-tool-content)
+        return False
     for segment in segments(messages, fmt):
         calls, results = Counter(entry.key for entry in segment.calls), Counter(e.key for e in segment.results)
         if results - calls if segment.open_end else calls != results:  # open: its calls may still wait

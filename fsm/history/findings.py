@@ -129,7 +129,8 @@ class Report:
 
     format: str
     """The message format read: ``openai`` (Cohere v2 messages too: theirs is that shape),
-    ``anthropic``, ``gemini``, ``responses`` or ``ollama``."""
+    ``anthropic``, ``gemini``, ``responses``, ``ollama`` or ``bedrock``; with ``format="auto"``, ``openai``
+    for a history telling no format, which is not judged (policy auto-by-tool-content)."""
     findings: tuple[Finding, ...]
     """Every finding, in the order the messages were read."""
 

@@ -18,20 +18,17 @@ Anything the reader cannot read as a conversation raises
 :class:`~fsm.errors.LocalProtocolError` naming the message (1-based), never a bare Python error.
 
 A history built from the SDKs' own objects is read as the wire dicts they stand for
-(:mod:`fsm.history.objects`).
+(:mod:`fsm.history.objects`); which format ``"auto"`` reads it in, :mod:`fsm.history.detect` tells.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
-from fsm.errors import LocalProtocolError
 from fsm.errors import kind as what_kind
-from fsm.foreign import answers_callers
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.objects import conversation
 from fsm.history.objects import fail as _fail
 from fsm.history.objects import is_object as _is_object
 from fsm.history.server_blocks import SERVER_CALLS, converse_payload, is_server_result
@@ -94,41 +91,9 @@ def shown(key: Key) -> str:
     return key if isinstance(key, str) else f"{key[0]}#{key[1] + 1}"
 
 
-@answers_callers
-def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
-    """The format of the first message that tells (a Responses call or output item, Gemini
-    ``parts``, an Ollama ``tool`` message with a ``tool_name`` and no ``tool_call_id`` or a call
-    whose arguments are an object, not text, an OpenAI ``tool`` message or ``tool_calls``,
-    Anthropic ``tool_use``/``tool_result`` blocks or server tool blocks, Bedrock Converse ``toolUse``/``toolResult``
-    blocks); OpenAI when none does."""
-    return format_of(messages)
-
-
-def format_of(messages: Sequence[Mapping[str, Any]]) -> Format:
-    """:func:`detect_format`, for the functions that answer for their caller themselves (so an
-    error names the function the caller called)."""
-    for m in conversation(messages):
-        kind = m.get("type")
-        if isinstance(kind, str) and (kind in RESPONSES_OUTPUT_OF or kind in RESPONSES_OUTPUTS):
-            return "responses"
-        if "parts" in m:
-            return "gemini"
-        if _is_ollama(m):
-            return "ollama"
-        if m.get("role") == "tool" or m.get("tool_calls"):
-            return "openai"
-        content = m.get("content")
-        if isinstance(content, list) and any(
-            isinstance(b, Mapping) and (b.get("type") in ANTHROPIC_CALLS or is_server_result(b.get("type")))
-            for b in content
-        ):
-            return "anthropic"
-        if isinstance(content, list) and any(converse_payload(b) is not None for b in content):
-            return "bedrock"
-    return "openai"
-
-
-def _is_ollama(message: Mapping[str, Any]) -> bool:
+def is_ollama(message: Mapping[str, Any]) -> bool:
+    """Does a message tell Ollama: a ``tool`` message answering by ``tool_name`` alone, or calls whose
+    arguments are an object (OpenAI chat's are text)?"""
     if message.get("role") == "tool":
         return "tool_name" in message and "tool_call_id" not in message
     calls = message.get("tool_calls")
@@ -136,17 +101,6 @@ def _is_ollama(message: Mapping[str, Any]) -> bool:
         return False
     function = calls[0].get("function")
     return _is_object(function) and _is_object(function.get("arguments"))
-
-
-def resolve_format(messages: Any, format: str) -> tuple[Sequence[Mapping[str, Any]], Format]:
-    """The validated conversation and its format (detected when ``format`` is ``"auto"``)."""
-    messages = conversation(messages)
-    if format == "auto":
-        return messages, format_of(messages)
-    for known in FORMATS:
-        if format == known:
-            return messages, known
-    raise LocalProtocolError(f"unknown history format {format!r} (one of: auto, {', '.join(FORMATS)})")
 
 
 def _wire_id(value: Any, message: int, what: str) -> str | None:

@@ -48,8 +48,7 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   their own after it, a placeholder model content between (``placeholder-model-turn``).
 
 Every edit is a :class:`Change`. The input is never mutated; messages repair leaves alone are returned
-as they are (the same objects). One pass over the messages: linear in their number.
-"""
+as they are (the same objects). One pass over the messages: linear in their number."""
 
 from __future__ import annotations
 
@@ -61,9 +60,10 @@ from fsm.engine.ids import IdAllocator
 from fsm.foreign import answers_callers
 from fsm.history.after_run import drop_paused, user_content_after
 from fsm.history.changes import Change, RepairPolicy, checked_policy
+from fsm.history.detect import resolve_format
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
-from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, resolve_format, shown
+from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, shown
 from fsm.history.joined_runs import ServerRun, joined_server_ids, kept_apart, left_empty
 from fsm.history.placeholders import placeholder, usable_id
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
@@ -75,10 +75,11 @@ def repair(
     messages: Sequence[Mapping[str, Any]], policy: RepairPolicy | None = None, format: Format | Literal["auto"] = "auto"
 ) -> tuple[list[dict[str, Any]], list[Change]]:
     """The repaired messages and what changed (see the module's docstring for the rules). A history
-    ``check`` accepts comes back unchanged; ``repair`` of a repaired history changes nothing.
-    Malformed input raises LocalProtocolError."""
+    ``check`` accepts, or one repaired, comes back unchanged. Malformed input raises LocalProtocolError."""
     policy = checked_policy(policy)
     messages, fmt = resolve_format(messages, format)
+    if fmt is None:  # "auto", and no message tells a format: nothing to pair or judge (auto-by-tool-content)
+        return [m if isinstance(m, dict) else dict(m) for m in messages], []
     plan = _Plan(fmt, policy, messages)
     for segment in segments(messages, fmt, plan.roles):
         plan.pair(segment)
@@ -210,10 +211,10 @@ class _Plan(Writer):
                 self._change("moved-result", result, why)
 
     def _carry(self, segment: Segment, answers: Any) -> None:
-        """OpenAI, Ollama: the results sent after the user's text (``Segment.held``), each a message, go
-        right after the turn's calls and the results before the text, as tool messages, in their order."""
+        """OpenAI, Ollama: results sent after the user's text (``Segment.held``) go, as tool messages in order,
+        right after the turn's calls and the results before the text (a set of the misplaced: no scans)."""
         anchor = self._before_text(segment)
-        sent = {(entry.message, entry.slot) for entry in segment.misplaced}  # a set: a scan of the tuple was O(n^2)
+        sent = {(entry.message, entry.slot) for entry in segment.misplaced}
         for result in segment.results:
             if result.message > segment.held and (result.message, result.slot) in answers:
                 carried = self._edited(self.messages[result.message], result.message)
