@@ -25,12 +25,12 @@ result's ``ToolCall.type`` has it). Two flush policies:
 A call's chunks never give way to the next call's while it still owes its text: openai-python's
 stream helper (``client.chat.completions.stream``) reads a chunk of a new index as the end of the
 call before it, and hands that call's arguments on as done (parsing them, for a strict tool). So
-the next call waits, its chunks kept in their order (a run of its deltas as one chunk of their text,
-joined), until the call before it has sent text
-(``incremental``) or has finished (``on-finish``, or a call whose text the engine holds until it
-finishes: Gemini's and Ollama's snapshots, Responses calls), and goes out right after it. Streams
-whose calls come one after another (OpenAI, Anthropic) go out as they came; a source that interleaves
-its calls' text is re-emitted interleaved under ``incremental`` (``on-finish`` serializes it).
+the next call waits, its chunks kept in their order (a run of its deltas as one chunk of their
+text), until the call before it has sent text (``incremental``) or has finished (``on-finish``, or a
+call whose text the engine holds until it finishes: Gemini's and Ollama's snapshots, Responses
+calls), and goes out right after it. Streams whose calls come one after another (OpenAI, Anthropic)
+go out as they came; a source that interleaves its calls' text is re-emitted interleaved under
+``incremental`` (``on-finish`` serializes it).
 
 The turn's text, reasoning and refusal go out too where the reassembler reports them
 (``Reassembler(content_deltas=True)``: :class:`~fsm.results.ContentDelta` outputs), each piece in a
