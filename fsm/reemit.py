@@ -25,11 +25,12 @@ result's ``ToolCall.type`` has it). Two flush policies:
 A call's chunks never give way to the next call's while it still owes its text: openai-python's
 stream helper (``client.chat.completions.stream``) reads a chunk of a new index as the end of the
 call before it, and hands that call's arguments on as done (parsing them, for a strict tool). So
-the next call waits, its chunks kept in their order, until the call before it has sent text
-(``incremental``) or has finished (``on-finish``, or a call whose text the engine holds until it
-finishes: Gemini's and Ollama's snapshots, Responses calls), and goes out right after it. Streams
-whose calls come one after another (OpenAI, Anthropic) go out as they came; a source that interleaves
-its calls' text is re-emitted interleaved under ``incremental`` (``on-finish`` serializes it).
+the next call waits, its chunks kept in their order (a run of its deltas as one chunk of their
+text), until the call before it has sent text (``incremental``) or has finished (``on-finish``, or a
+call whose text the engine holds until it finishes: Gemini's and Ollama's snapshots, Responses
+calls), and goes out right after it. Streams whose calls come one after another (OpenAI, Anthropic)
+go out as they came; a source that interleaves its calls' text is re-emitted interleaved under
+``incremental`` (``on-finish`` serializes it).
 
 The turn's text, reasoning and refusal go out too where the reassembler reports them
 (``Reassembler(content_deltas=True)``: :class:`~fsm.results.ContentDelta` outputs), each piece in a
@@ -116,6 +117,10 @@ class DeltaEmitter:
         self._held: dict[int, list[str]] = {}  # text of calls whose name has not gone out yet
         self._ready: set[int] = set()  # calls after which the next may go out: they sent text, or finished
         self._waiting: dict[int, list[dict[str, Any]]] = {}  # the chunks' tool calls of calls that wait
+        # Of a call that waits, the text of its deltas since its last other entry, joined into one entry
+        # as it goes out: a dict an entry would cost some 1 KB a delta, and a hostile stream can send
+        # millions of 1-character deltas behind a call that owes its text (audit 65).
+        self._joining: dict[int, tuple[dict[str, Any], list[str]]] = {}
         self._gate: int | None = None  # the first call that waits (all after it wait too)
 
     def start(self) -> dict[str, Any]:
@@ -172,6 +177,7 @@ class DeltaEmitter:
             raise InvalidInput(f"finish takes the Result close() returned, not {type(result).__name__}")
         reason = result.finish_reason if result.finish_reason in CHAT_FINISH_REASONS else None
         # What still waits (outputs not passed to chunks(): every call finishes in close()) goes now
+        self._joined(list(self._joining))
         waiting = [entry for index in sorted(self._waiting) for entry in self._waiting[index]]
         self._waiting, self._gate = {}, None
         last = self._chunk(waiting, reason)
@@ -264,14 +270,37 @@ class DeltaEmitter:
             gate = self._gate = index  # the call before it owes its text: this one waits
         if gate is not None and index >= gate:
             if entry is not None:
-                self._waiting.setdefault(index, []).append(entry)
+                self._wait(index, entry, isinstance(item, ArgumentsDelta))
             return []
         out = [entry] if entry is not None else []
         while self._gate is not None and self._gate - 1 in self._ready:  # the call it waited for is ready
             released = self._gate
+            self._joined([released])
             out += self._waiting.pop(released, [])
             self._gate = released + 1 if self._waiting else None
         return out
+
+    def _wait(self, index: int, entry: dict[str, Any], text_only: bool) -> None:
+        """Keep ``entry`` until its call goes out; a delta's text after another delta's joins its entry."""
+        if text_only:
+            joining = self._joining.get(index)
+            if joining is not None:
+                joining[1].append(entry[self._body_key(index)][self._text_key(index)])
+                return
+            self._joining[index] = (entry, [])
+        else:
+            self._joined([index])
+        self._waiting.setdefault(index, []).append(entry)
+
+    def _joined(self, indexes: list[int]) -> None:
+        """The text of each of ``indexes``' joining entries, in its entry: it is about to go out, or an
+        entry of another kind follows it."""
+        for index in indexes:
+            joining = self._joining.pop(index, None)
+            if joining is not None and joining[1]:
+                body = joining[0][self._body_key(index)]
+                key = self._text_key(index)
+                body[key] = "".join([body[key], *joining[1]])
 
     def _body_key(self, index: int) -> str:
         return "custom" if index in self._freeform else "function"

@@ -116,10 +116,9 @@ def refusal_messages(result: Result, sent: list[TextPart]) -> list[tuple[int | N
     refusal = result.refusal or ""
     parts = [part for part in result.text_parts if part.refusal is not None]
     if parts and "".join(part.refusal or "" for part in parts) == refusal:
+        went = {id(part) for part in sent}  # by identity, looked up once a part (not a scan of `sent`: audit 65)
         return [
-            (part.output_index, refusal_message(part, part.refusal or ""))
-            for part in parts
-            if not any(part is went for went in sent)
+            (part.output_index, refusal_message(part, part.refusal or "")) for part in parts if id(part) not in went
         ]
     for part in result.text_parts:
         if not part.text and part.item_id is not None and part.status is not None:
