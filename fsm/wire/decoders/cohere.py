@@ -3,7 +3,9 @@
 ``tool-call-start`` opens a call at ``index`` (``delta.message.tool_calls`` is one object here, not a
 list), ``tool-call-delta`` appends argument text (often pretty-printed), ``tool-call-end`` ends it,
 and ``message-end`` carries the finish reason. ``tool-plan-delta`` pieces (the plan the model writes
-before its calls) are its reasoning: one block, which fsm.messages sends back as ``tool_plan``. A
+before its calls) are its reasoning: one block, which fsm.messages sends back as ``tool_plan``; so
+are a reasoning model's ``thinking`` content pieces (Command A Reasoning: a ``content-delta`` whose
+content holds ``thinking``, not ``text``), in the same block, in the order they came. A
 delta at an index no ``tool-call-start`` opened (or after its ``tool-call-end``) opens a call of its
 own, reported (``unopened-call``).
 """
@@ -88,7 +90,10 @@ class CohereDecoder:
         if kind == "content-delta":
             content = mapping(mapping(delta.get("message"), "delta.message").get("content"), "content")
             piece = text(content.get("text"), "content.text")
-            return [TextDelta(piece)] if piece else []
+            if piece:
+                return [TextDelta(piece)]
+            thought = text(content.get("thinking"), "content.thinking")  # a reasoning model's thinking block
+            return [ReasoningDelta(0, thought)] if thought else []
         if kind == "tool-plan-delta":
             plan = text(mapping(delta.get("message"), "delta.message").get("tool_plan"), "tool_plan")
             return [ReasoningDelta(0, plan)] if plan else []
