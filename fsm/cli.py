@@ -344,14 +344,13 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from fsm.reemit import DeltaEmitter
     from fsm.serialize import result_to_json
 
+    deltas = args.output == "deltas"  # (the turn's text goes out with the calls)
     try:
-        said = args.output == "deltas"  # the text goes out with the calls
-        reassembler = Reassembler(args.provider, strict=args.strict, choice=args.choice, content_deltas=said)
+        reassembler = Reassembler(args.provider, strict=args.strict, choice=args.choice, content_deltas=deltas)
     except InvalidOption as exc:  # --choice without a --provider whose streams have several: bad usage
         stderr.write(f"toolcall-fsm replay: --choice: {exc}\n")
         return 2
     emitter = DeltaEmitter(FlushPolicy(args.flush), choice=args.choice or 0)  # its chunks under the choice read
-    deltas = said
 
     def show(chunks: list[dict[str, Any]]) -> None:
         for chunk in chunks:

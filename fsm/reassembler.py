@@ -208,8 +208,8 @@ class Reassembler:
         except Exception as exc:
             from fsm.foreign import caller_fault  # only once something raised
 
-            given = {"provider": provider, "strict": strict, "policies": policies, "limits": limits}
-            given = {**given, "taken": taken, "choice": choice, "content_deltas": content_deltas}
+            given = {"provider": provider, "strict": strict, "policies": policies, "limits": limits, "taken": taken}
+            given.update(choice=choice, content_deltas=content_deltas)
             fault = caller_fault(given, exc, "Reassembler.__init__()", self)
             if fault is None:
                 raise
