@@ -18,6 +18,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from fsm.content_parts import Block, Part
+from fsm.errors import LimitExceeded
 from fsm.events import CompactionBlock, ContainerReport, ReasoningDelta, ServerResultBlock, TextDelta, UsageReport
 from fsm.jsontext import mend_surrogates
 from fsm.results import Compaction, ContentDelta, Output, Reasoning, ServerToolResult, TextPart
@@ -26,84 +28,6 @@ if TYPE_CHECKING:
     from fsm.engine.ledger import Ledger
 
 _SURROGATE = re.compile("[\ud800-\udfff]").search  # asked of text that is not ASCII (isascii() costs nothing)
-
-
-class _Block:
-    __slots__ = ("encrypted_content", "item_id", "output_index", "place", "redacted", "signature", "summary", "text")
-
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.signature: str | None = None
-        self.redacted: str | None = None
-        self.item_id: str | None = None
-        self.summary: tuple[str, ...] = ()
-        self.encrypted_content: str | None = None
-        self.output_index: int | None = None
-        self.place: int | None = None
-
-    def add(self, piece: ReasoningDelta, text: str) -> None:
-        if text:
-            self.text.append(text)
-        # A later piece with a value is the provider's latest word (Anthropic sends the signature last).
-        self.signature = piece.signature or self.signature
-        self.redacted = piece.redacted or self.redacted
-        self.item_id = piece.item_id or self.item_id
-        self.summary = piece.summary or self.summary
-        self.encrypted_content = piece.encrypted_content or self.encrypted_content
-        self.output_index = piece.output_index if piece.output_index is not None else self.output_index
-
-    def freeze(self) -> Reasoning:
-        return Reasoning(
-            text="".join(self.text),
-            signature=self.signature,
-            redacted=self.redacted,
-            item_id=self.item_id,
-            summary=self.summary,
-            encrypted_content=self.encrypted_content,
-            output_index=self.output_index,
-            place=self.place,
-        )
-
-
-class _TextPart:
-    __slots__ = (
-        "citations",
-        "item_id",
-        "output_index",
-        "phase",
-        "place",
-        "refusal",
-        "refused_first",
-        "signature",
-        "status",
-        "text",
-    )
-
-    def __init__(self, place: int | None, output_index: int | None) -> None:
-        self.text: list[str] = []
-        self.signature: str | None = None
-        self.place = place
-        self.output_index = output_index
-        self.item_id: str | None = None
-        self.status: str | None = None
-        self.phase: str | None = None
-        self.citations: list[dict[str, Any]] | None = None
-        self.refusal: list[str] | None = None
-        self.refused_first = False
-
-    def freeze(self) -> TextPart:
-        return TextPart(
-            "".join(self.text),
-            self.signature,
-            self.place,
-            self.output_index,
-            self.item_id,
-            self.status,
-            self.phase,
-            tuple(self.citations) if self.citations else (),
-            "".join(self.refusal) if self.refusal is not None else None,
-            self.refused_first,
-        )
 
 
 _Frozen = tuple[
@@ -122,10 +46,10 @@ class TurnContent:
     container: dict[str, Any] | None = None
     _text: list[str] | None = None
     _refusal: list[str] | None = None
-    _blocks: dict[int | str, _Block] | None = None
+    _blocks: dict[int | str, Block] | None = None
     _latest: int | str | None = None
     _anonymous = 0
-    _parts: dict[int, _TextPart] | None = None
+    _parts: dict[int, Part] | None = None
     _server_results: list[ServerToolResult] | None = None
     _compactions: dict[int | None, Compaction] | None = None
     _calls: Callable[[], int] | None = None  # set by place_by: the calls opened so far
@@ -133,6 +57,8 @@ class TurnContent:
     ledger: Ledger | None = None  # the engine's, set by the facade: where text-is-unicode's diagnostics go
     _high: dict[Any, tuple[str, int | None, int | None, int | None]] | None = None  # see _unicode, settle
     _placed = 0  # reasoning blocks and text parts given a place so far
+    held = 0  # characters of text, reasoning and refusal taken in (each piece as it came)
+    max_held = 16 * 1024 * 1024  # Limits.max_text_chars, set by the facade
 
     def place_by(self, calls: Callable[[], int]) -> None:
         """Give each new reasoning block and text part its place in the turn: the calls opened so far
@@ -150,6 +76,8 @@ class TurnContent:
     ) -> None:
         if type(event) is TextDelta:
             text = event.text
+            if text:
+                self.take(len(text))
             if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
                 text = self._unicode("refusal" if event.refusal else "text", text, event.part, event.output_index)
             if event.refusal:
@@ -181,6 +109,8 @@ class TurnContent:
                 self._text_part(event.part, event, text)
         elif type(event) is ReasoningDelta:
             text = event.text
+            if text:
+                self.take(len(text))
             if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
                 text = self._unicode(("reasoning", event.block), text, None, event.output_index)
             self._block(event.block).add(event, text)
@@ -209,6 +139,9 @@ class TurnContent:
         """What ``apply(TextDelta(text))`` then ``apply(ReasoningDelta(None, reasoning))`` do, each when
         its text is not empty, without the events: the plainest chunk of text or reasoning, which a
         reasoning model sends hundreds of a turn (test_plain_text_and_reasoning_are_kept_as_their_events_keep_them)."""
+        self.held += len(text) + len(reasoning)  # take(), in line: the commonest pieces of all
+        if self.held > self.max_held:
+            self.take(0, len(text) + len(reasoning))
         if self._high is not None or (not (text.isascii() and reasoning.isascii()) and _SURROGATE(text + reasoning)):
             text = self._unicode("text", text) if text else text
             reasoning = self._unicode(("reasoning", None), reasoning) if reasoning else reasoning
@@ -230,6 +163,9 @@ class TurnContent:
         """What ``apply(TextDelta(text, output_index=output_index, part=part))`` does with ``text``
         (not empty), without the event: a text delta alone, the commonest event of most turns on
         the wires whose text goes back in parts (a decoder's ``commonest_said``)."""
+        self.held += len(text)  # take(), in line
+        if self.held > self.max_held:
+            self.take(0, len(text))
         if self._high is not None or (not text.isascii() and _SURROGATE(text)):
             text = self._unicode("text", text, part, output_index)
             if not text:
@@ -251,6 +187,9 @@ class TurnContent:
     def reasoned(self, block: int | None, text: str, output_index: int | None) -> None:
         """What ``apply(ReasoningDelta(block, text, output_index=output_index))`` does, without the
         event: a piece of reasoning alone (a decoder's ``commonest_said``)."""
+        self.held += len(text)  # take(), in line
+        if self.held > self.max_held:
+            self.take(0, len(text))
         if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
             text = self._unicode(("reasoning", block), text, None, output_index)
         found = self._block(block)
@@ -265,7 +204,7 @@ class TurnContent:
         """What ``apply(UsageReport(usage))`` does (a report that replaces), without the event."""
         self.usage = dict(usage)
 
-    def _block(self, wire_key: int | None) -> _Block:
+    def _block(self, wire_key: int | None) -> Block:
         blocks = self._blocks
         if blocks is None:
             blocks = self._blocks = {}
@@ -278,18 +217,18 @@ class TurnContent:
             key = f"#{self._anonymous}"
         block = blocks.get(key)
         if block is None:
-            block = blocks[key] = _Block()
+            block = blocks[key] = Block()
             block.place = self._place()
         self._latest = key
         return block
 
-    def _part(self, key: int, output_index: int | None) -> _TextPart:
+    def _part(self, key: int, output_index: int | None) -> Part:
         parts = self._parts
         if parts is None:
             parts = self._parts = {}
         part = parts.get(key)
         if part is None:
-            part = parts[key] = _TextPart(self._place(), output_index)
+            part = parts[key] = Part(self._place(), output_index)
         return part
 
     def _text_part(self, key: int, piece: TextDelta, text: str) -> None:
@@ -314,6 +253,15 @@ class TurnContent:
             part.refused_first = not part.text  # the API streams a message's content parts one after another
         else:
             part.refusal.append(text)
+
+    def take(self, chars: int, counted: int = 0) -> None:
+        """Count ``chars`` more characters taken in (beyond the ``counted`` a caller added in line), or
+        raise LimitExceeded: the piece is not taken in, nor counted."""
+        self.held += chars
+        if self.held > self.max_held:
+            self.held -= chars + counted
+            said = f"the turn's text, reasoning and refusal hold more than {self.max_held} characters"
+            raise LimitExceeded(said, event=self.ledger.event if self.ledger else None, rule="limits")
 
     # -- Unicode (rule text-is-unicode) -----------------------------------------------------------
 
@@ -353,6 +301,7 @@ class TurnContent:
         too), reported at the event that sent it, however the stream was delivered."""
         held, self._high = self._high, None
         for kind, (_, part, output_index, event) in (held or {}).items():
+            self.held -= 1  # the half was taken in as it came: its U+FFFD stands in its place
             if self.ledger is not None:
                 self.ledger.event = event
             self._surrogates(kind, 0, 1)

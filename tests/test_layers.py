@@ -42,6 +42,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "fsm.reemit",
             "fsm.serialize",
             "fsm.content",
+            "fsm.content_parts",
             "fsm.messages",
         },
     ),

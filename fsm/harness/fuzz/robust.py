@@ -17,12 +17,10 @@ Four kinds of input:
   twice, an integer of 5000 digits. Every output must then write as strict UTF-8 JSON: the result as
   ``replay`` prints it and the re-emitted delta chunks.
 
-Whatever the input, the re-emitted delta chunks (``DeltaEmitter``, either flush policy) must add up
-to the result's calls: the same ids and names, the argument text exactly. Every byte input is also
-fed in random pieces (a whole-vs-chunked differential run): both runs must give the same calls, the
-same diagnostics (event number and code) and the same error (type and event number), in lax or
-strict mode.
-"""
+Whatever the input, the re-emitted delta chunks (``DeltaEmitter``, either flush policy) must add up to the
+result's calls: the same ids and names, the argument text exactly. Every byte input is also fed in random
+pieces (a whole-vs-chunked differential run): both runs must give the same calls, the same diagnostics
+(event number and code) and the same error (type and event number), in lax or strict mode."""
 
 from __future__ import annotations
 
@@ -46,7 +44,7 @@ from fsm.reemit import DeltaEmitter, FlushPolicy
 from fsm.results import Result, ToolCall
 from fsm.serialize import result_to_json
 
-TIGHT = Limits(max_calls=4, max_argument_chars=200, max_depth=6, max_event_bytes=2000)
+TIGHT = Limits(max_calls=4, max_argument_chars=200, max_depth=6, max_event_bytes=2000, max_text_chars=300)
 LIMITS = {
     "tight": TIGHT,
     "default": Limits(),
@@ -356,6 +354,9 @@ def _limits_hold(result: Result, limits: Limits) -> list[str]:
     held = sum(len(_text(c).encode("utf-8", "surrogatepass")) for c in result.calls)
     if held > limits.max_stream_argument_bytes:
         problems.append(f"{held} bytes of arguments held past the stream limit")
+    text = len(result.text) + len(result.refusal or "") + sum(len(block.text) for block in result.reasoning)
+    if text > limits.max_text_chars:
+        problems.append(f"{text} characters of text, reasoning and refusal held past the limit")
     kept = Counter(result.codes())
     if kept and max(kept.values()) > limits.max_diagnostics_per_code:
         problems.append(f"diagnostics kept past the per-code limit: {kept.most_common(1)}")

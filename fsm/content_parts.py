@@ -1,0 +1,88 @@
+"""The pieces of a turn's content still arriving: one reasoning block and one text part, each
+gathered as its pieces come and frozen into :class:`~fsm.results.Reasoning` and
+:class:`~fsm.results.TextPart` when the result is built (:class:`fsm.content.TurnContent` keeps them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fsm.events import ReasoningDelta
+from fsm.results import Reasoning, TextPart
+
+
+class Block:
+    __slots__ = ("encrypted_content", "item_id", "output_index", "place", "redacted", "signature", "summary", "text")
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.signature: str | None = None
+        self.redacted: str | None = None
+        self.item_id: str | None = None
+        self.summary: tuple[str, ...] = ()
+        self.encrypted_content: str | None = None
+        self.output_index: int | None = None
+        self.place: int | None = None
+
+    def add(self, piece: ReasoningDelta, text: str) -> None:
+        if text:
+            self.text.append(text)
+        # A later piece with a value is the provider's latest word (Anthropic sends the signature last).
+        self.signature = piece.signature or self.signature
+        self.redacted = piece.redacted or self.redacted
+        self.item_id = piece.item_id or self.item_id
+        self.summary = piece.summary or self.summary
+        self.encrypted_content = piece.encrypted_content or self.encrypted_content
+        self.output_index = piece.output_index if piece.output_index is not None else self.output_index
+
+    def freeze(self) -> Reasoning:
+        return Reasoning(
+            text="".join(self.text),
+            signature=self.signature,
+            redacted=self.redacted,
+            item_id=self.item_id,
+            summary=self.summary,
+            encrypted_content=self.encrypted_content,
+            output_index=self.output_index,
+            place=self.place,
+        )
+
+
+class Part:
+    __slots__ = (
+        "citations",
+        "item_id",
+        "output_index",
+        "phase",
+        "place",
+        "refusal",
+        "refused_first",
+        "signature",
+        "status",
+        "text",
+    )
+
+    def __init__(self, place: int | None, output_index: int | None) -> None:
+        self.text: list[str] = []
+        self.signature: str | None = None
+        self.place = place
+        self.output_index = output_index
+        self.item_id: str | None = None
+        self.status: str | None = None
+        self.phase: str | None = None
+        self.citations: list[dict[str, Any]] | None = None
+        self.refusal: list[str] | None = None
+        self.refused_first = False
+
+    def freeze(self) -> TextPart:
+        return TextPart(
+            "".join(self.text),
+            self.signature,
+            self.place,
+            self.output_index,
+            self.item_id,
+            self.status,
+            self.phase,
+            tuple(self.citations) if self.citations else (),
+            "".join(self.refusal) if self.refusal is not None else None,
+            self.refused_first,
+        )
