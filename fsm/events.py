@@ -101,6 +101,10 @@ class CallEnd:
     unusable: str = ""
     """Why the call, ended whole, is no call its tool can run (a built-in client tool's action
     lacking a field the tool needs, or giving one of another type); empty when it can be."""
+    unmatched: str = ""
+    """What to report (``part-not-reassembled``) if no call the stream opened has this id at this
+    index: said by a decoder that cannot tell itself (an error's list of the calls it left
+    unfinished); empty: an end that finds no call is not the decoder's to report."""
 
 
 @attrs.frozen(slots=True)

@@ -875,9 +875,11 @@ class Reassembler:
                 landed.signature = event.signature  # not identity: it rides on the call it came with
         elif isinstance(event, CallEnd):
             if event.incomplete or not event.unusable:
-                registry.call_end(event.ref, "abandon" if event.incomplete else "end", event.said)
+                ended = registry.call_end(event.ref, "abandon" if event.incomplete else "end", event.said)
             else:
-                registry.call_end(event.ref, "reject", event.unusable)
+                ended = registry.call_end(event.ref, "reject", event.unusable)
+            if ended is None and event.unmatched and not registry.opened(event.ref):
+                self.ledger.diagnose("part-not-reassembled", event.unmatched)
         elif isinstance(event, StreamEnd):
             self._finished(event)
         elif isinstance(event, TURN_CONTENT_TYPES):

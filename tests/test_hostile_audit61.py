@@ -98,6 +98,9 @@ def disagreements(result: Result, chunks: list[dict[str, Any]], policies: dict[s
         want = [(c[0], c[1], c[2], "truncated") if c[0] in ended else c for c in want]
     if [c for c in got if c[3] == "complete"] != [c for c in want if c[3] == "complete"]:
         found.append(f"fsm reads back the complete calls {got}, the result holds {want}")
+    unknown = [d.message for d in back.diagnostics if "incomplete_tool_calls" in d.message]
+    if unknown:  # every call the error lists is one the stream it ends opened, by the id it went out with
+        found.append(f"fsm reads back the error's list of unfinished calls as naming others: {unknown}")
     cut = {c[0] for c in _calls(result) if c[3] != "complete"}
     if cut and "provider-error" not in back.codes():
         found.append(f"calls {sorted(map(str, cut))} did not complete, and the stream read back ends in no error")

@@ -493,6 +493,11 @@ class Registry:
             self._own("_ended_below")[lane] = len(chain)
         return None
 
+    def opened(self, ref: CallRef) -> bool:
+        """Whether the stream opened a call of ``ref``'s wire id at its index (a question: no rule counts)."""
+        owners = self._by_wire_id.get(ref.id) if ref.id is not None else None
+        return any(slot.index == ref.index for slot in _listed(owners))
+
     def client_calls(self) -> int:
         """How many client calls (not the provider's own) have opened so far."""
         return self._counts[False]

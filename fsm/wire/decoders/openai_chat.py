@@ -363,10 +363,15 @@ def _listed_incomplete(error: Any, diagnose: Callable[[str, str], None]) -> list
             )
             continue
         ref = CallRef(index=index, id=call_id)
+        unknown = (
+            f"error.incomplete_tool_calls[{at}] names call {call_id} at index {index}, which the stream never opened"
+        )
         if status == "truncated":
-            ends.append(CallEnd(ref, incomplete=True, said="incomplete, as the stream's error listed it"))
+            ends.append(
+                CallEnd(ref, incomplete=True, said="incomplete, as the stream's error listed it", unmatched=unknown)
+            )
         else:
-            ends.append(CallEnd(ref, unusable="the stream's error listed it invalid"))
+            ends.append(CallEnd(ref, unusable="the stream's error listed it invalid", unmatched=unknown))
     return ends
 
 
