@@ -15,7 +15,7 @@ the turn, counted over those parts and the calls (:attr:`fsm.results.TextPart.pl
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from fsm.content_parts import Block, Part
@@ -33,6 +33,30 @@ _SURROGATE = re.compile("[\ud800-\udfff]").search  # asked of text that is not A
 _Frozen = tuple[
     str, tuple[Reasoning, ...], tuple[TextPart, ...], str | None, tuple[ServerToolResult, ...], tuple[Compaction, ...]
 ]
+
+
+def _chars(value: Any) -> int:
+    """What :meth:`TurnContent.take` counts of a JSON-like value: its strings' characters (keys too),
+    and one for every other value. A list or mapping met twice (a caller's dicts may share one) is
+    held once, so counted once: the walk is linear in what is held, however it is shared."""
+    count, todo, seen = 0, [value], set()
+    while todo:
+        item = todo.pop()
+        if type(item) is str:
+            count += len(item)
+        elif isinstance(item, Mapping | list | tuple):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            count += 1
+            if isinstance(item, Mapping):
+                todo.extend(item.keys())
+                todo.extend(item.values())
+            else:
+                todo.extend(item)
+        else:
+            count += 1
+    return count
 
 
 class TurnContent:
@@ -57,8 +81,8 @@ class TurnContent:
     ledger: Ledger | None = None  # the engine's, set by the facade: where text-is-unicode's diagnostics go
     _high: dict[Any, tuple[str, int | None, int | None, int | None]] | None = None  # see _unicode, settle
     _placed = 0  # reasoning blocks and text parts given a place so far
-    held = 0  # characters of text, reasoning and refusal taken in (each piece as it came)
-    max_held = 16 * 1024 * 1024  # Limits.max_text_chars, set by the facade
+    held = 0  # characters of the turn's content taken in (each piece as it came): see take()
+    max_held = 16 * 1024 * 1024  # Limits.max_content_chars, set by the facade
 
     def place_by(self, calls: Callable[[], int]) -> None:
         """Give each new reasoning block and text part its place in the turn: the calls opened so far
@@ -78,6 +102,8 @@ class TurnContent:
             text = event.text
             if text:
                 self.take(len(text))
+            if event.signature or event.item_id or event.status or event.phase or event.citation is not None:
+                self.take(_chars((event.signature, event.item_id, event.status, event.phase, event.citation)))
             if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
                 text = self._unicode("refusal" if event.refusal else "text", text, event.part, event.output_index)
             if event.refusal:
@@ -111,6 +137,9 @@ class TurnContent:
             text = event.text
             if text:
                 self.take(len(text))
+            if event.signature or event.redacted or event.item_id or event.summary or event.encrypted_content:
+                beside = (event.signature, event.redacted, event.item_id, event.summary, event.encrypted_content)
+                self.take(_chars(beside))
             if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
                 text = self._unicode(("reasoning", event.block), text, None, event.output_index)
             self._block(event.block).add(event, text)
@@ -118,10 +147,12 @@ class TurnContent:
                 self.heard(ContentDelta("reasoning", text))
         elif type(event) is UsageReport:
             if event.cumulative and self.usage is not None:
+                self.take(_chars(event.usage))  # kept beside what came before (a replacement is not)
                 self.usage = {**self.usage, **event.usage}
             else:
                 self.usage = dict(event.usage)
         elif type(event) is ServerResultBlock:
+            self.take(_chars(event.block))
             if self._server_results is None:
                 self._server_results = []
             # A wire whose parts are placed (Gemini's code results) gives it no index: its place is its index.
@@ -130,6 +161,7 @@ class TurnContent:
         elif type(event) is ContainerReport:
             self.container = dict(event.container)  # the latest word (a message_delta's, after the start's)
         elif type(event) is CompactionBlock:
+            self.take(_chars(event.block))
             if self._compactions is None:
                 self._compactions = {}
             # by place: a delta's block replaces its start's; one without a place, the latest such
@@ -217,6 +249,7 @@ class TurnContent:
             key = f"#{self._anonymous}"
         block = blocks.get(key)
         if block is None:
+            self.take(1)  # a block holds its own fields, though it be given no text
             block = blocks[key] = Block()
             block.place = self._place()
         self._latest = key
@@ -228,6 +261,7 @@ class TurnContent:
             parts = self._parts = {}
         part = parts.get(key)
         if part is None:
+            self.take(1)  # a part holds its own fields, though it be given no text
             part = parts[key] = Part(self._place(), output_index)
         return part
 
@@ -256,11 +290,14 @@ class TurnContent:
 
     def take(self, chars: int, counted: int = 0) -> None:
         """Count ``chars`` more characters taken in (beyond the ``counted`` a caller added in line), or
-        raise LimitExceeded: the piece is not taken in, nor counted."""
+        raise LimitExceeded: the piece is not taken in, nor counted. What is counted: the text,
+        reasoning and refusal; the strings beside them (signatures, item ids, summaries, citations);
+        the server tool results, compaction blocks and usage kept beside earlier usage (each string,
+        and one for every other value); and one for each reasoning block and text part."""
         self.held += chars
         if self.held > self.max_held:
             self.held -= chars + counted
-            said = f"the turn's text, reasoning and refusal hold more than {self.max_held} characters"
+            said = f"the turn's content beside its calls holds more than {self.max_held} characters"
             raise LimitExceeded(said, event=self.ledger.event if self.ledger else None, rule="limits")
 
     # -- Unicode (rule text-is-unicode) -----------------------------------------------------------

@@ -147,9 +147,10 @@ class Limits:
     max_diagnostics_per_code: int = attrs.field(default=100, validator=_positive)
     """Diagnostics of one code kept in the result; later ones are only counted
     (``Result.suppressed_diagnostics``)."""
-    max_text_chars: int = attrs.field(default=16 * 1024 * 1024, validator=_positive)
-    """Characters of the turn's text, reasoning and refusal held for one stream together (each piece
-    counted as it came)."""
+    max_content_chars: int = attrs.field(default=16 * 1024 * 1024, validator=_positive)
+    """Characters of what the turn says beside its calls, held for one stream together, each piece
+    counted as it came: its text, reasoning and refusal, the strings beside them (signatures,
+    citations), its server tool results and compaction blocks (see ``TurnContent.take``)."""
 
     @property
     def max_event_depth(self) -> int:

@@ -44,7 +44,7 @@ from fsm.reemit import DeltaEmitter, FlushPolicy
 from fsm.results import Result, ToolCall
 from fsm.serialize import result_to_json
 
-TIGHT = Limits(max_calls=4, max_argument_chars=200, max_depth=6, max_event_bytes=2000, max_text_chars=300)
+TIGHT = Limits(max_calls=4, max_argument_chars=200, max_depth=6, max_event_bytes=2000, max_content_chars=300)
 LIMITS = {
     "tight": TIGHT,
     "default": Limits(),
@@ -355,7 +355,7 @@ def _limits_hold(result: Result, limits: Limits) -> list[str]:
     if held > limits.max_stream_argument_bytes:
         problems.append(f"{held} bytes of arguments held past the stream limit")
     text = len(result.text) + len(result.refusal or "") + sum(len(block.text) for block in result.reasoning)
-    if text > limits.max_text_chars:
+    if text > limits.max_content_chars:
         problems.append(f"{text} characters of text, reasoning and refusal held past the limit")
     kept = Counter(result.codes())
     if kept and max(kept.values()) > limits.max_diagnostics_per_code:
