@@ -9,6 +9,10 @@ with a test that failed before:
   server result's ``block`` contents, a Responses built-in call's ``action``/``operation``. A caller
   editing the message (redacting an argument before logging, say) changed ``call.arguments``, the
   calls it then ran and every later message built from the result.
+* ``DeltaEmitter`` took anything in any order: ``chunks()`` after ``finish()`` sent chunks after the
+  stream's last one, a second ``finish()`` a second last chunk, a second stream's outputs a second
+  header for call 0 (the client joined both streams' text under one call), and ``finish()`` given
+  another stream's result ended the stream with that stream's finish and calls that never went out.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 import pytest
 
 import fsm
-from fsm.errors import LocalProtocolError
+from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.harness.vectors import Vector, load_vectors
 from fsm.messages import FORMATS, assistant_message
 
@@ -108,3 +112,67 @@ def test_a_result_built_by_hand_nested_past_the_stack_or_holding_itself_is_copie
         assert sent is not arguments
         assert type(sent) is dict
     assert sent["self"] is sent  # the loop copied as a loop of the copy
+
+
+# -- DeltaEmitter: one stream's outputs, each once, then its last chunk ------------------------------------
+
+_TWO_CALLS = (
+    '{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_a", "type": "function",'
+    ' "function": {"name": "f", "arguments": "{\\"x\\": "}}]}}]}',
+    '{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}}]}',
+    '{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "id": "call_b", "type": "function",'
+    ' "function": {"name": "g", "arguments": "{}"}}]}, "finish_reason": "tool_calls"}]}',
+)
+
+
+def _outputs(stream: tuple[str, ...] = _TWO_CALLS) -> tuple[list[list[fsm.Output]], fsm.Result]:
+    reassembler = fsm.Reassembler()
+    outputs = [reassembler.feed(json.loads(event)) for event in stream]
+    result = reassembler.close()
+    return [*outputs, reassembler.drain()], result
+
+
+def _emitted(emitter: fsm.DeltaEmitter, outputs: list[list[fsm.Output]]) -> list[dict[str, Any]]:
+    return [chunk for each in outputs for chunk in emitter.chunks(each)]
+
+
+def test_nothing_goes_out_after_the_last_chunk() -> None:
+    # chunks() after finish() sent a call's header after the stream's last chunk, and a second
+    # finish() a second last chunk: a client had read the stream as ended at the first.
+    outputs, result = _outputs()
+    emitter = fsm.DeltaEmitter()
+    _emitted(emitter, outputs)
+    last = emitter.finish(result)
+    assert last["choices"][0]["finish_reason"] == "tool_calls"
+    for late in (lambda: emitter.chunks(outputs[0]), lambda: emitter.finish(result), emitter.start):
+        with pytest.raises(LocalProtocolError, match=r"after finish\(\): the last chunk went out"):
+            late()
+
+
+def test_outputs_of_a_second_stream_are_refused_and_nothing_of_them_goes_out() -> None:
+    # Two reassemblers' outputs in one emitter sent call 0's header twice: the client joined both
+    # streams' text under one call ('{"x": 1}{"x": 1}').
+    outputs, result = _outputs()
+    emitter = fsm.DeltaEmitter()
+    sent = _emitted(emitter, outputs)
+    again, _ = _outputs()
+    with pytest.raises(InvalidInput, match=r"outputs\[0\] opens call 0 again \('call_a'\)"):
+        emitter.chunks(again[0])
+    with pytest.raises(InvalidInput, match=r"outputs\[2\] opens call 0 again"):
+        fsm.DeltaEmitter().chunks([*again[0], *again[0]])
+    assert sent == _emitted(fsm.DeltaEmitter(), outputs)  # the refusal changed nothing
+    assert emitter.finish(result)["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_finish_refuses_another_streams_result() -> None:
+    # finish() given another stream's result ended the stream with that stream's finish and an
+    # error naming calls that never went out.
+    outputs, result = _outputs()
+    other = fsm.reassemble([json.loads(_TWO_CALLS[0].replace("call_a", "call_z"))])
+    emitter = fsm.DeltaEmitter()
+    _emitted(emitter, outputs)
+    with pytest.raises(InvalidInput, match="call 0 went out as 'call_a', and this result's call 0 is 'call_z'"):
+        emitter.finish(other)
+    with pytest.raises(InvalidInput, match="call 1 went out as 'call_b', and this result's call 1 is missing"):
+        emitter.finish(fsm.reassemble([json.loads(_TWO_CALLS[0])]))
+    assert emitter.finish(result)["choices"][0]["finish_reason"] == "tool_calls"  # the right one still ends it
