@@ -115,7 +115,8 @@ class Reassembler:
     (``choice-ignored``). ``content_deltas=True`` adds the turn's text, reasoning and refusal to the
     outputs as they arrive (:class:`fsm.ContentDelta`, among the calls' outputs in the stream's order),
     for a gateway that re-emits them (:class:`fsm.DeltaEmitter`); the result holds them either way. One
-    instance per stream; not thread-safe.
+    instance per stream; not thread-safe. ``copy.copy``, ``copy.deepcopy`` and ``pickle`` fork it: an
+    independent reassembler holding the stream so far, which goes on from there.
     """
 
     # Fields most streams never write (a stream of dicts reads no bytes and holds no SDK object) are
@@ -214,6 +215,15 @@ class Reassembler:
             if fault is None:
                 raise
             raise fault from exc
+
+    def __copy__(self) -> Reassembler:
+        """A fork of the stream, as ``copy.deepcopy`` makes it: a shallow copy would share the calls,
+        the framing and the ledger with this one, so that feeding either changed both and closing
+        one left the other taking input into a finished stream. (``pickle`` forks it too.)"""
+        from copy import deepcopy
+
+        fork: Reassembler = deepcopy(self)
+        return fork
 
     # -- input ------------------------------------------------------------------------------------
 

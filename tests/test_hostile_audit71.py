@@ -13,12 +13,16 @@ with a test that failed before:
   stream's last one, a second ``finish()`` a second last chunk, a second stream's outputs a second
   header for call 0 (the client joined both streams' text under one call), and ``finish()`` given
   another stream's result ended the stream with that stream's finish and calls that never went out.
+* ``copy.copy(reassembler)`` shared the original's calls, framing and ledger: feeding the copy
+  completed the original's calls, and the copy took input after the original closed. It is a fork
+  now, as ``copy.deepcopy`` and ``pickle`` already made (checked over every vector and capture).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import pickle
 from typing import Any
 
 import pytest
@@ -176,3 +180,29 @@ def test_finish_refuses_another_streams_result() -> None:
     with pytest.raises(InvalidInput, match="call 1 went out as 'call_b', and this result's call 1 is missing"):
         emitter.finish(fsm.reassemble([json.loads(_TWO_CALLS[0])]))
     assert emitter.finish(result)["choices"][0]["finish_reason"] == "tool_calls"  # the right one still ends it
+
+
+# -- Reassembler: copied, a fork -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fork", [copy.copy, copy.deepcopy, lambda r: pickle.loads(pickle.dumps(r))])
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_a_copied_reassembler_is_a_fork_of_the_stream(fork: Any, as_bytes: bool) -> None:
+    # copy.copy gave a reassembler sharing the original's calls, framing and ledger: the rest fed to
+    # the copy completed the original's calls, and the copy took input after the original closed.
+    def feed(reassembler: fsm.Reassembler, events: tuple[str, ...]) -> None:
+        for event in events:
+            if as_bytes:
+                reassembler.feed_bytes(f"data: {event}\n\n".encode())
+            else:
+                reassembler.feed(json.loads(event))
+
+    whole = fsm.Reassembler()
+    feed(whole, _TWO_CALLS)
+    original = fsm.Reassembler()
+    feed(original, _TWO_CALLS[:1])
+    copied = fork(original)
+    feed(copied, _TWO_CALLS[1:])
+    cut = original.close()
+    assert [(call.id, call.status.value) for call in cut.calls] == [("call_a", "truncated")]
+    assert copied.close() == whole.close()
