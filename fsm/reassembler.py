@@ -204,6 +204,8 @@ class Reassembler:
             self._finish: tuple[StreamEnd, int] | None = None  # the first finish reason, and its event
             self._closed: Result | None = None
             self._fault: ToolcallFSMError | None = None
+            # Closed, failed, or read from bytes: what feed() asks before reading (one look on every event).
+            self._gated = False
         except ToolcallFSMError:
             raise
         except Exception as exc:
@@ -228,9 +230,16 @@ class Reassembler:
     # -- input ------------------------------------------------------------------------------------
 
     def feed(self, item: Any) -> list[Output]:
-        """Feed one wire payload, SDK object or decoded event; return the outputs it caused."""
-        if self._closed is not None or self._fault is not None:
-            self._check_open()  # raises
+        """Feed one wire payload, SDK object or decoded event; return the outputs it caused. While
+        ``feed_bytes`` holds the bytes of an event not yet ended, InvalidInput, nothing taken in: the
+        event would be read ahead of them."""
+        if self._gated:  # closed, failed, or fed bytes
+            self._check_open()  # raises when closed or failed
+            if self._holding():  # the calls out of order, the events misnumbered
+                raise InvalidInput(
+                    f"feed() while feed_bytes() holds the bytes of an event not yet ended: {type(item).__name__} fed"
+                    " now would be read ahead of it; feed the rest of the bytes first"
+                )
         ledger = self.ledger
         counted, current = self._events, ledger.event
         try:
@@ -287,6 +296,8 @@ class Reassembler:
             if fault is None:
                 raise
             raise fault from exc
+        if data:
+            self._gated = True  # feed() asks whether an event's bytes are held
         try:
             self._feed_bytes(data)
         except ToolcallFSMError as exc:
@@ -377,6 +388,7 @@ class Reassembler:
         content = self._content
         text, reasoning, text_parts, refusal, server_results, compactions = content.frozen()
         word, said = finish_words(end)  # the first finish: it stands
+        self._gated = True
         self._closed = build_result(  # by position (provider, finish_reason, calls, diagnostics, server calls, ...)
             self._decoder.name if self._decoder else self.provider,
             finish if finish is None or len(finish) <= WORD_CHARS else shortened(finish, WORD_CHARS),  # as the raw word
@@ -444,8 +456,16 @@ class Reassembler:
         if self._fault is not None:
             raise LocalProtocolError(f"the stream already failed ({self._fault}); close() gives the result so far")
 
+    def _holding(self) -> bool:
+        """Whether the bytes fed hold part of an event (feed() would read its own ahead of it)."""
+        if self._unreadable:  # not-a-stream: the bytes are read no further
+            return False
+        if self._framer is not None:
+            return self._framer.holding()
+        return self._detector is not None and self._detector.holding()
+
     def _closing_fault(self, exc: ToolcallFSMError) -> None:
-        self._fault = exc
+        self._fault, self._gated = exc, True
         if self.strict:  # raised once the result is complete
             self.ledger.deferred = self.ledger.deferred or exc
 
@@ -457,7 +477,7 @@ class Reassembler:
     def _failed(self, exc: ToolcallFSMError) -> None:
         if isinstance(exc, RemoteProtocolError) and exc.event is None and (event := self.ledger.event) is not None:
             exc = type(exc)(exc.detail, event=event, rule=exc.rule)  # raised below the ledger: the depth limit
-        self._fault = exc  # the first error that ended the stream
+        self._fault, self._gated = exc, True  # the first error that ended the stream
         raise exc
 
     def _feed_bytes(self, data: bytes) -> None:

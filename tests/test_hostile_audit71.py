@@ -16,6 +16,10 @@ with a test that failed before:
 * ``copy.copy(reassembler)`` shared the original's calls, framing and ledger: feeding the copy
   completed the original's calls, and the copy took input after the original closed. It is a fork
   now, as ``copy.deepcopy`` and ``pickle`` already made (checked over every vector and capture).
+* An event fed while ``feed_bytes`` held the bytes of one not yet ended (an SSE event before its
+  blank line) was read ahead of it: the calls out of order, the events misnumbered, a call's id
+  synthesized and the wire's a late-id. It is refused (InvalidInput) now; bytes then events stay
+  allowed where no event is held (boto3's InvokeModel chunks after the stream's bytes).
 """
 
 from __future__ import annotations
@@ -206,3 +210,67 @@ def test_a_copied_reassembler_is_a_fork_of_the_stream(fork: Any, as_bytes: bool)
     cut = original.close()
     assert [(call.id, call.status.value) for call in cut.calls] == [("call_a", "truncated")]
     assert copied.close() == whole.close()
+
+
+# -- Reassembler: an event fed while bytes hold one not yet ended ---------------------------------------------
+
+_CONVERSE = (
+    {"messageStart": {"role": "assistant"}},
+    {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tu_1", "name": "f"}}}},
+    {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"x": 1}'}}}},
+    {"contentBlockStop": {"contentBlockIndex": 0}},
+    {"messageStop": {"stopReason": "tool_use"}},
+)
+
+
+def _framed(framing: str) -> tuple[list[bytes], list[Any]]:
+    """A stream's events as ``framing`` writes each (its bytes), and as dicts."""
+    if framing == "aws":
+        from tests.helpers import aws_message
+
+        events: list[Any] = list(_CONVERSE)
+        return [aws_message(json.dumps(next(iter(e.values()))).encode(), next(iter(e))) for e in events], events
+    events = [json.loads(event) for event in _TWO_CALLS]
+    texts = [json.dumps(event) for event in events]
+    if framing == "sse":
+        return [f"data: {text}\n\n".encode() for text in texts], events
+    if framing == "ndjson":
+        return [f"{text}\n".encode() for text in texts], events
+    return [f"[{texts[0]},".encode(), f"{texts[1]},".encode(), f"{texts[2]}]".encode()], events  # a JSON array
+
+
+@pytest.mark.parametrize("framing", ["sse", "ndjson", "json-array", "aws"])
+@pytest.mark.parametrize("cut", [2, -1])  # the framing not told yet; the event's last byte missing
+def test_an_event_fed_while_bytes_hold_one_not_yet_ended_is_refused_not_read_ahead_of_it(
+    framing: str, cut: int
+) -> None:
+    # SSE: the first event's bytes without the blank line that ends it, then the second event as a
+    # dict: the dict was read first (call 0 opened without its id, call_0 synthesized, the wire's id
+    # a late-id at event 2), and the held bytes at close() as event 2.
+    wire, events = _framed(framing)
+    whole = fsm.Reassembler()
+    for event in events:
+        whole.feed(event)
+    if framing == "json-array" and cut == -1:
+        cut = -2  # its "}" (the "," after it ends no element)
+    reassembler = fsm.Reassembler()
+    reassembler.feed_bytes(wire[0][:cut])
+    with pytest.raises(InvalidInput, match=r"feed\(\) while feed_bytes\(\) holds the bytes of an event not yet ended"):
+        reassembler.feed(events[1])
+    reassembler.feed_bytes(wire[0][cut:])  # the event ends: what comes next may come as a dict
+    reassembler.feed(events[1])
+    for piece in wire[2:]:
+        reassembler.feed_bytes(piece)
+    assert reassembler.close() == whole.close()
+
+
+def test_events_before_bytes_and_empty_bytes_change_nothing() -> None:
+    reassembler = fsm.Reassembler()
+    reassembler.feed(json.loads(_TWO_CALLS[0]))  # read at once: the bytes after it come after it
+    reassembler.feed_bytes(b"")
+    reassembler.feed(json.loads(_TWO_CALLS[1]))
+    reassembler.feed_bytes(f"data: {_TWO_CALLS[2]}\n\n".encode())
+    assert [(call.id, call.status.value) for call in reassembler.close().calls] == [
+        ("call_a", "complete"),
+        ("call_b", "complete"),
+    ]
