@@ -128,6 +128,7 @@ class Reassembler:
     _previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: its text's revision, reader
     _placed: tuple[CallRef, Slot] | None = None  # a snapshot's ref and the call it landed in, for the next event
     _picker: ChoicePicker | None = None  # cuts each payload down to the choice the caller named (fsm.wire.choices)
+    _reading = False  # an SDK object is being read: its methods may call back (refused, _check_open)
     # Written by _use (for the decoder the provider names, or the first event detects) before any
     # event reads them, or read rarely: no write of each in every stream's construction.
     _decoder: Decoder | None = None
@@ -248,8 +249,12 @@ class Reassembler:
                 chat = self._chat
                 if chat is None or self._finish is not None or not chat.shortcut(item, self.registry, self._content):
                     self._unshortcut(item)
-            else:
-                self._ingest(item)
+            else:  # an SDK object, whose methods are the caller's: one that feeds or closes this stream is refused
+                gated, self._reading, self._gated = self._gated, True, True
+                try:
+                    self._ingest(item)
+                finally:
+                    self._reading, self._gated = False, gated or self._fault is not None
         except RecursionError:  # a caller's own deeply nested dict, seen by a recursive walk (or a deep caller)
             self._failed(LimitExceeded(_TOO_DEEP, event=self._events, rule="limits"))
         except InvalidInput:
@@ -327,6 +332,8 @@ class Reassembler:
         up (so a violation in the last event read as it closes, cut by the interruption, is reported as lax mode
         reports it). This package's own error raised earlier (``stream-failed``) is not the caller's: given here, it
         changes nothing."""
+        if self._reading:
+            self._check_open()  # raises: re-entrant
         if self._closed is not None:
             return self._closed
         if interrupted is not None:
@@ -451,6 +458,11 @@ class Reassembler:
     # -- internals ----------------------------------------------------------------------------------
 
     def _check_open(self) -> None:
+        if self._reading:
+            raise LocalProtocolError(
+                "this reassembler is reading an event (an object of the caller's own fed to it called it back):"
+                " feed(), feed_bytes() and close() wait until that feed() returns"
+            )
         if self._closed is not None:
             raise LocalProtocolError("the stream is closed; use a new Reassembler")
         if self._fault is not None:

@@ -20,6 +20,9 @@ with a test that failed before:
   blank line) was read ahead of it: the calls out of order, the events misnumbered, a call's id
   synthesized and the wire's a late-id. It is refused (InvalidInput) now; bytes then events stay
   allowed where no event is held (boto3's InvokeModel chunks after the stream's bytes).
+* An SDK object whose ``model_dump`` fed the reassembler reading it had its event read inside the
+  outer one (the outer feed's outputs handed out by the inner); one that closed it had the outer
+  event read into the closed stream. Both are refused now (LocalProtocolError).
 """
 
 from __future__ import annotations
@@ -274,3 +277,62 @@ def test_events_before_bytes_and_empty_bytes_change_nothing() -> None:
         ("call_a", "complete"),
         ("call_b", "complete"),
     ]
+
+
+# -- Reassembler: an object of the caller's that calls it back as it is read -----------------------------------
+
+
+class _CallsBack:
+    """An SDK object (read by its model_dump) whose reading feeds or closes the reassembler reading it."""
+
+    def __init__(self, event: dict[str, Any], back: Any) -> None:
+        self.event, self.back = event, back
+
+    def model_dump(self, **_: Any) -> dict[str, Any]:
+        self.back()
+        return self.event
+
+
+@pytest.mark.parametrize("back", ["feed", "feed_bytes", "close", "interrupted"])
+def test_a_reassembler_called_back_while_it_reads_an_event_refuses_it(back: str) -> None:
+    # Fed from inside an SDK object's model_dump, the event was read in the middle of the outer one
+    # (its outputs handed out by the inner feed); closed from there, the outer event was read into a
+    # closed stream, its CallOpened handed out after the result was made.
+    reassembler = fsm.Reassembler()
+    reassembler.feed(json.loads(_TWO_CALLS[0]))
+    calls = {
+        "feed": lambda: reassembler.feed(json.loads(_TWO_CALLS[1])),
+        "feed_bytes": lambda: reassembler.feed_bytes(b"data: {}\n\n"),
+        "close": reassembler.close,
+        "interrupted": lambda: reassembler.close(interrupted=OSError("x")),
+    }
+    refused: list[Exception] = []
+
+    def call_back() -> None:
+        try:
+            calls[back]()
+        except LocalProtocolError as exc:
+            refused.append(exc)
+
+    reassembler.feed(_CallsBack(json.loads(_TWO_CALLS[1]), call_back))  # the caller's object caught the refusal
+    assert [str(exc) for exc in refused] == [
+        "this reassembler is reading an event (an object of the caller's own fed to it called it back):"
+        " feed(), feed_bytes() and close() wait until that feed() returns"
+    ]
+    reassembler.feed(json.loads(_TWO_CALLS[2]))  # the stream goes on as if it had not called back
+    whole = fsm.Reassembler()
+    for event in _TWO_CALLS:
+        whole.feed(json.loads(event))
+    assert reassembler.close() == whole.close()
+
+
+def test_a_refusal_the_callers_object_lets_go_up_stops_the_stream_as_its_own_errors_do() -> None:
+    reassembler = fsm.Reassembler()
+    reassembler.feed(json.loads(_TWO_CALLS[0]))
+    with pytest.raises(LocalProtocolError, match="this reassembler is reading an event"):
+        reassembler.feed(_CallsBack(json.loads(_TWO_CALLS[1]), reassembler.close))
+    with pytest.raises(LocalProtocolError, match="the stream already failed"):
+        reassembler.feed(json.loads(_TWO_CALLS[2]))
+    result = reassembler.close()
+    assert [(call.id, call.status.value) for call in result.calls] == [("call_a", "truncated")]
+    assert [d.code for d in result.diagnostics] == ["stream-failed", "truncated"]
