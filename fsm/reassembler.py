@@ -115,7 +115,8 @@ class Reassembler:
     (``choice-ignored``). ``content_deltas=True`` adds the turn's text, reasoning and refusal to the
     outputs as they arrive (:class:`fsm.ContentDelta`, among the calls' outputs in the stream's order),
     for a gateway that re-emits them (:class:`fsm.DeltaEmitter`); the result holds them either way. One
-    instance per stream; not thread-safe.
+    instance per stream; not thread-safe. ``copy.copy``, ``copy.deepcopy`` and ``pickle`` fork it: an
+    independent reassembler holding the stream so far, which goes on from there.
     """
 
     # Fields most streams never write (a stream of dicts reads no bytes and holds no SDK object) are
@@ -127,6 +128,7 @@ class Reassembler:
     _previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: its text's revision, reader
     _placed: tuple[CallRef, Slot] | None = None  # a snapshot's ref and the call it landed in, for the next event
     _picker: ChoicePicker | None = None  # cuts each payload down to the choice the caller named (fsm.wire.choices)
+    _reading = False  # an SDK object is being read: its methods may call back (refused, _check_open)
     # Written by _use (for the decoder the provider names, or the first event detects) before any
     # event reads them, or read rarely: no write of each in every stream's construction.
     _decoder: Decoder | None = None
@@ -204,6 +206,8 @@ class Reassembler:
             self._finish: tuple[StreamEnd, int] | None = None  # the first finish reason, and its event
             self._closed: Result | None = None
             self._fault: ToolcallFSMError | None = None
+            # Closed, failed, or read from bytes: what feed() asks before reading (one look on every event).
+            self._gated = False
         except ToolcallFSMError:
             raise
         except Exception as exc:
@@ -216,12 +220,28 @@ class Reassembler:
                 raise
             raise fault from exc
 
+    def __copy__(self) -> Reassembler:
+        """A fork of the stream, as ``copy.deepcopy`` makes it: a shallow copy would share the calls,
+        the framing and the ledger with this one, so that feeding either changed both and closing
+        one left the other taking input into a finished stream. (``pickle`` forks it too.)"""
+        from copy import deepcopy
+
+        fork: Reassembler = deepcopy(self)
+        return fork
+
     # -- input ------------------------------------------------------------------------------------
 
     def feed(self, item: Any) -> list[Output]:
-        """Feed one wire payload, SDK object or decoded event; return the outputs it caused."""
-        if self._closed is not None or self._fault is not None:
-            self._check_open()  # raises
+        """Feed one wire payload, SDK object or decoded event; return the outputs it caused. While
+        ``feed_bytes`` holds the bytes of an event not yet ended, InvalidInput, nothing taken in: the
+        event would be read ahead of them."""
+        if self._gated:  # closed, failed, or fed bytes
+            self._check_open()  # raises when closed or failed
+            if self._holding():  # the calls out of order, the events misnumbered
+                raise InvalidInput(
+                    f"feed() while feed_bytes() holds the bytes of an event not yet ended: {type(item).__name__} fed"
+                    " now would be read ahead of it; feed the rest of the bytes first"
+                )
         ledger = self.ledger
         counted, current = self._events, ledger.event
         try:
@@ -230,8 +250,12 @@ class Reassembler:
                 chat = self._chat
                 if chat is None or self._finish is not None or not chat.shortcut(item, self.registry, self._content):
                     self._unshortcut(item)
-            else:
-                self._ingest(item)
+            else:  # an SDK object, whose methods are the caller's: one that feeds or closes this stream is refused
+                gated, self._reading, self._gated = self._gated, True, True
+                try:
+                    self._ingest(item)
+                finally:
+                    self._reading, self._gated = False, gated or self._fault is not None
         except RecursionError:  # a caller's own deeply nested dict, seen by a recursive walk (or a deep caller)
             self._failed(LimitExceeded(_TOO_DEEP, event=self._events, rule="limits"))
         except InvalidInput:
@@ -278,6 +302,8 @@ class Reassembler:
             if fault is None:
                 raise
             raise fault from exc
+        if data:
+            self._gated = True  # feed() asks whether an event's bytes are held
         try:
             self._feed_bytes(data)
         except ToolcallFSMError as exc:
@@ -307,6 +333,8 @@ class Reassembler:
         up (so a violation in the last event read as it closes, cut by the interruption, is reported as lax mode
         reports it). This package's own error raised earlier (``stream-failed``) is not the caller's: given here, it
         changes nothing."""
+        if self._reading:
+            self._check_open()  # raises: re-entrant
         if self._closed is not None:
             return self._closed
         if interrupted is not None:
@@ -368,6 +396,7 @@ class Reassembler:
         content = self._content
         text, reasoning, text_parts, refusal, server_results, compactions = content.frozen()
         word, said = finish_words(end)  # the first finish: it stands
+        self._gated = True
         self._closed = build_result(  # by position (provider, finish_reason, calls, diagnostics, server calls, ...)
             self._decoder.name if self._decoder else self.provider,
             finish if finish is None or len(finish) <= WORD_CHARS else shortened(finish, WORD_CHARS),  # as the raw word
@@ -430,13 +459,26 @@ class Reassembler:
     # -- internals ----------------------------------------------------------------------------------
 
     def _check_open(self) -> None:
+        if self._reading:
+            raise LocalProtocolError(
+                "this reassembler is reading an event (an object of the caller's own fed to it called it back):"
+                " feed(), feed_bytes() and close() wait until that feed() returns"
+            )
         if self._closed is not None:
             raise LocalProtocolError("the stream is closed; use a new Reassembler")
         if self._fault is not None:
             raise LocalProtocolError(f"the stream already failed ({self._fault}); close() gives the result so far")
 
+    def _holding(self) -> bool:
+        """Whether the bytes fed hold part of an event (feed() would read its own ahead of it)."""
+        if self._unreadable:  # not-a-stream: the bytes are read no further
+            return False
+        if self._framer is not None:
+            return self._framer.holding()
+        return self._detector is not None and self._detector.holding()
+
     def _closing_fault(self, exc: ToolcallFSMError) -> None:
-        self._fault = exc
+        self._fault, self._gated = exc, True
         if self.strict:  # raised once the result is complete
             self.ledger.deferred = self.ledger.deferred or exc
 
@@ -448,7 +490,7 @@ class Reassembler:
     def _failed(self, exc: ToolcallFSMError) -> None:
         if isinstance(exc, RemoteProtocolError) and exc.event is None and (event := self.ledger.event) is not None:
             exc = type(exc)(exc.detail, event=event, rule=exc.rule)  # raised below the ledger: the depth limit
-        self._fault = exc  # the first error that ended the stream
+        self._fault, self._gated = exc, True  # the first error that ended the stream
         raise exc
 
     def _feed_bytes(self, data: bytes) -> None:

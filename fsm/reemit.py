@@ -51,7 +51,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Final, Literal
 
-from fsm.errors import InvalidInput, InvalidOption, shown
+from fsm.errors import InvalidInput, InvalidOption, LocalProtocolError, shown
 from fsm.events import FREEFORM_TYPES
 from fsm.foreign import answers_callers, caller_fault
 from fsm.jsontext import escape_lone_surrogates, has_surrogate
@@ -82,7 +82,14 @@ class DeltaEmitter:
     the envelope every chunk must have; the defaults are fixed so that the same stream always
     re-emits the same bytes (the engine reads no clock). ``choice`` numbers the chunks' one choice: a
     gateway re-emitting a stream of several choices runs a reassembler and an emitter per choice
-    (``Reassembler(choice=k)``, ``DeltaEmitter(choice=k)``) and sends their chunks side by side."""
+    (``Reassembler(choice=k)``, ``DeltaEmitter(choice=k)``) and sends their chunks side by side.
+
+    Misuse is refused, never sent: outputs that open a call already opened (another stream's, or the
+    same list twice) are :class:`~fsm.errors.InvalidInput` and nothing of them goes out; so is a
+    ``finish()`` given another stream's result (a call that went out is not its call under that
+    index); after ``finish()`` the stream has ended, and ``chunks()``, ``start()`` and ``finish()``
+    raise :class:`~fsm.errors.LocalProtocolError` (a chunk after the last one, or a second last one,
+    reaches a client that read the stream as ended)."""
 
     @answers_callers
     def __init__(
@@ -122,6 +129,8 @@ class DeltaEmitter:
         # millions of 1-character deltas behind a call that owes its text (audit 65).
         self._joining: dict[int, tuple[dict[str, Any], list[str]]] = {}
         self._gate: int | None = None  # the first call that waits (all after it wait too)
+        self._opened: dict[int, str] = {}  # each call's id as its header went out: finish() checks the result by it
+        self._finished = False  # finish() sent the last chunk: nothing goes after it
 
     def start(self) -> dict[str, Any]:
         """A first chunk that says only the assistant's role, as OpenAI's streams begin. Optional for
@@ -129,6 +138,7 @@ class DeltaEmitter:
         in choice order: openai-python's stream state builds its choices from the stream's first
         chunks, and refuses a chunk of choice 1 before choice 0 has one (``IndexError``), which the
         calls alone cannot promise (a choice of text alone sends no chunk until ``finish()``)."""
+        self._open("start")
         first = self._chunk([], None)
         first["choices"][0]["delta"] = {"role": "assistant"}
         return first
@@ -140,13 +150,26 @@ class DeltaEmitter:
         ``finish()``."""
         if not isinstance(outputs, list | tuple):
             raise InvalidInput(f"chunks takes the list feed() returned, not {type(outputs).__name__}")
+        self._open("chunks")
         try:  # (not answers_callers: its wrapper would cost every event's call)
+            opening: set[int] | None = None  # the calls these outputs open
             for at, item in enumerate(outputs):  # refused before any output changes what was sent
-                if not issubclass(type(item), Output):  # (isinstance would ask a caller's object its __class__)
+                kind = type(item)
+                if not issubclass(kind, Output):  # (isinstance would ask a caller's object its __class__)
                     raise InvalidInput(
-                        f"chunks takes outputs (CallOpened, ArgumentsDelta, ...), not {type(item).__name__}"
+                        f"chunks takes outputs (CallOpened, ArgumentsDelta, ...), not {kind.__name__}"
                         f" (outputs[{at}]); nothing was sent"
                     )
+                if isinstance(item, CallOpened):  # (an Output: no caller's __class__ to ask)
+                    if item.index in self._opened or (opening is not None and item.index in opening):
+                        # A stream opens each call once: a second header for its index would give the
+                        # client two ids and the text of two calls under one (two streams' outputs).
+                        raise InvalidInput(
+                            f"outputs[{at}] opens call {item.index} again ({shown(item.id)}): one emitter takes"
+                            " the outputs of one stream, each once; nothing was sent"
+                        )
+                    opening = opening or set()
+                    opening.add(item.index)
             sent: list[dict[str, Any]] = []
             for item in outputs:
                 if type(item) is ContentDelta:  # no call's: it goes out now, whatever call waits
@@ -175,6 +198,16 @@ class DeltaEmitter:
         such a stream, ``error: {"message", "type": "stream_interrupted"}``."""
         if not isinstance(result, Result):
             raise InvalidInput(f"finish takes the Result close() returned, not {type(result).__name__}")
+        self._open("finish")
+        ids = {call.index: call.id for call in result.calls}
+        for index, sent_id in self._opened.items():
+            if ids.get(index) != sent_id:  # the last chunk would name another stream's finish and calls
+                raise InvalidInput(
+                    f"finish takes the Result of the stream whose outputs went out: call {index} went out as"
+                    f" {shown(sent_id)}, and this result's call {index} is "
+                    + (shown(ids[index]) if index in ids else "missing")
+                )
+        self._finished = True
         reason = result.finish_reason if result.finish_reason in CHAT_FINISH_REASONS else None
         # What still waits (outputs not passed to chunks(): every call finishes in close()) goes now
         self._joined(list(self._joining))
@@ -211,8 +244,13 @@ class DeltaEmitter:
             ]
         return last
 
+    def _open(self, what: str) -> None:
+        if self._finished:  # a chunk after the last would reach a client that read the stream as ended
+            raise LocalProtocolError(f"{what}() after finish(): the last chunk went out; use a new DeltaEmitter")
+
     def _entry(self, item: Output) -> dict[str, Any] | None:
         if isinstance(item, CallOpened):
+            self._opened[item.index] = item.id
             if item.type in FREEFORM_TYPES:
                 self._freeform.add(item.index)
             body: dict[str, Any] = {self._text_key(item.index): ""}

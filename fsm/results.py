@@ -51,7 +51,9 @@ class ToolCall:
     complete, since nothing can run it (``invalid`` where its arguments parsed)."""
     arguments: Any
     """The parsed arguments when status is complete, else None; for a built-in tool item, its
-    ``operation`` or ``action`` object. None for a freeform call."""
+    ``operation`` or ``action`` object. None for a freeform call. The call's own object (a frozen
+    class, but a dict is a dict): edit a copy, as :mod:`fsm.messages` sends one (text formats send
+    ``arguments_json``, which an edit of this would not change)."""
     arguments_json: str | None
     """The raw argument text as assembled (``{}`` when policy empty_arguments supplied it); None
     for a freeform call."""

@@ -89,7 +89,9 @@ class CallId:
 
 @functools.cache
 def history_machine() -> SpecMachine:
-    """The history machine, built from specs/history.toml with CallId as its model."""
+    """The history machine, built from specs/history.toml with CallId as its model. Made once and
+    shared by every :func:`check` and :func:`repair` (policy shared-machine): read it (its spec, its
+    tables), never change it, or every later check walks the change."""
     return SpecMachine(history_spec(), CallId)
 
 

@@ -47,8 +47,11 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   content (``results-beside-text``): the responses go in a user content, the other parts in one of
   their own after it, a placeholder model content between (``placeholder-model-turn``).
 
-Every edit is a :class:`Change`. The input is never mutated; messages repair leaves alone are returned
-as they are (the same objects). One pass over the messages: linear in their number."""
+Every edit is a :class:`Change`. The input is never mutated; what repair leaves alone is returned as
+it is, the same objects (policy repair-keeps-objects): a message it did not change, and in one it
+changed, the blocks, calls and values it did not (a renamed call's ``function``, its ``input``, the
+other blocks of its message). So edit the output in place only after ``copy.deepcopy``: an edit of
+those objects is an edit of the input too. One pass over the messages: linear in their number."""
 
 from __future__ import annotations
 

@@ -36,7 +36,8 @@ def uniquify(calls: Iterable[C], taken: Iterable[str] = ()) -> tuple[list[C], li
     a blank id becomes ``call_<position>``. Same input, same output. Returns the renames so results
     can be mapped back. A call is a ToolCall or a mapping with an ``id``; an OpenAI Responses call
     item (one with a ``call_id``, beside its own item ``id``) is renamed by its ``call_id``, and a
-    ToolCall with a ``reply_id`` (the id it is answered by) by that."""
+    ToolCall with a ``reply_id`` (the id it is answered by) by that. A mapping comes back as a new
+    dict, its values the call's own (a ``function`` dict the same object: policy repair-keeps-objects)."""
     if isinstance(calls, (str, bytes)) or not isinstance(calls, Iterable):
         raise LocalProtocolError("calls must be a list of calls")
     taken = list(taken) if isinstance(taken, Iterable) and not isinstance(taken, (str, bytes)) else [taken]

@@ -76,6 +76,10 @@ did not complete is left out even then: its action may be missing, and not every
 say "not run" (a computer call is answered with a screenshot). So is a call that came without a name
 (``missing-name``, status invalid): no provider takes a nameless call back.
 
+The message is the caller's to edit (policy message-is-the-callers, :func:`~fsm.messages.shared.unshared`):
+each dict and list in it is a new one, never the result's own (a call's ``arguments``, a block), so
+editing it changes neither the result nor the next message built from it.
+
 :func:`tool_result` builds the answer to one call: an OpenAI ``tool`` message, a Responses
 ``function_call_output`` item, an Anthropic ``tool_result`` block, a Gemini ``functionResponse``
 part, or an Ollama or Cohere ``tool`` message. :func:`tool_results` wraps answers into what the
@@ -105,6 +109,7 @@ from fsm.messages.shared import (
     placed_text,
     refuse_lone_surrogates,
     reply_id,
+    unshared,
 )
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.messages.shared import kind as _kind
@@ -163,18 +168,21 @@ def assistant_message(result: Result, format: Format, *, incomplete: Incomplete 
     _check_format(format)
     calls = _calls(result, incomplete)
     if format == "openai-chat":
-        return _openai_chat(result, calls)
-    if format == "openai-responses":
-        return openai_responses(result, calls)
-    if format == "anthropic":
-        return _anthropic(result, calls)
-    if format == "gemini":
-        return _gemini(result, calls)
-    for call in calls:
-        _kind(call, format)
-    if format == "bedrock":
-        return bedrock_message(result, calls)
-    return ollama_message(result, calls) if format == "ollama" else cohere_message(result, calls)
+        built: Message | list[Message] = _openai_chat(result, calls)
+    elif format == "openai-responses":
+        built = openai_responses(result, calls)
+    elif format == "anthropic":
+        built = _anthropic(result, calls)
+    elif format == "gemini":
+        built = _gemini(result, calls)
+    else:
+        for call in calls:
+            _kind(call, format)
+        if format == "bedrock":
+            built = bedrock_message(result, calls)
+        else:
+            built = ollama_message(result, calls) if format == "ollama" else cohere_message(result, calls)
+    return unshared(built)  # the result's own values are in it, and the caller may edit what it gets
 
 
 def _openai_chat(result: Result, calls: tuple[ToolCall, ...]) -> Message:

@@ -106,6 +106,10 @@ class Detector:
     def held(self) -> bytes:
         return bytes(self._held)
 
+    def holding(self) -> bool:
+        """Whether bytes are held (the start of the first event, the framing not told yet)."""
+        return bool(self._held)
+
     def forget(self) -> bytearray:
         """What was held, now let go (not copied: it may be the whole window): the bytes told no
         framing and are read no further."""

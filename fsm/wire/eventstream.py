@@ -116,6 +116,10 @@ class AWSEventStreamFramer:
             return invoke_event(body, self._max)
         return f"{{{json.dumps(kind)}: {text}}}"  # the payload as it came (not written anew), under its name
 
+    def holding(self) -> bool:
+        """Whether bytes of a message not yet whole are held."""
+        return bool(self._held)
+
     def close(self) -> list[Payload]:
         if self._held:
             # A message cut short: passed on as text that is not JSON, so the reassembler reports

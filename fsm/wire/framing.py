@@ -190,6 +190,11 @@ class JSONArrayFramer:
             self.cut = True
         return out
 
+    def holding(self) -> bool:
+        """Whether an element not yet ended is held (its text, or the first bytes of a character)."""
+        started = self._element or self._scanner is not None or self._junk is not None
+        return bool(started or self._decoder.getstate()[0])
+
     def _junk_end(self, text: str, pos: int) -> int | None:
         """Where the junk being read ends. Between documents nothing but a line end can end it:
         a bracket or comma there opens or separates nothing, and the next document begins a line."""
@@ -245,6 +250,11 @@ class Framer(Protocol):
     def feed(self, data: bytes, final: bool = False) -> list[Payload]: ...
 
     def close(self) -> list[Payload]: ...
+
+    def holding(self) -> bool:
+        """Whether bytes of an event not yet ended are held: an event fed as a dict now would be read
+        ahead of it (Reassembler.feed refuses it)."""
+        ...
 
 
 def make_framer(framing: Framing, max_bytes: int, max_depth: int = 256 + 32) -> Framer:

@@ -41,6 +41,10 @@ class _LineFramer:
         self.work = 0
         """Bytes searched for line ends (tests check that this stays linear in the input)."""
 
+    def holding(self) -> bool:
+        """Whether bytes of an event not yet ended are held (a line without its end)."""
+        return bool(self._buf.strip())
+
     def _lines(self, data: bytes, final: bool) -> tuple[list[bytes], Fault | None]:
         """The complete lines ``data`` brings (the held partial line first), and the fault that
         stopped them, if one did."""
@@ -280,6 +284,10 @@ class SSEFramer(_LineFramer):
                 out.append(Fault(f"not an SSE field: the line begins {line[:40]!r}", skippable=True))
             return None
         return value[1:] if value[:1] == b" " else value
+
+    def holding(self) -> bool:
+        """Whether bytes of an event not yet ended are held (its data lines before the blank line)."""
+        return self._data is not None or bool(self._buf.strip())
 
     def _dispatch(self, out: list[Payload]) -> None:
         if self._data is not None:
