@@ -47,11 +47,9 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   content (``results-beside-text``): the responses go in a user content, the other parts in one of
   their own after it, a placeholder model content between (``placeholder-model-turn``).
 
-Every edit is a :class:`Change`. The input is never mutated; what repair leaves alone is returned as
-it is, the same objects (policy repair-keeps-objects): a message it did not change, and in one it
-changed, the blocks, calls and values it did not (a renamed call's ``function``, its ``input``, the
-other blocks of its message). So edit the output in place only after ``copy.deepcopy``: an edit of
-those objects is an edit of the input too. One pass over the messages: linear in their number."""
+Every edit is a :class:`Change`; the input is never mutated. What repair leaves alone comes back as the same objects
+(policy repair-keeps-objects: in a message it changed too, a renamed call's ``function`` say), so ``copy.deepcopy``
+the output before editing it in place. One pass over the messages: linear in their number."""
 
 from __future__ import annotations
 
@@ -368,8 +366,7 @@ class _Plan(Writer):
         the step's next call unsigned, a turn Gemini 3 refuses."""
         if self.fmt != "gemini":
             return False
-        # The parts were checked as the turn was read; checking them all again per call would be
-        # quadratic in the calls of one message.
+        # The parts were checked as the turn was read: checking all again per call would be quadratic.
         part = self.messages[call.message]["parts"][call.slot]
         return part.get("thoughtSignature") is not None or part.get("thought_signature") is not None
 
