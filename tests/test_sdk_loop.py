@@ -444,7 +444,7 @@ def test_two_turns_with_the_first_turns_ids_taken_pair_up(
     replay, client = client_for(provider, body_of(path, provider, variant, payloads))
     first = send(provider, client, ASK[provider])
     conversation = next_request(provider, first, "include")
-    second = send(provider, client, conversation, taken=[c.id for c in first.calls])
+    second = send(provider, client, conversation, taken=messages.ids_sent(first))
     said = messages.assistant_message(second, provider, incomplete="include")  # type: ignore[call-overload]
     conversation += said if isinstance(said, list) else [said]
     answers = [messages.tool_result(c, answer(c), provider) for c in second.complete_calls]  # type: ignore[arg-type]

@@ -84,6 +84,7 @@ editing it changes neither the result nor the next message built from it.
 ``function_call_output`` item, an Anthropic ``tool_result`` block, a Gemini ``functionResponse``
 part, or an Ollama or Cohere ``tool`` message. :func:`tool_results` wraps answers into what the
 history takes: Anthropic and Gemini want every answer of a turn in one user message.
+:func:`ids_sent` lists the ids a turn sends, for the next turn's ``Reassembler(taken=...)``.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ from fsm.messages.shared import (
     unshared,
 )
 from fsm.messages.shared import arguments_object as _arguments
+from fsm.messages.shared import ids_sent as ids_sent
 from fsm.messages.shared import kind as _kind
 from fsm.results import CallStatus, Result, ToolCall
 

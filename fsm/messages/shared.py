@@ -49,6 +49,18 @@ def reply_id(call: ToolCall) -> str:
     return call.reply_id or call.id
 
 
+def ids_sent(result: Result) -> tuple[str, ...]:
+    """Every id this turn holds in the next request, to pass on as the next turn's ``taken``: each
+    call's id and, for a call whose id came late, its ``reply_id`` (the id the request sends, in the
+    call and in its result), and each server call's id. ``[call.id for call in result.calls]`` misses
+    a late id: a later turn's call under that id was not renamed, and the history held it twice."""
+    check_result(result)
+    ids = [call.id for call in result.calls]
+    ids += [call.reply_id for call in result.calls if call.reply_id is not None]
+    ids += [call.id for call in result.server_tool_calls]
+    return tuple(dict.fromkeys(ids))
+
+
 def as_text(output: Any, *, strict: bool = False) -> str:
     """A tool's output as the text formats send: text as it is, anything else as JSON text.
     ``strict``: for a format that sends the value itself as JSON, where a NaN or an infinity (which
