@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from fsm.errors import RemoteProtocolError
+from fsm.errors import RemoteProtocolError, too_long
 from fsm.events import (
     CallEnd,
     CallRef,
@@ -356,7 +356,13 @@ def _listed_incomplete(error: Any, diagnose: Callable[[str, str], None]) -> list
         index = entry.get("index") if isinstance(entry, Mapping) else None
         call_id = entry.get("id") if isinstance(entry, Mapping) else None
         status = entry.get("status") if isinstance(entry, Mapping) else None
-        if type(index) is not int or index < 0 or type(call_id) is not str or status not in ("truncated", "invalid"):
+        if (
+            type(index) is not int
+            or index < 0
+            or too_long(index) is not None  # as the wire's parser reads it: digits kept, no int
+            or type(call_id) is not str
+            or status not in ("truncated", "invalid")
+        ):
             diagnose(
                 "part-not-reassembled",
                 f"error.incomplete_tool_calls[{at}] names no call (an index, an id, status truncated or invalid)",
