@@ -97,7 +97,7 @@ def test_a_responses_call_dropped_takes_the_reasoning_before_it_along(
 
 def test_reasoning_before_a_call_that_stays_stays() -> None:
     answered = {"type": "function_call_output", "call_id": "c1", "output": "ok"}
-    messages = [_ASK, _THOUGHT, _CALL, _THOUGHT, _SCREEN, answered]
+    messages = [_ASK, _THOUGHT, _CALL, {**_THOUGHT, "id": "rs_2"}, _SCREEN, answered]
     fixed, changes = history.repair(messages)  # the computer call goes, its reasoning with it; c1 stays
     assert fixed == [_ASK, _THOUGHT, _CALL, answered]
     assert [c.kind for c in changes] == ["dropped-reasoning", "dropped-call"]

@@ -15,6 +15,7 @@ from fsm.history.empty import WHY as EMPTY_WHY
 from fsm.history.entries import Entry, Key, Roles
 from fsm.history.findings import Finding, Format, Kind, Report
 from fsm.history.formats import shown
+from fsm.history.item_ids import duplicate_items
 from fsm.history.placeholders import usable_id
 from fsm.history.turns import segments
 from fsm.spec import history_spec
@@ -120,6 +121,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
         return call
 
     roles = Roles()
+    repeated = duplicate_items(messages) if fmt == "responses" else []
     for segment in segments(messages, fmt, roles):
         _odd_roles(roles, findings, fmt)
         made = [walk(entry, "call") for entry in segment.calls]
@@ -153,7 +155,18 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
             if not isinstance(entry.key, str):
                 ids.pop(entry.key, None)
     _odd_roles(roles, findings, fmt)
-    return Report(fmt, tuple(findings))
+    return Report(fmt, tuple(_among(findings, repeated) if repeated else findings))
+
+
+def _among(findings: list[Finding], repeated: list[Finding]) -> list[Finding]:
+    """The findings with each of ``repeated`` (in message order) before the first that came later."""
+    merged, at = [], 0
+    for found in findings:
+        while at < len(repeated) and repeated[at].message < found.message:
+            merged.append(repeated[at])
+            at += 1
+        merged.append(found)
+    return merged + repeated[at:]
 
 
 LATE_WHY = "a tool result after text in its turn's user messages: the API takes a turn's results first"

@@ -98,6 +98,13 @@ class Kind(enum.Enum):
     store them; the APIs refuse them (HTTP 400, ValidationException). The rest of the history is read
     as if it were gone; repair drops it (``dropped-empty-message``) and merges the neighbours of one
     role that this brings together where the format wants that."""
+    DUPLICATE_ITEM = "duplicate-item"
+    """A Responses input item whose ``id`` an earlier item has: the API refuses the request (HTTP 400
+    "Duplicate item found with id", continuedev/continue#10723), and an agent that appends a turn's
+    output twice or replays a stored turn sends one (policy one-item-one-id, :mod:`fsm.history.item_ids`).
+    Repair drops a later copy of a reasoning item, message or item reference equal to the earlier one,
+    takes the id off any other item (the API takes those without one), and keeps a differing one for the
+    caller (``kept-duplicate-item``)."""
     REUSED = "reused"
     """An id used again by a later turn after its call was answered: allowed, reported for information."""
 

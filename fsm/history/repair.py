@@ -65,6 +65,7 @@ from fsm.history.detect import resolve_format
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, shown
+from fsm.history.item_ids import renumbered, settle_items
 from fsm.history.joined_runs import ServerRun, joined_server_ids, kept_apart, left_empty
 from fsm.history.placeholders import placeholder, usable_id
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
@@ -81,6 +82,7 @@ def repair(
     messages, fmt = resolve_format(messages, format)
     if fmt is None:  # "auto", and no message tells a format: nothing to pair or judge (auto-by-tool-content)
         return [m if isinstance(m, dict) else dict(m) for m in messages], []
+    messages, kept, settled = settle_items(messages) if fmt == "responses" else (messages, None, [])  # one-item-one-id
     plan = _Plan(fmt, policy, messages)
     for segment in segments(messages, fmt, plan.roles):
         plan.pair(segment)
@@ -90,8 +92,7 @@ def repair(
         if at not in plan.emptied and at not in plan.to_user:
             why = f"its role {role!r} is not one {fmt} messages have: kept as it is, for the caller to name"
             plan.changes.append(Change("kept-unknown-role", at + 1, None, why))
-    plan.changes.sort(key=lambda c: c.message)
-    return fixed, plan.changes
+    return fixed, sorted([*settled, *renumbered(plan.changes, kept)], key=lambda c: c.message)
 
 
 class _Plan(Writer):
@@ -100,8 +101,7 @@ class _Plan(Writer):
     def __init__(self, fmt: Format, policy: RepairPolicy, messages: Sequence[Mapping[str, Any]]):
         self.start_writing(fmt, messages)
         self.policy, self.roles = policy, Roles()
-        # A new id avoids those used up to and in its turn, no later: a longer history renames alike (prompt caches)
-        self.ids = IdAllocator(limit=ID_LIMIT.get(fmt))
+        self.ids = IdAllocator(limit=ID_LIMIT.get(fmt))  # avoids the ids up to its turn's, no later: renames alike
         self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
         self.mapped_for: dict[str, tuple[Key, int]] = {}  # Converse: each mapping given, for which id, where
         self.in_turn: set[Key] = set()  # the ids of the turn being paired

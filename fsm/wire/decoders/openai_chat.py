@@ -356,13 +356,8 @@ def _listed_incomplete(error: Any, diagnose: Callable[[str, str], None]) -> list
         index = entry.get("index") if isinstance(entry, Mapping) else None
         call_id = entry.get("id") if isinstance(entry, Mapping) else None
         status = entry.get("status") if isinstance(entry, Mapping) else None
-        if (
-            type(index) is not int
-            or index < 0
-            or too_long(index) is not None  # as the wire's parser reads it: digits kept, no int
-            or type(call_id) is not str
-            or status not in ("truncated", "invalid")
-        ):
+        usable = type(index) is int and index >= 0 and too_long(index) is None  # (read from the wire: digits, no int)
+        if not usable or type(call_id) is not str or status not in ("truncated", "invalid"):
             diagnose(
                 "part-not-reassembled",
                 f"error.incomplete_tool_calls[{at}] names no call (an index, an id, status truncated or invalid)",
