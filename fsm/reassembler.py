@@ -882,12 +882,17 @@ class Reassembler:
 
     def _beside_chunks(self, payload: Mapping[str, Any]) -> None:
         """A ConverseStream event fed among boto3's InvokeModel chunks, which the model's decoder would
-        misread: Bedrock's exception ends the stream, any other is reported and not read."""
-        kind = next(iter(BEDROCK_ERRORS.intersection(payload)), None)
-        if kind is not None:
-            self._apply(StreamEnd("error", kind, error_message(payload[kind])))
-            return
-        self.ledger.diagnose("unknown-event", f"a ConverseStream event {list(payload)} among InvokeModel chunks")
+        misread: Bedrock's exception ends the stream, any other is reported and not read. An event
+        holding several exceptions is read in its own order, as the ConverseStream decoder reads one:
+        the first ends the stream, each later one is reported after it (the set of their names
+        iterated in str-hash order, which PYTHONHASHSEED draws anew in each process: audit 70)."""
+        ended = False
+        for kind, body in payload.items():
+            if kind in BEDROCK_ERRORS:
+                self._apply(StreamEnd("error", kind, error_message(body)))
+                ended = True
+        if not ended:
+            self.ledger.diagnose("unknown-event", f"a ConverseStream event {list(payload)} among InvokeModel chunks")
 
     def _apply(self, event: Event) -> None:
         registry = self.registry
