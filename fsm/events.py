@@ -217,6 +217,18 @@ class ServerResultBlock:
 
 
 @attrs.frozen(slots=True)
+class ServerResultPiece:
+    """A piece of a server tool's result block that streams (Bedrock Converse's ``toolResult``
+    deltas), held by the decoder until the block stops and comes whole as a ServerResultBlock at
+    the same place. Its characters count against ``Limits.max_content_chars`` as it comes, so a
+    result streamed without end stops at the limit, at the piece that passes it; the whole block
+    then counts only what its pieces did not."""
+
+    chars: int
+    output_index: int
+
+
+@attrs.frozen(slots=True)
 class CompactionBlock:
     """A ``compaction`` block (Anthropic's context management) as it stands after its start or a
     ``compaction_delta``: the latest one at its place replaces the one before."""
@@ -244,14 +256,20 @@ Event = (
     | ReasoningDelta
     | UsageReport
     | ServerResultBlock
+    | ServerResultPiece
     | ContainerReport
     | CompactionBlock
 )
+TurnEvent = (
+    TextDelta | ReasoningDelta | UsageReport | ServerResultBlock | ServerResultPiece | ContainerReport | CompactionBlock
+)
+"""An event about what the turn said besides its calls (one of TURN_CONTENT_TYPES)."""
 TURN_CONTENT_TYPES: tuple[type, ...] = (
     TextDelta,
     ReasoningDelta,
     UsageReport,
     ServerResultBlock,
+    ServerResultPiece,
     ContainerReport,
     CompactionBlock,
 )
