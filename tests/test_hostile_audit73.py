@@ -61,3 +61,33 @@ def test_a_converse_tool_result_under_the_limit_counts_once() -> None:
     assert raised is None and len(r.close().server_tool_results) == 1
     r, raised = fed(events, Limits(max_content_chars=total - 1))
     assert raised is not None and raised.event == 8  # the stop: its pieces held 15 of the 40
+
+
+ASK = {"role": "user", "content": "go"}
+NEXT = {"role": "user", "content": "and then?"}
+THOUGHT = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "E1"}
+SAID = {
+    "type": "message",
+    "id": "msg_1",
+    "role": "assistant",
+    "status": "completed",
+    "content": [{"type": "output_text", "text": "Hello.", "annotations": []}],
+}
+
+
+def test_a_later_copy_equal_to_a_kept_differing_copy_is_dropped_so_repair_is_idempotent() -> None:
+    """A reasoning item sent three times, the second and third alike but unlike the first: the
+    third was compared with the first only and kept (kept-duplicate-item); once the pairing
+    dropped the first (its call went), a second repair dropped the third: repair(repair(h))
+    changed what repair(h) gave."""
+    from fsm import history
+
+    first = {**THOUGHT, "encrypted_content": "E0"}
+    other = {**THOUGHT, "encrypted_content": "E9"}
+    call = {"type": "computer_call", "id": "cu_1", "call_id": "call_1", "action": {"type": "screenshot"}}
+    h = [ASK, first, call, other, NEXT, other]
+    fixed, changes = history.repair(h, format="responses")
+    again, more = history.repair(fixed, format="responses")
+    assert again == fixed and [c.kind for c in more if not c.kind.startswith("kept-")] == []
+    assert ("dropped-duplicate-item", 6) in [(c.kind, c.message) for c in changes]
+    assert "the same item as message 4" in next(c.detail for c in changes if c.message == 6)
