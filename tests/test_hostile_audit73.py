@@ -75,6 +75,38 @@ SAID = {
 }
 
 
+@pytest.mark.parametrize(
+    "h",
+    [
+        [ASK, THOUGHT, SAID, NEXT, THOUGHT, SAID],  # a turn with no call, appended twice
+        [ASK, SAID, NEXT, SAID],
+        [ASK, {"type": "item_reference", "id": "msg_1"}, NEXT, {"type": "item_reference", "id": "msg_1"}],
+    ],
+    ids=["reasoning-and-message", "message", "item-reference"],
+)
+def test_auto_reads_a_responses_history_without_calls_as_responses(h: list[dict[str, Any]]) -> None:
+    """Under format="auto" a Responses history holding no call or output item told no format, so
+    check found nothing and repair changed nothing, where naming "responses" finds the repeated
+    item ids the API refuses (a plain chat turn appended twice)."""
+    from fsm import history
+
+    named = history.check(h, format="responses")
+    assert named.rejected and history.check(h).findings == named.findings
+    assert history.repair(h) == history.repair(h, format="responses")
+    assert history.detect_format(h) == "responses"
+
+
+def test_anthropic_messages_as_the_sdk_dumps_them_still_read_as_anthropic() -> None:
+    """A Claude message dumped whole (its type "message", its text blocks "text") tells no
+    Responses message: only Responses content parts do."""
+    from fsm import history
+
+    claude = {"id": "msg_1", "type": "message", "role": "assistant", "content": [{"type": "text", "text": "hi"}]}
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]}
+    assert history.detect_format([ASK, claude, NEXT, claude]) == "openai"  # tells none: the fallback
+    assert history.detect_format([ASK, claude, call]) == "anthropic"
+
+
 def test_a_later_copy_equal_to_a_kept_differing_copy_is_dropped_so_repair_is_idempotent() -> None:
     """A reasoning item sent three times, the second and third alike but unlike the first: the
     third was compared with the first only and kept (kept-duplicate-item); once the pairing

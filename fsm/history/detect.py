@@ -1,7 +1,10 @@
 """Which format a history is read in with ``format="auto"``: the policy auto-by-tool-content.
 
 A message tells its format by what only that format's messages hold: a Responses call or output item
-(its ``type``), a Gemini content (``parts``), an Ollama call whose arguments are an object or ``tool``
+(its ``type``), or a reasoning item, an item reference or a message item of Responses content parts
+(``output_text``...), which hold no call but an item id the API refuses twice (policy
+one-item-one-id: a turn without calls appended twice is judged as naming ``responses`` judges it),
+a Gemini content (``parts``), an Ollama call whose arguments are an object or ``tool``
 message answering by its ``tool_name``, OpenAI chat ``tool_calls`` or a ``tool_call_id`` (a ``tool``
 message's, null too, or a result's sent in another role), Anthropic's tool blocks (Claude's server
 blocks too), Converse ``toolUse``/``toolResult`` blocks. A ``tool`` message holding neither a
@@ -49,7 +52,8 @@ FALLBACK: Format = "openai"
 @answers_callers
 def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
     """The format ``format="auto"`` reads the history in (policy auto-by-tool-content): the one the
-    first message that tells a format tells (a Responses call or output item, Gemini ``parts``, an
+    first message that tells a format tells (a Responses item: a call or output, reasoning, an item
+    reference, a message of Responses content parts; Gemini ``parts``, an
     Ollama ``tool`` message with a ``tool_name`` and no ``tool_call_id`` or a call whose arguments are
     an object, not text, OpenAI chat ``tool_calls`` or a ``tool_call_id``, Anthropic ``tool_use``/
     ``tool_result`` blocks or server tool blocks, Bedrock Converse ``toolUse``/``toolResult`` blocks),
@@ -86,10 +90,16 @@ def told_formats(messages: Sequence[Mapping[str, Any]]) -> list[Format]:
     return told
 
 
+RESPONSES_SAID = frozenset({"reasoning", "item_reference"})
+RESPONSES_PARTS = frozenset({"input_text", "output_text", "refusal", "input_image", "input_file", "input_audio"})
+
+
 def _tells(message: Mapping[str, Any]) -> Format | None:
     """The format a message tells, if any (see the module's docstring)."""
     kind = message.get("type")
-    if isinstance(kind, str) and (kind in RESPONSES_OUTPUT_OF or kind in RESPONSES_OUTPUTS):
+    if isinstance(kind, str) and (kind in RESPONSES_OUTPUT_OF or kind in RESPONSES_OUTPUTS or kind in RESPONSES_SAID):
+        return "responses"
+    if kind == "message" and _responses_parts(message.get("content")):
         return "responses"
     if "parts" in message:
         return "gemini"
@@ -110,6 +120,14 @@ def _tells(message: Mapping[str, Any]) -> Format | None:
     if any(converse_payload(b) is not None for b in content):
         return "bedrock"
     return None
+
+
+def _responses_parts(content: Any) -> bool:
+    """Does a message item's content hold a Responses content part (a Claude message dumped whole
+    is of type ``message`` too, its parts ``text``)?"""
+    return isinstance(content, list) and any(
+        isinstance(p, Mapping) and p.get("type") in RESPONSES_PARTS for p in content
+    )
 
 
 def _reads(messages: Sequence[Mapping[str, Any]], fmt: Format) -> bool:
