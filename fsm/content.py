@@ -15,17 +15,17 @@ the turn, counted over those parts and the calls (:attr:`fsm.results.TextPart.pl
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from fsm.content_parts import Block, Part
+from fsm.content_parts import Block, Part, chars_held
 from fsm.errors import LimitExceeded
 from fsm.events import (
     CompactionBlock,
     ContainerReport,
+    HeldPiece,
     ReasoningDelta,
     ServerResultBlock,
-    ServerResultPiece,
     TextDelta,
     TurnEvent,
     UsageReport,
@@ -42,30 +42,6 @@ _SURROGATE = re.compile("[\ud800-\udfff]").search  # asked of text that is not A
 _Frozen = tuple[
     str, tuple[Reasoning, ...], tuple[TextPart, ...], str | None, tuple[ServerToolResult, ...], tuple[Compaction, ...]
 ]
-
-
-def chars_held(value: Any) -> int:
-    """What :meth:`TurnContent.take` counts of a JSON-like value: its strings' characters (keys too),
-    and one for every other value. A list or mapping met twice (a caller's dicts may share one) is
-    held once, so counted once: the walk is linear in what is held, however it is shared."""
-    count, todo, seen = 0, [value], set()
-    while todo:
-        item = todo.pop()
-        if type(item) is str:
-            count += len(item)
-        elif isinstance(item, Mapping | list | tuple):
-            if id(item) in seen:
-                continue
-            seen.add(id(item))
-            count += 1
-            if isinstance(item, Mapping):
-                todo.extend(item.keys())
-                todo.extend(item.values())
-            else:
-                todo.extend(item)
-        else:
-            count += 1
-    return count
 
 
 class TurnContent:
@@ -85,7 +61,7 @@ class TurnContent:
     _parts: dict[int, Part] | None = None
     _server_results: list[ServerToolResult] | None = None
     _compactions: dict[int | None, Compaction] | None = None
-    _pieces: dict[int | None, int] | None = None  # a streaming server result's place: what its pieces counted
+    _pieces: dict[tuple[bool, int | None], int] | None = None  # a held part (see HeldPiece): what its pieces counted
     _calls: Callable[[], int] | None = None  # set by place_by: the calls opened so far
     heard: Callable[[Output], None] | None = None  # Reassembler(content_deltas=True): the ledger's emit
     ledger: Ledger | None = None  # the engine's, set by the facade: where text-is-unicode's diagnostics go
@@ -147,7 +123,8 @@ class TurnContent:
                 self.take(len(text))
             if event.signature or event.redacted or event.item_id or event.summary or event.encrypted_content:
                 beside = (event.signature, event.redacted, event.item_id, event.summary, event.encrypted_content)
-                self.take(chars_held(beside))
+                counted = self._pieces.pop((True, event.block), 0) if self._pieces else 0
+                self.take(max(0, chars_held(beside) - counted))  # what its pieces were not counted for
             if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
                 text = self._unicode(("reasoning", event.block), text, None, event.output_index)
             self._block(event.block).add(event, text)
@@ -160,18 +137,19 @@ class TurnContent:
             else:
                 self.usage = dict(event.usage)
         elif type(event) is ServerResultBlock:
-            counted = self._pieces.pop(event.output_index, 0) if self._pieces else 0
+            counted = self._pieces.pop((False, event.output_index), 0) if self._pieces else 0
             self.take(max(0, chars_held(event.block) - counted))  # what its pieces were not counted for
             if self._server_results is None:
                 self._server_results = []
             # A wire whose parts are placed (Gemini's code results) gives it no index: its place is its index.
             at = event.output_index if event.output_index is not None else self._place()
             self._server_results.append(ServerToolResult(event.block, at))
-        elif type(event) is ServerResultPiece:
+        elif type(event) is HeldPiece:
             if event.chars > 0:
                 self.take(event.chars)
                 pieces = self._pieces = self._pieces or {}
-                pieces[event.output_index] = pieces.get(event.output_index, 0) + event.chars
+                key = (event.reasoning, event.place)
+                pieces[key] = pieces.get(key, 0) + event.chars
         elif type(event) is ContainerReport:
             self.container = dict(event.container)  # the latest word (a message_delta's, after the start's)
         elif type(event) is CompactionBlock:

@@ -217,15 +217,18 @@ class ServerResultBlock:
 
 
 @attrs.frozen(slots=True)
-class ServerResultPiece:
-    """A piece of a server tool's result block that streams (Bedrock Converse's ``toolResult``
-    deltas), held by the decoder until the block stops and comes whole as a ServerResultBlock at
-    the same place. Its characters count against ``Limits.max_content_chars`` as it comes, so a
-    result streamed without end stops at the limit, at the piece that passes it; the whole block
-    then counts only what its pieces did not."""
+class HeldPiece:
+    """The characters of a piece of a part that a reader holds until the part ends and comes whole
+    (a Bedrock Converse server tool's result, by its ``toolResult`` deltas, then a ServerResultBlock
+    at ``place``; a Responses reasoning item's summary parts through LangChain, then a
+    ReasoningDelta of block ``place``). They count against ``Limits.max_content_chars`` as they
+    come, so a part streamed without end stops at the limit, at the piece that passes it; the whole
+    part then counts only what its pieces did not."""
 
     chars: int
-    output_index: int
+    place: int
+    reasoning: bool = False
+    """The part is a reasoning item's (else a server tool's result)."""
 
 
 @attrs.frozen(slots=True)
@@ -256,20 +259,18 @@ Event = (
     | ReasoningDelta
     | UsageReport
     | ServerResultBlock
-    | ServerResultPiece
+    | HeldPiece
     | ContainerReport
     | CompactionBlock
 )
-TurnEvent = (
-    TextDelta | ReasoningDelta | UsageReport | ServerResultBlock | ServerResultPiece | ContainerReport | CompactionBlock
-)
+TurnEvent = TextDelta | ReasoningDelta | UsageReport | ServerResultBlock | HeldPiece | ContainerReport | CompactionBlock
 """An event about what the turn said besides its calls (one of TURN_CONTENT_TYPES)."""
 TURN_CONTENT_TYPES: tuple[type, ...] = (
     TextDelta,
     ReasoningDelta,
     UsageReport,
     ServerResultBlock,
-    ServerResultPiece,
+    HeldPiece,
     ContainerReport,
     CompactionBlock,
 )

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.content import chars_held
-from fsm.events import Event, ServerResultPiece
+from fsm.content_parts import chars_held
+from fsm.events import Event, HeldPiece
 
 
 class ConverseResult:
@@ -25,7 +25,7 @@ class ConverseResult:
     def add(self, pieces: Any, where: str, diagnose: Callable[[str, str], None], events: list[Event]) -> bool:
         """Reads a delta's ``toolResult`` items; False (nothing read) when it is no list. What it
         keeps is held here until the block stops, so it is counted against the content limit as it
-        comes: a ServerResultPiece of its characters goes in ``events``."""
+        comes: a HeldPiece of its characters goes in ``events``."""
         if type(pieces) is not list:
             return False
         kept = 0
@@ -44,7 +44,7 @@ class ConverseResult:
                 what = ", ".join(str(key) for key in piece)[:80] if isinstance(piece, Mapping) else type(piece).__name__
                 diagnose("part-not-reassembled", f"a toolResult item of {where} holds {what}, which is not kept")
         if kept:
-            events.append(ServerResultPiece(kept, self._at))
+            events.append(HeldPiece(kept, self._at))
         return True
 
     def block(self) -> dict[str, Any]:
