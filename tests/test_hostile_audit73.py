@@ -123,3 +123,48 @@ def test_a_later_copy_equal_to_a_kept_differing_copy_is_dropped_so_repair_is_ide
     assert again == fixed and [c.kind for c in more if not c.kind.startswith("kept-")] == []
     assert ("dropped-duplicate-item", 6) in [(c.kind, c.message) for c in changes]
     assert "the same item as message 4" in next(c.detail for c in changes if c.message == 6)
+
+
+def langchain_summary_stream(pieces: int, text: str, ended: bool) -> list[Any]:
+    """ChatOpenAI(use_responses_api=True)'s chunks (responses/v1) of one reasoning item whose
+    summary streams in ``pieces`` parts; ``ended``: a last chunk ends the turn."""
+    chunk = pytest.importorskip("langchain_core.messages").AIMessageChunk
+    meta = {"model_provider": "openai"}
+    start = [{"type": "reasoning", "index": 0, "id": "rs_1", "summary": []}]
+    piece = [{"type": "reasoning", "index": 0, "summary": [{"index": 0, "type": "summary_text", "text": text}]}]
+    chunks = [chunk(content=start, response_metadata=meta)]
+    chunks += [chunk(content=json.loads(json.dumps(piece)), response_metadata=meta) for _ in range(pieces)]
+    if ended:
+        chunks.append(chunk(content=[], response_metadata={**meta, "finish_reason": "stop"}, chunk_position="last"))
+    return chunks
+
+
+def fed_chunks(chunks: list[Any], limits: Limits) -> tuple[Reassembler, LimitExceeded | None]:
+    r = Reassembler(limits=limits)
+    try:
+        for chunk in chunks:
+            r.feed(chunk)
+    except LimitExceeded as raised:
+        return r, raised
+    return r, None
+
+
+def test_a_langchain_reasoning_summary_counts_as_its_parts_come() -> None:
+    """LangChain's pieces of a Responses reasoning item were held until the item ended and counted
+    only then: a summary streamed without end grew past Limits.max_content_chars (2 MB held under a
+    limit of 20,000, counted 0), and one that ended was refused at its end."""
+    r, raised = fed_chunks(langchain_summary_stream(2000, "x" * 1000, ended=False), Limits(max_content_chars=20_000))
+    assert raised is not None and raised.event is not None and raised.event <= 22  # a piece's, not the end's
+    assert r._content.held <= 20_000
+
+
+def test_a_langchain_reasoning_summary_under_the_limit_counts_once() -> None:
+    chunks = langchain_summary_stream(5, "abc", ended=True)
+    r, raised = fed_chunks(chunks, Limits())
+    assert raised is None
+    (block,) = r.close().reasoning
+    assert block.summary == ("abc" * 5,) and block.item_id == "rs_1"
+    total = r._content.held
+    assert total < 2 * 15  # the summary once, not again for its pieces
+    r, raised = fed_chunks(chunks, Limits(max_content_chars=total))
+    assert raised is None and len(r.close().reasoning) == 1
