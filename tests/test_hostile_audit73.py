@@ -168,3 +168,46 @@ def test_a_langchain_reasoning_summary_under_the_limit_counts_once() -> None:
     assert total < 2 * 15  # the summary once, not again for its pieces
     r, raised = fed_chunks(chunks, Limits(max_content_chars=total))
     assert raised is None and len(r.close().reasoning) == 1
+
+
+CALL_A = {"type": "function_call", "id": "fc_a", "call_id": "call_a", "name": "f", "arguments": "{}"}
+CALL_B = {"type": "function_call", "id": "fc_b", "call_id": "call_b", "name": "g", "arguments": "{}"}
+OUT_A = {"type": "function_call_output", "call_id": "call_a", "output": "A's result"}
+OUT_B = {"type": "function_call_output", "call_id": "call_b", "output": "B's result"}
+SEARCH = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "q"}}
+LISTED = {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "s", "tools": []}
+ASKED = {"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "s", "name": "m", "arguments": "{}"}
+APPROVED = {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True}
+
+
+@pytest.mark.parametrize(
+    "h",
+    [
+        [ASK, THOUGHT, CALL_A, SEARCH, CALL_B, OUT_A, OUT_B],  # response.output appended as it came
+        [ASK, CALL_A, LISTED, CALL_B, OUT_A, OUT_B],
+        [ASK, CALL_A, ASKED, OUT_A, APPROVED],
+    ],
+    ids=["web-search-between-calls", "mcp-list-tools-between-calls", "approval-after-output"],
+)
+def test_a_hosted_tool_item_among_a_turns_calls_keeps_the_turn_open(h: list[dict[str, Any]]) -> None:
+    """A Responses turn appended as the API gave it holds the provider's own tool items (a web
+    search, an MCP listing or approval request) among the client's calls, and the user's approval
+    may come before the outputs. Such an item ended the turn: the calls before it were dangling,
+    their outputs orphans, and repair dropped the real results for placeholders."""
+    from fsm import history
+
+    assert not history.check(h, format="responses").findings
+    assert history.repair(h, format="responses") == (h, [])
+
+
+def test_an_approval_answered_before_a_calls_output_holds_the_turn_as_a_user_message_does() -> None:
+    """The user's approval between a call and its output is the user's word, as a user message
+    there is: the output still answers the call, and repair moves it right after the calls (it was
+    an orphan, dropped for a placeholder)."""
+    from fsm import history
+
+    h = [ASK, CALL_A, ASKED, APPROVED, OUT_A]
+    assert [f.kind.value for f in history.check(h, format="responses").findings] == ["result-after-text"]
+    fixed, changes = history.repair(h, format="responses")
+    assert fixed == [ASK, CALL_A, OUT_A, ASKED, APPROVED] and [c.kind for c in changes] == ["moved-result"]
+    assert not history.check(fixed, format="responses").findings
