@@ -211,3 +211,16 @@ def test_an_approval_answered_before_a_calls_output_holds_the_turn_as_a_user_mes
     fixed, changes = history.repair(h, format="responses")
     assert fixed == [ASK, CALL_A, OUT_A, ASKED, APPROVED] and [c.kind for c in changes] == ["moved-result"]
     assert not history.check(fixed, format="responses").findings
+
+
+def test_a_responses_item_without_calls_tells_nothing_beside_another_formats_calls() -> None:
+    """The Responses items that hold no call tell Responses only where no message tells a format by
+    its calls: beside OpenAI chat tool_calls (a mixed history) the history is read as chat's, so its
+    dangling call is still found (read as Responses', the chat call was not seen)."""
+    from fsm import history
+
+    said = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    chat_call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    h = [said, THOUGHT, {"role": "assistant", "content": None, "tool_calls": [chat_call]}]
+    assert history.detect_format(h) == "openai"
+    assert "dangling" in [f.kind.value for f in history.check(h).findings]
