@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from fsm.content_parts import Block, Part, chars_held
+from fsm.content_parts import Block, Part
 from fsm.errors import LimitExceeded
 from fsm.events import (
     CompactionBlock,
@@ -29,6 +29,7 @@ from fsm.events import (
     TextDelta,
     TurnEvent,
     UsageReport,
+    chars_held,
 )
 from fsm.jsontext import mend_surrogates
 from fsm.results import Compaction, ContentDelta, Output, Reasoning, ServerToolResult, TextPart

@@ -1,40 +1,13 @@
 """The pieces of a turn's content still arriving: one reasoning block and one text part, each
 gathered as its pieces come and frozen into :class:`~fsm.results.Reasoning` and
-:class:`~fsm.results.TextPart` when the result is built (:class:`fsm.content.TurnContent` keeps them);
-and what the content limit counts of a value (:func:`chars_held`, asked by the readers that hold a
-part until it ends too)."""
+:class:`~fsm.results.TextPart` when the result is built (:class:`fsm.content.TurnContent` keeps them)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from fsm.events import ReasoningDelta
 from fsm.results import Reasoning, TextPart
-
-
-def chars_held(value: Any) -> int:
-    """What :meth:`TurnContent.take` counts of a JSON-like value: its strings' characters (keys too),
-    and one for every other value. A list or mapping met twice (a caller's dicts may share one) is
-    held once, so counted once: the walk is linear in what is held, however it is shared."""
-    count, todo, seen = 0, [value], set()
-    while todo:
-        item = todo.pop()
-        if type(item) is str:
-            count += len(item)
-        elif isinstance(item, Mapping | list | tuple):
-            if id(item) in seen:
-                continue
-            seen.add(id(item))
-            count += 1
-            if isinstance(item, Mapping):
-                todo.extend(item.keys())
-                todo.extend(item.values())
-            else:
-                todo.extend(item)
-        else:
-            count += 1
-    return count
 
 
 class Block:

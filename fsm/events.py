@@ -6,6 +6,7 @@ registry (fsm/engine/registry.py) alone decides which call that evidence points 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -229,6 +230,30 @@ class HeldPiece:
     place: int
     reasoning: bool = False
     """The part is a reasoning item's (else a server tool's result)."""
+
+
+def chars_held(value: Any) -> int:
+    """What :meth:`fsm.content.TurnContent.take` counts of a JSON-like value: its strings' characters (keys too),
+    and one for every other value. A list or mapping met twice (a caller's dicts may share one) is
+    held once, so counted once: the walk is linear in what is held, however it is shared."""
+    count, todo, seen = 0, [value], set()
+    while todo:
+        item = todo.pop()
+        if type(item) is str:
+            count += len(item)
+        elif isinstance(item, Mapping | list | tuple):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            count += 1
+            if isinstance(item, Mapping):
+                todo.extend(item.keys())
+                todo.extend(item.values())
+            else:
+                todo.extend(item)
+        else:
+            count += 1
+    return count
 
 
 @attrs.frozen(slots=True)

@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fsm.content_parts import chars_held
-from fsm.events import Event, HeldPiece
+from fsm.events import Event, HeldPiece, chars_held
 
 
 class ConverseResult:
