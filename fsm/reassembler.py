@@ -57,9 +57,9 @@ from fsm.wire.decoders import (
     Decoder,
     detect_provider,
     error_in,
-    error_message,
     make_decoder,
 )
+from fsm.wire.decoders._fields import exception_message
 from fsm.wire.decoders.chat_chunks import LEAN_INDEX_PATH, LEAN_TEXT_PATH, lean_fragment_in
 from fsm.wire.decoders.chunk_form import FormSpec, FragmentForm
 from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
@@ -882,14 +882,15 @@ class Reassembler:
 
     def _beside_chunks(self, payload: Mapping[str, Any]) -> None:
         """A ConverseStream event fed among boto3's InvokeModel chunks, which the model's decoder would
-        misread: Bedrock's exception ends the stream, any other is reported and not read. An event
-        holding several exceptions is read in its own order, as the ConverseStream decoder reads one:
-        the first ends the stream, each later one is reported after it (the set of their names
-        iterated in str-hash order, which PYTHONHASHSEED draws anew in each process: audit 70)."""
+        misread: Bedrock's exception ends the stream, saying what it says on every path
+        (exception_message), any other is reported and not read. An event holding several
+        exceptions is read in its own order, as the ConverseStream decoder reads one: the first ends
+        the stream, each later one is reported after it (the set of their names iterated in str-hash
+        order, which PYTHONHASHSEED draws anew in each process: audit 70)."""
         ended = False
         for kind, body in payload.items():
             if kind in BEDROCK_ERRORS:
-                self._apply(StreamEnd("error", kind, error_message(body)))
+                self._apply(StreamEnd("error", kind, exception_message(kind, body)))
                 ended = True
         if not ended:
             self.ledger.diagnose("unknown-event", f"a ConverseStream event {list(payload)} among InvokeModel chunks")

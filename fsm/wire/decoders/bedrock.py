@@ -56,7 +56,7 @@ from fsm.events import (
 )
 from fsm.wire.decoders import BEDROCK_ERRORS, BEDROCK_EVENTS, Decoder, detect_provider, error_message, make_decoder
 from fsm.wire.decoders._converse_results import ConverseResult
-from fsm.wire.decoders._fields import index, mapping, text, written
+from fsm.wire.decoders._fields import exception_message, index, mapping, text
 from fsm.wire.decoders._wire import TurnSaid
 from fsm.wire.decoders.chunk_form import FormSpec
 
@@ -108,6 +108,9 @@ class BedrockDecoder:
             self._converse = not BEDROCK_ERRORS.issuperset(payload.keys())
         events: list[Event] = []
         for kind, body in payload.items():
+            if kind in BEDROCK_ERRORS:  # read whatever its body holds, as from the AWS framing
+                events.append(StreamEnd("error", kind, exception_message(kind, body)))
+                continue
             body = mapping(body, kind)
             if kind == "contentBlockStart":
                 start = mapping(body.get("start"), "start")
@@ -170,9 +173,6 @@ class BedrockDecoder:
                     events.append(build_stream_end(_FINISH.get(reason, reason), reason, None, None))
             elif kind == "metadata" and body.get("usage"):
                 events.append(build_usage_report(dict(mapping(body.get("usage"), "usage"))))
-            elif kind in BEDROCK_ERRORS:  # its message (or Message; its type where null), as from the AWS framer
-                said = body.get("message", body.get("Message"))
-                events.append(StreamEnd("error", kind, kind if said is None else written(said)))
             elif kind not in _QUIET:
                 diagnose("unknown-event", f"Bedrock event {kind!r}")
         return events

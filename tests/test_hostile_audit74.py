@@ -1,0 +1,103 @@
+"""Audit 74: a Bedrock exception says the same on every path, and nothing in such an event is dropped.
+
+A Bedrock exception reaches fsm four ways: as an AWS event-stream frame (``:exception-type``) of a
+ConverseStream or of an InvokeModel stream, as a ConverseStream event fed as a dict, and as such an
+event fed among boto3's InvokeModel ``chunk`` items. The last read its body with the generic
+``error_message``: ``{"Message": "x"}`` said ``{'Message': 'x'}``, ``{}`` said ``{}`` and a null
+body ``None``, where the others said ``x`` and the exception's name; a ConverseStream event whose
+body was a string, a number or a list raised RemoteProtocolError where the frame said its text. All
+four now read it with one function (``exception_message``, policy exception-words).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import fsm
+from tests.helpers import aws_message
+
+_KIND = "throttlingException"
+_INVOKED = [
+    {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}},
+    {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}},
+    },
+]
+_CHUNKS = [{"chunk": {"bytes": json.dumps(e).encode()}} for e in _INVOKED]
+_STARTED = {"messageStart": {"role": "assistant"}}
+
+
+def _chunk_frame(event: dict[str, Any]) -> bytes:
+    return aws_message(json.dumps({"bytes": base64.b64encode(json.dumps(event).encode()).decode()}).encode(), "chunk")
+
+
+def _exception_frame(body: Any) -> bytes:
+    return aws_message(json.dumps(body).encode(), _KIND, ":exception-type")
+
+
+def _among_chunks(r: fsm.Reassembler, body: Any) -> None:
+    for item in _CHUNKS:
+        r.feed(item)
+    r.feed({_KIND: body})
+
+
+def _converse(r: fsm.Reassembler, body: Any) -> None:
+    r.feed(_STARTED)
+    r.feed({_KIND: body})
+
+
+def _invoke_bytes(r: fsm.Reassembler, body: Any) -> None:
+    pytest.importorskip("botocore")
+    r.feed_bytes(b"".join(_chunk_frame(e) for e in _INVOKED) + _exception_frame(body))
+
+
+def _converse_bytes(r: fsm.Reassembler, body: Any) -> None:
+    pytest.importorskip("botocore")
+    r.feed_bytes(aws_message(json.dumps(_STARTED["messageStart"]).encode(), "messageStart") + _exception_frame(body))
+
+
+_PATHS: dict[str, Callable[[fsm.Reassembler, Any], None]] = {
+    "among-chunks": _among_chunks,
+    "converse": _converse,
+    "invoke-bytes": _invoke_bytes,
+    "converse-bytes": _converse_bytes,
+}
+_BODIES: list[tuple[Any, str]] = [
+    ({"message": "slow down"}, "slow down"),
+    ({"Message": "slow down"}, "slow down"),  # before, among chunks: {'Message': 'slow down'}
+    ({"message": None, "Message": "slow down"}, "slow down"),  # before: the name, or None among chunks
+    ({}, _KIND),  # before, among chunks: {}
+    (None, _KIND),  # before, among chunks: None
+    ({"message": ""}, _KIND),  # before: an empty message on every path
+    ("slow down", "slow down"),  # before, converse: RemoteProtocolError
+    ("", _KIND),
+    (5, "5"),  # before, converse: RemoteProtocolError
+    (["a"], "['a']"),
+    ({"originalStatusCode": 429}, _KIND),
+]
+
+
+@pytest.mark.parametrize("path", list(_PATHS))
+@pytest.mark.parametrize(("body", "said"), _BODIES, ids=[repr(b)[:24] for b, _ in _BODIES])
+def test_an_exception_says_the_same_on_every_path(path: str, body: Any, said: str) -> None:
+    for strict in (False, True):
+        r = fsm.Reassembler("bedrock", strict=strict)
+        try:
+            _PATHS[path](r, body)
+            result = r.close()
+        except fsm.errors.RemoteProtocolError as exc:  # strict: the provider's error, raised with its words
+            assert strict
+            assert str(exc).endswith(f"provider-error: the provider reported an error: {said} (rule finish-ends-calls)")
+            continue
+        assert not strict
+        assert result.finish_reason == "error"
+        assert result.finish_message == said
+        errors = [d.message for d in result.diagnostics if d.code == "provider-error"]
+        assert errors == [f"the provider reported an error: {said}"]
