@@ -101,3 +101,40 @@ def test_an_exception_says_the_same_on_every_path(path: str, body: Any, said: st
         assert result.finish_message == said
         errors = [d.message for d in result.diagnostics if d.code == "provider-error"]
         assert errors == [f"the provider reported an error: {said}"]
+
+
+_DELTA = {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a": 1}'}}}}
+_UNREAD = "a ConverseStream event ['contentBlockDelta'] among InvokeModel chunks"
+
+
+@pytest.mark.parametrize("delta_first", [True, False], ids=["delta-first", "exception-first"])
+def test_keys_beside_an_exception_among_chunks_are_reported_in_their_place(delta_first: bool) -> None:
+    """Such an event ended at the exception and the rest went unread without a word; it is now
+    reported as the same key alone among chunks is (unknown-event), before or after the error as
+    it stands in the event, as the ConverseStream decoder reads an event of several keys."""
+    exception = {_KIND: {"message": "slow down"}}
+    event = {**_DELTA, **exception} if delta_first else {**exception, **_DELTA}
+    r = fsm.Reassembler("bedrock")
+    for item in [*_CHUNKS, event]:
+        r.feed(item)
+    result = r.close()
+    assert result.raw_finish_reason == _KIND
+    said = [(d.event, d.code, d.message) for d in result.diagnostics if d.code != "truncated"]
+    unread = (3, "unknown-event", _UNREAD)
+    error = (3, "provider-error", "the provider reported an error: slow down")
+    assert said == ([unread, error] if delta_first else [error, unread])
+
+
+def test_every_key_beside_exceptions_among_chunks_is_reported() -> None:
+    event = {"metadata": {}, _KIND: {}, "contentBlockStop": {}, "other": 1, "validationException": {}, "p": "x"}
+    r = fsm.Reassembler("bedrock")
+    for item in [*_CHUNKS, event]:
+        r.feed(item)
+    said = [(d.code, d.message.split(" (")[0]) for d in r.close().diagnostics if d.code != "truncated"]
+    assert said == [
+        ("unknown-event", "a ConverseStream event ['metadata'] among InvokeModel chunks"),
+        ("provider-error", f"the provider reported an error: {_KIND}"),
+        ("unknown-event", "a ConverseStream event ['contentBlockStop', 'other'] among InvokeModel chunks"),
+        ("provider-error", "the provider reported an error: validationException"),
+        ("unknown-event", "a ConverseStream event ['p'] among InvokeModel chunks"),
+    ]
