@@ -138,3 +138,41 @@ def test_every_key_beside_exceptions_among_chunks_is_reported() -> None:
         ("provider-error", "the provider reported an error: validationException"),
         ("unknown-event", "a ConverseStream event ['p'] among InvokeModel chunks"),
     ]
+
+
+_CHAT = [
+    {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "choices": [
+            {
+                "index": 0,
+                "delta": {"tool_calls": [{"index": 0, "id": "t", "type": "function", "function": {"name": "f"}}]},
+            }
+        ],
+    }
+]
+
+
+@pytest.mark.parametrize("provider", ["auto", "bedrock"])
+@pytest.mark.parametrize("carried", [_INVOKED, _CHAT], ids=["claude", "chat"])
+def test_an_invoke_stream_s_exception_keeps_its_name_as_bytes_as_among_chunks(
+    provider: str, carried: list[dict[str, Any]]
+) -> None:
+    """The exception frame of an InvokeModel stream is read by its model's wire's decoder, which
+    ended the turn with no raw finish reason (and a truncated call's message without the name):
+    fed among boto3's chunks, the same exception kept its name."""
+    pytest.importorskip("botocore")
+    r = fsm.Reassembler(provider)
+    r.feed_bytes(b"".join(map(_chunk_frame, carried)) + _exception_frame({"message": "slow down"}))
+    framed = r.close()
+    r = fsm.Reassembler(provider)
+    for event in carried:
+        r.feed({"chunk": {"bytes": json.dumps(event).encode()}})
+    r.feed({_KIND: {"message": "slow down"}})
+    fed = r.close()
+    assert framed.raw_finish_reason == fed.raw_finish_reason == _KIND  # before, as bytes: None
+    assert [(d.event, d.code, d.message) for d in framed.diagnostics] == [
+        (d.event, d.code, d.message) for d in fed.diagnostics
+    ]
+    assert framed.calls == fed.calls

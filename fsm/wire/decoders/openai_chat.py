@@ -45,7 +45,7 @@ from fsm.events import (
     build_call_seen,
     build_usage_report,
 )
-from fsm.wire.decoders import error_message
+from fsm.wire.decoders import error_words
 from fsm.wire.decoders._fields import index as read_index
 from fsm.wire.decoders._fields import number_text, written
 from fsm.wire.decoders._wire import (
@@ -92,7 +92,7 @@ class OpenAIChatDecoder:
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         error, choices = payload.get("error"), payload.get("choices")
         if error and not choices:
-            return [*_listed_incomplete(error, diagnose), StreamEnd("error", None, error_message(error))]
+            return [*_listed_incomplete(error, diagnose), StreamEnd("error", *error_words(error))]
         if choices is None:
             if not _recognised(payload):
                 diagnose("unknown-event", f"an OpenAI chat payload with no choices (keys: {_keys(payload)})")
@@ -137,7 +137,7 @@ class OpenAIChatDecoder:
                 *rest,
                 *_listed_incomplete(error, diagnose),
                 *finish,
-                StreamEnd("error", None, error_message(error)),
+                StreamEnd("error", *error_words(error)),
             ]
         return events
 
