@@ -176,3 +176,33 @@ def test_an_invoke_stream_s_exception_keeps_its_name_as_bytes_as_among_chunks(
         (d.event, d.code, d.message) for d in fed.diagnostics
     ]
     assert framed.calls == fed.calls
+
+
+def _error_read(provider: str, events: list[dict[str, Any]]) -> tuple[Any, ...]:
+    r = fsm.Reassembler(provider)
+    try:
+        for event in events:
+            r.feed(event)
+        result = r.close()
+    except fsm.errors.ToolcallFSMError as exc:
+        return ("raised", str(exc))
+    said = [d.message for d in result.diagnostics if d.code == "provider-error"]
+    return result.finish_reason, result.finish_message, said
+
+
+_ANTHROPIC_START = {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant"}}
+
+
+@pytest.mark.parametrize(
+    "error",
+    [{"type": "error", "error": "Overloaded"}, {"type": "error", "error": None, "message": "Overloaded"}],
+    ids=["string-error", "message-beside-null-error"],
+)
+def test_an_anthropic_error_reads_alike_before_and_after_the_provider_is_known(error: dict[str, Any]) -> None:
+    """Read first with provider auto, such an event is an error saying ``Overloaded`` (error_in); read
+    by the Anthropic decoder, a string error raised RemoteProtocolError (lax mode too) and a null one
+    said ``{}``."""
+    alone = _error_read("auto", [error])
+    assert alone == ("error", "Overloaded", ["the provider reported an error: Overloaded"])
+    assert _error_read("anthropic", [error]) == alone
+    assert _error_read("auto", [_ANTHROPIC_START, error]) == alone
