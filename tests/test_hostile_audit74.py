@@ -206,3 +206,25 @@ def test_an_anthropic_error_reads_alike_before_and_after_the_provider_is_known(e
     assert alone == ("error", "Overloaded", ["the provider reported an error: Overloaded"])
     assert _error_read("anthropic", [error]) == alone
     assert _error_read("auto", [_ANTHROPIC_START, error]) == alone
+
+
+_VLLM_ERROR = {"object": "error", "message": "Too long", "type": "BadRequestError", "param": None, "code": 400}
+_CHAT_CALL = {
+    "id": "c",
+    "object": "chat.completion.chunk",
+    "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "t", "function": {"name": "f"}}]}}],
+}
+
+
+def test_an_object_error_payload_is_an_error_after_chat_chunks_too() -> None:
+    """An OpenAI-compatible server's ``"object": "error"`` payload ended a stream it began with its
+    message (error_in), but after a chunk the chat decoder reported it (``unknown-event``) and the
+    stream ended with no finish reason, its open call closed as if nothing went wrong."""
+    alone = _error_read("auto", [_VLLM_ERROR])
+    assert alone == ("error", "Too long", ["the provider reported an error: Too long"])
+    assert _error_read("openai-chat", [_VLLM_ERROR]) == alone
+    assert _error_read("auto", [_CHAT_CALL, _VLLM_ERROR]) == alone
+    r = fsm.Reassembler("openai-chat")
+    r.feed(_CHAT_CALL)
+    r.feed(_VLLM_ERROR)
+    assert [c.status for c in r.close().calls] == [fsm.CallStatus.TRUNCATED]
