@@ -228,3 +228,16 @@ def test_an_object_error_payload_is_an_error_after_chat_chunks_too() -> None:
     r.feed(_CHAT_CALL)
     r.feed(_VLLM_ERROR)
     assert [c.status for c in r.close().calls] == [fsm.CallStatus.TRUNCATED]
+
+
+_OLLAMA_LINE = {"model": "m", "created_at": "t", "message": {"role": "assistant", "content": "hi"}, "done": False}
+
+
+def test_an_ollama_error_object_says_its_message_after_lines_too() -> None:
+    """Read first in a stream, ``{"error": {"message": ...}}`` said its message (error_in); read by
+    the Ollama decoder it said the object, ``{'message': 'boom'}``."""
+    error = {"error": {"message": "boom"}}
+    alone = _error_read("auto", [error])
+    assert alone == ("error", "boom", ["the provider reported an error: boom"])
+    assert _error_read("ollama", [error]) == alone
+    assert _error_read("auto", [_OLLAMA_LINE, error]) == alone

@@ -22,6 +22,7 @@ from fsm.events import (
     build_stream_end,
     build_usage_report,
 )
+from fsm.wire.decoders import error_message
 from fsm.wire.decoders._fields import index, items, mapping, text, written
 from fsm.wire.decoders._wire import TurnSaid, dumps
 from fsm.wire.decoders.chunk_form import FormSpec
@@ -36,7 +37,7 @@ class OllamaDecoder:
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         if payload.get("error"):
-            return [StreamEnd("error", None, str(payload["error"]))]
+            return [StreamEnd("error", None, error_message(payload["error"]))]  # as error_in reads it
         if "message" not in payload and "done" not in payload:
             shown = ", ".join(repr(k) for k in list(payload)[:6]) or "none"
             diagnose("unknown-event", f"an Ollama line with neither message nor done (keys: {shown})")
