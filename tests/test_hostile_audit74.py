@@ -241,3 +241,38 @@ def test_an_ollama_error_object_says_its_message_after_lines_too() -> None:
     assert alone == ("error", "boom", ["the provider reported an error: boom"])
     assert _error_read("ollama", [error]) == alone
     assert _error_read("auto", [_OLLAMA_LINE, error]) == alone
+
+
+def _call_line(name: str, done: bool) -> dict[str, Any]:
+    call = {"function": {"name": name, "arguments": {"a": 1}}}
+    return {
+        "model": "m",
+        "created_at": "t",
+        "message": {"role": "assistant", "content": "", "tool_calls": [call]},
+        "done": done,
+    }
+
+
+@pytest.mark.parametrize("done", [False, True], ids=["mid-stream", "last-line"])
+def test_an_ollama_line_holding_an_error_beside_its_message_keeps_what_it_says(done: bool) -> None:
+    """The line ended the stream at its error, and the calls and text of its message went unread
+    without a word. Read as an OpenAI chat error beside choices is (policy error-beside-finish):
+    what the line says first, then the error; after the finish on the last line, the turn stands
+    and the error is reported after it."""
+    r = fsm.Reassembler("ollama")
+    r.feed(_call_line("f", False))
+    r.feed({**_call_line("g", done), "error": "boom"})
+    result = r.close()
+    assert [(c.name, c.status) for c in result.calls] == [
+        ("f", fsm.CallStatus.COMPLETE),
+        ("g", fsm.CallStatus.COMPLETE),
+    ]
+    errors = [d.message for d in result.diagnostics if d.code == "provider-error"]
+    if done:
+        assert result.finish_reason == "tool_calls"
+        assert errors == [
+            "the provider reported an error: boom (after the turn finished at event 2: its finish reason and calls stand)"
+        ]
+    else:
+        assert (result.finish_reason, result.finish_message) == ("error", "boom")
+        assert errors == ["the provider reported an error: boom"]
