@@ -230,6 +230,7 @@ def test_an_object_error_payload_is_an_error_after_chat_chunks_too() -> None:
     assert [c.status for c in r.close().calls] == [fsm.CallStatus.TRUNCATED]
 
 
+_AFTER_FINISH = "after the turn finished at event 2: its finish reason and calls stand"
 _OLLAMA_LINE = {"model": "m", "created_at": "t", "message": {"role": "assistant", "content": "hi"}, "done": False}
 
 
@@ -270,9 +271,32 @@ def test_an_ollama_line_holding_an_error_beside_its_message_keeps_what_it_says(d
     errors = [d.message for d in result.diagnostics if d.code == "provider-error"]
     if done:
         assert result.finish_reason == "tool_calls"
-        assert errors == [
-            "the provider reported an error: boom (after the turn finished at event 2: its finish reason and calls stand)"
-        ]
+        assert errors == [f"the provider reported an error: boom ({_AFTER_FINISH})"]
+    else:
+        assert (result.finish_reason, result.finish_message) == ("error", "boom")
+        assert errors == ["the provider reported an error: boom"]
+
+
+def _gemini_call(name: str, finish: str | None = None) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"functionCall": {"name": name, "args": {}}}]}}
+    return {"candidates": [{**candidate, "finishReason": finish} if finish else candidate]}
+
+
+@pytest.mark.parametrize("finish", [None, "STOP"])
+def test_a_gemini_error_beside_candidates_keeps_what_they_say(finish: str | None) -> None:
+    """The event ended the stream at its error, and its candidates (a call here) went unread without
+    a word. Read as an OpenAI chat error beside choices is (policy error-beside-finish): the
+    candidates first, then the error; after their finish, the turn stands and the error is
+    reported after it."""
+    r = fsm.Reassembler("gemini")
+    r.feed(_gemini_call("f"))
+    r.feed({**_gemini_call("g", finish), "error": {"code": 500, "message": "boom"}})
+    result = r.close()
+    assert [c.name for c in result.calls] == ["f", "g"]
+    errors = [d.message for d in result.diagnostics if d.code == "provider-error"]
+    if finish:
+        assert result.finish_reason == "tool_calls"
+        assert errors == [f"the provider reported an error: boom ({_AFTER_FINISH})"]
     else:
         assert (result.finish_reason, result.finish_message) == ("error", "boom")
         assert errors == ["the provider reported an error: boom"]
