@@ -300,3 +300,133 @@ def test_a_gemini_error_beside_candidates_keeps_what_they_say(finish: str | None
     else:
         assert (result.finish_reason, result.finish_message) == ("error", "boom")
         assert errors == ["the provider reported an error: boom"]
+
+
+# The differential the audit ran: every bundled vector whose stream holds an error, and an error of
+# each wire in the shapes its servers send, read as dicts, as bytes in the wire's framing and as the
+# official SDK's objects (where its types hold the event: Anthropic's and Gemini's raise on an error
+# instead, Ollama's client too), must give the same finish, codes and messages, lax and strict.
+_R_START = {
+    "type": "response.created",
+    "sequence_number": 0,
+    "response": {"id": "r", "object": "response", "created_at": 1, "model": "m", "output": [], "status": "in_progress"},
+}
+_R_FAILED = {
+    **_R_START["response"],
+    "status": "failed",
+    "parallel_tool_calls": True,
+    "tool_choice": "auto",
+    "tools": [],
+}
+_R_START["response"].update(parallel_tool_calls=True, tool_choice="auto", tools=[])
+_COHERE_CALL = [
+    {"type": "message-start", "id": "x", "delta": {"message": {"role": "assistant"}}},
+    {
+        "type": "tool-call-start",
+        "index": 0,
+        "delta": {
+            "message": {"tool_calls": {"id": "t", "type": "function", "function": {"name": "f", "arguments": ""}}}
+        },
+    },
+]
+_HAND_MADE: list[tuple[str, str, list[dict[str, Any]]]] = [
+    ("anthropic", "anthropic", [*_INVOKED, {"type": "error", "error": {"type": "overloaded_error", "message": "x"}}]),
+    ("anthropic-string", "anthropic", [*_INVOKED, {"type": "error", "error": "Overloaded"}]),
+    ("chat", "openai-chat", [_CHAT_CALL, {"error": {"message": "boom", "code": 500}}]),
+    ("chat-beside", "openai-chat", [_CHAT_CALL, {**_CHAT_CALL, "choices": [], "error": {"message": "boom"}}]),
+    ("chat-vllm", "openai-chat", [_CHAT_CALL, _VLLM_ERROR]),
+    ("responses", "openai-responses", [_R_START, {"type": "error", "sequence_number": 1, "code": "c", "message": "m"}]),
+    (
+        "responses-failed",
+        "openai-responses",
+        [
+            _R_START,
+            {"type": "response.failed", "sequence_number": 1, "response": {**_R_FAILED, "error": {"message": "m"}}},
+        ],
+    ),
+    ("gemini", "gemini", [_gemini_call("f"), {"error": {"code": 429, "message": "quota", "status": "EXHAUSTED"}}]),
+    ("gemini-beside", "gemini", [_gemini_call("f"), {**_gemini_call("g"), "error": {"message": "boom"}}]),
+    ("ollama", "ollama", [_OLLAMA_LINE, {"error": {"message": "boom"}}]),
+    ("ollama-beside", "ollama", [_OLLAMA_LINE, {**_call_line("g", False), "error": "boom"}]),
+    ("cohere", "cohere", [*_COHERE_CALL, {"type": "message-end", "delta": {"finish_reason": "ERROR", "error": "x"}}]),
+    ("bedrock", "bedrock", [_STARTED, _DELTA, {_KIND: {"Message": "slow down"}}]),
+    ("bedrock-string", "bedrock", [_STARTED, {_KIND: "slow down"}]),
+]
+
+
+def _error_streams() -> list[tuple[str, str, list[dict[str, Any]]]]:
+    from tests.test_conformance import VECTORS
+
+    found = list(_HAND_MADE)
+    for vector in VECTORS:
+        said = json.dumps(vector.events)
+        if vector.body is None and ('"error"' in said or "Exception" in said):
+            found.append((vector.name, vector.shape, vector.events))
+    return found
+
+
+def _framed(shape: str, events: list[dict[str, Any]]) -> bytes | None:
+    from fsm.wire.decoders import BEDROCK_ERRORS
+    from tests.capture_variants import render
+
+    if shape == "bedrock":
+        if any(len(e) != 1 for e in events) or not pytest.importorskip("botocore"):
+            return None
+        framed = [(kind, body) for e in events for kind, body in e.items()]
+        return b"".join(
+            aws_message(json.dumps(b).encode(), k, ":exception-type" if k in BEDROCK_ERRORS else ":event-type")
+            for k, b in framed
+        )
+    if shape in ("ollama", "cohere"):
+        return b"".join(json.dumps(e).encode() + b"\n" for e in events)
+    return render(events, shape)
+
+
+def _sdk_objects(shape: str, events: list[dict[str, Any]]) -> list[Any] | None:
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        if shape == "openai-chat":
+            chat = pytest.importorskip("openai.types.chat")
+            envelope = {"id": "x", "created": 1, "model": "m", "object": "chat.completion.chunk"}
+            return [chat.ChatCompletionChunk.model_validate({**envelope, **e}) for e in events]
+        if shape == "openai-responses":
+            responses = pytest.importorskip("openai.types.responses")
+            adapter: TypeAdapter[Any] = TypeAdapter(responses.ResponseStreamEvent)
+            return [adapter.validate_python(e) for e in events]
+        if shape == "cohere":
+            cohere = pytest.importorskip("cohere")
+            adapter = TypeAdapter(cohere.StreamedChatResponseV2)
+            return [adapter.validate_python(e) for e in events]
+    except ValidationError:
+        return None
+    return None
+
+
+def _read_all(provider: str, strict: bool, feed: Callable[[fsm.Reassembler], Any]) -> tuple[Any, ...]:
+    r = fsm.Reassembler(provider, strict=strict)
+    try:
+        feed(r)
+        result = r.close()
+    except fsm.errors.ToolcallFSMError as exc:
+        return ("raised", type(exc).__name__, str(exc))
+    return (
+        result.finish_reason,
+        result.raw_finish_reason,
+        result.finish_message,
+        [(d.event, d.code, d.message) for d in result.diagnostics],
+        [(c.id, c.name, c.status, c.arguments) for c in result.calls],
+    )
+
+
+@pytest.mark.parametrize(("shape", "events"), [s[1:] for s in _error_streams()], ids=[s[0] for s in _error_streams()])
+def test_a_stream_with_an_error_reads_alike_as_dicts_bytes_and_sdk_objects(shape: str, events: list[Any]) -> None:
+    data = _framed(shape, events)
+    objects = _sdk_objects(shape, events)
+    for provider in (shape, "auto"):
+        for strict in (False, True):
+            fed = _read_all(provider, strict, lambda r: [r.feed(e) for e in events])
+            if data is not None:
+                assert _read_all(provider, strict, lambda r: r.feed_bytes(data)) == fed
+            if objects is not None:
+                assert _read_all(provider, strict, lambda r: [r.feed(o) for o in objects]) == fed
