@@ -160,8 +160,8 @@ class GeminiDecoder:
         error = payload.get("error")
         if error:  # what a response beside it says is read first (policy error-beside-finish, as chat's)
             rest = {key: value for key, value in payload.items() if key != "error"}
-            said = [] if _RESPONSE_FIELDS.isdisjoint(rest) else self.decode(rest, diagnose)
-            return [*said, *self._close_open(), StreamEnd("error", None, error_message(error))]
+            beside = [] if _RESPONSE_FIELDS.isdisjoint(rest) else self.decode(rest, diagnose)
+            return [*beside, *self._close_open(), StreamEnd("error", None, error_message(error))]
         if _RESPONSE_FIELDS.isdisjoint(payload):
             shown = ", ".join(repr(k) for k in list(payload)[:6]) or "none"
             diagnose("unknown-event", f"a Gemini payload with no response fields (keys: {shown})")
