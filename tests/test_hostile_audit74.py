@@ -430,3 +430,33 @@ def test_a_stream_with_an_error_reads_alike_as_dicts_bytes_and_sdk_objects(shape
                 assert _read_all(provider, strict, lambda r: r.feed_bytes(data)) == fed
             if objects is not None:
                 assert _read_all(provider, strict, lambda r: [r.feed(o) for o in objects]) == fed
+
+
+_FRAMED_ERROR = {"type": "error", "error": {"type": _KIND, "message": "slow down"}}
+_TOOL_START = {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "t", "name": "f"}}}}
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [_STARTED, _TOOL_START, {**_FRAMED_ERROR, **_DELTA}],
+        [_STARTED, _TOOL_START, {**_DELTA, **_FRAMED_ERROR}],
+        [{**_FRAMED_ERROR, **_DELTA}],
+    ],
+    ids=["error-first", "delta-first", "first-event"],
+)
+def test_keys_beside_an_error_event_in_a_converse_stream_are_reported(events: list[dict[str, Any]]) -> None:
+    """An exception as the AWS framing hands it on, fed as a dict with a ConverseStream key beside
+    it: the stream ended at the error and the key went unread without a word (as the first event,
+    the decoder raised on its ``type``). It is reported now, as a key beside an exception among
+    InvokeModel chunks is."""
+    r = fsm.Reassembler("bedrock")
+    for event in events:
+        r.feed(event)
+    result = r.close()
+    assert (result.finish_reason, result.raw_finish_reason, result.finish_message) == ("error", _KIND, "slow down")
+    said = [(d.code, d.message) for d in result.diagnostics if d.code != "truncated"]
+    assert said == [
+        ("unknown-event", "Bedrock events ['contentBlockDelta'] beside an error event: not read"),
+        ("provider-error", "the provider reported an error: slow down"),
+    ]
