@@ -460,3 +460,29 @@ def test_keys_beside_an_error_event_in_a_converse_stream_are_reported(events: li
         ("unknown-event", "Bedrock events ['contentBlockDelta'] beside an error event: not read"),
         ("provider-error", "the provider reported an error: slow down"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("delta", "expected"),
+    [
+        ({"finish_reason": "ERROR", "error": {"message": "boom"}}, ("error", "ERROR", "boom", "")),
+        (
+            {"finish_reason": "TOOL_CALL", "error": "boom"},
+            ("tool_calls", "TOOL_CALL", None, " (after the turn finished"),
+        ),
+    ],
+    ids=["error-object", "beside-tool-call"],
+)
+def test_a_cohere_error_reads_as_every_wire_s(delta: dict[str, Any], expected: tuple[Any, ...]) -> None:
+    """A ``message-end`` error object said the object (``{'message': 'boom'}``), where every other
+    wire says its message; and beside a finish reason that is not an error it took that finish's
+    place, where chat's policy error-beside-finish keeps the finish and its calls, the error after."""
+    r = fsm.Reassembler("cohere")
+    for event in [*_COHERE_CALL, {"type": "message-end", "delta": delta}]:
+        r.feed(event)
+    result = r.close()
+    finish, raw, message, after = expected
+    assert (result.finish_reason, result.raw_finish_reason, result.finish_message) == (finish, raw, message)
+    errors = [d.message for d in result.diagnostics if d.code == "provider-error"]
+    assert len(errors) == 1
+    assert errors[0].startswith(f"the provider reported an error: boom{after}")
