@@ -486,3 +486,17 @@ def test_a_cohere_error_reads_as_every_wire_s(delta: dict[str, Any], expected: t
     errors = [d.message for d in result.diagnostics if d.code == "provider-error"]
     assert len(errors) == 1
     assert errors[0].startswith(f"the provider reported an error: boom{after}")
+
+
+def test_an_exception_frame_holding_a_number_too_long_to_write_says_what_the_event_does() -> None:
+    """The framing parsed an exception's payload with json.loads, which refuses an integer past
+    Python's int-string limit: the frame's whole text became the message, thousands of digits,
+    where the same exception as a decoded JSON event (read by loads_event) named the number."""
+    pytest.importorskip("botocore")
+    raw = b'{"message": ' + b"9" * 5000 + b"}"
+    r = fsm.Reassembler("bedrock")
+    r.feed_bytes(aws_message(b"{}", "messageStart") + aws_message(raw, _KIND, ":exception-type"))
+    framed = r.close().finish_message
+    r = fsm.Reassembler("bedrock")
+    r.feed_bytes(b'{"messageStart": {}}\n{"' + _KIND.encode() + b'": ' + raw + b"}\n")
+    assert framed == r.close().finish_message == "a number too long to write as text (more than 4300 digits)"
