@@ -239,8 +239,8 @@ def chars_held(value: Any) -> int:
     count, todo, seen = 0, [value], set()
     while todo:
         item = todo.pop()
-        if type(item) is str:
-            count += len(item)
+        if isinstance(item, str):
+            count += str.__len__(item)  # a caller's str subclass holds its characters all the same
         elif isinstance(item, Mapping | list | tuple):
             if id(item) in seen:
                 continue

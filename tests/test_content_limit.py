@@ -182,3 +182,17 @@ def test_a_shared_list_is_counted_once_as_it_is_held_once() -> None:
         r.feed(event)
     assert len(r.close().server_tool_results) == 1
     assert r._content.held < 200
+
+
+class Sly(str):
+    def __len__(self) -> int:  # a caller's string that says it is short
+        return 0
+
+
+def test_a_caller_string_is_counted_by_what_it_holds() -> None:
+    events = [{"type": "message_start", "message": {"id": "m", "role": "assistant", "content": []}}]
+    events += claude_result(0, [{"type": "web_search_result", "encrypted_content": Sly("E" * 5000)}])
+    r = Reassembler("anthropic", limits=Limits(max_content_chars=4000))
+    with pytest.raises(LimitExceeded):
+        for event in events:
+            r.feed(event)

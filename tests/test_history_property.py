@@ -432,10 +432,16 @@ def test_malformed_input_gets_a_local_protocol_error_and_anything_else_a_repair_
             history.repair(messages)
         return
     fixed, changes = history.repair(messages, format=report.format)  # type: ignore[arg-type]
-    # but a role the format lacks, which only the caller can name: repair keeps it and says so
+    # but a role the format lacks, or a Responses item differing from an earlier one of its id, which only the
+    # caller can settle: repair keeps it and says so
     left = history.check(fixed, report.format)  # type: ignore[arg-type]
-    assert {f.kind for f in left.findings} <= {history.Kind.UNKNOWN_ROLE, history.Kind.REUSED}
-    odd = len(left.of(history.Kind.UNKNOWN_ROLE))
+    assert {f.kind for f in left.findings} <= {
+        history.Kind.UNKNOWN_ROLE,
+        history.Kind.REUSED,
+        history.Kind.DUPLICATE_ITEM,
+    }
+    odd, twice = len(left.of(history.Kind.UNKNOWN_ROLE)), len(left.of(history.Kind.DUPLICATE_ITEM))
     assert [c.kind for c in changes].count("kept-unknown-role") == odd
+    assert [c.kind for c in changes].count("kept-duplicate-item") == twice
     kept = history.repair(fixed, format=report.format)[1]  # type: ignore[arg-type]
-    assert [c.kind for c in kept] == ["kept-unknown-role"] * odd
+    assert sorted(c.kind for c in kept) == sorted(["kept-unknown-role"] * odd + ["kept-duplicate-item"] * twice)

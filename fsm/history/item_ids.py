@@ -81,7 +81,8 @@ def settle_items(messages: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[st
         # Any kept copy, not only the first: the pairing may drop the first (its call gone), and
         # a copy of the one left would then be a duplicate a second repair drops.
         same = next((k for k in kept.setdefault(item_id, [earlier]) if messages[k] == item), None)
-        if item.get("type") not in NEEDS_ITS_ID:
+        kind = item.get("type")
+        if not (type(kind) is str and kind in NEEDS_ITS_ID):
             settled[at] = {key: value for key, value in item.items() if key != "id"}
             why = f"item id {item_id} was sent in message {earlier + 1} already; this item goes without one"
             changes.append(Change("removed-item-id", at + 1, item_id, why))

@@ -25,6 +25,7 @@ from typing import Any
 from fsm.errors import FramingError
 from fsm.errors import kind as what_kind
 from fsm.jsontext import TOO_DEEP_TO_READ, loads_event, nesting_exceeds
+from fsm.wire.decoders._fields import exception_message
 from fsm.wire.faults import Fault, Payload, decode_utf8, too_long
 
 _AWS_SMALLEST = 16  # a prelude (12 bytes) and the message CRC (4)
@@ -139,14 +140,16 @@ def _error(kind: Any, message: Any, text: str | None) -> str:
     """An exception or error message as the event every reader takes for an error: ``{"type":
     "error", "error": {...}}`` (the Anthropic, OpenAI chat and Bedrock decoders all read it; one of
     Bedrock's own exceptions names Bedrock, see detect_provider). ``text`` is an exception's payload,
-    usually ``{"message": ...}``; whatever it holds, it is the error's message."""
+    usually ``{"message": ...}``; whatever it holds, it says the error's message as the same body in
+    a ConverseStream event or among InvokeModel chunks says it (exception_message). Read as those
+    are (loads_event), a number too long to write is named the same way."""
+    kind = kind if isinstance(kind, str) and kind else "error"
     if text is not None:
         try:
-            body = json.loads(text) if text.strip() else {}
-        except ValueError:
-            body = text
-        message = body.get("message", body.get("Message")) if isinstance(body, dict) else body
-    kind = kind if isinstance(kind, str) and kind else "error"
+            body = loads_event(text) if text.strip() else None
+        except (ValueError, RecursionError):
+            body = text  # not JSON: the text is what it says
+        message = exception_message(kind, body)
     return json.dumps({"type": "error", "error": {"type": kind, "message": str(kind if message is None else message)}})
 
 

@@ -139,7 +139,7 @@ class ResponsesReasoning:
         return pieces
 
     def _held(self, item: _Item, text: str) -> None:
-        self.pending[item.at] = self.pending.get(item.at, 0) + len(text)
+        self.pending[item.at] = self.pending.get(item.at, 0) + str.__len__(text)
 
     def _item(self, at: int) -> _Item:
         item = self.items.get(at)

@@ -107,6 +107,16 @@ def _bedrock_exception(error: Any) -> bool:
     return isinstance(kind, str) and kind in BEDROCK_ERRORS
 
 
+def error_words(error: Any) -> tuple[str | None, str]:
+    """The raw finish reason and message of the error object ``error``: its message (error_message)
+    and, for one of Bedrock's exceptions as the AWS framing hands it on (``{"type": "error",
+    "error": {"type": "throttlingException", ...}}``), its name, as every other path keeps it. An
+    InvokeModel stream's exception frame is read by its model's wire's decoder (Anthropic's, OpenAI
+    chat's), which lost the name that the same exception fed among boto3's chunks kept (audit 74)."""
+    kind = error["type"] if _bedrock_exception(error) else None
+    return kind, error_message(error)
+
+
 def error_message(error: Any) -> str:
     """What a provider's error says: the ``message`` of an error object that has one, else the whole
     value (a string, or an object with no message)."""

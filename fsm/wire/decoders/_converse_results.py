@@ -35,7 +35,7 @@ class ConverseResult:
                     self._content[-1].append(said)
                 else:
                     self._content.append([said])
-                kept += len(said)
+                kept += str.__len__(said)  # (a caller's str subclass: what it holds)
             elif isinstance(piece, Mapping) and len(piece) == 1 and "json" in piece:
                 self._content.append({"json": piece["json"]})
                 kept += chars_held(piece["json"])

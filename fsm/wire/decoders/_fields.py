@@ -79,6 +79,18 @@ def written(value: Any) -> str:
     return str(_named(value) if isinstance(value, dict | list) else value)
 
 
+def exception_message(kind: str, body: Any) -> str:
+    """What a Bedrock exception says, read alike from AWS event-stream bytes, a ConverseStream event
+    and an event fed among InvokeModel chunks (policy exception-words): its body's ``message``, else
+    its ``Message`` (the spelling some AWS services use), else a body that is no object as written
+    (a string is its text: the exception ends the stream whatever its body holds); an exception
+    that says nothing (a null or empty body or message) is said by its name."""
+    said = body.get("message") if isinstance(body, Mapping) else body
+    if said is None and isinstance(body, Mapping):
+        said = body.get("Message")
+    return kind if said is None or said == "" else written(said)
+
+
 def _named(value: Any) -> Any:
     """``value`` with each number too long to write in it replaced by what :func:`too_long` says of it."""
     if isinstance(value, dict):

@@ -53,7 +53,7 @@ from fsm.events import (
     build_stream_end,
     build_usage_report,
 )
-from fsm.wire.decoders import error_message
+from fsm.wire.decoders import error_words
 from fsm.wire.decoders._fields import index, items, mapping, text
 from fsm.wire.decoders._wire import CLAUDE_FINISH, TurnSaid, dumps, server_result_block, stop_details_said
 from fsm.wire.decoders.chunk_form import FormSpec
@@ -135,8 +135,8 @@ class AnthropicDecoder:
                 events += self._stop(i)
             return events
         if kind == "error":
-            error = mapping(payload.get("error"), "error")
-            return [StreamEnd("error", None, error_message(error))]
+            # As error_in reads it before the provider is known: a string error, or none beside a message
+            return [StreamEnd("error", *error_words(payload.get("error") or payload))]
         if kind not in _QUIET:
             diagnose("unknown-event", f"Anthropic event type {kind!r}")
         return []

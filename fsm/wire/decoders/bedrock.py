@@ -2,31 +2,30 @@
 
 ``contentBlockStart.start.toolUse {toolUseId, name}`` opens a call at ``contentBlockIndex``,
 ``contentBlockDelta.delta.toolUse.input`` fragments append, ``contentBlockStop`` ends it;
-``messageStop.stopReason`` ends the stream. A start repeated for the block still open at its index
-(same id and name) changes nothing. Text and reasoning deltas carry no call, and the random ``p``
-padding field is ignored. A server tool (Amazon Nova's ``nova_code_interpreter``,
-``nova_grounding``) comes as a ``toolUse`` start of ``type: server_tool_use``, read as a call the
-provider runs itself (:attr:`~fsm.results.Result.server_tool_calls`, never the client's), and its
-result as a block of its own: ``contentBlockStart.start.toolResult {toolUseId, type, status}``, then
-``contentBlockDelta.delta.toolResult``, a list of ``{json}`` or ``{text}`` items (a run of text
-items joins into one, as text deltas do), ended by ``contentBlockStop``, when it is kept whole as
-Converse's ``toolResult`` block (:class:`~fsm.events.ServerResultBlock`) for the next turn. A text block's
-text is a text part of its own (keyed by its ``contentBlockIndex``), and each ``delta.citation`` in
-it (botocore's ``CitationsDelta``: ``title``, ``source``, ``sourceContent``, ``location``) is a
-citation of that part, kept whole and in order, as Claude's ``citations_delta`` is: the same
-members as the ``Citation`` of the ``citationsContent`` block it goes back in. A citation with no
-text block to go on (no index; a tool, result or reasoning block's) and the citations of a block
-that ended with no text are reported (``part-not-reassembled``, at their event). What else a
-block's start or delta holds (an ``image``, a result item of another kind, a ``toolResult`` in a
-block that is no result's, a result block that never stopped) is reported likewise. The raw binary
-event stream is unframed by :mod:`fsm.wire.framing` (with botocore's decoder) into these same
-objects.
+``messageStop.stopReason`` ends the stream. A start repeated for the block still open at its index (same
+id and name) changes nothing. Text and reasoning deltas carry no call, and the random ``p`` padding field
+is ignored. A server tool (Amazon Nova's ``nova_code_interpreter``, ``nova_grounding``) comes as a
+``toolUse`` start of ``type: server_tool_use``, read as a call the provider runs itself
+(:attr:`~fsm.results.Result.server_tool_calls`, never the client's), and its result as a block of its own:
+``contentBlockStart.start.toolResult {toolUseId, type, status}``, then
+``contentBlockDelta.delta.toolResult``, a list of ``{json}`` or ``{text}`` items (a run of text items
+joins into one, as text deltas do), ended by ``contentBlockStop``, when it is kept whole as Converse's
+``toolResult`` block (:class:`~fsm.events.ServerResultBlock`) for the next turn. A text block's text is a
+text part of its own (keyed by its ``contentBlockIndex``), and each ``delta.citation`` in it (botocore's
+``CitationsDelta``: ``title``, ``source``, ``sourceContent``, ``location``) is a citation of that part,
+kept whole and in order, as Claude's ``citations_delta`` is: the same members as the ``Citation`` of the
+``citationsContent`` block it goes back in. A citation with no text block to go on (no index; a tool,
+result or reasoning block's) and the citations of a block that ended with no text are reported
+(``part-not-reassembled``, at their event). What else a block's start or delta holds (an ``image``, a
+result item of another kind, a ``toolResult`` in a block that is no result's, a result block that never
+stopped) is reported likewise. The raw binary event stream is unframed by :mod:`fsm.wire.framing` (with
+botocore's decoder) into these same objects.
 
-An ``InvokeModelWithResponseStream`` carries the model's own events instead (a Claude model's are
-Anthropic's; fsm/wire/eventstream.py unwraps them): named ``bedrock``, such a stream is read by the
-decoder of the wire its first event shows, so its calls are those the model's own wire gives. An
-exception tells neither stream; once a ConverseStream event was read, an event of another wire is
-reported (``unknown-event``) and not read.
+An ``InvokeModelWithResponseStream`` carries the model's own events instead (a Claude model's are Anthropic's;
+fsm/wire/eventstream.py unwraps them): named ``bedrock``, such a stream is read by the decoder of the wire its
+first event shows, so its calls are those the model's own wire gives. An exception tells neither stream; once
+a ConverseStream event was read, an event of another wire, or a key beside an exception frame's error event,
+is reported (``unknown-event``), not read.
 
 Nothing is dropped in silence: a ``toolUse`` start without ``contentBlockIndex`` is kept as a call
 routed by its id (``missing-routing-field``) and takes the next index no block opened; tool input at
@@ -56,7 +55,7 @@ from fsm.events import (
 )
 from fsm.wire.decoders import BEDROCK_ERRORS, BEDROCK_EVENTS, Decoder, detect_provider, error_message, make_decoder
 from fsm.wire.decoders._converse_results import ConverseResult
-from fsm.wire.decoders._fields import index, mapping, text, written
+from fsm.wire.decoders._fields import exception_message, index, mapping, text
 from fsm.wire.decoders._wire import TurnSaid
 from fsm.wire.decoders.chunk_form import FormSpec
 
@@ -102,12 +101,15 @@ class BedrockDecoder:
                 return self._not_converse(payload, diagnose)
         elif (carried := self._carried or self._carrying(payload)) is not None:
             return carried.decode(payload, diagnose)  # (ConverseStream events fed among chunks: Reassembler)
-        elif BEDROCK_EVENTS.isdisjoint(payload):
+        elif "type" in payload or BEDROCK_EVENTS.isdisjoint(payload):
             return self._not_converse(payload, diagnose)
         else:  # an exception belongs to both streams: it tells neither
             self._converse = not BEDROCK_ERRORS.issuperset(payload.keys())
         events: list[Event] = []
         for kind, body in payload.items():
+            if kind in BEDROCK_ERRORS:  # read whatever its body holds, as from the AWS framing
+                events.append(StreamEnd("error", kind, exception_message(kind, body)))
+                continue
             body = mapping(body, kind)
             if kind == "contentBlockStart":
                 start = mapping(body.get("start"), "start")
@@ -170,9 +172,6 @@ class BedrockDecoder:
                     events.append(build_stream_end(_FINISH.get(reason, reason), reason, None, None))
             elif kind == "metadata" and body.get("usage"):
                 events.append(build_usage_report(dict(mapping(body.get("usage"), "usage"))))
-            elif kind in BEDROCK_ERRORS:  # its message (or Message; its type where null), as from the AWS framer
-                said = body.get("message", body.get("Message"))
-                events.append(StreamEnd("error", kind, kind if said is None else written(said)))
             elif kind not in _QUIET:
                 diagnose("unknown-event", f"Bedrock event {kind!r}")
         return events
@@ -221,10 +220,12 @@ class BedrockDecoder:
         return self._carried
 
     def _not_converse(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
-        """An event with no ConverseStream event in it: an exception frame as the event-stream framing
-        hands it on (``{"type": "error", ...}``), which ends the stream; once a ConverseStream event was
-        read, an event of another wire (an InvokeModel chunk's) is reported and not read."""
+        """An event with a type (no ConverseStream event has one) or no ConverseStream event: an exception
+        frame as the AWS framing hands it on (``{"type": "error", ...}``) ends the stream; once a Converse
+        event was read, an event of another wire (an InvokeModel chunk's) is reported, not read."""
         if payload.get("type") == "error":
+            if unread := [key for key in payload if key not in ("type", "error")]:  # as among InvokeModel chunks
+                diagnose("unknown-event", f"Bedrock events {unread} beside an error event: not read")
             error = mapping(payload.get("error"), "error")
             kind = error.get("type")
             return [StreamEnd("error", kind if isinstance(kind, str) else None, error_message(error))]
@@ -367,8 +368,7 @@ def _report_unread(
 ) -> None:
     if body.keys() <= read:
         return
-    unread = [str(key) for key, value in body.items() if key not in read and value is not None]
-    if unread:
+    if unread := [str(key) for key, value in body.items() if key not in read and value is not None]:
         diagnose(
             "part-not-reassembled", f"{where} of block {at} holds {', '.join(unread[:6])}, which is not reassembled"
         )

@@ -7,7 +7,9 @@ before its calls) are its reasoning: one block, which fsm.messages sends back as
 are a reasoning model's ``thinking`` content pieces (Command A Reasoning: a ``content-delta`` whose
 content holds ``thinking``, not ``text``), in the same block, in the order they came. A
 delta at an index no ``tool-call-start`` opened (or after its ``tool-call-end``) opens a call of its
-own, reported (``unopened-call``).
+own, reported (``unopened-call``). A ``message-end`` ``error`` ends the stream with its message (an
+object's ``message``, as every wire's); beside a finish reason that is not one of error (``ERROR``,
+``TIMEOUT``), that finish comes first and the error after it (policy error-beside-finish, as chat's).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from fsm.events import (
     build_stream_end,
     build_usage_report,
 )
+from fsm.wire.decoders import error_message
 from fsm.wire.decoders._fields import index, mapping, text, written
 from fsm.wire.decoders._wire import BARE_REFS, TurnSaid
 from fsm.wire.decoders.chunk_form import FormSpec
@@ -84,8 +87,10 @@ class CohereDecoder:
             usage = mapping(delta.get("usage"), "usage")
             normal = _FINISH.get(reason, reason.lower()) if reason else None
             ended: list[Event] = [build_stream_end(normal, reason, None, None)] if reason else []
-            if error := delta.get("error"):  # what went wrong, beside finish_reason ERROR
-                ended = [StreamEnd("error", reason or None, str(error))]
+            if (error := delta.get("error")) and normal != "error" and ended:  # policy error-beside-finish
+                ended.append(StreamEnd("error", None, error_message(error)))
+            elif error:  # what went wrong, beside finish_reason ERROR
+                ended = [StreamEnd("error", reason or None, error_message(error))]
             return ended + ([build_usage_report(dict(usage))] if usage else [])
         if kind == "content-delta":
             content = mapping(mapping(delta.get("message"), "delta.message").get("content"), "content")

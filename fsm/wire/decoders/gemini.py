@@ -43,7 +43,9 @@ The candidate's ``finishMessage`` is kept with any finish (a call the finish cut
 it); a finish that is an error (``MALFORMED_FUNCTION_CALL``, ``UNEXPECTED_TOOL_CALL``) also takes it
 as its error message (``provider-error`` says it), after its own word.
 
-A payload with none of the response's fields is not this wire shape: ``unknown-event``. A
+A payload with none of the response's fields is not this wire shape: ``unknown-event``. An ``error``
+ends the stream; beside a response's fields it comes after what they say, which is read first
+(policy error-beside-finish, as an OpenAI chat error beside choices). A
 ``functionCall`` with arguments but no name is still a call (reported ``missing-name`` when it
 finishes), never dropped.
 
@@ -156,8 +158,10 @@ class GeminiDecoder:
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         error = payload.get("error")
-        if error:
-            return [*self._close_open(), StreamEnd("error", None, error_message(error))]
+        if error:  # what a response beside it says is read first (policy error-beside-finish, as chat's)
+            rest = {key: value for key, value in payload.items() if key != "error"}
+            beside = [] if _RESPONSE_FIELDS.isdisjoint(rest) else self.decode(rest, diagnose)
+            return [*beside, *self._close_open(), StreamEnd("error", None, error_message(error))]
         if _RESPONSE_FIELDS.isdisjoint(payload):
             shown = ", ".join(repr(k) for k in list(payload)[:6]) or "none"
             diagnose("unknown-event", f"a Gemini payload with no response fields (keys: {shown})")

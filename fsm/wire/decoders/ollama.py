@@ -3,7 +3,9 @@
 Each line may carry ``message.tool_calls[]``, every call whole, with ``arguments`` as a JSON object
 and the index at ``function.index``. ``done: true`` ends the stream with ``done_reason`` (``stop``
 also for tool turns, which the engine reports as ``tool_calls``). A line with neither ``message``
-nor ``done`` is not this wire shape: ``unknown-event``.
+nor ``done`` is not this wire shape: ``unknown-event``. An ``error`` ends the stream; beside a
+``message`` or ``done`` it comes after what they say, which is read first (policy error-beside-finish,
+as an OpenAI chat error beside choices): the line's calls and text stand, and a finish it gave first.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from fsm.events import (
     build_stream_end,
     build_usage_report,
 )
+from fsm.wire.decoders import error_message
 from fsm.wire.decoders._fields import index, items, mapping, text, written
 from fsm.wire.decoders._wire import TurnSaid, dumps
 from fsm.wire.decoders.chunk_form import FormSpec
@@ -35,9 +38,10 @@ class OllamaDecoder:
     name = "ollama"
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
-        if payload.get("error"):
-            return [StreamEnd("error", None, str(payload["error"]))]
+        error = payload.get("error")
         if "message" not in payload and "done" not in payload:
+            if error:
+                return [StreamEnd("error", None, error_message(error))]  # as error_in reads it
             shown = ", ".join(repr(k) for k in list(payload)[:6]) or "none"
             diagnose("unknown-event", f"an Ollama line with neither message nor done (keys: {shown})")
             return []
@@ -60,6 +64,8 @@ class OllamaDecoder:
             usage = {key: payload[key] for key in _USAGE if key in payload}
             if usage:
                 events.append(build_usage_report(usage))
+        if error:  # beside a message or done: read after them, as chat's beside choices (policy error-beside-finish)
+            events.append(StreamEnd("error", None, error_message(error)))
         return events
 
     def commonest_said(self, payload: dict[str, Any], content: TurnSaid) -> bool:

@@ -14,9 +14,9 @@ arguments as a JSON object instead of text). Dialect quirks handled here, not in
   of a type with neither ``function`` nor ``custom`` is reported (``unknown-event``);
 * LiteLLM's server tool calls, in ``delta.provider_specific_fields`` (``litellm_calls.py``);
 * ``finish_reason`` normalised, OpenRouter's ``native_finish_reason`` kept beside it; an ``error``
-  object (beside choices too) ends the stream with ``error``. Beside a finish reason that is not
-  ``error`` (``tool_calls``, ``length``, ...), that finish comes first and the error after it: the
-  turn ended as its choice says, and its calls stand (policy error-beside-finish). An error's
+  (beside choices too; or vLLM's payload of ``"object": "error"``) ends the stream with ``error``. Beside
+  a finish reason that is not ``error`` (``tool_calls``, ``length``, ...), that finish comes first and the
+  error after it: the turn ended as its choice says, and its calls stand (policy error-beside-finish). An error's
   ``incomplete_tool_calls`` (``[{"index", "id", "status"}]``, as ``DeltaEmitter.finish`` lists the
   calls that did not complete) ends each call listed as it says, before the finish: ``truncated``
   as an item the provider gave up, ``invalid`` as a call no tool can run (policy
@@ -45,7 +45,7 @@ from fsm.events import (
     build_call_seen,
     build_usage_report,
 )
-from fsm.wire.decoders import error_message
+from fsm.wire.decoders import error_words
 from fsm.wire.decoders._fields import index as read_index
 from fsm.wire.decoders._fields import number_text, written
 from fsm.wire.decoders._wire import (
@@ -91,8 +91,10 @@ class OpenAIChatDecoder:
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         error, choices = payload.get("error"), payload.get("choices")
+        if not error and payload.get("object") == "error":  # the payload is the error, as error_in reads it
+            error = payload
         if error and not choices:
-            return [*_listed_incomplete(error, diagnose), StreamEnd("error", None, error_message(error))]
+            return [*_listed_incomplete(error, diagnose), StreamEnd("error", *error_words(error))]
         if choices is None:
             if not _recognised(payload):
                 diagnose("unknown-event", f"an OpenAI chat payload with no choices (keys: {_keys(payload)})")
@@ -137,7 +139,7 @@ class OpenAIChatDecoder:
                 *rest,
                 *_listed_incomplete(error, diagnose),
                 *finish,
-                StreamEnd("error", None, error_message(error)),
+                StreamEnd("error", *error_words(error)),
             ]
         return events
 
