@@ -224,3 +224,16 @@ def test_a_responses_item_without_calls_tells_nothing_beside_another_formats_cal
     h = [said, THOUGHT, {"role": "assistant", "content": None, "tool_calls": [chat_call]}]
     assert history.detect_format(h) == "openai"
     assert "dangling" in [f.kind.value for f in history.check(h).findings]
+
+
+@pytest.mark.parametrize("fmt", ["auto", "responses"])
+def test_an_item_whose_type_is_no_string_is_read_as_before(fmt: str) -> None:
+    """The new Responses tells and the hosted items among calls look an item's type up in a set: a
+    list there (unhashable) raised TypeError out of check, where every other reading takes it as
+    an item of no known type."""
+    from fsm import history
+
+    odd = {"type": ["web_search_call"], "id": "x"}
+    for h in ([odd], [ASK, CALL_A, odd, OUT_A]):
+        history.check(h, format=fmt)
+        history.repair(h, format=fmt)

@@ -128,7 +128,7 @@ def _said_in_responses(message: Mapping[str, Any]) -> bool:
     Claude message dumped whole is of type ``message`` too, its parts ``text``): Responses items
     with no call or result, which tell the format only where no message tells one by its calls."""
     kind, content = message.get("type"), message.get("content")
-    if kind in RESPONSES_SAID:
+    if type(kind) is str and kind in RESPONSES_SAID:  # (a type of no str may be unhashable)
         return True
     return (
         kind == "message"

@@ -81,5 +81,7 @@ def _model_said(item: Mapping[str, Any]) -> bool:
     calls, before their outputs (an item with no ``type`` is a message)."""
     kind = item.get("type")
     return (
-        kind == "reasoning" or kind in HOSTED_ITEMS or (kind in (None, "message") and item.get("role") == "assistant")
+        kind == "reasoning"
+        or (type(kind) is str and kind in HOSTED_ITEMS)  # (a type of no str may be unhashable)
+        or (kind in (None, "message") and item.get("role") == "assistant")
     )
