@@ -15,12 +15,22 @@ the turn, counted over those parts and the calls (:attr:`fsm.results.TextPart.pl
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fsm.content_parts import Block, Part
 from fsm.errors import LimitExceeded
-from fsm.events import CompactionBlock, ContainerReport, ReasoningDelta, ServerResultBlock, TextDelta, UsageReport
+from fsm.events import (
+    CompactionBlock,
+    ContainerReport,
+    HeldPiece,
+    ReasoningDelta,
+    ServerResultBlock,
+    TextDelta,
+    TurnEvent,
+    UsageReport,
+    chars_held,
+)
 from fsm.jsontext import mend_surrogates
 from fsm.results import Compaction, ContentDelta, Output, Reasoning, ServerToolResult, TextPart
 
@@ -33,30 +43,6 @@ _SURROGATE = re.compile("[\ud800-\udfff]").search  # asked of text that is not A
 _Frozen = tuple[
     str, tuple[Reasoning, ...], tuple[TextPart, ...], str | None, tuple[ServerToolResult, ...], tuple[Compaction, ...]
 ]
-
-
-def _chars(value: Any) -> int:
-    """What :meth:`TurnContent.take` counts of a JSON-like value: its strings' characters (keys too),
-    and one for every other value. A list or mapping met twice (a caller's dicts may share one) is
-    held once, so counted once: the walk is linear in what is held, however it is shared."""
-    count, todo, seen = 0, [value], set()
-    while todo:
-        item = todo.pop()
-        if isinstance(item, str):
-            count += str.__len__(item)  # a caller's str subclass holds its characters all the same
-        elif isinstance(item, Mapping | list | tuple):
-            if id(item) in seen:
-                continue
-            seen.add(id(item))
-            count += 1
-            if isinstance(item, Mapping):
-                todo.extend(item.keys())
-                todo.extend(item.values())
-            else:
-                todo.extend(item)
-        else:
-            count += 1
-    return count
 
 
 class TurnContent:
@@ -76,6 +62,7 @@ class TurnContent:
     _parts: dict[int, Part] | None = None
     _server_results: list[ServerToolResult] | None = None
     _compactions: dict[int | None, Compaction] | None = None
+    _pieces: dict[tuple[bool, int | None], int] | None = None  # a held part (see HeldPiece): what its pieces counted
     _calls: Callable[[], int] | None = None  # set by place_by: the calls opened so far
     heard: Callable[[Output], None] | None = None  # Reassembler(content_deltas=True): the ledger's emit
     ledger: Ledger | None = None  # the engine's, set by the facade: where text-is-unicode's diagnostics go
@@ -95,15 +82,13 @@ class TurnContent:
         self._placed += 1
         return self._calls() + self._placed - 1
 
-    def apply(
-        self, event: TextDelta | ReasoningDelta | UsageReport | ServerResultBlock | ContainerReport | CompactionBlock
-    ) -> None:
+    def apply(self, event: TurnEvent) -> None:
         if type(event) is TextDelta:
             text = event.text
             if text:
                 self.take(len(text))
             if event.signature or event.item_id or event.status or event.phase or event.citation is not None:
-                self.take(_chars((event.signature, event.item_id, event.status, event.phase, event.citation)))
+                self.take(chars_held((event.signature, event.item_id, event.status, event.phase, event.citation)))
             if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
                 text = self._unicode("refusal" if event.refusal else "text", text, event.part, event.output_index)
             if event.refusal:
@@ -139,7 +124,8 @@ class TurnContent:
                 self.take(len(text))
             if event.signature or event.redacted or event.item_id or event.summary or event.encrypted_content:
                 beside = (event.signature, event.redacted, event.item_id, event.summary, event.encrypted_content)
-                self.take(_chars(beside))
+                counted = self._pieces.pop((True, event.block), 0) if self._pieces else 0
+                self.take(max(0, chars_held(beside) - counted))  # what its pieces were not counted for
             if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
                 text = self._unicode(("reasoning", event.block), text, None, event.output_index)
             self._block(event.block).add(event, text)
@@ -147,21 +133,28 @@ class TurnContent:
                 self.heard(ContentDelta("reasoning", text))
         elif type(event) is UsageReport:
             if event.cumulative and self.usage is not None:
-                self.take(_chars(event.usage))  # kept beside what came before (a replacement is not)
+                self.take(chars_held(event.usage))  # kept beside what came before (a replacement is not)
                 self.usage = {**self.usage, **event.usage}
             else:
                 self.usage = dict(event.usage)
         elif type(event) is ServerResultBlock:
-            self.take(_chars(event.block))
+            counted = self._pieces.pop((False, event.output_index), 0) if self._pieces else 0
+            self.take(max(0, chars_held(event.block) - counted))  # what its pieces were not counted for
             if self._server_results is None:
                 self._server_results = []
             # A wire whose parts are placed (Gemini's code results) gives it no index: its place is its index.
             at = event.output_index if event.output_index is not None else self._place()
             self._server_results.append(ServerToolResult(event.block, at))
+        elif type(event) is HeldPiece:
+            if event.chars > 0:
+                self.take(event.chars)
+                pieces = self._pieces = self._pieces or {}
+                key = (event.reasoning, event.place)
+                pieces[key] = pieces.get(key, 0) + event.chars
         elif type(event) is ContainerReport:
             self.container = dict(event.container)  # the latest word (a message_delta's, after the start's)
         elif type(event) is CompactionBlock:
-            self.take(_chars(event.block))
+            self.take(chars_held(event.block))
             if self._compactions is None:
                 self._compactions = {}
             # by place: a delta's block replaces its start's; one without a place, the latest such

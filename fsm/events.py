@@ -6,6 +6,7 @@ registry (fsm/engine/registry.py) alone decides which call that evidence points 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -217,6 +218,45 @@ class ServerResultBlock:
 
 
 @attrs.frozen(slots=True)
+class HeldPiece:
+    """The characters of a piece of a part that a reader holds until the part ends and comes whole
+    (a Bedrock Converse server tool's result, by its ``toolResult`` deltas, then a ServerResultBlock
+    at ``place``; a Responses reasoning item's summary parts through LangChain, then a
+    ReasoningDelta of block ``place``). They count against ``Limits.max_content_chars`` as they
+    come, so a part streamed without end stops at the limit, at the piece that passes it; the whole
+    part then counts only what its pieces did not."""
+
+    chars: int
+    place: int
+    reasoning: bool = False
+    """The part is a reasoning item's (else a server tool's result)."""
+
+
+def chars_held(value: Any) -> int:
+    """What :meth:`fsm.content.TurnContent.take` counts of a JSON-like value: its strings' characters (keys too),
+    and one for every other value. A list or mapping met twice (a caller's dicts may share one) is
+    held once, so counted once: the walk is linear in what is held, however it is shared."""
+    count, todo, seen = 0, [value], set()
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            count += str.__len__(item)  # a caller's str subclass holds its characters all the same
+        elif isinstance(item, Mapping | list | tuple):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            count += 1
+            if isinstance(item, Mapping):
+                todo.extend(item.keys())
+                todo.extend(item.values())
+            else:
+                todo.extend(item)
+        else:
+            count += 1
+    return count
+
+
+@attrs.frozen(slots=True)
 class CompactionBlock:
     """A ``compaction`` block (Anthropic's context management) as it stands after its start or a
     ``compaction_delta``: the latest one at its place replaces the one before."""
@@ -244,14 +284,18 @@ Event = (
     | ReasoningDelta
     | UsageReport
     | ServerResultBlock
+    | HeldPiece
     | ContainerReport
     | CompactionBlock
 )
+TurnEvent = TextDelta | ReasoningDelta | UsageReport | ServerResultBlock | HeldPiece | ContainerReport | CompactionBlock
+"""An event about what the turn said besides its calls (one of TURN_CONTENT_TYPES)."""
 TURN_CONTENT_TYPES: tuple[type, ...] = (
     TextDelta,
     ReasoningDelta,
     UsageReport,
     ServerResultBlock,
+    HeldPiece,
     ContainerReport,
     CompactionBlock,
 )

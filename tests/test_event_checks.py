@@ -22,6 +22,7 @@ from fsm.events import (
     CallSeen,
     CompactionBlock,
     ContainerReport,
+    HeldPiece,
     ReasoningDelta,
     ServerResultBlock,
     StreamEnd,
@@ -85,6 +86,7 @@ def _an_instance(cls: type) -> Any:
         ReasoningDelta: ReasoningDelta(0, "hm", "sig", "red", "item", ("s",), "enc"),
         UsageReport: UsageReport({"in": 1}, True),
         ServerResultBlock: ServerResultBlock({"type": "web_search_tool_result"}, 2),
+        HeldPiece: HeldPiece(3, 2, True),
         ContainerReport: ContainerReport({"id": "container_1"}),
         CompactionBlock: CompactionBlock({"type": "compaction"}, 0),
     }[cls]

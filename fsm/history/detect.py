@@ -11,10 +11,15 @@ and every other format keeps such a message for the caller to name (``unknown-ro
 The history is read in the format its first telling message tells; when it does not read in that
 one (a message that format refuses: another format's block where it reads its own, a call without
 the id it pairs by), in the next format a later message tells that it reads in; when it reads in
-none, the first one's error is raised (``LocalProtocolError``). A history whose messages tell no
-format holds no call or result of any: there is nothing to pair, and whose rules on roles, empty
-messages and alternation to judge it by cannot be told, so ``check`` finds nothing, ``repair``
-changes nothing and ``anything_dangling`` is False (``detect_format`` says ``openai``, its fallback).
+none, the first one's error is raised (``LocalProtocolError``). Where no message tells a format by
+its calls, a Responses item that holds none tells Responses: a reasoning item, an item reference or
+a message item of Responses content parts (``output_text``...), which carry item ids the API refuses
+twice (policy one-item-one-id: a turn without calls appended twice is judged as naming
+``responses`` judges it); beside another format's calls they tell nothing (a history mixing both is
+read in the other's). Any other history whose messages tell no format holds no call or result of
+any: there is nothing to pair, and whose rules on roles, empty messages and alternation to judge it
+by cannot be told, so ``check`` finds nothing, ``repair`` changes nothing and ``anything_dangling``
+is False (``detect_format`` says ``openai``, its fallback).
 Name the format to have those rules judged.
 
 That is what keeps ``check(repair(h))`` and ``repair(repair(h))`` reading ``repair``'s output as its
@@ -53,8 +58,10 @@ def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
     Ollama ``tool`` message with a ``tool_name`` and no ``tool_call_id`` or a call whose arguments are
     an object, not text, OpenAI chat ``tool_calls`` or a ``tool_call_id``, Anthropic ``tool_use``/
     ``tool_result`` blocks or server tool blocks, Bedrock Converse ``toolUse``/``toolResult`` blocks),
-    or when the history does not read in it, the next a later message tells that it reads in; OpenAI
-    when no message tells one (then ``check`` finds nothing and ``repair`` changes nothing)."""
+    or when the history does not read in it, the next a later message tells that it reads in;
+    Responses where none does but a Responses item without calls is there (reasoning, an item
+    reference, a message of Responses content parts); OpenAI when none is there either (then
+    ``check`` finds nothing and ``repair`` changes nothing)."""
     return resolve_format(messages, "auto")[1] or FALLBACK
 
 
@@ -67,7 +74,7 @@ def resolve_format(messages: Any, format: str) -> tuple[Sequence[Mapping[str, An
             if format == known:
                 return messages, known
         raise LocalProtocolError(f"unknown history format {format!r} (one of: auto, {', '.join(FORMATS)})")
-    told = told_formats(messages)
+    told = told_formats(messages) or (["responses"] if any(_said_in_responses(m) for m in messages) else [])
     if len(told) < 2:
         return messages, (told[0] if told else None)
     for fmt in told:  # a history telling two formats: the first it reads in
@@ -84,6 +91,10 @@ def told_formats(messages: Sequence[Mapping[str, Any]]) -> list[Format]:
         if fmt is not None and fmt not in told:
             told.append(fmt)
     return told
+
+
+RESPONSES_SAID = frozenset({"reasoning", "item_reference"})
+RESPONSES_PARTS = frozenset({"input_text", "output_text", "refusal", "input_image", "input_file", "input_audio"})
 
 
 def _tells(message: Mapping[str, Any]) -> Format | None:
@@ -110,6 +121,20 @@ def _tells(message: Mapping[str, Any]) -> Format | None:
     if any(converse_payload(b) is not None for b in content):
         return "bedrock"
     return None
+
+
+def _said_in_responses(message: Mapping[str, Any]) -> bool:
+    """A reasoning item, an item reference, or a message item holding a Responses content part (a
+    Claude message dumped whole is of type ``message`` too, its parts ``text``): Responses items
+    with no call or result, which tell the format only where no message tells one by its calls."""
+    kind, content = message.get("type"), message.get("content")
+    if type(kind) is str and kind in RESPONSES_SAID:  # (a type of no str may be unhashable)
+        return True
+    return (
+        kind == "message"
+        and isinstance(content, list)
+        and any(isinstance(part, Mapping) and part.get("type") in RESPONSES_PARTS for part in content)
+    )
 
 
 def _reads(messages: Sequence[Mapping[str, Any]], fmt: Format) -> bool:

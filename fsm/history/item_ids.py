@@ -9,7 +9,8 @@ calls pair by ``call_id``, which a rename makes unique, while the item ids stay 
 settles it before the pairing, by what the API takes of the item's type:
 
 * a reasoning item, an output message or an item reference is the same item again where it equals
-  the earlier one: the later copy is dropped (``dropped-duplicate-item``); it holds no call or result;
+  an earlier one of its id that is kept (the first, or one kept as differing): the later copy is
+  dropped (``dropped-duplicate-item``); it holds no call or result;
 * any other item (a call, a call's output, a built-in or hosted tool's item) loses its ``id``
   (``removed-item-id``): the API takes those items without one (openai-python's input types mark it
   optional) and pairs them by ``call_id``, which the pairing keeps;
@@ -74,22 +75,27 @@ def settle_items(messages: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[st
     settled: list[Mapping[str, Any]] = list(messages)
     dropped: set[int] = set()
     changes = []
+    kept: dict[str, list[int]] = {}  # an id: the items of it kept so far, each unlike the others
     for at, item_id, earlier in repeats:
         item = messages[at]
+        # Any kept copy, not only the first: the pairing may drop the first (its call gone), and
+        # a copy of the one left would then be a duplicate a second repair drops.
+        same = next((k for k in kept.setdefault(item_id, [earlier]) if messages[k] == item), None)
         kind = item.get("type")
         if not (type(kind) is str and kind in NEEDS_ITS_ID):
             settled[at] = {key: value for key, value in item.items() if key != "id"}
             why = f"item id {item_id} was sent in message {earlier + 1} already; this item goes without one"
             changes.append(Change("removed-item-id", at + 1, item_id, why))
-        elif item == messages[earlier]:
+        elif same is not None:
             dropped.add(at)
-            why = f"the same item as message {earlier + 1}, sent again"
+            why = f"the same item as message {same + 1}, sent again"
             changes.append(Change("dropped-duplicate-item", at + 1, item_id, why))
         else:
+            kept[item_id].append(at)
             why = f"item id {item_id} was sent in message {earlier + 1} already, on another item: keep one of the two"
             changes.append(Change("kept-duplicate-item", at + 1, item_id, why))
-    kept = [at for at in range(len(messages)) if at not in dropped]
-    return [settled[at] for at in kept], kept, changes
+    left = [at for at in range(len(messages)) if at not in dropped]
+    return [settled[at] for at in left], left, changes
 
 
 def renumbered(changes: list[Change], kept: list[int] | None) -> list[Change]:

@@ -12,8 +12,8 @@ from fsm.history.formats import Reader, known_role
 
 def responses_segments(items: Sequence[Mapping[str, Any]], roles: Roles | None) -> Iterator[Segment]:
     """Responses items, one call or output each: a turn is a run of call items (the model's
-    reasoning and assistant messages may sit among them: a turn goes back reasoning, message, call,
-    reasoning, message, call) and the run of output items right after it. User message items
+    reasoning, assistant messages and hosted tool items may sit among them: a turn goes back
+    reasoning, message, call, web search, call) and the run of output items right after it. User message items
     among its outputs or right after its calls leave it open: outputs after them still answer it
     (``Segment.held``), until an item of the model's."""
     reader = Reader("responses")
@@ -52,12 +52,36 @@ def _odd_message(item: Mapping[str, Any]) -> bool:
 
 
 def _user_said(item: Mapping[str, Any]) -> bool:
-    """A user message item: the turn before it waits on, for outputs sent after it (``Segment.held``)."""
-    return item.get("type") in (None, "message") and item.get("role") == "user"
+    """A user message item, or the user's answer to an MCP approval request: the turn before it waits
+    on, for outputs sent after it (``Segment.held``)."""
+    kind = item.get("type")
+    return (kind in (None, "message") and item.get("role") == "user") or kind == "mcp_approval_response"
+
+
+HOSTED_ITEMS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "tool_search_call",
+        "item_reference",
+    }
+)
+"""The provider's own tool items (its hosted calls, an MCP server's listing or approval request),
+and a reference to an item the API stored: the model's output among its calls, as its reasoning
+is, in a turn appended as the API gave it."""
 
 
 def _model_said(item: Mapping[str, Any]) -> bool:
-    """A reasoning item or an assistant message: what the model said among its calls, before their
-    outputs (an item with no ``type`` is a message)."""
+    """A reasoning item, an assistant message or a hosted tool's item: what the model said among its
+    calls, before their outputs (an item with no ``type`` is a message)."""
     kind = item.get("type")
-    return kind == "reasoning" or (kind in (None, "message") and item.get("role") == "assistant")
+    return (
+        kind == "reasoning"
+        or (type(kind) is str and kind in HOSTED_ITEMS)  # (a type of no str may be unhashable)
+        or (kind in (None, "message") and item.get("role") == "assistant")
+    )

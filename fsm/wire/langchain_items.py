@@ -134,6 +134,8 @@ class ResponsesItems:
                 self.top = at
         if custom:
             entries = [entry for entry in entries if not _among(entry.get("id"), custom)]
+        if reasoning.pending:  # before the items that end: their pieces counted, the whole counts the rest
+            counted += [(piece.place, piece) for piece in reasoning.held_pieces()]
         if reasoning.fresh:
             counted += [(ended.block or 0, ended) for ended in reasoning.ended(self.top, finished)]
         return counted, call_items(entries, ids) if ids else [], entries

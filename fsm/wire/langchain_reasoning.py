@@ -35,7 +35,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from fsm.events import CallRef, CallSeen, ReasoningDelta
+from fsm.events import CallRef, CallSeen, HeldPiece, ReasoningDelta
 
 FUNCTION_CALL_IDS = "__openai_function_call_ids__"
 """The ``additional_kwargs`` key of v0's map from a function call's ``call_id`` to its item id."""
@@ -67,12 +67,15 @@ class ResponsesReasoning:
     """A stream's reasoning items read so far, by LangChain's count; those read since they were last
     given (``fresh``: the open one, a hand-made piece of one that ended); v0's latest (it has none)."""
 
-    __slots__ = ("fresh", "items", "latest")
+    __slots__ = ("fresh", "items", "latest", "pending")
 
     def __init__(self) -> None:
         self.items: dict[int, _Item] = {}
         self.fresh: dict[int, _Item] = {}
         self.latest: _Item | None = None
+        # An item's summary text read since it was last counted, by its count: held here until the
+        # item ends, so counted against the content limit as it comes (held_pieces)
+        self.pending: dict[int, int] = {}
 
     def read_v0(self, said: Any, top: int) -> int | None:
         """v0's ``additional_kwargs["reasoning"]``: its item (a new one, placed after the highest count
@@ -108,6 +111,7 @@ class ResponsesReasoning:
         said = block.get("reasoning")
         if isinstance(said, str):  # v1: one summary part's text
             item.parts.setdefault(part if part is not None else len(item.parts), []).append(said)
+            self._held(item, said)
         if isinstance(encrypted, str):
             item.encrypted = encrypted
         return item.at
@@ -128,6 +132,15 @@ class ResponsesReasoning:
                 del self.fresh[item.at]
         return given
 
+    def held_pieces(self) -> list[HeldPiece]:
+        """What the items hold of the summary text read since the last call, to be counted now."""
+        pieces = [HeldPiece(chars, at, reasoning=True) for at, chars in self.pending.items() if chars]
+        self.pending.clear()
+        return pieces
+
+    def _held(self, item: _Item, text: str) -> None:
+        self.pending[item.at] = self.pending.get(item.at, 0) + str.__len__(text)
+
     def _item(self, at: int) -> _Item:
         item = self.items.get(at)
         if item is None:
@@ -146,6 +159,7 @@ class ResponsesReasoning:
             if isinstance(part, Mapping) and isinstance(part.get("text"), str):
                 at = part.get("index")
                 item.parts.setdefault(at if type(at) is int and at >= 0 else n, []).append(part["text"])
+                self._held(item, part["text"])
         if isinstance(piece.get("encrypted_content"), str):
             item.encrypted = piece["encrypted_content"]
 

@@ -133,7 +133,7 @@ class BedrockDecoder:
                 said = mapping(body.get("delta"), "delta")
                 delta = said.get("toolUse")
                 result = self._results.get(at) if at is not None and delta is None else None
-                took = result is not None and result.add(said.get("toolResult"), f"block {at}", diagnose)
+                took = result is not None and result.add(said.get("toolResult"), f"block {at}", diagnose, events)
                 read = _READ_RESULT_DELTA if took else _READ_DELTA
                 _report_unread(said, "contentBlockDelta.delta", at, diagnose, read)
                 if "citation" in said:
@@ -205,7 +205,7 @@ class BedrockDecoder:
             return False
         if not start["toolUseId"]:
             return False
-        self._results[at] = ConverseResult(start)
+        self._results[at] = ConverseResult(at, start)
         return True
 
     def _carrying(self, payload: Mapping[str, Any]) -> Decoder | None:
