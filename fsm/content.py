@@ -45,6 +45,11 @@ _Frozen = tuple[
 ]
 
 
+BLOCK_CHARS = 64
+"""What a reasoning block or text part counts as it opens: its object holds about 240 bytes, so a stream
+of empty blocks is bounded as their text would be (at one it held some 240 bytes a counted character)."""
+
+
 class TurnContent:
     """The accumulator the facade keeps beside the engine. Made for every stream, and most streams
     carry little or no text or reasoning: the fields start as class defaults and each container is
@@ -242,7 +247,7 @@ class TurnContent:
             key = f"#{self._anonymous}"
         block = blocks.get(key)
         if block is None:
-            self.take(1)  # a block holds its own fields, though it be given no text
+            self.take(BLOCK_CHARS)  # a block holds its own fields, though it be given no text
             block = blocks[key] = Block()
             block.place = self._place()
         self._latest = key
@@ -254,7 +259,7 @@ class TurnContent:
             parts = self._parts = {}
         part = parts.get(key)
         if part is None:
-            self.take(1)  # a part holds its own fields, though it be given no text
+            self.take(BLOCK_CHARS)  # a part holds its own fields, though it be given no text
             part = parts[key] = Part(self._place(), output_index)
         return part
 
@@ -286,7 +291,7 @@ class TurnContent:
         raise LimitExceeded: the piece is not taken in, nor counted. What is counted: the text,
         reasoning and refusal; the strings beside them (signatures, item ids, summaries, citations);
         the server tool results, compaction blocks and usage kept beside earlier usage (each string,
-        and one for every other value); and one for each reasoning block and text part."""
+        and one for every other value); and :data:`BLOCK_CHARS` for each reasoning block and text part."""
         self.held += chars
         if self.held > self.max_held:
             self.held -= chars + counted

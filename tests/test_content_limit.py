@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from fsm import Limits, Policies, Reassembler, Result, reassemble, result_so_far
+from fsm.content import BLOCK_CHARS
 from fsm.errors import LimitExceeded, ToolcallFSMError
 from fsm.harness.vectors import Vector, load_vectors
 from tests.conftest import CAPTURES, captures
@@ -113,10 +114,10 @@ def test_a_megabyte_of_text_stops_at_the_limit_and_keeps_what_came_before() -> N
 
 def test_reasoning_and_refusal_count_with_the_text() -> None:
     body = chat("abc") + chat("de", "reasoning_content") + chat("fg", "refusal") + chat("h")
-    # 8 characters, and one for the reasoning block
-    assert reassemble(body, limits=Limits(max_content_chars=9)).text == "abch"
+    # 8 characters, and BLOCK_CHARS for the reasoning block
+    assert reassemble(body, limits=Limits(max_content_chars=8 + BLOCK_CHARS)).text == "abch"
     with pytest.raises(LimitExceeded) as raised:
-        reassemble(body, limits=Limits(max_content_chars=8))
+        reassemble(body, limits=Limits(max_content_chars=8 + BLOCK_CHARS - 1))
     assert raised.value.event == 4
 
 
