@@ -11,6 +11,7 @@ import pytest
 from fsm import Limits, Reassembler
 from fsm.content import BLOCK_CHARS
 from fsm.errors import LimitExceeded
+from tests.test_history_item_ids import ASK, NEXT, SAID, THOUGHT
 
 
 def converse_result_stream(pieces: int, piece: Any) -> list[dict[str, Any]]:
@@ -62,18 +63,6 @@ def test_a_converse_tool_result_under_the_limit_counts_once() -> None:
     assert raised is None and len(r.close().server_tool_results) == 1
     r, raised = fed(events, Limits(max_content_chars=total - 1))
     assert raised is not None and raised.event == 8  # the stop: its pieces held 15 of the 40
-
-
-ASK = {"role": "user", "content": "go"}
-NEXT = {"role": "user", "content": "and then?"}
-THOUGHT = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "E1"}
-SAID = {
-    "type": "message",
-    "id": "msg_1",
-    "role": "assistant",
-    "status": "completed",
-    "content": [{"type": "output_text", "text": "Hello.", "annotations": []}],
-}
 
 
 @pytest.mark.parametrize(

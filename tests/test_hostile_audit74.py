@@ -20,17 +20,9 @@ import pytest
 
 import fsm
 from tests.helpers import aws_message
+from tests.test_hostile_audit70 import _CHUNKS, _INVOKED
 
 _KIND = "throttlingException"
-_INVOKED = [
-    {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}},
-    {
-        "type": "content_block_start",
-        "index": 0,
-        "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}},
-    },
-]
-_CHUNKS = [{"chunk": {"bytes": json.dumps(e).encode()}} for e in _INVOKED]
 _STARTED = {"messageStart": {"role": "assistant"}}
 
 
