@@ -44,7 +44,8 @@ is in :mod:`fsm.messages.ollama_cohere`; ``"bedrock"`` (Converse messages, as bo
   without them;
 * Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) go back to Anthropic as their
   blocks came, each with the result blocks that answered it, and each text block with its
-  citations, and each ``compaction`` block (the context's summary) as it last came, in their
+  citations, and each ``compaction`` block (the context's summary; a Responses compaction item
+  goes back to Responses alike) as it last came, in their
   places (a call that did not complete, with none of its results; one still waiting for its
   result only when the message makes no client calls, as Anthropic runs it only in the last
   message); Gemini's code runs go back to

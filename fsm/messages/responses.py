@@ -36,6 +36,7 @@ def openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messag
         return responses_message(text, part, paired)
 
     placed += placed_text(result, message)
+    placed += [(compaction.output_index, dict(compaction.block)) for compaction in result.compactions]
     if result.refusal is not None:
         placed += refusal_messages(result, refused)
     for call in calls:

@@ -29,9 +29,10 @@ QUIET_PREFIXES = (
     "response.image_generation_call.",
     "response.mcp_",
     "response.shell_call_",
+    "response.compaction.",
 )
-"""Events with no call input in them (text, reasoning, a hosted tool's progress): read past without
-a word, where any other unknown event is reported."""
+"""Events with no call input in them (text, reasoning, a hosted tool's progress, a compaction's:
+its item comes whole at its end): read past without a word, where any other unknown event is reported."""
 
 
 class ItemKind(NamedTuple):

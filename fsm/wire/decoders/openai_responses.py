@@ -45,6 +45,7 @@ from fsm.errors import RemoteProtocolError
 from fsm.events import (
     CallEnd,
     CallRef,
+    CompactionBlock,
     Event,
     ReasoningDelta,
     StreamEnd,
@@ -321,6 +322,8 @@ class OpenAIResponsesDecoder(ResponsesTalk):
     def _item_done(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         item, kind = self._known(payload, diagnose, done=True)
         if kind is None:
+            if item.get("type") == "compaction":  # the context's summary: it goes back in its place
+                return [CompactionBlock(dict(item), index(payload.get("output_index"), "output_index"))]
             return []
         known = self._item(payload, diagnose)
         events: list[Event] = []
