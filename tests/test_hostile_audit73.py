@@ -27,8 +27,9 @@ def converse_result_stream(pieces: int, piece: Any) -> list[dict[str, Any]]:
     ]
 
 
-def fed(events: list[dict[str, Any]], limits: Limits) -> tuple[Reassembler, LimitExceeded | None]:
-    r = Reassembler("bedrock", limits=limits)
+def fed(events: list[Any], limits: Limits, provider: str = "bedrock") -> tuple[Reassembler, LimitExceeded | None]:
+    """A reassembler fed ``events`` (dicts or SDK chunks) until a limit stops it, and that limit."""
+    r = Reassembler(provider, limits=limits)
     try:
         for event in events:
             r.feed(event)
@@ -129,34 +130,24 @@ def langchain_summary_stream(pieces: int, text: str, ended: bool) -> list[Any]:
     return chunks
 
 
-def fed_chunks(chunks: list[Any], limits: Limits) -> tuple[Reassembler, LimitExceeded | None]:
-    r = Reassembler(limits=limits)
-    try:
-        for chunk in chunks:
-            r.feed(chunk)
-    except LimitExceeded as raised:
-        return r, raised
-    return r, None
-
-
 def test_a_langchain_reasoning_summary_counts_as_its_parts_come() -> None:
     """LangChain's pieces of a Responses reasoning item were held until the item ended and counted
     only then: a summary streamed without end grew past Limits.max_content_chars (2 MB held under a
     limit of 20,000, counted 0), and one that ended was refused at its end."""
-    r, raised = fed_chunks(langchain_summary_stream(2000, "x" * 1000, ended=False), Limits(max_content_chars=20_000))
+    r, raised = fed(langchain_summary_stream(2000, "x" * 1000, ended=False), Limits(max_content_chars=20_000), "auto")
     assert raised is not None and raised.event is not None and raised.event <= 22  # a piece's, not the end's
     assert r._content.held <= 20_000
 
 
 def test_a_langchain_reasoning_summary_under_the_limit_counts_once() -> None:
     chunks = langchain_summary_stream(5, "abc", ended=True)
-    r, raised = fed_chunks(chunks, Limits())
+    r, raised = fed(chunks, Limits(), "auto")
     assert raised is None
     (block,) = r.close().reasoning
     assert block.summary == ("abc" * 5,) and block.item_id == "rs_1"
     total = r._content.held
     assert total < 2 * 15 + BLOCK_CHARS  # the summary once, not again for its pieces (and the block itself)
-    r, raised = fed_chunks(chunks, Limits(max_content_chars=total))
+    r, raised = fed(chunks, Limits(max_content_chars=total), "auto")
     assert raised is None and len(r.close().reasoning) == 1
 
 

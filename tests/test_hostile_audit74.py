@@ -260,13 +260,7 @@ def test_an_ollama_line_holding_an_error_beside_its_message_keeps_what_it_says(d
         ("f", fsm.CallStatus.COMPLETE),
         ("g", fsm.CallStatus.COMPLETE),
     ]
-    errors = [d.message for d in result.diagnostics if d.code == "provider-error"]
-    if done:
-        assert result.finish_reason == "tool_calls"
-        assert errors == [f"the provider reported an error: boom ({_AFTER_FINISH})"]
-    else:
-        assert (result.finish_reason, result.finish_message) == ("error", "boom")
-        assert errors == ["the provider reported an error: boom"]
+    assert_error_beside(result, finished=bool(done))
 
 
 def _gemini_call(name: str, finish: str | None = None) -> dict[str, Any]:
@@ -285,13 +279,7 @@ def test_a_gemini_error_beside_candidates_keeps_what_they_say(finish: str | None
     r.feed({**_gemini_call("g", finish), "error": {"code": 500, "message": "boom"}})
     result = r.close()
     assert [c.name for c in result.calls] == ["f", "g"]
-    errors = [d.message for d in result.diagnostics if d.code == "provider-error"]
-    if finish:
-        assert result.finish_reason == "tool_calls"
-        assert errors == [f"the provider reported an error: boom ({_AFTER_FINISH})"]
-    else:
-        assert (result.finish_reason, result.finish_message) == ("error", "boom")
-        assert errors == ["the provider reported an error: boom"]
+    assert_error_beside(result, finished=bool(finish))
 
 
 # The differential the audit ran: every bundled vector whose stream holds an error, and an error of
@@ -492,3 +480,15 @@ def test_an_exception_frame_holding_a_number_too_long_to_write_says_what_the_eve
     r = fsm.Reassembler("bedrock")
     r.feed_bytes(b'{"messageStart": {}}\n{"' + _KIND.encode() + b'": ' + raw + b"}\n")
     assert framed == r.close().finish_message == "a number too long to write as text (more than 4300 digits)"
+
+
+def assert_error_beside(result: fsm.Result, *, finished: bool) -> None:
+    """An error "boom" read beside the turn's last event (policy error-beside-finish): after a finish
+    the turn stands and the error is reported after it; without one, the error ends the turn."""
+    errors = [d.message for d in result.diagnostics if d.code == "provider-error"]
+    if finished:
+        assert result.finish_reason == "tool_calls"
+        assert errors == [f"the provider reported an error: boom ({_AFTER_FINISH})"]
+    else:
+        assert (result.finish_reason, result.finish_message) == ("error", "boom")
+        assert errors == ["the provider reported an error: boom"]
