@@ -188,7 +188,17 @@ def _slot(s: ModuleType) -> Any:
                 source=("value_closed",),
                 trigger="reject",
                 dest="flushed",
-                reason="A built-in client call's whole action is an object its tool cannot run: reported invalid, never run nor sent back (a call whose text never closed ends as end would end it).",
+                reason="A built-in client call's whole action is an object its tool cannot run: reported invalid, never run nor sent back (a call whose text never closed ends as end would end it: unterminated, invalid all the same).",
+                action="mark_unusable",
+            ),
+            s.TransitionSpec(
+                source=(
+                    "opened",
+                    "receiving",
+                ),
+                trigger="reject",
+                dest="flushed",
+                reason="A call the provider found unusable before any argument text arrived (an error's incomplete_tool_calls listing it invalid), or freeform input it found unusable: invalid, with what it holds, never {} nor complete.",
                 action="mark_unusable",
             ),
             s.TransitionSpec(
@@ -251,7 +261,7 @@ def _slot(s: ModuleType) -> Any:
             ),
             s.Named(
                 name="reject",
-                reason="The provider ended a call whose text is a whole object, but the decoder finds it no call its tool can run: a built-in client tool's action missing a field the tool needs, or giving one of another type (a shell call's commands that are not strings). Its input says what is wrong.",
+                reason="The provider ended a call whose text is a whole object, but the decoder finds it no call its tool can run: a built-in client tool's action missing a field the tool needs, or giving one of another type (a shell call's commands that are not strings); or a call a stream's error lists invalid (DeltaEmitter.finish's incomplete_tool_calls). Its input says what is wrong.",
             ),
         ),
         guards=(
@@ -1272,7 +1282,7 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (10924, 770216581),
+    "slot": (11382, 2563630278),
     "scanner": (4733, 3983801205),
     "identity": (27507, 761636991),
     "history": (6315, 3475308767),

@@ -225,3 +225,32 @@ def _openai_raises(chunks: list[dict[str, Any]], match: str) -> None:
     with pytest.raises(openai.APIError, match=match):
         for _ in client.chat.completions.create(model="m", messages=[], stream=True):
             pass
+
+
+def test_an_invalid_call_without_text_reads_back_invalid() -> None:
+    # Under policy empty_arguments=invalid a call with no text is invalid with raw text "". Re-emitted,
+    # its chunks hold no text, and a reader under the default policy would read {}: the error's
+    # incomplete_tool_calls lists it invalid, and the reject trigger now ends an opened call so
+    # (slot spec: reject from opened), where it used to fall back to end and read complete {}.
+    events = [
+        *_chat_parallel()[:3],
+        _chat_parallel()[3],
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    r = Reassembler("openai-chat", policies=Policies(empty_arguments="invalid"))
+    emitter = DeltaEmitter()
+    chunks = [chunk for event in events for chunk in emitter.chunks(r.feed(event))]
+    result = r.close()
+    chunks += [*emitter.chunks(r.drain()), emitter.finish(result)]
+    assert [(c.id, c.status.value, c.arguments_json) for c in result.calls] == [
+        ("call_a", "complete", '{"a": 1}'),
+        ("call_b", "invalid", ""),
+    ]
+    again = Reassembler("openai-chat")
+    for chunk in chunks:
+        again.feed(chunk)
+    back = again.close()
+    assert [(c.id, c.status.value, c.arguments_json) for c in back.calls] == [
+        (c.id, c.status.value, c.arguments_json) for c in result.calls
+    ]
+    assert "unusable-action" in [d.code for d in back.diagnostics]

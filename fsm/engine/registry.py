@@ -484,7 +484,7 @@ class Registry:
             slot = chain[at]
             if not slot.finished:
                 self._metadata(slot, ref)
-                if trigger == "reject" and slot.state != "value_closed":  # no whole value: ended as it is
+                if trigger == "reject" and slot.state == "accumulating":  # text never closed: ended as it is
                     trigger, said = "end", ""
                 self._finish(slot, trigger, said)
                 self._pending_header.pop(lane, None)  # a header held there repeated the call that ended
