@@ -254,3 +254,23 @@ def test_an_invalid_call_without_text_reads_back_invalid() -> None:
         (c.id, c.status.value, c.arguments_json) for c in result.calls
     ]
     assert "unusable-action" in [d.code for d in back.diagnostics]
+
+
+def test_a_call_listed_twice_ends_by_its_first_entry_and_the_second_is_reported() -> None:
+    # Two entries for one call (a gateway's list built twice, or a conflicting status): the first
+    # ends the call; the second ended nothing and used to pass without a word.
+    listed = [
+        {"index": 1, "id": "call_b", "status": "truncated"},
+        {"index": 1, "id": "call_b", "status": "invalid"},
+        {"index": 1, "id": "call_b", "status": "truncated"},
+    ]
+    r = Reassembler("openai-chat")
+    for event in [*_chat_parallel()[:5], {"error": {"message": "stopped", "incomplete_tool_calls": listed}}]:
+        r.feed(event)
+    result = r.close()
+    assert [(c.id, c.status.value) for c in result.calls] == [("call_a", "complete"), ("call_b", "truncated")]
+    repeats = [d.message for d in result.diagnostics if d.code == "part-not-reassembled"]
+    assert repeats == [
+        "error.incomplete_tool_calls[1] lists call call_b at index 1 again (entry 0 stands)",
+        "error.incomplete_tool_calls[2] lists call call_b at index 1 again (entry 0 stands)",
+    ]

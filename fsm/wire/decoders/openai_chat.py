@@ -354,27 +354,25 @@ def _listed_incomplete(error: Any, diagnose: Callable[[str, str], None]) -> list
         diagnose("part-not-reassembled", f"error.incomplete_tool_calls is a {type(listed).__name__}, not a list")
         return []
     ends: list[Event] = []
+    first: dict[tuple[Any, str], int] = {}  # the entry that listed each call (by its index and id)
     for at, entry in enumerate(listed):
-        index = entry.get("index") if isinstance(entry, Mapping) else None
-        call_id = entry.get("id") if isinstance(entry, Mapping) else None
-        status = entry.get("status") if isinstance(entry, Mapping) else None
+        entry = entry if isinstance(entry, Mapping) else {}
+        index, call_id, status = entry.get("index"), entry.get("id"), entry.get("status")
         usable = type(index) is int and index >= 0 and too_long(index) is None  # (read from the wire: digits, no int)
+        named = f"error.incomplete_tool_calls[{at}]"
         if not usable or type(call_id) is not str or status not in ("truncated", "invalid"):
-            diagnose(
-                "part-not-reassembled",
-                f"error.incomplete_tool_calls[{at}] names no call (an index, an id, status truncated or invalid)",
-            )
-            continue
-        ref = CallRef(index=index, id=call_id)
-        unknown = (
-            f"error.incomplete_tool_calls[{at}] names call {call_id} at index {index}, which the stream never opened"
-        )
-        if status == "truncated":
-            ends.append(
-                CallEnd(ref, incomplete=True, said="incomplete, as the stream's error listed it", unmatched=unknown)
-            )
+            diagnose("part-not-reassembled", f"{named} names no call (an index, an id, status truncated or invalid)")
+        elif (index, call_id) in first:  # the call ended by its first entry: a second ends nothing
+            again = f"lists call {call_id} at index {index} again (entry {first[index, call_id]} stands)"
+            diagnose("part-not-reassembled", f"{named} {again}")
         else:
-            ends.append(CallEnd(ref, unusable="the stream's error listed it invalid", unmatched=unknown))
+            first[index, call_id] = at
+            unknown = f"{named} names call {call_id} at index {index}, which the stream never opened"
+            cut = status == "truncated"
+            said = "incomplete, as the stream's error listed it" if cut else ""
+            unusable = "" if cut else "the stream's error listed it invalid"
+            ref = CallRef(index=index, id=call_id)
+            ends.append(CallEnd(ref, incomplete=cut, said=said, unusable=unusable, unmatched=unknown))
     return ends
 
 
