@@ -133,7 +133,10 @@ class TurnContent:
                 self.take(max(0, chars_held(beside) - counted))  # what its pieces were not counted for
             if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
                 text = self._unicode(("reasoning", event.block), text, None, event.output_index)
-            self._block(event.block).add(event, text)
+            block = self._block(event.block)
+            if event.format is not None and event.format != block.format:  # OpenRouter sends it with each piece
+                self.take(len(event.format))
+            block.add(event, text)
             if self.heard is not None and text:
                 self.heard(ContentDelta("reasoning", text))
         elif type(event) is UsageReport:

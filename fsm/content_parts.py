@@ -11,7 +11,18 @@ from fsm.results import Reasoning, TextPart
 
 
 class Block:
-    __slots__ = ("encrypted_content", "item_id", "output_index", "place", "redacted", "signature", "summary", "text")
+    __slots__ = (
+        "detail",
+        "encrypted_content",
+        "format",
+        "item_id",
+        "output_index",
+        "place",
+        "redacted",
+        "signature",
+        "summary",
+        "text",
+    )
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -22,6 +33,8 @@ class Block:
         self.encrypted_content: str | None = None
         self.output_index: int | None = None
         self.place: int | None = None
+        self.detail: str | None = None
+        self.format: str | None = None
 
     def add(self, piece: ReasoningDelta, text: str) -> None:
         if text:
@@ -33,6 +46,8 @@ class Block:
         self.summary = piece.summary or self.summary
         self.encrypted_content = piece.encrypted_content or self.encrypted_content
         self.output_index = piece.output_index if piece.output_index is not None else self.output_index
+        self.detail = piece.detail or self.detail
+        self.format = piece.format or self.format
 
     def freeze(self) -> Reasoning:
         return Reasoning(
@@ -44,6 +59,8 @@ class Block:
             encrypted_content=self.encrypted_content,
             output_index=self.output_index,
             place=self.place,
+            detail=self.detail,
+            format=self.format,
         )
 
 

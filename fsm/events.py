@@ -185,6 +185,10 @@ class ReasoningDelta:
     output_index: int | None = None
     """The reasoning item's place in the turn's output (a Responses ``output_index``, an Anthropic
     content block index); see :attr:`TextDelta.output_index`."""
+    detail: str | None = None
+    """The ``type`` of the OpenRouter ``reasoning_details`` entry the piece came in."""
+    format: str | None = None
+    """That entry's ``format`` (``anthropic-claude-v1``, ``openai-responses-v1``, ...)."""
 
 
 @attrs.frozen(slots=True)

@@ -62,9 +62,8 @@ class ToolCall:
     thought_signature: str | None = None
     """The provider's signature for this call (Gemini), to send back with it when replaying."""
     type: str = "function"
-    """What kind of call: ``function`` (JSON arguments), ``custom`` (freeform input), or the item
-    type of a built-in tool (``apply_patch_call``, ``shell_call``, ``local_shell_call``,
-    ``computer_call``; for server calls ``mcp_call``, ``web_search_call``, ...)."""
+    """What kind of call: ``function`` (JSON arguments), ``custom`` (freeform input), or the item type
+    of a built-in tool (``apply_patch_call``, ``shell_call``, ...; server calls ``mcp_call``, ...)."""
     input: str | None = None
     """A freeform call's input text, as assembled (raw when truncated); None for other calls."""
     item: dict[str, Any] | None = None
@@ -117,14 +116,13 @@ class Reasoning:
     """One block of the model's reasoning, with what the provider requires back verbatim."""
 
     text: str = ""
-    """The thinking text (Anthropic ``thinking``, Gemini thought parts, a chat dialect's
-    ``reasoning_content``, Responses reasoning text)."""
+    """The thinking text (Claude ``thinking``, Gemini thoughts, a chat ``reasoning_content``, Responses')."""
     signature: str | None = None
-    """Anthropic thinking ``signature``; Gemini ``thoughtSignature`` of a thought part."""
+    """Anthropic thinking ``signature`` (OpenRouter's too); Gemini ``thoughtSignature`` of a thought part."""
     redacted: str | None = None
     """Anthropic ``redacted_thinking`` data: opaque, sent back as it came."""
     item_id: str | None = None
-    """The Responses reasoning item id."""
+    """The Responses reasoning item id (an OpenRouter entry's ``id``)."""
     summary: tuple[str, ...] = ()
     """The Responses reasoning summary texts."""
     encrypted_content: str | None = None
@@ -134,6 +132,11 @@ class Reasoning:
     content block index); None elsewhere. See :attr:`ToolCall.output_index`."""
     place: int | None = None
     """Where the block sat among the turn's parts (Gemini): see :attr:`TextPart.place`. None elsewhere."""
+    detail: str | None = None
+    """The OpenRouter ``reasoning_details`` type it came as (``reasoning.text``, ``.summary`` in ``text``,
+    ``.encrypted`` in ``encrypted_content``): it goes back to a chat server so, in ``reasoning_details``."""
+    format: str | None = None
+    """That entry's ``format`` (``anthropic-claude-v1``, ...), sent back with it."""
 
 
 @attrs.frozen(slots=True)

@@ -41,7 +41,8 @@ is in :mod:`fsm.messages.ollama_cohere`; ``"bedrock"`` (Converse messages, as bo
   part belongs) is InvalidInput naming the field and what it must hold. Chat Completions has no
   field for reasoning: only signed or redacted blocks (Claude's, as LiteLLM yields them) go back,
   as LiteLLM's ``thinking_blocks``, which it hands on to Claude, who refuses a turn of calls
-  without them;
+  without them, and OpenRouter's ``reasoning_details`` go back as they came
+  (:mod:`fsm.messages.openai_chat`);
 * Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) go back to Anthropic as their
   blocks came, each with the result blocks that answered it, and each text block with its
   citations, and each ``compaction`` block (the context's summary; a Responses compaction item
@@ -97,9 +98,10 @@ from fsm.errors import LocalProtocolError
 from fsm.foreign import answers_callers
 from fsm.messages.bedrock import bedrock_message, bedrock_result
 from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_output
-from fsm.messages.claude_blocks import anthropic_text, server_blocks
+from fsm.messages.claude_blocks import anthropic_text, placed_thinking, server_blocks
 from fsm.messages.gemini_code import code_runs
 from fsm.messages.ollama_cohere import cohere_message, cohere_result, ollama_message, ollama_result
+from fsm.messages.openai_chat import openai_chat_message
 from fsm.messages.responses import openai_responses
 from fsm.messages.shared import (
     Message,
@@ -171,7 +173,7 @@ def assistant_message(result: Result, format: Format, *, incomplete: Incomplete 
     _check_format(format)
     calls = _calls(result, incomplete)
     if format == "openai-chat":
-        built: Message | list[Message] = _openai_chat(result, calls)
+        built: Message | list[Message] = openai_chat_message(result, calls)
     elif format == "openai-responses":
         built = openai_responses(result, calls)
     elif format == "anthropic":
@@ -188,57 +190,10 @@ def assistant_message(result: Result, format: Format, *, incomplete: Incomplete 
     return unshared(built)  # the result's own values are in it, and the caller may edit what it gets
 
 
-def _openai_chat(result: Result, calls: tuple[ToolCall, ...]) -> Message:
-    # Null content only beside calls (or a refusal): OpenAI refuses an assistant message whose content
-    # is null without tool_calls and takes "" (vercel/ai#14950), so a turn that left nothing sends "".
-    empty = None if calls or result.refusal is not None else ""
-    message: Message = {"role": "assistant", "content": result.text or empty}
-    if result.refusal is not None:
-        message["refusal"] = result.refusal
-    thinking = _thinking_blocks(result)
-    if thinking:
-        message["thinking_blocks"] = thinking
-    if calls:
-        message["tool_calls"] = [_openai_chat_call(call) for call in calls]
-    return message
-
-
-def _openai_chat_call(call: ToolCall) -> Message:
-    if _kind(call, "openai-chat", ("function", "custom")) == "custom":
-        return {"id": reply_id(call), "type": "custom", "custom": {"name": call.name or "", "input": call.input or ""}}
-    entry: Message = {
-        "id": reply_id(call),
-        "type": "function",
-        "function": {"name": call.name or "", "arguments": call.arguments_json or ""},
-    }
-    if call.thought_signature is not None:
-        # Only Gemini signs calls; its OpenAI endpoint takes the signature back where it gave it,
-        # and Gemini 3 refuses a call sent back without it.
-        entry["extra_content"] = {"google": {"thought_signature": call.thought_signature}}
-    return entry
-
-
-def _thinking_blocks(result: Result) -> list[Message]:
-    """Claude's reasoning as its blocks go back (Anthropic's content, LiteLLM's ``thinking_blocks``):
-    signed thinking and redacted thinking; a block that never got its signature is refused there."""
-    return [block for _, block in _placed_thinking(result)]
-
-
-def _placed_thinking(result: Result) -> list[tuple[int | None, Message]]:
-    blocks: list[tuple[int | None, Message]] = []
-    for reasoning in result.reasoning:
-        if reasoning.redacted is not None:
-            blocks.append((reasoning.output_index, {"type": "redacted_thinking", "data": reasoning.redacted}))
-        elif reasoning.signature is not None:
-            block = {"type": "thinking", "thinking": reasoning.text, "signature": reasoning.signature}
-            blocks.append((reasoning.output_index, block))
-    return blocks
-
-
 def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     # In the order the blocks streamed (their content block index): interleaved thinking sits between
     # calls, and Anthropic refuses its thinking blocks rearranged.
-    placed = _placed_thinking(result) + placed_text(result, anthropic_text) + server_blocks(result, bool(calls))
+    placed = placed_thinking(result) + placed_text(result, anthropic_text) + server_blocks(result, bool(calls))
     placed += [(compaction.output_index, dict(compaction.block)) for compaction in result.compactions]
     for call in calls:
         _kind(call, "anthropic")

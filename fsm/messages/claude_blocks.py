@@ -83,3 +83,20 @@ _CLAUDE_SERVER = frozenset(CLAUDE_SERVER_CALLS)
 
 def _one_of(value: Any, names: Collection[str]) -> TypeGuard[str]:
     return isinstance(value, str) and value in names
+
+
+def placed_thinking(result: Result, *, details: bool = True) -> list[tuple[int | None, Message]]:
+    """Claude's reasoning as its blocks go back (Anthropic's content, LiteLLM's ``thinking_blocks``),
+    each with its place: signed thinking and redacted thinking; a block that never got its signature
+    is refused there. ``details=False`` leaves out the blocks read from OpenRouter's
+    ``reasoning_details``, which go back to a chat server there instead."""
+    blocks: list[tuple[int | None, Message]] = []
+    for reasoning in result.reasoning:
+        if not details and reasoning.detail is not None:
+            continue
+        if reasoning.redacted is not None:
+            blocks.append((reasoning.output_index, {"type": "redacted_thinking", "data": reasoning.redacted}))
+        elif reasoning.signature is not None:
+            block = {"type": "thinking", "thinking": reasoning.text, "signature": reasoning.signature}
+            blocks.append((reasoning.output_index, block))
+    return blocks

@@ -11,6 +11,7 @@ from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta, build_call
 from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import plain_dumps
 from fsm.wire.decoders._fields import text, written
+from fsm.wire.decoders.reasoning_details import reasoning_details, unreadable
 
 
 class TurnSaid(Protocol):
@@ -203,6 +204,7 @@ SAID_KEYS = (
     "reasoning_content",
     "reasoning",
     "thinking_blocks",
+    "reasoning_details",
     COMPAT_SIGNATURE,
     "provider_specific_fields",
     "refusal",
@@ -299,9 +301,12 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
     if (content and type(content) is str) or signed is not None:
         events.append(TextDelta(content if type(content) is str else "", signed))
     blocks = thinking_blocks(delta["thinking_blocks"]) if "thinking_blocks" in delta else None
+    details = delta.get("reasoning_details") if blocks is None else None
+    if details is not None:  # OpenRouter's: the reasoning with its signatures (unread: the decoder reports it)
+        blocks = reasoning_details(details)
     first, second = delta.get("reasoning_content"), delta.get("reasoning")
     reasoning = first if first and type(first) is str else second  # one of a wrong type hides none beside it
-    odd = content is not None and type(content) is not str
+    odd = (content is not None and type(content) is not str) or (blocks is None and details not in (None, []))
     if blocks is not None:
         events += blocks
     else:
@@ -330,6 +335,13 @@ def unsaid(delta: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> li
     if content is not None and type(content) not in (str, list):
         diagnose("part-not-reassembled", f"delta.content is {kind(content)}, not a string or list, is not read")
     read = "thinking_blocks" in delta and thinking_blocks(delta["thinking_blocks"]) is not None
+    details = delta.get("reasoning_details")
+    if details is not None and not read:
+        why = f"delta.reasoning_details is {kind(details)}, not a list" if type(details) is not list else None
+        why = why or unreadable(details)
+        read = why is None and bool(details)
+        if why is not None:
+            diagnose("part-not-reassembled", f"{why}: the delta's reasoning is read without its details")
     for key in () if read else REASONING_KEYS:
         value = delta.get(key)
         if value is not None and type(value) is not str:

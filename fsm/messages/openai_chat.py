@@ -1,0 +1,70 @@
+"""The ``"openai-chat"`` assistant message: the turn's text, refusal and calls, and its reasoning
+where a Chat Completions server takes it back. The API has no field for reasoning; two servers in
+front of other providers do: LiteLLM takes Claude's signed and redacted blocks as ``thinking_blocks``
+and hands them on to Claude, who refuses a turn of calls without them, and OpenRouter takes its own
+``reasoning_details`` back as it gave them (each block's ``type``, text, ``signature``, ``id`` and
+``format``), to hand on to the model's provider likewise. A block read from ``reasoning_details``
+goes back there only; plain reasoning (``reasoning_content``) does not go back."""
+
+from __future__ import annotations
+
+from fsm.messages.claude_blocks import placed_thinking
+from fsm.messages.shared import Message, reply_id
+from fsm.messages.shared import kind as _kind
+from fsm.results import Result, ToolCall
+
+_DETAIL_TEXT = {"reasoning.text": "text", "reasoning.summary": "summary"}
+"""Where each type of reasoning_details entry holds the block's text (the encrypted one: ``data``)."""
+
+
+def openai_chat_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
+    # Null content only beside calls (or a refusal): OpenAI refuses an assistant message whose content
+    # is null without tool_calls and takes "" (vercel/ai#14950), so a turn that left nothing sends "".
+    empty = None if calls or result.refusal is not None else ""
+    message: Message = {"role": "assistant", "content": result.text or empty}
+    if result.refusal is not None:
+        message["refusal"] = result.refusal
+    details = reasoning_details(result)
+    if details:
+        message["reasoning_details"] = details
+    thinking = [block for _, block in placed_thinking(result, details=False)]
+    if thinking:
+        message["thinking_blocks"] = thinking
+    if calls:
+        message["tool_calls"] = [_call(call) for call in calls]
+    return message
+
+
+def reasoning_details(result: Result) -> list[Message]:
+    """The blocks read from OpenRouter's ``reasoning_details``, each as one entry in the order they
+    came, numbered from 0 as OpenRouter numbers them."""
+    details: list[Message] = []
+    for reasoning in result.reasoning:
+        if reasoning.detail is None:
+            continue
+        entry: Message = {"type": reasoning.detail}
+        if reasoning.detail in _DETAIL_TEXT:
+            entry[_DETAIL_TEXT[reasoning.detail]] = reasoning.text
+        else:
+            entry["data"] = reasoning.encrypted_content or ""
+        for key, value in (("signature", reasoning.signature), ("id", reasoning.item_id), ("format", reasoning.format)):
+            if value is not None:
+                entry[key] = value
+        entry["index"] = len(details)
+        details.append(entry)
+    return details
+
+
+def _call(call: ToolCall) -> Message:
+    if _kind(call, "openai-chat", ("function", "custom")) == "custom":
+        return {"id": reply_id(call), "type": "custom", "custom": {"name": call.name or "", "input": call.input or ""}}
+    entry: Message = {
+        "id": reply_id(call),
+        "type": "function",
+        "function": {"name": call.name or "", "arguments": call.arguments_json or ""},
+    }
+    if call.thought_signature is not None:
+        # Only Gemini signs calls; its OpenAI endpoint takes the signature back where it gave it,
+        # and Gemini 3 refuses a call sent back without it.
+        entry["extra_content"] = {"google": {"thought_signature": call.thought_signature}}
+    return entry

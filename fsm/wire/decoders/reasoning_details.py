@@ -1,0 +1,64 @@
+"""OpenRouter's ``reasoning_details``: a chat delta's reasoning as the blocks the model gave it,
+with what the model's provider wants back (a Claude block's ``signature``, an OpenAI reasoning
+item's encrypted content). OpenRouter streams each block in pieces under one ``index``: the text
+(or a summary's text) a piece at a time, the signature in a later piece of its own; every piece
+names its ``type`` and ``format``. The delta's ``reasoning`` says the same text without the rest, so
+these are read in its stead, as LiteLLM's ``thinking_blocks`` are read over ``reasoning_content``:
+reading ``reasoning`` alone drops the signatures, and a Claude turn of calls sent back without
+them is refused (OpenRouter's docs ask for the blocks back, as they came, on tool-calling turns)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fsm.events import ReasoningDelta
+
+TEXT_FIELDS = {"reasoning.text": "text", "reasoning.summary": "summary", "reasoning.encrypted": "data"}
+"""Each type of entry, and the field that holds its piece of text (the encrypted entry's opaque data)."""
+
+_KNOWN_KEYS = frozenset({"type", "text", "summary", "data", "signature", "format", "index", "id"})
+
+
+def reasoning_details(value: Any) -> list[ReasoningDelta] | None:
+    """The pieces of ``delta.reasoning_details``, one :class:`ReasoningDelta` each, under its
+    ``index`` (the block it builds). None when there are none, or when any entry is not such a
+    piece: then :func:`unreadable` says which, and the delta's ``reasoning`` is read instead."""
+    if type(value) is not list or not value or unreadable(value) is not None:
+        return None
+    pieces = []
+    for entry in value:
+        detail = entry["type"]
+        piece = entry.get(TEXT_FIELDS[detail])
+        index, signature, item_id = entry.get("index"), entry.get("signature"), entry.get("id")
+        encrypted = detail == "reasoning.encrypted"
+        pieces.append(
+            ReasoningDelta(
+                index,
+                "" if encrypted else piece or "",
+                signature=signature or None,
+                item_id=item_id or None,
+                encrypted_content=(piece or None) if encrypted else None,
+                detail=detail,
+                format=entry.get("format") or None,
+            )
+        )
+    return pieces
+
+
+def unreadable(value: list[Any]) -> str | None:
+    """Why the entries of ``reasoning_details`` are not read (the first entry that is no piece of
+    the three types, or a field of another type than it takes), or None when every one is read."""
+    for at, entry in enumerate(value):
+        if type(entry) is not dict:
+            return f"delta.reasoning_details[{at}] is {type(entry).__name__}, not an object"
+        detail = entry.get("type")
+        if detail not in TEXT_FIELDS:
+            shown = repr(detail) if type(detail) is str else f"no type ({type(detail).__name__})"
+            return f"delta.reasoning_details[{at}] is of type {shown[:80]}, which is not read"
+        for key, field in entry.items():
+            wanted = int if key == "index" else str  # an index is the block's label (a bool is none)
+            if key in _KNOWN_KEYS and field is not None and type(field) is not wanted:
+                return f"delta.reasoning_details[{at}].{key} is {type(field).__name__}, not {wanted.__name__}"
+            if key == "index" and field is not None and field < 0:
+                return f"delta.reasoning_details[{at}].index is {field}, not an index"
+    return None
