@@ -20,6 +20,7 @@ from openai.types.chat import ChatCompletionChunk
 
 import fsm
 from fsm import Limits, Reassembler, messages
+from fsm.errors import InvalidOption
 from fsm.results import Reasoning
 from fsm.serialize import result_to_json as unstructure
 
@@ -175,3 +176,26 @@ def test_the_format_counts_once_a_block_though_every_piece_repeats_it() -> None:
         for at in range(10_000):
             r.feed(_piece(None, type="reasoning.text", text="", format=f"f{at:0>20}", index=0))
     assert r._content.held <= limit
+
+
+def test_plain_reasoning_goes_back_only_in_the_field_the_caller_names() -> None:
+    # Policy reasoning-field-named: DeepSeek's thinking mode wants reasoning_content back on a turn
+    # of calls, Groq refuses it; a result does not say which server streamed it.
+    chunks = [
+        _chunk({"role": "assistant", "reasoning_content": "Look it "}),
+        _chunk({"reasoning_content": "up."}),
+        _chunk({"tool_calls": [{"index": 0, "id": "call_0", "type": "function", "function": {"name": "f"}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}, "tool_calls"),
+    ]
+    result = read(chunks)
+    plain = messages.assistant_message(result, "openai-chat")
+    assert "reasoning_content" not in plain and "reasoning" not in plain
+    for field in ("reasoning_content", "reasoning"):
+        sent = messages.assistant_message(result, "openai-chat", reasoning_field=field)
+        assert sent == {**plain, field: "Look it up."}
+    # OpenRouter's details go back in their own field: the plain field takes no block of them twice.
+    both = messages.assistant_message(read(claude_turn()), "openai-chat", reasoning_field="reasoning")
+    assert "reasoning" not in both and both["reasoning_details"][0]["signature"] == "EqQBCkgI"
+    for format, field in (("anthropic", "reasoning"), ("openai-chat", "thinking"), ("openai-chat", "")):
+        with pytest.raises(InvalidOption, match="reasoning_field is one of reasoning_content, reasoning"):
+            messages.assistant_message(result, format, reasoning_field=field)  # type: ignore[call-overload]

@@ -94,14 +94,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, overload
 
-from fsm.errors import LocalProtocolError
+from fsm.errors import InvalidOption, LocalProtocolError
 from fsm.foreign import answers_callers
 from fsm.messages.bedrock import bedrock_message, bedrock_result
 from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_output
 from fsm.messages.claude_blocks import anthropic_text, placed_thinking, server_blocks
 from fsm.messages.gemini_code import code_runs
 from fsm.messages.ollama_cohere import cohere_message, cohere_result, ollama_message, ollama_result
-from fsm.messages.openai_chat import openai_chat_message
+from fsm.messages.openai_chat import REASONING_FIELDS, ReasoningField, openai_chat_message
 from fsm.messages.responses import openai_responses
 from fsm.messages.shared import (
     Message,
@@ -161,19 +161,27 @@ def assistant_message(
     format: Literal["openai-chat", "anthropic", "gemini", "ollama", "cohere", "bedrock"],
     *,
     incomplete: Incomplete = "omit",
+    reasoning_field: ReasoningField | None = None,
 ) -> Message: ...
 @overload
 def assistant_message(
     result: Result, format: Literal["openai-responses"], *, incomplete: Incomplete = "omit"
 ) -> list[Message]: ...
 @answers_callers
-def assistant_message(result: Result, format: Format, *, incomplete: Incomplete = "omit") -> Message | list[Message]:
+def assistant_message(
+    result: Result, format: Format, *, incomplete: Incomplete = "omit", reasoning_field: ReasoningField | None = None
+) -> Message | list[Message]:
     """The turn as the provider wants it back: one message, or for ``openai-responses`` the list of
-    input items (reasoning, message, function calls) to append to the next request's input."""
+    input items (reasoning, message, function calls) to append to the next request's input.
+    ``reasoning_field`` (``openai-chat`` only) names the field the server takes the turn's plain
+    reasoning back in (:mod:`fsm.messages.openai_chat`, policy reasoning-field-named)."""
     _check_format(format)
     calls = _calls(result, incomplete)
+    if reasoning_field is not None and (format != "openai-chat" or reasoning_field not in REASONING_FIELDS):
+        shown = f"{format!r} takes none" if format != "openai-chat" else f"not {reasoning_field!r}"
+        raise InvalidOption(f"reasoning_field is one of {', '.join(REASONING_FIELDS)} for 'openai-chat' ({shown})")
     if format == "openai-chat":
-        built: Message | list[Message] = openai_chat_message(result, calls)
+        built: Message | list[Message] = openai_chat_message(result, calls, reasoning_field)
     elif format == "openai-responses":
         built = openai_responses(result, calls)
     elif format == "anthropic":

@@ -4,9 +4,20 @@ front of other providers do: LiteLLM takes Claude's signed and redacted blocks a
 and hands them on to Claude, who refuses a turn of calls without them, and OpenRouter takes its own
 ``reasoning_details`` back as it gave them (each block's ``type``, text, ``signature``, ``id`` and
 ``format``), to hand on to the model's provider likewise. A block read from ``reasoning_details``
-goes back there only; plain reasoning (``reasoning_content``) does not go back."""
+goes back there only.
+
+Plain reasoning (a delta's ``reasoning_content`` or ``reasoning``) goes back only in the field the
+caller names (policy reasoning-field-named): servers disagree, and each refuses the other's way.
+DeepSeek's thinking mode refuses a turn of calls sent back without its ``reasoning_content`` ("must
+be passed back to the API"); Groq refuses an assistant message that holds ``reasoning_content``
+("property 'reasoning_content' is unsupported"); OpenAI's API has neither field. A result does not
+say which server streamed it, so ``reasoning_field="reasoning_content"`` (DeepSeek, vLLM) or
+``"reasoning"`` (OpenRouter, Groq's reasoning models) sends the text of every plain reasoning block,
+joined; by default none is sent."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from fsm.messages.claude_blocks import placed_thinking
 from fsm.messages.shared import Message, reply_id
@@ -17,13 +28,20 @@ _DETAIL_TEXT = {"reasoning.text": "text", "reasoning.summary": "summary"}
 """Where each type of reasoning_details entry holds the block's text (the encrypted one: ``data``)."""
 
 
-def openai_chat_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
+ReasoningField = Literal["reasoning_content", "reasoning"]
+REASONING_FIELDS: tuple[ReasoningField, ...] = ("reasoning_content", "reasoning")
+
+
+def openai_chat_message(result: Result, calls: tuple[ToolCall, ...], reasoning_field: str | None = None) -> Message:
     # Null content only beside calls (or a refusal): OpenAI refuses an assistant message whose content
     # is null without tool_calls and takes "" (vercel/ai#14950), so a turn that left nothing sends "".
     empty = None if calls or result.refusal is not None else ""
     message: Message = {"role": "assistant", "content": result.text or empty}
     if result.refusal is not None:
         message["refusal"] = result.refusal
+    plain = "".join([block.text for block in result.reasoning if block.detail is None]) if reasoning_field else ""
+    if plain and reasoning_field:
+        message[reasoning_field] = plain
     details = reasoning_details(result)
     if details:
         message["reasoning_details"] = details
