@@ -200,6 +200,31 @@ def test_an_anthropic_error_reads_alike_before_and_after_the_provider_is_known(e
     assert _error_read("auto", [_ANTHROPIC_START, error]) == alone
 
 
+@pytest.mark.parametrize(
+    ("provider", "error", "said"),
+    [
+        ("openai-chat", {"error": {"message": None}}, "no message"),
+        ("openai-chat", {"error": {"message": "", "code": "rate_limited"}}, "{'code': 'rate_limited'}"),
+        (
+            "anthropic",
+            {"type": "error", "error": {"type": "overloaded_error", "message": None}},
+            "{'type': 'overloaded_error'}",
+        ),
+        (
+            "gemini",
+            {"error": {"code": 500, "message": None, "status": "INTERNAL"}},
+            "{'code': 500, 'status': 'INTERNAL'}",
+        ),
+        ("bedrock", {"internalServerException": None}, "internalServerException"),
+    ],
+)
+def test_an_error_with_a_null_message_says_what_else_it_holds(provider: str, error: dict[str, Any], said: str) -> None:
+    """A null or empty ``message`` read as the word None ("the provider reported an error: None"):
+    the error says what else it holds instead (its type, code, status), or "no message"."""
+    assert _error_read(provider, [error]) == ("error", said, [f"the provider reported an error: {said}"])
+    assert _error_read("auto", [error])[1] == said
+
+
 _VLLM_ERROR = {"object": "error", "message": "Too long", "type": "BadRequestError", "param": None, "code": 400}
 _CHAT_CALL = {
     "id": "c",

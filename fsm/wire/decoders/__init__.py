@@ -119,8 +119,15 @@ def error_words(error: Any) -> tuple[str | None, str]:
 
 def error_message(error: Any) -> str:
     """What a provider's error says: the ``message`` of an error object that has one, else the whole
-    value (a string, or an object with no message)."""
-    return written(error.get("message", error) if isinstance(error, Mapping) else error)
+    value (a string, or an object with no message: its fields but a null or empty message, or "no
+    message" when it has none, never the word None)."""
+    if not isinstance(error, Mapping):
+        return written(error) if error is not None else "no message"
+    message = error.get("message")
+    if message is None or message == "":
+        rest = {key: value for key, value in error.items() if key != "message" and value is not None}
+        return written(rest) if rest else "no message"
+    return written(message)
 
 
 def error_in(payload: Mapping[str, Any]) -> str | None:
