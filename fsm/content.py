@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from fsm.content_parts import Block, Part
+from fsm.content_parts import COMPACT_CHARS, Block, Part, compact, compact_parts
 from fsm.errors import LimitExceeded
 from fsm.events import (
     CompactionBlock,
@@ -75,6 +75,12 @@ class TurnContent:
     _placed = 0  # reasoning blocks and text parts given a place so far
     held = 0  # characters of the turn's content taken in (each piece as it came): see take()
     max_held = 16 * 1024 * 1024  # Limits.max_content_chars, set by the facade
+    check_at = COMPACT_CHARS  # past it, take() asks more than a count: the limit, or the next compaction
+    _text_joined = _refusal_joined = 0  # see content_parts.compact
+
+    def bound(self, max_held: int) -> None:
+        """Limit what the turn's content holds to ``max_held`` characters (Limits.max_content_chars)."""
+        self.max_held, self.check_at = max_held, min(max_held, COMPACT_CHARS)
 
     def place_by(self, calls: Callable[[], int]) -> None:
         """Give each new reasoning block and text part its place in the turn: the calls opened so far
@@ -173,7 +179,7 @@ class TurnContent:
         its text is not empty, without the events: the plainest chunk of text or reasoning, which a
         reasoning model sends hundreds of a turn (test_plain_text_and_reasoning_are_kept_as_their_events_keep_them)."""
         self.held += len(text) + len(reasoning)  # take(), in line: the commonest pieces of all
-        if self.held > self.max_held:
+        if self.held > self.check_at:
             self.take(0, len(text) + len(reasoning))
         if self._high is not None or (not (text.isascii() and reasoning.isascii()) and _SURROGATE(text + reasoning)):
             text = self._unicode("text", text) if text else text
@@ -197,7 +203,7 @@ class TurnContent:
         (not empty), without the event: a text delta alone, the commonest event of most turns on
         the wires whose text goes back in parts (a decoder's ``commonest_said``)."""
         self.held += len(text)  # take(), in line
-        if self.held > self.max_held:
+        if self.held > self.check_at:
             self.take(0, len(text))
         if self._high is not None or (not text.isascii() and _SURROGATE(text)):
             text = self._unicode("text", text, part, output_index)
@@ -221,7 +227,7 @@ class TurnContent:
         """What ``apply(ReasoningDelta(block, text, output_index=output_index))`` does, without the
         event: a piece of reasoning alone (a decoder's ``commonest_said``)."""
         self.held += len(text)  # take(), in line
-        if self.held > self.max_held:
+        if self.held > self.check_at:
             self.take(0, len(text))
         if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
             text = self._unicode(("reasoning", block), text, None, output_index)
@@ -296,10 +302,17 @@ class TurnContent:
         the server tool results, compaction blocks and usage kept beside earlier usage (each string,
         and one for every other value); and :data:`BLOCK_CHARS` for each reasoning block and text part."""
         self.held += chars
-        if self.held > self.max_held:
-            self.held -= chars + counted
-            said = f"the turn's content beside its calls holds more than {self.max_held} characters"
-            raise LimitExceeded(said, event=self.ledger.event if self.ledger else None, rule="limits")
+        if self.held > self.check_at:
+            if self.held > self.max_held:
+                self.held -= chars + counted
+                said = f"the turn's content beside its calls holds more than {self.max_held} characters"
+                raise LimitExceeded(said, event=self.ledger.event if self.ledger else None, rule="limits")
+            # Small pieces cost more than their characters until joined: compacted as the count
+            # grows (the hot paths pay nothing more), each list at most once per BLOCK_CHARS it counts.
+            self._text_joined = compact(self._text, self._text_joined)
+            self._refusal_joined = compact(self._refusal, self._refusal_joined)
+            lists = 2 + compact_parts(self._blocks, self._parts)
+            self.check_at = min(self.max_held, self.held + max(COMPACT_CHARS, BLOCK_CHARS * lists))
 
     # -- Unicode (rule text-is-unicode) -----------------------------------------------------------
 

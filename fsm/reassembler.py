@@ -190,7 +190,7 @@ class Reassembler:
             """Internal: the slot registry that decides which call each event belongs to."""
             self._content = TurnContent()
             self._content.ledger = ledger
-            self._content.max_held = limits.max_content_chars
+            self._content.bound(limits.max_content_chars)
             if content_deltas:  # the text, reasoning and refusal pieces go out among the calls' outputs
                 self._content.heard = ledger.emit
             self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts

@@ -8,7 +8,9 @@ names its event, and ``close()`` still returns the result so far."""
 
 from __future__ import annotations
 
+import gc
 import json
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -197,3 +199,53 @@ def test_a_caller_string_is_counted_by_what_it_holds() -> None:
     with pytest.raises(LimitExceeded):
         for event in events:
             r.feed(event)
+
+
+def _held_bytes(provider: str, events: list[dict[str, Any]]) -> tuple[Result, int]:
+    """The result of ``events``, and the bytes the reassembler held just before close (imports and
+    the decoder's first-use work done by a warm-up stream first, so they are not counted)."""
+    warm = Reassembler(provider)
+    for event in events[:50]:
+        warm.feed(event)
+    warm.close()
+    tracemalloc.start()
+    try:
+        r = Reassembler(provider)
+        for event in events:
+            r.feed(event)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return r.close(), held
+
+
+@pytest.mark.parametrize("kind", ["content", "reasoning_content", "refusal"])
+def test_one_character_pieces_hold_a_few_bytes_each(kind: str) -> None:
+    # A 1-character piece outside Latin-1 is a string object of about 76 bytes: held as pieces, such a
+    # stream held some 109 bytes a counted character. Joined as the count grows, it holds its text.
+    pieces = 20_000
+    events = [{"choices": [{"index": 0, "delta": {kind: "\u6f22"}}]} for _ in range(pieces)]
+    result, held = _held_bytes("openai-chat", events)
+    said = result.refusal if kind == "refusal" else result.text if kind == "content" else result.reasoning[0].text
+    assert said == "\u6f22" * pieces
+    assert held < 8 * pieces, held / pieces
+
+
+def test_pieces_in_many_parts_and_blocks_are_joined_in_their_own() -> None:
+    # Claude's thinking and text blocks taking turns, one character at a time: each block's pieces
+    # join in that block, in order; the count compacts every list, not only the turn's text.
+    def delta(index: int, kind: str, piece: str) -> dict[str, Any]:
+        key = "thinking" if kind == "thinking_delta" else "text"
+        return {"type": "content_block_delta", "index": index, "delta": {"type": kind, key: piece}}
+
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": {"id": "m", "role": "assistant"}}]
+    for index, kind in ((0, "thinking"), (1, "text"), (2, "thinking"), (3, "text")):
+        events.append({"type": "content_block_start", "index": index, "content_block": {"type": kind, kind: ""}})
+    for at in range(20_000):
+        index = at % 4
+        events.append(delta(index, "thinking_delta" if index % 2 == 0 else "text_delta", chr(0x4E00 + index)))
+    result, held = _held_bytes("anthropic", events)
+    assert [block.text for block in result.reasoning] == ["\u4e00" * 5_000, "\u4e02" * 5_000]
+    assert [part.text for part in result.text_parts] == ["\u4e01" * 5_000, "\u4e03" * 5_000]
+    assert held < 12 * 20_000, held / 20_000
