@@ -219,3 +219,33 @@ def test_every_history_transition_is_taken(monkeypatch: pytest.MonkeyPatch) -> N
         history.check(messages, format=fmt)
     labels = {t.label(src) for src, t in history_spec().edges()}
     assert sorted(labels - taken) == []
+
+
+# -- a call listed invalid reads back invalid, whatever it holds ------------------------------------
+
+
+@pytest.mark.parametrize("flush", ["incremental", "on-finish"])
+def test_an_invalid_call_of_whitespace_alone_reads_back_invalid(flush: str) -> None:
+    # README: a re-emitted stream's incomplete_tool_calls ends each listed call as it says, "and no
+    # call of it reads back complete". A call of whitespace alone, invalid under empty_arguments=invalid,
+    # went out with its whitespace; read back, the registry ended it with end (outside the spec), and
+    # empty_arguments' default made it complete {}. The spec's reject now leaves accumulating too.
+    from fsm import DeltaEmitter, Policies, Reassembler
+
+    call = {"index": 0, "id": "a", "function": {"name": "f", "arguments": "  "}}
+    events = [
+        {"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    r = Reassembler("openai-chat", policies=Policies(empty_arguments="invalid"))
+    emitter = DeltaEmitter(flush=flush)  # type: ignore[arg-type]
+    chunks = [chunk for event in events for chunk in emitter.chunks(r.feed(event))]
+    result = r.close()
+    chunks += [*emitter.chunks(r.drain()), emitter.finish(result)]
+    assert [(c.status.value, c.arguments_json) for c in result.calls] == [("invalid", "  ")]
+    again = Reassembler("openai-chat")
+    for chunk in chunks:
+        again.feed(chunk)
+    back = again.close()
+    assert [(c.status.value, c.arguments) for c in back.calls] == [("invalid", None)]
+    assert "unusable-action" in back.codes()
