@@ -249,3 +249,52 @@ def test_an_invalid_call_of_whitespace_alone_reads_back_invalid(flush: str) -> N
     back = again.close()
     assert [(c.status.value, c.arguments) for c in back.calls] == [("invalid", None)]
     assert "unusable-action" in back.codes()
+
+
+# -- what --strict refuses ------------------------------------------------------------------------
+
+
+def test_strict_mode_refuses_a_stream_exactly_when_lax_mode_reports_a_violation() -> None:
+    """README: "violation: the stream broke its protocol; strict=True / --strict refuses it", and the
+    others are not refused. Every vector, read lax and strict: strict raises a RemoteProtocolError
+    exactly when lax reported a violation, naming the first of them (a framing fault, FramingError,
+    names no code; a field of the wrong type is an error in both modes). A Responses item that ended
+    incomplete is truncated, a warning, which strict mode reads on past (the README said each of the
+    cases of rule 14 is an error under --strict)."""
+    from fsm import Reassembler
+    from fsm.errors import FramingError, RemoteProtocolError
+    from fsm.harness.conformance import _policies
+    from fsm.harness.vectors import load_vectors
+
+    def run(vector: Any, strict: bool) -> tuple[Any, RemoteProtocolError | None]:
+        r = Reassembler(vector.shape, strict=strict, policies=_policies(vector), choice=vector.choice)
+        error = None
+        try:
+            if vector.body is not None:
+                r.feed_bytes(vector.body.encode("utf-8"))
+            for event in vector.events:
+                r.feed(event)
+        except RemoteProtocolError as exc:
+            error = exc
+        stopped = ConnectionError(vector.interrupted) if vector.interrupted is not None else None
+        try:
+            return r.close(interrupted=stopped), error
+        except RemoteProtocolError as exc:
+            return r.close(), error or exc
+
+    checked = 0
+    for vector in load_vectors():
+        lax, lax_error = run(vector, strict=False)
+        _, strict_error = run(vector, strict=True)
+        violations = [d.code for d in lax.diagnostics if d.violation]
+        if lax_error is not None:  # an error in both modes (stream-failed): not a strict refusal
+            continue
+        assert bool(violations) == (strict_error is not None), (vector.name, violations, strict_error)
+        if strict_error is not None and not isinstance(strict_error, FramingError):
+            named = re.match(r"(?:event \d+: )?([a-z-]+): ", str(strict_error))
+            assert named is not None and named[1] == violations[0], (vector.name, str(strict_error))
+        checked += 1
+    assert checked > 100
+    incomplete = next(v for v in load_vectors() if v.name == "responses-items-incomplete")
+    result, error = run(incomplete, strict=True)
+    assert error is None and {c.status.value for c in result.calls} == {"truncated"}
