@@ -188,7 +188,7 @@ def _slot(s: ModuleType) -> Any:
                 source=("value_closed",),
                 trigger="reject",
                 dest="flushed",
-                reason="A built-in client call's whole action is an object its tool cannot run: reported invalid, never run nor sent back (a call whose text never closed ends as end would end it: unterminated, invalid all the same).",
+                reason="A built-in client call's whole action is an object its tool cannot run: reported invalid, never run nor sent back.",
                 action="mark_unusable",
             ),
             s.TransitionSpec(
@@ -200,6 +200,21 @@ def _slot(s: ModuleType) -> Any:
                 dest="flushed",
                 reason="A call the provider found unusable before any argument text arrived (an error's incomplete_tool_calls listing it invalid), or freeform input it found unusable: invalid, with what it holds, never {} nor complete.",
                 action="mark_unusable",
+            ),
+            s.TransitionSpec(
+                source=("accumulating",),
+                trigger="reject",
+                dest="flushed",
+                reason="A call found unusable whose text is whitespace alone (an error's incomplete_tool_calls listing it invalid): invalid, with what it holds, never the {} a normal end makes of it.",
+                guards=("no_text",),
+                action="mark_unusable",
+            ),
+            s.TransitionSpec(
+                source=("accumulating",),
+                trigger="reject",
+                dest="flushed",
+                reason="A call found unusable whose JSON never closed: invalid, as a normal end finds it (unterminated-arguments).",
+                action="mark_unterminated",
             ),
             s.TransitionSpec(
                 source=("value_closed",),
@@ -1282,9 +1297,9 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (11382, 2563630278),
-    "scanner": (4733, 3983801205),
-    "identity": (27649, 402294263),
+    "slot": (11899, 1815187212),
+    "scanner": (4740, 2918467940),
+    "identity": (27675, 309129126),
     "history": (6315, 3475308767),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

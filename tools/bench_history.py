@@ -42,8 +42,9 @@ def conversation(fmt: str, size: int, broken: bool) -> list[dict[str, Any]]:
                 {"role": "model", "parts": [{"functionCall": {"id": i, "name": "f", "args": {}}} for i in ids]}
             )
             responses = [{"functionResponse": {"id": i, "name": "f", "response": {}}} for i in answered]
+            # Gemini wants the roles to alternate and no text beside the responses: the user's next
+            # words would be user-after-user (repair merges them), so the responses are the user's turn.
             messages.append({"role": "user", "parts": responses})
-            messages.append({"role": "user", "parts": [{"text": "go on"}]})
         turn += 1
     return messages[:size]
 
@@ -66,6 +67,7 @@ def main() -> None:
             checked, report = best_of_three(functools.partial(history.check, messages))
             repaired, (fixed, changes) = best_of_three(functools.partial(history.repair, messages))
             assert not history.check(fixed).rejected
+            assert broken or not report.findings, (fmt, report.findings[:3])  # "clean" means no finding
             shape = "every turn broken" if broken else "clean"
             print(
                 f"{fmt:9} {shape:17} {size} messages: check {checked:.2f} s ({len(report.findings)} findings),"

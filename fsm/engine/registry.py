@@ -473,7 +473,7 @@ class Registry:
     def call_end(self, ref: CallRef, trigger: str = "end", said: str = "") -> Slot | None:
         """End the newest unfinished call the evidence points to: ``end`` by the provider's word,
         ``abandon`` when the provider said the call is unfinished (``said``: in which words), or
-        ``reject`` when its whole value is no call its tool can run (``said``: why)."""
+        ``reject`` when the decoder finds it no call to run (``said``: why)."""
         lane, chain = self._chain(ref, None)
         below, whole_lane = 0, False  # the calls of ``chain`` known finished: its first ones
         if len(chain) > 1 and ref.id is not None and chain is self._under_id(ref.id, ref.index):
@@ -484,8 +484,6 @@ class Registry:
             slot = chain[at]
             if not slot.finished:
                 self._metadata(slot, ref)
-                if trigger == "reject" and slot.state == "accumulating":  # text never closed: ended as it is
-                    trigger, said = "end", ""
                 self._finish(slot, trigger, said)
                 self._pending_header.pop(lane, None)  # a header held there repeated the call that ended
                 return slot
