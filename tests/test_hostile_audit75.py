@@ -20,16 +20,20 @@ outputs; the checks below are its fast, deterministic part.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
+import pickle
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import fsm
+from fsm.errors import LocalProtocolError
 from fsm.harness.captures import PROVIDER_OF_SHAPE
 from tests.concurrent_streams import read, steps
 from tests.conftest import captures, require_captures
@@ -219,3 +223,134 @@ def test_an_index_of_the_callers_own_class_still_reads_as_its_value() -> None:
     plain = fsm.Reassembler("openai-chat")
     plain.feed(_two_entries("openai-chat", 3))
     assert result == plain.close()
+
+
+# -- one Reassembler, two callers at once (policy one-call-at-a-time) --------------------------------
+
+
+class _Held:
+    """An SDK object whose dump waits until it is let go: the event it stands for is being read
+    while another thread calls the same reassembler."""
+
+    def __init__(self, payload: dict[str, Any]) -> None:
+        self.payload = payload
+        self.reading = threading.Event()
+        self.go = threading.Event()
+
+    def model_dump(self, **_: Any) -> dict[str, Any]:
+        self.reading.set()
+        assert self.go.wait(30)
+        return self.payload
+
+
+_HEADER = {
+    "choices": [
+        {"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c0", "function": {"name": "f", "arguments": ""}}]}}
+    ]
+}
+
+
+def _fragment(index: int, text: str) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": index, "function": {"arguments": text}}]}}]}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        pytest.param(lambda r: r.feed(_fragment(0, '"b": 2}')), id="feed"),
+        pytest.param(lambda r: r.feed_bytes(b"data: {}\n\n"), id="feed_bytes"),
+        pytest.param(lambda r: r.close(), id="close"),
+        pytest.param(copy.deepcopy, id="deepcopy"),
+        pytest.param(lambda r: pickle.dumps(r), id="pickle"),
+    ],
+)
+def test_a_call_from_another_thread_while_one_reads_is_refused_and_takes_nothing_in(call: Any) -> None:
+    r = fsm.Reassembler("openai-chat")
+    r.feed(_HEADER)
+    held = _Held(_fragment(0, '{"a": 1, '))
+    reader = threading.Thread(target=r.feed, args=(held,))
+    reader.start()
+    try:
+        assert held.reading.wait(30)
+        with pytest.raises(LocalProtocolError, match=r"this reassembler is reading an event \(another thread's call"):
+            call(r)
+    finally:
+        held.go.set()
+        reader.join()
+    r.feed(_fragment(0, '"b": 2}'))  # the stream goes on as if the refused call had not been made
+    r.feed({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    result = r.close()
+    assert [(c.id, c.arguments, c.status.value) for c in result.calls] == [("c0", {"a": 1, "b": 2}, "complete")]
+    assert result.diagnostics == ()
+
+
+@pytest.mark.parametrize("as_bytes", [False, True], ids=["dicts", "bytes"])
+def test_two_threads_that_feed_one_reassembler_and_retry_when_refused_get_the_serial_result(as_bytes: bool) -> None:
+    # each thread the fragments of its own call, so any serial order gives one result; fed at once
+    # as bytes, the framer's buffer took both threads' bytes into one another, and the calls came
+    # out truncated or invalid with text lost, nothing raised
+    sys_interval = sys.getswitchinterval()
+    wanted = {k: json.dumps({"v": [f"{k}-{i}" for i in range(300)]}) for k in (0, 1)}
+    r = fsm.Reassembler("openai-chat")
+    for k in (0, 1):
+        header = {"index": k, "id": f"c{k}", "function": {"name": "f", "arguments": ""}}
+        r.feed({"choices": [{"index": 0, "delta": {"tool_calls": [header]}}]})
+    refused: list[str] = []
+
+    def feed(k: int) -> None:
+        text = wanted[k]
+        for at in range(0, len(text), 3):
+            event = _fragment(k, text[at : at + 3])
+            while True:
+                try:
+                    if as_bytes:
+                        r.feed_bytes(b"data: " + json.dumps(event).encode() + b"\n\n")
+                    else:
+                        r.feed(event)
+                    break
+                except LocalProtocolError as exc:
+                    refused.append(str(exc))
+
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=feed, args=(k,)) for k in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(sys_interval)
+    result = r.close()
+    assert [(c.id, c.arguments_json, c.status.value) for c in result.calls] == [
+        ("c0", wanted[0], "complete"),
+        ("c1", wanted[1], "complete"),
+    ]
+    assert {refusal.split(":")[0] for refusal in refused} <= {
+        "this reassembler is reading an event (another thread's call, or an object of the caller's own fed to it"
+        " calling it back)"
+    }
+
+
+def test_an_object_in_a_fed_dict_that_feeds_the_stream_back_is_refused_too() -> None:
+    # before, only an SDK object's methods were watched: an int subclass's __eq__ in a fed dict (an
+    # index, compared with the lane of that index) fed the stream, whose inner event was read
+    # inside the outer one
+    r = fsm.Reassembler("openai-chat")
+    r.feed(_HEADER)
+    refused: list[str] = []
+
+    class CallsBack(int):
+        def __eq__(self, other: object) -> bool:
+            try:
+                r.feed(_fragment(0, "7}"))
+            except LocalProtocolError as exc:
+                refused.append(str(exc))
+            return int(self) == other
+
+        __hash__ = int.__hash__
+
+    entries = [{"index": CallsBack(0), "function": {"arguments": '{"a": 1}'}}, {"index": 5, "function": {"name": "g"}}]
+    r.feed({"choices": [{"index": 0, "delta": {"tool_calls": entries}}]})
+    result = r.close()
+    assert refused and all(said.startswith("this reassembler is reading an event") for said in refused)
+    assert result.calls[0].arguments == {"a": 1}
