@@ -100,6 +100,15 @@ _TOO_DEEP: Final = f"the event {TOO_DEEP_TO_READ}"
 deeper than a recursive walk goes, or read from deep in the caller's own stack (Python 3.11)."""
 
 
+def _busy() -> LocalProtocolError:
+    """The refusal of a feed(), feed_bytes(), close() or fork made while another call of the same
+    stream is at work (policy one-call-at-a-time). Nothing was taken in; the call at work goes on."""
+    return LocalProtocolError(
+        "this reassembler is reading an event (another thread's call, or an object of the caller's own fed to it"
+        " calling it back): feed(), feed_bytes() and close() take one call at a time; nothing was taken in"
+    )
+
+
 class Reassembler:
     """One stream's tool calls, reassembled: feed it the stream in order, then ``close()`` it.
 
@@ -115,8 +124,10 @@ class Reassembler:
     (``choice-ignored``). ``content_deltas=True`` adds the turn's text, reasoning and refusal to the
     outputs as they arrive (:class:`fsm.ContentDelta`, among the calls' outputs in the stream's order),
     for a gateway that re-emits them (:class:`fsm.DeltaEmitter`); the result holds them either way. One
-    instance per stream; not thread-safe. ``copy.copy``, ``copy.deepcopy`` and ``pickle`` fork it: an
-    independent reassembler holding the stream so far, which goes on from there.
+    instance per stream, one call at a time: a ``feed``, ``feed_bytes``, ``close`` or fork made while
+    another is at work (another thread's, or a call back from an object being read) is refused with
+    LocalProtocolError, nothing taken in (policy one-call-at-a-time). ``copy.copy``, ``copy.deepcopy``
+    and ``pickle`` fork it: an independent reassembler holding the stream so far, which goes on from there.
     """
 
     # Fields most streams never write (a stream of dicts reads no bytes and holds no SDK object) are
@@ -128,7 +139,6 @@ class Reassembler:
     _previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: its text's revision, reader
     _placed: tuple[CallRef, Slot] | None = None  # a snapshot's ref and the call it landed in, for the next event
     _picker: ChoicePicker | None = None  # cuts each payload down to the choice the caller named (fsm.wire.choices)
-    _reading = False  # an SDK object is being read: its methods may call back (refused, _check_open)
     # Written by _use (for the decoder the provider names, or the first event detects) before any
     # event reads them, or read rarely: no write of each in every stream's construction.
     _decoder: Decoder | None = None
@@ -208,6 +218,10 @@ class Reassembler:
             self._fault: ToolcallFSMError | None = None
             # Closed, failed, or read from bytes: what feed() asks before reading (one look on every event).
             self._gated = False
+            # One token, taken by feed(), feed_bytes() and close() while they work and put back when they
+            # return (policy one-call-at-a-time): a list's pop is atomic, so of two calls at once (two
+            # threads, or an object of the caller's calling back) one finds it gone and is refused.
+            self._turn = [True]
         except ToolcallFSMError:
             raise
         except Exception as exc:
@@ -229,88 +243,111 @@ class Reassembler:
         fork: Reassembler = deepcopy(self)
         return fork
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a fork (``copy``, ``deepcopy``, ``pickle``) takes: refused while a call is at work
+        (another thread's feed, say), whose stream is half read and whose token is out."""
+        if not self._turn:
+            raise _busy()
+        return self.__dict__
+
     # -- input ------------------------------------------------------------------------------------
 
     def feed(self, item: Any) -> list[Output]:
         """Feed one wire payload, SDK object or decoded event; return the outputs it caused. While
         ``feed_bytes`` holds the bytes of an event not yet ended, InvalidInput, nothing taken in: the
         event would be read ahead of them."""
-        if self._gated:  # closed, failed, or fed bytes
-            self._check_open()  # raises when closed or failed
-            if self._holding():  # the calls out of order, the events misnumbered
-                raise InvalidInput(
-                    f"feed() while feed_bytes() holds the bytes of an event not yet ended: {type(item).__name__} fed"
-                    " now would be read ahead of it; feed the rest of the bytes first"
-                )
-        ledger = self.ledger
-        counted, current = self._events, ledger.event
+        turn = self._turn
         try:
-            if type(item) is dict:  # _ingest of a dict, in line: a call less on every event of most streams
-                ledger.event = self._events = counted + 1
-                chat = self._chat
-                if chat is None or self._finish is not None or not chat.shortcut(item, self.registry, self._content):
-                    self._unshortcut(item)
-            else:  # an SDK object, whose methods are the caller's: one that feeds or closes this stream is refused
-                gated, self._reading, self._gated = self._gated, True, True
-                try:
+            turn.pop()
+        except IndexError:
+            raise _busy() from None
+        try:
+            if self._gated:  # closed, failed, or fed bytes
+                self._check_open()  # raises when closed or failed
+                if self._holding():  # the calls out of order, the events misnumbered
+                    raise InvalidInput(
+                        "feed() while feed_bytes() holds the bytes of an event not yet ended:"
+                        f" {type(item).__name__} fed now would be read ahead of it; feed the rest of the bytes first"
+                    )
+            ledger = self.ledger
+            counted, current = self._events, ledger.event
+            try:
+                if type(item) is dict:  # _ingest of a dict, in line: a call less on every event of most streams
+                    ledger.event = self._events = counted + 1
+                    chat = self._chat
+                    if (
+                        chat is None
+                        or self._finish is not None
+                        or not chat.shortcut(item, self.registry, self._content)
+                    ):
+                        self._unshortcut(item)
+                else:  # an SDK object, whose methods are the caller's: one that feeds or closes it is refused (_busy)
                     self._ingest(item)
-                finally:
-                    self._reading, self._gated = False, gated or self._fault is not None
-        except RecursionError:  # a caller's own deeply nested dict, seen by a recursive walk (or a deep caller)
-            self._failed(LimitExceeded(_TOO_DEEP, event=self._events, rule="limits"))
-        except InvalidInput:
-            # Nothing was taken in and the stream goes on: the events after it are numbered as if
-            # it had never come, so their diagnostics name the same events as the stream without it.
-            self._events, self.ledger.event = counted, current
-            raise
-        except ToolcallFSMError as exc:
-            self._failed(exc)
-        except MemoryError:
-            raise
-        except Exception as exc:  # after the errors of ours that are ValueErrors too (InvalidOption)
-            # A caller's own dict may hold an int no JSON text does (the parser refuses it): one past
-            # the int-string conversion limit, which every str() of it meets (an id, a finish, a message).
-            said = exc.args[0] if type(exc) is ValueError and exc.args else None  # (a caller's own words may raise)
-            if type(said) is str and "integer string conversion" in said:
-                why = "the event holds a number with more digits than Python writes as text"
-                self._failed(LimitExceeded(why, event=self._events, rule="limits"))
-            from fsm.foreign import caller_fault  # only once something raised
-
-            # A caller's own object in the event raised (policy caller-object-raises): how much of
-            # the event was taken in before it did is not known, so the stream stops there. On
-            # plain data, the error is the engine's own: it goes up as it is.
-            fault = caller_fault(item, exc, f"event {self._events}", self)
-            if fault is None:
+            except RecursionError:  # a caller's own deeply nested dict, seen by a recursive walk (or a deep caller)
+                self._failed(LimitExceeded(_TOO_DEEP, event=self._events, rule="limits"))
+            except InvalidInput:
+                # Nothing was taken in and the stream goes on: the events after it are numbered as if
+                # it had never come, so their diagnostics name the same events as the stream without it.
+                self._events, self.ledger.event = counted, current
                 raise
-            fault.event = self._events
-            self._failed(fault)
-        out, ledger.outputs = ledger.outputs, []  # Ledger.drain inlined: a call less on every event
-        return out
+            except ToolcallFSMError as exc:
+                self._failed(exc)
+            except MemoryError:
+                raise
+            except Exception as exc:  # after the errors of ours that are ValueErrors too (InvalidOption)
+                # A caller's own dict may hold an int no JSON text does (the parser refuses it): one past
+                # the int-string conversion limit, which every str() of it meets (an id, a finish, a message).
+                said = exc.args[0] if type(exc) is ValueError and exc.args else None  # (a caller's own words may raise)
+                if type(said) is str and "integer string conversion" in said:
+                    why = "the event holds a number with more digits than Python writes as text"
+                    self._failed(LimitExceeded(why, event=self._events, rule="limits"))
+                from fsm.foreign import caller_fault  # only once something raised
+
+                # A caller's own object in the event raised (policy caller-object-raises): how much of
+                # the event was taken in before it did is not known, so the stream stops there. On
+                # plain data, the error is the engine's own: it goes up as it is.
+                fault = caller_fault(item, exc, f"event {self._events}", self)
+                if fault is None:
+                    raise
+                fault.event = self._events
+                self._failed(fault)
+            out, ledger.outputs = ledger.outputs, []  # Ledger.drain inlined: a call less on every event
+            return out
+        finally:
+            turn.append(True)
 
     def feed_bytes(self, data: bytes) -> list[Output]:
         """Feed raw response bytes (SSE, NDJSON, a JSON array or document, or an AWS event stream: the first bytes
         tell)."""
         if not issubclass(type(data), bytes | bytearray | memoryview):  # (isinstance asks the object's __class__)
             raise InvalidInput(f"feed_bytes takes bytes, not {type(data).__name__} (use feed() for parsed events)")
-        self._check_open()
+        turn = self._turn
         try:
-            data = bytes(data)
-        except Exception as exc:  # a bytes subclass of the caller's, its __bytes__ raising: nothing taken in
-            from fsm.foreign import caller_fault
+            turn.pop()
+        except IndexError:
+            raise _busy() from None
+        try:
+            self._check_open()
+            try:
+                data = bytes(data)
+            except Exception as exc:  # a bytes subclass of the caller's, its __bytes__ raising: nothing taken in
+                from fsm.foreign import caller_fault
 
-            fault = caller_fault(data, exc, "feed_bytes()")
-            if fault is None:
-                raise
-            raise fault from exc
-        if data:
-            self._gated = True  # feed() asks whether an event's bytes are held
-        try:
-            self._feed_bytes(data)
-        except ToolcallFSMError as exc:
-            self._failed(exc)
-        except RecursionError:  # a decoder's walk of an event read deep in the caller's stack
-            self._failed(LimitExceeded(_TOO_DEEP, event=self._events, rule="limits"))
-        return self.ledger.drain()
+                fault = caller_fault(data, exc, "feed_bytes()")
+                if fault is None:
+                    raise
+                raise fault from exc
+            if data:
+                self._gated = True  # feed() asks whether an event's bytes are held
+            try:
+                self._feed_bytes(data)
+            except ToolcallFSMError as exc:
+                self._failed(exc)
+            except RecursionError:  # a decoder's walk of an event read deep in the caller's stack
+                self._failed(LimitExceeded(_TOO_DEEP, event=self._events, rule="limits"))
+            return self.ledger.drain()
+        finally:
+            turn.append(True)
 
     def drain(self) -> list[Output]:
         """Outputs not yet handed out: those ``close()`` caused, or the event whose error was raised."""
@@ -333,16 +370,22 @@ class Reassembler:
         up (so a violation in the last event read as it closes, cut by the interruption, is reported as lax mode
         reports it). This package's own error raised earlier (``stream-failed``) is not the caller's: given here, it
         changes nothing."""
-        if self._reading:
-            self._check_open()  # raises: re-entrant
-        if self._closed is not None:
-            return self._closed
-        if interrupted is not None:
-            from fsm.interrupted import described  # only for a stream the caller's side stopped
+        turn = self._turn
+        try:
+            turn.pop()
+        except IndexError:
+            raise _busy() from None
+        try:
+            if self._closed is not None:
+                return self._closed
+            if interrupted is not None:
+                from fsm.interrupted import described  # only for a stream the caller's side stopped
 
-            stopped = None if interrupted is self._fault else described(interrupted)
-            return self._close(stopped)
-        return self._close(None)
+                stopped = None if interrupted is self._fault else described(interrupted)
+                return self._close(stopped)
+            return self._close(None)
+        finally:
+            turn.append(True)
 
     def _close(self, stopped: str | None) -> Result:
         ledger = self.ledger
@@ -459,11 +502,6 @@ class Reassembler:
     # -- internals ----------------------------------------------------------------------------------
 
     def _check_open(self) -> None:
-        if self._reading:
-            raise LocalProtocolError(
-                "this reassembler is reading an event (an object of the caller's own fed to it called it back):"
-                " feed(), feed_bytes() and close() wait until that feed() returns"
-            )
         if self._closed is not None:
             raise LocalProtocolError("the stream is closed; use a new Reassembler")
         if self._fault is not None:

@@ -49,7 +49,10 @@ class BareRefs:
     a stream are such fragments, and an immutable ref can be reused instead of built again. Kept
     for the first 256 (index, position) pairs, so nothing can grow it without bound. The refs are
     immutable and depend on nothing but the pair, so every stream shares one cache
-    (:data:`BARE_REFS`): a stream neither builds its own nor its first refs again."""
+    (:data:`BARE_REFS`): a stream neither builds its own nor its first refs again. An index of the
+    caller's own int class (a subclass, whose methods are its own) is neither kept nor looked up:
+    kept, another stream's plain index found it equal and took it, so that stream, fed plain dicts,
+    ran (and met the error of) the first stream's ``__eq__`` (audit 75)."""
 
     LIMIT = 256
 
@@ -57,6 +60,8 @@ class BareRefs:
         self._refs: dict[tuple[int | None, int], CallRef] = {}
 
     def ref(self, index: int | None, position: int = 0) -> CallRef:
+        if type(index) is not int and index is not None:
+            return build_call_ref(index=index, position=position)
         ref = self._refs.get((index, position))
         if ref is None:
             ref = build_call_ref(index=index, position=position)
