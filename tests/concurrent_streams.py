@@ -21,7 +21,7 @@ HISTORY_FORMAT = {
     "anthropic": "anthropic",
     "gemini": "gemini",
     "ollama": "ollama",
-    "cohere": "openai",
+    "cohere": "openai",  # Cohere v2 messages are OpenAI chat's shape
     "bedrock": "bedrock",
 }
 

@@ -16,6 +16,7 @@ from fsm import Reassembler, Result, messages
 from fsm.errors import InvalidInput, LocalProtocolError
 from fsm.history import check
 from fsm.results import CallStatus
+from tests.concurrent_streams import HISTORY_FORMAT
 from tests.conftest import CAPTURES, require_captures
 
 pydantic = pytest.importorskip("pydantic")
@@ -79,16 +80,6 @@ def signatures_decoded(content: dict[str, Any]) -> dict[str, Any]:
         for p in content["parts"]
     ]
     return {**content, "parts": parts}
-
-
-HISTORY_FORMAT = {
-    "openai-chat": "openai",
-    "openai-responses": "responses",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "ollama": "ollama",
-    "cohere": "openai",  # Cohere v2 messages are OpenAI chat's shape
-}
 
 
 def history(format: str, result: Result, incomplete: Any = "omit") -> list[dict[str, Any]]:
