@@ -1,0 +1,137 @@
+"""Audit 76: fields and events the providers' SDKs define today that the decoders dropped in silence.
+
+Every stream is built inline, shaped as the installed SDK's own type says (cited beside each), and
+validated by that type where it is cheap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from anthropic.types import RawMessageStreamEvent, ToolUseBlockParam
+from openai.types.responses import ResponseFunctionToolCallParam, ResponseStreamEvent
+from pydantic import TypeAdapter
+
+import fsm
+import fsm.messages
+
+_RESPONSES = TypeAdapter(ResponseStreamEvent)
+_CLAUDE = TypeAdapter(RawMessageStreamEvent)
+
+
+def _fed(provider: str, events: list[dict[str, Any]], adapter: TypeAdapter[Any]) -> fsm.Result:
+    for event in events:
+        adapter.validate_python(event)  # the shape is the SDK's
+    reassembler = fsm.Reassembler(provider)
+    for event in events:
+        reassembler.feed(event)
+    return reassembler.close()
+
+
+_RESPONSE = {
+    "id": "resp_1",
+    "object": "response",
+    "created_at": 0,
+    "model": "gpt-x",
+    "output": [],
+    "parallel_tool_calls": True,
+    "tool_choice": "auto",
+    "tools": [],
+    "status": "completed",
+}
+
+
+def _function_call(**context: Any) -> list[dict[str, Any]]:
+    # openai types/responses/response_function_tool_call.py: ResponseFunctionToolCall has
+    # namespace ("The namespace of the function to run"), caller (CallerDirect | CallerProgram
+    # {caller_id}) and async (alias of async_).
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_customer", "arguments": ""}
+    item |= {"status": "in_progress", **context}
+    return [
+        {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": item},
+        {
+            "type": "response.function_call_arguments.delta",
+            "sequence_number": 2,
+            "output_index": 0,
+            "item_id": "fc_1",
+            "delta": '{"id": 7}',
+        },
+        {
+            "type": "response.output_item.done",
+            "sequence_number": 3,
+            "output_index": 0,
+            "item": {**item, "arguments": '{"id": 7}', "status": "completed"},
+        },
+        {"type": "response.completed", "sequence_number": 4, "response": _RESPONSE},
+    ]
+
+
+def test_a_responses_call_keeps_its_namespace_and_caller_and_they_go_back() -> None:
+    """A function in a namespace tool group: the name alone may be another group's tool. Dropped,
+    the call went back as a call to a tool of no namespace."""
+    caller = {"type": "program", "caller_id": "call_prog"}
+    result = _fed("openai-responses", _function_call(namespace="crm", caller=caller, **{"async": True}), _RESPONSES)
+    (call,) = result.complete_calls
+    assert call.item == {"type": "function_call", "id": "fc_1", "namespace": "crm", "caller": caller, "async": True}
+    (sent,) = fsm.messages.assistant_message(result, "openai-responses")
+    assert sent["namespace"] == "crm" and sent["caller"] == caller and sent["async"] is True
+    # ResponseFunctionToolCallParam (the input item) takes them back
+    assert {"namespace", "caller", "async"} <= ResponseFunctionToolCallParam.__annotations__.keys()
+
+
+def test_a_responses_call_without_them_is_as_before() -> None:
+    result = _fed("openai-responses", _function_call(), _RESPONSES)
+    assert result.calls[0].item == {"type": "function_call", "id": "fc_1"}
+    assert fsm.messages.assistant_message(result, "openai-responses") == [
+        {"type": "function_call", "call_id": "call_1", "name": "get_customer", "arguments": '{"id": 7}'}
+    ]
+
+
+_MESSAGE_START = {
+    "type": "message_start",
+    "message": {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-x",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    },
+}
+_TOOL_USE_STOP = {
+    "type": "message_delta",
+    "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+    "usage": {"output_tokens": 5},
+}
+
+
+def test_a_claude_tool_use_keeps_its_caller_and_toolset_and_they_go_back() -> None:
+    """anthropic types/tool_use_block.py: ToolUseBlock.caller (DirectCaller | ServerToolCaller
+    {type: code_execution_..., tool_id}: a call made from Claude's code execution, programmatic
+    tool calling) and toolset_name; ToolUseBlockParam takes both back."""
+    caller = {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"}
+    block = {"type": "tool_use", "id": "toolu_1", "name": "q", "input": {}, "caller": caller, "toolset_name": "crm"}
+    events = [
+        _MESSAGE_START,
+        {"type": "content_block_start", "index": 0, "content_block": block},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"a": 1}'}},
+        {"type": "content_block_stop", "index": 0},
+        _TOOL_USE_STOP,
+    ]
+    result = _fed("anthropic", events, _CLAUDE)
+    (call,) = result.complete_calls
+    assert call.item == {"type": "tool_use", "caller": caller, "toolset_name": "crm"}
+    (use,) = fsm.messages.assistant_message(result, "anthropic")["content"]
+    assert use == {**block, "input": {"a": 1}}
+    assert {"caller", "toolset_name"} <= ToolUseBlockParam.__annotations__.keys()
+    # another provider's format takes neither: a Claude caller is no Responses caller
+    (sent,) = fsm.messages.assistant_message(result, "openai-responses")
+    assert "caller" not in sent and "toolset_name" not in sent
+
+
+def test_a_claude_tool_use_without_them_has_no_item() -> None:
+    block = {"type": "tool_use", "id": "toolu_1", "name": "q", "input": {}}
+    events = [_MESSAGE_START, {"type": "content_block_start", "index": 0, "content_block": block}]
+    events += [{"type": "content_block_stop", "index": 0}]
+    assert _fed("anthropic", events, _CLAUDE).calls[0].item is None
