@@ -106,8 +106,9 @@ CALL_CONTEXT = ("namespace", "caller", "async")
 """What a function or custom call item says of the tool beside its name, which its input item takes
 back: the ``namespace`` of a tool in a namespace tool group (the name alone may be another group's
 tool), the ``caller`` (``direct``, or the ``program`` item that made the call) and ``async``
-(openai ``ResponseFunctionToolCall`` / ``ResponseCustomToolCall``). Kept where the item gives them:
-dropped, the call was run, and sent back, as another tool's."""
+(openai ``ResponseFunctionToolCall`` / ``ResponseCustomToolCall``). Kept where the item gives them
+(but a ``direct`` caller, the default, which says nothing): dropped, the call was run, and sent
+back, as another tool's."""
 
 
 def kept(item: Mapping[str, Any], kind: ItemKind) -> dict[str, Any] | None:
@@ -119,7 +120,7 @@ def kept(item: Mapping[str, Any], kind: ItemKind) -> dict[str, Any] | None:
         return None
     if kind.call_type in STREAMED_TEXT:
         item_id = item.get("id")
-        context = {key: item[key] for key in CALL_CONTEXT if item.get(key) is not None}
+        context = {key: item[key] for key in CALL_CONTEXT if item.get(key) not in (None, {"type": "direct"})}
         if type(item_id) is str and item_id:
             return {"type": item.get("type"), "id": item_id, **context}
         return {"type": item.get("type"), **context} if context else None
