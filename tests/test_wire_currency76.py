@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import botocore.session
+import pytest
 from anthropic.types import RawMessageStreamEvent, ToolUseBlockParam
 from openai.types.responses import ResponseFunctionToolCallParam, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 import fsm
+import fsm.errors
 import fsm.messages
 
 _RESPONSES = TypeAdapter(ResponseStreamEvent)
@@ -135,3 +138,40 @@ def test_a_claude_tool_use_without_them_has_no_item() -> None:
     events = [_MESSAGE_START, {"type": "content_block_start", "index": 0, "content_block": block}]
     events += [{"type": "content_block_stop", "index": 0}]
     assert _fed("anthropic", events, _CLAUDE).calls[0].item is None
+
+
+def _converse_call_then(reason: str) -> list[dict[str, Any]]:
+    return [
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tu_1", "name": "f"}}}},
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a": 1}'}}}},
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"messageStop": {"stopReason": reason}},
+    ]
+
+
+@pytest.mark.parametrize("reason", ["malformed_tool_use", "malformed_model_output"])
+def test_a_converse_malformed_stop_is_an_error_not_a_quiet_finish(reason: str) -> None:
+    """botocore bedrock-runtime service-2.json, StopReason: ... malformed_model_output |
+    malformed_tool_use (the Converse API reference's MessageStopEvent lists them). Read before as a
+    finish word of no meaning, with no diagnostic at all; now an error finish, as Gemini's
+    MALFORMED_FUNCTION_CALL (LangChain.js's @langchain/aws normalises both to error too)."""
+    model = botocore.session.get_session().get_service_model("bedrock-runtime")
+    assert reason in model.shape_for("StopReason").enum
+    result = fsm.reassemble(_converse_call_then(reason), provider="bedrock")
+    assert result.finish_reason == "error" and result.raw_finish_reason == reason
+    assert "provider-error" in result.codes()
+    with pytest.raises(fsm.errors.RemoteProtocolError):
+        fsm.reassemble(_converse_call_then(reason), provider="bedrock", strict=True)
+
+
+def test_a_direct_caller_the_default_is_no_context() -> None:
+    """Claude sends ``caller: {"type": "direct"}`` on its ordinary tool_use blocks (a recording of
+    Haiku 4.5 does), as Responses may: the default, which says nothing, so no item is made of it
+    (the call reads as one without it, through every path, LiteLLM's too)."""
+    block = {"type": "tool_use", "id": "toolu_1", "name": "q", "input": {}, "caller": {"type": "direct"}}
+    events = [_MESSAGE_START, {"type": "content_block_start", "index": 0, "content_block": block}]
+    events += [{"type": "content_block_stop", "index": 0}]
+    assert _fed("anthropic", events, _CLAUDE).calls[0].item is None
+    result = _fed("openai-responses", _function_call(caller={"type": "direct"}), _RESPONSES)
+    assert result.calls[0].item == {"type": "function_call", "id": "fc_1"}

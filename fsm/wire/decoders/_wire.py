@@ -146,6 +146,8 @@ _CHAT_FINISH = {
     # Bedrock Converse's own (ChatBedrockConverse's stopReason), read as the Bedrock decoder reads them
     "guardrail_intervened": "content_filter",
     "content_filtered": "content_filter",
+    "malformed_model_output": "error",
+    "malformed_tool_use": "error",
 }
 
 
