@@ -175,3 +175,20 @@ def test_a_direct_caller_the_default_is_no_context() -> None:
     assert _fed("anthropic", events, _CLAUDE).calls[0].item is None
     result = _fed("openai-responses", _function_call(caller={"type": "direct"}), _RESPONSES)
     assert result.calls[0].item == {"type": "function_call", "id": "fc_1"}
+
+
+def test_responses_audio_events_are_reported_not_read_past_in_silence() -> None:
+    """openai types/responses/response_audio_transcript_delta_event.py (and response.audio.delta,
+    .done, .transcript.done: members of ResponseStreamEvent): the spoken answer and its transcript,
+    which nothing here reassembles. Any event ending in .delta, .done or .added was read past
+    without a word; now only the quiet prefixes are (text, reasoning, a hosted tool's progress)."""
+    events = [
+        {"type": "response.audio.transcript.delta", "sequence_number": 1, "delta": "Hello"},
+        {"type": "response.audio.delta", "sequence_number": 2, "delta": "AAAA"},
+        {"type": "response.audio.transcript.done", "sequence_number": 3},
+        {"type": "response.audio.done", "sequence_number": 4},
+        {"type": "response.completed", "sequence_number": 5, "response": _RESPONSE},
+    ]
+    result = _fed("openai-responses", events, _RESPONSES)
+    told = [d.message for d in result.diagnostics if d.code == "unknown-event"]
+    assert told == [f"Responses event type {e['type']!r}" for e in events[:4]]
