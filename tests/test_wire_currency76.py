@@ -10,6 +10,7 @@ from typing import Any
 import botocore.session
 import pytest
 from anthropic.types import RawMessageStreamEvent, ToolUseBlockParam
+from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import ResponseFunctionToolCallParam, ResponseStreamEvent
 from pydantic import TypeAdapter
 
@@ -192,3 +193,22 @@ def test_responses_audio_events_are_reported_not_read_past_in_silence() -> None:
     result = _fed("openai-responses", events, _RESPONSES)
     told = [d.message for d in result.diagnostics if d.code == "unknown-event"]
     assert told == [f"Responses event type {e['type']!r}" for e in events[:4]]
+
+
+def test_a_chat_delta_audio_is_reported_not_dropped_in_silence() -> None:
+    """openai types/chat/chat_completion_chunk.py: ChoiceDelta.audio (an audio model's spoken
+    answer, id, data and transcript, piece by piece). No Result field holds it, and it was dropped
+    without a word; now reported, as a search model's annotations are, beside a call too."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        payload = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [choice]}
+        ChatCompletionChunk.model_validate(payload)
+        return payload
+
+    audio = {"id": "audio_1", "transcript": "Hello", "data": "AAAA", "expires_at": 1}
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    for delta in ({"role": "assistant", "audio": audio}, {"audio": audio, "tool_calls": [call]}):
+        result = fsm.reassemble([chunk(delta), chunk({}, "stop")], provider="openai-chat")
+        (told,) = [d.message for d in result.diagnostics if d.code == "part-not-reassembled"]
+        assert told == "delta.audio (id, transcript, data, expires_at) is not kept: no Result holds it"

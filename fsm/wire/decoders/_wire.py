@@ -209,9 +209,11 @@ SAID_KEYS = (
     "provider_specific_fields",
     "refusal",
     "annotations",
+    "audio",
 )
 """The keys of a chat delta that carry turn content (text, reasoning, the text's signature) rather than
-calls, or what the decoder alone reads (LiteLLM's provider fields, its server calls; annotations)."""
+calls, or what the decoder alone reads (LiteLLM's provider fields, its server calls; annotations and
+audio, which it reports)."""
 
 
 def thinking_blocks(value: Any) -> list[ReasoningDelta] | None:
@@ -295,8 +297,8 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
     LiteLLM) or ``reasoning`` (OpenRouter, Ollama and Groq's OpenAI endpoints), one block per turn,
     or as LiteLLM's ``thinking_blocks``, block by block; a Gemini text part's signature
     (fsm.wire.langchain_chunks); OpenAI's refusal, kept apart. False when the content is a list of
-    typed chunks, or the content or reasoning of another type, or beside ``annotations``: only the
-    decoder reads those (it may need to report one)."""
+    typed chunks, or the content or reasoning of another type, or beside ``annotations`` or
+    ``audio``: only the decoder reads those (it may need to report one)."""
     content, signed = delta.get("content"), compat_signature(delta, "delta") if COMPAT_SIGNATURE in delta else None
     if (content and type(content) is str) or signed is not None:
         events.append(TextDelta(content if type(content) is str else "", signed))
@@ -317,7 +319,8 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
         refusal = text(delta["refusal"], "delta.refusal")
         if refusal:
             events.append(TextDelta(refusal, refusal=True))
-    return not odd and not delta.get("annotations")  # a search model's sources: the decoder reports them
+    # a search model's sources, a spoken answer (audio models): the decoder reports them
+    return not odd and not delta.get("annotations") and delta.get("audio") is None
 
 
 REASONING_KEYS = ("reasoning_content", "reasoning")
@@ -337,6 +340,18 @@ def unsaid(delta: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> li
         if value is not None and type(value) is not str:
             diagnose("part-not-reassembled", f"delta.{key} is {kind(value)}, not a string, is not read")
     return said
+
+
+def unkept(delta: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> None:
+    """Report what a chat delta holds that no Result field holds (``part-not-reassembled``): a
+    search model's ``annotations`` (url_citation: no chat message takes them back) and an audio
+    model's ``audio`` (openai ``ChoiceDelta.audio``: a piece of its spoken answer)."""
+    if cited := delta.get("annotations"):
+        said = f"{len(cited)} of them" if type(cited) is list else type(cited).__name__
+        diagnose("part-not-reassembled", f"delta.annotations ({said}) is not kept: no Result holds it")
+    if (audio := delta.get("audio")) is not None:
+        said = ", ".join(map(str, audio)) if isinstance(audio, Mapping) else type(audio).__name__
+        diagnose("part-not-reassembled", f"delta.audio ({said}) is not kept: no Result holds it")
 
 
 class Held(dict[Any, Any]):
