@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import botocore.session
+import cohere
 import pytest
 from anthropic.types import RawMessageStreamEvent, ToolUseBlockParam
 from openai.types.chat import ChatCompletionChunk
@@ -212,3 +213,24 @@ def test_a_chat_delta_audio_is_reported_not_dropped_in_silence() -> None:
         result = fsm.reassemble([chunk(delta), chunk({}, "stop")], provider="openai-chat")
         (told,) = [d.message for d in result.diagnostics if d.code == "part-not-reassembled"]
         assert told == "delta.audio (id, transcript, data, expires_at) is not kept: no Result holds it"
+
+
+def test_cohere_content_start_text_is_read_and_a_citation_reported() -> None:
+    """cohere ChatContentStartEventDeltaMessageContent holds text (and thinking) as a content-delta's
+    does; CitationStartV2ChatStreamResponse's delta.message.citations is a Citation (start, end,
+    text, sources). Both were read past in silence under the quiet ``content-`` and ``citation-``
+    prefixes: the start's text was lost from the turn."""
+    citation = {"start": 0, "end": 2, "text": "Hi", "sources": [], "type": "TEXT_CONTENT"}
+    events = [
+        {"type": "message-start", "id": "m1", "delta": {"message": {"role": "assistant"}}},
+        {"type": "content-start", "index": 0, "delta": {"message": {"content": {"type": "text", "text": "Hi "}}}},
+        {"type": "content-delta", "index": 0, "delta": {"message": {"content": {"text": "there"}}}},
+        {"type": "citation-start", "index": 0, "delta": {"message": {"citations": citation}}},
+        {"type": "citation-end", "index": 0},
+        {"type": "content-end", "index": 0},
+        {"type": "message-end", "delta": {"finish_reason": "COMPLETE"}},
+    ]
+    result = _fed("cohere", events, TypeAdapter(cohere.StreamedChatResponseV2))
+    assert result.text == "Hi there" and result.finish_reason == "stop"
+    (told,) = [d.message for d in result.diagnostics if d.code == "part-not-reassembled"]
+    assert told == "citation-start at index 0 (start, end, text, sources, type) is not kept: no part holds it"
