@@ -11,6 +11,7 @@ import botocore.session
 import cohere
 import pytest
 from anthropic.types import RawMessageStreamEvent, ToolUseBlockParam
+from google.genai.types import FinishReason, GenerateContentResponse
 from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import ResponseFunctionToolCallParam, ResponseStreamEvent
 from pydantic import TypeAdapter
@@ -234,3 +235,27 @@ def test_cohere_content_start_text_is_read_and_a_citation_reported() -> None:
     assert result.text == "Hi there" and result.finish_reason == "stop"
     (told,) = [d.message for d in result.diagnostics if d.code == "part-not-reassembled"]
     assert told == "citation-start at index 0 (start, end, text, sources, type) is not kept: no part holds it"
+
+
+@pytest.mark.parametrize(
+    ("word", "normal"),
+    [
+        ("CONTINUATION", "length"),
+        ("IMAGE_PROHIBITED_CONTENT", "content_filter"),
+        ("IMAGE_RECITATION", "content_filter"),
+        ("MODEL_ARMOR", "content_filter"),
+        ("MALFORMED_RESPONSE", "error"),
+        ("MISSING_THOUGHT_SIGNATURE", "error"),
+    ],
+)
+def test_gemini_later_finish_words_are_normalised(word: str, normal: str) -> None:
+    """google-genai types.FinishReason: CONTINUATION ("reached the per-request token limit, but
+    generation is not yet complete"), IMAGE_PROHIBITED_CONTENT, IMAGE_RECITATION, MODEL_ARMOR
+    (blocked by Model Armor), MALFORMED_RESPONSE, MISSING_THOUGHT_SIGNATURE (a request missing one).
+    They came out lowercased, meaning nothing; an error's is a provider-error now."""
+    assert word in {reason.value for reason in FinishReason}
+    event = {"candidates": [{"content": {"role": "model", "parts": [{"text": "x"}]}, "finishReason": word}]}
+    GenerateContentResponse.model_validate(event)
+    result = fsm.reassemble([event], provider="gemini")
+    assert (result.finish_reason, result.raw_finish_reason) == (normal, word)
+    assert ("provider-error" in result.codes()) == (normal == "error")

@@ -94,6 +94,14 @@ GEMINI_FINISH = {
     "IMAGE_SAFETY": "content_filter",
     "MALFORMED_FUNCTION_CALL": "error",
     "UNEXPECTED_TOOL_CALL": "error",
+    # google-genai FinishReason's later words, by their docstrings: the per-request token limit with
+    # more to come (CONTINUATION), filters, and a response or request that was malformed
+    "CONTINUATION": "length",
+    "IMAGE_PROHIBITED_CONTENT": "content_filter",
+    "IMAGE_RECITATION": "content_filter",
+    "MODEL_ARMOR": "content_filter",
+    "MALFORMED_RESPONSE": "error",
+    "MISSING_THOUGHT_SIGNATURE": "error",
 }
 """Gemini's finish reasons, normalised: read by the Gemini decoder, and by :func:`chat_finish` for
 a chat chunk that carries one as it is (a LangChain chunk of langchain-google-genai's)."""
