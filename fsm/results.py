@@ -72,11 +72,10 @@ class ToolCall:
     ``computer_call``) as the provider last sent it, every field kept (its item ``id``, ``status``,
     ``pending_safety_checks``, ``environment``): what :mod:`fsm.messages` sends back. For a
     Responses function or custom call, only the item's ``type`` and ``id`` (``fc_...``), which
-    pair the call with the reasoning item before it when both are sent back, and the ``namespace``,
-    ``caller`` and ``async`` the item gave (the tool's namespace tells it from another group's
-    tool of the same name). For a Claude client call, its ``type`` (``tool_use``) and the
-    ``caller`` and ``toolset_name`` its block gave (a call made from Claude's code execution, a toolset's member), which
-    go back on it; None when the block gave neither. For a Claude server
+    pair the call with the reasoning item before it when both are sent back, and the ``namespace``
+    (which tells the tool from another group's of its name), ``caller`` and ``async`` it gave. For
+    a Claude client call, ``type`` ``tool_use`` and the ``caller`` (Claude's code execution) and
+    ``toolset_name`` its block gave, which go back on it (None: it gave neither). For a Claude server
     call (``server_tool_use``, ``mcp_tool_use``), its block but its input (an MCP call's
     ``server_name``, a ``caller``), which goes back with the parsed input. None for other calls."""
     output_index: int | None = None
