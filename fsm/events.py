@@ -53,7 +53,8 @@ class CallSeen:
     item: dict[str, Any] | None = None
     """A built-in client item as the wire has it now (Responses ``shell_call``, ...): kept whole on
     the call it lands on, the latest one winning, so the call can be sent back as the item it was
-    (of a Responses function or custom call, only its ``type`` and item ``id``)."""
+    (of a Responses function or custom call, only its ``type``, item ``id``, ``namespace``,
+    ``caller`` and ``async``; of a Claude client call, its ``caller`` and ``toolset_name``)."""
     announces: bool = False
     """The provider's own announcement of a call its input already opened (a Responses item that
     comes after its input events): it belongs to the newest call at its index, even one whose value

@@ -68,19 +68,19 @@ class ToolCall:
     """A freeform call's input text, as assembled (raw when truncated); None for other calls."""
     item: dict[str, Any] | None = None
     """A built-in client item (``apply_patch_call``, ``shell_call``, ``local_shell_call``,
-    ``computer_call``) as the provider last sent it, every field kept (its item ``id``, ``status``,
-    ``pending_safety_checks``, ``environment``): what :mod:`fsm.messages` sends back. For a
-    Responses function or custom call, only the item's ``type`` and ``id`` (``fc_...``), which
-    pair the call with the reasoning item before it when both are sent back. For a Claude server
-    call (``server_tool_use``, ``mcp_tool_use``), its block but its input (an MCP call's
-    ``server_name``, a ``caller``), which goes back with the parsed input. None for other calls."""
+    ``computer_call``) as the provider last sent it, every field kept (``id``, ``status``,
+    ``pending_safety_checks``, ...): what :mod:`fsm.messages` sends back. For a Responses function or
+    custom call, the item's ``type`` and ``id`` (``fc_...``: it pairs the call with the reasoning item
+    before it), and the ``namespace`` (telling the tool from another group's of its name), ``caller``
+    and ``async`` it gave. For a Claude client call, ``type`` ``tool_use`` and the ``caller`` and
+    ``toolset_name`` its block gave (None: neither). For a Claude server call, its block but its
+    input, which goes back with the parsed input. None for other calls."""
     output_index: int | None = None
     """Where the call sat in the turn's output, shared with the reasoning and the text: a Responses
     ``output_index``, or a Claude content block index (Anthropic's wire, Bedrock InvokeModel's):
     :mod:`fsm.messages` sends them back in that order. A Claude tool block that came without its
-    index (a proxy's) has the index a later event of it named, else one past the blocks before it:
-    where it streamed. None where the wire has no such position (its index is a label there, or
-    there is none; Bedrock ConverseStream's is not used)."""
+    index (a proxy's) has the index a later event of it named, else one past the blocks before it.
+    None where the wire has no such position (its index is a label there, or there is none)."""
     reply_id: str | None = None
     """The id the next request answers the call by, where it is not :attr:`id`: the wire id of a
     call that opened before its id arrived (diagnostic ``late-id``), renamed like any repeated id

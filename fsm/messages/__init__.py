@@ -206,6 +206,8 @@ def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     for call in calls:
         _kind(call, "anthropic")
         use = {"type": "tool_use", "id": reply_id(call), "name": call.name or "", "input": _arguments(call)}
+        if call.item is not None and call.item.get("type") == "tool_use":  # its block's caller and toolset
+            use |= {key: call.item[key] for key in ("caller", "toolset_name") if call.item.get(key) is not None}
         placed.append((call.output_index, use))
     return {"role": "assistant", "content": in_output_order(placed)}
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_item
 from fsm.messages.shared import Message, in_output_order, kind, placed_text, reply_id
 from fsm.results import Result, TextPart, ToolCall
+from fsm.wire.decoders._responses_items import CALL_CONTEXT
 
 
 def openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Message]:
@@ -46,6 +47,8 @@ def openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messag
             if paired and call.item is not None and call.item.get("id"):
                 entry["id"] = call.item["id"]
             entry |= {"call_id": reply_id(call), "name": call.name or ""}
+            if call.item is not None and call.item.get("type") in _CALL_ITEMS:  # its namespace and caller
+                entry |= {key: call.item[key] for key in CALL_CONTEXT if call.item.get(key) is not None}
             if wanted == "custom":
                 entry["input"] = call.input or ""
             else:
@@ -54,6 +57,11 @@ def openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messag
         else:
             placed.append((call.output_index, built_in_item(call)))
     return in_output_order(placed)
+
+
+_CALL_ITEMS = ("function_call", "custom_tool_call")
+"""The Responses items whose CALL_CONTEXT a call's item holds (a Claude call's ``caller`` is no
+Responses caller)."""
 
 
 def _left_out(result: Result, calls: tuple[ToolCall, ...]) -> set[int]:

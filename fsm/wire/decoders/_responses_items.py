@@ -102,15 +102,28 @@ DONES = {
 }
 
 
+CALL_CONTEXT = ("namespace", "caller", "async")
+"""What a function or custom call item says of the tool beside its name, which its input item takes
+back: the ``namespace`` of a tool in a namespace tool group (the name alone may be another group's
+tool), the ``caller`` (``direct``, or the ``program`` item that made the call) and ``async``
+(openai ``ResponseFunctionToolCall`` / ``ResponseCustomToolCall``). Kept where the item gives them
+(but a ``direct`` caller, the default, which says nothing): dropped, the call was run, and sent
+back, as another tool's."""
+
+
 def kept(item: Mapping[str, Any], kind: ItemKind) -> dict[str, Any] | None:
     """What a call keeps of its item to be sent back: a built-in client call's whole item, as it
     came; a function or custom call's type and item id (``fc_...``), by which the request pairs the
-    call with the reasoning item before it; nothing for a hosted call, which is not sent back."""
+    call with the reasoning item before it, and its :data:`CALL_CONTEXT`; nothing for a hosted call,
+    which is not sent back."""
     if kind.server:
         return None
     if kind.call_type in STREAMED_TEXT:
         item_id = item.get("id")
-        return {"type": item.get("type"), "id": item_id} if type(item_id) is str and item_id else None
+        context = {key: item[key] for key in CALL_CONTEXT if item.get(key) not in (None, {"type": "direct"})}
+        if type(item_id) is str and item_id:
+            return {"type": item.get("type"), "id": item_id, **context}
+        return {"type": item.get("type"), **context} if context else None
     return dict(item)
 
 

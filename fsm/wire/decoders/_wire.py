@@ -11,7 +11,7 @@ from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta, build_call
 from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import plain_dumps
 from fsm.wire.decoders._fields import text, written
-from fsm.wire.decoders.reasoning_details import reasoning_details, unreadable
+from fsm.wire.decoders.chat_reasoning import reasoning_details, thinking_blocks, unreadable
 
 
 class TurnSaid(Protocol):
@@ -100,6 +100,14 @@ GEMINI_FINISH = {
     "IMAGE_SAFETY": "content_filter",
     "MALFORMED_FUNCTION_CALL": "error",
     "UNEXPECTED_TOOL_CALL": "error",
+    # google-genai FinishReason's later words, by their docstrings: the per-request token limit with
+    # more to come (CONTINUATION), filters, and a response or request that was malformed
+    "CONTINUATION": "length",
+    "IMAGE_PROHIBITED_CONTENT": "content_filter",
+    "IMAGE_RECITATION": "content_filter",
+    "MODEL_ARMOR": "content_filter",
+    "MALFORMED_RESPONSE": "error",
+    "MISSING_THOUGHT_SIGNATURE": "error",
 }
 """Gemini's finish reasons, normalised: read by the Gemini decoder, and by :func:`chat_finish` for
 a chat chunk that carries one as it is (a LangChain chunk of langchain-google-genai's)."""
@@ -152,6 +160,8 @@ _CHAT_FINISH = {
     # Bedrock Converse's own (ChatBedrockConverse's stopReason), read as the Bedrock decoder reads them
     "guardrail_intervened": "content_filter",
     "content_filtered": "content_filter",
+    "malformed_model_output": "error",
+    "malformed_tool_use": "error",
 }
 
 
@@ -214,34 +224,11 @@ SAID_KEYS = (
     "provider_specific_fields",
     "refusal",
     "annotations",
+    "audio",
 )
 """The keys of a chat delta that carry turn content (text, reasoning, the text's signature) rather than
-calls, or what the decoder alone reads (LiteLLM's provider fields, its server calls; annotations)."""
-
-
-def thinking_blocks(value: Any) -> list[ReasoningDelta] | None:
-    """LiteLLM's ``thinking_blocks`` (in its chunks and its proxy's stream): a Claude turn's reasoning
-    blocks, ``{type: thinking, thinking, signature}`` or ``{type: redacted_thinking, data}``, each
-    under an ``index`` of its own. Its ``reasoning_content`` joins every block's text and drops the
-    signatures Anthropic wants back, so these are read instead. None when there are none, or when
-    any entry is no such block (``reasoning_content`` is read then)."""
-    if type(value) is not list or not value:
-        return None
-    pieces = []
-    for block in value:
-        if not isinstance(block, Mapping) or block.get("type") not in ("thinking", "redacted_thinking"):
-            return None
-        key, said = block.get("index"), block.get("thinking")
-        signature, data = block.get("signature"), block.get("data")
-        pieces.append(
-            ReasoningDelta(
-                key if type(key) is int else None,
-                said if type(said) is str else "",
-                signature if type(signature) is str and signature else None,
-                data if type(data) is str and data else None,
-            )
-        )
-    return pieces
+calls, or what the decoder alone reads (LiteLLM's provider fields, its server calls; annotations and
+audio, which it reports)."""
 
 
 def typed_content(content: list[Any], diagnose: Callable[[str, str], None]) -> list[TextDelta | ReasoningDelta]:
@@ -300,8 +287,8 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
     LiteLLM) or ``reasoning`` (OpenRouter, Ollama and Groq's OpenAI endpoints), one block per turn,
     or as LiteLLM's ``thinking_blocks``, block by block; a Gemini text part's signature
     (fsm.wire.langchain_chunks); OpenAI's refusal, kept apart. False when the content is a list of
-    typed chunks, or the content or reasoning of another type, or beside ``annotations``: only the
-    decoder reads those (it may need to report one)."""
+    typed chunks, or the content or reasoning of another type, or beside ``annotations`` or
+    ``audio``: only the decoder reads those (it may need to report one)."""
     content, signed = delta.get("content"), compat_signature(delta, "delta") if COMPAT_SIGNATURE in delta else None
     if (content and type(content) is str) or signed is not None:
         events.append(TextDelta(content if type(content) is str else "", signed))
@@ -325,7 +312,8 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
         refusal = text(delta["refusal"], "delta.refusal")
         if refusal:
             events.append(TextDelta(refusal, refusal=True))
-    return not odd and not delta.get("annotations")  # a search model's sources: the decoder reports them
+    # a search model's sources, a spoken answer (audio models): the decoder reports them
+    return not odd and not delta.get("annotations") and delta.get("audio") is None
 
 
 REASONING_KEYS = ("reasoning_content", "reasoning")
@@ -352,6 +340,18 @@ def unsaid(delta: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> li
         if value is not None and type(value) is not str:
             diagnose("part-not-reassembled", f"delta.{key} is {kind(value)}, not a string, is not read")
     return said
+
+
+def unkept(delta: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> None:
+    """Report what a chat delta holds that no Result field holds (``part-not-reassembled``): a
+    search model's ``annotations`` (url_citation: no chat message takes them back) and an audio
+    model's ``audio`` (openai ``ChoiceDelta.audio``: a piece of its spoken answer)."""
+    if cited := delta.get("annotations"):
+        said = f"{len(cited)} of them" if type(cited) is list else type(cited).__name__
+        diagnose("part-not-reassembled", f"delta.annotations ({said}) is not kept: no Result holds it")
+    if (audio := delta.get("audio")) is not None:
+        said = ", ".join(map(str, audio)) if isinstance(audio, Mapping) else type(audio).__name__
+        diagnose("part-not-reassembled", f"delta.audio ({said}) is not kept: no Result holds it")
 
 
 class Held(dict[Any, Any]):

@@ -27,10 +27,9 @@ first event shows, so its calls are those the model's own wire gives. An excepti
 a ConverseStream event was read, an event of another wire, or a key beside an exception frame's error event,
 is reported (``unknown-event``), not read.
 
-Nothing is dropped in silence: a ``toolUse`` start without ``contentBlockIndex`` is kept as a call
-routed by its id (``missing-routing-field``) and takes the next index no block opened; tool input at
-an index no block opened opens a call of its own (``unopened-call``).
-"""
+Nothing is dropped in silence: a ``toolUse`` start without ``contentBlockIndex`` is kept as a call routed
+by its id (``missing-routing-field``) and takes the next index no block opened; tool input at an index no
+block opened opens a call of its own (``unopened-call``). ``malformed_*`` stop reasons are errors."""
 
 from __future__ import annotations
 
@@ -67,6 +66,7 @@ _FINISH = {
     "model_context_window_exceeded": "length",
     "guardrail_intervened": "content_filter",
     "content_filtered": "content_filter",
+    **dict.fromkeys(("malformed_model_output", "malformed_tool_use"), "error"),  # unparsed, as Gemini's MALFORMED_*
 }
 _QUIET = {"messageStart", "metadata"}
 

@@ -10,6 +10,9 @@ delta at an index no ``tool-call-start`` opened (or after its ``tool-call-end``)
 own, reported (``unopened-call``). A ``message-end`` ``error`` ends the stream with its message (an
 object's ``message``, as every wire's); beside a finish reason that is not one of error (``ERROR``,
 ``TIMEOUT``), that finish comes first and the error after it (policy error-beside-finish, as chat's).
+A ``content-start`` is read as a ``content-delta`` is (its content may hold text: the SDK's
+``ChatContentStartEventDeltaMessageContent``); a ``citation-start``'s citation is reported
+(``part-not-reassembled``): the text streams in no part to keep it on.
 """
 
 from __future__ import annotations
@@ -92,13 +95,19 @@ class CohereDecoder:
             elif error:  # what went wrong, beside finish_reason ERROR
                 ended = [StreamEnd("error", reason or None, error_message(error))]
             return ended + ([build_usage_report(dict(usage))] if usage else [])
-        if kind == "content-delta":
+        if kind in ("content-delta", "content-start"):  # a start's content may hold text too (the SDK's type)
             content = mapping(mapping(delta.get("message"), "delta.message").get("content"), "content")
             piece = text(content.get("text"), "content.text")
             if piece:
                 return [TextDelta(piece)]
             thought = text(content.get("thinking"), "content.thinking")  # a reasoning model's thinking block
             return [ReasoningDelta(0, thought)] if thought else []
+        if kind == "citation-start":  # a citation of the text: reported, where it was read past in silence
+            cited = mapping(mapping(delta.get("message"), "delta.message").get("citations"), "citations")
+            if cited:  # (the text streams in no part to keep it on, and fsm.messages sends Cohere none)
+                said = ", ".join(map(str, cited))
+                diagnose("part-not-reassembled", f"citation-start at index {at} ({said}) is not kept: no part holds it")
+            return []
         if kind == "tool-plan-delta":
             plan = text(mapping(delta.get("message"), "delta.message").get("tool_plan"), "tool_plan")
             return [ReasoningDelta(0, plan)] if plan else []

@@ -56,6 +56,7 @@ from fsm.wire.decoders._wire import (
     chat_said,
     compat_signature,
     dumps,
+    unkept,
     unsaid,
 )
 from fsm.wire.decoders.chat_chunks import (
@@ -115,9 +116,7 @@ class OpenAIChatDecoder:
             if type(delta) is dict or isinstance(delta, Mapping):
                 if not chat_said(delta, events):
                     events += unsaid(delta, diagnose)
-                    if cited := delta.get("annotations"):  # url_citation: no chat message takes them back
-                        said = f"{len(cited)} of them" if type(cited) is list else type(cited).__name__
-                        diagnose("part-not-reassembled", f"delta.annotations ({said}) is not kept: no Result holds it")
+                    unkept(delta, diagnose)
                 self._calls(delta, events, diagnose)
                 if delta.get(LITELLM_FIELDS):
                     self._served = self._served or ServerCalls()

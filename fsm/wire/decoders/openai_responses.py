@@ -160,7 +160,7 @@ class OpenAIResponsesDecoder(ResponsesTalk):
             if kind == "error" and not error:  # the stream's own error event: its message is at the top
                 error = payload
             return [StreamEnd("error", kind, error_message(error) if error else None)]  # no error: none said
-        if not kind.startswith(QUIET_PREFIXES) and not kind.endswith((".done", ".added", ".delta")):
+        if not kind.startswith(QUIET_PREFIXES):
             diagnose("unknown-event", f"Responses event type {kind!r}")
         return []
 

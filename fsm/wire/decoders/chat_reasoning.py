@@ -1,14 +1,17 @@
-"""OpenRouter's ``reasoning_details``: a chat delta's reasoning as the blocks the model gave it,
-with what the model's provider wants back (a Claude block's ``signature``, an OpenAI reasoning
-item's encrypted content). OpenRouter streams each block in pieces under one ``index``: the text
-(or a summary's text) a piece at a time, the signature in a later piece of its own; every piece
-names its ``type`` and ``format``. The delta's ``reasoning`` says the same text without the rest, so
-these are read in its stead, as LiteLLM's ``thinking_blocks`` are read over ``reasoning_content``:
-reading ``reasoning`` alone drops the signatures, and a Claude turn of calls sent back without
-them is refused (OpenRouter's docs ask for the blocks back, as they came, on tool-calling turns)."""
+"""A chat delta's reasoning as the blocks the model gave it, with what its provider wants back,
+where a server in front of the provider streams them: LiteLLM's ``thinking_blocks`` (Claude's
+signed and redacted thinking) and OpenRouter's ``reasoning_details``. Each is read in the stead of
+the delta's plain ``reasoning_content`` or ``reasoning``, which say the same text without the rest:
+read alone, they drop the signatures, and a Claude turn of calls sent back without them is refused.
+
+OpenRouter streams each block in pieces under one ``index``: the text (or a summary's text) a piece
+at a time, the signature in a later piece of its own; every piece names its ``type`` and ``format``
+(a Claude block's ``signature``, an OpenAI reasoning item's encrypted ``data``). OpenRouter's docs
+ask for the blocks back, as they came, on tool-calling turns."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from fsm.events import ReasoningDelta
@@ -17,6 +20,31 @@ TEXT_FIELDS = {"reasoning.text": "text", "reasoning.summary": "summary", "reason
 """Each type of entry, and the field that holds its piece of text (the encrypted entry's opaque data)."""
 
 _KNOWN_KEYS = frozenset({"type", "text", "summary", "data", "signature", "format", "index", "id"})
+
+
+def thinking_blocks(value: Any) -> list[ReasoningDelta] | None:
+    """LiteLLM's ``thinking_blocks`` (in its chunks and its proxy's stream): a Claude turn's reasoning
+    blocks, ``{type: thinking, thinking, signature}`` or ``{type: redacted_thinking, data}``, each
+    under an ``index`` of its own. Its ``reasoning_content`` joins every block's text and drops the
+    signatures Anthropic wants back, so these are read instead. None when there are none, or when
+    any entry is no such block (``reasoning_content`` is read then)."""
+    if type(value) is not list or not value:
+        return None
+    pieces = []
+    for block in value:
+        if not isinstance(block, Mapping) or block.get("type") not in ("thinking", "redacted_thinking"):
+            return None
+        key, said = block.get("index"), block.get("thinking")
+        signature, data = block.get("signature"), block.get("data")
+        pieces.append(
+            ReasoningDelta(
+                key if type(key) is int else None,
+                said if type(said) is str else "",
+                signature if type(signature) is str and signature else None,
+                data if type(data) is str and data else None,
+            )
+        )
+    return pieces
 
 
 def reasoning_details(value: Any) -> list[ReasoningDelta] | None:
