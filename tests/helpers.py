@@ -118,6 +118,14 @@ def run(chunks: list[dict[str, Any]], **options: Any) -> Result:
     return r.close()
 
 
+def feed_vector(r: Reassembler, vector: Any) -> None:
+    """Feed a conformance vector as the harness does: its body's bytes, then its events."""
+    if vector.body is not None:
+        r.feed_bytes(vector.body.encode("utf-8"))
+    for event in vector.events:
+        r.feed(event)
+
+
 def calls(result: Result) -> list[tuple[str | None, Any]]:
     return [(c.name, c.arguments) for c in result.calls]
 

@@ -21,6 +21,7 @@ from fsm.content import BLOCK_CHARS
 from fsm.errors import LimitExceeded, ToolcallFSMError
 from fsm.harness.vectors import Vector, load_vectors
 from tests.conftest import CAPTURES, captures
+from tests.helpers import feed_vector
 
 FOUND = captures()
 MISSING = f"recorded captures not found at {CAPTURES} (../shared is beside the project in CI)"
@@ -51,10 +52,7 @@ def read_vector(vector: Vector, limits: Limits) -> tuple[Result, LimitExceeded |
     r = Reassembler(vector.shape, policies=Policies(**vector.policies), limits=limits, choice=vector.choice)
     error = None
     try:
-        if vector.body is not None:
-            r.feed_bytes(vector.body.encode("utf-8"))
-        for event in vector.events:
-            r.feed(event)
+        feed_vector(r, vector)
     except LimitExceeded as raised:
         error = raised
     except ToolcallFSMError:

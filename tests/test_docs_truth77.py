@@ -24,6 +24,7 @@ import pytest
 
 from fsm import history
 from fsm.spec import MachineSpec, history_spec, identity_spec, scanner_spec, slot_spec
+from tests.helpers import feed_vector
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -270,10 +271,7 @@ def test_strict_mode_refuses_a_stream_exactly_when_lax_mode_reports_a_violation(
         r = Reassembler(vector.shape, strict=strict, policies=_policies(vector), choice=vector.choice)
         error = None
         try:
-            if vector.body is not None:
-                r.feed_bytes(vector.body.encode("utf-8"))
-            for event in vector.events:
-                r.feed(event)
+            feed_vector(r, vector)
         except RemoteProtocolError as exc:
             error = exc
         stopped = ConnectionError(vector.interrupted) if vector.interrupted is not None else None
