@@ -285,7 +285,8 @@ def chunk_text(part: Any) -> str:
 def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
     """The text and reasoning in a delta. Reasoning comes as ``reasoning_content`` (DeepSeek, vLLM,
     LiteLLM) or ``reasoning`` (OpenRouter, Ollama and Groq's OpenAI endpoints), one block per turn,
-    or as LiteLLM's ``thinking_blocks``, block by block; a Gemini text part's signature
+    or as LiteLLM's ``thinking_blocks`` or OpenRouter's ``reasoning_details``, block by block
+    (:mod:`fsm.wire.decoders.chat_reasoning`); a Gemini text part's signature
     (fsm.wire.langchain_chunks); OpenAI's refusal, kept apart. False when the content is a list of
     typed chunks, or the content or reasoning of another type, or beside ``annotations`` or
     ``audio``: only the decoder reads those (it may need to report one)."""

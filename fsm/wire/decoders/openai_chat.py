@@ -9,7 +9,8 @@ arguments as a JSON object instead of text). Dialect quirks handled here, not in
   only when there is no ``delta``;
 * the legacy ``delta.function_call`` (one call, no id);
 * ``extra_content.google.thought_signature``: a call's on its entry (Gemini), the text's on the delta;
-* LiteLLM's ``thinking_blocks`` (Claude's signed and redacted reasoning), read over ``reasoning_content``;
+* LiteLLM's ``thinking_blocks`` (Claude's signed and redacted reasoning) and OpenRouter's
+  ``reasoning_details`` (its blocks with their signatures), read over the plain reasoning;
 * a custom tool's call (``type: custom``, ``custom: {name, input}``): freeform input text; an entry
   of a type with neither ``function`` nor ``custom`` is reported (``unknown-event``);
 * LiteLLM's server tool calls, in ``delta.provider_specific_fields`` (``litellm_calls.py``);
