@@ -150,6 +150,7 @@ def test_the_next_request_carries_the_details_through_the_sdk() -> None:
         ([{"type": "reasoning.text", "text": "x", "index": True}], "reasoning_details[0].index is bool, not int"),
         ([{"type": "reasoning.text", "text": "x", "index": -1}], "reasoning_details[0].index is -1, not an index"),
         ([{"type": "reasoning.text", "text": "x"}, "x"], "reasoning_details[1] is str, not an object"),
+        ([{"type": ["reasoning.text"], "text": "x"}], "is of type no type (list), which is not read"),
         ({"type": "reasoning.text"}, "delta.reasoning_details is dict, not a list:"),
     ],
 )
@@ -161,6 +162,10 @@ def test_details_it_cannot_read_are_reported_and_the_plain_reasoning_read(detail
     assert said in reported.message and reported.event == 1
     # A warning, not a violation: strict mode reads the turn alike.
     assert unstructure(read(chunks, strict=True)) == unstructure(result)
+    # Read from bytes (the chat shortcuts read the delta first: a list type raised TypeError there).
+    r = Reassembler("openai-chat")
+    r.feed_bytes(sse(chunks))
+    assert unstructure(r.close()) == unstructure(result)
 
 
 def test_the_format_counts_once_a_block_though_every_piece_repeats_it() -> None:

@@ -80,7 +80,7 @@ def unreadable(value: list[Any]) -> str | None:
         if type(entry) is not dict:
             return f"delta.reasoning_details[{at}] is {type(entry).__name__}, not an object"
         detail = entry.get("type")
-        if detail not in TEXT_FIELDS:
+        if type(detail) is not str or detail not in TEXT_FIELDS:
             shown = repr(detail) if type(detail) is str else f"no type ({type(detail).__name__})"
             return f"delta.reasoning_details[{at}] is of type {shown[:80]}, which is not read"
         for key, field in entry.items():
