@@ -259,3 +259,17 @@ def test_gemini_later_finish_words_are_normalised(word: str, normal: str) -> Non
     result = fsm.reassemble([event], provider="gemini")
     assert (result.finish_reason, result.raw_finish_reason) == (normal, word)
     assert ("provider-error" in result.codes()) == (normal == "error")
+
+
+def test_a_gemini_continuation_token_is_reported_not_dropped() -> None:
+    """google-genai types.Candidate.continuation_token: "returned when finish_reason is CONTINUATION.
+    Clients can pass this token in a subsequent GenerateContentRequest to continue generation." No
+    Result field holds it, so it is reported where it was dropped in silence."""
+    candidate = {"content": {"role": "model", "parts": [{"text": "x"}]}, "finishReason": "CONTINUATION"}
+    event = {"candidates": [{**candidate, "continuationToken": "Q09OVElOVUU="}]}
+    GenerateContentResponse.model_validate(event)
+    result = fsm.reassemble([event], provider="gemini")
+    (told,) = [d for d in result.diagnostics if d.code == "part-not-reassembled"]
+    assert told.event == 1 and told.message.startswith("candidate.continuationToken is not kept")
+    assert result.text == "x" and result.finish_reason == "length"
+    assert fsm.reassemble([{"candidates": [candidate]}], provider="gemini").diagnostics == ()
