@@ -178,8 +178,8 @@ class GeminiDecoder:
                 diagnose("choice-ignored", f"candidate {written(candidate.get('index'))} is not reassembled")
                 continue
             if candidate.get("continuationToken") is not None:  # beside finishReason CONTINUATION
-                said = "candidate.continuationToken is not kept: no Result field holds it (the turn goes on"
-                diagnose("part-not-reassembled", f"{said} only by a request that sends it back)")
+                kept = "candidate.continuationToken is not kept: no Result field holds it (the turn goes on"
+                diagnose("part-not-reassembled", f"{kept} only by a request that sends it back)")
             content = mapping(candidate.get("content"), "content")
             position = code_position = 0
             for p, part in enumerate(items(content.get("parts"), "parts")):
