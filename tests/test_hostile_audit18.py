@@ -111,14 +111,15 @@ def repaired_for_good(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return fixed
 
 
-def test_a_last_message_that_makes_client_calls_cannot_keep_a_server_call_waiting() -> None:
-    # The client call's result goes in a message after it, so the server call is no longer in the
-    # last message: repair's placeholder made a history its own check refused (dangling s1).
+def test_a_last_message_that_makes_client_calls_keeps_its_server_call_waiting_past_their_results() -> None:
+    # The client call's result goes in a message after it: the server call waits past it
+    # (server-call-waits-across-results, audit 76), repair's placeholder too. Before that policy,
+    # repair's placeholder made a history its own check refused (dangling s1), and it dropped s1.
     turns = [{"role": "user", "content": "Look it up"}, {"role": "assistant", "content": [search("s1"), use("c1")]}]
-    assert findings(history.check(turns)) == [("dangling", "s1", 2), ("dangling", "c1", 2)]
+    assert findings(history.check(turns)) == [("dangling", "c1", 2)]
     fixed = repaired_for_good(turns)
     assert [m["content"] for m in fixed[1:]] == [
-        [use("c1")],
+        [search("s1"), use("c1")],
         [
             {
                 "type": "tool_result",

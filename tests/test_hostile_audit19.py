@@ -18,25 +18,27 @@ def _vector(name: str) -> list[dict[str, Any]]:
     return next(v.events for v in load_vectors() if v.name == name)
 
 
-def test_a_server_call_without_its_result_does_not_go_back_beside_client_calls() -> None:
-    """The bundled vector streams tool_use, server_tool_use (no result), tool_use: its next turn
-    sent the waiting server call before the client calls' results, which Anthropic refuses and
-    fsm.history.check called dangling."""
+def test_a_server_call_without_its_result_goes_back_beside_client_calls_and_waits_past_them() -> None:
+    """The bundled vector streams tool_use, server_tool_use (no result), tool_use. Audit 19 left the
+    waiting server call out of the next turn; since server-call-waits-across-results (audit 76) it goes
+    back, as code execution paused for client calls must, and fsm.history reads it waiting past the
+    client calls' results, which the next request sends."""
     result = fsm.reassemble(_vector("anthropic-blocks-without-any-index"), "anthropic")
     said = messages.assistant_message(result, "anthropic")
     answers = [messages.tool_result(call, "ok", "anthropic") for call in result.complete_calls]
     conversation = [{"role": "user", "content": "go"}, said, *messages.tool_results(answers, "anthropic")]
-    assert [block["type"] for block in said["content"]] == ["tool_use", "tool_use"]
+    assert [block["type"] for block in said["content"]] == ["tool_use", "server_tool_use", "tool_use"]
     assert history.check(conversation).findings == ()
 
 
 @pytest.mark.parametrize("client_call", [True, False])
-def test_a_search_without_its_result_goes_back_only_in_a_turn_of_no_client_calls(client_call: bool) -> None:
-    """Without client calls the message is the last one (pause_turn), where Anthropic runs it."""
+def test_a_search_without_its_result_goes_back_with_or_without_client_calls(client_call: bool) -> None:
+    """Without client calls the message is the last one (pause_turn), where Anthropic runs it; with
+    them, it waits past their results (server-call-waits-across-results)."""
     events = [e for e in web_search_turn("pause_turn", client_call=client_call) if e.get("index") != 2]
     said = messages.assistant_message(fsm.reassemble(events, "anthropic"), "anthropic")
     searches = [block["id"] for block in said["content"] if block["type"] == "server_tool_use"]
-    assert searches == ([] if client_call else ["srvtoolu_1"])
+    assert searches == ["srvtoolu_1"]
 
 
 @pytest.mark.parametrize("kind", ["apply_patch_call", "shell_call", "local_shell_call", "computer_call"])

@@ -203,25 +203,46 @@ def _refused(messages: list[dict[str, Any]]) -> list[str]:
     why, turns = [], _turns(messages)
     if history.detect_format(messages) == "anthropic":  # with no tool block it reads as OpenAI chat's
         why += [f"message {at}: no content" for at in range(len(messages)) if _came_empty(messages, at)]
+    # A server call waiting in a turn of client calls waits past their results, for the model's next
+    # turn, and past its client calls' results in turn (server-call-waits-across-results).
+    carried: Counter[str] = Counter()
+    pausing: set[str] = set()
+    through = False  # the user's turn after the calls it waits past answered one of them
     for t, (role, blocks) in enumerate(turns):
         calls = Counter(b["id"] for b in blocks if b["type"] == "tool_use")
         if role == "assistant":
+            own = Counter(b["id"] for b in blocks if b["type"] == "server_tool_use")
+            answers = Counter(b["tool_use_id"] for b in blocks if b["type"] == "web_search_tool_result")
+            again = set(calls) | {key for key in own if own[key] > answers[key]}
+            if +carried and (not through or again & set(+carried)):
+                why.append(f"turn {t}: a server call without its result")
+                carried = Counter()
             waiting: Counter[str] = Counter()
             for block in blocks:
                 if block["type"] == "server_tool_use":
                     waiting[block["id"]] += 1
                 elif block["type"] == "web_search_tool_result":
+                    if carried[block["tool_use_id"]]:
+                        carried[block["tool_use_id"]] -= 1
+                        continue
                     if not waiting[block["tool_use_id"]]:
                         why.append(f"turn {t}: a server result answering nothing")
                     waiting[block["tool_use_id"]] -= 1
-            if +waiting and t < len(turns) - 1:
-                why.append(f"turn {t}: a server call without its result")
+            if calls and (+waiting or +carried):
+                carried, pausing, through = +carried + +waiting, set(calls), False
+            else:
+                if +carried:
+                    why.append(f"turn {t}: a server call without its result")
+                carried = Counter()
+                if +waiting and t < len(turns) - 1:
+                    why.append(f"turn {t}: a server call without its result")
             if any(n > 1 for n in calls.values()):
                 why.append(f"turn {t}: two calls under one id")
             after = turns[t + 1][1] if t + 1 < len(turns) else []
             if calls and Counter(b.get("tool_use_id") for b in after if b["type"] == "tool_result") != calls:
                 why.append(f"turn {t}: its calls are not answered in the next turn")
         else:
+            through = through or any(b["type"] == "tool_result" and b.get("tool_use_id") in pausing for b in blocks)
             kinds = [b["type"] for b in blocks]
             first_other = next((j for j, kind in enumerate(kinds) if kind != "tool_result"), len(kinds))
             if "tool_result" in kinds[first_other:]:

@@ -86,6 +86,17 @@ def _leftover(plan: Writer, at: int) -> bool:
     return not all(models_block(block) for block in items(plan.messages[at], plan.fmt, at))
 
 
+def still_waits(plan: Writer, segment: Segment) -> bool:
+    """May the server still run a server call of ``segment`` that waits where the history ends? It
+    may in a turn paused (``pause_turn``, see :func:`drop_paused` too), and past the client results
+    of calls beside it (``server-call-waits-across-results``) while repair keeps one of those: with
+    them all dropped (``RepairPolicy(dangling="drop-call")``) nothing pauses it, and it goes as any
+    server call without its result."""
+    if not segment.open_end:
+        return False
+    return not segment.carried or any((call.message, call.slot) not in plan.drop for call in segment.carried)
+
+
 def drop_paused(plan: Writer) -> None:
     """The paused turn's server calls, once repair writes a message after the last (``paused-call-last-only``)."""
     last = len(plan.messages) - 1  # what user messages of a run of server calls alone leave goes after it too

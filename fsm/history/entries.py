@@ -34,6 +34,11 @@ class Segment(NamedTuple):
     open_end: bool = False
     """Server blocks of the history's last message, a turn Claude may go on with (``pause_turn``):
     a call there may still wait for its result."""
+    carried: tuple[Entry, ...] = ()
+    """Server calls waiting past the client results of their message's calls where the history ends
+    (``server-call-waits-across-results``), ``open_end`` too: the client calls they wait past last (of
+    the latest message making such calls). They stay when repair writes a message after the last,
+    while repair keeps one of those calls."""
     late: tuple[Entry, ...] = ()
     """Anthropic: the results after text in the turn's user messages (the API takes a turn's results
     first in it), which ``host``, the first of those messages, takes first in repair."""

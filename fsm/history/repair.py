@@ -59,7 +59,7 @@ from typing import Any, Literal
 
 from fsm.engine.ids import IdAllocator
 from fsm.foreign import answers_callers
-from fsm.history.after_run import drop_paused, user_content_after
+from fsm.history.after_run import drop_paused, still_waits, user_content_after
 from fsm.history.changes import Change, RepairPolicy, checked_policy
 from fsm.history.detect import resolve_format
 from fsm.history.entries import Entry, Key, Roles, Segment
@@ -136,8 +136,8 @@ class _Plan(Writer):
             seen[call.key] = k + 1
             answer = answer_of.get((call.key, k))
             dropped = segment.server or (self.policy.dangling == "drop-call" and not self._signed(call))
-            waits = answer is None and segment.open_end  # the server may still run it: it goes back as it came
-            self.paused += [call] if waits else []  # unless repair writes after it (paused-call-last-only)
+            waits = answer is None and still_waits(self, segment)  # the server may still run it: it goes back
+            self.paused += [call] if waits and not segment.carried else []  # see paused-call-last-only
             if answer is None and not waits and (dropped or self._type(call) == "computer_call"):
                 self._edit(call, self.drop)
                 if self.fmt == "responses":

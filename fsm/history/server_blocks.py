@@ -28,11 +28,23 @@ answer the server calls of that run, and are ``misplaced-result``. Repair moves 
 such a message (:func:`models_block`) with its client calls into the model message it makes of them,
 in their order, where they pair as they were read. Left in the user's message, a server call
 answered there was read as answered and written where the next repair read it alone: dropped, its
-real result with it."""
+real result with it.
+
+The policy ``server-call-waits-across-results``: a server call left waiting at the end of an
+Anthropic assistant message that makes client calls waits on past their results (:class:`Waiting`).
+Code execution that calls the client's tools (programmatic tool calling: each such ``tool_use``
+names the server call its ``caller``) pauses for their results: the API wants the waiting call back
+in the request that sends them, and its result comes in a later assistant message, once the code has
+run on. So such a call is answered by the server results of the model's message after the user's
+results, and of the ones after that while each makes client calls again; one no such message answers
+is ``dangling`` there (repair drops it, as any server call without its result); and one still
+waiting where the history ends (the client's results sent, or not yet) is the server's to run, as a
+paused turn's is, and stays even when repair writes a message after it (the placeholders of the
+calls beside it)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 from fsm.history.entries import Entry, Key, Segment
@@ -41,7 +53,15 @@ from fsm.history.entries import Entry, Key, Segment
 from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS as SERVER_CALLS
 from fsm.wire.decoders._wire import server_result_block as is_server_result
 
-__all__ = ["SERVER_CALLS", "converse_holding", "converse_payload", "in_order", "is_server_result", "models_block"]
+__all__ = [
+    "SERVER_CALLS",
+    "Waiting",
+    "converse_holding",
+    "converse_payload",
+    "in_order",
+    "is_server_result",
+    "models_block",
+]
 
 
 def models_block(block: Mapping[str, Any]) -> bool:
@@ -127,3 +147,94 @@ def converse_holding(block: Any, served: set[Any] | None) -> Any:
     if field == "toolResult" and served and wire_id in served:
         return ""
     return "call" if field == "toolUse" else "result"
+
+
+class Waiting:
+    """The server blocks of the model's messages whose calls wait past the client results of their
+    message's calls (``server-call-waits-across-results``), held whole, so a waiting call stays in
+    the turn it was made in (and renamed within it, as any call), until the model's message after
+    those results answers it or does not: a unit at a time, the model's message that made them,
+    then the user's results, then the model's message that may answer them."""
+
+    def __init__(self, fmt: str) -> None:
+        self.held: list[Segment] = []
+        self.answered = False  # the user's results of the calls beside them came
+        self.anthropic = fmt == "anthropic"  # Converse's server tools pause for no client call
+        self.pausing: tuple[Entry, ...] = ()  # the client calls they wait past, of the latest message
+
+    def meet(
+        self, served: list[Segment], results: list[Entry] | None, users: bool, calls: list[Entry]
+    ) -> Iterator[Segment]:
+        """Read the next unit (its server blocks ``served``, the results it holds, is it the user's,
+        the client calls it makes) against the blocks held: the user's results answering a client
+        call beside them let them wait on;
+        the model's message after them answers them with its server results, which go to their calls'
+        blocks (out of ``served``, in place), and those it leaves waiting wait on past its own
+        client calls' results, if it made any and no call of it takes a waiting call's id; anything
+        else finds them dangling."""
+        if not self.held:
+            return
+        pausing = {call.key for call in self.pausing}
+        if not self.answered and users and any(result.key in pausing for result in results or ()):
+            # a server result sent there answers its call too
+            self._answer(served, misplaced=True)  # (server-blocks-are-the-models: repair moves it to its call)
+            self.answered = True
+            return
+        if self.answered and not users:
+            # a waiting call whose id the unit calls again, leaving that call waiting too, is over before it
+            taken = {call.key for call in calls} | {key for chunk in served for key in _waiting(chunk)}
+            yield from (chunk for chunk in self.held if not taken.isdisjoint(_waiting(chunk)))
+            self.held = [chunk for chunk in self.held if taken.isdisjoint(_waiting(chunk))]
+            self._answer(served)
+            yield from (chunk for chunk in self.held if not calls or not _waiting(chunk))
+            self.held = [chunk for chunk in self.held if calls and _waiting(chunk)]
+            self.answered, self.pausing = False, tuple(calls)
+            return
+        yield from self.over()
+
+    def hold(self, chunk: Segment) -> bool:
+        """Hold a unit's server blocks (paired by :func:`in_order`) that made client calls, when a
+        call of them waits."""
+        if not (self.anthropic and _waiting(chunk)):
+            return False
+        self.held.append(chunk)
+        self.pausing = chunk.beside  # its unit's: those of any held before too
+        return True
+
+    def over(self, open_end: bool = False) -> Iterator[Segment]:
+        """The blocks held, each a turn, and none held any more: ``open_end`` where the history
+        ends, the server may still run their waiting calls."""
+        held, self.held, self.answered = self.held, [], False
+        for chunk in held:
+            yield chunk._replace(open_end=True, carried=self.pausing) if open_end else chunk
+
+    def _answer(self, served: list[Segment], misplaced: bool = False) -> None:
+        """Each server result of ``served`` naming a call held waiting goes to that call's blocks,
+        the earliest call first (first come, first served); ``misplaced`` when the user sent it."""
+        left = [_waiting(chunk) for chunk in self.held]  # per held chunk, per id: its calls waiting
+        for n, chunk in enumerate(served):
+            sent_by_user = {(entry.message, entry.slot) for entry in chunk.misplaced}
+            kept: list[Entry] = []
+            for result in chunk.results:
+                at = next((j for j, waits in enumerate(left) if waits.get(result.key, 0)), None)
+                if at is None:
+                    kept.append(result)
+                    continue
+                left[at][result.key] -= 1
+                chunk_at = self.held[at]
+                moved = misplaced or (result.message, result.slot) in sent_by_user
+                sent = (*chunk_at.misplaced, result) if moved else chunk_at.misplaced
+                self.held[at] = chunk_at._replace(results=[*chunk_at.results, result], misplaced=sent)
+            gone = sent_by_user - {(entry.message, entry.slot) for entry in kept}
+            served[n] = chunk._replace(
+                results=kept, misplaced=tuple(e for e in chunk.misplaced if (e.message, e.slot) not in gone)
+            )
+
+
+def _waiting(chunk: Segment) -> dict[Key, int]:
+    """Per id, how many of a chunk's calls no result answers (the last of the id's calls)."""
+    left = _count(chunk.calls)
+    for result in chunk.results:
+        if left.get(result.key, 0):
+            left[result.key] -= 1
+    return {key: n for key, n in left.items() if n}

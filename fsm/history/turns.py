@@ -59,7 +59,7 @@ from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import ALTERNATE, MODEL_ROLE, Reader, gemini_payload, items, known_role, read_role
 from fsm.history.responses_turns import responses_segments
-from fsm.history.server_blocks import converse_payload, in_order, is_server_result, models_block
+from fsm.history.server_blocks import Waiting, converse_payload, in_order, is_server_result, models_block
 
 
 def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | None = None) -> Iterator[Segment]:
@@ -78,12 +78,13 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     # own when it holds text too): the user's results next still answer the calls (``Segment.held``).
     after, after_answer = -1, fmt in ("gemini", "bedrock")
     # The server blocks of the unit read last, out once the next is read: the user's may send their results.
-    pending: tuple[list[Segment], int, list[Entry], bool] = ([], -1, [], False)
+    pending: _Pending = ([], -1, [], False, False, None)
+    waiting = Waiting(fmt)  # server calls waiting past the client results of their message's calls
     for last, results, calls, served, late, misplaced, said, users, leaves in _units(messages, fmt, roles):
         if users and any(chunk.calls for chunk in pending[0]):
             served = _answer_server_calls(pending[0], served)
-        yield from _served(*pending, len(messages))
-        pending = ([], -1, [], False)
+        yield from _served(pending, len(messages), waiting)
+        pending = ([], -1, [], False, False, None)
         if held >= 0 and taking is not None:
             if said >= 0:
                 continue  # more of the user's text: the turn still waits for the unit after it
@@ -100,13 +101,14 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
             if after >= 0 and results is not None and not misplaced:  # they do: the answer takes them, and
                 taking = taking._replace(held=after if taking.held < 0 else taking.held)  # those of the user's
                 taking.results.extend(results)  # messages after them too, up to the model's next message
-                pending = (served, last, calls, leaves)
+                pending = (served, last, calls, leaves, users, results)
                 continue
             if after < 0 and results is not None and not misplaced:  # the user's, in a row: they answer the turn,
                 if late is not None:  # in one message once repair merges them; those after its text go before it
                     taking = taking._replace(late=late[1], host=late[0])
                 taking.results.extend(results)
-                after, pending = (last if _texted(messages[last], fmt, last) else -1), (served, last, calls, leaves)
+                after = last if _texted(messages[last], fmt, last) else -1
+                pending = (served, last, calls, leaves, users, results)
                 continue
             if after >= 0 and after != taking.results[-1].message:  # the model's results after text: the turn is over
                 yield _with(taking, moved, moved_end, fmt)
@@ -141,12 +143,14 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
             taking, moved = None, []
         elif results is not None:
             yield _with(Segment([], results), results if misplaced else [], last)
-        pending = (served, last, calls, leaves)
+        pending = (served, last, calls, leaves, users, results)
         if calls:
             taking = Segment(calls, [], end=last)
-    yield from _served(*pending, len(messages))
+    yield from _served(pending, len(messages), waiting)
     if taking is not None:
         yield _with(taking, moved, moved_end, fmt)
+    yield from waiting.over(open_end=True)  # where the history ends, the server may still run them (after the
+    # calls beside them: repair keeps them only while it keeps one of those, see after_run.still_waits)
 
 
 def _texted(message: Mapping[str, Any], fmt: Format, at: int) -> bool:
@@ -169,8 +173,18 @@ def _answer_server_calls(before: list[Segment], served: list[Segment]) -> list[S
     return [chunk._replace(results=[]) for chunk in served]
 
 
-def _served(served: list[Segment], last: int, calls: list[Entry], leaves: bool, total: int) -> Iterator[Segment]:
-    """A unit's server blocks, a segment each (and one of the results placed before their calls)."""
+_Pending = tuple[list[Segment], int, list[Entry], bool, bool, list[Entry] | None]
+"""A unit read, its server blocks out once the next is read: what ``_served`` reads."""
+
+
+def _served(unit: _Pending, total: int, waiting: Waiting) -> Iterator[Segment]:
+    """A unit's server blocks, a segment each (and one of the results placed before their calls);
+    the server calls waiting past the client results before it first, which it may answer
+    (``server-call-waits-across-results``). An empty unit (the user's text alone) is none."""
+    served, last, calls, leaves, users, results = unit
+    if last < 0:
+        return
+    yield from waiting.meet(served, results, users, calls)
     for n, chunk in enumerate(served, 1):
         if not (chunk.calls or chunk.results):
             continue
@@ -178,9 +192,12 @@ def _served(served: list[Segment], last: int, calls: list[Entry], leaves: bool, 
         if early:
             yield Segment([], early, server=True)
         # A unit that makes client calls is followed by their results, one a user message in it leaves
-        # content after (user-content-after-the-run) by that content: its server calls cannot wait.
+        # content after (user-content-after-the-run) by that content: its server calls cannot wait
+        # in the last message; the model's own wait past those results instead.
         open_end = n == len(served) and last == total - 1 and not calls and not leaves
-        yield chunk._replace(open_end=open_end, beside=tuple(calls), end=last)
+        chunk = chunk._replace(open_end=open_end, beside=tuple(calls), end=last)
+        if not (n == len(served) and calls and not users and waiting.hold(chunk)):
+            yield chunk
 
 
 def _with(turn: Segment, moved: list[Entry], end: int, fmt: Format | None = None) -> Segment:

@@ -48,8 +48,9 @@ is in :mod:`fsm.messages.ollama_cohere`; ``"bedrock"`` (Converse messages, as bo
   citations, and each ``compaction`` block (the context's summary; a Responses compaction item
   goes back to Responses alike) as it last came, in their
   places (a call that did not complete, with none of its results; one still waiting for its
-  result only when the message makes no client calls, as Anthropic runs it only in the last
-  message); Gemini's code runs go back to
+  result too, which the server runs when the turn goes back: after ``pause_turn``, or after the
+  client results of calls beside it, as code execution calling client tools waits for them);
+  Gemini's code runs go back to
   Gemini (each ``executableCode`` part with its ``codeExecutionResult``); other providers' hosted
   tools (OpenAI's) are theirs and are not replayed;
 * arguments: the raw text where the format takes text (OpenAI, Cohere), the parsed object where it
@@ -201,7 +202,7 @@ def assistant_message(
 def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     # In the order the blocks streamed (their content block index): interleaved thinking sits between
     # calls, and Anthropic refuses its thinking blocks rearranged.
-    placed = placed_thinking(result) + placed_text(result, anthropic_text) + server_blocks(result, bool(calls))
+    placed = placed_thinking(result) + placed_text(result, anthropic_text) + server_blocks(result)
     placed += [(compaction.output_index, dict(compaction.block)) for compaction in result.compactions]
     for call in calls:
         _kind(call, "anthropic")

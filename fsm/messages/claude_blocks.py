@@ -10,7 +10,7 @@ from typing import Any, TypeGuard
 from fsm.messages.shared import Message
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.results import CallStatus, Result, ServerToolResult, TextPart, ToolCall
-from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS
+from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS, server_result_block
 
 
 def anthropic_text(text: str, part: TextPart | None) -> Message:
@@ -27,7 +27,7 @@ def anthropic_text(text: str, part: TextPart | None) -> Message:
     return block
 
 
-def server_blocks(result: Result, answered_only: bool = False) -> list[tuple[int | None, Message]]:
+def server_blocks(result: Result) -> list[tuple[int | None, Message]]:
     """Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) as they came, each with the
     result blocks that answer it, in their places: Anthropic wants the turn echoed so (a call whose
     result is missing is run when the turn goes back, as after ``pause_turn``; a result without its
@@ -35,10 +35,14 @@ def server_blocks(result: Result, answered_only: bool = False) -> list[tuple[int
     under it, and goes back right after that call if its place was before it (or it had none); a call
     the stream gave an id already used goes back under its new id (:attr:`ToolCall.id`), and its
     result with it. A call that did not complete, or that no Claude block gave, is not sent; nor are
-    its results, nor a result no call is left to answer. With ``answered_only`` (the message makes
-    client calls, so their results follow it and it is never the last), a call without its result is
-    not sent either: Anthropic runs a waiting call only in the last message and refuses one before
-    another (fsm.history calls it dangling, and repair drops it)."""
+    its results, nor a second result of a call. A result naming no call of the turn goes back in its
+    place: it answers a call of an earlier message, the turn's server call waiting past a pause
+    (``pause_turn``, or the client results of calls beside it), which :mod:`fsm.history` pairs it
+    with. A call still waiting for its result goes back too when the message makes client calls
+    (policy server-call-waits-across-results): code execution paused for them (programmatic tool
+    calling, a client call naming it its ``caller``) goes on once their results come, and the API
+    wants it in the request that sends them (with the response's ``container``), its result coming
+    in a later assistant message."""
     calls: list[tuple[ToolCall, Message]] = []
     under: dict[str, list[int]] = {}  # by wire id: where its calls are in `calls`, in stream order
     for call in result.server_tool_calls:
@@ -49,18 +53,20 @@ def server_blocks(result: Result, answered_only: bool = False) -> list[tuple[int
         calls.append((call, item))
     answer_of: dict[int, ServerToolResult] = {}
     taken: dict[str, int] = {}  # by wire id: how many of its calls a result answered
+    blocks: list[tuple[int | None, Message]] = []
     for answer in result.server_tool_results:
         answers = answer.block.get("tool_use_id")  # a hand-made block may hold anything there
         if not _one_of(answers, under):
+            if isinstance(answers, str) and server_result_block(answer.block.get("type")):
+                blocks.append((answer.output_index, _given(answer.block)))  # answers an earlier message's call
             continue
         k = taken.get(answers, 0)
         if k < len(under[answers]):
             taken[answers] = k + 1
             answer_of[under[answers][k]] = answer
-    blocks: list[tuple[int | None, Message]] = []
     for n, (call, item) in enumerate(calls):
         got = answer_of.get(n)
-        if call.status is not CallStatus.COMPLETE or (got is None and answered_only):
+        if call.status is not CallStatus.COMPLETE:
             continue
         blocks.append((call.output_index, {**_given(item), "id": call.id, "input": _arguments(call)}))
         if got is not None:
