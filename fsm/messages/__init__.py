@@ -50,7 +50,8 @@ is in :mod:`fsm.messages.ollama_cohere`; ``"bedrock"`` (Converse messages, as bo
   places (a call that did not complete, with none of its results; one still waiting for its
   result only when the message makes no client calls, as Anthropic runs it only in the last
   message); Gemini's code runs go back to
-  Gemini (each ``executableCode`` part with its ``codeExecutionResult``); other providers' hosted
+  Gemini (each ``executableCode`` part with its ``codeExecutionResult``, each ``toolCall`` part with
+  its ``toolResponse``); other providers' hosted
   tools (OpenAI's) are theirs and are not replayed;
 * arguments: the raw text where the format takes text (OpenAI, Cohere), the parsed object where it
   takes an object (Anthropic ``input``, Gemini ``args``, Ollama ``arguments``). A number no float
