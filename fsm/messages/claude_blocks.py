@@ -1,6 +1,7 @@
 """The ``"anthropic"`` next turn's blocks besides thinking and client calls: each text block with
-its citations, and Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) with the result
-blocks that answered them, as the stream gave them, in their places."""
+its citations, Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) with the result
+blocks that answered them, and its ``container_upload`` and ``mcp_tool_listing`` blocks, as the
+stream gave them, in their places."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, TypeGuard
 from fsm.messages.shared import Message
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.results import CallStatus, Result, ServerToolResult, TextPart, ToolCall
-from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS
+from fsm.wire.decoders._wire import CLAUDE_KEPT_BLOCKS, CLAUDE_SERVER_CALLS
 
 
 def anthropic_text(text: str, part: TextPart | None) -> Message:
@@ -38,7 +39,9 @@ def server_blocks(result: Result, answered_only: bool = False) -> list[tuple[int
     its results, nor a result no call is left to answer. With ``answered_only`` (the message makes
     client calls, so their results follow it and it is never the last), a call without its result is
     not sent either: Anthropic runs a waiting call only in the last message and refuses one before
-    another (fsm.history calls it dangling, and repair drops it)."""
+    another (fsm.history calls it dangling, and repair drops it). A block of no call that Anthropic
+    wants back as it came (``container_upload``, ``mcp_tool_listing``: CLAUDE_KEPT_BLOCKS) goes back
+    in its place."""
     calls: list[tuple[ToolCall, Message]] = []
     under: dict[str, list[int]] = {}  # by wire id: where its calls are in `calls`, in stream order
     for call in result.server_tool_calls:
@@ -49,7 +52,11 @@ def server_blocks(result: Result, answered_only: bool = False) -> list[tuple[int
         calls.append((call, item))
     answer_of: dict[int, ServerToolResult] = {}
     taken: dict[str, int] = {}  # by wire id: how many of its calls a result answered
+    blocks: list[tuple[int | None, Message]] = []
     for answer in result.server_tool_results:
+        if _one_of(answer.block.get("type"), CLAUDE_KEPT_BLOCKS):
+            blocks.append((answer.output_index, _given(answer.block)))
+            continue
         answers = answer.block.get("tool_use_id")  # a hand-made block may hold anything there
         if not _one_of(answers, under):
             continue
@@ -57,7 +64,6 @@ def server_blocks(result: Result, answered_only: bool = False) -> list[tuple[int
         if k < len(under[answers]):
             taken[answers] = k + 1
             answer_of[under[answers][k]] = answer
-    blocks: list[tuple[int | None, Message]] = []
     for n, (call, item) in enumerate(calls):
         got = answer_of.get(n)
         if call.status is not CallStatus.COMPLETE or (got is None and answered_only):
