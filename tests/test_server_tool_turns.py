@@ -161,7 +161,7 @@ def test_whole_blocks_in_message_start_and_unknown_blocks() -> None:
     assert result.server_tool_results == (ServerToolResult(FOUND, 1),)
     assert result.text_parts == (TextPart("Cold.", output_index=2, citations=(CITED,)),)
     odd = fsm.reassemble(
-        [*block_events(0, {"type": "container_upload", "file_id": "f"}), {"type": "message_stop"}], "anthropic"
+        [*block_events(0, {"type": "future_block", "file_id": "f"}), {"type": "message_stop"}], "anthropic"
     )
     assert "unknown-event" in odd.codes()  # a block no reading knows is said, not dropped unseen
     with pytest.raises(fsm.RemoteProtocolError, match="citation is str"):

@@ -310,12 +310,22 @@ def read_role(fmt: Format, message: Mapping[str, Any], calls: bool) -> Any:
     """The role a message is read in: its own; but a Gemini content without one is the user's
     (``roleless-as-user``: the API takes a content without a role as the user's,
     microsoft/semantic-kernel#13288, and the SDKs default to it, google-gemini/deprecated-generative-ai-android#67),
-    or the model's when it makes function calls (``calls``: only the model makes them). Repair
-    keeps it without a role, as it came."""
+    or the model's when it makes function calls (``calls``) or holds a server-side ``toolCall`` part:
+    only the model makes either. Repair keeps it without a role, as it came."""
     role = message.get("role")
     if fmt == "gemini" and role is None:
-        return "model" if calls else "user"
+        return "model" if calls or _serves(message) else "user"
     return role
+
+
+def _serves(content: Mapping[str, Any]) -> bool:
+    """Does a Gemini content hold a ``toolCall`` part (a server-side tool call of Gemini's built-in
+    tools)? Only the model makes one, as only it makes function calls: without a role, the content
+    is the model's, which goes back with the ``toolResponse`` beside it."""
+    parts = content.get("parts")
+    return isinstance(parts, list) and any(
+        _is_object(part) and (part.get("toolCall") is not None or part.get("tool_call") is not None) for part in parts
+    )
 
 
 def gemini_role(content: Mapping[str, Any]) -> Any:

@@ -51,7 +51,8 @@ is in :mod:`fsm.messages.ollama_cohere`; ``"bedrock"`` (Converse messages, as bo
   result too, which the server runs when the turn goes back: after ``pause_turn``, or after the
   client results of calls beside it, as code execution calling client tools waits for them);
   Gemini's code runs go back to
-  Gemini (each ``executableCode`` part with its ``codeExecutionResult``); other providers' hosted
+  Gemini (each ``executableCode`` part with its ``codeExecutionResult``, each ``toolCall`` part with
+  its ``toolResponse``); other providers' hosted
   tools (OpenAI's) are theirs and are not replayed;
 * arguments: the raw text where the format takes text (OpenAI, Cohere), the parsed object where it
   takes an object (Anthropic ``input``, Gemini ``args``, Ollama ``arguments``). A number no float

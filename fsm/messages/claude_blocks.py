@@ -1,6 +1,7 @@
 """The ``"anthropic"`` next turn's blocks besides thinking and client calls: each text block with
-its citations, and Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) with the result
-blocks that answered them, as the stream gave them, in their places."""
+its citations, Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) with the result
+blocks that answered them, and its ``container_upload`` and ``mcp_tool_listing`` blocks, as the
+stream gave them, in their places."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, TypeGuard
 from fsm.messages.shared import Message
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.results import CallStatus, Result, ServerToolResult, TextPart, ToolCall
-from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS, server_result_block
+from fsm.wire.decoders._wire import CLAUDE_KEPT_BLOCKS, CLAUDE_SERVER_CALLS, server_result_block
 
 
 def anthropic_text(text: str, part: TextPart | None) -> Message:
@@ -42,7 +43,8 @@ def server_blocks(result: Result) -> list[tuple[int | None, Message]]:
     (policy server-call-waits-across-results): code execution paused for them (programmatic tool
     calling, a client call naming it its ``caller``) goes on once their results come, and the API
     wants it in the request that sends them (with the response's ``container``), its result coming
-    in a later assistant message."""
+    in a later assistant message. A block of no call that Anthropic wants back as it came
+    (``container_upload``, ``mcp_tool_listing``: CLAUDE_KEPT_BLOCKS) goes back in its place."""
     calls: list[tuple[ToolCall, Message]] = []
     under: dict[str, list[int]] = {}  # by wire id: where its calls are in `calls`, in stream order
     for call in result.server_tool_calls:
@@ -55,6 +57,9 @@ def server_blocks(result: Result) -> list[tuple[int | None, Message]]:
     taken: dict[str, int] = {}  # by wire id: how many of its calls a result answered
     blocks: list[tuple[int | None, Message]] = []
     for answer in result.server_tool_results:
+        if _one_of(answer.block.get("type"), CLAUDE_KEPT_BLOCKS):
+            blocks.append((answer.output_index, _given(answer.block)))
+            continue
         answers = answer.block.get("tool_use_id")  # a hand-made block may hold anything there
         if not _one_of(answers, under):
             if isinstance(answers, str) and server_result_block(answer.block.get("type")):

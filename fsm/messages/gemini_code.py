@@ -1,7 +1,10 @@
-"""The ``"gemini"`` next turn's code runs: each ``executableCode`` part Gemini ran itself (a server
+"""The ``"gemini"`` next turn's server runs: each ``executableCode`` part Gemini ran itself (a server
 call of type ``executable_code``) goes back with the ``codeExecutionResult`` part that gave its
-outcome, right before it, in the result's place among the parts, so the model keeps what its code
-did (and a signature on either part goes back on it)."""
+outcome, and each ``toolCall`` part of its built-in tools (a server call of type ``tool_call``) with
+the ``toolResponse`` part that answered it, the call right before its result, in the result's place
+among the parts, so the model keeps what its code and tools did (and a signature on either part
+goes back on it). The API wants a tool call passed back "along with the corresponding ToolResponse"
+(js-genai ``ToolCall``)."""
 
 from __future__ import annotations
 
@@ -10,56 +13,74 @@ from collections.abc import Mapping
 from fsm.messages.shared import Message
 from fsm.results import Result, ToolCall
 
+_KINDS = {"codeExecutionResult": ("executable_code", "executableCode"), "toolResponse": ("tool_call", "toolCall")}
+"""Each result part's key: the type of the server call it answers, and that call's part key."""
+
 
 def code_runs(result: Result) -> list[tuple[int | None, Message | list[Message]]]:
-    """(place, [code part, result part]) for each result that answers a code part: the one its
-    ``id`` names, else the earliest code part no result answered yet. A code part no result
-    answered (a stream cut between them) does not go back, nor does a result no code part is left
-    for: Gemini runs the code within its turn, and one half alone says what did not happen. Such a
-    result still holds its place, as ``(place, [])``: a call after it must not take it and move
-    before the parts that came between them."""
-    codes = [c for c in result.server_tool_calls if c.type == "executable_code" and isinstance(c.item, Mapping)]
+    """(place, [call part, result part]) for each result that answers a call of its kind: the one
+    its ``id`` names, else the earliest call of that kind no result answered yet. A call no result
+    answered (a stream cut between them) does not go back, nor does a result no call is left for:
+    Gemini runs its code and tools within its turn, and one half alone says what did not happen.
+    Such a result still holds its place, as ``(place, [])``: a call after it must not take it and
+    move before the parts that came between them."""
     if not result.server_tool_results:
         return []
-    # the decoder's own check of the part, loaded only by a turn that has results to send back
-    from fsm.wire.decoders._gemini_code import code_result_fault
+    # the decoder's own checks of the parts, loaded only by a turn that has results to send back
+    from fsm.wire.decoders._gemini_code import code_result_fault, tool_part_fault
 
-    by_id: dict[str, list[int]] = {}
-    for n, code in enumerate(codes):
-        code_id = code.item.get("id") if code.item is not None else None
-        if isinstance(code_id, str):
-            by_id.setdefault(code_id, []).append(n)
-    answered = [False] * len(codes)
-    earliest = 0  # no code part before it is left unanswered
-    skipped: dict[str, int] = {}
-    runs: list[tuple[int | None, Message | list[Message]]] = []
+    runs = {key: _Calls(result, call_type) for key, (call_type, _) in _KINDS.items()}
+    out: list[tuple[int | None, Message | list[Message]]] = []
     for ran in result.server_tool_results:
-        outcome = ran.block.get("codeExecutionResult")
-        if not isinstance(outcome, Mapping) or code_result_fault(outcome) is not None:
-            runs.append((ran.output_index, []))  # another provider's result block, or one Gemini would refuse
+        key = next((key for key in _KINDS if key in ran.block), None)
+        said = ran.block.get(key) if key is not None else None
+        if key == "codeExecutionResult" and isinstance(said, Mapping) and code_result_fault(said) is not None:
+            said = None  # one Gemini would refuse
+        if key == "toolResponse" and isinstance(said, Mapping) and tool_part_fault(said, "response") is not None:
+            said = None
+        found = runs[key].answered_by(said.get("id")) if key is not None and isinstance(said, Mapping) else None
+        if key is None or found is None:
+            out.append((ran.output_index, []))  # another provider's result block, or one with no call left
             continue
-        named = outcome.get("id")
+        out.append((ran.output_index, [_call_part(found, _KINDS[key][1]), dict(ran.block)]))
+    return out
+
+
+class _Calls:
+    """The server calls of one kind in a turn, and which of them a result answered."""
+
+    def __init__(self, result: Result, call_type: str) -> None:
+        self.calls = [c for c in result.server_tool_calls if c.type == call_type and isinstance(c.item, Mapping)]
+        self.by_id: dict[str, list[int]] = {}
+        for n, call in enumerate(self.calls):
+            call_id = call.item.get("id") if call.item is not None else None
+            if isinstance(call_id, str):
+                self.by_id.setdefault(call_id, []).append(n)
+        self.answered = [False] * len(self.calls)
+        self.earliest = 0  # no call before it is left unanswered
+        self.skipped: dict[str, int] = {}
+
+    def answered_by(self, named: object) -> ToolCall | None:
+        """The call a result naming ``named`` (its ``id``, if text) answers, now answered; None if none is left."""
         if isinstance(named, str):
-            under = by_id.get(named, [])
-            k = skipped.get(named, 0)  # those before it under this id are answered
-            while k < len(under) and answered[under[k]]:
+            under = self.by_id.get(named, [])
+            k = self.skipped.get(named, 0)  # those before it under this id are answered
+            while k < len(under) and self.answered[under[k]]:
                 k += 1
-            skipped[named] = k
+            self.skipped[named] = k
             found = under[k] if k < len(under) else None
         else:
-            while earliest < len(codes) and answered[earliest]:
-                earliest += 1
-            found = earliest if earliest < len(codes) else None
+            while self.earliest < len(self.calls) and self.answered[self.earliest]:
+                self.earliest += 1
+            found = self.earliest if self.earliest < len(self.calls) else None
         if found is None:
-            runs.append((ran.output_index, []))
-            continue
-        answered[found] = True
-        runs.append((ran.output_index, [_code_part(codes[found]), dict(ran.block)]))
-    return runs
+            return None
+        self.answered[found] = True
+        return self.calls[found]
 
 
-def _code_part(code: ToolCall) -> Message:
-    part: Message = {"executableCode": dict(code.item or {})}
-    if code.thought_signature is not None:
-        part["thoughtSignature"] = code.thought_signature
+def _call_part(call: ToolCall, key: str) -> Message:
+    part: Message = {key: dict(call.item or {})}
+    if call.thought_signature is not None:
+        part["thoughtSignature"] = call.thought_signature
     return part

@@ -28,7 +28,7 @@ QUIET_PREFIXES = (
     "response.code_interpreter_call",
     "response.image_generation_call.",
     "response.mcp_",
-    "response.shell_call_",
+    "response.shell_call_output_content.",
     "response.compaction.",
 )
 """Events with no call input in them (text, reasoning, a hosted tool's progress, a compaction's:

@@ -124,6 +124,20 @@ def server_result_block(kind: Any) -> bool:
     return isinstance(kind, str) and kind.endswith("_tool_result")
 
 
+CLAUDE_KEPT_BLOCKS = ("container_upload", "mcp_tool_listing")
+"""Claude content blocks of no call, which the turn goes back with as they came, in their place:
+``container_upload`` (a file in the code execution container; ``ContainerUploadBlockParam`` takes it
+back, and the anthropic SDK's ``Message.to_param()`` passes every block back) and the beta
+``mcp_tool_listing`` (``BetaMCPToolListingBlock``: "Send the assistant message back unchanged, this
+block included, so later requests use this listing instead of asking the MCP server again")."""
+
+
+def claude_kept_block(kind: Any) -> bool:
+    """Whether a Claude content block of this type is kept whole to go back with the turn: a server
+    tool's result (:func:`server_result_block`) or one of :data:`CLAUDE_KEPT_BLOCKS`."""
+    return server_result_block(kind) or (isinstance(kind, str) and kind in CLAUDE_KEPT_BLOCKS)
+
+
 CLAUDE_FINISH = {
     "tool_use": "tool_calls",
     "end_turn": "stop",

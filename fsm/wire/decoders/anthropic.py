@@ -10,12 +10,12 @@ reassembled the same way but marked as server calls. A stream cut by ``max_token
 ``stop_reason`` says why, with a refusal's ``stop_details``: its category and explanation).
 Thinking, text and tool blocks share the content block index, which each reports as its
 ``output_index`` (each text block is a text part of its own): the turn goes back in the order it
-streamed (interleaved thinking). A server tool's result block (``web_search_tool_result``,
-``code_execution_tool_result``, ``mcp_tool_result``, ...: any ``*_tool_result``) comes whole in its
-start and is kept whole, as is each citation of a text block (``citations_delta``, or a whole
-block's ``citations``), and a ``compaction`` block (context management: the summary of the context
-before it), with what each ``compaction_delta`` sets on it: the turn goes back with them. A block of
-a type no reading knows is an ``unknown-event``.
+streamed (interleaved thinking). A server tool's result block (any ``*_tool_result``), and a
+``container_upload`` or ``mcp_tool_listing`` block (:data:`~fsm.wire.decoders._wire.CLAUDE_KEPT_BLOCKS`),
+comes whole in its start and is kept whole, as is each citation of a text block (``citations_delta``,
+or a whole block's ``citations``), and a ``compaction`` block (context management: the summary of
+the context before it), with what each ``compaction_delta`` sets on it: the turn goes back with
+them. A block of a type no reading knows is an ``unknown-event``.
 
 Nothing is dropped in silence: a ``tool_use`` block without ``index`` is kept as a call routed by
 its id (``missing-routing-field``), and the next block events at an index no block opened are
@@ -55,7 +55,7 @@ from fsm.events import (
 )
 from fsm.wire.decoders import error_words
 from fsm.wire.decoders._fields import index, items, mapping, text
-from fsm.wire.decoders._wire import CLAUDE_FINISH, TurnSaid, dumps, server_result_block, stop_details_said
+from fsm.wire.decoders._wire import CLAUDE_FINISH, TurnSaid, claude_kept_block, dumps, stop_details_said
 from fsm.wire.decoders.chunk_form import FormSpec
 
 _CALL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
@@ -226,7 +226,7 @@ class AnthropicDecoder:
             if kind == "compaction":  # the context's summary: it goes back as it came, in its place
                 self._compacted[at] = (place, dict(block))
                 return [CompactionBlock(dict(block), place)]
-            if server_result_block(kind):  # a server tool's result, whole: it goes back with the turn
+            if claude_kept_block(kind):  # a server tool's result, or a block of its doing: it goes back
                 text(block.get("tool_use_id"), "content_block.tool_use_id")  # what pairs it: text, or refused
                 return [ServerResultBlock(dict(block), place)]
             if kind not in _SAID_BLOCKS:  # call-shaped or not, of a kind this decoder does not know

@@ -27,9 +27,10 @@ with it. Without an id, the same code as a part of an earlier event takes that p
 whole call does, so a resend is one call wherever it sits (policy ``identical_text``), its result
 not waited for again. Its ``codeExecutionResult`` part is that call's result
 (:class:`ServerResultBlock`, kept whole, placed among the parts), which the next turn sends back
-after its code (:mod:`fsm.wire.decoders._gemini_code`). Any other part that is not text, a thought
-or a call (inline or file data) is not reassembled and is reported by its keys
-(``part-not-reassembled``).
+after its code (:mod:`fsm.wire.decoders._gemini_code`). A ``toolCall`` part (a call of Gemini's
+built-in tools, under tool combination) is read the same way, a server call of type ``tool_call``,
+and its ``toolResponse`` its result. Any other part that is not text, a thought or a call (inline
+or file data) is not reassembled and is reported by its keys (``part-not-reassembled``).
 
 Thought and text parts go back as parts of their own, each signature on the part it came on (Gemini
 refuses a signature moved off its part, and a call's must not be merged into another part): a run of
@@ -78,7 +79,7 @@ from fsm.events import (
 from fsm.options import Policies
 from fsm.wire.decoders import error_message
 from fsm.wire.decoders._fields import field, items, mapping, text, written
-from fsm.wire.decoders._gemini_code import CodeRuns, code_part_fault, code_result_fault
+from fsm.wire.decoders._gemini_code import CodeRuns, code_part_fault, code_result_fault, tool_part_fault
 from fsm.wire.decoders._wire import GEMINI_FINISH, TurnSaid, dumps
 from fsm.wire.decoders.chunk_form import FormSpec
 from fsm.wire.decoders.partial_args import PartialArgsWriter, string_piece
@@ -181,7 +182,7 @@ class GeminiDecoder:
                 kept = "candidate.continuationToken is not kept: no Result field holds it (the turn goes on"
                 diagnose("part-not-reassembled", f"{kept} only by a request that sends it back)")
             content = mapping(candidate.get("content"), "content")
-            position = code_position = 0
+            position = code_position = tool_position = 0
             for p, part in enumerate(items(content.get("parts"), "parts")):
                 if type(part) is not dict:
                     part = mapping(part, f"parts[{p}]")
@@ -205,6 +206,32 @@ class GeminiDecoder:
                         diagnose("part-not-reassembled", unread)
                     elif not self._code_runs().ran(ran, signature, events):
                         diagnose("resend", f"parts[{p}], a codeExecutionResult kept before, came again: not added")
+                    self._run_thought = None
+                    continue
+                response = field(part, "toolResponse", "tool_response")
+                if response is not None:  # what a server-side tool call gave: it goes back after that call
+                    signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
+                    if not isinstance(response, Mapping) or (fault := tool_part_fault(response, "response")):
+                        why = (
+                            f" is {kind(response)}, not an object,"
+                            if not isinstance(response, Mapping)
+                            else f".{fault}:"
+                        )
+                        diagnose("part-not-reassembled", f"parts[{p}].toolResponse{why} the part is not read")
+                    elif not self._code_runs().ran(response, signature, events, tool=True):
+                        diagnose("resend", f"parts[{p}], a toolResponse kept before, came again: not added")
+                    self._run_thought = None
+                    continue
+                served = field(part, "toolCall", "tool_call")
+                if served is not None:  # a call Gemini's own tool makes (a server call), whole
+                    signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
+                    if not isinstance(served, Mapping) or (fault := tool_part_fault(served, "args")):
+                        why = f" is {kind(served)}, not an object," if not isinstance(served, Mapping) else f".{fault}:"
+                        diagnose("part-not-reassembled", f"parts[{p}].toolCall{why} the part is not read")
+                    else:
+                        runs = self._code_runs()
+                        events += runs.part(served, tool_position, signature, self._resend_position, tool=True)
+                    tool_position += 1
                     self._run_thought = None
                     continue
                 code = field(part, "executableCode", "executable_code")
@@ -481,6 +508,10 @@ _READ_KEYS = frozenset(
         "executable_code",
         "codeExecutionResult",
         "code_execution_result",
+        "toolCall",
+        "tool_call",
+        "toolResponse",
+        "tool_response",
     }
 )
 """The keys of a part this decoder reads; a part with any other is reported (part-not-reassembled)."""

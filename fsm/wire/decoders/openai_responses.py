@@ -11,7 +11,9 @@ that calls a tool is reassembled:
   ``.done`` gives the final input, and the item's end (or the turn's finish) ends the call;
 * ``apply_patch_call``, ``shell_call``, ``local_shell_call``, ``computer_call``: built-in tools the
   client runs, whole items whose ``operation``/``action`` object is the arguments, final at
-  ``output_item.done`` (an item cut before it is truncated);
+  ``output_item.done`` (an item cut before it is truncated); a shell call's commands stream before
+  it (``response.shell_call_command.*``), kept as its text so a cut one carries them
+  (:mod:`~fsm.wire.decoders._shell_commands`);
 * hosted tools (``mcp_call``, ``code_interpreter_call``, ``web_search_call``, ...) are run by
   OpenAI: reassembled the same way but reported as server calls.
 
@@ -82,6 +84,7 @@ from fsm.wire.decoders._responses_items import (
     whole_input,
 )
 from fsm.wire.decoders._responses_talk import ResponsesTalk
+from fsm.wire.decoders._shell_commands import ShellCalls
 from fsm.wire.decoders._wire import responses_incomplete
 from fsm.wire.decoders.chunk_form import FormSpec
 
@@ -103,6 +106,7 @@ class OpenAIResponsesDecoder(ResponsesTalk):
         # server's), and input naming only that id goes to the latest of them still open
         self._index_of_item: dict[str, dict[int, None]] = {}
         self._unknown = UnknownItems()
+        self._shells = ShellCalls()
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         kind = written(payload.get("type", ""))  # its text: a number too long to write, named
@@ -124,6 +128,9 @@ class OpenAIResponsesDecoder(ResponsesTalk):
             # close input a limit cut, and OpenAI ends such an item unfinished (`in_progress` or
             # `incomplete`) after it. The item's end, or the turn's finish, tells.
             return [build_arguments_snapshot(item.ref, text(payload.get(field), field) or "", confirms=True)]
+        if kind.startswith("response.shell_call_command."):  # a shell call's commands: its text so far
+            item = self._item(payload, diagnose) or self._unannounced(payload, "shell_call", kind, diagnose)
+            return self._shells.read(item, payload, kind, diagnose)
         if kind == "response.output_item.added":
             return self._added(payload, diagnose) or message_item(payload)
         if kind == "response.output_item.done":
@@ -223,6 +230,7 @@ class OpenAIResponsesDecoder(ResponsesTalk):
         if opened is not None:
             self._open.drop(opened)
         self._items[at] = self._open.add(Item(ref))
+        self._shells.announced(self._items[at], item)
         if item.get("id"):
             self._remember(written(item["id"]), at)
         seen = build_call_seen(ref, item=kept(item, kind))
@@ -359,7 +367,8 @@ class OpenAIResponsesDecoder(ResponsesTalk):
                 whole_item = kept(item, kind)
                 if whole_item is not None:
                     events.append(build_call_seen(known.ref, item=whole_item))
-            events.append(build_arguments_snapshot(known.ref, final, confirms=True))
+            # A shell call's streamed commands: its action replaces their text, said only if they differ
+            events.append(build_arguments_snapshot(known.ref, final, confirms=not self._shells.agreed(known, item)))
         elif kind.call_type in STREAMED_TEXT and kind.field and item.get(kind.field) is not None:
             # The item's input after the input's own .done: the later final word (equal, it changes
             # nothing; different, it replaces and says so), not dropped in silence.
