@@ -358,13 +358,19 @@ class ReasoningData:
     block: int
     """The block's position in :attr:`Result.reasoning` (as :attr:`ContentDelta.block`)."""
     signature: str | None = None
+    """The block's signature (see :attr:`Reasoning.signature`)."""
     redacted: str | None = None
+    """Its redacted data (:attr:`Reasoning.redacted`)."""
     item_id: str | None = None
+    """Its Responses item id (:attr:`Reasoning.item_id`)."""
     summary: tuple[str, ...] = ()
+    """Its summary texts (:attr:`Reasoning.summary`)."""
     encrypted_content: str | None = None
+    """Its encrypted content (:attr:`Reasoning.encrypted_content`)."""
     detail: str | None = None
+    """The OpenRouter entry type it came as (:attr:`Reasoning.detail`)."""
     format: str | None = None
-    """Each as in :class:`Reasoning`."""
+    """That entry's format (:attr:`Reasoning.format`)."""
 
 
 Output = CallOpened | CallNamed | ArgumentsDelta | CallFinished | ContentDelta | ReasoningData
