@@ -22,13 +22,12 @@ from fsm.cli_io import Progress, open_input, read_block, run_guarded, unwritable
 from fsm.errors import InvalidOption, ToolcallFSMError, shown
 from fsm.harness.fuzz import SHAPES  # the fuzz package's own module holds the names and imports nothing
 from fsm.reemit import FlushPolicy
+from fsm.reemit_reasoning import REASONING_BLOCKS
 from fsm.wire.decoders import PROVIDERS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from fsm.reassembler import Reassembler
-    from fsm.results import Result
 
 # Each command imports what it needs when it runs, so `toolcall-fsm replay` loads no history,
 # harness, message builders or cattrs, and no command pays for another's imports.
@@ -47,6 +46,7 @@ command's --help has its own examples.""",
   toolcall-fsm replay chat.sse                  the calls, the finish reason and diagnostics as JSON
   toolcall-fsm replay --provider gemini out.json
   toolcall-fsm replay --output deltas --flush on-finish chat.sse   a clean OpenAI-style delta stream
+  toolcall-fsm replay --output deltas --reasoning-blocks thinking_blocks claude.sse   with signed thinking
   toolcall-fsm replay --strict chat.sse         refuse the first protocol violation
 
 exit status: 0 the stream was reassembled (read the diagnostics: their severity says which matter;
@@ -175,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--provider", default="auto", choices=("auto", *PROVIDERS), help="wire shape (default: auto)")
     replay.add_argument(
         "--flush", default="incremental", choices=[p.value for p in FlushPolicy], help="re-emitted delta policy"
+    )
+    replay.add_argument(
+        "--reasoning-blocks", choices=REASONING_BLOCKS, help="deltas: signed reasoning, in this dialect"
     )
     replay.add_argument("--strict", action="store_true", help="exit 1 on the first protocol violation")
     replay.add_argument("--output", default="calls", choices=("calls", "deltas"), help="what to print")
@@ -350,7 +353,8 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     except InvalidOption as exc:  # --choice without a --provider whose streams have several: bad usage
         stderr.write(f"toolcall-fsm replay: --choice: {exc}\n")
         return 2
-    emitter = DeltaEmitter(FlushPolicy(args.flush), choice=args.choice or 0)  # its chunks under the choice read
+    # its chunks under the choice read; the reasoning with its signatures in the dialect named
+    emitter = DeltaEmitter(FlushPolicy(args.flush), choice=args.choice or 0, reasoning_blocks=args.reasoning_blocks)
 
     def show(chunks: list[dict[str, Any]]) -> None:
         for chunk in chunks:
@@ -366,23 +370,20 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         result = reassembler.close()
     except ToolcallFSMError as exc:  # the stream's fault (with the event and rule) or the caller's
         error = exc
-        result = _result_so_far(reassembler)
+        try:
+            result = reassembler.close()
+        except ToolcallFSMError:  # strict: a violation found while closing; the result is complete now
+            result = reassembler.close()
     outputs = reassembler.drain()
     if deltas:
         show([*emitter.chunks(outputs), emitter.finish(result)])
+        stderr.writelines(f"toolcall-fsm: not re-emitted: {note}\n" for note in emitter.unsent_reasoning)
     else:
         stdout.write(dumps(result_to_json(result), indent=2) + "\n")
     if error is not None:
         stderr.write(f"toolcall-fsm: {error}\n")
         return 1
     return 0
-
-
-def _result_so_far(reassembler: Reassembler) -> Result:
-    try:
-        return reassembler.close()
-    except ToolcallFSMError:  # strict: a violation found while closing; the result is complete now
-        return reassembler.close()
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:

@@ -142,9 +142,7 @@ class TurnContent:
             block = self._block(event.block)
             if event.format is not None and event.format != block.format:  # OpenRouter sends it with each piece
                 self.take(len(event.format))
-            block.add(event, text)
-            if self.heard is not None and text:
-                self.heard(ContentDelta("reasoning", text))
+            block.add(event, text, self.heard)
         elif type(event) is UsageReport:
             if event.cumulative and self.usage is not None:
                 self.take(chars_held(event.usage))  # kept beside what came before (a replacement is not)
@@ -189,14 +187,15 @@ class TurnContent:
                 self._text = [text]
             else:
                 self._text.append(text)
-        if reasoning:
-            self._block(None).text.append(reasoning)
+        block = self._block(None) if reasoning else None
+        if block is not None:
+            block.text.append(reasoning)
         heard = self.heard
         if heard is not None:
             if text:
                 heard(ContentDelta("text", text))
-            if reasoning:
-                heard(ContentDelta("reasoning", reasoning))
+            if block is not None:
+                heard(ContentDelta("reasoning", reasoning, block.at))
 
     def said_in_part(self, text: str, part: int, output_index: int | None) -> None:
         """What ``apply(TextDelta(text, output_index=output_index, part=part))`` does with ``text``
@@ -235,7 +234,7 @@ class TurnContent:
         if text:
             found.text.append(text)
             if self.heard is not None:
-                self.heard(ContentDelta("reasoning", text))
+                self.heard(ContentDelta("reasoning", text, found.at))
         if output_index is not None:
             found.output_index = output_index
 
@@ -257,7 +256,7 @@ class TurnContent:
         block = blocks.get(key)
         if block is None:
             self.take(BLOCK_CHARS)  # a block holds its own fields, though it be given no text
-            block = blocks[key] = Block()
+            block = blocks[key] = Block(len(blocks))
             block.place = self._place()
         self._latest = key
         return block

@@ -4,10 +4,11 @@ gathered as its pieces come and frozen into :class:`~fsm.results.Reasoning` and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fsm.events import ReasoningDelta
-from fsm.results import Reasoning, TextPart
+from fsm.results import ContentDelta, Output, Reasoning, ReasoningData, TextPart
 
 COMPACT_CHARS = 8192
 """How many characters a turn's content takes in (at least) between two compactions of its pieces."""
@@ -37,6 +38,7 @@ def compact_parts(blocks: dict[Any, Block] | None, parts: dict[Any, Part] | None
 
 class Block:
     __slots__ = (
+        "at",
         "detail",
         "encrypted_content",
         "format",
@@ -50,7 +52,8 @@ class Block:
         "text",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, at: int) -> None:
+        self.at = at  # the block's position in Result.reasoning
         self.text: list[str] = []
         self.signature: str | None = None
         self.redacted: str | None = None
@@ -63,7 +66,10 @@ class Block:
         self.format: str | None = None
         self.joined = 0  # the pieces of text up to here are one string (see compact)
 
-    def add(self, piece: ReasoningDelta, text: str) -> None:
+    def add(self, piece: ReasoningDelta, text: str, heard: Callable[[Output], None] | None = None) -> None:
+        """Take ``piece`` in (its text, ``text``, made Unicode); to ``heard`` (a reassembler asked for
+        the content's pieces), what it changed of the block besides its text, then its text."""
+        kept = self.kept() if heard is not None else None
         if text:
             self.text.append(text)
         # A later piece with a value is the provider's latest word (Anthropic sends the signature last).
@@ -75,6 +81,24 @@ class Block:
         self.output_index = piece.output_index if piece.output_index is not None else self.output_index
         self.detail = piece.detail or self.detail
         self.format = piece.format or self.format
+        if heard is not None:
+            now = self.kept()
+            if now != kept:  # before its text: a reader learns the block's kind (its type) first
+                heard(ReasoningData(self.at, *now))
+            if text:
+                heard(ContentDelta("reasoning", text, self.at))
+
+    def kept(self) -> tuple[Any, ...]:
+        """What the block carries besides its text, in :class:`ReasoningData`'s order."""
+        return (
+            self.signature,
+            self.redacted,
+            self.item_id,
+            self.summary,
+            self.encrypted_content,
+            self.detail,
+            self.format,
+        )
 
     def freeze(self) -> Reasoning:
         return Reasoning(

@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from fsm.fieldcheck import fault
-from fsm.results import positional
+from fsm.positional import positional
 
 
 def _blank_to_none(value: str | None) -> str | None:
@@ -127,7 +127,7 @@ class StreamEnd:
 
 build_stream_end = positional(StreamEnd)
 """``StreamEnd(finish_reason, raw_finish_reason, error, message)``, every field by position, built
-as the results are (fsm.results.positional): a decoder builds one for nearly every stream's finish."""
+as the results are (fsm.positional): a decoder builds one for nearly every stream's finish."""
 
 
 @attrs.frozen(slots=True)
@@ -203,7 +203,7 @@ class UsageReport:
 
 
 # What the decoders build for nearly every call (and usage report), built as the results are
-# (fsm.results.positional): the same objects, by position or by name, at a third of the cost.
+# (fsm.positional): the same objects, by position or by name, at a third of the cost.
 build_call_ref = positional(CallRef, {"id": "id or None", "name": "name or None"})  # _blank_to_none, in line
 build_call_seen = positional(CallSeen)
 build_arguments_fragment = positional(ArgumentsFragment)

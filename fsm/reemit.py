@@ -55,7 +55,18 @@ from fsm.errors import InvalidInput, InvalidOption, LocalProtocolError, shown
 from fsm.events import FREEFORM_TYPES
 from fsm.foreign import answers_callers, caller_fault
 from fsm.jsontext import escape_lone_surrogates, has_surrogate
-from fsm.results import ArgumentsDelta, CallFinished, CallNamed, CallOpened, CallStatus, ContentDelta, Output, Result
+from fsm.reemit_reasoning import REASONING_BLOCKS, BlockEmitter, ReasoningBlocks
+from fsm.results import (
+    ArgumentsDelta,
+    CallFinished,
+    CallNamed,
+    CallOpened,
+    CallStatus,
+    ContentDelta,
+    Output,
+    ReasoningData,
+    Result,
+)
 
 SAID_FIELDS: Final = {"text": "content", "reasoning": "reasoning_content", "refusal": "refusal"}
 """The delta field each kind of :class:`~fsm.results.ContentDelta` goes out in: reasoning as the chat
@@ -100,7 +111,12 @@ class DeltaEmitter:
         model: str = "toolcall-fsm",
         created: int = 0,
         choice: int = 0,
+        reasoning_blocks: ReasoningBlocks | None = None,
     ) -> None:
+        if reasoning_blocks is not None and reasoning_blocks not in REASONING_BLOCKS:
+            raise InvalidOption(
+                f"reasoning_blocks must be None or one of {list(REASONING_BLOCKS)}, not {shown(reasoning_blocks)}"
+            )
         if not isinstance(flush, FlushPolicy):  # a choice's name ("on-finish") is taken; nothing else
             choices = [policy.value for policy in FlushPolicy]
             if flush not in choices:
@@ -131,6 +147,13 @@ class DeltaEmitter:
         self._gate: int | None = None  # the first call that waits (all after it wait too)
         self._opened: dict[int, str] = {}  # each call's id as its header went out: finish() checks the result by it
         self._finished = False  # finish() sent the last chunk: nothing goes after it
+        self._blocks = BlockEmitter(reasoning_blocks) if reasoning_blocks is not None else None
+
+    @property
+    def unsent_reasoning(self) -> tuple[str, ...]:
+        """What of the reasoning's blocks the ``reasoning_blocks`` dialect had no field for, one line
+        each (policy reasoning-block-unsent: :mod:`fsm.reemit_reasoning`); empty without one."""
+        return tuple(self._blocks.unsent) if self._blocks is not None else ()
 
     def start(self) -> dict[str, Any]:
         """A first chunk that says only the assistant's role, as OpenAI's streams begin. Optional for
@@ -174,8 +197,16 @@ class DeltaEmitter:
             for item in outputs:
                 if type(item) is ContentDelta:  # no call's: it goes out now, whatever call waits
                     said = self._chunk([], None)
-                    said["choices"][0]["delta"] = {SAID_FIELDS[item.kind]: item.text}
+                    blocks = self._blocks if item.kind == "reasoning" else None
+                    delta = blocks.said(item) if blocks is not None else {SAID_FIELDS[item.kind]: item.text}
+                    said["choices"][0]["delta"] = delta
                     sent.append(said)
+                    continue
+                if type(item) is ReasoningData:  # what a block goes back with: out now too, in the dialect
+                    kept = self._blocks.kept(item) if self._blocks is not None else None
+                    if kept is not None:
+                        sent.append(self._chunk([], None))
+                        sent[-1]["choices"][0]["delta"] = kept
                     continue
                 entry = self._entry(item)
                 if entry is not None or isinstance(item, CallFinished):  # (a call ended with nothing to send)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import attrs
 
-_T = TypeVar("_T", bound=attrs.AttrsInstance)
+from fsm.positional import positional
 
 
 class CallStatus(enum.Enum):
@@ -343,53 +342,39 @@ class ContentDelta:
     """Which of the result's fields it adds to: ``text``, ``reasoning`` (a block's text) or ``refusal``."""
     text: str
     """Text to append (never empty); joined in order, a kind's pieces give the result's field."""
+    block: int | None = None
+    """Of a piece of reasoning, the block it adds to: its position in :attr:`Result.reasoning`.
+    None for text and refusal."""
 
 
-Output = CallOpened | CallNamed | ArgumentsDelta | CallFinished | ContentDelta
+@attrs.frozen(slots=True)
+class ReasoningData:
+    """What a reasoning block carries besides its text, as it arrives: only from a reassembler asked
+    for the content's pieces (``Reassembler(content_deltas=True)``), so a gateway can re-emit the
+    signatures and encrypted data a client must send back (``DeltaEmitter(reasoning_blocks=...)``).
+    Given when a piece changes any of these fields (before the piece's text, if it has any), each
+    field as the block holds it then: the latest word, as :class:`Reasoning` keeps it."""
+
+    block: int
+    """The block's position in :attr:`Result.reasoning` (as :attr:`ContentDelta.block`)."""
+    signature: str | None = None
+    """The block's signature (see :attr:`Reasoning.signature`)."""
+    redacted: str | None = None
+    """Its redacted data (:attr:`Reasoning.redacted`)."""
+    item_id: str | None = None
+    """Its Responses item id (:attr:`Reasoning.item_id`)."""
+    summary: tuple[str, ...] = ()
+    """Its summary texts (:attr:`Reasoning.summary`)."""
+    encrypted_content: str | None = None
+    """Its encrypted content (:attr:`Reasoning.encrypted_content`)."""
+    detail: str | None = None
+    """The OpenRouter entry type it came as (:attr:`Reasoning.detail`)."""
+    format: str | None = None
+    """That entry's format (:attr:`Reasoning.format`)."""
+
+
+Output = CallOpened | CallNamed | ArgumentsDelta | CallFinished | ContentDelta | ReasoningData
 """What :meth:`fsm.Reassembler.feed` returns a list of while the stream runs."""
-
-
-def positional(cls: type[_T], converted: Mapping[str, str] | None = None) -> Callable[..., _T]:
-    """A constructor of the frozen class ``cls`` taking every field by position: it builds the very
-    object ``cls(...)`` builds (test_results_built_by_position_equal_attrs_built_ones). attrs' own
-    ``__init__`` goes through ``object.__setattr__`` for each field, because the class refuses
-    assignment, and a slot's descriptor called from Python costs nearly as much; on the hot path
-    (four of these per call, eighteen fields a stream's Result) that was most of what building
-    the outputs cost. So the object is made as a private subclass that adds no field and allows
-    assignment (the same memory layout), its slots set by plain assignments, and then given its
-    class, ``cls``: from then on it is frozen like any other. Only for classes with no validator,
-    converter or post-init hook, which would be skipped here (checked), except the converters
-    ``converted`` writes out: field name -> the expression of the argument that does what the
-    field's converter does (``"id or None"``), each held to the converter by a test. The
-    expression is the caller's own source, never data's."""
-    fields = attrs.fields(cls)
-    converted = converted or {}
-    if (
-        any(f.validator or not f.init or bool(f.converter) != (f.name in converted) for f in fields)
-        or not converted.keys() <= {f.name for f in fields}
-        or hasattr(cls, "__attrs_post_init__")
-    ):
-        raise TypeError(f"{cls.__name__} does more in __init__ than set its fields")
-    names = [f.name for f in fields]
-    # Both hooks undone: with either one left, every assignment would go through Python code.
-    unfrozen = {"__slots__": (), "__setattr__": object.__setattr__, "__delattr__": object.__delattr__}
-    being_built = type(f"{cls.__name__}BeingBuilt", (cls,), {**unfrozen, "__module__": cls.__module__})
-    scope: dict[str, Any] = {"new": object.__new__, "being_built": being_built, "cls": cls}
-    # The last fields that have a plain default take it as the argument's (a factory's would be
-    # one object shared by every call: such a field, and those before it, are always given).
-    params = list(names)
-    for at in range(len(fields) - 1, -1, -1):
-        default = fields[at].default
-        if default is attrs.NOTHING or isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-            break
-        scope[f"default_{names[at]}"] = default
-        params[at] = f"{names[at]}=default_{names[at]}"
-    lines = [f"def build({', '.join(params)}):", "    made = new(being_built)"]
-    lines += [f"    made.{name} = {converted.get(name, name)}" for name in names]
-    lines += ["    made.__class__ = cls", "    return made"]
-    exec("\n".join(lines), scope)  # the source is made here, from the fields' own names
-    built: Callable[..., _T] = scope["build"]
-    return built
 
 
 build_tool_call = positional(ToolCall)

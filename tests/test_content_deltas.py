@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from fsm import ContentDelta, Reassembler, Result
+from fsm import ContentDelta, ReasoningData, Reassembler, Result
 from fsm.cli import main
 from fsm.errors import InvalidInput, ToolcallFSMError
 from fsm.harness.vectors import load_vectors
@@ -68,7 +68,7 @@ def test_every_capture_whole_and_cut_gives_its_content_in_pieces(stream: Path) -
     for piece in (None, 1, 7):
         outputs, result = read(data, piece, True)
         assert result == plain_result  # the option changes the outputs only
-        assert [o for o in outputs if not isinstance(o, ContentDelta)] == plain
+        assert [o for o in outputs if not isinstance(o, ContentDelta | ReasoningData)] == plain
         assert_pieces_give_the_result(outputs, result)
 
 
@@ -90,7 +90,7 @@ def test_every_vector_gives_its_content_in_pieces(vector: Any) -> None:
     outputs += said.drain()
     plain_outputs += plain.drain()
     assert result == plain_result
-    assert [o for o in outputs if not isinstance(o, ContentDelta)] == plain_outputs
+    assert [o for o in outputs if not isinstance(o, ContentDelta | ReasoningData)] == plain_outputs
     assert_pieces_give_the_result(outputs, result)
 
 
@@ -146,9 +146,9 @@ def test_text_between_calls_goes_out_at_once_while_a_call_waits() -> None:
 def test_the_option_must_be_a_bool_and_the_pieces_structure_as_outputs() -> None:
     with pytest.raises(InvalidInput, match="content_deltas must be a bool, not str"):
         Reassembler(content_deltas="yes")  # type: ignore[arg-type]
-    piece = ContentDelta("reasoning", "so")
+    piece = ContentDelta("reasoning", "so", 0)
     made = converter().unstructure(piece, unstructure_as=Output)
-    assert made == {"kind": "reasoning", "text": "so", "output": "ContentDelta"}
+    assert made == {"kind": "reasoning", "text": "so", "block": 0, "output": "ContentDelta"}
     assert converter().structure(made, Output) == piece  # type: ignore[arg-type]
 
 
@@ -193,7 +193,7 @@ def test_without_the_option_no_piece_is_an_output() -> None:
     events = [{"choices": [{"index": 0, "delta": {"content": "hi", "reasoning_content": "hm"}}]}]
     assert Reassembler("openai-chat").feed(events[0]) == []
     said = Reassembler("openai-chat", content_deltas=True).feed(events[0])
-    assert said == [ContentDelta("text", "hi"), ContentDelta("reasoning", "hm")]
+    assert said == [ContentDelta("text", "hi"), ContentDelta("reasoning", "hm", 0)]  # block 0 of the result's
 
 
 # -- A gateway end to end: one provider's client upstream, openai-python's chat client downstream --------------------

@@ -64,7 +64,7 @@ def reasoning_details(result: Result) -> list[Message]:
         if reasoning.detail in _DETAIL_TEXT:
             entry[_DETAIL_TEXT[reasoning.detail]] = reasoning.text
         else:
-            entry["data"] = reasoning.encrypted_content or ""
+            entry["data"] = reasoning.encrypted_content or reasoning.redacted or ""  # (Claude's redacted: redacted)
         for key, value in (("signature", reasoning.signature), ("id", reasoning.item_id), ("format", reasoning.format)):
             if value is not None:
                 entry[key] = value

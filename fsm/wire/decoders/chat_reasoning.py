@@ -7,7 +7,9 @@ read alone, they drop the signatures, and a Claude turn of calls sent back witho
 OpenRouter streams each block in pieces under one ``index``: the text (or a summary's text) a piece
 at a time, the signature in a later piece of its own; every piece names its ``type`` and ``format``
 (a Claude block's ``signature``, an OpenAI reasoning item's encrypted ``data``). OpenRouter's docs
-ask for the blocks back, as they came, on tool-calling turns."""
+ask for the blocks back, as they came, on tool-calling turns. A ``reasoning.encrypted`` entry of
+Claude's format is a redacted thinking block: its data is read as redacted data, which goes back to
+Claude as the ``redacted_thinking`` block it was (and to OpenRouter as the entry it came as)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,9 @@ from fsm.events import ReasoningDelta
 
 TEXT_FIELDS = {"reasoning.text": "text", "reasoning.summary": "summary", "reasoning.encrypted": "data"}
 """Each type of entry, and the field that holds its piece of text (the encrypted entry's opaque data)."""
+
+CLAUDE_FORMAT = "anthropic-claude-v1"
+"""The ``format`` of an entry of Claude's: its ``reasoning.encrypted`` entry is a redacted thinking block."""
 
 _KNOWN_KEYS = frozenset({"type", "text", "summary", "data", "signature", "format", "index", "id"})
 
@@ -59,13 +64,16 @@ def reasoning_details(value: Any) -> list[ReasoningDelta] | None:
         piece = entry.get(TEXT_FIELDS[detail])
         index, signature, item_id = entry.get("index"), entry.get("signature"), entry.get("id")
         encrypted = detail == "reasoning.encrypted"
+        # Claude's redacted thinking, as OpenRouter gives it: redacted data, which goes back to Claude so
+        redacted = encrypted and entry.get("format") == CLAUDE_FORMAT
         pieces.append(
             ReasoningDelta(
                 index,
                 "" if encrypted else piece or "",
                 signature=signature or None,
+                redacted=(piece or None) if redacted else None,
                 item_id=item_id or None,
-                encrypted_content=(piece or None) if encrypted else None,
+                encrypted_content=(piece or None) if encrypted and not redacted else None,
                 detail=detail,
                 format=entry.get("format") or None,
             )

@@ -1,0 +1,122 @@
+"""The reasoning of a re-emitted chat stream block by block, with what each block must go back with
+(``DeltaEmitter(reasoning_blocks=...)``), in one of the two chat dialects that stream it:
+
+* ``"thinking_blocks"``, as LiteLLM streams Claude's reasoning: each piece of a block's text a
+  ``{"type": "thinking", "thinking": piece}`` entry, its signature an entry of its own
+  ``{"type": "thinking", "thinking": "", "signature": ...}`` after its text, a redacted block one
+  ``{"type": "redacted_thinking", "data": ...}`` entry, beside ``reasoning_content`` saying the
+  same text. LiteLLM's entries carry no ``index``; these carry the block's (its position in
+  ``Result.reasoning``), as toolcall-fsm's chat decoder and LangChain's conversion read it: without
+  one, two blocks of a turn (Claude's interleaved thinking, a block each side of a call) are one.
+* ``"reasoning_details"``, as OpenRouter streams it: each piece a ``reasoning.text`` entry (or
+  ``reasoning.summary``, for a block read from one) under the block's ``index``, naming the block's
+  ``format`` where it is known, the signature in a later entry of its own with empty text, and what
+  is encrypted or redacted a ``reasoning.encrypted`` entry holding it in ``data`` (with a Responses
+  item's ``id``), beside ``reasoning`` saying the same text. A redacted block (Claude's) names the
+  format ``anthropic-claude-v1`` and a Responses item ``openai-responses-v1``, as OpenRouter's do,
+  where the block named none.
+
+Each piece goes out as it comes, in a chunk of its own (never held behind a call, never retracted):
+a signature or encrypted data as soon as the reassembler reports it (:class:`fsm.ReasoningData`),
+which is after the block's text on every wire that streams both. Fed back to toolcall-fsm's chat
+decoder, the stream gives each block its text, signature and encrypted or redacted data, in order.
+
+What a dialect has no field for is not sent, and listed instead (``DeltaEmitter.unsent_reasoning``,
+policy reasoning-block-unsent): under ``thinking_blocks``, a Responses reasoning item's id, summary
+and encrypted content and an OpenRouter ``reasoning.encrypted`` entry's data (its text, if any,
+goes out as a thinking block, unsigned; a block with no text goes out not at all); a summary goes
+out under ``reasoning_details`` as ``reasoning.summary`` entries of its block, which the chat
+decoder reads as the block's text (policy reasoning-summary-as-text: the chat dialects have no
+block that holds a summary apart)."""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from fsm.results import ContentDelta, ReasoningData
+
+ReasoningBlocks = Literal["thinking_blocks", "reasoning_details"]
+REASONING_BLOCKS: Final[tuple[ReasoningBlocks, ...]] = ("thinking_blocks", "reasoning_details")
+"""The dialects ``DeltaEmitter(reasoning_blocks=...)`` takes, each named by the delta field it fills."""
+
+PLAIN_FIELD: Final = {"thinking_blocks": "reasoning_content", "reasoning_details": "reasoning"}
+"""The plain text field each dialect's servers send beside the blocks, saying the same text."""
+
+_TEXT_KEYS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
+_CLAUDE, _RESPONSES = "anthropic-claude-v1", "openai-responses-v1"
+
+
+class BlockEmitter:
+    """One stream's reasoning in one dialect: the delta of each piece, and what went out of each
+    block's data (a :class:`ReasoningData` repeats every field; only what changed goes out)."""
+
+    def __init__(self, dialect: ReasoningBlocks) -> None:
+        self.dialect = dialect
+        self._sent: dict[int, ReasoningData] = {}  # each block's data as last given
+        self.unsent: list[str] = []
+
+    def said(self, piece: ContentDelta) -> dict[str, Any]:
+        """The delta of a piece of a block's text."""
+        known = self._sent.get(piece.block) if piece.block is not None else None
+        if self.dialect == "thinking_blocks":
+            entry: dict[str, Any] = {"type": "thinking", "thinking": piece.text}
+        else:
+            kind = known.detail if known is not None and known.detail in _TEXT_KEYS else "reasoning.text"
+            entry = {"type": kind, _TEXT_KEYS[kind]: piece.text}
+            if known is not None and known.format is not None:
+                entry["format"] = known.format
+        if piece.block is not None:  # (a ContentDelta built by hand may name none: the latest block, read back)
+            entry["index"] = piece.block
+        return {PLAIN_FIELD[self.dialect]: piece.text, self.dialect: [entry]}
+
+    def kept(self, data: ReasoningData) -> dict[str, Any] | None:
+        """The delta of what ``data`` changed of its block, or None when nothing of it goes out."""
+        before = self._sent.get(data.block) or ReasoningData(data.block)
+        self._sent[data.block] = data
+        changed = {
+            name
+            for name in ("signature", "redacted", "item_id", "summary", "encrypted_content")
+            if getattr(data, name) != getattr(before, name) and getattr(data, name)
+        }
+        if not changed:
+            return None
+        entries = self._thinking(data, changed) if self.dialect == "thinking_blocks" else self._details(data, changed)
+        return {self.dialect: entries} if entries else None
+
+    def _thinking(self, data: ReasoningData, changed: set[str]) -> list[dict[str, Any]]:
+        entries: list[dict[str, Any]] = []
+        if "signature" in changed:
+            entries.append({"type": "thinking", "thinking": "", "signature": data.signature, "index": data.block})
+        if "redacted" in changed:
+            entries.append({"type": "redacted_thinking", "data": data.redacted, "index": data.block})
+        unsent = sorted(changed - {"signature", "redacted"})
+        if unsent:  # policy reasoning-block-unsent: no thinking block holds them
+            self.unsent.append(f"reasoning block {data.block}: its {', '.join(unsent)} (thinking_blocks has no field)")
+        return entries
+
+    def _details(self, data: ReasoningData, changed: set[str]) -> list[dict[str, Any]]:
+        entries: list[dict[str, Any]] = []
+        kind = data.detail if data.detail in _TEXT_KEYS else "reasoning.text"
+        if "summary" in changed:  # policy reasoning-summary-as-text
+            entries += [
+                self._entry(data, "reasoning.summary", _RESPONSES, summary=part) for part in data.summary if part
+            ]
+        if "signature" in changed:
+            entries.append(self._entry(data, kind, **{_TEXT_KEYS[kind]: "", "signature": data.signature}))
+        if "redacted" in changed:
+            entries.append(self._entry(data, "reasoning.encrypted", _CLAUDE, data=data.redacted))
+        if changed & {"encrypted_content", "item_id"}:
+            held = {"data": data.encrypted_content or ""}
+            if data.item_id is not None:
+                held["id"] = data.item_id
+            entries.append(self._entry(data, "reasoning.encrypted", _RESPONSES, **held))
+        return entries
+
+    def _entry(self, of: ReasoningData, kind: str, usual: str | None = None, **fields: Any) -> dict[str, Any]:
+        """An entry of ``of``'s block; its format the block's, else the one such an entry usually has."""
+        entry = {"type": kind, **fields}
+        fmt = of.format or usual
+        if fmt is not None:
+            entry["format"] = fmt
+        entry["index"] = of.block
+        return entry
