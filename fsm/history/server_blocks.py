@@ -44,6 +44,7 @@ calls beside it)."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
@@ -149,86 +150,127 @@ def converse_holding(block: Any, served: set[Any] | None) -> Any:
     return "call" if field == "toolUse" else "result"
 
 
+class _Held:
+    """A unit's server blocks held (:class:`Waiting`), with the calls of each id still waiting and
+    the results they took since, gathered in lists (a history of many rounds appends to them)."""
+
+    __slots__ = ("chunk", "misplaced", "order", "results", "waits")
+
+    def __init__(self, chunk: Segment, order: int) -> None:
+        self.chunk, self.order, self.waits = chunk, order, _waiting(chunk)
+        self.results, self.misplaced = [*chunk.results], [*chunk.misplaced]
+
+    def segment(self, carried: tuple[Entry, ...] = ()) -> Segment:
+        """The blocks as a turn; ``carried`` where the history ends with calls of them waiting."""
+        chunk = self.chunk._replace(results=self.results, misplaced=tuple(self.misplaced))
+        return chunk._replace(open_end=True, carried=carried) if carried else chunk
+
+
 class Waiting:
     """The server blocks of the model's messages whose calls wait past the client results of their
     message's calls (``server-call-waits-across-results``), held whole, so a waiting call stays in
     the turn it was made in (and renamed within it, as any call), until the model's message after
     those results answers it or does not: a unit at a time, the model's message that made them,
-    then the user's results, then the model's message that may answer them."""
+    then the user's results, then the model's message that may answer them. Each id's waiting
+    calls are indexed (``under``), so a history of many rounds is read in linear time."""
 
     def __init__(self, fmt: str) -> None:
-        self.held: list[Segment] = []
+        self.held: dict[int, _Held] = {}  # by order held, oldest first
+        self.under: dict[Key, deque[_Held]] = {}  # per id, the blocks holding a call of it waiting, oldest first
         self.answered = False  # the user's results of the calls beside them came
         self.anthropic = fmt == "anthropic"  # Converse's server tools pause for no client call
         self.pausing: tuple[Entry, ...] = ()  # the client calls they wait past, of the latest message
+        self._order = 0
 
     def meet(
         self, served: list[Segment], results: list[Entry] | None, users: bool, calls: list[Entry]
     ) -> Iterator[Segment]:
         """Read the next unit (its server blocks ``served``, the results it holds, is it the user's,
         the client calls it makes) against the blocks held: the user's results answering a client
-        call beside them let them wait on;
-        the model's message after them answers them with its server results, which go to their calls'
-        blocks (out of ``served``, in place), and those it leaves waiting wait on past its own
-        client calls' results, if it made any and no call of it takes a waiting call's id; anything
-        else finds them dangling."""
+        call beside them let them wait on; the model's message after them answers them with its
+        server results, which go to their calls' blocks (out of ``served``, in place), and those it
+        leaves waiting wait on past its own client calls' results, if it made any and no call of it
+        takes a waiting call's id; anything else finds them dangling."""
         if not self.held:
             return
         pausing = {call.key for call in self.pausing}
         if not self.answered and users and any(result.key in pausing for result in results or ()):
-            # a server result sent there answers its call too
-            self._answer(served, misplaced=True)  # (server-blocks-are-the-models: repair moves it to its call)
+            # a server result sent there answers its call too (server-blocks-are-the-models: repair
+            # moves it to its call)
+            self._answer(served, misplaced=True)
             self.answered = True
             return
-        if self.answered and not users:
-            # a waiting call whose id the unit calls again, leaving that call waiting too, is over before it
-            taken = {call.key for call in calls} | {key for chunk in served for key in _waiting(chunk)}
-            yield from (chunk for chunk in self.held if not taken.isdisjoint(_waiting(chunk)))
-            self.held = [chunk for chunk in self.held if taken.isdisjoint(_waiting(chunk))]
-            self._answer(served)
-            yield from (chunk for chunk in self.held if not calls or not _waiting(chunk))
-            self.held = [chunk for chunk in self.held if calls and _waiting(chunk)]
-            self.answered, self.pausing = False, tuple(calls)
+        if not self.answered or users:
+            yield from self.over()
             return
-        yield from self.over()
+        # a waiting call whose id the unit calls again, leaving that call waiting too, is over before it
+        taken = {call.key for call in calls} | {key for chunk in served for key in _waiting(chunk)}
+        clash = {held.order for key in taken for held in self._waiting_under(key)}
+        yield from (self.held.pop(order).segment() for order in sorted(clash))
+        took = self._answer(served)
+        if not calls:  # nothing pauses them any more: answered or not, they are over
+            yield from self.over()
+            return
+        done = sorted(held.order for held in took if not any(held.waits.values()))
+        yield from (self.held.pop(order).segment() for order in done)
+        self.answered, self.pausing = False, tuple(calls)
 
     def hold(self, chunk: Segment) -> bool:
         """Hold a unit's server blocks (paired by :func:`in_order`) that made client calls, when a
         call of them waits."""
-        if not (self.anthropic and _waiting(chunk)):
+        if not self.anthropic:
             return False
-        self.held.append(chunk)
+        held = _Held(chunk, self._order)
+        if not held.waits:
+            return False
+        self._order += 1
+        self.held[held.order] = held
+        for key in held.waits:
+            self.under.setdefault(key, deque()).append(held)
         self.pausing = chunk.beside  # its unit's: those of any held before too
         return True
 
     def over(self, open_end: bool = False) -> Iterator[Segment]:
         """The blocks held, each a turn, and none held any more: ``open_end`` where the history
         ends, the server may still run their waiting calls."""
-        held, self.held, self.answered = self.held, [], False
-        for chunk in held:
-            yield chunk._replace(open_end=True, carried=self.pausing) if open_end else chunk
+        held, self.held, self.under, self.answered = self.held, {}, {}, False
+        yield from (chunk.segment(self.pausing if open_end else ()) for chunk in held.values())
 
-    def _answer(self, served: list[Segment], misplaced: bool = False) -> None:
+    def _waiting_under(self, key: Key) -> deque[_Held]:
+        """The blocks still held with a call of ``key`` waiting, oldest first (those no longer are
+        let go of here, as they come to the front)."""
+        queue = self.under.get(key)
+        if queue is None:
+            return deque()
+        while queue and (queue[0].order not in self.held or not queue[0].waits.get(key)):
+            queue.popleft()
+        if not queue:
+            del self.under[key]
+        return queue if queue else deque()
+
+    def _answer(self, served: list[Segment], misplaced: bool = False) -> list[_Held]:
         """Each server result of ``served`` naming a call held waiting goes to that call's blocks,
-        the earliest call first (first come, first served); ``misplaced`` when the user sent it."""
-        left = [_waiting(chunk) for chunk in self.held]  # per held chunk, per id: its calls waiting
+        the earliest call first (first come, first served); ``misplaced`` when the user sent it.
+        The blocks that took one."""
+        took: dict[int, _Held] = {}
         for n, chunk in enumerate(served):
             sent_by_user = {(entry.message, entry.slot) for entry in chunk.misplaced}
             kept: list[Entry] = []
             for result in chunk.results:
-                at = next((j for j, waits in enumerate(left) if waits.get(result.key, 0)), None)
-                if at is None:
+                queue = self._waiting_under(result.key)
+                if not queue:
                     kept.append(result)
                     continue
-                left[at][result.key] -= 1
-                chunk_at = self.held[at]
-                moved = misplaced or (result.message, result.slot) in sent_by_user
-                sent = (*chunk_at.misplaced, result) if moved else chunk_at.misplaced
-                self.held[at] = chunk_at._replace(results=[*chunk_at.results, result], misplaced=sent)
+                held = queue[0]
+                held.waits[result.key] -= 1
+                held.results.append(result)
+                if misplaced or (result.message, result.slot) in sent_by_user:
+                    held.misplaced.append(result)
+                took[held.order] = held
             gone = sent_by_user - {(entry.message, entry.slot) for entry in kept}
-            served[n] = chunk._replace(
-                results=kept, misplaced=tuple(e for e in chunk.misplaced if (e.message, e.slot) not in gone)
-            )
+            misplaced_kept = tuple(e for e in chunk.misplaced if (e.message, e.slot) not in gone)
+            served[n] = chunk._replace(results=kept, misplaced=misplaced_kept)
+        return list(took.values())
 
 
 def _waiting(chunk: Segment) -> dict[Key, int]:
