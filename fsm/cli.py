@@ -357,8 +357,7 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     emitter = DeltaEmitter(FlushPolicy(args.flush), choice=args.choice or 0, reasoning_blocks=args.reasoning_blocks)
 
     def show(chunks: list[dict[str, Any]]) -> None:
-        for chunk in chunks:
-            stdout.write(dumps(chunk) + "\n")
+        stdout.writelines(dumps(chunk) + "\n" for chunk in chunks)
 
     error: ToolcallFSMError | None = None
     try:
@@ -377,7 +376,8 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     outputs = reassembler.drain()
     if deltas:
         show([*emitter.chunks(outputs), emitter.finish(result)])
-        stderr.writelines(f"toolcall-fsm: not re-emitted: {note}\n" for note in emitter.unsent_reasoning)
+        unsent = emitter.unsent_reasoning + emitter.unsent_signatures  # (what no chunk carries: said)
+        stderr.writelines(f"toolcall-fsm: not re-emitted: {note}\n" for note in unsent)
     else:
         stdout.write(dumps(result_to_json(result), indent=2) + "\n")
     if error is not None:

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
+
 from fsm.content import TurnContent
 from fsm.engine.ledger import MESSAGE_CHARS, WORD_CHARS, Ledger, cut_by, finish_words, shortened
 from fsm.engine.registry import Registry
@@ -50,7 +52,7 @@ from fsm.events import (
 from fsm.fieldcheck import vouch
 from fsm.jsontext import TOO_DEEP_TO_READ, loads_event, nesting_exceeds
 from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
-from fsm.results import Diagnostic, Output, Result, build_result
+from fsm.results import CallOpened, Diagnostic, Output, Result, build_result
 from fsm.wire.decoders import (
     BEDROCK_ERRORS,
     BEDROCK_EVENTS,
@@ -951,6 +953,7 @@ class Reassembler:
         if type(event) is ArgumentsFragment and event.signature is None:
             registry.arguments(event.ref, event.text, "fragment")
         elif isinstance(event, ArgumentsFragment | CallSeen | ArgumentsSnapshot):
+            opened_at = len(self.ledger.outputs)  # what this event outputs comes after it
             if isinstance(event, ArgumentsFragment):
                 landed = registry.arguments(event.ref, event.text, "fragment")
             elif isinstance(event, CallSeen):
@@ -966,6 +969,7 @@ class Reassembler:
                 self._placed = (event.ref, landed) if landed is not None else None
             if event.signature and landed is not None and landed.signature is None:
                 landed.signature = event.signature  # not identity: it rides on the call it came with
+                self._signed_opening(landed.ordinal, event.signature, opened_at)
         elif isinstance(event, CallEnd):
             if event.incomplete or not event.unusable:
                 ended = registry.call_end(event.ref, "abandon" if event.incomplete else "end", event.said)
@@ -977,6 +981,18 @@ class Reassembler:
             self._finished(event)
         elif isinstance(event, TURN_CONTENT_TYPES):
             self._content.apply(event)
+
+    def _signed_opening(self, ordinal: int, signature: str, opened_at: int) -> None:
+        """Give the call's CallOpened its signature where the event that carried it opened the call
+        (every Gemini wire signs a call's first part): a gateway re-emitting the stream sends it on
+        the call's first chunk, before a later call's (DeltaEmitter), where one sent with the call's
+        last would come after them. Only this event's outputs are looked through."""
+        outputs = self.ledger.outputs
+        for at in range(opened_at, len(outputs)):
+            opened = outputs[at]
+            if type(opened) is CallOpened and opened.index == ordinal:
+                outputs[at] = attrs.evolve(opened, thought_signature=signature)
+                return
 
     def _finished(self, event: StreamEnd) -> None:
         if self._finish is not None:  # the first finish reason stands; a different one is reported

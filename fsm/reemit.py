@@ -36,7 +36,8 @@ The turn's text, reasoning and refusal go out too where the reassembler reports 
 (``Reassembler(content_deltas=True)``: :class:`~fsm.results.ContentDelta` outputs), each piece in a
 chunk of its own as it comes (``content``, ``reasoning_content``, ``refusal``), never held behind a
 call: a chunk holds no call's place, and chat consumers join each field on its own. Without them, a
-gateway's client would get the calls and lose what the model said beside them.
+gateway's client would get the calls and lose what the model said beside them. Gemini's thought
+signatures go out too, as Gemini's own OpenAI endpoint sends them (:mod:`fsm.reemit_signatures`).
 
 A call that did not complete (truncated, invalid) must not be run, and a chunk has no field for a
 call's status, while its text went out as any call's: so ``finish()`` ends such a stream in an error
@@ -56,6 +57,7 @@ from fsm.events import FREEFORM_TYPES
 from fsm.foreign import answers_callers, caller_fault
 from fsm.jsontext import escape_lone_surrogates, has_surrogate
 from fsm.reemit_reasoning import REASONING_BLOCKS, BlockEmitter, ReasoningBlocks
+from fsm.reemit_signatures import Signatures
 from fsm.results import (
     ArgumentsDelta,
     CallFinished,
@@ -148,12 +150,18 @@ class DeltaEmitter:
         self._opened: dict[int, str] = {}  # each call's id as its header went out: finish() checks the result by it
         self._finished = False  # finish() sent the last chunk: nothing goes after it
         self._blocks = BlockEmitter(reasoning_blocks) if reasoning_blocks is not None else None
+        self._signatures = Signatures()  # Gemini's, each once: fsm.reemit_signatures
 
     @property
     def unsent_reasoning(self) -> tuple[str, ...]:
         """What of the reasoning's blocks the ``reasoning_blocks`` dialect had no field for, one line
         each (policy reasoning-block-unsent: :mod:`fsm.reemit_reasoning`); empty without one."""
         return tuple(self._blocks.unsent) if self._blocks is not None else ()
+
+    @property
+    def unsent_signatures(self) -> tuple[str, ...]:
+        """The text parts' signatures ``finish()`` left out, one line each (:mod:`fsm.reemit_signatures`)."""
+        return tuple(self._signatures.unsent)
 
     def start(self) -> dict[str, Any]:
         """A first chunk that says only the assistant's role, as OpenAI's streams begin. Optional for
@@ -245,6 +253,7 @@ class DeltaEmitter:
         waiting = [entry for index in sorted(self._waiting) for entry in self._waiting[index]]
         self._waiting, self._gate = {}, None
         last = self._chunk(waiting, reason)
+        self._signatures.text(last, result)
         said = [d.message for d in result.diagnostics if d.code == "provider-error"]
         if said:
             # A consumer must learn of the error as the provider's own stream told it: clients raise on
@@ -293,7 +302,7 @@ class DeltaEmitter:
             header = {"index": item.index, "id": _sendable(item.id), self._body_key(item.index): body}
             if item.type == "function":  # the only type a chat chunk may name; the body tells the others
                 header["type"] = "function"
-            return header
+            return self._signatures.sign(header, item.thought_signature)
         if isinstance(item, CallNamed):
             if item.index in self._named:
                 return None
@@ -322,7 +331,7 @@ class DeltaEmitter:
                 body[self._text_key(call.index)] = call.input if call.index in self._freeform else call.arguments_json
             elif held:
                 body[self._text_key(call.index)] = "".join(held)
-            return {"index": call.index, self._body_key(call.index): body} if body else None
+            return self._signatures.finished(call, body, self._body_key(call.index), self._text_key(call.index))
         return None  # an output with nothing to send (chunks() refused any other item)
 
     def _in_turn(self, entry: dict[str, Any] | None, item: Output) -> list[dict[str, Any]]:

@@ -302,6 +302,11 @@ class CallOpened:
     """The tool's name, if the wire gave it yet."""
     type: str = attrs.field(default="function", kw_only=True)
     """The call's type (see ToolCall.type): a freeform call's deltas are input text, not JSON."""
+    thought_signature: str | None = attrs.field(default=None, kw_only=True)
+    """The call's signature (Gemini's ``thoughtSignature``) where the wire event that opened the call
+    carried it, as every Gemini wire sends it: a re-emitted stream sends it on the call's first chunk
+    (:class:`fsm.DeltaEmitter`). None otherwise; one that came later is on the finished call
+    (:attr:`ToolCall.thought_signature`)."""
 
 
 @attrs.frozen(slots=True)

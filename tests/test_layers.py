@@ -42,6 +42,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "fsm.interrupted",
             "fsm.reemit",
             "fsm.reemit_reasoning",
+            "fsm.reemit_signatures",
             "fsm.serialize",
             "fsm.content",
             "fsm.content_parts",

@@ -193,7 +193,9 @@ class Registry:
             if ref.name is not None:
                 self._pending_header[lane] = (ref.name, ref.id)
             self.ledger.apply("metadata-once")
-            return None
+            # A nameless sighting names no next call: it is the newest's (a thought signature it carries
+            # goes on that call, as on a re-emitted stream's last chunk of a call: fsm.reemit_signatures).
+            return newest if ref.name is None and header else None
         self.ledger.apply("complete-value-starts-new-call")
         return self._open(lane, ref)
 
