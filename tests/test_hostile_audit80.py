@@ -124,6 +124,34 @@ def test_results_sent_in_the_models_role_keep_the_code_waiting(name: str) -> Non
         assert (ran() in blocks) == (ran() in [b for m in conversation[1:] for b in m["content"]])
 
 
+MORE = {"role": "user", "content": "more"}
+
+
+@pytest.mark.parametrize(
+    ("conversation", "findings"),
+    [
+        pytest.param(
+            [ASK, a(srv(), use("t1")), MORE, a(res("t1"), ran(), TEXT)], {("misplaced-result", "t1")}, id="answered"
+        ),
+        pytest.param(
+            [ASK, a(TEXT, srv(), use("t2"), use("t3")), MORE, a(res("t2"), TEXT), u(TEXT), u(res("t3"))],
+            {("dangling", "s1"), ("misplaced-result", "t2"), ("result-after-text", "t3")},
+            id="not-answered",
+        ),
+    ],
+)
+def test_results_sent_in_the_models_role_after_the_users_text(
+    conversation: list[dict[str, Any]], findings: set[tuple[str, str]]
+) -> None:
+    """After the user's text they go first in its message (the turn waits on past such text): the
+    rest of the model's message is the one after them, which answers the code or leaves it dangling
+    (read as after the model's run, the code waited on in the check, and repair, writing the rest
+    after the results, left it dangling there: its output refused by its own check)."""
+    assert {(f.kind.value, f.id) for f in history.check(conversation, "anthropic").findings} == findings
+    for policy in POLICIES:
+        _sound(conversation, policy)
+
+
 # -- the agent loop, as streams ------------------------------------------------------------------
 
 

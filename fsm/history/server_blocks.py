@@ -38,7 +38,8 @@ in the request that sends them, and its result comes in a later assistant messag
 run on. So such a call is answered by the server results of the model's message after the user's
 results, and of the ones after that while each makes client calls again (results sent in the model's
 role, ``misplaced-result``, count as the user's where repair moves them: in the user's message after
-the model's run they are in, the model's messages up to it before them); one no such message answers
+the model's run they are in, the model's messages up to it before them, or first in the user's text
+between the calls and them, the rest of their message after them); one no such message answers
 is ``dangling`` there (repair drops it, as any server call without its result); and one still
 waiting where the history ends (the client's results sent, or not yet) is the server's to run, as a
 paused turn's is, and stays even when repair writes a message after it (the placeholders of the
