@@ -152,6 +152,24 @@ def test_results_sent_in_the_models_role_after_the_users_text(
         _sound(conversation, policy)
 
 
+def test_a_turn_paused_as_the_code_runs_on() -> None:
+    """The model's message after the client's results stops ``pause_turn`` before the code's result:
+    sent back as it came, last, the server goes on with the turn, whose next message holds the
+    result. The check read the code's call ``dangling`` there, and repair dropped it, so the next
+    message's result was an orphan (the finished history, the two messages one run, was accepted)."""
+    paused = [ASK, a(TEXT, srv(), use("t1")), u(res("t1")), a(TEXT)]
+    for conversation in (paused, [*paused, a(ran(), TEXT)], [*paused, a(use("t2")), u(res("t2"))]):
+        assert history.check(conversation, "anthropic").findings == ()
+        for policy in POLICIES:
+            assert history.repair(conversation, policy, format="anthropic") == (conversation, [])
+    # Not last, it answers nothing: the code's call is dangling (the API refuses it so).
+    report = history.check([*paused, ASK], "anthropic")
+    assert [(f.kind.value, f.id) for f in report.findings] == [("dangling", "s1")]
+    # One that calls a server tool of its own ends the wait, as before.
+    searched = [*paused[:3], a(srv("w1", "web_search"))]
+    assert [(f.kind.value, f.id) for f in history.check(searched, "anthropic").findings] == [("dangling", "s1")]
+
+
 # -- the agent loop, as streams ------------------------------------------------------------------
 
 

@@ -40,7 +40,8 @@ results, and of the ones after that while each makes client calls again (results
 role, ``misplaced-result``, count as the user's where repair moves them: in the user's message after
 the model's run they are in, the model's messages up to it before them, or first in the user's text
 between the calls and them, the rest of their message after them); one no such message answers
-is ``dangling`` there (repair drops it, as any server call without its result); and one still
+is ``dangling`` there (repair drops it, as any server call without its result), but where the
+history ends with that message (paused as the code runs on: the server goes on with the turn); and one still
 waiting where the history ends (the client's results sent, or not yet) is the server's to run, as a
 paused turn's is, and stays even when repair writes a message after it (the placeholders of the
 calls beside it)."""
@@ -173,15 +174,17 @@ class Waiting:
         users: bool,
         calls: list[Entry],
         moved: bool = False,
+        ends: bool = False,
     ) -> Iterator[Segment]:
         """Read the next unit (its server blocks ``served``, the results it holds, is it the user's,
-        the client calls it makes, were its results sent in the model's role) against the blocks
-        held: the user's results answering a client call beside them let them wait on (sent in the
-        model's role, after the model's run they are in, where repair moves them); the model's
-        message after them answers them with its server results, which go to their calls' blocks
-        (out of ``served``, in place), and those it leaves waiting wait on past its own client
-        calls' results, if it made any and no call of it takes a waiting call's id; anything else
-        finds them dangling."""
+        the client calls it makes, were its results sent in the model's role, does the history end
+        with it) against the blocks held: the user's results answering a client call beside them let
+        them wait on (sent in the model's role, after the model's run they are in, where repair moves
+        them); the model's message after them answers them with its server results, which go to
+        their calls' blocks (out of ``served``, in place), and those it leaves waiting wait on past
+        its own client calls' results, if it made any and no call of it takes a waiting call's id,
+        or where the history ends with it and it makes no call (a turn paused, ``pause_turn``, as
+        the code runs on: the server goes on with it); anything else finds them dangling."""
         if not self.held:
             return
         pausing = {call.key for call in self.pausing}
@@ -210,8 +213,9 @@ class Waiting:
             yield from (chunk for chunk in self.held if not taken.isdisjoint(_waiting(chunk)))
             self.held = [chunk for chunk in self.held if taken.isdisjoint(_waiting(chunk))]
             self._answer(served)
-            yield from (chunk for chunk in self.held if not calls or not _waiting(chunk))
-            self.held = [chunk for chunk in self.held if calls and _waiting(chunk)]
+            ends = ends and not any(chunk.calls for chunk in served)
+            yield from (chunk for chunk in self.held if not (calls or ends) or not _waiting(chunk))
+            self.held = [chunk for chunk in self.held if (calls or ends) and _waiting(chunk)]
             self.answered, self.pausing = False, tuple(calls)
             return
         yield from self.over()

@@ -189,7 +189,7 @@ def _served(unit: _Pending, total: int, waiting: Waiting) -> Iterator[Segment]:
     if goes == "text":  # (they answer as the user's message they go to, the model's message after them)
         yield from waiting.meet([], results, True, [])
         results = None
-    yield from waiting.meet(served, results, users, calls, goes == "run")
+    yield from waiting.meet(served, results, users, calls, goes == "run", last == total - 1)
     for n, chunk in enumerate(served, 1):
         if not (chunk.calls or chunk.results):
             continue
