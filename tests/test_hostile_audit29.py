@@ -231,7 +231,7 @@ def _refused(messages: list[dict[str, Any]]) -> list[str]:
             if calls and (+waiting or +carried):
                 carried, pausing, through = +carried + +waiting, set(calls), False
             else:
-                if +carried:
+                if +carried and (t < len(turns) - 1 or +own):  # the last turn may be paused as the code runs on
                     why.append(f"turn {t}: a server call without its result")
                 carried = Counter()
                 if +waiting and t < len(turns) - 1:

@@ -171,10 +171,16 @@ TEXT = {"type": "text", "text": "done"}
             id="answered-after-two-rounds",
         ),
         pytest.param(
-            [*ASK, said("assistant", SERVER, use(1)), said("user", answered(1)), said("assistant", TEXT)],
+            [*ASK, said("assistant", SERVER, use(1)), said("user", answered(1)), said("assistant", TEXT), *ASK],
             [("dangling", "srvtoolu_1", 2)],
             [("dropped-call", "srvtoolu_1", 2)],
             id="never-answered",
+        ),
+        pytest.param(
+            [*ASK, said("assistant", SERVER, use(1)), said("user", answered(1)), said("assistant", TEXT)],
+            [],
+            [],
+            id="paused-as-the-code-runs-on",  # (pause_turn: the server goes on with the turn)
         ),
         pytest.param(
             [*ASK, said("assistant", SERVER, use(1)), said("user", answered(1)), said("user", TEXT)],

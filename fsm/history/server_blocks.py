@@ -36,8 +36,12 @@ Code execution that calls the client's tools (programmatic tool calling: each su
 names the server call its ``caller``) pauses for their results: the API wants the waiting call back
 in the request that sends them, and its result comes in a later assistant message, once the code has
 run on. So such a call is answered by the server results of the model's message after the user's
-results, and of the ones after that while each makes client calls again; one no such message answers
-is ``dangling`` there (repair drops it, as any server call without its result); and one still
+results, and of the ones after that while each makes client calls again (results sent in the model's
+role, ``misplaced-result``, count as the user's where repair moves them: in the user's message after
+the model's run they are in, the model's messages up to it before them, or first in the user's text
+between the calls and them, the rest of their message after them); one no such message answers
+is ``dangling`` there (repair drops it, as any server call without its result), but where the
+history ends with that message (paused as the code runs on: the server goes on with the turn); and one still
 waiting where the history ends (the client's results sent, or not yet) is the server's to run, as a
 paused turn's is, and stays even when repair writes a message after it (the placeholders of the
 calls beside it)."""
@@ -160,10 +164,11 @@ class _Held:
         self.chunk, self.order, self.waits = chunk, order, _waiting(chunk)
         self.results, self.misplaced = [*chunk.results], [*chunk.misplaced]
 
-    def segment(self, carried: tuple[Entry, ...] = ()) -> Segment:
-        """The blocks as a turn; ``carried`` where the history ends with calls of them waiting."""
+    def segment(self, open_end: bool = False, carried: tuple[Entry, ...] = ()) -> Segment:
+        """The blocks as a turn; ``open_end`` where the history ends with calls of them waiting,
+        past the client calls ``carried`` (none: paused as the code runs on)."""
         chunk = self.chunk._replace(results=self.results, misplaced=tuple(self.misplaced))
-        return chunk._replace(open_end=True, carried=carried) if carried else chunk
+        return chunk._replace(open_end=True, carried=carried) if open_end else chunk
 
 
 class Waiting:
@@ -180,21 +185,45 @@ class Waiting:
         self.answered = False  # the user's results of the calls beside them came
         self.anthropic = fmt == "anthropic"  # Converse's server tools pause for no client call
         self.pausing: tuple[Entry, ...] = ()  # the client calls they wait past, of the latest message
+        self.moved = False  # their results came in the model's role: the model's units up to the user's are their run
         self._order = 0
 
     def meet(
-        self, served: list[Segment], results: list[Entry] | None, users: bool, calls: list[Entry]
+        self,
+        served: list[Segment],
+        results: list[Entry] | None,
+        users: bool,
+        calls: list[Entry],
+        moved: bool = False,
+        ends: bool = False,
     ) -> Iterator[Segment]:
         """Read the next unit (its server blocks ``served``, the results it holds, is it the user's,
-        the client calls it makes) against the blocks held: the user's results answering a client
-        call beside them let them wait on; the model's message after them answers them with its
-        server results, which go to their calls' blocks (out of ``served``, in place), and those it
-        leaves waiting wait on past its own client calls' results, if it made any and no call of it
-        takes a waiting call's id; anything else finds them dangling."""
+        the client calls it makes, were its results sent in the model's role, does the history end
+        with it) against the blocks held: the user's results answering a client call beside them let
+        them wait on (sent in the model's role, after the model's run they are in, where repair moves
+        them); the model's message after them answers them with its server results, which go to
+        their calls' blocks (out of ``served``, in place), and those it leaves waiting wait on past
+        its own client calls' results, if it made any and no call of it takes a waiting call's id,
+        or where the history ends with it and it makes no call (a turn paused, ``pause_turn``, as
+        the code runs on: the server goes on with it); anything else finds them dangling."""
         if not self.held:
             return
         pausing = {call.key for call in self.pausing}
-        if not self.answered and users and any(result.key in pausing for result in results or ()):
+        sent = any(result.key in pausing for result in results or ())
+        if self.moved or (moved and sent and not self.answered):
+            # Results sent in the model's role go to the user's message after the model's run they are in
+            # (repair moves them there): the model's units up to it are the run the waiting calls were made
+            # in, whose server results answer them; the model's message after that user's message, as ever.
+            if self.moved and users:
+                self._answer(served, misplaced=True)
+                self.moved, self.answered = False, True
+                return
+            if not (self.moved and calls):
+                self._answer(served)
+                self.moved = True
+                return
+            self.moved, self.answered = False, True  # a unit making calls ends the run: the results go before it
+        if not self.answered and users and sent:
             # a server result sent there answers its call too (server-blocks-are-the-models: repair
             # moves it to its call)
             self._answer(served, misplaced=True)
@@ -208,7 +237,9 @@ class Waiting:
         clash = {held.order for key in taken for held in self._waiting_under(key)}
         yield from (self.held.pop(order).segment() for order in sorted(clash))
         took = self._answer(served)
-        if not calls:  # nothing pauses them any more: answered or not, they are over
+        # nothing pauses them any more (answered or not, they are over), but where the history ends with
+        # a message making no call: paused as the code runs on, the server goes on with the turn
+        if not (calls or (ends and not any(chunk.calls for chunk in served))):
             yield from self.over()
             return
         done = sorted(held.order for held in took if not any(held.waits.values()))
@@ -233,8 +264,8 @@ class Waiting:
     def over(self, open_end: bool = False) -> Iterator[Segment]:
         """The blocks held, each a turn, and none held any more: ``open_end`` where the history
         ends, the server may still run their waiting calls."""
-        held, self.held, self.under, self.answered = self.held, {}, {}, False
-        yield from (chunk.segment(self.pausing if open_end else ()) for chunk in held.values())
+        held, self.held, self.under, self.answered, self.moved = self.held, {}, {}, False, False
+        yield from (chunk.segment(open_end, self.pausing) for chunk in held.values())
 
     def _waiting_under(self, key: Key) -> deque[_Held]:
         """The blocks still held with a call of ``key`` waiting, oldest first (those no longer are

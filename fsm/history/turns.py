@@ -78,13 +78,15 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     # own when it holds text too): the user's results next still answer the calls (``Segment.held``).
     after, after_answer = -1, fmt in ("gemini", "bedrock")
     # The server blocks of the unit read last, out once the next is read: the user's may send their results.
-    pending: _Pending = ([], -1, [], False, False, None)
+    pending: _Pending = ([], -1, [], False, False, None, "")
     waiting = Waiting(fmt)  # server calls waiting past the client results of their message's calls
     for last, results, calls, served, late, misplaced, said, users, leaves in _units(messages, fmt, roles):
         if users and any(chunk.calls for chunk in pending[0]):
             served = _answer_server_calls(pending[0], served)
         yield from _served(pending, len(messages), waiting)
-        pending = ([], -1, [], False, False, None)
+        pending = ([], -1, [], False, False, None, "")
+        # results sent in the model's role go after the model's run they are in, or first in the user's text before
+        goes = ("text" if held >= 0 and taking is not None else "run") if misplaced else ""
         if held >= 0 and taking is not None:
             if said >= 0:
                 continue  # more of the user's text: the turn still waits for the unit after it
@@ -101,14 +103,14 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
             if after >= 0 and results is not None and not misplaced:  # they do: the answer takes them, and
                 taking = taking._replace(held=after if taking.held < 0 else taking.held)  # those of the user's
                 taking.results.extend(results)  # messages after them too, up to the model's next message
-                pending = (served, last, calls, leaves, users, results)
+                pending = (served, last, calls, leaves, users, results, goes)
                 continue
             if after < 0 and results is not None and not misplaced:  # the user's, in a row: they answer the turn,
                 if late is not None:  # in one message once repair merges them; those after its text go before it
                     taking = taking._replace(late=late[1], host=late[0])
                 taking.results.extend(results)
                 after = last if _texted(messages[last], fmt, last) else -1
-                pending = (served, last, calls, leaves, users, results)
+                pending = (served, last, calls, leaves, users, results, goes)
                 continue
             if after >= 0 and after != taking.results[-1].message:  # the model's results after text: the turn is over
                 yield _with(taking, moved, moved_end, fmt)
@@ -143,7 +145,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
             taking, moved = None, []
         elif results is not None:
             yield _with(Segment([], results), results if misplaced else [], last)
-        pending = (served, last, calls, leaves, users, results)
+        pending = (served, last, calls, leaves, users, results, goes)
         if calls:
             taking = Segment(calls, [], end=last)
     yield from _served(pending, len(messages), waiting)
@@ -173,7 +175,7 @@ def _answer_server_calls(before: list[Segment], served: list[Segment]) -> list[S
     return [chunk._replace(results=[]) for chunk in served]
 
 
-_Pending = tuple[list[Segment], int, list[Entry], bool, bool, list[Entry] | None]
+_Pending = tuple[list[Segment], int, list[Entry], bool, bool, list[Entry] | None, str]
 """A unit read, its server blocks out once the next is read: what ``_served`` reads."""
 
 
@@ -181,10 +183,13 @@ def _served(unit: _Pending, total: int, waiting: Waiting) -> Iterator[Segment]:
     """A unit's server blocks, a segment each (and one of the results placed before their calls);
     the server calls waiting past the client results before it first, which it may answer
     (``server-call-waits-across-results``). An empty unit (the user's text alone) is none."""
-    served, last, calls, leaves, users, results = unit
+    served, last, calls, leaves, users, results, goes = unit
     if last < 0:
         return
-    yield from waiting.meet(served, results, users, calls)
+    if goes == "text":  # (they answer as the user's message they go to, the model's message after them)
+        yield from waiting.meet([], results, True, [])
+        results = None
+    yield from waiting.meet(served, results, users, calls, goes == "run", last == total - 1)
     for n, chunk in enumerate(served, 1):
         if not (chunk.calls or chunk.results):
             continue
