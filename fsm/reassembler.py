@@ -957,10 +957,18 @@ class Reassembler:
             if isinstance(event, ArgumentsFragment):
                 landed = registry.arguments(event.ref, event.text, "fragment")
             elif isinstance(event, CallSeen):
-                if placed is not None and placed[0] is event.ref and event.item is not None and placed[1].finished:
-                    # The item of the part whose text just landed in a call already ended (Gemini's
-                    # code part resent: the text decides the call): it goes on that call, not on
-                    # another opened for it after the calls its lane has ended.
+                if (
+                    placed is not None
+                    and placed[0] is event.ref
+                    and event.item is not None
+                    and (placed[1].finished or event.ref.id is None)
+                ):
+                    # The item of the part whose text just landed in a call (Gemini's code and tool
+                    # parts: the text decides the call) goes on that call: not on another opened for
+                    # it after the calls its lane has ended (a resent part's), nor, without an id, on
+                    # none where the text made the call whole and the sighting would be held as the
+                    # header of a next call (an id-less toolCall's JSON arguments). A sighting under
+                    # an id is routed by it, as any is (a Responses item's done after its added).
                     landed = registry.seen_on(placed[1], event.ref, event.item)
                 else:
                     landed = registry.call_seen(event.ref, event.item, announces=event.announces)

@@ -156,10 +156,10 @@ class Registry:
         return landed
 
     def seen_on(self, slot: Slot, ref: CallRef, item: dict[str, Any]) -> Slot:
-        """A sighting of the call ``slot``, already ended, that the text of the same part just
-        landed in (the part's text decides the call: a resend of it): its metadata and ``item`` go
-        on that call, as call_seen() puts them on the open call it finds, where call_seen() would
-        open another after the ended one."""
+        """A sighting of the call ``slot`` that the text of the same part just landed in (the part's
+        text decides the call: a resend of it): its metadata and ``item`` go on that call, as
+        call_seen() puts them on the open call it finds, where call_seen() would open another after
+        an ended one, or hold one without an id after a whole value as a next call's header."""
         self._metadata(slot, ref)
         self._pending_header.pop(slot.lane, None)
         slot.item = item

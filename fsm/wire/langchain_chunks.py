@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fsm.errors import InvalidInput
-from fsm.events import Event, ReasoningDelta, ServerResultBlock
+from fsm.events import ContainerReport, Event, ReasoningDelta, ServerResultBlock
 from fsm.wire.decoders._wire import (
     COMPAT_SIGNATURE,
     SDK_FINISH_MESSAGE,
@@ -59,13 +59,13 @@ from fsm.wire.decoders._wire import (
     server_result_block,
     stop_details_said,
 )
-from fsm.wire.langchain_gemini_code import shared_signatures, whole_arguments
+from fsm.wire.langchain_claude_v1 import client_call, skipped_blocks
+from fsm.wire.langchain_gemini_code import block_signature, shared_signatures, whole_arguments
 from fsm.wire.langchain_places import (
     CLAUDE_SERVER_STARTS,
     TURN_ENDED,
     LangChainStream,
     Said,
-    block_signature,
     claude_server,
     end_servers,
     place_of,
@@ -100,6 +100,8 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
     if held is not None and held.reading(metadata) is not None:
         read_in_places(content, parts, held, finish)
         said = held.said
+        if held.wire == "anthropic":
+            held.claude_top = skipped_blocks(content, parts, held.claude_top, held.notes)
     elif isinstance(content, str):
         if content:
             delta["content"] = content
@@ -108,6 +110,10 @@ def langchain_chunk(chunk: Any, held: LangChainStream | None = None) -> dict[str
         if held is not None:  # ChatOpenAI's Responses items among them, Claude's server tool blocks
             parts = held.read_items(content or (), parts, metadata, extra, finish is not None)
             _claude_servers(content or (), held, finish)
+    if held is not None and isinstance(container := metadata.get("container"), Mapping):  # ChatAnthropic's
+        # without the nulls langchain-anthropic's dump of the SDK model writes where the wire has no field
+        kept = ContainerReport({key: value for key, value in container.items() if value is not None})
+        held.said = [*(held.said or ()), (0, kept)]
     # read as the decoder reads it: not beside reasoning blocks, which are read instead
     if (
         isinstance(extra, Mapping)
@@ -299,8 +305,9 @@ def _claude_servers(content: Any, held: LangChainStream, finish: str | None) -> 
     their places (langchain-anthropic before 1.0 names none), told by their shapes: a block that
     opens one (no other integration makes it) and the ``input_json_delta`` blocks at its index,
     read into ``held.said`` as the places reading reads them, each ended by a later block or a stop
-    reason that ends the turn, and a result block, whole. Every other block is read as it was,
-    without places."""
+    reason that ends the turn, and a result block, whole; and what a client call's ``tool_use``
+    block says beside its input (its ``caller``). Every other block is read as it was, without
+    places."""
     events: list[Event] = []
     servers = held.servers
     for block in content:
@@ -311,12 +318,14 @@ def _claude_servers(content: Any, held: LangChainStream, finish: str | None) -> 
         if server_result_block(kind) and kind != "server_tool_result":  # Claude's, whole (not v1's)
             events.append(ServerResultBlock({key: value for key, value in block.items() if key != "index"}))
             continue
-        if not servers and kind not in CLAUDE_SERVER_STARTS:  # most chunks: no server block is open
+        if not servers and kind not in CLAUDE_SERVER_STARTS and kind != "tool_use":  # most chunks': none is open
             continue
         at = place_of(block.get("index"))
         if at is not None and servers:
             events += end_servers(held, at)
-        if kind in CLAUDE_SERVER_STARTS or (kind == "input_json_delta" and at in servers):
+        if kind == "tool_use":
+            events += client_call(block, at, {})
+        elif kind in CLAUDE_SERVER_STARTS or (kind == "input_json_delta" and at in servers):
             events += claude_server(block, kind, at, held)
     if finish in TURN_ENDED and servers:
         events += end_servers(held, None)

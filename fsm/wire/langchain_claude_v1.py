@@ -6,7 +6,9 @@ Claude's ``code_execution`` tool ``code_interpreter`` and any MCP tool ``remote_
 name in ``extras.tool_name``); a ``server_tool_result`` keeps the block's type in
 ``extras.block_type``, its ``content`` as ``output`` and an MCP result's ``is_error`` as its
 ``status``. Every field v1 has no place for waits in ``extras`` (an MCP call's ``server_name``, say),
-and goes back on its block.
+and goes back on its block. So does what a client call's block says beside its input (its
+``caller``, under programmatic tool calling, and ``toolset_name``), which v0 keeps on its
+``tool_use`` block and v1 in the ``extras`` of its ``tool_call_chunk`` (summed: ``tool_call``).
 
 A text block's citations are its ``annotations``: a ``citation`` holds ``cited_text``, ``title`` (a
 document's ``document_title``) and a web result's ``url``, every other field in ``extras``; a
@@ -19,8 +21,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fsm.events import CallRef, CallSeen
 from fsm.wire.decoders._fields import written
 from fsm.wire.decoders._wire import server_result_block
+from fsm.wire.decoders.anthropic import CLIENT_CONTEXT, NOTHING_SAID
 
 V1_NAMES = {"code_interpreter": "code_execution"}
 """Anthropic's tool names that v1 renames (``remote_mcp`` keeps an MCP tool's own name in ``extras``)."""
@@ -59,6 +63,47 @@ def result_block(block: Mapping[str, Any]) -> dict[str, Any] | None:
     if kind == "mcp_tool_result":
         rebuilt["is_error"] = block.get("status") == "error"
     return rebuilt
+
+
+CLIENT_BLOCKS = ("tool_use", "tool_call_chunk", "tool_call")
+"""ChatAnthropic's blocks of a client call: v0's ``tool_use``, v1's ``tool_call_chunk`` (summed: ``tool_call``)."""
+
+
+def client_call(block: Mapping[str, Any], at: int | None, indexes: Mapping[str, int]) -> list[CallSeen]:
+    """A sighting that gives a client call, as its item, what the Anthropic decoder keeps of its
+    block beside the input (v0's own fields, v1's ``extras``); none where the block says nothing
+    more. Its index is the block's (``at``), else, v1's summed ``tool_call`` having none, that of
+    the chunk's call under its id (``indexes``)."""
+    said = block if block.get("type") == "tool_use" else _extras(block)
+    context = {key: said[key] for key in CLIENT_CONTEXT if said.get(key) not in NOTHING_SAID}
+    call_id, name = block.get("id"), block.get("name")
+    if not context or not isinstance(call_id, str):
+        return []
+    ref = CallRef(indexes.get(call_id) if at is None else at, call_id, name if isinstance(name, str) else None)
+    return [CallSeen(ref, item={"type": "tool_use", **context})]
+
+
+_DROPPED = "ChatAnthropic yields nothing of a block of a type it does not know (container_upload, mcp_tool_listing)"
+
+
+def skipped_blocks(content: Any, entries: Any, top: int, notes: list[tuple[str, str]]) -> int:
+    """Report into ``notes`` the Claude content block indexes a ChatAnthropic chunk (either version) passes with no
+    block or call come at them, ``top`` the highest one came at before; returns the highest now. It yields a message's
+    blocks in order, each at Claude's index, and nothing of a block of a type it does not know (``container_upload``,
+    ``mcp_tool_listing``: blocks the turn goes back with) nor of an empty text block, so such a block was lost before
+    fsm saw it. One after the last block that came cannot be told."""
+    found = {at for entry in entries if type(at := entry.get("index")) is int and at >= 0}
+    for block in content if isinstance(content, list | tuple) else ():
+        if isinstance(block, Mapping) and type(at := block.get("index")) is int and at >= 0:
+            found.add(at)
+    for at in sorted(found):
+        if at > top + 1:
+            gap = f"index {written(top + 1)}" if at == top + 2 else f"indexes {written(top + 1)} to {written(at - 1)}"
+            notes.append(
+                ("part-not-reassembled", f"no content block came at {gap}, before index {written(at)}: {_DROPPED}")
+            )
+        top = max(top, at)
+    return top
 
 
 def _extras(block: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -28,12 +28,13 @@ write is read as text.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from fsm.events import CallRef, Event, ServerResultBlock
+from fsm.events import ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, ServerResultBlock
 
 if TYPE_CHECKING:  # loaded by a stream's first Gemini code block: most streams have none
     from fsm.options import Policies
@@ -86,6 +87,31 @@ def code_item(code: str, language: Any, kind: Any, notes: list[tuple[str, str]])
     return item
 
 
+def call_events(ref: CallRef, resent: bool, signature: str | None, item: dict[str, Any], source: str) -> list[Event]:
+    """A whole server call's events, as the decoder gives a code or tool part's: its text first (it
+    decides the call), then, unless it resends a call, the part it carries, then its end."""
+    if resent:  # under the call's own id: its text alone lets identical_text decide; a sighting opens another
+        return [ArgumentsSnapshot(ref, source), CallEnd(ref)]
+    return [ArgumentsSnapshot(ref, source), CallSeen(ref, signature, item), CallEnd(ref)]
+
+
+def block_signature(block: Mapping[str, Any]) -> str | None:
+    """A content block's signature where LangChain's integrations keep one: ``signature`` (a
+    thinking block), ``extras.signature`` (a Gemini text part, a v1 reasoning block), or
+    ``thought_signature``; base64 text, as the wire has it (a signature held as bytes written so)."""
+    extras = block.get("extras")
+    for value in (
+        block.get("signature"),
+        extras.get("signature") if isinstance(extras, Mapping) else None,
+        block.get("thought_signature"),
+    ):
+        if isinstance(value, bytes):
+            value = base64.b64encode(value).decode("ascii")
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 def whole_arguments(text: Any) -> Any:
     """A call entry's ``args`` (LangChain's ``json.dumps`` of the call's ``args``) as the object it
     writes, which the OpenAI chat decoder reads as a snapshot; anything else as it is. Text that
@@ -103,7 +129,7 @@ def whole_arguments(text: Any) -> Any:
     return value if written == text else text
 
 
-_MADE_UP = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+MADE_UP = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 """``str(uuid.uuid4())``, the id LangChain makes up; Gemini's own ids are short (``ycroch25``)."""
 
 
@@ -129,7 +155,7 @@ class GeminiSeen:
         # The calls of the code blocks under made-up ids (or none), by their code: in order, and
         # where each first sat (its number in that order, per position); as ``calls`` are kept.
         self.codes: dict[tuple[str, str], tuple[list[CallRef], dict[int, list[int]]]] = {}
-        self.id_codes: set[tuple[str, str]] = set()  # (id, code) of each code block under a Gemini id
+        self.id_codes: set[tuple[str, str, str]] = set()  # (id, type, code) of each code or tool block under an id
         self._taken: set[tuple[tuple[str, str], int]] = set()  # the earlier code calls this chunk took
         self._starts: dict[tuple[tuple[str, str], int | None], int] = {}  # see _untaken
         self._runs: CodeRuns | None = None
@@ -166,7 +192,7 @@ class GeminiSeen:
             call_id, name, args = entry.get("id"), entry.get("name"), entry.get("args")
             if not (isinstance(call_id, str) and isinstance(name, str | None) and isinstance(args, str)):
                 continue
-            if not _MADE_UP.fullmatch(call_id):
+            if not MADE_UP.fullmatch(call_id):
                 call = self._under_id(call_id, name, entry, at)
                 self._holds(call, call.name, args)  # what it holds now: a resend's text, or new arguments
                 if call.entry is not entry:
@@ -247,19 +273,20 @@ class GeminiSeen:
         return next(iter(self.places.get((at, key[0], key[1]), ())), None)
 
     def code_call(self, code: str, made: CallRef) -> tuple[CallRef, bool]:
-        """The call of a code block (``made``: its own, at its place among the chunk's code blocks),
+        """The call of a code block, or of a tool block (``made``: its own, at its place among the chunk's blocks of its
+        type, ``code`` its text: the code, the tool call's arguments),
         and whether it resends one of an earlier chunk. Under LangChain's made-up id (or none), the
         block takes the call of an earlier block with the same code seen at its place, else the first
         such call this chunk has not taken, as the Gemini decoder places a code part without an id;
         with none left it is a call of its own. Under a Gemini id, the same id and code again is the
         resend (the registry finds it by the id)."""
-        runs = self._code_runs()
-        if made.id is not None and not _MADE_UP.fullmatch(made.id):
-            resent = (made.id, code) in self.id_codes
-            self.id_codes.add((made.id, code))
-            runs.expect(not resent)
+        runs, tool = self._code_runs(), made.type == "tool_call"
+        if made.id is not None and not MADE_UP.fullmatch(made.id):
+            resent = (made.id, made.type, code) in self.id_codes
+            self.id_codes.add((made.id, made.type, code))
+            runs.expect(not resent, tool=tool)
             return made, resent and not runs.rerun
-        key = ("executable_code", code)
+        key = (made.type, code)
         calls, places = self.codes.get(key, ((), {}))
         earlier = _untaken(key, places.get(made.index or 0, ()), made.index, self._taken, self._starts)
         if earlier is None:
@@ -270,7 +297,7 @@ class GeminiSeen:
             places.setdefault(made.index or 0, []).append(earlier)
             calls.append(made)
         self._taken.add((key, earlier))
-        runs.expect(calls[earlier] is made)
+        runs.expect(calls[earlier] is made, tool=tool)
         if runs.rerun:  # under identical_text new-call the same code again is another run, a call of its own
             return made, False
         return calls[earlier], calls[earlier] is not made
@@ -281,7 +308,7 @@ class GeminiSeen:
         runs = self._code_runs()
         fresh = [event for event in results if type(event) is not ServerResultBlock or runs.fresh(event.block)]
         if len(fresh) < len(results):
-            notes.append(("resend", "a code_execution_result block, a result kept before, came again: not added"))
+            notes.append(("resend", "a code or tool result block, a result kept before, came again: not added"))
         return fresh
 
     def _code_runs(self) -> CodeRuns:

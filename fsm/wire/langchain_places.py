@@ -39,7 +39,6 @@ other: the block goes after the others.
 
 from __future__ import annotations
 
-import base64
 import bisect
 import math
 import operator
@@ -60,7 +59,8 @@ from fsm.events import (
 from fsm.wire import langchain_claude_v1 as claude_v1
 from fsm.wire.decoders._fields import written
 from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS, Held, dumps, server_result_block
-from fsm.wire.langchain_gemini_code import GeminiSeen, code_item, code_result
+from fsm.wire.langchain_gemini_code import GeminiSeen, block_signature, call_events, code_item, code_result
+from fsm.wire.langchain_gemini_tools import tool_events, tool_part
 
 PLACED = {"anthropic": "anthropic", "google_genai": "gemini"}
 """The integrations (``model_provider``) whose blocks are read in their places, and as which wire."""
@@ -113,7 +113,7 @@ class LangChainStream:
     ``anthropic``, ``gemini`` or None), the Gemini run the last part belongs to, and the chunk's text and reasoning
     events not yet taken (None: the chunk was read without places, its text in its delta)."""
 
-    __slots__ = ("gemini", "inputs", "items", "notes", "run", "run_thought", "said", "servers", "wire")
+    __slots__ = ("claude_top", "gemini", "inputs", "items", "notes", "run", "run_thought", "said", "servers", "wire")
 
     def __init__(self, policies: Any = None) -> None:
         self.inputs = Held()  # Anthropic tool blocks whose input no argument text has followed yet
@@ -125,6 +125,7 @@ class LangChainStream:
         self.gemini = GeminiSeen(policies)  # Gemini's code blocks, and the calls LangChain made an id up for
         self.notes: list[tuple[str, str]] = []  # what the chunk holds that is not read: (code, message)
         self.items: Any = None  # ChatOpenAI's Responses items (langchain_items.ResponsesItems), once any came
+        self.claude_top = -1  # the highest Claude content block index a ChatAnthropic block or call came at
 
     def read_items(self, content: Any, entries: Any, metadata: Mapping[str, Any], extra: Any, finished: bool) -> Any:
         """A ChatOpenAI Responses chunk's items, reasoning items and calls' item ids (:mod:`fsm.wire.langchain_items`)
@@ -201,14 +202,15 @@ def read_in_places(content: Any, entries: Any, stream: LangChainStream, finish: 
     server blocks still open end at one that ends the turn)."""
     blocks = [content] if isinstance(content, str) else list(content or ())
     if stream.wire == "anthropic":
-        stream.said = [(0, event) for block in blocks for event in _claude_block(block, stream)]
+        ids = {e["id"]: e["index"] for e in entries if isinstance(e.get("id"), str) and type(e.get("index")) is int}
+        stream.said = [(0, event) for block in blocks for event in _claude_block(block, stream, ids)]
         if finish in TURN_ENDED:
             stream.said += [(0, event) for event in end_servers(stream, None)]
         return
     said: Said = []
     v1 = any(isinstance(b, Mapping) and b.get("type") in CALL_BLOCKS for b in blocks)
     counted = calls_before(entries)
-    after = codes = 0
+    after, positions = 0, [0, 0]  # the chunk's code and tool calls so far: where the next sits among its kind's
     for block in blocks:
         kind = block.get("type") if isinstance(block, Mapping) else "text" if isinstance(block, str) else None
         if not isinstance(kind, str):  # no block LangChain makes: nothing said, nothing between
@@ -222,9 +224,7 @@ def read_in_places(content: Any, entries: Any, stream: LangChainStream, finish: 
             if before > after:
                 after, stream.run_thought = before, None
         if kind not in GEMINI_SAYS and isinstance(block, Mapping):
-            ran = _gemini_other(block, kind, stream, codes)  # codes: the position among the event's code parts
-            codes += 1 if ran else 0
-            said += [(after, event) for event in ran]
+            said += [(after, event) for event in _gemini_other(block, kind, stream, positions)]
             continue
         event = _gemini(block, kind, stream)
         if event is not None:
@@ -268,17 +268,26 @@ def _gemini(block: Any, kind: Any, stream: LangChainStream) -> TextDelta | Reaso
     return TextDelta(said, signature, part=stream.run)
 
 
-def _gemini_other(block: Mapping[str, Any], kind: str, stream: LangChainStream, position: int) -> list[Event]:
+def _gemini_other(block: Mapping[str, Any], kind: str, stream: LangChainStream, positions: list[int]) -> list[Event]:
     """A ChatGoogleGenerativeAI block that says no text: code Gemini ran itself is a server call, as the Gemini decoder
     reads an ``executableCode`` part (its input the code, the part its item, whole, so it ends with its block;
     LangChain's made-up id taken as the wire's, as for its calls; the same code again at its position a resend of that
-    call, whatever new id LangChain gave it); its result is the result, and any other block (an image) is reported, as
-    the decoder reports a part it does not read."""
+    call, whatever new id LangChain gave it), its result the result, and so are its built-in tools' (``toolCall``,
+    ``toolResponse``); any other block (an image) is reported, as the decoder reports a part it does not read."""
     stream.run_thought = None  # a part between the runs
+    if (
+        isinstance(merged := block.get("text"), str) and merged
+    ):  # v1's sum merges blocks under one index: its place is lost
+        said = f"a {kind!r} content block holds text ({len(merged)} characters) LangChain's sum merged into it"
+        stream.notes.append(("part-not-reassembled", f"{said} from a text block under its index: not read"))
     if (outcome := code_result(block, kind, stream.notes)) is not None:
         return stream.gemini.kept(outcome, stream.notes)  # placed by the reassembler, as the decoder's
+    if (tool := tool_part(block, kind)) is not None:
+        positions[1] += tool[0] == "toolCall"
+        return tool_events(tool, kind, stream.gemini, stream.notes, positions[1] - 1)
     args = block.get("args") if kind == "server_tool_call" else block
     ran = kind == "executable_code" or block.get("name") == "code_interpreter"
+    positions[0] += ran
     args = args if ran and isinstance(args, Mapping) else {}
     code = args.get("executable_code" if kind == "executable_code" else "code")
     if not isinstance(code, str):
@@ -287,16 +296,13 @@ def _gemini_other(block: Mapping[str, Any], kind: str, stream: LangChainStream, 
     item = code_item(code, args.get("language"), kind, stream.notes)
     if item is None:
         return []
-    made = CallRef(None, _str(block.get("id")), "code_execution", position, True, "executable_code")
-    ref, resent = stream.gemini.code_call(code, made)
-    if resent:  # under the call's own id: its text alone lets identical_text decide; a sighting opens another
-        return [ArgumentsSnapshot(ref, code), CallEnd(ref)]
-    return [ArgumentsSnapshot(ref, code), CallSeen(ref, None, item), CallEnd(ref)]
+    made = CallRef(None, _str(block.get("id")), "code_execution", positions[0] - 1, True, "executable_code")
+    return call_events(*stream.gemini.code_call(code, made), None, item, code)
 
 
-def _claude_block(block: Any, stream: LangChainStream) -> list[Event]:
+def _claude_block(block: Any, stream: LangChainStream, ids: Mapping[str, int]) -> list[Event]:
     """One ChatAnthropic block: a later block ends the server blocks before it (Anthropic sends a message's blocks one
-    after another), then what the block itself says."""
+    after another), then what the block itself says (``ids``: the index of each of the chunk's calls, by its id)."""
     at = place_of(block.get("index")) if isinstance(block, Mapping) else None
     events = end_servers(stream, at) if at is not None and stream.servers else []
     kind = block.get("type") if isinstance(block, Mapping) else None
@@ -309,6 +315,8 @@ def _claude_block(block: Any, stream: LangChainStream) -> list[Event]:
         if rebuilt is None:
             stream.notes.append(("unknown-event", f"a server_tool_result block at index {written(at)}: no Claude type"))
         return events if rebuilt is None else [*events, ServerResultBlock(rebuilt, at)]
+    if kind in claude_v1.CLIENT_BLOCKS:  # its tool_call_chunks carry the call; the block, what else it says
+        return events + claude_v1.client_call(block, at, ids)
     if isinstance(kind, str) and kind.endswith("_use") and kind != "tool_use":  # call-shaped, of no known kind
         stream.notes.append(("unknown-event", f"a {kind!r} content block at index {written(at)}"))
     return events + _claude(block, stream.notes)
@@ -381,20 +389,3 @@ def _claude(block: Any, notes: list[tuple[str, str]]) -> list[TextDelta | Reason
         text = said if isinstance(said, str) else ""
         return [ReasoningDelta(at, text, signature=block_signature(block), output_index=at)]
     return []
-
-
-def block_signature(block: Mapping[str, Any]) -> str | None:
-    """A content block's signature where LangChain's integrations keep one: ``signature`` (a
-    thinking block), ``extras.signature`` (a Gemini text part, a v1 reasoning block), or
-    ``thought_signature``; base64 text, as the wire has it (a signature held as bytes written so)."""
-    extras = block.get("extras")
-    for value in (
-        block.get("signature"),
-        extras.get("signature") if isinstance(extras, Mapping) else None,
-        block.get("thought_signature"),
-    ):
-        if isinstance(value, bytes):
-            value = base64.b64encode(value).decode("ascii")
-        if isinstance(value, str) and value:
-            return value
-    return None

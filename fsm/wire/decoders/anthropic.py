@@ -59,9 +59,9 @@ from fsm.wire.decoders._wire import CLAUDE_FINISH, TurnSaid, claude_kept_block, 
 from fsm.wire.decoders.chunk_form import FormSpec
 
 _CALL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
-_CLIENT_CONTEXT = ("caller", "toolset_name")
+CLIENT_CONTEXT = ("caller", "toolset_name")
 """What a client ``tool_use`` block says beside its id, name and input (anthropic ``ToolUseBlock``)."""
-_NOTHING_SAID = (None, {"type": "direct"})  # a direct caller, the default, says nothing (Claude sends it)
+NOTHING_SAID = (None, {"type": "direct"})  # a direct caller, the default, says nothing (Claude sends it)
 _SDK_HELPER_EVENTS = {"text", "input_json", "citation", "thinking", "signature"}
 """Events the anthropic SDK's ``messages.stream()`` derives from the raw ones it also yields: they
 repeat what the raw events said, so they are recognised and skipped."""
@@ -248,7 +248,7 @@ class AnthropicDecoder:
             return [build_call_seen(ref, item={key: value for key, value in block.items() if key != "input"})]
         # Who made the call (Claude's code execution, under programmatic tool calling) and the
         # toolset it is a member of: the block goes back with them (ToolUseBlockParam takes both).
-        context = {key: block[key] for key in _CLIENT_CONTEXT if block.get(key) not in _NOTHING_SAID}
+        context = {key: block[key] for key in CLIENT_CONTEXT if block.get(key) not in NOTHING_SAID}
         return [build_call_seen(ref, item={"type": "tool_use", **context} if context else None)]
 
     def _placed(self, at: int | None) -> _Block | None:
