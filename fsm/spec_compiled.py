@@ -580,7 +580,7 @@ def _identity(s: ModuleType) -> Any:
             s.Rule(
                 name="metadata-once",
                 order=5,
-                reason="A name or id is set once and compared, never concatenated; a repeated or empty one changes nothing. A header (a name, with or without the id of the call it follows) repeated after a complete value is held: it names the next call only if text that starts a new value follows, and that call keeps the header's id (renamed, as duplicate-id-renamed says); with another name, it opens that next call at once. A name after the complete value of a call that has none is that call's late name.",
+                reason="A name or id is set once and compared, never concatenated; a repeated or empty one changes nothing. A header (a name, with or without the id of the call it follows) repeated after a complete value is held: it names the next call only if text that starts a new value follows, and that call keeps the header's id (renamed, as duplicate-id-renamed says); with another name, it opens that next call at once. A name after the complete value of a call that has none is that call's late name. A sighting that names nothing after a complete value (no name: a bare chat entry carrying a Gemini thought signature) is that call's: what it carries goes on it.",
             ),
             s.Rule(
                 name="complete-value-starts-new-call",
@@ -1299,7 +1299,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (11899, 1815187212),
     "scanner": (4740, 2918467940),
-    "identity": (28427, 2854451859),
+    "identity": (28589, 471260983),
     "history": (6315, 3475308767),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""
