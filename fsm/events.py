@@ -314,9 +314,10 @@ EVENT_TYPES: tuple[type, ...] = (
     *TURN_CONTENT_TYPES,
 )
 
-FREEFORM_TYPES = frozenset({"custom", "code_interpreter_call", "executable_code"})
+FREEFORM_TYPES = frozenset({"custom", "code_interpreter_call", "executable_code", "program"})
 """Call types whose input is freeform text, not JSON arguments: a custom tool's input, the code a
-hosted code interpreter runs (OpenAI's ``code_interpreter_call``, Gemini's ``executableCode``)."""
+hosted code interpreter runs (OpenAI's ``code_interpreter_call``, Gemini's ``executableCode``), the
+JavaScript of an OpenAI programmatic tool calling ``program``."""
 
 NORMAL_FINISHES = frozenset({"tool_calls", "stop"})
 """Finish reasons that end calls normally; any other (or none) cuts the unfinished ones."""

@@ -68,12 +68,14 @@ HOSTED_ITEMS = frozenset(
         "mcp_list_tools",
         "mcp_approval_request",
         "tool_search_call",
+        "program",
+        "program_output",
         "item_reference",
     }
 )
-"""The provider's own tool items (its hosted calls, an MCP server's listing or approval request),
-and a reference to an item the API stored: the model's output among its calls, as its reasoning
-is, in a turn appended as the API gave it."""
+"""The provider's own tool items (its hosted calls, an MCP server's listing or approval request, a
+program of programmatic tool calling and what it gave), and a reference to an item the API stored:
+the model's output among its calls, as its reasoning is, in a turn appended as the API gave it."""
 
 
 def _model_said(item: Mapping[str, Any]) -> bool:

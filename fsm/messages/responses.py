@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_item
 from fsm.messages.shared import Message, in_output_order, kind, placed_text, reply_id
-from fsm.results import Result, TextPart, ToolCall
+from fsm.results import CallStatus, Result, ServerToolResult, TextPart, ToolCall
 from fsm.wire.decoders._responses_items import CALL_CONTEXT
 
 
@@ -56,7 +56,38 @@ def openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messag
             placed.append((call.output_index, entry))
         else:
             placed.append((call.output_index, built_in_item(call)))
+    placed += [(call.output_index, program) for call, program in _programs(result)]
+    placed += [(done.output_index, dict(done.block)) for done in result.server_tool_results if _program_output(done)]
     return in_output_order(placed)
+
+
+def _programs(result: Result) -> list[tuple[ToolCall, Message]]:
+    """The programs of OpenAI's programmatic tool calling in the turn, each as the ``program`` input
+    item it goes back as (policy program-goes-back): unlike the other hosted calls, the request that
+    sends the results of the client calls a program made must hold the program, with its
+    ``fingerprint``, when the API keeps no state (``store: false``), or it has nothing to resume. A
+    program the stream cut, or one without its item id, call id or fingerprint, cannot go back."""
+    found = []
+    for call in result.server_tool_calls:
+        item = call.item
+        if call.type != "program" or call.status is not CallStatus.COMPLETE or item is None:
+            continue
+        if all(type(item.get(key)) is str and item[key] for key in ("id", "call_id", "fingerprint")):
+            program: Message = {
+                "type": "program",
+                "id": item["id"],
+                "call_id": item["call_id"],
+                "code": call.input or "",
+            }
+            program |= {key: item[key] for key in ("fingerprint", "agent") if item.get(key) is not None}
+            found.append((call, program))
+    return found
+
+
+def _program_output(result: ServerToolResult) -> bool:
+    """A program's output item (what a program resumed by the client's results gave): it goes back in
+    its place, as the input item of the same type. No other provider's result block is a Responses item."""
+    return result.block.get("type") == "program_output"
 
 
 _CALL_ITEMS = ("function_call", "custom_tool_call")
@@ -71,7 +102,9 @@ def _left_out(result: Result, calls: tuple[ToolCall, ...]) -> set[int]:
     required following item")."""
     sent = {id(call) for call in calls}
     left = [c for c in result.calls if id(c) not in sent]
-    gone = {c.output_index for c in (*left, *result.server_tool_calls) if isinstance(c.output_index, int)}
+    back = {id(call) for call, _ in _programs(result)}
+    hosted = [c for c in result.server_tool_calls if id(c) not in back]
+    gone = {c.output_index for c in (*left, *hosted) if isinstance(c.output_index, int)}
     dropped: set[int] = set()
     if gone:
         kept = {c.output_index for c in calls} | {p.output_index for p in result.text_parts}  # places shared by hand

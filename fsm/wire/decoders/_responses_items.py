@@ -116,6 +116,8 @@ def kept(item: Mapping[str, Any], kind: ItemKind) -> dict[str, Any] | None:
     came; a function or custom call's type and item id (``fc_...``), by which the request pairs the
     call with the reasoning item before it, and its :data:`CALL_CONTEXT`; nothing for a hosted call,
     which is not sent back."""
+    if kind.call_type == "program":
+        return _program(item)
     if kind.server:
         return None
     if kind.call_type in STREAMED_TEXT:
@@ -125,6 +127,21 @@ def kept(item: Mapping[str, Any], kind: ItemKind) -> dict[str, Any] | None:
             return {"type": item.get("type"), "id": item_id, **context}
         return {"type": item.get("type"), **context} if context else None
     return dict(item)
+
+
+PROGRAM_KEPT = ("id", "call_id", "fingerprint", "agent")
+"""What a ``program`` item (OpenAI's programmatic tool calling) must go back with beside its code:
+its item id, the ``call_id`` its client calls name as their ``caller``, its opaque ``fingerprint``,
+by which OpenAI replays the program when the results of the client calls it made come (openai
+``types/beta``: "Opaque program replay fingerprint that must be round-tripped"), and the agent
+that wrote it."""
+
+
+def _program(item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a program item keeps to be sent back (:data:`PROGRAM_KEPT`), or None when it has none
+    of it yet (its ``output_item.added`` may come before its fingerprint does)."""
+    held = {key: item[key] for key in PROGRAM_KEPT if item.get(key) is not None}
+    return {"type": "program", **held} if held else None
 
 
 def _input(item: Mapping[str, Any], kind: ItemKind) -> Any:

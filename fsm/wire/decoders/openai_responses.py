@@ -50,6 +50,7 @@ from fsm.events import (
     CompactionBlock,
     Event,
     ReasoningDelta,
+    ServerResultBlock,
     StreamEnd,
     TextDelta,
     build_arguments_fragment,
@@ -332,6 +333,8 @@ class OpenAIResponsesDecoder(ResponsesTalk):
         if kind is None:
             if item.get("type") == "compaction":  # the context's summary: it goes back in its place
                 return [CompactionBlock(dict(item), index(payload.get("output_index"), "output_index"))]
+            if item.get("type") == "program_output":  # what a program the client's results resumed gave
+                return [ServerResultBlock(dict(item), index(payload.get("output_index"), "output_index"))]
             return []
         known = self._item(payload, diagnose)
         events: list[Event] = []
@@ -362,6 +365,8 @@ class OpenAIResponsesDecoder(ResponsesTalk):
         if not known.finalized:
             if kind.call_type in STREAMED_TEXT:
                 final = text(item.get(kind.field or ""), kind.field or "input") or ""
+                if kind.call_type == "program" and known.announced:  # its fingerprint comes with its end
+                    events.append(build_call_seen(known.ref, item=kept(item, kind)))
             else:
                 final = word[0]
                 whole_item = kept(item, kind)
