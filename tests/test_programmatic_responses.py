@@ -191,3 +191,36 @@ def test_no_other_format_takes_a_program() -> None:
     result = _read(_events(1, TURN_1))
     for provider in ("openai-chat", "anthropic", "gemini"):
         assert "program" not in json.dumps(messages.assistant_message(result, provider))
+
+
+# -- the multi-agent beta: hosted agents' calls, their outputs and messages; a subagent's client call
+
+
+AGENT = {"agent_name": "researcher"}
+SPAWN = {"type": "multi_agent_call", "id": "mac_1", "call_id": "call_spawn", "action": "spawn_agent",
+         "arguments": '{"task": "find sales"}', "agent": {"agent_name": "main"}}  # fmt: skip
+SPAWNED = {"type": "multi_agent_call_output", "id": "maco_1", "call_id": "call_spawn", "action": "spawn_agent",
+           "output": [{"type": "output_text", "text": "spawned", "annotations": []}]}  # fmt: skip
+SAID = {"type": "agent_message", "id": "am_1", "author": "main", "recipient": "researcher",
+        "content": [{"type": "encrypted_content", "encrypted_content": "sealed"}]}  # fmt: skip
+
+
+def test_the_multi_agent_items_are_hosted_and_a_subagents_call_keeps_its_agent() -> None:
+    """Before, each of the three item types was an ``unknown-item``, and a subagent's function
+    call went back without its ``agent``: as the main agent's call."""
+    pydantic = pytest.importorskip("pydantic")
+    beta = pytest.importorskip("openai.types.beta")
+    result = _read(_events(1, [SPAWN, SPAWNED, SAID, _call(1, caller=None) | {"agent": AGENT}]))
+    assert [d.code for d in result.diagnostics] == ["finish-reason-mapped"]
+    (spawn,) = result.server_tool_calls
+    assert (spawn.type, spawn.id, spawn.name, spawn.arguments) == (
+        "multi_agent_call",
+        "call_spawn",
+        "spawn_agent",
+        {"task": "find sales"},
+    )
+    items = messages.assistant_message(result, "openai-responses")
+    assert [item["type"] for item in items] == ["function_call"] and items[0]["agent"] == AGENT
+    pydantic.TypeAdapter(beta.BetaResponseInputItemParam).validate_python(items[0])
+    outputs = [messages.tool_result(call, "r", "openai-responses") for call in result.complete_calls]
+    assert history.check([*ASK, SPAWN, SPAWNED, SAID, *items, *outputs]).findings == ()

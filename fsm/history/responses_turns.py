@@ -70,12 +70,16 @@ HOSTED_ITEMS = frozenset(
         "tool_search_call",
         "program",
         "program_output",
+        "multi_agent_call",
+        "multi_agent_call_output",
+        "agent_message",
         "item_reference",
     }
 )
 """The provider's own tool items (its hosted calls, an MCP server's listing or approval request, a
-program of programmatic tool calling and what it gave), and a reference to an item the API stored:
-the model's output among its calls, as its reasoning is, in a turn appended as the API gave it."""
+program of programmatic tool calling and what it gave, the multi-agent beta's calls, their outputs
+and its agents' messages), and a reference to an item the API stored: the model's output among its
+calls, as its reasoning is, in a turn appended as the API gave it."""
 
 
 def _model_said(item: Mapping[str, Any]) -> bool:

@@ -43,6 +43,12 @@ class ItemKind(NamedTuple):
     field: str | None
     """Where the item carries the call's input (None: it shows none)."""
     server: bool = False
+    named_by: str = "name"
+    """The item's field that names the call, where ``tool`` is None."""
+
+    def name(self, item: Mapping[str, Any]) -> str | None:
+        """The call's name: the built-in tool's, else the one the item gives."""
+        return self.tool or text(item.get(self.named_by), self.named_by)
 
 
 CALL_ITEMS = {
@@ -60,6 +66,7 @@ CALL_ITEMS = {
     "image_generation_call": ItemKind("image_generation_call", "image_generation", None, server=True),
     "tool_search_call": ItemKind("tool_search_call", "tool_search", "arguments", server=True),
     "program": ItemKind("program", "program", "code", server=True),
+    "multi_agent_call": ItemKind("multi_agent_call", None, "arguments", server=True, named_by="action"),
 }
 """Every item type that calls a tool, by its ``type``."""
 STREAMED_TEXT = frozenset({"function", "custom", "mcp_call", "code_interpreter_call", "program"})
@@ -73,6 +80,8 @@ QUIET_ITEMS = frozenset(
         "mcp_list_tools",
         "mcp_approval_response",
         "program_output",
+        "multi_agent_call_output",
+        "agent_message",
         "function_call_output",
         "custom_tool_call_output",
         "computer_call_output",
@@ -102,13 +111,14 @@ DONES = {
 }
 
 
-CALL_CONTEXT = ("namespace", "caller", "async")
+CALL_CONTEXT = ("namespace", "caller", "async", "agent")
 """What a function or custom call item says of the tool beside its name, which its input item takes
 back: the ``namespace`` of a tool in a namespace tool group (the name alone may be another group's
-tool), the ``caller`` (``direct``, or the ``program`` item that made the call) and ``async``
-(openai ``ResponseFunctionToolCall`` / ``ResponseCustomToolCall``). Kept where the item gives them
-(but a ``direct`` caller, the default, which says nothing): dropped, the call was run, and sent
-back, as another tool's."""
+tool), the ``caller`` (``direct``, or the ``program`` item that made the call), ``async``
+(openai ``ResponseFunctionToolCall`` / ``ResponseCustomToolCall``) and, under the multi-agent beta,
+the ``agent`` whose call it is (openai ``types/beta``: "The agent that produced this item"). Kept
+where the item gives them (but a ``direct`` caller, the default, which says nothing): dropped, the
+call was run, and sent back, as another tool's (or agent's)."""
 
 
 def kept(item: Mapping[str, Any], kind: ItemKind) -> dict[str, Any] | None:

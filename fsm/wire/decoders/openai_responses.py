@@ -221,7 +221,7 @@ class OpenAIResponsesDecoder(ResponsesTalk):
         if at is None:
             raise RemoteProtocolError(f"a {item.get('type')} item without output_index")
         call_id = text(item.get("call_id"), "call_id") or text(item.get("id"), "id")
-        name = kind.tool or text(item.get("name"), "name")
+        name = kind.name(item)
         ref = build_call_ref(at, call_id, name, server=kind.server, type=kind.call_type)
         opened = self._items.get(at)
         if opened is not None and not opened.announced:  # its input came first: this names it
@@ -348,7 +348,7 @@ class OpenAIResponsesDecoder(ResponsesTalk):
             known.ref = build_call_ref(
                 known.ref.index,
                 call_id,
-                kind.tool or text(item.get("name"), "name"),
+                kind.name(item),
                 server=kind.server,
                 type=kind.call_type,
             )
