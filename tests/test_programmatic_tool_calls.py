@@ -183,12 +183,6 @@ TEXT = {"type": "text", "text": "done"}
             id="paused-as-the-code-runs-on",  # (pause_turn: the server goes on with the turn)
         ),
         pytest.param(
-            [*ASK, said("assistant", SERVER, use(1)), said("user", answered(1)), said("user", TEXT)],
-            [],
-            [],
-            id="the-users-text-after-the-results",
-        ),
-        pytest.param(
             [*ASK, said("assistant", SERVER, TEXT), said("user", TEXT), said("assistant", RAN)],
             [("dangling", "srvtoolu_1", 2), ("orphan", "srvtoolu_1", 4)],
             [
@@ -233,3 +227,91 @@ def test_a_continued_turn_sends_its_result_back() -> None:
     twice += [{"type": "message_delta", "delta": {"stop_reason": "end_turn"}}]
     content = messages.assistant_message(fsm.reassemble(twice, "anthropic"), "anthropic")["content"]
     assert [block["type"] for block in content] == ["server_tool_use", "web_search_tool_result"]
+
+
+# -- policy results-alone-while-code-waits -------------------------------------------------------------
+
+WAITING = [*ASK, said("assistant", SERVER, use(1))]
+"""Claude's code calls the client's tool and waits for its result."""
+AFTER = [said("assistant", RAN, TEXT)]
+"""Claude's next message: the code ran on and gave its result."""
+
+
+WAIT = {"type": "text", "text": "wait"}
+
+
+@pytest.mark.parametrize(
+    ("sent", "at", "moved"),
+    [
+        pytest.param([said("user", answered(1), TEXT)], 3, [TEXT], id="text-after-the-results"),
+        pytest.param([said("user", answered(1)), said("user", TEXT)], 4, [TEXT], id="a-message-of-text-after-them"),
+        pytest.param([{"role": "user", "content": "wait"}, said("user", answered(1))], 3, [WAIT], id="text-before"),
+    ],
+)
+def test_the_users_text_beside_the_results_of_waiting_code(
+    sent: list[dict[str, Any]], at: int, moved: list[dict[str, Any]]
+) -> None:
+    """Anthropic takes only tool_result blocks in the user's turn answering calls of code that waits
+    (programmatic tool calling docs: no text, not even after the results; the API combines the
+    user's messages in a row). Before, the check accepted all three."""
+    report = history.check([*WAITING, *sent], "anthropic")
+    found = [(f.kind.value, f.message) for f in report.findings]
+    assert found[0] == ("results-beside-text", at) and set(found[1:]) <= {("result-after-text", 4)}
+    assert not history.anything_dangling([*WAITING, *sent])
+    # Claude's next message follows: repair moves the text after it, where the code no longer waits
+    fixed, changes = history.repair([*WAITING, *sent, *AFTER], format="anthropic")
+    assert fixed[:3] == [*WAITING, said("user", answered(1))]
+    assert fixed[3:] == [*AFTER, said("user", *moved)]
+    assert "moved-user-content" in [c.kind for c in changes]
+    assert {c.kind for c in changes} <= {"moved-user-content", "moved-result", "dropped-empty-message"}
+    assert history.check(fixed, "anthropic").findings == ()
+    assert history.repair(fixed, format="anthropic") == (fixed, [])
+    # The history ends there: no place takes the text while the code waits; repair keeps it, and says so
+    kept, changes = history.repair([*WAITING, *sent], format="anthropic")
+    assert ("kept-results-beside-text", at) in [(c.kind, c.message) for c in changes]
+    assert _said(kept) == _said([*WAITING, *sent])  # nothing lost
+
+
+def _said(messages: list[dict[str, Any]]) -> list[str]:
+    """Every block the messages hold (a text content as its block), in some order."""
+    blocks = [
+        b
+        for m in messages
+        for b in ([{"type": "text", "text": m["content"]}] if isinstance(m["content"], str) else m["content"])
+    ]
+    return sorted(json.dumps(block, sort_keys=True) for block in blocks)
+
+
+def test_the_text_waits_past_a_second_round_of_the_codes_calls() -> None:
+    """The code calls again before it ends: the text goes after the message that ends the wait, at
+    the end of the user's message after it."""
+    history_ = [
+        *WAITING,
+        said("user", answered(1), TEXT),
+        said("assistant", use(2)),
+        said("user", answered(2)),
+        said("assistant", RAN, TEXT, use(3)),
+        said("user", answered(3)),
+    ]
+    fixed, changes = history.repair(history_, format="anthropic")
+    assert [(c.kind, c.message) for c in changes] == [("moved-user-content", 3)]
+    assert fixed[2] == said("user", answered(1)) and fixed[-1] == said("user", answered(3), TEXT)
+    assert history.check(fixed, "anthropic").findings == ()
+
+
+def test_results_sent_by_the_model_then_the_users_text_are_put_apart() -> None:
+    """Repair moves results sent in Claude's role first into the user's text after them; while the
+    code waits, the text then goes after Claude's next message (before, the repaired history put
+    them in one message, which Anthropic refuses)."""
+    broken = [*WAITING, said("assistant", answered(1)), {"role": "user", "content": "more"}, *AFTER]
+    fixed, changes = history.repair(broken, format="anthropic")
+    assert fixed == [*WAITING, said("user", answered(1)), *AFTER, said("user", {"type": "text", "text": "more"})]
+    assert "moved-user-content" in [c.kind for c in changes]
+    assert history.check(fixed, "anthropic").findings == ()
+
+
+def test_a_call_of_code_that_no_longer_waits_takes_text_beside_its_result() -> None:
+    """Only a call whose caller names code still waiting counts: once the code's result came, the
+    user's text beside a later call's result is the user's to send."""
+    done = [*ASK, said("assistant", SERVER, RAN, use(1)), said("user", answered(1), TEXT)]
+    assert history.check(done, "anthropic").findings == ()

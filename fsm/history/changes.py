@@ -35,7 +35,8 @@ class Change:
     an Anthropic user message making calls after its run's first call leaves the user, moved after the
     run), ``dropped-empty-message``, ``merged-messages``, ``placeholder-model-turn``, ``function-role-to-user``,
     ``named-model-role`` (a Gemini content without a role left without the calls it was read as the model's
-    for), ``kept-unknown-role``, or for a Responses item id sent twice ``dropped-duplicate-item``,
+    for), ``kept-unknown-role``, ``kept-results-beside-text`` (the user's content beside the results of calls
+    Claude's waiting code made), or for a Responses item id sent twice ``dropped-duplicate-item``,
     ``removed-item-id``, ``kept-duplicate-item`` (:mod:`fsm.history.item_ids`)."""
     message: int
     """1-based position in the input of the message changed (for a placeholder, the call's message)."""

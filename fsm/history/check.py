@@ -10,6 +10,7 @@ from typing import Any, Literal
 from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
 from fsm.foreign import answers_callers
+from fsm.history.code_waits import beside_waiting_code
 from fsm.history.detect import FALLBACK, resolve_format
 from fsm.history.empty import WHY as EMPTY_WHY
 from fsm.history.entries import Entry, Key, Roles
@@ -122,6 +123,10 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
 
     roles = Roles()
     repeated = duplicate_items(messages) if fmt == "responses" else []
+    if fmt == "anthropic":
+        repeated = [
+            Finding(Kind.RESULTS_BESIDE_TEXT, "", at + 1, CODE_WAITS_WHY) for at in beside_waiting_code(messages)
+        ]
     for segment in segments(messages, fmt, roles):
         _odd_roles(roles, findings, fmt)
         made = [walk(entry, "call") for entry in segment.calls]
@@ -222,6 +227,13 @@ AFTER_ITSELF = {
     "assistant": Kind.ASSISTANT_AFTER_ASSISTANT,
     "model": Kind.ASSISTANT_AFTER_ASSISTANT,
 }
+
+CODE_WAITS_WHY = (
+    "a user message sending the results of calls Claude's code execution made while the code waits"
+    " (programmatic tool calling) holds other content, or is followed by more of the user's: the API takes"
+    " only tool_result blocks there; repair moves that content after Claude's next message"
+)
+"""What a ``results-beside-text`` finding says of an Anthropic user message answering waiting code."""
 
 SERVER_RESULT_WHY = (
     "a server tool's result block in a user message: the API takes it from Claude's own message, after its call"

@@ -88,7 +88,13 @@ class Kind(enum.Enum):
     once, at the content; a response after the text in it is this finding, not ``result-after-text``.
     Repair writes the responses in a user content of their own, then a model content of one text
     part (``RepairPolicy.between``, ``placeholder-model-turn``: two user contents in a row are
-    refused, ``user-after-user``), then the user's other parts in a user content of their own."""
+    refused, ``user-after-user``), then the user's other parts in a user content of their own.
+    Also an Anthropic user message sending the results of client calls Claude's code execution made
+    while that code waits (programmatic tool calling: each call names it its ``caller``) and holding
+    anything else, or followed by more of the user's before Claude's next message (the API combines
+    them): Anthropic takes only ``tool_result`` blocks there, no text even after them. Reported at
+    the first such message; repair keeps it (``kept-results-beside-text``): while the code waits no
+    place takes that content, which goes after Claude's next message."""
     EMPTY_MESSAGE = "empty-message"
     """A message that came with no content at all where its format refuses one (the policy
     no-content-is-empty, :mod:`fsm.history.empty`): an Anthropic message whose ``content`` is missing,

@@ -3,49 +3,47 @@
 The pairing truth is the order an agent runs calls in: within a turn, the k-th result carrying id
 ``x`` answers the k-th call with id ``x``. Repair keeps every such pair and touches nothing else:
 
-* the 2nd, 3rd, ... call under one id in a turn becomes ``<id>_d2``, ``<id>_d3`` (in order, skipping any
-  id used up to and in its turn; within a format's ``ID_LIMIT``), and its result gets the new id too;
-* a Converse ``toolUseId`` Bedrock refuses (over 64 characters, or a character outside
-  ``[a-zA-Z0-9_.:-]``) is mapped as the ``"bedrock"`` next turn maps it
-  (:func:`fsm.messages.bedrock.converse_id`), in the call and in the result that answers it alike;
-* a result that answers no call of its turn (an orphan, or a second result for a call already
-  answered) is dropped; a call that got no result at all gets a placeholder result, or with
-  ``RepairPolicy(dangling="drop-call")`` is dropped (but for a Gemini call whose part carries a
-  ``thoughtSignature``, which must go back on that part: it gets a placeholder);
-* Claude's server tool calls (``server_tool_use``, ``mcp_tool_use``) pair with their ``*_tool_result``
-  blocks within their own message, a result only with a call before it (:mod:`fsm.history.server_blocks`);
-  one without its result is dropped, whatever the policy, since only Anthropic can give that result
-  (but in the history's last message, a paused turn, until repair writes after it: :mod:`fsm.history.after_run`);
-* a Responses call item dropped takes along the ``reasoning`` items right before it (the API pairs
-  a reasoning item with the item that followed it and refuses one sent without it);
+* the 2nd, 3rd, ... call under one id in a turn becomes ``<id>_d2``, ``<id>_d3`` (in order, skipping any id used up to
+  and in its turn; within a format's ``ID_LIMIT``), and its result gets the new id too;
+* a Converse ``toolUseId`` Bedrock refuses (over 64 characters, or a character outside ``[a-zA-Z0-9_.:-]``) is mapped
+  as the ``"bedrock"`` next turn maps it (:func:`fsm.messages.bedrock.converse_id`), in its call and result alike;
+* a result that answers no call of its turn (an orphan, or a second result for a call already answered) is dropped; a
+  call that got no result at all gets a placeholder result, or with ``RepairPolicy(dangling="drop-call")`` is dropped
+  (but for a Gemini call whose part carries a ``thoughtSignature``, which must go back on that part: it gets a
+  placeholder);
+* Claude's server tool calls (``server_tool_use``, ``mcp_tool_use``) pair with their ``*_tool_result`` blocks within
+  their own message, a result only with a call before it (:mod:`fsm.history.server_blocks`); one without its result is
+  dropped, whatever the policy, since only Anthropic can give that result (but in the history's last message, a paused
+  turn, until repair writes after it: :mod:`fsm.history.after_run`);
+* a Responses call item dropped takes along the ``reasoning`` items right before it (the API pairs a reasoning item
+  with the item that followed it and refuses one sent without it);
 * a result after text in its turn's user message (Anthropic, Gemini, Converse) goes first (:mod:`fsm.history.turns`),
   and what an Anthropic user message making calls after its run's first call leaves goes after the run;
-* a result sent in the model's role (an Anthropic or Converse assistant message, a Gemini model
-  content, an OpenAI chat or Ollama message other than ``tool``) moves where the API takes it:
-  first into its turn's user results message (Gemini, Converse: after the user's results sent
-  before it), else the user message after it (Anthropic), else a new user message (see
-  :meth:`_Plan._home`); the OpenAI or Ollama message becomes a ``tool`` message;
-  results sent so after the user's text (``Segment.held``) go before it: first into that user
-  message, or (OpenAI, Ollama) right after the calls and the tool messages before it;
-* results sent as results are after the user's text that followed their calls, before the model's
-  next message (``result-after-text``), go before the text the same way (Responses: right after
-  the call items and the outputs before it; Gemini, Converse: after the answering message's results);
-* a server tool's result in a user message (Anthropic: only Claude's own message holds one) that
-  answers a server call of the assistant run before it moves into that message, right after its call;
-* a message whose role its format lacks is kept as it is (only the caller knows the role meant),
-  and said so, merged with none (``unknown-role-kept-apart``; holding no call or result, it is read as
-  if absent, ``unknown-role-between``: :mod:`fsm.history.turns`, :mod:`fsm.history.joined_runs`);
-  but a Gemini content of role ``function`` holding function responses and no call
-  (older Gemini and Vertex AI examples send responses so; the API takes ``user`` or ``model`` alone)
-  becomes the ``user`` content it stands for (``function-role-to-user``);
-* a message left empty goes, as does one that came empty (``empty-message``), and Anthropic or Converse
-  neighbours of one role this brings together merge (both want user and assistant to alternate), unless
-  one makes calls and the other answers them (no message may do both); Converse and Gemini messages of one role in a row
-  merge however they came (``user-after-user``, ``assistant-after-assistant``); a Gemini content
-  without a role is the user's, or the model's when it makes calls (``roleless-as-user``);
-* but a Gemini turn's function responses and the user's other parts are never written in one
-  content (``results-beside-text``): the responses go in a user content, the other parts in one of
-  their own after it, a placeholder model content between (``placeholder-model-turn``).
+* a result sent in the model's role (an Anthropic or Converse assistant message, a Gemini model content, an OpenAI
+  chat or Ollama message other than ``tool``) moves where the API takes it: first into its turn's user results message
+  (Gemini, Converse: after the user's results sent before it), else the user message after it (Anthropic), else a new
+  user message (see :meth:`_Plan._home`); the OpenAI or Ollama message becomes a ``tool`` message; results sent so
+  after the user's text (``Segment.held``) go before it: first into that user message, or (OpenAI, Ollama) right after
+  the calls and the tool messages before it;
+* results sent as results are after the user's text that followed their calls, before the model's next message
+  (``result-after-text``), go before the text the same way (Responses: right after the call items and the outputs
+  before it; Gemini, Converse: after the answering message's results);
+* a server tool's result in a user message (Anthropic: only Claude's own message holds one) that answers a server call
+  of the assistant run before it moves into that message, right after its call;
+* a message whose role its format lacks is kept as it is (only the caller knows the role meant), and said so, merged
+  with none (``unknown-role-kept-apart``; holding no call or result, it is read as if absent,
+  ``unknown-role-between``: :mod:`fsm.history.turns`, :mod:`fsm.history.joined_runs`); but a Gemini content of role
+  ``function`` holding function responses and no call (older Gemini and Vertex AI examples send responses so; the API
+  takes ``user`` or ``model`` alone) becomes the ``user`` content it stands for (``function-role-to-user``);
+* a message left empty goes, as does one that came empty (``empty-message``), and Anthropic or Converse neighbours of
+  one role this brings together merge (both want user and assistant to alternate), unless one makes calls and the
+  other answers them (no message may do both); Converse and Gemini messages of one role in a row merge however they
+  came (``user-after-user``, ``assistant-after-assistant``); a Gemini content without a role is the user's, or the
+  model's when it makes calls (``roleless-as-user``);
+* but a Gemini turn's function responses and the user's other parts are never written in one content
+  (``results-beside-text``): the responses go in a user content, the other parts in one of their own after it, a
+  placeholder model content between (``placeholder-model-turn``); the user's content beside the results of calls
+  Claude's waiting code made goes after Claude's next message (:mod:`fsm.history.code_waits`).
 
 Every edit is a :class:`Change`; the input is never mutated. What repair leaves alone comes back as the same objects
 (policy repair-keeps-objects: in a message it changed too, a renamed call's ``function`` say), so ``copy.deepcopy``
@@ -61,6 +59,7 @@ from fsm.engine.ids import IdAllocator
 from fsm.foreign import answers_callers
 from fsm.history.after_run import drop_paused, still_waits, user_content_after
 from fsm.history.changes import Change, RepairPolicy, checked_policy
+from fsm.history.code_waits import settle
 from fsm.history.detect import resolve_format
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
@@ -92,6 +91,7 @@ def repair(
         if at not in plan.emptied and at not in plan.to_user:
             why = f"its role {role!r} is not one {fmt} messages have: kept as it is, for the caller to name"
             plan.changes.append(Change("kept-unknown-role", at + 1, None, why))
+    fixed = settle(fixed, plan.origins, plan.changes) if fmt == "anthropic" else fixed  # results-alone-while-code-waits
     return fixed, sorted([*settled, *renumbered(plan.changes, kept)], key=lambda c: c.message)
 
 

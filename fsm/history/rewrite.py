@@ -1,12 +1,10 @@
-"""Writing out what :func:`fsm.history.repair` decided: each message with its drops, renames,
-placeholders and moved results applied, empty ones removed (those it empties, and those that came
-empty: ``empty-message``), neighbours of one role a removal brings
-together merged (Anthropic, Converse; but two of a role the format lacks stay apart, as they came:
-``unknown-role-kept-apart``), and Converse and Gemini messages of one role in a row
-merged however they came (a Gemini content without a role read as ``roleless-as-user`` reads it);
-but a Gemini turn's function responses and the user's
-other parts go in user contents of their own, a placeholder model content between them
-(``results-beside-text``). One pass over the messages."""
+"""Writing out what :func:`fsm.history.repair` decided: each message with its drops, renames, placeholders and
+moved results applied, empty ones removed (those it empties, and those that came empty: ``empty-message``),
+neighbours of one role a removal brings together merged (Anthropic, Converse; but two of a role the format lacks
+stay apart, as they came: ``unknown-role-kept-apart``), and Converse and Gemini messages of one role in a row merged
+however they came (a Gemini content without a role read as ``roleless-as-user`` reads it); but a Gemini turn's
+function responses and the user's other parts go in user contents of their own, a placeholder model content between
+them (``results-beside-text``). One pass over the messages."""
 
 from __future__ import annotations
 
@@ -82,6 +80,7 @@ class Writer:
     after which what is left of it goes (``user-content-after-the-run``, :mod:`fsm.history.after_run`)."""
     paused: list[Entry]
     """Server calls of the history's last message left for the server to run (a paused turn)."""
+    origins: list[int]
     policy: RepairPolicy
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
@@ -97,7 +96,7 @@ class Writer:
         self.changes = []
         self.to_user = set()
         self.after = {}
-        self.later_of, self.paused = {}, []
+        self.later_of, self.paused, self.origins = {}, [], []  # origins: each message written's place in the input
 
     def rewrite(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -158,6 +157,7 @@ class Writer:
                 why += ": Gemini wants the responses alone in theirs, and user and model to alternate"
                 out.append({"role": "model", "parts": [{"text": self.policy.between}]})
                 self.tail = "model"
+                self.origins.append(at)
                 self.changes.append(Change("placeholder-model-turn", at + 1, None, why))
             self._append(out, piece, at, gap)
 
@@ -276,6 +276,7 @@ class Writer:
         else:
             out.append(message)
             self.tail = role
+            self.origins.append(at)
 
     def _joinable(self, before: dict[str, Any], message: dict[str, Any]) -> bool:
         """Can ``message`` join ``before``? Not when one makes calls and the other answers: no message

@@ -1,0 +1,165 @@
+"""The user's content while Claude's code waits on the client's results (Anthropic programmatic tool
+calling), policy results-alone-while-code-waits.
+
+Code execution that calls the client's tools pauses for their results: each such ``tool_use`` names
+the ``server_tool_use`` that made it as its ``caller`` (``tool_id``), and that server call has no
+result block yet (:mod:`fsm.history.server_blocks` holds it waiting). The user message that sends
+those results must hold ``tool_result`` blocks alone, no text even after them (Anthropic's
+programmatic tool calling docs); the API combines the user's messages in a row into one turn, so
+more of the user's before Claude's next message counts the same.
+
+The check reports the first message of such a run holding other content (``results-beside-text``).
+Repair moves that content (the user's text, images, documents: anything but a ``tool_result``)
+after Claude's next message that leaves no code waiting on the client (``moved-user-content``), at
+the end of the user's message after it, or in a message of its own; where the history has no such
+message of Claude's, no place takes it, and repair keeps it (``kept-results-beside-text``), for the
+caller to send after Claude's next message. Repair's own moves make such runs too (results sent in
+the model's role go first in the user's text after them), so this reads repair's output."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from fsm.history.changes import Change
+from fsm.history.server_blocks import SERVER_CALLS, is_server_result
+
+MOVED = "beside the results of calls Claude's waiting code made: moved after Claude's next message, which ends the wait"
+KEPT = "beside the results of calls Claude's waiting code made: kept, for the caller to send after Claude's next"
+
+
+class _Run(NamedTuple):
+    """A run of the user's messages after a message of Claude's whose code waits on its calls."""
+
+    start: int
+    end: int  # (exclusive) Claude's next message, or the history's end
+    other: int  # its first message holding content beside the results, or -1
+
+
+def _runs(messages: Sequence[Mapping[str, Any]]) -> tuple[list[_Run], list[int]]:
+    """The runs that answer calls of waiting code and hold other content, and the last messages of
+    Claude's turns (its messages in a row, which the API combines) that leave no code waiting on the
+    client (positions, in order)."""
+    found: list[_Run] = []
+    free: list[int] = []
+    waiting: set[Any] = set()  # the server calls made and not answered yet
+    pending: set[Any] = set()  # the client calls of waiting code Claude's latest turn made
+    start, answering, other = -1, False, -1
+    claude = -1  # the message read last, when it was Claude's
+    for at, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            continue
+        content = message.get("content")
+        blocks = [b for b in content if isinstance(b, Mapping)] if isinstance(content, list) else []
+        if message.get("role") == "assistant":
+            if answering and other >= 0:
+                found.append(_Run(start, at, other))
+            if claude < 0:
+                pending = set()
+            elif free and free[-1] == claude:  # the turn goes on: its end is its last message
+                free.pop()
+            pending |= _made(blocks, waiting)
+            start, answering, other, claude = -1, False, -1, at
+            if not pending:
+                free.append(at)
+            continue
+        claude = -1
+        if not pending:
+            continue
+        start = at if start < 0 else start
+        if other < 0 and (isinstance(content, str) or (isinstance(content, list) and _beside(blocks, content))):
+            other = at
+        answering = answering or any(_answers(block, pending) for block in blocks)
+    if answering and other >= 0:
+        found.append(_Run(start, len(messages), other))
+    return found, free
+
+
+def _made(blocks: list[Mapping[str, Any]], waiting: set[Any]) -> set[Any]:
+    """Read a message of Claude's: its server calls wait until a result block answers them; the
+    ids of its client calls that name a waiting one as their caller."""
+    pending: set[Any] = set()
+    for block in blocks:
+        kind, key = block.get("type"), block.get("id")
+        if kind in SERVER_CALLS and _key(key):
+            waiting.add(key)
+        elif is_server_result(kind) and _key(block.get("tool_use_id")):
+            waiting.discard(block["tool_use_id"])
+        elif kind == "tool_use" and _key(key):
+            caller = block.get("caller")
+            code = caller.get("tool_id") if isinstance(caller, Mapping) else None
+            if _key(code) and code in waiting:
+                pending.add(key)
+    return pending
+
+
+def _beside(blocks: list[Mapping[str, Any]], content: list[Any]) -> bool:
+    return len(blocks) < len(content) or any(block.get("type") != "tool_result" for block in blocks)
+
+
+def _answers(block: Mapping[str, Any], pending: set[Any]) -> bool:
+    return block.get("type") == "tool_result" and _key(block.get("tool_use_id")) and block["tool_use_id"] in pending
+
+
+def _key(value: Any) -> bool:
+    """An id the history can look up (a str, or an int some callers write): no unhashable value."""
+    return isinstance(value, (str, int))
+
+
+def beside_waiting_code(messages: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Each run's first message (0-based) holding content beside the results of waiting code."""
+    return [run.other for run in _runs(messages)[0]]
+
+
+def settle(out: list[dict[str, Any]], origins: list[int], changes: list[Change]) -> list[dict[str, Any]]:
+    """Repair's written history (``origins``: each message's place in the input) with the content
+    beside the results of waiting code moved after Claude's next message that leaves no code
+    waiting, or kept where none does; each noted in ``changes``."""
+    runs, free = _runs(out)
+    if not runs:
+        return out
+    carried: dict[int, list[Any]] = {}  # per message of Claude's, the content to go after it
+    gone: dict[int, dict[str, Any] | None] = {}  # the run's messages as they are left (None: removed)
+    at_free = 0
+    for run in runs:
+        while at_free < len(free) and free[at_free] < run.end:
+            at_free += 1
+        if at_free == len(free):
+            changes.append(Change("kept-results-beside-text", origins[run.other] + 1, None, KEPT))
+            continue
+        into = carried.setdefault(free[at_free], [])
+        for at in range(run.start, run.end):
+            message = out[at]
+            content = message.get("content")
+            moving = _moving(content)
+            if not moving or not isinstance(content, (list, str)):
+                continue
+            into += moving
+            results = content if isinstance(content, list) else []
+            left = [b for b in results if isinstance(b, Mapping) and b.get("type") == "tool_result"]
+            gone[at] = {**message, "content": left} if left else None
+            changes.append(Change("moved-user-content", origins[at] + 1, None, MOVED))
+    written: list[dict[str, Any]] = []
+    tail: dict[int, list[Any]] = {}  # the user's message right after Claude's takes the content at its end
+    for at, message in enumerate(out):
+        kept = gone.get(at, message)
+        if kept is not None and at in tail:
+            content = kept.get("content")
+            head = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+            kept = {**kept, "content": head + tail.pop(at)}
+        if kept is not None:
+            written.append(kept)
+        if at in carried:
+            after = at + 1
+            if after < len(out) and out[after].get("role") == "user" and gone.get(after, out[after]) is not None:
+                tail[after] = carried[at]
+            else:
+                written.append({"role": "user", "content": carried[at]})
+    return written
+
+
+def _moving(content: Any) -> list[Any]:
+    """What of a user message's content goes: all of a text, else every block but a result."""
+    if not isinstance(content, list):
+        return [{"type": "text", "text": content}] if isinstance(content, str) else []
+    return [block for block in content if not (isinstance(block, Mapping) and block.get("type") == "tool_result")]
