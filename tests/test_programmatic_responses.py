@@ -224,3 +224,17 @@ def test_the_multi_agent_items_are_hosted_and_a_subagents_call_keeps_its_agent()
     pydantic.TypeAdapter(beta.BetaResponseInputItemParam).validate_python(items[0])
     outputs = [messages.tool_result(call, "r", "openai-responses") for call in result.complete_calls]
     assert history.check([*ASK, SPAWN, SPAWNED, SAID, *items, *outputs]).findings == ()
+
+
+def test_langchain_yields_nothing_of_programmatic_tool_calling() -> None:
+    """langchain-openai (1.8.1) has no block for a program or its output and keeps no ``caller`` on
+    a function call: what fsm reads through ``ChatOpenAI`` is the model's own call (the README says
+    to read such turns from the bytes or the openai client's events)."""
+    pytest.importorskip("langchain_openai")
+    from tests.test_sdk_loop import langchain_model
+
+    body = sse(_events(1, TURN_1))
+    got = fsm.reassemble(langchain_model("openai-responses", Replay(body)).stream("go"))
+    assert (got.calls[0].id, got.calls[0].item) == ("call_1", {"type": "function_call", "id": "fc_1"})
+    assert got.server_tool_calls == ()
+    assert "program" not in json.dumps(messages.assistant_message(got, "openai-responses"))
