@@ -892,8 +892,8 @@ class Reassembler:
         decoder = self._decoder
         if decoder is None:
             provider = detect_provider(payload)
-            if provider is None and (message := error_in(payload)) is not None:
-                self._apply(StreamEnd("error", None, message))  # a provider's error, whichever provider sent it
+            if provider is None and (words := error_in(payload)) is not None:
+                self._apply(StreamEnd("error", *words))  # a provider's error, whichever provider sent it
                 return
             if provider is None and self._finish is not None:  # after an error that came before the provider
                 self.ledger.diagnose("event-after-finish", "an event that names no provider, after the error")

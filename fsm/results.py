@@ -248,9 +248,13 @@ class Result:
     ``model_context_window_exceeded``, Bedrock's ``guardrail_intervened`` or ``content_filtered``,
     Cohere's ``MAX_TOKENS``, Ollama's ``done_reason``, a chat chunk's ``finish_reason`` as sent,
     Responses' ``completed`` or ``incomplete: <incomplete_details.reason>`` (``incomplete`` alone
-    when it gives no reason), the event type of a
-    Responses or Bedrock error. None when the stream gave no finish, or an error that named none (a
-    chat chunk's or an Anthropic error object). At most 100 characters, then how long it was."""
+    when it gives no reason), and for an error its kind (policy error-kind): a Bedrock exception's
+    name, an Anthropic error's ``type`` (``overloaded_error``, ``invalid_request_error``), an OpenAI
+    chat error's ``code``, else its ``type`` (else an integer ``code`` as written, OpenRouter's
+    ``502``), a Gemini error's ``status`` (``RESOURCE_EXHAUSTED``), a Responses error's event type
+    and its ``code`` (``response.failed: server_error``; the event type alone without one). None
+    when the stream gave no finish, or an error that named no kind (a string, an object with only
+    a message). At most 100 characters, then how long it was."""
     finish_message: str | None = None
     """What the provider said beside that finish, in its own words: Gemini's ``finishMessage``, a
     Claude refusal's ``stop_details`` (its category and explanation), OpenRouter's

@@ -125,7 +125,7 @@ def test_an_error_event_s_message_is_kept_bounded_and_close_after_the_strict_rai
         {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded " + "x" * 5000}},
     ]
     result = fsm.reassemble(sse(turn))
-    assert result.finish_reason == "error" and result.raw_finish_reason is None
+    assert result.finish_reason == "error" and result.raw_finish_reason == "overloaded_error"  # its type
     assert result.finish_message == f"Overloaded {'x' * (MESSAGE_CHARS - 11)}... (5011 characters)"
     r = fsm.Reassembler("anthropic", strict=True)
     with pytest.raises(fsm.RemoteProtocolError, match="provider-error"):
@@ -187,10 +187,10 @@ def test_a_responses_incomplete_after_a_whole_call_says_its_reason_through_the_o
     assert said(fsm.reassemble(streamed)) == said(result)
 
 
-def test_a_failed_response_says_its_event_and_error_message() -> None:
+def test_a_failed_response_says_its_event_its_error_code_and_message() -> None:
     failed = {"status": "failed", "error": {"code": "server_error", "message": "The model broke down."}}
     result = fsm.reassemble(responses({"type": "response.failed", "response": failed}))
-    assert said(result) == ("error", "response.failed", "The model broke down.")
+    assert said(result) == ("error", "response.failed: server_error", "The model broke down.")  # policy error-kind
 
 
 # -- Bedrock, Cohere, Ollama --------------------------------------------------------------------------

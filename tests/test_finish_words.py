@@ -191,7 +191,7 @@ def test_a_responses_finish_through_langchain_keeps_the_providers_word(
 def test_a_responses_call_cut_by_a_failed_response_says_its_error() -> None:
     failed = {"status": "failed", "error": {"code": "server_error", "message": "The model broke down."}}
     result = fsm.reassemble(responses({"type": "response.failed", "response": failed}))
-    said = 'by the provider\'s error "response.failed": The model broke down.'
+    said = 'by the provider\'s error "response.failed: server_error": The model broke down.'
     assert cut(result) == [f"call call_a (f): cut after 3 characters {said}"]
 
 
@@ -259,7 +259,9 @@ def test_an_anthropic_refusal_says_its_stop_details() -> None:
 def test_an_anthropic_call_cut_by_an_error_event_says_its_message() -> None:
     error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     result = fsm.reassemble(anthropic(error))
-    assert cut(result) == ["call toolu_1 (f): cut after 6 characters by the provider's error: Overloaded"]
+    assert cut(result) == [
+        'call toolu_1 (f): cut after 6 characters by the provider\'s error "overloaded_error": Overloaded'
+    ]
 
 
 def test_the_anthropic_capture_cut_by_max_tokens_says_so_through_the_sdk_too() -> None:

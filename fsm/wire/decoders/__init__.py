@@ -107,14 +107,38 @@ def _bedrock_exception(error: Any) -> bool:
     return isinstance(kind, str) and kind in BEDROCK_ERRORS
 
 
-def error_words(error: Any) -> tuple[str | None, str]:
-    """The raw finish reason and message of the error object ``error``: its message (error_message)
-    and, for one of Bedrock's exceptions as the AWS framing hands it on (``{"type": "error",
-    "error": {"type": "throttlingException", ...}}``), its name, as every other path keeps it. An
-    InvokeModel stream's exception frame is read by its model's wire's decoder (Anthropic's, OpenAI
-    chat's), which lost the name that the same exception fed among boto3's chunks kept (audit 74)."""
-    kind = error["type"] if _bedrock_exception(error) else None
-    return kind, error_message(error)
+def error_words(error: Any, event: Mapping[str, Any] | None = None) -> tuple[str | None, str]:
+    """The raw finish reason and message of the error object ``error`` (policy error-kind): its kind
+    (:func:`error_kind`), the word a caller decides on (an ``overloaded_error`` or a rate limit is
+    retried, an ``invalid_request_error`` is not; Anthropic says a message's wording may change, so
+    match on its type), and its message (error_message), with the ``request_id`` the ``event`` that
+    holds it carries beside it (Anthropic's error body), which support asks for."""
+    said = error_message(error)
+    request = event.get("request_id") if event is not None else None
+    if isinstance(request, str) and request:
+        said = f"{said} (request_id {request})"
+    return error_kind(error), said
+
+
+_KIND_KEYS = ("code", "status", "type")
+"""Where an error object names its kind, the most specific first: OpenAI's ``code``
+(``rate_limit_exceeded``, beside its broader ``type``), Gemini's ``status`` (``RESOURCE_EXHAUSTED``,
+beside its HTTP ``code``), Anthropic's ``type`` (``overloaded_error``) and a Bedrock exception's name."""
+
+
+def error_kind(error: Any) -> str | None:
+    """What kind of error ``error`` is, in the provider's word: the first non-empty string of its
+    :data:`_KIND_KEYS` (but ``"type": "error"``, the event's own type where the event is the error,
+    which says no kind), else an integer ``code`` as written (OpenRouter's HTTP status, ``502``);
+    None for an error that names no kind (a string, an object with a message alone)."""
+    if not isinstance(error, Mapping):
+        return None
+    for key in _KIND_KEYS:
+        word = error.get(key)
+        if type(word) is str and word and word != "error":
+            return word
+    code = error.get("code")
+    return written(code) if type(code) is int else None
 
 
 def error_message(error: Any) -> str:
@@ -130,15 +154,15 @@ def error_message(error: Any) -> str:
     return written(message)
 
 
-def error_in(payload: Mapping[str, Any]) -> str | None:
-    """The message of an error event in any provider's shape (an ``error`` object or string, or
-    ``"type": "error"``, or an OpenAI-compatible server's ``"object": "error"``), or None. Read only
-    while no event has told the provider, so a stream that is nothing but a rate-limit or overload
-    error still says what the provider said."""
+def error_in(payload: Mapping[str, Any]) -> tuple[str | None, str] | None:
+    """The kind and message (:func:`error_words`) of an error event in any provider's shape (an
+    ``error`` object or string, or ``"type": "error"``, or an OpenAI-compatible server's ``"object":
+    "error"``), or None. Read only while no event has told the provider, so a stream that is nothing
+    but a rate-limit or overload error still says what the provider said, as its decoder would."""
     error = payload.get("error")
     if not error and payload.get("type") != "error" and payload.get("object") != "error":
         return None
-    return error_message(error or payload)  # without an error field, the event is the error
+    return error_words(error or payload, payload)  # without an error field, the event is the error
 
 
 _factories: dict[str, tuple[Callable[[], Decoder], bool]] = {}

@@ -138,8 +138,8 @@ class AnthropicDecoder:
                 events += self._stop(i)
             return events
         if kind == "error":
-            # As error_in reads it before the provider is known: a string error, or none beside a message
-            return [StreamEnd("error", *error_words(payload.get("error") or payload))]
+            # As error_in reads it before the provider is known (a string error, none beside a message)
+            return [StreamEnd("error", *error_words(payload.get("error") or payload, payload))]
         if kind not in _QUIET:
             diagnose("unknown-event", f"Anthropic event type {kind!r}")
         return []

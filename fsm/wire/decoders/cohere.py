@@ -33,7 +33,7 @@ from fsm.events import (
     build_stream_end,
     build_usage_report,
 )
-from fsm.wire.decoders import error_message
+from fsm.wire.decoders import error_message, error_words
 from fsm.wire.decoders._fields import index, mapping, text, written
 from fsm.wire.decoders._wire import BARE_REFS, TurnSaid
 from fsm.wire.decoders.chunk_form import FormSpec
@@ -91,7 +91,7 @@ class CohereDecoder:
             normal = _FINISH.get(reason, reason.lower()) if reason else None
             ended: list[Event] = [build_stream_end(normal, reason, None, None)] if reason else []
             if (error := delta.get("error")) and normal != "error" and ended:  # policy error-beside-finish
-                ended.append(StreamEnd("error", None, error_message(error)))
+                ended.append(StreamEnd("error", *error_words(error)))
             elif error:  # what went wrong, beside finish_reason ERROR
                 ended = [StreamEnd("error", reason or None, error_message(error))]
             return ended + ([build_usage_report(dict(usage))] if usage else [])

@@ -77,7 +77,7 @@ from fsm.events import (
     build_usage_report,
 )
 from fsm.options import Policies
-from fsm.wire.decoders import error_message
+from fsm.wire.decoders import error_words
 from fsm.wire.decoders._fields import field, items, mapping, text, written
 from fsm.wire.decoders._gemini_code import CodeRuns, code_part_fault, code_result_fault, tool_part_fault
 from fsm.wire.decoders._wire import GEMINI_FINISH, TurnSaid, dumps
@@ -162,7 +162,7 @@ class GeminiDecoder:
         if error:  # what a response beside it says is read first (policy error-beside-finish, as chat's)
             rest = {key: value for key, value in payload.items() if key != "error"}
             beside = [] if _RESPONSE_FIELDS.isdisjoint(rest) else self.decode(rest, diagnose)
-            return [*beside, *self._close_open(), StreamEnd("error", None, error_message(error))]
+            return [*beside, *self._close_open(), StreamEnd("error", *error_words(error, payload))]
         if _RESPONSE_FIELDS.isdisjoint(payload):
             shown = ", ".join(repr(k) for k in list(payload)[:6]) or "none"
             diagnose("unknown-event", f"a Gemini payload with no response fields (keys: {shown})")

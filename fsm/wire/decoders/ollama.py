@@ -24,7 +24,7 @@ from fsm.events import (
     build_stream_end,
     build_usage_report,
 )
-from fsm.wire.decoders import error_message
+from fsm.wire.decoders import error_words
 from fsm.wire.decoders._fields import index, items, mapping, text, written
 from fsm.wire.decoders._wire import TurnSaid, dumps
 from fsm.wire.decoders.chunk_form import FormSpec
@@ -41,7 +41,7 @@ class OllamaDecoder:
         error = payload.get("error")
         if "message" not in payload and "done" not in payload:
             if error:
-                return [StreamEnd("error", None, error_message(error))]  # as error_in reads it
+                return [StreamEnd("error", *error_words(error, payload))]  # as error_in reads it
             shown = ", ".join(repr(k) for k in list(payload)[:6]) or "none"
             diagnose("unknown-event", f"an Ollama line with neither message nor done (keys: {shown})")
             return []
@@ -65,7 +65,7 @@ class OllamaDecoder:
             if usage:
                 events.append(build_usage_report(usage))
         if error:  # beside a message or done: read after them, as chat's beside choices (policy error-beside-finish)
-            events.append(StreamEnd("error", None, error_message(error)))
+            events.append(StreamEnd("error", *error_words(error, payload)))
         return events
 
     def commonest_said(self, payload: dict[str, Any], content: TurnSaid) -> bool:

@@ -96,7 +96,7 @@ class OpenAIChatDecoder:
         if not error and payload.get("object") == "error":  # the payload is the error, as error_in reads it
             error = payload
         if error and not choices:
-            return [*_listed_incomplete(error, diagnose), StreamEnd("error", *error_words(error))]
+            return [*_listed_incomplete(error, diagnose), StreamEnd("error", *error_words(error, payload))]
         if choices is None:
             if not _recognised(payload):
                 diagnose("unknown-event", f"an OpenAI chat payload with no choices (keys: {_keys(payload)})")
@@ -139,7 +139,7 @@ class OpenAIChatDecoder:
                 *rest,
                 *_listed_incomplete(error, diagnose),
                 *finish,
-                StreamEnd("error", *error_words(error)),
+                StreamEnd("error", *error_words(error, payload)),
             ]
         return events
 
