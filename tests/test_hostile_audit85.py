@@ -23,6 +23,10 @@ What was found and fixed (each test below failed before):
   does with a tool part Gemini would refuse back; fsm.messages leaves out such a block of a
   hand-made result too. And such a block's ``tool_use_id`` (it answers no call) of the wrong type
   stopped the stream, lax mode too: it is read only on the result blocks it pairs.
+- ``fsm.history.repair`` joined a user content holding a toolCall part to the roleless content
+  before it, which then read as the model's (its own check found a model content after the model's,
+  and a second repair changed it again; 3,000 random Gemini histories of the new parts): the joined
+  content gets the role it was read in.
 
 Judged fine: the differences between the SDK objects and the events come from pydantic's coercion
 (``"0"`` read as the index 0, the SDK's key order); a wrong-typed ``command_index`` or
@@ -31,9 +35,12 @@ number is its text (policy of ``number_text``); the CLI gave no traceback on any
 ``fsm.history`` over 8,000 rounds of programmatic tool calling, and over 800 codes waiting
 through 20 rounds, stays linear; Gemini's toolCall/toolResponse stay linear to 16,000 parts, and
 honour ``max_calls``, ``max_content_chars``, ``max_argument_chars`` and
-``max_diagnostics_per_code``. Left as they were (older than these paths, and told in the report):
-LangChain content blocks with no type are skipped in silence; a text delta at a result block's
-index goes into a text part of its own.
+``max_diagnostics_per_code``; a toolCall or toolResponse with fields google-genai does not know
+is sent back as it came (a field newer than the SDK is one the API knows). Left as they were
+(older than these paths, and told in the report): LangChain content blocks with no type are
+skipped in silence; a text delta at a result block's index goes into a text part of its own; a
+roleless Gemini content holding both a function response and a toolCall (no API sends one) reads
+as the model's, which repair cannot mend.
 """
 
 from __future__ import annotations
@@ -302,3 +309,27 @@ def test_a_stray_tool_use_id_on_a_block_of_no_call_does_not_stop_the_stream(stra
     found = {"type": "web_search_tool_result", "tool_use_id": ["x"], "content": []}
     (raised, _, _) = _same(_ways("anthropic", _claude(found), named=True))
     assert raised == "RemoteProtocolError"
+
+
+# -- 4. fsm.history: a user content with a toolCall joined to one without a role ----------------------
+
+
+def test_a_user_content_with_a_tool_call_joined_to_a_roleless_one_keeps_it_the_users() -> None:
+    """Before: repair joined the user's content holding a toolCall part to the roleless user content
+    before it, and the joined content, still roleless, read as the model's (a toolCall is the
+    model's): its own check then found a model content after the model's, and a second repair
+    changed it again."""
+    from fsm.history import RepairPolicy, check, repair
+
+    asked = {"toolCall": _TOOL_CALL}
+    history = [
+        {"role": "model", "parts": [{"functionCall": {"id": "fc_1", "name": "f", "args": {}}}]},
+        {"parts": [{"text": "hi"}]},
+        {"role": "user", "parts": [asked]},
+    ]
+    for policy in (RepairPolicy(), RepairPolicy(dangling="drop-call")):
+        fixed, changes = repair(history, policy, format="gemini")
+        assert check(fixed, format="gemini").findings == ()
+        assert repair(fixed, policy, format="gemini") == (fixed, [])
+        assert fixed[-1] == {"role": "user", "parts": [{"text": "hi"}, asked]}
+        assert "merged-messages" in [c.kind for c in changes]
