@@ -311,14 +311,15 @@ def read_role(fmt: Format, message: Mapping[str, Any], calls: bool) -> Any:
     (``roleless-as-user``: the API takes a content without a role as the user's,
     microsoft/semantic-kernel#13288, and the SDKs default to it, google-gemini/deprecated-generative-ai-android#67),
     or the model's when it makes function calls (``calls``) or holds a server-side ``toolCall`` part:
-    only the model makes either. Repair keeps it without a role, as it came."""
+    only the model makes either. Repair keeps it without a role, as it came, unless what it joins to it
+    (a user content holding a ``toolCall``) would change how it reads: then it writes the role it was read in."""
     role = message.get("role")
     if fmt == "gemini" and role is None:
-        return "model" if calls or _serves(message) else "user"
+        return "model" if calls or holds_tool_call(message) else "user"
     return role
 
 
-def _serves(content: Mapping[str, Any]) -> bool:
+def holds_tool_call(content: Mapping[str, Any]) -> bool:
     """Does a Gemini content hold a ``toolCall`` part (a server-side tool call of Gemini's built-in
     tools)? Only the model makes one, as only it makes function calls: without a role, the content
     is the model's, which goes back with the ``toolResponse`` beside it."""

@@ -20,6 +20,7 @@ from fsm.history.formats import (
     CALLER,
     gemini_payload,
     gemini_role,
+    holds_tool_call,
     items,
     known_role,
     read_role,
@@ -266,12 +267,11 @@ class Writer:
             # Later joins extend the copy: a long run of joins copies each block once, not once per join.
             self.joined[field] += _blocks(message, self.fmt)
             self.joined_holds |= self._holds(message, self.joined_served)
-            if gap:
-                detail = f"joined to the {role} message before it, which a removed message had separated"
-            else:
-                other = ("model" if self.fmt == "gemini" else "assistant") if role == "user" else "user"
-                detail = f"joined to the {role} message before it: {FORMAT_NAME[self.fmt]} wants {role} and {other}"
-                detail += " to alternate"
+            if role == "user" and self.fmt == "gemini" and self.joined.get("role") is None and holds_tool_call(message):
+                self.joined["role"] = "user"  # roleless, a toolCall joined to it would make it read as the model's
+            other = ("model" if self.fmt == "gemini" else "assistant") if role == "user" else "user"
+            why = f": {FORMAT_NAME[self.fmt]} wants {role} and {other} to alternate" if not gap else ""
+            detail = f"joined to the {role} message before it{why or ', which a removed message had separated'}"
             self.changes.append(Change("merged-messages", at + 1, None, detail))
         else:
             out.append(message)

@@ -11,6 +11,7 @@ from typing import Any, TypeGuard
 from fsm.messages.shared import Message
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.results import CallStatus, Result, ServerToolResult, TextPart, ToolCall
+from fsm.wire.decoders._claude_kept import kept_block_fault
 from fsm.wire.decoders._wire import CLAUDE_KEPT_BLOCKS, CLAUDE_SERVER_CALLS, server_result_block
 
 
@@ -44,7 +45,8 @@ def server_blocks(result: Result) -> list[tuple[int | None, Message]]:
     calling, a client call naming it its ``caller``) goes on once their results come, and the API
     wants it in the request that sends them (with the response's ``container``), its result coming
     in a later assistant message. A block of no call that Anthropic wants back as it came
-    (``container_upload``, ``mcp_tool_listing``: CLAUDE_KEPT_BLOCKS) goes back in its place."""
+    (``container_upload``, ``mcp_tool_listing``: CLAUDE_KEPT_BLOCKS) goes back in its place, unless
+    its fields are such as the API refuses back (a hand-made result's: the decoder keeps none)."""
     calls: list[tuple[ToolCall, Message]] = []
     under: dict[str, list[int]] = {}  # by wire id: where its calls are in `calls`, in stream order
     for call in result.server_tool_calls:
@@ -57,8 +59,11 @@ def server_blocks(result: Result) -> list[tuple[int | None, Message]]:
     taken: dict[str, int] = {}  # by wire id: how many of its calls a result answered
     blocks: list[tuple[int | None, Message]] = []
     for answer in result.server_tool_results:
-        if _one_of(answer.block.get("type"), CLAUDE_KEPT_BLOCKS):
-            blocks.append((answer.output_index, _given(answer.block)))
+        if _one_of(kind := answer.block.get("type"), CLAUDE_KEPT_BLOCKS):
+            if (
+                kept_block_fault(kind, answer.block) is None
+            ):  # one the API refuses back stays out, as the decoder leaves it
+                blocks.append((answer.output_index, _given(answer.block)))
             continue
         answers = answer.block.get("tool_use_id")  # a hand-made block may hold anything there
         if not _one_of(answers, under):

@@ -43,7 +43,6 @@ from fsm.events import (
     ContainerReport,
     Event,
     ReasoningDelta,
-    ServerResultBlock,
     StreamEnd,
     TextDelta,
     build_arguments_fragment,
@@ -54,6 +53,7 @@ from fsm.events import (
     build_usage_report,
 )
 from fsm.wire.decoders import error_words
+from fsm.wire.decoders._claude_kept import kept_block
 from fsm.wire.decoders._fields import index, items, mapping, text
 from fsm.wire.decoders._wire import CLAUDE_FINISH, TurnSaid, claude_kept_block, dumps, stop_details_said
 from fsm.wire.decoders.chunk_form import FormSpec
@@ -227,8 +227,7 @@ class AnthropicDecoder:
                 self._compacted[at] = (place, dict(block))
                 return [CompactionBlock(dict(block), place)]
             if claude_kept_block(kind):  # a server tool's result, or a block of its doing: it goes back
-                text(block.get("tool_use_id"), "content_block.tool_use_id")  # what pairs it: text, or refused
-                return [ServerResultBlock(dict(block), place)]
+                return kept_block(kind, block, place, self._diagnose)
             if kind not in _SAID_BLOCKS:  # call-shaped or not, of a kind this decoder does not know
                 self._diagnose("unknown-event", f"a {kind!r} content block at index {at}")
             return _said_at_start(place, block)  # text and thinking blocks carry no call

@@ -195,6 +195,8 @@ class GeminiDecoder:
                     continue
                 if not part.keys() <= _READ_KEYS:
                     _report_unread(part, p, diagnose)
+                if len(part) > 1:
+                    _report_beside(part, p, diagnose)
                 ran = field(part, "codeExecutionResult", "code_execution_result")
                 if ran is not None:
                     signature = text(field(part, "thoughtSignature", "thought_signature"), "thoughtSignature")
@@ -518,6 +520,28 @@ _READ_KEYS = frozenset(
 
 _SAID_KEYS = frozenset({"text", "thought"})
 """The keys of a text or thought part commonest_said takes (a signed one goes to decode())."""
+
+
+_DATA_KEYS = (
+    ("codeExecutionResult", "code_execution_result"),
+    ("toolResponse", "tool_response"),
+    ("toolCall", "tool_call"),
+    ("executableCode", "executable_code"),
+    ("functionCall", "function_call"),
+    ("text", "text"),
+)
+"""A part's data (one of them a part, in google-genai's ``Part``), in the order decode() looks for them."""
+
+
+def _report_beside(part: Mapping[str, Any], p: int, diagnose: Callable[[str, str], None]) -> None:
+    """A part holding more than one kind of data: decode() reads the first it looks for, and the
+    rest is reported, not lost in silence (a toolCall beside its toolResponse, text beside a call)."""
+    held = [names[0] for names in _DATA_KEYS if any(part.get(name) is not None for name in names)]
+    if held[-1:] == ["text"] and part["text"] == "":  # an empty text says nothing
+        held.pop()
+    if len(held) > 1:
+        beside = ", ".join(held[1:])
+        diagnose("part-not-reassembled", f"parts[{p}] holds {beside} beside {held[0]}, which is read: not read")
 
 
 def _report_unread(part: Mapping[str, Any], p: int, diagnose: Callable[[str, str], None]) -> None:
