@@ -26,28 +26,29 @@ def handed_over(block: Mapping[str, Any], at: int | None) -> str:
     """What a ``fallback`` block says, in words (a note: a field of another shape is passed over):
     which model declined and why, and which goes on from there."""
     trigger = block.get("trigger")
-    why = trigger.get("type") if isinstance(trigger, Mapping) else None
-    category = trigger.get("category") if isinstance(trigger, Mapping) else None
-    said = f"{why}, category {category}" if isinstance(category, str) else why
-    reason = f" ({said})" if isinstance(said, str) else ""
+    why = trigger.get("type") if type(trigger) is dict else None
+    category = trigger.get("category") if type(trigger) is dict else None
+    said = f"{why}, category {category}" if type(why) is str and type(category) is str else why
+    reason = f" ({said})" if type(said) is str else ""
     where = f" at content block {at}" if at is not None else ""
     return f"{_model(block.get('from'))} declined{reason}; {_model(block.get('to'))} goes on{where}"
 
 
 def _model(hop: Any) -> str:
-    model = hop.get("model") if isinstance(hop, Mapping) else None
-    return model if isinstance(model, str) and model else "a model not named"
+    model = hop.get("model") if type(hop) is dict else None  # a note: only what is plainly text is said
+    return model if type(model) is str and model else "a model not named"
 
 
 def final_fallback(results: Iterable[ServerToolResult]) -> int | None:
     """The place of the turn's last ``fallback`` block: what stands before it is the declined
     models'. None where the turn has none with a place (or none at all)."""
-    places = [
-        kept.output_index
-        for kept in results
-        if kept.output_index is not None and kept.block.get("type") == FALLBACK_BLOCK
-    ]
+    places = [kept.output_index for kept in results if kept.output_index is not None and _fallback(kept.block)]
     return max(places) if places else None
+
+
+def _fallback(block: Mapping[str, Any]) -> bool:
+    kind = block.get("type")
+    return type(kind) is str and kind == FALLBACK_BLOCK  # a caller's own object (a fed dict's) is never asked
 
 
 def before(place: int | None, cut: int | None) -> bool:
