@@ -17,7 +17,7 @@ def positional(cls: type[_T], converted: Mapping[str, str] | None = None) -> Cal
     object ``cls(...)`` builds (test_results_built_by_position_equal_attrs_built_ones). attrs' own
     ``__init__`` goes through ``object.__setattr__`` for each field, because the class refuses
     assignment, and a slot's descriptor called from Python costs nearly as much; on the hot path
-    (four of these per call, eighteen fields a stream's Result) that was most of what building
+    (four of these per call, nineteen fields a stream's Result) that was most of what building
     the outputs cost. So the object is made as a private subclass that adds no field and allows
     assignment (the same memory layout), its slots set by plain assignments, and then given its
     class, ``cls``: from then on it is frozen like any other. Only for classes with no validator,

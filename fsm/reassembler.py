@@ -34,6 +34,7 @@ from fsm.errors import (
     RemoteProtocolError,
     ToolcallFSMError,
     UnsupportedProvider,
+    shown,
 )
 from fsm.events import (
     EVENT_TYPES,
@@ -52,7 +53,7 @@ from fsm.events import (
 from fsm.fieldcheck import vouch
 from fsm.jsontext import TOO_DEEP_TO_READ, loads_event, nesting_exceeds
 from fsm.options import Limits, Policies, default_limits, default_policies, taken_ids
-from fsm.results import CallOpened, Diagnostic, Output, Result, build_result
+from fsm.results import CallOpened, Diagnostic, Output, Result, ServerToolResult, ToolCall, build_result
 from fsm.wire.decoders import (
     BEDROCK_ERRORS,
     BEDROCK_EVENTS,
@@ -61,6 +62,7 @@ from fsm.wire.decoders import (
     error_in,
     make_decoder,
 )
+from fsm.wire.decoders._claude_fallback import final_fallback, set_apart
 from fsm.wire.decoders._fields import exception_message
 from fsm.wire.decoders.chat_chunks import LEAN_INDEX_PATH, LEAN_TEXT_PATH, lean_fragment_in
 from fsm.wire.decoders.chunk_form import FormSpec, FragmentForm
@@ -389,6 +391,24 @@ class Reassembler:
         finally:
             turn.append(True)
 
+    def _declined(
+        self, calls: tuple[ToolCall, ...], kept: tuple[ServerToolResult, ...]
+    ) -> tuple[tuple[ToolCall, ...], tuple[ToolCall, ...]]:
+        """The calls to run, and those a declined model made before the turn's last ``fallback``
+        block (policy fallback-declined-calls), each reported: the stream handed them out already."""
+        cut = final_fallback(kept)
+        if cut is None:
+            return calls, ()
+        calls, declined = set_apart(calls, cut)
+        ledger = self.ledger
+        at, ledger.event = ledger.event, None
+        for call in declined:
+            made = f"call {shown(call.id)} ({shown(call.name)}) at content block {call.output_index}"
+            why = f"came before the fallback block at {cut}: its model declined, so it is not to run nor go back"
+            ledger.diagnose("declined-call", f"{made} {why} (Result.declined_calls)")
+        ledger.event = at
+        return calls, declined
+
     def _close(self, stopped: str | None) -> Result:
         ledger = self.ledger
         failed_before = self._fault is not None
@@ -431,15 +451,18 @@ class Reassembler:
         slots, ledger.event = self.registry.slots, finish_at
         if ledger.parsed:  # what no call's end took (a call cut, or no call left to end): let go
             ledger.parsed = None
-        if finish == "stop" and any(not slot.server for slot in slots):
-            ledger.diagnose("finish-reason-mapped", "finish reason stop, but tools were called")
-            finish = "tool_calls"
-        elif finish == "tool_calls" and not slots:
-            ledger.diagnose("finish-without-calls", "the finish reason says tool calls, but none arrived")
         calls = tuple([slot.to_call() for slot in slots if not slot.server]) if slots else ()
         server_calls = tuple([slot.to_call() for slot in slots if slot.server]) if len(calls) < len(slots) else ()
         content = self._content
         text, reasoning, text_parts, refusal, server_results, compactions = content.frozen()
+        declined: tuple[ToolCall, ...] = ()
+        if server_results and calls:  # a fallback model went on: the declined model's calls are not to run
+            calls, declined = self._declined(calls, server_results)
+        if finish == "stop" and calls:
+            ledger.diagnose("finish-reason-mapped", "finish reason stop, but tools were called")
+            finish = "tool_calls"
+        elif finish == "tool_calls" and not slots:
+            ledger.diagnose("finish-without-calls", "the finish reason says tool calls, but none arrived")
         word, said = finish_words(end)  # the first finish: it stands
         self._gated = True
         self._closed = build_result(  # by position (provider, finish_reason, calls, diagnostics, server calls, ...)
@@ -461,6 +484,7 @@ class Reassembler:
             server_results,
             content.container,
             compactions,
+            declined,
         )
         vouch(self._closed)  # made of decoded and checked events only: fsm.messages need not read it again
         if ledger.deferred is not None and not failed_before:

@@ -1,17 +1,16 @@
 """Re-emit reassembled calls as a clean OpenAI chat-completions chunk stream.
 
 The promise: fed to any consumer that accumulates chat chunks the usual way (openai-python's
-``ChatCompletionStreamState``, or concatenating ``arguments`` per ``index``), the stream gives exactly
-the result's calls: the same ids, names and argument text. So every chunk is a valid
-``ChatCompletionChunk`` (it has ``id``, ``created`` and ``model``); every call has its own index (its
-position in the turn) and those indexes first appear in order 0, 1, 2, ... (the SDK keeps tool calls
-in a list and looks them up by index); the id goes out once, in the call's first chunk; the name goes
-out once, before any argument text; and nothing sent is ever retracted. A freeform call (a custom
-tool) goes out with its text under ``custom.input``, as chat completions report custom calls; any
-other call keeps the ``function`` body. Only a function call names its ``type``: a chunk's tool call
-may name no other (``ChoiceDeltaToolCall.type`` is ``"function"`` or absent), so a custom call is told
-by its ``custom`` body, and a built-in tool item (``shell_call``, ...) by nothing in the chunk (the
-result's ``ToolCall.type`` has it). Two flush policies:
+``ChatCompletionStreamState``, or concatenating ``arguments`` per ``index``), the stream gives exactly the result's
+calls: the same ids, names and argument text. So every chunk is a valid ``ChatCompletionChunk`` (it has ``id``,
+``created`` and ``model``); every call has its own index (its position in the turn) and those indexes first appear in
+order 0, 1, 2, ... (the SDK keeps tool calls in a list and looks them up by index); the id goes out once, in the
+call's first chunk; the name goes out once, before any argument text; and nothing sent is ever retracted. A freeform
+call (a custom tool) goes out with its text under ``custom.input``, as chat completions report custom calls; any other
+call keeps the ``function`` body. Only a function call names its ``type``: a chunk's tool call may name no other
+(``ChoiceDeltaToolCall.type`` is ``"function"`` or absent), so a custom call is told by its ``custom`` body, and a
+built-in tool item (``shell_call``, ...) by nothing in the chunk (the result's ``ToolCall.type`` has it). Two flush
+policies:
 
 * ``incremental``: the header when a call opens, then argument text as soon as the engine reports it
   append-safe (``ArgumentsDelta``). The engine holds back text the provider may still replace (see
@@ -22,29 +21,29 @@ result's ``ToolCall.type`` has it). Two flush policies:
 * ``on-finish``: the header with empty arguments when a call opens, the final arguments when it
   finishes.
 
-A call's chunks never give way to the next call's while it still owes its text: openai-python's
-stream helper (``client.chat.completions.stream``) reads a chunk of a new index as the end of the
-call before it, and hands that call's arguments on as done (parsing them, for a strict tool). So
-the next call waits, its chunks kept in their order (a run of its deltas as one chunk of their
-text), until the call before it has sent text (``incremental``) or has finished (``on-finish``, or a
-call whose text the engine holds until it finishes: Gemini's and Ollama's snapshots, Responses
-calls), and goes out right after it. Streams whose calls come one after another (OpenAI, Anthropic)
-go out as they came; a source that interleaves its calls' text is re-emitted interleaved under
-``incremental`` (``on-finish`` serializes it).
+A call's chunks never give way to the next call's while it still owes its text: openai-python's stream helper
+(``client.chat.completions.stream``) reads a chunk of a new index as the end of the call before it, and hands that
+call's arguments on as done (parsing them, for a strict tool). So the next call waits, its chunks kept in their order
+(a run of its deltas as one chunk of their text), until the call before it has sent text (``incremental``) or has
+finished (``on-finish``, or a call whose text the engine holds until it finishes: Gemini's and Ollama's snapshots,
+Responses calls), and goes out right after it. Streams whose calls come one after another (OpenAI, Anthropic) go out
+as they came; a source that interleaves its calls' text is re-emitted interleaved under ``incremental`` (``on-finish``
+serializes it).
 
 The turn's text, reasoning and refusal go out too where the reassembler reports them
-(``Reassembler(content_deltas=True)``: :class:`~fsm.results.ContentDelta` outputs), each piece in a
-chunk of its own as it comes (``content``, ``reasoning_content``, ``refusal``), never held behind a
-call: a chunk holds no call's place, and chat consumers join each field on its own. Without them, a
-gateway's client would get the calls and lose what the model said beside them. Gemini's thought
-signatures go out too, as Gemini's own OpenAI endpoint sends them (:mod:`fsm.reemit_signatures`).
+(``Reassembler(content_deltas=True)``: :class:`~fsm.results.ContentDelta` outputs), each piece in a chunk of its own
+as it comes (``content``, ``reasoning_content``, ``refusal``), never held behind a call: a chunk holds no call's
+place, and chat consumers join each field on its own. Without them, a gateway's client would get the calls and lose
+what the model said beside them. Gemini's thought signatures go out too, as Gemini's own OpenAI endpoint sends them
+(:mod:`fsm.reemit_signatures`).
 
-A call that did not complete (truncated, invalid) must not be run, and a chunk has no field for a
-call's status, while its text went out as any call's: so ``finish()`` ends such a stream in an error
-too (policy incomplete-calls-not-run), which clients raise after the calls they accumulated; the
-error lists them (``incomplete_tool_calls``) for toolcall-fsm's chat decoder, which reads each back
-as it ended. An id or name holding a lone surrogate goes out as its ``\\udXXX`` escape (policy
-emitted-lone-surrogate): no chunk holding it could be written as UTF-8.
+A call that did not complete (truncated, invalid) must not be run, and a chunk has no field for a call's status, while
+its text went out as any call's: so ``finish()`` ends such a stream in an error too (policy incomplete-calls-not-run),
+which clients raise after the calls they accumulated; the error lists them (``incomplete_tool_calls``) for
+toolcall-fsm's chat decoder, which reads each back as it ended. An id or name holding a lone surrogate goes out as its
+``\\udXXX`` escape (policy emitted-lone-surrogate): no chunk holding it could be written as UTF-8. A call a model made
+before it declined (Claude's server-side fallback: ``Result.declined_calls``) went out as any call's too, and is
+listed so, ``declined`` (policy fallback-declined-calls).
 """
 
 from __future__ import annotations
@@ -238,7 +237,7 @@ class DeltaEmitter:
         if not isinstance(result, Result):
             raise InvalidInput(f"finish takes the Result close() returned, not {type(result).__name__}")
         self._open("finish")
-        ids = {call.index: call.id for call in result.calls}
+        ids = {call.index: call.id for call in (*result.calls, *result.declined_calls)}
         for index, sent_id in self._opened.items():
             if ids.get(index) != sent_id:  # the last chunk would name another stream's finish and calls
                 raise InvalidInput(
@@ -259,18 +258,19 @@ class DeltaEmitter:
             # A consumer must learn of the error as the provider's own stream told it: clients raise on
             # a chunk with an error object (openai-python's APIError), after the calls they accumulated.
             last["error"] = {"message": _sendable("; ".join(said)), "type": "provider_error"}
-        cut = [call for call in result.calls if call.status is not CallStatus.COMPLETE]
-        # A stream the caller's side stopped (close(interrupted=...)) did not end: a client must learn it
-        # did not, not read a bare end as the turn's.
+        # A call a declined model made went out as any call's (policy fallback-declined-calls): not to run either
+        declined = [call.index for call in result.declined_calls]
+        cut = [call for call in result.calls if call.status is not CallStatus.COMPLETE] + list(result.declined_calls)
+        status = {call.index: call.status.value for call in cut} | dict.fromkeys(declined, "declined")
+        what = "calls that did not complete" + (" or that a model that declined made" if declined else "")
+        # A stream the caller's side stopped (close(interrupted=...)) did not end: no client may read it as ended
         stopped = [d.message for d in result.diagnostics if d.code == "stream-interrupted"]
         if cut and "error" not in last:
             # Its text went out as any call's, and a chunk has no field for a call's status: a client
             # must not run it (policy incomplete-calls-not-run), so the stream ends in an error too.
-            listed = ", ".join(f"{_sendable(call.id)} ({_sendable(call.name)}): {call.status.value}" for call in cut)
+            listed = ", ".join(f"{_sendable(call.id)} ({_sendable(call.name)}): {status[call.index]}" for call in cut)
             last["error"] = {
-                "message": _sendable(
-                    f"calls that did not complete, not to be run: {listed}" + "".join(f"; {s}" for s in stopped)
-                ),
+                "message": _sendable(f"{what}, not to be run: {listed}" + "".join(f"; {s}" for s in stopped)),
                 "type": "incomplete_tool_call",
             }
         elif stopped and "error" not in last:
@@ -280,7 +280,7 @@ class DeltaEmitter:
             # own chat decoder): a cut value that closed, or a whole one no tool can run, reads as
             # complete from its text alone.
             last["error"]["incomplete_tool_calls"] = [
-                {"index": call.index, "id": _sendable(call.id), "status": call.status.value} for call in cut
+                {"index": call.index, "id": _sendable(call.id), "status": status[call.index]} for call in cut
             ]
         return last
 

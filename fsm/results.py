@@ -277,6 +277,10 @@ class Result:
     """The summaries of the context the provider compacted in this turn (Anthropic's ``compaction``
     blocks, context management), each as it last came: the ``"anthropic"`` next turn sends each
     back in its place, as Anthropic wants, so the context stays compacted."""
+    declined_calls: tuple[ToolCall, ...] = ()
+    """Client calls a model made before it declined and a fallback model went on (Claude's
+    ``tool_use`` blocks before the turn's last ``fallback`` block: policy fallback-declined-calls):
+    not in :attr:`calls`, never to run, and not sent back (Anthropic wants neither them nor a result)."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:
@@ -391,4 +395,4 @@ build_call_opened = positional(CallOpened)
 build_arguments_delta = positional(ArgumentsDelta)
 build_call_finished = positional(CallFinished)
 build_diagnostic = positional(Diagnostic)
-build_result = positional(Result)  # once per stream, but its eighteen fields are most of what close() costs
+build_result = positional(Result)  # once per stream, but its nineteen fields are most of what close() costs

@@ -84,11 +84,13 @@ def result_to_json(result: Result) -> dict[str, Any]:
     # A result built by hand may hold anything where a str or a part belongs (a list that holds
     # itself, which asdict's walk follows to the stack's end): refused as the message builders refuse it.
     refuse_wrong(result, Result, "result")
-    calls, server_calls = result.calls, result.server_tool_calls
-    bare = attrs.evolve(result, calls=_bare(calls), server_tool_calls=_bare(server_calls), usage=None)
+    calls, server_calls, declined = result.calls, result.server_tool_calls, result.declined_calls
+    bare = attrs.evolve(
+        result, calls=_bare(calls), server_tool_calls=_bare(server_calls), declined_calls=_bare(declined), usage=None
+    )
     data = attr.asdict(bare, value_serializer=_plain)  # attrs.asdict would keep tuples
     data["usage"] = result.usage
-    for name, held in (("calls", calls), ("server_tool_calls", server_calls)):
+    for name, held in (("calls", calls), ("server_tool_calls", server_calls), ("declined_calls", declined)):
         for row, call in zip(data[name], held, strict=True):
             row["arguments"], row["item"] = call.arguments, call.item
     return data

@@ -920,6 +920,18 @@ def _identity(s: ModuleType) -> Any:
                 reason="An error was raised (a limit, a strict violation, lost framing); close() gave the result so far: calls completed before it are kept, unfinished ones are truncated with their text.",
             ),
             s.DiagnosticSpec(
+                code="model-fallback",
+                rule="unknown-events-reported",
+                severity="info",
+                reason="A Claude fallback content block (server-side fallback, the beta fallbacks parameter): the model named in its from declined (its trigger: a refusal, with its category) and the one named in its to goes on from there, in the same response. The block is kept in its place in server_tool_results and goes back there; the message names both models. A turn a fallback model served with no block before it (sticky routing) says so only in its usage.iterations (a fallback_message entry).",
+            ),
+            s.DiagnosticSpec(
+                code="declined-call",
+                rule="finish-ends-calls",
+                severity="warning",
+                reason="A Claude client call (tool_use) came before the turn's last fallback block: the model that made it declined, Anthropic wants neither the call nor a result for it back, so it is not to run (policy fallback-declined-calls). It is taken out of calls into declined_calls; its outputs (CallOpened, CallFinished) went out while the stream ran, before the block that set it apart came.",
+            ),
+            s.DiagnosticSpec(
                 code="stream-interrupted",
                 rule="finish-ends-calls",
                 severity="warning",
@@ -951,6 +963,7 @@ def _identity(s: ModuleType) -> Any:
                     "provider-error",
                     "event-after-finish",
                     "item-done-again",
+                    "model-fallback",
                 ),
             ),
             s.FlowStep(
@@ -1129,6 +1142,7 @@ def _identity(s: ModuleType) -> Any:
                     "unusable-action",
                     "duplicate-key",
                     "finish-without-calls",
+                    "declined-call",
                 ),
             ),
         ),
@@ -1299,7 +1313,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (11899, 1815187212),
     "scanner": (4740, 2918467940),
-    "identity": (29065, 1027628123),
+    "identity": (30169, 3324697977),
     "history": (6315, 3475308767),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

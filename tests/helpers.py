@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from fsm import Reassembler, Result
+from fsm import Reassembler, Result, ToolCall
 from fsm.reemit import DeltaEmitter, FlushPolicy
 
 _MISSING: Any = object()
@@ -128,6 +128,13 @@ def feed_vector(r: Reassembler, vector: Any) -> None:
 
 def calls(result: Result) -> list[tuple[str | None, Any]]:
     return [(c.name, c.arguments) for c in result.calls]
+
+
+def went_out(result: Result) -> list[ToolCall]:
+    """The calls a re-emitted stream carries, by index: the result's, and those a declined model made
+    (policy fallback-declined-calls: they went out before the fallback block that set them apart came,
+    and the last chunk's error lists them as not to run)."""
+    return sorted((*result.calls, *result.declined_calls), key=lambda call: call.index)
 
 
 def sse(chunks: list[dict[str, Any]], done: bool = True) -> bytes:

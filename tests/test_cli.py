@@ -49,6 +49,7 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
         "server_tool_results",
         "container",
         "compactions",
+        "declined_calls",
     ]
     assert (data["raw_finish_reason"], data["finish_message"], data["refusal"]) == ("tool_calls", None, None)
     assert list(data["calls"][0]) == [

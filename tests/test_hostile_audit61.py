@@ -35,6 +35,7 @@ from fsm.jsontext import escape_lone_surrogates
 from fsm.options import Policies
 from fsm.reemit import DeltaEmitter, FlushPolicy
 from tests.conftest import CAPTURES, captures
+from tests.helpers import went_out
 
 VECTORS = load_vectors()
 FOUND = captures()
@@ -53,9 +54,17 @@ def _sent(text: str | None) -> str | None:
 
 
 def _calls(result: Result) -> list[Call]:
+    """What went out (a declined model's calls too), each as the chat wire tells it: a declined one
+    listed in the last chunk's error is read back as a call no tool runs (invalid)."""
+    declined = {call.index for call in result.declined_calls}
     return [
-        (_sent(c.id), _sent(c.name), c.input if c.input is not None else c.arguments_json or "", c.status.value)
-        for c in result.calls
+        (
+            _sent(c.id),
+            _sent(c.name),
+            c.input if c.input is not None else c.arguments_json or "",
+            "invalid" if c.index in declined else c.status.value,
+        )
+        for c in went_out(result)
     ]
 
 

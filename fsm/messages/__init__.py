@@ -49,7 +49,10 @@ is in :mod:`fsm.messages.ollama_cohere`; ``"bedrock"`` (Converse messages, as bo
   goes back to Responses alike) as it last came, in their
   places (a call that did not complete, with none of its results; one still waiting for its
   result too, which the server runs when the turn goes back: after ``pause_turn``, or after the
-  client results of calls beside it, as code execution calling client tools waits for them);
+  client results of calls beside it, as code execution calling client tools waits for them); a
+  ``fallback`` block (Claude's server-side fallback) goes back in its place too, and what a declined
+  model gave before the turn's last one (its thinking, a server call no result answered, its client
+  calls: ``Result.declined_calls``) does not, as Anthropic's refusals-and-fallback guide says;
   Gemini's code runs go back to
   Gemini (each ``executableCode`` part with its ``codeExecutionResult``, each ``toolCall`` part with
   its ``toolResponse``); other providers' hosted
@@ -121,6 +124,7 @@ from fsm.messages.shared import arguments_object as _arguments
 from fsm.messages.shared import ids_sent as ids_sent
 from fsm.messages.shared import kind as _kind
 from fsm.results import CallStatus, Result, ToolCall
+from fsm.wire.decoders._claude_fallback import before, final_fallback
 
 Format = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere", "bedrock"]
 FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere", "bedrock")
@@ -202,8 +206,11 @@ def assistant_message(
 
 def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     # In the order the blocks streamed (their content block index): interleaved thinking sits between
-    # calls, and Anthropic refuses its thinking blocks rearranged.
-    placed = placed_thinking(result) + placed_text(result, anthropic_text) + server_blocks(result)
+    # calls, and Anthropic refuses its thinking blocks rearranged. The thinking a declined model gave
+    # before the turn's last fallback block does not go back (Anthropic's refusals-and-fallback guide).
+    cut = final_fallback(result.server_tool_results)
+    placed = [(at, block) for at, block in placed_thinking(result) if not before(at, cut)]
+    placed += placed_text(result, anthropic_text) + server_blocks(result, cut)
     placed += [(compaction.output_index, dict(compaction.block)) for compaction in result.compactions]
     for call in calls:
         _kind(call, "anthropic")

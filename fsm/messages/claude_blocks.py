@@ -1,7 +1,7 @@
 """The ``"anthropic"`` next turn's blocks besides thinking and client calls: each text block with
 its citations, Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) with the result
-blocks that answered them, and its ``container_upload`` and ``mcp_tool_listing`` blocks, as the
-stream gave them, in their places."""
+blocks that answered them, and its ``container_upload``, ``mcp_tool_listing`` and ``fallback`` blocks,
+as the stream gave them, in their places."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any, TypeGuard
 from fsm.messages.shared import Message
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.results import CallStatus, Result, ServerToolResult, TextPart, ToolCall
+from fsm.wire.decoders._claude_fallback import before
 from fsm.wire.decoders._claude_kept import kept_block_fault
 from fsm.wire.decoders._wire import CLAUDE_KEPT_BLOCKS, CLAUDE_SERVER_CALLS, server_result_block
 
@@ -29,7 +30,7 @@ def anthropic_text(text: str, part: TextPart | None) -> Message:
     return block
 
 
-def server_blocks(result: Result) -> list[tuple[int | None, Message]]:
+def server_blocks(result: Result, cut: int | None = None) -> list[tuple[int | None, Message]]:
     """Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) as they came, each with the
     result blocks that answer it, in their places: Anthropic wants the turn echoed so (a call whose
     result is missing is run when the turn goes back, as after ``pause_turn``; a result without its
@@ -45,8 +46,10 @@ def server_blocks(result: Result) -> list[tuple[int | None, Message]]:
     calling, a client call naming it its ``caller``) goes on once their results come, and the API
     wants it in the request that sends them (with the response's ``container``), its result coming
     in a later assistant message. A block of no call that Anthropic wants back as it came
-    (``container_upload``, ``mcp_tool_listing``: CLAUDE_KEPT_BLOCKS) goes back in its place, unless
-    its fields are such as the API refuses back (a hand-made result's: the decoder keeps none)."""
+    (``container_upload``, ``mcp_tool_listing``, ``fallback``: CLAUDE_KEPT_BLOCKS) goes back in its
+    place, unless its fields are such as the API refuses back (a hand-made result's: the decoder keeps
+    none). A call no result answered before the turn's last ``fallback`` block, at ``cut``, is a
+    declined model's and does not go back (Anthropic's refusals-and-fallback guide); one answered does."""
     calls: list[tuple[ToolCall, Message]] = []
     under: dict[str, list[int]] = {}  # by wire id: where its calls are in `calls`, in stream order
     for call in result.server_tool_calls:
@@ -76,7 +79,7 @@ def server_blocks(result: Result) -> list[tuple[int | None, Message]]:
             answer_of[under[answers][k]] = answer
     for n, (call, item) in enumerate(calls):
         got = answer_of.get(n)
-        if call.status is not CallStatus.COMPLETE:
+        if call.status is not CallStatus.COMPLETE or (got is None and before(call.output_index, cut)):
             continue
         blocks.append((call.output_index, {**_given(item), "id": call.id, "input": _arguments(call)}))
         if got is not None:

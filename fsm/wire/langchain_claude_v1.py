@@ -83,15 +83,17 @@ def client_call(block: Mapping[str, Any], at: int | None, indexes: Mapping[str, 
     return [CallSeen(ref, item={"type": "tool_use", **context})]
 
 
-_DROPPED = "ChatAnthropic yields nothing of a block of a type it does not know (container_upload, mcp_tool_listing)"
+_DROPPED = (
+    "ChatAnthropic yields nothing of a block of a type it does not know (container_upload, mcp_tool_listing, fallback)"
+)
 
 
 def skipped_blocks(content: Any, entries: Any, top: int, notes: list[tuple[str, str]]) -> int:
     """Report into ``notes`` the Claude content block indexes a ChatAnthropic chunk (either version) passes with no
     block or call come at them, ``top`` the highest one came at before; returns the highest now. It yields a message's
     blocks in order, each at Claude's index, and nothing of a block of a type it does not know (``container_upload``,
-    ``mcp_tool_listing``: blocks the turn goes back with) nor of an empty text block, so such a block was lost before
-    fsm saw it. One after the last block that came cannot be told."""
+    ``mcp_tool_listing``, ``fallback``: blocks the turn goes back with) nor of an empty text block, so such a block was
+    lost before fsm saw it. One after the last block that came cannot be told."""
     found = {at for entry in entries if type(at := entry.get("index")) is int and at >= 0}
     for block in content if isinstance(content, list | tuple) else ():
         if isinstance(block, Mapping) and type(at := block.get("index")) is int and at >= 0:

@@ -1,34 +1,30 @@
 """Anthropic Messages streaming.
 
-``content_block_start`` (a ``tool_use`` block with id and name) opens a call at its block index,
-``input_json_delta`` fragments append to it, ``content_block_stop`` ends it (a start repeated for
-the block still open at its index, same id and name, changes nothing). By the protocol, a block
-with no input text has the input it started with (``{}`` unless pre-filled); a whole ``tool_use``
-may also come inside ``message_start``. ``server_tool_use`` blocks are run by Anthropic: they are
-reassembled the same way but marked as server calls. A stream cut by ``max_tokens`` before
-``content_block_stop`` leaves the call open, so it comes back truncated with its raw text (the
-``stop_reason`` says why, with a refusal's ``stop_details``: its category and explanation).
-Thinking, text and tool blocks share the content block index, which each reports as its
-``output_index`` (each text block is a text part of its own): the turn goes back in the order it
-streamed (interleaved thinking). A server tool's result block (any ``*_tool_result``), and a
-``container_upload`` or ``mcp_tool_listing`` block (:data:`~fsm.wire.decoders._wire.CLAUDE_KEPT_BLOCKS`),
-comes whole in its start and is kept whole, as is each citation of a text block (``citations_delta``,
-or a whole block's ``citations``), and a ``compaction`` block (context management: the summary of
-the context before it), with what each ``compaction_delta`` sets on it: the turn goes back with
-them. A block of a type no reading knows is an ``unknown-event``.
+``content_block_start`` (a ``tool_use`` block with id and name) opens a call at its block index, ``input_json_delta``
+fragments append to it, ``content_block_stop`` ends it (a start repeated for the block still open at its index, same
+id and name, changes nothing). By the protocol, a block with no input text has the input it started with (``{}``
+unless pre-filled); a whole ``tool_use`` may also come inside ``message_start``. ``server_tool_use`` blocks are run by
+Anthropic: they are reassembled the same way but marked as server calls. A stream cut by ``max_tokens`` before
+``content_block_stop`` leaves the call open, so it comes back truncated with its raw text (the ``stop_reason`` says
+why, with a refusal's ``stop_details``: its category and explanation). Thinking, text and tool blocks share the
+content block index, which each reports as its ``output_index`` (each text block is a text part of its own): the turn
+goes back in the order it streamed (interleaved thinking). A server tool's result block (any ``*_tool_result``), and a
+``container_upload`` or ``mcp_tool_listing`` block (:data:`~fsm.wire.decoders._wire.CLAUDE_KEPT_BLOCKS`), comes whole
+in its start and is kept whole, as is each citation of a text block (``citations_delta``, or a whole block's
+``citations``), and a ``compaction`` block (context management: the summary of the context before it), with what each
+``compaction_delta`` sets on it: the turn goes back with them. So does a ``fallback`` block (``model-fallback``:
+:mod:`~fsm.wire.decoders._claude_fallback`). A block of a type no reading knows is an ``unknown-event``.
 
-Nothing is dropped in silence: a ``tool_use`` block without ``index`` is kept as a call routed by
-its id (``missing-routing-field``), and the next block events at an index no block opened are
-matched to it. Its place in the turn (:meth:`AnthropicDecoder.place_of`) is the index such an event
-names, else one past the highest index the blocks before it had: blocks stream one after another,
-each at its index in the message's content, so it goes back between the blocks it came between.
-For the same reason the block events without an index (a proxy's that leaves it off every event of
-a block, of any kind) are the block's opened last without one, until its stop: its deltas all go
-to it and its stop ends it, its text or thinking is a part at its place (read as later blocks',
-its second delta opened a call of its own and a server block's text joined the call before it).
-``input_json_delta`` text at an index that no block opened opens a call of its own
-(``unopened-call``); an unknown delta type inside a tool block is an ``unknown-event``; a
-``citations_delta`` without index names no text block to go back on (``part-not-reassembled``).
+Nothing is dropped in silence: a ``tool_use`` block without ``index`` is kept as a call routed by its id
+(``missing-routing-field``), and the next block events at an index no block opened are matched to it. Its place in the
+turn (:meth:`AnthropicDecoder.place_of`) is the index such an event names, else one past the highest index the blocks
+before it had: blocks stream one after another, each at its index in the message's content, so it goes back between
+the blocks it came between. For the same reason the block events without an index (a proxy's that leaves it off every
+event of a block, of any kind) are the block's opened last without one, until its stop: its deltas all go to it and
+its stop ends it, its text or thinking is a part at its place (read as later blocks', its second delta opened a call
+of its own and a server block's text joined the call before it). ``input_json_delta`` text at an index that no block
+opened opens a call of its own (``unopened-call``); an unknown delta type inside a tool block is an ``unknown-event``;
+a ``citations_delta`` without index names no text block to go back on (``part-not-reassembled``).
 """
 
 from __future__ import annotations
@@ -53,6 +49,7 @@ from fsm.events import (
     build_usage_report,
 )
 from fsm.wire.decoders import error_words
+from fsm.wire.decoders._claude_fallback import FALLBACK_BLOCK, handed_over
 from fsm.wire.decoders._claude_kept import kept_block
 from fsm.wire.decoders._fields import index, items, mapping, text
 from fsm.wire.decoders._wire import CLAUDE_FINISH, TurnSaid, claude_kept_block, dumps, stop_details_said
@@ -227,6 +224,8 @@ class AnthropicDecoder:
                 self._compacted[at] = (place, dict(block))
                 return [CompactionBlock(dict(block), place)]
             if claude_kept_block(kind):  # a server tool's result, or a block of its doing: it goes back
+                if kind == FALLBACK_BLOCK:  # the caller learns another model went on from here
+                    self._diagnose("model-fallback", handed_over(block, at))
                 return kept_block(kind, block, place, self._diagnose)
             if kind not in _SAID_BLOCKS:  # call-shaped or not, of a kind this decoder does not know
                 self._diagnose("unknown-event", f"a {kind!r} content block at index {at}")

@@ -20,8 +20,8 @@ arguments as a JSON object instead of text). Dialect quirks handled here, not in
   error after it: the turn ended as its choice says, and its calls stand (policy error-beside-finish). An error's
   ``incomplete_tool_calls`` (``[{"index", "id", "status"}]``, as ``DeltaEmitter.finish`` lists the
   calls that did not complete) ends each call listed as it says, before the finish: ``truncated``
-  as an item the provider gave up, ``invalid`` as a call no tool can run (policy
-  incomplete-calls-not-run): the chat wire has no other place for a call's status.
+  as an item the provider gave up, ``invalid`` (or ``declined``: a model that declined made it) as a call
+  no tool can run (policy incomplete-calls-not-run): the chat wire has no other place for a call's status.
 
 A payload with none of ``choices``, ``usage``, ``error`` or a ``chat.completion`` object type is not
 this wire shape at all (another provider's stream, a proxy's own message): ``unknown-event``.
@@ -360,7 +360,7 @@ def _listed_incomplete(error: Any, diagnose: Callable[[str, str], None]) -> list
         index, call_id, status = entry.get("index"), entry.get("id"), entry.get("status")
         usable = type(index) is int and index >= 0 and too_long(index) is None  # (read from the wire: digits, no int)
         named = f"error.incomplete_tool_calls[{at}]"
-        if not usable or type(call_id) is not str or status not in ("truncated", "invalid"):
+        if not usable or type(call_id) is not str or status not in ("truncated", "invalid", "declined"):
             diagnose("part-not-reassembled", f"{named} names no call (an index, an id, status truncated or invalid)")
         elif (index, call_id) in first:  # the call ended by its first entry: a second ends nothing
             again = f"lists call {call_id} at index {index} again (entry {first[index, call_id]} stands)"
@@ -370,7 +370,7 @@ def _listed_incomplete(error: Any, diagnose: Callable[[str, str], None]) -> list
             unknown = f"{named} names call {call_id} at index {index}, which the stream never opened"
             cut = status == "truncated"
             said = "incomplete, as the stream's error listed it" if cut else ""
-            unusable = "" if cut else "the stream's error listed it invalid"
+            unusable = "" if cut else f"the stream's error listed it {status}"  # declined: not to run either
             ref = CallRef(index=index, id=call_id)
             ends.append(CallEnd(ref, incomplete=cut, said=said, unusable=unusable, unmatched=unknown))
     return ends

@@ -1,0 +1,66 @@
+"""Claude's server-side fallback (the beta ``fallbacks`` request parameter): when the model asked
+for declines (its refusal classifiers), the API goes on with a fallback model in the same response,
+and a ``fallback`` content block (``from``, ``to``, ``trigger``; a start and a stop, no delta) marks
+where one model's output gives way to the next.
+
+What the block is to fsm, as Anthropic's refusals-and-fallback guide ("Continuing the
+conversation") and the anthropic SDK's ``BetaFallbackBlockParam`` tell it: the block goes back in its
+place (the API checks the thinking on either side of it by it), and of what stands before the turn's
+last one, the declined models' ``thinking``, ``redacted_thinking`` and client ``tool_use`` blocks do
+not go back, nor a server call no result answered; text, server calls with their results and every
+block after it do. A client call left out is answered by nothing (policy fallback-declined-calls):
+it is not the client's to run, so the result keeps it apart (``Result.declined_calls``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from fsm.results import ServerToolResult, ToolCall
+
+FALLBACK_BLOCK = "fallback"
+
+
+def handed_over(block: Mapping[str, Any], at: int | None) -> str:
+    """What a ``fallback`` block says, in words (a note: a field of another shape is passed over):
+    which model declined and why, and which goes on from there."""
+    trigger = block.get("trigger")
+    why = trigger.get("type") if type(trigger) is dict else None
+    category = trigger.get("category") if type(trigger) is dict else None
+    said = f"{why}, category {category}" if type(why) is str and type(category) is str else why
+    reason = f" ({said})" if type(said) is str else ""
+    where = f" at content block {at}" if at is not None else ""
+    return f"{_model(block.get('from'))} declined{reason}; {_model(block.get('to'))} goes on{where}"
+
+
+def _model(hop: Any) -> str:
+    model = hop.get("model") if type(hop) is dict else None  # a note: only what is plainly text is said
+    return model if type(model) is str and model else "a model not named"
+
+
+def final_fallback(results: Iterable[ServerToolResult]) -> int | None:
+    """The place of the turn's last ``fallback`` block: what stands before it is the declined
+    models'. None where the turn has none with a place (or none at all)."""
+    places = [kept.output_index for kept in results if kept.output_index is not None and _fallback(kept.block)]
+    return max(places) if places else None
+
+
+def _fallback(block: Mapping[str, Any]) -> bool:
+    kind = block.get("type")
+    return type(kind) is str and kind == FALLBACK_BLOCK  # a caller's own object (a fed dict's) is never asked
+
+
+def before(place: int | None, cut: int | None) -> bool:
+    """Whether a block at ``place`` stands before the last fallback block, at ``cut``: a declined
+    model's. A block without a place stands nowhere, so before nothing."""
+    return place is not None and cut is not None and place < cut
+
+
+def set_apart(calls: tuple[ToolCall, ...], cut: int) -> tuple[tuple[ToolCall, ...], tuple[ToolCall, ...]]:
+    """The client calls to run, and those a declined model made before the last fallback block, at
+    ``cut`` (policy fallback-declined-calls), each in the calls' order."""
+    declined = tuple(call for call in calls if before(call.output_index, cut))
+    if not declined:
+        return calls, ()
+    return tuple(call for call in calls if not before(call.output_index, cut)), declined
