@@ -315,3 +315,13 @@ def test_a_call_of_code_that_no_longer_waits_takes_text_beside_its_result() -> N
     user's text beside a later call's result is the user's to send."""
     done = [*ASK, said("assistant", SERVER, RAN, use(1)), said("user", answered(1), TEXT)]
     assert history.check(done, "anthropic").findings == ()
+
+
+def test_the_moved_text_goes_before_what_the_user_said_later() -> None:
+    """Into the user's message after Claude's next one: after its results, before its own text (said later)."""
+    later = {"role": "user", "content": "next"}
+    fixed, _ = history.repair([*WAITING, said("user", answered(1), TEXT), *AFTER, later], format="anthropic")
+    assert fixed[-1] == said("user", TEXT, {"type": "text", "text": "next"})
+    calling = said("assistant", RAN, use(2))  # the code ended; Claude calls a tool itself
+    fixed, _ = history.repair([*WAITING, said("user", answered(1), TEXT), calling, said("user", answered(2))])
+    assert fixed[-1] == said("user", answered(2), TEXT)

@@ -10,8 +10,9 @@ more of the user's before Claude's next message counts the same.
 
 The check reports the first message of such a run holding other content (``results-beside-text``).
 Repair moves that content (the user's text, images, documents: anything but a ``tool_result``)
-after Claude's next message that leaves no code waiting on the client (``moved-user-content``), at
-the end of the user's message after it, or in a message of its own; where the history has no such
+after Claude's next message that leaves no code waiting on the client (``moved-user-content``): into
+the user's message after it, after its results and before what the user said there (said later), or
+in a message of its own; where the history has no such
 message of Claude's, no place takes it, and repair keeps it (``kept-results-beside-text``), for the
 caller to send after Claude's next message. Repair's own moves make such runs too (results sent in
 the model's role go first in the user's text after them), so this reads repair's output."""
@@ -135,18 +136,19 @@ def settle(out: list[dict[str, Any]], origins: list[int], changes: list[Change])
             if not moving or not isinstance(content, (list, str)):
                 continue
             into += moving
-            results = content if isinstance(content, list) else []
-            left = [b for b in results if isinstance(b, Mapping) and b.get("type") == "tool_result"]
+            left = [b for b in content if _is_result(b)] if isinstance(content, list) else []
             gone[at] = {**message, "content": left} if left else None
             changes.append(Change("moved-user-content", origins[at] + 1, None, MOVED))
     written: list[dict[str, Any]] = []
-    tail: dict[int, list[Any]] = {}  # the user's message right after Claude's takes the content at its end
+    tail: dict[int, list[Any]] = {}  # the user's message right after Claude's takes the content after its results
     for at, message in enumerate(out):
         kept = gone.get(at, message)
         if kept is not None and at in tail:
             content = kept.get("content")
-            head = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-            kept = {**kept, "content": head + tail.pop(at)}
+            own = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+            results = [b for b in own if _is_result(b)]
+            # after the results (the API takes them first), before what the user said later
+            kept = {**kept, "content": results + tail.pop(at) + [b for b in own if not _is_result(b)]}
         if kept is not None:
             written.append(kept)
         if at in carried:
@@ -162,4 +164,8 @@ def _moving(content: Any) -> list[Any]:
     """What of a user message's content goes: all of a text, else every block but a result."""
     if not isinstance(content, list):
         return [{"type": "text", "text": content}] if isinstance(content, str) else []
-    return [block for block in content if not (isinstance(block, Mapping) and block.get("type") == "tool_result")]
+    return [block for block in content if not _is_result(block)]
+
+
+def _is_result(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == "tool_result"
