@@ -25,11 +25,11 @@ A call's chunks never give way to the next call's while it still owes its text: 
 stream helper (``client.chat.completions.stream``) reads a chunk of a new index as the end of the
 call before it, and hands that call's arguments on as done (parsing them, for a strict tool). So
 the next call waits, its chunks kept in their order (a run of its deltas as one chunk of their
-text), until the call before it has sent text (``incremental``) or has finished (``on-finish``, or a
-call whose text the engine holds until it finishes: Gemini's and Ollama's snapshots, Responses
-calls), and goes out right after it. Streams whose calls come one after another (OpenAI, Anthropic)
-go out as they came; a source that interleaves its calls' text is re-emitted interleaved under
-``incremental`` (``on-finish`` serializes it).
+text), until the call before it has sent text (``incremental``) or has finished (``on-finish``, or
+a call whose text comes in the outputs it finishes in: Gemini's and Ollama's snapshots, Responses
+calls, any in one list), and goes out right after it. Streams whose calls come one after another
+go out as they came; a source that interleaves its calls' text, fed a piece at a time, is re-emitted
+interleaved under ``incremental`` (``on-finish``, or the stream in one ``feed()``, serializes it).
 
 The turn's text, reasoning and refusal go out too where the reassembler reports them
 (``Reassembler(content_deltas=True)``: :class:`~fsm.results.ContentDelta` outputs), each piece in a
@@ -55,6 +55,7 @@ from fsm.errors import InvalidInput, InvalidOption, LocalProtocolError, shown
 from fsm.events import FREEFORM_TYPES
 from fsm.foreign import answers_callers, caller_fault
 from fsm.jsontext import has_surrogate
+from fsm.reemit_outputs import checked
 from fsm.reemit_reasoning import REASONING_BLOCKS, BlockEmitter, ReasoningBlocks, source_format
 from fsm.reemit_signatures import Signatures, sendable
 from fsm.results import (
@@ -149,6 +150,7 @@ class DeltaEmitter:
         self._joining: dict[int, tuple[dict[str, Any], list[str]]] = {}
         self._gate: int | None = None  # the first call that waits (all after it wait too)
         self._last_out: int | None = None  # the call whose tool-call entry went out last
+        self._finishing: set[int] = set()  # the calls the outputs chunks() was given finish
         self._opened: dict[int, str] = {}  # each call's id as its header went out: finish() checks the result by it
         self._finished = False  # finish() sent the last chunk: nothing goes after it
         formats = source_format(source, model)  # (checked with no reasoning_blocks too: a misspelt one is refused)
@@ -186,27 +188,7 @@ class DeltaEmitter:
             raise InvalidInput(f"chunks takes the list feed() returned, not {type(outputs).__name__}")
         self._open("chunks")
         try:  # (not answers_callers: its wrapper would cost every event's call)
-            opening: set[int] | None = None  # the calls these outputs open
-            self._finishing: set[int] = set()  # the calls these outputs finish
-            for at, item in enumerate(outputs):  # refused before any output changes what was sent
-                kind = type(item)
-                if not issubclass(kind, Output):  # (isinstance would ask a caller's object its __class__)
-                    raise InvalidInput(
-                        f"chunks takes outputs (CallOpened, ArgumentsDelta, ...), not {kind.__name__}"
-                        f" (outputs[{at}]); nothing was sent"
-                    )
-                if isinstance(item, CallOpened):  # (an Output: no caller's __class__ to ask)
-                    if item.index in self._opened or (opening is not None and item.index in opening):
-                        # A stream opens each call once: a second header for its index would give the
-                        # client two ids and the text of two calls under one (two streams' outputs).
-                        raise InvalidInput(
-                            f"outputs[{at}] opens call {item.index} again ({shown(item.id)}): one emitter takes"
-                            " the outputs of one stream, each once; nothing was sent"
-                        )
-                    opening = opening or set()
-                    opening.add(item.index)
-                elif isinstance(item, CallFinished):
-                    self._finishing.add(item.call.index)
+            self._finishing = checked(outputs, self._opened)  # refused before any output changes what was sent
             sent: list[dict[str, Any]] = []
             for item in outputs:
                 if type(item) is ContentDelta:  # no call's: it goes out now, whatever call waits

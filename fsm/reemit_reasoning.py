@@ -27,7 +27,9 @@ Anthropic and through Amazon Bedrock, of Gemini's), and its docs list no other f
 sources; another source's entries name none (a chat source's blocks keep the format they came
 with). Read back, a block keeps its text, signature and data, and takes the format named.
 
-Each piece goes out as it comes, in a chunk of its own (never held behind a call, never retracted):
+A signature, data, id or format holding a lone surrogate goes out as its ``\\udXXX`` escape (policy
+emitted-lone-surrogate: no chunk holding one can be written as UTF-8); the text holds none (the
+engine mends it). Each piece goes out as it comes, in a chunk of its own (never held behind a call, never retracted):
 a signature or encrypted data as soon as the reassembler reports it (:class:`fsm.ReasoningData`),
 which is after the block's text on every wire that streams both. Fed back to toolcall-fsm's chat
 decoder, the stream gives each block its text, signature and encrypted or redacted data, in order.
@@ -45,6 +47,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal
 
 from fsm.errors import InvalidOption, shown
+from fsm.reemit_signatures import sendable
 from fsm.results import ContentDelta, ReasoningData
 from fsm.wire.decoders import PROVIDERS
 
@@ -92,7 +95,7 @@ class BlockEmitter:
             entry = {"type": kind, _TEXT_KEYS[kind]: piece.text}
             fmt = known.format if known is not None and known.format is not None else self._format
             if fmt is not None:
-                entry["format"] = fmt
+                entry["format"] = sendable(fmt)
         if piece.block is not None:  # (a ContentDelta built by hand may name none: the latest block, read back)
             entry["index"] = piece.block
         return {PLAIN_FIELD[self.dialect]: piece.text, self.dialect: [entry]}
@@ -114,9 +117,10 @@ class BlockEmitter:
     def _thinking(self, data: ReasoningData, changed: set[str]) -> list[dict[str, Any]]:
         entries: list[dict[str, Any]] = []
         if "signature" in changed:
-            entries.append({"type": "thinking", "thinking": "", "signature": data.signature, "index": data.block})
+            signed = sendable(data.signature)
+            entries.append({"type": "thinking", "thinking": "", "signature": signed, "index": data.block})
         if "redacted" in changed:
-            entries.append({"type": "redacted_thinking", "data": data.redacted, "index": data.block})
+            entries.append({"type": "redacted_thinking", "data": sendable(data.redacted), "index": data.block})
         unsent = sorted(changed - {"signature", "redacted"})
         if unsent:  # policy reasoning-block-unsent: no thinking block holds them
             self.unsent.append(f"reasoning block {data.block}: its {', '.join(unsent)} (thinking_blocks has no field)")
@@ -127,16 +131,18 @@ class BlockEmitter:
         kind = data.detail if data.detail in _TEXT_KEYS else "reasoning.text"
         if "summary" in changed:  # policy reasoning-summary-as-text
             entries += [
-                self._entry(data, "reasoning.summary", _RESPONSES, summary=part) for part in data.summary if part
+                self._entry(data, "reasoning.summary", _RESPONSES, summary=sendable(said))
+                for said in data.summary
+                if said
             ]
         if "signature" in changed:
-            entries.append(self._entry(data, kind, **{_TEXT_KEYS[kind]: "", "signature": data.signature}))
+            entries.append(self._entry(data, kind, **{_TEXT_KEYS[kind]: "", "signature": sendable(data.signature)}))
         if "redacted" in changed:
-            entries.append(self._entry(data, "reasoning.encrypted", _CLAUDE, data=data.redacted))
+            entries.append(self._entry(data, "reasoning.encrypted", _CLAUDE, data=sendable(data.redacted)))
         if changed & {"encrypted_content", "item_id"}:
-            held = {"data": data.encrypted_content or ""}
+            held = {"data": sendable(data.encrypted_content or "")}
             if data.item_id is not None:
-                held["id"] = data.item_id
+                held["id"] = sendable(data.item_id)
             entries.append(self._entry(data, "reasoning.encrypted", _RESPONSES, **held))
         return entries
 
@@ -146,6 +152,6 @@ class BlockEmitter:
         entry = {"type": kind, **fields}
         fmt = of.format or self._format or usual
         if fmt is not None:
-            entry["format"] = fmt
+            entry["format"] = sendable(fmt)
         entry["index"] = of.block
         return entry
