@@ -4,7 +4,9 @@ the reassembler makes it. Anything else is refused before any output changes wha
 whose fields are not of their declared types (a ``CallFinished`` of no call, a ``ContentDelta`` of
 another kind, a piece of text that is no string), which would raise out of the emitter or go out in
 a chunk no client reads (hostile audit 83); and a ``CallOpened`` of a call already opened (another
-stream's outputs, or a list fed twice), which would give the client two ids under one index.
+stream's outputs, or a list fed twice), which would give the client two ids under one index. A
+field holding an object of the caller's own is left to be answered where it is read (policy
+caller-object-raises), as before.
 
 The commonest outputs (``ArgumentsDelta``, ``ContentDelta``: one a piece of the stream) are checked
 in line, a few type tests each; the others, one a call, by :func:`fsm.fieldcheck.fault`."""
@@ -18,6 +20,13 @@ from fsm.fieldcheck import fault, said, where
 from fsm.results import ArgumentsDelta, CallFinished, CallOpened, ContentDelta, Output
 
 _KINDS = ("text", "reasoning", "refusal")
+_PLAIN = frozenset({str, int, float, bool, type(None), dict, list, tuple})
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is plain data or this package's: an object of the caller's own is answered
+    where it is read, as every reader answers one (:mod:`fsm.foreign`)."""
+    return type(value) in _PLAIN or type(value).__module__.split(".")[0] == "fsm"
 
 
 def checked(outputs: list[Any] | tuple[Any, ...], opened: dict[int, str]) -> set[int]:
@@ -39,7 +48,7 @@ def checked(outputs: list[Any] | tuple[Any, ...], opened: dict[int, str]) -> set
                 f" (outputs[{at}]); nothing was sent"
             )
         wrong = fault(item, kind)
-        if wrong is not None:
+        if wrong is not None and _plain(wrong.value):  # (a caller's own object: policy caller-object-raises)
             raise InvalidInput(
                 f"outputs[{at}]{where(wrong.path)} must be {said(wrong.declared)}, not {type(wrong.value).__name__},"
                 f" as a reassembler makes it; nothing was sent"

@@ -404,3 +404,23 @@ def test_the_openai_client_reads_a_late_signature_and_each_calls_done_once() -> 
         final = stream.get_final_completion().choices[0].message
     assert done == [(c.index, c.arguments_json) for c in source.calls]
     assert sdk_signatures(final) == signatures(source)
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["per-event", "whole"])
+def test_an_interleaving_source_in_one_list_goes_out_call_by_call(whole: bool) -> None:
+    # Each call finishes in the one list of outputs a stream read whole gives: the next call waits for
+    # the end of the one before it, so each done carries its whole text; fed a piece at a time, the
+    # calls go out interleaved as they came (the source's doing, under incremental).
+    wire = [
+        chat(chat_entry(0, '{"a": ', call_id="c1")),
+        chat(chat_entry(1, '{"a": ', call_id="c2")),
+        chat(chat_entry(0, "2}")),
+        chat(chat_entry(1, "4}")),
+        chat(finish="tool_calls"),
+    ]
+    pieces = [sse(wire)] if whole else [sse([w]) for w in wire]
+    chunks, source = reemit(pieces, "openai-chat", FlushPolicy.INCREMENTAL)
+    done = done_events(chunks)
+    assert sorted(done) == ([(0, '{"a": 2}'), (1, '{"a": 4}')] if whole else [(0, '{"a": '), (1, '{"a": ')])
+    back = read_back(chunks)
+    assert [(c.id, c.arguments) for c in back.calls] == [(c.id, c.arguments) for c in source.calls]
