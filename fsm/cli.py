@@ -154,8 +154,7 @@ def _choice(text: str) -> int:
 
 
 def _whole(digits: str) -> int:
-    """``int(digits)``; past the int-string conversion limit, a usage error that says so (argparse
-    would name this function and write every digit back)."""
+    """``int(digits)``; past the int-string conversion limit, a usage error that says so (not a trace)."""
     try:
         return int(digits)
     except ValueError:
@@ -353,8 +352,9 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     except InvalidOption as exc:  # --choice without a --provider whose streams have several: bad usage
         stderr.write(f"toolcall-fsm replay: --choice: {exc}\n")
         return 2
-    # its chunks under the choice read; the reasoning with its signatures in the dialect named
-    emitter = DeltaEmitter(FlushPolicy(args.flush), choice=args.choice or 0, reasoning_blocks=args.reasoning_blocks)
+    # its chunks under the choice read; the reasoning in the dialect named, in its source's format where known
+    named = {"reasoning_blocks": args.reasoning_blocks, "source": None if args.provider == "auto" else args.provider}
+    emitter = DeltaEmitter(FlushPolicy(args.flush), choice=args.choice or 0, **named)
 
     def show(chunks: list[dict[str, Any]]) -> None:
         stdout.writelines(dumps(chunk) + "\n" for chunk in chunks)

@@ -39,11 +39,9 @@ if TYPE_CHECKING:
 
 _SURROGATE = re.compile("[\ud800-\udfff]").search  # asked of text that is not ASCII (isascii() costs nothing)
 
-
 _Frozen = tuple[
     str, tuple[Reasoning, ...], tuple[TextPart, ...], str | None, tuple[ServerToolResult, ...], tuple[Compaction, ...]
 ]
-
 
 BLOCK_CHARS = 64
 """What a reasoning block or text part counts as it opens: its object holds about 240 bytes, so a stream
@@ -243,6 +241,8 @@ class TurnContent:
         self.usage = dict(usage)
 
     def _block(self, wire_key: int | None) -> Block:
+        if self._high is not None:  # another block's half pair has no partner: its U+FFFD goes before
+            self.settle(("reasoning", wire_key))
         blocks = self._blocks
         if blocks is None:
             blocks = self._blocks = {}
@@ -250,9 +250,8 @@ class TurnContent:
         if key is None:
             if self._latest is not None:
                 return blocks[self._latest]
-            # Keys of their own, which no provider's block index or item id can equal.
             self._anonymous += 1
-            key = f"#{self._anonymous}"
+            key = f"#{self._anonymous}"  # a key of its own, which no provider's block index or item id can equal
         block = blocks.get(key)
         if block is None:
             self.take(BLOCK_CHARS)  # a block holds its own fields, though it be given no text
@@ -346,19 +345,21 @@ class TurnContent:
         if lone:
             self.ledger.diagnose("lone-surrogate", f"the turn's {said}: {lone} surrogate(s) with no partner, as U+FFFD")
 
-    def settle(self) -> None:
-        """The turn ended: a high surrogate still waiting for its low one has none (U+FFFD, ``heard``
-        too), reported at the event that sent it, however the stream was delivered."""
-        held, self._high = self._high, None
-        for kind, (_, part, output_index, event) in (held or {}).items():
+    def settle(self, going_on: Any = None) -> None:
+        """The turn ended, or a piece of reasoning block ``going_on`` came, cutting any other block's pair: a high
+        surrogate still waiting for its low one has none (U+FFFD, ``heard`` too), told at the event that sent it."""
+        held, self._high = self._high or {}, None
+        kept = {k: v for k, v in held.items() if isinstance(k, str) or k == going_on} if going_on else {}
+        for kind, (_, part, output_index, event) in [(k, v) for k, v in held.items() if k not in kept]:
             self.held -= 1  # the half was taken in as it came: its U+FFFD stands in its place
-            if self.ledger is not None:
+            if self.ledger is not None and going_on is None:  # (mid-stream: at the event that cut it)
                 self.ledger.event = event
             self._surrogates(kind, 0, 1)
             if kind == "text" or kind == "refusal":
                 self.apply(TextDelta("\ufffd", output_index=output_index, part=part, refusal=kind == "refusal"))
             else:
                 self.apply(ReasoningDelta(kind[1], "\ufffd", output_index=output_index))
+        self._high = kept or None  # the text's and the refusal's wait on, and this block's
 
     def frozen(self) -> _Frozen:
         """What the result holds of the turn's content, as the properties below give it: ``text``,

@@ -18,17 +18,17 @@ policies:
   whose final arguments win over the streamed ones (OpenAI Responses ``.done``), all of a call's text
   until the call is finished. Text of a call whose header had no name is held here until its name
   arrives (``CallNamed``) or the call finishes, so the name always goes out first.
-* ``on-finish``: the header with empty arguments when a call opens, the final arguments when it
-  finishes.
+* ``on-finish``: the header with empty arguments when a call opens, the final arguments when it finishes.
 
-A call's chunks never give way to the next call's while it still owes its text: openai-python's stream helper
-(``client.chat.completions.stream``) reads a chunk of a new index as the end of the call before it, and hands that
-call's arguments on as done (parsing them, for a strict tool). So the next call waits, its chunks kept in their order
-(a run of its deltas as one chunk of their text), until the call before it has sent text (``incremental``) or has
-finished (``on-finish``, or a call whose text the engine holds until it finishes: Gemini's and Ollama's snapshots,
-Responses calls), and goes out right after it. Streams whose calls come one after another (OpenAI, Anthropic) go out
-as they came; a source that interleaves its calls' text is re-emitted interleaved under ``incremental`` (``on-finish``
-serializes it).
+A call's chunks never give way to the next call's while it still owes its text: openai-python's
+stream helper (``client.chat.completions.stream``) reads a chunk of a new index as the end of the
+call before it, and hands that call's arguments on as done (parsing them, for a strict tool). So
+the next call waits, its chunks kept in their order (a run of its deltas as one chunk of their
+text), until the call before it has sent text (``incremental``) or has finished (``on-finish``, or
+a call whose text comes in the outputs it finishes in: Gemini's and Ollama's snapshots, Responses
+calls, any in one list), and goes out right after it. Streams whose calls come one after another
+go out as they came; a source that interleaves its calls' text, fed a piece at a time, is re-emitted
+interleaved under ``incremental`` (``on-finish``, or the stream in one ``feed()``, serializes it).
 
 The turn's text, reasoning and refusal go out too where the reassembler reports them
 (``Reassembler(content_deltas=True)``: :class:`~fsm.results.ContentDelta` outputs), each piece in a chunk of its own
@@ -54,9 +54,10 @@ from typing import Any, Final, Literal
 from fsm.errors import InvalidInput, InvalidOption, LocalProtocolError, shown
 from fsm.events import FREEFORM_TYPES
 from fsm.foreign import answers_callers, caller_fault
-from fsm.jsontext import escape_lone_surrogates, has_surrogate
-from fsm.reemit_reasoning import REASONING_BLOCKS, BlockEmitter, ReasoningBlocks
-from fsm.reemit_signatures import Signatures
+from fsm.jsontext import has_surrogate
+from fsm.reemit_outputs import checked
+from fsm.reemit_reasoning import REASONING_BLOCKS, BlockEmitter, ReasoningBlocks, source_format
+from fsm.reemit_signatures import Signatures, sendable
 from fsm.results import (
     ArgumentsDelta,
     CallFinished,
@@ -95,6 +96,8 @@ class DeltaEmitter:
     re-emits the same bytes (the engine reads no clock). ``choice`` numbers the chunks' one choice: a
     gateway re-emitting a stream of several choices runs a reassembler and an emitter per choice
     (``Reassembler(choice=k)``, ``DeltaEmitter(choice=k)``) and sends their chunks side by side.
+    ``source`` names the provider the outputs were read from (``Result.provider``): the reasoning's
+    blocks name its ``format`` (policy reasoning-format-by-source, :mod:`fsm.reemit_reasoning`).
 
     Misuse is refused, never sent: outputs that open a call already opened (another stream's, or the
     same list twice) are :class:`~fsm.errors.InvalidInput` and nothing of them goes out; so is a
@@ -113,6 +116,7 @@ class DeltaEmitter:
         created: int = 0,
         choice: int = 0,
         reasoning_blocks: ReasoningBlocks | None = None,
+        source: str | None = None,
     ) -> None:
         if reasoning_blocks is not None and reasoning_blocks not in REASONING_BLOCKS:
             raise InvalidOption(
@@ -141,14 +145,16 @@ class DeltaEmitter:
         self._held: dict[int, list[str]] = {}  # text of calls whose name has not gone out yet
         self._ready: set[int] = set()  # calls after which the next may go out: they sent text, or finished
         self._waiting: dict[int, list[dict[str, Any]]] = {}  # the chunks' tool calls of calls that wait
-        # Of a call that waits, the text of its deltas since its last other entry, joined into one entry
-        # as it goes out: a dict an entry would cost some 1 KB a delta, and a hostile stream can send
-        # millions of 1-character deltas behind a call that owes its text (audit 65).
+        # Of a call that waits, the text of its deltas since its last other entry, joined into one entry as it
+        # goes out: a dict an entry costs some 1 KB a delta, and a hostile stream can send millions (audit 65).
         self._joining: dict[int, tuple[dict[str, Any], list[str]]] = {}
         self._gate: int | None = None  # the first call that waits (all after it wait too)
+        self._last_out: int | None = None  # the call whose tool-call entry went out last
+        self._finishing: set[int] = set()  # the calls the outputs chunks() was given finish
         self._opened: dict[int, str] = {}  # each call's id as its header went out: finish() checks the result by it
         self._finished = False  # finish() sent the last chunk: nothing goes after it
-        self._blocks = BlockEmitter(reasoning_blocks) if reasoning_blocks is not None else None
+        formats = source_format(source, model)  # (checked with no reasoning_blocks too: a misspelt one is refused)
+        self._blocks = BlockEmitter(reasoning_blocks, formats) if reasoning_blocks is not None else None
         self._signatures = Signatures()  # Gemini's, each once: fsm.reemit_signatures
 
     @property
@@ -182,24 +188,7 @@ class DeltaEmitter:
             raise InvalidInput(f"chunks takes the list feed() returned, not {type(outputs).__name__}")
         self._open("chunks")
         try:  # (not answers_callers: its wrapper would cost every event's call)
-            opening: set[int] | None = None  # the calls these outputs open
-            for at, item in enumerate(outputs):  # refused before any output changes what was sent
-                kind = type(item)
-                if not issubclass(kind, Output):  # (isinstance would ask a caller's object its __class__)
-                    raise InvalidInput(
-                        f"chunks takes outputs (CallOpened, ArgumentsDelta, ...), not {kind.__name__}"
-                        f" (outputs[{at}]); nothing was sent"
-                    )
-                if isinstance(item, CallOpened):  # (an Output: no caller's __class__ to ask)
-                    if item.index in self._opened or (opening is not None and item.index in opening):
-                        # A stream opens each call once: a second header for its index would give the
-                        # client two ids and the text of two calls under one (two streams' outputs).
-                        raise InvalidInput(
-                            f"outputs[{at}] opens call {item.index} again ({shown(item.id)}): one emitter takes"
-                            " the outputs of one stream, each once; nothing was sent"
-                        )
-                    opening = opening or set()
-                    opening.add(item.index)
+            self._finishing = checked(outputs, self._opened)  # refused before any output changes what was sent
             sent: list[dict[str, Any]] = []
             for item in outputs:
                 if type(item) is ContentDelta:  # no call's: it goes out now, whatever call waits
@@ -250,6 +239,7 @@ class DeltaEmitter:
         # What still waits (outputs not passed to chunks(): every call finishes in close()) goes now
         self._joined(list(self._joining))
         waiting = [entry for index in sorted(self._waiting) for entry in self._waiting[index]]
+        waiting += self._signatures.late  # after every call's text (policy late-signature-on-last-chunk)
         self._waiting, self._gate = {}, None
         last = self._chunk(waiting, reason)
         self._signatures.text(last, result)
@@ -257,7 +247,7 @@ class DeltaEmitter:
         if said:
             # A consumer must learn of the error as the provider's own stream told it: clients raise on
             # a chunk with an error object (openai-python's APIError), after the calls they accumulated.
-            last["error"] = {"message": _sendable("; ".join(said)), "type": "provider_error"}
+            last["error"] = {"message": sendable("; ".join(said)), "type": "provider_error"}
         # A call a declined model made went out as any call's (policy fallback-declined-calls): not to run either
         declined = [call.index for call in result.declined_calls]
         cut = [call for call in result.calls if call.status is not CallStatus.COMPLETE] + list(result.declined_calls)
@@ -268,19 +258,19 @@ class DeltaEmitter:
         if cut and "error" not in last:
             # Its text went out as any call's, and a chunk has no field for a call's status: a client
             # must not run it (policy incomplete-calls-not-run), so the stream ends in an error too.
-            listed = ", ".join(f"{_sendable(call.id)} ({_sendable(call.name)}): {status[call.index]}" for call in cut)
+            listed = ", ".join(f"{sendable(call.id)} ({sendable(call.name)}): {status[call.index]}" for call in cut)
             last["error"] = {
-                "message": _sendable(f"{what}, not to be run: {listed}" + "".join(f"; {s}" for s in stopped)),
+                "message": sendable(f"{what}, not to be run: {listed}" + "".join(f"; {s}" for s in stopped)),
                 "type": "incomplete_tool_call",
             }
         elif stopped and "error" not in last:
-            last["error"] = {"message": _sendable(stopped[0]), "type": "stream_interrupted"}
+            last["error"] = {"message": sendable(stopped[0]), "type": "stream_interrupted"}
         if cut:
             # Which calls, and how each ended, for a reader that keeps a call's status (toolcall-fsm's
             # own chat decoder): a cut value that closed, or a whole one no tool can run, reads as
             # complete from its text alone.
             last["error"]["incomplete_tool_calls"] = [
-                {"index": call.index, "id": _sendable(call.id), "status": status[call.index]} for call in cut
+                {"index": call.index, "id": sendable(call.id), "status": status[call.index]} for call in cut
             ]
         return last
 
@@ -295,11 +285,11 @@ class DeltaEmitter:
                 self._freeform.add(item.index)
             body: dict[str, Any] = {self._text_key(item.index): ""}
             if item.name is not None:
-                body["name"] = _sendable(item.name)
+                body["name"] = sendable(item.name)
                 self._named.add(item.index)
             else:
                 self._held[item.index] = []
-            header = {"index": item.index, "id": _sendable(item.id), self._body_key(item.index): body}
+            header = {"index": item.index, "id": sendable(item.id), self._body_key(item.index): body}
             if item.type == "function":  # the only type a chat chunk may name; the body tells the others
                 header["type"] = "function"
             return self._signatures.sign(header, item.thought_signature)
@@ -307,7 +297,7 @@ class DeltaEmitter:
             if item.index in self._named:
                 return None
             self._named.add(item.index)
-            body = {"name": _sendable(item.name)}
+            body = {"name": sendable(item.name)}
             held = self._held.pop(item.index, None)
             if held:
                 body[self._text_key(item.index)] = "".join(held)
@@ -324,14 +314,15 @@ class DeltaEmitter:
             call = item.call
             body = {}
             if call.name is not None and call.index not in self._named:
-                body["name"] = _sendable(call.name)  # the name arrived after the header went out
+                body["name"] = sendable(call.name)  # the name arrived after the header went out
                 self._named.add(call.index)
             held = self._held.pop(call.index, None)
             if self.flush is FlushPolicy.ON_FINISH:
                 body[self._text_key(call.index)] = call.input if call.index in self._freeform else call.arguments_json
             elif held:
                 body[self._text_key(call.index)] = "".join(held)
-            return self._signatures.finished(call, body, self._body_key(call.index), self._text_key(call.index))
+            behind = self._last_out not in (None, call.index) and (self._gate is None or call.index < self._gate)
+            return self._signatures.finished(call, body, call.index in self._freeform, behind)
         return None  # an output with nothing to send (chunks() refused any other item)
 
     def _in_turn(self, entry: dict[str, Any] | None, item: Output) -> list[dict[str, Any]]:
@@ -340,9 +331,9 @@ class DeltaEmitter:
         those of the calls that waited for it."""
         index = item.call.index if isinstance(item, CallFinished) else entry["index"] if entry else -1
         if isinstance(item, CallFinished) or (
-            isinstance(item, ArgumentsDelta) and self.flush is FlushPolicy.INCREMENTAL
+            isinstance(item, ArgumentsDelta) and self.flush is FlushPolicy.INCREMENTAL and index not in self._finishing
         ):
-            self._ready.add(index)
+            self._ready.add(index)  # (one that finishes in these outputs too: once its last chunk, signed, is made)
         gate = self._gate
         if gate is None and isinstance(item, CallOpened) and index > 0 and index - 1 not in self._ready:
             gate = self._gate = index  # the call before it owes its text: this one waits
@@ -356,6 +347,7 @@ class DeltaEmitter:
             self._joined([released])
             out += self._waiting.pop(released, [])
             self._gate = released + 1 if self._waiting else None
+        self._last_out = out[-1]["index"] if out else self._last_out
         return out
 
     def _wait(self, index: int, entry: dict[str, Any], text_only: bool) -> None:
@@ -389,10 +381,3 @@ class DeltaEmitter:
     def _chunk(self, tool_calls: list[dict[str, Any]], finish_reason: str | None) -> dict[str, Any]:
         delta: dict[str, Any] = {"tool_calls": tool_calls} if tool_calls else {}
         return {**self._envelope, "choices": [{"index": self._choice, "delta": delta, "finish_reason": finish_reason}]}
-
-
-def _sendable(text: str | None) -> str | None:
-    """``text`` with each lone surrogate as its escape ``\\udXXX`` (six characters): a wire id or name
-    may hold one (JSON escapes allow it), and a chunk holding it cannot be written as UTF-8 (policy
-    emitted-lone-surrogate). Argument text holds none: the engine escaped it (``lone-surrogate``)."""
-    return escape_lone_surrogates(text) if text is not None and has_surrogate(text) else text

@@ -16,7 +16,20 @@
   format ``anthropic-claude-v1`` and a Responses item ``openai-responses-v1``, as OpenRouter's do,
   where the block named none.
 
-Each piece goes out as it comes, in a chunk of its own (never held behind a call, never retracted):
+Policy reasoning-format-by-source: every entry of a block names the format OpenRouter names for
+the block's source, where the block named none and the source is known
+(``DeltaEmitter(source=...)``, the provider the outputs were read from): ``anthropic-claude-v1``
+for Anthropic's, and for Bedrock Converse's where the emitter's ``model`` names a Claude (Bedrock
+streams DeepSeek's, gpt-oss's and Nova's reasoning too, and the stream does not say whose);
+``google-gemini-v1`` for Gemini's; ``openai-responses-v1`` for a Responses item's. OpenRouter's
+recorded streams name them so on every entry (``reasoning.text`` pieces of Claude's through
+Anthropic and through Amazon Bedrock, of Gemini's), and its docs list no other format for these
+sources; another source's entries name none (a chat source's blocks keep the format they came
+with). Read back, a block keeps its text, signature and data, and takes the format named.
+
+A signature, data, id or format holding a lone surrogate goes out as its ``\\udXXX`` escape (policy
+emitted-lone-surrogate: no chunk holding one can be written as UTF-8); the text holds none (the
+engine mends it). Each piece goes out as it comes, in a chunk of its own (never held behind a call, never retracted):
 a signature or encrypted data as soon as the reassembler reports it (:class:`fsm.ReasoningData`),
 which is after the block's text on every wire that streams both. Fed back to toolcall-fsm's chat
 decoder, the stream gives each block its text, signature and encrypted or redacted data, in order.
@@ -33,7 +46,10 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
+from fsm.errors import InvalidOption, shown
+from fsm.reemit_signatures import sendable
 from fsm.results import ContentDelta, ReasoningData
+from fsm.wire.decoders import PROVIDERS
 
 ReasoningBlocks = Literal["thinking_blocks", "reasoning_details"]
 REASONING_BLOCKS: Final[tuple[ReasoningBlocks, ...]] = ("thinking_blocks", "reasoning_details")
@@ -44,14 +60,28 @@ PLAIN_FIELD: Final = {"thinking_blocks": "reasoning_content", "reasoning_details
 
 _TEXT_KEYS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 _CLAUDE, _RESPONSES = "anthropic-claude-v1", "openai-responses-v1"
+SOURCE_FORMATS: Final = {"anthropic": _CLAUDE, "gemini": "google-gemini-v1", "openai-responses": _RESPONSES}
+"""The ``format`` OpenRouter names for a block of each source's (policy reasoning-format-by-source);
+Bedrock's is Claude's only for a Claude model (:func:`source_format`)."""
+
+
+def source_format(source: str | None, model: str) -> str | None:
+    """The format the blocks of ``source`` (a provider's name, as ``Reassembler`` takes it) name, where
+    they name none of their own; ``model`` is the emitter's (a Bedrock model id names its maker)."""
+    if source is not None and source not in PROVIDERS:  # a misspelt one would name no format, silently
+        raise InvalidOption(f"source must be None or one of {list(PROVIDERS)}, not {shown(source)}")
+    if source == "bedrock":
+        return _CLAUDE if "claude" in model.lower() else None
+    return SOURCE_FORMATS.get(source) if source is not None else None
 
 
 class BlockEmitter:
     """One stream's reasoning in one dialect: the delta of each piece, and what went out of each
     block's data (a :class:`ReasoningData` repeats every field; only what changed goes out)."""
 
-    def __init__(self, dialect: ReasoningBlocks) -> None:
+    def __init__(self, dialect: ReasoningBlocks, source_format: str | None = None) -> None:
         self.dialect = dialect
+        self._format = source_format  # what a block names where it names none (reasoning-format-by-source)
         self._sent: dict[int, ReasoningData] = {}  # each block's data as last given
         self.unsent: list[str] = []
 
@@ -63,8 +93,9 @@ class BlockEmitter:
         else:
             kind = known.detail if known is not None and known.detail in _TEXT_KEYS else "reasoning.text"
             entry = {"type": kind, _TEXT_KEYS[kind]: piece.text}
-            if known is not None and known.format is not None:
-                entry["format"] = known.format
+            fmt = known.format if known is not None and known.format is not None else self._format
+            if fmt is not None:
+                entry["format"] = sendable(fmt)
         if piece.block is not None:  # (a ContentDelta built by hand may name none: the latest block, read back)
             entry["index"] = piece.block
         return {PLAIN_FIELD[self.dialect]: piece.text, self.dialect: [entry]}
@@ -86,9 +117,10 @@ class BlockEmitter:
     def _thinking(self, data: ReasoningData, changed: set[str]) -> list[dict[str, Any]]:
         entries: list[dict[str, Any]] = []
         if "signature" in changed:
-            entries.append({"type": "thinking", "thinking": "", "signature": data.signature, "index": data.block})
+            signed = sendable(data.signature)
+            entries.append({"type": "thinking", "thinking": "", "signature": signed, "index": data.block})
         if "redacted" in changed:
-            entries.append({"type": "redacted_thinking", "data": data.redacted, "index": data.block})
+            entries.append({"type": "redacted_thinking", "data": sendable(data.redacted), "index": data.block})
         unsent = sorted(changed - {"signature", "redacted"})
         if unsent:  # policy reasoning-block-unsent: no thinking block holds them
             self.unsent.append(f"reasoning block {data.block}: its {', '.join(unsent)} (thinking_blocks has no field)")
@@ -99,24 +131,27 @@ class BlockEmitter:
         kind = data.detail if data.detail in _TEXT_KEYS else "reasoning.text"
         if "summary" in changed:  # policy reasoning-summary-as-text
             entries += [
-                self._entry(data, "reasoning.summary", _RESPONSES, summary=part) for part in data.summary if part
+                self._entry(data, "reasoning.summary", _RESPONSES, summary=sendable(said))
+                for said in data.summary
+                if said
             ]
         if "signature" in changed:
-            entries.append(self._entry(data, kind, **{_TEXT_KEYS[kind]: "", "signature": data.signature}))
+            entries.append(self._entry(data, kind, **{_TEXT_KEYS[kind]: "", "signature": sendable(data.signature)}))
         if "redacted" in changed:
-            entries.append(self._entry(data, "reasoning.encrypted", _CLAUDE, data=data.redacted))
+            entries.append(self._entry(data, "reasoning.encrypted", _CLAUDE, data=sendable(data.redacted)))
         if changed & {"encrypted_content", "item_id"}:
-            held = {"data": data.encrypted_content or ""}
+            held = {"data": sendable(data.encrypted_content or "")}
             if data.item_id is not None:
-                held["id"] = data.item_id
+                held["id"] = sendable(data.item_id)
             entries.append(self._entry(data, "reasoning.encrypted", _RESPONSES, **held))
         return entries
 
     def _entry(self, of: ReasoningData, kind: str, usual: str | None = None, **fields: Any) -> dict[str, Any]:
-        """An entry of ``of``'s block; its format the block's, else the one such an entry usually has."""
+        """An entry of ``of``'s block; its format the block's, else its source's, else the one such an
+        entry usually has."""
         entry = {"type": kind, **fields}
-        fmt = of.format or usual
+        fmt = of.format or self._format or usual
         if fmt is not None:
-            entry["format"] = fmt
+            entry["format"] = sendable(fmt)
         entry["index"] = of.block
         return entry

@@ -14,7 +14,16 @@ signature goes out once, since chat consumers join a string sent twice under one
   every Gemini wire signs a call's first part, and Gemini's endpoint sends the call whole in one
   entry); else on the call's last chunk, when it finishes, as an entry of empty text if the call
   has nothing else left to send. A chunk of the call after a later call's would read as that later
-  call's end in openai-python's stream helper, which is why the first chunk is the one.
+  call's end in openai-python's stream helper, which is why the first chunk is the one; and a call
+  whose text the engine holds until it finishes (a Gemini snapshot, a resend that brings the
+  signature) keeps the next call waiting until its last chunk is out, signature and all.
+* Policy late-signature-on-last-chunk: a signature that comes after another call's chunks went out
+  (a source that interleaves its calls: a chat proxy, or a resend of an earlier call carrying it;
+  no Gemini wire does, each signs a call's first part) goes out still, since Gemini 3 refuses the
+  call sent back without it, but on the stream's last chunk (:meth:`DeltaEmitter.finish`), beside
+  the finish reason: openai-python's stream helper reads a call's chunk after another's as that
+  other call's end (its ``arguments.done``, with the text so far), and on the last chunk every
+  call's text is in, so each call's done comes once with its whole text.
 * The text's, on the last chunk's delta (:meth:`DeltaEmitter.finish`): the latest signature the
   text carried (:attr:`Result.text_signature`), which is the one the chat decoder keeps when it reads
   several. The other text parts' signatures (a turn whose text was signed in several parts, each run
@@ -24,7 +33,7 @@ signature goes out once, since chat consumers join a string sent twice under one
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 from fsm.jsontext import escape_lone_surrogates, has_surrogate
 from fsm.results import Result, ToolCall
@@ -37,22 +46,29 @@ class Signatures:
     def __init__(self) -> None:
         self._signed: set[int] = set()  # the calls whose signature went out
         self.unsent: list[str] = []
+        self.late: list[dict[str, Any]] = []  # entries that go on the last chunk (late-signature-on-last-chunk)
 
     def sign(self, entry: dict[str, Any], signature: str | None) -> dict[str, Any]:
         """``entry`` (a tool-call entry) with its call's signature, unless there is none or it went."""
         index = entry["index"]
         if signature is not None and index not in self._signed:
             self._signed.add(index)
-            entry[COMPAT_SIGNATURE] = compat_signed(_sendable(signature))
+            entry[COMPAT_SIGNATURE] = compat_signed(sendable(signature))
         return entry
 
-    def finished(self, call: ToolCall, body: dict[str, Any], body_key: str, text_key: str) -> dict[str, Any] | None:
-        """The entry of a call that finished with ``body`` left to send (under ``body_key``), with its
-        signature where it is owed (it came after the call opened); None when nothing goes."""
+    def finished(self, call: ToolCall, body: dict[str, Any], freeform: bool, behind: bool) -> dict[str, Any] | None:
+        """The entry of a call that finished with ``body`` left to send (a ``custom`` one, for a
+        ``freeform`` call), with its signature where it is owed (it came after the call opened); None
+        when nothing goes now. ``behind``: another call's chunk went out after this call's last, so an
+        entry of the signature alone waits for the last chunk (policy late-signature-on-last-chunk)."""
+        body_key, text_key = ("custom", "input") if freeform else ("function", "arguments")
         if not body:
             if call.thought_signature is None or call.index in self._signed:
                 return None
             body = {text_key: ""}  # an entry of no body would read as no call's (toolcall-fsm's chat decoder)
+            if behind:
+                self.late.append(self.sign({"index": call.index, body_key: body}, call.thought_signature))
+                return None
         return self.sign({"index": call.index, body_key: body}, call.thought_signature)
 
     def text(self, last: dict[str, Any], result: Result) -> None:
@@ -60,7 +76,7 @@ class Signatures:
         signed = result.text_signature
         if signed is None:
             return
-        last["choices"][0]["delta"][COMPAT_SIGNATURE] = compat_signed(_sendable(signed))
+        last["choices"][0]["delta"][COMPAT_SIGNATURE] = compat_signed(sendable(signed))
         self.unsent = [
             f"text part {at}: its signature (a chat stream carries one signature of the text, the latest)"
             for at, part in enumerate(result.text_parts)
@@ -68,7 +84,12 @@ class Signatures:
         ]
 
 
-def _sendable(text: str) -> str:
-    """As ``fsm.reemit._sendable`` (policy emitted-lone-surrogate): a signature is a wire string too,
-    and a chunk holding a lone surrogate cannot be written as UTF-8."""
-    return escape_lone_surrogates(text) if has_surrogate(text) else text
+@overload
+def sendable(text: str) -> str: ...
+@overload
+def sendable(text: None) -> None: ...
+def sendable(text: str | None) -> str | None:
+    """``text`` with each lone surrogate as its escape ``\\udXXX`` (six characters): a wire id, name or
+    signature may hold one (JSON escapes allow it), and a chunk holding it cannot be written as UTF-8
+    (policy emitted-lone-surrogate). Argument text holds none: the engine escaped it (``lone-surrogate``)."""
+    return escape_lone_surrogates(text) if text is not None and has_surrogate(text) else text

@@ -41,6 +41,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "fsm.oneshot",
             "fsm.interrupted",
             "fsm.reemit",
+            "fsm.reemit_outputs",
             "fsm.reemit_reasoning",
             "fsm.reemit_signatures",
             "fsm.serialize",

@@ -418,6 +418,7 @@ def test_every_code_rule_and_choice_named_in_backticks_exists() -> None:
     # not names the code defines: the SDKs' and providers' own words, files and finish reasons
     theirs = {"trailing-strings", "externally-managed-environment", "tool-call-start", "tool-plan-delta"}
     theirs |= {"keep-alive", "apt-get"}
+    theirs |= {"anthropic-claude-v1", "google-gemini-v1", "openai-responses-v1"}  # OpenRouter's reasoning formats
     assert sorted(named - kebab_names() - theirs) == []
 
 

@@ -335,3 +335,92 @@ def test_an_unsigned_stream_goes_out_as_before() -> None:
     wire = [chat(chat_entry(0, '{"a": 1}', call_id="c1")), chat(finish="tool_calls")]
     chunks, _ = reemit([sse(wire)], "openai-chat", FlushPolicy.INCREMENTAL)
     assert not any("extra_content" in json.dumps(chunk) for chunk in chunks)
+
+
+def done_events(chunks: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    """openai-python's stream helper's ``arguments.done`` events: each call's index and its text then."""
+    state, done = ChatCompletionStreamState(), []
+    for chunk in chunks:
+        for e in state.handle_chunk(ChatCompletionChunk.model_validate(chunk)):
+            if e.type == "tool_calls.function.arguments.done":
+                done.append((e.index, e.arguments))
+    return done
+
+
+def resent_signed() -> list[dict[str, Any]]:
+    """Two calls, the first unsigned, then the first again (a resend, by its id) with its signature:
+    the signature comes after the second call opened. No Gemini wire does this (each signs a call's
+    first part); a proxy that adds signatures late might."""
+    return [
+        event(call("add", {"a": 2}, "g1")),
+        event(call("add", {"a": 4}, "g2")),
+        event(call("add", {"a": 2}, "g1", "TEFURQ==")),
+        event({"text": ""}, finish="STOP"),
+    ]
+
+
+@pytest.mark.parametrize("flush", FLUSHES, ids=lambda f: f.value)
+def test_a_late_signature_of_a_held_call_goes_out_before_the_next_call(flush: FlushPolicy) -> None:
+    # The call's text and its end come together (the engine holds a snapshot's text until it ends):
+    # the next call waits for the signed end, not for the text (before: header 1, then call 0's
+    # signed entry, so openai-python ended call 1 with no text: its done said '').
+    chunks, source = reemit([sse([e]) for e in resent_signed()], "gemini", flush)
+    assert signatures(source) == ([("g1", "TEFURQ=="), ("g2", None)], None)
+    order = [(e["index"], "extra_content" in e) for c in chunks for e in c["choices"][0]["delta"].get("tool_calls", [])]
+    signed_at = order.index((0, True))
+    assert all(index == 0 for index, _ in order[:signed_at])  # every chunk of call 0 before call 1's
+    assert done_events(chunks) == [(0, '{"a": 2}'), (1, '{"a": 4}')]
+    assert signatures(read_back(chunks)) == signatures(source)
+    assert sdk_signatures(sdk_message(chunks)) == signatures(source)
+
+
+def test_a_signature_behind_a_later_calls_chunk_goes_on_the_last_chunk() -> None:
+    # Policy late-signature-on-last-chunk: call 1's header went out (call 0 had sent text), its text
+    # waits for its name, which never comes, so it goes at the end; call 0's signature, owed at its
+    # end, would come between call 1's header and its text (openai-python: call 1 done with '').
+    nameless = {"index": 1, "id": "c2", "type": "function", "function": {"arguments": '{"a": 4}'}}
+    wire = [
+        chat(chat_entry(0, '{"a": 2}', call_id="c1")),
+        chat(nameless),
+        chat(chat_entry(0, "", "TEFURQ==")),
+        chat(finish="tool_calls"),
+    ]
+    chunks, source = reemit([sse([w]) for w in wire], "openai-chat", FlushPolicy.INCREMENTAL)
+    assert signatures(source) == ([("c1", "TEFURQ=="), ("c2", None)], None)
+    assert signed_entries(chunks) == [(0, "TEFURQ==")]
+    last = chunks[-1]["choices"][0]
+    assert last["finish_reason"] == "tool_calls" and "extra_content" in last["delta"]["tool_calls"][-1]
+    assert done_events(chunks) == [(0, '{"a": 2}'), (1, '{"a": 4}')]
+    assert signatures(read_back(chunks)) == signatures(source)
+    assert sdk_signatures(sdk_message(chunks)) == signatures(source)
+
+
+def test_the_openai_client_reads_a_late_signature_and_each_calls_done_once() -> None:
+    chunks, source = reemit([sse([e]) for e in resent_signed()], "gemini", FlushPolicy.INCREMENTAL)
+    replay = Replay(sse(chunks, done=True))
+    client = openai_client(replay)
+    with client.chat.completions.stream(model="gemini-3", messages=USER) as stream:
+        done = [(e.index, e.arguments) for e in stream if e.type == "tool_calls.function.arguments.done"]
+        final = stream.get_final_completion().choices[0].message
+    assert done == [(c.index, c.arguments_json) for c in source.calls]
+    assert sdk_signatures(final) == signatures(source)
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["per-event", "whole"])
+def test_an_interleaving_source_in_one_list_goes_out_call_by_call(whole: bool) -> None:
+    # Each call finishes in the one list of outputs a stream read whole gives: the next call waits for
+    # the end of the one before it, so each done carries its whole text; fed a piece at a time, the
+    # calls go out interleaved as they came (the source's doing, under incremental).
+    wire = [
+        chat(chat_entry(0, '{"a": ', call_id="c1")),
+        chat(chat_entry(1, '{"a": ', call_id="c2")),
+        chat(chat_entry(0, "2}")),
+        chat(chat_entry(1, "4}")),
+        chat(finish="tool_calls"),
+    ]
+    pieces = [sse(wire)] if whole else [sse([w]) for w in wire]
+    chunks, source = reemit(pieces, "openai-chat", FlushPolicy.INCREMENTAL)
+    done = done_events(chunks)
+    assert sorted(done) == ([(0, '{"a": 2}'), (1, '{"a": 4}')] if whole else [(0, '{"a": '), (1, '{"a": ')])
+    back = read_back(chunks)
+    assert [(c.id, c.arguments) for c in back.calls] == [(c.id, c.arguments) for c in source.calls]

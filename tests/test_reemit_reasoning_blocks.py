@@ -362,3 +362,68 @@ def test_replay_deltas_takes_the_dialect_and_says_what_it_could_not_send(tmp_pat
     assert main(["replay", "--output", "deltas", "--reasoning-blocks", "reasoning_details", str(path)], stdout=out) == 0
     back = fsm.reassemble([json.loads(line) for line in out.getvalue().splitlines()], "openai-chat")
     assert kept(back) == [("Need weather.", "EqQBCkYI", None, None, None), ("", None, "RED", None, None)]
+
+
+def details_of(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for c in chunks for e in c["choices"][0]["delta"].get("reasoning_details", ())]
+
+
+@pytest.mark.parametrize(
+    ("provider", "events", "model", "named"),
+    [
+        ("anthropic", anthropic_thinking_turn(), "claude-sonnet-4-5", "anthropic-claude-v1"),
+        ("bedrock", bedrock_turn(), "us.anthropic.claude-sonnet-4-5-v1:0", "anthropic-claude-v1"),
+        ("gemini", gemini_thinking_turn(), "gemini-3-pro", "google-gemini-v1"),
+        ("openai-responses", responses_turn(), "gpt-5", "openai-responses-v1"),
+    ],
+    ids=lambda v: v if isinstance(v, str) and "-" not in v else None,
+)
+def test_each_blocks_entries_name_the_format_openrouter_names_for_its_source(
+    provider: str, events: list[dict[str, Any]], model: str, named: str
+) -> None:
+    """Policy reasoning-format-by-source: OpenRouter's recorded streams (charmbracelet/fantasy's
+    cassettes: Claude's ``reasoning.text`` pieces through Anthropic and through Amazon Bedrock,
+    Gemini's) name the block's format on every entry; its docs list these formats."""
+    r = Reassembler(provider, content_deltas=True)
+    emitter = DeltaEmitter(reasoning_blocks="reasoning_details", source=provider, model=model)
+    chunks = [c for e in events for c in emitter.chunks(r.feed(e))]
+    source = r.close()
+    chunks += [*emitter.chunks(r.drain()), emitter.finish(source)]
+    for chunk in chunks:
+        ChatCompletionChunk.model_validate(chunk)
+    texts = [e for e in details_of(chunks) if e["type"] == "reasoning.text"]
+    assert texts and all(e["format"] == named for e in details_of(chunks))
+    for piece in (None, 1):  # read back: the same blocks, now of the format named
+        _, back = read(sse(chunks), "openai-chat", piece)
+        assert kept(back) == expected(source, "reasoning_details")
+        assert {r.format for r in back.reasoning} == {named}
+    # without a source, a text entry names none (as before); thinking_blocks has no format field
+    plain = DeltaEmitter(reasoning_blocks="reasoning_details")
+    r = Reassembler(provider, content_deltas=True)
+    said = [e for ev in events for c in plain.chunks(r.feed(ev)) for e in details_of([c])]
+    assert all("format" not in e for e in said if e["type"] == "reasoning.text")
+
+
+def test_a_bedrock_block_of_another_model_or_another_source_names_no_format() -> None:
+    for provider, events, model in (("bedrock", bedrock_turn(), "deepseek.r1-v1:0"), ("cohere", [], "command-a")):
+        emitter = DeltaEmitter(reasoning_blocks="reasoning_details", source=provider, model=model)
+        r = Reassembler(provider, content_deltas=True)
+        said = [e for ev in events for c in emitter.chunks(r.feed(ev)) for e in details_of([c])]
+        assert all("format" not in e for e in said if e["type"] == "reasoning.text")
+    # a chat source's block keeps the format it came with, whatever the source
+    emitter = DeltaEmitter(reasoning_blocks="reasoning_details", source="openai-chat")
+    r = Reassembler("openai-chat", content_deltas=True)
+    said = [e for ev in gpt_turn() for c in emitter.chunks(r.feed(ev)) for e in details_of([c])]
+    assert {e.get("format") for e in said} == {"openai-responses-v1"}
+    with pytest.raises(InvalidOption, match="source must be None or one of"):
+        DeltaEmitter(source="claude")
+
+
+def test_replay_deltas_names_the_format_of_the_provider_given(tmp_path: Path) -> None:
+    path = tmp_path / "a.sse"
+    path.write_bytes(sse(anthropic_thinking_turn()))
+    out = io.StringIO()
+    argv = ["replay", "--provider", "anthropic", "--output", "deltas", "--reasoning-blocks", "reasoning_details"]
+    assert main([*argv, str(path)], stdout=out) == 0
+    chunks = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert {e.get("format") for e in details_of(chunks)} == {"anthropic-claude-v1"}
