@@ -248,6 +248,8 @@ class DeltaEmitter:
             # A consumer must learn of the error as the provider's own stream told it: clients raise on
             # a chunk with an error object (openai-python's APIError), after the calls they accumulated.
             last["error"] = {"message": sendable("; ".join(said)), "type": "provider_error"}
+            if result.finish_reason == "error" and result.raw_finish_reason is not None:
+                last["error"]["code"] = sendable(result.raw_finish_reason)  # its kind (policy error-kind): to retry?
         # A call a declined model made went out as any call's (policy fallback-declined-calls): not to run either
         declined = [call.index for call in result.declined_calls]
         cut = [call for call in result.calls if call.status is not CallStatus.COMPLETE] + list(result.declined_calls)

@@ -196,3 +196,25 @@ def test_replay_shows_the_error_s_type_without_a_traceback() -> None:
     strict_code, strict_out, strict_err = replay("--strict", stdin=sse([_START, OVERLOADED]))
     assert strict_code == 1 and "Traceback" not in strict_err and "provider-error" in strict_err
     assert json.loads(strict_out)["raw_finish_reason"] == "overloaded_error"
+
+
+def test_a_re_emitted_error_keeps_its_kind() -> None:
+    """A gateway's clients tell a retryable error too: the error chunk ``DeltaEmitter`` ends with
+    carries the kind as its ``code``, which the chat decoder reads back as the same raw finish reason."""
+    from openai.types.chat import ChatCompletionChunk
+
+    from fsm.reemit import DeltaEmitter
+
+    reader = fsm.Reassembler("anthropic")
+    emitter = DeltaEmitter()
+    chunks: list[dict[str, Any]] = []
+    for event in [_START, _BLOCK, _PIECE, OVERLOADED]:
+        chunks += emitter.chunks(reader.feed(event))
+    result = reader.close()
+    chunks += emitter.chunks(reader.drain())
+    chunks.append(emitter.finish(result))
+    assert chunks[-1]["error"]["code"] == "overloaded_error"
+    for chunk in chunks:
+        ChatCompletionChunk.model_validate(chunk)
+    back = fsm.reassemble(b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks), "openai-chat")
+    assert said(back)[:2] == ("error", "overloaded_error")
