@@ -11,9 +11,11 @@ more of the user's before Claude's next message counts the same.
 The check reports the first message of such a run holding other content (``results-beside-text``).
 Repair moves that content (the user's text, images, documents: anything but a ``tool_result``)
 after Claude's next message that leaves no code waiting on the client (``moved-user-content``): into
-the user's message after it, after its results and before what the user said there (said later), or
-in a message of its own; where the history has no such
-message of Claude's, no place takes it, and repair keeps it (``kept-results-beside-text``), for the
+the user's messages after it, after the results of the last holding results and before what the user
+said there (said later), or in a message of its own; a message whose role the format lacks is read
+as absent and kept where it is (unknown-role-between). An empty message of Claude's left last (its
+answer to come) and one a server call waits past (a paused turn) end no wait. Where the history has
+no such message of Claude's, no place takes it, and repair keeps it (``kept-results-beside-text``), for the
 caller to send after Claude's next message. Repair's own moves make such runs too (results sent in
 the model's role go first in the user's text after them), so this reads repair's output."""
 
@@ -52,7 +54,10 @@ def _runs(messages: Sequence[Mapping[str, Any]]) -> tuple[list[_Run], list[int]]
             continue
         content = message.get("content")
         blocks = [b for b in content if isinstance(b, Mapping)] if isinstance(content, list) else []
-        if message.get("role") == "assistant":
+        role = message.get("role")
+        if role not in ("user", "assistant"):  # kept as it is, read as if absent (unknown-role-between)
+            continue
+        if role == "assistant":
             if answering and other >= 0:
                 found.append(_Run(start, at, other))
             if claude < 0:
@@ -61,7 +66,8 @@ def _runs(messages: Sequence[Mapping[str, Any]]) -> tuple[list[_Run], list[int]]
                 free.pop()
             pending |= _made(blocks, waiting)
             start, answering, other, claude = -1, False, -1, at
-            if not pending:
+            # Not an empty one, left last (Claude's answer to come), nor one a server call waits past (a paused turn)
+            if not pending and content and not waiting:
                 free.append(at)
             continue
         claude = -1
@@ -112,8 +118,11 @@ def beside_waiting_code(messages: Sequence[Mapping[str, Any]]) -> list[int]:
     return [run.other for run in _runs(messages)[0]]
 
 
-def settle(out: list[dict[str, Any]], origins: list[int], changes: list[Change]) -> list[dict[str, Any]]:
-    """Repair's written history (``origins``: each message's place in the input) with the content
+def settle(
+    out: list[dict[str, Any]], origins: list[list[tuple[int, int]]], changes: list[Change]
+) -> list[dict[str, Any]]:
+    """Repair's written history (``origins``: per message, where the blocks of each input message it
+    holds start) with the content
     beside the results of waiting code moved after Claude's next message that leaves no code
     waiting, or kept where none does; each noted in ``changes``."""
     runs, free = _runs(out)
@@ -126,19 +135,20 @@ def settle(out: list[dict[str, Any]], origins: list[int], changes: list[Change])
         while at_free < len(free) and free[at_free] < run.end:
             at_free += 1
         if at_free == len(free):
-            changes.append(Change("kept-results-beside-text", origins[run.other] + 1, None, KEPT))
+            first = _sources(origins[run.other], out[run.other].get("content"))[:1]
+            changes.extend(Change("kept-results-beside-text", at + 1, None, KEPT) for at in first)
             continue
         into = carried.setdefault(free[at_free], [])
         for at in range(run.start, run.end):
             message = out[at]
             content = message.get("content")
-            moving = _moving(content)
+            moving = _moving(content) if message.get("role") == "user" else []  # another role's is kept apart
             if not moving or not isinstance(content, (list, str)):
                 continue
             into += moving
             left = [b for b in content if _is_result(b)] if isinstance(content, list) else []
             gone[at] = {**message, "content": left} if left else None
-            changes.append(Change("moved-user-content", origins[at] + 1, None, MOVED))
+            changes.extend(Change("moved-user-content", at + 1, None, MOVED) for at in _sources(origins[at], content))
     written: list[dict[str, Any]] = []
     tail: dict[int, list[Any]] = {}  # the user's message right after Claude's takes the content after its results
     for at, message in enumerate(out):
@@ -152,12 +162,34 @@ def settle(out: list[dict[str, Any]], origins: list[int], changes: list[Change])
         if kept is not None:
             written.append(kept)
         if at in carried:
-            after = at + 1
-            if after < len(out) and out[after].get("role") == "user" and gone.get(after, out[after]) is not None:
+            after = _after_results(out, at + 1)
+            if after >= 0:
                 tail[after] = carried[at]
             else:
                 written.append({"role": "user", "content": carried[at]})
     return written
+
+
+def _after_results(out: list[dict[str, Any]], at: int) -> int:
+    """The user's message, of those in a row from ``at`` (which the API combines into one turn), whose
+    results are the turn's last: the content goes after them, before what the user said later (-1:
+    none there). Claude's next message ends the user's turn; one of a role the format lacks is read as absent."""
+    host = -1
+    while at < len(out) and out[at].get("role") != "assistant":
+        if out[at].get("role") == "user" and (host < 0 or any(_is_result(b) for b in _blocks(out[at].get("content")))):
+            host = at
+        at += 1
+    return host
+
+
+def _blocks(content: Any) -> list[Any]:
+    return content if isinstance(content, list) else []
+
+
+def _sources(origin: list[tuple[int, int]], content: Any) -> list[int]:
+    """The input messages the content a written message moves came from (merged ones: by where their blocks start)."""
+    slots = [s for s, b in enumerate(content) if not _is_result(b)] if isinstance(content, list) else [0]
+    return list(dict.fromkeys([at for start, at in origin if start <= slot][-1] for slot in slots))
 
 
 def _moving(content: Any) -> list[Any]:

@@ -81,7 +81,7 @@ class Writer:
     after which what is left of it goes (``user-content-after-the-run``, :mod:`fsm.history.after_run`)."""
     paused: list[Entry]
     """Server calls of the history's last message left for the server to run (a paused turn)."""
-    origins: list[int]
+    origins: list[list[tuple[int, int]]]
     policy: RepairPolicy
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
@@ -97,14 +97,14 @@ class Writer:
         self.changes = []
         self.to_user = set()
         self.after = {}
-        self.later_of, self.paused, self.origins = {}, [], []  # origins: each message written's place in the input
+        self.later_of, self.paused, self.origins = {}, [], []  # origins: where each input's blocks start, per output
 
     def rewrite(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         gap = False  # a message was removed since the last one written
         came_empty = set(self.roles.empty)
         # what is left of user messages, after their run's last message (keyed so before any is left)
-        later: dict[int, list[dict[str, Any]]] = {end: [] for end in self.later_of.values()}
+        later: dict[int, list[tuple[dict[str, Any], int]]] = {end: [] for end in self.later_of.values()}
         for at, message in enumerate(self.messages):
             kept: dict[str, Any] | None = message if isinstance(message, dict) else dict(message)
             if at in came_empty or ((self.add_after.get(at) or at in later) and blank(self.fmt, message)):
@@ -119,7 +119,7 @@ class Writer:
                 kept, asked = self._split(kept)
             waits = False  # what is left of it waits for the end of the run of calls it is read in
             if kept is not None and at in self.later_of:
-                later.setdefault(self.later_of[at], []).append(kept)
+                later.setdefault(self.later_of[at], []).append((kept, at))
                 kept, waits = None, True
             if kept is not None and self.fmt == "gemini" and message.get("role") == "function":
                 kept = self._function_role(message, kept, at)
@@ -135,8 +135,8 @@ class Writer:
                 gap = False
             elif kept is not None and at in self.roles.calling:  # a user's calls all dropped: as if removed
                 gap = True
-            for extra in (*later.pop(at, ()), *self.add_after.get(at, ())):
-                self._put(out, extra, at, False)
+            for extra, source in (*later.pop(at, ()), *((added, at) for added in self.add_after.get(at, ()))):
+                self._put(out, extra, source, False)
         return out
 
     def _put(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
@@ -158,7 +158,7 @@ class Writer:
                 why += ": Gemini wants the responses alone in theirs, and user and model to alternate"
                 out.append({"role": "model", "parts": [{"text": self.policy.between}]})
                 self.tail = "model"
-                self.origins.append(at)
+                self.origins.append([(0, at)])
                 self.changes.append(Change("placeholder-model-turn", at + 1, None, why))
             self._append(out, piece, at, gap)
 
@@ -264,7 +264,7 @@ class Writer:
             field = FIELD[self.fmt]
             if out[-1] is not self.joined:  # the first join into it: a copy, the input stays as it was
                 self.joined = out[-1] = {**out[-1], field: _blocks(out[-1], self.fmt)}
-            # Later joins extend the copy: a long run of joins copies each block once, not once per join.
+            self.origins[-1].append((len(self.joined[field]), at))  # later joins extend the copy: no copy per join
             self.joined[field] += _blocks(message, self.fmt)
             self.joined_holds |= self._holds(message, self.joined_served)
             if role == "user" and self.fmt == "gemini" and self.joined.get("role") is None and holds_tool_call(message):
@@ -276,7 +276,7 @@ class Writer:
         else:
             out.append(message)
             self.tail = role
-            self.origins.append(at)
+            self.origins.append([(0, at)])
 
     def _joinable(self, before: dict[str, Any], message: dict[str, Any]) -> bool:
         """Can ``message`` join ``before``? Not when one makes calls and the other answers: no message
