@@ -289,7 +289,9 @@ def test_a_block_of_odd_fields_is_kept_and_its_note_says_what_it_can() -> None:
     events += [{"type": "message_delta", "delta": {"stop_reason": "end_turn"}}]
     result = fsm.reassemble(events, "anthropic")
     assert [d.message for d in result.diagnostics] == [
-        "a model not named declined; a model not named goes on at content block 0"
+        "a model not named declined; a model not named goes on at content block 0",
+        # the API refuses it back (audit 88): said, and kept all the same
+        "a fallback content block at index 0 whose from is str, not an object with a model: the API refuses it back",
     ]
     assert result.server_tool_results[0].block == odd
 

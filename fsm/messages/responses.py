@@ -7,7 +7,7 @@ from __future__ import annotations
 from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_item
 from fsm.messages.shared import Message, in_output_order, kind, placed_text, reply_id
 from fsm.results import CallStatus, Result, ServerToolResult, TextPart, ToolCall
-from fsm.wire.decoders._responses_items import CALL_CONTEXT
+from fsm.wire.decoders._responses_items import CALL_CONTEXT, program_output_fault
 
 
 def openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Message]:
@@ -86,8 +86,9 @@ def _programs(result: Result) -> list[tuple[ToolCall, Message]]:
 
 def _program_output(result: ServerToolResult) -> bool:
     """A program's output item (what a program resumed by the client's results gave): it goes back in
-    its place, as the input item of the same type. No other provider's result block is a Responses item."""
-    return result.block.get("type") == "program_output"
+    its place, as the input item of the same type, but one built by hand with fields the API refuses
+    back (as the decoder keeps none). No other provider's result block is a Responses item."""
+    return result.block.get("type") == "program_output" and program_output_fault(result.block) is None
 
 
 _CALL_ITEMS = ("function_call", "custom_tool_call")

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fsm.errors import UnsupportedProvider
+from fsm.errors import UnsupportedProvider, too_long
 from fsm.wire.decoders._fields import written
 
 if TYPE_CHECKING:
@@ -129,8 +129,9 @@ beside its HTTP ``code``), Anthropic's ``type`` (``overloaded_error``) and a Bed
 def error_kind(error: Any) -> str | None:
     """What kind of error ``error`` is, in the provider's word: the first non-empty string of its
     :data:`_KIND_KEYS` (but ``"type": "error"``, the event's own type where the event is the error,
-    which says no kind), else an integer ``code`` as written (OpenRouter's HTTP status, ``502``);
-    None for an error that names no kind (a string, an object with a message alone)."""
+    which says no kind), else an integer ``code`` as written (OpenRouter's HTTP status, ``502``; one
+    too long to write named as such, read from bytes or fed, audit 88); None for an error that names
+    no kind (a string, an object with a message alone)."""
     if not isinstance(error, Mapping):
         return None
     for key in _KIND_KEYS:
@@ -138,7 +139,7 @@ def error_kind(error: Any) -> str | None:
         if type(word) is str and word and word != "error":
             return word
     code = error.get("code")
-    return written(code) if type(code) is int else None
+    return written(code) if type(code) is int or too_long(code) else None
 
 
 def error_message(error: Any) -> str:

@@ -14,9 +14,10 @@ it is not the client's to run, so the result keeps it apart (``Result.declined_c
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from fsm.errors import kind as kind_of
 from fsm.results import ServerToolResult, ToolCall
 
 FALLBACK_BLOCK = "fallback"
@@ -32,6 +33,30 @@ def handed_over(block: Mapping[str, Any], at: int | None) -> str:
     reason = f" ({said})" if type(said) is str else ""
     where = f" at content block {at}" if at is not None else ""
     return f"{_model(block.get('from'))} declined{reason}; {_model(block.get('to'))} goes on{where}"
+
+
+def fallback_said(block: Mapping[str, Any], at: int | None, diagnose: Callable[[str, str], None]) -> None:
+    """Say a ``fallback`` block (``model-fallback``), and what in it the API refuses back
+    (``part-not-reassembled``; audit 88): a ``from`` or ``to`` that is no object naming its
+    ``model`` in text (the anthropic SDK's ``BetaFallbackInfoParam``), a ``trigger`` neither an
+    object nor null. Such a block is kept all the same: its place still sets the declined model's
+    calls apart, and the next turn without it would merge the thinking on either side of it."""
+    diagnose("model-fallback", handed_over(block, at))
+    fault = _hop_fault(block, "from") or _hop_fault(block, "to")
+    trigger = block.get("trigger")
+    if fault is None and trigger is not None and type(trigger) is not dict:
+        fault = f"trigger is {kind_of(trigger)}, not an object or null"
+    if fault is not None:
+        where = f" at index {at}" if at is not None else ""
+        diagnose("part-not-reassembled", f"a fallback content block{where} whose {fault}: the API refuses it back")
+
+
+def _hop_fault(block: Mapping[str, Any], key: str) -> str | None:
+    hop = block.get(key)
+    if type(hop) is not dict:
+        return f"{key} is {'null or missing' if hop is None else kind_of(hop)}, not an object with a model"
+    model = hop.get("model")
+    return None if type(model) is str and model else f"{key} names no model in text"
 
 
 def _model(hop: Any) -> str:

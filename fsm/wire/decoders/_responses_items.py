@@ -6,11 +6,12 @@ reasoning or message item gives back."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from fsm.errors import kind as kind_of
 from fsm.errors import shown
-from fsm.events import CallRef, Event, ReasoningDelta, TextDelta
+from fsm.events import CallRef, Event, ReasoningDelta, ServerResultBlock, TextDelta
 from fsm.wire.decoders._built_in_actions import action_fault
 from fsm.wire.decoders._fields import index, items, mapping, text
 from fsm.wire.decoders._wire import dumps
@@ -133,6 +134,8 @@ def kept(item: Mapping[str, Any], kind: ItemKind) -> dict[str, Any] | None:
     if kind.call_type in STREAMED_TEXT:
         item_id = item.get("id")
         context = {key: item[key] for key in CALL_CONTEXT if item.get(key) not in (None, {"type": "direct"})}
+        if _agent_fault(item) is not None:  # said at the item's end (item_fault): the API refuses it back
+            del context["agent"]
         if type(item_id) is str and item_id:
             return {"type": item.get("type"), "id": item_id, **context}
         return {"type": item.get("type"), **context} if context else None
@@ -151,7 +154,51 @@ def _program(item: Mapping[str, Any]) -> dict[str, Any] | None:
     """What a program item keeps to be sent back (:data:`PROGRAM_KEPT`), or None when it has none
     of it yet (its ``output_item.added`` may come before its fingerprint does)."""
     held = {key: item[key] for key in PROGRAM_KEPT if item.get(key) is not None}
+    if _agent_fault(item) is not None:
+        del held["agent"]
     return {"type": "program", **held} if held else None
+
+
+def item_fault(item: Mapping[str, Any], kind: ItemKind, at: Any) -> str | None:
+    """What makes the call item ``item`` at output index ``at``, at its end, one that cannot go back
+    as it came, in words (said, ``part-not-reassembled``; audit 88), or None: a ``program`` whose
+    item id, call id or fingerprint is no text, or empty (:mod:`fsm.messages` leaves it out, so a
+    request without stored state cannot resume it); an ``agent`` the call keeps not (:func:`_agent_fault`)."""
+    where = f"a {kind.call_type} item at output_index {at}"
+    if kind.call_type == "program":
+        for key in ("id", "call_id", "fingerprint"):
+            if type(item.get(key)) is not str or not item[key]:
+                said = "null or missing" if item.get(key) is None else shown(item[key])
+                return f"{where} whose {key} is {said}, not text: it cannot go back to be resumed"
+    agent = _agent_fault(item)
+    return f"{where} whose {agent}: not kept" if agent else None
+
+
+def program_output(item: Mapping[str, Any], at: int | None, diagnose: Callable[[str, str], None]) -> list[Event]:
+    """A ``program_output`` item (what a program the client's results resumed gave), kept whole to go
+    back in its place; nothing, said (``part-not-reassembled``; audit 88), for one the API refuses
+    back (:func:`program_output_fault`)."""
+    if (fault := program_output_fault(item)) is not None:
+        diagnose("part-not-reassembled", f"a program_output item at output_index {at} whose {fault}: not kept")
+        return []
+    return [ServerResultBlock(dict(item), at)]
+
+
+def program_output_fault(item: Mapping[str, Any]) -> str | None:
+    """What makes a ``program_output`` item one the API refuses back, or None: its ``id``,
+    ``call_id`` or ``result`` no text (openai ``types/beta`` ``ProgramOutput`` requires each)."""
+    for key in ("id", "call_id", "result"):
+        if type(item.get(key)) is not str:
+            return f"{key} is {'null or missing' if item.get(key) is None else kind_of(item[key])}, not text"
+    return None
+
+
+def _agent_fault(item: Mapping[str, Any]) -> str | None:
+    """Why an item's ``agent`` is none the API takes back (``types/beta``: an object, ``agent_name`` text)."""
+    agent = item.get("agent")
+    if type(agent) is dict:
+        return None if type(agent.get("agent_name")) is str else "agent names no agent_name in text"
+    return None if agent is None else f"agent is {kind_of(agent)}, not an object"
 
 
 def _input(item: Mapping[str, Any], kind: ItemKind) -> Any:
@@ -191,16 +238,23 @@ def unusable(item: Mapping[str, Any], kind: ItemKind) -> str:
     return (action_fault(kind.call_type, value) or "") if isinstance(value, Mapping) else ""
 
 
-def final_word(item: Mapping[str, Any], kind: ItemKind) -> tuple[Any, Any, Any]:
+Word = tuple[Any, Any, Any, Any]  # what an output_item.done says of its call (final_word)
+
+
+def final_word(item: Mapping[str, Any], kind: ItemKind) -> Word:
     """What an ``output_item.done`` says of its call: the input (as the item holds it for a streamed
-    one, else as :func:`whole_input` writes it), the status and the name."""
+    one, else as :func:`whole_input` writes it), the status, the name and a program's fingerprint
+    (what the program goes back with: another at a later end is not read, so it is said)."""
     said = item.get(kind.field or "") if kind.call_type in STREAMED_TEXT else whole_input(item, kind)
-    return said, item.get("status"), item.get("name")
+    fingerprint = item.get("fingerprint") if kind.call_type == "program" else None
+    return said, item.get("status"), item.get("name"), fingerprint
 
 
-def done_again(first: tuple[Any, Any, Any], later: tuple[Any, Any, Any]) -> str:
+def done_again(first: Word, later: Word) -> str:
     """How a later ``output_item.done`` of an ended item differs from the one that ended it."""
     other = "other input" if first[0] != later[0] else f"status {shown(later[1])}" if first[1] != later[1] else None
+    if other is None and first[2] == later[2]:
+        other = f"fingerprint {shown(later[3])}"
     return f"output_item.done again, with {other or f'name {shown(later[2])}'}"
 
 
@@ -215,7 +269,7 @@ class Item:
         """False: opened from an input event, so its call_id and name are still to come."""
         self.finalized = False
         self.ended = False
-        self.said: tuple[Any, Any, Any] | None = None
+        self.said: Word | None = None
         """The input, status and name its ``output_item.done`` gave, which ended it."""
 
 

@@ -49,7 +49,7 @@ from fsm.events import (
     build_usage_report,
 )
 from fsm.wire.decoders import error_words
-from fsm.wire.decoders._claude_fallback import FALLBACK_BLOCK, handed_over
+from fsm.wire.decoders._claude_fallback import FALLBACK_BLOCK, fallback_said
 from fsm.wire.decoders._claude_kept import kept_block
 from fsm.wire.decoders._fields import index, items, mapping, text
 from fsm.wire.decoders._wire import CLAUDE_FINISH, TurnSaid, claude_kept_block, dumps, stop_details_said
@@ -225,7 +225,7 @@ class AnthropicDecoder:
                 return [CompactionBlock(dict(block), place)]
             if claude_kept_block(kind):  # a server tool's result, or a block of its doing: it goes back
                 if kind == FALLBACK_BLOCK:  # the caller learns another model went on from here
-                    self._diagnose("model-fallback", handed_over(block, at))
+                    fallback_said(block, at, self._diagnose)
                 return kept_block(kind, block, place, self._diagnose)
             if kind not in _SAID_BLOCKS:  # call-shaped or not, of a kind this decoder does not know
                 self._diagnose("unknown-event", f"a {kind!r} content block at index {at}")

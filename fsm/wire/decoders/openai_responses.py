@@ -50,7 +50,6 @@ from fsm.events import (
     CompactionBlock,
     Event,
     ReasoningDelta,
-    ServerResultBlock,
     StreamEnd,
     TextDelta,
     build_arguments_fragment,
@@ -77,9 +76,11 @@ from fsm.wire.decoders._responses_items import (
     UnknownItems,
     done_again,
     final_word,
+    item_fault,
     item_key,
     kept,
     message_item,
+    program_output,
     reasoning_item,
     unusable,
     whole_input,
@@ -337,7 +338,7 @@ class OpenAIResponsesDecoder(ResponsesTalk):
             if item.get("type") == "compaction":  # the context's summary: it goes back in its place
                 return [CompactionBlock(dict(item), index(payload.get("output_index"), "output_index"))]
             if item.get("type") == "program_output":  # what a program the client's results resumed gave
-                return [ServerResultBlock(dict(item), index(payload.get("output_index"), "output_index"))]
+                return program_output(item, index(payload.get("output_index"), "output_index"), diagnose)
             return []
         known = self._item(payload, diagnose)
         events: list[Event] = []
@@ -365,6 +366,8 @@ class OpenAIResponsesDecoder(ResponsesTalk):
                 diagnose("item-done-again", f"{who}: {done_again(known.said, word)}: not read, the first stands")
             return events
         known.said = word
+        if (fault := item_fault(item, kind, known.ref.index)) is not None:
+            diagnose("part-not-reassembled", fault)
         if not known.finalized:
             if kind.call_type in STREAMED_TEXT:
                 final = text(item.get(kind.field or ""), kind.field or "input") or ""
