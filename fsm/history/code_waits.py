@@ -21,6 +21,7 @@ the model's role go first in the user's text after them), so this reads repair's
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -189,7 +190,8 @@ def _blocks(content: Any) -> list[Any]:
 def _sources(origin: list[tuple[int, int]], content: Any) -> list[int]:
     """The input messages the content a written message moves came from (merged ones: by where their blocks start)."""
     slots = [s for s, b in enumerate(content) if not _is_result(b)] if isinstance(content, list) else [0]
-    return list(dict.fromkeys([at for start, at in origin if start <= slot][-1] for slot in slots))
+    starts = [start for start, _ in origin]  # ascending: a search per slot, not a walk (a merge of many)
+    return list(dict.fromkeys(origin[max(0, bisect_right(starts, slot) - 1)][1] for slot in slots))
 
 
 def _moving(content: Any) -> list[Any]:
