@@ -218,3 +218,20 @@ def test_a_re_emitted_error_keeps_its_kind() -> None:
         ChatCompletionChunk.model_validate(chunk)
     back = fsm.reassemble(b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks), "openai-chat")
     assert said(back)[:2] == ("error", "overloaded_error")
+
+
+def test_a_cohere_error_with_no_finish_reason_keeps_its_kind() -> None:
+    """A ``message-end`` error beside no finish reason: its kind was dropped (audit 88's leftover)."""
+    reader = fsm.Reassembler("cohere")
+    reader.feed({"type": "message-start", "id": "m", "delta": {"message": {"role": "assistant"}}})
+    reader.feed({"type": "message-end", "delta": {"error": {"code": "rate_limited", "message": "slow down"}}})
+    assert said(reader.close()) == ("error", "rate_limited", "slow down")
+
+
+@pytest.mark.parametrize("error", [{}, None, ""], ids=["empty", "null", "blank"])
+def test_a_chat_error_that_says_nothing_is_reported(error: Any) -> None:
+    """Gemini and Ollama report such an event; OpenAI chat read it as a usage-only chunk, silently."""
+    reader = fsm.Reassembler("openai-chat")
+    reader.feed({"choices": [{"index": 0, "delta": {"content": "hi"}}]})
+    reader.feed({"error": error})
+    assert "unknown-event" in [d.code for d in reader.close().diagnostics]

@@ -66,12 +66,12 @@ def _programs(result: Result) -> list[tuple[ToolCall, Message]]:
     item it goes back as (policy program-goes-back): unlike the other hosted calls, the request that
     sends the results of the client calls a program made must hold the program, with its
     ``fingerprint``, when the API keeps no state (``store: false``), or it has nothing to resume. A
-    program the stream cut, or one without its item id, call id or fingerprint, cannot go back."""
+    program the stream cut, or one without its item id, call id, fingerprint or code, cannot go back."""
     found = []
     for call in result.server_tool_calls:
         item = call.item
-        if call.type != "program" or call.status is not CallStatus.COMPLETE or item is None:
-            continue
+        if call.type != "program" or call.status is not CallStatus.COMPLETE or item is None or not call.input:
+            continue  # (no code: nothing to replay, said where it was read)
         if all(type(item.get(key)) is str and item[key] for key in ("id", "call_id", "fingerprint")):
             program: Message = {
                 "type": "program",

@@ -162,11 +162,11 @@ def _program(item: Mapping[str, Any]) -> dict[str, Any] | None:
 def item_fault(item: Mapping[str, Any], kind: ItemKind, at: Any) -> str | None:
     """What makes the call item ``item`` at output index ``at``, at its end, one that cannot go back
     as it came, in words (said, ``part-not-reassembled``; audit 88), or None: a ``program`` whose
-    item id, call id or fingerprint is no text, or empty (:mod:`fsm.messages` leaves it out, so a
-    request without stored state cannot resume it); an ``agent`` the call keeps not (:func:`_agent_fault`)."""
+    item id, call id, fingerprint or code is no text, or empty (:mod:`fsm.messages` leaves it out, so
+    a request without stored state cannot resume it); an ``agent`` the call keeps not (:func:`_agent_fault`)."""
     where = f"a {kind.call_type} item at output_index {at}"
     if kind.call_type == "program":
-        for key in ("id", "call_id", "fingerprint"):
+        for key in ("id", "call_id", "fingerprint", "code"):
             if type(item.get(key)) is not str or not item[key]:
                 said = "null or missing" if item.get(key) is None else shown(item[key])
                 return f"{where} whose {key} is {said}, not text: it cannot go back to be resumed"

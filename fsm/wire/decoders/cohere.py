@@ -33,7 +33,7 @@ from fsm.events import (
     build_stream_end,
     build_usage_report,
 )
-from fsm.wire.decoders import error_message, error_words
+from fsm.wire.decoders import error_kind, error_message, error_words
 from fsm.wire.decoders._fields import index, mapping, text, written
 from fsm.wire.decoders._wire import BARE_REFS, TurnSaid
 from fsm.wire.decoders.chunk_form import FormSpec
@@ -93,7 +93,7 @@ class CohereDecoder:
             if (error := delta.get("error")) and normal != "error" and ended:  # policy error-beside-finish
                 ended.append(StreamEnd("error", *error_words(error)))
             elif error:  # what went wrong, beside finish_reason ERROR
-                ended = [StreamEnd("error", reason or None, error_message(error))]
+                ended = [StreamEnd("error", reason or error_kind(error), error_message(error))]  # (policy error-kind)
             return ended + ([build_usage_report(dict(usage))] if usage else [])
         if kind in ("content-delta", "content-start"):  # a start's content may hold text too (the SDK's type)
             content = mapping(mapping(delta.get("message"), "delta.message").get("content"), "content")

@@ -377,8 +377,9 @@ def _listed_incomplete(error: Any, diagnose: Callable[[str, str], None]) -> list
 
 
 def _recognised(payload: Mapping[str, Any]) -> bool:
-    """A chunk with no choices that is still this shape: usage-only, or typed as a chunk."""
-    return "usage" in payload or "error" in payload or written(payload.get("object", "")).startswith("chat.completion")
+    """A chunk with no choices that is still this shape: usage-only, or typed as a chunk. (An error
+    that says nothing, null or empty, makes none: such a payload is reported, as Gemini's and Ollama's are.)"""
+    return "usage" in payload or written(payload.get("object", "")).startswith("chat.completion")
 
 
 def _keys(payload: Mapping[str, Any]) -> str:
