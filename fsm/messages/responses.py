@@ -73,12 +73,7 @@ def _programs(result: Result) -> list[tuple[ToolCall, Message]]:
         if call.type != "program" or call.status is not CallStatus.COMPLETE or item is None or not call.input:
             continue  # (no code: nothing to replay, said where it was read)
         if all(type(item.get(key)) is str and item[key] for key in ("id", "call_id", "fingerprint")):
-            program: Message = {
-                "type": "program",
-                "id": item["id"],
-                "call_id": item["call_id"],
-                "code": call.input or "",
-            }
+            program: Message = {"type": "program", "id": item["id"], "call_id": item["call_id"], "code": call.input}
             program |= {key: item[key] for key in ("fingerprint", "agent") if item.get(key) is not None}
             found.append((call, program))
     return found
