@@ -525,6 +525,13 @@ class Reassembler:
         """The diagnostics so far, while the stream is still running."""
         return list(self.ledger.diagnostics)
 
+    @property
+    def detected_provider(self) -> str | None:
+        """The provider whose wire is being read, as the result will name it: the one named at
+        construction, or under ``"auto"`` the one the first event told (None until then). A
+        ``DeltaEmitter`` built once it is known names its reasoning's format by it (its ``source``)."""
+        return self._decoder.name if self._decoder is not None else None
+
     # -- internals ----------------------------------------------------------------------------------
 
     def _check_open(self) -> None:

@@ -20,12 +20,14 @@ What was found, and fixed (each test below failed before):
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
 import pytest
 
 import fsm
+from fsm.cli import main
 from tests.helpers import aws_message, provider_error
 
 # -- provider-error names the kind --------------------------------------------------------------------
@@ -247,3 +249,28 @@ def test_error_details_of_any_size_or_type_stay_bounded(details: Any) -> None:
 def test_empty_details_say_nothing(details: Any) -> None:
     event = {**_RAMP, "error": {**_RAMP["error"], "details": details}}
     assert fsm.reassemble([event]).finish_message == "Ramp limit (request_id req_1)"
+
+
+# -- replay --provider auto names the reasoning's format ----------------------------------------------
+
+
+def _replay_deltas(path: str, provider: str) -> list[dict[str, Any]]:
+    out = io.StringIO()
+    argv = ["replay", "--provider", provider, "--output", "deltas", "--reasoning-blocks", "reasoning_details", path]
+    assert main(argv, stdout=out, stderr=io.StringIO()) == 0
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def _details(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for c in chunks for ch in c["choices"] for e in ch["delta"].get("reasoning_details", [])]
+
+
+def test_replay_with_provider_auto_names_the_detected_provider_s_format(tmp_path: Any) -> None:
+    """Before: the emitter was built before detection, with no source: no entry named a format."""
+    from tests.test_reemit_reasoning_blocks import anthropic_thinking_turn, sse
+
+    path = tmp_path / "a.sse"
+    path.write_bytes(sse(anthropic_thinking_turn()))
+    auto = _replay_deltas(str(path), "auto")
+    assert {e.get("format") for e in _details(auto)} == {"anthropic-claude-v1"}
+    assert auto == _replay_deltas(str(path), "anthropic")
