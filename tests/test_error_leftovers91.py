@@ -274,3 +274,137 @@ def test_replay_with_provider_auto_names_the_detected_provider_s_format(tmp_path
     auto = _replay_deltas(str(path), "auto")
     assert {e.get("format") for e in _details(auto)} == {"anthropic-claude-v1"}
     assert auto == _replay_deltas(str(path), "anthropic")
+
+
+# -- Gemini's signature goes out, and reads back, as OpenRouter sends it ------------------------------
+
+GEMINI = "google-gemini-v1"
+
+
+def _signed_gemini_turn() -> list[dict[str, Any]]:
+    """A thought part signed (Gemini 2.5's thinking), then a call."""
+    from tests.test_messages import gemini_thinking_turn
+
+    turn = gemini_thinking_turn()
+    signed = {"candidates": [{"content": {"role": "model", "parts": [{"text": "More.", "thought": True}]}}]}
+    signed["candidates"][0]["content"]["parts"][0]["thoughtSignature"] = "VEhPVQ=="
+    return [*turn[:2], signed, *turn[2:]]
+
+
+def _reemitted(events: list[Any], provider: str, source: str | None, piece: int | None = None) -> tuple[Any, ...]:
+    from openai.types.chat import ChatCompletionChunk
+
+    from fsm.reemit import DeltaEmitter
+
+    r = fsm.Reassembler(provider, content_deltas=True)
+    emitter = DeltaEmitter(reasoning_blocks="reasoning_details", source=source)
+    wire = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    chunks = []
+    for at in range(0, len(wire), piece or len(wire)):
+        chunks += emitter.chunks(r.feed_bytes(wire[at : at + (piece or len(wire))]))
+    result = r.close()
+    chunks += [*emitter.chunks(r.drain()), emitter.finish(result)]
+    for chunk in chunks:
+        ChatCompletionChunk.model_validate(chunk)
+    return chunks, result
+
+
+def _kept(result: fsm.Result) -> list[tuple[Any, ...]]:
+    return [(r.text, r.signature, r.redacted, r.encrypted_content, r.item_id) for r in result.reasoning]
+
+
+def _read_back(chunks: list[dict[str, Any]], piece: int | None = None) -> fsm.Result:
+    wire = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+    r = fsm.Reassembler("openai-chat")
+    for at in range(0, len(wire), piece or len(wire)):
+        r.feed_bytes(wire[at : at + (piece or len(wire))])
+    return r.close()
+
+
+def test_a_gemini_signed_thought_goes_out_as_openrouter_sends_it_and_reads_back_the_same() -> None:
+    """Before: ``{"type": "reasoning.text", "text": "", "signature": ...}``; OpenRouter sends Gemini's
+    as ``{"type": "reasoning.encrypted", "data": ..., "format": "google-gemini-v1", "index": 0}``."""
+    for piece in (None, 1):
+        chunks, source = _reemitted(_signed_gemini_turn(), "gemini", "gemini", piece)
+        entries = _details(chunks)
+        signed = [e for e in entries if e["type"] == "reasoning.encrypted"]
+        assert signed == [{"type": "reasoning.encrypted", "data": "VEhPVQ==", "format": GEMINI, "index": 0}]
+        assert not any("signature" in e for e in entries)
+        assert {e["type"] for e in entries} == {"reasoning.text", "reasoning.encrypted"}
+        for back_piece in (None, 1):
+            back = _read_back(chunks, back_piece)
+            assert _kept(back) == _kept(source) == [("Plan: look it up.More.", "VEhPVQ==", None, None, None)]
+            assert back.codes() == []
+            # and to Gemini itself the signature goes back on the thought part it signed
+            parts = fsm.messages.assistant_message(back, "gemini")["parts"]
+            assert [p.get("thoughtSignature") for p in parts if p.get("thought")] == ["VEhPVQ=="]
+
+
+def _openrouter_gemini_turn() -> list[dict[str, Any]]:
+    """Gemini 3 through OpenRouter, as its streams are recorded (charmbracelet/fantasy's cassettes):
+    the thought a ``reasoning.text`` piece, the call's signature a ``reasoning.encrypted`` piece of
+    the same index naming the call's id, then the call."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "native_finish_reason": finish and "STOP"}
+        return {"id": "gen-1", "object": "chat.completion.chunk", "created": 1, "model": "g", "choices": [choice]}
+
+    text = {"type": "reasoning.text", "text": "**Weather**", "format": GEMINI, "index": 0}
+    sig = {"type": "reasoning.encrypted", "data": "CiQBjz1r", "format": GEMINI, "id": "tool_weather_1", "index": 0}
+    call = {"index": 0, "id": "tool_weather_1", "type": "function", "function": {"name": "weather", "arguments": ""}}
+    return [
+        chunk({"role": "assistant", "content": "", "reasoning": "**Weather**", "reasoning_details": [text]}),
+        chunk({"role": "assistant", "content": "", "reasoning": None, "reasoning_details": [sig]}),
+        chunk({"tool_calls": [call]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"location":"Florence"}'}}]}),
+        chunk({"content": ""}, "tool_calls"),
+    ]
+
+
+def test_openrouter_s_gemini_signature_is_read_as_the_signature_and_goes_back_as_it_came() -> None:
+    """Before: read as encrypted content, and the block went back as the encrypted entry alone (its
+    text dropped). The next request now carries both entries as OpenRouter gave them (fantasy's
+    recorded request sends them so)."""
+    result = fsm.reassemble(_openrouter_gemini_turn(), "openai-chat")
+    assert _kept(result) == [("**Weather**", "CiQBjz1r", None, None, "tool_weather_1")]
+    assert [(r.format, r.detail) for r in result.reasoning] == [(GEMINI, "reasoning.text")]
+    assert fsm.messages.assistant_message(result, "openai-chat")["reasoning_details"] == [
+        {"type": "reasoning.text", "text": "**Weather**", "format": GEMINI, "index": 0},
+        {"type": "reasoning.encrypted", "data": "CiQBjz1r", "id": "tool_weather_1", "format": GEMINI, "index": 0},
+    ]
+    # re-emitted by a gateway (its source a chat server's: the block keeps its own format), read back alike
+    for piece in (None, 1):
+        chunks, source = _reemitted(_openrouter_gemini_turn(), "openai-chat", "openai-chat", piece)
+        assert [e for e in _details(chunks) if e["type"] == "reasoning.encrypted"] == [
+            {"type": "reasoning.encrypted", "data": "CiQBjz1r", "id": "tool_weather_1", "format": GEMINI, "index": 0}
+        ]
+        assert _kept(_read_back(chunks, piece)) == _kept(source) == _kept(result)
+
+
+def test_other_formats_keep_their_signature_entries() -> None:
+    """Claude's signature still goes out on an empty text entry, as OpenRouter sends Claude's."""
+    from tests.test_reemit_reasoning_blocks import anthropic_thinking_turn
+
+    chunks, _ = _reemitted(anthropic_thinking_turn(), "anthropic", "anthropic")
+    signed = [e for e in _details(chunks) if "signature" in e]
+    assert signed and all(e["type"] == "reasoning.text" and e["text"] == "" for e in signed)
+    assert not any(e["type"] == "reasoning.encrypted" and e["format"] == GEMINI for e in _details(chunks))
+
+
+@pytest.mark.parametrize(
+    "data",
+    ["S" * 1_000_000, "\ud800sig", "", None],
+    ids=["megabyte", "lone-surrogate", "empty", "null"],
+)
+def test_odd_gemini_signature_entries_read_without_a_foreign_exception(data: Any) -> None:
+    entry = {"type": "reasoning.encrypted", "data": data, "format": GEMINI, "index": 0}
+    chunk = {"choices": [{"index": 0, "delta": {"reasoning_details": [entry]}, "finish_reason": "stop"}]}
+    result = fsm.reassemble([chunk], "openai-chat")
+    want = data or None
+    assert [r.signature for r in result.reasoning] == [want]  # (an empty one: an empty block, as before)
+    chunks, _ = _reemitted([chunk], "openai-chat", "gemini")
+    for c in chunks:
+        json.dumps(c, ensure_ascii=False).encode()  # writable as UTF-8: a lone surrogate goes out escaped
+    if want:
+        back = _read_back(chunks)
+        assert back.reasoning[0].signature is not None and len(back.reasoning[0].signature) >= len(want) - 1
