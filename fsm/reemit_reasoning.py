@@ -33,7 +33,8 @@ own, or its source's): OpenRouter sends a Gemini thought signature so (charmbrac
 recorded streams of Gemini 3 through OpenRouter: the text a ``reasoning.text`` entry, the signature a
 ``reasoning.encrypted`` one of the same index, a call's naming the call's id), and the chat decoder
 reads such an entry back as the block's signature. Any other block's signature goes out on a text
-entry of its own, empty, as OpenRouter sends Claude's.
+entry of its own, empty, as OpenRouter sends Claude's; encrypted content a Gemini block holds (read
+from an entry that named no format) goes out naming none, so that it reads back as what it was.
 
 A signature, data, id or format holding a lone surrogate goes out as its ``\\udXXX`` escape (policy
 emitted-lone-surrogate: no chunk holding one can be written as UTF-8); the text holds none (the
@@ -156,7 +157,10 @@ class BlockEmitter:
             held = {"data": sendable(data.encrypted_content or "")}
             if data.item_id is not None:
                 held["id"] = sendable(data.item_id)
-            entries.append(self._entry(data, "reasoning.encrypted", _RESPONSES, **held))
+            entry = self._entry(data, "reasoning.encrypted", _RESPONSES, **held)
+            if gemini:  # it came in an entry of no Gemini format: under Gemini's it would read back as the signature
+                del entry["format"]
+            entries.append(entry)
         return entries
 
     def _entry(self, of: ReasoningData, kind: str, usual: str | None = None, **fields: Any) -> dict[str, Any]:

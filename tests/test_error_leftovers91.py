@@ -408,3 +408,18 @@ def test_odd_gemini_signature_entries_read_without_a_foreign_exception(data: Any
     if want:
         back = _read_back(chunks)
         assert back.reasoning[0].signature is not None and len(back.reasoning[0].signature) >= len(want) - 1
+
+
+def test_encrypted_content_of_a_gemini_block_reads_back_as_encrypted_content() -> None:
+    """Hostile pass: an encrypted entry naming no format beside Gemini's text is read as encrypted
+    content of a Gemini block; it went out under Gemini's format and read back as the signature."""
+    text = {"type": "reasoning.text", "text": "think", "format": GEMINI, "index": 0}
+    data = {"type": "reasoning.encrypted", "data": "ENC", "id": "call_1", "index": 0}
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"reasoning_details": [text]}}]},
+        {"choices": [{"index": 0, "delta": {"reasoning_details": [data]}, "finish_reason": "stop"}]},
+    ]
+    for source in (None, "gemini", "openai-chat"):
+        out, result = _reemitted(chunks, "openai-chat", source)
+        assert _kept(result) == [("think", None, None, "ENC", "call_1")]
+        assert _kept(_read_back(out)) == _kept(result), source
