@@ -84,6 +84,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
         if users and any(chunk.calls for chunk in pending[0]):
             served = _answer_server_calls(pending[0], served)
         yield from _served(pending, len(messages), waiting)
+        taking = waiting.carry(taking, pending[1])
         pending = ([], -1, [], False, False, None, "")
         # results sent in the model's role go after the model's run they are in, or first in the user's text before
         goes = ("text" if held >= 0 and taking is not None else "run") if misplaced else ""
@@ -149,6 +150,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
         if calls:
             taking = Segment(calls, [], end=last)
     yield from _served(pending, len(messages), waiting)
+    taking = waiting.carry(taking, pending[1])
     if taking is not None:
         yield _with(taking, moved, moved_end, fmt)
     yield from waiting.over(open_end=True)  # where the history ends, the server may still run them (after the

@@ -1,0 +1,84 @@
+"""History leftovers (task 89): two repairs audit 87 found in older code.
+
+1. A user message making a call (``misplaced-call``) after a ``system`` message (a role Anthropic
+   lacks, read as absent: unknown-role-between) that follows Claude's server call: the check reads
+   the server call, the ``system`` message and the user's call as one run, but repair's search for the
+   run's first call stopped at the ``system`` message, so what the user's message left stayed before
+   the placeholder result, which went in a message of its own after it (``result-after-text`` in
+   repair's output, and a second repair changed it again).
+2. A paused wait (Claude's code execution waiting past the client results of a call beside it),
+   then Claude's message of text alone and a user message making a call: the check reads the two as
+   one run making calls, which the code's wait goes on past. Repair left the user's text between
+   them, which ended the wait there: the code's server call was ``dangling`` in repair's output.
+   Such a run (``Segment.carries``) begins with its first message: the user's text goes after it,
+   the placeholder result first (user-content-after-the-run).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from fsm import history
+from fsm.history import REJECTED, Kind
+from tests.test_hostile_audit80 import a, res, srv, u, use
+
+SYSTEM = {"role": "system", "content": "be brief"}
+ASK = {"role": "user", "content": "Which region sold most?"}
+SAID = {"type": "text", "text": "later"}
+CLAUDE = {"type": "text", "text": "Checking."}
+PLACEHOLDER = "The tool call was not completed; no result is available."
+
+
+def _repaired(conversation: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[tuple[str, int]]]:
+    """Repair's output and changes, once its promises are checked: input untouched, no rejected
+    finding left but the unknown role it keeps, a second repair changing nothing."""
+    given = copy.deepcopy(conversation)
+    fixed, changes = history.repair(conversation, format="anthropic")
+    assert conversation == given
+    left = [f for f in history.check(fixed, "anthropic").findings if f.kind in REJECTED]
+    assert [f.kind for f in left if f.kind is not Kind.UNKNOWN_ROLE] == []
+    again, more = history.repair(fixed, format="anthropic")
+    assert again == fixed and {c.kind for c in more} <= {"kept-unknown-role"}
+    return fixed, [(c.kind, c.message) for c in changes]
+
+
+def _placeholder(key: str) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": key, "content": PLACEHOLDER, "is_error": True}
+
+
+def test_a_users_call_after_a_system_message_in_a_server_calls_run() -> None:
+    conversation = [a(srv("s2")), SYSTEM, u(SAID, use("t6", None))]
+    found = [(f.kind.value, f.message) for f in history.check(conversation, "anthropic").findings]
+    assert found == [("unknown-role", 2), ("misplaced-call", 3), ("dangling", 3)]
+    fixed, changes = _repaired(conversation)
+    # the placeholder first in what the user's message left, after the run (it went after that text)
+    assert fixed == [a(srv("s2")), SYSTEM, a(use("t6", None)), u(_placeholder("t6"), SAID)]
+    assert ("moved-user-content", 3) in changes and ("kept-unknown-role", 2) in changes
+    # so too with Claude's text after the user's call (one run) and more system messages in it
+    conversation = [ASK, a(srv("s2")), SYSTEM, SYSTEM, u(SAID, use("t6", None)), SYSTEM, a(CLAUDE)]
+    fixed, _ = _repaired(conversation)
+    assert fixed[-2:] == [a(CLAUDE), u(_placeholder("t6"), SAID)]
+
+
+def test_a_users_call_after_claudes_text_goes_on_with_the_codes_wait() -> None:
+    # the code's server call waits past the result of the call beside it; Claude's text and the
+    # user's call after that result are one run making calls: the wait goes on past them
+    conversation = [ASK, a(srv("s2"), use("t8", None)), u(res("t8")), a(CLAUDE), u(SAID, use("t4", None))]
+    found = [(f.kind.value, f.id) for f in history.check(conversation, "anthropic").findings]
+    assert found == [("misplaced-call", "t4"), ("dangling", "t4")]  # the server call still waits
+    fixed, changes = _repaired(conversation)
+    assert fixed == [*conversation[:4], a(use("t4", None)), u(_placeholder("t4"), SAID)]
+    assert ("moved-user-content", 5) in changes
+    # so too in messages of their own (a turn continued), the code's client call naming it its caller
+    conversation = [ASK, a(srv("s2")), a(use("t8")), u(res("t8")), a(CLAUDE), u(SAID, use("t4", None))]
+    fixed, _ = _repaired(conversation)
+    assert fixed[-3:] == [a(CLAUDE), a(use("t4", None)), u(_placeholder("t4"), SAID)]
+    # where no server call waits, the user's text stays where it was, before the call (as before)
+    conversation = [ASK, a(CLAUDE), u(SAID, use("t4", None))]
+    fixed, _ = _repaired(conversation)
+    assert fixed == [ASK, a(CLAUDE), u(SAID), a(use("t4", None)), u(_placeholder("t4"))]
+    # nor the paused turn's server call, which stays last (a text moved after it would drop it)
+    conversation = [ASK, a(CLAUDE), u(SAID, srv("s1"))]
+    fixed, changes = _repaired(conversation)
+    assert fixed == [ASK, a(CLAUDE), u(SAID), a(srv("s1"))] and changes == [("moved-misplaced-call", 3)]
