@@ -252,7 +252,9 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         for f in report.findings:
             stdout.write(f"message {f.message}: {' '.join(filter(None, (f.kind.value, f.id)))}: {f.detail}\n")
         verdict = "would be rejected" if report.rejected else "pairs up"
-        stdout.write(f"{report.format} history of {len(messages)} messages {verdict}\n")
+        if report.format is None:  # no message tells a format: none of their rules was applied
+            verdict = "tells no format: not judged (name one with --format)"
+        stdout.write(f"{report.format or ''} history of {len(messages)} messages {verdict}\n".lstrip())
     return 1 if report.rejected else 0
 
 

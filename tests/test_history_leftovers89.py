@@ -12,14 +12,22 @@
    them, which ended the wait there: the code's server call was ``dangling`` in repair's output.
    Such a run (``Segment.carries``) begins with its first message: the user's text goes after it,
    the placeholder result first (user-content-after-the-run).
+3. ``Report.format`` said ``openai`` for a history ``format="auto"`` did not judge (empty, or telling
+   no format: no call or result of any), as if OpenAI chat's rules had found nothing there, where
+   naming ``"openai"`` finds what they refuse. It is None (policy unjudged-says-no-format); the
+   command line says the history was not judged.
 """
 
 from __future__ import annotations
 
 import copy
+import io
+import json
+from pathlib import Path
 from typing import Any
 
 from fsm import history
+from fsm.cli import main
 from fsm.history import REJECTED, Kind
 from tests.test_hostile_audit80 import a, res, srv, u, use
 
@@ -82,3 +90,23 @@ def test_a_users_call_after_claudes_text_goes_on_with_the_codes_wait() -> None:
     conversation = [ASK, a(CLAUDE), u(SAID, srv("s1"))]
     fixed, changes = _repaired(conversation)
     assert fixed == [ASK, a(CLAUDE), u(SAID), a(srv("s1"))] and changes == [("moved-misplaced-call", 3)]
+
+
+def test_a_history_telling_no_format_is_reported_in_none(tmp_path: Path) -> None:
+    plain = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None}]
+    for unjudged in ([], plain, [{"type": "message", "role": "user", "content": "hi"}]):
+        assert history.check(unjudged) == history.Report(None, ())
+        assert history.detect_format(unjudged) == "openai"  # its fallback, unchanged
+    named = history.check(plain, "openai")
+    assert named.format == "openai" and [f.kind for f in named.findings] == [Kind.EMPTY_MESSAGE]
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps(plain))
+    out = io.StringIO()
+    assert main(["history", "check", str(path)], stdout=out, stderr=io.StringIO()) == 0
+    assert out.getvalue() == "history of 2 messages tells no format: not judged (name one with --format)\n"
+    out = io.StringIO()
+    assert main(["history", "check", "--json", str(path)], stdout=out, stderr=io.StringIO()) == 0
+    assert json.loads(out.getvalue()) == {"format": None, "rejected": False, "findings": []}
+    out = io.StringIO()
+    assert main(["history", "check", "--format", "openai", str(path)], stdout=out, stderr=io.StringIO()) == 1
+    assert out.getvalue().endswith("openai history of 2 messages would be rejected\n")

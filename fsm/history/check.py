@@ -11,7 +11,7 @@ from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
 from fsm.foreign import answers_callers
 from fsm.history.code_waits import beside_waiting_code
-from fsm.history.detect import FALLBACK, resolve_format
+from fsm.history.detect import resolve_format
 from fsm.history.empty import WHY as EMPTY_WHY
 from fsm.history.entries import Entry, Key, Roles
 from fsm.history.findings import Finding, Format, Kind, Report
@@ -103,7 +103,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
     Findings name messages by 1-based position. Malformed input raises LocalProtocolError."""
     messages, fmt = resolve_format(messages, format)
     if fmt is None:  # format "auto", and no message tells one: nothing to pair or judge (auto-by-tool-content)
-        return Report(FALLBACK, ())
+        return Report(None, ())  # judged by no format's rules, it names none (unjudged-says-no-format)
     machine = history_machine()
     findings: list[Finding] = []
     ids: dict[Key, CallId] = {}

@@ -140,10 +140,12 @@ class Finding:
 class Report:
     """What :func:`~fsm.history.check` found in a conversation."""
 
-    format: str
+    format: str | None
     """The message format read: ``openai`` (Cohere v2 messages too: theirs is that shape),
-    ``anthropic``, ``gemini``, ``responses``, ``ollama`` or ``bedrock``; with ``format="auto"``, ``openai``
-    for a history telling no format, which is not judged (policy auto-by-tool-content)."""
+    ``anthropic``, ``gemini``, ``responses``, ``ollama`` or ``bedrock``; None for a history that tells no
+    format with ``format="auto"``, which is not judged (policy auto-by-tool-content, policy
+    unjudged-says-no-format: no rule of any format was applied, so none is named; ``detect_format``
+    still says ``openai``, its fallback)."""
     findings: tuple[Finding, ...]
     """Every finding, in the order the messages were read."""
 
