@@ -110,3 +110,5 @@ def test_a_history_telling_no_format_is_reported_in_none(tmp_path: Path) -> None
     out = io.StringIO()
     assert main(["history", "check", "--format", "openai", str(path)], stdout=out, stderr=io.StringIO()) == 1
     assert out.getvalue().endswith("openai history of 2 messages would be rejected\n")
+    # passed back, a report's None reads the history as "auto" does (a repair took it for a format's name)
+    assert history.repair(plain, format=None) == (plain, []) and history.check(plain, None) == history.Report(None, ())

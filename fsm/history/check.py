@@ -5,13 +5,13 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
 from fsm.foreign import answers_callers
 from fsm.history.code_waits import beside_waiting_code
-from fsm.history.detect import resolve_format
+from fsm.history.detect import Named, resolve_format
 from fsm.history.empty import WHY as EMPTY_WHY
 from fsm.history.entries import Entry, Key, Roles
 from fsm.history.findings import Finding, Format, Kind, Report
@@ -98,9 +98,10 @@ def history_machine() -> SpecMachine:
 
 
 @answers_callers
-def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"] = "auto") -> Report:
+def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Report:
     """Walk every call id through the history machine; report what a strict provider would refuse.
-    Findings name messages by 1-based position. Malformed input raises LocalProtocolError."""
+    Findings name messages by 1-based position. Malformed input raises LocalProtocolError. A
+    ``format`` of None is ``"auto"`` (a report's format passed back: unjudged-says-no-format)."""
     messages, fmt = resolve_format(messages, format)
     if fmt is None:  # format "auto", and no message tells one: nothing to pair or judge (auto-by-tool-content)
         return Report(None, ())  # judged by no format's rules, it names none (unjudged-says-no-format)

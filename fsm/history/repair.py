@@ -53,14 +53,14 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from fsm.engine.ids import IdAllocator
 from fsm.foreign import answers_callers
 from fsm.history.after_run import drop_paused, still_waits, user_content_after
 from fsm.history.changes import Change, RepairPolicy, checked_policy
 from fsm.history.code_waits import settle
-from fsm.history.detect import resolve_format
+from fsm.history.detect import Named, resolve_format
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, shown
@@ -73,10 +73,10 @@ from fsm.history.turns import segments
 
 @answers_callers
 def repair(
-    messages: Sequence[Mapping[str, Any]], policy: RepairPolicy | None = None, format: Format | Literal["auto"] = "auto"
+    messages: Sequence[Mapping[str, Any]], policy: RepairPolicy | None = None, format: Named = "auto"
 ) -> tuple[list[dict[str, Any]], list[Change]]:
-    """The repaired messages and what changed (see the module's docstring for the rules). A history
-    ``check`` accepts, or one repaired, comes back unchanged. Malformed input raises LocalProtocolError."""
+    """The repaired messages and what changed (rules: the module's docstring). A history ``check`` accepts, or one
+    repaired, comes back unchanged; ``format=None`` is ``"auto"``. Malformed input raises LocalProtocolError."""
     policy = checked_policy(policy)
     messages, fmt = resolve_format(messages, format)
     if fmt is None:  # "auto", and no message tells a format: nothing to pair or judge (auto-by-tool-content)
