@@ -16,6 +16,9 @@
    no format: no call or result of any), as if OpenAI chat's rules had found nothing there, where
    naming ``"openai"`` finds what they refuse. It is None (policy unjudged-says-no-format); the
    command line says the history was not judged.
+4. A Responses call made by a program (OpenAI programmatic tool calling: ``caller`` names the
+   program item's ``call_id``) with no such program before it passed: it is ``unknown-caller``
+   (policy caller-program-first), which repair keeps and says so (``kept-unknown-caller``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 
 from fsm import history
 from fsm.cli import main
-from fsm.history import REJECTED, Kind
+from fsm.history import REJECTED, Kind, RepairPolicy
 from tests.test_hostile_audit80 import a, res, srv, u, use
 
 SYSTEM = {"role": "system", "content": "be brief"}
@@ -112,3 +115,44 @@ def test_a_history_telling_no_format_is_reported_in_none(tmp_path: Path) -> None
     assert out.getvalue().endswith("openai history of 2 messages would be rejected\n")
     # passed back, a report's None reads the history as "auto" does (a repair took it for a format's name)
     assert history.repair(plain, format=None) == (plain, []) and history.check(plain, None) == history.Report(None, ())
+
+
+PROGRAM = {"type": "program", "id": "prog_1", "call_id": "call_prog", "code": "text(1)", "fingerprint": "fp_1"}
+
+
+def _call(n: int, caller: str | None = "call_prog", kind: str = "function_call") -> dict[str, Any]:
+    call = {"type": kind, "call_id": f"call_{n}", "name": "sales", "arguments": "{}"}
+    return call | ({"caller": {"type": "program", "caller_id": caller}} if caller else {})
+
+
+def _output(n: int) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": f"call_{n}", "output": "r"}
+
+
+def test_a_call_naming_a_program_the_history_lacks() -> None:
+    ask = {"role": "user", "content": "Which region sold most?"}
+    sound = [ask, PROGRAM, _call(1), _call(2), _output(1), _output(2)]
+    assert history.check(sound).findings == () and history.repair(sound) == (sound, [])
+    cases = {
+        "no program": ([ask, _call(1), _output(1)], [2]),
+        "the program after it": ([ask, _call(1), PROGRAM, _output(1)], [2]),
+        "another program": ([ask, PROGRAM, _call(1, "call_other"), _call(2), _output(1), _output(2)], [3]),
+        "a caller_id of no text": ([ask, PROGRAM, _call(1, 7), _output(1)], [3]),  # type: ignore[arg-type]
+        "a custom tool's call": ([ask, _call(1, kind="custom_tool_call") | {"input": "x"}], [2]),
+    }
+    for name, (sent, at) in cases.items():
+        found = [(f.kind, f.message) for f in history.check(sent).findings if f.kind is Kind.UNKNOWN_CALLER]
+        assert found == [(Kind.UNKNOWN_CALLER, n) for n in at], name
+        fixed, changes = history.repair(sent)
+        assert [(c.kind, c.message) for c in changes if c.kind == "kept-unknown-caller"] == [
+            ("kept-unknown-caller", n) for n in at
+        ], name
+        assert {f.kind for f in history.check(fixed).findings} == {Kind.UNKNOWN_CALLER}, name  # kept, said again
+        assert history.repair(fixed)[0] == fixed, name
+    # a direct call, or one after an item reference (which may be the program), tells nothing
+    for sent in ([ask, _call(1, None), _output(1)], [ask, {"type": "item_reference", "id": "prog_1"}, _call(1)]):
+        assert not [f for f in history.check(sent).findings if f.kind is Kind.UNKNOWN_CALLER]
+    # a call repair drops (dangling, drop-call) is not said kept; one it answers with a placeholder is
+    dangling = [ask, _call(1)]
+    assert [c.kind for c in history.repair(dangling, RepairPolicy(dangling="drop-call"))[1]] == ["dropped-call"]
+    assert [c.kind for c in history.repair(dangling)[1]] == ["placeholder-result", "kept-unknown-caller"]

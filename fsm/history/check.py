@@ -18,6 +18,7 @@ from fsm.history.findings import Finding, Format, Kind, Report
 from fsm.history.formats import shown
 from fsm.history.item_ids import duplicate_items
 from fsm.history.placeholders import usable_id
+from fsm.history.program_callers import unknown_callers
 from fsm.history.turns import segments
 from fsm.spec import history_spec
 
@@ -123,7 +124,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
         return call
 
     roles = Roles()
-    repeated = duplicate_items(messages) if fmt == "responses" else []
+    repeated = _among(duplicate_items(messages), unknown_callers(messages)) if fmt == "responses" else []
     if fmt == "anthropic":
         repeated = [
             Finding(Kind.RESULTS_BESIDE_TEXT, "", at + 1, CODE_WAITS_WHY) for at in beside_waiting_code(messages)
