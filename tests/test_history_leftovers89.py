@@ -16,6 +16,13 @@
    no format: no call or result of any), as if OpenAI chat's rules had found nothing there, where
    naming ``"openai"`` finds what they refuse. It is None (policy unjudged-says-no-format); the
    command line says the history was not judged.
+3b. Found by this task's sweep, in older code: a user message making a call right after Claude's
+   code execution call (one run), the call's result sent back in Claude's role beside more of
+   Claude's: the check read the result as going after that message of Claude's, so the code waited on
+   to the history's end; repair put it first in what the user's message left, right after the run
+   (user-content-after-the-run), and Claude's message after it ended the wait (``dangling`` in
+   repair's output). The check reads the result where repair puts it now: the code's call is
+   ``dangling`` (Claude's next message neither answers nor waits on it), and repair drops it.
 4. A Responses call made by a program (OpenAI programmatic tool calling: ``caller`` names the
    program item's ``call_id``) with no such program before it passed: it is ``unknown-caller``
    (policy caller-program-first), which repair keeps and says so (``kept-unknown-caller``).
@@ -115,6 +122,16 @@ def test_a_history_telling_no_format_is_reported_in_none(tmp_path: Path) -> None
     assert out.getvalue().endswith("openai history of 2 messages would be rejected\n")
     # passed back, a report's None reads the history as "auto" does (a repair took it for a format's name)
     assert history.repair(plain, format=None) == (plain, []) and history.check(plain, None) == history.Report(None, ())
+
+
+def test_a_result_sent_as_claude_after_a_users_call_in_a_code_run() -> None:
+    said_back = a(res("t11"), {"type": "thinking", "thinking": "H", "signature": "s"})
+    conversation = [a(srv("s4")), u(SAID, use("t11", None)), said_back, {"role": "user", "content": "more"}]
+    found = [(f.kind.value, f.id) for f in history.check(conversation, "anthropic").findings]
+    assert found == [("dangling", "s4"), ("misplaced-call", "t11"), ("misplaced-result", "t11")]
+    fixed, changes = _repaired(conversation)
+    assert fixed == [a(use("t11", None)), u(res("t11"), SAID), a(said_back["content"][1]), conversation[-1]]
+    assert ("dropped-call", 1) in changes and ("moved-misplaced-result", 3) in changes
 
 
 PROGRAM = {"type": "program", "id": "prog_1", "call_id": "call_prog", "code": "text(1)", "fingerprint": "fp_1"}

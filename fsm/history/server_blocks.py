@@ -39,7 +39,8 @@ run on. So such a call is answered by the server results of the model's message 
 results, and of the ones after that while each makes client calls again (results sent in the model's
 role, ``misplaced-result``, count as the user's where repair moves them: in the user's message after
 the model's run they are in, the model's messages up to it before them, or first in the user's text
-between the calls and them, the rest of their message after them); one no such message answers
+between the calls and them, or in what a user message read in the calls' run leaves after it
+(``user-content-after-the-run``), the rest of their message after them); one no such message answers
 is ``dangling`` there (repair drops it, as any server call without its result), but where the
 history ends with that message (paused as the code runs on: the server goes on with the turn); and one still
 waiting where the history ends (the client's results sent, or not yet) is the server's to run, as a
