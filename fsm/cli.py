@@ -243,14 +243,14 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         return 2
     if args.json:
         findings = [dict(attrs.asdict(f), kind=f.kind.value) for f in report.findings]
-        stdout.write(
-            json.dumps({"format": report.format, "rejected": report.rejected, "findings": findings}, indent=2) + "\n"
-        )
+        said = {"format": report.format, "rejected": report.rejected, "findings": findings}  # format None: unjudged
+        stdout.write(json.dumps(said, indent=2) + "\n")
     else:
         for f in report.findings:
             stdout.write(f"message {f.message}: {' '.join(filter(None, (f.kind.value, f.id)))}: {f.detail}\n")
         verdict = "would be rejected" if report.rejected else "pairs up"
-        stdout.write(f"{report.format} history of {len(messages)} messages {verdict}\n")
+        verdict = verdict if report.format else "tells no format: not judged (name one with --format)"
+        stdout.write(f"{report.format or ''} history of {len(messages)} messages {verdict}\n".lstrip())
     return 1 if report.rejected else 0
 
 
