@@ -104,12 +104,10 @@ write (one line naming it), or Graphviz's dot is missing; 2 bad usage (a root wi
 
 
 def _command(commands: Any, name: str, summary: str) -> argparse.ArgumentParser:
+    described = summary[0].upper() + summary[1:] + "."
+    formatter = argparse.RawDescriptionHelpFormatter
     parser: argparse.ArgumentParser = commands.add_parser(
-        name,
-        help=summary,
-        description=summary[0].upper() + summary[1:] + ".",
-        epilog=_HELP[name],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        name, help=summary, description=described, epilog=_HELP[name], formatter_class=formatter
     )
     return parser
 
@@ -245,14 +243,14 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         return 2
     if args.json:
         findings = [dict(attrs.asdict(f), kind=f.kind.value) for f in report.findings]
-        stdout.write(
-            json.dumps({"format": report.format, "rejected": report.rejected, "findings": findings}, indent=2) + "\n"
-        )
+        said = {"format": report.format, "rejected": report.rejected, "findings": findings}  # format None: unjudged
+        stdout.write(json.dumps(said, indent=2) + "\n")
     else:
         for f in report.findings:
             stdout.write(f"message {f.message}: {' '.join(filter(None, (f.kind.value, f.id)))}: {f.detail}\n")
         verdict = "would be rejected" if report.rejected else "pairs up"
-        stdout.write(f"{report.format} history of {len(messages)} messages {verdict}\n")
+        verdict = verdict if report.format else "tells no format: not judged (name one with --format)"
+        stdout.write(f"{report.format or ''} history of {len(messages)} messages {verdict}\n".lstrip())
     return 1 if report.rejected else 0
 
 
@@ -352,20 +350,21 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     except InvalidOption as exc:  # --choice without a --provider whose streams have several: bad usage
         stderr.write(f"toolcall-fsm replay: --choice: {exc}\n")
         return 2
-    # its chunks under the choice read; the reasoning in the dialect named, in its source's format where known
-    named = {"reasoning_blocks": args.reasoning_blocks, "source": None if args.provider == "auto" else args.provider}
-    emitter = DeltaEmitter(FlushPolicy(args.flush), choice=args.choice or 0, **named)
+    made: list[DeltaEmitter] = []  # built once an event told the provider (auto), whose format its reasoning names
 
-    def show(chunks: list[dict[str, Any]]) -> None:
-        stdout.writelines(dumps(chunk) + "\n" for chunk in chunks)
+    def emitter() -> DeltaEmitter:  # its chunks under the choice read; the reasoning in the dialect named
+        if not made:
+            named = {"reasoning_blocks": args.reasoning_blocks, "source": reassembler.detected_provider}
+            made.append(DeltaEmitter(FlushPolicy(args.flush), choice=args.choice or 0, **named))
+        return made[0]
 
     error: ToolcallFSMError | None = None
     try:
         with open_input(args.file) as stream:
             while block := read_block(stream):
                 outputs = reassembler.feed_bytes(block)
-                if deltas:
-                    show(emitter.chunks(outputs))
+                if deltas and outputs:  # (none before an event told the provider)
+                    stdout.writelines(dumps(chunk) + "\n" for chunk in emitter().chunks(outputs))
         result = reassembler.close()
     except ToolcallFSMError as exc:  # the stream's fault (with the event and rule) or the caller's
         error = exc
@@ -375,8 +374,8 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             result = reassembler.close()
     outputs = reassembler.drain()
     if deltas:
-        show([*emitter.chunks(outputs), emitter.finish(result)])
-        unsent = emitter.unsent_reasoning + emitter.unsent_signatures  # (what no chunk carries: said)
+        stdout.writelines(dumps(chunk) + "\n" for chunk in [*emitter().chunks(outputs), emitter().finish(result)])
+        unsent = emitter().unsent_reasoning + emitter().unsent_signatures  # (what no chunk carries: said)
         stderr.writelines(f"toolcall-fsm: not re-emitted: {note}\n" for note in unsent)
     else:
         stdout.write(dumps(result_to_json(result), indent=2) + "\n")

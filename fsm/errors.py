@@ -82,7 +82,11 @@ def shown(value: object, room: int = 80) -> str:
     said = too_long(value)
     if said is not None:
         return said
-    text = repr(value)
+    return bounded(repr(value), room)
+
+
+def bounded(text: str, room: int) -> str:
+    """``text`` as a message keeps it: at most ``room`` characters, then how long it was."""
     return text if len(text) <= room else f"{text[:room]}... ({len(text)} characters)"
 
 

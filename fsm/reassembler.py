@@ -525,6 +525,13 @@ class Reassembler:
         """The diagnostics so far, while the stream is still running."""
         return list(self.ledger.diagnostics)
 
+    @property
+    def detected_provider(self) -> str | None:
+        """The provider whose wire is being read, as the result will name it: the one named at
+        construction, or under ``"auto"`` the one the first event told (None until then). A
+        ``DeltaEmitter`` built once it is known names its reasoning's format by it (its ``source``)."""
+        return self._decoder.name if self._decoder is not None else None
+
     # -- internals ----------------------------------------------------------------------------------
 
     def _check_open(self) -> None:
@@ -1035,8 +1042,7 @@ class Reassembler:
                 # caller as what it is: a provider's error (raised in strict mode), not a finish reason.
                 # The provider's part is cut, so the ledger's cut of a long message leaves what follows it.
                 after = f"after the turn finished at event {at}: its finish reason and calls stand"
-                said = f"{_said(event, MESSAGE_CHARS // 2)} ({after})"
-                self.ledger.diagnose("provider-error", f"the provider reported an error: {said}")
+                self.ledger.diagnose("provider-error", f"{reported(event, MESSAGE_CHARS // 2)} ({after})")
             elif event.finish_reason != first.finish_reason:
                 second = f"{event.finish_reason!r} after {first.finish_reason!r}, kept"
                 self.ledger.diagnose("second-finish-reason", second)
@@ -1044,7 +1050,7 @@ class Reassembler:
         self._finish = event, self._events
         self._form = None  # a fragment after the finish is late: the general path reports it
         if event.finish_reason == "error":
-            self.ledger.diagnose("provider-error", f"the provider reported an error: {_said(event)}")
+            self.ledger.diagnose("provider-error", reported(event))
         if event.finish_reason in NORMAL_FINISHES:  # it cuts nothing, so nothing needs its words
             self.registry.finish(event.finish_reason)
             return
@@ -1054,10 +1060,18 @@ class Reassembler:
         self.registry.finish(event.finish_reason, cut)
 
 
-def _said(error: StreamEnd, room: int | None = None) -> str:
-    """What an error finish says: the provider's message (cut at ``room`` characters as the ledger
-    cuts one), else its own word for the finish (a Gemini ``MALFORMED_FUNCTION_CALL``, a chunk's
-    bare ``finish_reason: "error"``)."""
-    if error.error is not None:
-        return error.error if room is None else shortened(error.error, room)
-    return f"no message, finish reason {error.raw_finish_reason!r}" if error.raw_finish_reason else "no message"
+def reported(error: StreamEnd, room: int | None = None) -> str:
+    """What ``provider-error`` says of an error finish: the provider's word for its kind (its raw
+    finish reason, policy error-kind: ``overloaded_error``, ``RESOURCE_EXHAUSTED``, ``error:
+    rate_limit_exceeded``), first and bounded, so that a cut message, and strict mode's exception,
+    still say whether to retry; then its message (cut at ``room`` characters as the ledger cuts one),
+    or "no message". A second error after the finish has no other place for its kind. Not a bare
+    ``error`` (a chunk's ``finish_reason: "error"``, a Responses error with no code): it names no kind."""
+    word = error.raw_finish_reason
+    kind = f' "{shortened(word, WORD_CHARS)}"' if word and word != "error" else ""
+    said = error.error
+    if said is None or said == word:  # a Bedrock exception that said nothing is said by its name alone
+        said = "no message"
+    elif room is not None:
+        said = shortened(said, room)
+    return f"the provider reported an error{kind}: {said}"

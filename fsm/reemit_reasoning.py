@@ -27,6 +27,15 @@ Anthropic and through Amazon Bedrock, of Gemini's), and its docs list no other f
 sources; another source's entries name none (a chat source's blocks keep the format they came
 with). Read back, a block keeps its text, signature and data, and takes the format named.
 
+Policy gemini-signature-encrypted: a block's signature goes out as a ``reasoning.encrypted`` entry
+holding it in ``data`` (with the ``id`` it came with), where the block is of Gemini's format (its
+own, or its source's): OpenRouter sends a Gemini thought signature so (charmbracelet/fantasy's
+recorded streams of Gemini 3 through OpenRouter: the text a ``reasoning.text`` entry, the signature a
+``reasoning.encrypted`` one of the same index, a call's naming the call's id), and the chat decoder
+reads such an entry back as the block's signature. Any other block's signature goes out on a text
+entry of its own, empty, as OpenRouter sends Claude's; encrypted content a Gemini block holds (read
+from an entry that named no format) goes out naming none, so that it reads back as what it was.
+
 A signature, data, id or format holding a lone surrogate goes out as its ``\\udXXX`` escape (policy
 emitted-lone-surrogate: no chunk holding one can be written as UTF-8); the text holds none (the
 engine mends it). Each piece goes out as it comes, in a chunk of its own (never held behind a call, never retracted):
@@ -50,6 +59,7 @@ from fsm.errors import InvalidOption, shown
 from fsm.reemit_signatures import sendable
 from fsm.results import ContentDelta, ReasoningData
 from fsm.wire.decoders import PROVIDERS
+from fsm.wire.decoders.chat_reasoning import GEMINI_FORMAT
 
 ReasoningBlocks = Literal["thinking_blocks", "reasoning_details"]
 REASONING_BLOCKS: Final[tuple[ReasoningBlocks, ...]] = ("thinking_blocks", "reasoning_details")
@@ -60,7 +70,7 @@ PLAIN_FIELD: Final = {"thinking_blocks": "reasoning_content", "reasoning_details
 
 _TEXT_KEYS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 _CLAUDE, _RESPONSES = "anthropic-claude-v1", "openai-responses-v1"
-SOURCE_FORMATS: Final = {"anthropic": _CLAUDE, "gemini": "google-gemini-v1", "openai-responses": _RESPONSES}
+SOURCE_FORMATS: Final = {"anthropic": _CLAUDE, "gemini": GEMINI_FORMAT, "openai-responses": _RESPONSES}
 """The ``format`` OpenRouter names for a block of each source's (policy reasoning-format-by-source);
 Bedrock's is Claude's only for a Claude model (:func:`source_format`)."""
 
@@ -135,15 +145,22 @@ class BlockEmitter:
                 for said in data.summary
                 if said
             ]
-        if "signature" in changed:
+        gemini = (data.format or self._format) == GEMINI_FORMAT
+        if "signature" in changed and gemini:  # policy gemini-signature-encrypted: with the id OpenRouter gave it
+            held = {"data": sendable(data.signature), **({"id": sendable(data.item_id)} if data.item_id else {})}
+            entries.append(self._entry(data, "reasoning.encrypted", **held))
+        elif "signature" in changed:
             entries.append(self._entry(data, kind, **{_TEXT_KEYS[kind]: "", "signature": sendable(data.signature)}))
         if "redacted" in changed:
             entries.append(self._entry(data, "reasoning.encrypted", _CLAUDE, data=sendable(data.redacted)))
-        if changed & {"encrypted_content", "item_id"}:
+        if changed & ({"encrypted_content"} if gemini and data.signature else {"encrypted_content", "item_id"}):
             held = {"data": sendable(data.encrypted_content or "")}
             if data.item_id is not None:
                 held["id"] = sendable(data.item_id)
-            entries.append(self._entry(data, "reasoning.encrypted", _RESPONSES, **held))
+            entry = self._entry(data, "reasoning.encrypted", _RESPONSES, **held)
+            if gemini:  # it came in an entry of no Gemini format: under Gemini's it would read back as the signature
+                del entry["format"]
+            entries.append(entry)
         return entries
 
     def _entry(self, of: ReasoningData, kind: str, usual: str | None = None, **fields: Any) -> dict[str, Any]:

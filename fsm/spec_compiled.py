@@ -833,7 +833,7 @@ def _identity(s: ModuleType) -> Any:
                 code="provider-error",
                 rule="finish-ends-calls",
                 severity="violation",
-                reason="The provider sent an error event in the stream; unfinished calls are truncated. An error event that comes before any event told the provider (a stream that is only a rate-limit or overload error, read with provider auto) is reported the same way, from its message; the provider stays unnamed until an event names it. An error event after the turn finished (an Anthropic error after message_stop, a Bedrock exception after messageStop, a Responses error after response.completed, a chat chunk with an error object after the finish_reason chunk) is reported the same way, at its own event, naming the event that finished the turn: that finish reason and the calls it ended stand. After an error finish, a later error is reported only when it says something else.",
+                reason="The provider sent an error event in the stream; unfinished calls are truncated. Its message names the error's kind first where it has one (its raw finish reason, policy error-kind: overloaded_error, RESOURCE_EXHAUSTED), then what the provider said, so strict mode's exception says whether to retry. An error event that comes before any event told the provider (a stream that is only a rate-limit or overload error, read with provider auto) is reported the same way, from its message; the provider stays unnamed until an event names it. An error event after the turn finished (an Anthropic error after message_stop, a Bedrock exception after messageStop, a Responses error after response.completed, a chat chunk with an error object after the finish_reason chunk) is reported the same way, at its own event, naming the event that finished the turn: that finish reason and the calls it ended stand. After an error finish, a later error is reported only when it says something else.",
             ),
             s.DiagnosticSpec(
                 code="choice-ignored",
@@ -1313,7 +1313,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (11899, 1815187212),
     "scanner": (4740, 2918467940),
-    "identity": (30730, 3657360882),
+    "identity": (30949, 612603018),
     "history": (6315, 3475308767),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""

@@ -227,3 +227,10 @@ def count_finished_reads(monkeypatch: Any) -> list[int]:
 
     monkeypatch.setattr(Slot, "finished", property(read))
     return reads
+
+
+def provider_error(said: str, kind: str | None = None) -> str:
+    """What ``provider-error`` says of an error whose kind (its raw finish reason, policy error-kind)
+    is ``kind`` and whose message is ``said``: the kind first, then the message."""
+    named = f' "{kind}"' if kind and kind != "error" else ""
+    return f"the provider reported an error{named}: {said}"

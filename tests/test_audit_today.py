@@ -249,14 +249,14 @@ def test_late_errors_read_alike_however_the_bytes_come(name: str) -> None:
             assert len(late) == 100 and suppressed == {"provider-error": 50}
         elif name == "then-fragments":
             assert [(d.event, d.message.split(" (")[0]) for d in late] == [
-                (5, "the provider reported an error: boom"),
-                (8, "the provider reported an error: again"),
+                (5, 'the provider reported an error "500": boom'),
+                (8, "the provider reported an error: again"),  # (an error that names no kind)
             ]
             assert [d.code for d in diagnostics].count("event-after-finish") == 2
         else:  # the same error again is not reported; the other is
             assert [(d.event, d.message.split(" (")[0]) for d in late] == [
-                (4, "the provider reported an error: first"),
-                (7, "the provider reported an error: second"),
+                (4, 'the provider reported an error "500": first'),
+                (7, 'the provider reported an error "500": second'),
             ]
 
 
@@ -267,7 +267,7 @@ def test_a_huge_late_error_still_says_the_turn_had_finished() -> None:
     message = "M" * 5_000_000
     result = fsm.reassemble(_sse([*CALL, FINISH, _error(message)]))
     [said] = [d.message for d in result.diagnostics]
-    assert said.startswith("the provider reported an error: MMM") and "(5000000 characters)" in said
+    assert said.startswith('the provider reported an error "500": MMM') and "(5000000 characters)" in said
     assert said.endswith("(after the turn finished at event 4: its finish reason and calls stand)")
     assert len(said) < 1000
     with pytest.raises(RemoteProtocolError, match="after the turn finished at event 4"):
@@ -287,7 +287,7 @@ def test_replay_of_late_errors_exits_cleanly(strict: bool, tmp_path: Any, capsys
     if strict:
         assert code == 1 and "Traceback" not in err
         assert err.strip() == (
-            "toolcall-fsm: event 5: provider-error: the provider reported an error: boom (after the turn"
+            'toolcall-fsm: event 5: provider-error: the provider reported an error "500": boom (after the turn'
             " finished at event 4: its finish reason and calls stand) (rule finish-ends-calls)"
         )
     else:

@@ -17,7 +17,7 @@ from fsm import Reassembler, messages
 from fsm.errors import FramingError
 from fsm.history import check
 from tests.conftest import captures
-from tests.helpers import aws_message
+from tests.helpers import aws_message, provider_error
 
 pytest.importorskip("botocore")
 
@@ -105,7 +105,7 @@ def test_an_exception_mid_stream_ends_it_with_bedrocks_message_and_cuts_the_open
         assert result.finish_reason == "error"
         assert [c.status for c in result.calls][-1] is fsm.CallStatus.TRUNCATED
         errors = [(d.event, d.message) for d in result.diagnostics if d.code == "provider-error"]
-        assert errors == [(opened + 2, "the provider reported an error: Rate exceeded")], provider
+        assert errors == [(opened + 2, provider_error("Rate exceeded", "throttlingException"))], provider
 
 
 def test_a_chunk_whose_bytes_are_not_base64_is_one_bad_event_and_the_rest_is_read() -> None:

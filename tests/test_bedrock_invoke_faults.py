@@ -20,7 +20,7 @@ from fsm import Reassembler
 from fsm.errors import FramingError, LimitExceeded, ToolcallFSMError
 from fsm.options import Limits
 from tests.conftest import captures
-from tests.helpers import aws_message
+from tests.helpers import aws_message, provider_error
 from tests.test_bedrock_invoke import (
     ANTHROPIC,
     _two_calls,
@@ -196,11 +196,17 @@ def test_an_exception_frame_ends_the_stream_whatever_its_payload(payload: bytes,
             raised, _, finish, calls, diagnostics, *_ = outcome(wire, size, provider)
             assert raised is None and finish == "error"
             assert calls[-1].status is fsm.CallStatus.TRUNCATED
-            assert diagnostics[0] == (opened + 2, "provider-error", f"the provider reported an error: {said}")
+            assert diagnostics[0] == (opened + 2, "provider-error", _reported(said))
     converse = aws_message(json.dumps({"role": "assistant"}).encode(), "messageStart") + frame
     result = from_bytes([converse])
     assert (result.provider, result.finish_reason) == ("bedrock", "error")
-    assert result.diagnostics[0].message == f"the provider reported an error: {said}"
+    assert result.diagnostics[0].message == _reported(said)
+
+
+def _reported(said: str) -> str:
+    """provider-error of the exception: its name, then its message (none, where it is said by its name)."""
+    kind = "modelStreamErrorException"
+    return provider_error("no message" if said == kind else said, kind)
 
 
 def test_a_service_error_message_ends_the_stream_with_what_its_headers_say() -> None:
@@ -212,7 +218,7 @@ def test_a_service_error_message_ends_the_stream_with_what_its_headers_say() -> 
         {":message-type": "error", ":error-code": "InternalFailure", ":error-message": "try again later"}
     )
     converse = aws_message(json.dumps({"role": "assistant"}).encode(), "messageStart")
-    said = "the provider reported an error: try again later"
+    said = provider_error("try again later", "InternalFailure")
     for head, provider in [(invoke_stream(events[: opened + 1]), "anthropic"), (converse, "bedrock"), (b"", "auto")]:
         result = from_bytes([head + error])
         assert result.finish_reason == "error" and result.provider == provider
@@ -229,7 +235,7 @@ def test_an_exception_before_any_chunk_ends_the_stream_under_each_name(provider:
     raised, named, finish, _, diagnostics, *_ = outcome(wire, 5, provider)
     assert raised is None and finish == "error"
     assert named == ("bedrock" if provider == "auto" else provider)
-    assert diagnostics[0] == (1, "provider-error", "the provider reported an error: Rate exceeded")
+    assert diagnostics[0] == (1, "provider-error", provider_error("Rate exceeded", "throttlingException"))
     after = {"event-after-finish", "second-finish-reason"} | ({"unknown-event"} if provider == "openai-chat" else set())
     assert {code for _, code, _ in diagnostics[1:]} <= after  # (Anthropic's events are no OpenAI chat chunks)
 

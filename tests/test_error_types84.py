@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import fsm
+from tests.helpers import provider_error
 from tests.test_clients import Replay, anthropic_client, anthropic_http
 
 OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
@@ -96,7 +97,7 @@ def test_an_error_reaches_the_result_with_its_kind(
     result = fsm.reassemble(events, provider=provider)
     assert said(result) == expected
     assert [d.message for d in result.diagnostics if d.code == "provider-error"] == [
-        f"the provider reported an error: {expected[2]}"
+        provider_error(expected[2], expected[1])  # its kind first (task 91)
     ]
     alone = fsm.reassemble(events[-1:])  # read before any event told the provider: the same words
     assert said(alone) == expected

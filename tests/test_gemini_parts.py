@@ -199,7 +199,7 @@ def test_a_malformed_function_call_says_gemini_s_finish_message() -> None:
     result = synthetic("gemini", wire)
     assert result.finish_reason == "error"
     errors = [d.message for d in result.diagnostics if d.code == "provider-error"]
-    assert errors == [f"the provider reported an error: MALFORMED_FUNCTION_CALL: {explained}"]
+    assert errors == [f'the provider reported an error "MALFORMED_FUNCTION_CALL": {explained}']
     with pytest.raises(fsm.RemoteProtocolError, match="print\\(default_api"):
         strict = fsm.Reassembler("gemini", strict=True)
         for payload in wire:

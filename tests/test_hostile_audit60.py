@@ -89,7 +89,7 @@ def test_claudes_empty_final_message_stays_once_every_call_goes() -> None:
 def test_a_history_telling_no_format_is_not_judged_unless_named() -> None:
     plain = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None}, {"content": "x"}]
     assert history.detect_format(plain) == "openai"
-    assert history.check(plain) == history.Report("openai", ())
+    assert history.check(plain) == history.Report(None, ())  # judged by no format's rules: it names none
     assert history.repair(plain) == (plain, []) and history.repair(plain)[0][0] is plain[0]
     assert history.anything_dangling(plain) is False
     named = [f.kind.value for f in history.check(plain, "openai").findings]

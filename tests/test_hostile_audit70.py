@@ -70,8 +70,8 @@ def test_read_as_a_converse_stream_the_same_event_says_the_same() -> None:
     result = r.close()
     assert result.raw_finish_reason == "validationException"
     assert [d.message.split(" (")[0] for d in result.diagnostics if d.code == "provider-error"] == [
-        "the provider reported an error: bad input",
-        "the provider reported an error: slow down",
+        'the provider reported an error "validationException": bad input',
+        'the provider reported an error "throttlingException": slow down',
     ]
 
 

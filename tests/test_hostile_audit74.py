@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import fsm
-from tests.helpers import aws_message
+from tests.helpers import aws_message, provider_error
 from tests.test_hostile_audit70 import _CHUNKS, _INVOKED
 
 _KIND = "throttlingException"
@@ -86,13 +86,18 @@ def test_an_exception_says_the_same_on_every_path(path: str, body: Any, said: st
             result = r.close()
         except fsm.errors.RemoteProtocolError as exc:  # strict: the provider's error, raised with its words
             assert strict
-            assert str(exc).endswith(f"provider-error: the provider reported an error: {said} (rule finish-ends-calls)")
+            assert str(exc).endswith(f"provider-error: {_bedrock_error(said)} (rule finish-ends-calls)")
             continue
         assert not strict
         assert result.finish_reason == "error"
         assert result.finish_message == said
         errors = [d.message for d in result.diagnostics if d.code == "provider-error"]
-        assert errors == [f"the provider reported an error: {said}"]
+        assert errors == [_bedrock_error(said)]
+
+
+def _bedrock_error(said: str) -> str:
+    """An exception that says nothing is said by its name, which provider-error names once."""
+    return provider_error("no message" if said == _KIND else said, _KIND)
 
 
 _DELTA = {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a": 1}'}}}}
@@ -113,7 +118,7 @@ def test_keys_beside_an_exception_among_chunks_are_reported_in_their_place(delta
     assert result.raw_finish_reason == _KIND
     said = [(d.event, d.code, d.message) for d in result.diagnostics if d.code != "truncated"]
     unread = (3, "unknown-event", _UNREAD)
-    error = (3, "provider-error", "the provider reported an error: slow down")
+    error = (3, "provider-error", provider_error("slow down", _KIND))
     assert said == ([unread, error] if delta_first else [error, unread])
 
 
@@ -125,9 +130,9 @@ def test_every_key_beside_exceptions_among_chunks_is_reported() -> None:
     said = [(d.code, d.message.split(" (")[0]) for d in r.close().diagnostics if d.code != "truncated"]
     assert said == [
         ("unknown-event", "a ConverseStream event ['metadata'] among InvokeModel chunks"),
-        ("provider-error", f"the provider reported an error: {_KIND}"),
+        ("provider-error", provider_error("no message", _KIND)),
         ("unknown-event", "a ConverseStream event ['contentBlockStop', 'other'] among InvokeModel chunks"),
-        ("provider-error", "the provider reported an error: validationException"),
+        ("provider-error", provider_error("no message", "validationException")),
         ("unknown-event", "a ConverseStream event ['p'] among InvokeModel chunks"),
     ]
 
@@ -201,27 +206,33 @@ def test_an_anthropic_error_reads_alike_before_and_after_the_provider_is_known(e
 
 
 @pytest.mark.parametrize(
-    ("provider", "error", "said"),
+    ("provider", "error", "said", "kind"),
     [
-        ("openai-chat", {"error": {"message": None}}, "no message"),
-        ("openai-chat", {"error": {"message": "", "code": "rate_limited"}}, "{'code': 'rate_limited'}"),
+        ("openai-chat", {"error": {"message": None}}, "no message", None),
+        ("openai-chat", {"error": {"message": "", "code": "rate_limited"}}, "{'code': 'rate_limited'}", "rate_limited"),
         (
             "anthropic",
             {"type": "error", "error": {"type": "overloaded_error", "message": None}},
             "{'type': 'overloaded_error'}",
+            "overloaded_error",
         ),
         (
             "gemini",
             {"error": {"code": 500, "message": None, "status": "INTERNAL"}},
             "{'code': 500, 'status': 'INTERNAL'}",
+            "INTERNAL",
         ),
-        ("bedrock", {"internalServerException": None}, "internalServerException"),
+        ("bedrock", {"internalServerException": None}, "internalServerException", "internalServerException"),
     ],
 )
-def test_an_error_with_a_null_message_says_what_else_it_holds(provider: str, error: dict[str, Any], said: str) -> None:
+def test_an_error_with_a_null_message_says_what_else_it_holds(
+    provider: str, error: dict[str, Any], said: str, kind: str | None
+) -> None:
     """A null or empty ``message`` read as the word None ("the provider reported an error: None"):
-    the error says what else it holds instead (its type, code, status), or "no message"."""
-    assert _error_read(provider, [error]) == ("error", said, [f"the provider reported an error: {said}"])
+    the error says what else it holds instead (its type, code, status), or "no message" (a Bedrock
+    exception's result says its name, which provider-error names as its kind)."""
+    told = "no message" if said == kind else said
+    assert _error_read(provider, [error]) == ("error", said, [provider_error(told, kind)])
     assert _error_read("auto", [error])[1] == said
 
 
@@ -238,7 +249,7 @@ def test_an_object_error_payload_is_an_error_after_chat_chunks_too() -> None:
     message (error_in), but after a chunk the chat decoder reported it (``unknown-event``) and the
     stream ended with no finish reason, its open call closed as if nothing went wrong."""
     alone = _error_read("auto", [_VLLM_ERROR])
-    assert alone == ("error", "Too long", ["the provider reported an error: Too long"])
+    assert alone == ("error", "Too long", [provider_error("Too long", "BadRequestError")])
     assert _error_read("openai-chat", [_VLLM_ERROR]) == alone
     assert _error_read("auto", [_CHAT_CALL, _VLLM_ERROR]) == alone
     r = fsm.Reassembler("openai-chat")
@@ -304,7 +315,7 @@ def test_a_gemini_error_beside_candidates_keeps_what_they_say(finish: str | None
     r.feed({**_gemini_call("g", finish), "error": {"code": 500, "message": "boom"}})
     result = r.close()
     assert [c.name for c in result.calls] == ["f", "g"]
-    assert_error_beside(result, finished=bool(finish))
+    assert_error_beside(result, finished=bool(finish), kind="500")
 
 
 # The differential the audit ran: every bundled vector whose stream holds an error, and an error of
@@ -463,7 +474,7 @@ def test_keys_beside_an_error_event_in_a_converse_stream_are_reported(events: li
     said = [(d.code, d.message) for d in result.diagnostics if d.code != "truncated"]
     assert said == [
         ("unknown-event", "Bedrock events ['contentBlockDelta'] beside an error event: not read"),
-        ("provider-error", "the provider reported an error: slow down"),
+        ("provider-error", provider_error("slow down", _KIND)),
     ]
 
 
@@ -490,7 +501,7 @@ def test_a_cohere_error_reads_as_every_wire_s(delta: dict[str, Any], expected: t
     assert (result.finish_reason, result.raw_finish_reason, result.finish_message) == (finish, raw, message)
     errors = [d.message for d in result.diagnostics if d.code == "provider-error"]
     assert len(errors) == 1
-    assert errors[0].startswith(f"the provider reported an error: boom{after}")
+    assert errors[0].startswith(provider_error(f"boom{after}", "ERROR" if finish == "error" else None))
 
 
 def test_an_exception_frame_holding_a_number_too_long_to_write_says_what_the_event_does() -> None:
@@ -507,13 +518,13 @@ def test_an_exception_frame_holding_a_number_too_long_to_write_says_what_the_eve
     assert framed == r.close().finish_message == "a number too long to write as text (more than 4300 digits)"
 
 
-def assert_error_beside(result: fsm.Result, *, finished: bool) -> None:
-    """An error "boom" read beside the turn's last event (policy error-beside-finish): after a finish
-    the turn stands and the error is reported after it; without one, the error ends the turn."""
+def assert_error_beside(result: fsm.Result, *, finished: bool, kind: str | None = None) -> None:
+    """An error "boom" of ``kind`` read beside the turn's last event (policy error-beside-finish): after
+    a finish the turn stands and the error is reported after it; without one, the error ends the turn."""
     errors = [d.message for d in result.diagnostics if d.code == "provider-error"]
     if finished:
         assert result.finish_reason == "tool_calls"
-        assert errors == [f"the provider reported an error: boom ({_AFTER_FINISH})"]
+        assert errors == [provider_error(f"boom ({_AFTER_FINISH})", kind)]
     else:
         assert (result.finish_reason, result.finish_message) == ("error", "boom")
-        assert errors == ["the provider reported an error: boom"]
+        assert errors == [provider_error("boom", kind)]

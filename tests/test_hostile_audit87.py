@@ -37,7 +37,7 @@ told by their changes; linear time in the number of messages (two sizes, below).
 main, not from today's changes): a user message making a call (``misplaced-call``) after a
 ``system`` message following a server call gets its text before the placeholder result
 (``result-after-text``); a user message making a call after a paused turn's text leaves the paused
-server call ``dangling`` (see the report of task 87).
+server call ``dangling`` (see the report of task 87). Both fixed since: tests/test_history_leftovers89.py.
 """
 
 from __future__ import annotations

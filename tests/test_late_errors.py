@@ -18,7 +18,7 @@ import pytest
 from fsm import CallStatus, Reassembler, Result
 from fsm.cli import main
 from fsm.errors import RemoteProtocolError
-from tests.helpers import aws_message, sse
+from tests.helpers import aws_message, provider_error, sse
 
 ARGS = '{"city": "Paris"}'
 
@@ -136,6 +136,16 @@ STREAMS = {
     "gemini": _gemini,
     "ollama": _ollama,
 }
+KINDS = {  # the kind each late error's provider-error names before its message (policy error-kind)
+    "anthropic": "overloaded_error",
+    "bedrock-converse": "throttlingException",
+    "bedrock-invoke": "modelStreamErrorException",
+    "openai-responses": "error: server_error",
+    "openai-chat": "502",
+    "openai-chat-openrouter": "502",
+    "gemini": "INTERNAL",
+    "ollama": None,
+}
 PROVIDER = {"bedrock-converse": "bedrock", "bedrock-invoke": "bedrock", "openai-chat-openrouter": "openai-chat"}
 
 
@@ -163,7 +173,7 @@ def test_an_error_after_the_finish_says_the_providers_message_and_the_calls_stan
             ("weather", CallStatus.COMPLETE, json.loads(ARGS))
         ]
         late = [(d.event, d.message) for d in result.diagnostics if d.code == "provider-error"]
-        said = f"the provider reported an error: {message} (after the turn finished at event {finished_at}"
+        said = provider_error(f"{message} (after the turn finished at event {finished_at}", KINDS[stream])
         assert len(late) == 1 and late[0][0] == error_at and late[0][1].startswith(said), late
         assert "second-finish-reason" not in result.codes()
 
@@ -187,8 +197,8 @@ def test_the_same_error_again_after_an_error_finish_is_quiet_and_another_is_repo
     result = r.close()
     assert result.finish_reason == "error"
     assert [(d.event, d.message) for d in result.diagnostics if d.code == "provider-error"] == [
-        (4, "the provider reported an error: Overloaded"),
-        (6, "the provider reported an error: Internal (after the turn finished at event 4: "
+        (4, 'the provider reported an error "overloaded_error": Overloaded'),
+        (6, 'the provider reported an error "api_error": Internal (after the turn finished at event 4: '
             "its finish reason and calls stand)"),
     ]  # fmt: skip
     assert "second-finish-reason" not in result.codes()
@@ -214,7 +224,7 @@ def test_an_openrouter_error_chunk_that_finishes_the_turn_says_its_message() -> 
     result = r.close()
     assert result.finish_reason == "error"
     assert [(d.event, d.code, d.message) for d in result.diagnostics] == [
-        (2, "provider-error", "the provider reported an error: Provider disconnected")
+        (2, "provider-error", provider_error("Provider disconnected", "502"))
     ]
 
 
@@ -222,10 +232,10 @@ def test_an_openrouter_error_chunk_that_finishes_the_turn_says_its_message() -> 
     ("provider", "event", "said"),
     [
         ("openai-responses", {"type": "response.failed", "response": {"id": "r", "status": "failed", "error": None}},
-         "no message, finish reason 'response.failed'"),
+         '"response.failed": no message'),
         ("gemini", {"candidates": [{"content": {"role": "model", "parts": [{"text": "x"}]},
                                     "finishReason": "MALFORMED_FUNCTION_CALL"}]},
-         "no message, finish reason 'MALFORMED_FUNCTION_CALL'"),
+         '"MALFORMED_FUNCTION_CALL": no message'),
     ],
 )  # fmt: skip
 def test_an_error_finish_without_a_message_names_the_providers_word(provider: str, event: Any, said: str) -> None:
@@ -234,7 +244,7 @@ def test_an_error_finish_without_a_message_names_the_providers_word(provider: st
     r.feed(event)
     result = r.close()
     messages = [d.message for d in result.diagnostics if d.code == "provider-error"]
-    assert messages == [f"the provider reported an error: {said}"]
+    assert messages == [f"the provider reported an error {said}"]  # its word, as its kind
 
 
 def test_replay_shows_the_late_error(tmp_path: Path) -> None:
@@ -275,7 +285,7 @@ def test_a_cohere_message_end_with_an_error_says_its_message_before_or_after_the
         assert result.finish_reason == finish and [c.arguments for c in result.calls] == [json.loads(ARGS)]
         late = [(d.event, d.message) for d in result.diagnostics if d.code == "provider-error"]
         assert len(late) == 1 and late[0][0] == at
-        assert late[0][1].startswith(f"the provider reported an error: {said}")
+        assert late[0][1].startswith(provider_error(said, "ERROR"))  # its message-end's finish reason
 
 
 def test_a_bedrock_exception_among_boto3_chunks_after_the_stop_says_its_message() -> None:
@@ -290,4 +300,4 @@ def test_a_bedrock_exception_among_boto3_chunks_after_the_stop_says_its_message(
         result = r.close()
         assert result.finish_reason == "tool_calls" and [c.status for c in result.calls] == [CallStatus.COMPLETE]
         assert [(d.event, d.code) for d in result.diagnostics] == [(7, "provider-error")]
-        assert result.diagnostics[0].message.startswith("the provider reported an error: Rate exceeded (after")
+        assert result.diagnostics[0].message.startswith(provider_error("Rate exceeded (after", "throttlingException"))

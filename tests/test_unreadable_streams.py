@@ -17,7 +17,7 @@ from fsm import Limits, Reassembler
 from fsm.cli import main
 from fsm.errors import FramingError, LimitExceeded, RemoteProtocolError
 from fsm.wire.detect import FRAMING_NAMES, Framing
-from tests.helpers import NO_FRAMING, aws_message
+from tests.helpers import NO_FRAMING, aws_message, provider_error
 
 PAGE = b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<h1>502 Bad Gateway</h1>\r\n"
 
@@ -99,6 +99,14 @@ ERRORS = {  # each provider's error event: the event, and the message it carries
     "responses": ({"type": "error", "code": "rate_limit_exceeded", "message": "Slow", "sequence_number": 0}, "Slow"),
     "openai-compatible": ({"object": "error", "message": "Too long", "type": "BadRequest", "code": 400}, "Too long"),
 }
+KINDS = {  # each one's kind, which provider-error names before its message (policy error-kind)
+    "anthropic": "overloaded_error",
+    "openai": "rate_limit",
+    "gemini": "RESOURCE_EXHAUSTED",
+    "ollama": None,
+    "responses": "error: rate_limit_exceeded",
+    "openai-compatible": "BadRequest",
+}
 
 
 @pytest.mark.parametrize("shape", ERRORS)
@@ -119,7 +127,7 @@ def test_a_stream_that_is_only_an_error_says_the_providers_message(shape: str) -
         result = r.close()
         assert (result.provider, result.finish_reason, len(result.calls)) == ("auto", "error", 0), framing
         assert [(d.event, d.code, d.message) for d in result.diagnostics] == [
-            (1, "provider-error", f"the provider reported an error: {message}")
+            (1, "provider-error", provider_error(message, KINDS[shape]))
         ]
     strict = Reassembler(strict=True)
     with pytest.raises(RemoteProtocolError, match=f"event 1: provider-error: .*{message}"):
@@ -196,7 +204,7 @@ def test_a_bedrock_stream_that_is_only_an_exception_frame_says_bedrocks_message(
         result = r.close()
         assert (result.provider, result.finish_reason) == ("bedrock", "error"), feed
         assert [(d.event, d.code, d.message) for d in result.diagnostics] == [
-            (1, "provider-error", "the provider reported an error: Rate exceeded")
+            (1, "provider-error", provider_error("Rate exceeded", "throttlingException"))
         ]
 
 
@@ -209,7 +217,8 @@ def test_a_responses_error_event_says_its_message_with_the_provider_named_or_tol
             r.feed(event)
         result = r.close()
         assert result.finish_reason == "error"
-        assert [d.message for d in result.diagnostics] == ["the provider reported an error: Slow"], (provider, events)
+        said = [d.message for d in result.diagnostics]
+        assert said == [provider_error("Slow", KINDS["responses"])], (provider, events)
 
 
 def test_an_error_page_past_the_window_is_held_once_never_copied() -> None:
@@ -241,10 +250,10 @@ def test_a_pretty_printed_error_body_says_the_providers_message(shape: str) -> N
         error, result, _ = read(chunked(body, size))
         assert error is None and (result.finish_reason, len(result.calls)) == ("error", 0)
         assert [(d.event, d.code, d.message) for d in result.diagnostics] == [
-            (1, "provider-error", f"the provider reported an error: {message}")
+            (1, "provider-error", provider_error(message, KINDS[shape]))
         ]
     error, _, _ = read([body], strict=True)
-    assert error is not None and f"provider-error: the provider reported an error: {message}" in str(error)
+    assert error is not None and f"provider-error: {provider_error(message, KINDS[shape])}" in str(error)
 
 
 NOT_STREAMED = {
@@ -354,7 +363,7 @@ def test_a_junk_line_before_or_between_documents_is_one_bad_event_and_the_docume
         assert error is None and result.finish_reason == "error"
         want = [(junk_at, "bad-event"), (junk_at + 1, "provider-error")]
         assert [(d.event, d.code) for d in result.problems()] == want
-        assert result.problems()[-1].message == f"the provider reported an error: {message}"
+        assert result.problems()[-1].message == provider_error(message, KINDS["gemini"])
 
 
 @pytest.mark.parametrize("start", [b"{\n", b"[\n{"], ids=["document", "array"])

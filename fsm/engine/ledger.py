@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from fsm.errors import LimitExceeded, RemoteProtocolError, ToolcallFSMError
+from fsm.errors import LimitExceeded, RemoteProtocolError, ToolcallFSMError, bounded
 from fsm.events import StreamEnd
 from fsm.options import Limits, Policies, default_limits
 from fsm.results import Diagnostic, Output, Severity, build_diagnostic
@@ -34,7 +34,7 @@ WORD_CHARS = 100
 
 def shortened(text: str, room: int = MESSAGE_CHARS) -> str:
     """``text`` as a diagnostic keeps it: at most ``room`` characters, then how long it was."""
-    return text if len(text) <= room else f"{text[:room]}... ({len(text)} characters)"
+    return bounded(text, room)
 
 
 _MEANS = {

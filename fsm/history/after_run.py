@@ -8,6 +8,12 @@ every such message after the run's first call (Claude's server calls too: one ri
 assistant message of server calls alone is in their run) goes after the run's last message, in its order, and
 the turn's results go first in the first of them (``Segment.held``, as for results sent after the
 user's text: ``moved-result``), its placeholders after them (``moved-user-content``, at the message).
+A message of a role the format lacks holding no call, result or server block parts no run
+(``unknown-role-between``). And where the run goes on with an earlier turn's server calls waiting past
+their client results (``Segment.carries``: the model's message after those results makes calls again,
+``server-call-waits-across-results``), the run begins with its first message, which may hold text
+alone: a user message making calls after it leaves its content after the run too, since left between
+that message and the calls it would end the wait, and the waiting code's call would be ``dangling``.
 
 ``paused-call-last-only``: a server call without its result may wait in the history's last message
 alone, a turn paused (``pause_turn``) that the server goes on with (:mod:`fsm.history.server_blocks`).
@@ -20,7 +26,7 @@ from __future__ import annotations
 
 from fsm.history.changes import Change
 from fsm.history.entries import Segment
-from fsm.history.formats import items, shown
+from fsm.history.formats import items, known_role, shown
 from fsm.history.rewrite import Writer
 from fsm.history.server_blocks import SERVER_CALLS, models_block
 
@@ -35,7 +41,7 @@ def user_content_after(plan: Writer, segment: Segment) -> Segment:
     when any does (``user-content-after-the-run``); noted in ``plan.later_of``."""
     if plan.fmt != "anthropic" or not segment.calls:
         return segment
-    first = _run_first_call(plan, segment.calls[0].message)
+    first = _run_first_call(plan, segment.calls[0].message, segment.carries)
     end = segment.end  # the run's last message (of Claude's server blocks' run too)
     # Every user message read in the run (one of server blocks alone makes none of the turn's calls)
     later = [at for at in range(first + 1, end + 1) if at in plan.roles.calling and _leftover(plan, at)]
@@ -46,17 +52,21 @@ def user_content_after(plan: Writer, segment: Segment) -> Segment:
     return segment._replace(held=later[0]) if later else segment
 
 
-def _run_first_call(plan: Writer, at: int) -> int:
+def _run_first_call(plan: Writer, at: int, carries: bool = False) -> int:
     """The first message making a call, Claude's server calls too, of the turn's run of the model's
     messages that message ``at`` (making the turn's first client call) is in: the assistant messages
     before it with server calls alone, back to one with a client call or result (another turn's) or
-    to a message of the user's; a message that came empty is read as if gone. A user message holding
-    client results beside server calls begins a run of its own: its answer goes first."""
+    to a message of the user's; a message that came empty is read as if gone, and so is one of a role
+    the format lacks holding no call, result or server block (``unknown-role-between``: the check reads
+    the run across it, so the user's content after it goes after the run, its results first). A user
+    message holding client results beside server calls begins a run of its own: its answer goes first.
+    A run that ``carries`` the wait of an earlier turn's server calls begins with its first message of
+    the model's (text alone too, answering the client results): split there, it would end that wait."""
     first = at
     if any(block.get("type") == "tool_result" for block in items(plan.messages[at], plan.fmt, at)):
         return at
     for before in range(at - 1, -1, -1):
-        if before in plan.roles.empty:
+        if before in plan.roles.empty or _absent(plan, before):
             continue
         if plan.messages[before].get("role") != "assistant" and before not in plan.roles.calling:
             break
@@ -70,9 +80,18 @@ def _run_first_call(plan: Writer, at: int) -> int:
             return before
         if kinds & {"tool_use", "tool_result"}:
             break
-        if not kinds.isdisjoint(SERVER_CALLS):
+        if carries or not kinds.isdisjoint(SERVER_CALLS):
             first = before
     return first
+
+
+def _absent(plan: Writer, at: int) -> bool:
+    """Is message ``at`` of a role the format lacks, holding none of the model's blocks nor a result
+    (read as if absent, ``unknown-role-between``)?"""
+    message = plan.messages[at]
+    if known_role(plan.fmt, message.get("role")):
+        return False
+    return not any(models_block(block) or block.get("type") == "tool_result" for block in items(message, plan.fmt, at))
 
 
 def stays(plan: Writer, at: int, called: int) -> bool:

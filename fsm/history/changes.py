@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 import attrs
 
@@ -37,7 +38,8 @@ class Change:
     ``named-model-role`` (a Gemini content without a role left without the calls it was read as the model's
     for), ``kept-unknown-role``, ``kept-results-beside-text`` (the user's content beside the results of calls
     Claude's waiting code made), or for a Responses item id sent twice ``dropped-duplicate-item``,
-    ``removed-item-id``, ``kept-duplicate-item`` (:mod:`fsm.history.item_ids`)."""
+    ``removed-item-id``, ``kept-duplicate-item`` (:mod:`fsm.history.item_ids`), and for a Responses call naming
+    a program the history lacks ``kept-unknown-caller`` (:mod:`fsm.history.program_callers`)."""
     message: int
     """1-based position in the input of the message changed (for a placeholder, the call's message)."""
     id: str | None
@@ -58,3 +60,11 @@ def checked_policy(policy: RepairPolicy | None) -> RepairPolicy:
         if not isinstance(text, str):  # it becomes a part's text, which every format takes as a str
             raise InvalidInput(f"the {field} text must be a str, not {type(text).__name__}")
     return policy
+
+
+def kept_roles(odd: Iterable[tuple[int, Any]], gone: set[int], fmt: str) -> list[Change]:
+    """``kept-unknown-role`` for each message of a role its format lacks (``odd``, 0-based with its
+    role) that repair keeps: only the caller knows which role was meant (unless its content all went,
+    or it became the ``user`` content it stands for: ``gone``)."""
+    why = "its role {!r} is not one " + fmt + " messages have: kept as it is, for the caller to name"
+    return [Change("kept-unknown-role", at + 1, None, why.format(role)) for at, role in odd if at not in gone]

@@ -5,19 +5,20 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
 from fsm.foreign import answers_callers
 from fsm.history.code_waits import beside_waiting_code
-from fsm.history.detect import FALLBACK, resolve_format
+from fsm.history.detect import Named, resolve_format
 from fsm.history.empty import WHY as EMPTY_WHY
 from fsm.history.entries import Entry, Key, Roles
 from fsm.history.findings import Finding, Format, Kind, Report
 from fsm.history.formats import shown
 from fsm.history.item_ids import duplicate_items
 from fsm.history.placeholders import usable_id
+from fsm.history.program_callers import unknown_callers
 from fsm.history.turns import segments
 from fsm.spec import history_spec
 
@@ -98,12 +99,13 @@ def history_machine() -> SpecMachine:
 
 
 @answers_callers
-def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"] = "auto") -> Report:
+def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Report:
     """Walk every call id through the history machine; report what a strict provider would refuse.
-    Findings name messages by 1-based position. Malformed input raises LocalProtocolError."""
+    Findings name messages by 1-based position. Malformed input raises LocalProtocolError. A
+    ``format`` of None is ``"auto"`` (a report's format passed back: unjudged-says-no-format)."""
     messages, fmt = resolve_format(messages, format)
     if fmt is None:  # format "auto", and no message tells one: nothing to pair or judge (auto-by-tool-content)
-        return Report(FALLBACK, ())
+        return Report(None, ())  # judged by no format's rules, it names none (unjudged-says-no-format)
     machine = history_machine()
     findings: list[Finding] = []
     ids: dict[Key, CallId] = {}
@@ -122,7 +124,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Format | Literal["auto"
         return call
 
     roles = Roles()
-    repeated = duplicate_items(messages) if fmt == "responses" else []
+    repeated = _among(duplicate_items(messages), unknown_callers(messages)) if fmt == "responses" else []
     if fmt == "anthropic":
         repeated = [
             Finding(Kind.RESULTS_BESIDE_TEXT, "", at + 1, CODE_WAITS_WHY) for at in beside_waiting_code(messages)

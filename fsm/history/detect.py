@@ -37,7 +37,7 @@ tells the other format alone, which refuses it (audit 60: 4 of 87,574 histories)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from fsm.errors import LocalProtocolError
 from fsm.foreign import answers_callers
@@ -46,6 +46,9 @@ from fsm.history.formats import ANTHROPIC_CALLS, FORMATS, RESPONSES_OUTPUT_OF, R
 from fsm.history.objects import conversation
 from fsm.history.server_blocks import converse_payload, is_server_result
 from fsm.history.turns import segments
+
+Named = Format | Literal["auto"] | None
+"""What ``check`` and ``repair`` take as ``format``: a format, ``"auto"``, or None (``"auto"`` too)."""
 
 FALLBACK: Format = "openai"
 """What :func:`detect_format` says of a history whose messages tell no format."""
@@ -65,11 +68,12 @@ def detect_format(messages: Sequence[Mapping[str, Any]]) -> Format:
     return resolve_format(messages, "auto")[1] or FALLBACK
 
 
-def resolve_format(messages: Any, format: str) -> tuple[Sequence[Mapping[str, Any]], Format | None]:
+def resolve_format(messages: Any, format: str | None) -> tuple[Sequence[Mapping[str, Any]], Format | None]:
     """The validated conversation and its format: ``format``, or when it is ``"auto"`` the one the
-    history is read in (None: its messages tell none, and there is nothing to judge)."""
+    history is read in (None: its messages tell none, and there is nothing to judge). A ``format``
+    of None is ``"auto"``: what ``Report.format`` says of a history it did not judge reads it again so."""
     messages = conversation(messages)
-    if format != "auto":
+    if format is not None and format != "auto":
         for known in FORMATS:
             if format == known:
                 return messages, known

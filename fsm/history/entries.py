@@ -56,6 +56,11 @@ class Segment(NamedTuple):
     them (Anthropic) or a new one (see ``repair``'s ``_Plan._home``)."""
     misplaced_end: int = -1
     """The last message of the last unit holding misplaced results."""
+    carries: bool = False
+    """Anthropic: server calls an earlier turn made wait on past this turn's calls (the model's message
+    after their client results making calls again, ``server-call-waits-across-results``): its run
+    begins with its first message of the model's, which answered those results, and goes on with
+    their wait, so what a user message read in it leaves goes after it (``user-content-after-the-run``)."""
     held: int = -1
     """The first message of the user's text that came between the calls and results that answer them
     all the same, sent in the model's role (``misplaced-result``) or as results are

@@ -111,6 +111,13 @@ class Kind(enum.Enum):
     Repair drops a later copy of a reasoning item, message or item reference equal to the earlier one,
     takes the id off any other item (the API takes those without one), and keeps a differing one for the
     caller (``kept-duplicate-item``)."""
+    UNKNOWN_CALLER = "unknown-caller"
+    """A Responses call item (``function_call``, a custom tool's, shell's or apply-patch call) whose
+    ``caller`` names a program (``{"type": "program", "caller_id": X}``, programmatic tool calling)
+    that no ``program`` item before it has as its ``call_id`` (none is reported after an
+    ``item_reference``, which may stand for it): the API cannot tie the call to the code that made
+    it (policy caller-program-first, :mod:`fsm.history.program_callers`). Repair keeps the call and
+    says so (``kept-unknown-caller``): only the caller holds that program."""
     REUSED = "reused"
     """An id used again by a later turn after its call was answered: allowed, reported for information."""
 
@@ -140,10 +147,12 @@ class Finding:
 class Report:
     """What :func:`~fsm.history.check` found in a conversation."""
 
-    format: str
+    format: str | None
     """The message format read: ``openai`` (Cohere v2 messages too: theirs is that shape),
-    ``anthropic``, ``gemini``, ``responses``, ``ollama`` or ``bedrock``; with ``format="auto"``, ``openai``
-    for a history telling no format, which is not judged (policy auto-by-tool-content)."""
+    ``anthropic``, ``gemini``, ``responses``, ``ollama`` or ``bedrock``; None for a history that tells no
+    format with ``format="auto"``, which is not judged (policy auto-by-tool-content, policy
+    unjudged-says-no-format: no rule of any format was applied, so none is named; ``detect_format``
+    still says ``openai``, its fallback)."""
     findings: tuple[Finding, ...]
     """Every finding, in the order the messages were read."""
 

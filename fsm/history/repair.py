@@ -16,7 +16,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   dropped, whatever the policy, since only Anthropic can give that result (but in the history's last message, a paused
   turn, until repair writes after it: :mod:`fsm.history.after_run`);
 * a Responses call item dropped takes along the ``reasoning`` items right before it (the API pairs a reasoning item
-  with the item that followed it and refuses one sent without it);
+  with the item that followed it and refuses one sent without it); one naming a program the history lacks is kept
+  and said so (:mod:`fsm.history.program_callers`);
 * a result after text in its turn's user message (Anthropic, Gemini, Converse) goes first (:mod:`fsm.history.turns`),
   and what an Anthropic user message making calls after its run's first call leaves goes after the run;
 * a result sent in the model's role (an Anthropic or Converse assistant message, a Gemini model content, an OpenAI
@@ -53,30 +54,31 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from fsm.engine.ids import IdAllocator
 from fsm.foreign import answers_callers
 from fsm.history.after_run import drop_paused, still_waits, user_content_after
-from fsm.history.changes import Change, RepairPolicy, checked_policy
+from fsm.history.changes import Change, RepairPolicy, checked_policy, kept_roles
 from fsm.history.code_waits import settle
-from fsm.history.detect import resolve_format
+from fsm.history.detect import Named, resolve_format
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, shown
 from fsm.history.item_ids import renumbered, settle_items
 from fsm.history.joined_runs import ServerRun, joined_server_ids, kept_apart, left_empty
 from fsm.history.placeholders import placeholder, usable_id
+from fsm.history.program_callers import kept_callers
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.turns import segments
 
 
 @answers_callers
 def repair(
-    messages: Sequence[Mapping[str, Any]], policy: RepairPolicy | None = None, format: Format | Literal["auto"] = "auto"
+    messages: Sequence[Mapping[str, Any]], policy: RepairPolicy | None = None, format: Named = "auto"
 ) -> tuple[list[dict[str, Any]], list[Change]]:
-    """The repaired messages and what changed (see the module's docstring for the rules). A history
-    ``check`` accepts, or one repaired, comes back unchanged. Malformed input raises LocalProtocolError."""
+    """The repaired messages and what changed (rules: the module's docstring). A history ``check`` accepts, or one
+    repaired, comes back unchanged; ``format=None`` is ``"auto"``. Malformed input raises LocalProtocolError."""
     policy = checked_policy(policy)
     messages, fmt = resolve_format(messages, format)
     if fmt is None:  # "auto", and no message tells a format: nothing to pair or judge (auto-by-tool-content)
@@ -87,10 +89,8 @@ def repair(
         plan.pair(segment)
     drop_paused(plan)
     fixed = plan.rewrite()
-    for at, role in plan.roles.odd:  # only the caller knows which role was meant (unless its content all went)
-        if at not in plan.emptied and at not in plan.to_user:
-            why = f"its role {role!r} is not one {fmt} messages have: kept as it is, for the caller to name"
-            plan.changes.append(Change("kept-unknown-role", at + 1, None, why))
+    plan.changes += kept_roles(plan.roles.odd, plan.emptied | plan.to_user, fmt)
+    plan.changes += kept_callers(messages, plan.drop) if fmt == "responses" else []  # caller-program-first
     fixed = settle(fixed, plan.origins, plan.changes) if fmt == "anthropic" else fixed  # results-alone-while-code-waits
     return fixed, sorted([*settled, *renumbered(plan.changes, kept)], key=lambda c: c.message)
 

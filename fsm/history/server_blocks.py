@@ -39,7 +39,8 @@ run on. So such a call is answered by the server results of the model's message 
 results, and of the ones after that while each makes client calls again (results sent in the model's
 role, ``misplaced-result``, count as the user's where repair moves them: in the user's message after
 the model's run they are in, the model's messages up to it before them, or first in the user's text
-between the calls and them, the rest of their message after them); one no such message answers
+between the calls and them, or in what a user message read in the calls' run leaves after it
+(``user-content-after-the-run``), the rest of their message after them); one no such message answers
 is ``dangling`` there (repair drops it, as any server call without its result), but where the
 history ends with that message (paused as the code runs on: the server goes on with the turn); and one still
 waiting where the history ends (the client's results sent, or not yet) is the server's to run, as a
@@ -186,6 +187,7 @@ class Waiting:
         self.anthropic = fmt == "anthropic"  # Converse's server tools pause for no client call
         self.pausing: tuple[Entry, ...] = ()  # the client calls they wait past, of the latest message
         self.moved = False  # their results came in the model's role: the model's units up to the user's are their run
+        self.through = False  # the unit met last made client calls they wait on past
         self._order = 0
 
     def meet(
@@ -206,6 +208,7 @@ class Waiting:
         its own client calls' results, if it made any and no call of it takes a waiting call's id,
         or where the history ends with it and it makes no call (a turn paused, ``pause_turn``, as
         the code runs on: the server goes on with it); anything else finds them dangling."""
+        self.through = False
         if not self.held:
             return
         pausing = {call.key for call in self.pausing}
@@ -244,7 +247,14 @@ class Waiting:
             return
         done = sorted(held.order for held in took if not any(held.waits.values()))
         yield from (self.held.pop(order).segment() for order in done)
-        self.answered, self.pausing = False, tuple(calls)
+        self.answered, self.pausing, self.through = False, tuple(calls), bool(calls and self.held)
+
+    def carry(self, turn: Segment | None, last: int) -> Segment | None:
+        """The turn of the unit met last (ending at message ``last``), ``carries`` when calls held wait
+        on past its calls; any other turn as it is."""
+        if turn is None or not self.through or turn.end != last:
+            return turn
+        return turn._replace(carries=True)
 
     def hold(self, chunk: Segment) -> bool:
         """Hold a unit's server blocks (paired by :func:`in_order`) that made client calls, when a

@@ -74,6 +74,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     moved_end = -1
     answered = False  # the user's results came: the model's unit right after goes on the turn if it holds results
     held = -1  # the user's text came after the calls, none of their results yet: the unit after may send them
+    left = False  # a user message of the calls' unit leaves content after it (user-content-after-the-run)
     # Gemini, Converse: the user's text came after the turn's answer (its first message, or the answer's
     # own when it holds text too): the user's results next still answer the calls (``Segment.held``).
     after, after_answer = -1, fmt in ("gemini", "bedrock")
@@ -84,9 +85,11 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
         if users and any(chunk.calls for chunk in pending[0]):
             served = _answer_server_calls(pending[0], served)
         yield from _served(pending, len(messages), waiting)
+        taking = waiting.carry(taking, pending[1])
         pending = ([], -1, [], False, False, None, "")
         # results sent in the model's role go after the model's run they are in, or first in the user's text before
-        goes = ("text" if held >= 0 and taking is not None else "run") if misplaced else ""
+        # (or in what a user message of the calls' run leaves after it: user-content-after-the-run)
+        goes = ("text" if (held >= 0 or left) and taking is not None else "run") if misplaced else ""
         if held >= 0 and taking is not None:
             if said >= 0:
                 continue  # more of the user's text: the turn still waits for the unit after it
@@ -147,8 +150,9 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
             yield _with(Segment([], results), results if misplaced else [], last)
         pending = (served, last, calls, leaves, users, results, goes)
         if calls:
-            taking = Segment(calls, [], end=last)
+            taking, left = Segment(calls, [], end=last), leaves
     yield from _served(pending, len(messages), waiting)
+    taking = waiting.carry(taking, pending[1])
     if taking is not None:
         yield _with(taking, moved, moved_end, fmt)
     yield from waiting.over(open_end=True)  # where the history ends, the server may still run them (after the

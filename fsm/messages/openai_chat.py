@@ -21,12 +21,13 @@ its ``id``, ``summary`` and ``encrypted_content``."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from fsm.messages.claude_blocks import placed_thinking
 from fsm.messages.shared import Message, reply_id
 from fsm.messages.shared import kind as _kind
-from fsm.results import Result, ToolCall
+from fsm.results import Reasoning, Result, ToolCall
+from fsm.wire.decoders.chat_reasoning import GEMINI_FORMAT
 
 _DETAIL_TEXT = {"reasoning.text": "text", "reasoning.summary": "summary"}
 """Where each type of reasoning_details entry holds the block's text (the encrypted one: ``data``)."""
@@ -62,21 +63,22 @@ def openai_chat_message(result: Result, calls: tuple[ToolCall, ...], reasoning_f
 
 def reasoning_details(result: Result) -> list[Message]:
     """The blocks read from OpenRouter's ``reasoning_details``, each as one entry in the order they
-    came, numbered from 0 as OpenRouter numbers them."""
+    came, numbered from 0 as OpenRouter numbers them; a signed block of Gemini's as two of its number,
+    its text then its signature, as OpenRouter gave them (policy gemini-signature-encrypted)."""
     details: list[Message] = []
-    for reasoning in result.reasoning:
-        if reasoning.detail is None:
+    for block, (reasoning, detail) in enumerate([(r, d) for r in result.reasoning if (d := r.detail) is not None]):
+        signature, item_id = reasoning.signature, reasoning.item_id
+        if signature is not None and reasoning.format == GEMINI_FORMAT and detail == "reasoning.text":
+            # policy gemini-signature-encrypted: its text, if any, then the signature as OpenRouter sent it
+            if reasoning.text:
+                details.append(_entry("reasoning.text", reasoning, block, text=reasoning.text))
+            details.append(_entry("reasoning.encrypted", reasoning, block, data=signature, id=item_id))
             continue
-        entry: Message = {"type": reasoning.detail}
-        if reasoning.detail in _DETAIL_TEXT:
-            entry[_DETAIL_TEXT[reasoning.detail]] = reasoning.text
-        else:
-            entry["data"] = reasoning.encrypted_content or reasoning.redacted or ""  # (Claude's redacted: redacted)
-        for key, value in (("signature", reasoning.signature), ("id", reasoning.item_id), ("format", reasoning.format)):
-            if value is not None:
-                entry[key] = value
-        entry["index"] = len(details)
-        details.append(entry)
+        if detail in _DETAIL_TEXT:
+            said = {_DETAIL_TEXT[detail]: reasoning.text}
+        else:  # (Claude's redacted: redacted)
+            said = {"data": reasoning.encrypted_content or reasoning.redacted or ""}
+        details.append(_entry(detail, reasoning, block, **said, signature=signature, id=item_id))
     return details
 
 
@@ -99,6 +101,15 @@ def reasoning_items(result: Result) -> list[Message]:
             item["encrypted_content"] = block.encrypted_content
         items.append(item)
     return items
+
+
+def _entry(kind: str, reasoning: Reasoning, block: int, **fields: Any) -> Message:
+    """An entry of the block numbered ``block``: its fields but those that are None, its format, its index."""
+    entry: Message = {"type": kind} | {key: value for key, value in fields.items() if value is not None}
+    if reasoning.format is not None:
+        entry["format"] = reasoning.format
+    entry["index"] = block
+    return entry
 
 
 def _call(call: ToolCall) -> Message:

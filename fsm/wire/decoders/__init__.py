@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fsm.errors import UnsupportedProvider, too_long
+from fsm.errors import UnsupportedProvider, bounded, too_long
 from fsm.wire.decoders._fields import written
 
 if TYPE_CHECKING:
@@ -143,16 +143,26 @@ def error_kind(error: Any) -> str | None:
 
 
 def error_message(error: Any) -> str:
-    """What a provider's error says: the ``message`` of an error object that has one, else the whole
-    value (a string, or an object with no message: its fields but a null or empty message, or "no
-    message" when it has none, never the word None)."""
+    """What a provider's error says: the ``message`` of an error object that has one, with its
+    ``details`` beside it, bounded (Anthropic's ``{"error_code": "ramp_limit_exceeded"}``, the cause
+    its SDK says to branch on, and what it names: an image's size limit, the paths at fault; Google's
+    ``RetryInfo``), else the whole value (a string, or an object with no message: its fields but a
+    null or empty message, or "no message" when it has none, never the word None)."""
     if not isinstance(error, Mapping):
         return written(error) if error is not None else "no message"
     message = error.get("message")
     if message is None or message == "":
         rest = {key: value for key, value in error.items() if key != "message" and value is not None}
         return written(rest) if rest else "no message"
-    return written(message)
+    details = error.get("details")
+    if details is None or details == "" or details == {} or details == []:
+        return written(message)
+    return f"{written(message)} (details {bounded(written(details), DETAILS_CHARS)})"
+
+
+DETAILS_CHARS = 300
+"""The most of an error's ``details`` its message keeps: a cause and a few of its fields, not a
+megabyte the provider (or a proxy) put there."""
 
 
 def error_in(payload: Mapping[str, Any]) -> tuple[str | None, str] | None:
@@ -163,7 +173,23 @@ def error_in(payload: Mapping[str, Any]) -> tuple[str | None, str] | None:
     error = payload.get("error")
     if not error and payload.get("type") != "error" and payload.get("object") != "error":
         return None
-    return error_words(error or payload, payload)  # without an error field, the event is the error
+    kind, said = error_words(error or payload, payload)  # without an error field, the event is the error
+    if not error and payload.get("type") == "error" and not _RESPONSES_MARKS.isdisjoint(payload):
+        return responses_error_word("error", kind), said  # as the Responses decoder words it
+    return kind, said
+
+
+_RESPONSES_MARKS = frozenset({"sequence_number", "code"})
+"""What tells a bare ``{"type": "error"}`` event (no ``error`` object) as Responses' own: its
+``sequence_number``, or its ``code`` at the top (Anthropic's, OpenAI chat's and Gemini's errors put
+theirs in an ``error`` object)."""
+
+
+def responses_error_word(event: str, kind: str | None) -> str:
+    """A Responses error's raw finish reason: its event type, then its code where it gave one
+    (``error: rate_limit_exceeded``, ``response.failed: server_error``), as an incomplete response's
+    reason is worded (policy error-kind)."""
+    return f"{event}: {kind}" if kind else event
 
 
 _factories: dict[str, tuple[Callable[[], Decoder], bool]] = {}

@@ -9,7 +9,9 @@ at a time, the signature in a later piece of its own; every piece names its ``ty
 (a Claude block's ``signature``, an OpenAI reasoning item's encrypted ``data``). OpenRouter's docs
 ask for the blocks back, as they came, on tool-calling turns. A ``reasoning.encrypted`` entry of
 Claude's format is a redacted thinking block: its data is read as redacted data, which goes back to
-Claude as the ``redacted_thinking`` block it was (and to OpenRouter as the entry it came as).
+Claude as the ``redacted_thinking`` block it was (and to OpenRouter as the entry it came as); one of
+Gemini's holds a thought signature, read as its block's signature (policy gemini-signature-encrypted),
+which goes back to OpenRouter as the entry it came as.
 
 LiteLLM's ``reasoning_items`` (its chat stream served from the Responses API) are the Responses
 reasoning items themselves, read beside the rest: :func:`reasoning_items`."""
@@ -26,6 +28,9 @@ TEXT_FIELDS = {"reasoning.text": "text", "reasoning.summary": "summary", "reason
 
 CLAUDE_FORMAT = "anthropic-claude-v1"
 """The ``format`` of an entry of Claude's: its ``reasoning.encrypted`` entry is a redacted thinking block."""
+GEMINI_FORMAT = "google-gemini-v1"
+"""The ``format`` of an entry of Gemini's: its ``reasoning.encrypted`` entry holds a thought signature
+(policy gemini-signature-encrypted)."""
 
 _KNOWN_KEYS = frozenset({"type", "text", "summary", "data", "signature", "format", "index", "id"})
 
@@ -69,15 +74,18 @@ def reasoning_details(value: Any) -> list[ReasoningDelta] | None:
         encrypted = detail == "reasoning.encrypted"
         # Claude's redacted thinking, as OpenRouter gives it: redacted data, which goes back to Claude so
         redacted = encrypted and entry.get("format") == CLAUDE_FORMAT
+        # Gemini's thought signature (a call's under the call's id): the block's signature, as a
+        # Claude block's is, which goes back to Gemini on its part (policy gemini-signature-encrypted)
+        signed = encrypted and entry.get("format") == GEMINI_FORMAT
         pieces.append(
             ReasoningDelta(
                 index,
                 "" if encrypted else piece or "",
-                signature=signature or None,
+                signature=(piece or signature or None) if signed else signature or None,
                 redacted=(piece or None) if redacted else None,
                 item_id=item_id or None,
-                encrypted_content=(piece or None) if encrypted and not redacted else None,
-                detail=detail,
+                encrypted_content=(piece or None) if encrypted and not redacted and not signed else None,
+                detail="reasoning.text" if signed else detail,  # its block is of text, signed
                 format=entry.get("format") or None,
             )
         )

@@ -42,7 +42,7 @@ piece without a signature (the last event's ``{"text": ""}``) is nothing.
 
 The candidate's ``finishMessage`` is kept with any finish (a call the finish cuts is reported with
 it); a finish that is an error (``MALFORMED_FUNCTION_CALL``, ``UNEXPECTED_TOOL_CALL``) also takes it
-as its error message (``provider-error`` says it), after its own word.
+as its error message (``provider-error`` says it, after its own word).
 
 A payload with none of the response's fields is not this wire shape: ``unknown-event``. An ``error``
 ends the stream; beside a response's fields it comes after what they say, which is read first
@@ -266,7 +266,7 @@ class GeminiDecoder:
                 said = field(candidate, "finishMessage", "finish_message")
                 # Only an error's message is required to be text; another finish is not failed over its note.
                 said = (text(said, "finishMessage") if normal == "error" or isinstance(said, str) else None) or None
-                error = f"{raw}: {said}" if said and normal == "error" else None
+                error = said if normal == "error" else None  # (provider-error names the word first)
                 events.append(build_stream_end(normal, raw, error, said))
         usage = field(payload, "usageMetadata", "usage_metadata")
         if usage:

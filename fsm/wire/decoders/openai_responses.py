@@ -60,7 +60,7 @@ from fsm.events import (
     build_usage_report,
 )
 from fsm.options import Policies, default_policies
-from fsm.wire.decoders import error_kind, error_message
+from fsm.wire.decoders import error_kind, error_message, responses_error_word
 from fsm.wire.decoders._fields import index, mapping, text, written
 from fsm.wire.decoders._responses_items import (
     CALL_ITEMS,
@@ -169,8 +169,7 @@ class OpenAIResponsesDecoder(ResponsesTalk):
             if kind == "error" and not error:  # the stream's own error event: its message is at the top
                 error = payload
             # Its code beside the event's type, as an incomplete response's reason (policy error-kind)
-            code = error_kind(error)
-            word = f"{kind}: {code}" if code else kind
+            word = responses_error_word(kind, error_kind(error))
             return [StreamEnd("error", word, error_message(error) if error else None)]  # no error: none said
         if not kind.startswith(QUIET_PREFIXES):
             diagnose("unknown-event", f"Responses event type {kind!r}")

@@ -1,0 +1,73 @@
+"""OpenAI Responses calls a program made (programmatic tool calling, beta), policy caller-program-first.
+
+A ``program`` item holds the JavaScript the model wrote and its ``call_id``; each client call it made
+(a ``function_call``, and a custom tool's, shell's or apply-patch call alike) names it in ``caller``:
+``{"type": "program", "caller_id": X}``, X being the program item's ``call_id`` (openai's beta types:
+"The call ID of the program item that produced this tool call"). Without stored state the request
+that sends those calls back carries the program before them, as it came (policy program-goes-back,
+:mod:`fsm.messages.responses`): a call naming a program the history does not hold before it is one
+the API cannot tie to the code that made it. The pairing never sees it: calls pair with their
+outputs by their own ``call_id``.
+
+``check`` reports such a call (``unknown-caller``, at the call): its ``caller_id`` is no ``call_id`` of
+a ``program`` item before it. But an ``item_reference`` before it may stand for that program (it
+names an item by its item ``id``, which says nothing of its ``call_id``): after one, no call is
+reported. ``repair`` keeps the call as it is and says so (``kept-unknown-caller``): only the caller
+holds the program, whose code and opaque ``fingerprint`` nothing can stand in for; dropping the
+call would lose it and its output, and writing it as the model's own (``direct``) would say the model
+called a tool a program called, which may be one the model cannot call itself (``allowed_callers``).
+A call repair drops (one no output answered, under ``RepairPolicy(dangling="drop-call")``) is not
+kept, and not said so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fsm.history.changes import Change
+from fsm.history.findings import Finding, Kind
+from fsm.history.formats import RESPONSES_OUTPUT_OF
+
+WHY = "it names as its caller a program no program item before it has as its call_id: the API cannot tie it to the code"
+"""What an ``unknown-caller`` finding says."""
+KEPT = "it names a program the history does not hold before it: kept, for the caller to send that program"
+"""What the ``kept-unknown-caller`` change says."""
+
+
+def _unknown(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, Any]]:
+    """Each call item naming a program no ``program`` item before it has (none after an item
+    reference): its position, its ``call_id`` (as text) and its name."""
+    programs: set[str] = set()
+    found: list[tuple[int, str, Any]] = []
+    for at, item in enumerate(messages):
+        kind = item.get("type")
+        if type(kind) is not str:  # (a type of no str may be unhashable)
+            continue
+        if kind == "program" and isinstance(item.get("call_id"), str):
+            programs.add(item["call_id"])
+        elif kind == "item_reference":  # it may be the program: nothing after it is told
+            return found
+        elif kind in RESPONSES_OUTPUT_OF:
+            caller = item.get("caller")
+            if not isinstance(caller, Mapping) or caller.get("type") != "program":
+                continue
+            named = caller.get("caller_id")
+            if not (isinstance(named, str) and named in programs):
+                name = item.get("name")
+                found.append((at, str(item.get("call_id")), name if isinstance(name, str) else None))
+    return found
+
+
+def unknown_callers(messages: Sequence[Mapping[str, Any]]) -> list[Finding]:
+    """What ``check`` reports of a Responses history's calls naming a program it lacks (``unknown-caller``)."""
+    return [Finding(Kind.UNKNOWN_CALLER, call_id, at + 1, WHY, name) for at, call_id, name in _unknown(messages)]
+
+
+def kept_callers(messages: Sequence[Mapping[str, Any]], drop: set[tuple[int, int]]) -> list[Change]:
+    """What ``repair`` says of those calls it keeps (``kept-unknown-caller``; ``drop``: the items it drops)."""
+    return [
+        Change("kept-unknown-caller", at + 1, call_id, KEPT)
+        for at, call_id, _ in _unknown(messages)
+        if (at, -1) not in drop
+    ]
