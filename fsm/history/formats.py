@@ -184,7 +184,8 @@ class Reader:
         results: list[Entry] = []
         calls: list[Entry] = []
         role = message.get("role")
-        if (fmt != "responses" or "role" in message or message.get("type") == "message") and not known_role(fmt, role):
+        itemed = fmt != "responses" or "role" in message or message.get("type") == "message"
+        if itemed and not known_role(fmt, role) and not converse_aside(fmt, message):
             self.roles.odd.append((at, role))
         self.misplaced = False
         if fmt == "openai" and role == "tool":
@@ -336,6 +337,21 @@ def gemini_role(content: Mapping[str, Any]) -> Any:
     if role is not None:
         return role
     return read_role("gemini", content, any(gemini_payload(part, "call") for part in content.get("parts") or ()))
+
+
+def converse_aside(fmt: Format, message: Mapping[str, Any]) -> bool:
+    """Is ``message`` a Converse ``system`` message holding no ``toolUse`` or ``toolResult`` (policy
+    converse-system-aside)? botocore's ConversationRole has ``system`` beside ``user`` and
+    ``assistant``: such a message adds or removes a tool mid-conversation (``toolAddition``,
+    ``toolRemoval``). It is no turn's, so it is read as a message of a role the format lacks is
+    (unknown-role-between: it parts no call from its result, merges with no neighbour and is kept
+    where it is), but it is not reported, and repair says nothing of it."""
+    content = message.get("content") if fmt == "bedrock" and message.get("role") == "system" else None
+    return (
+        type(content) is list
+        and bool(content)
+        and not any(isinstance(block, Mapping) and ("toolUse" in block or "toolResult" in block) for block in content)
+    )
 
 
 def known_role(fmt: Format, role: Any) -> bool:

@@ -13,7 +13,11 @@ be passed back to the API"); Groq refuses an assistant message that holds ``reas
 ("property 'reasoning_content' is unsupported"); OpenAI's API has neither field. A result does not
 say which server streamed it, so ``reasoning_field="reasoning_content"`` (DeepSeek, vLLM) or
 ``"reasoning"`` (OpenRouter, Groq's reasoning models) sends the text of every plain reasoning block,
-joined; by default none is sent."""
+joined; by default none is sent.
+
+A Responses reasoning item (LiteLLM's ``reasoning_items``, which its chat stream served from the
+Responses API carries on the last chunk) goes back as LiteLLM takes it, in ``reasoning_items``:
+its ``id``, ``summary`` and ``encrypted_content``."""
 
 from __future__ import annotations
 
@@ -49,6 +53,9 @@ def openai_chat_message(result: Result, calls: tuple[ToolCall, ...], reasoning_f
     thinking = [block for _, block in placed_thinking(result, details=False)]
     if thinking:
         message["thinking_blocks"] = thinking
+    items = reasoning_items(result)
+    if items:
+        message["reasoning_items"] = items
     if calls:
         message["tool_calls"] = [_call(call) for call in calls]
     return message
@@ -73,6 +80,27 @@ def reasoning_details(result: Result) -> list[Message]:
             said = {"data": reasoning.encrypted_content or reasoning.redacted or ""}
         details.append(_entry(detail, reasoning, block, **said, signature=signature, id=item_id))
     return details
+
+
+def reasoning_items(result: Result) -> list[Message]:
+    """The Responses reasoning items among the blocks (LiteLLM's ``reasoning_items``, or a Responses
+    stream's), as LiteLLM takes them back: it replays them to the Responses API it serves the chat
+    from, in the stead of the thinking blocks beside them (a Claude block, signed, or OpenRouter's
+    entry, goes back in its own field)."""
+    items: list[Message] = []
+    for block in result.reasoning:
+        if block.detail is not None or block.signature is not None or block.redacted is not None:
+            continue
+        if block.item_id is None and block.encrypted_content is None and not block.summary:
+            continue  # plain reasoning text: policy reasoning-field-named
+        item: Message = {"type": "reasoning"}
+        if block.item_id is not None:
+            item["id"] = block.item_id
+        item["summary"] = [{"type": "summary_text", "text": said} for said in block.summary]
+        if block.encrypted_content is not None:
+            item["encrypted_content"] = block.encrypted_content
+        items.append(item)
+    return items
 
 
 def _entry(kind: str, reasoning: Reasoning, block: int, **fields: Any) -> Message:

@@ -11,7 +11,7 @@ from fsm.events import CallRef, ReasoningDelta, StreamEnd, TextDelta, build_call
 from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import plain_dumps
 from fsm.wire.decoders._fields import text, written
-from fsm.wire.decoders.chat_reasoning import reasoning_details, thinking_blocks, unreadable
+from fsm.wire.decoders.chat_reasoning import items_said, reasoning_details, thinking_blocks, unreadable
 
 
 class TurnSaid(Protocol):
@@ -234,6 +234,7 @@ SAID_KEYS = (
     "reasoning",
     "thinking_blocks",
     "reasoning_details",
+    "reasoning_items",
     COMPAT_SIGNATURE,
     "provider_specific_fields",
     "refusal",
@@ -299,8 +300,8 @@ def chunk_text(part: Any) -> str:
 def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
     """The text and reasoning in a delta. Reasoning comes as ``reasoning_content`` (DeepSeek, vLLM,
     LiteLLM) or ``reasoning`` (OpenRouter, Ollama and Groq's OpenAI endpoints), one block per turn,
-    or as LiteLLM's ``thinking_blocks`` or OpenRouter's ``reasoning_details``, block by block
-    (:mod:`fsm.wire.decoders.chat_reasoning`); a Gemini text part's signature
+    or as LiteLLM's ``thinking_blocks`` (its ``reasoning_items`` beside) or OpenRouter's ``reasoning_details``,
+    block by block (:mod:`fsm.wire.decoders.chat_reasoning`); a Gemini text part's signature
     (fsm.wire.langchain_chunks); OpenAI's refusal, kept apart. False when the content is a list of
     typed chunks, or the content or reasoning of another type, or beside ``annotations`` or
     ``audio``: only the decoder reads those (it may need to report one)."""
@@ -321,6 +322,7 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
             events.append(ReasoningDelta(None, reasoning))
         # tested one by one, not by a loop: this runs for every text chunk
         odd = odd or (first is not None and type(first) is not str) or (second is not None and type(second) is not str)
+    odd = ("reasoning_items" in delta and not items_said(delta, events, None)) or odd
     if "refusal" in delta and delta["refusal"] is not None:
         # refused as the Responses decoder refuses its refusal delta's: one of another type was
         # dropped without a word, and a turn that refused came out as an empty stop
@@ -350,23 +352,12 @@ def unsaid(delta: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> li
         read = why is None and bool(details)
         if why is not None:
             diagnose("part-not-reassembled", f"{why}: the delta's reasoning is read without its details")
+    items_said(delta, None, diagnose)
     for key in () if read else REASONING_KEYS:
         value = delta.get(key)
         if value is not None and type(value) is not str:
             diagnose("part-not-reassembled", f"delta.{key} is {kind(value)}, not a string, is not read")
     return said
-
-
-def unkept(delta: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> None:
-    """Report what a chat delta holds that no Result field holds (``part-not-reassembled``): a
-    search model's ``annotations`` (url_citation: no chat message takes them back) and an audio
-    model's ``audio`` (openai ``ChoiceDelta.audio``: a piece of its spoken answer)."""
-    if cited := delta.get("annotations"):
-        said = f"{len(cited)} of them" if type(cited) is list else type(cited).__name__
-        diagnose("part-not-reassembled", f"delta.annotations ({said}) is not kept: no Result holds it")
-    if (audio := delta.get("audio")) is not None:
-        said = ", ".join(map(str, audio)) if isinstance(audio, Mapping) else type(audio).__name__
-        diagnose("part-not-reassembled", f"delta.audio ({said}) is not kept: no Result holds it")
 
 
 class Held(dict[Any, Any]):

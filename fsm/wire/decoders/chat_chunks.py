@@ -2,10 +2,12 @@
 :class:`~fsm.wire.decoders.openai_chat.OpenAIChatDecoder` (and the lean reads of many events, and
 SDK objects' readers in :mod:`fsm.wire.sdk`) find in a chunk, each reader for one kind of chunk, or
 None for any other. Each names the test that replays every vector and fuzzed stream with and without
-it and requires the same transitions, outputs, calls, diagnostics and rule counts."""
+it and requires the same transitions, outputs, calls, diagnostics and rule counts. And what a delta
+holds that no Result field holds, reported (:func:`unkept`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fsm.errors import RemoteProtocolError
@@ -184,3 +186,15 @@ def whole_call_in(entry: dict[str, Any], function: dict[str, Any]) -> tuple[int,
     if not call_id or not name or not text:
         return None  # an empty id or name is none at all (CallRef), and empty text is no fragment
     return index, call_id, name, text
+
+
+def unkept(delta: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> None:
+    """Report what a chat delta holds that no Result field holds (``part-not-reassembled``): a
+    search model's ``annotations`` (url_citation: no chat message takes them back) and an audio
+    model's ``audio`` (openai ``ChoiceDelta.audio``: a piece of its spoken answer)."""
+    if cited := delta.get("annotations"):
+        said = f"{len(cited)} of them" if type(cited) is list else type(cited).__name__
+        diagnose("part-not-reassembled", f"delta.annotations ({said}) is not kept: no Result holds it")
+    if (audio := delta.get("audio")) is not None:
+        said = ", ".join(map(str, audio)) if isinstance(audio, Mapping) else type(audio).__name__
+        diagnose("part-not-reassembled", f"delta.audio ({said}) is not kept: no Result holds it")

@@ -11,11 +11,14 @@ ask for the blocks back, as they came, on tool-calling turns. A ``reasoning.encr
 Claude's format is a redacted thinking block: its data is read as redacted data, which goes back to
 Claude as the ``redacted_thinking`` block it was (and to OpenRouter as the entry it came as); one of
 Gemini's holds a thought signature, read as its block's signature (policy gemini-signature-encrypted),
-which goes back to OpenRouter as the entry it came as."""
+which goes back to OpenRouter as the entry it came as.
+
+LiteLLM's ``reasoning_items`` (its chat stream served from the Responses API) are the Responses
+reasoning items themselves, read beside the rest: :func:`reasoning_items`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fsm.events import ReasoningDelta
@@ -106,3 +109,60 @@ def unreadable(value: list[Any]) -> str | None:
             if key == "index" and field is not None and field < 0:
                 return f"delta.reasoning_details[{at}].index is {field}, not an index"
     return None
+
+
+def reasoning_items(value: Any) -> list[ReasoningDelta] | None:
+    """LiteLLM's ``reasoning_items``: the Responses API's reasoning items, ``{type: "reasoning", id,
+    encrypted_content, summary: [{type: "summary_text", text}]}``, which LiteLLM puts on the last
+    chunk of a chat stream it serves from the Responses API and takes back on the assistant message
+    (they win there over ``thinking_blocks``: they carry the id the API minted; an item without an id
+    goes back without one). Each is a block of its own, under a key no block index can be (``-1``,
+    ``-2``, ... in the list's order: the list again sets the same blocks' fields), with no text: its
+    summary's text came before as ``reasoning_content``. None when :func:`item_fault` finds one
+    that is no such item (the decoder reports it); [] for an empty list."""
+    if item_fault(value) is not None:
+        return None
+    return [
+        ReasoningDelta(
+            -1 - at,
+            "",
+            item_id=item.get("id") or None,
+            summary=tuple(part["text"] for part in item.get("summary") or ()),
+            encrypted_content=item.get("encrypted_content") or None,
+        )
+        for at, item in enumerate(value)
+    ]
+
+
+def item_fault(value: Any) -> str | None:
+    """Why ``reasoning_items`` is not read (it is no list, or an entry is no reasoning item: a field
+    of another type, a summary part without its text), or None when every entry is read."""
+    if type(value) is not list:
+        return f"delta.reasoning_items is {type(value).__name__}, not a list"
+    for at, item in enumerate(value):
+        if type(item) is not dict or item.get("type") != "reasoning":
+            return f"delta.reasoning_items[{at}] is no reasoning item"
+        for key in ("id", "encrypted_content"):
+            if item.get(key) is not None and type(item[key]) is not str:
+                return f"delta.reasoning_items[{at}].{key} is {type(item[key]).__name__}, not str"
+        summary = item.get("summary")
+        if summary is not None and (
+            type(summary) is not list
+            or any(type(part) is not dict or type(part.get("text")) is not str for part in summary)
+        ):
+            return f"delta.reasoning_items[{at}].summary is no list of parts with text"
+    return None
+
+
+def items_said(delta: Mapping[str, Any], events: list[Any] | None, diagnose: Callable[[str, str], None] | None) -> bool:
+    """A delta's ``reasoning_items`` read into ``events``, or, given ``diagnose``, reported when they
+    are not read (``part-not-reassembled``). False when there are some and they are not read."""
+    value = delta.get("reasoning_items")
+    if value is None:
+        return True
+    why = item_fault(value)
+    if why is not None and diagnose is not None:
+        diagnose("part-not-reassembled", f"{why}: no reasoning item of the delta is read")
+    if events is not None and why is None:
+        events += reasoning_items(value) or ()
+    return why is None

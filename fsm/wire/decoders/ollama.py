@@ -6,6 +6,12 @@ also for tool turns, which the engine reports as ``tool_calls``). A line with ne
 nor ``done`` is not this wire shape: ``unknown-event``. An ``error`` ends the stream; beside a
 ``message`` or ``done`` it comes after what they say, which is read first (policy error-beside-finish,
 as an OpenAI chat error beside choices): the line's calls and text stand, and a finish it gave first.
+
+A whole call (its ``arguments`` an object) that carries neither ``function.index`` nor ``id`` is
+numbered by its order among the stream's calls (policy ollama-calls-in-order): Ollama sends each
+call once, whole, one call a line, and the ollama client's ``Message.ToolCall`` keeps neither field,
+so its position in its line (0 on every line) would make a second call of the same name and
+arguments on a later line look like a resend of the first, which policy ``identical_text`` drops.
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ _FINISH = {"stop": "stop", "length": "length", "load": "stop", "unload": "stop"}
 class OllamaDecoder:
     name = "ollama"
 
+    def __init__(self) -> None:
+        self._next = 0  # the index the next call without index or id takes (policy ollama-calls-in-order)
+
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         error = payload.get("error")
         if "message" not in payload and "done" not in payload:
@@ -51,8 +60,12 @@ class OllamaDecoder:
             call = mapping(call, f"tool_calls[{position}]")
             function = mapping(call.get("function"), f"tool_calls[{position}].function")
             at = index(function.get("index", call.get("index")), f"tool_calls[{position}].function.index")
-            ref = build_call_ref(at, text(call.get("id"), "id"), text(function.get("name"), "name"), position)
+            said_id = text(call.get("id"), "id")
             arguments = function.get("arguments")
+            if at is None and not said_id and not isinstance(arguments, str):  # a whole call (text may go on)
+                at = self._next
+            self._next = max(self._next, at + 1) if at is not None else self._next
+            ref = build_call_ref(at, said_id, text(function.get("name"), "name"), position)
             if isinstance(arguments, str):
                 events.append(build_arguments_fragment(ref, arguments))
             else:

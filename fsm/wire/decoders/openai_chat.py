@@ -57,7 +57,6 @@ from fsm.wire.decoders._wire import (
     chat_said,
     compat_signature,
     dumps,
-    unkept,
     unsaid,
 )
 from fsm.wire.decoders.chat_chunks import (
@@ -69,6 +68,7 @@ from fsm.wire.decoders.chat_chunks import (
     plain_said,
     said_beside,
     said_in,
+    unkept,
     usage_in,
     whole_call_in,
 )
