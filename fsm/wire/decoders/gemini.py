@@ -138,6 +138,11 @@ class GeminiDecoder:
     parts_placed = True
     """Its thought and text parts go back apart, in their places among the calls (TurnContent.place_by)."""
 
+    _token = False
+    """A candidate carried a ``continuationToken``: a checkpoint (the raw wire sends them mid-stream,
+    google-genai's automatic continuation leaves them on the chunks it yields), said only where the
+    turn ends ``CONTINUATION`` (policy gemini-checkpoint-tokens). A class default: most streams have none."""
+
     policies: Policies | None = None
     """The stream's policies (``make_decoder`` sets them): ``identical_text`` says whether a code
     part resent is another run, whose result is then waited for."""
@@ -178,9 +183,8 @@ class GeminiDecoder:
             if (candidate.get("index") or 0) != 0:
                 diagnose("choice-ignored", f"candidate {written(candidate.get('index'))} is not reassembled")
                 continue
-            if candidate.get("continuationToken") is not None:  # beside finishReason CONTINUATION
-                kept = "candidate.continuationToken is not kept: no Result field holds it (the turn goes on"
-                diagnose("part-not-reassembled", f"{kept} only by a request that sends it back)")
+            if field(candidate, "continuationToken", "continuation_token") is not None:
+                self._token = True  # a checkpoint: it matters only if the turn ends CONTINUATION (below)
             content = mapping(candidate.get("content"), "content")
             position = code_position = tool_position = 0
             for p, part in enumerate(items(content.get("parts"), "parts")):
@@ -261,6 +265,9 @@ class GeminiDecoder:
             if finish:
                 raw = written(finish)
                 normal = _FINISH.get(raw, raw.lower())
+                if raw == "CONTINUATION" and self._token:  # policy gemini-checkpoint-tokens
+                    kept = "candidate.continuationToken is not kept: no Result field holds it (the turn goes on"
+                    diagnose("part-not-reassembled", f"{kept} only by a request that sends it back)")
                 if normal in ("stop", "tool_calls"):
                     events += self._close_open()
                 said = field(candidate, "finishMessage", "finish_message")
@@ -314,6 +321,8 @@ class GeminiDecoder:
                 return False
             if (thought := part.get("thought")) is not None and thought is not True and thought is not False:
                 return False
+        if field(candidate, "continuationToken", "continuation_token") is not None:
+            self._token = True  # as decode() notes a checkpoint
         for part in parts:
             said = part["text"]
             if said:  # (else decode() makes no event of it, and leaves the run as it is)
