@@ -84,6 +84,8 @@ class AnthropicDecoder:
     output_indexed = True
     """Thinking, text and tool blocks share one content block index: the order the turn goes back in
     (interleaved thinking puts thinking between calls, and Anthropic refuses it rearranged)."""
+    hands_over = True
+    """A decline may cut a tool block, a ``fallback`` block next (policy decline-cut-waits)."""
 
     def __init__(self) -> None:
         self._blocks: dict[int, _Block] = {}

@@ -1,0 +1,145 @@
+"""Task 90: Claude's server-side fallback, the leftovers of tasks 86 and 88.
+
+Sources (read, not copied): anthropic 2.17 ``types/beta/beta_fallback_block.py`` and
+``beta_fallback_block_param.py`` (the block streams as a start and a stop; the turn goes back with
+it in place, and some blocks before the final one are left out) and Anthropic's refusals-and-fallback
+guide as tests/test_claude_fallback86.py cites it ("Streaming": a decline mid-output closes the open
+block, and the ``fallback`` block marks the boundary).
+
+1. A decline that cuts a ``tool_use`` mid-JSON: the block stops with its JSON open and the fallback
+   block comes next. Lax mode read it as a declined call, but said ``unterminated-arguments``, a
+   violation, and strict mode raised it at the stop, before the fallback block that tells it is the
+   decline's cut arrived. Now the stop waits for the next block (policy decline-cut-waits): a
+   fallback block makes it ``cut-by-decline`` (a warning, in both modes), anything else raises the
+   ``unterminated-arguments`` it was, naming the stop's event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import fsm
+from tests.test_claude_fallback86 import FALLBACK, _hop, _said, _stream, _use
+from tests.test_wire_gaps79 import _named
+
+anthropic = pytest.importorskip("anthropic")
+
+_CUT = _use("tool_use", "toolu_cut", "run", '{"cmd": "l')
+_STOP = 7  # the cut block's content_block_stop: message_start, text start/delta/stop, tool start/delta/stop
+
+
+def _declined_mid_call() -> list[dict[str, Any]]:
+    return _stream([_said("Sure"), _CUT, _hop(), _said("Here."), _use("tool_use", "toolu_ok", "run", '{"a": 1}')])
+
+
+def _strict(events: list[dict[str, Any]], *, size: int | None = None) -> tuple[fsm.Result, Exception | None]:
+    """Read ``events`` strictly, fed one by one (or as SSE bytes in reads of ``size``): the result
+    and the error raised, if any, with the number of the event fed when it was."""
+    reader = fsm.Reassembler("anthropic", strict=True)
+    error: Exception | None = None
+    try:
+        if size is None:
+            for event in events:
+                reader.feed(event)
+        else:
+            wire = _named(events)
+            for at in range(0, len(wire), size):
+                reader.feed_bytes(wire[at : at + size])
+        return reader.close(), None
+    except fsm.RemoteProtocolError as exc:
+        error = exc
+    return reader.close(), error
+
+
+@pytest.mark.parametrize("size", [None, 1, 1 << 20])
+def test_a_decline_that_cuts_a_call_mid_json_raises_nothing_and_says_it_was_cut(size: int | None) -> None:
+    """Before: strict mode raised unterminated-arguments at event 7; lax said it, a violation."""
+    result, error = _strict(_declined_mid_call(), size=size)
+    assert error is None
+    lax = fsm.reassemble(_declined_mid_call(), "anthropic")
+    for read in (result, lax):
+        assert read.codes() == ["cut-by-decline", "model-fallback", "declined-call"]
+        cut = read.diagnostics[0]
+        assert cut.event == _STOP and cut.severity is fsm.Severity.WARNING and not cut.violation
+        assert cut.message == (
+            "call toolu_cut (run): the JSON never closed, cut when its model declined:"
+            " the fallback block at content block 2 came next"
+        )
+        assert [(c.id, c.status, c.arguments_json) for c in read.declined_calls] == [
+            ("toolu_cut", fsm.CallStatus.INVALID, '{"cmd": "l')
+        ]
+        assert [c.id for c in read.calls] == ["toolu_ok"]
+        assert read.server_tool_results[-1].block == FALLBACK
+
+
+def test_a_ping_between_the_stop_and_the_fallback_block_tells_nothing() -> None:
+    events = _declined_mid_call()
+    events.insert(_STOP, {"type": "ping"})
+    result, error = _strict(events)
+    assert error is None and result.codes()[0] == "cut-by-decline"
+
+
+@pytest.mark.parametrize(
+    ("after", "fed_when_raised"),
+    [
+        ([_said("oops")], _STOP + 1),  # another block starts: the model went on after its own broken call
+        ([], _STOP + 1),  # the message ends (message_delta)
+    ],
+)
+def test_a_cut_call_no_fallback_block_follows_raises_naming_the_stop(after: list[Any], fed_when_raised: int) -> None:
+    events = _stream([_said("Sure"), _CUT, *after])
+    reader = fsm.Reassembler("anthropic", strict=True)
+    fed = 0
+    with pytest.raises(fsm.RemoteProtocolError) as raised:
+        for fed, event in enumerate(events, start=1):  # noqa: B007 (read after the loop)
+            reader.feed(event)
+    assert fed == fed_when_raised and raised.value.event == _STOP
+    assert str(raised.value).startswith("event 7: unterminated-arguments: call toolu_cut (run)")
+    assert reader.close().codes() == ["unterminated-arguments", "stream-failed"]
+    # lax mode says the same, a violation
+    lax = fsm.reassemble(events, "anthropic")
+    assert lax.codes()[0] == "unterminated-arguments" and lax.diagnostics[0].violation
+
+
+def test_a_stream_that_ends_at_the_cut_stop_raises_it_at_close() -> None:
+    events = _stream([_said("Sure"), _CUT])[:_STOP]
+    result, error = _strict(events)
+    assert isinstance(error, fsm.RemoteProtocolError) and error.event == _STOP
+    assert result.codes() == ["unterminated-arguments", "stream-failed"]
+
+
+def test_an_error_later_in_the_stream_leaves_the_cut_the_first_one() -> None:
+    """A delta tells nothing, so the cut still waits; the next violation (input for a block no longer
+    open, unopened-call) does not go before it."""
+    events = _stream([_said("Sure"), _CUT])[:_STOP]
+    events.append(
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "x"}}
+    )
+    result, error = _strict(events)
+    assert isinstance(error, fsm.RemoteProtocolError) and error.event == _STOP
+    assert "unterminated-arguments" in str(error)
+    assert result.codes() == ["unterminated-arguments", "unopened-call", "stream-failed"]
+
+
+def test_a_fork_while_the_cut_waits_goes_on_alone() -> None:
+    import copy
+
+    reader = fsm.Reassembler("anthropic", strict=True)
+    events = _declined_mid_call()
+    for event in events[:_STOP]:
+        reader.feed(event)
+    fork = copy.deepcopy(reader)
+    for event in events[_STOP:]:
+        reader.feed(event)
+    assert reader.close().codes()[0] == "cut-by-decline"
+    with pytest.raises(fsm.RemoteProtocolError):
+        fork.feed({"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}})
+
+
+def test_bedrock_invoke_model_waits_as_the_anthropic_wire_does() -> None:
+    from tests.test_bedrock_invoke import invoke_stream
+
+    result = fsm.reassemble(invoke_stream(_declined_mid_call()), "bedrock", strict=True)
+    assert result.codes() == ["cut-by-decline", "model-fallback", "declined-call"]
