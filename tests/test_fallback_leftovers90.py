@@ -12,16 +12,27 @@ block, and the ``fallback`` block marks the boundary).
    decline's cut arrived. Now the stop waits for the next block (policy decline-cut-waits): a
    fallback block makes it ``cut-by-decline`` (a warning, in both modes), anything else raises the
    ``unterminated-arguments`` it was, naming the stop's event.
+2. A result built by hand (from a response's blocks, say) that keeps a call made before its last
+   ``fallback`` block among its calls: fsm.messages sent that call back, and a loop would run and
+   answer it, which the guide forbids (no ``tool_result`` for a ``tool_use`` left out). Decided:
+   the builders refuse such a result (InvalidInput naming the call, policy fallback-declined-calls),
+   as they refuse a result whose fields are of the wrong type: left out of the message alone, the
+   call's answer would be refused by the API instead. A result read back through cattrs keeps its
+   declined calls apart and goes back as the stream's did.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import attrs
 import pytest
 
 import fsm
-from tests.test_claude_fallback86 import FALLBACK, _hop, _said, _stream, _use
+from fsm import messages
+from fsm.errors import InvalidInput
+from tests.test_claude_fallback86 import FALLBACK, SENT_BACK, _hop, _said, _stream, _use, _whole, mid_output
 from tests.test_wire_gaps79 import _named
 
 anthropic = pytest.importorskip("anthropic")
@@ -143,3 +154,45 @@ def test_bedrock_invoke_model_waits_as_the_anthropic_wire_does() -> None:
 
     result = fsm.reassemble(invoke_stream(_declined_mid_call()), "bedrock", strict=True)
     assert result.codes() == ["cut-by-decline", "model-fallback", "declined-call"]
+
+
+# -- 2. a result built by hand that keeps a declined call among its calls ---------------------------
+
+
+def test_a_hand_built_result_keeping_a_declined_call_among_its_calls_is_refused_naming_it() -> None:
+    """Before: the declined call went back as a tool_use (and ids_sent listed it)."""
+    read = _whole(mid_output())
+    hand = attrs.evolve(read, calls=(*read.declined_calls, *read.calls), declined_calls=())
+    named = "call 'toolu_declined' ('run') at content block 5 stands before the fallback block at 6"
+    for build in (
+        lambda: messages.assistant_message(hand, "anthropic"),
+        lambda: messages.assistant_message(hand, "anthropic", incomplete="include"),
+        lambda: messages.ids_sent(hand),
+        lambda: messages.omitted(hand),
+    ):
+        with pytest.raises(InvalidInput, match=re.escape(named)) as refused:
+            build()
+        assert "it belongs in declined_calls (policy fallback-declined-calls)" in str(refused.value)
+    # as the stream gave it, with the call apart, the same result goes back as the guide says
+    apart = attrs.evolve(hand, calls=read.calls, declined_calls=read.declined_calls)
+    assert messages.assistant_message(apart, "anthropic")["content"] == SENT_BACK
+
+
+def test_a_result_read_back_through_cattrs_goes_back_as_the_streams_did() -> None:
+    from fsm.serialize import converter, result_to_json
+
+    read = _whole(mid_output())
+    back = converter().structure(result_to_json(read), fsm.Result)
+    assert back.declined_calls == read.declined_calls
+    assert messages.assistant_message(back, "anthropic")["content"] == SENT_BACK
+    assert "toolu_declined" not in messages.ids_sent(back)
+
+
+def test_calls_without_a_place_or_after_the_last_block_are_not_refused() -> None:
+    """Only a call with a place before the last block is a declined model's: one without a place
+    (a result built by hand from another provider's calls) stands nowhere."""
+    read = _whole(mid_output())
+    placeless = attrs.evolve(read.declined_calls[0], output_index=None)
+    hand = attrs.evolve(read, calls=(placeless, *read.calls), declined_calls=())
+    sent = messages.assistant_message(hand, "anthropic")["content"]
+    assert [b["id"] for b in sent if b["type"] == "tool_use"] == ["toolu_declined", "toolu_ok"]
