@@ -19,6 +19,14 @@ block, and the ``fallback`` block marks the boundary).
    as they refuse a result whose fields are of the wrong type: left out of the message alone, the
    call's answer would be refused by the API instead. A result read back through cattrs keeps its
    declined calls apart and goes back as the stream's did.
+3. ``connector_text`` blocks were unread: each start and delta an ``unknown-event``, and the
+   ``signature_delta`` read as a thinking block's, so the next turn went back with a thinking block
+   of no text the stream never gave. The anthropic 2.17 beta types hold no such block yet (the
+   SDK's event types refuse one); they name it only as a request block the API checks as it checks
+   thinking (``input_transformations``: ``thinking_dropped``), and the guide leaves it out before
+   the final fallback block as it does thinking. Its shape here is the one the block is streamed
+   in (``connector_text`` text, a ``connector_text_delta`` adding to it, a ``signature_delta``):
+   kept whole at its stop, in its place, and sent back there.
 """
 
 from __future__ import annotations
@@ -196,3 +204,86 @@ def test_calls_without_a_place_or_after_the_last_block_are_not_refused() -> None
     hand = attrs.evolve(read, calls=(placeless, *read.calls), declined_calls=())
     sent = messages.assistant_message(hand, "anthropic")["content"]
     assert [b["id"] for b in sent if b["type"] == "tool_use"] == ["toolu_declined", "toolu_ok"]
+
+
+# -- 3. connector_text blocks ---------------------------------------------------------------------
+
+_CONNECTOR = {"type": "connector_text", "connector_text": ""}
+
+
+def _connector(*pieces: str, signature: str | None = "sig") -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    deltas: list[dict[str, Any]] = [{"type": "connector_text_delta", "connector_text": piece} for piece in pieces]
+    if signature is not None:
+        deltas.append({"type": "signature_delta", "signature": signature})
+    return dict(_CONNECTOR), deltas
+
+
+def _unchecked(blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]], stop: str = "end_turn") -> list[Any]:
+    """A Messages stream of ``blocks``, not checked against the SDK's event types: they hold no
+    connector_text block."""
+    start = {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant"}}
+    start["message"] |= {"model": "claude-opus-4-7", "content": [], "usage": {"input_tokens": 1, "output_tokens": 1}}
+    events: list[dict[str, Any]] = [start]
+    for at, (opening, deltas) in enumerate(blocks):
+        events.append({"type": "content_block_start", "index": at, "content_block": opening})
+        events += [{"type": "content_block_delta", "index": at, "delta": delta} for delta in deltas]
+        events.append({"type": "content_block_stop", "index": at})
+    events.append({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 9}})
+    return [*events, {"type": "message_stop"}]
+
+
+def test_a_connector_text_block_is_kept_whole_in_its_place_and_goes_back_there() -> None:
+    """Before: three unknown-events, and the next turn held a thinking block of no text with the
+    connector's signature, where the connector's text was."""
+    from tests.test_wire_gaps79 import _read
+
+    events = _unchecked([_connector("From the drive: ", "a.txt"), _said("Here.")])
+    results = _read("anthropic", events)
+    assert all(r.server_tool_results == results[0].server_tool_results for r in results)
+    result = results[0]
+    assert result.diagnostics == () and result.reasoning == ()
+    kept = {"type": "connector_text", "connector_text": "From the drive: a.txt", "signature": "sig"}
+    assert [(r.block, r.output_index) for r in result.server_tool_results] == [(kept, 0)]
+    assert messages.assistant_message(result, "anthropic")["content"] == [kept, {"type": "text", "text": "Here."}]
+    # strict mode reads it too
+    assert fsm.reassemble(events, "anthropic", strict=True).server_tool_results == result.server_tool_results
+
+
+def test_a_connector_text_block_before_the_last_fallback_block_does_not_go_back() -> None:
+    """The guide's table: connector_text before the final fallback block is left out, as thinking is."""
+    hop = ({"type": "fallback", **{k: v for k, v in FALLBACK.items() if k != "type"}}, [])
+    events = _unchecked([_connector("declined "), hop, _connector("served"), _said("Done.")])
+    result = fsm.reassemble(events, "anthropic")
+    assert result.codes() == ["model-fallback"]
+    content = messages.assistant_message(result, "anthropic")["content"]
+    served = {"type": "connector_text", "connector_text": "served", "signature": "sig"}
+    assert content == [FALLBACK, served, {"type": "text", "text": "Done."}]
+
+
+def test_a_connector_text_block_without_a_signature_goes_back_without_one() -> None:
+    result = fsm.reassemble(_unchecked([_connector("plain", signature=None)]), "anthropic")
+    assert messages.assistant_message(result, "anthropic")["content"] == [
+        {"type": "connector_text", "connector_text": "plain"}
+    ]
+
+
+def test_a_connector_text_block_that_never_stopped_is_said_and_not_kept() -> None:
+    events = _unchecked([_connector("cut", signature=None)], stop="max_tokens")
+    events = [e for e in events if e["type"] != "content_block_stop"]
+    result = fsm.reassemble(events, "anthropic")
+    assert result.codes() == ["part-not-reassembled"] and result.server_tool_results == ()
+    assert result.diagnostics[0].message == "the connector_text block at index 0 never stopped; it is not kept"
+
+
+def test_a_connector_texts_pieces_count_against_the_content_limit_as_they_come() -> None:
+    events = _unchecked([_connector("x" * 600, "y" * 600)])
+    with pytest.raises(fsm.LimitExceeded) as passed:
+        fsm.reassemble(events, "anthropic", limits=fsm.Limits(max_content_chars=1000))
+    assert passed.value.event == 4  # the second piece, before the block stops
+
+
+def test_a_hand_made_connector_text_block_the_api_refuses_stays_out() -> None:
+    read = fsm.reassemble(_unchecked([_connector("ok"), _said("Hi.")]), "anthropic")
+    odd = attrs.evolve(read.server_tool_results[0], block={"type": "connector_text", "connector_text": 5})
+    hand = attrs.evolve(read, server_tool_results=(odd,))
+    assert messages.assistant_message(hand, "anthropic")["content"] == [{"type": "text", "text": "Hi."}]
