@@ -27,6 +27,11 @@ block, and the ``fallback`` block marks the boundary).
    the final fallback block as it does thinking. Its shape here is the one the block is streamed
    in (``connector_text`` text, a ``connector_text_delta`` adding to it, a ``signature_delta``):
    kept whole at its stop, in its place, and sent back there.
+4. fsm.history knew nothing of the guide's rules: a declined call sent back unanswered was
+   ``dangling`` and repair answered it with a placeholder (the guide: no ``tool_result`` for a
+   ``tool_use`` left out), one answered and the declined model's thinking passed. Now ``check``
+   reports each block to leave out (``declined-content``) and reads the history without it;
+   ``repair`` drops each (``dropped-declined``), and a result sent for a declined call as an orphan.
 """
 
 from __future__ import annotations
@@ -287,3 +292,79 @@ def test_a_hand_made_connector_text_block_the_api_refuses_stays_out() -> None:
     odd = attrs.evolve(read.server_tool_results[0], block={"type": "connector_text", "connector_text": 5})
     hand = attrs.evolve(read, server_tool_results=(odd,))
     assert messages.assistant_message(hand, "anthropic")["content"] == [{"type": "text", "text": "Hi."}]
+
+
+# -- 4. fsm.history and the guide's rules ---------------------------------------------------------
+
+
+def _sent_whole() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The loop of test_claude_fallback86 as fsm.messages builds it, and the same loop with the
+    declined model's thinking and call sent back in their places, as a naive loop would."""
+    import copy
+
+    result = _whole(mid_output())
+    ask = [{"role": "user", "content": "List the files."}]
+    answers = [messages.tool_result(call, "a.txt", "anthropic") for call in result.complete_calls]
+    history = [*ask, messages.assistant_message(result, "anthropic"), *messages.tool_results(answers, "anthropic")]
+    history.append({"role": "assistant", "content": [{"type": "text", "text": "One file."}]})
+    whole = copy.deepcopy(history)
+    whole[1]["content"].insert(3, {"type": "tool_use", "id": "toolu_declined", "name": "run", "input": {"cmd": "ls"}})
+    whole[1]["content"].insert(0, {"type": "thinking", "thinking": "hmm", "signature": "A"})
+    return history, whole
+
+
+def test_check_reports_what_the_guide_leaves_out_and_repair_drops_it() -> None:
+    """Before: one finding, the declined call dangling, and repair answered it with a placeholder."""
+    from fsm.history import Kind, check, repair
+
+    history, whole = _sent_whole()
+    found = check(whole).findings
+    assert [(f.kind, f.id, f.message, f.name) for f in found] == [
+        (Kind.DECLINED_CONTENT, "", 2, None),
+        (Kind.DECLINED_CONTENT, "toolu_declined", 2, "run"),
+    ]
+    assert found[1].detail == (
+        "a client call 'toolu_declined' before the message's last fallback block:"
+        " a model that declined gave it, so it does not go back"
+    )
+    repaired, changes = repair(whole)
+    assert repaired == history
+    assert [(c.kind, c.message, c.id) for c in changes] == [
+        ("dropped-declined", 2, None),
+        ("dropped-declined", 2, "toolu_declined"),
+    ]
+    assert check(repaired).findings == () and repair(repaired) == (repaired, [])
+
+
+def test_a_result_sent_for_a_declined_call_is_an_orphan_and_goes_with_it() -> None:
+    from fsm.history import Kind, anything_dangling, check, repair
+
+    history, whole = _sent_whole()
+    whole[2]["content"].append({"type": "tool_result", "tool_use_id": "toolu_declined", "content": "a.txt"})
+    kinds = [(f.kind, f.id) for f in check(whole).findings]
+    assert kinds[-1] == (Kind.ORPHAN, "toolu_declined") and (Kind.DANGLING, "toolu_declined") not in kinds
+    assert anything_dangling(whole)  # the orphan result
+    repaired, changes = repair(whole)
+    assert repaired == history
+    assert [c.kind for c in changes] == ["dropped-declined", "dropped-declined", "dropped-orphan"]
+
+
+def test_a_server_call_the_declined_model_left_unanswered_is_left_out_an_answered_one_kept() -> None:
+    from fsm.history import Kind, check
+
+    history, _ = _sent_whole()
+    content = history[1]["content"]
+    unanswered = {"type": "server_tool_use", "id": "srvtoolu_2", "name": "web_search", "input": {"query": "y"}}
+    content.insert(3, unanswered)
+    assert [(f.kind, f.id) for f in check(history).findings] == [(Kind.DECLINED_CONTENT, "srvtoolu_2")]
+    assert not any(f.id == "srvtoolu_1" for f in check(history).findings)
+
+
+def test_a_message_without_a_fallback_block_is_read_as_before() -> None:
+    from fsm.history import check
+
+    plain = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "s"}]},
+    ]
+    assert check(plain).findings == ()

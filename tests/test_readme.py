@@ -426,7 +426,7 @@ def made_changes() -> list[str]:
     """The kinds of Change repair makes, read off its source."""
     made = []
     # deciding the edits, writing them out
-    for module in ("repair.py", "rewrite.py", "after_run.py", "item_ids.py", "code_waits.py"):
+    for module in ("repair.py", "rewrite.py", "after_run.py", "item_ids.py", "code_waits.py", "declined.py"):
         source = (ROOT / "fsm" / "history" / module).read_text(encoding="utf-8")
         made += re.findall(r'(?:self\._change\(|Change\()"([a-z-]+)"', source)
     return sorted(set(made))  # a kind may be made in more than one place
