@@ -63,7 +63,6 @@ from fsm.wire.decoders import (
     make_decoder,
 )
 from fsm.wire.decoders._claude_fallback import (
-    CUT,
     UNTERMINATED,
     declined_cut,
     final_fallback,
@@ -150,9 +149,9 @@ class Reassembler:
     _previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: its text's revision, reader
     _placed: tuple[CallRef, Slot] | None = None  # a snapshot's ref and the call it landed in, for the next event
     _picker: ChoicePicker | None = None  # cuts each payload down to the choice the caller named (fsm.wire.choices)
-    # A Claude tool block that stopped with its JSON open, until the next block tells whether a decline
-    # cut it (policy decline-cut-waits): its diagnostic's place, and the strict error it holds back.
-    _cut: tuple[int, RemoteProtocolError | None] | None = None
+    # Claude tool blocks that stopped with their JSON open, until the next block tells whether a decline
+    # cut them (policy decline-cut-waits): their diagnostics' places, and the first's strict error held back.
+    _cut: tuple[list[int], RemoteProtocolError | None] | None = None
     # Written by _use (for the decoder the provider names, or the first event detects) before any
     # event reads them, or read rarely: no write of each in every stream's construction.
     _decoder: Decoder | None = None
@@ -972,10 +971,11 @@ class Reassembler:
         told, cut = handed_over_at(payload), self._cut
         if told is None or cut is None:
             return
-        (at, held), self._cut = cut, None
+        (places, held), self._cut = cut, None
         if told:
             ledger = self.ledger
-            ledger.recode(at, CUT, declined_cut(ledger.diagnostics[at].message, payload))
+            for at in places:
+                ledger.recode(at, "cut-by-decline", declined_cut(ledger.diagnostics[at].message, payload))
         elif held is not None:
             raise held
 
@@ -997,7 +997,10 @@ class Reassembler:
             if ledger.diagnostics[at].code == UNTERMINATED and (
                 held is None or (isinstance(held, RemoteProtocolError) and held.detail.startswith(UNTERMINATED))
             ):
-                self._cut = (at, held)
+                if self._cut is None:
+                    self._cut = ([at], held)
+                else:  # another block stopped cut before the next one began: the first's error stands
+                    self._cut[0].append(at)
                 return
         if held is not None:
             raise held

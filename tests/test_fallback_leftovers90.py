@@ -147,6 +147,29 @@ def test_an_error_later_in_the_stream_leaves_the_cut_the_first_one() -> None:
     assert result.codes() == ["unterminated-arguments", "unopened-call", "stream-failed"]
 
 
+def test_two_blocks_cut_before_the_next_block_wait_together_the_first_error_standing() -> None:
+    """Blocks open side by side (a proxy's interleaving), both stopped cut: a fallback block next
+    makes both the decline's cuts; anything else raises the first (hostile audit 40's streams)."""
+    second = _use("tool_use", "toolu_cut2", "run", '{"cmd": "p')
+    events = _stream([_said("Sure"), _CUT, second, _hop()])
+    # block 2 opens before block 1 stops: block 1's stop (event 7) goes after block 2's delta
+    stop_1 = events.pop(_STOP - 1)
+    events.insert(_STOP + 1, stop_1)
+    assert [e["type"] for e in events[_STOP - 1 : _STOP + 4]] == [
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",  # block 1's, event 9
+        "content_block_stop",  # block 2's, event 10
+        "content_block_start",  # the fallback block
+    ]
+    result, error = _strict(events)
+    assert error is None and result.codes()[:2] == ["cut-by-decline", "cut-by-decline"]
+    events = events[: _STOP + 3]  # both stops, then the message ends: no fallback block
+    result, error = _strict([*events, {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}])
+    assert isinstance(error, fsm.RemoteProtocolError) and error.event == _STOP + 2
+    assert "toolu_cut (run)" in str(error)  # the stop read first
+
+
 def test_a_fork_while_the_cut_waits_goes_on_alone() -> None:
     import copy
 

@@ -98,7 +98,6 @@ def set_apart(calls: tuple[ToolCall, ...], cut: int) -> tuple[tuple[ToolCall, ..
 
 
 UNTERMINATED = "unterminated-arguments"
-CUT = "cut-by-decline"
 _UNTOLD = frozenset({"content_block_delta", "content_block_stop", "ping"})
 """Events that tell nothing of a cut block's model (policy decline-cut-waits): a block still open
 goes on or stops, a ping keeps the line up. The deltas are also all the fast paths read, so every
@@ -122,5 +121,5 @@ def handed_over_at(payload: Mapping[str, Any]) -> bool | None:
 def declined_cut(said: str, payload: Mapping[str, Any]) -> str:
     """The message of ``cut-by-decline``: what ``unterminated-arguments`` said, and the decline."""
     at = payload.get("index")
-    where = f" at content block {at}" if type(at) is int else ""
+    where = f" at content block {at}" if type(at) is int and 0 <= at < 1 << 63 else ""  # as index() reads one
     return f"{said}, cut when its model declined: the fallback block{where} came next"
