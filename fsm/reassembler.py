@@ -62,7 +62,13 @@ from fsm.wire.decoders import (
     error_in,
     make_decoder,
 )
-from fsm.wire.decoders._claude_fallback import final_fallback, set_apart
+from fsm.wire.decoders._claude_fallback import (
+    UNTERMINATED,
+    declined_cut,
+    final_fallback,
+    handed_over_at,
+    set_apart,
+)
 from fsm.wire.decoders._fields import exception_message
 from fsm.wire.decoders.chat_chunks import LEAN_INDEX_PATH, LEAN_TEXT_PATH, lean_fragment_in
 from fsm.wire.decoders.chunk_form import FormSpec, FragmentForm
@@ -143,6 +149,9 @@ class Reassembler:
     _previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: its text's revision, reader
     _placed: tuple[CallRef, Slot] | None = None  # a snapshot's ref and the call it landed in, for the next event
     _picker: ChoicePicker | None = None  # cuts each payload down to the choice the caller named (fsm.wire.choices)
+    # Claude tool blocks that stopped with their JSON open, until the next block tells whether a decline
+    # cut them (policy decline-cut-waits): their diagnostics' places, and the first's strict error held back.
+    _cut: tuple[list[int], RemoteProtocolError | None] | None = None
     # Written by _use (for the decoder the provider names, or the first event detects) before any
     # event reads them, or read rarely: no write of each in every stream's construction.
     _decoder: Decoder | None = None
@@ -421,6 +430,10 @@ class Reassembler:
                 self._closing_fault(exc)
             except RecursionError:  # the last event, read deep in the caller's stack
                 self._closing_fault(LimitExceeded(_TOO_DEEP, event=self._events, rule="limits"))
+        if self._cut is not None:  # no block came after the cut one: no decline cut it
+            held, self._cut = self._cut[1], None
+            if held is not None and not failed_before:
+                self._closing_fault(held)
         ledger.defer = True  # finish everything first; a strict violation is raised at the end
         self._content.settle()  # half a surrogate pair that ended the text
         ledger.event = None
@@ -549,6 +562,7 @@ class Reassembler:
         return self._detector is not None and self._detector.holding()
 
     def _closing_fault(self, exc: ToolcallFSMError) -> None:
+        exc = self._first(exc)
         self._fault, self._gated = exc, True
         if self.strict:  # raised once the result is complete
             self.ledger.deferred = self.ledger.deferred or exc
@@ -558,7 +572,17 @@ class Reassembler:
         self.ledger.diagnose("stream-failed", f"stopped at an error, so unfinished calls are cut: {self._fault}")
         self.ledger.event = None
 
+    def _first(self, exc: ToolcallFSMError) -> ToolcallFSMError:
+        """The error that stops the stream: a strict violation held back at a Claude tool block's stop
+        (policy decline-cut-waits) came before ``exc``, and no decline excused it."""
+        cut = self._cut
+        if cut is None or cut[1] is None:
+            return exc
+        self._cut = None
+        return cut[1]
+
     def _failed(self, exc: ToolcallFSMError) -> None:
+        exc = self._first(exc)
         if isinstance(exc, RemoteProtocolError) and exc.event is None and (event := self.ledger.event) is not None:
             exc = type(exc)(exc.detail, event=event, rule=exc.rule)  # raised below the ledger: the depth limit
         self._fault, self._gated = exc, True  # the first error that ended the stream
@@ -935,6 +959,8 @@ class Reassembler:
             decoder = self._use(make_decoder(provider, self.ledger.policies))
         if self._picker is not None:
             payload = self._picker.chosen(payload, self.ledger.diagnose)
+        if self._cut is not None:
+            self._handed_over(payload)
         try:
             events = decoder.decode(payload, self.ledger.diagnose)
         except RemoteProtocolError as exc:
@@ -943,6 +969,48 @@ class Reassembler:
             raise type(exc)(exc.detail, event=self._events, rule=exc.rule or decoder.name) from None
         for event in events:
             self._apply(event)
+
+    def _handed_over(self, payload: Mapping[str, Any]) -> None:
+        """What the event after a Claude tool block that stopped with its JSON open tells of it (policy
+        decline-cut-waits): a fallback block says a decline cut it (``cut-by-decline``, no violation);
+        another block or the message's end, that it is what it said (``unterminated-arguments``,
+        raised in strict mode naming the stop's event); a delta, a stop or a ping, nothing yet."""
+        told, cut = handed_over_at(payload), self._cut
+        if told is None or cut is None:
+            return
+        (places, held), self._cut = cut, None
+        if told:
+            ledger = self.ledger
+            for at in places:
+                ledger.recode(at, "cut-by-decline", declined_cut(ledger.diagnostics[at].message, payload))
+        elif held is not None:
+            raise held
+
+    def _end_block(self, ref: CallRef) -> None:
+        """End a Claude tool block at its stop; one whose JSON never closed may be a decline's cut,
+        which only the next block tells (policy decline-cut-waits): its strict raise waits for it."""
+        ledger = self.ledger
+        waiting, holding = len(ledger.ended_unfinished), ledger.strict and not ledger.defer
+        if holding:
+            ledger.defer = True
+        try:
+            ended = self.registry.call_end(ref)
+        finally:
+            if holding:
+                ledger.defer = False
+        held, ledger.deferred = (ledger.deferred, None) if holding else (None, ledger.deferred)
+        if ended is not None and len(ledger.ended_unfinished) > waiting:
+            at = ledger.ended_unfinished[-1]
+            if ledger.diagnostics[at].code == UNTERMINATED and (
+                held is None or (isinstance(held, RemoteProtocolError) and held.detail.startswith(UNTERMINATED))
+            ):
+                if self._cut is None:
+                    self._cut = ([at], held)
+                else:  # another block stopped cut before the next one began: the first's error stands
+                    self._cut[0].append(at)
+                return
+        if held is not None:
+            raise held
 
     def _read_carried(self, carried: Payload) -> None:
         """A boto3 InvokeModel event, ``{"chunk": {"bytes": ...}}``, holds one event of the model's own
@@ -1010,6 +1078,10 @@ class Reassembler:
                 landed.signature = event.signature  # not identity: it rides on the call it came with
                 self._signed_opening(landed.ordinal, event.signature, opened_at)
         elif isinstance(event, CallEnd):
+            plain = not (event.incomplete or event.unusable or event.unmatched)
+            if plain and getattr(self._decoder, "hands_over", False):  # a Claude tool block's stop
+                self._end_block(event.ref)
+                return
             if event.incomplete or not event.unusable:
                 ended = registry.call_end(event.ref, "abandon" if event.incomplete else "end", event.said)
             else:

@@ -266,8 +266,9 @@ class Result:
     None when it refused nothing. It goes back as the refusal in the ``"openai-chat"`` and
     ``"openai-responses"`` next turns."""
     server_tool_results: tuple[ServerToolResult, ...] = ()
-    """The results of :attr:`server_tool_calls` (Anthropic's result blocks, and its container_upload and
-    mcp_tool_listing blocks, of no call; Gemini's codeExecutionResult and toolResponse parts), in order."""
+    """The results of :attr:`server_tool_calls` (Anthropic's result blocks, and its container_upload,
+    mcp_tool_listing, fallback and connector_text blocks, of no call; Gemini's codeExecutionResult
+    and toolResponse parts), in order."""
     container: dict[str, Any] | None = None
     """The container the provider ran code in, as it last described it (Anthropic's code execution:
     its ``id`` and ``expires_at``), or None. The next request names it (Anthropic's ``container``

@@ -39,9 +39,10 @@ block's index is read as at a result block's (audit 85); two fallback blocks set
 before the last; the SDK objects read as the events; 16,000 fallback blocks stay linear; a
 fallback block, a program_output and a program's code count against max_content_chars and
 max_argument_chars; ``toolcall-fsm replay`` gave no traceback on any of them. Left as it was
-(helper 86's leftover, told in the report): a fallback that cuts a client ``tool_use`` mid-JSON
-makes strict mode raise ``unterminated-arguments`` at that block's stop, before the fallback block
-that would set it apart arrives; lax mode reads it as a declined call left invalid.
+(helper 86's leftover, told in the report; fixed by task 90, policy decline-cut-waits): a fallback
+that cuts a client ``tool_use`` mid-JSON made strict mode raise ``unterminated-arguments`` at that
+block's stop, before the fallback block that would set it apart arrives; lax mode read it as a
+declined call left invalid.
 """
 
 from __future__ import annotations

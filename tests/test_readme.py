@@ -434,6 +434,7 @@ def made_changes() -> list[str]:
         "code_waits.py",
         "changes.py",
         "program_callers.py",
+        "declined.py",
     ):
         source = (ROOT / "fsm" / "history" / module).read_text(encoding="utf-8")
         made += re.findall(r'(?:self\._change\(|Change\()"([a-z-]+)"', source)

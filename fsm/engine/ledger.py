@@ -197,6 +197,17 @@ class Ledger:
             self.diagnostics[at] = attrs.evolve(said, message=shortened(f"{said.message}; the turn then ended {why}"))
         self.ended_unfinished.clear()
 
+    def recode(self, at: int, code: str, message: str) -> None:
+        """Say again what ``diagnostics[at]`` said, as ``code`` (of the same rule) with ``message``:
+        a later event told what it was (a Claude tool block's open JSON, a decline's cut: policy
+        decline-cut-waits). It keeps its event and place, and waits for no finish's why."""
+        said, (_, severity, _) = self.diagnostics[at], _codes()[code]
+        self.per_code[said.code] -= 1
+        self.per_code[code] = self.per_code.get(code, 0) + 1
+        self.diagnostics[at] = build_diagnostic(said.event, code, shortened(message), severity)
+        if at in self.ended_unfinished:
+            self.ended_unfinished.remove(at)
+
     def hold(self, change: int) -> None:
         """Account for ``change`` more (or, negative, fewer) bytes of argument text held."""
         self.held_bytes += change

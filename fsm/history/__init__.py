@@ -23,7 +23,8 @@ Findings and changes number messages from 1. Malformed input raises
 The modules: ``findings`` (what a check reports), ``objects`` (SDK objects read as wire dicts),
 ``formats`` (reading each message format), ``detect`` (which format ``"auto"`` reads a history in:
 policy auto-by-tool-content), ``empty`` (the messages that come empty), ``check`` (the
-history machine's model and the walk), ``uniquify``, ``repair`` (deciding the edits), ``rewrite``
+history machine's model and the walk), ``declined`` (what a Claude model that declined gave before a ``fallback``
+block, left out), ``uniquify``, ``repair`` (deciding the edits), ``rewrite``
 (writing them out) and ``changes`` (what repair is told and what it reports).
 """
 

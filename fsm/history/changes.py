@@ -38,8 +38,9 @@ class Change:
     ``named-model-role`` (a Gemini content without a role left without the calls it was read as the model's
     for), ``kept-unknown-role``, ``kept-results-beside-text`` (the user's content beside the results of calls
     Claude's waiting code made), or for a Responses item id sent twice ``dropped-duplicate-item``,
-    ``removed-item-id``, ``kept-duplicate-item`` (:mod:`fsm.history.item_ids`), and for a Responses call naming
-    a program the history lacks ``kept-unknown-caller`` (:mod:`fsm.history.program_callers`)."""
+    ``removed-item-id``, ``kept-duplicate-item`` (:mod:`fsm.history.item_ids`), ``kept-unknown-caller`` for a
+    Responses call naming a program the history lacks (:mod:`fsm.history.program_callers`), or ``dropped-declined``
+    (what a Claude model that declined gave before a fallback block: :mod:`fsm.history.declined`)."""
     message: int
     """1-based position in the input of the message changed (for a placeholder, the call's message)."""
     id: str | None

@@ -11,6 +11,7 @@ from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
 from fsm.foreign import answers_callers
 from fsm.history.code_waits import beside_waiting_code
+from fsm.history.declined import declined_why, without_declined
 from fsm.history.detect import Named, resolve_format
 from fsm.history.empty import WHY as EMPTY_WHY
 from fsm.history.entries import Entry, Key, Roles
@@ -126,9 +127,14 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
     roles = Roles()
     repeated = _among(duplicate_items(messages), unknown_callers(messages)) if fmt == "responses" else []
     if fmt == "anthropic":
+        messages, declined = without_declined(messages)  # read as it goes back (policy fallback-declined-calls)
         repeated = [
             Finding(Kind.RESULTS_BESIDE_TEXT, "", at + 1, CODE_WAITS_WHY) for at in beside_waiting_code(messages)
         ]
+        left_out = [
+            Finding(Kind.DECLINED_CONTENT, call, at + 1, declined_why(said), name) for at, call, said, name in declined
+        ]
+        repeated = sorted([*left_out, *repeated], key=lambda found: found.message)
     for segment in segments(messages, fmt, roles):
         _odd_roles(roles, findings, fmt)
         made = [walk(entry, "call") for entry in segment.calls]
@@ -278,6 +284,8 @@ def anything_dangling(messages: Sequence[Mapping[str, Any]]) -> bool:
     messages, fmt = resolve_format(messages, "auto")
     if fmt is None:  # no message tells a format: it holds no call or result (auto-by-tool-content)
         return False
+    if fmt == "anthropic":  # a declined model's call goes back unanswered by nothing (policy fallback-declined-calls)
+        messages = without_declined(messages)[0]
     for segment in segments(messages, fmt):
         calls, results = Counter(entry.key for entry in segment.calls), Counter(e.key for e in segment.results)
         if results - calls if segment.open_end else calls != results:  # open: its calls may still wait

@@ -26,6 +26,13 @@ class Kind(enum.Enum):
     UNUSABLE_ID = "unusable-id"
     """A Converse call or result whose ``toolUseId`` Bedrock refuses: over 64 characters, or a
     character outside ``[a-zA-Z0-9_.:-]`` (another provider's id). Repair maps it as the next turn does."""
+    DECLINED_CONTENT = "declined-content"
+    """An Anthropic assistant message sends back, before its last ``fallback`` block (Claude's
+    server-side fallback), what a model that declined gave and Anthropic's refusals-and-fallback
+    guide leaves out: a client ``tool_use`` (not to run, and no result may answer it), a
+    ``thinking``, ``redacted_thinking`` or ``connector_text`` block, a server call no result in
+    the message answered (policy fallback-declined-calls). The history is read without it, so a
+    result sent for such a call is an ``orphan``. Repair drops it (``dropped-declined``)."""
     RESULT_AFTER_TEXT = "result-after-text"
     """A tool result after the user's text in its turn. An Anthropic tool result after text (or any
     block but a result) in its turn's user messages: the API takes a turn's results first in it; so

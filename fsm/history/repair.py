@@ -15,9 +15,9 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   their own message, a result only with a call before it (:mod:`fsm.history.server_blocks`); one without its result is
   dropped, whatever the policy, since only Anthropic can give that result (but in the history's last message, a paused
   turn, until repair writes after it: :mod:`fsm.history.after_run`);
-* a Responses call item dropped takes along the ``reasoning`` items right before it (the API pairs a reasoning item
-  with the item that followed it and refuses one sent without it); one naming a program the history lacks is kept
-  and said so (:mod:`fsm.history.program_callers`);
+* a Responses call item dropped takes along the ``reasoning`` items right before it (the API pairs each with its item);
+  one naming a program the history lacks is kept and said so (:mod:`fsm.history.program_callers`);
+* what a declined model gave before an Anthropic message's last ``fallback`` block goes (:mod:`fsm.history.declined`);
 * a result after text in its turn's user message (Anthropic, Gemini, Converse) goes first (:mod:`fsm.history.turns`),
   and what an Anthropic user message making calls after its run's first call leaves goes after the run;
 * a result sent in the model's role (an Anthropic or Converse assistant message, a Gemini model content, an OpenAI
@@ -61,6 +61,7 @@ from fsm.foreign import answers_callers
 from fsm.history.after_run import drop_paused, still_waits, user_content_after
 from fsm.history.changes import Change, RepairPolicy, checked_policy, kept_roles
 from fsm.history.code_waits import settle
+from fsm.history.declined import dropped_declined
 from fsm.history.detect import Named, resolve_format
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
@@ -79,11 +80,10 @@ def repair(
 ) -> tuple[list[dict[str, Any]], list[Change]]:
     """The repaired messages and what changed (rules: the module's docstring). A history ``check`` accepts, or one
     repaired, comes back unchanged; ``format=None`` is ``"auto"``. Malformed input raises LocalProtocolError."""
-    policy = checked_policy(policy)
-    messages, fmt = resolve_format(messages, format)
+    policy, (messages, fmt) = checked_policy(policy), resolve_format(messages, format)
     if fmt is None:  # "auto", and no message tells a format: nothing to pair or judge (auto-by-tool-content)
         return [m if isinstance(m, dict) else dict(m) for m in messages], []
-    messages, kept, settled = settle_items(messages) if fmt == "responses" else (messages, None, [])  # one-item-one-id
+    messages, kept, settled = settle_items(messages) if fmt == "responses" else dropped_declined(messages, fmt)
     plan = _Plan(fmt, policy, messages)
     for segment in segments(messages, fmt, plan.roles):
         plan.pair(segment)

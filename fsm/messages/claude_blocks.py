@@ -1,7 +1,7 @@
 """The ``"anthropic"`` next turn's blocks besides thinking and client calls: each text block with
 its citations, Claude's own tool calls (``server_tool_use``, ``mcp_tool_use``) with the result
-blocks that answered them, and its ``container_upload``, ``mcp_tool_listing`` and ``fallback`` blocks,
-as the stream gave them, in their places."""
+blocks that answered them, and its ``container_upload``, ``mcp_tool_listing``, ``fallback`` and
+``connector_text`` blocks, as the stream gave them, in their places."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from fsm.messages.shared import arguments_object as _arguments
 from fsm.results import CallStatus, Result, ServerToolResult, TextPart, ToolCall
 from fsm.wire.decoders._claude_fallback import before
 from fsm.wire.decoders._claude_kept import kept_block_fault
+from fsm.wire.decoders._claude_streamed import CONNECTOR_TEXT
 from fsm.wire.decoders._wire import CLAUDE_KEPT_BLOCKS, CLAUDE_SERVER_CALLS, server_result_block
 
 
@@ -46,10 +47,11 @@ def server_blocks(result: Result, cut: int | None = None) -> list[tuple[int | No
     calling, a client call naming it its ``caller``) goes on once their results come, and the API
     wants it in the request that sends them (with the response's ``container``), its result coming
     in a later assistant message. A block of no call that Anthropic wants back as it came
-    (``container_upload``, ``mcp_tool_listing``, ``fallback``: CLAUDE_KEPT_BLOCKS) goes back in its
-    place, unless its fields are such as the API refuses back (a hand-made result's: the decoder keeps
-    none). A call no result answered before the turn's last ``fallback`` block, at ``cut``, is a
-    declined model's and does not go back (Anthropic's refusals-and-fallback guide); one answered does."""
+    (``container_upload``, ``mcp_tool_listing``, ``fallback``, ``connector_text``: CLAUDE_KEPT_BLOCKS)
+    goes back in its place, unless its fields are such as the API refuses back (a hand-made result's:
+    the decoder keeps none). A call no result answered before the turn's last ``fallback`` block, at
+    ``cut``, is a declined model's and does not go back (Anthropic's refusals-and-fallback guide); one
+    answered does; nor does a ``connector_text`` block before it, as the thinking there does not."""
     calls: list[tuple[ToolCall, Message]] = []
     under: dict[str, list[int]] = {}  # by wire id: where its calls are in `calls`, in stream order
     for call in result.server_tool_calls:
@@ -63,6 +65,8 @@ def server_blocks(result: Result, cut: int | None = None) -> list[tuple[int | No
     blocks: list[tuple[int | None, Message]] = []
     for answer in result.server_tool_results:
         if _one_of(kind := answer.block.get("type"), CLAUDE_KEPT_BLOCKS):
+            if kind == CONNECTOR_TEXT and before(answer.output_index, cut):
+                continue  # a declined model's, as its thinking (the refusals-and-fallback guide)
             if (
                 kept_block_fault(kind, answer.block) is None
             ):  # one the API refuses back stays out, as the decoder leaves it

@@ -8,10 +8,11 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from fsm.errors import InvalidInput, LocalProtocolError
+from fsm.errors import InvalidInput, LocalProtocolError, shown
 from fsm.fieldcheck import refuse_wrong, vouched
 from fsm.jsontext import has_surrogate
 from fsm.results import CallStatus, Result, TextPart, ToolCall
+from fsm.wire.decoders._claude_fallback import before, final_fallback
 
 Message = dict[str, Any]
 T = TypeVar("T")
@@ -30,10 +31,24 @@ def check_result(result: Any) -> None:
     converter), a status read back as text (which would drop its call in silence), a signature or
     id that is no str (it would go out as it is), a place or output index that is no int (it could
     not be sorted among ints, or would be sorted where no part of the wire was). A result the
-    Reassembler made, or one that passed before, is not read again: see :func:`fsm.fieldcheck.vouch`."""
+    Reassembler made, or one that passed before, is not read again: see :func:`fsm.fieldcheck.vouch`.
+    Refused too, whenever it comes: a result that holds among its calls a call made before its last
+    Claude ``fallback`` block (one built by hand from a response's blocks): a declined model's,
+    which is neither to run nor to go back, and which no result may answer (policy
+    fallback-declined-calls). Left out of the message alone, its answer would be refused: it is
+    named, to be moved to ``declined_calls``."""
     if not vouched(result):
         need(result, Result, "result must be a Result")
         refuse_wrong(result, Result, "result")
+    if result.server_tool_results:  # asked of a vouched result too: a hand-built one vouched as it passed before
+        cut = final_fallback(result.server_tool_results)
+        for call in result.calls:
+            if before(call.output_index, cut):
+                made = f"call {shown(call.id)} ({shown(call.name)}) at content block {call.output_index}"
+                raise InvalidInput(
+                    f"{made} stands before the fallback block at {cut}: the model that made it declined, so it"
+                    " is not to run nor go back; it belongs in declined_calls (policy fallback-declined-calls)"
+                )
 
 
 def check_call(call: Any) -> None:

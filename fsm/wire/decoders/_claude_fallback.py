@@ -10,6 +10,12 @@ last one, the declined models' ``thinking``, ``redacted_thinking`` and client ``
 not go back, nor a server call no result answered; text, server calls with their results and every
 block after it do. A client call left out is answered by nothing (policy fallback-declined-calls):
 it is not the client's to run, so the result keeps it apart (``Result.declined_calls``).
+
+A decline mid-call closes the open block, its JSON cut, and the ``fallback`` block comes next (the
+guide's "Streaming"): such a stop is no violation but the decline's cut (``cut-by-decline``), which
+only the next block tells. So the strict raise of ``unterminated-arguments`` at a Claude tool
+block's stop waits for it (policy decline-cut-waits: :func:`handed_over_at`), and names the stop's
+event when it is raised.
 """
 
 from __future__ import annotations
@@ -89,3 +95,31 @@ def set_apart(calls: tuple[ToolCall, ...], cut: int) -> tuple[tuple[ToolCall, ..
     if not declined:
         return calls, ()
     return tuple(call for call in calls if not before(call.output_index, cut)), declined
+
+
+UNTERMINATED = "unterminated-arguments"
+_UNTOLD = frozenset({"content_block_delta", "content_block_stop", "ping"})
+"""Events that tell nothing of a cut block's model (policy decline-cut-waits): a block still open
+goes on or stops, a ping keeps the line up. The deltas are also all the fast paths read, so every
+path waits for the same event."""
+
+
+def handed_over_at(payload: Mapping[str, Any]) -> bool | None:
+    """What a Claude event tells of a tool block that stopped with its JSON open just before it
+    (policy decline-cut-waits): True where it starts a ``fallback`` block (its model declined mid-call:
+    the decline cut it), False where the turn went on otherwise (another block, the message's end),
+    None where it tells nothing yet (:data:`_UNTOLD`)."""
+    kind = payload.get("type")
+    if type(kind) is not str:
+        return False
+    if kind == "content_block_start":
+        block = payload.get("content_block")
+        return type(block) is dict and _fallback(block)
+    return None if kind in _UNTOLD else False
+
+
+def declined_cut(said: str, payload: Mapping[str, Any]) -> str:
+    """The message of ``cut-by-decline``: what ``unterminated-arguments`` said, and the decline."""
+    at = payload.get("index")
+    where = f" at content block {at}" if type(at) is int and 0 <= at < 1 << 63 else ""  # as index() reads one
+    return f"{said}, cut when its model declined: the fallback block{where} came next"

@@ -35,7 +35,7 @@ def kept_block(
 
 
 def kept_block_fault(kind: Any, block: Mapping[str, Any]) -> str | None:
-    """What makes a ``container_upload`` or ``mcp_tool_listing`` block one the API refuses back,
+    """What makes a ``container_upload``, ``mcp_tool_listing`` or ``connector_text`` block one the API refuses back,
     named with its type; None if nothing does (or the block is of another type)."""
     if kind == "container_upload":
         return _not(block.get("file_id"), "file_id", "a string", str)
@@ -46,6 +46,10 @@ def kept_block_fault(kind: Any, block: Mapping[str, Any]) -> str | None:
         if fault is None and not all(isinstance(tool, Mapping) for tool in tools or ()):
             return "tools holds something other than an object"
         return fault
+    if kind == "connector_text":  # (the decoder reads both as text: a hand-made block may hold anything)
+        fault = _not(block.get("connector_text"), "connector_text", "a string", str)
+        signature = block.get("signature")
+        return fault or (None if signature is None else _not(signature, "signature", "a string", str))
     return None
 
 

@@ -124,12 +124,12 @@ def server_result_block(kind: Any) -> bool:
     return isinstance(kind, str) and kind.endswith("_tool_result")
 
 
-CLAUDE_KEPT_BLOCKS = ("container_upload", "mcp_tool_listing", "fallback")
+CLAUDE_KEPT_BLOCKS = ("container_upload", "mcp_tool_listing", "fallback", "connector_text")
 """Claude content blocks of no call, which the turn goes back with as they came, in their place:
 ``container_upload`` (a file in the code execution container; ``ContainerUploadBlockParam``), the beta
 ``mcp_tool_listing`` (``BetaMCPToolListingBlock``: "Send the assistant message back unchanged, this
-block included, so later requests use this listing instead of asking the MCP server again") and the
-beta ``fallback`` (where a fallback model went on: :mod:`fsm.wire.decoders._claude_fallback`)."""
+block included, so later requests use this listing instead of asking the MCP server again"), the
+beta ``fallback`` (:mod:`fsm.wire.decoders._claude_fallback`) and ``connector_text`` (its deltas build it)."""
 
 
 def claude_kept_block(kind: Any) -> bool:

@@ -12,8 +12,10 @@ goes back in the order it streamed (interleaved thinking). A server tool's resul
 ``container_upload`` or ``mcp_tool_listing`` block (:data:`~fsm.wire.decoders._wire.CLAUDE_KEPT_BLOCKS`), comes whole
 in its start and is kept whole, as is each citation of a text block (``citations_delta``, or a whole block's
 ``citations``), and a ``compaction`` block (context management: the summary of the context before it), with what each
-``compaction_delta`` sets on it: the turn goes back with them. So does a ``fallback`` block (``model-fallback``:
-:mod:`~fsm.wire.decoders._claude_fallback`). A block of a type no reading knows is an ``unknown-event``.
+``compaction_delta`` sets on it, and a ``connector_text`` block, built by its deltas until it stops
+(:mod:`~fsm.wire.decoders._claude_streamed`): the turn goes back with them. So does a ``fallback`` block
+(``model-fallback``: :mod:`~fsm.wire.decoders._claude_fallback`). A block of a type no reading knows is an
+``unknown-event``.
 
 Nothing is dropped in silence: a ``tool_use`` block without ``index`` is kept as a call routed by its id
 (``missing-routing-field``), and the next block events at an index no block opened are matched to it. Its place in the
@@ -35,7 +37,6 @@ from typing import Any
 from fsm.events import (
     CallEnd,
     CallRef,
-    CompactionBlock,
     ContainerReport,
     Event,
     ReasoningDelta,
@@ -51,6 +52,7 @@ from fsm.events import (
 from fsm.wire.decoders import error_words
 from fsm.wire.decoders._claude_fallback import FALLBACK_BLOCK, fallback_said
 from fsm.wire.decoders._claude_kept import kept_block
+from fsm.wire.decoders._claude_streamed import StreamedBlocks
 from fsm.wire.decoders._fields import index, items, mapping, text
 from fsm.wire.decoders._wire import CLAUDE_FINISH, TurnSaid, claude_kept_block, dumps, stop_details_said
 from fsm.wire.decoders.chunk_form import FormSpec
@@ -84,6 +86,8 @@ class AnthropicDecoder:
     output_indexed = True
     """Thinking, text and tool blocks share one content block index: the order the turn goes back in
     (interleaved thinking puts thinking between calls, and Anthropic refuses it rearranged)."""
+    hands_over = True
+    """A decline may cut a tool block, a ``fallback`` block next (policy decline-cut-waits)."""
 
     def __init__(self) -> None:
         self._blocks: dict[int, _Block] = {}
@@ -95,8 +99,7 @@ class AnthropicDecoder:
         self._diagnose: Callable[[str, str], None] = _ignore
         self._top = -1  # the highest content block index seen
         self._places: dict[str, int] = {}  # by wire id: where each tool block that came without an index sat
-        # compaction blocks by the index their deltas name: each with its place, as it stands
-        self._compacted: dict[int | None, tuple[int | None, dict[str, Any]]] = {}
+        self._streamed = StreamedBlocks()  # compaction and connector_text blocks, as they stand
 
     def place_of(self, wire_id: str | None) -> int | None:
         """Where the call under ``wire_id`` that came without its block index sat in the content
@@ -119,6 +122,7 @@ class AnthropicDecoder:
                 return self._delta(at, mapping(payload.get("delta"), "delta"))
             return self._stop(at)
         if kind == "message_delta":
+            self._streamed.unstopped(diagnose)
             delta = mapping(payload.get("delta"), "delta")
             reason = text(delta.get("stop_reason"), "stop_reason")
             said = stop_details_said(delta.get("stop_details"))
@@ -220,9 +224,9 @@ class AnthropicDecoder:
         kind = text(block.get("type"), "content_block.type") or ""
         server = _CALL_BLOCKS.get(kind)
         if server is None:
-            if kind == "compaction":  # the context's summary: it goes back as it came, in its place
-                self._compacted[at] = (place, dict(block))
-                return [CompactionBlock(dict(block), place)]
+            streamed = self._streamed.start(kind, at, place, block)
+            if streamed is not None:
+                return streamed
             if claude_kept_block(kind):  # a server tool's result, or a block of its doing: it goes back
                 if kind == FALLBACK_BLOCK:  # the caller learns another model went on from here
                     fallback_said(block, at, self._diagnose)
@@ -276,8 +280,9 @@ class AnthropicDecoder:
         kind = delta.get("type")
         if type(kind) is not str:  # checked only then: this runs for every delta the shortcut leaves
             kind = text(kind, "delta.type")
-        if kind == "compaction_delta" and at in self._compacted:
-            return [self._compaction(at, delta)]
+        streamed = self._streamed.delta(kind, at, delta)
+        if streamed is not None:
+            return streamed
         bare = self._bare if at is None else None
         block: _Block | None = bare
         if bare is not None and kind == "input_json_delta":  # the tool block opened last without an index
@@ -309,15 +314,9 @@ class AnthropicDecoder:
         block.streamed = True
         return [build_arguments_fragment(block.ref, piece)]
 
-    def _compaction(self, at: int | None, delta: Mapping[str, Any]) -> CompactionBlock:
-        """A ``compaction_delta`` sets its ``content`` and ``encrypted_content`` on the block (each
-        delta holds the whole of both, as the anthropic SDK's accumulator takes them)."""
-        place, block = self._compacted[at]
-        for key in ("content", "encrypted_content"):
-            block[key] = text(delta.get(key), f"compaction_delta.{key}")
-        return CompactionBlock(dict(block), place)
-
     def _stop(self, at: int | None) -> list[Event]:
+        if (streamed := self._streamed.stop(at)) is not None:
+            return streamed
         if at is None and self._bare_at is not None:  # the end of the block opened last without an index
             block = self._bare
             self._bare_at = self._bare = None

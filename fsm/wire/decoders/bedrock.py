@@ -1,35 +1,31 @@
 """Amazon Bedrock ``ConverseStream``: decoded events, one ``{eventType: body}`` object each.
 
 ``contentBlockStart.start.toolUse {toolUseId, name}`` opens a call at ``contentBlockIndex``,
-``contentBlockDelta.delta.toolUse.input`` fragments append, ``contentBlockStop`` ends it;
-``messageStop.stopReason`` ends the stream. A start repeated for the block still open at its index (same
-id and name) changes nothing. Text and reasoning deltas carry no call, and the random ``p`` padding field
-is ignored. A server tool (Amazon Nova's ``nova_code_interpreter``, ``nova_grounding``) comes as a
-``toolUse`` start of ``type: server_tool_use``, read as a call the provider runs itself
-(:attr:`~fsm.results.Result.server_tool_calls`, never the client's), and its result as a block of its own:
-``contentBlockStart.start.toolResult {toolUseId, type, status}``, then
-``contentBlockDelta.delta.toolResult``, a list of ``{json}`` or ``{text}`` items (a run of text items
-joins into one, as text deltas do), ended by ``contentBlockStop``, when it is kept whole as Converse's
-``toolResult`` block (:class:`~fsm.events.ServerResultBlock`) for the next turn. A text block's text is a
-text part of its own (keyed by its ``contentBlockIndex``), and each ``delta.citation`` in it (botocore's
-``CitationsDelta``: ``title``, ``source``, ``sourceContent``, ``location``) is a citation of that part,
-kept whole and in order, as Claude's ``citations_delta`` is: the same members as the ``Citation`` of the
-``citationsContent`` block it goes back in. A citation with no text block to go on (no index; a tool,
-result or reasoning block's) and the citations of a block that ended with no text are reported
-(``part-not-reassembled``, at their event). What else a block's start or delta holds (an ``image``, a
-result item of another kind, a ``toolResult`` in a block that is no result's, a result block that never
-stopped) is reported likewise. The raw binary event stream is unframed by :mod:`fsm.wire.framing` (with
-botocore's decoder) into these same objects.
+``contentBlockDelta.delta.toolUse.input`` fragments append, ``contentBlockStop`` ends it; ``messageStop.stopReason``
+ends the stream. A start repeated for the block still open at its index (same id and name) changes nothing. Text and
+reasoning deltas carry no call, and the random ``p`` padding field is ignored. A server tool (Amazon Nova's
+``nova_code_interpreter``, ``nova_grounding``) comes as a ``toolUse`` start of ``type: server_tool_use``, read as a
+call the provider runs itself (:attr:`~fsm.results.Result.server_tool_calls`, never the client's), and its result as a
+block of its own: ``contentBlockStart.start.toolResult {toolUseId, type, status}``, then
+``contentBlockDelta.delta.toolResult``, a list of ``{json}`` or ``{text}`` items (a run of text items joins into one,
+as text deltas do), ended by ``contentBlockStop``, when it is kept whole as Converse's ``toolResult`` block
+(:class:`~fsm.events.ServerResultBlock`) for the next turn. A text block's text is a text part of its own (keyed by its
+``contentBlockIndex``), and each ``delta.citation`` in it (botocore's ``CitationsDelta``: ``title``, ``source``,
+``sourceContent``, ``location``) is a citation of that part, kept whole and in order, as Claude's ``citations_delta``
+is: the same members as the ``Citation`` of the ``citationsContent`` block it goes back in. A citation with no text
+block to go on (no index; a tool, result or reasoning block's) and the citations of a block that ended with no text are
+reported (``part-not-reassembled``, at their event). What else a block's start or delta holds (an ``image``, a result
+item of another kind, a ``toolResult`` in a block that is no result's, a result block that never stopped) is reported
+likewise. The raw binary event stream is unframed by :mod:`fsm.wire.framing` (botocore's decoder) into these objects.
 
 An ``InvokeModelWithResponseStream`` carries the model's own events instead (a Claude model's are Anthropic's;
-fsm/wire/eventstream.py unwraps them): named ``bedrock``, such a stream is read by the decoder of the wire its
-first event shows, so its calls are those the model's own wire gives. An exception tells neither stream; once
-a ConverseStream event was read, an event of another wire, or a key beside an exception frame's error event,
-is reported (``unknown-event``), not read.
+fsm/wire/eventstream.py unwraps them): named ``bedrock``, such a stream is read by the decoder of the wire its first
+event shows, so its calls are those the model's own wire gives. An exception tells neither stream; once a
+ConverseStream event was read, an event of another wire, or a key beside an exception, is not read (``unknown-event``).
 
-Nothing is dropped in silence: a ``toolUse`` start without ``contentBlockIndex`` is kept as a call routed
-by its id (``missing-routing-field``) and takes the next index no block opened; tool input at an index no
-block opened opens a call of its own (``unopened-call``). ``malformed_*`` stop reasons are errors."""
+Nothing is dropped in silence: a ``toolUse`` start without ``contentBlockIndex`` is kept as a call routed by its id
+(``missing-routing-field``) and takes the next index no block opened; tool input at an index no block opened opens a
+call of its own (``unopened-call``). ``malformed_*`` stop reasons are errors."""
 
 from __future__ import annotations
 
@@ -89,6 +85,10 @@ class BedrockDecoder:
         model's content block index). ConverseStream's block index is not used as a place: the
         Converse turn goes back with its text before its calls (a text part is keyed by it only)."""
         return bool(getattr(self._carried, "output_indexed", False))
+
+    @property
+    def hands_over(self) -> bool:  # an InvokeModel stream of a Claude model's (policy decline-cut-waits)
+        return bool(getattr(self._carried, "hands_over", False))
 
     def place_of(self, wire_id: str | None) -> int | None:
         """An InvokeModel stream's call that came without its place: where its model's wire puts it."""
