@@ -224,7 +224,7 @@ def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
 def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     signs, moved = signatures_by_call(result, calls)  # policy gemini-signature-by-call-id
     said: list[tuple[int | None, Message | list[Message]]] = [
-        (reasoning.place, _thought(reasoning.text, None if at in moved else reasoning.signature))
+        (reasoning.place, _thought(reasoning.text, reasoning.signature, at in moved))
         for at, reasoning in enumerate(result.reasoning)
     ]
     said += code_runs(result)
@@ -275,9 +275,11 @@ def _signed(part: Message, signature: str | None) -> Message:
     return part
 
 
-def _thought(text: str, signature: str | None) -> Message | list[Message]:
-    # A block that held only a call's signature, gone to the call, is nothing; it keeps its place.
-    return _signed({"text": text, "thought": True}, signature) if text or signature is not None else []
+def _thought(text: str, signature: str | None, moved: bool) -> Message | list[Message]:
+    if not moved:
+        return _signed({"text": text, "thought": True}, signature)
+    # Its signature went to its call: a block that held only that is nothing, and keeps its place.
+    return {"text": text, "thought": True} if text else []
 
 
 def _gemini_call(call: ToolCall, signs: dict[int, str]) -> Message:
