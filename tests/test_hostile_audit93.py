@@ -10,11 +10,35 @@ Fixed (each test below failed before):
   no part at all); where the id names no call sent, or several, or a call signed already, it stays
   on the thought as read.
 
-Judged fine (tried, nothing to fix):
+Judged fine (tried, nothing to fix; the last two tests hold the first two):
 
-- native Gemini -> DeltaEmitter (every ``reasoning_blocks``) -> the chat decoder -> ``"gemini"``
-  next turn: each call's signature is on its part, as read from Gemini itself (it goes out in
-  ``extra_content``, policy gemini-signatures-reemitted).
+- Detection under auto: every conformance vector (but those reading one choice of several) and
+  every capture, whole (in the audit also 1 and 7 bytes at a time), lax and strict, gives under
+  ``"auto"`` the result its provider gives and tells that provider; the bare-error rule fires on
+  no other provider's first event (Anthropic's, chat's, Gemini's errors hold an ``error`` object,
+  vLLM's names another ``type``). A stream that is only an error, or an error page,
+  names none; InvokeModel chunks tell ``anthropic``, whose events they carry.
+- ``detected_provider``: None before any event told it (also after an error that names none, an
+  event half fed, an ``UnsupportedProvider``), the name after close and after a strict failure, the
+  same on a ``copy``, ``deepcopy`` and ``pickle`` fork. For LangChain chunks it is ``openai-chat``,
+  as ``Result.provider`` says (they are read as the chat chunks they mirror).
+- Error texts on all seven wires: kinds of every JSON type (empty, ``"error"``, a newline, 5,000
+  characters, a 5,000-digit number, a float, a bool, a list, an object, a lone surrogate) and
+  messages likewise, fed, whole bytes and a byte at a time, auto and named, lax and strict: the
+  same text each way, every diagnostic under 1,500 characters, no foreign exception; a Gemini
+  error finish's ``finishMessage`` of every type likewise; ``details`` nested 100,000 deep, self
+  referring, megabytes long, or a caller's object whose ``__eq__``, ``__bool__`` or ``__str__``
+  raises: bounded, or ``InvalidInput`` (policy caller-object-raises).
+- ``toolcall-fsm replay`` under auto with ``--output calls``, ``deltas`` (each ``--flush``, each
+  ``--reasoning-blocks``) and ``--strict``, over every capture: the bytes ``--provider <its own>``
+  prints, the same on a second run; an empty file, garbage, a directory, a missing file, a bare
+  Responses error, an error before the provider is told: typed, bounded, exit codes as documented.
+
+Left (reported, not fixed): two Gemini ``reasoning.encrypted`` entries under one
+``reasoning_details`` index naming different call ids (seen on no wire: OpenRouter numbers each
+call's apart, or shares the index with the text alone) make one block, the later signature kept
+(a block's fields take the latest word); a caller-fed ``set`` inside an error object is written in
+string-hash order.
 """
 
 from __future__ import annotations
@@ -152,3 +176,94 @@ def test_native_gemini_re_emitted_and_read_back_signs_the_same_call(blocks: Any,
     back = _read(_sse(chunks), "openai-chat", piece)
     assert _parts(back) == _parts(source)
     assert [p.get("thoughtSignature") for p in _parts(back)] == [None, "CiQBjz1r", None]
+
+
+# -- judged fine, held: detection under auto, detected_provider's lifecycle ------------------------------
+
+_SHAPES = {"deepseek": "openai-chat", "gemini_openai_compat": "openai-chat", "gemini_vertex_partial_args": "gemini"}
+_SHAPES |= {
+    "groq": "openai-chat",
+    "mistral": "openai-chat",
+    "ollama_native": "ollama",
+    "ollama_openai_compat": "openai-chat",
+}
+_SHAPES |= {"openai_chat": "openai-chat", "openai_responses": "openai-responses", "openrouter": "openai-chat"}
+_TOLD_OTHERWISE = {"bedrock-invoke-claude-chunks": "anthropic"}
+"""A vector whose events tell another provider than its shape: InvokeModel chunks carry Claude's own
+events, read alike. (``openai-wrong-provider-stream`` is Claude's stream read as OpenAI's, on purpose:
+left out.)"""
+
+
+def _feed_each(reader: fsm.Reassembler, events: list[Any]) -> None:
+    for event in events:
+        reader.feed(event)
+
+
+def _both(provider: str, feed: Any, strict: bool) -> tuple[Any, str | None]:
+    from fsm.serialize import result_to_json
+
+    reader = fsm.Reassembler(provider, strict=strict)
+    try:
+        feed(reader)
+        said: Any = result_to_json(reader.close())
+        said.pop("provider")
+    except fsm.ToolcallFSMError as exc:
+        said = (type(exc).__name__, str(exc))
+    return said, reader.detected_provider
+
+
+def test_every_vector_and_capture_reads_under_auto_as_under_its_provider() -> None:
+    """The bare-error rule (and every other) under auto: each of the conformance vectors (but those
+    that read one choice of several, which auto cannot name) and each capture gives the result its
+    provider gives, and tells that provider (but a stream of nothing it read), lax and strict."""
+    from fsm.harness.vectors import load_vectors
+    from tests.conftest import captures
+
+    cases: list[tuple[str, str, Any]] = []
+    for vector in load_vectors():
+        if vector.choice is None and vector.name != "openai-wrong-provider-stream":
+            body = vector.body.encode() if vector.body is not None else None
+            feed = (
+                (lambda r, b=body: r.feed_bytes(b))
+                if body is not None
+                else (lambda r, v=vector: _feed_each(r, v.events))
+            )
+            cases.append((vector.name, vector.shape, feed))
+    for path in captures():
+        shape = _SHAPES.get(path.parent.name, path.parent.name)
+        cases.append((path.name, shape, lambda r, p=path: r.feed_bytes(p.read_bytes())))
+    assert len(cases) > 150
+    for name, shape, feed in cases:
+        for strict in (False, True):
+            auto, told = _both("auto", feed, strict)
+            named, _ = _both(shape, feed, strict)
+            assert auto == named, (name, strict)
+            # a stream that is only an error, or no stream at all (an error page), names none
+            said = isinstance(auto, dict) and (auto["calls"] or auto["text"] or auto["reasoning"])
+            assert told in (_TOLD_OTHERWISE.get(name, shape), *([] if said else [None])), (name, strict)
+
+
+def test_detected_provider_before_after_failure_and_forked() -> None:
+    import copy
+    import pickle
+
+    assert (fsm.Reassembler().detected_provider, fsm.Reassembler("gemini").detected_provider) == (None, "gemini")
+    alone = fsm.Reassembler()
+    alone.feed({"type": "error", "error": {"type": "overloaded_error", "message": "o"}})  # names no provider
+    assert [alone.detected_provider, copy.copy(alone).detected_provider] == [None, None]
+    assert (alone.close().provider, alone.detected_provider) == ("auto", None)
+    told = fsm.Reassembler()
+    told.feed({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant"}})
+    forks = [copy.copy(told), copy.deepcopy(told), pickle.loads(pickle.dumps(told))]
+    assert [f.detected_provider for f in forks] == ["anthropic"] * 3
+    told.close()
+    assert told.detected_provider == "anthropic"
+    unknown = fsm.Reassembler()
+    with pytest.raises(fsm.UnsupportedProvider):
+        unknown.feed({"zzz": 1})
+    assert unknown.detected_provider is None
+    cut = fsm.Reassembler()
+    cut.feed_bytes(b'data: {"choi')  # an event not yet ended tells nothing
+    assert cut.detected_provider is None
+    cut.feed_bytes(b'ces": []}\n\n')
+    assert cut.detected_provider == "openai-chat"
