@@ -104,7 +104,7 @@ from fsm.foreign import answers_callers
 from fsm.messages.bedrock import bedrock_message, bedrock_result
 from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_output
 from fsm.messages.claude_blocks import anthropic_text, placed_thinking, server_blocks
-from fsm.messages.gemini_code import code_runs
+from fsm.messages.gemini_code import code_runs, signatures_by_call
 from fsm.messages.ollama_cohere import cohere_message, cohere_result, ollama_message, ollama_result
 from fsm.messages.openai_chat import REASONING_FIELDS, ReasoningField, openai_chat_message
 from fsm.messages.responses import openai_responses
@@ -222,9 +222,10 @@ def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
 
 
 def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
+    signs, moved = signatures_by_call(result, calls)  # policy gemini-signature-by-call-id
     said: list[tuple[int | None, Message | list[Message]]] = [
-        (reasoning.place, _signed({"text": reasoning.text, "thought": True}, reasoning.signature))
-        for reasoning in result.reasoning
+        (reasoning.place, _thought(reasoning.text, reasoning.signature, at in moved))
+        for at, reasoning in enumerate(result.reasoning)
     ]
     said += code_runs(result)
     parts = result.text_parts
@@ -256,7 +257,7 @@ def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
         while at < place and taken < len(held):
             next_call = held[taken]
             if next_call is not None:
-                out.append(_gemini_call(next_call))
+                out.append(_gemini_call(next_call, signs))
             taken += 1
             at += 1
         if isinstance(part, list):  # a code part and its result: one place, the result's
@@ -264,7 +265,7 @@ def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
         else:
             out.append(part)
         at += 1
-    out += [_gemini_call(call) for call in held[taken:] if call is not None]
+    out += [_gemini_call(call, signs) for call in held[taken:] if call is not None]
     return {"role": "model", "parts": out}
 
 
@@ -274,11 +275,18 @@ def _signed(part: Message, signature: str | None) -> Message:
     return part
 
 
-def _gemini_call(call: ToolCall) -> Message:
+def _thought(text: str, signature: str | None, moved: bool) -> Message | list[Message]:
+    if not moved:
+        return _signed({"text": text, "thought": True}, signature)
+    # Its signature went to its call: a block that held only that is nothing, and keeps its place.
+    return {"text": text, "thought": True} if text else []
+
+
+def _gemini_call(call: ToolCall, signs: dict[int, str]) -> Message:
     function_call: Message = {"name": call.name or "", "args": _arguments(call)}
     if call.wire_id is not None:
         function_call["id"] = reply_id(call)
-    return _signed({"functionCall": function_call}, call.thought_signature)
+    return _signed({"functionCall": function_call}, call.thought_signature or signs.get(id(call)))
 
 
 @answers_callers

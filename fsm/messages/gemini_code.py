@@ -1,10 +1,11 @@
-"""The ``"gemini"`` next turn's server runs: each ``executableCode`` part Gemini ran itself (a server
-call of type ``executable_code``) goes back with the ``codeExecutionResult`` part that gave its
-outcome, and each ``toolCall`` part of its built-in tools (a server call of type ``tool_call``) with
-the ``toolResponse`` part that answered it, the call right before its result, in the result's place
-among the parts, so the model keeps what its code and tools did (and a signature on either part
-goes back on it). The API wants a tool call passed back "along with the corresponding ToolResponse"
-(js-genai ``ToolCall``)."""
+"""The ``"gemini"`` next turn's parts that need more than their own fields: its server runs, each
+``executableCode`` part Gemini ran itself (a server call of type ``executable_code``) goes back with
+the ``codeExecutionResult`` part that gave its outcome, and each ``toolCall`` part of its built-in
+tools (a server call of type ``tool_call``) with the ``toolResponse`` part that answered it, the
+call right before its result, in the result's place among the parts, so the model keeps what its
+code and tools did (and a signature on either part goes back on it). The API wants a tool call
+passed back "along with the corresponding ToolResponse" (js-genai ``ToolCall``). And each call's
+thought signature that OpenRouter sent under ``reasoning_details`` (:func:`signatures_by_call`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 
 from fsm.messages.shared import Message
 from fsm.results import Result, ToolCall
+from fsm.wire.decoders.chat_reasoning import GEMINI_FORMAT
 
 _KINDS = {"codeExecutionResult": ("executable_code", "executableCode"), "toolResponse": ("tool_call", "toolCall")}
 """Each result part's key: the type of the server call it answers, and that call's part key."""
@@ -84,3 +86,32 @@ def _call_part(call: ToolCall, key: str) -> Message:
     if call.thought_signature is not None:
         part["thoughtSignature"] = call.thought_signature
     return part
+
+
+def signatures_by_call(result: Result, calls: tuple[ToolCall, ...]) -> tuple[dict[int, str], set[int]]:
+    """Policy gemini-signature-by-call-id: OpenRouter sends a Gemini call's thought signature as a
+    ``reasoning.encrypted`` entry naming the call's id, read as the signature of a reasoning block
+    whose ``item_id`` is that id (its ``reasoning.text`` entries, if any, are the block's text).
+    Gemini 3 wants it back on the ``functionCall`` part it came on (as OpenRouter puts it back), not
+    on a thought part. So a Gemini-format block whose ``item_id`` is the wire id of exactly one call
+    sent, and that call signed by nothing else, gives that call its signature, and its thought goes
+    back unsigned. Where the id names no call sent, or several (a wire that repeated the id), or a
+    call with a signature of its own (kept), the signature stays on the thought, as read: nothing is
+    dropped, and no call takes a signature that may be another's. The first such block of a call signs it.
+
+    Returns the signature each call takes (keyed by ``id()`` of the call in ``calls``) and the
+    positions in ``result.reasoning`` of the blocks whose signature went to a call."""
+    by_id: dict[str, list[ToolCall]] = {}
+    for call in calls:
+        for wire_id in dict.fromkeys(n for n in (call.wire_id, call.reply_id) if n is not None):
+            by_id.setdefault(wire_id, []).append(call)
+    signs: dict[int, str] = {}
+    moved: set[int] = set()
+    for at, block in enumerate(result.reasoning):
+        if block.format != GEMINI_FORMAT or block.signature is None or block.item_id is None:
+            continue
+        named = by_id.get(block.item_id, [])
+        if len(named) == 1 and named[0].thought_signature is None and id(named[0]) not in signs:
+            signs[id(named[0])] = block.signature
+            moved.add(at)
+    return signs, moved
