@@ -1,0 +1,76 @@
+"""Hostile audit 94: the merge of hist89 (history leftovers, caller-program-first, unjudged-says-no-format),
+attacked with a fuzzer of random Anthropic and Responses histories, and the gap it left.
+
+Found and fixed:
+
+1. ``fsm.messages`` sent back the client calls of a program that does not go back (a program whose
+   fingerprint, item id, call id or code is empty or no text; said ``part-not-reassembled`` where
+   it was read): each named as its ``caller`` a program the request lacks, so ``fsm.history`` read
+   them ``unknown-caller`` and the API, without stored state, had nothing to resume. They are left
+   out now, as a call that did not complete is, and ``messages.omitted(result, "openai-responses")``
+   lists them (policy calls-stay-with-their-program, :func:`fsm.messages.responses.stranded_calls`):
+   not to be run nor answered. A call naming in text a program the turn does not hold still goes
+   back (an earlier turn's program may be it, which the history check tells).
+
+Judged fine (see the report of task 94 for the fuzzing):
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import fsm
+from fsm import history, messages
+from tests.test_programmatic_responses import ASK, CALLER, PROGRAM, REASONING, _call, _events, _read
+
+FAULTS = [("fingerprint", ""), ("fingerprint", None), ("id", None), ("code", ""), ("call_id", 5)]
+
+
+def _turn(key: str, value: Any) -> tuple[dict[str, Any], fsm.Result]:
+    program = {**PROGRAM, key: value}
+    caller = {"type": "program", "caller_id": program["call_id"]}  # its calls name it as it came
+    return program, _read(_events(1, [REASONING, program, _call(1, caller), _call(2, caller), _call(3, None)]))
+
+
+@pytest.mark.parametrize(("key", "value"), FAULTS, ids=[f"{k}={v!r}" for k, v in FAULTS])
+def test_the_calls_of_a_program_that_cannot_go_back_stay_with_it(key: str, value: Any) -> None:
+    """Before: the program was left out and its calls went back naming it (``unknown-caller``)."""
+    _, result = _turn(key, value)
+    assert any(d.code == "part-not-reassembled" for d in result.diagnostics)  # the program: said where read
+    items = messages.assistant_message(result, "openai-responses")
+    assert [(item["type"], item["call_id"]) for item in items] == [("function_call", "call_3")]  # the model's own
+    left = messages.omitted(result, "openai-responses")
+    assert [call.id for call in left] == ["call_1", "call_2"]
+    answers = [messages.tool_result(c, "r", "openai-responses") for c in result.complete_calls if c not in left]
+    assert history.check([*ASK, *items, *answers]).findings == ()
+    # Complete all the same: omitted() without the format, and other formats, are as before.
+    assert messages.omitted(result) == () and messages.omitted(result, "anthropic") == ()
+    assert len(messages.assistant_message(result, "anthropic")["content"]) == 3
+    # Nor does incomplete="include" send them, nor incomplete_answers answer them.
+    assert messages.assistant_message(result, "openai-responses", incomplete="include") == items
+    assert messages.incomplete_answers(result, "openai-responses") == []
+
+
+def test_a_call_naming_a_program_the_turn_does_not_hold_goes_back() -> None:
+    """A program's calls in a later response (after its outputs resumed it) name a program of an
+    earlier turn: they go back, and the history that holds that program checks clean."""
+    result = _read(_events(2, [_call(4)]))
+    assert messages.omitted(result, "openai-responses") == ()
+    items = messages.assistant_message(result, "openai-responses")
+    assert [item["caller"] for item in items] == [CALLER]
+    answers = [messages.tool_result(call, "r", "openai-responses") for call in result.complete_calls]
+    assert history.check([*ASK, PROGRAM, *items, *answers]).findings == ()
+
+
+def test_a_sound_program_keeps_its_calls() -> None:
+    result = _read(_events(1, [REASONING, PROGRAM, _call(1), _call(2)]))
+    assert messages.omitted(result, "openai-responses") == ()
+    kinds = [item["type"] for item in messages.assistant_message(result, "openai-responses")]
+    assert kinds == ["reasoning", "program", "function_call", "function_call"]
+
+
+def test_omitted_refuses_an_unknown_format() -> None:
+    with pytest.raises(fsm.errors.LocalProtocolError):
+        messages.omitted(_read(_events(1, [_call(1)])), "responses")  # type: ignore[arg-type]
