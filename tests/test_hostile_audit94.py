@@ -12,6 +12,10 @@ Found and fixed:
    not to be run nor answered. A call naming in text a program the turn does not hold still goes
    back (an earlier turn's program may be it, which the history check tells).
 
+2. ``fsm.history.check`` took a ``program_output`` item naming (by its ``call_id``) a program no
+   ``program`` item before it has: it is ``unknown-caller`` now, as a call naming one is (policy
+   caller-program-first), and repair keeps it and says so (``kept-unknown-caller``).
+
 Judged fine (see the report of task 94 for the fuzzing):
 """
 
@@ -23,7 +27,8 @@ import pytest
 
 import fsm
 from fsm import history, messages
-from tests.test_programmatic_responses import ASK, CALLER, PROGRAM, REASONING, _call, _events, _read
+from fsm.history import Kind
+from tests.test_programmatic_responses import ASK, CALLER, OUTPUT, PROGRAM, REASONING, _call, _events, _read
 
 FAULTS = [("fingerprint", ""), ("fingerprint", None), ("id", None), ("code", ""), ("call_id", 5)]
 
@@ -74,3 +79,21 @@ def test_a_sound_program_keeps_its_calls() -> None:
 def test_omitted_refuses_an_unknown_format() -> None:
     with pytest.raises(fsm.errors.LocalProtocolError):
         messages.omitted(_read(_events(1, [_call(1)])), "responses")  # type: ignore[arg-type]
+
+
+def test_a_program_output_naming_a_program_the_history_lacks() -> None:
+    """Before: nothing was said of it."""
+    answer = {"type": "function_call_output", "call_id": "call_1", "output": "r"}
+    turn = [_call(1), answer, OUTPUT]
+    report = history.check([*ASK, *turn])
+    assert [(f.kind, f.id, f.message) for f in report.findings] == [
+        (Kind.UNKNOWN_CALLER, "call_1", 2),
+        (Kind.UNKNOWN_CALLER, "call_prog", 4),
+    ]
+    assert "program_output" in report.findings[1].detail
+    fixed, changes = history.repair([*ASK, *turn])
+    assert fixed == [*ASK, *turn]
+    assert [(c.kind, c.message) for c in changes] == [("kept-unknown-caller", 2), ("kept-unknown-caller", 4)]
+    assert history.check([*ASK, PROGRAM, *turn]).findings == ()
+    reference = {"type": "item_reference", "id": "prog_1"}  # it may be the program
+    assert history.check([*ASK, reference, *turn]).findings == ()
