@@ -243,8 +243,9 @@ def test_langchain_yields_nothing_of_programmatic_tool_calling() -> None:
 @pytest.mark.parametrize("code", [None, ""], ids=["null", "empty"])
 def test_a_program_without_code_is_said_and_does_not_go_back(code: str | None) -> None:
     """A program that gives no code has nothing to replay: before, it went back with ``code: ""``
-    without a word."""
+    without a word. Nor do the calls it made (policy calls-stay-with-their-program, audit 94)."""
     program = {**PROGRAM, "code": code}
     result = _read(_events(1, [REASONING, program, _call(1)]))
     assert any(d.code == "part-not-reassembled" and "whose code is" in d.message for d in result.diagnostics)
-    assert [item["type"] for item in messages.assistant_message(result, "openai-responses")] == ["function_call"]
+    assert messages.assistant_message(result, "openai-responses") == []
+    assert messages.omitted(result, "openai-responses") == result.calls

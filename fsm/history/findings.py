@@ -123,7 +123,8 @@ class Kind(enum.Enum):
     ``caller`` names a program (``{"type": "program", "caller_id": X}``, programmatic tool calling)
     that no ``program`` item before it has as its ``call_id`` (none is reported after an
     ``item_reference``, which may stand for it): the API cannot tie the call to the code that made
-    it (policy caller-program-first, :mod:`fsm.history.program_callers`). Repair keeps the call and
+    it (policy caller-program-first, :mod:`fsm.history.program_callers`); a ``program_output`` item
+    whose ``call_id`` names no such program alike. Repair keeps the call (or output) and
     says so (``kept-unknown-caller``): only the caller holds that program."""
     REUSED = "reused"
     """An id used again by a later turn after its call was answered: allowed, reported for information."""

@@ -12,7 +12,9 @@ outputs by their own ``call_id``.
 ``check`` reports such a call (``unknown-caller``, at the call): its ``caller_id`` is no ``call_id`` of
 a ``program`` item before it. But an ``item_reference`` before it may stand for that program (it
 names an item by its item ``id``, which says nothing of its ``call_id``): after one, no call is
-reported. ``repair`` keeps the call as it is and says so (``kept-unknown-caller``): only the caller
+reported. A ``program_output`` item (what a program gave once resumed) names its program by its own
+``call_id``: one naming no program before it is ``unknown-caller`` alike (audit 94). ``repair``
+keeps the call (or output) as it is and says so (``kept-unknown-caller``): only the caller
 holds the program, whose code and opaque ``fingerprint`` nothing can stand in for; dropping the
 call would lose it and its output, and writing it as the model's own (``direct``) would say the model
 called a tool a program called, which may be one the model cannot call itself (``allowed_callers``).
@@ -31,15 +33,19 @@ from fsm.history.formats import RESPONSES_OUTPUT_OF
 
 WHY = "it names as its caller a program no program item before it has as its call_id: the API cannot tie it to the code"
 """What an ``unknown-caller`` finding says."""
+OUTPUT_WHY = (
+    "a program_output naming a program no program item before it has as its call_id: the API cannot tie it to the code"
+)
+"""What an ``unknown-caller`` finding says of a ``program_output`` item."""
 KEPT = "it names a program the history does not hold before it: kept, for the caller to send that program"
 """What the ``kept-unknown-caller`` change says."""
 
 
-def _unknown(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, Any]]:
-    """Each call item naming a program no ``program`` item before it has (none after an item
-    reference): its position, its ``call_id`` (as text) and its name."""
+def _unknown(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, Any, str]]:
+    """Each call item (and ``program_output`` item) naming a program no ``program`` item before it
+    has (none after an item reference): its position, its ``call_id`` (as text), its name and why."""
     programs: set[str] = set()
-    found: list[tuple[int, str, Any]] = []
+    found: list[tuple[int, str, Any, str]] = []
     for at, item in enumerate(messages):
         kind = item.get("type")
         if type(kind) is not str:  # (a type of no str may be unhashable)
@@ -48,6 +54,10 @@ def _unknown(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, Any]
             programs.add(item["call_id"])
         elif kind == "item_reference":  # it may be the program: nothing after it is told
             return found
+        elif kind == "program_output":  # what the program gave, under its call_id: it names it too
+            named = item.get("call_id")
+            if not (isinstance(named, str) and named in programs):
+                found.append((at, str(named), None, OUTPUT_WHY))
         elif kind in RESPONSES_OUTPUT_OF:
             caller = item.get("caller")
             if not isinstance(caller, Mapping) or caller.get("type") != "program":
@@ -55,19 +65,19 @@ def _unknown(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, Any]
             named = caller.get("caller_id")
             if not (isinstance(named, str) and named in programs):
                 name = item.get("name")
-                found.append((at, str(item.get("call_id")), name if isinstance(name, str) else None))
+                found.append((at, str(item.get("call_id")), name if isinstance(name, str) else None, WHY))
     return found
 
 
 def unknown_callers(messages: Sequence[Mapping[str, Any]]) -> list[Finding]:
     """What ``check`` reports of a Responses history's calls naming a program it lacks (``unknown-caller``)."""
-    return [Finding(Kind.UNKNOWN_CALLER, call_id, at + 1, WHY, name) for at, call_id, name in _unknown(messages)]
+    return [Finding(Kind.UNKNOWN_CALLER, call_id, at + 1, why, name) for at, call_id, name, why in _unknown(messages)]
 
 
 def kept_callers(messages: Sequence[Mapping[str, Any]], drop: set[tuple[int, int]]) -> list[Change]:
     """What ``repair`` says of those calls it keeps (``kept-unknown-caller``; ``drop``: the items it drops)."""
     return [
         Change("kept-unknown-caller", at + 1, call_id, KEPT)
-        for at, call_id, _ in _unknown(messages)
+        for at, call_id, _, _ in _unknown(messages)
         if (at, -1) not in drop
     ]

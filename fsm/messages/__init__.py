@@ -107,7 +107,7 @@ from fsm.messages.claude_blocks import anthropic_text, placed_thinking, server_b
 from fsm.messages.gemini_code import code_runs, signatures_by_call
 from fsm.messages.ollama_cohere import cohere_message, cohere_result, ollama_message, ollama_result
 from fsm.messages.openai_chat import REASONING_FIELDS, ReasoningField, openai_chat_message
-from fsm.messages.responses import openai_responses
+from fsm.messages.responses import openai_responses, stranded_calls
 from fsm.messages.shared import (
     Message,
     as_text,
@@ -145,10 +145,15 @@ def _calls(result: Result, incomplete: str) -> tuple[ToolCall, ...]:
     raise LocalProtocolError(f"incomplete must be 'omit' or 'include', not {incomplete!r}")
 
 
-def omitted(result: Result) -> tuple[ToolCall, ...]:
-    """The calls ``incomplete="omit"`` leaves out: every call whose status is not complete."""
+def omitted(result: Result, format: Format | None = None) -> tuple[ToolCall, ...]:
+    """The calls ``incomplete="omit"`` leaves out: every call whose status is not complete, and with
+    ``format="openai-responses"`` each call a program made that cannot go back with it (policy
+    calls-stay-with-their-program): neither is to be run nor answered."""
     check_result(result)
-    return tuple(call for call in result.calls if call.status is not CallStatus.COMPLETE)
+    if format is not None:
+        _check_format(format)
+    stranded = {id(call) for call in stranded_calls(result)} if format == "openai-responses" else set()
+    return tuple(call for call in result.calls if call.status is not CallStatus.COMPLETE or id(call) in stranded)
 
 
 def _built_in(call: ToolCall) -> bool:

@@ -4,6 +4,9 @@ message and call items in their output order, and a refusal in the message that 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_item
 from fsm.messages.shared import Message, in_output_order, kind, placed_text, reply_id
 from fsm.results import CallStatus, Result, ServerToolResult, TextPart, ToolCall
@@ -14,6 +17,8 @@ def openai_responses(result: Result, calls: tuple[ToolCall, ...]) -> list[Messag
     # Each item with where it sat in the output (None: the wire gave no place), in the order the
     # items go back when none has one: reasoning, the message, the calls.
     placed: list[tuple[int | None, Message]] = []
+    stranded = {id(call) for call in stranded_calls(result)}
+    calls = tuple(call for call in calls if id(call) not in stranded)
     gone = _left_out(result, calls)
     for reasoning in result.reasoning:
         if reasoning.item_id is None or reasoning.output_index in gone:
@@ -77,6 +82,34 @@ def _programs(result: Result) -> list[tuple[ToolCall, Message]]:
             program |= {key: item[key] for key in ("fingerprint", "agent") if item.get(key) is not None}
             found.append((call, program))
     return found
+
+
+def stranded_calls(result: Result) -> tuple[ToolCall, ...]:
+    """The client calls a program made that cannot go back with it (policy calls-stay-with-their-program),
+    left out as a call that did not complete is, with the reasoning before them: each call whose
+    ``caller`` names a program of the turn that does not go back (:func:`_programs`: cut, or without
+    code, item id, call id or fingerprint in text), or names its program by no text. Sent, it names
+    a program the request lacks: ``fsm.history`` reports it ``unknown-caller``, and without stored
+    state the API has nothing to resume; its output would go back to no call. A call naming in text a
+    program the turn does not hold goes back: an earlier turn's program may be it (the history check
+    tells)."""
+    back = [program["call_id"] for _, program in _programs(result)]
+    lost = [_call_id(call) for call in result.server_tool_calls if call.type == "program"]
+    lost = [call_id for call_id in lost if call_id not in back]
+    stranded = []
+    for call in result.calls:
+        caller = call.item.get("caller") if call.item is not None else None
+        if not isinstance(caller, Mapping) or caller.get("type") != "program":
+            continue
+        named = caller.get("caller_id")
+        if type(named) is not str or named in lost:
+            stranded.append(call)
+    return tuple(stranded)
+
+
+def _call_id(program: ToolCall) -> Any:
+    """The ``call_id`` a program's calls name it by: its item's, else its id."""
+    return program.item.get("call_id", program.id) if program.item is not None else program.id
 
 
 def _program_output(result: ServerToolResult) -> bool:
