@@ -250,7 +250,8 @@ def history_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
             stdout.write(f"message {f.message}: {' '.join(filter(None, (f.kind.value, f.id)))}: {f.detail}\n")
         verdict = "would be rejected" if report.rejected else "pairs up"
         verdict = verdict if report.format else "tells no format: not judged (name one with --format)"
-        stdout.write(f"{report.format or ''} history of {len(messages)} messages {verdict}\n".lstrip())
+        many = f"{len(messages)} message{'' if len(messages) == 1 else 's'}"
+        stdout.write(f"{report.format or ''} history of {many} {verdict}\n".lstrip())
     return 1 if report.rejected else 0
 
 

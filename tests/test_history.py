@@ -294,7 +294,7 @@ def test_history_check_command(tmp_path: Any) -> None:
     text_only.write_text(json.dumps({"model": "m", "input": "What is the weather?"}))
     out = io.StringIO()
     assert main(["history", "check", str(text_only)], stdout=out, stderr=sys.stderr) == 0
-    assert out.getvalue() == "history of 1 messages tells no format: not judged (name one with --format)\n"
+    assert out.getvalue() == "history of 1 message tells no format: not judged (name one with --format)\n"
     # a call's argument of 5,000 digits (past Python's int-string limit) is read, as the engine reads
     # it (it was "cannot read", exit 1)
     huge = tmp_path / "huge.json"

@@ -105,7 +105,7 @@ def test_history_check_refuses_a_bare_json_string(tmp_path: Path) -> None:
         assert "no conversation found" in err
     path.write_text(json.dumps({"input": "hello"}))  # the Responses body still reads
     code, out, _ = _run(["history", "check", str(path)])
-    assert (code, out.endswith("history of 1 messages tells no format: not judged (name one with --format)\n")) == (
+    assert (code, out.endswith("history of 1 message tells no format: not judged (name one with --format)\n")) == (
         0,
         True,
     ), out

@@ -620,9 +620,8 @@ def test_history_check_reads_whole_random_histories_and_exits_as_documented(fmt:
             path.write_text(json.dumps({field: body}))
             code, out, err = _cli(path, "check")
             assert (code, err) == (1 if refused(body) else 0, ""), (seed, out, err)
-            assert out.endswith(
-                f"{fmt} history of {len(body)} messages {'would be rejected' if code else 'pairs up'}\n"
-            )
+            many = f"{len(body)} message{'s' * (len(body) != 1)}"
+            assert out.endswith(f"{fmt} history of {many} {'would be rejected' if code else 'pairs up'}\n")
             report = json.loads(_cli(path, "check", "--json")[1])
             assert report["format"] == fmt and report["rejected"] == bool(code)
             exits[code] += 1
