@@ -20,9 +20,10 @@ from typing import Any
 
 from fsm.errors import shown
 from fsm.history.changes import Change
+from fsm.history.server_blocks import SERVER_CALLS
+from fsm.wire.decoders._claude_fallback import FALLBACK_BLOCK
 
 _LEFT_OUT = frozenset({"tool_use", "thinking", "redacted_thinking", "connector_text"})
-_SERVER_CALLS = frozenset({"server_tool_use", "mcp_tool_use"})
 
 Declined = tuple[int, str, str, str | None]
 """A block left out: its message's place (0-based), its call's id (``""`` for a block of no call),
@@ -80,7 +81,7 @@ def declined_why(said: str) -> str:
 def _last_fallback(content: list[Any]) -> int | None:
     for place in range(len(content) - 1, -1, -1):
         block = content[place]
-        if isinstance(block, Mapping) and block.get("type") == "fallback":
+        if isinstance(block, Mapping) and block.get("type") == FALLBACK_BLOCK:
             return place
     return None
 
@@ -95,7 +96,7 @@ def _declined(block: Any, answered: set[Any]) -> tuple[str, bool] | None:
         return None
     if kind in _LEFT_OUT:
         return (f"{kind} block" if kind != "tool_use" else f"client call {shown(block.get('id'))}"), kind == "tool_use"
-    if kind in _SERVER_CALLS and _text(block.get("id")) not in answered:
+    if kind in SERVER_CALLS and _text(block.get("id")) not in answered:
         return f"server call {shown(block.get('id'))} no result answered", True
     return None
 
