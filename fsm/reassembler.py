@@ -438,6 +438,8 @@ class Reassembler:
         ledger.defer = True  # finish everything first; a strict violation is raised at the end
         self._content.settle()  # half a surrogate pair that ended the text
         ledger.event = None
+        if (unstopped := getattr(self._decoder, "unstopped", None)) is not None:  # blocks kept only at their stop
+            unstopped(ledger.diagnose)
         finished = self._finish
         end, finish_at = finished if finished is not None else (None, None)
         finish = end.finish_reason if end is not None else None

@@ -88,6 +88,64 @@ def test_without_the_interruption_the_waiting_cut_still_raises_at_close() -> Non
     assert reader.close().codes() == ["unterminated-arguments", "stream-failed"]
 
 
+# -- 2. a connector_text block open when the stream ends without message_delta -----------------------
+
+
+def _open_connector() -> list[dict[str, Any]]:
+    return [
+        _START,
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "connector_text", "connector_text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "connector_text_delta", "connector_text": "a"}},
+    ]
+
+
+_NEVER = "the connector_text block at index 0 never stopped; it is not kept"
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize(
+    "after", [[], [{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}]]
+)
+def test_a_connector_text_block_open_at_close_is_said(strict: bool, after: list[dict[str, Any]]) -> None:
+    """Before: the block went without a word (no message_delta came to say it)."""
+    reader = fsm.Reassembler("anthropic", strict=strict)
+    try:
+        for event in [*_open_connector(), *after]:
+            reader.feed(event)
+    except fsm.RemoteProtocolError:  # the provider's error, strictly
+        assert strict and after
+    result = reader.close()
+    assert [d.message for d in result.diagnostics if d.code == "part-not-reassembled"] == [_NEVER]
+    assert result.server_tool_results == ()
+
+
+def test_a_connector_text_block_said_at_message_delta_is_not_said_again_at_close() -> None:
+    events = [*_open_connector(), {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}]
+    result = fsm.reassemble(events, "anthropic")
+    assert [d.message for d in result.diagnostics] == [_NEVER]
+
+
+def test_an_invoke_model_claude_connector_text_block_open_at_close_is_said() -> None:
+    from tests.test_bedrock_invoke import invoke_stream
+
+    result = fsm.reassemble(invoke_stream(_open_connector()), "bedrock")
+    assert [d.message for d in result.diagnostics if d.code == "part-not-reassembled"] == [_NEVER]
+
+
+def test_a_converse_result_block_open_at_close_is_said() -> None:
+    """The same gap, older: said at messageStop only."""
+    start = {"toolResult": {"toolUseId": "t1", "type": "nova_code_interpreter", "status": "success"}}
+    events = [
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockStart": {"contentBlockIndex": 0, "start": start}},
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolResult": [{"text": "hi"}]}}},
+    ]
+    result = fsm.reassemble(events, "bedrock")
+    assert [d.message for d in result.diagnostics if d.code == "part-not-reassembled"] == [
+        "the toolResult block 0 never stopped; it is not kept"
+    ]
+
+
 # -- 3. decoded events fed to an "anthropic" reader --------------------------------------------------
 
 
