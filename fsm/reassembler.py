@@ -986,8 +986,10 @@ class Reassembler:
         (places, held), self._cut = cut, None
         if told:
             ledger = self.ledger
+            gone = 0  # recoded past the per-code bound, so taken out: the places after each move down (Ledger.recode)
             for at in places:
-                ledger.recode(at, "cut-by-decline", declined_cut(ledger.diagnostics[at].message, payload))
+                at -= gone
+                gone += ledger.recode(at, "cut-by-decline", declined_cut(ledger.diagnostics[at].message, payload))
         elif held is not None:
             raise held
 
