@@ -332,14 +332,11 @@ def test_blocks_cut_side_by_side_past_the_bound_keep_the_first() -> None:
 # -- 5. found, not fixed: a re-emitted decline's cut read back -----------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="finding 5: incomplete_tool_calls has no status for a decline's cut")
+@pytest.mark.xfail(strict=True, raises=fsm.RemoteProtocolError, reason="finding 5: no status tells a decline's cut")
 def test_a_re_emitted_decline_cut_reads_back_strictly() -> None:
-    reader, emitter = fsm.Reassembler("anthropic", strict=True), fsm.DeltaEmitter()
-    chunks = [emitter.start()]
-    for event in _declined_mid_call():
-        chunks += emitter.chunks(reader.feed(event))
-    result = reader.close()
-    chunks += emitter.chunks(reader.drain())
-    chunks.append(emitter.finish(result))
+    from tests.test_error_leftovers91 import _reemitted
+
+    chunks, result = _reemitted(_declined_mid_call(), "anthropic", None)
+    assert result.codes()[0] == "cut-by-decline"
     assert chunks[-1]["error"]["incomplete_tool_calls"] == [{"index": 0, "id": "toolu_cut", "status": "declined"}]
     fsm.reassemble(chunks, "openai-chat", strict=True)  # raises unterminated-arguments at the last chunk
