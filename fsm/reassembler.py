@@ -432,11 +432,14 @@ class Reassembler:
                 self._closing_fault(LimitExceeded(_TOO_DEEP, event=self._events, rule="limits"))
         if self._cut is not None:  # no block came after the cut one: no decline cut it
             held, self._cut = self._cut[1], None
-            if held is not None and not failed_before:
+            # unless the caller's interruption came first: what came next is not known, so it is said as lax says it
+            if held is not None and not failed_before and stopped is None:
                 self._closing_fault(held)
         ledger.defer = True  # finish everything first; a strict violation is raised at the end
         self._content.settle()  # half a surrogate pair that ended the text
         ledger.event = None
+        if (unstopped := getattr(self._decoder, "unstopped", None)) is not None:  # blocks kept only at their stop
+            unstopped(ledger.diagnose)
         finished = self._finish
         end, finish_at = finished if finished is not None else (None, None)
         finish = end.finish_reason if end is not None else None
@@ -688,7 +691,9 @@ class Reassembler:
                 fault = event_fault(item)
                 if fault is not None:
                     raise InvalidInput(f"event {self._events}: {fault}")
+                self._told_by_no_block()
                 self._apply(item)  # type: ignore[arg-type]
+                self._told_by_no_block()
                 return
             if self._picker is not None and self._picker.choice and sdk.is_langchain_chunk(item):
                 raise InvalidInput(
@@ -981,10 +986,19 @@ class Reassembler:
         (places, held), self._cut = cut, None
         if told:
             ledger = self.ledger
+            gone = 0  # recoded past the per-code bound, so taken out: the places after each move down (Ledger.recode)
             for at in places:
-                ledger.recode(at, "cut-by-decline", declined_cut(ledger.diagnostics[at].message, payload))
+                at -= gone
+                gone += ledger.recode(at, "cut-by-decline", declined_cut(ledger.diagnostics[at].message, payload))
         elif held is not None:
             raise held
+
+    def _told_by_no_block(self) -> None:
+        """Around a decoded event fed as it is: it is no Claude block's start, so it tells of no decline,
+        and what waits is raised now (policy decline-cut-waits): before it, a cut a wire event left; after
+        it, its own CallEnd's, as a CallEnd fed raised before the wait was."""
+        if self._cut is not None:
+            self._handed_over({"type": None})
 
     def _end_block(self, ref: CallRef) -> None:
         """End a Claude tool block at its stop; one whose JSON never closed may be a decline's cut,

@@ -173,10 +173,7 @@ class Ledger:
         message = shortened(message)
         count = self.per_code[code] = self.per_code.get(code, 0) + 1
         if count > self.max_per_code:
-            suppressed = self.suppressed
-            if type(suppressed) is not dict:  # the class's read-only empty one: the stream's own from now
-                suppressed = self.suppressed = {}
-            suppressed[code] = suppressed.get(code, 0) + 1
+            self._suppress(code)
         else:
             self.diagnostics.append(build_diagnostic(self.event, code, message, severity))
         self.rules[rule] += 1
@@ -197,16 +194,31 @@ class Ledger:
             self.diagnostics[at] = attrs.evolve(said, message=shortened(f"{said.message}; the turn then ended {why}"))
         self.ended_unfinished.clear()
 
-    def recode(self, at: int, code: str, message: str) -> None:
+    def recode(self, at: int, code: str, message: str) -> bool:
         """Say again what ``diagnostics[at]`` said, as ``code`` (of the same rule) with ``message``:
         a later event told what it was (a Claude tool block's open JSON, a decline's cut: policy
-        decline-cut-waits). It keeps its event and place, and waits for no finish's why."""
+        decline-cut-waits). It keeps its event and place, and waits for no finish's why; past the per-code
+        bound it is taken out and counted as suppressed (True), so the diagnostics after it move down one."""
         said, (_, severity, _) = self.diagnostics[at], _codes()[code]
         self.per_code[said.code] -= 1
-        self.per_code[code] = self.per_code.get(code, 0) + 1
-        self.diagnostics[at] = build_diagnostic(said.event, code, shortened(message), severity)
+        count = self.per_code[code] = self.per_code.get(code, 0) + 1
         if at in self.ended_unfinished:
             self.ended_unfinished.remove(at)
+        if count <= self.max_per_code:
+            self.diagnostics[at] = build_diagnostic(said.event, code, shortened(message), severity)
+            return False
+        # Past the per-code bound, as diagnose() keeps one: counted, not kept (hostile audit 95). What
+        # holds a later diagnostic's place moves down with it (True: the caller's own places do too).
+        del self.diagnostics[at]
+        self.ended_unfinished[:] = [place - 1 if place > at else place for place in self.ended_unfinished]
+        self._suppress(code)
+        return True
+
+    def _suppress(self, code: str) -> None:
+        suppressed = self.suppressed
+        if type(suppressed) is not dict:  # the class's read-only empty one: the stream's own from now
+            suppressed = self.suppressed = {}
+        suppressed[code] = suppressed.get(code, 0) + 1
 
     def hold(self, change: int) -> None:
         """Account for ``change`` more (or, negative, fewer) bytes of argument text held."""

@@ -12,9 +12,9 @@ go back with the turn, each in its place:
   ``connector_text`` (and may give ``signature``), each ``connector_text_delta`` adds to its
   ``connector_text`` and a ``signature_delta`` sets its ``signature``; its stop keeps it whole
   (a :class:`~fsm.events.ServerResultBlock`, in ``Result.server_tool_results``), its text counted
-  against the content limit as it comes. One that never stopped by the message's end is said
-  (``part-not-reassembled``) and not kept, as a Bedrock server tool's result that never stopped is:
-  its signature may never have come.
+  against the content limit as it comes. One that never stopped by the message's end (or by
+  ``close()``, no ``message_delta`` read) is said (``part-not-reassembled``) and not kept, as a
+  Bedrock server tool's result that never stopped is: its signature may never have come.
 """
 
 from __future__ import annotations
@@ -92,7 +92,8 @@ class StreamedBlocks:
         return None if connector is None else [ServerResultBlock(connector.block(), connector.place)]
 
     def unstopped(self, diagnose: Callable[[str, str], None]) -> None:
-        """At the message's end: say each connector_text block that never stopped, which is not kept."""
+        """At the message's end, or close() before it: say each connector_text block that never stopped,
+        which is not kept."""
         for at in self._connectors:
             diagnose("part-not-reassembled", f"the connector_text block at index {at} never stopped; it is not kept")
         self._connectors.clear()

@@ -49,3 +49,13 @@ class ConverseResult:
     def block(self) -> dict[str, Any]:
         content = [{"text": "".join(item)} if type(item) is list else item for item in self._content]
         return {**self._start, "content": content}
+
+
+def unstopped(results: dict[int, ConverseResult], carried: Any, diagnose: Callable[[str, str], None]) -> None:
+    """At the message's end (``messageStop``), or ``close()`` before it: say each result block that
+    never stopped, which is not kept, and let an InvokeModel stream's model's decoder say its own."""
+    for at in results:
+        diagnose("part-not-reassembled", f"the toolResult block {at} never stopped; it is not kept")
+    results.clear()
+    if (said := getattr(carried, "unstopped", None)) is not None:
+        said(diagnose)

@@ -106,6 +106,9 @@ class AnthropicDecoder:
         (see the module docstring); None for any other call."""
         return self._places.get(wire_id) if wire_id is not None else None
 
+    def unstopped(self, diagnose: Callable[[str, str], None]) -> None:  # close() with no message_delta read
+        self._streamed.unstopped(diagnose)
+
     def _seen(self, at: int | None) -> None:
         if at is not None and at > self._top:
             self._top = at

@@ -3,25 +3,23 @@
 ``contentBlockStart.start.toolUse {toolUseId, name}`` opens a call at ``contentBlockIndex``,
 ``contentBlockDelta.delta.toolUse.input`` fragments append, ``contentBlockStop`` ends it; ``messageStop.stopReason``
 ends the stream. A start repeated for the block still open at its index (same id and name) changes nothing. Text and
-reasoning deltas carry no call, and the random ``p`` padding field is ignored. A server tool (Amazon Nova's
-``nova_code_interpreter``, ``nova_grounding``) comes as a ``toolUse`` start of ``type: server_tool_use``, read as a
-call the provider runs itself (:attr:`~fsm.results.Result.server_tool_calls`, never the client's), and its result as a
-block of its own: ``contentBlockStart.start.toolResult {toolUseId, type, status}``, then
-``contentBlockDelta.delta.toolResult``, a list of ``{json}`` or ``{text}`` items (a run of text items joins into one,
-as text deltas do), ended by ``contentBlockStop``, when it is kept whole as Converse's ``toolResult`` block
-(:class:`~fsm.events.ServerResultBlock`) for the next turn. A text block's text is a text part of its own (keyed by its
-``contentBlockIndex``), and each ``delta.citation`` in it (botocore's ``CitationsDelta``: ``title``, ``source``,
-``sourceContent``, ``location``) is a citation of that part, kept whole and in order, as Claude's ``citations_delta``
-is: the same members as the ``Citation`` of the ``citationsContent`` block it goes back in. A citation with no text
-block to go on (no index; a tool, result or reasoning block's) and the citations of a block that ended with no text are
-reported (``part-not-reassembled``, at their event). What else a block's start or delta holds (an ``image``, a result
-item of another kind, a ``toolResult`` in a block that is no result's, a result block that never stopped) is reported
-likewise. The raw binary event stream is unframed by :mod:`fsm.wire.framing` (botocore's decoder) into these objects.
+reasoning deltas carry no call; the random ``p`` padding field is ignored. A server tool (Amazon Nova's
+``nova_code_interpreter``, ``nova_grounding``) comes as a ``toolUse`` start of ``type: server_tool_use``, a call the
+provider runs itself (:attr:`~fsm.results.Result.server_tool_calls`), and its result as a block of its own
+(``contentBlockStart.start.toolResult {toolUseId, type, status}``, then ``contentBlockDelta.delta.toolResult``: a list
+of ``{json}`` or ``{text}`` items, a run of text items joined), kept whole at its ``contentBlockStop`` as Converse's
+``toolResult`` block (:class:`~fsm.events.ServerResultBlock`). A text block's text is a text part of its own (keyed by
+its ``contentBlockIndex``), and each ``delta.citation`` in it (botocore's ``CitationsDelta``) a citation of that part,
+kept whole and in order, as Claude's ``citations_delta`` is (the members of the ``Citation`` of the
+``citationsContent`` block it goes back in). Reported (``part-not-reassembled``): a citation with no text block to go
+on, the citations of a block that ended with no text, what else a block's start or delta holds (an ``image``, a result
+item of another kind, a ``toolResult`` in a block no result's), a result block never stopped (by ``messageStop``, or
+``close()``). :mod:`fsm.wire.framing` unframes the binary event stream.
 
 An ``InvokeModelWithResponseStream`` carries the model's own events instead (a Claude model's are Anthropic's;
-fsm/wire/eventstream.py unwraps them): named ``bedrock``, such a stream is read by the decoder of the wire its first
-event shows, so its calls are those the model's own wire gives. An exception tells neither stream; once a
-ConverseStream event was read, an event of another wire, or a key beside an exception, is not read (``unknown-event``).
+fsm/wire/eventstream.py unwraps them): named ``bedrock``, it is read by the decoder of the wire its first event shows.
+An exception tells neither stream; once a ConverseStream event was read, an event of another wire, or a key beside an
+exception, is not read (``unknown-event``).
 
 Nothing is dropped in silence: a ``toolUse`` start without ``contentBlockIndex`` is kept as a call routed by its id
 (``missing-routing-field``) and takes the next index no block opened; tool input at an index no block opened opens a
@@ -49,7 +47,7 @@ from fsm.events import (
     build_usage_report,
 )
 from fsm.wire.decoders import BEDROCK_ERRORS, BEDROCK_EVENTS, Decoder, detect_provider, error_message, make_decoder
-from fsm.wire.decoders._converse_results import ConverseResult
+from fsm.wire.decoders._converse_results import ConverseResult, unstopped
 from fsm.wire.decoders._fields import exception_message, index, mapping, text
 from fsm.wire.decoders._wire import TurnSaid
 from fsm.wire.decoders.chunk_form import FormSpec
@@ -89,6 +87,9 @@ class BedrockDecoder:
     @property
     def hands_over(self) -> bool:  # an InvokeModel stream of a Claude model's (policy decline-cut-waits)
         return bool(getattr(self._carried, "hands_over", False))
+
+    def unstopped(self, diagnose: Callable[[str, str], None]) -> None:  # at the message's end, or close() before it
+        unstopped(self._results, self._carried, diagnose)
 
     def place_of(self, wire_id: str | None) -> int | None:
         """An InvokeModel stream's call that came without its place: where its model's wire puts it."""
@@ -162,9 +163,7 @@ class BedrockDecoder:
             elif kind == "messageStop":
                 # as Anthropic's stop_reason: no reason, no finish reason (close() says so), never the word "None"
                 reason = text(body.get("stopReason"), "stopReason")
-                for at in self._results:
-                    diagnose("part-not-reassembled", f"the toolResult block {at} never stopped; it is not kept")
-                self._results.clear()
+                self.unstopped(diagnose)
                 for at in [at for at, texted in self._cited.items() if not texted]:
                     _uncited(at, diagnose)
                 self._cited.clear()
