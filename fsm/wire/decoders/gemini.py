@@ -321,7 +321,9 @@ class GeminiDecoder:
                 return False
             if (thought := part.get("thought")) is not None and thought is not True and thought is not False:
                 return False
-        if field(candidate, "continuationToken", "continuation_token") is not None:
+        if ("continuationToken" in candidate or "continuation_token" in candidate) and field(
+            candidate, "continuationToken", "continuation_token"
+        ) is not None:  # (tested by key first: a call less on every chunk of text)
             self._token = True  # as decode() notes a checkpoint
         for part in parts:
             said = part["text"]
