@@ -246,12 +246,18 @@ def test_cohere_content_start_text_is_read_and_a_citation_reported() -> None:
         ("MODEL_ARMOR", "content_filter"),
         ("MALFORMED_RESPONSE", "error"),
         ("MISSING_THOUGHT_SIGNATURE", "error"),
+        ("TOO_MANY_TOOL_CALLS", "length"),
+        ("LANGUAGE", "content_filter"),
+        ("ESCALATION", "content_filter"),
+        ("PUP_LIMITED_DISABLED", "error"),
     ],
 )
 def test_gemini_later_finish_words_are_normalised(word: str, normal: str) -> None:
     """google-genai types.FinishReason: CONTINUATION ("reached the per-request token limit, but
     generation is not yet complete"), IMAGE_PROHIBITED_CONTENT, IMAGE_RECITATION, MODEL_ARMOR
-    (blocked by Model Armor), MALFORMED_RESPONSE, MISSING_THOUGHT_SIGNATURE (a request missing one).
+    (blocked by Model Armor), MALFORMED_RESPONSE, MISSING_THOUGHT_SIGNATURE (a request missing one);
+    3.6's TOO_MANY_TOOL_CALLS (the server-side tool loop stopped), LANGUAGE, ESCALATION (filtered) and
+    PUP_LIMITED_DISABLED (an account disabled: the provider's error).
     They came out lowercased, meaning nothing; an error's is a provider-error now."""
     assert word in {reason.value for reason in FinishReason}
     event = {"candidates": [{"content": {"role": "model", "parts": [{"text": "x"}]}, "finishReason": word}]}

@@ -108,6 +108,12 @@ GEMINI_FINISH = {
     "MODEL_ARMOR": "content_filter",
     "MALFORMED_RESPONSE": "error",
     "MISSING_THOUGHT_SIGNATURE": "error",
+    # 3.6's: the server-side tool loop stopped at its limit (its calls cut), filters, and an account the
+    # Prohibited Use Policy disabled (nothing the turn can be read as, so the provider's error)
+    "TOO_MANY_TOOL_CALLS": "length",
+    "LANGUAGE": "content_filter",
+    "ESCALATION": "content_filter",
+    "PUP_LIMITED_DISABLED": "error",
 }
 """Gemini's finish reasons, normalised: read by the Gemini decoder, and by :func:`chat_finish` for
 a chat chunk that carries one as it is (a LangChain chunk of langchain-google-genai's)."""
