@@ -58,7 +58,7 @@ from typing import Any
 
 from fsm.engine.ids import IdAllocator
 from fsm.foreign import answers_callers
-from fsm.history.after_run import drop_paused, still_waits, user_content_after
+from fsm.history.after_run import drop_paused, pauses, still_waits, user_content_after
 from fsm.history.changes import Change, RepairPolicy, checked_policy, kept_roles
 from fsm.history.code_waits import settle
 from fsm.history.declined import dropped_declined
@@ -137,7 +137,7 @@ class _Plan(Writer):
             answer = answer_of.get((call.key, k))
             dropped = segment.server or (self.policy.dangling == "drop-call" and not self._signed(call))
             waits = answer is None and still_waits(self, segment)  # the server may still run it: it goes back
-            self.paused += [call] if waits and not segment.carried else []  # see paused-call-last-only
+            self.paused += pauses(self, segment, call) if waits else []  # see paused-call-last-only
             if answer is None and not waits and (dropped or self._type(call) == "computer_call"):
                 self._edit(call, self.drop)
                 if self.fmt == "responses":

@@ -1,0 +1,65 @@
+"""Programmatic tool calling leftovers in ``fsm.history`` (task 98).
+
+1. Under ``RepairPolicy(dangling="drop-call")``, a server call waiting past client calls all of
+   which repair drops went with them (audit 94), even where it would end the history as a paused
+   turn the check accepts: ``[user, assistant[tool_use t1], assistant[server_tool_use]]`` came out
+   as ``[user]``. With those calls gone it is a paused turn's (paused-call-last-only): it stays where
+   nothing of the user's is left after its message.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from fsm import history
+from fsm.history import REJECTED, RepairPolicy
+from tests.test_hostile_audit80 import ASK, TEXT, a, srv, u, use
+
+DROP = RepairPolicy(dangling="drop-call")
+
+
+def _repaired(conversation: list[dict[str, Any]], policy: RepairPolicy | None = None) -> tuple[list[Any], list[Any]]:
+    """Repair's output and changes, once its promises are checked: input untouched, nothing rejected
+    left, a second repair changing nothing."""
+    given = copy.deepcopy(conversation)
+    fixed, changes = history.repair(conversation, policy, format="anthropic")
+    assert conversation == given
+    assert [f for f in history.check(fixed, "anthropic").findings if f.kind in REJECTED] == []
+    assert history.repair(fixed, policy, format="anthropic") == (fixed, [])
+    return fixed, [(change.kind, change.message, change.id) for change in changes]
+
+
+PAUSED = {
+    "the-call-before-the-code": [ASK, a(use("t1", None)), a(srv())],
+    "beside-the-code": [ASK, a(srv(), use("t1"))],
+    "after-the-code": [ASK, a(srv()), a(use("t1"))],
+    "then-the-models-text": [ASK, a(srv(), use("t1")), a(TEXT)],
+}
+
+
+@pytest.mark.parametrize("name", PAUSED)
+def test_drop_call_leaves_the_paused_code_where_it_ends_the_history(name: str) -> None:
+    """Before: the server call went with the client calls (``[ASK]`` was left)."""
+    fixed, changes = _repaired(PAUSED[name], DROP)
+    assert [block["type"] for m in fixed[1:] for block in m["content"]][:1] == ["server_tool_use"]
+    assert ("dropped-call", 2, "s1") not in changes and ("dropped-call", 3, "s1") not in changes
+    assert [kind for kind, _, _ in changes if kind == "dropped-call"] == ["dropped-call"]  # t1 alone
+
+
+def test_drop_call_still_drops_the_code_when_the_users_message_follows_it() -> None:
+    """Not last once t1 goes: the user's text after it ends the turn, and the call is dangling."""
+    fixed, changes = _repaired([ASK, a(srv(), use("t1")), u(TEXT)], DROP)
+    assert ("dropped-call", 2, "s1") in changes
+    assert all(
+        block["type"] == "text" for m in fixed for block in (m["content"] if isinstance(m["content"], list) else [])
+    )
+
+
+def test_the_default_policy_keeps_the_code_waiting_past_the_placeholder() -> None:
+    """As before: a placeholder answers t1 and the code waits past it."""
+    fixed, changes = _repaired([ASK, a(srv(), use("t1"))])
+    assert changes == [("placeholder-result", 2, "t1")]
+    assert [block["type"] for block in fixed[1]["content"]] == ["server_tool_use", "tool_use"]
