@@ -5,6 +5,9 @@
    turn the check accepts: ``[user, assistant[tool_use t1], assistant[server_tool_use]]`` came out
    as ``[user]``. With those calls gone it is a paused turn's (paused-call-last-only): it stays where
    nothing of the user's is left after its message.
+3. (F6) Claude's code execution result the user sent back beside the results of the calls the code
+   made (``misplaced-result``) was moved right after its call, before those calls: it goes first in
+   Claude's next message after the user's, or in one of Claude's own (code-result-after-its-calls).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import pytest
 
 from fsm import history
 from fsm.history import REJECTED, RepairPolicy
-from tests.test_hostile_audit80 import ASK, TEXT, a, srv, u, use
+from tests.test_hostile_audit80 import ASK, TEXT, a, ran, res, srv, u, use
 
 DROP = RepairPolicy(dangling="drop-call")
 
@@ -63,3 +66,34 @@ def test_the_default_policy_keeps_the_code_waiting_past_the_placeholder() -> Non
     fixed, changes = _repaired([ASK, a(srv(), use("t1"))])
     assert changes == [("placeholder-result", 2, "t1")]
     assert [block["type"] for block in fixed[1]["content"]] == ["server_tool_use", "tool_use"]
+
+
+CODE_RESULT_SENT = {
+    "alone": [ASK, a(srv(), use("t1")), u(res("t1"), ran())],
+    "then-claude-answers": [ASK, a(srv(), use("t1")), u(res("t1"), ran()), a(TEXT)],
+    "before-the-results": [ASK, a(srv(), use("t1"), use("t2")), u(ran(), res("t1"), res("t2"))],
+    "then-the-users-text": [ASK, a(srv(), use("t1")), u(res("t1"), ran()), u(TEXT), a(TEXT)],
+}
+
+
+@pytest.mark.parametrize("name", CODE_RESULT_SENT)
+def test_the_codes_result_the_user_sent_goes_after_the_results_of_its_calls(name: str) -> None:
+    """Before: repair moved it right after its call, before the calls the code made
+    (``[server_tool_use, code_execution_tool_result, tool_use]``). The guide's step 5: once the code
+    has run on past those results, Claude's response begins with it."""
+    conversation = CODE_RESULT_SENT[name]
+    fixed, changes = _repaired(conversation)
+    assert [block["type"] for block in fixed[1]["content"]] == [b["type"] for b in conversation[1]["content"]]
+    answer = next(at for at in range(2, len(fixed)) if fixed[at]["role"] == "assistant")
+    assert fixed[answer]["content"][0] == ran()
+    assert all(fixed[at]["role"] == "user" for at in range(2, answer))
+    assert [(kind, at) for kind, at, key in changes if key == "s1"] == [("moved-misplaced-result", 3)]
+    assert history.repair(conversation, DROP, format="anthropic")[0] == fixed
+
+
+def test_a_search_result_the_user_sent_still_goes_right_after_its_call() -> None:
+    """No client call names the search as its caller: it is no code waiting on them."""
+    search = srv("w1", "web_search")
+    found = {"type": "web_search_tool_result", "tool_use_id": "w1", "content": []}
+    fixed, _ = _repaired([ASK, a(search, use("t1", None)), u(res("t1"), found)])
+    assert [block["type"] for block in fixed[1]["content"]] == ["server_tool_use", "web_search_tool_result", "tool_use"]
