@@ -8,6 +8,8 @@
 3. (F6) Claude's code execution result the user sent back beside the results of the calls the code
    made (``misplaced-result``) was moved right after its call, before those calls: it goes first in
    Claude's next message after the user's, or in one of Claude's own (code-result-after-its-calls).
+4. A Responses call whose program item comes later in the same response read ``unknown-caller``: it
+   names the program by ``call_id`` and the request holds it (program-in-its-response).
 """
 
 from __future__ import annotations
@@ -97,3 +99,18 @@ def test_a_search_result_the_user_sent_still_goes_right_after_its_call() -> None
     found = {"type": "web_search_tool_result", "tool_use_id": "w1", "content": []}
     fixed, _ = _repaired([ASK, a(search, use("t1", None)), u(res("t1"), found)])
     assert [block["type"] for block in fixed[1]["content"]] == ["server_tool_use", "web_search_tool_result", "tool_use"]
+
+
+def test_a_program_later_in_the_calls_response_is_known() -> None:
+    """Before: ``unknown-caller`` (the program was not before the call). The call names it by
+    ``call_id`` and the request holds it; in a later response, or none, it is unknown as before."""
+    from tests.test_history_leftovers89 import PROGRAM, _call, _output
+
+    ask = {"role": "user", "content": "Which region sold most?"}
+    for known in ([ask, _call(1), PROGRAM, _output(1)], [ask, _call(1), _call(2), PROGRAM, _output(1), _output(2)]):
+        assert history.check(known).findings == ()
+        assert history.repair(known) == (known, [])
+    for unknown in ([ask, _call(1), _output(1), PROGRAM], [ask, _call(1), {"role": "user", "content": "x"}, PROGRAM]):
+        assert [
+            (f.kind.value, f.message) for f in history.check(unknown).findings if f.kind.value == "unknown-caller"
+        ] == [("unknown-caller", 2)]
