@@ -152,7 +152,10 @@ def test_a_call_naming_a_program_the_history_lacks() -> None:
     assert history.check(sound).findings == () and history.repair(sound) == (sound, [])
     cases = {
         "no program": ([ask, _call(1), _output(1)], [2]),
-        "the program after it": ([ask, _call(1), PROGRAM, _output(1)], [2]),
+        "the program after its output": (
+            [ask, _call(1), _output(1), PROGRAM],
+            [2],
+        ),  # (task 98: in its response, known)
         "another program": ([ask, PROGRAM, _call(1, "call_other"), _call(2), _output(1), _output(2)], [3]),
         "a caller_id of no text": ([ask, PROGRAM, _call(1, 7), _output(1)], [3]),  # type: ignore[arg-type]
         "a custom tool's call": ([ask, _call(1, kind="custom_tool_call") | {"input": "x"}], [2]),

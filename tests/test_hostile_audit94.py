@@ -34,7 +34,8 @@ thousands each, both repair policies):
   all of is dropped too, even where it would end the history as a paused turn check accepts
   (``[user, assistant[tool_use t1], assistant[server_tool_use]]``): the documented rule of
   ``after_run.still_waits`` (nothing pauses it: the code waits on results that will never come), and
-  as before hist89;
+  as before hist89 (task 98 keeps it: with those calls gone it is a paused turn's,
+  ``tests/test_ptc_leftovers98.py``);
 * a call naming in text a program its turn does not hold goes back (see 1); a stream that gives a
   program's calls before the program itself would send them so, read ``unknown-caller``: no wire
   was seen doing so.

@@ -19,13 +19,16 @@ that message and the calls it would end the wait, and the waiting code's call wo
 alone, a turn paused (``pause_turn``) that the server goes on with (:mod:`fsm.history.server_blocks`).
 When repair writes a message after that one (the results of the calls before it), the server can no
 longer give that result and nothing else can stand in for it: the call goes, whatever the policy
-(``dropped-call``), as it does anywhere else.
+(``dropped-call``), as it does anywhere else. A server call that waited past client calls
+(``server-call-waits-across-results``) all of which ``RepairPolicy(dangling="drop-call")`` drops is
+such a paused turn's once they are gone, where nothing of the user's is left after its message: it
+stays (it went with them, and a history the check accepts ended one message short).
 """
 
 from __future__ import annotations
 
 from fsm.history.changes import Change
-from fsm.history.entries import Segment
+from fsm.history.entries import Entry, Segment
 from fsm.history.formats import items, known_role, shown
 from fsm.history.rewrite import Writer
 from fsm.history.server_blocks import SERVER_CALLS, models_block
@@ -108,20 +111,48 @@ def _leftover(plan: Writer, at: int) -> bool:
 def still_waits(plan: Writer, segment: Segment) -> bool:
     """May the server still run a server call of ``segment`` that waits where the history ends? It
     may in a turn paused (``pause_turn``, see :func:`drop_paused` too), and past the client results
-    of calls beside it (``server-call-waits-across-results``) while repair keeps one of those: with
-    them all dropped (``RepairPolicy(dangling="drop-call")``) nothing pauses it, and it goes as any
-    server call without its result."""
-    if not segment.open_end:
-        return False
-    return not segment.carried or any((call.message, call.slot) not in plan.drop for call in segment.carried)
+    of calls beside it (``server-call-waits-across-results``). With all of those dropped
+    (``RepairPolicy(dangling="drop-call")``) it is a paused turn's again (:func:`pauses`)."""
+    return segment.open_end
+
+
+def pauses(plan: Writer, segment: Segment, call: Entry) -> list[tuple[Entry, bool]]:
+    """A waiting server call of ``segment`` as a paused turn's (``paused-call-last-only``), if it is
+    one: it waits past no client call repair keeps (past one repair keeps, it stays even when repair
+    writes after it); True once drop-call dropped all those (:func:`drop_paused`)."""
+    if any((entry.message, entry.slot) not in plan.drop for entry in segment.carried):
+        return []
+    return [(call, bool(segment.carried))]
 
 
 def drop_paused(plan: Writer) -> None:
-    """The paused turn's server calls, once repair writes a message after the last (``paused-call-last-only``)."""
+    """The paused turn's server calls, once repair writes a message after the last, or leaves one of
+    the user's after theirs (``paused-call-last-only``): a call the code made that drop-call dropped
+    leaves its server call paused, but only where nothing the user sent stays after it."""
     last = len(plan.messages) - 1  # what user messages of a run of server calls alone leave goes after it too
-    if not plan.add_after.get(last) and last not in plan.later_of.values():
-        return
-    for call in plan.paused:
+    written = bool(plan.add_after.get(last)) or last in plan.later_of.values()
+    for call, unpaused in plan.paused:
+        if not written and (not unpaused or _ends_history(plan, call.message)):
+            continue
         plan.drop.add((call.message, call.slot))
         plan.touched.add(call.message)
         plan.changes.append(Change("dropped-call", call.message + 1, shown(call.key), NO_LONGER_LAST))
+
+
+def _ends_history(plan: Writer, at: int) -> bool:
+    """Is message ``at`` in the model's run that ends the history once repair's drops are made: every
+    message after it is the model's (which the API combines with it), came empty or goes emptied, or
+    is of a role the format lacks and read as absent?"""
+    for after in range(at + 1, len(plan.messages)):
+        message = plan.messages[after]
+        if after in plan.roles.empty or _absent(plan, after):
+            continue
+        if message.get("role") == "assistant" and after not in plan.roles.calling:
+            continue
+        if isinstance(message.get("content"), str) or any(
+            after in edits for edits in (plan.add_into, plan.front_into, plan.move_into, plan.add_after)
+        ):
+            return False
+        if not all((after, slot) in plan.drop for slot in range(len(items(message, plan.fmt, after)))):
+            return False
+    return True

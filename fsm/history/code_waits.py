@@ -17,7 +17,16 @@ as absent and kept where it is (unknown-role-between). An empty message of Claud
 answer to come) and one a server call waits past (a paused turn) end no wait. Where the history has
 no such message of Claude's, no place takes it, and repair keeps it (``kept-results-beside-text``), for the
 caller to send after Claude's next message. Repair's own moves make such runs too (results sent in
-the model's role go first in the user's text after them), so this reads repair's output."""
+the model's role go first in the user's text after them), so this reads repair's output.
+
+The policy ``code-result-after-its-calls``: the code's own result (``code_execution_tool_result``)
+that the user sent back beside the results of the calls it made is ``misplaced-result`` (only Claude's
+message holds one), and repair moves it where the API gives it, after those results: first in Claude's
+next message, the one that answers the wait (the programmatic tool calling guide's step 5: "Once the
+code execution completes, Claude provides the final response", the result its first block), else in a
+message of Claude's of its own after the user's (:func:`after_its_calls`). Right after its call, where
+a server tool's result the user sent goes, it came before the calls the code made, which it has not
+answered yet."""
 
 from __future__ import annotations
 
@@ -25,10 +34,18 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+import attrs
+
 from fsm.history.changes import Change
+from fsm.history.entries import Entry
+from fsm.history.formats import shown
+from fsm.history.rewrite import Writer
 from fsm.history.server_blocks import SERVER_CALLS, is_server_result
 
 MOVED = "beside the results of calls Claude's waiting code made: moved after Claude's next message, which ends the wait"
+AFTER_CALLS = (
+    "the code's result the user sent: moved first into Claude's message after the results of the calls it made"
+)
 KEPT = "beside the results of calls Claude's waiting code made: kept, for the caller to send after Claude's next"
 
 
@@ -203,3 +220,41 @@ def _moving(content: Any) -> list[Any]:
 
 def _is_result(block: Any) -> bool:
     return isinstance(block, Mapping) and block.get("type") == "tool_result"
+
+
+def after_its_calls(plan: Writer, beside: tuple[Entry, ...], moved: list[Entry]) -> list[Entry]:
+    """Of the server results the user sent (``moved``), each answering a call that a client call of its
+    message (``beside``) names as its ``caller`` goes first into Claude's next message after the user's,
+    or in one of its own there (``code-result-after-its-calls``). The others, to go right after their calls."""
+    callers = {_caller(plan.messages[call.message]["content"][call.slot]) for call in beside}
+    rest: list[Entry] = []
+    for result in moved:
+        if result.key not in callers:
+            rest.append(result)
+            continue
+        at = result.message + 1
+        while at < len(plan.messages) and (plan.messages[at].get("role") != "assistant" or at in plan.roles.empty):
+            at += 1
+        if at < len(plan.messages):
+            plan.touched.add(at)
+            plan.front_into.setdefault(at, []).append(result)
+        else:
+            plan.add_after.setdefault(len(plan.messages) - 1, []).append(
+                {"role": "assistant", "content": [plan.moved(result)]}
+            )
+        told = (result.message + 1, shown(result.key))
+        for n in range(len(plan.changes) - 1, -1, -1):
+            if (
+                plan.changes[n].kind == "moved-misplaced-result"
+                and (plan.changes[n].message, plan.changes[n].id) == told
+            ):
+                plan.changes[n] = attrs.evolve(plan.changes[n], detail=AFTER_CALLS)
+                break
+    return rest
+
+
+def _caller(block: Any) -> Any:
+    """The server call a client call names as its ``caller`` (None for Claude's own)."""
+    caller = block.get("caller") if isinstance(block, Mapping) else None
+    code = caller.get("tool_id") if isinstance(caller, Mapping) else None
+    return code if _key(code) else None

@@ -10,7 +10,12 @@ the API cannot tie to the code that made it. The pairing never sees it: calls pa
 outputs by their own ``call_id``.
 
 ``check`` reports such a call (``unknown-caller``, at the call): its ``caller_id`` is no ``call_id`` of
-a ``program`` item before it. But an ``item_reference`` before it may stand for that program (it
+a ``program`` item before it, nor of one later among the model's items of its response (policy
+program-in-its-response: up to the next output of the client's or message of another role than the
+model's). A stream gives the program first (its ``output_index``), but the call names it by
+``call_id``, not by place, and nothing in the API's docs asks the items of one response in an order:
+the request holds that program, so it is not the one the API cannot tie to the code.
+But an ``item_reference`` before it may stand for that program (it
 names an item by its item ``id``, which says nothing of its ``call_id``): after one, no call is
 reported. A ``program_output`` item (what a program gave once resumed) names its program by its own
 ``call_id``: one naming no program before it is ``unknown-caller`` alike (audit 94). ``repair``
@@ -29,7 +34,7 @@ from typing import Any
 
 from fsm.history.changes import Change
 from fsm.history.findings import Finding, Kind
-from fsm.history.formats import RESPONSES_OUTPUT_OF
+from fsm.history.formats import RESPONSES_OUTPUT_OF, RESPONSES_OUTPUTS
 
 WHY = "it names as its caller a program no program item before it has as its call_id: the API cannot tie it to the code"
 """What an ``unknown-caller`` finding says."""
@@ -42,18 +47,24 @@ KEPT = "it names a program the history does not hold before it: kept, for the ca
 
 
 def _unknown(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, Any, str]]:
-    """Each call item (and ``program_output`` item) naming a program no ``program`` item before it
-    has (none after an item reference): its position, its ``call_id`` (as text), its name and why."""
+    """Each call item (and ``program_output`` item) naming a program no ``program`` item before it,
+    nor later among the model's items of its response (``program-in-its-response``), has (none after
+    an item reference): its position, its ``call_id`` (as text), its name and why."""
     programs: set[str] = set()
     found: list[tuple[int, str, Any, str]] = []
+    waiting: list[tuple[int, str, Any, str, Any]] = []  # calls of the response read so far naming no program yet
     for at, item in enumerate(messages):
         kind = item.get("type")
+        if _ends_response(item, kind):
+            found += [entry[:4] for entry in waiting]
+            waiting = []
         if type(kind) is not str:  # (a type of no str may be unhashable)
             continue
         if kind == "program" and isinstance(item.get("call_id"), str):
             programs.add(item["call_id"])
+            waiting = [entry for entry in waiting if entry[4] != item["call_id"]]
         elif kind == "item_reference":  # it may be the program: nothing after it is told
-            return found
+            return sorted(found)
         elif kind == "program_output":  # what the program gave, under its call_id: it names it too
             named = item.get("call_id")
             if not (isinstance(named, str) and named in programs):
@@ -65,8 +76,16 @@ def _unknown(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, Any,
             named = caller.get("caller_id")
             if not (isinstance(named, str) and named in programs):
                 name = item.get("name")
-                found.append((at, str(item.get("call_id")), name if isinstance(name, str) else None, WHY))
-    return found
+                waiting.append((at, str(item.get("call_id")), name if isinstance(name, str) else None, WHY, named))
+    return sorted(found + [entry[:4] for entry in waiting])
+
+
+def _ends_response(item: Mapping[str, Any], kind: Any) -> bool:
+    """Does an item end the model's response it follows: an output of the client's (a call's, a
+    program's) or a message (``type`` message, or none: an easy input message) of another role than the model's?"""
+    if type(kind) is str and (kind in RESPONSES_OUTPUTS or kind == "program_output"):
+        return True
+    return kind in (None, "message") and "role" in item and item.get("role") != "assistant"
 
 
 def unknown_callers(messages: Sequence[Mapping[str, Any]]) -> list[Finding]:

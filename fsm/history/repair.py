@@ -30,7 +30,7 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   (``result-after-text``), go before the text the same way (Responses: right after the call items and the outputs
   before it; Gemini, Converse: after the answering message's results);
 * a server tool's result in a user message (Anthropic: only Claude's own message holds one) that answers a server call
-  of the assistant run before it moves into that message, right after its call;
+  of the assistant run before it moves into that message, right after its call (but code execution's: code_waits);
 * a message whose role its format lacks is kept as it is (only the caller knows the role meant), and said so, merged
   with none (``unknown-role-kept-apart``; holding no call or result, it is read as if absent,
   ``unknown-role-between``: :mod:`fsm.history.turns`, :mod:`fsm.history.joined_runs`); but a Gemini content of role
@@ -58,9 +58,9 @@ from typing import Any
 
 from fsm.engine.ids import IdAllocator
 from fsm.foreign import answers_callers
-from fsm.history.after_run import drop_paused, still_waits, user_content_after
+from fsm.history.after_run import drop_paused, pauses, still_waits, user_content_after
 from fsm.history.changes import Change, RepairPolicy, checked_policy, kept_roles
-from fsm.history.code_waits import settle
+from fsm.history.code_waits import after_its_calls, settle
 from fsm.history.declined import dropped_declined
 from fsm.history.detect import Named, resolve_format
 from fsm.history.entries import Entry, Key, Roles, Segment
@@ -137,7 +137,7 @@ class _Plan(Writer):
             answer = answer_of.get((call.key, k))
             dropped = segment.server or (self.policy.dangling == "drop-call" and not self._signed(call))
             waits = answer is None and still_waits(self, segment)  # the server may still run it: it goes back
-            self.paused += [call] if waits and not segment.carried else []  # see paused-call-last-only
+            self.paused += pauses(self, segment, call) if waits else []  # see paused-call-last-only
             if answer is None and not waits and (dropped or self._type(call) == "computer_call"):
                 self._edit(call, self.drop)
                 if self.fmt == "responses":
@@ -194,7 +194,7 @@ class _Plan(Writer):
         if segment.held >= 0 and self.fmt not in MODEL_ROLE:
             self._carry(segment, answers)
         if segment.server:
-            self.after_calls(segment.calls, answer_of, moved)
+            self.after_calls(segment.calls, answer_of, after_its_calls(self, segment.beside, moved))
             self.with_the_calls(answer_of.values())
         elif segment.held >= 0 and self.fmt in MODEL_ROLE:
             self._before_held(segment, moved, placeholders, answers)

@@ -79,8 +79,8 @@ class Writer:
     later_of: dict[int, int]
     """Anthropic user messages making calls after a call of their run, each with the run's last message,
     after which what is left of it goes (``user-content-after-the-run``, :mod:`fsm.history.after_run`)."""
-    paused: list[Entry]
-    """Server calls of the history's last message left for the server to run (a paused turn)."""
+    paused: list[tuple[Entry, bool]]
+    """Server calls left for the server to run (a paused turn), each True once drop-call left it so."""
     origins: list[list[tuple[int, int]]]
     policy: RepairPolicy
 
