@@ -43,7 +43,7 @@ which clients raise after the calls they accumulated; the error lists them (``in
 toolcall-fsm's chat decoder, which reads each back as it ended. An id or name holding a lone surrogate goes out as its
 ``\\udXXX`` escape (policy emitted-lone-surrogate): no chunk holding it could be written as UTF-8. A call a model made
 before it declined (Claude's server-side fallback: ``Result.declined_calls``) went out as any call's too, and is
-listed so, ``declined`` (policy fallback-declined-calls).
+listed so, ``declined``, or ``cut-by-decline`` where the decline cut its JSON (policy declines-read-back).
 """
 
 from __future__ import annotations
@@ -251,9 +251,9 @@ class DeltaEmitter:
             if result.finish_reason == "error" and result.raw_finish_reason is not None:
                 last["error"]["code"] = sendable(result.raw_finish_reason)  # its kind (policy error-kind): to retry?
         # A call a declined model made went out as any call's (policy fallback-declined-calls): not to run either
-        declined = [call.index for call in result.declined_calls]
+        declined = _declined(result)
         cut = [call for call in result.calls if call.status is not CallStatus.COMPLETE] + list(result.declined_calls)
-        status = {call.index: call.status.value for call in cut} | dict.fromkeys(declined, "declined")
+        status = {call.index: call.status.value for call in cut} | declined
         what = "calls that did not complete" + (" or that a model that declined made" if declined else "")
         # A stream the caller's side stopped (close(interrupted=...)) did not end: no client may read it as ended
         stopped = [d.message for d in result.diagnostics if d.code == "stream-interrupted"]
@@ -383,3 +383,17 @@ class DeltaEmitter:
     def _chunk(self, tool_calls: list[dict[str, Any]], finish_reason: str | None) -> dict[str, Any]:
         delta: dict[str, Any] = {"tool_calls": tool_calls} if tool_calls else {}
         return {**self._envelope, "choices": [{"index": self._choice, "delta": delta, "finish_reason": finish_reason}]}
+
+
+def _declined(result: Result) -> dict[int, str]:
+    """How each declined call is listed: ``cut-by-decline`` where the decline cut its JSON (its
+    source said so, no violation: policy decline-cut-waits), so that a reader tells the cut from a
+    declined model's broken call (``declined``, its violation said). Told by the diagnostic naming
+    the call as the call's own diagnostics do; one past the code's bound is no longer there."""
+    said = [d.message for d in result.diagnostics if d.code == "cut-by-decline"]
+    return {
+        call.index: "cut-by-decline"
+        if any(m.startswith(f"call {call.id} ({call.name}): ") for m in said)
+        else "declined"
+        for call in result.declined_calls
+    }

@@ -929,13 +929,13 @@ def _identity(s: ModuleType) -> Any:
                 code="declined-call",
                 rule="finish-ends-calls",
                 severity="warning",
-                reason="A Claude client call (tool_use) came before the turn's last fallback block: the model that made it declined, Anthropic wants neither the call nor a result for it back, so it is not to run (policy fallback-declined-calls). It is taken out of calls into declined_calls; its outputs (CallOpened, CallFinished) went out while the stream ran, before the block that set it apart came.",
+                reason="A Claude client call (tool_use) came before the turn's last fallback block: the model that made it declined, Anthropic wants neither the call nor a result for it back, so it is not to run (policy fallback-declined-calls). It is taken out of calls into declined_calls; its outputs (CallOpened, CallFinished) went out while the stream ran, before the block that set it apart came. Said too of a call a re-emitted chat stream's error lists declined or cut-by-decline (DeltaEmitter.finish's), set apart so (policy declines-read-back).",
             ),
             s.DiagnosticSpec(
                 code="cut-by-decline",
                 rule="parse-once-at-finish",
                 severity="warning",
-                reason="A Claude tool block stopped with its JSON open and the next block was a fallback block: its model declined mid-call (Anthropic's refusals-and-fallback guide: the open block closes and the fallback block marks the boundary), so the cut is the provider's documented doing, not a protocol violation. Said in place of unterminated-arguments, at the block's stop: status invalid, raw text kept; a client call is the declined model's (declined-call), never run nor sent back. In strict mode the unterminated-arguments such a stop would raise waits for the next block's start (or the message's end, or close) to tell which it is, and is raised naming the stop's event when that is no fallback block (policy decline-cut-waits).",
+                reason="A Claude tool block stopped with its JSON open and the next block was a fallback block: its model declined mid-call (Anthropic's refusals-and-fallback guide: the open block closes and the fallback block marks the boundary), so the cut is the provider's documented doing, not a protocol violation. Said in place of unterminated-arguments, at the block's stop: status invalid, raw text kept; a client call is the declined model's (declined-call), never run nor sent back. In strict mode the unterminated-arguments such a stop would raise waits for the next block's start (or the message's end, or close) to tell which it is, and is raised naming the stop's event when that is no fallback block (policy decline-cut-waits). Said too of a call a re-emitted chat stream's error lists cut-by-decline whose JSON never closed (policy declines-read-back).",
             ),
             s.DiagnosticSpec(
                 code="stream-interrupted",
@@ -1320,7 +1320,7 @@ def _history(s: ModuleType) -> Any:
 BUILT_FROM: dict[str, tuple[int, int]] = {
     "slot": (11899, 1815187212),
     "scanner": (4740, 2918467940),
-    "identity": (31982, 2601742063),
+    "identity": (32260, 3683264637),
     "history": (6315, 3475308767),
 }
 """Each spec's file as it was when built: (size in bytes, CRC-32)."""
