@@ -10,6 +10,11 @@
    error that lists nothing but such calls, beside a finish, says no ``provider-error``. Whole and
    re-emitted give the same calls and codes (but ``model-fallback``, which no chat chunk carries),
    lax and strict, over every flush, reasoning dialect and source wire.
+2. A ``signature_delta`` at the index of a block of a type the Anthropic decoder does not know (its
+   start an ``unknown-event``) became a thinking block of no text, which the next turn went back with
+   under a signature the API gave another block. The anthropic SDK's accumulator sets a signature
+   on a thinking block alone, and passes over any other's. Now it is said (``part-not-reassembled``,
+   at its event) and read as nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 import pytest
 
 import fsm
+from fsm import messages
 from tests.test_claude_fallback86 import _hop, _said, _stream, _use, mid_output
 from tests.test_fallback_leftovers90 import _declined_mid_call
 
@@ -150,3 +156,66 @@ def test_other_listed_calls_and_other_errors_still_say_the_provider_error() -> N
         assert "provider-error" in back.codes(), error
     stopped = {**last, "choices": [{**last["choices"][0], "finish_reason": None}]}  # no finish beside it
     assert "provider-error" in fsm.reassemble([*chunks[:-1], stopped], "openai-chat").codes()
+
+
+# -- 2. a signature_delta in a block of a type no reading knows -----------------------------------------
+
+
+def _mystery(*, index: bool = True) -> list[dict[str, Any]]:
+    """A block of a type no reading knows that a signature_delta comes in, then a text block; with
+    ``index`` False, each event of the block without its index (a proxy's)."""
+    at: dict[str, Any] = {"index": 0} if index else {}
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": []}
+    message |= {"stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+    return [
+        {"type": "message_start", "message": message},
+        {"type": "content_block_start", **at, "content_block": {"type": "mystery_block", "note": "x"}},
+        {"type": "content_block_delta", **at, "delta": {"type": "signature_delta", "signature": "SIG"}},
+        {"type": "content_block_stop", **at},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hi"}},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {}},
+        {"type": "message_stop"},
+    ]
+
+
+@pytest.mark.parametrize("index", [True, False])
+def test_a_signature_in_a_block_no_reading_knows_is_said_and_read_as_nothing(index: bool) -> None:
+    """Before: a Reasoning(text="", signature="SIG") at its index, sent back as a thinking block."""
+    events = _mystery(index=index)
+    result = fsm.reassemble(events, "anthropic")
+    assert result.codes() == ["unknown-event", "part-not-reassembled"] and result.reasoning == ()
+    said = result.diagnostics[1]
+    assert said.event == 3 and said.severity is fsm.Severity.WARNING
+    where = 0 if index else None
+    assert said.message == (
+        f"a signature_delta in block {where}, a 'mystery_block' block no reading knows:"
+        " not read as a thinking block's signature"
+    )
+    assert messages.assistant_message(result, "anthropic")["content"] == [{"type": "text", "text": "Hi"}]
+    with pytest.raises(fsm.RemoteProtocolError, match=r"^event 2: unknown-event"):  # as before: its start
+        fsm.reassemble(events, "anthropic", strict=True)
+
+
+def test_the_anthropic_sdk_passes_the_signature_over_too() -> None:
+    from anthropic.lib.streaming._messages import accumulate_event
+
+    snapshot: Any = None
+    for event in _mystery():
+        snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs={})
+    blocks = [block.to_dict() for block in snapshot.content]
+    assert blocks == [{"type": "mystery_block", "note": "x"}, {"type": "text", "text": "Hi"}]
+
+
+def test_a_signature_at_a_known_block_after_an_unknown_one_there_is_read() -> None:
+    """A block of a known type started at the index again (a proxy's replay): its signature is its own."""
+    events = _mystery()
+    thinking = [
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "t"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "S2"}},
+    ]
+    result = fsm.reassemble([*events[:3], *thinking, *events[3:]], "anthropic")
+    assert [(r.text, r.signature) for r in result.reasoning] == [("t", "S2")]
+    assert result.codes() == ["unknown-event", "part-not-reassembled"]
