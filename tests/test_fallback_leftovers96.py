@@ -15,6 +15,14 @@
    under a signature the API gave another block. The anthropic SDK's accumulator sets a signature
    on a thinking block alone, and passes over any other's. Now it is said (``part-not-reassembled``,
    at its event) and read as nothing.
+3. A Claude ``connector_text`` block (kept in ``Result.server_tool_results`` since task 90) went out
+   in no re-emitted chunk, and nothing said so. No chat field holds it, and no output of it comes
+   while the stream runs, so it has no place among the chunks: ``DeltaEmitter.finish`` now lists it
+   (``unsent_blocks``, policy connector-text-unsent), and ``replay --output deltas`` says it. Through
+   ChatAnthropic (langchain-anthropic 1.7) it is a thinking block of no text under the connector's
+   signature (its start and text deltas yield nothing, its ``signature_delta`` a thinking chunk),
+   which fsm cannot tell from a thinking block under ``display: "omitted"``: held below as it reads,
+   and told in the README.
 """
 
 from __future__ import annotations
@@ -219,3 +227,54 @@ def test_a_signature_at_a_known_block_after_an_unknown_one_there_is_read() -> No
     result = fsm.reassemble([*events[:3], *thinking, *events[3:]], "anthropic")
     assert [(r.text, r.signature) for r in result.reasoning] == [("t", "S2")]
     assert result.codes() == ["unknown-event", "part-not-reassembled"]
+
+
+# -- 3. connector_text in a re-emitted stream, and through ChatAnthropic -----------------------------------
+
+
+def _connected() -> list[Any]:
+    from tests.test_fallback_leftovers90 import _connector, _unchecked
+
+    return _unchecked([_connector("From the drive: ", "a.txt"), _said("Here.")])
+
+
+@pytest.mark.parametrize("blocks", [None, "thinking_blocks", "reasoning_details"])
+def test_a_connector_text_block_no_chunk_carries_is_listed(blocks: Any) -> None:
+    """Before: DeltaEmitter had no unsent_blocks, and the block went unsaid."""
+    reader, emitter = fsm.Reassembler("anthropic", content_deltas=True), fsm.DeltaEmitter(reasoning_blocks=blocks)
+    chunks = [chunk for event in _connected() for chunk in emitter.chunks(reader.feed(event))]
+    assert emitter.unsent_blocks == ()
+    chunks.append(emitter.finish(reader.close()))
+    assert emitter.unsent_blocks == (
+        "connector_text block at content block 0: no chat chunk carries it (its text and signature)",
+    )
+    assert "a.txt" not in json.dumps(chunks) and "error" not in chunks[-1]
+    assert fsm.reassemble(chunks, "openai-chat").text == "Here."
+
+
+def test_replay_deltas_says_the_block_it_did_not_re_emit(tmp_path: Any) -> None:
+    import io
+
+    from fsm.cli import main
+    from tests.test_wire_gaps79 import _named
+
+    path = tmp_path / "c.sse"
+    path.write_bytes(_named(_connected()))
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["replay", "--provider", "anthropic", "--output", "deltas", str(path)], out, err) == 0
+    assert err.getvalue() == (
+        "toolcall-fsm: not re-emitted: connector_text block at content block 0: no chat chunk carries it"
+        " (its text and signature)\n"
+    )
+
+
+@pytest.mark.parametrize("output_version", [None, "v1"])
+def test_chat_anthropic_gives_the_block_as_a_thinking_block_of_no_text(output_version: str | None) -> None:
+    """What ChatAnthropic yields of the block is what it yields of a thinking block whose display is
+    omitted: a signature under the block's index, no text. fsm reads it so (the README says so)."""
+    from tests.test_langchain_places import chat_anthropic
+    from tests.test_wire_gaps79 import _named
+
+    got = fsm.reassemble(list(chat_anthropic(_named(_connected()), output_version)[1].stream("go")))
+    assert [(r.text, r.signature, r.output_index) for r in got.reasoning] == [("", "sig", 0)]
+    assert got.server_tool_results == () and got.text == "Here."

@@ -21,6 +21,7 @@ from typing import Any
 
 from fsm.errors import too_long
 from fsm.events import CallEnd, CallRef, Event
+from fsm.results import Result
 
 LISTED = ("truncated", "invalid", "declined", "cut-by-decline")
 """The statuses ``DeltaEmitter.finish`` lists a call with."""
@@ -73,3 +74,18 @@ def declines_noted(error: Any, ends: list[Event]) -> bool:
     if type(listed) is not list or not listed or len(ends) != len(listed):  # (an entry that named no call)
         return False
     return all(type(end) is CallEnd and end.declined for end in ends)
+
+
+def declined_statuses(result: Result) -> dict[int, str]:
+    """How ``DeltaEmitter.finish`` lists each declined call, by index: ``cut-by-decline`` where the
+    decline cut its JSON (its source said so, no violation: policy decline-cut-waits), so that a reader
+    tells the cut from a declined model's broken call (``declined``, its violation said). Told by the
+    diagnostic that names the call as the call's own diagnostics do; one past the code's per-code
+    bound is no longer there, and its call is listed ``declined``."""
+    said = [d.message for d in result.diagnostics if d.code == "cut-by-decline"]
+    return {
+        call.index: "cut-by-decline"
+        if any(m.startswith(f"call {call.id} ({call.name}): ") for m in said)
+        else "declined"
+        for call in result.declined_calls
+    }
