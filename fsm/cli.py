@@ -376,7 +376,7 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     outputs = reassembler.drain()
     if deltas:
         stdout.writelines(dumps(chunk) + "\n" for chunk in [*emitter().chunks(outputs), emitter().finish(result)])
-        unsent = emitter().unsent_reasoning + emitter().unsent_signatures  # (what no chunk carries: said)
+        unsent = emitter().unsent_reasoning + emitter().unsent_signatures + emitter().unsent_blocks  # (said)
         stderr.writelines(f"toolcall-fsm: not re-emitted: {note}\n" for note in unsent)
     else:
         stdout.write(dumps(result_to_json(result), indent=2) + "\n")

@@ -152,6 +152,8 @@ class Reassembler:
     # Claude tool blocks that stopped with their JSON open, until the next block tells whether a decline
     # cut them (policy decline-cut-waits): their diagnostics' places, and the first's strict error held back.
     _cut: tuple[list[int], RemoteProtocolError | None] | None = None
+    # The calls a re-emitted stream's error listed as a declined model's (policy declines-read-back), by index
+    _listed_declined: frozenset[int] = frozenset()
     # Written by _use (for the decoder the provider names, or the first event detects) before any
     # event reads them, or read rarely: no write of each in every stream's construction.
     _decoder: Decoder | None = None
@@ -405,15 +407,22 @@ class Reassembler:
     ) -> tuple[tuple[ToolCall, ...], tuple[ToolCall, ...]]:
         """The calls to run, and those a declined model made before the turn's last ``fallback``
         block (policy fallback-declined-calls), each reported: the stream handed them out already."""
-        cut = final_fallback(kept)
-        if cut is None:
+        cut, listed = final_fallback(kept), self._listed_declined
+        if cut is None and not listed:
             return calls, ()
-        calls, declined = set_apart(calls, cut)
+        calls, declined = set_apart(calls, cut) if cut is not None else (calls, ())
+        if listed:  # a re-emitted stream's, its error listing them (policy declines-read-back)
+            declined = tuple(sorted((*declined, *(c for c in calls if c.index in listed)), key=lambda c: c.index))
+            calls = tuple(call for call in calls if call.index not in listed)
         ledger = self.ledger
         at, ledger.event = ledger.event, None
         for call in declined:
-            made = f"call {shown(call.id)} ({shown(call.name)}) at content block {call.output_index}"
-            why = f"came before the fallback block at {cut}: its model declined, so it is not to run nor go back"
+            if call.index in listed:
+                made = f"call {shown(call.id)} ({shown(call.name)}),"
+                why = "which the stream's error listed as a declined model's, is not to run nor go back"
+            else:
+                made = f"call {shown(call.id)} ({shown(call.name)}) at content block {call.output_index}"
+                why = f"came before the fallback block at {cut}: its model declined, so it is not to run nor go back"
             ledger.diagnose("declined-call", f"{made} {why} (Result.declined_calls)")
         ledger.event = at
         return calls, declined
@@ -472,8 +481,8 @@ class Reassembler:
         content = self._content
         text, reasoning, text_parts, refusal, server_results, compactions = content.frozen()
         declined: tuple[ToolCall, ...] = ()
-        if server_results and calls:  # a fallback model went on: the declined model's calls are not to run
-            calls, declined = self._declined(calls, server_results)
+        if (server_results or self._listed_declined) and calls:  # a fallback model went on: the declined
+            calls, declined = self._declined(calls, server_results)  # model's calls are not to run
         if finish == "stop" and calls:
             ledger.diagnose("finish-reason-mapped", "finish reason stop, but tools were called")
             finish = "tool_calls"
@@ -1003,28 +1012,56 @@ class Reassembler:
     def _end_block(self, ref: CallRef) -> None:
         """End a Claude tool block at its stop; one whose JSON never closed may be a decline's cut,
         which only the next block tells (policy decline-cut-waits): its strict raise waits for it."""
+        _, at, held = self._ended_open(ref, "end", "")
+        if at is not None:
+            if self._cut is None:
+                self._cut = ([at], held)
+            else:  # another block stopped cut before the next one began: the first's error stands
+                self._cut[0].append(at)
+            return
+        if held is not None:
+            raise held
+
+    def _end_declined(self, event: CallEnd) -> None:
+        """End a call a re-emitted stream's error listed as a declined model's (DeltaEmitter.finish's;
+        policy declines-read-back) as its source ended it: by its text, to be set apart at close. One
+        listed ``cut-by-decline`` whose JSON never closed is the decline's cut its source said (policy
+        decline-cut-waits), said so here too, no violation; a ``declined`` one's open JSON stays the
+        violation its source said."""
+        ended, at, held = self._ended_open(event.ref, "end", "")
+        if ended is not None:
+            self._listed_declined = self._listed_declined | {ended.ordinal}
+        if at is not None and event.declined == "cut-by-decline":
+            said = self.ledger.diagnostics[at].message
+            self.ledger.recode(at, "cut-by-decline", f"{said}, cut when its model declined, as the stream's error says")
+        elif held is not None:
+            raise held
+        if ended is None and event.unmatched and not self.registry.opened(event.ref):
+            self.ledger.diagnose("part-not-reassembled", event.unmatched)
+
+    def _ended_open(
+        self, ref: CallRef, trigger: str, said: str
+    ) -> tuple[Slot | None, int | None, RemoteProtocolError | None]:
+        """End the call of ``ref``, a strict raise held: the call, and where its JSON never closed,
+        the place of its ``unterminated-arguments`` and that raise (None: lax), else no place and
+        what was held (a raise another violation made)."""
         ledger = self.ledger
         waiting, holding = len(ledger.ended_unfinished), ledger.strict and not ledger.defer
         if holding:
             ledger.defer = True
         try:
-            ended = self.registry.call_end(ref)
+            ended = self.registry.call_end(ref, trigger, said)
         finally:
             if holding:
                 ledger.defer = False
         held, ledger.deferred = (ledger.deferred, None) if holding else (None, ledger.deferred)
+        if held is not None and not isinstance(held, RemoteProtocolError):
+            raise held  # (a limit passed, say: never the decline's to excuse)
         if ended is not None and len(ledger.ended_unfinished) > waiting:
             at = ledger.ended_unfinished[-1]
-            if ledger.diagnostics[at].code == UNTERMINATED and (
-                held is None or (isinstance(held, RemoteProtocolError) and held.detail.startswith(UNTERMINATED))
-            ):
-                if self._cut is None:
-                    self._cut = ([at], held)
-                else:  # another block stopped cut before the next one began: the first's error stands
-                    self._cut[0].append(at)
-                return
-        if held is not None:
-            raise held
+            if ledger.diagnostics[at].code == UNTERMINATED and (held is None or held.detail.startswith(UNTERMINATED)):
+                return ended, at, held
+        return ended, None, held
 
     def _read_carried(self, carried: Payload) -> None:
         """A boto3 InvokeModel event, ``{"chunk": {"bytes": ...}}``, holds one event of the model's own
@@ -1092,6 +1129,9 @@ class Reassembler:
                 landed.signature = event.signature  # not identity: it rides on the call it came with
                 self._signed_opening(landed.ordinal, event.signature, opened_at)
         elif isinstance(event, CallEnd):
+            if event.declined:  # (a re-emitted stream's: the chat decoder's list of calls left unfinished)
+                self._end_declined(event)
+                return
             plain = not (event.incomplete or event.unusable or event.unmatched)
             if plain and getattr(self._decoder, "hands_over", False):  # a Claude tool block's stop
                 self._end_block(event.ref)

@@ -35,7 +35,8 @@ The turn's text, reasoning and refusal go out too where the reassembler reports 
 as it comes (``content``, ``reasoning_content``, ``refusal``), never held behind a call: a chunk holds no call's
 place, and chat consumers join each field on its own. Without them, a gateway's client would get the calls and lose
 what the model said beside them. Gemini's thought signatures go out too, as Gemini's own OpenAI endpoint sends them
-(:mod:`fsm.reemit_signatures`).
+(:mod:`fsm.reemit_signatures`). A Claude ``connector_text`` block goes out in none, and is listed
+(``unsent_blocks``, policy connector-text-unsent: :mod:`fsm.reemit_reasoning`).
 
 A call that did not complete (truncated, invalid) must not be run, and a chunk has no field for a call's status, while
 its text went out as any call's: so ``finish()`` ends such a stream in an error too (policy incomplete-calls-not-run),
@@ -43,7 +44,7 @@ which clients raise after the calls they accumulated; the error lists them (``in
 toolcall-fsm's chat decoder, which reads each back as it ended. An id or name holding a lone surrogate goes out as its
 ``\\udXXX`` escape (policy emitted-lone-surrogate): no chunk holding it could be written as UTF-8. A call a model made
 before it declined (Claude's server-side fallback: ``Result.declined_calls``) went out as any call's too, and is
-listed so, ``declined`` (policy fallback-declined-calls).
+listed so, ``declined``, or ``cut-by-decline`` where the decline cut its JSON (policy declines-read-back).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from fsm.events import FREEFORM_TYPES
 from fsm.foreign import answers_callers, caller_fault
 from fsm.jsontext import has_surrogate
 from fsm.reemit_outputs import checked
-from fsm.reemit_reasoning import REASONING_BLOCKS, BlockEmitter, ReasoningBlocks, source_format
+from fsm.reemit_reasoning import REASONING_BLOCKS, BlockEmitter, ReasoningBlocks, source_format, unsent_blocks
 from fsm.reemit_signatures import Signatures, sendable
 from fsm.results import (
     ArgumentsDelta,
@@ -69,6 +70,7 @@ from fsm.results import (
     ReasoningData,
     Result,
 )
+from fsm.wire.decoders._listed_calls import declined_statuses
 
 SAID_FIELDS: Final = {"text": "content", "reasoning": "reasoning_content", "refusal": "refusal"}
 """The delta field each kind of :class:`~fsm.results.ContentDelta` goes out in: reasoning as the chat
@@ -156,12 +158,18 @@ class DeltaEmitter:
         formats = source_format(source, model)  # (checked with no reasoning_blocks too: a misspelt one is refused)
         self._blocks = BlockEmitter(reasoning_blocks, formats) if reasoning_blocks is not None else None
         self._signatures = Signatures()  # Gemini's, each once: fsm.reemit_signatures
+        self._unsent_blocks: list[str] = []
 
     @property
     def unsent_reasoning(self) -> tuple[str, ...]:
         """What of the reasoning's blocks the ``reasoning_blocks`` dialect had no field for, one line
         each (policy reasoning-block-unsent: :mod:`fsm.reemit_reasoning`); empty without one."""
         return tuple(self._blocks.unsent) if self._blocks is not None else ()
+
+    @property
+    def unsent_blocks(self) -> tuple[str, ...]:
+        """The result's blocks ``finish()`` had no chunk field for, one line each (policy connector-text-unsent)."""
+        return tuple(self._unsent_blocks)
 
     @property
     def unsent_signatures(self) -> tuple[str, ...]:
@@ -235,6 +243,7 @@ class DeltaEmitter:
                     + (shown(ids[index]) if index in ids else "missing")
                 )
         self._finished = True
+        self._unsent_blocks = unsent_blocks(result)
         reason = result.finish_reason if result.finish_reason in CHAT_FINISH_REASONS else None
         # What still waits (outputs not passed to chunks(): every call finishes in close()) goes now
         self._joined(list(self._joining))
@@ -251,9 +260,9 @@ class DeltaEmitter:
             if result.finish_reason == "error" and result.raw_finish_reason is not None:
                 last["error"]["code"] = sendable(result.raw_finish_reason)  # its kind (policy error-kind): to retry?
         # A call a declined model made went out as any call's (policy fallback-declined-calls): not to run either
-        declined = [call.index for call in result.declined_calls]
+        declined = declined_statuses(result)
         cut = [call for call in result.calls if call.status is not CallStatus.COMPLETE] + list(result.declined_calls)
-        status = {call.index: call.status.value for call in cut} | dict.fromkeys(declined, "declined")
+        status = {call.index: call.status.value for call in cut} | declined
         what = "calls that did not complete" + (" or that a model that declined made" if declined else "")
         # A stream the caller's side stopped (close(interrupted=...)) did not end: no client may read it as ended
         stopped = [d.message for d in result.diagnostics if d.code == "stream-interrupted"]

@@ -49,7 +49,13 @@ and encrypted content and an OpenRouter ``reasoning.encrypted`` entry's data (it
 goes out as a thinking block, unsigned; a block with no text goes out not at all); a summary goes
 out under ``reasoning_details`` as ``reasoning.summary`` entries of its block, which the chat
 decoder reads as the block's text (policy reasoning-summary-as-text: the chat dialects have no
-block that holds a summary apart)."""
+block that holds a summary apart).
+
+Policy connector-text-unsent: a Claude ``connector_text`` block (a connector's text, signed as
+thinking is, kept in ``Result.server_tool_results``) goes out in no chunk, whatever the dialect: no
+chat field holds it, and the reassembler gives no output of it while the stream runs, so it has no
+place among the chunks. ``finish()`` lists each (``DeltaEmitter.unsent_blocks``), so that a gateway
+learns its client cannot send the turn back as it came."""
 
 from __future__ import annotations
 
@@ -57,7 +63,7 @@ from typing import Any, Final, Literal
 
 from fsm.errors import InvalidOption, shown
 from fsm.reemit_signatures import sendable
-from fsm.results import ContentDelta, ReasoningData
+from fsm.results import ContentDelta, ReasoningData, Result
 from fsm.wire.decoders import PROVIDERS
 from fsm.wire.decoders.chat_reasoning import GEMINI_FORMAT
 
@@ -172,3 +178,12 @@ class BlockEmitter:
             entry["format"] = sendable(fmt)
         entry["index"] = of.block
         return entry
+
+
+def unsent_blocks(result: Result) -> list[str]:
+    """The blocks of ``result`` no chunk carries, one line each (policy connector-text-unsent)."""
+    return [
+        f"connector_text block at content block {kept.output_index}: no chat chunk carries it (its text and signature)"
+        for kept in result.server_tool_results
+        if kept.block.get("type") == "connector_text"
+    ]

@@ -298,7 +298,9 @@ def test_a_block_of_odd_fields_is_kept_and_its_note_says_what_it_can() -> None:
 
 def test_the_re_emitted_stream_ends_listing_the_declined_call_not_to_run() -> None:
     """The declined call went out while the stream ran (its block came before the fallback): the last
-    chunk's error lists it, and toolcall-fsm's chat decoder reads it back as a call no tool runs."""
+    chunk's error lists it, and toolcall-fsm's chat decoder reads it back as a call no tool runs: set
+    apart as its source set it (policy declines-read-back, task 96; before, it read back among the
+    calls as invalid, an unusable-action and a provider-error, two violations its source never said)."""
     reader, emitter = fsm.Reassembler("anthropic"), fsm.DeltaEmitter()
     chunks = [emitter.start()]
     for event in mid_output():
@@ -311,7 +313,10 @@ def test_the_re_emitted_stream_ends_listing_the_declined_call_not_to_run() -> No
     assert error["incomplete_tool_calls"] == [{"index": 0, "id": "toolu_declined", "status": "declined"}]
     back = fsm.reassemble(chunks, "openai-chat")
     assert [c.id for c in back.complete_calls] == ["toolu_ok"]
-    assert [(c.id, c.status) for c in messages.omitted(back)] == [("toolu_declined", fsm.CallStatus.INVALID)]
+    assert list(messages.omitted(back)) == [] and [(c.id, c.status) for c in back.declined_calls] == [
+        (c.id, c.status) for c in result.declined_calls
+    ]
+    assert back.codes() == [d.code for d in result.problems()] == ["declined-call"]
 
 
 def test_bedrock_invoke_model_reads_claudes_block_as_the_anthropic_wire_does() -> None:

@@ -25,13 +25,14 @@ Found and fixed (each test below failed before):
    ``suppressed_diagnostics``. A recoded diagnostic past the bound is now taken out and counted
    there (the first ones kept, as ``diagnose`` keeps them; blocks cut side by side too).
 
-Found and not fixed (a design choice for the maintainers):
+Found here, fixed by task 96 (tests/test_fallback_leftovers96.py; policy declines-read-back):
 
 5. A stream strict mode accepts (a decline cut a call: ``cut-by-decline``), re-emitted by
    ``DeltaEmitter`` and read back as ``"openai-chat"``, raises ``unterminated-arguments`` in strict
    mode (lax says the violation): the last chunk's ``incomplete_tool_calls`` lists the call as
    ``declined``, which cannot tell a decline's cut from a declined model's broken call (the latter
-   is a violation in the source too). Telling them apart needs a status of its own in that list.
+   is a violation in the source too). Telling them apart needs a status of its own in that list:
+   now ``cut-by-decline``, read back as the warning it was.
 
 Judged fine (held by the tests at the end, or by scratch runs noted here):
 
@@ -329,14 +330,19 @@ def test_blocks_cut_side_by_side_past_the_bound_keep_the_first() -> None:
     assert cut == ["call t0 (run)", "call t2 (run)"] and result.suppressed_diagnostics["cut-by-decline"] == 1
 
 
-# -- 5. found, not fixed: a re-emitted decline's cut read back -----------------------------------------
+# -- 5. found here, fixed by task 96: a re-emitted decline's cut read back ------------------------------
 
 
-@pytest.mark.xfail(strict=True, raises=fsm.RemoteProtocolError, reason="finding 5: no status tells a decline's cut")
 def test_a_re_emitted_decline_cut_reads_back_strictly() -> None:
+    """Before task 96: listed ``declined``, it read back as unterminated-arguments, raised in strict mode."""
     from tests.test_error_leftovers91 import _reemitted
 
     chunks, result = _reemitted(_declined_mid_call(), "anthropic", None)
     assert result.codes()[0] == "cut-by-decline"
-    assert chunks[-1]["error"]["incomplete_tool_calls"] == [{"index": 0, "id": "toolu_cut", "status": "declined"}]
-    fsm.reassemble(chunks, "openai-chat", strict=True)  # raises unterminated-arguments at the last chunk
+    listed = [{"index": 0, "id": "toolu_cut", "status": "cut-by-decline"}]
+    assert chunks[-1]["error"]["incomplete_tool_calls"] == listed
+    back = fsm.reassemble(chunks, "openai-chat", strict=True)
+    assert back.codes() == ["cut-by-decline", "declined-call"]
+    assert [(c.id, c.status, c.arguments_json) for c in back.declined_calls] == [
+        (c.id, c.status, c.arguments_json) for c in result.declined_calls
+    ]

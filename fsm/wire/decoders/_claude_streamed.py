@@ -15,6 +15,11 @@ go back with the turn, each in its place:
   against the content limit as it comes. One that never stopped by the message's end (or by
   ``close()``, no ``message_delta`` read) is said (``part-not-reassembled``) and not kept, as a
   Bedrock server tool's result that never stopped is: its signature may never have come.
+
+And a block of a type no reading knows (``unknown-event`` at its start), by its index: a
+``signature_delta`` in it is said (``part-not-reassembled``) and not read as a thinking block's, which
+the turn would go back with, of no text, under a signature the API gave another block (the anthropic
+SDK's accumulator sets a signature on a thinking block alone, and passes over any other's).
 """
 
 from __future__ import annotations
@@ -51,10 +56,13 @@ class StreamedBlocks:
     def __init__(self) -> None:
         self._compacted: dict[int | None, tuple[int | None, dict[str, Any]]] = {}
         self._connectors: dict[int | None, _Connector] = {}
+        self._unknown: dict[int | None, str] = {}  # the type of each block of a type no reading knows
 
     def start(self, kind: str, at: int | None, place: int | None, block: Mapping[str, Any]) -> list[Event] | None:
         """The events of a block of type ``kind`` starting at index ``at`` (its place ``place``); None
         for a kind read elsewhere."""
+        if self._unknown:
+            self._unknown.pop(at, None)  # (a block of a known type started there again)
         if kind == "compaction":  # the context's summary: it goes back as it came, in its place
             self._compacted[at] = (place, dict(block))
             return [CompactionBlock(dict(block), place)]
@@ -67,9 +75,21 @@ class StreamedBlocks:
         said = connector.pieces[0]
         return [HeldPiece(len(said), place)] if said and place is not None else []
 
-    def delta(self, kind: str | None, at: int | None, delta: Mapping[str, Any]) -> list[Event] | None:
+    def unknown(self, kind: str, at: int | None, diagnose: Callable[[str, str], None]) -> None:
+        """A block of type ``kind``, which no reading knows, starts at index ``at``: said, and kept in mind."""
+        diagnose("unknown-event", f"a {kind!r} content block at index {at}")
+        self._unknown[at] = kind
+
+    def delta(
+        self, kind: str | None, at: int | None, delta: Mapping[str, Any], diagnose: Callable[[str, str], None]
+    ) -> list[Event] | None:
         """The events of a delta of type ``kind`` in a block of this kind at ``at``; None where no
-        such block is open there (the decoder reads it)."""
+        such block is open there (the decoder reads it). A signature in a block of a type no reading
+        knows is said and read as nothing (see the module docstring)."""
+        if self._unknown and kind == "signature_delta" and at in self._unknown:
+            said = f"a signature_delta in block {at}, a {self._unknown[at]!r} block no reading knows"
+            diagnose("part-not-reassembled", f"{said}: not read as a thinking block's signature")
+            return []
         if kind == "compaction_delta" and at in self._compacted:
             place, block = self._compacted[at]
             for key in ("content", "encrypted_content"):

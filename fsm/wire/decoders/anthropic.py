@@ -235,7 +235,7 @@ class AnthropicDecoder:
                     fallback_said(block, at, self._diagnose)
                 return kept_block(kind, block, place, self._diagnose)
             if kind not in _SAID_BLOCKS:  # call-shaped or not, of a kind this decoder does not know
-                self._diagnose("unknown-event", f"a {kind!r} content block at index {at}")
+                self._streamed.unknown(kind, at, self._diagnose)
             return _said_at_start(place, block)  # text and thinking blocks carry no call
         ref = build_call_ref(at, text(block.get("id"), "id"), text(block.get("name"), "name"), server=server)
         if at is None:
@@ -283,7 +283,7 @@ class AnthropicDecoder:
         kind = delta.get("type")
         if type(kind) is not str:  # checked only then: this runs for every delta the shortcut leaves
             kind = text(kind, "delta.type")
-        streamed = self._streamed.delta(kind, at, delta)
+        streamed = self._streamed.delta(kind, at, delta, self._diagnose)
         if streamed is not None:
             return streamed
         bare = self._bare if at is None else None

@@ -18,10 +18,11 @@ arguments as a JSON object instead of text). Dialect quirks handled here, not in
   (beside choices too; or vLLM's payload of ``"object": "error"``) ends the stream with ``error``. Beside
   a finish reason that is not ``error`` (``tool_calls``, ``length``, ...), that finish comes first and the
   error after it: the turn ended as its choice says, and its calls stand (policy error-beside-finish). An error's
-  ``incomplete_tool_calls`` (``[{"index", "id", "status"}]``, as ``DeltaEmitter.finish`` lists the
-  calls that did not complete) ends each call listed as it says, before the finish: ``truncated``
-  as an item the provider gave up, ``invalid`` (or ``declined``: a model that declined made it) as a call
-  no tool can run (policy incomplete-calls-not-run): the chat wire has no other place for a call's status.
+  ``incomplete_tool_calls`` (``[{"index", "id", "status"}]``, as ``DeltaEmitter.finish`` lists the calls that did
+  not complete) ends each call listed as it says, before the finish: ``truncated`` as an item the provider gave up,
+  ``invalid`` (or ``declined``: a model that declined made it) as a call no tool can run (policy
+  incomplete-calls-not-run), ``cut-by-decline`` as one whose open JSON a Claude decline cut (no violation:
+  policy decline-cut-waits).
 
 A payload with none of ``choices``, ``usage``, ``error`` or a ``chat.completion`` object type is not
 this wire shape at all (another provider's stream, a proxy's own message): ``unknown-event``.
@@ -32,10 +33,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from fsm.errors import RemoteProtocolError, too_long
+from fsm.errors import RemoteProtocolError
 from fsm.events import (
-    CallEnd,
-    CallRef,
     Event,
     ReasoningDelta,
     StreamEnd,
@@ -49,6 +48,7 @@ from fsm.events import (
 from fsm.wire.decoders import error_words
 from fsm.wire.decoders._fields import index as read_index
 from fsm.wire.decoders._fields import number_text, written
+from fsm.wire.decoders._listed_calls import declines_noted, listed_incomplete
 from fsm.wire.decoders._wire import (
     BARE_REFS,
     COMPAT_SIGNATURE,
@@ -96,7 +96,7 @@ class OpenAIChatDecoder:
         if not error and payload.get("object") == "error":  # the payload is the error, as error_in reads it
             error = payload
         if error and not choices:
-            return [*_listed_incomplete(error, diagnose), StreamEnd("error", *error_words(error, payload))]
+            return [*listed_incomplete(error, diagnose), StreamEnd("error", *error_words(error, payload))]
         if choices is None:
             if not _recognised(payload):
                 diagnose("unknown-event", f"an OpenAI chat payload with no choices (keys: {_keys(payload)})")
@@ -135,12 +135,10 @@ class OpenAIChatDecoder:
             # comes after it, as the same two in two chunks would (policy error-beside-finish).
             finish = [e for e in events if type(e) is StreamEnd and e.finish_reason != "error"]
             rest = [e for e in events if type(e) is not StreamEnd]
-            return [
-                *rest,
-                *_listed_incomplete(error, diagnose),
-                *finish,
-                StreamEnd("error", *error_words(error, payload)),
-            ]
+            ends = listed_incomplete(error, diagnose)
+            if finish and declines_noted(error, ends):  # fsm's own note of them (policy declines-read-back)
+                return [*rest, *ends, *finish]
+            return [*rest, *ends, *finish, StreamEnd("error", *error_words(error, payload))]
         return events
 
     def shortcut(self, payload: dict[str, Any], registry: Registry, content: TurnSaid) -> bool:
@@ -341,39 +339,6 @@ class OpenAIChatDecoder:
         piece = _text(custom.get("input"), "input", position)
         events.append(build_arguments_fragment(ref, piece) if piece else build_call_seen(ref))
         return True
-
-
-def _listed_incomplete(error: Any, diagnose: Callable[[str, str], None]) -> list[Event]:
-    """The calls an error's ``incomplete_tool_calls`` lists (DeltaEmitter.finish's), each ended as
-    its status says, for a re-emitted stream to read back as the result it came from: without them
-    a call cut or found unusable reads as complete wherever its text is a whole value."""
-    listed = error.get("incomplete_tool_calls") if isinstance(error, Mapping) else None
-    if listed is None:
-        return []
-    if type(listed) is not list:
-        diagnose("part-not-reassembled", f"error.incomplete_tool_calls is a {type(listed).__name__}, not a list")
-        return []
-    ends: list[Event] = []
-    first: dict[tuple[Any, str], int] = {}  # the entry that listed each call (by its index and id)
-    for at, entry in enumerate(listed):
-        entry = entry if isinstance(entry, Mapping) else {}
-        index, call_id, status = entry.get("index"), entry.get("id"), entry.get("status")
-        usable = type(index) is int and index >= 0 and too_long(index) is None  # (read from the wire: digits, no int)
-        named = f"error.incomplete_tool_calls[{at}]"
-        if not usable or type(call_id) is not str or status not in ("truncated", "invalid", "declined"):
-            diagnose("part-not-reassembled", f"{named} names no call (an index, an id, status truncated or invalid)")
-        elif (index, call_id) in first:  # the call ended by its first entry: a second ends nothing
-            again = f"lists call {call_id} at index {index} again (entry {first[index, call_id]} stands)"
-            diagnose("part-not-reassembled", f"{named} {again}")
-        else:
-            first[index, call_id] = at
-            unknown = f"{named} names call {call_id} at index {index}, which the stream never opened"
-            cut = status == "truncated"
-            said = "incomplete, as the stream's error listed it" if cut else ""
-            unusable = "" if cut else f"the stream's error listed it {status}"  # declined: not to run either
-            ref = CallRef(index=index, id=call_id)
-            ends.append(CallEnd(ref, incomplete=cut, said=said, unusable=unusable, unmatched=unknown))
-    return ends
 
 
 def _recognised(payload: Mapping[str, Any]) -> bool:

@@ -1,0 +1,91 @@
+"""What an OpenAI chat stream's error lists of its calls (``incomplete_tool_calls``, as
+``DeltaEmitter.finish`` lists the calls it left unfinished): each call ended as its status says,
+for a re-emitted stream to read back as the result it came from. Without them a call cut or found
+unusable reads as complete wherever its text is a whole value.
+
+Policy declines-read-back: a call listed ``declined`` (a Claude model that declined made it, before a
+``fallback`` block: policy fallback-declined-calls) or ``cut-by-decline`` (one the decline cut
+mid-JSON: policy decline-cut-waits) ends by its text, as its source ended it, and is set apart at
+close in ``Result.declined_calls`` (``declined-call``); the cut's open JSON is said ``cut-by-decline``,
+no violation. An error of fsm's own (``type`` ``incomplete_tool_call``) beside a finish that lists
+nothing but such calls, each of which it ended, tells nothing more than they do (it is there so that
+a client runs none of them): no ``provider-error`` is said of it, so a stream strict mode read
+whole reads back strictly too. Any other entry, a stream that stopped (no finish beside the error),
+or another error keeps the ``provider-error`` it always was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from fsm.errors import too_long
+from fsm.events import CallEnd, CallRef, Event
+from fsm.results import Result
+
+LISTED = ("truncated", "invalid", "declined", "cut-by-decline")
+"""The statuses ``DeltaEmitter.finish`` lists a call with."""
+_DECLINES = ("declined", "cut-by-decline")
+OWN_ERROR = "incomplete_tool_call"
+"""The ``type`` of the error ``DeltaEmitter.finish`` ends a stream with when a call did not complete."""
+
+
+def listed_incomplete(error: Any, diagnose: Callable[[str, str], None]) -> list[Event]:
+    """The ends of the calls ``error`` lists (see the module docstring), each entry that names no call
+    said (``part-not-reassembled``)."""
+    listed = error.get("incomplete_tool_calls") if isinstance(error, Mapping) else None
+    if listed is None:
+        return []
+    if type(listed) is not list:
+        diagnose("part-not-reassembled", f"error.incomplete_tool_calls is a {type(listed).__name__}, not a list")
+        return []
+    ends: list[Event] = []
+    first: dict[tuple[Any, str], int] = {}  # the entry that listed each call (by its index and id)
+    for at, entry in enumerate(listed):
+        entry = entry if isinstance(entry, Mapping) else {}
+        index, call_id, status = entry.get("index"), entry.get("id"), entry.get("status")
+        usable = type(index) is int and index >= 0 and too_long(index) is None  # (read from the wire: digits, no int)
+        named = f"error.incomplete_tool_calls[{at}]"
+        if not usable or type(call_id) is not str or status not in LISTED:
+            diagnose("part-not-reassembled", f"{named} names no call (an index, an id, status truncated or invalid)")
+        elif (index, call_id) in first:  # the call ended by its first entry: a second ends nothing
+            again = f"lists call {call_id} at index {index} again (entry {first[index, call_id]} stands)"
+            diagnose("part-not-reassembled", f"{named} {again}")
+        else:
+            first[index, call_id] = at
+            unknown = f"{named} names call {call_id} at index {index}, which the stream never opened"
+            ref = CallRef(index=index, id=call_id)
+            if status in _DECLINES:  # as its source ended it (policy declines-read-back)
+                ends.append(CallEnd(ref, unmatched=unknown, declined=status))
+                continue
+            cut = status == "truncated"
+            said = "incomplete, as the stream's error listed it" if cut else ""
+            unusable = "" if cut else f"the stream's error listed it {status}"
+            ends.append(CallEnd(ref, incomplete=cut, said=said, unusable=unusable, unmatched=unknown))
+    return ends
+
+
+def declines_noted(error: Any, ends: list[Event]) -> bool:
+    """Whether ``error`` is fsm's own note of declined calls alone, ``ends`` the ends read of it: every
+    entry it lists a declined one that ended a call (policy declines-read-back)."""
+    if not isinstance(error, Mapping) or error.get("type") != OWN_ERROR:
+        return False
+    listed = error.get("incomplete_tool_calls")
+    if type(listed) is not list or not listed or len(ends) != len(listed):  # (an entry that named no call)
+        return False
+    return all(type(end) is CallEnd and end.declined for end in ends)
+
+
+def declined_statuses(result: Result) -> dict[int, str]:
+    """How ``DeltaEmitter.finish`` lists each declined call, by index: ``cut-by-decline`` where the
+    decline cut its JSON (its source said so, no violation: policy decline-cut-waits), so that a reader
+    tells the cut from a declined model's broken call (``declined``, its violation said). Told by the
+    diagnostic that names the call as the call's own diagnostics do; one past the code's per-code
+    bound is no longer there, and its call is listed ``declined``."""
+    said = [d.message for d in result.diagnostics if d.code == "cut-by-decline"]
+    return {
+        call.index: "cut-by-decline"
+        if any(m.startswith(f"call {call.id} ({call.name}): ") for m in said)
+        else "declined"
+        for call in result.declined_calls
+    }
