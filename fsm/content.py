@@ -138,8 +138,7 @@ class TurnContent:
             if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
                 text = self._unicode(("reasoning", event.block), text, None, event.output_index)
             block = self._block(event.block)
-            if signs_apart(block, event):  # policy signatures-kept-apart: a block of its own, under the same index
-                block = self._block(event.block, apart=True)
+            block = self._block(event.block, apart=True) if signs_apart(block, event) else block  # policy: signs_apart
             if event.format is not None and event.format != block.format:  # OpenRouter sends it with each piece
                 self.take(len(event.format))
             block.add(event, text, self.heard)
@@ -254,7 +253,8 @@ class TurnContent:
             self._anonymous += 1
             key = f"#{self._anonymous}"  # a key of its own, which no provider's block index or item id can equal
             if apart:  # the wire's later pieces of that index build the new block
-                self._renamed = {**(self._renamed or {}), wire_key: key}
+                self._renamed = self._renamed if self._renamed is not None else {}
+                self._renamed[wire_key] = key
         block = blocks.get(key)
         if block is None:
             self.take(BLOCK_CHARS)  # a block holds its own fields, though it be given no text
