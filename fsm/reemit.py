@@ -155,7 +155,8 @@ class DeltaEmitter:
         self._finished = False  # finish() sent the last chunk: nothing goes after it
         formats = source_format(source, model)  # (checked with no reasoning_blocks too: a misspelt one is refused)
         self._blocks = BlockEmitter(reasoning_blocks, formats) if reasoning_blocks is not None else None
-        self._signatures = Signatures(self._blocks)  # Gemini's, each once: fsm.reemit_signatures
+        details = self._blocks.call_signed if reasoning_blocks == "reasoning_details" and self._blocks else None
+        self._signatures = Signatures(details)  # Gemini's, each once: fsm.reemit_signatures
 
     @property
     def unsent_reasoning(self) -> tuple[str, ...]:

@@ -43,26 +43,25 @@ signature goes out once, since chat consumers join a string sent twice under one
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, overload
+from collections.abc import Callable
+from typing import Any, overload
 
 from fsm.jsontext import escape_lone_surrogates, has_surrogate
 from fsm.results import Result, ToolCall
 from fsm.wire.decoders._wire import COMPAT_SIGNATURE, compat_signed
 
-if TYPE_CHECKING:
-    from fsm.reemit_reasoning import BlockEmitter
-
 
 class Signatures:
     """One stream's signatures as they go out: which calls' went, what of the text's did not."""
 
-    def __init__(self, details: BlockEmitter | None = None) -> None:
+    def __init__(self, details: Callable[[str, str], dict[str, Any]] | None = None) -> None:
+        """``details``: under ``reasoning_details``, the delta of a call's signature (``BlockEmitter.call_signed``)."""
         self._signed: set[int] = set()  # the calls whose signature went out
         self.unsent: list[str] = []
         self.late: list[dict[str, Any]] = []  # entries that go on the last chunk (late-signature-on-last-chunk)
         # Under reasoning_details, a call's goes out as OpenRouter sends it, in a chunk of its own before the call's
         # (policy gemini-call-signature-as-openrouter): the deltas of those not yet out
-        self._details = details if details is not None and details.dialect == "reasoning_details" else None
+        self._details = details
         self.apart: list[dict[str, Any]] = []
 
     def sign(self, entry: dict[str, Any], signature: str | None, call_id: str) -> dict[str, Any]:
@@ -72,7 +71,7 @@ class Signatures:
         if signature is not None and index not in self._signed:
             self._signed.add(index)
             if self._details is not None:
-                self.apart.append(self._details.call_signed(call_id, signature))
+                self.apart.append(self._details(call_id, signature))
             else:
                 entry[COMPAT_SIGNATURE] = compat_signed(sendable(signature))
         return entry
