@@ -355,7 +355,7 @@ def replay(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
     def emitter() -> DeltaEmitter:  # its chunks under the choice read; the reasoning in the dialect named
         if not made:
-            named = {"reasoning_blocks": args.reasoning_blocks, "source": reassembler.detected_provider}
+            named = {"reasoning_blocks": args.reasoning_blocks, "source": reassembler.source_provider}
             made.append(DeltaEmitter(FlushPolicy(args.flush), choice=args.choice or 0, **named))
         return made[0]
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from fsm.content_parts import COMPACT_CHARS, Block, Part, compact, compact_parts
+from fsm.content_parts import COMPACT_CHARS, Block, Part, compact, compact_parts, signs_apart
 from fsm.errors import LimitExceeded
 from fsm.events import (
     CompactionBlock,
@@ -62,6 +62,7 @@ class TurnContent:
     _blocks: dict[int | str, Block] | None = None
     _latest: int | str | None = None
     _anonymous = 0
+    _renamed: dict[int | str | None, str] | None = None  # a wire index whose latest block is another's (signs_apart)
     _parts: dict[int, Part] | None = None
     _server_results: list[ServerToolResult] | None = None
     _compactions: dict[int | None, Compaction] | None = None
@@ -110,8 +111,7 @@ class TurnContent:
                 if event.part is not None:  # a Responses message's refusal part: it goes back in that message
                     self._refused(event.part, text, event.output_index)
                 return
-            # A piece that only names its message item (its id and status, no text) or cites says
-            # nothing of the text: a message with no text must not become where the text goes back.
+            # A piece only naming its message item (id, status) or citing: no text, so not where the text goes back.
             if text or (
                 event.item_id is None and event.status is None and event.phase is None and event.citation is None
             ):
@@ -138,6 +138,7 @@ class TurnContent:
             if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
                 text = self._unicode(("reasoning", event.block), text, None, event.output_index)
             block = self._block(event.block)
+            block = self._block(event.block, apart=True) if signs_apart(block, event) else block  # policy: signs_apart
             if event.format is not None and event.format != block.format:  # OpenRouter sends it with each piece
                 self.take(len(event.format))
             block.add(event, text, self.heard)
@@ -171,9 +172,8 @@ class TurnContent:
             self._compactions[event.output_index] = Compaction(dict(event.block), event.output_index)
 
     def said(self, text: str, reasoning: str) -> None:
-        """What ``apply(TextDelta(text))`` then ``apply(ReasoningDelta(None, reasoning))`` do, each when
-        its text is not empty, without the events: the plainest chunk of text or reasoning, which a
-        reasoning model sends hundreds of a turn (test_plain_text_and_reasoning_are_kept_as_their_events_keep_them)."""
+        """What ``apply(TextDelta(text))`` then ``apply(ReasoningDelta(None, reasoning))`` do (each text not empty),
+        without the events: hundreds a turn (test_plain_text_and_reasoning_are_kept_as_their_events_keep_them)."""
         self.held += len(text) + len(reasoning)  # take(), in line: the commonest pieces of all
         if self.held > self.check_at:
             self.take(0, len(text) + len(reasoning))
@@ -240,18 +240,21 @@ class TurnContent:
         """What ``apply(UsageReport(usage))`` does (a report that replaces), without the event."""
         self.usage = dict(usage)
 
-    def _block(self, wire_key: int | None) -> Block:
+    def _block(self, wire_key: int | None, apart: bool = False) -> Block:
         if self._high is not None:  # another block's half pair has no partner: its U+FFFD goes before
             self.settle(("reasoning", wire_key))
         blocks = self._blocks
         if blocks is None:
             blocks = self._blocks = {}
-        key: int | str | None = wire_key
-        if key is None:
-            if self._latest is not None:
+        key: int | str | None = wire_key if self._renamed is None else self._renamed.get(wire_key, wire_key)
+        if key is None or apart:
+            if not apart and self._latest is not None:
                 return blocks[self._latest]
             self._anonymous += 1
             key = f"#{self._anonymous}"  # a key of its own, which no provider's block index or item id can equal
+            if apart:  # the wire's later pieces of that index build the new block
+                self._renamed = self._renamed if self._renamed is not None else {}
+                self._renamed[wire_key] = key
         block = blocks.get(key)
         if block is None:
             self.take(BLOCK_CHARS)  # a block holds its own fields, though it be given no text
@@ -294,19 +297,18 @@ class TurnContent:
             part.refusal.append(text)
 
     def take(self, chars: int, counted: int = 0) -> None:
-        """Count ``chars`` more characters taken in (beyond the ``counted`` a caller added in line), or
-        raise LimitExceeded: the piece is not taken in, nor counted. What is counted: the text,
-        reasoning and refusal; the strings beside them (signatures, item ids, summaries, citations);
-        the server tool results, compaction blocks and usage kept beside earlier usage (each string,
-        and one for every other value); and :data:`BLOCK_CHARS` for each reasoning block and text part."""
+        """Count ``chars`` more characters taken in (beyond the ``counted`` a caller added in line), or raise
+        LimitExceeded: the piece is not taken in, nor counted. What is counted: the text, reasoning and refusal; the
+        strings beside them (signatures, item ids, summaries, citations); the server tool results, compaction blocks and
+        usage kept beside earlier usage (each string, one for every other value); BLOCK_CHARS a block and text part."""
         self.held += chars
         if self.held > self.check_at:
             if self.held > self.max_held:
                 self.held -= chars + counted
                 said = f"the turn's content beside its calls holds more than {self.max_held} characters"
                 raise LimitExceeded(said, event=self.ledger.event if self.ledger else None, rule="limits")
-            # Small pieces cost more than their characters until joined: compacted as the count
-            # grows (the hot paths pay nothing more), each list at most once per BLOCK_CHARS it counts.
+            # Small pieces cost more than their characters until joined: compacted as the count grows
+            # (the hot paths pay nothing more), each list at most once per BLOCK_CHARS it counts.
             self._text_joined = compact(self._text, self._text_joined)
             self._refusal_joined = compact(self._refusal, self._refusal_joined)
             lists = 2 + compact_parts(self._blocks, self._parts)
@@ -315,11 +317,10 @@ class TurnContent:
     # -- Unicode (rule text-is-unicode) -----------------------------------------------------------
 
     def _unicode(self, kind: Any, text: str, part: int | None = None, output_index: int | None = None) -> str:
-        """``text`` as Unicode a request can carry (rule text-is-unicode): the high surrogate held from
-        ``kind``'s last piece joined with a low one that starts this one, pairs sent as two code points
-        joined, any other surrogate U+FFFD (literal text: an escape would be characters of its own). A
-        high surrogate that ends the piece waits for the next of its kind (a server slicing by UTF-16
-        code unit splits a pair), with the part, output index and event it came in."""
+        """``text`` as Unicode a request can carry (rule text-is-unicode): the high surrogate held from ``kind``'s last
+        piece joined with a low one that starts this one, pairs sent as two code points joined, any other surrogate
+        U+FFFD (literal text: an escape would be characters of its own). A high surrogate ending the piece waits for the
+        next of its kind (a server slicing by UTF-16 unit splits a pair), with the part, output index and event."""
         held = self._high
         if held is not None and kind in held:
             text = held.pop(kind)[0] + text
@@ -362,9 +363,8 @@ class TurnContent:
         self._high = kept or None  # the text's and the refusal's wait on, and this block's
 
     def frozen(self) -> _Frozen:
-        """What the result holds of the turn's content, as the properties below give it: ``text``,
-        ``reasoning``, ``text_parts``, ``refusal``, ``server_results``, ``compactions``, read in one
-        call (close() asks for all of them once per stream; most streams hold none of them)."""
+        """What the result holds of the turn's content, as the properties below give it (``text``, ``reasoning``,
+        ``text_parts``, ``refusal``, ``server_results``, ``compactions``), in one call: close() asks once a stream."""
         text, blocks, parts, refusal = self._text, self._blocks, self._parts, self._refusal
         return (
             "".join(text) if text is not None else "",

@@ -36,6 +36,17 @@ def compact_parts(blocks: dict[Any, Block] | None, parts: dict[Any, Part] | None
     return (len(blocks) if blocks else 0) + 2 * (len(parts) if parts else 0)
 
 
+def signs_apart(block: Block, piece: ReasoningDelta) -> bool:
+    """Policy signatures-kept-apart: ``piece`` brings a signature other than the one ``block`` holds,
+    for another item (an id the block's is not: OpenRouter names a Gemini call's signature by the
+    call's id, under the index of the thought before it; two calls', or the thought's own and then a
+    call's, come so under one index). It builds a block of its own, so neither signature is lost
+    and each keeps its id; the same item's signature again is its latest word, and replaces it."""
+    return bool(
+        piece.signature and block.signature and piece.signature != block.signature and piece.item_id != block.item_id
+    )
+
+
 class Block:
     __slots__ = (
         "at",

@@ -143,6 +143,7 @@ class Reassembler:
     # Fields most streams never write (a stream of dicts reads no bytes and holds no SDK object) are
     # class defaults, which a stream overrides in its own instance only when it writes one.
     _sdk_held: LangChainStream | None = None  # what the stream's SDK objects leave to a later one
+    _langchain: str | None = None  # the provider LangChain chunks tell they were made from (source_provider)
     _framer: Framer | None = None
     _detector: Detector | None = None  # made by the first bytes: holds them until they tell the framing
     _unreadable = False  # the bytes are no framing (not-a-stream): the rest is not read
@@ -557,6 +558,16 @@ class Reassembler:
         ``DeltaEmitter`` built once it is known names its reasoning's format by it (its ``source``)."""
         return self._decoder.name if self._decoder is not None else None
 
+    @property
+    def source_provider(self) -> str | None:
+        """The provider whose model made the turn, as far as the stream tells it: :attr:`detected_provider`, but for
+        LangChain chunks (read as the chat chunks they mirror, ``openai-chat``) the provider their integration reads,
+        where what LangChain keeps tells it alone (policy langchain-source-provider: ``response_metadata``'s
+        ``model_provider``, ``anthropic`` for ChatAnthropic's, ``gemini`` for ChatGoogleGenerativeAI's, ``bedrock``
+        for ChatBedrockConverse's, ``openai-responses`` for ChatOpenAI's that carry Responses items). A ``DeltaEmitter``
+        re-emitting the turn takes it as its ``source``, so its reasoning names the format OpenRouter names for it."""
+        return self._langchain or self.detected_provider
+
     # -- internals ----------------------------------------------------------------------------------
 
     def _check_open(self) -> None:
@@ -716,6 +727,8 @@ class Reassembler:
             if payload is None:  # a stream helper's event that repeats the raw ones: no wire event, not counted
                 self.ledger.event = self._events = self._events - 1
                 return
+            if self._langchain is None and sdk.is_langchain_chunk(item):  # the first to tell it (source_provider)
+                self._langchain = sdk.langchain_provider(item, held)
             if held.said is not None:
                 self._in_places(payload, held)
                 return

@@ -157,7 +157,8 @@ class DeltaEmitter:
         self._finished = False  # finish() sent the last chunk: nothing goes after it
         formats = source_format(source, model)  # (checked with no reasoning_blocks too: a misspelt one is refused)
         self._blocks = BlockEmitter(reasoning_blocks, formats) if reasoning_blocks is not None else None
-        self._signatures = Signatures()  # Gemini's, each once: fsm.reemit_signatures
+        details = self._blocks.call_signed if reasoning_blocks == "reasoning_details" and self._blocks else None
+        self._signatures = Signatures(details)  # Gemini's, each once: fsm.reemit_signatures
         self._unsent_blocks: list[str] = []
 
     @property
@@ -213,6 +214,9 @@ class DeltaEmitter:
                         sent[-1]["choices"][0]["delta"] = kept
                     continue
                 entry = self._entry(item)
+                for delta in self._signatures.taken():  # a call's signature as OpenRouter sends it, before the call
+                    sent.append(self._chunk([], None))
+                    sent[-1]["choices"][0]["delta"] = delta
                 if entry is not None or isinstance(item, CallFinished):  # (a call ended with nothing to send)
                     sent += [self._chunk([each], None) for each in self._in_turn(entry, item)]
             return sent
@@ -303,7 +307,7 @@ class DeltaEmitter:
             header = {"index": item.index, "id": sendable(item.id), self._body_key(item.index): body}
             if item.type == "function":  # the only type a chat chunk may name; the body tells the others
                 header["type"] = "function"
-            return self._signatures.sign(header, item.thought_signature)
+            return self._signatures.sign(header, item.thought_signature, item.id)
         if isinstance(item, CallNamed):
             if item.index in self._named:
                 return None

@@ -43,6 +43,11 @@ a signature or encrypted data as soon as the reassembler reports it (:class:`fsm
 which is after the block's text on every wire that streams both. Fed back to toolcall-fsm's chat
 decoder, the stream gives each block its text, signature and encrypted or redacted data, in order.
 
+Each block's entries go out under the ``index`` it first went out as, from 0: the block's place in
+``Result.reasoning``, but for blocks that never send anything and the entries of Gemini calls'
+signatures (policy gemini-call-signature-as-openrouter, :mod:`fsm.reemit_signatures`), which take an
+index of their own between, so that no two blocks share one read back.
+
 What a dialect has no field for is not sent, and listed instead (``DeltaEmitter.unsent_reasoning``,
 policy reasoning-block-unsent): under ``thinking_blocks``, a Responses reasoning item's id, summary
 and encrypted content and an OpenRouter ``reasoning.encrypted`` entry's data (its text, if any,
@@ -95,11 +100,32 @@ class BlockEmitter:
     """One stream's reasoning in one dialect: the delta of each piece, and what went out of each
     block's data (a :class:`ReasoningData` repeats every field; only what changed goes out)."""
 
+    _calls = 0  # the calls' signatures sent as entries of their own (call_signed)
+
     def __init__(self, dialect: ReasoningBlocks, source_format: str | None = None) -> None:
         self.dialect = dialect
         self._format = source_format  # what a block names where it names none (reasoning-format-by-source)
         self._sent: dict[int, ReasoningData] = {}  # each block's data as last given
+        self._out: dict[int, int] = {}  # each block's index as it goes out: its first, counted with the calls' entries
         self.unsent: list[str] = []
+
+    def index(self, block: int) -> int:
+        """The ``index`` ``block``'s entries go out under: numbered as they first go out, from 0, with the
+        entries of the calls' signatures (policy gemini-call-signature-as-openrouter), so none shares another's."""
+        out = self._out.get(block)
+        if out is None:
+            out = self._out[block] = len(self._out) + self._calls
+        return out
+
+    def call_signed(self, call_id: str, signature: str) -> dict[str, Any]:
+        """The delta of a Gemini call's thought signature, as OpenRouter sends Gemini 3's (policy
+        gemini-call-signature-as-openrouter): a ``reasoning.encrypted`` entry holding it in ``data``, naming the
+        call's id, under an index of its own (read back, a block of its own, which policy gemini-signature-by-call-id
+        puts back on the call's part)."""
+        entry: dict[str, Any] = {"type": "reasoning.encrypted", "data": sendable(signature), "id": sendable(call_id)}
+        entry |= {"format": GEMINI_FORMAT, "index": len(self._out) + self._calls}
+        self._calls += 1
+        return {self.dialect: [entry]}
 
     def said(self, piece: ContentDelta) -> dict[str, Any]:
         """The delta of a piece of a block's text."""
@@ -113,7 +139,7 @@ class BlockEmitter:
             if fmt is not None:
                 entry["format"] = sendable(fmt)
         if piece.block is not None:  # (a ContentDelta built by hand may name none: the latest block, read back)
-            entry["index"] = piece.block
+            entry["index"] = self.index(piece.block)
         return {PLAIN_FIELD[self.dialect]: piece.text, self.dialect: [entry]}
 
     def kept(self, data: ReasoningData) -> dict[str, Any] | None:
@@ -134,9 +160,11 @@ class BlockEmitter:
         entries: list[dict[str, Any]] = []
         if "signature" in changed:
             signed = sendable(data.signature)
-            entries.append({"type": "thinking", "thinking": "", "signature": signed, "index": data.block})
+            entries.append({"type": "thinking", "thinking": "", "signature": signed, "index": self.index(data.block)})
         if "redacted" in changed:
-            entries.append({"type": "redacted_thinking", "data": sendable(data.redacted), "index": data.block})
+            entries.append(
+                {"type": "redacted_thinking", "data": sendable(data.redacted), "index": self.index(data.block)}
+            )
         unsent = sorted(changed - {"signature", "redacted"})
         if unsent:  # policy reasoning-block-unsent: no thinking block holds them
             self.unsent.append(f"reasoning block {data.block}: its {', '.join(unsent)} (thinking_blocks has no field)")
@@ -176,7 +204,7 @@ class BlockEmitter:
         fmt = of.format or self._format or usual
         if fmt is not None:
             entry["format"] = sendable(fmt)
-        entry["index"] = of.block
+        entry["index"] = self.index(of.block)
         return entry
 
 

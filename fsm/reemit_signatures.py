@@ -24,6 +24,16 @@ signature goes out once, since chat consumers join a string sent twice under one
   the finish reason: openai-python's stream helper reads a call's chunk after another's as that
   other call's end (its ``arguments.done``, with the text so far), and on the last chunk every
   call's text is in, so each call's done comes once with its whole text.
+* Policy gemini-call-signature-as-openrouter: under ``DeltaEmitter(reasoning_blocks="reasoning_details")``
+  (OpenRouter's dialect) a call's goes out as OpenRouter sends a Gemini 3 call's instead, a
+  ``reasoning.encrypted`` entry of Gemini's format naming the call's id, under an index no block takes
+  (:meth:`fsm.reemit_reasoning.BlockEmitter.call_signed`), in a chunk of its own as soon as it is
+  known, before the call's chunks: that chunk holds no call, so it ends none in openai-python's
+  stream helper, and the id, not the chunk's place, says whose it is (a late one too). Not in
+  ``extra_content`` as well: read back, the call would be signed twice, once on itself and once by
+  the block naming it. The chat decoder reads the entry as a block of that id, which
+  :mod:`fsm.messages` puts on the call's part for Gemini (policy gemini-signature-by-call-id) and
+  sends back to OpenRouter as it came.
 * The text's, on the last chunk's delta (:meth:`DeltaEmitter.finish`): the latest signature the
   text carried (:attr:`Result.text_signature`), which is the one the chat decoder keeps when it reads
   several. The other text parts' signatures (a turn whose text was signed in several parts, each run
@@ -33,6 +43,7 @@ signature goes out once, since chat consumers join a string sent twice under one
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, overload
 
 from fsm.jsontext import escape_lone_surrogates, has_surrogate
@@ -43,18 +54,32 @@ from fsm.wire.decoders._wire import COMPAT_SIGNATURE, compat_signed
 class Signatures:
     """One stream's signatures as they go out: which calls' went, what of the text's did not."""
 
-    def __init__(self) -> None:
+    def __init__(self, details: Callable[[str, str], dict[str, Any]] | None = None) -> None:
+        """``details``: under ``reasoning_details``, the delta of a call's signature (``BlockEmitter.call_signed``)."""
         self._signed: set[int] = set()  # the calls whose signature went out
         self.unsent: list[str] = []
         self.late: list[dict[str, Any]] = []  # entries that go on the last chunk (late-signature-on-last-chunk)
+        # Under reasoning_details, a call's goes out as OpenRouter sends it, in a chunk of its own before the call's
+        # (policy gemini-call-signature-as-openrouter): the deltas of those not yet out
+        self._details = details
+        self.apart: list[dict[str, Any]] = []
 
-    def sign(self, entry: dict[str, Any], signature: str | None) -> dict[str, Any]:
-        """``entry`` (a tool-call entry) with its call's signature, unless there is none or it went."""
+    def sign(self, entry: dict[str, Any], signature: str | None, call_id: str) -> dict[str, Any]:
+        """``entry`` (a tool-call entry of the call ``call_id``) with its call's signature, unless there is
+        none or it went; under ``reasoning_details``, the entry as it was, the signature in :attr:`apart`."""
         index = entry["index"]
         if signature is not None and index not in self._signed:
             self._signed.add(index)
-            entry[COMPAT_SIGNATURE] = compat_signed(sendable(signature))
+            if self._details is not None:
+                self.apart.append(self._details(call_id, signature))
+            else:
+                entry[COMPAT_SIGNATURE] = compat_signed(sendable(signature))
         return entry
+
+    def taken(self) -> list[dict[str, Any]]:
+        """The deltas of the calls' signatures that go apart, to go out now (each once)."""
+        taken, self.apart = self.apart, []
+        return taken
 
     def finished(self, call: ToolCall, body: dict[str, Any], freeform: bool, behind: bool) -> dict[str, Any] | None:
         """The entry of a call that finished with ``body`` left to send (a ``custom`` one, for a
@@ -65,11 +90,14 @@ class Signatures:
         if not body:
             if call.thought_signature is None or call.index in self._signed:
                 return None
+            if self._details is not None:  # its signature goes apart, and the call has nothing to send
+                self.sign({"index": call.index}, call.thought_signature, call.id)
+                return None
             body = {text_key: ""}  # an entry of no body would read as no call's (toolcall-fsm's chat decoder)
             if behind:
-                self.late.append(self.sign({"index": call.index, body_key: body}, call.thought_signature))
+                self.late.append(self.sign({"index": call.index, body_key: body}, call.thought_signature, call.id))
                 return None
-        return self.sign({"index": call.index, body_key: body}, call.thought_signature)
+        return self.sign({"index": call.index, body_key: body}, call.thought_signature, call.id)
 
     def text(self, last: dict[str, Any], result: Result) -> None:
         """Put the text's signature on ``last``'s delta, and list the text parts' it leaves out."""

@@ -328,12 +328,17 @@ def test_a_gemini_signed_thought_goes_out_as_openrouter_sends_it_and_reads_back_
         chunks, source = _reemitted(_signed_gemini_turn(), "gemini", "gemini", piece)
         entries = _details(chunks)
         signed = [e for e in entries if e["type"] == "reasoning.encrypted"]
-        assert signed == [{"type": "reasoning.encrypted", "data": "VEhPVQ==", "format": GEMINI, "index": 0}]
+        assert signed == [
+            {"type": "reasoning.encrypted", "data": "VEhPVQ==", "format": GEMINI, "index": 0},
+            # the call's, by its id (policy gemini-call-signature-as-openrouter, task 99)
+            {"type": "reasoning.encrypted", "data": "Q0FMTA==", "id": "g1", "format": GEMINI, "index": 1},
+        ]
         assert not any("signature" in e for e in entries)
         assert {e["type"] for e in entries} == {"reasoning.text", "reasoning.encrypted"}
         for back_piece in (None, 1):
             back = _read_back(chunks, back_piece)
-            assert _kept(back) == _kept(source) == [("Plan: look it up.More.", "VEhPVQ==", None, None, None)]
+            assert _kept(source) == [("Plan: look it up.More.", "VEhPVQ==", None, None, None)]
+            assert _kept(back) == [*_kept(source), ("", "Q0FMTA==", None, None, "g1")]
             assert back.codes() == []
             # and to Gemini itself the signature goes back on the thought part it signed
             parts = fsm.messages.assistant_message(back, "gemini")["parts"]

@@ -76,6 +76,24 @@ def sdk_payload(item: Any, held: LangChainStream | None = None) -> Mapping[str, 
     return as_mapping(item)
 
 
+LANGCHAIN_PROVIDERS = {"anthropic": "anthropic", "google_genai": "gemini", "bedrock_converse": "bedrock"}
+"""The integrations (``response_metadata["model_provider"]``) each of which reads one provider's wire alone, and its
+name (policy langchain-source-provider): ChatAnthropic Claude's, ChatGoogleGenerativeAI Gemini's, ChatBedrockConverse
+Converse's. ChatOpenAI reads the chat API or the Responses API (the latter told by the Responses items among its
+blocks); every other integration names a chat server's own (Ollama, Groq, DeepSeek, Mistral), read as the chat wire."""
+
+
+def langchain_provider(item: Any, held: LangChainStream | None) -> str | None:
+    """The provider whose wire a LangChain chunk (``item``) was made from, where what LangChain keeps tells it alone
+    (policy langchain-source-provider): its ``response_metadata["model_provider"]`` as :data:`LANGCHAIN_PROVIDERS`
+    maps it; ChatOpenAI's ``openai-responses`` once a Responses item came (``held``: what chunks left); else None."""
+    metadata = getattr(item, "response_metadata", None)
+    named = metadata.get("model_provider") if isinstance(metadata, Mapping) else None
+    if named == "openai":
+        return "openai-responses" if held is not None and held.items is not None else None
+    return LANGCHAIN_PROVIDERS.get(named) if isinstance(named, str) else None
+
+
 def is_langchain_chunk(item: Any) -> bool:
     """Is ``item`` a LangChain ``AIMessageChunk``? Its chat models read a stream's first choice
     alone, so its chunks hold no other (Reassembler's ``choice``)."""
