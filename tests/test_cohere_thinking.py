@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from fsm import Reassembler, messages
+from fsm import Reassembler, Result, messages
 
 
 def content(index: int, **said: str) -> dict[str, Any]:
@@ -67,15 +67,22 @@ def test_thinking_is_the_turns_reasoning_and_goes_back_as_thinking_content(form:
     assert "tool_plan" not in message  # no plan streamed
 
 
-def test_text_and_thinking_in_one_turn_stay_apart() -> None:
+ANSWER = [
+    content(0, thinking="hm"),
+    content(1, text="Hi"),
+    {"type": "message-end", "delta": {"finish_reason": "COMPLETE"}},
+]
+
+
+def read(events: list[dict[str, Any]]) -> Result:
     r = Reassembler("cohere")
-    for event in [
-        content(0, thinking="hm"),
-        content(1, text="Hi"),
-        {"type": "message-end", "delta": {"finish_reason": "COMPLETE"}},
-    ]:
+    for event in events:
         r.feed(event)
-    result = r.close()
+    return r.close()
+
+
+def test_text_and_thinking_in_one_turn_stay_apart() -> None:
+    result = read(ANSWER)
     assert result.text == "Hi" and [block.text for block in result.reasoning] == ["hm"]
 
 
@@ -116,25 +123,14 @@ def test_a_final_answer_sends_its_thinking_before_its_text() -> None:
     """Without calls the thinking goes back too, as the response's own message holds it: a
     thinking item, then the text as a text item (a string without thinking, as before)."""
     cohere = pytest.importorskip("cohere")
-    r = Reassembler("cohere")
-    for event in [
-        content(0, thinking="hm"),
-        content(1, text="Hi"),
-        {"type": "message-end", "delta": {"finish_reason": "COMPLETE"}},
-    ]:
-        r.feed(event)
-    message = messages.assistant_message(r.close(), "cohere")
+    message = messages.assistant_message(read(ANSWER), "cohere")
     assert message["content"] == [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "Hi"}]
     assert [item.type for item in cohere.AssistantChatMessageV2.model_validate(message).content] == ["thinking", "text"]
-    r = Reassembler("cohere")
-    r.feed(content(0, text="Hi"))
-    r.feed({"type": "message-end", "delta": {"finish_reason": "COMPLETE"}})
-    assert messages.assistant_message(r.close(), "cohere") == {"role": "assistant", "content": "Hi"}
+    assert messages.assistant_message(read(ANSWER[1:]), "cohere") == {"role": "assistant", "content": "Hi"}
 
 
 def test_the_plan_with_text_beside_the_calls_and_no_thinking_is_as_before() -> None:
-    r = Reassembler("cohere")
-    for event in [PLANNED[5], PLANNED[6], content(0, text="Sure."), *THINKING[5:]]:
-        r.feed(event)
-    message = messages.assistant_message(r.close(), "cohere")
+    message = messages.assistant_message(
+        read([PLANNED[5], PLANNED[6], content(0, text="Sure."), *THINKING[5:]]), "cohere"
+    )
     assert message["tool_plan"] == "I will call weather.\n\nSure." and "content" not in message
