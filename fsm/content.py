@@ -24,6 +24,7 @@ from fsm.events import (
     CompactionBlock,
     ContainerReport,
     HeldPiece,
+    ProviderFields,
     ReasoningDelta,
     ServerResultBlock,
     TextDelta,
@@ -57,6 +58,7 @@ class TurnContent:
     text_output_index: int | None = None
     usage: dict[str, Any] | None = None
     container: dict[str, Any] | None = None
+    provider_fields: dict[str, Any] | None = None
     _text: list[str] | None = None
     _refusal: list[str] | None = None
     _blocks: dict[int | str, Block] | None = None
@@ -163,6 +165,9 @@ class TurnContent:
                 pieces[key] = pieces.get(key, 0) + event.chars
         elif type(event) is ContainerReport:
             self.container = dict(event.container)  # the latest word (a message_delta's, after the start's)
+        elif type(event) is ProviderFields:
+            self.take(chars_held(event.fields))
+            self.provider_fields = {**(self.provider_fields or {}), **event.fields}
         elif type(event) is CompactionBlock:
             self.take(chars_held(event.block))
             if self._compactions is None:

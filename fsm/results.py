@@ -282,6 +282,12 @@ class Result:
     """Client calls a model made before it declined and a fallback model went on (Claude's
     ``tool_use`` blocks before the turn's last ``fallback`` block: policy fallback-declined-calls):
     not in :attr:`calls`, never to run, and not sent back (Anthropic wants neither them nor a result)."""
+    provider_fields: dict[str, Any] | None = None
+    """What the provider wants back as it gave it on the next request's assistant message, or None:
+    LiteLLM's ``provider_specific_fields`` keys ``openai_responses_replay`` (its Responses bridge's
+    record of the turn's output items, with a checksum of the message) and ``phase``, each as it last
+    came (policy litellm-fields-said). The ``"openai-chat"`` next turn sends them back in the
+    message's ``provider_specific_fields``, where LiteLLM reads them."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:
@@ -396,4 +402,4 @@ build_call_opened = positional(CallOpened)
 build_arguments_delta = positional(ArgumentsDelta)
 build_call_finished = positional(CallFinished)
 build_diagnostic = positional(Diagnostic)
-build_result = positional(Result)  # once per stream, but its nineteen fields are most of what close() costs
+build_result = positional(Result)  # once per stream, but its twenty fields are most of what close() costs

@@ -174,15 +174,9 @@ def test_litellms_reasoning_items_are_kept_and_go_back_as_it_takes_them(litellm:
         litellm.completion(model="openai/responses/gpt-5", messages=ask, stream=True, client=client, api_key="t")
     )
     assert any("reasoning_items" in chunk.model_dump()["choices"][0]["delta"] for chunk in chunks if chunk.choices)
-    for result, unkept in (
-        (fsm.reassemble(chunks), ["openai_responses_replay"]),
-        (_read("auto", [*_litellm_stream([_ITEM])]), []),
-    ):
+    for result in (fsm.reassemble(chunks), _read("auto", [*_litellm_stream([_ITEM])])):
         assert [(call.name, call.arguments) for call in result.calls] == [("lookup", {"q": "x"})]
-        # the bridge's replay record is said, not kept (policy litellm-fields-said, task 97)
-        assert [(d.code, d.message.split()[1]) for d in result.diagnostics] == [
-            ("part-not-reassembled", f"provider_specific_fields.{key}") for key in unkept
-        ]
+        assert result.codes() == []
         kept = [block for block in result.reasoning if block.item_id is not None]
         assert [(b.item_id, b.summary, b.encrypted_content, b.text) for b in kept] == [
             ("rs_1", ("Look it up.",), "gAAAAB-enc", "")

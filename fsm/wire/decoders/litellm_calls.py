@@ -11,15 +11,19 @@ in ``tool_calls``. Through LiteLLM's SDK and its proxy alike:
   it until the block stops), but a call opened here and never given whole (a stream cut inside the
   block, at ``max_tokens``) is reported as cut, under its name, not lost.
 
+Two keys LiteLLM reads back on the next request's assistant message are kept as they last came
+(``Result.provider_fields``; policy litellm-fields-said): ``openai_responses_replay``, its Responses
+bridge's record of the order of the turn's output items with a checksum of the chat message they
+make, and ``phase``. ``fsm.messages`` sends them back in the openai-chat message's
+``provider_specific_fields``, where LiteLLM replays the items exactly when the checksum matches the
+message (fsm's rebuilt message does: the same text, calls and reasoning items).
+
 Every other key with a value is reported once a stream (``part-not-reassembled``, at the event that
 first carries it; policy litellm-fields-said), unless it is a copy of what the delta holds itself:
 the same key as one of the delta's, or a copy of the reasoning LiteLLM also writes as the delta's
 ``reasoning_content`` and ``thinking_blocks`` (``thinking_blocks``, ``reasoning_content``, and
-Bedrock Converse's ``reasoningContent`` block), which the decoder reads where they stand. So
-``openai_responses_replay`` (the order of the output items of a turn LiteLLM served from the
-Responses API, with a checksum of the message it belongs to) and ``phase`` are said, not passed in
-silence: no Result field holds them, and the next request LiteLLM builds from fsm's message falls
-back to its ``reasoning_items`` and calls.
+Bedrock Converse's ``reasoningContent`` block), which the decoder reads where they stand: no key
+passes in silence.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fsm.errors import RemoteProtocolError
-from fsm.events import ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event
+from fsm.events import ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, ProviderFields
 from fsm.wire.decoders._wire import dumps
 
 LITELLM_FIELDS = "provider_specific_fields"
@@ -36,6 +40,8 @@ LITELLM_FIELDS = "provider_specific_fields"
 
 _READ = frozenset(("server_tool_calls", "web_search_calls"))
 """The keys of ``provider_specific_fields`` read here."""
+KEPT_FIELDS = ("openai_responses_replay", "phase")
+"""The keys kept as they came and sent back (``Result.provider_fields``)."""
 _COPIES = frozenset(("thinking_blocks", "reasoning_content", "reasoningContent"))
 """Its keys that copy the reasoning LiteLLM gives the delta itself (``reasoningContent``: the
 Converse block its Bedrock route reads ``reasoning_content`` and ``thinking_blocks`` from)."""
@@ -57,8 +63,17 @@ class ServerCalls:
         its other keys said (policy litellm-fields-said)."""
         if not isinstance(fields, Mapping):
             return []
+        kept = {key: fields[key] for key in KEPT_FIELDS if not _empty(fields.get(key))}
+        events: list[Event] = [ProviderFields(kept)] if kept else []
         for key, value in fields.items():
-            if key in _READ or key in _COPIES or key in self.told or _empty(value) or key in delta:
+            if (
+                key in _READ
+                or key in KEPT_FIELDS
+                or key in _COPIES
+                or key in self.told
+                or _empty(value)
+                or key in delta
+            ):
                 continue
             self.told.add(key)
             named = key if isinstance(key, str) else repr(key)
@@ -66,7 +81,6 @@ class ServerCalls:
                 "part-not-reassembled",
                 f"LiteLLM's provider_specific_fields.{named} is not kept: no Result field holds it",
             )
-        events: list[Event] = []
         opened = fields.get("web_search_calls")
         for call_id, item in opened.items() if isinstance(opened, Mapping) else ():
             if isinstance(call_id, str) and call_id and call_id not in self.read:
