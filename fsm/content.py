@@ -1,16 +1,14 @@
-"""What a turn said besides its tool calls: text (with its citations), reasoning, usage and the
-results of the provider's own tools, accumulated from the decoders' :class:`~fsm.events.TextDelta`,
-:class:`~fsm.events.ReasoningDelta`, :class:`~fsm.events.UsageReport` and
-:class:`~fsm.events.ServerResultBlock`.
+"""What a turn said besides its tool calls: text (with its citations), reasoning, usage and the results of the
+provider's own tools, accumulated from the decoders' :class:`~fsm.events.TextDelta`,
+:class:`~fsm.events.ReasoningDelta`, :class:`~fsm.events.UsageReport` and :class:`~fsm.events.ServerResultBlock`.
 
-Kept apart from the engine on purpose: none of it bears on a call's identity or arguments, so the
-slot machine never sees it and the tool-call path pays nothing for it.
+Kept apart from the engine on purpose: none of it bears on a call's identity or arguments, so the slot machine never
+sees it and the tool-call path pays nothing for it.
 
-Where the wire's thought and text parts go back apart, in their places among the calls (Gemini: a
-signature must go back on the part it came on), the facade gives :meth:`TurnContent.place_by` the
-count of calls opened so far: each new reasoning block and text part then takes the next place in
-the turn, counted over those parts and the calls (:attr:`fsm.results.TextPart.place`).
-"""
+Where the wire's thought and text parts go back apart, in their places among the calls (Gemini: a signature must go back
+on the part it came on), the facade gives :meth:`TurnContent.place_by` the count of calls opened so far: each new
+reasoning block and text part then takes the next place in the turn, counted over those parts and the calls
+(:attr:`fsm.results.TextPart.place`)."""
 
 from __future__ import annotations
 
@@ -24,6 +22,7 @@ from fsm.events import (
     CompactionBlock,
     ContainerReport,
     HeldPiece,
+    ProviderFields,
     ReasoningDelta,
     ServerResultBlock,
     TextDelta,
@@ -49,14 +48,15 @@ of empty blocks is bounded as their text would be (at one it held some 240 bytes
 
 
 class TurnContent:
-    """The accumulator the facade keeps beside the engine. Made for every stream, and most streams
-    carry little or no text or reasoning: the fields start as class defaults and each container is
-    made by the first piece that needs it."""
+    """The accumulator the facade keeps beside the engine. Made for every stream, and most streams carry little or no
+    text or reasoning: the fields start as class defaults and each container is made by the first piece that needs it.
+    """
 
     text_signature: str | None = None
     text_output_index: int | None = None
     usage: dict[str, Any] | None = None
     container: dict[str, Any] | None = None
+    provider_fields: dict[str, Any] | None = None
     _text: list[str] | None = None
     _refusal: list[str] | None = None
     _blocks: dict[int | str, Block] | None = None
@@ -104,10 +104,8 @@ class TurnContent:
             if event.refusal:
                 if self.heard is not None and text:
                     self.heard(ContentDelta("refusal", text))
-                if self._refusal is None:
-                    self._refusal = [text]
-                else:
-                    self._refusal.append(text)
+                refused = self._refusal = self._refusal or []
+                refused.append(text)
                 if event.part is not None:  # a Responses message's refusal part: it goes back in that message
                     self._refused(event.part, text, event.output_index)
                 return
@@ -164,12 +162,14 @@ class TurnContent:
                 pieces[key] = pieces.get(key, 0) + event.chars
         elif type(event) is ContainerReport:
             self.container = dict(event.container)  # the latest word (a message_delta's, after the start's)
+        elif type(event) is ProviderFields:
+            self.take(chars_held(event.fields))
+            self.provider_fields = {**(self.provider_fields or {}), **event.fields}
         elif type(event) is CompactionBlock:
             self.take(chars_held(event.block))
-            if self._compactions is None:
-                self._compactions = {}
+            compactions = self._compactions = self._compactions or {}
             # by place: a delta's block replaces its start's; one without a place, the latest such
-            self._compactions[event.output_index] = Compaction(dict(event.block), event.output_index)
+            compactions[event.output_index] = Compaction(dict(event.block), event.output_index)
 
     def said(self, text: str, reasoning: str) -> None:
         """What ``apply(TextDelta(text))`` then ``apply(ReasoningDelta(None, reasoning))`` do (each text not empty),

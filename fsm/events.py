@@ -283,22 +283,27 @@ class ContainerReport:
     container: dict[str, Any]
 
 
-Event = (
-    CallSeen
-    | ArgumentsFragment
-    | ArgumentsSnapshot
-    | CallEnd
-    | StreamEnd
-    | TextDelta
+@attrs.frozen(slots=True)
+class ProviderFields:
+    """Fields a provider wants back as it gave them on the next request's assistant message:
+    LiteLLM's ``provider_specific_fields`` keys its Responses bridge reads back
+    (``openai_responses_replay``, ``phase``). A later piece's keys replace the earlier's."""
+
+    fields: dict[str, Any]
+
+
+TurnEvent = (
+    TextDelta
     | ReasoningDelta
     | UsageReport
     | ServerResultBlock
     | HeldPiece
     | ContainerReport
     | CompactionBlock
+    | ProviderFields
 )
-TurnEvent = TextDelta | ReasoningDelta | UsageReport | ServerResultBlock | HeldPiece | ContainerReport | CompactionBlock
 """An event about what the turn said besides its calls (one of TURN_CONTENT_TYPES)."""
+Event = CallSeen | ArgumentsFragment | ArgumentsSnapshot | CallEnd | StreamEnd | TurnEvent
 TURN_CONTENT_TYPES: tuple[type, ...] = (
     TextDelta,
     ReasoningDelta,
@@ -307,6 +312,7 @@ TURN_CONTENT_TYPES: tuple[type, ...] = (
     HeldPiece,
     ContainerReport,
     CompactionBlock,
+    ProviderFields,
 )
 """Events about what the turn said besides its calls: accumulated by the facade, never by the engine."""
 EVENT_TYPES: tuple[type, ...] = (

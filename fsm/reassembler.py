@@ -511,6 +511,7 @@ class Reassembler:
             content.container,
             compactions,
             declined,
+            content.provider_fields,
         )
         vouch(self._closed)  # made of decoded and checked events only: fsm.messages need not read it again
         if ledger.deferred is not None and not failed_before:

@@ -243,37 +243,32 @@ class Result:
     output_index); empty where the text is one (every other provider)."""
     raw_finish_reason: str | None = None
     """The provider's own word for the finish that stands (the first), before it was normalised into
-    :attr:`finish_reason`: Gemini's ``STOP``, ``MAX_TOKENS``, ``SAFETY``, ``RECITATION`` or
-    ``MALFORMED_FUNCTION_CALL``, Anthropic's ``end_turn``, ``max_tokens``, ``refusal`` or
-    ``model_context_window_exceeded``, Bedrock's ``guardrail_intervened`` or ``content_filtered``,
-    Cohere's ``MAX_TOKENS``, Ollama's ``done_reason``, a chat chunk's ``finish_reason`` as sent,
-    Responses' ``completed`` or ``incomplete: <incomplete_details.reason>`` (``incomplete`` alone
-    when it gives no reason), and for an error its kind (policy error-kind): a Bedrock exception's
-    name, an Anthropic error's ``type`` (``overloaded_error``, ``invalid_request_error``), an OpenAI
-    chat error's ``code``, else its ``type`` (else an integer ``code`` as written, OpenRouter's
-    ``502``), a Gemini error's ``status`` (``RESOURCE_EXHAUSTED``), a Responses error's event type
-    and its ``code`` (``response.failed: server_error``; the event type alone without one). None
-    when the stream gave no finish, or an error that named no kind (a string, an object with only
-    a message). At most 100 characters, then how long it was."""
+    :attr:`finish_reason`: Gemini's ``STOP``, ``MAX_TOKENS``, ``SAFETY``, ``RECITATION`` or ``MALFORMED_FUNCTION_CALL``,
+    Anthropic's ``end_turn``, ``max_tokens``, ``refusal`` or ``model_context_window_exceeded``, Bedrock's
+    ``guardrail_intervened`` or ``content_filtered``, Cohere's ``MAX_TOKENS``, Ollama's ``done_reason``, a chat chunk's
+    ``finish_reason`` as sent, Responses' ``completed`` or ``incomplete: <incomplete_details.reason>`` (``incomplete``
+    alone when it gives no reason), and for an error its kind (policy error-kind): a Bedrock exception's name, an
+    Anthropic error's ``type`` (``overloaded_error``, ``invalid_request_error``), an OpenAI chat error's ``code``, else
+    its ``type`` (else an integer ``code`` as written, OpenRouter's ``502``), a Gemini error's ``status``
+    (``RESOURCE_EXHAUSTED``), a Responses error's event type and its ``code`` (``response.failed: server_error``; the
+    event type alone without one). None when the stream gave no finish, or an error that named no kind (a string, an
+    object with only a message). At most 100 characters, then how long it was."""
     finish_message: str | None = None
     """What the provider said beside that finish, in its own words: Gemini's ``finishMessage``, a
     Claude refusal's ``stop_details`` (its category and explanation), OpenRouter's
     ``native_finish_reason`` (as ``native_finish_reason "SAFETY"``), an error's message. None when
     it said nothing. At most 1,000 characters, then how long it was."""
     refusal: str | None = None
-    """What the model said to refuse, where the wire keeps a refusal apart from the text (OpenAI's
-    ``refusal``, in a chat delta or a Responses message's refusal part; the finish is then ``stop``):
-    None when it refused nothing. It goes back as the refusal in the ``"openai-chat"`` and
-    ``"openai-responses"`` next turns."""
+    """What the model said to refuse, where the wire keeps a refusal apart from the text (OpenAI's ``refusal``, in a
+    chat delta or a Responses message's refusal part; the finish is then ``stop``): None when it refused nothing. It
+    goes back as the refusal in the ``"openai-chat"`` and ``"openai-responses"`` next turns."""
     server_tool_results: tuple[ServerToolResult, ...] = ()
-    """The results of :attr:`server_tool_calls` (Anthropic's result blocks, and its container_upload,
-    mcp_tool_listing, fallback and connector_text blocks, of no call; Gemini's codeExecutionResult
-    and toolResponse parts), in order."""
+    """The results of :attr:`server_tool_calls` (Anthropic's result blocks, and its container_upload, mcp_tool_listing,
+    fallback and connector_text blocks, of no call; Gemini's codeExecutionResult and toolResponse parts), in order."""
     container: dict[str, Any] | None = None
-    """The container the provider ran code in, as it last described it (Anthropic's code execution:
-    its ``id`` and ``expires_at``), or None. The next request names it (Anthropic's ``container``
-    parameter: the ``id``) to go on in the same container, with its files; a turn continued after
-    ``pause_turn`` must."""
+    """The container the provider ran code in, as it last described it (Anthropic's code execution: its ``id`` and
+    ``expires_at``), or None. The next request names it (Anthropic's ``container`` parameter: the ``id``) to go on in
+    the same container, with its files; a turn continued after ``pause_turn`` must."""
     compactions: tuple[Compaction, ...] = ()
     """The summaries of the context the provider compacted in this turn (Anthropic's ``compaction``
     blocks, context management), each as it last came: the ``"anthropic"`` next turn sends each
@@ -282,6 +277,12 @@ class Result:
     """Client calls a model made before it declined and a fallback model went on (Claude's
     ``tool_use`` blocks before the turn's last ``fallback`` block: policy fallback-declined-calls):
     not in :attr:`calls`, never to run, and not sent back (Anthropic wants neither them nor a result)."""
+    provider_fields: dict[str, Any] | None = None
+    """What the provider wants back as it gave it on the next request's assistant message, or None:
+    LiteLLM's ``provider_specific_fields`` keys ``openai_responses_replay`` (its Responses bridge's
+    record of the turn's output items, with a checksum of the message) and ``phase``, each as it last
+    came (policy litellm-fields-said). The ``"openai-chat"`` next turn sends them back in the
+    message's ``provider_specific_fields``, where LiteLLM reads them."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:
@@ -396,4 +397,4 @@ build_call_opened = positional(CallOpened)
 build_arguments_delta = positional(ArgumentsDelta)
 build_call_finished = positional(CallFinished)
 build_diagnostic = positional(Diagnostic)
-build_result = positional(Result)  # once per stream, but its nineteen fields are most of what close() costs
+build_result = positional(Result)  # once per stream, but its twenty fields are most of what close() costs

@@ -23,6 +23,7 @@ from fsm.events import (
     CompactionBlock,
     ContainerReport,
     HeldPiece,
+    ProviderFields,
     ReasoningDelta,
     ServerResultBlock,
     StreamEnd,
@@ -89,6 +90,7 @@ def _an_instance(cls: type) -> Any:
         HeldPiece: HeldPiece(3, 2, True),
         ContainerReport: ContainerReport({"id": "container_1"}),
         CompactionBlock: CompactionBlock({"type": "compaction"}, 0),
+        ProviderFields: ProviderFields({"phase": "commentary"}),
     }[cls]
 
 

@@ -12,10 +12,15 @@ goes back as ``thinking``, its blocks' text joined.
 
 **Cohere** takes ``tool_calls: [{"id", "type": "function", "function": {"name", "arguments"}}]``,
 the arguments as JSON text, and answers ``{"role": "tool", "tool_call_id", "content"}`` with the
-output as text. The plan the model streamed before its calls (``tool-plan-delta``, read as the
-turn's reasoning) goes back as ``tool_plan``, and so does text said beside calls, after the plan:
-Cohere refuses text ``content`` in a message that makes calls. A turn without calls sends its
-text as ``content``.
+output as text. The plan the model streamed before its calls (``tool-plan-delta``, read as a
+reasoning block with no ``output_index``) goes back as ``tool_plan``, and so does text said beside
+calls, after the plan: Cohere refuses text ``content`` in a message that makes calls. A reasoning
+model's thinking (a block with an ``output_index``: its content index) goes back apart from the
+plan, as ``{"type": "thinking", "thinking"}`` items of ``content``, one per block in order (policy
+cohere-thinking-apart): Cohere's own tool-use guide for Command A Reasoning appends the response's
+message, its ``content`` a thinking item beside its ``tool_calls``, to the next request, and that
+request is answered. A turn without calls sends its text as ``content``: a string, or after the
+thinking items a ``{"type": "text"}`` item when there are some.
 
 Neither has a flag for a failed tool: there the output itself must say it.
 """
@@ -46,10 +51,17 @@ def ollama_result(call: ToolCall, output: Any) -> Message:
 
 def cohere_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     message: Message = {"role": "assistant"}
+    thinking: list[dict[str, Any]] = [
+        {"type": "thinking", "thinking": r.text} for r in result.reasoning if r.output_index is not None and r.text
+    ]
     if not calls:
-        message["content"] = result.text
+        said = [{"type": "text", "text": result.text}] if result.text else []
+        message["content"] = thinking + said if thinking else result.text
         return message
-    plan = "\n\n".join(part for part in ("".join(r.text for r in result.reasoning), result.text) if part)
+    if thinking:  # (policy cohere-thinking-apart)
+        message["content"] = thinking
+    planned = "".join(r.text for r in result.reasoning if r.output_index is None)
+    plan = "\n\n".join(part for part in (planned, result.text) if part)
     if plan:
         message["tool_plan"] = plan
     message["tool_calls"] = [

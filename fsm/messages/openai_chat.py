@@ -17,7 +17,11 @@ joined; by default none is sent.
 
 A Responses reasoning item (LiteLLM's ``reasoning_items``, which its chat stream served from the
 Responses API carries on the last chunk) goes back as LiteLLM takes it, in ``reasoning_items``:
-its ``id``, ``summary`` and ``encrypted_content``."""
+its ``id``, ``summary`` and ``encrypted_content``. The record LiteLLM gave with them of the turn's
+output items (``openai_responses_replay``, and ``phase``: :attr:`~fsm.results.Result.provider_fields`)
+goes back in ``provider_specific_fields`` as it came, where LiteLLM replays the items exactly when
+its checksum matches the message: the same text, calls and reasoning items (policy
+litellm-fields-said)."""
 
 from __future__ import annotations
 
@@ -58,6 +62,8 @@ def openai_chat_message(result: Result, calls: tuple[ToolCall, ...], reasoning_f
         message["reasoning_items"] = items
     if calls:
         message["tool_calls"] = [_call(call) for call in calls]
+    if result.provider_fields:
+        message["provider_specific_fields"] = dict(result.provider_fields)
     return message
 
 

@@ -3,9 +3,12 @@
 ``tool-call-start`` opens a call at ``index`` (``delta.message.tool_calls`` is one object here, not a
 list), ``tool-call-delta`` appends argument text (often pretty-printed), ``tool-call-end`` ends it,
 and ``message-end`` carries the finish reason. ``tool-plan-delta`` pieces (the plan the model writes
-before its calls) are its reasoning: one block, which fsm.messages sends back as ``tool_plan``; so
-are a reasoning model's ``thinking`` content pieces (Command A Reasoning: a ``content-delta`` whose
-content holds ``thinking``, not ``text``), in the same block, in the order they came. A
+before its calls) are its reasoning: one block of their own, with no ``output_index`` (the plan is
+no content item), which fsm.messages sends back as ``tool_plan``. A reasoning model's ``thinking``
+content pieces (Command A Reasoning: a ``content-delta`` whose content holds ``thinking``, not
+``text``) are a block apart, one per content index, whose ``output_index`` is that index (0 for a
+piece that names none): fsm.messages sends it back as a ``thinking`` content item (policy
+cohere-thinking-apart). They were one block with the plan, glued (``Let me thinkI will call``). A
 delta at an index no ``tool-call-start`` opened (or after its ``tool-call-end``) opens a call of its
 own, reported (``unopened-call``). A ``message-end`` ``error`` ends the stream with its message (an
 object's ``message``, as every wire's); beside a finish reason that is not one of error (``ERROR``,
@@ -54,6 +57,9 @@ _FORM_TEXT = ("delta", "message", "tool_calls", "function", "arguments")
 _SAID_TEXT = ("delta", "message", "content", "text")
 _SAID_PLAN = ("delta", "message", "tool_plan")
 """Where a ``content-delta`` event holds its text, and a ``tool-plan-delta`` its plan."""
+PLAN_BLOCK = -1
+"""The tool plan's block: a key no thinking piece's takes (Cohere's content indexes count from 0; a
+thinking piece at -1 would share it, read as one block as every piece was before)."""
 
 
 class CohereDecoder:
@@ -101,7 +107,8 @@ class CohereDecoder:
             if piece:
                 return [TextDelta(piece)]
             thought = text(content.get("thinking"), "content.thinking")  # a reasoning model's thinking block
-            return [ReasoningDelta(0, thought)] if thought else []
+            at = 0 if at is None else at  # (policy cohere-thinking-apart: a content item, at its index)
+            return [ReasoningDelta(at, thought, output_index=at)] if thought else []
         if kind == "citation-start":  # a citation of the text: reported, where it was read past in silence
             cited = mapping(mapping(delta.get("message"), "delta.message").get("citations"), "citations")
             if cited:  # (the text streams in no part to keep it on, and fsm.messages sends Cohere none)
@@ -110,7 +117,7 @@ class CohereDecoder:
             return []
         if kind == "tool-plan-delta":
             plan = text(mapping(delta.get("message"), "delta.message").get("tool_plan"), "tool_plan")
-            return [ReasoningDelta(0, plan)] if plan else []
+            return [ReasoningDelta(PLAN_BLOCK, plan)] if plan else []
         if not kind.startswith(_QUIET):
             diagnose("unknown-event", f"Cohere event type {kind!r}")
         return []
@@ -172,7 +179,7 @@ class CohereDecoder:
         if kind == "content-delta":
             content.said(piece, "")  # apply(TextDelta(piece)): no part, no signature
         else:
-            content.reasoned(0, piece, None)  # apply(ReasoningDelta(0, plan))
+            content.reasoned(PLAN_BLOCK, piece, None)  # apply(ReasoningDelta(PLAN_BLOCK, plan))
         return True
 
     def form_of(self, payload: dict[str, Any]) -> FormSpec:

@@ -7,11 +7,14 @@ nor ``done`` is not this wire shape: ``unknown-event``. An ``error`` ends the st
 ``message`` or ``done`` it comes after what they say, which is read first (policy error-beside-finish,
 as an OpenAI chat error beside choices): the line's calls and text stand, and a finish it gave first.
 
-A whole call (its ``arguments`` an object) that carries neither ``function.index`` nor ``id`` is
-numbered by its order among the stream's calls (policy ollama-calls-in-order): Ollama sends each
-call once, whole, one call a line, and the ollama client's ``Message.ToolCall`` keeps neither field,
-so its position in its line (0 on every line) would make a second call of the same name and
-arguments on a later line look like a resend of the first, which policy ``identical_text`` drops.
+A whole call (its ``arguments`` an object) that carries no ``id``, and either no
+``function.index`` or one an earlier call of the stream already took, is numbered by its order
+among the stream's calls (policy ollama-calls-in-order): Ollama sends each call once, whole, one
+call a line. The ollama client's ``Message.ToolCall`` keeps neither field, so its position in its
+line (0 on every line) would make a second call of the same name and arguments on a later line look
+like a resend of the first, which policy ``identical_text`` drops; and some servers number every
+line's call 0, which does the same. A fresh index is kept as the wire gave it; a call with an id,
+or with arguments as text (which may go on), is left to the registry.
 """
 
 from __future__ import annotations
@@ -62,8 +65,8 @@ class OllamaDecoder:
             at = index(function.get("index", call.get("index")), f"tool_calls[{position}].function.index")
             said_id = text(call.get("id"), "id")
             arguments = function.get("arguments")
-            if at is None and not said_id and not isinstance(arguments, str):  # a whole call (text may go on)
-                at = self._next
+            if (at is None or at < self._next) and not said_id and not isinstance(arguments, str):
+                at = self._next  # a whole call, never resent: an index taken before is another call's
             self._next = max(self._next, at + 1) if at is not None else self._next
             ref = build_call_ref(at, said_id, text(function.get("name"), "name"), position)
             if isinstance(arguments, str):

@@ -121,7 +121,7 @@ class OpenAIChatDecoder:
                 self._calls(delta, events, diagnose)
                 if delta.get(LITELLM_FIELDS):
                     self._served = self._served or ServerCalls()
-                    events += self._served.events(delta[LITELLM_FIELDS])
+                    events += self._served.events(delta[LITELLM_FIELDS], delta, diagnose)
             elif delta is not None:
                 raise RemoteProtocolError("delta is not an object")
             finish = choice.get("finish_reason")
