@@ -5,6 +5,8 @@ signatures as OpenRouter entries, LangChain's source provider). Each test failed
    next OpenRouter message sent the entry twice, and Gemini got a thought part of no text signed with a call's
    signature (two signatures resent in turn: a block per resend, 40000 for 40000 entries). Policy
    signatures-kept-apart: the same item's signature again goes to that item's block under the index, its latest word.
+2. The same signature named by a second call's id took the first call's block over: the first call went back to
+   Gemini unsigned, in silence. Two items' ids (neither missing) keep two blocks, though the signature is one.
 """
 
 from __future__ import annotations
@@ -52,6 +54,13 @@ def test_a_signature_resent_under_its_index_goes_back_once(case: str, piece: int
     assert gemini[0] == ("thought", "OWN" if "OWN" in signed else None)
     assert details[1:] == [("reasoning.encrypted", data, item) for data, item in distinct]
     assert result.codes() == []
+
+
+def test_one_signature_named_by_two_calls_signs_both() -> None:
+    """Before: one block ``S tool_2``, and tool_1 went back to Gemini unsigned."""
+    result = _read(_turn(_signed("S", "tool_1"), _signed("S", "tool_2")), None)
+    assert [(r.signature, r.item_id) for r in result.reasoning] == [("S", "tool_1"), ("S", "tool_2")]
+    assert _next_turns(result)[0] == [("thought", None), ("tool_1", "S"), ("tool_2", "S")]
 
 
 def test_the_same_signature_without_the_id_is_still_a_resend() -> None:
