@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import fsm
+from fsm.reemit import DeltaEmitter
 from tests.test_reemit_leftovers99 import _entry as _signed
 from tests.test_reemit_leftovers99 import _openrouter_two_signed as _turn
 from tests.test_reemit_leftovers99 import _read as _read_bytes
@@ -67,3 +68,24 @@ def test_the_same_signature_without_the_id_is_still_a_resend() -> None:
     """What the fix keeps: a resend naming no id is the block's own again (no block of its own)."""
     result = _read(_turn(_signed("S", "tool_1"), _signed("S")), None)
     assert [(r.signature, r.item_id) for r in result.reasoning] == [("S", "tool_1")]
+
+
+def _reemitted(turn: list[dict[str, Any]]) -> tuple[fsm.Result, fsm.Result]:
+    reader = fsm.Reassembler("openai-chat", content_deltas=True)
+    emitter = DeltaEmitter(reasoning_blocks="reasoning_details", source="openai-chat")
+    chunks = [c for event in turn for c in emitter.chunks(reader.feed(event))]
+    source = reader.close()
+    chunks += [*emitter.chunks(reader.drain()), emitter.finish(source)]
+    return source, _read(chunks, None)
+
+
+@pytest.mark.parametrize("how", ["resent with it", "told by a piece of no signature"])
+def test_a_gemini_signatures_id_told_after_it_is_re_emitted(how: str) -> None:
+    """Before: under ``reasoning_details`` the id a signed Gemini block learnt after its signature did not go out:
+    read back the block named no call, and the call went back to Gemini unsigned, its signature on the thought."""
+    later = _signed("S1", "tool_1") if how == "resent with it" else {**_signed("", "tool_1"), "type": "reasoning.text"}
+    source, back = _reemitted(_turn(_signed("S1") | {"index": 1}, later | {"index": 1}))
+    assert [(r.signature, r.item_id) for r in source.reasoning] == [(None, None), ("S1", "tool_1")]
+    assert [(r.signature, r.item_id) for r in back.reasoning] == [(None, None), ("S1", "tool_1")]
+    assert _next_turns(back) == _next_turns(source)
+    assert _next_turns(back)[0] == [("thought", None), ("tool_1", "S1"), ("tool_2", None)]
