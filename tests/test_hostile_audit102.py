@@ -1,5 +1,6 @@
 """Audit 102 of merge 5addebf (task 99: signatures kept apart under one ``reasoning_details`` index, Gemini call
-signatures as OpenRouter entries, LangChain's source provider). Each test failed before its fix.
+signatures as OpenRouter entries, LangChain's source provider). Each test failed before its fix, but the one that
+says what a fix keeps.
 
 1. A signature resent under an index after another item's was set apart there built one more block each time: the
    next OpenRouter message sent the entry twice, and Gemini got a thought part of no text signed with a call's
@@ -7,6 +8,9 @@ signatures as OpenRouter entries, LangChain's source provider). Each test failed
    signatures-kept-apart: the same item's signature again goes to that item's block under the index, its latest word.
 2. The same signature named by a second call's id took the first call's block over: the first call went back to
    Gemini unsigned, in silence. Two items' ids (neither missing) keep two blocks, though the signature is one.
+3. Under ``DeltaEmitter(reasoning_blocks="reasoning_details")`` the id a Gemini-format block learnt after its
+   signature did not go out: read back the block named no call, and the call went back to Gemini unsigned. It goes
+   out alone, on an empty ``reasoning.text`` entry (policy gemini-signature-encrypted).
 """
 
 from __future__ import annotations
