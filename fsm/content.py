@@ -62,7 +62,7 @@ class TurnContent:
     _blocks: dict[int | str, Block] | None = None
     _latest: int | str | None = None
     _anonymous = 0
-    _renamed: dict[int | str | None, str] | None = None  # a wire index whose latest block is another's (signs_apart)
+    _renamed: dict[Any, int | str | None] | None = None  # a wire index's latest block; (index, item id)'s: _apart
     _parts: dict[int, Part] | None = None
     _server_results: list[ServerToolResult] | None = None
     _compactions: dict[int | None, Compaction] | None = None
@@ -113,10 +113,8 @@ class TurnContent:
             if text or (
                 event.item_id is None and event.status is None and event.phase is None and event.citation is None
             ):
-                if self._text is None:
-                    self._text = [text]
-                else:
-                    self._text.append(text)
+                said = self._text = self._text or []
+                said.append(text)
                 if self.heard is not None and text:
                     self.heard(ContentDelta("text", text))
                 if event.signature:
@@ -136,7 +134,7 @@ class TurnContent:
             if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
                 text = self._unicode(("reasoning", event.block), text, None, event.output_index)
             block = self._block(event.block)
-            block = self._block(event.block, apart=True) if signs_apart(block, event) else block  # policy: signs_apart
+            block = self._apart(event.block, block, event.item_id) if signs_apart(block, event) else block
             if event.format is not None and event.format != block.format:  # OpenRouter sends it with each piece
                 self.take(len(event.format))
             block.add(event, text, self.heard)
@@ -149,8 +147,7 @@ class TurnContent:
         elif type(event) is ServerResultBlock:
             counted = self._pieces.pop((False, event.output_index), 0) if self._pieces else 0
             self.take(max(0, chars_held(event.block) - counted))  # what its pieces were not counted for
-            if self._server_results is None:
-                self._server_results = []
+            self._server_results = self._server_results or []
             # A wire whose parts are placed (Gemini's code results) gives it no index: its place is its index.
             at = event.output_index if event.output_index is not None else self._place()
             self._server_results.append(ServerToolResult(event.block, at))
@@ -214,8 +211,7 @@ class TurnContent:
             self.heard(ContentDelta("text", text))
         if self.text_output_index is None:
             self.text_output_index = output_index
-        parts = self._parts
-        found = parts.get(part) if parts is not None else None
+        found = self._parts.get(part) if self._parts is not None else None
         if found is None:
             found = self._part(part, output_index)
         found.text.append(text)
@@ -240,21 +236,16 @@ class TurnContent:
         """What ``apply(UsageReport(usage))`` does (a report that replaces), without the event."""
         self.usage = dict(usage)
 
-    def _block(self, wire_key: int | None, apart: bool = False) -> Block:
+    def _block(self, wire_key: int | None) -> Block:
         if self._high is not None:  # another block's half pair has no partner: its U+FFFD goes before
             self.settle(("reasoning", wire_key))
-        blocks = self._blocks
-        if blocks is None:
-            blocks = self._blocks = {}
+        blocks = self._blocks = self._blocks if self._blocks is not None else {}
         key: int | str | None = wire_key if self._renamed is None else self._renamed.get(wire_key, wire_key)
-        if key is None or apart:
-            if not apart and self._latest is not None:
+        if key is None:
+            if self._latest is not None:
                 return blocks[self._latest]
             self._anonymous += 1
             key = f"#{self._anonymous}"  # a key of its own, which no provider's block index or item id can equal
-            if apart:  # the wire's later pieces of that index build the new block
-                self._renamed = self._renamed if self._renamed is not None else {}
-                self._renamed[wire_key] = key
         block = blocks.get(key)
         if block is None:
             self.take(BLOCK_CHARS)  # a block holds its own fields, though it be given no text
@@ -263,10 +254,18 @@ class TurnContent:
         self._latest = key
         return block
 
+    def _apart(self, wire_key: int | None, latest: Block, item_id: str | None) -> Block:
+        """Policy signatures-kept-apart: ``item_id``'s block at ``wire_key`` (a resend goes there), or a new one."""
+        renamed = self._renamed = self._renamed if self._renamed is not None else {}
+        renamed.setdefault((wire_key, latest.item_id), self._latest)  # the tuples: each item's block under the index
+        known, blocks = renamed.get((wire_key, item_id)), self._blocks or {}
+        if known is None or blocks[known].item_id != item_id:  # (or a later piece named its block another item)
+            self._anonymous += 1
+            known = renamed[wire_key] = renamed[(wire_key, item_id)] = f"#{self._anonymous}"
+        return blocks[known] if known in blocks else self._block(wire_key)
+
     def _part(self, key: int, output_index: int | None) -> Part:
-        parts = self._parts
-        if parts is None:
-            parts = self._parts = {}
+        parts = self._parts = self._parts if self._parts is not None else {}
         part = parts.get(key)
         if part is None:
             self.take(BLOCK_CHARS)  # a part holds its own fields, though it be given no text

@@ -41,10 +41,11 @@ def signs_apart(block: Block, piece: ReasoningDelta) -> bool:
     for another item (an id the block's is not: OpenRouter names a Gemini call's signature by the
     call's id, under the index of the thought before it; two calls', or the thought's own and then a
     call's, come so under one index). It builds a block of its own, so neither signature is lost
-    and each keeps its id; the same item's signature again is its latest word, and replaces it."""
-    return bool(
-        piece.signature and block.signature and piece.signature != block.signature and piece.item_id != block.item_id
-    )
+    and each keeps its id; the same item's signature again is its latest word, and replaces it. One
+    signature two items name (neither id missing) is two items' too: each call keeps it (audit 102)."""
+    if not (piece.signature and block.signature) or piece.item_id == block.item_id:
+        return False
+    return piece.signature != block.signature or (piece.item_id is not None and block.item_id is not None)
 
 
 class Block:

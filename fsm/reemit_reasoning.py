@@ -32,9 +32,12 @@ holding it in ``data`` (with the ``id`` it came with), where the block is of Gem
 own, or its source's): OpenRouter sends a Gemini thought signature so (charmbracelet/fantasy's
 recorded streams of Gemini 3 through OpenRouter: the text a ``reasoning.text`` entry, the signature a
 ``reasoning.encrypted`` one of the same index, a call's naming the call's id), and the chat decoder
-reads such an entry back as the block's signature. Any other block's signature goes out on a text
-entry of its own, empty, as OpenRouter sends Claude's; encrypted content a Gemini block holds (read
-from an entry that named no format) goes out naming none, so that it reads back as what it was.
+reads such an entry back as the block's signature; an id such a block learns after its signature
+goes out alone, on an empty ``reasoning.text`` entry (a resend of the signature naming it reads back
+as another item's where the block named one before: policy signatures-kept-apart). Any other block's
+signature goes out on a text entry of its own, empty, as OpenRouter sends Claude's; encrypted content a
+Gemini block holds (read from an entry that named no format) goes out naming none, so that it reads
+back as what it was.
 
 A signature, data, id or format holding a lone surrogate goes out as its ``\\udXXX`` escape (policy
 emitted-lone-surrogate: no chunk holding one can be written as UTF-8); the text holds none (the
@@ -185,6 +188,8 @@ class BlockEmitter:
             entries.append(self._entry(data, "reasoning.encrypted", **held))
         elif "signature" in changed:
             entries.append(self._entry(data, kind, **{_TEXT_KEYS[kind]: "", "signature": sendable(data.signature)}))
+        elif "item_id" in changed and gemini and data.signature:  # an id told after the signature
+            entries.append(self._entry(data, "reasoning.text", text="", id=sendable(data.item_id)))
         if "redacted" in changed:
             entries.append(self._entry(data, "reasoning.encrypted", _CLAUDE, data=sendable(data.redacted)))
         if changed & ({"encrypted_content"} if gemini and data.signature else {"encrypted_content", "item_id"}):
