@@ -1,0 +1,36 @@
+"""Hostile audit 103 of merge 448e581 (helper 97's gaps97): each test failed before its fix.
+
+1. Ollama (policy ollama-calls-in-order): a call streamed as argument text, then given whole at its
+   index, is one call (its snapshot): it was renumbered as another call, the text left invalid.
+2. ``result_to_json`` puts the result's JSON values back as they are: LiteLLM's provider fields (and
+   a container) nested past Python's stack raised RecursionError, an exception none of fsm's.
+3. Gemini (policy will-continue-responses): a response that goes on with one before it is no text,
+   so a response to another call after it is not ``result-after-text`` (which repair never fixed).
+4. Cohere (policy cohere-thinking-apart): thinking at content index -1 is a block apart from the plan,
+   not glued to it and sent as thinking, with no ``tool_plan``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import fsm
+from fsm import history
+from fsm.serialize import result_to_json
+
+
+def _ollama_line(arguments: Any) -> dict[str, Any]:
+    call = {"function": {"index": 0, "name": "f", "arguments": arguments}}
+    return {"model": "m", "message": {"role": "assistant", "content": "", "tool_calls": [call]}, "done": False}
+
+
+def test_ollama_text_then_whole_at_its_index_is_one_call() -> None:
+    done = {"model": "m", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"}
+    result = fsm.reassemble([_ollama_line('{"a":'), _ollama_line({"a": 1}), done], "ollama")
+    assert [(call.name, call.status.value, call.arguments) for call in result.calls] == [("f", "complete", {"a": 1})]
+    assert "unterminated-arguments" not in [d.code for d in result.diagnostics]
+
+
+def test_ollama_equal_whole_calls_at_a_reused_index_are_still_two() -> None:
+    result = fsm.reassemble([_ollama_line({"a": 1}), _ollama_line({"a": 1})], "ollama")
+    assert [call.arguments for call in result.calls] == [{"a": 1}, {"a": 1}]
