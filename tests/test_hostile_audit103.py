@@ -34,3 +34,26 @@ def test_ollama_text_then_whole_at_its_index_is_one_call() -> None:
 def test_ollama_equal_whole_calls_at_a_reused_index_are_still_two() -> None:
     result = fsm.reassemble([_ollama_line({"a": 1}), _ollama_line({"a": 1})], "ollama")
     assert [call.arguments for call in result.calls] == [{"a": 1}, {"a": 1}]
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    top = inner = {}
+    for _ in range(depth):
+        inner["a"] = inner = {}
+    return top
+
+
+def test_result_to_json_takes_deep_provider_fields_and_container() -> None:
+    chunk = {"choices": [{"index": 0, "delta": {}, "finish_reason": None}]}
+    call = {"index": 0, "id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    deep = _nested(2000)
+    stream = [
+        {**chunk, "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]},
+        {**chunk, "choices": [{"index": 0, "delta": {"provider_specific_fields": {"phase": deep}}}]},
+        {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    result = fsm.reassemble(stream, "openai-chat")
+    data = result_to_json(result)
+    assert data["provider_fields"] == {"phase": deep} and data["provider_fields"]["phase"] is deep
+    contained = result_to_json(fsm.Result("anthropic", "stop", (), (), container={"id": "x", "deep": deep}))
+    assert contained["container"]["deep"] is deep
