@@ -57,3 +57,23 @@ def test_result_to_json_takes_deep_provider_fields_and_container() -> None:
     assert data["provider_fields"] == {"phase": deep} and data["provider_fields"]["phase"] is deep
     contained = result_to_json(fsm.Result("anthropic", "stop", (), (), container={"id": "x", "deep": deep}))
     assert contained["container"]["deep"] is deep
+
+
+def _gemini(role: str, *parts: dict[str, Any]) -> dict[str, Any]:
+    return {"role": role, "parts": list(parts)}
+
+
+def _response(call: str, x: int, more: bool | None = None) -> dict[str, Any]:
+    said: dict[str, Any] = {"id": call, "name": "f", "response": {"x": x}}
+    if more is not None:
+        said["willContinue"] = more
+    return {"functionResponse": said}
+
+
+def test_a_response_after_a_finished_chain_is_in_its_place() -> None:
+    calls = _gemini("model", *({"functionCall": {"id": i, "name": "f", "args": {}}} for i in "ab"))
+    answers = _gemini("user", _response("a", 1, True), _response("a", 2), _response("b", 3))
+    conversation = [_gemini("user", {"text": "hi"}), calls, answers]
+    assert history.check(conversation, "gemini").findings == ()
+    fixed, changes = history.repair(conversation, format="gemini")
+    assert changes == [] and fixed == conversation
