@@ -77,3 +77,23 @@ def test_a_response_after_a_finished_chain_is_in_its_place() -> None:
     assert history.check(conversation, "gemini").findings == ()
     fixed, changes = history.repair(conversation, format="gemini")
     assert changes == [] and fixed == conversation
+
+
+def _cohere(*events: dict[str, Any]) -> fsm.Result:
+    start = {"type": "message-start", "id": "m", "delta": {"message": {"role": "assistant"}}}
+    opened = {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    call = [
+        {"type": "tool-call-start", "index": 0, "delta": {"message": {"tool_calls": opened}}},
+        {"type": "tool-call-end", "index": 0},
+    ]
+    end = {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}}
+    return fsm.reassemble([start, *events, *call, end], "cohere")
+
+
+def test_cohere_thinking_at_index_minus_one_is_apart_from_the_plan() -> None:
+    plan = {"type": "tool-plan-delta", "delta": {"message": {"tool_plan": "P"}}}
+    thought = {"type": "content-delta", "index": -1, "delta": {"message": {"content": {"thinking": "T"}}}}
+    for events in ((plan, thought), (thought, plan)):
+        message = fsm.messages.assistant_message(_cohere(*events), "cohere")
+        assert message["tool_plan"] == "P"
+        assert message["content"] == [{"type": "thinking", "thinking": "T"}]
