@@ -76,9 +76,10 @@ def _plain(_: object, __: attrs.Attribute[Any], value: Any) -> Any:
 
 def result_to_json(result: Result) -> dict[str, Any]:
     """The result as plain JSON types: tuples as lists, enums as their values. A call's arguments and
-    item and the usage are the values the result holds (JSON already), not copies: they may nest as
-    deep as ``max_depth`` allows (512), where asdict's frames per level would pass Python's
-    recursion limit, so asdict walks the result without them and they are put back in place."""
+    item, the usage, the container and the provider fields are the values the result holds (JSON
+    already), not copies: they may nest as deep as ``max_depth`` allows (512), or a fed dict does,
+    where asdict's frames per level would pass Python's recursion limit, so asdict walks the result
+    without them and they are put back in place."""
     if not isinstance(result, Result):
         raise InvalidInput(f"result_to_json takes a Result, not {type(result).__name__}")
     # A result built by hand may hold anything where a str or a part belongs (a list that holds
@@ -88,12 +89,17 @@ def result_to_json(result: Result) -> dict[str, Any]:
     bare = attrs.evolve(
         result, calls=_bare(calls), server_tool_calls=_bare(server_calls), declined_calls=_bare(declined), usage=None
     )
+    bare = attrs.evolve(bare, container=None, provider_fields=None)
     data = attr.asdict(bare, value_serializer=_plain)  # attrs.asdict would keep tuples
-    data["usage"] = result.usage
+    data.update((name, getattr(result, name)) for name in _AS_IS)
     for name, held in (("calls", calls), ("server_tool_calls", server_calls), ("declined_calls", declined)):
         for row, call in zip(data[name], held, strict=True):
             row["arguments"], row["item"] = call.arguments, call.item
     return data
+
+
+_AS_IS = ("usage", "container", "provider_fields")
+"""The result's fields that hold a JSON value as it came (as deep as a fed dict may nest: audit 103)."""
 
 
 def _bare(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:

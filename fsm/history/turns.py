@@ -353,10 +353,11 @@ class _Run:
         for slot, item in enumerate(items(message, self.fmt, at)):
             entry = by_slot.get(slot)
             if entry is not None:
-                if self.texted:
-                    self.late.append(entry)
+                self.late += (entry,) if self.texted else ()
             elif self.fmt == "bedrock" and "cachePoint" in item:
                 pass  # a cache checkpoint marks where a prefix ends: it is no text
+            elif self.fmt == "gemini" and gemini_payload(item, "result"):
+                pass  # a response going on with one before it (policy will-continue-responses): no text
             elif not (
                 self.role == "user" and (models_block(item) if self.ordered else is_server_result(item.get("type")))
             ):

@@ -59,7 +59,7 @@ _SAID_PLAN = ("delta", "message", "tool_plan")
 """Where a ``content-delta`` event holds its text, and a ``tool-plan-delta`` its plan."""
 PLAN_BLOCK = -1
 """The tool plan's block: a key no thinking piece's takes (Cohere's content indexes count from 0; a
-thinking piece at -1 would share it, read as one block as every piece was before)."""
+thinking piece at a negative index is keyed one lower, so one at -1 is not glued to the plan)."""
 
 
 class CohereDecoder:
@@ -108,7 +108,8 @@ class CohereDecoder:
                 return [TextDelta(piece)]
             thought = text(content.get("thinking"), "content.thinking")  # a reasoning model's thinking block
             at = 0 if at is None else at  # (policy cohere-thinking-apart: a content item, at its index)
-            return [ReasoningDelta(at, thought, output_index=at)] if thought else []
+            block = at if at >= 0 else at - 1  # never the plan's: one below 0 goes one lower (audit 103)
+            return [ReasoningDelta(block, thought, output_index=at)] if thought else []
         if kind == "citation-start":  # a citation of the text: reported, where it was read past in silence
             cited = mapping(mapping(delta.get("message"), "delta.message").get("citations"), "citations")
             if cited:  # (the text streams in no part to keep it on, and fsm.messages sends Cohere none)

@@ -14,7 +14,8 @@ call a line. The ollama client's ``Message.ToolCall`` keeps neither field, so it
 line (0 on every line) would make a second call of the same name and arguments on a later line look
 like a resend of the first, which policy ``identical_text`` drops; and some servers number every
 line's call 0, which does the same. A fresh index is kept as the wire gave it; a call with an id,
-or with arguments as text (which may go on), is left to the registry.
+or with arguments as text (which may go on), is left to the registry, and so is a whole call at the
+index of one that came as text: its whole form, not another call.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class OllamaDecoder:
 
     def __init__(self) -> None:
         self._next = 0  # the index the next call without index or id takes (policy ollama-calls-in-order)
+        self._streamed: set[int] = set()  # where a call without id came as text: its whole form may follow
 
     def decode(self, payload: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[Event]:
         error = payload.get("error")
@@ -65,8 +67,11 @@ class OllamaDecoder:
             at = index(function.get("index", call.get("index")), f"tool_calls[{position}].function.index")
             said_id = text(call.get("id"), "id")
             arguments = function.get("arguments")
-            if (at is None or at < self._next) and not said_id and not isinstance(arguments, str):
+            whole = not isinstance(arguments, str)
+            if (at is None or at < self._next) and not said_id and whole and at not in self._streamed:
                 at = self._next  # a whole call, never resent: an index taken before is another call's
+            if at is not None and not said_id:  # a text call's whole form ends its streaming (audit 103)
+                (self._streamed.discard if whole else self._streamed.add)(at)
             self._next = max(self._next, at + 1) if at is not None else self._next
             ref = build_call_ref(at, said_id, text(function.get("name"), "name"), position)
             if isinstance(arguments, str):
