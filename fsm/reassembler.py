@@ -1050,8 +1050,6 @@ class Reassembler:
             self.ledger.recode(at, "cut-by-decline", f"{said}, cut when its model declined, as the stream's error says")
         elif held is not None:
             raise held
-        if ended is None and event.unmatched and not self.registry.opened(event.ref):
-            self.ledger.diagnose("part-not-reassembled", event.unmatched)
 
     def _ended_open(
         self, ref: CallRef, trigger: str, said: str
@@ -1143,6 +1141,9 @@ class Reassembler:
                 landed.signature = event.signature  # not identity: it rides on the call it came with
                 self._signed_opening(landed.ordinal, event.signature, opened_at)
         elif isinstance(event, CallEnd):
+            if event.unmatched and not registry.opened(event.ref):  # an error's entry naming no call opened at
+                self.ledger.diagnose("part-not-reassembled", event.unmatched)  # its index by its id ends none:
+                return  # routing would end the index's call, another id's, which the entry does not name
             if event.declined:  # (a re-emitted stream's: the chat decoder's list of calls left unfinished)
                 self._end_declined(event)
                 return
@@ -1151,11 +1152,9 @@ class Reassembler:
                 self._end_block(event.ref)
                 return
             if event.incomplete or not event.unusable:
-                ended = registry.call_end(event.ref, "abandon" if event.incomplete else "end", event.said)
+                registry.call_end(event.ref, "abandon" if event.incomplete else "end", event.said)
             else:
-                ended = registry.call_end(event.ref, "reject", event.unusable)
-            if ended is None and event.unmatched and not registry.opened(event.ref):
-                self.ledger.diagnose("part-not-reassembled", event.unmatched)
+                registry.call_end(event.ref, "reject", event.unusable)
         elif isinstance(event, StreamEnd):
             self._finished(event)
         elif isinstance(event, TURN_CONTENT_TYPES):

@@ -21,11 +21,12 @@ from typing import Any
 
 from fsm.errors import too_long
 from fsm.events import CallEnd, CallRef, Event
-from fsm.results import Result
+from fsm.results import CallStatus, Result, ToolCall
 
 LISTED = ("truncated", "invalid", "declined", "cut-by-decline")
 """The statuses ``DeltaEmitter.finish`` lists a call with."""
 _DECLINES = ("declined", "cut-by-decline")
+CUT, UNTERMINATED = "cut-by-decline", "unterminated-arguments"
 OWN_ERROR = "incomplete_tool_call"
 """The ``type`` of the error ``DeltaEmitter.finish`` ends a stream with when a call did not complete."""
 
@@ -80,12 +81,21 @@ def declined_statuses(result: Result) -> dict[int, str]:
     """How ``DeltaEmitter.finish`` lists each declined call, by index: ``cut-by-decline`` where the
     decline cut its JSON (its source said so, no violation: policy decline-cut-waits), so that a reader
     tells the cut from a declined model's broken call (``declined``, its violation said). Told by the
-    diagnostic that names the call as the call's own diagnostics do; one past the code's per-code
-    bound is no longer there, and its call is listed ``declined``."""
-    said = [d.message for d in result.diagnostics if d.code == "cut-by-decline"]
-    return {
-        call.index: "cut-by-decline"
-        if any(m.startswith(f"call {call.id} ({call.name}): ") for m in said)
-        else "declined"
-        for call in result.declined_calls
-    }
+    diagnostic that names the call as the call's own diagnostics do. An invalid call neither names
+    had its diagnostic pass its code's per-code bound: it is listed as the code's whose bound alone
+    was passed (``declined`` where both were, which a reader then reads as a violation)."""
+    said: dict[str, list[str]] = {CUT: [], UNTERMINATED: []}
+    for diagnostic in result.diagnostics:
+        if diagnostic.code in said:
+            said[diagnostic.code].append(diagnostic.message)
+    past = result.suppressed_diagnostics
+    unnamed = CUT if CUT in past and UNTERMINATED not in past else "declined"
+
+    def status(call: ToolCall) -> str:
+        head = f"call {call.id} ({call.name}): "
+        if any(m.startswith(head) for m in said[CUT]):
+            return CUT
+        named = any(m.startswith(head) for m in said[UNTERMINATED])
+        return unnamed if call.status is CallStatus.INVALID and not named else "declined"
+
+    return {call.index: status(call) for call in result.declined_calls}
