@@ -54,6 +54,7 @@ from typing import Any, Final, Literal
 
 from fsm.errors import InvalidInput, InvalidOption, LocalProtocolError, shown
 from fsm.events import FREEFORM_TYPES
+from fsm.fieldcheck import refuse_wrong
 from fsm.foreign import answers_callers, caller_fault
 from fsm.jsontext import has_surrogate
 from fsm.reemit_outputs import checked
@@ -237,6 +238,7 @@ class DeltaEmitter:
         such a stream, ``error: {"message", "type": "stream_interrupted"}``."""
         if not isinstance(result, Result):
             raise InvalidInput(f"finish takes the Result close() returned, not {type(result).__name__}")
+        refuse_wrong(result, Result, "result")  # one built by hand (close()'s own is vouched for: not read again)
         self._open("finish")
         ids = {call.index: call.id for call in (*result.calls, *result.declined_calls)}
         for index, sent_id in self._opened.items():

@@ -18,15 +18,21 @@ Found and fixed (each test below failed before):
    cut it, though the entry named the other one. Now an entry that names no call the stream opened
    at its index by its id ends nothing and is said (``part-not-reassembled``), as one naming an id
    the stream never gave was.
+3. ``DeltaEmitter.finish`` given a hand-built result whose fields are not of their declared types (a
+   server result's block that is no dict, ``declined_calls`` that is no tuple of calls) raised
+   ``AttributeError`` or ``TypeError`` from deep inside, and the emitter was left finished. Now it is
+   refused as ``fsm.messages`` refuse one (``InvalidInput`` naming the field), the emitter still open.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 import fsm
+import fsm.errors
 from tests.test_claude_fallback86 import _hop, _said, _stream, _use
 from tests.test_fallback_leftovers96 import _calls, _read, _reemit, _whole
 
@@ -83,3 +89,39 @@ def test_an_entry_naming_an_index_by_another_id_ends_no_call(status: str, named:
     assert result.declined_calls == ()
     said = f"error.incomplete_tool_calls[0] names call {named} at index 0, which the stream never opened"
     assert [d.message for d in result.diagnostics if d.code == "part-not-reassembled"] == [said]
+
+
+@pytest.mark.parametrize(
+    ("field", "bad", "named"),
+    [
+        ("server_tool_results", None, "result.server_tool_results must be"),
+        ("server_tool_results", [None], "result.server_tool_results must be"),
+        ("declined_calls", None, "result.declined_calls must be"),
+        ("declined_calls", (5,), "result.declined_calls[0] must be"),
+        ("block", ["connector_text"], "result.server_tool_results[0].block must be"),
+    ],
+)
+def test_finish_refuses_a_hand_built_result_of_wrong_types_and_stays_open(field: str, bad: Any, named: str) -> None:
+    import attrs
+
+    connector = {"type": "connector_text", "connector_text": "pre"}
+    result = fsm.reassemble(
+        [
+            {"type": "message_start", "message": {"id": "m", "content": []}},
+            {"type": "content_block_start", "index": 0, "content_block": connector},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}},
+            {"type": "message_stop"},
+        ],
+        "anthropic",
+    )
+    assert result.server_tool_results, "the connector_text block is kept among the server results"
+    if field == "block":
+        broken = attrs.evolve(result, server_tool_results=(attrs.evolve(result.server_tool_results[0], block=bad),))
+    else:
+        broken = attrs.evolve(result, **{field: bad})
+    emitter = fsm.DeltaEmitter()
+    emitter.start()
+    with pytest.raises(fsm.errors.InvalidInput, match=re.escape(named)):
+        emitter.finish(broken)
+    assert emitter.finish(result)["choices"][0]["finish_reason"] == "stop"  # not left finished by the refusal
