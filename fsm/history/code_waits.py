@@ -22,9 +22,12 @@ the model's role go first in the user's text after them), so this reads repair's
 The policy ``code-result-after-its-calls``: the code's own result (``code_execution_tool_result``)
 that the user sent back beside the results of the calls it made is ``misplaced-result`` (only Claude's
 message holds one), and repair moves it where the API gives it, after those results: first in Claude's
-next message, the one that answers the wait (the programmatic tool calling guide's step 5: "Once the
-code execution completes, Claude provides the final response", the result its first block), else in a
-message of Claude's of its own after the user's (:func:`after_its_calls`). Right after its call, where
+next message after the results of the code's last round of calls (later rounds name it too), the one that
+answers the wait (the programmatic tool calling guide's step 5: "Once the code execution completes,
+Claude provides the final response", the result its first block), even when the user sent it after
+that message, which ended the wait; else in a message of Claude's of its own after the history's last
+(:func:`after_its_calls`). With every call naming it dropped, or a user message read as the model's
+(``misplaced-call``) first, it goes right after its call, as other server results do. Right after its call, where
 a server tool's result the user sent goes, it came before the calls the code made, which it has not
 answered yet."""
 
@@ -222,26 +225,27 @@ def _is_result(block: Any) -> bool:
     return isinstance(block, Mapping) and block.get("type") == "tool_result"
 
 
-def after_its_calls(plan: Writer, beside: tuple[Entry, ...], moved: list[Entry]) -> list[Entry]:
-    """Of the server results the user sent (``moved``), each answering a call that a client call of its
-    message (``beside``) names as its ``caller`` goes first into Claude's next message after the user's,
-    or in one of its own there (``code-result-after-its-calls``). The others, to go right after their calls."""
-    callers = {_caller(plan.messages[call.message]["content"][call.slot]) for call in beside}
+def after_its_calls(plan: Writer, moved: list[Entry]) -> list[Entry]:
+    """Of the server results the user sent (``moved``), each answering a call that a client call names
+    as its ``caller`` goes first into Claude's next message after the user's and after the last round of
+    those calls' results, or in one of its own there (``code-result-after-its-calls``). The others (and
+    one in a user message read as the model's, whose place the reading gives), to go right after their calls."""
+    named = _last_callers(plan)
     rest: list[Entry] = []
     for result in moved:
-        if result.key not in callers:
+        last = named.get(result.key)
+        if last is None:
             rest.append(result)
             continue
-        at = result.message + 1
-        while at < len(plan.messages) and (plan.messages[at].get("role") != "assistant" or at in plan.roles.empty):
-            at += 1
+        at = _next_models(plan, _users_after(plan, last) + 1)
+        if at in plan.roles.calling:  # a user message read as the model's: its reading gives the place
+            rest.append(result)
+            continue
         if at < len(plan.messages):
             plan.touched.add(at)
             plan.front_into.setdefault(at, []).append(result)
         else:
-            plan.add_after.setdefault(len(plan.messages) - 1, []).append(
-                {"role": "assistant", "content": [plan.moved(result)]}
-            )
+            _own_message(plan, result)
         told = (result.message + 1, shown(result.key))
         for n in range(len(plan.changes) - 1, -1, -1):
             if (
@@ -251,6 +255,55 @@ def after_its_calls(plan: Writer, beside: tuple[Entry, ...], moved: list[Entry])
                 plan.changes[n] = attrs.evolve(plan.changes[n], detail=AFTER_CALLS)
                 break
     return rest
+
+
+def _last_callers(plan: Writer) -> dict[Any, int]:
+    """Each server call a client call repair keeps names as its ``caller``, with the last message naming
+    it: the code's later rounds of calls (the model's messages after their results) name it too. With
+    all of them dropped (``RepairPolicy(dangling="drop-call")``) it waits on nothing: right after its call."""
+    named: dict[Any, int] = {}
+    for at, message in enumerate(plan.messages):
+        content = message.get("content")
+        for slot, block in enumerate(content if isinstance(content, list) else ()):
+            if isinstance(block, Mapping) and block.get("type") == "tool_use" and (at, slot) not in plan.drop:
+                code = _caller(block)
+                if code is not None:
+                    named[code] = at
+    return named
+
+
+def _users_after(plan: Writer, at: int) -> int:
+    """The first user message after ``at`` (the results of its calls), else the history's end."""
+    at += 1
+    while at < len(plan.messages) and (plan.messages[at].get("role") != "user" or at in plan.roles.calling):
+        at += 1
+    return at
+
+
+def _next_models(plan: Writer, at: int) -> int:
+    """Claude's first message from ``at`` that came with content (or a user's read as the model's,
+    ``misplaced-call``), else the history's end."""
+    while (
+        at < len(plan.messages)
+        and at not in plan.roles.calling
+        and (plan.messages[at].get("role") != "assistant" or at in plan.roles.empty)
+    ):
+        at += 1
+    return at
+
+
+def _own_message(plan: Writer, result: Entry) -> None:
+    """The result in a message of Claude's of its own after the history's last: one such message holds
+    every result repair puts there (two in a row would be one turn the API combines)."""
+    added = plan.add_after.setdefault(len(plan.messages) - 1, [])
+    if added and added[-1].get("role") == "assistant" and all(_server_result(b) for b in added[-1]["content"]):
+        added[-1]["content"].append(plan.moved(result))
+        return
+    added.append({"role": "assistant", "content": [plan.moved(result)]})
+
+
+def _server_result(block: Any) -> bool:
+    return isinstance(block, Mapping) and is_server_result(block.get("type"))
 
 
 def _caller(block: Any) -> Any:

@@ -194,7 +194,7 @@ class _Plan(Writer):
         if segment.held >= 0 and self.fmt not in MODEL_ROLE:
             self._carry(segment, answers)
         if segment.server:
-            self.after_calls(segment.calls, answer_of, after_its_calls(self, segment.beside, moved))
+            self.after_calls(segment.calls, answer_of, after_its_calls(self, moved))
             self.with_the_calls(answer_of.values())
         elif segment.held >= 0 and self.fmt in MODEL_ROLE:
             self._before_held(segment, moved, placeholders, answers)
