@@ -14,6 +14,10 @@ under each ``RepairPolicy``. Found in code-result-after-its-calls (``code_waits.
    right after its call, as before; so does one where a user message read as the model's
    (``misplaced-call``) comes first, whose reading places it.
 4. Two code results with no message of Claude's after them came as two messages of Claude's in a row.
+
+And in paused-call-last-only (``after_run._ends_history``): under drop-call, a code waiting past
+results sent in the model's role was read as in the history's last run of Claude's, though repair
+moves those results to a user message after them, and kept as a paused turn's: ``dangling``.
 """
 
 from __future__ import annotations
@@ -90,13 +94,22 @@ def test_two_code_results_with_no_message_of_claudes_after_go_in_one() -> None:
 # -- left: found here, not fixed ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="paused-call-last-only (040e354): the code kept as paused ends no earlier wait")
-def test_drop_call_keeping_the_last_code_leaves_an_earlier_code_dangling() -> None:
-    """drop-call drops t6 and keeps s5 as a paused turn's (040e354); the message then makes no client
-    call but a server call of its own, which ends s1's wait: s1 reads ``dangling`` (before 040e354, s5
-    went too and the output was accepted)."""
-    conversation = [ASK, a(TEXT, srv(), use("t2"), use("t3")), a(res("t2"), res("t3")), a(srv("s5"), use("t6", "s5"))]
-    _sound(conversation, RepairPolicy(dangling="drop-call"))
+@pytest.mark.parametrize(
+    "conversation",
+    [
+        [ASK, a(TEXT, srv(), use("t2"), use("t3")), a(res("t2"), res("t3")), a(srv("s5"), use("t6", "s5"))],
+        [ASK, a(srv("s3"), use("t4", "s3")), a(res("t4")), a(srv("s5"), use("t6", "s5"))],
+    ],
+)
+def test_drop_call_keeps_as_paused_only_the_code_of_the_last_run(conversation: list[dict[str, Any]]) -> None:
+    """drop-call drops t6 and keeps s5 as a paused turn's (paused-call-last-only). The code before
+    waited past results sent in the model's role, which repair moves to the user's message after
+    them: its message is not in the run that ends the history, and Claude's message after the results,
+    now making no client call but a server call of its own, ends its wait. It was kept as paused too,
+    read ``dangling`` by the output's check (a second repair dropped it)."""
+    fixed = _sound(conversation, RepairPolicy(dangling="drop-call"))
+    assert _types(fixed)[-1] == ["server_tool_use"]
+    assert [t for m in _types(fixed) for t in m].count("server_tool_use") == 1
 
 
 @pytest.mark.xfail(strict=True, reason="older than task 98: the user's text splits Claude's run the check read")
