@@ -11,8 +11,9 @@ under each ``RepairPolicy``. Found in code-result-after-its-calls (``code_waits.
    repair's output read the code ``dangling`` and its result an ``orphan`` (a second repair dropped
    both). It goes into Claude's message after the results of the code's calls.
 3. Calls the code made that ``drop-call`` drops leave the code waiting on nothing: its result goes
-   right after its call, as before; so does one where a user message read as the model's
-   (``misplaced-call``) comes first, whose reading places it.
+   right after its call, as before (placed once repair has read every turn, so it knows which calls
+   go); so does one where a user message read as the model's (``misplaced-call``) comes first, whose
+   reading places it.
 4. Two code results with no message of Claude's after them came as two messages of Claude's in a row.
 
 And in paused-call-last-only (``after_run._ends_history``): under drop-call, a code waiting past
@@ -83,6 +84,21 @@ def test_the_calls_dropped_leave_the_codes_result_after_its_call() -> None:
     conversation = [ASK, a(srv("s2"), use("t3", "s2")), u(ran("s2")), u(TEXT, *SEARCH), u(res("t3")), a(TEXT)]
     for policy in POLICIES:
         _sound(conversation, policy)
+
+
+@pytest.mark.parametrize("between", [u(TEXT), {"role": "user", "content": "more"}])
+def test_a_call_drop_call_drops_in_a_later_turn_leaves_the_result_after_its_call(between: dict[str, Any]) -> None:
+    """t2 (no result) is read as a turn after the code's blocks: drop-call drops it once repair reads that
+    turn. The code's result was placed by then, into Claude's next message, as if t2 stayed: rejected."""
+    conversation = [ASK, a(TEXT, srv(), use("t2")), between, u(ran()), a(srv("s3"), use("t4", "s3"))]
+    fixed = _sound(conversation, RepairPolicy(dangling="drop-call"))
+    assert _types(fixed)[1] == ["text", "server_tool_use", "code_execution_tool_result"]
+
+
+def test_a_code_whose_message_makes_no_call_naming_it_keeps_its_result_after_its_call() -> None:
+    """A later message's call names it, but the check reads no wait past it: right after its call, as before."""
+    fixed = _sound([ASK, a(srv()), u(ran(), TEXT), a(use("t3")), u(res("t3"))], RepairPolicy())
+    assert _types(fixed)[1] == ["server_tool_use", "code_execution_tool_result"]
 
 
 def test_two_code_results_with_no_message_of_claudes_after_go_in_one() -> None:

@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 import attrs
 
 from fsm.history.changes import Change
-from fsm.history.entries import Entry
+from fsm.history.entries import Entry, Segment
 from fsm.history.formats import shown
 from fsm.history.rewrite import Writer
 from fsm.history.server_blocks import SERVER_CALLS, is_server_result
@@ -225,20 +225,27 @@ def _is_result(block: Any) -> bool:
     return isinstance(block, Mapping) and block.get("type") == "tool_result"
 
 
-def after_its_calls(plan: Writer, moved: list[Entry]) -> list[Entry]:
-    """Of the server results the user sent (``moved``), each answering a call that a client call names
-    as its ``caller`` goes first into Claude's next message after the user's and after the last round of
-    those calls' results, or in one of its own there (``code-result-after-its-calls``). The others (and
-    one in a user message read as the model's, whose place the reading gives), to go right after their calls."""
-    named = _last_callers(plan)
+def after_their_calls(plan: Writer, codes: Sequence[tuple[Segment, dict[Any, Entry], list[Entry]]]) -> None:
+    """The server results of each message of Claude's (their ``segment``, each id's k-th result under
+    ``(id, k)``) that the user sent (``moved``), once repair has read every turn (it knows which client
+    calls it drops): where :func:`after_its_calls` puts them, else right after their calls; those a user
+    message read as the model's holds with its calls (``server-blocks-are-the-models``)."""
+    for segment, answer_of, moved in codes:
+        plan.after_calls(segment.calls, answer_of, after_its_calls(plan, segment, moved))
+        plan.with_the_calls(answer_of.values())
+
+
+def after_its_calls(plan: Writer, segment: Segment, moved: list[Entry]) -> list[Entry]:
+    """Of the server results the user sent (``moved``), each answering a call that a client call of its
+    message (``segment.beside``) repair keeps names as its ``caller`` goes first into Claude's message
+    after the results of those calls and of each later round of calls naming it (Claude's messages
+    after their results), or in one of its own after the history's last (``code-result-after-its-calls``).
+    The others, and one whose wait a user message read as the model's (``misplaced-call``) ends, whose
+    reading gives its place, to go right after their calls."""
     rest: list[Entry] = []
     for result in moved:
-        last = named.get(result.key)
-        if last is None:
-            rest.append(result)
-            continue
-        at = _next_models(plan, _users_after(plan, last) + 1)
-        if at in plan.roles.calling:  # a user message read as the model's: its reading gives the place
+        at = _answer_of(plan, segment, result.key)
+        if at is None or at in plan.roles.calling:
             rest.append(result)
             continue
         if at < len(plan.messages):
@@ -257,19 +264,29 @@ def after_its_calls(plan: Writer, moved: list[Entry]) -> list[Entry]:
     return rest
 
 
-def _last_callers(plan: Writer) -> dict[Any, int]:
-    """Each server call a client call repair keeps names as its ``caller``, with the last message naming
-    it: the code's later rounds of calls (the model's messages after their results) name it too. With
-    all of them dropped (``RepairPolicy(dangling="drop-call")``) it waits on nothing: right after its call."""
-    named: dict[Any, int] = {}
-    for at, message in enumerate(plan.messages):
-        content = message.get("content")
-        for slot, block in enumerate(content if isinstance(content, list) else ()):
-            if isinstance(block, Mapping) and block.get("type") == "tool_use" and (at, slot) not in plan.drop:
-                code = _caller(block)
-                if code is not None:
-                    named[code] = at
-    return named
+def _answer_of(plan: Writer, segment: Segment, code: Any) -> int | None:
+    """Claude's message that ends the wait of the server call ``code`` (the history's length: none), past
+    the results of the calls of its message naming it and of each round after them naming it again; None
+    when no call of its message that repair keeps names it (it waits on nothing: with all of them dropped,
+    ``RepairPolicy(dangling="drop-call")``, right after its call)."""
+    rounds = [call.message for call in segment.beside if _names(plan, call.message, call.slot, code)]
+    if not rounds:
+        return None
+    at = rounds[-1]
+    while True:
+        at = _next_models(plan, _users_after(plan, at) + 1)
+        content = plan.messages[at].get("content") if at < len(plan.messages) else None
+        if at in plan.roles.calling or not any(
+            _names(plan, at, slot, code) for slot in range(len(content) if isinstance(content, list) else 0)
+        ):
+            return at
+
+
+def _names(plan: Writer, at: int, slot: int, code: Any) -> bool:
+    """Is the block at ``slot`` of message ``at`` a client call repair keeps naming ``code`` its caller?"""
+    block = plan.messages[at]["content"][slot]
+    kept = (at, slot) not in plan.drop
+    return kept and isinstance(block, Mapping) and block.get("type") == "tool_use" and _caller(block) == code
 
 
 def _users_after(plan: Writer, at: int) -> int:
