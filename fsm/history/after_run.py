@@ -142,12 +142,15 @@ def drop_paused(plan: Writer) -> None:
 def _ends_history(plan: Writer, at: int) -> bool:
     """Is message ``at`` in the model's run that ends the history once repair's drops are made: every
     message after it is the model's (which the API combines with it), came empty or goes emptied, or
-    is of a role the format lacks and read as absent?"""
+    is of a role the format lacks and read as absent? A message repair writes after one of the model's
+    (the results sent in the model's role, ``misplaced-result``, moved to the user's) ends the run there."""
     for after in range(at + 1, len(plan.messages)):
         message = plan.messages[after]
         if after in plan.roles.empty or _absent(plan, after):
             continue
         if message.get("role") == "assistant" and after not in plan.roles.calling:
+            if any(added.get("role") != "assistant" for added in plan.add_after.get(after, ())):
+                return False
             continue
         if isinstance(message.get("content"), str) or any(
             after in edits for edits in (plan.add_into, plan.front_into, plan.move_into, plan.add_after)

@@ -22,9 +22,12 @@ the model's role go first in the user's text after them), so this reads repair's
 The policy ``code-result-after-its-calls``: the code's own result (``code_execution_tool_result``)
 that the user sent back beside the results of the calls it made is ``misplaced-result`` (only Claude's
 message holds one), and repair moves it where the API gives it, after those results: first in Claude's
-next message, the one that answers the wait (the programmatic tool calling guide's step 5: "Once the
-code execution completes, Claude provides the final response", the result its first block), else in a
-message of Claude's of its own after the user's (:func:`after_its_calls`). Right after its call, where
+next message after the results of the code's last round of calls (later rounds name it too), the one that
+answers the wait (the programmatic tool calling guide's step 5: "Once the code execution completes,
+Claude provides the final response", the result its first block), even when the user sent it after
+that message, which ended the wait; else in a message of Claude's of its own after the history's last
+(:func:`after_its_calls`). With every call naming it dropped, or a user message read as the model's
+(``misplaced-call``) first, it goes right after its call, as other server results do. Right after its call, where
 a server tool's result the user sent goes, it came before the calls the code made, which it has not
 answered yet."""
 
@@ -37,7 +40,7 @@ from typing import Any, NamedTuple
 import attrs
 
 from fsm.history.changes import Change
-from fsm.history.entries import Entry
+from fsm.history.entries import Entry, Segment
 from fsm.history.formats import shown
 from fsm.history.rewrite import Writer
 from fsm.history.server_blocks import SERVER_CALLS, is_server_result
@@ -222,26 +225,34 @@ def _is_result(block: Any) -> bool:
     return isinstance(block, Mapping) and block.get("type") == "tool_result"
 
 
-def after_its_calls(plan: Writer, beside: tuple[Entry, ...], moved: list[Entry]) -> list[Entry]:
+def after_their_calls(plan: Writer, codes: Sequence[tuple[Segment, dict[Any, Entry], list[Entry]]]) -> None:
+    """The server results of each message of Claude's (their ``segment``, each id's k-th result under
+    ``(id, k)``) that the user sent (``moved``), once repair has read every turn (it knows which client
+    calls it drops): where :func:`after_its_calls` puts them, else right after their calls; those a user
+    message read as the model's holds with its calls (``server-blocks-are-the-models``)."""
+    for segment, answer_of, moved in codes:
+        plan.after_calls(segment.calls, answer_of, after_its_calls(plan, segment, moved))
+        plan.with_the_calls(answer_of.values())
+
+
+def after_its_calls(plan: Writer, segment: Segment, moved: list[Entry]) -> list[Entry]:
     """Of the server results the user sent (``moved``), each answering a call that a client call of its
-    message (``beside``) names as its ``caller`` goes first into Claude's next message after the user's,
-    or in one of its own there (``code-result-after-its-calls``). The others, to go right after their calls."""
-    callers = {_caller(plan.messages[call.message]["content"][call.slot]) for call in beside}
+    message (``segment.beside``) repair keeps names as its ``caller`` goes first into Claude's message
+    after the results of those calls and of each later round of calls naming it (Claude's messages
+    after their results), or in one of its own after the history's last (``code-result-after-its-calls``).
+    The others, and one whose wait a user message read as the model's (``misplaced-call``) ends, whose
+    reading gives its place, to go right after their calls."""
     rest: list[Entry] = []
     for result in moved:
-        if result.key not in callers:
+        at = _answer_of(plan, segment, result.key)
+        if at is None or at in plan.roles.calling:
             rest.append(result)
             continue
-        at = result.message + 1
-        while at < len(plan.messages) and (plan.messages[at].get("role") != "assistant" or at in plan.roles.empty):
-            at += 1
         if at < len(plan.messages):
             plan.touched.add(at)
             plan.front_into.setdefault(at, []).append(result)
         else:
-            plan.add_after.setdefault(len(plan.messages) - 1, []).append(
-                {"role": "assistant", "content": [plan.moved(result)]}
-            )
+            _own_message(plan, result)
         told = (result.message + 1, shown(result.key))
         for n in range(len(plan.changes) - 1, -1, -1):
             if (
@@ -251,6 +262,65 @@ def after_its_calls(plan: Writer, beside: tuple[Entry, ...], moved: list[Entry])
                 plan.changes[n] = attrs.evolve(plan.changes[n], detail=AFTER_CALLS)
                 break
     return rest
+
+
+def _answer_of(plan: Writer, segment: Segment, code: Any) -> int | None:
+    """Claude's message that ends the wait of the server call ``code`` (the history's length: none), past
+    the results of the calls of its message naming it and of each round after them naming it again; None
+    when no call of its message that repair keeps names it (it waits on nothing: with all of them dropped,
+    ``RepairPolicy(dangling="drop-call")``, right after its call)."""
+    rounds = [call.message for call in segment.beside if _names(plan, call.message, call.slot, code)]
+    if not rounds:
+        return None
+    at = rounds[-1]
+    while True:
+        at = _next_models(plan, _users_after(plan, at) + 1)
+        content = plan.messages[at].get("content") if at < len(plan.messages) else None
+        if at in plan.roles.calling or not any(
+            _names(plan, at, slot, code) for slot in range(len(content) if isinstance(content, list) else 0)
+        ):
+            return at
+
+
+def _names(plan: Writer, at: int, slot: int, code: Any) -> bool:
+    """Is the block at ``slot`` of message ``at`` a client call repair keeps naming ``code`` its caller?"""
+    block = plan.messages[at]["content"][slot]
+    kept = (at, slot) not in plan.drop
+    return kept and isinstance(block, Mapping) and block.get("type") == "tool_use" and _caller(block) == code
+
+
+def _users_after(plan: Writer, at: int) -> int:
+    """The first user message after ``at`` (the results of its calls), else the history's end."""
+    at += 1
+    while at < len(plan.messages) and (plan.messages[at].get("role") != "user" or at in plan.roles.calling):
+        at += 1
+    return at
+
+
+def _next_models(plan: Writer, at: int) -> int:
+    """Claude's first message from ``at`` that came with content (or a user's read as the model's,
+    ``misplaced-call``), else the history's end."""
+    while (
+        at < len(plan.messages)
+        and at not in plan.roles.calling
+        and (plan.messages[at].get("role") != "assistant" or at in plan.roles.empty)
+    ):
+        at += 1
+    return at
+
+
+def _own_message(plan: Writer, result: Entry) -> None:
+    """The result in a message of Claude's of its own after the history's last: one such message holds
+    every result repair puts there (two in a row would be one turn the API combines)."""
+    added = plan.add_after.setdefault(len(plan.messages) - 1, [])
+    if added and added[-1].get("role") == "assistant" and all(_server_result(b) for b in added[-1]["content"]):
+        added[-1]["content"].append(plan.moved(result))
+        return
+    added.append({"role": "assistant", "content": [plan.moved(result)]})
+
+
+def _server_result(block: Any) -> bool:
+    return isinstance(block, Mapping) and is_server_result(block.get("type"))
 
 
 def _caller(block: Any) -> Any:

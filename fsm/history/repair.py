@@ -9,8 +9,7 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   as the ``"bedrock"`` next turn maps it (:func:`fsm.messages.bedrock.converse_id`), in its call and result alike;
 * a result that answers no call of its turn (an orphan, or a second result for a call already answered) is dropped; a
   call that got no result at all gets a placeholder result, or with ``RepairPolicy(dangling="drop-call")`` is dropped
-  (but for a Gemini call whose part carries a ``thoughtSignature``, which must go back on that part: it gets a
-  placeholder);
+  (but a Gemini call whose part carries a ``thoughtSignature``, which must go back on that part, gets a placeholder);
 * Claude's server tool calls (``server_tool_use``, ``mcp_tool_use``) pair with their ``*_tool_result`` blocks within
   their own message, a result only with a call before it (:mod:`fsm.history.server_blocks`); one without its result is
   dropped, whatever the policy, since only Anthropic can give that result (but in the history's last message, a paused
@@ -60,7 +59,7 @@ from fsm.engine.ids import IdAllocator
 from fsm.foreign import answers_callers
 from fsm.history.after_run import drop_paused, pauses, still_waits, user_content_after
 from fsm.history.changes import Change, RepairPolicy, checked_policy, kept_roles
-from fsm.history.code_waits import after_its_calls, settle
+from fsm.history.code_waits import after_their_calls, settle
 from fsm.history.declined import dropped_declined
 from fsm.history.detect import Named, resolve_format
 from fsm.history.entries import Entry, Key, Roles, Segment
@@ -87,6 +86,7 @@ def repair(
     plan = _Plan(fmt, policy, messages)
     for segment in segments(messages, fmt, plan.roles):
         plan.pair(segment)
+    after_their_calls(plan, plan.codes)  # once every call's drop is known (code-result-after-its-calls)
     drop_paused(plan)
     fixed = plan.rewrite()
     plan.changes += kept_roles(plan.roles.odd, plan.emptied | plan.to_user, fmt)
@@ -106,6 +106,7 @@ class _Plan(Writer):
         self.mapped_for: dict[str, tuple[Key, int]] = {}  # Converse: each mapping given, for which id, where
         self.in_turn: set[Key] = set()  # the ids of the turn being paired
         self.server_run: ServerRun = (-1, set())  # Anthropic, Converse: the last server blocks' end, their ids
+        self.codes: list[tuple[Segment, dict[tuple[Key, int], Entry], list[Entry]]] = []  # server results the user sent
 
     def _change(self, kind: str, entry: Entry, detail: str, key: Key | None = None) -> None:
         self.changes.append(Change(kind, entry.message + 1, shown(entry.key if key is None else key), detail))
@@ -194,8 +195,7 @@ class _Plan(Writer):
         if segment.held >= 0 and self.fmt not in MODEL_ROLE:
             self._carry(segment, answers)
         if segment.server:
-            self.after_calls(segment.calls, answer_of, after_its_calls(self, segment.beside, moved))
-            self.with_the_calls(answer_of.values())
+            self.codes.append((segment, answer_of, moved))
         elif segment.held >= 0 and self.fmt in MODEL_ROLE:
             self._before_held(segment, moved, placeholders, answers)
         elif segment.misplaced and self.fmt in MODEL_ROLE:
