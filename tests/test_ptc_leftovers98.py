@@ -114,3 +114,16 @@ def test_a_program_later_in_the_calls_response_is_known() -> None:
         assert [
             (f.kind.value, f.message) for f in history.check(unknown).findings if f.kind.value == "unknown-caller"
         ] == [("unknown-caller", 2)]
+
+
+def test_an_item_reference_later_in_the_calls_response_may_be_its_program() -> None:
+    """An ``item_reference`` names an item by its ``id``, which says nothing of its ``call_id``: later
+    in the call's response it may be the program, as one before the call may (audit 100's note);
+    after the call's output it is no longer of its response."""
+    from tests.test_history_leftovers89 import _call, _output
+
+    ask = {"role": "user", "content": "Which region sold most?"}
+    reference = {"type": "item_reference", "id": "prog_1"}
+    assert history.check([ask, _call(1), reference, _output(1)]).findings == ()
+    late = history.check([ask, _call(1), _output(1), reference]).findings
+    assert [(f.kind.value, f.message) for f in late if f.kind.value == "unknown-caller"] == [("unknown-caller", 2)]

@@ -15,16 +15,16 @@ program-in-its-response: up to the next output of the client's or message of ano
 model's). A stream gives the program first (its ``output_index``), but the call names it by
 ``call_id``, not by place, and nothing in the API's docs asks the items of one response in an order:
 the request holds that program, so it is not the one the API cannot tie to the code.
-But an ``item_reference`` before it may stand for that program (it
-names an item by its item ``id``, which says nothing of its ``call_id``): after one, no call is
-reported. A ``program_output`` item (what a program gave once resumed) names its program by its own
-``call_id``: one naming no program before it is ``unknown-caller`` alike (audit 94). ``repair``
-keeps the call (or output) as it is and says so (``kept-unknown-caller``): only the caller
-holds the program, whose code and opaque ``fingerprint`` nothing can stand in for; dropping the
-call would lose it and its output, and writing it as the model's own (``direct``) would say the model
-called a tool a program called, which may be one the model cannot call itself (``allowed_callers``).
-A call repair drops (one no output answered, under ``RepairPolicy(dangling="drop-call")``) is not
-kept, and not said so.
+But an ``item_reference`` before it, or later in its response, may stand for that program (it names
+an item by its item ``id``, which says nothing of its ``call_id``): after one, no call is reported,
+nor one of its response before it. A ``program_output`` item (what a program gave once resumed)
+names its program by its own ``call_id``: one naming no program before it is ``unknown-caller``
+alike (audit 94). ``repair`` keeps the call (or output) as it is and says so
+(``kept-unknown-caller``): only the caller holds the program, whose code and opaque ``fingerprint`` nothing can
+stand in for; dropping the call would lose it and its output, and writing it as the model's own
+(``direct``) would say the model called a tool a program called, which may be one the model cannot
+call itself (``allowed_callers``). A call repair drops (one no output answered, under
+``RepairPolicy(dangling="drop-call")``) is not kept, and not said so.
 """
 
 from __future__ import annotations
