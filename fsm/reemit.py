@@ -71,7 +71,7 @@ from fsm.results import (
     ReasoningData,
     Result,
 )
-from fsm.wire.decoders._listed_calls import declined_statuses
+from fsm.wire.decoders._listed_calls import DECLINES_NOTE, declined_statuses
 
 SAID_FIELDS: Final = {"text": "content", "reasoning": "reasoning_content", "refusal": "refusal"}
 """The delta field each kind of :class:`~fsm.results.ContentDelta` goes out in: reasoning as the chat
@@ -269,7 +269,7 @@ class DeltaEmitter:
         declined = declined_statuses(result)
         cut = [call for call in result.calls if call.status is not CallStatus.COMPLETE] + list(result.declined_calls)
         status = {call.index: call.status.value for call in cut} | declined
-        what = "calls that did not complete" + (" or that a model that declined made" if declined else "")
+        what = DECLINES_NOTE if declined else "calls that did not complete, not to be run: "
         # A stream the caller's side stopped (close(interrupted=...)) did not end: no client may read it as ended
         stopped = [d.message for d in result.diagnostics if d.code == "stream-interrupted"]
         if cut and "error" not in last:
@@ -277,7 +277,7 @@ class DeltaEmitter:
             # must not run it (policy incomplete-calls-not-run), so the stream ends in an error too.
             listed = ", ".join(f"{sendable(call.id)} ({sendable(call.name)}): {status[call.index]}" for call in cut)
             last["error"] = {
-                "message": sendable(f"{what}, not to be run: {listed}" + "".join(f"; {s}" for s in stopped)),
+                "message": sendable(f"{what}{listed}" + "".join(f"; {s}" for s in stopped)),
                 "type": "incomplete_tool_call",
             }
         elif stopped and "error" not in last:

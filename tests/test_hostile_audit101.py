@@ -91,6 +91,28 @@ def test_an_entry_naming_an_index_by_another_id_ends_no_call(status: str, named:
     assert [d.message for d in result.diagnostics if d.code == "part-not-reassembled"] == [said]
 
 
+@pytest.mark.parametrize("message", ["quota exceeded: retry in 60s", None])
+def test_an_upstreams_own_error_under_fsms_type_is_said(message: str | None) -> None:
+    """Before: an error typed ``incomplete_tool_call`` beside a finish, listing only declined calls,
+    was taken for fsm's own note and its message went unsaid, though it was an upstream's word."""
+    listed = [{"index": 0, "id": "call_a", "status": "declined"}]
+    error = {"message": message, "type": "incomplete_tool_call", "incomplete_tool_calls": listed}
+    result = fsm.reassemble([_opened(0, "call_a", '{"a": 1}'), _chunk({}, "tool_calls", error=error)], "openai-chat")
+    assert [c.id for c in result.declined_calls] == ["call_a"]
+    assert "provider-error" in result.codes()
+    if message is not None:
+        assert any(message in d.message for d in result.diagnostics if d.code == "provider-error")
+
+
+def test_fsms_own_note_of_declined_calls_is_no_provider_error() -> None:
+    """The note ``DeltaEmitter.finish`` writes passes as before (policy declines-read-back)."""
+    chunks, _ = _reemit(
+        _stream([_use("tool_use", "toolu_1", "run", '{"a": 1}'), _hop()]), "anthropic", "incremental", None
+    )
+    assert chunks[-1]["error"]["message"].startswith("calls that did not complete or that a model that declined made")
+    assert "provider-error" not in fsm.reassemble(chunks, "openai-chat").codes()
+
+
 @pytest.mark.parametrize(
     ("field", "bad", "named"),
     [

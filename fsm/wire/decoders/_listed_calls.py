@@ -7,11 +7,12 @@ Policy declines-read-back: a call listed ``declined`` (a Claude model that decli
 ``fallback`` block: policy fallback-declined-calls) or ``cut-by-decline`` (one the decline cut
 mid-JSON: policy decline-cut-waits) ends by its text, as its source ended it, and is set apart at
 close in ``Result.declined_calls`` (``declined-call``); the cut's open JSON is said ``cut-by-decline``,
-no violation. An error of fsm's own (``type`` ``incomplete_tool_call``) beside a finish that lists
-nothing but such calls, each of which it ended, tells nothing more than they do (it is there so that
-a client runs none of them): no ``provider-error`` is said of it, so a stream strict mode read
-whole reads back strictly too. Any other entry, a stream that stopped (no finish beside the error),
-or another error keeps the ``provider-error`` it always was.
+no violation. An error of fsm's own (``type`` ``incomplete_tool_call``, its ``message`` as fsm words
+it) beside a finish that lists nothing but such calls tells nothing more than they do (it is there so
+that a client runs none of them): no ``provider-error`` is said of it, so a stream strict mode read
+whole reads back strictly too (an entry naming a call the stream never opened is said, as any is).
+Any other entry or message (an upstream's own word under that type), a stream that stopped (no finish
+beside the error), or another error keeps the ``provider-error`` it always was.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ _DECLINES = ("declined", "cut-by-decline")
 CUT, UNTERMINATED = "cut-by-decline", "unterminated-arguments"
 OWN_ERROR = "incomplete_tool_call"
 """The ``type`` of the error ``DeltaEmitter.finish`` ends a stream with when a call did not complete."""
+DECLINES_NOTE = "calls that did not complete or that a model that declined made, not to be run: "
+"""How that error's ``message`` begins where it lists a declined call: one that begins otherwise is
+someone else's word (an upstream's message under the same type), which is said, not passed over."""
 
 
 def listed_incomplete(error: Any, diagnose: Callable[[str, str], None]) -> list[Event]:
@@ -67,9 +71,12 @@ def listed_incomplete(error: Any, diagnose: Callable[[str, str], None]) -> list[
 
 
 def declines_noted(error: Any, ends: list[Event]) -> bool:
-    """Whether ``error`` is fsm's own note of declined calls alone, ``ends`` the ends read of it: every
-    entry it lists a declined one that ended a call (policy declines-read-back)."""
+    """Whether ``error`` is fsm's own note of declined calls alone, ``ends`` the ends read of it: fsm's
+    message, and every entry it lists a declined one (policy declines-read-back)."""
     if not isinstance(error, Mapping) or error.get("type") != OWN_ERROR:
+        return False
+    message = error.get("message")
+    if not (isinstance(message, str) and message.startswith(DECLINES_NOTE)):
         return False
     listed = error.get("incomplete_tool_calls")
     if type(listed) is not list or not listed or len(ends) != len(listed):  # (an entry that named no call)
