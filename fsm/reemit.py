@@ -20,14 +20,13 @@ policies:
   arrives (``CallNamed``) or the call finishes, so the name always goes out first.
 * ``on-finish``: the header with empty arguments when a call opens, the final arguments when it finishes.
 
-A call's chunks never give way to the next call's while it still owes its text: openai-python's
-stream helper (``client.chat.completions.stream``) reads a chunk of a new index as the end of the
-call before it, and hands that call's arguments on as done (parsing them, for a strict tool). So
-the next call waits, its chunks kept in their order (a run of its deltas as one chunk of their
-text), until the call before it has sent text (``incremental``) or has finished (``on-finish``, or
-a call whose text comes in the outputs it finishes in: Gemini's and Ollama's snapshots, Responses
-calls, any in one list), and goes out right after it. Streams whose calls come one after another
-go out as they came; a source that interleaves its calls' text, fed a piece at a time, is re-emitted
+A call's chunks never give way to the next call's while it still owes its text: openai-python's stream helper
+(``client.chat.completions.stream``) reads a chunk of a new index as the end of the call before it, and hands that
+call's arguments on as done (parsing them, for a strict tool). So the next call waits, its chunks kept in their
+order (a run of its deltas as one chunk of their text), until the call before it has sent text (``incremental``) or
+has finished (``on-finish``, or a call whose text comes in the outputs it finishes in: Gemini's and Ollama's
+snapshots, Responses calls, any in one list), and goes out right after it. Streams whose calls come one after
+another go out as they came; a source that interleaves its calls' text, fed a piece at a time, is re-emitted
 interleaved under ``incremental`` (``on-finish``, or the stream in one ``feed()``, serializes it).
 
 The turn's text, reasoning and refusal go out too where the reassembler reports them
@@ -35,8 +34,9 @@ The turn's text, reasoning and refusal go out too where the reassembler reports 
 as it comes (``content``, ``reasoning_content``, ``refusal``), never held behind a call: a chunk holds no call's
 place, and chat consumers join each field on its own. Without them, a gateway's client would get the calls and lose
 what the model said beside them. Gemini's thought signatures go out too, as Gemini's own OpenAI endpoint sends them
-(:mod:`fsm.reemit_signatures`). A Claude ``connector_text`` block goes out in none, and is listed
-(``unsent_blocks``, policy connector-text-unsent: :mod:`fsm.reemit_reasoning`).
+(:mod:`fsm.reemit_signatures`). A Claude ``connector_text`` block goes out in none, and is listed (``unsent_blocks``,
+policy connector-text-unsent: :mod:`fsm.reemit_reasoning`). LiteLLM's fields that go back (``Result.provider_fields``)
+go out on the last chunk's delta, where LiteLLM sends them (policy litellm-fields-said).
 
 A call that did not complete (truncated, invalid) must not be run, and a chunk has no field for a call's status, while
 its text went out as any call's: so ``finish()`` ends such a stream in an error too (policy incomplete-calls-not-run),
@@ -148,8 +148,7 @@ class DeltaEmitter:
         self._held: dict[int, list[str]] = {}  # text of calls whose name has not gone out yet
         self._ready: set[int] = set()  # calls after which the next may go out: they sent text, or finished
         self._waiting: dict[int, list[dict[str, Any]]] = {}  # the chunks' tool calls of calls that wait
-        # Of a call that waits, the text of its deltas since its last other entry, joined into one entry as it
-        # goes out: a dict an entry costs some 1 KB a delta, and a hostile stream can send millions (audit 65).
+        # A waiting call's delta text since its last other entry, joined as it goes out (1 KB a delta else: audit 65)
         self._joining: dict[int, tuple[dict[str, Any], list[str]]] = {}
         self._gate: int | None = None  # the first call that waits (all after it wait too)
         self._last_out: int | None = None  # the call whose tool-call entry went out last
@@ -229,13 +228,12 @@ class DeltaEmitter:
 
     @answers_callers
     def finish(self, result: Result) -> dict[str, Any]:
-        """The last chunk: no tool calls, the result's finish reason (null for one a chat chunk
-        cannot carry: ``error``). Where the provider reported an error (``provider-error``: one that
-        ended the turn, or one after it), the chunk also carries ``error: {"message", "type":
-        "provider_error"}`` beside its choices, as OpenAI-compatible servers send one; else, where a
-        call did not complete, ``error: {"message", "type": "incomplete_tool_call"}`` naming each (and
-        what stopped the stream, for one the caller's side stopped: ``stream-interrupted``); else, for
-        such a stream, ``error: {"message", "type": "stream_interrupted"}``."""
+        """The last chunk: no tool calls, the result's finish reason (null for one a chat chunk cannot carry:
+        ``error``). Where the provider reported an error (``provider-error``: one that ended the turn, or one after
+        it), the chunk also carries ``error: {"message", "type": "provider_error"}`` beside its choices, as
+        OpenAI-compatible servers send one; else, where a call did not complete, ``error: {"message", "type":
+        "incomplete_tool_call"}`` naming each (and what stopped the stream, for one the caller's side stopped:
+        ``stream-interrupted``); else, for such a stream, ``error: {"message", "type": "stream_interrupted"}``."""
         if not isinstance(result, Result):
             raise InvalidInput(f"finish takes the Result close() returned, not {type(result).__name__}")
         refuse_wrong(result, Result, "result")  # one built by hand (close()'s own is vouched for: not read again)
@@ -258,6 +256,8 @@ class DeltaEmitter:
         self._waiting, self._gate = {}, None
         last = self._chunk(waiting, reason)
         self._signatures.text(last, result)
+        if result.provider_fields:  # LiteLLM's record of the turn's items (policy litellm-fields-said)
+            last["choices"][0]["delta"]["provider_specific_fields"] = dict(result.provider_fields)
         said = [d.message for d in result.diagnostics if d.code == "provider-error"]
         if said:
             # A consumer must learn of the error as the provider's own stream told it: clients raise on

@@ -132,3 +132,23 @@ def test_litellm_replays_the_turn_from_fsms_message(litellm: Any) -> None:
     given = [item for item in sent[1]["input"] if item.get("type") in ("reasoning", "function_call")]
     assert given == [dict(item) for item in replayed.items]
     assert [item["type"] for item in given] == ["reasoning", "function_call"]
+
+
+@pytest.mark.parametrize("flush", ["incremental", "on-finish"])
+def test_a_reemitted_stream_carries_the_fields_and_reads_back_the_same(flush: str) -> None:
+    """A gateway re-emitting LiteLLM's stream passes its replay record on: the last chunk's delta
+    carries it where LiteLLM's own does, and the result read back sends the same message."""
+    stream = [
+        chunk({"role": "assistant", "tool_calls": [CALL]}),
+        chunk({"provider_specific_fields": {"phase": "commentary", "openai_responses_replay": REPLAY}}, "tool_calls"),
+    ]
+    reader, emitter = fsm.Reassembler("openai-chat"), fsm.DeltaEmitter(flush)  # type: ignore[arg-type]
+    chunks = [emitter.start()]
+    for each in stream:
+        chunks += emitter.chunks(reader.feed(each))
+    result = reader.close()
+    chunks += [*emitter.chunks(reader.drain()), emitter.finish(result)]
+    assert chunks[-1]["choices"][0]["delta"]["provider_specific_fields"] == result.provider_fields
+    back = read(chunks)
+    assert said(back) == [] and back.provider_fields == result.provider_fields
+    assert fsm.messages.assistant_message(back, "openai-chat") == fsm.messages.assistant_message(result, "openai-chat")
