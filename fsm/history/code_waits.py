@@ -253,6 +253,20 @@ def after_its_calls(plan: Writer, beside: tuple[Entry, ...], moved: list[Entry])
     return rest
 
 
+def after_calls(plan: Writer, calls: list[Entry], answer_of: dict[Any, Entry], moved: list[Entry]) -> None:
+    """Each of the ``moved`` server results (a user message sent them; those :func:`after_its_calls`
+    leaves) right after the call it answers (``answer_of``: the k-th result of an id for the k-th call of it)."""
+    sent = {(entry.message, entry.slot) for entry in moved}
+    seen: dict[Any, int] = {}
+    for call in calls:
+        k = seen.get(call.key, 0)
+        seen[call.key] = k + 1
+        answer = answer_of.get((call.key, k))
+        if answer is not None and (answer.message, answer.slot) in sent:
+            plan.touched.add(call.message)
+            plan.after.setdefault((call.message, call.slot), []).append(answer)
+
+
 def _caller(block: Any) -> Any:
     """The server call a client call names as its ``caller`` (None for Claude's own)."""
     caller = block.get("caller") if isinstance(block, Mapping) else None

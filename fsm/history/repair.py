@@ -60,7 +60,7 @@ from fsm.engine.ids import IdAllocator
 from fsm.foreign import answers_callers
 from fsm.history.after_run import drop_paused, pauses, still_waits, user_content_after
 from fsm.history.changes import Change, RepairPolicy, checked_policy, kept_roles
-from fsm.history.code_waits import after_its_calls, settle
+from fsm.history.code_waits import after_calls, after_its_calls, settle
 from fsm.history.declined import dropped_declined
 from fsm.history.detect import Named, resolve_format
 from fsm.history.entries import Entry, Key, Roles, Segment
@@ -68,7 +68,7 @@ from fsm.history.findings import Format
 from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, shown
 from fsm.history.item_ids import renumbered, settle_items
 from fsm.history.joined_runs import ServerRun, joined_server_ids, kept_apart, left_empty
-from fsm.history.placeholders import placeholder, usable_id
+from fsm.history.placeholders import placeholder, signed, usable_id
 from fsm.history.program_callers import kept_callers
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.turns import segments
@@ -135,7 +135,9 @@ class _Plan(Writer):
             k = seen.get(call.key, 0)
             seen[call.key] = k + 1
             answer = answer_of.get((call.key, k))
-            dropped = segment.server or (self.policy.dangling == "drop-call" and not self._signed(call))
+            dropped = segment.server or (
+                self.policy.dangling == "drop-call" and not signed(self.fmt, self.messages, call)
+            )
             waits = answer is None and still_waits(self, segment)  # the server may still run it: it goes back
             self.paused += pauses(self, segment, call) if waits else []  # see paused-call-last-only
             if answer is None and not waits and (dropped or self._type(call) == "computer_call"):
@@ -194,7 +196,7 @@ class _Plan(Writer):
         if segment.held >= 0 and self.fmt not in MODEL_ROLE:
             self._carry(segment, answers)
         if segment.server:
-            self.after_calls(segment.calls, answer_of, after_its_calls(self, segment.beside, moved))
+            after_calls(self, segment.calls, answer_of, after_its_calls(self, segment.beside, moved))
             self.with_the_calls(answer_of.values())
         elif segment.held >= 0 and self.fmt in MODEL_ROLE:
             self._before_held(segment, moved, placeholders, answers)
@@ -359,16 +361,6 @@ class _Plan(Writer):
             self._change("dropped-duplicate-result", result, "a second result for a call already answered")
         else:
             self._change("dropped-orphan", result, "no call of its turn is waiting for this result")
-
-    def _signed(self, call: Entry) -> bool:
-        """A Gemini call whose part carries a thoughtSignature: Gemini wants the signature back on
-        that very part (the first call of a step must bring it), so dropping the call would leave
-        the step's next call unsigned, a turn Gemini 3 refuses."""
-        if self.fmt != "gemini":
-            return False
-        # The parts were checked as the turn was read: checking all again per call would be quadratic.
-        part = self.messages[call.message]["parts"][call.slot]
-        return part.get("thoughtSignature") is not None or part.get("thought_signature") is not None
 
     def _type(self, entry: Entry) -> Any:
         return self.messages[entry.message].get("type") if self.fmt == "responses" else None

@@ -197,19 +197,6 @@ class Writer:
             {"role": CALLER[self.fmt], field: calls} if calls else None
         )
 
-    def after_calls(self, calls: list[Entry], answer_of: dict[Any, Entry], moved: list[Entry]) -> None:
-        """Each of the ``moved`` server results (a user message sent them) right after the call it
-        answers (``answer_of``: the k-th result of an id for the k-th call of it)."""
-        sent = {(entry.message, entry.slot) for entry in moved}
-        seen: dict[Any, int] = {}
-        for call in calls:
-            k = seen.get(call.key, 0)
-            seen[call.key] = k + 1
-            answer = answer_of.get((call.key, k))
-            if answer is not None and (answer.message, answer.slot) in sent:
-                self.touched.add(call.message)
-                self.after.setdefault((call.message, call.slot), []).append(answer)
-
     def with_the_calls(self, answers: Iterable[Entry]) -> None:
         """Server results a user message read as the model's holds go with its calls into the model
         message repair makes of them (``server-blocks-are-the-models``): the answers among them."""
