@@ -240,7 +240,7 @@ def after_its_calls(plan: Writer, beside: tuple[Entry, ...], moved: list[Entry])
             plan.front_into.setdefault(at, []).append(result)
         else:
             plan.add_after.setdefault(len(plan.messages) - 1, []).append(
-                {"role": "assistant", "content": [plan.moved(result)]}
+                {"role": "assistant", "content": plan.moved([result])}
             )
         told = (result.message + 1, shown(result.key))
         for n in range(len(plan.changes) - 1, -1, -1):
