@@ -231,7 +231,7 @@ def after_their_calls(plan: Writer, codes: Sequence[tuple[Segment, dict[Any, Ent
     calls it drops): where :func:`after_its_calls` puts them, else right after their calls; those a user
     message read as the model's holds with its calls (``server-blocks-are-the-models``)."""
     for segment, answer_of, moved in codes:
-        plan.after_calls(segment.calls, answer_of, after_its_calls(plan, segment, moved))
+        after_calls(plan, segment.calls, answer_of, after_its_calls(plan, segment, moved))
         plan.with_the_calls(answer_of.values())
 
 
@@ -314,13 +314,27 @@ def _own_message(plan: Writer, result: Entry) -> None:
     every result repair puts there (two in a row would be one turn the API combines)."""
     added = plan.add_after.setdefault(len(plan.messages) - 1, [])
     if added and added[-1].get("role") == "assistant" and all(_server_result(b) for b in added[-1]["content"]):
-        added[-1]["content"].append(plan.moved(result))
+        added[-1]["content"].extend(plan.moved([result]))
         return
-    added.append({"role": "assistant", "content": [plan.moved(result)]})
+    added.append({"role": "assistant", "content": plan.moved([result])})
 
 
 def _server_result(block: Any) -> bool:
     return isinstance(block, Mapping) and is_server_result(block.get("type"))
+
+
+def after_calls(plan: Writer, calls: list[Entry], answer_of: dict[Any, Entry], moved: list[Entry]) -> None:
+    """Each of the ``moved`` server results (a user message sent them; those :func:`after_its_calls`
+    leaves) right after the call it answers (``answer_of``: the k-th result of an id for the k-th call of it)."""
+    sent = {(entry.message, entry.slot) for entry in moved}
+    seen: dict[Any, int] = {}
+    for call in calls:
+        k = seen.get(call.key, 0)
+        seen[call.key] = k + 1
+        answer = answer_of.get((call.key, k))
+        if answer is not None and (answer.message, answer.slot) in sent:
+            plan.touched.add(call.message)
+            plan.after.setdefault((call.message, call.slot), []).append(answer)
 
 
 def _caller(block: Any) -> Any:

@@ -74,6 +74,10 @@ class Roles:
     """What a history's reader found of its messages' roles, noted as it reads them."""
 
     def __init__(self) -> None:
+        self.chains: dict[tuple[int, int], list[Entry]] = {}
+        """Gemini: each response that said ``willContinue: true`` (where it sits), with the responses
+        going on with it in order, which have no entry of their own (policy will-continue-responses):
+        repair drops, renames and moves them with it, as one result. Not a role, but noted as they are."""
         self.odd: list[tuple[int, Any]] = []
         """Each message whose role its format lacks, with that role, in order (``unknown-role``)."""
         self.calling: set[int] = set()

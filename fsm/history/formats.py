@@ -16,7 +16,8 @@ role carrying a ``tool_name`` (and no calls) is a result sent in that role (``mi
 
 A Gemini ``functionResponse`` that follows one to the same id saying ``willContinue: true`` (the
 Live API's NON_BLOCKING functions stream their responses so) goes on with that response: it is no
-result of its own (policy will-continue-responses), so neither a second result nor moved nor dropped.
+result of its own (policy will-continue-responses), so no second result: the reader notes it with the
+response it goes on with (``Roles.chains``), and repair drops, renames and moves the two as one.
 One after a response that did not say so is a result again (``duplicate-result``).
 
 Anything the reader cannot read as a conversation raises
@@ -173,19 +174,19 @@ class Reader:
         """Were the results of the message read last sent in the model's role (``misplaced-result``)?"""
         self.served = Segment([], [], server=True)
         """The server tool calls and results of the message read last (Anthropic's): a turn of their own."""
-        self.going_on: set[str | None] = set()
-        """Gemini: the ids whose latest response said ``willContinue: true``."""
+        self.going_on: dict[Key | None, tuple[int, int]] = {}
+        """Gemini: the ids whose latest response said ``willContinue: true``, each with where its chain's first is."""
 
-    def _goes_on(self, wire_id: str | None, payload: Mapping[str, Any]) -> bool:
-        """Does a Gemini response go on with the latest to its id, which said ``willContinue``? Notes
-        whether this one says it (policy will-continue-responses)."""
-        went_on = wire_id in self.going_on
-        more = payload.get("willContinue", payload.get("will_continue")) is True
-        if wire_id is not None and more:
-            self.going_on.add(wire_id)
-        elif went_on:
-            self.going_on.discard(wire_id)
-        return went_on
+    def _goes_on(self, payload: Mapping[str, Any], entry: Entry) -> bool:
+        """Does a Gemini response with an id (``entry``, were it a result) go on with the latest to its
+        id, which said ``willContinue``? Notes it in that chain, and whether this one says it (policy
+        will-continue-responses)."""
+        head = self.going_on.pop(entry.key, None)
+        if payload.get("willContinue", payload.get("will_continue")) is True:
+            self.going_on[entry.key] = head or (entry.message, entry.slot)
+        if head is not None:
+            self.roles.chains.setdefault(head, []).append(entry)
+        return head is not None
 
     def _key(self, wire_id: str | None, name: str | None, counts: dict[str, int], at: int) -> Key:
         if wire_id is not None:
@@ -270,8 +271,8 @@ class Reader:
                     wire_id = _wire_id(payload.get("id"), at, f"a {field}")
                     if kind == "call":
                         calls.append(Entry(at, slot, self._key(wire_id, name, calls_named, at), name))
-                        self.going_on.discard(wire_id)
-                    elif not self._goes_on(wire_id, payload):
+                        self.going_on.pop(wire_id, None)
+                    elif wire_id is None or not self._goes_on(payload, Entry(at, slot, wire_id, name)):
                         results.append(Entry(at, slot, self._key(wire_id, name, self.results_named, at), name))
         if calls and results:
             raise _fail(at, "a message cannot both make tool calls and answer them")

@@ -1,13 +1,14 @@
 """What :func:`fsm.history.repair` writes, in each format's shape: the result it puts where a call
-got none, a call or result under a new id, and the ``toolUseId`` Converse takes for an id it refuses."""
+got none (and which call keeps one whatever the policy), a call or result under a new id, and the
+``toolUseId`` Converse takes for an id it refuses."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fsm.history.entries import Key
+from fsm.history.entries import Entry, Key
 from fsm.history.findings import Format
 from fsm.history.formats import RESPONSES_OUTPUT_OF, gemini_payload
 from fsm.history.server_blocks import converse_payload, is_server_result
@@ -44,6 +45,17 @@ def _responses_placeholder(kind: str, call_id: Key, text: str) -> dict[str, Any]
     if kind == "apply_patch_call_output":
         return {"type": kind, "call_id": call_id, "status": "failed", "output": text}
     return {"type": kind, "call_id": call_id, "output": text}
+
+
+def signed(fmt: Format, messages: Sequence[Mapping[str, Any]], call: Entry) -> bool:
+    """Does a Gemini call's part carry a thoughtSignature? Gemini wants the signature back on that very
+    part (the first call of a step must bring it), so dropping the call would leave the step's next
+    call unsigned, a turn Gemini 3 refuses: it gets a placeholder result whatever the policy."""
+    if fmt != "gemini":
+        return False
+    # The parts were checked as the turn was read: checking all again per call would be quadratic.
+    part = messages[call.message]["parts"][call.slot]
+    return part.get("thoughtSignature") is not None or part.get("thought_signature") is not None
 
 
 def usable_id(fmt: Format, key: Key) -> Key:

@@ -7,6 +7,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   and in its turn; within a format's ``ID_LIMIT``), and its result gets the new id too;
 * a Converse ``toolUseId`` Bedrock refuses (over 64 characters, or a character outside ``[a-zA-Z0-9_.:-]``) is mapped
   as the ``"bedrock"`` next turn maps it (:func:`fsm.messages.bedrock.converse_id`), in its call and result alike;
+* a Gemini response going on with one before it (``willContinue``) is dropped, renamed and moved with that one, as one
+  result, in order (:mod:`fsm.history.chains`);
 * a result that answers no call of its turn (an orphan, or a second result for a call already answered) is dropped; a
   call that got no result at all gets a placeholder result, or with ``RepairPolicy(dangling="drop-call")`` is dropped
   (but a Gemini call whose part carries a ``thoughtSignature``, which must go back on that part, gets a placeholder);
@@ -58,6 +60,7 @@ from typing import Any
 from fsm.engine.ids import IdAllocator
 from fsm.foreign import answers_callers
 from fsm.history.after_run import drop_paused, pauses, still_waits, user_content_after
+from fsm.history.chains import chained
 from fsm.history.changes import Change, RepairPolicy, checked_policy, kept_roles
 from fsm.history.code_waits import after_their_calls, settle
 from fsm.history.declined import dropped_declined
@@ -67,7 +70,7 @@ from fsm.history.findings import Format
 from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, shown
 from fsm.history.item_ids import renumbered, settle_items
 from fsm.history.joined_runs import ServerRun, joined_server_ids, kept_apart, left_empty
-from fsm.history.placeholders import placeholder, usable_id
+from fsm.history.placeholders import placeholder, signed, usable_id
 from fsm.history.program_callers import kept_callers
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.turns import segments
@@ -110,6 +113,8 @@ class _Plan(Writer):
 
     def _change(self, kind: str, entry: Entry, detail: str, key: Key | None = None) -> None:
         self.changes.append(Change(kind, entry.message + 1, shown(entry.key if key is None else key), detail))
+        for each in self.chains.get((entry.message, entry.slot), ()):  # what befell a response befell its chain
+            self.changes.append(Change(kind, each.message + 1, shown(each.key), f"{detail} (going on with it)"))
 
     def pair(self, segment: Segment) -> None:
         self.in_turn, segment = set(), user_content_after(self, segment)
@@ -136,7 +141,9 @@ class _Plan(Writer):
             k = seen.get(call.key, 0)
             seen[call.key] = k + 1
             answer = answer_of.get((call.key, k))
-            dropped = segment.server or (self.policy.dangling == "drop-call" and not self._signed(call))
+            dropped = segment.server or (
+                self.policy.dangling == "drop-call" and not signed(self.fmt, self.messages, call)
+            )
             waits = answer is None and still_waits(self, segment)  # the server may still run it: it goes back
             self.paused += pauses(self, segment, call) if waits else []  # see paused-call-last-only
             if answer is None and not waits and (dropped or self._type(call) == "computer_call"):
@@ -264,11 +271,11 @@ class _Plan(Writer):
         if host >= 0:  # those sent before its results go first, those the model sent after them after them
             self.touched.add(host)
             self.front_into.setdefault(host, []).extend(entry for entry in moved if entry.message < host)
-            later = [self.moved(entry) for entry in moved if entry.message > host]
+            later = self.moved(entry for entry in moved if entry.message > host)
             self.add_into.setdefault(host, []).extend([*later, *placeholders])
             return
         after = segment.misplaced_end if self.fmt == "anthropic" else segment.misplaced[0].message - 1
-        blocks = [*(self.moved(entry) for entry in moved), *placeholders]
+        blocks = [*self.moved(moved), *placeholders]
         self.add_after.setdefault(after, []).append({"role": "user", FIELD[self.fmt]: blocks})
 
     def _before_held(
@@ -298,7 +305,7 @@ class _Plan(Writer):
         host = segment.held if answer < 0 else answer
         self.touched.add(host)
         self.front_into.setdefault(host, []).extend(moved if answer < 0 else ())  # else after the results it holds:
-        self.add_into.setdefault(host, []).extend([*(self.moved(e) for e in moved if answer >= 0), *placeholders])
+        self.add_into.setdefault(host, []).extend([*self.moved(moved if answer >= 0 else ()), *placeholders])
 
     def _in_order(self, at: list[int], moved: list[Entry], placeholders: list[dict[str, Any]]) -> None:
         """Gemini, Converse: the user's results messages of a turn (``at``, in order) merge into one,
@@ -310,7 +317,7 @@ class _Plan(Writer):
             into = at[max(before - 1, 0)]
             self.touched.add(into)
             if before:
-                self.add_into.setdefault(into, []).append(self.moved(entry))
+                self.add_into.setdefault(into, []).extend(self.moved([entry]))
             else:
                 self.front_into.setdefault(into, []).append(entry)
         self.touched.add(at[-1])
@@ -347,11 +354,13 @@ class _Plan(Writer):
             self._edit(answer, self.rename, wire_id)
 
     def _edit(self, entry: Entry, into: Any, value: str | None = None) -> None:
-        self.touched.add(entry.message)
-        if value is None:
-            into.add((entry.message, entry.slot))
-        else:
-            into[(entry.message, entry.slot)] = value
+        """Drop, rename or move ``entry`` with the Gemini responses going on with it (:mod:`fsm.history.chains`)."""
+        for each in chained(self.chains, [entry]):
+            self.touched.add(each.message)
+            if value is None:
+                into.add((each.message, each.slot))
+            else:
+                into[(each.message, each.slot)] = value
 
     def _drop_result(self, result: Entry, second: bool) -> None:
         self._edit(result, self.drop)
@@ -359,16 +368,6 @@ class _Plan(Writer):
             self._change("dropped-duplicate-result", result, "a second result for a call already answered")
         else:
             self._change("dropped-orphan", result, "no call of its turn is waiting for this result")
-
-    def _signed(self, call: Entry) -> bool:
-        """A Gemini call whose part carries a thoughtSignature: Gemini wants the signature back on
-        that very part (the first call of a step must bring it), so dropping the call would leave
-        the step's next call unsigned, a turn Gemini 3 refuses."""
-        if self.fmt != "gemini":
-            return False
-        # The parts were checked as the turn was read: checking all again per call would be quadratic.
-        part = self.messages[call.message]["parts"][call.slot]
-        return part.get("thoughtSignature") is not None or part.get("thought_signature") is not None
 
     def _type(self, entry: Entry) -> Any:
         return self.messages[entry.message].get("type") if self.fmt == "responses" else None

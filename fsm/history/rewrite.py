@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from fsm.history.chains import Chains, chained, chains
 from fsm.history.changes import Change, RepairPolicy
 from fsm.history.empty import DROPPED, NO_LONGER_LAST, blank
 from fsm.history.entries import Entry, Roles
@@ -53,6 +54,7 @@ class Writer:
     fmt: Format
     messages: Sequence[Mapping[str, Any]]
     drop: set[tuple[int, int]]
+    chains: Chains
     rename: dict[tuple[int, int], str]
     add_into: dict[int, list[dict[str, Any]]]
     move_into: dict[int, list[Entry]]
@@ -85,7 +87,7 @@ class Writer:
     policy: RepairPolicy
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
-        self.fmt, self.messages = fmt, messages
+        self.fmt, self.messages, self.chains = fmt, messages, chains(messages, fmt)
         self.drop, self.rename, self.touched, self.retool, self.split = set(), {}, set(), set(), set()
         self.emptied = set()
         self.add_into, self.move_into, self.front_into, self.add_after = {}, {}, {}, {}
@@ -196,19 +198,6 @@ class Writer:
         return ({**message, field: others} if others else None), (
             {"role": CALLER[self.fmt], field: calls} if calls else None
         )
-
-    def after_calls(self, calls: list[Entry], answer_of: dict[Any, Entry], moved: list[Entry]) -> None:
-        """Each of the ``moved`` server results (a user message sent them) right after the call it
-        answers (``answer_of``: the k-th result of an id for the k-th call of it)."""
-        sent = {(entry.message, entry.slot) for entry in moved}
-        seen: dict[Any, int] = {}
-        for call in calls:
-            k = seen.get(call.key, 0)
-            seen[call.key] = k + 1
-            answer = answer_of.get((call.key, k))
-            if answer is not None and (answer.message, answer.slot) in sent:
-                self.touched.add(call.message)
-                self.after.setdefault((call.message, call.slot), []).append(answer)
 
     def with_the_calls(self, answers: Iterable[Entry]) -> None:
         """Server results a user message read as the model's holds go with its calls into the model
@@ -328,8 +317,7 @@ class Writer:
         old = items(message, self.fmt, at)
         new: list[Any] = []
         added = self.add_into.get(at, [])
-        moved = [self.moved(entry) for entry in self.move_into.get(at, ())]
-        front = [self.moved(entry) for entry in self.front_into.get(at, ())]
+        moved, front = self.moved(self.move_into.get(at, ())), self.moved(self.front_into.get(at, ()))
         if self.fmt in ("anthropic", "gemini", "bedrock"):  # after the results it begins with: results go first
             anchor = next((j for j, item in enumerate(old) if not self._placed_after(item, message)), len(old)) - 1
             added = [*moved, *added]
@@ -342,7 +330,7 @@ class Writer:
             if (at, slot) not in self.drop:
                 renamed = self.rename.get((at, slot))
                 new.append(item if renamed is None else renamed_block(self.fmt, item, renamed))
-            new += [self.moved(entry) for entry in self.after.get((at, slot), ())]
+            new += self.moved(self.after.get((at, slot), ()))
             if slot == anchor:
                 new += added
         edited = {**message, field: new}
@@ -362,11 +350,15 @@ class Writer:
         edited[field] = new
         return edited
 
-    def moved(self, entry: Entry) -> Any:
-        """A result moved where the API takes it, with its rename if it has one."""
-        item = self.messages[entry.message][FIELD[self.fmt]][entry.slot]  # read as a list already: not checked again
-        renamed = self.rename.get((entry.message, entry.slot))
-        return item if renamed is None else renamed_block(self.fmt, item, renamed)
+    def moved(self, entries: Iterable[Entry]) -> list[Any]:
+        """Results moved where the API takes them, with their renames, each followed by the Gemini
+        responses going on with it (:mod:`fsm.history.chains`: one result, moved as one, in order)."""
+        out = []
+        for each in chained(self.chains, entries):
+            item = self.messages[each.message][FIELD[self.fmt]][each.slot]  # read as a list already: not checked again
+            renamed = self.rename.get((each.message, each.slot))
+            out.append(item if renamed is None else renamed_block(self.fmt, item, renamed))
+        return out
 
     def _emptied(self, at: int) -> None:
         self.emptied.add(at)
