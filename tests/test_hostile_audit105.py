@@ -6,7 +6,8 @@ code's result the user sent went before a later round of the calls it made, thou
 in Claude's message after the results of its last round:
 
 1. Claude's messages in a row are one turn: a round of calls in the second of them was not read, and
-   the first (text, say) was taken for the message that answers the wait.
+   the first (text, say) was taken for the message that answers the wait; so with a message that came
+   empty (which repair drops) between them.
 2. Two codes waiting at once: a round naming only the other code was taken for the end of the wait,
    though a later round names this one again.
 """
@@ -38,6 +39,12 @@ CASES = {
     # 1: the round t2 is in the second of Claude's messages in a row; the first ended the wait
     "a-round-in-claudes-second-message": (
         [ASK, a(srv(), use("t1")), u(res("t1")), a(TEXT), a(use("t2")), u(res("t2"), ran()), a(TEXT)],
+        "s1",
+        "t2",
+    ),
+    # 1 too: a user message that came empty (it goes) between Claude's two
+    "a-round-past-an-empty-message": (
+        [ASK, a(srv(), use("t1")), u(res("t1")), a(TEXT), u(), a(use("t2")), u(res("t2"), ran()), a(TEXT)],
         "s1",
         "t2",
     ),

@@ -307,12 +307,12 @@ def _made_here(block: Any) -> bool:
 def _turn_end(plan: Writer, at: int) -> int:
     """The last of Claude's messages in a row from ``at`` (the API combines them into one turn: a round of
     calls split across them is one round), else ``at``."""
-    while (
-        at + 1 < len(plan.messages)
-        and plan.messages[at + 1].get("role") == "assistant"
-        and at + 1 not in plan.roles.calling
-        and at not in plan.roles.calling
-    ):
+    while at + 1 < len(plan.messages) and at not in plan.roles.calling:
+        # a message that came empty goes (dropped-empty-message): Claude's on either side of it are one turn
+        if at + 1 not in plan.roles.empty and (
+            plan.messages[at + 1].get("role") != "assistant" or at + 1 in plan.roles.calling
+        ):
+            break
         at += 1
     return at
 
@@ -333,7 +333,9 @@ def _names(plan: Writer, at: int, slot: int) -> Any:
 def _users_after(plan: Writer, at: int) -> int:
     """The first user message after ``at`` (the results of its calls), else the history's end."""
     at += 1
-    while at < len(plan.messages) and (plan.messages[at].get("role") != "user" or at in plan.roles.calling):
+    while at < len(plan.messages) and (
+        plan.messages[at].get("role") != "user" or at in plan.roles.calling or at in plan.roles.empty
+    ):
         at += 1
     return at
 
