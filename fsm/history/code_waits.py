@@ -24,7 +24,9 @@ that the user sent back beside the results of the calls it made is ``misplaced-r
 message holds one), and repair moves it where the API gives it, after those results: first in Claude's
 next message after the results of the code's last round of calls (later rounds name it too), the one that
 answers the wait (the programmatic tool calling guide's step 5: "Once the code execution completes,
-Claude provides the final response", the result its first block), even when the user sent it after
+Claude provides the final response", the result its first block; Claude's messages in a row, which
+the API combines, are one turn and one round, and a round of another waiting code's calls alone leaves
+it waiting: a later round may name it again), even when the user sent it after
 that message, which ended the wait; else in a message of Claude's of its own after the history's last
 (:func:`after_its_calls`). With every call naming it dropped, or a user message read as the model's
 (``misplaced-call``) first, it goes right after its call, as other server results do. Right after its call, where
@@ -230,12 +232,15 @@ def after_their_calls(plan: Writer, codes: Sequence[tuple[Segment, dict[Any, Ent
     ``(id, k)``) that the user sent (``moved``), once repair has read every turn (it knows which client
     calls it drops): where :func:`after_its_calls` puts them, else right after their calls; those a user
     message read as the model's holds with its calls (``server-blocks-are-the-models``)."""
+    steps: dict[int, tuple[int, set[Any]]] = {}  # each walk's steps, shared (codes' rounds may interleave)
     for segment, answer_of, moved in codes:
-        after_calls(plan, segment.calls, answer_of, after_its_calls(plan, segment, moved))
+        after_calls(plan, segment.calls, answer_of, after_its_calls(plan, segment, moved, steps))
         plan.with_the_calls(answer_of.values())
 
 
-def after_its_calls(plan: Writer, segment: Segment, moved: list[Entry]) -> list[Entry]:
+def after_its_calls(
+    plan: Writer, segment: Segment, moved: list[Entry], steps: dict[int, tuple[int, set[Any]]] | None = None
+) -> list[Entry]:
     """Of the server results the user sent (``moved``), each answering a call that a client call of its
     message (``segment.beside``) repair keeps names as its ``caller`` goes first into Claude's message
     after the results of those calls and of each later round of calls naming it (Claude's messages
@@ -244,7 +249,7 @@ def after_its_calls(plan: Writer, segment: Segment, moved: list[Entry]) -> list[
     reading gives its place, to go right after their calls."""
     rest: list[Entry] = []
     for result in moved:
-        at = _answer_of(plan, segment, result.key)
+        at = _answer_of(plan, segment, result.key, {} if steps is None else steps)
         if at is None or at in plan.roles.calling:
             rest.append(result)
             continue
@@ -264,35 +269,73 @@ def after_its_calls(plan: Writer, segment: Segment, moved: list[Entry]) -> list[
     return rest
 
 
-def _answer_of(plan: Writer, segment: Segment, code: Any) -> int | None:
+def _answer_of(plan: Writer, segment: Segment, code: Any, steps: dict[int, tuple[int, set[Any]]]) -> int | None:
     """Claude's message that ends the wait of the server call ``code`` (the history's length: none), past
-    the results of the calls of its message naming it and of each round after them naming it again; None
+    the results of the calls of its message naming it and of each round after them naming it again: Claude's
+    messages in a row are one turn, one round, and a round of other codes' calls alone leaves it waiting
+    (a later round may name it again; with none, the first message after its last round answers it). None
     when no call of its message that repair keeps names it (it waits on nothing: with all of them dropped,
     ``RepairPolicy(dangling="drop-call")``, right after its call)."""
-    rounds = [call.message for call in segment.beside if _names(plan, call.message, call.slot, code)]
+    rounds = [call.message for call in segment.beside if _names(plan, call.message, call.slot) == code]
     if not rounds:
         return None
-    at = rounds[-1]
+    at, answer = rounds[-1], None
     while True:
-        at = _next_models(plan, _users_after(plan, at) + 1)
-        content = plan.messages[at].get("content") if at < len(plan.messages) else None
-        if at in plan.roles.calling or not any(
-            _names(plan, at, slot, code) for slot in range(len(content) if isinstance(content, list) else 0)
-        ):
+        at, callers = steps[at] if at in steps else steps.setdefault(at, _step(plan, at))
+        if at in plan.roles.calling and (answer is None or code in callers):
             return at
+        if not callers:  # no code waits past it: the wait ends here, or at the first round of others' after its last
+            return at if answer is None else answer
+        # A round of another code's calls alone leaves this one waiting too: a later round may name it again
+        answer = None if code in callers else at if answer is None else answer
 
 
-def _names(plan: Writer, at: int, slot: int, code: Any) -> bool:
-    """Is the block at ``slot`` of message ``at`` a client call repair keeps naming ``code`` its caller?"""
+def _step(plan: Writer, at: int) -> tuple[int, set[Any]]:
+    """Claude's next turn after the results of the one message ``at`` is in, and the codes its kept client calls
+    name that an earlier turn made (one of its own is a new wait, not this one's)."""
+    at = _next_models(plan, _users_after(plan, _turn_end(plan, at)) + 1)
+    turn = range(at, _turn_end(plan, at) + 1) if at < len(plan.messages) else range(0)
+    callers = {_names(plan, m, slot) for m in turn for slot in _slots(plan, m)} - {None}
+    made = {block.get("id") for m in turn for block in _blocks(plan.messages[m].get("content")) if _made_here(block)}
+    return at, callers - made
+
+
+def _made_here(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type") in SERVER_CALLS
+
+
+def _turn_end(plan: Writer, at: int) -> int:
+    """The last of Claude's messages in a row from ``at`` (the API combines them into one turn: a round of
+    calls split across them is one round), else ``at``."""
+    while at + 1 < len(plan.messages) and at not in plan.roles.calling:
+        # a message that came empty goes (dropped-empty-message): Claude's on either side of it are one turn
+        if at + 1 not in plan.roles.empty and (
+            plan.messages[at + 1].get("role") != "assistant" or at + 1 in plan.roles.calling
+        ):
+            break
+        at += 1
+    return at
+
+
+def _slots(plan: Writer, at: int) -> range:
+    content = plan.messages[at].get("content") if at < len(plan.messages) else None
+    return range(len(content) if isinstance(content, list) else 0)
+
+
+def _names(plan: Writer, at: int, slot: int) -> Any:
+    """The server call the block at ``slot`` of message ``at`` names as its ``caller``, when it is a client
+    call repair keeps (else None)."""
     block = plan.messages[at]["content"][slot]
     kept = (at, slot) not in plan.drop
-    return kept and isinstance(block, Mapping) and block.get("type") == "tool_use" and _caller(block) == code
+    return _caller(block) if kept and isinstance(block, Mapping) and block.get("type") == "tool_use" else None
 
 
 def _users_after(plan: Writer, at: int) -> int:
     """The first user message after ``at`` (the results of its calls), else the history's end."""
     at += 1
-    while at < len(plan.messages) and (plan.messages[at].get("role") != "user" or at in plan.roles.calling):
+    while at < len(plan.messages) and (
+        plan.messages[at].get("role") != "user" or at in plan.roles.calling or at in plan.roles.empty
+    ):
         at += 1
     return at
 
