@@ -7,7 +7,7 @@ registry (fsm/engine/registry.py) alone decides which call that evidence points 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -107,7 +107,7 @@ class CallEnd:
     """What to report (``part-not-reassembled``) if no call the stream opened has this id at this
     index: said by a decoder that cannot tell itself (an error's list of the calls it left
     unfinished); empty: an end that finds no call is not the decoder's to report."""
-    declined: str = ""
+    declined: Literal["", "declined", "cut-by-decline"] = ""
     """A re-emitted stream's error listed the call as a declined model's (policy declines-read-back):
     ``declined``, or ``cut-by-decline`` where the decline cut its JSON (said so, no violation: policy
     decline-cut-waits); it is set apart in ``Result.declined_calls`` as its source set it. Empty: no such call."""

@@ -147,3 +147,16 @@ def test_finish_refuses_a_hand_built_result_of_wrong_types_and_stays_open(field:
     with pytest.raises(fsm.errors.InvalidInput, match=re.escape(named)):
         emitter.finish(broken)
     assert emitter.finish(result)["choices"][0]["finish_reason"] == "stop"  # not left finished by the refusal
+
+
+@pytest.mark.parametrize("declined", ["bogus", "Declined", " declined"])
+def test_a_hand_built_call_end_takes_the_two_decline_statuses_alone(declined: str) -> None:
+    from fsm.events import ArgumentsFragment, CallEnd, CallRef, CallSeen
+
+    ref = CallRef(index=0, id="a", name="f")
+    reader = fsm.Reassembler("openai-chat")
+    reader.feed(CallSeen(ref))
+    reader.feed(ArgumentsFragment(ref, '{"x": 1}'))
+    with pytest.raises(fsm.errors.InvalidInput, match=re.escape("CallEnd.declined")):
+        reader.feed(CallEnd(CallRef(index=0, id="a"), declined=declined))  # type: ignore[arg-type]
+    assert [call.id for call in reader.close().calls] == ["a"]  # close() gives the result so far
