@@ -117,8 +117,12 @@ class BlockEmitter:
         entries of the calls' signatures (policy gemini-call-signature-as-openrouter), so none shares another's."""
         out = self._out.get(block)
         if out is None:
-            out = self._out[block] = len(self._out) + self._calls
+            out = self._out[block] = self._taken()
         return out
+
+    def _taken(self) -> int:
+        """The indexes gone out so far (blocks' and calls' signatures'): the next one's."""
+        return len(self._out) + self._calls
 
     def call_signed(self, call_id: str, signature: str) -> dict[str, Any]:
         """The delta of a Gemini call's thought signature, as OpenRouter sends Gemini 3's (policy
@@ -126,7 +130,7 @@ class BlockEmitter:
         call's id, under an index of its own (read back, a block of its own, which policy gemini-signature-by-call-id
         puts back on the call's part)."""
         entry: dict[str, Any] = {"type": "reasoning.encrypted", "data": sendable(signature), "id": sendable(call_id)}
-        entry |= {"format": GEMINI_FORMAT, "index": len(self._out) + self._calls}
+        entry |= {"format": GEMINI_FORMAT, "index": self._taken()}
         self._calls += 1
         return {self.dialect: [entry]}
 
