@@ -5,7 +5,13 @@ SDK's delta and start types have a field for each), the thinking lost without a 
 now, the thinking first (policy cohere-thinking-beside-text), by decode() and its shortcut alike.
 Cohere's next turn left a tool plan with no calls out without a word (policy cohere-plan-without-calls:
 it is text now), and sent another provider's reasoning without a content index as Cohere's own plan
-(policy cohere-foreign-reasoning: thinking items now)."""
+(policy cohere-foreign-reasoning: thinking items now).
+
+Gemini's ``willContinue`` chains: a chain's response sent in a model content while its chain began
+in the user's was read past, no finding, and repair left the ``functionResponse`` in the model's
+content; it is a ``misplaced-result`` now, and repair moves it right after the response of its
+chain before it (policy chain-response-in-the-model-content). Responses without ids do not chain
+(policy id-less-responses-unchained): each pairs by name and order, as before, now a named rule."""
 
 from __future__ import annotations
 
@@ -13,11 +19,15 @@ from typing import Any
 
 import attrs
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from fsm import Reassembler, Result, messages
+from fsm import Reassembler, Result, history, messages
 from fsm.results import CallStatus, Reasoning, ToolCall
 from fsm.wire.decoders.cohere import CohereDecoder
 from tests.test_cohere_thinking import fed
+from tests.test_will_continue104 import ASK, holds_for, model, repaired, resp, sent, user
+from tests.test_will_continue104 import call as gemini_call
 
 # -- 1. a content piece holding both thinking and text ----------------------------------------------
 
@@ -160,3 +170,96 @@ def test_a_hand_built_result_of_no_provider_named_cohere_has_no_plan() -> None:
     assert messages.assistant_message(other, "cohere")["content"] == [
         {"type": "thinking", "thinking": "I will call weather."}
     ]
+
+
+# -- 3. Gemini chains: a chain's response in the model's content; responses without ids ----------------
+
+
+def test_a_chains_response_in_the_models_content_is_misplaced_and_moves_after_the_one_before_it() -> None:
+    """Policy chain-response-in-the-model-content: no finding, and repair left it in the model's
+    content (a history Gemini refuses: responses come from a user content)."""
+    conversation = [ASK, model(gemini_call("a")), user(resp(1, True)), model(resp(2))]
+    found = history.check(conversation, "gemini").findings
+    assert [(f.kind, f.id, f.message) for f in found] == [(history.Kind.MISPLACED_RESULT, "a", 4)]
+    fixed, changes = repaired(conversation)
+    assert fixed == [ASK, model(gemini_call("a")), user(resp(1, True), resp(2))]
+    assert [(c.kind, c.message, c.id) for c in changes] == [
+        ("moved-misplaced-result", 4, "a"),
+        ("dropped-empty-message", 4, None),
+    ]
+
+
+def test_a_stray_beside_the_models_text_goes_after_the_last_response_kept_where_it_was() -> None:
+    conversation = [
+        ASK,
+        model(gemini_call("a")),
+        user(resp(1, True)),
+        model({"text": "working"}),
+        user(resp(2, True)),
+        model({"text": "still"}, resp(3, True), resp(4)),
+        user({"text": "thanks"}),
+    ]
+    fixed, changes = repaired(conversation)
+    assert sent(fixed) == [("a", 1, True), ("a", 2, True), ("a", 3, True), ("a", 4, False)]
+    assert fixed[4] == user(resp(2, True), resp(3, True), resp(4)) and fixed[5] == model({"text": "still"})
+    assert [(c.kind, c.message) for c in changes][:2] == [("moved-misplaced-result", 6)] * 2
+
+
+def test_a_stray_of_a_dropped_chain_goes_with_it_and_of_a_renamed_one_is_renamed() -> None:
+    orphan = [ASK, model({"text": "hm"}), user(resp(1, True)), model(resp(2))]
+    fixed, changes = repaired(orphan)
+    assert sent(fixed) == [] and [c.kind for c in changes].count("dropped-orphan") == 2
+    twice = [ASK, model(gemini_call("a"), gemini_call("a")), user(resp(1), resp(2, True)), model(resp(3))]
+    fixed, _ = repaired(twice)
+    assert sent(fixed) == [("a", 1, False), ("a_d2", 2, True), ("a_d2", 3, False)]
+    assert sent(fixed[-1:]) == sent(fixed)  # the stray renamed with its chain, and moved after it
+
+
+STRAYS = st.lists(
+    st.tuples(
+        st.sampled_from(["user", "model"]),
+        st.lists(
+            st.one_of(
+                st.tuples(st.just("resp"), st.sampled_from("ab"), st.sampled_from([True, True, None])),
+                st.tuples(st.just("text")),
+            ),
+            min_size=1,
+            max_size=3,
+        ),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(STRAYS)
+def test_random_chains_answering_calls_with_responses_in_either_role(
+    drawn: list[tuple[str, list[tuple[Any, ...]]]],
+) -> None:
+    """After calls to ``a`` and ``b``, responses to them going on or not, in user or model contents:
+    tests/test_will_continue104.py's rules hold (the chains there seldom stayed with a response
+    in the model's content, this one's case)."""
+    holds_for([("model", [("call", "a"), ("call", "b")]), *drawn])
+
+
+def test_responses_without_ids_pair_by_name_and_order_and_never_chain() -> None:
+    """Policy id-less-responses-unchained: two calls to ``f`` without ids, answered by two
+    responses, the first saying ``willContinue``: each answers its call (chained, the second call
+    would be dangling and get a placeholder); with one call, the second is an orphan, said and
+    dropped, never taken in silence."""
+
+    def bare(x: int, more: bool | None = None) -> dict[str, Any]:
+        said = resp(x, more)
+        del said["functionResponse"]["id"]
+        return said
+
+    called = {"functionCall": {"name": "f", "args": {}}}
+    two = [ASK, model(called, called), user(bare(1, True), bare(2))]
+    assert history.check(two, "gemini").findings == ()
+    assert history.repair(two, format="gemini") == (two, [])
+    one = [ASK, model(called), user(bare(1, True), bare(2))]
+    assert [(f.kind, f.id) for f in history.check(one, "gemini").findings] == [(history.Kind.ORPHAN, "f#2")]
+    fixed, changes = history.repair(one, format="gemini")
+    assert fixed == [ASK, model(called), user(bare(1, True))]
+    assert [(c.kind, c.id) for c in changes] == [("dropped-orphan", "f#2")]
