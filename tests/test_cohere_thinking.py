@@ -47,18 +47,23 @@ THINKING = [
 ]
 
 
-@pytest.mark.parametrize("form", ["dicts", "bytes whole", "bytes in 3-byte pieces"])
-def test_thinking_is_the_turns_reasoning_and_goes_back_as_thinking_content(form: str) -> None:
-    r = Reassembler("cohere", strict=True)
+def fed(events: list[dict[str, Any]], form: str, strict: bool = True) -> Result:
+    """The events read as ``form`` says: as dicts, or as the SSE body, whole or in 3-byte pieces."""
+    r = Reassembler("cohere", strict=strict)
     if form == "dicts":
-        for event in THINKING:
+        for event in events:
             r.feed(event)
     else:
-        body = "".join(f"data: {json.dumps(event)}\n\n" for event in THINKING).encode()
+        body = "".join(f"data: {json.dumps(event)}\n\n" for event in events).encode()
         step = len(body) if form == "bytes whole" else 3
         for at in range(0, len(body), step):
             r.feed_bytes(body[at : at + step])
-    result = r.close()
+    return r.close()
+
+
+@pytest.mark.parametrize("form", ["dicts", "bytes whole", "bytes in 3-byte pieces"])
+def test_thinking_is_the_turns_reasoning_and_goes_back_as_thinking_content(form: str) -> None:
+    result = fed(THINKING, form)
     assert [block.text for block in result.reasoning] == ["The user wants the weather."]
     assert result.text == "" and result.diagnostics == ()
     assert [(c.id, c.arguments) for c in result.calls] == [("w_1", {"c": 1})]

@@ -479,8 +479,8 @@ def test_cohere_client_v2_sends_the_next_turn_paired(path: Path, variant: str, p
         ]
         if plan:
             said["tool_plan"] = plan
-    else:
-        said["content"] = result.text
+    else:  # no call to go beside: the plan is text, before the turn's (policy cohere-plan-without-calls)
+        said["content"] = "\n\n".join(part for part in (plan, result.text) if part)
     answers = [{"role": "tool", "tool_call_id": c.id, "content": ran(c)} for c in result.complete_calls]
     if incomplete == "include":
         answers += [{"role": "tool", "tool_call_id": c.id, "content": "Not run"} for c in messages.omitted(result)]

@@ -105,6 +105,9 @@ def _cohere_near(paid: bool = False) -> list[list[dict[str, Any]]]:
         _text(0, "\ud83d"),  # a lone surrogate: kept as it came
         _plan("\udc00"),
         _text(0, "x", extra="a key beside"),
+        {"type": "content-delta", "index": 0, "delta": {"message": {"content": {"text": "x", "thinking": "y"}}}},
+        {"type": "content-delta", "index": 0, "delta": {"message": {"content": {"thinking": "y", "text": "x"}}}},
+        {"type": "content-delta", "index": 0, "delta": {"message": {"content": {"text": "x", "thinking": ""}}}},
         _text(0, "x", error="a key beside"),
     ]
     # Or (``paid``) each after forms that read an event, and thrice: a form learnt from it would read the third.

@@ -10,6 +10,7 @@ from typing import Any
 from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
 from fsm.foreign import answers_callers
+from fsm.history.chains import STRAY_WHY, strays
 from fsm.history.code_waits import beside_waiting_code
 from fsm.history.declined import declined_why, without_declined
 from fsm.history.detect import Named, resolve_format
@@ -168,6 +169,14 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
             if not isinstance(entry.key, str):
                 ids.pop(entry.key, None)
     _odd_roles(roles, findings, fmt)
+    if fmt == "gemini":  # a chain's response the model's content holds (chain-response-in-the-model-content)
+        why = f"{STRAY_WHY}: Gemini takes responses from a user content, as its chain began"
+        repeated = [
+            Finding(Kind.MISPLACED_RESULT, shown(entry.key), entry.message + 1, why, entry.name)
+            for entry, stray in strays(messages, roles.chains)
+            if stray
+        ]
+        repeated.sort(key=lambda found: found.message)
     return Report(fmt, tuple(_among(findings, repeated) if repeated else findings))
 
 

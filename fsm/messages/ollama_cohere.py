@@ -22,6 +22,16 @@ message, its ``content`` a thinking item beside its ``tool_calls``, to the next 
 request is answered. A turn without calls sends its text as ``content``: a string, or after the
 thinking items a ``{"type": "text"}`` item when there are some.
 
+A plan with no calls to go beside (calls that did not complete, left out, or a stream cut after its
+plan) goes back as text, before the turn's text and a blank line between, as text beside calls goes
+in ``tool_plan`` after the plan (policy cohere-plan-without-calls): the API reads a plan as the
+model's words before its calls, and with none the one place for its words is ``content``; it was
+left out without a word. Only a Cohere result (``Result.provider``) holds a plan: another
+provider's reasoning without a content index (a chat delta's ``reasoning_content``, Gemini's
+thoughts, Ollama's thinking) goes back as thinking items, as another's with one (Claude's thinking,
+a Responses reasoning item) does (policy cohere-foreign-reasoning); it went in ``tool_plan`` as if
+Cohere had planned it.
+
 Neither has a flag for a failed tool: there the output itself must say it.
 """
 
@@ -51,19 +61,24 @@ def ollama_result(call: ToolCall, output: Any) -> Message:
 
 def cohere_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     message: Message = {"role": "assistant"}
+    # Only Cohere's wire streams a plan: another's reasoning without a content index (a chat delta's
+    # reasoning_content, Gemini's thoughts, Ollama's thinking) is no plan (policy cohere-foreign-reasoning)
+    ours = result.provider == "cohere"
     thinking: list[dict[str, Any]] = [
-        {"type": "thinking", "thinking": r.text} for r in result.reasoning if r.output_index is not None and r.text
+        {"type": "thinking", "thinking": r.text}
+        for r in result.reasoning
+        if (r.output_index is not None or not ours) and r.text
     ]
-    if not calls:
-        said = [{"type": "text", "text": result.text}] if result.text else []
-        message["content"] = thinking + said if thinking else result.text
+    planned = "".join(r.text for r in result.reasoning if r.output_index is None and ours)
+    said = "\n\n".join(part for part in (planned, result.text) if part)
+    if not calls:  # no tool_plan without calls: the plan is text, the turn's after it (cohere-plan-without-calls)
+        text = [{"type": "text", "text": said}] if said else []
+        message["content"] = thinking + text if thinking else said
         return message
     if thinking:  # (policy cohere-thinking-apart)
         message["content"] = thinking
-    planned = "".join(r.text for r in result.reasoning if r.output_index is None)
-    plan = "\n\n".join(part for part in (planned, result.text) if part)
-    if plan:
-        message["tool_plan"] = plan
+    if said:
+        message["tool_plan"] = said
     message["tool_calls"] = [
         {
             "id": reply_id(call),

@@ -15,7 +15,10 @@ object's ``message``, as every wire's); beside a finish reason that is not one o
 ``TIMEOUT``), that finish comes first and the error after it (policy error-beside-finish, as chat's).
 A ``content-start`` is read as a ``content-delta`` is (its content may hold text: the SDK's
 ``ChatContentStartEventDeltaMessageContent``); a ``citation-start``'s citation is reported
-(``part-not-reassembled``): the text streams in no part to keep it on.
+(``part-not-reassembled``): the text streams in no part to keep it on. A content piece holding both
+``thinking`` and ``text`` (the SDK's delta and start types have a field for each) gives both: the
+thinking first, then the text, as a reasoning model thinks before it answers (policy
+cohere-thinking-beside-text); its text alone was kept, the thinking lost without a word.
 """
 
 from __future__ import annotations
@@ -104,12 +107,14 @@ class CohereDecoder:
         if kind in ("content-delta", "content-start"):  # a start's content may hold text too (the SDK's type)
             content = mapping(mapping(delta.get("message"), "delta.message").get("content"), "content")
             piece = text(content.get("text"), "content.text")
-            if piece:
-                return [TextDelta(piece)]
             thought = text(content.get("thinking"), "content.thinking")  # a reasoning model's thinking block
-            at = 0 if at is None else at  # (policy cohere-thinking-apart: a content item, at its index)
-            block = at if at >= 0 else at - 1  # never the plan's: one below 0 goes one lower (audit 103)
-            return [ReasoningDelta(block, thought, output_index=at)] if thought else []
+            out: list[Event] = []
+            if thought:  # (policy cohere-thinking-apart: a content item, at its index)
+                at = 0 if at is None else at
+                block = at if at >= 0 else at - 1  # never the plan's: one below 0 goes one lower (audit 103)
+                out.append(ReasoningDelta(block, thought, output_index=at))
+            # Both in one piece: neither is dropped, the thinking first, as the model thinks before it answers
+            return [*out, TextDelta(piece)] if piece else out  # (policy cohere-thinking-beside-text)
         if kind == "citation-start":  # a citation of the text: reported, where it was read past in silence
             cited = mapping(mapping(delta.get("message"), "delta.message").get("citations"), "citations")
             if cited:  # (the text streams in no part to keep it on, and fsm.messages sends Cohere none)
@@ -159,7 +164,9 @@ class CohereDecoder:
             return False
         if kind == "content-delta":
             said = message.get("content")
-            piece = said.get("text") if type(said) is dict else None
+            if type(said) is not dict or said.get("thinking") is not None:  # thinking beside it: decode() keeps both
+                return False
+            piece = said.get("text")
         elif kind == "tool-plan-delta":
             piece = message.get("tool_plan")
         else:
