@@ -33,14 +33,20 @@ from fsm.history import REJECTED, RepairPolicy
 from tests.test_hostile_audit80 import ASK, TEXT, a, ran, res, srv, u, use
 
 POLICIES = (RepairPolicy(), RepairPolicy(dangling="drop-call"))
+KEPT_CALLS = ("kept-unknown-caller", "kept-call-after-code-result")
 
 
 def _sound(conversation: list[dict[str, Any]], policy: RepairPolicy) -> list[dict[str, Any]]:
     given = copy.deepcopy(conversation)
-    fixed, _ = history.repair(conversation, policy, format="anthropic")
+    fixed, changes = history.repair(conversation, policy, format="anthropic")
     assert conversation == given
-    assert [(f.kind.value, f.id) for f in history.check(fixed, "anthropic").findings if f.kind in REJECTED] == []
-    assert history.repair(fixed, policy, format="anthropic") == (fixed, [])
+    # but a client call naming code the history lacks before it, or code that had finished, which
+    # repair keeps and says so (code-call-first, no-call-after-code-result)
+    kept = {(c.kind.removeprefix("kept-"), c.id) for c in changes if c.kind in KEPT_CALLS}
+    left = {(f.kind.value, f.id) for f in history.check(fixed, "anthropic").findings if f.kind in REJECTED}
+    assert left == kept
+    again, more = history.repair(fixed, policy, format="anthropic")
+    assert again == fixed and {(c.kind.removeprefix("kept-"), c.id) for c in more} == kept
     return fixed
 
 

@@ -71,7 +71,7 @@ from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, shown
 from fsm.history.item_ids import renumbered, settle_items
 from fsm.history.joined_runs import ServerRun, joined_server_ids, kept_apart, left_empty
 from fsm.history.placeholders import placeholder, signed, usable_id
-from fsm.history.program_callers import kept_callers
+from fsm.history.program_callers import kept_callers, kept_code_callers
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.turns import segments
 
@@ -94,6 +94,7 @@ def repair(
     fixed = plan.rewrite()
     plan.changes += kept_roles(plan.roles.odd, plan.emptied | plan.to_user, fmt)
     plan.changes += kept_callers(messages, plan.drop) if fmt == "responses" else []  # caller-program-first
+    plan.changes += kept_code_callers(fixed, messages, plan.origins) if fmt == "anthropic" else []
     fixed = settle(fixed, plan.origins, plan.changes) if fmt == "anthropic" else fixed  # results-alone-while-code-waits
     return fixed, sorted([*settled, *renumbered(plan.changes, kept)], key=lambda c: c.message)
 

@@ -1,0 +1,112 @@
+"""Task 106: Claude's client calls naming code that had finished, or code the history lacks.
+
+Audit 105's A: ``check`` accepted a client call whose ``caller`` names code execution whose result
+came before it (the code had finished: it made no call after), and ``repair`` wrote that order in
+silence where the code's result the user sent goes right after its call. It is
+``call-after-code-result`` now (policy no-call-after-code-result), kept and said by repair.
+
+Audit 105's B: ``repair`` drops a server call no result answers (only the server can give one), and
+kept the client calls naming it as their caller without a word: they name code the history no longer
+holds. Such a call is ``unknown-caller`` to ``check`` (policy code-call-first, as a Responses call
+naming a program the history lacks), kept and said by repair (``kept-unknown-caller``).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from fsm import history
+from fsm.history import REJECTED, RepairPolicy
+from tests.test_hostile_audit80 import ASK, TEXT, a, ran, res, srv, u, use
+
+POLICIES = (RepairPolicy(), RepairPolicy(dangling="drop-call"))
+
+
+def _found(conversation: list[dict[str, Any]]) -> list[tuple[str, int, str]]:
+    return [(f.kind.value, f.message, f.id) for f in history.check(conversation, "anthropic").findings]
+
+
+def _kept(conversation: list[dict[str, Any]], policy: RepairPolicy) -> tuple[list[dict[str, Any]], set[Any]]:
+    """Repair's output and the calls it says it kept; the output's rejected findings are those calls
+    alone, and a second repair changes nothing and says the same."""
+    given = copy.deepcopy(conversation)
+    fixed, changes = history.repair(conversation, policy, format="anthropic")
+    assert conversation == given
+    kept = {(c.kind.removeprefix("kept-"), c.id) for c in changes if c.kind.startswith("kept-")}
+    left = {(f.kind.value, f.id) for f in history.check(fixed, "anthropic").findings if f.kind in REJECTED}
+    assert left == kept
+    again, more = history.repair(fixed, policy, format="anthropic")
+    assert again == fixed and {(c.kind.removeprefix("kept-"), c.id) for c in more} == kept
+    return fixed, {(c.kind, c.message, c.id) for c in changes}
+
+
+@pytest.mark.parametrize(
+    ("conversation", "at"),
+    [
+        # a later turn's call names the code whose result Claude's message gave
+        ([ASK, a(srv(), use("t1")), u(res("t1")), a(ran(), TEXT), u(TEXT), a(use("t2")), u(res("t2")), a(TEXT)], 6),
+        # in the same message, after the result
+        ([ASK, a(srv(), ran(), use("t1")), u(res("t1")), a(TEXT)], 2),
+    ],
+)
+def test_a_call_naming_code_whose_result_came_before_it_is_reported_and_kept(
+    conversation: list[dict[str, Any]], at: int
+) -> None:
+    """Before: no finding (audit 105's A)."""
+    call = "t2" if at == 6 else "t1"
+    assert _found(conversation) == [("call-after-code-result", at, call)]
+    for policy in POLICIES:
+        fixed, changes = _kept(conversation, policy)
+        assert fixed == conversation and changes == {("kept-call-after-code-result", at, call)}
+
+
+@pytest.mark.parametrize(
+    ("conversation", "policy", "change"),
+    [
+        # the code's message makes no call naming it: its result goes right after it, before t3
+        ([ASK, a(srv()), u(ran(), TEXT), a(use("t3")), u(res("t3"))], RepairPolicy(), ("t3", 4)),
+        # drop-call drops t1, the one call of its message naming it: the code waits on nothing there
+        (
+            [ASK, a(srv(), use("t1")), u(ran()), a(use("t2")), u(res("t2")), a(TEXT)],
+            RepairPolicy(dangling="drop-call"),
+            ("t2", 4),
+        ),
+    ],
+)
+def test_the_order_repair_writes_itself_is_said(
+    conversation: list[dict[str, Any]], policy: RepairPolicy, change: tuple[str, int]
+) -> None:
+    """Before: written in silence, and its check accepted it."""
+    assert not [f for f in _found(conversation) if f[0] == "call-after-code-result"]
+    _, changes = _kept(conversation, policy)
+    assert ("kept-call-after-code-result", change[1], change[0]) in changes
+
+
+def test_a_call_naming_code_repair_dropped_is_said_kept() -> None:
+    """s1 never got its result: repair drops it (only the server can give it); t1 stays, naming it.
+    Before: kept in silence (audit 105's B), and the output's check accepted it."""
+    conversation = [ASK, a(srv(), use("t1")), u(res("t1")), a(TEXT), u(TEXT), a(TEXT)]
+    assert _found(conversation) == [("dangling", 2, "s1")]
+    for policy in POLICIES:
+        fixed, changes = _kept(conversation, policy)
+        assert changes == {("dropped-call", 2, "s1"), ("kept-unknown-caller", 2, "t1")}
+        assert fixed[1] == a(use("t1")) and _found(fixed) == [("unknown-caller", 2, "t1")]
+
+
+def test_a_call_naming_code_the_history_lacks_before_it_is_unknown_caller() -> None:
+    assert _found([ASK, a(use("t1")), u(res("t1")), a(TEXT)]) == [("unknown-caller", 2, "t1")]
+    # the code later in the history is no code before it
+    assert _found([ASK, a(use("t1", "s2")), u(res("t1")), a(srv("s2"), ran("s2"))])[0] == ("unknown-caller", 2, "t1")
+    # a call of Claude's own names no code
+    direct = {**use("t1"), "caller": {"type": "direct"}}
+    assert _found([ASK, a(direct), u(res("t1")), a(TEXT)]) == []
+
+
+def test_code_calling_across_rounds_with_its_result_last_has_nothing_to_say() -> None:
+    conversation = [ASK, a(srv(), use("t1")), u(res("t1")), a(use("t2")), u(res("t2")), a(ran(), TEXT)]
+    assert _found(conversation) == []
+    for policy in POLICIES:
+        assert history.repair(conversation, policy, format="anthropic") == (conversation, [])
