@@ -110,3 +110,14 @@ def test_code_calling_across_rounds_with_its_result_last_has_nothing_to_say() ->
     assert _found(conversation) == []
     for policy in POLICIES:
         assert history.repair(conversation, policy, format="anthropic") == (conversation, [])
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_users_text_goes_after_the_run_that_answers_the_codes_wait(policy: RepairPolicy) -> None:
+    """Audit 100's xfail, under each policy: the code's result and a call the user's message sends after
+    Claude's text are that run's; the user's text goes after it (before: between, ending the wait)."""
+    conversation = [ASK, a(srv("s4"), use("t5", "s4")), u(res("t5")), a(TEXT), u(ran("s4"), TEXT, use("t2", None))]
+    fixed, changes = _kept(conversation, policy)
+    assert ("moved-user-content", 5, None) in changes
+    calls = [use("t2", None)] if policy.dangling == "placeholder" else []  # drop-call drops t2
+    assert fixed[3:5] == [a(TEXT), a(ran("s4"), *calls)] and fixed[-1]["content"][-1] == TEXT

@@ -187,7 +187,7 @@ class Waiting:
         self.anthropic = fmt == "anthropic"  # Converse's server tools pause for no client call
         self.pausing: tuple[Entry, ...] = ()  # the client calls they wait past, of the latest message
         self.moved = False  # their results came in the model's role: the model's units up to the user's are their run
-        self.through = False  # the unit met last made client calls they wait on past
+        self.through = False  # the unit met last made client calls they wait on past, or answered one making calls
         self._order = 0
 
     def meet(
@@ -247,11 +247,13 @@ class Waiting:
             return
         done = sorted(held.order for held in took if not any(held.waits.values()))
         yield from (self.held.pop(order).segment() for order in done)
-        self.answered, self.pausing, self.through = False, tuple(calls), bool(calls and self.held)
+        # (a unit answering one, making calls, is a run the wait went into too: split, its first message ends it)
+        self.answered, self.pausing, self.through = False, tuple(calls), bool(calls and (self.held or took))
 
     def carry(self, turn: Segment | None, last: int) -> Segment | None:
         """The turn of the unit met last (ending at message ``last``), ``carries`` when calls held wait
-        on past its calls; any other turn as it is."""
+        on past its calls, or it answered one and makes calls (the wait went into its run); any other
+        turn as it is."""
         if turn is None or not self.through or turn.end != last:
             return turn
         return turn._replace(carries=True)
