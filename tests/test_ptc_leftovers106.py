@@ -121,3 +121,30 @@ def test_the_users_text_goes_after_the_run_that_answers_the_codes_wait(policy: R
     assert ("moved-user-content", 5, None) in changes
     calls = [use("t2", None)] if policy.dangling == "placeholder" else []  # drop-call drops t2
     assert fixed[3:5] == [a(TEXT), a(ran("s4"), *calls)] and fixed[-1]["content"][-1] == TEXT
+
+
+SEARCH = [srv("w6", "web_search"), {"type": "web_search_tool_result", "tool_use_id": "w6", "content": []}]
+
+
+@pytest.mark.parametrize(
+    ("conversation", "answer"),
+    [
+        # the user's message holding Claude's search ends the wait (read as Claude's, misplaced-call)
+        (
+            [ASK, a(srv("s2"), use("t3", "s2")), u(ran("s2")), u(TEXT, *SEARCH), u(res("t3")), a(TEXT)],
+            a(ran("s2"), *SEARCH, TEXT),
+        ),
+        # a later code run and its result in the user's message, the first code's result before it
+        (
+            [ASK, a(srv("s2"), use("t3", "s2")), u(res("t3")), u(ran("s2")), u(srv("s5"), ran("s5"))],
+            a(ran("s2"), srv("s5"), ran("s5")),
+        ),
+    ],
+)
+def test_the_codes_result_goes_first_into_the_model_message_made_of_the_users(
+    conversation: list[dict[str, Any]], answer: dict[str, Any]
+) -> None:
+    """Before: right after its call, ahead of the calls naming it in its own message (kept, said)."""
+    fixed, changes = _kept(conversation, RepairPolicy())
+    assert answer in fixed and not [c for c in changes if c[0] == "kept-call-after-code-result"]
+    assert [b["type"] for b in fixed[1]["content"]][:2] == ["server_tool_use", "tool_use"]
