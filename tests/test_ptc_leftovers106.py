@@ -148,3 +148,25 @@ def test_the_codes_result_goes_first_into_the_model_message_made_of_the_users(
     fixed, changes = _kept(conversation, RepairPolicy())
     assert answer in fixed and not [c for c in changes if c[0] == "kept-call-after-code-result"]
     assert [b["type"] for b in fixed[1]["content"]][:2] == ["server_tool_use", "tool_use"]
+
+
+@pytest.mark.parametrize(
+    "conversation",
+    [
+        [ASK, a(srv(), use("t2")), u(res("t2")), a(TEXT), u(ran())],
+        [ASK, a(srv(), use("t2")), u(res("t2")), a(TEXT), u(ran()), a(TEXT)],
+        [ASK, a(srv(), use("t2")), u(res("t2")), a(), a(TEXT), u(ran())],  # a message that came empty between
+    ],
+)
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_codes_result_the_user_sent_after_claudes_text_keeps_the_code(
+    conversation: list[dict[str, Any]], policy: RepairPolicy
+) -> None:
+    """Claude's text after the results ends the code's wait; the user's message right after sends the
+    code's result, as it does after Claude's search (audit 100): it answers the wait, and goes first in
+    Claude's text. Before: the code ``dangling`` and its result an ``orphan``, both dropped, and the call
+    naming the code kept naming nothing (audit 105's B)."""
+    assert [f[0] for f in _found(conversation) if f[0] != "empty-message"] == ["misplaced-result"]
+    fixed, changes = _kept(conversation, policy)
+    assert fixed[1:3] == conversation[1:3] and fixed[3]["content"][0] == ran()
+    assert not [c for c in changes if c[0] in ("dropped-call", "dropped-orphan", "kept-unknown-caller")]
