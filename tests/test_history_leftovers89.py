@@ -89,7 +89,7 @@ def test_a_users_call_after_claudes_text_goes_on_with_the_codes_wait() -> None:
     assert fixed == [*conversation[:4], a(use("t4", None)), u(_placeholder("t4"), SAID)]
     assert ("moved-user-content", 5) in changes
     # so too in messages of their own (a turn continued), the code's client call naming it its caller
-    conversation = [ASK, a(srv("s2")), a(use("t8")), u(res("t8")), a(CLAUDE), u(SAID, use("t4", None))]
+    conversation = [ASK, a(srv("s2")), a(use("t8", "s2")), u(res("t8")), a(CLAUDE), u(SAID, use("t4", None))]
     fixed, _ = _repaired(conversation)
     assert fixed[-3:] == [a(CLAUDE), a(use("t4", None)), u(_placeholder("t4"), SAID)]
     # where no server call waits, the user's text stays where it was, before the call (as before)

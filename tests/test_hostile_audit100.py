@@ -33,14 +33,20 @@ from fsm.history import REJECTED, RepairPolicy
 from tests.test_hostile_audit80 import ASK, TEXT, a, ran, res, srv, u, use
 
 POLICIES = (RepairPolicy(), RepairPolicy(dangling="drop-call"))
+KEPT_CALLS = ("kept-unknown-caller", "kept-call-after-code-result")
 
 
 def _sound(conversation: list[dict[str, Any]], policy: RepairPolicy) -> list[dict[str, Any]]:
     given = copy.deepcopy(conversation)
-    fixed, _ = history.repair(conversation, policy, format="anthropic")
+    fixed, changes = history.repair(conversation, policy, format="anthropic")
     assert conversation == given
-    assert [(f.kind.value, f.id) for f in history.check(fixed, "anthropic").findings if f.kind in REJECTED] == []
-    assert history.repair(fixed, policy, format="anthropic") == (fixed, [])
+    # but a client call naming code the history lacks before it, or code that had finished, which
+    # repair keeps and says so (code-call-first, no-call-after-code-result)
+    kept = {(c.kind.removeprefix("kept-"), c.id) for c in changes if c.kind in KEPT_CALLS}
+    left = {(f.kind.value, f.id) for f in history.check(fixed, "anthropic").findings if f.kind in REJECTED}
+    assert left == kept
+    again, more = history.repair(fixed, policy, format="anthropic")
+    assert again == fixed and {(c.kind.removeprefix("kept-"), c.id) for c in more} == kept
     return fixed
 
 
@@ -128,7 +134,10 @@ def test_drop_call_keeps_as_paused_only_the_code_of_the_last_run(conversation: l
     assert [t for m in _types(fixed) for t in m].count("server_tool_use") == 1
 
 
-@pytest.mark.xfail(strict=True, reason="older than task 98: the user's text splits Claude's run the check read")
 def test_the_users_text_beside_a_misplaced_call_splits_the_models_run() -> None:
+    """Fixed by task 106: the run answering the code's wait (its result in the user's message read as the
+    model's) begins with Claude's text, so the user's text goes after the run, not between (which ended
+    the wait there: the code dangling, its result an orphan)."""
     conversation = [ASK, a(srv("s4"), use("t5", "s4")), u(res("t5")), a(TEXT), u(ran("s4"), TEXT, use("t2", None))]
-    _sound(conversation, RepairPolicy())
+    fixed = _sound(conversation, RepairPolicy())
+    assert _types(fixed)[3:] == [["text"], ["code_execution_tool_result", "tool_use"], ["tool_result", "text"]]

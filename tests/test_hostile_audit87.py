@@ -80,14 +80,16 @@ def test_a_message_of_a_role_anthropic_lacks_stays_as_it_came() -> None:
 
 
 def test_the_moved_content_goes_after_the_last_results_of_claudes_next_turn() -> None:
-    nxt = [a(ran(), use("t2")), a(use("t3")), u(res("t2")), u(res("t3")), u(SAID)]
+    nxt = [a(ran(), use("t2", None)), a(use("t3", None)), u(res("t2")), u(res("t3")), u(SAID)]
     fixed, changes = _repaired([ASK, a(srv(), use("t1")), u(res("t1"), TEXT), *nxt])
     assert fixed[-3:] == [u(res("t2")), u(res("t3"), TEXT), u(SAID)]
     assert _rejected(fixed) == [] and changes == [("moved-user-content", 3)]
 
 
 def test_the_moved_content_goes_after_results_past_a_system_message() -> None:
-    fixed, _ = _repaired([ASK, a(srv(), use("t1")), u(res("t1"), TEXT), a(ran(), use("t2")), SYSTEM, u(res("t2"))])
+    fixed, _ = _repaired(
+        [ASK, a(srv(), use("t1")), u(res("t1"), TEXT), a(ran(), use("t2", None)), SYSTEM, u(res("t2"))]
+    )
     assert fixed[-2:] == [SYSTEM, u(res("t2"), TEXT)] and _rejected(fixed) == []
 
 

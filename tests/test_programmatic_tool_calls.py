@@ -173,7 +173,8 @@ TEXT = {"type": "text", "text": "done"}
         pytest.param(
             [*ASK, said("assistant", SERVER, use(1)), said("user", answered(1)), said("assistant", TEXT), *ASK],
             [("dangling", "srvtoolu_1", 2)],
-            [("dropped-call", "srvtoolu_1", 2)],
+            # its client call is kept, naming code no longer there: said so (code-call-first)
+            [("dropped-call", "srvtoolu_1", 2), ("kept-unknown-caller", "toolu_1", 2)],
             id="never-answered",
         ),
         pytest.param(
@@ -202,7 +203,8 @@ def test_the_history_reads_the_code_waiting_past_the_results(
     assert history.anything_dangling(conversation) == bool(findings)
     repaired, made = history.repair(conversation, format="anthropic")
     assert [(c.kind, c.id, c.message) for c in made] == changes
-    assert history.check(repaired, "anthropic").findings == ()
+    left = [(f.kind.value, f.id) for f in history.check(repaired, "anthropic").findings]
+    assert left == [("unknown-caller", c[1]) for c in changes if c[0] == "kept-unknown-caller"]
     if changes and changes[0][0] == "placeholder-result":
         assert repaired[1] == conversation[1]  # the waiting code stays, with the call it made
 
@@ -290,7 +292,7 @@ def test_the_text_waits_past_a_second_round_of_the_codes_calls() -> None:
         said("user", answered(1), TEXT),
         said("assistant", use(2)),
         said("user", answered(2)),
-        said("assistant", RAN, TEXT, use(3)),
+        said("assistant", RAN, TEXT, {**use(3), "caller": {"type": "direct"}}),  # the code done: Claude's own
         said("user", answered(3)),
     ]
     fixed, changes = history.repair(history_, format="anthropic")
@@ -314,7 +316,8 @@ def test_a_call_of_code_that_no_longer_waits_takes_text_beside_its_result() -> N
     """Only a call whose caller names code still waiting counts: once the code's result came, the
     user's text beside a later call's result is the user's to send."""
     done = [*ASK, said("assistant", SERVER, RAN, use(1)), said("user", answered(1), TEXT)]
-    assert history.check(done, "anthropic").findings == ()
+    # (a call after its code's result is one of its own: no-call-after-code-result)
+    assert [f.kind.value for f in history.check(done, "anthropic").findings] == ["call-after-code-result"]
 
 
 def test_the_moved_text_goes_before_what_the_user_said_later() -> None:

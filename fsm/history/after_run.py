@@ -63,8 +63,9 @@ def _run_first_call(plan: Writer, at: int, carries: bool = False) -> int:
     the format lacks holding no call, result or server block (``unknown-role-between``: the check reads
     the run across it, so the user's content after it goes after the run, its results first). A user
     message holding client results beside server calls begins a run of its own: its answer goes first.
-    A run that ``carries`` the wait of an earlier turn's server calls begins with its first message of
-    the model's (text alone too, answering the client results): split there, it would end that wait."""
+    A run that ``carries`` the wait of an earlier turn's server calls (or answers it, its server result in
+    a user message read as the model's) begins with its first message of the model's (text alone too,
+    answering the client results): split there, it would end that wait."""
     first = at
     if any(block.get("type") == "tool_result" for block in items(plan.messages[at], plan.fmt, at)):
         return at

@@ -39,7 +39,9 @@ class Change:
     for), ``kept-unknown-role``, ``kept-results-beside-text`` (the user's content beside the results of calls
     Claude's waiting code made), or for a Responses item id sent twice ``dropped-duplicate-item``,
     ``removed-item-id``, ``kept-duplicate-item`` (:mod:`fsm.history.item_ids`), ``kept-unknown-caller`` for a
-    Responses call naming a program the history lacks (:mod:`fsm.history.program_callers`), or ``dropped-declined``
+    Responses call naming a program the history lacks (:mod:`fsm.history.program_callers`) or a Claude client
+    call naming code the history lacks, ``kept-call-after-code-result`` for one naming code that had finished,
+    or ``dropped-declined``
     (what a Claude model that declined gave before a fallback block: :mod:`fsm.history.declined`)."""
     message: int
     """1-based position in the input of the message changed (for a placeholder, the call's message)."""

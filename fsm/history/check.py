@@ -20,7 +20,7 @@ from fsm.history.findings import Finding, Format, Kind, Report
 from fsm.history.formats import shown
 from fsm.history.item_ids import duplicate_items
 from fsm.history.placeholders import usable_id
-from fsm.history.program_callers import unknown_callers
+from fsm.history.program_callers import code_callers, unknown_callers
 from fsm.history.turns import segments
 from fsm.spec import history_spec
 
@@ -135,7 +135,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
         left_out = [
             Finding(Kind.DECLINED_CONTENT, call, at + 1, declined_why(said), name) for at, call, said, name in declined
         ]
-        repeated = sorted([*left_out, *repeated], key=lambda found: found.message)
+        repeated = sorted([*left_out, *repeated, *code_callers(messages)], key=lambda found: found.message)
     for segment in segments(messages, fmt, roles):
         _odd_roles(roles, findings, fmt)
         made = [walk(entry, "call") for entry in segment.calls]

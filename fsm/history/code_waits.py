@@ -28,8 +28,10 @@ Claude provides the final response", the result its first block; Claude's messag
 the API combines, are one turn and one round, and a round of another waiting code's calls alone leaves
 it waiting: a later round may name it again), even when the user sent it after
 that message, which ended the wait; else in a message of Claude's of its own after the history's last
-(:func:`after_its_calls`). With every call naming it dropped, or a user message read as the model's
-(``misplaced-call``) first, it goes right after its call, as other server results do. Right after its call, where
+(:func:`after_its_calls`); where that message is a user message read as the model's (``misplaced-call``),
+first in the model message repair makes of it. With every call naming it dropped, it goes right after its
+call, as other server results do (and a later call naming it is said kept, ``kept-call-after-code-result``:
+:mod:`fsm.history.program_callers`). Right after its call, where
 a server tool's result the user sent goes, it came before the calls the code made, which it has not
 answered yet."""
 
@@ -245,15 +247,19 @@ def after_its_calls(
     message (``segment.beside``) repair keeps names as its ``caller`` goes first into Claude's message
     after the results of those calls and of each later round of calls naming it (Claude's messages
     after their results), or in one of its own after the history's last (``code-result-after-its-calls``).
-    The others, and one whose wait a user message read as the model's (``misplaced-call``) ends, whose
-    reading gives its place, to go right after their calls."""
+    One whose wait a user message read as the model's (``misplaced-call``) ends goes first into the model
+    message repair makes of it. The others, to go right after their calls."""
     rest: list[Entry] = []
     for result in moved:
         at = _answer_of(plan, segment, result.key, {} if steps is None else steps)
-        if at is None or at in plan.roles.calling:
+        if at is None:
             rest.append(result)
             continue
-        if at < len(plan.messages):
+        if at in plan.roles.calling:  # first in the model message repair makes of the user's read as Claude's
+            plan.split.add(at)
+            plan.touched.add(at)
+            plan.front_into.setdefault(at, []).append(result)
+        elif at < len(plan.messages):
             plan.touched.add(at)
             plan.front_into.setdefault(at, []).append(result)
         else:

@@ -124,8 +124,15 @@ class Kind(enum.Enum):
     that no ``program`` item before it has as its ``call_id`` (none is reported after an
     ``item_reference``, which may stand for it): the API cannot tie the call to the code that made
     it (policy caller-program-first, :mod:`fsm.history.program_callers`); a ``program_output`` item
-    whose ``call_id`` names no such program alike. Repair keeps the call (or output) and
-    says so (``kept-unknown-caller``): only the caller holds that program."""
+    whose ``call_id`` names no such program alike; and an Anthropic client ``tool_use`` whose ``caller``
+    names a server call no ``server_tool_use`` before it made (policy code-call-first). Repair keeps the
+    call (or output) and says so (``kept-unknown-caller``): only the caller holds that program."""
+    CALL_AFTER_CODE_RESULT = "call-after-code-result"
+    """An Anthropic client ``tool_use`` whose ``caller`` names (``tool_id``, programmatic tool calling)
+    code execution whose result an assistant message gave before it: the code had finished, so it made
+    no call after (policy no-call-after-code-result, :mod:`fsm.history.program_callers`). Repair keeps
+    the call and says so (``kept-call-after-code-result``); it writes that order itself only where the
+    code's result the user sent goes right after its call, no call of its message naming it."""
     REUSED = "reused"
     """An id used again by a later turn after its call was answered: allowed, reported for information."""
 

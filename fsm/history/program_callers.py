@@ -25,16 +25,29 @@ stand in for; dropping the call would lose it and its output, and writing it as 
 (``direct``) would say the model called a tool a program called, which may be one the model cannot
 call itself (``allowed_callers``). A call repair drops (one no output answered, under
 ``RepairPolicy(dangling="drop-call")``) is not kept, and not said so.
+
+Claude's client calls name their code alike (policy code-call-first): a ``tool_use`` whose ``caller``
+names (``tool_id``) a server call no ``server_tool_use`` (or ``mcp_tool_use``) before it made is
+``unknown-caller`` too (one that repair drops, without its result, leaves its calls so); and one naming
+code whose result an assistant message gave before it is ``call-after-code-result`` (policy
+no-call-after-code-result): the code had finished, so the call cannot be one it made. Repair keeps
+each and says so (``kept-unknown-caller``, ``kept-call-after-code-result``): dropping the call would
+lose it and its result, and writing it as Claude's own would say Claude called a tool its code
+called (``allowed_callers`` may not let it). Repair writes the second itself only where it cannot
+do otherwise: a code result the user sent goes right after its call when no call of its message that
+repair keeps names it (the check reads no wait past it), and a later call naming it then follows it.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fsm.history.changes import Change
 from fsm.history.findings import Finding, Kind
 from fsm.history.formats import RESPONSES_OUTPUT_OF, RESPONSES_OUTPUTS
+from fsm.history.server_blocks import SERVER_CALLS, is_server_result
 
 WHY = "it names as its caller a program no program item before it has as its call_id: the API cannot tie it to the code"
 """What an ``unknown-caller`` finding says."""
@@ -44,6 +57,14 @@ OUTPUT_WHY = (
 """What an ``unknown-caller`` finding says of a ``program_output`` item."""
 KEPT = "it names a program the history does not hold before it: kept, for the caller to send that program"
 """What the ``kept-unknown-caller`` change says."""
+CODE_WHY = "it names as its caller a server call no server_tool_use before it made: the API cannot tie it to the code"
+"""What an ``unknown-caller`` finding says of Claude's client call."""
+AFTER_WHY = "it names as its caller code whose result came before it: the code had finished, and made no call after"
+"""What a ``call-after-code-result`` finding says."""
+CODE_KEPT = "it names a server call the history does not hold before it: kept, for the caller to send that call"
+"""What the ``kept-unknown-caller`` change says of Claude's client call."""
+AFTER_KEPT = "it names code whose result comes before it: kept, no place before that result being the call's"
+"""What the ``kept-call-after-code-result`` change says."""
 
 
 def _unknown(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, Any, str]]:
@@ -100,3 +121,71 @@ def kept_callers(messages: Sequence[Mapping[str, Any]], drop: set[tuple[int, int
         for at, call_id, _, _ in _unknown(messages)
         if (at, -1) not in drop
     ]
+
+
+def _code_callers(messages: Sequence[Any]) -> list[tuple[int, int, str, Any, Kind]]:
+    """Each of Claude's client calls naming code no server call before it made (``unknown-caller``), or
+    code whose result an assistant message gave before it (``call-after-code-result``): its message,
+    slot, id (as text), name and kind."""
+    made: set[Any] = set()
+    done: set[Any] = set()
+    found: list[tuple[int, int, str, Any, Kind]] = []
+    for at, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for slot, block in enumerate(content if isinstance(content, list) else ()):
+            kind = block.get("type") if isinstance(block, Mapping) else None
+            if type(kind) is not str:  # (a type of no str may be unhashable)
+                continue
+            if kind in SERVER_CALLS and _key(block.get("id")):
+                made.add(block["id"])
+            elif is_server_result(kind) and message.get("role") == "assistant" and _key(block.get("tool_use_id")):
+                done.add(block["tool_use_id"])
+            elif kind == "tool_use":
+                caller = block.get("caller")
+                code = caller.get("tool_id") if isinstance(caller, Mapping) else None
+                if not _key(code):
+                    continue
+                name = block.get("name")
+                named = (at, slot, str(block.get("id")), name if isinstance(name, str) else None)
+                if code not in made:
+                    found.append((*named, Kind.UNKNOWN_CALLER))
+                elif code in done:
+                    found.append((*named, Kind.CALL_AFTER_CODE_RESULT))
+    return found
+
+
+def _key(value: Any) -> bool:
+    return isinstance(value, (str, int))
+
+
+def code_callers(messages: Sequence[Any]) -> list[Finding]:
+    """What ``check`` reports of Claude's client calls naming code the history lacks before them, or code
+    that had finished (``unknown-caller``, ``call-after-code-result``)."""
+    why = {Kind.UNKNOWN_CALLER: CODE_WHY, Kind.CALL_AFTER_CODE_RESULT: AFTER_WHY}
+    return [Finding(kind, key, at + 1, why[kind], name) for at, _, key, name, kind in _code_callers(messages)]
+
+
+def kept_code_callers(
+    written: Sequence[Any], messages: Sequence[Mapping[str, Any]], origins: list[list[tuple[int, int]]]
+) -> list[Change]:
+    """What ``repair`` says of those calls its written history holds (``origins``: per written message,
+    where the blocks of each input message it holds start), each at the input message it came from."""
+    found = _code_callers(written)
+    held = {id(b): n for n, m in enumerate(messages) for b in _listed(m.get("content"))} if found else {}
+    changes = []
+    for at, slot, key, _, kind in found:
+        block = written[at]["content"][slot]
+        if id(block) in held:  # the very block (repair-keeps-objects); else a copy (renamed), from where it stands
+            came = held[id(block)]
+        else:
+            starts = [start for start, _ in origins[at]]
+            came = origins[at][max(0, bisect_right(starts, slot) - 1)][1]
+        if kind is Kind.UNKNOWN_CALLER:
+            changes.append(Change("kept-unknown-caller", came + 1, key, CODE_KEPT))
+        else:
+            changes.append(Change("kept-call-after-code-result", came + 1, key, AFTER_KEPT))
+    return changes
+
+
+def _listed(content: Any) -> list[Any]:
+    return content if isinstance(content, list) else []

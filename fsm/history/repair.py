@@ -14,8 +14,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   (but a Gemini call whose part carries a ``thoughtSignature``, which must go back on that part, gets a placeholder);
 * Claude's server tool calls (``server_tool_use``, ``mcp_tool_use``) pair with their ``*_tool_result`` blocks within
   their own message, a result only with a call before it (:mod:`fsm.history.server_blocks`); one without its result is
-  dropped, whatever the policy, since only Anthropic can give that result (but in the history's last message, a paused
-  turn, until repair writes after it: :mod:`fsm.history.after_run`);
+  dropped whatever the policy, as only Anthropic can give it (but not a paused turn's: :mod:`fsm.history.after_run`),
+  and a client call naming code it lacks or that had finished is kept and said so (:mod:`fsm.history.program_callers`);
 * a Responses call item dropped takes along the ``reasoning`` items right before it (the API pairs each with its item);
   one naming a program the history lacks is kept and said so (:mod:`fsm.history.program_callers`);
 * what a declined model gave before an Anthropic message's last ``fallback`` block goes (:mod:`fsm.history.declined`);
@@ -54,6 +54,7 @@ the output before editing it in place. One pass over the messages: linear in the
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -71,7 +72,7 @@ from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, shown
 from fsm.history.item_ids import renumbered, settle_items
 from fsm.history.joined_runs import ServerRun, joined_server_ids, kept_apart, left_empty
 from fsm.history.placeholders import placeholder, signed, usable_id
-from fsm.history.program_callers import kept_callers
+from fsm.history.program_callers import kept_callers, kept_code_callers
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.turns import segments
 
@@ -95,6 +96,7 @@ def repair(
     fixed = plan.rewrite()
     plan.changes += kept_roles(plan.roles.odd, plan.emptied | plan.to_user, fmt)
     plan.changes += kept_callers(messages, plan.drop) if fmt == "responses" else []  # caller-program-first
+    plan.changes += kept_code_callers(fixed, messages, plan.origins) if fmt == "anthropic" else []
     fixed = settle(fixed, plan.origins, plan.changes) if fmt == "anthropic" else fixed  # results-alone-while-code-waits
     return fixed, sorted([*settled, *renumbered(plan.changes, kept)], key=lambda c: c.message)
 
@@ -123,9 +125,7 @@ class _Plan(Writer):
             if isinstance(entry.key, str):
                 self.ids.take(entry.key)
                 self.in_turn.add(entry.key)
-        calls_of: dict[Key, int] = {}
-        for call in segment.calls:
-            calls_of[call.key] = calls_of.get(call.key, 0) + 1
+        calls_of = Counter(call.key for call in segment.calls)
         collide, self.server_run = joined_server_ids(self, segment, self.server_run)
         answer_of: dict[tuple[Key, int], Entry] = {}
         answered: dict[Key, int] = {}

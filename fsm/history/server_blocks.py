@@ -41,11 +41,12 @@ role, ``misplaced-result``, count as the user's where repair moves them: in the 
 the model's run they are in, the model's messages up to it before them, or first in the user's text
 between the calls and them, or in what a user message read in the calls' run leaves after it
 (``user-content-after-the-run``), the rest of their message after them); one no such message answers
-is ``dangling`` there (repair drops it, as any server call without its result), but where the
-history ends with that message (paused as the code runs on: the server goes on with the turn); and one still
-waiting where the history ends (the client's results sent, or not yet) is the server's to run, as a
-paused turn's is, and stays even when repair writes a message after it (the placeholders of the
-calls beside it)."""
+is ``dangling`` there (repair drops it, as any server call without its result), but where the user's
+message right after it sends its result (:meth:`Waiting.answer_later`: as after a message of Claude's
+server calls, it answers as that message's, ``misplaced``), or where the history ends with that
+message (paused as the code runs on: the server goes on with the turn); and one still waiting where
+the history ends (the client's results sent, or not yet) is the server's to run, as a paused turn's
+is, and stays even when repair writes a message after it (the placeholders of the calls beside it)."""
 
 from __future__ import annotations
 
@@ -187,7 +188,7 @@ class Waiting:
         self.anthropic = fmt == "anthropic"  # Converse's server tools pause for no client call
         self.pausing: tuple[Entry, ...] = ()  # the client calls they wait past, of the latest message
         self.moved = False  # their results came in the model's role: the model's units up to the user's are their run
-        self.through = False  # the unit met last made client calls they wait on past
+        self.through = False  # the unit met last made client calls they wait on past, or answered one making calls
         self._order = 0
 
     def meet(
@@ -247,11 +248,13 @@ class Waiting:
             return
         done = sorted(held.order for held in took if not any(held.waits.values()))
         yield from (self.held.pop(order).segment() for order in done)
-        self.answered, self.pausing, self.through = False, tuple(calls), bool(calls and self.held)
+        # (a unit answering one, making calls, is a run the wait went into too: split, its first message ends it)
+        self.answered, self.pausing, self.through = False, tuple(calls), bool(calls and (self.held or took))
 
     def carry(self, turn: Segment | None, last: int) -> Segment | None:
         """The turn of the unit met last (ending at message ``last``), ``carries`` when calls held wait
-        on past its calls; any other turn as it is."""
+        on past its calls, or it answered one and makes calls (the wait went into its run); any other
+        turn as it is."""
         if turn is None or not self.through or turn.end != last:
             return turn
         return turn._replace(carries=True)
@@ -276,6 +279,23 @@ class Waiting:
         ends, the server may still run their waiting calls."""
         held, self.held, self.under, self.answered, self.moved = self.held, {}, {}, False, False
         yield from (chunk.segment(open_end, self.pausing) for chunk in held.values())
+
+    def answer_later(self, before: list[Segment], served: list[Segment]) -> list[Segment]:
+        """The results a user's unit sends (``served``) of server calls waiting past the client results,
+        right after the model's unit (its server blocks ``before``) that answers that wait making no
+        server call (text alone): they go with it, ``misplaced``, as repair moves them (first into it,
+        code-result-after-its-calls); the user's unit's server blocks, without them."""
+        if not self.answered:
+            return served
+        sent = [result for chunk in served for result in chunk.results if self._waiting_under(result.key)]
+        if sent:
+            before.append(Segment([], sent, server=True, misplaced=tuple(sent)))
+            gone = {(result.message, result.slot) for result in sent}
+            served = [
+                chunk._replace(results=[r for r in chunk.results if (r.message, r.slot) not in gone])
+                for chunk in served
+            ]
+        return served
 
     def _waiting_under(self, key: Key) -> deque[_Held]:
         """The blocks still held with a call of ``key`` waiting, oldest first (those no longer are

@@ -82,8 +82,8 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     pending: _Pending = ([], -1, [], False, False, None, "")
     waiting = Waiting(fmt)  # server calls waiting past the client results of their message's calls
     for last, results, calls, served, late, misplaced, said, users, leaves in _units(messages, fmt, roles):
-        if users and any(chunk.calls for chunk in pending[0]):
-            served = _answer_server_calls(pending[0], served)
+        if users and pending[1] >= 0:
+            served = _answer_server_calls(pending, served, waiting)
         yield from _served(pending, len(messages), waiting)
         taking = waiting.carry(taking, pending[1])
         pending = ([], -1, [], False, False, None, "")
@@ -168,14 +168,14 @@ def _texted(message: Mapping[str, Any], fmt: Format, at: int) -> bool:
     return any(converse_payload(block) is None for block in items(message, fmt, at))
 
 
-def _answer_server_calls(before: list[Segment], served: list[Segment]) -> list[Segment]:
-    """Anthropic: the server tools' results a user's unit sends (``misplaced``: the API takes one from
-    the model's message, right after its call) go with the server blocks of the assistant run
-    before it, which they answer; the unit's own server blocks, without them."""
-    sent = [result for chunk in served for result in chunk.results]
-    if sent:
-        last = before[-1]
-        before[-1] = last._replace(results=[*last.results, *sent], misplaced=tuple(sent))
+def _answer_server_calls(unit: _Pending, served: list[Segment], waiting: Waiting) -> list[Segment]:
+    """Anthropic: the server tools' results a user's unit sends (``misplaced``: the API takes one from the
+    model's message, right after its call) go with the server blocks of the model's run before (``unit``),
+    which they answer, or which answers the code's wait (:meth:`Waiting.answer_later`); its own, without them."""
+    if not any(chunk.calls for chunk in unit[0]):
+        return served if unit[4] else waiting.answer_later(unit[0], served)
+    if sent := [result for chunk in served for result in chunk.results]:
+        unit[0][-1] = unit[0][-1]._replace(results=[*unit[0][-1].results, *sent], misplaced=tuple(sent))
     return [chunk._replace(results=[]) for chunk in served]
 
 
