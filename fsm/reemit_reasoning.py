@@ -47,14 +47,19 @@ which is after the block's text on every wire that streams both. Fed back to too
 decoder, the stream gives each block its text, signature and encrypted or redacted data, in order.
 
 Each block's entries go out under the ``index`` it first went out as, from 0: the block's place in
-``Result.reasoning``, but for blocks that never send anything and the entries of Gemini calls'
-signatures (policy gemini-call-signature-as-openrouter, :mod:`fsm.reemit_signatures`), which take an
-index of their own between, so that no two blocks share one read back.
+``Result.reasoning``, but for the entries of Gemini calls' signatures (policy
+gemini-call-signature-as-openrouter, :mod:`fsm.reemit_signatures`), which take an index of their own
+between, so that no two blocks share one read back. Policy reasoning-blocks-in-order: a reader puts a
+block where its index first came, so a block's first entry goes out after an empty one (a ``thinking``
+entry of no text, a ``reasoning.text`` entry of none) for each block before it that sent nothing yet,
+under that block's index, and ``finish()`` sends one for each block that never sent any: a block that
+opened empty and said something only after a later block did (a proxy's interleaving of Claude's
+blocks), or said nothing at all, reads back in its place (audit 102).
 
 What a dialect has no field for is not sent, and listed instead (``DeltaEmitter.unsent_reasoning``,
 policy reasoning-block-unsent): under ``thinking_blocks``, a Responses reasoning item's id, summary
 and encrypted content and an OpenRouter ``reasoning.encrypted`` entry's data (its text, if any,
-goes out as a thinking block, unsigned; a block with no text goes out not at all); a summary goes
+goes out as a thinking block, unsigned; a block with no text goes out as no more than its place); a summary goes
 out under ``reasoning_details`` as ``reasoning.summary`` entries of its block, which the chat
 decoder reads as the block's text (policy reasoning-summary-as-text: the chat dialects have no
 block that holds a summary apart).
@@ -120,6 +125,28 @@ class BlockEmitter:
             out = self._out[block] = self._taken()
         return out
 
+    def _placed(self, block: int | None) -> list[dict[str, Any]]:
+        """Before ``block``'s first entry: an empty entry for each block before it that sent nothing yet,
+        under its index (policy reasoning-blocks-in-order: read back, a block is where its index first came)."""
+        if block is None or block in self._out:
+            return []
+        return [self._empty(before) for before in range(block) if before not in self._out]
+
+    def unsaid(self, delta: dict[str, Any], blocks: int) -> None:
+        """Put on ``delta`` (the last chunk's) an empty entry for each of the turn's ``blocks`` that never sent one."""
+        held = [self._empty(block) for block in range(blocks) if block not in self._out]
+        if held:
+            delta[self.dialect] = held
+
+    def _empty(self, block: int) -> dict[str, Any]:
+        """An entry of ``block`` that says nothing but that it is there (its place among the blocks)."""
+        if self.dialect == "thinking_blocks":
+            return {"type": "thinking", "thinking": "", "index": self.index(block)}
+        entry: dict[str, Any] = {"type": "reasoning.text", "text": ""}
+        if self._format is not None:
+            entry["format"] = sendable(self._format)
+        return entry | {"index": self.index(block)}
+
     def _taken(self) -> int:
         """The indexes gone out so far (blocks' and calls' signatures'): the next one's."""
         return len(self._out) + self._calls
@@ -145,9 +172,10 @@ class BlockEmitter:
             fmt = known.format if known is not None and known.format is not None else self._format
             if fmt is not None:
                 entry["format"] = sendable(fmt)
+        held = self._placed(piece.block)
         if piece.block is not None:  # (a ContentDelta built by hand may name none: the latest block, read back)
             entry["index"] = self.index(piece.block)
-        return {PLAIN_FIELD[self.dialect]: piece.text, self.dialect: [entry]}
+        return {PLAIN_FIELD[self.dialect]: piece.text, self.dialect: [*held, entry]}
 
     def kept(self, data: ReasoningData) -> dict[str, Any] | None:
         """The delta of what ``data`` changed of its block, or None when nothing of it goes out."""
@@ -160,8 +188,11 @@ class BlockEmitter:
         }
         if not changed:
             return None
+        held = self._placed(data.block)  # (first: the entries below take the block's index after theirs)
         entries = self._thinking(data, changed) if self.dialect == "thinking_blocks" else self._details(data, changed)
-        return {self.dialect: entries} if entries else None
+        if held and not entries:  # its index is taken now: it holds its place too
+            entries = [self._empty(data.block)]
+        return {self.dialect: [*held, *entries]} if entries else None
 
     def _thinking(self, data: ReasoningData, changed: set[str]) -> list[dict[str, Any]]:
         entries: list[dict[str, Any]] = []
