@@ -1057,8 +1057,8 @@ class Reassembler:
         policy declines-read-back) as its source ended it: by its text, to be set apart at close. One
         listed ``cut-by-decline`` whose JSON never closed is the decline's cut its source said (policy
         decline-cut-waits), said so here too, no violation; a ``declined`` one's open JSON stays the
-        violation its source said."""
-        ended, at, held = self._ended_open(event.ref, "end", "")
+        violation its source said; one listed ``declined-truncated`` (its stream cut it) is truncated."""
+        ended, at, held = self._ended_open(event.ref, "abandon" if event.incomplete else "end", event.said)
         if ended is not None:
             self._listed_declined = self._listed_declined | {ended.ordinal}
         if at is not None and event.declined == "cut-by-decline":
