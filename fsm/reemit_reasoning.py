@@ -51,15 +51,16 @@ Each block's entries go out under the ``index`` it first went out as, from 0: th
 gemini-call-signature-as-openrouter, :mod:`fsm.reemit_signatures`), which take an index of their own
 between, so that no two blocks share one read back. Policy reasoning-blocks-in-order: a reader puts a
 block where its index first came, so a block's first entry goes out after an empty one (a ``thinking``
-entry of no text, a ``reasoning.text`` entry of none) for each block before it that sent nothing yet,
-under that block's index, and ``finish()`` sends one for each block that never sent any: a block that
+entry of no text, a ``reasoning.text`` entry of none) for each block before it that was told nothing yet
+(none of its text, nor its data: one whose data the dialect had no field for goes out not at all), under
+that block's index, and ``finish()`` sends one for each block that was told nothing: a block that
 opened empty and said something only after a later block did (a proxy's interleaving of Claude's
 blocks), or said nothing at all, reads back in its place (audit 102).
 
 What a dialect has no field for is not sent, and listed instead (``DeltaEmitter.unsent_reasoning``,
 policy reasoning-block-unsent): under ``thinking_blocks``, a Responses reasoning item's id, summary
 and encrypted content and an OpenRouter ``reasoning.encrypted`` entry's data (its text, if any,
-goes out as a thinking block, unsigned; a block with no text goes out as no more than its place); a summary goes
+goes out as a thinking block, unsigned; a block with no text goes out not at all); a summary goes
 out under ``reasoning_details`` as ``reasoning.summary`` entries of its block, which the chat
 decoder reads as the block's text (policy reasoning-summary-as-text: the chat dialects have no
 block that holds a summary apart).
@@ -116,6 +117,7 @@ class BlockEmitter:
         self._sent: dict[int, ReasoningData] = {}  # each block's data as last given
         self._out: dict[int, int] = {}  # each block's index as it goes out: its first, counted with the calls' entries
         self.unsent: list[str] = []
+        self._unsendable: set[int] = set()  # the blocks of which something went unsent (reasoning-block-unsent)
 
     def index(self, block: int) -> int:
         """The ``index`` ``block``'s entries go out under: numbered as they first go out, from 0, with the
@@ -130,13 +132,18 @@ class BlockEmitter:
         under its index (policy reasoning-blocks-in-order: read back, a block is where its index first came)."""
         if block is None or block in self._out:
             return []
-        return [self._empty(before) for before in range(block) if before not in self._out]
+        return [self._empty(before) for before in range(block) if self._unheard(before)]
 
     def unsaid(self, delta: dict[str, Any], blocks: int) -> None:
         """Put on ``delta`` (the last chunk's) an empty entry for each of the turn's ``blocks`` that never sent one."""
-        held = [self._empty(block) for block in range(blocks) if block not in self._out]
+        held = [self._empty(block) for block in range(blocks) if self._unheard(block)]
         if held:
             delta[self.dialect] = held
+
+    def _unheard(self, block: int) -> bool:
+        """Whether nothing of ``block`` went out, nor was told that the dialect has no field for (such a block
+        goes out as nothing at all, policy reasoning-block-unsent): it opened empty, and may stay so."""
+        return block not in self._out and block not in self._unsendable
 
     def _empty(self, block: int) -> dict[str, Any]:
         """An entry of ``block`` that says nothing but that it is there (its place among the blocks)."""
@@ -205,6 +212,7 @@ class BlockEmitter:
             )
         unsent = sorted(changed - {"signature", "redacted"})
         if unsent:  # policy reasoning-block-unsent: no thinking block holds them
+            self._unsendable.add(data.block)
             self.unsent.append(f"reasoning block {data.block}: its {', '.join(unsent)} (thinking_blocks has no field)")
         return entries
 
