@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from fsm.content_parts import COMPACT_CHARS, Block, Part, compact, compact_parts, signs_apart
+from fsm.content_parts import COMPACT_CHARS, Block, Part, compact, compact_parts, resigned, signs_apart
 from fsm.errors import LimitExceeded
 from fsm.events import (
     CompactionBlock,
@@ -135,6 +135,7 @@ class TurnContent:
                 text = self._unicode(("reasoning", event.block), text, None, event.output_index)
             block = self._block(event.block)
             block = self._apart(event.block, block, event.item_id) if signs_apart(block, event) else block
+            resigned(block, event, self.ledger)  # another signature for the block's item: said as it replaces
             if event.format is not None and event.format != block.format:  # OpenRouter sends it with each piece
                 self.take(len(event.format))
             block.add(event, text, self.heard)

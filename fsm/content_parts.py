@@ -5,10 +5,13 @@ gathered as its pieces come and frozen into :class:`~fsm.results.Reasoning` and
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsm.events import ReasoningDelta
 from fsm.results import ContentDelta, Output, Reasoning, ReasoningData, TextPart
+
+if TYPE_CHECKING:
+    from fsm.engine.ledger import Ledger
 
 COMPACT_CHARS = 8192
 """How many characters a turn's content takes in (at least) between two compactions of its pieces."""
@@ -41,11 +44,25 @@ def signs_apart(block: Block, piece: ReasoningDelta) -> bool:
     for another item (an id the block's is not: OpenRouter names a Gemini call's signature by the
     call's id, under the index of the thought before it; two calls', or the thought's own and then a
     call's, come so under one index). It builds a block of its own, so neither signature is lost
-    and each keeps its id; the same item's signature again is its latest word, and replaces it. One
-    signature two items name (neither id missing) is two items' too: each call keeps it (audit 102)."""
+    and each keeps its id; the same item's signature again is its latest word, and replaces it (another
+    signature so is said: :func:`resigned`). One signature two items name (neither id missing) is two
+    items' too: each call keeps it (audit 102)."""
     if not (piece.signature and block.signature) or piece.item_id == block.item_id:
         return False
     return piece.signature != block.signature or (piece.item_id is not None and block.item_id is not None)
+
+
+def resigned(block: Block, piece: ReasoningDelta, ledger: Ledger | None) -> None:
+    """Policy signatures-kept-apart: ``piece`` (of ``block``'s own item, not set apart) brings a signature
+    other than the one ``block`` holds. It is the latest word and replaces the earlier one, which the turn
+    no longer goes back with: said to ``ledger`` (``part-not-reassembled``, at the piece's event), never
+    lost in silence (audit 102)."""
+    if not (piece.signature and block.signature) or piece.signature == block.signature or ledger is None:
+        return
+    item = f" (item {block.item_id})" if block.item_id is not None else ""
+    ledger.diagnose(
+        "part-not-reassembled", f"reasoning block {block.at}{item}: another signature replaced the one it held"
+    )
 
 
 class Block:

@@ -144,6 +144,7 @@ class Reassembler:
     # class defaults, which a stream overrides in its own instance only when it writes one.
     _sdk_held: LangChainStream | None = None  # what the stream's SDK objects leave to a later one
     _langchain: str | None = None  # the provider LangChain chunks tell they were made from (source_provider)
+    _langchain_named: str | None = None  # the integration the first LangChain chunk to name one named
     _framer: Framer | None = None
     _detector: Detector | None = None  # made by the first bytes: holds them until they tell the framing
     _unreadable = False  # the bytes are no framing (not-a-stream): the rest is not read
@@ -565,11 +566,26 @@ class Reassembler:
         LangChain chunks (read as the chat chunks they mirror, ``openai-chat``) the provider their integration reads,
         where what LangChain keeps tells it alone (policy langchain-source-provider: ``response_metadata``'s
         ``model_provider``, ``anthropic`` for ChatAnthropic's, ``gemini`` for ChatGoogleGenerativeAI's, ``bedrock``
-        for ChatBedrockConverse's, ``openai-responses`` for ChatOpenAI's that carry Responses items). A ``DeltaEmitter``
+        for ChatBedrockConverse's, ``openai-responses`` for ChatOpenAI's that carry Responses items; a later chunk
+        naming another integration is said, and the first stands). A ``DeltaEmitter``
         re-emitting the turn takes it as its ``source``, so its reasoning names the format OpenRouter names for it."""
         return self._langchain or self.detected_provider
 
     # -- internals ----------------------------------------------------------------------------------
+
+    def _langchain_told(self, item: Any, held: Any) -> None:
+        """Policy langchain-source-provider: the provider a LangChain chunk tells, where none did before. A chunk
+        naming another integration than the first to name one is said (``part-not-reassembled``, at its event),
+        and the first stands: the turn is one model's, and what was read of it was read as the first one's."""
+        sdk = _sdk or _sdk_readers()
+        named, first = sdk.model_provider(item), self._langchain_named
+        if named is not None and first is not None and named != first:
+            said = f"a LangChain chunk names the integration {named!r}, not the {first!r} an earlier chunk named"
+            self.ledger.diagnose("part-not-reassembled", f"{said}: the first stands (source_provider)")
+            return
+        self._langchain_named = first or named
+        if self._langchain is None:
+            self._langchain = sdk.langchain_provider(item, held)
 
     def _check_open(self) -> None:
         if self._closed is not None:
@@ -728,8 +744,8 @@ class Reassembler:
             if payload is None:  # a stream helper's event that repeats the raw ones: no wire event, not counted
                 self.ledger.event = self._events = self._events - 1
                 return
-            if self._langchain is None and sdk.is_langchain_chunk(item):  # the first to tell it (source_provider)
-                self._langchain = sdk.langchain_provider(item, held)
+            if sdk.is_langchain_chunk(item):  # what its integration reads (source_provider): the first to tell it
+                self._langchain_told(item, held)
             if held.said is not None:
                 self._in_places(payload, held)
                 return
@@ -1041,8 +1057,8 @@ class Reassembler:
         policy declines-read-back) as its source ended it: by its text, to be set apart at close. One
         listed ``cut-by-decline`` whose JSON never closed is the decline's cut its source said (policy
         decline-cut-waits), said so here too, no violation; a ``declined`` one's open JSON stays the
-        violation its source said."""
-        ended, at, held = self._ended_open(event.ref, "end", "")
+        violation its source said; one listed ``declined-truncated`` (its stream cut it) is truncated."""
+        ended, at, held = self._ended_open(event.ref, "abandon" if event.incomplete else "end", event.said)
         if ended is not None:
             self._listed_declined = self._listed_declined | {ended.ordinal}
         if at is not None and event.declined == "cut-by-decline":

@@ -43,8 +43,8 @@ its text went out as any call's: so ``finish()`` ends such a stream in an error 
 which clients raise after the calls they accumulated; the error lists them (``incomplete_tool_calls``) for
 toolcall-fsm's chat decoder, which reads each back as it ended. An id or name holding a lone surrogate goes out as its
 ``\\udXXX`` escape (policy emitted-lone-surrogate): no chunk holding it could be written as UTF-8. A call a model made
-before it declined (Claude's server-side fallback: ``Result.declined_calls``) went out as any call's too, and is
-listed so, ``declined``, or ``cut-by-decline`` where the decline cut its JSON (policy declines-read-back).
+before it declined (Claude's server-side fallback: ``Result.declined_calls``) went out as any call's too, and is listed
+so, ``declined``, or ``cut-by-decline`` where the decline cut its JSON (policy declines-read-back).
 """
 
 from __future__ import annotations
@@ -201,22 +201,18 @@ class DeltaEmitter:
             sent: list[dict[str, Any]] = []
             for item in outputs:
                 if type(item) is ContentDelta:  # no call's: it goes out now, whatever call waits
-                    said = self._chunk([], None)
                     blocks = self._blocks if item.kind == "reasoning" else None
                     delta = blocks.said(item) if blocks is not None else {SAID_FIELDS[item.kind]: item.text}
-                    said["choices"][0]["delta"] = delta
-                    sent.append(said)
+                    sent.append(self._chunk([], None, delta))
                     continue
                 if type(item) is ReasoningData:  # what a block goes back with: out now too, in the dialect
                     kept = self._blocks.kept(item) if self._blocks is not None else None
                     if kept is not None:
-                        sent.append(self._chunk([], None))
-                        sent[-1]["choices"][0]["delta"] = kept
+                        sent.append(self._chunk([], None, kept))
                     continue
                 entry = self._entry(item)
                 for delta in self._signatures.taken():  # a call's signature as OpenRouter sends it, before the call
-                    sent.append(self._chunk([], None))
-                    sent[-1]["choices"][0]["delta"] = delta
+                    sent.append(self._chunk([], None, delta))
                 if entry is not None or isinstance(item, CallFinished):  # (a call ended with nothing to send)
                     sent += [self._chunk([each], None) for each in self._in_turn(entry, item)]
             return sent
@@ -246,8 +242,7 @@ class DeltaEmitter:
                     f" {shown(sent_id)}, and this result's call {index} is "
                     + (shown(ids[index]) if index in ids else "missing")
                 )
-        self._finished = True
-        self._unsent_blocks = unsent_blocks(result)
+        self._finished, self._unsent_blocks = True, unsent_blocks(result)
         reason = result.finish_reason if result.finish_reason in CHAT_FINISH_REASONS else None
         # What still waits (outputs not passed to chunks(): every call finishes in close()) goes now
         self._joined(list(self._joining))
@@ -255,6 +250,8 @@ class DeltaEmitter:
         waiting += self._signatures.late  # after every call's text (policy late-signature-on-last-chunk)
         self._waiting, self._gate = {}, None
         last = self._chunk(waiting, reason)
+        if self._blocks is not None:  # a block that never sent an entry holds its place (reasoning-blocks-in-order)
+            self._blocks.unsaid(last["choices"][0]["delta"], len(result.reasoning))
         self._signatures.text(last, result)
         if result.provider_fields:  # LiteLLM's record of the turn's items (policy litellm-fields-said)
             last["choices"][0]["delta"]["provider_specific_fields"] = dict(result.provider_fields)
@@ -395,6 +392,8 @@ class DeltaEmitter:
     def _text_key(self, index: int) -> str:
         return "input" if index in self._freeform else "arguments"
 
-    def _chunk(self, tool_calls: list[dict[str, Any]], finish_reason: str | None) -> dict[str, Any]:
-        delta: dict[str, Any] = {"tool_calls": tool_calls} if tool_calls else {}
+    def _chunk(
+        self, tool_calls: list[dict[str, Any]], finish_reason: str | None, said: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        delta: dict[str, Any] = {"tool_calls": tool_calls} if tool_calls else said or {}
         return {**self._envelope, "choices": [{"index": self._choice, "delta": delta, "finish_reason": finish_reason}]}

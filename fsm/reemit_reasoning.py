@@ -47,9 +47,15 @@ which is after the block's text on every wire that streams both. Fed back to too
 decoder, the stream gives each block its text, signature and encrypted or redacted data, in order.
 
 Each block's entries go out under the ``index`` it first went out as, from 0: the block's place in
-``Result.reasoning``, but for blocks that never send anything and the entries of Gemini calls'
-signatures (policy gemini-call-signature-as-openrouter, :mod:`fsm.reemit_signatures`), which take an
-index of their own between, so that no two blocks share one read back.
+``Result.reasoning``, but for the entries of Gemini calls' signatures (policy
+gemini-call-signature-as-openrouter, :mod:`fsm.reemit_signatures`), which take an index of their own
+between, so that no two blocks share one read back. Policy reasoning-blocks-in-order: a reader puts a
+block where its index first came, so a block's first entry goes out after an empty one (a ``thinking``
+entry of no text, a ``reasoning.text`` entry of none) for each block before it that was told nothing yet
+(none of its text, nor its data: one whose data the dialect had no field for goes out not at all), under
+that block's index, and ``finish()`` sends one for each block that was told nothing: a block that
+opened empty and said something only after a later block did (a proxy's interleaving of Claude's
+blocks), or said nothing at all, reads back in its place (audit 102).
 
 What a dialect has no field for is not sent, and listed instead (``DeltaEmitter.unsent_reasoning``,
 policy reasoning-block-unsent): under ``thinking_blocks``, a Responses reasoning item's id, summary
@@ -111,6 +117,7 @@ class BlockEmitter:
         self._sent: dict[int, ReasoningData] = {}  # each block's data as last given
         self._out: dict[int, int] = {}  # each block's index as it goes out: its first, counted with the calls' entries
         self.unsent: list[str] = []
+        self._unsendable: set[int] = set()  # the blocks of which something went unsent (reasoning-block-unsent)
 
     def index(self, block: int) -> int:
         """The ``index`` ``block``'s entries go out under: numbered as they first go out, from 0, with the
@@ -119,6 +126,33 @@ class BlockEmitter:
         if out is None:
             out = self._out[block] = self._taken()
         return out
+
+    def _placed(self, block: int | None) -> list[dict[str, Any]]:
+        """Before ``block``'s first entry: an empty entry for each block before it that sent nothing yet,
+        under its index (policy reasoning-blocks-in-order: read back, a block is where its index first came)."""
+        if block is None or block in self._out:
+            return []
+        return [self._empty(before) for before in range(block) if self._unheard(before)]
+
+    def unsaid(self, delta: dict[str, Any], blocks: int) -> None:
+        """Put on ``delta`` (the last chunk's) an empty entry for each of the turn's ``blocks`` that never sent one."""
+        held = [self._empty(block) for block in range(blocks) if self._unheard(block)]
+        if held:
+            delta[self.dialect] = held
+
+    def _unheard(self, block: int) -> bool:
+        """Whether nothing of ``block`` went out, nor was told that the dialect has no field for (such a block
+        goes out as nothing at all, policy reasoning-block-unsent): it opened empty, and may stay so."""
+        return block not in self._out and block not in self._unsendable
+
+    def _empty(self, block: int) -> dict[str, Any]:
+        """An entry of ``block`` that says nothing but that it is there (its place among the blocks)."""
+        if self.dialect == "thinking_blocks":
+            return {"type": "thinking", "thinking": "", "index": self.index(block)}
+        entry: dict[str, Any] = {"type": "reasoning.text", "text": ""}
+        if self._format is not None:
+            entry["format"] = sendable(self._format)
+        return entry | {"index": self.index(block)}
 
     def _taken(self) -> int:
         """The indexes gone out so far (blocks' and calls' signatures'): the next one's."""
@@ -145,9 +179,10 @@ class BlockEmitter:
             fmt = known.format if known is not None and known.format is not None else self._format
             if fmt is not None:
                 entry["format"] = sendable(fmt)
+        held = self._placed(piece.block)
         if piece.block is not None:  # (a ContentDelta built by hand may name none: the latest block, read back)
             entry["index"] = self.index(piece.block)
-        return {PLAIN_FIELD[self.dialect]: piece.text, self.dialect: [entry]}
+        return {PLAIN_FIELD[self.dialect]: piece.text, self.dialect: [*held, entry]}
 
     def kept(self, data: ReasoningData) -> dict[str, Any] | None:
         """The delta of what ``data`` changed of its block, or None when nothing of it goes out."""
@@ -160,8 +195,11 @@ class BlockEmitter:
         }
         if not changed:
             return None
+        held = self._placed(data.block)  # (first: the entries below take the block's index after theirs)
         entries = self._thinking(data, changed) if self.dialect == "thinking_blocks" else self._details(data, changed)
-        return {self.dialect: entries} if entries else None
+        if held and not entries:  # its index is taken now: it holds its place too
+            entries = [self._empty(data.block)]
+        return {self.dialect: [*held, *entries]} if entries else None
 
     def _thinking(self, data: ReasoningData, changed: set[str]) -> list[dict[str, Any]]:
         entries: list[dict[str, Any]] = []
@@ -174,6 +212,7 @@ class BlockEmitter:
             )
         unsent = sorted(changed - {"signature", "redacted"})
         if unsent:  # policy reasoning-block-unsent: no thinking block holds them
+            self._unsendable.add(data.block)
             self.unsent.append(f"reasoning block {data.block}: its {', '.join(unsent)} (thinking_blocks has no field)")
         return entries
 

@@ -87,11 +87,17 @@ def langchain_provider(item: Any, held: LangChainStream | None) -> str | None:
     """The provider whose wire a LangChain chunk (``item``) was made from, where what LangChain keeps tells it alone
     (policy langchain-source-provider): its ``response_metadata["model_provider"]`` as :data:`LANGCHAIN_PROVIDERS`
     maps it; ChatOpenAI's ``openai-responses`` once a Responses item came (``held``: what chunks left); else None."""
-    metadata = getattr(item, "response_metadata", None)
-    named = metadata.get("model_provider") if isinstance(metadata, Mapping) else None
+    named = model_provider(item)
     if named == "openai":
         return "openai-responses" if held is not None and held.items is not None else None
-    return LANGCHAIN_PROVIDERS.get(named) if isinstance(named, str) else None
+    return LANGCHAIN_PROVIDERS.get(named) if named is not None else None
+
+
+def model_provider(item: Any) -> str | None:
+    """The integration a LangChain chunk names (``response_metadata["model_provider"]``), where it names one in text."""
+    metadata = getattr(item, "response_metadata", None)
+    named = metadata.get("model_provider") if isinstance(metadata, Mapping) else None
+    return named if isinstance(named, str) and named else None
 
 
 def is_langchain_chunk(item: Any) -> bool:

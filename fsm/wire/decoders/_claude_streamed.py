@@ -17,9 +17,12 @@ go back with the turn, each in its place:
   Bedrock server tool's result that never stopped is: its signature may never have come.
 
 And a block of a type no reading knows (``unknown-event`` at its start), by its index: a
-``signature_delta`` in it is said (``part-not-reassembled``) and not read as a thinking block's, which
-the turn would go back with, of no text, under a signature the API gave another block (the anthropic
-SDK's accumulator sets a signature on a thinking block alone, and passes over any other's).
+``signature_delta``, ``text_delta``, ``thinking_delta`` or ``citations_delta`` in it is said
+(``part-not-reassembled``, naming the block's index and type) and not read as a thinking block's
+signature or thinking, nor as the turn's text or a citation of it: the turn would go back to Claude
+with what the block never was (a signature the API gave another block on a thinking block of no
+text, the block's own text as Claude's). The anthropic SDK's accumulator takes text and citations
+in a text block alone, thinking and signatures in a thinking block alone, and passes over the rest.
 """
 
 from __future__ import annotations
@@ -56,13 +59,13 @@ class StreamedBlocks:
     def __init__(self) -> None:
         self._compacted: dict[int | None, tuple[int | None, dict[str, Any]]] = {}
         self._connectors: dict[int | None, _Connector] = {}
-        self._unknown: dict[int | None, str] = {}  # the type of each block of a type no reading knows
+        self.unknown_types: dict[int | None, str] = {}  # the type of each block of a type no reading knows, by index
 
     def start(self, kind: str, at: int | None, place: int | None, block: Mapping[str, Any]) -> list[Event] | None:
         """The events of a block of type ``kind`` starting at index ``at`` (its place ``place``); None
         for a kind read elsewhere."""
-        if self._unknown:
-            self._unknown.pop(at, None)  # (a block of a known type started there again)
+        if self.unknown_types:
+            self.unknown_types.pop(at, None)  # (a block of a known type started there again)
         if kind == "compaction":  # the context's summary: it goes back as it came, in its place
             self._compacted[at] = (place, dict(block))
             return [CompactionBlock(dict(block), place)]
@@ -78,17 +81,17 @@ class StreamedBlocks:
     def unknown(self, kind: str, at: int | None, diagnose: Callable[[str, str], None]) -> None:
         """A block of type ``kind``, which no reading knows, starts at index ``at``: said, and kept in mind."""
         diagnose("unknown-event", f"a {kind!r} content block at index {at}")
-        self._unknown[at] = kind
+        self.unknown_types[at] = kind
 
     def delta(
         self, kind: str | None, at: int | None, delta: Mapping[str, Any], diagnose: Callable[[str, str], None]
     ) -> list[Event] | None:
         """The events of a delta of type ``kind`` in a block of this kind at ``at``; None where no
         such block is open there (the decoder reads it). A signature in a block of a type no reading
-        knows is said and read as nothing (see the module docstring)."""
-        if self._unknown and kind == "signature_delta" and at in self._unknown:
-            said = f"a signature_delta in block {at}, a {self._unknown[at]!r} block no reading knows"
-            diagnose("part-not-reassembled", f"{said}: not read as a thinking block's signature")
+        knows is said and read as nothing, and so is its text, thinking or citation (see the module docstring)."""
+        if self.unknown_types and at in self.unknown_types and kind in _NOT_READ:
+            said = f"a {kind} in block {at}, a {self.unknown_types[at]!r} block no reading knows"
+            diagnose("part-not-reassembled", f"{said}: not read as {_NOT_READ[kind]}")
             return []
         if kind == "compaction_delta" and at in self._compacted:
             place, block = self._compacted[at]
@@ -119,4 +122,11 @@ class StreamedBlocks:
         self._connectors.clear()
 
 
+_NOT_READ = {
+    "signature_delta": "a thinking block's signature",
+    "thinking_delta": "a thinking block's thinking",
+    "text_delta": "the turn's text",
+    "citations_delta": "a citation of the turn's text",
+}
+"""The deltas of a known block's that a block of a type no reading knows may carry, and what each is not read as."""
 _CONNECTOR_DELTAS = frozenset({"connector_text_delta", "signature_delta"})

@@ -4,15 +4,18 @@ for a re-emitted stream to read back as the result it came from. Without them a 
 unusable reads as complete wherever its text is a whole value.
 
 Policy declines-read-back: a call listed ``declined`` (a Claude model that declined made it, before a
-``fallback`` block: policy fallback-declined-calls) or ``cut-by-decline`` (one the decline cut
-mid-JSON: policy decline-cut-waits) ends by its text, as its source ended it, and is set apart at
-close in ``Result.declined_calls`` (``declined-call``); the cut's open JSON is said ``cut-by-decline``,
-no violation. An error of fsm's own (``type`` ``incomplete_tool_call``, its ``message`` as fsm words
-it) beside a finish that lists nothing but such calls tells nothing more than they do (it is there so
-that a client runs none of them): no ``provider-error`` is said of it, so a stream strict mode read
-whole reads back strictly too (an entry naming a call the stream never opened is said, as any is).
-Any other entry or message (an upstream's own word under that type), a stream that stopped (no finish
-beside the error), or another error keeps the ``provider-error`` it always was.
+``fallback`` block: policy fallback-declined-calls) or ``cut-by-decline`` (one the decline cut mid-JSON:
+policy decline-cut-waits) ends by its text, as its source ended it, and is set apart at close in
+``Result.declined_calls`` (``declined-call``); the cut's open JSON is said ``cut-by-decline``, no
+violation. One listed ``declined-truncated`` (a declined model's call the stream cut before it ended: a
+tool block still open when the fallback block came, which the message's end truncated) is truncated, as
+its source said, and set apart too (audit 101's C). An error of fsm's own (``type``
+``incomplete_tool_call``, its ``message`` as fsm words it) beside a finish that lists nothing but such
+calls tells nothing more than they do (it is there so that a client runs none of them): no
+``provider-error`` is said of it, so a stream strict mode read whole reads back strictly too (an entry
+naming a call the stream never opened is said, as any is). Any other entry or message (an upstream's own
+word under that type), a stream that stopped (no finish beside the error), or another error keeps the
+``provider-error`` it always was.
 """
 
 from __future__ import annotations
@@ -24,10 +27,10 @@ from fsm.errors import too_long
 from fsm.events import CallEnd, CallRef, Event
 from fsm.results import CallStatus, Result, ToolCall
 
-LISTED = ("truncated", "invalid", "declined", "cut-by-decline")
+CUT, UNTERMINATED, DECLINED_CUT = "cut-by-decline", "unterminated-arguments", "declined-truncated"
+LISTED = ("truncated", "invalid", "declined", CUT, DECLINED_CUT)
 """The statuses ``DeltaEmitter.finish`` lists a call with."""
-_DECLINES = ("declined", "cut-by-decline")
-CUT, UNTERMINATED = "cut-by-decline", "unterminated-arguments"
+_DECLINES = ("declined", CUT)
 OWN_ERROR = "incomplete_tool_call"
 """The ``type`` of the error ``DeltaEmitter.finish`` ends a stream with when a call did not complete."""
 DECLINES_NOTE = "calls that did not complete or that a model that declined made, not to be run: "
@@ -63,11 +66,17 @@ def listed_incomplete(error: Any, diagnose: Callable[[str, str], None]) -> list[
             if status in _DECLINES:  # as its source ended it (policy declines-read-back)
                 ends.append(CallEnd(ref, unmatched=unknown, declined=status))
                 continue
-            cut = status == "truncated"
-            said = "incomplete, as the stream's error listed it" if cut else ""
+            cut = status in ("truncated", DECLINED_CUT)
+            if status == DECLINED_CUT:  # truncated, and a declined model's
+                ends.append(CallEnd(ref, incomplete=True, said=_LISTED_CUT, unmatched=unknown, declined="declined"))
+                continue
+            said = _LISTED_CUT if cut else ""
             unusable = "" if cut else f"the stream's error listed it {status}"
             ends.append(CallEnd(ref, incomplete=cut, said=said, unusable=unusable, unmatched=unknown))
     return ends
+
+
+_LISTED_CUT = "incomplete, as the stream's error listed it"
 
 
 def declines_noted(error: Any, ends: list[Event]) -> bool:
@@ -99,6 +108,8 @@ def declined_statuses(result: Result) -> dict[int, str]:
     unnamed = CUT if CUT in past and UNTERMINATED not in past else "declined"
 
     def status(call: ToolCall) -> str:
+        if call.status is CallStatus.TRUNCATED:  # its stream cut it: truncated, read back, as it was here
+            return DECLINED_CUT
         head = f"call {call.id} ({call.name}): "
         if any(m.startswith(head) for m in said[CUT]):
             return CUT

@@ -195,8 +195,8 @@ class AnthropicDecoder:
         """What commonest_said does with such a delta of block ``at`` (0 to 2**63) holding ``piece``
         under ``key`` (``text`` or ``thinking``): False, changing nothing, when decode() would make
         no event of it here (empty text) or read it otherwise (a tool block at ``at``)."""
-        if at in self._blocks or (key == "text" and not piece):  # (empty text: decode() makes no event)
-            return False
+        if at in self._blocks or (key == "text" and not piece) or at in self._streamed.unknown_types:
+            return False  # (empty text: decode() makes no event; in a block of a type no reading knows: said)
         if key == "text":
             content.said_in_part(piece, at, at)
         else:
