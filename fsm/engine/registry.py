@@ -313,7 +313,7 @@ class Registry:
         self.ledger.rules["index-is-label"] += 1
         slot = self._open_new(index, wire_id, name)
         closing = self._closing  # its label and dest, passed by position: a starred call costs more
-        if self._direct and slot.store_whole(text, closing[0], closing[1]):
+        if self._direct and slot.store_whole(text, closing[0], closing[1], self._scanned):
             # No _remember: it would do nothing to the lone call of a new lane (never indexed) whose
             # scanner is already the shared closed one (closed_scanner is one per depth limit).
             self.ledger.work += len(text)

@@ -83,6 +83,7 @@ class Slot:
         "_buf",
         "_call",
         "_emitted",
+        "_flat",
         "_length",
         "_text",
         "_unscanned",
@@ -157,6 +158,9 @@ class Slot:
         self.arguments: Any = None
         self.status: CallStatus | None = None
         self._unscanned: int | None = None  # where held text the scanner has not seen yet starts (bytes)
+        # A whole flat object's text and its parse, read as store_whole took it: the end takes the
+        # parse while the call holds that very text, so it is parsed once (its own check, done early).
+        self._flat: tuple[str, dict[str, Any]] | None = None
         self._call: ToolCall | None = None
         if server:
             self.server = True
@@ -492,18 +496,23 @@ class Slot:
         self._unscanned = None
         return end is None
 
-    def store_whole(self, text: str, label: str, dest: str) -> bool:
-        """The first ``append`` to a call, when ``text`` is one whole flat object as the scanner
-        reads it (a whole call in one chunk; see closes_flat: the scanner does not validate, the
-        parse at the finish does): the transition ``label`` (from opened to ``dest``, guarded by
-        value_complete) taken without the machine's dispatch when what it would do is known: what
-        scan_fragment, the guard and store_fragment would do with it. Only for a call just opened
-        (Registry.whole_call opens it and calls this at once): no text, no scan, nothing held back.
-        False, with nothing changed, for any other text (a limit, a surrogate, nested, escapes):
-        the caller fires ``append``."""
+    def store_whole(self, text: str, label: str, dest: str, closed: Scanner) -> bool:
+        """The first ``append`` to a call, when ``text`` is one whole flat object (a whole call in
+        one chunk): the transition ``label`` (from opened to ``dest``, guarded by value_complete)
+        taken without the machine's dispatch when what it would do is known: what scan_fragment,
+        the guard and store_fragment would do with it, the scan ending in ``closed`` (the shared
+        closed scanner of the call's depth limit). Only for a call just opened (Registry.whole_call
+        opens it and calls this at once): no text, no scan, nothing held back. The text is a flat
+        object when it parses as one (flat_object: valid JSON, one ``{``, no ``[``, so a scan
+        closes at its last character one level deep), the parse then kept for the end (_flat), or
+        when the scanner reads it so without validating it (closes_flat: the end's parse then says
+        what it is). False, with nothing changed, for any other text (a limit, a surrogate,
+        nested): the caller fires ``append``."""
         ledger = self.ledger
-        scanner = self.scanner
-        if len(text) > ledger.max_argument_chars or not closes_flat(text):
+        if len(text) > ledger.max_argument_chars:
+            return False
+        value = flat_object(text)
+        if value is None and not closes_flat(text):
             return False
         try:
             data = text.encode("utf-8")
@@ -511,7 +520,9 @@ class Slot:
             return False
         if ledger.held_bytes + len(data) > ledger.max_held_bytes:
             return False
-        self.scanner = closed_scanner(scanner.max_depth)  # where scanning it would end
+        if value is not None:
+            self._flat = (text, value)
+        self.scanner = closed  # where scanning it would end
         self.state = dest
         ledger.held_bytes += len(data)
         self._length = len(text)
@@ -714,7 +725,12 @@ class Slot:
             if raw is None:  # text(), in line: a call's fragments are decoded here, once
                 ledger.work += self._length
                 raw = self._text = self._buf.decode("utf-8", "surrogatepass")
-            value = flat_object(raw)  # (None for a snapshot whose parse was kept: parse_arguments takes it)
+            flat = self._flat
+            if flat is not None:  # parsed as store_whole took it: kept while the call holds that text
+                self._flat = None
+                value = flat[1] if flat[0] is raw else flat_object(raw)
+            else:
+                value = flat_object(raw)  # (None for a snapshot whose parse was kept: parse_arguments takes it)
         if value is None:
             self.parse_arguments("")
         else:  # what parse_arguments does with such text
@@ -736,6 +752,13 @@ class Slot:
             parsed = kept.pop(self, None)
             if parsed is not None and parsed[0] is raw:  # the snapshot it holds, parsed as it came
                 self._parsed_value(parsed[1], parsed[2])
+                return
+        flat = self._flat
+        if flat is not None:  # as end_closed takes it
+            self._flat = None
+            if flat[0] is raw:
+                self.arguments = flat[1]
+                self.status = _COMPLETE
                 return
         # Most arguments: a flat object with no key given twice, which nests one level (the depth
         # limit is at least 1), read as parse_strict would read it, without its tuple.
