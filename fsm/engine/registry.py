@@ -310,13 +310,14 @@ class Registry:
                 _shortcut_index(index)
             self.arguments(build_call_ref(index, wire_id, name), text, "fragment")
             return
-        self.ledger.rules["index-is-label"] += 1
+        ledger = self.ledger
+        ledger.rules["index-is-label"] += 1
         slot = self._open_new(index, wire_id, name)
         closing = self._closing  # its label and dest, passed by position: a starred call costs more
         if self._direct and slot.store_whole(text, closing[0], closing[1], self._scanned):
             # No _remember: it would do nothing to the lone call of a new lane (never indexed) whose
             # scanner is already the shared closed one (closed_scanner is one per depth limit).
-            self.ledger.work += len(text)
+            ledger.work += slot._length
             return
         rest = self._extend(slot, text, "fragment")
         self._remember(slot)
@@ -998,9 +999,15 @@ class Registry:
         counts = self._counts
         ordinal = counts[False]
         counts[False] = ordinal + 1
-        call_id = self._ids.claim(wire_id)
-        if call_id != wire_id:  # taken before the stream, or by an id made for a call without one
-            self._renamed(ordinal, wire_id, call_id)
+        ids = self._ids
+        used = ids._used
+        if wire_id not in used:  # IdAllocator.claim's commonest case, in line: the id is free
+            used.add(wire_id)
+            call_id = wire_id
+        else:
+            call_id = ids.claim(wire_id)
+            if call_id != wire_id:  # taken before the stream, or by an id made for a call without one
+                self._renamed(ordinal, wire_id, call_id)
         ledger = self.ledger
         slot = Slot(ordinal, index, index, wire_id, call_id, name, ledger, self._start, self._initial_json)
         slots.append(slot)

@@ -18,7 +18,7 @@ import re
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from fsm.engine.roles import action, guard
-from fsm.engine.scanner import Scanner, StartScanner, closed_scanner, closes_flat
+from fsm.engine.scanner import Scanner, StartScanner, closed_scanner, flat_match
 from fsm.errors import LimitExceeded
 from fsm.jsontext import (
     NotJSON,
@@ -83,7 +83,6 @@ class Slot:
         "_buf",
         "_call",
         "_emitted",
-        "_flat",
         "_length",
         "_text",
         "_unscanned",
@@ -158,9 +157,6 @@ class Slot:
         self.arguments: Any = None
         self.status: CallStatus | None = None
         self._unscanned: int | None = None  # where held text the scanner has not seen yet starts (bytes)
-        # A whole flat object's text and its parse, read as store_whole took it: the end takes the
-        # parse while the call holds that very text, so it is parsed once (its own check, done early).
-        self._flat: tuple[str, dict[str, Any]] | None = None
         self._call: ToolCall | None = None
         if server:
             self.server = True
@@ -498,39 +494,35 @@ class Slot:
 
     def store_whole(self, text: str, label: str, dest: str, closed: Scanner) -> bool:
         """The first ``append`` to a call, when ``text`` is one whole flat object (a whole call in
-        one chunk): the transition ``label`` (from opened to ``dest``, guarded by value_complete)
-        taken without the machine's dispatch when what it would do is known: what scan_fragment,
-        the guard and store_fragment would do with it, the scan ending in ``closed`` (the shared
-        closed scanner of the call's depth limit). Only for a call just opened (Registry.whole_call
-        opens it and calls this at once): no text, no scan, nothing held back. The text is a flat
-        object when it parses as one (flat_object: valid JSON, one ``{``, no ``[``, so a scan
-        closes at its last character one level deep), the parse then kept for the end (_flat), or
-        when the scanner reads it so without validating it (closes_flat: the end's parse then says
-        what it is). False, with nothing changed, for any other text (a limit, a surrogate,
-        nested): the caller fires ``append``."""
+        one chunk) as the scanner reads it (see closes_flat: the scanner does not validate, the
+        parse at the finish does; parsed now and kept, the value would double what a call in
+        flight holds): the transition ``label`` (from opened to ``dest``, guarded by
+        value_complete) taken without the machine's dispatch when what it would do is known: what
+        scan_fragment, the guard and store_fragment would do with it, the scan ending in
+        ``closed`` (the shared closed scanner of the call's depth limit). Only for a call just
+        opened (Registry.whole_call opens it and calls this at once): no text, no scan, nothing
+        held back. False, with nothing changed, for any other text (a limit, a surrogate, nested,
+        escapes): the caller fires ``append``."""
         ledger = self.ledger
-        if len(text) > ledger.max_argument_chars:
-            return False
-        value = flat_object(text)
-        if value is None and not closes_flat(text):
+        length = len(text)
+        if length > ledger.max_argument_chars or flat_match(text) is None:  # closes_flat
             return False
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
             return False
-        if ledger.held_bytes + len(data) > ledger.max_held_bytes:
+        size = ledger.held_bytes + len(data)
+        if size > ledger.max_held_bytes:
             return False
-        if value is not None:
-            self._flat = (text, value)
         self.scanner = closed  # where scanning it would end
         self.state = dest
-        ledger.held_bytes += len(data)
-        self._length = len(text)
+        ledger.held_bytes = size
+        self._length = length
         self._buf = data  # what _append does with a call's first text
         self._text = text  # what decoding ``data`` gives (it encoded: no surrogate), kept for the end
         ledger.transitions[label] += 1
-        if not (ledger.withhold or self.server):
-            self._emitted = self._length
+        if not ledger.withhold:  # (a call _open_new opened is a client call: no server flag to read)
+            self._emitted = length
             ledger.outputs.append(build_arguments_delta(self.ordinal, text))
         return True
 
@@ -725,12 +717,7 @@ class Slot:
             if raw is None:  # text(), in line: a call's fragments are decoded here, once
                 ledger.work += self._length
                 raw = self._text = self._buf.decode("utf-8", "surrogatepass")
-            flat = self._flat
-            if flat is not None:  # parsed as store_whole took it: kept while the call holds that text
-                self._flat = None
-                value = flat[1] if flat[0] is raw else flat_object(raw)
-            else:
-                value = flat_object(raw)  # (None for a snapshot whose parse was kept: parse_arguments takes it)
+            value = flat_object(raw)  # (None for a snapshot whose parse was kept: parse_arguments takes it)
         if value is None:
             self.parse_arguments("")
         else:  # what parse_arguments does with such text
@@ -752,13 +739,6 @@ class Slot:
             parsed = kept.pop(self, None)
             if parsed is not None and parsed[0] is raw:  # the snapshot it holds, parsed as it came
                 self._parsed_value(parsed[1], parsed[2])
-                return
-        flat = self._flat
-        if flat is not None:  # as end_closed takes it
-            self._flat = None
-            if flat[0] is raw:
-                self.arguments = flat[1]
-                self.status = _COMPLETE
                 return
         # Most arguments: a flat object with no key given twice, which nests one level (the depth
         # limit is at least 1), read as parse_strict would read it, without its tuple.
