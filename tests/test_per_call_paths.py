@@ -388,3 +388,48 @@ def test_a_replay_formatted_anew_is_one_call_and_another_value_is_two(name: str)
     for event in REPLAYS[name]:
         r.feed(event)
     assert len(r.close().calls) == (1 if name in ONE_CALL else 2)
+
+
+def test_a_call_made_at_its_end_is_what_its_slot_makes_at_the_close() -> None:
+    """Slot.to_call reuses the call made at its end until a late name, id, signature or item
+    drops it (close() reads every call again). Over every vector and fuzzed streams of every
+    shape, each finished call as the result holds it is what its slot makes anew at the close,
+    and some streams do change a call after its end (its CallFinished told another one)."""
+    from fsm import Policies
+    from fsm.harness.fuzz.shapes import CASES
+    from fsm.results import CallFinished
+
+    vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 40))]
+    streams = [(v.name, v.shape, v.body, v.events, v.policies, getattr(v, "choice", None)) for v in vectors]
+    signed = {"index": 0, "id": "a", "function": {"name": "f"}, "extra_content": {"google": {"thought_signature": "s"}}}
+    late = {  # a call ended by the finish, then said more of (event-after-finish)
+        "late signature": [whole(0, "a", "f", "{}"), chunk(finish="tool_calls"), chunk(signed)],
+        "late id": [chunk(tc(0, name="f", args="{}")), chunk(finish="tool_calls"), chunk(tc(0, id="b"))],
+        "late name": [chunk(tc(0, id="a", args="{}")), chunk(finish="tool_calls"), chunk(tc(0, id="a", name="g"))],
+    }
+    streams += [(name, "openai-chat", None, events, {}, None) for name, events in late.items()]
+    changed = 0
+    for name, shape, body, events, policies, choice in streams:
+        r = Reassembler(shape, policies=Policies(**policies), choice=choice)
+        outputs: list[Any] = []
+        try:
+            if body is not None:
+                outputs += r.feed_bytes(body.encode("utf-8"))
+            for event in events:
+                outputs += r.feed(event)
+            result = r.close()
+        except Exception:  # a stream that raises has no result to hold its calls
+            continue
+        outputs += r.drain()
+        told = {o.call.id: o.call for o in outputs if type(o) is CallFinished}  # (ids are unique in a turn)
+        held = {call.id: call for call in (*result.calls, *result.server_tool_calls)}
+        for slot in r.registry.slots:
+            if slot.status is None:
+                continue
+            kept, slot._call = slot._call, None
+            fresh = slot.to_call()
+            assert kept == fresh, (name, slot.id)
+            if slot.id in held:
+                assert held[slot.id] == fresh, (name, slot.id)
+            changed += slot.id in told and told[slot.id] != fresh
+    assert changed > 0

@@ -163,6 +163,7 @@ class Registry:
         self._metadata(slot, ref)
         self._pending_header.pop(slot.lane, None)
         slot.item = item
+        slot._call = None  # made anew with it (Slot.to_call)
         return slot
 
     def _seen(self, ref: CallRef, announces: bool, *, header: bool = True) -> Slot | None:
@@ -967,6 +968,7 @@ class Registry:
                 )
         if ref.id is not None and slot.wire_id is None:
             slot.wire_id = ref.id
+            slot._call = None  # made anew with it (Slot.to_call)
             self._add(self._by_wire_id, ref.id, slot)
             self.ledger.diagnose("late-id", f"call {slot.id}: wire id {ref.id!r} arrived after it opened")
             if ref.id != slot.id:
@@ -1128,8 +1130,8 @@ class Registry:
 
     def _finish(self, slot: Slot, trigger: str, cut_by: str = "") -> None:
         ending = self._ending
-        if ending is not None and trigger == "end" and slot.state == "value_closed":
-            self._end_closed(slot, ending)
+        if ending is not None and trigger == "end" and slot.state == "value_closed" and not slot._high:
+            self._end_closed(slot, ending)  # (a surrogate half waiting: fire() settles it first)
             return
         ledger = self.ledger
         # A violation found as the call ends (a lone surrogate half, JSON that never closed, no name)

@@ -249,16 +249,14 @@ class Slot:
 
     def to_call(self) -> ToolCall:
         """The finished call. The status is set once, by the transition into a terminal state, and
-        text and arguments never change after it; only metadata can still arrive (a late name, id
-        or signature), so a call made earlier is reused while that metadata is unchanged."""
+        text and arguments never change after it; only metadata can still arrive (a late name, id,
+        signature or item), so a call made earlier is reused until such metadata arrives, whose
+        every write drops it (name_late, Registry._metadata, Registry.call_seen and seen_on,
+        Reassembler's signature): close() reads every call again, and comparing that metadata
+        each time cost a tenth of a whole call's work
+        (test_a_call_made_at_its_end_is_what_its_slot_makes_at_the_close)."""
         call = self._call
-        if (
-            call is not None
-            and call.name == self.name
-            and call.wire_id == self.wire_id
-            and call.thought_signature == self.signature
-            and call.item is self.item
-        ):
+        if call is not None:
             return call
         assert self.status is not None, "only a finished slot is a call"  # a call made was one
         held = self._text
@@ -293,6 +291,7 @@ class Slot:
         """The name arrived after the call opened without one; re-emitted deltas need it before
         any argument text, so it is an output of its own."""
         self.name = name
+        self._call = None  # made anew with it (to_call)
         if not self.server:
             self.ledger.emit(CallNamed(self.ordinal, name))
 
@@ -706,18 +705,17 @@ class Slot:
         """The normal end of a closed value (``label``: value_closed to ``dest``, unguarded, running
         parse_arguments) taken without the machine's dispatch (Registry._end_closed): the state
         change, the action and the count, as fire() does them. parse_arguments' commonest case, a
-        flat object (flat_object), is read in line, a call less on every such call's end.
+        flat object (flat_object), is read in line, a call less on every such call's end. Never
+        with a surrogate half waiting (``_high``): its callers leave that end to fire(), where
+        parse_arguments settles the half first.
         test_a_closed_value_ends_alike_in_line_and_through_fire holds it to fire()."""
         self.state = dest
         ledger = self.ledger
-        if self._high:  # a surrogate half still waiting: parse_arguments settles it first
-            value = None
-        else:
-            raw = self._text
-            if raw is None:  # text(), in line: a call's fragments are decoded here, once
-                ledger.work += self._length
-                raw = self._text = self._buf.decode("utf-8", "surrogatepass")
-            value = flat_object(raw)  # (None for a snapshot whose parse was kept: parse_arguments takes it)
+        raw = self._text
+        if raw is None:  # text(), in line: a call's fragments are decoded here, once
+            ledger.work += self._length
+            raw = self._text = self._buf.decode("utf-8", "surrogatepass")
+        value = flat_object(raw)  # (None for a snapshot whose parse was kept: parse_arguments takes it)
         if value is None:
             self.parse_arguments("")
         else:  # what parse_arguments does with such text
