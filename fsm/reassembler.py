@@ -1145,7 +1145,7 @@ class Reassembler:
                 self._placed = (event.ref, landed) if landed is not None else None
             if event.signature and landed is not None and landed.signature is None:
                 landed.signature = event.signature  # not identity: it rides on the call it came with
-                landed._call = None  # made anew with it (Slot.to_call)
+                landed.reread()
                 self._signed_opening(landed.ordinal, event.signature, opened_at)
         elif isinstance(event, CallEnd):
             if event.unmatched and not registry.opened(event.ref):  # an error's entry naming no call opened at

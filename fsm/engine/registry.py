@@ -153,6 +153,7 @@ class Registry:
         landed = self._seen(ref, announces, header=item is None and not announces)
         if item is not None and landed is not None and not landed.finished:
             landed.item = item  # the latest word on the item wins, until the call is handed out at its end
+            landed.reread()
         return landed
 
     def seen_on(self, slot: Slot, ref: CallRef, item: dict[str, Any]) -> Slot:
@@ -163,7 +164,7 @@ class Registry:
         self._metadata(slot, ref)
         self._pending_header.pop(slot.lane, None)
         slot.item = item
-        slot._call = None  # made anew with it (Slot.to_call)
+        slot.reread()
         return slot
 
     def _seen(self, ref: CallRef, announces: bool, *, header: bool = True) -> Slot | None:
@@ -404,7 +405,7 @@ class Registry:
         if text.isspace() or (len(text) >= run.reach and text[0] == run.first):
             return False  # whitespace alone, or text that may read as cumulative: _extend decides
         try:
-            data = text.encode("utf-8")
+            data = text.encode()  # UTF-8 (the default: no codec name read)
         except UnicodeEncodeError:
             return False  # a surrogate: store_fragment mends it
         size = run.size + len(data)
@@ -968,7 +969,7 @@ class Registry:
                 )
         if ref.id is not None and slot.wire_id is None:
             slot.wire_id = ref.id
-            slot._call = None  # made anew with it (Slot.to_call)
+            slot.reread()  # (and the reply id below)
             self._add(self._by_wire_id, ref.id, slot)
             self.ledger.diagnose("late-id", f"call {slot.id}: wire id {ref.id!r} arrived after it opened")
             if ref.id != slot.id:

@@ -15,7 +15,7 @@ is one state that only they change; split, it would be one class in several file
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from fsm.engine.roles import action, guard
 from fsm.engine.scanner import Scanner, StartScanner, closed_scanner, flat_match
@@ -36,6 +36,19 @@ if TYPE_CHECKING:
 
 _WHITESPACE = frozenset(b" \t\r\n")
 _COMPLETE = CallStatus.COMPLETE
+
+
+class _Reread:
+    """What Slot._call holds, in place of a call, once a field past the common ones was written
+    (Slot.reread): falsy, as None is, for no current call."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> Literal[False]:  # (so that a type checker narrows ``if call`` to a call)
+        return False
+
+
+_REREAD = _Reread()
 _CATCH_UP_BYTES = 16384
 _UNKEPT_WHITESPACE = 64
 """The most whitespace around a call's text that _bounds walks again at each read, unkept."""
@@ -160,13 +173,18 @@ class Slot:
         self.arguments: Any = None
         self.status: CallStatus | None = None
         self._unscanned: int | None = None  # where held text the scanner has not seen yet starts (bytes)
-        self._call: ToolCall | None = None
+        # The call made at its end; None before, while the call wrote none of the rarely written
+        # fields to_call reads (the commonest call: it reads none of them); _REREAD once one was.
+        self._call: ToolCall | _Reread | None = None
         if server:
             self.server = True
+            self._call = _REREAD
         if call_type != "function":
             self.type = call_type
+            self._call = _REREAD
         if freeform:
             self.freeform = True
+            self._call = _REREAD
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -253,19 +271,19 @@ class Slot:
     def to_call(self) -> ToolCall:
         """The finished call. The status is set once, by the transition into a terminal state, and
         text and arguments never change after it; only metadata can still arrive (a late name, id,
-        signature or item), so a call made earlier is reused until such metadata arrives, whose
-        every write drops it (name_late, Registry._metadata, Registry.call_seen and seen_on,
-        Reassembler's signature): close() reads every call again, and comparing that metadata
-        each time cost a tenth of a whole call's work
+        signature or item), so a call made earlier is reused until such metadata arrives: every
+        write of it, and of any rarely written field this reads, calls reread(), which drops the
+        call (close() reads every call again, and comparing that metadata each time cost a tenth
+        of a whole call's work). A call that never wrote one is made with their class defaults,
+        not five reads of them through the instance, which Python 3.11 does not specialize
         (test_a_call_made_at_its_end_is_what_its_slot_makes_at_the_close)."""
         call = self._call
-        if call is not None:
+        if call:
             return call
         assert self.status is not None, "only a finished slot is a call"  # a call made was one
         held = self._text
         if held is None:  # not decoded yet (text() in line: nearly every call's end decoded it)
             held = self.text()
-        freeform = self.freeform
         ledger = self.ledger
         # With no decoder adopted (OpenAI chat's is not), Ledger.output_indexed is calls_indexed:
         # read without the property and its getattr, for every call of such a stream.
@@ -273,6 +291,12 @@ class Slot:
             output_index = self.index if self.index is not None else ledger.place_of(self.wire_id)
         else:
             output_index = None
+        if call is None:  # signature, type, input, item and reply id: the class defaults
+            self._call = call = build_tool_call(
+                self.ordinal, self.id, self.wire_id, self.name, self.arguments, held, self.status, None, "function"
+            )
+            return call
+        freeform = self.freeform
         self._call = call = build_tool_call(  # by position (index, id, wire_id, name, arguments, arguments_json, ...)
             self.ordinal,
             self.id,
@@ -290,11 +314,17 @@ class Slot:
         )
         return call
 
+    def reread(self) -> None:
+        """A field to_call reads past the common ones was written (a signature, an item, a reply
+        id), or metadata changed after the call was made (a late name or id): to_call makes the
+        call anew, reading every field. Every such write outside __init__ calls this."""
+        self._call = _REREAD
+
     def name_late(self, name: str) -> None:
         """The name arrived after the call opened without one; re-emitted deltas need it before
         any argument text, so it is an output of its own."""
         self.name = name
-        self._call = None  # made anew with it (to_call)
+        self.reread()
         if not self.server:
             self.ledger.emit(CallNamed(self.ordinal, name))
 
@@ -390,7 +420,7 @@ class Slot:
         ):
             return ""
         try:
-            data = text.encode("utf-8")
+            data = text.encode()  # UTF-8 (the default: no codec name read)
         except UnicodeEncodeError:
             return ""
         length = self._length + len(text)
@@ -431,7 +461,7 @@ class Slot:
         if not text or text.isspace():
             return ""  # whitespace first is held back unsent (store_fragment's _blank)
         try:
-            data = text.encode("utf-8")
+            data = text.encode()  # UTF-8 (the default: no codec name read)
         except UnicodeEncodeError:
             return ""
         if len(text) > ledger.max_argument_chars or ledger.held_bytes + len(data) > ledger.max_held_bytes:
@@ -510,7 +540,7 @@ class Slot:
         if length > ledger.max_argument_chars or flat_match(text) is None:  # closes_flat
             return False
         try:
-            data = text.encode("utf-8")
+            data = text.encode()  # UTF-8 (the default: no codec name read)
         except UnicodeEncodeError:
             return False
         size = ledger.held_bytes + len(data)
@@ -650,12 +680,12 @@ class Slot:
     @action
     def store_fragment(self, text: str) -> None:
         try:
-            data = text.encode("utf-8")
+            data = text.encode()  # UTF-8 (the default: no codec name read)
         except UnicodeEncodeError:
             data = None
         if data is None or self._high:
             text = self._mend(text)
-            data = text.encode("utf-8")
+            data = text.encode()  # UTF-8 (the default: no codec name read)
         held = self._length
         ledger = self.ledger
         if held + len(text) > ledger.max_argument_chars:
