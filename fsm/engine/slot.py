@@ -292,8 +292,20 @@ class Slot:
         else:
             output_index = None
         if call is None:  # signature, type, input, item and reply id: the class defaults
-            self._call = call = build_tool_call(
-                self.ordinal, self.id, self.wire_id, self.name, self.arguments, held, self.status, None, "function"
+            self._call = call = build_tool_call(  # (index, id, wire_id, name, arguments, arguments_json, status,
+                # thought_signature, type, input, item, output_index)
+                self.ordinal,
+                self.id,
+                self.wire_id,
+                self.name,
+                self.arguments,
+                held,
+                self.status,
+                None,
+                "function",
+                None,
+                None,
+                output_index,
             )
             return call
         freeform = self.freeform
