@@ -111,29 +111,34 @@ def parse_strict(text: str) -> tuple[Any, list[str]]:
 
 
 def flat_object(text: str) -> dict[str, Any] | None:
-    """What :func:`parse_strict` gives for ``text`` when it is a flat object (one ``{``, no
-    ``[``: most arguments) with no key given twice, read by the C parser with no hook of ours (a
-    hook costs a Python call per object and per float); else None, for :func:`parse_general` to
-    decide. The parse is kept only when it is provably the strict one's: it read one object that
-    ends where the text does (from offset 0, the C parser skips no whitespace, so the text starts
-    with its ``{``), no float in it overflowed (a flat object's floats are its values: none is
-    infinite), and it holds as many keys as the text has colons. Every key brings one colon and a
-    repeated one is lost in the dict, so equal counts mean no key was given twice (a colon inside
-    a string only makes the counts differ). Flat, it nests one level: within any depth limit.
+    """What :func:`parse_strict` gives for ``text`` when it is a flat object (no ``[``, no object
+    among its values: most arguments) with no key given twice, read by the C parser with no hook
+    of ours (a hook costs a Python call per object and per float); else None, for
+    :func:`parse_general` to decide. The parse is kept only when it is provably the strict one's:
+    it read one object (from offset 0, the C parser skips no whitespace, so the text starts with
+    its ``{``) that ends where the text does, it holds as many keys as the text has colons, and
+    its values hold no object and no infinity. Every key, nested ones too, brings one colon and a
+    repeated one is lost in the dict, so equal counts mean no key was given twice and no object
+    among the values holds a key (a colon inside a string only makes the counts differ); an
+    empty object among them is unhashable, which the test of the values says (TypeError). No
+    float overflowed: a flat object's floats are its values, and none is infinite. Flat, it nests
+    one level: within any depth limit. Nested text (no ``[`` in it) is read by the C parser before
+    parse_general reads it again: a count of its braces first cost every call's end more than
+    that parse costs the few calls it spares.
     test_the_flat_object_reading_decides_as_the_general_parse holds it to parse_general."""
-    if "[" not in text and text.count("{") == 1:
-        value: dict[str, Any]  # once the counts below agree (no bytecode: a local's annotation)
+    if "[" not in text:
         try:
             value, end = _SCAN(text, 0)
         except Exception:  # whatever it is, the general path says it properly
             return None
-        # No test of the value's type: read to the text's end from offset 0 with one "{" in it, it
-        # is the object, or a string holding that "{" and every colon of the text, longer than
-        # their count (a number or a literal holds no "{"). isdisjoint compares the values with the
-        # infinities in C (they are hashable: no list or object among them): only an overflowed
-        # float equals one.
-        if end == len(text) and len(value) == text.count(":") and _INFINITIES.isdisjoint(value.values()):
-            return value
+        if type(value) is dict and end == len(text) and len(value) == text.count(":"):
+            # isdisjoint compares the values with the infinities in C: only an overflowed float
+            # equals one.
+            try:
+                if _INFINITIES.isdisjoint(value.values()):
+                    return value
+            except TypeError:  # an empty object among the values (unhashable): not flat
+                return None
     return None
 
 

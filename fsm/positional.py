@@ -31,13 +31,21 @@ def positional(cls: type[_T], converted: Mapping[str, str] | None = None) -> Cal
         any(f.validator or not f.init or bool(f.converter) != (f.name in converted) for f in fields)
         or not converted.keys() <= {f.name for f in fields}
         or hasattr(cls, "__attrs_post_init__")
+        or cls.__new__ is not object.__new__
     ):
         raise TypeError(f"{cls.__name__} does more in __init__ than set its fields")
     names = [f.name for f in fields]
-    # Both hooks undone: with either one left, every assignment would go through Python code.
-    unfrozen = {"__slots__": (), "__setattr__": object.__setattr__, "__delattr__": object.__delattr__}
+    # Both hooks undone: with either one left, every assignment would go through Python code. And
+    # object's own __init__ (C, taking nothing), so that calling the class makes the bare object:
+    # a call of object.__new__ on it goes through its argument-checking wrapper, which cost more.
+    unfrozen = {
+        "__slots__": (),
+        "__setattr__": object.__setattr__,
+        "__delattr__": object.__delattr__,
+        "__init__": object.__init__,
+    }
     being_built = type(f"{cls.__name__}BeingBuilt", (cls,), {**unfrozen, "__module__": cls.__module__})
-    scope: dict[str, Any] = {"new": object.__new__, "being_built": being_built, "cls": cls}
+    scope: dict[str, Any] = {"being_built": being_built, "cls": cls}
     # The last fields that have a plain default take it as the argument's (a factory's would be
     # one object shared by every call: such a field, and those before it, are always given).
     params = list(names)
@@ -47,7 +55,7 @@ def positional(cls: type[_T], converted: Mapping[str, str] | None = None) -> Cal
             break
         scope[f"default_{names[at]}"] = default
         params[at] = f"{names[at]}=default_{names[at]}"
-    lines = [f"def build({', '.join(params)}):", "    made = new(being_built)"]
+    lines = [f"def build({', '.join(params)}):", "    made = being_built()"]
     lines += [f"    made.{name} = {converted.get(name, name)}" for name in names]
     lines += ["    made.__class__ = cls", "    return made"]
     exec("\n".join(lines), scope)  # the source is made here, from the fields' own names

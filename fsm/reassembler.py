@@ -478,8 +478,14 @@ class Reassembler:
         slots, ledger.event = self.registry.slots, finish_at
         if ledger.parsed:  # what no call's end took (a call cut, or no call left to end): let go
             ledger.parsed = None
-        calls = tuple([slot.to_call() for slot in slots if not slot.server]) if slots else ()
-        server_calls = tuple([slot.to_call() for slot in slots if slot.server]) if len(calls) < len(slots) else ()
+        calls: tuple[ToolCall, ...]
+        server_calls: tuple[ToolCall, ...] = ()
+        if self.registry.client_calls() == len(slots):  # no server call (nearly every stream): no flag to read
+            # A call made at its end is current until metadata drops it (Slot.to_call): read as it is.
+            calls = tuple([slot._call or slot.to_call() for slot in slots]) if slots else ()
+        else:
+            calls = tuple([slot.to_call() for slot in slots if not slot.server])
+            server_calls = tuple([slot.to_call() for slot in slots if slot.server])
         content = self._content
         text, reasoning, text_parts, refusal, server_results, compactions = content.frozen()
         declined: tuple[ToolCall, ...] = ()
@@ -1155,6 +1161,7 @@ class Reassembler:
                 self._placed = (event.ref, landed) if landed is not None else None
             if event.signature and landed is not None and landed.signature is None:
                 landed.signature = event.signature  # not identity: it rides on the call it came with
+                landed.reread()
                 self._signed_opening(landed.ordinal, event.signature, opened_at)
         elif isinstance(event, CallEnd):
             if event.unmatched and not registry.opened(event.ref):  # an error's entry naming no call opened at

@@ -46,8 +46,8 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
             taken.append((slot.ordinal, took))
         return took
 
-    def traced_whole(slot: Slot, text: str, label: str, dest: str) -> bool:
-        took = whole(slot, text, label, dest)
+    def traced_whole(slot: Slot, text: str, label: str, dest: str, closed: Any) -> bool:
+        took = whole(slot, text, label, dest, closed)
         if took:
             taken.append((slot.ordinal, label))
         return took

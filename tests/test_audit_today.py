@@ -401,7 +401,7 @@ def test_the_direct_transitions_decide_as_firing_append_at_megabytes(monkeypatch
     assert took["store_waiting"] > 8192 and took["store_whole"] > 6 and took["closing"] > 6, took
     assert took["store_first"] > 6, took
     monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label, closing, scan_now=False: "")
-    monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest: False)
+    monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest, closed: False)
     monkeypatch.setattr(Slot, "store_first", lambda slot, text, opening, closing: "")
     general = [replay(events, limits, wire) for _, events, limits in cases for wire in (False, True)]
     names = [f"{name} ({'bytes' if wire else 'dicts'})" for name, _, _ in cases for wire in (False, True)]
@@ -496,7 +496,7 @@ def test_the_direct_transitions_decide_as_firing_append_over_edge_fragments(monk
         for label in (f"{source}--append->accumulating", f"{source}--append[value_complete]->value_closed"):
             assert took.get(label, 0) > 20, (label, took)
     monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label, closing, scan_now=False: "")
-    monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest: False)
+    monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest, closed: False)
     monkeypatch.setattr(Slot, "store_first", lambda slot, text, opening, closing: "")
     for at, (a, b) in enumerate(zip(direct, replays(), strict=True)):
         assert a == b, streams[at // 3]

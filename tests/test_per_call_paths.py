@@ -388,3 +388,98 @@ def test_a_replay_formatted_anew_is_one_call_and_another_value_is_two(name: str)
     for event in REPLAYS[name]:
         r.feed(event)
     assert len(r.close().calls) == (1 if name in ONE_CALL else 2)
+
+
+def _late_metadata_streams() -> list[tuple[str, str, str | None, list[Any], dict[str, Any], int | None]]:
+    """Every vector, fuzzed streams of every shape, and calls said more of after the finish."""
+    from fsm.harness.fuzz.shapes import CASES
+
+    vectors = [*VECTORS, *(v for shape in CASES for v in sample_vectors(shape, 40))]
+    streams = [(v.name, v.shape, v.body, v.events, v.policies, getattr(v, "choice", None)) for v in vectors]
+    signed = {"index": 0, "id": "a", "function": {"name": "f"}, "extra_content": {"google": {"thought_signature": "s"}}}
+    late = {  # a call ended by the finish, then said more of (event-after-finish)
+        "late signature": [whole(0, "a", "f", "{}"), chunk(finish="tool_calls"), chunk(signed)],
+        "late id": [chunk(tc(0, name="f", args="{}")), chunk(finish="tool_calls"), chunk(tc(0, id="b"))],
+        "late name": [chunk(tc(0, id="a", args="{}")), chunk(finish="tool_calls"), chunk(tc(0, id="a", name="g"))],
+    }
+    return streams + [(name, "openai-chat", None, events, {}, None) for name, events in late.items()]
+
+
+def _read(shape: str, body: str | None, events: list[Any], policies: dict[str, Any], choice: int | None) -> Any:
+    """The stream's result, outputs and reassembler (None when it raised)."""
+    from fsm import Policies
+
+    r = Reassembler(shape, policies=Policies(**policies), choice=choice)
+    outputs: list[Any] = []
+    try:
+        if body is not None:
+            outputs += r.feed_bytes(body.encode("utf-8"))
+        for event in events:
+            outputs += r.feed(event)
+        result = r.close()
+    except Exception:  # a stream that raises has no result to hold its calls
+        return None
+    return result, outputs + r.drain(), r
+
+
+def test_a_call_made_at_its_end_is_what_its_slot_makes_at_the_close(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slot.to_call makes the call of a slot that wrote none of its rarely written fields with
+    their class defaults (Slot.reread), and reuses a call made until a late name, id, signature or
+    item drops it (close() reads every call again). Over every vector, fuzzed streams of every
+    shape and late metadata: the same results and outputs as a stream whose every call is made
+    from every field; each call as the result holds it is what its slot makes anew at the close
+    (but its place among the outputs, the ledger's at its end); and some streams do change a call
+    after its end (its CallFinished told another one)."""
+    import attrs
+
+    from fsm.engine.slot import Slot
+    from fsm.results import CallFinished
+
+    streams = _late_metadata_streams()
+    plain = [_read(*stream[1:]) for stream in streams]
+    real = Slot.to_call
+
+    def from_every_field(slot: Slot) -> Any:
+        if slot._call is None:
+            slot.reread()
+        return real(slot)
+
+    monkeypatch.setattr(Slot, "to_call", from_every_field)
+    full = [_read(*stream[1:]) for stream in streams]
+    monkeypatch.setattr(Slot, "to_call", real)
+    changed = 0
+    for (name, *_), read, reference in zip(streams, plain, full, strict=True):
+        assert (read is None) == (reference is None), name
+        if read is None:
+            continue
+        result, outputs, r = read
+        assert (result, outputs) == reference[:2], name
+        told = {o.call.id: o.call for o in outputs if type(o) is CallFinished}  # (ids are unique in a turn)
+        held = {call.id: call for call in (*result.calls, *result.server_tool_calls)}
+        for slot in r.registry.slots:
+            if slot.status is None:
+                continue
+            kept = slot._call
+            slot.reread()  # made anew from every field it reads
+            fresh = attrs.evolve(slot.to_call(), output_index=kept.output_index)
+            assert kept == fresh, (name, slot.id)
+            if slot.id in held:
+                assert held[slot.id] == fresh, (name, slot.id)
+            changed += slot.id in told and told[slot.id] != fresh
+    assert changed > 0
+
+
+def test_an_item_put_on_a_finished_plain_call_is_in_its_call() -> None:
+    """Registry.seen_on puts an item on a call the text of its part decided (Gemini's code and
+    tool parts), ended or not: a plain call (none of its rarely written fields written, made
+    with their class defaults) made before then is made anew with the item."""
+    from fsm.events import build_call_ref
+
+    r = Reassembler("openai-chat")
+    r.feed(whole(0, "a", "f", '{"x": 1}'))
+    r.feed(chunk(finish="tool_calls"))
+    slot = r.registry.slots[0]
+    assert slot.to_call().item is None
+    item = {"type": "tool_call", "id": "t1"}
+    r.registry.seen_on(slot, build_call_ref(0, "a", "f", 0), item)
+    assert slot.to_call().item is item and r.close().calls[0].item is item

@@ -135,7 +135,9 @@ def test_rule_and_transition_counts_start_at_zero_in_every_stream() -> None:
     fresh = Reassembler("openai-chat")
     assert set(fresh.ledger.rules.values()) == {0} and fresh.ledger.rules == _no_rules()
     assert set(_no_rules().values()) == {0}  # the table every ledger copies is never counted in
-    assert fresh.ledger.transitions == Counter() and type(fresh.ledger.transitions) is Counter
+    assert fresh.ledger.transitions == Counter() and isinstance(fresh.ledger.transitions, Counter)
+    # Its item assignment is dict's own (C), not Counter's Python-level slot (ledger._Counts).
+    assert type(fresh.ledger.transitions).__setitem__ is dict.__setitem__
     fresh.ledger.transitions["x"] += 1  # a Counter made without its __init__ still counts from zero
     assert fresh.ledger.transitions == Counter(x=1) and not first.ledger.transitions["x"]
 

@@ -108,7 +108,14 @@ def test_a_class_whose_init_does_more_is_refused() -> None:
         def __attrs_post_init__(self) -> None:
             pass
 
-    for cls in (Checked, Converted, Hooked):
+    @attrs.frozen(slots=True)
+    class Made:  # the builder calls its class with no argument: a __new__ of its own would run
+        value: int
+
+        def __new__(cls, *args: object, **kwargs: object) -> Made:
+            return super().__new__(cls)
+
+    for cls in (Checked, Converted, Hooked, Made):
         with pytest.raises(TypeError, match="does more in __init__"):
             results.positional(cls)
 

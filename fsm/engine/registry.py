@@ -153,6 +153,7 @@ class Registry:
         landed = self._seen(ref, announces, header=item is None and not announces)
         if item is not None and landed is not None and not landed.finished:
             landed.item = item  # the latest word on the item wins, until the call is handed out at its end
+            landed.reread()
         return landed
 
     def seen_on(self, slot: Slot, ref: CallRef, item: dict[str, Any]) -> Slot:
@@ -163,6 +164,7 @@ class Registry:
         self._metadata(slot, ref)
         self._pending_header.pop(slot.lane, None)
         slot.item = item
+        slot.reread()
         return slot
 
     def _seen(self, ref: CallRef, announces: bool, *, header: bool = True) -> Slot | None:
@@ -310,13 +312,14 @@ class Registry:
                 _shortcut_index(index)
             self.arguments(build_call_ref(index, wire_id, name), text, "fragment")
             return
-        self.ledger.rules["index-is-label"] += 1
+        ledger = self.ledger
+        ledger.rules["index-is-label"] += 1
         slot = self._open_new(index, wire_id, name)
         closing = self._closing  # its label and dest, passed by position: a starred call costs more
-        if self._direct and slot.store_whole(text, closing[0], closing[1]):
+        if self._direct and slot.store_whole(text, closing[0], closing[1], self._scanned):
             # No _remember: it would do nothing to the lone call of a new lane (never indexed) whose
             # scanner is already the shared closed one (closed_scanner is one per depth limit).
-            self.ledger.work += len(text)
+            ledger.work += slot._length
             return
         rest = self._extend(slot, text, "fragment")
         self._remember(slot)
@@ -402,7 +405,7 @@ class Registry:
         if text.isspace() or (len(text) >= run.reach and text[0] == run.first):
             return False  # whitespace alone, or text that may read as cumulative: _extend decides
         try:
-            data = text.encode("utf-8")
+            data = text.encode()  # UTF-8 (the default: no codec name read)
         except UnicodeEncodeError:
             return False  # a surrogate: store_fragment mends it
         size = run.size + len(data)
@@ -966,6 +969,7 @@ class Registry:
                 )
         if ref.id is not None and slot.wire_id is None:
             slot.wire_id = ref.id
+            slot.reread()  # (and the reply id below)
             self._add(self._by_wire_id, ref.id, slot)
             self.ledger.diagnose("late-id", f"call {slot.id}: wire id {ref.id!r} arrived after it opened")
             if ref.id != slot.id:
@@ -998,9 +1002,15 @@ class Registry:
         counts = self._counts
         ordinal = counts[False]
         counts[False] = ordinal + 1
-        call_id = self._ids.claim(wire_id)
-        if call_id != wire_id:  # taken before the stream, or by an id made for a call without one
-            self._renamed(ordinal, wire_id, call_id)
+        ids = self._ids
+        used = ids._used
+        if wire_id not in used:  # IdAllocator.claim's commonest case, in line: the id is free
+            used.add(wire_id)
+            call_id = wire_id
+        else:
+            call_id = ids.claim(wire_id)
+            if call_id != wire_id:  # taken before the stream, or by an id made for a call without one
+                self._renamed(ordinal, wire_id, call_id)
         ledger = self.ledger
         slot = Slot(ordinal, index, index, wire_id, call_id, name, ledger, self._start, self._initial_json)
         slots.append(slot)
@@ -1121,8 +1131,8 @@ class Registry:
 
     def _finish(self, slot: Slot, trigger: str, cut_by: str = "") -> None:
         ending = self._ending
-        if ending is not None and trigger == "end" and slot.state == "value_closed":
-            self._end_closed(slot, ending)
+        if ending is not None and trigger == "end" and slot.state == "value_closed" and not slot._high:
+            self._end_closed(slot, ending)  # (a surrogate half waiting: fire() settles it first)
             return
         ledger = self.ledger
         # A violation found as the call ends (a lone surrogate half, JSON that never closed, no name)

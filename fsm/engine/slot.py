@@ -15,10 +15,10 @@ is one state that only they change; split, it would be one class in several file
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from fsm.engine.roles import action, guard
-from fsm.engine.scanner import Scanner, StartScanner, closed_scanner, closes_flat
+from fsm.engine.scanner import Scanner, StartScanner, closed_scanner, flat_match
 from fsm.errors import LimitExceeded
 from fsm.jsontext import (
     NotJSON,
@@ -36,6 +36,19 @@ if TYPE_CHECKING:
 
 _WHITESPACE = frozenset(b" \t\r\n")
 _COMPLETE = CallStatus.COMPLETE
+
+
+class _Reread:
+    """What Slot._call holds, in place of a call, once a field past the common ones was written
+    (Slot.reread): falsy, as None is, for no current call."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> Literal[False]:  # (so that a type checker narrows ``if call`` to a call)
+        return False
+
+
+_REREAD = _Reread()
 _CATCH_UP_BYTES = 16384
 _UNKEPT_WHITESPACE = 64
 """The most whitespace around a call's text that _bounds walks again at each read, unkept."""
@@ -76,13 +89,16 @@ class Slot:
 
     # Fields every call writes are slots. The rest keep their default on nearly every call, so
     # they are class attributes that a call overrides in its own __dict__, which costs memory only
-    # once it is written: the slot object is 184 bytes instead of 272, and a gateway holds one per
+    # once it is written: the slot object is 192 bytes instead of 272, and a gateway holds one per
     # call in flight (tests/test_per_call_paths.py keeps the common streams from writing them).
+    # But _high, read by every fragment stored and every end: a class attribute read through an
+    # instance is not specialized (Python 3.11), and cost a fragment twenty times a slot's read.
     __slots__ = (
         "__dict__",
         "_buf",
         "_call",
         "_emitted",
+        "_high",
         "_length",
         "_text",
         "_unscanned",
@@ -103,9 +119,6 @@ class Slot:
     """The held text is whitespace only, held back: alone it becomes {}."""
     _diverged = False
     """A snapshot replaced text that had already gone out."""
-    _high = ""
-    """A high surrogate that ended the last fragment, waiting for the low half that may start the
-    next (rule text-is-unicode). Not in the buffer, not counted, not emitted yet."""
     revision = 0
     """How often the held text was replaced rather than appended to."""
     _bounded: tuple[int, int, int, int] | None = None
@@ -154,16 +167,24 @@ class Slot:
         self._text: str | None = ""
         self._length = 0
         self._emitted = 0  # how much of the held text went out as append-safe deltas
+        # A high surrogate that ended the last fragment, waiting for the low half that may start the
+        # next (rule text-is-unicode). Not in the buffer, not counted, not emitted yet.
+        self._high = ""
         self.arguments: Any = None
         self.status: CallStatus | None = None
         self._unscanned: int | None = None  # where held text the scanner has not seen yet starts (bytes)
-        self._call: ToolCall | None = None
+        # The call made at its end; None before, while the call wrote none of the rarely written
+        # fields to_call reads (the commonest call: it reads none of them); _REREAD once one was.
+        self._call: ToolCall | _Reread | None = None
         if server:
             self.server = True
+            self._call = _REREAD
         if call_type != "function":
             self.type = call_type
+            self._call = _REREAD
         if freeform:
             self.freeform = True
+            self._call = _REREAD
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -249,22 +270,20 @@ class Slot:
 
     def to_call(self) -> ToolCall:
         """The finished call. The status is set once, by the transition into a terminal state, and
-        text and arguments never change after it; only metadata can still arrive (a late name, id
-        or signature), so a call made earlier is reused while that metadata is unchanged."""
+        text and arguments never change after it; only metadata can still arrive (a late name, id,
+        signature or item), so a call made earlier is reused until such metadata arrives: every
+        write of it, and of any rarely written field this reads, calls reread(), which drops the
+        call (close() reads every call again, and comparing that metadata each time cost a tenth
+        of a whole call's work). A call that never wrote one is made with their class defaults,
+        not five reads of them through the instance, which Python 3.11 does not specialize
+        (test_a_call_made_at_its_end_is_what_its_slot_makes_at_the_close)."""
         call = self._call
-        if (
-            call is not None
-            and call.name == self.name
-            and call.wire_id == self.wire_id
-            and call.thought_signature == self.signature
-            and call.item is self.item
-        ):
+        if call:
             return call
         assert self.status is not None, "only a finished slot is a call"  # a call made was one
         held = self._text
         if held is None:  # not decoded yet (text() in line: nearly every call's end decoded it)
             held = self.text()
-        freeform = self.freeform
         ledger = self.ledger
         # With no decoder adopted (OpenAI chat's is not), Ledger.output_indexed is calls_indexed:
         # read without the property and its getattr, for every call of such a stream.
@@ -272,6 +291,24 @@ class Slot:
             output_index = self.index if self.index is not None else ledger.place_of(self.wire_id)
         else:
             output_index = None
+        if call is None:  # signature, type, input, item and reply id: the class defaults
+            self._call = call = build_tool_call(  # (index, id, wire_id, name, arguments, arguments_json, status,
+                # thought_signature, type, input, item, output_index)
+                self.ordinal,
+                self.id,
+                self.wire_id,
+                self.name,
+                self.arguments,
+                held,
+                self.status,
+                None,
+                "function",
+                None,
+                None,
+                output_index,
+            )
+            return call
+        freeform = self.freeform
         self._call = call = build_tool_call(  # by position (index, id, wire_id, name, arguments, arguments_json, ...)
             self.ordinal,
             self.id,
@@ -289,10 +326,17 @@ class Slot:
         )
         return call
 
+    def reread(self) -> None:
+        """A field to_call reads past the common ones was written (a signature, an item, a reply
+        id), or metadata changed after the call was made (a late name or id): to_call makes the
+        call anew, reading every field. Every such write outside __init__ calls this."""
+        self._call = _REREAD
+
     def name_late(self, name: str) -> None:
         """The name arrived after the call opened without one; re-emitted deltas need it before
         any argument text, so it is an output of its own."""
         self.name = name
+        self.reread()
         if not self.server:
             self.ledger.emit(CallNamed(self.ordinal, name))
 
@@ -388,7 +432,7 @@ class Slot:
         ):
             return ""
         try:
-            data = text.encode("utf-8")
+            data = text.encode()  # UTF-8 (the default: no codec name read)
         except UnicodeEncodeError:
             return ""
         length = self._length + len(text)
@@ -429,7 +473,7 @@ class Slot:
         if not text or text.isspace():
             return ""  # whitespace first is held back unsent (store_fragment's _blank)
         try:
-            data = text.encode("utf-8")
+            data = text.encode()  # UTF-8 (the default: no codec name read)
         except UnicodeEncodeError:
             return ""
         if len(text) > ledger.max_argument_chars or ledger.held_bytes + len(data) > ledger.max_held_bytes:
@@ -492,34 +536,37 @@ class Slot:
         self._unscanned = None
         return end is None
 
-    def store_whole(self, text: str, label: str, dest: str) -> bool:
-        """The first ``append`` to a call, when ``text`` is one whole flat object as the scanner
-        reads it (a whole call in one chunk; see closes_flat: the scanner does not validate, the
-        parse at the finish does): the transition ``label`` (from opened to ``dest``, guarded by
+    def store_whole(self, text: str, label: str, dest: str, closed: Scanner) -> bool:
+        """The first ``append`` to a call, when ``text`` is one whole flat object (a whole call in
+        one chunk) as the scanner reads it (see closes_flat: the scanner does not validate, the
+        parse at the finish does; parsed now and kept, the value would double what a call in
+        flight holds): the transition ``label`` (from opened to ``dest``, guarded by
         value_complete) taken without the machine's dispatch when what it would do is known: what
-        scan_fragment, the guard and store_fragment would do with it. Only for a call just opened
-        (Registry.whole_call opens it and calls this at once): no text, no scan, nothing held back.
-        False, with nothing changed, for any other text (a limit, a surrogate, nested, escapes):
-        the caller fires ``append``."""
+        scan_fragment, the guard and store_fragment would do with it, the scan ending in
+        ``closed`` (the shared closed scanner of the call's depth limit). Only for a call just
+        opened (Registry.whole_call opens it and calls this at once): no text, no scan, nothing
+        held back. False, with nothing changed, for any other text (a limit, a surrogate, nested,
+        escapes): the caller fires ``append``."""
         ledger = self.ledger
-        scanner = self.scanner
-        if len(text) > ledger.max_argument_chars or not closes_flat(text):
+        length = len(text)
+        if length > ledger.max_argument_chars or flat_match(text) is None:  # closes_flat
             return False
         try:
-            data = text.encode("utf-8")
+            data = text.encode()  # UTF-8 (the default: no codec name read)
         except UnicodeEncodeError:
             return False
-        if ledger.held_bytes + len(data) > ledger.max_held_bytes:
+        size = ledger.held_bytes + len(data)
+        if size > ledger.max_held_bytes:
             return False
-        self.scanner = closed_scanner(scanner.max_depth)  # where scanning it would end
+        self.scanner = closed  # where scanning it would end
         self.state = dest
-        ledger.held_bytes += len(data)
-        self._length = len(text)
+        ledger.held_bytes = size
+        self._length = length
         self._buf = data  # what _append does with a call's first text
         self._text = text  # what decoding ``data`` gives (it encoded: no surrogate), kept for the end
         ledger.transitions[label] += 1
-        if not (ledger.withhold or self.server):
-            self._emitted = self._length
+        if not ledger.withhold:  # (a call _open_new opened is a client call: no server flag to read)
+            self._emitted = length
             ledger.outputs.append(build_arguments_delta(self.ordinal, text))
         return True
 
@@ -645,12 +692,12 @@ class Slot:
     @action
     def store_fragment(self, text: str) -> None:
         try:
-            data = text.encode("utf-8")
+            data = text.encode()  # UTF-8 (the default: no codec name read)
         except UnicodeEncodeError:
             data = None
         if data is None or self._high:
             text = self._mend(text)
-            data = text.encode("utf-8")
+            data = text.encode()  # UTF-8 (the default: no codec name read)
         held = self._length
         ledger = self.ledger
         if held + len(text) > ledger.max_argument_chars:
@@ -703,18 +750,17 @@ class Slot:
         """The normal end of a closed value (``label``: value_closed to ``dest``, unguarded, running
         parse_arguments) taken without the machine's dispatch (Registry._end_closed): the state
         change, the action and the count, as fire() does them. parse_arguments' commonest case, a
-        flat object (flat_object), is read in line, a call less on every such call's end.
+        flat object (flat_object), is read in line, a call less on every such call's end. Never
+        with a surrogate half waiting (``_high``): its callers leave that end to fire(), where
+        parse_arguments settles the half first.
         test_a_closed_value_ends_alike_in_line_and_through_fire holds it to fire()."""
         self.state = dest
         ledger = self.ledger
-        if self._high:  # a surrogate half still waiting: parse_arguments settles it first
-            value = None
-        else:
-            raw = self._text
-            if raw is None:  # text(), in line: a call's fragments are decoded here, once
-                ledger.work += self._length
-                raw = self._text = self._buf.decode("utf-8", "surrogatepass")
-            value = flat_object(raw)  # (None for a snapshot whose parse was kept: parse_arguments takes it)
+        raw = self._text
+        if raw is None:  # text(), in line: a call's fragments are decoded here, once
+            ledger.work += self._length
+            raw = self._text = self._buf.decode("utf-8", "surrogatepass")
+        value = flat_object(raw)  # (None for a snapshot whose parse was kept: parse_arguments takes it)
         if value is None:
             self.parse_arguments("")
         else:  # what parse_arguments does with such text
