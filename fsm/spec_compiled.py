@@ -246,6 +246,16 @@ def _slot(s: ModuleType) -> Any:
                 reason="An item the provider finished as incomplete, or ended still in progress (or a Vertex streamed call left inside a string when the next call began), did not finish: not a call to run, whatever its text looks like (a closed JSON value too), so truncated with its raw text, never complete or invalid.",
                 action="mark_abandoned",
             ),
+            s.TransitionSpec(
+                source=(
+                    "flushed",
+                    "truncated",
+                ),
+                trigger="unnamed",
+                dest="=",
+                reason="A call that finished without any name is reported so, whichever trigger finished it: never complete (nothing could run it), its raw text kept; a name that comes later is not taken (rule metadata-once).",
+                action="mark_nameless",
+            ),
         ),
         triggers=(
             s.Named(
@@ -277,6 +287,10 @@ def _slot(s: ModuleType) -> Any:
             s.Named(
                 name="reject",
                 reason="The provider ended a call whose text is a whole object, but the decoder finds it no call its tool can run: a built-in client tool's action missing a field the tool needs, or giving one of another type (a shell call's commands that are not strings); or a call a stream's error lists invalid (DeltaEmitter.finish's incomplete_tool_calls). Its input says what is wrong.",
+            ),
+            s.Named(
+                name="unnamed",
+                reason="The call finished (an end, cut, abandon or reject set its status) and no name ever arrived for it: fired once, right after the trigger that finished it, before the call is reported. A name is the wire's word, as a finish is: the registry sees it and fires, the spec decides what follows.",
             ),
         ),
         guards=(
@@ -337,6 +351,10 @@ def _slot(s: ModuleType) -> Any:
             s.Named(
                 name="mark_abandoned",
                 reason="The provider gave the call up: truncated with the raw text it had, even if that text is a whole value; the turn's finish, when not a normal one, then says why in the same diagnostic.",
+            ),
+            s.Named(
+                name="mark_nameless",
+                reason="Diagnostic missing-name: nothing can run a call without a name and no provider takes one back, so a call that finished complete is invalid (arguments None, raw text kept); one already invalid or truncated keeps its status. Either way missing-name says it finished without a name.",
             ),
         ),
         kinds=(
@@ -1318,7 +1336,7 @@ def _history(s: ModuleType) -> Any:
 
 
 BUILT_FROM: dict[str, tuple[int, int]] = {
-    "slot": (11899, 1815187212),
+    "slot": (12969, 440495701),
     "scanner": (4740, 2918467940),
     "identity": (32925, 4270717574),
     "history": (6315, 3475308767),

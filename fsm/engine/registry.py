@@ -57,7 +57,6 @@ def _shortcut_index(index: int) -> None:
         raise LimitExceeded(f"tool_calls[0].index is {said}", rule="limits")
 
 
-_COMPLETE = CallStatus.COMPLETE
 _NONE: Mapping[Any, Any] = MappingProxyType({})
 
 
@@ -1176,10 +1175,7 @@ class Registry:
         elif slot.scanner is not self._scanned and slot.state == "flushed" and slot.status is not _TRUNCATED:
             slot.scan_over(self._scanned)  # what _remember does to a lane's lone call
         if slot.name is None:
-            so = ""
-            if slot.status is _COMPLETE:  # no tool to run it with, and no provider takes a nameless call back
-                slot.status, slot.arguments, so = CallStatus.INVALID, None, ", so invalid"
-            self.ledger.diagnose("missing-name", f"call {slot.id}: finished without a name{so}")
+            self.machine.fire(slot, "unnamed")  # the spec decides what a nameless call is reported as
         if slot.server:
             return
         outputs = self.ledger.outputs

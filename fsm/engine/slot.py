@@ -935,6 +935,13 @@ class Slot:
         said = f"the provider ended it {text or 'incomplete'} after {self._length} characters"
         self._fail(CallStatus.TRUNCATED, "truncated", said, awaits_why=True)
 
+    @action
+    def mark_nameless(self, text: str) -> None:
+        so = ""
+        if self.status is _COMPLETE:  # no tool to run it with, and no provider takes a nameless call back
+            self.status, self.arguments, so = CallStatus.INVALID, None, ", so invalid"
+        self.ledger.diagnose("missing-name", f"call {self.id}: finished without a name{so}")
+
     def _hold_at_finish(self, more_bytes: int, failed: CallStatus) -> None:
         """Hold the bytes a finishing action adds (an escaped surrogate half, the ``{}`` of no text).
         The machine has already moved to a terminal state then: if they pass the stream's byte
