@@ -6,11 +6,21 @@ calls made in between, though the same response sent in the user's content after
 finding; it goes to the end of the responses the latest user content before it keeps now, when that
 comes after where the chain's response before it goes. Check reported such a response as a
 ``misplaced-result`` while repair dropped it as an orphan or moved it with its chain's first
-response; it is reported as that response is now."""
+response; it is reported as that response is now.
+
+Ollama and Cohere take a reasoning block's text alone (policy reasoning-data-not-sent): Claude's
+``redacted_thinking`` data, a Responses item's encrypted content or summary are not sent, and a
+block with no text sends nothing."""
 
 from __future__ import annotations
 
-from fsm import history
+from typing import Any
+
+import attrs
+import pytest
+
+from fsm import Reassembler, Result, history, messages
+from fsm.results import Reasoning
 from tests.test_will_continue104 import ASK, model, repaired, resp, sent, user
 from tests.test_will_continue104 import call as gemini_call
 
@@ -65,3 +75,40 @@ def test_a_stray_whose_chain_stays_is_still_misplaced() -> None:
     conversation = [ASK, model(gemini_call("a")), user(resp(1, True)), model(resp(2))]
     (found,) = history.check(conversation, "gemini").findings
     assert (found.kind, found.message) == (history.Kind.MISPLACED_RESULT, 4) and "willContinue" in found.detail
+
+
+# -- 2. reasoning with no text goes to neither Ollama nor Cohere -------------------------------------
+
+
+def claude_redacted_turn() -> Result:
+    r = Reassembler("anthropic")
+    start = {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "claude"}
+    for event in [
+        {"type": "message_start", "message": {**start, "usage": {"input_tokens": 1, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "redacted_thinking", "data": "QUJD"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hi"}},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+        {"type": "message_stop"},
+    ]:
+        r.feed(event)
+    return r.close()
+
+
+@pytest.mark.parametrize("fmt", ["ollama", "cohere"])
+def test_reasoning_data_with_no_text_goes_to_neither_ollama_nor_cohere(fmt: Any) -> None:
+    """Policy reasoning-data-not-sent: neither API has a field for Claude's redacted data or a
+    Responses item's encrypted content and summary; the block's text alone goes, and with none,
+    nothing. ``omitted`` lists calls only."""
+    result = claude_redacted_turn()
+    assert result.reasoning == (Reasoning(redacted="QUJD", output_index=0),)
+    assert messages.assistant_message(result, fmt) == {"role": "assistant", "content": "Hi"}
+    assert messages.omitted(result, fmt) == ()
+    encrypted = Reasoning(item_id="rs_1", summary=("looked it up",), encrypted_content="ENC", output_index=0)
+    signed = Reasoning(text="Need it.", signature="sig", output_index=1)
+    other = attrs.evolve(result, provider="openai-responses", reasoning=(encrypted, signed))
+    built = messages.assistant_message(other, fmt)
+    assert "ENC" not in str(built) and "sig" not in str(built) and "looked it up" not in str(built)
+    assert "Need it." in str(built)  # the text of a block that has one goes
