@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from fsm.history.changes import Change
 from fsm.history.entries import Entry
 from fsm.history.findings import Finding, Format, Kind
-from fsm.history.formats import Reader, gemini_payload, items, read_role, shown
+from fsm.history.formats import Reader, gemini_payload, read_role, shown
 
 Chains = dict[tuple[int, int], list[Entry]]
 """Where each chain's first response sits (message, part), with the responses going on with it, in order."""
@@ -104,12 +104,13 @@ def home_strays(plan: _Plan) -> None:
     """Repair: each stray at the end of the responses kept by the latest user content before it, when
     that comes after where the response of its chain before it goes, else right after that response
     (once every turn is paired: a chain dropped or moved with its first response took it along)."""
-    ends = _kept_ends(plan)
+    ends: list[tuple[int, int]] | None = None  # read once, and only for a history holding a stray
     home: tuple[int, int] | None = None  # where the response of the chain before the stray goes
     for entry, stray in strays(plan.messages, plan.chains):
         if not stray or home is None:
             home = (entry.message, entry.slot) if (entry.message, entry.slot) not in plan.drop else None
             continue
+        ends = _kept_ends(plan) if ends is None else ends
         latest = max((end for end in ends if end[0] < entry.message), default=home)
         home = latest if latest[0] > home[0] else home  # never before the chain's response before it
         plan.drop.add((entry.message, entry.slot))
@@ -124,16 +125,10 @@ def _kept_ends(plan: _Plan) -> list[tuple[int, int]]:
     """The last response each user content keeps where it is (message, part), in message order."""
     ends = []
     for at, message in enumerate(plan.messages):
-        parts = items(message, "gemini", at)
-        if read_role("gemini", message, any(gemini_payload(part, "call") for part in parts)) not in (
-            "user",
-            "function",
-        ):
-            continue
+        parts = message.get("parts") or []  # read as a list of objects already: not checked again
+        role = read_role("gemini", message, any(gemini_payload(part, "call") for part in parts))
         kept = [
-            slot
-            for slot, part in enumerate(parts)
-            if gemini_payload(part, "result") is not None and (at, slot) not in plan.drop
+            slot for slot, part in enumerate(parts) if gemini_payload(part, "result") and (at, slot) not in plan.drop
         ]
-        ends += [(at, kept[-1])] if kept else []
+        ends += [(at, kept[-1])] if kept and role in ("user", "function") else []
     return ends
