@@ -11,9 +11,13 @@ which the turns, read one at a time, have not reached yet.
 
 A chain's response sent in a model content while the chain began in the user's (a stray, policy
 chain-response-in-the-model-content) is a ``misplaced-result`` to check, as a result sent so is;
-repair moves it right after the response of its chain before it that stays where it is, in order
+repair moves it to the end of the responses the latest user content before it keeps, when that
+content comes after where the response of its chain before it goes; else right after that response
 (a chain moved or dropped with its first response takes its strays along, as it takes the rest).
-It was read past: no finding, and repair left the ``functionResponse`` in the model's content.
+So the repaired history says the model saw it no sooner than it did: put right after the chain's
+response before it, it went back past the model's calls made in between (audit 111), while sent in
+the user's content after them it is no finding. It was read past before: no finding, and repair
+left the ``functionResponse`` in the model's content.
 
 A chain is told by its responses' ids: responses without ids never chain (policy
 id-less-responses-unchained). ``willContinue`` applies to NON_BLOCKING functions alone, which the
@@ -30,8 +34,8 @@ from typing import Any, Protocol
 
 from fsm.history.changes import Change
 from fsm.history.entries import Entry
-from fsm.history.findings import Format
-from fsm.history.formats import Reader, shown
+from fsm.history.findings import Finding, Format, Kind
+from fsm.history.formats import Reader, gemini_payload, read_role, shown
 
 Chains = dict[tuple[int, int], list[Entry]]
 """Where each chain's first response sits (message, part), with the responses going on with it, in order."""
@@ -65,6 +69,28 @@ def strays(messages: Sequence[Mapping[str, Any]], found: Chains) -> Iterator[tup
             yield from ((entry, messages[entry.message].get("role") == "model") for entry in [anchor, *rest])
 
 
+def stray_findings(
+    messages: Sequence[Mapping[str, Any]], found: Chains, told: Mapping[tuple[int, int], set[Kind]]
+) -> Iterator[Finding]:
+    """Check: each stray, a ``misplaced-result``; but one whose chain is an orphan, or is moved for
+    what its first response is (``result-after-text``, ``misplaced-result``), is what that response is,
+    as repair drops or moves it with that one (policy chain-response-in-the-model-content). ``told``:
+    the kinds found of each response read as a result (a chain's first)."""
+    why = f"{STRAY_WHY}: Gemini takes responses from a user content, as its chain began"
+    for (at, slot), rest in found.items():
+        if messages[at].get("role") == "model":  # one begun there moves whole with its first response
+            continue
+        said = told.get((at, slot), set()) & {Kind.ORPHAN, Kind.RESULT_AFTER_TEXT, Kind.MISPLACED_RESULT}
+        kind = min(said, key=lambda each: each.value) if said else None
+        going = (
+            f"{STRAY_WHY}: it goes with the response its chain began with (message {at + 1}), a {kind and kind.value}"
+        )
+        for entry in rest:
+            if messages[entry.message].get("role") == "model":
+                shown_as = (entry.message + 1, why if kind is None else going, entry.name)
+                yield Finding(kind or Kind.MISPLACED_RESULT, shown(entry.key), *shown_as)
+
+
 class _Plan(Protocol):
     messages: Sequence[Mapping[str, Any]]
     chains: Chains
@@ -75,15 +101,34 @@ class _Plan(Protocol):
 
 
 def home_strays(plan: _Plan) -> None:
-    """Repair: each stray right after the response of its chain before it that stays where it is
+    """Repair: each stray at the end of the responses kept by the latest user content before it, when
+    that comes after where the response of its chain before it goes, else right after that response
     (once every turn is paired: a chain dropped or moved with its first response took it along)."""
-    anchor: Entry | None = None
+    ends: list[tuple[int, int]] | None = None  # read once, and only for a history holding a stray
+    home: tuple[int, int] | None = None  # where the response of the chain before the stray goes
     for entry, stray in strays(plan.messages, plan.chains):
-        if not stray or anchor is None:
-            anchor = entry if (entry.message, entry.slot) not in plan.drop else None
+        if not stray or home is None:
+            home = (entry.message, entry.slot) if (entry.message, entry.slot) not in plan.drop else None
             continue
+        ends = _kept_ends(plan) if ends is None else ends
+        latest = max((end for end in ends if end[0] < entry.message), default=home)
+        home = latest if latest[0] > home[0] else home  # never before the chain's response before it
         plan.drop.add((entry.message, entry.slot))
-        plan.touched |= {entry.message, anchor.message}
-        plan.after.setdefault((anchor.message, anchor.slot), []).append(entry)
-        why = f"{STRAY_WHY}: moved right after the response of its chain before it (message {anchor.message + 1})"
+        plan.touched |= {entry.message, home[0]}
+        plan.after.setdefault(home, []).append(entry)
+        why = f"{STRAY_WHY}: moved to the end of the responses of the latest user content before it"
+        why += f" that comes no sooner than its chain's response before it (message {home[0] + 1})"
         plan.changes.append(Change("moved-misplaced-result", entry.message + 1, shown(entry.key), why))
+
+
+def _kept_ends(plan: _Plan) -> list[tuple[int, int]]:
+    """The last response each user content keeps where it is (message, part), in message order."""
+    ends = []
+    for at, message in enumerate(plan.messages):
+        parts = message.get("parts") or []  # read as a list of objects already: not checked again
+        role = read_role("gemini", message, any(gemini_payload(part, "call") for part in parts))
+        kept = [
+            slot for slot, part in enumerate(parts) if gemini_payload(part, "result") and (at, slot) not in plan.drop
+        ]
+        ends += [(at, kept[-1])] if kept and role in ("user", "function") else []
+    return ends

@@ -10,7 +10,7 @@ from typing import Any
 from fsm.engine.machine import SpecMachine
 from fsm.engine.roles import action
 from fsm.foreign import answers_callers
-from fsm.history.chains import STRAY_WHY, strays
+from fsm.history.chains import stray_findings
 from fsm.history.code_waits import beside_waiting_code
 from fsm.history.declined import declined_why, without_declined
 from fsm.history.detect import Named, resolve_format
@@ -126,6 +126,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
         return call
 
     roles = Roles()
+    told: dict[tuple[int, int], set[Kind]] = {}
     repeated = _among(duplicate_items(messages), unknown_callers(messages)) if fmt == "responses" else []
     if fmt == "anthropic":
         messages, declined = without_declined(messages)  # read as it goes back (policy fallback-declined-calls)
@@ -147,6 +148,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
         moved = {(entry.message, entry.slot) for entry in segment.misplaced}
         for entry in segment.results:
             waiting = entry.key in ids and ids[entry.key].state == "outstanding"
+            start = len(findings)
             walk(entry, "result")
             spot = (entry.message, entry.slot)
             past = spot not in moved and 0 <= segment.held < entry.message  # sent as results are, past the text
@@ -160,6 +162,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
                 if 0 <= segment.held < entry.message:
                     why += "; sent after the user's text, it still answers the calls before that text"
                 findings.append(Finding(Kind.MISPLACED_RESULT, shown(entry.key), entry.message + 1, why, entry.name))
+            told[entry.message, entry.slot] = {found.kind for found in findings[start:]}  # a chain's befalls it whole
         for call in dict.fromkeys(made):  # the turn is over: each of its ids once, in call order
             if call.state == "outstanding":  # (a paused server call waits for the server alone)
                 machine.fire(call, "pause" if segment.open_end else "close_turn")
@@ -170,13 +173,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
                 ids.pop(entry.key, None)
     _odd_roles(roles, findings, fmt)
     if fmt == "gemini":  # a chain's response the model's content holds (chain-response-in-the-model-content)
-        why = f"{STRAY_WHY}: Gemini takes responses from a user content, as its chain began"
-        repeated = [
-            Finding(Kind.MISPLACED_RESULT, shown(entry.key), entry.message + 1, why, entry.name)
-            for entry, stray in strays(messages, roles.chains)
-            if stray
-        ]
-        repeated.sort(key=lambda found: found.message)
+        repeated = sorted(stray_findings(messages, roles.chains, told), key=lambda found: found.message)
     return Report(fmt, tuple(_among(findings, repeated) if repeated else findings))
 
 

@@ -32,6 +32,16 @@ thoughts, Ollama's thinking) goes back as thinking items, as another's with one 
 a Responses reasoning item) does (policy cohere-foreign-reasoning); it went in ``tool_plan`` as if
 Cohere had planned it.
 
+Both take a reasoning block's text alone (policy reasoning-data-not-sent): the ollama client's
+``Message`` holds ``thinking`` as one string, Cohere's thinking item a ``thinking`` string, and
+neither has a field for what a block carries besides: Claude's ``signature`` and
+``redacted_thinking`` data, a Responses item's id, ``summary`` and ``encrypted_content``, a Gemini
+``thoughtSignature``, an OpenRouter entry's type and format. Those are opaque to all but the provider
+that made them, which reads them back from its own format, so they are not sent; a block with no
+text (a redacted one, a Responses item holding encrypted content or a summary alone, a signature
+alone) sends nothing, and the message holds no trace of it. Nothing of fsm.messages lists it
+(:func:`fsm.messages.omitted` lists calls): :attr:`Result.reasoning` holds every block, to compare.
+
 Neither has a flag for a failed tool: there the output itself must say it.
 """
 
@@ -45,6 +55,8 @@ from fsm.results import Result, ToolCall
 
 def ollama_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     message: Message = {"role": "assistant", "content": result.text}
+    # A block's signature, redacted or encrypted data and summary have no field here: its text alone goes
+    # (policy reasoning-data-not-sent)
     thinking = "".join(reasoning.text for reasoning in result.reasoning)
     if thinking:
         message["thinking"] = thinking
