@@ -133,7 +133,7 @@ class TurnContent:
                 self.take(max(0, chars_held(beside) - counted))  # what its pieces were not counted for
             if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
                 text = self._unicode(("reasoning", event.block), text, None, event.output_index)
-            block = self._block(event.block)
+            block = self._block(event.block, text, event)
             block = self._apart(event.block, block, event.item_id) if signs_apart(block, event) else block
             resigned(block, event, self.ledger)  # another signature for the block's item: said as it replaces
             if event.format is not None and event.format != block.format:  # OpenRouter sends it with each piece
@@ -183,7 +183,7 @@ class TurnContent:
                 self._text = [text]
             else:
                 self._text.append(text)
-        block = self._block(None) if reasoning else None
+        block = self._block(None, reasoning) if reasoning else None
         if block is not None:
             block.text.append(reasoning)
         heard = self.heard
@@ -225,7 +225,7 @@ class TurnContent:
             self.take(0, len(text))
         if text and (self._high is not None or (not text.isascii() and _SURROGATE(text))):
             text = self._unicode(("reasoning", block), text, None, output_index)
-        found = self._block(block)
+        found = self._block(block, text)
         if text:
             found.text.append(text)
             if self.heard is not None:
@@ -237,13 +237,13 @@ class TurnContent:
         """What ``apply(UsageReport(usage))`` does (a report that replaces), without the event."""
         self.usage = dict(usage)
 
-    def _block(self, wire_key: int | None) -> Block:
+    def _block(self, wire_key: int | None, text: str = "", piece: ReasoningDelta | None = None) -> Block:
         if self._high is not None:  # another block's half pair has no partner: its U+FFFD goes before
             self.settle(("reasoning", wire_key))
         blocks = self._blocks = self._blocks if self._blocks is not None else {}
         key: int | str | None = wire_key if self._renamed is None else self._renamed.get(wire_key, wire_key)
         if key is None:
-            if self._latest is not None:
+            if self._latest is not None and not blocks[self._latest].ended_by(text, piece):
                 return blocks[self._latest]
             self._anonymous += 1
             key = f"#{self._anonymous}"  # a key of its own, which no provider's block index or item id can equal

@@ -95,6 +95,19 @@ class Block:
         self.format: str | None = None
         self.joined = 0  # the pieces of text up to here are one string (see compact)
 
+    def ended_by(self, text: str, piece: ReasoningDelta | None) -> bool:
+        """Policy signed-block-ends: whether a piece of no index (``text``, made Unicode, and ``piece``, the
+        event, or None on the fast paths) opens the next block rather than going on with this one, the
+        latest. A signature ends its block (Claude sends it last, a Gemini run's ends the run), and redacted
+        data is a block whole: text, redacted data or another signature after either is the next block's,
+        so index-less blocks (LiteLLM's older ``thinking_blocks``) keep each its own. The same signature
+        again, or a piece naming an item (policy signatures-kept-apart sets those apart), stays."""
+        if (self.signature is None and self.redacted is None) or (piece is not None and piece.item_id is not None):
+            return False
+        if text or piece is None:
+            return bool(text)
+        return bool(piece.redacted) or piece.signature not in (None, self.signature)
+
     def add(self, piece: ReasoningDelta, text: str, heard: Callable[[Output], None] | None = None) -> None:
         """Take ``piece`` in (its text, ``text``, made Unicode); to ``heard`` (a reassembler asked for
         the content's pieces), what it changed of the block besides its text, then its text."""
