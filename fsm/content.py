@@ -107,7 +107,7 @@ class TurnContent:
                 refused = self._refusal = self._refusal or []
                 refused.append(text)
                 if event.part is not None:  # a Responses message's refusal part: it goes back in that message
-                    self._refused(event.part, text, event.output_index)
+                    self._part(event.part, event.output_index).refused(text)
                 return
             # A piece only naming its message item (id, status) or citing: no text, so not where the text goes back.
             if text or (
@@ -122,7 +122,7 @@ class TurnContent:
                 if self.text_output_index is None:
                     self.text_output_index = event.output_index  # the first message: the text goes back there
             if event.part is not None:
-                self._text_part(event.part, event, text)
+                self._part(event.part, event.output_index).add(event, text)
         elif type(event) is ReasoningDelta:
             text = event.text
             if text:
@@ -273,29 +273,6 @@ class TurnContent:
             part = parts[key] = Part(self._place(), output_index)
         return part
 
-    def _text_part(self, key: int, piece: TextDelta, text: str) -> None:
-        part = self._part(key, piece.output_index)
-        if text:
-            part.text.append(text)
-        if piece.signature or piece.item_id or piece.status or piece.phase:  # (a text delta alone: none)
-            part.signature = piece.signature or part.signature
-            part.item_id = piece.item_id or part.item_id
-            part.status = piece.status or part.status  # the item's end, after its start: the latest word
-            part.phase = piece.phase or part.phase
-        if piece.citation is not None:
-            if part.citations is None:
-                part.citations = [piece.citation]
-            else:
-                part.citations.append(piece.citation)
-
-    def _refused(self, key: int, text: str, output_index: int | None) -> None:
-        part = self._part(key, output_index)
-        if part.refusal is None:
-            part.refusal = [text]
-            part.refused_first = not part.text  # the API streams a message's content parts one after another
-        else:
-            part.refusal.append(text)
-
     def take(self, chars: int, counted: int = 0) -> None:
         """Count ``chars`` more characters taken in (beyond the ``counted`` a caller added in line), or raise
         LimitExceeded: the piece is not taken in, nor counted. What is counted: the text, reasoning and refusal; the
@@ -323,9 +300,13 @@ class TurnContent:
         next of its kind (a server slicing by UTF-16 unit splits a pair), with the part, output index and event."""
         held = self._high
         if held is not None and kind in held:
-            text = held.pop(kind)[0] + text
+            half = held.pop(kind)
             if not held:
                 self._high = None
+            if half[1] == part and half[2] == output_index:
+                text = half[0] + text
+            else:  # no pair spans two parts (policy surrogate-half-ends-its-part): U+FFFD ends its own
+                self._lone(kind, half, None)
         if "\ud800" <= text[-1] <= "\udbff":
             if self._high is None:
                 self._high = {}
@@ -351,16 +332,22 @@ class TurnContent:
         surrogate still waiting for its low one has none (U+FFFD, ``heard`` too), told at the event that sent it."""
         held, self._high = self._high or {}, None
         kept = {k: v for k, v in held.items() if isinstance(k, str) or k == going_on} if going_on else {}
-        for kind, (_, part, output_index, event) in [(k, v) for k, v in held.items() if k not in kept]:
-            self.held -= 1  # the half was taken in as it came: its U+FFFD stands in its place
-            if self.ledger is not None and going_on is None:  # (mid-stream: at the event that cut it)
-                self.ledger.event = event
-            self._surrogates(kind, 0, 1)
-            if kind == "text" or kind == "refusal":
-                self.apply(TextDelta("\ufffd", output_index=output_index, part=part, refusal=kind == "refusal"))
-            else:
-                self.apply(ReasoningDelta(kind[1], "\ufffd", output_index=output_index))
+        for kind, half in [(k, v) for k, v in held.items() if k not in kept]:
+            self._lone(kind, half, None if going_on else half[3])  # (mid-stream: at the event that cut it)
         self._high = kept or None  # the text's and the refusal's wait on, and this block's
+
+    def _lone(self, kind: Any, half: tuple[str, int | None, int | None, int | None], event: int | None) -> None:
+        """The held high surrogate ``half`` of ``kind`` has no low one: U+FFFD where it was, told at ``event``
+        (None: the event being read)."""
+        _, part, output_index, _ = half
+        self.held -= 1  # the half was taken in as it came: its U+FFFD stands in its place
+        if self.ledger is not None and event is not None:
+            self.ledger.event = event
+        self._surrogates(kind, 0, 1)
+        if kind == "text" or kind == "refusal":
+            self.apply(TextDelta("\ufffd", output_index=output_index, part=part, refusal=kind == "refusal"))
+        else:
+            self.apply(ReasoningDelta(kind[1], "\ufffd", output_index=output_index))
 
     def frozen(self) -> _Frozen:
         """What the result holds of the turn's content, as the properties below give it (``text``, ``reasoning``,

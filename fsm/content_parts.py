@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from fsm.events import ReasoningDelta
+from fsm.events import ReasoningDelta, TextDelta
 from fsm.results import ContentDelta, Output, Reasoning, ReasoningData, TextPart
 
 if TYPE_CHECKING:
@@ -185,6 +185,28 @@ class Part:
         self.refusal: list[str] | None = None
         self.refused_first = False
         self.joined = self.refusal_joined = 0  # see compact
+
+    def add(self, piece: TextDelta, text: str) -> None:
+        """Take a text delta's ``text`` (mended) and what it says of its part."""
+        if text:
+            self.text.append(text)
+        if piece.signature or piece.item_id or piece.status or piece.phase:  # (a text delta alone: none)
+            self.signature = piece.signature or self.signature
+            self.item_id = piece.item_id or self.item_id
+            self.status = piece.status or self.status  # the item's end, after its start: the latest word
+            self.phase = piece.phase or self.phase
+        if piece.citation is not None:
+            if self.citations is None:
+                self.citations = [piece.citation]
+            else:
+                self.citations.append(piece.citation)
+
+    def refused(self, text: str) -> None:
+        if self.refusal is None:
+            self.refusal = [text]
+            self.refused_first = not self.text  # the API streams a message's content parts one after another
+        else:
+            self.refusal.append(text)
 
     def freeze(self) -> TextPart:
         return TextPart(
