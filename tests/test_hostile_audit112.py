@@ -1,0 +1,74 @@
+"""Audit 112: hostile audit of Claude's code callers (merge 45e9a5d, helper 106).
+
+A: an id reused by a later turn after its call was answered is allowed (policy reused). A code
+execution that takes the id of one that had finished is new code; ``check`` read the calls it made
+as naming the finished one (``call-after-code-result``), rejecting a valid history, and ``repair``
+said it kept them.
+
+B: ``repair`` said where a kept call came from by the call's object, the last input message
+holding it: a caller's list holding one block object twice (a history built in Python) had each
+kept call said at the last of them, not at its own message as ``check`` says.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from fsm import history
+from fsm.history import REJECTED, RepairPolicy
+from tests.test_hostile_audit80 import ASK, TEXT, a, ran, res, srv, u, use
+
+POLICIES = (RepairPolicy(), RepairPolicy(dangling="drop-call"))
+
+
+def _found(conversation: list[dict[str, Any]]) -> list[tuple[str, int, str]]:
+    return [(f.kind.value, f.message, f.id) for f in history.check(conversation, "anthropic").findings]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_code_execution_reusing_a_finished_ones_id_makes_calls_of_its_own(policy: RepairPolicy) -> None:
+    """Before: call-after-code-result at message 6 (t2), kept-call-after-code-result from repair."""
+    conversation = [
+        ASK,
+        a(srv("s1"), use("t1", "s1")),
+        u(res("t1")),
+        a(ran("s1"), TEXT),
+        u(TEXT),
+        a(srv("s1"), use("t2", "s1")),
+        u(res("t2")),
+        a(ran("s1"), TEXT),
+    ]
+    assert _found(conversation) == [("reused", 6, "s1")]
+    given = copy.deepcopy(conversation)
+    assert history.repair(conversation, policy, format="anthropic") == (given, [])
+
+
+def test_a_call_naming_the_finished_code_before_its_id_is_reused_is_still_reported() -> None:
+    """The reuse clears the finished code from the new call on: a call before it names code that had finished."""
+    conversation = [
+        ASK,
+        a(srv("s1"), use("t1", "s1")),
+        u(res("t1")),
+        a(ran("s1"), use("t3", "s1")),
+        u(res("t3")),
+        a(srv("s1"), use("t2", "s1")),
+        u(res("t2")),
+        a(ran("s1"), TEXT),
+    ]
+    assert [f for f in _found(conversation) if f[0] != "reused"] == [("call-after-code-result", 4, "t3")]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_kept_call_whose_object_the_list_holds_twice_is_said_at_its_own_message(policy: RepairPolicy) -> None:
+    """Before: both kept-unknown-caller changes said message 6; check says 2 and 6."""
+    call = use("t1", "s9")  # s9: no server_tool_use makes it
+    conversation = [ASK, a(call), u(res("t1")), a(TEXT), u(TEXT), a(call), u(res("t1")), a(TEXT)]
+    kept = [("unknown-caller", 2, "t1"), ("unknown-caller", 6, "t1")]
+    assert [f for f in _found(conversation) if f[0] != "reused"] == kept
+    fixed, changes = history.repair(conversation, policy, format="anthropic")
+    assert [(c.kind, c.message, c.id) for c in changes] == [("kept-" + k, at, key) for k, at, key in kept]
+    left = [(f.kind.value, f.message, f.id) for f in history.check(fixed, "anthropic").findings if f.kind in REJECTED]
+    assert left == kept
