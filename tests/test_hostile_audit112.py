@@ -72,3 +72,36 @@ def test_a_kept_call_whose_object_the_list_holds_twice_is_said_at_its_own_messag
     assert [(c.kind, c.message, c.id) for c in changes] == [("kept-" + k, at, key) for k, at, key in kept]
     left = [(f.kind.value, f.message, f.id) for f in history.check(fixed, "anthropic").findings if f.kind in REJECTED]
     assert left == kept
+
+
+def test_code_results_the_user_sent_are_moved_in_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: each code result the user sent looked its change up by a scan back over every change
+    (8x the turns read 8x as many per turn; 5,000 turns, 8 MB, took 3.9 s against 0.5 s for 1,250)."""
+    from fsm.history.rewrite import Writer
+
+    read = [0]
+
+    class Counted(list):  # type: ignore[type-arg]
+        def __getitem__(self, at: Any) -> Any:
+            read[0] += 1
+            return super().__getitem__(at)
+
+    start = Writer.start_writing
+
+    def counted(self: Writer, *args: Any) -> None:
+        start(self, *args)
+        self.changes = Counted(self.changes)
+
+    def read_per_turn(n: int) -> float:
+        read[0] = 0
+        conversation = [ASK]
+        for i in range(n):  # the code's result sent by the user beside the results of the calls it made
+            conversation += [a(srv(f"s{i}"), use(f"t{i}", f"s{i}")), u(res(f"t{i}"), ran(f"s{i}")), a(TEXT), u(TEXT)]
+        with monkeypatch.context() as patched:
+            patched.setattr(Writer, "start_writing", counted)
+            fixed, changes = history.repair(conversation, format="anthropic")
+        assert [c.kind for c in changes] == ["moved-misplaced-result"] * n
+        assert not history.check(fixed, "anthropic").rejected
+        return read[0] / n
+
+    assert read_per_turn(800) < 1.5 * read_per_turn(100)
