@@ -105,3 +105,26 @@ def test_code_results_the_user_sent_are_moved_in_linear_work(monkeypatch: pytest
         return read[0] / n
 
     assert read_per_turn(800) < 1.5 * read_per_turn(100)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_finished_codes_id_reused_in_the_run_its_result_ends_stays(policy: RepairPolicy) -> None:
+    """Before: repair renamed the second s1 (renamed-call), which check accepts (reused), leaving t5 naming
+    the finished code (kept-call-after-code-result); as one message (the API combines them) it was left alone."""
+    conversation = [ASK, a(srv("s1"), use("t2", "s1")), u(res("t2")), a(ran("s1"), TEXT), a(srv("s1"), use("t5", "s1"))]
+    conversation += [u(res("t5")), a(ran("s1"), TEXT)]
+    assert _found(conversation) == [("reused", 5, "s1")]
+    given = copy.deepcopy(conversation)
+    assert history.repair(conversation, policy, format="anthropic") == (given, [])
+
+
+def test_repair_of_a_misplaced_call_before_a_reused_code_id_is_idempotent() -> None:
+    """Before: the second repair renamed s1 in the run the first one's moves made (renamed-call)."""
+    more = {"type": "text", "text": "more"}
+    conversation = [a(srv("s1"), use("t3", "s1")), u(res("t3")), a(ran("s1")), u(use("t2", "s1"), more), a(srv("s1"))]
+    fixed, changes = history.repair(conversation, format="anthropic")
+    assert ("kept-call-after-code-result", 4, "t2") in {(c.kind, c.message, c.id) for c in changes}
+    again, more_changes = history.repair(fixed, format="anthropic")
+    assert again == fixed and [(c.kind, c.message, c.id) for c in more_changes] == [
+        ("kept-call-after-code-result", 4, "t2")
+    ]
