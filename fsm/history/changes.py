@@ -52,6 +52,24 @@ class Change:
     """What was done and why, in words."""
 
 
+@attrs.define
+class Latest:
+    """The latest change of one ``kind`` under each (message, id), read as the changes grow: a scan back
+    over them all per look-up made repair's work grow with the square of the history's length."""
+
+    kind: str
+    read: int = 0
+    at: dict[tuple[int, str | None], int] = attrs.field(factory=dict)
+
+    def of(self, changes: list[Change], message: int, key: str | None) -> int | None:
+        """Where in ``changes`` the latest such change of ``message`` (1-based) and ``key`` is, if any."""
+        for n in range(self.read, len(changes)):
+            if changes[n].kind == self.kind:
+                self.at[(changes[n].message, changes[n].id)] = n
+        self.read = len(changes)
+        return self.at.get((message, key))
+
+
 def checked_policy(policy: RepairPolicy | None) -> RepairPolicy:
     """The policy :func:`repair` was given (the default for None), once it is known to be one it can follow."""
     policy = RepairPolicy() if policy is None else policy

@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 
 import attrs
 
-from fsm.history.changes import Change
+from fsm.history.changes import Change, Latest
 from fsm.history.entries import Entry, Segment
 from fsm.history.formats import shown
 from fsm.history.rewrite import Writer
@@ -235,13 +235,14 @@ def after_their_calls(plan: Writer, codes: Sequence[tuple[Segment, dict[Any, Ent
     calls it drops): where :func:`after_its_calls` puts them, else right after their calls; those a user
     message read as the model's holds with its calls (``server-blocks-are-the-models``)."""
     steps: dict[int, tuple[int, set[Any]]] = {}  # each walk's steps, shared (codes' rounds may interleave)
+    said = Latest("moved-misplaced-result")  # the change each result moved has, shared: one read of them
     for segment, answer_of, moved in codes:
-        after_calls(plan, segment.calls, answer_of, after_its_calls(plan, segment, moved, steps))
+        after_calls(plan, segment.calls, answer_of, after_its_calls(plan, segment, moved, steps, said))
         plan.with_the_calls(answer_of.values())
 
 
 def after_its_calls(
-    plan: Writer, segment: Segment, moved: list[Entry], steps: dict[int, tuple[int, set[Any]]] | None = None
+    plan: Writer, segment: Segment, moved: list[Entry], steps: dict[int, tuple[int, set[Any]]], said: Latest
 ) -> list[Entry]:
     """Of the server results the user sent (``moved``), each answering a call that a client call of its
     message (``segment.beside``) repair keeps names as its ``caller`` goes first into Claude's message
@@ -251,7 +252,7 @@ def after_its_calls(
     message repair makes of it. The others, to go right after their calls."""
     rest: list[Entry] = []
     for result in moved:
-        at = _answer_of(plan, segment, result.key, {} if steps is None else steps)
+        at = _answer_of(plan, segment, result.key, steps)
         if at is None:
             rest.append(result)
             continue
@@ -264,14 +265,9 @@ def after_its_calls(
             plan.front_into.setdefault(at, []).append(result)
         else:
             _own_message(plan, result)
-        told = (result.message + 1, shown(result.key))
-        for n in range(len(plan.changes) - 1, -1, -1):
-            if (
-                plan.changes[n].kind == "moved-misplaced-result"
-                and (plan.changes[n].message, plan.changes[n].id) == told
-            ):
-                plan.changes[n] = attrs.evolve(plan.changes[n], detail=AFTER_CALLS)
-                break
+        n = said.of(plan.changes, result.message + 1, shown(result.key))
+        if n is not None:
+            plan.changes[n] = attrs.evolve(plan.changes[n], detail=AFTER_CALLS)
     return rest
 
 

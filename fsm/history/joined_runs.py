@@ -49,7 +49,11 @@ def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[
     joined = joined and not any(at in plan.add_after for at in range(end, start))
     sent = {(entry.message, entry.slot) for entry in segment.misplaced}  # a set: a scan of the tuple was O(n^2)
     ends = max(e.message for e in (*segment.calls, *segment.results) if (e.message, e.slot) not in sent)
-    return (before & keys if joined else set()), (ends, (before if joined else set()) | keys)
+    first = ends  # the run of Claude's that holds ``ends``: a code's result may end a later one than its call's
+    while first > start and plan.messages[first - 1].get("role") == "assistant":  # (no walk past its own turn)
+        first -= 1
+    held = {call.key for call in segment.calls if call.message >= first}  # an id answered in an earlier run is free
+    return (before & keys if joined else set()), (ends, (before if joined else set()) | held)
 
 
 def _going(plan: Writer, at: int) -> bool:

@@ -30,7 +30,8 @@ Claude's client calls name their code alike (policy code-call-first): a ``tool_u
 names (``tool_id``) a server call no ``server_tool_use`` (or ``mcp_tool_use``) before it made is
 ``unknown-caller`` too (one that repair drops, without its result, leaves its calls so); and one naming
 code whose result an assistant message gave before it is ``call-after-code-result`` (policy
-no-call-after-code-result): the code had finished, so the call cannot be one it made. Repair keeps
+no-call-after-code-result): the code had finished, so the call cannot be one it made (a later
+``server_tool_use`` reusing its id, as any answered id may be, makes code of its own). Repair keeps
 each and says so (``kept-unknown-caller``, ``kept-call-after-code-result``): dropping the call would
 lose it and its result, and writing it as Claude's own would say Claude called a tool its code
 called (``allowed_callers`` may not let it). Repair writes the second itself only where it cannot
@@ -138,6 +139,7 @@ def _code_callers(messages: Sequence[Any]) -> list[tuple[int, int, str, Any, Kin
                 continue
             if kind in SERVER_CALLS and _key(block.get("id")):
                 made.add(block["id"])
+                done.discard(block["id"])  # an id reused by a later call names that call's code (policy reused)
             elif is_server_result(kind) and message.get("role") == "assistant" and _key(block.get("tool_use_id")):
                 done.add(block["tool_use_id"])
             elif kind == "tool_use":
@@ -171,15 +173,18 @@ def kept_code_callers(
     """What ``repair`` says of those calls its written history holds (``origins``: per written message,
     where the blocks of each input message it holds start), each at the input message it came from."""
     found = _code_callers(written)
-    held = {id(b): n for n, m in enumerate(messages) for b in _listed(m.get("content"))} if found else {}
+    held: dict[int, list[int]] = {}
+    for n, message in enumerate(messages if found else ()):
+        for block in _listed(message.get("content")):
+            held.setdefault(id(block), []).append(n)
     changes = []
     for at, slot, key, _, kind in found:
-        block = written[at]["content"][slot]
-        if id(block) in held:  # the very block (repair-keeps-objects); else a copy (renamed), from where it stands
-            came = held[id(block)]
-        else:
-            starts = [start for start, _ in origins[at]]
-            came = origins[at][max(0, bisect_right(starts, slot) - 1)][1]
+        starts = [start for start, _ in origins[at]]
+        here = origins[at][max(0, bisect_right(starts, slot) - 1)][1]  # where it stands (every message written has one)
+        # The very block (repair-keeps-objects) may have moved (a misplaced call): its input message tells, unless
+        # one object stands in several (the caller's list holding it twice), where the place decides among them.
+        places = held.get(id(written[at]["content"][slot]), [here])
+        came = here if here in places else places[0]  # a copy (renamed) is held by none: where it stands
         if kind is Kind.UNKNOWN_CALLER:
             changes.append(Change("kept-unknown-caller", came + 1, key, CODE_KEPT))
         else:
