@@ -29,6 +29,7 @@ paired or reported (``orphan``, dropped by repair with a change), never swallowe
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -113,7 +114,8 @@ def home_strays(plan: _Plan) -> None:
             home = (entry.message, entry.slot) if (entry.message, entry.slot) not in plan.drop else None
             continue
         ends = _kept_ends(plan) if ends is None else ends
-        latest = max((end for end in ends if end[0] < entry.message), default=home)
+        before = bisect_left(ends, entry.message, key=lambda end: end[0])  # in message order: no scan a stray
+        latest = ends[before - 1] if before else home
         home = latest if latest[0] > home[0] else home  # never before the chain's response before it
         plan.drop.add((entry.message, entry.slot))
         plan.touched |= {entry.message, home[0]}
