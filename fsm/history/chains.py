@@ -29,6 +29,7 @@ paired or reported (``orphan``, dropped by repair with a change), never swallowe
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -97,6 +98,8 @@ class _Plan(Protocol):
     drop: set[tuple[int, int]]
     touched: set[int]
     after: dict[tuple[int, int], list[Entry]]
+    move_into: dict[int, list[Entry]]
+    front_into: dict[int, list[Entry]]
     changes: list[Change]
 
 
@@ -111,7 +114,8 @@ def home_strays(plan: _Plan) -> None:
             home = (entry.message, entry.slot) if (entry.message, entry.slot) not in plan.drop else None
             continue
         ends = _kept_ends(plan) if ends is None else ends
-        latest = max((end for end in ends if end[0] < entry.message), default=home)
+        before = bisect_left(ends, entry.message, key=lambda end: end[0])  # in message order: no scan a stray
+        latest = ends[before - 1] if before else home
         home = latest if latest[0] > home[0] else home  # never before the chain's response before it
         plan.drop.add((entry.message, entry.slot))
         plan.touched |= {entry.message, home[0]}
@@ -122,13 +126,17 @@ def home_strays(plan: _Plan) -> None:
 
 
 def _kept_ends(plan: _Plan) -> list[tuple[int, int]]:
-    """The last response each user content keeps where it is (message, part), in message order."""
+    """The last response each user content keeps (message, part), in message order: where it is, or
+    moved within it (before the user's text: a stray keyed after it goes with the content's responses)."""
     ends = []
     for at, message in enumerate(plan.messages):
         parts = message.get("parts") or []  # read as a list of objects already: not checked again
         role = read_role("gemini", message, any(gemini_payload(part, "call") for part in parts))
+        within = {e.slot for e in (*plan.move_into.get(at, ()), *plan.front_into.get(at, ())) if e.message == at}
         kept = [
-            slot for slot, part in enumerate(parts) if gemini_payload(part, "result") and (at, slot) not in plan.drop
+            slot
+            for slot, part in enumerate(parts)
+            if gemini_payload(part, "result") and ((at, slot) not in plan.drop or slot in within)
         ]
         ends += [(at, kept[-1])] if kept and role in ("user", "function") else []
     return ends

@@ -186,6 +186,7 @@ class Reader:
             self.going_on[entry.key] = head or (entry.message, entry.slot)
         if head is not None:
             self.roles.chains.setdefault(head, []).append(entry)
+            self.went_on = True
         return head is not None
 
     def _key(self, wire_id: str | None, name: str | None, counts: dict[str, int], at: int) -> Key:
@@ -206,7 +207,7 @@ class Reader:
         itemed = fmt != "responses" or "role" in message or message.get("type") == "message"
         if itemed and not known_role(fmt, role) and not converse_aside(fmt, message):
             self.roles.odd.append((at, role))
-        self.misplaced = False
+        self.misplaced = self.went_on = False  # went_on: a Gemini response here goes on with one before it
         if fmt == "openai" and role == "tool":
             rid = _required_id(message.get("tool_call_id"), at, "a tool message")
             results.append(Entry(at, -1, rid, _name(message.get("name"))))
@@ -285,9 +286,9 @@ class Reader:
         if made and fmt != "responses" and role != CALLER[fmt] and known_role(fmt, role) and role is not None:
             self.roles.calling.add(at)
         role = read_role(fmt, message, bool(calls))  # roleless-as-user
-        if fmt == "gemini" and role == "function" and results and not calls:
+        if fmt == "gemini" and role == "function" and (results or self.went_on) and not calls:
             role = "user"  # the user content repair makes of it (function-role-to-user)
-        if fmt == "gemini" and role == "user" and results and _beside(items(message, fmt, at)):
+        if fmt == "gemini" and role == "user" and (results or self.went_on) and _beside(items(message, fmt, at)):
             self.roles.beside.append(at)  # responses beside the user's other parts (results-beside-text)
             self.roles.mixed.add(at)
         if at > 0 and role == self.last_role and role in ALTERNATE.get(fmt, ()):
