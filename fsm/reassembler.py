@@ -480,7 +480,7 @@ class Reassembler:
             ledger.parsed = None
         calls: tuple[ToolCall, ...]
         server_calls: tuple[ToolCall, ...] = ()
-        if self.registry.client_calls() == len(slots):  # no server call (nearly every stream): no flag to read
+        if not self.registry.server_calls():  # no server call (nearly every stream): no flag to read
             # A call made at its end is current until metadata drops it (Slot.to_call): read as it is.
             calls = tuple([slot._call or slot.to_call() for slot in slots]) if slots else ()
         else:

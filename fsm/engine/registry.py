@@ -504,6 +504,12 @@ class Registry:
         """How many client calls (not the provider's own) have opened so far."""
         return self._counts[False]
 
+    def server_calls(self) -> int:
+        """How many of the provider's own calls have opened so far: 0, and no slot is a server call.
+        (Each count is taken before its call is made: one whose opening raised, strict mode's
+        duplicate-id say, is counted but not held, so the client count is no count of the slots.)"""
+        return self._counts[True]
+
     def finish(self, finish_reason: str | None, cut_by: str = "") -> None:
         """End every call still open: normally for a normal finish reason, else as a cut, which
         each cut call's diagnostic explains by ``cut_by``. A call whose finishing bytes pass a limit
