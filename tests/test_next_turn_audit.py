@@ -524,8 +524,10 @@ def test_random_odd_results_give_every_call_and_text_once_and_the_same_read_back
         )
         parts = tuple(TextPart(rng.choice(["", f"x{n}"]), output_index=place(), place=place()) for n in range(3))
         text = rng.choice(["".join(p.text for p in parts), "".join(p.text for p in parts) + "!"])
-        made = result(calls=calls, reasoning=reasoning, text=text, text_parts=parts, text_output_index=place())
+        gemini = result(calls=calls, reasoning=reasoning, text=text, text_parts=parts, text_output_index=place())
         for format in PLACED:
+            # Claude reads its own signatures alone (policy signature-by-origin): its thoughts are Claude's there
+            made = attrs.evolve(gemini, provider="anthropic") if format == "anthropic" else gemini
             # Gemini places every part; Claude and Responses those with an output index
             held = [p.text for p in parts if p.text and (format == "gemini" or p.output_index is not None)]
             texts = held if held and "".join(held) == text else [text] if text else []

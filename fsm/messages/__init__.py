@@ -22,7 +22,11 @@ is in :mod:`fsm.messages.ollama_cohere`; ``"bedrock"`` (Converse messages, as bo
   place); Responses ``reasoning`` items with their id, summary and ``encrypted_content``, and the
   function and custom calls with their item ``id`` (``fc_...``), which the API pairs with the
   reasoning item before it (sent without reasoning, calls have no item id: an id whose reasoning is
-  missing is refused). Responses items go back in the order of their ``output_index`` (reasoning,
+  missing is refused). A signature goes back only to a format that reads its maker's (policy
+  signature-by-origin, :func:`fsm.messages.shared.signature_for`): Claude's to Anthropic, Bedrock
+  and LiteLLM's ``thinking_blocks``, Gemini's to Gemini; the block's text then goes to Gemini as an
+  unsigned thought, and stays out of Claude's formats, and a block of no text and no signature goes
+  to Gemini as nothing. Responses items go back in the order of their ``output_index`` (reasoning,
   call, reasoning, call stays so); each message item's text goes back as a message in its place (the
   API pairs a reasoning item with the message after it, by the message's item id: beside reasoning,
   a message the stream gave its ``msg_...`` id and status goes back as that output message, its text
@@ -118,6 +122,7 @@ from fsm.messages.shared import (
     placed_text,
     refuse_lone_surrogates,
     reply_id,
+    signature_for,
     unshared,
 )
 from fsm.messages.shared import arguments_object as _arguments
@@ -214,7 +219,7 @@ def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     # calls, and Anthropic refuses its thinking blocks rearranged. The thinking a declined model gave
     # before the turn's last fallback block does not go back (Anthropic's refusals-and-fallback guide).
     cut = final_fallback(result.server_tool_results)
-    placed = [(at, block) for at, block in placed_thinking(result) if not before(at, cut)]
+    placed = [(at, block) for at, block in placed_thinking(result, "anthropic") if not before(at, cut)]
     placed += placed_text(result, anthropic_text) + server_blocks(result, cut)
     placed += [(compaction.output_index, dict(compaction.block)) for compaction in result.compactions]
     for call in calls:
@@ -229,8 +234,8 @@ def _anthropic(result: Result, calls: tuple[ToolCall, ...]) -> Message:
 def _gemini(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     signs, moved = signatures_by_call(result, calls)  # policy gemini-signature-by-call-id
     said: list[tuple[int | None, Message | list[Message]]] = [
-        (reasoning.place, _thought(reasoning.text, reasoning.signature, at in moved))
-        for at, reasoning in enumerate(result.reasoning)
+        (reasoning.place, _thought(reasoning.text, signature_for(reasoning, result, "gemini"), at in moved))
+        for at, reasoning in enumerate(result.reasoning)  # policy signature-by-origin
     ]
     said += code_runs(result)
     parts = result.text_parts
@@ -281,9 +286,10 @@ def _signed(part: Message, signature: str | None) -> Message:
 
 
 def _thought(text: str, signature: str | None, moved: bool) -> Message | list[Message]:
-    if not moved:
-        return _signed({"text": text, "thought": True}, signature)
-    # Its signature went to its call: a block that held only that is nothing, and keeps its place.
+    if signature is not None and not moved:
+        return {"text": text, "thought": True, "thoughtSignature": signature}
+    # Nothing for Gemini to read (its signature went to its call, or was another model's, or it had
+    # none: Claude's redacted block, a Responses item): an empty thought part is nothing, and keeps its place.
     return {"text": text, "thought": True} if text else []
 
 

@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fsm.errors import InvalidInput, LocalProtocolError
-from fsm.messages.shared import Message, arguments_object, as_text, reply_id
+from fsm.messages.shared import Message, arguments_object, as_text, reply_id, signature_for
 from fsm.results import CallStatus, Result, ServerToolResult, ToolCall
 
 
@@ -48,8 +48,8 @@ def bedrock_message(result: Result, calls: tuple[ToolCall, ...]) -> Message:
     for reasoning in result.reasoning:
         if reasoning.redacted is not None:
             content.append({"reasoningContent": {"redactedContent": _redacted_bytes(reasoning.redacted)}})
-        elif reasoning.signature is not None:
-            said = {"text": reasoning.text, "signature": reasoning.signature}
+        elif (signature := signature_for(reasoning, result, "bedrock")) is not None:  # policy signature-by-origin
+            said = {"text": reasoning.text, "signature": signature}
             content.append({"reasoningContent": {"reasoningText": said}})
     content += _text(result)
     sent: dict[str, str] = {}

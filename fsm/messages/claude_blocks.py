@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any, TypeGuard
 
-from fsm.messages.shared import Message
+from fsm.messages.shared import Message, signature_for
 from fsm.messages.shared import arguments_object as _arguments
 from fsm.results import CallStatus, Result, ServerToolResult, TextPart, ToolCall
 from fsm.wire.decoders._claude_fallback import before
@@ -108,10 +108,11 @@ def _one_of(value: Any, names: Collection[str]) -> TypeGuard[str]:
     return isinstance(value, str) and value in names
 
 
-def placed_thinking(result: Result, *, details: bool = True) -> list[tuple[int | None, Message]]:
-    """Claude's reasoning as its blocks go back (Anthropic's content, LiteLLM's ``thinking_blocks``),
-    each with its place: signed thinking and redacted thinking; a block that never got its signature
-    is refused there. ``details=False`` leaves out the blocks read from OpenRouter's
+def placed_thinking(result: Result, format: str, *, details: bool = True) -> list[tuple[int | None, Message]]:
+    """Claude's reasoning as its blocks go back (Anthropic's content, LiteLLM's ``thinking_blocks``:
+    ``format``), each with its place: signed thinking and redacted thinking; a block that never got
+    its signature is refused there, and so is one signed by another model (policy signature-by-origin:
+    Gemini's thought, left out). ``details=False`` leaves out the blocks read from OpenRouter's
     ``reasoning_details``, which go back to a chat server there instead."""
     blocks: list[tuple[int | None, Message]] = []
     for reasoning in result.reasoning:
@@ -119,7 +120,7 @@ def placed_thinking(result: Result, *, details: bool = True) -> list[tuple[int |
             continue
         if reasoning.redacted is not None:
             blocks.append((reasoning.output_index, {"type": "redacted_thinking", "data": reasoning.redacted}))
-        elif reasoning.signature is not None:
-            block = {"type": "thinking", "thinking": reasoning.text, "signature": reasoning.signature}
+        elif (signature := signature_for(reasoning, result, format)) is not None:
+            block = {"type": "thinking", "thinking": reasoning.text, "signature": signature}
             blocks.append((reasoning.output_index, block))
     return blocks

@@ -54,7 +54,7 @@ def openai_chat_message(result: Result, calls: tuple[ToolCall, ...], reasoning_f
     details = reasoning_details(result)
     if details:
         message["reasoning_details"] = details
-    thinking = [block for _, block in placed_thinking(result, details=False)]
+    thinking = [block for _, block in placed_thinking(result, "openai-chat", details=False)]
     if thinking:
         message["thinking_blocks"] = thinking
     items = reasoning_items(result)

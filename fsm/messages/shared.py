@@ -1,6 +1,7 @@
 """What every format's builder shares: the check of the result it is given, the id a call is answered
 by, the check that a format can carry a call's type, its arguments as an object, a tool's output as
-text, and the order in which items with places go back (the text placed by its parts among them)."""
+text, the order in which items with places go back (the text placed by its parts among them), and
+which signatures a format can read (policy signature-by-origin: :func:`signature_for`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from typing import Any, TypeVar
 from fsm.errors import InvalidInput, LocalProtocolError, shown
 from fsm.fieldcheck import refuse_wrong, vouched
 from fsm.jsontext import has_surrogate
-from fsm.results import CallStatus, Result, TextPart, ToolCall
+from fsm.results import CallStatus, Reasoning, Result, TextPart, ToolCall
 from fsm.wire.decoders._claude_fallback import before, final_fallback
+from fsm.wire.decoders.chat_reasoning import CLAUDE_FORMAT, GEMINI_FORMAT
 
 Message = dict[str, Any]
 T = TypeVar("T")
@@ -210,3 +212,41 @@ def placed_text(result: Result, item: Callable[[str, TextPart | None], Message])
         return []
     cited = tuple(citation for part in result.text_parts if part.text for citation in part.citations)
     return [(result.text_output_index, item(result.text, TextPart(result.text, citations=cited) if cited else None))]
+
+
+_MAKER_BY_FORMAT = {CLAUDE_FORMAT: "claude", GEMINI_FORMAT: "gemini"}
+"""The model family whose signature an OpenRouter entry of each ``format`` carries."""
+_MAKER_BY_PROVIDER = {"anthropic": "claude", "bedrock": "bedrock", "gemini": "gemini"}
+"""The family whose signatures each provider's wire carries. Bedrock's is its own: Converse streams
+Claude's reasoning and other makers' too (DeepSeek's, Nova's), and does not say whose; it is no
+Gemini's. A chat result's blocks are none's: LiteLLM's ``thinking_blocks`` carry Claude's and
+Gemini's alike (its Gemini route puts a thought part's ``thoughtSignature`` there)."""
+_READERS = {
+    "claude": frozenset({"anthropic", "bedrock", "openai-chat"}),
+    "bedrock": frozenset({"anthropic", "bedrock", "openai-chat"}),
+    "gemini": frozenset({"gemini"}),
+}
+"""The formats that take each family's signatures back. Claude's are read on the Anthropic API, on
+Bedrock and on Vertex AI alike (Anthropic's extended-thinking docs: "Values generated on one
+platform will be compatible with another"), and ``openai-chat``'s ``thinking_blocks`` go to LiteLLM,
+which hands them to Claude. Gemini's go to Gemini: LiteLLM's Gemini route reads a call's signature
+from the call's id, never from ``thinking_blocks``, and OpenRouter's entries go back in
+``reasoning_details`` as they came, whoever made them (not through here)."""
+
+
+def signature_for(block: Reasoning, result: Result, format: str) -> str | None:
+    """Policy signature-by-origin: ``block``'s signature where ``format`` can read it, else None.
+
+    A signature is its maker's proof that it wrote the block, and each maker checks its own alone:
+    Gemini 3 refuses a ``thoughtSignature`` it cannot read (400), Claude a thinking block whose
+    signature is not Claude's. The maker is the one the block's OpenRouter ``format`` names, else
+    the one ``result.provider``'s wire carries (:data:`_MAKER_BY_PROVIDER`); a signature whose maker
+    neither tells (a chat result's own blocks, an entry of another format) goes wherever it did.
+    What the format does with a block left without its signature is the format's: its text as an
+    unsigned thought part for Gemini, and the block left out of Claude's formats, which refuse a
+    thinking block without a signature (as one cut before its signature is)."""
+    signature = block.signature
+    if signature is None:
+        return None
+    maker = _MAKER_BY_FORMAT.get(block.format) if block.format is not None else _MAKER_BY_PROVIDER.get(result.provider)
+    return signature if maker is None or format in _READERS[maker] else None
