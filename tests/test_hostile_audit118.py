@@ -20,6 +20,7 @@ import fsm
 from fsm import messages
 from fsm.errors import ToolcallFSMError
 from fsm.results import Reasoning, Result
+from tests.test_messages import anthropic_thinking_turn
 
 
 def _sse(events: list[dict[str, Any]], named: bool = False) -> bytes:
@@ -28,27 +29,11 @@ def _sse(events: list[dict[str, Any]], named: bool = False) -> bytes:
 
 
 def _anthropic() -> bytes:
-    return _sse(
-        [
-            {"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": [], "model": "c"}},
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}},
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Plan."}},
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "CSIG"}},
-            {"type": "content_block_stop", "index": 0},
-            {"type": "content_block_start", "index": 1, "content_block": {"type": "redacted_thinking", "data": "UkVE"}},
-            {"type": "content_block_stop", "index": 1},
-            {
-                "type": "content_block_start",
-                "index": 2,
-                "content_block": {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}},
-            },
-            {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "{}"}},
-            {"type": "content_block_stop", "index": 2},
-            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
-            {"type": "message_stop"},
-        ],
-        named=True,
-    )
+    events = anthropic_thinking_turn()
+    for event in events:  # Bedrock takes redacted data as base64 bytes: the test's "RED" is none
+        if event.get("content_block", {}).get("type") == "redacted_thinking":
+            event["content_block"] = {"type": "redacted_thinking", "data": "UkVE"}
+    return _sse(events, named=True)
 
 
 def _gemini() -> bytes:
