@@ -165,3 +165,34 @@ def test_a_gemini_turn_read_through_langchain_sends_claude_no_gemini_signature(f
     assert signs
     sent = repr(messages.assistant_message(through_langchain, format))  # type: ignore[call-overload]
     assert not [s for s in signs if repr(s) in sent], sent
+
+
+def _langchain_claude(output_version: str | None) -> tuple[Result, Result]:
+    from tests.test_langchain_places import CLAUDE, chat_anthropic
+
+    body = CLAUDE["interleaved"]
+    return fsm.reassemble(list(chat_anthropic(body, output_version)[1].stream("go"))), fsm.reassemble(body, "anthropic")
+
+
+@pytest.mark.parametrize("output_version", [None, "v1"])
+def test_a_claude_turn_read_through_langchain_keeps_its_signatures_for_every_claude_target(
+    output_version: str | None,
+) -> None:
+    """The turn's provider is openai-chat (the chunks' wire), which names no maker: Claude's signatures
+    are not foreign to Claude, and the next turn to Claude holds each, as the bytes' turn does."""
+    through_langchain, from_bytes = _langchain_claude(output_version)
+    signs = [b.signature for b in from_bytes.reasoning if b.signature]
+    assert signs and through_langchain.provider == "openai-chat"
+    for format in ("anthropic", "bedrock", "openai-chat"):
+        sent = repr(messages.assistant_message(through_langchain, format))  # type: ignore[call-overload]
+        assert all(repr(s) in sent for s in signs), (format, sent)
+
+
+@pytest.mark.xfail(strict=True, reason="audit 118: as the Gemini turn above, the other way (provider openai-chat)")
+@pytest.mark.parametrize("output_version", [None, "v1"])
+def test_a_claude_turn_read_through_langchain_sends_gemini_no_claude_signature(output_version: str | None) -> None:
+    through_langchain, from_bytes = _langchain_claude(output_version)
+    signs = [b.signature for b in from_bytes.reasoning if b.signature]
+    assert signs
+    sent = repr(messages.assistant_message(through_langchain, "gemini"))
+    assert not [s for s in signs if repr(s) in sent], sent
