@@ -39,21 +39,27 @@ def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[
     end, before = last
     between = range(end + 1, start)  # assistant messages there are of the run: only the others part it
     called = min((call.message for call in segment.beside), default=start)  # the run's first client call
-    joined = 0 <= end < start and all(
-        _going(plan, at)
-        or plan.messages[at].get("role") == "assistant"
-        or (plan.fmt == "anthropic" and at in plan.roles.calling and not stays(plan, at, called))
-        or (plan.fmt == "anthropic" and _unknown_in_run(plan, at))  # Converse's stays apart (tail), read apart
-        for at in between
-    )
+    joined = 0 <= end < start and all(_in_run(plan, at, called) for at in between)
     joined = joined and not any(at in plan.add_after for at in range(end, start))
     sent = {(entry.message, entry.slot) for entry in segment.misplaced}  # a set: a scan of the tuple was O(n^2)
     ends = max(e.message for e in (*segment.calls, *segment.results) if (e.message, e.slot) not in sent)
     first = ends  # the run of Claude's that holds ``ends``: a code's result may end a later one than its call's
-    while first > start and plan.messages[first - 1].get("role") == "assistant":  # (no walk past its own turn)
+    while first > start and _in_run(plan, first - 1, called):  # (no walk past its own turn)
         first -= 1
     held = {call.key for call in segment.calls if call.message >= first}  # an id answered in an earlier run is free
     return (before & keys if joined else set()), (ends, (before if joined else set()) | held)
+
+
+def _in_run(plan: Writer, at: int, called: int) -> bool:
+    """Is message ``at`` read in the model's run once repair is done (``called``: the run's first client
+    call)? An assistant message, one that goes, a user message whose calls join the run and whose other
+    content goes after it, or one of a role the format lacks read in the run (Anthropic)."""
+    return (
+        _going(plan, at)
+        or plan.messages[at].get("role") == "assistant"
+        or (plan.fmt == "anthropic" and at in plan.roles.calling and not stays(plan, at, called))
+        or (plan.fmt == "anthropic" and _unknown_in_run(plan, at))  # Converse's stays apart (tail), read apart
+    )
 
 
 def _going(plan: Writer, at: int) -> bool:
