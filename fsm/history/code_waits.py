@@ -113,14 +113,13 @@ def _made(blocks: list[Mapping[str, Any]], waiting: set[Any]) -> set[Any]:
     pending: set[Any] = set()
     for block in blocks:
         kind, key = block.get("type"), block.get("id")
-        if kind in SERVER_CALLS and _key(key):
+        if kind in SERVER_CALLS and is_key(key):
             waiting.add(key)
-        elif is_server_result(kind) and _key(block.get("tool_use_id")):
+        elif is_server_result(kind) and is_key(block.get("tool_use_id")):
             waiting.discard(block["tool_use_id"])
-        elif kind == "tool_use" and _key(key):
-            caller = block.get("caller")
-            code = caller.get("tool_id") if isinstance(caller, Mapping) else None
-            if _key(code) and code in waiting:
+        elif kind == "tool_use" and is_key(key):
+            code = caller_code(block)
+            if code is not None and code in waiting:
                 pending.add(key)
     return pending
 
@@ -130,10 +129,10 @@ def _beside(blocks: list[Mapping[str, Any]], content: list[Any]) -> bool:
 
 
 def _answers(block: Mapping[str, Any], pending: set[Any]) -> bool:
-    return block.get("type") == "tool_result" and _key(block.get("tool_use_id")) and block["tool_use_id"] in pending
+    return block.get("type") == "tool_result" and is_key(block.get("tool_use_id")) and block["tool_use_id"] in pending
 
 
-def _key(value: Any) -> bool:
+def is_key(value: Any) -> bool:
     """An id the history can look up (a str, or an int some callers write): no unhashable value."""
     return isinstance(value, (str, int))
 
@@ -329,7 +328,7 @@ def _names(plan: Writer, at: int, slot: int) -> Any:
     call repair keeps (else None)."""
     block = plan.messages[at]["content"][slot]
     kept = (at, slot) not in plan.drop
-    return _caller(block) if kept and isinstance(block, Mapping) and block.get("type") == "tool_use" else None
+    return caller_code(block) if kept and isinstance(block, Mapping) and block.get("type") == "tool_use" else None
 
 
 def _users_after(plan: Writer, at: int) -> int:
@@ -382,8 +381,8 @@ def after_calls(plan: Writer, calls: list[Entry], answer_of: dict[Any, Entry], m
             plan.after.setdefault((call.message, call.slot), []).append(answer)
 
 
-def _caller(block: Any) -> Any:
+def caller_code(block: Any) -> Any:
     """The server call a client call names as its ``caller`` (None for Claude's own)."""
     caller = block.get("caller") if isinstance(block, Mapping) else None
     code = caller.get("tool_id") if isinstance(caller, Mapping) else None
-    return code if _key(code) else None
+    return code if is_key(code) else None

@@ -46,6 +46,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fsm.history.changes import Change
+from fsm.history.code_waits import caller_code, is_key
 from fsm.history.findings import Finding, Kind
 from fsm.history.formats import RESPONSES_OUTPUT_OF, RESPONSES_OUTPUTS
 from fsm.history.server_blocks import SERVER_CALLS, is_server_result
@@ -137,15 +138,14 @@ def _code_callers(messages: Sequence[Any]) -> list[tuple[int, int, str, Any, Kin
             kind = block.get("type") if isinstance(block, Mapping) else None
             if type(kind) is not str:  # (a type of no str may be unhashable)
                 continue
-            if kind in SERVER_CALLS and _key(block.get("id")):
+            if kind in SERVER_CALLS and is_key(block.get("id")):
                 made.add(block["id"])
                 done.discard(block["id"])  # an id reused by a later call names that call's code (policy reused)
-            elif is_server_result(kind) and message.get("role") == "assistant" and _key(block.get("tool_use_id")):
+            elif is_server_result(kind) and message.get("role") == "assistant" and is_key(block.get("tool_use_id")):
                 done.add(block["tool_use_id"])
             elif kind == "tool_use":
-                caller = block.get("caller")
-                code = caller.get("tool_id") if isinstance(caller, Mapping) else None
-                if not _key(code):
+                code = caller_code(block)
+                if code is None:
                     continue
                 name = block.get("name")
                 named = (at, slot, str(block.get("id")), name if isinstance(name, str) else None)
@@ -154,10 +154,6 @@ def _code_callers(messages: Sequence[Any]) -> list[tuple[int, int, str, Any, Kin
                 elif code in done:
                     found.append((*named, Kind.CALL_AFTER_CODE_RESULT))
     return found
-
-
-def _key(value: Any) -> bool:
-    return isinstance(value, (str, int))
 
 
 def code_callers(messages: Sequence[Any]) -> list[Finding]:
