@@ -47,6 +47,8 @@ def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[
     while first > start and _in_run(plan, first - 1, called):  # (no walk past its own turn)
         first -= 1
     held = {call.key for call in segment.calls if call.message >= first}  # an id answered in an earlier run is free
+    if ends < end:  # a server call that waited past client results is paired after the later runs it waited
+        return set(), last  # across: the latest run is still the one a later run may join (task 122)
     return (before & keys if joined else set()), (ends, (before if joined else set()) | held)
 
 
