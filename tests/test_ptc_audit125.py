@@ -22,10 +22,16 @@ import pytest
 
 from fsm import history
 from fsm.history import REJECTED, RepairPolicy
-from tests.test_hostile_audit80 import TEXT, a, ran, res, srv, u, use
+from tests.test_hostile_audit80 import ASK, TEXT, a, ran, res, srv, u, use
 from tests.test_ptc_fuzz122 import web
 
 POLICIES = (RepairPolicy(), RepairPolicy(dangling="drop-call"))
+
+
+def _callers(conversation: list[dict[str, Any]]) -> dict[str, str]:
+    """Each client call's id, with the code it names."""
+    blocks = [b for m in conversation if isinstance(m["content"], list) for b in m["content"]]
+    return {b["id"]: b["caller"]["tool_id"] for b in blocks if b.get("caller")}
 
 
 def _left(conversation: list[dict[str, Any]], policy: RepairPolicy) -> list[tuple[str, int, str]]:
@@ -53,3 +59,40 @@ def test_a_message_whose_code_waited_joins_the_run_before_it() -> None:
     conversation = [a(*web("w9")), u(res("zz")), a(*web("w9"), srv(), use("t2")), u(res("t2"))]
     conversation += [a(*web("w5"), use("t3", None)), u(res("t3")), a(TEXT)]
     assert _left(conversation, RepairPolicy()) == []
+
+
+# -- task 122's left D: the calls a renamed code made name its new id --------------------------------
+
+RENAMED_CODE = {
+    "second-in-the-run": [a(srv(), ran()), a(srv(), use("t1")), u(res("t1")), a(ran())],
+    "second-in-the-message": [a(srv(), ran(), srv(), use("t1")), u(res("t1")), a(ran())],
+    "joined-by-a-removed-message": [
+        *[ASK, a(*web("s1"), use("t0", None)), u(res("zz"))],
+        *[a(srv(), use("t1")), u(res("t1")), a(srv("w2", "web_search"), use("t2")), u(res("t2")), a(ran())],
+    ],
+}
+
+
+@pytest.mark.parametrize("name", RENAMED_CODE)
+@pytest.mark.parametrize("policy", POLICIES, ids=lambda p: p.dangling)
+def test_the_calls_a_renamed_code_made_name_its_new_id(name: str, policy: RepairPolicy) -> None:
+    """Before: the code's call became s1_d2, its calls kept naming s1 (``call-after-code-result``
+    after repair, ``kept-call-after-code-result``: the API would tie them to the finished code)."""
+    conversation = RENAMED_CODE[name]
+    if name == "joined-by-a-removed-message" and policy.dangling != "drop-call":
+        return  # t0's placeholder keeps the orphan's message: the runs stay apart
+    fixed, changes = history.repair(conversation, policy, format="anthropic")
+    assert _left(conversation, policy) == []
+    callers = _callers(fixed)
+    assert set(callers.values()) == {"s1_d2"}, callers
+    assert {(c.kind, c.id) for c in changes} >= {("renamed-call", "s1"), ("renamed-caller", "t1")}
+    assert history.repair(fixed, policy, format="anthropic") == (fixed, [])
+
+
+def test_a_call_after_a_renamed_codes_result_still_names_the_old_id() -> None:
+    """A call naming s1 after the renamed code's result is none it made: kept, as before."""
+    conversation = [a(srv(), ran()), a(srv(), use("t1")), u(res("t1")), a(ran(), use("t9")), u(res("t9"))]
+    fixed, changes = history.repair(conversation, RepairPolicy(), format="anthropic")
+    callers = _callers(fixed)
+    assert callers == {"t1": "s1_d2", "t9": "s1"}
+    assert ("kept-call-after-code-result", "t9") in {(c.kind, c.id) for c in changes}

@@ -20,10 +20,10 @@ B. ``repair`` under ``drop-call`` joins two assistant runs making a server call 
    paired after the runs it waited across, and the later run's ids were forgotten: the join went
    unrenamed (``duplicate-call`` after repair, the fuzzer's seed 7364).
 
-Left (strict xfails below): results sent in the model's role that repair moves after a run of
-Claude's messages join server runs it had not seen as joined (``duplicate-call`` after repair); and a
-code's server call renamed by such a join leaves the calls it made naming the old id, which repair
-then keeps as ``call-after-code-result``.
+Left (strict xfail below): results sent in the model's role that repair moves after a run of
+Claude's messages join server runs it had not seen as joined (``duplicate-call`` after repair). A
+code's server call renamed by such a join left the calls it made naming the old id, which repair
+then kept as ``call-after-code-result``: fixed by audit 125.
 """
 
 from __future__ import annotations
@@ -125,8 +125,8 @@ def test_results_moved_after_the_run_join_its_server_calls_renamed() -> None:
     assert _left(conversation, RepairPolicy()) == []
 
 
-@pytest.mark.xfail(strict=True, reason="left: a code renamed for a join keeps its calls naming the old id")
 def test_a_code_renamed_for_a_join_keeps_its_calls() -> None:
+    """Fixed in audit 125 (tests/test_ptc_audit125.py): t2 names w1's new id, ``renamed-caller``."""
     conversation = [ASK, a(*web("w1"), use("t1", None)), u(res("zz")), a(srv("w1"), use("t2", "w1")), u(res("t2"))]
     conversation.append(a(ran("w1")))
     assert _left(conversation, RepairPolicy(dangling="drop-call")) == []
