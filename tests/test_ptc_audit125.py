@@ -16,6 +16,8 @@ joins it to: the later call keeps its id (main alike).
 
 from __future__ import annotations
 
+import copy
+import random
 from typing import Any
 
 import pytest
@@ -23,7 +25,7 @@ import pytest
 from fsm import history
 from fsm.history import REJECTED, RepairPolicy
 from tests.test_hostile_audit80 import ASK, TEXT, a, ran, res, srv, u, use
-from tests.test_ptc_fuzz122 import web
+from tests.test_ptc_fuzz122 import broken, properties, valid, web
 
 POLICIES = (RepairPolicy(), RepairPolicy(dangling="drop-call"))
 
@@ -96,3 +98,15 @@ def test_a_call_after_a_renamed_codes_result_still_names_the_old_id() -> None:
     callers = _callers(fixed)
     assert callers == {"t1": "s1_d2", "t9": "s1"}
     assert ("kept-call-after-code-result", "t9") in {(c.kind, c.id) for c in changes}
+
+
+# -- task 122's A, narrowed: a result frees the id only once no call of it is left waiting ------------
+
+
+def test_a_client_call_under_an_id_one_of_two_waiting_calls_still_holds_ends_that_wait() -> None:
+    """Task 122's fuzzer, seed 2309 (broken): two server calls under s2 wait past client results; the
+    next run answers one, then makes a client call s2. The id is not free (the other call waits): that
+    call is over, as on main. Before: read as a reuse, repair kept a code check then found dangling."""
+    rng = random.Random(2309)
+    conversation = valid(rng)
+    properties(broken(rng, copy.deepcopy(conversation)), False)
