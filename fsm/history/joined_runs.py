@@ -47,6 +47,11 @@ def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[
     while first > start and _in_run(plan, first - 1, called):  # (no walk past its own turn)
         first -= 1
     held = {call.key for call in segment.calls if call.message >= first}  # an id answered in an earlier run is free
+    if ends < end:  # paired after a later segment: a server call that waited past client results is paired after
+        # the later runs it waited across (task 122), and the run its result ends is paired before the segments
+        # it ends (task 125): the latest run stays the one a later run may join, and takes these ids when one
+        same = all(_in_run(plan, at, called) for at in range(ends + 1, end + 1))  # run of Claude's holds both
+        return set(), ((end, before | held) if same else last)
     return (before & keys if joined else set()), (ends, (before if joined else set()) | held)
 
 

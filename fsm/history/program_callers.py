@@ -47,8 +47,10 @@ from typing import Any
 
 from fsm.history.changes import Change
 from fsm.history.code_waits import caller_code, is_key
+from fsm.history.entries import Entry
 from fsm.history.findings import Finding, Kind
-from fsm.history.formats import RESPONSES_OUTPUT_OF, RESPONSES_OUTPUTS
+from fsm.history.formats import RESPONSES_OUTPUT_OF, RESPONSES_OUTPUTS, items, shown
+from fsm.history.rewrite import Writer
 from fsm.history.server_blocks import SERVER_CALLS, is_server_result
 
 WHY = "it names as its caller a program no program item before it has as its call_id: the API cannot tie it to the code"
@@ -190,3 +192,25 @@ def kept_code_callers(
 
 def _listed(content: Any) -> list[Any]:
     return content if isinstance(content, list) else []
+
+
+def follow_renamed_code(plan: Writer, call: Entry, answer: Entry | None, wire_id: str) -> None:
+    """Anthropic: the client calls a code's server call made (``caller``) after it, up to its result, name it
+    by its new id when repair renames it (a second call under its id in one turn): left naming the old id they
+    name the call it took that from, or the finished code (``call-after-code-result``, audit 125)."""
+    made = items(plan.messages[call.message], plan.fmt, call.message)[call.slot] if plan.fmt == "anthropic" else None
+    if not isinstance(made, Mapping) or made.get("type") not in SERVER_CALLS:
+        return
+    end = (answer.message, answer.slot) if answer is not None else (len(plan.messages), 0)
+    for at in range(call.message, min(end[0], len(plan.messages) - 1) + 1):
+        for slot, block in enumerate(items(plan.messages[at], plan.fmt, at)):
+            if not isinstance(block, Mapping) or not (call.message, call.slot) < (at, slot) < end:
+                continue
+            if block.get("type") in SERVER_CALLS and block.get("id") == call.key:
+                return  # the calls after another server call under its old id are that one's
+            if block.get("type") == "tool_use" and caller_code(block) == call.key:
+                plan.recall[(at, slot)] = wire_id
+                plan.touched.add(at)
+                why = f"the code that made it, {shown(call.key)!r} renamed, is now {wire_id!r}"
+                key = block.get("id")
+                plan.changes.append(Change("renamed-caller", at + 1, key if isinstance(key, str) else None, why))

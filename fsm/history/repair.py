@@ -72,7 +72,7 @@ from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, shown
 from fsm.history.item_ids import renumbered, settle_items
 from fsm.history.joined_runs import ServerRun, joined_server_ids, kept_apart, left_empty
 from fsm.history.placeholders import placeholder, signed, usable_id
-from fsm.history.program_callers import kept_callers, kept_code_callers
+from fsm.history.program_callers import follow_renamed_code, kept_callers, kept_code_callers
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.turns import segments
 
@@ -347,12 +347,12 @@ class _Plan(Writer):
         return mapped
 
     def _rename(self, call: Entry, answer: Entry | None, wire_id: Key) -> None:
-        """Give ``call`` and the result that answered it (if any) the id ``wire_id``."""
+        """Give ``call``, the result that answered it (if any) and its code's calls (as caller) the id ``wire_id``."""
         assert isinstance(wire_id, str)  # only a wire id is renamed or mapped
         self.ids.take(wire_id)
-        self._edit(call, self.rename, wire_id)
-        if answer is not None:
-            self._edit(answer, self.rename, wire_id)
+        for entry in (call, answer) if answer is not None else (call,):
+            self._edit(entry, self.rename, wire_id)
+        follow_renamed_code(self, call, answer, wire_id)
 
     def _edit(self, entry: Entry, into: Any, value: str | None = None) -> None:
         """Drop, rename or move ``entry`` with the Gemini responses going on with it (:mod:`fsm.history.chains`)."""

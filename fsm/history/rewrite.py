@@ -84,12 +84,14 @@ class Writer:
     paused: list[tuple[Entry, bool]]
     """Server calls left for the server to run (a paused turn), each True once drop-call left it so."""
     origins: list[list[tuple[int, int]]]
+    recall: dict[tuple[int, int], str]
+    """Client calls naming a renamed code's server call their ``caller``: its new id (audit 125)."""
     policy: RepairPolicy
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
         self.fmt, self.messages, self.chains = fmt, messages, chains(messages, fmt)
         self.drop, self.rename, self.touched, self.retool, self.split = set(), {}, set(), set(), set()
-        self.emptied = set()
+        self.emptied, self.recall = set(), {}
         self.add_into, self.move_into, self.front_into, self.add_after = {}, {}, {}, {}
         self.joined = None  # the message repair made by joining, latest
         # The role the last message written is read in (a Gemini content without one: roleless-as-user),
@@ -328,8 +330,7 @@ class Writer:
             new += added
         for slot, item in enumerate(old):
             if (at, slot) not in self.drop:
-                renamed = self.rename.get((at, slot))
-                new.append(item if renamed is None else renamed_block(self.fmt, item, renamed))
+                new.append(self._written(at, slot, item))
             new += self.moved(self.after.get((at, slot), ()))
             if slot == anchor:
                 new += added
@@ -356,9 +357,14 @@ class Writer:
         out = []
         for each in chained(self.chains, entries):
             item = self.messages[each.message][FIELD[self.fmt]][each.slot]  # read as a list already: not checked again
-            renamed = self.rename.get((each.message, each.slot))
-            out.append(item if renamed is None else renamed_block(self.fmt, item, renamed))
+            out.append(self._written(each.message, each.slot, item))
         return out
+
+    def _written(self, at: int, slot: int, item: Any) -> Any:
+        """An item as written: renamed, and naming its code's new id (a client call whose code was renamed)."""
+        renamed, code = self.rename.get((at, slot)), self.recall.get((at, slot))
+        item = item if renamed is None else renamed_block(self.fmt, item, renamed)
+        return item if code is None else {**item, "caller": {**item["caller"], "tool_id": code}}
 
     def _emptied(self, at: int) -> None:
         self.emptied.add(at)

@@ -237,7 +237,16 @@ class Waiting:
             yield from self.over()
             return
         # a waiting call whose id the unit calls again, leaving that call waiting too, is over before it
-        taken = {call.key for call in calls} | {key for chunk in served for key in _waiting(chunk)}
+        # (not one whose result the unit gives before that call: answered, its id is free again, task 122;
+        # but only once every call of the id held waiting is: one still waiting is over, audit 125)
+        first: dict[Key, tuple[int, int]] = {}
+        for call in calls:
+            first.setdefault(call.key, (call.message, call.slot))
+        early = _count(
+            [r for chunk in served for r in chunk.results if (r.message, r.slot) < first.get(r.key, (-1, -1))]
+        )
+        freed = {key for key, n in early.items() if n >= sum(held.waits[key] for held in self._waiting_under(key))}
+        taken = ({call.key for call in calls} - freed) | {key for chunk in served for key in _waiting(chunk)}
         clash = {held.order for key in taken for held in self._waiting_under(key)}
         yield from (self.held.pop(order).segment() for order in sorted(clash))
         took = self._answer(served)
