@@ -120,3 +120,44 @@ def test_any_source_provider_gives_a_message_or_a_typed_error(source: Any) -> No
             if type(source) is str and source in ("gemini", "anthropic") and format in (*CLAUDE_TARGETS, "gemini"):
                 # the source tells the maker, whatever the wire: Gemini's go to gemini alone
                 assert ("'SIG'" in sent) == ((format == "gemini") == (source == "gemini")), (source, format)
+
+
+# -- Policy langchain-joined-signature: a message summed from ChatGoogleGenerativeAI's chunks ----------------------
+
+
+@pytest.mark.parametrize("output_version", [None, "v1"])
+@pytest.mark.parametrize("kind", ["thought", "text"])
+def test_a_summed_run_s_joined_signatures_are_said_and_none_goes_back(kind: str, output_version: str | None) -> None:
+    """LangChain's sum joins a run's blocks under its one index, signatures as text: ``s1`` + ``s2``, which
+    Gemini reads as neither. Before: the joined string went back as one signature, and nothing was said."""
+    import functools
+    import operator
+
+    from tests.test_gemini_parts import said, sig, thought
+    from tests.test_langchain_places import chat_google, gemini
+
+    pytest.importorskip("langchain_google_genai")
+    part = thought if kind == "thought" else said
+    body = gemini([part("A.", sig("s1"))], [part("B.", sig("s2"))])
+    chunks = list(chat_google(body, output_version).stream("go"))
+    one = fsm.reassemble(chunks)
+    signed = [(b.text, b.signature) for b in one.reasoning] + [(p.text, p.signature) for p in one.text_parts]
+    assert signed == [("A.", sig("s1")), ("B.", sig("s2"))] and one.codes() == []  # the chunks keep each
+    whole = fsm.reassemble([functools.reduce(operator.add, chunks)])
+    joined = sig("s1") + sig("s2")
+    signatures = [b.signature for b in whole.reasoning] + [p.signature for p in whole.text_parts]
+    assert signatures == [None] and whole.text_signature is None
+    assert whole.codes() == ["part-not-reassembled"]
+    assert "2 signatures joined" in whole.diagnostics[0].message
+    assert joined not in repr(messages.assistant_message(whole, "gemini"))
+    assert "A.B." in repr(messages.assistant_message(whole, "gemini"))  # the text goes back, unsigned
+
+
+def test_a_signature_of_one_run_or_no_base64_goes_on_as_it_came() -> None:
+    from fsm.wire.langchain_gemini_code import unjoined
+
+    notes: list[tuple[str, str]] = []
+    for signature in (None, "", "QUJD", "QUI=", "QQ==", "not=base64!=x", "a=b=c ="):
+        assert unjoined(signature, "thinking", notes) == signature
+    assert notes == []
+    assert unjoined("QQ==QUJD", "text", notes) is None and len(notes) == 1

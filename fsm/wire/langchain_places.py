@@ -59,7 +59,7 @@ from fsm.events import (
 from fsm.wire import langchain_claude_v1 as claude_v1
 from fsm.wire.decoders._fields import written
 from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS, Held, dumps, server_result_block
-from fsm.wire.langchain_gemini_code import GeminiSeen, block_signature, call_events, code_item, code_result
+from fsm.wire.langchain_gemini_code import GeminiSeen, block_signature, call_events, code_item, code_result, unjoined
 from fsm.wire.langchain_gemini_tools import tool_events, tool_part
 
 PLACED = {"anthropic": "anthropic", "google_genai": "gemini"}
@@ -255,6 +255,7 @@ def _gemini(block: Any, kind: Any, stream: LangChainStream) -> TextDelta | Reaso
     elif kind == "text" or kind == "thinking" or (kind == "reasoning" and "reasoning" in block):
         said = block.get({"text": "text", "thinking": "thinking"}.get(kind, "reasoning"))
         said, signature, thought = said if isinstance(said, str) else "", block_signature(block), kind != "text"
+        signature = unjoined(signature, kind, stream.notes)  # policy langchain-joined-signature
     else:  # a reasoning block with no text: a part between the runs
         stream.run_thought = None
         return None
