@@ -498,8 +498,10 @@ class Reassembler:
             ledger.diagnose("finish-without-calls", "the finish reason says tool calls, but none arrived")
         word, said = finish_words(end)  # the first finish: it stands
         self._gated = True
+        wire = self._decoder.name if self._decoder else self.provider
+        source = self._langchain  # the maker, where LangChain chunks told one other than the wire (source_provider)
         self._closed = build_result(  # by position (provider, finish_reason, calls, diagnostics, server calls, ...)
-            self._decoder.name if self._decoder else self.provider,
+            wire,
             finish if finish is None or len(finish) <= WORD_CHARS else shortened(finish, WORD_CHARS),  # as the raw word
             calls,
             tuple(ledger.diagnostics),
@@ -519,6 +521,7 @@ class Reassembler:
             compactions,
             declined,
             content.provider_fields,
+            source if source != wire else None,
         )
         vouch(self._closed)  # made of decoded and checked events only: fsm.messages need not read it again
         if ledger.deferred is not None and not failed_before:

@@ -99,8 +99,9 @@ class DeltaEmitter:
     re-emits the same bytes (the engine reads no clock). ``choice`` numbers the chunks' one choice: a
     gateway re-emitting a stream of several choices runs a reassembler and an emitter per choice
     (``Reassembler(choice=k)``, ``DeltaEmitter(choice=k)``) and sends their chunks side by side.
-    ``source`` names the provider the outputs were read from (``Result.provider``): the reasoning's
-    blocks name its ``format`` (policy reasoning-format-by-source, :mod:`fsm.reemit_reasoning`).
+    ``source`` names the provider the outputs were read from (``Reassembler.source_provider``; from a
+    result, ``Result.source_provider or Result.provider``, the maker where LangChain chunks told one):
+    the reasoning's blocks name its ``format`` (policy reasoning-format-by-source, :mod:`fsm.reemit_reasoning`).
 
     Misuse is refused, never sent: outputs that open a call already opened (another stream's, or the
     same list twice) are :class:`~fsm.errors.InvalidInput` and nothing of them goes out; so is a

@@ -54,8 +54,7 @@ class ToolCall:
     class, but a dict is a dict): edit a copy, as :mod:`fsm.messages` sends one (text formats send
     ``arguments_json``, which an edit of this would not change)."""
     arguments_json: str | None
-    """The raw argument text as assembled (``{}`` when policy empty_arguments supplied it); None
-    for a freeform call."""
+    """The raw argument text as assembled (``{}`` when policy empty_arguments supplied it); None for a freeform call."""
     status: CallStatus
     """complete (``arguments`` holds the parsed object), invalid or truncated (raw text only)."""
     thought_signature: str | None = None
@@ -66,26 +65,23 @@ class ToolCall:
     input: str | None = None
     """A freeform call's input text, as assembled (raw when truncated); None for other calls."""
     item: dict[str, Any] | None = None
-    """A built-in client item (``apply_patch_call``, ``shell_call``, ``local_shell_call``,
-    ``computer_call``) as the provider last sent it, every field kept (``id``, ``status``,
-    ``pending_safety_checks``, ...): what :mod:`fsm.messages` sends back. For a Responses function or
-    custom call, the item's ``type`` and ``id`` (``fc_...``: it pairs the call with the reasoning item
-    before it), and the ``namespace`` (telling the tool from another group's of its name), ``caller``
-    and ``async`` it gave. For a Claude client call, ``type`` ``tool_use`` and the ``caller`` and
-    ``toolset_name`` its block gave (None: neither). For a Claude server call, its block but its
+    """A built-in client item (``apply_patch_call``, ``shell_call``, ``local_shell_call``, ``computer_call``) as the
+    provider last sent it, every field kept (``id``, ``status``, ``pending_safety_checks``, ...): what
+    :mod:`fsm.messages` sends back. For a Responses function or custom call, the item's ``type`` and ``id``
+    (``fc_...``: it pairs the call with the reasoning item before it), and the ``namespace`` (telling the tool from
+    another group's of its name), ``caller`` and ``async`` it gave. For a Claude client call, ``type`` ``tool_use`` and
+    the ``caller`` and ``toolset_name`` its block gave (None: neither). For a Claude server call, its block but its
     input, which goes back with the parsed input. None for other calls."""
     output_index: int | None = None
-    """Where the call sat in the turn's output, shared with the reasoning and the text: a Responses
-    ``output_index``, or a Claude content block index (Anthropic's wire, Bedrock InvokeModel's):
-    :mod:`fsm.messages` sends them back in that order. A Claude tool block that came without its
-    index (a proxy's) has the index a later event of it named, else one past the blocks before it.
-    None where the wire has no such position (its index is a label there, or there is none)."""
+    """Where the call sat in the turn's output, shared with the reasoning and the text: a Responses ``output_index``,
+    or a Claude content block index (Anthropic's wire, Bedrock InvokeModel's): :mod:`fsm.messages` sends them back in
+    that order. A Claude tool block that came without its index (a proxy's) has the index a later event of it named,
+    else one past the blocks before it. None where the wire has no such position (its index is a label, or none)."""
     reply_id: str | None = None
-    """The id the next request answers the call by, where it is not :attr:`id`: the wire id of a
-    call that opened before its id arrived (diagnostic ``late-id``), renamed like any repeated id
-    if another call holds it. :attr:`id` stays the id handed out when the call opened, which
-    deltas already carried; :mod:`fsm.messages` sends ``reply_id`` in the call and its result, so
-    the provider gets back the id it issued. None for every other call."""
+    """The id the next request answers the call by, where it is not :attr:`id`: the wire id of a call that opened
+    before its id arrived (diagnostic ``late-id``), renamed like any repeated id if another call holds it. :attr:`id`
+    stays the id handed out when the call opened, which deltas already carried; :mod:`fsm.messages` sends
+    ``reply_id`` in the call and its result, so the provider gets back the id it issued. None for every other call."""
 
 
 @attrs.frozen(slots=True)
@@ -283,6 +279,10 @@ class Result:
     record of the turn's output items, with a checksum of the message) and ``phase``, each as it last
     came (policy litellm-fields-said). The ``"openai-chat"`` next turn sends them back in the
     message's ``provider_specific_fields``, where LiteLLM reads them."""
+    source_provider: str | None = None
+    """The provider whose model made the turn, where it is not :attr:`provider` (the wire's): a turn read through
+    LangChain (chunks read as ``openai-chat``) names the one its integration reads (``Reassembler.source_provider``,
+    policy langchain-source-provider). :mod:`fsm.messages` sends its signatures by it (policy signature-by-origin)."""
 
     @property
     def complete_calls(self) -> tuple[ToolCall, ...]:
@@ -397,4 +397,4 @@ build_call_opened = positional(CallOpened)
 build_arguments_delta = positional(ArgumentsDelta)
 build_call_finished = positional(CallFinished)
 build_diagnostic = positional(Diagnostic)
-build_result = positional(Result)  # once per stream, but its twenty fields are most of what close() costs
+build_result = positional(Result)  # once per stream, but its 21 fields are most of what close() costs

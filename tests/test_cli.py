@@ -51,6 +51,7 @@ def test_calls_output_has_the_documented_shape(tmp_path: Path) -> None:
         "compactions",
         "declined_calls",
         "provider_fields",
+        "source_provider",
     ]
     assert (data["raw_finish_reason"], data["finish_message"], data["refusal"]) == ("tool_calls", None, None)
     assert list(data["calls"][0]) == [

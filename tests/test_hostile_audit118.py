@@ -5,8 +5,8 @@ Gemini's, on calls), so the same-provider round trip is held here on wire stream
 carries one: every signature a stream gave goes back in its own provider's format, and to every
 format that reads its maker's. The hostile part: a result's ``provider`` and a block's ``format`` of
 any type or word give a typed answer only. The gap found (a turn read through LangChain names
-``openai-chat`` as its provider, so its signatures go everywhere, as a chat result's do) is held by
-a strict xfail until the result tells the turn's maker."""
+``openai-chat`` as its provider, so its signatures went everywhere, as a chat result's do) was held
+by strict xfails until helper 119 gave the result its maker (``Result.source_provider``)."""
 
 from __future__ import annotations
 
@@ -151,12 +151,6 @@ def _langchain_gemini() -> tuple[Result, Result]:
     return fsm.reassemble(list(chat_google(body, None).stream("go"))), fsm.reassemble(body, "gemini")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="audit 118: a turn read through LangChain has provider openai-chat (the chunks' wire), so "
-    "signature_for finds no maker and Gemini's signature goes to Claude; Reassembler.source_provider "
-    "knows gemini, the Result does not",
-)
 @pytest.mark.parametrize("format", ["anthropic", "bedrock", "openai-chat"])
 def test_a_gemini_turn_read_through_langchain_sends_claude_no_gemini_signature(format: str) -> None:
     pytest.importorskip("langchain_google_genai")
@@ -178,7 +172,7 @@ def _langchain_claude(output_version: str | None) -> tuple[Result, Result]:
 def test_a_claude_turn_read_through_langchain_keeps_its_signatures_for_every_claude_target(
     output_version: str | None,
 ) -> None:
-    """The turn's provider is openai-chat (the chunks' wire), which names no maker: Claude's signatures
+    """The turn's provider is openai-chat (the chunks' wire), its source_provider anthropic: Claude's signatures
     are not foreign to Claude, and the next turn to Claude holds each, as the bytes' turn does."""
     through_langchain, from_bytes = _langchain_claude(output_version)
     signs = [b.signature for b in from_bytes.reasoning if b.signature]
@@ -188,7 +182,6 @@ def test_a_claude_turn_read_through_langchain_keeps_its_signatures_for_every_cla
         assert all(repr(s) in sent for s in signs), (format, sent)
 
 
-@pytest.mark.xfail(strict=True, reason="audit 118: as the Gemini turn above, the other way (provider openai-chat)")
 @pytest.mark.parametrize("output_version", [None, "v1"])
 def test_a_claude_turn_read_through_langchain_sends_gemini_no_claude_signature(output_version: str | None) -> None:
     through_langchain, from_bytes = _langchain_claude(output_version)

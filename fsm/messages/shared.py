@@ -240,13 +240,19 @@ def signature_for(block: Reasoning, result: Result, format: str) -> str | None:
     A signature is its maker's proof that it wrote the block, and each maker checks its own alone:
     Gemini 3 refuses a ``thoughtSignature`` it cannot read (400), Claude a thinking block whose
     signature is not Claude's. The maker is the one the block's OpenRouter ``format`` names, else
-    the one ``result.provider``'s wire carries (:data:`_MAKER_BY_PROVIDER`); a signature whose maker
-    neither tells (a chat result's own blocks, an entry of another format) goes wherever it did.
+    the one ``result.source_provider`` names where the result has one (a turn read through LangChain,
+    whose wire is ``openai-chat``'s), else the one ``result.provider``'s wire carries
+    (:data:`_MAKER_BY_PROVIDER`, for both); a signature whose maker none tells (a chat result's own
+    blocks, an entry of another format, a source of no known maker) goes wherever it did.
     What the format does with a block left without its signature is the format's: its text as an
     unsigned thought part for Gemini, and the block left out of Claude's formats, which refuse a
     thinking block without a signature (as one cut before its signature is)."""
     signature = block.signature
     if signature is None:
         return None
-    maker = _MAKER_BY_FORMAT.get(block.format) if block.format is not None else _MAKER_BY_PROVIDER.get(result.provider)
+    if block.format is not None:
+        maker = _MAKER_BY_FORMAT.get(block.format)
+    else:  # the turn's maker where the wire is not its own (LangChain's chunks, read as openai-chat's), else the wire's
+        made = result.source_provider
+        maker = _MAKER_BY_PROVIDER.get(made if made is not None else result.provider)
     return signature if maker is None or format in _READERS[maker] else None

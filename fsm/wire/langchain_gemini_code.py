@@ -112,6 +112,26 @@ def block_signature(block: Mapping[str, Any]) -> str | None:
     return None
 
 
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]+=*")
+"""A run of base64 (standard or url-safe, as google-genai writes it) and its padding: one signature's text."""
+
+
+def unjoined(signature: str | None, kind: Any, notes: list[tuple[str, str]]) -> str | None:
+    """Policy langchain-joined-signature: ``signature``, or None where it is several joined, as a message summed from
+    ChatGoogleGenerativeAI's chunks joins them (LangChain's sum joins the blocks of a run under its one index, each
+    block's signature as its text): no signature Gemini reads, said into ``notes``, so the text goes back unsigned.
+    Padding (``=``) with more base64 after it ends one; a signature of no padding (bytes a multiple of three) joins
+    the next one without a trace, and goes on as it came."""
+    if signature is None or "=" not in signature.rstrip("="):  # one signature's padding ends it: the commonest
+        return signature
+    runs = _BASE64.findall(signature)
+    if len(runs) < 2 or "".join(runs) != signature:
+        return signature
+    said = f"a {kind!r} block's signature is {len(runs)} signatures joined, as a message summed from the chunks joins"
+    notes.append(("part-not-reassembled", f"{said} a run's: left out, its text goes unsigned (feed the chunks)"))
+    return None
+
+
 def whole_arguments(text: Any) -> Any:
     """A call entry's ``args`` (LangChain's ``json.dumps`` of the call's ``args``) as the object it
     writes, which the OpenAI chat decoder reads as a snapshot; anything else as it is. Text that

@@ -59,7 +59,7 @@ from fsm.events import (
 from fsm.wire import langchain_claude_v1 as claude_v1
 from fsm.wire.decoders._fields import written
 from fsm.wire.decoders._wire import CLAUDE_SERVER_CALLS, Held, dumps, server_result_block
-from fsm.wire.langchain_gemini_code import GeminiSeen, block_signature, call_events, code_item, code_result
+from fsm.wire.langchain_gemini_code import GeminiSeen, block_signature, call_events, code_item, code_result, unjoined
 from fsm.wire.langchain_gemini_tools import tool_events, tool_part
 
 PLACED = {"anthropic": "anthropic", "google_genai": "gemini"}
@@ -251,18 +251,21 @@ def _gemini(block: Any, kind: Any, stream: LangChainStream) -> TextDelta | Reaso
     """One block as the Gemini decoder reads a part: its run (a new one where the last part was of another kind, was
     signed, or something else came between), None for a part that says nothing."""
     if isinstance(block, str):
-        said, signature, thought = block, None, False
+        said, signed, thought = block, None, False
     elif kind == "text" or kind == "thinking" or (kind == "reasoning" and "reasoning" in block):
         said = block.get({"text": "text", "thinking": "thinking"}.get(kind, "reasoning"))
-        said, signature, thought = said if isinstance(said, str) else "", block_signature(block), kind != "text"
+        said, signed, thought = said if isinstance(said, str) else "", block_signature(block), kind != "text"
     else:  # a reasoning block with no text: a part between the runs
         stream.run_thought = None
         return None
+    signature = unjoined(signed, kind, stream.notes)  # policy langchain-joined-signature
     if not said and signature is None:
+        if signed is not None:  # joined signatures left out end their run still: what comes next is not signed by them
+            stream.run_thought = None
         return None
     if stream.run_thought is not thought:
         stream.run += 1
-    stream.run_thought = None if signature is not None else thought
+    stream.run_thought = None if signed is not None else thought  # a signature ends its run, left out or not
     if thought:
         return ReasoningDelta(stream.run, said, signature=signature)
     return TextDelta(said, signature, part=stream.run)
