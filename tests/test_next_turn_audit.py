@@ -22,6 +22,7 @@ from fsm.errors import InvalidInput, LocalProtocolError, ToolcallFSMError
 from fsm.events import TextDelta
 from fsm.fieldcheck import fault
 from fsm.history import check
+from fsm.messages.gemini_code import DUMMY_SIGNATURE
 from fsm.results import CallStatus, Reasoning, Result, TextPart, ToolCall
 from fsm.serialize import converter, result_to_json
 from tests.conftest import captures
@@ -83,7 +84,7 @@ def test_gemini_sends_both_calls_that_share_an_index() -> None:
     for made in (twins, read_back(twins)):
         parts = messages.assistant_message(made, "gemini")["parts"]
         assert parts == [
-            {"functionCall": {"name": "f", "args": {"n": 0}, "id": "c0"}},
+            {"functionCall": {"name": "f", "args": {"n": 0}, "id": "c0"}, "thoughtSignature": DUMMY_SIGNATURE},
             {"text": "t", "thought": True},
             {"functionCall": {"name": "f", "args": {"n": 9}, "id": "x"}},
         ]
@@ -107,7 +108,7 @@ def test_gemini_text_that_came_in_no_part_goes_back_whole() -> None:
     assert parts == [{"text": "Hello world!", "thoughtSignature": "S1"}, {"functionCall": {"name": "f", "args": {}}}]
     by_hand = result(calls=(call(0),), text="hello world", text_parts=(TextPart("hello", place=1),))
     assert messages.assistant_message(by_hand, "gemini")["parts"] == [
-        {"functionCall": {"name": "f", "args": {"n": 0}, "id": "c0"}},
+        {"functionCall": {"name": "f", "args": {"n": 0}, "id": "c0"}, "thoughtSignature": DUMMY_SIGNATURE},
         {"text": "hello world"},
     ]
 
