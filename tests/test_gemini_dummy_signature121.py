@@ -6,8 +6,8 @@ request is refused (400). A Claude or OpenAI turn's calls go to Gemini with no s
 signature-by-origin), and calls built by hand or made by older Gemini models have none. For those,
 Google documents a dummy value that skips the check (the Gemini API's thought-signatures FAQ:
 ``context_engineering_is_the_way_to_go`` or ``skip_thought_signature_validator``; Vertex AI's docs:
-the latter). fsm puts ``skip_thought_signature_validator`` on the first call of a content that
-carries no signature at all, never on a step Gemini signed, and never in another format."""
+the latter). fsm puts ``skip_thought_signature_validator`` on the first call of a content when that
+call carries no signature, never in place of a real one, and never in another format."""
 
 from __future__ import annotations
 
@@ -72,11 +72,12 @@ def test_a_real_gemini_signature_is_kept_and_no_dummy_joins_it() -> None:
     signed = Result(finish_reason="stop", calls=(_call(1, "R2VtaW5p"), _call(2)), diagnostics=(), provider="gemini")
     parts = messages.assistant_message(signed, "gemini")["parts"]
     assert [p.get("thoughtSignature") for p in parts] == ["R2VtaW5p", None]
-    # signed on a part before its first call (a thought, or a built-in tool's call): the step goes as it came
+    # signed on a part before its first call (a thought): that signature stays on its part, and the
+    # call, which Gemini 3 checks, takes the dummy (tests/test_gemini_dummy_first_call127.py)
     thought = Reasoning(text="t", signature="VGhvdWdodA==", place=0)
     earlier = Result(finish_reason="stop", calls=(_call(1),), diagnostics=(), provider="gemini", reasoning=(thought,))
     parts = messages.assistant_message(earlier, "gemini")["parts"]
-    assert [p.get("thoughtSignature") for p in parts] == ["VGhvdWdodA==", None]
+    assert [p.get("thoughtSignature") for p in parts] == ["VGhvdWdodA==", DUMMY]
 
 
 def test_the_dummy_can_be_turned_off_and_goes_nowhere_without_a_call() -> None:

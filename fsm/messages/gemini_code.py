@@ -133,15 +133,16 @@ def check_dummy_option(value: object, format: str) -> None:
 
 def sign_first_call(content: Message, dummy: bool | None = None) -> Message:
     """Policy gemini-dummy-signature: in a ``"gemini"`` model content (one response: one step) whose
-    parts carry no ``thoughtSignature`` at all, the first ``functionCall`` part gets
-    :data:`DUMMY_SIGNATURE`, unless ``dummy`` is False. Gemini 3 refuses (400) a step whose first call
-    comes back unsigned; another model's calls (a Claude or OpenAI turn, whose signatures Gemini cannot
-    read: policy signature-by-origin), older Gemini's, or calls built by hand have none to give. A step
-    Gemini signed goes back as it came, its signature where it was (on the first call, or on a part
-    before it: a built-in tool's call, a thought whose signature names no call sent), never replaced
-    nor joined by a dummy; the step's other calls stay unsigned (Gemini signs a step's first call)."""
-    parts = content["parts"]
-    first = next((part for part in parts if "functionCall" in part), None)
-    if dummy is not False and first is not None and all(part.get("thoughtSignature") is None for part in parts):
+    first ``functionCall`` part carries no ``thoughtSignature``, that part gets :data:`DUMMY_SIGNATURE`,
+    unless ``dummy`` is False. Gemini 3 checks function calls: it refuses (400, "missing a
+    thought_signature in functionCall parts") a step whose first call comes back unsigned, and signs
+    that part itself whenever a step makes calls, so a signature on another part does not stand in for
+    it: a thought's from a chat result that does not say its maker (LiteLLM's ``thinking_blocks``, a
+    Claude turn's: policy signature-by-origin sends it as it came), a step's whose signed first call is
+    left out (``incomplete="omit"``). Another model's calls (a Claude or OpenAI turn), older Gemini's,
+    or calls built by hand have none to give. A real signature is never replaced and stays on its
+    part; the step's other calls stay unsigned (Gemini signs a step's first call)."""
+    first = next((part for part in content["parts"] if "functionCall" in part), None)
+    if dummy is not False and first is not None and not first.get("thoughtSignature"):
         first["thoughtSignature"] = DUMMY_SIGNATURE
     return content
