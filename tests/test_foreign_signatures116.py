@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from fsm import Result, messages
+from fsm.messages.gemini_code import DUMMY_SIGNATURE
 from fsm.results import CallStatus, Reasoning, ToolCall
 
 
@@ -57,7 +58,12 @@ def test_an_empty_unsigned_thought_goes_to_gemini_as_nothing_and_keeps_its_place
     call = ToolCall(0, "c1", None, "f", {}, "{}", CallStatus.COMPLETE)
     result = _result("gemini", Reasoning(place=1), Reasoning(text="x", place=2), calls=(call,))
     parts = _parts(result)
-    assert parts == [{"text": "Hi"}, {"functionCall": {"name": "f", "args": {}}}, {"text": "x", "thought": True}]
+    dummy = {"thoughtSignature": DUMMY_SIGNATURE}  # no signature in the step: policy gemini-dummy-signature
+    assert parts == [
+        {"text": "Hi"},
+        {"functionCall": {"name": "f", "args": {}}, **dummy},
+        {"text": "x", "thought": True},
+    ]
 
 
 def test_gemini_keeps_its_own_signatures() -> None:

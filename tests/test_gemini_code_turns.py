@@ -40,11 +40,12 @@ def as_sse(events: list[dict[str, Any]]) -> bytes:
 
 
 def next_parts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    whole = messages.assistant_message(fsm.reassemble(events, "gemini"), "gemini")
+    # the parts as the wire gave them, without the dummy on an unsigned step (policy gemini-dummy-signature)
+    whole = messages.assistant_message(fsm.reassemble(events, "gemini"), "gemini", dummy_signature=False)
     reader = fsm.Reassembler(provider="gemini")
     for at in range(0, len(body := as_sse(events)), 7):  # the same turn from bytes, in 7-byte reads
         reader.feed_bytes(body[at : at + 7])
-    assert messages.assistant_message(reader.close(), "gemini") == whole
+    assert messages.assistant_message(reader.close(), "gemini", dummy_signature=False) == whole
     parts: list[dict[str, Any]] = whole["parts"]
     return parts
 

@@ -124,9 +124,12 @@ def test_parallel_calls_only_the_named_one_is_signed() -> None:
 
 
 def test_an_id_naming_no_call_sent_leaves_the_signature_on_the_thought() -> None:
-    """Nothing dropped: an id naming no call of the turn (or a call left out as incomplete)."""
+    """Nothing dropped: an id naming no call of the turn (or a call left out as incomplete). The call
+    goes unsigned by it, so it takes Google's dummy (policy gemini-dummy-signature): Gemini 3 checks
+    the step's first functionCall part, and a thought's signature does not stand in for it."""
     result = fsm.reassemble(_openrouter_turn(signed="tool_9"), "openai-chat")
-    assert _parts(result) == [{"text": "**Weather**", "thought": True, "thoughtSignature": "CiQBjz1r"}, _CALL]
+    dummy = {**_CALL, "thoughtSignature": "skip_thought_signature_validator"}
+    assert _parts(result) == [{"text": "**Weather**", "thought": True, "thoughtSignature": "CiQBjz1r"}, dummy]
 
 
 def test_a_call_signed_already_keeps_its_own_and_the_block_keeps_its() -> None:

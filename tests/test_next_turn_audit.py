@@ -22,6 +22,7 @@ from fsm.errors import InvalidInput, LocalProtocolError, ToolcallFSMError
 from fsm.events import TextDelta
 from fsm.fieldcheck import fault
 from fsm.history import check
+from fsm.messages.gemini_code import DUMMY_SIGNATURE
 from fsm.results import CallStatus, Reasoning, Result, TextPart, ToolCall
 from fsm.serialize import converter, result_to_json
 from tests.conftest import captures
@@ -83,7 +84,7 @@ def test_gemini_sends_both_calls_that_share_an_index() -> None:
     for made in (twins, read_back(twins)):
         parts = messages.assistant_message(made, "gemini")["parts"]
         assert parts == [
-            {"functionCall": {"name": "f", "args": {"n": 0}, "id": "c0"}},
+            {"functionCall": {"name": "f", "args": {"n": 0}, "id": "c0"}, "thoughtSignature": DUMMY_SIGNATURE},
             {"text": "t", "thought": True},
             {"functionCall": {"name": "f", "args": {"n": 9}, "id": "x"}},
         ]
@@ -103,11 +104,11 @@ def test_gemini_text_that_came_in_no_part_goes_back_whole() -> None:
     streamed = r.close()
     assert streamed.text == "Hello world!"
     assert [part.text for part in streamed.text_parts] == ["Hello ", "!"]
-    parts = messages.assistant_message(streamed, "gemini")["parts"]
+    parts = messages.assistant_message(streamed, "gemini", dummy_signature=False)["parts"]  # the wire's signatures
     assert parts == [{"text": "Hello world!", "thoughtSignature": "S1"}, {"functionCall": {"name": "f", "args": {}}}]
     by_hand = result(calls=(call(0),), text="hello world", text_parts=(TextPart("hello", place=1),))
     assert messages.assistant_message(by_hand, "gemini")["parts"] == [
-        {"functionCall": {"name": "f", "args": {"n": 0}, "id": "c0"}},
+        {"functionCall": {"name": "f", "args": {"n": 0}, "id": "c0"}, "thoughtSignature": DUMMY_SIGNATURE},
         {"text": "hello world"},
     ]
 
@@ -403,7 +404,7 @@ def test_megabyte_texts_and_signatures_go_back_unchanged() -> None:
         text_signature=sig,
         text_parts=(TextPart(big, signature=sig, place=2),),
     )
-    assert messages.assistant_message(gemini, "gemini")["parts"] == [
+    assert messages.assistant_message(gemini, "gemini", dummy_signature=False)["parts"] == [
         {"text": big, "thought": True, "thoughtSignature": sig},
         {"functionCall": {"name": "f", "args": {"n": 0}, "id": "c0"}},
         {"text": big, "thoughtSignature": sig},

@@ -133,7 +133,7 @@ def sdk_signatures(message: Any) -> tuple[list[tuple[str, str | None]], str | No
 
 def gemini_parts(result: Result) -> list[tuple[str, str | None]]:
     """The next Gemini turn's parts, each as its kind and the signature it goes back with."""
-    content = messages.assistant_message(result, "gemini")
+    content = messages.assistant_message(result, "gemini", dummy_signature=False)  # the wire's signatures alone
     kinds = [("thought" if p.get("thought") else "text") if "text" in p else next(iter(p)) for p in content["parts"]]
     return [(kind, part.get("thoughtSignature")) for kind, part in zip(kinds, content["parts"], strict=True)]
 

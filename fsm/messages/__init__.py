@@ -108,7 +108,7 @@ from fsm.foreign import answers_callers
 from fsm.messages.bedrock import bedrock_message, bedrock_result
 from fsm.messages.built_in import BUILT_IN_OUTPUTS, built_in_output
 from fsm.messages.claude_blocks import anthropic_text, placed_thinking, server_blocks
-from fsm.messages.gemini_code import code_runs, signatures_by_call
+from fsm.messages.gemini_code import check_dummy_option, code_runs, sign_first_call, signatures_by_call
 from fsm.messages.ollama_cohere import cohere_message, cohere_result, ollama_message, ollama_result
 from fsm.messages.openai_chat import REASONING_FIELDS, ReasoningField, openai_chat_message
 from fsm.messages.responses import openai_responses, stranded_calls
@@ -178,6 +178,7 @@ def assistant_message(
     *,
     incomplete: Incomplete = "omit",
     reasoning_field: ReasoningField | None = None,
+    dummy_signature: bool | None = None,
 ) -> Message: ...
 @overload
 def assistant_message(
@@ -185,17 +186,25 @@ def assistant_message(
 ) -> list[Message]: ...
 @answers_callers
 def assistant_message(
-    result: Result, format: Format, *, incomplete: Incomplete = "omit", reasoning_field: ReasoningField | None = None
+    result: Result,
+    format: Format,
+    *,
+    incomplete: Incomplete = "omit",
+    reasoning_field: ReasoningField | None = None,
+    dummy_signature: bool | None = None,
 ) -> Message | list[Message]:
     """The turn as the provider wants it back: one message, or for ``openai-responses`` the list of
     input items (reasoning, message, function calls) to append to the next request's input.
     ``reasoning_field`` (``openai-chat`` only) names the field the server takes the turn's plain
-    reasoning back in (:mod:`fsm.messages.openai_chat`, policy reasoning-field-named)."""
+    reasoning back in (:mod:`fsm.messages.openai_chat`, policy reasoning-field-named).
+    ``dummy_signature`` (``gemini`` only; on unless False): Google's dummy signature on the first call
+    when it has none (policy gemini-dummy-signature, :func:`~fsm.messages.gemini_code.sign_first_call`)."""
     _check_format(format)
     calls = _calls(result, incomplete)
     if reasoning_field is not None and (format != "openai-chat" or reasoning_field not in REASONING_FIELDS):
         shown = f"{format!r} takes none" if format != "openai-chat" else f"not {reasoning_field!r}"
         raise InvalidOption(f"reasoning_field is one of {', '.join(REASONING_FIELDS)} for 'openai-chat' ({shown})")
+    check_dummy_option(dummy_signature, format)
     if format == "openai-chat":
         built: Message | list[Message] = openai_chat_message(result, calls, reasoning_field)
     elif format == "openai-responses":
@@ -203,7 +212,7 @@ def assistant_message(
     elif format == "anthropic":
         built = _anthropic(result, calls)
     elif format == "gemini":
-        built = _gemini(result, calls)
+        built = sign_first_call(_gemini(result, calls), dummy_signature)  # policy gemini-dummy-signature
     else:
         for call in calls:
             _kind(call, format)

@@ -5,15 +5,23 @@ tools (a server call of type ``tool_call``) with the ``toolResponse`` part that 
 call right before its result, in the result's place among the parts, so the model keeps what its
 code and tools did (and a signature on either part goes back on it). The API wants a tool call
 passed back "along with the corresponding ToolResponse" (js-genai ``ToolCall``). And each call's
-thought signature that OpenRouter sent under ``reasoning_details`` (:func:`signatures_by_call`)."""
+thought signature that OpenRouter sent under ``reasoning_details`` (:func:`signatures_by_call`), and
+the documented dummy on a step's first call that has none (:func:`sign_first_call`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from fsm.errors import InvalidOption
 from fsm.messages.shared import Message
 from fsm.results import Result, ToolCall
 from fsm.wire.decoders.chat_reasoning import GEMINI_FORMAT
+
+DUMMY_SIGNATURE = "skip_thought_signature_validator"
+"""The value Google documents for a ``functionCall`` Gemini did not make, which skips Gemini 3's check
+of its thought signature: the Gemini API's FAQ names this one and ``context_engineering_is_the_way_to_go``,
+Vertex AI's docs this one alone, so it is the one both take. It goes in the REST JSON as it is, as
+gemini-cli sends it; google-genai reads it as url-safe base64 and writes the same text back."""
 
 _KINDS = {"codeExecutionResult": ("executable_code", "executableCode"), "toolResponse": ("tool_call", "toolCall")}
 """Each result part's key: the type of the server call it answers, and that call's part key."""
@@ -115,3 +123,26 @@ def signatures_by_call(result: Result, calls: tuple[ToolCall, ...]) -> tuple[dic
             signs[id(named[0])] = block.signature
             moved.add(at)
     return signs, moved
+
+
+def check_dummy_option(value: object, format: str) -> None:
+    """``assistant_message``'s ``dummy_signature``: None (the default), or True or False for ``gemini``."""
+    if value is not None and (format != "gemini" or not isinstance(value, bool)):
+        raise InvalidOption(f"dummy_signature is True or False for 'gemini' alone, not {value!r} for {format!r}")
+
+
+def sign_first_call(content: Message, dummy: bool | None = None) -> Message:
+    """Policy gemini-dummy-signature: in a ``"gemini"`` model content (one response: one step) whose
+    first ``functionCall`` part carries no ``thoughtSignature``, that part gets :data:`DUMMY_SIGNATURE`,
+    unless ``dummy`` is False. Gemini 3 checks function calls: it refuses (400, "missing a
+    thought_signature in functionCall parts") a step whose first call comes back unsigned, and signs
+    that part itself whenever a step makes calls, so a signature on another part does not stand in for
+    it: a thought's from a chat result that does not say its maker (LiteLLM's ``thinking_blocks``, a
+    Claude turn's: policy signature-by-origin sends it as it came), a step's whose signed first call is
+    left out (``incomplete="omit"``). Another model's calls (a Claude or OpenAI turn), older Gemini's,
+    or calls built by hand have none to give. A real signature is never replaced and stays on its
+    part; the step's other calls stay unsigned (Gemini signs a step's first call)."""
+    first = next((part for part in content["parts"] if "functionCall" in part), None)
+    if dummy is not False and first is not None and not first.get("thoughtSignature"):
+        first["thoughtSignature"] = DUMMY_SIGNATURE
+    return content
