@@ -167,7 +167,8 @@ def home_strays(plan: _Plan) -> None:
 def after_calls(plan: _Plan, written: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The strays of ``plan.trail`` written first in the user content repair wrote right after the
     model content holding the calls each came after (their responses or placeholders: every call kept
-    is answered there), so never back past those calls; each content copied once."""
+    is answered there, past any content of a role Gemini lacks between, policy unknown-role-between),
+    so never back past those calls; each content copied once."""
     if not plan.trail:
         return written
     holding: dict[int, int] = {}  # each message read, the last content written of its parts making calls
@@ -178,10 +179,11 @@ def after_calls(plan: _Plan, written: list[dict[str, Any]]) -> list[dict[str, An
     for at, entry in plan.trail:
         first.setdefault(holding[at] + 1, []).extend(plan.moved([entry]))
     for out, parts in sorted(first.items(), reverse=True):
+        while out < len(written) and gemini_role(written[out]) not in ("user", "model"):
+            out += 1  # a content of a role Gemini lacks, kept as it came, parts no call from its answer
         if out < len(written) and gemini_role(written[out]) == "user":
             written[out] = {**written[out], "parts": [*parts, *(written[out].get("parts") or [])]}
-        else:  # (every call kept is answered in the content right after it: not met, but never lost)
-            raise AssertionError("FALLBACK")
+        else:  # (every call kept is answered by the user content after it: not met, but never lost)
             written.insert(out, {"role": "user", "parts": parts})
     return written
 
