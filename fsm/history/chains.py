@@ -211,8 +211,9 @@ def _kept_calls(plan: _Plan) -> tuple[list[tuple[int, int]], _Again]:
     calls, again, user = [], _Again(), -1
     for at, message in enumerate(plan.messages):
         parts = message.get("parts") or []  # read as a list of objects already: not checked again
-        made = [slot for slot, part in enumerate(parts) if gemini_payload(part, "call") and (at, slot) not in plan.drop]
-        left = any((at, slot) not in plan.drop for slot in range(len(parts)) if slot not in made)
+        kept = [slot for slot in range(len(parts)) if (at, slot) not in plan.drop]
+        made = [slot for slot in kept if gemini_payload(parts[slot], "call")]
+        left = len(made) < len(kept)  # a part kept besides the calls (counted: no scan of the calls a part)
         added = any(at in edits for edits in (plan.add_into, plan.front_into, plan.move_into))
         if read_role("gemini", message, bool(made)) != "model" and (left or added):
             user = 2 * at  # (a user content making calls too: what is left of it is written before them)
