@@ -71,3 +71,20 @@ def test_the_parts_kept_beside_the_calls_are_counted_not_scanned_for(monkeypatch
     content took 23 s to repair (1.2 s now, as before task 124)."""
     small, large = _compared(monkeypatch, 500), _compared(monkeypatch, 1000)
     assert large <= 2 * small + 10
+
+
+def test_a_stray_goes_first_into_a_content_of_a_role_gemini_lacks_answering_the_calls() -> None:
+    """A ``tool`` content holding the calls' responses is their answer, kept as it came: the stray
+    was written after it, past its chain's last response (``duplicate-result`` after repair), or an
+    ``AssertionError`` escaped (fuzz129 seed 24130)."""
+    d = {"functionCall": {"id": "d", "name": "g", "args": {}}}
+    conversation = [
+        model(gemini_call("a")),
+        user(resp(1, True)),
+        model(d, resp(2, True)),
+        {"role": "tool", "parts": [resp(3, None, "d"), resp(4, False)]},
+    ]
+    fixed, _ = history.repair(conversation, format="gemini")
+    found = {f.kind.value for f in history.check(fixed, "gemini").findings if f.kind in history.REJECTED}
+    assert found == {"unknown-role"}
+    assert fixed[2:] == [model(d), {"role": "tool", "parts": [resp(2, True), resp(3, None, "d"), resp(4, False)]}]

@@ -179,13 +179,19 @@ def after_calls(plan: _Plan, written: list[dict[str, Any]]) -> list[dict[str, An
     for at, entry in plan.trail:
         first.setdefault(holding[at] + 1, []).extend(plan.moved([entry]))
     for out, parts in sorted(first.items(), reverse=True):
-        while out < len(written) and gemini_role(written[out]) not in ("user", "model"):
+        while out < len(written) and gemini_role(written[out]) not in ("user", "model") and not _answers(written[out]):
             out += 1  # a content of a role Gemini lacks, kept as it came, parts no call from its answer
-        if out < len(written) and gemini_role(written[out]) == "user":
+        if out < len(written) and gemini_role(written[out]) != "model":  # the user's, or one answering as it
             written[out] = {**written[out], "parts": [*parts, *(written[out].get("parts") or [])]}
         else:  # (every call kept is answered by the user content after it: not met, but never lost)
             written.insert(out, {"role": "user", "parts": parts})
     return written
+
+
+def _answers(content: Mapping[str, Any]) -> bool:
+    """Does a content repair wrote hold a response (one of a role Gemini lacks holding one is read as
+    the user's answer, kept as it came)?"""
+    return any(gemini_payload(part, "result") for part in content.get("parts") or ())
 
 
 def _kept_ends(plan: _Plan) -> list[tuple[int, int]]:
