@@ -17,7 +17,10 @@ content comes after where the response of its chain before it goes; else right a
 So the repaired history says the model saw it no sooner than it did: put right after the chain's
 response before it, it went back past the model's calls made in between (audit 111), while sent in
 the user's content after them it is no finding. It was read past before: no finding, and repair
-left the ``functionResponse`` in the model's content.
+left the ``functionResponse`` in the model's content. Where no user content before it keeps a response
+after the model's calls it came after (placeholders alone answer them, or they are the last model
+content), it goes first in the user content repair writes right after them, their answer (policy
+stray-after-the-calls-answer), unless a call of its own id joins them: it would answer that call.
 
 A chain is told by its responses' ids: responses without ids never chain (policy
 id-less-responses-unchained). ``willContinue`` applies to NON_BLOCKING functions alone, which the
@@ -36,7 +39,7 @@ from typing import Any, Protocol
 from fsm.history.changes import Change
 from fsm.history.entries import Entry
 from fsm.history.findings import Finding, Format, Kind
-from fsm.history.formats import Reader, gemini_payload, read_role, shown
+from fsm.history.formats import Reader, gemini_payload, gemini_role, read_role, shown
 
 Chains = dict[tuple[int, int], list[Entry]]
 """Where each chain's first response sits (message, part), with the responses going on with it, in order."""
@@ -73,15 +76,17 @@ def strays(messages: Sequence[Mapping[str, Any]], found: Chains) -> Iterator[tup
 def stray_findings(
     messages: Sequence[Mapping[str, Any]], found: Chains, told: Mapping[tuple[int, int], set[Kind]]
 ) -> Iterator[Finding]:
-    """Check: each stray, a ``misplaced-result``; but one whose chain is an orphan, or is moved for
-    what its first response is (``result-after-text``, ``misplaced-result``), is what that response is,
-    as repair drops or moves it with that one (policy chain-response-in-the-model-content). ``told``:
-    the kinds found of each response read as a result (a chain's first)."""
+    """Check: each stray, named by what repair does with it: a ``misplaced-result``, moved alone or
+    with its chain's first response (:func:`going_on`); but one whose chain is dropped with its first
+    response is what that response is, an ``orphan`` or ``duplicate-result`` (policy
+    chain-response-in-the-model-content). ``told``: the kinds found of each response read as a result
+    (a chain's first), a ``duplicate-result`` only when repair drops it (past its turn's calls of its id:
+    else it answers one of them, renamed)."""
     why = f"{STRAY_WHY}: Gemini takes responses from a user content, as its chain began"
     for (at, slot), rest in found.items():
         if messages[at].get("role") == "model":  # one begun there moves whole with its first response
             continue
-        said = told.get((at, slot), set()) & {Kind.ORPHAN, Kind.RESULT_AFTER_TEXT, Kind.MISPLACED_RESULT}
+        said = told.get((at, slot), set()) & {Kind.ORPHAN, Kind.DUPLICATE_RESULT}
         kind = min(said, key=lambda each: each.value) if said else None
         going = (
             f"{STRAY_WHY}: it goes with the response its chain began with (message {at + 1}), a {kind and kind.value}"
@@ -92,6 +97,21 @@ def stray_findings(
                 yield Finding(kind or Kind.MISPLACED_RESULT, shown(entry.key), *shown_as)
 
 
+def going_on(messages: Sequence[Mapping[str, Any]], kind: str, entry: Entry, detail: str) -> Change:
+    """Repair: what befell a chain's first response befell ``entry``, going on with it; but a stray
+    (in a model content) moved with it is a ``moved-misplaced-result``, as check names it."""
+    stray = kind == "moved-result" and messages[entry.message].get("role") == "model"
+    return Change(
+        "moved-misplaced-result" if stray else kind, entry.message + 1, shown(entry.key), f"{detail} (going on with it)"
+    )
+
+
+class _Again(dict[Any, list[tuple[tuple[int, int], int]]]):
+    """Each id's calls repair keeps (message, part), in order, each with where the latest content of
+    the user's that repair writes before it stands: 2 * its message, or 2 * the message it is written
+    after + 1 (a new one); -1: none."""
+
+
 class _Plan(Protocol):
     messages: Sequence[Mapping[str, Any]]
     chains: Chains
@@ -100,29 +120,78 @@ class _Plan(Protocol):
     after: dict[tuple[int, int], list[Entry]]
     move_into: dict[int, list[Entry]]
     front_into: dict[int, list[Entry]]
+    add_into: dict[int, list[dict[str, Any]]]
+    add_after: dict[int, list[dict[str, Any]]]
     changes: list[Change]
+    trail: list[tuple[int, Entry]]
+    origins: list[list[tuple[int, int]]]
+
+    def moved(self, entries: Iterable[Entry]) -> list[Any]: ...
 
 
 def home_strays(plan: _Plan) -> None:
     """Repair: each stray at the end of the responses kept by the latest user content before it, when
-    that comes after where the response of its chain before it goes, else right after that response
-    (once every turn is paired: a chain dropped or moved with its first response took it along)."""
-    ends: list[tuple[int, int]] | None = None  # read once, and only for a history holding a stray
+    that comes after where the response of its chain before it goes, else right after that response;
+    but first in the user content answering the model's calls it came after, when those came later
+    than both (``plan.trail``, written by :func:`after_calls`). Once every turn is paired: a chain
+    dropped or moved with its first response took it along."""
+    marks: tuple[list[tuple[int, int]], tuple[list[tuple[int, int]], _Again]] | None = None  # once, with a stray
     home: tuple[int, int] | None = None  # where the response of the chain before the stray goes
+    called = False  # home is the model's calls (message, part): in the user content answering them
     for entry, stray in strays(plan.messages, plan.chains):
         if not stray or home is None:
             home = (entry.message, entry.slot) if (entry.message, entry.slot) not in plan.drop else None
+            called = False
             continue
-        ends = _kept_ends(plan) if ends is None else ends
+        ends, (calls, again) = marks = (_kept_ends(plan), _kept_calls(plan)) if marks is None else marks
         before = bisect_left(ends, entry.message, key=lambda end: end[0])  # in message order: no scan a stray
         latest = ends[before - 1] if before else home
-        home = latest if latest[0] > home[0] else home  # never before the chain's response before it
+        home, called = (latest, False) if latest[0] > home[0] else (home, called)  # never before the one before it
+        made = bisect_left(calls, (entry.message, entry.slot))
+        if made and calls[made - 1] > home and not _called_again(again, entry, calls[made - 1]):
+            home, called = calls[made - 1], True
         plan.drop.add((entry.message, entry.slot))
-        plan.touched |= {entry.message, home[0]}
-        plan.after.setdefault(home, []).append(entry)
-        why = f"{STRAY_WHY}: moved to the end of the responses of the latest user content before it"
-        why += f" that comes no sooner than its chain's response before it (message {home[0] + 1})"
+        plan.touched.add(entry.message)
+        if called:  # the model's calls came after the responses kept before it, or its chain's before it
+            plan.trail.append((home[0], entry))
+            why = f"{STRAY_WHY}: moved first into the user content answering the model's calls it came after"
+            why += f" (message {home[0] + 1}), which no user content before it keeps a response after"
+        else:
+            plan.touched.add(home[0])
+            plan.after.setdefault(home, []).append(entry)
+            why = f"{STRAY_WHY}: moved to the end of the responses of the latest user content before it"
+            why += f" that comes no sooner than its chain's response before it (message {home[0] + 1})"
         plan.changes.append(Change("moved-misplaced-result", entry.message + 1, shown(entry.key), why))
+
+
+def after_calls(plan: _Plan, written: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The strays of ``plan.trail`` written first in the user content repair wrote right after the
+    model content holding the calls each came after (their responses or placeholders: every call kept
+    is answered there, past any content of a role Gemini lacks between, policy unknown-role-between),
+    so never back past those calls; each content copied once."""
+    if not plan.trail:
+        return written
+    holding: dict[int, int] = {}  # each message read, the last content written of its parts making calls
+    for out, starts in enumerate(plan.origins):  # (a model content, or one of a role Gemini lacks kept as it came)
+        if any(gemini_payload(part, "call") for part in written[out].get("parts") or ()):
+            holding.update((at, out) for _, at in starts)
+    first: dict[int, list[Any]] = {}
+    for at, entry in plan.trail:
+        first.setdefault(holding[at] + 1, []).extend(plan.moved([entry]))
+    for out, parts in sorted(first.items(), reverse=True):
+        while out < len(written) and gemini_role(written[out]) not in ("user", "model") and not _answers(written[out]):
+            out += 1  # a content of a role Gemini lacks, kept as it came, parts no call from its answer
+        if out < len(written) and gemini_role(written[out]) != "model":  # the user's, or one answering as it
+            written[out] = {**written[out], "parts": [*parts, *(written[out].get("parts") or [])]}
+        else:  # (every call kept is answered by the user content after it: not met, but never lost)
+            written.insert(out, {"role": "user", "parts": parts})
+    return written
+
+
+def _answers(content: Mapping[str, Any]) -> bool:
+    """Does a content repair wrote hold a response (one of a role Gemini lacks holding one is read as
+    the user's answer, kept as it came)?"""
+    return any(gemini_payload(part, "result") for part in content.get("parts") or ())
 
 
 def _kept_ends(plan: _Plan) -> list[tuple[int, int]]:
@@ -140,3 +209,34 @@ def _kept_ends(plan: _Plan) -> list[tuple[int, int]]:
         ]
         ends += [(at, kept[-1])] if kept and role in ("user", "function") else []
     return ends
+
+
+def _kept_calls(plan: _Plan) -> tuple[list[tuple[int, int]], _Again]:
+    """Every call repair keeps (message, part), in order; and by id, each with where the latest content
+    of the user's repair writes before it stands (:class:`_Again`)."""
+    calls, again, user = [], _Again(), -1
+    for at, message in enumerate(plan.messages):
+        parts = message.get("parts") or []  # read as a list of objects already: not checked again
+        kept = [slot for slot in range(len(parts)) if (at, slot) not in plan.drop]
+        made = [slot for slot in kept if gemini_payload(parts[slot], "call")]
+        left = len(made) < len(kept)  # a part kept besides the calls (counted: no scan of the calls a part)
+        added = any(at in edits for edits in (plan.add_into, plan.front_into, plan.move_into))
+        if read_role("gemini", message, bool(made)) != "model" and (left or added):
+            user = 2 * at  # (a user content making calls too: what is left of it is written before them)
+        for slot in made:
+            said = gemini_payload(parts[slot], "call")
+            cid = said[1].get("id") if said and isinstance(said[1], Mapping) else None
+            again.setdefault(cid, []).append(((at, slot), user))
+        calls += [(at, slot) for slot in made]
+        user = 2 * at + 1 if at in plan.add_after else user
+    return calls, again
+
+
+def _called_again(again: _Again, entry: Entry, call: tuple[int, int]) -> bool:
+    """Is a call of the stray's id made after it, with no content of the user's written between it
+    and the calls the stray came after (``call``)? Their model contents join: put in the answer to
+    their calls, the stray would answer that call instead of going on with its chain, so it stays
+    with the responses before it."""
+    made = again.get(entry.key, [])
+    after = bisect_left(made, (entry.message, entry.slot), key=lambda each: each[0])
+    return after < len(made) and made[after][1] <= 2 * call[0]

@@ -145,6 +145,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
                 why = f"a call made in a {messages[entry.message].get('role')} message: only the model's makes calls"
                 findings.append(Finding(Kind.MISPLACED_CALL, shown(entry.key), entry.message + 1, why, entry.name))
         late = {(entry.message, entry.slot) for entry in segment.late}
+        calls_of, extra = Counter(entry.key for entry in segment.calls), Counter[Key]()
         moved = {(entry.message, entry.slot) for entry in segment.misplaced}
         for entry in segment.results:
             waiting = entry.key in ids and ids[entry.key].state == "outstanding"
@@ -162,7 +163,9 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
                 if 0 <= segment.held < entry.message:
                     why += "; sent after the user's text, it still answers the calls before that text"
                 findings.append(Finding(Kind.MISPLACED_RESULT, shown(entry.key), entry.message + 1, why, entry.name))
-            told[entry.message, entry.slot] = {found.kind for found in findings[start:]}  # a chain's befalls it whole
+            kinds = told[spot] = {found.kind for found in findings[start:]}  # a chain's befalls it whole
+            extra[entry.key] += 1  # the k-th result under an id: dropped as a second only past the turn's calls of it
+            kinds -= {Kind.DUPLICATE_RESULT} if extra[entry.key] <= calls_of[entry.key] else set()  # (else renamed)
         for call in dict.fromkeys(made):  # the turn is over: each of its ids once, in call order
             if call.state == "outstanding":  # (a paused server call waits for the server alone)
                 machine.fire(call, "pause" if segment.open_end else "close_turn")

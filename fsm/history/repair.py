@@ -8,7 +8,7 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
 * a Converse ``toolUseId`` Bedrock refuses (over 64 characters, or a character outside ``[a-zA-Z0-9_.:-]``) is mapped
   as the ``"bedrock"`` next turn maps it (:func:`fsm.messages.bedrock.converse_id`), in its call and result alike;
 * a Gemini response going on with one before it (``willContinue``) is dropped, renamed and moved with that one, as one
-  result, in order; one sent in a model content goes right after the one before it (:mod:`fsm.history.chains`);
+  result, in order; one sent in a model content goes after it, after the calls before it (:mod:`fsm.history.chains`);
 * a result that answers no call of its turn (an orphan, or a second result for a call already answered) is dropped; a
   call that got no result at all gets a placeholder result, or with ``RepairPolicy(dangling="drop-call")`` is dropped
   (but a Gemini call whose part carries a ``thoughtSignature``, which must go back on that part, gets a placeholder);
@@ -61,7 +61,7 @@ from typing import Any
 from fsm.engine.ids import IdAllocator
 from fsm.foreign import answers_callers
 from fsm.history.after_run import drop_paused, pauses, still_waits, user_content_after
-from fsm.history.chains import chained, home_strays
+from fsm.history.chains import after_calls, chained, going_on, home_strays
 from fsm.history.changes import Change, RepairPolicy, checked_policy, kept_roles
 from fsm.history.code_waits import after_their_calls, settle
 from fsm.history.declined import dropped_declined
@@ -93,7 +93,7 @@ def repair(
     after_their_calls(plan, plan.codes)  # once every call's drop is known (code-result-after-its-calls)
     home_strays(plan)  # once every chain's drop or move with its first response is known
     drop_paused(plan)
-    fixed = plan.rewrite()
+    fixed = after_calls(plan, plan.rewrite())  # strays after the model's calls they came after
     plan.changes += kept_roles(plan.roles.odd, plan.emptied | plan.to_user, fmt)
     plan.changes += kept_callers(messages, plan.drop) if fmt == "responses" else []  # caller-program-first
     plan.changes += kept_code_callers(fixed, messages, plan.origins) if fmt == "anthropic" else []
@@ -117,7 +117,7 @@ class _Plan(Writer):
     def _change(self, kind: str, entry: Entry, detail: str, key: Key | None = None) -> None:
         self.changes.append(Change(kind, entry.message + 1, shown(entry.key if key is None else key), detail))
         for each in self.chains.get((entry.message, entry.slot), ()):  # what befell a response befell its chain
-            self.changes.append(Change(kind, each.message + 1, shown(each.key), f"{detail} (going on with it)"))
+            self.changes.append(going_on(self.messages, kind, each, detail))
 
     def pair(self, segment: Segment) -> None:
         self.in_turn, segment = set(), user_content_after(self, segment)

@@ -83,6 +83,8 @@ class Writer:
     after which what is left of it goes (``user-content-after-the-run``, :mod:`fsm.history.after_run`)."""
     paused: list[tuple[Entry, bool]]
     """Server calls left for the server to run (a paused turn), each True once drop-call left it so."""
+    trail: list[tuple[int, Entry]]
+    """Gemini strays, each with the message of the calls it came after, first in their answer (``chains``)."""
     origins: list[list[tuple[int, int]]]
     recall: dict[tuple[int, int], str]
     """Client calls naming a renamed code's server call their ``caller``: its new id (audit 125)."""
@@ -99,7 +101,7 @@ class Writer:
         self.tail: Any = None
         self.joined_holds, self.joined_served = set(), set()  # whether it makes calls, answers them (see _joinable)
         self.changes = []
-        self.to_user = set()
+        self.to_user, self.trail = set(), []
         self.after = {}
         self.later_of, self.paused, self.origins = {}, [], []  # origins: where each input's blocks start, per output
 
