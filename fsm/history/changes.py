@@ -41,6 +41,7 @@ class Change:
     ``removed-item-id``, ``kept-duplicate-item`` (:mod:`fsm.history.item_ids`), ``kept-unknown-caller`` for a
     Responses call naming a program the history lacks (:mod:`fsm.history.program_callers`) or a Claude client
     call naming code the history lacks, ``kept-call-after-code-result`` for one naming code that had finished,
+    ``kept-malformed-caller`` for one whose caller the API does not type (:mod:`fsm.history.callers`),
     or ``dropped-declined``
     (what a Claude model that declined gave before a fallback block: :mod:`fsm.history.declined`)."""
     message: int
