@@ -1,0 +1,69 @@
+"""Hostile audit 128 of task 120 (a Claude client call's ``caller`` read by its type; drop-call's leftover).
+
+What was found: a server call paused in the last message Claude sent, followed only by a message of a
+role the format lacks (policy unknown-role-between: read as absent) or one that came empty, was
+``dangling`` to ``check`` (it read that message as one after the call), while ``repair`` under
+``RepairPolicy(dangling="drop-call")`` read it as absent and kept the call: its history failed its own
+check, and a second repair dropped the call the first had kept. Both read it as absent now.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fsm import history
+from fsm.history import RepairPolicy
+from tests.test_hostile_audit80 import ASK, a, res, srv, u, use
+
+POLICIES = (RepairPolicy(), RepairPolicy(dangling="drop-call"))
+TOOL = {"role": "tool", "content": "x"}
+SYSTEM = {"role": "system", "content": [{"type": "text", "text": "be brief"}]}
+EMPTY = {"role": "user", "content": ""}
+
+
+def _found(conversation: list[dict[str, Any]]) -> list[tuple[str, int, str]]:
+    return [(f.kind.value, f.message, f.id) for f in history.check(conversation, "anthropic").findings]
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=lambda policy: policy.dangling)
+def test_a_code_call_drop_call_drops_before_a_message_read_as_absent_leaves_its_code_paused(
+    policy: RepairPolicy,
+) -> None:
+    """Task 120's leftover (its reproducer): the client call goes under drop-call, its code stays paused."""
+    conversation = [ASK, a(srv("s1"), use("t2", "s1")), TOOL]
+    fixed, _ = history.repair(conversation, policy, format="anthropic")
+    assert ("dangling", 2, "s1") not in _found(fixed)
+    assert _found(fixed) == [("unknown-role", len(fixed), "")]
+    again, more = history.repair(fixed, policy, format="anthropic")
+    assert again == fixed
+    assert [change.kind for change in more] == ["kept-unknown-role"]
+
+
+@pytest.mark.parametrize(
+    "after", [[TOOL], [TOOL, SYSTEM], [SYSTEM, EMPTY], [EMPTY]], ids=["tool", "two", "odd-empty", "empty"]
+)
+def test_a_paused_server_call_before_messages_read_as_absent_still_waits(after: list[dict[str, Any]]) -> None:
+    """Check and repair alike: the unknown-role-between message, or one that came empty, is no message after
+    the paused turn (check read the call ``dangling``, and repair dropped it)."""
+    conversation = [ASK, a(srv("s1")), *after]
+    assert all(kind != "dangling" for kind, _, _ in _found(conversation))
+    for policy in POLICIES:
+        fixed, changes = history.repair(conversation, policy, format="anthropic")
+        assert fixed[1] is conversation[1]
+        assert "dropped-call" not in {change.kind for change in changes}
+        assert all(kind != "dangling" for kind, _, _ in _found(fixed))
+
+
+def test_a_message_after_the_absent_one_still_ends_the_pause() -> None:
+    """The user's text after the junk message is a message after the call: it is dangling, and goes."""
+    conversation = [ASK, a(srv("s1")), TOOL, u({"type": "text", "text": "go on"})]
+    assert ("dangling", 2, "s1") in _found(conversation)
+    _, changes = history.repair(conversation, RepairPolicy(), format="anthropic")
+    assert ("dropped-call", 2, "s1") in {(change.kind, change.message, change.id) for change in changes}
+
+
+def test_the_code_answered_before_the_absent_one_is_untouched() -> None:
+    conversation = [ASK, a(srv("s1"), use("t2", "s1")), u(res("t2")), TOOL]
+    assert _found(conversation) == [("unknown-role", 4, "")]
