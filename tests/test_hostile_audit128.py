@@ -15,7 +15,7 @@ import pytest
 
 from fsm import history
 from fsm.history import RepairPolicy
-from tests.test_hostile_audit80 import ASK, a, res, srv, u, use
+from tests.test_hostile_audit80 import ASK, TEXT, a, ran, res, srv, u, use
 
 POLICIES = (RepairPolicy(), RepairPolicy(dangling="drop-call"))
 TOOL = {"role": "tool", "content": "x"}
@@ -67,3 +67,29 @@ def test_a_message_after_the_absent_one_still_ends_the_pause() -> None:
 def test_the_code_answered_before_the_absent_one_is_untouched() -> None:
     conversation = [ASK, a(srv("s1"), use("t2", "s1")), u(res("t2")), TOOL]
     assert _found(conversation) == [("unknown-role", 4, "")]
+
+
+# -- a code execution version the engine does not list (policy caller-by-its-type) -----------------
+
+
+@pytest.mark.parametrize("kind", ["code_execution_20270301", "code_execution_20991231"])
+def test_a_later_code_execution_version_names_its_code(kind: str) -> None:
+    """The API names each new version of the tool ``code_execution_`` and a date: its caller names code as
+    the listed ones do (task 120 read it ``malformed-caller``, refused, and as Claude's own call, so the
+    user's text beside the waiting code's results went unsaid and a call after its code's result passed)."""
+    waiting = [ASK, a(srv(), {**use("t1"), "caller": {"type": kind, "tool_id": "s1"}}), u(res("t1"), TEXT)]
+    assert _found(waiting) == [("results-beside-text", 3, "")]
+    late = [ASK, a(srv(), ran(), {**use("t1"), "caller": {"type": kind, "tool_id": "s1"}}), u(res("t1"))]
+    assert [kind for kind, _, _ in _found(late)] == ["call-after-code-result"]
+    for policy in POLICIES:
+        _, changes = history.repair(late, policy, format="anthropic")
+        assert {change.kind for change in changes} == {"kept-call-after-code-result"}
+
+
+FULLWIDTH = "code_execution_" + "\uff12\uff10\uff12\uff17\uff10\uff13\uff10\uff11"  # digits, not ASCII ones
+
+
+@pytest.mark.parametrize("kind", ["code_execution", "code_execution_2027030", "code_execution_2027030a", FULLWIDTH])
+def test_a_code_execution_type_of_no_date_is_still_malformed(kind: str) -> None:
+    conversation = [ASK, a(srv(), {**use("t1"), "caller": {"type": kind, "tool_id": "s1"}}), u(res("t1"))]
+    assert [kind for kind, _, _ in _found(conversation)] == ["malformed-caller"]

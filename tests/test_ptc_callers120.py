@@ -60,7 +60,8 @@ def test_a_direct_caller_naming_code_the_history_lacks_is_not_unknown_caller() -
         ({"type": {"v": 1}, "tool_id": "s1"}, "type is not a string (type dict)"),  # unhashable: no TypeError escapes
         ({"type": ["direct"]}, "type is not a string (type list)"),
         ({"type": "program", "caller_id": "s1"}, "'program' is neither direct nor code execution's"),
-        ({"type": "code_execution_20990101", "tool_id": "s1"}, "neither direct nor code execution's"),
+        ({"type": "code_execution_latest", "tool_id": "s1"}, "neither direct nor code execution's"),
+        ({"type": "code_execution_2099011", "tool_id": "s1"}, "neither direct nor code execution's"),
         ({"type": "code_execution_20250825", "tool_id": 1}, "no tool_id string (type int)"),
         ({"type": "code_execution_20250825", "tool_id": ["s1"]}, "no tool_id string (type list)"),
         ({"type": "code_execution_20260120"}, "no tool_id string (type NoneType)"),
