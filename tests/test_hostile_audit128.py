@@ -93,3 +93,22 @@ FULLWIDTH = "code_execution_" + "\uff12\uff10\uff12\uff17\uff10\uff13\uff10\uff1
 def test_a_code_execution_type_of_no_date_is_still_malformed(kind: str) -> None:
     conversation = [ASK, a(srv(), {**use("t1"), "caller": {"type": kind, "tool_id": "s1"}}), u(res("t1"))]
     assert [kind for kind, _, _ in _found(conversation)] == ["malformed-caller"]
+
+
+# -- malformed-caller's block, named in the message as sent ---------------------------------------
+
+
+def test_a_malformed_callers_block_is_counted_in_the_message_as_sent() -> None:
+    """The check reads Claude's message without a declined model's blocks (policy fallback-declined-calls):
+    the block it names was counted in that copy, block 2 for the message's 4th (policy malformed-caller-kept)."""
+    fallback = {"type": "fallback", "model": "claude-x"}
+    declined = [{**use("t0"), "caller": None}, {"type": "thinking", "thinking": "x", "signature": "s"}]
+    malformed = {**use("t9"), "caller": 7}
+    twice = {**use("t8"), "caller": "s1"}
+    conversation = [ASK, a(*declined, fallback, malformed, twice, twice), u(res("t9"), res("t8"))]
+    said = [f.detail for f in history.check(conversation, "anthropic").findings if f.kind.value == "malformed-caller"]
+    assert [detail.split(":")[0] for detail in said] == [
+        "block 4 of the message",
+        "block 5 of the message",
+        "block 6 of the message",
+    ]

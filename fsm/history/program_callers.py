@@ -154,9 +154,7 @@ def _code_callers(messages: Sequence[Any]) -> list[tuple[int, int, str, Any, Kin
                 name = block.get("name")
                 named = (at, slot, str(block.get("id")), name if isinstance(name, str) else None)
                 if why is not None:
-                    found.append(
-                        (*named, Kind.MALFORMED_CALLER, f"block {slot + 1} of the message: {why}{MALFORMED_WHY}")
-                    )
+                    found.append((*named, Kind.MALFORMED_CALLER, f"{why}{MALFORMED_WHY}"))
                 elif code is not None and code not in made:
                     found.append((*named, Kind.UNKNOWN_CALLER, CODE_WHY))
                 elif code is not None and code in done:
@@ -164,10 +162,24 @@ def _code_callers(messages: Sequence[Any]) -> list[tuple[int, int, str, Any, Kin
     return found
 
 
-def code_callers(messages: Sequence[Any]) -> list[Finding]:
+def code_callers(messages: Sequence[Any], sent: Sequence[Any]) -> list[Finding]:
     """What ``check`` reports of Claude's client calls naming code the history lacks before them, or code
-    that had finished (``unknown-caller``, ``call-after-code-result``)."""
-    return [Finding(kind, key, at + 1, why, name) for at, _, key, name, kind, why in _code_callers(messages)]
+    that had finished (``unknown-caller``, ``call-after-code-result``), or with a malformed caller, its
+    block named as ``sent`` holds it (``messages``: read as it goes back, the declined models' blocks out)."""
+    found = []
+    for at, slot, key, name, kind, why in _code_callers(messages):
+        if kind is Kind.MALFORMED_CALLER:
+            why = f"block {_sent_slot(messages[at]['content'], sent[at]['content'], slot) + 1} of the message: {why}"
+        found.append(Finding(kind, key, at + 1, why, name))
+    return found
+
+
+def _sent_slot(read: list[Any], content: list[Any], slot: int) -> int:
+    """Where block ``slot`` of a message as read stands in its content as sent (the same objects, some left out)."""
+    if read is content:
+        return slot
+    block = read[slot]
+    return [n for n, sent in enumerate(content) if sent is block][sum(1 for other in read[:slot] if other is block)]
 
 
 def kept_code_callers(
