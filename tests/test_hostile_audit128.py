@@ -16,6 +16,7 @@ import pytest
 from fsm import history
 from fsm.history import RepairPolicy
 from tests.test_hostile_audit80 import ASK, TEXT, a, ran, res, srv, u, use
+from tests.test_hostile_audit87 import _steps_taken
 
 POLICIES = (RepairPolicy(), RepairPolicy(dangling="drop-call"))
 TOOL = {"role": "tool", "content": "x"}
@@ -112,3 +113,15 @@ def test_a_malformed_callers_block_is_counted_in_the_message_as_sent() -> None:
         "block 5 of the message",
         "block 6 of the message",
     ]
+
+
+def test_naming_the_blocks_of_many_malformed_callers_after_a_fallback_is_linear() -> None:
+    """Each block's place in the message as sent was looked for from its start: quadratic in its calls."""
+
+    def conversation(n: int) -> list[dict[str, Any]]:
+        calls = [{**use(f"t{k}"), "caller": 7} for k in range(n)]
+        thinking = {"type": "thinking", "thinking": "x", "signature": "s"}
+        return [ASK, a(thinking, {"type": "fallback", "model": "m"}, *calls), u(*[res(f"t{k}") for k in range(n)])]
+
+    small, large = (_steps_taken(lambda n=n: history.check(conversation(n), "anthropic")) for n in (300, 1200))
+    assert large < 5 * small, (small, large)

@@ -166,20 +166,28 @@ def code_callers(messages: Sequence[Any], sent: Sequence[Any]) -> list[Finding]:
     """What ``check`` reports of Claude's client calls naming code the history lacks before them, or code
     that had finished (``unknown-caller``, ``call-after-code-result``), or with a malformed caller, its
     block named as ``sent`` holds it (``messages``: read as it goes back, the declined models' blocks out)."""
-    found = []
+    found, slots = [], {}
     for at, slot, key, name, kind, why in _code_callers(messages):
         if kind is Kind.MALFORMED_CALLER:
-            why = f"block {_sent_slot(messages[at]['content'], sent[at]['content'], slot) + 1} of the message: {why}"
+            if at not in slots:  # once a message: a message of many such calls costs linear work
+                slots[at] = _sent_slots(messages[at]["content"], sent[at]["content"])
+            why = f"block {slots[at][slot] + 1} of the message: {why}"
         found.append(Finding(kind, key, at + 1, why, name))
     return found
 
 
-def _sent_slot(read: list[Any], content: list[Any], slot: int) -> int:
-    """Where block ``slot`` of a message as read stands in its content as sent (the same objects, some left out)."""
+def _sent_slots(read: list[Any], content: list[Any]) -> list[int]:
+    """Where each block of a message as read stands in its content as sent: the same objects in order, some
+    left out (a declined model's)."""
     if read is content:
-        return slot
-    block = read[slot]
-    return [n for n, sent in enumerate(content) if sent is block][sum(1 for other in read[:slot] if other is block)]
+        return list(range(len(read)))
+    slots, place = [], 0
+    for block in read:
+        while content[place] is not block:
+            place += 1
+        slots.append(place)
+        place += 1
+    return slots
 
 
 def kept_code_callers(
