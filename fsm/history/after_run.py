@@ -22,7 +22,9 @@ longer give that result and nothing else can stand in for it: the call goes, wha
 (``dropped-call``), as it does anywhere else. A server call that waited past client calls
 (``server-call-waits-across-results``) all of which ``RepairPolicy(dangling="drop-call")`` drops is
 such a paused turn's once they are gone, where nothing of the user's is left after its message: it
-stays (it went with them, and a history the check accepts ended one message short).
+stays (it went with them, and a history the check accepts ended one message short). The last message
+is the last one the check reads: one that came empty goes, and one of a role the format lacks is read
+as absent, so the user's content repair moves after the model's run before them is written after it.
 """
 
 from __future__ import annotations
@@ -131,7 +133,11 @@ def drop_paused(plan: Writer) -> None:
     the user's after theirs (``paused-call-last-only``): a call the code made that drop-call dropped
     leaves its server call paused, but only where nothing the user sent stays after it."""
     last = len(plan.messages) - 1  # what user messages of a run of server calls alone leave goes after it too
-    written = bool(plan.add_after.get(last)) or last in plan.later_of.values()
+    while last > 0 and (last in plan.roles.empty or _absent(plan, last)):
+        last -= 1  # one that came empty goes, one of a role the format lacks is read as absent: the last is before
+    written = any(plan.add_after.get(at) for at in range(last, len(plan.messages))) or any(
+        end >= last for end in plan.later_of.values()
+    )
     for call, unpaused in plan.paused:
         if not written and (not unpaused or _ends_history(plan, call.message)):
             continue

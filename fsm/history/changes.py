@@ -42,6 +42,7 @@ class Change:
     Responses call naming a program the history lacks (:mod:`fsm.history.program_callers`) or a Claude client
     call naming code the history lacks, ``kept-call-after-code-result`` for one naming code that had finished,
     ``renamed-caller`` for one naming code whose server call was renamed (it names the new id),
+    ``kept-malformed-caller`` for one whose caller the API does not type (:mod:`fsm.history.callers`),
     or ``dropped-declined``
     (what a Claude model that declined gave before a fallback block: :mod:`fsm.history.declined`)."""
     message: int

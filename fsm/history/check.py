@@ -129,6 +129,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
     told: dict[tuple[int, int], set[Kind]] = {}
     repeated = _among(duplicate_items(messages), unknown_callers(messages)) if fmt == "responses" else []
     if fmt == "anthropic":
+        sent = messages  # as the caller sent it: where code_callers names a block
         messages, declined = without_declined(messages)  # read as it goes back (policy fallback-declined-calls)
         repeated = [
             Finding(Kind.RESULTS_BESIDE_TEXT, "", at + 1, CODE_WAITS_WHY) for at in beside_waiting_code(messages)
@@ -136,7 +137,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
         left_out = [
             Finding(Kind.DECLINED_CONTENT, call, at + 1, declined_why(said), name) for at, call, said, name in declined
         ]
-        repeated = sorted([*left_out, *repeated, *code_callers(messages)], key=lambda found: found.message)
+        repeated = sorted([*left_out, *repeated, *code_callers(messages, sent)], key=lambda found: found.message)
     for segment in segments(messages, fmt, roles):
         _odd_roles(roles, findings, fmt)
         made = [walk(entry, "call") for entry in segment.calls]

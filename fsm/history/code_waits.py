@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 
 import attrs
 
+from fsm.history.callers import caller_code
 from fsm.history.changes import Change, Latest
 from fsm.history.entries import Entry, Segment
 from fsm.history.formats import shown
@@ -379,10 +380,3 @@ def after_calls(plan: Writer, calls: list[Entry], answer_of: dict[Any, Entry], m
         if answer is not None and (answer.message, answer.slot) in sent:
             plan.touched.add(call.message)
             plan.after.setdefault((call.message, call.slot), []).append(answer)
-
-
-def caller_code(block: Any) -> Any:
-    """The server call a client call names as its ``caller`` (None for Claude's own)."""
-    caller = block.get("caller") if isinstance(block, Mapping) else None
-    code = caller.get("tool_id") if isinstance(caller, Mapping) else None
-    return code if is_key(code) else None

@@ -133,6 +133,12 @@ class Kind(enum.Enum):
     no call after (policy no-call-after-code-result, :mod:`fsm.history.program_callers`). Repair keeps
     the call and says so (``kept-call-after-code-result``); it writes that order itself only where the
     code's result the user sent goes right after its call, no call of its message naming it."""
+    MALFORMED_CALLER = "malformed-caller"
+    """An Anthropic client ``tool_use`` whose ``caller`` is none the API types: not an object, a ``type``
+    that is not a string or neither ``direct`` nor a code execution version, a code type without a
+    ``tool_id`` string, or a ``direct`` one carrying a ``tool_id`` (policy malformed-caller-kept,
+    :mod:`fsm.history.callers`); the detail names the block. It names no code: the call is read as
+    Claude's own. Repair keeps it as it came and says so (``kept-malformed-caller``)."""
     REUSED = "reused"
     """An id used again by a later turn after its call was answered: allowed, reported for information."""
 

@@ -45,8 +45,9 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fsm.history.callers import caller_code, malformed
 from fsm.history.changes import Change
-from fsm.history.code_waits import caller_code, is_key
+from fsm.history.code_waits import is_key
 from fsm.history.entries import Entry
 from fsm.history.findings import Finding, Kind
 from fsm.history.formats import RESPONSES_OUTPUT_OF, RESPONSES_OUTPUTS, items, shown
@@ -69,6 +70,10 @@ CODE_KEPT = "it names a server call the history does not hold before it: kept, f
 """What the ``kept-unknown-caller`` change says of Claude's client call."""
 AFTER_KEPT = "it names code whose result comes before it: kept, no place before that result being the call's"
 """What the ``kept-call-after-code-result`` change says."""
+MALFORMED_WHY = ": read as Claude's own call, naming no code"
+"""How a ``malformed-caller`` finding ends (policy malformed-caller-kept)."""
+MALFORMED_KEPT = "its caller is none the API types: kept as it came, for the caller to say who made the call"
+"""What the ``kept-malformed-caller`` change says."""
 
 
 def _unknown(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, Any, str]]:
@@ -127,13 +132,14 @@ def kept_callers(messages: Sequence[Mapping[str, Any]], drop: set[tuple[int, int
     ]
 
 
-def _code_callers(messages: Sequence[Any]) -> list[tuple[int, int, str, Any, Kind]]:
-    """Each of Claude's client calls naming code no server call before it made (``unknown-caller``), or
-    code whose result an assistant message gave before it (``call-after-code-result``): its message,
-    slot, id (as text), name and kind."""
+def _code_callers(messages: Sequence[Any]) -> list[tuple[int, int, str, Any, Kind, str]]:
+    """Each of Claude's client calls naming code no server call before it made (``unknown-caller``),
+    code whose result an assistant message gave before it (``call-after-code-result``), or with a
+    caller the API does not type (``malformed-caller``, :mod:`fsm.history.callers`): its message,
+    slot, id (as text), name, kind and why."""
     made: set[Any] = set()
     done: set[Any] = set()
-    found: list[tuple[int, int, str, Any, Kind]] = []
+    found: list[tuple[int, int, str, Any, Kind, str]] = []
     for at, message in enumerate(messages):
         content = message.get("content") if isinstance(message, Mapping) else None
         for slot, block in enumerate(content if isinstance(content, list) else ()):
@@ -146,23 +152,44 @@ def _code_callers(messages: Sequence[Any]) -> list[tuple[int, int, str, Any, Kin
             elif is_server_result(kind) and message.get("role") == "assistant" and is_key(block.get("tool_use_id")):
                 done.add(block["tool_use_id"])
             elif kind == "tool_use":
-                code = caller_code(block)
-                if code is None:
-                    continue
+                code, why = caller_code(block), malformed(block)
                 name = block.get("name")
                 named = (at, slot, str(block.get("id")), name if isinstance(name, str) else None)
-                if code not in made:
-                    found.append((*named, Kind.UNKNOWN_CALLER))
-                elif code in done:
-                    found.append((*named, Kind.CALL_AFTER_CODE_RESULT))
+                if why is not None:
+                    found.append((*named, Kind.MALFORMED_CALLER, f"{why}{MALFORMED_WHY}"))
+                elif code is not None and code not in made:
+                    found.append((*named, Kind.UNKNOWN_CALLER, CODE_WHY))
+                elif code is not None and code in done:
+                    found.append((*named, Kind.CALL_AFTER_CODE_RESULT, AFTER_WHY))
     return found
 
 
-def code_callers(messages: Sequence[Any]) -> list[Finding]:
+def code_callers(messages: Sequence[Any], sent: Sequence[Any]) -> list[Finding]:
     """What ``check`` reports of Claude's client calls naming code the history lacks before them, or code
-    that had finished (``unknown-caller``, ``call-after-code-result``)."""
-    why = {Kind.UNKNOWN_CALLER: CODE_WHY, Kind.CALL_AFTER_CODE_RESULT: AFTER_WHY}
-    return [Finding(kind, key, at + 1, why[kind], name) for at, _, key, name, kind in _code_callers(messages)]
+    that had finished (``unknown-caller``, ``call-after-code-result``), or with a malformed caller, its
+    block named as ``sent`` holds it (``messages``: read as it goes back, the declined models' blocks out)."""
+    found, slots = [], {}
+    for at, slot, key, name, kind, why in _code_callers(messages):
+        if kind is Kind.MALFORMED_CALLER:
+            if at not in slots:  # once a message: a message of many such calls costs linear work
+                slots[at] = _sent_slots(messages[at]["content"], sent[at]["content"])
+            why = f"block {slots[at][slot] + 1} of the message: {why}"
+        found.append(Finding(kind, key, at + 1, why, name))
+    return found
+
+
+def _sent_slots(read: list[Any], content: list[Any]) -> list[int]:
+    """Where each block of a message as read stands in its content as sent: the same objects in order, some
+    left out (a declined model's)."""
+    if read is content:
+        return list(range(len(read)))
+    slots, place = [], 0
+    for block in read:
+        while content[place] is not block:
+            place += 1
+        slots.append(place)
+        place += 1
+    return slots
 
 
 def kept_code_callers(
@@ -176,7 +203,7 @@ def kept_code_callers(
         for block in _listed(message.get("content")):
             held.setdefault(id(block), []).append(n)
     changes = []
-    for at, slot, key, _, kind in found:
+    for at, slot, key, _, kind, _ in found:
         starts = [start for start, _ in origins[at]]
         here = origins[at][max(0, bisect_right(starts, slot) - 1)][1]  # where it stands (every message written has one)
         # The very block (repair-keeps-objects) may have moved (a misplaced call): its input message tells, unless
@@ -185,8 +212,10 @@ def kept_code_callers(
         came = here if here in places else places[0]  # a copy (renamed) is held by none: where it stands
         if kind is Kind.UNKNOWN_CALLER:
             changes.append(Change("kept-unknown-caller", came + 1, key, CODE_KEPT))
-        else:
+        elif kind is Kind.CALL_AFTER_CODE_RESULT:
             changes.append(Change("kept-call-after-code-result", came + 1, key, AFTER_KEPT))
+        else:
+            changes.append(Change("kept-malformed-caller", came + 1, key, MALFORMED_KEPT))
     return changes
 
 

@@ -84,7 +84,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
     for last, results, calls, served, late, misplaced, said, users, leaves in _units(messages, fmt, roles):
         if users and pending[1] >= 0:
             served = _answer_server_calls(pending, served, waiting)
-        yield from _served(pending, len(messages), waiting)
+        yield from _served(pending, False, waiting)  # a unit came after it
         taking = waiting.carry(taking, pending[1])
         pending = ([], -1, [], False, False, None, "")
         # results sent in the model's role go after the model's run they are in, or first in the user's text before
@@ -151,7 +151,7 @@ def segments(messages: Sequence[Mapping[str, Any]], fmt: Format, roles: Roles | 
         pending = (served, last, calls, leaves, users, results, goes)
         if calls:
             taking, left = Segment(calls, [], end=last), leaves
-    yield from _served(pending, len(messages), waiting)
+    yield from _served(pending, True, waiting)  # the last: what follows is empty or absent (unknown-role-between)
     taking = waiting.carry(taking, pending[1])
     if taking is not None:
         yield _with(taking, moved, moved_end, fmt)
@@ -183,17 +183,17 @@ _Pending = tuple[list[Segment], int, list[Entry], bool, bool, list[Entry] | None
 """A unit read, its server blocks out once the next is read: what ``_served`` reads."""
 
 
-def _served(unit: _Pending, total: int, waiting: Waiting) -> Iterator[Segment]:
+def _served(unit: _Pending, ends: bool, waiting: Waiting) -> Iterator[Segment]:
     """A unit's server blocks, a segment each (and one of the results placed before their calls);
     the server calls waiting past the client results before it first, which it may answer
-    (``server-call-waits-across-results``). An empty unit (the user's text alone) is none."""
+    (``server-call-waits-across-results``). An empty unit (the user's text alone) is none. ``ends``: the last."""
     served, last, calls, leaves, users, results, goes = unit
     if last < 0:
         return
     if goes == "text":  # (they answer as the user's message they go to, the model's message after them)
         yield from waiting.meet([], results, True, [])
         results = None
-    yield from waiting.meet(served, results, users, calls, goes == "run", last == total - 1)
+    yield from waiting.meet(served, results, users, calls, goes == "run", ends)
     for n, chunk in enumerate(served, 1):
         if not (chunk.calls or chunk.results):
             continue
@@ -203,7 +203,7 @@ def _served(unit: _Pending, total: int, waiting: Waiting) -> Iterator[Segment]:
         # A unit that makes client calls is followed by their results, one a user message in it leaves
         # content after (user-content-after-the-run) by that content: its server calls cannot wait
         # in the last message; the model's own wait past those results instead.
-        open_end = n == len(served) and last == total - 1 and not calls and not leaves
+        open_end = n == len(served) and ends and not calls and not leaves
         chunk = chunk._replace(open_end=open_end, beside=tuple(calls), end=last)
         if not (n == len(served) and calls and not users and waiting.hold(chunk)):
             yield chunk
