@@ -90,7 +90,7 @@ def test_a_malformed_callers_call_drop_call_drops_is_not_said_kept() -> None:
     assert ("kept-malformed-caller", 2, "t1") in changes and fixed[1]["content"][0]["caller"]["tool_id"] == "s1"
 
 
-@pytest.mark.parametrize("caller", [{"type": "direct"}, None])
+@pytest.mark.parametrize("caller", [{"type": "direct"}, None, {"type": "direct", "tool_id": None}])
 def test_a_direct_caller_or_none_is_claudes_own_call_unsaid(caller: Any) -> None:
     conversation = [ASK, a(_called("t1", caller)), u(res("t1")), a(TEXT)]
     assert _found(conversation) == []

@@ -15,9 +15,9 @@ caller-by-its-type: the ``type`` says who made the call, so only a code type's `
 (:func:`caller_code`, read by every rule that ties a call to its code); a ``direct`` caller's never does.
 
 malformed-caller-kept: a caller the API does not type (not an object, a ``type`` that is not a string or
-not one of those, a code type without a ``tool_id`` string, a ``direct`` one carrying a ``tool_id``,
-which contradicts itself) is ``malformed-caller`` to ``check``, at the call's message and block. It names
-no code, so the call is read as Claude's own; ``repair`` keeps it as it came and says so
+not one of those, a code type without a ``tool_id`` string, a ``direct`` one carrying a ``tool_id``
+other than ``null``, which contradicts itself) is ``malformed-caller`` to ``check``, at the call's
+message and block. It names no code, so the call is read as Claude's own; ``repair`` keeps it as it came and says so
 (``kept-malformed-caller``): which half of a contradiction is wrong, or which code an unknown type meant,
 only the caller knows, and writing it direct would say Claude called a tool its code may have called
 (``allowed_callers`` may not let it); dropping it would lose the call and its result."""
@@ -59,7 +59,10 @@ def malformed(block: Mapping[str, Any]) -> str | None:
     if type(kind) is not str:
         return f"its caller's type is not a string (type {type(kind).__name__})"
     if kind == "direct":
-        return None if "tool_id" not in caller else "its caller is direct yet names a tool_id: it contradicts itself"
+        # a tool_id of null names nothing (as a caller of null is none): a dump of every field of a caller writes it so
+        return (
+            None if caller.get("tool_id") is None else "its caller is direct yet names a tool_id: it contradicts itself"
+        )
     if not code_type(kind):
         return f"its caller's type {kind!r} is neither direct nor code execution's"
     if type(caller.get("tool_id")) is not str:
