@@ -149,3 +149,24 @@ def test_a_recorded_turn_sent_back_twice_is_repaired_to_one_the_api_takes(path: 
     assert history.repair(fixed, format="responses") == (fixed, [])
     ids = [item["id"] for item in fixed if isinstance(item.get("id"), str)]
     assert len(ids) == len(set(ids))
+
+
+def test_an_item_kept_as_differing_is_not_said_kept_once_the_pairing_drops_the_earlier_one() -> None:
+    """A reasoning item of an id an earlier one has, differing from it, is kept and said kept
+    (``kept-duplicate-item``); but when the pairing drops the earlier one (its call went), the history
+    repair writes holds the id once: ``check`` names no duplicate, and repair said one (a draw of
+    test_history_property's property: the first item's ``summary`` made a string)."""
+    odd = {"type": "reasoning", "id": "rs_1", "summary": "abc"}  # before a call item the pairing drops
+    wait = {"type": "computer_call", "id": "i0", "call_id": "e", "status": "completed", "action": {"type": "wait"}}
+    call = {"type": "function_call", "id": "i1", "call_id": "a", "name": "f", "arguments": "{}"}
+    output = {"type": "function_call_output", "call_id": "a", "output": "r"}
+    again = {"type": "reasoning", "id": "rs_1", "summary": []}
+    later = {"type": "function_call", "id": "i2", "call_id": "b", "name": "f", "arguments": "{}"}
+    h = [ASK, odd, wait, call, {**call, "id": "i3"}, output, again, later, {**output, "call_id": "b"}, NEXT]
+    assert [f.kind for f in history.check(h, format="responses").findings].count(Kind.DUPLICATE_ITEM) == 1
+    fixed, changes = history.repair(h, format="responses")
+    assert "dropped-reasoning" in [c.kind for c in changes]
+    left = history.check(fixed, format="responses")
+    said = [c.kind for c in changes].count("kept-duplicate-item")
+    assert said == len(left.of(Kind.DUPLICATE_ITEM)) == 0, (changes, left.findings)
+    assert history.repair(fixed, format="responses") == (fixed, [])

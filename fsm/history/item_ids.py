@@ -24,6 +24,7 @@ read (and its repeats settled) by the pairing, not here.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -96,6 +97,25 @@ def settle_items(messages: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[st
             changes.append(Change("kept-duplicate-item", at + 1, item_id, why))
     left = [at for at in range(len(messages)) if at not in dropped]
     return [settled[at] for at in left], left, changes
+
+
+def settled_changes(settled: list[Change], changes: list[Change], fixed: Sequence[Mapping[str, Any]]) -> list[Change]:
+    """Repair's changes, in message order: those of the items settled first (``settled``), less each
+    ``kept-duplicate-item`` whose id the repaired history no longer holds twice for it, and the rest
+    (``changes``). The pairing may drop the earlier item of the id (a reasoning item whose call
+    went): the later one is then no duplicate, and ``check`` names none."""
+    told: Counter[str | None] = Counter(c.id for c in settled if c.kind == "kept-duplicate-item")
+    if told:
+        left: Counter[str | None] = Counter(key for _, key, _ in _repeats(fixed))  # each id's later items still held
+        stale = {key: told[key] - left[key] for key in told}  # the first said of an id are the ones gone stale
+        kept = []
+        for change in settled:
+            if change.kind == "kept-duplicate-item" and stale[change.id] > 0:
+                stale[change.id] -= 1
+                continue
+            kept.append(change)
+        settled = kept
+    return sorted([*settled, *changes], key=lambda change: change.message)
 
 
 def renumbered(changes: list[Change], kept: list[int] | None) -> list[Change]:

@@ -69,7 +69,7 @@ from fsm.history.detect import Named, resolve_format
 from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, shown
-from fsm.history.item_ids import renumbered, settle_items
+from fsm.history.item_ids import renumbered, settle_items, settled_changes
 from fsm.history.joined_runs import ServerRun, joined_server_ids, kept_apart, left_empty
 from fsm.history.placeholders import placeholder, signed, usable_id
 from fsm.history.program_callers import follow_renamed_code, kept_callers, kept_code_callers
@@ -98,7 +98,7 @@ def repair(
     plan.changes += kept_callers(messages, plan.drop) if fmt == "responses" else []  # caller-program-first
     plan.changes += kept_code_callers(fixed, messages, plan.origins) if fmt == "anthropic" else []
     fixed = settle(fixed, plan.origins, plan.changes) if fmt == "anthropic" else fixed  # results-alone-while-code-waits
-    return fixed, sorted([*settled, *renumbered(plan.changes, kept)], key=lambda c: c.message)
+    return fixed, settled_changes(settled, renumbered(plan.changes, kept), fixed)
 
 
 class _Plan(Writer):
