@@ -435,6 +435,7 @@ def made_changes() -> list[str]:
         "changes.py",
         "program_callers.py",
         "declined.py",
+        "responses_apart.py",
     ):
         source = (ROOT / "fsm" / "history" / module).read_text(encoding="utf-8")
         made += re.findall(r'(?:self\._change\(|Change\()"([a-z-]+)"', source)

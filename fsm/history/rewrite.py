@@ -29,6 +29,7 @@ from fsm.history.formats import (
     shown,
 )
 from fsm.history.placeholders import renamed_block
+from fsm.history.responses_apart import put_apart
 from fsm.history.server_blocks import SERVER_CALLS, converse_holding, converse_payload, models_block
 
 FIELD = {
@@ -89,6 +90,8 @@ class Writer:
     recall: dict[tuple[int, int], str]
     """Client calls naming a renamed code's server call their ``caller``: its new id (audit 125)."""
     policy: RepairPolicy
+    made_between: dict[int, dict[str, Any]]
+    """The placeholder model contents written between a turn's responses and the user's other parts, by id."""
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
         self.fmt, self.messages, self.chains = fmt, messages, chains(messages, fmt)
@@ -100,7 +103,7 @@ class Writer:
         # kept as it is written: a joined content is not scanned again per join.
         self.tail: Any = None
         self.joined_holds, self.joined_served = set(), set()  # whether it makes calls, answers them (see _joinable)
-        self.changes = []
+        self.changes, self.made_between = [], {}
         self.to_user, self.trail = set(), []
         self.after = {}
         self.later_of, self.paused, self.origins = {}, [], []  # origins: where each input's blocks start, per output
@@ -146,27 +149,13 @@ class Writer:
         return out
 
     def _put(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
-        """Append a message; but Gemini wants the user content answering a turn to hold its function
-        responses alone (``results-beside-text``): a user content's responses and its other parts
-        go apart, each joining the user content before it that holds its kind alone, and a model
-        content of ``RepairPolicy.between`` goes between responses and the user's other parts after
-        them (user contents in a row are refused: ``user-after-user``)."""
+        """Append a message; a Gemini user content's responses and its other parts go apart
+        (``results-beside-text``, :mod:`fsm.history.responses_apart`)."""
         parts = message.get("parts")
         if self.fmt != "gemini" or gemini_role(message) != "user" or not isinstance(parts, list):
             self._append(out, message, at, gap)
-            return
-        answers = [part for part in parts if gemini_payload(part, "result") is not None]
-        others = [part for part in parts if gemini_payload(part, "result") is None]
-        pieces = [{**message, "parts": answers}, {**message, "parts": others}] if answers and others else [message]
-        for piece in pieces:
-            if out and self.tail == "user" and {_answering(out[-1]), _answering(piece)} == {True, False}:
-                why = "a turn's function responses and the user's other parts go in user contents of their own"
-                why += ": Gemini wants the responses alone in theirs, and user and model to alternate"
-                out.append({"role": "model", "parts": [{"text": self.policy.between}]})
-                self.tail = "model"
-                self.origins.append([(0, at)])
-                self.changes.append(Change("placeholder-model-turn", at + 1, None, why))
-            self._append(out, piece, at, gap)
+        else:
+            put_apart(self, out, message, at, gap)
 
     def _can_host(self, at: int) -> bool:
         """Can message ``at`` of the user's take a turn's placeholders (it makes and answers no call)?"""
@@ -217,8 +206,8 @@ class Writer:
         is written as the ``user`` content it stands for (``kept``, as repair left it: its responses may
         have moved, and the user's text left in it is still the user's, which the check read so); any
         other is kept as it is (``kept-unknown-role``)."""
-        parts = items(message, self.fmt, at)
-        if any(gemini_payload(p, "call") for p in parts) or not any(gemini_payload(p, "result") for p in parts):
+        parts, left = items(message, self.fmt, at), items(kept, self.fmt, at)  # a call drop-call dropped is none
+        if any(gemini_payload(p, "call") for p in left) or not any(gemini_payload(p, "result") for p in parts):
             return kept
         self.to_user.add(at)
         why = "a content of role 'function' holding function responses: Gemini takes them from a user content"
@@ -229,8 +218,12 @@ class Writer:
         """A Gemini content without a role that made function calls was read as the model's
         (``roleless-as-user``): when repair leaves it none (dropped, or moved out), it is written with
         the role ``model``, which it was read in; without a role or calls, Gemini reads it as the user's."""
-        if gemini_role(kept) == "model" or gemini_role(message) != "model":
-            return kept
+        if (
+            gemini_role(kept) == "model"
+            or gemini_role(message) != "model"
+            or any(gemini_payload(p, "result") for p in items(kept, self.fmt, at))
+        ):
+            return kept  # one left holding responses (drop-call) is the user's as it reads: no model sends them
         why = "a content without a role that made function calls, read as the model's, has none left: its role"
         why += " is now 'model' (without one, Gemini reads a content as the user's)"
         self.changes.append(Change("named-model-role", at + 1, None, why))
@@ -389,12 +382,3 @@ def _blocks(message: Mapping[str, Any], fmt: Format) -> list[Any]:
             return []
         return [{"text": content}] if fmt == "bedrock" else [{"type": "text", "text": content}]
     return list(content) if isinstance(content, list) else []
-
-
-def _answering(content: Mapping[str, Any]) -> bool | None:
-    """Does a Gemini user content as repair writes it hold function responses (then nothing else), or
-    the user's other parts (False)? Its first part says; None when it has none (it joins either kind)."""
-    parts = content.get("parts")
-    if not isinstance(parts, list) or not parts:
-        return None
-    return gemini_payload(parts[0], "result") is not None
