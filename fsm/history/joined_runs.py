@@ -35,7 +35,7 @@ def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[
     has too, when the two are one turn once repair is done (else none), and (Anthropic) those under
     which its calls come after a call of the other kind in their run (``client-and-server-call-one-id``),
     each with why it is renamed; and the server run it ends."""
-    first = segment.calls[0].message if segment.calls else -1
+    first = min((call.message for call in (*segment.calls[:1], *segment.beside)), default=-1)  # the run's first call
     twins = (
         twin_calls(plan.messages, segment, lambda at: _in_run(plan, at, first))[0] if plan.fmt == "anthropic" else {}
     )
