@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fsm.engine.machine import SpecMachine
@@ -21,6 +21,7 @@ from fsm.history.formats import shown
 from fsm.history.item_ids import duplicate_items
 from fsm.history.placeholders import usable_id
 from fsm.history.program_callers import code_callers, unknown_callers
+from fsm.history.server_blocks import twin_calls
 from fsm.history.turns import segments
 from fsm.spec import history_spec
 
@@ -140,7 +141,8 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
         repeated = sorted([*left_out, *repeated, *code_callers(messages, sent)], key=lambda found: found.message)
     for segment in segments(messages, fmt, roles):
         _odd_roles(roles, findings, fmt)
-        made = [walk(entry, "call") for entry in segment.calls]
+        twins = twin_calls(messages, segment) if fmt == "anthropic" else ({}, range(0))
+        made = [_walk_call(walk, ids, findings, entry, twins) for entry in segment.calls]
         for entry in segment.calls:
             if entry.message in roles.calling:
                 why = f"a call made in a {messages[entry.message].get('role')} message: only the model's makes calls"
@@ -179,6 +181,36 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
     if fmt == "gemini":  # a chain's response the model's content holds (chain-response-in-the-model-content)
         repeated = sorted(stray_findings(messages, roles.chains, told), key=lambda found: found.message)
     return Report(fmt, tuple(_among(findings, repeated) if repeated else findings))
+
+
+def _walk_call(
+    walk: Callable[[Entry, str], CallId],
+    ids: dict[Key, CallId],
+    findings: list[Finding],
+    entry: Entry,
+    twins: tuple[dict[Key, tuple[bool, int, str | None]], range],
+) -> CallId:
+    """Walk a call. The first of a turn's calls under an id a call of the other kind in its run has too
+    (policy client-and-server-call-one-id), walked after that one once it was answered, is no ``reused``:
+    the two are one ``duplicate-call``, at the later of them (as the machine says when the twin still waits)."""
+    before = ids.get(entry.key)
+    previous = before.call_message - 1 if before is not None else -1
+    start = len(findings)
+    call = walk(entry, "call")
+    twin = twins[0].pop(entry.key, None)
+    said = [found.kind for found in findings[start:]]
+    if twin is not None and previous in twins[1] and Kind.REUSED in said:  # its twin, walked first, was answered
+        del findings[start + said.index(Kind.REUSED)]
+        at, name = (entry.message, entry.name) if twin[0] else twin[1:]
+        findings.append(Finding(Kind.DUPLICATE_CALL, call.key, at + 1, TWIN_WHY, name))
+    return call
+
+
+TWIN_WHY = (
+    "a client tool_use and a server call under one id in one assistant turn: the API refuses it (tool_use ids"
+    " must be unique) whatever their kinds; repair renames the later one"
+)
+"""What a ``duplicate-call`` finding says of a client call and a server call sharing an id in one run."""
 
 
 def _among(findings: list[Finding], repeated: list[Finding]) -> list[Finding]:

@@ -24,17 +24,27 @@ from fsm.history.after_run import stays
 from fsm.history.entries import Key, Segment
 from fsm.history.formats import ANTHROPIC_CALLS, items, known_role
 from fsm.history.rewrite import ALTERNATING, Writer
-from fsm.history.server_blocks import is_server_result
+from fsm.history.server_blocks import is_server_result, twin_calls
 
 ServerRun = tuple[int, set[Key]]
 """The last message of the latest server blocks paired, and the server ids of the run they are in."""
 
 
-def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[set[Key], ServerRun]:
+def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[dict[Key, str], ServerRun]:
     """The server ids of ``segment``'s run that the run of the server blocks before it (``last``)
-    has too, when the two are one turn once repair is done (else none); and the server run it ends."""
+    has too, when the two are one turn once repair is done (else none), and (Anthropic) those under
+    which its calls come after a call of the other kind in their run (``client-and-server-call-one-id``),
+    each with why it is renamed; and the server run it ends."""
+    first = min((call.message for call in (*segment.calls[:1], *segment.beside)), default=-1)  # the run's first call
+    twins = (
+        twin_calls(plan.messages, segment, lambda at: _in_run(plan, at, first))[0] if plan.fmt == "anthropic" else {}
+    )
+    why = "a server call" if segment.server else "a client call"
+    collide = {
+        key: f"{why} under {key!r} after a call of the other kind in its turn" for key, t in twins.items() if t[0]
+    }
     if plan.fmt not in ALTERNATING or not segment.server or not segment.calls:
-        return set(), last
+        return collide, last
     start, keys = segment.calls[0].message, {call.key for call in segment.calls}
     end, before = last
     between = range(end + 1, start)  # assistant messages there are of the run: only the others part it
@@ -51,8 +61,10 @@ def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[
         # the later runs it waited across (task 122), and the run its result ends is paired before the segments
         # it ends (task 125): the latest run stays the one a later run may join, and takes these ids when one
         same = all(_in_run(plan, at, called) for at in range(ends + 1, end + 1))  # run of Claude's holds both
-        return set(), ((end, before | held) if same else last)
-    return (before & keys if joined else set()), (ends, (before if joined else set()) | held)
+        return collide, ((end, before | held) if same else last)
+    why = "in an assistant message a removed message joins to one making it"
+    collide |= {key: f"a server call under {key!r} {why}" for key in (before & keys if joined else ())}
+    return collide, (ends, (before if joined else set()) | held)
 
 
 def _in_run(plan: Writer, at: int, called: int) -> bool:

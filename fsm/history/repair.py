@@ -168,9 +168,7 @@ class _Plan(Writer):
             if (k > 0 or call.key in collide) and isinstance(call.key, str):  # id-less keys are unique in a turn
                 wire_id = self._usable(self.ids.claim(call.key), call.message)
                 self._rename(call, answer, wire_id)
-                why = f"call {k + 1} under {call.key!r} in its turn" if k else f"a server call under {call.key!r}"
-                if not k:
-                    why += " in an assistant message a removed message joins to one making it"
+                why = f"call {k + 1} under {call.key!r} in its turn" if k else collide[call.key]
                 self._change("renamed-call", call, f"{why} is now {wire_id!r}")
                 if answer is not None:
                     self._change("renamed-result", answer, f"the result that answered it now answers {wire_id!r}")
