@@ -9,18 +9,28 @@ content of the turn holds go before the user's other parts written already, as o
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
-from fsm.history.changes import Change
+from fsm.history.changes import Change, RepairPolicy
 from fsm.history.formats import gemini_payload, gemini_role
 
 WHY = "a turn's function responses and the user's other parts go in user contents of their own"
 WHY += ": Gemini wants the responses alone in theirs, and user and model to alternate"
 
 
-def put_apart(
-    plan: Any, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool
-) -> None:  # the rewrite.Writer (no import: a cycle)
+class _Writer(Protocol):
+    """What of :class:`fsm.history.rewrite.Writer` this module reads and writes (no import: a cycle)."""
+
+    tail: Any
+    policy: RepairPolicy
+    made_between: dict[int, dict[str, Any]]
+    origins: list[list[tuple[int, int]]]
+    changes: list[Change]
+
+    def _append(self, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None: ...
+
+
+def put_apart(plan: _Writer, out: list[dict[str, Any]], message: dict[str, Any], at: int, gap: bool) -> None:
     """Write Gemini user content ``message`` (input message ``at``) at the end of ``out``, its responses
     and other parts apart; responses of a turn whose user's other parts are written go before them."""
     parts = message["parts"]
@@ -48,7 +58,7 @@ def put_apart(
             plan._append(out, piece, at, gap)
 
 
-def _held(plan: Any, out: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[tuple[int, int]]]]:
+def _held(plan: _Writer, out: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[tuple[int, int]]]]:
     """The contents taken off the end of ``out`` for a turn's responses to go before them, each with
     where its parts came from: the user's other parts right after the model's calls (a placeholder
     model content goes between), or those and the placeholder model content before them after the
