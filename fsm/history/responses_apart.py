@@ -4,7 +4,9 @@ and its other parts go apart, each joining the user content before it that holds
 model content of ``RepairPolicy.between`` goes between responses and the user's other parts after them
 (user contents in a row are refused: ``user-after-user``, ``placeholder-model-turn``). The turn's
 responses come first wherever they came in it (``responses-before-the-users-parts``): those a later
-content of the turn holds go before the user's other parts written already, as one content's do."""
+content of the turn holds go before the user's other parts written already, as one content's do; but
+not responses going on with a chain begun before the user's parts (``will-continue-responses``): a
+NON_BLOCKING function answers on while the user speaks, and the history keeps them where they came."""
 
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ def put_apart(plan: _Writer, out: list[dict[str, Any]], message: dict[str, Any],
     pieces: list[Any] = (
         [{**message, "parts": answers}, {**message, "parts": others}] if answers and others else [message]
     )
-    if answers:  # written again as they were, after the responses (held: a content with where it came from)
+    if any(id(part) not in plan.going_on for part in answers):  # written again after them (held: with its origins)
         pieces[1:1] = _held(plan, out)
     for piece in pieces:
         content = piece[0] if isinstance(piece, tuple) else piece

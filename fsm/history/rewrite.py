@@ -92,9 +92,12 @@ class Writer:
     policy: RepairPolicy
     made_between: dict[int, dict[str, Any]]
     """The placeholder model contents written between a turn's responses and the user's other parts, by id."""
+    going_on: set[int]
+    """Gemini responses going on with a chain begun before them, by id: they stay where they came."""
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
         self.fmt, self.messages, self.chains = fmt, messages, chains(messages, fmt)
+        self.going_on = {id(messages[e.message]["parts"][e.slot]) for run in self.chains.values() for e in run}
         self.drop, self.rename, self.touched, self.retool, self.split = set(), {}, set(), set(), set()
         self.emptied, self.recall = set(), {}
         self.add_into, self.move_into, self.front_into, self.add_after = {}, {}, {}, {}
