@@ -26,6 +26,7 @@ class _Writer(Protocol):
     tail: Any
     policy: RepairPolicy
     made_between: dict[int, dict[str, Any]]
+    going_on: set[int]
     origins: list[list[tuple[int, int]]]
     changes: list[Change]
 
