@@ -77,3 +77,32 @@ def test_audit48s_server_blocks_in_user_messages_past_its_300_seeds(seed: int) -
     call is a user message's (902) or a user message's content goes after the run (566)."""
     for policy in POLICIES:
         _sound(_history(seed), policy)
+
+
+EMPTY = {"role": "user", "content": []}
+ODD = {"role": "system", "content": [TEXT]}
+
+
+@pytest.mark.parametrize(
+    ("between", "expected"),
+    [
+        ([EMPTY], [("empty-message", 3, ""), ("duplicate-call", 4, "x")]),
+        ([ODD], [("unknown-role", 3, ""), ("duplicate-call", 4, "x")]),
+    ],
+    ids=["empty-message", "unknown-role"],
+)
+def test_check_reads_the_run_across_what_repair_reads_as_gone(between: list[Any], expected: Any) -> None:
+    """A web search and a client call under its id with a message read as absent between: ``check``
+    said ``reused`` (which the API takes) and repair renamed the client call all the same."""
+    conversation = [ASK, a(srv("x", "web_search"), web("x")), *between, a(use("x", None)), u(res("x"))]
+    assert [(f.kind.value, f.message, f.id) for f in history.check(conversation, "anthropic").findings] == expected
+    for policy in POLICIES:
+        fixed, _ = history.repair(conversation, policy, format="anthropic")
+        assert (_ids(fixed[-2])[-1], _ids(fixed[-1])) == ("x_d2", ["x_d2"])
+
+
+def test_check_reads_a_users_server_call_after_a_client_call_under_its_id_in_its_run() -> None:
+    conversation = [ASK, a(use("x", None)), u(srv("x", "web_search"), web("x")), u(res("x"))]
+    found = [(f.kind.value, f.message, f.id) for f in history.check(conversation, "anthropic").findings]
+    assert ("duplicate-call", 3, "x") in found and ("reused", 2, "x") not in found
+    assert [_ids(m) for m in _repaired(conversation)[1:]] == [["x", "x_d2", "x_d2"], ["x"]]
