@@ -199,16 +199,7 @@ def _history(seed: int) -> list[dict[str, Any]]:
     return messages
 
 
-LEFT131 = pytest.mark.xfail(
-    strict=True,
-    reason="left (task 131): a user message's server call moved into the model's run beside a client call"
-    " under its id (client-and-server-call-one-id): repair does not rename it, check after repair says duplicate-call",
-)
-
-
-@pytest.mark.parametrize(
-    "seed", [pytest.param(s, marks=LEFT131) if s in (90, 248, 249, 275) else s for s in range(300)]
-)
+@pytest.mark.parametrize("seed", range(300))
 def test_repair_of_server_blocks_in_user_messages_is_idempotent_and_says_what_it_drops(seed: int) -> None:
     messages = _history(seed)
     for policy in (RepairPolicy(), RepairPolicy(dangling="drop-call")):

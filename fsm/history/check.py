@@ -15,13 +15,14 @@ from fsm.history.code_waits import beside_waiting_code
 from fsm.history.declined import declined_why, without_declined
 from fsm.history.detect import Named, resolve_format
 from fsm.history.empty import WHY as EMPTY_WHY
+from fsm.history.empty import refused as refused_empty
 from fsm.history.entries import Entry, Key, Roles
 from fsm.history.findings import Finding, Format, Kind, Report
-from fsm.history.formats import shown
+from fsm.history.formats import known_role, shown
 from fsm.history.item_ids import duplicate_items
 from fsm.history.placeholders import usable_id
 from fsm.history.program_callers import code_callers, unknown_callers
-from fsm.history.server_blocks import twin_calls
+from fsm.history.server_blocks import models_block, twin_calls
 from fsm.history.turns import segments
 from fsm.spec import history_spec
 
@@ -141,7 +142,8 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
         repeated = sorted([*left_out, *repeated, *code_callers(messages, sent)], key=lambda found: found.message)
     for segment in segments(messages, fmt, roles):
         _odd_roles(roles, findings, fmt)
-        twins = twin_calls(messages, segment) if fmt == "anthropic" else ({}, range(0))
+        in_run = functools.partial(_in_claudes_run, messages, roles)
+        twins = twin_calls(messages, segment, in_run) if fmt == "anthropic" else ({}, range(0))
         made = [_walk_call(walk, ids, findings, entry, twins) for entry in segment.calls]
         for entry in segment.calls:
             if entry.message in roles.calling:
@@ -204,6 +206,24 @@ def _walk_call(
         at, name = (entry.message, entry.name) if twin[0] else twin[1:]
         findings.append(Finding(Kind.DUPLICATE_CALL, call.key, at + 1, TWIN_WHY, name))
     return call
+
+
+def _in_claudes_run(messages: Sequence[Mapping[str, Any]], roles: Roles, at: int) -> bool:
+    """Is Anthropic message ``at`` read in the run of Claude's messages around it, as repair writes it
+    (``client-and-server-call-one-id``)? An assistant message; one that came empty (read as gone); one
+    making calls in the user's role (read as the model's); one of a role Anthropic lacks holding no call,
+    result or server block (``unknown-role-between``: read as absent)."""
+    message = messages[at]
+    if (
+        message.get("role") == "assistant"
+        or at in roles.calling
+        or refused_empty("anthropic", message, at, len(messages))
+    ):
+        return True
+    content = message.get("content")
+    blocks = [block for block in (content if isinstance(content, list) else ()) if isinstance(block, Mapping)]
+    pairs = any(block.get("type") == "tool_result" or models_block(block) for block in blocks)
+    return not known_role("anthropic", message.get("role")) and not pairs
 
 
 TWIN_WHY = (

@@ -24,7 +24,7 @@ from fsm.history.after_run import stays
 from fsm.history.entries import Key, Segment
 from fsm.history.formats import ANTHROPIC_CALLS, items, known_role
 from fsm.history.rewrite import ALTERNATING, Writer
-from fsm.history.server_blocks import is_server_result, twin_calls
+from fsm.history.server_blocks import is_server_result, models_block, twin_calls
 
 ServerRun = tuple[int, set[Key]]
 """The last message of the latest server blocks paired, and the server ids of the run they are in."""
@@ -36,9 +36,7 @@ def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[
     which its calls come after a call of the other kind in their run (``client-and-server-call-one-id``),
     each with why it is renamed; and the server run it ends."""
     first = min((call.message for call in (*segment.calls[:1], *segment.beside)), default=-1)  # the run's first call
-    twins = (
-        twin_calls(plan.messages, segment, lambda at: _in_run(plan, at, first))[0] if plan.fmt == "anthropic" else {}
-    )
+    twins = _twins(plan, segment, first) if plan.fmt == "anthropic" else {}
     why = "a server call" if segment.server else "a client call"
     collide = {
         key: f"{why} under {key!r} after a call of the other kind in its turn" for key, t in twins.items() if t[0]
@@ -65,6 +63,31 @@ def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[
     why = "in an assistant message a removed message joins to one making it"
     collide |= {key: f"a server call under {key!r} {why}" for key in (before & keys if joined else ())}
     return collide, (ends, (before if joined else set()) | held)
+
+
+def _twins(plan: Writer, segment: Segment, first: int) -> dict[Key, tuple[bool, int, str | None]]:
+    """``twin_calls`` of ``segment`` in its run as repair writes it (``client-and-server-call-one-id``).
+    A user message making calls right before the run joins it: split, its calls go in a model message
+    after what it keeps of the user's (which then parts it from the messages before). A block repair
+    dropped while pairing an earlier turn (a server call without its result) is no twin: it is not sent."""
+
+    def inside(at: int) -> bool:  # the run's first call's message, and one whose content goes after the run
+        return at == first or _in_run(plan, at, first) or (at in plan.roles.calling and at in plan.later_of)
+
+    low = first
+    while low > 0 and inside(low - 1):
+        low -= 1
+    if low > 0 and low - 1 in plan.roles.calling and _calls_kept(plan, low - 1):
+        low -= 1
+    return twin_calls(plan.messages, segment, lambda at: at >= low and (at == low or inside(at)), plan.drop)[0]
+
+
+def _calls_kept(plan: Writer, at: int) -> bool:
+    """Does repair keep a block of the model's in message ``at`` (its calls, once split, then make a message)?"""
+    return any(
+        models_block(block) and (at, j) not in plan.drop
+        for j, block in enumerate(items(plan.messages[at], plan.fmt, at))
+    )
 
 
 def _in_run(plan: Writer, at: int, called: int) -> bool:

@@ -51,7 +51,7 @@ is, and stays even when repair writes a message after it (the placeholders of th
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from fsm.history.entries import Entry, Key, Segment
@@ -354,13 +354,17 @@ def _waiting(chunk: Segment) -> dict[Key, int]:
 
 
 def twin_calls(
-    messages: Sequence[Mapping[str, Any]], turn: Segment, in_run: Callable[[int], bool] | None = None
+    messages: Sequence[Mapping[str, Any]],
+    turn: Segment,
+    in_run: Callable[[int], bool] | None = None,
+    gone: Container[tuple[int, int]] = frozenset(),
 ) -> tuple[dict[Key, tuple[bool, int, str | None]], range]:
     """Anthropic (policy ``client-and-server-call-one-id``): the ids ``turn``'s calls share with a call of
     the other kind (a client ``tool_use`` beside Claude's server call) in their run of assistant messages,
     which the API reads as one turn and refuses two calls under one id in, whatever their kinds; each
     with whether ``turn``'s first call under it comes later than the other's, and the other's message and name.
-    And the run's messages: assistant messages in a row, or those ``in_run`` says are read in it (repair)."""
+    And the run's messages: assistant messages in a row, or those ``in_run`` says are read in it (repair),
+    of whose blocks those ``gone`` holds (repair drops them) are none."""
     if not turn.calls:
         return {}, range(0)
     if in_run is None:
@@ -375,7 +379,9 @@ def twin_calls(
     for at in range(start, end + 1):
         content = messages[at].get("content")
         for slot, block in enumerate(content if isinstance(content, list) else ()):
-            if isinstance(block, Mapping) and block.get("type") in other and isinstance(block.get("id"), str):
+            if (at, slot) in gone or not isinstance(block, Mapping) or not isinstance(block.get("id"), str):
+                continue
+            if block.get("type") in other:
                 name = block.get("name")
                 theirs.setdefault(block["id"], (at, slot, name if isinstance(name, str) else None))
     twins: dict[Key, tuple[bool, int, str | None]] = {}
