@@ -26,7 +26,8 @@ next message after the results of the code's last round of calls (later rounds n
 answers the wait (the programmatic tool calling guide's step 5: "Once the code execution completes,
 Claude provides the final response", the result its first block; Claude's messages in a row, which
 the API combines, are one turn and one round, and a round of another waiting code's calls alone leaves
-it waiting: a later round may name it again), even when the user sent it after
+it waiting: a later round may name it again; a turn making a call under the code's own id ends the wait
+before it, as a waiting call's id taken again does), even when the user sent it after
 that message, which ended the wait; else in a message of Claude's of its own after the history's last
 (:func:`after_its_calls`); where that message is a user message read as the model's (``misplaced-call``),
 first in the model message repair makes of it. With every call naming it dropped, it goes right after its
@@ -294,16 +295,21 @@ def _answer_of(plan: Writer, segment: Segment, code: Any, steps: dict[int, tuple
 
 def _step(plan: Writer, at: int) -> tuple[int, set[Any]]:
     """Claude's next turn after the results of the one message ``at`` is in, and the codes its kept client calls
-    name that an earlier turn made (one of its own is a new wait, not this one's)."""
+    name that an earlier turn made and no call of it takes the id of (one of its own is a new wait, not this one's;
+    a client call under a waiting code's id ends that wait before it, as :meth:`Waiting.meet` reads it)."""
     at = _next_models(plan, _users_after(plan, _turn_end(plan, at)) + 1)
     turn = range(at, _turn_end(plan, at) + 1) if at < len(plan.messages) else range(0)
     callers = {_names(plan, m, slot) for m in turn for slot in _slots(plan, m)} - {None}
-    made = {block.get("id") for m in turn for block in _blocks(plan.messages[m].get("content")) if _made_here(block)}
-    return at, callers - made
+    return at, callers - {_made_here(plan, m, slot) for m in turn for slot in _slots(plan, m)}
 
 
-def _made_here(block: Any) -> bool:
-    return isinstance(block, Mapping) and block.get("type") in SERVER_CALLS
+def _made_here(plan: Writer, at: int, slot: int) -> Any:
+    """The id the call at ``slot`` of message ``at`` takes: a server call's, or a client call's repair keeps (as
+    renamed); else None."""
+    block = plan.messages[at]["content"][slot]
+    kind = block.get("type") if isinstance(block, Mapping) else None
+    key = block.get("id") if kind in SERVER_CALLS or (kind == "tool_use" and (at, slot) not in plan.drop) else None
+    return plan.rename.get((at, slot), key) if kind == "tool_use" and is_key(key) else key if is_key(key) else None
 
 
 def _turn_end(plan: Writer, at: int) -> int:
