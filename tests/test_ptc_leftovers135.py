@@ -16,7 +16,8 @@ import pytest
 
 from fsm import history
 from fsm.history import REJECTED, RepairPolicy
-from tests.test_hostile_audit80 import ASK, a, ran, res, srv, u, use
+from tests.test_hostile_audit80 import ASK, TEXT, a, ran, res, srv, u, use
+from tests.test_ptc_fuzz122 import web
 
 POLICIES = (RepairPolicy(), RepairPolicy(dangling="drop-call"))
 
@@ -27,7 +28,7 @@ def _left(conversation: list[dict[str, Any]], policy: RepairPolicy) -> set[tuple
     kept = {(c.kind.removeprefix("kept-"), c.id) for c in changes if c.kind.startswith("kept-")}
     left = {(f.kind.value, f.id) for f in history.check(fixed, "anthropic").findings if f.kind in REJECTED}
     assert history.repair(fixed, policy, format="anthropic")[0] == fixed
-    return left - kept
+    return {(kind, key) for kind, key in left - kept if (kind, None) not in kept}  # (kept-results-beside-text)
 
 
 # -- a turn taking the code's id ends its wait before it ---------------------------------------------
@@ -57,3 +58,37 @@ def test_a_turn_taking_the_codes_id_ends_its_wait(name: str, policy: RepairPolic
     # first in the turn that ends the wait, before the call taking its id
     assert fixed[3]["content"][0] == ran(code)
     assert [b.get("id") for b in fixed[3]["content"][1:]][-1] == code
+
+
+# -- a server call paired after later runs, against the runs paired in its own --------------------
+
+MORE = {"type": "text", "text": "more"}
+PAIRED_LATE = {
+    # s1 waits past t4's result, sent as Claude's: repair moves it after the run, which joins w3's two calls;
+    # s1's blocks are paired last, after w6's run too (the shrunk case of tests/test_ptc_fuzz122.py had none)
+    "past-a-later-run": [
+        *[a(*web("w3"), srv(), use("t4")), a(res("t4")), a(srv("w3", "web_search")), a(web("w3")[1])],
+        *[u(MORE), a(*web("w6"))],
+    ],
+    # task 122's fuzzer, seed 1008 (ptcfuzz.py): the history it found, as it came
+    "seed-1008": [
+        *[ASK, a(srv(), use("t2")), u(res("t2")), a(ran(), TEXT, *web("w3"), srv(), use("t4")), a(res("t4"))],
+        *[a(ran(), TEXT, srv("w3", "web_search")), a(web("w3")[1]), {"role": "user", "content": "more"}],
+        *[u(srv("s5"), use("t6", "s5"), use("t7", "s5"))],
+        *[u(res("t6"), res("t7")), a(ran("s5"), TEXT, srv("s5"), use("w3", "s5")), u(res("w3"))],
+    ],
+}
+
+
+@pytest.mark.parametrize("name", PAIRED_LATE)
+@pytest.mark.parametrize("policy", POLICIES, ids=lambda p: p.dangling)
+def test_a_server_call_paired_late_is_renamed_against_its_runs_later_messages(name: str, policy: RepairPolicy) -> None:
+    """Before: both w3 calls kept their id in the run repair writes (``duplicate-call`` after repair)."""
+    conversation = PAIRED_LATE[name]
+    assert _left(conversation, policy) == set()
+    fixed, changes = history.repair(conversation, policy, format="anthropic")
+    assert ("renamed-call", "w3") in {(c.kind, c.id) for c in changes}
+    servers = [
+        b["id"] for m in fixed if isinstance(m["content"], list) for b in m["content"] if b["type"] == "server_tool_use"
+    ]
+    assert servers.count("w3") == 1 and servers.count("w3_d2") == 1
