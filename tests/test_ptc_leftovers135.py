@@ -31,6 +31,13 @@ def _left(conversation: list[dict[str, Any]], policy: RepairPolicy) -> set[tuple
     return {(kind, key) for kind, key in left - kept if (kind, None) not in kept}  # (kept-results-beside-text)
 
 
+def _repaired(conversation: list[dict[str, Any]], policy: RepairPolicy) -> tuple[list[dict[str, Any]], set[Any]]:
+    """Repair's output, which the check accepts, and its changes as (kind, id)."""
+    assert _left(conversation, policy) == set()
+    fixed, changes = history.repair(conversation, policy, format="anthropic")
+    return fixed, {(c.kind, c.id) for c in changes}
+
+
 # -- a turn taking the code's id ends its wait before it ---------------------------------------------
 
 TAKES_THE_CODES_ID = {
@@ -51,13 +58,10 @@ TAKES_THE_CODES_ID = {
 @pytest.mark.parametrize("policy", POLICIES, ids=lambda p: p.dangling)
 def test_a_turn_taking_the_codes_id_ends_its_wait(name: str, policy: RepairPolicy) -> None:
     """Before: the code's result went after that turn, where its call was over (dangling, duplicate-result)."""
-    conversation = TAKES_THE_CODES_ID[name]
-    assert _left(conversation, policy) == set()
-    fixed, _ = history.repair(conversation, policy, format="anthropic")
-    code = conversation[1]["content"][0]["id"]
-    # first in the turn that ends the wait, before the call taking its id
-    assert fixed[3]["content"][0] == ran(code)
-    assert [b.get("id") for b in fixed[3]["content"][1:]][-1] == code
+    code = TAKES_THE_CODES_ID[name][1]["content"][0]["id"]
+    fixed, _ = _repaired(TAKES_THE_CODES_ID[name], policy)
+    assert fixed[3]["content"][0] == ran(code)  # first in the turn that ends the wait, before the call taking its id
+    assert fixed[3]["content"][-1]["id"] == code
 
 
 # -- a server call paired after later runs, against the runs paired in its own --------------------
@@ -84,11 +88,8 @@ PAIRED_LATE = {
 @pytest.mark.parametrize("policy", POLICIES, ids=lambda p: p.dangling)
 def test_a_server_call_paired_late_is_renamed_against_its_runs_later_messages(name: str, policy: RepairPolicy) -> None:
     """Before: both w3 calls kept their id in the run repair writes (``duplicate-call`` after repair)."""
-    conversation = PAIRED_LATE[name]
-    assert _left(conversation, policy) == set()
-    fixed, changes = history.repair(conversation, policy, format="anthropic")
-    assert ("renamed-call", "w3") in {(c.kind, c.id) for c in changes}
-    servers = [
-        b["id"] for m in fixed if isinstance(m["content"], list) for b in m["content"] if b["type"] == "server_tool_use"
-    ]
+    fixed, changes = _repaired(PAIRED_LATE[name], policy)
+    assert ("renamed-call", "w3") in changes
+    blocks = [b for m in fixed if isinstance(m["content"], list) for b in m["content"]]
+    servers = [b["id"] for b in blocks if b["type"] == "server_tool_use"]
     assert servers.count("w3") == 1 and servers.count("w3_d2") == 1
