@@ -35,9 +35,8 @@ def _left(conversation: list[dict[str, Any]], policy: RepairPolicy) -> set[tuple
 def _result_first(fixed: list[dict[str, Any]], changes: set[Any]) -> None:
     """A turn taking the code's id ends its wait before it: the code's result goes first in it, before the call
     taking its id (before: after that turn, where its call was over: ``dangling``, ``duplicate-result``)."""
-    code = fixed[1]["content"][0]["id"]
-    assert fixed[3]["content"][0] == ran(code)
-    assert fixed[3]["content"][-1]["id"] == code
+    first, last = fixed[3]["content"][0], fixed[3]["content"][-1]
+    assert first["type"] == "code_execution_tool_result" and last["id"] == first["tool_use_id"]
 
 
 def _earlier_renamed(fixed: list[dict[str, Any]], changes: set[Any]) -> None:
@@ -58,6 +57,19 @@ CASES = {
     # the round's own call takes its code's id (random seed 1143, shrunk)
     "the-round's-own-call-takes-the-codes-id": (
         [ASK, a(srv("s2"), use("t1", "s2")), u(res("t1"), ran("s2")), a(use("s2", "s2")), u(res("s2"))],
+        _result_first,
+    ),
+    # a round of s1 takes s2's id; a later one names s2 again (said kept): s2's wait ended at the first
+    "a-round-of-another-code-takes-its-id": (
+        [
+            ASK,
+            a(srv("s1"), srv("s2"), use("t1", "s2"), use("t9", "s1")),
+            u(res("t1"), res("t9"), ran("s2")),
+            a(use("s2", "s1")),
+            u(res("s2")),
+            a(use("t3", "s2")),
+            u(res("t3")),
+        ],
         _result_first,
     ),
     # s1 waits past t4's result, sent as Claude's: repair moves it after the run, which joins w3's two calls;
