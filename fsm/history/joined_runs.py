@@ -35,9 +35,9 @@ from fsm.history.server_blocks import is_server_result, twin_calls
 
 class ServerRuns:
     """The server blocks paired so far: the last message of the latest (``end``) and the server ids of the
-    run they are in (``ids``); and the end of each paired in order with its run's ids then (``ends``, ascending,
-    and ``taken``, its last the set ``ids`` is), where a segment paired after later ones finds the runs
-    before it and its own (task 135)."""
+    run they are in (``ids``); and, for each paired in message order, its last message (``ends``, ascending)
+    and its run's ids then (``taken``, whose last is ``ids`` itself), where a segment paired after later ones
+    finds the run before it and the runs paired in its own (task 135)."""
 
     __slots__ = ("end", "ends", "ids", "taken")
 
