@@ -9,9 +9,9 @@ segment ends the run and is paired first; the search's, ending before it, was le
 a later run joined to it once the message between went kept a second call under the search's id
 (``duplicate-call`` after repair, either policy; main renamed it).
 
-Left (strict xfail): a server call of a message whose code waited past client results, paired after
-the later runs it waited across, is not looked at against the run before it, which a removed message
-joins it to: the later call keeps its id (main alike).
+Left, fixed by task 135: a server call of a message whose code waited past client results, paired after
+the later runs it waited across, was not looked at against the run before it, which a removed message
+joins it to: the later call kept its id (main alike).
 """
 
 from __future__ import annotations
@@ -56,11 +56,15 @@ def test_a_search_in_the_run_a_waiting_codes_result_ends_joins_the_next_run(poli
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="left: a server call paired late is not looked at against the run before it")
-def test_a_message_whose_code_waited_joins_the_run_before_it() -> None:
+@pytest.mark.parametrize("policy", POLICIES, ids=lambda p: p.dangling)
+def test_a_message_whose_code_waited_joins_the_run_before_it(policy: RepairPolicy) -> None:
+    """zz's orphan goes, joining w9's runs; s1's message is paired after w5's (task 135: the later w9 is renamed)."""
     conversation = [a(*web("w9")), u(res("zz")), a(*web("w9"), srv(), use("t2")), u(res("t2"))]
     conversation += [a(*web("w5"), use("t3", None)), u(res("t3")), a(TEXT)]
-    assert _left(conversation, RepairPolicy()) == []
+    assert _left(conversation, policy) == []
+    fixed, changes = history.repair(conversation, policy, format="anthropic")
+    assert ("renamed-call", 3, "w9") in {(c.kind, c.message, c.id) for c in changes}
+    assert [b.get("id") for b in fixed[0]["content"] if b["type"] == "server_tool_use"] == ["w9", "w9_d2", "s1"]
 
 
 # -- task 122's left D: the calls a renamed code made name its new id --------------------------------

@@ -20,10 +20,10 @@ B. ``repair`` under ``drop-call`` joins two assistant runs making a server call 
    paired after the runs it waited across, and the later run's ids were forgotten: the join went
    unrenamed (``duplicate-call`` after repair, the fuzzer's seed 7364).
 
-Left (strict xfail below): results sent in the model's role that repair moves after a run of
-Claude's messages join server runs it had not seen as joined (``duplicate-call`` after repair). A
-code's server call renamed by such a join left the calls it made naming the old id, which repair
-then kept as ``call-after-code-result``: fixed by audit 125.
+Left, fixed by task 135: results sent in the model's role that repair moves after a run of Claude's
+messages join server runs it had not seen as joined (``duplicate-call`` after repair). A code's server
+call renamed by such a join left the calls it made naming the old id, which repair then kept as
+``call-after-code-result``: fixed by audit 125.
 """
 
 from __future__ import annotations
@@ -118,11 +118,18 @@ def test_runs_joined_past_a_waiting_server_call_rename_the_later_call() -> None:
 # -- left ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="left: a misplaced result moved after the run joins server runs unseen")
-def test_results_moved_after_the_run_join_its_server_calls_renamed() -> None:
-    """Seed 1008, shrunk: t4's result sent as Claude's goes after the run, joining w3's two calls."""
+@pytest.mark.parametrize("policy", POLICIES, ids=lambda p: p.dangling)
+def test_results_moved_after_the_run_join_its_server_calls_renamed(policy: RepairPolicy) -> None:
+    """Seed 1008, shrunk: t4's result sent as Claude's goes after the run, joining w3's two calls. s1's
+    blocks, its call waiting past t4's result, are paired after the later message's w3: the earlier w3
+    is renamed (task 135; before, both kept the id: ``duplicate-call`` after repair)."""
     conversation = [a(*web("w3"), srv(), use("t4")), a(res("t4")), a(srv("w3", "web_search")), a(web("w3")[1])]
-    assert _left(conversation, RepairPolicy()) == []
+    assert _left(conversation, policy) == []
+    fixed, changes = history.repair(conversation, policy, format="anthropic")
+    assert ("renamed-call", 1, "w3") in {(c.kind, c.message, c.id) for c in changes}
+    calls = [b["id"] for m in fixed for b in m["content"] if b["type"] in ("server_tool_use", "tool_use")]
+    assert calls == ["w3_d2", "s1", "t4", "w3"]
+    assert history.repair(fixed, policy, format="anthropic") == (fixed, [])
 
 
 def test_a_code_renamed_for_a_join_keeps_its_calls() -> None:

@@ -26,7 +26,8 @@ next message after the results of the code's last round of calls (later rounds n
 answers the wait (the programmatic tool calling guide's step 5: "Once the code execution completes,
 Claude provides the final response", the result its first block; Claude's messages in a row, which
 the API combines, are one turn and one round, and a round of another waiting code's calls alone leaves
-it waiting: a later round may name it again), even when the user sent it after
+it waiting: a later round may name it again; a turn making a call under the code's own id ends the wait
+before it, as a waiting call's id taken again does), even when the user sent it after
 that message, which ended the wait; else in a message of Claude's of its own after the history's last
 (:func:`after_its_calls`); where that message is a user message read as the model's (``misplaced-call``),
 first in the model message repair makes of it. With every call naming it dropped, it goes right after its
@@ -234,7 +235,7 @@ def after_their_calls(plan: Writer, codes: Sequence[tuple[Segment, dict[Any, Ent
     ``(id, k)``) that the user sent (``moved``), once repair has read every turn (it knows which client
     calls it drops): where :func:`after_its_calls` puts them, else right after their calls; those a user
     message read as the model's holds with its calls (``server-blocks-are-the-models``)."""
-    steps: dict[int, tuple[int, set[Any]]] = {}  # each walk's steps, shared (codes' rounds may interleave)
+    steps: dict[int, _Step] = {}  # each walk's steps, shared (codes' rounds may interleave)
     said = Latest("moved-misplaced-result")  # the change each result moved has, shared: one read of them
     for segment, answer_of, moved in codes:
         after_calls(plan, segment.calls, answer_of, after_its_calls(plan, segment, moved, steps, said))
@@ -242,7 +243,7 @@ def after_their_calls(plan: Writer, codes: Sequence[tuple[Segment, dict[Any, Ent
 
 
 def after_its_calls(
-    plan: Writer, segment: Segment, moved: list[Entry], steps: dict[int, tuple[int, set[Any]]], said: Latest
+    plan: Writer, segment: Segment, moved: list[Entry], steps: dict[int, _Step], said: Latest
 ) -> list[Entry]:
     """Of the server results the user sent (``moved``), each answering a call that a client call of its
     message (``segment.beside``) repair keeps names as its ``caller`` goes first into Claude's message
@@ -252,7 +253,7 @@ def after_its_calls(
     message repair makes of it. The others, to go right after their calls."""
     rest: list[Entry] = []
     for result in moved:
-        at = _answer_of(plan, segment, result.key, steps)
+        at = _answer_of(plan, segment, result.key, steps, plan.rename.get((result.message, result.slot), result.key))
         if at is None:
             rest.append(result)
             continue
@@ -271,11 +272,16 @@ def after_its_calls(
     return rest
 
 
-def _answer_of(plan: Writer, segment: Segment, code: Any, steps: dict[int, tuple[int, set[Any]]]) -> int | None:
+_Step = tuple[int, set[Any], set[Any]]
+"""Claude's next turn after a message's results, the codes it names (made before it), the ids its client calls take."""
+
+
+def _answer_of(plan: Writer, segment: Segment, code: Any, steps: dict[int, _Step], written: Any) -> int | None:
     """Claude's message that ends the wait of the server call ``code`` (the history's length: none), past
     the results of the calls of its message naming it and of each round after them naming it again: Claude's
     messages in a row are one turn, one round, and a round of other codes' calls alone leaves it waiting
-    (a later round may name it again; with none, the first message after its last round answers it). None
+    (a later round may name it again; with none, the first message after its last round answers it), but one
+    whose client call takes the code's id as written (``written``) ends the wait before it. None
     when no call of its message that repair keeps names it (it waits on nothing: with all of them dropped,
     ``RepairPolicy(dangling="drop-call")``, right after its call)."""
     rounds = [call.message for call in segment.beside if _names(plan, call.message, call.slot) == code]
@@ -283,7 +289,9 @@ def _answer_of(plan: Writer, segment: Segment, code: Any, steps: dict[int, tuple
         return None
     at, answer = rounds[-1], None
     while True:
-        at, callers = steps[at] if at in steps else steps.setdefault(at, _step(plan, at))
+        at, callers, taken = steps[at] if at in steps else steps.setdefault(at, _step(plan, at))
+        if written in taken:  # the id taken again: the wait is over before it (as Waiting.meet reads it)
+            return at if answer is None else answer
         if at in plan.roles.calling and (answer is None or code in callers):
             return at
         if not callers:  # no code waits past it: the wait ends here, or at the first round of others' after its last
@@ -292,18 +300,28 @@ def _answer_of(plan: Writer, segment: Segment, code: Any, steps: dict[int, tuple
         answer = None if code in callers else at if answer is None else answer
 
 
-def _step(plan: Writer, at: int) -> tuple[int, set[Any]]:
-    """Claude's next turn after the results of the one message ``at`` is in, and the codes its kept client calls
-    name that an earlier turn made (one of its own is a new wait, not this one's)."""
+def _step(plan: Writer, at: int) -> _Step:
+    """Claude's next turn after the results of the one message ``at`` is in, the codes its kept client calls
+    name that an earlier turn made (one of its own is a new wait, not this one's), and the ids its kept client
+    calls are written under."""
     at = _next_models(plan, _users_after(plan, _turn_end(plan, at)) + 1)
     turn = range(at, _turn_end(plan, at) + 1) if at < len(plan.messages) else range(0)
     callers = {_names(plan, m, slot) for m in turn for slot in _slots(plan, m)} - {None}
     made = {block.get("id") for m in turn for block in _blocks(plan.messages[m].get("content")) if _made_here(block)}
-    return at, callers - made
+    return at, callers - made, {_taken(plan, m, slot) for m in turn for slot in _slots(plan, m)} - {None}
 
 
 def _made_here(block: Any) -> bool:
     return isinstance(block, Mapping) and block.get("type") in SERVER_CALLS
+
+
+def _taken(plan: Writer, at: int, slot: int) -> Any:
+    """The id the client call at ``slot`` of message ``at`` is written under, when repair keeps it (else None)."""
+    block = plan.messages[at]["content"][slot]
+    if not isinstance(block, Mapping) or block.get("type") != "tool_use" or (at, slot) in plan.drop:
+        return None
+    key = plan.rename.get((at, slot), block.get("id"))
+    return key if is_key(key) else None
 
 
 def _turn_end(plan: Writer, at: int) -> int:

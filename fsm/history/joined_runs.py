@@ -10,6 +10,10 @@ goes after the run, :mod:`fsm.history.after_run`); or is of a role the format la
 calls (read as the model's) or, once repair is done, holds no result or server block (policy
 ``unknown-role-between``: such a message is read as if it were absent, :mod:`fsm.history.turns`).
 The later run's server call under such an id is then renamed as a second call within one message.
+A message's server blocks whose code waits past client results are paired after the later runs it
+waited across (:class:`ServerRuns` keeps each run's ids for them): looked at against the run before
+them, and against the runs paired first in their own (results sent in the model's role that repair
+moves after the run join them), where their own call under such an id is the one renamed (task 135).
 Converse alike, where only a message that goes (or an assistant message) leaves the two joined.
 
 Converse, Gemini: a model's message holding results sent in its role (``misplaced-result``) that keeps
@@ -20,21 +24,34 @@ turn's answer then goes right after the calls, not after that message (:func:`ke
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+
 from fsm.history.after_run import stays
 from fsm.history.entries import Key, Segment
 from fsm.history.formats import ANTHROPIC_CALLS, items, known_role
 from fsm.history.rewrite import ALTERNATING, Writer
 from fsm.history.server_blocks import is_server_result, models_block, twin_calls
 
-ServerRun = tuple[int, set[Key]]
-"""The last message of the latest server blocks paired, and the server ids of the run they are in."""
+
+class ServerRuns:
+    """The server blocks paired so far: the last message of the latest (``end``) and the server ids of the
+    run they are in (``ids``); and, for each paired in message order, its last message (``ends``, ascending)
+    and its run's ids then (``taken``, whose last is ``ids`` itself), where a segment paired after later ones
+    finds the run before it and the runs paired in its own (task 135)."""
+
+    __slots__ = ("end", "ends", "ids", "taken")
+
+    def __init__(self) -> None:
+        self.end, self.ids = -1, set[Key]()
+        self.ends: list[int] = []
+        self.taken: list[set[Key]] = []
 
 
-def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[dict[Key, str], ServerRun]:
-    """The server ids of ``segment``'s run that the run of the server blocks before it (``last``)
-    has too, when the two are one turn once repair is done (else none), and (Anthropic) those under
-    which its calls come after a call of the other kind in their run (``client-and-server-call-one-id``),
-    each with why it is renamed; and the server run it ends."""
+def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[Key, str]:
+    """The server ids of ``segment``'s run that the run of the server blocks before it has too, when the
+    two are one turn once repair is done (else none), and (Anthropic) those under which its calls come after
+    a call of the other kind in their run (``client-and-server-call-one-id``), each with why it is renamed;
+    noting the server run it ends in ``runs``."""
     first = min((call.message for call in (*segment.calls[:1], *segment.beside)), default=-1)  # the run's first call
     twins = _twins(plan, segment, first) if plan.fmt == "anthropic" else {}
     why = "a server call" if segment.server else "a client call"
@@ -42,13 +59,12 @@ def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[
         key: f"{why} under {key!r} after a call of the other kind in its turn" for key, t in twins.items() if t[0]
     }
     if plan.fmt not in ALTERNATING or not segment.server or not segment.calls:
-        return collide, last
+        return collide
     start, keys = segment.calls[0].message, {call.key for call in segment.calls}
-    end, before = last
-    between = range(end + 1, start)  # assistant messages there are of the run: only the others part it
+    end, before = runs.end, runs.ids
     called = min((call.message for call in segment.beside), default=start)  # the run's first client call
-    joined = 0 <= end < start and all(_in_run(plan, at, called) for at in between)
-    joined = joined and not any(at in plan.add_after for at in range(end, start))
+    joined = _joins(plan, end, start, called)
+    why = "in an assistant message a removed message joins to one making it"
     sent = {(entry.message, entry.slot) for entry in segment.misplaced}  # a set: a scan of the tuple was O(n^2)
     ends = max(e.message for e in (*segment.calls, *segment.results) if (e.message, e.slot) not in sent)
     first = ends  # the run of Claude's that holds ``ends``: a code's result may end a later one than its call's
@@ -58,11 +74,31 @@ def joined_server_ids(plan: Writer, segment: Segment, last: ServerRun) -> tuple[
     if ends < end:  # paired after a later segment: a server call that waited past client results is paired after
         # the later runs it waited across (task 122), and the run its result ends is paired before the segments
         # it ends (task 125): the latest run stays the one a later run may join, and takes these ids when one
-        same = all(_in_run(plan, at, called) for at in range(ends + 1, end + 1))  # run of Claude's holds both
-        return collide, ((end, before | held) if same else last)
-    why = "in an assistant message a removed message joins to one making it"
+        prior = bisect_left(runs.ends, start) - 1  # the run before it, which a removed message may join it to
+        if prior >= 0 and _joins(plan, runs.ends[prior], start, called):
+            collide |= {key: f"a server call under {key!r} {why}" for key in runs.taken[prior] & keys}
+        reach = ends  # the run of Claude's holding ``ends``, up to the latest run's end: the runs paired in it
+        while reach < end and _in_run(plan, reach + 1, called):
+            reach += 1
+        later = bisect_right(runs.ends, reach) - 1  # the last of them, whose ids are the run's: it takes these
+        if later >= 0 and runs.ends[later] >= ends:
+            why = "that a later message of its run, paired first, has too"
+            collide |= {key: f"a server call under {key!r} {why}" for key in runs.taken[later] & held - set(collide)}
+            runs.taken[later].update(held)  # (the latest run's are ``runs.ids``: that set)
+        return collide
     collide |= {key: f"a server call under {key!r} {why}" for key in (before & keys if joined else ())}
-    return collide, (ends, (before if joined else set()) | held)
+    runs.end, runs.ids = ends, (before if joined else set()) | held
+    runs.ends.append(ends)
+    runs.taken.append(runs.ids)
+    return collide
+
+
+def _joins(plan: Writer, end: int, start: int, called: int) -> bool:
+    """Is the run ending at message ``end`` one turn with the one starting at ``start`` once repair is done
+    (``called``: the later run's first client call)? Only messages between not read in the run part them."""
+    between = range(end + 1, start)  # assistant messages there are of the run: only the others part it
+    joined = 0 <= end < start and all(_in_run(plan, at, called) for at in between)
+    return joined and not any(at in plan.add_after for at in range(end, start))
 
 
 def _twins(plan: Writer, segment: Segment, first: int) -> dict[Key, tuple[bool, int, str | None]]:

@@ -70,7 +70,7 @@ from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, shown
 from fsm.history.item_ids import renumbered, settle_items, settled_changes
-from fsm.history.joined_runs import ServerRun, joined_server_ids, kept_apart, left_empty
+from fsm.history.joined_runs import ServerRuns, joined_server_ids, kept_apart, left_empty
 from fsm.history.placeholders import placeholder, signed, usable_id
 from fsm.history.program_callers import follow_renamed_code, kept_callers, kept_code_callers
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
@@ -111,7 +111,7 @@ class _Plan(Writer):
         self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
         self.mapped_for: dict[str, tuple[Key, int]] = {}  # Converse: each mapping given, for which id, where
         self.in_turn: set[Key] = set()  # the ids of the turn being paired
-        self.server_run: ServerRun = (-1, set())  # Anthropic, Converse: the last server blocks' end, their ids
+        self.server_runs = ServerRuns()  # Anthropic, Converse: the server blocks paired so far, their runs' ids
         self.codes: list[tuple[Segment, dict[tuple[Key, int], Entry], list[Entry]]] = []  # server results the user sent
 
     def _change(self, kind: str, entry: Entry, detail: str, key: Key | None = None) -> None:
@@ -126,7 +126,7 @@ class _Plan(Writer):
                 self.ids.take(entry.key)
                 self.in_turn.add(entry.key)
         calls_of = Counter(call.key for call in segment.calls)
-        collide, self.server_run = joined_server_ids(self, segment, self.server_run)
+        collide = joined_server_ids(self, segment, self.server_runs)
         answer_of: dict[tuple[Key, int], Entry] = {}
         answered: dict[Key, int] = {}
         for result in segment.results:
