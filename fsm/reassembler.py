@@ -777,9 +777,7 @@ class Reassembler:
     def _unshortcut(self, item: dict[str, Any], wire: bool = False) -> None:
         """The rest of _ingest, for a dict the chat shortcut did not take (or a stream with none)."""
         chat, content, unfinished = self._chat, self._content, self._finish is None
-        if chat is not None and chat.ending(
-            item, content.apply, content.usage_replaced, self._finished if unfinished else None
-        ):
+        if chat is not None and chat.ending(item, content, self._finished if unfinished else None):
             return  # the last chunk, or usage alone: as the decoder and _apply would take them
         # The other shapes' commonest event (the wire path asked already), as it goes from the wire.
         if not wire and unfinished and self._commonest is not None and not self._invoked:
