@@ -133,3 +133,44 @@ def test_a_close_with_no_half_surrogate_held_settles_at_once() -> None:
     cut.feed({"choices": [{"index": 0, "delta": {"content": "a\ud83d"}, "finish_reason": "stop"}]})
     result = cut.close()
     assert result.text == "a\ufffd" and "lone-surrogate" in [d.code for d in result.diagnostics]
+
+
+class _Gets(dict[str, Any]):
+    """A delta that counts the keys read from it one by one."""
+
+    gets = 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        _Gets.gets += 1
+        return super().get(key, default)
+
+
+def test_said_beside_reads_the_deltas_own_keys_and_decides_as_every_said_key_read() -> None:
+    """said_beside walks the delta's few keys, not the eleven SAID_KEYS one read each, and says
+    what reading each of them says: any non-empty value, or a value of another type than str
+    (falsy too), is said; empty text and None are not; keys not among them say nothing."""
+    from fsm.harness.fuzz.run import sample_vectors
+    from fsm.wire.decoders._wire import SAID_KEYS
+    from fsm.wire.decoders.chat_chunks import said_beside
+    from tests.test_conformance import VECTORS
+
+    def read_each(delta: dict[str, Any]) -> bool:
+        return any((said := delta.get(key)) or (said is not None and type(said) is not str) for key in SAID_KEYS)
+
+    deltas: list[dict[str, Any]] = [
+        {"role": "assistant", key: value, "tool_calls": []}
+        for key in (*SAID_KEYS, "role", "other")
+        for value in ("", None, "x", 0, False, {}, [], 1.5, ["a"])
+    ]
+    for vector in [*VECTORS, *sample_vectors("openai-chat", 100)]:
+        for event in vector.events:
+            choices = event.get("choices") if type(event) is dict else None
+            for choice in choices if type(choices) is list else []:
+                if type(choice) is dict and type(choice.get("delta")) is dict:
+                    deltas.append(choice["delta"])
+    assert len(deltas) > 300
+    for delta in deltas:
+        assert said_beside(delta) == read_each(delta), delta
+    _Gets.gets = 0
+    assert not said_beside(_Gets(role="assistant", content=None, tool_calls=[]))
+    assert _Gets.gets == 0
