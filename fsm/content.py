@@ -330,7 +330,9 @@ class TurnContent:
     def settle(self, going_on: Any = None) -> None:
         """The turn ended, or a piece of reasoning block ``going_on`` came, cutting any other block's pair: a high
         surrogate still waiting for its low one has none (U+FFFD, ``heard`` too), told at the event that sent it."""
-        held, self._high = self._high or {}, None
+        if self._high is None:  # nothing waits (every stream's close, nearly): no dicts made to say so
+            return
+        held, self._high = self._high, None
         kept = {k: v for k, v in held.items() if isinstance(k, str) or k == going_on} if going_on else {}
         for kind, half in [(k, v) for k, v in held.items() if k not in kept]:
             self._lone(kind, half, None if going_on else half[3])  # (mid-stream: at the event that cut it)

@@ -28,9 +28,12 @@ class _Counts(Counter[str]):
     """The transitions' Counter, whose item assignment is dict's own, in C. Counter defines
     ``__delitem__`` in Python, and the one slot item assignment and deletion share then runs Python's
     lookup of ``__setitem__`` and a call through its wrapper: every ``+= 1`` of a taken transition
-    (each fragment's) cost about ten times a dict's. Nothing deletes a count here."""
+    (each fragment's) cost about ten times a dict's. Nothing deletes a count here. Made empty by
+    dict's own ``__init__`` (C) too, where Counter's is Python code that only reads its arguments:
+    a copy or a pickle passes it a dict of the counts, which both take alike."""
 
     __slots__ = ()
+    __init__ = dict.__init__
     __setitem__ = dict.__setitem__
     __delitem__ = dict.__delitem__  # type: ignore[assignment]  # (Counter takes any key; only str is counted)
 
@@ -133,9 +136,8 @@ class Ledger:
         self.per_code: dict[str, int] = {}
         self.outputs: list[Output] = []
         self.diagnostics: list[Diagnostic] = []
-        # An empty Counter without Counter.__init__, which is Python code that only reads its
-        # arguments (a third of what making a ledger cost); dict.__new__ leaves it complete.
-        self.transitions: Counter[str] = _Counts.__new__(_Counts)
+        # An empty Counter without Counter.__init__ (see _Counts): a third of what making a ledger cost.
+        self.transitions: Counter[str] = _Counts()
         # Pre-filled, so counting a rule is one dict update and an undeclared rule is a KeyError.
         self.rules: dict[str, int] = _no_rules().copy()
         self.ended_unfinished: list[int] = []

@@ -36,9 +36,7 @@ from typing import TYPE_CHECKING, Any
 from fsm.errors import RemoteProtocolError
 from fsm.events import (
     Event,
-    ReasoningDelta,
     StreamEnd,
-    TextDelta,
     build_arguments_fragment,
     build_arguments_snapshot,
     build_call_ref,
@@ -258,31 +256,27 @@ class OpenAIChatDecoder:
         the read. Only while the stream has no finish reason, as for shortcut()."""
         registry.hold(index, text, self._bare.ref)
 
-    def ending(
-        self,
-        payload: dict[str, Any],
-        said: Callable[[TextDelta | ReasoningDelta], None],
-        usage: Callable[[dict[str, Any]], None],
-        finished: Callable[[StreamEnd], None] | None,
-    ) -> bool:
-        """Take the last chunk (see finish_in) to ``said``, ``finished`` and ``usage``, or a chunk of
-        usage alone (see usage_in) to ``usage``, in the order Reassembler._apply would take their
-        events, without building the others; False, having done nothing, for any other chunk.
-        ``finished`` is None once the stream has its finish reason: then only usage alone is taken."""
+    def ending(self, payload: dict[str, Any], content: TurnSaid, finished: Callable[[StreamEnd], None] | None) -> bool:
+        """Take the last chunk (see finish_in) to ``content.apply``, ``finished`` and
+        ``content.usage_replaced``, or a chunk of usage alone (see usage_in) to
+        ``content.usage_replaced``, in the order Reassembler._apply would take their events, without
+        building the others; False, having done nothing, for any other chunk. ``finished`` is None
+        once the stream has its finish reason: then only usage alone is taken. (``content`` itself,
+        not its two methods: every stream's last chunk comes here, and most use neither.)"""
         if finished is not None:
             last = finish_in(payload)
             if last is not None:
                 for event in last[0]:
-                    said(event)
+                    content.apply(event)
                 finished(chat_finish(payload["choices"][0], last[1]))
                 if last[2]:
-                    usage(last[2])
+                    content.usage_replaced(last[2])
                 return True
         alone = usage_in(payload)
         if alone is None:
             return False
         if alone:
-            usage(alone)
+            content.usage_replaced(alone)
         return True
 
     def _calls(self, delta: Mapping[str, Any], events: list[Event], diagnose: Callable[[str, str], None]) -> None:
