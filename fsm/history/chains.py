@@ -65,12 +65,21 @@ def chained(found: Chains, entries: Iterable[Entry]) -> Iterator[Entry]:
         yield from found.get((entry.message, entry.slot), ())
 
 
-def strays(messages: Sequence[Mapping[str, Any]], found: Chains) -> Iterator[tuple[Entry, bool]]:
-    """Each response of a chain begun outside a model content, with whether it sits in one (a stray)."""
+def models(messages: Sequence[Mapping[str, Any]], found: Chains) -> set[int]:
+    """The contents holding a chain's response that are read as the model's: of role ``model``, or
+    without a role and making calls (``roleless-as-user``: only the model makes them; a response there
+    is a stray as in a model content, fuzz129 seed 17679). Each content looked through once."""
+    held = {entry.message for rest in found.values() for entry in rest} | {at for at, _ in found}
+    return {at for at in held if gemini_role(messages[at]) == "model"}
+
+
+def strays(found: Chains, model: set[int]) -> Iterator[tuple[Entry, bool]]:
+    """Each response of a chain begun outside a model content (``model``: :func:`models`), with whether
+    it sits in one (a stray)."""
     for (at, slot), rest in found.items():
-        if messages[at].get("role") != "model":  # one begun there moves whole with its first response
+        if at not in model:  # one begun there moves whole with its first response
             anchor = Entry(at, slot, rest[0].key, rest[0].name)
-            yield from ((entry, messages[entry.message].get("role") == "model") for entry in [anchor, *rest])
+            yield from ((entry, entry.message in model) for entry in [anchor, *rest])
 
 
 def stray_findings(
@@ -83,8 +92,9 @@ def stray_findings(
     (a chain's first), a ``duplicate-result`` only when repair drops it (past its turn's calls of its id:
     else it answers one of them, renamed)."""
     why = f"{STRAY_WHY}: Gemini takes responses from a user content, as its chain began"
+    model = models(messages, found)
     for (at, slot), rest in found.items():
-        if messages[at].get("role") == "model":  # one begun there moves whole with its first response
+        if at in model:  # one begun there moves whole with its first response
             continue
         said = told.get((at, slot), set()) & {Kind.ORPHAN, Kind.DUPLICATE_RESULT}
         kind = min(said, key=lambda each: each.value) if said else None
@@ -92,15 +102,16 @@ def stray_findings(
             f"{STRAY_WHY}: it goes with the response its chain began with (message {at + 1}), a {kind and kind.value}"
         )
         for entry in rest:
-            if messages[entry.message].get("role") == "model":
+            if entry.message in model:
                 shown_as = (entry.message + 1, why if kind is None else going, entry.name)
                 yield Finding(kind or Kind.MISPLACED_RESULT, shown(entry.key), *shown_as)
 
 
-def going_on(messages: Sequence[Mapping[str, Any]], kind: str, entry: Entry, detail: str) -> Change:
+def going_on(model: set[int], kind: str, entry: Entry, detail: str) -> Change:
     """Repair: what befell a chain's first response befell ``entry``, going on with it; but a stray
-    (in a model content) moved with it is a ``moved-misplaced-result``, as check names it."""
-    stray = kind == "moved-result" and messages[entry.message].get("role") == "model"
+    (in a model content, ``model``: :func:`models`) moved with it is a ``moved-misplaced-result``, as
+    check names it."""
+    stray = kind == "moved-result" and entry.message in model
     return Change(
         "moved-misplaced-result" if stray else kind, entry.message + 1, shown(entry.key), f"{detail} (going on with it)"
     )
@@ -115,6 +126,7 @@ class _Again(dict[Any, list[tuple[tuple[int, int], int]]]):
 class _Plan(Protocol):
     messages: Sequence[Mapping[str, Any]]
     chains: Chains
+    model: set[int]
     drop: set[tuple[int, int]]
     touched: set[int]
     after: dict[tuple[int, int], list[Entry]]
@@ -138,7 +150,7 @@ def home_strays(plan: _Plan) -> None:
     marks: tuple[list[tuple[int, int]], tuple[list[tuple[int, int]], _Again]] | None = None  # once, with a stray
     home: tuple[int, int] | None = None  # where the response of the chain before the stray goes
     called = False  # home is the model's calls (message, part): in the user content answering them
-    for entry, stray in strays(plan.messages, plan.chains):
+    for entry, stray in strays(plan.chains, plan.model):
         if not stray or home is None:
             home = (entry.message, entry.slot) if (entry.message, entry.slot) not in plan.drop else None
             called = False

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from fsm.history.chains import Chains, chained, chains
+from fsm.history.chains import Chains, chained, chains, models
 from fsm.history.changes import Change, RepairPolicy
 from fsm.history.empty import DROPPED, NO_LONGER_LAST, blank
 from fsm.history.entries import Entry, Roles
@@ -94,10 +94,12 @@ class Writer:
     """The placeholder model contents written between a turn's responses and the user's other parts, by id."""
     going_on: set[int]
     """Gemini responses going on with a chain begun before them, by id: they stay where they came."""
+    model: set[int]
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
         self.fmt, self.messages, self.chains = fmt, messages, chains(messages, fmt)
         self.going_on = {id(messages[e.message]["parts"][e.slot]) for run in self.chains.values() for e in run}
+        self.model = models(messages, self.chains)  # the contents read as the model's holding a chain's response
         self.drop, self.rename, self.touched, self.retool, self.split = set(), {}, set(), set(), set()
         self.emptied, self.recall = set(), {}
         self.add_into, self.move_into, self.front_into, self.add_after = {}, {}, {}, {}
