@@ -95,6 +95,8 @@ class Writer:
     going_on: set[int]
     """Gemini responses going on with a chain begun before them, by id: they stay where they came."""
     model: set[int]
+    copies: list[tuple[tuple[int, int], Any]]
+    """Each result :meth:`moved` wrote, with where it came from."""
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
         self.fmt, self.messages, self.chains = fmt, messages, chains(messages, fmt)
@@ -110,7 +112,7 @@ class Writer:
         self.joined_holds, self.joined_served = set(), set()  # whether it makes calls, answers them (see _joinable)
         self.changes, self.made_between = [], {}
         self.to_user, self.trail = set(), []
-        self.after = {}
+        self.after, self.copies = {}, []
         self.later_of, self.paused, self.origins = {}, [], []  # origins: where each input's blocks start, per output
 
     def rewrite(self) -> list[dict[str, Any]]:
@@ -358,6 +360,7 @@ class Writer:
         for each in chained(self.chains, entries):
             item = self.messages[each.message][FIELD[self.fmt]][each.slot]  # read as a list already: not checked again
             out.append(self._written(each.message, each.slot, item))
+            self.copies.append(((each.message, each.slot), out[-1]))  # held: a chain cut takes it out (chains)
         return out
 
     def _written(self, at: int, slot: int, item: Any) -> Any:
