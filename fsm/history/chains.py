@@ -139,7 +139,7 @@ class _Plan(Protocol):
     changes: list[Change]
     trail: list[tuple[int, Entry]]
     origins: list[list[tuple[int, int]]]
-    copies: list[tuple[tuple[int, int], Any]]
+    copies: dict[int, tuple[tuple[int, int], Any]]
 
     def moved(self, entries: Iterable[Entry]) -> list[Any]: ...
 
@@ -243,7 +243,7 @@ class _Cut:
         if not self.taken:
             return
         plan, gone = self.plan, {(entry.message, entry.slot) for entry in self.taken}
-        copies = {id(item) for spot, item in plan.copies if spot in gone}
+        copies = {key for key, (spot, _) in plan.copies.items() if spot in gone}
         for items in plan.add_into.values():
             items[:] = [item for item in items if id(item) not in copies]
         for contents in plan.add_after.values():
@@ -267,7 +267,7 @@ def _destinations(plan: _Plan) -> dict[tuple[int, int], tuple[int, int]]:
     to: dict[tuple[int, int], tuple[int, int]] = {}
     for into in (plan.move_into, plan.front_into):
         to.update(((entry.message, entry.slot), (at, -1)) for at, entries in into.items() for entry in entries)
-    written = {id(item): spot for spot, item in plan.copies}
+    written = {key: spot for key, (spot, _) in plan.copies.items()}
     for at, items in plan.add_into.items():
         to.update((written[id(item)], (at, -1)) for item in items if id(item) in written)
     for at, contents in plan.add_after.items():

@@ -95,8 +95,8 @@ class Writer:
     going_on: set[int]
     """Gemini responses going on with a chain begun before them, by id: they stay where they came."""
     model: set[int]
-    copies: list[tuple[tuple[int, int], Any]]
-    """Each result :meth:`moved` wrote, with where it came from."""
+    copies: dict[int, tuple[tuple[int, int], Any]]
+    """Each result :meth:`moved` wrote, by id, with where it came from (and itself, so the id stays its own)."""
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
         self.fmt, self.messages, self.chains = fmt, messages, chains(messages, fmt)
@@ -112,7 +112,7 @@ class Writer:
         self.joined_holds, self.joined_served = set(), set()  # whether it makes calls, answers them (see _joinable)
         self.changes, self.made_between = [], {}
         self.to_user, self.trail = set(), []
-        self.after, self.copies = {}, []
+        self.after, self.copies = {}, {}
         self.later_of, self.paused, self.origins = {}, [], []  # origins: where each input's blocks start, per output
 
     def rewrite(self) -> list[dict[str, Any]]:
@@ -359,8 +359,13 @@ class Writer:
         out = []
         for each in chained(self.chains, entries):
             item = self.messages[each.message][FIELD[self.fmt]][each.slot]  # read as a list already: not checked again
-            out.append(self._written(each.message, each.slot, item))
-            self.copies.append(((each.message, each.slot), out[-1]))  # held: a chain cut takes it out (chains)
+            written = self._written(each.message, each.slot, item)
+            if id(written) in self.copies:  # one object sent at two places: a copy each, so that a chain cut
+                written, was = {**written}, written  # (chains) takes out only its own (audit 137)
+                if id(was) in self.going_on:
+                    self.going_on.add(id(written))
+            out.append(written)
+            self.copies[id(written)] = ((each.message, each.slot), written)  # held: a chain cut takes it out (chains)
         return out
 
     def _written(self, at: int, slot: int, item: Any) -> Any:
