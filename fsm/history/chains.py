@@ -13,7 +13,8 @@ A chain's response sent in a model content while the chain began in the user's (
 chain-response-in-the-model-content) is a ``misplaced-result`` to check, as a result sent so is;
 repair moves it to the end of the responses the latest user content before it keeps, when that
 content comes after where the response of its chain before it goes; else right after that response
-(a chain moved or dropped with its first response takes its strays along, as it takes the rest).
+(a chain dropped with its first response takes its strays along, as it takes the rest; one moved with
+it too, unless a later home comes between: then the chain is cut at the stray, task 136).
 So the repaired history says the model saw it no sooner than it did: put right after the chain's
 response before it, it went back past the model's calls made in between (audit 111), while sent in
 the user's content after them it is no finding. It was read past before: no finding, and repair
@@ -33,6 +34,7 @@ paired or reported (``orphan``, dropped by repair with a change), never swallowe
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -65,12 +67,21 @@ def chained(found: Chains, entries: Iterable[Entry]) -> Iterator[Entry]:
         yield from found.get((entry.message, entry.slot), ())
 
 
-def strays(messages: Sequence[Mapping[str, Any]], found: Chains) -> Iterator[tuple[Entry, bool]]:
-    """Each response of a chain begun outside a model content, with whether it sits in one (a stray)."""
+def models(messages: Sequence[Mapping[str, Any]], found: Chains) -> set[int]:
+    """The contents holding a chain's response that are read as the model's: of role ``model``, or
+    without a role and making calls (``roleless-as-user``: only the model makes them; a response there
+    is a stray as in a model content, fuzz129 seed 17679). Each content looked through once."""
+    held = {entry.message for rest in found.values() for entry in rest} | {at for at, _ in found}
+    return {at for at in held if gemini_role(messages[at]) == "model"}
+
+
+def strays(found: Chains, model: set[int]) -> Iterator[tuple[Entry, bool]]:
+    """Each response of a chain begun outside a model content (``model``: :func:`models`), with whether
+    it sits in one (a stray)."""
     for (at, slot), rest in found.items():
-        if messages[at].get("role") != "model":  # one begun there moves whole with its first response
+        if at not in model:  # one begun there moves whole with its first response
             anchor = Entry(at, slot, rest[0].key, rest[0].name)
-            yield from ((entry, messages[entry.message].get("role") == "model") for entry in [anchor, *rest])
+            yield from ((entry, entry.message in model) for entry in [anchor, *rest])
 
 
 def stray_findings(
@@ -83,8 +94,9 @@ def stray_findings(
     (a chain's first), a ``duplicate-result`` only when repair drops it (past its turn's calls of its id:
     else it answers one of them, renamed)."""
     why = f"{STRAY_WHY}: Gemini takes responses from a user content, as its chain began"
+    model = models(messages, found)
     for (at, slot), rest in found.items():
-        if messages[at].get("role") == "model":  # one begun there moves whole with its first response
+        if at in model:  # one begun there moves whole with its first response
             continue
         said = told.get((at, slot), set()) & {Kind.ORPHAN, Kind.DUPLICATE_RESULT}
         kind = min(said, key=lambda each: each.value) if said else None
@@ -92,15 +104,16 @@ def stray_findings(
             f"{STRAY_WHY}: it goes with the response its chain began with (message {at + 1}), a {kind and kind.value}"
         )
         for entry in rest:
-            if messages[entry.message].get("role") == "model":
+            if entry.message in model:
                 shown_as = (entry.message + 1, why if kind is None else going, entry.name)
                 yield Finding(kind or Kind.MISPLACED_RESULT, shown(entry.key), *shown_as)
 
 
-def going_on(messages: Sequence[Mapping[str, Any]], kind: str, entry: Entry, detail: str) -> Change:
+def going_on(model: set[int], kind: str, entry: Entry, detail: str) -> Change:
     """Repair: what befell a chain's first response befell ``entry``, going on with it; but a stray
-    (in a model content) moved with it is a ``moved-misplaced-result``, as check names it."""
-    stray = kind == "moved-result" and messages[entry.message].get("role") == "model"
+    (in a model content, ``model``: :func:`models`) moved with it is a ``moved-misplaced-result``, as
+    check names it."""
+    stray = kind == "moved-result" and entry.message in model
     return Change(
         "moved-misplaced-result" if stray else kind, entry.message + 1, shown(entry.key), f"{detail} (going on with it)"
     )
@@ -115,6 +128,7 @@ class _Again(dict[Any, list[tuple[tuple[int, int], int]]]):
 class _Plan(Protocol):
     messages: Sequence[Mapping[str, Any]]
     chains: Chains
+    model: set[int]
     drop: set[tuple[int, int]]
     touched: set[int]
     after: dict[tuple[int, int], list[Entry]]
@@ -125,6 +139,7 @@ class _Plan(Protocol):
     changes: list[Change]
     trail: list[tuple[int, Entry]]
     origins: list[list[tuple[int, int]]]
+    copies: dict[int, tuple[tuple[int, int], Any]]
 
     def moved(self, entries: Iterable[Entry]) -> list[Any]: ...
 
@@ -134,23 +149,38 @@ def home_strays(plan: _Plan) -> None:
     that comes after where the response of its chain before it goes, else right after that response;
     but first in the user content answering the model's calls it came after, when those came later
     than both (``plan.trail``, written by :func:`after_calls`). Once every turn is paired: a chain
-    dropped or moved with its first response took it along."""
+    dropped with its first response took it along; one moved with it too, unless that puts it back
+    past such a content or calls (policy stray-after-the-calls-answer, task 136): then the chain is cut
+    there (:class:`_Cut`), the stray placed as any, the chain's responses after it as they came."""
     marks: tuple[list[tuple[int, int]], tuple[list[tuple[int, int]], _Again]] | None = None  # once, with a stray
     home: tuple[int, int] | None = None  # where the response of the chain before the stray goes
     called = False  # home is the model's calls (message, part): in the user content answering them
-    for entry, stray in strays(plan.messages, plan.chains):
+    cut = _Cut(plan)
+    for entry, stray in strays(plan.chains, plan.model):
+        spot = (entry.message, entry.slot)
+        if spot in plan.chains:  # a chain's first response (strays yields it first)
+            home, called = cut.begin(spot), False
+            continue
+        cut.index += 1
+        if cut.carried and not stray:  # goes with its chain's first response, or where it came once cut
+            home, called = (cut.keep(entry, marks), False) if cut.done else (home, called)
+            continue
         if not stray or home is None:
-            home = (entry.message, entry.slot) if (entry.message, entry.slot) not in plan.drop else None
+            home = spot if spot not in plan.drop else None
             called = False
             continue
         ends, (calls, again) = marks = (_kept_ends(plan), _kept_calls(plan)) if marks is None else marks
         before = bisect_left(ends, entry.message, key=lambda end: end[0])  # in message order: no scan a stray
         latest = ends[before - 1] if before else home
+        was = home
         home, called = (latest, False) if latest[0] > home[0] else (home, called)  # never before the one before it
-        made = bisect_left(calls, (entry.message, entry.slot))
+        made = bisect_left(calls, spot)
         if made and calls[made - 1] > home and not _called_again(again, entry, calls[made - 1]):
             home, called = calls[made - 1], True
-        plan.drop.add((entry.message, entry.slot))
+        if cut.carried and not cut.done and home == was:
+            continue  # right after its chain's response before it, moved with it: no later home
+        cut.take(entry)
+        plan.drop.add(spot)
         plan.touched.add(entry.message)
         if called:  # the model's calls came after the responses kept before it, or its chain's before it
             plan.trail.append((home[0], entry))
@@ -162,6 +192,90 @@ def home_strays(plan: _Plan) -> None:
             why = f"{STRAY_WHY}: moved to the end of the responses of the latest user content before it"
             why += f" that comes no sooner than its chain's response before it (message {home[0] + 1})"
         plan.changes.append(Change("moved-misplaced-result", entry.message + 1, shown(entry.key), why))
+    cut.finish()
+
+
+class _Cut:
+    """The chains moved with their first response (carried) that :func:`home_strays` cuts at a stray
+    whose home is later than that response's new place: the stray and the chain's responses after it
+    no longer go with it (each said once, where it goes: not ``going on with it``)."""
+
+    def __init__(self, plan: _Plan) -> None:
+        self.plan = plan
+        self.to: dict[tuple[int, int], tuple[int, int]] | None = None  # where each moved result is written
+        self.head = (-1, -1)  # the chain read: its first response
+        self.index = 0  # the response of it read: 1, its first going on
+        self.carried = self.done = False  # moved with its first response; cut
+        self.taken: list[Entry] = []  # every response cut from its chain
+
+    def begin(self, spot: tuple[int, int]) -> tuple[int, int] | None:
+        """A chain's first response (at ``spot``): where it is written (None: dropped)."""
+        self.head, self.index, self.done, self.carried = spot, 0, False, False
+        if spot not in self.plan.drop:
+            return spot
+        self.to = _destinations(self.plan) if self.to is None else self.to
+        self.carried = spot in self.to
+        return self.to.get(spot)
+
+    def take(self, entry: Entry) -> None:
+        """A stray placed on its own: if it went with its chain, the chain is cut at it."""
+        if self.carried and not self.done:
+            self.done = True
+            rest = self.plan.chains[self.head]
+            self.plan.chains[self.head] = rest[: self.index - 1]
+            self.taken += rest[self.index - 1 :]
+
+    def keep(self, entry: Entry, marks: Any) -> tuple[int, int]:
+        """A response in a user content after the cut: it stays where it came (where a stray after it goes after)."""
+        spot = (entry.message, entry.slot)
+        self.plan.drop.discard(spot)
+        if marks is not None and read_role("gemini", self.plan.messages[entry.message], False) in ("user", "function"):
+            ends = marks[0]
+            at = bisect_left(ends, entry.message, key=lambda end: end[0])
+            if at < len(ends) and ends[at][0] == entry.message:
+                ends[at] = max(ends[at], spot)
+            else:
+                ends.insert(at, spot)
+        return spot
+
+    def finish(self) -> None:
+        """Take the cut responses out of what was written of their chains at pairing, and their changes."""
+        if not self.taken:
+            return
+        plan, gone = self.plan, {(entry.message, entry.slot) for entry in self.taken}
+        copies = {key for key, (spot, _) in plan.copies.items() if spot in gone}
+        for items in plan.add_into.values():
+            items[:] = [item for item in items if id(item) not in copies]
+        for contents in plan.add_after.values():
+            for content in contents:
+                if isinstance(content.get("parts"), list):
+                    content["parts"] = [item for item in content["parts"] if id(item) not in copies]
+        said: Counter[tuple[int, str | None]] = Counter((entry.message + 1, shown(entry.key)) for entry in self.taken)
+        kept = []
+        for change in reversed(plan.changes):  # the cut ones are the last of their chain's
+            mark = (change.message, change.id)
+            if change.detail.endswith("(going on with it)") and change.kind.startswith("moved") and said[mark]:
+                said[mark] -= 1
+                continue
+            kept.append(change)
+        plan.changes[:] = kept[::-1]
+
+
+def _destinations(plan: _Plan) -> dict[tuple[int, int], tuple[int, int]]:
+    """Where each result repair moves is written: (the message it goes into, -1), or (the message it
+    goes after, a part past any) for a content repair writes after it."""
+    to: dict[tuple[int, int], tuple[int, int]] = {}
+    for into in (plan.move_into, plan.front_into):
+        to.update(((entry.message, entry.slot), (at, -1)) for at, entries in into.items() for entry in entries)
+    written = {key: spot for key, (spot, _) in plan.copies.items()}
+    for at, items in plan.add_into.items():
+        to.update((written[id(item)], (at, -1)) for item in items if id(item) in written)
+    for at, contents in plan.add_after.items():
+        for content in contents:
+            parts = content.get("parts")
+            found = parts if isinstance(parts, list) else []
+            to.update((written[id(item)], (at, 1 << 62)) for item in found if id(item) in written)
+    return to
 
 
 def after_calls(plan: _Plan, written: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -117,7 +117,7 @@ class _Plan(Writer):
     def _change(self, kind: str, entry: Entry, detail: str, key: Key | None = None) -> None:
         self.changes.append(Change(kind, entry.message + 1, shown(entry.key if key is None else key), detail))
         for each in self.chains.get((entry.message, entry.slot), ()):  # what befell a response befell its chain
-            self.changes.append(going_on(self.messages, kind, each, detail))
+            self.changes.append(going_on(self.model, kind, each, detail))
 
     def pair(self, segment: Segment) -> None:
         self.in_turn, segment = set(), user_content_after(self, segment)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from fsm.history.chains import Chains, chained, chains
+from fsm.history.chains import Chains, chained, chains, models
 from fsm.history.changes import Change, RepairPolicy
 from fsm.history.empty import DROPPED, NO_LONGER_LAST, blank
 from fsm.history.entries import Entry, Roles
@@ -94,10 +94,14 @@ class Writer:
     """The placeholder model contents written between a turn's responses and the user's other parts, by id."""
     going_on: set[int]
     """Gemini responses going on with a chain begun before them, by id: they stay where they came."""
+    model: set[int]
+    copies: dict[int, tuple[tuple[int, int], Any]]
+    """Each result :meth:`moved` wrote, by id, with where it came from (and itself, so the id stays its own)."""
 
     def start_writing(self, fmt: Format, messages: Sequence[Mapping[str, Any]]) -> None:
         self.fmt, self.messages, self.chains = fmt, messages, chains(messages, fmt)
         self.going_on = {id(messages[e.message]["parts"][e.slot]) for run in self.chains.values() for e in run}
+        self.model = models(messages, self.chains)  # the contents read as the model's holding a chain's response
         self.drop, self.rename, self.touched, self.retool, self.split = set(), {}, set(), set(), set()
         self.emptied, self.recall = set(), {}
         self.add_into, self.move_into, self.front_into, self.add_after = {}, {}, {}, {}
@@ -108,7 +112,7 @@ class Writer:
         self.joined_holds, self.joined_served = set(), set()  # whether it makes calls, answers them (see _joinable)
         self.changes, self.made_between = [], {}
         self.to_user, self.trail = set(), []
-        self.after = {}
+        self.after, self.copies = {}, {}
         self.later_of, self.paused, self.origins = {}, [], []  # origins: where each input's blocks start, per output
 
     def rewrite(self) -> list[dict[str, Any]]:
@@ -355,7 +359,13 @@ class Writer:
         out = []
         for each in chained(self.chains, entries):
             item = self.messages[each.message][FIELD[self.fmt]][each.slot]  # read as a list already: not checked again
-            out.append(self._written(each.message, each.slot, item))
+            written = self._written(each.message, each.slot, item)
+            if id(written) in self.copies:  # one object sent at two places: a copy each, so that a chain cut
+                written, was = {**written}, written  # (chains) takes out only its own (audit 137)
+                if id(was) in self.going_on:
+                    self.going_on.add(id(written))
+            out.append(written)
+            self.copies[id(written)] = ((each.message, each.slot), written)  # held: a chain cut takes it out (chains)
         return out
 
     def _written(self, at: int, slot: int, item: Any) -> Any:
