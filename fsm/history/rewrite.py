@@ -95,6 +95,7 @@ class Writer:
     going_on: set[int]
     """Gemini responses going on with a chain begun before them, by id: they stay where they came."""
     model: set[int]
+    """The contents read as the model's that hold a chain's response, by index (:func:`fsm.history.chains.models`)."""
     copies: dict[int, tuple[tuple[int, int], Any]]
     """Each result :meth:`moved` wrote, by id, with where it came from (and itself, so the id stays its own)."""
 
