@@ -180,7 +180,8 @@ def kept_apart(plan: Writer, segment: Segment, answer: int) -> bool:
     the model's message sending ``segment``'s results in its role before ``answer``, the user's message
     answering the turn, when it keeps more than them? Kept as it came, it parts the two once written.
     So does the calls' message itself when of such a role (a Gemini content of role ``function`` making
-    calls, kept as it came): the model's message after it joins it no more than it would one between (task 141)."""
+    calls, kept as it came): the model's message after it joins it no more than one between would
+    (``function-role-calls-kept-apart``, task 141)."""
     first = segment.misplaced[0].message if segment.misplaced else answer
     # the messages read as if absent (came empty, or of an unknown role), and the calls' own
     absent = range(max(segment.end, 0), first)
