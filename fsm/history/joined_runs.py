@@ -18,8 +18,9 @@ Converse alike, where only a message that goes (or an assistant message) leaves 
 
 Converse, Gemini: a model's message holding results sent in its role (``misplaced-result``) that keeps
 more than them joins the calls' message before it, as repair writes messages of one role in a row; but
-not across a message of a role the format lacks, which stays between (``unknown-role-kept-apart``): the
-turn's answer then goes right after the calls, not after that message (:func:`kept_apart`).
+not across a message of a role the format lacks, which stays between (``unknown-role-kept-apart``), nor into
+calls sent in such a role: the turn's answer then goes right after the calls, not after that message
+(:func:`kept_apart`).
 """
 
 from __future__ import annotations
@@ -177,9 +178,13 @@ def _takes_results(plan: Writer, at: int) -> bool:
 def kept_apart(plan: Writer, segment: Segment, answer: int) -> bool:
     """Converse, Gemini: does a message of a role the format lacks stand between the calls' message and
     the model's message sending ``segment``'s results in its role before ``answer``, the user's message
-    answering the turn, when it keeps more than them? Kept as it came, it parts the two once written."""
+    answering the turn, when it keeps more than them? Kept as it came, it parts the two once written.
+    So does the calls' message itself when of such a role (a Gemini content of role ``function`` making
+    calls, kept as it came): the model's message after it joins it no more than one between would
+    (``function-role-calls-kept-apart``, task 141)."""
     first = segment.misplaced[0].message if segment.misplaced else answer
-    absent = range(segment.end + 1, first)  # the messages read as if absent: came empty, or of an unknown role
+    # the messages read as if absent (came empty, or of an unknown role), and the calls' own
+    absent = range(max(segment.end, 0), first)
     sent = {(entry.message, entry.slot) for entry in segment.misplaced}
     return (
         plan.fmt in ("bedrock", "gemini")
