@@ -140,9 +140,9 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
             Finding(Kind.DECLINED_CONTENT, call, at + 1, declined_why(said), name) for at, call, said, name in declined
         ]
         repeated = sorted([*left_out, *repeated, *code_callers(messages, sent)], key=lambda found: found.message)
+    in_run = functools.partial(_in_claudes_run, messages, roles)  # (roles fill in as the segments are read)
     for segment in segments(messages, fmt, roles):
         _odd_roles(roles, findings, fmt)
-        in_run = functools.partial(_in_claudes_run, messages, roles)
         twins = twin_calls(messages, segment, in_run) if fmt == "anthropic" else ({}, range(0))
         made = [_walk_call(walk, ids, findings, entry, twins) for entry in segment.calls]
         for entry in segment.calls:
