@@ -76,12 +76,12 @@ def unfrozen(cls: type[attrs.AttrsInstance], *, converted: bool = False) -> Call
         # And object's own __init__ (C, taking nothing), so that calling the class makes the bare
         # object: a call of object.__new__ on it goes through its argument-checking wrapper, which
         # cost more.
-        unfrozen = {
+        undone = {
             "__slots__": (),
             "__setattr__": object.__setattr__,
             "__delattr__": object.__delattr__,
             "__init__": object.__init__,
             "__module__": cls.__module__,
         }
-        twin = _UNFROZEN[cls] = type(f"{cls.__name__}BeingBuilt", (cls,), unfrozen)
+        twin = _UNFROZEN[cls] = type(f"{cls.__name__}BeingBuilt", (cls,), undone)
     return twin
