@@ -27,24 +27,12 @@ def positional(cls: type[_T], converted: Mapping[str, str] | None = None) -> Cal
     expression is the caller's own source, never data's."""
     fields = attrs.fields(cls)
     converted = converted or {}
-    if (
-        any(f.validator or not f.init or bool(f.converter) != (f.name in converted) for f in fields)
-        or not converted.keys() <= {f.name for f in fields}
-        or hasattr(cls, "__attrs_post_init__")
-        or cls.__new__ is not object.__new__
-    ):
+    if any(bool(f.converter) != (f.name in converted) for f in fields) or not converted.keys() <= {
+        f.name for f in fields
+    }:
         raise TypeError(f"{cls.__name__} does more in __init__ than set its fields")
     names = [f.name for f in fields]
-    # Both hooks undone: with either one left, every assignment would go through Python code. And
-    # object's own __init__ (C, taking nothing), so that calling the class makes the bare object:
-    # a call of object.__new__ on it goes through its argument-checking wrapper, which cost more.
-    unfrozen = {
-        "__slots__": (),
-        "__setattr__": object.__setattr__,
-        "__delattr__": object.__delattr__,
-        "__init__": object.__init__,
-    }
-    being_built = type(f"{cls.__name__}BeingBuilt", (cls,), {**unfrozen, "__module__": cls.__module__})
+    being_built = unfrozen(cls, converted=True)
     scope: dict[str, Any] = {"being_built": being_built, "cls": cls}
     # The last fields that have a plain default take it as the argument's (a factory's would be
     # one object shared by every call: such a field, and those before it, are always given).
@@ -61,3 +49,39 @@ def positional(cls: type[_T], converted: Mapping[str, str] | None = None) -> Cal
     exec("\n".join(lines), scope)  # the source is made here, from the fields' own names
     built: Callable[..., _T] = scope["build"]
     return built
+
+
+_UNFROZEN: dict[type, Callable[[], Any]] = {}
+
+
+def unfrozen(cls: type[attrs.AttrsInstance], *, converted: bool = False) -> Callable[[], Any]:
+    """The assignable twin of the frozen class ``cls`` that :func:`positional`'s constructors
+    build in: a private subclass that adds no field (the same memory layout) and allows
+    assignment. A hot caller may build one of ``cls`` in line, a Python frame less than the
+    constructor's call: make the twin, assign every field of ``cls`` (an unset slot has no value,
+    and attrs' methods would raise on it), then assign ``cls`` to its ``__class__``, from which
+    on it is frozen like any other (test_outputs_built_in_line_equal_attrs_built_ones). Only for
+    classes whose ``__init__`` only sets its fields (checked): no validator, no converter (unless
+    ``converted``: positional's caller writes them out), no post-init hook."""
+    fields = attrs.fields(cls)
+    if (
+        any(f.validator or not f.init or (f.converter and not converted) for f in fields)
+        or hasattr(cls, "__attrs_post_init__")
+        or cls.__new__ is not object.__new__
+    ):
+        raise TypeError(f"{cls.__name__} does more in __init__ than set its fields")
+    twin = _UNFROZEN.get(cls)
+    if twin is None:  # (typed as a maker of Any: mypy would hold the twin's fields frozen as cls's)
+        # Both hooks undone: with either one left, every assignment would go through Python code.
+        # And object's own __init__ (C, taking nothing), so that calling the class makes the bare
+        # object: a call of object.__new__ on it goes through its argument-checking wrapper, which
+        # cost more.
+        undone = {
+            "__slots__": (),
+            "__setattr__": object.__setattr__,
+            "__delattr__": object.__delattr__,
+            "__init__": object.__init__,
+            "__module__": cls.__module__,
+        }
+        twin = _UNFROZEN[cls] = type(f"{cls.__name__}BeingBuilt", (cls,), undone)
+    return twin

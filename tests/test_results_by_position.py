@@ -10,11 +10,12 @@ from __future__ import annotations
 import copy
 import pickle
 import weakref
+from typing import Any
 
 import attrs
 import pytest
 
-from fsm import Reassembler, events, results
+from fsm import Reassembler, events, positional, results
 from fsm.events import CallRef, StreamEnd, build_stream_end
 from fsm.results import ArgumentsDelta, CallFinished, CallOpened, CallStatus, Diagnostic, Result, ToolCall
 from tests.helpers import chunk, tc
@@ -118,6 +119,8 @@ def test_a_class_whose_init_does_more_is_refused() -> None:
     for cls in (Checked, Converted, Hooked, Made):
         with pytest.raises(TypeError, match="does more in __init__"):
             results.positional(cls)
+        with pytest.raises(TypeError, match="does more in __init__"):
+            positional.unfrozen(cls)  # the twin a hot caller builds in line: converters too refused
 
 
 def test_the_engine_outputs_are_the_classes_users_import() -> None:
@@ -163,3 +166,71 @@ def test_a_built_object_is_its_class_in_every_use(cls: type, build: object) -> N
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         delattr(made, first)
     assert not hasattr(made, "__dict__")
+
+
+def _twin_free(made: object) -> None:
+    """``made`` is its public class in every way a caller can tell: every field set, equal to the
+    copy attrs' own __init__ makes of its fields (and written alike), frozen, pickled alike."""
+    cls = type(made)
+    assert cls in (ToolCall, CallOpened, ArgumentsDelta, CallFinished) and made.__class__ is cls
+    fields = {f.name: getattr(made, f.name) for f in attrs.fields(cls)}  # an unset slot raises here
+    usual = cls(**fields)
+    assert made == usual and repr(made) == repr(usual)  # (no hash: a ToolCall holds its dict)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        setattr(made, attrs.fields(cls)[0].name, "changed")
+    assert pickle.loads(pickle.dumps(made)) == made and not hasattr(made, "__dict__")
+
+
+def test_outputs_built_in_line_equal_attrs_built_ones() -> None:
+    """The commonest call's outputs (CallOpened at Registry._open_new, ArgumentsDelta at
+    Slot.store_whole, the ToolCall of Slot.to_call and its CallFinished at Registry._ended) are
+    built in line through positional.unfrozen, a frame less each than a builder's call: each is
+    the public class with every field set, equal to attrs' own, over whole calls, headers and
+    fragments; and a stream of whole calls runs none of the builders (counted by a tracer)."""
+    import sys
+
+    r = Reassembler("openai-chat")
+    outputs = []
+    for k in range(3):
+        outputs += r.feed(chunk(tc(index=k, id=f"c{k}", name="get", args=f'{{"i": {k}}}')))
+    outputs += r.feed(chunk(tc(index=3, id="c3", name="put")))
+    outputs += r.feed(chunk(tc(index=3, args='{"a": "b"')))
+    outputs += r.feed(chunk(tc(index=3, args="}")))
+    outputs += r.feed(chunk(finish="tool_calls"))
+    result = r.close()
+    assert [type(o).__name__ for o in outputs].count("CallFinished") == 4
+    for made in [*outputs, *result.calls]:
+        _twin_free(made)
+    assert outputs[:3] == [
+        CallOpened(0, "c0", "c0", "get"),
+        ArgumentsDelta(0, '{"i": 0}'),
+        CallOpened(1, "c1", "c1", "get"),
+    ]
+    assert result.calls[0] == ToolCall(0, "c0", "c0", "get", {"i": 0}, '{"i": 0}', CallStatus.COMPLETE)
+    if sys.gettrace() is not None:
+        pytest.skip("a coverage tracer is set: the builders' calls are counted by one")
+    builders = {
+        b.__code__
+        for b in (
+            results.build_tool_call,
+            results.build_call_opened,
+            results.build_arguments_delta,
+            results.build_call_finished,
+        )
+    }
+    ran = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code in builders:
+            ran.append(frame.f_code)
+
+    r = Reassembler("openai-chat")
+    sys.settrace(tracer)
+    try:
+        for k in range(5):
+            r.feed(chunk(tc(index=k, id=f"c{k}", name="get", args=f'{{"i": {k}}}')))
+        r.feed(chunk(finish="tool_calls"))
+        calls = r.close().calls
+    finally:
+        sys.settrace(None)
+    assert len(calls) == 5 and not ran

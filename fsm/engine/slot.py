@@ -29,6 +29,7 @@ from fsm.jsontext import (
     parse_general,
     parse_strict,
 )
+from fsm.positional import unfrozen
 from fsm.results import ArgumentsDelta, CallNamed, CallStatus, ToolCall, build_arguments_delta, build_tool_call
 
 if TYPE_CHECKING:
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 
 _WHITESPACE = frozenset(b" \t\r\n")
 _COMPLETE = CallStatus.COMPLETE
+_ToolCallBeingBuilt = unfrozen(ToolCall)  # the outputs to_call and store_whole build in line
+_DeltaBeingBuilt = unfrozen(ArgumentsDelta)
 
 
 class _Reread:
@@ -292,22 +295,21 @@ class Slot:
         else:
             output_index = None
         if call is None:  # signature, type, input, item and reply id: the class defaults
-            self._call = call = build_tool_call(  # (index, id, wire_id, name, arguments, arguments_json, status,
-                # thought_signature, type, input, item, output_index)
-                self.ordinal,
-                self.id,
-                self.wire_id,
-                self.name,
-                self.arguments,
-                held,
-                self.status,
-                None,
-                "function",
-                None,
-                None,
-                output_index,
-            )
-            return call
+            # build_tool_call(...) in line, a frame less on nearly every call's end (positional.unfrozen;
+            # test_outputs_built_in_line_equal_attrs_built_ones): every field, then the frozen class.
+            self._call = call = _ToolCallBeingBuilt()
+            call.index = self.ordinal
+            call.id = self.id
+            call.wire_id = self.wire_id
+            call.name = self.name
+            call.arguments = self.arguments
+            call.arguments_json = held
+            call.status = self.status
+            call.thought_signature = call.input = call.item = call.reply_id = None
+            call.type = "function"
+            call.output_index = output_index
+            call.__class__ = ToolCall
+            return call  # type: ignore[no-any-return]  # (the twin, a ToolCall now)
         freeform = self.freeform
         self._call = call = build_tool_call(  # by position (index, id, wire_id, name, arguments, arguments_json, ...)
             self.ordinal,
@@ -567,7 +569,11 @@ class Slot:
         ledger.transitions[label] += 1
         if not ledger.withhold:  # (a call _open_new opened is a client call: no server flag to read)
             self._emitted = length
-            ledger.outputs.append(build_arguments_delta(self.ordinal, text))
+            delta = _DeltaBeingBuilt()  # build_arguments_delta(self.ordinal, text) in line, as to_call's
+            delta.index = self.ordinal
+            delta.text = text
+            delta.__class__ = ArgumentsDelta
+            ledger.outputs.append(delta)
         return True
 
     def store_run(self, texts: list[str], data: bytes, chars: int, label: str) -> None:
