@@ -213,12 +213,11 @@ class _Cut:
         self.index = 0  # the response of it read: 1, its first going on
         self.carried = self.done = False  # moved with its first response; cut
         self.taken: list[Entry] = []  # every response cut from its chain
-        self.cursor, self.between = (-1, 0), False
+        self.kept: list[tuple[int, int]] | None = None  # every part repair keeps that is no response, in order
 
     def begin(self, spot: tuple[int, int]) -> tuple[int, int] | None:
         """A chain's first response (at ``spot``): where it is written (None: dropped)."""
         self.head, self.index, self.done, self.carried = spot, 0, False, False
-        self.cursor, self.between = (-1, 0), False  # the part :meth:`past` looks at next; one found
         if spot not in self.plan.drop:
             return spot
         self.to = _destinations(self.plan) if self.to is None else self.to
@@ -229,23 +228,22 @@ class _Cut:
         """Does a part repair keeps, not a response (the user's text, the model's content), stand between
         where the chain's first response is written and ``entry``, a response of it in a later user
         content? It stays where it came then (policy chain-goes-on-where-it-came): carried back, it said
-        the model or the user saw it sooner than they did. Each part looked at once a chain."""
+        the model or the user saw it sooner than they did. Such parts listed once a history and bisected:
+        a scan from where each chain's first response goes was quadratic (thousands of chains, audit 147)."""
         to = self.to.get(self.head) if self.to is not None else None
         if to is None or entry.message <= max(to[0], self.head[0]):
             return False
-        if self.cursor[0] < 0:  # the first response goes before the text of a content, or after one
-            self.cursor = (to[0], 0) if to[1] < 0 else (to[0] + 1, 0)
-        messages, (at, slot) = self.plan.messages, self.cursor
-        while not self.between and (at, slot) < (entry.message, entry.slot):
-            parts = messages[at].get("parts") or []
-            if slot >= len(parts):
-                at, slot = at + 1, 0
-                continue
-            kept = (at, slot) not in self.plan.drop
-            self.between = kept and gemini_payload(parts[slot], "result") is None
-            slot += 1
-        self.cursor = (at, slot)
-        return self.between
+        if self.kept is None:  # (no non-response part is dropped or kept again here: only responses are)
+            drop, messages = self.plan.drop, self.plan.messages
+            self.kept = [
+                (at, slot)
+                for at, message in enumerate(messages)
+                for slot, part in enumerate(message.get("parts") or [])
+                if (at, slot) not in drop and gemini_payload(part, "result") is None
+            ]
+        start = (to[0], 0) if to[1] < 0 else (to[0] + 1, 0)  # before the text of a content, or after one
+        found = bisect_left(self.kept, start)
+        return found < len(self.kept) and self.kept[found] < (entry.message, entry.slot)
 
     def take(self, entry: Entry) -> None:
         """A stray placed on its own: if it went with its chain, the chain is cut at it."""
