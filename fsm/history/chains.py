@@ -14,7 +14,10 @@ chain-response-in-the-model-content) is a ``misplaced-result`` to check, as a re
 repair moves it to the end of the responses the latest user content before it keeps, when that
 content comes after where the response of its chain before it goes; else right after that response
 (a chain dropped with its first response takes its strays along, as it takes the rest; one moved with
-it too, unless a later home comes between: then the chain is cut at the stray, task 136).
+it too, unless a later home comes between: then the chain is cut at the stray, task 136). A chain
+whose first response repair moves is cut too at a response of it in a later user content that
+the user's text or the model's content parts from where that first response goes: it stays where it
+came (policy chain-goes-on-where-it-came, task 145), as it does when its first response stays.
 So the repaired history says the model saw it no sooner than it did: put right after the chain's
 response before it, it went back past the model's calls made in between (audit 111), while sent in
 the user's content after them it is no finding. It was read past before: no finding, and repair
@@ -76,12 +79,11 @@ def models(messages: Sequence[Mapping[str, Any]], found: Chains) -> set[int]:
 
 
 def strays(found: Chains, model: set[int]) -> Iterator[tuple[Entry, bool]]:
-    """Each response of a chain begun outside a model content (``model``: :func:`models`), with whether
-    it sits in one (a stray)."""
+    """Each response of a chain, with whether it sits in a model content (``model``: :func:`models`; a
+    stray, or one going on with a first response sent there, moved with it until cut)."""
     for (at, slot), rest in found.items():
-        if at not in model:  # one begun there moves whole with its first response
-            anchor = Entry(at, slot, rest[0].key, rest[0].name)
-            yield from ((entry, entry.message in model) for entry in [anchor, *rest])
+        anchor = Entry(at, slot, rest[0].key, rest[0].name)
+        yield from ((entry, entry.message in model) for entry in [anchor, *rest])
 
 
 def stray_findings(
@@ -112,11 +114,13 @@ def stray_findings(
 def going_on(model: set[int], kind: str, entry: Entry, detail: str) -> Change:
     """Repair: what befell a chain's first response befell ``entry``, going on with it; but a stray
     (in a model content, ``model``: :func:`models`) moved with it is a ``moved-misplaced-result``, as
-    check names it."""
-    stray = kind == "moved-result" and entry.message in model
-    return Change(
-        "moved-misplaced-result" if stray else kind, entry.message + 1, shown(entry.key), f"{detail} (going on with it)"
-    )
+    check names it, and one in the user's content moved with a first response sent in a model content
+    is a ``moved-result``: it was where a response goes (not said to be in the model's role)."""
+    if kind == "moved-result" and entry.message in model:
+        kind = "moved-misplaced-result"
+    elif kind == "moved-misplaced-result" and entry.message not in model:
+        kind, detail = "moved-result", "moved with the response its chain began with, sent in a model content"
+    return Change(kind, entry.message + 1, shown(entry.key), f"{detail} (going on with it)")
 
 
 class _Again(dict[Any, list[tuple[tuple[int, int], int]]]):
@@ -162,6 +166,8 @@ def home_strays(plan: _Plan) -> None:
             home, called = cut.begin(spot), False
             continue
         cut.index += 1
+        if cut.carried and not stray and not cut.done and cut.past(entry):
+            cut.take(entry)  # a user content after where its first response goes: it stays where it came
         if cut.carried and not stray:  # goes with its chain's first response, or where it came once cut
             home, called = (cut.keep(entry, marks), False) if cut.done else (home, called)
             continue
@@ -207,6 +213,7 @@ class _Cut:
         self.index = 0  # the response of it read: 1, its first going on
         self.carried = self.done = False  # moved with its first response; cut
         self.taken: list[Entry] = []  # every response cut from its chain
+        self.kept: list[tuple[int, int]] | None = None  # every part repair keeps that is no response, in order
 
     def begin(self, spot: tuple[int, int]) -> tuple[int, int] | None:
         """A chain's first response (at ``spot``): where it is written (None: dropped)."""
@@ -216,6 +223,27 @@ class _Cut:
         self.to = _destinations(self.plan) if self.to is None else self.to
         self.carried = spot in self.to
         return self.to.get(spot)
+
+    def past(self, entry: Entry) -> bool:
+        """Does a part repair keeps, not a response (the user's text, the model's content), stand between
+        where the chain's first response is written and ``entry``, a response of it in a later user
+        content? It stays where it came then (policy chain-goes-on-where-it-came): carried back, it said
+        the model or the user saw it sooner than they did. Such parts listed once a history and bisected:
+        a scan from where each chain's first response goes was quadratic (thousands of chains, audit 147)."""
+        to = self.to.get(self.head) if self.to is not None else None
+        if to is None or entry.message <= max(to[0], self.head[0]):
+            return False
+        if self.kept is None:  # (no non-response part is dropped or kept again here: only responses are)
+            drop, messages = self.plan.drop, self.plan.messages
+            self.kept = [
+                (at, slot)
+                for at, message in enumerate(messages)
+                for slot, part in enumerate(message.get("parts") or [])
+                if (at, slot) not in drop and gemini_payload(part, "result") is None
+            ]
+        start = (to[0], 0) if to[1] < 0 else (to[0] + 1, 0)  # before the text of a content, or after one
+        found = bisect_left(self.kept, start)
+        return found < len(self.kept) and self.kept[found] < (entry.message, entry.slot)
 
     def take(self, entry: Entry) -> None:
         """A stray placed on its own: if it went with its chain, the chain is cut at it."""
