@@ -530,24 +530,40 @@ class Registry:
         ending = self._ending if trigger == "end" else None
         label, dest = ending or ("", "")
         error: LimitExceeded | None = None
-        for slot in slots[settled:] if settled else slots:
-            if slot.status is None:  # not finished (Slot.finished, without the property's call)
-                try:
-                    if ending is not None and slot.state == "value_closed" and not slot._high:
-                        # What _end_closed does, in line: with no surrogate half to settle, the end
-                        # adds no byte; a parse out of Python's stack ends the call even so.
-                        try:
-                            slot.end_closed(label, dest)
-                        except LimitExceeded:
-                            self._ended(slot)  # invalid, its raw text kept (Slot._out_of_stack)
-                            raise
-                        self._ended(slot)
-                    else:
-                        self._finish(slot, trigger, cut_by if trigger == "cut" else "")
-                except LimitExceeded as exc:
-                    if error is None and trigger == "end":
-                        cut_by = "when a limit stopped the stream as the calls ended"
-                    error, trigger, ending = error or exc, "cut", None
+        # The calls ended as flat objects (Slot.end_closed said True) whose two counts wait: made
+        # once, after the loop, not as two dict updates a call. The first such end counts at once,
+        # so a transition counted here for the first time takes its place among the Counter's keys
+        # where counting each end put it (test_a_finish_counts_its_flat_ends_as_each_end_did).
+        flat = 0
+        try:
+            for slot in slots[settled:] if settled else slots:
+                if slot.status is None:  # not finished (Slot.finished, without the property's call)
+                    try:
+                        if ending is not None and slot.state == "value_closed" and not slot._high:
+                            # What _end_closed does, in line: with no surrogate half to settle, the end
+                            # adds no byte; a parse out of Python's stack ends the call even so.
+                            try:
+                                if slot.end_closed(label, dest):
+                                    if flat:
+                                        flat += 1
+                                    else:
+                                        flat = 1
+                                        self.ledger.rules["parse-once-at-finish"] += 1
+                                        self.ledger.transitions[label] += 1
+                            except LimitExceeded:
+                                self._ended(slot)  # invalid, its raw text kept (Slot._out_of_stack)
+                                raise
+                            self._ended(slot)
+                        else:
+                            self._finish(slot, trigger, cut_by if trigger == "cut" else "")
+                    except LimitExceeded as exc:
+                        if error is None and trigger == "end":
+                            cut_by = "when a limit stopped the stream as the calls ended"
+                        error, trigger, ending = error or exc, "cut", None
+        finally:
+            if flat > 1:
+                self.ledger.rules["parse-once-at-finish"] += flat - 1
+                self.ledger.transitions[label] += flat - 1
         # Each call has a status now (every end and cut sets one, past a limit too), which it never
         # loses: the next finish (close() after the stream's finish) walks only calls opened since.
         self._settled = len(slots)
@@ -1199,7 +1215,9 @@ class Registry:
         its dispatch (Slot.end_closed). Never in strict mode (no _ending there), so nothing is
         deferred."""
         try:
-            slot.end_closed(ending[0], ending[1])  # by position: a starred call costs more
+            if slot.end_closed(ending[0], ending[1]):  # by position: a starred call costs more
+                self.ledger.rules["parse-once-at-finish"] += 1  # a flat object's: its counts left to us
+                self.ledger.transitions[ending[0]] += 1
         except LimitExceeded:
             if slot.status is not None:  # its finishing bytes passed a limit: it ended even so
                 self._ended(slot)

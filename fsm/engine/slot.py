@@ -752,13 +752,15 @@ class Slot:
         # A snapshot can itself be replaced later, so it goes out only when the call finishes.
         self._emitted = min(self._emitted, self._length)
 
-    def end_closed(self, label: str, dest: str) -> None:
+    def end_closed(self, label: str, dest: str) -> bool:
         """The normal end of a closed value (``label``: value_closed to ``dest``, unguarded, running
         parse_arguments) taken without the machine's dispatch (Registry._end_closed): the state
         change, the action and the count, as fire() does them. parse_arguments' commonest case, a
-        flat object (flat_object), is read in line, a call less on every such call's end. Never
-        with a surrogate half waiting (``_high``): its callers leave that end to fire(), where
-        parse_arguments settles the half first.
+        flat object (flat_object), is read in line, a call less on every such call's end; its two
+        counts (the rule parse-once-at-finish and ``label``) are then the caller's to make, and
+        True says so: Registry.finish makes them once for all the calls a finish ends so, not
+        two dict updates a call. Never with a surrogate half waiting (``_high``): its callers
+        leave that end to fire(), where parse_arguments settles the half first.
         test_a_closed_value_ends_alike_in_line_and_through_fire holds it to fire()."""
         self.state = dest
         ledger = self.ledger
@@ -768,12 +770,12 @@ class Slot:
             raw = self._text = self._buf.decode("utf-8", "surrogatepass")
         value = flat_object(raw)  # (None for a snapshot whose parse was kept: parse_arguments takes it)
         if value is None:
-            self.parse_arguments("")
-        else:  # what parse_arguments does with such text
-            ledger.rules["parse-once-at-finish"] += 1
-            self.arguments = value
-            self.status = _COMPLETE
-        ledger.transitions[label] += 1  # covered(), in line
+            self.parse_arguments("")  # (counts its rule)
+            ledger.transitions[label] += 1  # covered(), in line
+            return False
+        self.arguments = value  # what parse_arguments does with such text, but count its rule
+        self.status = _COMPLETE
+        return True
 
     @action
     def parse_arguments(self, text: str) -> None:
