@@ -234,3 +234,46 @@ def test_outputs_built_in_line_equal_attrs_built_ones() -> None:
     finally:
         sys.settrace(None)
     assert len(calls) == 5 and not ran
+
+
+def test_a_call_ends_made_without_a_call_of_to_call() -> None:
+    """Registry._ended makes the commonest call (no rarely written field: Slot.reread never ran)
+    in line, as Slot.to_call would, a frame less on each call's end: a stream of whole calls and
+    its finish enter to_call for none of them (counted by a tracer), and the calls are those
+    attrs builds; a call that wrote a rarely written field is still made by to_call."""
+    import sys
+
+    from fsm.engine.slot import Slot
+
+    if sys.gettrace() is not None:
+        pytest.skip("a coverage tracer is set: the calls are counted by one")
+    entered = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code is Slot.to_call.__code__:
+            entered.append(frame.f_code)
+
+    r = Reassembler("openai-chat")
+    sys.settrace(tracer)
+    try:
+        outputs = []
+        for k in range(5):
+            outputs += r.feed(chunk(tc(index=k, id=f"c{k}", name="get", args=f'{{"i": {k}}}')))
+        outputs += r.feed(chunk(finish="tool_calls"))
+    finally:
+        sys.settrace(None)
+    assert not entered
+    finished = [o.call for o in outputs if type(o) is CallFinished]
+    assert finished == [
+        ToolCall(k, f"c{k}", f"c{k}", "get", {"i": k}, f'{{"i": {k}}}', CallStatus.COMPLETE) for k in range(5)
+    ]
+    assert r.close().calls == tuple(finished)
+    r = Reassembler("openai-chat")
+    r.feed(chunk(tc(index=0, id="c0", name="get", args="{}")))
+    r.registry.slots[0].reread()
+    sys.settrace(tracer)
+    try:
+        r.feed(chunk(finish="tool_calls"))
+    finally:
+        sys.settrace(None)
+    assert len(entered) == 1 and r.close().calls == (ToolCall(0, "c0", "c0", "get", {}, "{}", CallStatus.COMPLETE),)

@@ -35,7 +35,7 @@ from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import is_json_prefix, nesting_exceeds, parse_strict, unicode_utf8
 from fsm.options import Limits
 from fsm.positional import unfrozen
-from fsm.results import CallFinished, CallOpened, CallStatus, build_arguments_delta, build_call_opened
+from fsm.results import CallFinished, CallOpened, CallStatus, ToolCall, build_arguments_delta, build_call_opened
 
 # Where a call sits on the wire: a client call's index itself (nearly every call: a lane that costs
 # no object of its own), or (kind, key) for a server call's index, an id or a position.
@@ -64,6 +64,7 @@ _NONE: Mapping[Any, Any] = MappingProxyType({})
 _new_object = object.__new__  # a bare Slot, for _open_new to fill in
 _OpenedBeingBuilt = unfrozen(CallOpened)  # the outputs _open_new and _ended build in line
 _FinishedBeingBuilt = unfrozen(CallFinished)
+_ToolCallBeingBuilt = unfrozen(ToolCall)  # the call _ended builds in line (Slot.to_call's commonest)
 
 
 class Registry:
@@ -1240,8 +1241,37 @@ class Registry:
             tail = slot.unsent_tail()
             if tail:
                 outputs.append(build_arguments_delta(slot.ordinal, tail))
-        finished = _FinishedBeingBuilt()  # build_call_finished(slot.to_call()) in line, as _open_new's
-        finished.call = slot.to_call()
+        call = slot._call
+        if call is None:  # signature, type, input, item and reply id: their class defaults (nearly every call)
+            # Slot.to_call in line, a frame less on nearly every call's end; the frozen call built
+            # as its assignable twin, a frame less again (positional.unfrozen;
+            # test_outputs_built_in_line_equal_attrs_built_ones): every field, then the class.
+            held = slot._text
+            if held is None:  # not decoded yet (nearly every call's end decoded it)
+                held = slot.text()
+            ledger = self.ledger
+            # With no decoder adopted (OpenAI chat's is not), Ledger.output_indexed is calls_indexed:
+            # read without the property and its getattr, for every call of such a stream.
+            if ledger.calls_indexed if ledger._decoder is None else ledger.output_indexed:
+                output_index = slot.index if slot.index is not None else ledger.place_of(slot.wire_id)
+            else:
+                output_index = None
+            slot._call = call = _ToolCallBeingBuilt()
+            call.index = slot.ordinal
+            call.id = slot.id
+            call.wire_id = slot.wire_id
+            call.name = slot.name
+            call.arguments = slot.arguments
+            call.arguments_json = held
+            call.status = slot.status
+            call.thought_signature = call.input = call.item = call.reply_id = None
+            call.type = "function"
+            call.output_index = output_index
+            call.__class__ = ToolCall
+        elif not call:  # a field past them written (Slot.reread): to_call makes it
+            call = slot.to_call()
+        finished = _FinishedBeingBuilt()  # build_call_finished(call) in line, as _open_new's
+        finished.call = call
         finished.__class__ = CallFinished
         outputs.append(finished)
 

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 _WHITESPACE = frozenset(b" \t\r\n")
 _COMPLETE = CallStatus.COMPLETE
-_ToolCallBeingBuilt = unfrozen(ToolCall)  # the outputs to_call and store_whole build in line
 _DeltaBeingBuilt = unfrozen(ArgumentsDelta)
 
 
@@ -277,39 +276,21 @@ class Slot:
         signature or item), so a call made earlier is reused until such metadata arrives: every
         write of it, and of any rarely written field this reads, calls reread(), which drops the
         call (close() reads every call again, and comparing that metadata each time cost a tenth
-        of a whole call's work). A call that never wrote one is made with their class defaults,
-        not five reads of them through the instance, which Python 3.11 does not specialize
-        (test_a_call_made_at_its_end_is_what_its_slot_makes_at_the_close)."""
+        of a whole call's work). Nearly every call is first made as it ends, in line by
+        Registry._ended, with the class defaults of the fields a call that never wrote one holds
+        (test_a_call_made_at_its_end_is_what_its_slot_makes_at_the_close); this makes the rest."""
         call = self._call
         if call:
             return call
         assert self.status is not None, "only a finished slot is a call"  # a call made was one
         held = self._text
-        if held is None:  # not decoded yet (text() in line: nearly every call's end decoded it)
+        if held is None:  # not decoded yet
             held = self.text()
         ledger = self.ledger
-        # With no decoder adopted (OpenAI chat's is not), Ledger.output_indexed is calls_indexed:
-        # read without the property and its getattr, for every call of such a stream.
-        if ledger.calls_indexed if ledger._decoder is None else ledger.output_indexed:
+        if ledger.output_indexed:
             output_index = self.index if self.index is not None else ledger.place_of(self.wire_id)
         else:
             output_index = None
-        if call is None:  # signature, type, input, item and reply id: the class defaults
-            # build_tool_call(...) in line, a frame less on nearly every call's end (positional.unfrozen;
-            # test_outputs_built_in_line_equal_attrs_built_ones): every field, then the frozen class.
-            self._call = call = _ToolCallBeingBuilt()
-            call.index = self.ordinal
-            call.id = self.id
-            call.wire_id = self.wire_id
-            call.name = self.name
-            call.arguments = self.arguments
-            call.arguments_json = held
-            call.status = self.status
-            call.thought_signature = call.input = call.item = call.reply_id = None
-            call.type = "function"
-            call.output_index = output_index
-            call.__class__ = ToolCall
-            return call  # type: ignore[no-any-return]  # (the twin, a ToolCall now)
         freeform = self.freeform
         self._call = call = build_tool_call(  # by position (index, id, wire_id, name, arguments, arguments_json, ...)
             self.ordinal,
