@@ -1233,15 +1233,18 @@ class Registry:
             slot.scan_over(self._scanned)  # what _remember does to a lane's lone call
         if slot.name is None:
             self.machine.fire(slot, "unnamed")  # the spec decides what a nameless call is reported as
-        if slot.server:
+        call = slot._call
+        # None: the commonest call, neither a server call nor one whose text a snapshot replaced
+        # after it went out (Slot._call): its ``server`` and ``_diverged``, class attributes whose
+        # read through the call Python 3.11 does not specialize, are not read.
+        if call is not None and slot.server:
             return
         outputs = self.ledger.outputs
         # Unless all of the text went out as it came (nearly every call: no tail, no text to read).
-        if slot._emitted != slot._length or slot._diverged:
+        if slot._emitted != slot._length or (call is not None and slot._diverged):
             tail = slot.unsent_tail()
             if tail:
                 outputs.append(build_arguments_delta(slot.ordinal, tail))
-        call = slot._call
         if call is None:  # signature, type, input, item and reply id: their class defaults (nearly every call)
             # Slot.to_call in line, a frame less on nearly every call's end; the frozen call built
             # as its assignable twin, a frame less again (positional.unfrozen;

@@ -176,7 +176,9 @@ class Slot:
         self.status: CallStatus | None = None
         self._unscanned: int | None = None  # where held text the scanner has not seen yet starts (bytes)
         # The call made at its end; None before, while the call wrote none of the rarely written
-        # fields to_call reads (the commonest call: it reads none of them); _REREAD once one was.
+        # fields to_call reads (the commonest call: it reads none of them); _REREAD once one was,
+        # or once a snapshot replaced text that had gone out (_diverged): Registry._ended reads
+        # neither ``server`` nor ``_diverged`` (class attributes, a slow read) of a call whose is None.
         self._call: ToolCall | _Reread | None = None
         if server:
             self.server = True
@@ -722,6 +724,8 @@ class Slot:
         self._check_size(len(text))
         if self._emitted and not text.startswith(self.text()[: self._emitted]):
             self._diverged = True
+            if self._call is None:  # no longer the commonest call, which Registry._ended reads as unreplaced
+                self._call = _REREAD
         self.ledger.hold(len(data) - len(self._buf))
         if self._buf:  # a snapshot where there was no text extends it, as a fragment would
             self.revision += 1
