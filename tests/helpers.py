@@ -56,9 +56,10 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
         taken.extend([(slot.ordinal, label)] * len(texts))
         run(slot, texts, data, chars, label)
 
-    def traced_end(slot: Slot, label: str, dest: str) -> None:
-        end(slot, label, dest)  # the transition's count comes after its action, as fire() counts it
+    def traced_end(slot: Slot, label: str, dest: str) -> bool:
+        counts_left = end(slot, label, dest)  # the transition's count comes after its action, as fire() counts it
         taken.append((slot.ordinal, label))
+        return counts_left  # (True: the caller counts it)
 
     Slot.covered = traced  # type: ignore[method-assign]
     Slot.store_waiting = traced_waiting  # type: ignore[method-assign]

@@ -407,9 +407,9 @@ def test_transitions_taken_directly_decide_as_firing_append(monkeypatch: pytest.
         monkeypatch.setattr(Slot, method, counted)
     ended = Slot.end_closed
 
-    def ending(slot: Slot, label: str, dest: str) -> None:
+    def ending(slot: Slot, label: str, dest: str) -> bool:
         took["end"] = took.get("end", 0) + 1
-        ended(slot, label, dest)
+        return ended(slot, label, dest)
 
     monkeypatch.setattr(Slot, "end_closed", ending)
     direct = replays()

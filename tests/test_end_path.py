@@ -227,10 +227,10 @@ def test_a_closed_value_ends_alike_in_line_and_through_fire(monkeypatch: pytest.
     taken = 0
     real = Slot.end_closed
 
-    def counted(slot: Slot, label: str, dest: str) -> None:
+    def counted(slot: Slot, label: str, dest: str) -> bool:
         nonlocal taken
         taken += 1
-        real(slot, label, dest)
+        return real(slot, label, dest)
 
     monkeypatch.setattr(Slot, "end_closed", counted)
     streams = [(events, options) for events in ENDS.values() for options in END_OPTIONS]
@@ -278,3 +278,66 @@ def test_a_finish_walks_only_the_calls_opened_since_the_last_alike(monkeypatch: 
         calls = r.close().calls
         assert len(calls) == (4 if name == "two finishes" else 2), name
         assert all(slot.status is not None for slot in r.registry.slots), name
+
+
+def _counts_in_order(events: list[dict[str, Any]], **options: Any) -> object:
+    """The rule counts and the transition counts, keys in the order they were first counted, of
+    one replay (and the error it ended with, if any)."""
+    r = Reassembler("openai-chat", **options)
+    error = None
+    try:
+        for event in events:
+            r.feed(event)
+        r.close()
+    except Exception as exc:  # the same error either way is the same behaviour
+        error = (type(exc).__name__, str(exc))
+    return error, list(r.ledger.rules.items()), list(r.ledger.transitions.items())
+
+
+def test_a_finish_counts_its_flat_ends_as_each_end_did(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registry.finish counts the rule parse-once-at-finish and the end's transition once for all
+    the calls it ends as flat objects (Slot.end_closed says True), not as two dict updates a
+    call. The counts, and the order in which the Counter first met each transition, are those
+    of every end counted through fire(): over the ends above, nameless and cut calls among flat
+    ones, and a limit met mid-finish, in every option set. Counted work: a finish of 60 flat
+    calls updates the end's transition count twice, not 60 times."""
+    from fsm.engine.ledger import _Counts
+    from fsm.engine.registry import Registry
+
+    flats = [whole(k, f"c{k}", "f", f'{{"i": {k}}}') for k in range(4)]
+    mixed = {
+        **ENDS,
+        "nameless among flat": [
+            *flats[:2],
+            chunk({"index": 2, "id": "n", "function": {"arguments": '{"i": 2}'}}),
+            *flats[3:],
+            chunk(finish="stop"),
+        ],
+        "open among flat": [*flats[:2], chunk(tc(2, "o", "f", '{"i": ')), *flats[3:], chunk(finish="stop")],
+        "limit mid-finish": [*flats[:2], chunk(tc(2, "o", "f", '{"i": "')), *flats[3:], chunk(finish="stop")],
+    }
+    options = [*END_OPTIONS, {"limits": Limits(max_stream_argument_bytes=32)}, {"strict": True}]
+    streams = [(events, o) for events in mixed.values() for o in options]
+    batched = [_counts_in_order(e, **o) for e, o in streams]
+    assert sum(error is not None for error, _, _ in batched) > 3
+    monkeypatch.setattr(Registry, "end_directly", False)
+    fired = [_counts_in_order(e, **o) for e, o in streams]
+    for (events, o), a, b in zip(streams, batched, fired, strict=True):
+        assert a == b, (events, o)
+    monkeypatch.undo()
+
+    updates: dict[str, int] = {}
+
+    class Recording(_Counts):
+        def __setitem__(self, key: str, value: int) -> None:
+            updates[key] = updates.get(key, 0) + 1
+            super().__setitem__(key, value)
+
+    r = Reassembler("openai-chat")
+    r.ledger.transitions = Recording()
+    for k in range(60):
+        r.feed(whole(k, f"c{k}", "f", f'{{"i": {k}}}'))
+    r.feed(chunk(finish="tool_calls"))
+    label = r.registry._ending[0]
+    assert r.ledger.transitions[label] == 60 and r.ledger.rules["parse-once-at-finish"] == 60
+    assert updates[label] == 2, updates

@@ -234,3 +234,77 @@ def test_outputs_built_in_line_equal_attrs_built_ones() -> None:
     finally:
         sys.settrace(None)
     assert len(calls) == 5 and not ran
+
+
+def test_a_call_ends_made_without_a_call_of_to_call() -> None:
+    """Registry._ended makes the commonest call (no rarely written field: Slot.reread never ran)
+    in line, as Slot.to_call would, a frame less on each call's end: a stream of whole calls and
+    its finish enter to_call for none of them (counted by a tracer), and the calls are those
+    attrs builds; a call that wrote a rarely written field is still made by to_call."""
+    import sys
+
+    from fsm.engine.slot import Slot
+
+    if sys.gettrace() is not None:
+        pytest.skip("a coverage tracer is set: the calls are counted by one")
+    entered = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code is Slot.to_call.__code__:
+            entered.append(frame.f_code)
+
+    r = Reassembler("openai-chat")
+    sys.settrace(tracer)
+    try:
+        outputs = []
+        for k in range(5):
+            outputs += r.feed(chunk(tc(index=k, id=f"c{k}", name="get", args=f'{{"i": {k}}}')))
+        outputs += r.feed(chunk(finish="tool_calls"))
+    finally:
+        sys.settrace(None)
+    assert not entered
+    finished = [o.call for o in outputs if type(o) is CallFinished]
+    assert finished == [
+        ToolCall(k, f"c{k}", f"c{k}", "get", {"i": k}, f'{{"i": {k}}}', CallStatus.COMPLETE) for k in range(5)
+    ]
+    assert r.close().calls == tuple(finished)
+    r = Reassembler("openai-chat")
+    r.feed(chunk(tc(index=0, id="c0", name="get", args="{}")))
+    r.registry.slots[0].reread()
+    sys.settrace(tracer)
+    try:
+        r.feed(chunk(finish="tool_calls"))
+    finally:
+        sys.settrace(None)
+    assert len(entered) == 1 and r.close().calls == (ToolCall(0, "c0", "c0", "get", {}, "{}", CallStatus.COMPLETE),)
+
+
+def test_a_call_ends_without_a_read_of_its_rare_class_attributes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registry._ended reads neither ``server`` nor ``_diverged`` (class attributes: a read through
+    the call that Python 3.11 does not specialize) of the commonest call, whose ``_call`` is None
+    until it ends: a server call's is not, nor that of a call whose text a snapshot replaced after
+    it went out. Counted by properties standing for the class attributes over a finish of whole
+    calls (the differential and the snapshot tests hold the tails of diverged calls)."""
+    from fsm.engine.slot import Slot
+
+    reads = {"server": 0, "_diverged": 0}
+
+    def counted(name: str) -> property:
+        def read(slot: Slot) -> bool:
+            reads[name] += 1
+            return bool(slot.__dict__.get(name, False))
+
+        def write(slot: Slot, value: bool) -> None:
+            slot.__dict__[name] = value
+
+        return property(read, write)
+
+    monkeypatch.setattr(Slot, "server", counted("server"))
+    monkeypatch.setattr(Slot, "_diverged", counted("_diverged"))
+    r = Reassembler("openai-chat")
+    for k in range(5):
+        r.feed(chunk(tc(index=k, id=f"c{k}", name="get", args=f'{{"i": {k}}}')))
+    before = dict(reads)
+    r.feed(chunk(finish="tool_calls"))
+    assert reads == before, (before, reads)
+    assert len(r.close().calls) == 5

@@ -35,7 +35,7 @@ from fsm.jsontext import dumps as exact_dumps
 from fsm.jsontext import is_json_prefix, nesting_exceeds, parse_strict, unicode_utf8
 from fsm.options import Limits
 from fsm.positional import unfrozen
-from fsm.results import CallFinished, CallOpened, CallStatus, build_arguments_delta, build_call_opened
+from fsm.results import CallFinished, CallOpened, CallStatus, ToolCall, build_arguments_delta, build_call_opened
 
 # Where a call sits on the wire: a client call's index itself (nearly every call: a lane that costs
 # no object of its own), or (kind, key) for a server call's index, an id or a position.
@@ -64,6 +64,7 @@ _NONE: Mapping[Any, Any] = MappingProxyType({})
 _new_object = object.__new__  # a bare Slot, for _open_new to fill in
 _OpenedBeingBuilt = unfrozen(CallOpened)  # the outputs _open_new and _ended build in line
 _FinishedBeingBuilt = unfrozen(CallFinished)
+_ToolCallBeingBuilt = unfrozen(ToolCall)  # the call _ended builds in line (Slot.to_call's commonest)
 
 
 class Registry:
@@ -530,24 +531,40 @@ class Registry:
         ending = self._ending if trigger == "end" else None
         label, dest = ending or ("", "")
         error: LimitExceeded | None = None
-        for slot in slots[settled:] if settled else slots:
-            if slot.status is None:  # not finished (Slot.finished, without the property's call)
-                try:
-                    if ending is not None and slot.state == "value_closed" and not slot._high:
-                        # What _end_closed does, in line: with no surrogate half to settle, the end
-                        # adds no byte; a parse out of Python's stack ends the call even so.
-                        try:
-                            slot.end_closed(label, dest)
-                        except LimitExceeded:
-                            self._ended(slot)  # invalid, its raw text kept (Slot._out_of_stack)
-                            raise
-                        self._ended(slot)
-                    else:
-                        self._finish(slot, trigger, cut_by if trigger == "cut" else "")
-                except LimitExceeded as exc:
-                    if error is None and trigger == "end":
-                        cut_by = "when a limit stopped the stream as the calls ended"
-                    error, trigger, ending = error or exc, "cut", None
+        # The calls ended as flat objects (Slot.end_closed said True) whose two counts wait: made
+        # once, after the loop, not as two dict updates a call. The first such end counts at once,
+        # so a transition counted here for the first time takes its place among the Counter's keys
+        # where counting each end put it (test_a_finish_counts_its_flat_ends_as_each_end_did).
+        flat = 0
+        try:
+            for slot in slots[settled:] if settled else slots:
+                if slot.status is None:  # not finished (Slot.finished, without the property's call)
+                    try:
+                        if ending is not None and slot.state == "value_closed" and not slot._high:
+                            # What _end_closed does, in line: with no surrogate half to settle, the end
+                            # adds no byte; a parse out of Python's stack ends the call even so.
+                            try:
+                                if slot.end_closed(label, dest):
+                                    if flat:
+                                        flat += 1
+                                    else:
+                                        flat = 1
+                                        self.ledger.rules["parse-once-at-finish"] += 1
+                                        self.ledger.transitions[label] += 1
+                            except LimitExceeded:
+                                self._ended(slot)  # invalid, its raw text kept (Slot._out_of_stack)
+                                raise
+                            self._ended(slot)
+                        else:
+                            self._finish(slot, trigger, cut_by if trigger == "cut" else "")
+                    except LimitExceeded as exc:
+                        if error is None and trigger == "end":
+                            cut_by = "when a limit stopped the stream as the calls ended"
+                        error, trigger, ending = error or exc, "cut", None
+        finally:
+            if flat > 1:
+                self.ledger.rules["parse-once-at-finish"] += flat - 1
+                self.ledger.transitions[label] += flat - 1
         # Each call has a status now (every end and cut sets one, past a limit too), which it never
         # loses: the next finish (close() after the stream's finish) walks only calls opened since.
         self._settled = len(slots)
@@ -1199,7 +1216,9 @@ class Registry:
         its dispatch (Slot.end_closed). Never in strict mode (no _ending there), so nothing is
         deferred."""
         try:
-            slot.end_closed(ending[0], ending[1])  # by position: a starred call costs more
+            if slot.end_closed(ending[0], ending[1]):  # by position: a starred call costs more
+                self.ledger.rules["parse-once-at-finish"] += 1  # a flat object's: its counts left to us
+                self.ledger.transitions[ending[0]] += 1
         except LimitExceeded:
             if slot.status is not None:  # its finishing bytes passed a limit: it ended even so
                 self._ended(slot)
@@ -1214,16 +1233,48 @@ class Registry:
             slot.scan_over(self._scanned)  # what _remember does to a lane's lone call
         if slot.name is None:
             self.machine.fire(slot, "unnamed")  # the spec decides what a nameless call is reported as
-        if slot.server:
+        call = slot._call
+        # None: the commonest call, neither a server call nor one whose text a snapshot replaced
+        # after it went out (Slot._call): its ``server`` and ``_diverged``, class attributes whose
+        # read through the call Python 3.11 does not specialize, are not read.
+        if call is not None and slot.server:
             return
         outputs = self.ledger.outputs
         # Unless all of the text went out as it came (nearly every call: no tail, no text to read).
-        if slot._emitted != slot._length or slot._diverged:
+        if slot._emitted != slot._length or (call is not None and slot._diverged):
             tail = slot.unsent_tail()
             if tail:
                 outputs.append(build_arguments_delta(slot.ordinal, tail))
-        finished = _FinishedBeingBuilt()  # build_call_finished(slot.to_call()) in line, as _open_new's
-        finished.call = slot.to_call()
+        if call is None:  # signature, type, input, item and reply id: their class defaults (nearly every call)
+            # Slot.to_call in line, a frame less on nearly every call's end; the frozen call built
+            # as its assignable twin, a frame less again (positional.unfrozen;
+            # test_outputs_built_in_line_equal_attrs_built_ones): every field, then the class.
+            held = slot._text
+            if held is None:  # not decoded yet (nearly every call's end decoded it)
+                held = slot.text()
+            ledger = self.ledger
+            # With no decoder adopted (OpenAI chat's is not), Ledger.output_indexed is calls_indexed:
+            # read without the property and its getattr, for every call of such a stream.
+            if ledger.calls_indexed if ledger._decoder is None else ledger.output_indexed:
+                output_index = slot.index if slot.index is not None else ledger.place_of(slot.wire_id)
+            else:
+                output_index = None
+            slot._call = call = _ToolCallBeingBuilt()
+            call.index = slot.ordinal
+            call.id = slot.id
+            call.wire_id = slot.wire_id
+            call.name = slot.name
+            call.arguments = slot.arguments
+            call.arguments_json = held
+            call.status = slot.status
+            call.thought_signature = call.input = call.item = call.reply_id = None
+            call.type = "function"
+            call.output_index = output_index
+            call.__class__ = ToolCall
+        elif not call:  # a field past them written (Slot.reread): to_call makes it
+            call = slot.to_call()
+        finished = _FinishedBeingBuilt()  # build_call_finished(call) in line, as _open_new's
+        finished.call = call
         finished.__class__ = CallFinished
         outputs.append(finished)
 

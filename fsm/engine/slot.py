@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 _WHITESPACE = frozenset(b" \t\r\n")
 _COMPLETE = CallStatus.COMPLETE
-_ToolCallBeingBuilt = unfrozen(ToolCall)  # the outputs to_call and store_whole build in line
 _DeltaBeingBuilt = unfrozen(ArgumentsDelta)
 
 
@@ -177,7 +176,9 @@ class Slot:
         self.status: CallStatus | None = None
         self._unscanned: int | None = None  # where held text the scanner has not seen yet starts (bytes)
         # The call made at its end; None before, while the call wrote none of the rarely written
-        # fields to_call reads (the commonest call: it reads none of them); _REREAD once one was.
+        # fields to_call reads (the commonest call: it reads none of them); _REREAD once one was,
+        # or once a snapshot replaced text that had gone out (_diverged): Registry._ended reads
+        # neither ``server`` nor ``_diverged`` (class attributes, a slow read) of a call whose is None.
         self._call: ToolCall | _Reread | None = None
         if server:
             self.server = True
@@ -277,39 +278,21 @@ class Slot:
         signature or item), so a call made earlier is reused until such metadata arrives: every
         write of it, and of any rarely written field this reads, calls reread(), which drops the
         call (close() reads every call again, and comparing that metadata each time cost a tenth
-        of a whole call's work). A call that never wrote one is made with their class defaults,
-        not five reads of them through the instance, which Python 3.11 does not specialize
-        (test_a_call_made_at_its_end_is_what_its_slot_makes_at_the_close)."""
+        of a whole call's work). Nearly every call is first made as it ends, in line by
+        Registry._ended, with the class defaults of the fields a call that never wrote one holds
+        (test_a_call_made_at_its_end_is_what_its_slot_makes_at_the_close); this makes the rest."""
         call = self._call
         if call:
             return call
         assert self.status is not None, "only a finished slot is a call"  # a call made was one
         held = self._text
-        if held is None:  # not decoded yet (text() in line: nearly every call's end decoded it)
+        if held is None:  # not decoded yet
             held = self.text()
         ledger = self.ledger
-        # With no decoder adopted (OpenAI chat's is not), Ledger.output_indexed is calls_indexed:
-        # read without the property and its getattr, for every call of such a stream.
-        if ledger.calls_indexed if ledger._decoder is None else ledger.output_indexed:
+        if ledger.output_indexed:
             output_index = self.index if self.index is not None else ledger.place_of(self.wire_id)
         else:
             output_index = None
-        if call is None:  # signature, type, input, item and reply id: the class defaults
-            # build_tool_call(...) in line, a frame less on nearly every call's end (positional.unfrozen;
-            # test_outputs_built_in_line_equal_attrs_built_ones): every field, then the frozen class.
-            self._call = call = _ToolCallBeingBuilt()
-            call.index = self.ordinal
-            call.id = self.id
-            call.wire_id = self.wire_id
-            call.name = self.name
-            call.arguments = self.arguments
-            call.arguments_json = held
-            call.status = self.status
-            call.thought_signature = call.input = call.item = call.reply_id = None
-            call.type = "function"
-            call.output_index = output_index
-            call.__class__ = ToolCall
-            return call  # type: ignore[no-any-return]  # (the twin, a ToolCall now)
         freeform = self.freeform
         self._call = call = build_tool_call(  # by position (index, id, wire_id, name, arguments, arguments_json, ...)
             self.ordinal,
@@ -741,6 +724,8 @@ class Slot:
         self._check_size(len(text))
         if self._emitted and not text.startswith(self.text()[: self._emitted]):
             self._diverged = True
+            if self._call is None:  # no longer the commonest call, which Registry._ended reads as unreplaced
+                self._call = _REREAD
         self.ledger.hold(len(data) - len(self._buf))
         if self._buf:  # a snapshot where there was no text extends it, as a fragment would
             self.revision += 1
@@ -752,13 +737,15 @@ class Slot:
         # A snapshot can itself be replaced later, so it goes out only when the call finishes.
         self._emitted = min(self._emitted, self._length)
 
-    def end_closed(self, label: str, dest: str) -> None:
+    def end_closed(self, label: str, dest: str) -> bool:
         """The normal end of a closed value (``label``: value_closed to ``dest``, unguarded, running
         parse_arguments) taken without the machine's dispatch (Registry._end_closed): the state
         change, the action and the count, as fire() does them. parse_arguments' commonest case, a
-        flat object (flat_object), is read in line, a call less on every such call's end. Never
-        with a surrogate half waiting (``_high``): its callers leave that end to fire(), where
-        parse_arguments settles the half first.
+        flat object (flat_object), is read in line, a call less on every such call's end; its two
+        counts (the rule parse-once-at-finish and ``label``) are then the caller's to make, and
+        True says so: Registry.finish makes them once for all the calls a finish ends so, not
+        two dict updates a call. Never with a surrogate half waiting (``_high``): its callers
+        leave that end to fire(), where parse_arguments settles the half first.
         test_a_closed_value_ends_alike_in_line_and_through_fire holds it to fire()."""
         self.state = dest
         ledger = self.ledger
@@ -768,12 +755,12 @@ class Slot:
             raw = self._text = self._buf.decode("utf-8", "surrogatepass")
         value = flat_object(raw)  # (None for a snapshot whose parse was kept: parse_arguments takes it)
         if value is None:
-            self.parse_arguments("")
-        else:  # what parse_arguments does with such text
-            ledger.rules["parse-once-at-finish"] += 1
-            self.arguments = value
-            self.status = _COMPLETE
-        ledger.transitions[label] += 1  # covered(), in line
+            self.parse_arguments("")  # (counts its rule)
+            ledger.transitions[label] += 1  # covered(), in line
+            return False
+        self.arguments = value  # what parse_arguments does with such text, but count its rule
+        self.status = _COMPLETE
+        return True
 
     @action
     def parse_arguments(self, text: str) -> None:
