@@ -22,8 +22,9 @@ from fsm.history.formats import known_role, shown
 from fsm.history.item_ids import duplicate_items
 from fsm.history.placeholders import usable_id
 from fsm.history.program_callers import code_callers, unknown_callers
-from fsm.history.server_blocks import models_block, twin_calls
+from fsm.history.server_blocks import models_block
 from fsm.history.turns import segments
+from fsm.history.twins import CallIndex, twin_calls
 from fsm.spec import history_spec
 
 
@@ -141,9 +142,10 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
         ]
         repeated = sorted([*left_out, *repeated, *code_callers(messages, sent)], key=lambda found: found.message)
     in_run = functools.partial(_in_claudes_run, messages, roles)  # (roles fill in as the segments are read)
+    index = CallIndex(messages if fmt == "anthropic" else ())  # each id's calls, read once (not once a turn)
     for segment in segments(messages, fmt, roles):
         _odd_roles(roles, findings, fmt)
-        twins = twin_calls(messages, segment, in_run) if fmt == "anthropic" else ({}, range(0))
+        twins = twin_calls(messages, segment, index, in_run) if fmt == "anthropic" else ({}, range(0))
         made = [_walk_call(walk, ids, findings, entry, twins) for entry in segment.calls]
         for entry in segment.calls:
             if entry.message in roles.calling:
@@ -220,10 +222,11 @@ def _in_claudes_run(messages: Sequence[Mapping[str, Any]], roles: Roles, at: int
         or refused_empty("anthropic", message, at, len(messages))
     ):
         return True
+    if known_role("anthropic", message.get("role")):
+        return False  # (asked before its blocks are read: a user message of many results bounds many runs)
     content = message.get("content")
     blocks = [block for block in (content if isinstance(content, list) else ()) if isinstance(block, Mapping)]
-    pairs = any(block.get("type") == "tool_result" or models_block(block) for block in blocks)
-    return not known_role("anthropic", message.get("role")) and not pairs
+    return not any(block.get("type") == "tool_result" or models_block(block) for block in blocks)
 
 
 TWIN_WHY = (
