@@ -207,6 +207,12 @@ def _walk_call(
         del findings[start + said.index(Kind.REUSED)]
         at, name = (entry.message, entry.name) if twin[0] else twin[1:]
         findings.append(Finding(Kind.DUPLICATE_CALL, call.key, at + 1, TWIN_WHY, name))
+    elif twin is not None and not twin[0] and previous == twin[1] and Kind.DUPLICATE_CALL in said:
+        # its twin comes later but was walked first, still waiting (a server call of a later message, its turn
+        # whole before this one's results came): the two are one duplicate-call at the later, as repair renames
+        findings[start + said.index(Kind.DUPLICATE_CALL)] = Finding(
+            Kind.DUPLICATE_CALL, call.key, twin[1] + 1, TWIN_WHY, twin[2]
+        )
     return call
 
 
