@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Any
 
 from fsm import history
+from fsm.history import RepairPolicy
 from tests.test_hostile_audit80 import ASK, a, res, srv, u, use
 from tests.test_hostile_audit87 import _steps_taken
 
@@ -69,3 +70,19 @@ def test_a_twin_in_every_turn_of_one_run_is_found_in_linear_work() -> None:
     assert history.check(fixed, "anthropic").findings == ()
     steps = [_steps_taken(functools.partial(_checked_and_repaired, _twins_in_each_round(n))) for n in (60, 240)]
     assert steps[1] <= 4.5 * steps[0], steps
+
+
+def test_a_code_paired_late_finds_its_run_parted_where_repair_writes_a_message_after_one() -> None:
+    """The reproducer's own history: each round's client result goes in a user message written after the
+    round, which parts the rounds. A code paired after the later rounds it waited across took the last
+    round's ids for its run's, walking past that message: its search went unrenamed beside the one under
+    its id in its own round, and the repaired history failed its own check (``duplicate-call``)."""
+    conversation = _codes_waiting(3)
+    for policy in (RepairPolicy(), RepairPolicy(dangling="drop-call")):
+        fixed, changes = history.repair(conversation, policy, format="anthropic")
+        assert history.check(fixed, "anthropic").findings == ()
+        assert history.repair(fixed, policy, format="anthropic") == (fixed, [])
+        assert [(c.message, c.id) for c in changes if c.kind == "renamed-call"] == [(2, "w0"), (5, "w1"), (8, "w2")]
+        assert [[b["id"] for b in m["content"] if b["type"] == "server_tool_use"] for m in fixed[1::2]] == [
+            [f"w{i}_d2", f"s{i}", f"w{i}"] for i in range(3)
+        ]

@@ -25,7 +25,8 @@ calls sent in such a role: the turn's answer then goes right after the calls, no
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
+from itertools import islice
 
 from fsm.history.after_run import stays
 from fsm.history.entries import Key, Segment
@@ -42,7 +43,7 @@ class ServerRuns:
     finds the run before it and the runs paired in its own (task 135). And (Anthropic) the history's calls
     by id (``index``), read once a repair when a turn first asks for its twins."""
 
-    __slots__ = ("end", "ends", "gone", "ids", "index", "size", "taken")
+    __slots__ = ("added", "end", "ends", "gone", "ids", "index", "size", "taken")
 
     def __init__(self) -> None:
         self.end, self.ids = -1, set[Key]()
@@ -51,10 +52,20 @@ class ServerRuns:
         self.index: CallIndex | None = None
         self.size: dict[int, int] = {}  # a message's blocks, and how many of them in a row repair drops
         self.gone: dict[int, int] = {}
+        self.added: list[int] = []  # the messages repair writes one after, in order
 
     def row(self, plan: Writer, at: int) -> int:
         """The last of the assistant messages in a row from message ``at`` (``at`` itself when it is none)."""
         return self.calls(plan).on[at]
+
+    def parted(self, plan: Writer, at: int) -> int:
+        """The first message from ``at`` on that repair writes a message after, as decided so far (else past
+        the last). Those it writes after are kept in order as they come (a key once added stays)."""
+        grown = len(plan.add_after) - len(self.added)
+        for key in islice(reversed(plan.add_after), grown):
+            insort(self.added, key)
+        i = bisect_left(self.added, at)
+        return self.added[i] if i < len(self.added) else len(plan.messages)
 
     def dropped(self, plan: Writer, at: int) -> bool:
         """Does repair drop every block of message ``at``, as decided so far? Its blocks found dropped are
@@ -103,8 +114,11 @@ def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[
         if prior >= 0 and _joins(plan, runs, runs.ends[prior], start, called):
             collide |= {key: f"a server call under {key!r} {why}" for key in runs.taken[prior] & keys}
         reach = ends  # the run of Claude's holding ``ends``, up to the latest run's end: the runs paired in it
-        while reach < end and _in_run(plan, runs, reach + 1, called):  # (a row of assistant messages in one step:
-            reach = min(runs.row(plan, reach + 1), end)  # each code that waited to the end walked it, task 144)
+        # (a message repair writes after one parts the run there, as in _joins; a row of assistant messages is
+        # stepped over at once, up to such a message: each code that waited to the end walked it, task 144)
+        while reach < end and reach not in plan.add_after and _in_run(plan, runs, reach + 1, called):
+            row = min(runs.row(plan, reach + 1), end)
+            reach = min(row, runs.parted(plan, reach + 1))
         later = bisect_right(runs.ends, reach) - 1  # the last of them, whose ids are the run's: it takes these
         if later >= 0 and runs.ends[later] >= ends:
             why = "that a later message of its run, paired first, has too"
