@@ -61,3 +61,23 @@ def test_the_fuzzers_seed_names_each_result_under_the_id_where_it_is() -> None:
     assert moved == [(5, "t3"), (5, "t2"), (6, "t2")]
     assert [(c.message, c.id) for c in changes if c.kind == "renamed-call"] == [(4, "t2"), (6, "t2")]
     assert _found(fixed) == []
+
+
+def test_a_client_call_walked_before_the_earlier_code_message_it_twins_is_the_later_duplicate_call() -> None:
+    """The other order: a client call under a search's id after it in their run, left unanswered, is walked
+    before the search, whose message's code waits and is paired after the runs it waited across: the
+    machine said ``reused-unanswered`` at the search's message, the earlier one. Repair renames the client
+    call (or drops it under drop-call, as dangling): ``duplicate-call`` there."""
+    search = {"type": "web_search_tool_result", "tool_use_id": "x0", "content": []}
+    conversation = [
+        ASK,
+        a(srv("x0", "web_search"), search, srv("s0"), use("t0", "s0")),
+        a(res("t0")),
+        a(use("x0", None)),
+    ]
+    found = _found(conversation)
+    assert ("duplicate-call", 4, "x0") in found and ("dangling", 4, "x0") in found
+    assert not [f for f in found if f[0] == "reused-unanswered"]
+    fixed, changes = history.repair(conversation, format="anthropic")
+    assert [(c.message, c.id) for c in changes if c.kind == "renamed-call"] == [(4, "x0")]
+    assert _found(fixed) == []

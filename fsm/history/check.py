@@ -207,12 +207,12 @@ def _walk_call(
         del findings[start + said.index(Kind.REUSED)]
         at, name = (entry.message, entry.name) if twin[0] else twin[1:]
         findings.append(Finding(Kind.DUPLICATE_CALL, call.key, at + 1, TWIN_WHY, name))
-    elif twin is not None and not twin[0] and previous == twin[1] and Kind.DUPLICATE_CALL in said:
-        # its twin comes later but was walked first, still waiting (a server call of a later message, its turn
-        # whole before this one's results came): the two are one duplicate-call at the later, as repair renames
-        findings[start + said.index(Kind.DUPLICATE_CALL)] = Finding(
-            Kind.DUPLICATE_CALL, call.key, twin[1] + 1, TWIN_WHY, twin[2]
-        )
+    elif twin is not None and not twin[0] and previous == twin[1] and {*said} & AHEAD:
+        # its twin comes later but was walked first (a server call of a later message, its turn whole before
+        # this one's results came; or a client call before a code paired after the runs it waited across),
+        # still waiting or left unanswered: the two are one duplicate-call at the later, as repair renames
+        found = next(at for at, kind in enumerate(said) if kind in AHEAD)
+        findings[start + found] = Finding(Kind.DUPLICATE_CALL, call.key, twin[1] + 1, TWIN_WHY, twin[2])
     return call
 
 
@@ -234,6 +234,9 @@ def _in_claudes_run(messages: Sequence[Mapping[str, Any]], roles: Roles, at: int
     blocks = [block for block in (content if isinstance(content, list) else ()) if isinstance(block, Mapping)]
     return not any(block.get("type") == "tool_result" or models_block(block) for block in blocks)
 
+
+AHEAD = frozenset({Kind.DUPLICATE_CALL, Kind.REUSED_UNANSWERED})
+"""What the machine says of a call made while its id's call walked before it waits, or went unanswered."""
 
 TWIN_WHY = (
     "a client tool_use and a server call under one id in one assistant turn: the API refuses it (tool_use ids"
