@@ -25,11 +25,15 @@ class CallIndex:
     """Every call block of an Anthropic history by id, in message order: the client ``tool_use`` blocks
     (``client``) and Claude's server calls (``server``), each where it is and with its name."""
 
-    __slots__ = ("back", "client", "on", "server")
+    __slots__ = ("back", "client", "kept", "on", "server")
 
     def __init__(self, messages: Sequence[Mapping[str, Any]]) -> None:
         self.client: dict[str, list[_Place]] = {}
         self.server: dict[str, list[_Place]] = {}
+        # For each list of places, the place after each found dropped (itself when none is known): a drop
+        # stays, so a turn skips those found before in one step, not each again (audit 148: a run of
+        # searches no result answers under one id, dropped, was walked once a later turn under it).
+        self.kept: dict[tuple[bool, str], list[int]] = {}  # (by kind, server or not, and id)
         # Each message's row of assistant messages, which every run holds whole: its first (``back``) and
         # last (``on``) message, so a run is walked a row at a time (itself, when not the assistant's).
         self.back, self.on = list(range(len(messages))), list(range(len(messages)))
@@ -58,18 +62,25 @@ class CallIndex:
         """Has a call of the other kind, anywhere and kept, the id of one of ``turn``'s calls?"""
         others = self.others(turn)
         return any(
-            isinstance(call.key, str) and self.first(others.get(call.key, []), 0, -1, gone) is not None
-            for call in turn.calls
+            isinstance(call.key, str) and self.first(others, call.key, 0, -1, gone) is not None for call in turn.calls
         )
 
-    def first(self, places: list[_Place], start: int, end: int, gone: Container[tuple[int, int]]) -> _Place | None:
-        """The first of ``places`` in messages ``start`` to ``end`` that repair keeps (``gone``: those it drops)."""
-        for place in places[bisect_left(places, (start,)) :]:
-            if 0 <= end < place[0]:  # (an end below 0: no end)
-                return None
-            if place[:2] not in gone:
-                return place
-        return None
+    def first(
+        self, calls: dict[str, list[_Place]], key: str, start: int, end: int, gone: Container[tuple[int, int]]
+    ) -> _Place | None:
+        """The first of ``calls`` under ``key`` in messages ``start`` to ``end`` that repair keeps (``gone``: those
+        it drops, a set that only grows over the index's life: check drops none, and a drop of repair's stays)."""
+        places = calls.get(key, [])
+        at = self.kept.get((calls is self.server, key))
+        if at is None:  # (made once: setdefault would make it each call)
+            at = self.kept[(calls is self.server, key)] = list(range(len(places)))
+        i = j = bisect_left(places, (start,))  # (no slice: a copy of the rest would be walked each turn)
+        while j < len(places) and (at[j] != j or places[j][:2] in gone):
+            at[j] = max(at[j], j + 1)
+            j = at[j]
+        while i < j:  # the dropped ones walked now point past them all
+            at[i], i = j, at[i]
+        return None if j == len(places) or 0 <= end < places[j][0] else places[j]  # (an end below 0: no end)
 
 
 def twin_calls(
@@ -99,7 +110,7 @@ def twin_calls(
     for call in turn.calls:
         if not isinstance(call.key, str) or call.key in twins or not start <= call.message <= end:
             continue
-        place = index.first(others.get(call.key, []), start, end, gone)  # its first call of the other kind in the run
+        place = index.first(others, call.key, start, end, gone)  # its first call of the other kind in the run
         if place is not None:
             twins[call.key] = ((call.message, call.slot) > place[:2], place[0], place[2])
     return twins, range(start, end + 1)
