@@ -29,7 +29,9 @@ def test_a_client_call_under_a_paused_server_calls_id_is_a_duplicate() -> None:
         },
     ]
     found = [(f.kind.value, f.id, f.message) for f in history.check(h, "anthropic").findings]
-    assert ("duplicate-call", "b", 2) in found
+    # at the later call, the server's, which repair drops (client-and-server-call-one-id; task 144: at 2 before,
+    # the client call's, as the machine named it walking the paused server call's turn first)
+    assert ("duplicate-call", "b", 3) in found
     _, changes = history.repair(h, format="anthropic")
     assert ("dropped-call", 3, "b") in [(c.kind, c.message, c.id) for c in changes]
 

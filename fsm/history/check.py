@@ -22,8 +22,9 @@ from fsm.history.formats import known_role, shown
 from fsm.history.item_ids import duplicate_items
 from fsm.history.placeholders import usable_id
 from fsm.history.program_callers import code_callers, unknown_callers
-from fsm.history.server_blocks import models_block, twin_calls
+from fsm.history.server_blocks import models_block
 from fsm.history.turns import segments
+from fsm.history.twins import CallIndex, twin_calls
 from fsm.spec import history_spec
 
 
@@ -141,9 +142,10 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
         ]
         repeated = sorted([*left_out, *repeated, *code_callers(messages, sent)], key=lambda found: found.message)
     in_run = functools.partial(_in_claudes_run, messages, roles)  # (roles fill in as the segments are read)
+    index = CallIndex(messages if fmt == "anthropic" else ())  # each id's calls, read once (not once a turn)
     for segment in segments(messages, fmt, roles):
         _odd_roles(roles, findings, fmt)
-        twins = twin_calls(messages, segment, in_run) if fmt == "anthropic" else ({}, range(0))
+        twins = twin_calls(messages, segment, index, in_run) if fmt == "anthropic" else ({}, range(0))
         made = [_walk_call(walk, ids, findings, entry, twins) for entry in segment.calls]
         for entry in segment.calls:
             if entry.message in roles.calling:
@@ -205,6 +207,12 @@ def _walk_call(
         del findings[start + said.index(Kind.REUSED)]
         at, name = (entry.message, entry.name) if twin[0] else twin[1:]
         findings.append(Finding(Kind.DUPLICATE_CALL, call.key, at + 1, TWIN_WHY, name))
+    elif twin is not None and not twin[0] and previous == twin[1] and {*said} & AHEAD:
+        # its twin comes later but was walked first (a server call of a later message, its turn whole before
+        # this one's results came; or a client call before a code paired after the runs it waited across),
+        # still waiting or left unanswered: the two are one duplicate-call at the later, as repair renames
+        found = next(at for at, kind in enumerate(said) if kind in AHEAD)
+        findings[start + found] = Finding(Kind.DUPLICATE_CALL, call.key, twin[1] + 1, TWIN_WHY, twin[2])
     return call
 
 
@@ -220,11 +228,15 @@ def _in_claudes_run(messages: Sequence[Mapping[str, Any]], roles: Roles, at: int
         or refused_empty("anthropic", message, at, len(messages))
     ):
         return True
+    if known_role("anthropic", message.get("role")):
+        return False  # (asked before its blocks are read: a user message of many results bounds many runs)
     content = message.get("content")
     blocks = [block for block in (content if isinstance(content, list) else ()) if isinstance(block, Mapping)]
-    pairs = any(block.get("type") == "tool_result" or models_block(block) for block in blocks)
-    return not known_role("anthropic", message.get("role")) and not pairs
+    return not any(block.get("type") == "tool_result" or models_block(block) for block in blocks)
 
+
+AHEAD = frozenset({Kind.DUPLICATE_CALL, Kind.REUSED_UNANSWERED})
+"""What the machine says of a call made while its id's call walked before it waits, or went unanswered."""
 
 TWIN_WHY = (
     "a client tool_use and a server call under one id in one assistant turn: the API refuses it (tool_use ids"

@@ -25,27 +25,62 @@ calls sent in such a role: the turn's answer then goes right after the calls, no
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
+from itertools import islice
 
 from fsm.history.after_run import stays
 from fsm.history.entries import Key, Segment
 from fsm.history.formats import ANTHROPIC_CALLS, items, known_role
 from fsm.history.rewrite import ALTERNATING, Writer
-from fsm.history.server_blocks import is_server_result, models_block, twin_calls
+from fsm.history.server_blocks import is_server_result, models_block
+from fsm.history.twins import CallIndex, twin_calls
 
 
 class ServerRuns:
     """The server blocks paired so far: the last message of the latest (``end``) and the server ids of the
     run they are in (``ids``); and, for each paired in message order, its last message (``ends``, ascending)
     and its run's ids then (``taken``, whose last is ``ids`` itself), where a segment paired after later ones
-    finds the run before it and the runs paired in its own (task 135)."""
+    finds the run before it and the runs paired in its own (task 135). And (Anthropic) the history's calls
+    by id (``index``), read once a repair when a turn first asks for its twins."""
 
-    __slots__ = ("end", "ends", "ids", "taken")
+    __slots__ = ("added", "end", "ends", "gone", "ids", "index", "size", "taken")
 
     def __init__(self) -> None:
         self.end, self.ids = -1, set[Key]()
         self.ends: list[int] = []
         self.taken: list[set[Key]] = []
+        self.index: CallIndex | None = None
+        self.size: dict[int, int] = {}  # a message's blocks, and how many of them in a row repair drops
+        self.gone: dict[int, int] = {}
+        self.added: list[int] = []  # the messages repair writes one after, in order
+
+    def row(self, plan: Writer, at: int) -> int:
+        """The last of the assistant messages in a row from message ``at`` (``at`` itself when it is none)."""
+        return self.calls(plan).on[at]
+
+    def parted(self, plan: Writer, at: int) -> int:
+        """The first message from ``at`` on that repair writes a message after, as decided so far (else past
+        the last). Those it writes after are kept in order as they come (a key once added stays)."""
+        grown = len(plan.add_after) - len(self.added)
+        for key in islice(reversed(plan.add_after), grown):
+            insort(self.added, key)
+        i = bisect_left(self.added, at)
+        return self.added[i] if i < len(self.added) else len(plan.messages)
+
+    def dropped(self, plan: Writer, at: int) -> bool:
+        """Does repair drop every block of message ``at``, as decided so far? Its blocks found dropped are
+        not asked of again (a drop stays): a user message of many results bounds many runs (task 144)."""
+        if at not in self.size:
+            self.size[at] = len(items(plan.messages[at], plan.fmt, at))
+        while self.gone.get(at, 0) < self.size[at] and (at, self.gone.get(at, 0)) in plan.drop:
+            self.gone[at] = self.gone.get(at, 0) + 1
+        return self.gone.get(at, 0) == self.size[at]
+
+    def calls(self, plan: Writer) -> CallIndex:
+        """The history's calls by id, and its rows of assistant messages: read once a repair."""
+        if self.index is None:
+            self.index = CallIndex(plan.messages)
+        return self.index
 
 
 def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[Key, str]:
@@ -54,7 +89,7 @@ def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[
     a call of the other kind in their run (``client-and-server-call-one-id``), each with why it is renamed;
     noting the server run it ends in ``runs``."""
     first = min((call.message for call in (*segment.calls[:1], *segment.beside)), default=-1)  # the run's first call
-    twins = _twins(plan, segment, first) if plan.fmt == "anthropic" else {}
+    twins = _twins(plan, segment, first, runs) if plan.fmt == "anthropic" else {}
     why = "a server call" if segment.server else "a client call"
     collide = {
         key: f"{why} under {key!r} after a call of the other kind in its turn" for key, t in twins.items() if t[0]
@@ -64,23 +99,26 @@ def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[
     start, keys = segment.calls[0].message, {call.key for call in segment.calls}
     end, before = runs.end, runs.ids
     called = min((call.message for call in segment.beside), default=start)  # the run's first client call
-    joined = _joins(plan, end, start, called)
+    joined = _joins(plan, runs, end, start, called)
     why = "in an assistant message a removed message joins to one making it"
     sent = {(entry.message, entry.slot) for entry in segment.misplaced}  # a set: a scan of the tuple was O(n^2)
     ends = max(e.message for e in (*segment.calls, *segment.results) if (e.message, e.slot) not in sent)
     first = ends  # the run of Claude's that holds ``ends``: a code's result may end a later one than its call's
-    while first > start and _in_run(plan, first - 1, called):  # (no walk past its own turn)
+    while first > start and _in_run(plan, runs, first - 1, called):  # (no walk past its own turn)
         first -= 1
     held = {call.key for call in segment.calls if call.message >= first}  # an id answered in an earlier run is free
     if ends < end:  # paired after a later segment: a server call that waited past client results is paired after
         # the later runs it waited across (task 122), and the run its result ends is paired before the segments
         # it ends (task 125): the latest run stays the one a later run may join, and takes these ids when one
         prior = bisect_left(runs.ends, start) - 1  # the run before it, which a removed message may join it to
-        if prior >= 0 and _joins(plan, runs.ends[prior], start, called):
+        if prior >= 0 and _joins(plan, runs, runs.ends[prior], start, called):
             collide |= {key: f"a server call under {key!r} {why}" for key in runs.taken[prior] & keys}
         reach = ends  # the run of Claude's holding ``ends``, up to the latest run's end: the runs paired in it
-        while reach < end and _in_run(plan, reach + 1, called):
-            reach += 1
+        # (a message repair writes after one parts the run there, as in _joins; a row of assistant messages is
+        # stepped over at once, up to such a message: each code that waited to the end walked it, task 144)
+        while reach < end and reach not in plan.add_after and _in_run(plan, runs, reach + 1, called):
+            row = min(runs.row(plan, reach + 1), end)
+            reach = min(row, runs.parted(plan, reach + 1))
         later = bisect_right(runs.ends, reach) - 1  # the last of them, whose ids are the run's: it takes these
         if later >= 0 and runs.ends[later] >= ends:
             why = "that a later message of its run, paired first, has too"
@@ -94,29 +132,33 @@ def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[
     return collide
 
 
-def _joins(plan: Writer, end: int, start: int, called: int) -> bool:
+def _joins(plan: Writer, runs: ServerRuns, end: int, start: int, called: int) -> bool:
     """Is the run ending at message ``end`` one turn with the one starting at ``start`` once repair is done
     (``called``: the later run's first client call)? Only messages between not read in the run part them."""
     between = range(end + 1, start)  # assistant messages there are of the run: only the others part it
-    joined = 0 <= end < start and all(_in_run(plan, at, called) for at in between)
+    joined = 0 <= end < start and all(_in_run(plan, runs, at, called) for at in between)
     return joined and not any(at in plan.add_after for at in range(end, start))
 
 
-def _twins(plan: Writer, segment: Segment, first: int) -> dict[Key, tuple[bool, int, str | None]]:
+def _twins(plan: Writer, segment: Segment, first: int, runs: ServerRuns) -> dict[Key, tuple[bool, int, str | None]]:
     """``twin_calls`` of ``segment`` in its run as repair writes it (``client-and-server-call-one-id``).
     A user message making calls right before the run joins it: split, its calls go in a model message
     after what it keeps of the user's (which then parts it from the messages before). A block repair
-    dropped while pairing an earlier turn (a server call without its result) is no twin: it is not sent."""
+    dropped while pairing an earlier turn (a server call without its result) is no twin: it is not sent.
+    The run is walked only for a turn whose ids a kept call of the other kind has (linear, task 144)."""
+    index = runs.calls(plan)
+    if not index.shared(segment, plan.drop):
+        return {}
 
     def inside(at: int) -> bool:  # the run's first call's message, and one whose content goes after the run
-        return at == first or _in_run(plan, at, first) or (at in plan.roles.calling and at in plan.later_of)
+        return at == first or _in_run(plan, runs, at, first) or (at in plan.roles.calling and at in plan.later_of)
 
     low = first
-    while low > 0 and inside(low - 1):
-        low -= 1
+    while low > 0 and inside(low - 1):  # (a row of assistant messages in one step)
+        low = index.back[low - 1]
     if low > 0 and low - 1 in plan.roles.calling and _calls_kept(plan, low - 1):
         low -= 1
-    return twin_calls(plan.messages, segment, lambda at: at >= low and (at == low or inside(at)), plan.drop)[0]
+    return twin_calls(plan.messages, segment, index, lambda at: at >= low and (at == low or inside(at)), plan.drop)[0]
 
 
 def _calls_kept(plan: Writer, at: int) -> bool:
@@ -127,19 +169,19 @@ def _calls_kept(plan: Writer, at: int) -> bool:
     )
 
 
-def _in_run(plan: Writer, at: int, called: int) -> bool:
+def _in_run(plan: Writer, runs: ServerRuns, at: int, called: int) -> bool:
     """Is message ``at`` read in the model's run once repair is done (``called``: the run's first client
     call)? An assistant message, one that goes, a user message whose calls join the run and whose other
     content goes after it, or one of a role the format lacks read in the run (Anthropic)."""
     return (
-        _going(plan, at)
-        or plan.messages[at].get("role") == "assistant"
+        plan.messages[at].get("role") == "assistant"
+        or _going(plan, runs, at)
         or (plan.fmt == "anthropic" and at in plan.roles.calling and not stays(plan, at, called))
         or (plan.fmt == "anthropic" and _unknown_in_run(plan, at))  # Converse's stays apart (tail), read apart
     )
 
 
-def _going(plan: Writer, at: int) -> bool:
+def _going(plan: Writer, runs: ServerRuns, at: int) -> bool:
     """Will message ``at`` be removed, as decided so far? (Every edit of a message before a turn's
     server blocks comes from an earlier turn.)"""
     if at in plan.roles.empty:
@@ -149,7 +191,7 @@ def _going(plan: Writer, at: int) -> bool:
     content = plan.messages[at].get("content")
     if isinstance(content, str):
         return not content
-    return all((at, j) in plan.drop for j in range(len(items(plan.messages[at], plan.fmt, at))))
+    return runs.dropped(plan, at)
 
 
 def _unknown_in_run(plan: Writer, at: int) -> bool:

@@ -226,7 +226,9 @@ def _listed(content: Any) -> list[Any]:
 def follow_renamed_code(plan: Writer, call: Entry, answer: Entry | None, wire_id: str) -> None:
     """Anthropic: the client calls a code's server call made (``caller``) after it, up to its result, name it
     by its new id when repair renames it (a second call under its id in one turn): left naming the old id they
-    name the call it took that from, or the finished code (``call-after-code-result``, audit 125)."""
+    name the call it took that from, or the finished code (``call-after-code-result``, audit 125). So do the
+    server calls it made (a search or fetch its code ran, which the API sends with the code as its ``caller``:
+    policy server-call-caller-followed, task 144)."""
     made = items(plan.messages[call.message], plan.fmt, call.message)[call.slot] if plan.fmt == "anthropic" else None
     if not isinstance(made, Mapping) or made.get("type") not in SERVER_CALLS:
         return
@@ -237,7 +239,9 @@ def follow_renamed_code(plan: Writer, call: Entry, answer: Entry | None, wire_id
                 continue
             if block.get("type") in SERVER_CALLS and block.get("id") == call.key:
                 return  # the calls after another server call under its old id are that one's
-            if block.get("type") == "tool_use" and caller_code(block) == call.key:
+            if (block.get("type") == "tool_use" or block.get("type") in SERVER_CALLS) and caller_code(
+                block
+            ) == call.key:
                 plan.recall[(at, slot)] = wire_id
                 plan.touched.add(at)
                 why = f"the code that made it, {shown(call.key)!r} renamed, is now {wire_id!r}"

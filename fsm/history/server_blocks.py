@@ -51,7 +51,7 @@ is, and stays even when repair writes a message after it (the placeholders of th
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Container, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 from fsm.history.entries import Entry, Key, Segment
@@ -68,7 +68,6 @@ __all__ = [
     "in_order",
     "is_server_result",
     "models_block",
-    "twin_calls",
 ]
 
 
@@ -351,42 +350,3 @@ def _waiting(chunk: Segment) -> dict[Key, int]:
         if left.get(result.key, 0):
             left[result.key] -= 1
     return {key: n for key, n in left.items() if n}
-
-
-def twin_calls(
-    messages: Sequence[Mapping[str, Any]],
-    turn: Segment,
-    in_run: Callable[[int], bool] | None = None,
-    gone: Container[tuple[int, int]] = frozenset(),
-) -> tuple[dict[Key, tuple[bool, int, str | None]], range]:
-    """Anthropic (policy ``client-and-server-call-one-id``): the ids ``turn``'s calls share with a call of
-    the other kind (a client ``tool_use`` beside Claude's server call) in their run of assistant messages,
-    which the API reads as one turn and refuses two calls under one id in, whatever their kinds; each
-    with whether ``turn``'s first call under it comes later than the other's, and the other's message and name.
-    And the run's messages: assistant messages in a row, or those ``in_run`` says are read in it (repair),
-    of whose blocks those ``gone`` holds (repair drops them) are none."""
-    if not turn.calls:
-        return {}, range(0)
-    if in_run is None:
-        in_run = lambda at: messages[at].get("role") == "assistant"  # noqa: E731
-    start = end = turn.calls[0].message
-    while start > 0 and in_run(start - 1):
-        start -= 1
-    while end + 1 < len(messages) and in_run(end + 1):
-        end += 1
-    other = ("tool_use",) if turn.server else SERVER_CALLS
-    theirs: dict[Key, tuple[int, int, str | None]] = {}  # each id's first call of the other kind in the run
-    for at in range(start, end + 1):
-        content = messages[at].get("content")
-        for slot, block in enumerate(content if isinstance(content, list) else ()):
-            if (at, slot) in gone or not isinstance(block, Mapping) or not isinstance(block.get("id"), str):
-                continue
-            if block.get("type") in other:
-                name = block.get("name")
-                theirs.setdefault(block["id"], (at, slot, name if isinstance(name, str) else None))
-    twins: dict[Key, tuple[bool, int, str | None]] = {}
-    for call in turn.calls:
-        place = theirs.get(call.key) if isinstance(call.key, str) else None
-        if place is not None and call.key not in twins and start <= call.message <= end:
-            twins[call.key] = ((call.message, call.slot) > place[:2], place[0], place[2])
-    return twins, range(start, end + 1)

@@ -1,0 +1,116 @@
+"""Anthropic's client and server calls under one id in one run of the model's messages (policy
+``client-and-server-call-one-id``): the API reads such a run as one turn and refuses two calls under
+one id in it, whatever their kinds.
+
+The history's calls of each kind are indexed by id once (:class:`CallIndex`), so a turn asks only of its
+own ids whether a call of the other kind has them: a run of many turns is walked for those that do, not
+once for each of its turns (task 144: a run of 1,000 codes was walked 1,500 times, check and repair alike).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable, Container, Mapping, Sequence
+from typing import Any
+
+from fsm.history.entries import Key, Segment
+from fsm.history.server_blocks import SERVER_CALLS
+
+__all__ = ["CallIndex", "twin_calls"]
+
+_Place = tuple[int, int, str | None]  # a call's message, its slot there, and its name
+
+
+class CallIndex:
+    """Every call block of an Anthropic history by id, in message order: the client ``tool_use`` blocks
+    (``client``) and Claude's server calls (``server``), each where it is and with its name."""
+
+    __slots__ = ("back", "client", "kept", "on", "server")
+
+    def __init__(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        self.client: dict[str, list[_Place]] = {}
+        self.server: dict[str, list[_Place]] = {}
+        # For each list of places, the place after each found dropped (itself when none is known): a drop
+        # stays, so a turn skips those found before in one step, not each again (audit 148: a run of
+        # searches no result answers under one id, dropped, was walked once a later turn under it).
+        self.kept: dict[tuple[bool, str], list[int]] = {}  # (by kind, server or not, and id)
+        # Each message's row of assistant messages, which every run holds whole: its first (``back``) and
+        # last (``on``) message, so a run is walked a row at a time (itself, when not the assistant's).
+        self.back, self.on = list(range(len(messages))), list(range(len(messages)))
+        for at, message in enumerate(messages):
+            if at and message.get("role") == "assistant" == messages[at - 1].get("role"):
+                self.back[at] = self.back[at - 1]
+        for at in range(len(messages) - 2, -1, -1):
+            if self.back[at + 1] != at + 1:
+                self.on[at] = self.on[at + 1]
+        for at, message in enumerate(messages):
+            content = message.get("content")
+            for slot, block in enumerate(content if isinstance(content, list) else ()):
+                if not isinstance(block, Mapping) or not isinstance(block.get("id"), str):
+                    continue
+                kind = block.get("type")
+                calls = self.client if kind == "tool_use" else self.server if kind in SERVER_CALLS else None
+                if calls is not None:
+                    name = block.get("name")
+                    calls.setdefault(block["id"], []).append((at, slot, name if isinstance(name, str) else None))
+
+    def others(self, turn: Segment) -> dict[str, list[_Place]]:
+        """The calls of the kind ``turn``'s calls are not, by id."""
+        return self.client if turn.server else self.server
+
+    def shared(self, turn: Segment, gone: Container[tuple[int, int]]) -> bool:
+        """Has a call of the other kind, anywhere and kept, the id of one of ``turn``'s calls?"""
+        others = self.others(turn)
+        return any(
+            isinstance(call.key, str) and self.first(others, call.key, 0, -1, gone) is not None for call in turn.calls
+        )
+
+    def first(
+        self, calls: dict[str, list[_Place]], key: str, start: int, end: int, gone: Container[tuple[int, int]]
+    ) -> _Place | None:
+        """The first of ``calls`` under ``key`` in messages ``start`` to ``end`` that repair keeps (``gone``: those
+        it drops, a set that only grows over the index's life: check drops none, and a drop of repair's stays)."""
+        places = calls.get(key, [])
+        at = self.kept.get((calls is self.server, key))
+        if at is None:  # (made once: setdefault would make it each call)
+            at = self.kept[(calls is self.server, key)] = list(range(len(places)))
+        i = j = bisect_left(places, (start,))  # (no slice: a copy of the rest would be walked each turn)
+        while j < len(places) and (at[j] != j or places[j][:2] in gone):
+            at[j] = max(at[j], j + 1)
+            j = at[j]
+        while i < j:  # the dropped ones walked now point past them all
+            at[i], i = j, at[i]
+        return None if j == len(places) or 0 <= end < places[j][0] else places[j]  # (an end below 0: no end)
+
+
+def twin_calls(
+    messages: Sequence[Mapping[str, Any]],
+    turn: Segment,
+    index: CallIndex,
+    in_run: Callable[[int], bool] | None = None,
+    gone: Container[tuple[int, int]] = frozenset(),
+) -> tuple[dict[Key, tuple[bool, int, str | None]], range]:
+    """The ids ``turn``'s calls share with a call of the other kind (a client ``tool_use`` beside Claude's
+    server call) in their run of assistant messages, each with whether ``turn``'s first call under it comes
+    later than the other's, and the other's message and name. And the run's messages: assistant messages in
+    a row, or those ``in_run`` says are read in it (repair), of whose blocks those ``gone`` holds (repair
+    drops them) are none. A turn none of whose ids a kept call of the other kind has anywhere has no
+    twin, and its run is not walked (an empty range)."""
+    if not index.shared(turn, gone):
+        return {}, range(0)
+    others = index.others(turn)
+    if in_run is None:
+        in_run = lambda at: messages[at].get("role") == "assistant"  # noqa: E731
+    start = end = turn.calls[0].message
+    while start > 0 and in_run(start - 1):  # (``in_run`` holds of every assistant message)
+        start = index.back[start - 1]
+    while end + 1 < len(messages) and in_run(end + 1):
+        end = index.on[end + 1]
+    twins: dict[Key, tuple[bool, int, str | None]] = {}
+    for call in turn.calls:
+        if not isinstance(call.key, str) or call.key in twins or not start <= call.message <= end:
+            continue
+        place = index.first(others, call.key, start, end, gone)  # its first call of the other kind in the run
+        if place is not None:
+            twins[call.key] = ((call.message, call.slot) > place[:2], place[0], place[2])
+    return twins, range(start, end + 1)
