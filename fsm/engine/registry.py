@@ -545,10 +545,8 @@ class Registry:
                             # adds no byte; a parse out of Python's stack ends the call even so.
                             try:
                                 if slot.end_closed(label, dest):
-                                    if flat:
-                                        flat += 1
-                                    else:
-                                        flat = 1
+                                    flat += 1
+                                    if flat == 1:
                                         self.ledger.rules["parse-once-at-finish"] += 1
                                         self.ledger.transitions[label] += 1
                             except LimitExceeded:
