@@ -630,3 +630,75 @@ def test_a_first_text_that_closes_flat_ends_in_the_shared_scanner_alike(monkeypa
     edges["flat, more after"] = [chunk(tc(0, "a", "f", "")), chunk(tc(0, args='{"a": 1}{}')), chunk(finish="stop")]
     taken = lambda found: found is not None  # noqa: E731
     _all_shapes_alike(monkeypatch, slot, "flat_match", lambda text: None, edges, taken=taken, at_least=50)
+
+
+def test_a_delta_of_no_key_chat_said_reads_decodes_as_chat_said_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decoder skips chat_said for a dict delta that holds none of the keys it reads (a call's
+    delta, with ``role`` or not: Gemini's OpenAI endpoint's whole call beside its finish): the same
+    events, diagnostics and errors with chat_said asked of every delta, over the vectors' and fuzzed
+    streams' chunks, the edges above and their deltas with each key chat_said reads added."""
+    from fsm.wire.decoders import openai_chat
+    from fsm.wire.decoders._wire import SAID_KEYS
+
+    class _Never:  # a set of keys no delta is disjoint from: chat_said asked every time
+        def isdisjoint(self, other: Any) -> bool:
+            return False
+
+    chunks = [e for v in [*VECTORS, *sample_vectors("openai-chat", 300)] for e in v.events if type(e) is dict]
+    chunks += [e for edges in (EDGES, HEADERS, EMPTY_NAMED) for events in edges.values() for e in events]
+    called = [c for c in chunks if "tool_calls" in str(c)][:300]
+    for key in SAID_KEYS:
+        for value in (None, "", "x", [], {}, 0):
+            for c in called[:20]:
+                delta = c.get("choices", [{}])[0].get("delta") if type(c.get("choices")) is list else None
+                if type(delta) is dict:
+                    chunks.append({**c, "choices": [{**c["choices"][0], "delta": {**delta, key: value}}]})
+
+    def decoded() -> list[Any]:
+        out: list[Any] = []
+        for c in chunks:
+            said: list[tuple[str, str]] = []
+            try:
+                events = openai_chat.OpenAIChatDecoder().decode(
+                    c, lambda code, why, said=said: said.append((code, why))
+                )
+            except Exception as exc:  # the same error either way is the same decision
+                out.append(("raised", type(exc).__name__, str(exc), said))
+                continue
+            out.append((events, said))
+        return out
+
+    skipped = decoded()
+    monkeypatch.setattr(openai_chat, "_SAID", _Never())
+    asked = decoded()
+    assert len(chunks) > 2000
+    for chunk_, a, b in zip(chunks, skipped, asked, strict=True):
+        assert a == b, chunk_
+
+
+def test_exact_finish_and_usage_events_are_applied_as_the_isinstance_tests_apply_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reassembler._apply takes a StreamEnd and a UsageReport of exactly their class before the
+    isinstance tests: the same outputs, result and rule counts as those tests give (a StreamEnd
+    subclass goes through them; the reassembler's own name for UsageReport taken away, so does usage)."""
+    from fsm import reassembler
+    from fsm.events import StreamEnd, UsageReport, build_arguments_fragment, build_call_ref
+
+    class End(StreamEnd):
+        pass
+
+    def replay(end: type[StreamEnd]) -> tuple[Any, ...]:
+        r = Reassembler("openai-chat")
+        out = r.feed(build_arguments_fragment(build_call_ref(0, "a", "f"), '{"x": 1}'))
+        out += r.feed(UsageReport({"total_tokens": 3}))
+        out += r.feed(end("tool_calls", "tool_calls"))
+        out += r.feed(end("stop", "stop"))  # a second finish: reported
+        result = r.close()
+        return out, result.calls, result.usage, result.finish_reason, result.diagnostics, dict(r.ledger.rules)
+
+    exact = replay(StreamEnd)
+    assert exact[2] == {"total_tokens": 3} and exact[4]  # the usage kept, the second finish reported
+    assert exact == replay(End)
+    monkeypatch.setattr(reassembler, "UsageReport", type("NoUsage", (), {}))  # usage by TURN_CONTENT_TYPES
+    assert exact == replay(End)

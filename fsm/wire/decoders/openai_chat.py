@@ -50,6 +50,7 @@ from fsm.wire.decoders._listed_calls import declines_noted, listed_incomplete
 from fsm.wire.decoders._wire import (
     BARE_REFS,
     COMPAT_SIGNATURE,
+    SAID_KEYS,
     TurnSaid,
     chat_finish,
     chat_said,
@@ -77,6 +78,8 @@ if TYPE_CHECKING:
     from fsm.engine.registry import Registry
 
 
+_SAID = frozenset(SAID_KEYS)
+"""The keys chat_said reads: a delta with none of them says nothing."""
 _SAID_IN_ORDER = ("content", "reasoning_content", "reasoning")
 """The keys plain_said reads text and reasoning from."""
 _BARE_REF = BARE_REFS.ref
@@ -113,7 +116,9 @@ class OpenAIChatDecoder:
             if delta is None:
                 delta = choice.get("message")
             if type(delta) is dict or isinstance(delta, Mapping):
-                if not chat_said(delta, events):
+                # A dict with no key chat_said reads (a call's delta, role beside it or not) says
+                # nothing: chat_said would find so, key by key (a caller's Mapping is never iterated).
+                if (type(delta) is not dict or not _SAID.isdisjoint(delta)) and not chat_said(delta, events):
                     events += unsaid(delta, diagnose)
                     unkept(delta, diagnose)
                 self._calls(delta, events, diagnose)
