@@ -1144,6 +1144,10 @@ class Reassembler:
         # Most events of most streams: one exact type test instead of the union isinstance below.
         if type(event) is ArgumentsFragment and event.signature is None:
             registry.arguments(event.ref, event.text, "fragment")
+        elif type(event) is StreamEnd:  # exactly the class: none of the others below (a subclass goes on)
+            self._finished(event)
+        elif type(event) is UsageReport:  # one of TURN_CONTENT_TYPES, exactly, as above
+            self._content.apply(event)
         elif isinstance(event, ArgumentsFragment | CallSeen | ArgumentsSnapshot):
             opened_at = len(self.ledger.outputs)  # what this event outputs comes after it
             if isinstance(event, ArgumentsFragment):

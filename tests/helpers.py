@@ -40,8 +40,8 @@ def replay_traced(r: Reassembler, feed: Callable[[Reassembler], Iterable[list[An
             taken.append((slot.ordinal, took))
         return took
 
-    def traced_first(slot: Slot, text: str, opening: tuple[str, str], closing: tuple[str, str]) -> str:
-        took = first(slot, text, opening, closing)
+    def traced_first(slot: Slot, text: str, opening: tuple[str, str], closing: tuple[str, str], closed: Any) -> str:
+        took = first(slot, text, opening, closing, closed)
         if took:
             taken.append((slot.ordinal, took))
         return took

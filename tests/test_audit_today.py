@@ -402,7 +402,7 @@ def test_the_direct_transitions_decide_as_firing_append_at_megabytes(monkeypatch
     assert took["store_first"] > 6, took
     monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label, closing, scan_now=False: "")
     monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest, closed: False)
-    monkeypatch.setattr(Slot, "store_first", lambda slot, text, opening, closing: "")
+    monkeypatch.setattr(Slot, "store_first", lambda slot, text, opening, closing, closed: "")
     general = [replay(events, limits, wire) for _, events, limits in cases for wire in (False, True)]
     names = [f"{name} ({'bytes' if wire else 'dicts'})" for name, _, _ in cases for wire in (False, True)]
     for name, a, b in zip(names, direct, general, strict=True):
@@ -497,6 +497,6 @@ def test_the_direct_transitions_decide_as_firing_append_over_edge_fragments(monk
             assert took.get(label, 0) > 20, (label, took)
     monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label, closing, scan_now=False: "")
     monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest, closed: False)
-    monkeypatch.setattr(Slot, "store_first", lambda slot, text, opening, closing: "")
+    monkeypatch.setattr(Slot, "store_first", lambda slot, text, opening, closing, closed: "")
     for at, (a, b) in enumerate(zip(direct, replays(), strict=True)):
         assert a == b, streams[at // 3]

@@ -417,7 +417,7 @@ def test_transitions_taken_directly_decide_as_firing_append(monkeypatch: pytest.
     assert took["closing"] > 20 and took["store_first"] > 20, took
     monkeypatch.setattr(Slot, "store_waiting", lambda slot, text, label, closing, scan_now=False: "")
     monkeypatch.setattr(Slot, "store_whole", lambda slot, text, label, dest, closed: False)
-    monkeypatch.setattr(Slot, "store_first", lambda slot, text, opening, closing: "")
+    monkeypatch.setattr(Slot, "store_first", lambda slot, text, opening, closing, closed: "")
     monkeypatch.setattr(Registry, "end_directly", False)
     general = replays()
     assert len(direct) == len(general)

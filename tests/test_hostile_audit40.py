@@ -101,7 +101,7 @@ def _general(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         m.setattr(Registry, "gather", lambda self, index, text: False)
         m.setattr(Registry, "end_directly", False)
         m.setattr(Slot, "store_waiting", lambda slot, text, label, closing, scan_now=False: "")
-        m.setattr(Slot, "store_first", lambda slot, text, opening, closing: "")
+        m.setattr(Slot, "store_first", lambda slot, text, opening, closing, closed: "")
         m.setattr(Slot, "store_whole", lambda slot, text, label, dest, closed: False)
         yield
 

@@ -550,3 +550,155 @@ def test_the_commonest_call_opens_as_its_slot_class_makes_it(monkeypatch: pytest
     finally:
         sys.settrace(None)
     assert len(result.calls) == 5 and not inits
+
+
+def _mistral(entry: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    """A chunk as Mistral's OpenAI endpoint sends it: the delta's own index and empty content beside the entry."""
+    delta = {"tool_calls": [entry], "index": 0, "content": ""}
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+# Fragments that name no call with an empty id or name (which CallRef reads as none), and their neighbours.
+EMPTY_NAMED: dict[str, list[dict[str, Any]]] = {
+    "mistral": [
+        _mistral({"id": "t1", "type": "function", "function": {"name": "web", "arguments": ""}, "index": 0}),
+        _mistral({"type": "function", "function": {"name": "", "arguments": '{"query": "Berlin"}'}, "index": 0}),
+        chunk(finish="tool_calls"),
+    ],
+    "empty id and name, streamed": [
+        chunk(tc(0, "a", "f", "")),
+        chunk(tc(0, "", "", '{"x": ')),
+        chunk(tc(0, "", "", "1}")),
+        chunk(finish="tool_calls"),
+    ],
+    "empty name, no call open": [chunk(tc(0, name="", args="{}")), chunk(finish="tool_calls")],
+    "empty name after a closed value": [
+        whole(0, "a", "f", "{}"),
+        chunk(tc(0, name="", args="{}")),
+        chunk(finish="stop"),
+    ],
+    "empty id, a name": [chunk(tc(0, "a", "f", "")), chunk(tc(0, "", "f", "{}")), chunk(finish="tool_calls")],
+    "empty name, an id": [chunk(tc(0, "a", "f", "")), chunk(tc(0, "a", "", "{}")), chunk(finish="tool_calls")],
+    "a name of zero": [chunk(tc(0, "a", "f", "")), chunk(tc(0, name=0, args="{}")), chunk(finish="tool_calls")],
+    "an id of zero": [chunk(tc(0, "a", "f", "")), chunk(tc(0, 0, "", "{}")), chunk(finish="tool_calls")],
+    "empty name, empty text": [chunk(tc(0, "a", "f", "")), chunk(tc(0, "", "", "")), chunk(finish="tool_calls")],
+    "empty name, whitespace": [chunk(tc(0, "a", "f", "")), chunk(tc(0, name="", args=" ")), chunk(finish="stop")],
+}
+
+
+def test_a_fragment_with_an_empty_id_or_name_decides_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fragment whose id or name is "" (Mistral's after the call's header) is a bare fragment, as
+    the decoder's CallRef reads it, and the shortcut takes it as one: the same transitions in
+    order, outputs, calls, diagnostics and rule counts with and without the bare-fragment reader,
+    over every vector, fuzzed streams and the edges above in every option set."""
+    from fsm.wire.decoders.openai_chat import OpenAIChatDecoder
+
+    taken: list[int] = []
+    real = OpenAIChatDecoder.shortcut
+
+    def counted(decoder: Any, payload: Any, registry: Any, content: Any) -> bool:
+        entry = (payload.get("choices") or [{}])[0].get("delta", {}).get("tool_calls", [{}])[0]
+        took = real(decoder, payload, registry, content)
+        taken.append(took and entry.get("function", {}).get("name") == "" and "id" not in entry)
+        return took
+
+    with monkeypatch.context() as m:
+        m.setattr(OpenAIChatDecoder, "shortcut", counted)
+        for events in EMPTY_NAMED.values():
+            _trace(events)
+    assert sum(taken) >= 4  # the empty-named fragments are the shortcut's now
+    _decides_alike(monkeypatch, "bare_fragment_in", EMPTY_NAMED, at_least=150)
+
+
+def test_a_first_text_that_closes_flat_ends_in_the_shared_scanner_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call's first text that is one whole flat object as the scanner reads it (closes_flat's
+    match), a whole call's (Slot.store_whole) or a fragment after the call's header
+    (Slot.store_first: ``{}`` after Groq's, pydantic-ai's and Mistral's headers), takes the closed
+    scanner without a scanner made and fed. Without the match (every such text scanned), over every
+    vector, fuzzed streams of every shape and the edges in every option set: the same transitions
+    in order, outputs, calls, diagnostics and rule counts."""
+    from fsm.engine import slot
+
+    r = Reassembler("openai-chat")
+    for event in [*EMPTY_NAMED["mistral"][:2], chunk(tc(1, "b", "g", "")), chunk(tc(1, args='{"a" 1}'))]:
+        r.feed(event)
+    # Both closed, the second though it is not JSON (the parse at the end tells): one shared scanner.
+    assert all(each.scanner is r.registry._scanned for each in r.registry.slots)
+    edges = {**EDGES, **HEADERS, **EMPTY_NAMED}
+    edges["not JSON, flat"] = [chunk(tc(0, "a", "f", "")), chunk(tc(0, args='{"a" 1}')), chunk(finish="stop")]
+    edges["flat, space after"] = [chunk(tc(0, "a", "f", "")), chunk(tc(0, args='{"a": 1} ')), chunk(finish="stop")]
+    edges["flat, more after"] = [chunk(tc(0, "a", "f", "")), chunk(tc(0, args='{"a": 1}{}')), chunk(finish="stop")]
+    taken = lambda found: found is not None  # noqa: E731
+    _all_shapes_alike(monkeypatch, slot, "flat_match", lambda text: None, edges, taken=taken, at_least=50)
+
+
+def test_a_delta_of_no_key_chat_said_reads_decodes_as_chat_said_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decoder skips chat_said for a dict delta that holds none of the keys it reads (a call's
+    delta, with ``role`` or not: Gemini's OpenAI endpoint's whole call beside its finish): the same
+    events, diagnostics and errors with chat_said asked of every delta, over the vectors' and fuzzed
+    streams' chunks, the edges above and their deltas with each key chat_said reads added."""
+    from fsm.wire.decoders import openai_chat
+    from fsm.wire.decoders._wire import SAID_KEYS
+
+    class _Never:  # a set of keys no delta is disjoint from: chat_said asked every time
+        def isdisjoint(self, other: Any) -> bool:
+            return False
+
+    chunks = [e for v in [*VECTORS, *sample_vectors("openai-chat", 300)] for e in v.events if type(e) is dict]
+    chunks += [e for edges in (EDGES, HEADERS, EMPTY_NAMED) for events in edges.values() for e in events]
+    called = [c for c in chunks if "tool_calls" in str(c)][:300]
+    for key in SAID_KEYS:
+        for value in (None, "", "x", [], {}, 0):
+            for c in called[:20]:
+                delta = c.get("choices", [{}])[0].get("delta") if type(c.get("choices")) is list else None
+                if type(delta) is dict:
+                    chunks.append({**c, "choices": [{**c["choices"][0], "delta": {**delta, key: value}}]})
+
+    def decoded() -> list[Any]:
+        out: list[Any] = []
+        for c in chunks:
+            said: list[tuple[str, str]] = []
+            try:
+                events = openai_chat.OpenAIChatDecoder().decode(
+                    c, lambda code, why, said=said: said.append((code, why))
+                )
+            except Exception as exc:  # the same error either way is the same decision
+                out.append(("raised", type(exc).__name__, str(exc), said))
+                continue
+            out.append((events, said))
+        return out
+
+    skipped = decoded()
+    monkeypatch.setattr(openai_chat, "_SAID", _Never())
+    asked = decoded()
+    assert len(chunks) > 2000
+    for chunk_, a, b in zip(chunks, skipped, asked, strict=True):
+        assert a == b, chunk_
+
+
+def test_exact_finish_and_usage_events_are_applied_as_the_isinstance_tests_apply_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reassembler._apply takes a StreamEnd and a UsageReport of exactly their class before the
+    isinstance tests: the same outputs, result and rule counts as those tests give (a StreamEnd
+    subclass goes through them; the reassembler's own name for UsageReport taken away, so does usage)."""
+    from fsm import reassembler
+    from fsm.events import StreamEnd, UsageReport, build_arguments_fragment, build_call_ref
+
+    class End(StreamEnd):
+        pass
+
+    def replay(end: type[StreamEnd]) -> tuple[Any, ...]:
+        r = Reassembler("openai-chat")
+        out = r.feed(build_arguments_fragment(build_call_ref(0, "a", "f"), '{"x": 1}'))
+        out += r.feed(UsageReport({"total_tokens": 3}))
+        out += r.feed(end("tool_calls", "tool_calls"))
+        out += r.feed(end("stop", "stop"))  # a second finish: reported
+        result = r.close()
+        return out, result.calls, result.usage, result.finish_reason, result.diagnostics, dict(r.ledger.rules)
+
+    exact = replay(StreamEnd)
+    assert exact[2] == {"total_tokens": 3} and exact[4]  # the usage kept, the second finish reported
+    assert exact == replay(End)
+    monkeypatch.setattr(reassembler, "UsageReport", type("NoUsage", (), {}))  # usage by TURN_CONTENT_TYPES
+    assert exact == replay(End)

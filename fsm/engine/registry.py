@@ -295,7 +295,7 @@ class Registry:
         if state == "accumulating":
             taken = slot.store_waiting(text, self._staying, self._closes)
         elif state == "opened":
-            taken = slot.store_first(text, self._opening, self._closing)
+            taken = slot.store_first(text, self._opening, self._closing, self._scanned)
         else:
             return False
         if taken and slot.state == "value_closed":
@@ -920,7 +920,7 @@ class Registry:
         if self._direct and (
             slot.store_waiting(text, self._staying, self._closes)
             if state == "accumulating"
-            else state == "opened" and slot.store_first(text, self._opening, self._closing)
+            else state == "opened" and slot.store_first(text, self._opening, self._closing, self._scanned)
         ):
             return ""  # (the caller remembers a call whose value closed, as after fire())
         rest = self.machine.fire(slot, "append", text)

@@ -446,14 +446,17 @@ class Slot:
             ledger.outputs.append(build_arguments_delta(self.ordinal, text))
         return label
 
-    def store_first(self, text: str, opening: tuple[str, str], closing: tuple[str, str]) -> str:
+    def store_first(self, text: str, opening: tuple[str, str], closing: tuple[str, str], closed: Scanner) -> str:
         """A JSON call's first text (``append`` from opened) without the machine's dispatch, when
         what it would do is known: what scan_fragment, the guard value_complete and store_fragment
         would do with it. ``opening`` (to accumulating) while the value is still open after it,
         ``closing`` (to value_closed) when it closes with nothing but whitespace after it; each
         given as its label and destination. Returns the label taken: "", with nothing changed,
         for any other text (empty or whitespace, a limit, a surrogate, the depth limit passed, a
-        value that closed with more after it): the caller fires ``append``."""
+        value that closed with more after it): the caller fires ``append``. A whole flat object
+        (closes_flat: ``{}``, ``{"city": "Paris"}``, the first text of most short calls) ends in
+        ``closed``, the shared closed scanner of the call's depth limit, without a scanner of its
+        own made and fed: where the caller's _remember (scan_over) would put the scan anyway."""
         ledger = self.ledger
         if not text or text.isspace():
             return ""  # whitespace first is held back unsent (store_fragment's _blank)
@@ -463,8 +466,10 @@ class Slot:
             return ""
         if len(text) > ledger.max_argument_chars or ledger.held_bytes + len(data) > ledger.max_held_bytes:
             return ""
-        scanner = Scanner(self.scanner.max_depth)  # the call's own, in place of the shared start
-        if scanner.may_wait(text):
+        if flat_match(text) is not None:  # closes_flat: a scan would close it at its last character
+            scanner = closed
+            label, dest = closing
+        elif (scanner := Scanner(self.scanner.max_depth)).may_wait(text):  # its own, in place of the shared start
             self._unscanned = 0
             label, dest = opening
         else:

@@ -60,15 +60,16 @@ def lean_fragment_in(payload: dict[str, Any]) -> tuple[int, str] | None:
 
 def bare_fragment_in(entry: dict[str, Any], function: dict[str, Any]) -> tuple[int, str] | None:
     """(index, text) when the one entry of a plain delta (see one_entry) is the commonest kind: an
-    integer index, no id, no name and non-empty argument text. OpenAIChatDecoder makes exactly one
-    bare ArgumentsFragment of it (test_the_commonest_chunk_shortcut_decides_as_the_decoder)."""
+    integer index, no id, no name (an empty string is none, as CallRef reads it) and non-empty
+    argument text. OpenAIChatDecoder makes exactly one bare ArgumentsFragment of it
+    (test_the_commonest_chunk_shortcut_decides_as_the_decoder)."""
     index, text = entry.get("index"), function.get("arguments")
     if type(index) is not int or type(text) is not str or not text:
         return None
     # The keys read so far are all a usual entry has; only a longer dict needs the others read.
-    if len(entry) > 2 and entry.get("id") is not None:
+    if len(entry) > 2 and (call_id := entry.get("id")) is not None and not (type(call_id) is str and not call_id):
         return None
-    if len(function) > 1 and function.get("name") is not None:
+    if len(function) > 1 and (name := function.get("name")) is not None and not (type(name) is str and not name):
         return None
     return index, text
 

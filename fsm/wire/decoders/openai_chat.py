@@ -50,6 +50,7 @@ from fsm.wire.decoders._listed_calls import declines_noted, listed_incomplete
 from fsm.wire.decoders._wire import (
     BARE_REFS,
     COMPAT_SIGNATURE,
+    SAID_KEYS,
     TurnSaid,
     chat_finish,
     chat_said,
@@ -77,6 +78,8 @@ if TYPE_CHECKING:
     from fsm.engine.registry import Registry
 
 
+_SAID = frozenset(SAID_KEYS)
+"""The keys chat_said reads: a delta with none of them says nothing."""
 _SAID_IN_ORDER = ("content", "reasoning_content", "reasoning")
 """The keys plain_said reads text and reasoning from."""
 _BARE_REF = BARE_REFS.ref
@@ -113,7 +116,9 @@ class OpenAIChatDecoder:
             if delta is None:
                 delta = choice.get("message")
             if type(delta) is dict or isinstance(delta, Mapping):
-                if not chat_said(delta, events):
+                # A dict with no key chat_said reads (a call's delta, role beside it or not) says
+                # nothing: chat_said would find so, key by key (a caller's Mapping is never iterated).
+                if (type(delta) is not dict or not _SAID.isdisjoint(delta)) and not chat_said(delta, events):
                     events += unsaid(delta, diagnose)
                     unkept(delta, diagnose)
                 self._calls(delta, events, diagnose)
@@ -169,16 +174,20 @@ class OpenAIChatDecoder:
                 if type(function) is dict:
                     index, text = entry.get("index"), function.get("arguments", "")
                     if type(index) is int and type(text) is str:
-                        call_id = entry.get("id") if size > 2 else None  # two keys: index and function
-                        if call_id is None:
-                            if text and (len(function) == 1 or function.get("name") is None):
-                                registry.bare_fragment(index, text, _BARE_REF)
+                        # Two keys (index and function): no id. An id or a name of "" is none (CallRef).
+                        if size > 2 and type(call_id := entry.get("id")) is str and call_id:
+                            if type(name := function.get("name")) is str and name:
+                                if text:
+                                    registry.whole_call(index, call_id, name, text)
+                                else:  # header_in's: the call's first chunk, no text yet
+                                    registry.call_header(index, call_id, name)
                                 return True
-                        elif type(call_id) is str and call_id and type(name := function.get("name")) is str and name:
-                            if text:
-                                registry.whole_call(index, call_id, name, text)
-                            else:  # header_in's: the call's first chunk, no text yet
-                                registry.call_header(index, call_id, name)
+                        elif (
+                            (size < 3 or call_id is None or type(call_id) is str)
+                            and text  # Mistral's fragments after a call's header name it "":
+                            and (len(function) == 1 or (name := function.get("name")) is None or _empty(name))
+                        ):
+                            registry.bare_fragment(index, text, _BARE_REF)
                             return True
                     return self.entry(entry, function, registry)
         elif entries is None and delta.keys() <= PLAIN_SAID_KEYS:  # plain_said
@@ -336,6 +345,11 @@ class OpenAIChatDecoder:
         piece = _text(custom.get("input"), "input", position)
         events.append(build_arguments_fragment(ref, piece) if piece else build_call_seen(ref))
         return True
+
+
+def _empty(value: Any) -> bool:
+    """An empty string, which CallRef reads as no id or name at all; no caller's ``__eq__`` run."""
+    return type(value) is str and not value
 
 
 def _recognised(payload: Mapping[str, Any]) -> bool:
