@@ -138,11 +138,10 @@ class _Plan(Writer):
                 answer_of[(result.key, k)] = result
             else:
                 self._drop_result(result, second=result.key in calls_of)
-        seen: dict[Key, int] = {}
+        seen, held = Counter[Key](), Counter[Key]()  # the turn's calls under each id so far; of them, those kept
         placeholders: list[dict[str, Any]] = []
         for call in segment.calls:
-            k = seen.get(call.key, 0)
-            seen[call.key] = k + 1
+            k, seen[call.key] = seen[call.key], seen[call.key] + 1
             answer = answer_of.get((call.key, k))
             dropped = segment.server or (
                 self.policy.dangling == "drop-call" and not signed(self.fmt, self.messages, call)
@@ -166,11 +165,12 @@ class _Plan(Writer):
                 self.split.add(call.message)
                 why = f"a call made in another role than the model's: moved into a message of role {CALLER[self.fmt]}"
                 self._change("moved-misplaced-call", call, why)
-            wire_id = self._usable(call.key, call.message)
-            if (k > 0 or call.key in collide) and isinstance(call.key, str):  # id-less keys are unique in a turn
+            wire_id, before, held[call.key] = self._usable(call.key, call.message), held[call.key], held[call.key] + 1
+            # a call dropped holds no id: the next keeps it (dropped-call-frees-id); id-less keys are unique in a turn
+            if (before or call.key in collide) and isinstance(call.key, str):
                 wire_id = self._usable(self.ids.claim(call.key), call.message)
                 self._rename(call, answer, wire_id)
-                why = f"call {k + 1} under {call.key!r} in its turn" if k else collide[call.key]
+                why = f"call {k + 1} under {call.key!r} in its turn" if before else collide[call.key]
                 self._change("renamed-call", call, f"{why} is now {wire_id!r}")
                 if answer is not None:
                     self._change("renamed-result", answer, f"the result that answered it now answers {wire_id!r}")
