@@ -1,16 +1,18 @@
 """What :func:`fsm.history.repair` writes, in each format's shape: the result it puts where a call
-got none (and which call keeps one whatever the policy), a call or result under a new id, and the
-``toolUseId`` Converse takes for an id it refuses."""
+got none (and which call keeps one whatever the policy), a call or result under a new id (clear of
+every id the messages up to its turn hold: :class:`HeldIds`), and the ``toolUseId`` Converse takes
+for an id it refuses."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from fsm.engine.ids import IdAllocator
 from fsm.history.entries import Entry, Key
 from fsm.history.findings import Format
-from fsm.history.formats import RESPONSES_OUTPUT_OF, gemini_payload
+from fsm.history.formats import RESPONSES_OUTPUT_OF, gemini_payload, responses_key_field
 from fsm.history.server_blocks import converse_payload, is_server_result
 from fsm.messages.bedrock import converse_id
 
@@ -80,3 +82,63 @@ def renamed_block(fmt: Format, item: Mapping[str, Any], new_id: str) -> dict[str
     payload = gemini_payload(item, "call") or gemini_payload(item, "result")
     assert payload is not None  # only calls and results are renamed
     return {**item, payload[0]: {**payload[1], "id": new_id}}
+
+
+class HeldIds:
+    """Every wire id the messages hold, taken into repair's allocator message by message as the turns
+    reach them (policy rename-skips-held-ids). A turn's own calls and results are not all its messages
+    hold: Claude's server blocks beside its client calls are paired as a segment of their own, after
+    the client turn when the message is the last, and a code's caller names an id too; a rename taking
+    one of those made two blocks of one id (task 152). Each message is read once: linear."""
+
+    def __init__(self, fmt: Format, messages: Sequence[Mapping[str, Any]], ids: IdAllocator) -> None:
+        self.fmt, self.messages, self.ids, self.read = fmt, messages, ids, 0
+
+    def upto(self, last: int) -> None:
+        """Take the ids of every message up to ``last`` (0-based) not taken yet."""
+        while self.read <= min(last, len(self.messages) - 1):
+            for held in _held(self.fmt, self.messages[self.read]):
+                self.ids.take(held)
+            self.read += 1
+
+
+def _held(fmt: Format, message: Mapping[str, Any]) -> Iterator[str]:
+    """The ids a message's calls, results and (Anthropic) callers hold, where they hold them; only
+    strings (the reader already refused a message holding another kind where an id goes)."""
+    if fmt == "ollama":  # keyed by name and place: never renamed
+        return iter(())
+    if fmt == "responses":
+        values: list[Any] = [message.get(responses_key_field(message))]
+    elif fmt == "openai":
+        calls = message.get("tool_calls")
+        values = (
+            [message.get("tool_call_id"), *(c.get("id") for c in calls if isinstance(c, Mapping))]
+            if isinstance(calls, list)
+            else [message.get("tool_call_id")]
+        )
+    else:
+        blocks = message.get("parts" if fmt == "gemini" else "content")
+        values = (
+            [held for block in blocks if isinstance(block, Mapping) for held in _block_ids(fmt, block)]
+            if isinstance(blocks, list)
+            else []
+        )
+    return (value for value in values if isinstance(value, str))
+
+
+def _block_ids(fmt: Format, block: Mapping[str, Any]) -> list[Any]:
+    if fmt == "anthropic":
+        caller = block.get("caller")
+        return [
+            block.get("id"),
+            block.get("tool_use_id"),
+            caller.get("tool_id") if isinstance(caller, Mapping) else None,
+        ]
+    payload = (
+        converse_payload(block)
+        if fmt == "bedrock"
+        else gemini_payload(block, "call") or gemini_payload(block, "result")
+    )
+    if payload is None or not isinstance(payload[1], Mapping):
+        return []
+    return [payload[1].get("toolUseId" if fmt == "bedrock" else "id")]

@@ -50,7 +50,7 @@ from fsm.history.changes import Change
 from fsm.history.code_waits import is_key
 from fsm.history.entries import Entry
 from fsm.history.findings import Finding, Kind
-from fsm.history.formats import RESPONSES_OUTPUT_OF, RESPONSES_OUTPUTS, items, shown
+from fsm.history.formats import RESPONSES_OUTPUT_OF, RESPONSES_OUTPUTS, shown
 from fsm.history.rewrite import Writer
 from fsm.history.server_blocks import SERVER_CALLS, is_server_result
 
@@ -229,13 +229,20 @@ def follow_renamed_code(plan: Writer, call: Entry, answer: Entry | None, wire_id
     name the call it took that from, or the finished code (``call-after-code-result``, audit 125). So do the
     server calls it made (a search or fetch its code ran, which the API sends with the code as its ``caller``:
     policy server-call-caller-followed, task 144)."""
-    made = items(plan.messages[call.message], plan.fmt, call.message)[call.slot] if plan.fmt == "anthropic" else None
+    # The reader checked this content already: ``items`` would check it all again, once a rename (audit 154)
+    content = plan.messages[call.message].get("content") if plan.fmt == "anthropic" else None
+    made = content[call.slot] if isinstance(content, list) else None
     if not isinstance(made, Mapping) or made.get("type") not in SERVER_CALLS:
         return
     end = (answer.message, answer.slot) if answer is not None else (len(plan.messages), 0)
     for at in range(call.message, min(end[0], len(plan.messages) - 1) + 1):
-        for slot, block in enumerate(items(plan.messages[at], plan.fmt, at)):
-            if not isinstance(block, Mapping) or not (call.message, call.slot) < (at, slot) < end:
+        blocks = _listed(plan.messages[at].get("content"))
+        # from the block after the call, not the message's first: else once a rename, quadratic (audit 154)
+        for slot in range(
+            call.slot + 1 if at == call.message else 0, min(end[1] if at == end[0] else len(blocks), len(blocks))
+        ):
+            block = blocks[slot]
+            if not isinstance(block, Mapping):
                 continue
             if block.get("type") in SERVER_CALLS and block.get("id") == call.key:
                 return  # the calls after another server call under its old id are that one's

@@ -3,8 +3,8 @@
 The pairing truth is the order an agent runs calls in: within a turn, the k-th result carrying id
 ``x`` answers the k-th call with id ``x``. Repair keeps every such pair and touches nothing else:
 
-* the 2nd, 3rd, ... call under one id in a turn becomes ``<id>_d2``, ``<id>_d3`` (in order, skipping any id used up to
-  and in its turn; within a format's ``ID_LIMIT``), and its result gets the new id too;
+* the 2nd, 3rd, ... call under one id in a turn becomes ``<id>_d2``, ``<id>_d3`` (in order, skipping any id held up to
+  and in its turn, rename-skips-held-ids; within a format's ``ID_LIMIT``), and its result gets the new id too;
 * a Converse ``toolUseId`` Bedrock refuses (over 64 characters, or a character outside ``[a-zA-Z0-9_.:-]``) is mapped
   as the ``"bedrock"`` next turn maps it (:func:`fsm.messages.bedrock.converse_id`), in its call and result alike;
 * a Gemini response going on with one before it (``willContinue``) is dropped, renamed and moved with that one, as one
@@ -71,7 +71,7 @@ from fsm.history.findings import Format
 from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, shown
 from fsm.history.item_ids import renumbered, settle_items, settled_changes
 from fsm.history.joined_runs import ServerRuns, joined_server_ids, kept_apart, left_empty
-from fsm.history.placeholders import placeholder, signed, usable_id
+from fsm.history.placeholders import HeldIds, placeholder, signed, usable_id
 from fsm.history.program_callers import follow_renamed_code, kept_callers, kept_code_callers
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.turns import segments
@@ -108,6 +108,7 @@ class _Plan(Writer):
         self.start_writing(fmt, messages)
         self.policy, self.roles = policy, Roles()
         self.ids = IdAllocator(limit=ID_LIMIT.get(fmt))  # avoids the ids up to its turn's, no later: renames alike
+        self.held = HeldIds(fmt, messages, self.ids)  # every id the messages up to a turn's last hold
         self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
         self.mapped_for: dict[str, tuple[Key, int]] = {}  # Converse: each mapping given, for which id, where
         self.in_turn: set[Key] = set()  # the ids of the turn being paired
@@ -121,6 +122,7 @@ class _Plan(Writer):
 
     def pair(self, segment: Segment) -> None:
         self.in_turn, segment = set(), user_content_after(self, segment)
+        self.held.upto(max(segment.end, *(e.message for e in (*segment.calls, *segment.results, *segment.beside))))
         for entry in (*segment.calls, *segment.results, *segment.beside):
             if isinstance(entry.key, str):
                 self.ids.take(entry.key)
@@ -136,11 +138,10 @@ class _Plan(Writer):
                 answer_of[(result.key, k)] = result
             else:
                 self._drop_result(result, second=result.key in calls_of)
-        seen: dict[Key, int] = {}
+        seen, held = Counter[Key](), Counter[Key]()  # the turn's calls under each id so far; of them, those kept
         placeholders: list[dict[str, Any]] = []
         for call in segment.calls:
-            k = seen.get(call.key, 0)
-            seen[call.key] = k + 1
+            k, seen[call.key] = seen[call.key], seen[call.key] + 1
             answer = answer_of.get((call.key, k))
             dropped = segment.server or (
                 self.policy.dangling == "drop-call" and not signed(self.fmt, self.messages, call)
@@ -164,11 +165,12 @@ class _Plan(Writer):
                 self.split.add(call.message)
                 why = f"a call made in another role than the model's: moved into a message of role {CALLER[self.fmt]}"
                 self._change("moved-misplaced-call", call, why)
-            wire_id = self._usable(call.key, call.message)
-            if (k > 0 or call.key in collide) and isinstance(call.key, str):  # id-less keys are unique in a turn
+            wire_id, before, held[call.key] = self._usable(call.key, call.message), held[call.key], held[call.key] + 1
+            # a call dropped holds no id: the next keeps it (dropped-call-frees-id); id-less keys are unique in a turn
+            if (before or call.key in collide) and isinstance(call.key, str):
                 wire_id = self._usable(self.ids.claim(call.key), call.message)
                 self._rename(call, answer, wire_id)
-                why = f"call {k + 1} under {call.key!r} in its turn" if k else collide[call.key]
+                why = f"call {k + 1} under {call.key!r} in its turn" if before else collide[call.key]
                 self._change("renamed-call", call, f"{why} is now {wire_id!r}")
                 if answer is not None:
                     self._change("renamed-result", answer, f"the result that answered it now answers {wire_id!r}")
