@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from fsm.content import TurnContent
-from fsm.engine.ledger import MESSAGE_CHARS, WORD_CHARS, Ledger, cut_by, finish_words, shortened
+from fsm.engine.ledger import MESSAGE_CHARS, WORD_CHARS, Ledger, cut_by, shortened
 from fsm.engine.registry import Registry
 from fsm.errors import (
     FramingError,
@@ -145,6 +145,7 @@ class Reassembler:
     and ``pickle`` fork it: an independent reassembler holding the stream so far, which goes on from there.
     """
 
+    _chat: OpenAIChatDecoder | None  # an OpenAI chat stream's decoder, for its shortcuts (written by every stream)
     # Fields most streams never write (a stream of dicts reads no bytes and holds no SDK object) are
     # class defaults, which a stream overrides in its own instance only when it writes one.
     _sdk_held: LangChainStream | None = None  # what the stream's SDK objects leave to a later one
@@ -227,14 +228,17 @@ class Reassembler:
             self._content.bound(limits.max_content_chars)
             if content_deltas:  # the text, reasoning and refusal pieces go out among the calls' outputs
                 self._content.heard = ledger.emit
-            self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
             self._form: FragmentForm | None = None  # the form of the last commonest event learnt from the wire
-            if choice is not None:
-                from fsm.wire.choices import ChoicePicker, checked_choice  # only for a stream of several choices
+            if provider == "openai-chat" and choice is None:  # the commonest stream: what _use makes of it, in line
+                self._decoder = self._chat = OpenAIChatDecoder()
+            else:
+                self._chat = None
+                if choice is not None:
+                    from fsm.wire.choices import ChoicePicker, checked_choice  # only for a stream of several choices
 
-                self._picker = ChoicePicker(provider, checked_choice(choice, provider))  # auto is refused
-            if provider != "auto":
-                self._use(make_decoder(provider, ledger.policies))
+                    self._picker = ChoicePicker(provider, checked_choice(choice, provider))  # auto is refused
+                if provider != "auto":
+                    self._use(make_decoder(provider, ledger.policies))
             self._invoked = False  # a boto3 InvokeModel chunk was fed: Bedrock's own events are not the model's
             self._events = 0
             self._finish: tuple[StreamEnd, int] | None = None  # the first finish reason, and its event
@@ -456,11 +460,26 @@ class Reassembler:
         ledger.defer = True  # finish everything first; a strict violation is raised at the end
         self._content.settle()  # half a surrogate pair that ended the text
         ledger.event = None
-        if (unstopped := getattr(self._decoder, "unstopped", None)) is not None:  # blocks kept only at their stop
+        # Blocks kept only at their stop (no OpenAI chat decoder keeps one)
+        if self._chat is None and (unstopped := getattr(self._decoder, "unstopped", None)) is not None:
             unstopped(ledger.diagnose)
         finished = self._finish
-        end, finish_at = finished if finished is not None else (None, None)
-        finish = end.finish_reason if end is not None else None
+        word: str | None  # the first finish in the provider's words (it stands), each bounded
+        said: str | None
+        if finished is None:
+            end = finish_at = finish = word = said = None
+        else:
+            end, finish_at = finished
+            finish, word, said = end.finish_reason, end.raw_finish_reason, end.message or end.error
+            # shortened() only for a long one: nearly every stream's is a short word, nothing said beside it
+            if not word:
+                word = None
+            elif len(word) > WORD_CHARS:
+                word = shortened(word, WORD_CHARS)
+            if not said:
+                said = None
+            elif len(said) > MESSAGE_CHARS:
+                said = shortened(said)
         if self._fault is not None:
             self._report_fault()
             cut = "when the stream stopped at an error"
@@ -503,7 +522,6 @@ class Reassembler:
             finish = "tool_calls"
         elif finish == "tool_calls" and not slots:
             ledger.diagnose("finish-without-calls", "the finish reason says tool calls, but none arrived")
-        word, said = finish_words(end)  # the first finish: it stands
         self._gated = True
         wire = self._decoder.name if self._decoder else self.provider
         source = self._langchain  # the maker, where LangChain chunks told one other than the wire (source_provider)
@@ -688,6 +706,8 @@ class Reassembler:
         if told is None:
             return b""
         self._framer = make_framer(told[0], self.limits.max_event_bytes, self.limits.max_event_depth)
+        if self._chat is not None:
+            self._said_from_wire(self._chat)
         return told[1]
 
     def _flush(self) -> None:
@@ -971,13 +991,8 @@ class Reassembler:
         if isinstance(decoder, OpenAIChatDecoder):  # its shortcuts; no final arguments, no commonest fragment
             if self._picker is None:  # (they read choice 0 of a one-choice chunk: a named choice has none)
                 self._chat = decoder
-                # Its plainest text chunk, asked from the wire alone (a fed dict meets the shortcut),
-                # to learn that chunk's form.
-                self._said, self._said_form_of, self._said_at = (
-                    decoder.commonest_said,
-                    decoder.said_form_of,
-                    decoder.said_at,
-                )
+                if self._framer is not None:  # else the framer's making binds them (_said_from_wire)
+                    self._said_from_wire(decoder)
             return decoder
         self.ledger.adopt(decoder)
         if self._picker is None:  # each payload of a named choice is cut down first (_decode)
@@ -990,6 +1005,12 @@ class Reassembler:
         if getattr(decoder, "parts_placed", False):  # its thought and text parts go back in their places
             self._content.place_by(self.registry.client_calls)
         return decoder
+
+    def _said_from_wire(self, chat: OpenAIChatDecoder) -> None:
+        """An OpenAI chat stream's plainest text chunk, asked from the wire alone (a fed dict meets the
+        shortcut), to learn that chunk's form: bound once the stream is read from bytes, never for
+        a stream of dicts."""
+        self._said, self._said_form_of, self._said_at = chat.commonest_said, chat.said_form_of, chat.said_at
 
     def _decode(self, payload: Mapping[str, Any], wire: bool = False) -> None:
         if not wire:  # what a chunk carries is never unwrapped

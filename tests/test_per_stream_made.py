@@ -19,6 +19,7 @@ from fsm import Limits, Policies, Reassembler
 from fsm.content import TurnContent
 from fsm.engine import ledger as ledger_module
 from fsm.engine.ledger import Ledger, _Counts
+from fsm.wire.decoders._wire import PLAIN_ENDS, chat_finish
 from tests.helpers import chunk, tc
 
 
@@ -174,3 +175,39 @@ def test_said_beside_reads_the_deltas_own_keys_and_decides_as_every_said_key_rea
     _Gets.gets = 0
     assert not said_beside(_Gets(role="assistant", content=None, tool_calls=[]))
     assert _Gets.gets == 0
+
+
+@pytest.mark.parametrize("raw", sorted(PLAIN_ENDS))
+def test_a_plain_last_choice_ends_as_chat_finish_reads_it(raw: str) -> None:
+    """A last chunk whose choice holds nothing chat_finish reads beside its word takes the word's one
+    shared end, equal to the end chat_finish builds; a choice with more beside it (OpenRouter's
+    native word) is still read by chat_finish, and says it."""
+    for choice in (
+        {"index": 0, "delta": {}, "finish_reason": raw},
+        {"index": 0, "delta": {}, "finish_reason": raw, "logprobs": None},
+    ):
+        assert chat_finish(choice, raw) == PLAIN_ENDS[raw]
+        r = Reassembler("openai-chat")
+        r.feed({"choices": [choice]})
+        assert r._finish is not None and r._finish[0] is PLAIN_ENDS[raw]
+        assert r.close().raw_finish_reason == raw
+    native = Reassembler("openai-chat")
+    native.feed({"choices": [{"index": 0, "delta": {}, "finish_reason": raw, "native_finish_reason": "SAFETY"}]})
+    assert native._finish is not None and native._finish[0] is not PLAIN_ENDS[raw]
+    assert native.close().finish_message == 'native_finish_reason "SAFETY"'
+
+
+def test_the_chat_said_readers_are_bound_only_for_a_stream_read_from_bytes() -> None:
+    """An OpenAI chat stream of dicts never asks the decoder's readers of its plainest text chunk
+    (the shortcut reads it): they are bound when the stream's framing is made, or when a stream
+    read from bytes learns its decoder from its first event."""
+    fed = Reassembler("openai-chat")
+    fed.feed({"choices": [{"index": 0, "delta": {"content": "hi"}}]})
+    assert "_said" not in vars(fed) and fed._said is None
+    wire = b'data: {"choices": [{"index": 0, "delta": {"content": "hi"}}]}\n\n'
+    for provider in ("openai-chat", "auto"):
+        read = Reassembler(provider)
+        read.feed_bytes(wire)
+        assert read._said is not None and read._said_form_of is not None and read._said_at is not None
+        assert read._chat is not None and read._said.__self__ is read._chat  # type: ignore[attr-defined]
+        assert read.close().text == "hi"

@@ -81,19 +81,6 @@ def cut_by(end: StreamEnd) -> str:
     return f"{why}: {shortened(said, MESSAGE_CHARS // 2)}" if said else why
 
 
-def finish_words(end: StreamEnd | None) -> tuple[str | None, str | None]:
-    """The finish ``end`` in the provider's words, as the result reports it: its own word for the
-    finish and what it said beside it (the message :func:`cut_by` quotes), each bounded."""
-    if end is None:
-        return None, None
-    word, said = end.raw_finish_reason, end.message or end.error
-    # shortened() called only for a long one: close() asks this of nearly every stream.
-    return (
-        (word if len(word) <= WORD_CHARS else shortened(word, WORD_CHARS)) if word else None,
-        (said if len(said) <= MESSAGE_CHARS else shortened(said)) if said else None,
-    )
-
-
 @functools.cache
 def _no_rules() -> dict[str, int]:
     """Every rule of specs/identity.toml, counted zero times, in name order (copied per stream)."""
