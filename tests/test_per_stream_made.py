@@ -211,3 +211,27 @@ def test_the_chat_said_readers_are_bound_only_for_a_stream_read_from_bytes() -> 
         assert read._said is not None and read._said_form_of is not None and read._said_at is not None
         assert read._chat is not None and read._said.__self__ is read._chat  # type: ignore[attr-defined]
         assert read.close().text == "hi"
+
+
+def test_what_close_reads_of_every_stream_is_the_streams_own_field() -> None:
+    """The fields close() reads of every stream are written by its construction (a class default
+    read through an instance is an unspecialised load in Python 3.11), with the class defaults'
+    values, and a fork still copies and pickles; the content's bound is the one given, or the class's."""
+    r = Reassembler("openai-chat", limits=Limits(max_content_chars=100))
+    content = vars(r._content)
+    for name in ("_text", "_refusal", "_blocks", "_parts", "_server_results", "_compactions", "_high"):
+        assert name in content and content[name] is None
+    for name in ("text_signature", "text_output_index", "usage", "container", "provider_fields"):
+        assert name in content and content[name] is getattr(TurnContent, name)
+    assert (r._content.max_held, r._content.check_at, r._content.ledger) == (100, 100, r.ledger)
+    assert (TurnContent().max_held, TurnContent().check_at) == (TurnContent.max_held, TurnContent.check_at)
+    assert {k: vars(r.ledger)[k] for k in ("event", "deferred", "parsed")} == dict.fromkeys(
+        ("event", "deferred", "parsed")
+    )
+    assert "suppressed" not in vars(r.ledger)  # a mappingproxy: a fork could not copy it
+    assert vars(r.registry)["_settled"] == 0
+    mine = vars(r)
+    assert all(mine[k] is None for k in ("_framer", "_detector", "_cut", "_langchain"))
+    r.feed({"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]})
+    for fork in (copy.deepcopy(r), pickle.loads(pickle.dumps(r))):
+        assert fork.close() == r.close()
