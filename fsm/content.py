@@ -90,6 +90,7 @@ class TurnContent:
         self._text = self._refusal = self._blocks = self._parts = self._server_results = self._compactions = None
         self._high = self.text_signature = self.text_output_index = self.usage = None
         self.container = self.provider_fields = None
+        self.heard, self.held = None, 0  # (read by every piece of text: the same)
 
     def place_by(self, calls: Callable[[], int]) -> None:
         """Give each new reasoning block and text part its place in the turn: the calls opened so far

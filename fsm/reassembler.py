@@ -113,6 +113,7 @@ called with no keyword, gained nothing so.)"""
 _ledger_init = Ledger.__init__
 """Read once: an attribute of a class, read in a function, is an unspecialised load (Python 3.11)."""
 _CHAT_WIRE: Final = OpenAIChatDecoder.name
+_NONE_LISTED: Final[frozenset[int]] = frozenset()
 _TOO_DEEP: Final = f"the event {TOO_DEEP_TO_READ}"
 """Why an event that ran out of Python's stack as it was read is a limit (LimitExceeded): nested
 deeper than a recursive walk goes, or read from deep in the caller's own stack (Python 3.11)."""
@@ -158,6 +159,8 @@ class Reassembler:
     # Claude tool blocks that stopped with their JSON open, until the next block tells whether a decline
     # cut them (policy decline-cut-waits): their diagnostics' places, and the first's strict error held back.
     _cut: tuple[list[int], RemoteProtocolError | None] | None
+    # The calls a re-emitted stream's error listed as a declined model's (policy declines-read-back), by index
+    _listed_declined: frozenset[int]
     # Fields most streams never write (a stream of dicts reads no bytes and holds no SDK object) are
     # class defaults, which a stream overrides in its own instance only when it writes one.
     _sdk_held: LangChainStream | None = None  # what the stream's SDK objects leave to a later one
@@ -166,8 +169,6 @@ class Reassembler:
     _previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: its text's revision, reader
     _placed: tuple[CallRef, Slot] | None = None  # a snapshot's ref and the call it landed in, for the next event
     _picker: ChoicePicker | None = None  # cuts each payload down to the choice the caller named (fsm.wire.choices)
-    # The calls a re-emitted stream's error listed as a declined model's (policy declines-read-back), by index
-    _listed_declined: frozenset[int] = frozenset()
     # Written by _use (for the decoder the provider names, or the first event detects) before any
     # event reads them, or read rarely: no write of each in every stream's construction.
     _decoder: Decoder | None = None
@@ -245,6 +246,7 @@ class Reassembler:
                     self._use(make_decoder(provider, ledger.policies))
             self._invoked = False  # a boto3 InvokeModel chunk was fed: Bedrock's own events are not the model's
             self._framer = self._detector = self._cut = self._langchain = None
+            self._listed_declined = _NONE_LISTED
             self._events = 0
             self._finish: tuple[StreamEnd, int] | None = None  # the first finish reason, and its event
             self._closed: Result | None = None
@@ -541,7 +543,7 @@ class Reassembler:
             content.text_signature,
             reasoning,
             content.usage,
-            dict(ledger.suppressed) if ledger.suppressed else {},
+            dict(suppressed) if (suppressed := ledger.suppressed) else {},
             content.text_output_index,
             text_parts,
             word,

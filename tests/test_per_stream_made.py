@@ -228,10 +228,12 @@ def test_what_close_reads_of_every_stream_is_the_streams_own_field() -> None:
     assert {k: vars(r.ledger)[k] for k in ("event", "deferred", "parsed")} == dict.fromkeys(
         ("event", "deferred", "parsed")
     )
+    assert (vars(r.ledger)["held_bytes"], vars(r.ledger)["work"], content["held"], content["heard"]) == (0, 0, 0, None)
     assert "suppressed" not in vars(r.ledger)  # a mappingproxy: a fork could not copy it
     assert vars(r.registry)["_settled"] == 0
     mine = vars(r)
     assert all(mine[k] is None for k in ("_framer", "_detector", "_cut", "_langchain"))
+    assert mine["_listed_declined"] == frozenset()
     r.feed({"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]})
     for fork in (copy.deepcopy(r), pickle.loads(pickle.dumps(r))):
         assert fork.close() == r.close()

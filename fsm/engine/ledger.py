@@ -121,11 +121,13 @@ class Ledger:
         self.max_held_bytes = limits.max_stream_argument_bytes
         self.max_argument_chars = limits.max_argument_chars  # read by every call (not copied into each)
         self.per_code: dict[str, int] = {}
-        # Three of the class defaults above written all the same: the first feed() reads the event,
-        # and close() the other two, of every stream, where a class default read through the
-        # instance is an unspecialised load in Python 3.11 (some 200 instructions; the store, 80).
-        # (Not ``suppressed``: a fork copies the instance's own fields, and a mappingproxy copies not.)
+        # Five of the class defaults above written all the same: the first feed() reads the event,
+        # close() the deferred error and the parses, and every call the other two, where a class
+        # default read through the instance is an unspecialised load in Python 3.11 (some 200
+        # instructions; the store, 80). (Not ``suppressed``: a fork copies the instance's own
+        # fields, and a mappingproxy copies not.)
         self.event = self.deferred = self.parsed = None
+        self.held_bytes = self.work = 0
         self.outputs: list[Output] = []
         self.diagnostics: list[Diagnostic] = []
         # An empty Counter without Counter.__init__ (see _Counts): a third of what making a ledger cost.
