@@ -19,7 +19,8 @@ from fsm import Limits, Policies, Reassembler
 from fsm.content import TurnContent
 from fsm.engine import ledger as ledger_module
 from fsm.engine.ledger import Ledger, _Counts
-from fsm.wire.decoders._wire import PLAIN_ENDS, chat_finish
+from fsm.wire.decoders._wire import chat_finish
+from fsm.wire.decoders.chat_chunks import PLAIN_ENDS
 from tests.helpers import chunk, tc
 
 

@@ -214,13 +214,6 @@ def chat_finish(choice: Mapping[str, Any], raw: str) -> StreamEnd:
     return build_stream_end(normal, word if type(word) is str and word else raw, None, said)
 
 
-PLAIN_CHOICE = frozenset({"index", "delta", "finish_reason", "logprobs"})
-"""The keys of a chat choice that has nothing beside its finish reason for chat_finish to read."""
-PLAIN_ENDS = {raw: chat_finish({}, raw) for raw in ("stop", "tool_calls", "length", "content_filter")}
-"""chat_finish of a PLAIN_CHOICE choice, by its commonest finish reasons: nearly every chat stream's
-last chunk is such a choice, and its end depends on the word alone, so one frozen end serves them all."""
-
-
 COMPAT_SIGNATURE = "extra_content"
 """The tool-call entry key under which Gemini's OpenAI-compatible endpoint puts a call's thought
 signature (``extra_content.google.thought_signature``): read by the OpenAI chat decoder, and where

@@ -50,8 +50,6 @@ from fsm.wire.decoders._listed_calls import declines_noted, listed_incomplete
 from fsm.wire.decoders._wire import (
     BARE_REFS,
     COMPAT_SIGNATURE,
-    PLAIN_CHOICE,
-    PLAIN_ENDS,
     TurnSaid,
     chat_finish,
     chat_said,
@@ -60,6 +58,8 @@ from fsm.wire.decoders._wire import (
     unsaid,
 )
 from fsm.wire.decoders.chat_chunks import (
+    PLAIN_CHOICE,
+    PLAIN_ENDS,
     PLAIN_SAID_KEYS,
     bare_fragment_in,
     finish_in,
