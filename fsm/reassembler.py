@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from fsm.content import TurnContent
-from fsm.engine.ledger import MESSAGE_CHARS, WORD_CHARS, Ledger, cut_by, finish_words, shortened
+from fsm.engine.ledger import MESSAGE_CHARS, WORD_CHARS, Ledger, cut_by, shortened
 from fsm.engine.registry import Registry
 from fsm.errors import (
     FramingError,
@@ -110,6 +110,10 @@ _new_object = object.__new__
 class does (type.__call__ makes the object, then finds and calls ``__init__``, its keywords passed
 through a dict), at some 1,150 fewer instructions, 1.4% of a stream with no call. (The registry,
 called with no keyword, gained nothing so.)"""
+_ledger_init = Ledger.__init__
+"""Read once: an attribute of a class, read in a function, is an unspecialised load (Python 3.11)."""
+_CHAT_WIRE: Final = OpenAIChatDecoder.name
+_NONE_LISTED: Final[frozenset[int]] = frozenset()
 _TOO_DEEP: Final = f"the event {TOO_DEEP_TO_READ}"
 """Why an event that ran out of Python's stack as it was read is a limit (LimitExceeded): nested
 deeper than a recursive walk goes, or read from deep in the caller's own stack (Python 3.11)."""
@@ -145,22 +149,26 @@ class Reassembler:
     and ``pickle`` fork it: an independent reassembler holding the stream so far, which goes on from there.
     """
 
+    _chat: OpenAIChatDecoder | None  # an OpenAI chat stream's decoder, for its shortcuts (written by every stream)
+    # Written by every stream's construction, though most never change them, because close() reads
+    # each: a class default read through the instance is an unspecialised attribute load in Python
+    # 3.11 (some 200 instructions), where the store costs some 80 and the read after it a few.
+    _langchain: str | None  # the provider LangChain chunks tell they were made from (source_provider)
+    _framer: Framer | None
+    _detector: Detector | None  # made by the first bytes: holds them until they tell the framing
+    # Claude tool blocks that stopped with their JSON open, until the next block tells whether a decline
+    # cut them (policy decline-cut-waits): their diagnostics' places, and the first's strict error held back.
+    _cut: tuple[list[int], RemoteProtocolError | None] | None
+    # The calls a re-emitted stream's error listed as a declined model's (policy declines-read-back), by index
+    _listed_declined: frozenset[int]
     # Fields most streams never write (a stream of dicts reads no bytes and holds no SDK object) are
     # class defaults, which a stream overrides in its own instance only when it writes one.
     _sdk_held: LangChainStream | None = None  # what the stream's SDK objects leave to a later one
-    _langchain: str | None = None  # the provider LangChain chunks tell they were made from (source_provider)
     _langchain_named: str | None = None  # the integration the first LangChain chunk to name one named
-    _framer: Framer | None = None
-    _detector: Detector | None = None  # made by the first bytes: holds them until they tell the framing
     _unreadable = False  # the bytes are no framing (not-a-stream): the rest is not read
     _previews: dict[int, tuple[int, PartialReader]] | None = None  # per call asked: its text's revision, reader
     _placed: tuple[CallRef, Slot] | None = None  # a snapshot's ref and the call it landed in, for the next event
     _picker: ChoicePicker | None = None  # cuts each payload down to the choice the caller named (fsm.wire.choices)
-    # Claude tool blocks that stopped with their JSON open, until the next block tells whether a decline
-    # cut them (policy decline-cut-waits): their diagnostics' places, and the first's strict error held back.
-    _cut: tuple[list[int], RemoteProtocolError | None] | None = None
-    # The calls a re-emitted stream's error listed as a declined model's (policy declines-read-back), by index
-    _listed_declined: frozenset[int] = frozenset()
     # Written by _use (for the decoder the provider names, or the first event detects) before any
     # event reads them, or read rarely: no write of each in every stream's construction.
     _decoder: Decoder | None = None
@@ -217,25 +225,28 @@ class Reassembler:
             self.limits = limits = limits or default_limits()
             """The limits in force."""
             ledger = _new_object(Ledger)
-            Ledger.__init__(ledger, policies or default_policies(), strict=strict, limits=limits)
+            _ledger_init(ledger, policies or default_policies(), strict=strict, limits=limits)
             self.ledger = ledger
             """Internal: the engine's record of outputs, diagnostics and rule counts (for tests and tools)."""
             self.registry = Registry(ledger, limits, taken if type(taken) is tuple and not taken else taken_ids(taken))
             """Internal: the slot registry that decides which call each event belongs to."""
-            self._content = TurnContent()
-            self._content.ledger = ledger
-            self._content.bound(limits.max_content_chars)
+            self._content = TurnContent(ledger, limits.max_content_chars)
             if content_deltas:  # the text, reasoning and refusal pieces go out among the calls' outputs
                 self._content.heard = ledger.emit
-            self._chat: OpenAIChatDecoder | None = None  # set for OpenAI chat streams: their shortcuts
             self._form: FragmentForm | None = None  # the form of the last commonest event learnt from the wire
-            if choice is not None:
-                from fsm.wire.choices import ChoicePicker, checked_choice  # only for a stream of several choices
+            if provider == "openai-chat" and choice is None:  # the commonest stream: what _use makes of it, in line
+                self._decoder = self._chat = OpenAIChatDecoder()
+            else:
+                self._chat = None
+                if choice is not None:
+                    from fsm.wire.choices import ChoicePicker, checked_choice  # only for a stream of several choices
 
-                self._picker = ChoicePicker(provider, checked_choice(choice, provider))  # auto is refused
-            if provider != "auto":
-                self._use(make_decoder(provider, ledger.policies))
+                    self._picker = ChoicePicker(provider, checked_choice(choice, provider))  # auto is refused
+                if provider != "auto":
+                    self._use(make_decoder(provider, ledger.policies))
             self._invoked = False  # a boto3 InvokeModel chunk was fed: Bedrock's own events are not the model's
+            self._framer = self._detector = self._cut = self._langchain = None
+            self._listed_declined = _NONE_LISTED
             self._events = 0
             self._finish: tuple[StreamEnd, int] | None = None  # the first finish reason, and its event
             self._closed: Result | None = None
@@ -456,11 +467,26 @@ class Reassembler:
         ledger.defer = True  # finish everything first; a strict violation is raised at the end
         self._content.settle()  # half a surrogate pair that ended the text
         ledger.event = None
-        if (unstopped := getattr(self._decoder, "unstopped", None)) is not None:  # blocks kept only at their stop
+        # Blocks kept only at their stop (no OpenAI chat decoder keeps one)
+        if self._chat is None and (unstopped := getattr(self._decoder, "unstopped", None)) is not None:
             unstopped(ledger.diagnose)
         finished = self._finish
-        end, finish_at = finished if finished is not None else (None, None)
-        finish = end.finish_reason if end is not None else None
+        word: str | None  # the first finish in the provider's words (it stands), each bounded
+        said: str | None
+        if finished is None:
+            end = finish_at = finish = word = said = None
+        else:
+            end, finish_at = finished
+            finish, word, said = end.finish_reason, end.raw_finish_reason, end.message or end.error
+            # shortened() only for a long one: nearly every stream's is a short word, nothing said beside it
+            if not word:
+                word = None
+            elif len(word) > WORD_CHARS:
+                word = shortened(word, WORD_CHARS)
+            if not said:
+                said = None
+            elif len(said) > MESSAGE_CHARS:
+                said = shortened(said)
         if self._fault is not None:
             self._report_fault()
             cut = "when the stream stopped at an error"
@@ -496,16 +522,16 @@ class Reassembler:
         content = self._content
         text, reasoning, text_parts, refusal, server_results, compactions = content.frozen()
         declined: tuple[ToolCall, ...] = ()
-        if (server_results or self._listed_declined) and calls:  # a fallback model went on: the declined
+        if calls and (server_results or self._listed_declined):  # a fallback model went on: the declined
             calls, declined = self._declined(calls, server_results)  # model's calls are not to run
         if finish == "stop" and calls:
             ledger.diagnose("finish-reason-mapped", "finish reason stop, but tools were called")
             finish = "tool_calls"
         elif finish == "tool_calls" and not slots:
             ledger.diagnose("finish-without-calls", "the finish reason says tool calls, but none arrived")
-        word, said = finish_words(end)  # the first finish: it stands
         self._gated = True
-        wire = self._decoder.name if self._decoder else self.provider
+        # (an OpenAI chat decoder's class attribute read as a constant: see _ledger_init)
+        wire = _CHAT_WIRE if self._chat is not None else self._decoder.name if self._decoder else self.provider
         source = self._langchain  # the maker, where LangChain chunks told one other than the wire (source_provider)
         self._closed = build_result(  # by position (provider, finish_reason, calls, diagnostics, server calls, ...)
             wire,
@@ -517,7 +543,7 @@ class Reassembler:
             content.text_signature,
             reasoning,
             content.usage,
-            dict(ledger.suppressed) if ledger.suppressed else {},
+            dict(suppressed) if (suppressed := ledger.suppressed) else {},
             content.text_output_index,
             text_parts,
             word,
@@ -528,7 +554,7 @@ class Reassembler:
             compactions,
             declined,
             content.provider_fields,
-            source if source != wire else None,
+            source if source is not None and source != wire else None,
         )
         vouch(self._closed)  # made of decoded and checked events only: fsm.messages need not read it again
         if ledger.deferred is not None and not failed_before:
@@ -688,6 +714,8 @@ class Reassembler:
         if told is None:
             return b""
         self._framer = make_framer(told[0], self.limits.max_event_bytes, self.limits.max_event_depth)
+        if self._chat is not None:
+            self._said_from_wire(self._chat)
         return told[1]
 
     def _flush(self) -> None:
@@ -971,13 +999,8 @@ class Reassembler:
         if isinstance(decoder, OpenAIChatDecoder):  # its shortcuts; no final arguments, no commonest fragment
             if self._picker is None:  # (they read choice 0 of a one-choice chunk: a named choice has none)
                 self._chat = decoder
-                # Its plainest text chunk, asked from the wire alone (a fed dict meets the shortcut),
-                # to learn that chunk's form.
-                self._said, self._said_form_of, self._said_at = (
-                    decoder.commonest_said,
-                    decoder.said_form_of,
-                    decoder.said_at,
-                )
+                if self._framer is not None:  # else the framer's making binds them (_said_from_wire)
+                    self._said_from_wire(decoder)
             return decoder
         self.ledger.adopt(decoder)
         if self._picker is None:  # each payload of a named choice is cut down first (_decode)
@@ -990,6 +1013,12 @@ class Reassembler:
         if getattr(decoder, "parts_placed", False):  # its thought and text parts go back in their places
             self._content.place_by(self.registry.client_calls)
         return decoder
+
+    def _said_from_wire(self, chat: OpenAIChatDecoder) -> None:
+        """An OpenAI chat stream's plainest text chunk, asked from the wire alone (a fed dict meets the
+        shortcut), to learn that chunk's form: bound once the stream is read from bytes, never for
+        a stream of dicts."""
+        self._said, self._said_form_of, self._said_at = chat.commonest_said, chat.said_form_of, chat.said_at
 
     def _decode(self, payload: Mapping[str, Any], wire: bool = False) -> None:
         if not wire:  # what a chunk carries is never unwrapped

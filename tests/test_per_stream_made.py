@@ -19,6 +19,8 @@ from fsm import Limits, Policies, Reassembler
 from fsm.content import TurnContent
 from fsm.engine import ledger as ledger_module
 from fsm.engine.ledger import Ledger, _Counts
+from fsm.wire.decoders._wire import chat_finish
+from fsm.wire.decoders.chat_chunks import PLAIN_ENDS
 from tests.helpers import chunk, tc
 
 
@@ -174,3 +176,65 @@ def test_said_beside_reads_the_deltas_own_keys_and_decides_as_every_said_key_rea
     _Gets.gets = 0
     assert not said_beside(_Gets(role="assistant", content=None, tool_calls=[]))
     assert _Gets.gets == 0
+
+
+@pytest.mark.parametrize("raw", sorted(PLAIN_ENDS))
+def test_a_plain_last_choice_ends_as_chat_finish_reads_it(raw: str) -> None:
+    """A last chunk whose choice holds nothing chat_finish reads beside its word takes the word's one
+    shared end, equal to the end chat_finish builds; a choice with more beside it (OpenRouter's
+    native word) is still read by chat_finish, and says it."""
+    for choice in (
+        {"index": 0, "delta": {}, "finish_reason": raw},
+        {"index": 0, "delta": {}, "finish_reason": raw, "logprobs": None},
+    ):
+        assert chat_finish(choice, raw) == PLAIN_ENDS[raw]
+        r = Reassembler("openai-chat")
+        r.feed({"choices": [choice]})
+        assert r._finish is not None and r._finish[0] is PLAIN_ENDS[raw]
+        assert r.close().raw_finish_reason == raw
+    native = Reassembler("openai-chat")
+    native.feed({"choices": [{"index": 0, "delta": {}, "finish_reason": raw, "native_finish_reason": "SAFETY"}]})
+    assert native._finish is not None and native._finish[0] is not PLAIN_ENDS[raw]
+    assert native.close().finish_message == 'native_finish_reason "SAFETY"'
+
+
+def test_the_chat_said_readers_are_bound_only_for_a_stream_read_from_bytes() -> None:
+    """An OpenAI chat stream of dicts never asks the decoder's readers of its plainest text chunk
+    (the shortcut reads it): they are bound when the stream's framing is made, or when a stream
+    read from bytes learns its decoder from its first event."""
+    fed = Reassembler("openai-chat")
+    fed.feed({"choices": [{"index": 0, "delta": {"content": "hi"}}]})
+    assert "_said" not in vars(fed) and fed._said is None
+    wire = b'data: {"choices": [{"index": 0, "delta": {"content": "hi"}}]}\n\n'
+    for provider in ("openai-chat", "auto"):
+        read = Reassembler(provider)
+        read.feed_bytes(wire)
+        assert read._said is not None and read._said_form_of is not None and read._said_at is not None
+        assert read._chat is not None and read._said.__self__ is read._chat  # type: ignore[attr-defined]
+        assert read.close().text == "hi"
+
+
+def test_what_close_reads_of_every_stream_is_the_streams_own_field() -> None:
+    """The fields close() reads of every stream are written by its construction (a class default
+    read through an instance is an unspecialised load in Python 3.11), with the class defaults'
+    values, and a fork still copies and pickles; the content's bound is the one given, or the class's."""
+    r = Reassembler("openai-chat", limits=Limits(max_content_chars=100))
+    content = vars(r._content)
+    for name in ("_text", "_refusal", "_blocks", "_parts", "_server_results", "_compactions", "_high"):
+        assert name in content and content[name] is None
+    for name in ("text_signature", "text_output_index", "usage", "container", "provider_fields"):
+        assert name in content and content[name] is getattr(TurnContent, name)
+    assert (r._content.max_held, r._content.check_at, r._content.ledger) == (100, 100, r.ledger)
+    assert (TurnContent().max_held, TurnContent().check_at) == (TurnContent.max_held, TurnContent.check_at)
+    assert {k: vars(r.ledger)[k] for k in ("event", "deferred", "parsed")} == dict.fromkeys(
+        ("event", "deferred", "parsed")
+    )
+    assert (vars(r.ledger)["held_bytes"], vars(r.ledger)["work"], content["held"], content["heard"]) == (0, 0, 0, None)
+    assert "suppressed" not in vars(r.ledger)  # a mappingproxy: a fork could not copy it
+    assert vars(r.registry)["_settled"] == 0
+    mine = vars(r)
+    assert all(mine[k] is None for k in ("_framer", "_detector", "_cut", "_langchain"))
+    assert mine["_listed_declined"] == frozenset()
+    r.feed({"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]})
+    for fork in (copy.deepcopy(r), pickle.loads(pickle.dumps(r))):
+        assert fork.close() == r.close()

@@ -110,8 +110,10 @@ class Registry:
     and client calls' ordinals are counted apart, so an ordinal no longer tells which opened
     first): the order a lane walks its calls in, which _holding's lists keep (_in_call_order).
     Until then an ordinal is that place."""
-    _settled = 0
-    """How many calls, oldest first, had ended when finish() last walked them (it skips those)."""
+    _settled: int
+    """How many calls, oldest first, had ended when finish() last walked them (it skips those).
+    Written by every stream's construction: finish() reads it twice a stream, its finish and its
+    close, where a class default read through the instance is an unspecialised load (Python 3.11)."""
     _closed_under: dict[Slot, list[tuple[_IdCalls, tuple[int, Slot], bytes]]] = _NONE  # type: ignore[assignment]
     """Each call whose value had closed, not finished, as _sorted_under sorted it by its text: where,
     and under which digest."""
@@ -131,6 +133,7 @@ class Registry:
         self._counts = {False: 0, True: 0}  # calls opened so far: client, server
         self._max_calls = limits.max_calls
         self._run: _Run | None = None  # the fragments gather() held back
+        self._settled = 0
         # Read from the machine and the depth limit once for every stream (_shared): each call's
         # start and end states, the scans' two shared ends (where every call's starts until its
         # first text, and the one state every closed value's scan ends in), the transitions taken

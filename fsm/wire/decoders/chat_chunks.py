@@ -12,7 +12,7 @@ from typing import Any
 
 from fsm.errors import RemoteProtocolError
 from fsm.events import ReasoningDelta, TextDelta
-from fsm.wire.decoders._wire import COMPAT_SIGNATURE, SAID_KEYS, chat_said
+from fsm.wire.decoders._wire import COMPAT_SIGNATURE, SAID_KEYS, chat_finish, chat_said
 from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS
 
 
@@ -126,6 +126,13 @@ def finish_in(payload: dict[str, Any]) -> tuple[list[TextDelta | ReasoningDelta]
         return None
     said = said_in(delta) if delta else []  # an empty delta (most last chunks) says nothing: what said_in finds
     return None if said is None else (said, finish, usage or None)
+
+
+PLAIN_CHOICE = frozenset({"index", "delta", "finish_reason", "logprobs"})
+"""The keys of a chat choice that has nothing beside its finish reason for chat_finish to read."""
+PLAIN_ENDS = {raw: chat_finish({}, raw) for raw in ("stop", "tool_calls", "length", "content_filter")}
+"""chat_finish of a PLAIN_CHOICE choice, by its commonest finish reasons: nearly every chat stream's
+last chunk is such a choice, and its end depends on the word alone, so one frozen end serves them all."""
 
 
 def usage_in(payload: dict[str, Any]) -> dict[str, Any] | None:

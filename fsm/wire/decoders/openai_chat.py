@@ -59,6 +59,8 @@ from fsm.wire.decoders._wire import (
     unsaid,
 )
 from fsm.wire.decoders.chat_chunks import (
+    PLAIN_CHOICE,
+    PLAIN_ENDS,
     PLAIN_SAID_KEYS,
     bare_fragment_in,
     finish_in,
@@ -275,11 +277,14 @@ class OpenAIChatDecoder:
         if finished is not None:
             last = finish_in(payload)
             if last is not None:
-                for event in last[0]:
+                said, raw, usage = last
+                for event in said:
                     content.apply(event)
-                finished(chat_finish(payload["choices"][0], last[1]))
-                if last[2]:
-                    content.usage_replaced(last[2])
+                choice = payload["choices"][0]  # a choice with nothing beside its word: the word's one end
+                plain = PLAIN_ENDS.get(raw) if choice.keys() <= PLAIN_CHOICE else None
+                finished(plain or chat_finish(choice, raw))
+                if usage:
+                    content.usage_replaced(usage)
                 return True
         alone = usage_in(payload)
         if alone is None:
