@@ -192,3 +192,72 @@ def test_an_empty_delta_says_nothing() -> None:
     assert said_in({}) == []
     last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}], "usage": {"total_tokens": 3}}
     assert finish_in(last) == ([], "tool_calls", {"total_tokens": 3})
+
+
+# Every kind of value a side key may carry: empty or null, falsy of another type, and some that say something.
+SIDE_VALUES: list[Any] = [None, "", [], {}, 0, 0.0, False, "x", [1], {"id": "a"}, 1, True]
+
+
+def _beside(entry: dict[str, Any], key: str, value: Any, **delta: Any) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"tool_calls": [entry], **delta, key: value}, "finish_reason": None}]}
+
+
+def _side_streams() -> list[list[dict[str, Any]]]:
+    """A call's chunk of every kind the shortcut takes (a whole call, a header, a bare fragment,
+    an empty-named one, Mistral's with its content ``""`` beside) with each key chat_said reads
+    beside it holding each of SIDE_VALUES."""
+    from fsm.wire.decoders._wire import SAID_KEYS
+
+    header = {"index": 0, "id": "a", "function": {"name": "f", "arguments": ""}}
+    opened = {"choices": [{"index": 0, "delta": {"tool_calls": [header]}, "finish_reason": None}]}
+    end = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+    streams = []
+    for key in SAID_KEYS:
+        for value in SIDE_VALUES:
+            streams += [
+                [_beside({"index": 0, "id": "a", "function": {"name": "f", "arguments": "{}"}}, key, value), end],
+                [_beside(header, key, value), end],
+                [opened, _beside({"index": 0, "function": {"arguments": '{"x": 1}'}}, key, value), end],
+                [opened, _beside({"index": 0, "function": {"name": "", "arguments": "{}"}}, key, value), end],
+                [opened, _beside({"index": 0, "function": {"arguments": "{}"}}, key, value, role="assistant"), end],
+                [_beside(header, key, value, content="", index=0), end],
+            ]
+    return streams
+
+
+def test_every_side_value_beside_a_call_decides_alike_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whichever path a call's chunk takes (the shortcut, or the decoder and _apply: stream state
+    decides), a value beside the call under any key chat_said reads is decided alike: an empty
+    ``reasoning_details``, ``reasoning_items`` or ``audio`` string is reported both ways, an empty
+    text neither (policy side-values-by-type). Same transitions in order, outputs, calls,
+    diagnostics and rule counts with the shortcut and without it, from dicts and from bytes."""
+    from fsm import Reassembler
+    from tests.helpers import replay_traced, sse
+
+    streams = _side_streams()
+
+    def replayed() -> list[object]:
+        traces = []
+        for events in streams:
+            fed = lambda r, events=events: (r.feed(e) for e in events)  # noqa: E731
+            traces.append(replay_traced(Reassembler("openai-chat"), fed))
+            traces.append(
+                replay_traced(Reassembler("openai-chat"), lambda r, events=events: [r.feed_bytes(sse(events))])
+            )
+        return traces
+
+    taken: list[bool] = []
+    real = OpenAIChatDecoder.shortcut
+    with monkeypatch.context() as m:
+        m.setattr(OpenAIChatDecoder, "shortcut", lambda *a: taken.append(real(*a)) or taken[-1])
+        shortcut = replayed()
+    assert sum(taken) > len(streams)  # most of the chunks are the shortcut's, the empty texts' too
+    monkeypatch.setattr(OpenAIChatDecoder, "shortcut", lambda *a: False)
+    decoded = replayed()
+    for events, a, b in zip([s for s in streams for _ in (0, 1)], shortcut, decoded, strict=True):
+        assert a == b, events
+    for key in ("reasoning_details", "reasoning_items", "audio", "content", "reasoning", "annotations"):
+        said: list[str] = []
+        chunk = _beside({"index": 0, "function": {"arguments": "{}"}}, key, "")
+        OpenAIChatDecoder().decode(chunk, lambda code, why, said=said: said.append(code))
+        assert said == (["part-not-reassembled"] if key in ("reasoning_details", "reasoning_items", "audio") else [])
