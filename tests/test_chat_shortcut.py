@@ -192,3 +192,102 @@ def test_an_empty_delta_says_nothing() -> None:
     assert said_in({}) == []
     last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}], "usage": {"total_tokens": 3}}
     assert finish_in(last) == ([], "tool_calls", {"total_tokens": 3})
+
+
+# Every kind of value a side key may carry: empty or null, falsy of another type, and some that say something.
+SIDE_VALUES: list[Any] = [None, "", [], {}, 0, 0.0, False, "x", [1], {"id": "a"}, 1, True]
+HEADER = {"index": 0, "id": "a", "function": {"name": "f", "arguments": ""}}
+OPENED = {"choices": [{"index": 0, "delta": {"tool_calls": [HEADER]}, "finish_reason": None}]}
+END = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+
+
+def _beside(entry: dict[str, Any], key: str, value: Any, **delta: Any) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"tool_calls": [entry], **delta, key: value}, "finish_reason": None}]}
+
+
+def _both_ways(monkeypatch: pytest.MonkeyPatch, streams: list[list[Any]], *, as_bytes: bool) -> int:
+    """Replay each stream (from dicts, and from its SSE bytes too when ``as_bytes``) with the chat
+    shortcut and without it, requiring the same transitions in order, outputs, calls, diagnostics
+    and rule counts; the number of chunks the shortcut took."""
+    from fsm import Reassembler
+    from tests.helpers import replay_traced, sse
+
+    def replayed() -> list[object]:
+        traces = []
+        for events in streams:
+            traces.append(replay_traced(Reassembler("openai-chat"), lambda r, events=events: map(r.feed, events)))
+            if as_bytes:
+                body = sse(events)
+                traces.append(replay_traced(Reassembler("openai-chat"), lambda r, body=body: [r.feed_bytes(body)]))
+        return traces
+
+    taken: list[bool] = []
+    real = OpenAIChatDecoder.shortcut
+    with monkeypatch.context() as m:
+        m.setattr(OpenAIChatDecoder, "shortcut", lambda *a: taken.append(real(*a)) or taken[-1])
+        shortcut = replayed()
+    with monkeypatch.context() as m:
+        m.setattr(OpenAIChatDecoder, "shortcut", lambda *a: False)
+        decoded = replayed()
+    fed = [events for events in streams for _ in range(2 if as_bytes else 1)]
+    for events, a, b in zip(fed, shortcut, decoded, strict=True):
+        assert a == b, events
+    return sum(taken)
+
+
+def _side_streams() -> list[list[dict[str, Any]]]:
+    """A call's chunk of every kind the shortcut takes (a whole call, a header, a bare fragment,
+    an empty-named one, Mistral's with its content ``""`` beside) with each key chat_said reads
+    beside it holding each of SIDE_VALUES."""
+    from fsm.wire.decoders._wire import SAID_KEYS
+
+    streams = []
+    for key in SAID_KEYS:
+        for value in SIDE_VALUES:
+            streams += [
+                [_beside({"index": 0, "id": "a", "function": {"name": "f", "arguments": "{}"}}, key, value), END],
+                [_beside(HEADER, key, value), END],
+                [OPENED, _beside({"index": 0, "function": {"arguments": '{"x": 1}'}}, key, value), END],
+                [OPENED, _beside({"index": 0, "function": {"name": "", "arguments": "{}"}}, key, value), END],
+                [OPENED, _beside({"index": 0, "function": {"arguments": "{}"}}, key, value, role="assistant"), END],
+                [_beside(HEADER, key, value, content="", index=0), END],
+            ]
+    return streams
+
+
+def test_every_side_value_beside_a_call_decides_alike_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whichever path a call's chunk takes (the shortcut, or the decoder and _apply: stream state
+    decides), a value beside the call under any key chat_said reads is decided alike: an empty
+    ``reasoning_details``, ``reasoning_items`` or ``audio`` string is reported both ways, an empty
+    text neither (policy side-values-by-type). Same transitions in order, outputs, calls,
+    diagnostics and rule counts with the shortcut and without it, from dicts and from bytes."""
+    streams = _side_streams()
+    # most of the chunks are the shortcut's, the empty texts' too
+    assert _both_ways(monkeypatch, streams, as_bytes=True) > len(streams)
+    for key in ("reasoning_details", "reasoning_items", "audio", "content", "reasoning", "annotations"):
+        said: list[str] = []
+        chunk = _beside({"index": 0, "function": {"arguments": "{}"}}, key, "")
+        OpenAIChatDecoder().decode(chunk, lambda code, why, said=said: said.append(code))
+        assert said == (["part-not-reassembled"] if key in ("reasoning_details", "reasoning_items", "audio") else [])
+
+
+class _Text(str):
+    """A caller's str subclass: never read as a str by the shortcut's exact type tests."""
+
+
+def test_hostile_ids_and_names_beside_a_call_decide_alike_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shortcut's reading of an id or name as none (``""``, as CallRef reads it) against the
+    decoder's, for ids and names of every type (str subclasses, empty or not; numbers; containers)
+    on a call's first chunk, after its header and beside Mistral's own index and empty content:
+    the same transitions in order, outputs, calls, diagnostics and rule counts with the shortcut
+    and without it (task 155's audit of task 151)."""
+    values: list[Any] = [None, "", "a", 0, 1, 1.5, True, [], {}, _Text(""), _Text("b")]
+    streams = []
+    for call_id in values:
+        for name in values:
+            for text in ("", "{}", '{"x": ', '{"x": 1} '):
+                entry = {"index": 0, "id": call_id, "function": {"name": name, "arguments": text}}
+                called = {"choices": [{"index": 0, "delta": {"tool_calls": [entry]}, "finish_reason": None}]}
+                streams += [[called, END], [OPENED, called, END], [OPENED, _beside(entry, "content", "", index=0), END]]
+    # the headers, and the chunks it reads as bare or whole
+    assert _both_ways(monkeypatch, streams, as_bytes=False) > len(streams) // 2

@@ -150,14 +150,19 @@ class _Gets(dict[str, Any]):
 def test_said_beside_reads_the_deltas_own_keys_and_decides_as_every_said_key_read() -> None:
     """said_beside walks the delta's few keys, not the eleven SAID_KEYS one read each, and says
     what reading each of them says: any non-empty value, or a value of another type than str
-    (falsy too), is said; empty text and None are not; keys not among them say nothing."""
+    (falsy too), is said, and so is an empty string where a list or an object goes (policy
+    side-values-by-type); other empty text and None are not; keys not among them say nothing."""
     from fsm.harness.fuzz.run import sample_vectors
     from fsm.wire.decoders._wire import SAID_KEYS
     from fsm.wire.decoders.chat_chunks import said_beside
     from tests.test_conformance import VECTORS
 
     def read_each(delta: dict[str, Any]) -> bool:
-        return any((said := delta.get(key)) or (said is not None and type(said) is not str) for key in SAID_KEYS)
+        typed = ("reasoning_details", "reasoning_items", "audio")  # an empty string there is no text: said
+        return any(
+            (said := delta.get(key)) or (said is not None and (type(said) is not str or key in typed))
+            for key in SAID_KEYS
+        )
 
     deltas: list[dict[str, Any]] = [
         {"role": "assistant", key: value, "tool_calls": []}

@@ -345,7 +345,9 @@ REASONING_KEYS = ("reasoning_content", "reasoning")
 def unsaid(delta: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> list[TextDelta | ReasoningDelta]:
     """What :func:`chat_said` left to the decoder: a ``content`` sent as typed chunks (read by
     :func:`typed_content`), and a ``content`` or reasoning of another type than text, reported
-    (``part-not-reassembled``) and read past, so the calls beside it are kept."""
+    (``part-not-reassembled``) and read past, so the calls beside it are kept. A value is judged by
+    its type, empty or not (policy side-values-by-type): ``reasoning_details: ""`` is no list, said;
+    the shortcut's said_beside leaves such a delta here, never passing it over."""
     content = delta.get("content")
     said = typed_content(content, diagnose) if type(content) is list else []
     if content is not None and type(content) not in (str, list):

@@ -164,18 +164,25 @@ def one_entry(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | 
 
 
 def said_beside(delta: dict[str, Any]) -> bool:
-    """Does ``delta`` say text or reasoning beside its tool calls? Empty text or none says nothing;
-    any other value, falsy too (0, {}), is the decoder's to read. A loop over the delta's few keys,
-    not any() of a generator over the eleven SAID_KEYS: making the generator, resuming it and
-    reading each key cost more than the answer (every delta that carries ``role`` or ``content:
-    null`` beside its call, as many servers send on every chunk)."""
-    for key, said in delta.items():  # noqa: SIM110 (a loop: see above)
-        if key in _SAID and (said or (said is not None and type(said) is not str)):
+    """Does ``delta`` say text or reasoning beside its tool calls? None says nothing, and so does
+    an empty string under a key the decoder reads it as nothing under; any other value, falsy too
+    (0, {}, ``""`` where a list or an object goes), is the decoder's to read, and maybe report
+    (policy side-values-by-type). A loop over the delta's few keys, not any() of a generator over
+    the eleven SAID_KEYS: making the generator, resuming it and reading each key cost more than
+    the answer (every delta that carries ``role`` or ``content: null`` beside its call, as many
+    servers send on every chunk)."""
+    for key, said in delta.items():
+        if key in _SAID and (said or (said is not None and (type(said) is not str or key in _NOT_TEXT))):
             return True
     return False
 
 
 _SAID = frozenset(SAID_KEYS)
+_NOT_TEXT = frozenset({"reasoning_details", "reasoning_items", "audio"})
+"""The keys of SAID_KEYS whose empty string the decoder reports (``part-not-reassembled``): a
+string where a list (OpenRouter's details, LiteLLM's items) or an audio object goes. Under the
+others an empty string is no text, or a falsy value the decoder passes over
+(test_every_side_value_beside_a_call_decides_alike_both_ways)."""
 
 
 def header_in(entry: dict[str, Any], function: dict[str, Any]) -> tuple[int, str, str] | None:
