@@ -229,13 +229,18 @@ def follow_renamed_code(plan: Writer, call: Entry, answer: Entry | None, wire_id
     name the call it took that from, or the finished code (``call-after-code-result``, audit 125). So do the
     server calls it made (a search or fetch its code ran, which the API sends with the code as its ``caller``:
     policy server-call-caller-followed, task 144)."""
-    made = items(plan.messages[call.message], plan.fmt, call.message)[call.slot] if plan.fmt == "anthropic" else None
-    if not isinstance(made, Mapping) or made.get("type") not in SERVER_CALLS:
+    # The call's own message was read when its turn was: its blocks are not read again, nor those before the
+    # call (each rename did both: one message of many server calls under one id was quadratic, task 153).
+    own = plan.messages[call.message].get("content") if plan.fmt == "anthropic" else None
+    made = own[call.slot] if isinstance(own, list) else None
+    if not isinstance(own, list) or not isinstance(made, Mapping) or made.get("type") not in SERVER_CALLS:
         return
     end = (answer.message, answer.slot) if answer is not None else (len(plan.messages), 0)
     for at in range(call.message, min(end[0], len(plan.messages) - 1) + 1):
-        for slot, block in enumerate(items(plan.messages[at], plan.fmt, at)):
-            if not isinstance(block, Mapping) or not (call.message, call.slot) < (at, slot) < end:
+        blocks = own if at == call.message else items(plan.messages[at], plan.fmt, at)
+        for slot in range(call.slot + 1 if at == call.message else 0, end[1] if at == end[0] else len(blocks)):
+            block = blocks[slot]
+            if not isinstance(block, Mapping):
                 continue
             if block.get("type") in SERVER_CALLS and block.get("id") == call.key:
                 return  # the calls after another server call under its old id are that one's

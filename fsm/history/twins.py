@@ -89,13 +89,16 @@ def twin_calls(
     index: CallIndex,
     in_run: Callable[[int], bool] | None = None,
     gone: Container[tuple[int, int]] = frozenset(),
+    down: Callable[[int], int] | None = None,
 ) -> tuple[dict[Key, tuple[bool, int, str | None]], range]:
     """The ids ``turn``'s calls share with a call of the other kind (a client ``tool_use`` beside Claude's
     server call) in their run of assistant messages, each with whether ``turn``'s first call under it comes
     later than the other's, and the other's message and name. And the run's messages: assistant messages in
     a row, or those ``in_run`` says are read in it (repair), of whose blocks those ``gone`` holds (repair
-    drops them) are none. A turn none of whose ids a kept call of the other kind has anywhere has no
-    twin, and its run is not walked (an empty range)."""
+    drops them) are none (``down``: where the walk down the run goes on from a message read in it, by default
+    the first of its row of assistant messages; repair's knows the stretches it walked before). A turn none
+    of whose ids a kept call of the other kind has anywhere has no twin, and its run is not walked (an empty
+    range)."""
     if not index.shared(turn, gone):
         return {}, range(0)
     others = index.others(turn)
@@ -103,7 +106,7 @@ def twin_calls(
         in_run = lambda at: messages[at].get("role") == "assistant"  # noqa: E731
     start = end = turn.calls[0].message
     while start > 0 and in_run(start - 1):  # (``in_run`` holds of every assistant message)
-        start = index.back[start - 1]
+        start = index.back[start - 1] if down is None else down(start - 1)
     while end + 1 < len(messages) and in_run(end + 1):
         end = index.on[end + 1]
     twins: dict[Key, tuple[bool, int, str | None]] = {}
