@@ -134,3 +134,45 @@ def test_renames_in_one_message_read_it_once_not_once_a_rename(
     assert history.check(fixed, "anthropic").findings == ()
     steps = [_steps_taken(functools.partial(_repaired_both_ways, build(n))) for n in (200, 800)]
     assert steps[1] <= 4.5 * steps[0], steps  # 4x the calls: ~10x when each rename read them all
+
+
+def _searches_unanswered_under_one_id(n: int) -> list[dict[str, Any]]:
+    """Each round three searches under one id no result answers, in one run (the messages between came
+    empty): the second and third renamed, each followed to the history's end for calls naming it."""
+    empty = {"role": "user", "content": ""}
+    conversation = [ASK]
+    for i in range(n):
+        search = srv(f"t{i}", "web_search")
+        conversation += [a(search), a(search), empty, a(search), empty]
+    return conversation
+
+
+def test_a_rename_with_no_result_after_it_reads_the_history_after_it_once() -> None:
+    fixed, changes = history.repair(_searches_unanswered_under_one_id(2), format="anthropic")
+    assert [(c.kind, c.message, c.id) for c in changes if c.kind == "renamed-call"] == [
+        ("renamed-call", 3, "t0"),
+        ("renamed-call", 5, "t0"),
+        ("renamed-call", 8, "t1"),
+        ("renamed-call", 10, "t1"),
+    ]
+    assert not [f for f in history.check(fixed, "anthropic").findings if f.kind in history.REJECTED]
+    steps = [
+        _steps_taken(functools.partial(_repaired_both_ways, _searches_unanswered_under_one_id(n))) for n in (60, 240)
+    ]
+    assert steps[1] <= 4.5 * steps[0], steps  # 4x the rounds: ~11x when each rename read the rest
+
+
+def _codes_left_waiting(n: int) -> list[dict[str, Any]]:
+    """One run of n codes, each making a client call no result answers: under drop-call each call goes
+    and each code is left paused, the server's to run (paused-call-last-only)."""
+    return [ASK, *[a(srv(f"s{i}"), use(f"t{i}", f"s{i}")) for i in range(n)]]
+
+
+def test_codes_left_paused_ask_of_the_calls_they_wait_past_once() -> None:
+    """Each paused code asked whether every call the codes wait past was dropped, and whether the run it is in
+    ends the history: each a walk of them all (quadratic: 9.7x the time for 4x the codes on main)."""
+    fixed, changes = history.repair(_codes_left_waiting(3), DROP, format="anthropic")
+    assert [(c.kind, c.id) for c in changes] == [("dropped-call", f"t{i}") for i in range(3)]
+    assert [[b["id"] for b in m["content"]] for m in fixed[1:]] == [["s0"], ["s1"], ["s2"]]
+    steps = [_steps_taken(functools.partial(_repaired, _codes_left_waiting(n))) for n in (200, 800)]
+    assert steps[1] <= 4.5 * steps[0], steps

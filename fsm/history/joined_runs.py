@@ -35,7 +35,7 @@ from fsm.history.entries import Key, Segment
 from fsm.history.formats import ANTHROPIC_CALLS, items, known_role
 from fsm.history.rewrite import ALTERNATING, Writer
 from fsm.history.server_blocks import is_server_result, models_block
-from fsm.history.twins import CallIndex, twin_calls
+from fsm.history.twins import CallIndex, CodeCalls, twin_calls
 
 
 class ServerRuns:
@@ -45,13 +45,14 @@ class ServerRuns:
     finds the run before it and the runs paired in its own (task 135). And (Anthropic) the history's calls
     by id (``index``), read once a repair when a turn first asks for its twins."""
 
-    __slots__ = ("added", "end", "ends", "gone", "highs", "ids", "index", "lows", "seen", "size", "taken")
+    __slots__ = ("added", "code_calls", "end", "ends", "gone", "highs", "ids", "index", "lows", "seen", "size", "taken")
 
     def __init__(self) -> None:
         self.end, self.ids = -1, set[Key]()
         self.ends: list[int] = []
         self.taken: list[set[Key]] = []
         self.index: CallIndex | None = None
+        self.code_calls: CodeCalls | None = None
         self.size: dict[int, int] = {}  # a message's blocks, and how many of them in a row repair drops
         self.gone: dict[int, int] = {}
         self.added: list[int] = []  # the messages repair writes one after, in order
@@ -124,6 +125,12 @@ class ServerRuns:
         if self.index is None:
             self.index = CallIndex(plan.messages)
         return self.index
+
+    def made_by(self, plan: Writer) -> CodeCalls:
+        """The history's calls by the code they name as their caller: read once a repair."""
+        if self.code_calls is None:
+            self.code_calls = CodeCalls(plan.messages)
+        return self.code_calls
 
 
 def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[Key, str]:

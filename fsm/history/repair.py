@@ -112,6 +112,7 @@ class _Plan(Writer):
         self.mapped_for: dict[str, tuple[Key, int]] = {}  # Converse: each mapping given, for which id, where
         self.in_turn: set[Key] = set()  # the ids of the turn being paired
         self.server_runs = ServerRuns()  # Anthropic, Converse: the server blocks paired so far, their runs' ids
+        self.carried: dict[int, tuple[tuple[Entry, ...], int]] = {}  # the calls waited past, found dropped
         self.codes: list[tuple[Segment, dict[tuple[Key, int], Entry], list[Entry]]] = []  # server results the user sent
 
     def _change(self, kind: str, entry: Entry, detail: str, key: Key | None = None) -> None:
@@ -146,7 +147,7 @@ class _Plan(Writer):
                 self.policy.dangling == "drop-call" and not signed(self.fmt, self.messages, call)
             )
             waits = answer is None and still_waits(self, segment)  # the server may still run it: it goes back
-            self.paused += pauses(self, segment, call) if waits else []  # see paused-call-last-only
+            self.paused += pauses(self, segment, call, self.carried) if waits else []  # see paused-call-last-only
             if answer is None and not waits and (dropped or self._type(call) == "computer_call"):
                 self._edit(call, self.drop)
                 if self.fmt == "responses":
@@ -350,7 +351,7 @@ class _Plan(Writer):
         self.ids.take(wire_id)
         for entry in (call, answer) if answer is not None else (call,):
             self._edit(entry, self.rename, wire_id)
-        follow_renamed_code(self, call, answer, wire_id)
+        follow_renamed_code(self, call, answer, wire_id, self.server_runs)
 
     def _edit(self, entry: Entry, into: Any, value: str | None = None) -> None:
         """Drop, rename or move ``entry`` with the Gemini responses going on with it (:mod:`fsm.history.chains`)."""

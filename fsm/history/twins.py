@@ -13,10 +13,11 @@ from bisect import bisect_left
 from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
+from fsm.history.callers import caller_code
 from fsm.history.entries import Key, Segment
 from fsm.history.server_blocks import SERVER_CALLS
 
-__all__ = ["CallIndex", "twin_calls"]
+__all__ = ["CallIndex", "CodeCalls", "twin_calls"]
 
 _Place = tuple[int, int, str | None]  # a call's message, its slot there, and its name
 
@@ -81,6 +82,41 @@ class CallIndex:
         while i < j:  # the dropped ones walked now point past them all
             at[i], i = j, at[i]
         return None if j == len(places) or 0 <= end < places[j][0] else places[j]  # (an end below 0: no end)
+
+
+class CodeCalls:
+    """The calls of an Anthropic history naming code as their ``caller`` (client calls, and server calls its
+    code ran), by the code's id in message order, read once a repair; and which messages repair has read
+    whole since (``unread``: from each message, the next not read, each pointing on once read)."""
+
+    __slots__ = ("by_code", "unread")
+
+    def __init__(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        self.by_code: dict[str, list[tuple[int, int]]] = {}
+        for at, message in enumerate(messages):
+            content = message.get("content")
+            for slot, block in enumerate(content if isinstance(content, list) else ()):
+                kind = block.get("type") if isinstance(block, Mapping) else None
+                if type(kind) is str and (kind == "tool_use" or kind in SERVER_CALLS):
+                    code = caller_code(block)
+                    if code is not None:
+                        self.by_code.setdefault(code, []).append((at, slot))
+        self.unread = list(range(len(messages) + 1))
+
+    def read(self, low: int, high: int, read: Callable[[int], object]) -> None:
+        """``read`` each message from ``low`` to ``high`` not read before: each once a repair."""
+        at = self._next(low)
+        while at <= high:
+            read(at)
+            self.unread[at] = at + 1
+            at = self._next(at + 1)
+
+    def _next(self, at: int) -> int:
+        unread = self.unread
+        while unread[at] != at:
+            unread[at] = unread[unread[at]]  # (halving the path: each later ask is shorter)
+            at = unread[at]
+        return at
 
 
 def twin_calls(
