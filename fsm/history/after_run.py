@@ -29,6 +29,8 @@ as absent, so the user's content repair moves after the model's run before them 
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from fsm.history.changes import Change
 from fsm.history.entries import Entry, Segment
 from fsm.history.formats import items, known_role, shown
@@ -119,13 +121,22 @@ def still_waits(plan: Writer, segment: Segment) -> bool:
     return segment.open_end
 
 
-def pauses(plan: Writer, segment: Segment, call: Entry) -> list[tuple[Entry, bool]]:
+def pauses(
+    plan: Writer, segment: Segment, call: Entry, seen: dict[int, tuple[tuple[Entry, ...], int]]
+) -> list[tuple[Entry, bool]]:
     """A waiting server call of ``segment`` as a paused turn's (``paused-call-last-only``), if it is
     one: it waits past no client call repair keeps (past one repair keeps, it stays even when repair
-    writes after it); True once drop-call dropped all those (:func:`drop_paused`)."""
-    if any((entry.message, entry.slot) not in plan.drop for entry in segment.carried):
+    writes after it); True once drop-call dropped all those (:func:`drop_paused`). The calls waited past
+    are one tuple for every segment held to the end: ``seen`` keeps, by it, how many of them in a row were
+    found dropped (a drop stays), so no call asks of them again (each did: quadratic, task 153)."""
+    carried = segment.carried
+    _, i = seen.get(id(carried), (carried, 0))  # (the tuple kept with it: its id stays its own)
+    while i < len(carried) and (carried[i].message, carried[i].slot) in plan.drop:
+        i += 1
+    seen[id(carried)] = (carried, i)
+    if i < len(carried):
         return []
-    return [(call, bool(segment.carried))]
+    return [(call, bool(carried))]
 
 
 def drop_paused(plan: Writer) -> None:
@@ -138,31 +149,35 @@ def drop_paused(plan: Writer) -> None:
     written = any(plan.add_after.get(at) for at in range(last, len(plan.messages))) or any(
         end >= last for end in plan.later_of.values()
     )
+    ending: list[int] | None = None  # the messages that end the model's run, in order: made at the first ask
     for call, unpaused in plan.paused:
-        if not written and (not unpaused or _ends_history(plan, call.message)):
+        if not written and not unpaused:
             continue
+        if not written:
+            if ending is None:  # (each asked of the messages after it: quadratic in many calls paused, task 153)
+                ending = [at for at in range(len(plan.messages)) if not _in_last_run(plan, at)]
+            if not ending or ending[-1] <= call.message:  # every message after it is in the run ending the history
+                continue
         plan.drop.add((call.message, call.slot))
         plan.touched.add(call.message)
         plan.changes.append(Change("dropped-call", call.message + 1, shown(call.key), NO_LONGER_LAST))
+        i = bisect_left(ending, call.message) if ending else 0
+        if ending and i < len(ending) and ending[i] == call.message and _in_last_run(plan, call.message):
+            del ending[i]  # (a drop only takes a message into the run: its last block gone, it goes)
 
 
-def _ends_history(plan: Writer, at: int) -> bool:
-    """Is message ``at`` in the model's run that ends the history once repair's drops are made: every
-    message after it is the model's (which the API combines with it), came empty or goes emptied, or
-    is of a role the format lacks and read as absent? A message repair writes after one of the model's
-    (the results sent in the model's role, ``misplaced-result``, moved to the user's) ends the run there."""
-    for after in range(at + 1, len(plan.messages)):
-        message = plan.messages[after]
-        if after in plan.roles.empty or _absent(plan, after):
-            continue
-        if message.get("role") == "assistant" and after not in plan.roles.calling:
-            if any(added.get("role") != "assistant" for added in plan.add_after.get(after, ())):
-                return False
-            continue
-        if isinstance(message.get("content"), str) or any(
-            after in edits for edits in (plan.add_into, plan.front_into, plan.move_into, plan.add_after)
-        ):
-            return False
-        if not all((after, slot) in plan.drop for slot in range(len(items(message, plan.fmt, after)))):
-            return False
-    return True
+def _in_last_run(plan: Writer, after: int) -> bool:
+    """Can message ``after`` be in the model's run that ends the history once repair's drops are made (as
+    decided so far)? It is the model's (which the API combines with the rest of the run), came empty or goes
+    emptied, or is of a role the format lacks and read as absent. A message repair writes after one of the
+    model's (the results sent in the model's role, ``misplaced-result``, moved to the user's) ends the run there."""
+    message = plan.messages[after]
+    if after in plan.roles.empty or _absent(plan, after):
+        return True
+    if message.get("role") == "assistant" and after not in plan.roles.calling:
+        return not any(added.get("role") != "assistant" for added in plan.add_after.get(after, ()))
+    if isinstance(message.get("content"), str) or any(
+        after in edits for edits in (plan.add_into, plan.front_into, plan.move_into, plan.add_after)
+    ):
+        return False
+    return all((after, slot) in plan.drop for slot in range(len(items(message, plan.fmt, after))))

@@ -26,14 +26,16 @@ calls sent in such a role: the turn's answer then goes right after the calls, no
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
+from collections.abc import Callable
 from itertools import islice
+from typing import Any
 
 from fsm.history.after_run import stays
 from fsm.history.entries import Key, Segment
 from fsm.history.formats import ANTHROPIC_CALLS, items, known_role
 from fsm.history.rewrite import ALTERNATING, Writer
 from fsm.history.server_blocks import is_server_result, models_block
-from fsm.history.twins import CallIndex, twin_calls
+from fsm.history.twins import CallIndex, CodeCalls, twin_calls
 
 
 class ServerRuns:
@@ -43,16 +45,22 @@ class ServerRuns:
     finds the run before it and the runs paired in its own (task 135). And (Anthropic) the history's calls
     by id (``index``), read once a repair when a turn first asks for its twins."""
 
-    __slots__ = ("added", "end", "ends", "gone", "ids", "index", "size", "taken")
+    __slots__ = ("added", "code_calls", "end", "ends", "gone", "highs", "ids", "index", "lows", "seen", "size", "taken")
 
     def __init__(self) -> None:
         self.end, self.ids = -1, set[Key]()
         self.ends: list[int] = []
         self.taken: list[set[Key]] = []
         self.index: CallIndex | None = None
+        self.code_calls: CodeCalls | None = None
         self.size: dict[int, int] = {}  # a message's blocks, and how many of them in a row repair drops
         self.gone: dict[int, int] = {}
         self.added: list[int] = []  # the messages repair writes one after, in order
+        # Stretches of messages found read in the model's run below a turn's first call (``lows``, ``highs``:
+        # sorted, apart), which a later turn's walk down its run steps over at once (see :meth:`low`).
+        self.lows: list[int] = []
+        self.highs: list[int] = []
+        self.seen = (0, 0, 0)  # how many messages repair had moved results into when last looked
 
     def row(self, plan: Writer, at: int) -> int:
         """The last of the assistant messages in a row from message ``at`` (``at`` itself when it is none)."""
@@ -76,11 +84,53 @@ class ServerRuns:
             self.gone[at] = self.gone.get(at, 0) + 1
         return self.gone.get(at, 0) == self.size[at]
 
+    def low(self, plan: Writer, first: int, inside: Callable[[int], bool]) -> int:
+        """The first message of the run of the model's messages that ends with message ``first`` (its first
+        call's) as repair writes it, walking down while ``inside`` holds. Below a turn's first call, whether a
+        message is read in its run does not depend on the turn, and as repair goes on it only turns true, but
+        where repair moves a result into the message: so a stretch found once is stepped over by every later
+        turn's walk, but where such a message parts it (a run joined from many once a removed message is gone
+        was walked down whole by each turn of it: quadratic, task 153)."""
+        self._parted(plan)
+        lows, highs, index = self.lows, self.highs, self.calls(plan)
+        low = first
+        while low > 0:
+            i = bisect_right(lows, low - 1) - 1
+            if i >= 0 and highs[i] >= low - 1:
+                low = lows[i]
+            elif inside(low - 1):
+                low = index.back[low - 1]
+            else:
+                break
+        if low < first:  # the stretches it stepped over are within it: one now
+            i, j = bisect_left(lows, low), bisect_right(lows, first)
+            top = max([first - 1, *highs[i:j]])
+            lows[i:j], highs[i:j] = [low], [top]
+        return low
+
+    def _parted(self, plan: Writer) -> None:
+        """Part the stretches at each message repair moved results into since last looked (it may now part
+        a run: it stays). The maps only gain keys, in order, so the new ones are their last."""
+        moved: tuple[dict[int, Any], ...] = (plan.add_into, plan.front_into, plan.move_into)
+        for into, seen in zip(moved, self.seen, strict=True):
+            for at in islice(reversed(into), len(into) - seen):
+                i = bisect_right(self.lows, at) - 1
+                if i >= 0 and self.highs[i] >= at:
+                    parts = [(lo, hi) for lo, hi in ((self.lows[i], at - 1), (at + 1, self.highs[i])) if lo <= hi]
+                    self.lows[i : i + 1], self.highs[i : i + 1] = [lo for lo, _ in parts], [hi for _, hi in parts]
+        self.seen = (len(plan.add_into), len(plan.front_into), len(plan.move_into))
+
     def calls(self, plan: Writer) -> CallIndex:
         """The history's calls by id, and its rows of assistant messages: read once a repair."""
         if self.index is None:
             self.index = CallIndex(plan.messages)
         return self.index
+
+    def made_by(self, plan: Writer) -> CodeCalls:
+        """The history's calls by the code they name as their caller: read once a repair."""
+        if self.code_calls is None:
+            self.code_calls = CodeCalls(plan.messages)
+        return self.code_calls
 
 
 def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[Key, str]:
@@ -153,12 +203,13 @@ def _twins(plan: Writer, segment: Segment, first: int, runs: ServerRuns) -> dict
     def inside(at: int) -> bool:  # the run's first call's message, and one whose content goes after the run
         return at == first or _in_run(plan, runs, at, first) or (at in plan.roles.calling and at in plan.later_of)
 
-    low = first
-    while low > 0 and inside(low - 1):  # (a row of assistant messages in one step)
-        low = index.back[low - 1]
+    low = runs.low(plan, first, inside)  # (a row of assistant messages, or a stretch walked before, in one step)
+    known = low  # the messages from ``known`` to ``first`` are read in the run: stepped over again at once
     if low > 0 and low - 1 in plan.roles.calling and _calls_kept(plan, low - 1):
         low -= 1
-    return twin_calls(plan.messages, segment, index, lambda at: at >= low and (at == low or inside(at)), plan.drop)[0]
+    down = lambda at: known if known <= at < first else index.back[at]  # noqa: E731
+    in_run = lambda at: at >= low and (at == low or inside(at))  # noqa: E731
+    return twin_calls(plan.messages, segment, index, in_run, plan.drop, down)[0]
 
 
 def _calls_kept(plan: Writer, at: int) -> bool:

@@ -43,16 +43,19 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsm.history.callers import caller_code, malformed
 from fsm.history.changes import Change
 from fsm.history.code_waits import is_key
 from fsm.history.entries import Entry
 from fsm.history.findings import Finding, Kind
-from fsm.history.formats import RESPONSES_OUTPUT_OF, RESPONSES_OUTPUTS, shown
+from fsm.history.formats import RESPONSES_OUTPUT_OF, RESPONSES_OUTPUTS, items, shown
 from fsm.history.rewrite import Writer
 from fsm.history.server_blocks import SERVER_CALLS, is_server_result
+
+if TYPE_CHECKING:
+    from fsm.history.joined_runs import ServerRuns
 
 WHY = "it names as its caller a program no program item before it has as its call_id: the API cannot tie it to the code"
 """What an ``unknown-caller`` finding says."""
@@ -223,34 +226,33 @@ def _listed(content: Any) -> list[Any]:
     return content if isinstance(content, list) else []
 
 
-def follow_renamed_code(plan: Writer, call: Entry, answer: Entry | None, wire_id: str) -> None:
+def follow_renamed_code(plan: Writer, call: Entry, answer: Entry | None, wire_id: str, runs: ServerRuns) -> None:
     """Anthropic: the client calls a code's server call made (``caller``) after it, up to its result, name it
     by its new id when repair renames it (a second call under its id in one turn): left naming the old id they
     name the call it took that from, or the finished code (``call-after-code-result``, audit 125). So do the
     server calls it made (a search or fetch its code ran, which the API sends with the code as its ``caller``:
-    policy server-call-caller-followed, task 144)."""
-    # The reader checked this content already: ``items`` would check it all again, once a rename (audit 154)
-    content = plan.messages[call.message].get("content") if plan.fmt == "anthropic" else None
-    made = content[call.slot] if isinstance(content, list) else None
-    if not isinstance(made, Mapping) or made.get("type") not in SERVER_CALLS:
+    policy server-call-caller-followed, task 144). Up to another server call under its old id: the calls after
+    it are that one's. They are found in the history's calls by caller, read once (``runs.made_by``), and the
+    messages up to the last looked at are read as a walk of them read them, each once a repair (each rename
+    walked them: one message of many calls under one id, or of server calls under one id no result answers
+    with the history after them, was quadratic to repair, task 153)."""
+    own = plan.messages[call.message].get("content") if plan.fmt == "anthropic" else None
+    made = own[call.slot] if isinstance(own, list) else None
+    if not isinstance(made, Mapping) or made.get("type") not in SERVER_CALLS or not isinstance(call.key, str):
         return
     end = (answer.message, answer.slot) if answer is not None else (len(plan.messages), 0)
-    for at in range(call.message, min(end[0], len(plan.messages) - 1) + 1):
-        blocks = _listed(plan.messages[at].get("content"))
-        # from the block after the call, not the message's first: else once a rename, quadratic (audit 154)
-        for slot in range(
-            call.slot + 1 if at == call.message else 0, min(end[1] if at == end[0] else len(blocks), len(blocks))
-        ):
-            block = blocks[slot]
-            if not isinstance(block, Mapping):
-                continue
-            if block.get("type") in SERVER_CALLS and block.get("id") == call.key:
-                return  # the calls after another server call under its old id are that one's
-            if (block.get("type") == "tool_use" or block.get("type") in SERVER_CALLS) and caller_code(
-                block
-            ) == call.key:
-                plan.recall[(at, slot)] = wire_id
-                plan.touched.add(at)
-                why = f"the code that made it, {shown(call.key)!r} renamed, is now {wire_id!r}"
-                key = block.get("id")
-                plan.changes.append(Change("renamed-caller", at + 1, key if isinstance(key, str) else None, why))
+    last = min(end[0], len(plan.messages) - 1)  # the last message the walk reads, unless it stops before
+    servers = runs.calls(plan).server.get(call.key, [])
+    after = bisect_right(servers, (call.message, call.slot), key=lambda place: place[:2])
+    if after < len(servers) and servers[after][:2] < end:
+        end, last = servers[after][:2], servers[after][0]
+    runs.made_by(plan).read(call.message + 1, last, lambda at: items(plan.messages[at], plan.fmt, at))
+    callers = runs.made_by(plan).by_code.get(call.key, [])
+    for at, slot in callers[bisect_right(callers, (call.message, call.slot)) :]:
+        if (at, slot) >= end:
+            break
+        plan.recall[(at, slot)] = wire_id
+        plan.touched.add(at)
+        why = f"the code that made it, {shown(call.key)!r} renamed, is now {wire_id!r}"
+        key = plan.messages[at]["content"][slot].get("id")
+        plan.changes.append(Change("renamed-caller", at + 1, key if isinstance(key, str) else None, why))

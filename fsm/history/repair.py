@@ -48,8 +48,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
   Claude's waiting code made goes after Claude's next message (:mod:`fsm.history.code_waits`).
 
 Every edit is a :class:`Change`; the input is never mutated. What repair leaves alone comes back as the same objects
-(policy repair-keeps-objects: in a message it changed too, a renamed call's ``function`` say), so ``copy.deepcopy``
-the output before editing it in place. One pass over the messages: linear in their number."""
+(policy repair-keeps-objects: a renamed call's ``function`` in a message it changed, say): ``copy.deepcopy`` the output
+before editing it in place. One pass over the messages: linear."""
 
 from __future__ import annotations
 
@@ -106,13 +106,13 @@ class _Plan(Writer):
 
     def __init__(self, fmt: Format, policy: RepairPolicy, messages: Sequence[Mapping[str, Any]]):
         self.start_writing(fmt, messages)
-        self.policy, self.roles = policy, Roles()
+        self.policy, self.roles, self.in_turn = policy, Roles(), set[Key]()  # in_turn: the ids of the turn being paired
         self.ids = IdAllocator(limit=ID_LIMIT.get(fmt))  # avoids the ids up to its turn's, no later: renames alike
         self.held = HeldIds(fmt, messages, self.ids)  # every id the messages up to a turn's last hold
         self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
         self.mapped_for: dict[str, tuple[Key, int]] = {}  # Converse: each mapping given, for which id, where
-        self.in_turn: set[Key] = set()  # the ids of the turn being paired
         self.server_runs = ServerRuns()  # Anthropic, Converse: the server blocks paired so far, their runs' ids
+        self.carried: dict[int, tuple[tuple[Entry, ...], int]] = {}  # the calls waited past, found dropped
         self.codes: list[tuple[Segment, dict[tuple[Key, int], Entry], list[Entry]]] = []  # server results the user sent
 
     def _change(self, kind: str, entry: Entry, detail: str, key: Key | None = None) -> None:
@@ -147,7 +147,7 @@ class _Plan(Writer):
                 self.policy.dangling == "drop-call" and not signed(self.fmt, self.messages, call)
             )
             waits = answer is None and still_waits(self, segment)  # the server may still run it: it goes back
-            self.paused += pauses(self, segment, call) if waits else []  # see paused-call-last-only
+            self.paused += pauses(self, segment, call, self.carried) if waits else []  # see paused-call-last-only
             if answer is None and not waits and (dropped or self._type(call) == "computer_call"):
                 self._edit(call, self.drop)
                 if self.fmt == "responses":
@@ -352,7 +352,7 @@ class _Plan(Writer):
         self.ids.take(wire_id)
         for entry in (call, answer) if answer is not None else (call,):
             self._edit(entry, self.rename, wire_id)
-        follow_renamed_code(self, call, answer, wire_id)
+        follow_renamed_code(self, call, answer, wire_id, self.server_runs)
 
     def _edit(self, entry: Entry, into: Any, value: str | None = None) -> None:
         """Drop, rename or move ``entry`` with the Gemini responses going on with it (:mod:`fsm.history.chains`)."""

@@ -13,10 +13,11 @@ from bisect import bisect_left
 from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
+from fsm.history.callers import caller_code
 from fsm.history.entries import Key, Segment
 from fsm.history.server_blocks import SERVER_CALLS
 
-__all__ = ["CallIndex", "twin_calls"]
+__all__ = ["CallIndex", "CodeCalls", "twin_calls"]
 
 _Place = tuple[int, int, str | None]  # a call's message, its slot there, and its name
 
@@ -83,19 +84,57 @@ class CallIndex:
         return None if j == len(places) or 0 <= end < places[j][0] else places[j]  # (an end below 0: no end)
 
 
+class CodeCalls:
+    """The calls of an Anthropic history naming code as their ``caller`` (client calls, and server calls its
+    code ran), by the code's id in message order, read once a repair; and which messages repair has read
+    whole since (``unread``: from each message, the next not read, each pointing on once read)."""
+
+    __slots__ = ("by_code", "unread")
+
+    def __init__(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        self.by_code: dict[str, list[tuple[int, int]]] = {}
+        for at, message in enumerate(messages):
+            content = message.get("content")
+            for slot, block in enumerate(content if isinstance(content, list) else ()):
+                kind = block.get("type") if isinstance(block, Mapping) else None
+                if type(kind) is str and (kind == "tool_use" or kind in SERVER_CALLS):
+                    code = caller_code(block)
+                    if code is not None:
+                        self.by_code.setdefault(code, []).append((at, slot))
+        self.unread = list(range(len(messages) + 1))
+
+    def read(self, low: int, high: int, read: Callable[[int], object]) -> None:
+        """``read`` each message from ``low`` to ``high`` not read before: each once a repair."""
+        at = self._next(low)
+        while at <= high:
+            read(at)
+            self.unread[at] = at + 1
+            at = self._next(at + 1)
+
+    def _next(self, at: int) -> int:
+        unread = self.unread
+        while unread[at] != at:
+            unread[at] = unread[unread[at]]  # (halving the path: each later ask is shorter)
+            at = unread[at]
+        return at
+
+
 def twin_calls(
     messages: Sequence[Mapping[str, Any]],
     turn: Segment,
     index: CallIndex,
     in_run: Callable[[int], bool] | None = None,
     gone: Container[tuple[int, int]] = frozenset(),
+    down: Callable[[int], int] | None = None,
 ) -> tuple[dict[Key, tuple[bool, int, str | None]], range]:
     """The ids ``turn``'s calls share with a call of the other kind (a client ``tool_use`` beside Claude's
     server call) in their run of assistant messages, each with whether ``turn``'s first call under it comes
     later than the other's, and the other's message and name. And the run's messages: assistant messages in
     a row, or those ``in_run`` says are read in it (repair), of whose blocks those ``gone`` holds (repair
-    drops them) are none. A turn none of whose ids a kept call of the other kind has anywhere has no
-    twin, and its run is not walked (an empty range)."""
+    drops them) are none (``down``: where the walk down the run goes on from a message read in it, by default
+    the first of its row of assistant messages; repair's knows the stretches it walked before). A turn none
+    of whose ids a kept call of the other kind has anywhere has no twin, and its run is not walked (an empty
+    range)."""
     if not index.shared(turn, gone):
         return {}, range(0)
     others = index.others(turn)
@@ -103,7 +142,7 @@ def twin_calls(
         in_run = lambda at: messages[at].get("role") == "assistant"  # noqa: E731
     start = end = turn.calls[0].message
     while start > 0 and in_run(start - 1):  # (``in_run`` holds of every assistant message)
-        start = index.back[start - 1]
+        start = index.back[start - 1] if down is None else down(start - 1)
     while end + 1 < len(messages) and in_run(end + 1):
         end = index.on[end + 1]
     twins: dict[Key, tuple[bool, int, str | None]] = {}
