@@ -16,7 +16,7 @@ from fsm.history.declined import declined_why, without_declined
 from fsm.history.detect import Named, resolve_format
 from fsm.history.empty import WHY as EMPTY_WHY
 from fsm.history.empty import refused as refused_empty
-from fsm.history.entries import Entry, Key, Roles
+from fsm.history.entries import Entry, Key, Roles, Segment
 from fsm.history.findings import Finding, Format, Kind, Report
 from fsm.history.formats import known_role, shown
 from fsm.history.item_ids import duplicate_items
@@ -24,7 +24,7 @@ from fsm.history.placeholders import usable_id
 from fsm.history.program_callers import code_callers, unknown_callers
 from fsm.history.server_blocks import models_block
 from fsm.history.turns import segments
-from fsm.history.twins import CallIndex, twin_calls
+from fsm.history.twins import CallIndex, Stretches, twin_calls
 from fsm.spec import history_spec
 
 
@@ -143,9 +143,10 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
         repeated = sorted([*left_out, *repeated, *code_callers(messages, sent)], key=lambda found: found.message)
     in_run = functools.partial(_in_claudes_run, messages, roles)  # (roles fill in as the segments are read)
     index = CallIndex(messages if fmt == "anthropic" else ())  # each id's calls, read once (not once a turn)
+    stretches = Stretches()  # the runs' stretches walked so far: each turn steps over them (task 157)
     for segment in segments(messages, fmt, roles):
         _odd_roles(roles, findings, fmt)
-        twins = twin_calls(messages, segment, index, in_run) if fmt == "anthropic" else ({}, range(0))
+        twins = _twins(messages, segment, index, in_run, stretches) if fmt == "anthropic" else ({}, range(0))
         made = [_walk_call(walk, ids, findings, entry, twins) for entry in segment.calls]
         for entry in segment.calls:
             if entry.message in roles.calling:
@@ -214,6 +215,26 @@ def _walk_call(
         found = next(at for at, kind in enumerate(said) if kind in AHEAD)
         findings[start + found] = Finding(Kind.DUPLICATE_CALL, call.key, twin[1] + 1, TWIN_WHY, twin[2])
     return call
+
+
+def _twins(
+    messages: Sequence[Mapping[str, Any]],
+    segment: Segment,
+    index: CallIndex,
+    in_run: Callable[[int], bool],
+    stretches: Stretches,
+) -> tuple[dict[Key, tuple[bool, int, str | None]], range]:
+    """``twin_calls`` of ``segment``, its walk stepping over the stretches of its run found read in it before,
+    and noting those it finds: whether a message is read in Claude's run only turns from no to yes as the
+    segments are read (a user message is found making calls), so a stretch found once stays one."""
+    down = lambda at: stretches.down(at, index.back[at])  # noqa: E731
+    up = lambda at: stretches.up(at, index.on[at])  # noqa: E731
+    twins = twin_calls(messages, segment, index, in_run, down=down, up=up)
+    if twins[1]:  # the turn's first call's message need not be read in its run: those around it are
+        first = segment.calls[0].message
+        stretches.note(twins[1].start, first - 1)
+        stretches.note(first + 1, twins[1].stop - 1)
+    return twins
 
 
 def _in_claudes_run(messages: Sequence[Mapping[str, Any]], roles: Roles, at: int) -> bool:

@@ -5,11 +5,12 @@ one id in it, whatever their kinds.
 The history's calls of each kind are indexed by id once (:class:`CallIndex`), so a turn asks only of its
 own ids whether a call of the other kind has them: a run of many turns is walked for those that do, not
 once for each of its turns (task 144: a run of 1,000 codes was walked 1,500 times, check and repair alike).
+Check's walk of a run steps over the stretches an earlier turn's walk found in it (:class:`Stretches`, task 157).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
@@ -17,7 +18,7 @@ from fsm.history.callers import caller_code
 from fsm.history.entries import Key, Segment
 from fsm.history.server_blocks import SERVER_CALLS
 
-__all__ = ["CallIndex", "CodeCalls", "twin_calls"]
+__all__ = ["CallIndex", "CodeCalls", "Stretches", "twin_calls"]
 
 _Place = tuple[int, int, str | None]  # a call's message, its slot there, and its name
 
@@ -119,6 +120,45 @@ class CodeCalls:
         return at
 
 
+class Stretches:
+    """Stretches of messages found read in the model's run, sorted and apart (``lows``, ``highs``), for a
+    walk whose answers only turn from no to yes as the history is read (check's: a message of the user's is
+    read in the run once found making calls, never the other way): a stretch found once stays one, so a later
+    walk steps over it at once. Runs joined by empty user messages were walked whole by each of their turns
+    (quadratic, task 157). Repair's answers may turn back to no, and it parts its own (``ServerRuns.low``)."""
+
+    __slots__ = ("highs", "lows")
+
+    def __init__(self) -> None:
+        self.lows: list[int] = []
+        self.highs: list[int] = []
+
+    def _holding(self, at: int) -> int:
+        """The stretch holding message ``at`` (its place in the lists), else -1."""
+        i = bisect_right(self.lows, at) - 1
+        return i if i >= 0 and self.highs[i] >= at else -1
+
+    def down(self, at: int, row: int) -> int:
+        """Where a walk down goes on from message ``at``, read in the run: ``row`` (the first of its row),
+        or the first of the stretch holding it when lower."""
+        i = self._holding(at)
+        return row if i < 0 else min(row, self.lows[i])
+
+    def up(self, at: int, row: int) -> int:
+        """Where a walk up goes on from message ``at``, read in the run: ``row`` or its stretch's last."""
+        i = self._holding(at)
+        return row if i < 0 else max(row, self.highs[i])
+
+    def note(self, low: int, high: int) -> None:
+        """Messages ``low`` to ``high`` are read in the run: one stretch with those they touch or overlap."""
+        if low > high:
+            return
+        i, j = bisect_left(self.highs, low - 1), bisect_right(self.lows, high + 1)
+        if i < j:
+            low, high = min(low, self.lows[i]), max(high, self.highs[j - 1])
+        self.lows[i:j], self.highs[i:j] = [low], [high]
+
+
 def twin_calls(
     messages: Sequence[Mapping[str, Any]],
     turn: Segment,
@@ -126,15 +166,16 @@ def twin_calls(
     in_run: Callable[[int], bool] | None = None,
     gone: Container[tuple[int, int]] = frozenset(),
     down: Callable[[int], int] | None = None,
+    up: Callable[[int], int] | None = None,
 ) -> tuple[dict[Key, tuple[bool, int, str | None]], range]:
     """The ids ``turn``'s calls share with a call of the other kind (a client ``tool_use`` beside Claude's
     server call) in their run of assistant messages, each with whether ``turn``'s first call under it comes
     later than the other's, and the other's message and name. And the run's messages: assistant messages in
     a row, or those ``in_run`` says are read in it (repair), of whose blocks those ``gone`` holds (repair
     drops them) are none (``down``: where the walk down the run goes on from a message read in it, by default
-    the first of its row of assistant messages; repair's knows the stretches it walked before). A turn none
-    of whose ids a kept call of the other kind has anywhere has no twin, and its run is not walked (an empty
-    range)."""
+    the first of its row of assistant messages; ``up``, the walk up's, by default the last of the row; check's
+    and repair's know the stretches they walked before). A turn none of whose ids a kept call of the other kind
+    has anywhere has no twin, and its run is not walked (an empty range)."""
     if not index.shared(turn, gone):
         return {}, range(0)
     others = index.others(turn)
@@ -144,7 +185,7 @@ def twin_calls(
     while start > 0 and in_run(start - 1):  # (``in_run`` holds of every assistant message)
         start = index.back[start - 1] if down is None else down(start - 1)
     while end + 1 < len(messages) and in_run(end + 1):
-        end = index.on[end + 1]
+        end = index.on[end + 1] if up is None else up(end + 1)
     twins: dict[Key, tuple[bool, int, str | None]] = {}
     for call in turn.calls:
         if not isinstance(call.key, str) or call.key in twins or not start <= call.message <= end:
