@@ -168,7 +168,7 @@ class _Plan(Writer):
             wire_id, before, held[call.key] = self._usable(call.key, call.message), held[call.key], held[call.key] + 1
             # a call dropped holds no id: the next keeps it (dropped-call-frees-id); id-less keys are unique in a turn
             if (before or call.key in collide) and isinstance(call.key, str):
-                wire_id = self._usable(self.ids.claim(call.key), call.message)
+                wire_id = self._usable(self.held.claim(call.key), call.message)
                 self._rename(call, answer, wire_id)
                 why = f"call {k + 1} under {call.key!r} in its turn" if before else collide[call.key]
                 self._change("renamed-call", call, f"{why} is now {wire_id!r}")
@@ -342,7 +342,7 @@ class _Plan(Writer):
             return mapped
         given = self.mapped_for.get(mapped)
         if not (given is not None and given[0] == key and given[1] != at and mapped not in self.in_turn):
-            mapped = self.ids.claim(mapped)
+            mapped = self.held.claim(mapped)
         self.mapped_for[mapped] = (key, at)
         return mapped
 
