@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from fsm.engine.machine import SpecMachine
@@ -16,7 +16,7 @@ from fsm.history.declined import declined_why, without_declined
 from fsm.history.detect import Named, resolve_format
 from fsm.history.empty import WHY as EMPTY_WHY
 from fsm.history.empty import refused as refused_empty
-from fsm.history.entries import Entry, Key, Roles, Segment
+from fsm.history.entries import Entry, Key, Paired, Roles, Segment
 from fsm.history.findings import Finding, Format, Kind, Report
 from fsm.history.formats import known_role, shown
 from fsm.history.item_ids import duplicate_items
@@ -113,13 +113,17 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
         return Report(None, ())  # judged by no format's rules, it names none (unjudged-says-no-format)
     machine = history_machine()
     findings: list[Finding] = []
-    ids: dict[Key, CallId] = {}
+    ids: dict[Paired, CallId] = {}  # a Responses id's calls of each kind apart (result-answers-its-kind)
+    kinds: dict[Key, set[str | None]] = {}
 
     def walk(entry: Entry, trigger: str) -> CallId:
-        call = ids.get(entry.key)
+        call = ids.get(pair := (entry.key, entry.kind))
         if call is None:
-            call = ids[entry.key] = CallId(shown(entry.key), findings)
+            call = ids[pair] = CallId(shown(entry.key), findings)
+            kinds.setdefault(entry.key, set()).add(entry.kind)
         call.at = entry.message + 1
+        if trigger == "call" and len(kinds[entry.key]) > 1:  # one id for calls of two kinds at once is one too many
+            _other_kind_waits(ids, kinds[entry.key], entry, call)
         if usable_id(fmt, entry.key) != entry.key:
             why = "Converse takes a toolUseId of 1 to 64 of [a-zA-Z0-9_.:-]; repair maps it as the next turn does"
             findings.append(Finding(Kind.UNUSABLE_ID, call.key, call.at, why, entry.name))
@@ -153,10 +157,10 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
                 why = f"a call made in a {messages[entry.message].get('role')} message: only the model's makes calls"
                 findings.append(Finding(Kind.MISPLACED_CALL, shown(entry.key), entry.message + 1, why, entry.name))
         late = {(entry.message, entry.slot) for entry in segment.late}
-        calls_of, extra = Counter(entry.key for entry in segment.calls), Counter[Key]()
+        calls_of, extra = Counter((entry.key, entry.kind) for entry in segment.calls), Counter[Paired]()
         moved = {(entry.message, entry.slot) for entry in segment.misplaced}
         for entry in segment.results:
-            waiting = entry.key in ids and ids[entry.key].state == "outstanding"
+            waiting = (pair := (entry.key, entry.kind)) in ids and ids[pair].state == "outstanding"
             start = len(findings)
             walk(entry, "result")
             spot = (entry.message, entry.slot)
@@ -171,9 +175,9 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
                 if 0 <= segment.held < entry.message:
                     why += "; sent after the user's text, it still answers the calls before that text"
                 findings.append(Finding(Kind.MISPLACED_RESULT, shown(entry.key), entry.message + 1, why, entry.name))
-            kinds = told[spot] = {found.kind for found in findings[start:]}  # a chain's befalls it whole
-            extra[entry.key] += 1  # the k-th result under an id: dropped as a second only past the turn's calls of it
-            kinds -= {Kind.DUPLICATE_RESULT} if extra[entry.key] <= calls_of[entry.key] else set()  # (else renamed)
+            said = told[spot] = {found.kind for found in findings[start:]}  # a chain's befalls it whole
+            extra[pair] += 1  # the k-th result under an id: dropped as a second only past the turn's calls of it
+            said -= {Kind.DUPLICATE_RESULT} if extra[pair] <= calls_of[pair] else set()  # (else renamed)
         for call in dict.fromkeys(made):  # the turn is over: each of its ids once, in call order
             if call.state == "outstanding":  # (a paused server call waits for the server alone)
                 machine.fire(call, "pause" if segment.open_end else "close_turn")
@@ -181,7 +185,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
         # `f#1` is another call, not this one's id used again.
         for entry in (*segment.calls, *segment.results):
             if not isinstance(entry.key, str):
-                ids.pop(entry.key, None)
+                ids.pop((entry.key, entry.kind), None)
     _odd_roles(roles, findings, fmt)
     if fmt == "gemini":  # a chain's response the model's content holds (chain-response-in-the-model-content)
         repeated = sorted(stray_findings(messages, roles.chains, told), key=lambda found: found.message)
@@ -190,7 +194,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
 
 def _walk_call(
     walk: Callable[[Entry, str], CallId],
-    ids: dict[Key, CallId],
+    ids: dict[Paired, CallId],
     findings: list[Finding],
     entry: Entry,
     twins: tuple[dict[Key, tuple[bool, int, str | None]], range],
@@ -198,7 +202,7 @@ def _walk_call(
     """Walk a call. The first of a turn's calls under an id a call of the other kind in its run has too
     (policy client-and-server-call-one-id), walked after that one once it was answered, is no ``reused``:
     the two are one ``duplicate-call``, at the later of them (as the machine says when the twin still waits)."""
-    before = ids.get(entry.key)
+    before = ids.get((entry.key, entry.kind))
     previous = before.call_message - 1 if before is not None else -1
     start = len(findings)
     call = walk(entry, "call")
@@ -224,9 +228,8 @@ def _twins(
     in_run: Callable[[int], bool],
     stretches: Stretches,
 ) -> tuple[dict[Key, tuple[bool, int, str | None]], range]:
-    """``twin_calls`` of ``segment``, its walk stepping over the stretches of its run found read in it before,
-    and noting those it finds: whether a message is read in Claude's run only turns from no to yes as the
-    segments are read (a user message is found making calls), so a stretch found once stays one."""
+    """``twin_calls`` of ``segment``, stepping over the stretches of its run found before and noting those it finds:
+    a message read in Claude's run only turns from no to yes as segments are read, so a stretch found stays one."""
     down = lambda at: stretches.down(at, index.back[at])  # noqa: E731
     up = lambda at: stretches.up(at, index.on[at])  # noqa: E731
     twins = twin_calls(messages, segment, index, in_run, down=down, up=up)
@@ -235,6 +238,14 @@ def _twins(
         stretches.note(twins[1].start, first - 1)
         stretches.note(first + 1, twins[1].stop - 1)
     return twins
+
+
+def _other_kind_waits(ids: dict[Paired, CallId], kinds: Collection[str | None], entry: Entry, call: CallId) -> None:
+    """A Responses call under an id a call of another kind waits on is a duplicate (result-answers-its-kind)."""
+    others = [ids[(entry.key, kind)] for kind in kinds if kind != entry.kind]
+    if latest := max((other.call_message for other in others if other.state == "outstanding"), default=0):
+        why = f"a second call while the one in message {latest} is unanswered"
+        call.findings.append(Finding(Kind.DUPLICATE_CALL, call.key, call.at, why, entry.name))
 
 
 def _in_claudes_run(messages: Sequence[Mapping[str, Any]], roles: Roles, at: int) -> bool:
@@ -382,7 +393,8 @@ def anything_dangling(messages: Sequence[Mapping[str, Any]]) -> bool:
     if fmt == "anthropic":  # a declined model's call goes back unanswered by nothing (policy fallback-declined-calls)
         messages = without_declined(messages)[0]
     for segment in segments(messages, fmt):
-        calls, results = Counter(entry.key for entry in segment.calls), Counter(e.key for e in segment.results)
+        calls = Counter((entry.key, entry.kind) for entry in segment.calls)
+        results = Counter((entry.key, entry.kind) for entry in segment.results)
         if results - calls if segment.open_end else calls != results:  # open: its calls may still wait
             return True
     return False

@@ -392,9 +392,9 @@ def after_calls(plan: Writer, calls: list[Entry], answer_of: dict[Any, Entry], m
     sent = {(entry.message, entry.slot) for entry in moved}
     seen: dict[Any, int] = {}
     for call in calls:
-        k = seen.get(call.key, 0)
-        seen[call.key] = k + 1
-        answer = answer_of.get((call.key, k))
+        k = seen.get(pair := (call.key, call.kind), 0)  # (a kind is the Responses' alone: result-answers-its-kind)
+        seen[pair] = k + 1
+        answer = answer_of.get((pair, k))
         if answer is not None and (answer.message, answer.slot) in sent:
             plan.touched.add(call.message)
             plan.after.setdefault((call.message, call.slot), []).append(answer)

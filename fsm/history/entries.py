@@ -12,6 +12,10 @@ without an id takes the key of the call of its name it answers (see ``_answer_by
 can never equal a wire id, so an id that happens to read ``f#1`` is never mistaken for one."""
 
 
+Paired = tuple[Key, str | None]
+"""What pairs a result with a call: its key and :attr:`Entry.kind` (policy result-answers-its-kind)."""
+
+
 class Entry(NamedTuple):
     """One call or one result, where it sits in the input."""
 
@@ -21,6 +25,10 @@ class Entry(NamedTuple):
     """Index in the message's ``tool_calls``/``content``/``parts``; -1 when the message is the result."""
     key: Key
     name: str | None
+    kind: str | None = None
+    """Responses: the type of call item it is or answers (a ``function_call_output``'s is
+    ``function_call``); None elsewhere. A result answers only a call of its kind under its key
+    (policy result-answers-its-kind)."""
 
 
 class Segment(NamedTuple):

@@ -80,7 +80,8 @@ RESPONSES_OUTPUT_OF = {
     "local_shell_call": "local_shell_call_output",
     "computer_call": "computer_call_output",
 }
-"""OpenAI Responses input items: each call item type and the output item type that answers it."""
+"""OpenAI Responses input items: each call item type and the output item type that answers it, its
+own with ``_output`` (which the reader takes as a result's kind: policy result-answers-its-kind)."""
 RESPONSES_OUTPUTS = frozenset(RESPONSES_OUTPUT_OF.values())
 
 
@@ -229,10 +230,10 @@ class Reader:
                 pass  # no call or output: those say which they are
             elif kind in RESPONSES_OUTPUT_OF:
                 cid = _required_id(message.get("call_id"), at, f"the {kind} item")
-                calls.append(Entry(at, -1, cid, _name(message.get("name")) or kind.removesuffix("_call")))
+                calls.append(Entry(at, -1, cid, _name(message.get("name")) or kind.removesuffix("_call"), kind))
             elif kind in RESPONSES_OUTPUTS:
                 rid = _required_id(message.get(responses_key_field(message)), at, f"the {kind} item")
-                results.append(Entry(at, -1, rid, _name(message.get("name"))))
+                results.append(Entry(at, -1, rid, _name(message.get("name")), kind.removesuffix("_output")))
         calls_named: dict[str, int] = {}  # one message makes a turn's calls
         self.served = served = Segment([], [], server=True)
         # the ids of a Converse message's server calls so far: only the model's own message answers them

@@ -1,7 +1,7 @@
 """Repair a history so a strict provider accepts it, never losing, swapping or inventing a result.
 
-The pairing truth is the order an agent runs calls in: within a turn, the k-th result carrying id
-``x`` answers the k-th call with id ``x``. Repair keeps every such pair and touches nothing else:
+The pairing truth is the order an agent runs calls in: within a turn, the k-th result carrying id ``x`` answers
+the k-th call with id ``x`` (of its kind, Responses: result-answers-its-kind). Repair keeps each pair and changes only:
 
 * the 2nd, 3rd, ... call under one id in a turn becomes ``<id>_d2``, ``<id>_d3`` (in order, skipping any id held up to
   and in its turn, rename-skips-held-ids; within a format's ``ID_LIMIT``), and its result gets the new id too;
@@ -66,7 +66,7 @@ from fsm.history.changes import Change, RepairPolicy, checked_policy, kept_roles
 from fsm.history.code_waits import after_their_calls, settle
 from fsm.history.declined import dropped_declined
 from fsm.history.detect import Named, resolve_format
-from fsm.history.entries import Entry, Key, Roles, Segment
+from fsm.history.entries import Entry, Key, Paired, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, shown
 from fsm.history.item_ids import renumbered, settle_items, settled_changes
@@ -109,11 +109,11 @@ class _Plan(Writer):
         self.policy, self.roles, self.in_turn = policy, Roles(), set[Key]()  # in_turn: the ids of the turn being paired
         self.ids = IdAllocator(limit=ID_LIMIT.get(fmt))  # avoids the ids up to its turn's, no later: renames alike
         self.held = HeldIds(fmt, messages, self.ids)  # every id the messages up to a turn's last hold
-        self.answered_last: dict[Key, bool] = {}  # did the id's latest turn answer it? (names a drop)
+        self.answered_last: dict[Paired, bool] = {}  # did the id's latest turn answer it? (names a drop)
         self.mapped_for: dict[str, tuple[Key, int]] = {}  # Converse: each mapping given, for which id, where
         self.server_runs = ServerRuns()  # Anthropic, Converse: the server blocks paired so far, their runs' ids
         self.carried: dict[int, tuple[tuple[Entry, ...], int]] = {}  # the calls waited past, found dropped
-        self.codes: list[tuple[Segment, dict[tuple[Key, int], Entry], list[Entry]]] = []  # server results the user sent
+        self.codes: list[tuple[Segment, dict[tuple[Paired, int], Entry], list[Entry]]] = []  # server results users sent
 
     def _change(self, kind: str, entry: Entry, detail: str, key: Key | None = None) -> None:
         self.changes.append(Change(kind, entry.message + 1, shown(entry.key if key is None else key), detail))
@@ -127,22 +127,22 @@ class _Plan(Writer):
             if isinstance(entry.key, str):
                 self.ids.take(entry.key)
                 self.in_turn.add(entry.key)
-        calls_of = Counter(call.key for call in segment.calls)
+        calls_of = Counter((call.key, call.kind) for call in segment.calls)  # result-answers-its-kind
         collide = joined_server_ids(self, segment, self.server_runs)
-        answer_of: dict[tuple[Key, int], Entry] = {}
-        answered: dict[Key, int] = {}
+        answer_of: dict[tuple[Paired, int], Entry] = {}
+        answered: dict[Paired, int] = {}
         for result in segment.results:
-            k = answered.get(result.key, 0)
-            if k < calls_of.get(result.key, 0):
-                answered[result.key] = k + 1
-                answer_of[(result.key, k)] = result
+            k = answered.get(pair := (result.key, result.kind), 0)
+            if k < calls_of.get(pair, 0):
+                answered[pair] = k + 1
+                answer_of[(pair, k)] = result
             else:
-                self._drop_result(result, second=result.key in calls_of)
-        seen, held = Counter[Key](), Counter[Key]()  # the turn's calls under each id so far; of them, those kept
+                self._drop_result(result, second=pair in calls_of)
+        seen, held = Counter[Key | Paired](), Counter[Key]()  # calls so far by id, id and kind; kept
         placeholders: list[dict[str, Any]] = []
         for call in segment.calls:
-            k, seen[call.key] = seen[call.key], seen[call.key] + 1
-            answer = answer_of.get((call.key, k))
+            seen.update((call.key, pair := (call.key, call.kind)))
+            k, answer = seen[call.key] - 1, answer_of.get((pair, seen[pair] - 1))
             dropped = segment.server or (
                 self.policy.dangling == "drop-call" and not signed(self.fmt, self.messages, call)
             )
@@ -168,7 +168,7 @@ class _Plan(Writer):
             wire_id, before, held[call.key] = self._usable(call.key, call.message), held[call.key], held[call.key] + 1
             # a call dropped holds no id: the next keeps it (dropped-call-frees-id); id-less keys are unique in a turn
             if (before or call.key in collide) and isinstance(call.key, str):
-                wire_id = self._usable(self.ids.claim(call.key), call.message)
+                wire_id = self._usable(self.held.claim(call.key), call.message)
                 self._rename(call, answer, wire_id)
                 why = f"call {k + 1} under {call.key!r} in its turn" if before else collide[call.key]
                 self._change("renamed-call", call, f"{why} is now {wire_id!r}")
@@ -188,7 +188,7 @@ class _Plan(Writer):
                 # Named by the id it answers: the call's own, or the one a rename just gave it.
                 self._change("placeholder-result", call, why, wire_id)
         answers = {(entry.message, entry.slot) for entry in answer_of.values()}
-        self.answered_last.update((key, key in answered) for key in calls_of)
+        self.answered_last.update((pair, pair in answered) for pair in calls_of)
         moved = [result for result in segment.misplaced if (result.message, result.slot) in answers]
         for result in moved:
             if self.fmt in ("openai", "ollama"):  # the message is the result: it takes the tool role
@@ -342,7 +342,7 @@ class _Plan(Writer):
             return mapped
         given = self.mapped_for.get(mapped)
         if not (given is not None and given[0] == key and given[1] != at and mapped not in self.in_turn):
-            mapped = self.ids.claim(mapped)
+            mapped = self.held.claim(mapped)
         self.mapped_for[mapped] = (key, at)
         return mapped
 
@@ -365,7 +365,7 @@ class _Plan(Writer):
 
     def _drop_result(self, result: Entry, second: bool) -> None:
         self._edit(result, self.drop)
-        if second or self.answered_last.get(result.key, False):
+        if second or self.answered_last.get((result.key, result.kind), False):
             self._change("dropped-duplicate-result", result, "a second result for a call already answered")
         else:
             self._change("dropped-orphan", result, "no call of its turn is waiting for this result")
