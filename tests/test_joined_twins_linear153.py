@@ -93,14 +93,14 @@ def test_a_stretch_walked_once_is_stepped_over_and_parted_where_a_result_is_move
         return plan.messages[at]["role"] == "assistant" or at in going
 
     assert runs.low(plan, 7, inside) == 1  # type: ignore[arg-type]  # walked down: 6 .. 1, then 0 is no one's
-    assert (runs.lows, runs.highs) == ([1], [6])
+    assert (runs.stretches.lows, runs.stretches.highs) == ([1], [6])
     asked.clear()
     assert runs.low(plan, 8, inside) == 1  # type: ignore[arg-type]  # 7 asked, then the stretch in one step
     assert asked == [7, 0]
     plan.front_into[4] = []  # a result moved into message 4: it stays, and parts the run there
     going.discard(4)
     assert runs.low(plan, 8, inside) == 5  # type: ignore[arg-type]
-    assert (runs.lows, runs.highs) == ([1, 5], [3, 7])
+    assert (runs.stretches.lows, runs.stretches.highs) == ([1, 5], [3, 7])
 
 
 def _calls_under_one_id(n: int) -> list[dict[str, Any]]:

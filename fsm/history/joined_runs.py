@@ -35,7 +35,7 @@ from fsm.history.entries import Key, Segment
 from fsm.history.formats import ANTHROPIC_CALLS, items, known_role
 from fsm.history.rewrite import ALTERNATING, Writer
 from fsm.history.server_blocks import is_server_result, models_block
-from fsm.history.twins import CallIndex, CodeCalls, twin_calls
+from fsm.history.twins import CallIndex, CodeCalls, Stretches, twin_calls
 
 
 class ServerRuns:
@@ -45,7 +45,7 @@ class ServerRuns:
     finds the run before it and the runs paired in its own (task 135). And (Anthropic) the history's calls
     by id (``index``), read once a repair when a turn first asks for its twins."""
 
-    __slots__ = ("added", "code_calls", "end", "ends", "gone", "highs", "ids", "index", "lows", "seen", "size", "taken")
+    __slots__ = ("added", "code_calls", "end", "ends", "gone", "ids", "index", "seen", "size", "stretches", "taken")
 
     def __init__(self) -> None:
         self.end, self.ids = -1, set[Key]()
@@ -56,10 +56,9 @@ class ServerRuns:
         self.size: dict[int, int] = {}  # a message's blocks, and how many of them in a row repair drops
         self.gone: dict[int, int] = {}
         self.added: list[int] = []  # the messages repair writes one after, in order
-        # Stretches of messages found read in the model's run below a turn's first call (``lows``, ``highs``:
-        # sorted, apart), which a later turn's walk down its run steps over at once (see :meth:`low`).
-        self.lows: list[int] = []
-        self.highs: list[int] = []
+        # Stretches of messages found read in the model's run below a turn's first call, which a later turn's
+        # walk down its run steps over at once (see :meth:`low`).
+        self.stretches = Stretches()
         self.seen = (0, 0, 0)  # how many messages repair had moved results into when last looked
 
     def row(self, plan: Writer, at: int) -> int:
@@ -92,20 +91,16 @@ class ServerRuns:
         turn's walk, but where such a message parts it (a run joined from many once a removed message is gone
         was walked down whole by each turn of it: quadratic, task 153)."""
         self._parted(plan)
-        lows, highs, index = self.lows, self.highs, self.calls(plan)
+        stretches, index = self.stretches, self.calls(plan)
         low = first
         while low > 0:
-            i = bisect_right(lows, low - 1) - 1
-            if i >= 0 and highs[i] >= low - 1:
-                low = lows[i]
+            if (start := stretches.first_of(low - 1)) is not None:
+                low = start
             elif inside(low - 1):
                 low = index.back[low - 1]
             else:
                 break
-        if low < first:  # the stretches it stepped over are within it: one now
-            i, j = bisect_left(lows, low), bisect_right(lows, first)
-            top = max([first - 1, *highs[i:j]])
-            lows[i:j], highs[i:j] = [low], [top]
+        stretches.note(low, first - 1)  # the stretches it stepped over are within it: one now
         return low
 
     def _parted(self, plan: Writer) -> None:
@@ -114,10 +109,7 @@ class ServerRuns:
         moved: tuple[dict[int, Any], ...] = (plan.add_into, plan.front_into, plan.move_into)
         for into, seen in zip(moved, self.seen, strict=True):
             for at in islice(reversed(into), len(into) - seen):
-                i = bisect_right(self.lows, at) - 1
-                if i >= 0 and self.highs[i] >= at:
-                    parts = [(lo, hi) for lo, hi in ((self.lows[i], at - 1), (at + 1, self.highs[i])) if lo <= hi]
-                    self.lows[i : i + 1], self.highs[i : i + 1] = [lo for lo, _ in parts], [hi for _, hi in parts]
+                self.stretches.part(at)
         self.seen = (len(plan.add_into), len(plan.front_into), len(plan.move_into))
 
     def calls(self, plan: Writer) -> CallIndex:

@@ -125,7 +125,8 @@ class Stretches:
     walk whose answers only turn from no to yes as the history is read (check's: a message of the user's is
     read in the run once found making calls, never the other way): a stretch found once stays one, so a later
     walk steps over it at once. Runs joined by empty user messages were walked whole by each of their turns
-    (quadratic, task 157). Repair's answers may turn back to no, and it parts its own (``ServerRuns.low``)."""
+    (quadratic, task 157). Repair's answers may turn back to no where it moves a result in: it parts the
+    stretch there (:meth:`part`, ``ServerRuns.low``)."""
 
     __slots__ = ("highs", "lows")
 
@@ -137,6 +138,18 @@ class Stretches:
         """The stretch holding message ``at`` (its place in the lists), else -1."""
         i = bisect_right(self.lows, at) - 1
         return i if i >= 0 and self.highs[i] >= at else -1
+
+    def first_of(self, at: int) -> int | None:
+        """The first message of the stretch holding message ``at``, else None."""
+        i = self._holding(at)
+        return None if i < 0 else self.lows[i]
+
+    def part(self, at: int) -> None:
+        """Message ``at`` may no longer be read in the run: the stretch holding it, if any, is parted there."""
+        i = self._holding(at)
+        if i >= 0:
+            parts = [(lo, hi) for lo, hi in ((self.lows[i], at - 1), (at + 1, self.highs[i])) if lo <= hi]
+            self.lows[i : i + 1], self.highs[i : i + 1] = [lo for lo, _ in parts], [hi for _, hi in parts]
 
     def down(self, at: int, row: int) -> int:
         """Where a walk down goes on from message ``at``, read in the run: ``row`` (the first of its row),
