@@ -669,7 +669,7 @@ def test_a_delta_of_no_key_chat_said_reads_decodes_as_chat_said_reads_it(monkeyp
         return out
 
     skipped = decoded()
-    monkeypatch.setattr(openai_chat, "_SAID", _Never())
+    monkeypatch.setattr(openai_chat, "SAID_KEY_SET", _Never())
     asked = decoded()
     assert len(chunks) > 2000
     for chunk_, a, b in zip(chunks, skipped, asked, strict=True):

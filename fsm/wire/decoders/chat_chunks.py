@@ -67,11 +67,17 @@ def bare_fragment_in(entry: dict[str, Any], function: dict[str, Any]) -> tuple[i
     if type(index) is not int or type(text) is not str or not text:
         return None
     # The keys read so far are all a usual entry has; only a longer dict needs the others read.
+    # empty_text written in line: a call per chunk costs more than the test.
     if len(entry) > 2 and (call_id := entry.get("id")) is not None and not (type(call_id) is str and not call_id):
         return None
     if len(function) > 1 and (name := function.get("name")) is not None and not (type(name) is str and not name):
         return None
     return index, text
+
+
+def empty_text(value: Any) -> bool:
+    """An empty string, which CallRef reads as no id or name at all; no caller's ``__eq__`` run."""
+    return type(value) is str and not value
 
 
 def said_in(delta: dict[str, Any]) -> list[TextDelta | ReasoningDelta] | None:
@@ -172,12 +178,13 @@ def said_beside(delta: dict[str, Any]) -> bool:
     the answer (every delta that carries ``role`` or ``content: null`` beside its call, as many
     servers send on every chunk)."""
     for key, said in delta.items():
-        if key in _SAID and (said or (said is not None and (type(said) is not str or key in _NOT_TEXT))):
+        if key in SAID_KEY_SET and (said or (said is not None and (type(said) is not str or key in _NOT_TEXT))):
             return True
     return False
 
 
-_SAID = frozenset(SAID_KEYS)
+SAID_KEY_SET = frozenset(SAID_KEYS)
+"""The keys chat_said reads: a delta with none of them says nothing."""
 _NOT_TEXT = frozenset({"reasoning_details", "reasoning_items", "audio"})
 """The keys of SAID_KEYS whose empty string the decoder reports (``part-not-reassembled``): a
 string where a list (OpenRouter's details, LiteLLM's items) or an audio object goes. Under the

@@ -50,7 +50,6 @@ from fsm.wire.decoders._listed_calls import declines_noted, listed_incomplete
 from fsm.wire.decoders._wire import (
     BARE_REFS,
     COMPAT_SIGNATURE,
-    SAID_KEYS,
     TurnSaid,
     chat_finish,
     chat_said,
@@ -62,7 +61,9 @@ from fsm.wire.decoders.chat_chunks import (
     PLAIN_CHOICE,
     PLAIN_ENDS,
     PLAIN_SAID_KEYS,
+    SAID_KEY_SET,
     bare_fragment_in,
+    empty_text,
     finish_in,
     header_in,
     plain_delta,
@@ -80,8 +81,6 @@ if TYPE_CHECKING:
     from fsm.engine.registry import Registry
 
 
-_SAID = frozenset(SAID_KEYS)
-"""The keys chat_said reads: a delta with none of them says nothing."""
 _SAID_IN_ORDER = ("content", "reasoning_content", "reasoning")
 """The keys plain_said reads text and reasoning from."""
 _BARE_REF = BARE_REFS.ref
@@ -120,7 +119,7 @@ class OpenAIChatDecoder:
             if type(delta) is dict or isinstance(delta, Mapping):
                 # A dict with no key chat_said reads (a call's delta, role beside it or not) says
                 # nothing: chat_said would find so, key by key (a caller's Mapping is never iterated).
-                if (type(delta) is not dict or not _SAID.isdisjoint(delta)) and not chat_said(delta, events):
+                if (type(delta) is not dict or not SAID_KEY_SET.isdisjoint(delta)) and not chat_said(delta, events):
                     events += unsaid(delta, diagnose)
                     unkept(delta, diagnose)
                 self._calls(delta, events, diagnose)
@@ -187,7 +186,7 @@ class OpenAIChatDecoder:
                         elif (
                             (size < 3 or call_id is None or type(call_id) is str)
                             and text  # Mistral's fragments after a call's header name it "":
-                            and (len(function) == 1 or (name := function.get("name")) is None or _empty(name))
+                            and (len(function) == 1 or (name := function.get("name")) is None or empty_text(name))
                         ):
                             registry.bare_fragment(index, text, _BARE_REF)
                             return True
@@ -350,11 +349,6 @@ class OpenAIChatDecoder:
         piece = _text(custom.get("input"), "input", position)
         events.append(build_arguments_fragment(ref, piece) if piece else build_call_seen(ref))
         return True
-
-
-def _empty(value: Any) -> bool:
-    """An empty string, which CallRef reads as no id or name at all; no caller's ``__eq__`` run."""
-    return type(value) is str and not value
 
 
 def _recognised(payload: Mapping[str, Any]) -> bool:
