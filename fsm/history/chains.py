@@ -17,7 +17,7 @@ right after that response (a chain dropped or moved with its first response take
 unless a later home comes between: then the chain is cut at the stray, task 136); but first in the
 user content answering the model's calls it came after where none before it keeps a response after
 them (policy stray-after-the-calls-answer), unless a call of its own id joins them. Where that puts it
-back past the user's text or the model's content (not calls) that came between, it goes in a user
+back past the user's text or another model content (not calls) that came between, it goes in a user
 content of its own right after the model content it came in (policy stray-where-it-came, task 163).
 A chain whose first response repair moves is cut too at a response of it in a later user content that
 the user's text or the model's content parts from where that first response goes (and from where the
@@ -153,8 +153,8 @@ def home_strays(plan: _Plan) -> None:
     than both (``plan.trail``, written by :func:`after_calls`). Once every turn is paired: a chain
     dropped with its first response took it along; one moved with it too, unless that puts it back
     past such a content or calls (policy stray-after-the-calls-answer, task 136): then the chain is cut
-    there (:class:`_Cut`), the stray placed as any, the chain's responses after it as they came. Put back
-    past the user's text or the model's content (not calls) between, it goes after its own (stray-where-it-came)."""
+    there (:class:`_Cut`), the stray placed as any, the chain's responses after it as they came. Put back past
+    the user's text or another model content (not calls) between, it goes after its own (stray-where-it-came)."""
     marks: tuple[list[tuple[int, int]], tuple[list[tuple[int, int]], _Again]] | None = None  # once, with a stray
     home: tuple[int, int] | None = None  # where the response of the chain before the stray goes
     called = False  # home is the model's calls (message, part): in the user content answering them
@@ -182,8 +182,8 @@ def home_strays(plan: _Plan) -> None:
         made = bisect_left(calls, spot)
         if made and calls[made - 1] > home and not _called_again(again, entry, calls[made - 1]):
             home, called = calls[made - 1], True
-        start = max(home, before_it)  # the model's calls between: stray-after-the-calls-answer's, not its own content's
-        apart = not called and not (made and calls[made - 1] > start) and cut.between(start, spot)
+        start = max(home, before_it)  # (calls between: stray-after-the-calls-answer's; its own content's parts: never)
+        apart = not called and not (made and calls[made - 1] > start) and cut.between(start, (entry.message, 0))
         apart = apart and not _called_again(again, entry, (entry.message, 0))  # after its content, it would answer it
         joins = not called and staying and home == was and not apart  # right after the stray before it, kept apart
         staying = apart or joins
