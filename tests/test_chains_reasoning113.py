@@ -51,13 +51,15 @@ def test_strays_of_one_chain_keep_their_order_across_user_contents() -> None:
     assert fixed[4] == user(resp(4, None, "b"), resp(5))
 
 
-def test_a_stray_after_user_text_alone_goes_to_the_responses_before_it() -> None:
-    """A user content of text alone takes no response (results-beside-text): the latest one holding
-    responses does."""
+def test_a_stray_after_user_text_alone_goes_after_it() -> None:
+    """A user content of text alone takes no response (results-beside-text), and the latest one holding
+    responses came before the model's text and the user's: put there, the stray went back past them (task
+    163). It goes in a user content of its own where it came (policy stray-where-it-came)."""
     conversation = [ASK, model(gemini_call("a")), user(resp(1, True)), model({"text": "so"}), user({"text": "ok"})]
     conversation += [model(resp(2))]
     fixed, _ = repaired(conversation)
-    assert fixed[:5] == [*conversation[:2], user(resp(1, True), resp(2)), model({"text": "so"}), user({"text": "ok"})]
+    between = model({"text": history.RepairPolicy().between})
+    assert fixed == [*conversation[:5], between, user(resp(2))]
 
 
 # -- 3. check says of a stray what repair does with it ----------------------------------------------

@@ -9,22 +9,20 @@ the rest a second result to the old id: audit 103). The chains are read whole be
 a turn: a chain may go on past the turn holding its first response (the model's text between),
 which the turns, read one at a time, have not reached yet.
 
-A chain's response sent in a model content while the chain began in the user's (a stray, policy
-chain-response-in-the-model-content) is a ``misplaced-result`` to check, as a result sent so is;
-repair moves it to the end of the responses the latest user content before it keeps, when that
-content comes after where the response of its chain before it goes; else right after that response
-(a chain dropped with its first response takes its strays along, as it takes the rest; one moved with
-it too, unless a later home comes between: then the chain is cut at the stray, task 136). A chain
-whose first response repair moves is cut too at a response of it in a later user content that
-the user's text or the model's content parts from where that first response goes: it stays where it
-came (policy chain-goes-on-where-it-came, task 145), as it does when its first response stays.
-So the repaired history says the model saw it no sooner than it did: put right after the chain's
-response before it, it went back past the model's calls made in between (audit 111), while sent in
-the user's content after them it is no finding. It was read past before: no finding, and repair
-left the ``functionResponse`` in the model's content. Where no user content before it keeps a response
-after the model's calls it came after (placeholders alone answer them, or they are the last model
-content), it goes first in the user content repair writes right after them, their answer (policy
-stray-after-the-calls-answer), unless a call of its own id joins them: it would answer that call.
+A chain's response sent in a model content (a stray, policy chain-response-in-the-model-content; begun
+there or in the user's) is a ``misplaced-result`` to check, naming its part (task 163: one of a chain
+begun in a model content was read past). Repair moves it to the end of the responses the latest user
+content before it keeps, when that comes after where the response of its chain before it goes; else
+right after that response (a chain dropped or moved with its first response takes its strays along,
+unless a later home comes between: then the chain is cut at the stray, task 136); but first in the
+user content answering the model's calls it came after where none before it keeps a response after
+them (policy stray-after-the-calls-answer), unless a call of its own id joins them. Where that puts it
+back past the user's text or another model content (not calls) that came between, it goes in a user
+content of its own right after the model content it came in (policy stray-where-it-came, task 163).
+A chain whose first response repair moves is cut too at a response of it in a later user content that
+the user's text or the model's content parts from where that first response goes (and from where the
+response before it came): it stays where it came (policy chain-goes-on-where-it-came, task 145). So
+the repaired history says the model saw it no sooner than it did (audits 111, 147).
 
 A chain is told by its responses' ids: responses without ids never chain (policy
 id-less-responses-unchained). ``willContinue`` applies to NON_BLOCKING functions alone, which the
@@ -95,11 +93,10 @@ def stray_findings(
     chain-response-in-the-model-content). ``told``: the kinds found of each response read as a result
     (a chain's first), a ``duplicate-result`` only when repair drops it (past its turn's calls of its id:
     else it answers one of them, renamed)."""
-    why = f"{STRAY_WHY}: Gemini takes responses from a user content, as its chain began"
     model = models(messages, found)
     for (at, slot), rest in found.items():
-        if at in model:  # one begun there moves whole with its first response
-            continue
+        began = "" if at in model else ", as its chain began"  # (begun in a model content: read past, task 163)
+        why = f"{STRAY_WHY}: Gemini takes responses from a user content{began}"
         said = told.get((at, slot), set()) & {Kind.ORPHAN, Kind.DUPLICATE_RESULT}
         kind = min(said, key=lambda each: each.value) if said else None
         going = (
@@ -107,7 +104,8 @@ def stray_findings(
         )
         for entry in rest:
             if entry.message in model:
-                shown_as = (entry.message + 1, why if kind is None else going, entry.name)
+                place = f" (part {entry.slot + 1} of message {entry.message + 1})"
+                shown_as = (entry.message + 1, (why if kind is None else going) + place, entry.name)
                 yield Finding(kind or Kind.MISPLACED_RESULT, shown(entry.key), *shown_as)
 
 
@@ -155,25 +153,26 @@ def home_strays(plan: _Plan) -> None:
     than both (``plan.trail``, written by :func:`after_calls`). Once every turn is paired: a chain
     dropped with its first response took it along; one moved with it too, unless that puts it back
     past such a content or calls (policy stray-after-the-calls-answer, task 136): then the chain is cut
-    there (:class:`_Cut`), the stray placed as any, the chain's responses after it as they came."""
+    there (:class:`_Cut`), the stray placed as any, the chain's responses after it as they came. Put back past
+    the user's text or another model content (not calls) between, it goes after its own (stray-where-it-came)."""
     marks: tuple[list[tuple[int, int]], tuple[list[tuple[int, int]], _Again]] | None = None  # once, with a stray
     home: tuple[int, int] | None = None  # where the response of the chain before the stray goes
     called = False  # home is the model's calls (message, part): in the user content answering them
-    cut = _Cut(plan)
+    cut, stays, staying, prev = _Cut(plan), list[list[Entry]](), False, (-1, -1)  # (prev: where the one before came)
     for entry, stray in strays(plan.chains, plan.model):
-        spot = (entry.message, entry.slot)
+        spot, prev, before_it = (entry.message, entry.slot), (entry.message, entry.slot), prev
         if spot in plan.chains:  # a chain's first response (strays yields it first)
-            home, called = cut.begin(spot), False
+            home, called, staying = cut.begin(spot), False, False  # staying: home is a stray's kept apart
             continue
         cut.index += 1
-        if cut.carried and not stray and not cut.done and cut.past(entry):
+        if cut.carried and not stray and not cut.done and cut.past(entry, before_it):
             cut.take(entry)  # a user content after where its first response goes: it stays where it came
         if cut.carried and not stray:  # goes with its chain's first response, or where it came once cut
-            home, called = (cut.keep(entry, marks), False) if cut.done else (home, called)
+            home, called, staying = (cut.keep(entry, marks), False, False) if cut.done else (home, called, staying)
             continue
         if not stray or home is None:
             home = spot if spot not in plan.drop else None
-            called = False
+            called = staying = False
             continue
         ends, (calls, again) = marks = (_kept_ends(plan), _kept_calls(plan)) if marks is None else marks
         before = bisect_left(ends, entry.message, key=lambda end: end[0])  # in message order: no scan a stray
@@ -183,12 +182,22 @@ def home_strays(plan: _Plan) -> None:
         made = bisect_left(calls, spot)
         if made and calls[made - 1] > home and not _called_again(again, entry, calls[made - 1]):
             home, called = calls[made - 1], True
-        if cut.carried and not cut.done and home == was:
+        start = max(home, before_it)  # (calls between: stray-after-the-calls-answer's; its own content's parts: never)
+        apart = not called and not (made and calls[made - 1] > start) and cut.between(start, (entry.message, 0))
+        apart = apart and not _called_again(again, entry, (entry.message, 0))  # after its content, it would answer it
+        joins = not called and staying and home == was and not apart  # right after the stray before it, kept apart
+        staying = apart or joins
+        if cut.carried and not cut.done and home == was and not staying:
             continue  # right after its chain's response before it, moved with it: no later home
         cut.take(entry)
         plan.drop.add(spot)
         plan.touched.add(entry.message)
-        if called:  # the model's calls came after the responses kept before it, or its chain's before it
+        if staying:  # put back where home is, it went past the user's text or the model's content after it
+            home = spot
+            stays[-1:] = [[*stays[-1], entry]] if joins else [*stays[-1:], [entry]]  # joins: in the last one's
+            why = f"{STRAY_WHY}: moved into a user content of its own right after the model content it came in,"
+            why += " as the user's text or the model's content came between it and its chain's response before it"
+        elif called:  # the model's calls came after the responses kept before it, or its chain's before it
             plan.trail.append((home[0], entry))
             why = f"{STRAY_WHY}: moved first into the user content answering the model's calls it came after"
             why += f" (message {home[0] + 1}), which no user content before it keeps a response after"
@@ -199,6 +208,8 @@ def home_strays(plan: _Plan) -> None:
             why += f" that comes no sooner than its chain's response before it (message {home[0] + 1})"
         plan.changes.append(Change("moved-misplaced-result", entry.message + 1, shown(entry.key), why))
     cut.finish()
+    for group in stays:  # (copied once the cut chains' copies are gone: finish takes out only theirs)
+        plan.add_after.setdefault(group[0].message, []).append({"role": "user", "parts": plan.moved(group)})
 
 
 class _Cut:
@@ -224,15 +235,21 @@ class _Cut:
         self.carried = spot in self.to
         return self.to.get(spot)
 
-    def past(self, entry: Entry) -> bool:
+    def past(self, entry: Entry, before: tuple[int, int]) -> bool:
         """Does a part repair keeps, not a response (the user's text, the model's content), stand between
         where the chain's first response is written and ``entry``, a response of it in a later user
         content? It stays where it came then (policy chain-goes-on-where-it-came): carried back, it said
-        the model or the user saw it sooner than they did. Such parts listed once a history and bisected:
-        a scan from where each chain's first response goes was quadratic (thousands of chains, audit 147)."""
+        the model or the user saw it sooner than they did. Not a part the response before it (``before``)
+        was carried past already, nor one before it in its own content, whose responses go first: so
+        ``U[t1 a1+] U[a2.]`` is repaired as ``U[t1 a1+ a2.]`` is (task 163)."""
         to = self.to.get(self.head) if self.to is not None else None
         if to is None or entry.message <= max(to[0], self.head[0]):
             return False
+        return self.between(max(to, before), (entry.message, 0))
+
+    def between(self, home: tuple[int, int], end: tuple[int, int]) -> bool:
+        """Does a part repair keeps, not a response, stand after ``home`` and before ``end``? Such parts listed once
+        a history and bisected: a scan from each chain's first response's home was quadratic (audit 147)."""
         if self.kept is None:  # (no non-response part is dropped or kept again here: only responses are)
             drop, messages = self.plan.drop, self.plan.messages
             self.kept = [
@@ -241,9 +258,8 @@ class _Cut:
                 for slot, part in enumerate(message.get("parts") or [])
                 if (at, slot) not in drop and gemini_payload(part, "result") is None
             ]
-        start = (to[0], 0) if to[1] < 0 else (to[0] + 1, 0)  # before the text of a content, or after one
-        found = bisect_left(self.kept, start)
-        return found < len(self.kept) and self.kept[found] < (entry.message, entry.slot)
+        found = bisect_left(self.kept, (home[0], home[1] + 1))  # (x, -1): from x's first part; (x, 1 << 62): after x
+        return found < len(self.kept) and self.kept[found] < end
 
     def take(self, entry: Entry) -> None:
         """A stray placed on its own: if it went with its chain, the chain is cut at it."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fsm.engine.machine import SpecMachine
@@ -17,7 +17,7 @@ from fsm.history.detect import Named, resolve_format
 from fsm.history.empty import WHY as EMPTY_WHY
 from fsm.history.empty import refused as refused_empty
 from fsm.history.entries import Entry, Key, Paired, Roles, Segment
-from fsm.history.findings import Finding, Format, Kind, Report
+from fsm.history.findings import Finding, Format, Kind, Report, other_kinds_said
 from fsm.history.formats import known_role, shown
 from fsm.history.item_ids import duplicate_items
 from fsm.history.placeholders import usable_id
@@ -123,7 +123,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
             kinds.setdefault(entry.key, set()).add(entry.kind)
         call.at = entry.message + 1
         if trigger == "call" and len(kinds[entry.key]) > 1:  # one id for calls of two kinds at once is one too many
-            _other_kind_waits(ids, kinds[entry.key], entry, call)
+            _other_kinds(ids, kinds[entry.key], entry, call)
         if usable_id(fmt, entry.key) != entry.key:
             why = "Converse takes a toolUseId of 1 to 64 of [a-zA-Z0-9_.:-]; repair maps it as the next turn does"
             findings.append(Finding(Kind.UNUSABLE_ID, call.key, call.at, why, entry.name))
@@ -240,12 +240,11 @@ def _twins(
     return twins
 
 
-def _other_kind_waits(ids: dict[Paired, CallId], kinds: Collection[str | None], entry: Entry, call: CallId) -> None:
-    """A Responses call under an id a call of another kind waits on is a duplicate (result-answers-its-kind)."""
-    others = [ids[(entry.key, kind)] for kind in kinds if kind != entry.kind]
-    if latest := max((other.call_message for other in others if other.state == "outstanding"), default=0):
-        why = f"a second call while the one in message {latest} is unanswered"
-        call.findings.append(Finding(Kind.DUPLICATE_CALL, call.key, call.at, why, entry.name))
+def _other_kinds(ids: dict[Paired, CallId], kinds: set[str | None], entry: Entry, call: CallId) -> None:
+    """A Responses call under an id calls of other kinds used: a duplicate, or a reuse (result-answers-its-kind)."""
+    others = [(ids[(entry.key, kind)], kind) for kind in kinds - {entry.kind}]
+    if said := other_kinds_said(others, call.state == "unseen"):
+        call.findings.append(Finding(said[0], call.key, call.at, said[1], entry.name))
 
 
 def _in_claudes_run(messages: Sequence[Mapping[str, Any]], roles: Roles, at: int) -> bool:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from typing import Literal
+from collections.abc import Iterable
+from typing import Literal, Protocol
 
 import attrs
 
@@ -145,6 +146,28 @@ class Kind(enum.Enum):
 
 REJECTED = frozenset(Kind) - {Kind.REUSED}
 """Findings a strict provider refuses the request for."""
+
+
+class _Walked(Protocol):
+    state: str  # its state in the history machine
+    call_message: int  # 1-based position of its latest call
+
+
+def other_kinds_said(others: Iterable[tuple[_Walked, object]], first: bool) -> tuple[Kind, str] | None:
+    """What a Responses call says under an id calls of other kinds used, each with its kind (as check
+    walks them) (policy result-answers-its-kind): a ``duplicate-call`` while one waits;
+    else, when it is the first call of its own kind (``first``), the use of the id again after the latest
+    of them, answered (``reused``) or never (``reused-unanswered``), as after a call of its own kind: a
+    ``computer_call x`` answered, then a ``function_call x``, said nothing (task 163)."""
+    made = sorted((other.call_message, other.state, str(kind)) for other, kind in others if other.call_message > 0)
+    if waiting := max((at for at, state, _ in made if state == "outstanding"), default=0):
+        return Kind.DUPLICATE_CALL, f"a second call while the one in message {waiting} is unanswered"
+    if not first or not made:
+        return None
+    at, state, kind = made[-1]
+    if state == "dangling":
+        return Kind.REUSED_UNANSWERED, f"reused, but the {kind} in message {at} was never answered"
+    return Kind.REUSED, f"id reused after its {kind} (message {at}) was answered"
 
 
 @attrs.frozen
