@@ -38,6 +38,40 @@ from fsm.history.server_blocks import is_server_result, models_block
 from fsm.history.twins import CallIndex, CodeCalls, Stretches, twin_calls
 
 
+class RunIds:
+    """The server ids of a run of Claude's messages as its latest server blocks were paired: a view of the ids
+    a chain of runs joined one to the next took, in order (``order``, shared by the chain's views), the first
+    ``count`` of them, and those taken by this view alone after later runs joined (``own``). A run that joins
+    the latest takes its ids into the shared order and is a longer view of it: a copy of the ids so far for each
+    run joined was quadratic (thousands of rounds joined as repair removes their user messages, task 162)."""
+
+    __slots__ = ("count", "order", "own")
+
+    def __init__(self, order: dict[Key, int] | None = None) -> None:
+        self.order: dict[Key, int] = {} if order is None else order
+        self.count, self.own = len(self.order), set[Key]()
+
+    def among(self, keys: set[Key]) -> set[Key]:
+        """Those of ``keys`` held (read through ``keys``: the run's may be many)."""
+        return {key for key in keys if self.order.get(key, self.count) < self.count or key in self.own}
+
+    def take(self, keys: set[Key]) -> None:
+        """Hold ``keys`` too: in the shared order when this view is its longest (no view after it reads them)."""
+        if self.count == len(self.order):
+            for key in keys:
+                self.order.setdefault(key, len(self.order))
+            self.count = len(self.order)
+        else:
+            self.own |= keys
+
+    def joined(self, keys: set[Key]) -> RunIds:
+        """The view of a run joining this one, the latest, that holds ``keys`` too (this view stays as it was)."""
+        assert not self.own and self.count == len(self.order)  # the latest takes into the order, never its own
+        later = RunIds(self.order)
+        later.take(keys)
+        return later
+
+
 class ServerRuns:
     """The server blocks paired so far: the last message of the latest (``end``) and the server ids of the
     run they are in (``ids``); and, for each paired in message order, its last message (``ends``, ascending)
@@ -48,9 +82,9 @@ class ServerRuns:
     __slots__ = ("added", "code_calls", "end", "ends", "gone", "ids", "index", "seen", "size", "stretches", "taken")
 
     def __init__(self) -> None:
-        self.end, self.ids = -1, set[Key]()
+        self.end, self.ids = -1, RunIds()
         self.ends: list[int] = []
-        self.taken: list[set[Key]] = []
+        self.taken: list[RunIds] = []
         self.index: CallIndex | None = None
         self.code_calls: CodeCalls | None = None
         self.size: dict[int, int] = {}  # a message's blocks, and how many of them in a row repair drops
@@ -154,7 +188,7 @@ def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[
         # it ends (task 125): the latest run stays the one a later run may join, and takes these ids when one
         prior = bisect_left(runs.ends, start) - 1  # the run before it, which a removed message may join it to
         if prior >= 0 and _joins(plan, runs, runs.ends[prior], start, called):
-            collide |= {key: f"a server call under {key!r} {why}" for key in runs.taken[prior] & keys}
+            collide |= {key: f"a server call under {key!r} {why}" for key in runs.taken[prior].among(keys)}
         reach = ends  # the run of Claude's holding ``ends``, up to the latest run's end: the runs paired in it
         # (a message repair writes after one parts the run there, as in _joins; a row of assistant messages is
         # stepped over at once, up to such a message: each code that waited to the end walked it, task 144)
@@ -164,11 +198,13 @@ def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[
         later = bisect_right(runs.ends, reach) - 1  # the last of them, whose ids are the run's: it takes these
         if later >= 0 and runs.ends[later] >= ends:
             why = "that a later message of its run, paired first, has too"
-            collide |= {key: f"a server call under {key!r} {why}" for key in runs.taken[later] & held - set(collide)}
-            runs.taken[later].update(held)  # (the latest run's are ``runs.ids``: that set)
+            collide |= {
+                key: f"a server call under {key!r} {why}" for key in runs.taken[later].among(held - set(collide))
+            }
+            runs.taken[later].take(held)  # (the latest run's are ``runs.ids``: that view)
         return collide
-    collide |= {key: f"a server call under {key!r} {why}" for key in (before & keys if joined else ())}
-    runs.end, runs.ids = ends, (before if joined else set()) | held
+    collide |= {key: f"a server call under {key!r} {why}" for key in (before.among(keys) if joined else ())}
+    runs.end, runs.ids = ends, before.joined(held) if joined else RunIds({key: n for n, key in enumerate(held)})
     runs.ends.append(ends)
     runs.taken.append(runs.ids)
     return collide
