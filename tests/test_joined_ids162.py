@@ -13,7 +13,7 @@ import pytest
 
 from fsm import history
 from fsm.history import RepairPolicy
-from fsm.history.joined_runs import RunIds, ServerRuns
+from fsm.history.joined_runs import Dropped, RunIds, ServerRuns
 from tests.test_hostile_audit80 import ASK, a, res, srv, u, use
 
 repair_module = importlib.import_module("fsm.history.repair")
@@ -39,13 +39,13 @@ def _runs_of(monkeypatch: pytest.MonkeyPatch, conversation: list[dict[str, Any]]
     made: list[ServerRuns] = []
 
     class Recorded(ServerRuns):
-        def __init__(self) -> None:
-            super().__init__()
+        def __init__(self, doomed: Dropped = frozenset()) -> None:
+            super().__init__(doomed)
             made.append(self)
 
     monkeypatch.setattr(repair_module, "ServerRuns", Recorded)
     out = history.repair(conversation, DROP, format="anthropic")
-    return made[0], out
+    return made[-1], out  # (the last pass's, were there two)
 
 
 def test_joined_runs_share_one_order_each_view_a_longer_prefix(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,6 +16,10 @@ them, and against the runs paired first in their own (results sent in the model'
 moves after the run join them), where their own call under such an id is the one renamed (task 135).
 Converse alike, where only a message that goes (or an assistant message) leaves the two joined.
 
+A call repair drops holds no id (``dropped-call-frees-id``), so none of these collides with it; where the drop
+is found only after the calls under its id were paired, repair pairs again knowing the first pass's drops
+(``ServerRuns.doomed``, task 162). The runs joined share one order of their ids, each a view of it (:class:`RunIds`).
+
 Converse, Gemini: a model's message holding results sent in its role (``misplaced-result``) that keeps
 more than them joins the calls' message before it, as repair writes messages of one role in a row; but
 not across a message of a role the format lacks, which stays between (``unknown-role-kept-apart``), nor into
@@ -26,7 +30,7 @@ calls sent in such a role: the turn's answer then goes right after the calls, no
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from itertools import islice
 from typing import Any
 
@@ -36,6 +40,9 @@ from fsm.history.formats import ANTHROPIC_CALLS, items, known_role
 from fsm.history.rewrite import ALTERNATING, Writer
 from fsm.history.server_blocks import is_server_result, models_block
 from fsm.history.twins import CallIndex, CodeCalls, Stretches, twin_calls
+
+Dropped = frozenset[tuple[int, int]]
+"""The blocks (message, slot) a first pass of repair found it drops."""
 
 
 class RunIds:
@@ -79,9 +86,12 @@ class ServerRuns:
     finds the run before it and the runs paired in its own (task 135). And (Anthropic) the history's calls
     by id (``index``), read once a repair when a turn first asks for its twins."""
 
-    __slots__ = ("added", "code_calls", "end", "ends", "gone", "ids", "index", "seen", "size", "stretches", "taken")
+    __slots__ = (
+        *("added", "code_calls", "doomed", "end", "ends", "gone", "ids", "index", "seen", "size", "stretches", "taken"),
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, doomed: Dropped = frozenset()) -> None:
+        self.doomed = doomed  # the blocks a first pass found repair drops, dropped or not as yet (task 162)
         self.end, self.ids = -1, RunIds()
         self.ends: list[int] = []
         self.taken: list[RunIds] = []
@@ -94,6 +104,11 @@ class ServerRuns:
         # walk down its run steps over at once (see :meth:`low`).
         self.stretches = Stretches()
         self.seen = (0, 0, 0)  # how many messages repair had moved results into when last looked
+
+    def dropping(self, plan: Writer) -> Container[tuple[int, int]]:
+        """The blocks repair drops: as decided so far, and (a second pass) those the first found it drops. A
+        block dropped after a call under its id was paired held no id, and that call's rename was needless."""
+        return _Dropping(plan.drop, self.doomed) if self.doomed else plan.drop
 
     def row(self, plan: Writer, at: int) -> int:
         """The last of the assistant messages in a row from message ``at`` (``at`` itself when it is none)."""
@@ -159,6 +174,16 @@ class ServerRuns:
         return self.code_calls
 
 
+class _Dropping:
+    __slots__ = ("doomed", "drop")
+
+    def __init__(self, drop: set[tuple[int, int]], doomed: Dropped) -> None:
+        self.drop, self.doomed = drop, doomed
+
+    def __contains__(self, place: object) -> bool:
+        return place in self.drop or place in self.doomed
+
+
 def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[Key, str]:
     """The server ids of ``segment``'s run that the run of the server blocks before it has too, when the
     two are one turn once repair is done (else none), and (Anthropic) those under which its calls come after
@@ -172,7 +197,9 @@ def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[
     }
     if plan.fmt not in ALTERNATING or not segment.server or not segment.calls:
         return collide
-    start, keys = segment.calls[0].message, {call.key for call in segment.calls}
+    doomed = runs.doomed  # a call repair drops holds no id, and none collides with it (dropped-call-frees-id)
+    kept = [call for call in segment.calls if (call.message, call.slot) not in doomed]
+    start, keys = segment.calls[0].message, {call.key for call in kept}
     end, before = runs.end, runs.ids
     called = min((call.message for call in segment.beside), default=start)  # the run's first client call
     joined = _joins(plan, runs, end, start, called)
@@ -182,7 +209,7 @@ def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[
     first = ends  # the run of Claude's that holds ``ends``: a code's result may end a later one than its call's
     while first > start and _in_run(plan, runs, first - 1, called):  # (no walk past its own turn)
         first -= 1
-    held = {call.key for call in segment.calls if call.message >= first}  # an id answered in an earlier run is free
+    held = {call.key for call in kept if call.message >= first}  # an id answered in an earlier run is free
     if ends < end:  # paired after a later segment: a server call that waited past client results is paired after
         # the later runs it waited across (task 122), and the run its result ends is paired before the segments
         # it ends (task 125): the latest run stays the one a later run may join, and takes these ids when one
@@ -225,7 +252,7 @@ def _twins(plan: Writer, segment: Segment, first: int, runs: ServerRuns) -> dict
     dropped while pairing an earlier turn (a server call without its result) is no twin: it is not sent.
     The run is walked only for a turn whose ids a kept call of the other kind has (linear, task 144)."""
     index = runs.calls(plan)
-    if not index.shared(segment, plan.drop):
+    if not index.shared(segment, gone := runs.dropping(plan)):
         return {}
 
     def inside(at: int) -> bool:  # the run's first call's message, and one whose content goes after the run
@@ -237,7 +264,7 @@ def _twins(plan: Writer, segment: Segment, first: int, runs: ServerRuns) -> dict
         low -= 1
     down = lambda at: known if known <= at < first else index.back[at]  # noqa: E731
     in_run = lambda at: at >= low and (at == low or inside(at))  # noqa: E731
-    return twin_calls(plan.messages, segment, index, in_run, plan.drop, down)[0]
+    return twin_calls(plan.messages, segment, index, in_run, gone, down)[0]
 
 
 def _calls_kept(plan: Writer, at: int) -> bool:
