@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fsm.history.objects import is_object
+
 CODE_TYPES = frozenset({"code_execution_20250825", "code_execution_20260120", "code_execution_20260521"})
 """The caller types of code execution the API lists, whose ``tool_id`` names the server call that ran the code."""
 VERSIONED = "code_execution_"
@@ -41,8 +43,8 @@ def code_type(kind: str) -> bool:
 
 def caller_code(block: Any) -> str | None:
     """The server call a client call names as its ``caller`` (None for Claude's own, or a malformed caller)."""
-    caller = block.get("caller") if isinstance(block, Mapping) else None
-    if not isinstance(caller, Mapping) or type(caller.get("type")) is not str or not code_type(caller["type"]):
+    caller = block.get("caller") if is_object(block) else None
+    if caller is None or not is_object(caller) or type(caller.get("type")) is not str or not code_type(caller["type"]):
         return None  # (a type of no str may be unhashable)
     code = caller.get("tool_id")
     return code if type(code) is str else None

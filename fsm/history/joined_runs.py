@@ -16,6 +16,10 @@ them, and against the runs paired first in their own (results sent in the model'
 moves after the run join them), where their own call under such an id is the one renamed (task 135).
 Converse alike, where only a message that goes (or an assistant message) leaves the two joined.
 
+A call repair drops holds no id (``dropped-call-frees-id``), so none of these collides with it; where the drop
+is found only after the calls under its id were paired, repair pairs again knowing the first pass's drops
+(``ServerRuns.doomed``, task 162). The runs joined share one order of their ids, each a view of it (:class:`RunIds`).
+
 Converse, Gemini: a model's message holding results sent in its role (``misplaced-result``) that keeps
 more than them joins the calls' message before it, as repair writes messages of one role in a row; but
 not across a message of a role the format lacks, which stays between (``unknown-role-kept-apart``), nor into
@@ -26,7 +30,7 @@ calls sent in such a role: the turn's answer then goes right after the calls, no
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from itertools import islice
 from typing import Any
 
@@ -37,6 +41,43 @@ from fsm.history.rewrite import ALTERNATING, Writer
 from fsm.history.server_blocks import is_server_result, models_block
 from fsm.history.twins import CallIndex, CodeCalls, Stretches, twin_calls
 
+Dropped = frozenset[tuple[int, int]]
+"""The blocks (message, slot) a first pass of repair found it drops."""
+
+
+class RunIds:
+    """The server ids of a run of Claude's messages as its latest server blocks were paired: a view of the ids
+    a chain of runs joined one to the next took, in order (``order``, shared by the chain's views), the first
+    ``count`` of them, and those taken by this view alone after later runs joined (``own``). A run that joins
+    the latest takes its ids into the shared order and is a longer view of it: a copy of the ids so far for each
+    run joined was quadratic (thousands of rounds joined as repair removes their user messages, task 162)."""
+
+    __slots__ = ("count", "order", "own")
+
+    def __init__(self, order: dict[Key, int] | None = None) -> None:
+        self.order: dict[Key, int] = {} if order is None else order
+        self.count, self.own = len(self.order), set[Key]()
+
+    def among(self, keys: set[Key]) -> set[Key]:
+        """Those of ``keys`` held (read through ``keys``: the run's may be many)."""
+        return {key for key in keys if self.order.get(key, self.count) < self.count or key in self.own}
+
+    def take(self, keys: set[Key]) -> None:
+        """Hold ``keys`` too: in the shared order when this view is its longest (no view after it reads them)."""
+        if self.count == len(self.order):
+            for key in keys:
+                self.order.setdefault(key, len(self.order))
+            self.count = len(self.order)
+        else:
+            self.own |= keys
+
+    def joined(self, keys: set[Key]) -> RunIds:
+        """The view of a run joining this one, the latest, that holds ``keys`` too (this view stays as it was)."""
+        assert not self.own and self.count == len(self.order)  # the latest takes into the order, never its own
+        later = RunIds(self.order)
+        later.take(keys)
+        return later
+
 
 class ServerRuns:
     """The server blocks paired so far: the last message of the latest (``end``) and the server ids of the
@@ -45,12 +86,15 @@ class ServerRuns:
     finds the run before it and the runs paired in its own (task 135). And (Anthropic) the history's calls
     by id (``index``), read once a repair when a turn first asks for its twins."""
 
-    __slots__ = ("added", "code_calls", "end", "ends", "gone", "ids", "index", "seen", "size", "stretches", "taken")
+    __slots__ = (
+        *("added", "code_calls", "doomed", "end", "ends", "gone", "ids", "index", "seen", "size", "stretches", "taken"),
+    )
 
-    def __init__(self) -> None:
-        self.end, self.ids = -1, set[Key]()
+    def __init__(self, doomed: Dropped = frozenset()) -> None:
+        self.doomed = doomed  # the blocks a first pass found repair drops, dropped or not as yet (task 162)
+        self.end, self.ids = -1, RunIds()
         self.ends: list[int] = []
-        self.taken: list[set[Key]] = []
+        self.taken: list[RunIds] = []
         self.index: CallIndex | None = None
         self.code_calls: CodeCalls | None = None
         self.size: dict[int, int] = {}  # a message's blocks, and how many of them in a row repair drops
@@ -60,6 +104,11 @@ class ServerRuns:
         # walk down its run steps over at once (see :meth:`low`).
         self.stretches = Stretches()
         self.seen = (0, 0, 0)  # how many messages repair had moved results into when last looked
+
+    def dropping(self, plan: Writer) -> Container[tuple[int, int]]:
+        """The blocks repair drops: as decided so far, and (a second pass) those the first found it drops. A
+        block dropped after a call under its id was paired held no id, and that call's rename was needless."""
+        return _Dropping(plan.drop, self.doomed) if self.doomed else plan.drop
 
     def row(self, plan: Writer, at: int) -> int:
         """The last of the assistant messages in a row from message ``at`` (``at`` itself when it is none)."""
@@ -125,6 +174,16 @@ class ServerRuns:
         return self.code_calls
 
 
+class _Dropping:
+    __slots__ = ("doomed", "drop")
+
+    def __init__(self, drop: set[tuple[int, int]], doomed: Dropped) -> None:
+        self.drop, self.doomed = drop, doomed
+
+    def __contains__(self, place: object) -> bool:
+        return place in self.drop or place in self.doomed
+
+
 def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[Key, str]:
     """The server ids of ``segment``'s run that the run of the server blocks before it has too, when the
     two are one turn once repair is done (else none), and (Anthropic) those under which its calls come after
@@ -138,7 +197,9 @@ def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[
     }
     if plan.fmt not in ALTERNATING or not segment.server or not segment.calls:
         return collide
-    start, keys = segment.calls[0].message, {call.key for call in segment.calls}
+    doomed = runs.doomed  # a call repair drops holds no id, and none collides with it (dropped-call-frees-id)
+    kept = [call for call in segment.calls if (call.message, call.slot) not in doomed]
+    start, keys = segment.calls[0].message, {call.key for call in kept}
     end, before = runs.end, runs.ids
     called = min((call.message for call in segment.beside), default=start)  # the run's first client call
     joined = _joins(plan, runs, end, start, called)
@@ -148,13 +209,13 @@ def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[
     first = ends  # the run of Claude's that holds ``ends``: a code's result may end a later one than its call's
     while first > start and _in_run(plan, runs, first - 1, called):  # (no walk past its own turn)
         first -= 1
-    held = {call.key for call in segment.calls if call.message >= first}  # an id answered in an earlier run is free
+    held = {call.key for call in kept if call.message >= first}  # an id answered in an earlier run is free
     if ends < end:  # paired after a later segment: a server call that waited past client results is paired after
         # the later runs it waited across (task 122), and the run its result ends is paired before the segments
         # it ends (task 125): the latest run stays the one a later run may join, and takes these ids when one
         prior = bisect_left(runs.ends, start) - 1  # the run before it, which a removed message may join it to
         if prior >= 0 and _joins(plan, runs, runs.ends[prior], start, called):
-            collide |= {key: f"a server call under {key!r} {why}" for key in runs.taken[prior] & keys}
+            collide |= {key: f"a server call under {key!r} {why}" for key in runs.taken[prior].among(keys)}
         reach = ends  # the run of Claude's holding ``ends``, up to the latest run's end: the runs paired in it
         # (a message repair writes after one parts the run there, as in _joins; a row of assistant messages is
         # stepped over at once, up to such a message: each code that waited to the end walked it, task 144)
@@ -164,11 +225,13 @@ def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[
         later = bisect_right(runs.ends, reach) - 1  # the last of them, whose ids are the run's: it takes these
         if later >= 0 and runs.ends[later] >= ends:
             why = "that a later message of its run, paired first, has too"
-            collide |= {key: f"a server call under {key!r} {why}" for key in runs.taken[later] & held - set(collide)}
-            runs.taken[later].update(held)  # (the latest run's are ``runs.ids``: that set)
+            collide |= {
+                key: f"a server call under {key!r} {why}" for key in runs.taken[later].among(held - set(collide))
+            }
+            runs.taken[later].take(held)  # (the latest run's are ``runs.ids``: that view)
         return collide
-    collide |= {key: f"a server call under {key!r} {why}" for key in (before & keys if joined else ())}
-    runs.end, runs.ids = ends, (before if joined else set()) | held
+    collide |= {key: f"a server call under {key!r} {why}" for key in (before.among(keys) if joined else ())}
+    runs.end, runs.ids = ends, before.joined(held) if joined else RunIds({key: n for n, key in enumerate(held)})
     runs.ends.append(ends)
     runs.taken.append(runs.ids)
     return collide
@@ -189,7 +252,7 @@ def _twins(plan: Writer, segment: Segment, first: int, runs: ServerRuns) -> dict
     dropped while pairing an earlier turn (a server call without its result) is no twin: it is not sent.
     The run is walked only for a turn whose ids a kept call of the other kind has (linear, task 144)."""
     index = runs.calls(plan)
-    if not index.shared(segment, plan.drop):
+    if not index.shared(segment, gone := runs.dropping(plan)):
         return {}
 
     def inside(at: int) -> bool:  # the run's first call's message, and one whose content goes after the run
@@ -201,7 +264,7 @@ def _twins(plan: Writer, segment: Segment, first: int, runs: ServerRuns) -> dict
         low -= 1
     down = lambda at: known if known <= at < first else index.back[at]  # noqa: E731
     in_run = lambda at: at >= low and (at == low or inside(at))  # noqa: E731
-    return twin_calls(plan.messages, segment, index, in_run, plan.drop, down)[0]
+    return twin_calls(plan.messages, segment, index, in_run, gone, down)[0]
 
 
 def _calls_kept(plan: Writer, at: int) -> bool:

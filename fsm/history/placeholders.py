@@ -94,6 +94,8 @@ class HeldIds:
 
     def __init__(self, fmt: Format, messages: Sequence[Mapping[str, Any]], ids: IdAllocator) -> None:
         self.fmt, self.messages, self.ids, self.read, self.reach = fmt, messages, ids, 0, -1
+        self.in_turn = set[Key]()  # the ids of the turn being paired (repair sets them)
+        self.mapped_for: dict[str, tuple[Key, int]] = {}  # Converse: each mapping given, for which id, where
 
     def upto(self, last: int) -> None:
         """The ids of every message up to ``last`` (0-based) are held from now on: taken before the next claim."""
@@ -107,6 +109,18 @@ class HeldIds:
                 self.ids.take(held)
             self.read += 1
         return self.ids.claim(wanted)
+
+    def usable(self, key: Key, at: int) -> Key:
+        """``key`` as the format takes it; mapped (Converse), made unique against the ids in use as a
+        rename is, but for the mapping an earlier message gave this very id, which it reuses as the id is."""
+        mapped = usable_id(self.fmt, key)
+        if mapped == key or not isinstance(mapped, str):
+            return mapped
+        given = self.mapped_for.get(mapped)
+        if not (given is not None and given[0] == key and given[1] != at and mapped not in self.in_turn):
+            mapped = self.claim(mapped)
+        self.mapped_for[mapped] = (key, at)
+        return mapped
 
 
 def _held(fmt: Format, message: Mapping[str, Any]) -> Iterator[str]:

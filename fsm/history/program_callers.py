@@ -51,6 +51,7 @@ from fsm.history.code_waits import is_key
 from fsm.history.entries import Entry
 from fsm.history.findings import Finding, Kind
 from fsm.history.formats import RESPONSES_OUTPUT_OF, RESPONSES_OUTPUTS, items, shown
+from fsm.history.objects import is_object
 from fsm.history.rewrite import Writer
 from fsm.history.server_blocks import SERVER_CALLS, is_server_result
 
@@ -144,9 +145,9 @@ def _code_callers(messages: Sequence[Any]) -> list[tuple[int, int, str, Any, Kin
     done: set[Any] = set()
     found: list[tuple[int, int, str, Any, Kind, str]] = []
     for at, message in enumerate(messages):
-        content = message.get("content") if isinstance(message, Mapping) else None
+        content = message.get("content") if is_object(message) else None
         for slot, block in enumerate(content if isinstance(content, list) else ()):
-            kind = block.get("type") if isinstance(block, Mapping) else None
+            kind = block.get("type") if is_object(block) else None
             if type(kind) is not str:  # (a type of no str may be unhashable)
                 continue
             if kind in SERVER_CALLS and is_key(block.get("id")):

@@ -4,7 +4,8 @@ The pairing truth is the order an agent runs calls in: within a turn, the k-th r
 the k-th call with id ``x`` (of its kind, Responses: result-answers-its-kind). Repair keeps each pair and changes only:
 
 * the 2nd, 3rd, ... call under one id in a turn becomes ``<id>_d2``, ``<id>_d3`` (in order, skipping any id held up to
-  and in its turn, rename-skips-held-ids; within a format's ``ID_LIMIT``), and its result gets the new id too;
+  and in its turn, rename-skips-held-ids; within a format's ``ID_LIMIT``), and its result gets the new id too; but
+  not after a call repair drops, nor when dropped itself, though found dropped late (dropped-call-frees-id: _planned);
 * a Converse ``toolUseId`` Bedrock refuses (over 64 characters, or a character outside ``[a-zA-Z0-9_.:-]``) is mapped
   as the ``"bedrock"`` next turn maps it (:func:`fsm.messages.bedrock.converse_id`), in its call and result alike;
 * a Gemini response going on with one before it (``willContinue``) is dropped, renamed and moved with that one, as one
@@ -70,8 +71,8 @@ from fsm.history.entries import Entry, Key, Paired, Roles, Segment
 from fsm.history.findings import Format
 from fsm.history.formats import CALLER, ID_LIMIT, MODEL_ROLE, shown
 from fsm.history.item_ids import renumbered, settle_items, settled_changes
-from fsm.history.joined_runs import ServerRuns, joined_server_ids, kept_apart, left_empty
-from fsm.history.placeholders import HeldIds, placeholder, signed, usable_id
+from fsm.history.joined_runs import Dropped, ServerRuns, joined_server_ids, kept_apart, left_empty
+from fsm.history.placeholders import HeldIds, placeholder, signed
 from fsm.history.program_callers import follow_renamed_code, kept_callers, kept_code_callers
 from fsm.history.rewrite import ALTERNATING, FIELD, SERVER_WHY, Writer
 from fsm.history.turns import segments
@@ -87,12 +88,12 @@ def repair(
     if fmt is None:  # "auto", and no message tells a format: nothing to pair or judge (auto-by-tool-content)
         return [m if isinstance(m, dict) else dict(m) for m in messages], []
     messages, kept, settled = settle_items(messages) if fmt == "responses" else dropped_declined(messages, fmt)
-    plan = _Plan(fmt, policy, messages)
-    for segment in segments(messages, fmt, plan.roles):
-        plan.pair(segment)
-    after_their_calls(plan, plan.codes)  # once every call's drop is known (code-result-after-its-calls)
-    home_strays(plan)  # once every chain's drop or move with its first response is known
-    drop_paused(plan)
+    plan = _planned(fmt, policy, messages, frozenset())
+    dropped, renamed = ({c.id for c in plan.changes if c.kind == kind} for kind in ("dropped-call", "renamed-call"))
+    if (
+        fmt in ALTERNATING and dropped & renamed
+    ):  # a rename maybe needless: the drops known first (dropped-call-frees-id)
+        plan = _planned(fmt, policy, messages, frozenset(plan.drop))
     fixed = after_calls(plan, plan.rewrite())  # strays after the model's calls they came after
     plan.changes += kept_roles(plan.roles.odd, plan.emptied | plan.to_user, fmt)
     plan.changes += kept_callers(messages, plan.drop) if fmt == "responses" else []  # caller-program-first
@@ -101,17 +102,27 @@ def repair(
     return fixed, settled_changes(settled, renumbered(plan.changes, kept), fixed)
 
 
+def _planned(fmt: Format, policy: RepairPolicy, messages: Sequence[Mapping[str, Any]], doomed: Dropped) -> _Plan:
+    """Every turn paired, knowing (a second pass) the blocks the first dropped: paired later (task 162)."""
+    plan = _Plan(fmt, policy, messages, doomed)
+    for segment in segments(messages, fmt, plan.roles):
+        plan.pair(segment)
+    after_their_calls(plan, plan.codes)  # once every call's drop is known (code-result-after-its-calls)
+    home_strays(plan)  # once every chain's drop or move with its first response is known
+    drop_paused(plan)
+    return plan
+
+
 class _Plan(Writer):
     """What to change where, decided turn by turn, then written out in one pass (:class:`Writer`)."""
 
-    def __init__(self, fmt: Format, policy: RepairPolicy, messages: Sequence[Mapping[str, Any]]):
+    def __init__(self, fmt: Format, policy: RepairPolicy, messages: Sequence[Mapping[str, Any]], doomed: Dropped):
         self.start_writing(fmt, messages)
-        self.policy, self.roles, self.in_turn = policy, Roles(), set[Key]()  # in_turn: the ids of the turn being paired
+        self.policy, self.roles = policy, Roles()
         self.ids = IdAllocator(limit=ID_LIMIT.get(fmt))  # avoids the ids up to its turn's, no later: renames alike
         self.held = HeldIds(fmt, messages, self.ids)  # every id the messages up to a turn's last hold
         self.answered_last: dict[Paired, bool] = {}  # did the id's latest turn answer it? (names a drop)
-        self.mapped_for: dict[str, tuple[Key, int]] = {}  # Converse: each mapping given, for which id, where
-        self.server_runs = ServerRuns()  # Anthropic, Converse: the server blocks paired so far, their runs' ids
+        self.server_runs = ServerRuns(doomed)  # Anthropic, Converse: the server blocks paired so far, their runs' ids
         self.carried: dict[int, tuple[tuple[Entry, ...], int]] = {}  # the calls waited past, found dropped
         self.codes: list[tuple[Segment, dict[tuple[Paired, int], Entry], list[Entry]]] = []  # server results users sent
 
@@ -121,12 +132,12 @@ class _Plan(Writer):
             self.changes.append(going_on(self.model, kind, each, detail))
 
     def pair(self, segment: Segment) -> None:
-        self.in_turn, segment = set(), user_content_after(self, segment)
+        self.held.in_turn, segment = set(), user_content_after(self, segment)
         self.held.upto(max(segment.end, *(e.message for e in (*segment.calls, *segment.results, *segment.beside))))
         for entry in (*segment.calls, *segment.results, *segment.beside):
             if isinstance(entry.key, str):
                 self.ids.take(entry.key)
-                self.in_turn.add(entry.key)
+                self.held.in_turn.add(entry.key)
         calls_of = Counter((call.key, call.kind) for call in segment.calls)  # result-answers-its-kind
         collide = joined_server_ids(self, segment, self.server_runs)
         answer_of: dict[tuple[Paired, int], Entry] = {}
@@ -165,10 +176,11 @@ class _Plan(Writer):
                 self.split.add(call.message)
                 why = f"a call made in another role than the model's: moved into a message of role {CALLER[self.fmt]}"
                 self._change("moved-misplaced-call", call, why)
-            wire_id, before, held[call.key] = self._usable(call.key, call.message), held[call.key], held[call.key] + 1
-            # a call dropped holds no id: the next keeps it (dropped-call-frees-id); id-less keys are unique in a turn
-            if (before or call.key in collide) and isinstance(call.key, str):
-                wire_id = self._usable(self.held.claim(call.key), call.message)
+            gone = (call.message, call.slot) in self.server_runs.doomed  # dropped later (paused): kept no id
+            wire_id, before = self.held.usable(call.key, call.message), held[call.key]
+            held[call.key] += not gone  # a call dropped holds no id: the next keeps it (dropped-call-frees-id)
+            if (before or call.key in collide) and isinstance(call.key, str) and not gone:
+                wire_id = self.held.usable(self.held.claim(call.key), call.message)
                 self._rename(call, answer, wire_id)
                 why = f"call {k + 1} under {call.key!r} in its turn" if before else collide[call.key]
                 self._change("renamed-call", call, f"{why} is now {wire_id!r}")
@@ -333,18 +345,6 @@ class _Plan(Writer):
             self._edit(item, self.drop)
             self._change("dropped-reasoning", item, "the call item that followed it was dropped")
             at -= 1
-
-    def _usable(self, key: Key, at: int) -> Key:
-        """``key`` as the format takes it; mapped (Converse), made unique against the ids in use as a
-        rename is, but for the mapping an earlier message gave this very id, which it reuses as the id is."""
-        mapped = usable_id(self.fmt, key)
-        if mapped == key or not isinstance(mapped, str):
-            return mapped
-        given = self.mapped_for.get(mapped)
-        if not (given is not None and given[0] == key and given[1] != at and mapped not in self.in_turn):
-            mapped = self.held.claim(mapped)
-        self.mapped_for[mapped] = (key, at)
-        return mapped
 
     def _rename(self, call: Entry, answer: Entry | None, wire_id: Key) -> None:
         """Give ``call``, the result that answered it (if any) and its code's calls (as caller) the id ``wire_id``."""

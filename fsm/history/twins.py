@@ -16,6 +16,7 @@ from typing import Any
 
 from fsm.history.callers import caller_code
 from fsm.history.entries import Key, Segment
+from fsm.history.objects import is_object
 from fsm.history.server_blocks import SERVER_CALLS
 
 __all__ = ["CallIndex", "CodeCalls", "Stretches", "twin_calls"]
@@ -48,7 +49,7 @@ class CallIndex:
         for at, message in enumerate(messages):
             content = message.get("content")
             for slot, block in enumerate(content if isinstance(content, list) else ()):
-                if not isinstance(block, Mapping) or not isinstance(block.get("id"), str):
+                if not is_object(block) or not isinstance(block.get("id"), str):
                     continue
                 kind = block.get("type")
                 calls = self.client if kind == "tool_use" else self.server if kind in SERVER_CALLS else None
@@ -97,7 +98,7 @@ class CodeCalls:
         for at, message in enumerate(messages):
             content = message.get("content")
             for slot, block in enumerate(content if isinstance(content, list) else ()):
-                kind = block.get("type") if isinstance(block, Mapping) else None
+                kind = block.get("type") if is_object(block) else None
                 if type(kind) is str and (kind == "tool_use" or kind in SERVER_CALLS):
                     code = caller_code(block)
                     if code is not None:
