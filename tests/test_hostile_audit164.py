@@ -1,0 +1,76 @@
+"""Hostile audit 164 of task 163 (policy stray-where-it-came), by random Gemini histories of
+``willContinue`` chains, strays in model contents, the user's text, calls and placeholders.
+
+1. ``U[c1+] U[t a2] M[c3.]``: the stray ``c3`` went to the end of the responses of ``U[t a2]``,
+   which repair writes before ``t``: back past the user's text that came between ``c1`` and it,
+   while the same history in one user content, ``U[c1+ t a2] M[c3.]``, kept it after ``t``. The
+   text of that later content counted only from its last response, not from its first part.
+2. ``U[a1+] M[call b] U[t] M[a2.]``: the stray went first into the answer to ``b`` (policy
+   stray-after-the-calls-answer), written right after the calls, back past ``t``: the user's text
+   between the calls and the stray was never looked at when the stray's place was the calls' answer.
+
+Both now go in a user content of their own right after their model content, as the policy says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fsm import history
+from tests.test_will_continue104 import ASK, model, repaired, resp, user
+from tests.test_will_continue104 import call as gemini_call
+
+BETWEEN = history.RepairPolicy().between
+GONE = history.RepairPolicy().placeholder
+
+
+def text(said: str) -> dict[str, Any]:
+    return {"text": said}
+
+
+def brief(fixed: list[dict[str, Any]]) -> list[tuple[str, list[Any]]]:
+    """Each content's role and parts: a response as its tag (``GONE`` a placeholder), a call as its id."""
+
+    def one(part: dict[str, Any]) -> Any:
+        if "functionCall" in part:
+            return f"call {part['functionCall']['id']}"
+        said = part.get("functionResponse", {}).get("response")
+        return part.get("text") if said is None else said.get("x", said.get("error"))
+
+    return [(m["role"], [one(p) for p in m["parts"]]) for m in fixed]
+
+
+def test_a_stray_after_a_later_user_contents_text_stays_after_it() -> None:
+    head = [ASK, model(gemini_call("a"), gemini_call("c"))]
+    two = [*head, user(resp(1, True, "c")), user(text("t"), resp(2, None, "a")), model(resp(3, False, "c"))]
+    one = [*head, user(resp(1, True, "c"), text("t"), resp(2, None, "a")), model(resp(3, False, "c"))]
+    fixed, changes = repaired(two)
+    after = [("user", [1, 2]), ("model", [BETWEEN]), ("user", ["t"]), ("model", [BETWEEN]), ("user", [3])]
+    assert brief(fixed)[2:] == after
+    assert fixed == repaired(one)[0]  # one user content or two: one repair
+    (moved,) = [c for c in changes if c.kind == "moved-misplaced-result"]
+    assert moved.message == 5 and "of its own" in moved.detail
+
+
+@pytest.mark.parametrize("begun", [model, user], ids=["begun-in-a-model-content", "begun-in-the-users-content"])
+def test_a_stray_after_calls_and_the_users_text_stays_after_the_text(begun: Any) -> None:
+    conversation = [ASK, model(gemini_call("a")), begun(resp(1, True)), model(gemini_call("b"))]
+    conversation += [user(text("t")), model(resp(2, False))]
+    fixed, _ = repaired(conversation)
+    b_answered = [("user", [1]), ("model", ["call b"]), ("user", [GONE]), ("model", [BETWEEN]), ("user", ["t"])]
+    assert brief(fixed)[2:] == [*b_answered, ("model", [BETWEEN]), ("user", [2])]  # not [2, GONE] before "t"
+
+
+def test_a_stray_after_calls_with_only_the_models_content_between_still_goes_first_in_their_answer() -> None:
+    conversation = [ASK, model(gemini_call("a")), user(resp(1, True)), model(gemini_call("b"))]
+    conversation += [model(text("m")), model(resp(2, False))]  # (the model's contents in a row are one)
+    fixed, _ = repaired(conversation)
+    assert brief(fixed)[2:] == [("user", [1]), ("model", ["call b", "m"]), ("user", [2, GONE])]
+
+
+def test_strays_in_a_row_after_calls_and_the_users_text_share_one_content() -> None:
+    conversation = [ASK, model(gemini_call("a")), user(resp(1, True)), model(gemini_call("b"))]
+    conversation += [user(text("t")), model(resp(2, True)), model(resp(3, False))]
+    fixed, _ = repaired(conversation)
+    assert brief(fixed)[-2:] == [("model", [BETWEEN]), ("user", [2, 3])]
