@@ -37,7 +37,8 @@ def test_a_stray_goes_after_responses_moved_before_the_text_of_the_user_content_
     conversation += [user({"text": "u"}, resp(2, None, "b")), model(resp(3))]
     fixed, changes = repaired(conversation)
     assert sent(fixed) == [("a", 1, True), ("b", 2, False), ("a", 3, False)]  # a3 came after the call to b
-    assert fixed[4] == user(resp(2, None, "b"), resp(3))
+    assert fixed[4] == user(resp(2, None, "b"))  # audit 164: not with b2, back past "u" (stray-where-it-came)
+    assert fixed[6:] == [user({"text": "u"}), model({"text": history.RepairPolicy().between}), user(resp(3))]
     assert ("moved-misplaced-result", 6, "a") in [(c.kind, c.message, c.id) for c in changes]
 
 

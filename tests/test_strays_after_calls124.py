@@ -29,6 +29,9 @@ from tests.test_will_continue104 import call as gemini_call
 GONE = history.RepairPolicy().placeholder
 
 
+BETWEEN = history.RepairPolicy().between
+
+
 def placeholder(cid: str) -> dict[str, Any]:
     return {"functionResponse": {"id": cid, "name": "f", "response": {"error": GONE}}}
 
@@ -43,11 +46,13 @@ def test_a_stray_after_the_last_calls_goes_first_into_their_answer() -> None:
     assert ("moved-misplaced-result", 5, "a") in [(c.kind, c.message, c.id) for c in changes]
 
 
-def test_a_stray_after_calls_answered_in_the_users_text_content_goes_there() -> None:
+def test_a_stray_after_calls_answered_in_the_users_text_content_stays_after_that_text() -> None:
     conversation = [ASK, model(gemini_call("a")), user(resp(1, True)), model(gemini_call("b"))]
     conversation += [user({"text": "u"}), model(resp(2))]
     fixed, _ = repaired(conversation)
-    assert fixed[2:5] == [user(resp(1, True)), model(gemini_call("b")), user(resp(2), placeholder("b"))]
+    # audit 164: first in b's answer, it went back past the user's text "u" (policy stray-where-it-came)
+    assert fixed[2:5] == [user(resp(1, True)), model(gemini_call("b")), user(placeholder("b"))]
+    assert fixed[6:] == [user({"text": "u"}), model({"text": BETWEEN}), user(resp(2))]
 
 
 def test_a_stray_beside_the_calls_in_their_content_goes_after_them() -> None:

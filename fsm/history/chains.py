@@ -122,9 +122,10 @@ def going_on(model: set[int], kind: str, entry: Entry, detail: str) -> Change:
 
 
 class _Again(dict[Any, list[tuple[tuple[int, int], int]]]):
-    """Each id's calls repair keeps (message, part), in order, each with where the latest content of
-    the user's that repair writes before it stands: 2 * its message, or 2 * the message it is written
-    after + 1 (a new one); -1: none."""
+    """Each id's kept calls (message, part) in order (``ANY``: all), each with where the latest user content repair
+    writes before it stands: 2 * its message, or 2 * the message it is written after + 1 (a new one); -1: none."""
+
+    ANY = object()
 
 
 class _Plan(Protocol):
@@ -147,14 +148,13 @@ class _Plan(Protocol):
 
 
 def home_strays(plan: _Plan) -> None:
-    """Repair: each stray at the end of the responses kept by the latest user content before it, when
-    that comes after where the response of its chain before it goes, else right after that response;
-    but first in the user content answering the model's calls it came after, when those came later
-    than both (``plan.trail``, written by :func:`after_calls`). Once every turn is paired: a chain
-    dropped with its first response took it along; one moved with it too, unless that puts it back
-    past such a content or calls (policy stray-after-the-calls-answer, task 136): then the chain is cut
-    there (:class:`_Cut`), the stray placed as any, the chain's responses after it as they came. Put back past
-    the user's text or another model content (not calls) between, it goes after its own (stray-where-it-came)."""
+    """Repair: each stray at the end of the responses kept by the latest user content before it, when that comes after
+    where the response of its chain before it goes, else right after that response; but first in the user content
+    answering the model's calls it came after, when those came later than both (``plan.trail``, :func:`after_calls`).
+    Once every turn is paired: a chain dropped with its first response took it along; one moved with it too, unless
+    that puts it back past such a content or calls (stray-after-the-calls-answer, task 136): then the chain is cut
+    there (:class:`_Cut`), the rest as they came. Put back past the user's text or another model content (not calls)
+    between, it goes after its own (stray-where-it-came), in the answer to calls joining it (audit 164)."""
     marks: tuple[list[tuple[int, int]], tuple[list[tuple[int, int]], _Again]] | None = None  # once, with a stray
     home: tuple[int, int] | None = None  # where the response of the chain before the stray goes
     called = False  # home is the model's calls (message, part): in the user content answering them
@@ -176,15 +176,16 @@ def home_strays(plan: _Plan) -> None:
             continue
         ends, (calls, again) = marks = (_kept_ends(plan), _kept_calls(plan)) if marks is None else marks
         before = bisect_left(ends, entry.message, key=lambda end: end[0])  # in message order: no scan a stray
-        latest = ends[before - 1] if before else home
-        was = home
+        latest, was = (ends[before - 1] if before else home), home
         home, called = (latest, False) if latest[0] > home[0] else (home, called)  # never before the one before it
         made = bisect_left(calls, spot)
         if made and calls[made - 1] > home and not _called_again(again, entry, calls[made - 1]):
             home, called = calls[made - 1], True
-        start = max(home, before_it)  # (calls between: stray-after-the-calls-answer's; its own content's parts: never)
-        apart = not called and not (made and calls[made - 1] > start) and cut.between(start, (entry.message, 0))
+        start = max((home[0], -1) if home is latest and home[0] > was[0] else home, before_it)  # (see _Cut.between)
+        apart = not (made and calls[made - 1] > start) and cut.between(start, (entry.message, 0), users=called)
         apart = apart and not _called_again(again, entry, (entry.message, 0))  # after its content, it would answer it
+        if apart and _called_again(again, entry, spot, _Again.ANY):  # a call joins its content: in their answer
+            apart, home, called = False, calls[made], True  # (audit 164: its content of its own parted them)
         joins = not called and staying and home == was and not apart  # right after the stray before it, kept apart
         staying = apart or joins
         if cut.carried and not cut.done and home == was and not staying:
@@ -193,7 +194,7 @@ def home_strays(plan: _Plan) -> None:
         plan.drop.add(spot)
         plan.touched.add(entry.message)
         if staying:  # put back where home is, it went past the user's text or the model's content after it
-            home = spot
+            home, called = spot, False
             stays[-1:] = [[*stays[-1], entry]] if joins else [*stays[-1:], [entry]]  # joins: in the last one's
             why = f"{STRAY_WHY}: moved into a user content of its own right after the model content it came in,"
             why += " as the user's text or the model's content came between it and its chain's response before it"
@@ -223,7 +224,7 @@ class _Cut:
         self.head = (-1, -1)  # the chain read: its first response
         self.index = 0  # the response of it read: 1, its first going on
         self.carried = self.done = False  # moved with its first response; cut
-        self.taken: list[Entry] = []  # every response cut from its chain
+        self.taken, self.said = list[Entry](), list[tuple[int, int]]()  # responses cut; kept parts in user contents
         self.kept: list[tuple[int, int]] | None = None  # every part repair keeps that is no response, in order
 
     def begin(self, spot: tuple[int, int]) -> tuple[int, int] | None:
@@ -236,20 +237,19 @@ class _Cut:
         return self.to.get(spot)
 
     def past(self, entry: Entry, before: tuple[int, int]) -> bool:
-        """Does a part repair keeps, not a response (the user's text, the model's content), stand between
-        where the chain's first response is written and ``entry``, a response of it in a later user
-        content? It stays where it came then (policy chain-goes-on-where-it-came): carried back, it said
-        the model or the user saw it sooner than they did. Not a part the response before it (``before``)
-        was carried past already, nor one before it in its own content, whose responses go first: so
-        ``U[t1 a1+] U[a2.]`` is repaired as ``U[t1 a1+ a2.]`` is (task 163)."""
+        """Does a part repair keeps, not a response (the user's text, the model's content), stand between where the
+        chain's first response is written and ``entry``, a response of it in a later user content? Then it stays
+        where it came (policy chain-goes-on-where-it-came). Not a part the response before it (``before``) was carried
+        past, nor one before it in its own content: ``U[t1 a1+] U[a2.]`` is repaired as ``U[t1 a1+ a2.]`` (task 163)."""
         to = self.to.get(self.head) if self.to is not None else None
         if to is None or entry.message <= max(to[0], self.head[0]):
             return False
         return self.between(max(to, before), (entry.message, 0))
 
-    def between(self, home: tuple[int, int], end: tuple[int, int]) -> bool:
-        """Does a part repair keeps, not a response, stand after ``home`` and before ``end``? Such parts listed once
-        a history and bisected: a scan from each chain's first response's home was quadratic (audit 147)."""
+    def between(self, home: tuple[int, int], end: tuple[int, int], users: bool = False) -> bool:
+        """Does a part repair keeps, not a response (``users``: in a user content; the model's in a row join), stand
+        after ``home`` and before ``end``? Listed once, bisected (a scan was quadratic, audit 147). A stray going with
+        a later user content's responses is written before its text: from its first part then (audit 164)."""
         if self.kept is None:  # (no non-response part is dropped or kept again here: only responses are)
             drop, messages = self.plan.drop, self.plan.messages
             self.kept = [
@@ -258,8 +258,10 @@ class _Cut:
                 for slot, part in enumerate(message.get("parts") or [])
                 if (at, slot) not in drop and gemini_payload(part, "result") is None
             ]
-        found = bisect_left(self.kept, (home[0], home[1] + 1))  # (x, -1): from x's first part; (x, 1 << 62): after x
-        return found < len(self.kept) and self.kept[found] < end
+            self.said = [spot for spot in self.kept if gemini_role(messages[spot[0]]) != "model"]
+        kept = self.said if users else self.kept
+        found = bisect_left(kept, (home[0], home[1] + 1))  # (x, -1): from x's first part; (x, 1 << 62): after x
+        return found < len(kept) and kept[found] < end
 
     def take(self, entry: Entry) -> None:
         """A stray placed on its own: if it went with its chain, the chain is cut at it."""
@@ -274,8 +276,7 @@ class _Cut:
         spot = (entry.message, entry.slot)
         self.plan.drop.discard(spot)
         if marks is not None and read_role("gemini", self.plan.messages[entry.message], False) in ("user", "function"):
-            ends = marks[0]
-            at = bisect_left(ends, entry.message, key=lambda end: end[0])
+            at = bisect_left(ends := marks[0], entry.message, key=lambda end: end[0])
             if at < len(ends) and ends[at][0] == entry.message:
                 ends[at] = max(ends[at], spot)
             else:
@@ -316,8 +317,7 @@ def _destinations(plan: _Plan) -> dict[tuple[int, int], tuple[int, int]]:
         to.update((written[id(item)], (at, -1)) for item in items if id(item) in written)
     for at, contents in plan.add_after.items():
         for content in contents:
-            parts = content.get("parts")
-            found = parts if isinstance(parts, list) else []
+            found = parts if isinstance(parts := content.get("parts"), list) else []
             to.update((written[id(item)], (at, 1 << 62)) for item in found if id(item) in written)
     return to
 
@@ -384,17 +384,17 @@ def _kept_calls(plan: _Plan) -> tuple[list[tuple[int, int]], _Again]:
         for slot in made:
             said = gemini_payload(parts[slot], "call")
             cid = said[1].get("id") if said and isinstance(said[1], Mapping) else None
-            again.setdefault(cid, []).append(((at, slot), user))
+            for key in (cid, _Again.ANY):
+                again.setdefault(key, []).append(((at, slot), user))
         calls += [(at, slot) for slot in made]
         user = 2 * at + 1 if at in plan.add_after else user
     return calls, again
 
 
-def _called_again(again: _Again, entry: Entry, call: tuple[int, int]) -> bool:
-    """Is a call of the stray's id made after it, with no content of the user's written between it
-    and the calls the stray came after (``call``)? Their model contents join: put in the answer to
-    their calls, the stray would answer that call instead of going on with its chain, so it stays
-    with the responses before it."""
-    made = again.get(entry.key, [])
+def _called_again(again: _Again, entry: Entry, call: tuple[int, int], key: Any = None) -> bool:
+    """Is a call of the stray's id (or ``key``'s) made after it, no content of the user's written between it and the
+    calls the stray came after (``call``)? Their model contents join: put in the answer to their calls, the stray
+    would answer that call instead of going on with its chain, so it stays with the responses before it."""
+    made = again.get(entry.key if key is None else key, [])
     after = bisect_left(made, (entry.message, entry.slot), key=lambda each: each[0])
     return after < len(made) and made[after][1] <= 2 * call[0]
