@@ -100,6 +100,27 @@ ENDINGS: dict[str, list[dict[str, Any]]] = {
 }
 
 
+def said(delta: dict[str, Any], finish: str = "stop") -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+# Last chunks whose delta says nothing but is not empty (a role, empty or null text), and look-alikes.
+QUIET: dict[str, list[dict[str, Any]]] = {
+    "a role, empty text": [chunk(tc(0, "a", "f", "{}")), said({"role": "assistant", "content": ""}, "tool_calls")],
+    "a role, null text": [chunk(tc(0, "a", "f", "{}")), said({"role": "assistant", "content": None})],
+    "empty text alone": [said({"content": ""})],
+    "empty reasoning": [said({"reasoning_content": "", "reasoning": None, "content": None})],
+    "a null role": [said({"role": None})],
+    "text": [said({"role": "assistant", "content": "hi"})],
+    "reasoning": [said({"content": "", "reasoning": "hm"})],
+    "text not a string": [said({"content": 0}), said({"content": []})],
+    "reasoning not a string": [said({"reasoning": {}}), said({"reasoning_content": False})],
+    "a refusal beside": [said({"content": "", "refusal": ""})],
+    "an index beside (Mistral's)": [said({"index": 0, "content": ""})],
+    "after the finish": [said({}), said({"role": "assistant", "content": ""}, "length")],
+}
+
+
 def _routed_only(found: tuple[dict[str, Any], dict[str, Any]]) -> bool:
     """Does the new reader take an entry none of the three before it takes?"""
     entry, function = found
@@ -159,3 +180,10 @@ def test_a_last_chunk_the_shortcut_refuses_takes_nothing_before_the_decoder() ->
     result = r.close()
     assert result.text == "hi" and [c.name for c in result.calls] == ["f", "g"]
     assert result.finish_reason == "tool_calls" and not result.diagnostics
+
+
+def test_a_last_chunk_that_says_nothing_decides_as_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """finish_in reads a delta of a role and empty or null text alone as it reads an empty one,
+    without said_in: the same everything as without the reader, over the streams and chunks above."""
+    assert sum(chat_chunks.finish_in(e) == ([], "stop", None) for events in QUIET.values() for e in events) >= 5
+    _decides_alike(monkeypatch, "finish_in", QUIET)

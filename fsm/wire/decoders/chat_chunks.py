@@ -130,7 +130,9 @@ def finish_in(payload: dict[str, Any]) -> tuple[list[TextDelta | ReasoningDelta]
     finish, delta, usage = choice.get("finish_reason"), choice.get("delta"), payload.get("usage")
     if type(finish) is not str or not finish or type(delta) is not dict or (usage and type(usage) is not dict):
         return None
-    said = said_in(delta) if delta else []  # an empty delta (most last chunks) says nothing: what said_in finds
+    # An empty delta (most last chunks) says nothing, nor does one of a role and empty or null text
+    # alone (Ollama's): what said_in finds, without its reading of every key chat_said reads.
+    said = [] if not delta or plain_said(delta) == ("", "") else said_in(delta)
     return None if said is None else (said, finish, usage or None)
 
 
@@ -247,6 +249,8 @@ def calls_ending_in(payload: dict[str, Any]) -> tuple[dict[str, Any], str, dict[
     (test_a_last_chunk_with_calls_decides_as_the_decoder)."""
     choices = payload.get("choices")
     if type(choices) is not list or len(choices) != 1 or type(choice := choices[0]) is not dict:
+        return None
+    if not choice.get("finish_reason"):  # (asked of every chunk the shortcut refuses: most have none)
         return None
     delta = choice.get("delta")
     if type(delta) is not dict or delta.get("tool_calls") is None:
