@@ -310,12 +310,13 @@ class Reassembler:
                 if type(item) is dict:  # _ingest of a dict, in line: a call less on every event of most streams
                     ledger.event = self._events = counted + 1
                     chat = self._chat
-                    if (
-                        chat is None
-                        or self._finish is not None
-                        or not chat.shortcut(item, self.registry, self._content)
-                    ):
+                    if chat is None:
                         self._unshortcut(item)
+                    elif (self._finish is not None or not chat.shortcut(item, self.registry, self._content)) and (
+                        # _unshortcut's first question, asked here: a call less on every stream's last chunk
+                        not chat.ending(item, self._content, None if self._finish else self._finished, self.registry)
+                    ):
+                        self._unshortcut(item, asked=True)
                 else:  # an SDK object, whose methods are the caller's: one that feeds or closes it is refused (_busy)
                     self._ingest(item)
             except RecursionError:  # a caller's own deeply nested dict, seen by a recursive walk (or a deep caller)
@@ -802,10 +803,15 @@ class Reassembler:
             return  # what the decoder and _apply would do with the commonest chunks, without their events
         self._unshortcut(item, wire)
 
-    def _unshortcut(self, item: dict[str, Any], wire: bool = False) -> None:
-        """The rest of _ingest, for a dict the chat shortcut did not take (or a stream with none)."""
+    def _unshortcut(self, item: dict[str, Any], wire: bool = False, asked: bool = False) -> None:
+        """The rest of _ingest, for a dict the chat shortcut did not take (or a stream with none);
+        ``asked``: the chat decoder's ``ending`` has refused it already (feed asks it in line)."""
         chat, content, unfinished = self._chat, self._content, self._finish is None
-        if chat is not None and chat.ending(item, content, self._finished if unfinished else None):
+        if (
+            not asked
+            and chat is not None
+            and chat.ending(item, content, self._finished if unfinished else None, self.registry)
+        ):
             return  # the last chunk, or usage alone: as the decoder and _apply would take them
         # The other shapes' commonest event (the wire path asked already), as it goes from the wire.
         if not wire and unfinished and self._commonest is not None and not self._invoked:

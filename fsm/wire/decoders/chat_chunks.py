@@ -130,7 +130,9 @@ def finish_in(payload: dict[str, Any]) -> tuple[list[TextDelta | ReasoningDelta]
     finish, delta, usage = choice.get("finish_reason"), choice.get("delta"), payload.get("usage")
     if type(finish) is not str or not finish or type(delta) is not dict or (usage and type(usage) is not dict):
         return None
-    said = said_in(delta) if delta else []  # an empty delta (most last chunks) says nothing: what said_in finds
+    # An empty delta (most last chunks) says nothing, nor does one of a role and empty or null text
+    # alone (Ollama's): what said_in finds, without its reading of every key chat_said reads.
+    said = [] if not delta or plain_said(delta) == ("", "") else said_in(delta)
     return None if said is None else (said, finish, usage or None)
 
 
@@ -217,6 +219,44 @@ def whole_call_in(entry: dict[str, Any], function: dict[str, Any]) -> tuple[int,
     if not call_id or not name or not text:
         return None  # an empty id or name is none at all (CallRef), and empty text is no fragment
     return index, call_id, name, text
+
+
+def routed_entry_in(entry: dict[str, Any], function: dict[str, Any]) -> tuple[int | None, Any, Any, str] | None:
+    """(index, id, name, text) when the one entry of a plain delta (see one_entry) is of none of
+    the three kinds above but still one the decoder reads plainly: an index that is absent, null or
+    an integer within 63 bits, an id and a name each a string or absent (empty counts as none, as
+    CallRef reads it), argument text a string or absent (``""`` then). Gemini's OpenAI endpoint
+    sends a whole call so, with no index and an id of ``""``. OpenAIChatDecoder makes exactly one
+    event of it at position 0: ArgumentsFragment(ref, text) when there is text, else CallSeen(ref),
+    its CallRef built of the four, or the bare one of the index when there is neither id nor name
+    (test_an_entry_the_general_routing_takes_decides_as_the_decoder)."""
+    index, call_id, name, text = entry.get("index"), entry.get("id"), function.get("name"), function.get("arguments")
+    if index is not None and (type(index) is not int or index >> 63):
+        return None
+    if (call_id is not None and type(call_id) is not str) or (name is not None and type(name) is not str):
+        return None
+    if text is None:
+        return index, call_id, name, ""
+    return (index, call_id, name, text) if type(text) is str else None
+
+
+def calls_ending_in(payload: dict[str, Any]) -> tuple[dict[str, Any], str, dict[str, Any] | None] | None:
+    """(delta, finish reason, usage) when a chunk of one choice holds tool calls in its delta and,
+    with that delta emptied, is a last chunk finish_in reads: a whole call and the finish in one
+    chunk (Gemini's OpenAI endpoint). OpenAIChatDecoder makes of it exactly the events it makes of a
+    chunk of that delta alone (one choice, nothing beside it), then those of the emptied chunk: no
+    event of either part depends on the other, nor does any diagnostic it reports as it decodes
+    (test_a_last_chunk_with_calls_decides_as_the_decoder)."""
+    choices = payload.get("choices")
+    if type(choices) is not list or len(choices) != 1 or type(choice := choices[0]) is not dict:
+        return None
+    if not choice.get("finish_reason"):  # (asked of every chunk the shortcut refuses: most have none)
+        return None
+    delta = choice.get("delta")
+    if type(delta) is not dict or delta.get("tool_calls") is None:
+        return None
+    ending = finish_in({**payload, "choices": [{**choice, "delta": {}}]})  # (a rare chunk: copies cost little)
+    return None if ending is None else (delta, ending[1], ending[2])
 
 
 def unkept(delta: Mapping[str, Any], diagnose: Callable[[str, str], None]) -> None:

@@ -63,11 +63,13 @@ from fsm.wire.decoders.chat_chunks import (
     PLAIN_SAID_KEYS,
     SAID_KEY_SET,
     bare_fragment_in,
+    calls_ending_in,
     empty_text,
     finish_in,
     header_in,
     plain_delta,
     plain_said,
+    routed_entry_in,
     said_beside,
     said_in,
     unkept,
@@ -241,21 +243,33 @@ class OpenAIChatDecoder:
 
     def entry(self, entry: dict[str, Any], function: dict[str, Any], registry: Registry) -> bool:
         """What shortcut() does with the one entry of a plain delta (see one_entry): False, having
-        done nothing, when it is none of a bare fragment, a whole call and a call's header."""
-        # An entry with an id is never a bare fragment (bare_fragment_in), and one without is never
-        # a whole call or a header: the id picks which readers can take it, so each runs alone.
-        if (len(entry) < 3 or not entry.get("id")) and (fragment := bare_fragment_in(entry, function)) is not None:
-            registry.bare_fragment(fragment[0], fragment[1], self._bare.ref)
-            return True
-        whole = whole_call_in(entry, function)
-        if whole is not None:
-            registry.whole_call(whole[0], whole[1], whole[2], whole[3])
-            return True
-        header = header_in(entry, function)
-        if header is not None:
-            registry.call_header(header[0], header[1], header[2])
-            return True
-        return False
+        done nothing, when it is none of a bare fragment, a whole call, a call's header and an entry
+        the general routing takes (routed_entry_in)."""
+        if type(entry.get("index")) is int:  # (the first three readers need one: else the last reads alone)
+            # An entry with an id is never a bare fragment (bare_fragment_in), and one without is never
+            # a whole call or a header: the id picks which readers can take it, so each runs alone.
+            if (len(entry) < 3 or not entry.get("id")) and (fragment := bare_fragment_in(entry, function)) is not None:
+                registry.bare_fragment(fragment[0], fragment[1], self._bare.ref)
+                return True
+            whole = whole_call_in(entry, function)
+            if whole is not None:
+                registry.whole_call(whole[0], whole[1], whole[2], whole[3])
+                return True
+            header = header_in(entry, function)
+            if header is not None:
+                registry.call_header(header[0], header[1], header[2])
+                return True
+        routed = routed_entry_in(entry, function)
+        if routed is None:
+            return False
+        # The one event decode() makes of it, taken as Reassembler._apply takes it, without the event.
+        index, call_id, name, text = routed
+        ref = build_call_ref(index, call_id, name, 0) if call_id is not None or name is not None else _BARE_REF(index)
+        if text:
+            registry.arguments(ref, text, "fragment")
+        else:
+            registry.call_seen(ref)
+        return True
 
     def fragment(self, index: int, text: str, registry: Registry) -> None:
         registry.bare_fragment(index, text, self._bare.ref)  # entry() of a bare fragment (index, text)
@@ -266,15 +280,27 @@ class OpenAIChatDecoder:
         the read. Only while the stream has no finish reason, as for shortcut()."""
         registry.hold(index, text, self._bare.ref)
 
-    def ending(self, payload: dict[str, Any], content: TurnSaid, finished: Callable[[StreamEnd], None] | None) -> bool:
+    def ending(
+        self,
+        payload: dict[str, Any],
+        content: TurnSaid,
+        finished: Callable[[StreamEnd], None] | None,
+        registry: Registry,
+    ) -> bool:
         """Take the last chunk (see finish_in) to ``content.apply``, ``finished`` and
         ``content.usage_replaced``, or a chunk of usage alone (see usage_in) to
         ``content.usage_replaced``, in the order Reassembler._apply would take their events, without
-        building the others; False, having done nothing, for any other chunk. ``finished`` is None
-        once the stream has its finish reason: then only usage alone is taken. (``content`` itself,
-        not its two methods: every stream's last chunk comes here, and most use neither.)"""
+        building the others; a last chunk with calls (calls_ending_in) too, its delta first as
+        shortcut() takes it alone. False, having done nothing, for any other chunk (or a delta
+        shortcut() refuses). ``finished`` is None once the stream has its finish reason: then only
+        usage alone is taken. (``content`` itself, not its two methods: every stream's last chunk
+        comes here, and most use neither.)"""
         if finished is not None:
             last = finish_in(payload)
+            if last is None and (calls := calls_ending_in(payload)) is not None:
+                if not self.shortcut({"choices": [{"delta": calls[0]}]}, registry, content):  # its delta alone
+                    return False
+                last = [], calls[1], calls[2]
             if last is not None:
                 said, raw, usage = last
                 for event in said:
