@@ -11,16 +11,17 @@
 
 Both now go in a user content of their own right after their model content, as the policy says.
 
-3. Not fixed (strict xfail): ``M[call a] M[c9+ m] M[b2]`` (``c9`` an orphan, ``b2`` a stray) is written
+3. ``M[call a] M[c9+ m] M[b2]`` (``c9`` an orphan, ``b2`` a stray) was written
    ``M[call a] U[b2, a's placeholder] M[m]``: the model content that held the dropped orphan is kept apart from
-   the calls (without it, ``M[call a] M[m]`` is one content), so the stray goes back past the model's text.
+   the calls (without it, ``M[call a] M[m]`` is one content), so the stray went back past the model's text
+   (fixed by task 166: ``tests/test_stray_apart166.py``).
 4. A regression of task 163: ``U[c1+ u] M[c2. call a] M[m]``: kept apart (after ``u``), ``c2`` went in a user
    content of its own right after its model content, between the call to ``a`` and the model's ``m`` that
    joins it, so ``a``'s answer came after ``m``: repair's output was ``dangling`` + ``orphan``; and with a
    stray on both sides of the calls the two came out reversed (``duplicate-result``). A call joining its
    content after it takes it first into their answer now, still after the user's text.
-5. Not fixed (strict xfail, as before task 163 too): ``M[call c, call c] U[c6.] U[c9+ u] M[c11]``: the chain
-   answering the second call, renamed ``c_d2``, has its stray ``c11`` written before ``u``."""
+5. ``M[call c, call c] U[c6.] U[c9+ u] M[c11]`` (as before task 163 too): the chain answering the second call,
+   renamed ``c_d2``, had its stray ``c11`` written before ``u`` (fixed by task 166)."""
 
 from __future__ import annotations
 
@@ -115,11 +116,10 @@ def _before(fixed: list[dict[str, Any]], first: Any, then: Any) -> bool:
     return order.index(first) < order.index(then)
 
 
-@pytest.mark.xfail(strict=True, reason="audit 164: a model content beside a dropped orphan is kept apart")
 @pytest.mark.parametrize("held", ["in-the-models-content", "in-a-user-content-between"])
 def test_a_stray_stays_after_the_models_text_of_a_content_that_held_an_orphan(held: str) -> None:
     # M[call a] M[c9+ m] is written M[call a] U[a's placeholder] M[m] (M[call a] M[m] is one content): the stray
-    # after them goes first into a's answer, back past the model's text "m" that came between (fuzz a164 seeds
+    # after them went first into a's answer, back past the model's text "m" that came between (fuzz a164 seeds
     # 1578, 20370: the orphan alone in a user content between them parts them too)
     conversation = [ASK, model(gemini_call("b")), user(resp(1, True, "b")), model(gemini_call("a"))]
     if held == "in-the-models-content":
@@ -130,10 +130,9 @@ def test_a_stray_stays_after_the_models_text_of_a_content_that_held_an_orphan(he
     assert _before(fixed, "m", 2)
 
 
-@pytest.mark.xfail(strict=True, reason="audit 164: a renamed chain's stray kept apart is merged back before the text")
 def test_a_stray_of_a_chain_answering_a_second_call_under_one_id_stays_after_the_users_text() -> None:
     # (fuzz a164 seed 6549, reduced) with the ids apart (d for the second call) d11 stays after "u"; renamed
-    # c_d2, its content of its own was joined to the user's "u" content and went before the text, as its responses
+    # c_d2, its content of its own was joined to the responses before the user's "u" (task 166: no longer)
     conversation = [ASK, model(gemini_call("c"), gemini_call("c")), user(resp(6, False, "c"))]
     conversation += [user(resp(9, True, "c"), text("u")), model(resp(11, None, "c"))]
     fixed, _ = repaired(conversation)

@@ -35,10 +35,10 @@ paired or reported (``orphan``, dropped by repair with a change), never swallowe
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
+from fsm.history.chain_cuts import Cut, StrayPlan
 from fsm.history.changes import Change
 from fsm.history.entries import Entry
 from fsm.history.findings import Finding, Format, Kind
@@ -128,37 +128,20 @@ class _Again(dict[Any, list[tuple[tuple[int, int], int]]]):
     ANY = object()
 
 
-class _Plan(Protocol):
-    messages: Sequence[Mapping[str, Any]]
-    chains: Chains
-    model: set[int]
-    drop: set[tuple[int, int]]
-    touched: set[int]
-    after: dict[tuple[int, int], list[Entry]]
-    move_into: dict[int, list[Entry]]
-    front_into: dict[int, list[Entry]]
-    add_into: dict[int, list[dict[str, Any]]]
-    add_after: dict[int, list[dict[str, Any]]]
-    changes: list[Change]
-    trail: list[tuple[int, Entry]]
-    origins: list[list[tuple[int, int]]]
-    copies: dict[int, tuple[tuple[int, int], Any]]
-
-    def moved(self, entries: Iterable[Entry]) -> list[Any]: ...
-
-
-def home_strays(plan: _Plan) -> None:
+def home_strays(plan: StrayPlan) -> None:
     """Repair: each stray at the end of the responses kept by the latest user content before it, when that comes after
     where the response of its chain before it goes, else right after that response; but first in the user content
     answering the model's calls it came after, when those came later than both (``plan.trail``, :func:`after_calls`).
     Once every turn is paired: a chain dropped with its first response took it along; one moved with it too, unless
     that puts it back past such a content or calls (stray-after-the-calls-answer, task 136): then the chain is cut
-    there (:class:`_Cut`), the rest as they came. Put back past the user's text or another model content (not calls)
-    between, it goes after its own (stray-where-it-came), in the answer to calls joining it (audit 164)."""
+    there (:class:`~fsm.history.chain_cuts.Cut`), the rest as they came. Put back past the user's text or another
+    model content (not calls) between, it goes after its own (stray-where-it-came), in the answer to calls joining it
+    (audit 164); a model content after the calls counts unless it joins them (one a content is written before, after
+    a dropped orphan's, does not: audit 164, task 166)."""
     marks: tuple[list[tuple[int, int]], tuple[list[tuple[int, int]], _Again]] | None = None  # once, with a stray
     home: tuple[int, int] | None = None  # where the response of the chain before the stray goes
     called = False  # home is the model's calls (message, part): in the user content answering them
-    cut, stays, staying, prev = _Cut(plan), list[list[Entry]](), False, (-1, -1)  # (prev: where the one before came)
+    cut, stays, staying, prev = Cut(plan), list[list[Entry]](), False, (-1, -1)  # (prev: where the one before came)
     for entry, stray in strays(plan.chains, plan.model):
         spot, prev, before_it = (entry.message, entry.slot), (entry.message, entry.slot), prev
         if spot in plan.chains:  # a chain's first response (strays yields it first)
@@ -181,8 +164,10 @@ def home_strays(plan: _Plan) -> None:
         made = bisect_left(calls, spot)
         if made and calls[made - 1] > home and not _called_again(again, entry, calls[made - 1]):
             home, called = calls[made - 1], True
-        start = max((home[0], -1) if home is latest and home[0] > was[0] else home, before_it)  # (see _Cut.between)
+        start = max((home[0], -1) if home is latest and home[0] > was[0] else home, before_it)  # (see Cut.between)
         apart = not (made and calls[made - 1] > start) and cut.between(start, (entry.message, 0), users=called)
+        if called and not apart:  # the model's contents after the calls join them, but not past one written apart
+            apart = cut.between(max(start, (cut.apart_from(home[0]), -1)), (entry.message, 0))  # (audit 164)
         apart = apart and not _called_again(again, entry, (entry.message, 0))  # after its content, it would answer it
         if apart and _called_again(again, entry, spot, _Again.ANY):  # a call joins its content: in their answer
             apart, home, called = False, calls[made], True  # (audit 164: its content of its own parted them)
@@ -213,116 +198,7 @@ def home_strays(plan: _Plan) -> None:
         plan.add_after.setdefault(group[0].message, []).append({"role": "user", "parts": plan.moved(group)})
 
 
-class _Cut:
-    """The chains moved with their first response (carried) that :func:`home_strays` cuts at a stray
-    whose home is later than that response's new place: the stray and the chain's responses after it
-    no longer go with it (each said once, where it goes: not ``going on with it``)."""
-
-    def __init__(self, plan: _Plan) -> None:
-        self.plan = plan
-        self.to: dict[tuple[int, int], tuple[int, int]] | None = None  # where each moved result is written
-        self.head = (-1, -1)  # the chain read: its first response
-        self.index = 0  # the response of it read: 1, its first going on
-        self.carried = self.done = False  # moved with its first response; cut
-        self.taken, self.said = list[Entry](), list[tuple[int, int]]()  # responses cut; kept parts in user contents
-        self.kept: list[tuple[int, int]] | None = None  # every part repair keeps that is no response, in order
-
-    def begin(self, spot: tuple[int, int]) -> tuple[int, int] | None:
-        """A chain's first response (at ``spot``): where it is written (None: dropped)."""
-        self.head, self.index, self.done, self.carried = spot, 0, False, False
-        if spot not in self.plan.drop:
-            return spot
-        self.to = _destinations(self.plan) if self.to is None else self.to
-        self.carried = spot in self.to
-        return self.to.get(spot)
-
-    def past(self, entry: Entry, before: tuple[int, int]) -> bool:
-        """Does a part repair keeps, not a response (the user's text, the model's content), stand between where the
-        chain's first response is written and ``entry``, a response of it in a later user content? Then it stays
-        where it came (policy chain-goes-on-where-it-came). Not a part the response before it (``before``) was carried
-        past, nor one before it in its own content: ``U[t1 a1+] U[a2.]`` is repaired as ``U[t1 a1+ a2.]`` (task 163)."""
-        to = self.to.get(self.head) if self.to is not None else None
-        if to is None or entry.message <= max(to[0], self.head[0]):
-            return False
-        return self.between(max(to, before), (entry.message, 0))
-
-    def between(self, home: tuple[int, int], end: tuple[int, int], users: bool = False) -> bool:
-        """Does a part repair keeps, not a response (``users``: in a user content; the model's in a row join), stand
-        after ``home`` and before ``end``? Listed once, bisected (a scan was quadratic, audit 147). A stray going with
-        a later user content's responses is written before its text: from its first part then (audit 164)."""
-        if self.kept is None:  # (no non-response part is dropped or kept again here: only responses are)
-            drop, messages = self.plan.drop, self.plan.messages
-            self.kept = [
-                (at, slot)
-                for at, message in enumerate(messages)
-                for slot, part in enumerate(message.get("parts") or [])
-                if (at, slot) not in drop and gemini_payload(part, "result") is None
-            ]
-            self.said = [spot for spot in self.kept if gemini_role(messages[spot[0]]) != "model"]
-        kept = self.said if users else self.kept
-        found = bisect_left(kept, (home[0], home[1] + 1))  # (x, -1): from x's first part; (x, 1 << 62): after x
-        return found < len(kept) and kept[found] < end
-
-    def take(self, entry: Entry) -> None:
-        """A stray placed on its own: if it went with its chain, the chain is cut at it."""
-        if self.carried and not self.done:
-            self.done = True
-            rest = self.plan.chains[self.head]
-            self.plan.chains[self.head] = rest[: self.index - 1]
-            self.taken += rest[self.index - 1 :]
-
-    def keep(self, entry: Entry, marks: Any) -> tuple[int, int]:
-        """A response in a user content after the cut: it stays where it came (where a stray after it goes after)."""
-        spot = (entry.message, entry.slot)
-        self.plan.drop.discard(spot)
-        if marks is not None and read_role("gemini", self.plan.messages[entry.message], False) in ("user", "function"):
-            at = bisect_left(ends := marks[0], entry.message, key=lambda end: end[0])
-            if at < len(ends) and ends[at][0] == entry.message:
-                ends[at] = max(ends[at], spot)
-            else:
-                ends.insert(at, spot)
-        return spot
-
-    def finish(self) -> None:
-        """Take the cut responses out of what was written of their chains at pairing, and their changes."""
-        if not self.taken:
-            return
-        plan, gone = self.plan, {(entry.message, entry.slot) for entry in self.taken}
-        copies = {key for key, (spot, _) in plan.copies.items() if spot in gone}
-        for items in plan.add_into.values():
-            items[:] = [item for item in items if id(item) not in copies]
-        for contents in plan.add_after.values():
-            for content in contents:
-                if isinstance(content.get("parts"), list):
-                    content["parts"] = [item for item in content["parts"] if id(item) not in copies]
-        said: Counter[tuple[int, str | None]] = Counter((entry.message + 1, shown(entry.key)) for entry in self.taken)
-        kept = []
-        for change in reversed(plan.changes):  # the cut ones are the last of their chain's
-            mark = (change.message, change.id)
-            if change.detail.endswith("(going on with it)") and change.kind.startswith("moved") and said[mark]:
-                said[mark] -= 1
-                continue
-            kept.append(change)
-        plan.changes[:] = kept[::-1]
-
-
-def _destinations(plan: _Plan) -> dict[tuple[int, int], tuple[int, int]]:
-    """Where each result repair moves is written: (the message it goes into, -1), or (the message it
-    goes after, a part past any) for a content repair writes after it."""
-    to: dict[tuple[int, int], tuple[int, int]] = {}
-    for into in (plan.move_into, plan.front_into):
-        to.update(((entry.message, entry.slot), (at, -1)) for at, entries in into.items() for entry in entries)
-    written = {key: spot for key, (spot, _) in plan.copies.items()}
-    for at, items in plan.add_into.items():
-        to.update((written[id(item)], (at, -1)) for item in items if id(item) in written)
-    for at, contents in plan.add_after.items():
-        for content in contents:
-            found = parts if isinstance(parts := content.get("parts"), list) else []
-            to.update((written[id(item)], (at, 1 << 62)) for item in found if id(item) in written)
-    return to
-
-
-def after_calls(plan: _Plan, written: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def after_calls(plan: StrayPlan, written: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The strays of ``plan.trail`` written first in the user content repair wrote right after the
     model content holding the calls each came after (their responses or placeholders: every call kept
     is answered there, past any content of a role Gemini lacks between, policy unknown-role-between),
@@ -352,7 +228,7 @@ def _answers(content: Mapping[str, Any]) -> bool:
     return any(gemini_payload(part, "result") for part in content.get("parts") or ())
 
 
-def _kept_ends(plan: _Plan) -> list[tuple[int, int]]:
+def _kept_ends(plan: StrayPlan) -> list[tuple[int, int]]:
     """The last response each user content keeps (message, part), in message order: where it is, or
     moved within it (before the user's text: a stray keyed after it goes with the content's responses)."""
     ends = []
@@ -369,7 +245,7 @@ def _kept_ends(plan: _Plan) -> list[tuple[int, int]]:
     return ends
 
 
-def _kept_calls(plan: _Plan) -> tuple[list[tuple[int, int]], _Again]:
+def _kept_calls(plan: StrayPlan) -> tuple[list[tuple[int, int]], _Again]:
     """Every call repair keeps (message, part), in order; and by id, each with where the latest content
     of the user's repair writes before it stands (:class:`_Again`)."""
     calls, again, user = [], _Again(), -1

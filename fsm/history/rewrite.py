@@ -372,7 +372,9 @@ class Writer:
     def _written(self, at: int, slot: int, item: Any) -> Any:
         """An item as written: renamed, and naming its code's new id (a client call whose code was renamed)."""
         renamed, code = self.rename.get((at, slot)), self.recall.get((at, slot))
-        item = item if renamed is None else renamed_block(self.fmt, item, renamed)
+        was, item = item, item if renamed is None else renamed_block(self.fmt, item, renamed)
+        if item is not was and id(was) in self.going_on:  # renamed, it goes on with its chain still (audit 164)
+            self.going_on.add(id(item))
         return item if code is None else {**item, "caller": {**item["caller"], "tool_id": code}}
 
     def _emptied(self, at: int) -> None:
