@@ -208,7 +208,8 @@ def _walk_call(
     call = walk(entry, "call")
     twin = twins[0].pop(entry.key, None)
     said = [found.kind for found in findings[start:]]
-    if twin is not None and previous in twins[1] and Kind.REUSED in said:  # its twin, walked first, was answered
+    after = twin is not None and not twin[0] and previous > twin[1]  # a code waiting past results walks late (165)
+    if twin is not None and (previous in twins[1] or after) and Kind.REUSED in said:  # its twin walked, answered
         del findings[start + said.index(Kind.REUSED)]
         at, name = (entry.message, entry.name) if twin[0] else twin[1:]
         findings.append(Finding(Kind.DUPLICATE_CALL, call.key, at + 1, TWIN_WHY, name))
