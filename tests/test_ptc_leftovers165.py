@@ -90,3 +90,13 @@ def test_check_says_the_duplicate_repair_renames() -> None:
     for policy in POLICIES:
         fixed, changes = _repaired(conversation, policy)
         assert ("renamed-call", 2, "s1") in changes and fixed[1]["content"][2]["id"] == "s1_d3"
+
+
+def test_a_code_renamed_and_answered_in_an_earlier_run_leaves_its_new_name_free() -> None:
+    """Joined runs' seed 2216, shrunk: the code renamed ``w_d2`` waits past the client results and is answered
+    in the run a later one joins; as under its own id, answered in an earlier run, its name holds there no more."""
+    conversation = [ASK, a(srv("w"), ran("w"), use("t1", None), srv("w")), u(res("t1")), a(ran("w"), use("t2", None))]
+    conversation += [u(res("zz")), a(web("w_d2"), found("w_d2"))]
+    fixed, changes = _repaired(conversation, DROP)
+    assert [c for c in changes if c[0] == "renamed-call"] == [("renamed-call", 2, "w")]
+    assert fixed[-1]["content"][-2:] == conversation[-1]["content"]

@@ -105,14 +105,15 @@ class ServerRuns:
         # walk down its run steps over at once (see :meth:`low`).
         self.stretches = Stretches()
         self.seen = (0, 0, 0)  # how many messages repair had moved results into when last looked
-        self.took: RunIds | None = None  # the view the segment being paired took its ids into, if any
+        # The view the segment being paired took its ids into, if any, and from which message on its calls' ids
+        self.took: tuple[RunIds, int] | None = None
 
     def renamed(self, plan: Writer, call: Entry, wire_id: str) -> None:
         """``call`` (of the segment being paired) goes under ``wire_id``: the run's ids hold the name as written,
         and the history's calls by id find it there, not under the id sent. A later run joined read the ids
         sent, and its call under a name a rename gave stayed beside it (``duplicate-call``, task 165)."""
-        if self.took is not None:
-            self.took.take({wire_id})
+        if self.took is not None and call.message >= self.took[1]:  # (one answered in an earlier run is free)
+            self.took[0].take({wire_id})
         if plan.fmt == "anthropic":
             self.calls(plan).rename(plan.messages, call.message, call.slot, wire_id)
 
@@ -241,13 +242,13 @@ def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[
                 key: f"a server call under {key!r} {why}" for key in runs.taken[later].among(held - set(collide))
             }
             runs.taken[later].take(held)  # (the latest run's are ``runs.ids``: that view)
-            runs.took = runs.taken[later]
+            runs.took = (runs.taken[later], first)
         return collide
     collide |= {key: f"a server call under {key!r} {why}" for key in (before.among(keys) if joined else ())}
     runs.end, runs.ids = ends, before.joined(held) if joined else RunIds({key: n for n, key in enumerate(held)})
     runs.ends.append(ends)
     runs.taken.append(runs.ids)
-    runs.took = runs.ids
+    runs.took = (runs.ids, first)
     return collide
 
 
