@@ -100,3 +100,14 @@ def test_a_code_renamed_and_answered_in_an_earlier_run_leaves_its_new_name_free(
     fixed, changes = _repaired(conversation, DROP)
     assert [c for c in changes if c[0] == "renamed-call"] == [("renamed-call", 2, "w")]
     assert fixed[-1]["content"][-2:] == conversation[-1]["content"]
+
+
+def test_check_says_the_duplicate_when_another_code_under_the_id_is_read_between() -> None:
+    """PTC fuzzer seed 5419, repair's rename undone: the server call beside the client call of its id is read
+    after it and after an earlier code under the id that waited past results (so the id's last call read is
+    neither the twin nor after it): a ``duplicate-call`` all the same, which repair renames."""
+    conversation = [ASK, a(use("t1", None), srv("s1")), a(ran("s1"), srv("t1_d2")), a(use("s1_d2", None))]
+    conversation += [u(res("s1_d2"), res("t1")), a(srv("s1"), use("s1", "t1_d2"), TEXT, srv("s1_d2")), u(res("s1"))]
+    findings = [(f.kind.value, f.message, f.id) for f in history.check(conversation, "anthropic").findings]
+    assert ("duplicate-call", 6, "s1") in findings and ("reused", 6, "s1") not in findings
+    assert ("renamed-call", 6, "s1") in _repaired(conversation, RepairPolicy())[1]
