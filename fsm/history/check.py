@@ -148,10 +148,11 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
     in_run = functools.partial(_in_claudes_run, messages, roles)  # (roles fill in as the segments are read)
     index = CallIndex(messages if fmt == "anthropic" else ())  # each id's calls, read once (not once a turn)
     stretches = Stretches()  # the runs' stretches walked so far: each turn steps over them (task 157)
+    walked = set[tuple[int, Key, str | None]]()  # each call walked: its message, id and name (task 165)
     for segment in segments(messages, fmt, roles):
         _odd_roles(roles, findings, fmt)
         twins = _twins(messages, segment, index, in_run, stretches) if fmt == "anthropic" else ({}, range(0))
-        made = [_walk_call(walk, ids, findings, entry, twins) for entry in segment.calls]
+        made = [_walk_call(walk, ids, findings, entry, twins, walked) for entry in segment.calls]
         for entry in segment.calls:
             if entry.message in roles.calling:
                 why = f"a call made in a {messages[entry.message].get('role')} message: only the model's makes calls"
@@ -198,24 +199,24 @@ def _walk_call(
     findings: list[Finding],
     entry: Entry,
     twins: tuple[dict[Key, tuple[bool, int, str | None]], range],
+    walked: set[tuple[int, Key, str | None]],
 ) -> CallId:
     """Walk a call. The first of a turn's calls under an id a call of the other kind in its run has too
     (policy client-and-server-call-one-id), walked after that one once it was answered, is no ``reused``:
     the two are one ``duplicate-call``, at the later of them (as the machine says when the twin still waits)."""
-    before = ids.get((entry.key, entry.kind))
-    previous = before.call_message - 1 if before is not None else -1
-    start = len(findings)
-    call = walk(entry, "call")
+    previous = before.call_message - 1 if (before := ids.get((entry.key, entry.kind))) is not None else -1
+    start, call = len(findings), walk(entry, "call")
+    walked.add((entry.message, entry.key, entry.name))
     twin = twins[0].pop(entry.key, None)
     said = [found.kind for found in findings[start:]]
-    if twin is not None and previous in twins[1] and Kind.REUSED in said:  # its twin, walked first, was answered
+    after = twin is not None and not twin[0] and (twin[1], entry.key, twin[2]) in walked  # code waiting walks late
+    if twin is not None and (previous in twins[1] or after) and Kind.REUSED in said:  # its twin walked, answered
         del findings[start + said.index(Kind.REUSED)]
         at, name = (entry.message, entry.name) if twin[0] else twin[1:]
         findings.append(Finding(Kind.DUPLICATE_CALL, call.key, at + 1, TWIN_WHY, name))
     elif twin is not None and not twin[0] and previous == twin[1] and {*said} & AHEAD:
-        # its twin comes later but was walked first (a server call of a later message, its turn whole before
-        # this one's results came; or a client call before a code paired after the runs it waited across),
-        # still waiting or left unanswered: the two are one duplicate-call at the later, as repair renames
+        # its twin comes later but was walked first (a later message's server call, its turn whole before this one's
+        # results; a client call before a code paired late), waiting or unanswered: one duplicate-call, as repaired
         found = next(at for at, kind in enumerate(said) if kind in AHEAD)
         findings[start + found] = Finding(Kind.DUPLICATE_CALL, call.key, twin[1] + 1, TWIN_WHY, twin[2])
     return call

@@ -72,7 +72,7 @@ def _runs(messages: Sequence[Mapping[str, Any]]) -> tuple[list[_Run], list[int]]
     client (positions, in order)."""
     found: list[_Run] = []
     free: list[int] = []
-    waiting: set[Any] = set()  # the server calls made and not answered yet
+    waiting: dict[Any, int] = {}  # the server calls made and not answered yet, how many by id
     pending: set[Any] = set()  # the client calls of waiting code Claude's latest turn made
     start, answering, other = -1, False, -1
     claude = -1  # the message read last, when it was Claude's
@@ -109,16 +109,17 @@ def _runs(messages: Sequence[Mapping[str, Any]]) -> tuple[list[_Run], list[int]]
     return found, free
 
 
-def _made(blocks: list[Mapping[str, Any]], waiting: set[Any]) -> set[Any]:
-    """Read a message of Claude's: its server calls wait until a result block answers them; the
-    ids of its client calls that name a waiting one as their caller."""
+def _made(blocks: list[Mapping[str, Any]], waiting: dict[Any, int]) -> set[Any]:
+    """Read a message of Claude's: its server calls wait until a result answers one (of its id, as repair pairs:
+    a second under a waiting id waits on, task 165); the ids of its client calls naming a waiting one as caller."""
     pending: set[Any] = set()
     for block in blocks:
         kind, key = block.get("type"), block.get("id")
         if kind in SERVER_CALLS and is_key(key):
-            waiting.add(key)
+            waiting[key] = waiting.get(key, 0) + 1
         elif is_server_result(kind) and is_key(block.get("tool_use_id")):
-            waiting.discard(block["tool_use_id"])
+            if (left := waiting.pop(block["tool_use_id"], 0) - 1) > 0:  # (none left: no key, as ``in`` asks)
+                waiting[block["tool_use_id"]] = left
         elif kind == "tool_use" and is_key(key):
             code = caller_code(block)
             if code is not None and code in waiting:
@@ -259,9 +260,7 @@ def after_its_calls(
             continue
         if at in plan.roles.calling:  # first in the model message repair makes of the user's read as Claude's
             plan.split.add(at)
-            plan.touched.add(at)
-            plan.front_into.setdefault(at, []).append(result)
-        elif at < len(plan.messages):
+        if at < len(plan.messages):
             plan.touched.add(at)
             plan.front_into.setdefault(at, []).append(result)
         else:

@@ -35,7 +35,7 @@ from itertools import islice
 from typing import Any
 
 from fsm.history.after_run import stays
-from fsm.history.entries import Key, Segment
+from fsm.history.entries import Entry, Key, Segment
 from fsm.history.formats import ANTHROPIC_CALLS, items, known_role
 from fsm.history.rewrite import ALTERNATING, Writer
 from fsm.history.server_blocks import is_server_result, models_block
@@ -88,6 +88,7 @@ class ServerRuns:
 
     __slots__ = (
         *("added", "code_calls", "doomed", "end", "ends", "gone", "ids", "index", "seen", "size", "stretches", "taken"),
+        "took",
     )
 
     def __init__(self, doomed: Dropped = frozenset()) -> None:
@@ -104,6 +105,17 @@ class ServerRuns:
         # walk down its run steps over at once (see :meth:`low`).
         self.stretches = Stretches()
         self.seen = (0, 0, 0)  # how many messages repair had moved results into when last looked
+        # The view the segment being paired took its ids into, if any, and from which message on its calls' ids
+        self.took: tuple[RunIds, int] | None = None
+
+    def renamed(self, plan: Writer, call: Entry, wire_id: str) -> None:
+        """``call`` (of the segment being paired) goes under ``wire_id``: the run's ids hold the name as written,
+        and the history's calls by id find it there, not under the id sent. A later run joined read the ids
+        sent, and its call under a name a rename gave stayed beside it (``duplicate-call``, task 165)."""
+        if self.took is not None and call.message >= self.took[1]:  # (one answered in an earlier run is free)
+            self.took[0].take({wire_id})
+        if plan.fmt == "anthropic":
+            self.calls(plan).rename(plan.messages, call.message, call.slot, wire_id)
 
     def dropping(self, plan: Writer) -> Container[tuple[int, int]]:
         """The blocks repair drops: as decided so far, and (a second pass) those the first found it drops. A
@@ -195,6 +207,7 @@ def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[
     collide = {
         key: f"{why} under {key!r} after a call of the other kind in its turn" for key, t in twins.items() if t[0]
     }
+    runs.took = None
     if plan.fmt not in ALTERNATING or not segment.server or not segment.calls:
         return collide
     doomed = runs.doomed  # a call repair drops holds no id, and none collides with it (dropped-call-frees-id)
@@ -229,11 +242,13 @@ def joined_server_ids(plan: Writer, segment: Segment, runs: ServerRuns) -> dict[
                 key: f"a server call under {key!r} {why}" for key in runs.taken[later].among(held - set(collide))
             }
             runs.taken[later].take(held)  # (the latest run's are ``runs.ids``: that view)
+            runs.took = (runs.taken[later], first)
         return collide
     collide |= {key: f"a server call under {key!r} {why}" for key in (before.among(keys) if joined else ())}
     runs.end, runs.ids = ends, before.joined(held) if joined else RunIds({key: n for n, key in enumerate(held)})
     runs.ends.append(ends)
     runs.taken.append(runs.ids)
+    runs.took = (runs.ids, first)
     return collide
 
 

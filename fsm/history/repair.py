@@ -90,9 +90,7 @@ def repair(
     messages, kept, settled = settle_items(messages) if fmt == "responses" else dropped_declined(messages, fmt)
     plan = _planned(fmt, policy, messages, frozenset())
     dropped, renamed = ({c.id for c in plan.changes if c.kind == kind} for kind in ("dropped-call", "renamed-call"))
-    if (
-        fmt in ALTERNATING and dropped & renamed
-    ):  # a rename maybe needless: the drops known first (dropped-call-frees-id)
+    if fmt in ALTERNATING and dropped & renamed:  # a rename maybe needless: the drops known first (frees-id)
         plan = _planned(fmt, policy, messages, frozenset(plan.drop))
     fixed = after_calls(plan, plan.rewrite())  # strays after the model's calls they came after
     plan.changes += kept_roles(plan.roles.odd, plan.emptied | plan.to_user, fmt)
@@ -353,6 +351,7 @@ class _Plan(Writer):
         for entry in (call, answer) if answer is not None else (call,):
             self._edit(entry, self.rename, wire_id)
         follow_renamed_code(self, call, answer, wire_id, self.server_runs)
+        self.server_runs.renamed(self, call, wire_id)  # its run holds the new name (task 165)
 
     def _edit(self, entry: Entry, into: Any, value: str | None = None) -> None:
         """Drop, rename or move ``entry`` with the Gemini responses going on with it (:mod:`fsm.history.chains`)."""

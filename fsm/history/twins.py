@@ -10,7 +10,7 @@ Check's walk of a run steps over the stretches an earlier turn's walk found in i
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
@@ -28,7 +28,7 @@ class CallIndex:
     """Every call block of an Anthropic history by id, in message order: the client ``tool_use`` blocks
     (``client``) and Claude's server calls (``server``), each where it is and with its name."""
 
-    __slots__ = ("back", "client", "kept", "on", "server")
+    __slots__ = ("back", "client", "kept", "moved", "on", "server")
 
     def __init__(self, messages: Sequence[Mapping[str, Any]]) -> None:
         self.client: dict[str, list[_Place]] = {}
@@ -37,6 +37,7 @@ class CallIndex:
         # stays, so a turn skips those found before in one step, not each again (audit 148: a run of
         # searches no result answers under one id, dropped, was walked once a later turn under it).
         self.kept: dict[tuple[bool, str], list[int]] = {}  # (by kind, server or not, and id)
+        self.moved: dict[tuple[int, int], str] = {}  # the calls repair renamed, each to its new id (task 165)
         # Each message's row of assistant messages, which every run holds whole: its first (``back``) and
         # last (``on``) message, so a run is walked a row at a time (itself, when not the assistant's).
         self.back, self.on = list(range(len(messages))), list(range(len(messages)))
@@ -56,6 +57,19 @@ class CallIndex:
                 if calls is not None:
                     name = block.get("name")
                     calls.setdefault(block["id"], []).append((at, slot, name if isinstance(name, str) else None))
+
+    def rename(self, messages: Sequence[Mapping[str, Any]], at: int, slot: int, key: str) -> None:
+        """The call at ``slot`` of message ``at`` goes under ``key`` (repair renamed it): found there from now
+        on, and no more under the id it came with (passed over as a drop is: a rename stays too)."""
+        block = messages[at]["content"][slot]
+        kind = block.get("type")
+        calls = self.client if kind == "tool_use" else self.server if kind in SERVER_CALLS else None
+        if calls is None or (at, slot) in self.moved or not isinstance(block.get("id"), str):
+            return  # (a block the index never held)
+        self.moved[(at, slot)] = key
+        name = block.get("name")
+        insort(calls.setdefault(key, []), (at, slot, name if isinstance(name, str) else None))
+        self.kept.pop((calls is self.server, key), None)  # (its skips were made for the list before it)
 
     def others(self, turn: Segment) -> dict[str, list[_Place]]:
         """The calls of the kind ``turn``'s calls are not, by id."""
@@ -78,7 +92,8 @@ class CallIndex:
         if at is None:  # (made once: setdefault would make it each call)
             at = self.kept[(calls is self.server, key)] = list(range(len(places)))
         i = j = bisect_left(places, (start,))  # (no slice: a copy of the rest would be walked each turn)
-        while j < len(places) and (at[j] != j or places[j][:2] in gone):
+        moved = self.moved
+        while j < len(places) and (at[j] != j or places[j][:2] in gone or moved.get(places[j][:2], key) != key):
             at[j] = max(at[j], j + 1)
             j = at[j]
         while i < j:  # the dropped ones walked now point past them all
