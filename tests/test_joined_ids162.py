@@ -67,7 +67,8 @@ def test_a_search_id_reused_across_joined_rounds_is_still_renamed(monkeypatch: p
     renamed = [(c.message, c.detail) for c in changes if c.kind == "renamed-call"]
     assert [at for at, _ in renamed] == [4, 6] and "joins" in renamed[0][1]
     ids = [b["id"] for m in fixed if isinstance(m["content"], list) for b in m["content"] if "id" in b]
-    assert ids == ["w", "w_d2", "w_d3"] and list(runs.ids.order) == ["w"]  # the run's id as it came, once
+    # the run's ids as repair leaves them: each rename held where its old id was (task 165), none twice
+    assert ids == ["w", "w_d2", "w_d3"] and list(runs.ids.order) == ["w", "w_d2", "w_d3"]
     assert history.check(fixed, "anthropic").findings == ()
 
 
