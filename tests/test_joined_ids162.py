@@ -80,3 +80,16 @@ def test_an_earlier_view_takes_ids_of_its_own_without_the_later_views_seeing_the
     assert earlier.among({"a", "b", "c"}) == {"a", "c"} and later.among({"a", "b", "c"}) == {"a", "b"}
     later.take({"d"})  # the longest view takes into the shared order
     assert later.among({"d"}) == {"d"} and earlier.among({"d"}) == set() and list(later.order) == ["a", "b", "d"]
+
+
+def test_a_view_joined_after_the_order_grew_past_it_holds_its_own_ids_and_the_new_ones() -> None:
+    """A run joining one that took no id leaves two views the order's longest; the earlier then takes an
+    id into the shared order, and the later, joined again, copies what it holds (it raised before)."""
+    earlier = RunIds({"a": 0})
+    later = earlier.joined(set())  # both views hold "a" alone, both the order's longest
+    earlier.take({"c"})  # into the shared order: the later view does not see it
+    latest = later.joined({"d"})
+    assert latest.among({"a", "c", "d"}) == {"a", "d"} and later.among({"a", "c", "d"}) == {"a"}
+    assert earlier.among({"a", "c", "d"}) == {"a", "c"}
+    latest.take({"e"})
+    assert latest.among({"e"}) == {"e"} and earlier.among({"e"}) == set()

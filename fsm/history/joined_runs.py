@@ -72,9 +72,14 @@ class RunIds:
             self.own |= keys
 
     def joined(self, keys: set[Key]) -> RunIds:
-        """The view of a run joining this one, the latest, that holds ``keys`` too (this view stays as it was)."""
-        assert not self.own and self.count == len(self.order)  # the latest takes into the order, never its own
-        later = RunIds(self.order)
+        """The view of a run joining this one, the latest, that holds ``keys`` too (this view stays as it was).
+        One no longer the order's longest (a run joined it taking no id, then the run before took one: both
+        views were the longest) is copied to an order of its own: rare, where an assert stood."""
+        if self.own or self.count != len(self.order):
+            held = [key for key, at in self.order.items() if at < self.count]
+            later = RunIds({key: n for n, key in enumerate([*held, *self.own])})
+        else:
+            later = RunIds(self.order)
         later.take(keys)
         return later
 
