@@ -209,7 +209,7 @@ def _walk_call(
     walked.add((entry.message, entry.key, entry.name))
     twin = twins[0].pop(entry.key, None)
     said = [found.kind for found in findings[start:]]
-    after = twin is not None and not twin[0] and (twin[1], entry.key, twin[2]) in walked  # code waiting walks late
+    after = twin is not None and (twin[1], entry.key, twin[2]) in walked  # walked late, or another code between
     if twin is not None and (previous in twins[1] or after) and Kind.REUSED in said:  # its twin walked, answered
         del findings[start + said.index(Kind.REUSED)]
         at, name = (entry.message, entry.name) if twin[0] else twin[1:]
