@@ -54,3 +54,34 @@ def test_repair_renames_that_server_call_and_its_output_checks_clean(name: str) 
     kept = {c.kind.removeprefix("kept-") for c in changes if c.kind.startswith("kept-")}
     left = [f for f in history.check(fixed, "anthropic").findings if f.kind in REJECTED and f.kind.value not in kept]
     assert [(f.kind.value, f.id) for f in left if f.kind.value != "reused"] == []
+
+
+def named(key: str, name: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": key, "name": name, "input": {}}
+
+
+# A client tool named as Claude's server tool is, beside a server call under its id: check knew a call it walked by
+# its message, id and name, so a call took itself (or another of that name) for its twin walked, and the ``reused``
+# the first call under the id is (its id answered in message 2) was read as a second ``duplicate-call``. Keyed by
+# slot, check reports what repair does: the first of the message's calls under ``k`` reused, each later one renamed.
+SAME_NAME = {
+    "server-first": [ASK, a(use("k", None)), u(res("k")), a(srv("k"), ran("k"), named("k", "code_execution")),
+                     u(res("k"))],
+    "client-first": [ASK, a(use("k", None)), u(res("k")), a(named("k", "code_execution"), srv("k"), ran("k")),
+                     u(res("k"))],
+    "two-servers": [ASK, a(use("k", None)), u(res("k")),
+                    a(srv("k"), ran("k"), srv("k"), ran("k"), named("k", "code_execution")), u(res("k"))],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SAME_NAME)
+def test_a_call_named_as_its_twin_is_not_taken_for_it(name: str) -> None:
+    conversation = SAME_NAME[name]
+    found = [(f.kind.value, f.message) for f in history.check(conversation, "anthropic").findings]
+    fixed, changes = history.repair(conversation, RepairPolicy(), format="anthropic")
+    renamed = [c.message for c in changes if c.kind == "renamed-call"]
+    assert found.count(("reused", 4)) == 1
+    assert (
+        found.count(("duplicate-call", 4)) == len(renamed) == sum(b.get("id", "k") != "k" for b in fixed[3]["content"])
+    )
+    assert [f.kind.value for f in history.check(fixed, "anthropic").findings] == ["reused"]
