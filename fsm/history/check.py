@@ -24,7 +24,7 @@ from fsm.history.placeholders import usable_id
 from fsm.history.program_callers import code_callers, unknown_callers
 from fsm.history.server_blocks import models_block
 from fsm.history.turns import segments
-from fsm.history.twins import CallIndex, Stretches, twin_calls
+from fsm.history.twins import CallIndex, Stretches, Twin, twin_calls
 from fsm.spec import history_spec
 
 
@@ -148,7 +148,7 @@ def check(messages: Sequence[Mapping[str, Any]], format: Named = "auto") -> Repo
     in_run = functools.partial(_in_claudes_run, messages, roles)  # (roles fill in as the segments are read)
     index = CallIndex(messages if fmt == "anthropic" else ())  # each id's calls, read once (not once a turn)
     stretches = Stretches()  # the runs' stretches walked so far: each turn steps over them (task 157)
-    walked = set[tuple[int, Key, str | None]]()  # each call walked: its message, id and name (task 165)
+    walked = set[tuple[int, int]]()  # each call walked, by its place: message and slot (tasks 165, 167)
     for segment in segments(messages, fmt, roles):
         _odd_roles(roles, findings, fmt)
         twins = _twins(messages, segment, index, in_run, stretches) if fmt == "anthropic" else ({}, range(0))
@@ -198,21 +198,21 @@ def _walk_call(
     ids: dict[Paired, CallId],
     findings: list[Finding],
     entry: Entry,
-    twins: tuple[dict[Key, tuple[bool, int, str | None]], range],
-    walked: set[tuple[int, Key, str | None]],
+    twins: tuple[dict[Key, Twin], range],
+    walked: set[tuple[int, int]],
 ) -> CallId:
     """Walk a call. The first of a turn's calls under an id a call of the other kind in its run has too
     (policy client-and-server-call-one-id), walked after that one once it was answered, is no ``reused``:
     the two are one ``duplicate-call``, at the later of them (as the machine says when the twin still waits)."""
     previous = before.call_message - 1 if (before := ids.get((entry.key, entry.kind))) is not None else -1
     start, call = len(findings), walk(entry, "call")
-    walked.add((entry.message, entry.key, entry.name))
+    walked.add((entry.message, entry.slot))
     twin = twins[0].pop(entry.key, None)
     said = [found.kind for found in findings[start:]]
-    after = twin is not None and not twin[0] and (twin[1], entry.key, twin[2]) in walked  # code waiting walks late
+    after = twin is not None and (twin[1], twin[3]) in walked  # walked late, or another turn's call between
     if twin is not None and (previous in twins[1] or after) and Kind.REUSED in said:  # its twin walked, answered
         del findings[start + said.index(Kind.REUSED)]
-        at, name = (entry.message, entry.name) if twin[0] else twin[1:]
+        at, name = (entry.message, entry.name) if twin[0] else twin[1:3]
         findings.append(Finding(Kind.DUPLICATE_CALL, call.key, at + 1, TWIN_WHY, name))
     elif twin is not None and not twin[0] and previous == twin[1] and {*said} & AHEAD:
         # its twin comes later but was walked first (a later message's server call, its turn whole before this one's
@@ -228,7 +228,7 @@ def _twins(
     index: CallIndex,
     in_run: Callable[[int], bool],
     stretches: Stretches,
-) -> tuple[dict[Key, tuple[bool, int, str | None]], range]:
+) -> tuple[dict[Key, Twin], range]:
     """``twin_calls`` of ``segment``, stepping over the stretches of its run found before and noting those it finds:
     a message read in Claude's run only turns from no to yes as segments are read, so a stretch found stays one."""
     down = lambda at: stretches.down(at, index.back[at])  # noqa: E731

@@ -39,7 +39,7 @@ from fsm.history.entries import Entry, Key, Segment
 from fsm.history.formats import ANTHROPIC_CALLS, items, known_role
 from fsm.history.rewrite import ALTERNATING, Writer
 from fsm.history.server_blocks import is_server_result, models_block
-from fsm.history.twins import CallIndex, CodeCalls, Stretches, twin_calls
+from fsm.history.twins import CallIndex, CodeCalls, Stretches, Twin, twin_calls
 
 Dropped = frozenset[tuple[int, int]]
 """The blocks (message, slot) a first pass of repair found it drops."""
@@ -265,7 +265,7 @@ def _joins(plan: Writer, runs: ServerRuns, end: int, start: int, called: int) ->
     return joined and not any(at in plan.add_after for at in range(end, start))
 
 
-def _twins(plan: Writer, segment: Segment, first: int, runs: ServerRuns) -> dict[Key, tuple[bool, int, str | None]]:
+def _twins(plan: Writer, segment: Segment, first: int, runs: ServerRuns) -> dict[Key, Twin]:
     """``twin_calls`` of ``segment`` in its run as repair writes it (``client-and-server-call-one-id``).
     A user message making calls right before the run joins it: split, its calls go in a model message
     after what it keeps of the user's (which then parts it from the messages before). A block repair

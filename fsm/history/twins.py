@@ -19,9 +19,13 @@ from fsm.history.entries import Key, Segment
 from fsm.history.objects import is_object
 from fsm.history.server_blocks import SERVER_CALLS
 
-__all__ = ["CallIndex", "CodeCalls", "Stretches", "twin_calls"]
+__all__ = ["CallIndex", "CodeCalls", "Stretches", "Twin", "twin_calls"]
 
 _Place = tuple[int, int, str | None]  # a call's message, its slot there, and its name
+Twin = tuple[bool, int, str | None, int]
+"""A call's twin of the other kind: whether the call comes later, and the twin's message, name and slot (its
+place whole: check knows which call it walked by slot, as a call of the same message, id and name may be
+another, task 167)."""
 
 
 class CallIndex:
@@ -196,7 +200,7 @@ def twin_calls(
     gone: Container[tuple[int, int]] = frozenset(),
     down: Callable[[int], int] | None = None,
     up: Callable[[int], int] | None = None,
-) -> tuple[dict[Key, tuple[bool, int, str | None]], range]:
+) -> tuple[dict[Key, Twin], range]:
     """The ids ``turn``'s calls share with a call of the other kind (a client ``tool_use`` beside Claude's
     server call) in their run of assistant messages, each with whether ``turn``'s first call under it comes
     later than the other's, and the other's message and name. And the run's messages: assistant messages in
@@ -215,11 +219,11 @@ def twin_calls(
         start = index.back[start - 1] if down is None else down(start - 1)
     while end + 1 < len(messages) and in_run(end + 1):
         end = index.on[end + 1] if up is None else up(end + 1)
-    twins: dict[Key, tuple[bool, int, str | None]] = {}
+    twins: dict[Key, Twin] = {}
     for call in turn.calls:
         if not isinstance(call.key, str) or call.key in twins or not start <= call.message <= end:
             continue
         place = index.first(others, call.key, start, end, gone)  # its first call of the other kind in the run
         if place is not None:
-            twins[call.key] = ((call.message, call.slot) > place[:2], place[0], place[2])
+            twins[call.key] = ((call.message, call.slot) > place[:2], place[0], place[2], place[1])
     return twins, range(start, end + 1)
