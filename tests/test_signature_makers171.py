@@ -1,4 +1,4 @@
-"""Task 171: reasoning signatures whose maker nothing told, through LangChain's legacy integrations.
+"""Task 171: reasoning signatures whose maker nothing told, through LangChain's legacy integrations and LiteLLM.
 
 Policy signature-by-origin sends a signature only to a format that reads its maker's; these named none:
 
@@ -8,7 +8,11 @@ Policy signature-by-origin sends a signature only to a format that reads its mak
   text); langchain-google-vertexai's ``ChatVertexAI`` names ``google_vertexai`` on each chunk
   (``_gemini_chunk_to_generation_chunk``) and reads Vertex AI's generateContent, Gemini's. Both are now mapped
   (policy langchain-source-provider). Its ``ChatAnthropicVertex`` (Claude on Vertex AI) names no ``model_provider``
-  at all (``_make_message_chunk_from_anthropic_event``): its signatures stay of no maker told."""
+  at all (``_make_message_chunk_from_anthropic_event``): its signatures stay of no maker told.
+* LiteLLM's ``thinking_blocks`` carry Claude's and Gemini's in one shape. Its Gemini route alone writes
+  ``provider_specific_fields.thought_signatures`` (every ``thoughtSignature`` of the parts it read the blocks from),
+  so a block whose signature that list holds is Gemini's (policy litellm-gemini-signature). Its Anthropic route
+  writes nothing that names Claude: a Claude block through LiteLLM still goes everywhere, as before."""
 
 from __future__ import annotations
 
@@ -19,8 +23,11 @@ import pytest
 
 import fsm
 from fsm import messages
+from fsm.wire.decoders.chat_reasoning import GEMINI_FORMAT
+from tests import capture_variants as cv
 from tests.test_source_provider119 import CLAUDE_TARGETS, _chunks
 
+httpx = pytest.importorskip("httpx")
 lc_messages = pytest.importorskip("langchain_core.messages")
 
 FORMATS = (*CLAUDE_TARGETS, "gemini")
@@ -144,3 +151,121 @@ def test_chat_anthropic_vertex_names_no_maker_and_its_signature_goes_as_before()
     assert (result.provider, result.source_provider) == ("openai-chat", None)
     assert [(r.text, r.signature) for r in result.reasoning] == [("Look it up.", "Q0xBVURF")]
     assert sent_to(result, "Q0xBVURF") == set(FORMATS)
+
+
+# -- LiteLLM --------------------------------------------------------------------------------------------------
+
+
+def _gemini_body(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    usage = {"promptTokenCount": 3, "candidatesTokenCount": 5, "totalTokenCount": 8}
+    candidate = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+    return {"candidates": [candidate], "modelVersion": "gemini-3-pro-preview", "usageMetadata": usage}
+
+
+GEMINI_PARTS = [
+    {"text": "Let me think.", "thought": True, "thoughtSignature": "R0VNVEhPVUdIVA=="},
+    {"functionCall": {"name": "get", "args": {"q": 1}}, "thoughtSignature": "R0VNQ0FMTA=="},
+]
+
+
+def _client(body: bytes, kind: str) -> Any:
+    from litellm.llms.custom_httpx.http_handler import HTTPHandler
+
+    def answer(request: Any) -> Any:
+        return httpx.Response(200, headers={"content-type": kind}, content=body)
+
+    return HTTPHandler(client=httpx.Client(transport=httpx.MockTransport(answer)))
+
+
+def _whole_gemini_as_a_stream(litellm: Any) -> Any:
+    """A Gemini response as LiteLLM streams a whole one (its web-search fallback's and mock's fake stream):
+    ``convert_model_response_to_streaming`` of what its Gemini route made of the response."""
+    from litellm.llms.base_llm.base_model_iterator import convert_model_response_to_streaming
+
+    client = _client(json.dumps(_gemini_body(GEMINI_PARTS)).encode(), "application/json")
+    ask = [{"role": "user", "content": "go"}]
+    response = litellm.completion(model="gemini/gemini-3-pro-preview", messages=ask, client=client, api_key="test")
+    return convert_model_response_to_streaming(response)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
+def test_a_gemini_block_through_litellm_reaches_no_claude_format(litellm: Any) -> None:
+    chunk = _whole_gemini_as_a_stream(litellm)
+    delta = chunk.model_dump(exclude_none=True)["choices"][0]["delta"]
+    assert delta["thinking_blocks"][0]["signature"] == "R0VNVEhPVUdIVA=="  # Claude's shape, Gemini's signature
+    assert "R0VNVEhPVUdIVA==" in delta["provider_specific_fields"]["thought_signatures"]
+    proxied = chunk.model_dump(exclude_none=True)  # its proxy's SSE chunk, read as JSON
+    for read in (fsm.reassemble([chunk]), fsm.reassemble([proxied], "openai-chat")):
+        assert [(r.text, r.signature, r.format) for r in read.reasoning] == [
+            ("Let me think.", "R0VNVEhPVUdIVA==", GEMINI_FORMAT)
+        ]
+        assert sent_to(read, "R0VNVEhPVUdIVA==") == {"gemini"}
+        assert messages.assistant_message(read, "gemini")["parts"][0] == {
+            "text": "Let me think.",
+            "thought": True,
+            "thoughtSignature": "R0VNVEhPVUdIVA==",
+        }
+        # a Claude format gets no thinking block it would refuse; openai-chat's thinking_blocks none either
+        assert all(b["type"] != "thinking" for b in messages.assistant_message(read, "anthropic")["content"])
+        assert "thinking_blocks" not in messages.assistant_message(read, "openai-chat")
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
+def test_a_claude_block_through_litellm_names_no_maker_and_goes_as_before(litellm: Any) -> None:
+    """LiteLLM's Anthropic route writes no field that names Claude (nor reads the model's name, which a proxy
+    can set to anything): the block names no maker, and its signature goes everywhere, as before."""
+    body = cv.render(_claude_events(), "anthropic")
+    ask = [{"role": "user", "content": "go"}]
+    client = _client(body, "text/event-stream")
+    chunks = list(
+        litellm.completion(model="anthropic/claude-sonnet-4-5", messages=ask, stream=True, client=client, api_key="t")
+    )
+    result = fsm.reassemble(chunks)
+    assert [(r.text, r.signature, r.format) for r in result.reasoning] == [("Look it up.", "Q0xBVURF", None)]
+    assert sent_to(result, "Q0xBVURF") == set(FORMATS)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
+def test_a_streamed_gemini_turn_through_litellm_gives_its_thought_unsigned(litellm: Any) -> None:
+    """Streaming, LiteLLM's Gemini route gives no ``thinking_blocks``: the thought comes as ``reasoning_content``
+    and its signature in ``thought_signatures`` alone, which no block takes (said); nothing signed goes astray."""
+    events = [_gemini_body([part]) for part in GEMINI_PARTS]
+    body = b"".join(b"data: " + json.dumps(event).encode() + b"\r\n\r\n" for event in events)
+    ask = [{"role": "user", "content": "go"}]
+    client = _client(body, "text/event-stream")
+    chunks = list(
+        litellm.completion(model="gemini/gemini-3-pro-preview", messages=ask, stream=True, client=client, api_key="t")
+    )
+    result = fsm.reassemble(chunks)
+    assert [(r.text, r.signature) for r in result.reasoning] == [("Let me think.", None)]
+    said = [d.message for d in result.diagnostics if d.code == "part-not-reassembled"]
+    assert any("thought_signatures" in message for message in said)
+    assert sent_to(result, "R0VNVEhPVUdIVA==") == set()
+
+
+def _delta(blocks: Any, fields: Any) -> dict[str, Any]:
+    delta = {"role": "assistant", "thinking_blocks": blocks, "provider_specific_fields": fields}
+    return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": "stop"}]}
+
+
+def test_only_a_block_whose_signature_the_list_holds_is_gemini_s() -> None:
+    blocks = [
+        {"type": "thinking", "thinking": "Mine.", "signature": "R0VN", "index": 0},
+        {"type": "thinking", "thinking": "Other.", "signature": "Q0xB", "index": 1},
+    ]
+    result = fsm.reassemble([_delta(blocks, {"thought_signatures": ["R0VN", 7, None]})], "openai-chat")
+    assert [(r.signature, r.format) for r in result.reasoning] == [("R0VN", GEMINI_FORMAT), ("Q0xB", None)]
+    assert (sent_to(result, "R0VN"), sent_to(result, "Q0xB")) == ({"gemini"}, set(FORMATS))
+
+
+@pytest.mark.parametrize("fields", [None, 3, "R0VN", {"thought_signatures": "R0VN"}, {"thought_signatures": {}}])
+def test_fields_that_list_no_signature_tell_no_maker(fields: Any) -> None:
+    blocks = [{"type": "thinking", "thinking": "Mine.", "signature": "R0VN", "index": 0}]
+    result = fsm.reassemble([_delta(blocks, fields)], "openai-chat")
+    assert [(r.signature, r.format) for r in result.reasoning] == [("R0VN", None)]
+
+
+def test_a_signature_of_no_text_beside_the_list_is_read_as_none() -> None:
+    blocks = [{"type": "thinking", "thinking": "Mine.", "signature": {"R0VN": 1}, "index": 0}]
+    result = fsm.reassemble([_delta(blocks, {"thought_signatures": ["R0VN"]})], "openai-chat")
+    assert [(r.text, r.signature, r.format) for r in result.reasoning] == [("Mine.", None, None)]
