@@ -193,7 +193,8 @@ class ReasoningDelta:
     detail: str | None = None
     """The ``type`` of the OpenRouter ``reasoning_details`` entry the piece came in."""
     format: str | None = None
-    """That entry's ``format`` (``anthropic-claude-v1``, ``openai-responses-v1``, ...)."""
+    """That entry's ``format`` (``anthropic-claude-v1``, ``openai-responses-v1``, ...); a LiteLLM block's its
+    Gemini route told (policy litellm-gemini-signature)."""
 
 
 @attrs.frozen(slots=True)

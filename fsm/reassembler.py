@@ -608,10 +608,11 @@ class Reassembler:
         """The provider whose model made the turn, as far as the stream tells it: :attr:`detected_provider`, but for
         LangChain chunks (read as the chat chunks they mirror, ``openai-chat``) the provider their integration reads,
         where what LangChain keeps tells it alone (policy langchain-source-provider: ``response_metadata``'s
-        ``model_provider``, ``anthropic`` for ChatAnthropic's, ``gemini`` for ChatGoogleGenerativeAI's, ``bedrock``
-        for ChatBedrockConverse's, ``openai-responses`` for ChatOpenAI's that carry Responses items; a later chunk
-        naming another integration is said, and the first stands). A ``DeltaEmitter``
-        re-emitting the turn takes it as its ``source``, so its reasoning names the format OpenRouter names for it."""
+        ``model_provider``, ``anthropic`` for ChatAnthropic's, ``gemini`` for ChatGoogleGenerativeAI's and
+        ChatVertexAI's, ``bedrock`` for ChatBedrockConverse's and ChatBedrock's, ``openai-responses`` for ChatOpenAI's
+        that carry Responses items; a later chunk naming another integration is said, and the first stands). A
+        ``DeltaEmitter`` re-emitting the turn takes it as its ``source``, so its reasoning names the format OpenRouter
+        names for it."""
         return self._langchain or self.detected_provider
 
     # -- internals ----------------------------------------------------------------------------------

@@ -131,7 +131,7 @@ class Reasoning:
     """The OpenRouter ``reasoning_details`` type it came as (``reasoning.text``, ``.summary`` in ``text``,
     ``.encrypted`` in ``encrypted_content``): it goes back to a chat server so, in ``reasoning_details``."""
     format: str | None = None
-    """That entry's ``format`` (``anthropic-claude-v1``, ...), sent back with it."""
+    """That entry's ``format`` (``anthropic-claude-v1``, ...), sent back with it; policy litellm-gemini-signature."""
 
 
 @attrs.frozen(slots=True)

@@ -215,12 +215,15 @@ def placed_text(result: Result, item: Callable[[str, TextPart | None], Message])
 
 
 _MAKER_BY_FORMAT = {CLAUDE_FORMAT: "claude", GEMINI_FORMAT: "gemini"}
-"""The model family whose signature an OpenRouter entry of each ``format`` carries."""
+"""The model family whose signature an OpenRouter entry of each ``format`` carries (and a LiteLLM block its Gemini
+route told: policy litellm-gemini-signature)."""
 _MAKER_BY_PROVIDER = {"anthropic": "claude", "bedrock": "bedrock", "gemini": "gemini"}
 """The family whose signatures each provider's wire carries. Bedrock's is its own: Converse streams
 Claude's reasoning and other makers' too (DeepSeek's, Nova's), and does not say whose; it is no
 Gemini's. A chat result's blocks are none's: LiteLLM's ``thinking_blocks`` carry Claude's and
-Gemini's alike (its Gemini route puts a thought part's ``thoughtSignature`` there)."""
+Gemini's alike (its Gemini route puts a thought part's ``thoughtSignature`` there when it streams a
+whole response), and only its Gemini route says whose (policy litellm-gemini-signature: the block
+then names Gemini's format); a Claude block through LiteLLM names no maker."""
 _READERS = {
     "claude": frozenset({"anthropic", "bedrock", "openai-chat"}),
     "bedrock": frozenset({"anthropic", "bedrock", "openai-chat"}),
@@ -239,7 +242,8 @@ def signature_for(block: Reasoning, result: Result, format: str) -> str | None:
 
     A signature is its maker's proof that it wrote the block, and each maker checks its own alone:
     Gemini 3 refuses a ``thoughtSignature`` it cannot read (400), Claude a thinking block whose
-    signature is not Claude's. The maker is the one the block's OpenRouter ``format`` names, else
+    signature is not Claude's. The maker is the one the block's ``format`` names (OpenRouter's, or
+    Gemini's for a LiteLLM block its Gemini route told: policy litellm-gemini-signature), else
     the one ``result.source_provider`` names where the result has one (a turn read through LangChain,
     whose wire is ``openai-chat``'s), else the one ``result.provider``'s wire carries
     (:data:`_MAKER_BY_PROVIDER`, for both); a signature whose maker none tells (a chat result's own

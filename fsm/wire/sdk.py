@@ -76,11 +76,18 @@ def sdk_payload(item: Any, held: LangChainStream | None = None) -> Mapping[str, 
     return as_mapping(item)
 
 
-LANGCHAIN_PROVIDERS = {"anthropic": "anthropic", "google_genai": "gemini", "bedrock_converse": "bedrock"}
+LANGCHAIN_PROVIDERS = {
+    "anthropic": "anthropic",
+    "google_genai": "gemini",
+    "google_vertexai": "gemini",
+    "bedrock_converse": "bedrock",
+    "bedrock": "bedrock",
+}
 """The integrations (``response_metadata["model_provider"]``) each of which reads one provider's wire alone, and its
-name (policy langchain-source-provider): ChatAnthropic Claude's, ChatGoogleGenerativeAI Gemini's, ChatBedrockConverse
-Converse's. ChatOpenAI reads the chat API or the Responses API (the latter told by the Responses items among its
-blocks); every other integration names a chat server's own (Ollama, Groq, DeepSeek, Mistral), read as the chat wire."""
+name (policy langchain-source-provider): ChatAnthropic Claude's, ChatGoogleGenerativeAI and ChatVertexAI (Vertex AI's
+generateContent) Gemini's, ChatBedrockConverse Converse's, ChatBedrock InvokeModel's (signed blocks: Claude's alone).
+ChatOpenAI reads the chat API or the Responses API (told by the Responses items among its blocks); every other names a
+chat server's own (Ollama, Groq, DeepSeek, Mistral), read as the chat wire. ChatAnthropicVertex names none."""
 
 
 def langchain_provider(item: Any, held: LangChainStream | None) -> str | None:

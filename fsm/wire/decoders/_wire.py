@@ -314,7 +314,7 @@ def chat_said(delta: Mapping[str, Any], events: list[Any]) -> bool:
     content, signed = delta.get("content"), compat_signature(delta, "delta") if COMPAT_SIGNATURE in delta else None
     if (content and type(content) is str) or signed is not None:
         events.append(TextDelta(content if type(content) is str else "", signed))
-    blocks = thinking_blocks(delta["thinking_blocks"]) if "thinking_blocks" in delta else None
+    blocks = thinking_blocks(delta["thinking_blocks"], delta) if "thinking_blocks" in delta else None
     details = delta.get("reasoning_details") if blocks is None else None
     if details is not None:  # OpenRouter's: the reasoning with its signatures (unread: the decoder reports it)
         blocks = reasoning_details(details)

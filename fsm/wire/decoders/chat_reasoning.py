@@ -14,7 +14,12 @@ Gemini's holds a thought signature, read as its block's signature (policy gemini
 which goes back to OpenRouter as the entry it came as.
 
 LiteLLM's ``reasoning_items`` (its chat stream served from the Responses API) are the Responses
-reasoning items themselves, read beside the rest: :func:`reasoning_items`."""
+reasoning items themselves, read beside the rest: :func:`reasoning_items`.
+
+LiteLLM's ``thinking_blocks`` carry Claude's signatures and Gemini's in one shape; its Gemini route
+alone writes ``provider_specific_fields.thought_signatures`` beside them (every ``thoughtSignature`` of
+the parts it read the blocks from), so a block whose signature that list holds is Gemini's, and its
+block names Gemini's format, as OpenRouter's entries do (policy litellm-gemini-signature)."""
 
 from __future__ import annotations
 
@@ -32,32 +37,53 @@ GEMINI_FORMAT = "google-gemini-v1"
 """The ``format`` of an entry of Gemini's: its ``reasoning.encrypted`` entry holds a thought signature
 (policy gemini-signature-encrypted)."""
 
+LITELLM_FIELDS = "provider_specific_fields"
+"""The key of a LiteLLM delta under which it keeps what the OpenAI chat shape has no field for."""
+
 _KNOWN_KEYS = frozenset({"type", "text", "summary", "data", "signature", "format", "index", "id"})
 
 
-def thinking_blocks(value: Any) -> list[ReasoningDelta] | None:
+def thinking_blocks(value: Any, delta: Mapping[str, Any] | None = None) -> list[ReasoningDelta] | None:
     """LiteLLM's ``thinking_blocks`` (in its chunks and its proxy's stream): a Claude turn's reasoning
     blocks, ``{type: thinking, thinking, signature}`` or ``{type: redacted_thinking, data}``, each
     under an ``index`` of its own. Its ``reasoning_content`` joins every block's text and drops the
     signatures Anthropic wants back, so these are read instead. None when there are none, or when
-    any entry is no such block (``reasoning_content`` is read then)."""
+    any entry is no such block (``reasoning_content`` is read then).
+
+    ``delta``: the delta that holds them. A block whose signature its LiteLLM fields'
+    ``thought_signatures`` lists is a Gemini thought's (policy litellm-gemini-signature): LiteLLM
+    writes that list in its Gemini route alone, from the parts it read the blocks from (a response
+    it streams whole, as its fake streams do; a streamed Gemini turn gives no blocks).
+    Any other block names no maker: Claude's route tells none."""
     if type(value) is not list or not value:
         return None
+    told = _gemini_signatures(delta.get(LITELLM_FIELDS) if delta is not None else None)
     pieces = []
     for block in value:
         if not isinstance(block, Mapping) or block.get("type") not in ("thinking", "redacted_thinking"):
             return None
         key, said = block.get("index"), block.get("thinking")
         signature, data = block.get("signature"), block.get("data")
+        signature = signature if type(signature) is str and signature else None
         pieces.append(
             ReasoningDelta(
                 key if type(key) is int else None,
                 said if type(said) is str else "",
-                signature if type(signature) is str and signature else None,
+                signature,
                 data if type(data) is str and data else None,
+                format=GEMINI_FORMAT if signature in told else None,
             )
         )
     return pieces
+
+
+def _gemini_signatures(fields: Any) -> frozenset[str]:
+    """The signatures a LiteLLM delta's ``provider_specific_fields.thought_signatures`` lists (its
+    Gemini route's; policy litellm-gemini-signature): empty where it lists none, or is no list."""
+    listed = fields.get("thought_signatures") if isinstance(fields, Mapping) else None
+    if type(listed) is not list:
+        return frozenset()
+    return frozenset(entry for entry in listed if type(entry) is str and entry)
 
 
 def reasoning_details(value: Any) -> list[ReasoningDelta] | None:

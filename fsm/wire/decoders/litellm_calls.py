@@ -34,9 +34,7 @@ from typing import Any
 from fsm.errors import RemoteProtocolError
 from fsm.events import ArgumentsSnapshot, CallEnd, CallRef, CallSeen, Event, ProviderFields
 from fsm.wire.decoders._wire import dumps
-
-LITELLM_FIELDS = "provider_specific_fields"
-"""The key of a LiteLLM delta under which it keeps what the OpenAI chat shape has no field for."""
+from fsm.wire.decoders.chat_reasoning import LITELLM_FIELDS as LITELLM_FIELDS  # its decoders read it here
 
 _READ = frozenset(("server_tool_calls", "web_search_calls"))
 """The keys of ``provider_specific_fields`` read here."""
