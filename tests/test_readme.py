@@ -1,4 +1,4 @@
-"""What README.md (and the hand-written docs/architecture.md) tell a user, held to the code: every
+"""What README.md (and the hand-written pages of docs/) tell a user, held to the code: every
 Python example runs as it stands from the project's root and prints what the README shows, every
 command line it gives runs with the output and exit status it describes, and every list it gives
 (options and their defaults, policies, rules, diagnostic codes, exported names, paths) is the one
@@ -50,6 +50,7 @@ from fsm.wire.detect import Framing
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+PERFORMANCE = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
 CLIENT_TESTS = ROOT / "tests" / "test_clients.py"
 
 
@@ -97,7 +98,7 @@ def test_every_block_marker_is_one_this_file_reads() -> None:
     assert all(b.lang == "text" for b in BLOCKS if b.marker == "output")
     assert all(b.lang == "python" for b in BLOCKS if b.marker in MARKERS - {"output"})
     assert sum(b.marker == "fragment of tests/test_clients.py" for b in BLOCKS) == 1  # fragments stay few
-    assert "```python" not in ARCHITECTURE  # were one added, it would need running here too
+    assert "```python" not in ARCHITECTURE + PERFORMANCE  # were one added, it would need running here too
 
 
 @pytest.mark.parametrize("run", sessions(), ids=lambda run: f"README.md:{run[0][0].line}")
@@ -451,7 +452,7 @@ def test_the_change_kinds_are_the_repairs() -> None:
 
 
 def test_the_names_the_readme_qualifies_with_fsm_exist() -> None:
-    for dotted in sorted(set(re.findall(r"`(fsm(?:\.\w+)+)", README))):
+    for dotted in sorted(set(re.findall(r"`(fsm(?:\.\w+)+)", README + PERFORMANCE))):
         parts = dotted.split(".")
         value: Any = importlib.import_module("fsm")
         for at in range(1, len(parts)):
@@ -460,7 +461,7 @@ def test_the_names_the_readme_qualifies_with_fsm_exist() -> None:
             except ModuleNotFoundError:
                 value = getattr(value, parts[at])
     exported = set(fsm.__all__)
-    for name in re.findall(r"`fsm\.([A-Z]\w+)", README):
+    for name in re.findall(r"`fsm\.([A-Z]\w+)", README + PERFORMANCE):
         assert name in exported, name
 
 
@@ -511,7 +512,7 @@ def named_paths(text: str) -> set[str]:
     return set(linked) | {s.rstrip("/") for s in spans}
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/architecture.md"])
+@pytest.mark.parametrize("doc", ["README.md", "docs/architecture.md", "docs/performance.md"])
 def test_every_path_the_docs_name_exists(doc: str) -> None:
     text = (ROOT / doc).read_text(encoding="utf-8")
     paths = named_paths(text)
@@ -551,9 +552,9 @@ def test_the_layout_names_every_module_of_the_engine_and_the_wire_and_every_tool
 
 
 def test_the_qualified_names_in_backticks_exist() -> None:
-    """``Class.attribute`` and ``module.function`` names the README and the architecture page give."""
+    """``Class.attribute`` and ``module.function`` names the README and the hand-written pages give."""
     sources = {p: p.read_text(encoding="utf-8") for p in (ROOT / "fsm").rglob("*.py")}
-    text = README + ARCHITECTURE
+    text = README + ARCHITECTURE + PERFORMANCE
     named = set(re.findall(r"`_?([A-Z]\w*|jsontext)\.(\w+)(?:\(\)| = \w+)?`", text)) - {("jsontext", "py")}
     theirs = {"ChunkProcessor", "Part"}  # LiteLLM's and google-genai's
     assert len(named) > 5

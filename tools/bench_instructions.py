@@ -1,7 +1,7 @@
 """Count the instructions each implementation executes on the benchmark's streams (a script, not a test).
 
     python tools/bench_instructions.py [--quick] [--json FILE]
-    python tools/bench_instructions.py --markdown FILE     # the README's table from a --json run
+    python tools/bench_instructions.py --markdown FILE     # docs/performance.md's table from a --json run
 
 Why: tools/bench.py measures CPU time, which on a shared machine moves with everyone else's load (its
 processes have differed by a median of 50% and more on a row). An instruction count does not: the
@@ -248,7 +248,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
     parser.add_argument("--only", metavar="TEXT", help="only the streams whose label holds TEXT (for an A/B)")
     parser.add_argument("--json", metavar="FILE", help="also write the counts as JSON")
-    parser.add_argument("--markdown", metavar="FILE", help="print a --json run as the README's table, and exit")
+    parser.add_argument(
+        "--markdown", metavar="FILE", help="print a --json run as the table of docs/performance.md, and exit"
+    )
     parser.add_argument("--child", nargs=2, metavar=("PLAN", "LIBRARY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

@@ -1,7 +1,7 @@
 """What a turn's text and reasoning cost toolcall-fsm on every wire (a script, not a test).
 
     python tools/bench_talk.py [--quick] [--json FILE] [--rounds N]
-    python tools/bench_talk.py --markdown FILE      # the README's table from a --json run
+    python tools/bench_talk.py --markdown FILE      # docs/performance.md's table from a --json run
 
 Most events of a turn that talks are pieces of its text or its reasoning, and a gateway pays for
 each one, so tools/bench.py's tool-call rows do not tell what a talking stream costs. Each row here
