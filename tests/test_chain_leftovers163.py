@@ -10,7 +10,8 @@
 4. Responses (result-answers-its-kind): ``computer_call x`` answered, then ``function_call x`` in a later
    turn was no ``reused``, while the same kind reused is one.
 
-Each test fails before the fix, but the two that hold what stays as it was (marked so)."""
+Each test fails before the fix, but the one that holds what stays as it was (marked so; a second pinned a stray
+before a call of its own id going back with its chain, which task 170 writes right before its content)."""
 
 from __future__ import annotations
 
@@ -134,10 +135,12 @@ def test_an_id_reused_by_another_kind_after_its_call_went_unanswered() -> None:
     assert _found(fixed) == [("reused", 6)]  # the placeholder answers the function call: a reuse after it
 
 
-def test_a_stray_before_a_call_of_its_own_id_in_its_content_goes_as_before() -> None:  # (as it was)
-    # (fuzz t163 seed 7, reduced) put after its content, a2 would answer the call to b after it
+def test_a_stray_before_a_call_of_its_own_id_in_its_content_goes_right_before_that_content() -> None:
+    # (fuzz t163 seed 7, reduced) put after its content, b2 would answer the call to b after it; it went back
+    # with b1, past the user's text "t": task 170 writes it right before its content (stray-before-its-ids-call)
     conversation = [ASK, model(gemini_call("b")), user(resp(1, True, "b"), text("t"))]
     conversation.append(model(resp(2, False, "b"), gemini_call("b")))
     fixed, _ = repaired(conversation)
-    assert sent(fixed) == [("b", 1, True), ("b", 2, False)]  # back with b1, never after the call to b
-    assert fixed[2] == user(resp(1, True, "b"), resp(2, False, "b"))
+    assert sent(fixed) == [("b", 1, True), ("b", 2, False)]  # never after the call to b
+    assert fixed[2:6] == [user(resp(1, True, "b")), model(text(BETWEEN)), user(text("t")), model(text(BETWEEN))]
+    assert fixed[6:8] == [user(resp(2, False, "b")), model(gemini_call("b"))]

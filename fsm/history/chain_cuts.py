@@ -93,7 +93,10 @@ class Cut:
         stray goes first in the answer to): the model's contents after it join it (Gemini takes no two in a row) until
         repair writes a content after one, or keeps a part of another role's. Not always the next: a content that held
         only a dropped orphan leaves none (``M[call a] M[c9+ m]`` goes as ``M[call a] U[a's placeholder] M[m]``: audit
-        164). Each content looked at once (the run's end noted for every content in it)."""
+        164). Each content looked at once (the run's end noted for every content in it). Not the contents written for
+        strays (added once all are placed): one kept apart inside such a run is past a boundary found here already, or
+        its chain's response before it went after those calls, and a content of responses alone parts no text from
+        them; made to see them, repair wrote the same in 44,000 histories of audit 164's fuzzer (task 170)."""
         plan, read = self.plan, list[int]()
         while at not in self.runs and not plan.add_after.get(at) and at + 1 < len(plan.messages):
             read.append(at)

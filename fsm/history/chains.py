@@ -18,7 +18,11 @@ unless a later home comes between: then the chain is cut at the stray, task 136)
 user content answering the model's calls it came after where none before it keeps a response after
 them (policy stray-after-the-calls-answer), unless a call of its own id joins them. Where that puts it
 back past the user's text or another model content (not calls) that came between, it goes in a user
-content of its own right after the model content it came in (policy stray-where-it-came, task 163).
+content of its own right after the model content it came in (policy stray-where-it-came, task 163);
+right before it where a call of its own id follows it there or in a model content joining it (after
+it, it would answer that call; policy stray-before-a-call-of-its-id, task 170). Only a stray between
+calls of another id and a call of its own in one run of model contents still goes back (no place is
+between them: Gemini's model contents in a row are one, and their calls' answer comes after them all).
 A chain whose first response repair moves is cut too at a response of it in a later user content that
 the user's text or the model's content parts from where that first response goes (and from where the
 response before it came): it stays where it came (policy chain-goes-on-where-it-came, task 145). So
@@ -136,12 +140,13 @@ def home_strays(plan: StrayPlan) -> None:
     that puts it back past such a content or calls (stray-after-the-calls-answer, task 136): then the chain is cut
     there (:class:`~fsm.history.chain_cuts.Cut`), the rest as they came. Put back past the user's text or another
     model content (not calls) between, it goes after its own (stray-where-it-came), in the answer to calls joining it
-    (audit 164); a model content after the calls counts unless it joins them (one a content is written before, after
-    a dropped orphan's, does not: audit 164, task 166)."""
+    (audit 164), or right before its own where a call of its id follows it there or joining it (it would answer that
+    call: stray-before-a-call-of-its-id, task 170); a model content after the calls counts unless it joins them (one a
+    content is written before, after a dropped orphan's, does not: audit 164, task 166)."""
     marks: tuple[list[tuple[int, int]], tuple[list[tuple[int, int]], _Again]] | None = None  # once, with a stray
     home: tuple[int, int] | None = None  # where the response of the chain before the stray goes
     called = False  # home is the model's calls (message, part): in the user content answering them
-    cut, stays, staying, prev = Cut(plan), list[list[Entry]](), False, (-1, -1)  # (prev: where the one before came)
+    cut, stays, staying, prev = Cut(plan), list[tuple[int, list[Entry]]](), False, (-1, -1)  # (prev: where one came)
     for entry, stray in strays(plan.chains, plan.model):
         spot, prev, before_it = (entry.message, entry.slot), (entry.message, entry.slot), prev
         if spot in plan.chains:  # a chain's first response (strays yields it first)
@@ -165,11 +170,13 @@ def home_strays(plan: StrayPlan) -> None:
         if made and calls[made - 1] > home and not _called_again(again, entry, calls[made - 1]):
             home, called = calls[made - 1], True
         start = max((home[0], -1) if home is latest and home[0] > was[0] else home, before_it)  # (see Cut.between)
-        apart = not (made and calls[made - 1] > start) and cut.between(start, (entry.message, 0), users=called)
+        own = _called_again(again, entry, (entry.message, 0))  # after its content, it would answer that call
+        first = bisect_left(calls, (entry.message, 0)) if own else made  # (its content's calls before it go after it)
+        apart = not (first and calls[first - 1] > start) and cut.between(start, (entry.message, 0), users=called)
         if called and not apart:  # the model's contents after the calls join them, but not past one written apart
             apart = cut.between(max(start, (cut.apart_from(home[0]), -1)), (entry.message, 0))  # (audit 164)
-        apart = apart and not _called_again(again, entry, (entry.message, 0))  # after its content, it would answer it
-        if apart and _called_again(again, entry, spot, _Again.ANY):  # a call joins its content: in their answer
+        ahead = apart and own  # so right before its content (stray-before-a-call-of-its-id, task 170)
+        if not ahead and apart and _called_again(again, entry, spot, _Again.ANY):  # a call joins it: in their answer
             apart, home, called = False, calls[made], True  # (audit 164: its content of its own parted them)
         joins = not called and staying and home == was and not apart  # right after the stray before it, kept apart
         staying = apart or joins
@@ -180,9 +187,12 @@ def home_strays(plan: StrayPlan) -> None:
         plan.touched.add(entry.message)
         if staying:  # put back where home is, it went past the user's text or the model's content after it
             home, called = spot, False
-            stays[-1:] = [[*stays[-1], entry]] if joins else [*stays[-1:], [entry]]  # joins: in the last one's
-            why = f"{STRAY_WHY}: moved into a user content of its own right after the model content it came in,"
-            why += " as the user's text or the model's content came between it and its chain's response before it"
+            held = (stays[-1][0], [*stays[-1][1], entry]) if joins else (entry.message - ahead, [entry])
+            stays[-1:] = [held] if joins else [*stays[-1:], held]  # joins: in the last one's
+            ahead = held[0] < held[1][0].message  # (a stray joining one written before its content goes there too)
+            why = f"{STRAY_WHY}: moved into a user content of its own right {'before' if ahead else 'after'} the"
+            why += " model content it came in, as the user's text or the model's content came between it and its"
+            why += " chain's response before it" + (" (after it, it would answer the call of its id there)" * ahead)
         elif called:  # the model's calls came after the responses kept before it, or its chain's before it
             plan.trail.append((home[0], entry))
             why = f"{STRAY_WHY}: moved first into the user content answering the model's calls it came after"
@@ -194,8 +204,8 @@ def home_strays(plan: StrayPlan) -> None:
             why += f" that comes no sooner than its chain's response before it (message {home[0] + 1})"
         plan.changes.append(Change("moved-misplaced-result", entry.message + 1, shown(entry.key), why))
     cut.finish()
-    for group in stays:  # (copied once the cut chains' copies are gone: finish takes out only theirs)
-        plan.add_after.setdefault(group[0].message, []).append({"role": "user", "parts": plan.moved(group)})
+    for at, group in stays:  # (copied once the cut chains' copies are gone: finish takes out only theirs)
+        plan.add_after.setdefault(at, []).append({"role": "user", "parts": plan.moved(group)})
 
 
 def after_calls(plan: StrayPlan, written: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -270,7 +280,8 @@ def _kept_calls(plan: StrayPlan) -> tuple[list[tuple[int, int]], _Again]:
 def _called_again(again: _Again, entry: Entry, call: tuple[int, int], key: Any = None) -> bool:
     """Is a call of the stray's id (or ``key``'s) made after it, no content of the user's written between it and the
     calls the stray came after (``call``)? Their model contents join: put in the answer to their calls, the stray
-    would answer that call instead of going on with its chain, so it stays with the responses before it."""
+    would answer that call instead of going on with its chain, so it goes right before its own content, or where no
+    place is left before that call (calls of another id before it in their run), with the responses before it."""
     made = again.get(entry.key if key is None else key, [])
     after = bisect_left(made, (entry.message, entry.slot), key=lambda each: each[0])
     return after < len(made) and made[after][1] <= 2 * call[0]

@@ -201,22 +201,22 @@ def _walk_call(
     twins: tuple[dict[Key, Twin], range],
     walked: set[tuple[int, int]],
 ) -> CallId:
-    """Walk a call. The first of a turn's calls under an id a call of the other kind in its run has too
-    (policy client-and-server-call-one-id), walked after that one once it was answered, is no ``reused``:
-    the two are one ``duplicate-call``, at the later of them (as the machine says when the twin still waits)."""
+    """Walk a call. A turn's first call under an id a call of the other kind in its run has too (its twin, policy
+    client-and-server-call-one-id) is one ``duplicate-call`` with it, as repair renames one: walked after the twin
+    was answered (known by place: another turn's call under the id may be walked between, task 167), no ``reused``,
+    at the later of them; a twin coming later but walked first (a later message's server call, its turn read whole
+    before this one's results; a client call before a code paired late), waiting or unanswered, at the twin."""
     previous = before.call_message - 1 if (before := ids.get((entry.key, entry.kind))) is not None else -1
     start, call = len(findings), walk(entry, "call")
     walked.add((entry.message, entry.slot))
     twin = twins[0].pop(entry.key, None)
     said = [found.kind for found in findings[start:]]
-    after = twin is not None and (twin[1], twin[3]) in walked  # walked late, or another turn's call between
+    after = twin is not None and (twin[1], twin[3]) in walked
     if twin is not None and (previous in twins[1] or after) and Kind.REUSED in said:  # its twin walked, answered
         del findings[start + said.index(Kind.REUSED)]
         at, name = (entry.message, entry.name) if twin[0] else twin[1:3]
         findings.append(Finding(Kind.DUPLICATE_CALL, call.key, at + 1, TWIN_WHY, name))
     elif twin is not None and not twin[0] and previous == twin[1] and {*said} & AHEAD:
-        # its twin comes later but was walked first (a later message's server call, its turn whole before this one's
-        # results; a client call before a code paired late), waiting or unanswered: one duplicate-call, as repaired
         found = next(at for at, kind in enumerate(said) if kind in AHEAD)
         findings[start + found] = Finding(Kind.DUPLICATE_CALL, call.key, twin[1] + 1, TWIN_WHY, twin[2])
     return call
