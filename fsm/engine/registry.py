@@ -323,13 +323,19 @@ class Registry:
             return
         ledger = self.ledger
         ledger.rules["index-is-label"] += 1
-        slot = self._open_new(index, wire_id, name)
-        closing = self._closing  # its label and dest, passed by position: a starred call costs more
-        if self._direct and slot.store_whole(text, closing[0], closing[1], self._scanned):
-            # No _remember: it would do nothing to the lone call of a new lane (never indexed) whose
-            # scanner is already the shared closed one (closed_scanner is one per depth limit).
-            ledger.work += slot._length
-            return
+        if not self._direct:
+            slot = self._open_new(index, wire_id, name)
+        else:
+            # Its text's fields left to store_whole, which writes them all or none (by position:
+            # a keyword costs more): nearly every whole call's are then written once, not twice.
+            slot = self._open_new(index, wire_id, name, True)
+            closing = self._closing  # its label and dest, passed by position: a starred call costs more
+            if slot.store_whole(text, closing[0], closing[1], self._scanned):
+                # No _remember: it would do nothing to the lone call of a new lane (never indexed) whose
+                # scanner is already the shared closed one (closed_scanner is one per depth limit).
+                ledger.work += slot._length
+                return
+            self._no_text(slot)  # refused: a call with no text yet, as _open_new makes it, takes it
         rest = self._extend(slot, text, "fragment")
         self._remember(slot)
         if rest:  # the value closed mid-text: the rest is routed as arguments() routes it
@@ -1017,12 +1023,14 @@ class Registry:
     def _open(self, lane: Lane, ref: CallRef) -> Slot:
         return self._open_call(lane, ref.index, ref.id, ref.name, ref.position, ref.server, ref.type)
 
-    def _open_new(self, index: int, wire_id: str, name: str) -> Slot:
+    def _open_new(self, index: int, wire_id: str, name: str, whole: bool = False) -> Slot:
         """What _open_call(index, index, wire_id, name, 0, False, "function") does for a client
         function call at an index and a wire id never seen, with no name held for a next call (a
         whole call's chunk, a call's header: nearly every call of an OpenAI chat stream), without
         the branches that cannot apply to it (test_the_whole_call_shortcut_decides_as_the_decoder,
-        test_the_call_header_shortcut_decides_as_the_decoder)."""
+        test_the_call_header_shortcut_decides_as_the_decoder). ``whole``: the caller gives the call
+        its first text at once (Slot.store_whole), which writes the fields of its text and state:
+        they are left unwritten here, and the caller writes them with _no_text if it refuses."""
         if index >> 63:  # past 63 bits, or below 0 (a shift costs less than a call of bit_length)
             _shortcut_index(index)
         slots = self.slots
@@ -1046,18 +1054,20 @@ class Registry:
         # slot_tp_init into a C-level frame of its own, which cost a call half as much again as
         # these assignments (test_the_commonest_call_opens_as_its_slot_class_makes_it).
         slot = _new_object(Slot)
-        slot.state = self._initial_json
         slot.ordinal = ordinal
         slot.lane = slot.index = index
         slot.wire_id = wire_id
         slot.id = call_id
         slot.name = name
         slot.ledger = ledger
-        slot.scanner = self._start
-        slot._buf = b""
-        slot._text = slot._high = ""
-        slot._length = slot._emitted = 0
+        slot._high = ""
         slot.arguments = slot.status = slot._unscanned = slot._call = None
+        if not whole:  # _no_text, in line (a call less on every call's header)
+            slot.state = self._initial_json
+            slot.scanner = self._start
+            slot._buf = b""
+            slot._text = ""
+            slot._length = slot._emitted = 0
         slots.append(slot)
         self._lanes[index] = slot
         self._by_wire_id[wire_id] = slot
@@ -1073,6 +1083,15 @@ class Registry:
         opened.__class__ = CallOpened
         ledger.outputs.append(opened)
         return slot
+
+    def _no_text(self, slot: Slot) -> None:
+        """Write the state and text fields of a call _open_new opened with ``whole`` (a call with no
+        text yet, as Slot(...) makes it), when its first text was not stored whole."""
+        slot.state = self._initial_json
+        slot.scanner = self._start
+        slot._buf = b""
+        slot._text = ""
+        slot._length = slot._emitted = 0
 
     def _too_many_calls(self) -> None:
         self.ledger.limit(f"more than {self.limits.max_calls} calls in one stream")  # raises
