@@ -1023,7 +1023,7 @@ class Registry:
     def _open(self, lane: Lane, ref: CallRef) -> Slot:
         return self._open_call(lane, ref.index, ref.id, ref.name, ref.position, ref.server, ref.type)
 
-    def _open_new(self, index: int, wire_id: str, name: str, whole: bool = False) -> Slot:
+    def _open_new(self, index: int, wire_id: str, name: str | None, whole: bool = False) -> Slot:
         """What _open_call(index, index, wire_id, name, 0, False, "function") does for a client
         function call at an index and a wire id never seen, with no name held for a next call (a
         whole call's chunk, a call's header: nearly every call of an OpenAI chat stream), without
@@ -1113,7 +1113,20 @@ class Registry:
         kind: str,
     ) -> Slot:
         """Open a call in ``lane`` (a CallRef's fields, taken apart). The commonest call, at a new index
-        under a new id, opens by _open_new, which must stay what this does for it."""
+        under a new id, opens by _open_new, which must stay what this does for it: the general
+        routing's too (a Claude tool block's, an Ollama call's), which Slot(...) made, a call
+        through the class's __init__ that cost more than the rest of the opening."""
+        if (
+            lane is index  # a client call's lane, its index (so never None)
+            and not server
+            and kind == "function"
+            and wire_id is not None
+            and not self._pending_header
+            and not index >> 63  # (_open_new would refuse it as the chat shortcuts' index)
+            and lane not in self._lanes
+            and wire_id not in self._by_wire_id
+        ):
+            return self._open_new(index, wire_id, name)
         slots = self.slots
         if len(slots) >= self._max_calls:
             self._too_many_calls()
