@@ -17,31 +17,19 @@ from tests.helpers import replay_traced
 from tests.test_conformance import VECTORS, _replay_with_trace, _slot_state
 from tests.test_per_call_paths import EDGES, HEADERS, _slot_fields
 
-SERVER = {"type": "server_tool_use"}
+
+def block(index: int, **content: Any) -> list[dict[str, Any]]:
+    """A Claude content block, started and stopped (a tool block by default)."""
+    started = {"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", **content}}
+    return [started, {"type": "content_block_stop", "index": index}]
+
+
+END = {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}
+TEXT = {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"x": 1}'}}
 ANTHROPIC: dict[str, list[dict[str, Any]]] = {
-    "two tool blocks": [
-        {"type": "message_start", "message": {"content": []}},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "a", "name": "f"}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"x": 1}'}},
-        {"type": "content_block_stop", "index": 0},
-        {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "a", "name": "g"}},
-        {"type": "content_block_stop", "index": 1},
-        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
-    ],
-    "a block at an index used before": [
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_stop", "index": 0},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "b", "name": "f"}},
-        {"type": "content_block_stop", "index": 0},
-        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
-    ],
-    "a server tool beside": [
-        {"type": "content_block_start", "index": 0, "content_block": {**SERVER, "id": "s", "name": "w"}},
-        {"type": "content_block_stop", "index": 0},
-        {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "s", "name": "f"}},
-        {"type": "content_block_stop", "index": 1},
-        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
-    ],
+    "two tool blocks": [*block(0, id="a", name="f")[:1], TEXT, *block(0)[1:], *block(1, id="a", name="g"), END],
+    "a block at an index used before": [*block(0, type="text", text=""), *block(0, id="b", name="f"), END],
+    "a server tool beside": [*block(0, type="server_tool_use", id="s", name="w"), *block(1, id="s", name="f"), END],
 }
 OPTIONS: list[dict[str, Any]] = [{}, {"strict": True}, {"limits": Limits(max_calls=1)}, {"taken": ["a", "b"]}]
 
