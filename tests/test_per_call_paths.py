@@ -515,9 +515,11 @@ def test_the_commonest_call_opens_as_its_slot_class_makes_it(monkeypatch: pytest
 
     real, seen = Registry._open_new, []
 
-    def checked(self: Registry, index: int, wire_id: str, name: str) -> Slot:
+    def checked(self: Registry, index: int, wire_id: str, name: str, whole: bool = False) -> Slot:
         used = wire_id in self._ids._used
-        slot = real(self, index, wire_id, name)
+        slot = real(self, index, wire_id, name, whole)
+        if whole:  # its state and text fields left to store_whole: as they are when it refuses
+            self._no_text(slot)
         made = Slot(slot.ordinal, index, index, wire_id, slot.id, name, self.ledger, self._start, self._initial_json)
         assert _slot_fields(slot) == _slot_fields(made), (index, wire_id, name, used)
         seen.append(used)

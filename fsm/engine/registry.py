@@ -78,7 +78,9 @@ class Registry:
     """Which calls of a lane hold a given (stripped) complete text: a resend can only land in one
     of those, so routing never walks a lane's earlier calls one by one."""
     _slot_lanes: dict[Slot, tuple[Lane, Lane]] = _NONE  # type: ignore[assignment]
-    """The calls in two lanes (no index), and their lanes."""
+    """The calls in two lanes (no index), and their lanes. Written, as the shared empty one, by every
+    stream's construction: _ended reads it at every call's end, where a class default read through
+    the instance is an unspecialised load (Python 3.11)."""
     _held_under: dict[Slot, bytes] = _NONE  # type: ignore[assignment]
     """The key each call is listed under in _holding: the text it holds now, one at a time (_unhold)."""
     _indexed: dict[Slot, tuple[int, int, bytes]] = _NONE  # type: ignore[assignment]
@@ -134,6 +136,7 @@ class Registry:
         self._max_calls = limits.max_calls
         self._run: _Run | None = None  # the fragments gather() held back
         self._settled = 0
+        self._slot_lanes = _NONE  # type: ignore[assignment]  # (see the class attribute)
         # Read from the machine and the depth limit once for every stream (_shared): each call's
         # start and end states, the scans' two shared ends (where every call's starts until its
         # first text, and the one state every closed value's scan ends in), the transitions taken
@@ -323,13 +326,19 @@ class Registry:
             return
         ledger = self.ledger
         ledger.rules["index-is-label"] += 1
-        slot = self._open_new(index, wire_id, name)
-        closing = self._closing  # its label and dest, passed by position: a starred call costs more
-        if self._direct and slot.store_whole(text, closing[0], closing[1], self._scanned):
-            # No _remember: it would do nothing to the lone call of a new lane (never indexed) whose
-            # scanner is already the shared closed one (closed_scanner is one per depth limit).
-            ledger.work += slot._length
-            return
+        if not self._direct:
+            slot = self._open_new(index, wire_id, name)
+        else:
+            # Its text's fields left to store_whole, which writes them all or none (by position:
+            # a keyword costs more): nearly every whole call's are then written once, not twice.
+            slot = self._open_new(index, wire_id, name, True)
+            closing = self._closing  # its label and dest, passed by position: a starred call costs more
+            if slot.store_whole(text, closing[0], closing[1], self._scanned):
+                # No _remember: it would do nothing to the lone call of a new lane (never indexed) whose
+                # scanner is already the shared closed one (closed_scanner is one per depth limit).
+                ledger.work += slot._length
+                return
+            self._no_text(slot)  # refused: a call with no text yet, as _open_new makes it, takes it
         rest = self._extend(slot, text, "fragment")
         self._remember(slot)
         if rest:  # the value closed mid-text: the rest is routed as arguments() routes it
@@ -895,7 +904,7 @@ class Registry:
     def _own(self, table: str) -> dict[Any, Any]:
         """This stream's own ``table`` (one of the resend tables), made at its first write."""
         own: dict[Any, Any] | None = self.__dict__.get(table)
-        if own is None:
+        if own is None or own is _NONE:  # (_slot_lanes: the shared one, written at construction)
             own = self.__dict__[table] = {}
         return own
 
@@ -1017,12 +1026,14 @@ class Registry:
     def _open(self, lane: Lane, ref: CallRef) -> Slot:
         return self._open_call(lane, ref.index, ref.id, ref.name, ref.position, ref.server, ref.type)
 
-    def _open_new(self, index: int, wire_id: str, name: str) -> Slot:
+    def _open_new(self, index: int, wire_id: str, name: str | None, whole: bool = False) -> Slot:
         """What _open_call(index, index, wire_id, name, 0, False, "function") does for a client
         function call at an index and a wire id never seen, with no name held for a next call (a
         whole call's chunk, a call's header: nearly every call of an OpenAI chat stream), without
         the branches that cannot apply to it (test_the_whole_call_shortcut_decides_as_the_decoder,
-        test_the_call_header_shortcut_decides_as_the_decoder)."""
+        test_the_call_header_shortcut_decides_as_the_decoder). ``whole``: the caller gives the call
+        its first text at once (Slot.store_whole), which writes the fields of its text and state:
+        they are left unwritten here, and the caller writes them with _no_text if it refuses."""
         if index >> 63:  # past 63 bits, or below 0 (a shift costs less than a call of bit_length)
             _shortcut_index(index)
         slots = self.slots
@@ -1046,18 +1057,20 @@ class Registry:
         # slot_tp_init into a C-level frame of its own, which cost a call half as much again as
         # these assignments (test_the_commonest_call_opens_as_its_slot_class_makes_it).
         slot = _new_object(Slot)
-        slot.state = self._initial_json
         slot.ordinal = ordinal
         slot.lane = slot.index = index
         slot.wire_id = wire_id
         slot.id = call_id
         slot.name = name
         slot.ledger = ledger
-        slot.scanner = self._start
-        slot._buf = b""
-        slot._text = slot._high = ""
-        slot._length = slot._emitted = 0
+        slot._high = ""
         slot.arguments = slot.status = slot._unscanned = slot._call = None
+        if not whole:  # _no_text, in line (a call less on every call's header)
+            slot.state = self._initial_json
+            slot.scanner = self._start
+            slot._buf = b""
+            slot._text = ""
+            slot._length = slot._emitted = 0
         slots.append(slot)
         self._lanes[index] = slot
         self._by_wire_id[wire_id] = slot
@@ -1073,6 +1086,15 @@ class Registry:
         opened.__class__ = CallOpened
         ledger.outputs.append(opened)
         return slot
+
+    def _no_text(self, slot: Slot) -> None:
+        """Write the state and text fields of a call _open_new opened with ``whole`` (a call with no
+        text yet, as Slot(...) makes it), when its first text was not stored whole."""
+        slot.state = self._initial_json
+        slot.scanner = self._start
+        slot._buf = b""
+        slot._text = ""
+        slot._length = slot._emitted = 0
 
     def _too_many_calls(self) -> None:
         self.ledger.limit(f"more than {self.limits.max_calls} calls in one stream")  # raises
@@ -1094,7 +1116,20 @@ class Registry:
         kind: str,
     ) -> Slot:
         """Open a call in ``lane`` (a CallRef's fields, taken apart). The commonest call, at a new index
-        under a new id, opens by _open_new, which must stay what this does for it."""
+        under a new id, opens by _open_new, which must stay what this does for it: the general
+        routing's too (a Claude tool block's, an Ollama call's), which Slot(...) made, a call
+        through the class's __init__ that cost more than the rest of the opening."""
+        if (
+            lane is index  # a client call's lane, its index (so never None)
+            and not server
+            and kind == "function"
+            and wire_id is not None
+            and not self._pending_header
+            and not index >> 63  # (_open_new would refuse it as the chat shortcuts' index)
+            and lane not in self._lanes
+            and wire_id not in self._by_wire_id
+        ):
+            return self._open_new(index, wire_id, name)
         slots = self.slots
         if len(slots) >= self._max_calls:
             self._too_many_calls()

@@ -535,8 +535,10 @@ class Slot:
         scan_fragment, the guard and store_fragment would do with it, the scan ending in
         ``closed`` (the shared closed scanner of the call's depth limit). Only for a call just
         opened (Registry.whole_call opens it and calls this at once): no text, no scan, nothing
-        held back. False, with nothing changed, for any other text (a limit, a surrogate, nested,
-        escapes): the caller fires ``append``."""
+        held back; opened without its state and text fields (Registry._open_new's ``whole``), all
+        of which this writes. False, with nothing changed, for any other text (a limit, a
+        surrogate, nested, escapes): the caller writes those fields (Registry._no_text) and fires
+        ``append``."""
         ledger = self.ledger
         length = len(text)
         if length > ledger.max_argument_chars or flat_match(text) is None:  # closes_flat
@@ -555,7 +557,9 @@ class Slot:
         self._buf = data  # what _append does with a call's first text
         self._text = text  # what decoding ``data`` gives (it encoded: no surrogate), kept for the end
         ledger.transitions[label] += 1
-        if not ledger.withhold:  # (a call _open_new opened is a client call: no server flag to read)
+        if ledger.withhold:
+            self._emitted = 0
+        else:  # (a call _open_new opened is a client call: no server flag to read)
             self._emitted = length
             delta = _DeltaBeingBuilt()  # build_arguments_delta(self.ordinal, text) in line, as to_call's
             delta.index = self.ordinal

@@ -272,7 +272,8 @@ def _sets(model: Any, fields: frozenset[str]) -> bool:
 def _plain_said(delta: Any) -> tuple[str, str] | None:
     """What plain_said finds in the dump of ``delta`` when it says text or reasoning alone: nothing
     set but its content, role and reasoning (``reasoning_content``, ``reasoning``: the extra fields
-    some servers add, or fields of the SDK's own), each of them text or null. None for any other."""
+    some servers add, or fields of the SDK's own), each of them text or null, and maybe an extra
+    ``index`` (Mistral's, unread, as plain_said reads it). None for any other."""
     try:
         given, extra = delta.__pydantic_fields_set__, delta.__pydantic_extra__
         if not given <= PLAIN_SAID_KEYS or (extra and not extra.keys() <= given):

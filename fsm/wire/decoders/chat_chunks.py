@@ -95,8 +95,9 @@ def said_in(delta: dict[str, Any]) -> list[TextDelta | ReasoningDelta] | None:
 
 def plain_said(delta: dict[str, Any]) -> tuple[str, str] | None:
     """(text, reasoning) of a plain delta that says text or reasoning in the plainest way (most
-    chunks of most turns): no key but ``content``, ``reasoning_content``, ``reasoning`` and ``role``
-    (which is not read), the first three text or null. said_in makes of it TextDelta(text) when
+    chunks of most turns): no key but ``content``, ``reasoning_content``, ``reasoning``, ``role`` and
+    ``index`` (Mistral's delta repeats its choice's; neither is read, by the decoder either), the
+    first three text or null. said_in makes of it TextDelta(text) when
     there is text, then ReasoningDelta(None, reasoning) when there is reasoning (``reasoning_content``
     when it is not empty, else ``reasoning``): test_the_chunk_shortcut_decides_as_its_readers."""
     if not delta.keys() <= PLAIN_SAID_KEYS:
@@ -111,7 +112,7 @@ def plain_said(delta: dict[str, Any]) -> tuple[str, str] | None:
     return content or "", first or second or ""
 
 
-PLAIN_SAID_KEYS = frozenset({"content", "reasoning_content", "reasoning", "role"})
+PLAIN_SAID_KEYS = frozenset({"content", "reasoning_content", "reasoning", "role", "index"})
 
 
 def finish_in(payload: dict[str, Any]) -> tuple[list[TextDelta | ReasoningDelta], str, dict[str, Any] | None] | None:
@@ -131,7 +132,8 @@ def finish_in(payload: dict[str, Any]) -> tuple[list[TextDelta | ReasoningDelta]
     if type(finish) is not str or not finish or type(delta) is not dict or (usage and type(usage) is not dict):
         return None
     # An empty delta (most last chunks) says nothing, nor does one of a role and empty or null text
-    # alone (Ollama's): what said_in finds, without its reading of every key chat_said reads.
+    # alone (Ollama's; Mistral's with its index): what said_in finds, without its reading of every
+    # key chat_said reads.
     said = [] if not delta or plain_said(delta) == ("", "") else said_in(delta)
     return None if said is None else (said, finish, usage or None)
 
