@@ -53,7 +53,6 @@ from fsm.wire.decoders._wire import (
     TurnSaid,
     chat_finish,
     chat_said,
-    compat_signature,
     dumps,
     unsaid,
 )
@@ -77,7 +76,8 @@ from fsm.wire.decoders.chat_chunks import (
     whole_call_in,
 )
 from fsm.wire.decoders.chunk_form import FormSpec
-from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS, ServerCalls
+from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS, ServerCalls, entry_signature
+from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS as _PSF  # (a short name: a shortcut's line)
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
@@ -172,13 +172,13 @@ class OpenAIChatDecoder:
         entries = delta.get("tool_calls")
         if type(entries) is list and len(entries) == 1 and (len(delta) == 1 or not said_beside(delta)):
             entry = entries[0]
-            if type(entry) is dict and ((size := len(entry)) < 3 or COMPAT_SIGNATURE not in entry):
+            if type(entry) is dict and ((n := len(entry)) < 3 or (COMPAT_SIGNATURE not in entry and _PSF not in entry)):
                 function = entry.get("function")
                 if type(function) is dict:
                     index, text = entry.get("index"), function.get("arguments", "")
                     if type(index) is int and type(text) is str:
                         # Two keys (index and function): no id. An id or a name of "" is none (CallRef).
-                        if size > 2 and type(call_id := entry.get("id")) is str and call_id:
+                        if n > 2 and type(call_id := entry.get("id")) is str and call_id:
                             if type(name := function.get("name")) is str and name:
                                 if text:
                                     registry.whole_call(index, call_id, name, text)
@@ -186,7 +186,7 @@ class OpenAIChatDecoder:
                                     registry.call_header(index, call_id, name)
                                 return True
                         elif (
-                            (size < 3 or call_id is None or type(call_id) is str)
+                            (n < 3 or call_id is None or type(call_id) is str)
                             and text  # Mistral's fragments after a call's header name it "":
                             and (len(function) == 1 or (name := function.get("name")) is None or empty_text(name))
                         ):
@@ -345,7 +345,7 @@ class OpenAIChatDecoder:
             else:
                 ref = self._bare.ref(index, position)
             arguments = function.get("arguments")
-            signed = compat_signature(entry, f"tool_calls[{position}]") if COMPAT_SIGNATURE in entry else None
+            signed = entry_signature(entry, position) if COMPAT_SIGNATURE in entry or _PSF in entry else None
             if type(arguments) is str:
                 events.append(
                     build_arguments_fragment(ref, arguments, signed) if arguments else build_call_seen(ref, signed)
