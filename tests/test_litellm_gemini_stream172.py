@@ -87,6 +87,11 @@ def test_a_streamed_gemini_turn_through_litellm_keeps_each_signature_on_its_part
     assert [c.thought_signature for c in result.calls] == [CALL, None]
     assert (result.text, result.text_signature) == ("Calling.", TEXT)
     assert result.diagnostics == ()
+    body = b"".join(b"data: " + json.dumps(event).encode() + b"\r\n\r\n" for event in EVENTS)
+    native = fsm.reassemble(body, "gemini")  # the same events read straight from Gemini: the same signatures
+    assert [(r.text, r.signature) for r in native.reasoning] == [(r.text, r.signature) for r in result.reasoning]
+    assert [c.thought_signature for c in native.calls] == [c.thought_signature for c in result.calls]
+    assert (native.text, native.text_signature) == (result.text, result.text_signature)
     # gemini, straight: each signature on the part it came on, once
     parts = messages.assistant_message(result, "gemini")["parts"]
     assert parts[0] == {"text": "Let me think.", "thought": True, "thoughtSignature": THOUGHT}
@@ -224,3 +229,32 @@ def test_a_second_text_signature_replacing_the_first_is_said() -> None:
     result = _read({"content": "A", **_listed(["QQ=="])}, {"content": "B", **_listed(["Qg=="])})
     assert result.text_signature == "Qg=="
     assert any("replaced" in m for m in _unkept(result))
+
+
+def test_fsm_s_own_re_emission_reads_back_with_the_text_s_and_the_call_s_signatures() -> None:
+    """DeltaEmitter writes the text's signature in ``extra_content`` and the kept list beside it on the last chunk:
+    read back, both tell the one text signature, kept once and said nowhere (the thought's goes only where the
+    caller asks for reasoning blocks)."""
+    from fsm.reemit import DeltaEmitter
+
+    entry = {"index": 0, "id": "call_a__thought__Q0FMTA==", "type": "function"}
+    signed = {
+        **entry,
+        "function": {"name": "f", "arguments": "{}"},
+        "provider_specific_fields": {"thought_signature": "Q0FMTA=="},
+    }
+    stream = [
+        _chunk({"content": "Hi.", "tool_calls": [signed], **_listed(["Q0FMTA=="])}),
+        _chunk(_listed(["VEVYVA=="])),
+        _chunk({}, "tool_calls"),
+    ]
+    reader, emitter = fsm.Reassembler("openai-chat", content_deltas=True), DeltaEmitter()
+    chunks = [emitter.start()]
+    for chunk in stream:
+        chunks += emitter.chunks(reader.feed(chunk))
+    source = reader.close()
+    chunks += [*emitter.chunks(reader.drain()), emitter.finish(source)]
+    back = fsm.reassemble(chunks, "openai-chat")
+    assert [(c.id, c.thought_signature) for c in back.calls] == [("call_a__thought__Q0FMTA==", "Q0FMTA==")]
+    assert (back.text_signature, back.provider_fields) == ("VEVYVA==", {"thought_signatures": ["VEVYVA=="]})
+    assert _unkept(back) == [] and _said(back)[:3] == _said(source)[:3]

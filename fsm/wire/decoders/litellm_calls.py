@@ -136,7 +136,8 @@ class ServerCalls:
                 diagnose("part-not-reassembled", f"{what}[{at}] is {_shown(entry)}, not a signature: not kept")
             elif entry not in carried:
                 left.setdefault(entry, at)  # (listed twice: one part's signature, kept once)
-        part = _unsigned(delta) if len(left) == 1 else None
+        # (the text's signature, told twice: fsm's own re-emission writes it in extra_content too)
+        part = "text" if [*left] == [_google(delta)] else _unsigned(delta) if len(left) == 1 else None
         if part is None:
             for entry, at in left.items():  # (a megabyte of it would say nothing more than its size)
                 said = f"{what}[{at}] ({len(entry)} characters) is not kept: no part of its delta is left for it"
@@ -175,15 +176,21 @@ def _carried(delta: Mapping[str, Any]) -> set[str]:
     entries = delta.get("tool_calls")
     for entry in entries if type(entries) is list else [entries] if isinstance(entries, Mapping) else ():
         if isinstance(entry, Mapping):
-            fields, call_id, extra = entry.get(LITELLM_FIELDS), entry.get("id"), entry.get(COMPAT_SIGNATURE)
+            fields, call_id = entry.get(LITELLM_FIELDS), entry.get("id")
             carried.append(fields.get("thought_signature") if isinstance(fields, Mapping) else None)
-            google = extra.get("google") if isinstance(extra, Mapping) else None
-            carried.append(google.get("thought_signature") if isinstance(google, Mapping) else None)
+            carried.append(_google(entry))
             carried.append(call_id.partition(ID_SIGNATURE)[2] if type(call_id) is str else None)
     blocks = delta.get("thinking_blocks")
     for block in blocks if type(blocks) is list else ():
         carried.append(block.get("signature") if isinstance(block, Mapping) else None)
     return {signature for signature in carried if type(signature) is str and signature}
+
+
+def _google(said: Mapping[str, Any]) -> Any:
+    """The signature an entry's or a delta's ``extra_content`` holds (Gemini's OpenAI endpoint's shape), or None."""
+    extra = said.get(COMPAT_SIGNATURE)
+    google = extra.get("google") if isinstance(extra, Mapping) else None
+    return google.get("thought_signature") if isinstance(google, Mapping) else None
 
 
 _QUIET = frozenset(("role", LITELLM_FIELDS))
