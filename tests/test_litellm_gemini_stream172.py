@@ -258,3 +258,17 @@ def test_fsm_s_own_re_emission_reads_back_with_the_text_s_and_the_call_s_signatu
     assert [(c.id, c.thought_signature) for c in back.calls] == [("call_a__thought__Q0FMTA==", "Q0FMTA==")]
     assert (back.text_signature, back.provider_fields) == ("VEVYVA==", {"thought_signatures": ["VEVYVA=="]})
     assert _unkept(back) == [] and _said(back)[:3] == _said(source)[:3]
+
+
+def test_a_signature_only_an_id_holds_is_said_not_taken_as_carried() -> None:
+    """With no entry field beside it, the id's ``__thought__`` tail gives the call no signature (the id goes back to
+    LiteLLM as it came, which reads it there; a ``gemini`` request would not): the list's entry is said."""
+    entry = {
+        "index": 0,
+        "id": "c1__thought__Q0FMTA==",
+        "type": "function",
+        "function": {"name": "f", "arguments": "{}"},
+    }
+    result = _read({"tool_calls": [entry], **_listed(["Q0FMTA=="])})
+    assert [(c.id, c.thought_signature) for c in result.calls] == [("c1__thought__Q0FMTA==", None)]
+    assert len(_unkept(result)) == 1

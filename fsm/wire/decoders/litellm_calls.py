@@ -27,7 +27,8 @@ passes in silence.
 
 Its Gemini route writes ``thought_signatures`` on each chunk it streams: the ``thoughtSignature`` of each
 part of that Gemini event, in the parts' order, and a part's signature nowhere else but for a call's (on
-its entry, ``provider_specific_fields.thought_signature``, and in the id it mints, after ``__thought__``)
+its entry, ``provider_specific_fields.thought_signature``, and in the id it mints, after ``__thought__``:
+the entry's is read)
 and a thought's in a whole response (its block's ``signature``). A chunk's parts are its thought
 (``reasoning_content``), its text (``content``) and its calls; an entry a call or block of the chunk
 carries is theirs; the one entry left is the one part left unsigned, where the chunk has one: the
@@ -170,16 +171,15 @@ ID_SIGNATURE = "__thought__"
 
 
 def _carried(delta: Mapping[str, Any]) -> set[str]:
-    """The signatures ``delta``'s calls and blocks carry themselves (a call's in its id too), read leniently:
+    """The signatures ``delta``'s calls and blocks carry themselves, read leniently:
     a value of another type carries none (the decoder reports it where it reads it)."""
     carried: list[Any] = []
     entries = delta.get("tool_calls")
     for entry in entries if type(entries) is list else [entries] if isinstance(entries, Mapping) else ():
         if isinstance(entry, Mapping):
-            fields, call_id = entry.get(LITELLM_FIELDS), entry.get("id")
+            fields = entry.get(LITELLM_FIELDS)
             carried.append(fields.get("thought_signature") if isinstance(fields, Mapping) else None)
-            carried.append(_google(entry))
-            carried.append(call_id.partition(ID_SIGNATURE)[2] if type(call_id) is str else None)
+            carried.append(_google(entry))  # (an id alone that holds one gives the call none: said, not carried)
     blocks = delta.get("thinking_blocks")
     for block in blocks if type(blocks) is list else ():
         carried.append(block.get("signature") if isinstance(block, Mapping) else None)
