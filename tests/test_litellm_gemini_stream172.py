@@ -272,3 +272,13 @@ def test_a_signature_only_an_id_holds_is_said_not_taken_as_carried() -> None:
     result = _read({"tool_calls": [entry], **_listed(["Q0FMTA=="])})
     assert [(c.id, c.thought_signature) for c in result.calls] == [("c1__thought__Q0FMTA==", None)]
     assert len(_unkept(result)) == 1
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
+def test_litellm_s_proxy_stream_read_by_openai_python_keeps_the_same_signatures(litellm: Any) -> None:
+    """Its proxy's SSE chunks, read by the openai client (the fields it does not model kept as extras)."""
+    chunk_type = pytest.importorskip("openai.types.chat").ChatCompletionChunk
+    chunks = _Gemini().stream(litellm, ASK)
+    dumped = [chunk.model_dump(exclude_none=True) for chunk in chunks]
+    objects = [chunk_type.model_validate({"id": "x", "created": 0, "model": "m", **d}) for d in dumped]
+    assert _said(fsm.reassemble(objects))[:3] == _said(fsm.reassemble(chunks))[:3]
