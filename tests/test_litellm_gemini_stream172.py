@@ -221,8 +221,13 @@ def test_a_call_s_entry_carries_its_own_and_the_one_left_is_the_text_s() -> None
     result = _read({"content": "Hi.", "tool_calls": [signed], **_listed(["Q0FMTA==", "VEVYVA=="])})
     assert ([c.thought_signature for c in result.calls], result.text_signature) == (["Q0FMTA=="], "VEVYVA==")
     assert _unkept(result) == []
-    alone = _read({"tool_calls": [signed]})  # the entry's fields alone, no list beside: still the call's
-    assert [c.thought_signature for c in alone.calls] == ["Q0FMTA=="]
+    # The entry's fields are read where the delta carries LiteLLM's fields too, as LiteLLM always writes them (one
+    # part's signature, twice); alone, neither the chunk shortcut (one call: it looks at no entry's fields, a cost
+    # on every call) nor the decoder (two calls) reads them, so both read alike.
+    for calls in ([signed], [signed, {**entry, "index": 1, "id": "c2"}]):
+        assert [c.thought_signature for c in _read({"tool_calls": calls}).calls] == [None] * len(calls)
+    beside = _read({"tool_calls": [signed], "provider_specific_fields": {"phase": "x"}})
+    assert [c.thought_signature for c in beside.calls] == ["Q0FMTA=="]
 
 
 def test_a_second_text_signature_replacing_the_first_is_said() -> None:

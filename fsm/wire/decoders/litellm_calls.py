@@ -154,13 +154,17 @@ class ServerCalls:
         return [TextDelta("", signature), ProviderFields({"thought_signatures": [signature]})]
 
 
-def entry_signature(entry: Mapping[str, Any], position: int) -> str | None:
-    """The thought signature of a chat tool-call entry (``tool_calls[position]``): Gemini's OpenAI endpoint's
-    (``extra_content``), else LiteLLM's Gemini route's (``provider_specific_fields.thought_signature``; policy
-    litellm-thought-signatures), else None."""
+def signed_by(entry: Mapping[str, Any], position: int, delta: Mapping[str, Any]) -> str | None:
+    """The thought signature of a chat tool-call entry (``tool_calls[position]`` of ``delta``): Gemini's OpenAI
+    endpoint's (``extra_content``), else LiteLLM's Gemini route's (``provider_specific_fields.thought_signature``;
+    policy litellm-thought-signatures), else None. LiteLLM's is read where ``delta`` carries LiteLLM's fields too,
+    as LiteLLM writes them, both of the one part's signature: the chunk shortcut, which takes a delta of one
+    call and no such field, reads no entry's fields (a look at each call's entry would cost every call)."""
     what = f"tool_calls[{position}]"
     if COMPAT_SIGNATURE in entry:
         return compat_signature(entry, what)
+    if not delta.get(LITELLM_FIELDS):
+        return None
     fields = entry.get(LITELLM_FIELDS)
     signed = fields.get("thought_signature") if isinstance(fields, Mapping) else None
     return text(signed, f"{what}.{LITELLM_FIELDS}.thought_signature") or None

@@ -76,8 +76,7 @@ from fsm.wire.decoders.chat_chunks import (
     whole_call_in,
 )
 from fsm.wire.decoders.chunk_form import FormSpec
-from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS, ServerCalls, entry_signature
-from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS as _PSF  # (a short name: a shortcut's line)
+from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS, ServerCalls, signed_by
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
@@ -172,13 +171,13 @@ class OpenAIChatDecoder:
         entries = delta.get("tool_calls")
         if type(entries) is list and len(entries) == 1 and (len(delta) == 1 or not said_beside(delta)):
             entry = entries[0]
-            if type(entry) is dict and ((n := len(entry)) < 3 or (COMPAT_SIGNATURE not in entry and _PSF not in entry)):
+            if type(entry) is dict and ((size := len(entry)) < 3 or COMPAT_SIGNATURE not in entry):
                 function = entry.get("function")
                 if type(function) is dict:
                     index, text = entry.get("index"), function.get("arguments", "")
                     if type(index) is int and type(text) is str:
                         # Two keys (index and function): no id. An id or a name of "" is none (CallRef).
-                        if n > 2 and type(call_id := entry.get("id")) is str and call_id:
+                        if size > 2 and type(call_id := entry.get("id")) is str and call_id:
                             if type(name := function.get("name")) is str and name:
                                 if text:
                                     registry.whole_call(index, call_id, name, text)
@@ -186,7 +185,7 @@ class OpenAIChatDecoder:
                                     registry.call_header(index, call_id, name)
                                 return True
                         elif (
-                            (n < 3 or call_id is None or type(call_id) is str)
+                            (size < 3 or call_id is None or type(call_id) is str)
                             and text  # Mistral's fragments after a call's header name it "":
                             and (len(function) == 1 or (name := function.get("name")) is None or empty_text(name))
                         ):
@@ -345,7 +344,7 @@ class OpenAIChatDecoder:
             else:
                 ref = self._bare.ref(index, position)
             arguments = function.get("arguments")
-            signed = entry_signature(entry, position) if COMPAT_SIGNATURE in entry or _PSF in entry else None
+            signed = signed_by(entry, position, delta) if COMPAT_SIGNATURE in entry or LITELLM_FIELDS in entry else None
             if type(arguments) is str:
                 events.append(
                     build_arguments_fragment(ref, arguments, signed) if arguments else build_call_seen(ref, signed)
