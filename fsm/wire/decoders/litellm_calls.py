@@ -27,9 +27,8 @@ passes in silence.
 
 Its Gemini route writes ``thought_signatures`` on each chunk it streams: the ``thoughtSignature`` of each
 part of that Gemini event, in the parts' order, and a part's signature nowhere else but for a call's (on
-its entry, ``provider_specific_fields.thought_signature``, and in the id it mints, after ``__thought__``:
-the entry's is read)
-and a thought's in a whole response (its block's ``signature``). A chunk's parts are its thought
+its entry, ``provider_specific_fields.thought_signature``, which is read, and in the id it mints, after
+``__thought__``) and a thought's in a whole response (its block's ``signature``). A chunk's parts are its thought
 (``reasoning_content``), its text (``content``) and its calls; an entry a call or block of the chunk
 carries is theirs; the one entry left is the one part left unsigned, where the chunk has one: the
 thought's, read onto its reasoning block in Gemini's format (so it goes to ``gemini`` alone: policy
