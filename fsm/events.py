@@ -288,7 +288,8 @@ class ContainerReport:
 class ProviderFields:
     """Fields a provider wants back as it gave them on the next request's assistant message:
     LiteLLM's ``provider_specific_fields`` keys its Responses bridge reads back
-    (``openai_responses_replay``, ``phase``). A later piece's keys replace the earlier's."""
+    (``openai_responses_replay``, ``phase``), its Gemini route's (``thought_signatures``, of the text's
+    signature). A later piece's keys replace the earlier's."""
 
     fields: dict[str, Any]
 

@@ -226,9 +226,10 @@ def test_a_claude_block_through_litellm_names_no_maker_and_goes_as_before(litell
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
-def test_a_streamed_gemini_turn_through_litellm_gives_its_thought_unsigned(litellm: Any) -> None:
+def test_a_streamed_gemini_turn_through_litellm_signs_its_thought_in_gemini_s_format(litellm: Any) -> None:
     """Streaming, LiteLLM's Gemini route gives no ``thinking_blocks``: the thought comes as ``reasoning_content``
-    and its signature in ``thought_signatures`` alone, which no block takes (said); nothing signed goes astray."""
+    and its signature in ``thought_signatures`` alone, now read onto its block in Gemini's format (task 172,
+    policy litellm-thought-signatures), so it goes to ``gemini`` alone; nothing is left unsaid."""
     events = [_gemini_body([part]) for part in GEMINI_PARTS]
     body = b"".join(b"data: " + json.dumps(event).encode() + b"\r\n\r\n" for event in events)
     ask = [{"role": "user", "content": "go"}]
@@ -237,10 +238,11 @@ def test_a_streamed_gemini_turn_through_litellm_gives_its_thought_unsigned(litel
         litellm.completion(model="gemini/gemini-3-pro-preview", messages=ask, stream=True, client=client, api_key="t")
     )
     result = fsm.reassemble(chunks)
-    assert [(r.text, r.signature) for r in result.reasoning] == [("Let me think.", None)]
-    said = [d.message for d in result.diagnostics if d.code == "part-not-reassembled"]
-    assert any("thought_signatures" in message for message in said)
-    assert sent_to(result, "R0VNVEhPVUdIVA==") == set()
+    assert [(r.text, r.signature, r.format) for r in result.reasoning] == [
+        ("Let me think.", "R0VNVEhPVUdIVA==", GEMINI_FORMAT)
+    ]
+    assert result.diagnostics == ()
+    assert sent_to(result, "R0VNVEhPVUdIVA==") == {"gemini"}
 
 
 def _delta(blocks: Any, fields: Any) -> dict[str, Any]:

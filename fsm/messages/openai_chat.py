@@ -21,7 +21,10 @@ its ``id``, ``summary`` and ``encrypted_content``. The record LiteLLM gave with 
 output items (``openai_responses_replay``, and ``phase``: :attr:`~fsm.results.Result.provider_fields`)
 goes back in ``provider_specific_fields`` as it came, where LiteLLM replays the items exactly when
 its checksum matches the message: the same text, calls and reasoning items (policy
-litellm-fields-said)."""
+litellm-fields-said); so does the text's signature LiteLLM's Gemini route gave (``thought_signatures``),
+where it reads the text part's back. A call's Gemini signature goes back in ``extra_content``, where
+Gemini's OpenAI endpoint gave it, but in an id LiteLLM minted, which holds it already (policy
+litellm-thought-signatures)."""
 
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from fsm.messages.shared import Message, reply_id
 from fsm.messages.shared import kind as _kind
 from fsm.results import Reasoning, Result, ToolCall
 from fsm.wire.decoders.chat_reasoning import GEMINI_FORMAT
+from fsm.wire.decoders.litellm_calls import ID_SIGNATURE
 
 _DETAIL_TEXT = {"reasoning.text": "text", "reasoning.summary": "summary"}
 """Where each type of reasoning_details entry holds the block's text (the encrypted one: ``data``)."""
@@ -126,8 +130,10 @@ def _call(call: ToolCall) -> Message:
         "type": "function",
         "function": {"name": call.name or "", "arguments": call.arguments_json or ""},
     }
-    if call.thought_signature is not None:
+    signature = call.thought_signature
+    if signature is not None and not entry["id"].endswith(ID_SIGNATURE + signature):
         # Only Gemini signs calls; its OpenAI endpoint takes the signature back where it gave it,
-        # and Gemini 3 refuses a call sent back without it.
-        entry["extra_content"] = {"google": {"thought_signature": call.thought_signature}}
+        # and Gemini 3 refuses a call sent back without it. An id LiteLLM's Gemini route minted holds
+        # it already, where LiteLLM reads it (policy litellm-thought-signatures): it goes there alone.
+        entry["extra_content"] = {"google": {"thought_signature": signature}}
     return entry

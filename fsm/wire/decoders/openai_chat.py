@@ -53,7 +53,6 @@ from fsm.wire.decoders._wire import (
     TurnSaid,
     chat_finish,
     chat_said,
-    compat_signature,
     dumps,
     unsaid,
 )
@@ -77,7 +76,7 @@ from fsm.wire.decoders.chat_chunks import (
     whole_call_in,
 )
 from fsm.wire.decoders.chunk_form import FormSpec
-from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS, ServerCalls
+from fsm.wire.decoders.litellm_calls import LITELLM_FIELDS, ServerCalls, signed_by
 
 if TYPE_CHECKING:
     from fsm.engine.registry import Registry
@@ -345,7 +344,7 @@ class OpenAIChatDecoder:
             else:
                 ref = self._bare.ref(index, position)
             arguments = function.get("arguments")
-            signed = compat_signature(entry, f"tool_calls[{position}]") if COMPAT_SIGNATURE in entry else None
+            signed = signed_by(entry, position, delta) if COMPAT_SIGNATURE in entry or LITELLM_FIELDS in entry else None
             if type(arguments) is str:
                 events.append(
                     build_arguments_fragment(ref, arguments, signed) if arguments else build_call_seen(ref, signed)
