@@ -277,9 +277,8 @@ class Result:
     """What the provider wants back as it gave it on the next request's assistant message, or None:
     LiteLLM's ``provider_specific_fields`` keys ``openai_responses_replay`` (its Responses bridge's
     record of the turn's output items, with a checksum of the message) and ``phase``, each as it last
-    came (policy litellm-fields-said), and ``thought_signatures``, of the text's signature alone, where
-    its Gemini route reads it back (policy litellm-thought-signatures). The ``"openai-chat"`` next turn
-    sends them back in the message's ``provider_specific_fields``, where LiteLLM reads them."""
+    came (policy litellm-fields-said), and ``thought_signatures`` (the text's signature alone: policy
+    litellm-thought-signatures); the ``"openai-chat"`` next turn sends them back there, where LiteLLM reads them."""
     source_provider: str | None = None
     """The provider whose model made the turn, where it is not :attr:`provider` (the wire's): a turn read through
     LangChain (chunks read as ``openai-chat``) names the one its integration reads (``Reassembler.source_provider``,
