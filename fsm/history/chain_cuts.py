@@ -6,7 +6,7 @@ places the strays with these)."""
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -119,6 +119,21 @@ class Cut:
             rest = self.plan.chains[self.head]
             self.plan.chains[self.head] = rest[: self.index - 1]
             self.taken += rest[self.index - 1 :]
+
+    def returning(self, late: list[int]) -> list[int]:
+        """Cut at the stray read, where its chain's responses after it in the user's contents stay (:meth:`keep`):
+        each such content's mark (2 * its message, as :func:`~fsm.history.chains._kept_calls` gives), put in ``late``
+        before the stray is placed. A stray placed as if they still went with the chain could go in the answer to
+        calls they part it from (``M[call a] -[u] U[a8+ u] M[a14+] U[a18] M[call c]``: ``a14`` after ``a18``, a
+        ``duplicate-result``, task 173). Each chain is cut once: its responses are read here once."""
+        plan, marks = self.plan, list[int]()
+        for entry in plan.chains[self.head][self.index :]:
+            parts = plan.messages[entry.message].get("parts") or []  # (a list of objects, read already)
+            calls = any(gemini_payload(part, "call") for part in parts)
+            if entry.message not in plan.model and read_role("gemini", plan.messages[entry.message], calls) != "model":
+                marks.append(2 * entry.message)
+                insort(late, marks[-1])
+        return marks
 
     def keep(self, entry: Entry, marks: Any) -> tuple[int, int]:
         """A response in a user content after the cut: it stays where it came (where a stray after it goes after)."""
