@@ -82,3 +82,15 @@ def test_a_stray_kept_apart_parts_an_earlier_stray_of_another_chain_from_the_cal
         ]
     else:  # (the call dropped, b2 stays after m3 too)
         assert brief(fixed)[5:] == [("model", ["m1", "m2"]), ("user", [2]), ("model", ["m3"]), ("user", [12])]
+
+
+def test_strays_contents_of_their_own_after_one_model_content_go_in_the_order_the_strays_came() -> None:
+    # c's chain is read first (c3 goes on with c1 in one content): c2 goes before its content (a call of c follows),
+    # then b2, read later, is parted by that content from the call and goes after its own: both between m2 and m3,
+    # b2's content came after c2's though b2 came first
+    conversation = [ASK, model(gemini_call("c")), user(resp(1, True, "c"), resp(3, True, "c"))]
+    conversation += [model(gemini_call("b")), user(resp(1, True, "b"), text("t"))]
+    conversation += [model(resp(2, True, "b"), text("m2")), model(resp(12, True, "c"), text("m3"))]
+    conversation.append(model(gemini_call("c")))
+    fixed = repaired(conversation, "placeholder")
+    assert brief(fixed)[-4:] == [("model", ["m2"]), ("user", [2, 12]), ("model", ["m3", "call c"]), ("user", [GONE])]

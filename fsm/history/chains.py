@@ -217,7 +217,8 @@ def _parted(
     that a user content written later parts from those calls (a stray's of a chain read after theirs, kept apart:
     ``M[a2+ m2] M[b2+ m3] M[call b]`` writes ``b2``'s before ``M[b2+ m3]``): each goes in a user content of its own
     right after its model content instead (stray-where-it-came), not after the stray its model got after it (task
-    173). The last first: the content one gets may part one before it. The strays' contents in the order they came."""
+    173). The last first: the content one gets may part one before it. Then all strays' contents of their own in the
+    order the strays came (a chain read first may write one after a later chain's stray's message)."""
     parted = set()
     for entry, at, said in sorted(joined, key=lambda each: each[0][:2], reverse=True):
         if bisect_right(late, 2 * at) > bisect_right(late, 2 * entry.message):  # a mark after it, not after the calls
@@ -229,7 +230,7 @@ def _parted(
             plan.changes[said] = Change("moved-misplaced-result", entry.message + 1, shown(entry.key), why)
     if parted:
         plan.trail[:] = [each for each in plan.trail if each[1] not in parted]
-        stays.sort(key=lambda held: (held[0], held[1][0][:2]))
+    stays.sort(key=lambda held: (held[0], held[1][0][:2]))  # (chains are read by their first responses)
 
 
 def _place(
