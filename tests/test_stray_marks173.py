@@ -94,3 +94,20 @@ def test_strays_contents_of_their_own_after_one_model_content_go_in_the_order_th
     conversation.append(model(gemini_call("c")))
     fixed = repaired(conversation, "placeholder")
     assert brief(fixed)[-4:] == [("model", ["m2"]), ("user", [2, 12]), ("model", ["m3", "call c"]), ("user", [GONE])]
+
+
+@pytest.mark.parametrize("policy", ["placeholder", "drop-call"])
+def test_a_stray_after_a_chain_cut_at_a_later_user_content_stays_before_the_chains_last_response(policy: str) -> None:
+    # task 170's fuzzer, seed 41475 (variant, drop-call) reduced: b3 (sent as the model) goes into the call's answer;
+    # the chain is cut at b16, after the user's text (chain-goes-on-where-it-came), so b25 stays where it came too:
+    # b22 went first in the answer to the call to a, after b25 (a duplicate-result check refused)
+    conversation = [ASK, model(gemini_call("b")), model(resp(3, True, "b")), user(text("u9"))]
+    conversation += [
+        user(resp(16, True, "b")),
+        model(text("m16")),
+        model(resp(22, True, "b")),
+        user(resp(25, False, "b")),
+    ]
+    conversation += [model(gemini_call("a")), user(resp(30))]
+    fixed = repaired(conversation, policy)
+    assert brief(fixed)[-4:] == [("model", ["m16"]), ("user", [22, 25]), ("model", ["call a"]), ("user", [30])]

@@ -153,7 +153,7 @@ def home_strays(plan: StrayPlan) -> None:
     home: tuple[int, int] | None = None  # where the response of the chain before the stray goes
     called = False  # home is the model's calls (message, part): in the user content answering them
     cut, stays, staying, prev = Cut(plan), list[tuple[int, list[Entry]]](), False, (-1, -1)  # (prev: where one came)
-    joined, late = list[tuple[Entry, int, int]](), list[int]()  # strays in the answer to calls after them; see _Again
+    joined, late = list[tuple[Entry, int, int]](), cut.late  # strays in the answer to calls after them; see _Again
     for entry, stray in strays(plan.chains, plan.model):
         spot, prev, before_it = (entry.message, entry.slot), (entry.message, entry.slot), prev
         if spot in plan.chains:  # a chain's first response (strays yields it first)
@@ -169,17 +169,20 @@ def home_strays(plan: StrayPlan) -> None:
             home = spot if spot not in plan.drop else None
             called = staying = False
             continue
-        marks = (_kept_ends(plan), _kept_calls(plan)) if marks is None else marks
-        late, state = marks[1][1].late, (home, called, staying)  # state: where the one before it went
+        if marks is None:
+            marks = (_kept_ends(plan), _kept_calls(plan))
+            marks[1][1].late = late
+        state = (home, called, staying)  # where the one before it went
         home, called, apart, ahead, joins = _place(cut, marks, entry, state, before_it)
         cuts = cut.carried and not cut.done and (home != state[0] or apart or joins)
-        back = cut.returning(late) if cuts else []
+        back = cut.returning() if cuts else []
         if back:  # cutting its chain puts responses back, which may part it from the calls after (task 173)
             home, called, apart, ahead, joins = _place(cut, marks, entry, state, before_it)
         staying = apart or joins
         if cut.carried and not cut.done and home == state[0] and not staying:
             for mark in back:  # (not cut after all)
                 del late[bisect_left(late, mark)]
+            cut.back = None
             continue  # right after its chain's response before it, moved with it: no later home
         cut.take(entry)
         plan.drop.add(spot)
