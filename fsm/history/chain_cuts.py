@@ -6,7 +6,7 @@ places the strays with these)."""
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -51,6 +51,8 @@ class Cut:
         self.taken, self.said = list[Entry](), list[tuple[int, int]]()  # responses cut; kept parts in user contents
         self.kept: list[tuple[int, int]] | None = None  # every part repair keeps that is no response, in order
         self.runs: dict[int, int] = {}  # each model content read, the first content after it written apart from it
+        self.late: list[int] = []  # the user contents a cut puts back, and strays' contents: see chains._Again
+        self.back: tuple[tuple[int, int], int] | None = None  # the response whose cut's are in late
 
     def begin(self, spot: tuple[int, int]) -> tuple[int, int] | None:
         """A chain's first response (at ``spot``): where it is written (None: dropped)."""
@@ -116,9 +118,26 @@ class Cut:
         """A stray placed on its own: if it went with its chain, the chain is cut at it."""
         if self.carried and not self.done:
             self.done = True
+            self.returning() if self.back != (self.head, self.index) else None
             rest = self.plan.chains[self.head]
             self.plan.chains[self.head] = rest[: self.index - 1]
             self.taken += rest[self.index - 1 :]
+
+    def returning(self) -> list[int]:
+        """Cut at the response read (a stray, or one :meth:`past`), where its chain's responses from it on in the user's
+        contents stay (:meth:`keep`): each such content's mark (2 * its message, as
+        :func:`~fsm.history.chains._kept_calls` gives) put in ``late``, before a stray is placed: one placed as if they
+        still went with the chain could go in the answer to calls they part it from (``M[call a] -[u] U[a8+ u]
+        M[a14+] U[a18] M[call c]``: ``a14`` after ``a18``, a ``duplicate-result``, task 173). Once a chain's cut."""
+        plan, marks = self.plan, list[int]()
+        for entry in plan.chains[self.head][self.index - 1 :]:
+            parts = plan.messages[entry.message].get("parts") or []  # (a list of objects, read already)
+            calls = any(gemini_payload(part, "call") for part in parts)
+            if entry.message not in plan.model and read_role("gemini", plan.messages[entry.message], calls) != "model":
+                marks.append(2 * entry.message)
+                insort(self.late, marks[-1])
+        self.back = (self.head, self.index)
+        return marks
 
     def keep(self, entry: Entry, marks: Any) -> tuple[int, int]:
         """A response in a user content after the cut: it stays where it came (where a stray after it goes after)."""

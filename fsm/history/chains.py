@@ -23,6 +23,8 @@ right before it where a call of its own id follows it there or in a model conten
 it, it would answer that call; policy stray-before-a-call-of-its-id, task 170). Only a stray between
 calls of another id and a call of its own in one run of model contents still goes back (no place is
 between them: Gemini's model contents in a row are one, and their calls' answer comes after them all).
+Each user content repair writes parts a stray from calls after it, also one written for a stray read later or one a
+chain's cut puts back (task 173: past them, it came after a response the model got after it).
 A chain whose first response repair moves is cut too at a response of it in a later user content that
 the user's text or the model's content parts from where that first response goes (and from where the
 response before it came): it stays where it came (policy chain-goes-on-where-it-came, task 145). So
@@ -38,7 +40,7 @@ paired or reported (``orphan``, dropped by repair with a change), never swallowe
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -131,6 +133,10 @@ class _Again(dict[Any, list[tuple[tuple[int, int], int]]]):
 
     ANY = object()
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.late: list[int] = []  # user contents known once the calls were read (the same marks), in order
+
 
 def home_strays(plan: StrayPlan) -> None:
     """Repair: each stray at the end of the responses kept by the latest user content before it, when that comes after
@@ -147,6 +153,7 @@ def home_strays(plan: StrayPlan) -> None:
     home: tuple[int, int] | None = None  # where the response of the chain before the stray goes
     called = False  # home is the model's calls (message, part): in the user content answering them
     cut, stays, staying, prev = Cut(plan), list[tuple[int, list[Entry]]](), False, (-1, -1)  # (prev: where one came)
+    joined, late = list[tuple[Entry, int, int]](), cut.late  # strays in the answer to calls after them; see _Again
     for entry, stray in strays(plan.chains, plan.model):
         spot, prev, before_it = (entry.message, entry.slot), (entry.message, entry.slot), prev
         if spot in plan.chains:  # a chain's first response (strays yields it first)
@@ -162,25 +169,20 @@ def home_strays(plan: StrayPlan) -> None:
             home = spot if spot not in plan.drop else None
             called = staying = False
             continue
-        ends, (calls, again) = marks = (_kept_ends(plan), _kept_calls(plan)) if marks is None else marks
-        before = bisect_left(ends, entry.message, key=lambda end: end[0])  # in message order: no scan a stray
-        latest, was = (ends[before - 1] if before else home), home
-        home, called = (latest, False) if latest[0] > home[0] else (home, called)  # never before the one before it
-        made = bisect_left(calls, spot)
-        if made and calls[made - 1] > home and not _called_again(again, entry, calls[made - 1]):
-            home, called = calls[made - 1], True
-        start = max((home[0], -1) if home is latest and home[0] > was[0] else home, before_it)  # (see Cut.between)
-        own = _called_again(again, entry, (entry.message, 0))  # after its content, it would answer that call
-        first = bisect_left(calls, (entry.message, 0)) if own else made  # (its content's calls before it go after it)
-        apart = not (first and calls[first - 1] > start) and cut.between(start, (entry.message, 0), users=called)
-        if called and not apart:  # the model's contents after the calls join them, but not past one written apart
-            apart = cut.between(max(start, (cut.apart_from(home[0]), -1)), (entry.message, 0))  # (audit 164)
-        ahead = apart and own  # so right before its content (stray-before-a-call-of-its-id, task 170)
-        if not ahead and apart and _called_again(again, entry, spot, _Again.ANY):  # a call joins it: in their answer
-            apart, home, called = False, calls[made], True  # (audit 164: its content of its own parted them)
-        joins = not called and staying and home == was and not apart  # right after the stray before it, kept apart
+        if marks is None:
+            marks = (_kept_ends(plan), _kept_calls(plan))
+            marks[1][1].late = late
+        state = (home, called, staying)  # where the one before it went
+        home, called, apart, ahead, joins = _place(cut, marks, entry, state, before_it)
+        cuts = cut.carried and not cut.done and (home != state[0] or apart or joins)
+        back = cut.returning() if cuts else []
+        if back:  # cutting its chain puts responses back, which may part it from the calls after (task 173)
+            home, called, apart, ahead, joins = _place(cut, marks, entry, state, before_it)
         staying = apart or joins
-        if cut.carried and not cut.done and home == was and not staying:
+        if cut.carried and not cut.done and home == state[0] and not staying:
+            for mark in back:  # (not cut after all)
+                del late[bisect_left(late, mark)]
+            cut.back = None
             continue  # right after its chain's response before it, moved with it: no later home
         cut.take(entry)
         plan.drop.add(spot)
@@ -189,12 +191,14 @@ def home_strays(plan: StrayPlan) -> None:
             home, called = spot, False
             held = (stays[-1][0], [*stays[-1][1], entry]) if joins else (entry.message - ahead, [entry])
             stays[-1:] = [held] if joins else [*stays[-1:], held]  # joins: in the last one's
+            insort(late, 2 * held[0] + 1)  # a user content written: it parts a stray before it from calls after
             ahead = held[0] < held[1][0].message  # (a stray joining one written before its content goes there too)
             why = f"{STRAY_WHY}: moved into a user content of its own right {'before' if ahead else 'after'} the"
             why += " model content it came in, as the user's text or the model's content came between it and its"
             why += " chain's response before it" + (" (after it, it would answer the call of its id there)" * ahead)
         elif called:  # the model's calls came after the responses kept before it, or its chain's before it
             plan.trail.append((home[0], entry))
+            joined += [(entry, home[0], len(plan.changes))] if home[0] > entry.message else []  # calls after it
             why = f"{STRAY_WHY}: moved first into the user content answering the model's calls it came after"
             why += f" (message {home[0] + 1}), which no user content before it keeps a response after"
         else:
@@ -203,9 +207,59 @@ def home_strays(plan: StrayPlan) -> None:
             why = f"{STRAY_WHY}: moved to the end of the responses of the latest user content before it"
             why += f" that comes no sooner than its chain's response before it (message {home[0] + 1})"
         plan.changes.append(Change("moved-misplaced-result", entry.message + 1, shown(entry.key), why))
+    _parted(plan, joined, stays, late)
     cut.finish()
     for at, group in stays:  # (copied once the cut chains' copies are gone: finish takes out only theirs)
         plan.add_after.setdefault(at, []).append({"role": "user", "parts": plan.moved(group)})
+
+
+def _parted(
+    plan: StrayPlan, joined: list[tuple[Entry, int, int]], stays: list[tuple[int, list[Entry]]], late: list[int]
+) -> None:
+    """Strays placed first in the answer to calls after them (``joined``: each with the calls' message and its change)
+    that a user content written later parts from those calls (a stray's of a chain read after theirs, kept apart:
+    ``M[a2+ m2] M[b2+ m3] M[call b]`` writes ``b2``'s before ``M[b2+ m3]``): each goes in a user content of its own
+    right after its model content instead (stray-where-it-came), not after the stray its model got after it (task
+    173). The last first: the content one gets may part one before it. Then all strays' contents of their own in the
+    order the strays came (a chain read first may write one after a later chain's stray's message)."""
+    parted = set()
+    for entry, at, said in sorted(joined, key=lambda each: each[0][:2], reverse=True):
+        if bisect_right(late, 2 * at) > bisect_right(late, 2 * entry.message):  # a mark after it, not after the calls
+            parted.add(entry)
+            stays.append((entry.message, [entry]))
+            insort(late, 2 * entry.message + 1)
+            why = f"{STRAY_WHY}: moved into a user content of its own right after the model content it came in, as"
+            why += " a user content repair writes for another stray parts it from the model's calls after it"
+            plan.changes[said] = Change("moved-misplaced-result", entry.message + 1, shown(entry.key), why)
+    if parted:
+        plan.trail[:] = [each for each in plan.trail if each[1] not in parted]
+    stays.sort(key=lambda held: (held[0], held[1][0][:2]))  # (chains are read by their first responses)
+
+
+def _place(
+    cut: Cut, marks: Any, entry: Entry, state: tuple[tuple[int, int], bool, bool], before_it: tuple[int, int]
+) -> tuple[tuple[int, int], bool, bool, bool, bool]:
+    """Where a stray goes (:func:`home_strays`), ``state`` where the one before it went (home, called, staying): its
+    home; in the answer to the model's calls there; apart from it (stray-where-it-came), right before its own content
+    (stray-before-a-call-of-its-id); in the content of its own of the stray before it."""
+    (ends, (calls, again)), (home, called, staying), spot = marks, state, (entry.message, entry.slot)
+    before = bisect_left(ends, entry.message, key=lambda end: end[0])  # in message order: no scan a stray
+    latest, was = (ends[before - 1] if before else home), home
+    home, called = (latest, False) if latest[0] > home[0] else (home, called)  # never before the one before it
+    made = bisect_left(calls, spot)
+    if made and calls[made - 1] > home and not _called_again(again, entry, calls[made - 1]):
+        home, called = calls[made - 1], True
+    start = max((home[0], -1) if home is latest and home[0] > was[0] else home, before_it)  # (see Cut.between)
+    own = _called_again(again, entry, (entry.message, 0))  # after its content, it would answer that call
+    first = bisect_left(calls, (entry.message, 0)) if own else made  # (its content's calls before it go after it)
+    apart = not (first and calls[first - 1] > start) and cut.between(start, (entry.message, 0), users=called)
+    if called and not apart:  # the model's contents after the calls join them, but not past one written apart
+        apart = cut.between(max(start, (cut.apart_from(home[0]), -1)), (entry.message, 0))  # (audit 164)
+    ahead = apart and own  # so right before its content (stray-before-a-call-of-its-id, task 170)
+    if not ahead and apart and _called_again(again, entry, spot, _Again.ANY):  # a call joins it: in their answer
+        apart, home, called = False, calls[made], True  # (audit 164: its content of its own parted them)
+    joins = not called and staying and home == was and not apart  # right after the stray before it, kept apart
+    return home, called, apart, ahead, joins
 
 
 def after_calls(plan: StrayPlan, written: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -284,4 +338,8 @@ def _called_again(again: _Again, entry: Entry, call: tuple[int, int], key: Any =
     place is left before that call (calls of another id before it in their run), with the responses before it."""
     made = again.get(entry.key if key is None else key, [])
     after = bisect_left(made, (entry.message, entry.slot), key=lambda each: each[0])
-    return after < len(made) and made[after][1] <= 2 * call[0]
+    if after == len(made):
+        return False
+    (at, _), user = made[after]
+    written = bisect_right(again.late, 2 * at)  # (a stray's content of its own, responses a chain's cut put back)
+    return max(user, again.late[written - 1] if written else -1) <= 2 * call[0]
