@@ -118,7 +118,8 @@ class Cut:
         """A stray placed on its own: if it went with its chain, the chain is cut at it."""
         if self.carried and not self.done:
             self.done = True
-            self.returning() if self.back != (self.head, self.index) else None
+            if self.back != (self.head, self.index):  # (placing the stray may have marked its cut's already)
+                self.returning()
             rest = self.plan.chains[self.head]
             self.plan.chains[self.head] = rest[: self.index - 1]
             self.taken += rest[self.index - 1 :]
