@@ -78,9 +78,7 @@ class Registry:
     """Which calls of a lane hold a given (stripped) complete text: a resend can only land in one
     of those, so routing never walks a lane's earlier calls one by one."""
     _slot_lanes: dict[Slot, tuple[Lane, Lane]] = _NONE  # type: ignore[assignment]
-    """The calls in two lanes (no index), and their lanes. Written, as the shared empty one, by every
-    stream's construction: _ended reads it at every call's end, where a class default read through
-    the instance is an unspecialised load (Python 3.11)."""
+    """The calls in two lanes (no index), and their lanes."""
     _held_under: dict[Slot, bytes] = _NONE  # type: ignore[assignment]
     """The key each call is listed under in _holding: the text it holds now, one at a time (_unhold)."""
     _indexed: dict[Slot, tuple[int, int, bytes]] = _NONE  # type: ignore[assignment]
@@ -136,7 +134,6 @@ class Registry:
         self._max_calls = limits.max_calls
         self._run: _Run | None = None  # the fragments gather() held back
         self._settled = 0
-        self._slot_lanes = _NONE  # type: ignore[assignment]  # (see the class attribute)
         # Read from the machine and the depth limit once for every stream (_shared): each call's
         # start and end states, the scans' two shared ends (where every call's starts until its
         # first text, and the one state every closed value's scan ends in), the transitions taken
@@ -904,7 +901,7 @@ class Registry:
     def _own(self, table: str) -> dict[Any, Any]:
         """This stream's own ``table`` (one of the resend tables), made at its first write."""
         own: dict[Any, Any] | None = self.__dict__.get(table)
-        if own is None or own is _NONE:  # (_slot_lanes: the shared one, written at construction)
+        if own is None:
             own = self.__dict__[table] = {}
         return own
 
